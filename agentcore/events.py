@@ -1,0 +1,236 @@
+"""Events: the ten agent events a run emits and the stream events a provider produces.
+
+Every event is a dataclass with ``.type`` holding the reference string (``"agent_start"``,
+``"text_delta"`` ...). ``event_to_dict()`` gives a JSON-ready dict (used by ``agentcore run --json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Dict, List, Optional
+
+from .types import AssistantMessage, ToolCall, _plain
+
+__all__ = [
+    # agent events
+    "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
+    "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
+    "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
+    # provider stream events
+    "AssistantMessageEvent", "StartEvent", "TextStartEvent", "TextDeltaEvent", "TextEndEvent",
+    "ThinkingStartEvent", "ThinkingDeltaEvent", "ThinkingEndEvent",
+    "ToolCallStartEvent", "ToolCallDeltaEvent", "ToolCallEndEvent", "DoneEvent", "ErrorEvent",
+    "GenericStreamEvent", "TERMINAL_STREAM_EVENTS", "event_to_dict",
+]
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def event_to_dict(event: Any) -> Dict[str, Any]:
+    """A JSON-ready dict of any event: ``type`` plus camelCase payload keys."""
+    out: Dict[str, Any] = {"type": event.type}
+    for f in fields(event):
+        if f.name == "type":
+            continue
+        out[_camel(f.name)] = _plain(getattr(event, f.name))
+    return out
+
+
+# --------------------------------------------------------------------------- agent events
+
+
+class AgentEvent:
+    """Base class of the ten agent events."""
+
+    type: ClassVar[str] = ""
+
+
+@dataclass
+class AgentStartEvent(AgentEvent):
+    type: ClassVar[str] = "agent_start"
+
+
+@dataclass
+class AgentEndEvent(AgentEvent):
+    messages: List[Any] = field(default_factory=list)
+    type: ClassVar[str] = "agent_end"
+
+
+@dataclass
+class TurnStartEvent(AgentEvent):
+    type: ClassVar[str] = "turn_start"
+
+
+@dataclass
+class TurnEndEvent(AgentEvent):
+    message: Any = None
+    tool_results: List[Any] = field(default_factory=list)
+    type: ClassVar[str] = "turn_end"
+
+
+@dataclass
+class MessageStartEvent(AgentEvent):
+    message: Any = None
+    type: ClassVar[str] = "message_start"
+
+
+@dataclass
+class MessageUpdateEvent(AgentEvent):
+    message: Any = None
+    assistant_message_event: Any = None
+    type: ClassVar[str] = "message_update"
+
+
+@dataclass
+class MessageEndEvent(AgentEvent):
+    message: Any = None
+    type: ClassVar[str] = "message_end"
+
+
+@dataclass
+class ToolExecutionStartEvent(AgentEvent):
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args: Any = None
+    type: ClassVar[str] = "tool_execution_start"
+
+
+@dataclass
+class ToolExecutionUpdateEvent(AgentEvent):
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args: Any = None
+    partial_result: Any = None
+    type: ClassVar[str] = "tool_execution_update"
+
+
+@dataclass
+class ToolExecutionEndEvent(AgentEvent):
+    tool_call_id: str = ""
+    tool_name: str = ""
+    result: Any = None
+    is_error: bool = False
+    type: ClassVar[str] = "tool_execution_end"
+
+
+# --------------------------------------------------------------------------- provider stream events
+
+
+class AssistantMessageEvent:
+    """Base class of provider stream events. ``partial`` is the response so far."""
+
+    type: ClassVar[str] = ""
+
+
+@dataclass
+class StartEvent(AssistantMessageEvent):
+    partial: AssistantMessage
+    type: ClassVar[str] = "start"
+
+
+@dataclass
+class TextStartEvent(AssistantMessageEvent):
+    content_index: int
+    partial: AssistantMessage
+    type: ClassVar[str] = "text_start"
+
+
+@dataclass
+class TextDeltaEvent(AssistantMessageEvent):
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: ClassVar[str] = "text_delta"
+
+
+@dataclass
+class TextEndEvent(AssistantMessageEvent):
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: ClassVar[str] = "text_end"
+
+
+@dataclass
+class ThinkingStartEvent(AssistantMessageEvent):
+    content_index: int
+    partial: AssistantMessage
+    type: ClassVar[str] = "thinking_start"
+
+
+@dataclass
+class ThinkingDeltaEvent(AssistantMessageEvent):
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: ClassVar[str] = "thinking_delta"
+
+
+@dataclass
+class ThinkingEndEvent(AssistantMessageEvent):
+    content_index: int
+    content: str
+    partial: AssistantMessage
+    type: ClassVar[str] = "thinking_end"
+
+
+@dataclass
+class ToolCallStartEvent(AssistantMessageEvent):
+    content_index: int
+    partial: AssistantMessage
+    type: ClassVar[str] = "toolcall_start"
+
+
+@dataclass
+class ToolCallDeltaEvent(AssistantMessageEvent):
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: ClassVar[str] = "toolcall_delta"
+
+
+@dataclass
+class ToolCallEndEvent(AssistantMessageEvent):
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+    type: ClassVar[str] = "toolcall_end"
+
+
+@dataclass
+class DoneEvent(AssistantMessageEvent):
+    """Terminal: the response finished with ``reason`` in stop/length/toolUse."""
+
+    reason: str
+    message: AssistantMessage
+    type: ClassVar[str] = "done"
+
+
+@dataclass
+class ErrorEvent(AssistantMessageEvent):
+    """Terminal: the response failed; ``error`` is the final message with ``error_message`` set."""
+
+    reason: str
+    error: AssistantMessage
+    type: ClassVar[str] = "error"
+
+
+@dataclass
+class GenericStreamEvent(AssistantMessageEvent):
+    """Any other intermediate event (e.g. ``final_answer_delta``); the loop forwards it as-is."""
+
+    event_type: str
+    partial: Optional[AssistantMessage] = None
+    content_index: Optional[int] = None
+    delta: Optional[str] = None
+    data: Dict[str, Any] = field(default_factory=dict)
+
+    @property  # type: ignore[override]
+    def type(self) -> str:  # noqa: A003
+        return self.event_type
+
+
+TERMINAL_STREAM_EVENTS = frozenset({"done", "error"})

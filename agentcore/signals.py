@@ -1,0 +1,106 @@
+"""Abort signals: one flag that reaches the provider, every hook and every tool of a run.
+
+``AbortController.abort()`` may be called from any thread, any number of times; only the first call
+counts. Callbacks registered with ``AbortSignal.add_listener`` run once, on the aborting thread, so a
+provider can close a blocked HTTP response and a tool can kill its subprocess.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable, List, Optional
+
+__all__ = ["AbortController", "AbortSignal", "AbortError"]
+
+_log = logging.getLogger("agentcore.signals")
+
+
+class AbortError(Exception):
+    """Raised by :meth:`AbortSignal.raise_if_aborted`; its message is the abort reason."""
+
+
+class AbortSignal:
+    """Read side of an abort: poll ``aborted``, block on ``wait()``, or register a callback."""
+
+    __slots__ = ("_event", "_lock", "_reason", "_listeners")
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._reason: Any = None
+        self._listeners: List[Callable[[Any], Any]] = []
+
+    @property
+    def aborted(self) -> bool:
+        """True once the run was aborted. Never goes back to False."""
+        return self._event.is_set()
+
+    @property
+    def reason(self) -> Any:
+        """What ``abort(reason)`` was given (None when no reason was given or not aborted)."""
+        return self._reason
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block until aborted or ``timeout`` seconds passed; return ``aborted``."""
+        return self._event.wait(timeout)
+
+    def raise_if_aborted(self) -> None:
+        """Raise :class:`AbortError` if aborted (handy inside long tool loops)."""
+        if self.aborted:
+            raise AbortError(str(self._reason) if self._reason is not None else "Operation aborted")
+
+    def add_listener(self, callback: Callable[[Any], Any]) -> None:
+        """Call ``callback(reason)`` once on abort; at once (on this thread) if already aborted.
+
+        Exceptions from callbacks are logged and never reach the aborting thread.
+        """
+        with self._lock:
+            if not self._event.is_set():
+                self._listeners.append(callback)
+                return
+        self._call(callback)
+
+    def remove_listener(self, callback: Callable[[Any], Any]) -> None:
+        """Forget ``callback``; does nothing if it was not registered or already called."""
+        with self._lock:
+            try:
+                self._listeners.remove(callback)
+            except ValueError:
+                pass
+
+    def _abort(self, reason: Any) -> bool:
+        with self._lock:
+            if self._event.is_set():
+                return False
+            self._reason = reason
+            self._event.set()
+            listeners, self._listeners = self._listeners, []
+        for callback in listeners:
+            self._call(callback)
+        return True
+
+    def _call(self, callback: Callable[[Any], Any]) -> None:
+        try:
+            callback(self._reason)
+        except Exception:  # a broken callback must not stop the others or the aborting caller
+            _log.exception("abort listener %r raised", callback)
+
+    def __repr__(self) -> str:
+        return f"AbortSignal(aborted={self.aborted})"
+
+
+class AbortController:
+    """Write side of an abort. Each run gets a fresh controller; its ``signal`` stays aborted after."""
+
+    __slots__ = ("signal",)
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self, reason: Any = None) -> bool:
+        """Abort the signal; idempotent and thread-safe. Returns True only for the call that aborted."""
+        return self.signal._abort(reason)
+
+    def __repr__(self) -> str:
+        return f"AbortController(aborted={self.signal.aborted})"

@@ -1,0 +1,705 @@
+"""Content blocks, messages, usage, models and contexts: the data every other module passes around.
+
+Every type is a dataclass with snake_case attributes. ``to_dict()`` writes the reference JSON shape
+(camelCase keys, ``role``/``type`` discriminators) and ``from_dict()`` reads it back. Keys a type does
+not know are kept in ``extra`` and written back unchanged, and optional keys that were absent in the
+input stay absent on output, so ``message_from_dict(d).to_dict() == d`` for reference session files.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+__all__ = [
+    "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
+    "TextContent", "ThinkingContent", "ImageContent", "ToolCall",
+    "UsageCost", "Usage", "ModelCost", "Model",
+    "UserMessage", "AssistantMessage", "ToolResultMessage", "SystemMessage",
+    "BashExecutionMessage", "CompactionSummaryMessage", "BranchSummaryMessage", "CustomMessage",
+    "UnknownMessage", "AgentContext", "now_ms", "content_from_dict", "message_from_dict",
+    "message_to_dict", "role_of", "text_of",
+]
+
+
+def now_ms() -> int:
+    """Current time in Unix milliseconds, the timestamp unit of every message."""
+    return int(time.time() * 1000)
+
+
+class _StrEnum(str, Enum):
+    def __str__(self) -> str:  # "off", not "ThinkingLevel.OFF"
+        return str(self.value)
+
+
+class ThinkingLevel(_StrEnum):
+    OFF = "off"
+    MINIMAL = "minimal"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    XHIGH = "xhigh"
+    MAX = "max"
+
+
+class ToolExecutionMode(_StrEnum):
+    SEQUENTIAL = "sequential"
+    PARALLEL = "parallel"
+
+
+class QueueMode(_StrEnum):
+    ONE_AT_A_TIME = "one-at-a-time"
+    ALL = "all"
+
+
+class StopReason(_StrEnum):
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_USE = "toolUse"
+    ERROR = "error"
+    ABORTED = "aborted"
+    PENDING = "pending"
+    DEFERRED = "deferred"
+
+
+# --------------------------------------------------------------------------- wire mapping helpers
+#
+# Each wire type declares ``_wire``: (attribute, json key, kind) triples. Kinds:
+#   "req"  always written;
+#   "opt"  written only when not None;
+#   "flag" written only when truthy (e.g. ``redacted``);
+# A key absent from the input dict is remembered in ``_absent`` and not written back, so files
+# written by other implementations survive a round trip unchanged.
+
+_Wire = Tuple[Tuple[str, str, str], ...]
+
+
+def _plain(value: Any) -> Any:
+    """Convert nested wire objects, lists and enums to plain JSON values."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+class _WireMixin:
+    _wire: ClassVar[_Wire] = ()
+    _tag: ClassVar[Tuple[str, str]] = ("", "")  # ("role" | "type", value)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The reference JSON shape of this object (camelCase keys)."""
+        out: Dict[str, Any] = {}
+        absent = getattr(self, "_absent", ())
+        tag_key, tag_value = self._tag
+        if tag_key:
+            out[tag_key] = getattr(self, tag_key, tag_value)
+        for attr, key, kind in self._wire:
+            if key in absent:
+                continue
+            value = getattr(self, attr)
+            if kind == "opt" and value is None:
+                continue
+            if kind == "flag" and not value:
+                continue
+            out[key] = _plain(value)
+        extra = getattr(self, "extra", None)
+        if extra:
+            for k, v in extra.items():
+                out.setdefault(k, copy.deepcopy(v))
+        return out
+
+    @classmethod
+    def _kwargs_from(cls, d: Mapping[str, Any], convert: Mapping[str, Any] = {}) -> Dict[str, Any]:
+        known = {key for _, key, _ in cls._wire}
+        if cls._tag[0]:
+            known.add(cls._tag[0])
+        kwargs: Dict[str, Any] = {}
+        absent = []
+        for attr, key, _kind in cls._wire:
+            if key in d:
+                value = d[key]
+                kwargs[attr] = convert[attr](value) if attr in convert and value is not None else value
+            else:
+                absent.append(key)
+        kwargs["extra"] = {k: copy.deepcopy(v) for k, v in d.items() if k not in known}
+        kwargs["_absent"] = frozenset(absent)
+        return kwargs
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, repr=False, compare=False)
+
+
+def _absent() -> Any:
+    return field(default=frozenset(), repr=False, compare=False)
+
+
+# --------------------------------------------------------------------------- content blocks
+
+
+@dataclass
+class TextContent(_WireMixin):
+    """A text block. ``text_signature`` is opaque provider metadata, replayed to the same model."""
+
+    text: str
+    text_signature: Optional[str] = None
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    type: ClassVar[str] = "text"
+    _tag = ("type", "text")
+    _wire = (("text", "text", "req"), ("text_signature", "textSignature", "opt"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TextContent":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class ThinkingContent(_WireMixin):
+    """Model reasoning. When ``redacted`` the opaque payload lives in ``thinking_signature``."""
+
+    thinking: str
+    thinking_signature: Optional[str] = None
+    redacted: bool = False
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    type: ClassVar[str] = "thinking"
+    _tag = ("type", "thinking")
+    _wire = (
+        ("thinking", "thinking", "req"),
+        ("thinking_signature", "thinkingSignature", "opt"),
+        ("redacted", "redacted", "flag"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ThinkingContent":
+        kwargs = cls._kwargs_from(d)
+        if "redacted" in d and not d["redacted"]:
+            kwargs["extra"]["redacted"] = d["redacted"]  # keep an explicit false on round trip
+        return cls(**kwargs)
+
+
+@dataclass
+class ImageContent(_WireMixin):
+    """An image as base64 ``data`` (no data-URL prefix) and its ``mime_type``."""
+
+    data: str
+    mime_type: str
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    type: ClassVar[str] = "image"
+    _tag = ("type", "image")
+    _wire = (("data", "data", "req"), ("mime_type", "mimeType", "req"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ImageContent":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class ToolCall(_WireMixin):
+    """A tool call requested by the model. ``arguments`` is never None (``{}`` at least)."""
+
+    id: str
+    name: str
+    arguments: Dict[str, Any] = field(default_factory=dict)
+    thought_signature: Optional[str] = None
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    type: ClassVar[str] = "toolCall"
+    _tag = ("type", "toolCall")
+    _wire = (
+        ("id", "id", "req"),
+        ("name", "name", "req"),
+        ("arguments", "arguments", "req"),
+        ("thought_signature", "thoughtSignature", "opt"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ToolCall":
+        kwargs = cls._kwargs_from(d)
+        if kwargs.get("arguments") is None and "arguments" in d:
+            kwargs["arguments"] = {}
+            kwargs["extra"]["arguments"] = None
+        return cls(**kwargs)
+
+
+Content = Union[TextContent, ThinkingContent, ImageContent, ToolCall]
+_BLOCKS = {"text": TextContent, "thinking": ThinkingContent, "image": ImageContent, "toolCall": ToolCall}
+
+
+def content_from_dict(d: Any) -> Any:
+    """Read one content block; an unknown block type is returned as the plain dict it was."""
+    if isinstance(d, Mapping):
+        cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
+        if cls is not None:
+            return cls.from_dict(d)
+        return dict(d)
+    return d
+
+
+def _blocks(value: Any) -> Any:
+    if isinstance(value, str) or value is None:
+        return value
+    return [content_from_dict(b) for b in value]
+
+
+# --------------------------------------------------------------------------- usage and models
+
+
+@dataclass
+class UsageCost(_WireMixin):
+    """Cost in USD, per token category and in total."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    _wire = (
+        ("input", "input", "req"),
+        ("output", "output", "req"),
+        ("cache_read", "cacheRead", "req"),
+        ("cache_write", "cacheWrite", "req"),
+        ("total", "total", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UsageCost":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class Usage(_WireMixin):
+    """Token counts of one response. ``input`` means uncached prompt tokens."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = field(default_factory=UsageCost)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    _wire = (
+        ("input", "input", "req"),
+        ("output", "output", "req"),
+        ("cache_read", "cacheRead", "req"),
+        ("cache_write", "cacheWrite", "req"),
+        ("total_tokens", "totalTokens", "req"),
+        ("cost", "cost", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Usage":
+        kwargs = cls._kwargs_from(d, {"cost": UsageCost.from_dict})
+        kwargs.setdefault("cost", UsageCost())
+        return cls(**kwargs)
+
+
+@dataclass
+class ModelCost(_WireMixin):
+    """Prices in USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    _wire = (
+        ("input", "input", "req"),
+        ("output", "output", "req"),
+        ("cache_read", "cacheRead", "req"),
+        ("cache_write", "cacheWrite", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ModelCost":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class Model(_WireMixin):
+    """One model at one endpoint. ``api`` selects the wire protocol, ``provider`` the account/key.
+
+    A local OpenAI-compatible server is
+    ``Model(id="llama3", api="openai-completions", provider="local", base_url="http://127.0.0.1:8080/v1")``.
+    """
+
+    id: str
+    name: Optional[str] = None
+    api: str = "unknown"
+    provider: str = "unknown"
+    base_url: str = ""
+    reasoning: bool = False
+    input: Tuple[str, ...] = ("text",)
+    cost: ModelCost = field(default_factory=ModelCost)
+    context_window: int = 128000
+    max_tokens: int = 16384
+    headers: Optional[Dict[str, str]] = None
+    compat: Optional[Dict[str, Any]] = None
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    _wire = (
+        ("id", "id", "req"),
+        ("name", "name", "opt"),
+        ("api", "api", "req"),
+        ("provider", "provider", "req"),
+        ("base_url", "baseUrl", "req"),
+        ("reasoning", "reasoning", "req"),
+        ("input", "input", "req"),
+        ("cost", "cost", "req"),
+        ("context_window", "contextWindow", "req"),
+        ("max_tokens", "maxTokens", "req"),
+        ("headers", "headers", "opt"),
+        ("compat", "compat", "opt"),
+    )
+
+    def __post_init__(self) -> None:
+        if self.name is None:
+            self.name = self.id
+        self.input = tuple(self.input)
+
+    @property
+    def key(self) -> str:
+        """``"provider/id"``, the form :func:`agentcore.get_model` accepts."""
+        return f"{self.provider}/{self.id}"
+
+    @classmethod
+    def placeholder(cls) -> "Model":
+        """The model an Agent has before one is chosen (spec: id/api/provider ``"unknown"``)."""
+        return cls(id="unknown", name="unknown", api="unknown", provider="unknown", base_url="",
+                   reasoning=False, input=(), context_window=0, max_tokens=0)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Model":
+        return cls(**cls._kwargs_from(d, {"cost": ModelCost.from_dict, "input": tuple}))
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass
+class UserMessage(_WireMixin):
+    """A user turn: a string or a list of text/image blocks."""
+
+    content: Union[str, List[Any]]
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "user"
+    _tag = ("role", "user")
+    _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UserMessage":
+        return cls(**cls._kwargs_from(d, {"content": _blocks}))
+
+
+@dataclass
+class SystemMessage(_WireMixin):
+    """A system-role message inside the transcript (newest reference builds)."""
+
+    content: Union[str, List[Any]]
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "system"
+    _tag = ("role", "system")
+    _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SystemMessage":
+        return cls(**cls._kwargs_from(d, {"content": _blocks}))
+
+
+@dataclass
+class AssistantMessage(_WireMixin):
+    """A model response. ``stop_reason`` is one of :class:`StopReason`; errors carry ``error_message``."""
+
+    content: List[Any] = field(default_factory=list)
+    api: str = "unknown"
+    provider: str = "unknown"
+    model: str = "unknown"
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = "stop"
+    error_message: Optional[str] = None
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "assistant"
+    _tag = ("role", "assistant")
+    _wire = (
+        ("content", "content", "req"),
+        ("api", "api", "req"),
+        ("provider", "provider", "req"),
+        ("model", "model", "req"),
+        ("usage", "usage", "req"),
+        ("stop_reason", "stopReason", "req"),
+        ("error_message", "errorMessage", "opt"),
+        ("timestamp", "timestamp", "req"),
+    )
+
+    @property
+    def tool_calls(self) -> List[ToolCall]:
+        """The tool-call blocks of ``content``, in source order."""
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined (thinking and tool calls left out)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def copy(self) -> "AssistantMessage":
+        """A shallow copy with its own content list (what message_start/update events carry)."""
+        clone = copy.copy(self)
+        clone.content = list(self.content)
+        return clone
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "AssistantMessage":
+        kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
+        kwargs.setdefault("usage", Usage())
+        if kwargs.get("content") is None:
+            kwargs["content"] = []
+        return cls(**kwargs)
+
+
+@dataclass
+class ToolResultMessage(_WireMixin):
+    """The outcome of one tool call. ``details`` is for the application and never sent to a model."""
+
+    tool_call_id: str
+    tool_name: str
+    content: List[Any] = field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+    usage: Optional[Usage] = None
+    added_tool_names: Optional[List[str]] = None
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "toolResult"
+    _tag = ("role", "toolResult")
+    _wire = (
+        ("tool_call_id", "toolCallId", "req"),
+        ("tool_name", "toolName", "req"),
+        ("content", "content", "req"),
+        ("details", "details", "opt"),
+        ("is_error", "isError", "req"),
+        ("usage", "usage", "opt"),
+        ("added_tool_names", "addedToolNames", "opt"),
+        ("timestamp", "timestamp", "req"),
+    )
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ToolResultMessage":
+        kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
+        if "details" in d and d["details"] is None:
+            kwargs["extra"]["details"] = None  # explicit null survives the round trip
+        if kwargs.get("content") is None:
+            kwargs["content"] = []
+        return cls(**kwargs)
+
+
+@dataclass
+class BashExecutionMessage(_WireMixin):
+    """A shell command the user ran themselves (not a tool call), kept in the transcript."""
+
+    command: str
+    output: str
+    exit_code: Optional[int] = None
+    cancelled: bool = False
+    truncated: bool = False
+    full_output_path: Optional[str] = None
+    exclude_from_context: Optional[bool] = None
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "bashExecution"
+    _tag = ("role", "bashExecution")
+    _wire = (
+        ("command", "command", "req"),
+        ("output", "output", "req"),
+        ("exit_code", "exitCode", "req"),
+        ("cancelled", "cancelled", "req"),
+        ("truncated", "truncated", "req"),
+        ("full_output_path", "fullOutputPath", "opt"),
+        ("exclude_from_context", "excludeFromContext", "opt"),
+        ("timestamp", "timestamp", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "BashExecutionMessage":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class CompactionSummaryMessage(_WireMixin):
+    """Summary of history that was compacted away (built from a ``compaction`` session entry)."""
+
+    summary: str
+    tokens_before: int = 0
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "compactionSummary"
+    _tag = ("role", "compactionSummary")
+    _wire = (
+        ("summary", "summary", "req"),
+        ("tokens_before", "tokensBefore", "req"),
+        ("timestamp", "timestamp", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CompactionSummaryMessage":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class BranchSummaryMessage(_WireMixin):
+    """Summary of a branch the conversation came back from (built from a ``branch_summary`` entry)."""
+
+    summary: str
+    from_id: str = ""
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "branchSummary"
+    _tag = ("role", "branchSummary")
+    _wire = (("summary", "summary", "req"), ("from_id", "fromId", "req"), ("timestamp", "timestamp", "req"))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "BranchSummaryMessage":
+        return cls(**cls._kwargs_from(d))
+
+
+@dataclass
+class CustomMessage(_WireMixin):
+    """An application message; sent to the model as a user message. ``display`` is for UIs only."""
+
+    custom_type: str
+    content: Union[str, List[Any]]
+    display: bool = True
+    details: Any = None
+    timestamp: int = field(default_factory=now_ms)
+    extra: Dict[str, Any] = _extra()
+    _absent: frozenset = _absent()
+    role: ClassVar[str] = "custom"
+    _tag = ("role", "custom")
+    _wire = (
+        ("custom_type", "customType", "req"),
+        ("content", "content", "req"),
+        ("display", "display", "req"),
+        ("details", "details", "opt"),
+        ("timestamp", "timestamp", "req"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CustomMessage":
+        return cls(**cls._kwargs_from(d, {"content": _blocks}))
+
+
+@dataclass
+class UnknownMessage:
+    """A message whose role agentcore does not know; its JSON is kept verbatim."""
+
+    role: str
+    data: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return copy.deepcopy(self.data)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UnknownMessage":
+        return cls(role=str(d.get("role")), data=copy.deepcopy(dict(d)))
+
+
+_MESSAGES = {
+    c.role: c
+    for c in (UserMessage, SystemMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage,
+              CompactionSummaryMessage, BranchSummaryMessage, CustomMessage)
+}
+
+
+def message_from_dict(d: Mapping[str, Any]) -> Any:
+    """Read any message by its ``role``; an unknown role becomes an :class:`UnknownMessage`.
+
+    Raises ``ValueError`` naming the problem when ``d`` is not a mapping with a string ``role``.
+    """
+    if not isinstance(d, Mapping):
+        raise ValueError(f"a message must be a JSON object, got {type(d).__name__}")
+    role = d.get("role")
+    if not isinstance(role, str):
+        raise ValueError(f"a message needs a string 'role', got {role!r}")
+    cls = _MESSAGES.get(role)
+    if cls is None:
+        return UnknownMessage.from_dict(d)
+    try:
+        return cls.from_dict(d)
+    except TypeError as exc:  # a required key is missing
+        raise ValueError(f"malformed {role!r} message: {exc}") from None
+
+
+def message_to_dict(message: Any) -> Dict[str, Any]:
+    """The reference JSON shape of any message: a wire dataclass, an object with ``to_dict`` or a dict."""
+    if isinstance(message, Mapping):
+        return _plain(dict(message))
+    if hasattr(message, "to_dict"):
+        return message.to_dict()
+    raise TypeError(f"cannot serialise message of type {type(message).__name__}")
+
+
+def role_of(message: Any) -> Optional[str]:
+    """The ``role`` of a message object or dict (custom application messages may be either)."""
+    if isinstance(message, Mapping):
+        return message.get("role")
+    return getattr(message, "role", None)
+
+
+def text_of(content: Union[str, Sequence[Any], None]) -> str:
+    """The text of a ``str`` or block-list content, images and tool calls left out."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- contexts
+
+
+@dataclass
+class AgentContext:
+    """What one LLM call sees: the system prompt, the messages and the tools (``AgentTool`` objects)."""
+
+    system_prompt: str = ""
+    messages: List[Any] = field(default_factory=list)
+    tools: Optional[List[Any]] = None
+
+    def copy(self) -> "AgentContext":
+        """A copy with its own message and tool lists (the items are shared)."""
+        return AgentContext(self.system_prompt, list(self.messages),
+                            None if self.tools is None else list(self.tools))
+
