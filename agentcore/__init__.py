@@ -1,1 +1,77 @@
+"""agentcore: a synchronous, dependency-light LLM agent runtime.
 
+The public surface is listed in ``__all__`` (sorted by area). Names are resolved lazily from their
+modules on first access, so ``import agentcore`` imports neither ``requests`` nor ``jsonschema`` and
+never scans entry points.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any, Dict, List
+
+_EXPORTS: Dict[str, List[str]] = {
+    # messages and content
+    "types": [
+        "TextContent", "ThinkingContent", "ImageContent", "ToolCall",
+        "UserMessage", "AssistantMessage", "ToolResultMessage", "SystemMessage",
+        "BashExecutionMessage", "CompactionSummaryMessage", "BranchSummaryMessage", "CustomMessage",
+        "UnknownMessage", "Usage", "UsageCost", "Model", "ModelCost", "AgentContext",
+        "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
+        "message_from_dict", "message_to_dict",
+    ],
+    "messages": ["convert_to_llm", "default_convert_to_llm"],
+    # events and streams
+    "events": [
+        "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
+        "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
+        "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
+        "event_to_dict",
+    ],
+    "streams": ["EventStream", "AssistantMessageEventStream"],
+    "signals": ["AbortController", "AbortSignal"],
+    # tools
+    "tools": ["AgentTool", "AgentToolResult", "tool", "validate_tool_arguments"],
+    # the loop and the agent
+    "loop": [
+        "agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue",
+        "AgentLoopConfig", "BeforeToolCallContext", "BeforeToolCallResult",
+        "AfterToolCallContext", "AfterToolCallResult", "set_default_stream_fn",
+    ],
+    "agent": ["Agent", "AgentState"],
+    # plugins and registries
+    "hookspecs": ["hookimpl", "hookspec"],
+    "plugins": ["plugins_info", "get_tool", "get_provider", "get_model", "models"],
+    # providers
+    "providers": ["stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError"],
+    # sessions
+    "session": [
+        "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage",
+        "SessionRepository",
+    ],
+}
+
+_MODULE_OF: Dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = [name for names in _EXPORTS.values() for name in names] + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value = version("agentcore")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            value = "0+unknown"
+    else:
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module 'agentcore' has no attribute {name!r}")
+        value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
