@@ -1,0 +1,813 @@
+"""Plugin managers, entry-point discovery, the tool/provider/model registries and the hook adapter.
+
+Every :class:`~agentcore.agent.Agent` owns one :class:`AgentPluginManager` (``agent.plugins``) made by
+:func:`create_plugin_manager`. It holds, in registration order:
+
+1. the built-in plugins (:data:`BUILTIN_PLUGINS`, plus the built-in ``convert_to_llm`` converter);
+2. the third-party plugins of the ``agentcore`` entry-point group, unless
+   ``AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1``;
+3. the agent's own plugins (``Agent(plugins=[...])``) and its constructor callables.
+
+Entry points are discovered and imported once per process, lazily: on the first manager creation or
+the first registry lookup, never at ``import agentcore``. Each entry point loads inside its own
+try/except; a failure is warned about once, remembered and listed by :func:`plugins_info`, and never
+breaks other plugins.
+
+The registries (tools by name, providers by wire API, models by ``"provider/id"``) are built from the
+``register_tools``/``register_providers``/``register_models`` hooks of a manager, cached, and rebuilt
+when a plugin is registered or unregistered. For a duplicate key the plugin registered later wins; a
+plugin cannot replace its own earlier registration. The module-level functions (:func:`get_tool`,
+:func:`get_provider`, :func:`get_model`, :func:`models`, ...) use one process-wide default manager.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import itertools
+import logging
+import os
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import pluggy
+
+from . import hookspecs
+from .hookspecs import PROJECT_NAME, hookimpl
+
+__all__ = [
+    "AUTOLOAD_ENV", "BUILTIN_PLUGINS", "ENTRY_POINT_GROUP",
+    "AgentPluginManager", "AgentHooks", "PluginInfo", "RegistryEntry", "PluginLoadWarning",
+    "UnknownToolError", "UnknownProviderError", "UnknownModelError",
+    "create_plugin_manager", "default_plugin_manager", "callables_plugin", "plugins_info",
+    "get_tool", "tools", "get_provider", "providers", "get_model", "models", "registry_entries",
+    "reset_plugins",
+]
+
+_log = logging.getLogger("agentcore.plugins")
+
+ENTRY_POINT_GROUP = "agentcore"
+AUTOLOAD_ENV = "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD"
+
+#: Built-in plugin modules, registered first (so every third-party plugin can override them). A
+#: module that does not exist in this installation is skipped quietly; any other import error is
+#: reported like a broken third-party plugin.
+BUILTIN_PLUGINS: List[str] = [
+    "agentcore.messages",
+    "agentcore.providers._plugin",
+    "agentcore.builtin_tools",
+    "agentcore.testing",
+]
+
+_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models"}
+
+
+class PluginLoadWarning(UserWarning):
+    """Warned once per process for each plugin that failed to import or to register."""
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class _LookupError(KeyError):
+    """A ``KeyError`` whose ``str()`` is the readable message (KeyError would quote it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownToolError(_LookupError):
+    """No tool of that name is registered."""
+
+
+class UnknownProviderError(_LookupError):
+    """No provider is registered for that wire API."""
+
+
+class UnknownModelError(_LookupError):
+    """No model of that ``provider/id`` is registered."""
+
+
+def _not_found(kind: str, key: str, known: Iterable[str], hint: str) -> str:
+    known = sorted(known)
+    close = difflib.get_close_matches(key, known, n=5, cutoff=0.5)
+    text = f"unknown {kind} {key!r}"
+    if close:
+        text += " (did you mean " + ", ".join(repr(c) for c in close) + "?)"
+    elif known:
+        shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
+        text += f" (registered: {shown})"
+    else:
+        text += f" (no {kind}s are registered)"
+    return f"{text}. {hint}"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One line of :func:`plugins_info`.
+
+    ``error`` is None for a working plugin, otherwise why it could not be imported or why one of its
+    ``register_*`` hooks failed. ``provides`` maps ``"tool"``/``"provider"``/``"model"`` to the keys
+    this plugin registered that are in effect (not replaced by a later plugin).
+    """
+
+    name: str
+    distribution: Optional[str]
+    version: Optional[str]
+    hooks: Tuple[str, ...]
+    error: Optional[str] = None
+    builtin: bool = False
+    entry_point: Optional[str] = None
+    provides: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    """One registry key: the object in effect, the plugin that registered it (``source``) and the
+    plugins whose registrations of the same key it replaced or that were ignored (``shadowed``)."""
+
+    kind: str
+    key: str
+    value: Any
+    source: str
+    shadowed: Tuple[str, ...] = ()
+
+
+@dataclass
+class _Loaded:
+    """A plugin imported once per process: built-in module or entry point (``obj`` None on error)."""
+
+    name: str
+    obj: Any
+    builtin: bool
+    distribution: Optional[str] = None
+    version: Optional[str] = None
+    entry_point: Optional[str] = None
+    error: Optional[str] = None
+
+
+# --------------------------------------------------------------------------- process-wide loading
+
+_lock = threading.RLock()
+_builtins: Optional[List[_Loaded]] = None
+_entry_points: Optional[List[_Loaded]] = None
+_default_pm: Optional["AgentPluginManager"] = None
+_warned: set = set()
+
+
+def _autoload_disabled() -> bool:
+    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key in _warned:
+        return
+    _warned.add(key)
+    _log.warning("%s", message)
+    warnings.warn(message, PluginLoadWarning, stacklevel=3)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _missing_module(exc: ModuleNotFoundError, module: str) -> bool:
+    """True when ``exc`` says ``module`` itself (or a parent package of it) does not exist."""
+    missing = exc.name or ""
+    return bool(missing) and (module == missing or module.startswith(missing + "."))
+
+
+def _hooks_of(obj: Any, name: str) -> Tuple[str, ...]:
+    """Validate ``obj`` as a plugin on a scratch manager and return its hook names (or raise)."""
+    scratch = pluggy.PluginManager(PROJECT_NAME)
+    scratch.add_hookspecs(hookspecs)
+    scratch.register(obj, name=name)
+    return tuple(sorted(caller.name for caller in scratch.get_hookcallers(obj) or ()))
+
+
+def _agentcore_version() -> Optional[str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agentcore")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return None
+
+
+def _load_builtins() -> List[_Loaded]:
+    global _builtins
+    with _lock:
+        if _builtins is not None:
+            return _builtins
+        ver = _agentcore_version()
+        loaded = [_Loaded("agentcore.default_converter", _DefaultConverter(), True, "agentcore", ver)]
+        for module in BUILTIN_PLUGINS:
+            try:
+                loaded.append(_Loaded(module, importlib.import_module(module), True, "agentcore", ver))
+            except ModuleNotFoundError as exc:
+                if _missing_module(exc, module):
+                    continue  # not part of this installation (yet)
+                loaded.append(_Loaded(module, None, True, "agentcore", ver, error=_describe(exc)))
+            except Exception as exc:  # a broken built-in is reported, never fatal
+                loaded.append(_Loaded(module, None, True, "agentcore", ver, error=_describe(exc)))
+        for rec in loaded:
+            if rec.error:
+                _warn_once(rec.name, f"agentcore: built-in plugin {rec.name} failed to import: {rec.error}")
+        _builtins = loaded
+        return loaded
+
+
+def _iter_entry_points() -> Iterable[Tuple[Any, Optional[str], Optional[str]]]:
+    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution."""
+    from importlib.metadata import distributions
+
+    seen = set()
+    for dist in distributions():
+        try:
+            dist_name = dist.metadata["Name"]
+        except Exception:  # malformed metadata: skip the distribution, not the scan
+            continue
+        norm = (dist_name or "").lower().replace("_", "-").replace(".", "-")
+        if norm in seen:
+            continue  # the same distribution found twice on sys.path: the first one wins
+        seen.add(norm)
+        try:
+            eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+        except Exception:
+            continue
+        for ep in eps:
+            yield ep, dist_name, dist.version
+
+
+def _load_entry_point(ep: Any, dist: Optional[str], version: Optional[str]) -> _Loaded:
+    rec = _Loaded(ep.name, None, False, dist, version, entry_point=ep.value)
+    try:
+        obj = ep.load()
+        _hooks_of(obj, ep.name)
+        rec.obj = obj
+    except BaseException as exc:  # noqa: B902 - a plugin may even call sys.exit() on import
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        rec.error = _describe(exc)
+        _warn_once(f"ep:{dist}:{ep.name}",
+                   f"agentcore: plugin {ep.name!r} from distribution {dist!r} failed to load "
+                   f"({ep.value}): {rec.error}. Other plugins are unaffected; fix or uninstall it, "
+                   f"or set {AUTOLOAD_ENV}=1.")
+    return rec
+
+
+def _load_entry_points() -> List[_Loaded]:
+    global _entry_points
+    with _lock:
+        if _entry_points is not None:
+            return _entry_points
+        loaded: List[_Loaded] = []
+        if not _autoload_disabled():
+            for ep, dist, version in _iter_entry_points():
+                loaded.append(_load_entry_point(ep, dist, version))
+        _entry_points = loaded
+        return loaded
+
+
+def reset_plugins() -> None:
+    """Forget discovered entry points, built-ins and the default manager, so the next use re-scans.
+
+    Meant for tests (after changing ``sys.path`` or the autoload switch). Existing managers keep
+    the plugins they hold.
+    """
+    global _builtins, _entry_points, _default_pm
+    with _lock:
+        _builtins = None
+        _entry_points = None
+        _default_pm = None
+        _warned.clear()
+
+
+# --------------------------------------------------------------------------- the manager
+
+
+class _DefaultConverter:
+    """The built-in ``convert_to_llm``: standard roles pass unchanged, anything else is dropped.
+
+    ``trylast`` and registered first, so it is called after every other converter.
+    """
+
+    @hookimpl(trylast=True)
+    def convert_to_llm(self, message: Any) -> Any:
+        from .messages import DROP, LLM_ROLES
+        from .types import role_of
+
+        return message if role_of(message) in LLM_ROLES else DROP
+
+
+class AgentPluginManager(pluggy.PluginManager):
+    """A ``pluggy.PluginManager`` for project ``"agentcore"`` with cached registries.
+
+    Registering or unregistering a plugin invalidates the registries, so
+    ``agent.plugins.register(obj)`` makes ``obj``'s tools and providers visible at once.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(PROJECT_NAME)
+        self.add_hookspecs(hookspecs)
+        self._order: Dict[str, int] = {}
+        self._counter = itertools.count()
+        self._registry_lock = threading.RLock()
+        self._registries: Optional[Dict[str, Dict[str, RegistryEntry]]] = None
+        self._register_errors: Dict[str, str] = {}
+        self._loaded_records: Dict[str, _Loaded] = {}
+
+    def register(self, plugin: Any, name: Optional[str] = None) -> Optional[str]:
+        """Register ``plugin`` (named after its ``__name__``/``name``/class when ``name`` is None)."""
+        if name is None:
+            name = _plugin_name(plugin, self)
+        registered = super().register(plugin, name)
+        if registered is not None:
+            self._order[registered] = next(self._counter)
+            self._invalidate()
+        return registered
+
+    def unregister(self, plugin: Any = None, name: Optional[str] = None) -> Any:
+        if name is None and plugin is not None:
+            name = self.get_name(plugin)
+        removed = super().unregister(plugin, name)
+        self._order.pop(name or "", None)
+        self._invalidate()
+        return removed
+
+    def _invalidate(self) -> None:
+        with self._registry_lock:
+            self._registries = None
+
+    # -- registries
+
+    def _impls_by_registration(self, hook_name: str) -> List[Any]:
+        impls = [i for i in getattr(self.hook, hook_name).get_hookimpls()
+                 if not (i.hookwrapper or getattr(i, "wrapper", False))]
+        return sorted(impls, key=lambda i: self._order.get(i.plugin_name, -1))
+
+    def _build(self) -> Dict[str, Dict[str, RegistryEntry]]:
+        result: Dict[str, Dict[str, RegistryEntry]] = {}
+        errors: Dict[str, str] = {}
+        for kind, hook_name in _REGISTER_HOOKS.items():
+            table: Dict[str, RegistryEntry] = {}
+            for impl in self._impls_by_registration(hook_name):
+                err = self._run_register(kind, impl, table)
+                if err:
+                    errors[impl.plugin_name] = err
+            result[kind] = table
+        self._register_errors = errors
+        return result
+
+    def _run_register(self, kind: str, impl: Any, table: Dict[str, RegistryEntry]) -> Optional[str]:
+        source = impl.plugin_name
+        rank = self._order.get(source, -1)
+
+        def register(obj: Any) -> None:
+            key = _registry_key(kind, obj)
+            old = table.get(key)
+            if old is None:
+                table[key] = RegistryEntry(kind, key, obj, source)
+            elif self._order.get(old.source, -1) < rank:
+                table[key] = RegistryEntry(kind, key, obj, source, old.shadowed + (old.source,))
+            else:
+                table[key] = dataclasses.replace(old, shadowed=old.shadowed + (source,))
+
+        try:
+            impl.function(*[register for _ in impl.argnames])
+        except Exception as exc:
+            message = f"{_REGISTER_HOOKS[kind]} failed: {_describe(exc)}"
+            _warn_once(f"reg:{source}:{kind}:{exc}", f"agentcore: plugin {source!r}: {message}")
+            return message
+        return None
+
+    def registry(self, kind: str) -> Dict[str, RegistryEntry]:
+        """The ``kind`` registry (``"tool"``, ``"provider"`` or ``"model"``): key -> entry."""
+        if kind not in _REGISTER_HOOKS:
+            raise ValueError(f"unknown registry kind {kind!r}; use one of {sorted(_REGISTER_HOOKS)}")
+        with self._registry_lock:
+            if self._registries is None:
+                self._registries = self._build()
+            return self._registries[kind]
+
+    def get_tool(self, name: str) -> Any:
+        """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError)."""
+        table = self.registry("tool")
+        entry = table.get(name)
+        if entry is None:
+            raise UnknownToolError(_not_found(
+                "tool", name, table, "Pass an AgentTool object, or install the plugin that provides it "
+                "(see `agentcore plugins`)."))
+        return entry.value
+
+    def tools(self) -> List[Any]:
+        """Every registered tool in effect, sorted by name."""
+        return [e.value for _, e in sorted(self.registry("tool").items())]
+
+    def get_provider(self, api: str) -> Any:
+        """The provider of wire API ``api``; raises :class:`UnknownProviderError` (a KeyError)."""
+        table = self.registry("provider")
+        entry = table.get(api)
+        if entry is None:
+            raise UnknownProviderError(_not_found(
+                "provider api", api, table, "Set Model.api to a registered wire API, or install the "
+                "plugin that provides it (see `agentcore plugins`)."))
+        return entry.value
+
+    def providers(self) -> List[Any]:
+        """Every registered provider in effect, sorted by API name."""
+        return [e.value for _, e in sorted(self.registry("provider").items())]
+
+    def get_model(self, ref: str, model_id: Optional[str] = None) -> Any:
+        """A registered model: ``get_model("provider/id")`` or ``get_model("provider", "id")``.
+
+        A bare id (no ``/``) is accepted when exactly one provider has a model of that id. Raises
+        :class:`UnknownModelError` (a KeyError) listing close matches.
+        """
+        table = self.registry("model")
+        key = f"{ref}/{model_id}" if model_id is not None else ref
+        entry = table.get(key)
+        if entry is None and model_id is None and "/" not in ref:
+            matches = [e for e in table.values() if getattr(e.value, "id", None) == ref]
+            if len(matches) == 1:
+                entry = matches[0]
+            elif len(matches) > 1:
+                raise UnknownModelError(
+                    f"model id {ref!r} is ambiguous: " + ", ".join(sorted(e.key for e in matches))
+                    + '. Use the "provider/id" form.')
+        if entry is None:
+            raise UnknownModelError(_not_found(
+                "model", key, table, 'Use "provider/id" (see `agentcore models`), or build '
+                'agentcore.Model(id=..., api=..., provider=..., base_url=...) yourself.'))
+        return entry.value
+
+    def models(self, provider: Optional[str] = None) -> List[Any]:
+        """Registered models (optionally of one provider), sorted by ``provider/id``."""
+        entries = sorted(self.registry("model").items())
+        return [e.value for _, e in entries
+                if provider is None or getattr(e.value, "provider", None) == provider]
+
+    def plugins_info(self) -> List[PluginInfo]:
+        """One :class:`PluginInfo` per plugin of this manager, plus every plugin that failed to load."""
+        provides: Dict[str, Dict[str, List[str]]] = {}
+        for kind in _REGISTER_HOOKS:
+            for key, entry in sorted(self.registry(kind).items()):
+                provides.setdefault(entry.source, {}).setdefault(kind, []).append(key)
+        infos: List[PluginInfo] = []
+        for name, _ in sorted(self._order.items(), key=lambda item: item[1]):
+            plugin = self.get_plugin(name)
+            if plugin is None:
+                continue
+            rec = self._loaded_records.get(name)
+            hooks = tuple(sorted(c.name for c in self.get_hookcallers(plugin) or ()))
+            infos.append(PluginInfo(
+                name=name, distribution=rec.distribution if rec else None,
+                version=rec.version if rec else None, hooks=hooks,
+                error=self._register_errors.get(name), builtin=bool(rec and rec.builtin),
+                entry_point=rec.entry_point if rec else None,
+                provides={k: tuple(v) for k, v in provides.get(name, {}).items()}))
+        failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
+        for rec in failed:
+            infos.append(PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error,
+                                    rec.builtin, rec.entry_point))
+        return infos
+
+
+def _registry_key(kind: str, obj: Any) -> str:
+    if kind == "tool":
+        key = getattr(obj, "name", None)
+    elif kind == "provider":
+        key = getattr(obj, "api", None)
+    else:
+        provider, model_id = getattr(obj, "provider", None), getattr(obj, "id", None)
+        key = f"{provider}/{model_id}" if provider and model_id else None
+    if not isinstance(key, str) or not key:
+        need = {"tool": "a non-empty .name", "provider": "a non-empty .api",
+                "model": "non-empty .provider and .id"}[kind]
+        raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
+    return key
+
+
+def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any = None,
+                          after_tool_call: Any = None, transform_context: Any = None,
+                          convert_to_llm: Any = None) -> AgentPluginManager:
+    """A new manager holding the built-ins, the entry-point plugins and ``plugins``.
+
+    The keyword callables are the Agent constructor hooks; when any is given they become one plugin
+    (see :func:`callables_plugin`) registered last, so they are called first. A plugin of
+    ``plugins`` that is not a valid plugin raises ``pluggy.PluginValidationError`` here. Entry points
+    are discovered on the first call in the process.
+    """
+    pm = AgentPluginManager()
+    for rec in _load_builtins() + _load_entry_points():
+        if rec.obj is None:
+            continue
+        try:
+            name = pm.register(rec.obj, name=rec.name)
+        except ValueError:  # the same module behind two entry points, or a duplicate name
+            name = None
+            if pm.is_registered(rec.obj):
+                continue
+            name = pm.register(rec.obj, name=f"{rec.distribution}:{rec.name}")
+        if name:
+            pm._loaded_records[name] = rec
+    for plugin in plugins:
+        pm.register(plugin)
+    adapter = callables_plugin(before_tool_call=before_tool_call, after_tool_call=after_tool_call,
+                               transform_context=transform_context, convert_to_llm=convert_to_llm)
+    if adapter is not None:
+        pm.register(adapter)
+    return pm
+
+
+def _plugin_name(plugin: Any, pm: pluggy.PluginManager) -> str:
+    base = getattr(plugin, "__name__", None)
+    if not isinstance(base, str) or not base:
+        base = getattr(plugin, "name", None)
+    if not isinstance(base, str) or not base:
+        base = type(plugin).__qualname__
+    name, n = base, 2
+    while pm.has_plugin(name):
+        name, n = f"{base}#{n}", n + 1
+    return name
+
+
+def default_plugin_manager() -> AgentPluginManager:
+    """The process-wide manager behind the module-level registry functions (created on first use)."""
+    global _default_pm
+    with _lock:
+        if _default_pm is None:
+            _default_pm = create_plugin_manager()
+        return _default_pm
+
+
+def plugins_info() -> List[PluginInfo]:
+    """Every plugin of the default manager (built-ins first) and every plugin that failed to load."""
+    return default_plugin_manager().plugins_info()
+
+
+def get_tool(name: str) -> Any:
+    """The tool registered under ``name`` (built-ins and plugins); raises :class:`UnknownToolError`."""
+    return default_plugin_manager().get_tool(name)
+
+
+def tools() -> List[Any]:
+    """Every registered tool in effect, sorted by name."""
+    return default_plugin_manager().tools()
+
+
+def get_provider(api: str) -> Any:
+    """The provider of wire API ``api``; raises :class:`UnknownProviderError` listing close matches."""
+    return default_plugin_manager().get_provider(api)
+
+
+def providers() -> List[Any]:
+    """Every registered provider in effect, sorted by wire API name."""
+    return default_plugin_manager().providers()
+
+
+def get_model(ref: str, model_id: Optional[str] = None) -> Any:
+    """``get_model("anthropic/claude-sonnet-4-5")`` or ``get_model("anthropic", "claude-sonnet-4-5")``.
+
+    Raises :class:`UnknownModelError` (a KeyError) listing close matches.
+    """
+    return default_plugin_manager().get_model(ref, model_id)
+
+
+def models(provider: Optional[str] = None) -> List[Any]:
+    """Registered models, optionally only those of ``provider``, sorted by ``provider/id``."""
+    return default_plugin_manager().models(provider)
+
+
+def registry_entries(kind: str) -> List[RegistryEntry]:
+    """The default manager's ``kind`` registry with the winning plugin of each key (``source``)."""
+    return [e for _, e in sorted(default_plugin_manager().registry(kind).items())]
+
+
+# --------------------------------------------------------------------------- hook adapter for the Agent
+
+
+def _call_order(caller: Any) -> List[Any]:
+    """Implementations in pluggy call order (last registered first, tryfirst/trylast honoured).
+
+    Wrappers (``hookwrapper``/``wrapper``) are not supported on the hooks combined here and are
+    skipped.
+    """
+    impls = caller.get_hookimpls()
+    return [i for i in reversed(impls) if not (i.hookwrapper or getattr(i, "wrapper", False))]
+
+
+def _call(impl: Any, **kwargs: Any) -> Any:
+    return impl.function(*[kwargs[name] for name in impl.argnames])
+
+
+def _override_fields(override: Any) -> Dict[str, Any]:
+    names = ("content", "details", "usage", "terminate", "is_error")
+    return {n: getattr(override, n) for n in names if getattr(override, n, None) is not None}
+
+
+class AgentHooks:
+    """Calls the hooks of one manager with agentcore's combination rules.
+
+    Each method has the signature of the matching Agent/loop callable, so an Agent can pass
+    ``hooks.before_tool_call`` etc. straight into its loop configuration. Exceptions from
+    ``before_tool_call``, ``after_tool_call``, ``transform_context`` and ``convert_to_llm``
+    implementations propagate (the loop turns them into error results or a failed run);
+    ``on_event`` isolates each observer.
+    """
+
+    def __init__(self, pm: pluggy.PluginManager) -> None:
+        self.pm = pm
+
+    def has(self, hook_name: str) -> bool:
+        """True when at least one plugin implements ``hook_name``."""
+        return bool(_call_order(getattr(self.pm.hook, hook_name)))
+
+    def before_tool_call(self, context: Any, signal: Any = None) -> Any:
+        """The first result whose ``block`` is true, or None. Non-blocking results are ignored."""
+        for impl in _call_order(self.pm.hook.before_tool_call):
+            result = _call(impl, context=context, signal=signal)
+            if result is not None and getattr(result, "block", False):
+                return result
+        return None
+
+    def after_tool_call(self, context: Any, signal: Any = None) -> Any:
+        """Apply every implementation's override in call order; return the combined override.
+
+        Each implementation sees ``context.result``/``context.is_error`` as modified by the earlier
+        ones. The return value carries every field some implementation set (later ones win), with
+        the type of the last override, or None when nobody overrode anything.
+        """
+        combined: Dict[str, Any] = {}
+        last: Any = None
+        current = context
+        for impl in _call_order(self.pm.hook.after_tool_call):
+            override = _call(impl, context=current, signal=signal)
+            if override is None:
+                continue
+            fields = _override_fields(override)
+            if not fields:
+                continue
+            combined.update(fields)
+            last = override
+            current = _with_result(current, fields)
+        if last is None:
+            return None
+        return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
+
+    def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
+        """Chain the implementations: each receives (a copy of) the previous one's output."""
+        current = list(messages)
+        for impl in _call_order(self.pm.hook.transform_context):
+            result = _call(impl, messages=list(current), signal=signal)
+            if result is not None:
+                current = list(result)
+        return current
+
+    def convert_to_llm(self, messages: Iterable[Any]) -> List[Any]:
+        """Convert the transcript for the model, one message at a time, first non-None result wins.
+
+        A result of ``agentcore.messages.DROP`` leaves the message out; a list result stands for
+        several messages. When the Agent's own ``convert_to_llm`` callable is reached (see
+        :func:`callables_plugin`), the converters before it convert the messages they claim and the
+        callable then receives the whole resulting list once, as in the reference design.
+        """
+        impls = _call_order(self.pm.hook.convert_to_llm)
+        for index, impl in enumerate(impls):
+            list_fn = getattr(impl.plugin, "_agentcore_convert_list", None)
+            if list_fn is not None:
+                return list(list_fn(_convert_each(impls[:index], messages, keep=True)))
+        return _convert_each(impls, messages, keep=False)
+
+    def on_event(self, event: Any, agent: Any = None) -> None:
+        """Call every observer; an exception in one is logged and the others still run."""
+        for impl in _call_order(self.pm.hook.on_event):
+            try:
+                _call(impl, event=event, agent=agent)
+            except Exception:
+                _log.exception("agentcore: on_event hook of plugin %r failed for %s event",
+                               impl.plugin_name, getattr(event, "type", type(event).__name__))
+
+
+def _convert_each(impls: List[Any], messages: Iterable[Any], keep: bool) -> List[Any]:
+    from .messages import DROP
+
+    out: List[Any] = []
+    for message in messages:
+        result: Any = None
+        for impl in impls:
+            result = _call(impl, message=message)
+            if result is not None:
+                break
+        if result is None:
+            if keep:
+                out.append(message)
+            continue  # no converter claimed it (the built-in one always does): leave it out
+        if result is DROP:
+            continue
+        if isinstance(result, (list, tuple)):
+            out.extend(result)
+        else:
+            out.append(result)
+    return out
+
+
+def _with_result(context: Any, fields: Dict[str, Any]) -> Any:
+    """A copy of an AfterToolCallContext whose ``result``/``is_error`` carry ``fields``."""
+    result = getattr(context, "result", None)
+    result_fields = {k: v for k, v in fields.items() if k != "is_error"}
+    if result is not None and result_fields:
+        if dataclasses.is_dataclass(result):
+            result = dataclasses.replace(result, **result_fields)
+        else:
+            result = _copy_with(result, result_fields)
+    changes: Dict[str, Any] = {"result": result}
+    if "is_error" in fields:
+        changes["is_error"] = fields["is_error"]
+    if dataclasses.is_dataclass(context):
+        return dataclasses.replace(context, **changes)
+    return _copy_with(context, changes)
+
+
+def _copy_with(obj: Any, changes: Dict[str, Any]) -> Any:
+    import copy
+
+    clone = copy.copy(obj)
+    for key, value in changes.items():
+        setattr(clone, key, value)
+    return clone
+
+
+# --------------------------------------------------------------------------- constructor callables
+
+
+class _CallablesPlugin:
+    """Holds an Agent's constructor callables as hook implementations (built by callables_plugin)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
+                     after_tool_call: Optional[Callable[..., Any]] = None,
+                     transform_context: Optional[Callable[..., Any]] = None,
+                     convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
+                     name: str = "agent-callables") -> Optional[Any]:
+    """Turn an Agent's constructor callables into one plugin object, or None if none is given.
+
+    Register the result on that agent's own manager only, so the hooks never leak into other
+    agents. ``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)`` and
+    ``transform_context(messages, signal)`` become hook implementations as they are.
+    ``convert_to_llm(messages) -> messages`` takes the whole list, as in the reference design: it
+    replaces the built-in converter, runs after other plugins' converters (``trylast``), and
+    :meth:`AgentHooks.convert_to_llm` calls it once with the whole list. Called through plain pluggy
+    (``pm.hook.convert_to_llm(message=m)``) it is applied to ``[m]``.
+    """
+    plugin = _CallablesPlugin(name)
+    given = False
+    if before_tool_call is not None:
+        fn = before_tool_call
+
+        def _before(context: Any, signal: Any) -> Any:
+            return fn(context, signal)
+
+        plugin.before_tool_call = hookimpl(specname="before_tool_call")(_before)  # type: ignore[attr-defined]
+        given = True
+    if after_tool_call is not None:
+        after_fn = after_tool_call
+
+        def _after(context: Any, signal: Any) -> Any:
+            return after_fn(context, signal)
+
+        plugin.after_tool_call = hookimpl(specname="after_tool_call")(_after)  # type: ignore[attr-defined]
+        given = True
+    if transform_context is not None:
+        transform_fn = transform_context
+
+        def _transform(messages: List[Any], signal: Any) -> Any:
+            return transform_fn(messages, signal)
+
+        plugin.transform_context = hookimpl(specname="transform_context")(_transform)  # type: ignore[attr-defined]
+        given = True
+    if convert_to_llm is not None:
+        convert_fn = convert_to_llm
+
+        def _convert(message: Any) -> Any:
+            from .messages import DROP
+
+            out = list(convert_fn([message]))
+            return DROP if not out else (out[0] if len(out) == 1 else out)
+
+        plugin.convert_to_llm = hookimpl(specname="convert_to_llm", trylast=True)(_convert)  # type: ignore[attr-defined]
+        plugin._agentcore_convert_list = convert_fn  # type: ignore[attr-defined]
+        given = True
+    return plugin if given else None
