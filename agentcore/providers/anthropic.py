@@ -1,0 +1,445 @@
+"""The ``anthropic-messages`` wire API: Anthropic Messages over SSE (providers spec §14).
+
+Three parts, each usable alone: :func:`build_request_body` (context -> JSON body), :func:`build_headers`
+and :class:`AnthropicStreamState`, the state machine that turns parsed SSE events into stream events
+on the output :class:`~agentcore.types.AssistantMessage`. :class:`AnthropicProvider` wires them to the
+shared HTTP skeleton. Thinking (budget or adaptive), signatures, redacted thinking, prompt caching and
+cache usage are handled; block types it does not know (server tools, web search results, citations)
+are ignored with their deltas.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from ..events import (
+    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
+    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
+)
+from ..types import (
+    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
+    UserMessage, role_of,
+)
+from . import _reasoning
+from ._wire import (
+    ProviderStreamError, calculate_cost, parse_streaming_json, sanitize_surrogates, tool_spec,
+    transform_messages,
+)
+
+__all__ = [
+    "API", "AnthropicProvider", "AnthropicStreamState", "build_request_body", "build_headers",
+    "request_url", "normalize_tool_call_id", "convert_messages", "convert_tools", "map_stop_reason",
+]
+
+API = "anthropic-messages"
+ANTHROPIC_VERSION = "2023-06-01"
+_CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
+_REDACTED_TEXT = "[Reasoning redacted]"
+
+
+# --------------------------------------------------------------------------- model traits
+
+
+def _is_adaptive(model_id: str) -> bool:
+    """Models that take ``thinking: {type: adaptive}`` plus an effort instead of a token budget."""
+    return any(tag in model_id for tag in ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"))
+
+
+def _is_oauth_token(api_key: str) -> bool:
+    return "sk-ant-oat" in (api_key or "")
+
+
+def _effort_for(level: str, model_id: str) -> str:
+    if level in ("minimal", "low"):
+        return "low"
+    if level == "medium":
+        return "medium"
+    if level in ("xhigh", "max"):
+        return "max" if ("opus-4-6" in model_id or "opus-4.6" in model_id) else "high"
+    return "high"
+
+
+def _cache_control(base_url: str, retention: Optional[str]) -> Optional[Dict[str, str]]:
+    """``{"type": "ephemeral"}`` (+ 1h TTL for long retention on api.anthropic.com), None for "none"."""
+    if not retention:
+        retention = "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+    if retention == "none":
+        return None
+    if retention == "long" and "api.anthropic.com" in (base_url or ""):
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+# --------------------------------------------------------------------------- request
+
+
+def normalize_tool_call_id(tool_call_id: str) -> str:
+    """Anthropic ids allow ``[A-Za-z0-9_-]`` and at most 64 characters."""
+    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) else "_" for c in tool_call_id)[:64]
+
+
+def request_url(model: Any) -> str:
+    """``{base_url}/v1/messages``; the base URL carries no ``/v1``."""
+    base = (getattr(model, "base_url", "") or "https://api.anthropic.com").rstrip("/")
+    return base + "/v1/messages"
+
+
+def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
+    """Default headers < ``model.headers`` < ``headers=`` option (later wins)."""
+    betas = ["fine-grained-tool-streaming-2025-05-14"]
+    if options.get("interleaved_thinking", True) and not _is_adaptive(model.id):
+        betas.append("interleaved-thinking-2025-05-14")
+    headers: Dict[str, str] = {
+        "content-type": "application/json",
+        "accept": "application/json",
+        "anthropic-version": ANTHROPIC_VERSION,
+    }
+    if _is_oauth_token(api_key):
+        headers["authorization"] = f"Bearer {api_key}"
+        headers["anthropic-beta"] = ",".join(["claude-code-20250219", "oauth-2025-04-20"] + betas)
+    else:
+        headers["x-api-key"] = api_key
+        headers["anthropic-beta"] = ",".join(betas)
+    headers.update(getattr(model, "headers", None) or {})
+    headers.update(options.get("headers") or {})
+    return headers
+
+
+def _image_block(image: ImageContent) -> Dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime_type, "data": image.data}}
+
+
+def _tool_result_content(message: ToolResultMessage, allow_images: bool) -> Any:
+    """A plain string when the result is text only, else text/image blocks (placeholder text if none)."""
+    texts = [b for b in message.content if isinstance(b, TextContent)]
+    images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
+    if not images:
+        return sanitize_surrogates("\n".join(b.text for b in texts))
+    blocks: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent):
+            blocks.append(_image_block(block))
+    if not texts:
+        blocks.insert(0, {"type": "text", "text": "(see attached image)"})
+    return blocks
+
+
+def _user_content(message: UserMessage, allow_images: bool) -> Any:
+    if isinstance(message.content, str):
+        return sanitize_surrogates(message.content) if message.content.strip() else None
+    blocks: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent) and block.text.strip():
+            blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent) and allow_images:
+            blocks.append(_image_block(block))
+    return blocks or None
+
+
+def _assistant_blocks(message: AssistantMessage) -> List[Dict[str, Any]]:
+    blocks: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ThinkingContent):
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
+            elif not block.thinking.strip():
+                continue
+            elif not (block.thinking_signature or "").strip():
+                # an unsigned thought (aborted stream) is rejected as thinking: replay it as text
+                blocks.append({"type": "text", "text": sanitize_surrogates(block.thinking)})
+            else:
+                blocks.append({"type": "thinking", "thinking": sanitize_surrogates(block.thinking),
+                               "signature": block.thinking_signature})
+        elif isinstance(block, ToolCall):
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name,
+                           "input": block.arguments or {}})
+    return blocks
+
+
+def convert_messages(model: Any, messages: List[Any],
+                     cache_control: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+    """Agent messages -> Anthropic ``messages``; consecutive tool results share one user message."""
+    allow_images = "image" in tuple(getattr(model, "input", ()) or ())
+    out: List[Dict[str, Any]] = []
+    pending_results: List[Dict[str, Any]] = []
+
+    def flush_results() -> None:
+        if pending_results:
+            out.append({"role": "user", "content": list(pending_results)})
+            pending_results.clear()
+
+    for message in transform_messages(messages, model, normalize_tool_call_id):
+        role = role_of(message)
+        if role == "toolResult":
+            pending_results.append({
+                "type": "tool_result", "tool_use_id": message.tool_call_id,
+                "content": _tool_result_content(message, allow_images), "is_error": bool(message.is_error),
+            })
+            continue
+        flush_results()
+        if role == "user":
+            content = _user_content(message, allow_images)
+            if content is not None:
+                out.append({"role": "user", "content": content})
+        elif role == "assistant":
+            blocks = _assistant_blocks(message)
+            if blocks:
+                out.append({"role": "assistant", "content": blocks})
+    flush_results()
+    if cache_control and out and out[-1]["role"] == "user":
+        _mark_last_block(out[-1], cache_control)
+    return out
+
+
+def _mark_last_block(message: Dict[str, Any], cache_control: Dict[str, str]) -> None:
+    content = message["content"]
+    if isinstance(content, str):
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(cache_control)}]
+    elif content and content[-1].get("type") in ("text", "image", "tool_result"):
+        content[-1]["cache_control"] = dict(cache_control)
+
+
+def convert_tools(tools: Any) -> List[Dict[str, Any]]:
+    """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14)."""
+    out = []
+    for tool in tools or ():
+        name, description, schema = tool_spec(tool)
+        out.append({
+            "name": name,
+            "description": description,
+            "input_schema": {"type": "object", "properties": schema.get("properties") or {},
+                             "required": schema.get("required") or []},
+        })
+    return out
+
+
+def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
+    """The JSON body of one streaming request.
+
+    Options used: ``max_tokens``, ``temperature`` (dropped while thinking), ``reasoning`` (level or
+    None), ``thinking_budgets``, ``thinking_enabled``/``thinking_budget_tokens``/``effort`` (raw
+    overrides), ``cache_retention``, ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
+    detect OAuth tokens, never written into the body).
+    """
+    cache_control = _cache_control(model.base_url, options.get("cache_retention"))
+    level = _reasoning.normalize_level(options.get("reasoning"))
+    thinking_enabled = options.get("thinking_enabled")
+    if thinking_enabled is None:
+        thinking_enabled = level is not None
+    thinking_on = bool(thinking_enabled) and bool(getattr(model, "reasoning", False))
+
+    max_tokens = _reasoning.base_max_tokens(model, options.get("max_tokens"))
+    body: Dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(model, list(context.messages or []), cache_control),
+        "max_tokens": max_tokens,
+        "stream": True,
+    }
+    system: List[Dict[str, Any]] = []
+    if _is_oauth_token(options.get("api_key") or ""):
+        system.append({"type": "text", "text": _CLAUDE_CODE_IDENTITY})
+    if context.system_prompt:
+        system.append({"type": "text", "text": sanitize_surrogates(context.system_prompt)})
+    if system:
+        if cache_control:
+            for block in system:
+                block["cache_control"] = dict(cache_control)
+        body["system"] = system
+    if options.get("temperature") is not None and not thinking_on:
+        body["temperature"] = options["temperature"]
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+
+    if thinking_on:
+        if _is_adaptive(model.id):
+            body["thinking"] = {"type": "adaptive"}
+            effort = options.get("effort") or (_effort_for(level, model.id) if level else None)
+            if effort:
+                body["output_config"] = {"effort": effort}
+        else:
+            budget = options.get("thinking_budget_tokens")
+            if budget is None and level is not None:
+                body["max_tokens"], budget = _reasoning.adjust_max_tokens_for_thinking(
+                    max_tokens, int(getattr(model, "max_tokens", 0) or 0), level,
+                    options.get("thinking_budgets"))
+            body["thinking"] = {"type": "enabled", "budget_tokens": int(budget or 1024)}
+
+    metadata = options.get("metadata")
+    if isinstance(metadata, Mapping) and metadata.get("user_id"):
+        body["metadata"] = {"user_id": metadata["user_id"]}
+    tool_choice = options.get("tool_choice")
+    if tool_choice:
+        body["tool_choice"] = {"type": tool_choice} if isinstance(tool_choice, str) else dict(tool_choice)
+    return body
+
+
+# --------------------------------------------------------------------------- response stream
+
+_STOP_REASONS = {
+    "end_turn": "stop", "max_tokens": "length", "tool_use": "toolUse", "pause_turn": "stop",
+    "stop_sequence": "stop", "refusal": "error", "sensitive": "error",
+}
+
+
+def map_stop_reason(reason: str) -> str:
+    """Anthropic ``stop_reason`` -> StopReason; raises :class:`ProviderStreamError` for unknown values."""
+    try:
+        return _STOP_REASONS[reason]
+    except KeyError:
+        raise ProviderStreamError(f"Unhandled stop reason: {reason}") from None
+
+
+class AnthropicStreamState:
+    """Consumes parsed SSE events of one response and mutates ``output``, calling ``push(event)``.
+
+    Deltas are routed by the API's own block ``index``. :meth:`handle` raises
+    :class:`ProviderStreamError` for ``event: error`` and unknown stop reasons; :meth:`finish` raises
+    when the stream ended before ``message_stop`` or the model refused. Open blocks are not closed
+    on error (spec §3 rule 6).
+    """
+
+    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+        self.model = model
+        self.output = output
+        self.push = push
+        self._blocks: Dict[int, int] = {}      # API block index -> index in output.content
+        self._json: Dict[int, str] = {}        # content index -> raw tool-argument JSON so far
+        self._started = False
+        self._stopped = False
+        self._stop_details: Optional[str] = None
+
+    # -- dispatch -------------------------------------------------------------------------------
+    def handle(self, event_name: Optional[str], data: Any) -> None:
+        """Apply one SSE event (``data`` already JSON-decoded, or the raw text for ``event: error``)."""
+        kind = data.get("type") if isinstance(data, Mapping) else None
+        if event_name == "error" or kind == "error":
+            text = data if isinstance(data, str) else json.dumps(data)
+            raise ProviderStreamError(text)
+        handler = _HANDLERS.get(kind or "")
+        if handler is not None:
+            handler(self, data)
+
+    def finish(self) -> None:
+        """Check the stream ended properly; raise :class:`ProviderStreamError` if not."""
+        if not self._stopped:
+            raise ProviderStreamError("Anthropic stream ended before message_stop"
+                                      if self._started else "Anthropic stream ended without any event")
+        if self.output.stop_reason == "error":
+            detail = f": {self._stop_details}" if self._stop_details else ""
+            raise ProviderStreamError(f"The model stopped with an error stop reason{detail}")
+
+    # -- events ---------------------------------------------------------------------------------
+    def _message_start(self, data: Mapping[str, Any]) -> None:
+        self._started = True
+        usage = (data.get("message") or {}).get("usage") or {}
+        self._apply_usage(usage, only_present=False)
+
+    def _block_start(self, data: Mapping[str, Any]) -> None:
+        block = data.get("content_block") or {}
+        kind = block.get("type")
+        out = self.output
+        if kind == "text":
+            new: Any = TextContent(text="")
+            start: Any = TextStartEvent
+        elif kind == "thinking":
+            new, start = ThinkingContent(thinking="", thinking_signature=""), ThinkingStartEvent
+        elif kind == "redacted_thinking":
+            new = ThinkingContent(thinking=_REDACTED_TEXT, thinking_signature=block.get("data") or "",
+                                  redacted=True)
+            start = ThinkingStartEvent
+        elif kind == "tool_use":
+            args = block.get("input")
+            new = ToolCall(id=str(block.get("id") or ""), name=str(block.get("name") or ""),
+                           arguments=dict(args) if isinstance(args, Mapping) else {})
+            start = ToolCallStartEvent
+        else:
+            return  # server_tool_use, web_search_tool_result, ...: not ours to show
+        out.content.append(new)
+        index = len(out.content) - 1
+        self._blocks[data.get("index", index)] = index
+        if kind == "tool_use":
+            self._json[index] = ""
+        self.push(start(content_index=index, partial=out))
+
+    def _block_delta(self, data: Mapping[str, Any]) -> None:
+        index = self._blocks.get(data.get("index", -1))
+        if index is None:
+            return
+        block = self.output.content[index]
+        delta = data.get("delta") or {}
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(block, TextContent):
+            text = delta.get("text") or ""
+            block.text += text
+            self.push(TextDeltaEvent(content_index=index, delta=text, partial=self.output))
+        elif kind == "thinking_delta" and isinstance(block, ThinkingContent):
+            text = delta.get("thinking") or ""
+            block.thinking += text
+            self.push(ThinkingDeltaEvent(content_index=index, delta=text, partial=self.output))
+        elif kind == "signature_delta" and isinstance(block, ThinkingContent):
+            block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
+        elif kind == "input_json_delta" and isinstance(block, ToolCall):
+            fragment = delta.get("partial_json") or ""
+            self._json[index] = self._json.get(index, "") + fragment
+            block.arguments = parse_streaming_json(self._json[index])
+            self.push(ToolCallDeltaEvent(content_index=index, delta=fragment, partial=self.output))
+
+    def _block_stop(self, data: Mapping[str, Any]) -> None:
+        index = self._blocks.pop(data.get("index", -1), None)
+        if index is None:
+            return
+        block = self.output.content[index]
+        if isinstance(block, TextContent):
+            self.push(TextEndEvent(content_index=index, content=block.text, partial=self.output))
+        elif isinstance(block, ThinkingContent):
+            self.push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.output))
+        elif isinstance(block, ToolCall):
+            raw = self._json.pop(index, "")
+            if raw.strip():
+                block.arguments = parse_streaming_json(raw)
+            self.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self.output))
+
+    def _message_delta(self, data: Mapping[str, Any]) -> None:
+        delta = data.get("delta") or {}
+        if delta.get("stop_reason"):
+            self.output.stop_reason = map_stop_reason(delta["stop_reason"])
+            details = delta.get("stop_details")
+            if isinstance(details, Mapping) and details.get("explanation"):
+                self._stop_details = f"{delta['stop_reason']}: {details['explanation']}"
+            else:
+                self._stop_details = str(delta["stop_reason"])
+        self._apply_usage(data.get("usage") or {}, only_present=True)
+
+    def _message_stop(self, data: Mapping[str, Any]) -> None:
+        self._stopped = True
+
+    # -- usage ----------------------------------------------------------------------------------
+    def _apply_usage(self, raw: Mapping[str, Any], only_present: bool) -> None:
+        usage = self.output.usage
+        for attr, key in (("input", "input_tokens"), ("output", "output_tokens"),
+                          ("cache_read", "cache_read_input_tokens"),
+                          ("cache_write", "cache_creation_input_tokens")):
+            value = raw.get(key)
+            if value is not None:
+                setattr(usage, attr, int(value))
+            elif not only_present:
+                setattr(usage, attr, 0)
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+        calculate_cost(self.model, usage)
+
+
+_HANDLERS: Dict[str, Callable[[AnthropicStreamState, Mapping[str, Any]], None]] = {
+    "message_start": AnthropicStreamState._message_start,
+    "content_block_start": AnthropicStreamState._block_start,
+    "content_block_delta": AnthropicStreamState._block_delta,
+    "content_block_stop": AnthropicStreamState._block_stop,
+    "message_delta": AnthropicStreamState._message_delta,
+    "message_stop": AnthropicStreamState._message_stop,
+}

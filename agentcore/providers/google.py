@@ -1,0 +1,395 @@
+"""The ``google-generative-ai`` wire API: Gemini ``streamGenerateContent?alt=sse`` (providers spec §15).
+
+:func:`build_request_body` turns a context into ``contents`` (assistant turns as role ``model``,
+thought signatures replayed only to the same provider and model, tool results as
+``functionResponse`` parts that share one user turn), and :class:`GoogleStreamState` turns each
+streamed ``GenerateContentResponse`` into stream events. Gemini does not stream tool arguments: a
+function call yields ``toolcall_start``, one ``toolcall_delta`` and ``toolcall_end`` back to back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import itertools
+import json
+import re
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+from urllib.parse import quote
+
+from ..events import (
+    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
+    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
+)
+from ..types import (
+    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
+    UserMessage, role_of,
+)
+from . import _reasoning
+from ._wire import ProviderStreamError, calculate_cost, sanitize_surrogates, tool_spec, transform_messages
+
+__all__ = [
+    "API", "GoogleStreamState", "build_request_body", "build_headers", "request_url",
+    "convert_messages", "convert_tools", "thinking_config", "map_finish_reason",
+]
+
+API = "google-generative-ai"
+SKIP_SIGNATURE = "skip_thought_signature_validator"
+_GEMINI3_PRO = re.compile(r"gemini-3(\.\d+)?-pro")
+_GEMINI3_FLASH = re.compile(r"gemini-3(\.\d+)?-flash")
+_BUDGETS_25_PRO = {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}
+_BUDGETS_25_FLASH = {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}
+_tool_call_counter = itertools.count(1)
+
+
+# --------------------------------------------------------------------------- model traits
+
+
+def _requires_tool_call_id(model_id: str) -> bool:
+    """Claude and gpt-oss served through Gemini APIs need explicit function-call ids."""
+    return model_id.startswith("claude-") or model_id.startswith("gpt-oss-")
+
+
+def _is_gemini3(model_id: str) -> bool:
+    return "gemini-3" in model_id.lower()
+
+
+def _valid_signature(signature: Optional[str]) -> bool:
+    """Thought signatures are base64 bytes; anything else would be rejected by the API."""
+    if not signature or len(signature) % 4:
+        return False
+    try:
+        base64.b64decode(signature, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def thinking_config(model: Any, level: Optional[str],
+                    budgets: Optional[Mapping[str, int]] = None) -> Optional[Dict[str, Any]]:
+    """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
+    if level is None or not getattr(model, "reasoning", False):
+        return None
+    level = _reasoning.clamp_level(level)
+    model_id = model.id.lower()
+    if _GEMINI3_PRO.search(model_id):
+        return {"includeThoughts": True, "thinkingLevel": "LOW" if level in ("minimal", "low") else "HIGH"}
+    if _GEMINI3_FLASH.search(model_id):
+        return {"includeThoughts": True, "thinkingLevel": level.upper()}
+    if budgets and budgets.get(level) is not None:
+        budget = int(budgets[level])
+    elif "2.5-pro" in model_id:
+        budget = _BUDGETS_25_PRO.get(level, 8192)
+    elif "2.5-flash" in model_id:
+        budget = _BUDGETS_25_FLASH.get(level, 8192)
+    else:
+        budget = -1  # dynamic: the model decides
+    return {"includeThoughts": True, "thinkingBudget": budget}
+
+
+# --------------------------------------------------------------------------- request
+
+
+def request_url(model: Any) -> str:
+    base = (getattr(model, "base_url", "") or "https://generativelanguage.googleapis.com/v1beta").rstrip("/")
+    return f"{base}/models/{quote(model.id, safe='.-_/')}:streamGenerateContent?alt=sse"
+
+
+def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
+    headers = {"x-goog-api-key": api_key, "content-type": "application/json", "accept": "text/event-stream"}
+    headers.update(getattr(model, "headers", None) or {})
+    headers.update(options.get("headers") or {})
+    return headers
+
+
+def _inline(image: ImageContent) -> Dict[str, Any]:
+    return {"inlineData": {"mimeType": image.mime_type, "data": image.data}}
+
+
+def _user_parts(message: UserMessage, allow_images: bool) -> List[Dict[str, Any]]:
+    if isinstance(message.content, str):
+        return [{"text": sanitize_surrogates(message.content)}]
+    parts: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            parts.append({"text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent) and allow_images:
+            parts.append(_inline(block))
+    return parts
+
+
+def _model_parts(message: AssistantMessage, model: Any) -> List[Dict[str, Any]]:
+    same = message.provider == model.provider and message.model == model.id
+    parts: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if not block.text.strip():
+                continue
+            part: Dict[str, Any] = {"text": sanitize_surrogates(block.text)}
+            if same and _valid_signature(block.text_signature):
+                part["thoughtSignature"] = block.text_signature
+            parts.append(part)
+        elif isinstance(block, ThinkingContent):
+            if not block.thinking.strip():
+                continue
+            if same:
+                part = {"thought": True, "text": sanitize_surrogates(block.thinking)}
+                if _valid_signature(block.thinking_signature):
+                    part["thoughtSignature"] = block.thinking_signature
+            else:
+                part = {"text": sanitize_surrogates(block.thinking)}
+            parts.append(part)
+        elif isinstance(block, ToolCall):
+            call: Dict[str, Any] = {"name": block.name, "args": block.arguments or {}}
+            if _requires_tool_call_id(model.id):
+                call["id"] = block.id
+            part = {"functionCall": call}
+            if same and _valid_signature(block.thought_signature):
+                part["thoughtSignature"] = block.thought_signature
+            elif _is_gemini3(model.id):
+                part["thoughtSignature"] = SKIP_SIGNATURE
+            parts.append(part)
+    return parts
+
+
+def _function_response(message: ToolResultMessage, model: Any,
+                       allow_images: bool) -> "tuple[Dict[str, Any], List[Dict[str, Any]]]":
+    """The functionResponse part, and the parts of a separate image turn (models before Gemini 3)."""
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
+    value = sanitize_surrogates(text) if text else ("(see attached image)" if images else "")
+    response: Dict[str, Any] = {"name": message.tool_name,
+                                "response": {"error": value} if message.is_error else {"output": value}}
+    nested = bool(images) and _is_gemini3(model.id)
+    if nested:
+        response["parts"] = [_inline(i) for i in images]
+    if _requires_tool_call_id(model.id):
+        response["id"] = message.tool_call_id
+    image_turn = [] if (nested or not images) else [{"text": "Tool result image:"}] + [_inline(i) for i in images]
+    return {"functionResponse": response}, image_turn
+
+
+def _normalize_id_for(model: Any) -> Callable[[str], str]:
+    def normalize(tool_call_id: str) -> str:
+        if not _requires_tool_call_id(model.id):
+            return tool_call_id
+        return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) else "_" for c in tool_call_id)[:64]
+
+    return normalize
+
+
+def convert_messages(model: Any, messages: List[Any]) -> List[Dict[str, Any]]:
+    """Agent messages -> Gemini ``contents`` (roles ``user`` and ``model``)."""
+    allow_images = "image" in tuple(getattr(model, "input", ()) or ())
+    contents: List[Dict[str, Any]] = []
+    for message in transform_messages(messages, model, _normalize_id_for(model)):
+        role = role_of(message)
+        if role == "user":
+            parts = _user_parts(message, allow_images)
+            if parts:
+                contents.append({"role": "user", "parts": parts})
+        elif role == "assistant":
+            parts = _model_parts(message, model)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif role == "toolResult":
+            response_part, image_turn = _function_response(message, model, allow_images)
+            last = contents[-1] if contents else None
+            if last and last["role"] == "user" and any("functionResponse" in p for p in last["parts"]):
+                last["parts"].append(response_part)  # parallel results share one turn
+            else:
+                contents.append({"role": "user", "parts": [response_part]})
+            if image_turn:
+                contents.append({"role": "user", "parts": image_turn})
+    return contents
+
+
+def convert_tools(tools: Any) -> Optional[List[Dict[str, Any]]]:
+    declarations = []
+    for tool in tools or ():
+        name, description, schema = tool_spec(tool)
+        declarations.append({"name": name, "description": description, "parametersJsonSchema": schema})
+    return [{"functionDeclarations": declarations}] if declarations else None
+
+
+_TOOL_MODES = {"auto": "AUTO", "none": "NONE", "any": "ANY", "required": "ANY"}
+
+
+def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
+    """The JSON body of one streaming request.
+
+    Options used: ``temperature``, ``max_tokens`` (``maxOutputTokens``, only when given),
+    ``reasoning`` (level or None), ``thinking_budgets``, ``thinking`` (raw override dict with
+    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any).
+    """
+    body: Dict[str, Any] = {"contents": convert_messages(model, list(context.messages or []))}
+    if context.system_prompt:
+        body["systemInstruction"] = {"parts": [{"text": sanitize_surrogates(context.system_prompt)}]}
+    generation: Dict[str, Any] = {}
+    if options.get("temperature") is not None:
+        generation["temperature"] = options["temperature"]
+    if options.get("max_tokens"):
+        generation["maxOutputTokens"] = int(options["max_tokens"])
+    raw = options.get("thinking")
+    if isinstance(raw, Mapping):
+        if raw.get("enabled") and model.reasoning:
+            config: Dict[str, Any] = {"includeThoughts": True}
+            if raw.get("level") is not None:
+                config["thinkingLevel"] = raw["level"]
+            elif raw.get("budget_tokens") is not None:
+                config["thinkingBudget"] = int(raw["budget_tokens"])
+            generation["thinkingConfig"] = config
+    else:
+        config = thinking_config(model, _reasoning.normalize_level(options.get("reasoning")),
+                                 options.get("thinking_budgets"))
+        if config:
+            generation["thinkingConfig"] = config
+    if generation:
+        body["generationConfig"] = generation
+    tools = convert_tools(context.tools)
+    if tools:
+        body["tools"] = tools
+        choice = options.get("tool_choice")
+        if isinstance(choice, str) and choice:
+            body["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_MODES.get(choice, "AUTO")}}
+    return body
+
+
+# --------------------------------------------------------------------------- response stream
+
+
+def map_finish_reason(reason: str) -> str:
+    """STOP -> stop, MAX_TOKENS -> length, every other reason (safety, recitation ...) -> error."""
+    if reason == "STOP":
+        return "stop"
+    if reason == "MAX_TOKENS":
+        return "length"
+    return "error"
+
+
+class GoogleStreamState:
+    """Consumes streamed ``GenerateContentResponse`` chunks and mutates ``output``.
+
+    One text or thinking block is open at a time; switching kind closes it. :meth:`finish` closes
+    the open block and raises :class:`ProviderStreamError` when no chunk carried a finish reason
+    (a truncated stream) or the finish reason is an error (safety, recitation ...).
+    """
+
+    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+        self.model = model
+        self.output = output
+        self.push = push
+        self._open: Optional[int] = None
+        self._finish_reason: Optional[str] = None
+        self._finish_message: Optional[str] = None
+        self._block_reason: Optional[str] = None
+
+    def handle(self, event_name: Optional[str], data: Any) -> None:
+        """Apply one chunk (``data`` already JSON-decoded)."""
+        if not isinstance(data, Mapping):
+            return
+        if data.get("error"):
+            raise ProviderStreamError(json.dumps({"error": data["error"]}, ensure_ascii=False))
+        feedback = data.get("promptFeedback") or {}
+        if feedback.get("blockReason"):
+            self._block_reason = str(feedback["blockReason"])
+        candidates = data.get("candidates") or []
+        candidate = candidates[0] if candidates and isinstance(candidates[0], Mapping) else {}
+        for part in ((candidate.get("content") or {}).get("parts") or []):
+            if isinstance(part, Mapping):
+                self._part(part)
+        if candidate.get("finishReason"):
+            self._finish_reason = str(candidate["finishReason"])
+            self._finish_message = candidate.get("finishMessage")
+            self.output.stop_reason = map_finish_reason(self._finish_reason)
+            if any(isinstance(b, ToolCall) for b in self.output.content):
+                self.output.stop_reason = "toolUse"
+        if isinstance(data.get("usageMetadata"), Mapping):
+            self._apply_usage(data["usageMetadata"])
+
+    def finish(self) -> None:
+        self._close_open()
+        if self._finish_reason is None:
+            if self._block_reason:
+                raise ProviderStreamError(f"Gemini blocked the prompt: {self._block_reason}")
+            raise ProviderStreamError("Gemini stream ended without a finish reason")
+        if self.output.stop_reason == "error":
+            detail = f": {self._finish_message}" if self._finish_message else ""
+            raise ProviderStreamError(f"Gemini stopped with finish reason {self._finish_reason}{detail}")
+
+    # -- parts ----------------------------------------------------------------------------------
+    def _part(self, part: Mapping[str, Any]) -> None:
+        if "text" in part and part.get("text") is not None:
+            self._text_part(part)
+        if isinstance(part.get("functionCall"), Mapping):
+            self._function_call(part)
+
+    def _text_part(self, part: Mapping[str, Any]) -> None:
+        text = str(part["text"])
+        thinking = part.get("thought") is True
+        signature = part.get("thoughtSignature") or None
+        block = self.output.content[self._open] if self._open is not None else None
+        same_kind = isinstance(block, ThinkingContent) if thinking else isinstance(block, TextContent)
+        if not same_kind:
+            if not text:
+                return  # an empty trailing part opens no block
+            self._close_open()
+            block = ThinkingContent(thinking="") if thinking else TextContent(text="")
+            self.output.content.append(block)
+            self._open = len(self.output.content) - 1
+            start = ThinkingStartEvent if thinking else TextStartEvent
+            self.push(start(content_index=self._open, partial=self.output))
+        index = self._open
+        if thinking:
+            block.thinking += text
+            if signature:
+                block.thinking_signature = signature
+            if text:
+                self.push(ThinkingDeltaEvent(content_index=index, delta=text, partial=self.output))
+        else:
+            block.text += text
+            if signature:
+                block.text_signature = signature
+            if text:
+                self.push(TextDeltaEvent(content_index=index, delta=text, partial=self.output))
+
+    def _function_call(self, part: Mapping[str, Any]) -> None:
+        self._close_open()
+        call = part["functionCall"]
+        name = str(call.get("name") or "")
+        provided = call.get("id")
+        taken = {b.id for b in self.output.content if isinstance(b, ToolCall)}
+        if not provided or provided in taken:
+            provided = f"{name}_{int(time.time() * 1000)}_{next(_tool_call_counter)}"
+        args = call.get("args")
+        block = ToolCall(id=str(provided), name=name, arguments=dict(args) if isinstance(args, Mapping) else {},
+                         thought_signature=part.get("thoughtSignature") or None)
+        self.output.content.append(block)
+        index = len(self.output.content) - 1
+        self.push(ToolCallStartEvent(content_index=index, partial=self.output))
+        self.push(ToolCallDeltaEvent(content_index=index, delta=json.dumps(block.arguments, ensure_ascii=False),
+                                     partial=self.output))
+        self.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self.output))
+
+    def _close_open(self) -> None:
+        if self._open is None:
+            return
+        index, self._open = self._open, None
+        block = self.output.content[index]
+        if isinstance(block, ThinkingContent):
+            self.push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.output))
+        else:
+            self.push(TextEndEvent(content_index=index, content=block.text, partial=self.output))
+
+    def _apply_usage(self, meta: Mapping[str, Any]) -> None:
+        """Last ``usageMetadata`` wins. ``promptTokenCount`` includes cached tokens: subtract them,
+        since ``usage.input`` means uncached input (spec §1)."""
+        usage = self.output.usage
+        cached = int(meta.get("cachedContentTokenCount") or 0)
+        usage.input = max(0, int(meta.get("promptTokenCount") or 0) - cached)
+        usage.output = int(meta.get("candidatesTokenCount") or 0) + int(meta.get("thoughtsTokenCount") or 0)
+        usage.cache_read = cached
+        usage.cache_write = 0
+        usage.total_tokens = int(meta.get("totalTokenCount") or 0)
+        calculate_cost(self.model, usage)

@@ -1,0 +1,498 @@
+"""The ``openai-responses`` wire API: OpenAI Responses over SSE (providers spec §13).
+
+:func:`build_request_body` turns a context into the ``input`` item list (reasoning items replayed
+from their stored JSON, assistant text as ``message`` items, tool calls as ``function_call`` /
+``function_call_output`` pairs); :class:`ResponsesStreamState` turns parsed SSE events into stream
+events. Output items are tracked by ``output_index``, so interleaved items stay apart. A tool call id
+is ``"{call_id}|{item_id}"``; a text block's ``text_signature`` is ``{"v":1,"id":..,"phase":..}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from ..events import (
+    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
+    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
+)
+from ..types import (
+    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
+    UserMessage, role_of,
+)
+from . import _reasoning
+from ._wire import (
+    ProviderStreamError, calculate_cost, parse_streaming_json, sanitize_surrogates, tool_spec,
+    transform_messages,
+)
+
+__all__ = [
+    "API", "ResponsesStreamState", "build_request_body", "build_headers", "request_url",
+    "convert_messages", "convert_tools", "make_id_normalizer",
+]
+
+API = "openai-responses"
+_ID_NORMALIZING_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+_SERVICE_TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
+
+
+# --------------------------------------------------------------------------- ids and signatures
+
+
+def _sanitize_id(value: str) -> str:
+    return "".join(c if (c.isascii() and (c.isalnum() or c in "_-")) else "_" for c in value)
+
+
+def make_id_normalizer(model: Any) -> Callable[[str], str]:
+    """Tool-call id normaliser for replaying foreign ``call|item`` ids to OpenAI (spec §6)."""
+
+    def normalize(tool_call_id: str) -> str:
+        if model.provider not in _ID_NORMALIZING_PROVIDERS or "|" not in tool_call_id:
+            return tool_call_id
+        call_id, item_id = tool_call_id.split("|", 1)
+        call_id = _sanitize_id(call_id)
+        item_id = _sanitize_id(item_id)
+        if not item_id.startswith("fc"):
+            item_id = "fc_" + item_id
+        return f"{call_id[:64].rstrip('_')}|{item_id[:64].rstrip('_')}"
+
+    return normalize
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _encode_text_signature(item_id: str, phase: Optional[str]) -> str:
+    payload: Dict[str, Any] = {"v": 1, "id": item_id}
+    if phase:
+        payload["phase"] = phase
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _parse_text_signature(signature: Optional[str]) -> Optional[Dict[str, Any]]:
+    """``{"id", "phase"?}`` from a v1 JSON signature or a legacy plain message id."""
+    if not signature:
+        return None
+    if signature.startswith("{"):
+        try:
+            parsed = json.loads(signature)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("v") == 1 and isinstance(parsed.get("id"), str):
+            out = {"id": parsed["id"]}
+            if parsed.get("phase") in ("commentary", "final_answer"):
+                out["phase"] = parsed["phase"]
+            return out
+    return {"id": signature}
+
+
+# --------------------------------------------------------------------------- request
+
+
+def request_url(model: Any) -> str:
+    return (getattr(model, "base_url", "") or "https://api.openai.com/v1").rstrip("/") + "/responses"
+
+
+def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
+    """Bearer auth and JSON; ``model.headers`` then the ``headers=`` option override."""
+    headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
+               "accept": "text/event-stream"}
+    headers.update(getattr(model, "headers", None) or {})
+    headers.update(options.get("headers") or {})
+    return headers
+
+
+def _image_part(image: ImageContent) -> Dict[str, Any]:
+    return {"type": "input_image", "detail": "auto", "image_url": f"data:{image.mime_type};base64,{image.data}"}
+
+
+def _user_item(message: UserMessage, allow_images: bool) -> Optional[Dict[str, Any]]:
+    if isinstance(message.content, str):
+        return {"role": "user", "content": [{"type": "input_text", "text": sanitize_surrogates(message.content)}]}
+    parts: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "input_text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent) and allow_images:
+            parts.append(_image_part(block))
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[Dict[str, Any]]:
+    items: List[Dict[str, Any]] = []
+    different_model = (message.model != model.id and message.provider == model.provider
+                       and message.api == model.api)
+    skipped_thinking = False
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            try:
+                item = json.loads(block.thinking_signature) if block.thinking_signature else None
+            except ValueError:
+                item = None
+            if isinstance(item, dict):
+                items.append(item)
+            else:
+                skipped_thinking = True
+        elif isinstance(block, TextContent):
+            parsed = _parse_text_signature(block.text_signature) or {}
+            msg_id = parsed.get("id") or f"msg_{index}"
+            if len(msg_id) > 64:
+                msg_id = f"msg_{_short_hash(msg_id)}"
+            item = {"type": "message", "role": "assistant", "id": msg_id, "status": "completed",
+                    "content": [{"type": "output_text", "text": sanitize_surrogates(block.text),
+                                 "annotations": []}]}
+            if parsed.get("phase"):
+                item["phase"] = parsed["phase"]
+            items.append(item)
+        elif isinstance(block, ToolCall):
+            call_id, _, item_id = block.id.partition("|")
+            call: Dict[str, Any] = {"type": "function_call"}
+            # an fc_ id unpaired with its reasoning item fails OpenAI's pairing validation: omit it
+            if item_id and not ((different_model or skipped_thinking) and item_id.startswith("fc_")):
+                call["id"] = item_id
+            call.update(call_id=call_id, name=block.name,
+                        arguments=json.dumps(block.arguments or {}, ensure_ascii=False))
+            items.append(call)
+    return items
+
+
+def _tool_output_item(message: ToolResultMessage, allow_images: bool) -> Dict[str, Any]:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
+    call_id = message.tool_call_id.split("|", 1)[0]
+    if not images:
+        return {"type": "function_call_output", "call_id": call_id, "output": sanitize_surrogates(text)}
+    parts: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "input_text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent):
+            parts.append(_image_part(block))
+    return {"type": "function_call_output", "call_id": call_id, "output": parts}
+
+
+def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
+    """The ``input`` list: system prompt (``developer`` for reasoning models), then every message."""
+    allow_images = "image" in tuple(getattr(model, "input", ()) or ())
+    items: List[Dict[str, Any]] = []
+    if context.system_prompt:
+        items.append({"role": "developer" if model.reasoning else "system",
+                      "content": sanitize_surrogates(context.system_prompt)})
+    messages = transform_messages(list(context.messages or []), model, make_id_normalizer(model))
+    for index, message in enumerate(messages):
+        role = role_of(message)
+        if role == "user":
+            item = _user_item(message, allow_images)
+            if item:
+                items.append(item)
+        elif role == "assistant":
+            items.extend(_assistant_items(message, model, index))
+        elif role == "toolResult":
+            items.append(_tool_output_item(message, allow_images))
+    return items
+
+
+def convert_tools(tools: Any) -> List[Dict[str, Any]]:
+    out = []
+    for tool in tools or ():
+        name, description, schema = tool_spec(tool)
+        out.append({"type": "function", "name": name, "description": description,
+                    "parameters": schema, "strict": False})
+    return out
+
+
+def _effort(level: str, model: Any) -> str:
+    if level in ("xhigh", "max"):
+        return "xhigh" if _reasoning.supports_xhigh(model) else "high"
+    return level
+
+
+def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
+    """The JSON body of one streaming request.
+
+    Options used: ``session_id`` (``prompt_cache_key``), ``cache_retention``, ``max_tokens``,
+    ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
+    ``reasoning_summary`` (raw overrides), ``tool_choice``.
+    """
+    body: Dict[str, Any] = {"model": model.id, "input": convert_messages(model, context),
+                            "stream": True, "store": False}
+    retention = options.get("cache_retention") or "short"
+    if options.get("session_id") and retention != "none":
+        body["prompt_cache_key"] = options["session_id"]
+    if retention == "long" and "api.openai.com" in (model.base_url or ""):
+        body["prompt_cache_retention"] = "24h"
+    if options.get("max_tokens"):
+        body["max_output_tokens"] = int(options["max_tokens"])
+    if options.get("temperature") is not None:
+        body["temperature"] = options["temperature"]
+    if options.get("service_tier") is not None:
+        body["service_tier"] = options["service_tier"]
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+    if options.get("tool_choice"):
+        body["tool_choice"] = options["tool_choice"]
+
+    if model.reasoning:
+        level = _reasoning.normalize_level(options.get("reasoning"))
+        effort = options.get("reasoning_effort") or (_effort(level, model) if level else None)
+        summary = options.get("reasoning_summary")
+        if effort or summary:
+            body["reasoning"] = {"effort": effort or "medium", "summary": summary or "auto"}
+            body["include"] = ["reasoning.encrypted_content"]
+        elif str(model.name or "").startswith("gpt-5"):
+            # gpt-5 has no "reasoning off"; this developer note is the known way to suppress it
+            body["input"].append({"role": "developer",
+                                  "content": [{"type": "input_text", "text": "# Juice: 0 !important"}]})
+    return body
+
+
+# --------------------------------------------------------------------------- response stream
+
+
+class _Item:
+    """One output item in flight: the raw item, its block's index, and scratch text."""
+
+    __slots__ = ("item", "index", "args", "parts")
+
+    def __init__(self, item: Dict[str, Any], index: int, args: str = "") -> None:
+        self.item = item
+        self.index = index
+        self.args = args
+        self.parts: List[Dict[str, Any]] = []
+
+
+class ResponsesStreamState:
+    """Consumes parsed Responses SSE events and mutates ``output``, calling ``push(event)``.
+
+    :meth:`handle` raises :class:`ProviderStreamError` for ``error`` and ``response.failed``;
+    :meth:`finish` raises when no ``response.completed``/``response.incomplete`` arrived or the
+    response ended in an error status.
+    """
+
+    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None],
+                 service_tier: Optional[str] = None) -> None:
+        self.model = model
+        self.output = output
+        self.push = push
+        self.service_tier = service_tier
+        self._items: Dict[Any, _Item] = {}
+        self._last_key: Any = None
+        self._terminal = False
+        self._error_detail: Optional[str] = None
+
+    def handle(self, event_name: Optional[str], data: Any) -> None:
+        """Apply one SSE event whose ``data`` was JSON-decoded (dispatch on ``data["type"]``)."""
+        if not isinstance(data, Mapping):
+            return
+        handler = _HANDLERS.get(str(data.get("type") or event_name or ""))
+        if handler is not None:
+            handler(self, data)
+
+    def finish(self) -> None:
+        if not self._terminal:
+            raise ProviderStreamError("OpenAI Responses stream ended without response.completed")
+        if self.output.stop_reason == "error":
+            raise ProviderStreamError(self._error_detail or "The response ended with an error status")
+
+    # -- items ----------------------------------------------------------------------------------
+    def _key(self, data: Mapping[str, Any]) -> Any:
+        return data.get("output_index", self._last_key)
+
+    def _current(self, data: Mapping[str, Any], kind: str) -> Optional[_Item]:
+        entry = self._items.get(self._key(data))
+        if entry is None or entry.item.get("type") != kind:
+            return None
+        return entry
+
+    def _item_added(self, data: Mapping[str, Any]) -> None:
+        item = dict(data.get("item") or {})
+        kind = item.get("type")
+        out = self.output
+        if kind == "reasoning":
+            block: Any = ThinkingContent(thinking="")
+            start: Any = ThinkingStartEvent
+        elif kind == "message":
+            block, start = TextContent(text=""), TextStartEvent
+        elif kind == "function_call":
+            block = ToolCall(id=f"{item.get('call_id')}|{item.get('id')}", name=str(item.get("name") or ""),
+                             arguments={})
+            start = ToolCallStartEvent
+        else:
+            return
+        out.content.append(block)
+        entry = _Item(item, len(out.content) - 1, str(item.get("arguments") or ""))
+        key = data.get("output_index", len(self._items))
+        self._items[key] = entry
+        self._last_key = key
+        self.push(start(content_index=entry.index, partial=out))
+
+    def _summary_part_added(self, data: Mapping[str, Any]) -> None:
+        entry = self._current(data, "reasoning")
+        if entry is not None:
+            entry.parts.append(dict(data.get("part") or {"type": "summary_text", "text": ""}))
+
+    def _thinking_delta(self, data: Mapping[str, Any], text: Optional[str] = None) -> None:
+        entry = self._current(data, "reasoning")
+        if entry is None:
+            return
+        delta = str(data.get("delta") or "") if text is None else text
+        block = self.output.content[entry.index]
+        block.thinking += delta
+        self.push(ThinkingDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+
+    def _summary_part_done(self, data: Mapping[str, Any]) -> None:
+        self._thinking_delta(data, "\n\n")
+
+    def _content_part_added(self, data: Mapping[str, Any]) -> None:
+        entry = self._current(data, "message")
+        part = data.get("part") or {}
+        if entry is not None and part.get("type") in ("output_text", "refusal"):
+            entry.parts.append(dict(part))
+
+    def _text_delta(self, data: Mapping[str, Any]) -> None:
+        entry = self._current(data, "message")
+        if entry is None:
+            return
+        delta = str(data.get("delta") or "")
+        block = self.output.content[entry.index]
+        block.text += delta
+        self.push(TextDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+
+    def _args_delta(self, data: Mapping[str, Any]) -> None:
+        entry = self._current(data, "function_call")
+        if entry is None:
+            return
+        delta = str(data.get("delta") or "")
+        entry.args += delta
+        block = self.output.content[entry.index]
+        block.arguments = parse_streaming_json(entry.args)
+        self.push(ToolCallDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+
+    def _args_done(self, data: Mapping[str, Any]) -> None:
+        entry = self._current(data, "function_call")
+        if entry is not None and isinstance(data.get("arguments"), str):
+            entry.args = data["arguments"]
+            self.output.content[entry.index].arguments = parse_streaming_json(entry.args)
+
+    def _item_done(self, data: Mapping[str, Any]) -> None:
+        item = dict(data.get("item") or {})
+        kind = item.get("type")
+        entry = self._current(data, kind) if kind else None
+        if entry is None:
+            return
+        self._items.pop(self._key(data), None)
+        block = self.output.content[entry.index]
+        if kind == "reasoning":
+            summary = item.get("summary") or []
+            if summary:
+                block.thinking = "\n\n".join(str(s.get("text") or "") for s in summary)
+            block.thinking_signature = json.dumps(item, ensure_ascii=False)
+            self.push(ThinkingEndEvent(content_index=entry.index, content=block.thinking, partial=self.output))
+        elif kind == "message":
+            parts = item.get("content") or []
+            if parts:
+                block.text = "".join(str((p.get("text") if p.get("type") == "output_text" else p.get("refusal"))
+                                         or "") for p in parts if isinstance(p, Mapping))
+            block.text_signature = _encode_text_signature(str(item.get("id") or ""), item.get("phase"))
+            self.push(TextEndEvent(content_index=entry.index, content=block.text, partial=self.output))
+        elif kind == "function_call":
+            raw = entry.args or str(item.get("arguments") or "")
+            block.arguments = parse_streaming_json(raw)
+            block.id = f"{item.get('call_id')}|{item.get('id')}"
+            block.name = str(item.get("name") or block.name)
+            self.push(ToolCallEndEvent(content_index=entry.index, tool_call=block, partial=self.output))
+
+    # -- terminal events ------------------------------------------------------------------------
+    def _completed(self, data: Mapping[str, Any]) -> None:
+        self._terminal = True
+        response = data.get("response") or {}
+        self._apply_usage(response)
+        self._backfill_encrypted_reasoning(response)
+        status = response.get("status")
+        if status == "incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            if reason == "max_output_tokens":
+                self.output.stop_reason = "length"
+            else:
+                self.output.stop_reason = "error"
+                self._error_detail = f"incomplete: {reason or 'unknown reason'}"
+        elif status in ("failed", "cancelled"):
+            self.output.stop_reason = "error"
+            self._error_detail = f"Response {status}"
+        else:
+            self.output.stop_reason = "stop"
+        if self.output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in self.output.content):
+            self.output.stop_reason = "toolUse"
+
+    def _apply_usage(self, response: Mapping[str, Any]) -> None:
+        raw = response.get("usage")
+        usage = self.output.usage
+        if isinstance(raw, Mapping):
+            cached = int((raw.get("input_tokens_details") or {}).get("cached_tokens") or 0)
+            usage.input = int(raw.get("input_tokens") or 0) - cached
+            usage.output = int(raw.get("output_tokens") or 0)
+            usage.cache_read = cached
+            usage.cache_write = 0
+            usage.total_tokens = int(raw.get("total_tokens") or 0)
+        calculate_cost(self.model, usage)
+        factor = _SERVICE_TIER_MULTIPLIER.get(str(response.get("service_tier") or self.service_tier or ""))
+        if factor:
+            cost = usage.cost
+            cost.input *= factor
+            cost.output *= factor
+            cost.cache_read *= factor
+            cost.cache_write *= factor
+            cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+
+    def _backfill_encrypted_reasoning(self, response: Mapping[str, Any]) -> None:
+        """Some servers send ``encrypted_content`` only in the final response: copy it over."""
+        final = {i.get("id"): i for i in response.get("output") or [] if isinstance(i, Mapping)
+                 and i.get("type") == "reasoning" and i.get("encrypted_content")}
+        if not final:
+            return
+        for block in self.output.content:
+            if isinstance(block, ThinkingContent) and block.thinking_signature:
+                try:
+                    item = json.loads(block.thinking_signature)
+                except ValueError:
+                    continue
+                if isinstance(item, dict) and not item.get("encrypted_content") and item.get("id") in final:
+                    item["encrypted_content"] = final[item["id"]]["encrypted_content"]
+                    block.thinking_signature = json.dumps(item, ensure_ascii=False)
+
+    def _error(self, data: Mapping[str, Any]) -> None:
+        raise ProviderStreamError(f"Error Code {data.get('code')}: {data.get('message')}")
+
+    def _failed(self, data: Mapping[str, Any]) -> None:
+        response = data.get("response") or {}
+        self._apply_usage(response)
+        error = response.get("error")
+        details = response.get("incomplete_details") or {}
+        if isinstance(error, Mapping):
+            message = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+        elif details.get("reason"):
+            message = f"incomplete: {details['reason']}"
+        else:
+            message = "Unknown error (no error details in response)"
+        raise ProviderStreamError(message)
+
+
+_HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {
+    "response.output_item.added": ResponsesStreamState._item_added,
+    "response.reasoning_summary_part.added": ResponsesStreamState._summary_part_added,
+    "response.reasoning_summary_text.delta": ResponsesStreamState._thinking_delta,
+    "response.reasoning_text.delta": ResponsesStreamState._thinking_delta,
+    "response.reasoning_summary_part.done": ResponsesStreamState._summary_part_done,
+    "response.content_part.added": ResponsesStreamState._content_part_added,
+    "response.output_text.delta": ResponsesStreamState._text_delta,
+    "response.refusal.delta": ResponsesStreamState._text_delta,
+    "response.function_call_arguments.delta": ResponsesStreamState._args_delta,
+    "response.function_call_arguments.done": ResponsesStreamState._args_done,
+    "response.output_item.done": ResponsesStreamState._item_done,
+    "response.completed": ResponsesStreamState._completed,
+    "response.incomplete": ResponsesStreamState._completed,
+    "error": ResponsesStreamState._error,
+    "response.failed": ResponsesStreamState._failed,
+}

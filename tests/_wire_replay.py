@@ -1,0 +1,52 @@
+"""Helpers for the Responses / Anthropic / Gemini wire tests: recordings and pure replays.
+
+Recordings are read from ``../shared/recordings`` (never copied into the repo); a test that needs
+one is skipped when the folder is absent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple
+
+import pytest
+
+from agentcore.providers.sse import iter_sse
+from agentcore.types import AssistantMessage
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+RECORDINGS = SHARED / "recordings"
+
+
+def load_recording(api: str, name: str) -> Dict[str, Any]:
+    path = RECORDINGS / api / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"recording {api}/{name} not available (needs {RECORDINGS})")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def chunked(data: bytes, size: int = 7) -> List[bytes]:
+    """``data`` cut into small pieces, so events and UTF-8 characters straddle chunk borders."""
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def replay_pure(make_state: Callable[[AssistantMessage, Callable[[Any], None]], Any], body: str,
+                model: Any, chunk_size: int = 7) -> Tuple[AssistantMessage, List[Any]]:
+    """Feed a recorded SSE body through a wire state machine without HTTP; return (output, events)."""
+    output = AssistantMessage(api=model.api, provider=model.provider, model=model.id)
+    events: List[Any] = []
+    state = make_state(output, events.append)
+    for sse in iter_sse(chunked(body.encode("utf-8"), chunk_size)):
+        data: Any = sse.data
+        try:
+            data = json.loads(sse.data)
+        except ValueError:
+            pass
+        state.handle(sse.event, data)
+    state.finish()
+    return output, events
+
+
+def event_types(events: List[Any]) -> List[str]:
+    return [e.type for e in events]

@@ -1,0 +1,280 @@
+"""anthropic-messages wire API (providers spec §14): request bodies, stream state machine, replays."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentcore.providers import anthropic as wire
+from agentcore.providers._wire import ProviderStreamError
+from agentcore.types import (
+    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
+    ToolCall, ToolResultMessage, Usage, UserMessage,
+)
+from tests._wire_replay import event_types, load_recording, replay_pure
+
+API = "anthropic-messages"
+HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
+              reasoning=True, input=("text", "image"), cost=ModelCost(1, 5, 0.1, 1.25),
+              context_window=200000, max_tokens=64000)
+OPUS46 = Model(id="claude-opus-4-6", api=API, provider="anthropic", base_url="https://api.anthropic.com",
+               reasoning=True, input=("text", "image"), max_tokens=128000)
+TOOL = {"name": "fixed_version", "description": "Return a fixed test version string",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": False,
+                       "$defs": {"x": {"type": "string"}}}}
+
+
+def _replay(name: str, turn: int = 0, model: Model = HAIKU):
+    rec = load_recording(API, name)
+    body = rec["interactions"][turn]["response"]["body"]
+    return replay_pure(lambda out, push: wire.AnthropicStreamState(model, out, push), body, model)
+
+
+def _assistant(content, stop="toolUse", model=HAIKU):
+    return AssistantMessage(content=content, api=model.api, provider=model.provider, model=model.id,
+                            usage=Usage(), stop_reason=stop)
+
+
+# --------------------------------------------------------------------------- recorded streams
+
+
+def test_thinking_stream_keeps_thinking_signature_and_text():  # spec §14 stream handling, §7 usage
+    out, events = _replay("thinking-stream")
+    assert event_types(events) == (["thinking_start"] + ["thinking_delta"] * 6 + ["thinking_end",
+                                   "text_start", "text_delta", "text_delta", "text_end"])
+    thinking, text = out.content
+    assert isinstance(thinking, ThinkingContent) and isinstance(text, TextContent)
+    assert thinking.thinking.startswith("The user wants two names for a pet pelican")
+    assert thinking.thinking.endswith("Let me give two brief, catchy names:")
+    assert thinking.thinking_signature.startswith("EuYDCmMIDBgCKkC05Zda4P") and thinking.thinking_signature.endswith("GAE=")
+    assert text.text == ('1. **Pouch** - references their iconic bill pouch\n2. **Pelé** - playful take on "pelican"')
+    assert out.stop_reason == "stop"
+    u = out.usage
+    assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (46, 133, 0, 0, 179)
+    assert u.cost.input == pytest.approx(46 * 1 / 1e6) and u.cost.output == pytest.approx(133 * 5 / 1e6)
+    assert u.cost.total == pytest.approx(u.cost.input + u.cost.output)
+
+
+def test_two_parallel_tool_calls_without_arguments():  # spec §21: empty partial_json -> {}
+    out, events = _replay("two-parallel-tool-calls-then-text")
+    assert event_types(events) == ["toolcall_start", "toolcall_delta", "toolcall_end"] * 2
+    assert [(c.id, c.name, c.arguments) for c in out.content] == [
+        ("toolu_01LtHJmixrs9NcWQkK8hu8hj", "pelican_name_generator", {}),
+        ("toolu_01N8a4jWyf116qKTMqKKmjyt", "pelican_name_generator", {}),
+    ]
+    assert [e.content_index for e in events if e.type == "toolcall_end"] == [0, 1]
+    assert out.stop_reason == "toolUse"
+    assert (out.usage.input, out.usage.output, out.usage.total_tokens) == (542, 62, 604)
+
+
+def test_server_tool_blocks_and_citations_are_ignored():  # spec §14: unknown block types ignored
+    out, events = _replay("server-tool-blocks")
+    assert all(isinstance(b, TextContent) for b in out.content)
+    assert len(out.content) == 10  # blocks 2..11 of the API are text; 0 and 1 are server-tool blocks
+    assert "toolcall_start" not in event_types(events)
+    text = out.text
+    assert text.startswith("Based on the search results, here's the current weather in San Francisco:\n\n")
+    assert "high of 63°F." in text and text.endswith("this weekend.")
+    assert out.stop_reason == "stop"
+    assert (out.usage.input, out.usage.output) == (10423, 341)
+
+
+def test_thinking_then_tool_call_chain_first_turn():  # spec §14, recording thinking-then-tool-call-chain
+    out, _ = _replay("thinking-then-tool-call-chain")
+    thinking, call = out.content
+    assert thinking.thinking.startswith("The user wants me to:\n1. Use the fixed_version tool")
+    assert thinking.thinking_signature.startswith("EoQDCm0IDhgCKkCDzGs2")
+    assert (call.id, call.name, call.arguments) == ("toolu_01825dXWLSoJwCst1qTsiWdb", "fixed_version", {})
+    assert out.stop_reason == "toolUse"
+    assert (out.usage.input, out.usage.output, out.usage.total_tokens) == (598, 92, 690)
+
+
+def test_next_turn_body_has_recorded_shape():  # issue 4: multi-turn request shape
+    rec = load_recording(API, "thinking-then-tool-call-chain")
+    first, _ = _replay("thinking-then-tool-call-chain")
+    call = first.content[1]
+    context = AgentContext(messages=[
+        UserMessage(content=rec["interactions"][0]["request"]["body"]["messages"][0]["content"][0]["text"]),
+        first,
+        ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent("0.32a0")]),
+    ], tools=[TOOL])
+    body = wire.build_request_body(HAIKU, context, reasoning="minimal", cache_retention="none")
+    recorded = rec["interactions"][1]["request"]["body"]
+    assert [m["role"] for m in body["messages"]] == [m["role"] for m in recorded["messages"]]
+    assert body["messages"][1]["content"] == recorded["messages"][1]["content"]  # thinking + signature + tool_use
+    assert body["messages"][2]["content"] == [dict(recorded["messages"][2]["content"][0], is_error=False)]
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert body["tools"][0]["input_schema"] == {"type": "object", "properties": {}, "required": []}
+
+
+def test_parallel_tool_results_merge_into_one_user_message():  # spec §14 conversion
+    rec = load_recording(API, "two-parallel-tool-calls-then-text")
+    first, _ = _replay("two-parallel-tool-calls-then-text")
+    results = [ToolResultMessage(tool_call_id=c.id, tool_name=c.name, content=[TextContent(t)])
+               for c, t in zip(first.content, ("Charles", "Sammy"))]
+    context = AgentContext(messages=[UserMessage(content="Two names for a pet pelican"), first, *results])
+    body = wire.build_request_body(HAIKU, context)
+    recorded = rec["interactions"][1]["request"]["body"]["messages"]
+    assert [m["role"] for m in body["messages"]] == [m["role"] for m in recorded]
+    sent_uses = [b["id"] for b in body["messages"][1]["content"] if b["type"] == "tool_use"]
+    assert sent_uses == [b["id"] for b in recorded[1]["content"] if b["type"] == "tool_use"]
+    sent_results = [(b["tool_use_id"], b["content"]) for b in body["messages"][2]["content"]]
+    assert sent_results == [(b["tool_use_id"], b["content"]) for b in recorded[2]["content"]]
+    # default cache retention marks the last block of the final user message only
+    assert body["messages"][2]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in body["messages"][2]["content"][0]
+
+
+# --------------------------------------------------------------------------- request body
+
+
+def test_body_basics_system_cache_and_temperature():  # spec §14 body, §18 caching
+    ctx = AgentContext(system_prompt="Be terse.", messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(HAIKU, ctx, temperature=0.2, cache_retention="long")
+    assert body["model"] == HAIKU.id and body["stream"] is True
+    assert body["max_tokens"] == 32000  # min(model.max_tokens, 32000)
+    assert body["system"] == [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    assert body["messages"] == [{"role": "user", "content": [
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]
+    assert body["temperature"] == 0.2 and "thinking" not in body
+
+
+def test_thinking_budget_raises_max_tokens_and_drops_temperature():  # spec §11 budget helper
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(HAIKU, ctx, reasoning="medium", temperature=0.5, max_tokens=1000)
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert body["max_tokens"] == 9192 and "temperature" not in body
+    tight = Model(id="claude-x", api=API, provider="anthropic", reasoning=True, max_tokens=4000)
+    body = wire.build_request_body(tight, ctx, reasoning="high", thinking_budgets={"high": 5000})
+    assert body["max_tokens"] == 4000 and body["thinking"]["budget_tokens"] == 2976
+
+
+def test_adaptive_thinking_for_opus_46():  # spec §11 adaptive models
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(OPUS46, ctx, reasoning="xhigh")
+    assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "max"}
+    assert wire.build_request_body(OPUS46, ctx, reasoning="minimal")["output_config"] == {"effort": "low"}
+    assert "thinking" not in wire.build_request_body(OPUS46, ctx)
+
+
+def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 header merge
+    h = wire.build_headers(HAIKU, "sk-test", headers={"x-extra": "1"})
+    assert h["x-api-key"] == "sk-test" and h["anthropic-version"] == "2023-06-01"
+    assert h["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14,interleaved-thinking-2025-05-14"
+    assert h["x-extra"] == "1"
+    assert wire.build_headers(OPUS46, "k")["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
+    assert wire.request_url(HAIKU) == "https://api.anthropic.com/v1/messages"
+
+
+def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, blank blocks
+    msg = _assistant([
+        ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="opaque", redacted=True),
+        ThinkingContent(thinking="   ", thinking_signature="sig"),
+        ThinkingContent(thinking="unsigned thought"),
+        TextContent(text="  "),
+        TextContent(text="answer"),
+        ToolCall(id="toolu_1", name="t", arguments={"a": 1}),
+    ])
+    body = wire.build_request_body(HAIKU, AgentContext(messages=[UserMessage(content="q"), msg]),
+                                   cache_retention="none")
+    assert body["messages"][1]["content"] == [
+        {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "text", "text": "unsigned thought"},
+        {"type": "text", "text": "answer"},
+        {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {"a": 1}},
+    ]
+
+
+def test_images_in_user_and_tool_results():  # spec §10 anthropic
+    img = ImageContent(data="AAAA", mime_type="image/png")
+    call = ToolCall(id="toolu_9", name="shot", arguments={})
+    ctx = AgentContext(messages=[
+        UserMessage(content=[TextContent("look"), img]),
+        _assistant([call]),
+        ToolResultMessage(tool_call_id="toolu_9", tool_name="shot", content=[img], is_error=False),
+    ])
+    body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
+    assert body["messages"][0]["content"][1] == {
+        "type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+    assert body["messages"][2]["content"][0]["content"] == [
+        {"type": "text", "text": "(see attached image)"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]
+    text_only = Model(id="claude-t", api=API, provider="anthropic", input=("text",))
+    body = wire.build_request_body(text_only, ctx, cache_retention="none")
+    assert body["messages"][0]["content"] == [{"type": "text", "text": "look"}]
+
+
+def test_unpaired_surrogates_are_removed():  # spec §5 unicode hygiene
+    ctx = AgentContext(system_prompt="sys\ud800", messages=[UserMessage(content="a\udc00b")])
+    body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
+    assert body["system"][0]["text"] == "sys" and body["messages"][0]["content"] == "ab"
+    json.dumps(body).encode("utf-8")  # encodable
+
+
+# --------------------------------------------------------------------------- synthetic streams
+
+
+def _feed(events, model=HAIKU):
+    out = AssistantMessage(api=API, provider="anthropic", model=model.id)
+    pushed = []
+    state = wire.AnthropicStreamState(model, out, pushed.append)
+    for name, data in events:
+        state.handle(name, data)
+    return state, out, pushed
+
+
+_START = ("message_start", {"type": "message_start", "message": {"usage": {
+    "input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7}}})
+
+
+def test_usage_from_message_start_survives_a_truncated_stream():  # spec §7 anthropic
+    state, out, _ = _feed([_START, ("content_block_start", {"type": "content_block_start", "index": 0,
+                                                           "content_block": {"type": "text", "text": ""}})])
+    assert (out.usage.input, out.usage.cache_read, out.usage.cache_write, out.usage.total_tokens) == (10, 5, 7, 23)
+    with pytest.raises(ProviderStreamError, match="before message_stop"):
+        state.finish()
+
+
+def test_error_event_raises_with_payload():  # spec §5: event: error -> raise with the data text
+    payload = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    with pytest.raises(ProviderStreamError, match="overloaded_error"):
+        _feed([_START, ("error", payload)])
+
+
+def test_refusal_and_unknown_stop_reasons_are_errors():  # spec §8 anthropic
+    delta = {"type": "message_delta", "delta": {"stop_reason": "refusal",
+                                                "stop_details": {"explanation": "policy"}}, "usage": {}}
+    state, out, _ = _feed([_START, ("message_delta", delta), ("message_stop", {"type": "message_stop"})])
+    with pytest.raises(ProviderStreamError, match="refusal: policy"):
+        state.finish()
+    bad = {"type": "message_delta", "delta": {"stop_reason": "weird"}, "usage": {}}
+    with pytest.raises(ProviderStreamError, match="Unhandled stop reason: weird"):
+        _feed([_START, ("message_delta", bad)])
+
+
+def test_redacted_thinking_and_streamed_arguments():  # spec §14 stream handling
+    events = [
+        _START,
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "redacted_thinking", "data": "blob"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
+            "type": "tool_use", "id": "toolu_01X", "name": "get_weather", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                 "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Ber"}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                 "delta": {"type": "input_json_delta", "partial_json": "lin\"}"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                           "usage": {"output_tokens": 41}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    state, out, pushed = _feed(events)
+    state.finish()
+    redacted, call = out.content
+    assert (redacted.redacted, redacted.thinking_signature, redacted.thinking) == (True, "blob", "[Reasoning redacted]")
+    assert [e.delta for e in pushed if e.type == "toolcall_delta"] == ['{"city": "Ber', 'lin"}']
+    assert call.arguments == {"city": "Berlin"}
+    assert pushed[-1].type == "toolcall_end" and pushed[-1].tool_call is call
+    assert out.stop_reason == "toolUse" and (out.usage.input, out.usage.output) == (10, 41)
