@@ -1,0 +1,226 @@
+"""google-generative-ai wire API (providers spec §15): request bodies, stream state machine, replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentcore.providers import google as wire
+from agentcore.providers._wire import ProviderStreamError
+from agentcore.types import (
+    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
+    ToolCall, ToolResultMessage, Usage, UserMessage,
+)
+from tests._wire_replay import event_types, load_recording, replay_pure
+
+API = "google-generative-ai"
+BASE = "https://generativelanguage.googleapis.com/v1beta"
+FLASH2 = Model(id="gemini-2.0-flash", api=API, provider="google", base_url=BASE, reasoning=False,
+               input=("text", "image"), cost=ModelCost(0.1, 0.4, 0.025, 0))
+PRO25 = Model(id="gemini-2.5-pro", api=API, provider="google", base_url=BASE, reasoning=True,
+              input=("text", "image"), cost=ModelCost(1.25, 10, 0.31, 0))
+GEMINI3 = Model(id="gemini-3-pro-preview", api=API, provider="google", base_url=BASE, reasoning=True,
+                input=("text", "image"))
+TOOLS = [
+    {"name": "get_capital", "description": "Get the capital of a country.", "parameters": {
+        "type": "object", "properties": {"country": {"type": "string", "description": "The country name."}},
+        "required": ["country"]}},
+    {"name": "get_temperature", "description": "Get the temperature in a city.", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "description": "The city name."}},
+        "required": ["city"]}},
+]
+SIG = "CiQBcsjafQ=="
+
+
+def _replay(name: str, turn: int = 0, model: Model = FLASH2):
+    rec = load_recording(API, name)
+    body = rec["interactions"][turn]["response"]["body"]
+    return replay_pure(lambda out, push: wire.GoogleStreamState(model, out, push), body, model)
+
+
+def _feed(chunks, model=PRO25):
+    out = AssistantMessage(api=API, provider="google", model=model.id)
+    pushed = []
+    state = wire.GoogleStreamState(model, out, pushed.append)
+    for chunk in chunks:
+        state.handle("message", chunk)
+    return state, out, pushed
+
+
+# --------------------------------------------------------------------------- recorded streams
+
+
+def test_function_call_three_turns():  # spec §15, recording function-call-three-turns
+    rec = load_recording(API, "function-call-three-turns")
+    first, events = _replay("function-call-three-turns", 0)
+    assert event_types(events) == ["toolcall_start", "toolcall_delta", "toolcall_end"]
+    (call1,) = first.content
+    assert (call1.name, call1.arguments) == ("get_capital", {"country": "France"})
+    assert call1.id.startswith("get_capital_")
+    assert first.stop_reason == "toolUse"
+    assert (first.usage.input, first.usage.output, first.usage.total_tokens) == (52, 5, 57)
+
+    second, _ = _replay("function-call-three-turns", 1)
+    (call2,) = second.content
+    assert (call2.name, call2.arguments) == ("get_temperature", {"city": "Paris"})
+    assert call2.id != call1.id
+
+    third, events = _replay("function-call-three-turns", 2)
+    assert event_types(events) == ["text_start", "text_delta", "text_delta", "text_end"]
+    assert third.text == "The temperature in Paris is 30°C.\n" and third.stop_reason == "stop"
+    assert (third.usage.input, third.usage.output, third.usage.total_tokens) == (79, 12, 91)  # last usage wins
+
+    # the third request replays both calls and both results, one turn each (recorded shape)
+    context = AgentContext(system_prompt="You are a helpful chatbot.", tools=TOOLS, messages=[
+        UserMessage(content="What is the temperature of the capital of France?"), first,
+        ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")]),
+        second,
+        ToolResultMessage(tool_call_id=call2.id, tool_name="get_temperature", content=[TextContent("30°C")]),
+    ])
+    body = wire.build_request_body(FLASH2, context)
+    recorded = rec["interactions"][2]["request"]["body"]
+    shape = lambda contents: [(c["role"], [next(iter(p)) for p in c["parts"]]) for c in contents]  # noqa: E731
+    assert shape(body["contents"]) == shape(recorded["contents"])
+    sent_calls = [p["functionCall"] for c in body["contents"] for p in c["parts"] if "functionCall" in p]
+    assert sent_calls == [{"name": "get_capital", "args": {"country": "France"}},
+                          {"name": "get_temperature", "args": {"city": "Paris"}}]
+    sent_results = [p["functionResponse"] for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+    assert sent_results == [{"name": "get_capital", "response": {"output": "Paris"}},
+                            {"name": "get_temperature", "response": {"output": "30°C"}}]
+    assert body["systemInstruction"] == {"parts": [{"text": "You are a helpful chatbot."}]}
+    assert [d["name"] for d in body["tools"][0]["functionDeclarations"]] == ["get_capital", "get_temperature"]
+    assert body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] == TOOLS[0]["parameters"]
+
+
+def test_thinking_parts_then_text_with_signature():  # spec §15, recording thinking-parts
+    out, events = _replay("thinking-parts", model=PRO25)
+    types = event_types(events)
+    assert types[:6] == ["thinking_start"] + ["thinking_delta"] * 4 + ["thinking_end"]
+    assert types[6] == "text_start" and types[-1] == "text_end" and types.count("text_end") == 1
+    thinking, text = out.content
+    assert thinking.thinking.startswith("**Clarifying User Goals**") and "**Crafting Safe Instructions**" in thinking.thinking
+    assert text.text.startswith("This is a great question!")
+    assert text.text.endswith("Always assume a driver might not see you.")
+    assert text.text_signature.startswith("CiIB0e2Kb6Syj1a961Ef")
+    assert out.stop_reason == "stop"
+    u = out.usage
+    assert (u.input, u.output, u.total_tokens) == (34, 469 + 787, 1290)
+
+
+def test_thinking_request_shape_of_recording():  # spec §11 google, recording thinking-parts
+    rec = load_recording(API, "thinking-parts")
+    ctx = AgentContext(system_prompt="You are a helpful assistant.", messages=[UserMessage(content="How do I cross the street?")],
+                       tools=[{"name": "dummy", "description": "", "parameters": {"type": "object", "properties": {}}}])
+    body = wire.build_request_body(PRO25, ctx, reasoning="medium")
+    recorded = rec["interactions"][0]["request"]["body"]
+    assert body["contents"] == recorded["contents"]
+    assert body["generationConfig"]["thinkingConfig"] == dict(recorded["generationConfig"]["thinkingConfig"],
+                                                              thinkingBudget=8192)
+
+
+# --------------------------------------------------------------------------- request body
+
+
+def test_thinking_config_per_model_family():  # spec §11 google
+    flash3 = Model(id="gemini-3-flash-preview", api=API, provider="google", reasoning=True)
+    flash25 = Model(id="gemini-2.5-flash", api=API, provider="google", reasoning=True)
+    other = Model(id="gemini-exp", api=API, provider="google", reasoning=True)
+    assert wire.thinking_config(GEMINI3, "minimal") == {"includeThoughts": True, "thinkingLevel": "LOW"}
+    assert wire.thinking_config(GEMINI3, "medium")["thinkingLevel"] == "HIGH"
+    assert wire.thinking_config(flash3, "minimal")["thinkingLevel"] == "MINIMAL"
+    assert wire.thinking_config(flash25, "high")["thinkingBudget"] == 24576
+    assert wire.thinking_config(PRO25, "xhigh")["thinkingBudget"] == 32768
+    assert wire.thinking_config(other, "low")["thinkingBudget"] == -1
+    assert wire.thinking_config(flash25, "low", {"low": 777})["thinkingBudget"] == 777
+    assert wire.thinking_config(PRO25, None) is None and wire.thinking_config(FLASH2, "high") is None
+
+
+def test_url_headers_and_generation_config():  # spec §15 request
+    assert wire.request_url(FLASH2) == f"{BASE}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
+    h = wire.build_headers(FLASH2, "g-key", headers={"x-a": "b"})
+    assert h["x-goog-api-key"] == "g-key" and h["x-a"] == "b"
+    ctx = AgentContext(messages=[UserMessage(content="hi")], tools=TOOLS)
+    body = wire.build_request_body(FLASH2, ctx, temperature=0.1, max_tokens=50, tool_choice="any")
+    assert body["generationConfig"] == {"temperature": 0.1, "maxOutputTokens": 50}
+    assert body["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+    assert "generationConfig" not in wire.build_request_body(FLASH2, AgentContext(messages=[UserMessage(content="x")]))
+
+
+def test_signatures_replayed_only_to_the_same_model():  # spec §15 conversion
+    msg = AssistantMessage(content=[
+        ThinkingContent(thinking="plan", thinking_signature=SIG),
+        TextContent(text="answer", text_signature="not base64!"),
+        ToolCall(id="c1", name="f", arguments={"a": 1}, thought_signature=SIG),
+    ], api=API, provider="google", model=PRO25.id, usage=Usage(), stop_reason="toolUse")
+    ctx = AgentContext(messages=[UserMessage(content="q"), msg])
+    same = wire.build_request_body(PRO25, ctx)["contents"][1]["parts"]
+    assert same == [{"thought": True, "text": "plan", "thoughtSignature": SIG}, {"text": "answer"},
+                    {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": SIG}]
+    other = wire.build_request_body(GEMINI3, ctx)["contents"][1]["parts"]
+    assert other[0] == {"text": "plan"}
+    assert other[2]["thoughtSignature"] == wire.SKIP_SIGNATURE  # Gemini 3 needs a signature on calls
+
+
+def test_tool_results_images_and_errors():  # spec §10 google, §15 tool results
+    img = ImageContent(data="QUJD", mime_type="image/png")
+    call = ToolCall(id="c1", name="shot", arguments={})
+    prev = AssistantMessage(content=[call, ToolCall(id="c2", name="boom", arguments={})], api=API,
+                            provider="google", model="x", usage=Usage(), stop_reason="toolUse")
+    msgs = [UserMessage(content=[TextContent("see"), img]), prev,
+            ToolResultMessage(tool_call_id="c1", tool_name="shot", content=[img]),
+            ToolResultMessage(tool_call_id="c2", tool_name="boom", content=[TextContent("bad")], is_error=True)]
+    contents = wire.build_request_body(PRO25, AgentContext(messages=msgs))["contents"]
+    assert contents[0]["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
+    assert contents[2]["parts"] == [{"functionResponse": {"name": "shot", "response": {"output": "(see attached image)"}}}]
+    assert contents[3] == {"role": "user", "parts": [{"text": "Tool result image:"},
+                                                     {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}]}
+    assert contents[4]["parts"] == [{"functionResponse": {"name": "boom", "response": {"error": "bad"}}}]
+    nested = wire.build_request_body(GEMINI3, AgentContext(messages=msgs))["contents"]
+    assert nested[2]["parts"][0]["functionResponse"]["parts"] == [{"inlineData": {"mimeType": "image/png", "data": "QUJD"}}]
+    assert len(nested[2]["parts"]) == 2  # both results share one user turn
+    claude = Model(id="claude-sonnet-4-5", api=API, provider="google-vertex", input=("text",))
+    ids = wire.build_request_body(claude, AgentContext(messages=msgs))["contents"]
+    assert ids[1]["parts"][0]["functionCall"]["id"] == "c1" and ids[2]["parts"][0]["functionResponse"]["id"] == "c1"
+
+
+# --------------------------------------------------------------------------- synthetic streams
+
+
+def test_function_call_with_signature_and_duplicate_ids():  # spec §15 example
+    chunks = [
+        {"candidates": [{"content": {"role": "model", "parts": [{"text": "Checking.", "thought": True}]}}],
+         "usageMetadata": {"promptTokenCount": 40, "totalTokenCount": 62, "thoughtsTokenCount": 22}},
+        {"candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": "get_weather", "args": {"city": "Rome"}, "id": "x"}, "thoughtSignature": SIG},
+            {"functionCall": {"name": "get_weather", "id": "x"}},
+            {"text": ""}]}, "finishReason": "STOP"}],
+         "usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": 9, "totalTokenCount": 71,
+                           "thoughtsTokenCount": 22, "cachedContentTokenCount": 10}},
+    ]
+    state, out, pushed = _feed(chunks)
+    state.finish()
+    thinking, first, second = out.content  # the empty trailing text part opens no block
+    assert thinking.thinking == "Checking."
+    assert (first.id, first.arguments, first.thought_signature) == ("x", {"city": "Rome"}, SIG)
+    assert second.id.startswith("get_weather_") and second.arguments == {}
+    assert [e.delta for e in pushed if e.type == "toolcall_delta"] == ['{"city": "Rome"}', "{}"]
+    assert out.stop_reason == "toolUse"
+    assert (out.usage.input, out.usage.output, out.usage.cache_read, out.usage.total_tokens) == (30, 31, 10, 71)
+
+
+def test_safety_finish_reason_and_truncated_stream_are_errors():  # spec §8 google
+    state, out, _ = _feed([{"candidates": [{"content": {"parts": [{"text": "Hel"}]}, "finishReason": "SAFETY"}]}])
+    with pytest.raises(ProviderStreamError, match="finish reason SAFETY"):
+        state.finish()
+    assert out.text == "Hel"
+    state, _, pushed = _feed([{"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}])
+    with pytest.raises(ProviderStreamError, match="without a finish reason"):
+        state.finish()
+    assert pushed[-1].type == "text_end"
+    state, _, _ = _feed([{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}])
+    with pytest.raises(ProviderStreamError, match="blocked the prompt: PROHIBITED_CONTENT"):
+        state.finish()
+
+
+def test_error_chunk_raises():  # spec §9 google errors keep status and message
+    with pytest.raises(ProviderStreamError, match="RESOURCE_EXHAUSTED"):
+        _feed([{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}])

@@ -1,0 +1,243 @@
+"""openai-responses wire API (providers spec §13): request bodies, stream state machine, replays."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentcore.providers import openai_responses as wire
+from agentcore.providers._wire import ProviderStreamError
+from agentcore.types import (
+    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
+    ToolCall, ToolResultMessage, Usage, UserMessage,
+)
+from tests._wire_replay import event_types, load_recording, replay_pure
+
+API = "openai-responses"
+GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",
+              reasoning=True, input=("text", "image"), cost=ModelCost(1.25, 10, 0.125, 0),
+              context_window=400000, max_tokens=128000)
+MINI = Model(id="gpt-4o-mini", api=API, provider="openai", base_url="https://api.openai.com/v1",
+             reasoning=False, input=("text", "image"), cost=ModelCost(0.15, 0.6, 0.08, 0))
+MULTIPLY = {"name": "multiply", "description": "Multiply two numbers.", "parameters": {
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"], "type": "object"}}
+
+
+def _replay(name: str, turn: int = 0, model: Model = GPT55, tier=None):
+    rec = load_recording(API, name)
+    body = rec["interactions"][turn]["response"]["body"]
+    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, out, push, tier), body, model)
+
+
+def _feed(events, model=GPT55):
+    out = AssistantMessage(api=API, provider=model.provider, model=model.id)
+    pushed = []
+    state = wire.ResponsesStreamState(model, out, pushed.append)
+    for data in events:
+        state.handle(data["type"], data)
+    return state, out, pushed
+
+
+# --------------------------------------------------------------------------- recorded streams
+
+
+def test_text_stream():  # spec §13, recording text-stream
+    out, events = _replay("text-stream")
+    assert event_types(events) == ["text_start", "text_delta", "text_end"]
+    (block,) = out.content
+    assert block.text == "pong"
+    assert json.loads(block.text_signature) == {
+        "v": 1, "id": "msg_00592e63e61b66660169fab1bada8481a28ef92eb62c168ead", "phase": "final_answer"}
+    assert out.stop_reason == "stop"
+    u = out.usage
+    assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (11, 5, 0, 0, 16)
+    assert u.cost.total == pytest.approx((11 * 1.25 + 5 * 10) / 1e6)
+
+
+def test_tool_call_arguments_in_eleven_deltas():  # spec §13, recording tool-call-with-reasoning
+    out, events = _replay("tool-call-with-reasoning")
+    assert event_types(events) == ["toolcall_start"] + ["toolcall_delta"] * 11 + ["toolcall_end"]
+    (call,) = out.content
+    assert call.id == "call_sVidsfFJ6zlzRpelrPkTPlpd|fc_00d64fa806f333310169fab1bf324481a0852cda3180856290"
+    assert (call.name, call.arguments) == ("multiply", {"a": 1231, "b": 2331})
+    assert out.stop_reason == "toolUse"
+    assert (out.usage.input, out.usage.output, out.usage.total_tokens) == (58, 23, 81)
+
+
+def test_second_turn_text_and_request_shape():  # issue 4: multi-turn request shape
+    rec = load_recording(API, "tool-call-with-reasoning")
+    first, _ = _replay("tool-call-with-reasoning")
+    call = first.content[0]
+    context = AgentContext(messages=[
+        UserMessage(content="What is 1231 * 2331? Use the multiply tool."), first,
+        ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent("2869461")]),
+    ], tools=[MULTIPLY])
+    body = wire.build_request_body(GPT55, context, reasoning="low")
+    recorded = rec["interactions"][1]["request"]["body"]
+    shape = lambda items: [(i.get("role"), i.get("type"), i.get("call_id")) for i in items]  # noqa: E731
+    assert shape(body["input"]) == shape(recorded["input"])
+    sent_call, sent_output = body["input"][1], body["input"][2]
+    assert json.loads(sent_call["arguments"]) == json.loads(recorded["input"][1]["arguments"])
+    assert sent_call["id"] == "fc_00d64fa806f333310169fab1bf324481a0852cda3180856290"
+    assert sent_output == recorded["input"][2]
+    assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert body["include"] == recorded["include"] and body["store"] is False
+    assert body["tools"] == [dict(recorded["tools"][0], strict=False)]
+    out, _ = _replay("tool-call-with-reasoning", turn=1)
+    assert out.text == "1231 × 2331 = **2,869,461**" and out.stop_reason == "stop"
+
+
+# --------------------------------------------------------------------------- request body
+
+
+def test_body_options_and_caching():  # spec §13 body, §18 caching
+    ctx = AgentContext(system_prompt="sys", messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(MINI, ctx, session_id="s1", cache_retention="long", max_tokens=100,
+                                   temperature=0.3, service_tier="flex")
+    assert body["input"][0] == {"role": "system", "content": "sys"}
+    assert body["input"][1] == {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    assert (body["prompt_cache_key"], body["prompt_cache_retention"]) == ("s1", "24h")
+    assert (body["max_output_tokens"], body["temperature"], body["service_tier"]) == (100, 0.3, "flex")
+    assert "reasoning" not in body
+    none = wire.build_request_body(MINI, ctx, session_id="s1", cache_retention="none")
+    assert "prompt_cache_key" not in none and "prompt_cache_retention" not in none
+
+
+def test_reasoning_levels_and_developer_role():  # spec §11 openai-responses
+    ctx = AgentContext(system_prompt="sys", messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(GPT55, ctx, reasoning="xhigh")
+    assert body["input"][0]["role"] == "developer"
+    assert body["reasoning"] == {"effort": "high", "summary": "auto"}  # gpt-5.5 has no xhigh
+    gpt52 = Model(id="gpt-5.2", name="gpt-5.2", api=API, provider="openai", reasoning=True)
+    assert wire.build_request_body(gpt52, ctx, reasoning="xhigh")["reasoning"]["effort"] == "xhigh"
+    off = wire.build_request_body(gpt52, ctx)  # name starts with gpt-5: the "Juice: 0" note is appended
+    assert "reasoning" not in off and off["input"][-1]["content"][0]["text"] == "# Juice: 0 !important"
+
+
+def test_replay_of_reasoning_text_and_foreign_ids():  # spec §13 input items
+    reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
+    mine = AssistantMessage(content=[
+        ThinkingContent(thinking="", thinking_signature=json.dumps(reasoning_item)),
+        TextContent(text="partial answer", text_signature=json.dumps({"v": 1, "id": "msg_a", "phase": "commentary"})),
+        TextContent(text="legacy", text_signature="msg_" + "x" * 80),
+        ToolCall(id="call_1|fc_1", name="multiply", arguments={"a": 1, "b": 2}),
+    ], api=API, provider="openai", model="gpt-5.5", usage=Usage(), stop_reason="toolUse")
+    ctx = AgentContext(messages=[UserMessage(content="q"), mine,
+                                 ToolResultMessage(tool_call_id="call_1|fc_1", tool_name="multiply",
+                                                   content=[TextContent("2")])])
+    items = wire.build_request_body(GPT55, ctx)["input"]
+    assert items[1] == reasoning_item
+    assert items[2]["id"] == "msg_a" and items[2]["phase"] == "commentary"
+    assert items[3]["id"].startswith("msg_") and len(items[3]["id"]) <= 64
+    assert items[4] == {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "multiply",
+                        "arguments": '{"a": 1, "b": 2}'}
+    assert items[5] == {"type": "function_call_output", "call_id": "call_1", "output": "2"}
+
+
+def test_fc_id_omitted_for_a_different_model_of_the_same_provider():  # spec §13
+    other = AssistantMessage(content=[ToolCall(id="call_1|fc_1", name="t", arguments={})], api=API,
+                             provider="openai", model="gpt-4o", usage=Usage(), stop_reason="toolUse")
+    items = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage(content="q"), other]))["input"]
+    assert "id" not in items[1] and items[1]["call_id"] == "call_1"
+
+
+def test_id_normalizer_for_foreign_pipe_ids():  # spec §6 openai-responses normalisation
+    normalize = wire.make_id_normalizer(GPT55)
+    assert normalize("call.1|item:2") == "call_1|fc_item_2"
+    assert normalize("plain") == "plain"
+    assert wire.make_id_normalizer(Model(id="x", provider="azure"))("a.b|c") == "a.b|c"
+
+
+def test_images_in_user_and_tool_output():  # spec §10 responses
+    img = ImageContent(data="QUJD", mime_type="image/jpeg")
+    ctx = AgentContext(messages=[UserMessage(content=[TextContent("see"), img]),
+                                 ToolResultMessage(tool_call_id="c|fc", tool_name="t", content=[img])])
+    items = wire.build_request_body(MINI, ctx)["input"]
+    part = {"type": "input_image", "detail": "auto", "image_url": "data:image/jpeg;base64,QUJD"}
+    assert items[0]["content"][1] == part
+    assert items[1] == {"type": "function_call_output", "call_id": "c", "output": [part]}
+    text_only = Model(id="t", api=API, provider="openai", input=("text",))
+    items = wire.build_request_body(text_only, ctx)["input"]
+    assert items[0]["content"] == [{"type": "input_text", "text": "see"}] and items[1]["output"] == ""
+
+
+# --------------------------------------------------------------------------- synthetic streams
+
+
+def _reasoning_stream():
+    return [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "reasoning", "id": "rs_1", "summary": []}},
+        {"type": "response.reasoning_summary_part.added", "output_index": 0, "part": {"type": "summary_text", "text": ""}},
+        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Think"},
+        {"type": "response.reasoning_summary_part.done", "output_index": 0},
+        {"type": "response.output_item.done", "output_index": 0, "item": {
+            "type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Think"}]}},
+    ]
+
+
+def test_reasoning_summary_becomes_signed_thinking():  # spec §13 stream handling, §3 rule 7
+    completed = {"type": "response.completed", "response": {"status": "completed", "output": [
+        {"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC"}], "usage": {
+        "input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 10, "total_tokens": 110}}}
+    state, out, pushed = _feed(_reasoning_stream() + [completed])
+    state.finish()
+    assert [e.delta for e in pushed if e.type == "thinking_delta"] == ["Think", "\n\n"]
+    (block,) = out.content
+    assert block.thinking == "Think"
+    assert json.loads(block.thinking_signature)["encrypted_content"] == "ENC"  # backfilled from the response
+    assert (out.usage.input, out.usage.cache_read, out.usage.total_tokens) == (60, 40, 110)
+
+
+def test_incomplete_max_output_tokens_is_length_other_reasons_error():  # spec §13 gap fixed
+    inc = {"type": "response.incomplete", "response": {"status": "incomplete",
+                                                       "incomplete_details": {"reason": "max_output_tokens"}}}
+    state, out, _ = _feed([inc])
+    state.finish()
+    assert out.stop_reason == "length"
+    inc["response"]["incomplete_details"]["reason"] = "content_filter"
+    state, out, _ = _feed([inc])
+    with pytest.raises(ProviderStreamError, match="incomplete: content_filter"):
+        state.finish()
+
+
+def test_error_events_and_missing_terminal_event():  # spec §9 responses errors
+    with pytest.raises(ProviderStreamError, match="Error Code rate_limit: slow down"):
+        _feed([{"type": "error", "code": "rate_limit", "message": "slow down"}])
+    failed = {"type": "response.failed", "response": {"error": {"code": "server_error", "message": "boom"}}}
+    with pytest.raises(ProviderStreamError, match="^server_error: boom$"):
+        _feed([failed])
+    with pytest.raises(ProviderStreamError, match="Unknown error"):
+        _feed([{"type": "response.failed", "response": {}}])
+    state, _, _ = _feed(_reasoning_stream())
+    with pytest.raises(ProviderStreamError, match="without response.completed"):
+        state.finish()
+
+
+def test_service_tier_pricing():  # spec §7 responses service tier
+    completed = {"type": "response.completed", "response": {"status": "completed", "service_tier": "priority",
+                                                            "usage": {"input_tokens": 1000000, "output_tokens": 0,
+                                                                      "total_tokens": 1000000}}}
+    state, out, _ = _feed([completed], model=MINI)
+    assert out.usage.cost.input == pytest.approx(0.30) and out.usage.cost.total == pytest.approx(0.30)
+
+
+def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks keyed by output_index
+    events = [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": ""}},
+        {"type": "response.output_item.added", "output_index": 1,
+         "item": {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": ""}},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"y\":2}"},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\"x\":1}"},
+        {"type": "response.output_item.done", "output_index": 0, "item": {
+            "type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": "{\"x\":1}"}},
+        {"type": "response.output_item.done", "output_index": 1, "item": {
+            "type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": "{\"y\":2}"}},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    ]
+    state, out, _ = _feed(events)
+    state.finish()
+    assert [(c.id, c.arguments) for c in out.content] == [("call_a|fc_a", {"x": 1}), ("call_b|fc_b", {"y": 2})]
+    assert out.stop_reason == "toolUse"
