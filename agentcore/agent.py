@@ -1,0 +1,692 @@
+"""``Agent``: a transcript, tools, queues and listeners around the agent loop (spec agent-loop §3).
+
+Threads: every run executes on a dedicated daemon *run thread*; ``prompt()``/``continue_()`` wait
+for it (unless ``wait=False``), so the caller's thread stays interruptible: a ``KeyboardInterrupt``
+while waiting aborts the run, waits for it to settle (tools see the abort, the transcript stays
+valid) and is re-raised. Events are reduced into :class:`AgentState` and then passed to the
+listeners on the run thread, in subscription order, one at a time: a slow listener stalls the run
+(it is a barrier, as in the reference design). No asyncio is used, so runs work from threads and
+from Jupyter cells alike.
+
+Failures: the busy checks raise ``RuntimeError`` in the caller before any thread starts. An
+exception escaping the loop (a raising stream function, a contract hook or a listener) turns the
+run into a *failure run*: a synthetic ``error``/``aborted`` assistant message is emitted and
+appended, and ``prompt()`` returns normally unless a listener raises again during that sequence,
+in which case ``prompt()`` re-raises that exception.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+
+from . import loop as _loop
+from .events import (
+    AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
+)
+from .messages import default_convert_to_llm
+from .signals import AbortController, AbortSignal
+from .types import (
+    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
+)
+
+__all__ = ["Agent", "AgentState"]
+
+ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+                   "messages, or wait for completion.")
+ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
+ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
+ERR_DOUBLE_START = "Agent is already processing."
+ERR_NOTHING_TO_CONTINUE = "No messages to continue from"
+ERR_WAIT_FROM_RUN_THREAD = (
+    "wait_for_idle() was called from the agent's run thread (inside a listener or hook); it would "
+    "wait for itself forever. Return from the listener instead, or wait from another thread."
+)
+
+Listener = Callable[..., Any]
+
+
+# =========================================================================== state
+
+
+class AgentState:
+    """The agent's observable state. ``tools``/``messages`` setters copy the given list; the getters
+    return the live list. The runtime fields (``is_streaming``, ``streaming_message``,
+    ``pending_tool_calls``, ``error_message``) are read-only and change only through events."""
+
+    def __init__(self, system_prompt: str, model: Model, thinking_level: str,
+                 tools: Iterable[Any], messages: Iterable[Any]) -> None:
+        self.system_prompt = system_prompt
+        self.model = model
+        self.thinking_level = thinking_level
+        self._tools: List[Any] = list(tools)
+        self._messages: List[Any] = list(messages)
+        self._is_streaming = False
+        self._streaming_message: Any = None
+        self._pending_tool_calls: frozenset = frozenset()
+        self._error_message: Optional[str] = None
+
+    @property
+    def tools(self) -> List[Any]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, value: Iterable[Any]) -> None:
+        self._tools = list(value)
+
+    @property
+    def messages(self) -> List[Any]:
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: Iterable[Any]) -> None:
+        self._messages = list(value)
+
+    @property
+    def is_streaming(self) -> bool:
+        """True from run start until the run settled (``agent_end`` listeners included)."""
+        return self._is_streaming
+
+    @property
+    def streaming_message(self) -> Any:
+        """The message being streamed (a copy of the partial response), else None."""
+        return self._streaming_message
+
+    @property
+    def pending_tool_calls(self) -> frozenset:
+        """Ids of tool calls started and not yet ended; a new frozenset on every change."""
+        return self._pending_tool_calls
+
+    @property
+    def error_message(self) -> Optional[str]:
+        """The error of the last failed turn of the current/last run (reset at run start)."""
+        return self._error_message
+
+    def __repr__(self) -> str:
+        return (f"AgentState(model={self.model.key if hasattr(self.model, 'key') else self.model!r}, "
+                f"messages={len(self._messages)}, tools={len(self._tools)}, "
+                f"is_streaming={self._is_streaming}, error_message={self._error_message!r})")
+
+
+# =========================================================================== queues
+
+
+class _MessageQueue:
+    """Steering or follow-up queue. A drain moves messages to *in flight*; they are committed when
+    their ``message_end`` is reduced and put back at the front when the run settles otherwise."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = str(mode)
+        self._items: List[Any] = []
+        self._in_flight: List[Any] = []
+        self._lock = threading.Lock()
+
+    def push(self, message: Any) -> None:
+        with self._lock:
+            self._items.append(message)
+
+    def drain(self) -> List[Any]:
+        with self._lock:
+            if not self._items:
+                return []
+            if self.mode == "all":
+                taken, self._items = self._items, []
+            else:
+                taken = [self._items.pop(0)]
+            self._in_flight.extend(taken)
+            return list(taken)
+
+    def commit(self, message: Any) -> None:
+        with self._lock:
+            for index, item in enumerate(self._in_flight):
+                if item is message:
+                    del self._in_flight[index]
+                    return
+
+    def restore(self) -> None:
+        with self._lock:
+            if self._in_flight:
+                self._items[:0] = self._in_flight
+                self._in_flight = []
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items = []
+            self._in_flight = []
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+
+# =========================================================================== runs
+
+
+@dataclass
+class _ActiveRun:
+    controller: AbortController
+    settled: threading.Event = field(default_factory=threading.Event)
+    thread_ident: Optional[int] = None
+    result: List[Any] = field(default_factory=list)
+    error: Optional[BaseException] = None
+    on_settled: List[Callable[[], None]] = field(default_factory=list)
+
+
+def _accepts_signal(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` takes a second positional argument (``listener(event, signal)`` form)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+class Agent:
+    """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
+
+    Every keyword option is also a public mutable attribute, read at the start of each run.
+    ``model``, ``system_prompt``, ``thinking_level``, ``tools`` and ``messages`` live in
+    :attr:`state` (and are mirrored as attributes). Tools may be :class:`~agentcore.tools.AgentTool`
+    objects or names resolved through the tool registry at run start.
+    """
+
+    def __init__(self, model: Optional[Model] = None, system_prompt: str = "",
+                 tools: Iterable[Any] = (), messages: Iterable[Any] = (),
+                 thinking_level: str = "off", *,
+                 api_key: Optional[str] = None,
+                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
+                 stream_fn: Optional[Callable[..., Any]] = None,
+                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
+                 transform_context: Optional[Callable[..., Any]] = None,
+                 before_tool_call: Optional[Callable[..., Any]] = None,
+                 after_tool_call: Optional[Callable[..., Any]] = None,
+                 should_stop_after_turn: Optional[Callable[..., Any]] = None,
+                 prepare_next_turn: Optional[Callable[..., Any]] = None,
+                 tool_execution: str = "parallel",
+                 steering_mode: str = "one-at-a-time",
+                 follow_up_mode: str = "one-at-a-time",
+                 plugins: Iterable[Any] = (),
+                 session: Any = None,
+                 session_id: Optional[str] = None,
+                 thinking_budgets: Optional[Dict[str, int]] = None,
+                 transport: str = "auto",
+                 max_retry_delay_ms: Optional[int] = None,
+                 temperature: Optional[float] = None,
+                 max_tokens: Optional[int] = None,
+                 on_payload: Optional[Callable[..., Any]] = None,
+                 on_response: Optional[Callable[..., Any]] = None,
+                 cache_retention: Optional[str] = None,
+                 headers: Optional[Dict[str, str]] = None,
+                 metadata: Optional[Dict[str, Any]] = None) -> None:
+        self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
+                                 str(thinking_level), tools, messages)
+        self.api_key = api_key
+        self.get_api_key = get_api_key
+        self.stream_fn = stream_fn
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.should_stop_after_turn = should_stop_after_turn
+        self.prepare_next_turn = prepare_next_turn
+        self.tool_execution = str(tool_execution)
+        self.session_id = session_id
+        self.thinking_budgets = thinking_budgets
+        self.transport = transport
+        self.max_retry_delay_ms = max_retry_delay_ms
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.on_payload = on_payload
+        self.on_response = on_response
+        self.cache_retention = cache_retention
+        self.headers = headers
+        self.metadata = metadata
+        self._extra_plugins = tuple(plugins)
+        self.session = session
+        self._steering = _MessageQueue(steering_mode)
+        self._follow_ups = _MessageQueue(follow_up_mode)
+        self._listeners: Dict[Listener, bool] = {}  # listener -> takes (event, signal)
+        self._run_lock = threading.Lock()
+        self._active: Optional[_ActiveRun] = None
+        self._idle_signal = AbortController().signal
+
+    def __repr__(self) -> str:  # never shows api_key or headers
+        model = self._state.model
+        return (f"Agent(model={getattr(model, 'key', model)!r}, messages={len(self._state.messages)}, "
+                f"is_streaming={self._state.is_streaming})")
+
+    # ------------------------------------------------------------------ state and properties
+
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    def get_state(self) -> AgentState:
+        """Alias of :attr:`state`."""
+        return self._state
+
+    @property
+    def signal(self) -> Optional[AbortSignal]:
+        """The active run's abort signal, or None when idle."""
+        run = self._active
+        return run.controller.signal if run is not None else None
+
+    @property
+    def steering_mode(self) -> str:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: str) -> None:
+        self._steering.mode = str(mode)
+
+    @property
+    def follow_up_mode(self) -> str:
+        return self._follow_ups.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: str) -> None:
+        self._follow_ups.mode = str(mode)
+
+    model = property(lambda self: self._state.model,
+                     lambda self, value: setattr(self._state, "model", value),
+                     doc="Shortcut for ``state.model``.")
+    system_prompt = property(lambda self: self._state.system_prompt,
+                             lambda self, value: setattr(self._state, "system_prompt", value),
+                             doc="Shortcut for ``state.system_prompt``.")
+    thinking_level = property(lambda self: self._state.thinking_level,
+                              lambda self, value: setattr(self._state, "thinking_level", str(value)),
+                              doc="Shortcut for ``state.thinking_level``.")
+    tools = property(lambda self: self._state.tools,
+                     lambda self, value: setattr(self._state, "tools", value),
+                     doc="Shortcut for ``state.tools`` (assigning copies the list).")
+    messages = property(lambda self: self._state.messages,
+                        lambda self, value: setattr(self._state, "messages", value),
+                        doc="Shortcut for ``state.messages`` (assigning copies the list).")
+
+    # ------------------------------------------------------------------ listeners
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event)`` or ``listener(event, signal)`` for every event, on the run
+        thread, after the state was updated. Returns a function that unsubscribes it."""
+        self._listeners[listener] = _accepts_signal(listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(listener, None)
+
+        return unsubscribe
+
+    # ------------------------------------------------------------------ queues
+
+    def steer(self, message: Any) -> None:
+        """Queue a message delivered after the current tool batch (or at the next run's start)."""
+        self._steering.push(self._as_message(message))
+
+    def follow_up(self, message: Any) -> None:
+        """Queue a message delivered when the agent would otherwise stop."""
+        self._follow_ups.push(self._as_message(message))
+
+    followUp = follow_up
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_ups.clear()
+
+    def clear_all_queues(self) -> None:
+        self._steering.clear()
+        self._follow_ups.clear()
+
+    def has_queued_messages(self) -> bool:
+        return bool(self._steering) or bool(self._follow_ups)
+
+    @staticmethod
+    def _as_message(message: Any) -> Any:
+        if isinstance(message, str):
+            return UserMessage(content=[TextContent(message)])
+        return message
+
+    # ------------------------------------------------------------------ runs
+
+    def prompt(self, text_or_messages: Union[str, Any, Sequence[Any]],
+               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Any:
+        """Run the loop with new input; return the run's new messages (None with ``wait=False``).
+
+        Raises RuntimeError at once when a run is active.
+        """
+        messages = self._normalize_input(text_or_messages, images)
+        with self._run_lock:
+            if self._active is not None:
+                raise RuntimeError(ERR_PROMPT_BUSY)
+            run = self._begin_run()
+        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
+
+    def continue_(self, *, wait: bool = True) -> Any:
+        """Continue from the current transcript (spec agent-loop §3.6).
+
+        At an assistant tail, queued steering (else follow-up) messages start a new run; with both
+        queues empty it raises ValueError. Raises RuntimeError when a run is active.
+        """
+        with self._run_lock:
+            if self._active is not None:
+                raise RuntimeError(ERR_CONTINUE_BUSY)
+            messages = self._state.messages
+            if not messages:
+                raise ValueError(ERR_NOTHING_TO_CONTINUE)
+            prompts: Optional[List[Any]] = None
+            skip = False
+            if role_of(messages[-1]) == "assistant":
+                prompts = self._steering.drain()
+                skip = bool(prompts)
+                if not prompts:
+                    prompts = self._follow_ups.drain()
+                if not prompts:
+                    raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
+            run = self._begin_run()
+        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait)
+
+    def stream(self, text_or_messages: Union[str, Any, Sequence[Any]],
+               images: Optional[Sequence[ImageContent]] = None) -> Iterator[Any]:
+        """Start a prompt run and return an iterator over its events.
+
+        The run starts at once (busy errors raise here). Events are handed over through a
+        ``queue.Queue``, so the consumer does not slow the run down; iteration ends when the run
+        has settled. A KeyboardInterrupt while iterating aborts the run, waits, and re-raises.
+        Leaving the loop early does not stop the run (call :meth:`abort`).
+        """
+        import queue
+
+        events: "queue.Queue[Any]" = queue.Queue()
+        done = object()
+        unsubscribe = self.subscribe(events.put)
+        try:
+            messages = self._normalize_input(text_or_messages, images)
+            with self._run_lock:
+                if self._active is not None:
+                    raise RuntimeError(ERR_PROMPT_BUSY)
+                run = self._begin_run()
+                run.on_settled.append(lambda: events.put(done))
+                run.on_settled.append(unsubscribe)
+        except BaseException:
+            unsubscribe()
+            raise
+        self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
+        return self._iterate_events(run, events, done)
+
+    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[Any]:
+        on_main = threading.current_thread() is threading.main_thread()
+        try:
+            while True:
+                try:
+                    item = events.get(timeout=0.05) if on_main else events.get()
+                except Exception:  # queue.Empty: poll again so Ctrl+C is noticed
+                    continue
+                if item is done:
+                    break
+                yield item
+        except KeyboardInterrupt:
+            run.controller.abort("interrupted")
+            run.settled.wait()
+            raise
+        if run.error is not None:
+            raise run.error
+
+    def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
+        """Wait until the current run settled (``agent_end`` listeners included); True when idle.
+
+        Raises RuntimeError when called from the run thread (it would wait for itself).
+        """
+        run = self._active
+        if run is None:
+            return True
+        if run.thread_ident == threading.get_ident():
+            raise RuntimeError(ERR_WAIT_FROM_RUN_THREAD)
+        return run.settled.wait(timeout)
+
+    def abort(self, reason: Any = None) -> None:
+        """Abort the active run (tools and the provider see the signal); no-op when idle."""
+        run = self._active
+        if run is not None:
+            run.controller.abort(reason)
+
+    def reset(self) -> None:
+        """Clear the transcript, runtime fields and both queues; keep model, prompt and tools.
+
+        Raises RuntimeError while a run is active.
+        """
+        with self._run_lock:
+            if self._active is not None:
+                raise RuntimeError(ERR_RESET_BUSY)
+            state = self._state
+            state._messages = []
+            state._is_streaming = False
+            state._streaming_message = None
+            state._pending_tool_calls = frozenset()
+            state._error_message = None
+            self.clear_all_queues()
+
+    # ------------------------------------------------------------------ run lifecycle
+
+    def _normalize_input(self, value: Any, images: Optional[Sequence[ImageContent]]) -> List[Any]:
+        if isinstance(value, str):
+            content: List[Any] = [TextContent(value)]
+            content.extend(images or ())
+            return [UserMessage(content=content)]
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        if role_of(value) is None:
+            raise TypeError(f"prompt() takes a str, a message or a list of messages, "
+                            f"not {type(value).__name__}")
+        return [value]
+
+    def _begin_run(self) -> _ActiveRun:
+        """Called under ``_run_lock`` after the busy check: mark the agent busy."""
+        if self._active is not None:
+            raise RuntimeError(ERR_DOUBLE_START)
+        run = _ActiveRun(AbortController())
+        self._active = run
+        state = self._state
+        state._is_streaming = True
+        state._streaming_message = None
+        state._error_message = None
+        return run
+
+    def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
+                skip_initial_steering_poll: bool, wait: bool) -> Any:
+        """Prepare the run's snapshot in the caller (errors raise here), then start the run thread."""
+        try:
+            context = AgentContext(self._state.system_prompt, list(self._state.messages),
+                                   self._resolve_tools())
+            config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
+            stream_fn = self.stream_fn or _loop.get_default_stream_fn()
+        except BaseException:
+            self._finish_run(run)
+            raise
+
+        def body() -> List[Any]:
+            emit = self._emitter(run)
+            signal = run.controller.signal
+            if prompts is None:
+                return _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
+            return _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+
+        thread = threading.Thread(target=self._run_with_lifecycle, args=(run, body),
+                                  name="agentcore-run", daemon=True)
+        thread.start()
+        if not wait:
+            return None
+        return self._wait_for_run(run)
+
+    def _wait_for_run(self, run: _ActiveRun) -> List[Any]:
+        try:
+            if threading.current_thread() is threading.main_thread():
+                while not run.settled.wait(0.05):  # short waits so a pending Ctrl+C is noticed
+                    pass
+            else:
+                run.settled.wait()
+        except KeyboardInterrupt:
+            run.controller.abort("interrupted")
+            run.settled.wait()
+            raise
+        if run.error is not None:
+            raise run.error
+        return run.result
+
+    def _run_with_lifecycle(self, run: _ActiveRun, body: Callable[[], List[Any]]) -> None:
+        run.thread_ident = threading.get_ident()
+        try:
+            try:
+                run.result = body()
+            except BaseException as exc:  # noqa: BLE001 - becomes a failure run
+                self._fail_run(run, exc)
+        finally:
+            self._finish_run(run)
+
+    def _fail_run(self, run: _ActiveRun, exc: BaseException) -> None:
+        """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
+        model = self._state.model
+        message = AssistantMessage(
+            content=[TextContent("")], api=model.api, provider=model.provider, model=model.id,
+            usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
+            error_message=str(exc) or type(exc).__name__,
+        )
+        run.result = [message]
+        try:
+            for event in (MessageStartEvent(message), MessageEndEvent(message),
+                          TurnEndEvent(message, []), AgentEndEvent([message])):
+                self._process_event(event, run)
+        except BaseException as again:  # noqa: BLE001 - a listener failed twice: the caller sees it
+            run.error = again
+
+    def _finish_run(self, run: _ActiveRun) -> None:
+        state = self._state
+        state._is_streaming = False
+        state._streaming_message = None
+        state._pending_tool_calls = frozenset()
+        self._steering.restore()
+        self._follow_ups.restore()
+        with self._run_lock:
+            if self._active is run:
+                self._active = None
+        for callback in run.on_settled:
+            callback()
+        run.settled.set()
+
+    def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
+        def emit(event: Any) -> None:
+            if self._active is run:  # a stale run never reaches state or listeners
+                self._process_event(event, run)
+        return emit
+
+    # ------------------------------------------------------------------ wiring points
+
+    def _resolve_tools(self) -> List[Any]:
+        """Tools for this run; names are looked up in the tool registry."""
+        resolved = []
+        for item in self._state.tools:
+            if isinstance(item, str):
+                try:
+                    from .plugins import get_tool
+                except ImportError as exc:
+                    raise TypeError(f"tool {item!r} was given by name, but the tool registry "
+                                    f"(agentcore.plugins) is not available; pass an AgentTool") from exc
+                item = get_tool(item)
+            resolved.append(item)
+        return resolved
+
+    def _build_loop_config(self, signal: AbortSignal,
+                           skip_initial_steering_poll: bool) -> "_loop.AgentLoopConfig":
+        """The loop configuration of one run, from the current attribute values (spec §3.2)."""
+        level = str(self._state.thinking_level)
+        skip_first = [skip_initial_steering_poll]
+
+        def get_steering_messages() -> List[Any]:
+            if skip_first[0]:
+                skip_first[0] = False
+                return []
+            return self._steering.drain()
+
+        should_stop = self.should_stop_after_turn
+        return _loop.AgentLoopConfig(
+            model=self._state.model,
+            convert_to_llm=self.convert_to_llm or default_convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            should_stop_after_turn=(lambda ctx: should_stop(ctx, signal)) if should_stop else None,
+            prepare_next_turn=self._prepare_next_turn_hook(signal),
+            get_steering_messages=get_steering_messages,
+            get_follow_up_messages=self._follow_ups.drain,
+            tool_execution=self.tool_execution,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            api_key=self.api_key,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            reasoning=None if level == "off" else level,
+            thinking_budgets=self.thinking_budgets,
+            session_id=self.session_id,
+            transport=self.transport,
+            cache_retention=self.cache_retention,
+            headers=self.headers,
+            metadata=self.metadata,
+            max_retry_delay_ms=self.max_retry_delay_ms,
+            on_payload=self.on_payload,
+            on_response=self.on_response,
+        )
+
+    def _prepare_next_turn_hook(self, signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
+        """Installed when ``prepare_next_turn`` is set at run start; read again at call time.
+
+        ``prepare_next_turn(ctx, signal)`` is the preferred form; a one-argument hook is the legacy
+        ``prepare_next_turn(signal)`` form.
+        """
+        if self.prepare_next_turn is None:
+            return None
+
+        def hook(ctx: Any) -> Any:
+            current = self.prepare_next_turn
+            if current is None:
+                return None
+            if _accepts_signal(current):
+                return current(ctx, signal)
+            return current(signal)
+
+        return hook
+
+    def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
+        """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
+        self._reduce(event)
+        signal = run.controller.signal if run is not None else self._idle_signal
+        for listener, with_signal in list(self._listeners.items()):
+            if with_signal:
+                listener(event, signal)
+            else:
+                listener(event)
+
+    def _reduce(self, event: Any) -> None:
+        state = self._state
+        kind = event.type
+        if kind == "message_start" or kind == "message_update":
+            state._streaming_message = event.message
+        elif kind == "message_end":
+            state._streaming_message = None
+            state._messages.append(event.message)
+            self._steering.commit(event.message)
+            self._follow_ups.commit(event.message)
+        elif kind == "tool_execution_start":
+            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
+        elif kind == "tool_execution_end":
+            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
+        elif kind == "turn_end":
+            message = event.message
+            if role_of(message) == "assistant" and getattr(message, "error_message", None):
+                state._error_message = message.error_message
+        elif kind == "agent_end":
+            state._streaming_message = None

@@ -1,0 +1,798 @@
+"""The agent loop: prompt -> model -> tools -> model ... until the model stops (spec agent-loop §2).
+
+Read top to bottom: the entry points, then one run (:func:`_run_loop`), then one model call
+(:func:`stream_assistant_response`), then one tool batch (:func:`execute_tool_calls`), then one
+tool call (preparation, execution, finalization).
+
+Threads: the blocking cores (:func:`run_agent_loop`, :func:`run_agent_loop_continue`) run on the
+caller's thread and call ``emit(event)`` for every event, waiting for it to return (the Agent's
+listeners are a barrier). Tool calls execute on worker threads; their updates and results travel
+back to the run thread through a ``queue.Queue``, so every event is emitted on the run thread.
+:func:`agent_loop` / :func:`agent_loop_continue` run the same core on a daemon thread and return an
+:class:`~agentcore.streams.EventStream` at once.
+
+Failure semantics: tool, ``prepare_arguments``, validation, ``before_tool_call`` and
+``after_tool_call`` exceptions become error tool results and never end a run. Exceptions from the
+contract hooks (``convert_to_llm``, ``transform_context``, ``get_api_key``, the queue getters,
+``should_stop_after_turn``, ``prepare_next_turn``), from a raising ``stream_fn`` or from ``emit``
+escape the core; :func:`agent_loop` turns them into ``stream.fail(exc)``, the Agent into a failure
+run.
+
+Deviations from the reference, on purpose: a provider stream that ends without a ``done``/``error``
+event yields a synthesized error message (instead of hanging); when a run stops early because the
+signal was aborted (between turns, before a model call, while injecting queued messages), the loop
+closes it with a synthetic ``aborted`` assistant message (``turn_end`` included, no model call) so
+the transcript ends the same way as when a model call was aborted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from . import tools as _tools
+from .events import (
+    AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
+    ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, TurnEndEvent,
+    TurnStartEvent,
+)
+from .messages import default_convert_to_llm
+from .signals import AbortController, AbortSignal
+from .streams import EventStream
+from .tools import AgentTool, AgentToolResult
+from .types import (
+    AgentContext, AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage,
+    role_of,
+)
+
+__all__ = [
+    "agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue",
+    "set_default_stream_fn", "get_default_stream_fn", "stream_assistant_response",
+    "execute_tool_calls", "AgentLoopConfig", "BeforeToolCallContext", "BeforeToolCallResult",
+    "AfterToolCallContext", "AfterToolCallResult", "ShouldStopAfterTurnContext",
+    "PrepareNextTurnContext", "AgentLoopTurnUpdate", "ToolBatchResult",
+]
+
+Emit = Callable[[Any], None]
+StreamFn = Callable[..., Iterable[Any]]
+
+# Exact strings of spec agent-loop §2.16.
+ERR_CONTINUE_EMPTY = "Cannot continue: no messages in context"
+ERR_CONTINUE_ASSISTANT = "Cannot continue from message role: assistant"
+ERR_TOOL_BLOCKED = "Tool execution was blocked"
+ERR_OPERATION_ABORTED = "Operation aborted"
+ERR_NO_STREAM_FN = (
+    "No default stream function configured: pass stream_fn=, call set_default_stream_fn(), "
+    "or install the providers"
+)
+ERR_STREAM_WITHOUT_END = "The model stream ended without a done or error event"
+
+
+# =========================================================================== configuration
+
+
+@dataclass
+class AgentLoopConfig:
+    """Everything one run needs besides the context. Hooks (all optional except ``model``):
+
+    * ``convert_to_llm(messages) -> messages`` (default: keep the standard roles);
+    * ``transform_context(messages, signal) -> messages | None``, called before conversion;
+    * ``get_api_key(provider) -> key | None``, called before every model request;
+    * ``should_stop_after_turn(ShouldStopAfterTurnContext) -> bool``;
+    * ``prepare_next_turn(PrepareNextTurnContext) -> AgentLoopTurnUpdate | None``;
+    * ``get_steering_messages() -> list`` and ``get_follow_up_messages() -> list``;
+    * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``;
+    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | None``.
+
+    The remaining fields are stream options, passed to the stream function as keyword arguments
+    when not None.
+    """
+
+    model: Model
+    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None
+    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None
+    get_api_key: Optional[Callable[[str], Optional[str]]] = None
+    should_stop_after_turn: Optional[Callable[[Any], bool]] = None
+    prepare_next_turn: Optional[Callable[[Any], Any]] = None
+    get_steering_messages: Optional[Callable[[], List[Any]]] = None
+    get_follow_up_messages: Optional[Callable[[], List[Any]]] = None
+    tool_execution: str = "parallel"
+    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
+    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
+    # stream options
+    api_key: Optional[str] = field(default=None, repr=False)
+    temperature: Optional[float] = None
+    max_tokens: Optional[int] = None
+    reasoning: Optional[str] = None
+    thinking_budgets: Optional[Dict[str, int]] = None
+    session_id: Optional[str] = None
+    transport: Optional[str] = None
+    cache_retention: Optional[str] = None
+    headers: Optional[Dict[str, str]] = field(default=None, repr=False)
+    metadata: Optional[Dict[str, Any]] = None
+    max_retry_delay_ms: Optional[int] = None
+    on_payload: Optional[Callable[..., Any]] = None
+    on_response: Optional[Callable[..., Any]] = None
+
+
+_STREAM_OPTIONS = (
+    "temperature", "max_tokens", "reasoning", "thinking_budgets", "session_id", "transport",
+    "cache_retention", "headers", "metadata", "max_retry_delay_ms", "on_payload", "on_response",
+)
+
+
+@dataclass
+class BeforeToolCallContext:
+    """What ``before_tool_call`` sees: ``args`` is the validated copy ``execute`` will receive."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    context: AgentContext
+
+
+@dataclass
+class BeforeToolCallResult:
+    """``block=True`` skips the call with an error result (``reason`` or a default text);
+    ``terminate`` is honoured only together with ``block``."""
+
+    block: bool = False
+    reason: Optional[str] = None
+    terminate: Optional[bool] = None
+
+
+@dataclass
+class AfterToolCallContext:
+    """What ``after_tool_call`` sees: the executed ``result`` before any override."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    result: AgentToolResult
+    is_error: bool
+    context: AgentContext
+
+
+@dataclass
+class AfterToolCallResult:
+    """A partial override: every field that is not None replaces the executed value (no deep merge)."""
+
+    content: Optional[List[Any]] = None
+    details: Any = None
+    is_error: Optional[bool] = None
+    usage: Any = None
+    terminate: Optional[bool] = None
+
+
+@dataclass
+class ShouldStopAfterTurnContext:
+    """The finished turn: its assistant ``message``, its ``tool_results`` (source order), the
+    working ``context`` (results already appended) and ``new_messages`` of the run so far."""
+
+    message: AssistantMessage
+    tool_results: List[ToolResultMessage]
+    context: AgentContext
+    new_messages: List[Any]
+
+
+@dataclass
+class PrepareNextTurnContext(ShouldStopAfterTurnContext):
+    """Same shape as :class:`ShouldStopAfterTurnContext`."""
+
+
+@dataclass
+class AgentLoopTurnUpdate:
+    """Returned by ``prepare_next_turn`` to change the next request of this run. None keeps a field;
+    ``thinking_level="off"`` clears the reasoning option."""
+
+    context: Optional[AgentContext] = None
+    model: Optional[Model] = None
+    thinking_level: Optional[str] = None
+
+
+@dataclass
+class ToolBatchResult:
+    """The tool-result messages of one batch (source order) and whether the batch terminates."""
+
+    messages: List[ToolResultMessage]
+    terminate: bool
+
+
+# =========================================================================== stream function
+
+
+_default_stream_fn: Optional[StreamFn] = None
+
+
+def set_default_stream_fn(fn: Optional[StreamFn]) -> None:
+    """Use ``fn`` whenever a run is started without ``stream_fn``; None restores the providers."""
+    global _default_stream_fn
+    _default_stream_fn = fn
+
+
+def get_default_stream_fn() -> StreamFn:
+    """The stream function used when none is passed: the one set by :func:`set_default_stream_fn`,
+    else :func:`agentcore.providers.stream`. Raises RuntimeError when neither is available."""
+    if _default_stream_fn is not None:
+        return _default_stream_fn
+    try:
+        from .providers import stream  # lazily: the providers import requests
+    except ImportError as exc:
+        raise RuntimeError(ERR_NO_STREAM_FN) from exc
+    return stream
+
+
+# =========================================================================== entry points
+
+
+def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
+               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream:
+    """Start a prompt run on a daemon thread; return its event stream at once.
+
+    The stream completes on ``agent_end`` and ``result()`` returns the run's new messages. The
+    producer never waits for the consumer. An exception inside the run makes iteration and
+    ``result()`` re-raise it.
+    """
+    fn = stream_fn or get_default_stream_fn()
+    return _in_background(lambda emit: run_agent_loop(prompts, context, config, emit, signal, fn))
+
+
+def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
+                        signal: Optional[AbortSignal] = None,
+                        stream_fn: Optional[StreamFn] = None) -> EventStream:
+    """Like :func:`agent_loop` but continues from ``context`` without new prompts.
+
+    Raises ValueError at once (before any thread starts) when the context is empty or ends with an
+    assistant message.
+    """
+    _validate_continue(context)
+    fn = stream_fn or get_default_stream_fn()
+    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn))
+
+
+def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
+    stream: EventStream = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
+
+    def main() -> None:
+        try:
+            result = run(stream.push)
+        except BaseException as exc:  # noqa: BLE001 - delivered to the consumer
+            stream.fail(exc)
+        else:
+            stream.end(result)  # no-op after agent_end; a safety net otherwise
+
+    threading.Thread(target=main, name="agentcore-loop", daemon=True).start()
+    return stream
+
+
+def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
+                   emit: Emit, signal: Optional[AbortSignal] = None,
+                   stream_fn: Optional[StreamFn] = None) -> List[Any]:
+    """Blocking prompt run on the calling thread; returns the new messages (prompts included).
+
+    The caller's context and config are never mutated: the run works on copies.
+    """
+    run = _Run.start(context, config, emit, signal, stream_fn)
+    prompts = list(prompts)
+    run.ctx.messages.extend(prompts)
+    new_messages: List[Any] = list(prompts)
+    emit(AgentStartEvent())
+    emit(TurnStartEvent())
+    for prompt in prompts:
+        emit(MessageStartEvent(prompt))
+        emit(MessageEndEvent(prompt))
+    _run_loop(run, new_messages)
+    return new_messages
+
+
+def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit: Emit,
+                            signal: Optional[AbortSignal] = None,
+                            stream_fn: Optional[StreamFn] = None) -> List[Any]:
+    """Blocking continue run: no prompt; returns only the messages created by the run."""
+    _validate_continue(context)
+    run = _Run.start(context, config, emit, signal, stream_fn)
+    new_messages: List[Any] = []
+    emit(AgentStartEvent())
+    emit(TurnStartEvent())
+    _run_loop(run, new_messages)
+    return new_messages
+
+
+def _validate_continue(context: AgentContext) -> None:
+    if not context.messages:
+        raise ValueError(ERR_CONTINUE_EMPTY)
+    if role_of(context.messages[-1]) == "assistant":
+        raise ValueError(ERR_CONTINUE_ASSISTANT)
+
+
+class _Run:
+    """The mutable state of one run: working context, config copy, emit sink, signal, stream fn."""
+
+    __slots__ = ("ctx", "cfg", "emit", "signal", "stream_fn", "turn_open")
+
+    def __init__(self, ctx: AgentContext, cfg: AgentLoopConfig, emit: Emit, signal: AbortSignal,
+                 stream_fn: StreamFn) -> None:
+        self.ctx = ctx
+        self.cfg = cfg
+        self.emit = emit
+        self.signal = signal
+        self.stream_fn = stream_fn
+        self.turn_open = True  # a turn_start was emitted whose turn_end is still due
+
+    @classmethod
+    def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
+              signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> "_Run":
+        return cls(context.copy(), dataclasses.replace(config), emit,
+                   signal if signal is not None else AbortController().signal,
+                   stream_fn or get_default_stream_fn())
+
+
+# =========================================================================== one run
+
+
+def _run_loop(run: _Run, new_messages: List[Any]) -> None:
+    """Turns until the model stops and no queued message is left (spec agent-loop §2.3)."""
+    emit, signal = run.emit, run.signal
+    first_turn = True
+    if signal.aborted:
+        return _finish_aborted(run, new_messages)
+    pending = _poll(run.cfg.get_steering_messages)
+
+    while True:
+        has_more_tool_calls = True
+        while has_more_tool_calls or pending:
+            if not first_turn:
+                emit(TurnStartEvent())
+                run.turn_open = True
+            first_turn = False
+
+            for message in pending:
+                emit(MessageStartEvent(message))
+                emit(MessageEndEvent(message))
+                run.ctx.messages.append(message)
+                new_messages.append(message)
+                if signal.aborted:
+                    return _finish_aborted(run, new_messages)
+            pending = []
+            if signal.aborted:
+                return _finish_aborted(run, new_messages)
+
+            message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
+            new_messages.append(message)
+            if message.stop_reason in ("error", "aborted"):
+                emit(TurnEndEvent(message, []))
+                emit(AgentEndEvent(new_messages))
+                return None
+
+            tool_results: List[ToolResultMessage] = []
+            has_more_tool_calls = False
+            tool_calls = [b for b in message.content if isinstance(b, ToolCall)]
+            if tool_calls:
+                if message.stop_reason == "length":
+                    batch = _reject_truncated_calls(tool_calls, emit)
+                else:
+                    batch = execute_tool_calls(run.ctx, message, tool_calls, run.cfg, signal, emit)
+                tool_results = batch.messages
+                run.ctx.messages.extend(tool_results)
+                new_messages.extend(tool_results)
+                has_more_tool_calls = not batch.terminate
+
+            emit(TurnEndEvent(message, tool_results))
+            run.turn_open = False
+            _apply_turn_update(run, message, tool_results, new_messages)
+            if _should_stop(run, message, tool_results, new_messages):
+                emit(AgentEndEvent(new_messages))
+                return None
+            if signal.aborted:
+                return _finish_aborted(run, new_messages)
+            pending = _poll(run.cfg.get_steering_messages)
+
+        if signal.aborted:
+            return _finish_aborted(run, new_messages)
+        follow_ups = _poll(run.cfg.get_follow_up_messages)
+        if not follow_ups:
+            break
+        pending = follow_ups
+
+    emit(AgentEndEvent(new_messages))
+    return None
+
+
+def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
+    if getter is None:
+        return []
+    return list(getter() or [])
+
+
+def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[Any],
+                       new_messages: List[Any]) -> None:
+    hook = run.cfg.prepare_next_turn
+    if hook is None:
+        return
+    update = hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages))
+    if update is None:
+        return
+    context = _get(update, "context")
+    model = _get(update, "model")
+    level = _get(update, "thinking_level")
+    if context is not None:
+        run.ctx = context
+    if model is not None:
+        run.cfg.model = model
+    if level is not None:
+        run.cfg.reasoning = None if str(level) == "off" else str(level)
+
+
+def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any],
+                 new_messages: List[Any]) -> bool:
+    hook = run.cfg.should_stop_after_turn
+    if hook is None:
+        return False
+    return bool(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages)))
+
+
+def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
+    """End a run stopped at an abort checkpoint with a synthetic ``aborted`` assistant message."""
+    model = run.cfg.model
+    reason = run.signal.reason
+    message = AssistantMessage(
+        content=[], api=model.api, provider=model.provider, model=model.id, usage=Usage(),
+        stop_reason="aborted",
+        error_message=reason if isinstance(reason, str) and reason else ERR_OPERATION_ABORTED,
+    )
+    if not run.turn_open:
+        run.emit(TurnStartEvent())
+    run.emit(MessageStartEvent(message.copy()))
+    run.emit(MessageEndEvent(message))
+    run.ctx.messages.append(message)
+    new_messages.append(message)
+    run.emit(TurnEndEvent(message, []))
+    run.emit(AgentEndEvent(new_messages))
+
+
+def _get(obj: Any, name: str) -> Any:
+    """A field of a result object, or of a plain dict (snake_case keys) returned by a hook."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+# =========================================================================== one model call
+
+
+def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: AbortSignal,
+                              emit: Emit, stream_fn: StreamFn) -> AssistantMessage:
+    """Transform, convert, call the model and relay its stream as message events (spec §2.4).
+
+    The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
+    the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
+    final object, which is returned.
+    """
+    messages = list(ctx.messages)
+    if cfg.transform_context is not None:
+        transformed = cfg.transform_context(messages, signal)
+        if transformed is not None:
+            messages = transformed
+    convert = cfg.convert_to_llm or default_convert_to_llm
+    llm_context = AgentContext(ctx.system_prompt, list(convert(messages)), ctx.tools)
+    stream = stream_fn(cfg.model, llm_context, **_stream_options(cfg, signal))
+
+    partial: Optional[AssistantMessage] = None
+    final: Optional[AssistantMessage] = None
+    for event in stream:
+        kind = event.type
+        if kind == "start":
+            partial = event.partial
+            ctx.messages.append(partial)
+            emit(MessageStartEvent(partial.copy()))
+        elif kind == "done":
+            final = event.message
+            break
+        elif kind == "error":
+            final = event.error
+            break
+        elif partial is not None:  # any intermediate event, known or not; ignored before start
+            new_partial = getattr(event, "partial", None)
+            if new_partial is not None:
+                partial = new_partial
+                ctx.messages[-1] = partial
+            emit(MessageUpdateEvent(partial.copy(), event))
+    if final is None:
+        final = _result_without_terminal_event(stream, partial, cfg.model, signal)
+
+    if partial is not None:
+        ctx.messages[-1] = final
+    else:
+        ctx.messages.append(final)
+        emit(MessageStartEvent(final.copy()))
+    emit(MessageEndEvent(final))
+    return final
+
+
+def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]:
+    options: Dict[str, Any] = {"signal": signal}
+    for name in _STREAM_OPTIONS:
+        value = getattr(cfg, name)
+        if value is not None:
+            options[name] = value
+    api_key = cfg.get_api_key(cfg.model.provider) if cfg.get_api_key is not None else None
+    api_key = api_key or cfg.api_key
+    if api_key:
+        options["api_key"] = api_key
+    return options
+
+
+def _result_without_terminal_event(stream: Any, partial: Optional[AssistantMessage], model: Model,
+                                   signal: AbortSignal) -> AssistantMessage:
+    """A stream that ended without done/error: use its result if it has one, else an error."""
+    if isinstance(stream, EventStream) and stream.done:
+        result = stream.result(timeout=0)
+        if isinstance(result, AssistantMessage):
+            return result
+    aborted = signal.aborted
+    return AssistantMessage(
+        content=list(partial.content) if partial is not None else [],
+        api=model.api, provider=model.provider, model=model.id,
+        usage=partial.usage if partial is not None else Usage(),
+        stop_reason="aborted" if aborted else "error",
+        error_message="Request was aborted" if aborted else ERR_STREAM_WITHOUT_END,
+    )
+
+
+# =========================================================================== one tool batch
+
+
+def execute_tool_calls(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
+                       cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> ToolBatchResult:
+    """Run the tool calls of one assistant message, sequentially or in parallel (spec §2.6-2.9)."""
+    if _batch_is_sequential(ctx, tool_calls, cfg):
+        outcomes = _run_sequential(ctx, message, tool_calls, cfg, signal, emit)
+    else:
+        outcomes = _run_parallel(ctx, message, tool_calls, cfg, signal, emit)
+    messages = [outcome.message for outcome in outcomes]
+    terminate = bool(outcomes) and all(o.result.terminate is True for o in outcomes)
+    return ToolBatchResult(messages, terminate)
+
+
+def _batch_is_sequential(ctx: AgentContext, tool_calls: List[ToolCall], cfg: AgentLoopConfig) -> bool:
+    if str(cfg.tool_execution) == "sequential":
+        return True
+    for call in tool_calls:
+        tool = _find_tool(ctx, call.name)
+        if tool is not None and str(getattr(tool, "execution_mode", None)) == "sequential":
+            return True
+    return False
+
+
+def _find_tool(ctx: AgentContext, name: str) -> Optional[AgentTool]:
+    for tool in ctx.tools or ():
+        if tool.name == name:
+            return tool
+    return None
+
+
+class _Outcome:
+    """A finished call: its finalized result and whether it is an error."""
+
+    __slots__ = ("call", "result", "is_error", "_message")
+
+    def __init__(self, call: ToolCall, result: AgentToolResult, is_error: bool) -> None:
+        self.call = call
+        self.result = result
+        self.is_error = is_error
+        self._message: Optional[ToolResultMessage] = None
+
+    @property
+    def message(self) -> ToolResultMessage:
+        """The tool-result message, built once (events and the transcript share the object)."""
+        if self._message is None:
+            self._message = self._build_message()
+        return self._message
+
+    def _build_message(self) -> ToolResultMessage:
+        result = self.result
+        return ToolResultMessage(
+            tool_call_id=self.call.id, tool_name=self.call.name,
+            content=list(result.content or []), details=result.details, is_error=self.is_error,
+            usage=result.usage, added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
+        )
+
+
+class _Prepared:
+    """A call that passed preflight: the tool and the exact args object ``execute`` receives."""
+
+    __slots__ = ("call", "tool", "args")
+
+    def __init__(self, call: ToolCall, tool: AgentTool, args: Any) -> None:
+        self.call = call
+        self.tool = tool
+        self.args = args
+
+
+def _run_sequential(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
+                    cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+    """One call at a time; after an abort the remaining calls get no events and no results."""
+    outcomes: List[_Outcome] = []
+    for call in tool_calls:
+        emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        prepared = _prepare_tool_call(ctx, message, call, cfg, signal)
+        if isinstance(prepared, _Outcome):
+            outcome = prepared
+            emit(ToolExecutionEndEvent(call.id, call.name, outcome.result, outcome.is_error))
+        else:  # emits the updates and tool_execution_end itself
+            outcome = _execute_and_finalize([prepared], ctx, message, cfg, signal, emit)[0]
+        outcomes.append(outcome)
+        emit(MessageStartEvent(outcome.message))
+        emit(MessageEndEvent(outcome.message))
+        if signal.aborted:
+            break
+    return outcomes
+
+
+def _run_parallel(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
+                  cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+    """Preflight in source order, execute concurrently, end events in completion order, result
+    messages in source order after every call settled."""
+    slots: List[Any] = []
+    for call in tool_calls:
+        emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        prepared = _prepare_tool_call(ctx, message, call, cfg, signal)
+        if isinstance(prepared, _Outcome):
+            emit(ToolExecutionEndEvent(call.id, call.name, prepared.result, prepared.is_error))
+        slots.append(prepared)
+        if signal.aborted:
+            break
+
+    deferred = [slot for slot in slots if isinstance(slot, _Prepared)]
+    executed = iter(_execute_and_finalize(deferred, ctx, message, cfg, signal, emit))
+    outcomes = [slot if isinstance(slot, _Outcome) else next(executed) for slot in slots]
+    for outcome in outcomes:
+        emit(MessageStartEvent(outcome.message))
+        emit(MessageEndEvent(outcome.message))
+    return outcomes
+
+
+def _reject_truncated_calls(tool_calls: List[ToolCall], emit: Emit) -> ToolBatchResult:
+    """``stop_reason == "length"``: the calls may be cut off, so none runs (spec §2.10)."""
+    messages: List[ToolResultMessage] = []
+    for call in tool_calls:
+        text = (f"Tool call {call.name} was not executed: the response hit the output token limit, "
+                f"so its arguments may be truncated. Issue the tool call again with complete arguments.")
+        result = _error_result(text)
+        emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+        emit(ToolExecutionEndEvent(call.id, call.name, result, True))
+        tool_message = _Outcome(call, result, True).message
+        emit(MessageStartEvent(tool_message))
+        emit(MessageEndEvent(tool_message))
+        messages.append(tool_message)
+    return ToolBatchResult(messages, False)
+
+
+# =========================================================================== one tool call
+
+
+def _error_result(text: str) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(text)], details={})
+
+
+def _exception_text(exc: BaseException) -> str:
+    return str(exc) if str(exc) else type(exc).__name__
+
+
+def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
+                       cfg: AgentLoopConfig, signal: AbortSignal) -> Any:
+    """Lookup, prepare_arguments, validation, before_tool_call (spec §2.7).
+
+    Returns a :class:`_Prepared` call, or an immediate error :class:`_Outcome`.
+    """
+    tool = _find_tool(ctx, call.name)
+    if tool is None:
+        return _Outcome(call, _error_result(f"Tool {call.name} not found"), True)
+    try:
+        raw_args = call.arguments
+        if tool.prepare_arguments is not None:
+            raw_args = tool.prepare_arguments(raw_args)
+        args = _tools.validate_tool_arguments(tool, raw_args)
+        if cfg.before_tool_call is not None:
+            verdict = cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal)
+            if signal.aborted:
+                return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
+            if verdict is not None and _get(verdict, "block"):
+                result = _error_result(_get(verdict, "reason") or ERR_TOOL_BLOCKED)
+                if _get(verdict, "terminate") is True:
+                    result.terminate = True
+                return _Outcome(call, result, True)
+    except Exception as exc:  # noqa: BLE001 - becomes an error result, never a run failure
+        return _Outcome(call, _error_result(_exception_text(exc)), True)
+    if signal.aborted:
+        return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
+    return _Prepared(call, tool, args)
+
+
+def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message: AssistantMessage,
+                          cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+    """Execute ``prepared`` calls concurrently on worker threads and pump their mailbox.
+
+    Updates are emitted as they arrive; a call's result is finalized (``after_tool_call``) and its
+    ``tool_execution_end`` emitted on this thread when it settles, in completion order. Returns
+    the outcomes in the order of ``prepared``.
+    """
+    mailbox: "queue.Queue[Tuple[str, int, Any]]" = queue.Queue()
+    for index, item in enumerate(prepared):
+        _start_worker(index, item, signal, mailbox)
+
+    outcomes: List[Optional[_Outcome]] = [None] * len(prepared)
+    remaining = len(prepared)
+    while remaining:
+        kind, index, payload = mailbox.get()
+        call = prepared[index].call
+        if kind == "update":
+            emit(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, payload))
+            continue
+        remaining -= 1
+        result, is_error = payload
+        outcome = _finalize(prepared[index], result, is_error, ctx, message, cfg, signal)
+        outcomes[index] = outcome
+        emit(ToolExecutionEndEvent(call.id, call.name, outcome.result, outcome.is_error))
+    return outcomes  # type: ignore[return-value]
+
+
+def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
+                  mailbox: "queue.Queue[Tuple[str, int, Any]]") -> None:
+    """Run one ``execute`` on a daemon thread (a hung tool never blocks interpreter exit)."""
+    lock = threading.Lock()
+    settled = [False]
+
+    def on_update(partial: Any) -> None:
+        with lock:  # calls after the call settled are dropped silently (spec §1.7, §8.4)
+            if not settled[0]:
+                mailbox.put(("update", index, partial))
+
+    def work() -> None:
+        try:
+            value = item.tool.execute(item.call.id, item.args, signal, on_update)
+            payload: Tuple[AgentToolResult, bool] = (_as_tool_result(value), False)
+        except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
+            payload = (_error_result(_exception_text(exc)), True)
+        with lock:
+            settled[0] = True
+            mailbox.put(("done", index, payload))
+
+    threading.Thread(target=work, name=f"agentcore-tool-{item.call.name}", daemon=True).start()
+
+
+def _as_tool_result(value: Any) -> AgentToolResult:
+    """Accept what tools commonly return: an AgentToolResult, a string, or None."""
+    if isinstance(value, AgentToolResult):
+        return value
+    if value is None:
+        return AgentToolResult(content=[])
+    if isinstance(value, str):
+        return AgentToolResult(content=[TextContent(value)])
+    raise TypeError(
+        f"tool returned {type(value).__name__}; return an AgentToolResult (or a str) from execute()"
+    )
+
+
+def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: AgentContext,
+              message: AssistantMessage, cfg: AgentLoopConfig, signal: AbortSignal) -> _Outcome:
+    """Apply ``after_tool_call`` overrides field by field (spec §2.8)."""
+    if cfg.after_tool_call is None:
+        return _Outcome(item.call, result, is_error)
+    try:
+        override = cfg.after_tool_call(
+            AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal)
+    except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
+        return _Outcome(item.call, _error_result(_exception_text(exc)), True)
+    if override is None:
+        return _Outcome(item.call, result, is_error)
+    merged = dataclasses.replace(result)
+    for name in ("content", "details", "usage", "terminate"):
+        value = _get(override, name)
+        if value is not None:
+            setattr(merged, name, value)
+    new_is_error = _get(override, "is_error")
+    return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error))

@@ -1,0 +1,280 @@
+"""A scripted model for tests: queue responses, get a ``Model`` and a ``stream_fn``, inspect calls.
+
+Example::
+
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    scripted = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), text("It is 3.")])
+    agent = Agent(scripted.model, tools=[add_tool], stream_fn=scripted.stream_fn)
+    agent.prompt("What is 1 + 2?")
+    assert scripted.calls == 2
+
+A response is one of:
+
+* a ``str`` (a text answer), or a :class:`ScriptedResponse` built with :func:`text`,
+  :func:`thinking`, :func:`tool_call`, :func:`response` or :func:`error`;
+* an :class:`~agentcore.types.AssistantMessage`, streamed as it is;
+* an exception instance, which the stream function *raises* (to test a broken provider);
+* a callable ``response(context) -> any of the above``, evaluated at call time with the
+  :class:`~agentcore.types.AgentContext` the model received.
+
+The stream function follows the provider contract: it never raises for model failures (except for
+a scripted exception), it ends with an ``error`` event when the signal is already aborted (without
+using up a response), when it is aborted while streaming (with ``tokens_per_second``) and when the
+responses are exhausted (``"No more scripted responses"``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+
+from .events import (
+    DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
+    ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .types import (
+    AgentContext, AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage,
+)
+
+__all__ = [
+    "ScriptedModel", "ScriptedResponse", "text", "thinking", "tool_call", "call", "response",
+    "error", "ABORTED_MESSAGE", "EXHAUSTED_MESSAGE",
+]
+
+ABORTED_MESSAGE = "Request was aborted"
+EXHAUSTED_MESSAGE = "No more scripted responses"
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class ScriptedResponse:
+    """One scripted model response: content blocks, a stop reason, optional error text and usage."""
+
+    content: List[Any] = field(default_factory=list)
+    stop_reason: str = "stop"
+    error_message: Optional[str] = None
+    usage: Optional[Usage] = None
+
+
+def call(name: str, arguments: Optional[Dict[str, Any]] = None, id: Optional[str] = None) -> ToolCall:
+    """A tool-call block; ``id`` defaults to a unique ``call_<n>``."""
+    return ToolCall(id=id or f"call_{next(_ids)}", name=name, arguments=dict(arguments or {}))
+
+
+def response(*blocks: Any, stop_reason: Optional[str] = None, usage: Optional[Usage] = None) -> ScriptedResponse:
+    """A response from blocks (a ``str`` becomes a text block). The stop reason defaults to
+    ``"toolUse"`` when a tool call is present, else ``"stop"``."""
+    content = [TextContent(b) if isinstance(b, str) else b for b in blocks]
+    if stop_reason is None:
+        stop_reason = "toolUse" if any(isinstance(b, ToolCall) for b in content) else "stop"
+    return ScriptedResponse(content, stop_reason, usage=usage)
+
+
+def text(value: str, stop_reason: str = "stop", usage: Optional[Usage] = None) -> ScriptedResponse:
+    """A plain text answer."""
+    return ScriptedResponse([TextContent(value)], stop_reason, usage=usage)
+
+
+def thinking(thought: str, answer: Optional[str] = None, stop_reason: str = "stop") -> ScriptedResponse:
+    """A thinking block, optionally followed by a text answer."""
+    blocks: List[Any] = [ThinkingContent(thought)]
+    if answer is not None:
+        blocks.append(TextContent(answer))
+    return ScriptedResponse(blocks, stop_reason)
+
+
+def tool_call(name: str, arguments: Optional[Dict[str, Any]] = None, id: Optional[str] = None, *,
+              text: Optional[str] = None, stop_reason: str = "toolUse") -> ScriptedResponse:
+    """A response calling one tool (preceded by ``text`` if given). For several calls use
+    ``response(call(...), call(...))``."""
+    blocks: List[Any] = [TextContent(text)] if text is not None else []
+    blocks.append(call(name, arguments, id))
+    return ScriptedResponse(blocks, stop_reason)
+
+
+def error(message: str, stop_reason: str = "error") -> ScriptedResponse:
+    """A failed response: the stream ends with an ``error`` event carrying ``message``."""
+    return ScriptedResponse([], stop_reason, error_message=message)
+
+
+class ScriptedModel:
+    """Replays scripted responses through the stream-function contract.
+
+    ``tokens_per_second`` streams text and thinking word by word at that rate and honours the
+    abort signal between words. Attributes for assertions: ``calls`` (every call, including
+    aborted ones and calls after the responses ran out), ``contexts`` (copies of the
+    :class:`AgentContext` each call received), ``options`` (the keyword options of each call).
+    Thread-safe: several agents may share one instance.
+    """
+
+    def __init__(self, responses: Sequence[Any] = (), tokens_per_second: Optional[float] = None,
+                 model: Optional[Model] = None) -> None:
+        self.responses: List[Any] = list(responses)
+        self.tokens_per_second = tokens_per_second
+        self.model = model or Model(id="scripted-model", name="Scripted model", api="scripted",
+                                    provider="scripted", base_url="", context_window=128000,
+                                    max_tokens=16384)
+        self.calls = 0
+        self.contexts: List[AgentContext] = []
+        self.options: List[Dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    # handy constructors: ScriptedModel.text("hi") ...
+    text = staticmethod(text)
+    thinking = staticmethod(thinking)
+    tool_call = staticmethod(tool_call)
+    call = staticmethod(call)
+    response = staticmethod(response)
+    error = staticmethod(error)
+
+    def push(self, *responses: Any) -> None:
+        """Queue more responses."""
+        with self._lock:
+            self.responses.extend(responses)
+
+    @property
+    def remaining(self) -> int:
+        """How many scripted responses are left."""
+        return len(self.responses)
+
+    def stream_fn(self, model: Model, context: AgentContext, **options: Any) -> "_ScriptedStream":
+        """The stream function to pass as ``stream_fn=``; accepts and records any option."""
+        signal = options.get("signal")
+        with self._lock:
+            self.calls += 1
+            self.contexts.append(context.copy())
+            self.options.append(dict(options))
+            if signal is not None and signal.aborted:
+                return _ScriptedStream(_failed(model, ABORTED_MESSAGE, "aborted"))
+            scripted = self.responses.pop(0) if self.responses else None
+        if scripted is None:
+            return _ScriptedStream(_failed(model, EXHAUSTED_MESSAGE, "error"))
+        if callable(scripted) and not isinstance(scripted, (ScriptedResponse, AssistantMessage)):
+            scripted = scripted(context)
+        if isinstance(scripted, BaseException):
+            raise scripted
+        message = _to_message(scripted, model)
+        delay = 1.0 / self.tokens_per_second if self.tokens_per_second else 0.0
+        return _ScriptedStream(_events(message, signal, delay))
+
+    def __repr__(self) -> str:
+        return f"ScriptedModel(calls={self.calls}, remaining={len(self.responses)})"
+
+
+def _to_message(scripted: Any, model: Model) -> AssistantMessage:
+    if isinstance(scripted, AssistantMessage):
+        return scripted
+    if isinstance(scripted, str):
+        scripted = text(scripted)
+    if not isinstance(scripted, ScriptedResponse):
+        raise TypeError(f"cannot script a response from {type(scripted).__name__}: use a str, "
+                        f"ScriptedResponse, AssistantMessage, exception or callable")
+    return AssistantMessage(
+        content=list(scripted.content), api=model.api, provider=model.provider, model=model.id,
+        usage=scripted.usage or Usage(), stop_reason=scripted.stop_reason,
+        error_message=scripted.error_message,
+    )
+
+
+def _failed(model: Model, message: str, reason: str) -> Iterator[Any]:
+    yield ErrorEvent(reason, AssistantMessage(content=[], api=model.api, provider=model.provider,
+                                              model=model.id, stop_reason=reason, error_message=message))
+
+
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+def _chunks(value: str, delay: float) -> List[str]:
+    if not delay or not value:
+        return [value]
+    return _WORDS.findall(value)
+
+
+def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]:
+    """Stream events of ``final``: start, per-block start/delta/end, then done or error."""
+    if final.stop_reason in ("error", "aborted"):
+        yield ErrorEvent(final.stop_reason, final)
+        return
+    partial = AssistantMessage(content=[], api=final.api, provider=final.provider, model=final.model,
+                               usage=final.usage, stop_reason="pending", timestamp=final.timestamp)
+    yield StartEvent(partial.copy())
+    for index, block in enumerate(final.content):
+        if isinstance(block, ToolCall):
+            partial.content.append(block)
+            yield ToolCallStartEvent(index, partial.copy())
+            yield ToolCallDeltaEvent(index, _json(block.arguments), partial.copy())
+            yield ToolCallEndEvent(index, block, partial.copy())
+            continue
+        if not isinstance(block, (TextContent, ThinkingContent)):
+            partial.content.append(block)  # an unknown block is passed through silently
+            continue
+        is_text = isinstance(block, TextContent)
+        body = block.text if is_text else block.thinking
+        start, delta_cls, end = ((TextStartEvent, TextDeltaEvent, TextEndEvent) if is_text
+                                 else (ThinkingStartEvent, ThinkingDeltaEvent, ThinkingEndEvent))
+        so_far = ""
+        partial.content.append(_with_body(block, so_far))
+        yield start(index, partial.copy())
+        for chunk in _chunks(body, delay):
+            if delay and signal is not None and signal.wait(delay):
+                yield _aborted(partial)
+                return
+            so_far += chunk
+            partial.content[index] = _with_body(block, so_far)
+            yield delta_cls(index, chunk, partial.copy())
+        partial.content[index] = block
+        yield end(index, body, partial.copy())
+    if signal is not None and signal.aborted:
+        yield _aborted(partial)
+        return
+    yield DoneEvent(final.stop_reason, final)
+
+
+def _with_body(block: Any, body: str) -> Any:
+    if isinstance(block, TextContent):
+        return TextContent(body)
+    return ThinkingContent(body, thinking_signature=block.thinking_signature, redacted=block.redacted)
+
+
+def _aborted(partial: AssistantMessage) -> ErrorEvent:
+    message = partial.copy()
+    message.stop_reason = "aborted"
+    message.error_message = ABORTED_MESSAGE
+    return ErrorEvent("aborted", message)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+class _ScriptedStream:
+    """An iterable of stream events with ``result()`` (the final message), produced lazily on the
+    consumer's thread: with a token rate, waiting happens in ``signal.wait`` so abort is prompt."""
+
+    def __init__(self, events: Iterator[Any]) -> None:
+        self._events = events
+        self._final: Optional[AssistantMessage] = None
+
+    def __iter__(self) -> Iterator[Any]:
+        for event in self._events:
+            if event.type == "done":
+                self._final = event.message
+            elif event.type == "error":
+                self._final = event.error
+            yield event
+
+    def result(self) -> AssistantMessage:
+        """The final message; consumes the remaining events if iteration has not finished."""
+        for _ in self:
+            pass
+        assert self._final is not None
+        return self._final

@@ -1,0 +1,178 @@
+"""Shared fixtures: the scripted model, message builders, the echo tool and event recorders.
+
+Fixtures follow the common fixtures of spec agent-loop §5: ``asst(content, stop_reason)`` builds an
+assistant message (api ``openai-responses``, provider ``openai``, model ``mock``), ``user(text)`` a
+user message with *string* content, ``echo`` a tool with schema ``{value: string}`` that records
+``value`` and returns ``echoed: <value>``, ``mock_llm(responses)`` a stream function whose streams
+push only the terminal event (as the reference ``MockStream`` does).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import pytest
+
+from agentcore.events import DoneEvent, ErrorEvent
+from agentcore.messages import default_convert_to_llm
+from agentcore.streams import AssistantMessageEventStream
+from agentcore.testing import ScriptedModel
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, UserMessage
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+MOCK_MODEL = Model(id="mock", name="mock", api="openai-responses", provider="openai", base_url="")
+
+ECHO_SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
+
+
+def make_user(text: str, timestamp: Optional[int] = None) -> UserMessage:
+    if timestamp is None:
+        return UserMessage(content=text)
+    return UserMessage(content=text, timestamp=timestamp)
+
+
+def make_asst(content: Any = "", stop_reason: str = "stop", error_message: Optional[str] = None) -> AssistantMessage:
+    if isinstance(content, str):
+        content = [TextContent(content)]
+    return AssistantMessage(content=list(content), api="openai-responses", provider="openai",
+                            model="mock", stop_reason=stop_reason, error_message=error_message)
+
+
+def make_call(value: str, id: str, name: str = "echo") -> ToolCall:
+    return ToolCall(id=id, name=name, arguments={"value": value})
+
+
+class MockLLM:
+    """Stream function returning scripted assistant messages; the last response repeats.
+
+    A response may be a message or ``fn(context, index) -> message``. Each stream pushes only
+    ``done``/``error`` (no ``start``), like the reference test fixture.
+    """
+
+    def __init__(self, responses: List[Any]) -> None:
+        self.responses = list(responses)
+        self.calls = 0
+        self.contexts: List[Any] = []
+        self.options: List[dict] = []
+        self._lock = threading.Lock()
+
+    def stream_fn(self, model: Model, context: Any, **options: Any) -> AssistantMessageEventStream:
+        with self._lock:
+            index = self.calls
+            self.calls += 1
+            self.contexts.append(context)
+            self.options.append(options)
+        response = self.responses[min(index, len(self.responses) - 1)]
+        if callable(response):
+            response = response(context, index)
+        else:
+            response = response.copy()
+        stream = AssistantMessageEventStream()
+        if response.stop_reason in ("error", "aborted"):
+            stream.push(ErrorEvent(response.stop_reason, response))
+        else:
+            stream.push(DoneEvent(response.stop_reason, response))
+        return stream
+
+
+class Echo:
+    """The echo tool of spec §5 plus the list of values it executed."""
+
+    def __init__(self, name: str = "echo", execution_mode: Optional[str] = None,
+                 before: Optional[Callable[[Any], None]] = None, terminate: Optional[Callable[[str], Any]] = None) -> None:
+        self.executed: List[Any] = []
+        self._before = before
+        self._terminate = terminate
+        self.tool = AgentTool(name=name, description="Echo a value back", parameters=ECHO_SCHEMA,
+                              execute=self.execute, execution_mode=execution_mode)
+
+    def execute(self, tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        if self._before is not None:
+            self._before(args)
+        self.executed.append(args["value"])
+        terminate = self._terminate(args["value"]) if self._terminate else None
+        return AgentToolResult(content=[TextContent(f"echoed: {args['value']}")],
+                               details={"value": args["value"]}, terminate=terminate)
+
+
+class Recorder:
+    """An ``emit`` sink / listener that records events (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.events: List[Any] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Any) -> None:
+        with self._lock:
+            self.events.append(event)
+
+    @property
+    def types(self) -> List[str]:
+        return [e.type for e in self.events]
+
+    def of(self, kind: str) -> List[Any]:
+        return [e for e in self.events if e.type == kind]
+
+
+@pytest.fixture
+def user() -> Callable[..., UserMessage]:
+    return make_user
+
+
+@pytest.fixture
+def asst() -> Callable[..., AssistantMessage]:
+    return make_asst
+
+
+@pytest.fixture
+def echo() -> Echo:
+    return Echo()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def mock_llm() -> Callable[[List[Any]], MockLLM]:
+    return MockLLM
+
+
+@pytest.fixture
+def scripted() -> Callable[..., ScriptedModel]:
+    return ScriptedModel
+
+
+@pytest.fixture
+def identity() -> Callable[[List[Any]], List[Any]]:
+    """The spec's ``identity`` converter: keep user/assistant/toolResult."""
+    return default_convert_to_llm
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"shared material not found at {SHARED}")
+    return SHARED
+
+
+@pytest.fixture
+def make_echo() -> Callable[..., Echo]:
+    """``make_echo(name="echo", execution_mode=None, before=None, terminate=None)``."""
+    return Echo
+
+
+@pytest.fixture
+def tool_call_block() -> Callable[..., ToolCall]:
+    """``tool_call_block(value, id, name="echo")``: an echo tool-call block."""
+    return make_call
+
+
+@pytest.fixture
+def mock_model() -> Model:
+    return MOCK_MODEL
