@@ -1,0 +1,105 @@
+"""Resolving the paths a model passes to the file tools, optionally confined to a root folder.
+
+A path is taken relative to the tool's working directory (``cwd``; the process's current directory
+at call time when None). With ``root`` set, every path must resolve, after following symlinks, to
+``root`` itself or something inside it; anything else (``..``, an absolute path elsewhere, a
+symlink pointing out) raises :class:`PathOutsideRootError` before the tool touches the file system.
+
+The check is made when the path is resolved; a symlink swapped in between the check and the use
+is not detected (confinement protects against model mistakes, it is not an OS sandbox). The bash
+tool runs in ``cwd`` but is never confined: a shell can reach anything the process can.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Dict, Optional
+
+__all__ = ["PathOutsideRootError", "PathResolver", "file_lock"]
+
+
+class PathOutsideRootError(PermissionError):
+    """A path resolves outside the tool's ``root`` folder."""
+
+
+class PathResolver:
+    """Turns model-supplied paths into absolute paths, enforcing ``root`` when given.
+
+    ``cwd`` defaults to ``root`` when only ``root`` is given, and to the process's current
+    directory (read at each call) when neither is given.
+    """
+
+    def __init__(self, cwd: Optional[str] = None, root: Optional[str] = None) -> None:
+        # Relative paths given here are fixed now; only cwd=None follows the process's directory.
+        self._cwd = None if cwd is None else os.path.abspath(os.path.expanduser(os.fspath(cwd)))
+        self._root = None if root is None else os.path.abspath(os.path.expanduser(os.fspath(root)))
+
+    @property
+    def root(self) -> Optional[str]:
+        """The confinement folder as an absolute, symlink-free path (None when unconfined)."""
+        return None if self._root is None else os.path.realpath(self._root)
+
+    def cwd(self) -> str:
+        """The absolute working directory; raises if it lies outside ``root``."""
+        base = self._cwd if self._cwd is not None else (self._root if self._root is not None else os.getcwd())
+        base = os.path.abspath(os.path.expanduser(base))
+        if self._root is not None:
+            self._check_inside(base, base)
+        return base
+
+    def resolve(self, path: str) -> str:
+        """The absolute, normalised path for ``path``; raises :class:`PathOutsideRootError`.
+
+        ``~`` is expanded. Raises ``ValueError`` for an empty path.
+        """
+        if not isinstance(path, str) or not path.strip():
+            raise ValueError("path is empty: pass a file or folder path relative to the working directory")
+        joined = os.path.normpath(os.path.join(self.cwd(), os.path.expanduser(path)))
+        if self._root is not None:
+            self._check_inside(joined, path)
+        return joined
+
+    def is_inside(self, absolute: str) -> bool:
+        """True when ``absolute`` (after following symlinks) is inside ``root`` or no root is set."""
+        root = self.root
+        if root is None:
+            return True
+        real = os.path.realpath(absolute)
+        return real == root or os.path.commonpath([real, root]) == root
+
+    def display(self, absolute: str) -> str:
+        """``absolute`` relative to the working directory when inside it (``/`` separators), else as is."""
+        base = self.cwd()
+        try:
+            rel = os.path.relpath(absolute, base)
+        except ValueError:  # another drive on Windows
+            return absolute
+        if rel == os.curdir:
+            return "."
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return absolute
+        return rel.replace(os.sep, "/")
+
+    def _check_inside(self, absolute: str, shown: str) -> None:
+        if self.is_inside(absolute):
+            return
+        root = self.root
+        raise PathOutsideRootError(
+            f'path "{shown}" is outside the allowed root {root} (it resolves to '
+            f"{os.path.realpath(absolute)}); use a path inside {root}"
+        )
+
+
+_locks_guard = threading.Lock()
+_locks: Dict[str, threading.Lock] = {}
+
+
+def file_lock(absolute: str) -> threading.Lock:
+    """A process-wide lock for one file, so parallel edit/write calls on it do not interleave."""
+    key = os.path.normcase(os.path.realpath(absolute))
+    with _locks_guard:
+        lock = _locks.get(key)
+        if lock is None:
+            lock = _locks[key] = threading.Lock()
+        return lock

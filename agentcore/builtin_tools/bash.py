@@ -1,0 +1,268 @@
+"""The ``bash`` tool: run a shell command, stream its output, stop it on timeout or abort.
+
+Behaviour (and failure semantics, since a tool reports failure by raising):
+
+* The command runs as ``<shell> -c <command>`` in the tool's working directory, in a new process
+  group, with stdin closed and stderr merged into stdout.
+* Output streams through ``on_update`` as partial results (the output so far, tail-truncated),
+  at most once per ``update_interval`` seconds, plus a final flush.
+* The result keeps the last ``max_lines`` lines / ``max_bytes`` bytes. When output is cut, all of it
+  is saved to a temp file; its path is in the text notice and in ``details["fullOutputPath"]``.
+  ``details`` also holds ``exitCode`` and, when cut, ``truncation`` (reference camelCase keys).
+* A non-zero exit code raises :class:`BashError` (so the loop records an error result whose text
+  is the output followed by ``Command exited with code N``), like the reference tool. Pass
+  ``raise_on_error=False`` to get a normal result with the code in ``details["exitCode"]`` instead.
+* Timeout (the ``timeout`` argument in seconds, else the tool's default; 0 disables it) and abort
+  kill the whole process group (SIGTERM, then SIGKILL after ``kill_grace`` seconds, well within
+  one second) and raise :class:`BashError` ending in ``Command timed out after N seconds`` or
+  ``Command aborted``. Background jobs of a command that finished normally are left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal as _sig
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Dict, IO, Mapping, Optional, Tuple
+
+from ..tools import AgentTool, AgentToolResult
+from ..types import TextContent
+from ._process import ShellProcess
+from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
+
+__all__ = ["BashError", "create_bash_tool", "DEFAULT_TIMEOUT"]
+
+DEFAULT_TIMEOUT = 180.0
+
+
+class BashError(RuntimeError):
+    """A command failed: ``reason`` is ``"exit"``, ``"timeout"`` or ``"aborted"``.
+
+    ``str(error)`` is what the model sees (output, then the status line); ``exit_code`` (None when
+    killed by the tool), ``output`` and ``details`` (same shape as a successful result's) are for
+    programs.
+    """
+
+    def __init__(self, message: str, reason: str, exit_code: Optional[int], output: str,
+                 details: Dict[str, Any]) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.exit_code = exit_code
+        self.output = output
+        self.details = details
+
+
+class _Output:
+    """Accumulates output bytes with bounded memory; spills everything to a temp file once the
+    output is larger than the limits."""
+
+    def __init__(self, max_lines: int, max_bytes: int) -> None:
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self._tail = bytearray()
+        self._keep = max_bytes + 8  # a little more than shown, so a cut first line is detectable
+        self.total_bytes = 0
+        self._newlines = 0
+        self._ends_with_newline = False
+        self._file: Optional[IO[bytes]] = None
+        self.path: Optional[str] = None
+
+    def append(self, chunk: bytes) -> None:
+        self.total_bytes += len(chunk)
+        self._newlines += chunk.count(b"\n")
+        self._ends_with_newline = chunk.endswith(b"\n")
+        self._tail += chunk
+        if self._file is not None:
+            self._file.write(chunk)
+        elif self.total_bytes > self.max_bytes or self._newlines > self.max_lines:
+            fd, self.path = tempfile.mkstemp(prefix="agentcore-bash-", suffix=".log")
+            self._file = os.fdopen(fd, "wb")
+            self._file.write(bytes(self._tail))  # not trimmed yet: this is all output so far
+        if self._file is not None and len(self._tail) > 4 * self._keep:
+            del self._tail[: len(self._tail) - self._keep]
+
+    def snapshot(self) -> Tuple[Truncation, Optional[str]]:
+        """The tail-truncated text so far, and the full-output file path (None when not cut)."""
+        if self._file is not None:
+            self._file.flush()
+        text = bytes(self._tail).decode("utf-8", "replace").replace("\r\n", "\n")
+        cut = truncate_tail(text, self.max_lines, self.max_bytes)
+        if self._file is not None:
+            cut.truncated = True
+            cut.truncated_by = cut.truncated_by or "bytes"
+            cut.total_bytes = self.total_bytes
+            cut.total_lines = self._newlines + (0 if self._ends_with_newline or not self.total_bytes else 1)
+        return cut, self.path
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _render(cut: Truncation, path: Optional[str]) -> Tuple[str, Dict[str, Any]]:
+    text = cut.content.rstrip("\n")
+    details: Dict[str, Any] = {}
+    if cut.truncated:
+        details = {"truncation": cut.to_dict(), "fullOutputPath": path}
+        start, end = cut.total_lines - cut.output_lines + 1, cut.total_lines
+        if cut.last_line_partial:
+            notice = f"[Showing last {format_size(cut.output_bytes)} of line {end}. Full output: {path}]"
+        elif cut.truncated_by == "lines":
+            notice = f"[Showing lines {start}-{end} of {cut.total_lines}. Full output: {path}]"
+        else:
+            notice = (f"[Showing lines {start}-{end} of {cut.total_lines} ({format_size(cut.max_bytes)} limit). "
+                      f"Full output: {path}]")
+        text = f"{text}\n\n{notice}" if text else notice
+    return text, details
+
+
+def _with_status(text: str, status: str) -> str:
+    return f"{text}\n\n{status}" if text else status
+
+
+def _default_shell() -> str:
+    found = shutil.which("bash")
+    if found:
+        return found
+    if os.name == "posix" and os.path.exists("/bin/sh"):
+        return "/bin/sh"
+    raise FileNotFoundError("no bash found on PATH; install bash or pass shell= to create_bash_tool()")
+
+
+def _timeout_of(args: Mapping[str, Any], default: Optional[float]) -> Optional[float]:
+    value = args.get("timeout")
+    if value is None:
+        return default if default else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        raise ValueError(f"invalid timeout {value!r}: pass a number of seconds, or 0 for no timeout")
+    return float(value) or None
+
+
+def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                     shell: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                     max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
+                     update_interval: float = 0.1, kill_grace: float = 0.3,
+                     raise_on_error: bool = True, name: str = "bash") -> AgentTool:
+    """A ``bash`` tool running in ``cwd`` (the process's current directory at call time when None).
+
+    ``timeout`` is the default limit in seconds (None or 0: none); ``env`` adds to ``os.environ``;
+    ``shell`` defaults to ``bash`` on PATH, else ``/bin/sh``. See the module docstring for output,
+    truncation and error behaviour.
+    """
+
+    fixed_cwd = None if cwd is None else os.path.abspath(os.path.expanduser(os.fspath(cwd)))
+
+    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
+                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("command is empty: pass the shell command to run")
+        limit = _timeout_of(args, timeout)
+        if signal is not None and signal.aborted:
+            raise BashError("Command aborted", "aborted", None, "", {})
+        workdir = fixed_cwd if fixed_cwd is not None else os.getcwd()
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        process = ShellProcess([shell or _default_shell(), "-c", command], workdir, full_env)
+        return _run(process, limit, signal, on_update)
+
+    def _run(process: ShellProcess, limit: Optional[float], signal: Any,
+             on_update: Optional[Callable[[AgentToolResult], None]]) -> AgentToolResult:
+        output = _Output(max_lines, max_bytes)
+        stop = threading.Event()
+
+        def on_abort(_reason: Any) -> None:
+            stop.set()
+            process.signal_group(_sig.SIGTERM)  # SIGTERM at once; the run thread finishes the kill
+
+        if signal is not None:
+            signal.add_listener(on_abort)
+        try:
+            outcome = _pump(process, output, limit, stop, on_update)
+            if outcome is not None:
+                process.kill_group(kill_grace)
+            _drain(process, output)
+            code = process.reap()
+            return _finish(output, code, outcome, limit)
+        finally:
+            if signal is not None:
+                signal.remove_listener(on_abort)
+            output.close()
+
+    def _pump(process: ShellProcess, output: _Output, limit: Optional[float], stop: threading.Event,
+              on_update: Optional[Callable[[AgentToolResult], None]]) -> Optional[str]:
+        deadline = None if limit is None else time.monotonic() + limit
+        last_update = 0.0
+        dirty = False
+        while True:
+            chunk = process.read(0.05)
+            if chunk:
+                output.append(chunk)
+                dirty = True
+            elif chunk is None:  # output closed but the shell may still run
+                stop.wait(0.05)
+            if dirty and on_update is not None and time.monotonic() - last_update >= update_interval:
+                _emit(output, on_update)
+                last_update, dirty = time.monotonic(), False
+            if stop.is_set():
+                return "aborted"
+            if deadline is not None and time.monotonic() >= deadline:
+                return "timeout"
+            if process.exited():
+                if dirty and on_update is not None:
+                    _emit(output, on_update)
+                return None
+
+    def _drain(process: ShellProcess, output: _Output) -> None:
+        # Read what the shell wrote before exiting; stop at the first quiet moment, because a
+        # background job may keep the pipe open for as long as it likes.
+        deadline = time.monotonic() + 0.5
+        while time.monotonic() < deadline:
+            chunk = process.read(0.05)
+            if not chunk:
+                return
+            output.append(chunk)
+
+    def _finish(output: _Output, code: int, outcome: Optional[str], limit: Optional[float]) -> AgentToolResult:
+        cut, path = output.snapshot()
+        text, details = _render(cut, path)
+        details["exitCode"] = None if outcome else code
+        if outcome == "aborted":
+            raise BashError(_with_status(text, "Command aborted"), "aborted", None, text, details)
+        if outcome == "timeout":
+            raise BashError(_with_status(text, f"Command timed out after {limit:g} seconds"), "timeout", None,
+                            text, details)
+        if code != 0 and raise_on_error:
+            status = (f"Command was killed by signal {-code}" if code < 0 else f"Command exited with code {code}")
+            raise BashError(_with_status(text, status), "exit", code, text, details)
+        return AgentToolResult(content=[TextContent(text or "(no output)")], details=details)
+
+    return AgentTool(
+        name=name,
+        label=name,
+        description=(
+            f"Execute a bash command in the current working directory. Returns stdout and stderr. "
+            f"Output is truncated to the last {max_lines} lines or {max_bytes // 1024}KB (whichever is hit "
+            f"first); if truncated, the full output is saved to a temp file whose path is given. "
+            + (f"Timeout defaults to {timeout:g} seconds; " if timeout else "No timeout by default; ")
+            + "pass timeout in seconds for another limit, or 0 for none."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "Bash command to execute"},
+                "timeout": {"type": "number", "description": "Timeout in seconds (0: no timeout)"},
+            },
+            "required": ["command"],
+        },
+        execute=execute,
+    )
+
+
+def _emit(output: _Output, on_update: Callable[[AgentToolResult], None]) -> None:
+    cut, path = output.snapshot()
+    text, details = _render(cut, path)
+    on_update(AgentToolResult(content=[TextContent(text)], details=details or None))

@@ -1,0 +1,85 @@
+"""The ``find`` tool: files and folders matching a glob, under a folder.
+
+Paths come back one per line, relative to the working directory (``/`` separators, folders ending
+in ``/``), in walk order (sorted by name, depth first). Version-control folders are skipped; see
+:mod:`agentcore.builtin_tools._walk` for the glob rules. At most ``limit`` results (default 1000)
+are listed, with a notice when there were more. Fails (raises) for a missing folder, a path that
+is not a folder, a path outside ``root``, or an abort.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, List, Mapping, Optional
+
+from ..tools import AgentTool, AgentToolResult
+from ..types import TextContent
+from ._args import positive_int
+from ._paths import PathResolver
+from ._truncate import DEFAULT_MAX_BYTES, truncate_head
+from ._walk import compile_glob, walk
+
+__all__ = ["create_find_tool"]
+
+DEFAULT_FIND_LIMIT = 1000
+
+
+def create_find_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
+                     limit: int = DEFAULT_FIND_LIMIT) -> AgentTool:
+    """A ``find`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
+    paths = PathResolver(cwd, root)
+
+    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
+                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern.strip():
+            raise ValueError("pattern is empty: pass a glob such as '*.py' or 'src/**/*.ts'")
+        shown = args.get("path") or "."
+        top = paths.resolve(shown)
+        most = positive_int(args, "limit") or limit
+        if not os.path.isdir(top):
+            raise FileNotFoundError(f"Path not found or not a directory: {shown}")
+        matches = compile_glob(pattern)
+        found: List[str] = []
+        more = False
+        for rel, path, is_dir in walk(top, signal):
+            if not matches(rel):
+                continue
+            if len(found) == most:
+                more = True
+                break
+            found.append(paths.display(path) + ("/" if is_dir else ""))
+        if not found:
+            return AgentToolResult(content=[TextContent(f"No files found matching pattern {pattern}")],
+                                   details={"count": 0})
+        cut = truncate_head("\n".join(found), len(found), DEFAULT_MAX_BYTES)
+        text = cut.content
+        details: dict = {"count": len(found)}
+        if more:
+            text += f"\n\n[{most} results limit reached. Use limit={most * 2} for more, or refine the pattern]"
+            details["limitReached"] = most
+        elif cut.truncated:
+            text += f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB; refine the pattern or path]"
+        if cut.truncated:
+            details["truncation"] = cut.to_dict()
+        return AgentToolResult(content=[TextContent(text)], details=details)
+
+    return AgentTool(
+        name="find",
+        label="find",
+        description=(
+            "Find files by glob pattern ('*.py' matches names at any depth, 'src/**/*.ts' matches paths "
+            f"under the search folder). Skips .git and other VCS folders. At most {limit} results unless "
+            "limit is given; paths are relative to the working directory."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. '*.py', '**/*.json', 'src/**/test_*'"},
+                "path": {"type": "string", "description": "Folder to search (default: the working directory)"},
+                "limit": {"type": "integer", "minimum": 1, "description": f"Maximum results (default {limit})"},
+            },
+            "required": ["pattern"],
+        },
+        execute=execute,
+    )

@@ -1,0 +1,207 @@
+"""The ``grep`` tool: lines matching a regular expression, as ``path:line:text``.
+
+Uses ripgrep (``rg``) when it is on PATH and a pure-Python search otherwise; both give the same
+format and, for ordinary patterns, the same lines in the same order: paths relative to the working
+directory, files in walk order (sorted by name, depth first), dot files included, ``.gitignore``
+NOT honoured, version-control folders, symlinks and binary files (a NUL byte early on) skipped.
+Regex dialects differ at the edges (ripgrep's Rust syntax has no look-around or backreferences;
+Python's ``re`` has them); ``literal=true`` avoids the question.
+
+Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`), ``ignoreCase``,
+``literal``, ``limit`` (default 100 matches, then a notice). Lines longer than 500 characters are
+cut. Fails (raises) for an invalid regex, a missing path, a path outside ``root``, or an abort.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple
+
+from ..tools import AgentTool, AgentToolResult
+from ..types import TextContent
+from ._args import positive_int
+from ._paths import PathResolver
+from ._truncate import DEFAULT_MAX_BYTES, truncate_head
+from ._walk import VCS_DIRS, compile_glob, walk
+
+__all__ = ["create_grep_tool"]
+
+DEFAULT_GREP_LIMIT = 100
+MAX_LINE_CHARS = 500
+
+Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
+
+
+def _python_search(target: str, regex: "re.Pattern[str]", glob: Optional[str], signal: Any) -> Iterator[Match]:
+    if os.path.isfile(target):
+        files: Iterator[str] = iter([target])
+    else:
+        accept = compile_glob(glob) if glob else None
+        files = (path for rel, path, is_dir in walk(target, signal)
+                 if not is_dir and not os.path.islink(path) and (accept is None or accept(rel)))
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                if b"\x00" in f.read(8192):
+                    continue
+                f.seek(0)
+                for number, raw in enumerate(f, 1):
+                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                    if regex.search(line):
+                        yield path, number, line
+        except OSError:
+            continue
+
+
+def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_case: bool, literal: bool,
+               signal: Any) -> Iterator[Match]:
+    is_file = os.path.isfile(target)
+    argv = [rg, "--json", "--sort", "path", "--hidden", "--no-ignore", "--no-config"]
+    argv += [arg for name in sorted(VCS_DIRS) for arg in ("-g", f"!{name}")]
+    if ignore_case:
+        argv.append("-i")
+    if literal:
+        argv.append("-F")
+    if glob and not is_file:
+        argv += ["-g", glob]
+    argv += ["-e", pattern, "--", target if is_file else "."]
+    proc = subprocess.Popen(argv, cwd=None if is_file else target, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    kill = lambda _reason=None: proc.kill()  # noqa: E731 - unblocks the read on abort
+    if signal is not None:
+        signal.add_listener(kill)
+    found = 0
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            event = json.loads(raw)
+            if event.get("type") != "match":
+                continue
+            data = event["data"]
+            path = _rg_text(data["path"])
+            full = path if is_file else os.path.normpath(os.path.join(target, path))
+            found += 1
+            yield full, int(data["line_number"]), _rg_text(data["lines"]).rstrip("\r\n")
+        if signal is not None:
+            signal.raise_if_aborted()
+        proc.wait()
+        if proc.returncode == 2 and not found:  # errors next to matches are unreadable files: ignored
+            err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
+            raise ValueError(f"grep failed: {err or 'ripgrep exited with code 2'}; "
+                             "check the regex or pass literal=true")
+    finally:
+        if signal is not None:
+            signal.remove_listener(kill)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def _rg_text(value: Mapping[str, Any]) -> str:
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value.get("bytes", "")).decode("utf-8", "replace")
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "... [line truncated]"
+
+
+def create_grep_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
+                     limit: int = DEFAULT_GREP_LIMIT, use_rg: Optional[bool] = None) -> AgentTool:
+    """A ``grep`` tool resolving paths against ``cwd`` and, when given, confined to ``root``.
+
+    ``use_rg``: None uses ``rg`` when found on PATH, False never, True requires it.
+    """
+    paths = PathResolver(cwd, root)
+
+    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
+                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+        pattern = args.get("pattern")
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError("pattern is empty: pass a regular expression (or literal=true for plain text)")
+        shown = args.get("path") or "."
+        target = paths.resolve(shown)
+        most = positive_int(args, "limit") or limit
+        glob = args.get("glob") or None
+        ignore_case = bool(args.get("ignoreCase") or args.get("ignore_case"))
+        literal = bool(args.get("literal"))
+        if not os.path.exists(target):
+            raise FileNotFoundError(f"Path not found: {shown}")
+        rg = _find_rg()
+        if rg is not None:
+            matches = _rg_search(rg, target, pattern, glob, ignore_case, literal, signal)
+        else:
+            try:
+                regex = re.compile(re.escape(pattern) if literal else pattern, re.IGNORECASE if ignore_case else 0)
+            except re.error as exc:
+                raise ValueError(f"Invalid regex {pattern!r}: {exc}; fix it or pass literal=true") from None
+            matches = _python_search(target, regex, glob, signal)
+        return _format(matches, most, pattern, paths, backend="rg" if rg else "python")
+
+    def _find_rg() -> Optional[str]:
+        if use_rg is False:
+            return None
+        found = shutil.which("rg")
+        if found is None and use_rg:
+            raise FileNotFoundError("ripgrep (rg) is not on PATH; install it or create the tool with use_rg=None")
+        return found
+
+    return AgentTool(
+        name="grep",
+        label="grep",
+        description=(
+            "Search file contents for a regular expression. Returns path:line:text lines, paths relative "
+            "to the working directory. Options: glob to filter files (e.g. '*.py'), ignoreCase, literal "
+            f"(plain-text pattern), limit (default {limit} matches). Skips .git, binary files and symlinks."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression (or text with literal=true)"},
+                "path": {"type": "string", "description": "File or folder to search (default: the working directory)"},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py'"},
+                "ignoreCase": {"type": "boolean", "description": "Case-insensitive search"},
+                "literal": {"type": "boolean", "description": "Treat pattern as plain text"},
+                "limit": {"type": "integer", "minimum": 1, "description": f"Maximum matches (default {limit})"},
+            },
+            "required": ["pattern"],
+        },
+        execute=execute,
+    )
+
+
+def _format(matches: Iterator[Match], most: int, pattern: str, paths: PathResolver, backend: str) -> AgentToolResult:
+    lines: List[str] = []
+    more = False
+    try:
+        for path, number, text in matches:
+            if len(lines) == most:
+                more = True
+                break
+            lines.append(f"{paths.display(path)}:{number}:{_clip(text)}")
+    finally:
+        close = getattr(matches, "close", None)
+        if close is not None:
+            close()  # stops ripgrep when we stopped early
+    details: dict = {"count": len(lines), "backend": backend}
+    if not lines:
+        return AgentToolResult(content=[TextContent(f"No matches found for {pattern}")], details=details)
+    cut = truncate_head("\n".join(lines), len(lines), DEFAULT_MAX_BYTES)
+    text = cut.content
+    if more:
+        text += f"\n\n[{most} matches limit reached. Use limit={most * 2} for more, or refine the pattern]"
+        details["limitReached"] = most
+    elif cut.truncated:
+        text += f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB; refine the pattern or path]"
+    if cut.truncated:
+        details["truncation"] = cut.to_dict()
+    return AgentToolResult(content=[TextContent(text)], details=details)

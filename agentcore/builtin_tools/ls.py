@@ -1,0 +1,73 @@
+"""The ``ls`` tool: the entries of one folder, sorted case-insensitively, folders marked with ``/``.
+
+Dot files are included. At most ``limit`` entries (default 500) are listed, followed by a notice
+when there were more. Fails (raises) for a missing path, a file, or a path outside ``root``.
+Symlinks are listed, never followed out of ``root``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Mapping, Optional
+
+from ..tools import AgentTool, AgentToolResult
+from ..types import TextContent
+from ._args import positive_int
+from ._paths import PathResolver
+from ._truncate import DEFAULT_MAX_BYTES, truncate_head
+
+__all__ = ["create_ls_tool"]
+
+DEFAULT_LS_LIMIT = 500
+
+
+def create_ls_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
+                   limit: int = DEFAULT_LS_LIMIT) -> AgentTool:
+    """An ``ls`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
+    paths = PathResolver(cwd, root)
+
+    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
+                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+        shown = args.get("path") or "."
+        target = paths.resolve(shown)
+        most = positive_int(args, "limit") or limit
+        if signal is not None:
+            signal.raise_if_aborted()
+        if not os.path.exists(target):
+            raise FileNotFoundError(f"Path not found: {shown}")
+        if not os.path.isdir(target):
+            raise NotADirectoryError(f"{shown} is not a directory; use read for files")
+        with os.scandir(target) as it:
+            entries = sorted(((e.name, e.is_dir()) for e in it), key=lambda x: (x[0].lower(), x[0]))
+        names = [name + "/" if is_dir else name for name, is_dir in entries]
+        details = {"entries": len(names)}
+        if not names:
+            return AgentToolResult(content=[TextContent("(empty directory)")], details=details)
+        shown_names = names[:most]
+        cut = truncate_head("\n".join(shown_names), len(shown_names), DEFAULT_MAX_BYTES)
+        text = cut.content
+        notices = []
+        if len(names) > most:
+            notices.append(f"{most} of {len(names)} entries shown. Use limit={most * 2} for more")
+            details["limitReached"] = most
+        if cut.truncated:
+            notices.append(f"output cut at {DEFAULT_MAX_BYTES // 1024}KB")
+            details["truncation"] = cut.to_dict()
+        if notices:
+            text += "\n\n[" + "; ".join(notices) + "]"
+        return AgentToolResult(content=[TextContent(text)], details=details)
+
+    return AgentTool(
+        name="ls",
+        label="ls",
+        description=(f"List a directory's entries, sorted alphabetically, folders ending in '/', dot files "
+                     f"included. At most {limit} entries unless limit is given."),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory to list (default: the working directory)"},
+                "limit": {"type": "integer", "minimum": 1, "description": f"Maximum entries (default {limit})"},
+            },
+        },
+        execute=execute,
+    )

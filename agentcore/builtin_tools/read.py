@@ -1,0 +1,151 @@
+"""The ``read`` tool: a text file with line numbers, or an image as an attachment.
+
+* Text comes back ``cat -n`` style (line number right-aligned in 6 columns, a tab, the line),
+  starting at ``offset`` (1-based line number) for at most ``limit`` lines, and never more than
+  ``max_lines`` lines / ``max_bytes`` bytes; when it stops early, a final notice says which lines
+  were shown and which ``offset`` continues. ``details["truncation"]`` describes a cut.
+* PNG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) come back as a
+  short text note plus an :class:`~agentcore.types.ImageContent` with base64 data.
+* Failures raise: a missing file, a folder, an offset past the end, a path outside ``root``, an
+  image larger than ``max_image_bytes``, and binary files (a NUL byte or mostly control
+  characters in the first 8 KB), which are refused with a hint to use bash instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from typing import Any, Callable, Mapping, Optional
+
+from ..tools import AgentTool, AgentToolResult
+from ..types import ImageContent, TextContent
+from ._args import positive_int
+from ._paths import PathResolver
+from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
+
+__all__ = ["create_read_tool", "detect_image_mime_type", "is_binary"]
+
+_SNIFF = 8192
+
+
+def detect_image_mime_type(head: bytes) -> Optional[str]:
+    """``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp`` from a file's first bytes."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if len(head) >= 12 and head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def is_binary(head: bytes) -> bool:
+    """True for a NUL byte, or when over 30% of the sample is control bytes other than whitespace."""
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
+    return control / len(head) > 0.3
+
+
+def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
+                     max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
+                     max_image_bytes: int = 20 * 1024 * 1024) -> AgentTool:
+    """A ``read`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
+    paths = PathResolver(cwd, root)
+
+    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
+                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+        shown = args.get("path")
+        target = paths.resolve(shown)  # type: ignore[arg-type]
+        offset = positive_int(args, "offset")
+        limit = positive_int(args, "limit")
+        if signal is not None:
+            signal.raise_if_aborted()
+        if os.path.isdir(target):
+            raise IsADirectoryError(f"{shown} is a directory, not a file; use ls to list it")
+        if not os.path.exists(target):
+            raise FileNotFoundError(f"File not found: {shown}")
+        with open(target, "rb") as f:
+            head = f.read(_SNIFF)
+            mime = detect_image_mime_type(head)
+            if mime is not None:
+                return _image(f, head, mime, shown)
+            if is_binary(head):
+                size = os.fstat(f.fileno()).st_size
+                raise ValueError(
+                    f"Cannot read {shown}: it is a binary file ({format_size(size)}), not text or a "
+                    f"supported image (png, jpg, gif, webp). Inspect it with bash instead (file, xxd, strings)."
+                )
+            data = head + f.read()
+        return _text(data.decode("utf-8", "replace"), shown, offset, limit)
+
+    def _image(f: Any, head: bytes, mime: str, shown: str) -> AgentToolResult:
+        size = os.fstat(f.fileno()).st_size
+        if size > max_image_bytes:
+            raise ValueError(f"Image {shown} is {format_size(size)}, larger than the "
+                             f"{format_size(max_image_bytes)} limit; shrink it first (e.g. with bash)")
+        data = head + f.read()
+        note = f"Read image file [{mime}]"
+        return AgentToolResult(content=[TextContent(note), ImageContent(base64.b64encode(data).decode("ascii"), mime)],
+                               details={"mimeType": mime, "bytes": len(data)})
+
+    def _text(text: str, shown: str, offset: Optional[int], limit: Optional[int]) -> AgentToolResult:
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        total = len(lines)
+        start = (offset or 1) - 1
+        if total == 0:
+            if offset is not None and offset > 1:
+                raise ValueError(f"Offset {offset} is beyond end of file ({shown} is empty)")
+            return AgentToolResult(content=[TextContent(f"[{shown} is empty]")], details={"totalLines": 0})
+        if start >= total:
+            raise ValueError(f"Offset {offset} is beyond end of file ({total} lines total)")
+        end = total if limit is None else min(total, start + limit)
+        numbered = "\n".join(f"{n:>6}\t{line.rstrip(chr(13))}"
+                             for n, line in enumerate(lines[start:end], start + 1))
+        cut = truncate_head(numbered, max_lines, max_bytes)
+        details: dict = {"totalLines": total}
+        first = start + 1
+        if cut.first_line_exceeds_limit:
+            size = format_size(len(lines[start].encode("utf-8")))
+            out = (f"[Line {first} is {size}, over the {format_size(max_bytes)} limit. "
+                   f"Use bash: sed -n '{first}p' {shown} | head -c {max_bytes}]")
+            details["truncation"] = cut.to_dict()
+        elif cut.truncated:
+            last = first + cut.output_lines - 1
+            limit_note = "" if cut.truncated_by == "lines" else f" ({format_size(max_bytes)} limit)"
+            out = (f"{cut.content}\n\n[Showing lines {first}-{last} of {total}{limit_note}. "
+                   f"Use offset={last + 1} to continue.]")
+            details["truncation"] = cut.to_dict()
+        elif end < total:
+            out = f"{cut.content}\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"
+        else:
+            out = cut.content
+        return AgentToolResult(content=[TextContent(out)], details=details)
+
+    return AgentTool(
+        name="read",
+        label="read",
+        description=(
+            "Read a file. Text files come back with line numbers; images (png, jpg, gif, webp) are "
+            f"attached. Output is limited to {max_lines} lines or {max_bytes // 1024}KB, whichever comes first; "
+            "use offset/limit for large files and continue with offset until complete."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path to the file (relative to the working directory)"},
+                "offset": {"type": "integer", "minimum": 1, "description": "Line number to start from (1-based)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read"},
+            },
+            "required": ["path"],
+        },
+        execute=execute,
+    )
