@@ -1,0 +1,526 @@
+"""The skeleton every wire API shares (spec/providers.md §4) and small helpers they all need.
+
+A wire module subclasses :class:`WireProvider` and supplies only:
+
+* ``build_request(model, context, options, api_key) -> WireRequest(url, headers, body)``;
+* ``new_handler(model, writer, options) -> WireHandler`` whose ``on_event(sse_event)`` turns one
+  parsed SSE event into :class:`StreamWriter` calls (returning True once the API's terminal event
+  arrived) and whose ``on_end(terminal_seen)`` raises when the stream ended too early.
+
+``WireProvider.stream(model, context, **options)`` then does the rest: builds the output
+``AssistantMessage``, resolves the API key (``api_key=`` > environment, spec §19), merges headers
+(provider defaults < ``model.headers`` < ``options["headers"]``), runs ``on_payload``, POSTs with
+retries, pushes ``start`` once the headers arrived OK, feeds SSE events to the handler, closes open
+blocks, and ends with exactly one ``done`` or ``error`` event. It never raises for request or model
+failures: those end the stream with an ``error`` event whose message has ``stop_reason`` "error"
+(or "aborted" when the ``signal`` fired) and ``error_message`` set; partial content is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+
+from ..events import (
+    DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
+    ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from ..streams import AssistantMessageEventStream
+from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
+from .partial_json import PartialJsonParser
+
+__all__ = [
+    "MissingApiKeyError", "ProviderError", "WireRequest", "WireHandler", "StateHandler", "WireProvider",
+    "StreamWriter", "ProviderStream", "ENV_API_KEYS", "get_env_api_key", "resolve_api_key",
+    "merge_headers", "sanitize_surrogates", "tool_specs", "parse_json_event", "ABORTED_MESSAGE",
+]
+
+ABORTED_MESSAGE = "Request was aborted"
+
+
+class MissingApiKeyError(Exception):
+    """No API key for a provider that needs one. The message names the variable to set."""
+
+    def __init__(self, provider: str, env_vars: Tuple[str, ...] = ()) -> None:
+        hint = " or ".join(env_vars) if env_vars else "the provider's API key variable"
+        super().__init__(f'no API key for provider "{provider}": set {hint} or pass api_key=')
+        self.provider = provider
+        self.env_vars = env_vars
+
+
+class ProviderError(Exception):
+    """A failure reported by the provider inside the stream (error event, bad stop reason...)."""
+
+
+# --------------------------------------------------------------------------- API keys (spec §19)
+
+ENV_API_KEYS: Dict[str, Tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
+    "google": ("GEMINI_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "minimax": ("MINIMAX_API_KEY",),
+    "minimax-cn": ("MINIMAX_CN_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+    "opencode": ("OPENCODE_API_KEY",),
+    "opencode-go": ("OPENCODE_API_KEY",),
+    "kimi-coding": ("KIMI_API_KEY",),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
+    "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
+}
+"""Environment variables holding each provider's key, in precedence order."""
+
+_AUTHENTICATED = "<authenticated>"
+
+
+def get_env_api_key(provider: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
+    """The API key of ``provider`` from the environment (spec §19), or None.
+
+    google-vertex and amazon-bedrock return the marker ``"<authenticated>"`` when ambient
+    credentials (ADC file + project + location; AWS profile/keys/container/web identity) exist.
+    Unknown providers give None (local servers need no key).
+    """
+    env = os.environ if env is None else env
+    for name in ENV_API_KEYS.get(provider, ()):
+        value = env.get(name)
+        if value:
+            return value
+    if provider == "google-vertex":
+        adc = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.expanduser(
+            "~/.config/gcloud/application_default_credentials.json")
+        project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT")
+        if os.path.isfile(adc) and project and env.get("GOOGLE_CLOUD_LOCATION"):
+            return _AUTHENTICATED
+    if provider == "amazon-bedrock":
+        if (env.get("AWS_PROFILE") or (env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"))
+                or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")):
+            return _AUTHENTICATED
+    return None
+
+
+def resolve_api_key(provider: str, explicit: Optional[str] = None) -> Optional[str]:
+    """``explicit`` if non-empty, else the environment's key.
+
+    Raises :class:`MissingApiKeyError` for a provider with known key variables and no key;
+    returns None for providers without any (custom/local endpoints that need no key).
+    """
+    if explicit:
+        return explicit
+    key = get_env_api_key(provider)
+    if key:
+        return key
+    if provider in ENV_API_KEYS:
+        raise MissingApiKeyError(provider, ENV_API_KEYS[provider])
+    return None
+
+
+# --------------------------------------------------------------------------- small helpers
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def sanitize_surrogates(text: str) -> str:
+    """``text`` without unpaired UTF-16 surrogates, which every API rejects (spec §5)."""
+    if not text:
+        return text
+    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
+
+
+def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    """Merge header dicts; later layers win, names compared case-insensitively; None values drop."""
+    merged: Dict[str, Tuple[str, Any]] = {}
+    for layer in layers:
+        for name, value in (layer or {}).items():
+            merged[name.lower()] = (name, value)
+    return {name: str(value) for name, value in merged.values() if value is not None}
+
+
+def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
+    """``(name, description, parameters)`` of the context's tools (AgentTool objects or dicts)."""
+    specs = []
+    for tool in getattr(context, "tools", None) or []:
+        if isinstance(tool, Mapping):
+            specs.append((tool["name"], tool.get("description", ""), tool.get("parameters") or {}))
+        else:
+            specs.append((tool.name, tool.description or "", tool.parameters or {}))
+    return specs
+
+
+def parse_json_event(data: str, what: str = "stream event") -> Any:
+    """``json.loads(data)``, raising :class:`ProviderError` that shows the offending text."""
+    try:
+        return json.loads(data)
+    except ValueError as exc:
+        snippet = data if len(data) <= 200 else data[:200] + "..."
+        raise ProviderError(f"malformed JSON in {what}: {exc}: {snippet!r}") from None
+
+
+# --------------------------------------------------------------------------- the stream writer
+
+
+@dataclass
+class _OpenBlock:
+    index: int
+    kind: str  # "text" | "thinking" | "toolCall"
+    args: Optional[PartialJsonParser] = None
+    parsed_at: int = 0  # argument length at the last best-effort parse
+
+
+_REPARSE_ALWAYS_BELOW = 16384  # argument characters; above it, re-parse only after 10 % growth
+
+
+class StreamWriter:
+    """Mutates the output message and queues the matching stream events.
+
+    Blocks are appended to ``output.content``; their ``content_index`` never changes. ``current``
+    is the most recently opened block that is still open (APIs that stream one block at a time
+    use it). Tool-call argument text is kept outside the ToolCall (no scratch fields leak).
+    """
+
+    def __init__(self, model: Model, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+        self.model = model
+        self.output = output
+        self._push = push
+        self._open: Dict[int, _OpenBlock] = {}
+        self.current: Optional[int] = None
+
+    # -- opening ---------------------------------------------------------------------------
+    def start_text(self, text_signature: Optional[str] = None) -> int:
+        index = self._append(TextContent(text="", text_signature=text_signature), "text")
+        self._push(TextStartEvent(index, self.output))
+        return index
+
+    def start_thinking(self, thinking_signature: Optional[str] = None, redacted: bool = False,
+                       thinking: str = "") -> int:
+        block = ThinkingContent(thinking=thinking, thinking_signature=thinking_signature, redacted=redacted)
+        index = self._append(block, "thinking")
+        self._push(ThinkingStartEvent(index, self.output))
+        return index
+
+    def start_tool_call(self, id: str, name: str, arguments_text: str = "",
+                        arguments: Optional[Dict[str, Any]] = None) -> int:
+        """Open a tool call; ``arguments_text`` starts its streamed JSON, ``arguments`` its dict."""
+        block = ToolCall(id=id, name=name, arguments=dict(arguments or {}))
+        index = self._append(block, "toolCall")
+        open_block = self._open[index]
+        open_block.args = PartialJsonParser(arguments_text or "")
+        if arguments_text:
+            block.arguments = open_block.args.value()
+            open_block.parsed_at = len(open_block.args)
+        self._push(ToolCallStartEvent(index, self.output))
+        return index
+
+    def _append(self, block: Any, kind: str) -> int:
+        self.output.content.append(block)
+        index = len(self.output.content) - 1
+        self._open[index] = _OpenBlock(index, kind)
+        self.current = index
+        return index
+
+    # -- streaming -------------------------------------------------------------------------
+    def append_text(self, index: int, delta: str) -> None:
+        block = self.output.content[index]
+        block.text += delta
+        self._push(TextDeltaEvent(index, delta, self.output))
+
+    def append_thinking(self, index: int, delta: str) -> None:
+        block = self.output.content[index]
+        block.thinking += delta
+        self._push(ThinkingDeltaEvent(index, delta, self.output))
+
+    def append_tool_arguments(self, index: int, fragment: str) -> None:
+        """Append raw JSON text; ``arguments`` becomes the best-effort parse so far."""
+        open_block = self._open[index]
+        args = open_block.args
+        assert args is not None
+        args.feed(fragment or "")
+        size = len(args)
+        if size <= _REPARSE_ALWAYS_BELOW or size >= open_block.parsed_at * 1.1:
+            self.output.content[index].arguments = args.value()
+            open_block.parsed_at = size
+        self._push(ToolCallDeltaEvent(index, fragment or "", self.output))
+
+    def tool_arguments_text(self, index: int) -> str:
+        args = self._open[index].args
+        return args.text if args is not None else ""
+
+    def set_tool_arguments_text(self, index: int, text: str) -> None:
+        """Replace the streamed argument text (an API's final "arguments done" value)."""
+        self._open[index].args = PartialJsonParser(text or "")
+
+    # -- closing ---------------------------------------------------------------------------
+    def is_open(self, index: Optional[int]) -> bool:
+        return index is not None and index in self._open
+
+    def block(self, index: int) -> Any:
+        return self.output.content[index]
+
+    def end_block(self, index: int) -> None:
+        """Finish block ``index`` and push its ``*_end`` event (tool arguments fully parsed)."""
+        open_block = self._open.pop(index, None)
+        if open_block is None:
+            return
+        if self.current == index:
+            self.current = None
+        block = self.output.content[index]
+        if open_block.kind == "text":
+            self._push(TextEndEvent(index, block.text, self.output))
+        elif open_block.kind == "thinking":
+            self._push(ThinkingEndEvent(index, block.thinking, self.output))
+        else:
+            if open_block.args is not None and (len(open_block.args) or not block.arguments):
+                block.arguments = open_block.args.value()
+            self._push(ToolCallEndEvent(index, block, self.output))
+
+    def end_current(self) -> None:
+        if self.current is not None:
+            self.end_block(self.current)
+
+    def close_open_blocks(self) -> None:
+        """End every still-open block in content order."""
+        for index in sorted(self._open):
+            self.end_block(index)
+
+    def push(self, event: Any) -> None:
+        """Queue any other event (e.g. a GenericStreamEvent)."""
+        self._push(event)
+
+    def update_usage(self, usage: Usage) -> None:
+        """Set the output's usage and recompute its cost from the model's prices (spec §7)."""
+        from .models import calculate_cost
+
+        self.output.usage = usage
+        calculate_cost(self.model, usage)
+
+
+# --------------------------------------------------------------------------- wire interface
+
+
+@dataclass
+class WireRequest:
+    """What a wire module asks to send: ``body`` is a JSON-ready dict."""
+
+    url: str
+    headers: Dict[str, str] = field(default_factory=dict)
+    body: Dict[str, Any] = field(default_factory=dict)
+
+
+class WireHandler:
+    """Per-request state machine of one wire API (see the module docstring)."""
+
+    def on_event(self, event: Any) -> bool:  # pragma: no cover - interface
+        """Handle one :class:`~agentcore.providers.sse.SSEEvent`; True stops reading."""
+        raise NotImplementedError
+
+    def on_end(self, terminal_seen: bool) -> None:
+        """The body ended (or the handler stopped it). Raise if the response is incomplete."""
+
+
+class StateHandler(WireHandler):
+    """Adapts a state machine with ``handle(event_name, data)`` and ``finish()`` to a WireHandler.
+
+    ``data`` is the event's JSON (``"[DONE]"`` is passed as the plain string); malformed JSON ends
+    the stream with an error naming the offending text. ``finish()`` runs when the body ended and
+    raises if the response is incomplete. The state pushes its events through ``writer.push``.
+    """
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+
+    def on_event(self, event: Any) -> bool:
+        data = event.data
+        self.state.handle(event.event, data if data == "[DONE]" else parse_json_event(data))
+        return False
+
+    def on_end(self, terminal_seen: bool) -> None:
+        self.state.finish()
+
+
+class WireProvider:
+    """Base class of the built-in wire APIs; instances are what ``register_providers`` registers.
+
+    Subclasses set ``api`` and ``error_style`` (see :func:`~agentcore.providers.http.format_http_error`)
+    and implement :meth:`build_request` and :meth:`new_handler`.
+    """
+
+    api: str = ""
+    error_style: str = "openai"
+
+    def build_request(self, model: Model, context: Any, options: Dict[str, Any],
+                      api_key: Optional[str]) -> WireRequest:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def new_handler(self, model: Model, writer: StreamWriter,
+                    options: Dict[str, Any]) -> WireHandler:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def stream(self, model: Model, context: Any, **options: Any) -> "ProviderStream":
+        """Stream one response; iterate the result for events, ``result()`` for the final message."""
+        return ProviderStream(self._run(model, context, options))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} api={self.api!r}>"
+
+    # -- the skeleton ------------------------------------------------------------------------
+    def _run(self, model: Model, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
+        from . import http
+        from .sse import iter_sse
+
+        output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
+                                  usage=Usage(), stop_reason="stop", timestamp=now_ms())
+        signal = options.get("signal")
+        pending: List[Any] = []
+        writer = StreamWriter(model, output, pending.append)
+        response = None
+        listener = None
+        try:
+            api_key = resolve_api_key(model.provider, options.get("api_key"))
+            request = self.build_request(model, context, options, api_key)
+            body = request.body
+            on_payload = options.get("on_payload")
+            if on_payload is not None:
+                replaced = on_payload(body, model)
+                if replaced is not None:
+                    body = replaced
+            headers = merge_headers(request.headers, model.headers, options.get("headers"))
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            response = http.open_stream(
+                request.url, data, headers, session_name=model.provider or self.api, signal=signal,
+                timeout=_timeout(options), max_retries=options.get("max_retries"),
+                max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style=self.error_style,
+                on_response=options.get("on_response"))
+            if signal is not None:
+                opened = response
+
+                def listener(_reason: Any) -> None:
+                    http.close_response(opened)
+
+                signal.add_listener(listener)
+            yield StartEvent(output)
+            handler = self.new_handler(model, writer, options)
+            terminal = False
+            for sse_event in iter_sse(http.iter_body(response)):
+                if signal is not None and signal.aborted:
+                    break
+                terminal = bool(handler.on_event(sse_event))
+                if pending:
+                    yield from pending
+                    pending.clear()
+                if terminal:
+                    break
+            if signal is not None and signal.aborted:
+                raise http.RequestAborted(ABORTED_MESSAGE)
+            handler.on_end(terminal)
+            writer.close_open_blocks()
+            if pending:
+                yield from pending
+                pending.clear()
+            if output.stop_reason in ("error", "aborted"):
+                raise ProviderError(output.error_message or "An unknown error occurred")
+            yield DoneEvent(output.stop_reason, output)
+        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
+            if pending:
+                yield from pending
+                pending.clear()
+            aborted = signal is not None and signal.aborted
+            output.stop_reason = "aborted" if aborted else "error"
+            output.error_message = ABORTED_MESSAGE if aborted else _describe(exc)
+            yield ErrorEvent(output.stop_reason, output)
+        finally:
+            if listener is not None:
+                signal.remove_listener(listener)
+            if response is not None:
+                response.close()
+
+
+def _timeout(options: Mapping[str, Any]) -> Any:
+    timeout_ms = options.get("timeout_ms")
+    if timeout_ms:
+        seconds = float(timeout_ms) / 1000.0
+        return (min(10.0, seconds), seconds)
+    return options.get("timeout")
+
+
+def _describe(exc: BaseException) -> str:
+    from . import http
+
+    if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
+        return str(exc)
+    text = str(exc)
+    name = type(exc).__name__
+    if "ChunkedEncodingError" in name or "ProtocolError" in name or "ConnectionError" in name:
+        return f"Connection lost while streaming the response: {text}"
+    if "Timeout" in name:
+        return f"Timed out while streaming the response: {text}"
+    return f"{name}: {text}" if text else name
+
+
+# --------------------------------------------------------------------------- the lazy stream
+
+_END = object()
+
+
+class ProviderStream(AssistantMessageEventStream):
+    """The event stream a provider returns; the HTTP read runs inline as the consumer iterates.
+
+    No thread is involved: iterating pulls the next event off the network, ``result()`` drains
+    whatever is left and returns the final message. Meant for one consumer; calls from several
+    threads are serialised and each event goes to whichever caller pulled it.
+    """
+
+    def __init__(self, events: Iterator[Any]) -> None:
+        super().__init__()
+        self._events = events
+        self._pull_lock = threading.Lock()
+        self._exhausted = False
+
+    def _next(self) -> Any:
+        with self._pull_lock:
+            if self._exhausted:
+                return _END
+            try:
+                event = next(self._events)
+            except StopIteration:
+                self._exhausted = True
+                if not self._done.is_set():  # cannot happen with WireProvider; be safe anyway
+                    self._result = None
+                    self._done.set()
+                return _END
+            if event.type in ("done", "error"):
+                self._result = event.message if event.type == "done" else event.error
+                self._done.set()
+            return event
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            event = self._next()
+            if event is _END:
+                return
+            yield event
+
+    def result(self, timeout: Optional[float] = None) -> Any:
+        """Drain the remaining events and return the final ``AssistantMessage``."""
+        while self._next() is not _END:
+            pass
+        return self._result
+
+    def close(self) -> None:
+        """Stop reading and release the connection (the stream then has no result)."""
+        with self._pull_lock:
+            self._exhausted = True
+            self._events.close()  # type: ignore[attr-defined]

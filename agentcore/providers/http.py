@@ -1,0 +1,346 @@
+"""HTTP for providers: pooled sessions, a retrying streaming POST, abortable reads, error texts.
+
+* :func:`get_session` keeps one ``requests.Session`` per provider name (connection pooling).
+* :func:`open_stream` POSTs and returns the streaming ``requests.Response`` once the headers
+  arrived with a 2xx status. It retries connection errors and statuses 408, 409, 429 and >= 500
+  (a ``x-should-retry: true|false`` header overrides) before any body byte was consumed, sleeping
+  ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date) when given, else
+  ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter. A server-requested delay above
+  ``max_retry_delay_ms`` (default 60000; 0 disables the cap) fails at once. Every other failure
+  raises :class:`ProviderHTTPError` whose message is the provider's own error text (spec §9).
+  When a ``signal`` is given, waiting for the response headers and retry sleeps return within
+  milliseconds of an abort by raising :class:`RequestAborted`.
+* :func:`iter_body` yields body bytes as they arrive; :func:`close_response` unblocks a read that
+  is waiting on the socket (used by abort listeners).
+
+Messages never contain API keys or request headers.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import queue
+import random
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+
+__all__ = [
+    "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
+    "close_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
+]
+
+DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_MAX_RETRY_DELAY_MS = 60000
+_MAX_ERROR_TEXT = 4000
+
+
+class ProviderHTTPError(Exception):
+    """A request failed: non-2xx status (``status`` set) or a connection error (``status`` None)."""
+
+    def __init__(self, message: str, status: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RequestAborted(Exception):
+    """The abort signal fired while connecting, waiting for headers or sleeping before a retry."""
+
+
+# --------------------------------------------------------------------------- sessions
+
+_sessions: Dict[str, Any] = {}
+_sessions_lock = threading.Lock()
+
+
+def get_session(name: str) -> Any:
+    """The shared ``requests.Session`` of provider ``name`` (created on first use)."""
+    session = _sessions.get(name)
+    if session is None:
+        import requests
+
+        with _sessions_lock:
+            session = _sessions.get(name)
+            if session is None:
+                session = requests.Session()
+                adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32, max_retries=0)
+                session.mount("https://", adapter)
+                session.mount("http://", adapter)
+                _sessions[name] = session
+    return session
+
+
+# --------------------------------------------------------------------------- error texts
+
+
+def format_http_error(status: int, body: str, style: str = "openai") -> str:
+    """The error text of a failed response, shaped like the vendor SDKs' (spec §9).
+
+    ``style`` "openai": ``"{status} {error.message}"`` when the body is JSON with ``error.message``
+    (OpenRouter's ``error.metadata.raw`` is appended on a new line), else ``"{status} {body}"``,
+    and ``"{status} status code (no body)"`` for an empty body. Other styles ("anthropic",
+    "google", "raw"): ``"{status} {body}"``. Long bodies are truncated.
+    """
+    text = (body or "").strip()
+    if not text:
+        return f"{status} status code (no body)"
+    if style == "openai":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            message = f"{status} {error['message']}"
+            metadata = error.get("metadata")
+            if isinstance(metadata, dict) and metadata.get("raw"):
+                message += f"\n{metadata['raw']}"
+            return _truncate(message)
+        if isinstance(error, str):
+            return _truncate(f"{status} {error}")
+    return _truncate(f"{status} {text}")
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= _MAX_ERROR_TEXT:
+        return text
+    return text[:_MAX_ERROR_TEXT] + f"... [truncated {len(text) - _MAX_ERROR_TEXT} chars]"
+
+
+# --------------------------------------------------------------------------- retry policy
+
+
+def retry_delay_from_headers(headers: Mapping[str, str]) -> Optional[float]:
+    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after``), or None."""
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - time.time())
+    return None
+
+
+def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
+    flag = headers.get("x-should-retry") if headers else None
+    if flag == "true":
+        return True
+    if flag == "false":
+        return False
+    return status is None or status in (408, 409, 429) or status >= 500
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.5 * 2 ** attempt, 8.0) * (1 - random.random() * 0.25)
+
+
+# --------------------------------------------------------------------------- sending
+
+
+class _DaemonPool:
+    """Reusable daemon threads: a request abandoned after an abort never blocks interpreter exit."""
+
+    def __init__(self) -> None:
+        self._tasks: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        if spawn:
+            threading.Thread(target=self._work, name="agentcore-http", daemon=True).start()
+        self._tasks.put(fn)
+
+    def _work(self) -> None:
+        while True:
+            fn = self._tasks.get()
+            try:
+                fn()
+            except BaseException:  # the task reports through its own box
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_pool = _DaemonPool()
+
+
+def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeout: Any, signal: Any) -> Any:
+    """POST with ``stream=True``; with a signal, wait in a way an abort can interrupt."""
+    if signal is None:
+        return session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
+    lock = threading.Lock()
+    wake = threading.Event()
+    box: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["response"] = session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
+        except BaseException as exc:  # handed to the waiting caller
+            box["error"] = exc
+        with lock:
+            box["finished"] = True
+            abandoned = box.get("abandoned")
+        if abandoned and "response" in box:
+            box["response"].close()
+        wake.set()
+
+    def on_abort(_reason: Any) -> None:
+        wake.set()
+
+    signal.add_listener(on_abort)
+    try:
+        _pool.submit(run)
+        wake.wait()
+    finally:
+        signal.remove_listener(on_abort)
+    with lock:
+        if not box.get("finished"):
+            box["abandoned"] = True
+            raise RequestAborted("Request was aborted")
+    if "error" in box:
+        raise box["error"]
+    response = box["response"]
+    if signal.aborted:
+        response.close()
+        raise RequestAborted("Request was aborted")
+    return response
+
+
+def _sleep(seconds: float, signal: Any) -> None:
+    if signal is None:
+        time.sleep(seconds)
+    elif signal.wait(seconds):
+        raise RequestAborted("Request was aborted")
+
+
+def _describe_connection_error(exc: BaseException, url: str) -> str:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).netloc.rsplit("@", 1)[-1]
+    reason = str(exc)
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return f"Request timed out talking to {host}: {reason}"
+    return f"Connection error talking to {host}: {reason}"
+
+
+def open_stream(
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    session_name: str,
+    signal: Any = None,
+    timeout: Any = None,
+    max_retries: Optional[int] = None,
+    max_retry_delay_ms: Optional[int] = None,
+    error_style: str = "openai",
+    on_response: Optional[Callable[[int, Dict[str, str]], Any]] = None,
+) -> Any:
+    """POST ``body`` and return the open streaming response (2xx); see the module docstring.
+
+    Raises :class:`ProviderHTTPError` (status set for HTTP errors) or :class:`RequestAborted`.
+    """
+    import requests
+
+    session = get_session(session_name)
+    retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
+    cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else max_retry_delay_ms
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    attempt = 0
+    while True:
+        if signal is not None and signal.aborted:
+            raise RequestAborted("Request was aborted")
+        try:
+            response = _send(session, url, headers, body, timeout, signal)
+        except RequestAborted:
+            raise
+        except requests.exceptions.RequestException as exc:
+            message = _describe_connection_error(exc, url)
+            if attempt >= retries:
+                raise ProviderHTTPError(message) from None
+            _sleep(_backoff(attempt), signal)
+            attempt += 1
+            continue
+        if on_response is not None:
+            on_response(response.status_code, dict(response.headers))
+        if 200 <= response.status_code < 300:
+            return response
+        message = format_http_error(response.status_code, _read_error_body(response), error_style)
+        response.close()
+        if attempt >= retries or not _should_retry(response.status_code, response.headers):
+            raise ProviderHTTPError(message, response.status_code)
+        server_delay = retry_delay_from_headers(response.headers)
+        if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
+            raise ProviderHTTPError(
+                f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
+                response.status_code,
+            )
+        _sleep(_backoff(attempt) if server_delay is None else server_delay, signal)
+        attempt += 1
+
+
+def _read_error_body(response: Any) -> str:
+    try:
+        raw = response.raw.read(256 * 1024, decode_content=True)
+    except Exception:  # a broken error body still leaves the status to report
+        return ""
+    return raw.decode(response.encoding or "utf-8", errors="replace") if raw else ""
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
+    """Yield body bytes as soon as they arrive (never waits to fill ``chunk_size``)."""
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is None:  # urllib3 < 2
+        yield from response.iter_content(chunk_size=None)
+        return
+    while True:
+        data = read1(chunk_size)
+        if not data:
+            return
+        yield data
+
+
+def close_response(response: Any) -> None:
+    """Close ``response`` from any thread; a read blocked on its socket returns promptly."""
+    sock = _socket_of(response)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    try:
+        response.close()
+    except Exception:  # closing twice or racing the reader is harmless
+        pass
+
+
+def _socket_of(response: Any) -> Optional[socket.socket]:
+    raw = getattr(response, "raw", None)
+    connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
+    sock = getattr(connection, "sock", None)
+    if isinstance(sock, socket.socket):
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    sock = getattr(getattr(fp, "raw", None), "_sock", None)
+    return sock if isinstance(sock, socket.socket) else None

@@ -1,0 +1,186 @@
+"""Best-effort parsing of streamed (incomplete) JSON tool arguments, spec/providers.md §5.
+
+``parse_streaming_json(text)`` always returns a dict, never None and never raises:
+
+* empty or whitespace text gives ``{}``;
+* complete JSON is parsed as is (raw control characters inside strings are accepted, since models
+  sometimes emit literal newlines);
+* incomplete JSON is repaired: open strings, arrays and objects are closed, a dangling key, colon
+  or trailing comma is dropped, a truncated string value is kept as far as it goes; a truncated
+  number or literal (``tru``) is dropped when it cannot stand on its own;
+* anything else (not an object, or beyond repair) gives ``{}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List
+
+__all__ = ["parse_streaming_json", "PartialJsonParser"]
+
+_CLOSERS = {"{": "}", "[": "]"}
+_PARTIAL_UNICODE_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
+_decoder = json.JSONDecoder(strict=False)
+
+
+def _loads(text: str) -> Any:
+    return _decoder.decode(text)
+
+
+def parse_streaming_json(text: str) -> Dict[str, Any]:
+    """Parse possibly incomplete JSON object text; see the module docstring."""
+    if not text or not text.strip():
+        return {}
+    try:
+        value = _loads(text)
+    except ValueError:
+        scanner = _Scanner()
+        scanner.feed(text)
+        value = scanner.repair(text)
+    return value if isinstance(value, dict) else {}
+
+
+class PartialJsonParser:
+    """Accumulates streamed fragments; ``value()`` is the best-effort dict of everything so far.
+
+    Scanning is incremental (each character is examined once over the whole stream), so feeding
+    many small fragments of a large document stays linear apart from the final ``json`` parse.
+    """
+
+    __slots__ = ("_parts", "_length", "_scanner")
+
+    def __init__(self, initial: str = "") -> None:
+        self._parts: List[str] = []
+        self._length = 0
+        self._scanner = _Scanner()
+        if initial:
+            self.feed(initial)
+
+    def feed(self, fragment: str) -> None:
+        if fragment:
+            self._parts.append(fragment)
+            self._length += len(fragment)
+            self._scanner.feed(fragment)
+
+    def __len__(self) -> int:
+        return self._length
+
+    @property
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def value(self) -> Dict[str, Any]:
+        text = self.text
+        if not text.strip():
+            return {}
+        try:
+            value = _loads(text)
+        except ValueError:
+            value = self._scanner.repair(text)
+        return value if isinstance(value, dict) else {}
+
+
+# characters that change the scanner state outside / inside strings
+_STRUCTURAL = re.compile(r'[{}\[\]",:]')
+_STRING_SPECIAL = re.compile(r'["\\]')
+
+
+class _Scanner:
+    """Tracks where a prefix of the text can be cut and closed into valid JSON."""
+
+    __slots__ = ("pos", "stack", "expect_key", "in_string", "string_is_key", "escape",
+                 "safe_end", "safe_stack", "finished")
+
+    def __init__(self) -> None:
+        self.pos = 0  # characters consumed so far (absolute)
+        self.stack = ""  # open containers, e.g. "{[{"
+        self.expect_key: List[bool] = []  # per open object: True while a key comes next
+        self.in_string = False
+        self.string_is_key = False
+        self.escape = False
+        self.safe_end = -1  # text[:safe_end] + closers(safe_stack) is valid JSON
+        self.safe_stack = ""
+        self.finished = False  # the top-level value closed (or the text is unrepairable)
+
+    def feed(self, chunk: str) -> None:
+        base = self.pos
+        self.pos += len(chunk)
+        if self.finished:
+            return
+        i, n = 0, len(chunk)
+        while i < n:
+            if self.in_string:
+                if self.escape:
+                    self.escape = False
+                    i += 1
+                    continue
+                m = _STRING_SPECIAL.search(chunk, i)
+                if m is None:
+                    return
+                i = m.start()
+                if chunk[i] == "\\":
+                    self.escape = True
+                else:
+                    self.in_string = False
+                    if not self.string_is_key:
+                        self.safe_end, self.safe_stack = base + i + 1, self.stack
+                i += 1
+                continue
+            m = _STRUCTURAL.search(chunk, i)
+            if m is None:
+                return
+            i = m.start()
+            ch = chunk[i]
+            stack = self.stack
+            if ch == '"':
+                self.in_string = True
+                self.string_is_key = bool(stack) and stack[-1] == "{" and self.expect_key[-1]
+            elif ch == "{" or ch == "[":
+                self.stack = stack + ch
+                if ch == "{":
+                    self.expect_key.append(True)
+                self.safe_end, self.safe_stack = base + i + 1, self.stack
+            elif ch == "}" or ch == "]":
+                if not stack or _CLOSERS[stack[-1]] != ch:
+                    self.finished = True  # mismatched: keep the last good prefix
+                    return
+                if stack[-1] == "{":
+                    self.expect_key.pop()
+                self.stack = stack[:-1]
+                self.safe_end, self.safe_stack = base + i + 1, self.stack
+                if not self.stack:
+                    self.finished = True  # complete document; ignore trailing text
+                    return
+            elif ch == ",":
+                self.safe_end, self.safe_stack = base + i, stack  # the member before is complete
+                if stack and stack[-1] == "{":
+                    self.expect_key[-1] = True
+            elif stack and stack[-1] == "{":  # ":"
+                self.expect_key[-1] = False
+            i += 1
+
+    def repair(self, text: str) -> Any:
+        """Close the incomplete document ``text`` (everything fed so far); None if impossible."""
+        candidates = []
+        if not self.finished:
+            if self.in_string and not self.string_is_key:
+                head = text[:-1] if self.escape else text  # a lone backslash cannot end a string
+                head = _PARTIAL_UNICODE_ESCAPE.sub("", head)
+                candidates.append(head + '"' + _closing(self.stack))  # keep the truncated value
+            elif not self.in_string:
+                candidates.append(text.rstrip() + _closing(self.stack))  # a trailing number may be whole
+        if self.safe_end >= 0:
+            candidates.append(text[: self.safe_end] + _closing(self.safe_stack))
+        for candidate in candidates:
+            try:
+                return _loads(candidate)
+            except ValueError:
+                continue
+        return None
+
+
+def _closing(stack: str) -> str:
+    return "".join(_CLOSERS[c] for c in reversed(stack))
