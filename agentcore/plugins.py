@@ -31,7 +31,7 @@ import os
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import pluggy
 
@@ -206,7 +206,7 @@ def _load_builtins() -> List[_Loaded]:
         if _builtins is not None:
             return _builtins
         ver = _agentcore_version()
-        loaded = [_Loaded("agentcore.default_converter", _DefaultConverter(), True, "agentcore", ver)]
+        loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, "agentcore", ver)]
         for module in BUILTIN_PLUGINS:
             try:
                 loaded.append(_Loaded(module, importlib.import_module(module), True, "agentcore", ver))
@@ -306,6 +306,13 @@ class _DefaultConverter:
         return message if role_of(message) in LLM_ROLES else DROP
 
 
+_DEFAULT_CONVERTER = "agentcore.default_converter"
+
+
+def _has_trylast_converter(pm: pluggy.PluginManager, plugin: Any) -> bool:
+    return any(i.plugin is plugin and i.trylast for i in pm.hook.convert_to_llm.get_hookimpls())
+
+
 class AgentPluginManager(pluggy.PluginManager):
     """A ``pluggy.PluginManager`` for project ``"agentcore"`` with cached registries.
 
@@ -331,7 +338,17 @@ class AgentPluginManager(pluggy.PluginManager):
         if registered is not None:
             self._order[registered] = next(self._counter)
             self._invalidate()
+            if registered != _DEFAULT_CONVERTER and _has_trylast_converter(self, plugin):
+                self._keep_default_converter_last()
         return registered
+
+    def _keep_default_converter_last(self) -> None:
+        # pluggy calls a later-registered trylast impl after an earlier one; re-registering the
+        # built-in converter puts it back at the very end of the call order.
+        converter = self.get_plugin(_DEFAULT_CONVERTER)
+        if converter is not None:
+            super().unregister(converter, _DEFAULT_CONVERTER)
+            super().register(converter, _DEFAULT_CONVERTER)
 
     def unregister(self, plugin: Any = None, name: Optional[str] = None) -> Any:
         if name is None and plugin is not None:
@@ -590,224 +607,5 @@ def registry_entries(kind: str) -> List[RegistryEntry]:
     return [e for _, e in sorted(default_plugin_manager().registry(kind).items())]
 
 
-# --------------------------------------------------------------------------- hook adapter for the Agent
-
-
-def _call_order(caller: Any) -> List[Any]:
-    """Implementations in pluggy call order (last registered first, tryfirst/trylast honoured).
-
-    Wrappers (``hookwrapper``/``wrapper``) are not supported on the hooks combined here and are
-    skipped.
-    """
-    impls = caller.get_hookimpls()
-    return [i for i in reversed(impls) if not (i.hookwrapper or getattr(i, "wrapper", False))]
-
-
-def _call(impl: Any, **kwargs: Any) -> Any:
-    return impl.function(*[kwargs[name] for name in impl.argnames])
-
-
-def _override_fields(override: Any) -> Dict[str, Any]:
-    names = ("content", "details", "usage", "terminate", "is_error")
-    return {n: getattr(override, n) for n in names if getattr(override, n, None) is not None}
-
-
-class AgentHooks:
-    """Calls the hooks of one manager with agentcore's combination rules.
-
-    Each method has the signature of the matching Agent/loop callable, so an Agent can pass
-    ``hooks.before_tool_call`` etc. straight into its loop configuration. Exceptions from
-    ``before_tool_call``, ``after_tool_call``, ``transform_context`` and ``convert_to_llm``
-    implementations propagate (the loop turns them into error results or a failed run);
-    ``on_event`` isolates each observer.
-    """
-
-    def __init__(self, pm: pluggy.PluginManager) -> None:
-        self.pm = pm
-
-    def has(self, hook_name: str) -> bool:
-        """True when at least one plugin implements ``hook_name``."""
-        return bool(_call_order(getattr(self.pm.hook, hook_name)))
-
-    def before_tool_call(self, context: Any, signal: Any = None) -> Any:
-        """The first result whose ``block`` is true, or None. Non-blocking results are ignored."""
-        for impl in _call_order(self.pm.hook.before_tool_call):
-            result = _call(impl, context=context, signal=signal)
-            if result is not None and getattr(result, "block", False):
-                return result
-        return None
-
-    def after_tool_call(self, context: Any, signal: Any = None) -> Any:
-        """Apply every implementation's override in call order; return the combined override.
-
-        Each implementation sees ``context.result``/``context.is_error`` as modified by the earlier
-        ones. The return value carries every field some implementation set (later ones win), with
-        the type of the last override, or None when nobody overrode anything.
-        """
-        combined: Dict[str, Any] = {}
-        last: Any = None
-        current = context
-        for impl in _call_order(self.pm.hook.after_tool_call):
-            override = _call(impl, context=current, signal=signal)
-            if override is None:
-                continue
-            fields = _override_fields(override)
-            if not fields:
-                continue
-            combined.update(fields)
-            last = override
-            current = _with_result(current, fields)
-        if last is None:
-            return None
-        return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
-
-    def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
-        """Chain the implementations: each receives (a copy of) the previous one's output."""
-        current = list(messages)
-        for impl in _call_order(self.pm.hook.transform_context):
-            result = _call(impl, messages=list(current), signal=signal)
-            if result is not None:
-                current = list(result)
-        return current
-
-    def convert_to_llm(self, messages: Iterable[Any]) -> List[Any]:
-        """Convert the transcript for the model, one message at a time, first non-None result wins.
-
-        A result of ``agentcore.messages.DROP`` leaves the message out; a list result stands for
-        several messages. When the Agent's own ``convert_to_llm`` callable is reached (see
-        :func:`callables_plugin`), the converters before it convert the messages they claim and the
-        callable then receives the whole resulting list once, as in the reference design.
-        """
-        impls = _call_order(self.pm.hook.convert_to_llm)
-        for index, impl in enumerate(impls):
-            list_fn = getattr(impl.plugin, "_agentcore_convert_list", None)
-            if list_fn is not None:
-                return list(list_fn(_convert_each(impls[:index], messages, keep=True)))
-        return _convert_each(impls, messages, keep=False)
-
-    def on_event(self, event: Any, agent: Any = None) -> None:
-        """Call every observer; an exception in one is logged and the others still run."""
-        for impl in _call_order(self.pm.hook.on_event):
-            try:
-                _call(impl, event=event, agent=agent)
-            except Exception:
-                _log.exception("agentcore: on_event hook of plugin %r failed for %s event",
-                               impl.plugin_name, getattr(event, "type", type(event).__name__))
-
-
-def _convert_each(impls: List[Any], messages: Iterable[Any], keep: bool) -> List[Any]:
-    from .messages import DROP
-
-    out: List[Any] = []
-    for message in messages:
-        result: Any = None
-        for impl in impls:
-            result = _call(impl, message=message)
-            if result is not None:
-                break
-        if result is None:
-            if keep:
-                out.append(message)
-            continue  # no converter claimed it (the built-in one always does): leave it out
-        if result is DROP:
-            continue
-        if isinstance(result, (list, tuple)):
-            out.extend(result)
-        else:
-            out.append(result)
-    return out
-
-
-def _with_result(context: Any, fields: Dict[str, Any]) -> Any:
-    """A copy of an AfterToolCallContext whose ``result``/``is_error`` carry ``fields``."""
-    result = getattr(context, "result", None)
-    result_fields = {k: v for k, v in fields.items() if k != "is_error"}
-    if result is not None and result_fields:
-        if dataclasses.is_dataclass(result):
-            result = dataclasses.replace(result, **result_fields)
-        else:
-            result = _copy_with(result, result_fields)
-    changes: Dict[str, Any] = {"result": result}
-    if "is_error" in fields:
-        changes["is_error"] = fields["is_error"]
-    if dataclasses.is_dataclass(context):
-        return dataclasses.replace(context, **changes)
-    return _copy_with(context, changes)
-
-
-def _copy_with(obj: Any, changes: Dict[str, Any]) -> Any:
-    import copy
-
-    clone = copy.copy(obj)
-    for key, value in changes.items():
-        setattr(clone, key, value)
-    return clone
-
-
-# --------------------------------------------------------------------------- constructor callables
-
-
-class _CallablesPlugin:
-    """Holds an Agent's constructor callables as hook implementations (built by callables_plugin)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
-
-
-def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
-                     after_tool_call: Optional[Callable[..., Any]] = None,
-                     transform_context: Optional[Callable[..., Any]] = None,
-                     convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
-                     name: str = "agent-callables") -> Optional[Any]:
-    """Turn an Agent's constructor callables into one plugin object, or None if none is given.
-
-    Register the result on that agent's own manager only, so the hooks never leak into other
-    agents. ``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)`` and
-    ``transform_context(messages, signal)`` become hook implementations as they are.
-    ``convert_to_llm(messages) -> messages`` takes the whole list, as in the reference design: it
-    replaces the built-in converter, runs after other plugins' converters (``trylast``), and
-    :meth:`AgentHooks.convert_to_llm` calls it once with the whole list. Called through plain pluggy
-    (``pm.hook.convert_to_llm(message=m)``) it is applied to ``[m]``.
-    """
-    plugin = _CallablesPlugin(name)
-    given = False
-    if before_tool_call is not None:
-        fn = before_tool_call
-
-        def _before(context: Any, signal: Any) -> Any:
-            return fn(context, signal)
-
-        plugin.before_tool_call = hookimpl(specname="before_tool_call")(_before)  # type: ignore[attr-defined]
-        given = True
-    if after_tool_call is not None:
-        after_fn = after_tool_call
-
-        def _after(context: Any, signal: Any) -> Any:
-            return after_fn(context, signal)
-
-        plugin.after_tool_call = hookimpl(specname="after_tool_call")(_after)  # type: ignore[attr-defined]
-        given = True
-    if transform_context is not None:
-        transform_fn = transform_context
-
-        def _transform(messages: List[Any], signal: Any) -> Any:
-            return transform_fn(messages, signal)
-
-        plugin.transform_context = hookimpl(specname="transform_context")(_transform)  # type: ignore[attr-defined]
-        given = True
-    if convert_to_llm is not None:
-        convert_fn = convert_to_llm
-
-        def _convert(message: Any) -> Any:
-            from .messages import DROP
-
-            out = list(convert_fn([message]))
-            return DROP if not out else (out[0] if len(out) == 1 else out)
-
-        plugin.convert_to_llm = hookimpl(specname="convert_to_llm", trylast=True)(_convert)  # type: ignore[attr-defined]
-        plugin._agentcore_convert_list = convert_fn  # type: ignore[attr-defined]
-        given = True
-    return plugin if given else None
+# The hook adapter lives in its own module (one concept each); it is public from here.
+from ._agent_hooks import AgentHooks, callables_plugin  # noqa: E402

@@ -1,16 +1,24 @@
-"""Tools: ``AgentTool`` (what the model can call), ``AgentToolResult`` and argument validation.
+"""Tools: ``AgentTool`` (what the model can call), ``AgentToolResult``, the ``@tool`` decorator and
+argument validation.
 
 A tool reports failure by raising; the loop turns the exception into an error tool result.
+JSON schemas for ``@tool`` come from :mod:`agentcore._toolschema`; ``jsonschema`` is imported on the
+first validation, never at ``import agentcore``.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
+import functools
+import inspect
 import json
+import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
-__all__ = ["AgentTool", "AgentToolResult", "validate_tool_arguments"]
+__all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool",
+           "validate_tool_arguments"]
 
 
 @dataclass
@@ -48,21 +56,377 @@ class AgentTool:
             self.label = self.name
 
 
-def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
-    """Validate ``args`` against ``tool.parameters`` and return a validated deep copy.
+# --------------------------------------------------------------------------- @tool
 
-    Raises ``ValueError`` whose first line is ``Validation failed for tool "<name>":``, followed by
-    one ``  - <path>: <message>`` line per error, a blank line and the received arguments as JSON.
+
+_INJECTED = ("signal", "on_update", "tool_call_id")
+
+
+@dataclass
+class FunctionTool(AgentTool):
+    """An :class:`AgentTool` made by :func:`tool`; calling it calls the original function."""
+
+    function: Optional[Callable[..., Any]] = field(default=None, repr=False, compare=False)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        assert self.function is not None
+        return self.function(*args, **kwargs)
+
+
+def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None,
+         label: Optional[str] = None, description: Optional[str] = None,
+         execution_mode: Optional[str] = None,
+         prepare_arguments: Optional[Callable[[Any], Any]] = None) -> Any:
+    """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
+
+    The JSON schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``None`` and
+    ``Optional[...]``, ``list[...]``/``List[...]``, ``tuple[...]``, ``dict[str, ...]``, ``Literal``,
+    ``Enum``, ``TypedDict`` and dataclasses (as objects), unions, ``Annotated[T, "description"]`` and
+    ``Any``; a parameter with a default is optional. The first docstring paragraph is the tool
+    description (unless ``description=`` is given); parameter descriptions come from a Google-style
+    ``Args:`` section (or ``:param name:`` lines). Parameters named ``signal``, ``on_update`` and
+    ``tool_call_id`` are not in the schema: the run's abort signal, the partial-result callback and
+    the call id are passed to them.
+
+    The function is called with the validated arguments, converted back to ``Enum`` members and
+    dataclass instances where annotated so. Its return value becomes the result: an
+    ``AgentToolResult`` as is; a ``str`` one text block; a content block (or a list of them) as
+    content; ``None`` no content; anything else JSON text of it with the value as ``details``
+    (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise.
+
+    Raises ``TypeError`` at decoration time for ``*args``/``**kwargs`` or an unsupported annotation.
     """
-    from jsonschema import Draft202012Validator  # imported on first use: keeps import agentcore fast
 
-    cloned = copy.deepcopy(args)
-    errors = sorted(Draft202012Validator(tool.parameters or {}).iter_errors(cloned), key=lambda e: list(e.path))
-    if not errors:
+    def decorate(fn: Callable[..., Any]) -> FunctionTool:
+        from ._toolschema import function_schema
+
+        info = function_schema(fn, skip=_INJECTED)
+        tool_name = name or fn.__name__
+        return FunctionTool(
+            name=tool_name,
+            description=description if description is not None else info.description,
+            parameters=info.schema,
+            execute=_make_execute(fn, info),
+            label=label,
+            prepare_arguments=prepare_arguments,
+            execution_mode=execution_mode,
+            function=fn,
+        )
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def _make_execute(fn: Callable[..., Any], info: Any) -> Callable[..., AgentToolResult]:
+    from ._toolschema import to_python
+
+    signature = inspect.signature(fn)
+    params = signature.parameters
+    positional_only = [n for n, p in params.items() if p.kind is p.POSITIONAL_ONLY]
+    injected = [n for n in _INJECTED if n in params]
+
+    @functools.wraps(fn)
+    def execute(tool_call_id: str, args: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
+        values = dict(args or {})
+        kwargs: Dict[str, Any] = {}
+        for pname, value in values.items():
+            hint = info.hints.get(pname)
+            kwargs[pname] = to_python(hint, value) if hint is not None else value
+        extra = {"signal": signal, "on_update": on_update, "tool_call_id": tool_call_id}
+        for pname in injected:
+            kwargs[pname] = extra[pname]
+        positional = [kwargs.pop(n) for n in positional_only if n in kwargs]
+        return to_tool_result(fn(*positional, **kwargs))
+
+    return execute
+
+
+def to_tool_result(value: Any) -> AgentToolResult:
+    """The :class:`AgentToolResult` for a ``@tool`` function's return value (rules in :func:`tool`)."""
+    from .types import ImageContent, TextContent
+
+    blocks = (TextContent, ImageContent)
+    if isinstance(value, AgentToolResult):
+        return value
+    if value is None:
+        return AgentToolResult(content=[])
+    if isinstance(value, str):
+        return AgentToolResult(content=[TextContent(value)])
+    if isinstance(value, blocks):
+        return AgentToolResult(content=[value])
+    if isinstance(value, list) and value and all(isinstance(v, blocks) for v in value):
+        return AgentToolResult(content=list(value))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return AgentToolResult(content=[TextContent(text)], details=value)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+class ToolValidationError(ValueError):
+    """Arguments did not match a tool's schema. The message follows spec agent-loop §2.7."""
+
+
+_COERCE_INT = re.compile(r"^\s*[+-]?\d+(\.0*)?\s*$")
+_COERCE_NUM = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+_cache_lock = threading.Lock()
+_fallback_cache: Dict[int, Any] = {}
+
+
+def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
+    """Validate ``args`` against ``tool.parameters`` and return a validated, coerced deep copy.
+
+    Types are coerced first, as the reference (AJV ``coerceTypes``) does: a numeric string becomes a
+    number or integer, ``"true"``/``"false"`` a boolean, a number or boolean a string, ``null`` the
+    empty value of the expected type, and a scalar a one-item list where an array is expected. The
+    validator (JSON Schema draft 2020-12 unless the schema names another ``$schema``) is compiled
+    once per tool and reused.
+
+    Raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
+    ``Validation failed for tool "<name>":``, followed by one ``  - <path>: <message>`` line per
+    error, a blank line, ``Received arguments:`` and the received arguments as JSON.
+    """
+    schema = tool.parameters or {}
+    validator = _validator_for(tool, schema)
+    cloned = _coerce(schema, _json_copy(args), schema)
+    if validator.is_valid(cloned):
         return cloned
     lines = [f'Validation failed for tool "{tool.name}":']
-    for err in errors:
-        path = "/".join(str(p) for p in err.path) or "root"
-        lines.append(f"  - {path}: {err.message}")
-    lines += ["", "Received arguments:", json.dumps(args, indent=2, default=str)]
-    raise ValueError("\n".join(lines))
+    lines += [f"  - {_error_path(e)}: {_ajv_message(e)}" for e in validator.iter_errors(cloned)]
+    lines += ["", "Received arguments:", json.dumps(args, indent=2, default=str, ensure_ascii=False)]
+    raise ToolValidationError("\n".join(lines))
+
+
+def _validator_for(tool: Any, schema: Dict[str, Any]) -> Any:
+    cached = getattr(tool, "_agentcore_validator", None)
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    with _cache_lock:
+        entry = _fallback_cache.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    validator = _compile(tool, schema)
+    try:
+        object.__setattr__(tool, "_agentcore_validator", (schema, validator))
+    except (AttributeError, TypeError):  # a tool object without __dict__: keep a bounded cache
+        with _cache_lock:
+            if len(_fallback_cache) > 512:
+                _fallback_cache.clear()
+            _fallback_cache[id(schema)] = (schema, validator)
+    return validator
+
+
+def _compile(tool: Any, schema: Dict[str, Any]) -> Any:
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import SchemaError
+
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        raise ToolValidationError(
+            f'Tool "{getattr(tool, "name", "?")}" has an invalid parameters schema: {exc.message} '
+            f"(at {'/'.join(str(p) for p in exc.path) or 'root'}). Fix the tool's JSON schema.") from None
+    return cls(schema)
+
+
+def _json_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_copy(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    import copy
+
+    return copy.deepcopy(value)
+
+
+# -- coercion (AJV coerceTypes, plus scalar -> [scalar])
+
+
+def _json_type_matches(value: Any, json_type: str) -> bool:
+    if json_type == "string":
+        return isinstance(value, str)
+    if json_type == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if json_type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if json_type == "boolean":
+        return isinstance(value, bool)
+    if json_type == "null":
+        return value is None
+    if json_type == "array":
+        return isinstance(value, list)
+    if json_type == "object":
+        return isinstance(value, dict)
+    return True
+
+
+_NO = object()
+
+
+def _coerce_scalar(value: Any, json_type: str) -> Any:
+    """``value`` coerced to ``json_type``, or ``_NO`` when AJV would not coerce it."""
+    is_num = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if json_type == "string":
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if is_num:
+            return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    elif json_type in ("number", "integer"):
+        if value is None:
+            return 0
+        if isinstance(value, bool):
+            return int(value)
+        if isinstance(value, str):
+            if json_type == "integer" and _COERCE_INT.match(value):
+                return int(float(value))
+            if json_type == "number" and _COERCE_NUM.match(value):
+                number = float(value)
+                return int(number) if _COERCE_INT.match(value) else number
+    elif json_type == "boolean":
+        if value is None:
+            return False
+        if value in ("true", "false"):
+            return value == "true"
+        if is_num and value in (0, 1):
+            return bool(value)
+    elif json_type == "null":
+        if value == "" or (is_num and value == 0) or value is False:
+            return None
+    elif json_type == "array":
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return [value]
+    return _NO
+
+
+def _resolve(schema: Any, root: Dict[str, Any]) -> Any:
+    ref = schema.get("$ref") if isinstance(schema, dict) else None
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return schema
+    node: Any = root
+    for part in ref[1:].lstrip("/").split("/") if ref != "#" else ():
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return schema
+        node = node[part]
+    return node
+
+
+def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0) -> Any:
+    """Coerce ``value`` (a fresh copy, mutated in place) toward ``schema``; never raises."""
+    if not isinstance(schema, dict) or depth > 32:
+        return value
+    schema = _resolve(schema, root)
+    types = schema.get("type")
+    if types is not None:
+        types = [types] if isinstance(types, str) else list(types)
+        if not any(_json_type_matches(value, t) for t in types):
+            for t in types:
+                coerced = _coerce_scalar(value, t)
+                if coerced is not _NO:
+                    value = coerced
+                    break
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            value = _coerce_union(branches, value, root, depth)
+    for sub in schema.get("allOf") or ():
+        value = _coerce(sub, value, root, depth + 1)
+    if isinstance(value, dict):
+        props = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for k in list(value):
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                value[k] = _coerce(sub, value[k], root, depth + 1)
+    elif isinstance(value, list):
+        prefix = schema.get("prefixItems") or []
+        items = schema.get("items")
+        for i, item in enumerate(value):
+            sub = prefix[i] if i < len(prefix) else items
+            if isinstance(sub, dict):
+                value[i] = _coerce(sub, item, root, depth + 1)
+    return value
+
+
+def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: int) -> Any:
+    resolved = [_resolve(b, root) for b in branches]
+
+    def matches(branch: Any) -> bool:
+        t = branch.get("type") if isinstance(branch, dict) else None
+        if t is None:
+            return isinstance(branch, dict) and "const" not in branch and "enum" not in branch
+        return any(_json_type_matches(value, x) for x in ([t] if isinstance(t, str) else t))
+
+    for branch in resolved:  # a branch of the value's own type: only coerce inside it
+        if matches(branch):
+            return _coerce(branch, value, root, depth + 1)
+    for branch in resolved:  # otherwise the first branch whose type the value coerces to
+        t = branch.get("type") if isinstance(branch, dict) else None
+        for json_type in ([t] if isinstance(t, str) else (t or [])):
+            if _coerce_scalar(value, json_type) is not _NO:
+                return _coerce(branch, value, root, depth + 1)
+    return value
+
+
+# -- error text in the reference (AJV) wording
+
+
+def _error_path(error: Any) -> str:
+    if error.path:
+        return "/".join(str(p) for p in error.path)
+    if error.validator == "required":
+        return _missing_property(error) or "root"
+    return "root"
+
+
+def _missing_property(error: Any) -> Optional[str]:
+    for prop in error.validator_value or ():
+        if isinstance(error.instance, dict) and prop not in error.instance and repr(prop) in error.message:
+            return str(prop)
+    return None
+
+
+_AJV_BOUNDS = {
+    "minimum": "must be >= {}", "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}", "exclusiveMaximum": "must be < {}",
+    "minLength": "must NOT have fewer than {} characters",
+    "maxLength": "must NOT have more than {} characters",
+    "minItems": "must NOT have fewer than {} items", "maxItems": "must NOT have more than {} items",
+    "minProperties": "must NOT have fewer than {} properties",
+    "maxProperties": "must NOT have more than {} properties",
+    "multipleOf": "must be multiple of {}",
+}
+
+
+def _ajv_message(error: Any) -> str:
+    kind, expected = error.validator, error.validator_value
+    if kind == "type":
+        return "must be " + (expected if isinstance(expected, str) else ",".join(expected))
+    if kind == "required":
+        return f"must have required property '{_missing_property(error) or '?'}'"
+    if kind == "additionalProperties" and expected is False:
+        return "must NOT have additional properties"
+    if kind == "enum":
+        return "must be equal to one of the allowed values"
+    if kind == "const":
+        return "must be equal to constant"
+    if kind == "pattern":
+        return f'must match pattern "{expected}"'
+    if kind == "format":
+        return f'must match format "{expected}"'
+    if kind == "anyOf":
+        return "must match a schema in anyOf"
+    if kind == "oneOf":
+        return "must match exactly one schema in oneOf"
+    if kind in _AJV_BOUNDS:
+        return _AJV_BOUNDS[kind].format(expected)
+    return error.message

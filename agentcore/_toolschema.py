@@ -1,0 +1,334 @@
+"""JSON schemas from Python signatures and docstrings, for :func:`agentcore.tools.tool`.
+
+:func:`function_schema` reads a function's type hints and docstring; :func:`type_schema` maps one
+annotation; :func:`to_python` turns validated JSON back into the annotated Python types (``Enum``
+members, dataclass instances, tuples, sets). Unsupported annotations raise ``TypeError`` naming the
+parameter, at decoration time.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import inspect
+import json
+import re
+import sys
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ["FunctionSchema", "function_schema", "type_schema", "to_python", "parse_docstring"]
+
+_NONE = type(None)
+_UNION_TYPES: Tuple[Any, ...] = (typing.Union,)
+if sys.version_info >= (3, 10):  # pragma: no branch
+    import types as _types
+
+    _UNION_TYPES += (_types.UnionType,)
+_LIST_ORIGINS = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable,
+                 collections.abc.Collection)
+_SET_ORIGINS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
+_DICT_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+@dataclass
+class FunctionSchema:
+    """What :func:`function_schema` found: tool description, parameters schema, hints by name."""
+
+    description: str
+    schema: Dict[str, Any]
+    hints: Dict[str, Any]
+
+
+def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> FunctionSchema:
+    """The JSON schema (an object) of ``fn``'s parameters, minus those named in ``skip``."""
+    qualname = getattr(fn, "__qualname__", repr(fn))
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise TypeError(f"@tool {qualname}: cannot resolve its type hints ({exc}); use types that "
+                        f"exist at runtime on this Python version") from None
+    description, param_docs = parse_docstring(inspect.getdoc(fn) or "")
+    properties: Dict[str, Any] = {}
+    required: List[str] = []
+    used: Dict[str, Any] = {}
+    for pname, param in inspect.signature(fn).parameters.items():
+        if pname in skip or pname in ("self", "cls"):
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"@tool {qualname}: *{pname} is not supported; give every tool argument "
+                            f"a name and a type")
+        hint = hints.get(pname, Any)
+        try:
+            prop = type_schema(hint)
+        except TypeError as exc:
+            raise TypeError(f"@tool {qualname}, parameter {pname!r}: {exc}") from None
+        if pname in param_docs:
+            prop = {**prop, "description": param_docs[pname]}
+        if param.default is param.empty:
+            required.append(pname)
+        else:
+            default = _json_default(param.default)
+            if default is not None:
+                prop = {**prop, "default": default}
+        properties[pname] = prop
+        used[pname] = hint
+    schema: Dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    return FunctionSchema(description, schema, used)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return None
+    return value
+
+
+def _json_type(value: Any) -> Optional[str]:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if value is None:
+        return "null"
+    return None
+
+
+def _enum_schema(values: List[Any]) -> Dict[str, Any]:
+    kinds = {_json_type(v) for v in values}
+    schema: Dict[str, Any] = {}
+    if len(kinds) == 1 and None not in kinds:
+        schema["type"] = kinds.pop()
+    schema["enum"] = values
+    return schema
+
+
+def _nullable(schema: Dict[str, Any]) -> Dict[str, Any]:
+    if set(schema) == {"type"} and isinstance(schema["type"], str):
+        return {"type": [schema["type"], "null"]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+
+
+def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
+    """The JSON schema of one annotation (see :func:`agentcore.tools.tool` for the supported set)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any or tp is inspect.Parameter.empty or tp is object:
+        return {}
+    if origin is typing.Annotated:
+        schema = dict(type_schema(args[0], _seen))
+        for meta in args[1:]:
+            if isinstance(meta, str):
+                schema["description"] = meta
+            elif isinstance(meta, dict):
+                schema.update(meta)
+        return schema
+    if tp is None or tp is _NONE:
+        return {"type": "null"}
+    if origin in _UNION_TYPES:
+        members = [a for a in args if a is not _NONE]
+        schema = (type_schema(members[0], _seen) if len(members) == 1
+                  else {"anyOf": [type_schema(a, _seen) for a in members]})
+        return _nullable(schema) if len(members) < len(args) else schema
+    if origin is typing.Literal:
+        return _enum_schema(list(args))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_schema([m.value for m in tp])
+    if tp is bool:
+        return {"type": "boolean"}
+    if isinstance(tp, type) and issubclass(tp, int) and not _is_typeddict(tp):
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if isinstance(tp, type) and issubclass(tp, str):
+        return {"type": "string"}
+    if tp in (list, tuple, set, frozenset) or origin in _LIST_ORIGINS + _SET_ORIGINS + (tuple,):
+        return _array_schema(tp, origin or tp, args, _seen)
+    if tp is dict or origin in _DICT_ORIGINS:
+        schema = {"type": "object"}
+        if args:
+            if args[0] is not str:
+                raise TypeError(f"{tp!r}: JSON object keys are strings; use dict[str, ...]")
+            if args[1] is not Any:
+                schema["additionalProperties"] = type_schema(args[1], _seen)
+        return schema
+    if _is_typeddict(tp) or (dataclasses.is_dataclass(tp) and isinstance(tp, type)):
+        if tp in _seen:
+            raise TypeError(f"recursive type {tp.__qualname__} is not supported; annotate with dict")
+        return _class_schema(tp, _seen + (tp,))
+    raise TypeError(f"unsupported annotation {tp!r}; use str, int, float, bool, None, Optional, "
+                    f"list, tuple, dict[str, ...], Literal, Enum, TypedDict, a dataclass or Any")
+
+
+def _array_schema(tp: Any, origin: Any, args: Tuple[Any, ...], seen: Tuple[Any, ...]) -> Dict[str, Any]:
+    schema: Dict[str, Any] = {"type": "array"}
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        if args == ((),):  # Tuple[()]
+            return {"type": "array", "maxItems": 0}
+        schema["prefixItems"] = [type_schema(a, seen) for a in args]
+        schema["minItems"] = schema["maxItems"] = len(args)
+        return schema
+    if args and args[0] is not Any:
+        schema["items"] = type_schema(args[0], seen)
+    if origin in _SET_ORIGINS:
+        schema["uniqueItems"] = True
+    return schema
+
+
+def _class_schema(tp: Any, seen: Tuple[Any, ...]) -> Dict[str, Any]:
+    hints = typing.get_type_hints(tp, include_extras=True)
+    _, docs = parse_docstring(inspect.getdoc(tp) or "")
+    properties: Dict[str, Any] = {}
+    required: List[str] = []
+    if _is_typeddict(tp):
+        for key, hint in hints.items():
+            properties[key] = type_schema(_strip_required(hint), seen)
+        required = [k for k in hints if k in tp.__required_keys__]
+    else:
+        for f in dataclasses.fields(tp):
+            if not f.init:
+                continue
+            prop = type_schema(hints.get(f.name, Any), seen)
+            if f.metadata.get("description"):
+                docs[f.name] = f.metadata["description"]
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                required.append(f.name)
+            elif f.default is not dataclasses.MISSING and _json_default(f.default) is not None:
+                prop = {**prop, "default": _json_default(f.default)}
+            properties[f.name] = prop
+    for key, text in docs.items():
+        if key in properties:
+            properties[key] = {**properties[key], "description": text}
+    schema: Dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _strip_required(hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    names = {getattr(origin, "_name", None), getattr(origin, "__name__", None)}
+    if origin is not None and names & {"Required", "NotRequired"}:
+        return typing.get_args(hint)[0]
+    return hint
+
+
+# --------------------------------------------------------------------------- JSON -> Python
+
+
+def to_python(tp: Any, value: Any) -> Any:
+    """Convert validated JSON ``value`` to annotation ``tp`` (Enum, dataclass, tuple, set, int)."""
+    if value is None:
+        return None
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return to_python(args[0], value)
+    if origin in _UNION_TYPES:
+        members = [a for a in args if a is not _NONE]
+        return to_python(members[0], value) if len(members) == 1 else value
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp(value)
+    if tp is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, list):
+        return _list_to_python(tp, origin, args, value)
+    if isinstance(value, dict):
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            hints = typing.get_type_hints(tp, include_extras=True)
+            return tp(**{k: to_python(hints.get(k, Any), v) for k, v in value.items()})
+        if _is_typeddict(tp):
+            hints = typing.get_type_hints(tp, include_extras=True)
+            return {k: to_python(_strip_required(hints.get(k, Any)), v) for k, v in value.items()}
+        if origin in _DICT_ORIGINS and len(args) == 2:
+            return {k: to_python(args[1], v) for k, v in value.items()}
+    return value
+
+
+def _list_to_python(tp: Any, origin: Any, args: Tuple[Any, ...], value: List[Any]) -> Any:
+    kind = origin or tp
+    if kind is tuple:
+        if args and not (len(args) == 2 and args[1] is Ellipsis) and args != ((),):
+            return tuple(to_python(a, v) for a, v in zip(args, value))
+        return tuple(to_python(args[0], v) for v in value) if args and args != ((),) else tuple(value)
+    items = [to_python(args[0], v) for v in value] if args else list(value)
+    if kind in _SET_ORIGINS:
+        return frozenset(items) if kind is frozenset else set(items)
+    return items
+
+
+# --------------------------------------------------------------------------- docstrings
+
+_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Params|Attributes|Keyword Args|Keyword Arguments"
+                      r"|Returns|Return|Yields|Raises|Examples?|Notes?|See Also|Warnings?)\s*:\s*$")
+_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Attributes", "Keyword Args",
+                   "Keyword Arguments"}
+_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def parse_docstring(doc: str) -> Tuple[str, Dict[str, str]]:
+    """``(first paragraph, {parameter: description})`` from a Google- or Sphinx-style docstring."""
+    lines = inspect.cleandoc(doc).splitlines() if doc else []
+    summary: List[str] = []
+    for line in lines:
+        if not line.strip() or _SECTION.match(line) or line.lstrip().startswith(":"):
+            break
+        summary.append(line.strip())
+    params: Dict[str, str] = {}
+    section: Optional[str] = None
+    section_indent = entry_indent = 0
+    current: Optional[str] = None
+    for line in lines:
+        stripped = line.strip()
+        header = _SECTION.match(line)
+        if header:
+            section, section_indent, current = header.group(2), _indent(line), None
+            entry_indent = -1
+            continue
+        sphinx = _SPHINX.match(stripped)
+        if sphinx:
+            section, current = "sphinx", sphinx.group(1)
+            entry_indent = _indent(line)
+            params[current] = sphinx.group(2).strip()
+            continue
+        if not stripped:
+            continue
+        if section == "sphinx":
+            if current and _indent(line) > entry_indent:
+                params[current] = (params[current] + " " + stripped).strip()
+            else:
+                section, current = None, None
+            continue
+        if section not in _PARAM_SECTIONS:
+            continue
+        if _indent(line) <= section_indent:
+            section, current = None, None
+            continue
+        entry = _ENTRY.match(stripped)
+        if entry and (entry_indent < 0 or _indent(line) <= entry_indent):
+            entry_indent, current = _indent(line), entry.group(1)
+            params[current] = entry.group(3).strip()
+        elif current:
+            params[current] = (params[current] + " " + stripped).strip()
+    return " ".join(summary), params
