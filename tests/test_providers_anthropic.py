@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentcore.providers import anthropic as wire
-from agentcore.providers._wire import ProviderStreamError
+from agentcore.providers._wire import ProviderError
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -159,10 +159,9 @@ def test_adaptive_thinking_for_opus_46():  # spec §11 adaptive models
 
 
 def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 header merge
-    h = wire.build_headers(HAIKU, "sk-test", headers={"x-extra": "1"})
+    h = wire.build_headers(HAIKU, "sk-test")
     assert h["x-api-key"] == "sk-test" and h["anthropic-version"] == "2023-06-01"
     assert h["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14,interleaved-thinking-2025-05-14"
-    assert h["x-extra"] == "1"
     assert wire.build_headers(OPUS46, "k")["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
     assert wire.request_url(HAIKU) == "https://api.anthropic.com/v1/messages"
 
@@ -232,13 +231,13 @@ def test_usage_from_message_start_survives_a_truncated_stream():  # spec §7 ant
     state, out, _ = _feed([_START, ("content_block_start", {"type": "content_block_start", "index": 0,
                                                            "content_block": {"type": "text", "text": ""}})])
     assert (out.usage.input, out.usage.cache_read, out.usage.cache_write, out.usage.total_tokens) == (10, 5, 7, 23)
-    with pytest.raises(ProviderStreamError, match="before message_stop"):
+    with pytest.raises(ProviderError, match="before message_stop"):
         state.finish()
 
 
 def test_error_event_raises_with_payload():  # spec §5: event: error -> raise with the data text
     payload = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    with pytest.raises(ProviderStreamError, match="overloaded_error"):
+    with pytest.raises(ProviderError, match="overloaded_error"):
         _feed([_START, ("error", payload)])
 
 
@@ -246,10 +245,10 @@ def test_refusal_and_unknown_stop_reasons_are_errors():  # spec §8 anthropic
     delta = {"type": "message_delta", "delta": {"stop_reason": "refusal",
                                                 "stop_details": {"explanation": "policy"}}, "usage": {}}
     state, out, _ = _feed([_START, ("message_delta", delta), ("message_stop", {"type": "message_stop"})])
-    with pytest.raises(ProviderStreamError, match="refusal: policy"):
+    with pytest.raises(ProviderError, match="refusal: policy"):
         state.finish()
     bad = {"type": "message_delta", "delta": {"stop_reason": "weird"}, "usage": {}}
-    with pytest.raises(ProviderStreamError, match="Unhandled stop reason: weird"):
+    with pytest.raises(ProviderError, match="Unhandled stop reason: weird"):
         _feed([_START, ("message_delta", bad)])
 
 

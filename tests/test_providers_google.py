@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcore.providers import google as wire
-from agentcore.providers._wire import ProviderStreamError
+from agentcore.providers._wire import ProviderError
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -136,8 +136,7 @@ def test_thinking_config_per_model_family():  # spec §11 google
 
 def test_url_headers_and_generation_config():  # spec §15 request
     assert wire.request_url(FLASH2) == f"{BASE}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
-    h = wire.build_headers(FLASH2, "g-key", headers={"x-a": "b"})
-    assert h["x-goog-api-key"] == "g-key" and h["x-a"] == "b"
+    assert wire.build_headers(FLASH2, "g-key")["x-goog-api-key"] == "g-key"
     ctx = AgentContext(messages=[UserMessage(content="hi")], tools=TOOLS)
     body = wire.build_request_body(FLASH2, ctx, temperature=0.1, max_tokens=50, tool_choice="any")
     assert body["generationConfig"] == {"temperature": 0.1, "maxOutputTokens": 50}
@@ -209,18 +208,18 @@ def test_function_call_with_signature_and_duplicate_ids():  # spec §15 example
 
 def test_safety_finish_reason_and_truncated_stream_are_errors():  # spec §8 google
     state, out, _ = _feed([{"candidates": [{"content": {"parts": [{"text": "Hel"}]}, "finishReason": "SAFETY"}]}])
-    with pytest.raises(ProviderStreamError, match="finish reason SAFETY"):
+    with pytest.raises(ProviderError, match="finish reason SAFETY"):
         state.finish()
     assert out.text == "Hel"
     state, _, pushed = _feed([{"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}])
-    with pytest.raises(ProviderStreamError, match="without a finish reason"):
+    with pytest.raises(ProviderError, match="without a finish reason"):
         state.finish()
     assert pushed[-1].type == "text_end"
     state, _, _ = _feed([{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}])
-    with pytest.raises(ProviderStreamError, match="blocked the prompt: PROHIBITED_CONTENT"):
+    with pytest.raises(ProviderError, match="blocked the prompt: PROHIBITED_CONTENT"):
         state.finish()
 
 
 def test_error_chunk_raises():  # spec §9 google errors keep status and message
-    with pytest.raises(ProviderStreamError, match="RESOURCE_EXHAUSTED"):
+    with pytest.raises(ProviderError, match="RESOURCE_EXHAUSTED"):
         _feed([{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}])

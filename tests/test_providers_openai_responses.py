@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentcore.providers import openai_responses as wire
-from agentcore.providers._wire import ProviderStreamError
+from agentcore.providers._wire import ProviderError
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -198,20 +198,20 @@ def test_incomplete_max_output_tokens_is_length_other_reasons_error():  # spec ย
     assert out.stop_reason == "length"
     inc["response"]["incomplete_details"]["reason"] = "content_filter"
     state, out, _ = _feed([inc])
-    with pytest.raises(ProviderStreamError, match="incomplete: content_filter"):
+    with pytest.raises(ProviderError, match="incomplete: content_filter"):
         state.finish()
 
 
 def test_error_events_and_missing_terminal_event():  # spec ยง9 responses errors
-    with pytest.raises(ProviderStreamError, match="Error Code rate_limit: slow down"):
+    with pytest.raises(ProviderError, match="Error Code rate_limit: slow down"):
         _feed([{"type": "error", "code": "rate_limit", "message": "slow down"}])
     failed = {"type": "response.failed", "response": {"error": {"code": "server_error", "message": "boom"}}}
-    with pytest.raises(ProviderStreamError, match="^server_error: boom$"):
+    with pytest.raises(ProviderError, match="^server_error: boom$"):
         _feed([failed])
-    with pytest.raises(ProviderStreamError, match="Unknown error"):
+    with pytest.raises(ProviderError, match="Unknown error"):
         _feed([{"type": "response.failed", "response": {}}])
     state, _, _ = _feed(_reasoning_stream())
-    with pytest.raises(ProviderStreamError, match="without response.completed"):
+    with pytest.raises(ProviderError, match="without response.completed"):
         state.finish()
 
 

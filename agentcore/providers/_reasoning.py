@@ -39,8 +39,9 @@ def clamp_level(level: str) -> str:
 
 def supports_xhigh(model: Any) -> bool:
     """True for models that accept the ``xhigh`` effort (spec §11: gpt-5.2/5.3/5.4, Opus 4.6)."""
-    model_id = str(getattr(model, "id", model))
-    return any(tag in model_id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6", "opus-4.6"))
+    from .models import supports_xhigh as _supports_xhigh
+
+    return _supports_xhigh(model)
 
 
 def base_max_tokens(model: Any, max_tokens: Optional[int]) -> int:

@@ -24,8 +24,8 @@ from ..types import (
 )
 from . import _reasoning
 from ._wire import (
-    ProviderStreamError, calculate_cost, parse_streaming_json, sanitize_surrogates, tool_spec,
-    transform_messages,
+    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost,
+    sanitize_surrogates, tool_specs, transform_messages,
 )
 
 __all__ = [
@@ -87,7 +87,11 @@ def request_url(model: Any) -> str:
 
 
 def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
-    """Default headers < ``model.headers`` < ``headers=`` option (later wins)."""
+    """The provider's own headers; the skeleton layers ``model.headers`` and ``headers=`` on top.
+
+    An OAuth token (``sk-ant-oat...``, e.g. from ``ANTHROPIC_OAUTH_TOKEN``) is sent as a Bearer
+    token with the OAuth betas; anything else as ``x-api-key``.
+    """
     betas = ["fine-grained-tool-streaming-2025-05-14"]
     if options.get("interleaved_thinking", True) and not _is_adaptive(model.id):
         betas.append("interleaved-thinking-2025-05-14")
@@ -102,8 +106,6 @@ def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
     else:
         headers["x-api-key"] = api_key
         headers["anthropic-beta"] = ",".join(betas)
-    headers.update(getattr(model, "headers", None) or {})
-    headers.update(options.get("headers") or {})
     return headers
 
 
@@ -206,11 +208,10 @@ def _mark_last_block(message: Dict[str, Any], cache_control: Dict[str, str]) -> 
         content[-1]["cache_control"] = dict(cache_control)
 
 
-def convert_tools(tools: Any) -> List[Dict[str, Any]]:
+def convert_tools(context: Any) -> List[Dict[str, Any]]:
     """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14)."""
     out = []
-    for tool in tools or ():
-        name, description, schema = tool_spec(tool)
+    for name, description, schema in tool_specs(context):
         out.append({
             "name": name,
             "description": description,
@@ -255,7 +256,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("temperature") is not None and not thinking_on:
         body["temperature"] = options["temperature"]
     if context.tools:
-        body["tools"] = convert_tools(context.tools)
+        body["tools"] = convert_tools(context)
 
     if thinking_on:
         if _is_adaptive(model.id):
@@ -289,18 +290,18 @@ _STOP_REASONS = {
 
 
 def map_stop_reason(reason: str) -> str:
-    """Anthropic ``stop_reason`` -> StopReason; raises :class:`ProviderStreamError` for unknown values."""
+    """Anthropic ``stop_reason`` -> StopReason; raises :class:`ProviderError` for unknown values."""
     try:
         return _STOP_REASONS[reason]
     except KeyError:
-        raise ProviderStreamError(f"Unhandled stop reason: {reason}") from None
+        raise ProviderError(f"Unhandled stop reason: {reason}") from None
 
 
 class AnthropicStreamState:
     """Consumes parsed SSE events of one response and mutates ``output``, calling ``push(event)``.
 
     Deltas are routed by the API's own block ``index``. :meth:`handle` raises
-    :class:`ProviderStreamError` for ``event: error`` and unknown stop reasons; :meth:`finish` raises
+    :class:`ProviderError` for ``event: error`` and unknown stop reasons; :meth:`finish` raises
     when the stream ended before ``message_stop`` or the model refused. Open blocks are not closed
     on error (spec §3 rule 6).
     """
@@ -310,7 +311,7 @@ class AnthropicStreamState:
         self.output = output
         self.push = push
         self._blocks: Dict[int, int] = {}      # API block index -> index in output.content
-        self._json: Dict[int, str] = {}        # content index -> raw tool-argument JSON so far
+        self._json: Dict[int, ToolArguments] = {}  # content index -> streamed argument JSON
         self._started = False
         self._stopped = False
         self._stop_details: Optional[str] = None
@@ -321,19 +322,19 @@ class AnthropicStreamState:
         kind = data.get("type") if isinstance(data, Mapping) else None
         if event_name == "error" or kind == "error":
             text = data if isinstance(data, str) else json.dumps(data)
-            raise ProviderStreamError(text)
+            raise ProviderError(text)
         handler = _HANDLERS.get(kind or "")
         if handler is not None:
             handler(self, data)
 
     def finish(self) -> None:
-        """Check the stream ended properly; raise :class:`ProviderStreamError` if not."""
+        """Check the stream ended properly; raise :class:`ProviderError` if not."""
         if not self._stopped:
-            raise ProviderStreamError("Anthropic stream ended before message_stop"
+            raise ProviderError("Anthropic stream ended before message_stop"
                                       if self._started else "Anthropic stream ended without any event")
         if self.output.stop_reason == "error":
             detail = f": {self._stop_details}" if self._stop_details else ""
-            raise ProviderStreamError(f"The model stopped with an error stop reason{detail}")
+            raise ProviderError(f"The model stopped with an error stop reason{detail}")
 
     # -- events ---------------------------------------------------------------------------------
     def _message_start(self, data: Mapping[str, Any]) -> None:
@@ -365,7 +366,7 @@ class AnthropicStreamState:
         index = len(out.content) - 1
         self._blocks[data.get("index", index)] = index
         if kind == "tool_use":
-            self._json[index] = ""
+            self._json[index] = ToolArguments()
         self.push(start(content_index=index, partial=out))
 
     def _block_delta(self, data: Mapping[str, Any]) -> None:
@@ -387,8 +388,9 @@ class AnthropicStreamState:
             block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
         elif kind == "input_json_delta" and isinstance(block, ToolCall):
             fragment = delta.get("partial_json") or ""
-            self._json[index] = self._json.get(index, "") + fragment
-            block.arguments = parse_streaming_json(self._json[index])
+            parsed = self._json.setdefault(index, ToolArguments()).feed(fragment)
+            if parsed is not None:
+                block.arguments = parsed
             self.push(ToolCallDeltaEvent(content_index=index, delta=fragment, partial=self.output))
 
     def _block_stop(self, data: Mapping[str, Any]) -> None:
@@ -401,9 +403,9 @@ class AnthropicStreamState:
         elif isinstance(block, ThinkingContent):
             self.push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.output))
         elif isinstance(block, ToolCall):
-            raw = self._json.pop(index, "")
-            if raw.strip():
-                block.arguments = parse_streaming_json(raw)
+            args = self._json.pop(index, None)
+            if args is not None and args.text.strip():
+                block.arguments = args.value()
             self.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self.output))
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
@@ -443,3 +445,22 @@ _HANDLERS: Dict[str, Callable[[AnthropicStreamState, Mapping[str, Any]], None]] 
     "message_delta": AnthropicStreamState._message_delta,
     "message_stop": AnthropicStreamState._message_stop,
 }
+
+
+# --------------------------------------------------------------------------- provider
+
+
+class AnthropicProvider(WireProvider):
+    """The ``anthropic-messages`` provider registered by the built-in plugin."""
+
+    api = API
+    error_style = "anthropic"
+
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
+                      api_key: Optional[str]) -> WireRequest:
+        key = api_key or ""
+        body = build_request_body(model, context, **dict(options, api_key=key))
+        return WireRequest(request_url(model), build_headers(model, key, **options), body)
+
+    def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
+        return StateHandler(AnthropicStreamState(model, writer.output, writer.push))

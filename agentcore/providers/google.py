@@ -27,10 +27,13 @@ from ..types import (
     UserMessage, role_of,
 )
 from . import _reasoning
-from ._wire import ProviderStreamError, calculate_cost, sanitize_surrogates, tool_spec, transform_messages
+from ._wire import (
+    ProviderError, StateHandler, WireProvider, WireRequest, calculate_cost, sanitize_surrogates, tool_specs,
+    transform_messages,
+)
 
 __all__ = [
-    "API", "GoogleStreamState", "build_request_body", "build_headers", "request_url",
+    "API", "GoogleProvider", "GoogleStreamState", "build_request_body", "build_headers", "request_url",
     "convert_messages", "convert_tools", "thinking_config", "map_finish_reason",
 ]
 
@@ -97,10 +100,8 @@ def request_url(model: Any) -> str:
 
 
 def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
-    headers = {"x-goog-api-key": api_key, "content-type": "application/json", "accept": "text/event-stream"}
-    headers.update(getattr(model, "headers", None) or {})
-    headers.update(options.get("headers") or {})
-    return headers
+    """Key header and JSON; the skeleton layers ``model.headers`` and ``headers=`` on top."""
+    return {"x-goog-api-key": api_key, "content-type": "application/json", "accept": "text/event-stream"}
 
 
 def _inline(image: ImageContent) -> Dict[str, Any]:
@@ -205,10 +206,9 @@ def convert_messages(model: Any, messages: List[Any]) -> List[Dict[str, Any]]:
     return contents
 
 
-def convert_tools(tools: Any) -> Optional[List[Dict[str, Any]]]:
+def convert_tools(context: Any) -> Optional[List[Dict[str, Any]]]:
     declarations = []
-    for tool in tools or ():
-        name, description, schema = tool_spec(tool)
+    for name, description, schema in tool_specs(context):
         declarations.append({"name": name, "description": description, "parametersJsonSchema": schema})
     return [{"functionDeclarations": declarations}] if declarations else None
 
@@ -247,7 +247,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
             generation["thinkingConfig"] = config
     if generation:
         body["generationConfig"] = generation
-    tools = convert_tools(context.tools)
+    tools = convert_tools(context)
     if tools:
         body["tools"] = tools
         choice = options.get("tool_choice")
@@ -272,7 +272,7 @@ class GoogleStreamState:
     """Consumes streamed ``GenerateContentResponse`` chunks and mutates ``output``.
 
     One text or thinking block is open at a time; switching kind closes it. :meth:`finish` closes
-    the open block and raises :class:`ProviderStreamError` when no chunk carried a finish reason
+    the open block and raises :class:`ProviderError` when no chunk carried a finish reason
     (a truncated stream) or the finish reason is an error (safety, recitation ...).
     """
 
@@ -290,7 +290,7 @@ class GoogleStreamState:
         if not isinstance(data, Mapping):
             return
         if data.get("error"):
-            raise ProviderStreamError(json.dumps({"error": data["error"]}, ensure_ascii=False))
+            raise ProviderError(json.dumps({"error": data["error"]}, ensure_ascii=False))
         feedback = data.get("promptFeedback") or {}
         if feedback.get("blockReason"):
             self._block_reason = str(feedback["blockReason"])
@@ -312,11 +312,11 @@ class GoogleStreamState:
         self._close_open()
         if self._finish_reason is None:
             if self._block_reason:
-                raise ProviderStreamError(f"Gemini blocked the prompt: {self._block_reason}")
-            raise ProviderStreamError("Gemini stream ended without a finish reason")
+                raise ProviderError(f"Gemini blocked the prompt: {self._block_reason}")
+            raise ProviderError("Gemini stream ended without a finish reason")
         if self.output.stop_reason == "error":
             detail = f": {self._finish_message}" if self._finish_message else ""
-            raise ProviderStreamError(f"Gemini stopped with finish reason {self._finish_reason}{detail}")
+            raise ProviderError(f"Gemini stopped with finish reason {self._finish_reason}{detail}")
 
     # -- parts ----------------------------------------------------------------------------------
     def _part(self, part: Mapping[str, Any]) -> None:
@@ -393,3 +393,21 @@ class GoogleStreamState:
         usage.cache_write = 0
         usage.total_tokens = int(meta.get("totalTokenCount") or 0)
         calculate_cost(self.model, usage)
+
+
+# --------------------------------------------------------------------------- provider
+
+
+class GoogleProvider(WireProvider):
+    """The ``google-generative-ai`` provider registered by the built-in plugin."""
+
+    api = API
+    error_style = "google"
+
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
+                      api_key: Optional[str]) -> WireRequest:
+        return WireRequest(request_url(model), build_headers(model, api_key or "", **options),
+                           build_request_body(model, context, **options))
+
+    def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
+        return StateHandler(GoogleStreamState(model, writer.output, writer.push))

@@ -23,12 +23,12 @@ from ..types import (
 )
 from . import _reasoning
 from ._wire import (
-    ProviderStreamError, calculate_cost, parse_streaming_json, sanitize_surrogates, tool_spec,
-    transform_messages,
+    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost,
+    parse_streaming_json, sanitize_surrogates, tool_specs, transform_messages,
 )
 
 __all__ = [
-    "API", "ResponsesStreamState", "build_request_body", "build_headers", "request_url",
+    "API", "OpenAIResponsesProvider", "ResponsesStreamState", "build_request_body", "build_headers", "request_url",
     "convert_messages", "convert_tools", "make_id_normalizer",
 ]
 
@@ -96,12 +96,9 @@ def request_url(model: Any) -> str:
 
 
 def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
-    """Bearer auth and JSON; ``model.headers`` then the ``headers=`` option override."""
-    headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json",
-               "accept": "text/event-stream"}
-    headers.update(getattr(model, "headers", None) or {})
-    headers.update(options.get("headers") or {})
-    return headers
+    """Bearer auth and JSON; the skeleton layers ``model.headers`` and ``headers=`` on top."""
+    return {"authorization": f"Bearer {api_key}", "content-type": "application/json",
+            "accept": "text/event-stream"}
 
 
 def _image_part(image: ImageContent) -> Dict[str, Any]:
@@ -194,10 +191,9 @@ def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
     return items
 
 
-def convert_tools(tools: Any) -> List[Dict[str, Any]]:
+def convert_tools(context: Any) -> List[Dict[str, Any]]:
     out = []
-    for tool in tools or ():
-        name, description, schema = tool_spec(tool)
+    for name, description, schema in tool_specs(context):
         out.append({"type": "function", "name": name, "description": description,
                     "parameters": schema, "strict": False})
     return out
@@ -230,7 +226,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("service_tier") is not None:
         body["service_tier"] = options["service_tier"]
     if context.tools:
-        body["tools"] = convert_tools(context.tools)
+        body["tools"] = convert_tools(context)
     if options.get("tool_choice"):
         body["tool_choice"] = options["tool_choice"]
 
@@ -252,21 +248,21 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
 
 class _Item:
-    """One output item in flight: the raw item, its block's index, and scratch text."""
+    """One output item in flight: the raw item, its block's index, and streamed arguments."""
 
     __slots__ = ("item", "index", "args", "parts")
 
     def __init__(self, item: Dict[str, Any], index: int, args: str = "") -> None:
         self.item = item
         self.index = index
-        self.args = args
+        self.args = ToolArguments(args)
         self.parts: List[Dict[str, Any]] = []
 
 
 class ResponsesStreamState:
     """Consumes parsed Responses SSE events and mutates ``output``, calling ``push(event)``.
 
-    :meth:`handle` raises :class:`ProviderStreamError` for ``error`` and ``response.failed``;
+    :meth:`handle` raises :class:`ProviderError` for ``error`` and ``response.failed``;
     :meth:`finish` raises when no ``response.completed``/``response.incomplete`` arrived or the
     response ended in an error status.
     """
@@ -292,9 +288,9 @@ class ResponsesStreamState:
 
     def finish(self) -> None:
         if not self._terminal:
-            raise ProviderStreamError("OpenAI Responses stream ended without response.completed")
+            raise ProviderError("OpenAI Responses stream ended without response.completed")
         if self.output.stop_reason == "error":
-            raise ProviderStreamError(self._error_detail or "The response ended with an error status")
+            raise ProviderError(self._error_detail or "The response ended with an error status")
 
     # -- items ----------------------------------------------------------------------------------
     def _key(self, data: Mapping[str, Any]) -> Any:
@@ -365,16 +361,16 @@ class ResponsesStreamState:
         if entry is None:
             return
         delta = str(data.get("delta") or "")
-        entry.args += delta
-        block = self.output.content[entry.index]
-        block.arguments = parse_streaming_json(entry.args)
+        parsed = entry.args.feed(delta)
+        if parsed is not None:
+            self.output.content[entry.index].arguments = parsed
         self.push(ToolCallDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
 
     def _args_done(self, data: Mapping[str, Any]) -> None:
         entry = self._current(data, "function_call")
         if entry is not None and isinstance(data.get("arguments"), str):
-            entry.args = data["arguments"]
-            self.output.content[entry.index].arguments = parse_streaming_json(entry.args)
+            entry.args = ToolArguments(data["arguments"])
+            self.output.content[entry.index].arguments = entry.args.value()
 
     def _item_done(self, data: Mapping[str, Any]) -> None:
         item = dict(data.get("item") or {})
@@ -398,8 +394,9 @@ class ResponsesStreamState:
             block.text_signature = _encode_text_signature(str(item.get("id") or ""), item.get("phase"))
             self.push(TextEndEvent(content_index=entry.index, content=block.text, partial=self.output))
         elif kind == "function_call":
-            raw = entry.args or str(item.get("arguments") or "")
-            block.arguments = parse_streaming_json(raw)
+            streamed = entry.args.text
+            block.arguments = entry.args.value() if streamed.strip() else parse_streaming_json(
+                str(item.get("arguments") or ""))
             block.id = f"{item.get('call_id')}|{item.get('id')}"
             block.name = str(item.get("name") or block.name)
             self.push(ToolCallEndEvent(content_index=entry.index, tool_call=block, partial=self.output))
@@ -463,7 +460,7 @@ class ResponsesStreamState:
                     block.thinking_signature = json.dumps(item, ensure_ascii=False)
 
     def _error(self, data: Mapping[str, Any]) -> None:
-        raise ProviderStreamError(f"Error Code {data.get('code')}: {data.get('message')}")
+        raise ProviderError(f"Error Code {data.get('code')}: {data.get('message')}")
 
     def _failed(self, data: Mapping[str, Any]) -> None:
         response = data.get("response") or {}
@@ -476,7 +473,7 @@ class ResponsesStreamState:
             message = f"incomplete: {details['reason']}"
         else:
             message = "Unknown error (no error details in response)"
-        raise ProviderStreamError(message)
+        raise ProviderError(message)
 
 
 _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {
@@ -496,3 +493,21 @@ _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] 
     "error": ResponsesStreamState._error,
     "response.failed": ResponsesStreamState._failed,
 }
+
+
+# --------------------------------------------------------------------------- provider
+
+
+class OpenAIResponsesProvider(WireProvider):
+    """The ``openai-responses`` provider registered by the built-in plugin."""
+
+    api = API
+    error_style = "openai"
+
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
+                      api_key: Optional[str]) -> WireRequest:
+        return WireRequest(request_url(model), build_headers(model, api_key or "", **options),
+                           build_request_body(model, context, **options))
+
+    def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
+        return StateHandler(ResponsesStreamState(model, writer.output, writer.push, options.get("service_tier")))
