@@ -447,8 +447,8 @@ class AssistantMessage(_WireMixin):
         ("model", "model", "req"),
         ("usage", "usage", "req"),
         ("stop_reason", "stopReason", "req"),
-        ("error_message", "errorMessage", "opt"),
         ("timestamp", "timestamp", "req"),
+        ("error_message", "errorMessage", "opt"),  # the reference sets it last, after timestamp
     )
 
     @property
