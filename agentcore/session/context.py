@@ -1,0 +1,265 @@
+"""What a session contributes to the next model request (spec session.md §6) and its statistics (§10).
+
+:func:`build_context` walks the root→leaf path once:
+
+1. State over the WHOLE path, later wins: ``thinking_level_change`` sets the thinking level (default
+   ``"off"``); ``model_change`` and every assistant message set the model; ``active_tools_change`` sets
+   the tool names (default None = "all").
+2. The newest ``compaction`` on the path cuts history: the context is the compaction's summary, then
+   the entries from its ``first_kept_entry_id`` (if found on the path before it; else none), then
+   everything after the compaction. Older compactions inside the kept range contribute nothing.
+3. Caller ``entry_transforms`` map the entry list; then entries are projected to messages:
+   messages as they are (assistant messages with stop reason ``deferred`` skipped), ``custom_message``
+   as :class:`~agentcore.types.CustomMessage`, compactions as
+   :class:`~agentcore.types.CompactionSummaryMessage` (plus any ``retainedTail``), non-empty branch
+   summaries as :class:`~agentcore.types.BranchSummaryMessage`, ``custom`` entries through
+   ``projectors[custom_type]`` when given; everything else contributes nothing.
+4. Tool results whose call has no assistant message in the list are dropped, and kept results are
+   moved right after the assistant message that made the call (original relative order).
+
+Only the path and the entries from the cut onward are decoded, so a long compacted session builds
+its context in time proportional to what the model will see.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence,
+                    Tuple)
+
+from ..types import BranchSummaryMessage, CompactionSummaryMessage, CustomMessage
+from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
+                      CustomMessageEntry, MessageEntry, ModelChangeEntry, SessionEntry,
+                      ThinkingLevelChangeEntry)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .storage import SessionStorage
+
+__all__ = ["ModelRef", "SessionContext", "SessionStats", "UsageTotals", "usage_of_entry", "build_context",
+           "get_session_stats"]
+
+EntryTransform = Callable[[List[SessionEntry]], List[SessionEntry]]
+Projector = Callable[[SessionEntry, int, List[SessionEntry]], Any]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """The model a session last used: ``provider`` and ``model_id`` (e.g. ``"anthropic"``, ``"claude-…"``)."""
+
+    provider: str
+    model_id: str
+
+    @property
+    def key(self) -> str:
+        """``"provider/model_id"``, the form ``get_model`` accepts."""
+        return f"{self.provider}/{self.model_id}"
+
+    def to_dict(self) -> Dict[str, str]:
+        return {"provider": self.provider, "modelId": self.model_id}
+
+
+@dataclass
+class SessionContext:
+    """Messages and settings to resume a conversation from (the result of ``build_context``)."""
+
+    messages: List[Any] = field(default_factory=list)
+    thinking_level: str = "off"
+    model: Optional[ModelRef] = None
+    active_tool_names: Optional[List[str]] = None
+
+
+@dataclass(frozen=True)
+class SessionStats:
+    """Whole-session totals (all branches): message entries, tokens and cost in USD."""
+
+    message_count: int = 0
+    cached_tokens: int = 0
+    uncached_tokens: int = 0
+    total_tokens: int = 0
+    cost_total: float = 0.0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class UsageTotals:
+    """Running token/cost sums. ``add`` ignores usage whose token counts or ``cost.total`` are missing."""
+
+    __slots__ = ("cached", "uncached", "total", "cost")
+
+    def __init__(self) -> None:
+        self.cached = 0
+        self.uncached = 0
+        self.total = 0
+        self.cost: float = 0
+
+    def add(self, usage: Optional[Mapping[str, Any]]) -> None:
+        if not isinstance(usage, Mapping):
+            return
+        cost = usage.get("cost")
+        numbers = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
+                   cost.get("total") if isinstance(cost, Mapping) else None)
+        if not all(_is_number(n) for n in numbers):
+            return
+        inp, out, read, write, total_cost = numbers
+        self.cached += read
+        self.uncached += inp + write
+        self.total += inp + out + read + write  # the stored totalTokens is ignored (spec §10)
+        self.cost += total_cost
+
+
+def usage_of_entry(entry: Optional[SessionEntry]) -> Optional[Mapping[str, Any]]:
+    """The usage counted by statistics: an assistant message's, or a compaction/branch summary's."""
+    if isinstance(entry, MessageEntry):
+        message = entry.message
+        if getattr(message, "role", None) != "assistant":
+            return None
+        usage = message.to_dict().get("usage")
+        return usage if isinstance(usage, Mapping) else None
+    if isinstance(entry, (CompactionEntry, BranchSummaryEntry)):
+        return entry.usage
+    return None
+
+
+def get_session_stats(storage: "SessionStorage") -> SessionStats:
+    """Statistics over every entry of ``storage`` (spec §10, H-A rules)."""
+    totals = storage.usage_totals()
+    return SessionStats(storage.message_count, totals.cached, totals.uncached, totals.total, totals.cost)
+
+
+# --------------------------------------------------------------------------- build_context
+
+_UNSET: Any = object()
+
+
+def _resolve_state(storage: "SessionStorage", path: Sequence[str]) -> Tuple[str, Optional[ModelRef],
+                                                                               Optional[List[str]]]:
+    thinking: Any = _UNSET
+    model: Any = _UNSET
+    tools: Any = _UNSET
+    for entry_id in reversed(path):
+        etype = storage.type_of(entry_id)
+        if etype == "thinking_level_change" and thinking is _UNSET:
+            entry = storage.get_entry(entry_id)
+            assert isinstance(entry, ThinkingLevelChangeEntry)
+            thinking = str(entry.thinking_level)
+        elif etype == "model_change" and model is _UNSET:
+            entry = storage.get_entry(entry_id)
+            assert isinstance(entry, ModelChangeEntry)
+            model = ModelRef(entry.provider, entry.model_id)
+        elif etype == "message" and model is _UNSET and storage.role_of(entry_id) == "assistant":
+            message = storage.get_entry(entry_id).message  # type: ignore[union-attr]
+            model = ModelRef(message.provider, message.model)
+        elif etype == "active_tools_change" and tools is _UNSET:
+            entry = storage.get_entry(entry_id)
+            assert isinstance(entry, ActiveToolsChangeEntry)
+            tools = list(entry.active_tool_names)
+        if thinking is not _UNSET and model is not _UNSET and tools is not _UNSET:
+            break
+    return ("off" if thinking is _UNSET else thinking, None if model is _UNSET else model,
+            None if tools is _UNSET else tools)
+
+
+def _context_ids(storage: "SessionStorage", path: List[str]) -> Tuple[List[str], Optional[str]]:
+    for ci in range(len(path) - 1, -1, -1):
+        if storage.type_of(path[ci]) == "compaction":
+            break
+    else:
+        return path, None
+    compaction = storage.get_entry(path[ci])
+    assert isinstance(compaction, CompactionEntry)
+    kept: List[str] = []
+    first = compaction.first_kept_entry_id
+    if compaction.retained_tail is None and first:
+        try:
+            kept = path[path.index(first, 0, ci):ci]
+        except ValueError:  # not on this path: keep nothing (graceful fallback)
+            kept = []
+    return [path[ci]] + kept + path[ci + 1:], compaction.id
+
+
+def _project(entries: List[SessionEntry], compaction_id: Optional[str],
+             projectors: Mapping[str, Projector]) -> List[Any]:
+    out: List[Any] = []
+    for index, entry in enumerate(entries):
+        if isinstance(entry, MessageEntry):
+            message = entry.message
+            if getattr(message, "role", None) == "assistant" and message.stop_reason == "deferred":
+                continue
+            out.append(message)
+        elif isinstance(entry, CustomMessageEntry):
+            data = {"role": "custom", "customType": entry.custom_type, "content": entry.content,
+                    "display": entry.display, "timestamp": entry.timestamp_ms}
+            if entry.details is not None:
+                data["details"] = entry.details
+            out.append(CustomMessage.from_dict(data))
+        elif isinstance(entry, CompactionEntry):
+            if compaction_id is not None and entry.id != compaction_id:
+                continue  # an older compaction inside the kept range contributes nothing
+            out.append(CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms))
+            out.extend(entry.retained_tail or ())
+        elif isinstance(entry, BranchSummaryEntry):
+            if entry.summary:
+                out.append(BranchSummaryMessage(entry.summary, entry.from_id, entry.timestamp_ms))
+        elif isinstance(entry, CustomEntry):
+            projector = projectors.get(entry.custom_type)
+            if projector is not None:
+                produced = projector(entry, index, entries)
+                if produced is None:
+                    continue
+                if isinstance(produced, (list, tuple)):
+                    out.extend(produced)
+                else:
+                    out.append(produced)
+    return out
+
+
+def repair_tool_results(messages: List[Any]) -> List[Any]:
+    """Drop tool results without an owning assistant call; put kept ones right after their owner."""
+    owners: Dict[str, int] = {}
+    has_results = False
+    for index, message in enumerate(messages):
+        role = getattr(message, "role", None)
+        if role == "assistant":
+            for call in getattr(message, "tool_calls", ()):
+                owners[call.id] = index
+        elif role == "toolResult":
+            has_results = True
+    if not has_results:
+        return messages
+    results: Dict[int, List[Any]] = defaultdict(list)
+    for message in messages:
+        if getattr(message, "role", None) == "toolResult":
+            owner = owners.get(message.tool_call_id)
+            if owner is not None:
+                results[owner].append(message)
+    repaired: List[Any] = []
+    for index, message in enumerate(messages):
+        if getattr(message, "role", None) == "toolResult":
+            continue
+        repaired.append(message)
+        repaired.extend(results.get(index, ()))
+    return repaired
+
+
+def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
+                  entry_transforms: Iterable[EntryTransform] = (),
+                  projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
+    """The context at ``leaf_id`` (default: the storage's current leaf; None: empty).
+
+    Raises ``not_found`` for an unknown leaf and ``invalid_session`` for a broken parent chain.
+    """
+    leaf = storage.leaf_id if leaf_id is _UNSET else leaf_id
+    if leaf is None:
+        return SessionContext()
+    path = storage.path_to_root(leaf)
+    path.reverse()
+    thinking, model, tools = _resolve_state(storage, path)
+    ids, compaction_id = _context_ids(storage, path)
+    entries = [storage.get_entry(i) for i in ids]
+    for transform in entry_transforms:
+        entries = list(transform(entries))  # type: ignore[arg-type]
+    messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]
+    return SessionContext(repair_tool_results(messages), thinking, model, tools)

@@ -1,0 +1,521 @@
+"""Session entries: the typed nodes of the conversation tree and their reference JSON shape.
+
+Every entry has ``id`` (8 characters, unique in its session), ``parent_id`` (None for a root) and
+``timestamp`` (an ISO-8601 UTC string with milliseconds, ``2025-11-20T23:33:50.805Z``). ``to_dict()``
+writes the reference key order (``type``, ``id``, ``parentId``, ``timestamp``, then the payload) and
+``entry_from_dict()`` reads it back; keys an entry type does not know are kept in ``extra`` and written
+back, so files written by other implementations survive a round trip. An entry type agentcore does not
+know becomes an :class:`UnknownEntry` holding its JSON verbatim.
+
+``encode_line()`` produces the exact bytes of one JSONL line (compact JSON, no ASCII escaping, NaN and
+Infinity refused); the same text is what SQLite stores, so every storage agrees byte for byte.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
+
+from ..types import message_from_dict, message_to_dict
+from .errors import SessionError
+
+__all__ = [
+    "SessionHeader", "SessionEntry", "MessageEntry", "ThinkingLevelChangeEntry", "ModelChangeEntry",
+    "ActiveToolsChangeEntry", "CompactionEntry", "BranchSummaryEntry", "CustomEntry",
+    "CustomMessageEntry", "LabelEntry", "SessionInfoEntry", "LeafEntry", "UnknownEntry",
+    "ENTRY_TYPES", "check_envelope", "entry_from_dict", "header_from_dict", "encode_line", "iso_from_ms", "ms_from_iso",
+    "new_entry_id", "new_session_id", "js_number", "CURRENT_VERSION",
+]
+
+CURRENT_VERSION = 3
+
+# --------------------------------------------------------------------------- time and ids
+
+
+def iso_from_ms(ms: int) -> str:
+    """``1763681630805`` -> ``"2025-11-20T23:33:50.805Z"`` (JavaScript ``toISOString`` format)."""
+    seconds, millis = divmod(int(ms), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%03dZ" % millis
+
+
+def ms_from_iso(text: str) -> int:
+    """Parse an ISO-8601 UTC timestamp (``Z`` or ``+00:00``, optional fraction) to Unix ms.
+
+    Raises ``ValueError`` for text that is not such a timestamp.
+    """
+    body = text[:-1] if text.endswith("Z") else text
+    if body.endswith("+00:00"):
+        body = body[:-6]
+    main, _, fraction = body.partition(".")
+    struct = time.strptime(main, "%Y-%m-%dT%H:%M:%S")
+    millis = int((fraction + "000")[:3]) if fraction else 0
+    return calendar.timegm(struct) * 1000 + millis
+
+
+def new_entry_id(exists: Callable[[str], bool]) -> str:
+    """A random 8-hex-character id not accepted by ``exists``; a full UUID after 100 collisions."""
+    for _ in range(100):
+        candidate = os.urandom(4).hex()
+        if not exists(candidate):
+            return candidate
+    return str(uuid.uuid4())
+
+
+def new_session_id() -> str:
+    """A UUIDv7-style id: 48-bit millisecond time prefix, so ids sort by creation time."""
+    ms = int(time.time() * 1000) & ((1 << 48) - 1)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 68) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def js_number(value: float) -> str:
+    """A float as JavaScript's ``JSON.stringify`` writes it (``0.000009``, ``1e-7``, ``3``).
+
+    Python's ``repr`` uses the same shortest digits but other exponent thresholds, so session lines
+    written here would otherwise differ from the reference (``9e-06`` for ``0.000009``).
+    """
+    if value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)
+    if "e" not in text:
+        return text
+    mantissa, _, exp_text = text.partition("e")
+    exponent = int(exp_text)
+    if -7 < exponent < 21:
+        sign = "-" if mantissa.startswith("-") else ""
+        digits = mantissa.lstrip("-").replace(".", "")
+        if exponent < 0:
+            return sign + "0." + "0" * (-exponent - 1) + digits
+        digits = digits.ljust(exponent + 1, "0")
+        head, tail = digits[:exponent + 1], digits[exponent + 1:]
+        return sign + head + ("." + tail if tail else "")
+    return f"{mantissa}e{'+' if exponent > 0 else '-'}{abs(exponent)}"
+
+
+class _Normalizer:
+    """Copy-on-write pass before encoding: refuse what JSON cannot carry, format floats like JS."""
+
+    def __init__(self) -> None:
+        self.active: set = set()
+        self.numbers: List[str] = []
+        self.nonce = os.urandom(6).hex()
+
+    def float(self, value: float) -> Any:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise SessionError("invalid_payload", f"{value!r} is not JSON (NaN and Infinity are refused)")
+        text = js_number(value)
+        if text == repr(value):
+            return value
+        if value.is_integer() and abs(value) < 1e21:
+            return int(value)
+        self.numbers.append(text)
+        return f"\x00{self.nonce}{len(self.numbers) - 1}\x00"
+
+    def value(self, value: Any) -> Any:
+        if isinstance(value, float):
+            return self.float(value)
+        if isinstance(value, dict):
+            return self.container(value, value.items(), True)
+        if isinstance(value, (list, tuple)):
+            return self.container(value, enumerate(value), False)
+        return value
+
+    def container(self, value: Any, items: Any, is_dict: bool) -> Any:
+        marker = id(value)
+        if marker in self.active:
+            raise SessionError("invalid_payload", "entry is not pure JSON: it contains a reference cycle")
+        self.active.add(marker)
+        new: Any = None if isinstance(value, (dict, list)) else list(value)
+        for key, item in items:
+            if is_dict and not isinstance(key, str):
+                raise SessionError("invalid_payload", f"non-string object key {key!r} is not JSON")
+            if isinstance(item, (float, dict, list, tuple)):
+                converted = self.value(item)
+                if converted is not item:
+                    if new is None:
+                        new = dict(value) if is_dict else list(value)
+                    new[key] = converted
+        self.active.discard(marker)
+        return value if new is None else new
+
+    def finish(self, text: str) -> str:
+        for index, number in enumerate(self.numbers):
+            text = text.replace(f'"\\u0000{self.nonce}{index}\\u0000"', number, 1)
+        return text
+
+
+def encode_line(obj: Mapping[str, Any]) -> bytes:
+    """The UTF-8 bytes of one JSONL line (with its ``\\n``), numbers formatted as JavaScript does.
+
+    Raises ``SessionError("invalid_payload")`` for values JSON cannot carry exactly: NaN/Infinity,
+    cycles, bytes, sets, non-string keys or arbitrary objects. Nothing is written in that case.
+    """
+    normalizer = _Normalizer()
+    data = normalizer.value(obj)
+    try:
+        text = _ENCODER.encode(data)
+    except (TypeError, ValueError) as exc:
+        raise SessionError("invalid_payload", f"entry is not pure JSON: {exc}") from None
+    if normalizer.numbers:
+        text = normalizer.finish(text)
+    return (text + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------- entry model
+
+_Field = Tuple[str, str, str]  # (attribute, JSON key, "req" always written | "opt" omitted when None)
+
+
+def _extra() -> Any:
+    return field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
+class SessionEntry:
+    """Base of every entry. Subclasses declare their payload in ``_payload``."""
+
+    id: str
+    parent_id: Optional[str]
+    timestamp: str
+    type: ClassVar[str] = ""
+    _payload: ClassVar[Tuple[_Field, ...]] = ()
+    _decoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
+    _encoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
+
+    @property
+    def timestamp_ms(self) -> int:
+        """The entry time in Unix milliseconds (0 when the timestamp cannot be parsed)."""
+        try:
+            return ms_from_iso(self.timestamp)
+        except ValueError:
+            return 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The reference JSON object: type, id, parentId, timestamp, payload, then unknown keys."""
+        out: Dict[str, Any] = {"type": self.type, "id": self.id, "parentId": self.parent_id,
+                               "timestamp": self.timestamp}
+        for attr, key, kind in self._payload:
+            value = getattr(self, attr)
+            if value is None and kind == "opt":
+                continue
+            encoder = self._encoders.get(attr)
+            out[key] = encoder(value) if encoder is not None and value is not None else value
+        for key, value in getattr(self, "extra", {}).items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionEntry":
+        """Read an entry of this class. Raises ``ValueError`` when a required key is missing."""
+        known = {"type", "id", "parentId", "timestamp"}
+        kwargs: Dict[str, Any] = {"id": d["id"], "parent_id": d.get("parentId"), "timestamp": d["timestamp"]}
+        extra: Dict[str, Any] = {}
+        for attr, key, kind in cls._payload:
+            known.add(key)
+            if key not in d:
+                if kind == "req":
+                    raise ValueError(f"{cls.type} entry needs a {key!r} field")
+                continue
+            value = d[key]
+            if value is None and kind == "opt":
+                extra[key] = None  # an explicit null survives the round trip
+                continue
+            decoder = cls._decoders.get(attr)
+            kwargs[attr] = decoder(value) if decoder is not None and value is not None else value
+        extra.update((k, v) for k, v in d.items() if k not in known)
+        return cls(**kwargs, extra=extra)  # type: ignore[call-arg]
+
+
+def _messages_from(values: Any) -> List[Any]:
+    return [message_from_dict(v) for v in values]
+
+
+def _messages_to(values: Any) -> List[Any]:
+    return [message_to_dict(v) for v in values]
+
+
+@dataclass
+class MessageEntry(SessionEntry):
+    """A conversation message (any role, see :mod:`agentcore.types`)."""
+
+    message: Any
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "message"
+    _payload = (("message", "message", "req"),)
+    _decoders = {"message": message_from_dict}
+    _encoders = {"message": message_to_dict}
+
+
+@dataclass
+class ThinkingLevelChangeEntry(SessionEntry):
+    """The thinking level changed (``off``, ``minimal``, ``low``, ``medium``, ``high``, ``xhigh``)."""
+
+    thinking_level: str
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "thinking_level_change"
+    _payload = (("thinking_level", "thinkingLevel", "req"),)
+
+
+@dataclass
+class ModelChangeEntry(SessionEntry):
+    """The model changed to ``provider``/``model_id``."""
+
+    provider: str
+    model_id: str
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "model_change"
+    _payload = (("provider", "provider", "req"), ("model_id", "modelId", "req"))
+
+
+@dataclass
+class ActiveToolsChangeEntry(SessionEntry):
+    """The set of tools offered to the model changed (names, in order)."""
+
+    active_tool_names: List[str]
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "active_tools_change"
+    _payload = (("active_tool_names", "activeToolNames", "req"),)
+
+
+@dataclass
+class CompactionEntry(SessionEntry):
+    """History before ``first_kept_entry_id`` is replaced by ``summary`` in the context.
+
+    ``retained_tail`` (newer reference format) holds the kept messages inside the entry instead.
+    ``from_hook`` marks a summary supplied by an extension rather than the built-in summariser.
+    """
+
+    summary: str
+    first_kept_entry_id: Optional[str] = None
+    tokens_before: int = 0
+    details: Any = None
+    from_hook: Optional[bool] = None
+    usage: Optional[Dict[str, Any]] = None
+    retained_tail: Optional[List[Any]] = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "compaction"
+    _payload = (
+        ("summary", "summary", "req"),
+        ("first_kept_entry_id", "firstKeptEntryId", "opt"),
+        ("tokens_before", "tokensBefore", "req"),
+        ("details", "details", "opt"),
+        ("from_hook", "fromHook", "opt"),
+        ("usage", "usage", "opt"),
+        ("retained_tail", "retainedTail", "opt"),
+    )
+    _decoders = {"retained_tail": _messages_from}
+    _encoders = {"retained_tail": _messages_to}
+
+
+@dataclass
+class BranchSummaryEntry(SessionEntry):
+    """Summary of a branch the conversation left; ``from_id`` is the navigation target (or ``"root"``)."""
+
+    from_id: str
+    summary: str
+    details: Any = None
+    from_hook: Optional[bool] = None
+    usage: Optional[Dict[str, Any]] = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "branch_summary"
+    _payload = (
+        ("from_id", "fromId", "req"),
+        ("summary", "summary", "req"),
+        ("details", "details", "opt"),
+        ("from_hook", "fromHook", "opt"),
+        ("usage", "usage", "opt"),
+    )
+
+
+@dataclass
+class CustomEntry(SessionEntry):
+    """Application state; not part of the context unless a projector for ``custom_type`` is given."""
+
+    custom_type: str
+    data: Any = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "custom"
+    _payload = (("custom_type", "customType", "req"), ("data", "data", "opt"))
+
+
+@dataclass
+class CustomMessageEntry(SessionEntry):
+    """An application message that enters the context as a ``custom`` message."""
+
+    custom_type: str
+    content: Any
+    display: bool = True
+    details: Any = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "custom_message"
+    _payload = (
+        ("custom_type", "customType", "req"),
+        ("content", "content", "req"),
+        ("display", "display", "req"),
+        ("details", "details", "opt"),
+    )
+
+
+@dataclass
+class LabelEntry(SessionEntry):
+    """Sets (or, with ``label`` None/blank, clears) the label of ``target_id``."""
+
+    target_id: str
+    label: Optional[str] = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "label"
+    _payload = (("target_id", "targetId", "req"), ("label", "label", "opt"))
+
+
+@dataclass
+class SessionInfoEntry(SessionEntry):
+    """Sets the session name (the latest one wins; blank clears it)."""
+
+    name: Optional[str] = None
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "session_info"
+    _payload = (("name", "name", "opt"),)
+
+
+@dataclass
+class LeafEntry(SessionEntry):
+    """Bookkeeping: the current position moved to ``target_id`` (None: before the first root).
+
+    Never a tree node and never the leaf itself; ``parent_id`` is the leaf it moved away from.
+    """
+
+    target_id: Optional[str]
+    extra: Dict[str, Any] = _extra()
+    type: ClassVar[str] = "leaf"
+    _payload = (("target_id", "targetId", "req"),)
+
+
+@dataclass
+class UnknownEntry(SessionEntry):
+    """An entry type agentcore does not know; ``data`` is its JSON, written back unchanged."""
+
+    data: Dict[str, Any] = field(default_factory=dict, repr=False)
+    entry_type: str = ""
+
+    @property  # type: ignore[override]
+    def type(self) -> str:  # noqa: D401 - mirrors the JSON discriminator
+        return self.entry_type
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(self.data)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UnknownEntry":
+        return cls(id=d["id"], parent_id=d.get("parentId"), timestamp=d["timestamp"], data=dict(d),
+                   entry_type=str(d["type"]))
+
+
+ENTRY_TYPES: Dict[str, Type[SessionEntry]] = {
+    c.type: c  # type: ignore[misc]
+    for c in (MessageEntry, ThinkingLevelChangeEntry, ModelChangeEntry, ActiveToolsChangeEntry,
+              CompactionEntry, BranchSummaryEntry, CustomEntry, CustomMessageEntry, LabelEntry,
+              SessionInfoEntry, LeafEntry)
+}
+
+
+def check_envelope(d: Any) -> Optional[str]:
+    """Why ``d`` is not a valid entry envelope (spec §3.5 strict rules), or None when it is."""
+    if not isinstance(d, dict):
+        return "an entry must be a JSON object"
+    if not isinstance(d.get("type"), str) or d.get("type") == "session":
+        return "an entry needs a string 'type' (and only line 1 may be the session header)"
+    if not isinstance(d.get("id"), str) or not d["id"]:
+        return "an entry needs a non-empty string 'id'"
+    if "parentId" in d and d["parentId"] is not None and not isinstance(d["parentId"], str):
+        return "'parentId' must be a string or null"
+    if not isinstance(d.get("timestamp"), str) or not d["timestamp"]:
+        return "an entry needs a non-empty string 'timestamp'"
+    if d["type"] == "leaf" and d.get("targetId") is not None and not isinstance(d["targetId"], str):
+        return "a leaf entry's 'targetId' must be a string or null"
+    return None
+
+
+def entry_from_dict(d: Mapping[str, Any]) -> SessionEntry:
+    """Read any entry by its ``type``. Raises ``ValueError`` naming what is wrong."""
+    problem = check_envelope(d)
+    if problem:
+        raise ValueError(problem)
+    cls = ENTRY_TYPES.get(d["type"])
+    if cls is None:
+        return UnknownEntry.from_dict(d)
+    try:
+        return cls.from_dict(d)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed {d['type']!r} entry: {exc}") from None
+
+
+# --------------------------------------------------------------------------- header
+
+
+@dataclass
+class SessionHeader:
+    """Line 1 of a session file: ``{"type":"session","version":3,"id","timestamp","cwd",...}``."""
+
+    id: str
+    timestamp: str
+    cwd: str
+    version: int = CURRENT_VERSION
+    parent_session: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
+    extra: Dict[str, Any] = _extra()
+
+    @property
+    def created_ms(self) -> int:
+        try:
+            return ms_from_iso(self.timestamp)
+        except ValueError:
+            return 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"type": "session", "version": self.version, "id": self.id,
+                               "timestamp": self.timestamp, "cwd": self.cwd}
+        if self.parent_session is not None:
+            out["parentSession"] = self.parent_session
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+
+def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) -> SessionHeader:
+    """Validate and read a header. ``versions`` lists accepted versions (1 = no ``version`` key).
+
+    Raises ``ValueError`` naming the problem.
+    """
+    if not isinstance(d, dict) or d.get("type") != "session":
+        raise ValueError('line 1 must be a session header ({"type":"session",...})')
+    version = d.get("version", 1)
+    if version not in versions or isinstance(version, bool):
+        raise ValueError(f"unsupported session format version {version!r} (this library reads "
+                         f"versions {', '.join(map(str, versions))})")
+    if not isinstance(d.get("id"), str) or not d["id"]:
+        raise ValueError("the session header needs a non-empty string 'id'")
+    if not isinstance(d.get("timestamp"), str) or not d["timestamp"]:
+        raise ValueError("the session header needs a string 'timestamp'")
+    if not isinstance(d.get("cwd"), str):
+        raise ValueError("the session header needs a string 'cwd'")
+    if "parentSession" in d and not isinstance(d["parentSession"], str):
+        raise ValueError("'parentSession' in the header must be a string")
+    if "metadata" in d and not isinstance(d["metadata"], dict):
+        raise ValueError("'metadata' in the header must be an object")
+    known = {"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"}
+    return SessionHeader(id=d["id"], timestamp=d["timestamp"], cwd=d["cwd"], version=version,
+                         parent_session=d.get("parentSession"), metadata=d.get("metadata"),
+                         extra={k: v for k, v in d.items() if k not in known})

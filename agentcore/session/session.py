@@ -1,0 +1,319 @@
+"""The Session: a branching conversation tree over one storage (spec session.md §5).
+
+Every append creates a child of the current leaf and moves the leaf to it, so a session is a tree
+whose current branch is the root→leaf path. ``move_to`` moves the leaf elsewhere (persisted as a
+``leaf`` entry, so a reopened session resumes where it was); the next append starts a new branch
+there. Entries are never changed or deleted; compaction changes what the context contains, not what
+is stored.
+
+``Session`` is backend-agnostic: it assigns ids, parents and timestamps and validates input; the
+storage (:class:`MemorySessionStorage`, :class:`JsonlSessionStorage`, :class:`SqliteSessionStorage`)
+persists and indexes. A per-session lock makes appends from several threads safe (for example the
+agent's run thread and the caller's thread).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from ..types import message_to_dict, role_of
+from .context import (EntryTransform, Projector, SessionContext, SessionStats, build_context,
+                      get_session_stats)
+from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
+                      CustomMessageEntry, LabelEntry, LeafEntry, MessageEntry, ModelChangeEntry,
+                      SessionEntry, SessionHeader, SessionInfoEntry, ThinkingLevelChangeEntry,
+                      iso_from_ms, new_entry_id)
+from .errors import SessionError
+from .storage import SessionStorage, clean_name
+
+__all__ = ["Session", "TreeNode"]
+
+_CURRENT: Any = object()
+
+
+@dataclass
+class TreeNode:
+    """One node of :meth:`Session.get_tree`: the entry, its resolved label and its children."""
+
+    entry: SessionEntry
+    label: Optional[str] = None
+    children: List["TreeNode"] = field(default_factory=list)
+
+
+class Session:
+    """A conversation tree. Create with :meth:`create`, :meth:`open`, :meth:`in_memory` or
+    ``Session(storage)``.
+
+    ``clock`` (Unix ms) and ``id_factory`` (``exists -> id``) can be injected for deterministic tests.
+    Use as a context manager, or call :meth:`close`, to release the file lock.
+    """
+
+    def __init__(self, storage: SessionStorage, *, clock: Optional[Callable[[], int]] = None,
+                 id_factory: Optional[Callable[[Callable[[str], bool]], str]] = None) -> None:
+        self.storage = storage
+        self._clock = clock or (lambda: int(time.time() * 1000))
+        self._new_id = id_factory or new_entry_id
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def create(cls, path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
+               fsync: str = "never", parent_session: Optional[str] = None,
+               metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "Session":
+        """A new JSONL session file at ``path`` (header written now). Existing file: ``already_exists``."""
+        from .jsonl import JsonlSessionStorage
+
+        storage = JsonlSessionStorage.create(path, cwd=cwd, session_id=session_id, fsync=fsync,
+                                             parent_session=parent_session, metadata=metadata)
+        return cls(storage, **kwargs)
+
+    @classmethod
+    def open(cls, path: Any, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
+             **kwargs: Any) -> "Session":
+        """Open a JSONL session file (migrating version 1/2 files, repairing a torn last line).
+
+        A ``.db``/``.sqlite``/``.sqlite3`` path must be opened with ``SqliteSessionStorage`` instead.
+        """
+        from .jsonl import JsonlSessionStorage
+
+        return cls(JsonlSessionStorage(path, read_only=read_only, fsync=fsync, verify=verify), **kwargs)
+
+    @classmethod
+    def in_memory(cls, cwd: Optional[str] = None, session_id: Optional[str] = None,
+                  **kwargs: Any) -> "Session":
+        """A session that lives in memory only."""
+        from .memory import MemorySessionStorage
+
+        return cls(MemorySessionStorage(cwd=cwd, session_id=session_id), **kwargs)
+
+    def close(self) -> None:
+        """Flush (per the fsync policy) and release the storage. Reads still work afterwards."""
+        self.storage.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = self.storage.path or "memory"
+        return f"<Session {self.id} at {where}: {len(self.storage)} entries, leaf {self.leaf_id}>"
+
+    # ------------------------------------------------------------------ header facts
+
+    @property
+    def header(self) -> SessionHeader:
+        assert self.storage.header is not None
+        return self.storage.header
+
+    @property
+    def id(self) -> str:
+        return self.header.id
+
+    @property
+    def cwd(self) -> str:
+        return self.header.cwd
+
+    @property
+    def path(self) -> Optional[str]:
+        return self.storage.path
+
+    # ------------------------------------------------------------------ appends
+
+    def _append(self, make: Callable[[str, Optional[str], str], SessionEntry]) -> str:
+        with self._lock:
+            entry_id = self._new_id(self.storage.__contains__)
+            entry = make(entry_id, self.storage.leaf_id, iso_from_ms(self._clock()))
+            self.storage.append(entry)
+            return entry_id
+
+    def append_message(self, message: Any) -> str:
+        """Append a message (a message dataclass or its reference dict); returns the entry id."""
+        if role_of(message) is None:
+            raise SessionError("invalid_payload", "append_message needs a message with a 'role'")
+        if isinstance(message, Mapping):
+            from ..types import message_from_dict
+
+            message = message_from_dict(message)
+        return self._append(lambda i, p, t: MessageEntry(i, p, t, message))
+
+    def append_thinking_level_change(self, level: Any) -> str:
+        """Record a thinking-level change (``"off"`` … ``"xhigh"``)."""
+        return self._append(lambda i, p, t: ThinkingLevelChangeEntry(i, p, t, str(level)))
+
+    def append_model_change(self, provider: str, model_id: str) -> str:
+        """Record a model change to ``provider``/``model_id``."""
+        return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id))
+
+    def append_active_tools_change(self, names: Iterable[str]) -> str:
+        """Record the names of the tools offered to the model from now on (the list is copied)."""
+        copied = [str(n) for n in names]
+        return self._append(lambda i, p, t: ActiveToolsChangeEntry(i, p, t, copied))
+
+    def append_compaction(self, summary: str, first_kept_entry_id: Optional[str], tokens_before: int,
+                          details: Any = None, *, from_hook: Optional[bool] = None,
+                          usage: Optional[Dict[str, Any]] = None,
+                          retained_tail: Optional[Sequence[Any]] = None) -> str:
+        """Record a compaction: the context starts with ``summary`` then ``first_kept_entry_id`` onward.
+
+        ``first_kept_entry_id`` is not validated (spec): an id off the path keeps no older entries.
+        """
+        tail = None if retained_tail is None else [message_to_dict(m) for m in retained_tail]
+        from ..types import message_from_dict
+
+        tail_messages = None if tail is None else [message_from_dict(m) for m in tail]
+        return self._append(lambda i, p, t: CompactionEntry(
+            i, p, t, summary, first_kept_entry_id, int(tokens_before), details, from_hook, usage,
+            tail_messages))
+
+    def append_branch_summary(self, from_id: Optional[str], summary: str, details: Any = None, *,
+                              from_hook: Optional[bool] = None,
+                              usage: Optional[Dict[str, Any]] = None) -> str:
+        """Append a ``branch_summary`` under the current leaf (``from_id`` None is stored as ``"root"``)."""
+        source = from_id if from_id is not None else "root"
+        return self._append(lambda i, p, t: BranchSummaryEntry(i, p, t, source, summary, details,
+                                                                from_hook, usage))
+
+    def append_custom(self, custom_type: str, data: Any = None) -> str:
+        """Append application state (not sent to the model unless a projector maps it)."""
+        return self._append(lambda i, p, t: CustomEntry(i, p, t, custom_type, data))
+
+    def append_custom_message(self, custom_type: str, content: Any, display: bool = True,
+                              details: Any = None) -> str:
+        """Append an application message that the model sees as a user message."""
+        if not isinstance(content, str):
+            content = [message_to_dict(b) if hasattr(b, "to_dict") else b for b in content]
+        return self._append(lambda i, p, t: CustomMessageEntry(i, p, t, custom_type, content,
+                                                               bool(display), details))
+
+    def append_label(self, target_id: str, label: Optional[str]) -> str:
+        """Label an entry (trimmed; None or blank clears). Unknown target: ``not_found``, nothing written."""
+        with self._lock:
+            if target_id not in self.storage or self.storage.type_of(target_id) == "leaf":
+                raise SessionError("not_found", f"cannot label {target_id!r}: no such entry")
+            return self._append(lambda i, p, t: LabelEntry(i, p, t, target_id, label))
+
+    def set_name(self, name: Optional[str]) -> str:
+        """Name the session (CR/LF runs become a space, trimmed; blank clears). Returns the entry id."""
+        cleaned = clean_name(name)
+        return self._append(lambda i, p, t: SessionInfoEntry(i, p, t, cleaned or ""))
+
+    # ------------------------------------------------------------------ navigation
+
+    @property
+    def leaf_id(self) -> Optional[str]:
+        """The current position: the entry the next append will hang under (None: a new root)."""
+        return self.storage.leaf_id
+
+    def move_to(self, entry_id: Optional[str], summary: Union[None, str, Mapping[str, Any]] = None
+                ) -> Optional[str]:
+        """Move the leaf to ``entry_id`` (None: before the first root) and persist the move.
+
+        With ``summary`` (text, or a dict with ``summary`` and optional ``details``, ``usage``,
+        ``from_hook``) a ``branch_summary`` entry is appended under the new position (its ``from_id``
+        is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None.
+        Unknown ``entry_id``: ``not_found`` and nothing is written.
+        """
+        with self._lock:
+            if entry_id is not None and (entry_id not in self.storage
+                                         or self.storage.type_of(entry_id) == "leaf"):
+                raise SessionError("not_found", f"cannot move to {entry_id!r}: no such entry")
+            if entry_id != self.storage.leaf_id:
+                old = self.storage.leaf_id
+                self._append(lambda i, p, t: LeafEntry(i, old, t, entry_id))
+            if summary is None:
+                return None
+            spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
+            return self.append_branch_summary(entry_id, str(spec.get("summary", "")), spec.get("details"),
+                                              from_hook=spec.get("from_hook", spec.get("fromHook")),
+                                              usage=spec.get("usage"))
+
+    # ------------------------------------------------------------------ reads
+
+    def get_entry(self, entry_id: str) -> Optional[SessionEntry]:
+        """The entry with this id, or None."""
+        return self.storage.get_entry(entry_id)
+
+    def entries(self, after: int = 0, limit: Optional[int] = None) -> List[SessionEntry]:
+        """All entries in append order (``leaf`` bookkeeping entries included); ``after``/``limit`` slice."""
+        with self._lock:
+            return list(self.storage.iter_entries(after, limit))
+
+    def _sorted_children(self, entry_id: Optional[str]) -> List[str]:
+        ids = self.storage.child_ids(entry_id)
+        ids.sort(key=self.storage.timestamp_of)  # stable: append order breaks ties
+        return ids
+
+    def children(self, entry_id: str) -> List[SessionEntry]:
+        """Tree children of an entry, oldest first (``leaf`` entries are not tree nodes)."""
+        return [self.storage.get_entry(i) for i in self._sorted_children(entry_id)]  # type: ignore[misc]
+
+    def get_branch(self, leaf_id: Any = _CURRENT) -> List[SessionEntry]:
+        """The root→``leaf_id`` path (default: the current leaf; None gives []).
+
+        Unknown id: ``not_found``; a missing parent on the way: ``invalid_session``.
+        """
+        with self._lock:
+            start = self.storage.leaf_id if leaf_id is _CURRENT else leaf_id
+            if start is None:
+                return []
+            ids = self.storage.path_to_root(start)
+            return [self.storage.get_entry(i) for i in reversed(ids)]  # type: ignore[misc]
+
+    def get_tree(self) -> List[TreeNode]:
+        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative."""
+        with self._lock:
+            storage = self.storage
+            roots = []
+            for entry_id in storage.entry_ids():
+                if storage.type_of(entry_id) == "leaf":
+                    continue
+                parent = storage.parent_of(entry_id)
+                if parent is None or parent == entry_id or parent not in storage:
+                    roots.append(entry_id)
+            roots.sort(key=storage.timestamp_of)
+            labels = storage.labels
+
+            def node(entry_id: str) -> TreeNode:
+                return TreeNode(storage.get_entry(entry_id), labels.get(entry_id))  # type: ignore[arg-type]
+
+            result = [node(r) for r in roots]
+            stack = list(result)
+            while stack:
+                current = stack.pop()
+                kids = [k for k in self._sorted_children(current.entry.id) if k != current.entry.id]
+                current.children = [node(k) for k in kids]
+                stack.extend(current.children)
+            return result
+
+    @property
+    def labels(self) -> Dict[str, str]:
+        """Current labels by entry id."""
+        return self.storage.labels
+
+    def get_label(self, entry_id: str) -> Optional[str]:
+        return self.storage.get_label(entry_id)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The session name (latest ``session_info``), or None."""
+        return self.storage.name
+
+    def build_context(self, leaf_id: Any = _CURRENT, *, entry_transforms: Iterable[EntryTransform] = (),
+                      projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
+        """Messages, model, thinking level and active tools to resume from (spec §6)."""
+        with self._lock:
+            if leaf_id is _CURRENT:
+                return build_context(self.storage, entry_transforms=entry_transforms, projectors=projectors)
+            return build_context(self.storage, leaf_id, entry_transforms=entry_transforms,
+                                 projectors=projectors)
+
+    def get_session_stats(self) -> SessionStats:
+        """Message count, tokens and cost over the whole session (all branches)."""
+        with self._lock:
+            return get_session_stats(self.storage)

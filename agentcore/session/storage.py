@@ -1,0 +1,356 @@
+"""The storage interface every backend implements, and the tree index they share.
+
+A storage persists entries and answers tree queries; the :class:`~agentcore.session.Session` façade
+assigns ids, parents and timestamps. :class:`SessionStorage` keeps, per entry, a small index node
+(id, parent, type, message role, timestamp, position) and the entry's encoded JSON line. Message and
+custom payloads are decoded only when asked for (a small LRU cache keeps recent ones), so opening a
+100,000-entry session does not parse every message; control entries (leaf moves, labels, names, model
+and thinking changes, compactions, branch summaries) are decoded at load because the tree state needs
+them.
+
+Backends override three hooks: ``_write(line, entry)`` persists one encoded line (raising
+``SessionError("storage")`` leaves memory unchanged), ``_fetch_raw(node)`` returns a payload that is
+not held in memory, and ``close()``. Load rules (spec §3.2, §3.5): the leaf is folded over the entries
+in order (a ``leaf`` entry moves it to its ``targetId``, any other entry to itself); a duplicate id is
+``invalid_entry``; a folded leaf that names a missing entry is ``invalid_session``. Storages are not
+thread-safe on their own; the Session serialises calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import OrderedDict
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+from .context import UsageTotals, usage_of_entry
+from .entries import (LabelEntry, LeafEntry, MessageEntry, SessionEntry, SessionHeader,
+                      SessionInfoEntry, encode_line, entry_from_dict)
+from .errors import SessionError
+
+__all__ = ["SessionStorage", "EAGER_TYPES", "clean_label", "clean_name"]
+
+#: Entry types decoded at load time (small, and needed for the leaf, labels, name and context state).
+EAGER_TYPES = frozenset({"leaf", "label", "session_info", "compaction", "branch_summary", "model_change",
+                         "thinking_level_change", "active_tools_change"})
+
+# The reference writes the envelope keys first, in this order; lines that match are indexed without a
+# JSON parse. Anything else is parsed in full.
+_ENVELOPE = re.compile(
+    rb'\{"type":"([A-Za-z_]+)","id":"([^"\\]+)","parentId":(?:null|"([^"\\]*)"),'
+    rb'"timestamp":"([^"\\]+)"(?:,"message":\{"role":"([A-Za-z]+)")?')
+
+_CACHE_SIZE = 4096
+_intern = sys.intern
+
+
+def clean_label(label: Optional[str]) -> Optional[str]:
+    """Labels are trimmed; blank means "no label"."""
+    if label is None:
+        return None
+    text = str(label).strip()
+    return text or None
+
+
+def clean_name(name: Optional[str]) -> Optional[str]:
+    """Session names: runs of CR/LF become one space, then trimmed; blank means "no name"."""
+    if name is None:
+        return None
+    text = re.sub(r"[\r\n]+", " ", str(name)).strip()
+    return text or None
+
+
+class _Node:
+    """Index record of one entry. ``raw`` is the encoded line (None when the backend fetches it)."""
+
+    __slots__ = ("id", "parent", "type", "role", "ts", "line", "raw", "entry")
+
+    def __init__(self, id: str, parent: Optional[str], type: str, role: Optional[str], ts: str,
+                 line: Optional[int], raw: Optional[Union[bytes, str]], entry: Optional[SessionEntry]):
+        self.id = id
+        self.parent = parent
+        self.type = type
+        self.role = role
+        self.ts = ts
+        self.line = line
+        self.raw = raw
+        self.entry = entry
+
+
+class SessionStorage:
+    """Base class and interface of session storages (memory, JSONL, SQLite)."""
+
+    #: Where the session lives (file path or database path), None in memory.
+    path: Optional[str] = None
+
+    def __init__(self) -> None:
+        self.header: Optional[SessionHeader] = None
+        self.read_only = False
+        self._nodes: Dict[str, _Node] = {}
+        self._order: List[_Node] = []
+        self._children: Dict[Optional[str], List[str]] = {}
+        self._labels: Dict[str, str] = {}
+        self._name: Optional[str] = None
+        self._leaf: Optional[str] = None
+        self._messages = 0
+        self._usage: Optional[UsageTotals] = None
+        self._cache: "OrderedDict[str, SessionEntry]" = OrderedDict()
+        self._closed = False
+
+    # ------------------------------------------------------------------ backend hooks
+
+    def _write(self, line: bytes, entry: SessionEntry) -> None:
+        """Persist one encoded line. Raise ``SessionError("storage")`` on failure."""
+
+    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+        raise SessionError("storage", f"entry {node.id} has no stored payload", path=self.path)
+
+    def close(self) -> None:
+        """Release files, locks and connections. Reads keep working on what is in memory."""
+        self._closed = True
+
+    def __enter__(self) -> "SessionStorage":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ loading
+
+    def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
+        if self.path and line:
+            return f"{self.path}:{line}"
+        if self.path:
+            return f"{self.path} (entry {entry_id})"
+        return f"entry {entry_id}"
+
+    def _index_line(self, raw: Union[bytes, str], line: Optional[int]) -> None:
+        """Index one stored line (without its newline), decoding it only when needed."""
+        match = _ENVELOPE.match(raw) if isinstance(raw, bytes) else None
+        if match is not None and raw.endswith(b"}"):
+            etype = match.group(1).decode()
+            if etype not in EAGER_TYPES:
+                parent = match.group(3)
+                role = match.group(5)
+                self._add(_Node(match.group(2).decode(), parent.decode() if parent is not None else None,
+                                _intern(etype), _intern(role.decode()) if role else None,
+                                match.group(4).decode(), line, raw, None))
+                return
+        entry = self._parse(raw, line)
+        self._add(self._node_for(entry, line, None if entry.type in EAGER_TYPES else raw))
+
+    def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None
+               ) -> SessionEntry:
+        try:
+            return entry_from_dict(json.loads(raw))
+        except ValueError as exc:
+            where = self._where(line, entry_id)
+            raise SessionError("invalid_entry", f"{where}: invalid entry: {exc}; the file is left "
+                               "unchanged, repair or remove that line", path=self.path, line=line) from None
+
+    @staticmethod
+    def _node_for(entry: SessionEntry, line: Optional[int], raw: Any) -> _Node:
+        role = None
+        if isinstance(entry, MessageEntry):
+            role = getattr(entry.message, "role", None)
+        keep = entry if raw is None else None
+        return _Node(entry.id, entry.parent_id, _intern(entry.type), role, entry.timestamp, line, raw, keep)
+
+    def _add(self, node: _Node) -> None:
+        if node.id in self._nodes:
+            raise SessionError("invalid_entry", f"{self._where(node.line, node.id)}: duplicate entry id "
+                               f"{node.id!r}", path=self.path, line=node.line)
+        parent = self._nodes.get(node.parent) if node.parent is not None else None
+        if parent is not None:
+            node.parent = parent.id  # share one string per id
+        self._nodes[node.id] = node
+        self._order.append(node)
+        if node.type == "leaf":
+            self._leaf = node.entry.target_id  # type: ignore[union-attr]
+            return
+        self._children.setdefault(node.parent, []).append(node.id)
+        self._leaf = node.id
+        if node.type == "message":
+            self._messages += 1
+        elif node.type == "label":
+            entry = node.entry
+            assert isinstance(entry, LabelEntry)
+            label = clean_label(entry.label)
+            if label is None:
+                self._labels.pop(entry.target_id, None)
+            else:
+                self._labels[entry.target_id] = label
+        elif node.type == "session_info":
+            assert isinstance(node.entry, SessionInfoEntry)
+            self._name = clean_name(node.entry.name)
+
+    def _finish_load(self) -> None:
+        if self._leaf is not None and self._leaf not in self._nodes:
+            raise SessionError("invalid_session", f"{self.path or 'session'}: the current leaf points at "
+                               f"missing entry {self._leaf!r}", path=self.path)
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, entry: SessionEntry) -> None:
+        """Persist ``entry`` and index it; memory changes only after the write succeeded.
+
+        The caller (Session) has set id, parent and timestamp. Raises ``invalid_payload`` for non-JSON
+        data and ``storage`` for write failures; in both cases nothing is recorded.
+        """
+        if self.read_only:
+            raise SessionError("storage", f"{self.path or 'session'} was opened read-only; open it "
+                               "without read_only=True to append", path=self.path)
+        if self._closed:
+            raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
+        if entry.id in self._nodes:
+            raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
+        line = encode_line(entry.to_dict())
+        self._write(line, entry)
+        raw = line[:-1]
+        stored = entry_from_dict(json.loads(raw)) if entry.type in EAGER_TYPES else None
+        node = self._node_for(stored or entry, None, None if stored is not None else raw)
+        self._add(node)
+        if self._usage is not None and (node.type in ("compaction", "branch_summary") or (
+                node.type == "message" and node.role in ("assistant", None))):
+            self._usage.add(usage_of_entry(stored or self._decode(node)))
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def leaf_id(self) -> Optional[str]:
+        return self._leaf
+
+    @property
+    def name(self) -> Optional[str]:
+        return self._name
+
+    @property
+    def labels(self) -> Dict[str, str]:
+        return dict(self._labels)
+
+    def get_label(self, entry_id: str) -> Optional[str]:
+        return self._labels.get(entry_id)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._nodes
+
+    def type_of(self, entry_id: str) -> str:
+        return self._nodes[entry_id].type
+
+    def parent_of(self, entry_id: str) -> Optional[str]:
+        return self._nodes[entry_id].parent
+
+    def timestamp_of(self, entry_id: str) -> str:
+        return self._nodes[entry_id].ts
+
+    def role_of(self, entry_id: str) -> Optional[str]:
+        """The message role of a ``message`` entry (decoding it if the index does not know it)."""
+        node = self._nodes[entry_id]
+        if node.type != "message":
+            return None
+        if node.role is None:
+            entry = self.get_entry(entry_id)
+            node.role = getattr(getattr(entry, "message", None), "role", None)
+        return node.role
+
+    def get_entry(self, entry_id: str) -> Optional[SessionEntry]:
+        """The entry with this id, or None. Returned entries are shared: treat them as read-only."""
+        node = self._nodes.get(entry_id)
+        if node is None:
+            return None
+        if node.entry is not None:
+            return node.entry
+        cached = self._cache.get(entry_id)
+        if cached is not None:
+            self._cache.move_to_end(entry_id)
+            return cached
+        entry = self._decode(node)
+        self._cache[entry_id] = entry
+        if len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return entry
+
+    def _decode(self, node: _Node) -> SessionEntry:
+        raw = node.raw if node.raw is not None else self._fetch_raw(node)
+        entry = self._parse(raw, node.line, node.id)
+        if entry.id != node.id:
+            raise SessionError("invalid_entry", f"{self._where(node.line, node.id)}: entry id changed on "
+                               "disk", path=self.path, line=node.line)
+        return entry
+
+    def raw_line(self, entry_id: str) -> bytes:
+        """The stored JSON line of an entry (without newline), exactly as persisted."""
+        node = self._nodes[entry_id]
+        if node.raw is not None:
+            raw = node.raw
+        elif node.entry is not None:
+            return encode_line(node.entry.to_dict())[:-1]
+        else:
+            raw = self._fetch_raw(node)
+        return raw if isinstance(raw, bytes) else raw.encode("utf-8")
+
+    def entry_ids(self) -> List[str]:
+        """Every entry id in append order (including ``leaf`` bookkeeping entries)."""
+        return [node.id for node in self._order]
+
+    def iter_entries(self, after: int = 0, limit: Optional[int] = None) -> Iterator[SessionEntry]:
+        """Entries in append order, from position ``after`` (0-based), at most ``limit`` of them."""
+        end = len(self._order) if limit is None else min(len(self._order), after + max(0, limit))
+        for node in self._order[after:end]:
+            entry = self.get_entry(node.id)
+            assert entry is not None
+            yield entry
+
+    def find_entries(self, entry_type: str) -> List[SessionEntry]:
+        """Every entry of one type, in append order."""
+        return [self.get_entry(n.id) for n in self._order if n.type == entry_type]  # type: ignore[misc]
+
+    def child_ids(self, entry_id: Optional[str]) -> List[str]:
+        """Ids of the tree children of ``entry_id`` (None: the roots), in append order; no leaf entries."""
+        return list(self._children.get(entry_id, ()))
+
+    def path_to_root(self, entry_id: str) -> List[str]:
+        """Ids from ``entry_id`` up to its root (leaf first). Iterative; chains may be very deep.
+
+        Raises ``not_found`` for an unknown start and ``invalid_session`` for a missing parent or a cycle.
+        """
+        if entry_id not in self._nodes:
+            raise SessionError("not_found", f"no entry with id {entry_id!r}", path=self.path)
+        nodes = self._nodes
+        path = []
+        current: Optional[str] = entry_id
+        limit = len(nodes)
+        while current is not None:
+            node = nodes.get(current)
+            if node is None:
+                raise SessionError("invalid_session", f"{self.path or 'session'}: entry {path[-1]!r} names "
+                                   f"missing parent {current!r}", path=self.path)
+            path.append(current)
+            if len(path) > limit:
+                raise SessionError("invalid_session", f"{self.path or 'session'}: parent cycle at entry "
+                                   f"{current!r}", path=self.path)
+            current = node.parent
+        return path
+
+    # ------------------------------------------------------------------ statistics
+
+    @property
+    def message_count(self) -> int:
+        return self._messages
+
+    def usage_totals(self) -> UsageTotals:
+        """Token and cost sums over the whole session (all branches), computed once then kept current."""
+        if self._usage is None:
+            totals = UsageTotals()
+            for node in self._order:
+                if node.type in ("compaction", "branch_summary"):
+                    totals.add(usage_of_entry(node.entry))
+                elif node.type == "message" and node.role in ("assistant", None):
+                    entry = node.entry or self._cache.get(node.id) or self._decode(node)
+                    totals.add(usage_of_entry(entry))
+            self._usage = totals
+        return self._usage
