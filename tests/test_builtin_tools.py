@@ -1,0 +1,491 @@
+"""Built-in file tools (issue 7 item 1): read, write, edit, ls, find, grep, root confinement and
+registration. Tools report failure by raising (agent-loop §1.7, §2.8)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+
+from agentcore import hookspecs
+from agentcore.builtin_tools import (
+    ALL_TOOL_NAMES, EditError, PathOutsideRootError, create_coding_tools, create_edit_tool,
+    create_find_tool, create_grep_tool, create_ls_tool, create_read_only_tools, create_read_tool,
+    create_write_tool,
+)
+from agentcore.builtin_tools import write as write_module
+from agentcore.builtin_tools._walk import compile_glob
+from agentcore.signals import AbortController, AbortError
+from agentcore.tools import validate_tool_arguments
+from agentcore.types import ImageContent, TextContent
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(40))
+
+
+def run(tool, **args: Any):
+    return tool.execute("call-1", args, None, None)
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+# --------------------------------------------------------------------------- registration and schemas
+
+
+def test_register_tools_hook_registers_every_builtin():
+    import agentcore.builtin_tools as plugin
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(plugin)
+    registered = []
+    pm.hook.register_tools(register=registered.append)
+    assert [t.name for t in registered] == list(ALL_TOOL_NAMES)
+
+
+def test_default_tools_follow_the_process_directory(tmp_path, monkeypatch):
+    tools = {t.name: t for t in create_coding_tools()}
+    (tmp_path / "here.txt").write_text("cwd file\n")
+    monkeypatch.chdir(tmp_path)
+    assert text(run(tools["read"], path="here.txt")) == "     1\tcwd file"
+    assert text(run(tools["bash"], command="cat here.txt")) == "cwd file"
+
+
+def test_schemas_are_valid_and_accept_typical_calls():
+    from jsonschema import Draft202012Validator
+
+    tools = {t.name: t for t in create_coding_tools()}
+    for tool in tools.values():
+        Draft202012Validator.check_schema(tool.parameters)
+        assert tool.label == tool.name and tool.description
+    validate_tool_arguments(tools["read"], {"path": "a", "offset": 2, "limit": 10})
+    validate_tool_arguments(tools["edit"], {"path": "a", "edits": [{"oldText": "x", "newText": "y"}]})
+    with pytest.raises(ValueError, match='Validation failed for tool "write"'):
+        validate_tool_arguments(tools["write"], {"path": "a"})
+
+
+def test_factories_choose_tools_by_name():
+    assert [t.name for t in create_read_only_tools()] == ["read", "grep", "find", "ls"]
+    assert [t.name for t in create_coding_tools(names=["edit", "read"])] == ["edit", "read"]
+    with pytest.raises(ValueError, match="unknown built-in tool 'rm'"):
+        create_coding_tools(names=["rm"])
+
+
+# --------------------------------------------------------------------------- root confinement
+
+
+@pytest.fixture
+def sandbox(tmp_path):
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "a.py").write_text("alpha\n")
+    (tmp_path / "secret.txt").write_text("outside\n")
+    return root
+
+
+@pytest.mark.parametrize("path", ["../secret.txt", "src/../../secret.txt", "{outside}"])
+def test_paths_escaping_the_root_are_refused(sandbox, path):
+    path = path.format(outside=sandbox.parent / "secret.txt")
+    for tool in create_coding_tools(root=str(sandbox), names=["read", "write", "edit", "ls", "find", "grep"]):
+        args = {"read": {"path": path}, "write": {"path": path, "content": "x"},
+                "edit": {"path": path, "edits": [{"oldText": "outside", "newText": "in"}]},
+                "ls": {"path": path}, "find": {"pattern": "*", "path": path},
+                "grep": {"pattern": "x", "path": path}}[tool.name]
+        with pytest.raises(PathOutsideRootError, match="is outside the allowed root"):
+            tool.execute("c", args, None, None)
+    assert (sandbox.parent / "secret.txt").read_text() == "outside\n"
+
+
+def test_symlink_resolving_outside_the_root_is_refused(sandbox):
+    (sandbox / "link.txt").symlink_to(sandbox.parent / "secret.txt")
+    (sandbox / "linkdir").symlink_to(sandbox.parent)
+    read = create_read_tool(root=str(sandbox))
+    with pytest.raises(PathOutsideRootError):
+        run(read, path="link.txt")
+    with pytest.raises(PathOutsideRootError):
+        run(read, path="linkdir/secret.txt")
+    with pytest.raises(PathOutsideRootError):
+        run(create_write_tool(root=str(sandbox)), path="link.txt", content="overwrite")
+    assert (sandbox.parent / "secret.txt").read_text() == "outside\n"
+
+
+def test_paths_inside_the_root_work_including_absolute_and_inner_symlinks(sandbox):
+    (sandbox / "inner").symlink_to(sandbox / "src")
+    read = create_read_tool(root=str(sandbox))
+    assert text(run(read, path=str(sandbox / "src" / "a.py"))) == "     1\talpha"
+    assert text(run(read, path="inner/a.py")) == "     1\talpha"
+    assert text(run(read, path="src/../src/a.py")) == "     1\talpha"
+
+
+def test_cwd_inside_root_resolves_relative_paths_and_cwd_outside_is_refused(sandbox):
+    read = create_read_tool(cwd=str(sandbox / "src"), root=str(sandbox))
+    assert text(run(read, path="a.py")) == "     1\talpha"
+    outside = create_read_tool(cwd=str(sandbox.parent), root=str(sandbox))
+    with pytest.raises(PathOutsideRootError):
+        run(outside, path="root/src/a.py")
+
+
+def test_without_root_any_path_is_allowed(sandbox):
+    read = create_read_tool(cwd=str(sandbox))
+    assert text(run(read, path="../secret.txt")) == "     1\toutside"
+
+
+# --------------------------------------------------------------------------- read
+
+
+@pytest.fixture
+def lines_file(tmp_path):
+    path = tmp_path / "lines.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    return path
+
+
+def test_read_numbers_lines_like_cat_n(tmp_path):
+    (tmp_path / "f.txt").write_text("one\n\tindented\nlast")
+    assert text(run(create_read_tool(str(tmp_path)), path="f.txt")) == "     1\tone\n     2\t\tindented\n     3\tlast"
+
+
+def test_read_offset_and_limit_say_how_to_continue(lines_file):
+    read = create_read_tool(str(lines_file.parent))
+    result = run(read, path="lines.txt", offset=5, limit=3)
+    assert text(result) == ("     5\tline 5\n     6\tline 6\n     7\tline 7\n\n"
+                            "[23 more lines in file. Use offset=8 to continue.]")
+    assert text(run(read, path="lines.txt", offset=29)) == "    29\tline 29\n    30\tline 30"
+
+
+def test_read_truncation_notice_names_the_next_offset(lines_file):
+    read = create_read_tool(str(lines_file.parent), max_lines=10)
+    result = run(read, path="lines.txt", offset=3)
+    body, notice = text(result).split("\n\n")
+    assert body.splitlines()[0] == "     3\tline 3" and len(body.splitlines()) == 10
+    assert notice == "[Showing lines 3-12 of 30. Use offset=13 to continue.]"
+    assert result.details["truncation"]["truncatedBy"] == "lines"
+    byte_limited = create_read_tool(str(lines_file.parent), max_bytes=40)
+    assert text(run(byte_limited, path="lines.txt")).endswith(
+        "[Showing lines 1-2 of 30 (40B limit). Use offset=3 to continue.]")
+
+
+def test_read_offset_past_the_end_is_an_error(lines_file):
+    with pytest.raises(ValueError, match=r"Offset 31 is beyond end of file \(30 lines total\)"):
+        run(create_read_tool(str(lines_file.parent)), path="lines.txt", offset=31)
+
+
+def test_read_refuses_binary_files_clearly(tmp_path):
+    (tmp_path / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(200))
+    with pytest.raises(ValueError, match=r"Cannot read blob.bin: it is a binary file .*Inspect it with bash"):
+        run(create_read_tool(str(tmp_path)), path="blob.bin")
+
+
+@pytest.mark.parametrize("data,mime", [
+    (PNG, "image/png"),
+    (b"\xff\xd8\xff\xe0" + bytes(30), "image/jpeg"),
+    (b"GIF89a" + bytes(30), "image/gif"),
+    (b"RIFF\x10\x00\x00\x00WEBPVP8 " + bytes(30), "image/webp"),
+])
+def test_read_returns_images_as_image_content(tmp_path, data, mime):
+    (tmp_path / "picture.dat").write_bytes(data)  # detected by content, not by name
+    result = run(create_read_tool(str(tmp_path)), path="picture.dat")
+    assert isinstance(result.content[0], TextContent) and mime in result.content[0].text
+    image = result.content[1]
+    assert isinstance(image, ImageContent) and image.mime_type == mime
+    assert base64.b64decode(image.data) == data
+
+
+def test_read_refuses_images_over_the_limit(tmp_path):
+    (tmp_path / "big.png").write_bytes(PNG + bytes(2000))
+    with pytest.raises(ValueError, match="larger than the"):
+        run(create_read_tool(str(tmp_path), max_image_bytes=1000), path="big.png")
+
+
+def test_read_strips_bom_and_carriage_returns_for_display(tmp_path):
+    (tmp_path / "win.txt").write_bytes("\ufeffa\r\nb\r\n".encode("utf-8"))
+    assert text(run(create_read_tool(str(tmp_path)), path="win.txt")) == "     1\ta\n     2\tb"
+
+
+def test_read_missing_file_and_directory_errors(tmp_path):
+    read = create_read_tool(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="File not found: nope.txt"):
+        run(read, path="nope.txt")
+    with pytest.raises(IsADirectoryError, match="use ls"):
+        run(read, path=".")
+
+
+def test_read_long_first_line_points_to_bash(tmp_path):
+    (tmp_path / "wide.txt").write_text("x" * 500 + "\nshort\n")
+    result = run(create_read_tool(str(tmp_path), max_bytes=100), path="wide.txt")
+    assert text(result).startswith("[Line 1 is 500B, over the 100B limit. Use bash: sed -n '1p' wide.txt")
+
+
+def test_read_honours_an_aborted_signal(lines_file):
+    controller = AbortController()
+    controller.abort()
+    with pytest.raises(AbortError):
+        create_read_tool(str(lines_file.parent)).execute("c", {"path": "lines.txt"}, controller.signal, None)
+
+
+# --------------------------------------------------------------------------- write
+
+
+def test_write_creates_parents_and_reports_bytes(tmp_path):
+    result = run(create_write_tool(str(tmp_path)), path="a/b/c.txt", content="héllo\n")
+    assert (tmp_path / "a" / "b" / "c.txt").read_text(encoding="utf-8") == "héllo\n"
+    assert text(result) == "Successfully wrote 7 bytes to a/b/c.txt"
+    assert result.details["bytes"] == 7
+
+
+def test_write_replaces_atomically_and_leaves_no_temp_files(tmp_path, monkeypatch):
+    target = tmp_path / "keep.txt"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    write = create_write_tool(str(tmp_path))
+
+    def failing_replace(src, dst):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(write_module.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk on fire"):
+        run(write, path="keep.txt", content="new\n")
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    monkeypatch.undo()
+    run(write, path="keep.txt", content="new\n")
+    assert target.read_text() == "new\n"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def test_write_through_a_symlink_keeps_the_link(tmp_path):
+    (tmp_path / "real.txt").write_text("old")
+    (tmp_path / "alias.txt").symlink_to(tmp_path / "real.txt")
+    run(create_write_tool(str(tmp_path)), path="alias.txt", content="new")
+    assert (tmp_path / "alias.txt").is_symlink()
+    assert (tmp_path / "real.txt").read_text() == "new"
+
+
+def test_write_refuses_a_directory(tmp_path):
+    with pytest.raises(IsADirectoryError):
+        run(create_write_tool(str(tmp_path)), path=".", content="x")
+
+
+# --------------------------------------------------------------------------- edit
+
+
+@pytest.fixture
+def source(tmp_path):
+    path = tmp_path / "mod.py"
+    path.write_text("def f():\n    return 1\n\n\ndef g():\n    return 1\n")
+    return path
+
+
+def test_edit_replaces_unique_text_and_returns_a_diff(source):
+    result = run(create_edit_tool(str(source.parent)), path="mod.py",
+                 edits=[{"oldText": "def g():\n    return 1", "newText": "def g():\n    return 2"}])
+    assert source.read_text() == "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
+    assert text(result) == "Successfully applied 1 edit to mod.py."
+    diff = result.details["diff"]
+    assert diff.startswith("--- a/mod.py\n+++ b/mod.py\n@@")
+    assert "-    return 1\n+    return 2\n" in diff
+    assert result.details["firstChangedLine"] == 6
+
+
+def test_edit_applies_several_edits_against_the_original(source):
+    result = run(create_edit_tool(str(source.parent)), path="mod.py", edits=[
+        {"oldText": "def f():", "newText": "def first():"},
+        {"oldText": "def g():", "newText": "def second():"},
+    ])
+    assert source.read_text().splitlines()[0] == "def first():"
+    assert source.read_text().splitlines()[4] == "def second():"
+    assert text(result) == "Successfully applied 2 edits to mod.py."
+
+
+def test_edit_ambiguous_text_reports_the_count_and_changes_nothing(source):
+    before = source.read_bytes()
+    with pytest.raises(EditError, match=r"Found 2 occurrences of oldText in mod.py; it must match exactly once"):
+        run(create_edit_tool(str(source.parent)), path="mod.py", edits=[{"oldText": "return 1", "newText": "x"}])
+    assert source.read_bytes() == before
+
+
+def test_edit_missing_text_reports_not_found(source):
+    with pytest.raises(EditError, match="Could not find oldText in mod.py"):
+        run(create_edit_tool(str(source.parent)), path="mod.py", edits=[{"oldText": "return 3", "newText": "x"}])
+
+
+def test_edit_failure_in_a_later_edit_leaves_the_file_unchanged(source):
+    before = source.read_bytes()
+    with pytest.raises(EditError, match=r"Could not find edits\[1\].oldText"):
+        run(create_edit_tool(str(source.parent)), path="mod.py", edits=[
+            {"oldText": "def f():", "newText": "def h():"},
+            {"oldText": "no such text", "newText": "x"},
+        ])
+    assert source.read_bytes() == before
+    assert sorted(p.name for p in source.parent.iterdir()) == ["mod.py"]
+
+
+def test_edit_overlapping_and_no_op_edits_are_refused(source):
+    edit = create_edit_tool(str(source.parent))
+    with pytest.raises(EditError, match="overlap"):
+        run(edit, path="mod.py", edits=[{"oldText": "def f():\n", "newText": "a"},
+                                        {"oldText": "f():\n    return", "newText": "b"}])
+    with pytest.raises(EditError, match="No changes made"):
+        run(edit, path="mod.py", edits=[{"oldText": "def f()", "newText": "def f()"}])
+    with pytest.raises(EditError, match="empty"):
+        run(edit, path="mod.py", edits=[{"oldText": "", "newText": "x"}])
+
+
+def test_edit_keeps_crlf_line_endings_and_the_bom(tmp_path):
+    path = tmp_path / "win.txt"
+    path.write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\nthree\r\n")
+    run(create_edit_tool(str(tmp_path)), path="win.txt", edits=[{"oldText": "two\nthree", "newText": "2\n3"}])
+    assert path.read_bytes() == b"\xef\xbb\xbfone\r\n2\r\n3\r\n"
+
+
+def test_edit_prepare_arguments_accepts_top_level_and_snake_case(source):
+    tool = create_edit_tool(str(source.parent))
+    raw = {"path": "mod.py", "oldText": "def f():", "newText": "def top():"}
+    prepared = tool.prepare_arguments(raw)
+    assert prepared == {"path": "mod.py", "edits": [{"oldText": "def f():", "newText": "def top():"}]}
+    assert raw == {"path": "mod.py", "oldText": "def f():", "newText": "def top():"}  # not mutated
+    validate_tool_arguments(tool, prepared)
+    snake = tool.prepare_arguments({"path": "mod.py", "edits": [{"old_text": "def g():", "new_text": "def s():"}]})
+    assert snake["edits"] == [{"oldText": "def g():", "newText": "def s():"}]
+    run(tool, **prepared)
+    tool.execute("c", {"path": "mod.py", "old_text": "def g():", "new_text": "def s():"}, None, None)
+    assert source.read_text().startswith("def top():") and "def s():" in source.read_text()
+
+
+def test_edit_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="File not found: gone.py"):
+        run(create_edit_tool(str(tmp_path)), path="gone.py", edits=[{"oldText": "a", "newText": "b"}])
+
+
+# --------------------------------------------------------------------------- ls
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / ".git" / "objects").mkdir(parents=True)
+    (tmp_path / ".git" / "config.py").write_text("needle = 'in git'\n")
+    (tmp_path / "src" / "main.py").write_text("import os\nneedle = 1\nNEEDLE = 2\n")
+    (tmp_path / "src" / "pkg" / "util.py").write_text("def needle():\n    pass\n")
+    (tmp_path / "src" / "notes.md").write_text("a needle in markdown\n")
+    (tmp_path / "README").write_text("needle (the readme)\n")
+    (tmp_path / ".env").write_text("NEEDLE_KEY=x\n")
+    (tmp_path / "data.bin").write_bytes(b"needle\x00\x01\x02")
+    return tmp_path
+
+
+def test_ls_sorts_marks_folders_and_shows_dot_files(tree):
+    assert text(run(create_ls_tool(str(tree)))) == ".env\n.git/\ndata.bin\nREADME\nsrc/"
+    assert text(run(create_ls_tool(str(tree)), path="src")) == "main.py\nnotes.md\npkg/"
+
+
+def test_ls_limit_and_errors(tree):
+    ls = create_ls_tool(str(tree))
+    result = run(ls, limit=2)
+    assert text(result) == ".env\n.git/\n\n[2 of 5 entries shown. Use limit=4 for more]"
+    with pytest.raises(NotADirectoryError):
+        run(ls, path="README")
+    with pytest.raises(FileNotFoundError):
+        run(ls, path="missing")
+    (tree / "empty").mkdir()
+    assert text(run(ls, path="empty")) == "(empty directory)"
+
+
+# --------------------------------------------------------------------------- find
+
+
+def test_find_matches_names_at_any_depth_and_skips_git(tree):
+    assert text(run(create_find_tool(str(tree)), pattern="*.py")) == "src/main.py\nsrc/pkg/util.py"
+
+
+def test_find_path_patterns_folders_and_search_path(tree):
+    find = create_find_tool(str(tree))
+    assert text(run(find, pattern="src/**/*.py")) == "src/main.py\nsrc/pkg/util.py"
+    assert text(run(find, pattern="pkg")) == "src/pkg/"
+    assert text(run(find, pattern="*.{md,py}", path="src")) == "src/main.py\nsrc/notes.md\nsrc/pkg/util.py"
+
+
+def test_find_limit_and_no_results(tree):
+    find = create_find_tool(str(tree))
+    assert text(run(find, pattern="*", limit=2)) == (
+        ".env\nREADME\n\n[2 results limit reached. Use limit=4 for more, or refine the pattern]")
+    assert text(run(find, pattern="*.rs")) == "No files found matching pattern *.rs"
+
+
+def test_find_stops_on_abort(tree):
+    controller = AbortController()
+    controller.abort()
+    with pytest.raises(AbortError):
+        create_find_tool(str(tree)).execute("c", {"pattern": "*"}, controller.signal, None)
+
+
+@pytest.mark.parametrize("pattern,path,expected", [
+    ("*.py", "a/b/c.py", True), ("*.py", "c.pyc", False), ("src/*.py", "src/a/b.py", False),
+    ("src/**/*.py", "src/b.py", True), ("**/test_?.py", "x/y/test_1.py", True),
+    ("[!a]*", "abc", False), ("[!a]*", "bcd", True), ("{a,b}/*.txt", "b/x.txt", True),
+])
+def test_glob_rules(pattern, path, expected):
+    assert compile_glob(pattern)(path) is expected
+
+
+# --------------------------------------------------------------------------- grep
+
+BACKENDS = [pytest.param(False, id="python"),
+            pytest.param(True, id="rg", marks=pytest.mark.skipif(shutil.which("rg") is None,
+                                                                  reason="ripgrep (rg) not installed"))]
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_formats_path_line_text_and_skips_git_and_binaries(tree, use_rg):
+    result = run(create_grep_tool(str(tree), use_rg=use_rg), pattern="needle")
+    assert text(result) == ("README:1:needle (the readme)\nsrc/main.py:2:needle = 1\n"
+                            "src/notes.md:1:a needle in markdown\nsrc/pkg/util.py:1:def needle():")
+    assert result.details["backend"] == ("rg" if use_rg else "python")
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_options(tree, use_rg):
+    grep = create_grep_tool(str(tree), use_rg=use_rg)
+    assert text(run(grep, pattern="needle", ignoreCase=True, glob="*.py")) == (
+        "src/main.py:2:needle = 1\nsrc/main.py:3:NEEDLE = 2\nsrc/pkg/util.py:1:def needle():")
+    assert text(run(grep, pattern="needle()", literal=True)) == "src/pkg/util.py:1:def needle():"
+    assert text(run(grep, pattern=r"^NEEDLE_\w+", path=".env")) == ".env:1:NEEDLE_KEY=x"
+    assert text(run(grep, pattern="needle", path="src", limit=2)) == (
+        "src/main.py:2:needle = 1\nsrc/notes.md:1:a needle in markdown\n\n"
+        "[2 matches limit reached. Use limit=4 for more, or refine the pattern]")
+    assert text(run(grep, pattern="haystack")) == "No matches found for haystack"
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_invalid_regex_is_a_clear_error(tree, use_rg):
+    with pytest.raises(ValueError, match="literal=true"):
+        run(create_grep_tool(str(tree), use_rg=use_rg), pattern="(unclosed")
+
+
+def test_grep_backends_agree_on_a_larger_tree(tmp_path):
+    if shutil.which("rg") is None:
+        pytest.skip("ripgrep (rg) not installed")
+    for d in range(5):
+        folder = tmp_path / f"d{d}" / "inner"
+        folder.mkdir(parents=True)
+        for f in range(5):
+            (folder / f"f{f}.txt").write_text("".join(f"row {i} {'hit' if i % 7 == 0 else ''}\n" for i in range(50)))
+    python = text(run(create_grep_tool(str(tmp_path), use_rg=False), pattern=r"row \d+ hit", limit=1000))
+    rg = text(run(create_grep_tool(str(tmp_path), use_rg=True), pattern=r"row \d+ hit", limit=1000))
+    assert python == rg and python.count("\n") == 5 * 5 * 8 - 1
+
+
+def test_grep_does_not_leave_the_root_through_symlinks(tree):
+    outside = tree.parent / "outside.txt"
+    outside.write_text("needle outside\n")
+    (tree / "src" / "link.txt").symlink_to(outside)
+    root_tool = create_grep_tool(str(tree), root=str(tree), use_rg=False)
+    assert "outside" not in text(run(root_tool, pattern="needle"))

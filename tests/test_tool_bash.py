@@ -1,0 +1,253 @@
+"""The built-in bash tool (issue 7 item 1): output, streaming, truncation, timeout and abort.
+
+Tool failure is reported by raising (agent-loop §1.7, §2.8); these tests call ``execute`` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal as _signal
+import threading
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from agentcore.builtin_tools import BashError, create_bash_tool
+from agentcore.signals import AbortController
+from agentcore.tools import AgentToolResult
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs. A zombie counts as dead: orphans re-parented to an init that does
+    not reap them (as in some containers) stay zombies forever, yet ``os.kill(pid, 0)`` succeeds."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_dead(pids: List[int], within: float = 1.0) -> List[int]:
+    """The pids still alive after ``within`` seconds (polled)."""
+    deadline = time.monotonic() + within
+    while True:
+        alive = [p for p in pids if _alive(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.01)
+
+
+def _cleanup(pids: List[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, _signal.SIGKILL)
+        except OSError:
+            pass
+
+
+GRANDCHILDREN = 'sleep 100 & echo "pid:$!"; sleep 100 & echo "pid:$!"; wait'
+
+
+def _pids(text: str) -> List[int]:
+    return [int(p) for p in re.findall(r"pid:(\d+)", text)]
+
+
+def test_runs_command_in_cwd_and_merges_stderr(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path))
+    result = tool.execute("c1", {"command": "pwd; echo oops >&2"}, None, None)
+    text = result.content[0].text
+    assert text.splitlines() == [os.path.realpath(tmp_path), "oops"]
+    assert result.details["exitCode"] == 0
+
+
+def test_empty_output_says_so(tmp_path):
+    result = create_bash_tool(cwd=str(tmp_path)).execute("c1", {"command": "true"}, None, None)
+    assert result.content[0].text == "(no output)"
+
+
+def test_nonzero_exit_raises_with_output_and_code(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path))
+    with pytest.raises(BashError) as info:
+        tool.execute("c1", {"command": "echo partial; exit 3"}, None, None)
+    assert str(info.value) == "partial\n\nCommand exited with code 3"
+    assert info.value.exit_code == 3 and info.value.reason == "exit"
+    assert info.value.details["exitCode"] == 3
+
+
+def test_nonzero_exit_as_result_when_asked(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path), raise_on_error=False)
+    result = tool.execute("c1", {"command": "echo partial; exit 4"}, None, None)
+    assert result.details["exitCode"] == 4
+    assert result.content[0].text == "partial"
+
+
+def test_output_streams_through_on_update(tmp_path):
+    # The command waits for a file that the update callback creates once it saw the first line,
+    # so a partial result with only that line must have been delivered while the command ran.
+    go = tmp_path / "go"
+    seen_first = threading.Event()
+    updates: List[str] = []
+
+    def on_update(partial: AgentToolResult) -> None:
+        text = partial.content[0].text
+        updates.append(text)
+        if "first" in text and not seen_first.is_set():
+            seen_first.set()
+            go.touch()
+
+    command = "echo first; for i in $(seq 1000); do [ -e go ] && break; sleep 0.01; done; echo second"
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+    result = tool.execute("c1", {"command": command}, None, on_update)
+    assert seen_first.is_set()
+    assert any("first" in u and "second" not in u for u in updates)
+    assert result.content[0].text == "first\nsecond"
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+    pids: List[int] = []
+    started = time.monotonic()
+    try:
+        with pytest.raises(BashError) as info:
+            tool.execute("c1", {"command": GRANDCHILDREN, "timeout": 0.5}, None, None)
+        elapsed = time.monotonic() - started
+        pids = _pids(info.value.output)
+        assert len(pids) == 2
+        assert str(info.value).endswith("Command timed out after 0.5 seconds")
+        assert info.value.reason == "timeout" and info.value.exit_code is None
+        assert _wait_dead(pids) == []
+        assert elapsed < 0.5 + 2.0  # killed promptly, not after the sleeps' 100 s
+    finally:
+        _cleanup(pids)
+
+
+def test_abort_kills_the_whole_process_group(tmp_path):
+    controller = AbortController()
+    both_started = threading.Event()
+    outcome: List[BaseException] = []
+
+    def on_update(partial: AgentToolResult) -> None:
+        if len(_pids(partial.content[0].text)) == 2:
+            both_started.set()
+
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+
+    def run() -> None:
+        try:
+            tool.execute("c1", {"command": GRANDCHILDREN}, controller.signal, on_update)
+        except BaseException as exc:  # recorded for the main thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    pids: List[int] = []
+    try:
+        assert both_started.wait(10)
+        aborted_at = time.monotonic()
+        controller.abort("stop")
+        worker.join(10)
+        assert not worker.is_alive()
+        assert time.monotonic() - aborted_at < 2.0
+        assert len(outcome) == 1 and isinstance(outcome[0], BashError)
+        error = outcome[0]
+        pids = _pids(error.output)
+        assert len(pids) == 2
+        assert str(error).endswith("Command aborted") and error.reason == "aborted"
+        assert _wait_dead(pids) == []
+    finally:
+        controller.abort()
+        worker.join(10)
+        _cleanup(pids)
+
+
+def test_already_aborted_signal_runs_nothing(tmp_path):
+    controller = AbortController()
+    controller.abort()
+    tool = create_bash_tool(cwd=str(tmp_path))
+    with pytest.raises(BashError, match="Command aborted"):
+        tool.execute("c1", {"command": "touch ran"}, controller.signal, None)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_background_job_does_not_block_the_result(tmp_path):
+    # The job inherits the output pipe; the tool must return once the shell exits.
+    tool = create_bash_tool(cwd=str(tmp_path))
+    result = tool.execute("c1", {"command": 'sleep 100 & echo "pid:$!"', "timeout": 5}, None, None)
+    pids = _pids(result.content[0].text)
+    try:
+        assert len(pids) == 1 and result.details["exitCode"] == 0
+    finally:
+        _cleanup(pids)
+
+
+def test_long_output_keeps_the_tail_and_saves_everything(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path), max_lines=100)
+    result = tool.execute("c1", {"command": "seq 1 5000"}, None, None)
+    text = result.content[0].text
+    path = result.details["fullOutputPath"]
+    try:
+        body, notice = text.split("\n\n")
+        assert body.splitlines() == [str(i) for i in range(4901, 5001)]
+        assert notice == f"[Showing lines 4901-5000 of 5000. Full output: {path}]"
+        assert Path(path).read_text().splitlines() == [str(i) for i in range(1, 5001)]
+        truncation = result.details["truncation"]
+        assert truncation["truncatedBy"] == "lines" and truncation["totalLines"] == 5000
+    finally:
+        os.unlink(path)
+
+
+def test_byte_limit_and_a_single_huge_line(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path), max_bytes=1000)
+    result = tool.execute("c1", {"command": "head -c 5000 /dev/zero | tr '\\0' a; echo; echo end"}, None, None)
+    path = result.details["fullOutputPath"]
+    try:
+        text = result.content[0].text
+        assert text.startswith("end\n\n[Showing lines 2-2 of 2 (1000B limit)")
+        assert os.path.getsize(path) == 5000 + 1 + 4
+    finally:
+        os.unlink(path)
+    result = tool.execute("c2", {"command": "head -c 5000 /dev/zero | tr '\\0' b"}, None, None)
+    path = result.details["fullOutputPath"]
+    try:
+        body = result.content[0].text.split("\n\n")[0]
+        assert body == "b" * 1000
+        assert result.details["truncation"]["lastLinePartial"] is True
+    finally:
+        os.unlink(path)
+
+
+def test_short_output_has_no_file(tmp_path):
+    result = create_bash_tool(cwd=str(tmp_path)).execute("c1", {"command": "echo hi"}, None, None)
+    assert "fullOutputPath" not in result.details and "truncation" not in result.details
+
+
+@pytest.mark.parametrize("value", [-1, "soon", float("nan")])
+def test_invalid_timeout_is_refused(tmp_path, value):
+    tool = create_bash_tool(cwd=str(tmp_path))
+    with pytest.raises(ValueError, match="invalid timeout"):
+        tool.execute("c1", {"command": "true", "timeout": value}, None, None)
+
+
+def test_missing_working_directory_is_reported(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path / "gone"))
+    with pytest.raises(FileNotFoundError, match="working directory does not exist"):
+        tool.execute("c1", {"command": "true"}, None, None)
+
+
+def test_default_timeout_applies_and_zero_disables_it(tmp_path):
+    tool = create_bash_tool(cwd=str(tmp_path), timeout=0.3)
+    with pytest.raises(BashError, match="timed out after 0.3 seconds"):
+        tool.execute("c1", {"command": "sleep 30"}, None, None)
+    result = tool.execute("c2", {"command": "sleep 0.5; echo done", "timeout": 0}, None, None)
+    assert result.content[0].text == "done"
