@@ -1,0 +1,551 @@
+"""The ``openai-completions`` wire API: OpenAI Chat Completions and compatibles (spec §12, §17).
+
+Speaks to api.openai.com, OpenRouter, Groq, xAI, Cerebras, DeepSeek, z.ai, Hugging Face, Vercel AI
+Gateway, Mistral's OpenAI-compatible endpoint and local servers (Ollama, vLLM, llama.cpp, LM Studio,
+SGLang). Differences between them are ``compat`` flags: detected from ``provider``/``base_url``
+and overridden by ``model.compat`` (:func:`resolve_compat`).
+
+Deliberate choices where the reference implementation is known to be wrong (spec §21):
+* a response with tool calls but no (or a ``stop``) finish reason ends with ``toolUse``;
+* ``output`` tokens are ``completion_tokens`` (which include reasoning tokens for OpenAI); reasoning
+  tokens are added only when a server reports more of them than completion tokens;
+* ``content_filter`` ends in an error whose message says so, not "An unknown error occurred";
+* ``requiresThinkingAsText`` puts the thinking text in front of the text, as one string;
+* loopback servers (localhost, 127.0.0.1, ::1) get the "local server" profile: no ``store``, no
+  ``developer`` role, no ``reasoning_effort``, ``max_tokens``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Mapping, Optional
+
+from ..types import (
+    AssistantMessage, ImageContent, Model, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage,
+    role_of,
+)
+from .base import (
+    ProviderError, StreamWriter, WireHandler, WireProvider, WireRequest, parse_json_event,
+    sanitize_surrogates, tool_specs,
+)
+from .models import supports_xhigh
+from .transform import transform_messages
+
+__all__ = [
+    "API", "OpenAICompletionsProvider", "CompletionsHandler", "resolve_compat", "build_request_body",
+    "convert_messages", "normalize_tool_call_id", "map_finish_reason", "parse_usage",
+]
+
+API = "openai-completions"
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_TOOL_RESULT_IMAGES_TEXT = "Attached image(s) from tool result:"
+_BRIDGE_TEXT = "I have processed the tool results."
+
+DEFAULT_COMPAT: Dict[str, Any] = {
+    "supportsStore": True,
+    "supportsDeveloperRole": True,
+    "supportsReasoningEffort": True,
+    "reasoningEffortMap": {},
+    "supportsUsageInStreaming": True,
+    "maxTokensField": "max_completion_tokens",
+    "requiresToolResultName": False,
+    "requiresAssistantAfterToolResult": False,
+    "requiresThinkingAsText": False,
+    "requiresMistralToolIds": False,
+    "thinkingFormat": "openai",
+    "supportsStrictMode": True,
+    "openRouterRouting": {},
+    "vercelGatewayRouting": {},
+}
+
+
+# --------------------------------------------------------------------------- compat
+
+
+def _is_loopback(base_url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(base_url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.startswith("127.")
+
+
+def detect_compat(model: Model) -> Dict[str, Any]:
+    """Compat flags detected from ``provider`` and ``base_url`` (before ``model.compat``)."""
+    provider, url = model.provider or "", model.base_url or ""
+    is_zai = provider == "zai" or "api.z.ai" in url
+    is_xai = provider == "xai" or "api.x.ai" in url
+    is_mistral = provider == "mistral" or "mistral.ai" in url
+    is_local = _is_loopback(url)
+    non_standard = (provider == "cerebras" or "cerebras.ai" in url or is_xai or "chutes.ai" in url
+                    or "deepseek.com" in url or provider == "deepseek" or is_zai or provider == "opencode"
+                    or "opencode.ai" in url or is_mistral or is_local)
+    compat = dict(DEFAULT_COMPAT)
+    compat.update(
+        supportsStore=not non_standard,
+        supportsDeveloperRole=not non_standard,
+        supportsReasoningEffort=not (is_xai or is_zai or is_mistral or is_local),
+        maxTokensField="max_tokens" if ("chutes.ai" in url or is_mistral or is_local) else "max_completion_tokens",
+        thinkingFormat="zai" if is_zai else "openai",
+        requiresToolResultName=is_mistral,
+        requiresThinkingAsText=is_mistral,
+        requiresMistralToolIds=is_mistral,
+    )
+    if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
+        compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
+    if provider == "github-copilot":
+        compat.update(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False)
+    return compat
+
+
+def resolve_compat(model: Model) -> Dict[str, Any]:
+    """Detected compat flags overridden by the explicit ``model.compat`` entries."""
+    compat = detect_compat(model)
+    for key, value in (model.compat or {}).items():
+        if value is not None:
+            compat[key] = value
+    return compat
+
+
+# --------------------------------------------------------------------------- tool-call ids
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _mistral_id(tool_call_id: str, attempt: int = 0) -> str:
+    alnum = re.sub(r"[^A-Za-z0-9]", "", tool_call_id)
+    if attempt == 0 and len(alnum) == 9:
+        return alnum
+    digest = hashlib.sha256(f"{tool_call_id}:{attempt}".encode("utf-8")).digest()
+    number = int.from_bytes(digest[:8], "big")
+    chars = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while len(out) < 9:
+        number, rem = divmod(number, 36)
+        out += chars[rem]
+    return out
+
+
+def normalize_tool_call_id(tool_call_id: str, model: Model, compat: Optional[Mapping[str, Any]] = None) -> str:
+    """The id a tool call from another model gets on this endpoint (spec §6)."""
+    compat = compat if compat is not None else resolve_compat(model)
+    if compat.get("requiresMistralToolIds"):
+        return _mistral_id(tool_call_id)
+    if "|" in tool_call_id:
+        return _ID_UNSAFE.sub("_", tool_call_id.split("|", 1)[0])[:40]
+    if model.provider == "openai":
+        return tool_call_id[:40]
+    return tool_call_id
+
+
+def _id_normalizer(model: Model, compat: Mapping[str, Any]) -> Any:
+    if not compat.get("requiresMistralToolIds"):
+        return lambda tool_call_id: normalize_tool_call_id(tool_call_id, model, compat)
+    seen: Dict[str, str] = {}
+    used: Dict[str, str] = {}
+
+    def mistral(tool_call_id: str) -> str:  # memoised per request, collisions re-hashed
+        if tool_call_id in seen:
+            return seen[tool_call_id]
+        attempt = 0
+        new = _mistral_id(tool_call_id)
+        while new in used and used[new] != tool_call_id:
+            attempt += 1
+            new = _mistral_id(tool_call_id, attempt)
+        seen[tool_call_id], used[new] = new, tool_call_id
+        return new
+
+    return mistral
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _image_part(image: ImageContent) -> Dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+
+
+def _user_message(message: Any, allow_images: bool) -> Optional[Dict[str, Any]]:
+    content = message.content
+    if isinstance(content, str):
+        return {"role": "user", "content": sanitize_surrogates(content)}
+    parts: List[Dict[str, Any]] = []
+    for block in content or []:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent) and allow_images:
+            parts.append(_image_part(block))
+    if not parts:
+        return None
+    return {"role": "user", "content": parts}
+
+
+def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    texts = [sanitize_surrogates(b.text) for b in message.content
+             if isinstance(b, TextContent) and b.text and b.text.strip()]
+    thinking = [b for b in message.content
+                if isinstance(b, ThinkingContent) and not b.redacted and b.thinking and b.thinking.strip()]
+    calls = [b for b in message.content if isinstance(b, ToolCall)]
+    out: Dict[str, Any] = {"role": "assistant",
+                           "content": "" if compat.get("requiresAssistantAfterToolResult") else None}
+    text = "".join(texts)
+    if thinking and compat.get("requiresThinkingAsText"):
+        thought = "\n\n".join(sanitize_surrogates(b.thinking) for b in thinking)
+        text = thought + ("\n\n" + text if text else "")
+    elif thinking and thinking[0].thinking_signature in _REASONING_FIELDS:
+        out[thinking[0].thinking_signature] = "\n".join(sanitize_surrogates(b.thinking) for b in thinking)
+    if text:
+        out["content"] = text
+    if calls:
+        out["tool_calls"] = [
+            {"id": call.id, "type": "function",
+             "function": {"name": call.name, "arguments": json.dumps(call.arguments or {}, ensure_ascii=False)}}
+            for call in calls
+        ]
+        details = [d for d in (_reasoning_detail(c.thought_signature) for c in calls) if d is not None]
+        if details:
+            out["reasoning_details"] = details
+    if not out.get("content") and not calls:
+        return None
+    return out
+
+
+def _reasoning_detail(signature: Optional[str]) -> Optional[Dict[str, Any]]:
+    if not signature:
+        return None
+    try:
+        detail = json.loads(signature)
+    except ValueError:
+        return None
+    return detail if isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted" else None
+
+
+def _tool_message(message: ToolResultMessage, compat: Mapping[str, Any], allow_images: bool) -> Dict[str, Any]:
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    has_images = any(isinstance(b, ImageContent) for b in message.content)
+    out: Dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id,
+                           "content": sanitize_surrogates(text if text else
+                                                          ("(see attached image)" if has_images and allow_images
+                                                           else ""))}
+    if compat.get("requiresToolResultName"):
+        out["name"] = message.tool_name
+    return out
+
+
+def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The ``messages`` array of the request: system prompt, then the transformed conversation."""
+    allow_images = "image" in (model.input or ())
+    out: List[Dict[str, Any]] = []
+    if getattr(context, "system_prompt", None):
+        role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
+        out.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+    messages = transform_messages(list(getattr(context, "messages", None) or []), model,
+                                  _id_normalizer(model, compat))
+    last_role: Optional[str] = None
+    pending_images: List[ImageContent] = []
+
+    def flush_images() -> None:
+        nonlocal last_role
+        if pending_images:
+            out.append({"role": "user", "content": [{"type": "text", "text": _TOOL_RESULT_IMAGES_TEXT}]
+                        + [_image_part(i) for i in pending_images]})
+            pending_images.clear()
+            last_role = "user"
+
+    for message in messages:
+        role = role_of(message)
+        if role != "toolResult":
+            flush_images()
+        if role == "user":
+            if compat.get("requiresAssistantAfterToolResult") and last_role == "toolResult":
+                out.append({"role": "assistant", "content": _BRIDGE_TEXT})
+            converted = _user_message(message, allow_images)
+        elif role == "assistant":
+            converted = _assistant_message(message, compat)
+        elif role == "toolResult":
+            converted = _tool_message(message, compat, allow_images)
+            if allow_images:
+                pending_images.extend(b for b in message.content if isinstance(b, ImageContent))
+        else:
+            continue  # custom roles must be converted (convert_to_llm) before reaching a provider
+        if converted is not None:
+            out.append(converted)
+            last_role = role
+    flush_images()
+    return out
+
+
+def _has_tool_history(context: Any) -> bool:
+    for message in getattr(context, "messages", None) or []:
+        role = role_of(message)
+        if role == "toolResult" or (role == "assistant" and getattr(message, "tool_calls", None)):
+            return True
+    return False
+
+
+def _add_openrouter_cache_control(messages: List[Dict[str, Any]]) -> None:
+    """OpenRouter + ``anthropic/*``: an ephemeral cache point on the last user/assistant text."""
+    for message in reversed(messages):
+        if message["role"] not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            message["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+            return
+        if isinstance(content, list):
+            for part in reversed(content):
+                if part.get("type") == "text":
+                    part["cache_control"] = {"type": "ephemeral"}
+                    return
+        return
+
+
+# --------------------------------------------------------------------------- request body
+
+
+def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, Any]) -> Optional[str]:
+    if not level or level == "off":
+        return None
+    if level in ("xhigh", "max"):
+        level = "xhigh" if (level == "xhigh" and supports_xhigh(model)) else "high"
+    return (compat.get("reasoningEffortMap") or {}).get(level, level)
+
+
+def build_request_body(model: Model, context: Any, options: Mapping[str, Any],
+                       compat: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The JSON body of spec §12 for ``context`` and the stream options."""
+    compat = compat if compat is not None else resolve_compat(model)
+    messages = convert_messages(model, context, compat)
+    if "openrouter.ai" in (model.base_url or "") and model.id.startswith("anthropic/") \
+            and options.get("cache_retention") != "none":
+        _add_openrouter_cache_control(messages)
+    body: Dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
+    if compat.get("supportsUsageInStreaming", True):
+        body["stream_options"] = {"include_usage": True}
+    if compat.get("supportsStore"):
+        body["store"] = False
+    if options.get("max_tokens"):
+        body[compat.get("maxTokensField") or "max_completion_tokens"] = int(options["max_tokens"])
+    if options.get("temperature") is not None:
+        body["temperature"] = options["temperature"]
+    specs = tool_specs(context)
+    if specs:
+        tools = []
+        for name, description, parameters in specs:
+            function: Dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+            if compat.get("supportsStrictMode", True):
+                function["strict"] = False
+            tools.append({"type": "function", "function": function})
+        body["tools"] = tools
+    elif _has_tool_history(context):
+        body["tools"] = []
+    if options.get("tool_choice") is not None:
+        body["tool_choice"] = options["tool_choice"]
+    level = options.get("reasoning") or options.get("reasoning_effort")
+    level = str(level) if level is not None else None
+    fmt = compat.get("thinkingFormat") or "openai"
+    if model.reasoning and fmt in ("zai", "qwen"):
+        body["enable_thinking"] = bool(level and level != "off")
+    elif model.reasoning and fmt == "qwen-chat-template":
+        body["chat_template_kwargs"] = {"enable_thinking": bool(level and level != "off")}
+    else:
+        effort = _reasoning_effort(model, level, compat)
+        if effort and model.reasoning and compat.get("supportsReasoningEffort"):
+            body["reasoning_effort"] = effort
+    if "openrouter.ai" in (model.base_url or "") and compat.get("openRouterRouting"):
+        body["provider"] = compat["openRouterRouting"]
+    gateway = compat.get("vercelGatewayRouting") or {}
+    if "ai-gateway.vercel.sh" in (model.base_url or "") and (gateway.get("only") or gateway.get("order")):
+        body["providerOptions"] = {"gateway": {k: gateway[k] for k in ("only", "order") if gateway.get(k)}}
+    return body
+
+
+def build_headers(model: Model, context: Any, api_key: Optional[str]) -> Dict[str, str]:
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    if model.provider == "github-copilot":
+        messages = getattr(context, "messages", None) or []
+        last = role_of(messages[-1]) if messages else None
+        headers["X-Initiator"] = "user" if last == "user" else "agent"
+        headers["Openai-Intent"] = "conversation-edits"
+        if any(isinstance(b, ImageContent) for m in messages for b in (getattr(m, "content", None) or [])
+               if not isinstance(getattr(m, "content", None), str)):
+            headers["Copilot-Vision-Request"] = "true"
+    return headers
+
+
+# --------------------------------------------------------------------------- stream handling
+
+
+def map_finish_reason(reason: Optional[str]) -> str:
+    """Spec §8; raises :class:`ProviderError` for a value no server is known to send."""
+    if reason is None or reason in ("stop", "end"):
+        return "stop"
+    if reason == "length":
+        return "length"
+    if reason in ("tool_calls", "function_call"):
+        return "toolUse"
+    if reason == "content_filter":
+        return "error"
+    raise ProviderError(f"Unhandled stop reason: {reason}")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse_usage(raw: Mapping[str, Any]) -> Usage:
+    """Usage of spec §7 from a chat-completions ``usage`` object (see the module docstring)."""
+    prompt = _int(raw.get("prompt_tokens"))
+    cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
+    completion = _int(raw.get("completion_tokens"))
+    reasoning = _int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+    output = completion + reasoning if reasoning > completion else completion
+    usage = Usage(input=max(0, prompt - cached), output=output, cache_read=cached, cache_write=0)
+    usage.total_tokens = usage.input + usage.output + usage.cache_read
+    return usage
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        message = str(error.get("message") or json.dumps(error))
+        metadata = error.get("metadata")
+        if isinstance(metadata, Mapping) and metadata.get("raw"):
+            message += f"\n{metadata['raw']}"
+        return message
+    return str(error)
+
+
+class CompletionsHandler(WireHandler):
+    """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
+
+    def __init__(self, model: Model, writer: StreamWriter) -> None:
+        self.model = model
+        self.writer = writer
+        self.finish_reason: Optional[str] = None
+        self.saw_finish = False
+        self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
+
+    def on_event(self, event: Any) -> bool:
+        data = event.data
+        if data == "[DONE]":
+            return True
+        chunk = parse_json_event(data)
+        if not isinstance(chunk, dict):
+            return False
+        if chunk.get("error"):
+            raise ProviderError(_error_text(chunk["error"]))
+        if isinstance(chunk.get("usage"), Mapping):
+            self.writer.update_usage(parse_usage(chunk["usage"]))
+        choices = chunk.get("choices") or []
+        if not choices or not isinstance(choices[0], Mapping):
+            return False
+        choice = choices[0]
+        if isinstance(choice.get("usage"), Mapping):  # Moonshot-style servers
+            self.writer.update_usage(parse_usage(choice["usage"]))
+        if choice.get("finish_reason"):
+            self.saw_finish = True
+            self.finish_reason = choice["finish_reason"]
+            self.writer.output.stop_reason = map_finish_reason(self.finish_reason)
+        delta = choice.get("delta") or {}
+        if isinstance(delta, Mapping):
+            self._delta(delta)
+        return False
+
+    def _delta(self, delta: Mapping[str, Any]) -> None:
+        writer = self.writer
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            if not self._current_is("text"):
+                writer.end_current()
+                writer.start_text()
+            writer.append_text(writer.current, content)  # type: ignore[arg-type]
+        for field in _REASONING_FIELDS:
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                current = writer.current
+                if not (self._current_is("thinking") and writer.block(current).thinking_signature == field):
+                    writer.end_current()
+                    writer.start_thinking(thinking_signature=field)
+                writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
+                break
+        for call in delta.get("tool_calls") or []:
+            if isinstance(call, Mapping):
+                self._tool_call(call)
+        for detail in delta.get("reasoning_details") or []:
+            if isinstance(detail, Mapping) and detail.get("type") == "reasoning.encrypted" and detail.get("id"):
+                for block in writer.output.content:
+                    if isinstance(block, ToolCall) and block.id == detail["id"]:
+                        block.thought_signature = json.dumps(detail)
+
+    def _current_is(self, kind: str) -> bool:
+        current = self.writer.current
+        if current is None or not self.writer.is_open(current):
+            return False
+        block = self.writer.block(current)
+        return {"text": TextContent, "thinking": ThinkingContent, "toolCall": ToolCall}[kind] is type(block)
+
+    def _tool_call(self, call: Mapping[str, Any]) -> None:
+        writer = self.writer
+        function = call.get("function") or {}
+        call_id = call.get("id") or ""
+        api_index = call.get("index")
+        name = function.get("name") or ""
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments)  # some servers send the object itself
+        current = writer.current
+        same = self._current_is("toolCall")
+        if same:
+            block = writer.block(current)  # type: ignore[arg-type]
+            known_index = self._tool_index.get(current)  # type: ignore[arg-type]
+            if (call_id and call_id != block.id) or (
+                    api_index is not None and known_index is not None and api_index != known_index):
+                same = False
+        if not same:
+            writer.end_current()
+            current = writer.start_tool_call(call_id, name)
+            self._tool_index[current] = api_index
+        else:
+            block = writer.block(current)  # type: ignore[arg-type]
+            if call_id:
+                block.id = call_id
+            if name:
+                block.name = name
+        writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
+
+    def on_end(self, terminal_seen: bool) -> None:
+        if not terminal_seen and not self.saw_finish:
+            raise ProviderError("The response stream ended before it was complete (no finish_reason and no "
+                                "[DONE]); the connection was probably cut. Retry the request.")
+        output = self.writer.output
+        if output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in output.content):
+            output.stop_reason = "toolUse"  # servers that omit finish_reason (or say "stop") for tool calls
+        if output.stop_reason == "error" and not output.error_message:
+            output.error_message = (f"The provider stopped the response (finish_reason "
+                                    f"{self.finish_reason!r}), e.g. because of its content filter.")
+
+
+class OpenAICompletionsProvider(WireProvider):
+    """The built-in provider of the ``openai-completions`` wire API."""
+
+    api = API
+    error_style = "openai"
+
+    def build_request(self, model: Model, context: Any, options: Dict[str, Any],
+                      api_key: Optional[str]) -> WireRequest:
+        compat = resolve_compat(model)
+        url = (model.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        return WireRequest(url, build_headers(model, context, api_key),
+                           build_request_body(model, context, options, compat))
+
+    def new_handler(self, model: Model, writer: StreamWriter, options: Dict[str, Any]) -> WireHandler:
+        return CompletionsHandler(model, writer)

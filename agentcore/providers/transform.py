@@ -1,0 +1,135 @@
+"""Replaying a conversation to a (possibly different) model: spec/providers.md §6.
+
+``transform_messages(messages, model, normalize_id)`` is run by every wire API before converting
+messages to its wire shape. It never mutates its input; changed messages are copies.
+
+Pass 1, per message ("same model" = same ``provider``, ``api`` and ``model`` id as the target):
+
+* user messages are unchanged;
+* assistant thinking: redacted -> kept only for the same model; signed and same model -> kept;
+  blank -> dropped; otherwise kept for the same model and turned into plain text for another
+  (no ``<thinking>`` tags, so models do not imitate them);
+* assistant text: the same model keeps its signature, another model gets a fresh text block;
+* tool calls for another model lose ``thought_signature`` and get ``normalize_id(id)``; tool
+  results that follow are rewritten to the new id.
+
+Pass 2: assistant messages that ended in ``error``/``aborted`` are dropped, and tool calls left
+without results when the next assistant or user message arrives get a synthetic error result
+("No result provided") inserted right there. Tool calls at the very end are left alone.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from ..types import (
+    AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, message_from_dict, role_of,
+)
+
+__all__ = ["transform_messages", "is_same_model"]
+
+NO_RESULT_TEXT = "No result provided"
+
+
+def is_same_model(message: AssistantMessage, model: Any) -> bool:
+    """True when ``message`` was produced by ``model`` (provider, api and id all equal)."""
+    return (message.provider == model.provider and message.api == model.api and message.model == model.id)
+
+
+def transform_messages(messages: List[Any], model: Any,
+                       normalize_id: Optional[Callable[[str], str]] = None) -> List[Any]:
+    """Apply both passes of spec §6; ``messages`` may hold message objects or reference dicts."""
+    first = _pass_one([_as_message(m) for m in messages], model, normalize_id)
+    return _pass_two(first)
+
+
+def _as_message(message: Any) -> Any:
+    return message_from_dict(message) if isinstance(message, Mapping) else message
+
+
+def _pass_one(messages: List[Any], model: Any, normalize_id: Optional[Callable[[str], str]]) -> List[Any]:
+    remapped: Dict[str, str] = {}
+    out: List[Any] = []
+    for message in messages:
+        role = role_of(message)
+        if role == "assistant":
+            out.append(_transform_assistant(message, model, normalize_id, remapped))
+        elif role == "toolResult" and message.tool_call_id in remapped:
+            clone = copy.copy(message)
+            clone.tool_call_id = remapped[message.tool_call_id]
+            out.append(clone)
+        else:
+            out.append(message)
+    return out
+
+
+def _transform_assistant(message: AssistantMessage, model: Any, normalize_id: Optional[Callable[[str], str]],
+                         remapped: Dict[str, str]) -> AssistantMessage:
+    same = is_same_model(message, model)
+    blocks: List[Any] = []
+    changed = False
+    for block in message.content:
+        new = _transform_block(block, same, normalize_id, remapped)
+        if new is not block:
+            changed = True
+        if new is not None:
+            blocks.append(new)
+    if not changed:
+        return message
+    clone = copy.copy(message)
+    clone.content = blocks
+    return clone
+
+
+def _transform_block(block: Any, same: bool, normalize_id: Optional[Callable[[str], str]],
+                     remapped: Dict[str, str]) -> Any:
+    """The block to replay (``block`` itself when unchanged), or None to drop it."""
+    if isinstance(block, ThinkingContent):
+        if block.redacted:
+            return block if same else None
+        if same and block.thinking_signature:
+            return block
+        if not block.thinking or not block.thinking.strip():
+            return None
+        return block if same else TextContent(text=block.thinking)
+    if isinstance(block, TextContent):
+        if same or block.text_signature is None:
+            return block
+        return TextContent(text=block.text)
+    if isinstance(block, ToolCall):
+        if same:
+            return block
+        new_id = normalize_id(block.id) if normalize_id is not None else block.id
+        if new_id != block.id:
+            remapped[block.id] = new_id
+        if new_id == block.id and block.thought_signature is None:
+            return block
+        return ToolCall(id=new_id, name=block.name, arguments=block.arguments)
+    return block
+
+
+def _pass_two(messages: List[Any]) -> List[Any]:
+    out: List[Any] = []
+    pending: List[ToolCall] = []  # tool calls of the last assistant message still without a result
+    for message in messages:
+        role = role_of(message)
+        if role == "assistant":
+            if message.stop_reason in ("error", "aborted"):
+                continue
+            _flush_orphans(pending, out)
+            pending = list(message.tool_calls)
+        elif role == "toolResult":
+            pending = [c for c in pending if c.id != message.tool_call_id]
+        elif role == "user":
+            _flush_orphans(pending, out)
+            pending = []
+        out.append(message)
+    return out
+
+
+def _flush_orphans(pending: List[ToolCall], out: List[Any]) -> None:
+    for call in pending:
+        out.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                     content=[TextContent(text=NO_RESULT_TEXT)], is_error=True))
+    pending.clear()
