@@ -489,3 +489,37 @@ def test_grep_does_not_leave_the_root_through_symlinks(tree):
     (tree / "src" / "link.txt").symlink_to(outside)
     root_tool = create_grep_tool(str(tree), root=str(tree), use_rg=False)
     assert "outside" not in text(run(root_tool, pattern="needle"))
+
+
+# --------------------------------------------------------------------------- through the agent loop
+
+
+def test_tools_in_an_agent_run_with_the_scripted_model(tmp_path):
+    # agent-loop §2.7-§2.8: prepare_arguments runs before validation; a raising tool becomes an
+    # error result whose text is the exception message.
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel, response, call, text as say
+
+    (tmp_path / "notes.txt").write_text("colour\n")
+    model = ScriptedModel([
+        response(call("edit", {"path": "notes.txt", "oldText": "colour", "newText": "color"}),
+                 call("bash", {"command": "cat notes.txt; exit 1"})),
+        say("done"),
+    ])
+    agent = Agent(model.model, tools=create_coding_tools(root=str(tmp_path)), stream_fn=model.stream_fn)
+    agent.prompt("fix the spelling")
+    results = {m.tool_name: m for m in agent.state.messages if m.role == "toolResult"}
+    assert results["edit"].is_error is False and "-colour\n+color\n" in results["edit"].details["diff"]
+    assert results["bash"].is_error is True
+    assert results["bash"].content[0].text.endswith("Command exited with code 1")
+    assert (tmp_path / "notes.txt").read_text() == "color\n"
+
+
+def test_coding_agent_example_runs_offline():
+    import subprocess
+    import sys
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "coding_agent.py"
+    done = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "2 + 3 = 5" in done.stdout
