@@ -1,0 +1,141 @@
+"""HTML to readable plain text with the standard library's ``html.parser``.
+
+Scripts, styles and other invisible elements are dropped; headings become ``#`` lines, list items
+``- `` lines, links ``[text](absolute url)``, images their ``[image: alt]`` text; ``<pre>`` keeps
+its whitespace; everything else is collapsed into paragraphs.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from typing import List, Optional, Tuple
+from urllib.parse import urljoin
+
+__all__ = ["html_to_text"]
+
+_SKIP = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head", "title"}
+_BLOCK = {
+    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
+    "ul", "ol", "dl", "dt", "dd", "table", "tr", "form", "fieldset", "figure", "figcaption",
+    "address", "details", "summary", "body", "html",
+}
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"}
+
+
+class _Readable(HTMLParser):
+    def __init__(self, base_url: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.base_url = base_url
+        self.parts: List[str] = []
+        self.title: Optional[str] = None
+        self._skip_depth = 0
+        self._pre_depth = 0
+        self._in_title = False
+        self._title_parts: List[str] = []
+        self._links: List[Tuple[str, int]] = []
+
+    # -- output helpers
+
+    def _text(self, text: str) -> None:
+        if self._pre_depth:
+            self.parts.append(text)
+            return
+        text = re.sub(r"\s+", " ", text)
+        if text.strip():
+            if self.parts and self.parts[-1].endswith("\n"):
+                text = text.lstrip()
+            self.parts.append(text)
+        elif text and self.parts and not self.parts[-1].endswith((" ", "\n")):
+            self.parts.append(" ")
+
+    def _break(self, blank: bool = True) -> None:
+        self.parts.append("\n\n" if blank else "\n")
+
+    # -- parser callbacks
+
+    def handle_starttag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        if tag in _SKIP:
+            if tag not in _VOID:
+                self._skip_depth += 1
+            return
+        if self._skip_depth:
+            return
+        attr = dict(attrs)
+        if tag in _HEADINGS:
+            self._break()
+            self.parts.append("#" * _HEADINGS[tag] + " ")
+        elif tag == "li":
+            self._break(blank=False)
+            self.parts.append("- ")
+        elif tag == "br":
+            self._break(blank=False)
+        elif tag == "hr":
+            self._break()
+            self.parts.append("---")
+            self._break()
+        elif tag == "pre":
+            self._break()
+            self._pre_depth += 1
+        elif tag in ("td", "th"):
+            self.parts.append(" | ")
+        elif tag == "img" and attr.get("alt"):
+            self.parts.append(f"[image: {attr['alt']}]")
+        elif tag == "a":
+            self._links.append((attr.get("href") or "", len(self.parts)))
+        elif tag in _BLOCK:
+            self._break()
+
+    def handle_startendtag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in _VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+            self.title = re.sub(r"\s+", " ", "".join(self._title_parts)).strip() or None
+        if tag in _SKIP:
+            if tag not in _VOID and self._skip_depth:
+                self._skip_depth -= 1
+            return
+        if self._skip_depth:
+            return
+        if tag in _HEADINGS or tag in _BLOCK:
+            self._break()
+        elif tag == "pre":
+            self._pre_depth = max(0, self._pre_depth - 1)
+            self._break()
+        elif tag == "a" and self._links:
+            self._close_link()
+
+    def _close_link(self) -> None:
+        href, start = self._links.pop()
+        text = "".join(self.parts[start:]).strip()
+        if not href or href.startswith(("#", "javascript:", "mailto:")) or not text:
+            return
+        url = urljoin(self.base_url, href)
+        del self.parts[start:]
+        if self.parts and not self.parts[-1].endswith((" ", "\n")):
+            self.parts.append(" ")
+        self.parts.append(f"[{text}]({url})")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self._title_parts.append(data)
+        if not self._skip_depth:
+            self._text(data)
+
+
+def html_to_text(html: str, base_url: str = "") -> Tuple[Optional[str], str]:
+    """``(title, text)`` of an HTML document; relative links are resolved against ``base_url``."""
+    parser = _Readable(base_url)
+    parser.feed(html)
+    parser.close()
+    text = "".join(parser.parts)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return parser.title, text
