@@ -519,13 +519,10 @@ class Agent:
 
         thread = threading.Thread(target=self._run_with_lifecycle, args=(run, body),
                                   name="agentcore-run", daemon=True)
-        thread.start()
-        if not wait:
-            return None
-        return self._wait_for_run(run)
-
-    def _wait_for_run(self, run: _ActiveRun) -> List[Any]:
         try:
+            thread.start()  # a Ctrl+C can land here already: the run may be executing tools
+            if not wait:
+                return None
             if threading.current_thread() is threading.main_thread():
                 while not run.settled.wait(0.05):  # short waits so a pending Ctrl+C is noticed
                     pass
@@ -535,6 +532,10 @@ class Agent:
             run.controller.abort("interrupted")
             run.settled.wait()
             raise
+        return self._outcome(run)
+
+    @staticmethod
+    def _outcome(run: _ActiveRun) -> List[Any]:
         if run.error is not None:
             raise run.error
         return run.result

@@ -51,3 +51,834 @@ def test_basic_prompt_with_scripted_model():  # agent-loop §5 scenario 49
     assert "4" in agent.state.messages[-1].text
     assert new == agent.state.messages
     assert agent.state.is_streaming is False
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class Gate:
+    """A stream function that emits ``start`` and then waits until released or aborted."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+        self.options: List[dict] = []
+
+    def stream_fn(self, model, context, **options):
+        self.calls += 1
+        self.options.append(options)
+        signal = options["signal"]
+
+        def events():
+            partial = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id)
+            yield StartEvent(partial)
+            self.started.set()
+            while not self.release.wait(0.01):
+                if signal.aborted:
+                    aborted = partial.copy()
+                    aborted.stop_reason = "aborted"
+                    aborted.error_message = "Request was aborted"
+                    yield ErrorEvent("aborted", aborted)
+                    return
+            from agentcore.events import DoneEvent
+            final = AssistantMessage(content=[TextContent("released")], api=model.api,
+                                     provider=model.provider, model=model.id)
+            yield DoneEvent("stop", final)
+
+        return events()
+
+
+def calculator() -> AgentTool:
+    schema = {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}
+
+    def execute(tool_call_id, args, signal, on_update):
+        expression = args["expression"]
+        value = eval(expression, {"__builtins__": {}})  # test-only: trusted literal input
+        return AgentToolResult([TextContent(f"{expression} = {value}")], details={"value": value})
+
+    return AgentTool("calculate", "Evaluate an arithmetic expression", schema, execute)
+
+
+def noop_tool(name: str = "noop", execute=None, execution_mode=None) -> AgentTool:
+    def default(tool_call_id, args, signal, on_update):
+        return AgentToolResult([TextContent("ok")])
+
+    return AgentTool(name, "does nothing", {"type": "object", "properties": {}}, execute or default,
+                     execution_mode=execution_mode)
+
+
+# --------------------------------------------------------------------------- 5.2 Agent
+
+
+def test_custom_initial_state():  # agent-loop §5 scenario 25
+    model = Model(id="m", api="openai-completions", provider="local")
+    agent = Agent(model, system_prompt="You are terse.", thinking_level="low")
+    assert agent.state.system_prompt == "You are terse."
+    assert agent.state.model is model
+    assert agent.state.thinking_level == "low"
+
+
+def test_system_messages_pass_the_default_converter():  # agent-loop §5 scenario 26
+    from agentcore.types import SystemMessage
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt(SystemMessage("updated guidance"))
+    assert roles(scripted.contexts[0].messages) == ["system"]
+
+
+def test_subscribe_and_setters_emit_nothing():  # agent-loop §5 scenario 27
+    agent = Agent()
+    seen = []
+    unsubscribe = agent.subscribe(lambda event: seen.append(event))
+    agent.state.system_prompt = "changed"
+    agent.state.messages = [UserMessage("x")]
+    unsubscribe()
+    agent.state.thinking_level = "high"
+    assert seen == []
+
+
+def test_thrown_stream_failure_becomes_a_failure_run():  # agent-loop §5 scenario 28
+    scripted = ScriptedModel([RuntimeError("provider exploded")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    seen = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    new = agent.prompt("Hello")
+    assert seen == ["agent_start", "turn_start", "message_start", "message_end", "message_start",
+                    "message_end", "turn_end", "agent_end"]
+    last = agent.state.messages[-1]
+    assert last.role == "assistant" and last.stop_reason == "error"
+    assert last.error_message == "provider exploded"
+    assert agent.state.error_message == "provider exploded"
+    assert new == [last]
+    assert agent.state.is_streaming is False
+
+
+def test_prompt_waits_for_a_blocking_listener():  # agent-loop §5 scenario 29
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    entered, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def listener(event):
+        if event.type == "agent_end":
+            entered.set()
+            release.wait(5)
+            finished.set()
+
+    agent.subscribe(listener)
+    returned = threading.Event()
+    caller = threading.Thread(target=lambda: (agent.prompt("hi"), returned.set()))
+    caller.start()
+    assert entered.wait(5)
+    assert not returned.wait(0.01)
+    assert not finished.is_set() and agent.state.is_streaming is True
+    release.set()
+    caller.join(5)
+    assert returned.is_set() and finished.is_set() and agent.state.is_streaming is False
+
+
+def test_wait_for_idle_waits_for_listeners():  # agent-loop §5 scenario 30
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    entered, release = threading.Event(), threading.Event()
+
+    def listener(event):
+        if event.type == "message_end" and event.message.role == "assistant":
+            entered.set()
+            release.wait(5)
+
+    agent.subscribe(listener)
+    assert agent.prompt("hi", wait=False) is None
+    assert entered.wait(5)
+    assert agent.wait_for_idle(timeout=0.01) is False
+    assert agent.state.is_streaming is True
+    release.set()
+    assert agent.wait_for_idle(timeout=5) is True
+    assert agent.state.is_streaming is False
+
+
+def test_listener_receives_the_active_signal():  # agent-loop §5 scenario 31
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    captured = []
+
+    def listener(event, signal):
+        if event.type == "agent_start":
+            captured.append((signal, signal.aborted))
+
+    agent.subscribe(listener)
+    agent.prompt("hi", wait=False)
+    assert gate.started.wait(5)
+    agent.abort()
+    assert agent.wait_for_idle(5)
+    (signal, aborted_then), = captured
+    assert isinstance(signal, AbortSignal) and aborted_then is False
+    assert signal.aborted is True
+    assert agent.state.messages[-1].stop_reason == "aborted"
+
+
+def test_late_update_ignored_single_tool():  # agent-loop §5 scenario 32
+    kept = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult([TextContent("running")]))
+        kept.append(on_update)
+        return AgentToolResult([TextContent("done")], terminate=True)
+
+    scripted = ScriptedModel([tool_call("late", {}, id="call-1")])
+    agent = Agent(scripted.model, tools=[noop_tool("late", execute)], stream_fn=scripted.stream_fn)
+    seen = []
+    agent.subscribe(lambda event: seen.append(event))
+    agent.prompt("go")
+    count = len(seen)
+    kept[0](AgentToolResult([TextContent("too late")]))  # must not raise
+    assert len(seen) == count
+    assert [e.type for e in seen].count("tool_execution_update") == 1
+
+
+def test_late_update_ignored_while_sibling_runs():  # agent-loop §5 scenario 33
+    kept, slow_started, release = [], threading.Event(), threading.Event()
+
+    def settled(tool_call_id, args, signal, on_update):
+        kept.append(on_update)
+        return AgentToolResult([TextContent("settled")], terminate=True)
+
+    def slow(tool_call_id, args, signal, on_update):
+        slow_started.set()
+        release.wait(5)
+        return AgentToolResult([TextContent("slow")], terminate=True)
+
+    scripted = ScriptedModel([response(call("settled_tool", {}, "call-1"), call("slow_tool", {}, "call-2"))])
+    agent = Agent(scripted.model, tools=[noop_tool("settled_tool", settled), noop_tool("slow_tool", slow)],
+                  stream_fn=scripted.stream_fn)
+    seen, first_end = [], threading.Event()
+
+    def listener(event):
+        seen.append(event)
+        if event.type == "tool_execution_end" and event.tool_call_id == "call-1":
+            first_end.set()
+
+    agent.subscribe(listener)
+    agent.prompt("go", wait=False)
+    assert slow_started.wait(5) and first_end.wait(5)
+    count = len(seen)
+    kept[0](AgentToolResult([TextContent("late")]))
+    assert len(seen) == count
+    release.set()
+    assert agent.wait_for_idle(5)
+    assert [e.type for e in seen].count("tool_execution_update") == 0
+    assert scripted.calls == 1  # both results terminate
+
+
+def test_state_mutators():  # agent-loop §5 scenario 34
+    agent = Agent()
+    model = Model(id="x", api="openai-completions", provider="local")
+    agent.state.system_prompt = "sp"
+    agent.state.model = model
+    agent.state.thinking_level = "high"
+    assert (agent.state.system_prompt, agent.state.model, agent.state.thinking_level) == ("sp", model, "high")
+    tools = [noop_tool()]
+    agent.state.tools = tools
+    assert agent.state.tools == tools and agent.state.tools is not tools
+    messages = [UserMessage("a")]
+    agent.state.messages = messages
+    assert agent.state.messages == messages and agent.state.messages is not messages
+    extra = UserMessage("b")
+    agent.state.messages.append(extra)
+    assert len(agent.state.messages) == 2 and agent.state.messages[1] is extra
+    agent.state.messages = []
+    assert agent.state.messages == []
+
+
+def test_steer_and_follow_up_while_idle_do_not_touch_messages():  # agent-loop §5 scenarios 35, 36
+    agent = Agent()
+    agent.steer(UserMessage("s"))
+    agent.follow_up("f")
+    agent.followUp(UserMessage("g"))
+    assert agent.state.messages == []
+    assert agent.has_queued_messages() is True
+
+
+def test_abort_while_idle_is_a_no_op():  # agent-loop §5 scenario 37
+    agent = Agent()
+    agent.abort()
+    agent.abort("again")
+    assert agent.signal is None
+
+
+def test_reset_rejected_mid_run():  # agent-loop §5 scenario 38
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    agent.prompt("hi", wait=False)
+    assert gate.started.wait(5)
+    assert agent.state.is_streaming is True
+    assert roles(agent.state.messages) == ["user"]
+    with pytest.raises(RuntimeError, match="^Agent is already processing. Wait for completion before resetting.$"):
+        agent.reset()
+    assert roles(agent.state.messages) == ["user"]
+    gate.release.set()
+    assert agent.wait_for_idle(5)
+    assert agent.state.is_streaming is False
+    assert roles(agent.state.messages) == ["user", "assistant"]
+
+
+def test_prompt_while_streaming_raises():  # agent-loop §5 scenario 39
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    agent.prompt("hi", wait=False)
+    assert gate.started.wait(5)
+    with pytest.raises(RuntimeError) as info:
+        agent.prompt("again")
+    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+                               "messages, or wait for completion.")
+    agent.abort()
+    assert agent.wait_for_idle(5)
+    assert gate.calls == 1
+
+
+def test_continue_while_streaming_raises():  # agent-loop §5 scenario 40
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    agent.prompt("hi", wait=False)
+    assert gate.started.wait(5)
+    with pytest.raises(RuntimeError, match="^Agent is already processing. Wait for completion before continuing.$"):
+        agent.continue_()
+    agent.abort()
+    assert agent.wait_for_idle(5)
+
+
+def test_continue_drains_a_follow_up_at_an_assistant_tail(asst):  # agent-loop §5 scenario 41
+    scripted = ScriptedModel([text("answer")])
+    agent = Agent(scripted.model, messages=[UserMessage("Initial"), asst("first")], stream_fn=scripted.stream_fn)
+    queued = UserMessage("Queued follow-up")
+    agent.follow_up(queued)
+    new = agent.continue_()
+    assert any(m is queued for m in agent.state.messages)
+    assert agent.state.messages[-1].role == "assistant"
+    assert new[0] is queued and roles(new) == ["user", "assistant"]
+
+
+def test_continue_keeps_one_at_a_time_steering(asst):  # agent-loop §5 scenario 42
+    scripted = ScriptedModel([text("r1"), text("r2")])
+    agent = Agent(scripted.model, messages=[UserMessage("Initial"), asst("first")], stream_fn=scripted.stream_fn)
+    agent.steer(UserMessage("S1"))
+    agent.steer(UserMessage("S2"))
+    agent.continue_()
+    assert roles(agent.state.messages[-4:]) == ["user", "assistant", "user", "assistant"]
+    assert [m.content for m in agent.state.messages if m.role == "user"] == ["Initial", "S1", "S2"]
+    assert scripted.calls == 2
+
+
+def test_legacy_prepare_next_turn_receives_the_signal():  # agent-loop §5 scenario 43
+    scripted = ScriptedModel([tool_call("noop", {}), text("done")])
+    received = []
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn,
+                  prepare_next_turn=lambda signal: received.append(signal))
+    agent.prompt("go")
+    assert received and all(isinstance(s, AbortSignal) for s in received)
+    assert scripted.calls == 2
+
+
+def test_prepare_next_turn_with_context_form():  # agent-loop §3.2 (preferred two-argument form)
+    scripted = ScriptedModel([tool_call("noop", {}), text("done")])
+    seen = []
+
+    def prepare(ctx, signal):
+        seen.append((roles(ctx.context.messages), isinstance(signal, AbortSignal)))
+        return {"thinking_level": "high"}
+
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn, prepare_next_turn=prepare)
+    agent.prompt("go")
+    assert seen[0] == (["user", "assistant", "toolResult"], True)
+    assert scripted.options[1]["reasoning"] == "high"
+    assert agent.state.thinking_level == "off"  # in-run changes are not written back
+
+
+def test_should_stop_after_turn_via_options():  # agent-loop §5 scenario 44
+    scripted = ScriptedModel([tool_call("noop", {}), text("never")])
+    seen = []
+
+    def should_stop(ctx, signal):
+        seen.append((roles(ctx.context.messages), isinstance(signal, AbortSignal)))
+        return True
+
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn,
+                  should_stop_after_turn=should_stop)
+    agent.prompt("go")
+    assert scripted.calls == 1
+    assert seen == [(["user", "assistant", "toolResult"], True)]
+
+
+def test_session_id_forwarding():  # agent-loop §5 scenario 45
+    scripted = ScriptedModel([text("a"), text("b")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session_id="session-abc")
+    agent.prompt("one")
+    agent.session_id = "session-def"
+    agent.prompt("two")
+    assert [o["session_id"] for o in scripted.options] == ["session-abc", "session-def"]
+
+
+def test_stream_options_forwarded_and_off_reasoning_absent():  # agent-loop §1.6, §3.2
+    scripted = ScriptedModel([text("a"), text("b")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, api_key="sk-test", temperature=0.2,
+                  max_tokens=99, thinking_budgets={"low": 10}, max_retry_delay_ms=5)
+    agent.prompt("one")
+    first = scripted.options[0]
+    assert "reasoning" not in first and first["transport"] == "auto"
+    assert (first["api_key"], first["temperature"], first["max_tokens"]) == ("sk-test", 0.2, 99)
+    assert first["thinking_budgets"] == {"low": 10} and first["max_retry_delay_ms"] == 5
+    assert isinstance(first["signal"], AbortSignal)
+    agent.thinking_level = "medium"
+    agent.get_api_key = lambda provider: f"key-for-{provider}"
+    agent.prompt("two")
+    assert scripted.options[1]["reasoning"] == "medium"
+    assert scripted.options[1]["api_key"] == "key-for-scripted"
+    assert "sk-test" not in repr(agent)
+
+
+# --------------------------------------------------------------------------- 5.3 queues under abort
+
+
+def _originals():
+    from agentcore.types import ImageContent
+    image = ImageContent(data="aGVsbG8=", mime_type="image/png")
+    return [UserMessage([TextContent(f"queued-{n}"), image], timestamp=n) for n in (1, 2)]
+
+
+def _context_text(context) -> str:
+    parts = []
+    for m in context.messages:
+        content = getattr(m, "content", "")
+        if isinstance(content, str):
+            parts.append(content)
+        else:
+            parts.extend(getattr(b, "text", "") for b in content)
+    return " ".join(parts)
+
+
+@pytest.mark.parametrize("kind", ["steer", "follow_up"])
+@pytest.mark.parametrize("mode", ["one-at-a-time", "all"])
+@pytest.mark.parametrize("clear", [False, True])
+def test_reserved_originals_survive_a_preparation_abort(kind, mode, clear):  # agent-loop §5 scenario 46
+    scripted = ScriptedModel([text("first"), text("unexpected")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, steering_mode=mode, follow_up_mode=mode)
+    originals = _originals()
+    queued = []
+
+    def listener(event):
+        if event.type == "turn_end" and not queued:
+            queued.append(True)
+            for message in originals:
+                getattr(agent, kind)(message)
+
+    def prepare(signal):
+        agent.abort()
+        if clear:
+            agent.clear_all_queues()
+        return None
+
+    agent.subscribe(listener)
+    agent.prepare_next_turn = prepare
+    agent.prompt("old")
+    assert scripted.calls == 1
+    assert not any(m is o for m in agent.state.messages for o in originals)
+    assert agent.has_queued_messages() is (not clear)
+
+    agent.prepare_next_turn = None
+    contexts = []
+
+    def answer(context):
+        contexts.append(_context_text(context))
+        return text("ok")
+
+    scripted.responses[:] = [answer] * 4
+    agent.prompt("fresh")
+    users = [m for m in agent.state.messages if m.role == "user"]
+    expected = [] if clear else originals
+    assert len(users[2:]) == len(expected) and all(a is b for a, b in zip(users[2:], expected))
+    for original in originals:
+        count = sum(1 for m in agent.state.messages if m is original)
+        assert count == (0 if clear else 1)
+    assert any("queued-1" in c for c in contexts) is (not clear)
+    assert agent.has_queued_messages() is False
+
+
+def test_all_mode_batch_stopped_after_first_accepted_message():  # agent-loop §5 scenario 47
+    scripted = ScriptedModel([text("unused")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, steering_mode="all")
+    accepted, pending = UserMessage("accepted"), UserMessage("pending")
+    agent.steer(accepted)
+    agent.steer(pending)
+
+    def listener(event):
+        if event.type == "message_end" and event.message is accepted:
+            agent.abort()
+
+    unsubscribe = agent.subscribe(listener)
+    agent.prompt("old")
+    assert scripted.calls == 0
+    assert any(m is accepted for m in agent.state.messages)
+    assert not any(m is pending for m in agent.state.messages)
+    unsubscribe()
+    scripted.responses[:] = [text("fresh")]
+    agent.prompt("fresh")
+    assert sum(m is accepted for m in agent.state.messages) == 1
+    assert sum(m is pending for m in agent.state.messages) == 1
+    assert agent.has_queued_messages() is False
+
+
+def test_steer_queued_at_message_end_then_aborted_is_never_polled():  # agent-loop §5 scenario 48
+    scripted = ScriptedModel([text("answer"), text("unexpected")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    queued = UserMessage("queued")
+
+    def listener(event):
+        if event.type == "message_end" and event.message.role == "assistant" and not agent.signal.aborted:
+            agent.steer(queued)
+            agent.abort()
+
+    agent.subscribe(listener)
+    agent.prompt("go")
+    assert scripted.calls == 1
+    assert not any(m is queued for m in agent.state.messages)
+    assert agent.has_queued_messages() is True
+
+
+# --------------------------------------------------------------------------- 5.4 end to end
+
+
+def test_tools_and_pending_ids():  # agent-loop §5 scenario 50
+    scripted = ScriptedModel([
+        response("Let me calculate.", call("calculate", {"expression": "123 * 456"}, "calc-1")),
+        text("The result is 56088."),
+    ])
+    agent = Agent(scripted.model, tools=[calculator()], stream_fn=scripted.stream_fn)
+    snapshots = []
+
+    def listener(event):
+        if event.type in ("tool_execution_start", "tool_execution_end"):
+            snapshots.append((event.type, sorted(agent.state.pending_tool_calls)))
+
+    agent.subscribe(listener)
+    agent.prompt("What is 123 * 456?")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert "123 * 456 = 56088" in result.text
+    assert "56088" in agent.state.messages[-1].text
+    assert agent.state.pending_tool_calls == frozenset()
+    assert snapshots == [("tool_execution_start", ["calc-1"]), ("tool_execution_end", [])]
+
+
+def test_abort_during_streaming():  # agent-loop §5 scenario 51
+    scripted = ScriptedModel([text("one two three four five six seven eight nine ten " * 5)], tokens_per_second=20)
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    first_delta = threading.Event()
+
+    def listener(event):
+        if event.type == "message_update" and event.assistant_message_event.type == "text_delta":
+            first_delta.set()
+
+    agent.subscribe(listener)
+    agent.prompt("count", wait=False)
+    assert first_delta.wait(5)
+    agent.abort()
+    assert agent.wait_for_idle(5)
+    last = agent.state.messages[-1]
+    assert last.role == "assistant" and last.stop_reason == "aborted" and last.error_message
+    assert agent.state.error_message == last.error_message
+
+
+def test_streaming_lifecycle():  # agent-loop §5 scenario 52
+    scripted = ScriptedModel([text("Hello there")], tokens_per_second=10000)
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    seen = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    agent.prompt("hi")
+    for kind in ("agent_start", "turn_start", "message_start", "message_update", "message_end",
+                 "turn_end", "agent_end"):
+        assert kind in seen
+    last_end = len(seen) - 1 - seen[::-1].index("agent_end")
+    assert seen.index("agent_start") < seen.index("message_start") < seen.index("message_end") < last_end
+    assert len(agent.state.messages) == 2
+
+
+def test_multi_turn_context():  # agent-loop §5 scenario 53
+    def second(context):
+        seen_alice = "Alice" in _context_text(context)
+        return text("Your name is Alice." if seen_alice else "I don't know.")
+
+    scripted = ScriptedModel([text("Nice to meet you, Alice."), second])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt("My name is Alice.")
+    assert len(agent.state.messages) == 2
+    agent.prompt("What is my name?")
+    assert len(agent.state.messages) == 4
+    assert "Alice" in agent.state.messages[-1].text
+
+
+def test_thinking_preserved():  # agent-loop §5 scenario 54
+    scripted = ScriptedModel([thinking("step by step", "4")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt("2+2?")
+    content = agent.state.messages[-1].content
+    assert content == [ThinkingContent("step by step"), TextContent("4")]
+    assert [b.to_dict() for b in content] == [{"type": "thinking", "thinking": "step by step"},
+                                              {"type": "text", "text": "4"}]
+
+
+def test_continue_validation(asst):  # agent-loop §5 scenario 55
+    agent = Agent(stream_fn=ScriptedModel().stream_fn)
+    with pytest.raises(ValueError, match="^No messages to continue from$"):
+        agent.continue_()
+    agent.state.messages = [asst("alone")]
+    with pytest.raises(ValueError, match="^Cannot continue from message role: assistant$"):
+        agent.continue_()
+    assert agent.state.is_streaming is False and agent.signal is None
+
+
+def test_continue_from_user_and_tool_result(asst):  # agent-loop §5 scenario 56
+    from agentcore.types import ToolCall, ToolResultMessage
+    scripted = ScriptedModel([text("hello"), text("The answer is 8.")])
+    agent = Agent(scripted.model, messages=[UserMessage("hi")], stream_fn=scripted.stream_fn)
+    agent.continue_()
+    assert roles(agent.state.messages) == ["user", "assistant"]
+    agent.state.messages = [
+        UserMessage("what is 5 + 3?"),
+        asst([ToolCall("calc-1", "calculate", {"expression": "5 + 3"})], "toolUse"),
+        ToolResultMessage("calc-1", "calculate", [TextContent("5 + 3 = 8")]),
+    ]
+    new = agent.continue_()
+    assert roles(new) == ["assistant"] and "8" in agent.state.messages[-1].text
+
+
+# --------------------------------------------------------------------------- Python-specific behaviour
+
+
+def test_listener_exception_fails_the_run_once():  # agent-loop §3.4, §3.6
+    scripted = ScriptedModel([text("answer")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    seen = []
+
+    def listener(event):
+        seen.append(event.type)
+        if event.type == "message_end" and getattr(event.message, "text", None) == "answer":
+            raise ValueError("listener broke")
+
+    agent.subscribe(listener)
+    new = agent.prompt("hi")
+    assert roles(agent.state.messages) == ["user", "assistant", "assistant"]
+    failure = agent.state.messages[-1]
+    assert failure.stop_reason == "error" and failure.error_message == "listener broke"
+    assert new == [failure] and agent.state.error_message == "listener broke"
+    assert seen[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
+    assert agent.state.is_streaming is False
+
+
+def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-loop §3.4
+    scripted = ScriptedModel([text("answer"), text("second")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "message_end":
+            raise ValueError("always broken")
+
+    unsubscribe = agent.subscribe(listener)
+    with pytest.raises(ValueError, match="always broken"):
+        agent.prompt("hi")
+    assert agent.state.is_streaming is False and agent.signal is None
+    assert scripted.calls == 0  # the prompt's own message_end failed, before any model call
+    unsubscribe()
+    agent.prompt("again")  # the agent is usable afterwards
+    assert agent.state.messages[-1].text == "answer"
+
+
+def test_keyboard_interrupt_during_prompt_aborts_cleanly():  # DESIGN §2: Ctrl+C in the waiting caller
+    import _thread
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt delivery needs the main thread")
+    tool_saw_abort = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        _thread.interrupt_main()
+        tool_saw_abort.append(signal.wait(5))
+        return AgentToolResult([TextContent("stopped")])
+
+    scripted = ScriptedModel([tool_call("interrupting", {}), text("never")])
+    agent = Agent(scripted.model, tools=[noop_tool("interrupting", execute)], stream_fn=scripted.stream_fn)
+    with pytest.raises(KeyboardInterrupt):
+        agent.prompt("go")
+    assert tool_saw_abort == [True]
+    assert agent.state.is_streaming is False and agent.signal is None
+    assert roles(agent.state.messages) == ["user", "assistant", "toolResult", "assistant"]
+    last = agent.state.messages[-1]
+    assert last.stop_reason == "aborted" and last.error_message
+    assert scripted.calls == 1
+    # the transcript is valid: it serialises and a new prompt works
+    assert [m.to_dict()["role"] for m in agent.state.messages]
+    scripted.responses[:] = [text("fine")]
+    agent.prompt("again")
+    assert agent.state.messages[-1].text == "fine"
+
+
+def test_concurrent_prompts_exactly_one_runs():  # agent-loop §8.1 thread-safe busy check
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    barrier = threading.Barrier(2)
+    outcomes, errors = [], []
+    lost = threading.Event()
+
+    def caller(label):
+        barrier.wait()
+        try:
+            outcomes.append((label, agent.prompt(label)))
+        except RuntimeError as exc:
+            errors.append(str(exc))
+            lost.set()
+
+    threads = [threading.Thread(target=caller, args=(f"p{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    assert lost.wait(5)
+    gate.release.set()
+    for t in threads:
+        t.join(5)
+    assert len(errors) == 1 and errors[0].startswith("Agent is already processing a prompt.")
+    assert len(outcomes) == 1 and gate.calls == 1
+    assert roles(agent.state.messages) == ["user", "assistant"]
+
+
+def test_run_from_a_thread_with_a_running_asyncio_loop():  # DESIGN §2: Jupyter-style callers
+    import asyncio
+
+    scripted = ScriptedModel([tool_call("noop", {}), text("from asyncio")])
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn)
+
+    async def cell():
+        asyncio.get_running_loop()  # a loop is running, as in a notebook cell
+        return agent.prompt("hi")
+
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("new", asyncio.run(cell())))
+    worker.start()
+    worker.join(10)
+    assert roles(result["new"]) == ["user", "assistant", "toolResult", "assistant"]
+    assert agent.state.messages[-1].text == "from asyncio"
+
+
+def test_wait_for_idle_from_a_listener_raises():  # agent-loop §8.1 deadlock guard
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    caught = []
+
+    def listener(event):
+        if event.type == "agent_end":
+            try:
+                agent.wait_for_idle()
+            except RuntimeError as exc:
+                caught.append(str(exc))
+
+    agent.subscribe(listener)
+    agent.prompt("hi")
+    assert len(caught) == 1 and "run thread" in caught[0]
+    assert agent.wait_for_idle() is True
+
+
+def test_stream_yields_events_until_settled():  # DESIGN §2: consumer-side iterator
+    scripted = ScriptedModel([tool_call("noop", {}), text("streamed")])
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn)
+    events = list(agent.stream("hi"))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "tool_execution_end" in kinds and "message_update" in kinds
+    assert agent.state.is_streaming is False
+    assert events[-1].messages[-1].text == "streamed"
+    assert agent._listeners == {}  # the stream's listener is gone
+
+
+def test_stream_busy_error_raises_at_call_time():  # agent-loop §2.16
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    agent.prompt("hi", wait=False)
+    assert gate.started.wait(5)
+    with pytest.raises(RuntimeError, match="already processing a prompt"):
+        agent.stream("again")
+    assert len(agent._listeners) == 0
+    agent.abort()
+    assert agent.wait_for_idle(5)
+
+
+def test_prompt_without_waiting():  # DESIGN §2: wait=False then wait_for_idle
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    assert agent.prompt("hi", wait=False) is None
+    assert agent.state.is_streaming is True and isinstance(agent.signal, AbortSignal)
+    assert gate.started.wait(5)
+    gate.release.set()
+    assert agent.wait_for_idle(5) is True
+    assert roles(agent.state.messages) == ["user", "assistant"]
+    assert agent.signal is None
+
+
+def test_prompt_with_images_and_message_list():  # agent-loop §3.6 input normalisation
+    from agentcore.types import ImageContent
+    scripted = ScriptedModel([text("a"), text("b")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    agent.prompt("look", images=[image])
+    assert agent.state.messages[0].content == [TextContent("look"), image]
+    batch = [UserMessage("x"), UserMessage("y")]
+    new = agent.prompt(batch)
+    assert new[0] is batch[0] and new[1] is batch[1]
+    with pytest.raises(TypeError, match="prompt"):
+        agent.prompt(42)
+    assert agent.state.is_streaming is False
+
+
+def test_reset_clears_transcript_and_queues():  # agent-loop §3.6 reset
+    scripted = ScriptedModel([text("a")])
+    agent = Agent(scripted.model, system_prompt="keep", stream_fn=scripted.stream_fn)
+    agent.prompt("hi")
+    agent.steer("later")
+    agent.reset()
+    assert agent.state.messages == [] and not agent.has_queued_messages()
+    assert agent.state.error_message is None and agent.state.system_prompt == "keep"
+
+
+def test_queue_modes_are_live_properties():  # agent-loop §3.1
+    agent = Agent(steering_mode="all")
+    assert agent.steering_mode == "all" and agent.follow_up_mode == "one-at-a-time"
+    agent.follow_up_mode = "all"
+    assert agent.follow_up_mode == "all"
+
+
+def test_listener_subscribed_twice_is_called_once():  # agent-loop §3.4 listeners are a set
+    scripted = ScriptedModel([text("a")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    seen = []
+
+    def listener(event):
+        seen.append(event.type)
+
+    agent.subscribe(listener)
+    agent.subscribe(listener)
+    agent.prompt("hi")
+    assert seen.count("agent_start") == 1
+
+
+def test_missing_stream_function_is_reported_in_the_caller(monkeypatch):  # agent-loop §2.1
+    import builtins
+    import agentcore.loop as loop_module
+
+    real_import = builtins.__import__
+
+    def no_providers(name, globals=None, locals=None, fromlist=(), level=0):
+        if name == "providers" and level == 1 or name == "agentcore.providers":
+            raise ImportError("providers not installed")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(loop_module, "_default_stream_fn", None)
+    monkeypatch.setattr(builtins, "__import__", no_providers)
+    agent = Agent()
+    with pytest.raises(RuntimeError, match="No default stream function configured"):
+        agent.prompt("hi")
+    assert agent.state.is_streaming is False and agent.state.messages == []
