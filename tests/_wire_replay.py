@@ -50,3 +50,21 @@ def replay_pure(make_state: Callable[[AssistantMessage, Callable[[Any], None]], 
 
 def event_types(events: List[Any]) -> List[str]:
     return [e.type for e in events]
+
+
+def run_stream(provider: Any, model: Any, context: Any, **options: Any) -> Tuple[AssistantMessage, List[Any]]:
+    """Run ``provider.stream`` to the end; return (final message, all events)."""
+    stream = provider.stream(model, context, **options)
+    events = list(stream)
+    return stream.result(), events
+
+
+def first_user_text(request_body: Dict[str, Any]) -> str:
+    """The first user text of a recorded Anthropic/OpenAI/Gemini request body."""
+    if "messages" in request_body:
+        content = request_body["messages"][0]["content"]
+        return content if isinstance(content, str) else content[0]["text"]
+    if "input" in request_body:
+        content = request_body["input"][0]["content"]
+        return content if isinstance(content, str) else content[0]["text"]
+    return request_body["contents"][0]["parts"][0]["text"]

@@ -277,3 +277,165 @@ def test_redacted_thinking_and_streamed_arguments():  # spec §14 stream handlin
     assert call.arguments == {"city": "Berlin"}
     assert pushed[-1].type == "toolcall_end" and pushed[-1].tool_call is call
     assert out.stop_reason == "toolUse" and (out.usage.input, out.usage.output) == (10, 41)
+
+
+# --------------------------------------------------------------------------- over HTTP (local server)
+
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from agentcore.signals import AbortController  # noqa: E402
+from tests._servers import Reply, ScriptedServer  # noqa: E402
+from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+
+RECORDINGS = ["server-tool-blocks", "thinking-stream", "thinking-then-tool-call-chain",
+              "two-parallel-tool-calls-then-text"]
+
+
+def _served(server, **kw):
+    fields = dict(id=HAIKU.id, api=API, provider="anthropic", base_url=server.url, reasoning=True,
+                  input=("text", "image"), cost=HAIKU.cost, max_tokens=64000)
+    fields.update(kw)
+    return Model(**fields)
+
+
+def _events(*payloads) -> str:
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
+    rec = load_recording(API, name)
+    provider = wire.AnthropicProvider()
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=7)
+        model = _served(server)
+        messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
+        for turn, interaction in enumerate(rec["interactions"]):
+            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=[TOOL]),
+                                        api_key="sk-test")
+            expected, _ = _replay(name, turn, model)
+            assert events[0].type == "start" and events[-1].type == "done"
+            assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
+            assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            request = server.requests[turn]
+            assert (request.method, request.path) == ("POST", "/v1/messages")
+            assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"
+            sent = request.json()
+            assert [m["role"] for m in sent["messages"]] == [m["role"] for m in interaction["request"]["body"]["messages"]]
+            messages.append(result)
+            if turn + 1 < len(rec["interactions"]):  # answer the tool calls as the recording did
+                recorded_next = rec["interactions"][turn + 1]["request"]["body"]["messages"][-1]["content"]
+                outputs = {b["tool_use_id"]: b["content"] for b in recorded_next if b.get("type") == "tool_result"}
+                for call in result.tool_calls:
+                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                                      content=[TextContent(outputs[call.id])]))
+
+
+def test_http_errors_carry_the_anthropic_body(monkeypatch):  # spec §9 anthropic
+    err = {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"}}
+    with ScriptedServer([Reply(status=400, body=json.dumps(err), content_type="application/json")]) as server:
+        result, events = run_stream(wire.AnthropicProvider(), _served(server),
+                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+    assert [e.type for e in events] == ["error"]  # no start before a failed request
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith("400 ") and "prompt is too long" in result.error_message
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
+    result, _ = run_stream(wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]))
+    assert "ANTHROPIC_API_KEY" in result.error_message and result.stop_reason == "error"
+
+
+def test_retry_after_then_success_and_header_layers():  # spec §9 retries, §4 header merge
+    ok = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
+                 {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+                 {"type": "message_stop"})
+    with ScriptedServer([Reply(status=429, body="{}", headers={"retry-after": "0"}), Reply(body=ok)]) as server:
+        model = _served(server, headers={"x-model": "m", "anthropic-version": "2099-01-01"})
+        result, _ = run_stream(wire.AnthropicProvider(), model, AgentContext(messages=[UserMessage(content="hi")]),
+                               api_key="k", headers={"X-Model": "opt"})
+        assert result.stop_reason == "stop" and result.usage.output == 2
+        assert len(server.requests) == 2
+        headers = server.requests[1].headers
+        assert headers["x-model"] == "opt" and headers["anthropic-version"] == "2099-01-01"
+
+
+def test_stream_closed_early_keeps_partial_text():  # spec §3 rule 6, upstream message_stop check
+    body = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                   {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}})
+    with ScriptedServer([Reply(body=body, chunk_size=5)]) as server:
+        result, events = run_stream(wire.AnthropicProvider(), _served(server),
+                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+    assert result.stop_reason == "error" and "before message_stop" in result.error_message
+    assert result.text == "Hel" and result.usage.input == 3
+    assert "text_end" not in [e.type for e in events]  # open blocks are not closed on error
+
+
+def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
+    bad = "event: message_start\ndata: {\"type\": \"message_start\", \n\n"
+    overloaded = ('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')
+    with ScriptedServer([Reply(body=bad), Reply(body=overloaded)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        first, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+        second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+    assert first.stop_reason == "error" and "malformed JSON" in first.error_message
+    assert second.stop_reason == "error" and "overloaded_error" in second.error_message
+
+
+def test_connection_reset_mid_stream_and_non_utf8_bytes():  # issue 4 synthetic cases
+    head = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
+    raw = (head.encode() + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+           b'"delta":{"type":"text_delta","text":"caf\xff!"}}\n\n')
+    with ScriptedServer([Reply(body=raw, reset_after=len(raw)), Reply(body=raw + _events(
+            {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}).encode(), chunk_size=3)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        reset, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+        replaced, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+    assert reset.stop_reason == "error" and reset.text == "caf\ufffd!"
+    assert replaced.stop_reason == "stop" and replaced.text == "caf\ufffd!"
+
+
+def test_abort_mid_stream_returns_promptly():  # spec §9 abort; issue 4: blocked read returns quickly
+    head = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                   {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}})
+    body = head + _events({"type": "message_stop"})
+    controller = AbortController()
+    aborted_at = []
+
+    with ScriptedServer([Reply(body=body, stall_after=len(head.encode()))]) as server:
+        def abort_when_stalled():
+            server.body_started.wait(10)
+            aborted_at.append(time.monotonic())
+            controller.abort()
+
+        threading.Thread(target=abort_when_stalled, daemon=True).start()
+        result, events = run_stream(wire.AnthropicProvider(), _served(server),
+                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k",
+                                    signal=controller.signal)
+        returned = time.monotonic()
+    assert result.stop_reason == "aborted" and result.error_message == "Request was aborted"
+    assert events[-1].type == "error" and events[-1].reason == "aborted"
+    assert returned - aborted_at[0] < 1.0  # the stalled server would hold the read for 30 s
+
+
+def test_oversize_tool_arguments_stream_in_thousands_of_fragments():  # issue 4 synthetic: oversize args
+    payload = {"blob": "x" * 400_000, "n": 1}
+    text = json.dumps(payload)
+    pieces = [text[i:i + 200] for i in range(0, len(text), 200)]
+    body = _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_big",
+                                                                      "name": "store", "input": {}}},
+        *[{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+          for p in pieces],
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"})
+    with ScriptedServer([Reply(body=body, chunk_size=65536)]) as server:
+        result, events = run_stream(wire.AnthropicProvider(), _served(server),
+                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+    assert result.stop_reason == "toolUse" and result.tool_calls[0].arguments == payload
+    assert sum(1 for e in events if e.type == "toolcall_delta") == len(pieces)

@@ -223,3 +223,75 @@ def test_safety_finish_reason_and_truncated_stream_are_errors():  # spec §8 goo
 def test_error_chunk_raises():  # spec §9 google errors keep status and message
     with pytest.raises(ProviderError, match="RESOURCE_EXHAUSTED"):
         _feed([{"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}])
+
+
+# --------------------------------------------------------------------------- over HTTP (local server)
+
+import json  # noqa: E402
+
+from tests._servers import Reply, ScriptedServer  # noqa: E402
+from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+
+
+def _served(server, model_id="gemini-2.0-flash", reasoning=False):
+    return Model(id=model_id, api=API, provider="google", base_url=server.url + "/v1beta", reasoning=reasoning,
+                 input=("text", "image"), cost=PRO25.cost)
+
+
+@pytest.mark.parametrize("name,model_id,tools", [
+    ("function-call-three-turns", "gemini-2.0-flash", TOOLS),
+    ("thinking-parts", "gemini-2.5-pro", [{"name": "dummy", "description": "", "parameters": {"type": "object"}}]),
+])
+def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every recording through a local server
+    rec = load_recording(API, name)
+    provider = wire.GoogleProvider()
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=7)
+        model = _served(server, model_id, reasoning=True)
+        messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
+        for turn, interaction in enumerate(rec["interactions"]):
+            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=tools),
+                                        api_key="g-test", reasoning="medium")
+            expected, _ = _replay(name, turn, model)
+            assert events[0].type == "start" and events[-1].type == "done"
+            strip = lambda blocks: [{k: v for k, v in b.to_dict().items() if k != "id"} for b in blocks]  # noqa: E731
+            assert strip(result.content) == strip(expected.content)  # call ids are generated per stream
+            assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            request = server.requests[turn]
+            assert request.path == f"/v1beta/models/{model_id}:streamGenerateContent" and request.query == "alt=sse"
+            assert request.headers["x-goog-api-key"] == "g-test"
+            sent = request.json()["contents"]
+            assert [c["role"] for c in sent] == [c["role"] for c in interaction["request"]["body"]["contents"]]
+            messages.append(result)
+            if turn + 1 < len(rec["interactions"]):
+                recorded = rec["interactions"][turn + 1]["request"]["body"]["contents"][-1]["parts"]
+                outputs = {p["functionResponse"]["name"]: p["functionResponse"]["response"]["return_value"]
+                           for p in recorded if "functionResponse" in p}
+                for call in result.tool_calls:
+                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                                      content=[TextContent(outputs[call.name])]))
+
+
+def test_http_error_keeps_status_and_google_json():  # spec §9 google
+    err = {"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens "
+                                             "allowed (1048576).", "status": "INVALID_ARGUMENT"}}
+    with ScriptedServer([Reply(status=400, body=json.dumps(err), content_type="application/json")]) as server:
+        result, events = run_stream(wire.GoogleProvider(), _served(server),
+                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="g")
+    assert [e.type for e in events] == ["error"]
+    assert result.error_message.startswith("400 ") and "INVALID_ARGUMENT" in result.error_message
+    assert "exceeds the maximum" in result.error_message
+
+
+def test_reset_and_early_end_over_http_keep_partial_text():  # spec §4 step 5, §15; issue 4 reset mid-stream
+    first = 'data: {"candidates": [{"content": {"parts": [{"text": "Hel"}], "role": "model"}}]}\r\n\r\n'
+    second = 'data: {"candidates": [{"content": {"parts": [{"text": "lo"}], "role": "model"}}]}\r\n\r\n'
+    body = first + second
+    with ScriptedServer([Reply(body=body, reset_after=len(first) + 10), Reply(body=body, chunk_size=4)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        reset, _ = run_stream(wire.GoogleProvider(), _served(server), ctx, api_key="g")
+        ended, events = run_stream(wire.GoogleProvider(), _served(server), ctx, api_key="g")
+    assert reset.stop_reason == "error" and reset.text == "Hel"
+    assert ended.stop_reason == "error" and ended.error_message == "Gemini stream ended without a finish reason"
+    assert ended.text == "Hello"
+    assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]

@@ -241,3 +241,78 @@ def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks
     state.finish()
     assert [(c.id, c.arguments) for c in out.content] == [("call_a|fc_a", {"x": 1}), ("call_b|fc_b", {"y": 2})]
     assert out.stop_reason == "toolUse"
+
+
+# --------------------------------------------------------------------------- over HTTP (local server)
+
+from tests._servers import Reply, ScriptedServer  # noqa: E402
+from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+
+
+def _served(server, **kw):
+    fields = dict(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url=server.url + "/v1",
+                  reasoning=True, input=("text", "image"), cost=GPT55.cost)
+    fields.update(kw)
+    return Model(**fields)
+
+
+def _sse(*payloads) -> str:
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+@pytest.mark.parametrize("name", ["text-stream", "tool-call-with-reasoning"])
+def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
+    rec = load_recording(API, name)
+    provider = wire.OpenAIResponsesProvider()
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=7)
+        model = _served(server)
+        messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
+        for turn, interaction in enumerate(rec["interactions"]):
+            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=[MULTIPLY]),
+                                        api_key="sk-test", reasoning="low")
+            expected, _ = _replay(name, turn, model)
+            assert events[0].type == "start" and events[-1].type == "done"
+            assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
+            assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            request = server.requests[turn]
+            assert (request.method, request.path) == ("POST", "/v1/responses")
+            assert request.headers["authorization"] == "Bearer sk-test"
+            sent = request.json()
+            recorded = interaction["request"]["body"]
+            assert [i.get("type", "message") for i in sent["input"]] == [i.get("type", "message") for i in recorded["input"]]
+            assert sent["reasoning"]["effort"] == recorded["reasoning"]["effort"]
+            messages.append(result)
+            if turn + 1 < len(rec["interactions"]):
+                outputs = {i["call_id"]: i["output"] for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
+                           if i.get("type") == "function_call_output"}
+                for call in result.tool_calls:
+                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                                      content=[TextContent(outputs[call.id.split("|")[0]])]))
+
+
+def test_http_error_uses_openai_error_message():  # spec §9 OpenAI-style errors
+    body = json.dumps({"error": {"message": "Your input exceeds the context window of this model.", "code": "x"}})
+    with ScriptedServer([Reply(status=400, body=body, content_type="application/json"),
+                         Reply(status=401, body="", content_type="application/json")]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        first, events = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
+        second, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
+    assert [e.type for e in events] == ["error"]
+    assert first.error_message == "400 Your input exceeds the context window of this model."
+    assert second.error_message == "401 status code (no body)"
+
+
+def test_in_stream_failure_and_truncated_stream_over_http():  # spec §9, §13 terminal event
+    added = {"type": "response.output_item.added", "output_index": 0,
+             "item": {"type": "message", "id": "msg_1", "content": []}}
+    delta = {"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}
+    failed = {"type": "response.failed", "response": {"error": {"code": "server_error", "message": "boom"}}}
+    with ScriptedServer([Reply(body=_sse(added, delta, failed), chunk_size=9),
+                         Reply(body=_sse(added, delta), chunk_size=9)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        failed_result, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
+        cut, events = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
+    assert failed_result.error_message == "server_error: boom" and failed_result.text == "Hi"
+    assert cut.stop_reason == "error" and "without response.completed" in cut.error_message
+    assert [e.type for e in events] == ["start", "text_start", "text_delta", "error"]

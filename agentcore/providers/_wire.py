@@ -1,16 +1,17 @@
 """The shared provider machinery the Responses, Anthropic and Gemini wire modules use, in one place.
 
 Everything here is re-exported from :mod:`~agentcore.providers.base`, :mod:`.partial_json`,
-:mod:`.models` and :mod:`.transform`; the transformation module is imported on first use.
+:mod:`.models` and :mod:`.transform`, plus :class:`ToolArguments` (throttled argument parsing).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from .base import ProviderError, StateHandler, WireProvider, WireRequest, sanitize_surrogates, tool_specs
 from .models import calculate_cost
 from .partial_json import PartialJsonParser, parse_streaming_json
+from .transform import transform_messages
 
 __all__ = [
     "ProviderError", "StateHandler", "WireProvider", "WireRequest", "sanitize_surrogates", "tool_specs",
@@ -18,13 +19,6 @@ __all__ = [
 ]
 
 _REPARSE_ALWAYS_BELOW = 16384  # characters; above it, re-parse only after 10 % growth (as base.py)
-
-
-def transform_messages(messages: List[Any], model: Any, normalize_id: Callable[[str], str]) -> List[Any]:
-    """Cross-provider replay rules of spec §6 (see :mod:`agentcore.providers.transform`)."""
-    from .transform import transform_messages as _transform
-
-    return _transform(messages, model, normalize_id)
 
 
 class ToolArguments:

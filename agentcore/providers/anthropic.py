@@ -86,14 +86,14 @@ def request_url(model: Any) -> str:
     return base + "/v1/messages"
 
 
-def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
+def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
     """The provider's own headers; the skeleton layers ``model.headers`` and ``headers=`` on top.
 
     An OAuth token (``sk-ant-oat...``, e.g. from ``ANTHROPIC_OAUTH_TOKEN``) is sent as a Bearer
     token with the OAuth betas; anything else as ``x-api-key``.
     """
     betas = ["fine-grained-tool-streaming-2025-05-14"]
-    if options.get("interleaved_thinking", True) and not _is_adaptive(model.id):
+    if (options or {}).get("interleaved_thinking", True) and not _is_adaptive(model.id):
         betas.append("interleaved-thinking-2025-05-14")
     headers: Dict[str, str] = {
         "content-type": "application/json",
@@ -460,7 +460,7 @@ class AnthropicProvider(WireProvider):
                       api_key: Optional[str]) -> WireRequest:
         key = api_key or ""
         body = build_request_body(model, context, **dict(options, api_key=key))
-        return WireRequest(request_url(model), build_headers(model, key, **options), body)
+        return WireRequest(request_url(model), build_headers(model, key, options), body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
         return StateHandler(AnthropicStreamState(model, writer.output, writer.push))

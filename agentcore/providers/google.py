@@ -99,7 +99,7 @@ def request_url(model: Any) -> str:
     return f"{base}/models/{quote(model.id, safe='.-_/')}:streamGenerateContent?alt=sse"
 
 
-def build_headers(model: Any, api_key: str, **options: Any) -> Dict[str, str]:
+def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
     """Key header and JSON; the skeleton layers ``model.headers`` and ``headers=`` on top."""
     return {"x-goog-api-key": api_key, "content-type": "application/json", "accept": "text/event-stream"}
 
@@ -406,7 +406,7 @@ class GoogleProvider(WireProvider):
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any],
                       api_key: Optional[str]) -> WireRequest:
-        return WireRequest(request_url(model), build_headers(model, api_key or "", **options),
+        return WireRequest(request_url(model), build_headers(model, api_key or "", options),
                            build_request_body(model, context, **options))
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
