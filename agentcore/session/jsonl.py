@@ -1,0 +1,375 @@
+"""JSONL session files: the reference format version 3, one file per session (spec session.md §3).
+
+Line 1 is the header, every other line one entry. Opening a file:
+
+* takes an exclusive advisory lock (``flock``) for as long as the storage is open, so a second writer
+  (another process, or another open handle) gets :class:`SessionLockedError` naming the file; readers
+  (``read_only=True``, repository listing) never lock;
+* validates strictly: a bad header is ``invalid_session``; a malformed line before the last one is
+  ``invalid_entry`` naming ``file:line``, and the file is left untouched;
+* repairs a crash: if only the LAST line is not valid JSON (a torn append) the file is truncated to
+  the complete lines before it; a valid last line without its newline gets one;
+* migrates versions 1 and 2 to 3 with an atomic rewrite (temp file, fsync, ``os.replace``, fsync of
+  the directory); the original stays intact if anything fails.
+
+Message payloads are indexed from their envelope and decoded on first read (``verify=True`` parses
+every line at open instead, so a damaged payload is reported then rather than when first read).
+Each append is one ``os.write`` of a whole line on an ``O_APPEND`` descriptor; a failed write is
+rolled back by truncating to the previous size. ``fsync``: ``"never"`` (default, what the reference
+does), ``"always"`` (after every append) or ``"close"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, Iterable, List, Optional
+
+from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
+                      header_from_dict, iso_from_ms, new_session_id)
+from .errors import SessionError, SessionLockedError
+from .migrate import migrate
+from .storage import SessionStorage
+
+try:  # pragma: no cover - platform dependent
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks, documented
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["JsonlSessionStorage", "FSYNC_POLICIES", "read_header", "fsync_directory"]
+
+FSYNC_POLICIES = ("never", "always", "close")
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def fsync_directory(directory: str) -> None:
+    """fsync a directory so a rename inside it is durable (no-op where unsupported)."""
+    if sys.platform.startswith("win"):  # pragma: no cover
+        return
+    try:
+        fd = os.open(directory or ".", os.O_RDONLY)
+    except OSError:  # pragma: no cover
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse directory fsync
+        pass
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, path: str) -> None:
+    if fcntl is None:  # pragma: no cover
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise SessionLockedError(
+            f"{path} is already open for writing (by another process, or another Session in this one); "
+            "close it there first, or open it with read_only=True to read it", path=path) from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def read_header(path: str) -> Dict[str, Any]:
+    """The parsed first line of a session file, without locking or reading further.
+
+    Raises ``invalid_session`` if the first line is not a session header, ``not_found`` if missing.
+    """
+    try:
+        with open(path, "rb") as handle:
+            first = handle.readline()
+            while first and not first.strip():
+                first = handle.readline()
+    except FileNotFoundError:
+        raise SessionError("not_found", f"{path}: no such session file", path=path) from None
+    try:
+        data = json.loads(first)
+        header_from_dict(data, versions=(1, 2, 3))
+    except ValueError as exc:
+        raise SessionError("invalid_session", f"{path}:1: not a session file: {exc}", path=path) from None
+    return data
+
+
+class JsonlSessionStorage(SessionStorage):
+    """One session in one JSONL file. Open with ``JsonlSessionStorage(path)``, make one with :meth:`create`."""
+
+    def __init__(self, path: Any, *, read_only: bool = False, fsync: str = "never",
+                 verify: bool = False) -> None:
+        super().__init__()
+        if fsync not in FSYNC_POLICIES:
+            raise ValueError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, got {fsync!r}")
+        self.path = os.path.abspath(os.fspath(path))
+        self.read_only = read_only
+        self.fsync = fsync
+        self._fd: Optional[int] = None
+        self._size = 0
+        self._lines = 0
+        try:
+            self._open(verify)
+        except BaseException:
+            self._release()
+            raise
+
+    # ------------------------------------------------------------------ creation
+
+    @classmethod
+    def create(cls, path: Any, *, cwd: Optional[str] = None, session_id: Optional[str] = None,
+               fsync: str = "never", parent_session: Optional[str] = None,
+               metadata: Optional[Dict[str, Any]] = None, timestamp: Optional[str] = None,
+               lines: Iterable[bytes] = ()) -> "JsonlSessionStorage":
+        """Write a new session file (header, then optional raw entry ``lines``) atomically and open it.
+
+        An existing file at ``path`` is ``already_exists``; nothing is overwritten.
+        """
+        import time
+
+        path = os.path.abspath(os.fspath(path))
+        header = SessionHeader(id=session_id or new_session_id(),
+                               timestamp=timestamp or iso_from_ms(int(time.time() * 1000)),
+                               cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+                               parent_session=parent_session, metadata=metadata)
+        body = [encode_line(header.to_dict())]
+        body.extend(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        publish_new(path, b"".join(body))
+        return cls(path, fsync=fsync)
+
+    # ------------------------------------------------------------------ opening
+
+    def _open(self, verify: bool) -> None:
+        if self.read_only:
+            try:
+                with open(self.path, "rb") as handle:
+                    data = handle.read()
+            except FileNotFoundError:
+                raise SessionError("not_found", f"{self.path}: no such session file", path=self.path) from None
+            except OSError as exc:
+                raise SessionError("storage", f"{self.path}: cannot read: {exc.strerror}",
+                                   path=self.path) from exc
+        else:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _O_CLOEXEC | _O_BINARY)
+            except FileNotFoundError:
+                raise SessionError("not_found", f"{self.path}: no such session file; create it with "
+                                   "Session.create()", path=self.path) from None
+            except OSError as exc:
+                raise SessionError("storage", f"{self.path}: cannot open for writing ({exc.strerror}); "
+                                   "check permissions or open with read_only=True", path=self.path) from exc
+            _lock(self._fd, self.path)
+            data = self._read_all()
+        self._load(data, verify)
+
+    def _read_all(self) -> bytes:
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        chunks = []
+        offset = 0
+        while offset < size:
+            chunk = os.pread(self._fd, min(size - offset, 1 << 24), offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        return b"".join(chunks)
+
+    def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:
+        where = f"{self.path}:{line}" if line else self.path
+        return SessionError(code, f"{where}: {problem}", path=self.path, line=line)
+
+    def _load(self, data: bytes, verify: bool) -> None:
+        lines = data.split(b"\n")
+        first = next((i for i, line in enumerate(lines) if line.strip()), None)
+        if first is None:
+            raise self._fail("invalid_session", None, "empty file, not a session (no header line); "
+                             "delete it or create a new session")
+        try:
+            header_data = json.loads(lines[first])
+            header = header_from_dict(header_data, versions=(1, 2, 3))
+        except ValueError as exc:
+            raise self._fail("invalid_session", first + 1, f"not a session file: {exc}") from None
+        last = max(i for i, line in enumerate(lines) if line.strip())
+        torn = False
+        if last > first:
+            try:
+                tail = json.loads(lines[last])
+            except ValueError:
+                torn = True  # a crash cut the final append short; everything before it is intact
+            else:
+                problem = check_envelope(tail) if header.version >= CURRENT_VERSION else (
+                    None if isinstance(tail, dict) and isinstance(tail.get("type"), str)
+                    else "an entry must be an object with a string 'type'")
+                if problem:
+                    raise self._fail("invalid_entry", last + 1, f"invalid entry: {problem}; the file is "
+                                     "left unchanged, repair or remove that line")
+        end = last if torn else last + 1
+        if header.version < CURRENT_VERSION:
+            self._load_migrating(header_data, lines, first, end)
+        else:
+            self.header = header
+            for index in range(first + 1, end):
+                line = lines[index]
+                if line.strip():
+                    self._index_line(line.rstrip(b"\r"), index + 1)
+            self._finish_load()
+            if verify:
+                for node in self._order:
+                    if node.entry is None:
+                        self._decode(node)
+            self._lines = end
+            if not self.read_only:
+                self._repair(data, lines, last, torn)
+        del lines
+        self._size = os.fstat(self._fd).st_size if self._fd is not None else len(data)
+
+    def _repair(self, data: bytes, lines: List[bytes], last: int, torn: bool) -> None:
+        assert self._fd is not None
+        try:
+            if torn:
+                keep = sum(len(line) + 1 for line in lines[:last])
+                os.ftruncate(self._fd, keep)
+            elif not data.endswith(b"\n"):
+                _write_all(self._fd, b"\n")
+            else:
+                return
+            if self.fsync != "never":
+                os.fsync(self._fd)
+        except OSError as exc:
+            raise self._fail("storage", None, f"cannot repair the end of the file ({exc.strerror}); "
+                             "the file was not changed") from exc
+
+    def _load_migrating(self, header_data: Dict[str, Any], lines: List[bytes], first: int, end: int) -> None:
+        entries = []
+        numbers = []
+        for index in range(first + 1, end):
+            if not lines[index].strip():
+                continue
+            try:
+                entry = json.loads(lines[index])
+            except ValueError as exc:
+                raise self._fail("invalid_entry", index + 1, f"not JSON ({exc}); the file is left "
+                                 "unchanged, repair or remove that line") from None
+            if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+                raise self._fail("invalid_entry", index + 1, "an entry must be an object with a string "
+                                 "'type'; the file is left unchanged")
+            entries.append(entry)
+            numbers.append(index + 1)
+        new_header, new_entries, _ = migrate(header_data, entries)
+        encoded = [encode_line(e) for e in new_entries]
+        self.header = header_from_dict(new_header)
+        for line, number in zip(encoded, numbers):
+            self._index_line(line[:-1], number)
+        self._finish_load()
+        self._lines = len(encoded) + 1
+        if not self.read_only:
+            self._rewrite(encode_line(new_header) + b"".join(encoded))
+
+    def _rewrite(self, content: bytes) -> None:
+        """Replace the file atomically with ``content``, keeping the lock (the temp file is locked first)."""
+        temp = self.path + ".tmp"
+        fd = -1
+        try:
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | _O_CLOEXEC | _O_BINARY,
+                         0o644)
+            _lock(fd, temp)
+            _write_all(fd, content)
+            os.fsync(fd)
+            os.replace(temp, self.path)
+        except BaseException as exc:
+            if fd >= 0:
+                os.close(fd)
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise self._fail("storage", None, f"cannot rewrite the file in version {CURRENT_VERSION} "
+                                 f"({exc.strerror}); the original is unchanged") from exc
+            raise
+        fsync_directory(os.path.dirname(self.path))
+        old, self._fd = self._fd, fd
+        if old is not None:
+            os.close(old)
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, line: bytes, entry: SessionEntry) -> None:
+        if self._fd is None:
+            raise self._fail("storage", None, "the session is closed")
+        try:
+            _write_all(self._fd, line)
+            if self.fsync == "always":
+                os.fsync(self._fd)
+        except OSError as exc:
+            try:  # never leave half a line that later appends would follow
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                pass
+            raise self._fail("storage", None, f"append failed ({exc.strerror}); the entry was not "
+                             "recorded") from exc
+        self._size += len(line)
+        self._lines += 1
+
+    def append(self, entry: SessionEntry) -> None:
+        super().append(entry)
+        self._order[-1].line = self._lines
+
+    # ------------------------------------------------------------------ closing
+
+    def _release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def close(self) -> None:
+        """fsync (policy ``"close"``/``"always"``), release the lock and close the file. Idempotent."""
+        if self._fd is not None and self.fsync in ("close", "always"):
+            try:
+                os.fsync(self._fd)
+            except OSError:  # pragma: no cover
+                pass
+        self._release()
+        super().close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort for forgotten handles
+        try:
+            self._release()
+        except Exception:
+            pass
+
+
+def publish_new(path: str, content: bytes) -> None:
+    """Create ``path`` with ``content`` atomically; ``already_exists`` if it exists. No temp file remains."""
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        raise SessionError("not_found", f"{directory}: no such directory for the session file", path=path)
+    temp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temp, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temp, path)  # fails if path exists: never overwrite a session
+        except FileExistsError:
+            raise SessionError("already_exists", f"{path} already exists; open it with Session.open() or "
+                               "choose another path", path=path) from None
+        except OSError:  # pragma: no cover - filesystems without hard links
+            if os.path.exists(path):
+                raise SessionError("already_exists", f"{path} already exists", path=path) from None
+            os.replace(temp, path)
+    except OSError as exc:
+        raise SessionError("storage", f"{path}: cannot create the session file ({exc.strerror})",
+                           path=path) from exc
+    finally:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+    fsync_directory(directory)

@@ -1,0 +1,315 @@
+"""SQLite session storage (stdlib ``sqlite3``): many sessions in one database file.
+
+Same semantics as the JSONL storage: each row's ``payload`` is byte for byte the JSONL line of the
+entry, rows are ordered by ``seq`` (append order), and the tree index is rebuilt from the rows at
+open (message payloads are fetched when first read). Every append is one transaction; memory is
+updated only after it committed.
+
+One writer per session: opening for writing takes a lease row (``writer_leases``) naming this
+process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
+by a crashed process on this host is taken over. ``read_only=True`` takes no lease.
+
+The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchronous=NORMAL``
+(committed appends survive a process crash), ``"always"`` uses ``synchronous=FULL``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from .context import UsageTotals, usage_of_entry
+from .entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
+                      iso_from_ms, new_session_id)
+from .errors import SessionError, SessionLockedError
+from .storage import EAGER_TYPES, SessionStorage, _Node
+
+__all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version(version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(
+    id TEXT PRIMARY KEY, header TEXT NOT NULL, cwd TEXT NOT NULL, created TEXT NOT NULL,
+    parent_session TEXT);
+CREATE TABLE IF NOT EXISTS entries(
+    session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, parent_id TEXT,
+    type TEXT NOT NULL, timestamp TEXT NOT NULL, role TEXT, payload TEXT NOT NULL,
+    PRIMARY KEY(session_id, seq), UNIQUE(session_id, id));
+CREATE INDEX IF NOT EXISTS entries_by_parent ON entries(session_id, parent_id);
+CREATE TABLE IF NOT EXISTS writer_leases(
+    session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
+    acquired_ms INTEGER NOT NULL);
+"""
+_EAGER_SQL = ",".join(f"'{t}'" for t in sorted(EAGER_TYPES))
+
+
+@dataclass(frozen=True)
+class SqliteSessionInfo:
+    """One session of a database, as listed by :meth:`SqliteSessionStorage.list_sessions`."""
+
+    id: str
+    cwd: str
+    created: str
+    parent_session: Optional[str]
+    message_count: int
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - alive, owned by someone else
+        return True
+    except OSError:  # pragma: no cover - e.g. Windows without the process
+        return False
+    return True
+
+
+def _connect(path: str, read_only: bool) -> sqlite3.Connection:
+    try:
+        if read_only:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        else:
+            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA busy_timeout=5000")
+        if not read_only:
+            conn.executescript(_SCHEMA)
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise SessionError("storage", f"{path}: unsupported session schema version {row[0]} "
+                                   f"(this library uses {SCHEMA_VERSION})", path=path)
+        return conn
+    except sqlite3.Error as exc:
+        raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
+
+
+class SqliteSessionStorage(SessionStorage):
+    """One session inside a SQLite database. Open with ``SqliteSessionStorage(db, session_id)``."""
+
+    def __init__(self, db_path: Any, session_id: Optional[str] = None, *, read_only: bool = False,
+                 fsync: str = "never") -> None:
+        super().__init__()
+        if fsync not in ("never", "always", "close"):
+            raise ValueError(f"fsync must be one of never, always, close, got {fsync!r}")
+        self.path = os.path.abspath(os.fspath(db_path))
+        self.read_only = read_only
+        self.fsync = fsync
+        self._owner = uuid.uuid4().hex
+        self._seq = 0
+        if read_only and not os.path.exists(self.path):
+            raise SessionError("not_found", f"{self.path}: no such session database", path=self.path)
+        self._conn: Optional[sqlite3.Connection] = _connect(self.path, read_only)
+        try:
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+            self.session_id = self._resolve_id(session_id)
+            if not read_only:
+                self._acquire_lease()
+            self._load()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ creation and listing
+
+    @classmethod
+    def create(cls, db_path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
+               fsync: str = "never", parent_session: Optional[str] = None,
+               metadata: Optional[Dict[str, Any]] = None, lines: Iterable[bytes] = ()
+               ) -> "SqliteSessionStorage":
+        """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
+        path = os.path.abspath(os.fspath(db_path))
+        header = SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
+                               cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+                               parent_session=parent_session, metadata=metadata)
+        conn = _connect(path, False)
+        try:
+            rows = []
+            for seq, line in enumerate(lines, 1):
+                text = line.rstrip(b"\n").decode("utf-8")
+                entry = entry_from_dict(json.loads(text))
+                rows.append((header.id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp,
+                             getattr(getattr(entry, "message", None), "role", None), text))
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
+                             (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd,
+                              header.timestamp, parent_session))
+                conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
+        except sqlite3.IntegrityError:
+            raise SessionError("already_exists", f"{path}: a session with id {header.id!r} already exists",
+                               path=path) from None
+        except sqlite3.Error as exc:
+            raise SessionError("storage", f"{path}: cannot create the session ({exc})", path=path) from exc
+        finally:
+            conn.close()
+        return cls(path, header.id, fsync=fsync)
+
+    @staticmethod
+    def list_sessions(db_path: Any) -> List[SqliteSessionInfo]:
+        """Sessions of a database, newest first, with their message counts (one query)."""
+        path = os.path.abspath(os.fspath(db_path))
+        if not os.path.exists(path):
+            return []
+        conn = _connect(path, True)
+        try:
+            rows = conn.execute(
+                "SELECT s.id, s.cwd, s.created, s.parent_session, "
+                "(SELECT count(*) FROM entries e WHERE e.session_id = s.id AND e.type = 'message') "
+                "FROM sessions s ORDER BY s.created DESC").fetchall()
+        except sqlite3.Error as exc:
+            raise SessionError("storage", f"{path}: cannot list sessions ({exc})", path=path) from exc
+        finally:
+            conn.close()
+        return [SqliteSessionInfo(*row) for row in rows]
+
+    @staticmethod
+    def delete_session(db_path: Any, session_id: str) -> None:
+        """Remove a session and its entries in one transaction; ``not_found`` if there is none."""
+        path = os.path.abspath(os.fspath(db_path))
+        conn = _connect(path, False)
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
+                    raise SessionError("not_found", f"{path}: no session {session_id!r}", path=path)
+                conn.execute("DELETE FROM entries WHERE session_id = ?", (session_id,))
+                conn.execute("DELETE FROM writer_leases WHERE session_id = ?", (session_id,))
+        finally:
+            conn.close()
+
+    # ------------------------------------------------------------------ opening
+
+    def _resolve_id(self, session_id: Optional[str]) -> str:
+        assert self._conn is not None
+        if session_id is not None:
+            return session_id
+        ids = [r[0] for r in self._conn.execute("SELECT id FROM sessions LIMIT 2")]
+        if len(ids) != 1:
+            raise SessionError("not_found", f"{self.path}: holds {len(ids) if ids else 'no'} sessions; pass "
+                               "session_id= to choose one", path=self.path)
+        return ids[0]
+
+    def _acquire_lease(self) -> None:
+        assert self._conn is not None
+        conn = self._conn
+        host = socket.gethostname()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT owner, pid, host FROM writer_leases WHERE session_id = ?",
+                               (self.session_id,)).fetchone()
+            if row is not None and row[0] != self._owner:
+                stale = row[2] == host and row[1] != os.getpid() and not _pid_alive(row[1])
+                if not stale:
+                    who = "another Session in this process" if row[1] == os.getpid() and row[2] == host \
+                        else f"process {row[1]} on {row[2]}"
+                    raise SessionLockedError(
+                        f"{self.path}: session {self.session_id} is open for writing by {who}; close it "
+                        "there first, or open with read_only=True", path=self.path)
+            conn.execute("INSERT OR REPLACE INTO writer_leases VALUES (?,?,?,?,?)",
+                         (self.session_id, self._owner, os.getpid(), host, int(time.time() * 1000)))
+
+    def _load(self) -> None:
+        assert self._conn is not None
+        row = self._conn.execute("SELECT header FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
+        if row is None:
+            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r}", path=self.path)
+        try:
+            self.header = header_from_dict(json.loads(row[0]))
+        except ValueError as exc:
+            raise SessionError("invalid_session", f"{self.path}: session {self.session_id}: {exc}",
+                               path=self.path) from None
+        cursor = self._conn.execute(
+            f"SELECT seq, id, parent_id, type, timestamp, role, CASE WHEN type IN ({_EAGER_SQL}) THEN payload "
+            "END FROM entries WHERE session_id = ? ORDER BY seq", (self.session_id,))
+        for seq, entry_id, parent, etype, ts, role, payload in cursor:
+            if payload is not None:
+                entry = self._parse(payload, seq, entry_id)
+                self._add(self._node_for(entry, seq, None))
+            else:
+                self._add(_Node(entry_id, parent, sys.intern(etype), sys.intern(role) if role else None, ts, seq,
+                                None, None))
+            self._seq = seq
+        self._finish_load()
+
+    def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
+        return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
+
+    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+        if self._conn is None:
+            raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
+        row = self._conn.execute("SELECT payload FROM entries WHERE session_id = ? AND id = ?",
+                                 (self.session_id, node.id)).fetchone()
+        if row is None:
+            raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
+                               path=self.path)
+        return row[0]
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, line: bytes, entry: SessionEntry) -> None:
+        if self._conn is None:
+            raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
+        role = getattr(getattr(entry, "message", None), "role", None)
+        seq = self._seq + 1
+        try:
+            with self._conn:
+                self._conn.execute("BEGIN IMMEDIATE")
+                held = self._conn.execute("UPDATE writer_leases SET acquired_ms = ? WHERE session_id = ? AND "
+                                          "owner = ?", (int(time.time() * 1000), self.session_id, self._owner))
+                if held.rowcount != 1:
+                    raise SessionLockedError(f"{self.path}: this handle lost its writer lease for session "
+                                             f"{self.session_id}; reopen the session", path=self.path)
+                self._conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+                                   (self.session_id, seq, entry.id, entry.parent_id, entry.type,
+                                    entry.timestamp, role, line[:-1].decode("utf-8")))
+        except sqlite3.Error as exc:
+            raise SessionError("storage", f"{self.path}: append failed ({exc}); the entry was not recorded",
+                               path=self.path) from exc
+        self._seq = seq
+
+    def append(self, entry: SessionEntry) -> None:
+        super().append(entry)
+        self._order[-1].line = self._seq
+
+    def usage_totals(self) -> UsageTotals:
+        if self._usage is None and self._conn is not None:
+            totals = UsageTotals()
+            rows = self._conn.execute(
+                "SELECT payload FROM entries WHERE session_id = ? AND (type IN ('compaction','branch_summary') "
+                "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))", (self.session_id,))
+            for (payload,) in rows:
+                totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
+            self._usage = totals
+        return super().usage_totals()
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Release the writer lease and the connection (checkpointing with ``fsync="close"``). Idempotent."""
+        conn, self._conn = getattr(self, "_conn", None), None
+        if conn is not None:
+            try:
+                if not self.read_only:
+                    with conn:
+                        conn.execute("DELETE FROM writer_leases WHERE session_id = ? AND owner = ?",
+                                     (getattr(self, "session_id", None), self._owner))
+                    if self.fsync == "close":
+                        conn.execute("PRAGMA wal_checkpoint(FULL)")
+            except sqlite3.Error:  # pragma: no cover - best effort on shutdown
+                pass
+            finally:
+                conn.close()
+        super().close()
