@@ -448,3 +448,328 @@ def test_continue_with_assistant_tail_raises(user, asst, mock_llm, mock_model): 
     with pytest.raises(ValueError, match="assistant"):
         run_agent_loop_continue(AgentContext("", [user("a"), asst("b")], []), AgentLoopConfig(mock_model),
                                 lambda e: None, stream_fn=mock_llm([asst("x")]).stream_fn)
+
+
+# --------------------------------------------------------------------------- preparation (§2.7)
+
+
+def _one_call_run(asst, mock_llm, mock_model, user, tools, calls, recorder, **config):
+    llm = mock_llm([asst(calls, "toolUse"), asst("done")])
+    result = run_agent_loop([user("x")], AgentContext("", [], tools), AgentLoopConfig(mock_model, **config),
+                            recorder, stream_fn=llm.stream_fn)
+    return result, llm
+
+
+def test_unknown_tool_is_an_immediate_error(user, asst, echo, mock_llm, mock_model, recorder):
+    # agent-loop §2.7 step 1, §2.16
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool],
+                                [ToolCall("t1", "nope", {})], recorder)
+    assert result[2].is_error is True and result[2].text == "Tool nope not found"
+    assert result[2].details == {}
+    assert llm.calls == 2  # an error result does not stop the run
+
+
+def test_validation_error_message(user, asst, echo, mock_llm, mock_model, recorder):  # agent-loop §2.7b
+    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool],
+                              [ToolCall("t1", "echo", {})], recorder)
+    assert result[2].is_error is True
+    assert result[2].text.splitlines()[0] == 'Validation failed for tool "echo":'
+    assert echo.executed == []
+
+
+def test_blocked_call_default_reason_and_terminate(user, asst, echo, mock_llm, mock_model, recorder,
+                                                  tool_call_block):  # agent-loop §2.7c, §2.11
+    def before(ctx, signal):
+        return BeforeToolCallResult(block=True, terminate=True)
+
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
+                                recorder, before_tool_call=before)
+    assert result[2].text == "Tool execution was blocked" and result[2].is_error
+    assert echo.executed == [] and llm.calls == 1  # a blocked call with terminate=True ends the run
+
+
+def test_blocked_call_with_reason_and_dict_result(user, asst, echo, mock_llm, mock_model, recorder,
+                                                  tool_call_block):  # agent-loop §2.7c
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
+                                recorder, before_tool_call=lambda ctx, signal: {"block": True, "reason": "no"})
+    assert result[2].text == "no" and llm.calls == 2  # terminate only when asked for
+
+
+def test_before_tool_call_context(user, asst, echo, mock_llm, mock_model, recorder, tool_call_block):
+    # agent-loop §1.9: args is a validated clone; context already holds the assistant message
+    seen = {}
+
+    def before(ctx, signal):
+        seen["clone"] = ctx.args is not ctx.tool_call.arguments and ctx.args == ctx.tool_call.arguments
+        seen["last"] = ctx.context.messages[-1] is ctx.assistant_message
+
+    _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")], recorder,
+                  before_tool_call=before)
+    assert seen == {"clone": True, "last": True}
+
+
+def test_hook_and_shim_exceptions_become_error_results(user, asst, mock_llm, mock_model, recorder):
+    # agent-loop §2.7 step 3, §8.5
+    def boom(raw):
+        raise KeyError("bad shape")
+
+    shim_tool = AgentTool("shim", "", {"type": "object"}, lambda *a: AgentToolResult([]), prepare_arguments=boom)
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [shim_tool], [ToolCall("t1", "shim", {})],
+                                recorder, before_tool_call=lambda ctx, signal: 1 / 0)
+    assert result[2].is_error and result[2].text == "'bad shape'"
+    assert llm.calls == 2
+
+
+def test_abort_inside_before_tool_call(user, asst, echo, mock_llm, mock_model, recorder, tool_call_block):
+    # agent-loop §2.7c, §2.9: "Operation aborted"; parallel preflight stops, later calls get no events
+    controller = AbortController()
+
+    def before(ctx, signal):
+        controller.abort()
+        return None
+
+    llm = mock_llm([asst([tool_call_block("a", "t1"), tool_call_block("b", "t2")], "toolUse"), asst("done")])
+    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
+                            AgentLoopConfig(mock_model, before_tool_call=before), recorder,
+                            signal=controller.signal, stream_fn=llm.stream_fn)
+    assert [e.tool_call_id for e in recorder.of("tool_execution_start")] == ["t1"]
+    tool_results = [m for m in result if m.role == "toolResult"]
+    assert [m.text for m in tool_results] == ["Operation aborted"]
+    assert echo.executed == [] and llm.calls == 1
+    assert result[-1].role == "assistant" and result[-1].stop_reason == "aborted"  # our design choice
+    assert recorder.types[-1] == "agent_end"
+
+
+# --------------------------------------------------------------------------- execution (§2.8, §2.9)
+
+
+def test_tool_exception_and_string_results(user, asst, mock_llm, mock_model, recorder):  # agent-loop §2.8
+    def failing(tool_call_id, args, signal, on_update):
+        raise RuntimeError("disk full")
+
+    def plain(tool_call_id, args, signal, on_update):
+        return "just text"
+
+    tools = [AgentTool("failing", "", {"type": "object"}, failing), AgentTool("plain", "", {"type": "object"}, plain)]
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, tools,
+                                [ToolCall("t1", "failing", {}), ToolCall("t2", "plain", {})], recorder)
+    failed, ok = result[2], result[3]
+    assert failed.is_error and failed.text == "disk full"
+    assert not ok.is_error and ok.text == "just text"
+    assert [e.is_error for e in recorder.of("tool_execution_end")] in ([True, False], [False, True])
+
+
+def test_updates_are_emitted_between_start_and_end(user, asst, mock_llm, mock_model, recorder):
+    # agent-loop §2.9 sequential order with updates
+    def progress(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult([TextContent("half")]))
+        on_update(AgentToolResult([TextContent("almost")]))
+        return AgentToolResult([TextContent("done")])
+
+    tool = AgentTool("progress", "", {"type": "object"}, progress)
+    _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("t1", "progress", {"n": 1})], recorder,
+                  tool_execution="sequential")
+    kinds = [e.type for e in recorder.events if e.type.startswith("tool_execution")]
+    assert kinds == ["tool_execution_start", "tool_execution_update", "tool_execution_update", "tool_execution_end"]
+    update = recorder.of("tool_execution_update")[0]
+    assert update.args == {"n": 1} and update.partial_result.content[0].text == "half"
+
+
+def test_after_tool_call_merges_field_by_field(user, asst, mock_llm, mock_model, recorder):  # agent-loop §2.8
+    def execute(tool_call_id, args, signal, on_update):
+        return AgentToolResult([TextContent("raw")], details={"keep": 1}, added_tool_names=["extra"])
+
+    seen = {}
+
+    def after(ctx, signal):
+        seen["result"] = ctx.result.content[0].text
+        seen["is_error"] = ctx.is_error
+        return AfterToolCallResult(content=[TextContent("rewritten")], details=None, is_error=True)
+
+    tool = AgentTool("t", "", {"type": "object"}, execute)
+    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("c1", "t", {})], recorder,
+                              after_tool_call=after)
+    message = result[2]
+    assert seen == {"result": "raw", "is_error": False}
+    assert message.text == "rewritten" and message.details == {"keep": 1} and message.is_error is True
+    assert message.added_tool_names == ["extra"]
+    assert recorder.of("tool_execution_end")[0].result.content[0].text == "rewritten"
+
+
+def test_after_tool_call_exception_becomes_error(user, asst, echo, mock_llm, mock_model, recorder,
+                                                 tool_call_block):  # agent-loop §2.8
+    def after(ctx, signal):
+        raise ValueError("hook failed")
+
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
+                                recorder, after_tool_call=after)
+    assert result[2].is_error and result[2].text == "hook failed" and llm.calls == 2
+
+
+def test_tool_result_message_fields(user, asst, mock_llm, mock_model, recorder):  # agent-loop §2.8
+    from agentcore.types import Usage
+
+    def execute(tool_call_id, args, signal, on_update):
+        return AgentToolResult(None, details=None, usage=Usage(input=3), added_tool_names=[], terminate=False)
+
+    tool = AgentTool("t", "", {"type": "object"}, execute)
+    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("c1", "t", {})], recorder)
+    message = result[2]
+    assert message.content == [] and message.usage.input == 3 and message.added_tool_names is None
+    assert "terminate" not in message.to_dict() and "addedToolNames" not in message.to_dict()
+
+
+def test_sequential_abort_drops_remaining_calls(user, asst, mock_llm, mock_model, recorder):  # agent-loop §2.9
+    controller = AbortController()
+    ran = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        ran.append(tool_call_id)
+        controller.abort()
+        return AgentToolResult([TextContent("stopped")])
+
+    tool = AgentTool("t", "", {"type": "object"}, execute)
+    llm = mock_llm([asst([ToolCall("c1", "t", {}), ToolCall("c2", "t", {})], "toolUse"), asst("never")])
+    result = run_agent_loop([user("x")], AgentContext("", [], [tool]),
+                            AgentLoopConfig(mock_model, tool_execution="sequential"), recorder,
+                            signal=controller.signal, stream_fn=llm.stream_fn)
+    assert ran == ["c1"] and llm.calls == 1
+    assert [e.tool_call_id for e in recorder.of("tool_execution_start")] == ["c1"]
+    assert [m.role for m in result] == ["user", "assistant", "toolResult", "assistant"]
+    assert result[-1].stop_reason == "aborted"
+
+
+def test_parallel_prepared_calls_still_run_after_abort(user, asst, mock_llm, mock_model, recorder):
+    # agent-loop §2.15: mid-tool abort; prepared calls run, whatever they return is recorded
+    controller = AbortController()
+    both_started = threading.Barrier(2, timeout=5)
+
+    def execute(tool_call_id, args, signal, on_update):
+        both_started.wait()
+        controller.abort()
+        return AgentToolResult([TextContent(f"{tool_call_id} saw abort={signal.wait(5)}")])
+
+    tool = AgentTool("t", "", {"type": "object"}, execute)
+    llm = mock_llm([asst([ToolCall("c1", "t", {}), ToolCall("c2", "t", {})], "toolUse"), asst("never")])
+    result = run_agent_loop([user("x")], AgentContext("", [], [tool]), AgentLoopConfig(mock_model), recorder,
+                            signal=controller.signal, stream_fn=llm.stream_fn)
+    assert [m.text for m in result if m.role == "toolResult"] == ["c1 saw abort=True", "c2 saw abort=True"]
+    assert llm.calls == 1
+
+
+# --------------------------------------------------------------------------- runs and streams
+
+
+def test_event_order_with_initial_steering_and_follow_up(user, asst, mock_llm, mock_model, recorder):
+    # agent-loop §6: steering at start joins the first turn; a follow-up starts a new turn
+    steer, follow = user("steer"), user("follow")
+    steering = [[steer]]
+    follow_ups = [[follow]]
+    llm = mock_llm([asst("one"), asst("two")])
+    result = run_agent_loop([user("prompt")], AgentContext(), AgentLoopConfig(
+        mock_model, get_steering_messages=lambda: steering.pop(0) if steering else [],
+        get_follow_up_messages=lambda: follow_ups.pop(0) if follow_ups else []), recorder, stream_fn=llm.stream_fn)
+    compact = []
+    for e in recorder.events:
+        if e.type in ("message_start", "message_end"):
+            label = e.message.content if e.message.role == "user" else e.message.role
+            compact.append(f"{e.type[8:]}:{label}")
+        else:
+            compact.append(e.type)
+    assert compact == ["agent_start", "turn_start", "start:prompt", "end:prompt", "start:steer", "end:steer",
+                       "start:assistant", "end:assistant", "turn_end", "turn_start", "start:follow", "end:follow",
+                       "start:assistant", "end:assistant", "turn_end", "agent_end"]
+    assert result[2] is follow or result[1] is steer
+    assert [m.content for m in llm.contexts[0].messages] == ["prompt", "steer"]
+
+
+def test_error_response_ends_the_run_without_tools(user, asst, echo, mock_llm, mock_model, recorder,
+                                                   tool_call_block):  # agent-loop §2.5
+    failing = asst([tool_call_block("a", "t1")], "error", error_message="overloaded")
+    polled = []
+    llm = mock_llm([failing])
+    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(
+        mock_model, get_follow_up_messages=lambda: polled.append(1) or []), recorder, stream_fn=llm.stream_fn)
+    assert recorder.types[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
+    assert echo.executed == [] and polled == [] and result[-1].error_message == "overloaded"
+    assert recorder.of("turn_end")[0].tool_results == []
+
+
+def test_already_aborted_signal_makes_no_model_call(user, mock_llm, asst, mock_model, recorder):
+    # agent-loop §2.3 step 1 [NEWEST]; closing aborted message is our documented choice
+    controller = AbortController()
+    controller.abort("stop now")
+    llm = mock_llm([asst("x")])
+    result = run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model), recorder,
+                            signal=controller.signal, stream_fn=llm.stream_fn)
+    assert llm.calls == 0
+    assert recorder.types == ["agent_start", "turn_start", "message_start", "message_end", "message_start",
+                              "message_end", "turn_end", "agent_end"]
+    assert result[-1].stop_reason == "aborted" and result[-1].error_message == "stop now"
+
+
+def test_stream_without_terminal_event_yields_an_error(user, mock_model, recorder):  # agent-loop §8.3
+    def stream_fn(model, context, **options):
+        from agentcore.types import AssistantMessage
+        partial = AssistantMessage(content=[TextContent("par")])
+        yield StartEvent(partial)
+        yield TextDeltaEvent(0, "par", partial)
+
+    result = run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model), recorder, stream_fn=stream_fn)
+    last = result[-1]
+    assert last.role == "assistant" and last.stop_reason == "error"
+    assert last.error_message == "The model stream ended without a done or error event"
+    assert last.content == [TextContent("par")]
+    assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
+
+
+def test_message_updates_carry_copies(user, mock_model, recorder):  # agent-loop §8.3
+    from agentcore.types import AssistantMessage
+
+    partial = AssistantMessage(content=[])
+
+    def stream_fn(model, context, **options):
+        yield StartEvent(partial)
+        partial.content.append(TextContent("a"))
+        yield TextStartEvent(0, partial)
+        final = AssistantMessage(content=[TextContent("a")])
+        yield DoneEvent("stop", final)
+
+    result = run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model), recorder, stream_fn=stream_fn)
+    starts = [e.message for e in recorder.of("message_start") if e.message.role == "assistant"]
+    update = recorder.of("message_update")[0]
+    assert starts[0] is not partial and starts[0].content == []
+    assert update.message is not partial and update.message.content == [TextContent("a")]
+    assert recorder.of("message_end")[-1].message is result[-1]
+
+
+def test_stream_options_only_when_set(user, asst, mock_llm, mock_model):  # COMMON: stream-function contract
+    llm = mock_llm([asst("a")])
+    run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(
+        mock_model, api_key="static", get_api_key=lambda provider: None, session_id="s1", temperature=0.0),
+        lambda e: None, stream_fn=llm.stream_fn)
+    options = llm.options[0]
+    assert set(options) == {"signal", "api_key", "session_id", "temperature"}
+    assert options["api_key"] == "static" and options["temperature"] == 0.0
+
+
+def test_agent_loop_failure_reaches_the_consumer(user, asst, mock_llm, mock_model):  # agent-loop §8.3
+    def convert(messages):
+        raise RuntimeError("converter broke")
+
+    stream = agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model, convert_to_llm=convert),
+                        stream_fn=mock_llm([asst("a")]).stream_fn)
+    with pytest.raises(RuntimeError, match="converter broke"):
+        list(stream)
+    with pytest.raises(RuntimeError, match="converter broke"):
+        stream.result(timeout=5)
+
+
+def test_default_stream_fn_is_used(user, asst, mock_llm, mock_model):  # agent-loop §2.1
+    llm = mock_llm([asst("a")])
+    set_default_stream_fn(llm.stream_fn)
+    try:
+        agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model)).result(timeout=5)
+    finally:
+        set_default_stream_fn(None)
+    assert llm.calls == 1
