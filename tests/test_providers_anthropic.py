@@ -439,3 +439,49 @@ def test_oversize_tool_arguments_stream_in_thousands_of_fragments():  # issue 4 
                                     AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
     assert result.stop_reason == "toolUse" and result.tool_calls[0].arguments == payload
     assert sum(1 for e in events if e.type == "toolcall_delta") == len(pieces)
+
+
+def test_agent_run_with_parallel_tools_end_to_end():  # issue 4: end-to-end Agent run per wire API
+    from agentcore import Agent, tool
+
+    rec = load_recording(API, "two-parallel-tool-calls-then-text")
+    names = iter(["Charles", "Sammy"])
+    lock = threading.Lock()
+
+    @tool(description="")
+    def pelican_name_generator() -> str:
+        with lock:
+            return next(names)
+
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=13)
+        agent = Agent(model=_served(server, reasoning=False), tools=[pelican_name_generator], api_key="sk-test",
+                      tool_execution="sequential")
+        new = agent.prompt("Two names for a pet pelican")
+        second = server.requests[1].json()
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert new[-1].text.startswith("Here are two great names") and new[-1].stop_reason == "stop"
+    recorded = rec["interactions"][1]["request"]["body"]["messages"]
+    assert [(b["tool_use_id"], b["content"]) for b in second["messages"][-1]["content"]] == [
+        (b["tool_use_id"], b["content"]) for b in recorded[-1]["content"]]
+    assert [b["id"] for b in second["messages"][1]["content"]] == [
+        b["id"] for b in recorded[1]["content"] if b["type"] == "tool_use"]
+
+
+def test_foreign_history_is_replayed_with_anthropic_ids():  # spec §6 cross-provider replay
+    foreign = AssistantMessage(content=[
+        ThinkingContent(thinking="reasoned elsewhere", thinking_signature='{"type":"reasoning"}'),
+        ToolCall(id="call_abc|fc_1.2", name="t", arguments={}),
+    ], api="openai-responses", provider="openai", model="gpt-5", usage=Usage(), stop_reason="toolUse")
+    ctx = AgentContext(messages=[
+        UserMessage(content="q"), foreign,
+        ToolResultMessage(tool_call_id="call_abc|fc_1.2", tool_name="t", content=[TextContent("ok")]),
+        _assistant([TextContent("aborted half")], stop="aborted"),
+        UserMessage(content="again"),
+    ])
+    body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "user"]
+    assert body["messages"][1]["content"] == [
+        {"type": "text", "text": "reasoned elsewhere"},
+        {"type": "tool_use", "id": "call_abc_fc_1_2", "name": "t", "input": {}}]
+    assert body["messages"][2]["content"][0]["tool_use_id"] == "call_abc_fc_1_2"

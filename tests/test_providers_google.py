@@ -295,3 +295,33 @@ def test_reset_and_early_end_over_http_keep_partial_text():  # spec §4 step 5, 
     assert ended.stop_reason == "error" and ended.error_message == "Gemini stream ended without a finish reason"
     assert ended.text == "Hello"
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta", "text_end", "error"]
+
+
+def test_agent_run_with_two_tools_end_to_end():  # issue 4: end-to-end Agent run per wire API
+    from agentcore import Agent, tool
+
+    rec = load_recording(API, "function-call-three-turns")
+
+    @tool
+    def get_capital(country: str) -> str:
+        """Get the capital of a country."""
+        return {"France": "Paris"}[country]
+
+    @tool
+    def get_temperature(city: str) -> str:
+        """Get the temperature in a city."""
+        return {"Paris": "30°C"}[city]
+
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=5)
+        agent = Agent(model=_served(server), system_prompt="You are a helpful chatbot.",
+                      tools=[get_capital, get_temperature], api_key="g-test")
+        new = agent.prompt("What is the temperature of the capital of France?")
+        third = server.requests[2].json()
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
+    assert [m.text for m in new if m.role == "toolResult"] == ["Paris", "30°C"]
+    assert new[-1].text == "The temperature in Paris is 30°C.\n"
+    recorded = rec["interactions"][2]["request"]["body"]["contents"]
+    assert [c["role"] for c in third["contents"]] == [c["role"] for c in recorded]
+    assert [p["functionResponse"]["response"] for c in third["contents"] for p in c["parts"] if "functionResponse" in p] \
+        == [{"output": "Paris"}, {"output": "30°C"}]

@@ -316,3 +316,27 @@ def test_in_stream_failure_and_truncated_stream_over_http():  # spec §9, §13 t
     assert failed_result.error_message == "server_error: boom" and failed_result.text == "Hi"
     assert cut.stop_reason == "error" and "without response.completed" in cut.error_message
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "error"]
+
+
+def test_agent_run_with_a_tool_end_to_end():  # issue 4: end-to-end Agent run per wire API
+    from agentcore import Agent, tool
+
+    rec = load_recording(API, "tool-call-with-reasoning")
+
+    @tool
+    def multiply(a: int, b: int) -> str:
+        """Multiply two numbers."""
+        return str(a * b)
+
+    with ScriptedServer() as server:
+        server.replay(rec, chunk_size=11)
+        agent = Agent(model=_served(server), tools=[multiply], thinking_level="low", api_key="sk-test")
+        new = agent.prompt("What is 1231 * 2331? Use the multiply tool.")
+        second = server.requests[1].json()
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+    assert new[2].tool_call_id == new[1].tool_calls[0].id and new[2].text == "2869461"
+    assert new[3].text == "1231 × 2331 = **2,869,461**" and new[3].stop_reason == "stop"
+    recorded = rec["interactions"][1]["request"]["body"]["input"]
+    assert second["input"][-1] == recorded[-1]  # the function_call_output the recording sent
+    assert second["input"][-2]["call_id"] == recorded[-2]["call_id"]
+    assert agent.state.messages[-1].text == new[-1].text
