@@ -54,6 +54,7 @@ class RecordedRequest:
     query: str
     headers: Dict[str, str]
     body: bytes
+    client_port: int = 0  # the client's source port: equal ports mean a reused (pooled) connection
 
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8"))
@@ -153,7 +154,8 @@ def _make_handler(server: ScriptedServer) -> type:
             body = self.rfile.read(length) if length else b""
             parts = urlsplit(self.path)
             server.requests.append(RecordedRequest(
-                self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body))
+                self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body,
+                self.client_address[1]))
             server.request_received.set()
             reply = server._next_reply()
             if reply.stall_before_headers:

@@ -388,6 +388,7 @@ class WireProvider:
         writer = StreamWriter(model, output, pending.append)
         response = None
         listener = None
+        fully_read = False
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
             request = self.build_request(model, context, options, api_key)
@@ -414,15 +415,21 @@ class WireProvider:
             yield StartEvent(output)
             handler = self.new_handler(model, writer, options)
             terminal = False
+            after_terminal = 0
             for sse_event in iter_sse(http.iter_body(response)):
                 if signal is not None and signal.aborted:
                     break
+                if terminal:  # drain what follows the terminal event so the connection is reused
+                    after_terminal += 1
+                    if after_terminal > _MAX_EVENTS_AFTER_TERMINAL:
+                        break
+                    continue
                 terminal = bool(handler.on_event(sse_event))
                 if pending:
                     yield from pending
                     pending.clear()
-                if terminal:
-                    break
+            else:
+                fully_read = not (signal is not None and signal.aborted)
             if signal is not None and signal.aborted:
                 raise http.RequestAborted(ABORTED_MESSAGE)
             handler.on_end(terminal)
@@ -445,7 +452,10 @@ class WireProvider:
             if listener is not None:
                 signal.remove_listener(listener)
             if response is not None:
-                response.close()
+                http.release_response(response, fully_read)
+
+
+_MAX_EVENTS_AFTER_TERMINAL = 16
 
 
 def _timeout(options: Mapping[str, Any]) -> Any:

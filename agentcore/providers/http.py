@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 __all__ = [
     "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
-    "close_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
+    "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -319,6 +319,16 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
         if not data:
             return
         yield data
+
+
+def release_response(response: Any, fully_read: bool) -> None:
+    """Return a fully read response's connection to the pool; close any other response."""
+    if fully_read:
+        release = getattr(response.raw, "release_conn", None)
+        if release is not None:
+            release()
+            return
+    response.close()
 
 
 def close_response(response: Any) -> None:

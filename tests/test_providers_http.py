@@ -1,0 +1,317 @@
+"""The shared HTTP layer and wire skeleton, exercised through the openai-completions provider.
+
+Synthetic cases of issue 4 / providers spec §4 and §9: HTTP errors with and without bodies,
+retries and Retry-After, connection reset, malformed events, early end, aborts, keys.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from _servers import Reply, ScriptedServer, sse
+from agentcore.providers import complete, is_context_overflow, stream
+from agentcore.providers.http import format_http_error, retry_delay_from_headers
+from agentcore.signals import AbortController
+from agentcore.types import AgentContext, AssistantMessage, Model, Usage, UserMessage
+
+KEY = "sk-test-secret-key-123"
+
+
+def _chunk(delta=None, finish=None, **extra):
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+             "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    chunk.update(extra)
+    return chunk
+
+
+def _text_body(*words, finish="stop", done=True):
+    return sse(*[_chunk({"content": w}) for w in words], _chunk(finish=finish), done=done)
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as srv:
+        yield srv
+
+
+def _model(server, provider="local", **kw):
+    return Model(id="m", api="openai-completions", provider=provider, base_url=server.url + "/v1", **kw)
+
+
+def _ctx(text="hi"):
+    return AgentContext(system_prompt="", messages=[UserMessage(text)])
+
+
+def _run(server, **options):
+    events = stream(_model(server), _ctx(), api_key=KEY, **options)
+    types = [e.type for e in events]
+    return types, events.result()
+
+
+# --------------------------------------------------------------------------- success path
+
+
+def test_text_stream_events_and_result(server):  # providers §3 ordering guarantees
+    server.enqueue(Reply(body=_text_body("Hel", "lo"), chunk_size=5))
+    types, result = _run(server)
+    assert types == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
+    assert result.text == "Hello" and result.stop_reason == "stop" and result.error_message is None
+    request = server.requests[0]
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_connections_are_pooled(server):  # issue 4: one requests.Session per provider
+    server.enqueue(Reply(body=_text_body("a")), Reply(body=_text_body("b")))
+    assert complete(_model(server), _ctx(), api_key=KEY).text == "a"
+    assert complete(_model(server), _ctx(), api_key=KEY).text == "b"
+    assert server.requests[0].client_port == server.requests[1].client_port
+
+
+def test_headers_payload_hook_and_response_hook(server):  # providers §4 steps 2-3
+    server.enqueue(Reply(body=_text_body("ok"), headers={"x-request-id": "r1"}))
+    seen = {}
+
+    def on_payload(body, model):
+        seen["model"] = model.id
+        return dict(body, temperature=0.25)
+
+    model = _model(server)
+    model.headers = {"X-Model": "model", "X-Both": "model"}
+    complete(model, _ctx(), api_key=KEY, headers={"x-both": "option"}, on_payload=on_payload,
+             on_response=lambda status, headers: seen.update(status=status, rid=headers.get("x-request-id")))
+    request = server.requests[0]
+    assert request.headers["x-model"] == "model" and request.headers["x-both"] == "option"
+    assert request.json()["temperature"] == 0.25 and seen == {"model": "m", "status": 200, "rid": "r1"}
+
+
+# --------------------------------------------------------------------------- HTTP errors
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (400, json.dumps({"error": {"message": "Bad tool schema", "type": "invalid_request_error"}}), "400 Bad tool schema"),
+    (401, json.dumps({"error": {"message": "Incorrect API key provided"}}), "401 Incorrect API key provided"),
+    (400, "", "400 status code (no body)"),
+    (401, "", "401 status code (no body)"),
+    (404, "plain text not found", "404 plain text not found"),
+])
+def test_http_errors_carry_the_provider_message(server, status, body, expected):  # providers §9
+    server.enqueue(Reply(status=status, body=body, content_type="application/json"))
+    types, result = _run(server)
+    assert types == ["error"]  # no start: the headers were not OK (§3 rule 2)
+    assert result.stop_reason == "error" and result.error_message == expected
+    assert KEY not in result.error_message and len(server.requests) == 1  # 4xx are not retried
+
+
+def test_openrouter_error_metadata_raw_is_appended():  # providers §4 step 6
+    body = json.dumps({"error": {"message": "Provider returned error", "metadata": {"raw": "upstream said no"}}})
+    assert format_http_error(502, body) == "502 Provider returned error\nupstream said no"
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_retryable_status_then_success(server, status):  # issue 4: retries with Retry-After
+    server.enqueue(Reply(status=status, headers={"retry-after-ms": "1"}, body='{"error":{"message":"busy"}}'),
+                   Reply(body=_text_body("recovered")))
+    types, result = _run(server)
+    assert result.text == "recovered" and types[0] == "start" and len(server.requests) == 2
+
+
+def test_retries_are_bounded_and_report_the_last_error(server):
+    for _ in range(3):
+        server.enqueue(Reply(status=500, headers={"retry-after": "0"}, body=""))
+    _, result = _run(server, max_retries=2)
+    assert result.error_message == "500 status code (no body)" and len(server.requests) == 3
+
+
+def test_server_delay_above_cap_fails_fast(server):  # providers §22: "Server requested Ns retry delay"
+    server.enqueue(Reply(status=429, headers={"retry-after": "120"}, body='{"error":{"message":"rate limited"}}'))
+    _, result = _run(server, max_retry_delay_ms=5000)
+    assert result.error_message == "Server requested 120s retry delay (max: 5s). 429 rate limited"
+    assert len(server.requests) == 1
+
+
+def test_x_should_retry_false_forbids_retry(server):
+    server.enqueue(Reply(status=503, headers={"x-should-retry": "false"}, body=""))
+    _, result = _run(server)
+    assert result.error_message == "503 status code (no body)" and len(server.requests) == 1
+
+
+def test_retry_after_header_forms():
+    assert retry_delay_from_headers({"retry-after-ms": "250"}) == 0.25
+    assert retry_delay_from_headers({"retry-after": "3"}) == 3.0
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
+    assert 25 <= retry_delay_from_headers({"retry-after": date}) <= 31
+    assert retry_delay_from_headers({}) is None
+
+
+def test_connection_refused_is_an_error_result():
+    with ScriptedServer() as srv:
+        model = _model(srv)
+    result = complete(model, _ctx(), api_key=KEY, max_retries=0)
+    assert result.stop_reason == "error" and result.error_message.startswith("Connection error talking to 127.0.0.1")
+    assert KEY not in result.error_message
+
+
+# --------------------------------------------------------------------------- broken streams
+
+
+def test_connection_reset_mid_stream(server):  # issue 4: connection reset mid-stream
+    body = _text_body(*["word "] * 50)
+    server.enqueue(Reply(body=body, chunk_size=64, reset_after=len(body) // 2))
+    types, result = _run(server)
+    assert types[0] == "start" and types[-1] == "error"
+    assert result.stop_reason == "error" and "Connection lost while streaming" in result.error_message
+
+
+def test_stream_closed_early_without_terminal_event(server):  # providers §4: no terminal -> error
+    server.enqueue(Reply(body=sse(_chunk({"content": "partial"}))))
+    types, result = _run(server)
+    assert types == ["start", "text_start", "text_delta", "error"]  # open blocks are not closed (§3.6)
+    assert result.stop_reason == "error" and "ended before it was complete" in result.error_message
+    assert result.text == "partial"  # partial content is kept
+
+
+def test_malformed_json_event(server):  # issue 4: malformed JSON in an event
+    server.enqueue(Reply(body=sse(_chunk({"content": "ok"}), '{"choices": [', done=True)))
+    _, result = _run(server)
+    assert result.stop_reason == "error" and result.error_message.startswith("malformed JSON in stream event")
+    assert result.text == "ok"
+
+
+def test_in_stream_error_object(server):  # providers §5: a chunk with a top-level error raises
+    error = {"error": {"message": "tool_use_failed: bad call", "code": "tool_use_failed"}}
+    server.enqueue(Reply(body=sse(_chunk({"content": "x"}), error, done=True)))
+    _, result = _run(server)
+    assert result.error_message == "tool_use_failed: bad call"
+
+
+def test_non_utf8_bytes_in_stream(server):  # issue 4: non-UTF-8 bytes
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"caf\xe9 ok"}}]}\n\n' + _text_body("!").encode()
+    server.enqueue(Reply(body=body, chunk_size=3))
+    _, result = _run(server)
+    assert result.stop_reason == "stop" and result.text == "caf\ufffd ok!"
+
+
+def test_unknown_api_yields_error_stream():
+    events = stream(Model(id="x", api="no-such-api", provider="p"), _ctx())
+    assert [e.type for e in events] == ["error"]
+    assert events.result().error_message.startswith('No provider registered for api "no-such-api"')
+
+
+# --------------------------------------------------------------------------- aborts
+
+
+def _abort_when(event: threading.Event, controller: AbortController, stamp: dict):
+    def run():
+        event.wait(10)
+        stamp["t"] = time.perf_counter()
+        controller.abort()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_abort_while_waiting_for_headers(server):  # issue 4: abort before the first byte
+    server.enqueue(Reply(body=_text_body("never"), stall_before_headers=True))
+    controller, stamp = AbortController(), {}
+    thread = _abort_when(server.request_received, controller, stamp)
+    events = stream(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
+    types = [e.type for e in events]
+    elapsed = time.perf_counter() - stamp["t"]
+    thread.join()
+    result = events.result()
+    assert types == ["error"] and result.stop_reason == "aborted" and result.error_message == "Request was aborted"
+    assert elapsed < 1.0, "abort did not interrupt the wait (the server stalls for 30 s)"
+
+
+def test_abort_mid_stream_keeps_partial_content(server):  # issue 4: abort mid-stream
+    body = _text_body("first", "second")
+    first_event_end = body.index("\n\n") + 2
+    server.enqueue(Reply(body=body, stall_after=first_event_end))
+    controller, got_text = AbortController(), threading.Event()
+    stamp = {}
+    events = stream(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
+    types = []
+    thread = _abort_when(got_text, controller, stamp)
+    for event in events:
+        types.append(event.type)
+        if event.type == "text_delta":
+            got_text.set()
+    elapsed = time.perf_counter() - stamp["t"]
+    thread.join()
+    result = events.result()
+    assert types == ["start", "text_start", "text_delta", "error"]
+    assert result.stop_reason == "aborted" and result.text == "first"
+    assert elapsed < 1.0, "abort did not unblock the read (the server stalls for 30 s)"
+
+
+def test_abort_during_retry_sleep(server):
+    server.enqueue(Reply(status=429, headers={"retry-after": "30"}, body=""))
+    controller, stamp = AbortController(), {}
+    thread = _abort_when(server.headers_sent, controller, stamp)
+    result = complete(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
+    elapsed = time.perf_counter() - stamp["t"]
+    thread.join()
+    assert result.stop_reason == "aborted" and elapsed < 1.0 and len(server.requests) == 1
+
+
+def test_already_aborted_signal_sends_nothing(server):
+    controller = AbortController()
+    controller.abort()
+    result = complete(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
+    assert result.stop_reason == "aborted" and server.requests == []
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def test_missing_key_names_the_variable(server, monkeypatch):  # issue 4 / providers §19
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    events = stream(_model(server, provider="openai"), _ctx())
+    assert [e.type for e in events] == ["error"]
+    assert events.result().error_message == 'no API key for provider "openai": set OPENAI_API_KEY or pass api_key='
+    assert server.requests == []
+
+
+def test_env_key_is_used_and_local_providers_need_none(server, monkeypatch):
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-env")
+    server.enqueue(Reply(body=_text_body("a")), Reply(body=_text_body("b")))
+    complete(_model(server, provider="groq"), _ctx())
+    complete(_model(server, provider="my-local-server"), _ctx())
+    assert server.requests[0].headers["authorization"] == "Bearer gsk-env"
+    assert "authorization" not in server.requests[1].headers
+
+
+# --------------------------------------------------------------------------- context overflow
+
+
+def _failed(message):
+    return AssistantMessage(stop_reason="error", error_message=message)
+
+
+@pytest.mark.parametrize("message", [
+    "400 prompt is too long: 213462 tokens > 200000 maximum",
+    "400 Your input exceeds the context window of this model.",
+    '400 {"error":{"code":400,"message":"The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).","status":"INVALID_ARGUMENT"}}',
+    "400 This model's maximum context length is 128000 tokens. However, you requested 130000 tokens.",
+    "400 Please reduce the length of the messages or completion.",
+    "Unhandled stop reason: model_context_window_exceeded",
+    "400 status code (no body)",
+    "413 status code (no body)",
+    "the request exceeds the available context size, try increasing it",
+])
+def test_context_overflow_messages(message):  # providers §9
+    assert is_context_overflow(_failed(message))
+
+
+def test_context_overflow_negative_and_silent():
+    assert not is_context_overflow(_failed("401 Incorrect API key provided"))
+    assert not is_context_overflow(_failed("500 status code (no body)"))
+    ok = AssistantMessage(stop_reason="stop", usage=Usage(input=120000, cache_read=10000))
+    assert is_context_overflow(ok, context_window=128000)
+    assert not is_context_overflow(ok, context_window=200000) and not is_context_overflow(ok)

@@ -1,0 +1,145 @@
+"""SSE decoding and partial-JSON parsing (providers spec §5)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from agentcore.providers.partial_json import PartialJsonParser, parse_streaming_json
+from agentcore.providers.sse import SSEEvent, iter_sse
+
+
+def _split(data: bytes, size: int):
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def _events(chunks):
+    return [(e.event, e.data, e.id) for e in iter_sse(chunks)]
+
+
+# --------------------------------------------------------------------------- SSE
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 1000])
+def test_line_endings_any_chunking(newline, size):  # providers §5: \r\n, \n or \r
+    text = newline.join(["event: a", "data: one", "", "data: two", "data: three", "", ""])
+    assert _events(_split(text.encode(), size)) == [("a", "one", None), ("message", "two\nthree", None)]
+
+
+def test_crlf_split_between_chunks_is_one_line_end():  # a \r at a chunk end waits for a possible \n
+    chunks = [b"data: x\r", b"\n\r", b"\ndata: y\r\n\r\n"]
+    assert _events(chunks) == [("message", "x", None), ("message", "y", None)]
+
+
+def test_comments_and_keepalives_are_ignored():  # providers §5: ": OPENROUTER PROCESSING"
+    body = b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\n: ping\n\n"
+    assert _events([body]) == [("message", '{"a":1}', None)]
+
+
+def test_final_event_without_blank_line_is_flushed():  # providers §5: flush at EOF
+    assert _events([b"data: last"]) == [("message", "last", None)]
+    assert _events([b"data: last\r"]) == [("message", "last", None)]
+
+
+def test_field_parsing_rules():
+    body = (b"data:nospace\n\n"          # no space after the colon
+            b"data:  two spaces\n\n"     # only one space is stripped
+            b"data\n\n"                  # a bare field name is an empty value
+            b"event: only-an-event\n\n"  # no data: nothing dispatched
+            b"id: 7\ndata: with id\n\n"
+            b"retry: 100\nunknown: x\ndata: after unknown\n\n")
+    assert _events([body]) == [
+        ("message", "nospace", None),
+        ("message", " two spaces", None),
+        ("message", "", None),
+        ("message", "with id", "7"),
+        ("message", "after unknown", "7"),
+    ]
+
+
+def test_multibyte_utf8_straddling_chunks():
+    text = "data: héllo wörld – 你好 🎉\n\n".encode("utf-8")
+    for size in (1, 2, 3, 5):
+        assert _events(_split(text, size)) == [("message", "héllo wörld – 你好 🎉", None)]
+
+
+def test_invalid_utf8_is_replaced_never_raises():  # synthetic: non-UTF-8 bytes
+    body = b"data: ok \xff\xfe bytes\n\ndata: \xe4\xbd\n\n"
+    events = _events(_split(body, 3))
+    assert events[0] == ("message", "ok \ufffd\ufffd bytes", None)
+    assert events[1][1].startswith("\ufffd")
+
+
+def test_str_chunks_and_bom():
+    assert _events(["\ufeffdata: a\n", "\n"]) == [("message", "a", None)]
+    assert _events([b"\xef\xbb\xbfdata: b\n\n"]) == [("message", "b", None)]
+
+
+def test_events_are_yielded_incrementally():
+    def chunks():
+        yield b"data: first\n\n"
+        raise AssertionError("the parser read ahead before yielding the first event")
+
+    first = next(iter_sse(chunks()))
+    assert first == SSEEvent("message", "first", None)
+
+
+def test_gemini_style_double_crlf():  # providers §5: Gemini uses \r\n\r\n
+    body = 'data: {"a": 1}\r\n\r\ndata: {"a": 2}\r\n\r\n'.encode()
+    assert [json.loads(e.data)["a"] for e in iter_sse(_split(body, 4))] == [1, 2]
+
+
+# --------------------------------------------------------------------------- partial JSON
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", {}),
+    ("   ", {}),
+    ("{", {}),
+    ('{"a', {}),
+    ('{"a":', {}),
+    ('{"a": 12', {"a": 12}),
+    ('{"a": tru', {}),
+    ('{"a": 1, "b": tr', {"a": 1}),
+    ('{"a":"x","b', {"a": "x"}),
+    ('{"a":"x",', {"a": "x"}),
+    ('{"a":[1,2', {"a": [1, 2]}),
+    ('{"a":{"b":"c', {"a": {"b": "c"}}),
+    ('{"city":"Ly', {"city": "Ly"}),
+    ('{"a":"x\\', {"a": "x"}),
+    ('{"a":"x\\u00', {"a": "x"}),
+    ('{"a":"q\\"', {"a": 'q"'}),
+    ('{"a":"line\nbreak"}', {"a": "line\nbreak"}),  # raw control characters are accepted
+    ('{"a":1} trailing', {"a": 1}),
+    ("[1, 2]", {}),
+    ("nonsense", {}),
+])
+def test_parse_streaming_json(text, expected):  # providers §5: never None, best effort
+    assert parse_streaming_json(text) == expected
+
+
+def test_incremental_parser_matches_one_shot_on_every_prefix():
+    doc = json.dumps({"path": "a.py", "content": 'print("hi")\n\\ end\t', "n": [1, 2.5, {"z": None, "t": True}],
+                      "u": "é中🎉", "nested": {"list": [[], {}]}})
+    rng = random.Random(4)
+    for _ in range(20):
+        parser = PartialJsonParser()
+        pos = 0
+        while pos < len(doc):
+            step = rng.randint(1, 6)
+            parser.feed(doc[pos:pos + step])
+            pos += step
+            assert parser.value() == parse_streaming_json(doc[:pos])
+        assert parser.value() == json.loads(doc)
+
+
+def test_oversize_arguments_parse_completely():  # synthetic: oversize tool arguments
+    content = "x" * 2_000_000
+    doc = json.dumps({"path": "big.txt", "content": content})
+    parser = PartialJsonParser()
+    for i in range(0, len(doc), 4096):
+        parser.feed(doc[i:i + 4096])
+    assert parser.value()["content"] == content
