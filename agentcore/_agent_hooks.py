@@ -121,8 +121,17 @@ class AgentHooks:
             try:
                 _call(impl, event=event, agent=agent)
             except Exception:
-                _log.exception("agentcore: on_event hook of plugin %r failed for %s event",
-                               impl.plugin_name, getattr(event, "type", type(event).__name__))
+                _log.exception("agentcore: on_event hook of plugin %s failed for %s event",
+                               _label(impl), getattr(event, "type", type(event).__name__))
+
+
+def _label(impl: Any) -> str:
+    """A readable plugin name (pluggy names unnamed plugins by ``id``)."""
+    name = impl.plugin_name
+    if not str(name).isdigit():
+        return repr(name)
+    plugin = impl.plugin
+    return repr(getattr(plugin, "__name__", None) or type(plugin).__name__)
 
 
 def _convert_each(impls: List[Any], messages: Iterable[Any], keep: bool) -> List[Any]:

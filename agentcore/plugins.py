@@ -548,7 +548,7 @@ def _plugin_name(plugin: Any, pm: pluggy.PluginManager) -> str:
     if not isinstance(base, str) or not base:
         base = getattr(plugin, "name", None)
     if not isinstance(base, str) or not base:
-        base = type(plugin).__qualname__
+        base = type(plugin).__name__
     name, n = base, 2
     while pm.has_plugin(name):
         name, n = f"{base}#{n}", n + 1
