@@ -1,0 +1,199 @@
+"""Message and content types: reference JSON round trips (spec agent-loop §1, session.md) and the
+message converters of agentcore.messages (spec agent-loop §1.5)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from agentcore.messages import (
+    BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
+    DROP, convert_message, convert_to_llm, default_convert_to_llm,
+)
+from agentcore.types import (
+    AgentContext, AssistantMessage, BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage,
+    CustomMessage, ImageContent, Model, ModelCost, QueueMode, StopReason, SystemMessage, TextContent,
+    ThinkingContent, ThinkingLevel, ToolCall, ToolExecutionMode, ToolResultMessage, UnknownMessage, Usage,
+    UsageCost, UserMessage, message_from_dict, message_to_dict, role_of, text_of,
+)
+
+
+def test_reference_session_messages_round_trip(shared_dir):  # session.md: files from the reference open here
+    path = shared_dir / "sessions" / "pi-v1-large-session.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    count = 0
+    roles = set()
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            entry = json.loads(line)
+            if "message" not in entry:
+                continue
+            original = entry["message"]
+            snapshot = copy.deepcopy(original)
+            message = message_from_dict(original)
+            assert message.to_dict() == snapshot, f"line {number} ({original.get('role')}) changed on round trip"
+            assert original == snapshot  # reading never mutates the input
+            roles.add(message.role)
+            count += 1
+    assert count > 900 and roles == {"user", "assistant", "toolResult"}
+
+
+SYNTHETIC = [
+    {"role": "user", "content": "plain", "timestamp": 1},
+    {"role": "user", "content": [{"type": "text", "text": "hi"},
+                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}], "timestamp": 2},
+    {"role": "system", "content": "guidance", "timestamp": 3},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+        {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
+        {"type": "text", "text": "answer", "textSignature": "ts"},
+        {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}, "thoughtSignature": "g"},
+    ], "api": "anthropic-messages", "provider": "anthropic", "model": "claude",
+        "usage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "totalTokens": 10,
+                  "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0}},
+        "stopReason": "toolUse", "timestamp": 4, "responseId": "kept-as-extra"},
+    {"role": "assistant", "content": [], "api": "x", "provider": "y", "model": "z",
+     "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+               "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+     "stopReason": "error", "errorMessage": "boom", "timestamp": 5},
+    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
+     "details": {"value": "x"}, "isError": False, "addedToolNames": ["more"], "timestamp": 6},
+    {"role": "toolResult", "toolCallId": "c2", "toolName": "echo", "content": [], "details": None,
+     "isError": True, "timestamp": 7},
+    {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 0, "cancelled": False,
+     "truncated": True, "fullOutputPath": "/tmp/out", "timestamp": 8},
+    {"role": "compactionSummary", "summary": "earlier", "tokensBefore": 1234, "timestamp": 9},
+    {"role": "branchSummary", "summary": "elsewhere", "fromId": "abc", "timestamp": 10},
+    {"role": "custom", "customType": "note", "content": "shown", "display": True, "details": {"k": 1},
+     "timestamp": 11},
+    {"role": "notification", "anything": [1, 2], "timestamp": 12},
+]
+
+
+@pytest.mark.parametrize("data", SYNTHETIC, ids=lambda d: d["role"])
+def test_every_message_type_round_trips(data):  # agent-loop §1.4, §1.5
+    message = message_from_dict(copy.deepcopy(data))
+    assert message.role == data["role"]
+    assert message.to_dict() == data
+    assert message_to_dict(message) == data
+    assert json.loads(json.dumps(message.to_dict())) == data
+
+
+def test_typed_attributes_after_reading():  # DESIGN §3 snake_case attributes
+    assistant = message_from_dict(SYNTHETIC[3])
+    assert isinstance(assistant, AssistantMessage)
+    thinking, redacted, text, call = assistant.content
+    assert isinstance(thinking, ThinkingContent) and thinking.thinking_signature == "sig"
+    assert redacted.redacted is True
+    assert isinstance(text, TextContent) and text.text_signature == "ts"
+    assert isinstance(call, ToolCall) and call.arguments == {"value": "x"} and call.thought_signature == "g"
+    assert assistant.usage.cache_read == 3 and assistant.usage.cost.total == 1.0
+    assert assistant.stop_reason == "toolUse" and assistant.tool_calls == [call] and assistant.text == "answer"
+    result = message_from_dict(SYNTHETIC[5])
+    assert isinstance(result, ToolResultMessage) and result.added_tool_names == ["more"] and not result.is_error
+    assert isinstance(message_from_dict(SYNTHETIC[-1]), UnknownMessage)
+    image = message_from_dict(SYNTHETIC[1]).content[1]
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png"
+
+
+def test_constructed_messages_write_reference_keys():  # agent-loop §1.4
+    message = ToolResultMessage("c1", "echo", [TextContent("ok")], is_error=False, timestamp=5)
+    assert message.to_dict() == {"role": "toolResult", "toolCallId": "c1", "toolName": "echo",
+                                 "content": [{"type": "text", "text": "ok"}], "isError": False, "timestamp": 5}
+    user = UserMessage("hi", timestamp=1)
+    assert user.to_dict() == {"role": "user", "content": "hi", "timestamp": 1}
+    usage = Usage(1, 2, 3, 4, 10, UsageCost(total=0.5)).to_dict()
+    assert usage["cacheWrite"] == 4 and usage["totalTokens"] == 10 and usage["cost"]["total"] == 0.5
+
+
+def test_malformed_messages_are_reported():  # STYLE: errors name the problem
+    with pytest.raises(ValueError, match="role"):
+        message_from_dict({"content": "x"})
+    with pytest.raises(ValueError, match="JSON object"):
+        message_from_dict(["not", "a", "dict"])
+    with pytest.raises(ValueError, match="toolResult"):
+        message_from_dict({"role": "toolResult"})
+
+
+def test_model_round_trip_and_placeholder():  # agent-loop §1.6
+    model = Model(id="m", api="openai-completions", provider="local", base_url="http://127.0.0.1:1/v1",
+                  cost=ModelCost(input=1.0), input=["text", "image"])
+    again = Model.from_dict(model.to_dict())
+    assert again == model and again.key == "local/m" and again.name == "m"
+    placeholder = Model.placeholder()
+    assert (placeholder.id, placeholder.api, placeholder.provider, placeholder.base_url) == ("unknown",) * 3 + ("",)
+    assert placeholder.input == () and placeholder.context_window == 0 and placeholder.max_tokens == 0
+
+
+def test_enum_values_are_the_reference_strings():  # DESIGN §3
+    assert [v.value for v in ThinkingLevel] == ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+    assert [v.value for v in ToolExecutionMode] == ["sequential", "parallel"]
+    assert [v.value for v in QueueMode] == ["one-at-a-time", "all"]
+    assert {"stop", "length", "toolUse", "error", "aborted"} <= {v.value for v in StopReason}
+    assert ThinkingLevel.HIGH == "high" and str(QueueMode.ALL) == "all"
+
+
+def test_helpers_and_context_copy():  # agent-loop §1.8
+    assert role_of({"role": "custom"}) == "custom" and role_of(UserMessage("x")) == "user"
+    assert text_of([TextContent("a"), ImageContent("x", "image/png"), {"type": "text", "text": "b"}]) == "ab"
+    context = AgentContext("sp", [UserMessage("x")], [])
+    clone = context.copy()
+    clone.messages.append(UserMessage("y"))
+    assert len(context.messages) == 1
+    message = AssistantMessage(content=[TextContent("a")])
+    copied = message.copy()
+    copied.content.append(TextContent("b"))
+    assert len(message.content) == 1
+
+
+# --------------------------------------------------------------------------- converters (§1.5)
+
+
+def test_default_converter_is_a_role_filter():  # agent-loop §1.5 note, §5 scenario 26
+    keep = [UserMessage("u"), AssistantMessage(), ToolResultMessage("c", "t"), SystemMessage("s")]
+    drop = [CustomMessage("note", "x"), BashExecutionMessage("ls", "out"), {"role": "notification"}]
+    result = default_convert_to_llm(drop[:1] + keep + drop[1:])
+    assert len(result) == 4 and all(a is b for a, b in zip(result, keep))
+
+
+def test_bash_execution_text_format():  # agent-loop §1.5 bash format
+    def text(**kw):
+        fields = dict(command="ls", output="", exit_code=0, cancelled=False, truncated=False)
+        fields.update(kw)
+        return convert_message(BashExecutionMessage(timestamp=7, **fields))
+
+    ok = text(output="a.txt")
+    assert isinstance(ok, UserMessage) and ok.timestamp == 7
+    assert ok.content == [TextContent("Ran `ls`\n```\na.txt\n```")]
+    assert text().content[0].text == "Ran `ls`\n(no output)"
+    assert text(exit_code=2).content[0].text == "Ran `ls`\n(no output)\n\nCommand exited with code 2"
+    assert text(cancelled=True, exit_code=2).content[0].text == "Ran `ls`\n(no output)\n\n(command cancelled)"
+    assert text(exit_code=None).content[0].text == "Ran `ls`\n(no output)"
+    truncated = text(output="x", truncated=True, full_output_path="/tmp/full")
+    assert truncated.content[0].text == "Ran `ls`\n```\nx\n```\n\n[Output truncated. Full output: /tmp/full]"
+    assert text(output="x", truncated=True).content[0].text == "Ran `ls`\n```\nx\n```"
+    assert convert_message(BashExecutionMessage("ls", "x", exclude_from_context=True)) is DROP
+
+
+def test_custom_and_summary_conversion():  # agent-loop §1.5 table
+    images = [TextContent("see"), ImageContent("aGk=", "image/png")]
+    assert convert_message(CustomMessage("note", "hello", timestamp=3)).content == [TextContent("hello")]
+    assert convert_message(CustomMessage("note", images)).content == images
+    compaction = convert_message(CompactionSummaryMessage("S1", 100, timestamp=4)).content[0].text
+    assert compaction == COMPACTION_SUMMARY_PREFIX + "S1" + COMPACTION_SUMMARY_SUFFIX
+    assert compaction.endswith("<summary>\nS1\n</summary>")
+    branch = convert_message(BranchSummaryMessage("S2", "id1")).content[0].text
+    assert branch == BRANCH_SUMMARY_PREFIX + "S2" + BRANCH_SUMMARY_SUFFIX
+    assert branch.endswith("<summary>\nS2</summary>")  # upstream asymmetry: no newline before the tag
+
+
+def test_rich_converter_keeps_order_and_identity():  # agent-loop §1.5
+    user = UserMessage("u")
+    dict_custom = {"role": "custom", "customType": "x", "content": "from dict", "display": False}
+    result = convert_to_llm([user, {"role": "notification"}, dict_custom, UnknownMessage("weird")])
+    assert result[0] is user and len(result) == 2
+    assert result[1].content == [TextContent("from dict")]
+    assert repr(DROP) == "DROP" and not DROP
