@@ -1,0 +1,462 @@
+"""Notebook display: messages, tool results and transcripts as HTML/Markdown, and live runs.
+
+* :func:`message_to_markdown`, :func:`message_to_html`, :func:`transcript_to_markdown`,
+  :func:`transcript_to_html` render messages (objects or reference dicts). Every piece of message
+  text is escaped: a model writing ``<script>`` shows ``<script>``, it never runs.
+* :class:`Transcript` (many messages) and :class:`MessageView` (one message or tool result) wrap
+  them with ``_repr_html_``/``_repr_markdown_``, so the last expression of a cell renders.
+  :func:`enable_rich_display` attaches the same methods to the message classes themselves.
+* :func:`display_run` runs a prompt and shows the streaming answer and tool progress in one
+  output area that updates in place (``IPython.display.display(..., display_id=True)``), at most
+  once per ``throttle`` seconds. Interrupting the kernel aborts the run cleanly (tools get the
+  abort signal, the transcript stays valid), shows that it was interrupted, and re-raises
+  ``KeyboardInterrupt``.
+
+No asyncio: the run happens on the agent's run thread and the cell's thread consumes its events.
+IPython is imported only by :func:`display_run` when no ``display`` function is given.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import time
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from .tools import AgentToolResult
+from .types import message_from_dict, text_of
+
+__all__ = [
+    "message_to_markdown", "message_to_html", "transcript_to_markdown", "transcript_to_html",
+    "tool_result_to_markdown", "tool_result_to_html", "Transcript", "MessageView", "display_run",
+    "enable_rich_display", "disable_rich_display",
+]
+
+_ROLE_TITLES = {
+    "user": "User", "assistant": "Assistant", "toolResult": "Tool result", "system": "System",
+    "bashExecution": "Shell", "compactionSummary": "Compaction summary",
+    "branchSummary": "Branch summary", "custom": "Custom",
+}
+_COLORS = {"user": "#2b6cb0", "assistant": "#2f855a", "toolResult": "#805ad5", "system": "#718096",
+           "bashExecution": "#b7791f", "error": "#c53030"}
+_COLLAPSE_AFTER_LINES = 20
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _message(message: Any) -> Any:
+    return message_from_dict(message) if isinstance(message, Mapping) else message
+
+
+def _blocks(content: Any) -> List[Any]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [_Text(content)]
+    return list(content)
+
+
+class _Text:
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _field(block: Any, name: str, key: Optional[str] = None) -> Any:
+    if isinstance(block, Mapping):
+        return block.get(key or name)
+    return getattr(block, name, None)
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+_CODE = re.compile(r"(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]*`)")
+
+
+def _md_text(text: str) -> str:
+    """Markdown prose with HTML neutralised outside code (Jupyter's Markdown renderer would render
+    it); code spans and fenced blocks stay as they are, since Markdown shows them literally."""
+    parts = _CODE.split(text)
+    return "".join(part if i % 2 else html.escape(part, quote=False) for i, part in enumerate(parts))
+
+
+def _fence(body: str, lang: str = "") -> str:
+    """A fenced code block whose fence is longer than any backtick run inside (so it cannot end early)."""
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{body}\n{ticks}"
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _img_html(block: Any) -> str:
+    mime = _field(block, "mime_type", "mimeType") or "image/png"
+    data = _field(block, "data") or ""
+    return f'<img src="data:{_esc(mime)};base64,{_esc(data)}" style="max-width: 100%"/>'
+
+
+def _pre(text: str) -> str:
+    body = f'<pre style="white-space: pre-wrap; margin: 0.2em 0">{_esc(text)}</pre>'
+    lines = text.count("\n") + 1
+    if lines <= _COLLAPSE_AFTER_LINES:
+        return body
+    return f"<details><summary>{lines} lines</summary>{body}</details>"
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _content_markdown(content: Any) -> List[str]:
+    parts: List[str] = []
+    for block in _blocks(content):
+        kind = _field(block, "type")
+        if kind == "text":
+            parts.append(_md_text(_field(block, "text") or ""))
+        elif kind == "thinking":
+            thought = _field(block, "thinking") or ""
+            parts.append("> *thinking:* " + _md_text(thought).replace("\n", "\n> "))
+        elif kind == "image":
+            mime = _field(block, "mime_type", "mimeType")
+            parts.append(f"![image](data:{mime};base64,{_field(block, 'data')})")
+        elif kind == "toolCall":
+            parts.append(f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
+                         + _fence(_json(_field(block, "arguments") or {}), "json"))
+    return parts
+
+
+def message_to_markdown(message: Any) -> str:
+    """One message as Markdown: a bold role title, then its content (HTML in text is escaped)."""
+    message = _message(message)
+    role = getattr(message, "role", None) or "message"
+    title = _ROLE_TITLES.get(role, role)
+    if role == "toolResult":
+        status = " (error)" if getattr(message, "is_error", False) else ""
+        head = f"**{title}: {_md_text(str(message.tool_name))}{status}**"
+        body = [_fence(text_of(message.content))] + [p for p in _content_markdown(
+            [b for b in message.content if _field(b, "type") == "image"])]
+        return "\n\n".join([head] + body)
+    if role == "bashExecution":
+        return f"**{title}**\n\n" + _fence(f"$ {message.command}\n{message.output}")
+    if role in ("compactionSummary", "branchSummary"):
+        return f"**{title}**\n\n{_md_text(message.summary)}"
+    parts = [f"**{title}**"] + _content_markdown(getattr(message, "content", None))
+    error = getattr(message, "error_message", None)
+    if error:
+        parts.append(f"**Error ({_md_text(str(message.stop_reason))}):** {_md_text(error)}")
+    return "\n\n".join(parts)
+
+
+def transcript_to_markdown(messages: Iterable[Any]) -> str:
+    """Messages as Markdown sections separated by horizontal rules."""
+    return "\n\n---\n\n".join(message_to_markdown(m) for m in messages)
+
+
+def tool_result_to_markdown(result: AgentToolResult, name: str = "tool") -> str:
+    """An :class:`AgentToolResult` (e.g. a partial result) as Markdown."""
+    return f"**{_md_text(name)}**\n\n" + _fence(text_of(result.content))
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def _content_html(content: Any) -> List[str]:
+    parts: List[str] = []
+    for block in _blocks(content):
+        kind = _field(block, "type")
+        if kind == "text":
+            parts.append(f'<div style="white-space: pre-wrap">{_esc(_field(block, "text") or "")}</div>')
+        elif kind == "thinking":
+            parts.append("<details><summary><i>thinking</i></summary>"
+                         f'<div style="white-space: pre-wrap; color: #718096">{_esc(_field(block, "thinking") or "")}'
+                         "</div></details>")
+        elif kind == "image":
+            parts.append(_img_html(block))
+        elif kind == "toolCall":
+            parts.append(f"<div><b>→ {_esc(_field(block, 'name'))}</b>"
+                         f"{_pre(_json(_field(block, 'arguments') or {}))}</div>")
+    return parts
+
+
+def _box(role: str, title: str, body: Sequence[str], error: bool = False) -> str:
+    color = _COLORS["error"] if error else _COLORS.get(role, "#4a5568")
+    return (f'<div class="agentcore-message agentcore-{_esc(role)}" style="border-left: 3px solid {color}; '
+            f'padding: 0.3em 0.8em; margin: 0.4em 0">'
+            f'<div style="color: {color}; font-weight: bold">{title}</div>{"".join(body)}</div>')
+
+
+def message_to_html(message: Any) -> str:
+    """One message as an HTML block (a coloured left border per role); all text is escaped."""
+    message = _message(message)
+    role = getattr(message, "role", None) or "message"
+    title = _esc(_ROLE_TITLES.get(role, role))
+    if role == "toolResult":
+        error = bool(getattr(message, "is_error", False))
+        head = f"{title}: {_esc(message.tool_name)}" + (" (error)" if error else "")
+        images = [_img_html(b) for b in message.content if _field(b, "type") == "image"]
+        return _box(role, head, [_pre(text_of(message.content))] + images, error)
+    if role == "bashExecution":
+        return _box(role, title, [_pre(f"$ {message.command}\n{message.output}")])
+    if role in ("compactionSummary", "branchSummary"):
+        return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
+    body = _content_html(getattr(message, "content", None))
+    error = getattr(message, "error_message", None)
+    if error:
+        body.append(f'<div style="color: {_COLORS["error"]}"><b>Error ({_esc(message.stop_reason)}):</b> '
+                    f"{_esc(error)}</div>")
+    return _box(role, title, body, bool(error))
+
+
+def transcript_to_html(messages: Iterable[Any]) -> str:
+    """Messages as one HTML fragment."""
+    return '<div class="agentcore-transcript">' + "".join(message_to_html(m) for m in messages) + "</div>"
+
+
+def tool_result_to_html(result: AgentToolResult, name: str = "tool", error: bool = False) -> str:
+    """An :class:`AgentToolResult` (e.g. a partial result) as an HTML block."""
+    images = [_img_html(b) for b in result.content if _field(b, "type") == "image"]
+    return _box("toolResult", _esc(name) + (" (error)" if error else ""), [_pre(text_of(result.content))] + images,
+                error)
+
+
+# --------------------------------------------------------------------------- wrappers
+
+
+class Transcript:
+    """Display wrapper for a list of messages: ``Transcript(agent.state.messages)`` in a cell."""
+
+    def __init__(self, messages: Iterable[Any]) -> None:
+        self.messages = list(messages)
+
+    def _repr_html_(self) -> str:
+        return transcript_to_html(self.messages)
+
+    def _repr_markdown_(self) -> str:
+        return transcript_to_markdown(self.messages)
+
+    def __repr__(self) -> str:
+        return f"Transcript({len(self.messages)} messages)"
+
+
+class MessageView:
+    """Display wrapper for one message or one :class:`AgentToolResult`."""
+
+    def __init__(self, item: Any, name: str = "tool") -> None:
+        self.item = item
+        self.name = name
+
+    def _repr_html_(self) -> str:
+        if isinstance(self.item, AgentToolResult):
+            return tool_result_to_html(self.item, self.name)
+        return message_to_html(self.item)
+
+    def _repr_markdown_(self) -> str:
+        if isinstance(self.item, AgentToolResult):
+            return tool_result_to_markdown(self.item, self.name)
+        return message_to_markdown(self.item)
+
+
+_RICH_CLASSES = ("UserMessage", "AssistantMessage", "ToolResultMessage", "SystemMessage",
+                 "BashExecutionMessage", "CompactionSummaryMessage", "BranchSummaryMessage", "CustomMessage")
+
+
+def enable_rich_display() -> None:
+    """Give the message classes ``_repr_html_``/``_repr_markdown_`` (so a bare message renders).
+
+    Idempotent; undo with :func:`disable_rich_display`. The wrappers need no such global change.
+    """
+    from . import types
+
+    for name in _RICH_CLASSES:
+        cls = getattr(types, name)
+        cls._repr_html_ = message_to_html  # type: ignore[attr-defined]
+        cls._repr_markdown_ = message_to_markdown  # type: ignore[attr-defined]
+    AgentToolResult._repr_html_ = lambda self: tool_result_to_html(self)  # type: ignore[attr-defined]
+    AgentToolResult._repr_markdown_ = lambda self: tool_result_to_markdown(self)  # type: ignore[attr-defined]
+
+
+def disable_rich_display() -> None:
+    """Remove what :func:`enable_rich_display` attached."""
+    from . import types
+
+    for cls in [getattr(types, n) for n in _RICH_CLASSES] + [AgentToolResult]:
+        for attr in ("_repr_html_", "_repr_markdown_"):
+            if attr in cls.__dict__:
+                delattr(cls, attr)
+
+
+# --------------------------------------------------------------------------- live runs
+
+
+class _ToolProgress:
+    def __init__(self, name: str, args: Any) -> None:
+        self.name = name
+        self.args = args
+        self.status = "running"
+        self.text = ""
+
+
+class LiveRun:
+    """What :func:`display_run` shows, rebuilt from agent events: the run's finished messages,
+    the assistant message being streamed, tools still in progress (with the tail of their partial
+    output) and a status (``running``, ``done``, ``interrupted`` or ``failed: ...``)."""
+
+    tail_lines = 15
+
+    def __init__(self) -> None:
+        self.messages: List[Any] = []
+        self.streaming: Any = None
+        self.tools: Dict[str, _ToolProgress] = {}
+        self.status = "running"
+
+    def apply(self, event: Any) -> None:
+        """Fold one agent event into the view."""
+        kind = event.type
+        if kind in ("message_start", "message_update") and getattr(event.message, "role", None) == "assistant":
+            self.streaming = event.message
+        elif kind == "message_end":
+            self.messages.append(event.message)
+            if getattr(event.message, "role", None) == "assistant":
+                self.streaming = None
+            elif getattr(event.message, "role", None) == "toolResult":
+                self.tools.pop(event.message.tool_call_id, None)
+        elif kind == "tool_execution_start":
+            self.tools[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
+        elif kind == "tool_execution_update" and event.tool_call_id in self.tools:
+            self.tools[event.tool_call_id].text = text_of(event.partial_result.content)
+        elif kind == "tool_execution_end" and event.tool_call_id in self.tools:
+            progress = self.tools[event.tool_call_id]
+            progress.status = "error" if event.is_error else "done"
+            progress.text = text_of(event.result.content)
+        elif kind == "agent_end":
+            self.streaming = None
+            self.status = "done"
+
+    def _tail(self, text: str) -> str:
+        lines = text.splitlines()
+        if len(lines) <= self.tail_lines:
+            return text
+        return f"... ({len(lines) - self.tail_lines} lines above)\n" + "\n".join(lines[-self.tail_lines:])
+
+    def html(self) -> str:
+        parts = [message_to_html(m) for m in self.messages]
+        if self.streaming is not None:
+            parts.append(message_to_html(self.streaming))
+        for progress in self.tools.values():
+            title = f"{_esc(progress.name)} ({_esc(progress.status)})"
+            parts.append(_box("toolResult", title, [_pre(self._tail(progress.text))] if progress.text else [],
+                              progress.status == "error"))
+        color = _COLORS["error"] if self.status != "done" and self.status != "running" else "#718096"
+        parts.append(f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">'
+                     f"{_esc(self.status)}</div>")
+        return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
+
+    def markdown(self) -> str:
+        parts = [message_to_markdown(m) for m in self.messages]
+        if self.streaming is not None:
+            parts.append(message_to_markdown(self.streaming))
+        for progress in self.tools.values():
+            parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
+        parts.append(f"*{_md_text(self.status)}*")
+        return "\n\n---\n\n".join(parts)
+
+    def snapshot(self) -> "_Snapshot":
+        return _Snapshot(self.html(), self.markdown())
+
+
+class _Snapshot:
+    """A frozen rendering handed to ``display``/``update`` (the live view keeps changing)."""
+
+    def __init__(self, html_text: str, markdown_text: str) -> None:
+        self._html = html_text
+        self._markdown = markdown_text
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+    def _repr_markdown_(self) -> str:
+        return self._markdown
+
+    def __repr__(self) -> str:  # plain-text front ends (IPython in a terminal)
+        return html.unescape(self._markdown)
+
+
+class _PrintAtEnd:
+    """Stands in for a display handle where output cannot be updated: shows only the final view."""
+
+    def __init__(self, show: Callable[..., Any]) -> None:
+        self._show = show
+        self._last: Any = None
+
+    def update(self, obj: Any) -> None:
+        self._last = obj
+
+    def flush(self) -> None:
+        if self._last is not None:
+            self._show(self._last)
+
+
+def _ipython_display(obj: Any, display_id: bool = True) -> Any:
+    try:
+        from IPython.display import display
+    except ImportError:
+        raise ImportError("display_run needs IPython (pip install ipython), or pass display=") from None
+    return display(obj, display_id=display_id)
+
+
+def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = None,
+                display: Optional[Callable[..., Any]] = None, throttle: float = 0.1) -> List[Any]:
+    """Run ``prompt`` on ``agent`` and show it live in one updating output area.
+
+    ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
+    ``IPython.display.display``. Renders at most once per ``throttle`` seconds while events
+    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``).
+    ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
+    shows "interrupted" and re-raises; any other failure is shown and re-raised.
+    """
+    show = display or _ipython_display
+    live = LiveRun()
+    handle = show(live.snapshot(), display_id=True)
+    if handle is None:  # IPython outside a kernel prints instead of returning a handle: print the end
+        handle = _PrintAtEnd(show)
+    update: Callable[[Any], Any] = handle.update
+    last = time.monotonic()
+    events = agent.stream(prompt, images)
+    try:
+        for event in events:
+            live.apply(event)
+            now = time.monotonic()
+            if now - last >= throttle:
+                update(live.snapshot())
+                last = now
+    except KeyboardInterrupt:
+        # The interrupt may land here rather than inside the event iterator (which would have
+        # aborted already): abort and wait in any case; both are no-ops for a settled run.
+        agent.abort("interrupted")
+        agent.wait_for_idle()
+        live.status = "interrupted: run aborted"
+        live.streaming = None
+        update(live.snapshot())
+        raise
+    except BaseException as exc:
+        live.status = f"failed: {exc}"
+        update(live.snapshot())
+        raise
+    else:
+        error = getattr(agent.state, "error_message", None)
+        if error:
+            live.status = f"failed: {error}"
+        update(live.snapshot())
+    finally:
+        if isinstance(handle, _PrintAtEnd):
+            handle.flush()
+    return list(live.messages)

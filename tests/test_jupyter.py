@@ -1,0 +1,237 @@
+"""Notebook display (issue 7 item 3): HTML/Markdown rendering (always escaped) and display_run
+with a fake display object; the IPython integration test needs IPython."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+from typing import Any, List
+
+import pytest
+
+from agentcore import Agent
+from agentcore.jupyter import (
+    MessageView, Transcript, disable_rich_display, display_run, enable_rich_display,
+    message_to_html, message_to_markdown, transcript_to_html, transcript_to_markdown,
+)
+from agentcore.testing import ScriptedModel, text as say, tool_call
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import (
+    AssistantMessage, BashExecutionMessage, ImageContent, TextContent, ThinkingContent, ToolCall,
+    ToolResultMessage, UserMessage,
+)
+
+EVIL = "<script>alert('x')</script>"
+
+
+def _assistant(*blocks: Any, **kw: Any) -> AssistantMessage:
+    return AssistantMessage(content=list(blocks), api="scripted", provider="scripted", model="m", **kw)
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_html_escapes_every_piece_of_message_text():
+    messages = [
+        UserMessage(content=EVIL),
+        _assistant(ThinkingContent(EVIL), TextContent(EVIL), ToolCall(id="1", name=EVIL, arguments={"a": EVIL})),
+        ToolResultMessage(tool_call_id="1", tool_name=EVIL, content=[TextContent(EVIL)], is_error=True),
+        _assistant(stop_reason="error", error_message=EVIL),
+        BashExecutionMessage(command=EVIL, output=EVIL, exit_code=0),
+    ]
+    rendered = transcript_to_html(messages)
+    assert "<script>" not in rendered
+    assert rendered.count("&lt;script&gt;") == 10  # each of the ten texts above
+    assert rendered.index("User") < rendered.index("Assistant") < rendered.index("Tool result")
+
+
+def test_html_shows_roles_errors_and_images():
+    image = ImageContent(data="aGVsbG8=", mime_type="image/png")
+    html = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="read",
+                                             content=[TextContent("Read image file"), image]))
+    assert '<img src="data:image/png;base64,aGVsbG8="' in html and "Tool result: read" in html
+    failed = message_to_html(_assistant(TextContent("partial"), stop_reason="error", error_message="boom"))
+    assert "Error (error):</b> boom" in failed
+
+
+def test_long_tool_output_is_collapsed_in_html():
+    short = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="bash", content=[TextContent("ok")]))
+    long = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="bash",
+                                             content=[TextContent("\n".join(map(str, range(50))))]))
+    assert "<details>" not in short and "<details><summary>50 lines</summary>" in long
+
+
+def test_markdown_escapes_html_outside_code_and_keeps_code_literal():
+    message = _assistant(TextContent(f"use `a<b` here {EVIL}\n```py\nif a < b:\n    pass\n```"))
+    md = message_to_markdown(message)
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert "`a<b`" in md and "if a < b:" in md
+
+
+def test_markdown_tool_calls_and_results_use_fences_that_cannot_be_closed_early():
+    message = _assistant(ToolCall(id="1", name="bash", arguments={"command": "echo ```"}))
+    md = message_to_markdown(message)
+    assert "**→ bash**" in md and "````json\n" in md
+    result = message_to_markdown(ToolResultMessage(tool_call_id="1", tool_name="bash",
+                                                   content=[TextContent(f"```\n{EVIL}")], is_error=True))
+    assert result.startswith("**Tool result: bash (error)**") and "````\n```\n" in result
+
+
+def test_reference_dicts_render_like_objects():
+    user = UserMessage(content="hello", timestamp=1)
+    assert message_to_markdown(user.to_dict()) == message_to_markdown(user) == "**User**\n\nhello"
+    assert transcript_to_markdown([user, user]) == "**User**\n\nhello\n\n---\n\n**User**\n\nhello"
+
+
+def test_wrappers_and_rich_display_hooks():
+    messages = [UserMessage(content="hi"), _assistant(TextContent("hello"))]
+    assert Transcript(messages)._repr_html_() == transcript_to_html(messages)
+    assert Transcript(messages)._repr_markdown_() == transcript_to_markdown(messages)
+    partial = MessageView(AgentToolResult(content=[TextContent(EVIL)]), name="bash")
+    assert "&lt;script&gt;" in partial._repr_html_() and "bash" in partial._repr_markdown_()
+    enable_rich_display()
+    try:
+        assert messages[1]._repr_html_() == message_to_html(messages[1])
+        assert "&lt;script&gt;" in AgentToolResult(content=[TextContent(EVIL)])._repr_html_()
+    finally:
+        disable_rich_display()
+    assert not hasattr(messages[1], "_repr_html_") and not hasattr(AgentToolResult(), "_repr_html_")
+
+
+# --------------------------------------------------------------------------- display_run
+
+
+class FakeHandle:
+    def __init__(self, display: "FakeDisplay") -> None:
+        self._display = display
+
+    def update(self, obj: Any) -> None:
+        self._display.record(obj)
+
+
+class FakeDisplay:
+    """Records every rendering; ``on_html(html)`` may react (set events, raise)."""
+
+    def __init__(self, on_html: Any = None) -> None:
+        self.htmls: List[str] = []
+        self.display_calls = 0
+        self.on_html = on_html
+
+    def __call__(self, obj: Any, display_id: bool = False) -> FakeHandle:
+        assert display_id is True
+        self.display_calls += 1
+        self.record(obj)
+        return FakeHandle(self)
+
+    def record(self, obj: Any) -> None:
+        html = obj._repr_html_()
+        assert obj._repr_markdown_()
+        self.htmls.append(html)
+        if self.on_html is not None:
+            self.on_html(html)
+
+
+def _progress_tool(release: threading.Event, saw_abort: List[bool]) -> AgentTool:
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("step 1 of 2")]))
+        release.wait(10)  # until the display showed the progress (or the run was aborted)
+        saw_abort.append(signal.aborted)
+        if signal.aborted:
+            raise RuntimeError("stopped")
+        return AgentToolResult(content=[TextContent("all done")])
+
+    return AgentTool("work", "does work", {"type": "object", "properties": {}}, execute)
+
+
+def test_display_run_shows_streaming_tool_progress_and_the_final_answer():
+    release = threading.Event()
+    saw_abort: List[bool] = []
+
+    def on_html(html: str) -> None:
+        if "step 1 of 2" in html and "work (running)" in html:
+            release.set()
+
+    fake = FakeDisplay(on_html)
+    model = ScriptedModel([tool_call("work", {}, text="Working <on> it."), say("Finished & done.")])
+    agent = Agent(model.model, tools=[_progress_tool(release, saw_abort)], stream_fn=model.stream_fn)
+    new = display_run(agent, "go", display=fake, throttle=0.0)
+    assert fake.display_calls == 1 and release.is_set() and saw_abort == [False]
+    final = fake.htmls[-1]
+    assert "Working &lt;on&gt; it." in final and "Finished &amp; done." in final and "all done" in final
+    assert "(running)" not in final and re.search(r'class="agentcore-status"[^>]*>done<', final)
+    assert new == agent.state.messages
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_display_run_throttles_updates():
+    model = ScriptedModel([say("one two three four five six")], tokens_per_second=1000)
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    fast, slow = FakeDisplay(), FakeDisplay()
+    display_run(agent, "a", display=fast, throttle=0.0)
+    model.push(say("one two three four five six"))
+    display_run(agent, "b", display=slow, throttle=3600)
+    assert len(slow.htmls) == 2  # the first display and the final update only
+    assert len(fast.htmls) > len(slow.htmls)
+
+
+def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
+    release = threading.Event()
+    saw_abort: List[bool] = []
+    interrupted = []
+
+    def on_html(html: str) -> None:
+        if "work (running)" in html and not interrupted:
+            interrupted.append(True)
+            raise KeyboardInterrupt  # as if the kernel were interrupted while rendering
+
+    fake = FakeDisplay(on_html)
+    model = ScriptedModel([tool_call("work", {}), say("never reached")])
+    tool = _progress_tool(release, saw_abort)
+    original = tool.execute
+
+    def execute(*args: Any) -> Any:
+        args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
+        return original(*args)
+
+    tool.execute = execute
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    with pytest.raises(KeyboardInterrupt):
+        display_run(agent, "go", display=fake, throttle=0.0)
+    assert saw_abort == [True]
+    assert not agent.state.is_streaming
+    assert "interrupted: run aborted" in fake.htmls[-1]
+    roles = [m.role for m in agent.state.messages]
+    assert roles[:3] == ["user", "assistant", "toolResult"] and "never reached" not in str(agent.state.messages)
+    assert agent.state.messages[2].is_error is True
+
+
+def test_display_run_uses_ipython_display_by_default(monkeypatch):
+    pytest.importorskip("IPython")
+    import IPython.display
+    from IPython.core.formatters import DisplayFormatter
+
+    shown: List[Any] = []
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            shown.append(obj)
+
+    def display(obj: Any, display_id: bool = False) -> Handle:
+        shown.append(obj)
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    model = ScriptedModel([say("hello <world>")])
+    display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
+    bundle, _ = DisplayFormatter().format(shown[-1])
+    assert "hello &lt;world&gt;" in bundle["text/html"]
+    assert "hello &lt;world&gt;" in bundle["text/markdown"]
+
+
+def test_importing_the_module_does_not_import_ipython():
+    import subprocess
+
+    code = "import sys, agentcore.jupyter; print('IPython' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
