@@ -1,0 +1,352 @@
+"""Tools: the @tool decorator (schemas from annotations and docstrings, injected parameters, return
+values) and argument validation with the reference's coercion and error text (agent-loop §2.7)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import sys
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
+
+import pytest
+
+from agentcore.signals import AbortController
+from agentcore.tools import (AgentTool, AgentToolResult, FunctionTool, ToolValidationError, tool,
+                             validate_tool_arguments)
+from agentcore.types import ImageContent, TextContent
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@dataclasses.dataclass
+class Point:
+    """A point.
+
+    Attributes:
+        x: Horizontal position.
+        y: Vertical position.
+    """
+
+    x: float
+    y: float = 0.0
+
+
+class Options(TypedDict, total=False):
+    depth: int
+    name: str
+
+
+class Required(TypedDict):
+    id: int
+
+
+def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str, Any]:
+    """The property schema @tool makes for one parameter annotated ``annotation``."""
+    def fn(value):  # type: ignore[no-untyped-def]
+        return "ok"
+
+    fn.__annotations__ = {"value": annotation}
+    if default is not dataclasses.MISSING:
+        fn.__defaults__ = (default,)
+    return tool(fn).parameters["properties"]["value"]
+
+
+# --------------------------------------------------------------------------- schemas
+
+
+@pytest.mark.parametrize("annotation, expected", [
+    (str, {"type": "string"}),
+    (int, {"type": "integer"}),
+    (float, {"type": "number"}),
+    (bool, {"type": "boolean"}),
+    (type(None), {"type": "null"}),
+    (Any, {}),
+    (Optional[int], {"type": ["integer", "null"]}),
+    (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+    (Union[int, str, None], {"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}),
+    (list, {"type": "array"}),
+    (List[str], {"type": "array", "items": {"type": "string"}}),
+    (list[int], {"type": "array", "items": {"type": "integer"}}),
+    (Optional[List[str]], {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}),
+    (Tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
+    (Tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                       "minItems": 2, "maxItems": 2}),
+    (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
+    (dict, {"type": "object"}),
+    (Dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
+    (dict[str, Any], {"type": "object"}),
+    (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
+    (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
+    (Literal["a", 1], {"enum": ["a", 1]}),
+    (Color, {"type": "string", "enum": ["red", "blue"]}),
+    (Level, {"type": "integer", "enum": [1, 2]}),
+    (Options, {"type": "object", "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}}}),
+    (Required, {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+    (Point, {"type": "object", "properties": {
+        "x": {"type": "number", "description": "Horizontal position."},
+        "y": {"type": "number", "default": 0.0, "description": "Vertical position."}},
+        "required": ["x"]}),
+    (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
+])
+def test_schema_for_every_supported_annotation(annotation: Any, expected: Dict[str, Any]) -> None:
+    assert _schema_of(annotation) == expected
+
+
+def test_unsupported_annotations_fail_at_decoration_naming_the_parameter() -> None:
+    with pytest.raises(TypeError, match=r"parameter 'when'.*unsupported annotation"):
+        def f(when: complex) -> str:
+            return ""
+
+        tool(f)
+    with pytest.raises(TypeError, match="JSON object keys are strings"):
+        _schema_of(Dict[int, str])
+    with pytest.raises(TypeError, match=r"\*args is not supported"):
+        tool(lambda *args: "")
+
+
+def test_recursive_dataclass_is_rejected_clearly() -> None:
+    @dataclasses.dataclass
+    class Node:
+        children: List["Node"]
+
+    globals()["Node"] = Node
+    try:
+        with pytest.raises(TypeError, match="recursive type"):
+            _schema_of(Node)
+    finally:
+        del globals()["Node"]
+
+
+def test_decorator_reads_docstring_defaults_and_skips_injected_parameters() -> None:
+    @tool
+    def search(query: str, limit: int = 10, mode: Color = Color.BLUE, note: Optional[str] = None,
+               signal: Any = None, on_update: Any = None, tool_call_id: str = "") -> str:
+        """Search the notes.
+
+        Longer text that is not part of the description.
+
+        Args:
+            query: Words to look for.
+            limit (int): At most this many
+                results (continued line).
+            mode: Colour filter.
+        Returns:
+            The matches.
+        """
+        return query
+
+    assert isinstance(search, FunctionTool) and isinstance(search, AgentTool)
+    assert (search.name, search.label, search.description) == ("search", "search", "Search the notes.")
+    assert search.parameters == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "Words to look for."},
+            "limit": {"type": "integer", "default": 10,
+                      "description": "At most this many results (continued line)."},
+            "mode": {"type": "string", "enum": ["red", "blue"], "default": "blue", "description": "Colour filter."},
+            "note": {"type": ["string", "null"]},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+    assert search("direct call") == "direct call"
+
+
+def test_decorator_with_options_and_sphinx_docstring() -> None:
+    @tool(name="do_it", label="Do it", execution_mode="sequential", description="Custom text.")
+    def impl(path: str) -> str:
+        """Ignored summary.
+
+        :param path: The file
+            to work on.
+        """
+        return path
+
+    assert (impl.name, impl.label, impl.execution_mode, impl.description) == (
+        "do_it", "Do it", "sequential", "Custom text.")
+    assert impl.parameters["properties"]["path"]["description"] == "The file to work on."
+
+
+def test_execute_converts_arguments_and_injects_signal_update_and_call_id() -> None:
+    seen: Dict[str, Any] = {}
+
+    @tool
+    def act(where: Point, color: Color, pair: Tuple[int, str], tags: set[str], count: int,
+            signal: Any, on_update: Any, tool_call_id: str) -> str:
+        """Act."""
+        seen.update(where=where, color=color, pair=pair, tags=tags, count=count, signal=signal,
+                    tool_call_id=tool_call_id)
+        on_update(AgentToolResult([TextContent("halfway")]))
+        return "done"
+
+    updates: List[Any] = []
+    signal = AbortController().signal
+    args = validate_tool_arguments(act, {"where": {"x": "1.5"}, "color": "red", "pair": ["3", 4],
+                                         "tags": ["a"], "count": 2.0})
+    result = act.execute("call-7", args, signal, updates.append)
+    assert result.content[0].text == "done"
+    assert seen == {"where": Point(1.5, 0.0), "color": Color.RED, "pair": (3, "4"), "tags": {"a"},
+                    "count": 2, "signal": signal, "tool_call_id": "call-7"}
+    assert type(seen["count"]) is int
+    assert updates[0].content[0].text == "halfway"
+    assert "signal" not in act.parameters["properties"]
+
+
+@pytest.mark.parametrize("returned, text, details", [
+    ("plain", "plain", None),
+    ({"a": 1}, '{\n  "a": 1\n}', {"a": 1}),
+    ([1, "x"], '[\n  1,\n  "x"\n]', [1, "x"]),
+    (42, "42", 42),
+    (Point(1.0, 2.0), '{\n  "x": 1.0,\n  "y": 2.0\n}', {"x": 1.0, "y": 2.0}),
+])
+def test_return_values_become_results(returned: Any, text: str, details: Any) -> None:
+    result = tool(lambda: returned).execute("c", {}, None, None)
+    assert isinstance(result, AgentToolResult)
+    assert [b.text for b in result.content] == [text] and result.details == details
+
+
+def test_results_and_blocks_are_passed_through() -> None:
+    own = AgentToolResult([TextContent("x")], details={"k": 1}, terminate=True)
+    assert tool(lambda: own).execute("c", {}, None, None) is own
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    assert tool(lambda: image).execute("c", {}, None, None).content == [image]
+    assert tool(lambda: [TextContent("a"), image]).execute("c", {}, None, None).content[1] is image
+    assert tool(lambda: None).execute("c", {}, None, None).content == []
+
+
+def test_tool_failure_is_raised_to_the_loop() -> None:
+    def explode() -> str:
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        tool(explode).execute("c", {}, None, None)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _t(schema: Dict[str, Any], name: str = "probe") -> AgentTool:
+    return AgentTool(name=name, description="", parameters=schema, execute=lambda *a: AgentToolResult())
+
+
+def _props(**props: Any) -> Dict[str, Any]:
+    return {"type": "object", "properties": props}
+
+
+@pytest.mark.parametrize("schema, value, expected", [
+    ({"type": "integer"}, "5", 5),
+    ({"type": "integer"}, "5.0", 5),
+    ({"type": "integer"}, True, 1),
+    ({"type": "integer"}, None, 0),
+    ({"type": "number"}, "1.5", 1.5),
+    ({"type": "number"}, "-2", -2),
+    ({"type": "number"}, "1e3", 1000.0),
+    ({"type": "number"}, False, 0),
+    ({"type": "boolean"}, "true", True),
+    ({"type": "boolean"}, "false", False),
+    ({"type": "boolean"}, 1, True),
+    ({"type": "boolean"}, None, False),
+    ({"type": "string"}, 5, "5"),
+    ({"type": "string"}, 2.5, "2.5"),
+    ({"type": "string"}, 3.0, "3"),
+    ({"type": "string"}, True, "true"),
+    ({"type": "string"}, None, ""),
+    ({"type": "null"}, "", None),
+    ({"type": "array", "items": {"type": "integer"}}, "7", [7]),
+    ({"type": "array"}, "x", ["x"]),
+    ({"type": ["integer", "null"]}, "4", 4),
+    ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "4", 4),
+    ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, None, None),
+    ({"$ref": "#/$defs/n", "$defs": {"n": {"type": "integer"}}}, "8", 8),
+])
+def test_coercion_follows_the_reference(schema: Dict[str, Any], value: Any, expected: Any) -> None:
+    defs = schema.pop("$defs", None)
+    root = _props(v=schema)
+    if defs:
+        root["$defs"] = defs
+    out = validate_tool_arguments(_t(root), {"v": value})
+    assert out == {"v": expected} and type(out["v"]) is type(expected)
+
+
+@pytest.mark.parametrize("schema, value", [
+    ({"type": "integer"}, "5.5"),
+    ({"type": "integer"}, "five"),
+    ({"type": "number"}, ""),
+    ({"type": "boolean"}, "yes"),
+    ({"type": "object"}, "{}"),
+])
+def test_values_that_do_not_coerce_fail_validation(schema: Dict[str, Any], value: Any) -> None:
+    with pytest.raises(ToolValidationError):
+        validate_tool_arguments(_t(_props(v=schema)), {"v": value})
+
+
+def test_nested_coercion_and_the_input_is_never_mutated() -> None:
+    schema = _props(items={"type": "array", "items": _props(n={"type": "integer"})},
+                    extra={"type": "object", "additionalProperties": {"type": "boolean"}})
+    raw = {"items": [{"n": "1"}, {"n": 2}], "extra": {"a": "true"}}
+    out = validate_tool_arguments(_t(schema), raw)
+    assert out == {"items": [{"n": 1}, {"n": 2}], "extra": {"a": True}}
+    assert raw == {"items": [{"n": "1"}, {"n": 2}], "extra": {"a": "true"}}
+    assert out["items"] is not raw["items"]
+
+
+def test_validation_message_format():  # agent-loop §2.7 / §2.16
+    schema = {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer", "minimum": 1},
+                                                "inner": _props(k={"type": "string"}) | {"required": ["k"]}},
+              "required": ["path"], "additionalProperties": False}
+    raw = {"n": 0, "inner": {}, "oops": 1}
+    with pytest.raises(ValueError) as err:
+        validate_tool_arguments(_t(schema, "read"), raw)
+    lines = str(err.value).split("\n")
+    assert lines[0] == 'Validation failed for tool "read":'
+    errors = lines[1:lines.index("")]
+    assert sorted(errors) == sorted([
+        "  - n: must be >= 1",
+        "  - inner: must have required property 'k'",
+        "  - path: must have required property 'path'",
+        "  - root: must NOT have additional properties",
+    ])
+    assert lines[lines.index("") + 1] == "Received arguments:"
+    assert "\n".join(lines[lines.index("") + 2:]) == '{\n  "n": 0,\n  "inner": {},\n  "oops": 1\n}'
+
+
+def test_type_error_wording_and_paths_inside_arrays() -> None:
+    schema = _props(xs={"type": "array", "items": {"type": "integer"}})
+    with pytest.raises(ToolValidationError, match=r"  - xs/1: must be integer"):
+        validate_tool_arguments(_t(schema), {"xs": [1, "nope"]})
+
+
+def test_validator_is_compiled_once_per_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentcore import tools as tools_module
+
+    compiled: List[Any] = []
+    real = tools_module._compile
+    monkeypatch.setattr(tools_module, "_compile", lambda t, s: compiled.append(s) or real(t, s))
+    probe = _t(_props(a={"type": "integer"}))
+    for _ in range(3):
+        validate_tool_arguments(probe, {"a": "1"})
+    assert len(compiled) == 1
+    probe.parameters = _props(a={"type": "string"})  # a new schema object is compiled again
+    assert validate_tool_arguments(probe, {"a": 1}) == {"a": "1"}
+    assert len(compiled) == 2
+
+
+def test_invalid_schema_is_reported_with_the_tool_name() -> None:
+    with pytest.raises(ToolValidationError, match=r'Tool "bad" has an invalid parameters schema'):
+        validate_tool_arguments(_t({"type": "objekt"}, "bad"), {})
+
+
+def test_import_agentcore_tools_does_not_import_jsonschema() -> None:
+    import subprocess
+
+    code = "import sys, agentcore.tools, agentcore.plugins; print('jsonschema' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr
