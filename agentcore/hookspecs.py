@@ -3,6 +3,13 @@
 A plugin is any object or module with functions marked ``@hookimpl``; third-party packages declare
 them under the ``agentcore`` entry-point group. Each docstring states when the hook is called (and
 on which thread), its arguments, what a return value means and how several implementations combine.
+
+*Call order* means pluggy's: the plugin registered last is called first (``tryfirst``/``trylast``
+move an implementation to the front/back). Registration order is: built-ins, then entry-point
+plugins, then the agent's own plugins (``Agent(plugins=...)``, its constructor callables, then
+anything added with ``agent.plugins.register``). An implementation may accept only some of the
+arguments. Hook wrappers (``wrapper=True``/``hookwrapper=True``) are not supported on these hooks:
+:class:`agentcore.plugins.AgentHooks` calls the implementations one by one to apply the rules below.
 """
 
 from __future__ import annotations
@@ -21,20 +28,21 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 @hookspec(firstresult=True)
 def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
-    """Inspect (and possibly block) one tool call after its arguments were validated.
+    """Inspect, rewrite or block one tool call after its arguments were validated.
 
-    Called on the run thread, in source order, once per tool call of an assistant message, before
-    the call executes. ``context`` is a :class:`~agentcore.loop.BeforeToolCallContext`
-    (``assistant_message``, ``tool_call``, ``args`` — the validated copy the tool will receive, so
-    mutating it changes what executes — and ``context``, the run's current ``AgentContext``).
-    ``signal`` is the run's :class:`~agentcore.signals.AbortSignal`.
+    When: on the run thread, once per tool call of an assistant message, in source order, after
+    argument validation and before the call executes (also before a parallel batch starts).
+    ``context`` is a :class:`~agentcore.loop.BeforeToolCallContext` (``assistant_message``,
+    ``tool_call``, ``args`` — the validated copy the tool will receive, so mutating it changes what
+    executes — and ``context``, the run's current ``AgentContext``). ``signal`` is the run's
+    :class:`~agentcore.signals.AbortSignal`.
 
-    Return a :class:`~agentcore.loop.BeforeToolCallResult` with ``block=True`` (and optionally
+    Return: a :class:`~agentcore.loop.BeforeToolCallResult` with ``block=True`` (and optionally
     ``reason`` and ``terminate``) to skip the call with an error result, or None to let it run.
 
-    Combination: the first implementation (in pluggy call order: last registered first) whose
-    result blocks wins and later ones are not called; results that do not block are ignored.
-    An exception becomes an error tool result for that call; the batch continues.
+    Combination: implementations are called in call order until one returns a result that blocks;
+    that result wins and later implementations are not called. Results that do not block are
+    ignored. An exception becomes an error tool result for that call; the batch continues.
     """
 
 
@@ -42,17 +50,19 @@ def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
 def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
     """Override fields of one executed tool call's result.
 
-    Called on the run thread after the tool's ``execute`` settled (in completion order for parallel
-    batches), before ``tool_execution_end``. ``context`` is an
-    :class:`~agentcore.loop.AfterToolCallContext` (``assistant_message``, ``tool_call``, ``args``,
-    ``result``, ``is_error``, ``context``).
+    When: on the run thread after the tool's ``execute`` settled (in completion order for parallel
+    batches), before ``tool_execution_end``; not for calls that were blocked, unknown or invalid.
+    ``context`` is an :class:`~agentcore.loop.AfterToolCallContext` (``assistant_message``,
+    ``tool_call``, ``args``, ``result``, ``is_error``, ``context``); ``signal`` the run's signal.
 
-    Return an :class:`~agentcore.loop.AfterToolCallResult`; every field that is not None replaces
-    the corresponding field of the result (no deep merge), or None to keep the result.
+    Return: an :class:`~agentcore.loop.AfterToolCallResult` whose fields that are not None
+    (``content``, ``details``, ``usage``, ``terminate``, ``is_error``) replace the corresponding
+    field of the result (no deep merge; None cannot clear a field), or None to keep the result.
 
-    Combination: overrides apply in pluggy call order, each implementation seeing the result as
-    modified by the previous ones. An exception turns the result into an error result with that
-    message; the batch continues.
+    Combination: overrides apply in call order, each implementation seeing ``context.result`` and
+    ``context.is_error`` as modified by the earlier ones; for a field set by several, the last one
+    called wins. An exception turns the result into an error result with that message; the batch
+    continues.
     """
 
 
@@ -60,10 +70,16 @@ def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
 def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
     """Rewrite the conversation before it is converted for the model.
 
-    Called on the run thread before every model request. ``messages`` is a new list the
-    implementation may return modified; never mutate the items. Return a list to replace it, or
-    None to keep it. Implementations chain: each receives the previous one's result, in pluggy call
-    order. Honour ``signal`` if slow. An exception fails the run (the transcript stays valid).
+    When: on the run thread before every model request, after queued steering/follow-up messages
+    were added. ``messages`` is a new list (the transcript the model is about to see, custom
+    messages included) the implementation may return modified; never mutate the items. ``signal``
+    is the run's abort signal: honour it if the transformation is slow.
+
+    Return: a list to replace the messages for this request only (the agent's transcript is
+    unchanged), or None to keep them.
+
+    Combination: implementations chain in call order, each receiving the previous one's result.
+    An exception fails the run (the transcript stays valid).
     """
 
 
@@ -71,13 +87,17 @@ def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
 def convert_to_llm(message: Any) -> Optional[Any]:
     """Convert one transcript message into what the model should see.
 
-    Called on the run thread before every model request, once per message, after
-    ``transform_context``. Return a ``UserMessage``/``AssistantMessage``/``ToolResultMessage``
-    (or ``SystemMessage``), or the sentinel :data:`agentcore.messages.DROP` to leave the message
-    out, or None to let the next implementation decide.
+    When: on the run thread before every model request, once per message, after
+    ``transform_context``. ``message`` is a standard message or any custom object with a ``role``.
 
-    Combination: first non-None result per message wins; the built-in converter (which keeps the
-    standard roles and drops unknown ones) is called last.
+    Return: a ``UserMessage``/``AssistantMessage``/``ToolResultMessage``/``SystemMessage`` (or a
+    list of them), the sentinel :data:`agentcore.messages.DROP` to leave the message out, or None
+    to let the next implementation decide.
+
+    Combination: the first non-None result per message wins. The built-in converter (standard
+    roles pass unchanged, anything else is dropped) is always called last. An Agent's
+    ``convert_to_llm=`` callable replaces the built-in one: it runs after the plugins' converters
+    and receives the whole list once. An exception fails the run.
     """
 
 
@@ -85,8 +105,15 @@ def convert_to_llm(message: Any) -> Optional[Any]:
 def register_tools(register: Callable[[Any], None]) -> None:
     """Register tools by calling ``register(agent_tool)`` for each.
 
-    Called once per plugin manager when the tool registry is first used. Combination: all
-    implementations run; for a duplicate name, the tool of the plugin registered later wins.
+    When: when a plugin manager's tool registry is first used (``get_tool``, ``Agent(tools=[
+    "name"])``, ``agentcore plugins``), on that thread, and again after a plugin was registered or
+    unregistered at runtime. Keep it cheap and free of side effects. ``register`` takes an
+    :class:`~agentcore.tools.AgentTool` (anything with a ``name``).
+
+    Combination: every implementation runs, in plugin registration order. For a duplicate name,
+    the tool of the plugin registered later wins (a plugin cannot replace its own earlier tool);
+    :func:`agentcore.plugins.registry_entries` shows the winner. An exception is reported for that
+    plugin (warning and ``plugins_info``); the tools it registered before raising are kept.
     """
 
 
@@ -94,9 +121,13 @@ def register_tools(register: Callable[[Any], None]) -> None:
 def register_providers(register: Callable[[Any], None]) -> None:
     """Register wire-API providers by calling ``register(provider)``.
 
-    A provider has ``api`` (the wire API name, e.g. ``"openai-completions"``) and
-    ``stream(model, context, **options)`` returning an iterable of stream events with ``result()``.
-    Combination: all implementations run; for a duplicate ``api`` the later-registered plugin wins.
+    When: as :func:`register_tools`, for the provider registry (first ``get_provider``, i.e. the
+    first model request of a process). A provider has ``api`` (the wire API name, e.g.
+    ``"openai-completions"``) and ``stream(model, context, **options)`` returning an iterable of
+    stream events with ``result()``; it must accept and ignore unknown options.
+
+    Combination: every implementation runs, in registration order; for a duplicate ``api`` the
+    later-registered plugin wins. Exceptions are reported as for :func:`register_tools`.
     """
 
 
@@ -104,8 +135,12 @@ def register_providers(register: Callable[[Any], None]) -> None:
 def register_models(register: Callable[[Any], None]) -> None:
     """Register models by calling ``register(model)`` with :class:`~agentcore.types.Model` objects.
 
-    Combination: all implementations run; for a duplicate ``provider/id`` the later-registered
-    plugin wins.
+    When: as :func:`register_tools`, for the model registry (``get_model``, ``models()``,
+    ``agentcore models``).
+
+    Combination: every implementation runs, in registration order; for a duplicate
+    ``provider/id`` the later-registered plugin wins. Exceptions are reported as for
+    :func:`register_tools`.
     """
 
 
@@ -113,7 +148,13 @@ def register_models(register: Callable[[Any], None]) -> None:
 def on_event(event: Any, agent: Any) -> None:
     """Observe every agent event.
 
-    Called on the run thread after the agent's own state reducer ran, before the agent's listeners
-    see ``event``. Return values are ignored. Combination: every implementation is called; an
-    exception in one is logged and does not affect the run or the other observers.
+    When: on the run thread, for every event of a run, after the agent's own state reducer ran and
+    before the agent's listeners see ``event``. ``event`` is one of the agent events of
+    :mod:`agentcore.events`; ``agent`` the :class:`~agentcore.agent.Agent` (read its ``state``,
+    do not start runs from here). Keep it fast: the run waits for it.
+
+    Return: ignored.
+
+    Combination: every implementation is called, in call order; an exception in one is logged
+    (logger ``agentcore.plugins``) and does not affect the run or the other observers.
     """
