@@ -25,6 +25,7 @@ _LAZY: Dict[str, str] = {
     "SessionRepository": "repository",
     "SessionInfo": "repository",
     "attach_session": "agent_link",
+    "restore_agent": "agent_link",
 }
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "ThinkingLevelChangeEntry", "ModelChangeEntry", "ActiveToolsChangeEntry", "CompactionEntry",
     "BranchSummaryEntry", "CustomEntry", "CustomMessageEntry", "LabelEntry", "SessionInfoEntry",
     "LeafEntry", "UnknownEntry", "entry_from_dict", "build_context", "get_session_stats",
-    "attach_session",
+    "attach_session", "restore_agent",
 ]
 
 

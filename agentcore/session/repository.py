@@ -1,0 +1,227 @@
+"""A directory of JSONL sessions, laid out like the reference (spec session.md §9.3, §9.5).
+
+``<root>/--<cwd with / \\ : replaced by ->--/<created, : and . replaced by ->_<id>.jsonl``. Two cwds can
+encode to the same directory name (``/a/b-c`` and ``/a-b/c``); listing by cwd therefore also checks
+the header's ``cwd``. Listing reads only each file's bytes (no JSON parse of messages, no lock), so it
+is cheap and safe while other processes write.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, List, Optional, Set, Union
+
+from .entries import LabelEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
+from .errors import SessionError
+from .jsonl import JsonlSessionStorage, _lock, read_header
+from .session import Session
+from .storage import clean_name
+
+__all__ = ["SessionRepository", "SessionInfo"]
+
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_MESSAGE_LINE = b'\n{"type":"message"'
+_INFO_LINE = b'\n{"type":"session_info"'
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """What :meth:`SessionRepository.list` knows about a session without opening it."""
+
+    id: str
+    path: str
+    cwd: str
+    created: str
+    name: Optional[str]
+    message_count: int
+    parent_session: Optional[str]
+    modified: float
+
+
+def encode_cwd(cwd: str) -> str:
+    """The directory name of a cwd: ``/home/u/proj`` -> ``--home-u-proj--``."""
+    stripped = re.sub(r"^[/\\]", "", cwd)
+    return "--" + re.sub(r"[/\\:]", "-", stripped) + "--"
+
+
+def _info(path: str) -> Optional[SessionInfo]:
+    try:
+        header = read_header(path)
+        with open(path, "rb") as handle:
+            data = handle.read()
+        modified = os.stat(path).st_mtime
+    except (SessionError, OSError):
+        return None
+    name = None
+    at = data.rfind(_INFO_LINE)
+    if at >= 0:
+        import json
+
+        end = data.find(b"\n", at + 1)
+        try:
+            name = clean_name(json.loads(data[at + 1:end if end >= 0 else None]).get("name"))
+        except ValueError:
+            name = None
+    return SessionInfo(id=header["id"], path=path, cwd=header["cwd"], created=header["timestamp"], name=name,
+                       message_count=data.count(_MESSAGE_LINE), parent_session=header.get("parentSession"),
+                       modified=modified)
+
+
+class SessionRepository:
+    """Sessions stored as JSONL files under ``directory`` (created if missing)."""
+
+    def __init__(self, directory: Any, *, fsync: str = "never") -> None:
+        self.directory = os.path.abspath(os.fspath(directory))
+        self.fsync = fsync
+        os.makedirs(self.directory, exist_ok=True)
+        self._claims: Set[str] = set()
+        self._claims_lock = threading.Lock()
+
+    def session_dir(self, cwd: str) -> str:
+        return os.path.join(self.directory, encode_cwd(os.path.abspath(cwd)))
+
+    def _find(self, session_id: str, cwd: Optional[str] = None) -> List[str]:
+        base = glob.escape(self.session_dir(cwd)) if cwd else os.path.join(glob.escape(self.directory), "*")
+        pattern = os.path.join(base,
+                               f"*_{glob.escape(session_id)}.jsonl")
+        return sorted(glob.glob(pattern))
+
+    def create(self, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
+               metadata: Optional[dict] = None, parent_session: Optional[str] = None,
+               lines: Iterable[bytes] = ()) -> Session:
+        """A new session for ``cwd`` (default: the current directory).
+
+        ``session_id`` must match ``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`` (``invalid_payload``); an
+        id already used in the same cwd is ``already_exists``.
+        """
+        cwd = os.path.abspath(cwd if cwd is not None else os.getcwd())
+        if session_id is not None and not _ID_PATTERN.match(session_id):
+            raise SessionError("invalid_payload", f"invalid session id {session_id!r}: use letters, digits, "
+                               "'.', '_' and '-', starting and ending with a letter or digit")
+        session_id = session_id or new_session_id()
+        claim = f"{cwd}\0{session_id}"
+        with self._claims_lock:
+            if claim in self._claims or any(read_header(p).get("cwd") == cwd for p in self._find(session_id, cwd)):
+                raise SessionError("already_exists", f"a session {session_id!r} already exists for {cwd}")
+            self._claims.add(claim)
+        try:
+            created = iso_from_ms(int(time.time() * 1000))
+            directory = self.session_dir(cwd)
+            os.makedirs(directory, exist_ok=True)
+            path = os.path.join(directory, f"{re.sub(r'[:.]', '-', created)}_{session_id}.jsonl")
+            storage = JsonlSessionStorage.create(path, cwd=cwd, session_id=session_id, fsync=self.fsync,
+                                                 parent_session=parent_session, metadata=metadata,
+                                                 timestamp=created, lines=lines)
+            return Session(storage)
+        finally:
+            with self._claims_lock:
+                self._claims.discard(claim)
+
+    def list(self, cwd: Optional[str] = None) -> List[SessionInfo]:
+        """Sessions (of one cwd, or all), newest first. Files without a valid header are skipped."""
+        if cwd is not None:
+            cwd = os.path.abspath(cwd)
+            paths = glob.glob(os.path.join(glob.escape(self.session_dir(cwd)), "*.jsonl"))
+        else:
+            paths = glob.glob(os.path.join(glob.escape(self.directory), "*", "*.jsonl"))
+        infos = [i for i in map(_info, paths) if i is not None and (cwd is None or i.cwd == cwd)]
+        infos.sort(key=lambda i: (i.created, i.modified), reverse=True)
+        return infos
+
+    def path_of(self, session: Union[str, SessionInfo]) -> str:
+        """The file of a session given by id, path or :class:`SessionInfo`; ``not_found`` if none."""
+        if isinstance(session, SessionInfo):
+            return session.path
+        if os.sep in session or session.endswith(".jsonl"):
+            if not os.path.exists(session):
+                raise SessionError("not_found", f"{session}: no such session file", path=session)
+            return os.path.abspath(session)
+        found = self._find(session)
+        if not found:
+            raise SessionError("not_found", f"no session {session!r} in {self.directory}")
+        return found[0]
+
+    def open(self, session: Union[str, SessionInfo], *, read_only: bool = False) -> Session:
+        """Open a session by id, path or listing entry."""
+        path = self.path_of(session)
+        opened = Session.open(path, read_only=read_only, fsync=self.fsync)
+        expected = session.id if isinstance(session, SessionInfo) else (
+            None if os.sep in session or session.endswith(".jsonl") else session)
+        if expected is not None and opened.id != expected:
+            opened.close()
+            raise SessionError("invalid_entry", f"{path}: header id {opened.id!r} does not match {expected!r}",
+                               path=path)
+        return opened
+
+    def delete(self, session: Union[str, SessionInfo]) -> None:
+        """Delete a session file. Deleting a missing session does nothing; an open writer: locked error."""
+        try:
+            path = self.path_of(session)
+        except SessionError:
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            _lock(fd, path)
+            os.unlink(path)
+        finally:
+            os.close(fd)
+
+    def fork(self, source: Union[Session, str, SessionInfo], entry_id: Optional[str] = None, *,
+             position: str = "before", cwd: Optional[str] = None, session_id: Optional[str] = None) -> Session:
+        """A new session holding a copy of ``source`` (which is not changed).
+
+        Without ``entry_id`` every entry is copied (all branches). With it, the root→entry path is
+        copied: ``position="at"`` ends at the entry; ``"before"`` (default) requires a user message and
+        ends at its parent, so the fork re-asks that question. Label entries on the path are replaced
+        by fresh ones for the labels of copied entries. Unknown or unsuitable entry:
+        ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
+        """
+        owned = not isinstance(source, Session)
+        src = self.open(source, read_only=True) if owned else source
+        try:
+            lines = self._fork_lines(src, entry_id, position)
+            return self.create(cwd if cwd is not None else src.cwd, session_id,
+                               parent_session=src.path, lines=lines)
+        finally:
+            if owned:
+                src.close()
+
+    @staticmethod
+    def _fork_lines(src: Session, entry_id: Optional[str], position: str) -> List[bytes]:
+        storage = src.storage
+        if entry_id is None:
+            return [storage.raw_line(i) for i in storage.entry_ids()]
+        if position not in ("at", "before"):
+            raise ValueError(f"position must be 'at' or 'before', got {position!r}")
+        if entry_id not in storage or storage.type_of(entry_id) == "leaf":
+            raise SessionError("invalid_fork_target", f"cannot fork at {entry_id!r}: no such entry")
+        if position == "before":
+            if storage.type_of(entry_id) != "message" or storage.role_of(entry_id) != "user":
+                raise SessionError("invalid_fork_target", f"cannot fork before {entry_id!r}: it is not a user "
+                                   "message (use position='at')")
+            end = storage.parent_of(entry_id)
+            path = [] if end is None else storage.path_to_root(end)[::-1]
+        else:
+            path = storage.path_to_root(entry_id)[::-1]
+        kept = [i for i in path if storage.type_of(i) != "label"]
+        lines = [storage.raw_line(i) for i in kept]
+        parent = kept[-1] if kept else None
+        used = set(kept)
+        for target in kept:
+            label = storage.get_label(target)
+            if label is None:
+                continue
+            new_id = new_entry_id(lambda c: c in used or c in storage)
+            used.add(new_id)
+            entry = LabelEntry(new_id, parent, iso_from_ms(int(time.time() * 1000)), target, label)
+            lines.append(encode_line(entry.to_dict())[:-1])
+            parent = new_id
+        return lines
