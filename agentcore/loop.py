@@ -765,16 +765,11 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
 
 
 def _as_tool_result(value: Any) -> AgentToolResult:
-    """Accept what tools commonly return: an AgentToolResult, a string, or None."""
+    """An AgentToolResult as is; other return values (str, blocks, None, JSON-able data) are
+    converted with the same rules as ``@tool`` functions (:func:`agentcore.tools.to_tool_result`)."""
     if isinstance(value, AgentToolResult):
         return value
-    if value is None:
-        return AgentToolResult(content=[])
-    if isinstance(value, str):
-        return AgentToolResult(content=[TextContent(value)])
-    raise TypeError(
-        f"tool returned {type(value).__name__}; return an AgentToolResult (or a str) from execute()"
-    )
+    return _tools.to_tool_result(value)
 
 
 def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: AgentContext,

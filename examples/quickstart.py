@@ -1,0 +1,76 @@
+"""agentcore quickstart: a tool-using agent whose streamed events are printed.
+
+Offline by default (a scripted model plays the LLM). To use a real model instead, either set
+AGENTCORE_MODEL=provider/id (e.g. anthropic/claude-sonnet-4-5) plus that provider's key variable
+(e.g. ANTHROPIC_API_KEY), or point OPENAI_BASE_URL at a local OpenAI-compatible server
+(OPENAI_MODEL names the model there).
+
+    python examples/quickstart.py
+"""
+
+import os
+
+from agentcore import Agent, Model, tool
+from agentcore.testing import ScriptedModel, response, call, text
+
+
+@tool
+def calculate(expression: str) -> str:
+    """Evaluate an arithmetic expression such as "123 * 456".
+
+    Args:
+        expression: Numbers, + - * / ( ) and spaces only.
+    """
+    if not set(expression) <= set("0123456789+-*/(). "):
+        raise ValueError(f"unsupported characters in {expression!r}")
+    return f"{expression} = {eval(expression, {'__builtins__': {}})}"
+
+
+def choose_model():
+    """(model, stream_fn): a configured real model if any, else the offline scripted one."""
+    try:
+        if os.environ.get("AGENTCORE_MODEL"):
+            from agentcore import get_model
+            return get_model(os.environ["AGENTCORE_MODEL"]), None
+        if os.environ.get("OPENAI_BASE_URL"):
+            return Model(id=os.environ.get("OPENAI_MODEL", "local-model"), api="openai-completions",
+                         provider="local", base_url=os.environ["OPENAI_BASE_URL"]), None
+    except Exception as exc:  # anything wrong with the configuration: stay offline
+        print(f"(real model unavailable: {exc}; using the scripted model)")
+    scripted = ScriptedModel([
+        response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
+        text("123 × 456 is 56088."),
+    ], tokens_per_second=200)
+    return scripted.model, scripted.stream_fn
+
+
+def show(event):
+    """Print one agent event readably."""
+    if event.type == "message_update":
+        inner = event.assistant_message_event
+        if inner.type in ("text_delta", "thinking_delta"):
+            print(inner.delta, end="", flush=True)
+    elif event.type == "message_end" and event.message.role == "assistant":
+        print()
+        if event.message.error_message:
+            print(f"  [model error: {event.message.error_message}]")
+    elif event.type == "tool_execution_start":
+        print(f"  -> {event.tool_name}({event.args})")
+    elif event.type == "tool_execution_end":
+        status = "error" if event.is_error else "ok"
+        print(f"  <- {status}: {''.join(b.text for b in event.result.content if hasattr(b, 'text'))}")
+    elif event.type in ("agent_start", "agent_end"):
+        print(f"[{event.type}]")
+
+
+def main():
+    model, stream_fn = choose_model()
+    agent = Agent(model, system_prompt="You are a careful calculator. Use the tool.",
+                  tools=[calculate], stream_fn=stream_fn)
+    agent.subscribe(show)
+    agent.prompt("What is 123 * 456?")
+    print(f"{len(agent.state.messages)} messages in the transcript")
+
+
+if __name__ == "__main__":
+    main()
