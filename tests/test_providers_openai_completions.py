@@ -1,0 +1,359 @@
+"""The openai-completions wire API: recording replays, stream handling and request bodies (spec §12, §17)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _servers import Reply, ScriptedServer, load_recording, sse
+from agentcore.providers import stream
+from agentcore.providers.openai_completions import (
+    build_request_body, normalize_tool_call_id, parse_usage, resolve_compat,
+)
+from agentcore.tools import AgentTool
+from agentcore.types import (
+    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent, ToolCall,
+    ToolResultMessage, Usage, UserMessage,
+)
+
+API = "openai-completions"
+
+
+def _recording(name):
+    recording = load_recording(API, name)
+    if recording is None:
+        pytest.skip(f"recording {API}/{name} not available")
+    return recording
+
+
+def _tool_from(body):
+    function = body["tools"][0]["function"]
+    return AgentTool(function["name"], function["description"], function["parameters"], execute=lambda *a: None)
+
+
+def _conversation_shape(messages):
+    """Roles with tool-call ids and tool results; empty assistant placeholders are ignored and
+    consecutive assistant entries merged (clients differ only in that)."""
+    shape = []
+    for message in messages:
+        role = message["role"]
+        if role == "assistant":
+            ids = [c["id"] for c in message.get("tool_calls") or []]
+            calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
+            if not ids and not message.get("content"):
+                continue
+            if shape and shape[-1][0] == "assistant":
+                shape[-1] = ("assistant", shape[-1][1] + ids, shape[-1][2] + calls)
+                continue
+            shape.append(("assistant", ids, calls))
+        elif role == "tool":
+            shape.append(("tool", message["tool_call_id"], message["content"]))
+        else:
+            shape.append((role, message["content"]))
+    return shape
+
+
+RECORDED = {
+    # name: (tool result text, expected tool call, expected usage of turn 1, usage of turn 2, final text)
+    "tool-call-args-in-fragments": (
+        "2869461", ("call_1EYWDzueHEp8OsB8jJSEp7WB", "multiply", {"a": 1231, "b": 2331}),
+        (54, 20, 74), (87, 26, 113), "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\)."),
+    "openrouter-tool-call-no-finish-reason": (
+        "0.fixed-version", ("0", "llm_version", {}),
+        (57, 17, 74), (107, 15, 122), "The current version of *llm* is **0.fixed-version**."),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096])
+def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every recording
+    recording = _recording(name)
+    result_text, (call_id, call_name, call_args), usage1, usage2, final_text = RECORDED[name]
+    first, second = recording["interactions"]
+    with ScriptedServer() as server:
+        server.replay(recording, chunk_size=chunk_size)
+        model = Model(id=first["request"]["body"]["model"], api=API, provider="openai", base_url=server.url + "/v1",
+                      cost=ModelCost(input=1.0, output=2.0))
+        context = AgentContext(messages=[UserMessage(first["request"]["body"]["messages"][0]["content"])],
+                               tools=[_tool_from(first["request"]["body"])])
+
+        events = stream(model, context, api_key="sk-test")
+        types = [e.type for e in events]
+        message = events.result()
+        assert types[0] == "start" and types[1] == "toolcall_start" and types[-2:] == ["toolcall_end", "done"]
+        assert set(types[2:-2]) == {"toolcall_delta"}
+        assert [(c.id, c.name, c.arguments) for c in message.content] == [(call_id, call_name, call_args)]
+        assert message.stop_reason == "toolUse"  # also when the server sent no finish_reason
+        assert (message.usage.input, message.usage.output, message.usage.total_tokens) == usage1
+        assert message.usage.cost.total == pytest.approx(usage1[0] * 1e-6 + usage1[1] * 2e-6)
+
+        sent = server.requests[0].json()
+        recorded = first["request"]["body"]
+        assert sent["messages"] == recorded["messages"]
+        assert (sent["model"], sent["stream"], sent["stream_options"]) == (
+            recorded["model"], recorded["stream"], recorded["stream_options"])
+        assert [{k: v for k, v in t["function"].items() if k != "strict"} for t in sent["tools"]] == \
+            [t["function"] for t in recorded["tools"]]
+
+        context.messages += [message, ToolResultMessage(call_id, call_name, [TextContent(result_text)])]
+        final = stream(model, context, api_key="sk-test").result()
+        assert final.content == [TextContent(final_text)] and final.stop_reason == "stop"
+        assert (final.usage.input, final.usage.output, final.usage.total_tokens) == usage2
+        assert _conversation_shape(server.requests[1].json()["messages"]) == \
+            _conversation_shape(second["request"]["body"]["messages"])
+
+
+# --------------------------------------------------------------------------- stream handling
+
+
+def _chunk(delta=None, finish=None, **extra):
+    chunk = {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    chunk.update(extra)
+    return chunk
+
+
+def _replay(body, model_kw=None, chunk_size=11, **options):
+    with ScriptedServer([Reply(body=body, chunk_size=chunk_size)]) as server:
+        model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1", **(model_kw or {}))
+        events = stream(model, AgentContext(messages=[UserMessage("q")]), **options)
+        return [e.type for e in events], events.result()
+
+
+def test_reasoning_content_then_text():  # spec §12 (b): DeepSeek / llama.cpp reasoning_content
+    body = sse(_chunk({"reasoning_content": "Let me "}), _chunk({"reasoning_content": "think."}),
+               _chunk({"content": "Answer"}), _chunk(finish="stop"),
+               {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5,
+                                         "prompt_tokens_details": {"cached_tokens": 4},
+                                         "completion_tokens_details": {"reasoning_tokens": 3}}}, done=True)
+    types, message = _replay(body)
+    assert types == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
+                     "text_start", "text_delta", "text_end", "done"]
+    assert message.content == [ThinkingContent("Let me think.", thinking_signature="reasoning_content"),
+                               TextContent("Answer")]
+    assert (message.usage.input, message.usage.output, message.usage.cache_read, message.usage.total_tokens) == \
+        (6, 5, 4, 15)
+
+
+def test_parallel_tool_calls_by_id_and_index():  # spec §12 (c)
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": '{"x":'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"y": "z"}'}}]}),
+        _chunk({"tool_calls": [{"index": 2, "function": {"name": "h", "arguments": {"as": "object"}}}]}),
+        _chunk(finish="tool_calls"), done=True)
+    types, message = _replay(body)
+    assert [(c.id, c.name, c.arguments) for c in message.content] == [
+        ("a", "f", {"x": 1}), ("b", "g", {"y": "z"}), ("", "h", {"as": "object"})]
+    assert types.count("toolcall_end") == 3 and message.stop_reason == "toolUse"
+
+
+def test_toolcall_delta_partial_arguments():  # spec §12 composed example
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "call_w1", "function": {"name": "get_weather", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Ly'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'on"}'}}]}),
+        _chunk(finish="tool_calls"), done=True)
+    with ScriptedServer([Reply(body=body)]) as server:
+        model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
+        seen = [(e.delta, dict(e.partial.content[0].arguments))
+                for e in stream(model, AgentContext(messages=[UserMessage("q")])) if e.type == "toolcall_delta"]
+    assert seen == [("", {}), ('{"city":"Ly', {"city": "Ly"}), ('on"}', {"city": "Lyon"})]
+
+
+def test_oversize_tool_arguments_stream():  # issue 4: oversize tool arguments
+    content = "line of a large file\n" * 50000
+    text = json.dumps({"path": "big.txt", "content": content})
+    pieces = [text[i:i + 97] for i in range(0, len(text), 97)]
+    body = sse(_chunk({"tool_calls": [{"index": 0, "id": "w", "function": {"name": "write", "arguments": ""}}]}),
+               *[_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces],
+               _chunk(finish="tool_calls"), done=True)
+    types, message = _replay(body, chunk_size=4096)
+    assert message.content[0].arguments == {"path": "big.txt", "content": content}
+    assert types.count("toolcall_delta") == len(pieces) + 1
+
+
+def test_openrouter_reasoning_details_become_thought_signature():  # spec §12 (d)
+    detail = {"type": "reasoning.encrypted", "id": "t1", "data": "opaque"}
+    body = sse(_chunk({"reasoning": "hmm"}),
+               _chunk({"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "f", "arguments": "{}"}}]}),
+               _chunk({"reasoning_details": [detail]}), _chunk(finish="tool_calls"), done=True)
+    _, message = _replay(body)
+    assert message.content[0] == ThinkingContent("hmm", thinking_signature="reasoning")
+    assert json.loads(message.content[1].thought_signature) == detail
+
+
+@pytest.mark.parametrize("finish, stop, error", [
+    ("length", "length", None),
+    ("content_filter", "error", "content filter"),
+    ("weird_reason", "error", "Unhandled stop reason: weird_reason"),
+])
+def test_finish_reasons(finish, stop, error):  # spec §8
+    types, message = _replay(sse(_chunk({"content": "x"}), _chunk(finish=finish), done=True))
+    assert message.stop_reason == stop
+    if error:
+        assert types[-1] == "error" and error in message.error_message
+    else:
+        assert types[-1] == "done"
+
+
+def test_usage_inside_choice_and_cost():  # spec §7: Moonshot-style usage
+    body = sse(_chunk({"content": "x"}, "stop", ),
+               {"choices": [{"index": 0, "delta": {}, "usage": {"prompt_tokens": 1000, "completion_tokens": 10}}]},
+               done=True)
+    _, message = _replay(body, {"cost": ModelCost(input=3.0, output=15.0)})
+    assert (message.usage.input, message.usage.output) == (1000, 10)
+    assert message.usage.cost.input == pytest.approx(0.003) and message.usage.cost.total == pytest.approx(0.00315)
+
+
+def test_usage_reasoning_tokens_rule():
+    assert parse_usage({"prompt_tokens": 5, "completion_tokens": 20,
+                        "completion_tokens_details": {"reasoning_tokens": 12}}).output == 20
+    assert parse_usage({"prompt_tokens": 5, "completion_tokens": 8,
+                        "completion_tokens_details": {"reasoning_tokens": 12}}).output == 20
+
+
+# --------------------------------------------------------------------------- request bodies
+
+
+def _model(**kw):
+    base = dict(id="gpt-x", api=API, provider="openai", base_url="https://api.openai.com/v1")
+    base.update(kw)
+    return Model(**base)
+
+
+TOOL = AgentTool("calc", "Calculate.", {"type": "object", "properties": {"e": {"type": "string"}}},
+                 execute=lambda *a: None)
+
+
+def test_body_basics_openai():  # spec §12 body
+    model = _model(reasoning=True)
+    ctx = AgentContext(system_prompt="Be brief.", messages=[UserMessage("hi")], tools=[TOOL])
+    body = build_request_body(model, ctx, {"max_tokens": 100, "temperature": 0.5, "reasoning": "high",
+                                           "tool_choice": "auto"})
+    assert body == {
+        "model": "gpt-x",
+        "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "stream": True, "stream_options": {"include_usage": True}, "store": False,
+        "max_completion_tokens": 100, "temperature": 0.5,
+        "tools": [{"type": "function", "function": {"name": "calc", "description": "Calculate.",
+                                                    "parameters": TOOL.parameters, "strict": False}}],
+        "tool_choice": "auto", "reasoning_effort": "high",
+    }
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(provider="xai", base_url="https://api.x.ai/v1"),
+     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False)),
+    (dict(provider="zai", base_url="https://api.z.ai/api/coding/paas/v4"),
+     dict(supportsStore=False, thinkingFormat="zai", supportsReasoningEffort=False)),
+    (dict(provider="deepseek", base_url="https://api.deepseek.com/v1"),
+     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=True)),
+    (dict(provider="local", base_url="http://localhost:11434/v1"),
+     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False, maxTokensField="max_tokens")),
+    (dict(provider="mistral", base_url="https://api.mistral.ai/v1"),
+     dict(requiresToolResultName=True, requiresThinkingAsText=True, maxTokensField="max_tokens")),
+    (dict(provider="groq", base_url="https://api.groq.com/openai/v1", id="qwen/qwen3-32b"),
+     dict(reasoningEffortMap={"minimal": "default", "low": "default", "medium": "default", "high": "default",
+                              "xhigh": "default"})),
+    (dict(provider="local", base_url="http://127.0.0.1:8080/v1", compat={"supportsDeveloperRole": True}),
+     dict(supportsDeveloperRole=True)),
+])
+def test_compat_detection_and_overrides(kw, expected):  # spec §17
+    compat = resolve_compat(_model(**kw))
+    assert {k: compat[k] for k in expected} == expected
+
+
+def test_reasoning_levels_and_formats():  # spec §11
+    ctx = AgentContext(messages=[UserMessage("q")])
+    assert build_request_body(_model(reasoning=True), ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "high"
+    assert build_request_body(_model(id="gpt-5.2", reasoning=True), ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "xhigh"
+    assert "reasoning_effort" not in build_request_body(_model(reasoning=False), ctx, {"reasoning": "high"})
+    assert "reasoning_effort" not in build_request_body(_model(reasoning=True), ctx, {"reasoning": None})
+    zai = _model(provider="zai", base_url="https://api.z.ai/api/paas/v4", reasoning=True)
+    assert build_request_body(zai, ctx, {"reasoning": "low"})["enable_thinking"] is True
+    assert build_request_body(zai, ctx, {})["enable_thinking"] is False
+    qwen = _model(provider="local", base_url="http://localhost:8000/v1", reasoning=True,
+                  compat={"thinkingFormat": "qwen-chat-template"})
+    assert build_request_body(qwen, ctx, {"reasoning": "medium"})["chat_template_kwargs"] == {"enable_thinking": True}
+
+
+def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messages
+    model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-x",
+                   input=("text", "image"))
+    mine = dict(api=API, provider="mistral", model="mistral-x")
+    image = ImageContent("QUJD", "image/png")
+    ctx = AgentContext(messages=[
+        UserMessage([TextContent("look"), image]),
+        AssistantMessage([ThinkingContent("ponder", thinking_signature="reasoning_content"), TextContent("ok"),
+                          ToolCall("abcdefghi", "shot", {})], stop_reason="toolUse", **mine),
+        ToolResultMessage("abcdefghi", "shot", [image]),
+        UserMessage("thanks \ud800"),
+    ])
+    messages = build_request_body(model, ctx, {})["messages"]
+    assert messages == [
+        {"role": "user", "content": [{"type": "text", "text": "look"},
+                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
+        {"role": "assistant", "content": "ponder\n\nok",  # requiresThinkingAsText
+         "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "abcdefghi", "content": "(see attached image)", "name": "shot"},
+        {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"},
+                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
+        {"role": "user", "content": "thanks "},  # unpaired surrogate removed
+    ]
+    text_only = build_request_body(_model(), AgentContext(messages=[UserMessage([image])]), {})
+    assert text_only["messages"] == []  # images dropped for a text-only model; the empty message skipped
+
+
+def test_same_model_reasoning_is_replayed_under_its_field_and_tools_empty_list():
+    model = _model(provider="local", base_url="http://localhost:8080/v1", id="qwq")
+    prior = AssistantMessage([ThinkingContent("think", thinking_signature="reasoning_content"),
+                              ToolCall("c1", "calc", {"e": "1+1"})],
+                             api=API, provider="local", model="qwq", stop_reason="toolUse")
+    ctx = AgentContext(messages=[UserMessage("q"), prior, ToolResultMessage("c1", "calc", [TextContent("2")])])
+    body = build_request_body(model, ctx, {"max_tokens": 50})
+    assert body["messages"][1]["reasoning_content"] == "think" and body["messages"][1]["content"] is None
+    assert body["tools"] == []  # history has tool traffic but no tools are offered now
+    assert body["max_tokens"] == 50 and "store" not in body
+
+
+def test_cross_provider_replay_normalises_ids_and_repairs_sequence():  # spec §6 through this API
+    responses = dict(api="openai-responses", provider="openai", model="gpt-5")
+    ctx = AgentContext(messages=[
+        UserMessage("q"),
+        AssistantMessage([ThinkingContent("secret", thinking_signature='{"type":"reasoning"}'),
+                          ToolCall("call_1|fc_abc", "calc", {"e": "1"}), ToolCall("call_2|fc_def", "calc", {})],
+                         stop_reason="toolUse", **responses),
+        ToolResultMessage("call_1|fc_abc", "calc", [TextContent("1")]),
+        AssistantMessage([TextContent("partial")], stop_reason="aborted", **responses),
+        UserMessage("again"),
+    ])
+    body = build_request_body(_model(provider="groq", base_url="https://api.groq.com/openai/v1"), ctx, {})
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "tool", "user"]
+    assistant = body["messages"][1]
+    assert assistant["content"] == "secret"  # foreign thinking becomes plain text
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_1", "call_2"]
+    assert body["messages"][2] == {"role": "tool", "tool_call_id": "call_1", "content": "1"}
+    assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_2", "content": "No result provided"}
+
+
+def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17
+    model = _model(provider="openrouter", base_url="https://openrouter.ai/api/v1", id="anthropic/claude-x",
+                   compat={"openRouterRouting": {"order": ["anthropic"]}})
+    body = build_request_body(model, AgentContext(messages=[UserMessage("hello")]), {})
+    assert body["messages"][-1]["content"] == [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]
+    assert body["provider"] == {"order": ["anthropic"]}
+    none = build_request_body(model, AgentContext(messages=[UserMessage("hello")]), {"cache_retention": "none"})
+    assert none["messages"][-1]["content"] == "hello"
+
+
+def test_tool_call_id_normalisation():  # spec §6
+    openai = _model()
+    assert normalize_tool_call_id("call_1|fc_x", openai) == "call_1"
+    assert normalize_tool_call_id("x" * 50, openai) == "x" * 40
+    assert normalize_tool_call_id("y" * 50, _model(provider="groq")) == "y" * 50
+    mistral = _model(provider="mistral", base_url="https://api.mistral.ai/v1")
+    short = normalize_tool_call_id("toolu_01ABCdef-xyz", mistral)
+    assert len(short) == 9 and short.isalnum() and short == normalize_tool_call_id("toolu_01ABCdef-xyz", mistral)
+    assert normalize_tool_call_id("abc-DEF-123", mistral) == "abcDEF123"

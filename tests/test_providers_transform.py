@@ -1,0 +1,72 @@
+"""Cross-provider message transformation (providers spec §6)."""
+
+from __future__ import annotations
+
+from agentcore.providers.transform import transform_messages
+from agentcore.types import (
+    AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+)
+
+TARGET = Model(id="claude-x", api="anthropic-messages", provider="anthropic", base_url="")
+SAME = dict(api="anthropic-messages", provider="anthropic", model="claude-x")
+OTHER = dict(api="openai-responses", provider="openai", model="gpt-5")
+
+
+def _assistant(blocks, stop="stop", **origin):
+    return AssistantMessage(list(blocks), stop_reason=stop, **(origin or SAME))
+
+
+def _upper(tool_call_id):
+    return tool_call_id.upper()
+
+
+def test_same_model_keeps_everything_verbatim():  # §6 pass 1, same model
+    message = _assistant([ThinkingContent("", thinking_signature="enc"), ThinkingContent("r", redacted=True,
+                          thinking_signature="blob"), TextContent("t", text_signature="sig"),
+                          ToolCall("id|1", "f", {}, thought_signature="ts")])
+    out = transform_messages([UserMessage("q"), message], TARGET, _upper)
+    assert out[1] is message  # untouched messages are not copied
+
+
+def test_cross_model_blocks():  # §6 pass 1, different model
+    message = _assistant([
+        ThinkingContent("secret", thinking_signature="x", redacted=True),  # redacted: dropped
+        ThinkingContent("   "),  # blank: dropped
+        ThinkingContent("reasoned", thinking_signature="sig"),  # becomes plain text
+        TextContent("answer", text_signature="msg_1"),  # loses its signature
+        ToolCall("call|item", "f", {"a": 1}, thought_signature="ts"),  # id normalised, signature dropped
+    ], stop="toolUse", **OTHER)
+    result = ToolResultMessage("call|item", "f", [TextContent("ok")])
+    out = transform_messages([UserMessage("q"), message, result], TARGET, _upper)
+    assert out[1].content == [TextContent("reasoned"), TextContent("answer"), ToolCall("CALL|ITEM", "f", {"a": 1})]
+    assert out[2].tool_call_id == "CALL|ITEM"
+    assert message.content[4].id == "call|item" and result.tool_call_id == "call|item"  # inputs not mutated
+
+
+def test_errored_and_aborted_turns_are_dropped():  # §6 pass 2
+    messages = [UserMessage("q"), _assistant([TextContent("half")], stop="error"),
+                _assistant([TextContent("cut")], stop="aborted"), UserMessage("again")]
+    out = transform_messages(messages, TARGET)
+    assert [m.role for m in out] == ["user", "user"]
+
+
+def test_orphaned_tool_calls_get_synthetic_results():  # §6 pass 2
+    calls = _assistant([ToolCall("a", "f", {}), ToolCall("b", "g", {})], stop="toolUse")
+    messages = [UserMessage("q"), calls, ToolResultMessage("a", "f", [TextContent("1")]), UserMessage("next")]
+    out = transform_messages(messages, TARGET)
+    assert [(m.role, getattr(m, "tool_call_id", None)) for m in out] == [
+        ("user", None), ("assistant", None), ("toolResult", "a"), ("toolResult", "b"), ("user", None)]
+    synthetic = out[3]
+    assert synthetic.is_error and synthetic.tool_name == "g" and synthetic.content == [TextContent("No result provided")]
+
+
+def test_orphans_before_next_assistant_and_trailing_calls_left_alone():
+    first = _assistant([ToolCall("a", "f", {})], stop="toolUse")
+    second = _assistant([ToolCall("b", "f", {})], stop="toolUse")
+    out = transform_messages([UserMessage("q"), first, second], TARGET)
+    assert [m.role for m in out] == ["user", "assistant", "toolResult", "assistant"]  # trailing "b" untouched
+
+
+def test_reference_dicts_are_accepted():
+    out = transform_messages([{"role": "user", "content": "hi", "timestamp": 1}], TARGET)
+    assert isinstance(out[0], UserMessage) and out[0].content == "hi"
