@@ -375,12 +375,15 @@ def test_stream_closed_early_keeps_partial_text():  # spec §3 rule 6, upstream 
 def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
     bad = "event: message_start\ndata: {\"type\": \"message_start\", \n\n"
     overloaded = ('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')
-    with ScriptedServer([Reply(body=bad), Reply(body=overloaded)]) as server:
+    plain = "event: error\ndata: upstream proxy timeout\n\n"
+    with ScriptedServer([Reply(body=bad), Reply(body=overloaded), Reply(body=plain)]) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         first, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
         second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+        third, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
     assert first.stop_reason == "error" and "malformed JSON" in first.error_message
     assert second.stop_reason == "error" and "overloaded_error" in second.error_message
+    assert third.error_message == "upstream proxy timeout"
 
 
 def test_connection_reset_mid_stream_and_non_utf8_bytes():  # issue 4 synthetic cases

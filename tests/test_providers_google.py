@@ -325,3 +325,12 @@ def test_agent_run_with_two_tools_end_to_end():  # issue 4: end-to-end Agent run
     assert [c["role"] for c in third["contents"]] == [c["role"] for c in recorded]
     assert [p["functionResponse"]["response"] for c in third["contents"] for p in c["parts"] if "functionResponse" in p] \
         == [{"output": "Paris"}, {"output": "30°C"}]
+
+
+def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: stream/complete by model.api
+    from agentcore.providers import complete
+
+    body = 'data: {"candidates": [{"content": {"parts": [{"text": "pong"}], "role": "model"}, "finishReason": "STOP"}]}\r\n\r\n'
+    with ScriptedServer([Reply(body=body)]) as server:
+        result = complete(_served(server), AgentContext(messages=[UserMessage(content="ping")]), api_key="g")
+    assert (result.text, result.stop_reason, result.api) == ("pong", "stop", API)

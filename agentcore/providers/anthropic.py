@@ -463,4 +463,13 @@ class AnthropicProvider(WireProvider):
         return WireRequest(request_url(model), build_headers(model, key, options), body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
-        return StateHandler(AnthropicStreamState(model, writer.output, writer.push))
+        return _AnthropicHandler(AnthropicStreamState(model, writer.output, writer.push))
+
+
+class _AnthropicHandler(StateHandler):
+    """``event: error`` fails with its data text as is, JSON or not (e.g. a proxy's plain text)."""
+
+    def on_event(self, event: Any) -> bool:
+        if event.event == "error":
+            raise ProviderError(event.data or "Anthropic stream reported an error without details")
+        return super().on_event(event)
