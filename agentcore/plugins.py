@@ -28,6 +28,7 @@ import importlib
 import itertools
 import logging
 import os
+import re
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -224,25 +225,35 @@ def _load_builtins() -> List[_Loaded]:
 
 
 def _iter_entry_points() -> Iterable[Tuple[Any, Optional[str], Optional[str]]]:
-    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution."""
+    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution.
+
+    Reads each distribution's small ``entry_points.txt`` first and parses the (slow) METADATA only
+    of distributions that declare the group: this keeps a scan of a large environment cheap.
+    """
     from importlib.metadata import distributions
 
     seen = set()
     for dist in distributions():
+        norm = getattr(dist, "_normalized_name", None)
         try:
-            dist_name = dist.metadata["Name"]
-        except Exception:  # malformed metadata: skip the distribution, not the scan
-            continue
-        norm = (dist_name or "").lower().replace("_", "-").replace(".", "-")
-        if norm in seen:
-            continue  # the same distribution found twice on sys.path: the first one wins
-        seen.add(norm)
-        try:
+            if norm is None:
+                norm = _normalize(dist.metadata["Name"])
+            if norm in seen:
+                continue  # the same distribution found twice on sys.path: the first one wins
+            seen.add(norm)
+            text = dist.read_text("entry_points.txt") or ""
+            if f"[{ENTRY_POINT_GROUP}]" not in text:
+                continue
             eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
-        except Exception:
+            name, version = dist.metadata["Name"], dist.version
+        except Exception:  # malformed metadata: skip that distribution, not the scan
             continue
         for ep in eps:
-            yield ep, dist_name, dist.version
+            yield ep, name, version
+
+
+def _normalize(name: Optional[str]) -> str:
+    return re.sub(r"[-_.]+", "_", name or "").lower()
 
 
 def _load_entry_point(ep: Any, dist: Optional[str], version: Optional[str]) -> _Loaded:
