@@ -4,7 +4,6 @@ registration. Tools report failure by raising (agent-loop §1.7, §2.8)."""
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import stat
 from pathlib import Path

@@ -197,13 +197,15 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
         deadline = None if limit is None else time.monotonic() + limit
         last_update = 0.0
         dirty = False
+        pause = 0.001
         while True:
             chunk = process.read(0.05)
             if chunk:
                 output.append(chunk)
                 dirty = True
-            elif chunk is None:  # output closed but the shell may still run
-                stop.wait(0.05)
+            elif chunk is None:  # output closed; the shell is usually exiting: poll soon, then less often
+                stop.wait(pause)
+                pause = min(pause * 2, 0.05)
             if dirty and on_update is not None and time.monotonic() - last_update >= update_interval:
                 _emit(output, on_update)
                 last_update, dirty = time.monotonic(), False
