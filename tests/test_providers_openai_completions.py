@@ -357,3 +357,59 @@ def test_tool_call_id_normalisation():  # spec §6
     short = normalize_tool_call_id("toolu_01ABCdef-xyz", mistral)
     assert len(short) == 9 and short.isalnum() and short == normalize_tool_call_id("toolu_01ABCdef-xyz", mistral)
     assert normalize_tool_call_id("abc-DEF-123", mistral) == "abcDEF123"
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_agent_run_with_tool_over_recorded_traffic():  # issue 4: end-to-end Agent run per wire API
+    from agentcore import Agent, tool
+
+    recording = _recording("tool-call-args-in-fragments")
+    calls = []
+
+    @tool
+    def multiply(a: int, b: int) -> str:
+        """Multiply two numbers."""
+        calls.append((a, b))
+        return str(a * b)
+
+    with ScriptedServer() as server:
+        server.replay(recording, chunk_size=9)
+        model = Model(id="gpt-4o-mini", api=API, provider="openai", base_url=server.url + "/v1")
+        agent = Agent(model=model, tools=[multiply], api_key="sk-test")
+        seen = []
+        agent.subscribe(lambda event: seen.append(event.type))
+        new = agent.prompt("What is 1231 * 2331?")
+        second = server.requests[1].json()["messages"]
+    assert calls == [(1231, 2331)]
+    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+    assert new[2].text == "2869461" and not new[2].is_error
+    assert new[-1].text == RECORDED["tool-call-args-in-fragments"][-1] and new[-1].stop_reason == "stop"
+    assert second[-1] == {"role": "tool", "tool_call_id": "call_1EYWDzueHEp8OsB8jJSEp7WB", "content": "2869461"}
+    assert seen[0] == "agent_start" and seen[-1] == "agent_end" and "tool_execution_end" in seen
+
+
+def test_agent_run_parallel_tools_against_local_server():  # issue 4: local OpenAI-compatible server
+    from agentcore import Agent, tool
+
+    @tool
+    def echo(word: str) -> str:
+        """Echo a word."""
+        return word.upper()
+
+    first = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "e1", "function": {"name": "echo", "arguments": '{"word":"a"}'}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "e2", "function": {"name": "echo", "arguments": '{"word":"b"}'}}]}),
+        _chunk(finish="tool_calls"), done=True)
+    second = sse(_chunk({"content": "A and B"}), _chunk(finish="stop"), done=True)
+    with ScriptedServer([Reply(body=first, chunk_size=16), Reply(body=second)]) as server:
+        model = Model(id="llama3", api=API, provider="ollama", base_url=server.url + "/v1")
+        agent = Agent(model=model, system_prompt="Be terse.", tools=[echo])
+        new = agent.prompt("echo a and b")
+        body = server.requests[1].json()
+    assert [(m.role, getattr(m, "tool_call_id", None)) for m in new] == [
+        ("user", None), ("assistant", None), ("toolResult", "e1"), ("toolResult", "e2"), ("assistant", None)]
+    assert new[-1].text == "A and B"
+    assert body["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"] == [("e1", "A"), ("e2", "B")]
