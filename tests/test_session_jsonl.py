@@ -1,0 +1,545 @@
+"""JSONL session files: spec session.md §12 D (migration, parsing), E (persistence and repair), F
+(repository and fork), the reference file from ../shared/sessions, and byte-level output shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from agentcore.session import JsonlSessionStorage, Session, SessionError, SessionRepository
+from agentcore.session.entries import encode_line
+from agentcore.types import AssistantMessage, TextContent, Usage, UsageCost, UserMessage
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+REFERENCE = SHARED / "sessions" / "pi-v1-large-session.jsonl"
+ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def U(text):
+    return UserMessage([TextContent(text)], timestamp=1)
+
+
+def A(text):
+    return AssistantMessage([TextContent(text)], api="anthropic-messages", provider="anthropic",
+                            model="claude-sonnet-4-5", usage=Usage(cost=UsageCost()))
+
+
+def write_lines(path, objects, tail=b"\n"):
+    path.write_bytes(b"\n".join(json.dumps(o, separators=(",", ":")).encode() for o in objects) + tail)
+
+
+V1_HEADER = {"type": "session", "id": "sess-1", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"}
+
+
+def user_entry(text, **extra):
+    return dict({"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
+                 "message": {"role": "user", "content": text, "timestamp": 1}}, **extra)
+
+
+def v3_entry(entry_id, parent, text="x"):
+    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1}}
+
+
+V3_HEADER = dict(V1_HEADER, version=3)
+
+
+# --------------------------------------------------------------------------- D. migration and parsing
+
+
+def test_v1_file_is_migrated(tmp_path):  # session §12 D36
+    path = tmp_path / "v1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one"), user_entry("two")])
+    with Session.open(path) as s:
+        entries = s.entries()
+        assert [len(e.id) for e in entries] == [8, 8]
+        assert entries[0].parent_id is None and entries[1].parent_id == entries[0].id
+    lines = path.read_bytes().decode().splitlines()
+    header = json.loads(lines[0])
+    assert header["version"] == 3 and list(header)[:5] == ["type", "version", "id", "timestamp", "cwd"]
+    assert [list(json.loads(line))[:4] for line in lines[1:]] == [["type", "id", "parentId", "timestamp"]] * 2
+    assert not list(tmp_path.glob("*.tmp"))
+    with Session.open(path) as again:  # idempotent: ids stable once written
+        assert [e.id for e in again.entries()] == [e.id for e in entries]
+
+
+def test_v2_keeps_ids_and_hook_messages_become_custom(tmp_path):  # session §12 D37
+    path = tmp_path / "v2.jsonl"
+    hook = {"type": "message", "id": "def67890", "parentId": "abc12345", "timestamp": "2025-01-01T00:00:02.000Z",
+            "message": {"role": "hookMessage", "customType": "h", "content": "c", "display": True,
+                        "timestamp": 2}}
+    write_lines(path, [dict(V1_HEADER, version=2), v3_entry("abc12345", None), hook])
+    with Session.open(path) as s:
+        assert [(e.id, e.parent_id) for e in s.entries()] == [("abc12345", None), ("def67890", "abc12345")]
+        assert s.get_entry("def67890").message.role == "custom"
+    assert json.loads(path.read_text().splitlines()[0])["version"] == 3
+
+
+def test_v1_compaction_index_becomes_id(tmp_path):  # session §12 D38
+    path = tmp_path / "v1c.jsonl"
+    compaction = {"type": "compaction", "timestamp": "2025-01-01T00:00:03.000Z", "summary": "S",
+                  "firstKeptEntryIndex": 2, "tokensBefore": 5}
+    write_lines(path, [V1_HEADER, user_entry("one"), user_entry("two"), compaction])
+    with Session.open(path) as s:
+        entries = s.entries()
+        assert entries[2].first_kept_entry_id == entries[1].id
+        assert "firstKeptEntryIndex" not in json.loads(s.storage.raw_line(entries[2].id))
+        assert [m.content for m in s.build_context().messages[1:]] == ["two"]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"not json\n", b'{"type":"message","id":"a"}\n'],
+                         ids=["empty", "blank", "non-json", "headerless"])
+def test_missing_or_bad_header_is_invalid_session(tmp_path, content):  # session §12 D39 (strict port)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "invalid_session" and str(path) in str(info.value)
+    assert path.read_bytes() == content  # the strict loader never discards data
+    with pytest.raises(SessionError) as missing:
+        Session.open(tmp_path / "missing.jsonl")
+    assert missing.value.code == "not_found"
+
+
+def test_strict_loader(tmp_path):  # session §12 D40
+    path = tmp_path / "v2hdr.jsonl"
+    write_lines(path, [dict(V1_HEADER, version=4)])
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "invalid_session" and "version 4" in str(info.value)
+    middle = tmp_path / "middle.jsonl"
+    content = b"\n".join([json.dumps(V3_HEADER).encode(), json.dumps(v3_entry("a1", None)).encode(),
+                          b"not-json", json.dumps(v3_entry("a2", "a1")).encode()]) + b"\n"
+    middle.write_bytes(content)
+    with pytest.raises(SessionError) as bad:
+        Session.open(middle)
+    assert bad.value.code == "invalid_entry" and bad.value.line == 3 and f"{middle}:3" in str(bad.value)
+    assert middle.read_bytes() == content
+
+
+def test_bad_envelope_and_duplicate_ids(tmp_path):  # session §3.5 strict entry rules
+    path = tmp_path / "dup.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("a1", None), v3_entry("a1", None), v3_entry("a3", "a1")])
+    with pytest.raises(SessionError) as dup:
+        Session.open(path)
+    assert dup.value.code == "invalid_entry" and "duplicate" in str(dup.value) and dup.value.line == 3
+    no_id = tmp_path / "noid.jsonl"
+    write_lines(no_id, [V3_HEADER, {"type": "message", "parentId": None, "timestamp": "t"}, v3_entry("b", None)])
+    with pytest.raises(SessionError) as info:
+        Session.open(no_id)
+    assert info.value.code == "invalid_entry" and info.value.line == 2
+
+
+def test_dangling_leaf_is_invalid_session(tmp_path):  # session §3.2
+    path = tmp_path / "leaf.jsonl"
+    leaf = {"type": "leaf", "id": "l1", "parentId": "a1", "timestamp": "t", "targetId": "ghost"}
+    write_lines(path, [V3_HEADER, v3_entry("a1", None), leaf])
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "invalid_session" and "ghost" in str(info.value)
+
+
+def test_damaged_payload_is_reported_with_its_line(tmp_path):  # lazy decode keeps strictness
+    path = tmp_path / "payload.jsonl"
+    good = json.dumps(v3_entry("a1", None), separators=(",", ":")).encode()
+    broken = good.replace(b'"a1"', b'"a2"', 1).replace(b'"parentId":null', b'"parentId":"a1"')
+    broken = broken.replace(b'"content":"x"', b'"content":"x"]')
+    path.write_bytes(json.dumps(V3_HEADER).encode() + b"\n" + good + b"\n" + broken + b"\n" + good.replace(
+        b'"a1"', b'"a3"', 1) + b"\n")
+    with pytest.raises(SessionError) as verified:
+        Session.open(path, verify=True)
+    assert verified.value.code == "invalid_entry" and verified.value.line == 3
+    with Session.open(path, read_only=True) as lazy:  # envelope fine: the problem shows when read
+        with pytest.raises(SessionError) as info:
+            lazy.get_entry("a2")
+        assert info.value.line == 3 and f"{path}:3" in str(info.value)
+
+
+# --------------------------------------------------------------------------- E. persistence and repair
+
+
+def test_missing_final_newline_is_added(tmp_path):  # session §12 E41
+    path = tmp_path / "nl.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)], tail=b"")
+    with Session.open(path) as s:
+        assert path.read_bytes().endswith(b"}\n")
+        s.append_message(U("second"))
+    with Session.open(path) as s:
+        assert [e.id for e in s.entries()][0] == "first" and len(s.entries()) == 2
+        assert s.entries()[1].parent_id == "first"
+
+
+@pytest.mark.parametrize("torn", [b'{"type":"message","id":"x', b'{"type":"message"', b'{'])
+def test_torn_last_line_is_truncated(tmp_path, torn):  # session §12 E42
+    path = tmp_path / "torn.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)])
+    prefix = path.read_bytes()
+    path.write_bytes(prefix + torn)
+    with Session.open(path) as s:
+        assert path.read_bytes() == prefix
+        assert [e.id for e in s.entries()] == ["first"]
+        nxt = s.append_message(U("next"))
+    with Session.open(path) as s:
+        assert [e.id for e in s.entries()] == ["first", nxt]
+
+
+def test_torn_last_line_with_newline_is_repaired_too(tmp_path):  # brief: invalid JSON on the last line
+    path = tmp_path / "torn2.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)])
+    prefix = path.read_bytes()
+    path.write_bytes(prefix + b'{"type":"mess\n')
+    with Session.open(path) as s:
+        assert len(s.entries()) == 1
+    assert path.read_bytes() == prefix
+
+
+def test_read_only_open_never_repairs(tmp_path):  # session §13 readers tolerate a growing tail
+    path = tmp_path / "ro.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)])
+    content = path.read_bytes() + b'{"type":"mess'
+    path.write_bytes(content)
+    with Session.open(path, read_only=True) as s:
+        assert [e.id for e in s.entries()] == ["first"]
+        with pytest.raises(SessionError) as info:
+            s.append_message(U("x"))
+        assert info.value.code == "storage" and "read-only" in str(info.value)
+    assert path.read_bytes() == content
+
+
+def test_malformed_interior_line_leaves_file_identical(tmp_path):  # session §12 E43
+    path = tmp_path / "interior.jsonl"
+    content = (json.dumps(V3_HEADER) + "\n" + json.dumps(v3_entry("a", None)) + "\n{broken\n"
+               + json.dumps(v3_entry("b", "a")) + "\n").encode()
+    path.write_bytes(content)
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "invalid_entry" and info.value.line == 3
+    assert path.read_bytes() == content
+
+
+def test_repair_failure_is_a_storage_error(tmp_path, monkeypatch):  # session §12 E44/E45
+    path = tmp_path / "fail.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)], tail=b"")
+    content = path.read_bytes()
+
+    def refuse(fd, data):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "write", refuse)
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    monkeypatch.undo()
+    assert info.value.code == "storage" and isinstance(info.value.__cause__, PermissionError)
+    assert path.read_bytes() == content and not list(tmp_path.glob("*.tmp"))
+    with Session.open(path) as s:  # the lock was released with the failed open
+        assert len(s.entries()) == 1
+
+
+def test_migration_failure_leaves_original(tmp_path, monkeypatch):  # atomic rewrite
+    path = tmp_path / "v1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one")])
+    content = path.read_bytes()
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "storage" and "unchanged" in str(info.value)
+    assert path.read_bytes() == content and not list(tmp_path.glob("*.tmp"))
+
+
+def test_failed_append_is_rolled_back(tmp_path, monkeypatch):  # one whole line or nothing
+    s = Session.create(tmp_path / "s.jsonl", cwd="/w")
+    first = s.append_message(U("first"))
+    real_write = os.write
+    calls = []
+
+    def half(fd, data):
+        if not calls:
+            calls.append(1)
+            return real_write(fd, bytes(data)[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "write", half)
+    with pytest.raises(SessionError) as info:
+        s.append_message(U("lost"))
+    monkeypatch.undo()
+    assert info.value.code == "storage" and s.leaf_id == first
+    second = s.append_message(U("second"))
+    s.close()
+    with Session.open(tmp_path / "s.jsonl") as again:
+        assert [e.id for e in again.entries()] == [first, second]
+
+
+@pytest.mark.parametrize("policy", ["never", "always", "close"])
+def test_fsync_policies(tmp_path, monkeypatch, policy):  # brief: fsync never | always | close
+    synced = []
+    real = os.fsync
+    s = Session.create(tmp_path / f"{policy}.jsonl", cwd="/w", fsync=policy)
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd)))
+    s.append_message(U("a"))
+    s.append_message(U("b"))
+    appended = len(synced)
+    s.close()
+    assert (appended, len(synced)) == {"never": (0, 0), "always": (2, 3), "close": (0, 1)}[policy]
+    with pytest.raises(ValueError):
+        Session.create(tmp_path / "x.jsonl", fsync="sometimes")
+
+
+def test_create_refuses_existing_file(tmp_path):
+    path = tmp_path / "s.jsonl"
+    Session.create(path, cwd="/w").close()
+    before = path.read_bytes()
+    with pytest.raises(SessionError) as info:
+        Session.create(path, cwd="/w")
+    assert info.value.code == "already_exists" and path.read_bytes() == before
+
+
+# --------------------------------------------------------------------------- output shape
+
+
+def test_written_file_has_the_reference_shape(tmp_path):  # issue 5: byte-compatible in shape
+    path = tmp_path / "shape.jsonl"
+    with Session.create(path, cwd="/w/proj", session_id="abc") as s:
+        u = s.append_message(U("héllo ✓"))
+        s.append_message(AssistantMessage([TextContent("hi")], api="anthropic-messages", provider="anthropic",
+                                          model="m", usage=Usage(1, 2, 0, 0, 3, UsageCost(0.000009, 0.5, 0, 0,
+                                                                                        0.500009))))
+        s.append_thinking_level_change("high")
+        s.append_model_change("openai", "gpt-4")
+        s.append_label(u, "first")
+        s.move_to(u)
+        s.set_name("n")
+    raw = path.read_bytes()
+    assert raw.endswith(b"\n") and b"\r" not in raw
+    lines = raw.decode("utf-8").splitlines()
+    header = json.loads(lines[0])
+    assert list(header) == ["type", "version", "id", "timestamp", "cwd"]
+    assert header["version"] == 3 and header["id"] == "abc" and ISO.match(header["timestamp"])
+    for line in lines[1:]:
+        entry = json.loads(line)
+        assert list(entry)[:4] == ["type", "id", "parentId", "timestamp"]
+        assert ISO.match(entry["timestamp"]) and len(entry["id"]) == 8
+        assert encode_line(entry) == (line + "\n").encode("utf-8")  # compact, stable, no spaces
+    assert "héllo ✓" in lines[1]  # no ASCII escaping, like JSON.stringify
+    # numbers as JavaScript writes them: 0 not 0.0, 0.000009 not 9e-06
+    assert '"cost":{"input":0.000009,"output":0.5,"cacheRead":0,"cacheWrite":0,"total":0.500009}' in lines[2]
+    leaf = json.loads(lines[-2])
+    assert (leaf["type"], leaf["targetId"], list(leaf)[4:]) == ("leaf", u, ["targetId"])
+    assert list(json.loads(lines[3])) == ["type", "id", "parentId", "timestamp", "thinkingLevel"]
+    assert list(json.loads(lines[4]))[4:] == ["provider", "modelId"]
+    assert list(json.loads(lines[5]))[4:] == ["targetId", "label"]
+
+
+def test_unknown_fields_survive(tmp_path):  # session §2: unknown extra fields preserved
+    path = tmp_path / "extra.jsonl"
+    entry = dict(v3_entry("a1", None), futureField={"x": [1, 2]})
+    entry["message"]["futureMessageField"] = True
+    strange = {"type": "future_entry", "id": "f1", "parentId": "a1", "timestamp": "2025-01-01T00:00:02.000Z",
+               "payload": {"k": "v"}}
+    write_lines(path, [dict(V3_HEADER, metadata={"m": 1}, futureHeader=1), entry, strange])
+    with Session.open(path) as s:
+        assert s.header.metadata == {"m": 1} and s.header.extra == {"futureHeader": 1}
+        e = s.get_entry("a1")
+        assert e.extra == {"futureField": {"x": [1, 2]}} and e.message.extra == {"futureMessageField": True}
+        assert encode_line(e.to_dict()) == encode_line(entry)
+        assert s.get_entry("f1").type == "future_entry" and s.get_entry("f1").to_dict() == strange
+        assert s.leaf_id == "f1"
+        forked = SessionRepository(tmp_path / "repo").fork(s)
+        assert encode_line(forked.get_entry("a1").to_dict()) == encode_line(entry)
+        forked.close()
+
+
+# --------------------------------------------------------------------------- the reference file
+
+
+@pytest.fixture
+def reference_copy(tmp_path):
+    if not REFERENCE.exists():
+        pytest.skip("shared reference session not available")
+    path = tmp_path / "reference.jsonl"
+    path.write_bytes(REFERENCE.read_bytes())  # a temporary copy: never stored in the repository
+    return path
+
+
+def test_reference_v1_session_migrates(reference_copy):  # issue 5: the reference file
+    original = [json.loads(line) for line in REFERENCE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    originals = [o["message"] for o in original[1:] if o["type"] == "message"]
+    assert len(originals) == 914
+    with Session.open(reference_copy) as s:
+        entries = s.entries()
+        assert len(entries) == len(original) - 1
+        assert entries[0].parent_id is None
+        assert all(b.parent_id == a.id for a, b in zip(entries, entries[1:]))
+        assert s.leaf_id == entries[-1].id
+        context = s.build_context()
+        assert [m.to_dict() for m in context.messages] == originals
+        assert context.model.to_dict() == {"provider": "anthropic", "modelId": "claude-sonnet-4-5"}
+        assert s.get_session_stats().message_count == 914
+    migrated = reference_copy.read_text(encoding="utf-8").splitlines()
+    header = json.loads(migrated[0])
+    assert header["version"] == 3 and header["id"] == original[0]["id"]
+    assert header["provider"] == "anthropic"  # unknown header keys kept
+    for old, new_line in zip(original[1:], migrated[1:]):
+        new = json.loads(new_line)
+        assert {k: v for k, v in new.items() if k not in ("id", "parentId")} == old
+    with Session.open(reference_copy, verify=True) as again:  # a v3 file now; reopens unchanged
+        assert [m.to_dict() for m in again.build_context().messages] == originals
+    assert reference_copy.read_text(encoding="utf-8").splitlines() == migrated
+
+
+def test_reference_messages_round_trip_byte_for_byte(reference_copy):  # shape compatibility
+    for line in REFERENCE.read_bytes().splitlines():
+        entry = json.loads(line)
+        assert encode_line(entry) == line + b"\n"
+
+
+# --------------------------------------------------------------------------- F. repository and fork
+
+
+def test_repository_create_and_list(tmp_path):  # session §12 F51
+    repo = SessionRepository(tmp_path / "sessions")
+    s = repo.create(cwd="/home/user/my-project", session_id="X")
+    assert "--home-user-my-project--" in s.path and s.path.endswith("_X.jsonl") and os.path.exists(s.path)
+    s.append_message(U("hello"))
+    s.set_name("first try")
+    other = repo.create(cwd="/other/place", session_id="Y")
+    assert [i.id for i in repo.list(cwd="/home/user/my-project")] == ["X"]
+    assert {i.id for i in repo.list()} == {"X", "Y"}
+    assert repo.list(cwd="/nowhere") == []
+    info = repo.list(cwd="/home/user/my-project")[0]
+    assert (info.name, info.message_count, info.cwd) == ("first try", 1, "/home/user/my-project")
+    s.close()
+    other.close()
+
+
+def test_repository_open_and_ids(tmp_path):  # session §12 F52
+    repo = SessionRepository(tmp_path)
+    with repo.create(cwd="/p", session_id="same") as s:
+        s.append_message(U("x"))
+    info = repo.list(cwd="/p")[0]
+    with repo.open(info, read_only=True) as opened:
+        assert opened.id == info.id and opened.cwd == info.cwd
+    with repo.open("same") as by_id:
+        assert len(by_id.entries()) == 1
+    with pytest.raises(SessionError) as dup:
+        repo.create(cwd="/p", session_id="same")
+    assert dup.value.code == "already_exists"
+    repo.create(cwd="/q", session_id="same").close()  # same id in another cwd is fine
+    with pytest.raises(SessionError) as bad:
+        repo.create(cwd="/p", session_id="../escape")
+    assert bad.value.code == "invalid_payload"
+
+
+def test_repository_concurrent_create_of_one_id(tmp_path):  # session §12 F52 (two concurrent creates)
+    import threading
+
+    repo = SessionRepository(tmp_path)
+    barrier = threading.Barrier(2)
+    results = []
+
+    def create():
+        barrier.wait()
+        try:
+            results.append(repo.create(cwd="/p", session_id="dup"))
+        except SessionError as exc:
+            results.append(exc.code)
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r if isinstance(r, str) else "ok" for r in results) == ["already_exists", "ok"]
+    assert len(repo.list(cwd="/p")) == 1
+    for r in results:
+        if not isinstance(r, str):
+            r.close()
+
+
+def test_repository_delete(tmp_path):  # session §12 F53
+    repo = SessionRepository(tmp_path)
+    repo.create(cwd="/p", session_id="gone").close()
+    info = repo.list()[0]
+    repo.delete(info)
+    with pytest.raises(SessionError) as info_err:
+        repo.open("gone")
+    assert info_err.value.code == "not_found"
+    repo.delete(info)  # idempotent
+    held = repo.create(cwd="/p", session_id="held")
+    with pytest.raises(SessionError):
+        repo.delete("held")  # an open writer holds it
+    held.close()
+    repo.delete("held")
+    assert repo.list() == []
+
+
+def test_fork(tmp_path):  # session §12 F54 (+ C35 label handling)
+    repo = SessionRepository(tmp_path / "repo")
+    src = repo.create(cwd="/p", session_id="src")
+    u1 = src.append_message(U("u1"))
+    a1 = src.append_message(A("a1"))
+    src.append_label(u1, "start")
+    src.append_label(a1, "answer")
+    u2 = src.append_message(U("u2"))
+    src.append_label(u2, "cut")
+    leaf = src.leaf_id
+
+    before = repo.fork(src, u2, cwd="/elsewhere")
+    assert [e.id for e in before.entries() if e.type == "message"] == [u1, a1]
+    assert before.labels == {u1: "start", a1: "answer"}  # re-created label entries; u2's label is gone
+    assert [e.type for e in before.entries()] == ["message", "message", "label", "label"]
+    assert before.header.parent_session == src.path and before.cwd == "/elsewhere"
+    assert [m.role for m in before.build_context().messages] == ["user", "assistant"]
+    everything = repo.fork(src)
+    assert [e.id for e in everything.entries()] == [e.id for e in src.entries()]
+    assert [everything.storage.raw_line(i) for i in everything.storage.entry_ids()] == [
+        src.storage.raw_line(i) for i in src.storage.entry_ids()]
+    at = repo.fork(src, a1, position="at")
+    assert [e.id for e in at.entries() if e.type == "message"] == [u1, a1]
+    for target in (a1, "unknown"):
+        with pytest.raises(SessionError) as info:
+            repo.fork(src, target)
+        assert info.value.code == "invalid_fork_target"
+    assert src.leaf_id == leaf
+    for s in (before, everything, at, src):
+        s.close()
+    assert len(repo.list()) == 4
+
+
+def test_fork_publication_failure_leaves_nothing(tmp_path, monkeypatch):  # session §12 F58
+    repo = SessionRepository(tmp_path)
+    src = repo.create(cwd="/p", session_id="src")
+    src.append_message(U("u"))
+
+    def refuse(*args, **kwargs):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(os, "link", refuse)
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(SessionError) as info:
+        repo.fork(src)
+    monkeypatch.undo()
+    assert info.value.code == "storage"
+    assert [i.id for i in repo.list()] == ["src"]
+    assert not list(tmp_path.rglob("*.tmp"))
+    src.close()
+
+
+def test_list_order_newest_first(tmp_path):  # session §12 F59 (by header creation time)
+    repo = SessionRepository(tmp_path)
+    directory = tmp_path / "--p--"
+    directory.mkdir()
+    for name, created in (("older", "2025-01-01T00:00:01.000Z"), ("newer", "2025-01-01T00:00:02.000Z")):
+        write_lines(directory / f"x_{name}.jsonl", [dict(V3_HEADER, id=name, cwd="/p", timestamp=created)])
+    (directory / "x_junk.jsonl").write_text("not a session\n")
+    listed = repo.list()
+    assert [i.id for i in listed] == ["newer", "older"]  # invalid files are skipped
+    assert [i.id for i in repo.list(cwd="/p")] == ["newer", "older"]
+    assert listed[0].modified == os.stat(listed[0].path).st_mtime
