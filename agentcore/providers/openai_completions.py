@@ -181,6 +181,8 @@ def _user_message(message: Any, allow_images: bool) -> Optional[Dict[str, Any]]:
             parts.append(_image_part(block))
     if not parts:
         return None
+    if len(parts) == 1 and parts[0]["type"] == "text":  # plain string: the widest server support
+        return {"role": "user", "content": parts[0]["text"]}
     return {"role": "user", "content": parts}
 
 
