@@ -1,0 +1,124 @@
+"""SQLite session storage specifics (spec session.md §9.4, §13): WAL, payload identical to the JSONL
+line, many sessions per database, read-only opens, listing and deleting. The shared tree scenarios
+run against SQLite in test_session_conformance.py."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentcore.session import JsonlSessionStorage, Session, SessionError, SqliteSessionStorage
+from agentcore.types import AssistantMessage, TextContent, Usage, UsageCost, UserMessage
+
+
+def fill(session):
+    u = session.append_message(UserMessage([TextContent("héllo")], timestamp=1))
+    session.append_message(AssistantMessage([TextContent("hi")], api="a", provider="p", model="m",
+                                            usage=Usage(1, 2, 3, 4, 10, UsageCost(total=0.000009)), timestamp=2))
+    session.append_label(u, "start")
+    session.move_to(u)
+    session.append_compaction("S", u, 5, {"readFiles": []})
+    return u
+
+
+def test_payload_is_the_jsonl_line(tmp_path):  # brief: stored JSON identical to the JSONL line
+    clock = iter(range(1_700_000_000_000, 1_700_000_100_000, 1000))
+    ids = iter(f"id{n:06d}" for n in range(100))
+    sq = Session(SqliteSessionStorage.create(tmp_path / "s.db", cwd="/w", session_id="one"),
+                 clock=lambda: next(clock), id_factory=lambda exists: next(ids))
+    fill(sq)
+    clock = iter(range(1_700_000_000_000, 1_700_000_100_000, 1000))
+    ids = iter(f"id{n:06d}" for n in range(100))
+    js = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl", cwd="/w", session_id="one"),
+                 clock=lambda: next(clock), id_factory=lambda exists: next(ids))
+    fill(js)
+    sq.close()
+    js.close()
+    file_lines = (tmp_path / "s.jsonl").read_bytes().decode("utf-8").splitlines()[1:]
+    conn = sqlite3.connect(tmp_path / "s.db")
+    rows = [r[0] for r in conn.execute("SELECT payload FROM entries WHERE session_id='one' ORDER BY seq")]
+    assert rows == file_lines
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    indexes = {r[1] for r in conn.execute("PRAGMA index_list(entries)")}
+    assert "entries_by_parent" in indexes
+    conn.close()
+
+
+def test_many_sessions_in_one_database(tmp_path):
+    db = tmp_path / "many.db"
+    a = Session(SqliteSessionStorage.create(db, cwd="/a", session_id="a"))
+    b = Session(SqliteSessionStorage.create(db, cwd="/b", session_id="b"))
+    a.append_message(UserMessage("for a", timestamp=1))
+    b.append_message(UserMessage("for b", timestamp=1))
+    b.append_message(UserMessage("again b", timestamp=2))
+    a.close()
+    b.close()
+    listed = {i.id: i.message_count for i in SqliteSessionStorage.list_sessions(db)}
+    assert listed == {"a": 1, "b": 2}
+    with pytest.raises(SessionError) as ambiguous:
+        SqliteSessionStorage(db)
+    assert ambiguous.value.code == "not_found" and "session_id" in str(ambiguous.value)
+    with Session(SqliteSessionStorage(db, "b")) as again:
+        assert [m.content for m in again.build_context().messages] == ["for b", "again b"]
+    with pytest.raises(SessionError) as dup:
+        SqliteSessionStorage.create(db, session_id="a")
+    assert dup.value.code == "already_exists"
+    SqliteSessionStorage.delete_session(db, "a")
+    assert [i.id for i in SqliteSessionStorage.list_sessions(db)] == ["b"]
+    with pytest.raises(SessionError) as gone:
+        SqliteSessionStorage.delete_session(db, "a")
+    assert gone.value.code == "not_found"
+
+
+def test_read_only_open(tmp_path):
+    db = tmp_path / "ro.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w")) as s:
+        u = fill(s)
+    with Session(SqliteSessionStorage(db, read_only=True)) as reader:
+        assert reader.leaf_id is not None and reader.get_label(u) == "start"
+        assert [m.role for m in reader.build_context().messages] == ["compactionSummary", "user"]
+        with pytest.raises(SessionError) as info:
+            reader.append_custom("x")
+        assert info.value.code == "storage"
+    with pytest.raises(SessionError) as missing:
+        SqliteSessionStorage(tmp_path / "missing.db", read_only=True)
+    assert missing.value.code == "not_found"
+
+
+def test_lazy_payloads_and_stats_after_reopen(tmp_path):
+    db = tmp_path / "lazy.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w")) as s:
+        fill(s)
+    with Session(SqliteSessionStorage(db)) as s:
+        nodes = s.storage._order
+        assert [n.entry is None for n in nodes if n.type == "message"] == [True, True]  # not decoded at open
+        stats = s.get_session_stats()
+        assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens,
+                stats.cost_total) == (2, 3, 5, 10, 0.000009)
+
+
+def test_unsupported_schema_version(tmp_path):
+    db = tmp_path / "future.db"
+    SqliteSessionStorage.create(db, cwd="/w", session_id="x").close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE schema_version SET version = 99")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SessionError) as info:
+        SqliteSessionStorage(db, "x")
+    assert info.value.code == "storage" and "99" in str(info.value)
+
+
+def test_corrupt_row_is_reported(tmp_path):
+    db = tmp_path / "bad.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="x")) as s:
+        s.append_message(UserMessage("ok", timestamp=1))
+        s.append_thinking_level_change("high")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE entries SET payload = '{broken' WHERE type = 'thinking_level_change'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SessionError) as info:
+        SqliteSessionStorage(db, "x")
+    assert info.value.code == "invalid_entry" and "seq 2" in str(info.value)
