@@ -125,7 +125,7 @@ class PluginInfo:
     error: Optional[str] = None
     builtin: bool = False
     entry_point: Optional[str] = None
-    provides: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    provides: Dict[str, Tuple[str, ...]] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,8 @@ class RegistryEntry:
 
     kind: str
     key: str
-    value: Any
-    source: str
+    value: Any = field(hash=False)
+    source: str = ""
     shadowed: Tuple[str, ...] = ()
 
 
@@ -388,7 +388,8 @@ class AgentPluginManager(pluggy.PluginManager):
             for impl in self._impls_by_registration(hook_name):
                 err = self._run_register(kind, impl, table)
                 if err:
-                    errors[impl.plugin_name] = err
+                    previous = errors.get(impl.plugin_name)
+                    errors[impl.plugin_name] = f"{previous}; {err}" if previous else err
             result[kind] = table
         self._register_errors = errors
         return result
