@@ -19,6 +19,10 @@ A response is one of:
 * a callable ``response(context) -> any of the above``, evaluated at call time with the
   :class:`~agentcore.types.AgentContext` the model received.
 
+Without ``stream_fn=``, ``Agent(scripted.model)`` works too: this module is a built-in plugin that
+registers a provider for ``api="scripted"``, which routes each call to the ``ScriptedModel`` that
+owns the model (looked up by ``model.id``; every instance gets a unique id).
+
 The stream function follows the provider contract: it never raises for model failures (except for
 a scripted exception), it ends with an ``error`` event when the signal is already aborted (without
 using up a response), when it is aborted while streaming (with ``tokens_per_second``) and when the
@@ -30,6 +34,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
@@ -38,19 +43,22 @@ from .events import (
     ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
     ToolCallStartEvent,
 )
+from .hookspecs import hookimpl
 from .types import (
     AgentContext, AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage,
 )
 
 __all__ = [
     "ScriptedModel", "ScriptedResponse", "text", "thinking", "tool_call", "call", "response",
-    "error", "ABORTED_MESSAGE", "EXHAUSTED_MESSAGE",
+    "error", "ScriptedProvider", "ABORTED_MESSAGE", "EXHAUSTED_MESSAGE",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
 EXHAUSTED_MESSAGE = "No more scripted responses"
 
 _ids = itertools.count(1)
+_model_numbers = itertools.count(1)
+_instances: "weakref.WeakValueDictionary[str, ScriptedModel]" = weakref.WeakValueDictionary()
 
 
 @dataclass
@@ -118,9 +126,12 @@ class ScriptedModel:
                  model: Optional[Model] = None) -> None:
         self.responses: List[Any] = list(responses)
         self.tokens_per_second = tokens_per_second
-        self.model = model or Model(id="scripted-model", name="Scripted model", api="scripted",
-                                    provider="scripted", base_url="", context_window=128000,
-                                    max_tokens=16384)
+        number = next(_model_numbers)
+        self.model = model or Model(id=f"scripted-{number}", name=f"Scripted model {number}",
+                                    api="scripted", provider="scripted", base_url="",
+                                    context_window=128000, max_tokens=16384)
+        self.model._scripted = self  # type: ignore[attr-defined]  # lets the provider find us
+        _instances[self.model.id] = self
         self.calls = 0
         self.contexts: List[AgentContext] = []
         self.options: List[Dict[str, Any]] = []
@@ -254,6 +265,28 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+class ScriptedProvider:
+    """The ``"scripted"`` wire API: routes a call to the :class:`ScriptedModel` owning ``model``."""
+
+    api = "scripted"
+
+    def stream(self, model: Model, context: AgentContext, **options: Any) -> Any:
+        owner = getattr(model, "_scripted", None) or _instances.get(model.id)
+        if owner is None:
+            return _ScriptedStream(_failed(model, f"No ScriptedModel owns model id {model.id!r}: build the "
+                                                  f"model with ScriptedModel(...).model", "error"))
+        return owner.stream_fn(model, context, **options)
+
+    def __repr__(self) -> str:
+        return "ScriptedProvider(api='scripted')"
+
+
+@hookimpl
+def register_providers(register: Callable[[Any], None]) -> None:
+    """Built-in plugin hook: make ``api="scripted"`` models usable without ``stream_fn=``."""
+    register(ScriptedProvider())
 
 
 class _ScriptedStream:

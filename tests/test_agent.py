@@ -882,3 +882,46 @@ def test_missing_stream_function_is_reported_in_the_caller(monkeypatch):  # agen
     with pytest.raises(RuntimeError, match="No default stream function configured"):
         agent.prompt("hi")
     assert agent.state.is_streaming is False and agent.state.messages == []
+
+
+# --------------------------------------------------------------------------- the scripted model
+
+
+def test_scripted_model_through_the_provider_registry():  # DESIGN §4: built-ins are plugins too
+    scripted = ScriptedModel([text("via the registry")])
+    agent = Agent(scripted.model)  # no stream_fn: agentcore.providers.stream -> api "scripted"
+    agent.prompt("hi")
+    assert agent.state.messages[-1].text == "via the registry"
+    assert scripted.calls == 1
+
+
+def test_scripted_model_streams_words_and_records_calls():
+    scripted = ScriptedModel([text("one two three"), "plain string"], tokens_per_second=100000)
+    agent = Agent(scripted.model, system_prompt="sp", stream_fn=scripted.stream_fn)
+    deltas = []
+    agent.subscribe(lambda e: e.type == "message_update" and e.assistant_message_event.type == "text_delta"
+                    and deltas.append(e.assistant_message_event.delta))
+    agent.prompt("a")
+    agent.prompt("b")
+    assert deltas == ["one ", "two ", "three", "plain ", "string"]
+    assert scripted.calls == 2 and scripted.remaining == 0
+    assert [c.system_prompt for c in scripted.contexts] == ["sp", "sp"]
+    assert len(scripted.contexts[0].messages) == 1 and len(scripted.contexts[1].messages) == 3
+    agent.prompt("c")
+    assert agent.state.messages[-1].error_message == "No more scripted responses"
+    assert scripted.calls == 3
+
+
+def test_scripted_error_and_pre_aborted_calls():
+    from agentcore.signals import AbortController
+    from agentcore.types import AgentContext
+    scripted = ScriptedModel([ScriptedModel.error("rate limited"), text("kept")])
+    controller = AbortController()
+    controller.abort()
+    aborted = scripted.stream_fn(scripted.model, AgentContext(), signal=controller.signal).result()
+    assert aborted.stop_reason == "aborted" and aborted.error_message == "Request was aborted"
+    assert scripted.remaining == 2  # an aborted call does not use up a response
+    failed = scripted.stream_fn(scripted.model, AgentContext(), unknown_option=True).result()
+    assert failed.stop_reason == "error" and failed.error_message == "rate limited"
+    events = list(scripted.stream_fn(scripted.model, AgentContext()))
+    assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_end", "done"]
