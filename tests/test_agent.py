@@ -925,3 +925,18 @@ def test_scripted_error_and_pre_aborted_calls():
     assert failed.stop_reason == "error" and failed.error_message == "rate limited"
     events = list(scripted.stream_fn(scripted.model, AgentContext()))
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_end", "done"]
+
+
+def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN §3: tools as names
+    (tmp_path / "marker.txt").write_text("x")
+    scripted = ScriptedModel([tool_call("ls", {"path": str(tmp_path)}), text("listed")])
+    agent = Agent(scripted.model, tools=["ls"], stream_fn=scripted.stream_fn)
+    agent.prompt("list")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert not result.is_error and "marker.txt" in result.text
+    assert agent.state.tools == ["ls"]  # the state keeps what was given
+
+    unknown = Agent(scripted.model, tools=["no-such-tool"], stream_fn=scripted.stream_fn)
+    with pytest.raises(KeyError, match="no-such-tool"):
+        unknown.prompt("x")
+    assert unknown.state.is_streaming is False and unknown.state.messages == []
