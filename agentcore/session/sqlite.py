@@ -265,19 +265,18 @@ class SqliteSessionStorage(SessionStorage):
         role = getattr(getattr(entry, "message", None), "role", None)
         seq = self._seq + 1
         try:
-            with self._conn:
-                self._conn.execute("BEGIN IMMEDIATE")
-                held = self._conn.execute("UPDATE writer_leases SET acquired_ms = ? WHERE session_id = ? AND "
-                                          "owner = ?", (int(time.time() * 1000), self.session_id, self._owner))
-                if held.rowcount != 1:
-                    raise SessionLockedError(f"{self.path}: this handle lost its writer lease for session "
-                                             f"{self.session_id}; reopen the session", path=self.path)
-                self._conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                                   (self.session_id, seq, entry.id, entry.parent_id, entry.type,
-                                    entry.timestamp, role, line[:-1].decode("utf-8")))
+            # One autocommit statement: the row is written only while this handle holds the lease.
+            inserted = self._conn.execute(
+                "INSERT INTO entries SELECT ?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM writer_leases "
+                "WHERE session_id = ? AND owner = ?)",
+                (self.session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role,
+                 line[:-1].decode("utf-8"), self.session_id, self._owner))
         except sqlite3.Error as exc:
             raise SessionError("storage", f"{self.path}: append failed ({exc}); the entry was not recorded",
                                path=self.path) from exc
+        if inserted.rowcount != 1:
+            raise SessionLockedError(f"{self.path}: this handle lost its writer lease for session "
+                                     f"{self.session_id}; reopen the session", path=self.path)
         self._seq = seq
 
     def append(self, entry: SessionEntry) -> None:

@@ -1,0 +1,192 @@
+"""Session scale benchmark: a 100,000-entry session with realistic message sizes (issue 5).
+
+Prints, with ratios against floors measured in the same run:
+  * append per entry, amortized, fsync off (JSONL and SQLite)       target <= 100 us
+  * open + build_context() (JSONL and SQLite)                        target <= 1.5 s
+  * memory of the loaded JSONL session vs the file size (tracemalloc) target <= 3x
+  * the file size
+
+The session looks like a long coding-agent run: turns of user prompt, assistant text + tool call,
+tool result (1-3 KB of output), assistant answer; a compaction every ~400 entries (what a 200k-token
+context window forces), a model/thinking change now and then, a few branches. ``--no-compaction``
+builds one uncompacted branch instead, so build_context must decode all 100,000 messages (worst case).
+
+    python benchmarks/session_scale.py [--entries 100000] [--no-compaction] [--dir /tmp/x]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from agentcore.session import JsonlSessionStorage, Session, SqliteSessionStorage  # noqa: E402
+from agentcore.types import (AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage,  # noqa: E402
+                             UsageCost, UserMessage)
+
+WORDS = ("session tree branch compaction summary model provider token context message tool result "
+         "python file error test assert function class module import return value list dict").split()
+
+
+def prose(rng: random.Random, chars: int) -> str:
+    out, size = [], 0
+    while size < chars:
+        word = rng.choice(WORDS)
+        out.append(word)
+        size += len(word) + 1
+    return " ".join(out)
+
+
+def usage(rng: random.Random) -> Usage:
+    inp, out, read = rng.randint(10, 3000), rng.randint(50, 1500), rng.randint(0, 150000)
+    return Usage(inp, out, read, 0, inp + out + read,
+                 UsageCost(inp * 3e-6, out * 1.5e-5, read * 3e-7, 0, inp * 3e-6 + out * 1.5e-5 + read * 3e-7))
+
+
+def generate(session: Session, count: int, compaction: bool, seed: int = 7) -> float:
+    """Append ``count`` entries; returns the seconds spent inside the append calls."""
+    rng = random.Random(seed)
+    spent = 0.0
+    n = 0
+    turn_start = None
+    since_compaction = 0
+    while n < count:
+        step = n % 4
+        if step == 0:
+            message = UserMessage([TextContent(prose(rng, rng.randint(60, 400)))], timestamp=n)
+        elif step == 1:
+            message = AssistantMessage([TextContent(prose(rng, rng.randint(100, 600))),
+                                        ToolCall(f"call_{n}", "read", {"path": f"src/module_{n % 97}.py"})],
+                                       api="anthropic-messages", provider="anthropic", model="claude-sonnet-4-5",
+                                       usage=usage(rng), stop_reason="toolUse", timestamp=n)
+        elif step == 2:
+            message = ToolResultMessage(f"call_{n - 1}", "read", [TextContent(prose(rng, rng.randint(800, 3000)))],
+                                        timestamp=n)
+        else:
+            message = AssistantMessage([TextContent(prose(rng, rng.randint(100, 500)))], api="anthropic-messages",
+                                       provider="anthropic", model="claude-sonnet-4-5", usage=usage(rng),
+                                       timestamp=n)
+        started = time.perf_counter()
+        entry_id = session.append_message(message)
+        spent += time.perf_counter() - started
+        n += 1
+        since_compaction += 1
+        if step == 0:
+            turn_start = entry_id
+        if compaction and since_compaction >= 400 and step == 3 and n < count:
+            started = time.perf_counter()
+            session.append_compaction(prose(rng, 3000), turn_start, 150000, {"readFiles": [], "modifiedFiles": []})
+            spent += time.perf_counter() - started
+            n += 1
+            since_compaction = 0
+        if n % 5000 == 4 and n < count:
+            started = time.perf_counter()
+            session.append_thinking_level_change(rng.choice(["off", "low", "high"]))
+            spent += time.perf_counter() - started
+            n += 1
+    return spent
+
+
+def timed(fn):
+    started = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--entries", type=int, default=100_000)
+    parser.add_argument("--no-compaction", action="store_true")
+    parser.add_argument("--dir", default=None)
+    args = parser.parse_args()
+    workdir = Path(args.dir or tempfile.mkdtemp(prefix="session-scale-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "big.jsonl"
+    db = workdir / "big.db"
+    for stale in (path, db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+        if stale.exists():
+            stale.unlink()
+    compaction = not args.no_compaction
+    print(f"entries={args.entries} compaction={'every ~400 entries' if compaction else 'none (worst case)'}")
+
+    session = Session.create(path, cwd="/bench")
+    append_s = generate(session, args.entries, compaction)
+    session.close()
+    size = path.stat().st_size
+    lines = path.read_bytes().splitlines(keepends=True)[1:]
+    per_append = append_s / args.entries * 1e6
+
+    floor_fd = os.open(workdir / "floor.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND)
+    _, floor_write = timed(lambda: [os.write(floor_fd, line) for line in lines])
+    os.close(floor_fd)
+    os.unlink(workdir / "floor.bin")
+    floor_per_write = floor_write / len(lines) * 1e6
+    sample = lines[: min(len(lines), 20000)]
+    _, floor_dumps = timed(lambda: [json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False)
+                                    for line in sample])
+    floor_json = floor_dumps / len(sample) * 1e6
+
+    print(f"file size: {size / 1e6:.1f} MB ({size / args.entries:.0f} bytes per entry)")
+    print(f"append JSONL (fsync never): {per_append:.1f} us/entry  [target <= 100 us]  "
+          f"ratio vs raw os.write of the line {per_append / floor_per_write:.1f}x ({floor_per_write:.1f} us), "
+          f"vs json loads+dumps of it {per_append / floor_json:.1f}x ({floor_json:.1f} us)")
+
+    _, read_floor = timed(lambda: path.read_bytes().split(b"\n"))
+
+    def open_and_build_jsonl():
+        s = Session.open(path, read_only=True)
+        return s, s.build_context()
+
+    (s, context), jsonl_open = timed(open_and_build_jsonl)
+    print(f"open + build_context JSONL: {jsonl_open:.3f} s  [target <= 1.5 s]  context has "
+          f"{len(context.messages)} messages; ratio vs reading+splitting the file {jsonl_open / read_floor:.1f}x "
+          f"({read_floor:.3f} s)")
+    s.close()
+
+    _, import_s = timed(lambda: SqliteSessionStorage.create(db, cwd="/bench", session_id="big",
+                                                            lines=lines).close())
+    small = SqliteSessionStorage.create(db, cwd="/bench", session_id="appends")
+    small_session = Session(small)
+    sqlite_append = generate(small_session, 5000, compaction) / 5000 * 1e6
+    conn = small._conn
+    _, raw_insert = timed(lambda: [conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+                                                ("floor", i, f"f{i}", None, "message", "t", "user",
+                                                 lines[i].decode("utf-8"))) for i in range(2000)])
+    sqlite_floor = raw_insert / 2000 * 1e6
+    small_session.close()
+    print(f"append SQLite (synchronous=NORMAL, 5000 entries): {sqlite_append:.1f} us/entry  [target <= 100 us]; "
+          f"ratio vs a bare autocommit INSERT of the line {sqlite_append / sqlite_floor:.1f}x ({sqlite_floor:.1f} us); "
+          f"bulk import of all {len(lines)} lines {import_s:.1f} s")
+
+    def open_and_build_sqlite():
+        s = Session(SqliteSessionStorage(db, "big", read_only=True))
+        return s, s.build_context()
+
+    (s, context), sqlite_open = timed(open_and_build_sqlite)
+    print(f"open + build_context SQLite: {sqlite_open:.3f} s  [target <= 1.5 s]  context has "
+          f"{len(context.messages)} messages; ratio vs the JSONL open {sqlite_open / jsonl_open:.2f}x")
+    s.close()
+
+    tracemalloc.start()
+    s = Session.open(path, read_only=True)
+    loaded = tracemalloc.get_traced_memory()[0]
+    s.build_context()
+    after_context = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    print(f"memory of the loaded JSONL session: {loaded / 1e6:.1f} MB = {loaded / size:.2f}x the file size "
+          f"[target <= 3x]; after build_context (incl. the returned context and decode cache) "
+          f"{after_context / 1e6:.1f} MB = {after_context / size:.2f}x")
+    s.close()
+    print(f"files in {workdir}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Session entry model and tree API (spec session.md §2, §3.1, §5) and the Agent link (issue 5 item 4)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from agentcore.session import (CompactionEntry, LeafEntry, MemorySessionStorage, MessageEntry, Session,
+                               SessionError, UnknownEntry, attach_session, entry_from_dict, restore_agent)
+from agentcore.session.entries import (encode_line, iso_from_ms, js_number, ms_from_iso, new_entry_id,
+                                       new_session_id)
+from agentcore.types import UserMessage
+
+
+def test_every_entry_type_round_trips():  # session §2 table
+    base = {"id": "abcd1234", "parentId": "00000000", "timestamp": "2025-01-01T00:00:00.000Z"}
+    payloads = [
+        {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}},
+        {"type": "thinking_level_change", "thinkingLevel": "high"},
+        {"type": "model_change", "provider": "openai", "modelId": "gpt-4"},
+        {"type": "active_tools_change", "activeToolNames": ["read"]},
+        {"type": "compaction", "summary": "S", "firstKeptEntryId": "x", "tokensBefore": 3,
+         "details": {"readFiles": []}, "fromHook": True, "usage": {"input": 1}},
+        {"type": "branch_summary", "fromId": "root", "summary": "B", "details": None},
+        {"type": "custom", "customType": "t", "data": {"k": [1, 2]}},
+        {"type": "custom_message", "customType": "t", "content": [{"type": "text", "text": "x"}],
+         "display": False, "details": {"d": 1}},
+        {"type": "label", "targetId": "x", "label": "L"},
+        {"type": "session_info", "name": "N"},
+        {"type": "leaf", "targetId": None},
+        {"type": "from_the_future", "whatever": [1]},
+    ]
+    for payload in payloads:
+        data = {"type": payload["type"], **base, **{k: v for k, v in payload.items() if k != "type"}}
+        entry = entry_from_dict(data)
+        assert entry.type == data["type"]
+        assert entry.to_dict() == data
+        assert list(entry.to_dict()) == list(data)  # key order: type, id, parentId, timestamp, payload
+    assert isinstance(entry_from_dict({"type": "x", **base}), UnknownEntry)
+    with pytest.raises(ValueError):
+        entry_from_dict({"type": "message", **base})  # message entry without a message
+    with pytest.raises(ValueError):
+        entry_from_dict({"type": "message", "id": "", "parentId": None, "timestamp": "t", "message": {}})
+
+
+def test_typed_accessors():
+    entry = entry_from_dict({"type": "compaction", "id": "c", "parentId": None,
+                             "timestamp": "2025-11-20T23:33:50.805Z", "summary": "S", "firstKeptEntryId": "k",
+                             "tokensBefore": 9})
+    assert isinstance(entry, CompactionEntry)
+    assert (entry.first_kept_entry_id, entry.tokens_before, entry.details) == ("k", 9, None)
+    assert entry.timestamp_ms == 1763681630805
+    message = entry_from_dict({"type": "message", "id": "m", "parentId": None, "timestamp": "t",
+                               "message": {"role": "user", "content": "x", "timestamp": 1}})
+    assert isinstance(message, MessageEntry) and isinstance(message.message, UserMessage)
+    assert message.timestamp_ms == 0  # unparsable timestamp
+
+
+def test_time_and_id_helpers():  # session §3.1
+    assert iso_from_ms(1763681630805) == "2025-11-20T23:33:50.805Z"
+    assert ms_from_iso("2025-11-20T23:33:50.805Z") == 1763681630805
+    assert ms_from_iso("2025-11-20T23:33:50+00:00") == 1763681630000
+    taken = set()
+    for _ in range(200):
+        new = new_entry_id(taken.__contains__)
+        assert len(new) == 8 and new not in taken
+        taken.add(new)
+    assert len(new_entry_id(lambda candidate: True)) == 36  # 100 collisions: a full UUID
+    a, b = new_session_id(), new_session_id()
+    assert a != b and a[14] == "7" and len(a) == 36
+
+
+@pytest.mark.parametrize("value,text", [(0.0, "0"), (3.0, "3"), (9e-06, "0.000009"), (1e-07, "1e-7"),
+                                        (2.1000000000000002e-05, "0.000021000000000000002"), (0.5, "0.5"),
+                                        (1e16, "10000000000000000"), (1e21, "1e+21"), (-3e-06, "-0.000003"),
+                                        (1.5e-10, "1.5e-10")])
+def test_numbers_are_written_like_javascript(value, text):  # JSON.stringify compatibility
+    assert js_number(value) == text
+    assert encode_line({"v": value}) == f'{{"v":{text}}}\n'.encode()
+    assert json.loads(text) == value
+
+
+def test_injected_clock_and_ids():  # session §13: deterministic ids and times for tests
+    counter = iter(range(1, 100))
+    s = Session.in_memory(cwd="/w", session_id="fixed", clock=lambda: 1_700_000_000_000,
+                          id_factory=lambda exists: f"entry-{next(counter)}")
+    first = s.append_message(UserMessage("a", timestamp=1))
+    second = s.append_message(UserMessage("b", timestamp=2))
+    assert (first, second, s.id, s.cwd) == ("entry-1", "entry-2", "fixed", "/w")
+    assert s.get_entry(second).timestamp == "2023-11-14T22:13:20.000Z"
+
+
+def test_reads_return_copies():  # session §9.2: callers can never mutate stored data
+    s = Session.in_memory()
+    data = {"k": [1]}
+    custom = s.append_custom("t", data)
+    data["k"].append(2)
+    assert s.get_entry(custom).data == {"k": [1]}
+    message = UserMessage("original", timestamp=1)
+    m = s.append_message(message)
+    message.content = "changed"
+    assert s.get_entry(m).message.content == "original"
+
+
+def test_memory_storage_prefill_and_dangling_leaf():  # session §9.2
+    entries = [{"type": "message", "id": "a", "parentId": None, "timestamp": "t",
+                "message": {"role": "user", "content": "x", "timestamp": 1}},
+               {"type": "leaf", "id": "l", "parentId": "a", "timestamp": "t", "targetId": None}]
+    assert Session(MemorySessionStorage(entries=entries)).leaf_id is None
+    entries[1]["targetId"] = "missing"
+    with pytest.raises(SessionError) as info:
+        MemorySessionStorage(entries=entries)
+    assert info.value.code == "invalid_session"
+
+
+def test_deep_chain_is_walked_iteratively():  # session §13: chains can be very deep, never recurse
+    s = Session.in_memory()
+    for n in range(5000):
+        s.append_custom("step", n)
+    assert len(s.get_branch()) == 5000
+    assert len(s.get_tree()) == 1
+    assert s.build_context().messages == []
+
+
+def test_concurrent_appends_from_threads_stay_a_chain():  # one lock per session
+    s = Session.in_memory()
+    barrier = threading.Barrier(4)
+
+    def worker(n):
+        barrier.wait()
+        for i in range(200):
+            s.append_custom("t", [n, i])
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    entries = s.entries()
+    assert len(entries) == 800 and len({e.id for e in entries}) == 800
+    assert all(b.parent_id == a.id for a, b in zip(entries, entries[1:]))
+
+
+def test_children_and_leaf_entries():  # session §5: leaf entries are not tree nodes
+    s = Session.in_memory()
+    a = s.append_message(UserMessage("a", timestamp=1))
+    b = s.append_message(UserMessage("b", timestamp=2))
+    s.move_to(a)
+    assert [e.id for e in s.children(a)] == [b]
+    leaf = s.entries()[-1]
+    assert isinstance(leaf, LeafEntry) and leaf.target_id == a and leaf.parent_id == b
+    with pytest.raises(SessionError):
+        s.move_to(leaf.id)  # a bookkeeping entry is not a position
+    assert s.move_to(a) is None and len(s.entries()) == 3  # moving to the current leaf writes nothing
+
+
+# --------------------------------------------------------------------------- agent link
+
+
+def _agent(responses, session=None):
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel
+
+    scripted = ScriptedModel(responses)
+    return Agent(scripted.model, stream_fn=scripted.stream_fn), scripted
+
+
+def test_attach_session_records_a_run_and_resumes(tmp_path):  # issue 5: run, reopen, continue, branch
+    path = tmp_path / "agent.jsonl"
+    session = Session.create(path, cwd="/w")
+    agent, _ = _agent(["first answer"])
+    attach_session(agent, session)
+    agent.prompt("first question")
+    session.close()
+
+    reopened = Session.open(path)
+    entries = reopened.entries()
+    roles = [e.message.role for e in entries if e.type == "message"]
+    assert roles == ["user", "assistant"]
+    assert any(e.type == "model_change" for e in entries)
+
+    agent2, scripted2 = _agent(["second answer"])
+    context = restore_agent(agent2, reopened)
+    assert [m.role for m in context.messages] == ["user", "assistant"]
+    attach_session(agent2, reopened)
+    agent2.prompt("second question")
+    texts = [m.content if isinstance(m.content, str) else m.content[0].text
+             for m in reopened.build_context().messages]
+    assert texts == ["first question", "first answer", "second question", "second answer"]
+
+    first_user = reopened.get_branch()[1 if entries[0].type != "message" else 0]
+    fork_point = next(e for e in reopened.get_branch() if e.type == "message" and e.message.role == "assistant")
+    reopened.move_to(fork_point.id)
+    agent3, _ = _agent(["branch answer"])
+    restore_agent(agent3, reopened)
+    attach_session(agent3, reopened)
+    agent3.prompt("another direction")
+    branch_texts = [m.content if isinstance(m.content, str) else m.content[0].text
+                    for m in reopened.build_context().messages]
+    assert branch_texts == ["first question", "first answer", "another direction", "branch answer"]
+    assert first_user is not None
+    reopened.close()
+    with Session.open(path) as final:
+        assert [m.role for m in final.build_context().messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_attach_session_records_thinking_level_changes():
+    session = Session.in_memory()
+    agent, _ = _agent(["one", "two"])
+    attach_session(agent, session)
+    agent.prompt("a")
+    agent.state.thinking_level = "high"
+    agent.prompt("b")
+    assert session.build_context().thinking_level == "high"
+    types = [e.type for e in session.entries()]
+    assert types.count("thinking_level_change") == 1
+
+
+def test_failed_run_leaves_a_loadable_session(tmp_path):  # issue 5: aborted or failed run
+    from agentcore.testing import error
+
+    path = tmp_path / "fail.jsonl"
+    session = Session.create(path, cwd="/w")
+    agent, _ = _agent([error("provider exploded")])
+    attach_session(agent, session)
+    agent.prompt("hello")
+    session.close()
+    with Session.open(path) as again:
+        messages = again.build_context().messages
+        assert [m.role for m in messages] == ["user", "assistant"]
+        assert messages[-1].stop_reason == "error"
