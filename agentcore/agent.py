@@ -45,6 +45,8 @@ ERR_WAIT_FROM_RUN_THREAD = (
     "wait for itself forever. Return from the listener instead, or wait from another thread."
 )
 
+_INTERRUPTED = "Interrupted (KeyboardInterrupt)"
+
 Listener = Callable[..., Any]
 
 
@@ -174,18 +176,18 @@ class _ActiveRun:
 
 
 def _accepts_signal(fn: Callable[..., Any]) -> bool:
-    """True when ``fn`` takes a second positional argument (``listener(event, signal)`` form)."""
+    """True when ``fn`` takes a second *required* positional argument: the
+    ``listener(event, signal)`` form. Parameters with defaults and ``*args`` are left alone, so
+    ``subscribe(print)`` prints just the event."""
     try:
         params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # some builtins have no signature: call with one argument
         return False
-    positional = 0
+    required = 0
     for p in params:
-        if p.kind == p.VAR_POSITIONAL:
-            return True
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            positional += 1
-    return positional >= 2
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            required += 1
+    return required >= 2
 
 
 class Agent:
@@ -405,7 +407,7 @@ class Agent:
 
         events: "queue.Queue[Any]" = queue.Queue()
         done = object()
-        unsubscribe = self.subscribe(events.put)
+        unsubscribe = self.subscribe(lambda event: events.put(event))
         try:
             messages = self._normalize_input(text_or_messages, images)
             with self._run_lock:
@@ -432,7 +434,7 @@ class Agent:
                     break
                 yield item
         except KeyboardInterrupt:
-            run.controller.abort("interrupted")
+            run.controller.abort(_INTERRUPTED)
             run.settled.wait()
             raise
         if run.error is not None:
@@ -529,7 +531,7 @@ class Agent:
             else:
                 run.settled.wait()
         except KeyboardInterrupt:
-            run.controller.abort("interrupted")
+            run.controller.abort(_INTERRUPTED)
             run.settled.wait()
             raise
         return self._outcome(run)

@@ -940,3 +940,19 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN ย
     with pytest.raises(KeyError, match="no-such-tool"):
         unknown.prompt("x")
     assert unknown.state.is_streaming is False and unknown.state.messages == []
+
+
+def test_listener_arity_detection():  # agent-loop ยง3.4: listener(event) or listener(event, signal)
+    from agentcore.agent import _accepts_signal
+
+    class Sink:
+        def one(self, event):
+            pass
+
+        def two(self, event, signal):
+            pass
+
+    assert _accepts_signal(lambda event, signal: None) and _accepts_signal(Sink().two)
+    assert not _accepts_signal(lambda *args: None)
+    assert not _accepts_signal(Sink().one) and not _accepts_signal(lambda event, verbose=False: None)
+    assert not _accepts_signal(print)
