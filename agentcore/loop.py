@@ -336,50 +336,30 @@ class _Run:
 def _run_loop(run: _Run, new_messages: List[Any]) -> None:
     """Turns until the model stops and no queued message is left (spec agent-loop §2.3)."""
     emit, signal = run.emit, run.signal
-    first_turn = True
     if signal.aborted:
         return _finish_aborted(run, new_messages)
-    pending = _poll(run.cfg.get_steering_messages)
+    pending = _poll(run.cfg.get_steering_messages)  # the initial steering poll
+    first_turn = True
 
     while True:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
-            if not first_turn:
+            if not first_turn:  # the first turn reuses the turn_start of the run set-up
                 emit(TurnStartEvent())
                 run.turn_open = True
             first_turn = False
-
-            for message in pending:
-                emit(MessageStartEvent(message))
-                emit(MessageEndEvent(message))
-                run.ctx.messages.append(message)
-                new_messages.append(message)
-                if signal.aborted:
-                    return _finish_aborted(run, new_messages)
-            pending = []
-            if signal.aborted:
+            if not _inject(run, pending, new_messages) or signal.aborted:
                 return _finish_aborted(run, new_messages)
+            pending = []
 
             message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
             new_messages.append(message)
-            if message.stop_reason in ("error", "aborted"):
+            if message.stop_reason in ("error", "aborted"):  # no tools, no hooks, no polling
                 emit(TurnEndEvent(message, []))
                 emit(AgentEndEvent(new_messages))
                 return None
 
-            tool_results: List[ToolResultMessage] = []
-            has_more_tool_calls = False
-            tool_calls = [b for b in message.content if isinstance(b, ToolCall)]
-            if tool_calls:
-                if message.stop_reason == "length":
-                    batch = _reject_truncated_calls(tool_calls, emit)
-                else:
-                    batch = execute_tool_calls(run.ctx, message, tool_calls, run.cfg, signal, emit)
-                tool_results = batch.messages
-                run.ctx.messages.extend(tool_results)
-                new_messages.extend(tool_results)
-                has_more_tool_calls = not batch.terminate
-
+            tool_results, has_more_tool_calls = _run_tools(run, message, new_messages)
             emit(TurnEndEvent(message, tool_results))
             run.turn_open = False
             _apply_turn_update(run, message, tool_results, new_messages)
@@ -392,13 +372,41 @@ def _run_loop(run: _Run, new_messages: List[Any]) -> None:
 
         if signal.aborted:
             return _finish_aborted(run, new_messages)
-        follow_ups = _poll(run.cfg.get_follow_up_messages)
-        if not follow_ups:
+        pending = _poll(run.cfg.get_follow_up_messages)
+        if not pending:
             break
-        pending = follow_ups
 
     emit(AgentEndEvent(new_messages))
     return None
+
+
+def _inject(run: _Run, pending: List[Any], new_messages: List[Any]) -> bool:
+    """Emit and append queued messages; False when the signal was aborted after one of them
+    (the rest is neither emitted nor appended)."""
+    for message in pending:
+        run.emit(MessageStartEvent(message))
+        run.emit(MessageEndEvent(message))
+        run.ctx.messages.append(message)
+        new_messages.append(message)
+        if run.signal.aborted:
+            return False
+    return True
+
+
+def _run_tools(run: _Run, message: AssistantMessage,
+               new_messages: List[Any]) -> Tuple[List[ToolResultMessage], bool]:
+    """Run the tool calls of ``message`` (none for a length-truncated response) and append the
+    results; return them and whether the model should be called again."""
+    tool_calls = [block for block in message.content if isinstance(block, ToolCall)]
+    if not tool_calls:  # execution follows the blocks, not stop_reason == "toolUse"
+        return [], False
+    if message.stop_reason == "length":
+        batch = _reject_truncated_calls(tool_calls, run.emit)
+    else:
+        batch = execute_tool_calls(run.ctx, message, tool_calls, run.cfg, run.signal, run.emit)
+    run.ctx.messages.extend(batch.messages)
+    new_messages.extend(batch.messages)
+    return batch.messages, not batch.terminate
 
 
 def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
