@@ -178,11 +178,11 @@ def main() -> None:
     tracemalloc.start()
     s = Session.open(path, read_only=True)
     loaded = tracemalloc.get_traced_memory()[0]
-    s.build_context()
+    context = s.build_context()
     after_context = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     print(f"memory of the loaded JSONL session: {loaded / 1e6:.1f} MB = {loaded / size:.2f}x the file size "
-          f"[target <= 3x]; after build_context (incl. the returned context and decode cache) "
+          f"[target <= 3x]; after build_context (incl. the returned context of {len(context.messages)} messages and the decode cache) "
           f"{after_context / 1e6:.1f} MB = {after_context / size:.2f}x")
     s.close()
     print(f"files in {workdir}")
