@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from . import loop as _loop
+from ._agent_state import AgentState, _MessageQueue
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
@@ -48,118 +49,6 @@ ERR_WAIT_FROM_RUN_THREAD = (
 _INTERRUPTED = "Interrupted (KeyboardInterrupt)"
 
 Listener = Callable[..., Any]
-
-
-# =========================================================================== state
-
-
-class AgentState:
-    """The agent's observable state. ``tools``/``messages`` setters copy the given list; the getters
-    return the live list. The runtime fields (``is_streaming``, ``streaming_message``,
-    ``pending_tool_calls``, ``error_message``) are read-only and change only through events."""
-
-    def __init__(self, system_prompt: str, model: Model, thinking_level: str,
-                 tools: Iterable[Any], messages: Iterable[Any]) -> None:
-        self.system_prompt = system_prompt
-        self.model = model
-        self.thinking_level = thinking_level
-        self._tools: List[Any] = list(tools)
-        self._messages: List[Any] = list(messages)
-        self._is_streaming = False
-        self._streaming_message: Any = None
-        self._pending_tool_calls: frozenset = frozenset()
-        self._error_message: Optional[str] = None
-
-    @property
-    def tools(self) -> List[Any]:
-        return self._tools
-
-    @tools.setter
-    def tools(self, value: Iterable[Any]) -> None:
-        self._tools = list(value)
-
-    @property
-    def messages(self) -> List[Any]:
-        return self._messages
-
-    @messages.setter
-    def messages(self, value: Iterable[Any]) -> None:
-        self._messages = list(value)
-
-    @property
-    def is_streaming(self) -> bool:
-        """True from run start until the run settled (``agent_end`` listeners included)."""
-        return self._is_streaming
-
-    @property
-    def streaming_message(self) -> Any:
-        """The message being streamed (a copy of the partial response), else None."""
-        return self._streaming_message
-
-    @property
-    def pending_tool_calls(self) -> frozenset:
-        """Ids of tool calls started and not yet ended; a new frozenset on every change."""
-        return self._pending_tool_calls
-
-    @property
-    def error_message(self) -> Optional[str]:
-        """The error of the last failed turn of the current/last run (reset at run start)."""
-        return self._error_message
-
-    def __repr__(self) -> str:
-        return (f"AgentState(model={self.model.key if hasattr(self.model, 'key') else self.model!r}, "
-                f"messages={len(self._messages)}, tools={len(self._tools)}, "
-                f"is_streaming={self._is_streaming}, error_message={self._error_message!r})")
-
-
-# =========================================================================== queues
-
-
-class _MessageQueue:
-    """Steering or follow-up queue. A drain moves messages to *in flight*; they are committed when
-    their ``message_end`` is reduced and put back at the front when the run settles otherwise."""
-
-    def __init__(self, mode: str) -> None:
-        self.mode = str(mode)
-        self._items: List[Any] = []
-        self._in_flight: List[Any] = []
-        self._lock = threading.Lock()
-
-    def push(self, message: Any) -> None:
-        with self._lock:
-            self._items.append(message)
-
-    def drain(self) -> List[Any]:
-        with self._lock:
-            if not self._items:
-                return []
-            if self.mode == "all":
-                taken, self._items = self._items, []
-            else:
-                taken = [self._items.pop(0)]
-            self._in_flight.extend(taken)
-            return list(taken)
-
-    def commit(self, message: Any) -> None:
-        with self._lock:
-            for index, item in enumerate(self._in_flight):
-                if item is message:
-                    del self._in_flight[index]
-                    return
-
-    def restore(self) -> None:
-        with self._lock:
-            if self._in_flight:
-                self._items[:0] = self._in_flight
-                self._in_flight = []
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items = []
-            self._in_flight = []
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
 
 
 # =========================================================================== runs

@@ -30,10 +30,14 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import tools as _tools
+from ._loop_types import (
+    STREAM_OPTIONS, AfterToolCallContext, AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate,
+    BeforeToolCallContext, BeforeToolCallResult, PrepareNextTurnContext, ShouldStopAfterTurnContext,
+    ToolBatchResult,
+)
 from .events import (
     AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
     ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, TurnEndEvent,
@@ -69,136 +73,6 @@ ERR_NO_STREAM_FN = (
     "or install the providers"
 )
 ERR_STREAM_WITHOUT_END = "The model stream ended without a done or error event"
-
-
-# =========================================================================== configuration
-
-
-@dataclass
-class AgentLoopConfig:
-    """Everything one run needs besides the context. Hooks (all optional except ``model``):
-
-    * ``convert_to_llm(messages) -> messages`` (default: keep the standard roles);
-    * ``transform_context(messages, signal) -> messages | None``, called before conversion;
-    * ``get_api_key(provider) -> key | None``, called before every model request;
-    * ``should_stop_after_turn(ShouldStopAfterTurnContext) -> bool``;
-    * ``prepare_next_turn(PrepareNextTurnContext) -> AgentLoopTurnUpdate | None``;
-    * ``get_steering_messages() -> list`` and ``get_follow_up_messages() -> list``;
-    * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``;
-    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | None``.
-
-    The remaining fields are stream options, passed to the stream function as keyword arguments
-    when not None.
-    """
-
-    model: Model
-    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None
-    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None
-    get_api_key: Optional[Callable[[str], Optional[str]]] = None
-    should_stop_after_turn: Optional[Callable[[Any], bool]] = None
-    prepare_next_turn: Optional[Callable[[Any], Any]] = None
-    get_steering_messages: Optional[Callable[[], List[Any]]] = None
-    get_follow_up_messages: Optional[Callable[[], List[Any]]] = None
-    tool_execution: str = "parallel"
-    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    # stream options
-    api_key: Optional[str] = field(default=None, repr=False)
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-    reasoning: Optional[str] = None
-    thinking_budgets: Optional[Dict[str, int]] = None
-    session_id: Optional[str] = None
-    transport: Optional[str] = None
-    cache_retention: Optional[str] = None
-    headers: Optional[Dict[str, str]] = field(default=None, repr=False)
-    metadata: Optional[Dict[str, Any]] = None
-    max_retry_delay_ms: Optional[int] = None
-    on_payload: Optional[Callable[..., Any]] = None
-    on_response: Optional[Callable[..., Any]] = None
-
-
-_STREAM_OPTIONS = (
-    "temperature", "max_tokens", "reasoning", "thinking_budgets", "session_id", "transport",
-    "cache_retention", "headers", "metadata", "max_retry_delay_ms", "on_payload", "on_response",
-)
-
-
-@dataclass
-class BeforeToolCallContext:
-    """What ``before_tool_call`` sees: ``args`` is the validated copy ``execute`` will receive."""
-
-    assistant_message: AssistantMessage
-    tool_call: ToolCall
-    args: Any
-    context: AgentContext
-
-
-@dataclass
-class BeforeToolCallResult:
-    """``block=True`` skips the call with an error result (``reason`` or a default text);
-    ``terminate`` is honoured only together with ``block``."""
-
-    block: bool = False
-    reason: Optional[str] = None
-    terminate: Optional[bool] = None
-
-
-@dataclass
-class AfterToolCallContext:
-    """What ``after_tool_call`` sees: the executed ``result`` before any override."""
-
-    assistant_message: AssistantMessage
-    tool_call: ToolCall
-    args: Any
-    result: AgentToolResult
-    is_error: bool
-    context: AgentContext
-
-
-@dataclass
-class AfterToolCallResult:
-    """A partial override: every field that is not None replaces the executed value (no deep merge)."""
-
-    content: Optional[List[Any]] = None
-    details: Any = None
-    is_error: Optional[bool] = None
-    usage: Any = None
-    terminate: Optional[bool] = None
-
-
-@dataclass
-class ShouldStopAfterTurnContext:
-    """The finished turn: its assistant ``message``, its ``tool_results`` (source order), the
-    working ``context`` (results already appended) and ``new_messages`` of the run so far."""
-
-    message: AssistantMessage
-    tool_results: List[ToolResultMessage]
-    context: AgentContext
-    new_messages: List[Any]
-
-
-@dataclass
-class PrepareNextTurnContext(ShouldStopAfterTurnContext):
-    """Same shape as :class:`ShouldStopAfterTurnContext`."""
-
-
-@dataclass
-class AgentLoopTurnUpdate:
-    """Returned by ``prepare_next_turn`` to change the next request of this run. None keeps a field;
-    ``thinking_level="off"`` clears the reasoning option."""
-
-    context: Optional[AgentContext] = None
-    model: Optional[Model] = None
-    thinking_level: Optional[str] = None
-
-
-@dataclass
-class ToolBatchResult:
-    """The tool-result messages of one batch (source order) and whether the batch terminates."""
-
-    messages: List[ToolResultMessage]
-    terminate: bool
 
 
 # =========================================================================== stream function
@@ -522,7 +396,7 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
 
 def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]:
     options: Dict[str, Any] = {"signal": signal}
-    for name in _STREAM_OPTIONS:
+    for name in STREAM_OPTIONS:
         value = getattr(cfg, name)
         if value is not None:
             options[name] = value
