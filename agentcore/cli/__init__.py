@@ -1,0 +1,233 @@
+"""The ``agentcore`` command (also ``python -m agentcore``).
+
+Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
+line), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
+``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
+``--session``, ``--thinking`` and ``--system``, before or after the command name.
+
+Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
+130 interrupted. API keys are never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable, Optional, Sequence, TextIO
+
+from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
+
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_EPILOG = f"""\
+model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
+  --base-url URL --model ID for a local OpenAI-compatible server; --model scripted for an offline demo.
+exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted."""
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _common_options() -> argparse.ArgumentParser:
+    """Options of ``run``/``chat``; SUPPRESS defaults let them stand before or after the command."""
+    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    group = common.add_argument_group("agent options")
+    group.add_argument("-m", "--model", metavar="PROVIDER/ID",
+                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo)")
+    group.add_argument("--base-url", metavar="URL",
+                       help="endpoint URL; with an id not in the catalog: a local OpenAI-compatible server")
+    group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
+    group.add_argument("-t", "--tools", metavar="A,B", help="comma list of registry tool names, e.g. read,bash")
+    group.add_argument("-s", "--session", metavar="PATH|ID",
+                       help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, or 'new'")
+    group.add_argument("--sessions-dir", metavar="DIR",
+                       help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
+    group.add_argument("--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max")
+    group.add_argument("--system", metavar="TEXT", help="the system prompt")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentcore`` command."""
+    common = _common_options()
+    parser = argparse.ArgumentParser(
+        prog="agentcore", parents=[common], epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run tool-using LLM agents from the terminal.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = commands.add_parser("run", parents=[common], help="answer one prompt, streaming",
+                              description="Answer PROMPT (or stdin when PROMPT is - or absent and piped).")
+    run.add_argument("prompt", nargs="*", metavar="PROMPT")
+    run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
+    run.set_defaults(handler=cmd_run)
+
+    chat = commands.add_parser("chat", parents=[common], help="interactive conversation (REPL)",
+                               description="A REPL: each line is a prompt; /help lists the commands.")
+    chat.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
+    chat.set_defaults(handler=cmd_chat)
+
+    models = commands.add_parser("models", help="list the registered models")
+    models.add_argument("--provider", metavar="NAME", help="only this provider's models")
+    models.add_argument("--json", action="store_true", help="one JSON object per model")
+    models.set_defaults(handler=_lazy("cmd_models"))
+
+    plugins = commands.add_parser("plugins", help="list plugins, what they provide and load errors")
+    plugins.add_argument("--json", action="store_true", help="one JSON object per plugin")
+    plugins.set_defaults(handler=_lazy("cmd_plugins"))
+
+    sessions = commands.add_parser("sessions", help="list, show or export saved sessions")
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    sessions.set_defaults(handler=_sessions_usage(sessions))
+    dir_opt = argparse.ArgumentParser(add_help=False)
+    dir_opt.add_argument("--sessions-dir", metavar="DIR", default=None,
+                         help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
+    listing = actions.add_parser("list", parents=[dir_opt], help="sessions of this directory, newest first")
+    listing.add_argument("--all", action="store_true", help="sessions of every directory")
+    listing.add_argument("--json", action="store_true", help="one JSON object per session")
+    listing.set_defaults(handler=_lazy("cmd_sessions_list"))
+    show = actions.add_parser("show", parents=[dir_opt], help="a session's facts and current branch")
+    show.add_argument("session", metavar="ID|PATH")
+    show.set_defaults(handler=_lazy("cmd_sessions_show"))
+    export = actions.add_parser("export", parents=[dir_opt], help="write a session as markdown/html/json/jsonl")
+    export.add_argument("session", metavar="ID|PATH")
+    export.add_argument("--format", choices=("markdown", "html", "json", "jsonl"), default="markdown")
+    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    export.set_defaults(handler=_lazy("cmd_sessions_export"))
+    return parser
+
+
+def _lazy(name: str) -> Callable[..., int]:
+    def handler(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+        from . import _info
+
+        return getattr(_info, name)(args, out, err)
+    return handler
+
+
+def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
+    def handler(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+        parser.print_usage(err)
+        err.write("agentcore sessions: choose an action: list, show ID|PATH or export ID|PATH\n")
+        return EXIT_USAGE
+    return handler
+
+
+# --------------------------------------------------------------------------- run and chat
+
+
+def _read_prompt(args: Any, stdin: TextIO) -> str:
+    prompt = " ".join(args.prompt).strip()
+    if prompt == "-" or (not prompt and not _isatty(stdin)):
+        prompt = stdin.read().strip()
+    if not prompt:
+        raise UsageError('agentcore run needs a PROMPT: agentcore run "what is in this folder?" '
+                         "(or pipe the prompt on stdin)")
+    return prompt
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
+    from ._render import JsonPrinter, TextPrinter, run_outcome
+
+    prompt = _read_prompt(args, stdin)
+    setup = build_agent(CliOptions.from_args(args))
+    text = TextPrinter(out, err, secret=setup.api_key)
+    try:
+        setup.agent.subscribe(JsonPrinter(out) if args.json else text)
+        if setup.session is not None and setup.created_session:
+            text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
+        try:
+            new = setup.agent.prompt(prompt)
+        except KeyboardInterrupt:
+            text.note("[interrupted: run aborted]")
+            return EXIT_INTERRUPTED
+        return run_outcome(new)
+    finally:
+        if setup.session is not None:
+            setup.session.close()
+
+
+def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """The REPL (see :mod:`agentcore.cli._chat`)."""
+    from ._chat import Chat
+    from ._render import JsonPrinter
+
+    options = CliOptions.from_args(args)
+    setup = build_agent(options)
+    try:
+        if _isatty(stdin):
+            try:
+                import readline  # noqa: F401  - line editing and history for input()
+            except ImportError:
+                pass
+        printer = JsonPrinter(out) if args.json else None
+        return Chat(setup, options, stdin, out, err, printer=printer).run()
+    finally:
+        if setup.session is not None:
+            setup.session.close()
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None,
+         stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    stdin = stdin if stdin is not None else sys.stdin
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if getattr(args, "version", False):
+        from .. import __version__
+
+        out.write(f"agentcore {__version__}\n")
+        return EXIT_OK
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(err)
+        return EXIT_USAGE
+    try:
+        return handler(args, stdin, out, err)
+    except UsageError as exc:
+        message = str(exc)
+        err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
+        err.write("\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        err.write("\nagentcore: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
+        _silence_stdout()
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
+        err.write(f"agentcore: {type(exc).__name__}: {exc}\n")
+        return EXIT_ERROR
+
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -1,0 +1,209 @@
+"""``agentcore chat``: a REPL over one Agent. Lines are prompts; lines starting with ``/`` are commands.
+
+Ctrl-C during a run aborts it (tools get the abort signal, the transcript stays valid) and returns
+to the prompt; Ctrl-C at the prompt only clears the line; Ctrl-D (end of input) or ``/quit`` leaves.
+Answers stream to stdout; tool activity, notices and the banner go to stderr, so piping stdin in
+and stdout out gives just the answers and command output.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
+
+from ._render import TextPrinter, run_outcome
+from ._setup import AgentSetup, CliOptions, UsageError, check_thinking, resolve_model, resolve_tools
+
+__all__ = ["Chat", "COMMANDS"]
+
+COMMANDS: Dict[str, str] = {
+    "/model [provider/id]": "show the model, or switch to another",
+    "/tools [a,b|none]": "show the active tools, or replace them",
+    "/thinking [level]": "show or set the thinking level",
+    "/session": "where this conversation is saved",
+    "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N",
+    "/compact": "summarise older turns to free context (when this agentcore has compaction)",
+    "/help": "this list",
+    "/quit": "leave (Ctrl-D works too)",
+}
+
+_QUIT = object()
+
+
+class Chat:
+    """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0."""
+
+    def __init__(self, setup: AgentSetup, options: CliOptions, stdin: TextIO, out: TextIO, err: TextIO,
+                 printer: Optional[Callable[[Any], None]] = None) -> None:
+        self.setup = setup
+        self.agent = setup.agent
+        self.session = setup.session
+        self.options = options
+        self.stdin = stdin
+        self.out = out
+        self.err = err
+        self.text = TextPrinter(out, err, secret=setup.api_key)
+        self.agent.subscribe(printer or self.text)
+        self.status = 0
+        self.interactive = _isatty(stdin) and _isatty(out)
+        self._handlers: Dict[str, Callable[[str], Any]] = {
+            "/model": self._model, "/tools": self._tools, "/thinking": self._thinking,
+            "/session": self._session, "/branch": self._branch, "/compact": self._compact,
+            "/help": self._help, "/quit": lambda _: _QUIT, "/exit": lambda _: _QUIT,
+        }
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> int:
+        self._banner()
+        while True:
+            try:
+                line = self._read()
+                if line is None:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                if line.startswith("/"):
+                    if self._command(line) is _QUIT:
+                        break
+                    continue
+                self._prompt(line)
+            except KeyboardInterrupt:  # at the prompt (or between runs): keep chatting
+                self.text.note("(Ctrl-C: use /quit or Ctrl-D to leave)")
+        return self.status
+
+    def _read(self) -> Optional[str]:
+        if self.interactive:
+            try:
+                return input("> ")
+            except EOFError:
+                self.out.write("\n")
+                return None
+        line = self.stdin.readline()
+        return line if line else None
+
+    def _prompt(self, line: str) -> None:
+        try:
+            new = self.agent.prompt(line)
+        except KeyboardInterrupt:
+            self.text.note("[interrupted: run aborted; back at the prompt]")
+            self.status = 0
+            return
+        self.status = run_outcome(new)
+
+    def _say(self, text: str) -> None:
+        self.out.write(text.rstrip("\n") + "\n")
+        self.out.flush()
+
+    def _banner(self) -> None:
+        model = self.agent.model
+        tools = ", ".join(t.name for t in self.agent.tools) or "none"
+        where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
+        self.err.write(f"agentcore chat: model {model.key}, tools: {tools}, {where}. "
+                       "/help lists commands, /quit or Ctrl-D leaves.\n")
+        self.err.flush()
+
+    # ------------------------------------------------------------------ commands
+
+    def _command(self, line: str) -> Any:
+        name, _, rest = line.partition(" ")
+        handler = self._handlers.get(name.lower())
+        if handler is None:
+            self._say(f"unknown command {name}; /help lists the commands")
+            return None
+        try:
+            return handler(rest.strip())
+        except UsageError as exc:
+            self._say(str(exc))
+            return None
+
+    def _help(self, _: str) -> None:
+        width = max(len(k) for k in COMMANDS)
+        self._say("\n".join(f"{k.ljust(width)}  {v}" for k, v in COMMANDS.items()))
+
+    def _model(self, ref: str) -> None:
+        if ref:
+            model, stream_fn = resolve_model(ref, self.options.base_url)
+            self.agent.model = model
+            self.agent.stream_fn = stream_fn
+        model = self.agent.model
+        self._say(f"model: {model.key} ({model.api}{', ' + model.base_url if model.base_url else ''})")
+
+    def _tools(self, spec: str) -> None:
+        if spec:
+            self.agent.tools = resolve_tools(spec)
+        names = [getattr(t, "name", str(t)) for t in self.agent.tools]
+        self._say("tools: " + (", ".join(names) if names else "none"))
+
+    def _thinking(self, level: str) -> None:
+        if level:
+            self.agent.thinking_level = check_thinking(level)
+        self._say(f"thinking: {self.agent.thinking_level}")
+
+    def _session(self, _: str) -> None:
+        session = self.session
+        if session is None:
+            self._say("no session: this chat is not saved. Start one with --session PATH.jsonl, "
+                      "--session ID or --session new")
+            return
+        stats = session.get_session_stats()
+        self._say(f"session {session.id}\n  path: {session.path or 'memory'}\n  cwd: {session.cwd}\n"
+                  f"  entries: {len(session.storage)}, messages: {stats.message_count} (all branches)\n"
+                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f}\n  leaf: {session.leaf_id}")
+
+    def _user_prompts(self) -> List[Tuple[Any, Any]]:
+        """``(entry_or_index, message)`` for each user message on the current branch."""
+        if self.session is not None:
+            return [(e, e.message) for e in self.session.get_branch()
+                    if e.type == "message" and getattr(e.message, "role", None) == "user"]
+        return [(i, m) for i, m in enumerate(self.agent.messages) if getattr(m, "role", None) == "user"]
+
+    def _branch(self, arg: str) -> None:
+        from ..types import text_of
+
+        prompts = self._user_prompts()
+        if not arg:
+            if not prompts:
+                self._say("no prompts yet on this branch")
+                return
+            for n, (_, message) in enumerate(prompts, 1):
+                self._say(f"{n:>3}. {_short(text_of(message.content))}")
+            self._say("/branch N goes back to just before prompt N; the next prompt starts a new branch")
+            return
+        if not arg.isdigit() or not 1 <= int(arg) <= len(prompts):
+            raise UsageError(f"/branch {arg}: give a prompt number from 1 to {len(prompts)} (/branch lists them)")
+        where, message = prompts[int(arg) - 1]
+        if self.session is not None:
+            self.session.move_to(where.parent_id)
+            level = self.agent.thinking_level
+            self.setup.reattach_session()
+            self.agent.thinking_level = level  # kept; recorded with the next message if it differs
+        else:
+            self.agent.messages = self.agent.messages[:where]
+        self._say(f"back before prompt {arg} ({len(self.agent.messages)} messages kept); it was:\n"
+                  f"  {_short(text_of(message.content), 200)}")
+
+    def _compact(self, _: str) -> None:
+        compact = getattr(self.agent, "compact", None)
+        if not callable(compact):
+            self._say("compaction is not available in this version of agentcore (Agent.compact is missing); "
+                      "the conversation is unchanged. /branch N drops the turns after prompt N instead.")
+            return
+        before = len(self.agent.messages)
+        result = compact()
+        summary = getattr(result, "summary", None)
+        self._say(f"compacted: {before} -> {len(self.agent.messages)} messages"
+                  + (f"\nsummary: {_short(summary, 300)}" if summary else ""))
+
+
+def _short(text: str, limit: int = 70) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty()) and not os.environ.get("AGENTCORE_CLI_PLAIN")
+    except (AttributeError, ValueError):
+        return False

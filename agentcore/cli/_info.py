@@ -1,0 +1,248 @@
+"""The listing commands: ``models``, ``plugins`` and ``sessions list|show|export``.
+
+Each function takes the parsed arguments and the output streams and returns an exit status; a
+problem the user can fix raises :class:`~agentcore.cli._setup.UsageError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, List, Optional, Sequence, TextIO
+
+from ._setup import UsageError, default_sessions_dir, is_session_path
+
+__all__ = ["cmd_models", "cmd_plugins", "cmd_sessions_list", "cmd_sessions_show", "cmd_sessions_export",
+           "format_table"]
+
+
+def format_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """Left-aligned columns separated by two spaces (the last column is not padded)."""
+    table = [list(header)] + [list(r) for r in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
+    lines = []
+    for row in table:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])] + [row[-1]]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def _price(value: Any) -> str:
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        return "-"
+    return "-" if number == 0 else f"{number:g}"
+
+
+def _tokens(value: Any) -> str:
+    try:
+        number = int(value or 0)
+    except (TypeError, ValueError):
+        return "-"
+    if number >= 1000 and number % 1000 == 0:
+        return f"{number // 1000}k"
+    return str(number) if number else "-"
+
+
+# --------------------------------------------------------------------------- models
+
+
+def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
+    """``agentcore models [--provider P] [--json]``: the model registry (catalog and plugins)."""
+    from ..plugins import models
+
+    found = models(args.provider) if args.provider else models()
+    if args.provider and not found:
+        known = sorted({m.provider for m in models()})
+        raise UsageError(f"no models of provider {args.provider!r}; providers: {', '.join(known)}")
+    if getattr(args, "json", False):
+        for model in found:
+            out.write(json.dumps(model.to_dict(), ensure_ascii=False) + "\n")
+        return 0
+    rows = []
+    for m in found:
+        cost = m.cost
+        rows.append([m.key, m.api, _tokens(m.context_window), "yes" if m.reasoning else "-",
+                     f"{_price(cost.input)}/{_price(cost.output)}", m.name or m.id])
+    out.write(format_table(rows, ["MODEL", "API", "CONTEXT", "REASONING", "$/M IN/OUT", "NAME"]))
+    return 0
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
+    """``agentcore plugins``: every plugin, what it provides, and why a broken one failed."""
+    import warnings
+
+    from ..plugins import plugins_info
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # broken plugins are listed below, with their error
+        infos = plugins_info()
+    if getattr(args, "json", False):
+        for info in infos:
+            out.write(json.dumps({
+                "name": info.name, "distribution": info.distribution, "version": info.version,
+                "builtin": info.builtin, "entryPoint": info.entry_point, "hooks": list(info.hooks),
+                "provides": {k: list(v) for k, v in info.provides.items()}, "error": info.error,
+            }, ensure_ascii=False) + "\n")
+        return 0
+    for info in infos:
+        origin = "built-in" if info.builtin else f"{info.distribution or '?'} {info.version or ''}".strip()
+        out.write(f"{info.name}  ({origin})" + ("  BROKEN" if info.error else "") + "\n")
+        if info.entry_point:
+            out.write(f"    entry point: {info.entry_point}\n")
+        if info.hooks:
+            out.write(f"    hooks: {', '.join(info.hooks)}\n")
+        for kind in ("tool", "provider", "model"):
+            keys = info.provides.get(kind, ())
+            if not keys:
+                continue
+            if kind == "model" and len(keys) > 8:
+                out.write(f"    models: {len(keys)} (see `agentcore models`)\n")
+            else:
+                out.write(f"    {kind}s: {', '.join(keys)}\n")
+        if info.error:
+            out.write(f"    error: {info.error}\n")
+    broken = sum(1 for i in infos if i.error)
+    if broken:
+        err.write(f"{broken} plugin(s) failed to load; the others work. Fix or uninstall them, or set "
+                  "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1.\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def _repository(args: Any) -> Any:
+    from ..session import SessionRepository
+
+    return SessionRepository(getattr(args, "sessions_dir", None) or default_sessions_dir())
+
+
+def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
+    """``agentcore sessions list [--all]``: sessions of this directory (or all), newest first."""
+    repo = _repository(args)
+    infos = repo.list(None if args.all else os.getcwd())
+    if getattr(args, "json", False):
+        for i in infos:
+            out.write(json.dumps({"id": i.id, "path": i.path, "cwd": i.cwd, "created": i.created, "name": i.name,
+                                  "messageCount": i.message_count, "parentSession": i.parent_session},
+                                 ensure_ascii=False) + "\n")
+        return 0
+    if not infos:
+        where = repo.directory if args.all else f"{os.getcwd()} in {repo.directory}"
+        err.write(f"no sessions for {where}; start one with: agentcore chat --session new\n")
+        return 0
+    rows = [[i.id, i.created, str(i.message_count), i.name or "", i.path] for i in infos]
+    out.write(format_table(rows, ["ID", "CREATED", "MESSAGES", "NAME", "PATH"]))
+    return 0
+
+
+def _open_for_reading(args: Any) -> Any:
+    from ..session import Session, SessionError
+
+    ref = args.session
+    try:
+        if is_session_path(ref):
+            path = os.path.abspath(os.path.expanduser(ref))
+            if path.lower().endswith((".db", ".sqlite", ".sqlite3")):
+                from ..session import SqliteSessionStorage
+
+                return Session(SqliteSessionStorage(path, read_only=True))
+            return Session.open(path, read_only=True)
+        return _repository(args).open(ref, read_only=True)
+    except SessionError as exc:
+        raise UsageError(f"{exc} (see `agentcore sessions list --all`)") from None
+
+
+def _branch_messages(session: Any) -> List[Any]:
+    return [e.message for e in session.get_branch() if e.type == "message"]
+
+
+def describe_message(message: Any, limit: Optional[int] = None) -> str:
+    """One message as readable text: role header, text, tool calls and tool results."""
+    from ..types import ToolCall, text_of
+
+    role = getattr(message, "role", "?")
+    content = getattr(message, "content", None)
+    parts = []
+    if role == "toolResult":
+        status = "error" if getattr(message, "is_error", False) else "ok"
+        parts.append(f"[tool result: {message.tool_name} {status}]")
+    elif role == "assistant":
+        parts.append(f"[assistant {getattr(message, 'provider', '')}/{getattr(message, 'model', '')}]")
+    else:
+        parts.append(f"[{role}]")
+    body = text_of(content) if content is not None else ""
+    if limit is not None and len(body) > limit:
+        body = body[:limit] + " ..."
+    if body:
+        parts.append(body)
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, ToolCall):
+            parts.append(f"-> {block.name} {json.dumps(block.arguments, ensure_ascii=False)}")
+    error = getattr(message, "error_message", None)
+    if error:
+        parts.append(f"(error: {error})")
+    return "\n".join(parts)
+
+
+def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
+    """``agentcore sessions show ID|PATH``: header facts, totals and the current branch."""
+    with _open_for_reading(args) as session:
+        stats = session.get_session_stats()
+        context = session.build_context()
+        out.write(f"session {session.id}\n  path: {session.path}\n  cwd: {session.cwd}\n"
+                  f"  created: {session.header.timestamp}\n")
+        if session.name:
+            out.write(f"  name: {session.name}\n")
+        if context.model is not None:
+            out.write(f"  model: {context.model.key}\n")
+        out.write(f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
+                  f"cost: ${stats.cost_total:.4f}\n\n")
+        for message in _branch_messages(session):
+            out.write(describe_message(message) + "\n\n")
+    return 0
+
+
+EXPORT_FORMATS = ("markdown", "html", "json", "jsonl")
+
+
+def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
+    """``agentcore sessions export ID|PATH [--format F] [-o FILE]``.
+
+    ``markdown``/``html``: the current branch as a readable transcript; ``json``: the current
+    branch's messages as a JSON array of reference message dicts; ``jsonl``: every entry of the
+    session (all branches) as reference JSONL, header first.
+    """
+    from ..types import message_to_dict
+
+    with _open_for_reading(args) as session:
+        fmt = args.format
+        if fmt == "jsonl":
+            header = session.header.to_dict()
+            lines = [json.dumps(header, ensure_ascii=False)]
+            lines += [json.dumps(e.to_dict(), ensure_ascii=False) for e in session.entries()]
+            text = "\n".join(lines) + "\n"
+        else:
+            messages = _branch_messages(session)
+            if fmt == "json":
+                text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
+            elif fmt == "html":
+                from ..jupyter import transcript_to_html
+
+                text = transcript_to_html(messages) + "\n"
+            else:
+                from ..jupyter import transcript_to_markdown
+
+                text = transcript_to_markdown(messages) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        err.write(f"wrote {fmt} to {args.output}\n")
+    else:
+        out.write(text)
+    return 0

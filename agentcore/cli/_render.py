@@ -1,0 +1,152 @@
+"""Printing a run: streamed answer text on stdout, thinking and tool activity on stderr, or JSON lines.
+
+Both printers are agent listeners (called on the run thread, one event at a time). They write and
+flush per event so the answer appears as it streams. A printer never raises on odd events; a closed
+stdout (``agentcore run ... | head``) ends output quietly.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional, TextIO
+
+__all__ = ["TextPrinter", "JsonPrinter", "run_outcome", "redact", "one_line"]
+
+_ARGS_LIMIT = 160
+_RESULT_LINES = 4
+
+
+def redact(text: str, secret: Optional[str]) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
+    if secret and len(secret) >= 4:
+        return text.replace(secret, "***")
+    return text
+
+
+def one_line(value: Any, limit: int = _ARGS_LIMIT) -> str:
+    """A compact single-line JSON-ish rendering, cut at ``limit`` characters."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _text_of(content: Any) -> str:
+    from ..types import text_of
+
+    try:
+        return text_of(content)
+    except Exception:  # an odd block: show nothing rather than fail the run
+        return ""
+
+
+class _Writer:
+    """Writes to a stream, flushes, and goes quiet once the reader has gone away."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.closed = False
+        self.last_char = "\n"
+
+    def write(self, text: str) -> None:
+        if not text or self.closed:
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (BrokenPipeError, ValueError):  # reader gone / stream closed
+            self.closed = True
+            return
+        self.last_char = text[-1]
+
+    def end_line(self) -> None:
+        if self.last_char != "\n":
+            self.write("\n")
+
+
+class TextPrinter:
+    """Human-readable output: the answer streams to ``out``; thinking, tools and errors go to ``err``.
+
+    ``secret`` (the API key, if any) is masked in everything written to ``err``.
+    """
+
+    def __init__(self, out: TextIO, err: TextIO, *, secret: Optional[str] = None,
+                 show_thinking: bool = True) -> None:
+        self.out = _Writer(out)
+        self.err = _Writer(err)
+        self.secret = secret
+        self.show_thinking = show_thinking
+        self._streamed_text = False
+
+    def note(self, text: str) -> None:
+        """A status line on ``err`` (the answer line is ended first)."""
+        self.out.end_line()
+        self.err.end_line()
+        self.err.write(redact(text, self.secret) + "\n")
+
+    def __call__(self, event: Any) -> None:
+        kind = event.type
+        if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
+            self._streamed_text = False
+        elif kind == "message_update":
+            self._update(event.assistant_message_event)
+        elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
+            self._assistant_end(event.message)
+        elif kind == "tool_execution_start":
+            self.note(f"[tool] {event.tool_name} {one_line(event.args)}")
+        elif kind == "tool_execution_end":
+            self._tool_end(event)
+
+    def _update(self, inner: Any) -> None:
+        kind = getattr(inner, "type", "")
+        if kind == "text_delta":
+            self.err.end_line()
+            self.out.write(inner.delta)
+            self._streamed_text = True
+        elif kind == "thinking_start" and self.show_thinking:
+            self.out.end_line()
+            self.err.write("[thinking] ")
+        elif kind == "thinking_delta" and self.show_thinking:
+            self.err.write(inner.delta)
+        elif kind == "thinking_end" and self.show_thinking:
+            self.err.end_line()
+
+    def _assistant_end(self, message: Any) -> None:
+        if not self._streamed_text:  # a provider that did not stream: show the whole text now
+            self.out.write(_text_of(message.content))
+        self.out.end_line()
+        reason = getattr(message, "stop_reason", None)
+        if reason == "error":
+            self.note(f"error: {message.error_message or 'the model request failed'}")
+        elif reason == "aborted":
+            self.note("[aborted]")
+
+    def _tool_end(self, event: Any) -> None:
+        text = _text_of(getattr(event.result, "content", None)).strip("\n")
+        lines = text.splitlines()
+        status = "error" if event.is_error else "ok"
+        shown = "\n".join("    " + line for line in lines[:_RESULT_LINES])
+        more = f"\n    ... ({len(lines) - _RESULT_LINES} more lines)" if len(lines) > _RESULT_LINES else ""
+        self.note(f"[tool] {event.tool_name} {status}" + (f":\n{shown}{more}" if lines else ""))
+
+
+class JsonPrinter:
+    """One JSON object per event on ``out`` (``agentcore.event_to_dict``), flushed per line."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = _Writer(out)
+
+    def __call__(self, event: Any) -> None:
+        from ..events import event_to_dict
+
+        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=str) + "\n")
+
+
+def run_outcome(new_messages: Any) -> int:
+    """The exit status of a finished run: 1 when its last assistant message failed, else 0."""
+    for message in reversed(list(new_messages or ())):
+        if getattr(message, "role", None) == "assistant":
+            return 1 if getattr(message, "stop_reason", None) in ("error", "aborted") else 0
+    return 0

@@ -1,0 +1,313 @@
+"""Turning command-line options into a model, tools, a session and an :class:`~agentcore.agent.Agent`.
+
+Every problem with the user's configuration raises :class:`UsageError`, whose text says what is
+wrong and what to type instead; the command then exits with status 2. API keys are read from the
+environment only (``--api-key-env NAME`` or the provider's usual variable) and never printed.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Tuple
+
+__all__ = [
+    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "ScriptedDemo", "CliOptions", "resolve_model",
+    "resolve_tools", "read_api_key", "check_thinking", "open_session", "default_sessions_dir",
+    "build_agent",
+]
+
+#: ``--model scripted`` (or ``AGENTCORE_MODEL=scripted``) selects the offline demo model.
+SCRIPTED = "scripted"
+MODEL_ENV = "AGENTCORE_MODEL"
+SESSIONS_DIR_ENV = "AGENTCORE_SESSIONS_DIR"
+
+NO_MODEL_HELP = """\
+agentcore: no model configured. Choose one of:
+  --model provider/id              a catalog model, e.g. --model anthropic/claude-sonnet-4-5
+                                   (with ANTHROPIC_API_KEY set); `agentcore models` lists them
+  AGENTCORE_MODEL=provider/id      the default model for every command
+  --base-url URL --model ID        a local OpenAI-compatible server (llama.cpp, Ollama, vLLM,
+                                   LM Studio), e.g. --base-url http://127.0.0.1:8080/v1 --model llama3
+  --model scripted                 the offline scripted demo (no network, no key)
+An API key comes from the provider's usual variable (e.g. OPENAI_API_KEY) or --api-key-env NAME."""
+
+
+class UsageError(Exception):
+    """A configuration or command-line mistake; the message tells the user what to do (exit 2)."""
+
+
+# --------------------------------------------------------------------------- the offline demo
+
+
+class ScriptedDemo:
+    """The ``--model scripted`` model: answers without network, using ``ls`` when it is offered.
+
+    It is a :class:`~agentcore.testing.ScriptedModel` fed one computed response per request, so it
+    streams word by word and honours aborts like a real provider.
+    """
+
+    def __init__(self, tokens_per_second: float = 200.0) -> None:
+        from ..testing import ScriptedModel
+        from ..types import Model
+
+        model = Model(id="scripted-demo", name="Offline scripted demo", api="scripted",
+                      provider="scripted", base_url="", context_window=128000, max_tokens=16384)
+        self._scripted = ScriptedModel(tokens_per_second=tokens_per_second, model=model)
+        self.model = self._scripted.model
+
+    def stream_fn(self, model: Any, context: Any, **options: Any) -> Any:
+        if self._scripted.remaining == 0:
+            self._scripted.push(self._respond)
+        return self._scripted.stream_fn(model, context, **options)
+
+    @staticmethod
+    def _respond(context: Any) -> Any:
+        from ..testing import text, tool_call
+        from ..types import role_of, text_of
+
+        hint = ("(This is the offline scripted demo. For a real model use --model provider/id; "
+                "`agentcore models` lists them.)")
+        last = context.messages[-1] if context.messages else None
+        if role_of(last) == "toolResult":
+            lines = text_of(last.content).splitlines()
+            first = lines[0] if lines else ""
+            return text(f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is "
+                        f"{first!r}.\n{hint}")
+        prompt = text_of(getattr(last, "content", "")) if last is not None else ""
+        if any(getattr(t, "name", None) == "ls" for t in context.tools):
+            return tool_call("ls", {"path": "."}, text="Let me look at the working directory first.")
+        return text(f"You said: {prompt}\n{hint}")
+
+
+# --------------------------------------------------------------------------- options
+
+
+@dataclass
+class CliOptions:
+    """The options shared by ``run`` and ``chat`` (None: not given)."""
+
+    model: Optional[str] = None
+    base_url: Optional[str] = None
+    api_key_env: Optional[str] = None
+    tools: Optional[str] = None
+    session: Optional[str] = None
+    sessions_dir: Optional[str] = None
+    thinking: Optional[str] = None
+    system: Optional[str] = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_args(cls, args: Any) -> "CliOptions":
+        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system")
+        return cls(**{name: getattr(args, name, None) for name in names})
+
+
+def resolve_model(ref: Optional[str], base_url: Optional[str] = None
+                  ) -> Tuple[Any, Optional[Callable[..., Any]]]:
+    """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
+
+    ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
+    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model (the id is
+    sent to the server verbatim). Raises :class:`UsageError` when nothing is configured or the model
+    is unknown.
+    """
+    ref = ref or os.environ.get(MODEL_ENV) or None
+    if ref is not None:
+        ref = ref.strip()
+    if not ref:
+        if base_url:
+            raise UsageError(f"--base-url {base_url} needs --model ID: the model name the server expects "
+                             "(llama.cpp accepts any name; Ollama wants e.g. llama3)")
+        raise UsageError(NO_MODEL_HELP)
+    if ref == SCRIPTED:
+        demo = ScriptedDemo()
+        return demo.model, demo.stream_fn
+    from ..plugins import UnknownModelError, get_model
+
+    try:
+        model = copy.deepcopy(get_model(ref))
+    except UnknownModelError as exc:
+        if not base_url:
+            raise UsageError(f"{exc}\nFor a model served elsewhere add --base-url URL "
+                             "(an OpenAI-compatible endpoint).") from None
+        from ..types import Model
+
+        return Model(id=ref, name=ref, api="openai-completions", provider="local",
+                     base_url=base_url.rstrip("/")), None
+    if base_url:
+        model.base_url = base_url.rstrip("/")
+    return model, None
+
+
+def resolve_tools(spec: Optional[str]) -> List[Any]:
+    """The registry tools named in a comma list (``"read,bash"``); ``None``/``""``/``"none"``: none."""
+    if not spec or spec.strip().lower() == "none":
+        return []
+    from ..plugins import UnknownToolError, get_tool
+
+    tools = []
+    for name in (part.strip() for part in spec.split(",")):
+        if not name:
+            continue
+        try:
+            tools.append(get_tool(name))
+        except UnknownToolError as exc:
+            raise UsageError(f"--tools: {exc}") from None
+    return tools
+
+
+def read_api_key(env_name: Optional[str]) -> Optional[str]:
+    """The key in environment variable ``env_name`` (None when not asked for). Never printed."""
+    if not env_name:
+        return None
+    value = os.environ.get(env_name, "").strip()
+    if not value:
+        raise UsageError(f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
+                         f"export it first (export {env_name}=...)")
+    return value
+
+
+def check_thinking(level: Optional[str]) -> Optional[str]:
+    """``level`` if it is a thinking level (``off``, ``minimal`` ... ``max``); else UsageError."""
+    if level is None:
+        return None
+    from ..types import ThinkingLevel
+
+    allowed = [member.value for member in ThinkingLevel]
+    if level not in allowed:
+        raise UsageError(f"--thinking {level!r}: choose one of {', '.join(allowed)}")
+    return level
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def default_sessions_dir() -> str:
+    """``$AGENTCORE_SESSIONS_DIR``, else ``~/.agentcore/sessions``."""
+    return os.environ.get(SESSIONS_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".agentcore", "sessions")
+
+
+_SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def is_session_path(value: str) -> bool:
+    """True when ``--session`` names a file (a path separator or a session-file suffix)."""
+    return ("/" in value or os.sep in value or value.endswith(".jsonl")
+            or value.lower().endswith(_SQLITE_SUFFIXES))
+
+
+def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
+    """Open or create the session named by ``--session``.
+
+    A path ending in ``.jsonl`` (or containing a separator) is a JSONL file, created when missing;
+    ``.db``/``.sqlite`` is a SQLite database holding one session (created when empty). Anything else
+    is a session id in the sessions directory (``new`` makes a fresh id), opened when it exists and
+    created for the current directory otherwise.
+    """
+    from ..session import Session, SessionError
+
+    try:
+        if is_session_path(value):
+            path = os.path.abspath(os.path.expanduser(value))
+            if path.lower().endswith(_SQLITE_SUFFIXES):
+                return _open_sqlite(path)
+            if os.path.exists(path):
+                return Session.open(path)
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            return Session.create(path)
+        from ..session import SessionRepository
+
+        repo = SessionRepository(sessions_dir or default_sessions_dir())
+        if value == "new":
+            return repo.create()
+        try:
+            return repo.open(value)
+        except SessionError as exc:
+            if exc.code != "not_found":
+                raise
+            return repo.create(session_id=value)
+    except SessionError as exc:
+        raise UsageError(f"--session {value}: {exc}") from None
+
+
+def _open_sqlite(path: str) -> Any:
+    from ..session import Session, SqliteSessionStorage
+
+    if os.path.exists(path) and SqliteSessionStorage.list_sessions(path):
+        return Session(SqliteSessionStorage(path))
+    return Session(SqliteSessionStorage.create(path))
+
+
+# --------------------------------------------------------------------------- the agent
+
+
+def _recorded_model_ref(session: Any) -> Optional[str]:
+    """The ``--model`` value that resumes with the session's last model, or None."""
+    recorded = session.build_context().model
+    if recorded is None:
+        return None
+    if recorded.provider == "scripted":
+        return SCRIPTED
+    if recorded.provider == "local":  # a --base-url model: its id is what the server expects
+        return recorded.model_id
+    return recorded.key
+
+
+@dataclass
+class AgentSetup:
+    """What :func:`build_agent` made: the agent, its session (or None) and the secret to redact."""
+
+    agent: Any
+    session: Any = None
+    api_key: Optional[str] = None
+    created_session: bool = False
+    detach_session: Optional[Callable[[], None]] = None
+
+    def reattach_session(self) -> None:
+        """Reload the agent from the session's current leaf and record from there on."""
+        from ..session import attach_session, restore_agent
+
+        if self.detach_session is not None:
+            self.detach_session()
+        restore_agent(self.agent, self.session)
+        self.detach_session = attach_session(self.agent, self.session)
+
+
+def build_agent(options: CliOptions) -> AgentSetup:
+    """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
+
+    A session is restored into the agent (its messages, thinking level and, when no model is
+    configured, its last model) and records every finished message. Raises :class:`UsageError`.
+    """
+    thinking = check_thinking(options.thinking)
+    api_key = read_api_key(options.api_key_env)
+    tools = resolve_tools(options.tools)
+    session = None
+    created = False
+    detach = None
+    if options.session:
+        session = open_session(options.session, options.sessions_dir)
+        created = len(session.storage) == 0
+    try:
+        ref = options.model
+        if not ref and not os.environ.get(MODEL_ENV) and session is not None:
+            ref = _recorded_model_ref(session)
+        model, stream_fn = resolve_model(ref, options.base_url)
+        from ..agent import Agent
+
+        agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
+                      stream_fn=stream_fn)
+        if session is not None:
+            from ..session import attach_session, restore_agent
+
+            restore_agent(agent, session)
+            detach = attach_session(agent, session)
+        if thinking is not None:
+            agent.thinking_level = thinking
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
+    return AgentSetup(agent, session, api_key, created, detach)
