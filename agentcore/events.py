@@ -6,7 +6,7 @@ Every event is a dataclass with ``.type`` holding the reference string (``"agent
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Dict, List, Optional
 
 from .types import AssistantMessage, ToolCall, _plain
@@ -35,8 +35,20 @@ def event_to_dict(event: Any) -> Dict[str, Any]:
     for f in fields(event):
         if f.name == "type":
             continue
-        out[_camel(f.name)] = _plain(getattr(event, f.name))
+        out[_camel(f.name)] = _event_value(getattr(event, f.name))
     return out
+
+
+def _event_value(value: Any) -> Any:
+    """Like ``_plain``, also for dataclasses without ``to_dict``: a nested stream event
+    (``assistant_message_event``) or a tool result (``AgentToolResult``)."""
+    if is_dataclass(value) and not isinstance(value, type) and not hasattr(value, "to_dict"):
+        if hasattr(value, "type"):
+            return event_to_dict(value)
+        return {_camel(f.name): _event_value(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_event_value(v) for v in value]
+    return _plain(value)
 
 
 # --------------------------------------------------------------------------- agent events
