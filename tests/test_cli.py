@@ -1,0 +1,409 @@
+"""The ``agentcore`` command (issue 7 item 2), run as a real subprocess (``python -m agentcore``)
+against a scripted local OpenAI-compatible server on 127.0.0.1: run, --json, chat via stdin,
+Ctrl-C, sessions, models, plugins, the no-model message and the exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from agentcore.cli import main
+from tests._servers import Reply, ScriptedServer, sse
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-test-SECRET-4c1f9a"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _chunk(delta: Optional[Dict[str, Any]] = None, finish: Optional[str] = None) -> Dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+
+
+def answer(*pieces: str) -> Reply:
+    """An SSE completion streaming ``pieces`` as separate deltas."""
+    return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True),
+                 chunk_size=13)
+
+
+def tool_reply(name: str, arguments: Dict[str, Any], call_id: str = "call_1") -> Reply:
+    call = {"index": 0, "id": call_id, "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return Reply(body=sse(_chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), done=True))
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A clean environment: no model or keys configured, sessions and HOME inside tmp_path."""
+    clean = {k: v for k, v in os.environ.items()
+             if k != "AGENTCORE_MODEL" and not k.endswith("_API_KEY") and k != "AGENTCORE_CLI_PLAIN"}
+    clean["AGENTCORE_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    clean["HOME"] = str(tmp_path / "home")
+    clean["PYTHONPATH"] = os.pathsep.join([str(REPO), clean.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    clean["PYTHONUNBUFFERED"] = "1"
+    return clean
+
+
+def agentcore(*args: str, env: Dict[str, str], stdin: str = "", cwd: Optional[Path] = None,
+              timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentcore", *args], input=stdin, capture_output=True,
+                          text=True, env=env, cwd=str(cwd) if cwd else None, timeout=timeout)
+
+
+def local(server: ScriptedServer) -> List[str]:
+    return ["--base-url", server.url + "/v1", "--model", "llama3"]
+
+
+def read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str:
+    """Read the child's stdout (raw, below the text wrapper) until ``needle`` has appeared."""
+    deadline = time.monotonic() + timeout
+    seen = b""
+    while needle.encode() not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"{needle!r} never appeared on stdout; got {seen!r}"
+        ready, _, _ = select.select([proc.stdout], [], [], left)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, f"stdout closed before {needle!r} appeared; got {seen!r}"
+            seen += chunk
+    return seen.decode()
+
+
+def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=str(cwd) if cwd else None)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def test_run_streams_the_answer_from_a_local_server(env, tmp_path):
+    with ScriptedServer([answer("Hello", " from", " llama")]) as server:
+        done = agentcore("run", *local(server), "--system", "Be terse.", "say", "hello", env=env, cwd=tmp_path)
+        body = server.requests[0].json()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from llama\n"
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert body["model"] == "llama3" and body["stream"] is True
+    assert body["messages"][0] == {"role": "system", "content": "Be terse."}
+    assert body["messages"][-1]["role"] == "user" and "say hello" in json.dumps(body["messages"][-1])
+
+
+def test_run_reads_the_prompt_from_stdin(env, tmp_path):
+    with ScriptedServer([answer("ok")]) as server:
+        done = agentcore("run", *local(server), env=env, stdin="prompt from a pipe\n", cwd=tmp_path)
+        user = server.requests[0].json()["messages"][-1]
+    assert done.returncode == 0 and done.stdout == "ok\n"
+    assert "prompt from a pipe" in json.dumps(user)
+
+
+def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
+    with ScriptedServer([answer("Hi", " there")]) as server:
+        done = agentcore("run", "--json", *local(server), "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    types = [e["type"] for e in events]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert types.count("turn_start") == 1 and "turn_end" in types
+    deltas = [e["assistantMessageEvent"]["delta"] for e in events
+              if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta"]
+    assert "".join(deltas) == "Hi there"
+    final = [e["message"] for e in events if e["type"] == "message_end"][-1]
+    assert final["role"] == "assistant" and final["stopReason"] == "stop"
+    assert final["content"] == [{"type": "text", "text": "Hi there"}]
+
+
+def test_run_with_a_tool_shows_activity_on_stderr(env, tmp_path):
+    (tmp_path / "marker.txt").write_text("x")
+    with ScriptedServer([tool_reply("ls", {"path": "."}), answer("There is marker.txt.")]) as server:
+        done = agentcore("run", *local(server), "--tools", "ls,read", "what is here?", env=env, cwd=tmp_path)
+        first, second = (r.json() for r in server.requests)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "There is marker.txt.\n"
+    assert '[tool] ls {"path": "."}' in done.stderr and "[tool] ls ok" in done.stderr
+    assert "marker.txt" in done.stderr
+    assert sorted(t["function"]["name"] for t in first["tools"]) == ["ls", "read"]
+    tool_message = [m for m in second["messages"] if m["role"] == "tool"][0]
+    assert tool_message["tool_call_id"] == "call_1" and "marker.txt" in tool_message["content"]
+
+
+def test_run_json_serialises_tool_events(env, tmp_path):
+    (tmp_path / "marker.txt").write_text("x")
+    with ScriptedServer([tool_reply("ls", {}), answer("done")]) as server:
+        done = agentcore("run", "--json", *local(server), "-t", "ls", "list", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    start = [e for e in events if e["type"] == "tool_execution_start"]
+    end = [e for e in events if e["type"] == "tool_execution_end"]
+    assert start == [{"type": "tool_execution_start", "toolCallId": "call_1", "toolName": "ls", "args": {}}]
+    assert end[0]["isError"] is False
+    assert end[0]["result"]["content"] == [{"type": "text", "text": "marker.txt"}]
+    turn_end = [e for e in events if e["type"] == "turn_end"][0]
+    assert turn_end["toolResults"][0]["role"] == "toolResult"
+
+
+def test_model_error_exits_1_and_never_prints_the_key(env, tmp_path):
+    env["MY_KEY"] = SECRET
+    error = {"error": {"message": f"Incorrect API key provided: {SECRET}", "type": "invalid_request_error"}}
+    with ScriptedServer([Reply(status=401, content_type="application/json", body=json.dumps(error))]) as server:
+        done = agentcore("run", *local(server), "--api-key-env", "MY_KEY", "hi", env=env, cwd=tmp_path)
+        auth = server.requests[0].headers.get("authorization")
+    assert auth == f"Bearer {SECRET}"  # the key was used...
+    assert done.returncode == 1
+    assert "error:" in done.stderr and "401" in done.stderr
+    assert SECRET not in done.stdout + done.stderr  # ...and never shown
+
+
+def test_run_json_model_error_exits_1(env, tmp_path):
+    with ScriptedServer([Reply(status=400, content_type="application/json",
+                               body=json.dumps({"error": {"message": "bad request"}}))]) as server:
+        done = agentcore("run", "--json", *local(server), "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 1
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["type"] == "agent_end" and last["messages"][-1]["stopReason"] == "error"
+
+
+def test_ctrl_c_during_run_exits_130(env, tmp_path):
+    first_event = sse(_chunk({"content": "partial"}))
+    reply = Reply(body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
+                  stall_after=len(first_event))
+    with ScriptedServer([reply]) as server:
+        proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path)
+        try:
+            head = read_until(proc, "partial")  # the answer is streaming and the server stalls
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    out = head + out
+    assert proc.returncode == 130, err
+    assert out == "partial\n"
+    assert "interrupted" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- chat
+
+
+def test_chat_via_stdin_keeps_the_conversation_and_answers_commands(env, tmp_path):
+    script = "first question\n/model\n/tools\n/tools read\n/help\nsecond question\n/bogus\n/quit\nignored\n"
+    with ScriptedServer([answer("first answer"), answer("second answer")]) as server:
+        done = agentcore("chat", *local(server), "-t", "ls", env=env, stdin=script, cwd=tmp_path)
+        second = server.requests[1].json()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "first answer"
+    assert "model: local/llama3 (openai-completions, " + "http://127.0.0.1" in done.stdout
+    assert "tools: ls" in lines and "tools: read" in lines
+    assert any(line.startswith("/branch [N]") for line in lines)  # /help
+    assert "second answer" in lines and "unknown command /bogus" in done.stdout
+    assert len(server.requests) == 2  # nothing after /quit was sent
+    texts = [json.dumps(m) for m in second["messages"]]
+    assert "first question" in texts[0] and "first answer" in texts[1] and "second question" in texts[2]
+    assert [t["function"]["name"] for t in second["tools"]] == ["read"]
+    assert "agentcore chat: model local/llama3" in done.stderr
+
+
+def test_chat_end_of_input_leaves_with_status_of_last_run(env, tmp_path):
+    with ScriptedServer([Reply(status=400, content_type="application/json",
+                               body=json.dumps({"error": {"message": "nope"}}))]) as server:
+        done = agentcore("chat", *local(server), env=env, stdin="hello\n", cwd=tmp_path)
+    assert done.returncode == 1 and "error:" in done.stderr
+
+
+def test_chat_ctrl_c_aborts_the_run_and_returns_to_the_prompt(env, tmp_path):
+    first_event = sse(_chunk({"content": "partial"}))
+    stalled = Reply(body=first_event + sse(_chunk(finish="stop"), done=True), stall_after=len(first_event))
+    with ScriptedServer([stalled, answer("after the interrupt")]) as server:
+        proc = spawn("chat", *local(server), env=env, cwd=tmp_path)
+        try:
+            proc.stdin.write("slow question\n")
+            proc.stdin.flush()
+            head = read_until(proc, "partial")
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate("next question\n/quit\n", timeout=30)
+        finally:
+            proc.kill()
+        second = server.requests[1].json()
+    out = head + out
+    assert proc.returncode == 0, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert out.splitlines() == ["partial", "after the interrupt"]
+    roles = [m["role"] for m in second["messages"]]
+    assert roles[0] == "user" and roles[-1] == "user" and "next question" in json.dumps(second["messages"][-1])
+
+
+def test_chat_session_branch_and_compact(env, tmp_path):
+    path = tmp_path / "chat.jsonl"
+    script = "one\ntwo\n/session\n/branch\n/branch 2\nthree\n/compact\n/quit\n"
+    with ScriptedServer([answer("A1"), answer("A2"), answer("A3")]) as server:
+        done = agentcore("chat", *local(server), "--session", str(path), env=env, stdin=script, cwd=tmp_path)
+        third = server.requests[2].json()["messages"]
+    assert done.returncode == 0, done.stderr
+    assert f"path: {path}" in done.stdout and "messages: 4" in done.stdout
+    assert "  1. one" in done.stdout and "  2. two" in done.stdout and "back before prompt 2" in done.stdout
+    assert [json.dumps(m) for m in third if "two" in json.dumps(m)] == []  # the branch dropped "two"
+    assert "one" in json.dumps(third[0]) and "three" in json.dumps(third[-1])
+    assert "compaction is not available" in done.stdout
+    shown = agentcore("sessions", "show", str(path), env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "messages: 6 (all branches)" in shown.stdout  # both branches are kept in the file
+    assert "A3" in shown.stdout and "A2" not in shown.stdout  # show prints the current branch
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def test_session_file_is_resumed_by_the_next_run(env, tmp_path):
+    path = tmp_path / "s.jsonl"
+    with ScriptedServer([answer("first"), answer("second")]) as server:
+        one = agentcore("run", *local(server), "--session", str(path), "remember 42", env=env, cwd=tmp_path)
+        two = agentcore("run", "--base-url", server.url + "/v1", "--session", str(path), "what number?",
+                        env=env, cwd=tmp_path)  # no --model: the session's model is used
+        resumed = server.requests[1].json()
+    assert one.returncode == 0 and two.returncode == 0, two.stderr
+    assert resumed["model"] == "llama3"
+    assert [m["role"] for m in resumed["messages"]] == ["user", "assistant", "user"]
+    assert "remember 42" in json.dumps(resumed["messages"][0])
+    exported = agentcore("sessions", "export", str(path), "--format", "json", env=env, cwd=tmp_path)
+    messages = json.loads(exported.stdout)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant"]
+    assert messages[-1]["content"] == [{"type": "text", "text": "second"}]
+
+
+def test_sessions_list_show_and_export_by_id(env, tmp_path):
+    with ScriptedServer([answer("stored answer")]) as server:
+        done = agentcore("run", *local(server), "--session", "demo-1", "keep me", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "[session demo-1:" in done.stderr
+    listed = agentcore("sessions", "list", env=env, cwd=tmp_path)
+    assert listed.returncode == 0
+    header, row = listed.stdout.splitlines()[:2]
+    assert header.split()[:3] == ["ID", "CREATED", "MESSAGES"]
+    assert row.split()[0] == "demo-1" and row.split()[2] == "2"
+    as_json = json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)
+    assert as_json["id"] == "demo-1" and as_json["cwd"] == str(tmp_path) and as_json["messageCount"] == 2
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert agentcore("sessions", "list", env=env, cwd=elsewhere).stdout == ""
+    assert "demo-1" in agentcore("sessions", "list", "--all", env=env, cwd=elsewhere).stdout
+    show = agentcore("sessions", "show", "demo-1", env=env, cwd=elsewhere)
+    assert "session demo-1" in show.stdout and "keep me" in show.stdout and "stored answer" in show.stdout
+    out_file = tmp_path / "t.md"
+    md = agentcore("sessions", "export", "demo-1", "-o", str(out_file), env=env, cwd=tmp_path)
+    assert md.returncode == 0 and "keep me" in out_file.read_text() and "stored answer" in out_file.read_text()
+    jsonl = agentcore("sessions", "export", "demo-1", "--format", "jsonl", env=env, cwd=tmp_path).stdout
+    original = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
+    assert [json.loads(l) for l in jsonl.splitlines()] == [json.loads(l) for l in original.read_text().splitlines()]
+    missing = agentcore("sessions", "show", "nope", env=env, cwd=tmp_path)
+    assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+# --------------------------------------------------------------------------- models, plugins, demo
+
+
+def test_models_lists_the_catalog_and_filters_by_provider(env):
+    done = agentcore("models", "--provider", "anthropic", env=env)
+    assert done.returncode == 0
+    rows = done.stdout.splitlines()
+    assert rows[0].split()[:2] == ["MODEL", "API"]
+    keys = [r.split()[0] for r in rows[1:]]
+    assert "anthropic/claude-sonnet-4-5" in keys and all(k.startswith("anthropic/") for k in keys)
+    unknown = agentcore("models", "--provider", "nobody", env=env)
+    assert unknown.returncode == 2 and "anthropic" in unknown.stderr
+
+
+def test_plugins_lists_builtins_and_what_they_provide(env):
+    done = agentcore("plugins", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "agentcore.builtin_tools  (built-in)" in done.stdout
+    assert "tools: bash, edit, find, grep, ls, read, write" in done.stdout
+    assert "providers: anthropic-messages, google-generative-ai, openai-completions, openai-responses" in done.stdout
+    infos = [json.loads(l) for l in agentcore("plugins", "--json", env=env).stdout.splitlines()]
+    assert any(i["name"] == "agentcore.testing" and i["provides"].get("provider") == ["scripted"] for i in infos)
+
+
+def test_scripted_demo_runs_offline_with_a_tool(env, tmp_path):
+    (tmp_path / "only-file.txt").write_text("x")
+    done = agentcore("--model", "scripted", "run", "--tools", "ls", "look around", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "The ls tool answered with 1 line(s); the first is 'only-file.txt'" in done.stdout
+    assert "[tool] ls" in done.stderr
+
+
+def test_agentcore_model_env_sets_the_default(env, tmp_path):
+    env["AGENTCORE_MODEL"] = "scripted"
+    done = agentcore("run", "echo me", env=env, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("You said: echo me")
+
+
+# --------------------------------------------------------------------------- configuration errors
+
+
+def test_no_model_configured_says_exactly_how_to_configure_one(env, tmp_path):
+    done = agentcore("run", "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    for hint in ("--model provider/id", "AGENTCORE_MODEL=provider/id", "--base-url URL --model ID",
+                 "--model scripted", "agentcore models"):
+        assert hint in done.stderr
+    chat = agentcore("chat", env=env, stdin="hi\n", cwd=tmp_path)
+    assert chat.returncode == 2 and "--model scripted" in chat.stderr
+
+
+def _in_process(*argv: str, stdin: str = "") -> tuple:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "did you mean"),
+    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "unknown tool 'nosuchtool'"),
+    (["run", "--model", "scripted", "--thinking", "huge", "hi"], "choose one of off, minimal"),
+    (["run", "--model", "scripted", "--api-key-env", "AGENTCORE_TEST_UNSET_KEY", "hi"],
+     "AGENTCORE_TEST_UNSET_KEY is not set"),
+    (["run", "--base-url", "http://127.0.0.1:9/v1", "hi"], "needs --model ID"),
+    (["run", "--model", "scripted"], "needs a PROMPT"),
+    (["sessions"], "choose an action"),
+    ([], "usage: agentcore"),
+])
+def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.delenv("AGENTCORE_TEST_UNSET_KEY", raising=False)
+    code, out, err = _in_process(*argv)
+    assert code == 2
+    assert needle in err
+
+
+def test_argparse_errors_exit_2(env):
+    done = agentcore("run", "--no-such-option", env=env)
+    assert done.returncode == 2 and "unrecognized arguments" in done.stderr
+
+
+def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeypatch):
+    from agentcore.cli._setup import resolve_model
+
+    model, stream_fn = resolve_model("openai/gpt-4o", "http://127.0.0.1:8000/v1/")
+    assert (model.api, model.provider, model.id, model.base_url) == (
+        "openai-responses", "openai", "gpt-4o", "http://127.0.0.1:8000/v1") and stream_fn is None
+    from agentcore import get_model
+
+    assert get_model("openai/gpt-4o").base_url != model.base_url  # the registry's model is untouched
+    local_model, _ = resolve_model("Qwen/Qwen2.5-7B", "http://127.0.0.1:8000/v1")
+    assert (local_model.api, local_model.provider, local_model.id) == (
+        "openai-completions", "local", "Qwen/Qwen2.5-7B")
+
+
+def test_version(env):
+    done = agentcore("--version", env=env)
+    assert done.returncode == 0 and done.stdout.startswith("agentcore ")
