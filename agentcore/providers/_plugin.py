@@ -58,8 +58,13 @@ def register_providers(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def register_models(register: Callable[[Any], None]) -> None:
-    """Register every model of the shipped catalog (``agentcore/data/models.json``)."""
-    from .models import catalog_models
+    """Register every model of the shipped catalog (``agentcore/data/models.json``).
 
-    for model in catalog_models():
+    The catalog's own objects are registered (no copies: every plugin manager registers them, and
+    copying 500+ models each time would dominate a short run). Copy before mutating one, e.g.
+    ``dataclasses.replace(get_model("openai/gpt-4o"), base_url=...)``.
+    """
+    from .models import shared_catalog
+
+    for model in shared_catalog():
         register(model)

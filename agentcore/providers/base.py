@@ -161,10 +161,13 @@ def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
     return specs
 
 
+_decode_json = json.JSONDecoder().decode
+
+
 def parse_json_event(data: str, what: str = "stream event") -> Any:
     """``json.loads(data)``, raising :class:`ProviderError` that shows the offending text."""
     try:
-        return json.loads(data)
+        return _decode_json(data)
     except ValueError as exc:
         snippet = data if len(data) <= 200 else data[:200] + "..."
         raise ProviderError(f"malformed JSON in {what}: {exc}: {snippet!r}") from None
@@ -198,6 +201,7 @@ class StreamWriter:
         self._push = push
         self._open: Dict[int, _OpenBlock] = {}
         self.current: Optional[int] = None
+        self.current_kind: Optional[str] = None  # "text" | "thinking" | "toolCall" of ``current``
 
     # -- opening ---------------------------------------------------------------------------
     def start_text(self, text_signature: Optional[str] = None) -> int:
@@ -230,6 +234,7 @@ class StreamWriter:
         index = len(self.output.content) - 1
         self._open[index] = _OpenBlock(index, kind)
         self.current = index
+        self.current_kind = kind
         return index
 
     # -- streaming -------------------------------------------------------------------------
@@ -277,6 +282,7 @@ class StreamWriter:
             return
         if self.current == index:
             self.current = None
+            self.current_kind = None
         block = self.output.content[index]
         if open_block.kind == "text":
             self._push(TextEndEvent(index, block.text, self.output))
@@ -439,7 +445,7 @@ class WireProvider:
                 pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
-            yield DoneEvent(output.stop_reason, output)
+            terminal_event: Any = DoneEvent(output.stop_reason, output)
         except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
             if pending:
                 yield from pending
@@ -447,12 +453,15 @@ class WireProvider:
             aborted = signal is not None and signal.aborted
             output.stop_reason = "aborted" if aborted else "error"
             output.error_message = ABORTED_MESSAGE if aborted else _describe(exc)
-            yield ErrorEvent(output.stop_reason, output)
+            terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
+            # release the connection before the terminal event: consumers stop iterating there
             if listener is not None:
                 signal.remove_listener(listener)
             if response is not None:
                 http.release_response(response, fully_read)
+                response = None
+        yield terminal_event
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import queue
 import random
 import socket
 import threading
@@ -66,7 +65,7 @@ def get_session(name: str) -> Any:
             session = _sessions.get(name)
             if session is None:
                 session = requests.Session()
-                adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32, max_retries=0)
+                adapter = _adapter_class()(pool_connections=4, pool_maxsize=32, max_retries=0)
                 session.mount("https://", adapter)
                 session.mount("http://", adapter)
                 _sessions[name] = session
@@ -148,73 +147,80 @@ def _backoff(attempt: int) -> float:
 # --------------------------------------------------------------------------- sending
 
 
-class _DaemonPool:
-    """Reusable daemon threads: a request abandoned after an abort never blocks interpreter exit."""
-
-    def __init__(self) -> None:
-        self._tasks: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
-                self._idle -= 1
-        if spawn:
-            threading.Thread(target=self._work, name="agentcore-http", daemon=True).start()
-        self._tasks.put(fn)
-
-    def _work(self) -> None:
-        while True:
-            fn = self._tasks.get()
-            try:
-                fn()
-            except BaseException:  # the task reports through its own box
-                pass
-            with self._lock:
-                self._idle += 1
+_current = threading.local()  # .box: where this thread's next request notes its connection
 
 
-_pool = _DaemonPool()
+def _note_connection(connection: Any) -> None:
+    box = getattr(_current, "box", None)
+    if box is not None:
+        box["connection"] = connection
+
+
+_adapter_cls: Any = None
+
+
+def _adapter_class() -> Any:
+    """An HTTPAdapter whose connections tell the sending thread which socket a request uses.
+
+    That lets an abort listener (running on another thread) shut the socket down while the
+    sender is blocked waiting for response headers, without a helper thread per request.
+    """
+    global _adapter_cls
+    if _adapter_cls is None:
+        import requests
+        from urllib3.connection import HTTPConnection, HTTPSConnection
+        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+        class _Connection(HTTPConnection):
+            def request(self, *args: Any, **kwargs: Any) -> Any:
+                _note_connection(self)
+                return super().request(*args, **kwargs)
+
+        class _TLSConnection(HTTPSConnection):
+            def request(self, *args: Any, **kwargs: Any) -> Any:
+                _note_connection(self)
+                return super().request(*args, **kwargs)
+
+        class _Pool(HTTPConnectionPool):
+            ConnectionCls = _Connection
+
+        class _TLSPool(HTTPSConnectionPool):
+            ConnectionCls = _TLSConnection
+
+        class _Adapter(requests.adapters.HTTPAdapter):
+            def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+                super().init_poolmanager(*args, **kwargs)
+                self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+        _adapter_cls = _Adapter
+    return _adapter_cls
 
 
 def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeout: Any, signal: Any) -> Any:
-    """POST with ``stream=True``; with a signal, wait in a way an abort can interrupt."""
+    """POST with ``stream=True`` on this thread; an abort shuts the in-use socket down."""
     if signal is None:
         return session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
-    lock = threading.Lock()
-    wake = threading.Event()
     box: Dict[str, Any] = {}
 
-    def run() -> None:
-        try:
-            box["response"] = session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
-        except BaseException as exc:  # handed to the waiting caller
-            box["error"] = exc
-        with lock:
-            box["finished"] = True
-            abandoned = box.get("abandoned")
-        if abandoned and "response" in box:
-            box["response"].close()
-        wake.set()
-
     def on_abort(_reason: Any) -> None:
-        wake.set()
+        sock = getattr(box.get("connection"), "sock", None)
+        if isinstance(sock, socket.socket):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
+    _current.box = box
     signal.add_listener(on_abort)
     try:
-        _pool.submit(run)
-        wake.wait()
+        response = session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
+    except Exception:
+        if signal.aborted:
+            raise RequestAborted("Request was aborted") from None
+        raise
     finally:
+        _current.box = None
         signal.remove_listener(on_abort)
-    with lock:
-        if not box.get("finished"):
-            box["abandoned"] = True
-            raise RequestAborted("Request was aborted")
-    if "error" in box:
-        raise box["error"]
-    response = box["response"]
     if signal.aborted:
         response.close()
         raise RequestAborted("Request was aborted")

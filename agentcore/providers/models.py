@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..types import Model, Usage, UsageCost
 
-__all__ = ["catalog_models", "find_model", "calculate_cost", "supports_xhigh", "models_are_equal"]
+__all__ = ["catalog_models", "shared_catalog", "find_model", "calculate_cost", "supports_xhigh", "models_are_equal"]
 
 _lock = threading.Lock()
 _catalog: Optional[List[Model]] = None
@@ -41,6 +41,11 @@ def catalog_models(provider: Optional[str] = None) -> List[Model]:
     import copy
 
     return [copy.deepcopy(m) for m in _load() if provider is None or m.provider == provider]
+
+
+def shared_catalog() -> List[Model]:
+    """The catalog's own Model objects (not copies; do not mutate them). Used for registration."""
+    return list(_load())
 
 
 def find_model(provider: str, model_id: str) -> Optional[Model]:

@@ -441,59 +441,67 @@ class CompletionsHandler(WireHandler):
         if data == "[DONE]":
             return True
         chunk = parse_json_event(data)
-        if not isinstance(chunk, dict):
+        if type(chunk) is not dict:
             return False
         if chunk.get("error"):
             raise ProviderError(_error_text(chunk["error"]))
-        if isinstance(chunk.get("usage"), Mapping):
-            self.writer.update_usage(parse_usage(chunk["usage"]))
-        choices = chunk.get("choices") or []
-        if not choices or not isinstance(choices[0], Mapping):
+        usage = chunk.get("usage")
+        if usage and type(usage) is dict:
+            self.writer.update_usage(parse_usage(usage))
+        choices = chunk.get("choices")
+        if not choices or type(choices) is not list or type(choices[0]) is not dict:
             return False
         choice = choices[0]
-        if isinstance(choice.get("usage"), Mapping):  # Moonshot-style servers
-            self.writer.update_usage(parse_usage(choice["usage"]))
-        if choice.get("finish_reason"):
+        usage = choice.get("usage")
+        if usage and type(usage) is dict:  # Moonshot-style servers
+            self.writer.update_usage(parse_usage(usage))
+        finish = choice.get("finish_reason")
+        if finish:
             self.saw_finish = True
-            self.finish_reason = choice["finish_reason"]
-            self.writer.output.stop_reason = map_finish_reason(self.finish_reason)
-        delta = choice.get("delta") or {}
-        if isinstance(delta, Mapping):
+            self.finish_reason = finish
+            self.writer.output.stop_reason = map_finish_reason(finish)
+        delta = choice.get("delta")
+        if delta and type(delta) is dict:
             self._delta(delta)
         return False
 
-    def _delta(self, delta: Mapping[str, Any]) -> None:
+    def _delta(self, delta: Dict[str, Any]) -> None:
         writer = self.writer
         content = delta.get("content")
-        if isinstance(content, str) and content:
-            if not self._current_is("text"):
+        if content and type(content) is str:
+            if writer.current_kind != "text":
                 writer.end_current()
                 writer.start_text()
             writer.append_text(writer.current, content)  # type: ignore[arg-type]
+        if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
+            self._reasoning(delta)
+        calls = delta.get("tool_calls")
+        if calls:
+            for call in calls:
+                if type(call) is dict:
+                    self._tool_call(call)
+        details = delta.get("reasoning_details")
+        if details:
+            self._reasoning_details(details)
+
+    def _reasoning(self, delta: Dict[str, Any]) -> None:
+        writer = self.writer
         for field in _REASONING_FIELDS:
             value = delta.get(field)
-            if isinstance(value, str) and value:
-                current = writer.current
-                if not (self._current_is("thinking") and writer.block(current).thinking_signature == field):
+            if value and type(value) is str:
+                if not (writer.current_kind == "thinking"
+                        and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
                     writer.end_current()
                     writer.start_thinking(thinking_signature=field)
                 writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
-                break
-        for call in delta.get("tool_calls") or []:
-            if isinstance(call, Mapping):
-                self._tool_call(call)
-        for detail in delta.get("reasoning_details") or []:
-            if isinstance(detail, Mapping) and detail.get("type") == "reasoning.encrypted" and detail.get("id"):
-                for block in writer.output.content:
+                return
+
+    def _reasoning_details(self, details: Any) -> None:
+        for detail in details:
+            if type(detail) is dict and detail.get("type") == "reasoning.encrypted" and detail.get("id"):
+                for block in self.writer.output.content:
                     if isinstance(block, ToolCall) and block.id == detail["id"]:
                         block.thought_signature = json.dumps(detail)
-
-    def _current_is(self, kind: str) -> bool:
-        current = self.writer.current
-        if current is None or not self.writer.is_open(current):
-            return False
-        block = self.writer.block(current)
-        return {"text": TextContent, "thinking": ThinkingContent, "toolCall": ToolCall}[kind] is type(block)
 
     def _tool_call(self, call: Mapping[str, Any]) -> None:
         writer = self.writer
@@ -505,7 +513,7 @@ class CompletionsHandler(WireHandler):
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments)  # some servers send the object itself
         current = writer.current
-        same = self._current_is("toolCall")
+        same = writer.current_kind == "toolCall"
         if same:
             block = writer.block(current)  # type: ignore[arg-type]
             known_index = self._tool_index.get(current)  # type: ignore[arg-type]

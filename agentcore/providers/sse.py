@@ -17,14 +17,12 @@ arrives. It follows the WHATWG event-stream rules with the provider-friendly cho
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass
-from typing import Iterable, Iterator, List, Optional, Union
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Union
 
 __all__ = ["SSEEvent", "iter_sse"]
 
 
-@dataclass
-class SSEEvent:
+class SSEEvent(NamedTuple):
     """One dispatched event: ``event`` name (default ``"message"``), joined ``data`` and last ``id``."""
 
     event: str = "message"
@@ -32,84 +30,85 @@ class SSEEvent:
     id: Optional[str] = None
 
 
-def _split_lines(buffer: str) -> "tuple[List[str], str]":
-    """Complete lines of ``buffer`` and the unfinished rest (a trailing ``\\r`` stays in the rest)."""
-    if "\r" in buffer:
-        hold = ""
-        if buffer.endswith("\r"):  # maybe the first half of \r\n: decide with the next chunk
-            buffer, hold = buffer[:-1], "\r"
-        buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
-        lines = buffer.split("\n")
-        rest = lines.pop()
-        if hold:
-            # the held \r ends the current line; keep it so the next chunk can pair it with \n
-            return lines, rest + hold
-        return lines, rest
-    lines = buffer.split("\n")
-    rest = lines.pop()
-    return lines, rest
-
-
-_EOF = object()
-
-
-def _with_eof(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[object]:
-    yield from chunks
-    yield _EOF
+_new_event = tuple.__new__  # builds an SSEEvent without the Python-level __new__ (hot path)
+def _parse_lines(lines: List[str], last_id: Optional[str]) -> "tuple[List[SSEEvent], Optional[str]]":
+    """Events of ``lines``: blank lines separate events and the last event ends with the list."""
+    events: List[SSEEvent] = []
+    event_name = ""
+    data: List[str] = []
+    for line in lines + [""]:
+        if not line:  # dispatch
+            if data:
+                events.append(_new_event(SSEEvent, (event_name or "message", "\n".join(data), last_id)))
+                data = []
+            event_name = ""
+            continue
+        if line[0] == ":":
+            continue
+        field, sep, value = line.partition(":")
+        if sep and value[:1] == " ":
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            event_name = value
+        elif field == "id":
+            if "\x00" not in value:
+                last_id = value
+        # "retry" and unknown fields are ignored
+    return events, last_id
 
 
 def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEvent]:
     """Parse an event stream incrementally; see the module docstring for the exact rules."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    partial = False  # the decoder holds the first bytes of a character split across chunks
     rest = ""
-    event_name = ""
-    data: List[str] = []
     last_id: Optional[str] = None
     first = True
 
-    for chunk in _with_eof(chunks):
-        if chunk is _EOF:
-            # terminate a pending line, then a blank line flushes a pending event
-            text = decoder.decode(b"", final=True) + "\n\n"
+    for chunk in chunks:
+        if partial:
+            text = decoder.decode(chunk)
+            partial = bool(decoder.getstate()[0])
+        elif type(chunk) is bytes:
+            try:
+                text = chunk.decode("utf-8")  # fast path: the chunk is whole, valid UTF-8
+            except UnicodeDecodeError:
+                text = decoder.decode(chunk)
+                partial = bool(decoder.getstate()[0])
         elif isinstance(chunk, str):
             text = chunk
-        else:
-            text = decoder.decode(chunk)  # type: ignore[arg-type]
+        else:  # bytearray, memoryview
+            text = decoder.decode(bytes(chunk))
+            partial = bool(decoder.getstate()[0])
         if not text:
             continue
         if first:
             first = False
-            if text.startswith("\ufeff"):  # a UTF-8 BOM at stream start is not part of a field
+            if text[0] == "\ufeff":  # a UTF-8 BOM at stream start is not part of a field
                 text = text[1:]
         if rest:
-            if rest[-1] == "\r":  # a held \r ended a line; a \n right after it belongs to it
-                if text[0] == "\n":
-                    text = text[1:]
-                text = rest[:-1] + "\n" + text
+            text = rest + text
+        if "\r" in text:
+            hold = text[-1] == "\r"  # maybe half of \r\n: keep it until the next chunk shows
+            text = text.replace("\r\n", "\n")
+            if hold:
+                text = text[:-1].replace("\r", "\n") + "\r"
             else:
-                text = rest + text
-        lines, rest = _split_lines(text)
-        for line in lines:
-            if not line:
-                if data:
-                    yield SSEEvent(event_name or "message", "\n".join(data), last_id)
-                    data = []
-                event_name = ""
-                continue
-            if line.startswith("data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(" ") else value)
-                continue
-            if line[0] == ":":
-                continue
-            field, sep, value = line.partition(":")
-            if sep and value.startswith(" "):
-                value = value[1:]
-            if field == "event":
-                event_name = value
-            elif field == "data":  # "data" without a colon: an empty data line
-                data.append(value)
-            elif field == "id":
-                if "\x00" not in value:
-                    last_id = value
-            # "retry" and unknown fields are ignored
+                text = text.replace("\r", "\n")
+        blocks = text.split("\n\n")
+        rest = blocks.pop()
+        for block in blocks:
+            if block.startswith("data: ") and "\n" not in block:  # the common one-line event
+                yield _new_event(SSEEvent, ("message", block[6:], last_id))
+            else:
+                events, last_id = _parse_lines(block.split("\n"), last_id)
+                yield from events
+
+    # end of input: finish a pending line and flush a pending event
+    text = rest + decoder.decode(b"", final=True)
+    if text:
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        events, last_id = _parse_lines(lines, last_id)
+        yield from events
