@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 from . import loop as _loop
+from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
@@ -33,7 +34,7 @@ from .types import (
     AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
 )
 
-__all__ = ["Agent", "AgentState"]
+__all__ = ["Agent", "AgentState", "EventSubscription"]
 
 ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or followUp() to queue "
                    "messages, or wait for completion.")
@@ -116,6 +117,13 @@ class Agent:
                  cache_retention: Optional[str] = None,
                  headers: Optional[Dict[str, str]] = None,
                  metadata: Optional[Dict[str, Any]] = None) -> None:
+        from .plugins import create_plugin_manager
+
+        self.plugins = create_plugin_manager(plugins)
+        self._own_hooks = AgentAttributeHooks()
+        self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
+        if isinstance(model, str):
+            model = self.plugins.get_model(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
                                  str(thinking_level), tools, messages)
         self.api_key = api_key
@@ -139,7 +147,6 @@ class Agent:
         self.cache_retention = cache_retention
         self.headers = headers
         self.metadata = metadata
-        self._extra_plugins = tuple(plugins)
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
@@ -147,6 +154,24 @@ class Agent:
         self._run_lock = threading.Lock()
         self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
+        self._run_hooks: Optional[RunHooks] = None
+        if session is not None:
+            self._attach_session(session, restore=not messages, restore_tools=not tools)
+
+    def _attach_session(self, session: Any, *, restore: bool, restore_tools: bool) -> None:
+        """Resume from ``session.build_context()`` (messages unless given, the recorded thinking
+        level unless one other than "off" was given, the model unless one was given, active tools
+        unless tools were given) and record every finished message into the session."""
+        from .session.agent_link import attach_session, restore_agent
+
+        if restore:
+            chosen_level = self._state.thinking_level
+            context = restore_agent(self, session)
+            if chosen_level != "off":  # a level passed to the constructor beats the recorded one
+                self._state.thinking_level = chosen_level
+            if restore_tools and getattr(context, "active_tool_names", None):
+                self._state.tools = list(context.active_tool_names)
+        self._detach_session = attach_session(self, session)
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
@@ -329,6 +354,28 @@ class Agent:
         if run.error is not None:
             raise run.error
 
+    def events(self, *, until_agent_end: bool = False) -> "EventSubscription":
+        """Subscribe a consumer-side iterator to every event from now on (fed by a ``queue.Queue``).
+
+        Unlike listeners, the consumer never slows the run down. Iteration blocks until the next
+        event; it ends after ``close()`` (also on leaving a ``with`` block) or, with
+        ``until_agent_end=True``, after the next ``agent_end``. Handy for a UI thread::
+
+            with agent.events() as events:
+                agent.prompt("hi", wait=False)
+                for event in events:
+                    ...
+        """
+        return EventSubscription(self, until_agent_end)
+
+    def display(self, prompt: Any, **options: Any) -> Any:
+        """Run ``prompt`` in a Jupyter notebook, showing streamed text and tool progress in one
+        updating output area (see :func:`agentcore.jupyter.display_run`). Interrupting the kernel
+        aborts the run cleanly. Returns the run's new messages."""
+        from .jupyter import display_run
+
+        return display_run(self, prompt, **options)
+
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
         """Wait until the current run settled (``agent_end`` listeners included); True when idle.
 
@@ -396,7 +443,7 @@ class Agent:
             context = AgentContext(self._state.system_prompt, list(self._state.messages),
                                    self._resolve_tools())
             config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
-            stream_fn = self.stream_fn or _loop.get_default_stream_fn()
+            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self.plugins)
         except BaseException:
             self._finish_run(run)
             raise
@@ -480,18 +527,10 @@ class Agent:
     # ------------------------------------------------------------------ wiring points
 
     def _resolve_tools(self) -> List[Any]:
-        """Tools for this run; names are looked up in the tool registry."""
-        resolved = []
-        for item in self._state.tools:
-            if isinstance(item, str):
-                try:
-                    from .plugins import get_tool
-                except ImportError as exc:
-                    raise TypeError(f"tool {item!r} was given by name, but the tool registry "
-                                    f"(agentcore.plugins) is not available; pass an AgentTool") from exc
-                item = get_tool(item)
-            resolved.append(item)
-        return resolved
+        """Tools for this run; names are looked up in this agent's tool registry (built-ins and
+        plugins). An unknown name raises ``UnknownToolError`` listing the close matches."""
+        return [self.plugins.get_tool(item) if isinstance(item, str) else item
+                for item in self._state.tools]
 
     def _build_loop_config(self, signal: AbortSignal,
                            skip_initial_steering_poll: bool) -> "_loop.AgentLoopConfig":
@@ -506,18 +545,21 @@ class Agent:
             return self._steering.drain()
 
         should_stop = self.should_stop_after_turn
+        for name in HOOK_ATTRIBUTES:
+            self._own_hooks.snapshot[name] = getattr(self, name)
+        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, default_convert_to_llm)
         return _loop.AgentLoopConfig(
             model=self._state.model,
-            convert_to_llm=self.convert_to_llm or default_convert_to_llm,
-            transform_context=self.transform_context,
+            convert_to_llm=hooks.callable_for("convert_to_llm"),
+            transform_context=hooks.callable_for("transform_context"),
             get_api_key=self.get_api_key,
             should_stop_after_turn=(lambda ctx: should_stop(ctx, signal)) if should_stop else None,
             prepare_next_turn=self._prepare_next_turn_hook(signal),
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
             tool_execution=self.tool_execution,
-            before_tool_call=self.before_tool_call,
-            after_tool_call=self.after_tool_call,
+            before_tool_call=hooks.callable_for("before_tool_call"),
+            after_tool_call=hooks.callable_for("after_tool_call"),
             api_key=self.api_key,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
@@ -555,6 +597,9 @@ class Agent:
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
         """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
         self._reduce(event)
+        hooks = self._run_hooks
+        if hooks is not None and hooks.observes_events():
+            hooks.on_event(event, self)
         signal = run.controller.signal if run is not None else self._idle_signal
         for listener, with_signal in list(self._listeners.items()):
             if with_signal:
@@ -582,3 +627,35 @@ class Agent:
                 state._error_message = message.error_message
         elif kind == "agent_end":
             state._streaming_message = None
+
+
+class EventSubscription:
+    """Iterator over an agent's events, returned by :meth:`Agent.events`."""
+
+    def __init__(self, agent: Agent, until_agent_end: bool) -> None:
+        import queue
+
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._closed = object()
+        self._until_agent_end = until_agent_end
+        self._unsubscribe = agent.subscribe(self._queue.put)
+
+    def close(self) -> None:
+        """Stop receiving events; a blocked iteration ends."""
+        self._unsubscribe()
+        self._queue.put(self._closed)
+
+    def __iter__(self) -> Iterator[Any]:
+        while True:
+            item = self._queue.get()
+            if item is self._closed:
+                return
+            yield item
+            if self._until_agent_end and item.type == "agent_end":
+                self.close()
+
+    def __enter__(self) -> "EventSubscription":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

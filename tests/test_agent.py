@@ -865,23 +865,17 @@ def test_listener_subscribed_twice_is_called_once():  # agent-loop §3.4 listene
     assert seen.count("agent_start") == 1
 
 
-def test_missing_stream_function_is_reported_in_the_caller(monkeypatch):  # agent-loop §2.1
-    import builtins
+def test_model_without_provider_ends_with_an_error_naming_the_api(monkeypatch):  # agent-loop §2.1
     import agentcore.loop as loop_module
 
-    real_import = builtins.__import__
-
-    def no_providers(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "providers" and level == 1 or name == "agentcore.providers":
-            raise ImportError("providers not installed")
-        return real_import(name, globals, locals, fromlist, level)
-
     monkeypatch.setattr(loop_module, "_default_stream_fn", None)
-    monkeypatch.setattr(builtins, "__import__", no_providers)
-    agent = Agent()
-    with pytest.raises(RuntimeError, match="No default stream function configured"):
-        agent.prompt("hi")
-    assert agent.state.is_streaming is False and agent.state.messages == []
+    agent = Agent()  # the placeholder model: api "unknown", which no plugin provides
+    new = agent.prompt("hi")
+    assert [m.role for m in new] == ["user", "assistant"]
+    assert new[-1].stop_reason == "error"
+    assert 'No provider registered for api "unknown"' in new[-1].error_message
+    assert agent.state.error_message == new[-1].error_message
+    assert agent.state.is_streaming is False
 
 
 # --------------------------------------------------------------------------- the scripted model

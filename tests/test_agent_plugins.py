@@ -1,0 +1,208 @@
+"""The Agent routes its hooks, tools, providers and sessions through its own plugin manager.
+
+DESIGN §4: constructor callables become hook implementations of that agent's own manager, so
+per-agent hooks never leak into other agents; built-ins and plugins register through the same hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, List
+
+from agentcore import (
+    Agent, AgentTool, AgentToolResult, BeforeToolCallResult, CustomMessage, Model, Session,
+    TextContent, UserMessage, hookimpl,
+)
+from agentcore.messages import DROP
+from agentcore.testing import ScriptedModel
+
+from conftest import ECHO_SCHEMA
+
+
+def _echo_tool(executed: List[Any]) -> AgentTool:
+    def execute(tool_call_id, args, signal, on_update):
+        executed.append(args["value"])
+        return AgentToolResult(content=[TextContent(f"echoed: {args['value']}")])
+
+    return AgentTool("echo", "Echo a value", ECHO_SCHEMA, execute)
+
+
+def _tool_then_text(scripted_cls=ScriptedModel) -> ScriptedModel:
+    return scripted_cls([ScriptedModel.tool_call("echo", {"value": "hello"}, id="t1"),
+                         ScriptedModel.text("done")])
+
+
+class Blocker:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.calls = 0
+
+    @hookimpl
+    def before_tool_call(self, context, signal):
+        self.calls += 1
+        return BeforeToolCallResult(block=True, reason=self.reason)
+
+
+def test_agent_plugin_blocks_a_tool_call_and_does_not_leak_into_other_agents():
+    executed: List[Any] = []
+    scripted = _tool_then_text()
+    agent = Agent(scripted.model, tools=[_echo_tool(executed)], plugins=[Blocker("no echo today")])
+    agent.prompt("go")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert result.is_error and result.content[0].text == "no echo today"
+    assert executed == []
+
+    other_scripted = _tool_then_text()
+    other = Agent(other_scripted.model, tools=[_echo_tool(executed)])
+    other.prompt("go")
+    assert executed == ["hello"]
+
+
+def test_constructor_callable_is_called_before_plugins_and_the_first_block_wins():
+    order: List[str] = []
+
+    def own(context, signal):
+        order.append("own")
+        return None  # does not block: the plugin decides
+
+    blocker = Blocker("blocked by plugin")
+    scripted = _tool_then_text()
+    agent = Agent(scripted.model, tools=[_echo_tool([])], before_tool_call=own, plugins=[blocker])
+    agent.prompt("go")
+    assert order == ["own"] and blocker.calls == 1
+    assert agent.state.messages[2].content[0].text == "blocked by plugin"
+
+    def own_blocks(context, signal):
+        return BeforeToolCallResult(block=True, reason="blocked by agent")
+
+    agent.before_tool_call = own_blocks  # an attribute change applies to the next run
+    scripted.push(ScriptedModel.tool_call("echo", {"value": "again"}, id="t2"), ScriptedModel.text("ok"))
+    agent.prompt("again")
+    assert blocker.calls == 1  # not consulted: the agent's own hook blocked first
+    assert agent.state.messages[-2].content[0].text == "blocked by agent"
+
+
+def test_transform_context_of_agent_and_plugin_chain():
+    class AddNote:
+        @hookimpl
+        def transform_context(self, messages, signal):
+            return messages + [UserMessage("note from plugin")]
+
+    def own(messages, signal):
+        return [m for m in messages if "secret" not in str(getattr(m, "content", ""))]
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, transform_context=own, plugins=[AddNote()],
+                  messages=[UserMessage("secret stuff")])
+    agent.prompt("hello")
+    sent = [str(m.content) for m in scripted.contexts[0].messages]
+    assert "note from plugin" in sent[-1]
+    assert not any("secret" in s for s in sent)
+
+
+def test_convert_to_llm_plugin_claims_custom_messages_and_the_builtin_drops_the_rest():
+    class CustomToUser:
+        @hookimpl
+        def convert_to_llm(self, message):
+            if getattr(message, "role", None) == "custom":
+                return UserMessage(f"[{message.custom_type}] {message.content}")
+            if getattr(message, "role", None) == "bashExecution":
+                return DROP
+            return None
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, plugins=[CustomToUser()],
+                  messages=[CustomMessage("reminder", "water the plants"), {"role": "notification"}])
+    agent.prompt("hello")
+    roles = [m.role for m in scripted.contexts[0].messages]
+    assert roles == ["user", "user"]
+    assert scripted.contexts[0].messages[0].content == "[reminder] water the plants"
+
+
+def test_on_event_observers_see_reduced_state_and_their_failures_are_not_fatal(caplog):
+    seen: List[Any] = []
+
+    class Observer:
+        @hookimpl
+        def on_event(self, event, agent):
+            if event.type == "message_end":
+                seen.append(event.message in agent.state.messages)  # the reducer ran first
+
+    class Broken:
+        @hookimpl
+        def on_event(self, event, agent):
+            raise RuntimeError("observer bug")
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, plugins=[Observer(), Broken()])
+    with caplog.at_level(logging.ERROR, logger="agentcore.plugins"):
+        new = agent.prompt("hello")
+    assert [m.role for m in new] == ["user", "assistant"] and new[-1].stop_reason == "stop"
+    assert seen == [True, True]
+    assert "observer bug" in caplog.text
+
+
+def test_tools_and_providers_registered_on_an_agent_are_resolved_by_name():
+    executed: List[Any] = []
+    scripted = _tool_then_text()
+
+    class Toolbox:
+        @hookimpl
+        def register_tools(self, register):
+            register(_echo_tool(executed))
+
+    class MyProvider:
+        api = "my-wire-api"
+
+        def stream(self, model, context, **options):
+            return scripted.stream_fn(model, context, **options)
+
+    class Providers:
+        @hookimpl
+        def register_providers(self, register):
+            register(MyProvider())
+
+    model = Model(id="m", api="my-wire-api", provider="mine")
+    agent = Agent(model, tools=["echo"])
+    agent.plugins.register(Toolbox())  # registered after construction: visible at the next run
+    agent.plugins.register(Providers())
+    agent.prompt("go")
+    assert executed == ["hello"]
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_model_given_as_provider_slash_id_is_looked_up_in_the_catalog():
+    agent = Agent("anthropic/claude-sonnet-4-5")
+    assert agent.state.model.provider == "anthropic"
+    assert agent.state.model.api == "anthropic-messages"
+
+
+def test_session_records_a_run_and_a_new_agent_resumes_from_it(tmp_path):
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path)
+    scripted = ScriptedModel([ScriptedModel.text("first answer")])
+    agent = Agent(scripted.model, session=session, thinking_level="low")
+    agent.prompt("first question")
+    session.close()
+
+    reopened = Session.open(path)
+    scripted.push(ScriptedModel.text("second answer"))
+    resumed = Agent(scripted.model, session=reopened)
+    assert [m.role for m in resumed.state.messages] == ["user", "assistant"]
+    assert resumed.state.thinking_level == "low"
+    resumed.prompt("second question")
+    assert "first question" in str(scripted.contexts[-1].messages[0].content)
+    reopened.close()
+    texts = [str(getattr(m, "content", "")) for m in Session.open(path, read_only=True).build_context().messages]
+    assert len(texts) == 4 and "second question" in texts[2]
+
+
+def test_events_iterator_receives_a_runs_events_from_another_thread():  # DESIGN §2
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model)
+    with agent.events(until_agent_end=True) as events:
+        agent.prompt("hello", wait=False)
+        types = [event.type for event in events]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert "message_end" in types
+    assert agent.wait_for_idle(5)
