@@ -158,3 +158,27 @@ def on_event(event: Any, agent: Any) -> None:
     Combination: every implementation is called, in call order; an exception in one is logged
     (logger ``agentcore.plugins``) and does not affect the run or the other observers.
     """
+
+
+@hookspec(firstresult=True)
+def summarize(messages: List[Any], previous_summary: Optional[str], instructions: Optional[str],
+              kind: str, model: Any, signal: Any) -> Optional[str]:
+    """Write a summary instead of the built-in summariser (compaction and branch summaries).
+
+    When: on the thread that compacts (the run thread for automatic compaction, the caller's for
+    ``agent.compact()``/``navigate_tree``), once per summary request, before any model call.
+    ``messages`` is a new list of the transcript messages to summarise (custom roles included,
+    never mutate the items); ``previous_summary`` the summary this one should update (None for a
+    first compaction and for branch summaries); ``instructions`` the user's custom focus text or
+    None; ``kind`` is ``"compaction"``, ``"turn_prefix"`` (the first part of a turn cut in two) or
+    ``"branch"``; ``model`` the model the built-in summariser would use; ``signal`` an
+    :class:`~agentcore.signals.AbortSignal` to honour if slow.
+
+    Return: the summary text (agentcore still appends the ``<read-files>``/``<modified-files>``
+    lists it tracked, and for branches its preamble), or None to let the built-in summariser ask
+    the model.
+
+    Combination: first result wins: implementations are called in call order until one returns a
+    non-empty string; later ones are not called. An exception makes that compaction fail with
+    ``CompactionError("summarization_failed")``; the session is left unchanged.
+    """

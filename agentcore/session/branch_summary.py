@@ -1,0 +1,232 @@
+"""Branch summaries: move to another point of the tree and summarise the branch left behind (spec §8).
+
+:func:`navigate_tree` is the whole operation: collect the entries between the old leaf and the
+deepest common ancestor with the target (:func:`collect_entries_for_branch_summary`), optionally
+summarise them (:func:`generate_branch_summary`, newest messages first within a token budget,
+tool results left out, file operations tracked), then ``session.move_to`` with the summary so a
+``branch_summary`` entry hangs under the new position and enters the context there.
+
+Navigating to a user message (or a custom message entry) positions the session at its *parent*
+and returns the message text as ``editor_text``, so an application can let the user re-edit it.
+
+Failures: an unknown target raises ``SessionError("not_found")``; a failed summary raises
+:class:`~agentcore.session.compaction.CompactionError` (``aborted`` or ``summarization_failed``
+with "Branch summary failed: ..."), and the session is then left unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence
+
+from ..types import CompactionSummaryMessage, role_of, text_of
+from .compaction import hook_summary, summarize_with_model
+from .compaction_prompts import (BRANCH_SUMMARY_INSTRUCTIONS, BRANCH_SUMMARY_PREAMBLE, FileOps,
+                                 build_summary_prompt, compute_file_lists, format_file_lists,
+                                 serialize_conversation)
+from .compaction_tokens import estimate_tokens
+from .entries import (BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry,
+                      SessionEntry)
+from .errors import SessionError
+
+__all__ = [
+    "BranchCollection", "BranchPreparation", "BranchSummaryResult", "NavigationResult",
+    "collect_entries_for_branch_summary", "prepare_branch_entries", "generate_branch_summary",
+    "navigate_tree", "NO_CONTENT_SUMMARY", "BRANCH_SUMMARY_MAX_TOKENS",
+]
+
+NO_CONTENT_SUMMARY = "No content to summarize"
+BRANCH_SUMMARY_MAX_TOKENS = 2048
+_DEFAULT_WINDOW = 128000
+_DEFAULT_RESERVE = 16384
+
+
+@dataclass
+class BranchCollection:
+    """Entries of the abandoned branch (oldest first) and the deepest common ancestor's id."""
+
+    entries: List[SessionEntry]
+    common_ancestor_id: Optional[str]
+
+
+@dataclass
+class BranchPreparation:
+    """Messages to summarise (oldest first), file operations and their estimated tokens."""
+
+    messages: List[Any]
+    file_ops: FileOps
+    total_tokens: int
+
+
+@dataclass
+class BranchSummaryResult:
+    """A generated branch summary; ``usage`` is a reference-shaped dict or None (no model call)."""
+
+    summary: str
+    read_files: List[str] = field(default_factory=list)
+    modified_files: List[str] = field(default_factory=list)
+    usage: Optional[dict] = None
+
+    @property
+    def details(self) -> dict:
+        """What is stored in the entry's ``details``."""
+        return {"readFiles": list(self.read_files), "modifiedFiles": list(self.modified_files)}
+
+
+@dataclass
+class NavigationResult:
+    """Outcome of :func:`navigate_tree`: ``leaf_id`` is the position moved to (the summary entry,
+    if any, hangs under it and is the session's leaf), ``editor_text`` the text to re-edit when the
+    target was a user or custom message, then the new ``branch_summary`` entry id and summary."""
+
+    leaf_id: Optional[str]
+    editor_text: Optional[str] = None
+    summary_entry_id: Optional[str] = None
+    summary: Optional[BranchSummaryResult] = None
+    moved: bool = True
+
+
+def collect_entries_for_branch_summary(session: Any, old_leaf_id: Optional[str],
+                                       target_id: Optional[str]) -> BranchCollection:
+    """Entries from the old leaf back to (not including) the deepest common ancestor with
+    ``target_id``, oldest first. Compaction boundaries are not respected. No old leaf: nothing."""
+    if old_leaf_id is None:
+        return BranchCollection([], None)
+    old_path = session.get_branch(old_leaf_id)
+    on_old = {e.id for e in old_path}
+    ancestor: Optional[str] = None
+    if target_id is not None:
+        for entry in reversed(session.get_branch(target_id)):
+            if entry.id in on_old:
+                ancestor = entry.id
+                break
+    entries: List[SessionEntry] = []
+    for entry in reversed(old_path):
+        if entry.id == ancestor:
+            break
+        entries.append(entry)
+    entries.reverse()
+    return BranchCollection(entries, ancestor)
+
+
+def _branch_message(entry: SessionEntry) -> Optional[Any]:
+    from .compaction import entry_to_message
+
+    if isinstance(entry, MessageEntry) and role_of(entry.message) == "toolResult":
+        return None
+    if isinstance(entry, CompactionEntry):
+        return CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms)
+    return entry_to_message(entry)
+
+
+def prepare_branch_entries(entries: Sequence[SessionEntry], token_budget: int = 0) -> BranchPreparation:
+    """Messages of ``entries`` to summarise, newest first within ``token_budget`` (0: unlimited).
+
+    Tool results are left out. File operations come from tool calls and from the ``details`` of
+    contained branch summaries (not of hook-written ones). When the budget is exceeded, one more
+    summary message is still taken if less than 90% of the budget is used, then it stops.
+    """
+    ops = FileOps()
+    for entry in entries:
+        if isinstance(entry, BranchSummaryEntry) and not entry.from_hook:
+            ops.add_details(entry.details)
+    messages: List[Any] = []
+    total = 0
+    for entry in reversed(entries):
+        message = _branch_message(entry)
+        if message is None:
+            continue
+        ops.add_message(message)
+        tokens = estimate_tokens(message)
+        if token_budget > 0 and total + tokens > token_budget:
+            if isinstance(entry, (CompactionEntry, BranchSummaryEntry)) and total < 0.9 * token_budget:
+                messages.insert(0, message)
+                total += tokens
+            break
+        messages.insert(0, message)
+        total += tokens
+    return BranchPreparation(messages, ops, total)
+
+
+def generate_branch_summary(entries: Sequence[SessionEntry], model: Any, *,
+                            stream_fn: Optional[Callable[..., Any]] = None,
+                            reserve_tokens: int = _DEFAULT_RESERVE,
+                            custom_instructions: Optional[str] = None,
+                            replace_instructions: bool = False, signal: Any = None,
+                            thinking_level: Optional[str] = None, plugins: Any = None,
+                            **options: Any) -> BranchSummaryResult:
+    """Summarise an abandoned branch (spec §8). Without messages: ``"No content to summarize"``
+    and no model call. With ``replace_instructions`` the custom text replaces the built-in
+    instructions; otherwise it is added as "Additional focus"."""
+    window = getattr(model, "context_window", 0) or _DEFAULT_WINDOW
+    prep = prepare_branch_entries(entries, max(window - reserve_tokens, 0))
+    read_files, modified_files = compute_file_lists(prep.file_ops)
+    if not prep.messages:
+        return BranchSummaryResult(NO_CONTENT_SUMMARY, read_files, modified_files)
+    text = hook_summary(plugins, prep.messages, None, custom_instructions, "branch", model, signal)
+    usage = None
+    if text is None:
+        if model is None:
+            raise ValueError("generate_branch_summary needs a model (or a summarize hook)")
+        if replace_instructions and custom_instructions:
+            instructions, extra = custom_instructions, None
+        else:
+            instructions, extra = BRANCH_SUMMARY_INSTRUCTIONS, custom_instructions
+        prompt = build_summary_prompt(serialize_conversation(prep.messages), instructions, None, extra)
+        text, used = summarize_with_model(prompt, model, max_tokens=BRANCH_SUMMARY_MAX_TOKENS,
+                                          stream_fn=stream_fn, signal=signal,
+                                          thinking_level=thinking_level,
+                                          failure_prefix="Branch summary failed", **options)
+        usage = used.to_dict() if used is not None else None
+    summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_lists(read_files, modified_files)
+    return BranchSummaryResult(summary, read_files, modified_files, usage)
+
+
+def _editor_text(entry: SessionEntry) -> Optional[str]:
+    if isinstance(entry, MessageEntry) and role_of(entry.message) == "user":
+        return text_of(entry.message.content)
+    if isinstance(entry, CustomMessageEntry):
+        return text_of(entry.content)
+    return None
+
+
+def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = False, *,
+                  model: Any = None, stream_fn: Optional[Callable[..., Any]] = None,
+                  custom_instructions: Optional[str] = None, replace_instructions: bool = False,
+                  label: Optional[str] = None, signal: Any = None,
+                  reserve_tokens: int = _DEFAULT_RESERVE, thinking_level: Optional[str] = None,
+                  plugins: Any = None, **options: Any) -> NavigationResult:
+    """Move ``session`` to ``target_id``, optionally summarising the branch left behind (spec §8).
+
+    Target == current leaf: nothing happens (``moved`` False). A user message or custom message
+    target moves to its parent and returns its text as ``editor_text``. With ``summarize`` and a
+    non-empty abandoned branch, a ``branch_summary`` entry (``details`` = file lists, ``usage``)
+    is appended under the new position and becomes the leaf. ``label`` labels the target.
+    Errors: unknown target ``SessionError("not_found")``; summary failures
+    :class:`~agentcore.session.compaction.CompactionError`; nothing is written on failure.
+    """
+    old_leaf = session.leaf_id
+    if target_id == old_leaf:
+        return NavigationResult(old_leaf, moved=False)
+    target = session.get_entry(target_id) if target_id is not None else None
+    if target_id is not None and (target is None or target.type == "leaf"):
+        raise SessionError("not_found", f"cannot navigate to {target_id!r}: no such entry")
+    summary: Optional[BranchSummaryResult] = None
+    if summarize:
+        collected = collect_entries_for_branch_summary(session, old_leaf, target_id)
+        if collected.entries:
+            summary = generate_branch_summary(
+                collected.entries, model, stream_fn=stream_fn, reserve_tokens=reserve_tokens,
+                custom_instructions=custom_instructions, replace_instructions=replace_instructions,
+                signal=signal, thinking_level=thinking_level, plugins=plugins, **options)
+    editor_text = _editor_text(target) if target is not None else None
+    new_leaf = target.parent_id if editor_text is not None and target is not None else target_id
+    spec = None
+    if summary is not None:
+        spec = {"summary": summary.summary, "details": summary.details}
+        if summary.usage is not None:
+            spec["usage"] = summary.usage
+    summary_id = session.move_to(new_leaf, spec)
+    if label is not None and target_id is not None:
+        session.append_label(target_id, label)
+    return NavigationResult(new_leaf, editor_text, summary_id, summary)

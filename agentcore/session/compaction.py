@@ -1,0 +1,412 @@
+"""Compaction: replace old history with a summary so a session fits the context window (spec §7).
+
+Three steps, each usable on its own:
+
+1. :func:`prepare_compaction` (pure) looks at a root→leaf path of session entries and decides what
+   to summarise: everything from the previous compaction's first kept entry (so messages kept by
+   one compaction are summarised by the next one; spec §7.4 fix of the reference's boundary bug)
+   up to a cut point chosen by :func:`find_cut_point` that keeps about ``keep_recent_tokens`` of
+   recent history and never separates a tool call from its result. When the cut falls inside a
+   turn, the start of that turn is summarised separately (a *split turn*).
+2. :func:`compact` asks a model for the summary (an update of the previous summary when there is
+   one) and appends the ``<read-files>``/``<modified-files>`` lists gathered from ``read``/
+   ``write``/``edit`` tool calls across compactions.
+3. The caller stores it with ``Session.append_compaction``; ``build_context`` then starts with the
+   summary (see :class:`agentcore.session.compactor.Compactor` for the Agent integration).
+
+Failures raise :class:`CompactionError` with a ``code``: ``aborted``, ``summarization_failed``,
+``invalid_session``, ``nothing_to_compact`` or ``already_compacted``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage
+from .compaction_prompts import (NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, SUMMARIZER_SYSTEM_PROMPT,
+                                 SUMMARY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS,
+                                 UPDATE_SUMMARY_INSTRUCTIONS, FileOps, build_summary_prompt,
+                                 compute_file_lists, file_ops_from_messages, format_file_lists,
+                                 serialize_conversation)
+from .compaction_tokens import CompactionSettings, estimate_tokens, live_context_tokens
+from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, SessionEntry
+
+__all__ = [
+    "CompactionError", "CutPoint", "CompactionPreparation", "CompactionResult", "find_cut_point",
+    "find_turn_start_index", "prepare_compaction", "path_context_messages", "entry_to_message",
+    "generate_summary", "compact", "summarize_with_model", "hook_summary",
+]
+
+StreamFn = Callable[..., Any]
+
+_CUT_ROLES = frozenset({"user", "developer", "assistant", "bashExecution", "custom", "branchSummary",
+                        "compactionSummary"})
+_TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
+
+
+class CompactionError(Exception):
+    """Compaction could not be done. ``code``: ``aborted``, ``summarization_failed``,
+    ``invalid_session``, ``nothing_to_compact``, ``already_compacted``."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"CompactionError(code={self.code!r}, message={str(self)!r})"
+
+
+# --------------------------------------------------------------------------- entries -> messages
+
+
+def _role(entry: SessionEntry) -> Optional[str]:
+    if isinstance(entry, MessageEntry):
+        return getattr(entry.message, "role", None)
+    return None
+
+
+def entry_to_message(entry: SessionEntry) -> Optional[Any]:
+    """The message an entry contributes to a summary: a message entry's message, a
+    ``custom_message`` as a custom message, a non-empty branch summary as a branch-summary
+    message; None for everything else (compactions, settings, labels, custom state)."""
+    if isinstance(entry, MessageEntry):
+        return entry.message
+    if isinstance(entry, CustomMessageEntry):
+        data = {"role": "custom", "customType": entry.custom_type, "content": entry.content,
+                "display": entry.display, "timestamp": entry.timestamp_ms}
+        if entry.details is not None:
+            data["details"] = entry.details
+        return CustomMessage.from_dict(data)
+    if isinstance(entry, BranchSummaryEntry) and entry.summary:
+        return BranchSummaryMessage(entry.summary, entry.from_id, entry.timestamp_ms)
+    return None
+
+
+def _messages_of(entries: Sequence[SessionEntry]) -> List[Any]:
+    return [m for m in (entry_to_message(e) for e in entries) if m is not None]
+
+
+def path_context_messages(path: Sequence[SessionEntry]) -> List[Any]:
+    """The messages ``build_context`` gives for a root→leaf ``path`` of entries (spec §6)."""
+    from .context import _project, repair_tool_results
+
+    entries = list(path)
+    for ci in range(len(entries) - 1, -1, -1):
+        if isinstance(entries[ci], CompactionEntry):
+            compaction = entries[ci]
+            kept: List[SessionEntry] = []
+            first = compaction.first_kept_entry_id  # type: ignore[attr-defined]
+            if compaction.retained_tail is None and first:  # type: ignore[attr-defined]
+                ids = [e.id for e in entries[:ci]]
+                if first in ids:
+                    kept = entries[ids.index(first):ci]
+            return repair_tool_results(_project([compaction] + kept + entries[ci + 1:],
+                                                compaction.id, {}))
+    return repair_tool_results(_project(entries, None, {}))
+
+
+# --------------------------------------------------------------------------- cut point
+
+
+@dataclass(frozen=True)
+class CutPoint:
+    """Where history is cut: the first kept entry, and for a split turn where that turn starts."""
+
+    first_kept_entry_index: int
+    turn_start_index: int = -1
+    is_split_turn: bool = False
+
+
+def _is_valid_cut(entry: SessionEntry) -> bool:
+    if isinstance(entry, MessageEntry):
+        return _role(entry) in _CUT_ROLES
+    return isinstance(entry, (BranchSummaryEntry, CustomMessageEntry))
+
+
+def find_turn_start_index(entries: Sequence[SessionEntry], entry_index: int, start_index: int) -> int:
+    """The nearest index ≤ ``entry_index`` and ≥ ``start_index`` that starts a turn (a user,
+    developer or shell-run message, a branch summary or a custom message entry), else -1."""
+    for index in range(entry_index, start_index - 1, -1):
+        entry = entries[index]
+        if isinstance(entry, (BranchSummaryEntry, CustomMessageEntry)):
+            return index
+        if _role(entry) in _TURN_START_ROLES:
+            return index
+    return -1
+
+
+def find_cut_point(entries: Sequence[SessionEntry], start_index: int, end_index: int,
+                   keep_recent_tokens: int) -> CutPoint:
+    """Choose the first entry to keep in ``entries[start_index:end_index]`` (spec §7.4 step 4).
+
+    Walking back from the newest message, the cut is the first valid cut position at or after the
+    message where the kept messages reach ``keep_recent_tokens``. Tool results are never valid cut
+    positions, so a call and its result stay on the same side. Settings and other non-message
+    entries right before the cut are kept with it.
+    """
+    cuts = [i for i in range(start_index, end_index) if _is_valid_cut(entries[i])]
+    if not cuts:
+        return CutPoint(start_index, -1, False)
+    cut = cuts[0]
+    total = 0
+    for index in range(end_index - 1, start_index - 1, -1):
+        entry = entries[index]
+        if not isinstance(entry, MessageEntry):
+            continue
+        total += estimate_tokens(entry.message)
+        if total >= keep_recent_tokens:
+            cut = next((c for c in cuts if c >= index), cuts[0])
+            break
+    while cut > start_index:
+        previous = entries[cut - 1]
+        if isinstance(previous, (CompactionEntry, MessageEntry)):
+            break
+        cut -= 1
+    if _role(entries[cut]) in ("user", "developer"):
+        return CutPoint(cut, -1, False)
+    turn_start = find_turn_start_index(entries, cut, start_index)
+    return CutPoint(cut, turn_start, turn_start != -1)
+
+
+# --------------------------------------------------------------------------- preparation
+
+
+@dataclass
+class CompactionPreparation:
+    """What :func:`compact` summarises and keeps (result of :func:`prepare_compaction`)."""
+
+    first_kept_entry_id: str
+    messages_to_summarize: List[Any]
+    turn_prefix_messages: List[Any]
+    is_split_turn: bool
+    tokens_before: int
+    previous_summary: Optional[str]
+    file_ops: FileOps
+    settings: CompactionSettings
+    first_kept_entry_index: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing lies before the cut point (the compaction would summarise nothing)."""
+        return not self.messages_to_summarize and not self.turn_prefix_messages
+
+
+def prepare_compaction(path_entries: Sequence[SessionEntry],
+                       settings: Optional[CompactionSettings] = None) -> Optional[CompactionPreparation]:
+    """Decide what a compaction of the root→leaf ``path_entries`` summarises (spec §7.4).
+
+    Returns None for an empty path or a path ending in a compaction. When everything fits in
+    ``keep_recent_tokens`` both message lists are empty (check :attr:`CompactionPreparation.empty`;
+    :func:`compact` refuses such a preparation). Raises ``CompactionError("invalid_session")`` when the entry
+    to keep has no id (an unmigrated session).
+    """
+    settings = settings or CompactionSettings()
+    path = list(path_entries)
+    if not path or isinstance(path[-1], CompactionEntry):
+        return None
+    prev_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), -1)
+    previous: Optional[CompactionEntry] = path[prev_index] if prev_index >= 0 else None  # type: ignore[assignment]
+    boundary_start = 0
+    if previous is not None:
+        boundary_start = prev_index + 1
+        ids = [e.id for e in path]
+        if previous.first_kept_entry_id and previous.first_kept_entry_id in ids:
+            boundary_start = ids.index(previous.first_kept_entry_id)
+    tokens_before = live_context_tokens(path_context_messages(path)).tokens
+    cut = find_cut_point(path, boundary_start, len(path), settings.keep_recent_tokens)
+    first_kept = path[cut.first_kept_entry_index]
+    if not first_kept.id:
+        raise CompactionError("invalid_session", "the entry to keep after compaction has no id: "
+                                                 "the session needs migration (open it with Session.open)")
+    history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
+    to_summarize = _messages_of([e for e in path[boundary_start:history_end]
+                                 if not isinstance(e, CompactionEntry)])
+    prefix = (_messages_of([e for e in path[cut.turn_start_index:cut.first_kept_entry_index]
+                            if not isinstance(e, CompactionEntry)]) if cut.is_split_turn else [])
+    ops = FileOps()
+    if previous is not None and not previous.from_hook:
+        ops.add_details(previous.details)
+    file_ops_from_messages(to_summarize, ops)
+    file_ops_from_messages(prefix, ops)
+    return CompactionPreparation(first_kept.id, to_summarize, prefix, cut.is_split_turn, tokens_before,
+                                 previous.summary if previous is not None else None, ops, settings,
+                                 cut.first_kept_entry_index)
+
+
+# --------------------------------------------------------------------------- generation
+
+
+@dataclass
+class CompactionResult:
+    """A generated compaction, ready for ``Session.append_compaction``.
+
+    ``details`` is ``{"readFiles": [...], "modifiedFiles": [...]}``; ``usage`` sums the summary
+    requests (a reference-shaped dict, or None when no model was called).
+    """
+
+    summary: str
+    first_kept_entry_id: str
+    tokens_before: int
+    details: Dict[str, Any] = field(default_factory=dict)
+    usage: Optional[Dict[str, Any]] = None
+    from_hook: bool = False
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"summary": self.summary, "firstKeptEntryId": self.first_kept_entry_id,
+                               "tokensBefore": self.tokens_before, "details": self.details}
+        if self.usage is not None:
+            out["usage"] = self.usage
+        return out
+
+
+def _default_stream_fn() -> StreamFn:
+    from ..providers import stream
+
+    return stream
+
+
+def _add_usage(total: Optional[Usage], usage: Any) -> Optional[Usage]:
+    if not isinstance(usage, Usage):
+        return total
+    if total is None:
+        total = Usage()
+    total.input += usage.input
+    total.output += usage.output
+    total.cache_read += usage.cache_read
+    total.cache_write += usage.cache_write
+    total.total_tokens += usage.total_tokens
+    total.cost.input += usage.cost.input
+    total.cost.output += usage.cost.output
+    total.cost.cache_read += usage.cost.cache_read
+    total.cost.cache_write += usage.cost.cache_write
+    total.cost.total += usage.cost.total
+    return total
+
+
+def hook_summary(plugins: Any, messages: List[Any], previous_summary: Optional[str],
+                 custom_instructions: Optional[str], kind: str, model: Any, signal: Any) -> Optional[str]:
+    """The text of the first ``summarize`` hook implementation of ``plugins`` (a plugin manager)
+    that returns one, else None. A raising implementation: ``CompactionError("summarization_failed")``."""
+    hook = getattr(getattr(plugins, "hook", None), "summarize", None)
+    if hook is None:
+        return None
+    try:
+        result = hook(messages=list(messages), previous_summary=previous_summary,
+                      instructions=custom_instructions, kind=kind, model=model, signal=signal)
+    except Exception as exc:  # noqa: BLE001 - a plugin failure fails this summary, nothing else
+        raise CompactionError("summarization_failed",
+                              f"Summarization failed: the summarize hook raised {type(exc).__name__}: {exc}"
+                              ) from exc
+    return result if isinstance(result, str) and result else None
+
+
+def summarize_with_model(prompt: str, model: Any, *, max_tokens: int, stream_fn: Optional[StreamFn] = None,
+                         signal: Any = None, thinking_level: Optional[str] = None,
+                         failure_prefix: str = "Summarization failed", **options: Any
+                         ) -> Tuple[str, Optional[Usage]]:
+    """Send one summary request and return ``(text, usage)``.
+
+    ``reasoning`` is requested only for a reasoning model with a level other than ``"off"``.
+    Raises ``CompactionError("aborted")`` when the request was aborted and
+    ``CompactionError("summarization_failed", "<failure_prefix>: <error>")`` when it failed.
+    """
+    stream_fn = stream_fn or _default_stream_fn()
+    request = {k: v for k, v in options.items() if v is not None}
+    request["max_tokens"] = max_tokens
+    if signal is not None:
+        request["signal"] = signal
+    if getattr(model, "reasoning", False) and thinking_level and str(thinking_level) != "off":
+        request["reasoning"] = str(thinking_level)
+    context = AgentContext(SUMMARIZER_SYSTEM_PROMPT, [UserMessage([TextContent(prompt)])], None)
+    try:
+        message = stream_fn(model, context, **request).result()
+    except Exception as exc:  # a stream function must not raise; treat it as a failed request
+        raise CompactionError("summarization_failed", f"{failure_prefix}: {exc}") from exc
+    if message.stop_reason == "aborted":
+        raise CompactionError("aborted", message.error_message or "Summarization was aborted")
+    if message.stop_reason == "error":
+        raise CompactionError("summarization_failed",
+                              f"{failure_prefix}: {message.error_message or 'unknown error'}")
+    text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    return text, message.usage
+
+
+def generate_summary(messages: Sequence[Any], model: Any, reserve_tokens: int, *,
+                     stream_fn: Optional[StreamFn] = None, previous_summary: Optional[str] = None,
+                     custom_instructions: Optional[str] = None, signal: Any = None,
+                     thinking_level: Optional[str] = None, plugins: Any = None,
+                     **options: Any) -> Tuple[str, Optional[Usage]]:
+    """Summarise ``messages`` (updating ``previous_summary`` when given); returns ``(text, usage)``.
+
+    A plugin's ``summarize`` hook is asked first (``kind="compaction"``); its text is used as is.
+    Otherwise one request with ``max_tokens = min(0.8 * reserve_tokens, model.max_tokens)``.
+    """
+    hooked = hook_summary(plugins, list(messages), previous_summary, custom_instructions,
+                           "compaction", model, signal)
+    if hooked is not None:
+        return hooked, None
+    instructions = UPDATE_SUMMARY_INSTRUCTIONS if previous_summary else SUMMARY_INSTRUCTIONS
+    prompt = build_summary_prompt(serialize_conversation(messages), instructions, previous_summary,
+                                  custom_instructions)
+    return summarize_with_model(prompt, model, max_tokens=_cap(0.8, reserve_tokens, model),
+                                stream_fn=stream_fn, signal=signal, thinking_level=thinking_level,
+                                **options)
+
+
+def _cap(fraction: float, reserve_tokens: int, model: Any) -> int:
+    cap = int(math.floor(fraction * reserve_tokens))
+    model_max = getattr(model, "max_tokens", 0) or 0
+    return min(cap, model_max) if model_max > 0 else cap
+
+
+def _turn_prefix_summary(messages: Sequence[Any], model: Any, reserve_tokens: int, *,
+                         stream_fn: Optional[StreamFn], signal: Any, thinking_level: Optional[str],
+                         plugins: Any, **options: Any) -> Tuple[str, Optional[Usage]]:
+    hooked = hook_summary(plugins, list(messages), None, None, "turn_prefix", model, signal)
+    if hooked is not None:
+        return hooked, None
+    prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS)
+    return summarize_with_model(prompt, model, max_tokens=_cap(0.5, reserve_tokens, model),
+                                stream_fn=stream_fn, signal=signal, thinking_level=thinking_level,
+                                failure_prefix="Turn prefix summarization failed", **options)
+
+
+def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[StreamFn] = None,
+            custom_instructions: Optional[str] = None, signal: Any = None, *,
+            thinking_level: Optional[str] = None, plugins: Any = None, **options: Any) -> CompactionResult:
+    """Generate the summary for ``preparation`` (spec §7.5). Extra ``options`` (``api_key``,
+    ``headers`` ...) are passed to ``stream_fn`` (default: :func:`agentcore.providers.stream`).
+
+    A split turn makes two requests, one after the other: the history (or, when only the turn
+    prefix is new, the previous summary is reused) and the turn prefix; they are joined under a
+    "Turn Context" heading. Raises :class:`CompactionError` (see the module docstring).
+    """
+    if not preparation.first_kept_entry_id:
+        raise CompactionError("invalid_session", "the compaction has no first kept entry id: the "
+                                                 "session needs migration (open it with Session.open)")
+    if preparation.empty:
+        raise CompactionError("nothing_to_compact", "nothing to compact: the whole context fits in "
+                                                    "keep_recent_tokens; lower it to compact anyway")
+    reserve = preparation.settings.reserve_tokens
+    common = dict(stream_fn=stream_fn, signal=signal, thinking_level=thinking_level, plugins=plugins)
+    usage: Optional[Usage] = None
+    if preparation.is_split_turn and not preparation.messages_to_summarize:
+        history = preparation.previous_summary or NO_PRIOR_HISTORY
+    else:
+        history, used = generate_summary(preparation.messages_to_summarize, model, reserve,
+                                         previous_summary=preparation.previous_summary,
+                                         custom_instructions=custom_instructions, **common, **options)
+        usage = _add_usage(usage, used)
+    summary = history
+    if preparation.is_split_turn and preparation.turn_prefix_messages:
+        prefix, used = _turn_prefix_summary(preparation.turn_prefix_messages, model, reserve,
+                                            **common, **options)
+        usage = _add_usage(usage, used)
+        summary = history + SPLIT_TURN_SEPARATOR + prefix
+    read_files, modified_files = compute_file_lists(preparation.file_ops)
+    summary += format_file_lists(read_files, modified_files)
+    return CompactionResult(summary, preparation.first_kept_entry_id, preparation.tokens_before,
+                            {"readFiles": read_files, "modifiedFiles": modified_files},
+                            None if usage is None else usage.to_dict())

@@ -1,0 +1,389 @@
+"""The link between an Agent and compaction: manual, automatic and overflow compaction (spec §7.3).
+
+A :class:`Compactor` belongs to one agent. It compacts the agent's transcript, and when the agent
+has a ``session`` it works on the session instead (the compaction is stored as a ``compaction``
+entry and the transcript is rebuilt with ``session.build_context()``):
+
+* **manual**: :meth:`Compactor.compact` (``agent.compact(instructions)``), only while idle;
+* **threshold**: :meth:`Compactor.run` checks before a prompt is sent and after every turn
+  whether the context uses more than ``context_window - reserve_tokens``; if so it compacts and
+  the run continues with the compacted context;
+* **overflow**: when a model request fails with a context-overflow error, the error message is
+  taken out of the live transcript (a session keeps it on an abandoned branch), the transcript is
+  compacted once and the turn is retried. A second overflow gives up with a
+  :class:`CompactionEndEvent` whose ``error_message`` says what to do.
+
+Progress is reported as :class:`CompactionStartEvent` / :class:`CompactionEndEvent` through the
+``emit`` callable (the agent's listeners). Automatic compaction failures never fail the run: they
+are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompacted.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, List, Optional, Sequence, Tuple
+
+from ..signals import AbortController
+from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
+from .compaction import (CompactionError, CompactionPreparation, CompactionResult, compact,
+                         prepare_compaction)
+from .compaction_tokens import CompactionSettings, live_context_tokens, should_compact
+from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
+
+__all__ = ["Compactor", "CompactionStartEvent", "CompactionEndEvent", "ERR_OVERFLOW_GAVE_UP",
+           "ERR_COMPACT_BUSY"]
+
+ERR_OVERFLOW_GAVE_UP = (
+    "Context overflow: the conversation still does not fit the model's context window after "
+    "compacting once. Compact with narrower instructions (agent.compact(...)), lower "
+    "keep_recent_tokens, or switch to a model with a larger context window."
+)
+ERR_COMPACT_BUSY = "Cannot compact while the agent is running: call wait_for_idle() first."
+
+_FALLBACK_OVERFLOW = re.compile(
+    r"prompt is too long|exceeds the context window|maximum context length|context[_ ]length[_ ]exceeded|"
+    r"too many tokens|token limit exceeded|input is too long|exceeds the available context size",
+    re.IGNORECASE)
+
+
+@dataclass
+class CompactionStartEvent:
+    """A compaction began. ``reason``: ``"manual"``, ``"threshold"`` or ``"overflow"``;
+    ``tokens_before`` is the estimated context size being compacted."""
+
+    reason: str
+    tokens_before: int = 0
+    type: ClassVar[str] = "compaction_start"
+
+
+@dataclass
+class CompactionEndEvent:
+    """A compaction ended: with ``result``, or ``aborted``, or with ``error_message``.
+    ``will_retry`` is True when an overflowed turn is retried on the compacted context."""
+
+    reason: str
+    result: Optional[CompactionResult] = None
+    aborted: bool = False
+    will_retry: bool = False
+    error_message: Optional[str] = None
+    type: ClassVar[str] = "compaction_end"
+
+
+def _is_overflow(message: Any, model: Any) -> bool:
+    """An overflow *error* of ``model`` (silent overflows are left to the threshold check)."""
+    if role_of(message) != "assistant" or getattr(message, "stop_reason", None) != "error":
+        return False
+    if model is not None and getattr(model, "id", "unknown") != "unknown":
+        if (message.provider, message.model) != (model.provider, model.id):
+            return False
+    try:
+        from ..providers import is_context_overflow
+    except ImportError:  # providers unavailable: our own short list of overflow texts
+        return bool(_FALLBACK_OVERFLOW.search(message.error_message or ""))
+    return bool(is_context_overflow(message))
+
+
+class Compactor:
+    """Compaction for one agent.
+
+    ``settings``: a :class:`CompactionSettings`, or False to switch automatic compaction off.
+    ``model``/``stream_fn``: the model and stream function for summaries (default: the agent's
+    model, and the agent's ``stream_fn`` when no separate model is given, else the default stream
+    function). ``emit``: callable receiving the compaction events (the Agent passes the function
+    that reduces events and calls its listeners). ``plugins``: a plugin manager whose
+    ``summarize`` hook may supply summaries (default: ``agent.plugins`` when present).
+    """
+
+    def __init__(self, agent: Any, settings: Any = None, *, model: Any = None,
+                 stream_fn: Optional[Callable[..., Any]] = None,
+                 emit: Optional[Callable[[Any], None]] = None, plugins: Any = None) -> None:
+        self.agent = agent
+        if settings is False:
+            settings = CompactionSettings(enabled=False)
+        self.settings: CompactionSettings = settings if settings is not None else CompactionSettings()
+        self.model = model
+        self.stream_fn = stream_fn
+        self.emit = emit
+        self.plugins = plugins
+        self._lock = threading.RLock()
+        self._controller: Optional[AbortController] = None
+        self._details: Tuple[Any, Any] = (None, None)  # (summary message, details) without a session
+
+    def __repr__(self) -> str:
+        return f"Compactor(settings={self.settings!r})"
+
+    # ------------------------------------------------------------------ public operations
+
+    def compact(self, instructions: Optional[str] = None, *, signal: Any = None) -> CompactionResult:
+        """Compact now (``reason="manual"``), focusing the summary on ``instructions`` if given.
+
+        Requires an idle agent (RuntimeError otherwise). Raises :class:`CompactionError`:
+        ``nothing_to_compact`` (empty transcript, or everything fits ``keep_recent_tokens``),
+        ``already_compacted``, ``aborted`` (see :meth:`abort`) or ``summarization_failed``.
+        """
+        if getattr(self.agent.state, "is_streaming", False):
+            raise RuntimeError(ERR_COMPACT_BUSY)
+        controller = AbortController()
+
+        def forward(reason: Any) -> None:
+            controller.abort(reason)
+
+        if signal is not None:
+            signal.add_listener(forward)
+        self._controller = controller
+        try:
+            result, _ = self._compact("manual", instructions, self.emit, controller.signal)
+        finally:
+            self._controller = None
+            if signal is not None:
+                signal.remove_listener(forward)
+        return result
+
+    def abort(self, reason: Any = None) -> None:
+        """Abort a manual compaction in progress (no-op otherwise)."""
+        controller = self._controller
+        if controller is not None:
+            controller.abort(reason or "Compaction aborted")
+
+    def navigate_tree(self, target_id: Optional[str], summarize: bool = False, **kwargs: Any) -> Any:
+        """``navigate_tree`` on the agent's session with the agent's summary model, then reload the
+        transcript from the session. Idle only; needs ``agent.session``."""
+        from .branch_summary import navigate_tree
+
+        session = getattr(self.agent, "session", None)
+        if session is None:
+            raise ValueError("navigate_tree needs an agent with a session (Agent(session=...))")
+        if getattr(self.agent.state, "is_streaming", False):
+            raise RuntimeError("Cannot navigate while the agent is running: call wait_for_idle() first.")
+        model, stream_fn, options = self._summary_model()
+        kwargs.setdefault("plugins", self._plugins())
+        kwargs.setdefault("reserve_tokens", self.settings.reserve_tokens)
+        kwargs.setdefault("thinking_level", str(self.agent.state.thinking_level))
+        for key, value in options.items():
+            kwargs.setdefault(key, value)
+        with self._lock:
+            outcome = navigate_tree(session, target_id, summarize, model=model, stream_fn=stream_fn,
+                                    **kwargs)
+            self.agent.state.messages = session.build_context().messages
+        return outcome
+
+    def needs_compaction(self, messages: Optional[Sequence[Any]] = None) -> bool:
+        """True when automatic compaction is on and ``messages`` (default: the transcript) use more
+        than ``context_window - reserve_tokens`` tokens."""
+        window = getattr(self.agent.state.model, "context_window", 0) or 0
+        if window <= 0:
+            return False
+        messages = self.agent.state.messages if messages is None else messages
+        return should_compact(live_context_tokens(list(messages)).tokens, window, self.settings)
+
+    # ------------------------------------------------------------------ the run wrapper
+
+    def run(self, prompts: Optional[List[Any]], context: AgentContext, config: Any,
+            emit: Callable[[Any], None], signal: Any, stream_fn: Any) -> List[Any]:
+        """Run the agent loop with compaction (call on the run thread instead of the loop).
+
+        ``prompts`` None means ``run_agent_loop_continue``. Before the prompts are sent, and after
+        each turn (through ``config.prepare_next_turn``, chained after any hook already there),
+        the transcript is compacted when over the threshold. An overflow error is compacted away
+        once and the turn retried. Returns every new message of the run(s).
+        """
+        from .. import loop
+
+        config = self._with_hooks(config, emit, signal)
+        if prompts is None:
+            messages = loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
+        else:
+            context = self._before_prompt(context, prompts, emit, signal)
+            messages = loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+        return self._recover_overflow(messages, context, config, emit, signal, stream_fn)
+
+    def _with_hooks(self, config: Any, emit: Callable[[Any], None], signal: Any) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(config,
+                                   prepare_next_turn=self._turn_hook(config.prepare_next_turn, emit, signal),
+                                   convert_to_llm=_summaries_first(config.convert_to_llm))
+
+    def _before_prompt(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any
+                       ) -> AgentContext:
+        if not self.settings.enabled or not self.needs_compaction(list(context.messages) + list(prompts)):
+            return context
+        try:
+            _, messages = self._compact("threshold", None, emit, signal)
+        except CompactionError:
+            return context
+        return AgentContext(context.system_prompt, list(messages), context.tools)
+
+    def _turn_hook(self, previous: Any, emit: Any, signal: Any) -> Callable[[Any], Any]:
+        from ..loop import AgentLoopTurnUpdate
+
+        def hook(ctx: Any) -> Any:
+            update = previous(ctx) if previous is not None else None
+            if update is not None and _field(update, "context") is not None:
+                return update  # another hook owns the context of this turn
+            if (not self.settings.enabled or signal.aborted
+                    or getattr(ctx.message, "stop_reason", None) == "aborted"
+                    or not self.needs_compaction()):
+                return update
+            try:
+                _, messages = self._compact("threshold", None, emit, signal)
+            except CompactionError:
+                return update
+            new_context = AgentContext(ctx.context.system_prompt, list(messages), ctx.context.tools)
+            return AgentLoopTurnUpdate(new_context, _field(update, "model"),
+                                       _field(update, "thinking_level"))
+
+        return hook
+
+    def _recover_overflow(self, messages: List[Any], context: AgentContext, config: Any, emit: Any,
+                          signal: Any, stream_fn: Any) -> List[Any]:
+        from .. import loop
+
+        last = messages[-1] if messages else None
+        if not self.settings.enabled or signal.aborted or not _is_overflow(last, config.model):
+            return messages
+        try:
+            _, kept = self._compact("overflow", None, emit, signal, drop_last=last)
+        except CompactionError:
+            return messages
+        retry = AgentContext(context.system_prompt, list(kept), context.tools)
+        more = loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
+        if more and _is_overflow(more[-1], config.model):
+            emit(CompactionEndEvent("overflow", error_message=ERR_OVERFLOW_GAVE_UP))
+        return list(messages) + list(more)
+
+    # ------------------------------------------------------------------ the compaction itself
+
+    def _plugins(self) -> Any:
+        return self.plugins if self.plugins is not None else getattr(self.agent, "plugins", None)
+
+    def _summary_model(self) -> Tuple[Any, Any, dict]:
+        agent = self.agent
+        model = self.model or agent.state.model
+        stream_fn = self.stream_fn or (getattr(agent, "stream_fn", None) if self.model is None else None)
+        if stream_fn is None:
+            from ..loop import get_default_stream_fn
+
+            stream_fn = get_default_stream_fn()
+        options: dict = {}
+        key = getattr(agent, "api_key", None)
+        get_key = getattr(agent, "get_api_key", None)
+        if get_key is not None:
+            key = get_key(model.provider) or key
+        if key:
+            options["api_key"] = key
+        return model, stream_fn, options
+
+    def _path(self, drop_last: Any) -> Tuple[List[SessionEntry], Any]:
+        """The root→leaf entries to compact and the session (None: a synthetic path)."""
+        session = getattr(self.agent, "session", None)
+        if session is not None:
+            path = session.get_branch()
+            if drop_last is not None and path and isinstance(path[-1], MessageEntry) \
+                    and getattr(path[-1].message, "stop_reason", None) == "error":
+                path = path[:-1]
+            return path, session
+        messages = list(self.agent.state.messages)
+        if drop_last is not None and messages and messages[-1] is drop_last:
+            messages.pop()
+        return self._synthetic_path(messages), None
+
+    def _synthetic_path(self, messages: Sequence[Any]) -> List[SessionEntry]:
+        summary_message, details = self._details
+        entries: List[SessionEntry] = []
+        parent = None
+        for index, message in enumerate(messages):
+            entry_id = f"m{index}"
+            stamp = iso_from_ms(getattr(message, "timestamp", 0) or 0)
+            if role_of(message) == "compactionSummary":
+                entry: SessionEntry = CompactionEntry(
+                    entry_id, parent, stamp, message.summary, f"m{index + 1}", message.tokens_before,
+                    details if message is summary_message else None)
+            else:
+                entry = MessageEntry(entry_id, parent, stamp, message)
+            entries.append(entry)
+            parent = entry_id
+        return entries
+
+    def _compact(self, reason: str, instructions: Optional[str], emit: Any, signal: Any,
+                 drop_last: Any = None) -> Tuple[CompactionResult, List[Any]]:
+        emit = emit or (lambda event: None)
+        with self._lock:
+            path, session = self._path(drop_last)
+            preparation = self._prepare(path, reason, emit)
+            emit(CompactionStartEvent(reason, preparation.tokens_before))
+            model, stream_fn, options = self._summary_model()
+            try:
+                result = compact(preparation, model, stream_fn, instructions, signal,
+                                 thinking_level=str(self.agent.state.thinking_level),
+                                 plugins=self._plugins(), **options)
+                messages = self._store(result, preparation, path, session)
+            except CompactionError as exc:
+                aborted = exc.code == "aborted"
+                emit(CompactionEndEvent(reason, aborted=aborted,
+                                        error_message=None if aborted else _failure(reason, exc)))
+                raise
+            self.agent.state.messages = messages
+        emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow"))
+        return result, messages
+
+    def _prepare(self, path: List[SessionEntry], reason: str, emit: Any) -> CompactionPreparation:
+        try:
+            preparation = prepare_compaction(path, self.settings)
+            if preparation is None:
+                code, text = (("already_compacted", "already compacted: nothing happened since the "
+                                                    "last compaction") if path else
+                              ("nothing_to_compact", "nothing to compact: the conversation is empty"))
+                raise CompactionError(code, text)
+            if preparation.empty:
+                raise CompactionError("nothing_to_compact", "nothing to compact: the whole context "
+                                                            "fits in keep_recent_tokens")
+        except CompactionError as exc:
+            if reason == "overflow":
+                emit(CompactionEndEvent(reason, error_message=_failure(reason, exc)))
+            raise
+        return preparation
+
+    def _store(self, result: CompactionResult, preparation: CompactionPreparation,
+               path: List[SessionEntry], session: Any) -> List[Any]:
+        if session is not None:
+            if path and session.leaf_id != path[-1].id:
+                session.move_to(path[-1].id)  # leaves the overflow error on an abandoned branch
+            session.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before,
+                                      result.details, usage=result.usage)
+            return list(session.build_context().messages)
+        summary = CompactionSummaryMessage(result.summary, result.tokens_before, now_ms())
+        self._details = (summary, result.details)
+        kept = [entry.message for entry in path[preparation.first_kept_entry_index:]
+                if isinstance(entry, MessageEntry)]
+        return [summary] + kept
+
+
+def _summaries_first(convert: Optional[Callable[[List[Any]], List[Any]]]) -> Callable[[List[Any]], List[Any]]:
+    """Wrap a converter so compaction and branch summaries reach the model as user messages even
+    when the converter (like the Agent's default) keeps only the standard roles."""
+    from ..messages import convert_message, default_convert_to_llm
+
+    inner = convert or default_convert_to_llm
+
+    def converter(messages: List[Any]) -> List[Any]:
+        return list(inner([convert_message(m) if role_of(m) in _SUMMARY_ROLES else m for m in messages]))
+
+    return converter
+
+
+_SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
+
+
+def _failure(reason: str, exc: CompactionError) -> str:
+    if reason == "overflow":
+        return f"Context overflow recovery failed: {exc}"
+    return str(exc)
+
+
+def _field(obj: Any, name: str) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name)
+    return getattr(obj, name, None)
