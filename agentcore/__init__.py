@@ -20,7 +20,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
         "message_from_dict", "message_to_dict",
     ],
-    "messages": ["convert_to_llm", "default_convert_to_llm"],
+    "messages": ["convert_to_llm", "default_convert_to_llm", "DROP"],
     # events and streams
     "events": [
         "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
@@ -31,24 +31,36 @@ _EXPORTS: Dict[str, List[str]] = {
     "streams": ["EventStream", "AssistantMessageEventStream"],
     "signals": ["AbortController", "AbortSignal"],
     # tools
-    "tools": ["AgentTool", "AgentToolResult", "tool", "validate_tool_arguments"],
+    "tools": ["AgentTool", "AgentToolResult", "FunctionTool", "tool", "validate_tool_arguments",
+              "ToolValidationError"],
     # the loop and the agent
     "loop": [
         "agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue",
         "AgentLoopConfig", "BeforeToolCallContext", "BeforeToolCallResult",
-        "AfterToolCallContext", "AfterToolCallResult", "set_default_stream_fn",
+        "AfterToolCallContext", "AfterToolCallResult", "ShouldStopAfterTurnContext",
+        "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn", "get_default_stream_fn",
     ],
-    "agent": ["Agent", "AgentState"],
+    "agent": ["Agent", "AgentState", "EventSubscription"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
-    "plugins": ["plugins_info", "get_tool", "get_provider", "get_model", "models"],
+    "plugins": [
+        "plugins_info", "get_tool", "get_provider", "get_model", "models", "create_plugin_manager",
+        "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError", "UnknownModelError",
+    ],
+    "builtin_tools": ["create_coding_tools", "create_read_only_tools", "PathOutsideRootError"],
     # providers
-    "providers": ["stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError"],
+    "providers": [
+        "stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError",
+        "get_env_api_key",
+    ],
     # sessions
     "session": [
         "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage",
-        "SessionRepository",
+        "SessionRepository", "SessionError", "SessionLockedError", "SessionContext", "SessionStats",
+        "attach_session", "restore_agent",
     ],
+    # notebooks (IPython is imported only when these are used)
+    "jupyter": ["display_run", "Transcript"],
 }
 
 _MODULE_OF: Dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
