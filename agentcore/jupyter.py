@@ -430,6 +430,7 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
         handle = _PrintAtEnd(show)
     update: Callable[[Any], Any] = handle.update
     last = time.monotonic()
+    before = len(agent.state.messages)
     events = agent.stream(prompt, images)
     try:
         for event in events:
@@ -445,6 +446,7 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
         agent.wait_for_idle()
         live.status = "interrupted: run aborted"
         live.streaming = None
+        live.messages = list(agent.state.messages[before:])  # incl. the aborted partial answer
         update(live.snapshot())
         raise
     except BaseException as exc:
