@@ -423,17 +423,17 @@ class WireProvider:
             terminal = False
             after_terminal = 0
             for sse_event in iter_sse(http.iter_body(response)):
-                if signal is not None and signal.aborted:
-                    break
                 if terminal:  # drain what follows the terminal event so the connection is reused
                     after_terminal += 1
                     if after_terminal > _MAX_EVENTS_AFTER_TERMINAL:
                         break
                     continue
-                terminal = bool(handler.on_event(sse_event))
+                terminal = bool(handler.on_event(sse_event))  # events already received count
                 if pending:
                     yield from pending
                     pending.clear()
+                if signal is not None and signal.aborted:
+                    break
             else:
                 fully_read = not (signal is not None and signal.aborted)
             if signal is not None and signal.aborted:
