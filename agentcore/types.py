@@ -8,6 +8,7 @@ input stay absent on output, so ``message_from_dict(d).to_dict() == d`` for refe
 
 from __future__ import annotations
 
+import collections.abc as _abc
 import copy
 import time
 from dataclasses import dataclass, field
@@ -118,20 +119,31 @@ class _WireMixin:
 
     @classmethod
     def _kwargs_from(cls, d: Mapping[str, Any], convert: Mapping[str, Any] = {}) -> Dict[str, Any]:
-        known = {key for _, key, _ in cls._wire}
-        if cls._tag[0]:
-            known.add(cls._tag[0])
+        # Hot path when loading long sessions: the known-key set is computed once per class.
+        known = cls.__dict__.get("_known_keys")
+        if known is None:
+            known = frozenset([key for _, key, _ in cls._wire] + ([cls._tag[0]] if cls._tag[0] else []))
+            cls._known_keys = known  # type: ignore[attr-defined]
         kwargs: Dict[str, Any] = {}
         absent = []
         for attr, key, _kind in cls._wire:
             if key in d:
                 value = d[key]
-                kwargs[attr] = convert[attr](value) if attr in convert and value is not None else value
+                if value is not None and attr in convert:
+                    value = convert[attr](value)
+                kwargs[attr] = value
             else:
                 absent.append(key)
-        kwargs["extra"] = {k: copy.deepcopy(v) for k, v in d.items() if k not in known}
-        kwargs["_absent"] = frozenset(absent)
+        if not known.issuperset(d):
+            kwargs["extra"] = {k: copy.deepcopy(v) for k, v in d.items() if k not in known}
+        if absent:
+            kwargs["_absent"] = frozenset(absent)
         return kwargs
+
+
+def _is_mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)`` with a fast path for plain dicts (typing's check is slow)."""
+    return type(value) is dict or isinstance(value, _abc.Mapping)
 
 
 def _extra() -> Any:
@@ -183,7 +195,7 @@ class ThinkingContent(_WireMixin):
     def from_dict(cls, d: Mapping[str, Any]) -> "ThinkingContent":
         kwargs = cls._kwargs_from(d)
         if "redacted" in d and not d["redacted"]:
-            kwargs["extra"]["redacted"] = d["redacted"]  # keep an explicit false on round trip
+            kwargs.setdefault("extra", {})["redacted"] = d["redacted"]  # keep an explicit false on round trip
         return cls(**kwargs)
 
 
@@ -228,7 +240,7 @@ class ToolCall(_WireMixin):
         kwargs = cls._kwargs_from(d)
         if kwargs.get("arguments") is None and "arguments" in d:
             kwargs["arguments"] = {}
-            kwargs["extra"]["arguments"] = None
+            kwargs.setdefault("extra", {})["arguments"] = None
         return cls(**kwargs)
 
 
@@ -238,7 +250,7 @@ _BLOCKS = {"text": TextContent, "thinking": ThinkingContent, "image": ImageConte
 
 def content_from_dict(d: Any) -> Any:
     """Read one content block; an unknown block type is returned as the plain dict it was."""
-    if isinstance(d, Mapping):
+    if _is_mapping(d):
         cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
         if cls is not None:
             return cls.from_dict(d)
@@ -511,7 +523,7 @@ class ToolResultMessage(_WireMixin):
     def from_dict(cls, d: Mapping[str, Any]) -> "ToolResultMessage":
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
         if "details" in d and d["details"] is None:
-            kwargs["extra"]["details"] = None  # explicit null survives the round trip
+            kwargs.setdefault("extra", {})["details"] = None  # explicit null survives the round trip
         if kwargs.get("content") is None:
             kwargs["content"] = []
         return cls(**kwargs)
@@ -642,7 +654,7 @@ def message_from_dict(d: Mapping[str, Any]) -> Any:
 
     Raises ``ValueError`` naming the problem when ``d`` is not a mapping with a string ``role``.
     """
-    if not isinstance(d, Mapping):
+    if not _is_mapping(d):
         raise ValueError(f"a message must be a JSON object, got {type(d).__name__}")
     role = d.get("role")
     if not isinstance(role, str):
@@ -658,7 +670,7 @@ def message_from_dict(d: Mapping[str, Any]) -> Any:
 
 def message_to_dict(message: Any) -> Dict[str, Any]:
     """The reference JSON shape of any message: a wire dataclass, an object with ``to_dict`` or a dict."""
-    if isinstance(message, Mapping):
+    if _is_mapping(message):
         return _plain(dict(message))
     if hasattr(message, "to_dict"):
         return message.to_dict()
@@ -667,7 +679,7 @@ def message_to_dict(message: Any) -> Dict[str, Any]:
 
 def role_of(message: Any) -> Optional[str]:
     """The ``role`` of a message object or dict (custom application messages may be either)."""
-    if isinstance(message, Mapping):
+    if _is_mapping(message):
         return message.get("role")
     return getattr(message, "role", None)
 
@@ -682,7 +694,7 @@ def text_of(content: Union[str, Sequence[Any], None]) -> str:
     for block in content:
         if isinstance(block, TextContent):
             parts.append(block.text)
-        elif isinstance(block, Mapping) and block.get("type") == "text":
+        elif _is_mapping(block) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "".join(parts)
 
