@@ -470,3 +470,325 @@ def test_usage_of_summary_requests_is_summed():  # session §7.5 (usage of the s
     scripted = ScriptedModel([text("history", usage=usage), text("prefix", usage=usage)])
     result = compact(_split_preparation(1000), model(), scripted.stream_fn)
     assert result.usage["input"] == 200 and result.usage["output"] == 40
+
+
+# =========================================================================== the Agent link
+# The fixture below wires a Compactor into real Agents exactly as agentcore/agent.py is meant to
+# (the run thread calls compactor.run instead of the loop; agent.compact -> compactor.compact).
+
+import math  # noqa: E402
+import threading  # noqa: E402
+
+from agentcore import loop as _real_loop  # noqa: E402
+from agentcore.agent import Agent  # noqa: E402
+from agentcore.session.compactor import ERR_OVERFLOW_GAVE_UP, Compactor  # noqa: E402
+from agentcore.tools import AgentTool, AgentToolResult  # noqa: E402
+
+OVERFLOW = "prompt is too long: 250000 tokens > 200000 maximum"
+
+
+class Brain:
+    """One scripted model for an agent and its summaries. ``plan(context, n)`` answers the n-th
+    agent request (a str, a list of blocks, an AssistantMessage, or ``("error", text)``); summary
+    requests get ``summary_text(n)``. With ``report_usage`` every answer reports input = the
+    estimated tokens of the request and output = its own estimate, like a real provider."""
+
+    def __init__(self, plan: Any, *, window: int = 200000, report_usage: bool = False,
+                 summary_text: Any = None, tokens_per_second: Optional[float] = None) -> None:
+        self.plan = plan
+        self.report_usage = report_usage
+        self.summary_text = summary_text or (lambda n: f"## Goal\nSummary number {n}")
+        self.agent_contexts: List[Any] = []
+        self.summary_contexts: List[Any] = []
+        self.summary_options: List[dict] = []
+        self.summary_started = threading.Event()
+        self.model = Model(id="brain", api="scripted", provider="scripted", context_window=window,
+                           max_tokens=8192)
+        self.scripted = ScriptedModel([self._respond] * 20000, model=self.model,
+                                      tokens_per_second=tokens_per_second)
+
+    def stream_fn(self, model: Any, context: Any, **options: Any) -> Any:
+        if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
+            self.summary_options.append(options)
+        return self.scripted.stream_fn(model, context, **options)
+
+    def _message(self, content: Any, context: Any, stop: Optional[str] = None, err: Optional[str] = None) -> AssistantMessage:
+        if isinstance(content, str):
+            content = [TextContent(content)]
+        if stop is None:
+            stop = "toolUse" if any(isinstance(b, ToolCall) for b in content) else "stop"
+        usage = Usage()
+        if self.report_usage and err is None:
+            inp = sum(estimate_tokens(m) for m in context.messages)
+            out = estimate_tokens(AssistantMessage(content))
+            usage = Usage(inp, out, 0, 0, inp + out)
+        m = self.model
+        return AssistantMessage(list(content), api=m.api, provider=m.provider, model=m.id, usage=usage,
+                                stop_reason=stop, error_message=err)
+
+    def _respond(self, context: Any) -> Any:
+        if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
+            self.summary_contexts.append(context)
+            self.summary_started.set()
+            return self._message(self.summary_text(len(self.summary_contexts)), context)
+        self.agent_contexts.append(context)
+        answer = self.plan(context, len(self.agent_contexts) - 1)
+        if isinstance(answer, AssistantMessage):
+            return answer
+        if isinstance(answer, tuple) and answer[0] == "error":
+            return self._message([], context, "error", answer[1])
+        return self._message(answer, context)
+
+
+@pytest.fixture
+def make_agent(monkeypatch):
+    import agentcore.agent as agent_module
+
+    current: List[Compactor] = []
+
+    class LoopWithCompaction:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(_real_loop, name)
+
+        def run_agent_loop(self, prompts, context, config, emit, signal=None, stream_fn=None):
+            return current[-1].run(prompts, context, config, emit, signal, stream_fn)
+
+        def run_agent_loop_continue(self, context, config, emit, signal=None, stream_fn=None):
+            return current[-1].run(None, context, config, emit, signal, stream_fn)
+
+    monkeypatch.setattr(agent_module, "_loop", LoopWithCompaction())
+
+    def make(brain: Brain, *, compaction: Any = None, compaction_model: Any = None,
+             compaction_stream_fn: Any = None, **kwargs: Any) -> Agent:
+        agent = Agent(brain.model, stream_fn=brain.stream_fn, **kwargs)
+        agent.compactor = Compactor(agent, compaction, model=compaction_model,
+                                    stream_fn=compaction_stream_fn, emit=agent._process_event)
+        agent.events = []
+        agent.subscribe(agent.events.append)
+        current.append(agent.compactor)
+        return agent
+
+    return make
+
+
+def kinds(agent: Agent, prefix: str = "compaction") -> List[str]:
+    return [e.type for e in agent.events if e.type.startswith(prefix)]
+
+
+def test_manual_compaction_writes_an_entry_and_the_model_sees_the_summary(make_agent):  # session §7.3 manual
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    agent.prompt("first question")
+    agent.prompt("second question")
+    result = agent.compactor.compact("focus on the tests")
+    assert kinds(agent) == ["compaction_start", "compaction_end"]
+    assert agent.events[-1].reason == "manual" and agent.events[-1].result is result
+    prompts = [c.messages[0].content[0].text for c in brain.summary_contexts]
+    assert prompts and all(p.endswith("Additional focus: focus on the tests") for p in prompts)
+    entry = session.get_branch()[-1]
+    assert entry.type == "compaction" and entry.summary == result.summary
+    assert agent.state.messages[0].role == "compactionSummary"
+    assert [m.role for m in agent.state.messages] == [m.role for m in session.build_context().messages]
+    agent.prompt("third question")
+    first = brain.agent_contexts[-1].messages[0]
+    assert first.role == "user" and "<summary>\n" + result.summary + "\n</summary>" in first.content[0].text
+    second = agent.compactor.compact()  # the update request carries the previous summary
+    update = brain.summary_contexts[-2].messages[0].content[0].text
+    assert f"<previous-summary>\n{result.summary}\n</previous-summary>" in update
+    assert second.summary != result.summary
+
+
+def test_manual_compaction_refusals(make_agent):  # session §7.3 manual: "nothing to compact" / "already compacted"
+    agent = make_agent(Brain(lambda ctx, n: "ok"), session=Session.in_memory())
+    with pytest.raises(CompactionError) as empty:
+        agent.compactor.compact()
+    assert empty.value.code == "nothing_to_compact" and kinds(agent) == []
+    agent.compactor.settings = CompactionSettings(keep_recent_tokens=1)
+    agent.prompt("one")
+    agent.prompt("two")
+    agent.compactor.compact()
+    with pytest.raises(CompactionError) as again:
+        agent.compactor.compact()
+    assert again.value.code == "already_compacted"
+
+
+def test_compaction_without_a_session_keeps_file_details(make_agent):  # session §7.5 details across compactions
+    def plan(ctx, n):
+        return [ToolCall(f"r{n}", "read", {"path": f"src/f{n}.py"})] if n % 2 == 0 else "done " + "y" * 200
+
+    read = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
+                     lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]))
+    agent = make_agent(Brain(plan), tools=[read], compaction=CompactionSettings(keep_recent_tokens=10))
+    agent.prompt("read one")
+    first = agent.compactor.compact()
+    assert "src/f0.py" in first.details["readFiles"]
+    agent.prompt("read another")
+    second = agent.compactor.compact()
+    assert {"src/f0.py", "src/f2.py"} <= set(second.details["readFiles"])
+    assert second.summary.count("<read-files>") == 1
+
+
+def test_manual_compaction_can_be_aborted(make_agent):  # session §7.5 error mapping: aborted
+    brain = Brain(lambda ctx, n: "answer " + "x" * 200, tokens_per_second=20,
+                  summary_text=lambda n: " ".join(["word"] * 200))
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=1))
+    brain.scripted.tokens_per_second = None
+    agent.prompt("one")
+    agent.prompt("two")
+    brain.scripted.tokens_per_second = 20
+    before = len(session.entries())
+    outcome: List[Any] = []
+
+    def run() -> None:
+        try:
+            agent.compactor.compact()
+        except CompactionError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert brain.summary_started.wait(5)
+    agent.compactor.abort()
+    worker.join(5)
+    assert outcome and outcome[0].code == "aborted"
+    assert agent.events[-1].type == "compaction_end" and agent.events[-1].aborted
+    assert len(session.entries()) == before
+
+
+def test_compact_refuses_while_the_agent_runs(make_agent):  # session §7.3 "requires idle"
+    release = threading.Event()
+    started = threading.Event()
+
+    def wait(call_id, args, signal, on_update):
+        started.set()
+        release.wait(5)
+        return AgentToolResult([TextContent("done")])
+
+    tool = AgentTool("wait", "wait", {"type": "object", "properties": {}}, wait)
+    agent = make_agent(Brain(lambda ctx, n: [ToolCall("w", "wait", {})] if n == 0 else "ok"), tools=[tool])
+    agent.prompt("go", wait=False)
+    assert started.wait(5)
+    try:
+        with pytest.raises(RuntimeError):
+            agent.compactor.compact()
+    finally:
+        release.set()
+        agent.wait_for_idle(5)
+
+
+def test_threshold_compaction_before_the_prompt_is_sent(make_agent):  # session §7.3 threshold (pre-prompt)
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    agent = make_agent(brain, messages=history,
+                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    agent.prompt("next")
+    types = [e.type for e in agent.events]
+    assert types.index("compaction_end") < types.index("agent_start")
+    request = brain.agent_contexts[0].messages
+    assert "<summary>" in request[0].content[0].text
+    assert sum(estimate_tokens(m) for m in request) <= 3000
+
+
+def test_overflow_is_compacted_once_and_the_turn_retried(make_agent):  # session §7.3 overflow
+    brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n == 2 else f"answer {n} " + "x" * 400)
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=10))
+    agent.prompt("one")
+    agent.prompt("two")
+    new = agent.prompt("three")
+    assert [(e.type, e.reason) for e in agent.events if e.type.startswith("compaction")] == [
+        ("compaction_start", "overflow"), ("compaction_end", "overflow")]
+    assert agent.events[-1].type == "agent_end"
+    end = next(e for e in agent.events if e.type == "compaction_end")
+    assert end.will_retry and end.error_message is None
+    assert new[-1].text.startswith("answer 3") and any(m.role == "assistant" and m.stop_reason == "error" for m in new)
+    assert not any(getattr(m, "stop_reason", None) == "error" for m in agent.state.messages)
+    assert any(getattr(getattr(e, "message", None), "error_message", None) == OVERFLOW for e in session.entries())
+    assert not any(getattr(getattr(e, "message", None), "error_message", None) == OVERFLOW
+                   for e in session.get_branch())
+    assert session.build_context().messages[-1].text.startswith("answer 3")
+    retry = brain.agent_contexts[3].messages
+    assert retry[0].role == "user" and "<summary>" in retry[0].content[0].text and retry[-1].role == "user"
+
+
+def test_second_overflow_gives_up_with_a_clear_error(make_agent):  # session §7.3 overflow: give up
+    brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n >= 2 else f"answer {n} " + "x" * 400)
+    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=10))
+    agent.prompt("one")
+    agent.prompt("two")
+    agent.prompt("three")
+    assert kinds(agent) == ["compaction_start", "compaction_end", "compaction_end"]
+    assert agent.events[-1].type == "compaction_end" and agent.events[-1].error_message == ERR_OVERFLOW_GAVE_UP
+    assert len(brain.agent_contexts) == 4
+
+
+def test_overflow_with_nothing_to_compact_reports_failure(make_agent):  # session §7.3 overflow
+    agent = make_agent(Brain(lambda ctx, n: ("error", OVERFLOW)))
+    agent.prompt("a huge first prompt")
+    assert kinds(agent) == ["compaction_end"]
+    assert agent.events[-1].error_message.startswith("Context overflow recovery failed: nothing to compact")
+    assert agent.state.messages[-1].stop_reason == "error"
+
+
+def test_compaction_off_switch(make_agent):  # session §7.3 "skip if disabled"
+    brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n == 2 else "answer " + "x" * 4000, window=2000)
+    agent = make_agent(brain, compaction=False)
+    for text_ in ("one", "two", "three"):
+        agent.prompt(text_)
+    assert kinds(agent) == [] and brain.summary_contexts == []
+    assert agent.compactor.settings.enabled is False
+    agent.compactor.settings = CompactionSettings(enabled=False, keep_recent_tokens=10)
+    assert agent.compactor.compact().summary  # manual compaction still works
+
+
+def test_a_separate_summary_model(make_agent):  # issue 6: "or a model given for summaries"
+    other = ScriptedModel(["summary by the small model"] * 3)
+    brain = Brain(lambda ctx, n: "answer " + "x" * 400)
+    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=10),
+                       compaction_model=other.model, compaction_stream_fn=other.stream_fn)
+    agent.prompt("one")
+    agent.prompt("two")
+    result = agent.compactor.compact()
+    assert result.summary.startswith("summary by the small model")
+    assert brain.summary_contexts == [] and other.calls >= 1
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_long_run_stays_under_the_threshold(make_agent, with_session):  # issue 6: 500 turns with tool calls
+    window, settings = 16000, CompactionSettings(reserve_tokens=4000, keep_recent_tokens=3000)
+    threshold = window - settings.reserve_tokens
+    problems: List[str] = []
+
+    def plan(ctx, n):
+        messages = ctx.messages
+        size = sum(estimate_tokens(m) for m in messages)
+        if size > threshold:
+            problems.append(f"request {n}: {size} tokens > {threshold}")
+        calls = {c.id for m in messages if m.role == "assistant" for c in m.tool_calls}
+        results = {m.tool_call_id for m in messages if m.role == "toolResult"}
+        if calls != results:
+            problems.append(f"request {n}: unpaired tool calls {sorted(calls ^ results)}")
+        if n % 5 == 4:
+            return f"Finished batch {n // 5}."
+        return [TextContent("reading"), ToolCall(f"call{n}", "read", {"path": f"src/file{n}.py"})]
+
+    read = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
+                     lambda call_id, args, signal, on_update: AgentToolResult(
+                         [TextContent(f"contents of {args['path']}\n" + "line of code\n" * 100)]))
+    brain = Brain(plan, window=window, report_usage=True)
+    agent = make_agent(brain, tools=[read], compaction=settings,
+                       session=Session.in_memory() if with_session else None)
+    for batch in range(100):
+        agent.prompt(f"batch {batch}: read the next four files")
+    assert len(brain.agent_contexts) == 500
+    assert problems == []
+    ends = [e for e in agent.events if e.type == "compaction_end"]
+    assert len(ends) >= 5 and all(e.error_message is None for e in ends)
+    for context in brain.summary_contexts:
+        assert sum(estimate_tokens(m) for m in context.messages) < window
+    assert "src/file0.py" in ends[-1].result.details["readFiles"]  # carried across every compaction
+    assert agent.state.messages[0].role == "compactionSummary"

@@ -362,12 +362,14 @@ def _cap(fraction: float, reserve_tokens: int, model: Any) -> int:
 
 
 def _turn_prefix_summary(messages: Sequence[Any], model: Any, reserve_tokens: int, *,
-                         stream_fn: Optional[StreamFn], signal: Any, thinking_level: Optional[str],
-                         plugins: Any, **options: Any) -> Tuple[str, Optional[Usage]]:
-    hooked = hook_summary(plugins, list(messages), None, None, "turn_prefix", model, signal)
+                         custom_instructions: Optional[str], stream_fn: Optional[StreamFn], signal: Any,
+                         thinking_level: Optional[str], plugins: Any,
+                         **options: Any) -> Tuple[str, Optional[Usage]]:
+    hooked = hook_summary(plugins, list(messages), None, custom_instructions, "turn_prefix", model, signal)
     if hooked is not None:
         return hooked, None
-    prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS)
+    prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS, None,
+                                  custom_instructions)
     return summarize_with_model(prompt, model, max_tokens=_cap(0.5, reserve_tokens, model),
                                 stream_fn=stream_fn, signal=signal, thinking_level=thinking_level,
                                 failure_prefix="Turn prefix summarization failed", **options)
@@ -381,7 +383,7 @@ def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[
 
     A split turn makes two requests, one after the other: the history (or, when only the turn
     prefix is new, the previous summary is reused) and the turn prefix; they are joined under a
-    "Turn Context" heading. Raises :class:`CompactionError` (see the module docstring).
+    "Turn Context" heading; ``custom_instructions`` apply to both. Raises :class:`CompactionError` (see the module docstring).
     """
     if not preparation.first_kept_entry_id:
         raise CompactionError("invalid_session", "the compaction has no first kept entry id: the "
@@ -402,7 +404,7 @@ def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[
     summary = history
     if preparation.is_split_turn and preparation.turn_prefix_messages:
         prefix, used = _turn_prefix_summary(preparation.turn_prefix_messages, model, reserve,
-                                            **common, **options)
+                                            custom_instructions=custom_instructions, **common, **options)
         usage = _add_usage(usage, used)
         summary = history + SPLIT_TURN_SEPARATOR + prefix
     read_files, modified_files = compute_file_lists(preparation.file_ops)
