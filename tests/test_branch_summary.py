@@ -1,0 +1,197 @@
+"""Branch navigation and branch summaries (spec session.md §8, §12 J)."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+import pluggy
+import pytest
+
+from agentcore import hookspecs
+from agentcore.hookspecs import hookimpl
+from agentcore.session import Session, SessionError
+from agentcore.session.branch_summary import (BRANCH_SUMMARY_MAX_TOKENS, NO_CONTENT_SUMMARY,
+                                              collect_entries_for_branch_summary,
+                                              generate_branch_summary, navigate_tree,
+                                              prepare_branch_entries)
+from agentcore.session.compaction import CompactionError
+from agentcore.session.compaction_prompts import BRANCH_SUMMARY_PREAMBLE
+from agentcore.testing import ScriptedModel, error
+from agentcore.types import (AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage,
+                             UserMessage)
+
+
+def U(t: str) -> UserMessage:
+    return UserMessage([TextContent(t)], timestamp=1)
+
+
+def A(t: str = "", content: Any = None) -> AssistantMessage:
+    return AssistantMessage(content if content is not None else [TextContent(t)], api="anthropic-messages",
+                            provider="anthropic", model="claude-sonnet-4-5", usage=Usage(), stop_reason="stop")
+
+
+def model(window: int = 200000) -> Model:
+    return Model(id="summarizer", api="scripted", provider="scripted", context_window=window, max_tokens=8192)
+
+
+def tree() -> Any:
+    """root → common → a1 → a2 (leaf) and common → target."""
+    s = Session.in_memory()
+    ids = {"root": s.append_message(U("root")), "common": s.append_message(A("common"))}
+    ids["a1"] = s.append_message(U("explore: read the config"))
+    ids["a2"] = s.append_message(A(content=[ToolCall("c1", "read", {"path": "config.toml"})]))
+    ids["r"] = s.append_message(ToolResultMessage("c1", "read", [TextContent("key = 1")]))
+    ids["a3"] = s.append_message(A("the key is 1"))
+    s.move_to(ids["common"])
+    ids["target"] = s.append_message(U("target question"))
+    s.move_to(ids["a3"])
+    return s, ids
+
+
+def test_collect_entries_stops_at_the_common_ancestor():  # session §12 scenario 86
+    s, ids = tree()
+    collected = collect_entries_for_branch_summary(s, ids["a3"], ids["target"])
+    assert [e.id for e in collected.entries] == [ids["a1"], ids["a2"], ids["r"], ids["a3"]]
+    assert collected.common_ancestor_id == ids["common"]
+    assert ids["root"] not in [e.id for e in collected.entries]
+    none = collect_entries_for_branch_summary(s, None, ids["target"])
+    assert (none.entries, none.common_ancestor_id) == ([], None)
+
+
+def test_prepare_branch_entries_skips_results_tracks_files_and_budget():  # session §12 scenario 87
+    s, ids = tree()
+    entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
+    prep = prepare_branch_entries(entries)
+    assert [m.role for m in prep.messages] == ["user", "assistant", "assistant"]
+    assert prep.file_ops.read == {"config.toml"}
+
+    s.move_to(ids["common"])
+    s.append_branch_summary(ids["common"], "earlier branch " + "s" * 385,  # 100 tokens
+                            {"readFiles": ["old.py"], "modifiedFiles": ["changed.py"]})
+    s.append_message(U("x" * 400))
+    s.append_message(A("y" * 400))
+    entries = s.get_branch()[2:]
+    prep = prepare_branch_entries(entries)
+    assert "old.py" in prep.file_ops.read and "changed.py" in prep.file_ops.edited
+    assert [m.role for m in prepare_branch_entries(entries, token_budget=150).messages] == ["assistant"]
+    newest_only = prepare_branch_entries(entries, token_budget=210)  # 200 used > 90%: summary left out
+    assert [m.role for m in newest_only.messages] == ["user", "assistant"]  # newest first within budget
+    squeezed = prepare_branch_entries(entries, token_budget=250)  # < 90% used: the summary still goes in
+    assert [m.role for m in squeezed.messages] == ["branchSummary", "user", "assistant"]
+
+
+def test_hook_written_branch_details_are_not_trusted():  # session §8 pass 1 (fromHook)
+    s = Session.in_memory()
+    s.append_branch_summary(None, "by a plugin", {"readFiles": ["x.py"]}, from_hook=True)
+    assert prepare_branch_entries(s.get_branch()).file_ops.read == set()
+
+
+def test_no_content_means_no_model_call():  # session §12 scenario 88
+    s = Session.in_memory()
+    s.append_thinking_level_change("high")
+    scripted = ScriptedModel([])
+    result = generate_branch_summary(s.get_branch(), model(), stream_fn=scripted.stream_fn)
+    assert result.summary == NO_CONTENT_SUMMARY and scripted.calls == 0
+
+
+def test_generated_branch_summary_layout():  # session §8 generation
+    s, ids = tree()
+    entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
+    scripted = ScriptedModel(["## Goal\nFind the key"])
+    result = generate_branch_summary(entries, model(), stream_fn=scripted.stream_fn,
+                                     custom_instructions="mention the key")
+    assert result.summary == (BRANCH_SUMMARY_PREAMBLE + "## Goal\nFind the key"
+                              + "\n\n<read-files>\nconfig.toml\n</read-files>")
+    assert result.details == {"readFiles": ["config.toml"], "modifiedFiles": []}
+    prompt = scripted.contexts[0].messages[0].content[0].text
+    assert prompt.startswith("<conversation>\n[User]: explore: read the config")
+    assert "[Tool result]" not in prompt and prompt.endswith("Additional focus: mention the key")
+    assert scripted.options[0]["max_tokens"] == BRANCH_SUMMARY_MAX_TOKENS
+    replaced = ScriptedModel(["x"])
+    generate_branch_summary(entries, model(), stream_fn=replaced.stream_fn,
+                            custom_instructions="ONLY THIS", replace_instructions=True)
+    assert replaced.contexts[0].messages[0].content[0].text.endswith("</conversation>\n\nONLY THIS")
+
+
+def test_branch_summary_errors():  # session §8 error mapping
+    s, ids = tree()
+    entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
+    with pytest.raises(CompactionError) as failed:
+        generate_branch_summary(entries, model(), stream_fn=ScriptedModel([error("down")]).stream_fn)
+    assert (failed.value.code, str(failed.value)) == ("summarization_failed", "Branch summary failed: down")
+    with pytest.raises(CompactionError) as aborted:
+        generate_branch_summary(entries, model(),
+                                stream_fn=ScriptedModel([error("stop", stop_reason="aborted")]).stream_fn)
+    assert aborted.value.code == "aborted"
+
+
+def test_navigate_to_a_user_message_summarises_and_returns_its_text():  # session §12 scenario 89
+    s, ids = tree()
+    scripted = ScriptedModel(["branch summary text"])
+    before = len(s.entries())
+    outcome = navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn)
+    assert outcome.leaf_id == ids["common"]  # the target's parent
+    assert outcome.editor_text == "target question"
+    summary_entry = s.get_entry(outcome.summary_entry_id)
+    assert summary_entry.type == "branch_summary" and summary_entry.parent_id == ids["common"]
+    assert s.leaf_id == summary_entry.id and summary_entry.details == {"readFiles": ["config.toml"],
+                                                                       "modifiedFiles": []}
+    context = s.build_context().messages
+    assert [m.role for m in context] == ["user", "assistant", "branchSummary"]
+    assert "branch summary text" in context[-1].summary
+    assert len(s.entries()) == before + 2  # a leaf move and the summary; nothing deleted
+    same = navigate_tree(s, s.leaf_id, summarize=True, model=model(), stream_fn=scripted.stream_fn)
+    assert not same.moved and len(s.entries()) == before + 2 and scripted.calls == 1
+
+
+def test_navigate_without_summary_and_to_a_non_user_entry():  # session §8 step 5
+    s, ids = tree()
+    outcome = navigate_tree(s, ids["common"])
+    assert (outcome.leaf_id, outcome.editor_text, outcome.summary_entry_id) == (ids["common"], None, None)
+    assert s.leaf_id == ids["common"]
+
+
+def test_navigate_errors_write_nothing():  # session §8 step 1 and failure semantics
+    s, ids = tree()
+    count = len(s.entries())
+    with pytest.raises(SessionError) as missing:
+        navigate_tree(s, "nope")
+    assert missing.value.code == "not_found"
+    with pytest.raises(CompactionError):
+        navigate_tree(s, ids["target"], summarize=True, model=model(),
+                      stream_fn=ScriptedModel([error("down")]).stream_fn)
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"]
+
+
+def test_navigate_with_a_label_and_a_summarize_hook():  # hookspecs.summarize kind "branch"
+    seen: List[str] = []
+
+    class Plugin:
+        @hookimpl
+        def summarize(self, kind, messages):
+            seen.append(kind)
+            return f"{len(messages)} messages explored"
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Plugin())
+    s, ids = tree()
+    scripted = ScriptedModel([])
+    outcome = navigate_tree(s, ids["common"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
+                            plugins=pm, label="fork point")
+    assert seen == ["branch"] and scripted.calls == 0
+    assert "3 messages explored" in outcome.summary.summary
+    assert s.get_label(ids["common"]) == "fork point"
+
+
+def test_agent_navigation_reloads_the_transcript():  # issue 6 item 6: the Agent equivalent
+    from agentcore.agent import Agent
+    from agentcore.session.compactor import Compactor
+
+    s, ids = tree()
+    scripted = ScriptedModel(["what happened"], model=model())
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=s)
+    assert len(agent.state.messages) == 6
+    outcome = Compactor(agent).navigate_tree(ids["target"], summarize=True)
+    assert outcome.editor_text == "target question"
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "branchSummary"]
