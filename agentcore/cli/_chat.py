@@ -80,6 +80,9 @@ class Chat:
             except EOFError:
                 self.out.write("\n")
                 return None
+            except KeyboardInterrupt:
+                self.out.write("\n")  # leave the prompt line before the notice
+                raise
         line = self.stdin.readline()
         return line if line else None
 
