@@ -407,3 +407,31 @@ def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeyp
 def test_version(env):
     done = agentcore("--version", env=env)
     assert done.returncode == 0 and done.stdout.startswith("agentcore ")
+
+
+def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    script = ("first\n/session\n/thinking high\n/thinking huge\n/tools none\nsecond\n/branch\n/branch 9\n"
+              "/branch 2\n/model scripted\n/quit\n")
+    code, out, err = _in_process("chat", "--model", "scripted", "--tools", "ls", stdin=script)
+    assert code == 0, err
+    assert "no session: this chat is not saved" in out
+    assert "thinking: high" in out and "--thinking 'huge': choose one of" in out
+    assert "tools: none" in out
+    assert "  1. first\n  2. second\n" in out
+    assert "give a prompt number from 1 to 2" in out
+    assert "back before prompt 2 (4 messages kept)" in out  # first prompt, tool call, tool result, answer
+    assert "model: scripted/scripted-demo (scripted)" in out
+
+
+def test_sqlite_session_is_resumed(monkeypatch, tmp_path):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "chats.db")
+    assert _in_process("run", "--model", "scripted", "--session", db, "one")[0] == 0
+    code, out, err = _in_process("run", "--session", db, "two")  # the model comes from the session
+    assert code == 0, err
+    shown = _in_process("sessions", "show", db)[1]
+    assert "model: scripted/scripted-demo" in shown and "messages: 4" in shown
+    assert shown.index("You said: one") < shown.index("You said: two")
