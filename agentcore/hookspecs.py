@@ -178,7 +178,9 @@ def summarize(messages: List[Any], previous_summary: Optional[str], instructions
     lists it tracked, and for branches its preamble), or None to let the built-in summariser ask
     the model.
 
-    Combination: first result wins: implementations are called in call order until one returns a
-    non-empty string; later ones are not called. An exception makes that compaction fail with
-    ``CompactionError("summarization_failed")``; the session is left unchanged.
+    Combination: first result wins: implementations are called in call order until one returns
+    something other than None; later ones are not called. That result is used when it is a
+    non-empty string; anything else (an empty string) means the built-in summariser. An exception
+    makes that summary fail with ``CompactionError("summarization_failed")``; the session is left
+    unchanged.
     """
