@@ -56,6 +56,8 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
                              f"fetch a smaller page or a more specific URL")
         if time.monotonic() > deadline:
             raise FetchError(f"{url} timed out while reading the body")
+    if signal is not None and signal.aborted:  # closed by the abort: the body is incomplete
+        raise FetchError("Operation aborted")
     return bytes(body)
 
 

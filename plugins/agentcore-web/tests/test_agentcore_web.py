@@ -22,6 +22,8 @@ PAGE = b"""<!doctype html><html><head><title>Local  Page</title>
 class _Handler(BaseHTTPRequestHandler):
     release = threading.Event()
     slow_started = threading.Event()
+    headers_requested = threading.Event()
+    headers_gate = threading.Event()
 
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         pass
@@ -54,6 +56,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(b"y" * 5000)
+        elif self.path == "/late-headers":  # the client is aborted while it waits for headers
+            type(self).headers_requested.set()
+            type(self).headers_gate.wait(10)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"z" * 10)
+            self.wfile.flush()
+            type(self).release.wait(10)
         elif self.path == "/slow":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
@@ -151,6 +163,28 @@ def test_abort_closes_the_response_of_a_stalled_download(base_url: str) -> None:
     controller.abort()
     thread.join(10)
     assert not thread.is_alive(), "the aborted download did not return"
+    assert str(outcome.get("error")) == "Operation aborted"
+
+
+def test_abort_while_waiting_for_headers_is_not_reported_as_a_short_page(base_url: str) -> None:
+    controller = AbortController()
+    outcome: Dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers",
+                                     controller.signal)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert _Handler.headers_requested.wait(10)
+    controller.abort()  # before the response exists: the listener closes it once registered
+    _Handler.headers_gate.set()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert "result" not in outcome
     assert str(outcome.get("error")) == "Operation aborted"
 
 
