@@ -476,7 +476,6 @@ def test_usage_of_summary_requests_is_summed():  # session §7.5 (usage of the s
 # The fixture below wires a Compactor into real Agents exactly as agentcore/agent.py is meant to
 # (the run thread calls compactor.run instead of the loop; agent.compact -> compactor.compact).
 
-import math  # noqa: E402
 import threading  # noqa: E402
 
 from agentcore import loop as _real_loop  # noqa: E402
