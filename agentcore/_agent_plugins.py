@@ -75,6 +75,8 @@ class RunHooks:
         self._own = own
         self._hooks = AgentHooks(pm)
         self._default_converter = default_converter
+        # Decided once per run: events are hot (one per streamed token), plugin changes are not.
+        self._observes_events = bool(_call_order(pm.hook.on_event))
 
     def _others(self, hook_name: str) -> bool:
         """True when a plugin other than the agent's own hooks and built-in converter implements it."""
@@ -96,7 +98,8 @@ class RunHooks:
         return getattr(self._hooks, hook_name)
 
     def observes_events(self) -> bool:
-        return bool(_call_order(self._pm.hook.on_event))
+        """True when some plugin implements ``on_event`` (as of the start of the run)."""
+        return self._observes_events
 
     def on_event(self, event: Any, agent: Any) -> None:
         self._hooks.on_event(event, agent)
