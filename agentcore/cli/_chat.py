@@ -22,7 +22,7 @@ COMMANDS: Dict[str, str] = {
     "/thinking [level]": "show or set the thinking level",
     "/session": "where this conversation is saved",
     "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N",
-    "/compact": "summarise older turns to free context (when this agentcore has compaction)",
+    "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
 }
@@ -45,6 +45,7 @@ class Chat:
         self.text = TextPrinter(out, err, secret=setup.api_key)
         self.agent.subscribe(printer or self.text)
         self.status = 0
+        self._compactor_obj: Any = None
         self.interactive = _isatty(stdin) and _isatty(out)
         self._handlers: Dict[str, Callable[[str], Any]] = {
             "/model": self._model, "/tools": self._tools, "/thinking": self._thinking,
@@ -178,26 +179,44 @@ class Chat:
             raise UsageError(f"/branch {arg}: give a prompt number from 1 to {len(prompts)} (/branch lists them)")
         where, message = prompts[int(arg) - 1]
         if self.session is not None:
-            self.session.move_to(where.parent_id)
-            level = self.agent.thinking_level
-            self.setup.reattach_session()
-            self.agent.thinking_level = level  # kept; recorded with the next message if it differs
+            self._compactor().navigate_tree(where.id)  # the leaf moves to the prompt's parent
         else:
             self.agent.messages = self.agent.messages[:where]
         self._say(f"back before prompt {arg} ({len(self.agent.messages)} messages kept); it was:\n"
                   f"  {_short(text_of(message.content), 200)}")
 
-    def _compact(self, _: str) -> None:
-        compact = getattr(self.agent, "compact", None)
-        if not callable(compact):
-            self._say("compaction is not available in this version of agentcore (Agent.compact is missing); "
+    def _compactor(self) -> Any:
+        if self._compactor_obj is None:
+            from ..session.compactor import Compactor
+
+            self._compactor_obj = Compactor(self.agent, emit=self._compaction_event)
+        return self._compactor_obj
+
+    def _compaction_event(self, event: Any) -> None:
+        if event.type == "compaction_start":
+            self.text.note(f"[compacting about {event.tokens_before} tokens]")
+
+    def _compact(self, instructions: str) -> None:
+        try:
+            compactor = self._compactor()
+        except ImportError:
+            self._say("compaction is not available in this installation of agentcore; "
                       "the conversation is unchanged. /branch N drops the turns after prompt N instead.")
             return
+        from ..session.compaction import CompactionError
+
         before = len(self.agent.messages)
-        result = compact()
-        summary = getattr(result, "summary", None)
-        self._say(f"compacted: {before} -> {len(self.agent.messages)} messages"
-                  + (f"\nsummary: {_short(summary, 300)}" if summary else ""))
+        try:
+            result = compactor.compact(instructions or None)
+        except CompactionError as exc:
+            self._say(f"not compacted: {exc}")
+            return
+        except KeyboardInterrupt:
+            compactor.abort("interrupted")
+            self._say("compaction interrupted; the conversation is unchanged")
+            return
+        self._say(f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
+                  f"tokens summarised\nsummary: {_short(result.summary, 300)}")
 
 
 def _short(text: str, limit: int = 70) -> str:

@@ -203,8 +203,12 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
             out.write(f"  model: {context.model.key}\n")
         out.write(f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
                   f"cost: ${stats.cost_total:.4f}\n\n")
-        for message in _branch_messages(session):
-            out.write(describe_message(message) + "\n\n")
+        for entry in session.get_branch():
+            if entry.type == "message":
+                out.write(describe_message(entry.message) + "\n\n")
+            elif entry.type in ("compaction", "branch_summary"):
+                title = "compaction" if entry.type == "compaction" else "branch summary"
+                out.write(f"[{title}]\n{entry.summary}\n\n")
     return 0
 
 

@@ -69,6 +69,8 @@ class ScriptedDemo:
 
         hint = ("(This is the offline scripted demo. For a real model use --model provider/id; "
                 "`agentcore models` lists them.)")
+        if "summar" in (context.system_prompt or "").lower():  # a compaction or branch summary request
+            return text("## Goal\nTry agentcore offline.\n\n## Progress\n(summary written by the scripted demo)")
         last = context.messages[-1] if context.messages else None
         if role_of(last) == "toolResult":
             lines = text_of(last.content).splitlines()
@@ -76,7 +78,7 @@ class ScriptedDemo:
             return text(f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is "
                         f"{first!r}.\n{hint}")
         prompt = text_of(getattr(last, "content", "")) if last is not None else ""
-        if any(getattr(t, "name", None) == "ls" for t in context.tools):
+        if any(getattr(t, "name", None) == "ls" for t in context.tools or ()):
             return tool_call("ls", {"path": "."}, text="Let me look at the working directory first.")
         return text(f"You said: {prompt}\n{hint}")
 
@@ -263,30 +265,20 @@ class AgentSetup:
     session: Any = None
     api_key: Optional[str] = None
     created_session: bool = False
-    detach_session: Optional[Callable[[], None]] = None
-
-    def reattach_session(self) -> None:
-        """Reload the agent from the session's current leaf and record from there on."""
-        from ..session import attach_session, restore_agent
-
-        if self.detach_session is not None:
-            self.detach_session()
-        restore_agent(self.agent, self.session)
-        self.detach_session = attach_session(self.agent, self.session)
 
 
 def build_agent(options: CliOptions) -> AgentSetup:
     """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
 
-    A session is restored into the agent (its messages, thinking level and, when no model is
-    configured, its last model) and records every finished message. Raises :class:`UsageError`.
+    With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
+    level unless ``--thinking`` is given, and its last model unless ``--model`` is given) and records
+    every finished message. Raises :class:`UsageError`.
     """
     thinking = check_thinking(options.thinking)
     api_key = read_api_key(options.api_key_env)
     tools = resolve_tools(options.tools)
     session = None
     created = False
-    detach = None
     if options.session:
         session = open_session(options.session, options.sessions_dir)
         created = len(session.storage) == 0
@@ -298,16 +290,11 @@ def build_agent(options: CliOptions) -> AgentSetup:
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
-                      stream_fn=stream_fn)
-        if session is not None:
-            from ..session import attach_session, restore_agent
-
-            restore_agent(agent, session)
-            detach = attach_session(agent, session)
+                      stream_fn=stream_fn, session=session)
         if thinking is not None:
-            agent.thinking_level = thinking
+            agent.thinking_level = thinking  # beats the level recorded in the session
     except BaseException:
         if session is not None:
             session.close()
         raise
-    return AgentSetup(agent, session, api_key, created, detach)
+    return AgentSetup(agent, session, api_key, created)
