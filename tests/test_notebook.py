@@ -52,7 +52,7 @@ last = agent.messages[-1]
 print("streaming:", agent.state.is_streaming, "| pending tools:", len(agent.state.pending_tool_calls),
       "| last:", last.role, last.stop_reason, repr(last.content[0].text if last.content else ""))
 '''
-AGAIN = 'again = display_run(agent, "Are you still there?")\nprint(again[-1].content[0].text)'
+AGAIN = 'again = agent.display("Are you still there?")\nprint(again[-1].content[0].text)'
 
 
 def _chunk(delta: Optional[Dict[str, Any]] = None, finish: Optional[str] = None) -> Dict[str, Any]:
