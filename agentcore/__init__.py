@@ -59,6 +59,10 @@ _EXPORTS: Dict[str, List[str]] = {
         "SessionRepository", "SessionError", "SessionLockedError", "SessionContext", "SessionStats",
         "attach_session", "restore_agent",
     ],
+    # compaction and branch summaries
+    "session.compaction_tokens": ["CompactionSettings"],
+    "session.compaction": ["CompactionError"],
+    "session.compactor": ["Compactor", "CompactionStartEvent", "CompactionEndEvent"],
     # notebooks (IPython is imported only when these are used)
     "jupyter": ["display_run", "Transcript"],
 }

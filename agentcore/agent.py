@@ -28,7 +28,7 @@ from ._agent_state import AgentState, _MessageQueue
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
-from .messages import default_convert_to_llm
+from .messages import convert_to_llm as rich_convert_to_llm
 from .signals import AbortController, AbortSignal
 from .types import (
     AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
@@ -116,7 +116,9 @@ class Agent:
                  on_response: Optional[Callable[..., Any]] = None,
                  cache_retention: Optional[str] = None,
                  headers: Optional[Dict[str, str]] = None,
-                 metadata: Optional[Dict[str, Any]] = None) -> None:
+                 metadata: Optional[Dict[str, Any]] = None,
+                 compaction: Any = None,
+                 compaction_model: Optional[Model] = None) -> None:
         from .plugins import create_plugin_manager
 
         self.plugins = create_plugin_manager(plugins)
@@ -155,6 +157,10 @@ class Agent:
         self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
         self._run_hooks: Optional[RunHooks] = None
+        from .session.compactor import Compactor
+
+        # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
+        self.compactor = Compactor(self, compaction, model=compaction_model, emit=self._process_event)
         if session is not None:
             self._attach_session(session, restore=not messages, restore_tools=not tools)
 
@@ -376,6 +382,38 @@ class Agent:
 
         return display_run(self, prompt, **options)
 
+    def compact(self, instructions: Optional[str] = None) -> Any:
+        """Summarise older history now so the conversation fits the context window again.
+
+        Idle only (RuntimeError while a run is active; a prompt started meanwhile gets the busy
+        error). With a session the summary is stored as a ``compaction`` entry and the transcript
+        is rebuilt from the session. ``abort()`` cancels it. Returns the ``CompactionResult``;
+        raises ``CompactionError`` (``nothing_to_compact``, ``already_compacted``, ``aborted``,
+        ``summarization_failed``).
+        """
+        return self._while_busy(lambda signal: self.compactor.compact(instructions, signal=signal))
+
+    def navigate_tree(self, target_id: Optional[str], summarize: bool = False, **options: Any) -> Any:
+        """Move the session to ``target_id`` (another branch point), optionally summarising the
+        branch being left into a ``branch_summary`` entry, and reload the transcript from it.
+        Idle only. See :func:`agentcore.session.branch_summary.navigate_tree` for ``options``."""
+        return self._while_busy(lambda signal: self.compactor.navigate_tree(target_id, summarize, **options))
+
+    def _while_busy(self, work: Callable[[AbortSignal], Any]) -> Any:
+        """Run ``work`` on this thread while the agent counts as busy (prompts are refused)."""
+        with self._run_lock:
+            if self._active is not None:
+                raise RuntimeError(ERR_DOUBLE_START)
+            placeholder = _ActiveRun(AbortController())
+            placeholder.thread_ident = threading.get_ident()
+            self._active = placeholder
+        try:
+            return work(placeholder.controller.signal)
+        finally:
+            with self._run_lock:
+                self._active = None
+            placeholder.settled.set()
+
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
         """Wait until the current run settled (``agent_end`` listeners included); True when idle.
 
@@ -451,9 +489,7 @@ class Agent:
         def body() -> List[Any]:
             emit = self._emitter(run)
             signal = run.controller.signal
-            if prompts is None:
-                return _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
-            return _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+            return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
 
         thread = threading.Thread(target=self._run_with_lifecycle, args=(run, body),
                                   name="agentcore-run", daemon=True)
@@ -547,7 +583,7 @@ class Agent:
         should_stop = self.should_stop_after_turn
         for name in HOOK_ATTRIBUTES:
             self._own_hooks.snapshot[name] = getattr(self, name)
-        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, default_convert_to_llm)
+        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, rich_convert_to_llm)
         return _loop.AgentLoopConfig(
             model=self._state.model,
             convert_to_llm=hooks.callable_for("convert_to_llm"),

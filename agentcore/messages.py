@@ -2,12 +2,13 @@
 
 Two converters, for two needs:
 
-* :func:`default_convert_to_llm` is the Agent's default: a *filter* that keeps the standard roles
-  (``user``, ``assistant``, ``toolResult``, ``system``) as the very same objects and drops
-  everything else (application messages, notifications ...).
-* :func:`convert_to_llm` is the rich converter applications opt into: it additionally turns the
-  standard custom messages (``bashExecution``, ``custom``, ``compactionSummary``,
-  ``branchSummary``) into user messages, following spec agent-loop §1.5. Unknown roles are dropped.
+* :func:`default_convert_to_llm` is the low-level loop's default (as in the reference design): a
+  *filter* that keeps the standard roles (``user``, ``assistant``, ``toolResult``, ``system``) as
+  the very same objects and drops everything else (application messages, notifications ...).
+* :func:`convert_to_llm` is the rich converter, and the :class:`~agentcore.Agent`'s default: it
+  additionally turns the standard custom messages (``bashExecution``, ``custom``,
+  ``compactionSummary``, ``branchSummary``) into user messages, following spec agent-loop §1.5, so
+  a session resumed after a compaction shows the model its summary. Unknown roles are dropped.
 
 :data:`DROP` is the sentinel a ``convert_to_llm`` hook implementation returns to leave one message
 out (see :mod:`agentcore.hookspecs`).

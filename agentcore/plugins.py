@@ -304,17 +304,18 @@ def reset_plugins() -> None:
 
 
 class _DefaultConverter:
-    """The built-in ``convert_to_llm``: standard roles pass unchanged, anything else is dropped.
+    """The built-in ``convert_to_llm``: standard roles pass unchanged, agentcore's own message
+    types (bash executions, custom messages, compaction and branch summaries) become user
+    messages, anything else is dropped (:func:`agentcore.messages.convert_message`).
 
     ``trylast`` and registered first, so it is called after every other converter.
     """
 
     @hookimpl(trylast=True)
     def convert_to_llm(self, message: Any) -> Any:
-        from .messages import DROP, LLM_ROLES
-        from .types import role_of
+        from .messages import convert_message
 
-        return message if role_of(message) in LLM_ROLES else DROP
+        return convert_message(message)
 
 
 _DEFAULT_CONVERTER = "agentcore.default_converter"

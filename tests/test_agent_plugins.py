@@ -206,3 +206,20 @@ def test_events_iterator_receives_a_runs_events_from_another_thread():  # DESIGN
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert "message_end" in types
     assert agent.wait_for_idle(5)
+
+
+def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown_roles():
+    # A resumed, compacted session starts with a summary message: the model must see it.
+    from agentcore import BashExecutionMessage, CompactionSummaryMessage
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, messages=[
+        CompactionSummaryMessage("we fixed the parser", tokens_before=1234),
+        BashExecutionMessage("ls", "a.py", exit_code=0),
+        {"role": "notification", "text": "ui only"},
+    ])
+    agent.prompt("next")
+    sent = scripted.contexts[0].messages
+    assert [m.role for m in sent] == ["user", "user", "user"]
+    assert "<summary>\nwe fixed the parser\n</summary>" in sent[0].content[0].text
+    assert sent[1].content[0].text.startswith("Ran `ls`")

@@ -473,12 +473,11 @@ def test_usage_of_summary_requests_is_summed():  # session §7.5 (usage of the s
 
 
 # =========================================================================== the Agent link
-# The fixture below wires a Compactor into real Agents exactly as agentcore/agent.py is meant to
-# (the run thread calls compactor.run instead of the loop; agent.compact -> compactor.compact).
+# Real Agents: the run thread calls agent.compactor.run instead of the bare loop, agent.compact()
+# compacts on demand (Agent(compaction=..., compaction_model=...)).
 
 import threading  # noqa: E402
 
-from agentcore import loop as _real_loop  # noqa: E402
 from agentcore.agent import Agent  # noqa: E402
 from agentcore.session.compactor import ERR_OVERFLOW_GAVE_UP, Compactor  # noqa: E402
 from agentcore.tools import AgentTool, AgentToolResult  # noqa: E402
@@ -540,38 +539,23 @@ class Brain:
 
 
 @pytest.fixture
-def make_agent(monkeypatch):
-    import agentcore.agent as agent_module
-
-    current: List[Compactor] = []
-
-    class LoopWithCompaction:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(_real_loop, name)
-
-        def run_agent_loop(self, prompts, context, config, emit, signal=None, stream_fn=None):
-            return current[-1].run(prompts, context, config, emit, signal, stream_fn)
-
-        def run_agent_loop_continue(self, context, config, emit, signal=None, stream_fn=None):
-            return current[-1].run(None, context, config, emit, signal, stream_fn)
-
-    monkeypatch.setattr(agent_module, "_loop", LoopWithCompaction())
-
+def make_agent():
     def make(brain: Brain, *, compaction: Any = None, compaction_model: Any = None,
              compaction_stream_fn: Any = None, **kwargs: Any) -> Agent:
-        agent = Agent(brain.model, stream_fn=brain.stream_fn, **kwargs)
-        agent.compactor = Compactor(agent, compaction, model=compaction_model,
-                                    stream_fn=compaction_stream_fn, emit=agent._process_event)
-        agent.events = []
-        agent.subscribe(agent.events.append)
-        current.append(agent.compactor)
+        agent = Agent(brain.model, stream_fn=brain.stream_fn, compaction=compaction,
+                      compaction_model=compaction_model, **kwargs)
+        if compaction_stream_fn is not None:  # a separate stream function just for summaries
+            agent.compactor = Compactor(agent, compaction, model=compaction_model,
+                                        stream_fn=compaction_stream_fn, emit=agent._process_event)
+        agent.seen = []
+        agent.subscribe(agent.seen.append)
         return agent
 
     return make
 
 
 def kinds(agent: Agent, prefix: str = "compaction") -> List[str]:
-    return [e.type for e in agent.events if e.type.startswith(prefix)]
+    return [e.type for e in agent.seen if e.type.startswith(prefix)]
 
 
 def test_manual_compaction_writes_an_entry_and_the_model_sees_the_summary(make_agent):  # session §7.3 manual
@@ -580,9 +564,9 @@ def test_manual_compaction_writes_an_entry_and_the_model_sees_the_summary(make_a
     agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
     agent.prompt("first question")
     agent.prompt("second question")
-    result = agent.compactor.compact("focus on the tests")
+    result = agent.compact("focus on the tests")
     assert kinds(agent) == ["compaction_start", "compaction_end"]
-    assert agent.events[-1].reason == "manual" and agent.events[-1].result is result
+    assert agent.seen[-1].reason == "manual" and agent.seen[-1].result is result
     prompts = [c.messages[0].content[0].text for c in brain.summary_contexts]
     assert prompts and all(p.endswith("Additional focus: focus on the tests") for p in prompts)
     entry = session.get_branch()[-1]
@@ -592,7 +576,7 @@ def test_manual_compaction_writes_an_entry_and_the_model_sees_the_summary(make_a
     agent.prompt("third question")
     first = brain.agent_contexts[-1].messages[0]
     assert first.role == "user" and "<summary>\n" + result.summary + "\n</summary>" in first.content[0].text
-    second = agent.compactor.compact()  # the update request carries the previous summary
+    second = agent.compact()  # the update request carries the previous summary
     update = brain.summary_contexts[-2].messages[0].content[0].text
     assert f"<previous-summary>\n{result.summary}\n</previous-summary>" in update
     assert second.summary != result.summary
@@ -601,14 +585,14 @@ def test_manual_compaction_writes_an_entry_and_the_model_sees_the_summary(make_a
 def test_manual_compaction_refusals(make_agent):  # session §7.3 manual: "nothing to compact" / "already compacted"
     agent = make_agent(Brain(lambda ctx, n: "ok"), session=Session.in_memory())
     with pytest.raises(CompactionError) as empty:
-        agent.compactor.compact()
+        agent.compact()
     assert empty.value.code == "nothing_to_compact" and kinds(agent) == []
     agent.compactor.settings = CompactionSettings(keep_recent_tokens=1)
     agent.prompt("one")
     agent.prompt("two")
-    agent.compactor.compact()
+    agent.compact()
     with pytest.raises(CompactionError) as again:
-        agent.compactor.compact()
+        agent.compact()
     assert again.value.code == "already_compacted"
 
 
@@ -620,10 +604,10 @@ def test_compaction_without_a_session_keeps_file_details(make_agent):  # session
                      lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]))
     agent = make_agent(Brain(plan), tools=[read], compaction=CompactionSettings(keep_recent_tokens=10))
     agent.prompt("read one")
-    first = agent.compactor.compact()
+    first = agent.compact()
     assert "src/f0.py" in first.details["readFiles"]
     agent.prompt("read another")
-    second = agent.compactor.compact()
+    second = agent.compact()
     assert {"src/f0.py", "src/f2.py"} <= set(second.details["readFiles"])
     assert second.summary.count("<read-files>") == 1
 
@@ -642,17 +626,19 @@ def test_manual_compaction_can_be_aborted(make_agent):  # session §7.5 error ma
 
     def run() -> None:
         try:
-            agent.compactor.compact()
+            agent.compact()
         except CompactionError as exc:
             outcome.append(exc)
 
     worker = threading.Thread(target=run)
     worker.start()
     assert brain.summary_started.wait(5)
-    agent.compactor.abort()
+    with pytest.raises(RuntimeError, match="already processing"):
+        agent.prompt("not now")  # the agent is busy compacting
+    agent.abort()
     worker.join(5)
     assert outcome and outcome[0].code == "aborted"
-    assert agent.events[-1].type == "compaction_end" and agent.events[-1].aborted
+    assert agent.seen[-1].type == "compaction_end" and agent.seen[-1].aborted
     assert len(session.entries()) == before
 
 
@@ -671,7 +657,7 @@ def test_compact_refuses_while_the_agent_runs(make_agent):  # session §7.3 "req
     assert started.wait(5)
     try:
         with pytest.raises(RuntimeError):
-            agent.compactor.compact()
+            agent.compact()
     finally:
         release.set()
         agent.wait_for_idle(5)
@@ -685,7 +671,7 @@ def test_threshold_compaction_before_the_prompt_is_sent(make_agent):  # session 
     agent = make_agent(brain, messages=history,
                        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
     agent.prompt("next")
-    types = [e.type for e in agent.events]
+    types = [e.type for e in agent.seen]
     assert types.index("compaction_end") < types.index("agent_start")
     request = brain.agent_contexts[0].messages
     assert "<summary>" in request[0].content[0].text
@@ -699,10 +685,10 @@ def test_overflow_is_compacted_once_and_the_turn_retried(make_agent):  # session
     agent.prompt("one")
     agent.prompt("two")
     new = agent.prompt("three")
-    assert [(e.type, e.reason) for e in agent.events if e.type.startswith("compaction")] == [
+    assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
         ("compaction_start", "overflow"), ("compaction_end", "overflow")]
-    assert agent.events[-1].type == "agent_end"
-    end = next(e for e in agent.events if e.type == "compaction_end")
+    assert agent.seen[-1].type == "agent_end"
+    end = next(e for e in agent.seen if e.type == "compaction_end")
     assert end.will_retry and end.error_message is None
     assert new[-1].text.startswith("answer 3") and any(m.role == "assistant" and m.stop_reason == "error" for m in new)
     assert not any(getattr(m, "stop_reason", None) == "error" for m in agent.state.messages)
@@ -721,7 +707,7 @@ def test_second_overflow_gives_up_with_a_clear_error(make_agent):  # session §7
     agent.prompt("two")
     agent.prompt("three")
     assert kinds(agent) == ["compaction_start", "compaction_end", "compaction_end"]
-    assert agent.events[-1].type == "compaction_end" and agent.events[-1].error_message == ERR_OVERFLOW_GAVE_UP
+    assert agent.seen[-1].type == "compaction_end" and agent.seen[-1].error_message == ERR_OVERFLOW_GAVE_UP
     assert len(brain.agent_contexts) == 4
 
 
@@ -729,7 +715,7 @@ def test_overflow_with_nothing_to_compact_reports_failure(make_agent):  # sessio
     agent = make_agent(Brain(lambda ctx, n: ("error", OVERFLOW)))
     agent.prompt("a huge first prompt")
     assert kinds(agent) == ["compaction_end"]
-    assert agent.events[-1].error_message.startswith("Context overflow recovery failed: nothing to compact")
+    assert agent.seen[-1].error_message.startswith("Context overflow recovery failed: nothing to compact")
     assert agent.state.messages[-1].stop_reason == "error"
 
 
@@ -741,7 +727,7 @@ def test_compaction_off_switch(make_agent):  # session §7.3 "skip if disabled"
     assert kinds(agent) == [] and brain.summary_contexts == []
     assert agent.compactor.settings.enabled is False
     agent.compactor.settings = CompactionSettings(enabled=False, keep_recent_tokens=10)
-    assert agent.compactor.compact().summary  # manual compaction still works
+    assert agent.compact().summary  # manual compaction still works
 
 
 def test_a_separate_summary_model(make_agent):  # issue 6: "or a model given for summaries"
@@ -751,7 +737,7 @@ def test_a_separate_summary_model(make_agent):  # issue 6: "or a model given for
                        compaction_model=other.model, compaction_stream_fn=other.stream_fn)
     agent.prompt("one")
     agent.prompt("two")
-    result = agent.compactor.compact()
+    result = agent.compact()
     assert result.summary.startswith("summary by the small model")
     assert brain.summary_contexts == [] and other.calls >= 1
 
@@ -785,7 +771,7 @@ def test_long_run_stays_under_the_threshold(make_agent, with_session):  # issue 
         agent.prompt(f"batch {batch}: read the next four files")
     assert len(brain.agent_contexts) == 500
     assert problems == []
-    ends = [e for e in agent.events if e.type == "compaction_end"]
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
     assert len(ends) >= 5 and all(e.error_message is None for e in ends)
     for context in brain.summary_contexts:
         assert sum(estimate_tokens(m) for m in context.messages) < window

@@ -39,6 +39,8 @@ DOCUMENTED = {
     # sessions
     "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage", "SessionRepository",
     "SessionError", "SessionLockedError", "SessionContext", "SessionStats", "attach_session", "restore_agent",
+    # compaction
+    "CompactionSettings", "CompactionError", "Compactor", "CompactionStartEvent", "CompactionEndEvent",
     # notebooks
     "display_run", "Transcript",
     "__version__",

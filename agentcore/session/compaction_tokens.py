@@ -222,5 +222,10 @@ def live_context_tokens(messages: Sequence[Any]) -> ContextEstimate:
 
 
 def should_compact(tokens: int, context_window: int, settings: CompactionSettings) -> bool:
-    """True when compaction is enabled and ``tokens > context_window - reserve_tokens`` (strict)."""
+    """True when compaction is enabled and ``tokens > context_window - reserve_tokens`` (strict).
+
+    An unknown window (``context_window <= 0``, e.g. the placeholder model) never triggers.
+    """
+    if context_window <= 0:
+        return False
     return bool(settings.enabled) and tokens > context_window - settings.reserve_tokens
