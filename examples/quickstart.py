@@ -1,17 +1,28 @@
 """agentcore quickstart: a tool-using agent whose streamed events are printed.
 
-Offline by default (a scripted model plays the LLM). To use a real model instead, either set
-AGENTCORE_MODEL=provider/id (e.g. anthropic/claude-sonnet-4-5) plus that provider's key variable
-(e.g. ANTHROPIC_API_KEY), or point OPENAI_BASE_URL at a local OpenAI-compatible server
-(OPENAI_MODEL names the model there).
-
-    python examples/quickstart.py
+Offline by default (a scripted model plays the LLM). For a real model set AGENTCORE_MODEL=provider/id
+plus that provider's key variable, or OPENAI_BASE_URL (and OPENAI_MODEL) for a local server.
 """
 
+import ast
+import operator
 import os
 
 from agentcore import Agent, Model, tool
 from agentcore.testing import ScriptedModel, response, call, text
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _evaluate(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_evaluate(node.operand)
+    raise ValueError("only numbers, + - * / and parentheses are supported")
 
 
 @tool
@@ -19,11 +30,9 @@ def calculate(expression: str) -> str:
     """Evaluate an arithmetic expression such as "123 * 456".
 
     Args:
-        expression: Numbers, + - * / ( ) and spaces only.
+        expression: Numbers, + - * / and parentheses.
     """
-    if not set(expression) <= set("0123456789+-*/(). "):
-        raise ValueError(f"unsupported characters in {expression!r}")
-    return f"{expression} = {eval(expression, {'__builtins__': {}})}"
+    return f"{expression} = {_evaluate(ast.parse(expression, mode='eval').body)}"
 
 
 def choose_model():
@@ -57,8 +66,8 @@ def show(event):
     elif event.type == "tool_execution_start":
         print(f"  -> {event.tool_name}({event.args})")
     elif event.type == "tool_execution_end":
-        status = "error" if event.is_error else "ok"
-        print(f"  <- {status}: {''.join(b.text for b in event.result.content if hasattr(b, 'text'))}")
+        text_out = "".join(getattr(b, "text", "") for b in event.result.content)
+        print(f"  <- {'error' if event.is_error else 'ok'}: {text_out}")
     elif event.type in ("agent_start", "agent_end"):
         print(f"[{event.type}]")
 
