@@ -9,8 +9,7 @@ import operator
 import os
 
 from agentcore import Agent, Model, tool
-from agentcore.testing import ScriptedModel, response, call, text
-
+from agentcore.testing import ScriptedModel, call, response, text
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
@@ -20,7 +19,7 @@ def _evaluate(node):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
         return _OPS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):  # negative numbers
         return -_evaluate(node.operand)
     raise ValueError("only numbers, + - * / and parentheses are supported")
 
@@ -36,21 +35,21 @@ def calculate(expression: str) -> str:
 
 
 def choose_model():
-    """(model, stream_fn): a configured real model if any, else the offline scripted one."""
+    """A configured real model if any, else the offline scripted one."""
     try:
         if os.environ.get("AGENTCORE_MODEL"):
             from agentcore import get_model
-            return get_model(os.environ["AGENTCORE_MODEL"]), None
+            return get_model(os.environ["AGENTCORE_MODEL"])
         if os.environ.get("OPENAI_BASE_URL"):
             return Model(id=os.environ.get("OPENAI_MODEL", "local-model"), api="openai-completions",
-                         provider="local", base_url=os.environ["OPENAI_BASE_URL"]), None
+                         provider="local", base_url=os.environ["OPENAI_BASE_URL"])
     except Exception as exc:  # anything wrong with the configuration: stay offline
         print(f"(real model unavailable: {exc}; using the scripted model)")
     scripted = ScriptedModel([
         response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
         text("123 × 456 is 56088."),
     ], tokens_per_second=200)
-    return scripted.model, scripted.stream_fn
+    return scripted.model  # a registered provider: no stream_fn needed
 
 
 def show(event):
@@ -60,22 +59,17 @@ def show(event):
         if inner.type in ("text_delta", "thinking_delta"):
             print(inner.delta, end="", flush=True)
     elif event.type == "message_end" and event.message.role == "assistant":
-        print()
-        if event.message.error_message:
-            print(f"  [model error: {event.message.error_message}]")
+        print(f"  [model error: {event.message.error_message}]" if event.message.error_message else "")
     elif event.type == "tool_execution_start":
         print(f"  -> {event.tool_name}({event.args})")
     elif event.type == "tool_execution_end":
         text_out = "".join(getattr(b, "text", "") for b in event.result.content)
         print(f"  <- {'error' if event.is_error else 'ok'}: {text_out}")
-    elif event.type in ("agent_start", "agent_end"):
-        print(f"[{event.type}]")
 
 
 def main():
-    model, stream_fn = choose_model()
-    agent = Agent(model, system_prompt="You are a careful calculator. Use the tool.",
-                  tools=[calculate], stream_fn=stream_fn)
+    agent = Agent(choose_model(), system_prompt="You are a careful calculator. Use the tool.",
+                  tools=[calculate])
     agent.subscribe(show)
     agent.prompt("What is 123 * 456?")
     print(f"{len(agent.state.messages)} messages in the transcript")
