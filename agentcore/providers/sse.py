@@ -4,20 +4,23 @@
 arrives. It follows the WHATWG event-stream rules with the provider-friendly choices of
 ``spec/providers.md`` §5:
 
-* bytes are decoded incrementally as UTF-8 (a character may straddle chunks); invalid bytes become
-  U+FFFD, the parser never raises on bad input;
+* bytes are decoded as UTF-8 (a character may straddle chunks); invalid bytes become U+FFFD, the
+  parser never raises on bad input;
 * lines end with ``\\r\\n``, ``\\n`` or ``\\r`` (a ``\\r`` at the end of a chunk waits for the next
   chunk to know whether a ``\\n`` follows);
 * lines starting with ``:`` are comments/keep-alives and ignored; ``field:value`` strips one
   leading space of the value; several ``data:`` lines join with ``\\n``;
 * an event without data lines is not dispatched (only ``event:``/``id:`` lines, or keep-alives);
 * an event still pending at end of input is flushed (servers often omit the final blank line).
+
+The parser splits on bytes and decodes one event at a time: line ends are ASCII and never part of
+a multi-byte UTF-8 sequence, so this equals decoding the whole stream first. ``str`` chunks are
+encoded to UTF-8 and parsed the same way (lone surrogates in them become U+FFFD).
 """
 
 from __future__ import annotations
 
-import codecs
-from typing import Iterable, Iterator, List, NamedTuple, Optional, Union
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 __all__ = ["SSEEvent", "iter_sse"]
 
@@ -31,7 +34,18 @@ class SSEEvent(NamedTuple):
 
 
 _new_event = tuple.__new__  # builds an SSEEvent without the Python-level __new__ (hot path)
-def _parse_lines(lines: List[str], last_id: Optional[str]) -> "tuple[List[SSEEvent], Optional[str]]":
+_BOM = b"\xef\xbb\xbf"
+_LF, _CR = 10, 13  # `int in bytes` is a plain memchr, several times cheaper than `b"\n" in bytes`
+
+
+def _decode(data: bytes) -> str:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace")
+
+
+def _parse_lines(lines: List[str], last_id: Optional[str]) -> Tuple[List[SSEEvent], Optional[str]]:
     """Events of ``lines``: blank lines separate events and the last event ends with the list."""
     events: List[SSEEvent] = []
     event_name = ""
@@ -59,56 +73,66 @@ def _parse_lines(lines: List[str], last_id: Optional[str]) -> "tuple[List[SSEEve
     return events, last_id
 
 
+def _normalize(buffer: bytes) -> bytes:
+    """``\\r\\n`` and ``\\r`` become ``\\n``; a final ``\\r`` stays (it may be half of ``\\r\\n``)."""
+    if buffer[-1] == _CR:
+        return buffer[:-1].replace(b"\r\n", b"\n").replace(b"\r", b"\n") + b"\r"
+    return buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _as_bytes(chunk: Union[bytearray, memoryview, str]) -> bytes:
+    if isinstance(chunk, str):
+        return chunk.encode("utf-8", "surrogatepass")
+    return bytes(chunk)
+
+
 def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEvent]:
     """Parse an event stream incrementally; see the module docstring for the exact rules."""
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    partial = False  # the decoder holds the first bytes of a character split across chunks
-    rest = ""
+    rest = b""  # bytes after the last event boundary: normalised, except maybe one final \r
     last_id: Optional[str] = None
-    first = True
+    at_start = True  # a UTF-8 BOM may still come (it is not part of the first field)
 
     for chunk in chunks:
-        if partial:
-            text = decoder.decode(chunk)
-            partial = bool(decoder.getstate()[0])
-        elif type(chunk) is bytes:
-            try:
-                text = chunk.decode("utf-8")  # fast path: the chunk is whole, valid UTF-8
-            except UnicodeDecodeError:
-                text = decoder.decode(chunk)
-                partial = bool(decoder.getstate()[0])
-        elif isinstance(chunk, str):
-            text = chunk
-        else:  # bytearray, memoryview
-            text = decoder.decode(bytes(chunk))
-            partial = bool(decoder.getstate()[0])
-        if not text:
-            continue
-        if first:
-            first = False
-            if text[0] == "\ufeff":  # a UTF-8 BOM at stream start is not part of a field
-                text = text[1:]
+        if type(chunk) is not bytes:
+            chunk = _as_bytes(chunk)
+        elif not rest and chunk[:6] == b"data: ":
+            # fast path: the chunk is exactly one one-line data event (how most APIs send)
+            data = chunk[6:-2]
+            if chunk[-1] == _LF == chunk[-2] and _LF not in data and _CR not in data:
+                at_start = False
+                try:
+                    text = data.decode()
+                except UnicodeDecodeError:
+                    text = data.decode("utf-8", "replace")
+                yield _new_event(SSEEvent, ("message", text, last_id))
+                continue
         if rest:
-            text = rest + text
-        if "\r" in text:
-            hold = text[-1] == "\r"  # maybe half of \r\n: keep it until the next chunk shows
-            text = text.replace("\r\n", "\n")
-            if hold:
-                text = text[:-1].replace("\r", "\n") + "\r"
-            else:
-                text = text.replace("\r", "\n")
-        blocks = text.split("\n\n")
+            if _LF not in chunk and _CR not in chunk and rest[-1] != _CR:
+                rest += chunk  # no line end: no event can complete, skip re-splitting the buffer
+                continue
+            chunk = rest + chunk
+        if at_start:
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                rest = chunk  # maybe a BOM split across chunks
+                continue
+            at_start = False
+            if chunk[:3] == _BOM:
+                chunk = chunk[3:]
+        if _CR in chunk:
+            chunk = _normalize(chunk)
+        blocks = chunk.split(b"\n\n")
         rest = blocks.pop()
         for block in blocks:
-            if block.startswith("data: ") and "\n" not in block:  # the common one-line event
-                yield _new_event(SSEEvent, ("message", block[6:], last_id))
+            if block[:6] == b"data: " and _LF not in block:  # the common one-line event
+                yield _new_event(SSEEvent, ("message", _decode(block[6:]), last_id))
             else:
-                events, last_id = _parse_lines(block.split("\n"), last_id)
+                events, last_id = _parse_lines(_decode(block).split("\n"), last_id)
                 yield from events
 
     # end of input: finish a pending line and flush a pending event
-    text = rest + decoder.decode(b"", final=True)
-    if text:
-        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        events, last_id = _parse_lines(lines, last_id)
+    if at_start and rest[:3] == _BOM:
+        rest = rest[3:]
+    if rest:
+        text = _decode(rest)
+        events, last_id = _parse_lines(text.replace("\r", "\n").split("\n"), last_id)
         yield from events
