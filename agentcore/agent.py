@@ -30,6 +30,7 @@ from .events import (
 )
 from .messages import convert_to_llm as rich_convert_to_llm
 from .signals import AbortController, AbortSignal
+from .streams import start_daemon
 from .types import (
     AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
 )
@@ -491,10 +492,9 @@ class Agent:
             signal = run.controller.signal
             return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
 
-        thread = threading.Thread(target=self._run_with_lifecycle, args=(run, body),
-                                  name="agentcore-run", daemon=True)
         try:
-            thread.start()  # a Ctrl+C can land here already: the run may be executing tools
+            # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
+            start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
             if not wait:
                 return None
             if threading.current_thread() is threading.main_thread():

@@ -45,7 +45,7 @@ from .events import (
 )
 from .messages import default_convert_to_llm
 from .signals import AbortController, AbortSignal
-from .streams import EventStream
+from .streams import EventStream, start_daemon
 from .tools import AgentTool, AgentToolResult
 from .types import (
     AgentContext, AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage,
@@ -138,7 +138,7 @@ def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
         else:
             stream.end(result)  # no-op after agent_end; a safety net otherwise
 
-    threading.Thread(target=main, name="agentcore-loop", daemon=True).start()
+    start_daemon(main, "agentcore-loop")
     return stream
 
 
@@ -624,7 +624,7 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
 
 def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
                   mailbox: "queue.Queue[Tuple[str, int, Any]]") -> None:
-    """Run one ``execute`` on a daemon thread (a hung tool never blocks interpreter exit)."""
+    """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit)."""
     lock = threading.Lock()
     settled = [False]
 
@@ -643,7 +643,7 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
             settled[0] = True
             mailbox.put(("done", index, payload))
 
-    threading.Thread(target=work, name=f"agentcore-tool-{item.call.name}", daemon=True).start()
+    start_daemon(work, "agentcore-tool-" + item.call.name)
 
 
 def _as_tool_result(value: Any) -> AgentToolResult:

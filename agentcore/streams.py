@@ -7,15 +7,20 @@ producer fails, ``fail(exc)`` makes both iteration and ``result()`` re-raise ``e
 
 ``AssistantMessageEventStream`` is the same over provider stream events: it completes on ``done`` or
 ``error`` and ``result()`` returns the final :class:`~agentcore.types.AssistantMessage`.
+
+``start_daemon(target, name, *args)`` runs ``target(*args)`` on a daemon thread, reusing an idle one
+when there is one (run threads and tool calls start several times per run; a new thread costs
+about three times a hand-over to an idle one).
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
-from typing import Any, Callable, Generic, Iterator, Optional, TypeVar
+from typing import Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
 
-__all__ = ["EventStream", "AssistantMessageEventStream"]
+__all__ = ["EventStream", "AssistantMessageEventStream", "start_daemon"]
 
 T = TypeVar("T")
 
@@ -115,3 +120,83 @@ class AssistantMessageEventStream(EventStream[Any]):
 
     def __init__(self) -> None:
         super().__init__(_is_terminal, _final_message)
+
+
+# --------------------------------------------------------------------------- reusable daemon threads
+
+_MAX_IDLE = 8  # idle threads kept for reuse; more finish when their task is done
+_IDLE_SECONDS = 30.0  # an idle thread that got no task for this long finishes
+
+_Task = Tuple[Callable[..., Any], Tuple[Any, ...], str]
+
+
+class _Worker:
+    """One pooled daemon thread's inbox (a task is handed to exactly one worker)."""
+
+    __slots__ = ("inbox",)
+
+    def __init__(self) -> None:
+        self.inbox: "queue.SimpleQueue[_Task]" = queue.SimpleQueue()
+
+
+_idle: List[_Worker] = []
+_idle_lock = threading.Lock()
+
+
+def start_daemon(target: Callable[..., Any], name: str, *args: Any) -> None:
+    """Run ``target(*args)`` on a daemon thread named ``name`` and return at once.
+
+    Behaves like ``threading.Thread(target=..., name=..., daemon=True).start()``: an exception
+    escaping ``target`` is reported by ``threading.excepthook`` and ends that thread (a target that
+    never returns keeps its thread). The thread may have run earlier tasks, so a target must not
+    rely on fresh ``threading.local`` values.
+    """
+    task = (target, args, name)
+    with _idle_lock:
+        worker = _idle.pop() if _idle else None
+    if worker is not None:
+        worker.inbox.put(task)
+        return
+    worker = _Worker()
+    worker.inbox.put(task)
+    threading.Thread(target=_serve, args=(worker,), name=name, daemon=True).start()
+
+
+def _serve(worker: _Worker) -> None:
+    thread = threading.current_thread()
+    inbox = worker.inbox
+    task: Optional[_Task] = inbox.get()
+    while task is not None:
+        target, args, thread.name = task
+        task = None
+        target(*args)  # an exception ends this thread, reported like any thread's
+        target = args = None  # type: ignore[assignment]  # drop references while idle
+        thread.name = "agentcore-idle"
+        with _idle_lock:
+            if len(_idle) >= _MAX_IDLE:
+                return
+            _idle.append(worker)
+        task = _next_task(worker)
+
+
+def _next_task(worker: _Worker) -> Optional[_Task]:
+    """Wait for the next task; None when none came in time (the worker then finishes)."""
+    try:
+        return worker.inbox.get(timeout=_IDLE_SECONDS)
+    except queue.Empty:
+        with _idle_lock:
+            if worker in _idle:
+                _idle.remove(worker)
+                return None
+        return worker.inbox.get()  # it was taken from the idle list: its task is on the way
+
+
+def _forget_workers_after_fork() -> None:
+    """A forked child has none of the parent's threads: start from an empty pool."""
+    global _idle_lock
+    _idle_lock = threading.Lock()
+    _idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers_after_fork)
