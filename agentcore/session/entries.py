@@ -181,9 +181,20 @@ def _extra() -> Any:
     return field(default_factory=dict, repr=False, compare=False)
 
 
+def _fields(*names: str) -> Tuple[_Field, ...]:
+    """Payload fields in JSON key order: ``"tokens_before"`` is required and written as
+    ``tokensBefore``; a trailing ``?`` (``"details?"``) marks an optional one, omitted when None."""
+    out: List[_Field] = []
+    for name in names:
+        attr = name.rstrip("?")
+        head, *rest = attr.split("_")
+        out.append((attr, head + "".join(part.title() for part in rest), "opt" if name.endswith("?") else "req"))
+    return tuple(out)
+
+
 @dataclass
 class SessionEntry:
-    """Base of every entry. Subclasses declare their payload in ``_payload``."""
+    """Base of every entry. Subclasses declare their payload in ``_payload`` (see :func:`_fields`)."""
 
     id: str
     parent_id: Optional[str]
@@ -252,7 +263,7 @@ class MessageEntry(SessionEntry):
     message: Any
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "message"
-    _payload = (("message", "message", "req"),)
+    _payload = _fields("message")
     _decoders = {"message": message_from_dict}
     _encoders = {"message": message_to_dict}
 
@@ -264,7 +275,7 @@ class ThinkingLevelChangeEntry(SessionEntry):
     thinking_level: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "thinking_level_change"
-    _payload = (("thinking_level", "thinkingLevel", "req"),)
+    _payload = _fields("thinking_level")
 
 
 @dataclass
@@ -275,7 +286,7 @@ class ModelChangeEntry(SessionEntry):
     model_id: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "model_change"
-    _payload = (("provider", "provider", "req"), ("model_id", "modelId", "req"))
+    _payload = _fields("provider", "model_id")
 
 
 @dataclass
@@ -285,7 +296,7 @@ class ActiveToolsChangeEntry(SessionEntry):
     active_tool_names: List[str]
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "active_tools_change"
-    _payload = (("active_tool_names", "activeToolNames", "req"),)
+    _payload = _fields("active_tool_names")
 
 
 @dataclass
@@ -305,15 +316,8 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
-    _payload = (
-        ("summary", "summary", "req"),
-        ("first_kept_entry_id", "firstKeptEntryId", "opt"),
-        ("tokens_before", "tokensBefore", "req"),
-        ("details", "details", "opt"),
-        ("from_hook", "fromHook", "opt"),
-        ("usage", "usage", "opt"),
-        ("retained_tail", "retainedTail", "opt"),
-    )
+    _payload = _fields("summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?",
+                       "retained_tail?")
     _decoders = {"retained_tail": _messages_from}
     _encoders = {"retained_tail": _messages_to}
 
@@ -329,13 +333,7 @@ class BranchSummaryEntry(SessionEntry):
     usage: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "branch_summary"
-    _payload = (
-        ("from_id", "fromId", "req"),
-        ("summary", "summary", "req"),
-        ("details", "details", "opt"),
-        ("from_hook", "fromHook", "opt"),
-        ("usage", "usage", "opt"),
-    )
+    _payload = _fields("from_id", "summary", "details?", "from_hook?", "usage?")
 
 
 @dataclass
@@ -346,7 +344,7 @@ class CustomEntry(SessionEntry):
     data: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom"
-    _payload = (("custom_type", "customType", "req"), ("data", "data", "opt"))
+    _payload = _fields("custom_type", "data?")
 
 
 @dataclass
@@ -359,12 +357,7 @@ class CustomMessageEntry(SessionEntry):
     details: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom_message"
-    _payload = (
-        ("custom_type", "customType", "req"),
-        ("content", "content", "req"),
-        ("display", "display", "req"),
-        ("details", "details", "opt"),
-    )
+    _payload = _fields("custom_type", "content", "display", "details?")
 
 
 @dataclass
@@ -375,7 +368,7 @@ class LabelEntry(SessionEntry):
     label: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "label"
-    _payload = (("target_id", "targetId", "req"), ("label", "label", "opt"))
+    _payload = _fields("target_id", "label?")
 
 
 @dataclass
@@ -385,7 +378,7 @@ class SessionInfoEntry(SessionEntry):
     name: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "session_info"
-    _payload = (("name", "name", "opt"),)
+    _payload = _fields("name?")
 
 
 @dataclass
@@ -398,7 +391,7 @@ class LeafEntry(SessionEntry):
     target_id: Optional[str]
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "leaf"
-    _payload = (("target_id", "targetId", "req"),)
+    _payload = _fields("target_id")
 
 
 @dataclass
