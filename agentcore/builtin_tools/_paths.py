@@ -16,7 +16,7 @@ import os
 import threading
 from typing import Dict, Optional
 
-__all__ = ["PathOutsideRootError", "PathResolver", "file_lock"]
+__all__ = ["PathOutsideRootError", "PathResolver", "file_lock", "require_file"]
 
 
 class PathOutsideRootError(PermissionError):
@@ -89,6 +89,15 @@ class PathResolver:
             f'path "{shown}" is outside the allowed root {root} (it resolves to '
             f"{os.path.realpath(absolute)}); use a path inside {root}"
         )
+
+
+def require_file(target: str, shown: str, directory_hint: str) -> None:
+    """Raise ``IsADirectoryError`` (``"{shown} is a directory{directory_hint}"``) for a folder and
+    ``FileNotFoundError`` (``"File not found: {shown}"``) when nothing exists at ``target``."""
+    if os.path.isdir(target):
+        raise IsADirectoryError(f"{shown} is a directory{directory_hint}")
+    if not os.path.exists(target):
+        raise FileNotFoundError(f"File not found: {shown}")
 
 
 _locks_guard = threading.Lock()

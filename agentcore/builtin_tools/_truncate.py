@@ -9,7 +9,7 @@ the head keeps nothing (``first_line_exceeds_limit``) so the caller can say how 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["DEFAULT_MAX_LINES", "DEFAULT_MAX_BYTES", "Truncation", "truncate_head", "truncate_tail",
            "format_size", "count_lines"]
@@ -74,54 +74,48 @@ def _nbytes(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass"))
 
 
+def _take(lines: Iterable[str], max_lines: int, max_bytes: int) -> Tuple[List[str], Optional[str]]:
+    """Whole lines in the given order while both limits hold, and the limit that stopped it (or None)."""
+    kept: List[str] = []
+    used = 0
+    for i, line in enumerate(lines):
+        if i >= max_lines:
+            return kept, "lines"
+        size = _nbytes(line) + (1 if i else 0)
+        if used + size > max_bytes:
+            return kept, "bytes"
+        kept.append(line)
+        used += size
+    return kept, None
+
+
+def _whole(text: str, lines: List[str], max_lines: int, max_bytes: int) -> Truncation:
+    total_bytes = _nbytes(text)
+    return Truncation(text, False, None, len(lines), total_bytes, len(lines), total_bytes, max_lines, max_bytes)
+
+
 def truncate_head(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
     """Keep whole lines from the start while both limits hold."""
     lines = _split(text)
-    total_bytes = _nbytes(text)
-    kept: List[str] = []
-    used = 0
-    by: Optional[str] = None
-    for i, line in enumerate(lines):
-        if i >= max_lines:
-            by = "lines"
-            break
-        size = _nbytes(line) + (1 if i else 0)
-        if used + size > max_bytes:
-            by = "bytes"
-            break
-        kept.append(line)
-        used += size
+    kept, by = _take(lines, max_lines, max_bytes)
     if by is None:
-        return Truncation(text, False, None, len(lines), total_bytes, len(lines), total_bytes, max_lines, max_bytes)
+        return _whole(text, lines, max_lines, max_bytes)
     content = "\n".join(kept)
-    return Truncation(content, True, by, len(lines), total_bytes, len(kept), _nbytes(content), max_lines,
+    return Truncation(content, True, by, len(lines), _nbytes(text), len(kept), _nbytes(content), max_lines,
                       max_bytes, first_line_exceeds_limit=not kept)
 
 
 def truncate_tail(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
     """Keep whole lines from the end while both limits hold (a lone huge last line is cut)."""
     lines = _split(text)
-    total_bytes = _nbytes(text)
-    kept: List[str] = []
-    used = 0
-    by: Optional[str] = None
-    for i, line in enumerate(reversed(lines)):
-        if i >= max_lines:
-            by = "lines"
-            break
-        size = _nbytes(line) + (1 if i else 0)
-        if used + size > max_bytes:
-            by = "bytes"
-            break
-        kept.append(line)
-        used += size
+    kept, by = _take(reversed(lines), max_lines, max_bytes)
     if by is None:
-        return Truncation(text, False, None, len(lines), total_bytes, len(lines), total_bytes, max_lines, max_bytes)
+        return _whole(text, lines, max_lines, max_bytes)
     partial = False
     if not kept and lines:
         tail = lines[-1].encode("utf-8", "surrogatepass")[-max_bytes:]
         kept = [tail.decode("utf-8", "ignore")]
         partial = True
     content = "\n".join(reversed(kept))
-    return Truncation(content, True, by, len(lines), total_bytes, len(kept), _nbytes(content), max_lines,
+    return Truncation(content, True, by, len(lines), _nbytes(text), len(kept), _nbytes(content), max_lines,
                       max_bytes, last_line_partial=partial)

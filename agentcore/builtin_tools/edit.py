@@ -14,12 +14,11 @@ its UTF-8 byte-order mark. The file is replaced atomically. ``details`` carries 
 from __future__ import annotations
 
 import difflib
-import os
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
-from ._paths import PathResolver, file_lock
+from ._paths import PathResolver, file_lock, require_file
 from .write import atomic_write
 
 __all__ = ["create_edit_tool", "normalize_edit_arguments", "apply_edits", "EditError"]
@@ -141,10 +140,7 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
         target = paths.resolve(shown)  # type: ignore[arg-type]
         if signal is not None:
             signal.raise_if_aborted()
-        if os.path.isdir(target):
-            raise IsADirectoryError(f"{shown} is a directory; pass a file path")
-        if not os.path.exists(target):
-            raise FileNotFoundError(f"File not found: {shown}")
+        require_file(target, shown, "; pass a file path")
         with file_lock(target):
             with open(target, "rb") as f:
                 raw = f.read()

@@ -10,13 +10,13 @@ is not a folder, a path outside ``root``, or an abort.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
+from ._listing import listing_result, take_at_most
 from ._paths import PathResolver
-from ._truncate import DEFAULT_MAX_BYTES, truncate_head
 from ._walk import compile_glob, walk
 
 __all__ = ["create_find_tool"]
@@ -40,29 +40,12 @@ def create_find_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         if not os.path.isdir(top):
             raise FileNotFoundError(f"Path not found or not a directory: {shown}")
         matches = compile_glob(pattern)
-        found: List[str] = []
-        more = False
-        for rel, path, is_dir in walk(top, signal):
-            if not matches(rel):
-                continue
-            if len(found) == most:
-                more = True
-                break
-            found.append(paths.display(path) + ("/" if is_dir else ""))
+        found, more = take_at_most((paths.display(path) + ("/" if is_dir else "")
+                                    for rel, path, is_dir in walk(top, signal) if matches(rel)), most)
         if not found:
             return AgentToolResult(content=[TextContent(f"No files found matching pattern {pattern}")],
                                    details={"count": 0})
-        cut = truncate_head("\n".join(found), len(found), DEFAULT_MAX_BYTES)
-        text = cut.content
-        details: dict = {"count": len(found)}
-        if more:
-            text += f"\n\n[{most} results limit reached. Use limit={most * 2} for more, or refine the pattern]"
-            details["limitReached"] = most
-        elif cut.truncated:
-            text += f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB; refine the pattern or path]"
-        if cut.truncated:
-            details["truncation"] = cut.to_dict()
-        return AgentToolResult(content=[TextContent(text)], details=details)
+        return listing_result(found, {"count": len(found)}, most, more, "results")
 
     return AgentTool(
         name="find",

@@ -20,13 +20,13 @@ import os
 import re
 import shutil
 import subprocess
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
+from ._listing import listing_result, take_at_most
 from ._paths import PathResolver
-from ._truncate import DEFAULT_MAX_BYTES, truncate_head
 from ._walk import VCS_DIRS, compile_glob, walk
 
 __all__ = ["create_grep_tool"]
@@ -180,28 +180,14 @@ def create_grep_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
 
 
 def _format(matches: Iterator[Match], most: int, pattern: str, paths: PathResolver, backend: str) -> AgentToolResult:
-    lines: List[str] = []
-    more = False
     try:
-        for path, number, text in matches:
-            if len(lines) == most:
-                more = True
-                break
-            lines.append(f"{paths.display(path)}:{number}:{_clip(text)}")
+        lines, more = take_at_most((f"{paths.display(path)}:{number}:{_clip(text)}"
+                                    for path, number, text in matches), most)
     finally:
         close = getattr(matches, "close", None)
         if close is not None:
             close()  # stops ripgrep when we stopped early
-    details: dict = {"count": len(lines), "backend": backend}
+    details: Dict[str, Any] = {"count": len(lines), "backend": backend}
     if not lines:
         return AgentToolResult(content=[TextContent(f"No matches found for {pattern}")], details=details)
-    cut = truncate_head("\n".join(lines), len(lines), DEFAULT_MAX_BYTES)
-    text = cut.content
-    if more:
-        text += f"\n\n[{most} matches limit reached. Use limit={most * 2} for more, or refine the pattern]"
-        details["limitReached"] = most
-    elif cut.truncated:
-        text += f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB; refine the pattern or path]"
-    if cut.truncated:
-        details["truncation"] = cut.to_dict()
-    return AgentToolResult(content=[TextContent(text)], details=details)
+    return listing_result(lines, details, most, more, "matches")

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 from ..tools import AgentTool, AgentToolResult
 from ..types import ImageContent, TextContent
 from ._args import positive_int
-from ._paths import PathResolver
+from ._paths import PathResolver, require_file
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
 
 __all__ = ["create_read_tool", "detect_image_mime_type", "is_binary"]
@@ -65,10 +65,7 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         limit = positive_int(args, "limit")
         if signal is not None:
             signal.raise_if_aborted()
-        if os.path.isdir(target):
-            raise IsADirectoryError(f"{shown} is a directory, not a file; use ls to list it")
-        if not os.path.exists(target):
-            raise FileNotFoundError(f"File not found: {shown}")
+        require_file(target, shown, ", not a file; use ls to list it")
         with open(target, "rb") as f:
             head = f.read(_SNIFF)
             mime = detect_image_mime_type(head)
