@@ -14,9 +14,13 @@ try/except; a failure is warned about once, remembered and listed by :func:`plug
 breaks other plugins.
 
 The registries (tools by name, providers by wire API, models by ``"provider/id"``) are built from the
-``register_tools``/``register_providers``/``register_models`` hooks of a manager, cached, and rebuilt
-when a plugin is registered or unregistered. For a duplicate key the plugin registered later wins; a
-plugin cannot replace its own earlier registration. The module-level functions (:func:`get_tool`,
+``register_tools``/``register_providers``/``register_models`` hooks of a manager, each kind on its
+first lookup, cached, and rebuilt when a plugin is registered or unregistered. For a duplicate key
+the plugin registered later wins; a plugin cannot replace its own earlier registration. The provider
+and model registrations of the built-in and entry-point plugins are computed once per process and
+shared by every manager holding those plugins (their objects were shared already: the catalog models
+and provider instances); only the manager's own plugins are merged on top. Tools are built per
+manager, so each agent gets its own tool objects. The module-level functions (:func:`get_tool`,
 :func:`get_provider`, :func:`get_model`, :func:`models`, ...) use one process-wide default manager.
 """
 
@@ -30,6 +34,7 @@ import logging
 import os
 import re
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -160,6 +165,11 @@ _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
 _default_pm: Optional["AgentPluginManager"] = None
 _warned: set = set()
+#: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
+_shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, "RegistryEntry"], Dict[str, str]]] = {}
+_SHARED_KINDS = ("provider", "model")
+#: module or plugin class -> attribute name -> (attribute, pluggy hookimpl options or None)
+_impl_opts: Dict[Any, Dict[str, Tuple[Any, Any]]] = {}
 
 
 def _autoload_disabled() -> bool:
@@ -298,6 +308,7 @@ def reset_plugins() -> None:
         _entry_points = None
         _default_pm = None
         _warned.clear()
+        _shared_tables.clear()
 
 
 # --------------------------------------------------------------------------- the manager
@@ -338,8 +349,8 @@ class AgentPluginManager(pluggy.PluginManager):
         self._order: Dict[str, int] = {}
         self._counter = itertools.count()
         self._registry_lock = threading.RLock()
-        self._registries: Optional[Dict[str, Dict[str, RegistryEntry]]] = None
-        self._register_errors: Dict[str, str] = {}
+        self._registries: Dict[str, Dict[str, RegistryEntry]] = {}  # kind -> table, built on demand
+        self._kind_errors: Dict[str, Dict[str, str]] = {}  # kind -> plugin name -> failure
         self._loaded_records: Dict[str, _Loaded] = {}
 
     def register(self, plugin: Any, name: Optional[str] = None) -> Optional[str]:
@@ -353,6 +364,25 @@ class AgentPluginManager(pluggy.PluginManager):
             if registered != _DEFAULT_CONVERTER and _has_trylast_converter(self, plugin):
                 self._keep_default_converter_last()
         return registered
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        """pluggy's answer, remembered per module or plugin class and attribute: every Agent
+        registers the same plugins, and pluggy inspects each of their attributes every time."""
+        owner = plugin if isinstance(plugin, types.ModuleType) else type(plugin)
+        value = getattr(plugin, name, None)
+        if isinstance(value, types.MethodType):  # a bound method is a new object every time
+            value = value.__func__
+        known = _impl_opts.get(owner)
+        if known is None:
+            if len(_impl_opts) >= 256:  # many throwaway plugin classes (tests): stay bounded
+                _impl_opts.clear()
+            known = _impl_opts.setdefault(owner, {})
+        cached = known.get(name)
+        if cached is not None and cached[0] is value:  # the same object: the same answer
+            return cached[1]
+        opts = super().parse_hookimpl_opts(plugin, name)
+        known[name] = (value, opts)
+        return opts
 
     def _keep_default_converter_last(self) -> None:
         # pluggy calls a later-registered trylast impl after an earlier one; re-registering the
@@ -372,7 +402,8 @@ class AgentPluginManager(pluggy.PluginManager):
 
     def _invalidate(self) -> None:
         with self._registry_lock:
-            self._registries = None
+            self._registries = {}
+            self._kind_errors = {}
 
     # -- registries
 
@@ -381,19 +412,58 @@ class AgentPluginManager(pluggy.PluginManager):
                  if not (i.hookwrapper or getattr(i, "wrapper", False))]
         return sorted(impls, key=lambda i: self._order.get(i.plugin_name, -1))
 
-    def _build(self) -> Dict[str, Dict[str, RegistryEntry]]:
-        result: Dict[str, Dict[str, RegistryEntry]] = {}
+    def _build(self, kind: str) -> Tuple[Dict[str, RegistryEntry], Dict[str, str]]:
+        """The ``kind`` table and the failures of its register hooks (plugin name -> message)."""
+        impls = self._impls_by_registration(_REGISTER_HOOKS[kind])
+        table: Dict[str, RegistryEntry] = {}
         errors: Dict[str, str] = {}
-        for kind, hook_name in _REGISTER_HOOKS.items():
-            table: Dict[str, RegistryEntry] = {}
-            for impl in self._impls_by_registration(hook_name):
-                err = self._run_register(kind, impl, table)
-                if err:
-                    previous = errors.get(impl.plugin_name)
-                    errors[impl.plugin_name] = f"{previous}; {err}" if previous else err
-            result[kind] = table
-        self._register_errors = errors
-        return result
+        done = 0
+        if kind in _SHARED_KINDS:
+            done, table, errors = self._base(kind, impls)
+        for impl in impls[done:]:
+            err = self._run_register(kind, impl, table)
+            if err:
+                errors[impl.plugin_name] = err
+        return table, errors
+
+    def _base(self, kind: str, impls: List[Any]) -> Tuple[int, Dict[str, RegistryEntry], Dict[str, str]]:
+        """Copies of the shared table and errors of the leading built-in/entry-point impls, and
+        how many impls they cover. Computed by the first manager with those same plugins in the
+        same order; later-registered plugins win over them, so merging on top keeps the rules."""
+        count = 0
+        for impl in impls:
+            rec = self._loaded_records.get(impl.plugin_name)
+            if rec is None or rec.obj is not impl.plugin:
+                break
+            count += 1
+        if not count:
+            return 0, {}, {}
+        plugins = tuple(impl.plugin for impl in impls[:count])
+        key = (kind,) + tuple((impl.plugin_name, id(impl.plugin)) for impl in impls[:count])
+        with _lock:
+            shared = _shared_tables.get(key)
+            if shared is None or any(a is not b for a, b in zip(shared[0], plugins)):
+                table: Dict[str, RegistryEntry] = {}
+                errors: Dict[str, str] = {}
+                for impl in impls[:count]:
+                    err = self._run_register(kind, impl, table)
+                    if err:
+                        errors[impl.plugin_name] = err
+                if len(_shared_tables) >= 16:  # only tests switch base plugins; stay bounded
+                    _shared_tables.clear()
+                shared = _shared_tables[key] = (plugins, table, errors)
+        return count, dict(shared[1]), dict(shared[2])
+
+    @property
+    def _register_errors(self) -> Dict[str, str]:
+        """Register-hook failures per plugin name, over the kinds built so far (in kind order)."""
+        errors: Dict[str, str] = {}
+        with self._registry_lock:
+            for kind in _REGISTER_HOOKS:
+                for name, err in self._kind_errors.get(kind, {}).items():
+                    previous = errors.get(name)
+                    errors[name] = f"{previous}; {err}" if previous else err
+        return errors
 
     def _run_register(self, kind: str, impl: Any, table: Dict[str, RegistryEntry]) -> Optional[str]:
         source = impl.plugin_name
@@ -422,9 +492,11 @@ class AgentPluginManager(pluggy.PluginManager):
         if kind not in _REGISTER_HOOKS:
             raise ValueError(f"unknown registry kind {kind!r}; use one of {sorted(_REGISTER_HOOKS)}")
         with self._registry_lock:
-            if self._registries is None:
-                self._registries = self._build()
-            return self._registries[kind]
+            table = self._registries.get(kind)
+            if table is None:
+                table, self._kind_errors[kind] = self._build(kind)
+                self._registries[kind] = table
+            return table
 
     def get_tool(self, name: str) -> Any:
         """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError)."""
