@@ -1,13 +1,19 @@
 """The shared provider machinery the Responses, Anthropic and Gemini wire modules use, in one place.
 
 Everything here is re-exported from :mod:`~agentcore.providers.base`, :mod:`.partial_json`,
-:mod:`.models` and :mod:`.transform`, plus :class:`ToolArguments` (throttled argument parsing).
+:mod:`.models` and :mod:`.transform`, plus :class:`ToolArguments` (throttled argument parsing) and
+:func:`start_block`/:func:`end_block`, which append a content block and announce its start and end
+the same way in every state machine.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
+from ..events import (
+    TextEndEvent, TextStartEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallEndEvent, ToolCallStartEvent,
+)
+from ..types import AssistantMessage, TextContent, ThinkingContent, ToolCall
 from .base import ProviderError, StateHandler, WireProvider, WireRequest, sanitize_surrogates, tool_specs
 from .models import calculate_cost
 from .partial_json import PartialJsonParser, parse_streaming_json
@@ -15,7 +21,7 @@ from .transform import transform_messages
 
 __all__ = [
     "ProviderError", "StateHandler", "WireProvider", "WireRequest", "sanitize_surrogates", "tool_specs",
-    "parse_streaming_json", "transform_messages", "calculate_cost", "ToolArguments",
+    "parse_streaming_json", "transform_messages", "calculate_cost", "ToolArguments", "start_block", "end_block",
 ]
 
 _REPARSE_ALWAYS_BELOW = 16384  # characters; above it, re-parse only after 10 % growth (as base.py)
@@ -49,3 +55,28 @@ class ToolArguments:
 
     def value(self) -> Dict[str, Any]:
         return self._parser.value()
+
+
+_START_EVENTS: Dict[type, Any] = {
+    TextContent: TextStartEvent, ThinkingContent: ThinkingStartEvent, ToolCall: ToolCallStartEvent,
+}
+
+
+def start_block(output: AssistantMessage, block: Any, push: Callable[[Any], None]) -> int:
+    """Append ``block`` (text, thinking or tool call) to ``output.content`` and push its ``*_start``
+    event; returns its content index, which never changes afterwards."""
+    output.content.append(block)
+    index = len(output.content) - 1
+    push(_START_EVENTS[type(block)](content_index=index, partial=output))
+    return index
+
+
+def end_block(output: AssistantMessage, index: int, push: Callable[[Any], None]) -> None:
+    """Push the ``*_end`` event of the block at ``index`` with its final text, thinking or call."""
+    block = output.content[index]
+    if isinstance(block, TextContent):
+        push(TextEndEvent(content_index=index, content=block.text, partial=output))
+    elif isinstance(block, ThinkingContent):
+        push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=output))
+    else:
+        push(ToolCallEndEvent(content_index=index, tool_call=block, partial=output))

@@ -14,18 +14,15 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..events import (
-    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
-    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
-)
+from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
     AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserMessage, role_of,
 )
 from . import _reasoning
 from ._wire import (
-    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost,
-    sanitize_surrogates, tool_specs, transform_messages,
+    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost, end_block,
+    sanitize_surrogates, start_block, tool_specs, transform_messages,
 )
 
 __all__ = [
@@ -345,29 +342,23 @@ class AnthropicStreamState:
     def _block_start(self, data: Mapping[str, Any]) -> None:
         block = data.get("content_block") or {}
         kind = block.get("type")
-        out = self.output
         if kind == "text":
             new: Any = TextContent(text="")
-            start: Any = TextStartEvent
         elif kind == "thinking":
-            new, start = ThinkingContent(thinking="", thinking_signature=""), ThinkingStartEvent
+            new = ThinkingContent(thinking="", thinking_signature="")
         elif kind == "redacted_thinking":
             new = ThinkingContent(thinking=_REDACTED_TEXT, thinking_signature=block.get("data") or "",
                                   redacted=True)
-            start = ThinkingStartEvent
         elif kind == "tool_use":
             args = block.get("input")
             new = ToolCall(id=str(block.get("id") or ""), name=str(block.get("name") or ""),
                            arguments=dict(args) if isinstance(args, Mapping) else {})
-            start = ToolCallStartEvent
         else:
             return  # server_tool_use, web_search_tool_result, ...: not ours to show
-        out.content.append(new)
-        index = len(out.content) - 1
+        index = start_block(self.output, new, self.push)
         self._blocks[data.get("index", index)] = index
         if kind == "tool_use":
             self._json[index] = ToolArguments()
-        self.push(start(content_index=index, partial=out))
 
     def _block_delta(self, data: Mapping[str, Any]) -> None:
         index = self._blocks.get(data.get("index", -1))
@@ -398,15 +389,11 @@ class AnthropicStreamState:
         if index is None:
             return
         block = self.output.content[index]
-        if isinstance(block, TextContent):
-            self.push(TextEndEvent(content_index=index, content=block.text, partial=self.output))
-        elif isinstance(block, ThinkingContent):
-            self.push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.output))
-        elif isinstance(block, ToolCall):
+        if isinstance(block, ToolCall):
             args = self._json.pop(index, None)
             if args is not None and args.text.strip():
                 block.arguments = args.value()
-            self.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self.output))
+        end_block(self.output, index, self.push)
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta") or {}

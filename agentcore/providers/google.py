@@ -18,18 +18,15 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 from urllib.parse import quote
 
-from ..events import (
-    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
-    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
-)
+from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
     AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserMessage, role_of,
 )
 from . import _reasoning
 from ._wire import (
-    ProviderError, StateHandler, WireProvider, WireRequest, calculate_cost, sanitize_surrogates, tool_specs,
-    transform_messages,
+    ProviderError, StateHandler, WireProvider, WireRequest, calculate_cost, end_block, sanitize_surrogates,
+    start_block, tool_specs, transform_messages,
 )
 
 __all__ = [
@@ -336,10 +333,7 @@ class GoogleStreamState:
                 return  # an empty trailing part opens no block
             self._close_open()
             block = ThinkingContent(thinking="") if thinking else TextContent(text="")
-            self.output.content.append(block)
-            self._open = len(self.output.content) - 1
-            start = ThinkingStartEvent if thinking else TextStartEvent
-            self.push(start(content_index=self._open, partial=self.output))
+            self._open = start_block(self.output, block, self.push)
         index = self._open
         if thinking:
             block.thinking += text
@@ -365,22 +359,16 @@ class GoogleStreamState:
         args = call.get("args")
         block = ToolCall(id=str(provided), name=name, arguments=dict(args) if isinstance(args, Mapping) else {},
                          thought_signature=part.get("thoughtSignature") or None)
-        self.output.content.append(block)
-        index = len(self.output.content) - 1
-        self.push(ToolCallStartEvent(content_index=index, partial=self.output))
+        index = start_block(self.output, block, self.push)
         self.push(ToolCallDeltaEvent(content_index=index, delta=json.dumps(block.arguments, ensure_ascii=False),
                                      partial=self.output))
-        self.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self.output))
+        end_block(self.output, index, self.push)
 
     def _close_open(self) -> None:
         if self._open is None:
             return
         index, self._open = self._open, None
-        block = self.output.content[index]
-        if isinstance(block, ThinkingContent):
-            self.push(ThinkingEndEvent(content_index=index, content=block.thinking, partial=self.output))
-        else:
-            self.push(TextEndEvent(content_index=index, content=block.text, partial=self.output))
+        end_block(self.output, index, self.push)
 
     def _apply_usage(self, meta: Mapping[str, Any]) -> None:
         """Last ``usageMetadata`` wins. ``promptTokenCount`` includes cached tokens: subtract them,

@@ -13,18 +13,15 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..events import (
-    TextDeltaEvent, TextEndEvent, TextStartEvent, ThinkingDeltaEvent, ThinkingEndEvent,
-    ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent, ToolCallStartEvent,
-)
+from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
     AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserMessage, role_of,
 )
 from . import _reasoning
 from ._wire import (
-    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost,
-    parse_streaming_json, sanitize_surrogates, tool_specs, transform_messages,
+    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost, end_block,
+    parse_streaming_json, sanitize_surrogates, start_block, tool_specs, transform_messages,
 )
 
 __all__ = [
@@ -305,24 +302,19 @@ class ResponsesStreamState:
     def _item_added(self, data: Mapping[str, Any]) -> None:
         item = dict(data.get("item") or {})
         kind = item.get("type")
-        out = self.output
         if kind == "reasoning":
             block: Any = ThinkingContent(thinking="")
-            start: Any = ThinkingStartEvent
         elif kind == "message":
-            block, start = TextContent(text=""), TextStartEvent
+            block = TextContent(text="")
         elif kind == "function_call":
             block = ToolCall(id=f"{item.get('call_id')}|{item.get('id')}", name=str(item.get("name") or ""),
                              arguments={})
-            start = ToolCallStartEvent
         else:
             return
-        out.content.append(block)
-        entry = _Item(item, len(out.content) - 1, str(item.get("arguments") or ""))
+        entry = _Item(item, start_block(self.output, block, self.push), str(item.get("arguments") or ""))
         key = data.get("output_index", len(self._items))
         self._items[key] = entry
         self._last_key = key
-        self.push(start(content_index=entry.index, partial=out))
 
     def _summary_part_added(self, data: Mapping[str, Any]) -> None:
         entry = self._current(data, "reasoning")
@@ -385,21 +377,19 @@ class ResponsesStreamState:
             if summary:
                 block.thinking = "\n\n".join(str(s.get("text") or "") for s in summary)
             block.thinking_signature = json.dumps(item, ensure_ascii=False)
-            self.push(ThinkingEndEvent(content_index=entry.index, content=block.thinking, partial=self.output))
         elif kind == "message":
             parts = item.get("content") or []
             if parts:
                 block.text = "".join(str((p.get("text") if p.get("type") == "output_text" else p.get("refusal"))
                                          or "") for p in parts if isinstance(p, Mapping))
             block.text_signature = _encode_text_signature(str(item.get("id") or ""), item.get("phase"))
-            self.push(TextEndEvent(content_index=entry.index, content=block.text, partial=self.output))
         elif kind == "function_call":
             streamed = entry.args.text
             block.arguments = entry.args.value() if streamed.strip() else parse_streaming_json(
                 str(item.get("arguments") or ""))
             block.id = f"{item.get('call_id')}|{item.get('id')}"
             block.name = str(item.get("name") or block.name)
-            self.push(ToolCallEndEvent(content_index=entry.index, tool_call=block, partial=self.output))
+        end_block(self.output, entry.index, self.push)
 
     # -- terminal events ------------------------------------------------------------------------
     def _completed(self, data: Mapping[str, Any]) -> None:
