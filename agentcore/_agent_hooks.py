@@ -194,6 +194,15 @@ class _CallablesPlugin:
         return f"<{self.name}>"
 
 
+def _tool_call_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """A fresh function with the hookspec's argument names around ``fn`` (which may name them otherwise)."""
+
+    def impl(context: Any, signal: Any) -> Any:
+        return fn(context, signal)
+
+    return impl
+
+
 def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
                      after_tool_call: Optional[Callable[..., Any]] = None,
                      transform_context: Optional[Callable[..., Any]] = None,
@@ -211,22 +220,10 @@ def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
     """
     plugin = _CallablesPlugin(name)
     given = False
-    if before_tool_call is not None:
-        fn = before_tool_call
-
-        def _before(context: Any, signal: Any) -> Any:
-            return fn(context, signal)
-
-        plugin.before_tool_call = hookimpl(specname="before_tool_call")(_before)  # type: ignore[attr-defined]
-        given = True
-    if after_tool_call is not None:
-        after_fn = after_tool_call
-
-        def _after(context: Any, signal: Any) -> Any:
-            return after_fn(context, signal)
-
-        plugin.after_tool_call = hookimpl(specname="after_tool_call")(_after)  # type: ignore[attr-defined]
-        given = True
+    for specname, tool_hook in (("before_tool_call", before_tool_call), ("after_tool_call", after_tool_call)):
+        if tool_hook is not None:
+            setattr(plugin, specname, hookimpl(specname=specname)(_tool_call_impl(tool_hook)))
+            given = True
     if transform_context is not None:
         transform_fn = transform_context
 
