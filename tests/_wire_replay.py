@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import pytest
 
 from agentcore.providers.sse import iter_sse
-from agentcore.types import AssistantMessage
+from agentcore.types import AssistantMessage, TextContent, ToolResultMessage
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 RECORDINGS = SHARED / "recordings"
@@ -68,3 +68,8 @@ def first_user_text(request_body: Dict[str, Any]) -> str:
         content = request_body["input"][0]["content"]
         return content if isinstance(content, str) else content[0]["text"]
     return request_body["contents"][0]["parts"][0]["text"]
+
+
+def tool_result(call: Any, text: str) -> ToolResultMessage:
+    """The successful text result of tool call ``call`` (a :class:`~agentcore.types.ToolCall`)."""
+    return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text)])

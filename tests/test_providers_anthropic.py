@@ -12,7 +12,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure
+from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "anthropic-messages"
 HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
@@ -97,7 +97,7 @@ def test_next_turn_body_has_recorded_shape():  # issue 4: multi-turn request sha
     context = AgentContext(messages=[
         UserMessage(content=rec["interactions"][0]["request"]["body"]["messages"][0]["content"][0]["text"]),
         first,
-        ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent("0.32a0")]),
+        tool_result(call, "0.32a0"),
     ], tools=[TOOL])
     body = wire.build_request_body(HAIKU, context, reasoning="minimal", cache_retention="none")
     recorded = rec["interactions"][1]["request"]["body"]
@@ -111,8 +111,7 @@ def test_next_turn_body_has_recorded_shape():  # issue 4: multi-turn request sha
 def test_parallel_tool_results_merge_into_one_user_message():  # spec §14 conversion
     rec = load_recording(API, "two-parallel-tool-calls-then-text")
     first, _ = _replay("two-parallel-tool-calls-then-text")
-    results = [ToolResultMessage(tool_call_id=c.id, tool_name=c.name, content=[TextContent(t)])
-               for c, t in zip(first.content, ("Charles", "Sammy"))]
+    results = [tool_result(c, t) for c, t in zip(first.content, ("Charles", "Sammy"))]
     context = AgentContext(messages=[UserMessage(content="Two names for a pet pelican"), first, *results])
     body = wire.build_request_body(HAIKU, context)
     recorded = rec["interactions"][1]["request"]["body"]["messages"]
@@ -327,9 +326,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             if turn + 1 < len(rec["interactions"]):  # answer the tool calls as the recording did
                 recorded_next = rec["interactions"][turn + 1]["request"]["body"]["messages"][-1]["content"]
                 outputs = {b["tool_use_id"]: b["content"] for b in recorded_next if b.get("type") == "tool_result"}
-                for call in result.tool_calls:
-                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                                      content=[TextContent(outputs[call.id])]))
+                messages.extend(tool_result(call, outputs[call.id]) for call in result.tool_calls)
 
 
 def test_http_errors_carry_the_anthropic_body(monkeypatch):  # spec §9 anthropic

@@ -10,7 +10,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure
+from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "google-generative-ai"
 BASE = "https://generativelanguage.googleapis.com/v1beta"
@@ -267,9 +267,7 @@ def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every r
                 recorded = rec["interactions"][turn + 1]["request"]["body"]["contents"][-1]["parts"]
                 outputs = {p["functionResponse"]["name"]: p["functionResponse"]["response"]["return_value"]
                            for p in recorded if "functionResponse" in p}
-                for call in result.tool_calls:
-                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                                      content=[TextContent(outputs[call.name])]))
+                messages.extend(tool_result(call, outputs[call.name]) for call in result.tool_calls)
 
 
 def test_http_error_keeps_status_and_google_json():  # spec §9 google

@@ -12,7 +12,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure
+from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "openai-responses"
 GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",
@@ -71,7 +71,7 @@ def test_second_turn_text_and_request_shape():  # issue 4: multi-turn request sh
     call = first.content[0]
     context = AgentContext(messages=[
         UserMessage(content="What is 1231 * 2331? Use the multiply tool."), first,
-        ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent("2869461")]),
+        tool_result(call, "2869461"),
     ], tools=[MULTIPLY])
     body = wire.build_request_body(GPT55, context, reasoning="low")
     recorded = rec["interactions"][1]["request"]["body"]
@@ -286,9 +286,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             if turn + 1 < len(rec["interactions"]):
                 outputs = {i["call_id"]: i["output"] for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
                            if i.get("type") == "function_call_output"}
-                for call in result.tool_calls:
-                    messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                                      content=[TextContent(outputs[call.id.split("|")[0]])]))
+                messages.extend(tool_result(call, outputs[call.id.split("|")[0]]) for call in result.tool_calls)
 
 
 def test_http_error_uses_openai_error_message():  # spec §9 OpenAI-style errors

@@ -52,15 +52,25 @@ def _spawn(code, *args):
                             text=True, env=env)
 
 
-@pytest.mark.skipif(sys.platform.startswith("win"), reason="advisory locks are POSIX-only (documented)")
-@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
-def test_second_writer_process_gets_a_clear_error(tmp_path, kind):  # issue 5: a file locked by another process
+def _create(tmp_path, kind):
+    """A new, closed session file of ``kind`` ("jsonl" or "sqlite"); returns its path."""
     if kind == "jsonl":
         path = tmp_path / "locked.jsonl"
         Session.create(path, cwd="/w").close()
     else:
         path = tmp_path / "locked.db"
         SqliteSessionStorage.create(path, cwd="/w").close()
+    return path
+
+
+def _open_writer(kind, path):
+    return Session.open(path) if kind == "jsonl" else Session(SqliteSessionStorage(path))
+
+
+@pytest.mark.skipif(sys.platform.startswith("win"), reason="advisory locks are POSIX-only (documented)")
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_second_writer_process_gets_a_clear_error(tmp_path, kind):  # issue 5: a file locked by another process
+    path = _create(tmp_path, kind)
     child = _spawn(HOLDER, kind, str(path))
     try:
         assert child.stdout.readline().strip() == "ready"
@@ -77,7 +87,7 @@ def test_second_writer_process_gets_a_clear_error(tmp_path, kind):  # issue 5: a
     finally:
         child.stdin.close()
         child.wait(timeout=30)
-    opened = Session.open(path) if kind == "jsonl" else Session(SqliteSessionStorage(path))
+    opened = _open_writer(kind, path)
     opened.append_custom("after", 1)  # the lock is free once the holder closed
     opened.close()
 
@@ -124,27 +134,15 @@ def test_sigkill_during_appends_loses_no_complete_entry(tmp_path):  # issue 5: S
         json.loads(line)
 
 
-def test_killed_process_releases_its_lock(tmp_path):  # flock dies with its process
-    path = tmp_path / "s.jsonl"
-    Session.create(path, cwd="/w").close()
-    child = _spawn(HOLDER, "jsonl", str(path))
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_lock_of_a_killed_process_is_taken_over(tmp_path, kind):  # jsonl: flock dies with its process; sqlite: lease
+    path = _create(tmp_path, kind)
+    child = _spawn(HOLDER, kind, str(path))
     assert child.stdout.readline().strip() == "ready"
     child.kill()
     child.wait(timeout=30)
     child.stdout.close()
     child.stdin.close()
-    Session.open(path).close()
-
-
-def test_sqlite_lease_of_a_dead_process_is_taken_over(tmp_path):
-    path = tmp_path / "s.db"
-    SqliteSessionStorage.create(path, cwd="/w").close()
-    child = _spawn(HOLDER, "sqlite", str(path))
-    assert child.stdout.readline().strip() == "ready"
-    child.kill()
-    child.wait(timeout=30)
-    child.stdout.close()
-    child.stdin.close()
-    with Session(SqliteSessionStorage(path)) as s:
+    with _open_writer(kind, path) as s:
         s.append_custom("x", 1)
         assert len(s.entries()) == 1

@@ -98,13 +98,18 @@ def test_lazy_payloads_and_stats_after_reopen(tmp_path):
                 stats.cost_total) == (2, 3, 5, 10, 0.000009)
 
 
+def _execute(db, statement):
+    """Change the database behind the storage's back, as another program would."""
+    conn = sqlite3.connect(db)
+    conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
 def test_unsupported_schema_version(tmp_path):
     db = tmp_path / "future.db"
     SqliteSessionStorage.create(db, cwd="/w", session_id="x").close()
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE schema_version SET version = 99")
-    conn.commit()
-    conn.close()
+    _execute(db, "UPDATE schema_version SET version = 99")
     with pytest.raises(SessionError) as info:
         SqliteSessionStorage(db, "x")
     assert info.value.code == "storage" and "99" in str(info.value)
@@ -115,10 +120,7 @@ def test_corrupt_row_is_reported(tmp_path):
     with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="x")) as s:
         s.append_message(UserMessage("ok", timestamp=1))
         s.append_thinking_level_change("high")
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE entries SET payload = '{broken' WHERE type = 'thinking_level_change'")
-    conn.commit()
-    conn.close()
+    _execute(db, "UPDATE entries SET payload = '{broken' WHERE type = 'thinking_level_change'")
     with pytest.raises(SessionError) as info:
         SqliteSessionStorage(db, "x")
     assert info.value.code == "invalid_entry" and "seq 2" in str(info.value)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Iterator, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import pytest
 
@@ -36,6 +36,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _stall(self, started: Optional[threading.Event]) -> None:
+        """Promise 100000 bytes, send 10, set ``started`` (if any), then wait for ``release``."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", "100000")
+        self.end_headers()
+        self.wfile.write(b"z" * 10)
+        self.wfile.flush()
+        if started is not None:
+            started.set()
+        type(self).release.wait(10)
+
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         routes: Dict[str, Tuple[int, str, bytes]] = {
             "/page.html": (200, "text/html; charset=utf-8", PAGE),
@@ -59,22 +71,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/late-headers":  # the client is aborted while it waits for headers
             type(self).headers_requested.set()
             type(self).headers_gate.wait(10)
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "100000")
-            self.end_headers()
-            self.wfile.write(b"z" * 10)
-            self.wfile.flush()
-            type(self).release.wait(10)
+            self._stall(started=None)
         elif self.path == "/slow":
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain")
-            self.send_header("Content-Length", "100000")
-            self.end_headers()
-            self.wfile.write(b"z" * 10)
-            self.wfile.flush()
-            type(self).slow_started.set()
-            type(self).release.wait(10)
+            self._stall(started=type(self).slow_started)
         elif self.path in routes:
             self._send(*routes[self.path])
         else:
