@@ -57,6 +57,13 @@ def ms_from_iso(text: str) -> int:
     return calendar.timegm(struct) * 1000 + millis
 
 
+def _ms_or_zero(text: str) -> int:
+    try:
+        return ms_from_iso(text)
+    except ValueError:
+        return 0
+
+
 def new_entry_id(exists: Callable[[str], bool]) -> str:
     """A random 8-hex-character id not accepted by ``exists``; a full UUID after 100 collisions."""
     for _ in range(100):
@@ -207,10 +214,7 @@ class SessionEntry:
     @property
     def timestamp_ms(self) -> int:
         """The entry time in Unix milliseconds (0 when the timestamp cannot be parsed)."""
-        try:
-            return ms_from_iso(self.timestamp)
-        except ValueError:
-            return 0
+        return _ms_or_zero(self.timestamp)
 
     def to_dict(self) -> Dict[str, Any]:
         """The reference JSON object: type, id, parentId, timestamp, payload, then unknown keys."""
@@ -470,10 +474,8 @@ class SessionHeader:
 
     @property
     def created_ms(self) -> int:
-        try:
-            return ms_from_iso(self.timestamp)
-        except ValueError:
-            return 0
+        """The creation time in Unix milliseconds (0 when the timestamp cannot be parsed)."""
+        return _ms_or_zero(self.timestamp)
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"type": "session", "version": self.version, "id": self.id,
