@@ -142,8 +142,14 @@ class _WireMixin:
 
 
 def _is_mapping(value: Any) -> bool:
-    """``isinstance(value, Mapping)`` with a fast path for plain dicts (typing's check is slow)."""
-    return type(value) is dict or isinstance(value, _abc.Mapping)
+    """``isinstance(value, Mapping)`` with fast paths for plain dicts and this module's own
+    message/content types (the ABC check is slow and ``role_of`` runs for every message)."""
+    cls = type(value)
+    if cls is dict:
+        return True
+    if cls in _NOT_MAPPINGS:
+        return False
+    return isinstance(value, _abc.Mapping)
 
 
 def _extra() -> Any:
@@ -654,6 +660,8 @@ _MESSAGES = {
     for c in (UserMessage, SystemMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage,
               CompactionSummaryMessage, BranchSummaryMessage, CustomMessage)
 }
+#: exact classes (not subclasses) that are known not to be mappings, see _is_mapping
+_NOT_MAPPINGS = frozenset(list(_MESSAGES.values()) + list(_BLOCKS.values()) + [UnknownMessage, Usage, str])
 
 
 def message_from_dict(d: Mapping[str, Any]) -> Any:
