@@ -26,7 +26,7 @@ _UNION_TYPES: Tuple[Any, ...] = (typing.Union,)
 if sys.version_info >= (3, 10):  # pragma: no branch
     import types as _types
 
-    _UNION_TYPES += (_types.UnionType,)
+    _UNION_TYPES += (_types.UnionType,)  # novermin (guarded: 3.10+ only)
 _LIST_ORIGINS = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable,
                  collections.abc.Collection)
 _SET_ORIGINS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
