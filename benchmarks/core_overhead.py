@@ -4,7 +4,11 @@ Prints the median wall time of one run through the blocking loop core (``run_age
 through ``Agent.prompt`` (which adds the run thread and the state reducer), the events per run,
 the time per event, and a floor measured in the same process: handing the same number of
 pre-built events to a no-op sink. Targets (issue 2): median <= 1 ms, per-event overhead <= 20 us.
-Asserts nothing.
+
+Then the cost of creating an Agent (issue 3): ``Agent()`` alone, and ``Agent()`` plus the first
+provider and model lookups (which build those registries), against a floor measured in the same
+run: a bare pluggy manager with the hookspecs and the same built-in/entry-point plugins registered,
+which any per-agent plugin manager pays. Asserts nothing.
 
     python benchmarks/core_overhead.py [runs]
 """
@@ -87,6 +91,37 @@ def time_dispatch(events, runs: int):
     return times
 
 
+def time_creation(runs: int):
+    """Median ms of: floor (bare pluggy manager), Agent(), Agent() + first provider/model lookup."""
+    import pluggy
+
+    from agentcore import hookspecs, plugins
+
+    model = ScriptedModel(responses()).model
+    records = [r for r in plugins._load_builtins() + plugins._load_entry_points() if r.obj is not None]
+
+    def floor():
+        pm = pluggy.PluginManager("agentcore")
+        pm.add_hookspecs(hookspecs)
+        for rec in records:
+            pm.register(rec.obj, name=rec.name)
+
+    def first_lookups():
+        agent = Agent(model)
+        agent.plugins.get_provider(model.api)
+        agent.plugins.get_model("openai/gpt-4o")
+
+    result = []
+    for fn in (floor, lambda: Agent(model), first_lookups):
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        result.append(statistics.median(times) * 1e3)
+    return result
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     time_loop(50), time_agent(50)  # warm-up: imports, jsonschema validators, thread machinery
@@ -111,6 +146,11 @@ def main() -> None:
           f"({floor_us / n * 1e3:.0f} ns/event); loop run / floor = {loop_ms * 1e3 / floor_us:.0f}x")
     print("  the per-event figure includes everything a run does (model stream, tool thread, validation),"
           " not only event delivery")
+    floor_ms, agent_ms, lookups_ms = time_creation(max(50, runs // 4))
+    print("creating an Agent (built-ins + entry-point plugins, 548 catalog models):")
+    print(f"  floor: bare pluggy manager, hookspecs + the same plugins: {floor_ms:.3f} ms")
+    print(f"  Agent():                                     {agent_ms:.3f} ms  ({agent_ms / floor_ms:.1f}x floor)")
+    print(f"  Agent() + first provider and model lookup:   {lookups_ms:.3f} ms  ({lookups_ms / floor_ms:.1f}x floor)")
 
 
 if __name__ == "__main__":
