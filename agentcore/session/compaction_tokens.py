@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
-from ..types import TextContent, ThinkingContent, ToolCall, ImageContent, message_from_dict, role_of
+from ..types import (ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict,
+                     role_of)
 
 __all__ = [
     "CompactionSettings", "ContextEstimate", "calculate_context_tokens", "usage_tokens",
@@ -71,7 +72,7 @@ def js_length(text: Any) -> int:
 
 
 def _get(obj: Any, attr: str, key: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
+    if _is_mapping(obj):
         return obj.get(key, default)
     return getattr(obj, attr, default)
 
@@ -94,7 +95,7 @@ def calculate_context_tokens(usage: Any) -> int:
 
 
 def _as_message(message: Any) -> Any:
-    if isinstance(message, Mapping):
+    if _is_mapping(message):
         try:
             return message_from_dict(message)
         except ValueError:
@@ -132,7 +133,7 @@ def _content_chars(content: Any) -> int:
             chars += js_length(block.text)
         elif isinstance(block, ImageContent):
             chars += IMAGE_CHARS
-        elif isinstance(block, Mapping):
+        elif _is_mapping(block):
             if block.get("type") == "text":
                 chars += js_length(block.get("text"))
             elif block.get("type") == "image":
