@@ -21,25 +21,24 @@ def _run_and_wait(target: Any, *args: Any) -> None:
     assert done.wait(5)
 
 
-def _wait_until_idle_worker() -> None:
-    """The worker parks itself right after its task returned; wait for that condition."""
+def _wait_until_parked(ident: int) -> None:
+    """The worker parks itself (renamed "agentcore-idle") right after its task returned."""
     import time
 
-    from agentcore import streams
-
     deadline = time.monotonic() + 5
-    while not streams._idle and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if any(t.ident == ident and t.name == "agentcore-idle" for t in threading.enumerate()):
+            return
         threading.Event().wait(0.001)
-    assert streams._idle, "no worker went back to the idle pool"
+    raise AssertionError("the worker thread did not go back to the idle pool")
 
 
 def test_a_finished_thread_is_reused_for_the_next_task_and_named_after_it():
     seen: List[Any] = []
     record = lambda: seen.append((threading.get_ident(), threading.current_thread().name))  # noqa: E731
     _run_and_wait(record)
-    _wait_until_idle_worker()
+    _wait_until_parked(seen[0][0])  # our first thread waits for work instead of finishing
     parked = {t.ident for t in threading.enumerate() if t.name == "agentcore-idle"}
-    assert seen[0][0] in parked  # our first thread is waiting for work, not finished
     _run_and_wait(record)
     assert seen[1][0] in parked  # the second task ran on a parked thread: no new thread started
     assert [name for _, name in seen] == ["agentcore-test", "agentcore-test"]
