@@ -533,6 +533,8 @@ class Agent:
             error_message=str(exc) or type(exc).__name__,
         )
         run.result = [message]
+        # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
+        run.controller.abort(f"Run failed: {message.error_message}")
         try:
             for event in (MessageStartEvent(message), MessageEndEvent(message),
                           TurnEndEvent(message, []), AgentEndEvent([message])):

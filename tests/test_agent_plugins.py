@@ -7,6 +7,7 @@ per-agent hooks never leak into other agents; built-ins and plugins register thr
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, List
 
 from agentcore import (
@@ -223,3 +224,32 @@ def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown
     assert [m.role for m in sent] == ["user", "user", "user"]
     assert "<summary>\nwe fixed the parser\n</summary>" in sent[0].content[0].text
     assert sent[1].content[0].text.startswith("Ran `ls`")
+
+
+def test_a_failed_run_aborts_tools_still_running_in_its_parallel_batch():  # agent-loop §8.4
+    saw_abort = threading.Event()
+    fast_done = threading.Event()
+
+    def fast(tool_call_id, args, signal, on_update):
+        fast_done.set()
+        return AgentToolResult(content=[TextContent("fast")])
+
+    def slow(tool_call_id, args, signal, on_update):
+        assert fast_done.wait(5)
+        if signal.wait(5):  # the run failed while this call was still working
+            saw_abort.set()
+        return AgentToolResult(content=[TextContent("slow")])
+
+    schema = {"type": "object", "properties": {}}
+    scripted = ScriptedModel([ScriptedModel.response(ScriptedModel.call("fast", {}, id="a"),
+                                                     ScriptedModel.call("slow", {}, id="b"))])
+    agent = Agent(scripted.model, tools=[AgentTool("fast", "", schema, fast), AgentTool("slow", "", schema, slow)])
+
+    def listener(event):
+        if event.type == "tool_execution_end" and event.tool_call_id == "a":
+            raise RuntimeError("listener bug")
+
+    agent.subscribe(listener)
+    new = agent.prompt("go")
+    assert new[-1].stop_reason == "error" and new[-1].error_message == "listener bug"
+    assert saw_abort.wait(5)
