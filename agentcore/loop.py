@@ -7,7 +7,9 @@ tool call (preparation, execution, finalization).
 Threads: the blocking cores (:func:`run_agent_loop`, :func:`run_agent_loop_continue`) run on the
 caller's thread and call ``emit(event)`` for every event, waiting for it to return (the Agent's
 listeners are a barrier). Tool calls execute on worker threads; their updates and results travel
-back to the run thread through a ``queue.Queue``, so every event is emitted on the run thread.
+back to the run thread through a queue, so every event is emitted on the run thread. (A lone
+``@tool`` function without an ``on_update`` parameter executes on the run thread itself when that
+is not the main thread: nothing else runs meanwhile and it cannot send updates.)
 :func:`agent_loop` / :func:`agent_loop_continue` run the same core on a daemon thread and return an
 :class:`~agentcore.streams.EventStream` at once.
 
@@ -28,8 +30,10 @@ the transcript ends the same way as when a model call was aborted.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import queue
 import threading
+import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import tools as _tools
@@ -601,8 +605,20 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     Updates are emitted as they arrive; a call's result is finalized (``after_tool_call``) and its
     ``tool_execution_end`` emitted on this thread when it settles, in completion order. Returns
     the outcomes in the order of ``prepared``.
+
+    A lone call whose tool cannot report progress (see :func:`_runs_inline`) executes on this
+    thread instead, when this is not the main thread: nothing could run concurrently with it and
+    no update could be missed, so the result is the same without two thread hand-overs.
     """
-    mailbox: "queue.Queue[Tuple[str, int, Any]]" = queue.Queue()
+    if len(prepared) == 1 and _runs_inline(prepared[0].tool) \
+            and threading.current_thread() is not threading.main_thread():
+        item = prepared[0]
+        result, is_error = _execute(item, signal, _drop_update)
+        outcome = _finalize(item, result, is_error, ctx, message, cfg, signal)
+        emit(ToolExecutionEndEvent(item.call.id, item.call.name, outcome.result, outcome.is_error))
+        return [outcome]
+
+    mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]" = queue.SimpleQueue()
     for index, item in enumerate(prepared):
         _start_worker(index, item, signal, mailbox)
 
@@ -622,8 +638,45 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     return outcomes  # type: ignore[return-value]
 
 
+def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]
+             ) -> Tuple[AgentToolResult, bool]:
+    """Call ``execute``; a raised exception (any kind) becomes an error result."""
+    try:
+        return _as_tool_result(item.tool.execute(item.call.id, item.args, signal, on_update)), False
+    except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
+        return _error_result(_exception_text(exc)), True
+
+
+def _drop_update(partial: Any) -> None:
+    """The ``on_update`` of an inline call; its tool has no way to call it."""
+
+
+_reports_no_progress: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+
+
+def _runs_inline(tool: AgentTool) -> bool:
+    """True for a ``@tool`` function without an ``on_update`` parameter whose ``execute`` is the
+    generated one: it can never send an update, so it may execute on the run thread."""
+    function = getattr(tool, "function", None)
+    execute = tool.execute
+    if function is None or getattr(execute, "__wrapped__", None) is not function:
+        return False
+    try:
+        return _reports_no_progress[execute]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable
+        return False
+    try:  # the test tools.tool uses to decide whether to pass on_update
+        known = "on_update" not in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        known = False
+    _reports_no_progress[execute] = known
+    return known
+
+
 def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
-                  mailbox: "queue.Queue[Tuple[str, int, Any]]") -> None:
+                  mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]") -> None:
     """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit)."""
     lock = threading.Lock()
     settled = [False]
@@ -634,11 +687,7 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
                 mailbox.put(("update", index, partial))
 
     def work() -> None:
-        try:
-            value = item.tool.execute(item.call.id, item.args, signal, on_update)
-            payload: Tuple[AgentToolResult, bool] = (_as_tool_result(value), False)
-        except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
-            payload = (_error_result(_exception_text(exc)), True)
+        payload = _execute(item, signal, on_update)
         with lock:
             settled[0] = True
             mailbox.put(("done", index, payload))

@@ -314,8 +314,16 @@ def _read_error_body(response: Any) -> str:
 
 
 def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
-    """Yield body bytes as soon as they arrive (never waits to fill ``chunk_size``)."""
+    """Yield body bytes as soon as they arrive (never waits to fill ``chunk_size``).
+
+    A chunked body (how streaming APIs answer) yields one HTTP chunk at a time, as it completes:
+    servers flush one or a few events per chunk, and urllib3's chunk reader does one buffered
+    read per chunk where ``read1`` goes through several layers. Other bodies use ``read1``.
+    """
     raw = response.raw
+    if getattr(raw, "chunked", False) and _chunked_reads(raw):
+        yield from raw.read_chunked(None, decode_content=True)
+        return
     read1 = getattr(raw, "read1", None)
     if read1 is None:  # urllib3 < 2
         yield from response.iter_content(chunk_size=None)
@@ -325,6 +333,11 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
         if not data:
             return
         yield data
+
+
+def _chunked_reads(raw: Any) -> bool:
+    supports = getattr(raw, "supports_chunked_reads", None)
+    return supports is not None and bool(supports()) and hasattr(raw, "read_chunked")
 
 
 def release_response(response: Any, fully_read: bool) -> None:
