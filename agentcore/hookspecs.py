@@ -184,3 +184,66 @@ def summarize(messages: List[Any], previous_summary: Optional[str], instructions
     makes that summary fail with ``CompactionError("summarization_failed")``; the session is left
     unchanged.
     """
+
+
+@hookspec(firstresult=True)
+def before_compaction(preparation: Any, branch_entries: List[Any], custom_instructions: Optional[str],
+                      reason: str, signal: Any) -> Optional[Any]:
+    """Cancel a compaction, or supply the whole compaction instead of the built-in summariser.
+
+    When: on the thread that compacts (the run thread for automatic compaction, the caller's for
+    ``agent.compact()``), once per compaction, after agentcore decided what to summarise and
+    before any model call or ``summarize`` hook. ``preparation`` is the
+    :class:`~agentcore.session.compaction.CompactionPreparation` (``first_kept_entry_id``,
+    ``messages_to_summarize``, ``turn_prefix_messages``, ``is_split_turn``, ``tokens_before``,
+    ``previous_summary``, ``file_ops``, ``settings``); ``branch_entries`` a new list of the
+    root→leaf session entries being compacted (for an agent without a session, entries made up
+    from its transcript with ids ``m0``, ``m1`` ...); ``custom_instructions`` the focus text of
+    ``agent.compact(text)`` or None; ``reason`` ``"manual"``, ``"threshold"`` or ``"overflow"``;
+    ``signal`` an :class:`~agentcore.signals.AbortSignal` to honour if slow. Never mutate the
+    arguments.
+
+    Return: None to let the compaction proceed; a
+    :class:`~agentcore.session.compaction.CompactionDecision` (or a dict with its keys) with
+    ``cancel=True`` to cancel it (optional ``reason``): nothing is written, ``agent.compact()``
+    raises ``CompactionError("cancelled")``, an automatic compaction is skipped (the run goes
+    on; an overflowed run then fails) and listeners get a ``compaction_end`` event with
+    ``cancelled=True``; or one with a non-empty ``summary`` (and optionally
+    ``first_kept_entry_id``, ``tokens_before``, ``details``; the preparation's values by default)
+    to supply the compaction: it is stored as given with ``fromHook`` true, no model is called,
+    no file lists are appended, and its ``details`` are never used for file tracking later.
+
+    Combination: first result wins: implementations are called in call order until one returns
+    something other than None; later ones are not called. An exception, or a result of another
+    type, fails that compaction with ``CompactionError("summarization_failed")`` (an automatic one
+    is reported in the ``compaction_end`` event); the session is left unchanged.
+    """
+
+
+@hookspec(firstresult=True)
+def before_branch_summary(preparation: Any, signal: Any) -> Optional[Any]:
+    """Cancel a tree navigation, supply its branch summary, or change its instructions or label.
+
+    When: on the caller's thread of ``navigate_tree``/``agent.navigate_tree``, once per
+    navigation that moves (not when the target is the current leaf), after the target was
+    checked and the abandoned branch collected, before any summary is generated and before
+    anything is written. ``preparation`` is a
+    :class:`~agentcore.session.branch_summary.TreePreparation` (``target_id``, ``old_leaf_id``,
+    ``common_ancestor_id``, ``entries_to_summarize`` oldest first, ``user_wants_summary``,
+    ``custom_instructions``, ``replace_instructions``, ``label``); ``signal`` an
+    :class:`~agentcore.signals.AbortSignal` to honour if slow. Never mutate the arguments.
+
+    Return: None to proceed unchanged, or a
+    :class:`~agentcore.session.branch_summary.TreeDecision` (or a dict with its keys):
+    ``cancel=True`` stops the navigation (nothing is written; the result has ``cancelled`` and
+    ``moved`` False); ``summary`` (text, or a dict with ``summary`` and ``details``) replaces the
+    generated summary when one was requested and the branch is not empty: it is stored as given
+    with ``fromHook`` true and no model call, and its ``details`` are never used for file
+    tracking; ``custom_instructions``, ``replace_instructions`` and ``label``, when not None,
+    override the caller's values.
+
+    Combination: first result wins: implementations are called in call order until one returns
+    something other than None; later ones are not called. An exception, or a result of another
+    type, fails the navigation with ``CompactionError("summarization_failed")``; nothing is
+    written.
+    """

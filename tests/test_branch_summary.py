@@ -195,3 +195,109 @@ def test_agent_navigation_reloads_the_transcript():  # issue 6 item 6: the Agent
     outcome = Compactor(agent).navigate_tree(ids["target"], summarize=True)
     assert outcome.editor_text == "target question"
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "branchSummary"]
+
+
+# --------------------------------------------------------------------------- before_branch_summary hook
+# session §8 step 3: the hook may cancel, replace the summary, or override instructions/label.
+
+from agentcore.session.branch_summary import TreeDecision, TreePreparation  # noqa: E402
+
+
+class BeforeBranch:
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.seen: List[TreePreparation] = []
+
+    @hookimpl
+    def before_branch_summary(self, preparation, signal):
+        assert not signal.aborted
+        self.seen.append(preparation)
+        return self.answer
+
+
+def _pm(*plugins: Any) -> Any:
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    for plugin in plugins:
+        pm.register(plugin)
+    return pm
+
+
+def test_a_hook_can_cancel_a_navigation():  # session §8 step 3 (cancel) / §12 scenario 85 analogue
+    s, ids = tree()
+    hook = BeforeBranch(TreeDecision(cancel=True))
+    count = len(s.entries())
+    scripted = ScriptedModel(["never"])
+    outcome = navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
+                            plugins=_pm(hook), label="x")
+    assert outcome.cancelled and not outcome.moved and outcome.leaf_id == ids["a3"]
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"] and scripted.calls == 0
+    prep = hook.seen[0]
+    assert (prep.target_id, prep.old_leaf_id, prep.common_ancestor_id, prep.user_wants_summary, prep.label) == (
+        ids["target"], ids["a3"], ids["common"], True, "x")
+    assert [e.id for e in prep.entries_to_summarize] == [ids["a1"], ids["a2"], ids["r"], ids["a3"]]
+
+
+def test_a_hook_supplied_branch_summary_is_stored_from_hook():  # session §8 step 3 (replace the summary)
+    s, ids = tree()
+    hook = BeforeBranch({"summary": {"summary": "tried the config", "details": {"readFiles": ["hook.toml"]}}})
+    scripted = ScriptedModel([])
+    outcome = navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
+                            plugins=_pm(hook))
+    assert scripted.calls == 0 and outcome.summary.from_hook
+    entry = s.get_entry(outcome.summary_entry_id)
+    assert (entry.summary, entry.from_hook, entry.details) == ("tried the config", True, {"readFiles": ["hook.toml"]})
+    assert entry.to_dict()["fromHook"] is True
+    assert prepare_branch_entries([entry]).file_ops.read == set()  # hook details are not trusted later
+
+
+def test_a_hook_summary_is_ignored_when_no_summary_was_requested():  # session §8 step 3 (userWantsSummary)
+    s, ids = tree()
+    hook = BeforeBranch({"summary": "unwanted"})
+    outcome = navigate_tree(s, ids["target"], plugins=_pm(hook))
+    assert outcome.summary is None and outcome.summary_entry_id is None and not hook.seen[0].user_wants_summary
+    assert [e.id for e in hook.seen[0].entries_to_summarize] == [ids["a1"], ids["a2"], ids["r"], ids["a3"]]
+
+
+def test_a_hook_can_override_instructions_and_label():  # session §8 step 3 (override instructions/label)
+    s, ids = tree()
+    hook = BeforeBranch({"customInstructions": "only the config", "replaceInstructions": True, "label": "hooked"})
+    scripted = ScriptedModel(["summary"])
+    navigate_tree(s, ids["common"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
+                  plugins=_pm(hook), custom_instructions="everything", label="mine")
+    prompt = scripted.contexts[0].messages[0].content[0].text
+    assert prompt.endswith("only the config") and "everything" not in prompt and "Additional focus" not in prompt
+    assert s.get_label(ids["common"]) == "hooked"
+    s2, ids2 = tree()
+    scripted2 = ScriptedModel(["summary"])
+    navigate_tree(s2, ids2["common"], summarize=True, model=model(), stream_fn=scripted2.stream_fn,
+                  plugins=_pm(BeforeBranch(TreeDecision(custom_instructions="focus from hook"))))
+    assert scripted2.contexts[0].messages[0].content[0].text.endswith("Additional focus: focus from hook")
+
+
+def test_a_failing_branch_hook_writes_nothing():  # hookspecs.before_branch_summary: exceptions and bad results
+    class Raising:
+        @hookimpl
+        def before_branch_summary(self):
+            raise ValueError("broken plugin")
+
+    for plugin, text in ((Raising(), "raised ValueError: broken plugin"), (BeforeBranch(42), "returned a int")):
+        s, ids = tree()
+        count = len(s.entries())
+        with pytest.raises(CompactionError) as failed:
+            navigate_tree(s, ids["target"], summarize=True, model=model(), plugins=_pm(plugin))
+        assert failed.value.code == "summarization_failed" and text in str(failed.value)
+        assert len(s.entries()) == count and s.leaf_id == ids["a3"]
+
+
+def test_agent_navigation_asks_the_agents_plugins():  # session §8 step 3 through agent.navigate_tree
+    from agentcore.agent import Agent
+
+    s, ids = tree()
+    scripted = ScriptedModel([], model=model())
+    hook = BeforeBranch(TreeDecision(summary="agent hook summary"))
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=s, plugins=[hook])
+    outcome = agent.navigate_tree(ids["target"], summarize=True)
+    assert scripted.calls == 0 and hook.seen and outcome.summary.summary == "agent hook summary"
+    assert agent.state.messages[-1].role == "branchSummary"
+    assert agent.state.messages[-1].summary == "agent hook summary"

@@ -777,3 +777,326 @@ def test_long_run_stays_under_the_threshold(make_agent, with_session):  # issue 
         assert sum(estimate_tokens(m) for m in context.messages) < window
     assert "src/file0.py" in ends[-1].result.details["readFiles"]  # carried across every compaction
     assert agent.state.messages[0].role == "compactionSummary"
+
+
+# =========================================================================== issue 6 gaps
+# before_compaction hook (cancel / supply), threshold before continue_(), recoverable length stops,
+# entry-order staleness, the incremental threshold check.
+
+from agentcore.session.compaction import (CompactionDecision, kept_message_count,  # noqa: E402
+                                          run_before_compaction)
+from agentcore.session.compaction_tokens import ContextTokenCounter  # noqa: E402
+from agentcore.session.compactor import is_recoverable_length  # noqa: E402
+from agentcore.types import CompactionSummaryMessage  # noqa: E402
+
+
+class BeforeCompaction:
+    """A before_compaction plugin returning ``answer`` and recording what it was given."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.calls: List[Any] = []
+
+    @hookimpl
+    def before_compaction(self, preparation, branch_entries, custom_instructions, reason, signal):
+        self.calls.append({"reason": reason, "instructions": custom_instructions, "signal": signal,
+                           "entries": [e.id for e in branch_entries], "first_kept": preparation.first_kept_entry_id,
+                           "summarised": len(preparation.messages_to_summarize)
+                                         + len(preparation.turn_prefix_messages)})
+        return self.answer(preparation) if callable(self.answer) else self.answer
+
+
+def _plugin_manager(*plugins: Any) -> Any:
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    for plugin in plugins:
+        pm.register(plugin)
+    return pm
+
+
+def _talk(agent: Agent, *texts: str) -> None:
+    for t in texts:
+        agent.prompt(t)
+
+
+def test_a_hook_returning_cancel_aborts_a_manual_compaction_without_writing(make_agent):  # session §12 scenario 85
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    session = Session.in_memory()
+    hook = BeforeCompaction(CompactionDecision(cancel=True, reason="the user is reviewing"))
+    agent = make_agent(brain, session=session, plugins=[hook],
+                       compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+    before = [e.id for e in session.entries()]
+    with pytest.raises(CompactionError) as cancelled:
+        agent.compact("keep the tests")
+    assert cancelled.value.code == "cancelled" and "the user is reviewing" in str(cancelled.value)
+    assert [e.id for e in session.entries()] == before and brain.summary_contexts == []
+    assert agent.state.messages[0].role == "user"
+    call = hook.calls[0]
+    assert (call["reason"], call["instructions"]) == ("manual", "keep the tests")
+    assert call["entries"] == [e.id for e in session.get_branch()] and call["summarised"] > 0
+    assert not call["signal"].aborted
+    end = agent.seen[-1]
+    assert (end.type, end.cancelled, end.aborted, end.error_message, end.result) == (
+        "compaction_end", True, False, None, None)
+
+
+def test_a_hook_supplied_compaction_is_stored_from_hook_without_a_model_call(make_agent):  # session §12 scenario 85
+    def read(n: int) -> Any:
+        return [ToolCall(f"r{n}", "read", {"path": f"src/f{n}.py"})] if n % 2 == 0 else "done " + "y" * 300
+
+    read_tool = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
+                          lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]))
+    supplied = {"summary": "## Goal\nwritten by the hook", "details": {"readFiles": ["hooked-only.py"]},
+                "tokensBefore": 1234}
+    hook = BeforeCompaction(lambda prep: supplied if len(hook.calls) == 1 else None)
+    brain = Brain(lambda ctx, n: read(n))
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session, plugins=[hook], tools=[read_tool],
+                       compaction=CompactionSettings(keep_recent_tokens=10))
+    _talk(agent, "read one")
+    result = agent.compact()
+    assert brain.summary_contexts == [] and result.from_hook
+    entry = session.get_branch()[-1]
+    assert (entry.type, entry.summary, entry.from_hook, entry.tokens_before) == (
+        "compaction", supplied["summary"], True, 1234)
+    assert entry.details == supplied["details"] and entry.first_kept_entry_id == hook.calls[0]["first_kept"]
+    assert entry.to_dict()["fromHook"] is True
+    assert agent.state.messages[0].summary == supplied["summary"]  # stored as given: no file lists added
+    assert session.build_context().messages[0].summary == supplied["summary"]
+    _talk(agent, "read another")
+    second = agent.compact()  # built-in: the hook's details are not trusted for file tracking
+    assert len(brain.summary_contexts) >= 1 and not second.from_hook
+    assert "hooked-only.py" not in second.details["readFiles"]
+    assert "src/f2.py" in second.details["readFiles"]
+
+
+def test_hook_details_are_not_trusted_without_a_session_either(make_agent):  # session §7.4 step 7 (fromHook)
+    hook = BeforeCompaction(lambda prep: {"summary": "hooked", "details": {"readFiles": ["hooked-only.py"]}}
+                            if len(hook.calls) == 1 else None)
+    agent = make_agent(Brain(lambda ctx, n: "answer " + "x" * 300), plugins=[hook],
+                       compaction=CompactionSettings(keep_recent_tokens=10))
+    _talk(agent, "one", "two")
+    assert agent.compact().summary == "hooked"
+    _talk(agent, "three")
+    assert "hooked-only.py" not in agent.compact().details["readFiles"]
+
+
+def test_a_cancelled_threshold_compaction_lets_the_run_go_on(make_agent):  # session §7.3 hook: decline
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    hook = BeforeCompaction({"cancel": True})
+    agent = make_agent(brain, messages=history, plugins=[hook],
+                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    new = agent.prompt("next")
+    assert new[-1].text == "fine" and brain.summary_contexts == []
+    assert hook.calls and all(c["reason"] == "threshold" for c in hook.calls)
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
+    assert ends and all(e.cancelled and e.error_message is None for e in ends)
+    assert len(brain.agent_contexts[0].messages) == len(history) + 1  # nothing was compacted
+
+
+def test_a_cancelled_overflow_recovery_fails_the_run(make_agent):  # session §7.3 v4: "if the hook declines"
+    brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n == 2 else f"answer {n} " + "x" * 400)
+    agent = make_agent(brain, plugins=[BeforeCompaction(CompactionDecision(cancel=True))],
+                       compaction=CompactionSettings(keep_recent_tokens=10))
+    _talk(agent, "one", "two", "three")
+    end = agent.seen[-1] if agent.seen[-1].type == "compaction_end" else \
+        [e for e in agent.seen if e.type == "compaction_end"][-1]
+    assert end.cancelled and end.error_message.startswith("Context overflow recovery failed: compaction cancelled")
+    assert agent.state.messages[-1].stop_reason == "error" and len(brain.agent_contexts) == 3
+
+
+def test_before_compaction_results_and_failures():  # hookspecs.before_compaction return and combination rules
+    p = Path()
+    for m in (U("u1"), A("a1" + "x" * 400), U("u2"), A("a2" + "x" * 400)):
+        p.msg(m)
+    prep = prepare_compaction(p.entries, CompactionSettings(keep_recent_tokens=50))
+
+    def ask(*plugins: Any) -> Any:
+        return run_before_compaction(_plugin_manager(*plugins), prep, p.entries, None, "manual", None)
+
+    assert run_before_compaction(None, prep, p.entries, None, "manual", None) is None
+    assert ask(BeforeCompaction(None)) is None and ask(BeforeCompaction({"cancel": False})) is None
+    supplied = ask(BeforeCompaction(CompactionDecision(summary="S", first_kept_entry_id="e1")))
+    assert (supplied.summary, supplied.first_kept_entry_id, supplied.tokens_before, supplied.from_hook,
+            supplied.usage) == ("S", "e1", prep.tokens_before, True, None)
+    camel = ask(BeforeCompaction({"summary": "T", "firstKeptEntryId": "e3", "tokensBefore": 7}))
+    assert (camel.first_kept_entry_id, camel.tokens_before, camel.details) == ("e3", 7, None)
+    assert camel.to_dict()["fromHook"] is True
+    # first result wins: the plugin registered last is called first; the other is never asked
+    first, second = BeforeCompaction({"summary": "from first"}), BeforeCompaction({"cancel": True})
+    with pytest.raises(CompactionError) as cancelled:
+        ask(first, second)
+    assert cancelled.value.code == "cancelled" and first.calls == []
+
+    class Raising:
+        @hookimpl
+        def before_compaction(self):
+            raise KeyError("boom")
+
+    for plugin, text_ in ((Raising(), "raised KeyError"), (BeforeCompaction("just text"), "returned a str")):
+        with pytest.raises(CompactionError) as failed:
+            ask(plugin)
+        assert failed.value.code == "summarization_failed" and text_ in str(failed.value)
+
+
+def test_a_failing_hook_fails_only_the_compaction(make_agent):  # hookspecs.before_compaction: exceptions
+    class Raising:
+        @hookimpl
+        def before_compaction(self):
+            raise RuntimeError("plugin bug")
+
+    session = Session.in_memory()
+    agent = make_agent(Brain(lambda ctx, n: "answer " + "x" * 300), session=session, plugins=[Raising()],
+                       compaction=CompactionSettings(keep_recent_tokens=10))
+    _talk(agent, "one", "two")
+    count = len(session.entries())
+    with pytest.raises(CompactionError, match="RuntimeError: plugin bug"):
+        agent.compact()
+    assert len(session.entries()) == count and "plugin bug" in agent.seen[-1].error_message
+
+
+def test_threshold_compaction_before_continue(make_agent):  # session §7.3 threshold before any run (continue_)
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    history.append(U("and now?"))
+    brain = Brain(lambda ctx, n: "continued", window=4000)
+    agent = make_agent(brain, messages=history,
+                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    new = agent.continue_()
+    types = [e.type for e in agent.seen]
+    assert types.index("compaction_end") < types.index("agent_start")
+    assert [e.reason for e in agent.seen if e.type == "compaction_start"] == ["threshold"]
+    request = brain.agent_contexts[0].messages
+    assert "<summary>" in request[0].content[0].text and request[-1].content[0].text == "and now?"
+    assert sum(estimate_tokens(m) for m in request) <= 3000 and new[-1].text == "continued"
+
+
+def _cut_off(brain: Brain, output: int, inp: int = 3900) -> AssistantMessage:
+    m = brain.model
+    return AssistantMessage([TextContent("partial answer")], api=m.api, provider=m.provider, model=m.id,
+                            usage=Usage(inp, output, 0, 0, inp + output), stop_reason="length")
+
+
+def test_is_recoverable_length():  # session §7.3 v4: length stop below the intended output cap
+    brain = Brain(lambda ctx, n: "x", window=4000)  # model max_tokens 8192
+    settings = CompactionSettings(reserve_tokens=1000)
+    assert is_recoverable_length(_cut_off(brain, 50), brain.model, None, settings)
+    assert not is_recoverable_length(_cut_off(brain, 50), brain.model, 50, settings)  # hit the caller's cap
+    assert is_recoverable_length(_cut_off(brain, 49), brain.model, 50, settings)
+    assert not is_recoverable_length(_cut_off(brain, 50, inp=100), brain.model, None, settings)  # context not full
+    no_usage = _cut_off(brain, 0)
+    no_usage.usage = Usage()
+    assert not is_recoverable_length(no_usage, brain.model, None, settings)
+    other = _cut_off(brain, 50)
+    other.model = "another-model"
+    assert not is_recoverable_length(other, brain.model, None, settings)
+    done = _cut_off(brain, 50)
+    done.stop_reason = "stop"
+    assert not is_recoverable_length(done, brain.model, None, settings)
+    big = Model(id="brain", api="scripted", provider="scripted", context_window=4000, max_tokens=64000)
+    assert not is_recoverable_length(_cut_off(brain, 32000), big, None, settings)  # providers' default cap
+
+
+def test_a_recoverable_length_stop_is_discarded_compacted_and_retried(make_agent):  # session §7.3 v4
+    brain = Brain(lambda ctx, n: _cut_off(brain, 40) if n == 2 else f"answer {n} " + "x" * 400, window=4000)
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session,
+                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=10))
+    _talk(agent, "one", "two")
+    new = agent.prompt("three")
+    assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
+        ("compaction_start", "overflow"), ("compaction_end", "overflow")]
+    assert new[-1].text.startswith("answer 3") and any(getattr(m, "stop_reason", None) == "length" for m in new)
+    assert not any(getattr(m, "stop_reason", None) == "length" for m in agent.state.messages)
+    assert not any(getattr(getattr(e, "message", None), "stop_reason", None) == "length"
+                   for e in session.get_branch())
+    assert any(getattr(getattr(e, "message", None), "stop_reason", None) == "length" for e in session.entries())
+    retry = brain.agent_contexts[3].messages
+    assert "<summary>" in retry[0].content[0].text and retry[-1].role == "user"
+
+
+def test_a_length_stop_at_the_output_cap_is_a_real_truncation(make_agent):  # session §7.3 v4 (not recoverable)
+    brain = Brain(lambda ctx, n: _cut_off(brain, 8192, inp=100) if n == 1 else "answer", window=200000)
+    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=10))
+    _talk(agent, "one", "two")
+    assert kinds(agent) == [] and agent.state.messages[-1].stop_reason == "length"
+
+
+def test_entry_order_beats_timestamps_for_stale_usage():  # issue 6 item 5: clock skew
+    summary = CompactionSummaryMessage("S", 90000, timestamp=1000)
+    kept = A("kept", total=90000, timestamp=5000)  # clock jumped forward before the compaction
+    fresh = A("fresh", total=700, timestamp=10)  # clock went back after it
+    messages = [summary, U("kept q", timestamp=900), kept, U("new q", timestamp=5), fresh]
+    assert live_context_tokens(messages).usage_tokens == 90000  # timestamps get both wrong
+    by_order = live_context_tokens(messages, kept_count=2)
+    assert (by_order.usage_tokens, by_order.last_usage_index) == (700, 4)
+    assert live_context_tokens(messages[:4], kept_count=2).last_usage_index is None
+    counter = ContextTokenCounter(lambda s: 2 if s is summary else None)
+    assert counter.estimate(messages) == by_order
+    assert ContextTokenCounter().estimate(messages) == live_context_tokens(messages)
+
+
+def test_kept_message_count_and_tokens_before_use_entry_order():  # issue 6 item 5 (prepare_compaction)
+    p = _compacted_path()
+    ci = next(i for i, e in enumerate(p.entries) if isinstance(e, CompactionEntry))
+    assert kept_message_count(p.entries, ci) == 2  # u2, a2
+    p.entries.pop()  # no answer after the compaction yet ...
+    p.entries[ci - 1].message.timestamp = 10 ** 13  # ... and the kept a2 looks newer than it
+    messages = path_context_messages(p.entries)
+    prep = prepare_compaction(p.entries)
+    assert prep.tokens_before == sum(estimate_tokens(m) for m in messages) < 6000
+    assert live_context_tokens(messages).tokens > 6000  # what the timestamps alone would say
+
+
+def test_the_agent_orders_usage_by_entry_after_its_compaction(make_agent):  # issue 6 item 5 (Compactor)
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    session = Session.in_memory()
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+    agent.compact()
+    stale = agent.state.messages[-1]
+    stale.usage = Usage(150000, 10, 0, 0, 150010)  # a kept message
+    stale.timestamp = now = 10 ** 14  # ... stamped after the compaction by a skewed clock
+    assert agent.compactor.context_tokens() < 150000
+    skewed = A("fresh", total=4321, timestamp=1)  # a new message stamped before it
+    agent.state.messages.append(skewed)
+    assert agent.compactor.context_tokens() == 4321
+    resumed = Compactor(Agent(brain.model, stream_fn=brain.stream_fn, session=session))  # found in the session
+    resumed.agent.state.messages[-1].timestamp = now
+    assert resumed.context_tokens() < 150000
+
+
+def test_the_threshold_check_only_estimates_new_messages(monkeypatch):  # issue 6 item 6: per-turn cost
+    from agentcore.session import compaction_tokens
+
+    messages: List[Any] = [CompactionSummaryMessage("S", 5, timestamp=1)]
+    for i in range(300):
+        messages += [U(f"question {i}", timestamp=i + 2), A(f"answer {i}", total=1000 + i, timestamp=i + 2)]
+    calls: List[Any] = []
+    real = compaction_tokens.estimate_tokens
+    counter = ContextTokenCounter(lambda s: 0)
+
+    def counted(transcript: List[Any]) -> Any:
+        calls.clear()
+        monkeypatch.setattr(compaction_tokens, "estimate_tokens", lambda m: calls.append(m) or real(m))
+        try:
+            figures = counter.estimate(transcript)
+        finally:
+            monkeypatch.setattr(compaction_tokens, "estimate_tokens", real)
+        assert figures == live_context_tokens(transcript, kept_count=0)
+        return list(calls)
+
+    assert len(counted(messages)) == len(messages)
+    messages.append(U("one more question"))
+    grown = list(messages)  # a copy holding the same objects still counts as the same transcript
+    assert counted(grown) == [grown[-1]]
+    grown.append(A("reply", total=5000))
+    assert counted(grown) == [grown[-1]]
+    grown[-1] = A("edited", total=6000)  # not append-only any more: a full recount
+    assert len(counted(grown)) == len(grown)
+    assert len(counted(grown[:10])) == 10

@@ -9,6 +9,10 @@ tool results left out, file operations tracked), then ``session.move_to`` with t
 Navigating to a user message (or a custom message entry) positions the session at its *parent*
 and returns the message text as ``editor_text``, so an application can let the user re-edit it.
 
+A plugin's ``before_branch_summary`` hook sees every navigation first (a :class:`TreePreparation`)
+and may cancel it, supply the summary (stored with ``fromHook``, no model call) or override the
+instructions and label (:class:`TreeDecision`).
+
 Failures: an unknown target raises ``SessionError("not_found")``; a failed summary raises
 :class:`~agentcore.session.compaction.CompactionError` (``aborted`` or ``summarization_failed``
 with "Branch summary failed: ..."), and the session is then left unchanged.
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence
 
 from ..types import CompactionSummaryMessage, role_of, text_of
-from .compaction import hook_summary, summarize_with_model
+from .compaction import CompactionError, hook_summary, summarize_with_model
 from .compaction_prompts import (BRANCH_SUMMARY_INSTRUCTIONS, BRANCH_SUMMARY_PREAMBLE, FileOps,
                                  build_summary_prompt, compute_file_lists, format_file_lists,
                                  serialize_conversation)
@@ -32,7 +36,8 @@ from .errors import SessionError
 __all__ = [
     "BranchCollection", "BranchPreparation", "BranchSummaryResult", "NavigationResult",
     "collect_entries_for_branch_summary", "prepare_branch_entries", "generate_branch_summary",
-    "navigate_tree", "NO_CONTENT_SUMMARY", "BRANCH_SUMMARY_MAX_TOKENS",
+    "navigate_tree", "NO_CONTENT_SUMMARY", "BRANCH_SUMMARY_MAX_TOKENS", "TreePreparation",
+    "TreeDecision", "run_before_branch_summary",
 ]
 
 NO_CONTENT_SUMMARY = "No content to summarize"
@@ -60,16 +65,24 @@ class BranchPreparation:
 
 @dataclass
 class BranchSummaryResult:
-    """A generated branch summary; ``usage`` is a reference-shaped dict or None (no model call)."""
+    """A generated branch summary; ``usage`` is a reference-shaped dict or None (no model call).
+
+    ``from_hook`` is True when a ``before_branch_summary`` hook supplied the summary; its
+    ``hook_details`` (any JSON value, or None) are then stored as the entry's ``details``.
+    """
 
     summary: str
     read_files: List[str] = field(default_factory=list)
     modified_files: List[str] = field(default_factory=list)
     usage: Optional[dict] = None
+    from_hook: bool = False
+    hook_details: Any = None
 
     @property
-    def details(self) -> dict:
+    def details(self) -> Any:
         """What is stored in the entry's ``details``."""
+        if self.from_hook:
+            return self.hook_details
         return {"readFiles": list(self.read_files), "modifiedFiles": list(self.modified_files)}
 
 
@@ -84,6 +97,44 @@ class NavigationResult:
     summary_entry_id: Optional[str] = None
     summary: Optional[BranchSummaryResult] = None
     moved: bool = True
+    cancelled: bool = False
+
+
+@dataclass
+class TreePreparation:
+    """What the ``before_branch_summary`` hook sees about a navigation (spec §8 step 3).
+
+    ``entries_to_summarize`` are the entries of the abandoned branch, oldest first (empty when
+    there is no old leaf); ``user_wants_summary`` is the caller's ``summarize`` flag; the last
+    three fields are the caller's options.
+    """
+
+    target_id: Optional[str]
+    old_leaf_id: Optional[str]
+    common_ancestor_id: Optional[str]
+    entries_to_summarize: List[SessionEntry]
+    user_wants_summary: bool
+    custom_instructions: Optional[str] = None
+    replace_instructions: bool = False
+    label: Optional[str] = None
+
+
+@dataclass
+class TreeDecision:
+    """What a ``before_branch_summary`` hook may return (a dict with these keys works too).
+
+    ``cancel=True`` stops the navigation. ``summary`` (text, or a dict with ``summary`` and
+    ``details``) replaces the generated summary, stored with ``fromHook``; ``details`` may also be
+    given here. ``custom_instructions``, ``replace_instructions`` and ``label`` override the
+    caller's values when not None.
+    """
+
+    cancel: bool = False
+    summary: Any = None
+    details: Any = None
+    custom_instructions: Optional[str] = None
+    replace_instructions: Optional[bool] = None
+    label: Optional[str] = None
 
 
 def collect_entries_for_branch_summary(session: Any, old_leaf_id: Optional[str],
@@ -190,6 +241,56 @@ def _editor_text(entry: SessionEntry) -> Optional[str]:
     return None
 
 
+_TREE_KEYS = {"cancel": "cancel", "summary": "summary", "details": "details",
+              "custom_instructions": "customInstructions", "replace_instructions": "replaceInstructions",
+              "label": "label"}
+
+
+def _hook_caller(plugins: Any, name: str) -> Any:
+    """The hook caller ``name`` of ``plugins`` when some plugin implements it, else None."""
+    caller = getattr(getattr(plugins, "hook", None), name, None)
+    if caller is None:
+        return None
+    get_impls = getattr(caller, "get_hookimpls", None)
+    return caller if get_impls is None or get_impls() else None
+
+
+def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal: Any
+                              ) -> Optional[TreeDecision]:
+    """Ask the ``before_branch_summary`` hook of ``plugins`` (a plugin manager, may be None).
+
+    Returns None (no implementation, or all returned None) or the :class:`TreeDecision`, with a
+    ``summary`` given as a dict split into ``summary`` text and ``details`` and an empty summary
+    turned into None. Raises ``CompactionError("summarization_failed", "Branch summary failed:
+    ...")`` when the hook raises or returns another type.
+    """
+    hook = _hook_caller(plugins, "before_branch_summary")
+    if hook is None:
+        return None
+    try:
+        result = hook(preparation=preparation, signal=signal)
+    except Exception as exc:  # noqa: BLE001 - a plugin failure fails this navigation, nothing else
+        raise CompactionError("summarization_failed", f"Branch summary failed: the before_branch_summary "
+                                                      f"hook raised {type(exc).__name__}: {exc}") from exc
+    if isinstance(result, list):  # a caller without the firstresult spec
+        result = next((item for item in result if item is not None), None)
+    if result is None:
+        return None
+    if isinstance(result, dict):
+        result = TreeDecision(**{name: result.get(name, result.get(key)) for name, key in _TREE_KEYS.items()})
+    elif not isinstance(result, TreeDecision):
+        raise CompactionError("summarization_failed", (
+            f"Branch summary failed: the before_branch_summary hook returned a {type(result).__name__}; "
+            "return None, a TreeDecision or a dict with its keys"))
+    summary, details = result.summary, result.details
+    if isinstance(summary, dict):
+        summary, details = summary.get("summary"), summary.get("details", details)
+    if not isinstance(summary, str) or not summary:
+        summary = None
+    return TreeDecision(bool(result.cancel), summary, details, result.custom_instructions,
+                        result.replace_instructions, result.label)
+
+
 def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = False, *,
                   model: Any = None, stream_fn: Optional[Callable[..., Any]] = None,
                   custom_instructions: Optional[str] = None, replace_instructions: bool = False,
@@ -202,6 +303,8 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     target moves to its parent and returns its text as ``editor_text``. With ``summarize`` and a
     non-empty abandoned branch, a ``branch_summary`` entry (``details`` = file lists, ``usage``)
     is appended under the new position and becomes the leaf. ``label`` labels the target.
+    The ``before_branch_summary`` hook of ``plugins`` is asked first: it may cancel (nothing is
+    written, ``cancelled`` True), supply the summary, or override the instructions and label.
     Errors: unknown target ``SessionError("not_found")``; summary failures
     :class:`~agentcore.session.compaction.CompactionError`; nothing is written on failure.
     """
@@ -211,22 +314,51 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     target = session.get_entry(target_id) if target_id is not None else None
     if target_id is not None and (target is None or target.type == "leaf"):
         raise SessionError("not_found", f"cannot navigate to {target_id!r}: no such entry")
+    hooked = _hook_caller(plugins, "before_branch_summary") is not None
+    collected = (collect_entries_for_branch_summary(session, old_leaf, target_id)
+                 if summarize or hooked else BranchCollection([], None))
+    decision = None
+    if hooked:
+        if signal is None:
+            from ..signals import AbortController
+
+            signal = AbortController().signal
+        decision = run_before_branch_summary(plugins, TreePreparation(
+            target_id, old_leaf, collected.common_ancestor_id, list(collected.entries), bool(summarize),
+            custom_instructions, replace_instructions, label), signal)
+    if decision is not None:
+        if decision.cancel:
+            return NavigationResult(old_leaf, moved=False, cancelled=True)
+        if decision.custom_instructions is not None:
+            custom_instructions = decision.custom_instructions
+        if decision.replace_instructions is not None:
+            replace_instructions = bool(decision.replace_instructions)
+        if decision.label is not None:
+            label = decision.label
     summary: Optional[BranchSummaryResult] = None
-    if summarize:
-        collected = collect_entries_for_branch_summary(session, old_leaf, target_id)
-        if collected.entries:
+    if summarize and collected.entries:
+        if decision is not None and decision.summary is not None:
+            summary = BranchSummaryResult(decision.summary, from_hook=True, hook_details=decision.details)
+        else:
             summary = generate_branch_summary(
                 collected.entries, model, stream_fn=stream_fn, reserve_tokens=reserve_tokens,
                 custom_instructions=custom_instructions, replace_instructions=replace_instructions,
                 signal=signal, thinking_level=thinking_level, plugins=plugins, **options)
     editor_text = _editor_text(target) if target is not None else None
     new_leaf = target.parent_id if editor_text is not None and target is not None else target_id
-    spec = None
-    if summary is not None:
-        spec = {"summary": summary.summary, "details": summary.details}
-        if summary.usage is not None:
-            spec["usage"] = summary.usage
-    summary_id = session.move_to(new_leaf, spec)
+    summary_id = session.move_to(new_leaf, _summary_spec(summary))
     if label is not None and target_id is not None:
         session.append_label(target_id, label)
     return NavigationResult(new_leaf, editor_text, summary_id, summary)
+
+
+def _summary_spec(summary: Optional[BranchSummaryResult]) -> Optional[dict]:
+    """What ``session.move_to`` stores for ``summary`` (None: no branch_summary entry)."""
+    if summary is None:
+        return None
+    spec = {"summary": summary.summary, "details": summary.details}
+    if summary.usage is not None:
+        spec["usage"] = summary.usage
+    if summary.from_hook:
+        spec["from_hook"] = True
+    return spec

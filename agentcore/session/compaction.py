@@ -14,8 +14,12 @@ Three steps, each usable on its own:
 3. The caller stores it with ``Session.append_compaction``; ``build_context`` then starts with the
    summary (see :class:`agentcore.session.compactor.Compactor` for the Agent integration).
 
-Failures raise :class:`CompactionError` with a ``code``: ``aborted``, ``summarization_failed``,
-``invalid_session``, ``nothing_to_compact`` or ``already_compacted``.
+A plugin's ``before_compaction`` hook sees each preparation first and may cancel the compaction
+or supply the whole result (:func:`run_before_compaction`, :class:`CompactionDecision`); a supplied
+result is stored with ``fromHook`` and makes no model call.
+
+Failures raise :class:`CompactionError` with a ``code``: ``aborted``, ``cancelled``,
+``summarization_failed``, ``invalid_session``, ``nothing_to_compact`` or ``already_compacted``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, Me
 __all__ = [
     "CompactionError", "CutPoint", "CompactionPreparation", "CompactionResult", "find_cut_point",
     "find_turn_start_index", "prepare_compaction", "path_context_messages", "entry_to_message",
-    "generate_summary", "compact", "summarize_with_model", "hook_summary",
+    "generate_summary", "compact", "summarize_with_model", "hook_summary", "CompactionDecision",
+    "run_before_compaction", "kept_message_count",
 ]
 
 StreamFn = Callable[..., Any]
@@ -47,8 +52,9 @@ _TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
 
 
 class CompactionError(Exception):
-    """Compaction could not be done. ``code``: ``aborted``, ``summarization_failed``,
-    ``invalid_session``, ``nothing_to_compact``, ``already_compacted``."""
+    """Compaction could not be done. ``code``: ``aborted``, ``cancelled`` (by a
+    ``before_compaction`` hook), ``summarization_failed``, ``invalid_session``,
+    ``nothing_to_compact``, ``already_compacted``."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -105,6 +111,13 @@ def path_context_messages(path: Sequence[SessionEntry]) -> List[Any]:
             return repair_tool_results(_project([compaction] + kept + entries[ci + 1:],
                                                 compaction.id, {}))
     return repair_tool_results(_project(entries, None, {}))
+
+
+def kept_message_count(path: Sequence[SessionEntry], compaction_index: int) -> int:
+    """How many messages ``build_context`` places right after the summary of the compaction at
+    ``path[compaction_index]``: the messages that compaction kept, which predate it. Together
+    with the summary's position this orders usage by entry instead of by timestamp."""
+    return len(path_context_messages(path[:compaction_index + 1])) - 1
 
 
 # --------------------------------------------------------------------------- cut point
@@ -214,7 +227,8 @@ def prepare_compaction(path_entries: Sequence[SessionEntry],
         ids = [e.id for e in path]
         if previous.first_kept_entry_id and previous.first_kept_entry_id in ids:
             boundary_start = ids.index(previous.first_kept_entry_id)
-    tokens_before = live_context_tokens(path_context_messages(path)).tokens
+    kept = kept_message_count(path, prev_index) if previous is not None else None
+    tokens_before = live_context_tokens(path_context_messages(path), kept).tokens
     cut = find_cut_point(path, boundary_start, len(path), settings.keep_recent_tokens)
     first_kept = path[cut.first_kept_entry_index]
     if not first_kept.id:
@@ -243,7 +257,9 @@ class CompactionResult:
     """A generated compaction, ready for ``Session.append_compaction``.
 
     ``details`` is ``{"readFiles": [...], "modifiedFiles": [...]}``; ``usage`` sums the summary
-    requests (a reference-shaped dict, or None when no model was called).
+    requests (a reference-shaped dict, or None when no model was called). ``from_hook`` is True
+    when a ``before_compaction`` hook supplied the result; ``details`` is then whatever the hook
+    gave (possibly None) and the next compaction does not read file lists from it.
     """
 
     summary: str
@@ -258,7 +274,89 @@ class CompactionResult:
                                "tokensBefore": self.tokens_before, "details": self.details}
         if self.usage is not None:
             out["usage"] = self.usage
+        if self.from_hook:
+            out["fromHook"] = True
         return out
+
+
+@dataclass
+class CompactionDecision:
+    """What a ``before_compaction`` hook may return (a dict with the same keys, snake_case or the
+    reference camelCase, works too).
+
+    ``cancel=True``: no compaction (``reason`` says why, for the error message). Otherwise a
+    non-empty ``summary`` supplies the whole compaction: it is stored as is (no model call, no
+    file lists appended) with ``fromHook`` set; ``first_kept_entry_id`` and ``tokens_before``
+    default to the preparation's, ``details`` is stored but never trusted for file tracking.
+    Neither: the built-in compaction proceeds.
+    """
+
+    cancel: bool = False
+    summary: Optional[str] = None
+    first_kept_entry_id: Optional[str] = None
+    tokens_before: Optional[int] = None
+    details: Any = None
+    reason: Optional[str] = None
+
+
+_DECISION_KEYS = {"cancel": "cancel", "summary": "summary", "first_kept_entry_id": "firstKeptEntryId",
+                  "tokens_before": "tokensBefore", "details": "details", "reason": "reason"}
+
+
+def _decision_field(value: Any, name: str) -> Any:
+    if isinstance(value, dict):
+        return value.get(name, value.get(_DECISION_KEYS[name]))
+    return getattr(value, name, None)
+
+
+def _first_result(result: Any) -> Any:
+    """A hook caller without a firstresult spec returns a list: take its first non-None item."""
+    if isinstance(result, list):
+        return next((item for item in result if item is not None), None)
+    return result
+
+
+def run_before_compaction(plugins: Any, preparation: CompactionPreparation,
+                          branch_entries: Sequence[SessionEntry], custom_instructions: Optional[str],
+                          reason: str, signal: Any) -> Optional[CompactionResult]:
+    """Ask the ``before_compaction`` hook of ``plugins`` (a plugin manager, may be None) about
+    ``preparation``.
+
+    Returns None to go on with the built-in compaction, or the hook-supplied
+    :class:`CompactionResult` (``from_hook=True``, ``usage`` None). Raises
+    ``CompactionError("cancelled")`` when the hook cancels, and
+    ``CompactionError("summarization_failed")`` when it raises or returns something else than
+    None, a :class:`CompactionDecision`, a :class:`CompactionResult` or a dict.
+    """
+    hook = getattr(getattr(plugins, "hook", None), "before_compaction", None)
+    if hook is None:
+        return None
+    try:
+        decision = _first_result(hook(preparation=preparation, branch_entries=list(branch_entries),
+                                      custom_instructions=custom_instructions, reason=reason,
+                                      signal=signal))
+    except Exception as exc:  # noqa: BLE001 - a plugin failure fails this compaction, nothing else
+        raise CompactionError("summarization_failed", f"Compaction failed: the before_compaction hook "
+                                                      f"raised {type(exc).__name__}: {exc}") from exc
+    if decision is None:
+        return None
+    if not isinstance(decision, (dict, CompactionDecision, CompactionResult)):
+        raise CompactionError("summarization_failed", (
+            f"Compaction failed: the before_compaction hook returned a {type(decision).__name__}; "
+            "return None, a CompactionDecision (cancel=True, or a summary) or a dict with those keys"))
+    if _decision_field(decision, "cancel"):
+        why = _decision_field(decision, "reason")
+        raise CompactionError("cancelled", "compaction cancelled by a before_compaction hook"
+                                           + (f": {why}" if why else ""))
+    summary = _decision_field(decision, "summary")
+    if not isinstance(summary, str) or not summary:
+        return None
+    first_kept = _decision_field(decision, "first_kept_entry_id") or preparation.first_kept_entry_id
+    tokens_before = _decision_field(decision, "tokens_before")
+    if not isinstance(tokens_before, int) or isinstance(tokens_before, bool):
+        tokens_before = preparation.tokens_before
+    return CompactionResult(summary, str(first_kept), tokens_before,
+                            _decision_field(decision, "details"), None, True)
 
 
 def _default_stream_fn() -> StreamFn:

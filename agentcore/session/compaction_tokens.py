@@ -14,15 +14,16 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 from ..types import (ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict,
                      role_of)
 
 __all__ = [
     "CompactionSettings", "ContextEstimate", "calculate_context_tokens", "usage_tokens",
-    "get_last_assistant_usage", "estimate_tokens", "estimate_context_tokens", "live_context_tokens",
-    "should_compact", "js_length", "IMAGE_CHARS",
+    "get_last_assistant_usage", "estimate_tokens", "estimate_context_tokens",
+    "estimate_context_tokens_from", "live_context_tokens", "ContextTokenCounter", "should_compact",
+    "js_length", "IMAGE_CHARS",
 ]
 
 #: Characters an image block counts for (4800 / 4 = 1200 tokens), as the reference does.
@@ -198,28 +199,129 @@ def estimate_context_tokens(messages: Sequence[Any]) -> ContextEstimate:
     return ContextEstimate(trailing, 0, trailing, None)
 
 
-def live_context_tokens(messages: Sequence[Any]) -> ContextEstimate:
+def live_context_tokens(messages: Sequence[Any], kept_count: Optional[int] = None) -> ContextEstimate:
     """Like :func:`estimate_context_tokens`, but usage reported before the newest compaction is
     ignored (spec §13 pitfall 3): assistant messages kept by a compaction still carry the usage of
-    the larger pre-compaction context, which would re-trigger compaction at once. An assistant
-    message is stale when its timestamp is not after the newest ``compactionSummary`` message's.
+    the larger pre-compaction context, which would re-trigger compaction at once.
+
+    Which messages predate the compaction is decided by *entry order* when ``kept_count`` is given:
+    the newest ``compactionSummary`` message is followed by the ``kept_count`` messages it kept,
+    and only usage after those counts, whatever the timestamps say (so clock skew cannot break
+    it). Without ``kept_count`` timestamps decide: an assistant message is stale when its
+    timestamp is not after the summary's. Usage placed before the summary never counts.
     """
-    cutoff = None
-    for message in reversed(messages):
-        if role_of(message) == "compactionSummary":
-            cutoff = _get(message, "timestamp", "timestamp", 0) or 0
-            break
-    if cutoff is None:
-        return estimate_context_tokens(messages)
+    summary_index = None
     for index in range(len(messages) - 1, -1, -1):
+        if role_of(messages[index]) == "compactionSummary":
+            summary_index = index
+            break
+    if summary_index is None:
+        return estimate_context_tokens(messages)
+    if kept_count is not None:
+        fresh_from = summary_index + 1 + max(kept_count, 0)
+        return estimate_context_tokens_from(messages, fresh_from)
+    cutoff = _get(messages[summary_index], "timestamp", "timestamp", 0) or 0
+    for index in range(len(messages) - 1, summary_index, -1):
         message = messages[index]
         usage = _valid_usage(message)
         if usage is not None and (_get(message, "timestamp", "timestamp", 0) or 0) > cutoff:
-            reported = calculate_context_tokens(usage)
-            trailing = sum(estimate_tokens(m) for m in messages[index + 1:])
-            return ContextEstimate(reported + trailing, reported, trailing, index)
+            return _with_usage(messages, index, usage)
     trailing = sum(estimate_tokens(m) for m in messages)
     return ContextEstimate(trailing, 0, trailing, None)
+
+
+def estimate_context_tokens_from(messages: Sequence[Any], fresh_from: int) -> ContextEstimate:
+    """:func:`estimate_context_tokens` trusting only usage reported at index ``fresh_from`` or
+    later; with none there, every message is estimated. Searches back from the end only as far
+    as ``fresh_from``."""
+    for index in range(len(messages) - 1, max(fresh_from, 0) - 1, -1):
+        usage = _valid_usage(messages[index])
+        if usage is not None:
+            return _with_usage(messages, index, usage)
+    trailing = sum(estimate_tokens(m) for m in messages)
+    return ContextEstimate(trailing, 0, trailing, None)
+
+
+def _with_usage(messages: Sequence[Any], index: int, usage: Any) -> ContextEstimate:
+    reported = calculate_context_tokens(usage)
+    trailing = sum(estimate_tokens(m) for m in messages[index + 1:])
+    return ContextEstimate(reported + trailing, reported, trailing, index)
+
+
+class ContextTokenCounter:
+    """:func:`live_context_tokens` for a transcript that grows by appending, at a cost per call
+    proportional to the messages added since the previous call (the automatic compaction check
+    runs before every request of a run, on transcripts of thousands of messages).
+
+    The counter keeps the running sum of per-message estimates, the newest compaction summary and
+    the newest usage that counts. It recognises "the same transcript, grown" by identity: the
+    first message and the last message it saw must still be at their positions (any list holding
+    the same message objects qualifies, so a copy of the transcript is fine). Anything else (a
+    shorter list, another first or last message) starts over with a full count. A message
+    replaced in place *between* those two positions goes unnoticed until the next full count;
+    call :meth:`reset` after such an edit.
+
+    ``kept_count(summary_message)`` (optional) returns how many messages right after that summary
+    were kept by its compaction, or None when unknown; known counts decide staleness by entry
+    order, unknown ones by timestamp (see :func:`live_context_tokens`). It is called once per
+    summary seen. The counter is not thread-safe; callers serialise calls.
+    """
+
+    def __init__(self, kept_count: Optional[Callable[[Any], Optional[int]]] = None) -> None:
+        self._kept_count = kept_count
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything: the next call counts the whole transcript."""
+        self._sums: List[int] = [0]  # _sums[i]: estimated tokens of messages[:i]
+        self._first: Any = None
+        self._last: Any = None
+        self._summary_index: Optional[int] = None
+        self._fresh_from: Optional[int] = None  # usage counts from here (entry order) ...
+        self._cutoff: Optional[float] = None  # ... or when newer than this (timestamps)
+        self._usage_index: Optional[int] = None
+        self._usage_tokens = 0
+
+    def estimate(self, messages: Sequence[Any]) -> ContextEstimate:
+        """The same figures as ``live_context_tokens(messages, kept)`` for the newest summary."""
+        count = len(messages)
+        known = len(self._sums) - 1
+        if known and (count < known or messages[0] is not self._first
+                      or messages[known - 1] is not self._last):
+            self.reset()
+            known = 0
+        for index in range(known, count):
+            self._add(index, messages[index])
+        if count:
+            self._first, self._last = messages[0], messages[count - 1]
+        total = self._sums[count]
+        if self._usage_index is None:
+            return ContextEstimate(total, 0, total, None)
+        trailing = total - self._sums[self._usage_index + 1]
+        return ContextEstimate(self._usage_tokens + trailing, self._usage_tokens, trailing,
+                               self._usage_index)
+
+    def _add(self, index: int, message: Any) -> None:
+        self._sums.append(self._sums[-1] + estimate_tokens(message))
+        if role_of(message) == "compactionSummary":
+            self._summary_index = index
+            self._usage_index = None
+            kept = self._kept_count(message) if self._kept_count is not None else None
+            if kept is None:
+                self._fresh_from = None
+                self._cutoff = _get(message, "timestamp", "timestamp", 0) or 0
+            else:
+                self._fresh_from, self._cutoff = index + 1 + max(kept, 0), None
+            return
+        usage = _valid_usage(message)
+        if usage is None:
+            return
+        if (self._summary_index is None
+                or (self._fresh_from is not None and index >= self._fresh_from)
+                or (self._cutoff is not None
+                    and (_get(message, "timestamp", "timestamp", 0) or 0) > self._cutoff)):
+            self._usage_index = index
+            self._usage_tokens = calculate_context_tokens(usage)
 
 
 def should_compact(tokens: int, context_window: int, settings: CompactionSettings) -> bool:

@@ -5,13 +5,20 @@ has a ``session`` it works on the session instead (the compaction is stored as a
 entry and the transcript is rebuilt with ``session.build_context()``):
 
 * **manual**: :meth:`Compactor.compact` (``agent.compact(instructions)``), only while idle;
-* **threshold**: :meth:`Compactor.run` checks before a prompt is sent and after every turn
-  whether the context uses more than ``context_window - reserve_tokens``; if so it compacts and
-  the run continues with the compacted context;
-* **overflow**: when a model request fails with a context-overflow error, the error message is
-  taken out of the live transcript (a session keeps it on an abandoned branch), the transcript is
-  compacted once and the turn is retried. A second overflow gives up with a
+* **threshold**: :meth:`Compactor.run` checks before a run starts (a prompt or ``continue_()``)
+  and after every turn whether the context uses more than ``context_window - reserve_tokens``; if
+  so it compacts and the run continues with the compacted context. The check is incremental
+  (:class:`~agentcore.session.compaction_tokens.ContextTokenCounter`): its cost grows with the
+  messages added since the last check, not with the transcript;
+* **overflow**: when a model request fails with a context-overflow error, or stops with
+  ``stop_reason == "length"`` although it used less output than its cap while the context was
+  over the threshold (the context, not the output cap, was exhausted: spec §7.3, v4), that
+  response is taken out of the live transcript (a session keeps it on an abandoned branch), the
+  transcript is compacted once and the turn is retried. A second overflow gives up with a
   :class:`CompactionEndEvent` whose ``error_message`` says what to do.
+
+Before anything is summarised the ``before_compaction`` hook may cancel the compaction or supply
+it (stored with ``fromHook``, no model call); see :func:`agentcore.hookspecs.before_compaction`.
 
 Progress is reported as :class:`CompactionStartEvent` / :class:`CompactionEndEvent` through the
 ``emit`` callable (the agent's listeners). Automatic compaction failures never fail the run: they
@@ -28,8 +35,8 @@ from typing import Any, Callable, ClassVar, List, Optional, Sequence, Tuple
 from ..signals import AbortController
 from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
 from .compaction import (CompactionError, CompactionPreparation, CompactionResult, compact,
-                         prepare_compaction)
-from .compaction_tokens import CompactionSettings, live_context_tokens, should_compact
+                         kept_message_count, prepare_compaction, run_before_compaction)
+from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 
 __all__ = ["Compactor", "CompactionStartEvent", "CompactionEndEvent", "ERR_OVERFLOW_GAVE_UP",
@@ -60,29 +67,70 @@ class CompactionStartEvent:
 
 @dataclass
 class CompactionEndEvent:
-    """A compaction ended: with ``result``, or ``aborted``, or with ``error_message``.
-    ``will_retry`` is True when an overflowed turn is retried on the compacted context."""
+    """A compaction ended: with ``result``, or ``aborted``, or ``cancelled`` (by a
+    ``before_compaction`` hook), or with ``error_message`` (also set for a cancelled overflow
+    recovery, which leaves the run failed). ``will_retry`` is True when an overflowed turn is
+    retried on the compacted context; ``result.from_hook`` tells a hook-supplied compaction."""
 
     reason: str
     result: Optional[CompactionResult] = None
     aborted: bool = False
     will_retry: bool = False
     error_message: Optional[str] = None
+    cancelled: bool = False
     type: ClassVar[str] = "compaction_end"
+
+
+#: The output cap of a request sent without ``max_tokens``: the smallest default a built-in
+#: provider applies (Anthropic sends ``min(model.max_tokens, 32000)``; the others send none).
+DEFAULT_OUTPUT_CAP = 32000
+
+
+def _from_model(message: Any, model: Any) -> bool:
+    if model is not None and getattr(model, "id", "unknown") != "unknown":
+        return (message.provider, message.model) == (model.provider, model.id)
+    return True
 
 
 def _is_overflow(message: Any, model: Any) -> bool:
     """An overflow *error* of ``model`` (silent overflows are left to the threshold check)."""
     if role_of(message) != "assistant" or getattr(message, "stop_reason", None) != "error":
         return False
-    if model is not None and getattr(model, "id", "unknown") != "unknown":
-        if (message.provider, message.model) != (model.provider, model.id):
-            return False
+    if not _from_model(message, model):
+        return False
     try:
         from ..providers import is_context_overflow
     except ImportError:  # providers unavailable: our own short list of overflow texts
         return bool(_FALLBACK_OVERFLOW.search(message.error_message or ""))
     return bool(is_context_overflow(message))
+
+
+def output_cap(model: Any, max_tokens: Optional[int]) -> int:
+    """The output cap a request was meant to have: the caller's ``max_tokens``, else
+    ``min(model.max_tokens, DEFAULT_OUTPUT_CAP)``; 0 when unknown."""
+    if max_tokens:
+        return int(max_tokens)
+    model_max = int(getattr(model, "max_tokens", 0) or 0)
+    return min(model_max, DEFAULT_OUTPUT_CAP) if model_max > 0 else 0
+
+
+def is_recoverable_length(message: Any, model: Any, max_tokens: Optional[int],
+                          settings: CompactionSettings) -> bool:
+    """A ``length`` stop of ``model`` caused by a full context, not by the output cap (spec §7.3,
+    v4): the response used less output than :func:`output_cap` and its reported usage is over the
+    compaction threshold. Unknown usage, cap or context window: False (it is a real truncation
+    as far as anyone can tell, and stays in the transcript).
+    """
+    if role_of(message) != "assistant" or getattr(message, "stop_reason", None) != "length":
+        return False
+    if not _from_model(message, model):
+        return False
+    usage = getattr(message, "usage", None)
+    cap = output_cap(model, max_tokens)
+    window = int(getattr(model, "context_window", 0) or 0)
+    if usage is None or cap <= 0 or window <= 0:
+        return False
+    return (getattr(usage, "output", 0) or 0) < cap and should_compact(usage_tokens(usage), window, settings)
 
 
 class Compactor:
@@ -109,7 +157,12 @@ class Compactor:
         self.plugins = plugins
         self._lock = threading.RLock()
         self._controller: Optional[AbortController] = None
-        self._details: Tuple[Any, Any] = (None, None)  # (summary message, details) without a session
+        # without a session: (summary message, details, from_hook) of the newest compaction
+        self._details: Tuple[Any, Any, bool] = (None, None, False)
+        # (summary message, number of messages its compaction kept) for entry-order staleness
+        self._kept: Tuple[Any, Optional[int]] = (None, None)
+        self._counter = ContextTokenCounter(self._kept_after)
+        self._counter_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Compactor(settings={self.settings!r})"
@@ -171,12 +224,45 @@ class Compactor:
 
     def needs_compaction(self, messages: Optional[Sequence[Any]] = None) -> bool:
         """True when automatic compaction is on and ``messages`` (default: the transcript) use more
-        than ``context_window - reserve_tokens`` tokens."""
+        than ``context_window - reserve_tokens`` tokens.
+
+        Incremental: the figures of the previous call are reused while the transcript only grew
+        (see :class:`~agentcore.session.compaction_tokens.ContextTokenCounter`). Usage from before
+        the newest compaction is ignored, by entry order when this compactor made that compaction
+        or can find it in the agent's session, else by timestamp.
+        """
+        if not self.settings.enabled:
+            return False
         window = getattr(self.agent.state.model, "context_window", 0) or 0
         if window <= 0:
             return False
+        return should_compact(self.context_tokens(messages), window, self.settings)
+
+    def context_tokens(self, messages: Optional[Sequence[Any]] = None) -> int:
+        """Estimated context size of ``messages`` (default: the transcript), as the threshold
+        check sees it."""
         messages = self.agent.state.messages if messages is None else messages
-        return should_compact(live_context_tokens(list(messages)).tokens, window, self.settings)
+        with self._counter_lock:
+            return self._counter.estimate(messages).tokens
+
+    def _kept_after(self, summary: Any) -> Optional[int]:
+        """How many messages after ``summary`` its compaction kept; None when unknown."""
+        recorded, kept = self._kept
+        if summary is recorded:
+            return kept
+        session = getattr(self.agent, "session", None)
+        if session is None:
+            return None
+        path = session.get_branch()
+        for index in range(len(path) - 1, -1, -1):
+            entry = path[index]
+            if isinstance(entry, CompactionEntry):
+                if entry.summary != getattr(summary, "summary", None):
+                    return None
+                kept = kept_message_count(path, index)
+                self._kept = (summary, kept)
+                return kept
+        return None
 
     # ------------------------------------------------------------------ the run wrapper
 
@@ -184,18 +270,19 @@ class Compactor:
             emit: Callable[[Any], None], signal: Any, stream_fn: Any) -> List[Any]:
         """Run the agent loop with compaction (call on the run thread instead of the loop).
 
-        ``prompts`` None means ``run_agent_loop_continue``. Before the prompts are sent, and after
-        each turn (through ``config.prepare_next_turn``, chained after any hook already there),
-        the transcript is compacted when over the threshold. An overflow error is compacted away
-        once and the turn retried. Returns every new message of the run(s).
+        ``prompts`` None means ``run_agent_loop_continue``. Before the run's first request (with
+        or without prompts), and after each turn (through ``config.prepare_next_turn``, chained
+        after any hook already there), the transcript is compacted when over the threshold. An overflow error (or a recoverable
+        ``length`` stop) is compacted away once and the turn retried. Returns every new message of
+        the run(s).
         """
         from .. import loop
 
         config = self._with_hooks(config, emit, signal)
+        context = self._before_prompt(context, prompts or (), emit, signal)
         if prompts is None:
             messages = loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
         else:
-            context = self._before_prompt(context, prompts, emit, signal)
             messages = loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
         return self._recover_overflow(messages, context, config, emit, signal, stream_fn)
 
@@ -203,12 +290,13 @@ class Compactor:
         import dataclasses
 
         return dataclasses.replace(config,
-                                   prepare_next_turn=self._turn_hook(config.prepare_next_turn, emit, signal),
+                                   prepare_next_turn=self._turn_hook(config, emit, signal),
                                    convert_to_llm=_summaries_first(config.convert_to_llm))
 
     def _before_prompt(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any
                        ) -> AgentContext:
-        if not self.settings.enabled or not self.needs_compaction(list(context.messages) + list(prompts)):
+        messages = list(context.messages) + list(prompts) if prompts else context.messages
+        if not self.settings.enabled or not self.needs_compaction(messages):
             return context
         try:
             _, messages = self._compact("threshold", None, emit, signal)
@@ -216,8 +304,10 @@ class Compactor:
             return context
         return AgentContext(context.system_prompt, list(messages), context.tools)
 
-    def _turn_hook(self, previous: Any, emit: Any, signal: Any) -> Callable[[Any], Any]:
+    def _turn_hook(self, config: Any, emit: Any, signal: Any) -> Callable[[Any], Any]:
         from ..loop import AgentLoopTurnUpdate
+
+        previous = config.prepare_next_turn
 
         def hook(ctx: Any) -> Any:
             update = previous(ctx) if previous is not None else None
@@ -225,6 +315,7 @@ class Compactor:
                 return update  # another hook owns the context of this turn
             if (not self.settings.enabled or signal.aborted
                     or getattr(ctx.message, "stop_reason", None) == "aborted"
+                    or self._recoverable_length(ctx.message, config)  # left to the recovery
                     or not self.needs_compaction()):
                 return update
             try:
@@ -242,7 +333,7 @@ class Compactor:
         from .. import loop
 
         last = messages[-1] if messages else None
-        if not self.settings.enabled or signal.aborted or not _is_overflow(last, config.model):
+        if not self.settings.enabled or signal.aborted or not self._overflowed(last, config):
             return messages
         try:
             _, kept = self._compact("overflow", None, emit, signal, drop_last=last)
@@ -250,9 +341,16 @@ class Compactor:
             return messages
         retry = AgentContext(context.system_prompt, list(kept), context.tools)
         more = loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
-        if more and _is_overflow(more[-1], config.model):
+        if more and self._overflowed(more[-1], config):
             emit(CompactionEndEvent("overflow", error_message=ERR_OVERFLOW_GAVE_UP))
         return list(messages) + list(more)
+
+    def _overflowed(self, message: Any, config: Any) -> bool:
+        return _is_overflow(message, config.model) or self._recoverable_length(message, config)
+
+    def _recoverable_length(self, message: Any, config: Any) -> bool:
+        return is_recoverable_length(message, config.model, getattr(config, "max_tokens", None),
+                                     self.settings)
 
     # ------------------------------------------------------------------ the compaction itself
 
@@ -282,7 +380,7 @@ class Compactor:
         if session is not None:
             path = session.get_branch()
             if drop_last is not None and path and isinstance(path[-1], MessageEntry) \
-                    and getattr(path[-1].message, "stop_reason", None) == "error":
+                    and _same_message(path[-1].message, drop_last):
                 path = path[:-1]
             return path, session
         messages = list(self.agent.state.messages)
@@ -291,16 +389,17 @@ class Compactor:
         return self._synthetic_path(messages), None
 
     def _synthetic_path(self, messages: Sequence[Any]) -> List[SessionEntry]:
-        summary_message, details = self._details
+        summary_message, details, from_hook = self._details
         entries: List[SessionEntry] = []
         parent = None
         for index, message in enumerate(messages):
             entry_id = f"m{index}"
             stamp = iso_from_ms(getattr(message, "timestamp", 0) or 0)
             if role_of(message) == "compactionSummary":
+                ours = message is summary_message
                 entry: SessionEntry = CompactionEntry(
                     entry_id, parent, stamp, message.summary, f"m{index + 1}", message.tokens_before,
-                    details if message is summary_message else None)
+                    details if ours else None, True if ours and from_hook else None)
             else:
                 entry = MessageEntry(entry_id, parent, stamp, message)
             entries.append(entry)
@@ -314,18 +413,21 @@ class Compactor:
             path, session = self._path(drop_last)
             preparation = self._prepare(path, reason, emit)
             emit(CompactionStartEvent(reason, preparation.tokens_before))
-            model, stream_fn, options = self._summary_model()
             try:
-                result = compact(preparation, model, stream_fn, instructions, signal,
-                                 thinking_level=str(self.agent.state.thinking_level),
-                                 plugins=self._plugins(), **options)
+                result = run_before_compaction(self._plugins(), preparation, path, instructions,
+                                               reason, signal)
+                if result is None:
+                    model, stream_fn, options = self._summary_model()
+                    result = compact(preparation, model, stream_fn, instructions, signal,
+                                     thinking_level=str(self.agent.state.thinking_level),
+                                     plugins=self._plugins(), **options)
                 messages = self._store(result, preparation, path, session)
             except CompactionError as exc:
-                aborted = exc.code == "aborted"
-                emit(CompactionEndEvent(reason, aborted=aborted,
-                                        error_message=None if aborted else _failure(reason, exc)))
+                emit(_end_event(reason, exc))
                 raise
             self.agent.state.messages = messages
+            if messages and role_of(messages[0]) == "compactionSummary":
+                self._kept = (messages[0], len(messages) - 1)
         emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow"))
         return result, messages
 
@@ -352,12 +454,16 @@ class Compactor:
             if path and session.leaf_id != path[-1].id:
                 session.move_to(path[-1].id)  # leaves the overflow error on an abandoned branch
             session.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before,
-                                      result.details, usage=result.usage)
+                                      result.details, usage=result.usage,
+                                      from_hook=True if result.from_hook else None)
             return list(session.build_context().messages)
         summary = CompactionSummaryMessage(result.summary, result.tokens_before, now_ms())
-        self._details = (summary, result.details)
-        kept = [entry.message for entry in path[preparation.first_kept_entry_index:]
-                if isinstance(entry, MessageEntry)]
+        self._details = (summary, result.details, result.from_hook)
+        first = preparation.first_kept_entry_index
+        if result.first_kept_entry_id != preparation.first_kept_entry_id:  # chosen by a hook
+            ids = [entry.id for entry in path]
+            first = ids.index(result.first_kept_entry_id) if result.first_kept_entry_id in ids else len(path)
+        kept = [entry.message for entry in path[first:] if isinstance(entry, MessageEntry)]
         return [summary] + kept
 
 
@@ -375,6 +481,24 @@ def _summaries_first(convert: Optional[Callable[[List[Any]], List[Any]]]) -> Cal
 
 
 _SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
+
+
+def _same_message(stored: Any, message: Any) -> bool:
+    """The session's copy of ``message`` (the object itself, or an equal failed/cut-off response)."""
+    if stored is message:
+        return True
+    stop = getattr(message, "stop_reason", None)
+    return (stop in ("error", "length") and getattr(stored, "stop_reason", None) == stop
+            and getattr(stored, "timestamp", None) == getattr(message, "timestamp", None))
+
+
+def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:
+    """The ``compaction_end`` event of a compaction that raised ``exc``: an abort or a cancel is
+    not an error, except that a cancelled overflow recovery leaves the run failed."""
+    aborted, cancelled = exc.code == "aborted", exc.code == "cancelled"
+    quiet = aborted or (cancelled and reason != "overflow")
+    return CompactionEndEvent(reason, aborted=aborted, cancelled=cancelled,
+                              error_message=None if quiet else _failure(reason, exc))
 
 
 def _failure(reason: str, exc: CompactionError) -> str:
