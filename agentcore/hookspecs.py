@@ -199,7 +199,8 @@ def before_compaction(preparation: Any, branch_entries: List[Any], custom_instru
     ``previous_summary``, ``file_ops``, ``settings``); ``branch_entries`` a new list of the
     root→leaf session entries being compacted (for an agent without a session, entries made up
     from its transcript with ids ``m0``, ``m1`` ...); ``custom_instructions`` the focus text of
-    ``agent.compact(text)`` or None; ``reason`` ``"manual"``, ``"threshold"`` or ``"overflow"``;
+    ``agent.compact(text)`` or None; ``reason`` ``"manual"``, ``"threshold"`` or ``"overflow"``
+    (a context-overflow error or a recoverable ``length`` stop);
     ``signal`` an :class:`~agentcore.signals.AbortSignal` to honour if slow. Never mutate the
     arguments.
 

@@ -481,7 +481,9 @@ def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[
 
     A split turn makes two requests, one after the other: the history (or, when only the turn
     prefix is new, the previous summary is reused) and the turn prefix; they are joined under a
-    "Turn Context" heading; ``custom_instructions`` apply to both. Raises :class:`CompactionError` (see the module docstring).
+    "Turn Context" heading; ``custom_instructions`` apply to both. Raises
+    :class:`CompactionError` (see the module docstring). The ``before_compaction`` hook is not
+    asked here: the caller asks it first (:func:`run_before_compaction`).
     """
     if not preparation.first_kept_entry_id:
         raise CompactionError("invalid_session", "the compaction has no first kept entry id: the "

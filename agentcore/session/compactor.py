@@ -272,9 +272,9 @@ class Compactor:
 
         ``prompts`` None means ``run_agent_loop_continue``. Before the run's first request (with
         or without prompts), and after each turn (through ``config.prepare_next_turn``, chained
-        after any hook already there), the transcript is compacted when over the threshold. An overflow error (or a recoverable
-        ``length`` stop) is compacted away once and the turn retried. Returns every new message of
-        the run(s).
+        after any hook already there), the transcript is compacted when over the threshold. An
+        overflow error (or a recoverable ``length`` stop) is compacted away once and the turn
+        retried. Returns every new message of the run(s).
         """
         from .. import loop
 
