@@ -1,9 +1,9 @@
 """Event streams: a producer thread pushes, a consumer iterates; ``result()`` gives the final value.
 
-``EventStream`` is backed by a ``queue.Queue``: ``push`` never blocks the producer, pushes after the
-completing event are ignored, and the completing event is still delivered to the consumer. If the
-producer fails, ``fail(exc)`` makes both iteration and ``result()`` re-raise ``exc`` in the consumer
-(the reference design leaves such a stream hanging; we do not).
+``EventStream`` is backed by a ``queue.SimpleQueue``: ``push`` never blocks the producer, pushes
+after the completing event are ignored, and the completing event is still delivered to the consumer.
+If the producer fails, ``fail(exc)`` makes both iteration and ``result()`` re-raise ``exc`` in the
+consumer (the reference design leaves such a stream hanging; we do not).
 
 ``AssistantMessageEventStream`` is the same over provider stream events: it completes on ``done`` or
 ``error`` and ``result()`` returns the final :class:`~agentcore.types.AssistantMessage`.
@@ -38,7 +38,7 @@ class EventStream(Generic[T]):
     """An iterable of events with ``result()``; safe to push from one thread and read from another."""
 
     def __init__(self, is_complete: Callable[[Any], bool], extract_result: Callable[[Any], T]) -> None:
-        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # unbounded; cheap to create
         self._is_complete = is_complete
         self._extract = extract_result
         self._done = threading.Event()

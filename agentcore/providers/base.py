@@ -161,11 +161,19 @@ def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
     return specs
 
 
-_decode_json = json.JSONDecoder().decode
+_decoder = json.JSONDecoder()
+_decode_json = _decoder.decode
+_scan_json = _decoder.scan_once  # the C scanner behind decode(), without its two whitespace regexes
 
 
 def parse_json_event(data: str, what: str = "stream event") -> Any:
     """``json.loads(data)``, raising :class:`ProviderError` that shows the offending text."""
+    try:  # one call per streamed token: scan directly; anything unusual takes decode()'s path
+        value, end = _scan_json(data, 0)
+        if end == len(data):
+            return value
+    except (StopIteration, ValueError):
+        pass
     try:
         return _decode_json(data)
     except ValueError as exc:
@@ -411,15 +419,18 @@ class WireProvider:
                 timeout=_timeout(options), max_retries=options.get("max_retries"),
                 max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style=self.error_style,
                 on_response=options.get("on_response"))
+            abort_seen: List[bool] = []  # the per-event abort check without a property call
             if signal is not None:
                 opened = response
 
                 def listener(_reason: Any) -> None:
+                    abort_seen.append(True)
                     http.close_response(opened)
 
                 signal.add_listener(listener)
             yield StartEvent(output)
             handler = self.new_handler(model, writer, options)
+            on_event = handler.on_event
             terminal = False
             after_terminal = 0
             for sse_event in iter_sse(http.iter_body(response)):
@@ -428,11 +439,14 @@ class WireProvider:
                     if after_terminal > _MAX_EVENTS_AFTER_TERMINAL:
                         break
                     continue
-                terminal = bool(handler.on_event(sse_event))  # events already received count
+                terminal = bool(on_event(sse_event))  # events already received count
                 if pending:
-                    yield from pending
-                    pending.clear()
-                if signal is not None and signal.aborted:
+                    if len(pending) == 1:  # the usual case: one event per SSE event
+                        yield pending.pop()
+                    else:
+                        yield from pending
+                        pending.clear()
+                if abort_seen:
                     break
             else:
                 fully_read = not (signal is not None and signal.aborted)
@@ -510,24 +524,31 @@ class ProviderStream(AssistantMessageEventStream):
 
     def _next(self) -> Any:
         with self._pull_lock:
-            if self._exhausted:
-                return _END
-            try:
-                event = next(self._events)
-            except StopIteration:
-                self._exhausted = True
-                if not self._done.is_set():  # cannot happen with WireProvider; be safe anyway
-                    self._result = None
-                    self._done.set()
-                return _END
-            if event.type in ("done", "error"):
-                self._result = event.message if event.type == "done" else event.error
+            return self._pull()
+
+    def _pull(self) -> Any:
+        """The next event, or ``_END``; called with ``_pull_lock`` held."""
+        if self._exhausted:
+            return _END
+        try:
+            event = next(self._events)
+        except StopIteration:
+            self._exhausted = True
+            if not self._done.is_set():  # cannot happen with WireProvider; be safe anyway
+                self._result = None
                 self._done.set()
-            return event
+            return _END
+        kind = event.type
+        if kind == "done" or kind == "error":
+            self._result = event.message if kind == "done" else event.error
+            self._done.set()
+        return event
 
     def __iter__(self) -> Iterator[Any]:
+        lock, pull = self._pull_lock, self._pull
         while True:
-            event = self._next()
+            with lock:
+                event = pull()
             if event is _END:
                 return
             yield event
