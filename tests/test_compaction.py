@@ -1,5 +1,6 @@
 """Compaction: token accounting, cut points, preparation and summary generation (spec session.md §7,
-§12 H and I). Agent integration (manual, threshold, overflow, long runs) is in test_compaction_agent.py."""
+§12 H and I), then the Agent integration (manual, threshold, overflow, long runs) and the issue 6
+gaps (before_compaction hook, continue_ threshold, length stops, entry-order staleness, cost)."""
 
 from __future__ import annotations
 
@@ -903,8 +904,7 @@ def test_a_cancelled_overflow_recovery_fails_the_run(make_agent):  # session §7
     agent = make_agent(brain, plugins=[BeforeCompaction(CompactionDecision(cancel=True))],
                        compaction=CompactionSettings(keep_recent_tokens=10))
     _talk(agent, "one", "two", "three")
-    end = agent.seen[-1] if agent.seen[-1].type == "compaction_end" else \
-        [e for e in agent.seen if e.type == "compaction_end"][-1]
+    end = [e for e in agent.seen if e.type == "compaction_end"][-1]
     assert end.cancelled and end.error_message.startswith("Context overflow recovery failed: compaction cancelled")
     assert agent.state.messages[-1].stop_reason == "error" and len(brain.agent_contexts) == 3
 
