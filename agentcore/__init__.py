@@ -61,7 +61,8 @@ _EXPORTS: Dict[str, List[str]] = {
     ],
     # compaction and branch summaries
     "session.compaction_tokens": ["CompactionSettings"],
-    "session.compaction": ["CompactionError"],
+    "session.compaction": ["CompactionError", "CompactionDecision"],
+    "session.branch_summary": ["TreeDecision", "TreePreparation"],
     "session.compactor": ["Compactor", "CompactionStartEvent", "CompactionEndEvent"],
     # notebooks (IPython is imported only when these are used)
     "jupyter": ["display_run", "Transcript"],

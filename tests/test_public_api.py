@@ -40,7 +40,8 @@ DOCUMENTED = {
     "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage", "SessionRepository",
     "SessionError", "SessionLockedError", "SessionContext", "SessionStats", "attach_session", "restore_agent",
     # compaction
-    "CompactionSettings", "CompactionError", "Compactor", "CompactionStartEvent", "CompactionEndEvent",
+    "CompactionSettings", "CompactionError", "CompactionDecision", "Compactor", "CompactionStartEvent",
+    "CompactionEndEvent", "TreeDecision", "TreePreparation",
     # notebooks
     "display_run", "Transcript",
     "__version__",

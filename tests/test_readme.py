@@ -40,7 +40,9 @@ OFFLINE: Dict[str, List[str]] = {
                 'session.append_label(first_answer.id, "cache design")'],
     "compaction": ["settings = CompactionSettings(", 'print("compacted; files read so far:"',
                    "class ShortSummaries:"],
-    "branch summary": ["outcome = navigate_tree(session, start, summarize=True,"],
+    "compaction hook": ["class KeepDrafts:"],
+    "branch summary": ["summarizer = ScriptedModel([\"The regex approach failed"],
+    "branch summary hook": ["class FixedBranchNotes:"],
     "coding tools": ['tools = create_coding_tools(root="/path/to/project")'],
     "confinement": ['read = create_read_tool(root="/srv/project")'],
     "jupyter": ['display_run(agent, "Say hello with bash")'],
@@ -124,6 +126,10 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert lines[0] == "4" and (Path.cwd() / "chat.jsonl").exists()
     elif section == "branch summary":
         assert lines[0] == "fix the parser"
+    elif section == "compaction hook":
+        assert lines == ["cancelled", "Drafting (3 earlier messages)", "True", "2"]
+    elif section == "branch summary hook":
+        assert lines == ["Abandoned 1 entries.", "branch point"]
     elif section == "confinement":
         assert 'path "../../etc/passwd" is outside the allowed root' in out
     elif section == "jupyter":
