@@ -557,9 +557,23 @@ class Agent:
         run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
+        """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""
+        state, reduce, listeners = self._state, self._reduce, self._listeners
+        hooks = self._run_hooks
+        observe = hooks.on_event if hooks is not None and hooks.observes_events() else None
+
         def emit(event: Any) -> None:
-            if self._active is run:  # a stale run never reaches state or listeners
-                self._process_event(event, run)
+            if self._active is not run:  # a stale run never reaches state or listeners
+                return
+            if event.type == "message_update":  # all the reducer does for it
+                state._streaming_message = event.message
+            else:
+                reduce(event)
+            if observe is not None:
+                observe(event, self)
+            if listeners:
+                self._call_listeners(event, run)
+
         return emit
 
     # ------------------------------------------------------------------ wiring points
@@ -638,6 +652,11 @@ class Agent:
         hooks = self._run_hooks
         if hooks is not None and hooks.observes_events():
             hooks.on_event(event, self)
+        if self._listeners:
+            self._call_listeners(event, run)
+
+    def _call_listeners(self, event: Any, run: Optional[_ActiveRun]) -> None:
+        """The listeners subscribed when the event arrived, in subscription order."""
         signal = run.controller.signal if run is not None else self._idle_signal
         for listener, with_signal in list(self._listeners.items()):
             if with_signal:

@@ -368,11 +368,19 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
 
     partial: Optional[AssistantMessage] = None
     final: Optional[AssistantMessage] = None
+    working = ctx.messages
     for event in stream:
         kind = event.type
-        if kind == "start":
+        if partial is not None and kind != "done" and kind != "error" and kind != "start":
+            # any intermediate event, known or not (one per streamed token)
+            new_partial = getattr(event, "partial", None)
+            if new_partial is not partial and new_partial is not None:
+                partial = new_partial
+                working[-1] = partial
+            emit(MessageUpdateEvent(partial.copy(), event))
+        elif kind == "start":
             partial = event.partial
-            ctx.messages.append(partial)
+            working.append(partial)
             emit(MessageStartEvent(partial.copy()))
         elif kind == "done":
             final = event.message
@@ -380,12 +388,7 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
         elif kind == "error":
             final = event.error
             break
-        elif partial is not None:  # any intermediate event, known or not; ignored before start
-            new_partial = getattr(event, "partial", None)
-            if new_partial is not None:
-                partial = new_partial
-                ctx.messages[-1] = partial
-            emit(MessageUpdateEvent(partial.copy(), event))
+        # any other event before "start" is ignored
     if final is None:
         final = _result_without_terminal_event(stream, partial, cfg.model, signal)
 
