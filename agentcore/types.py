@@ -4,6 +4,10 @@ Every type is a dataclass with snake_case attributes. ``to_dict()`` writes the r
 (camelCase keys, ``role``/``type`` discriminators) and ``from_dict()`` reads it back. Keys a type does
 not know are kept in ``extra`` and written back unchanged, and optional keys that were absent in the
 input stay absent on output, so ``message_from_dict(d).to_dict() == d`` for reference session files.
+
+Reading a long session decodes every message, so the common shapes (a plain ``dict`` holding exactly
+the keys a writer always produces, nothing unknown) take a direct constructor call in ``from_dict``;
+any other input goes through the generic reader, with the same result.
 """
 
 from __future__ import annotations
@@ -137,8 +141,19 @@ class _WireMixin:
         if not known.issuperset(d):
             kwargs["extra"] = {k: copy.deepcopy(v) for k, v in d.items() if k not in known}
         if absent:
-            kwargs["_absent"] = frozenset(absent)
+            shape = frozenset(absent)
+            kwargs["_absent"] = _ABSENT_SETS.setdefault(shape, shape)  # one shared set per shape
         return kwargs
+
+
+_ABSENT_SETS: Dict[frozenset, frozenset] = {}
+
+
+def _absent_keys(*keys: str) -> frozenset:
+    """The ``_absent`` set the generic reader computes for inputs lacking exactly ``keys`` (shared by
+    every object the fast paths build; frozensets are immutable)."""
+    shape = frozenset(keys)
+    return _ABSENT_SETS.setdefault(shape, shape)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -177,7 +192,13 @@ class TextContent(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "TextContent":
+        if cls is TextContent and type(d) is dict and d.keys() == _TEXT_KEYS:
+            return TextContent(d["text"], None, {}, _NO_TEXT_SIGNATURE)
         return cls(**cls._kwargs_from(d))
+
+
+_TEXT_KEYS = frozenset(("type", "text"))
+_NO_TEXT_SIGNATURE = _absent_keys("textSignature")
 
 
 @dataclass
@@ -199,10 +220,16 @@ class ThinkingContent(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ThinkingContent":
+        if cls is ThinkingContent and type(d) is dict and d.keys() == _THINKING_KEYS:
+            return ThinkingContent(d["thinking"], d["thinkingSignature"], False, {}, _NO_REDACTED)
         kwargs = cls._kwargs_from(d)
         if "redacted" in d and not d["redacted"]:
             kwargs.setdefault("extra", {})["redacted"] = d["redacted"]  # keep an explicit false on round trip
         return cls(**kwargs)
+
+
+_THINKING_KEYS = frozenset(("type", "thinking", "thinkingSignature"))
+_NO_REDACTED = _absent_keys("redacted")
 
 
 @dataclass
@@ -243,6 +270,8 @@ class ToolCall(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ToolCall":
+        if cls is ToolCall and type(d) is dict and d.keys() == _TOOL_CALL_KEYS and d["arguments"] is not None:
+            return ToolCall(d["id"], d["name"], d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
         kwargs = cls._kwargs_from(d)
         if kwargs.get("arguments") is None and "arguments" in d:
             kwargs["arguments"] = {}
@@ -250,12 +279,18 @@ class ToolCall(_WireMixin):
         return cls(**kwargs)
 
 
+_TOOL_CALL_KEYS = frozenset(("type", "id", "name", "arguments"))
+_NO_THOUGHT_SIGNATURE = _absent_keys("thoughtSignature")
+
 Content = Union[TextContent, ThinkingContent, ImageContent, ToolCall]
 _BLOCKS = {"text": TextContent, "thinking": ThinkingContent, "image": ImageContent, "toolCall": ToolCall}
 
 
 def content_from_dict(d: Any) -> Any:
     """Read one content block; an unknown block type is returned as the plain dict it was."""
+    if type(d) is dict:
+        cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
+        return cls.from_dict(d) if cls is not None else dict(d)
     if _is_mapping(d):
         cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
         if cls is not None:
@@ -265,6 +300,12 @@ def content_from_dict(d: Any) -> Any:
 
 
 def _blocks(value: Any) -> Any:
+    if type(value) is list:  # content_from_dict inlined: one call per message, not per block
+        out = []
+        for block in value:
+            cls = _BLOCKS.get(block.get("type")) if type(block) is dict else None  # type: ignore[arg-type]
+            out.append(cls.from_dict(block) if cls is not None else content_from_dict(block))
+        return out
     if isinstance(value, str) or value is None:
         return value
     return [content_from_dict(b) for b in value]
@@ -294,7 +335,12 @@ class UsageCost(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UsageCost":
+        if cls is UsageCost and type(d) is dict and d.keys() == _COST_KEYS:
+            return UsageCost(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["total"])
         return cls(**cls._kwargs_from(d))
+
+
+_COST_KEYS = frozenset(("input", "output", "cacheRead", "cacheWrite", "total"))
 
 
 @dataclass
@@ -320,9 +366,16 @@ class Usage(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Usage":
+        if cls is Usage and type(d) is dict and d.keys() == _USAGE_KEYS:
+            cost = d["cost"]
+            return Usage(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["totalTokens"],
+                         UsageCost.from_dict(cost) if cost is not None else None)
         kwargs = cls._kwargs_from(d, {"cost": UsageCost.from_dict})
         kwargs.setdefault("cost", UsageCost())
         return cls(**kwargs)
+
+
+_USAGE_KEYS = frozenset(("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"))
 
 
 @dataclass
@@ -422,7 +475,12 @@ class UserMessage(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UserMessage":
+        if cls is UserMessage and type(d) is dict and d.keys() == _USER_KEYS:
+            return UserMessage(_blocks(d["content"]), d["timestamp"])
         return cls(**cls._kwargs_from(d, {"content": _blocks}))
+
+
+_USER_KEYS = frozenset(("role", "content", "timestamp"))
 
 
 @dataclass
@@ -494,11 +552,26 @@ class AssistantMessage(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "AssistantMessage":
+        if cls is AssistantMessage and type(d) is dict:
+            keys = d.keys()
+            if keys == _ASSISTANT_KEYS or keys == _ASSISTANT_ERROR_KEYS:
+                content, usage = d["content"], d["usage"]
+                return AssistantMessage(
+                    _blocks(content) if content is not None else [], d["api"], d["provider"], d["model"],
+                    Usage.from_dict(usage) if usage is not None else None, d["stopReason"],
+                    d.get("errorMessage"), d["timestamp"], {},
+                    _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT)
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
         kwargs.setdefault("usage", Usage())
         if kwargs.get("content") is None:
             kwargs["content"] = []
         return cls(**kwargs)
+
+
+_ASSISTANT_KEYS = frozenset(("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp"))
+_ASSISTANT_ERROR_KEYS = _ASSISTANT_KEYS | {"errorMessage"}
+_NO_ERROR_MESSAGE = _absent_keys("errorMessage")
+_NOTHING_ABSENT: frozenset = frozenset()
 
 
 @dataclass
@@ -534,12 +607,26 @@ class ToolResultMessage(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ToolResultMessage":
+        if cls is ToolResultMessage and type(d) is dict:
+            keys = d.keys()
+            if keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None):
+                content = d["content"]
+                return ToolResultMessage(
+                    d["toolCallId"], d["toolName"], _blocks(content) if content is not None else [],
+                    d.get("details"), d["isError"], None, None, d["timestamp"], {},
+                    _NO_RESULT_OPTIONS if len(keys) == len(_RESULT_KEYS) else _NO_RESULT_USAGE)
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
         if "details" in d and d["details"] is None:
             kwargs.setdefault("extra", {})["details"] = None  # explicit null survives the round trip
         if kwargs.get("content") is None:
             kwargs["content"] = []
         return cls(**kwargs)
+
+
+_RESULT_KEYS = frozenset(("role", "toolCallId", "toolName", "content", "isError", "timestamp"))
+_RESULT_DETAILS_KEYS = _RESULT_KEYS | {"details"}
+_NO_RESULT_OPTIONS = _absent_keys("details", "usage", "addedToolNames")
+_NO_RESULT_USAGE = _absent_keys("usage", "addedToolNames")
 
 
 @dataclass

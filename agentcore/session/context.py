@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence,
                     Tuple)
 
-from ..types import BranchSummaryMessage, CompactionSummaryMessage, CustomMessage
+from ..types import AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, ToolCall
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
                       CustomMessageEntry, MessageEntry, ModelChangeEntry, SessionEntry,
                       ThinkingLevelChangeEntry)
@@ -217,29 +217,44 @@ def _project(entries: List[SessionEntry], compaction_id: Optional[str],
 
 
 def repair_tool_results(messages: List[Any]) -> List[Any]:
-    """Drop tool results without an owning assistant call; put kept ones right after their owner."""
+    """Drop tool results without an owning assistant call; put kept ones right after their owner.
+
+    A result's owner is the last assistant message in the list that made its call. When every
+    result already sits right after its owner (how sessions are written) the list is returned as is.
+    """
+    roles = [getattr(message, "role", None) for message in messages]
+    if "toolResult" not in roles:
+        return messages
     owners: Dict[str, int] = {}
-    has_results = False
-    for index, message in enumerate(messages):
-        role = getattr(message, "role", None)
+    for index, role in enumerate(roles):
         if role == "assistant":
-            for call in getattr(message, "tool_calls", ()):
-                owners[call.id] = index
-        elif role == "toolResult":
-            has_results = True
-    if not has_results:
+            message = messages[index]
+            if type(message) is AssistantMessage:
+                for block in message.content:
+                    if isinstance(block, ToolCall):
+                        owners[block.id] = index
+            else:
+                for call in getattr(message, "tool_calls", ()):
+                    owners[call.id] = index
+    last = -1
+    for index, role in enumerate(roles):
+        if role != "toolResult":
+            last = index
+        elif owners.get(messages[index].tool_call_id) != last:
+            break
+    else:
         return messages
     results: Dict[int, List[Any]] = defaultdict(list)
-    for message in messages:
-        if getattr(message, "role", None) == "toolResult":
-            owner = owners.get(message.tool_call_id)
+    for index, role in enumerate(roles):
+        if role == "toolResult":
+            owner = owners.get(messages[index].tool_call_id)
             if owner is not None:
-                results[owner].append(message)
+                results[owner].append(messages[index])
     repaired: List[Any] = []
-    for index, message in enumerate(messages):
-        if getattr(message, "role", None) == "toolResult":
+    for index, role in enumerate(roles):
+        if role == "toolResult":
             continue
-        repaired.append(message)
+        repaired.append(messages[index])
         repaired.extend(results.get(index, ()))
     return repaired
 
@@ -258,7 +273,7 @@ def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
     path.reverse()
     thinking, model, tools = _resolve_state(storage, path)
     ids, compaction_id = _context_ids(storage, path)
-    entries = [storage.get_entry(i) for i in ids]
+    entries = storage.get_entries(ids)
     for transform in entry_transforms:
         entries = list(transform(entries))  # type: ignore[arg-type]
     messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]

@@ -271,6 +271,19 @@ class MessageEntry(SessionEntry):
     _decoders = {"message": message_from_dict}
     _encoders = {"message": message_to_dict}
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionEntry":
+        # The shape every writer produces takes a direct constructor call (long sessions decode
+        # one of these per message); anything else goes through the generic reader.
+        if cls is MessageEntry and type(d) is dict and d.keys() == _MESSAGE_ENTRY_KEYS:
+            message = d["message"]
+            return MessageEntry(d["id"], d["parentId"], d["timestamp"],
+                                message_from_dict(message) if message is not None else None, {})
+        return super().from_dict(d)
+
+
+_MESSAGE_ENTRY_KEYS = frozenset(("type", "id", "parentId", "timestamp", "message"))
+
 
 @dataclass
 class ThinkingLevelChangeEntry(SessionEntry):
@@ -428,6 +441,11 @@ ENTRY_TYPES: Dict[str, Type[SessionEntry]] = {
 
 def check_envelope(d: Any) -> Optional[str]:
     """Why ``d`` is not a valid entry envelope (spec §3.5 strict rules), or None when it is."""
+    if type(d) is dict:  # the common case in a few lookups; anything doubtful gets the full checks
+        etype, entry_id, parent, stamp = d.get("type"), d.get("id"), d.get("parentId"), d.get("timestamp")
+        if (type(etype) is str and type(entry_id) is str and type(stamp) is str and entry_id and stamp
+                and (parent is None or type(parent) is str) and etype != "session" and etype != "leaf"):
+            return None
     if not isinstance(d, dict):
         return "an entry must be a JSON object"
     if not isinstance(d.get("type"), str) or d.get("type") == "session":

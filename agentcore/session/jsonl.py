@@ -30,7 +30,7 @@ from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelo
                       header_from_dict, iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
-from .storage import SessionStorage
+from .storage import SessionStorage, _gc_paused
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -164,7 +164,8 @@ class JsonlSessionStorage(SessionStorage):
                                    "check permissions or open with read_only=True", path=self.path) from exc
             _lock(self._fd, self.path)
             data = self._read_all()
-        self._load(data, verify)
+        with _gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
+            self._load(data, verify)
 
     def _read_all(self) -> bytes:
         assert self._fd is not None
@@ -194,7 +195,7 @@ class JsonlSessionStorage(SessionStorage):
             header = header_from_dict(header_data, versions=(1, 2, 3))
         except ValueError as exc:
             raise self._fail("invalid_session", first + 1, f"not a session file: {exc}") from None
-        last = max(i for i, line in enumerate(lines) if line.strip())
+        last = next(i for i in range(len(lines) - 1, first - 1, -1) if lines[i].strip())
         torn = False
         if last > first:
             try:
@@ -213,10 +214,7 @@ class JsonlSessionStorage(SessionStorage):
             self._load_migrating(header_data, lines, first, end)
         else:
             self.header = header
-            for index in range(first + 1, end):
-                line = lines[index]
-                if line.strip():
-                    self._index_line(line.rstrip(b"\r"), index + 1)
+            self._index_lines(lines, first + 1, end)
             self._finish_load()
             if verify:
                 for node in self._order:

@@ -29,7 +29,7 @@ from .context import UsageTotals, usage_of_entry
 from .entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
                       iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, SessionStorage, _Node
+from .storage import EAGER_TYPES, SessionStorage, _gc_paused, _Node
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -117,7 +117,8 @@ class SqliteSessionStorage(SessionStorage):
             self.session_id = self._resolve_id(session_id)
             if not read_only:
                 self._acquire_lease()
-            self._load()
+            with _gc_paused():
+                self._load()
         except BaseException:
             self.close()
             raise
@@ -256,6 +257,38 @@ class SqliteSessionStorage(SessionStorage):
             raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
                                path=self.path)
         return row[0]
+
+    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+        """Payloads of many entries in few queries: a range scan when they are dense in ``seq``
+        order (a branch read from its root), else ``IN`` lists of up to 500 sequence numbers."""
+        if len(nodes) < 8:
+            return [self._fetch_raw(node) for node in nodes]
+        if self._conn is None:
+            raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
+        seqs = [node.line for node in nodes]
+        low, high = min(seqs), max(seqs)  # type: ignore[type-var]
+        payloads: Dict[int, str] = {}
+        if high - low < 2 * len(seqs):  # type: ignore[operator]
+            wanted = set(seqs)
+            for seq, payload in self._conn.execute(
+                    "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                    (self.session_id, low, high)):
+                if seq in wanted:
+                    payloads[seq] = payload
+        else:
+            for start in range(0, len(seqs), 500):
+                chunk = seqs[start:start + 500]
+                payloads.update(self._conn.execute(
+                    f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
+                    [self.session_id, *chunk]))
+        out = []
+        for node in nodes:
+            payload = payloads.get(node.line)  # type: ignore[arg-type]
+            if payload is None:
+                raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
+                                   path=self.path)
+            out.append(payload)
+        return out
 
     # ------------------------------------------------------------------ writing
 

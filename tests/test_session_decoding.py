@@ -1,0 +1,212 @@
+"""Fast decoding paths give exactly what the generic readers give (issue 5: long sessions load fast).
+
+Messages and entries of the common shapes are built by direct constructor calls; every other input
+takes the generic reader. A ``dict`` subclass never takes a fast path, so reading the same data once
+as plain dicts and once as subclass instances compares the two paths object by object, including the
+hidden ``extra`` and ``_absent`` state that decides what ``to_dict`` writes back (session.md §3.4).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import fields, is_dataclass
+from pathlib import Path
+from typing import Any, Iterator, List
+
+import pytest
+
+from agentcore.session import MemorySessionStorage, Session, entry_from_dict
+from agentcore.session.context import repair_tool_results
+from agentcore.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage, message_from_dict
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+class _Slow(dict):
+    """A mapping the fast paths do not recognise (they only take plain dicts)."""
+
+
+def _slow(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _Slow({k: _slow(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_slow(v) for v in value]
+    return value
+
+
+def _state(value: Any) -> Any:
+    """Everything an object holds, hidden fields included, as comparable plain data (a timestamp
+    that was absent is the read time, so it is left out)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        absent = getattr(value, "_absent", ())
+        return (type(value).__name__, {f.name: ("now", None) if f.name == "timestamp" and "timestamp" in absent
+                                       else _state(getattr(value, f.name)) for f in fields(value)})
+    if isinstance(value, dict):
+        return ("dict", {k: _state(v) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_state(v) for v in value])
+    if isinstance(value, frozenset):
+        return ("frozenset", sorted(value))
+    return (type(value).__name__, value)
+
+
+USAGE = {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "totalTokens": 10,
+         "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0}}
+BASE = [
+    {"role": "user", "content": "plain", "timestamp": 1},
+    {"role": "user", "content": [{"type": "text", "text": "hi"},
+                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}], "timestamp": 2},
+    {"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+        {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
+        {"type": "text", "text": "answer"},
+        {"type": "text", "text": "signed", "textSignature": "ts"},
+        {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}},
+        {"type": "toolCall", "id": "c2", "name": "echo", "arguments": {}, "thoughtSignature": "g"},
+        {"type": "mystery", "payload": 1},
+    ], "api": "anthropic-messages", "provider": "anthropic", "model": "claude", "usage": USAGE,
+        "stopReason": "toolUse", "timestamp": 4},
+    {"role": "assistant", "content": [], "api": "x", "provider": "y", "model": "z", "usage": USAGE,
+     "stopReason": "error", "errorMessage": "boom", "timestamp": 5},
+    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
+     "isError": False, "timestamp": 6},
+    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
+     "details": {"diff": "+x"}, "isError": False, "timestamp": 6},
+]
+
+
+def _variants(data: Any) -> Iterator[Any]:
+    """``data``, then for every key of every nested object: without it, set to None, plus an unknown key."""
+    yield data
+    stack: List[List[Any]] = [[]]
+    while stack:
+        path = stack.pop()
+        target = data
+        for step in path:
+            target = target[step]
+        items = list(target.items()) if isinstance(target, dict) else list(enumerate(target))
+        if isinstance(target, dict):
+            for change in ("drop", "none", "add"):
+                for key, _ in items:
+                    copied = copy.deepcopy(data)
+                    node = copied
+                    for step in path:
+                        node = node[step]
+                    if change == "drop":
+                        del node[key]
+                    elif change == "none":
+                        node[key] = None
+                    else:
+                        node["unknownKey"] = {"kept": [key]}
+                    yield copied
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                stack.append(path + [key])
+
+
+def _read(reader: Any, data: Any) -> Any:
+    try:
+        return _state(reader(data))
+    except Exception as exc:  # both paths must fail the same way
+        return ("raised", type(exc).__name__)
+
+
+@pytest.mark.parametrize("base", BASE, ids=lambda d: d["role"])
+def test_fast_message_decoding_matches_the_generic_reader(base):  # session.md §3.4 round trips
+    count = 0
+    for data in _variants(base):
+        snapshot = copy.deepcopy(data)
+        assert _read(message_from_dict, data) == _read(message_from_dict, _slow(data)), data
+        assert data == snapshot  # reading never mutates
+        count += 1
+    assert count >= 3 * len(base) + 1
+
+
+def test_fast_paths_are_taken_for_the_common_shapes():  # issue 5: the shapes agentcore itself writes
+    assistant = message_from_dict(BASE[2])
+    text, call = assistant.content[2], assistant.content[4]
+    # the fast path shares one absent-key set per shape instead of building one per object
+    assert text._absent is message_from_dict(BASE[2]).content[2]._absent
+    assert isinstance(text, TextContent) and isinstance(call, ToolCall)
+    assert assistant.to_dict() == BASE[2]
+    assert message_from_dict(BASE[5]).to_dict() == BASE[5]
+
+
+def test_reference_file_messages_decode_alike_on_both_paths(shared_dir):  # session.md: reference files
+    path = shared_dir / "sessions" / "pi-v1-large-session.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not found")
+    count = 0
+    for line in path.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        if "message" in entry:
+            assert _read(message_from_dict, entry["message"]) == _read(message_from_dict, _slow(entry["message"]))
+            count += 1
+    assert count > 900
+
+
+ENTRY = {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2025-11-20T23:33:50.805Z",
+         "message": {"role": "user", "content": "hi", "timestamp": 1}}
+
+
+def test_fast_entry_decoding_matches_the_generic_reader():  # session.md §3.3 message entries
+    for data in _variants(ENTRY):
+        assert _read(entry_from_dict, data) == _read(entry_from_dict, _slow(data)), data
+
+
+def _assistant(*call_ids: str) -> AssistantMessage:
+    return AssistantMessage([ToolCall(c, "t", {}) for c in call_ids], timestamp=0)
+
+
+def _result(call_id: str) -> ToolResultMessage:
+    return ToolResultMessage(call_id, "t", [TextContent(call_id)], timestamp=0)
+
+
+def _reference_repair(messages: List[Any]) -> List[Any]:
+    """session.md §6 step 4 written plainly: drop orphan results, move kept ones after their owner."""
+    owners = {}
+    for index, message in enumerate(messages):
+        if getattr(message, "role", None) == "assistant":
+            for call in message.tool_calls:
+                owners[call.id] = index
+    out = []
+    for index, message in enumerate(messages):
+        if getattr(message, "role", None) == "toolResult":
+            continue
+        out.append(message)
+        out.extend(m for m in messages if getattr(m, "role", None) == "toolResult"
+                   and owners.get(m.tool_call_id) == index)
+    return out
+
+
+@pytest.mark.parametrize("layout", [
+    "A(a) r(a) U A(b,c) r(c) r(b)",       # already in place
+    "r(a) A(a) U",                        # result before its call: moved after it
+    "A(a) U r(a)",                        # result after a later message: moved up
+    "A(a) r(x) r(a)",                     # orphan dropped
+    "A(a) r(a) A(a) r(a)",                # a repeated call id belongs to the later call
+    "U {dict} r(a) A(a)",                 # dict messages are never owners
+])
+def test_tool_result_repair_matches_the_spec_rule(layout):  # session.md §6 step 4
+    messages: List[Any] = []
+    for token in layout.split():
+        if token == "U":
+            messages.append(UserMessage("u", timestamp=0))
+        elif token == "{dict}":
+            messages.append({"role": "assistant", "tool_calls": []})
+        elif token.startswith("A("):
+            messages.append(_assistant(*token[2:-1].split(",")))
+        else:
+            messages.append(_result(token[2:-1]))
+    repaired = repair_tool_results(list(messages))
+    assert [id(m) for m in repaired] == [id(m) for m in _reference_repair(messages)]
+
+
+def test_bulk_reads_return_the_entries_single_reads_return():  # session.md §5 reads
+    storage = MemorySessionStorage()
+    session = Session(storage)
+    ids = [session.append_message(UserMessage(f"m{i}", timestamp=i)) for i in range(50)]
+    context = session.build_context()
+    assert [m.content for m in context.messages] == [f"m{i}" for i in range(50)]
+    assert [e.to_dict() for e in session.get_branch()] == [storage.get_entry(i).to_dict() for i in ids]
