@@ -319,6 +319,7 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
     A chunked body (how streaming APIs answer) yields one HTTP chunk at a time, as it completes:
     servers flush one or a few events per chunk, and urllib3's chunk reader does one buffered
     read per chunk where ``read1`` goes through several layers. Other bodies use ``read1``.
+    A ``Content-Encoding`` (gzip, deflate: requests offers them) is decoded either way.
     """
     raw = response.raw
     if getattr(raw, "chunked", False) and _chunked_reads(raw):
@@ -329,7 +330,7 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
         yield from response.iter_content(chunk_size=None)
         return
     while True:
-        data = read1(chunk_size)
+        data = read1(chunk_size, decode_content=True)  # requests leaves decoding to its callers
         if not data:
             return
         yield data
