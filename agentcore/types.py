@@ -84,6 +84,9 @@ _Wire = Tuple[Tuple[str, str, str], ...]
 
 def _plain(value: Any) -> Any:
     """Convert nested wire objects, lists and enums to plain JSON values."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # most values of a message: skip the attribute probes below
     if hasattr(value, "to_dict"):
         return value.to_dict()
     if isinstance(value, Enum):

@@ -37,10 +37,18 @@ CURRENT_VERSION = 3
 # --------------------------------------------------------------------------- time and ids
 
 
+_last_second: Tuple[int, str] = (-1, "")
+
+
 def iso_from_ms(ms: int) -> str:
     """``1763681630805`` -> ``"2025-11-20T23:33:50.805Z"`` (JavaScript ``toISOString`` format)."""
+    global _last_second
     seconds, millis = divmod(int(ms), 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%03dZ" % millis
+    cached_second, text = _last_second  # appends come many per second: format each second once
+    if cached_second != seconds:
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+        _last_second = (seconds, text)
+    return text + ".%03dZ" % millis
 
 
 def ms_from_iso(text: str) -> int:
@@ -110,27 +118,43 @@ def js_number(value: float) -> str:
     return f"{mantissa}e{'+' if exponent > 0 else '-'}{abs(exponent)}"
 
 
+_INFINITIES = (float("inf"), float("-inf"))
+
+
 class _Normalizer:
-    """Copy-on-write pass before encoding: refuse what JSON cannot carry, format floats like JS."""
+    """Copy-on-write pass before encoding: refuse what JSON cannot carry, format floats like JS.
+
+    Runs on every append, so plain ``dict``/``list`` containers and ``str``/``int``/``bool``/None
+    leaves are recognised by exact type first; subclasses take the general ``isinstance`` checks.
+    """
 
     def __init__(self) -> None:
         self.active: set = set()
         self.numbers: List[str] = []
-        self.nonce = os.urandom(6).hex()
+        self.nonce = ""
 
     def float(self, value: float) -> Any:
-        if value != value or value in (float("inf"), float("-inf")):
+        if 1e-4 <= abs(value) < 1e16 and not value.is_integer():
+            return value  # repr is fixed-point without a trailing ".0": what JavaScript writes too
+        if value != value or value in _INFINITIES:
             raise SessionError("invalid_payload", f"{value!r} is not JSON (NaN and Infinity are refused)")
         text = js_number(value)
         if text == repr(value):
             return value
         if value.is_integer() and abs(value) < 1e21:
             return int(value)
+        if not self.nonce:
+            self.nonce = os.urandom(6).hex()
         self.numbers.append(text)
         return f"\x00{self.nonce}{len(self.numbers) - 1}\x00"
 
     def value(self, value: Any) -> Any:
-        if isinstance(value, float):
+        kind = type(value)
+        if kind is dict:
+            return self.container(value, value.items(), True)
+        if kind is list:
+            return self.container(value, enumerate(value), False)
+        if kind is float or isinstance(value, float):
             return self.float(value)
         if isinstance(value, dict):
             return self.container(value, value.items(), True)
@@ -140,20 +164,24 @@ class _Normalizer:
 
     def container(self, value: Any, items: Any, is_dict: bool) -> Any:
         marker = id(value)
-        if marker in self.active:
+        active = self.active
+        if marker in active:
             raise SessionError("invalid_payload", "entry is not pure JSON: it contains a reference cycle")
-        self.active.add(marker)
+        active.add(marker)
         new: Any = None if isinstance(value, (dict, list)) else list(value)
         for key, item in items:
-            if is_dict and not isinstance(key, str):
+            if is_dict and type(key) is not str and not isinstance(key, str):
                 raise SessionError("invalid_payload", f"non-string object key {key!r} is not JSON")
-            if isinstance(item, (float, dict, list, tuple)):
+            kind = type(item)
+            if kind is str or kind is int or kind is bool or item is None:
+                continue
+            if kind is dict or kind is list or kind is float or isinstance(item, (float, dict, list, tuple)):
                 converted = self.value(item)
                 if converted is not item:
                     if new is None:
                         new = dict(value) if is_dict else list(value)
                     new[key] = converted
-        self.active.discard(marker)
+        active.discard(marker)
         return value if new is None else new
 
     def finish(self, text: str) -> str:

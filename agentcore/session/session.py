@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ..types import message_to_dict, role_of
+from ..types import _is_mapping, message_to_dict, role_of
 from .context import (EntryTransform, Projector, SessionContext, SessionStats, build_context,
                       get_session_stats)
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
@@ -136,7 +136,7 @@ class Session:
         """Append a message (a message dataclass or its reference dict); returns the entry id."""
         if role_of(message) is None:
             raise SessionError("invalid_payload", "append_message needs a message with a 'role'")
-        if isinstance(message, Mapping):
+        if _is_mapping(message):
             from ..types import message_from_dict
 
             message = message_from_dict(message)
