@@ -170,3 +170,34 @@ def test_parse_json_event_reports_what_json_loads_reports(data):  # providers §
     with pytest.raises(ProviderError) as raised:
         parse_json_event(data)
     assert str(expected.value) in str(raised.value) and repr(data) in str(raised.value)
+
+
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                    "no_proxy", "NO_PROXY")
+
+
+def test_environment_proxy_changes_apply_to_the_next_request(monkeypatch):  # providers §4: requests' rules
+    from agentcore.providers import http
+
+    if not http._PROXIES_FROM_ENV_ONLY:
+        pytest.skip("proxies may come from system settings here; requests' own path is used")
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    body = sse(_chunk("ok"), _finish(), done=True)
+    with ScriptedServer() as target, ScriptedServer() as proxy:
+        model = Model(id="m", api="openai-completions", provider="proxy-test", base_url=target.url + "/v1")
+
+        def ask() -> str:
+            target.enqueue(Reply(body=body))
+            proxy.enqueue(Reply(body=body))
+            return complete(model, AgentContext("", [UserMessage("hi")])).text
+
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (1, 0)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (1, 1)
+        assert proxy.requests[0].path == "/v1/chat/completions"
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (2, 1)
+        monkeypatch.delenv("no_proxy")
+        monkeypatch.delenv("http_proxy")
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (3, 1)

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import random
 import socket
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
@@ -64,12 +66,73 @@ def get_session(name: str) -> Any:
         with _sessions_lock:
             session = _sessions.get(name)
             if session is None:
-                session = requests.Session()
+                session = _session_class()()
                 adapter = _adapter_class()(pool_connections=4, pool_maxsize=32, max_retries=0)
                 session.mount("https://", adapter)
                 session.mount("http://", adapter)
                 _sessions[name] = session
     return session
+
+
+_session_cls: Any = None
+
+
+def _session_class() -> Any:
+    """A ``requests.Session`` that remembers the environment's proxies while ``os.environ`` is unchanged.
+
+    requests scans the whole environment twice per request to find ``*_proxy`` variables (about
+    0.1 ms, more than the rest of sending a small request). The result depends only on the
+    environment and the URL's origin, so it is cached per origin and recomputed as soon as any
+    environment variable changes. Everything else (``.netrc``, CA bundle variables, explicit
+    ``proxies=``, ``trust_env=False``) takes requests' own path; so does every platform where
+    proxies may come from system settings (macOS, Windows).
+    """
+    global _session_cls
+    if _session_cls is None:
+        import requests
+        from requests.sessions import merge_setting
+
+        class _Session(requests.Session):
+            def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
+                                           cert: Any) -> Dict[str, Any]:
+                env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
+                if env_proxies is None:
+                    return super().merge_environment_settings(url, proxies, stream, verify, cert)
+                if verify is True or verify is None:  # what requests does with trust_env
+                    verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or verify
+                return {"proxies": merge_setting(env_proxies, self.proxies),
+                        "stream": merge_setting(stream, self.stream),
+                        "verify": merge_setting(verify, self.verify),
+                        "cert": merge_setting(cert, self.cert)}
+
+        _session_cls = _Session
+    return _session_cls
+
+
+_PROXIES_FROM_ENV_ONLY = os.name != "nt" and sys.platform != "darwin"
+_proxy_state: Tuple[Any, Dict[str, Dict[str, str]]] = (None, {})  # (environment snapshot, origin -> proxies)
+
+
+def _environment_proxies(url: str) -> Optional[Dict[str, str]]:
+    """``requests.utils.get_environ_proxies(url)`` from the cache; None where it cannot be cached."""
+    global _proxy_state
+    data = getattr(os.environ, "_data", None)  # the raw mapping behind os.environ (a plain dict)
+    if not _PROXIES_FROM_ENV_ONLY or type(data) is not dict:
+        return None
+    state = _proxy_state
+    if state[0] != data:
+        state = _proxy_state = (dict(data), {})
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    origin = url if start < 3 or end < 0 else url[:end]
+    proxies = state[1].get(origin)
+    if proxies is None:
+        from requests.utils import get_environ_proxies
+
+        proxies = get_environ_proxies(url)
+        if data == state[0] and len(state[1]) < 256:  # the environment did not change meanwhile
+            state[1][origin] = proxies
+    return dict(proxies)
 
 
 # --------------------------------------------------------------------------- error texts
