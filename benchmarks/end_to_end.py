@@ -9,8 +9,10 @@ text answer, one HTTP chunk per SSE event, like real APIs. Measured in the same 
       plugin manager, about 0.4 ms, which an application pays once: see core_overhead.py);
   (c) for reference, the provider alone (``agentcore.providers.stream`` for the same two turns).
 
-Prints the median time of each and the ratio b/a (target <= 1.3), then SSE parsing throughput of
-``iter_sse`` against the floor's line splitting on the same bytes (target >= 0.8). Asserts nothing.
+Prints the median time of each, the ratio b/a (target <= 1.3) and what the Agent adds over the
+provider per run and per agent event, then SSE parsing throughput of ``iter_sse`` against the
+floor's line splitting on the same bytes (target >= 0.8). Asserts nothing. The machine's other
+load moves the ratios by a few hundredths between runs; compare several runs.
 
     python benchmarks/end_to_end.py [runs]
 """
@@ -208,11 +210,17 @@ def _measure(base: str, runs: int) -> None:
         agent_s.append(_median(lambda: agent_run(agent), 1))
         provider_s.append(_median(lambda: provider_run(model), 1))
     a, b, c = statistics.median(floor_s), statistics.median(agent_s), statistics.median(provider_s)
+    events: list = []
+    unsubscribe = agent.subscribe(events.append)
+    agent_run(agent)
+    unsubscribe()
     print(f"two-turn run (50 text deltas + 1 tool call, then text), {runs} runs, median:")
     print(f"  (a) floor: requests + line split + json.loads   {a * 1000:7.2f} ms")
     print(f"  (b) Agent run over openai-completions          {b * 1000:7.2f} ms")
     print(f"  (c) providers.stream alone, same two turns      {c * 1000:7.2f} ms")
     print(f"  ratio b/a = {b / a:.2f}   (target <= 1.3);  provider share c/a = {c / a:.2f}")
+    print(f"  the Agent over the provider: {(b - c) * 1000:.2f} ms per run, {len(events)} agent events, "
+          f"{(b - c) / len(events) * 1e6:.1f} us per event (thread hand-overs and per-run set-up included)")
     floor_mbs, ours_mbs = sse_throughput()
     print("SSE parsing, one chunk per event:")
     print(f"  floor line splitting {floor_mbs:7.1f} MB/s   iter_sse {ours_mbs:7.1f} MB/s   "
