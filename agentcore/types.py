@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections.abc as _abc
 import copy
+import sys
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -152,6 +153,12 @@ class _WireMixin:
 _ABSENT_SETS: Dict[frozenset, frozenset] = {}
 
 
+def _shared(value: Any) -> Any:
+    """One shared copy of a short string that repeats across messages (api, model, tool name, ...):
+    a long session holds it once instead of once per message."""
+    return sys.intern(value) if type(value) is str and len(value) < 64 else value
+
+
 def _absent_keys(*keys: str) -> frozenset:
     """The ``_absent`` set the generic reader computes for inputs lacking exactly ``keys`` (shared by
     every object the fast paths build; frozensets are immutable)."""
@@ -274,7 +281,7 @@ class ToolCall(_WireMixin):
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "ToolCall":
         if cls is ToolCall and type(d) is dict and d.keys() == _TOOL_CALL_KEYS and d["arguments"] is not None:
-            return ToolCall(d["id"], d["name"], d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
+            return ToolCall(d["id"], _shared(d["name"]), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
         kwargs = cls._kwargs_from(d)
         if kwargs.get("arguments") is None and "arguments" in d:
             kwargs["arguments"] = {}
@@ -560,8 +567,9 @@ class AssistantMessage(_WireMixin):
             if keys == _ASSISTANT_KEYS or keys == _ASSISTANT_ERROR_KEYS:
                 content, usage = d["content"], d["usage"]
                 return AssistantMessage(
-                    _blocks(content) if content is not None else [], d["api"], d["provider"], d["model"],
-                    Usage.from_dict(usage) if usage is not None else None, d["stopReason"],
+                    _blocks(content) if content is not None else [], _shared(d["api"]), _shared(d["provider"]),
+                    _shared(d["model"]), Usage.from_dict(usage) if usage is not None else None,
+                    _shared(d["stopReason"]),
                     d.get("errorMessage"), d["timestamp"], {},
                     _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT)
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
@@ -615,7 +623,7 @@ class ToolResultMessage(_WireMixin):
             if keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None):
                 content = d["content"]
                 return ToolResultMessage(
-                    d["toolCallId"], d["toolName"], _blocks(content) if content is not None else [],
+                    d["toolCallId"], _shared(d["toolName"]), _blocks(content) if content is not None else [],
                     d.get("details"), d["isError"], None, None, d["timestamp"], {},
                     _NO_RESULT_OPTIONS if len(keys) == len(_RESULT_KEYS) else _NO_RESULT_USAGE)
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})

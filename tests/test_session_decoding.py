@@ -210,3 +210,76 @@ def test_bulk_reads_return_the_entries_single_reads_return():  # session.md §5 
     context = session.build_context()
     assert [m.content for m in context.messages] == [f"m{i}" for i in range(50)]
     assert [e.to_dict() for e in session.get_branch()] == [storage.get_entry(i).to_dict() for i in ids]
+
+
+# --------------------------------------------------------------------------- JSONL lines read back from the file
+
+
+def _jsonl_with_messages(tmp_path: Path, count: int) -> Any:
+    path = tmp_path / "s.jsonl"
+    with Session.create(path, cwd="/w") as session:
+        ids = [session.append_message(UserMessage(f"m{i}", timestamp=i)) for i in range(count)]
+    return path, ids
+
+
+def test_jsonl_entries_are_read_back_from_the_file_not_kept(tmp_path):  # issue 5: memory <= 3x the file
+    path, ids = _jsonl_with_messages(tmp_path, 20)
+    with Session.open(path, read_only=True) as session:
+        nodes = session.storage._nodes
+        assert all(nodes[i].raw is None and nodes[i].at is not None for i in ids)
+        assert [m.content for m in session.build_context().messages] == [f"m{i}" for i in range(20)]
+        assert session.storage.raw_line(ids[3]) == path.read_bytes().splitlines()[4]
+
+
+def test_crlf_and_blank_lines_are_read_back_exactly(tmp_path):  # session.md §3.5 lenient line endings
+    path, ids = _jsonl_with_messages(tmp_path, 4)
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(lines[0] + b"\r\n\n" + b"\r\n   \n".join(lines[1:]) + b"\n")
+    with Session.open(path, read_only=True) as session:
+        assert [m.content for m in session.build_context().messages] == ["m0", "m1", "m2", "m3"]
+        assert [session.storage.raw_line(i) for i in ids] == lines[1:]
+    with Session.open(path, verify=True) as session:
+        new = session.append_message(UserMessage("m4", timestamp=4))
+        session.storage._cache.clear()
+        assert session.get_entry(new).message.content == "m4"
+        assert [m.content for m in session.build_context().messages] == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_reads_after_close_reopen_the_file(tmp_path):  # session.md §5: reads work after close
+    path, ids = _jsonl_with_messages(tmp_path, 3)
+    session = Session.open(path)
+    appended = session.append_message(UserMessage("late", timestamp=9))
+    session.close()
+    assert session.get_entry(ids[1]).message.content == "m1"
+    assert session.get_entry(appended).message.content == "late"
+    assert [m.content for m in session.build_context().messages] == ["m0", "m1", "m2", "late"]
+
+
+def test_a_file_cut_under_a_reader_is_reported_not_misread(tmp_path):  # session.md §3.5: never invent data
+    from agentcore.session import SessionError
+
+    path, ids = _jsonl_with_messages(tmp_path, 3)
+    with Session.open(path, read_only=True) as session:
+        data = path.read_bytes()
+        with open(path, "r+b") as handle:  # another program cuts the file short behind our back
+            handle.truncate(len(data) - 20)
+        with pytest.raises(SessionError) as info:
+            session.get_entry(ids[2])
+        assert info.value.code == "invalid_session" and ids[2] in str(info.value)
+        assert session.get_entry(ids[0]).message.content == "m0"
+
+
+@pytest.mark.parametrize("branch_at", [29, 2])  # dense rows (one range scan) and sparse rows (IN lists)
+def test_sqlite_bulk_fetch_returns_the_branch(tmp_path, branch_at):  # session.md §9.4, §6
+    from agentcore.session import SqliteSessionStorage
+
+    db = tmp_path / "s.db"
+    session = Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s"))
+    ids = [session.append_message(UserMessage(f"a{i}", timestamp=i)) for i in range(30)]
+    session.move_to(ids[branch_at])
+    for i in range(20):
+        session.append_message(UserMessage(f"b{i}", timestamp=100 + i))
+    expected = [f"a{i}" for i in range(branch_at + 1)] + [f"b{i}" for i in range(20)]
+    session.close()
+    with Session(SqliteSessionStorage(db, "s", read_only=True)) as again:
+        assert [m.content for m in again.build_context().messages] == expected

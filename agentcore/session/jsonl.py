@@ -12,8 +12,11 @@ Line 1 is the header, every other line one entry. Opening a file:
 * migrates versions 1 and 2 to 3 with an atomic rewrite (temp file, fsync, ``os.replace``, fsync of
   the directory); the original stays intact if anything fails.
 
-Message payloads are indexed from their envelope and decoded on first read (``verify=True`` parses
-every line at open instead, so a damaged payload is reported then rather than when first read).
+Message payloads are indexed from their envelope at open; the line itself is not kept in memory but
+read back from the file (by offset, on the descriptor opened at load, so a later rename does not
+matter) and decoded on first read. ``verify=True`` parses every line at open instead, so a damaged
+payload is reported then rather than when first read. A file cut short under an open session makes
+the lost entries ``invalid_session`` when read; reads after :meth:`close` reopen the file by path.
 Each append is one ``os.write`` of a whole line on an ``O_APPEND`` descriptor; a failed write is
 rolled back by truncating to the previous size. ``fsync``: ``"never"`` (default, what the reference
 does), ``"always"`` (after every append) or ``"close"``.
@@ -24,13 +27,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Union
 
 from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
                       header_from_dict, iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
-from .storage import SessionStorage, _gc_paused
+from .storage import SessionStorage, _gc_paused, _Node
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -40,6 +43,8 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, documented
 __all__ = ["JsonlSessionStorage", "FSYNC_POLICIES", "read_header", "fsync_directory"]
 
 FSYNC_POLICIES = ("never", "always", "close")
+_GAP = 1 << 16  # lines closer than this are read back with one pread ...
+_RUN = 1 << 20  # ... of at most about this many bytes (larger blocks cost page faults, not speed)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 
@@ -78,6 +83,31 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(size - offset, 1 << 24), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def _read_span(fd: int, at: int, size: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.pread(fd, min(size, 1 << 24), at)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        at += len(chunk)
+        size -= len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def read_header(path: str) -> Dict[str, Any]:
     """The parsed first line of a session file, without locking or reading further.
 
@@ -110,6 +140,7 @@ class JsonlSessionStorage(SessionStorage):
         self.read_only = read_only
         self.fsync = fsync
         self._fd: Optional[int] = None
+        self._rfd: Optional[int] = None  # read-only handles keep the file open to read entries back
         self._size = 0
         self._lines = 0
         try:
@@ -146,8 +177,8 @@ class JsonlSessionStorage(SessionStorage):
     def _open(self, verify: bool) -> None:
         if self.read_only:
             try:
-                with open(self.path, "rb") as handle:
-                    data = handle.read()
+                self._rfd = os.open(self.path, os.O_RDONLY | _O_CLOEXEC | _O_BINARY)
+                data = _read_all(self._rfd)
             except FileNotFoundError:
                 raise SessionError("not_found", f"{self.path}: no such session file", path=self.path) from None
             except OSError as exc:
@@ -163,22 +194,9 @@ class JsonlSessionStorage(SessionStorage):
                 raise SessionError("storage", f"{self.path}: cannot open for writing ({exc.strerror}); "
                                    "check permissions or open with read_only=True", path=self.path) from exc
             _lock(self._fd, self.path)
-            data = self._read_all()
+            data = _read_all(self._fd)
         with _gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
             self._load(data, verify)
-
-    def _read_all(self) -> bytes:
-        assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        chunks = []
-        offset = 0
-        while offset < size:
-            chunk = os.pread(self._fd, min(size - offset, 1 << 24), offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        return b"".join(chunks)
 
     def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:
         where = f"{self.path}:{line}" if line else self.path
@@ -214,12 +232,13 @@ class JsonlSessionStorage(SessionStorage):
             self._load_migrating(header_data, lines, first, end)
         else:
             self.header = header
-            self._index_lines(lines, first + 1, end)
+            at = sum(len(line) + 1 for line in lines[:first + 1])
+            self._index_lines(lines, first + 1, end, at)  # entries are read back from the file when needed
             self._finish_load()
             if verify:
                 for node in self._order:
                     if node.entry is None:
-                        self._decode(node)
+                        self._decode(node, lines[node.line - 1].rstrip(b"\r"))  # type: ignore[operator]
             self._lines = end
             if not self.read_only:
                 self._repair(data, lines, last, torn)
@@ -316,7 +335,73 @@ class JsonlSessionStorage(SessionStorage):
 
     def append(self, entry: SessionEntry) -> None:
         super().append(entry)
-        self._order[-1].line = self._lines
+        node = self._order[-1]
+        node.line = self._lines
+        if node.raw is not None and self._fd is not None:  # read back from the file like loaded lines
+            node.size = len(node.raw)
+            node.at = self._size - node.size - 1
+            node.raw = None
+
+    # ------------------------------------------------------------------ reading back
+
+    def _reader(self) -> Any:
+        """A descriptor to read entry lines from (reopening the file by path once closed)."""
+        fd = self._fd if self._fd is not None else self._rfd
+        if fd is not None:
+            return fd, False
+        try:
+            return os.open(self.path, os.O_RDONLY | _O_CLOEXEC | _O_BINARY), True
+        except OSError as exc:
+            raise self._fail("storage", None, f"the session is closed and its file cannot be read again "
+                             f"({exc.strerror}); reopen it") from exc
+
+    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+        return self._fetch_raws([node])[0]
+
+    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+        """Lines of entries not held in memory, read with one ``pread`` per run of nearby lines."""
+        if any(node.at is None for node in nodes):
+            missing = next(node for node in nodes if node.at is None)
+            raise self._fail("storage", missing.line, f"entry {missing.id} has no stored line")
+        order = list(range(len(nodes)))
+        ats = [node.at for node in nodes]
+        if any(a > b for a, b in zip(ats, ats[1:])):  # type: ignore[operator]  # a branch read root first is sorted
+            order.sort(key=ats.__getitem__)
+        out: List[Any] = [None] * len(nodes)
+        fd, temporary = self._reader()
+        try:
+            run: List[int] = []
+            first = end = 0
+            for index in order:
+                at: int = ats[index]  # type: ignore[assignment]
+                if run and (at > end + _GAP or at + nodes[index].size - first > _RUN):
+                    self._read_run(fd, [nodes[i] for i in run], run, out)
+                    run = []
+                if not run:
+                    first = at
+                run.append(index)
+                end = max(end, at + nodes[index].size) if len(run) > 1 else at + nodes[index].size
+            if run:
+                self._read_run(fd, [nodes[i] for i in run], run, out)
+        except OSError as exc:
+            raise self._fail("storage", None, f"cannot read the session file ({exc.strerror})") from exc
+        finally:
+            if temporary:
+                os.close(fd)
+        return out
+
+    def _read_run(self, fd: int, run: List[_Node], slots: List[int], out: List[Any]) -> None:
+        start = run[0].at
+        assert start is not None
+        end = max(node.at + node.size for node in run)  # type: ignore[operator]
+        block = _read_span(fd, start, end - start)
+        if len(block) != end - start:
+            node = next(n for n in run if n.at + n.size > start + len(block))  # type: ignore[operator]
+            raise self._fail("invalid_session", node.line, f"entry {node.id} is no longer in the file "
+                             "(it was truncated or replaced); reopen the session")
+        for node, slot in zip(run, slots):
+            offset = node.at - start  # type: ignore[operator]
+            out[slot] = block[offset:offset + node.size]
 
     # ------------------------------------------------------------------ closing
 
@@ -324,6 +409,9 @@ class JsonlSessionStorage(SessionStorage):
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing the descriptor releases the flock
+        if self._rfd is not None:
+            fd, self._rfd = self._rfd, None
+            os.close(fd)
 
     def close(self) -> None:
         """fsync (policy ``"close"``/``"always"``), release the lock and close the file. Idempotent."""

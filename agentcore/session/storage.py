@@ -2,15 +2,16 @@
 
 A storage persists entries and answers tree queries; the :class:`~agentcore.session.Session` façade
 assigns ids, parents and timestamps. :class:`SessionStorage` keeps, per entry, a small index node
-(id, parent, type, message role, timestamp, position) and the entry's encoded JSON line. Message and
-custom payloads are decoded only when asked for (a small LRU cache keeps recent ones), so opening a
-100,000-entry session does not parse every message; control entries (leaf moves, labels, names, model
-and thinking changes, compactions, branch summaries) are decoded at load because the tree state needs
-them.
+(id, parent, type, message role, timestamp, position) and either the entry's encoded JSON line (memory
+storage) or where to read it back (the JSONL file offset, the SQLite row), so a loaded session costs
+about half its file size in memory. Message and custom payloads are decoded only when asked for (a
+small LRU cache keeps recent ones; ``get_entries`` decodes many at once), so opening a 100,000-entry
+session does not parse every message; control entries (leaf moves, labels, names, model and thinking
+changes, compactions, branch summaries) are decoded at load because the tree state needs them.
 
-Backends override three hooks: ``_write(line, entry)`` persists one encoded line (raising
+Backends override four hooks: ``_write(line, entry)`` persists one encoded line (raising
 ``SessionError("storage")`` leaves memory unchanged), ``_fetch_raw(node)`` returns a payload that is
-not held in memory, and ``close()``. Load rules (spec §3.2, §3.5): the leaf is folded over the entries
+not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``close()``. Load rules (spec §3.2, §3.5): the leaf is folded over the entries
 in order (a ``leaf`` entry moves it to its ``targetId``, any other entry to itself); a duplicate id is
 ``invalid_entry``; a folded leaf that names a missing entry is ``invalid_session``. Storages are not
 thread-safe on their own; the Session serialises calls.
@@ -118,12 +119,14 @@ def clean_name(name: Optional[str]) -> Optional[str]:
 
 
 class _Node:
-    """Index record of one entry. ``raw`` is the encoded line (None when the backend fetches it)."""
+    """Index record of one entry. ``raw`` is the encoded line, or None when the backend fetches it
+    (a file backend records where: ``at``, the byte offset of the line, and ``size``, its length)."""
 
-    __slots__ = ("id", "parent", "type", "role", "ts", "line", "raw", "entry")
+    __slots__ = ("id", "parent", "type", "role", "ts", "line", "raw", "entry", "at", "size")
 
     def __init__(self, id: str, parent: Optional[str], type: str, role: Optional[str], ts: str,
-                 line: Optional[int], raw: Optional[Union[bytes, str]], entry: Optional[SessionEntry]):
+                 line: Optional[int], raw: Optional[Union[bytes, str]], entry: Optional[SessionEntry],
+                 at: Optional[int] = None, size: int = 0):
         self.id = id
         self.parent = parent
         self.type = type
@@ -132,6 +135,8 @@ class _Node:
         self.line = line
         self.raw = raw
         self.entry = entry
+        self.at = at
+        self.size = size
 
 
 class SessionStorage:
@@ -185,30 +190,47 @@ class SessionStorage:
             return f"{self.path} (entry {entry_id})"
         return f"entry {entry_id}"
 
-    def _index_line(self, raw: Union[bytes, str], line: Optional[int]) -> None:
-        """Index one stored line (without its newline), decoding it only when needed."""
+    def _index_line(self, raw: Union[bytes, str], line: Optional[int], at: Optional[int] = None) -> None:
+        """Index one stored line (without its newline), decoding it only when needed.
+
+        With ``at`` (the line's byte offset in the backend's file) the node records where the line is
+        instead of keeping it; :meth:`_fetch_raw` reads it back when the entry is first needed.
+        """
         match = _ENVELOPE.match(raw) if type(raw) is bytes else None
         if match is not None and raw[-1] == 125:  # ends with "}": the regex did not stop at a stray quote
             etype, entry_id, parent, ts, role = match.groups()
             etype_text = _WORDS.get(etype) or _word(etype)
             if etype_text not in EAGER_TYPES:
                 self._add(_Node(entry_id.decode(), parent.decode() if parent is not None else None, etype_text,
-                                (_WORDS.get(role) or _word(role)) if role else None, ts.decode(), line, raw,
-                                None))
+                                (_WORDS.get(role) or _word(role)) if role else None, ts.decode(), line,
+                                raw if at is None else None, None, at, len(raw)))
                 return
         entry = self._parse(raw, line)
-        self._add(self._node_for(entry, line, None if entry.type in EAGER_TYPES else raw))
+        lazy = entry.type not in EAGER_TYPES
+        self._add(self._node_for(entry, line, raw if lazy and at is None else None))
+        if lazy and at is not None:
+            node = self._order[-1]
+            node.at, node.size = at, len(raw)
 
-    def _index_lines(self, lines: List[bytes], start: int, end: int) -> None:
-        """Index ``lines[start:end]`` (split file content; line numbers are 1-based), skipping blanks."""
+    def _index_lines(self, lines: List[bytes], start: int, end: int, at: Optional[int] = None) -> None:
+        """Index ``lines[start:end]`` (split file content; line numbers are 1-based), skipping blanks.
+
+        ``at`` is the byte offset of ``lines[start]`` when the lines should be read back from the
+        file rather than kept (see :meth:`_index_line`).
+        """
         index_line = self._index_line
         for index in range(start, end):
             raw = lines[index]
+            size = len(raw) + 1
             if raw[:1] != b"{" or raw[-1:] != b"}":  # blank, CRLF, or something the full parser judges
                 raw = raw.rstrip(b"\r")
                 if not raw.strip():
+                    if at is not None:
+                        at += size
                     continue
-            index_line(raw, index + 1)
+            index_line(raw, index + 1, at)
+            if at is not None:
+                at += size
 
     def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None
                ) -> SessionEntry:
@@ -224,7 +246,7 @@ class SessionStorage:
         role = None
         if isinstance(entry, MessageEntry):
             role = getattr(entry.message, "role", None)
-        keep = entry if raw is None else None
+        keep = entry if raw is None and entry.type in EAGER_TYPES else None
         return _Node(entry.id, entry.parent_id, _intern(entry.type), role, entry.timestamp, line, raw, keep)
 
     def _add(self, node: _Node) -> None:
