@@ -46,6 +46,7 @@ OFFLINE: Dict[str, List[str]] = {
     "coding tools": ['tools = create_coding_tools(root="/path/to/project")'],
     "confinement": ['read = create_read_tool(root="/srv/project")'],
     "jupyter": ['display_run(agent, "Say hello with bash")'],
+    "threads": ["def where() -> str:"],
 }
 HOSTED = ["Shout 'hello', then find TODOs", 'model = get_model("groq/llama-3.3-70b-versatile")',
           "def word_length(word: str) -> int:"]
@@ -132,6 +133,8 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert lines == ["Abandoned 1 entries.", "branch point"]
     elif section == "confinement":
         assert 'path "../../etc/passwd" is outside the allowed root' in out
+    elif section == "threads":
+        assert lines == ["agentcore-run"]
     elif section == "jupyter":
         assert "hello" in out and "It printed hello." in out
 
