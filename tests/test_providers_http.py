@@ -107,6 +107,19 @@ def test_http_errors_carry_the_provider_message(server, status, body, expected):
     assert KEY not in result.error_message and len(server.requests) == 1  # 4xx are not retried
 
 
+def test_a_key_echoed_by_the_server_never_reaches_the_error_message(server):  # secrets stay out
+    echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}. Bearer {KEY}"}})
+    server.enqueue(Reply(status=401, body=echo, content_type="application/json"))
+    model = _model(server)
+    model.headers = {"X-Api-Key": "model-header-secret-value"}
+    server.enqueue(Reply(status=403, body="denied for model-header-secret-value", content_type="text/plain"))
+    _, result = _run(server)
+    assert result.error_message == "401 Incorrect API key provided: ***. ***"
+    second = complete(model, _ctx(), api_key=KEY)
+    assert second.error_message == "403 denied for ***"
+    assert KEY not in repr(second) and "model-header-secret-value" not in second.error_message
+
+
 def test_openrouter_error_metadata_raw_is_appended():  # providers §4 step 6
     body = json.dumps({"error": {"message": "Provider returned error", "metadata": {"raw": "upstream said no"}}})
     assert format_http_error(502, body) == "502 Provider returned error\nupstream said no"

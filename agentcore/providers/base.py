@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..events import (
     DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
@@ -403,8 +403,11 @@ class WireProvider:
         response = None
         listener = None
         fully_read = False
+        secrets: List[str] = []  # never echoed into error messages (and so into session files)
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
+            if api_key:
+                secrets.append(api_key)
             request = self.build_request(model, context, options, api_key)
             body = request.body
             on_payload = options.get("on_payload")
@@ -413,6 +416,7 @@ class WireProvider:
                 if replaced is not None:
                     body = replaced
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
+            secrets.extend(_secret_header_values(headers))
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             response = http.open_stream(
                 request.url, data, headers, session_name=model.provider or self.api, signal=signal,
@@ -466,7 +470,7 @@ class WireProvider:
                 pending.clear()
             aborted = signal is not None and signal.aborted
             output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else _describe(exc)
+            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there
@@ -487,6 +491,31 @@ def _timeout(options: Mapping[str, Any]) -> Any:
         seconds = float(timeout_ms) / 1000.0
         return (min(10.0, seconds), seconds)
     return options.get("timeout")
+
+
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie",
+                             "proxy-authorization"})
+
+
+def _secret_header_values(headers: Mapping[str, Any]) -> List[str]:
+    values = []
+    for name, value in headers.items():
+        if str(name).lower() in _SECRET_HEADERS and isinstance(value, str):
+            values.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                values.append(token)
+    return values
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret of 8 or more characters replaced by ``***`` (longest first).
+
+    Servers sometimes echo the key they rejected; the message ends up in the transcript, the
+    session file and logs, so it must never carry the key."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 def _describe(exc: BaseException) -> str:
