@@ -136,11 +136,13 @@ _UNSET: Any = object()
 
 def _resolve_state(storage: "SessionStorage", path: Sequence[str]) -> Tuple[str, Optional[ModelRef],
                                                                                Optional[List[str]]]:
-    thinking: Any = _UNSET
+    # a kind of state no entry of the session sets stays at its default: stop looking for it
+    thinking: Any = _UNSET if storage.count_of("thinking_level_change") else "off"
     model: Any = _UNSET
-    tools: Any = _UNSET
+    tools: Any = _UNSET if storage.count_of("active_tools_change") else None
+    type_of = storage.type_of
     for entry_id in reversed(path):
-        etype = storage.type_of(entry_id)
+        etype = type_of(entry_id)
         if etype == "thinking_level_change" and thinking is _UNSET:
             entry = storage.get_entry(entry_id)
             assert isinstance(entry, ThinkingLevelChangeEntry)
@@ -163,8 +165,11 @@ def _resolve_state(storage: "SessionStorage", path: Sequence[str]) -> Tuple[str,
 
 
 def _context_ids(storage: "SessionStorage", path: List[str]) -> Tuple[List[str], Optional[str]]:
+    if not storage.count_of("compaction"):
+        return path, None
+    type_of = storage.type_of
     for ci in range(len(path) - 1, -1, -1):
-        if storage.type_of(path[ci]) == "compaction":
+        if type_of(path[ci]) == "compaction":
             break
     else:
         return path, None

@@ -85,8 +85,11 @@ def _write_all(fd: int, data: bytes) -> None:
 
 def _read_all(fd: int) -> bytes:
     size = os.fstat(fd).st_size
-    chunks = []
-    offset = 0
+    first = os.pread(fd, size, 0) if size else b""
+    if len(first) == size:  # one read, no joining copy (the usual case for a regular file)
+        return first
+    chunks = [first]
+    offset = len(first)
     while offset < size:
         chunk = os.pread(fd, min(size - offset, 1 << 24), offset)
         if not chunk:

@@ -155,6 +155,7 @@ class SessionStorage:
         self._name: Optional[str] = None
         self._leaf: Optional[str] = None
         self._messages = 0
+        self._type_counts: Dict[str, int] = {}
         self._usage: Optional[UsageTotals] = None
         self._cache: "OrderedDict[str, SessionEntry]" = OrderedDict()
         self._closed = False
@@ -261,6 +262,8 @@ class SessionStorage:
         nodes[entry_id] = node
         self._order.append(node)
         etype = node.type
+        counts = self._type_counts
+        counts[etype] = counts.get(etype, 0) + 1
         if etype == "leaf":
             self._leaf = node.entry.target_id  # type: ignore[union-attr]
             return
@@ -339,6 +342,10 @@ class SessionStorage:
 
     def type_of(self, entry_id: str) -> str:
         return self._nodes[entry_id].type
+
+    def count_of(self, entry_type: str) -> int:
+        """How many entries of ``entry_type`` the session holds (all branches, leaf entries included)."""
+        return self._type_counts.get(entry_type, 0)
 
     def parent_of(self, entry_id: str) -> Optional[str]:
         return self._nodes[entry_id].parent
