@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
                       header_from_dict, iso_from_ms, new_session_id)
@@ -347,7 +347,7 @@ class JsonlSessionStorage(SessionStorage):
 
     # ------------------------------------------------------------------ reading back
 
-    def _reader(self) -> Any:
+    def _reader(self) -> Tuple[int, bool]:
         """A descriptor to read entry lines from (reopening the file by path once closed)."""
         fd = self._fd if self._fd is not None else self._rfd
         if fd is not None:
@@ -363,11 +363,11 @@ class JsonlSessionStorage(SessionStorage):
 
     def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
         """Lines of entries not held in memory, read with one ``pread`` per run of nearby lines."""
-        if any(node.at is None for node in nodes):
-            missing = next(node for node in nodes if node.at is None)
+        ats = [node.at for node in nodes]
+        if None in ats:
+            missing = nodes[ats.index(None)]
             raise self._fail("storage", missing.line, f"entry {missing.id} has no stored line")
         order = list(range(len(nodes)))
-        ats = [node.at for node in nodes]
         if any(a > b for a, b in zip(ats, ats[1:])):  # type: ignore[operator]  # a branch read root first is sorted
             order.sort(key=ats.__getitem__)
         out: List[Any] = [None] * len(nodes)

@@ -11,10 +11,11 @@ changes, compactions, branch summaries) are decoded at load because the tree sta
 
 Backends override four hooks: ``_write(line, entry)`` persists one encoded line (raising
 ``SessionError("storage")`` leaves memory unchanged), ``_fetch_raw(node)`` returns a payload that is
-not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``close()``. Load rules (spec §3.2, §3.5): the leaf is folded over the entries
-in order (a ``leaf`` entry moves it to its ``targetId``, any other entry to itself); a duplicate id is
-``invalid_entry``; a folded leaf that names a missing entry is ``invalid_session``. Storages are not
-thread-safe on their own; the Session serialises calls.
+not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``close()``. Load rules
+(spec §3.2, §3.5): the leaf is folded over the entries in order (a ``leaf`` entry moves it to its
+``targetId``, any other entry to itself); a duplicate id is ``invalid_entry``; a folded leaf that
+names a missing entry is ``invalid_session``. Storages are not thread-safe on their own; the Session
+serialises calls.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def _word(raw: bytes) -> str:
     if len(_WORDS) < 256:
         _WORDS[raw] = text
     return text
+
+
 _loads = json.loads
 _scan_once = json.JSONDecoder().scan_once
 
@@ -67,7 +70,7 @@ def _parse_json(raw: Union[bytes, str]) -> Any:
     ``json.loads`` itself, so results and errors are the same.
     """
     if type(raw) is bytes:
-        if raw[:1] != b"{" or raw[1:2] == b"\x00":  # UTF-16/32 or a BOM: let json.loads sniff it
+        if raw[:1] != b"{" or raw[1:2] == b"\x00":  # not a bare object, or UTF-16: json.loads decides
             return _loads(raw)
         text = raw.decode("utf-8", "surrogatepass")  # what json.loads does for UTF-8 bytes
     else:
@@ -87,9 +90,9 @@ def _parse_json(raw: Union[bytes, str]) -> Any:
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a bulk decode builds many long-lived objects.
 
-    Decoding 100,000 messages allocates about a million container objects that all survive; the
-    collector would traverse them again and again (about a third of the decode time) and find no
-    cycles, since decoded entries hold none. The pause is process-wide but lasts only for the
+    Decoding 100,000 messages creates about half a million objects that all survive; the collector
+    would traverse them again and again (about a third of the decode time) and find no cycles,
+    since decoded entries hold none. The pause is process-wide but lasts only for the
     decode; the previous state is restored, and a collector already disabled stays disabled.
     """
     if not gc.isenabled():
