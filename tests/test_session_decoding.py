@@ -283,3 +283,40 @@ def test_sqlite_bulk_fetch_returns_the_branch(tmp_path, branch_at):  # session.m
     session.close()
     with Session(SqliteSessionStorage(db, "s", read_only=True)) as again:
         assert [m.content for m in again.build_context().messages] == expected
+
+
+# --------------------------------------------------------------------------- the collector during bulk decodes
+
+
+def test_bulk_decode_leaves_the_garbage_collector_as_it_found_it(tmp_path):  # issue 5: process-wide state
+    import gc
+
+    path, ids = _jsonl_with_messages(tmp_path, 12)
+    assert gc.isenabled()
+    with Session.open(path, read_only=True) as session:
+        assert len(session.build_context().messages) == 12
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        with Session.open(path, read_only=True) as session:
+            assert len(session.build_context().messages) == 12
+        assert not gc.isenabled()  # the application's choice is kept
+    finally:
+        gc.enable()
+
+
+def test_objects_the_application_froze_stay_frozen(tmp_path):  # issue 5: pre-fork servers freeze objects
+    import gc
+
+    path, ids = _jsonl_with_messages(tmp_path, 12)
+    keep = [[n] for n in range(100)]
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        with Session.open(path, read_only=True) as session:
+            assert len(session.build_context().messages) == 12
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert keep
