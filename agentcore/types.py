@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import collections.abc as _abc
 import copy
-import sys
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -153,10 +152,20 @@ class _WireMixin:
 _ABSENT_SETS: Dict[frozenset, frozenset] = {}
 
 
+_SHARED_STRINGS: Dict[str, str] = {}
+
+
 def _shared(value: Any) -> Any:
     """One shared copy of a short string that repeats across messages (api, model, tool name, ...):
-    a long session holds it once instead of once per message."""
-    return sys.intern(value) if type(value) is str and len(value) < 64 else value
+    a long session holds it once instead of once per message. The table keeps at most 4096 strings
+    (not ``sys.intern``: some Python versions never free interned strings)."""
+    if type(value) is str:
+        shared = _SHARED_STRINGS.get(value)
+        if shared is not None:
+            return shared
+        if len(value) < 64 and len(_SHARED_STRINGS) < 4096:
+            _SHARED_STRINGS[value] = value
+    return value
 
 
 def _absent_keys(*keys: str) -> frozenset:
