@@ -320,3 +320,16 @@ def test_objects_the_application_froze_stay_frozen(tmp_path):  # issue 5: pre-fo
     finally:
         gc.unfreeze()
     assert keep
+
+
+def test_entries_and_branch_read_in_bulk_match_single_reads():  # session.md §5 reads
+    session = Session.in_memory()
+    ids = [session.append_message(UserMessage(f"m{i}", timestamp=i)) for i in range(10)]
+    session.move_to(ids[4])
+    session.append_message(UserMessage("side", timestamp=20))
+    storage = session.storage
+    for after, limit in [(0, None), (3, 4), (8, 10), (-3, None), (-3, 2), (2, 0), (2, -1), (20, None)]:
+        bulk = [e.to_dict() for e in session.entries(after, limit)]
+        assert bulk == [e.to_dict() for e in storage.iter_entries(after, limit)], (after, limit)
+    branch = session.get_branch()
+    assert [e.id for e in branch] == ids[:5] + [session.leaf_id]

@@ -242,7 +242,9 @@ class Session:
     def entries(self, after: int = 0, limit: Optional[int] = None) -> List[SessionEntry]:
         """All entries in append order (``leaf`` bookkeeping entries included); ``after``/``limit`` slice."""
         with self._lock:
-            return list(self.storage.iter_entries(after, limit))
+            ids = self.storage.entry_ids()
+            end = len(ids) if limit is None else min(len(ids), after + max(0, limit))
+            return self.storage.get_entries(ids[after:end])  # what iter_entries yields, decoded in bulk
 
     def _sorted_children(self, entry_id: Optional[str]) -> List[str]:
         ids = self.storage.child_ids(entry_id)
@@ -263,7 +265,8 @@ class Session:
             if start is None:
                 return []
             ids = self.storage.path_to_root(start)
-            return [self.storage.get_entry(i) for i in reversed(ids)]  # type: ignore[misc]
+            ids.reverse()
+            return self.storage.get_entries(ids)
 
     def get_tree(self) -> List[TreeNode]:
         """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative."""
