@@ -437,7 +437,7 @@ class Model(_WireMixin):
     cost: ModelCost = field(default_factory=ModelCost)
     context_window: int = 128000
     max_tokens: int = 16384
-    headers: Optional[Dict[str, str]] = None
+    headers: Optional[Dict[str, str]] = field(default=None, repr=False)  # may carry credentials
     compat: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     _absent: frozenset = _absent()

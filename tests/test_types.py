@@ -197,3 +197,11 @@ def test_rich_converter_keeps_order_and_identity():  # agent-loop §1.5
     assert result[0] is user and len(result) == 2
     assert result[1].content == [TextContent("from dict")]
     assert repr(DROP) == "DROP" and not DROP
+
+
+def test_model_repr_never_shows_header_values():  # secrets stay out of reprs
+    from agentcore.types import Model
+
+    model = Model(id="m", api="openai-completions", provider="p", headers={"Authorization": "Bearer sk-secret-123"})
+    assert "sk-secret-123" not in repr(model)
+    assert model.to_dict()["headers"] == {"Authorization": "Bearer sk-secret-123"}  # still serialisable
