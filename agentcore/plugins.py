@@ -498,15 +498,17 @@ class AgentPluginManager(pluggy.PluginManager):
                 self._registries[kind] = table
             return table
 
+    def _lookup(self, kind: str, key: str, error: type, label: str, hint: str) -> Any:
+        table = self.registry(kind)
+        entry = table.get(key)
+        if entry is None:
+            raise error(_not_found(label, key, table, hint))
+        return entry.value
+
     def get_tool(self, name: str) -> Any:
         """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError)."""
-        table = self.registry("tool")
-        entry = table.get(name)
-        if entry is None:
-            raise UnknownToolError(_not_found(
-                "tool", name, table, "Pass an AgentTool object, or install the plugin that provides it "
-                "(see `agentcore plugins`)."))
-        return entry.value
+        return self._lookup("tool", name, UnknownToolError, "tool", "Pass an AgentTool object, or "
+                            "install the plugin that provides it (see `agentcore plugins`).")
 
     def tools(self) -> List[Any]:
         """Every registered tool in effect, sorted by name."""
@@ -514,13 +516,9 @@ class AgentPluginManager(pluggy.PluginManager):
 
     def get_provider(self, api: str) -> Any:
         """The provider of wire API ``api``; raises :class:`UnknownProviderError` (a KeyError)."""
-        table = self.registry("provider")
-        entry = table.get(api)
-        if entry is None:
-            raise UnknownProviderError(_not_found(
-                "provider api", api, table, "Set Model.api to a registered wire API, or install the "
-                "plugin that provides it (see `agentcore plugins`)."))
-        return entry.value
+        return self._lookup("provider", api, UnknownProviderError, "provider api", "Set Model.api to a "
+                            "registered wire API, or install the plugin that provides it (see "
+                            "`agentcore plugins`).")
 
     def providers(self) -> List[Any]:
         """Every registered provider in effect, sorted by API name."""
