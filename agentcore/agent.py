@@ -44,8 +44,9 @@ ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resett
 ERR_DOUBLE_START = "Agent is already processing."
 ERR_NOTHING_TO_CONTINUE = "No messages to continue from"
 ERR_WAIT_FROM_RUN_THREAD = (
-    "wait_for_idle() was called from the agent's run thread (inside a listener or hook); it would "
-    "wait for itself forever. Return from the listener instead, or wait from another thread."
+    "wait_for_idle() was called from the agent's run thread or one of its tool threads (a "
+    "listener, hook or tool); it would wait for itself forever. Return instead, or wait from "
+    "another thread."
 )
 
 _INTERRUPTED = "Interrupted (KeyboardInterrupt)"
@@ -423,7 +424,7 @@ class Agent:
         run = self._active
         if run is None:
             return True
-        if run.thread_ident == threading.get_ident():
+        if run.thread_ident == threading.get_ident() or _loop.running_tool_signal() is run.controller.signal:
             raise RuntimeError(ERR_WAIT_FROM_RUN_THREAD)
         return run.settled.wait(timeout)
 

@@ -641,6 +641,14 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     return outcomes  # type: ignore[return-value]
 
 
+_tool_thread = threading.local()
+
+
+def running_tool_signal() -> Optional[AbortSignal]:
+    """The abort signal of the run whose tool is executing on this (worker) thread, else None."""
+    return getattr(_tool_thread, "signal", None)
+
+
 def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]
              ) -> Tuple[AgentToolResult, bool]:
     """Call ``execute``; a raised exception (any kind) becomes an error result."""
@@ -690,7 +698,11 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
                 mailbox.put(("update", index, partial))
 
     def work() -> None:
-        payload = _execute(item, signal, on_update)
+        _tool_thread.signal = signal  # lets Agent.wait_for_idle refuse to wait for its own run
+        try:
+            payload = _execute(item, signal, on_update)
+        finally:
+            _tool_thread.signal = None
         with lock:
             settled[0] = True
             mailbox.put(("done", index, payload))

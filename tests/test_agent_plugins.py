@@ -253,3 +253,19 @@ def test_a_failed_run_aborts_tools_still_running_in_its_parallel_batch():  # age
     new = agent.prompt("go")
     assert new[-1].stop_reason == "error" and new[-1].error_message == "listener bug"
     assert saw_abort.wait(5)
+
+
+def test_wait_for_idle_from_a_tool_on_a_worker_thread_raises_instead_of_deadlocking():
+    outcome: List[Any] = []
+
+    def waits(tool_call_id, args, signal, on_update):  # an AgentTool: runs on a worker thread
+        try:
+            agent.wait_for_idle(5)
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+        return AgentToolResult(content=[TextContent("ok")])
+
+    scripted = ScriptedModel([ScriptedModel.tool_call("waits", {}), ScriptedModel.text("done")])
+    agent = Agent(scripted.model, tools=[AgentTool("waits", "", {"type": "object", "properties": {}}, waits)])
+    agent.prompt("go")
+    assert outcome and "would wait for itself forever" in outcome[0]
