@@ -328,3 +328,47 @@ def test_context_overflow_negative_and_silent():
     ok = AssistantMessage(stop_reason="stop", usage=Usage(input=120000, cache_read=10000))
     assert is_context_overflow(ok, context_window=128000)
     assert not is_context_overflow(ok, context_window=200000) and not is_context_overflow(ok)
+
+
+def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4: abort closes
+    # A listener whose accept queue is full: the kernel drops further SYNs, so connect() hangs
+    # (what an unreachable or firewalled host does), all on 127.0.0.1.
+    import socket as socket_module
+    import threading
+    import time
+
+    listener = socket_module.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(8):
+        filler = socket_module.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    try:
+        model = Model(id="m", api="openai-completions", provider="local", base_url=f"http://127.0.0.1:{port}/v1")
+        controller = AbortController()
+        finished = threading.Event()
+        result = {}
+
+        def consume():
+            result["message"] = stream(model, _ctx(), api_key=KEY, signal=controller.signal, max_retries=0,
+                                       timeout=(30, 30)).result()
+            finished.set()
+
+        threading.Thread(target=consume, daemon=True).start()
+        assert not finished.wait(0.3)  # still connecting (nothing answers)
+        started = time.monotonic()
+        controller.abort()
+        assert finished.wait(5), "the aborted connect did not return"
+        assert time.monotonic() - started < 1.0
+        assert result["message"].stop_reason == "aborted"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()

@@ -219,6 +219,57 @@ def _note_connection(connection: Any) -> None:
         box["connection"] = connection
 
 
+def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
+    """Open the TCP connection like urllib3 does, but note each socket *before* it connects, so
+    an abort can shut it down while ``connect()`` is blocked (an unreachable or firewalled host
+    would otherwise hold an aborted run for the whole connect timeout).
+
+    Threads that are not sending an abortable request use urllib3's own code unchanged.
+    """
+    box = getattr(_current, "box", None)
+    if box is None:
+        return default()
+    from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+    from urllib3.util.connection import _set_socket_options, allowed_gai_family
+    from urllib3.util.timeout import _DEFAULT_TIMEOUT
+
+    host = connection._dns_host
+    if host.startswith("["):
+        host = host.strip("[]")
+    try:
+        addresses = socket.getaddrinfo(host, connection.port, allowed_gai_family(), socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise NameResolutionError(connection.host, connection, exc) from exc
+    error: Optional[BaseException] = None
+    for family, kind, proto, _name, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        box["socket"] = sock
+        if box.get("aborted"):  # the abort came before this socket existed
+            box.pop("socket", None)
+            sock.close()
+            raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
+        try:
+            _set_socket_options(sock, connection.socket_options)
+            if connection.timeout is not _DEFAULT_TIMEOUT:
+                sock.settimeout(connection.timeout)
+            if connection.source_address:
+                sock.bind(connection.source_address)
+            sock.connect(address)
+        except socket.timeout as exc:
+            sock.close()
+            raise ConnectTimeoutError(connection, f"Connection to {connection.host} timed out. "
+                                                  f"(connect timeout={connection.timeout})") from exc
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        finally:
+            box.pop("socket", None)
+        sys.audit("http.client.connect", connection, connection.host, connection.port)
+        return sock
+    raise NewConnectionError(connection, f"Failed to establish a new connection: {error}")
+
+
 _adapter_cls: Any = None
 
 
@@ -239,10 +290,16 @@ def _adapter_class() -> Any:
                 _note_connection(self)
                 return super().request(*args, **kwargs)
 
+            def _new_conn(self) -> Any:
+                return _new_abortable_conn(self, super()._new_conn)
+
         class _TLSConnection(HTTPSConnection):
             def request(self, *args: Any, **kwargs: Any) -> Any:
                 _note_connection(self)
                 return super().request(*args, **kwargs)
+
+            def _new_conn(self) -> Any:
+                return _new_abortable_conn(self, super()._new_conn)
 
         class _Pool(HTTPConnectionPool):
             ConnectionCls = _Connection
@@ -266,12 +323,14 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
     box: Dict[str, Any] = {}
 
     def on_abort(_reason: Any) -> None:
-        sock = getattr(box.get("connection"), "sock", None)
-        if isinstance(sock, socket.socket):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        box["aborted"] = True
+        # the socket still connecting, or the connection's socket waiting for response headers
+        for sock in (box.get("socket"), getattr(box.get("connection"), "sock", None)):
+            if isinstance(sock, socket.socket):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     _current.box = box
     signal.add_listener(on_abort)
