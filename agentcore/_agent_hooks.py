@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 import pluggy
 
@@ -37,9 +37,16 @@ def _call(impl: Any, **kwargs: Any) -> Any:
     return impl.function(*[kwargs[name] for name in impl.argnames])
 
 
+def _field(obj: Any, name: str) -> Any:
+    """A field of a hook result: an attribute, or a key of a plain dict (as the loop accepts)."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
 def _override_fields(override: Any) -> Dict[str, Any]:
     names = ("content", "details", "usage", "terminate", "is_error")
-    return {n: getattr(override, n) for n in names if getattr(override, n, None) is not None}
+    return {n: _field(override, n) for n in names if _field(override, n) is not None}
 
 
 class AgentHooks:
@@ -63,7 +70,7 @@ class AgentHooks:
         """The first result whose ``block`` is true, or None. Non-blocking results are ignored."""
         for impl in _call_order(self.pm.hook.before_tool_call):
             result = _call(impl, context=context, signal=signal)
-            if result is not None and getattr(result, "block", False):
+            if result is not None and _field(result, "block"):
                 return result
         return None
 
@@ -89,6 +96,8 @@ class AgentHooks:
             current = _with_result(current, fields)
         if last is None:
             return None
+        if isinstance(last, Mapping):  # a plain-dict override: the loop reads its keys
+            return {**last, **combined}
         return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
 
     def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
