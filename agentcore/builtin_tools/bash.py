@@ -181,7 +181,12 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
         if signal is not None:
             signal.add_listener(on_abort)
         try:
-            outcome = _pump(process, output, limit, stop, on_update)
+            try:
+                outcome = _pump(process, output, limit, stop, on_update)
+            except BaseException:  # on_update raised (or an interrupt): never leave the command running
+                process.kill_group(kill_grace)
+                process.reap()
+                raise
             if outcome is not None:
                 process.kill_group(kill_grace)
             _drain(process, output)
