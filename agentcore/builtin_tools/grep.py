@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
@@ -70,8 +71,15 @@ def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_c
     if glob and not is_file:
         argv += ["-g", glob]
     argv += ["-e", pattern, "--", target if is_file else "."]
-    proc = subprocess.Popen(argv, cwd=None if is_file else target, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # stderr goes to a temp file, not a pipe: rg reports every unreadable file there, and a full
+    # pipe nobody reads while stdout is consumed would block it (and this tool) forever
+    errors = tempfile.TemporaryFile()
+    try:
+        proc = subprocess.Popen(argv, cwd=None if is_file else target, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=errors)
+    except BaseException:
+        errors.close()
+        raise
     kill = lambda _reason=None: proc.kill()  # noqa: E731 - unblocks the read on abort
     if signal is not None:
         signal.add_listener(kill)
@@ -91,7 +99,8 @@ def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_c
             signal.raise_if_aborted()
         proc.wait()
         if proc.returncode == 2 and not found:  # errors next to matches are unreadable files: ignored
-            err = proc.stderr.read().decode("utf-8", "replace").strip() if proc.stderr else ""
+            errors.seek(0)
+            err = errors.read(4096).decode("utf-8", "replace").strip()
             raise ValueError(f"grep failed: {err or 'ripgrep exited with code 2'}; "
                              "check the regex or pass literal=true")
     finally:
@@ -100,9 +109,9 @@ def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_c
         if proc.poll() is None:
             proc.kill()
         proc.wait()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        errors.close()
 
 
 def _rg_text(value: Mapping[str, Any]) -> str:

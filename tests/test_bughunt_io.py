@@ -1,0 +1,98 @@
+"""Regression tests for bugs found in the final bug hunt (providers, session, builtin tools, CLI, web)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal as _signal
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from agentcore.builtin_tools import create_bash_tool
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie counts as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait_dead(pids: List[int], within: float = 2.0) -> List[int]:
+    deadline = time.monotonic() + within
+    while True:
+        alive = [p for p in pids if _alive(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
+def test_bash_kills_the_command_when_on_update_raises(tmp_path):
+    # A failing on_update callback (a UI that crashed) must not leave the command running.
+    tool = create_bash_tool(str(tmp_path), update_interval=0.0)
+    seen: List[str] = []
+
+    def on_update(partial):
+        seen.append(partial.content[0].text)
+        raise RuntimeError("display crashed")
+
+    with pytest.raises(RuntimeError, match="display crashed"):
+        tool.execute("c1", {"command": 'sleep 100 & echo "pid:$!"; wait'}, None, on_update)
+    pids = [int(p) for p in re.findall(r"pid:(\d+)", "".join(seen))]
+    assert pids, seen
+    try:
+        assert _wait_dead(pids) == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, _signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch):
+    # ripgrep reports each unreadable file on stderr; with thousands of them (a search over a home
+    # folder) the stderr pipe filled up, rg blocked writing it and the tool waited forever on stdout.
+    import json
+    import sys
+    import threading
+
+    from agentcore.builtin_tools import create_grep_tool
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "rg"
+    match = {"type": "match", "data": {"path": {"text": "a.txt"}, "lines": {"text": "hello\n"},
+                                       "line_number": 1}}
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "for i in range(4000):\n"
+        "    sys.stderr.write(f'rg: ./dir{i}/file: Permission denied (os error 13)\\n')\n"
+        "sys.stderr.flush()\n"
+        f"print({json.dumps(json.dumps(match))})\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + os.environ.get("PATH", ""))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("hello\n")
+    tool = create_grep_tool(str(work), use_rg=True)
+    box: List[object] = []
+    worker = threading.Thread(target=lambda: box.append(tool.execute("c1", {"pattern": "hello"})), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "grep hung: ripgrep blocked on a full stderr pipe"
+    assert "a.txt:1:hello" in box[0].content[0].text
