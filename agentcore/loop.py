@@ -485,9 +485,22 @@ class _Outcome:
         result = self.result
         return ToolResultMessage(
             tool_call_id=self.call.id, tool_name=self.call.name,
-            content=list(result.content or []), details=result.details, is_error=self.is_error,
+            content=_content_list(result.content), details=result.details, is_error=self.is_error,
             usage=result.usage, added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
         )
+
+
+def _content_list(content: Any) -> List[Any]:
+    """A result's content as a block list: a bare ``str`` (``AgentToolResult(content="done")``)
+    is one text block and a single block a one-item list, instead of a list of characters."""
+    if not content:
+        return []
+    if isinstance(content, str):
+        return [TextContent(content)]
+    if isinstance(content, Mapping) or (getattr(content, "type", None) is not None
+                                        and not isinstance(content, (list, tuple))):
+        return [content]
+    return list(content)
 
 
 class _Prepared:

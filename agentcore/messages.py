@@ -116,10 +116,10 @@ def convert_message(message: Any) -> Any:
     if role == "custom":
         return _user(_field(message, "content", "content", ""), timestamp)
     if role == "compactionSummary":
-        summary = _field(message, "summary", "summary", "")
+        summary = _field(message, "summary", "summary", "") or ""
         return _user(COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX, timestamp)
     if role == "branchSummary":
-        summary = _field(message, "summary", "summary", "")
+        summary = _field(message, "summary", "summary", "") or ""
         return _user(BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX, timestamp)
     return DROP
 

@@ -287,10 +287,9 @@ def _coerce_scalar(value: Any, json_type: str) -> Any:
             return int(value)
         if isinstance(value, str):
             if json_type == "integer" and _COERCE_INT.match(value):
-                return int(float(value))
+                return _exact_int(value)
             if json_type == "number" and _COERCE_NUM.match(value):
-                number = float(value)
-                return int(number) if _COERCE_INT.match(value) else number
+                return _exact_int(value) if _COERCE_INT.match(value) else float(value)
     elif json_type == "boolean":
         if value is None:
             return False
@@ -305,6 +304,12 @@ def _coerce_scalar(value: Any, json_type: str) -> Any:
         if value is None or isinstance(value, (str, int, float, bool)):
             return [value]
     return _NO
+
+
+def _exact_int(value: str) -> int:
+    """The integer of a string matching ``_COERCE_INT``, exactly (``int(float(...))`` would turn
+    "12345678901234567891", say an id, into 12345678901234567168)."""
+    return int(value.strip().split(".", 1)[0])
 
 
 def _resolve(schema: Any, root: Dict[str, Any]) -> Any:

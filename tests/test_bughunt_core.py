@@ -59,3 +59,62 @@ def test_dict_after_override_is_honoured_with_other_plugins(plugins: List[Any]) 
     assert result.is_error is True
     assert result.details == {"k": 1}
     assert result.content[0].text == "ran a"
+
+
+# agent-loop §2.8 tool-result message: content is a block list. A bare string returned as
+# ``AgentToolResult(content="done")`` (or set by after_tool_call) must not become one block per
+# character, which no provider or session can encode.
+def test_string_result_content_becomes_one_text_block() -> None:
+    from agentcore.loop import AfterToolCallResult
+    from agentcore.tools import AgentTool, AgentToolResult
+    from agentcore.types import TextContent
+
+    raw = AgentTool("raw", "Returns a bare string as content.", {"type": "object", "properties": {}},
+                    lambda call_id, args, signal, on_update: AgentToolResult(content="hello"))
+    single = AgentTool("single", "Returns one block, not a list.", {"type": "object", "properties": {}},
+                       lambda call_id, args, signal, on_update: AgentToolResult(content=TextContent("one")))
+    from agentcore.testing import call, response
+
+    scripted = ScriptedModel([response(call("raw", {}), call("single", {})), text("ok")])
+    agent = Agent(scripted.model, tools=[raw, single], stream_fn=scripted.stream_fn)
+    agent.prompt("go")
+    first, second = _tool_results(agent)
+    assert [(b.type, b.text) for b in first.content] == [("text", "hello")]
+    assert [(b.type, b.text) for b in second.content] == [("text", "one")]
+
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
+                  after_tool_call=lambda ctx, signal: AfterToolCallResult(content="replaced"))
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert [(b.type, b.text) for b in result.content] == [("text", "replaced")]
+
+
+# agent-loop §2.7b (AJV coerceTypes): a numeric string for an integer parameter becomes that
+# integer exactly; big ids sent as strings must not lose digits through a float.
+def test_integer_string_coercion_is_exact_for_big_numbers() -> None:
+    from agentcore.tools import validate_tool_arguments
+
+    @tool
+    def lookup(item_id: int, weight: float = 0.0) -> str:
+        """Look an item up."""
+        return str(item_id)
+
+    args = validate_tool_arguments(lookup, {"item_id": "12345678901234567891", "weight": "-98765432109876543210"})
+    assert args["item_id"] == 12345678901234567891
+    assert args["weight"] == -98765432109876543210
+    assert validate_tool_arguments(lookup, {"item_id": " 42.00 ", "weight": "1.5"}) == {"item_id": 42, "weight": 1.5}
+
+
+# agent-loop §1.5: the rich converter never raises; a summary message whose summary is null
+# (a hand-written or older session) converts to the preamble with an empty summary.
+def test_summary_messages_with_null_summary_convert() -> None:
+    from agentcore.messages import (
+        BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
+        COMPACTION_SUMMARY_SUFFIX, convert_to_llm,
+    )
+
+    out = convert_to_llm([{"role": "compactionSummary", "summary": None, "timestamp": 1},
+                          {"role": "branchSummary", "summary": None, "timestamp": 2}])
+    assert [m.content[0].text for m in out] == [COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
+                                                BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX]
