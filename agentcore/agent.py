@@ -458,7 +458,14 @@ class Agent:
             content.extend(images or ())
             return [UserMessage(content=content)]
         if isinstance(value, (list, tuple)):
-            return list(value)
+            # A str item is one user message (as with steer()); an item without a role would reach
+            # the transcript and be silently left out of what the model sees.
+            items = [self._as_message(item) for item in value]
+            for index, item in enumerate(items):
+                if role_of(item) is None:
+                    raise TypeError(f"prompt() got a list whose item {index} is a "
+                                    f"{type(item).__name__}, not a message or str")
+            return items
         if role_of(value) is None:
             raise TypeError(f"prompt() takes a str, a message or a list of messages, "
                             f"not {type(value).__name__}")

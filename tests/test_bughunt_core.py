@@ -118,3 +118,23 @@ def test_summary_messages_with_null_summary_convert() -> None:
                           {"role": "branchSummary", "summary": None, "timestamp": 2}])
     assert [m.content[0].text for m in out] == [COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
                                                 BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX]
+
+
+# agent-loop §3.6 step 2: prompt() takes a list of messages. A list of strings used to put raw str
+# objects into the transcript that the converter then dropped, so the model saw no prompt at all.
+def test_prompt_list_of_strings_reaches_the_model_and_bad_items_raise() -> None:
+    seen: List[Any] = []
+
+    def answer(context: Any) -> Any:
+        seen.append([(m.role, m.content[0].text) for m in context.messages])
+        return text("ok")
+
+    scripted = ScriptedModel([answer])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt(["hello", "world"])
+    assert seen == [[("user", "hello"), ("user", "world")]]
+    assert [m.role for m in agent.messages] == ["user", "user", "assistant"]
+
+    with pytest.raises(TypeError, match="item 1"):
+        agent.prompt(["fine", 42])
+    assert not agent.state.is_streaming and len(agent.messages) == 3
