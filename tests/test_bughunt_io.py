@@ -96,3 +96,27 @@ def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch
     worker.join(10)
     assert not worker.is_alive(), "grep hung: ripgrep blocked on a full stderr pipe"
     assert "a.txt:1:hello" in box[0].content[0].text
+
+
+def test_bash_long_crlf_output_never_shows_a_cut_first_line():
+    # Output with \r\n line ends (Windows tools, progress bars, `script`): the kept tail is cut
+    # at a byte offset, and once \r\n became \n the fragment before the first line break fitted
+    # the byte budget, so the result started with half a line ("37" for "000037") and counted it.
+    from agentcore.builtin_tools.bash import _Output, _render
+
+    for lines in (55, 96, 137, 506):  # the kept tail was just cut back to its minimum size
+        output = _Output(max_lines=1000, max_bytes=100)
+        for i in range(lines):
+            output.append(b"%06d\r\n" % i)  # one write per line, as a shell loop makes them
+        try:
+            cut, path = output.snapshot()
+            text, details = _render(cut, path)
+        finally:
+            output.close()
+            if output.path:
+                os.unlink(output.path)
+        shown = text.split("\n\n[Showing")[0].split("\n")
+        assert all(re.fullmatch(r"\d{6}", line) for line in shown), (lines, shown)
+        assert shown[-1] == "%06d" % (lines - 1)
+        info = details["truncation"]
+        assert info["outputLines"] == len(shown) and info["totalLines"] == lines

@@ -69,6 +69,7 @@ class _Output:
         self._ends_with_newline = False
         self._file: Optional[IO[bytes]] = None
         self.path: Optional[str] = None
+        self._cut_mid_line = False  # the tail was trimmed inside a line: its first line is a fragment
 
     def append(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
@@ -82,13 +83,22 @@ class _Output:
             self._file = os.fdopen(fd, "wb")
             self._file.write(bytes(self._tail))  # not trimmed yet: this is all output so far
         if self._file is not None and len(self._tail) > 4 * self._keep:
-            del self._tail[: len(self._tail) - self._keep]
+            drop = len(self._tail) - self._keep
+            self._cut_mid_line = self._tail[drop - 1] != 10  # 10: b"\n"
+            del self._tail[:drop]
 
     def snapshot(self) -> Tuple[Truncation, Optional[str]]:
         """The tail-truncated text so far, and the full-output file path (None when not cut)."""
         if self._file is not None:
             self._file.flush()
-        text = bytes(self._tail).decode("utf-8", "replace").replace("\r\n", "\n")
+        tail = bytes(self._tail)
+        if self._cut_mid_line:
+            # never show the fragment: \r\n -> \n can make it fit the byte budget (a lone huge
+            # last line, with no other line break, is still shown as its partial end)
+            newline = tail.find(b"\n", 0, len(tail) - 1)
+            if newline >= 0:
+                tail = tail[newline + 1:]
+        text = tail.decode("utf-8", "replace").replace("\r\n", "\n")
         cut = truncate_tail(text, self.max_lines, self.max_bytes)
         if self._file is not None:
             cut.truncated = True
