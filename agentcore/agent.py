@@ -502,7 +502,11 @@ class Agent:
 
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
-            start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
+            try:
+                start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
+            except Exception:  # no thread could be started: the agent must not stay busy
+                self._finish_run(run)
+                raise
             if not wait:
                 return None
             if threading.current_thread() is threading.main_thread():

@@ -138,3 +138,29 @@ def test_prompt_list_of_strings_reaches_the_model_and_bad_items_raise() -> None:
     with pytest.raises(TypeError, match="item 1"):
         agent.prompt(["fine", 42])
     assert not agent.state.is_streaming and len(agent.messages) == 3
+
+
+# agent-loop §3.6 finishRun (always): when the run thread cannot be started (the interpreter is out
+# of threads), prompt() must raise and leave the agent idle, not busy forever.
+def test_run_thread_start_failure_leaves_the_agent_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentcore.agent as agent_module
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.steer("queued")
+
+    def no_threads(*args: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(agent_module, "start_daemon", no_threads)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.prompt("go")
+        assert agent.state.is_streaming is False
+        assert agent.signal is None
+        assert agent.wait_for_idle(timeout=1) is True
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.stream("go")
+        assert agent.state.is_streaming is False
+    assert agent.has_queued_messages()
+    assert [m.role for m in agent.prompt("again")] == ["user", "user", "assistant"]
