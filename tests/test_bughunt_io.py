@@ -120,3 +120,36 @@ def test_bash_long_crlf_output_never_shows_a_cut_first_line():
         assert shown[-1] == "%06d" % (lines - 1)
         info = details["truncation"]
         assert info["outputLines"] == len(shown) and info["totalLines"] == lines
+
+
+def test_unparseable_retry_after_is_ignored_not_raised():
+    # providers §9: Retry-After is seconds or an HTTP date; anything else must not turn a
+    # retryable 429/503 into "ValueError: Invalid date value" (Python 3.9: a TypeError).
+    from agentcore.providers.http import retry_delay_from_headers
+
+    for value in ("soon", "Mon, 99 Foo 2026", "1e9999x", "  "):
+        assert retry_delay_from_headers({"retry-after": value}) is None
+    assert retry_delay_from_headers({"retry-after": "2"}) == 2.0
+
+
+def test_503_with_a_bad_retry_after_is_retried_and_reported_with_the_server_text():
+    # providers §9 retries: the 503 is retried with the default back-off, then succeeds.
+    import json as _json
+
+    from _servers import Reply, ScriptedServer, sse
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    with ScriptedServer() as server:
+        server.enqueue(
+            Reply(status=503, content_type="application/json", headers={"Retry-After": "later"},
+                  body=_json.dumps({"error": {"message": "overloaded"}})),
+            Reply(body=sse(chunk, done=True)))
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        events = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
+                        api_key="sk-test-secret-key-123")
+        result = events.result()
+    assert result.stop_reason == "stop", result.error_message
+    assert len(server.requests) == 2

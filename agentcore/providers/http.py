@@ -179,19 +179,33 @@ def retry_delay_from_headers(headers: Mapping[str, str]) -> Optional[float]:
     """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after``), or None."""
     value = headers.get("retry-after-ms")
     if value:
-        try:
-            return max(0.0, float(value) / 1000.0)
-        except ValueError:
-            pass
+        seconds = _finite(value)
+        if seconds is not None:
+            return max(0.0, seconds / 1000.0)
     value = headers.get("retry-after")
     if value:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
+        seconds = _finite(value)
+        if seconds is not None:
+            return max(0.0, seconds)
+        try:  # an HTTP date; anything unparseable is ignored (ValueError, or TypeError on 3.9)
+            parsed = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if parsed.tzinfo is None:  # "-0000" dates come back naive; HTTP dates are UTC
+            import datetime
+
+            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+        return max(0.0, parsed.timestamp() - time.time())
     return None
+
+
+def _finite(value: str) -> Optional[float]:
+    """``value`` as a finite float, or None ("inf" and "nan" are not delays)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if number == number and number not in (float("inf"), float("-inf")) else None
 
 
 def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
