@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import loop as _loop
 from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
@@ -65,6 +65,16 @@ class _ActiveRun:
     result: List[Any] = field(default_factory=list)
     error: Optional[BaseException] = None
     on_settled: List[Callable[[], None]] = field(default_factory=list)
+
+
+def _listener_key(listener: Any) -> Any:
+    """The listener itself (the same function subscribed twice is registered once), or its
+    identity when it cannot be hashed (a callable dataclass instance, say)."""
+    try:
+        hash(listener)
+    except TypeError:
+        return ("agentcore-listener-id", id(listener))
+    return listener
 
 
 def _accepts_signal(fn: Callable[..., Any]) -> bool:
@@ -154,7 +164,8 @@ class Agent:
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
-        self._listeners: Dict[Listener, bool] = {}  # listener -> takes (event, signal)
+        # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
+        self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
         self._run_lock = threading.Lock()
         self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
@@ -239,10 +250,11 @@ class Agent:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` or ``listener(event, signal)`` for every event, on the run
         thread, after the state was updated. Returns a function that unsubscribes it."""
-        self._listeners[listener] = _accepts_signal(listener)
+        key = _listener_key(listener)
+        self._listeners[key] = (listener, _accepts_signal(listener))
 
         def unsubscribe() -> None:
-            self._listeners.pop(listener, None)
+            self._listeners.pop(key, None)
 
         return unsubscribe
 
@@ -670,7 +682,7 @@ class Agent:
     def _call_listeners(self, event: Any, run: Optional[_ActiveRun]) -> None:
         """The listeners subscribed when the event arrived, in subscription order."""
         signal = run.controller.signal if run is not None else self._idle_signal
-        for listener, with_signal in list(self._listeners.items()):
+        for listener, with_signal in list(self._listeners.values()):
             if with_signal:
                 listener(event, signal)
             else:

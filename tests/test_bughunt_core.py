@@ -164,3 +164,28 @@ def test_run_thread_start_failure_leaves_the_agent_idle(monkeypatch: pytest.Monk
         assert agent.state.is_streaming is False
     assert agent.has_queued_messages()
     assert [m.role for m in agent.prompt("again")] == ["user", "user", "assistant"]
+
+
+# agent-loop §3.4: subscribe() takes any callable. A callable dataclass instance (unhashable, as
+# dataclasses with eq=True are) used to make subscribe() raise TypeError.
+def test_unhashable_callable_listener_can_subscribe_and_unsubscribe() -> None:
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Recorder:
+        seen: List[str] = field(default_factory=list)
+
+        def __call__(self, event: Any) -> None:
+            self.seen.append(event.type)
+
+    scripted = ScriptedModel([text("one"), text("two")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    first, second = Recorder(), Recorder()
+    unsubscribe_first = agent.subscribe(first)
+    agent.subscribe(second)
+    agent.prompt("go")
+    assert first.seen[0] == "agent_start" and first.seen[-1] == "agent_end"
+    assert second.seen == first.seen
+    unsubscribe_first()
+    agent.prompt("again")
+    assert len(second.seen) == 2 * len(first.seen)
