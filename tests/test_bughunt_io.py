@@ -153,3 +153,46 @@ def test_503_with_a_bad_retry_after_is_retried_and_reported_with_the_server_text
         result = events.result()
     assert result.stop_reason == "stop", result.error_message
     assert len(server.requests) == 2
+
+
+def test_fetch_url_timeout_bounds_a_trickling_body():
+    # agentcore-web: "an overall deadline of the same length for the body". A server sending one
+    # byte at a time (each well within the read timeout) kept the tool waiting until 16 KB had
+    # arrived or the body ended, however long that took.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "400")
+            self.end_headers()
+            for _ in range(400):  # 400 bytes over up to 20 s
+                if stop.wait(0.05):
+                    return
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/slow"
+        started = time.monotonic()
+        with pytest.raises(web.FetchError, match="timed out"):
+            web.fetch_text(url, timeout=0.5)
+        assert time.monotonic() - started < 5.0
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()

@@ -46,8 +46,12 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise FetchError(f"{url} is too large: Content-Length {declared} bytes exceeds the limit of "
                          f"{max_bytes} bytes; fetch a smaller page or a more specific URL")
+    from agentcore.providers.http import iter_body
+
     body = bytearray()
-    for chunk in response.iter_content(_CHUNK):
+    # iter_body returns whatever arrived (iter_content(n) waits for n bytes, so a server sending a
+    # byte at a time held the tool far past its deadline)
+    for chunk in iter_body(response, _CHUNK):
         if signal is not None and signal.aborted:
             raise FetchError("Operation aborted")
         body += chunk
@@ -98,6 +102,8 @@ def fetch_text(url: str, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = D
     except Exception as exc:  # the connection was closed under us, or a decode failure
         if signal is not None and signal.aborted:
             raise FetchError("Operation aborted") from None
+        if "Timeout" in type(exc).__name__ or isinstance(exc, socket.timeout):
+            raise FetchError(f"{url} timed out while reading the body") from None
         raise FetchError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
     finally:
         if signal is not None:
