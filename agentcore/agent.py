@@ -67,6 +67,11 @@ class _ActiveRun:
     on_settled: List[Callable[[], None]] = field(default_factory=list)
 
 
+def _level(value: Any) -> str:
+    """A thinking level as a string; None means "off" (not the level "None")."""
+    return "off" if value is None else str(value)
+
+
 def _listener_key(listener: Any) -> Any:
     """The listener itself (the same function subscribed twice is registered once), or its
     identity when it cannot be hashed (a callable dataclass instance, say)."""
@@ -139,7 +144,7 @@ class Agent:
         if isinstance(model, str):
             model = self.plugins.get_model(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
-                                 str(thinking_level), tools, messages)
+                                 _level(thinking_level), tools, messages)
         self.api_key = api_key
         self.get_api_key = get_api_key
         self.stream_fn = stream_fn
@@ -236,7 +241,7 @@ class Agent:
                              lambda self, value: setattr(self._state, "system_prompt", value),
                              doc="Shortcut for ``state.system_prompt``.")
     thinking_level = property(lambda self: self._state.thinking_level,
-                              lambda self, value: setattr(self._state, "thinking_level", str(value)),
+                              lambda self, value: setattr(self._state, "thinking_level", _level(value)),
                               doc="Shortcut for ``state.thinking_level``.")
     tools = property(lambda self: self._state.tools,
                      lambda self, value: setattr(self._state, "tools", value),
@@ -611,7 +616,7 @@ class Agent:
     def _build_loop_config(self, signal: AbortSignal,
                            skip_initial_steering_poll: bool) -> "_loop.AgentLoopConfig":
         """The loop configuration of one run, from the current attribute values (spec §3.2)."""
-        level = str(self._state.thinking_level)
+        level = _level(self._state.thinking_level)
         skip_first = [skip_initial_steering_poll]
 
         def get_steering_messages() -> List[Any]:

@@ -189,3 +189,20 @@ def test_unhashable_callable_listener_can_subscribe_and_unsubscribe() -> None:
     unsubscribe_first()
     agent.prompt("again")
     assert len(second.seen) == 2 * len(first.seen)
+
+
+# agent-loop §3.2: reasoning comes from thinking_level, "off" becomes none. None (the natural way
+# to say "no thinking" in Python) used to reach the provider as the level "None".
+def test_thinking_level_none_means_off() -> None:
+    from agentcore.types import Model
+
+    model = Model(id="thinker", api="scripted", provider="scripted", reasoning=True)
+    scripted = ScriptedModel([text("a"), text("b"), text("c")], model=model)
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, thinking_level=None)
+    agent.prompt("one")
+    assert agent.thinking_level == "off"
+    agent.thinking_level = "high"
+    agent.prompt("two")
+    agent.state.thinking_level = None
+    agent.prompt("three")
+    assert [options.get("reasoning") for options in scripted.options] == [None, "high", None]
