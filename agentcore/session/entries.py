@@ -16,6 +16,7 @@ from __future__ import annotations
 import calendar
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -204,7 +205,23 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
         raise SessionError("invalid_payload", f"entry is not pure JSON: {exc}") from None
     if normalizer.numbers:
         text = normalizer.finish(text)
-    return (text + "\n").encode("utf-8")
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # surrogate code points, e.g. an emoji split across two stream deltas
+        return (_SURROGATE.sub(_unsurrogate, text) + "\n").encode("utf-8")
+
+
+# A surrogate pair (two code points in a Python str) or a lone surrogate; they can only occur
+# inside JSON strings, where JSON.stringify (the reference writer) joins the first into its
+# character and writes the second as a \uXXXX escape. Both read back to the same str.
+_SURROGATE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _unsurrogate(match: "re.Match[str]") -> str:
+    found = match.group()
+    if len(found) == 2:
+        return found.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return "\\u%04x" % ord(found)
 
 
 # --------------------------------------------------------------------------- entry model
