@@ -159,8 +159,22 @@ def to_tool_result(value: Any) -> AgentToolResult:
         return AgentToolResult(content=list(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
     return AgentToolResult(content=[TextContent(text)], details=value)
+
+
+def _json_default(value: Any) -> Any:
+    """JSON for values nested in a tool's return value: dataclasses as dicts, enums as their
+    values, sets as lists, anything else as ``str``."""
+    import enum
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (set, frozenset)):
+        return list(value)
+    return str(value)
 
 
 # --------------------------------------------------------------------------- validation

@@ -206,3 +206,27 @@ def test_thinking_level_none_means_off() -> None:
     agent.state.thinking_level = None
     agent.prompt("three")
     assert [options.get("reasoning") for options in scripted.options] == [None, "high", None]
+
+
+# The @tool return rules ("anything else JSON text of it ... dataclasses via asdict"): a dataclass
+# or enum nested in a returned dict/list used to reach the model as its repr ("Point(x=3, y=0)").
+def test_tool_return_value_nests_dataclasses_and_enums_as_json() -> None:
+    import enum
+    import json
+    from dataclasses import dataclass
+
+    class Color(enum.Enum):
+        RED = "red"
+
+    @dataclass
+    class Point:
+        x: int
+        y: int = 0
+
+    @tool
+    def shapes(n: int) -> Any:
+        """Return shapes."""
+        return {"points": [Point(n)], "color": Color.RED, "tags": {"a"}}
+
+    result = shapes.execute("call-1", {"n": 3})
+    assert json.loads(result.content[0].text) == {"points": [{"x": 3, "y": 0}], "color": "red", "tags": ["a"]}
