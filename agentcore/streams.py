@@ -54,8 +54,9 @@ class EventStream(Generic[T]):
             if self._closed:
                 return
             if self._is_complete(event):
+                result = self._extract(event)  # may raise: the stream stays open for fail()
                 self._closed = True
-                self._result = self._extract(event)
+                self._result = result
                 self._queue.put(event)
                 self._queue.put(_END)
                 self._done.set()

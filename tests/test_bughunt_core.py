@@ -230,3 +230,22 @@ def test_tool_return_value_nests_dataclasses_and_enums_as_json() -> None:
 
     result = shapes.execute("call-1", {"n": 3})
     assert json.loads(result.content[0].text) == {"points": [{"x": 3, "y": 0}], "color": "red", "tags": ["a"]}
+
+
+# EventStream contract (agent-loop §8.3): a producer failure reaches the consumer. A completing
+# event whose result cannot be extracted used to close the stream without an end marker, so the
+# producer's fail(exc) was ignored and the consumer waited forever.
+def test_stream_stays_failable_when_the_result_cannot_be_extracted() -> None:
+    from types import SimpleNamespace
+
+    from agentcore.streams import AssistantMessageEventStream
+
+    stream = AssistantMessageEventStream()
+    broken_done = SimpleNamespace(type="done")  # no .message
+    with pytest.raises(AttributeError) as info:
+        stream.push(broken_done)
+    stream.fail(info.value)
+    with pytest.raises(AttributeError):
+        stream.result(timeout=5)
+    with pytest.raises(AttributeError):
+        list(stream)
