@@ -232,3 +232,28 @@ def json_loads(line):
     import json
 
     return json.loads(line)
+
+
+def test_read_a_few_lines_of_a_huge_file_keeps_memory_bounded(tmp_path):
+    # `read path offset=… limit=10` on a big log loaded the whole file (bytes, str and a list of
+    # every line) into memory: a multi-GB log exhausted memory for a 10-line answer.
+    import tracemalloc
+
+    from agentcore.builtin_tools import create_read_tool
+
+    big = tmp_path / "big.log"
+    line = b"2026-01-01 12:00:00 INFO something happened in module x, all fine\n"
+    with open(big, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + line * 300_000)  # ~20 MB
+    tool = create_read_tool(str(tmp_path))
+    tracemalloc.start()
+    try:
+        result = tool.execute("c1", {"path": "big.log", "offset": 1000, "limit": 10})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    text = result.content[0].text
+    assert text.startswith("  1000\t2026-01-01") and "  1009\t" in text and "  1010\t" not in text
+    assert "Use offset=1010 to continue" in text
+    assert result.details["totalLines"] == 300_000
+    assert peak < 4_000_000, f"peak {peak} bytes for a 10-line answer"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, List, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import ImageContent, TextContent
@@ -77,8 +77,8 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
                     f"Cannot read {shown}: it is a binary file ({format_size(size)}), not text or a "
                     f"supported image (png, jpg, gif, webp). Inspect it with bash instead (file, xxd, strings)."
                 )
-            data = head + f.read()
-        return _text(data.decode("utf-8", "replace"), shown, offset, limit)
+            f.seek(0)
+            return _text(f, shown, offset, limit)
 
     def _image(f: Any, head: bytes, mime: str, shown: str) -> AgentToolResult:
         size = os.fstat(f.fileno()).st_size
@@ -90,28 +90,49 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         return AgentToolResult(content=[TextContent(note), ImageContent(base64.b64encode(data).decode("ascii"), mime)],
                                details={"mimeType": mime, "bytes": len(data)})
 
-    def _text(text: str, shown: str, offset: Optional[int], limit: Optional[int]) -> AgentToolResult:
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        total = len(lines)
+    def _text(f: Any, shown: str, offset: Optional[int], limit: Optional[int]) -> AgentToolResult:
+        # One pass over the lines in bounded memory: only the lines that can be shown are kept
+        # (a multi-GB log read with offset/limit must not be loaded whole); the rest are counted.
         start = (offset or 1) - 1
+        stop = None if limit is None else start + limit
+        kept: List[str] = []
+        used = 0  # bytes of the numbered text so far, counted as truncate_head counts them
+        full = False
+        first_size = 0
+        total = 0
+        for raw in f:
+            if total == 0 and raw == b"\xef\xbb\xbf":  # a file holding only a byte-order mark is empty
+                break
+            index = total
+            total += 1
+            if index < start or (stop is not None and index >= stop):
+                continue
+            line = raw.decode("utf-8", "replace")
+            if index == 0 and line.startswith("\ufeff"):
+                line = line[1:]
+            if line.endswith("\n"):
+                line = line[:-1]
+            if index == start:
+                first_size = len(line.encode("utf-8"))
+            numbered_line = f"{index + 1:>6}\t{line.rstrip(chr(13))}"
+            used += len(numbered_line.encode("utf-8")) + (1 if index > start else 0)
+            if not full:
+                kept.append(numbered_line)
+                full = len(kept) > max_lines or used > max_bytes
         if total == 0:
             if offset is not None and offset > 1:
                 raise ValueError(f"Offset {offset} is beyond end of file ({shown} is empty)")
             return AgentToolResult(content=[TextContent(f"[{shown} is empty]")], details={"totalLines": 0})
         if start >= total:
             raise ValueError(f"Offset {offset} is beyond end of file ({total} lines total)")
-        end = total if limit is None else min(total, start + limit)
-        numbered = "\n".join(f"{n:>6}\t{line.rstrip(chr(13))}"
-                             for n, line in enumerate(lines[start:end], start + 1))
+        end = total if stop is None else min(total, stop)
+        numbered = "\n".join(kept)
         cut = truncate_head(numbered, max_lines, max_bytes)
+        cut.total_lines, cut.total_bytes = end - start, used  # of the whole range, not just what was kept
         details: dict = {"totalLines": total}
         first = start + 1
         if cut.first_line_exceeds_limit:
-            size = format_size(len(lines[start].encode("utf-8")))
+            size = format_size(first_size)
             out = (f"[Line {first} is {size}, over the {format_size(max_bytes)} limit. "
                    f"Use bash: sed -n '{first}p' {shown} | head -c {max_bytes}]")
             details["truncation"] = cut.to_dict()
