@@ -142,7 +142,11 @@ class Agent:
         self._own_hooks = AgentAttributeHooks()
         self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
         if isinstance(model, str):
-            model = self.plugins.get_model(model)
+            # the registry's object is shared by every agent: this agent gets its own copy, so
+            # ``agent.model.base_url = ...`` (or headers) cannot leak into other agents
+            import copy
+
+            model = copy.deepcopy(self.plugins.get_model(model))
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
                                  _level(thinking_level), tools, messages)
         self.api_key = api_key

@@ -249,3 +249,19 @@ def test_stream_stays_failable_when_the_result_cannot_be_extracted() -> None:
         stream.result(timeout=5)
     with pytest.raises(AttributeError):
         list(stream)
+
+
+# Agent(model="provider/id") resolves through the registry, whose Model objects are shared. An
+# agent changing its own model (base_url, headers with credentials, max_tokens) used to change the
+# registry's model and so every other agent built from the same name.
+def test_model_by_name_is_the_agents_own_copy() -> None:
+    from agentcore.plugins import get_model, models
+
+    key = models()[0].key
+    original_url = get_model(key).base_url
+    first, second = Agent(key), Agent(key)
+    assert first.model == get_model(key)
+    first.model.base_url = "http://127.0.0.1:9/v1"
+    first.model.headers = {"Authorization": "Bearer secret"}
+    assert second.model.base_url == original_url and not second.model.headers
+    assert get_model(key).base_url == original_url and not get_model(key).headers
