@@ -142,11 +142,7 @@ class Agent:
         self._own_hooks = AgentAttributeHooks()
         self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
         if isinstance(model, str):
-            # the registry's object is shared by every agent: this agent gets its own copy, so
-            # ``agent.model.base_url = ...`` (or headers) cannot leak into other agents
-            import copy
-
-            model = copy.deepcopy(self.plugins.get_model(model))
+            model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
                                  _level(thinking_level), tools, messages)
         self.api_key = api_key
@@ -238,9 +234,19 @@ class Agent:
     def follow_up_mode(self, mode: str) -> None:
         self._follow_ups.mode = str(mode)
 
+    def _model_named(self, name: str) -> Model:
+        """The registered model ``name`` ("provider/id"), as this agent's own copy: the registry's
+        object is shared by every agent, so ``agent.model.base_url = ...`` (or headers) must not
+        leak into other agents. Raises ``UnknownModelError`` listing close matches."""
+        import copy
+
+        return copy.deepcopy(self.plugins.get_model(name))
+
     model = property(lambda self: self._state.model,
-                     lambda self, value: setattr(self._state, "model", value),
-                     doc="Shortcut for ``state.model``.")
+                     lambda self, value: setattr(self._state, "model", self._model_named(value)
+                                                 if isinstance(value, str) else value),
+                     doc="Shortcut for ``state.model`` (a \"provider/id\" string is looked up, as in "
+                         "the constructor).")
     system_prompt = property(lambda self: self._state.system_prompt,
                              lambda self, value: setattr(self._state, "system_prompt", value),
                              doc="Shortcut for ``state.system_prompt``.")
@@ -559,9 +565,10 @@ class Agent:
 
     def _fail_run(self, run: _ActiveRun, exc: BaseException) -> None:
         """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
-        model = self._state.model
+        model = self._state.model  # read defensively: a broken model may be why the run failed
         message = AssistantMessage(
-            content=[TextContent("")], api=model.api, provider=model.provider, model=model.id,
+            content=[TextContent("")], api=str(getattr(model, "api", "unknown")),
+            provider=str(getattr(model, "provider", "unknown")), model=str(getattr(model, "id", model)),
             usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
             error_message=str(exc) or type(exc).__name__,
         )

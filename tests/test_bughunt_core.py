@@ -265,3 +265,28 @@ def test_model_by_name_is_the_agents_own_copy() -> None:
     first.model.headers = {"Authorization": "Bearer secret"}
     assert second.model.base_url == original_url and not second.model.headers
     assert get_model(key).base_url == original_url and not get_model(key).headers
+
+
+# agent-loop §3.6 failure run: whatever broke the run, listeners get the failure sequence and the
+# transcript ends with the failure message. A state.model that is not a Model (a "provider/id"
+# string assigned through state) made the failure path itself crash: no agent_end, prompt() → [].
+def test_model_setter_resolves_names_and_a_broken_model_still_fails_cleanly() -> None:
+    from agentcore.plugins import UnknownModelError, get_model, models
+
+    key = models()[0].key
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.model = key
+    assert agent.model == get_model(key) and agent.model is not get_model(key)
+    with pytest.raises(UnknownModelError):
+        agent.model = "no-such-provider/no-such-model"
+
+    agent = Agent(scripted.model)
+    seen: List[str] = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    agent.state.model = "no-such-provider/no-such-model"
+    result = agent.prompt("hi")
+    assert [m.stop_reason for m in result] == ["error"]
+    assert result[0].error_message
+    assert seen[-1] == "agent_end"
+    assert agent.messages[-1] is result[0] and not agent.state.is_streaming
