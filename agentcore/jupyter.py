@@ -105,6 +105,17 @@ def _img_html(block: Any) -> str:
     return f'<img src="data:{_esc(mime)};base64,{_esc(data)}" style="max-width: 100%"/>'
 
 
+_MIME = re.compile(r"[\w.+-]+/[\w.+-]+\Z")
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=_-]")
+
+
+def _image_parts(block: Any) -> "tuple[str, str]":
+    """An image's mime type and base64 data, safe to put in a Markdown link (no HTML, no ``)``)."""
+    mime = str(_field(block, "mime_type", "mimeType") or "")
+    data = str(_field(block, "data") or "")
+    return (mime if _MIME.match(mime) else "application/octet-stream"), _NOT_BASE64.sub("", data)
+
+
 def _pre(text: str) -> str:
     body = f'<pre style="white-space: pre-wrap; margin: 0.2em 0">{_esc(text)}</pre>'
     lines = text.count("\n") + 1
@@ -126,8 +137,8 @@ def _content_markdown(content: Any) -> List[str]:
             thought = _field(block, "thinking") or ""
             parts.append("> *thinking:* " + _md_text(thought).replace("\n", "\n> "))
         elif kind == "image":
-            mime = _field(block, "mime_type", "mimeType")
-            parts.append(f"![image](data:{mime};base64,{_field(block, 'data')})")
+            mime, data = _image_parts(block)
+            parts.append(f"![image](data:{mime};base64,{data})")
         elif kind == "toolCall":
             parts.append(f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
                          + _fence(_json(_field(block, "arguments") or {}), "json"))

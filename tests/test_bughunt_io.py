@@ -257,3 +257,19 @@ def test_read_a_few_lines_of_a_huge_file_keeps_memory_bounded(tmp_path):
     assert "Use offset=1010 to continue" in text
     assert result.details["totalLines"] == 300_000
     assert peak < 4_000_000, f"peak {peak} bytes for a 10-line answer"
+
+
+def test_markdown_of_an_image_cannot_inject_html():
+    # jupyter: "Every piece of message text is escaped". The image's mime type and data went into
+    # the Markdown unescaped, so a crafted message (e.g. from a session file or a tool) put live
+    # HTML into the notebook's Markdown output.
+    from agentcore.jupyter import message_to_markdown
+    from agentcore.types import ImageContent, ToolResultMessage
+
+    evil = ImageContent("AAAA) <img src=x onerror=alert(1)> (", 'image/png)<img src=x onerror=alert(2)>')
+    message = ToolResultMessage(tool_call_id="t1", tool_name="read", content=[evil], is_error=False, timestamp=1)
+    markdown = message_to_markdown(message)
+    assert "<img" not in markdown and "<" not in markdown.split("![image]", 1)[1]
+    good = ImageContent("iVBORw0KGgo=", "image/png")
+    assert "![image](data:image/png;base64,iVBORw0KGgo=)" in message_to_markdown(
+        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1))
