@@ -155,7 +155,7 @@ def to_tool_result(value: Any) -> AgentToolResult:
         return AgentToolResult(content=[TextContent(value)])
     if isinstance(value, blocks):
         return AgentToolResult(content=[value])
-    if isinstance(value, list) and value and all(isinstance(v, blocks) for v in value):
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, blocks) for v in value):
         return AgentToolResult(content=list(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = dataclasses.asdict(value)

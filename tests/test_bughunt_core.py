@@ -290,3 +290,17 @@ def test_model_setter_resolves_names_and_a_broken_model_still_fails_cleanly() ->
     assert result[0].error_message
     assert seen[-1] == "agent_end"
     assert agent.messages[-1] is result[0] and not agent.state.is_streaming
+
+
+# @tool return rules: "a content block (or a list of them) as content". A tuple of blocks (say
+# ``return text_block, image_block``) used to become JSON text describing the blocks.
+def test_tool_returning_a_tuple_of_blocks_gives_content() -> None:
+    from agentcore.types import ImageContent, TextContent
+
+    @tool
+    def picture() -> Any:
+        """Return a caption and an image."""
+        return TextContent("caption"), ImageContent(data="aGk=", mime_type="image/png")
+
+    result = picture.execute("call-1", {})
+    assert [block.type for block in result.content] == ["text", "image"]
