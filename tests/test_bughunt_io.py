@@ -273,3 +273,42 @@ def test_markdown_of_an_image_cannot_inject_html():
     good = ImageContent("iVBORw0KGgo=", "image/png")
     assert "![image](data:image/png;base64,iVBORw0KGgo=)" in message_to_markdown(
         ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1))
+
+
+def test_fetch_url_honours_the_html_meta_charset():
+    # Pages that declare their encoding only in <meta charset> (no charset in Content-Type) were
+    # decoded as UTF-8: every accented letter of a Latin-1 page became U+FFFD.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    pages = {
+        "/meta": '<html><head><meta charset="iso-8859-1"><title>Caf\u00e9</title></head>'
+                 '<body><p>cr\u00e8me br\u00fbl\u00e9e</p></body></html>',
+        "/equiv": '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+                  '</head><body><p>na\u00efve \u2013 ok</p></body></html>',
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = pages[self.path].encode("cp1252")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        page = web.fetch_text(base + "/meta", timeout=5)
+        assert page["title"] == "Caf\u00e9" and "cr\u00e8me br\u00fbl\u00e9e" in page["text"]
+        assert "na\u00efve \u2013 ok" in web.fetch_text(base + "/equiv", timeout=5)["text"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

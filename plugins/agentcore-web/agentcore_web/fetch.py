@@ -142,6 +142,8 @@ def _finish(response: Any, url: str, max_bytes: int, deadline: float, signal: An
     body = _read_body(response, url, max_bytes, deadline, signal)
     if not mime and b"\x00" in body[:1024]:
         raise FetchError(f"{url} returned binary content (no content type); fetch_url reads text only")
+    if not _known(charset) and (mime in ("text/html", "application/xhtml+xml") or not mime):
+        charset = _html_charset(body)  # <meta charset>, when the header names none
     text = body.decode(charset or "utf-8", errors="replace") if _known(charset) else body.decode(
         "utf-8", errors="replace")
     title = None
@@ -149,6 +151,21 @@ def _finish(response: Any, url: str, max_bytes: int, deadline: float, signal: An
         title, text = html_to_text(text, response.url or url)
     return {"url": url, "final_url": response.url or url, "status": response.status_code,
             "content_type": mime or None, "title": title, "text": text, "bytes": len(body)}
+
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
+
+
+def _html_charset(body: bytes) -> Optional[str]:
+    """The charset an HTML document declares in its first 4 KB (a UTF-8 BOM wins), or None."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    match = _META_CHARSET.search(body[:4096])
+    if not match:
+        return None
+    declared = match.group(1).decode("ascii")
+    # a meta tag readable as ASCII cannot be in UTF-16/32: HTML treats that declaration as UTF-8
+    return "utf-8" if declared.lower().startswith(("utf-16", "utf-32")) else declared
 
 
 def _known(charset: Optional[str]) -> bool:
