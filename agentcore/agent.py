@@ -276,12 +276,25 @@ class Agent:
     # ------------------------------------------------------------------ queues
 
     def steer(self, message: Any) -> None:
-        """Queue a message delivered after the current tool batch (or at the next run's start)."""
-        self._steering.push(self._as_message(message))
+        """Queue a message delivered after the current tool batch (or at the next run's start).
+
+        Raises TypeError for something that is neither a message nor a str."""
+        self._steering.push(self._queueable(message, "steer"))
 
     def follow_up(self, message: Any) -> None:
-        """Queue a message delivered when the agent would otherwise stop."""
-        self._follow_ups.push(self._as_message(message))
+        """Queue a message delivered when the agent would otherwise stop.
+
+        Raises TypeError for something that is neither a message nor a str."""
+        self._follow_ups.push(self._queueable(message, "follow_up"))
+
+    def _queueable(self, message: Any, method: str) -> Any:
+        """``message`` as a message; a non-message would reach the transcript later, far from
+        the mistake, and be left out of what the model sees."""
+        item = self._as_message(message)
+        if role_of(item) is None:
+            raise TypeError(f"{method}() takes a message or a str, not {type(message).__name__} "
+                            f"(queue a list one message at a time)")
+        return item
 
     followUp = follow_up
 

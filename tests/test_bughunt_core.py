@@ -304,3 +304,18 @@ def test_tool_returning_a_tuple_of_blocks_gives_content() -> None:
 
     result = picture.execute("call-1", {})
     assert [block.type for block in result.content] == ["text", "image"]
+
+
+# agent-loop §3.5: steer()/follow_up() queue messages. A list (or any non-message) used to be queued
+# as one "message" and injected into the transcript as is, where the model never saw it.
+def test_steer_and_follow_up_refuse_non_messages() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    with pytest.raises(TypeError, match="steer"):
+        agent.steer(["a", "b"])
+    with pytest.raises(TypeError, match="follow_up"):
+        agent.follow_up(None)
+    assert not agent.has_queued_messages()
+    agent.steer({"role": "custom", "customType": "note", "content": "x", "display": False, "timestamp": 1})
+    agent.follow_up("later")
+    assert agent.has_queued_messages()
