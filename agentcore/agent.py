@@ -138,13 +138,13 @@ class Agent:
                  compaction_model: Optional[Model] = None) -> None:
         from .plugins import create_plugin_manager
 
-        self.plugins = create_plugin_manager(plugins)
+        self.plugins = create_plugin_manager(plugins or ())
         self._own_hooks = AgentAttributeHooks()
         self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
-                                 _level(thinking_level), tools, messages)
+                                 _level(thinking_level), tools or (), messages or ())
         self.api_key = api_key
         self.get_api_key = get_api_key
         self.stream_fn = stream_fn

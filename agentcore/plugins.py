@@ -617,7 +617,9 @@ def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any 
             name = pm.register(rec.obj, name=f"{rec.distribution}:{rec.name}")
         if name:
             pm._loaded_records[name] = rec
-    for plugin in plugins:
+    for plugin in plugins or ():
+        if pm.is_registered(plugin):  # also loaded through its entry point, or listed twice
+            continue
         pm.register(plugin)
     adapter = callables_plugin(before_tool_call=before_tool_call, after_tool_call=after_tool_call,
                                transform_context=transform_context, convert_to_llm=convert_to_llm)

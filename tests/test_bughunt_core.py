@@ -319,3 +319,28 @@ def test_steer_and_follow_up_refuse_non_messages() -> None:
     agent.steer({"role": "custom", "customType": "note", "content": "x", "display": False, "timestamp": 1})
     agent.follow_up("later")
     assert agent.has_queued_messages()
+
+
+# Plugins: an installed plugin is loaded through its entry point; passing the same object to
+# Agent(plugins=[...]) as well (or listing it twice) used to raise pluggy's ValueError with a dump
+# of every registered plugin. None for tools/messages/plugins means "none", as () does.
+def test_agent_accepts_already_loaded_plugins_and_none_collections() -> None:
+    import agentcore.testing as testing_module
+
+    class Observer:
+        def __init__(self) -> None:
+            self.count = 0
+
+        @hookimpl
+        def on_event(self, event: Any, agent: Any) -> None:
+            self.count += 1
+
+    observer = Observer()
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, tools=None, messages=None,
+                  plugins=[testing_module, observer, observer])
+    events: List[Any] = []
+    agent.subscribe(events.append)
+    agent.prompt("go")
+    assert observer.count == len(events) > 0  # the observer saw each event once
+    assert Agent(scripted.model, plugins=None).messages == []
