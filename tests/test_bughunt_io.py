@@ -312,3 +312,28 @@ def test_fetch_url_honours_the_html_meta_charset():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_edit_of_a_large_repetitive_file_is_fast(tmp_path):
+    # edit computed firstChangedLine with difflib.SequenceMatcher(autojunk=False), which is about
+    # quadratic when lines repeat ("}", blank lines): one edit of a 20,000-line file took ~8 s
+    # (a 100,000-line one minutes). The first changed line is where the texts first differ.
+    import threading
+
+    from agentcore.builtin_tools import create_edit_tool
+
+    pattern = ["}", "", "    return x", "    pass", "  # comment"]
+    lines = [pattern[i % 5] if i % 7 else f"def f{i}():" for i in range(20000)]
+    lines[12000] = "UNIQUE_MARKER"
+    (tmp_path / "big.py").write_text("\n".join(lines) + "\n")
+    tool = create_edit_tool(str(tmp_path))
+    box: List[object] = []
+    worker = threading.Thread(target=lambda: box.append(tool.execute(
+        "c1", {"path": "big.py", "edits": [{"oldText": "UNIQUE_MARKER", "newText": "CHANGED\nTWICE"}]})),
+        daemon=True)
+    worker.start()
+    worker.join(3.0)  # a generous bound for a linear-time job (it takes milliseconds)
+    assert not worker.is_alive(), "edit took more than 3 s for a one-line change"
+    result = box[0]
+    assert result.details["firstChangedLine"] == 12001
+    assert "-UNIQUE_MARKER\n+CHANGED\n+TWICE\n" in result.details["diff"]

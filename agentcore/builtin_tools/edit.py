@@ -121,12 +121,13 @@ def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the 
 def _diff(old: str, new: str, shown: str) -> Tuple[str, Optional[int]]:
     old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
     diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=3))
-    first = None
-    for tag, _i1, _i2, j1, _j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
-        if tag != "equal":
-            first = j1 + 1
-            break
-    return diff, first
+    # The first line where the texts differ (what a Myers diff reports). Not SequenceMatcher with
+    # autojunk=False: it is about quadratic on files with many repeated lines.
+    if old_lines == new_lines:
+        return diff, None
+    first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b),
+                 min(len(old_lines), len(new_lines)))
+    return diff, first + 1
 
 
 def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -> AgentTool:
