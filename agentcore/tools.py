@@ -92,7 +92,8 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
     dataclass instances where annotated so. Its return value becomes the result: an
     ``AgentToolResult`` as is; a ``str`` one text block; a content block (or a list of them) as
     content; ``None`` no content; anything else JSON text of it with the value as ``details``
-    (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise.
+    (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise. An ``async def``
+    function is run to completion with ``asyncio.run`` on the tool's thread.
 
     Raises ``TypeError`` at decoration time for ``*args``/``**kwargs`` or an unsupported annotation.
     """
@@ -149,6 +150,10 @@ def to_tool_result(value: Any) -> AgentToolResult:
     blocks = (TextContent, ImageContent)
     if isinstance(value, AgentToolResult):
         return value
+    if inspect.iscoroutine(value):  # an ``async def`` tool: run it to completion on this thread
+        import asyncio
+
+        return to_tool_result(asyncio.run(value))
     if value is None:
         return AgentToolResult(content=[])
     if isinstance(value, str):

@@ -344,3 +344,25 @@ def test_agent_accepts_already_loaded_plugins_and_none_collections() -> None:
     agent.prompt("go")
     assert observer.count == len(events) > 0  # the observer saw each event once
     assert Agent(scripted.model, plugins=None).messages == []
+
+
+# @tool on an ``async def`` function (common when porting async code): its coroutine used to be
+# reported as a successful result whose text was "<coroutine object ...>", never awaited.
+def test_async_tool_functions_are_awaited() -> None:
+    import asyncio
+    import warnings
+
+    @tool
+    async def fetch(name: str) -> str:
+        """Fetch a greeting."""
+        await asyncio.sleep(0)
+        return "hello " + name
+
+    scripted = ScriptedModel([tool_call("fetch", {"name": "ada"}), text("ok")])
+    agent = Agent(scripted.model, tools=[fetch], stream_fn=scripted.stream_fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine was never awaited" must not happen
+        agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert result.is_error is False
+    assert result.content[0].text == "hello ada"
