@@ -227,10 +227,12 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     with _open_for_reading(args) as session:
         fmt = args.format
         if fmt == "jsonl":
-            header = session.header.to_dict()
-            lines = [json.dumps(header, ensure_ascii=False)]
-            lines += [json.dumps(e.to_dict(), ensure_ascii=False) for e in session.entries()]
-            text = "\n".join(lines) + "\n"
+            from ..session.entries import encode_line
+
+            # the session files' own encoding: compact, JavaScript numbers, surrogates escaped
+            lines = [encode_line(session.header.to_dict())]
+            lines += [encode_line(e.to_dict()) for e in session.entries()]
+            text = b"".join(lines).decode("utf-8")
         else:
             messages = _branch_messages(session)
             if fmt == "json":
@@ -243,6 +245,11 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                 from ..jupyter import transcript_to_markdown
 
                 text = transcript_to_markdown(messages) + "\n"
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates (a cut emoji): JSON escapes them, text shows "?"
+                text = (json.dumps([message_to_dict(m) for m in messages], indent=2) + "\n" if fmt == "json"
+                        else text.encode("utf-8", "replace").decode("utf-8"))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text)
