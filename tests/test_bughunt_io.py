@@ -364,3 +364,39 @@ def test_sessions_export_jsonl_is_the_reference_encoding(tmp_path):
         out = io.StringIO()
         assert main(["sessions", "export", str(path), "--format", fmt], stdout=out, stderr=err) == 0
         out.getvalue().encode("utf-8")
+
+
+def test_provider_stream_accepts_a_threading_event_as_signal():
+    # providers §3: abort is "a threading.Event-like signal checked between SSE lines". Passing a
+    # threading.Event raised AttributeError out of the stream (a stream fn must never raise).
+    import threading
+
+    from _servers import Reply, ScriptedServer, sse
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    def chunk(text, finish=None):
+        return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+
+    context = AgentContext(system_prompt="", messages=[UserMessage("hi")])
+    with ScriptedServer() as server:
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
+                             chunk_size=40))
+        event = threading.Event()
+        assert stream(model, context, api_key="sk-test-secret-key-123", signal=event).result().stop_reason == "stop"
+
+        event.set()  # already set: nothing is sent
+        done = stream(model, context, api_key="sk-test-secret-key-123", signal=event).result()
+        assert (done.stop_reason, done.error_message) == ("aborted", "Request was aborted")
+
+        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
+                             chunk_size=40))
+        event = threading.Event()
+        events = stream(model, context, api_key="sk-test-secret-key-123", signal=event)
+        for item in events:
+            if item.type == "text_delta":
+                event.set()  # set between events: the stream stops at the next one
+        done = events.result()
+        assert done.stop_reason == "aborted"

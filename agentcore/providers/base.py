@@ -397,7 +397,8 @@ class WireProvider:
 
         output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
                                   usage=Usage(), stop_reason="stop", timestamp=now_ms())
-        signal = options.get("signal")
+        signal = _as_signal(options.get("signal"))
+        polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
         response = None
@@ -450,7 +451,7 @@ class WireProvider:
                     else:
                         yield from pending
                         pending.clear()
-                if abort_seen:
+                if abort_seen or (polled and signal.aborted):
                     break
             else:
                 fully_read = not (signal is not None and signal.aborted)
@@ -468,7 +469,7 @@ class WireProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            aborted = signal is not None and signal.aborted
+            aborted = signal is not None and bool(getattr(signal, "aborted", False))
             output.stop_reason = "aborted" if aborted else "error"
             output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
             terminal_event = ErrorEvent(output.stop_reason, output)
@@ -483,6 +484,36 @@ class WireProvider:
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16
+
+
+class _EventSignal:
+    """A ``threading.Event``-like abort flag (spec §3: "a threading.Event-like signal") seen as an
+    :class:`~agentcore.signals.AbortSignal`. It has no listeners, so it is checked before the
+    request, during retry sleeps and between stream events rather than interrupting a blocked read."""
+
+    reason = None
+
+    def __init__(self, event: Any) -> None:
+        self._event = event
+
+    @property
+    def aborted(self) -> bool:
+        return bool(self._event.is_set())
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        return bool(self._event.wait(timeout))
+
+    def add_listener(self, listener: Callable[[Any], None]) -> None:
+        pass
+
+    def remove_listener(self, listener: Callable[[Any], None]) -> None:
+        pass
+
+
+def _as_signal(signal: Any) -> Any:
+    if signal is not None and not hasattr(signal, "add_listener") and hasattr(signal, "is_set"):
+        return _EventSignal(signal)
+    return signal
 
 
 def _timeout(options: Mapping[str, Any]) -> Any:
