@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 import logging
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
@@ -34,7 +35,12 @@ def _call_order(caller: Any) -> List[Any]:
 
 
 def _call(impl: Any, **kwargs: Any) -> Any:
-    return impl.function(*[kwargs[name] for name in impl.argnames])
+    result = impl.function(*[kwargs[name] for name in impl.argnames])
+    if inspect.iscoroutine(result):  # an ``async def`` implementation: run it to completion
+        import asyncio
+
+        return asyncio.run(result)
+    return result
 
 
 def _field(obj: Any, name: str) -> Any:

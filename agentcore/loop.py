@@ -298,7 +298,7 @@ def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
-    update = hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages))
+    update = _awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
     if update is None:
         return
     context = _get(update, "context")
@@ -317,7 +317,7 @@ def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any],
     hook = run.cfg.should_stop_after_turn
     if hook is None:
         return False
-    return bool(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages)))
+    return bool(_awaited(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages))))
 
 
 def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
@@ -359,7 +359,7 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     """
     messages = list(ctx.messages)
     if cfg.transform_context is not None:
-        transformed = cfg.transform_context(messages, signal)
+        transformed = _awaited(cfg.transform_context(messages, signal))
         if transformed is not None:
             messages = transformed
     convert = cfg.convert_to_llm or default_convert_to_llm
@@ -407,7 +407,7 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
         value = getattr(cfg, name)
         if value is not None:
             options[name] = value
-    api_key = cfg.get_api_key(cfg.model.provider) if cfg.get_api_key is not None else None
+    api_key = _awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
     api_key = api_key or cfg.api_key
     if api_key:
         options["api_key"] = api_key
@@ -584,6 +584,16 @@ def _exception_text(exc: BaseException) -> str:
     return str(exc) if str(exc) else type(exc).__name__
 
 
+def _awaited(value: Any) -> Any:
+    """A hook's result; an ``async def`` hook's coroutine is run to completion first (unawaited,
+    a before_tool_call verdict would read as "no block", a should_stop_after_turn one as True)."""
+    if inspect.iscoroutine(value):
+        import asyncio
+
+        return asyncio.run(value)
+    return value
+
+
 def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
                        cfg: AgentLoopConfig, signal: AbortSignal) -> Any:
     """Lookup, prepare_arguments, validation, before_tool_call (spec §2.7).
@@ -599,7 +609,7 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
             raw_args = tool.prepare_arguments(raw_args)
         args = _tools.validate_tool_arguments(tool, raw_args)
         if cfg.before_tool_call is not None:
-            verdict = cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal)
+            verdict = _awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
             if signal.aborted:
                 return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
             if verdict is not None and _get(verdict, "block"):
@@ -737,8 +747,8 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
     if cfg.after_tool_call is None:
         return _Outcome(item.call, result, is_error)
     try:
-        override = cfg.after_tool_call(
-            AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal)
+        override = _awaited(cfg.after_tool_call(
+            AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
         return _Outcome(item.call, _error_result(_exception_text(exc)), True)
     if override is None:

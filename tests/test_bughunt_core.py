@@ -366,3 +366,65 @@ def test_async_tool_functions_are_awaited() -> None:
     (result,) = _tool_results(agent)
     assert result.is_error is False
     assert result.content[0].text == "hello ada"
+
+
+# agent-loop §2.7c/§2.8 with ``async def`` hooks: the coroutine of an async before_tool_call used to
+# be read as "no verdict", so an async permission gate let every call run.
+@pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
+def test_async_tool_hooks_are_awaited(plugins: List[Any]) -> None:
+    import warnings
+
+    from agentcore.loop import AfterToolCallResult, BeforeToolCallResult
+
+    async def gate(ctx: Any, signal: Any) -> Any:
+        return BeforeToolCallResult(block=True, reason="denied")
+
+    async def rewrite(ctx: Any, signal: Any) -> Any:
+        return AfterToolCallResult(details={"seen": True})
+
+    ran: List[str] = []
+
+    @tool
+    def act(x: str) -> str:
+        """Act."""
+        ran.append(x)
+        return "done"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scripted = ScriptedModel([tool_call("act", {"x": "a"}), text("ok")])
+        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, before_tool_call=gate,
+                      plugins=plugins)
+        agent.prompt("go")
+        (blocked,) = _tool_results(agent)
+        scripted = ScriptedModel([tool_call("act", {"x": "b"}), text("ok")])
+        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, after_tool_call=rewrite,
+                      plugins=plugins)
+        agent.prompt("go")
+        (rewritten,) = _tool_results(agent)
+    assert blocked.is_error and blocked.content[0].text == "denied"
+    assert ran == ["b"] and rewritten.details == {"seen": True}
+
+
+# agent-loop §2.13 with ``async def`` hooks: an unawaited should_stop_after_turn coroutine is truthy,
+# so the run stopped after the first turn; an async prepare_next_turn was ignored.
+def test_async_turn_hooks_are_awaited() -> None:
+    import warnings
+
+    async def never_stop(ctx: Any, signal: Any) -> bool:
+        return False
+
+    calls: List[int] = []
+
+    async def prepare(ctx: Any, signal: Any) -> Any:
+        calls.append(len(ctx.new_messages))
+        return None
+
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
+                  should_stop_after_turn=never_stop, prepare_next_turn=prepare)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.prompt("go")
+    assert scripted.calls == 2 and agent.messages[-1].text == "ok"
+    assert calls == [3, 4]
