@@ -264,7 +264,14 @@ class Agent:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` or ``listener(event, signal)`` for every event, on the run
-        thread, after the state was updated. Returns a function that unsubscribes it."""
+        thread, after the state was updated. Returns a function that unsubscribes it.
+
+        Raises TypeError for an ``async def`` listener (it would never run: listeners are called,
+        not awaited); use a plain function, or :meth:`events` to consume events elsewhere."""
+        if inspect.iscoroutinefunction(listener):
+            raise TypeError(f"subscribe() got an async listener ({getattr(listener, '__qualname__', listener)!r}); "
+                            f"listeners are plain functions called on the run thread. Use a plain "
+                            f"function, or iterate agent.events() from your own code.")
         key = _listener_key(listener)
         self._listeners[key] = (listener, _accepts_signal(listener))
 

@@ -428,3 +428,17 @@ def test_async_turn_hooks_are_awaited() -> None:
         agent.prompt("go")
     assert scripted.calls == 2 and agent.messages[-1].text == "ok"
     assert calls == [3, 4]
+
+
+# agent-loop §3.4/§8.1: listeners are called synchronously; async listeners are not supported. An
+# ``async def`` listener used to be accepted and then silently never run ("never awaited").
+def test_async_listener_is_refused_at_subscribe() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def listener(event: Any) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="async listener"):
+        agent.subscribe(listener)
+    assert agent.prompt("go")[-1].text == "ok"
