@@ -400,3 +400,30 @@ def test_provider_stream_accepts_a_threading_event_as_signal():
                 event.set()  # set between events: the stream stops at the next one
         done = events.result()
         assert done.stop_reason == "aborted"
+
+
+def test_abort_while_reading_an_error_body_returns_promptly():
+    # providers §9: an abort ends the request within moments. While the body of a non-2xx reply
+    # was read (for the error message) nothing listened to the signal, so a server stalling
+    # in its error body held an aborted run for the whole read timeout (600 s by default).
+    import json as _json
+    import threading
+
+    from _servers import Reply, ScriptedServer
+    from agentcore.providers import stream
+    from agentcore.signals import AbortController
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    with ScriptedServer() as server:
+        server.enqueue(Reply(status=500, content_type="application/json", chunked=False, stall_after=10,
+                             body=_json.dumps({"error": {"message": "x" * 1000}})))
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        controller = AbortController()
+        threading.Thread(target=lambda: server.headers_sent.wait(10) and controller.abort(), daemon=True).start()
+        started = time.monotonic()
+        result = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
+                        api_key="sk-test-secret-key-123", signal=controller.signal, max_retries=0,
+                        timeout=(5, 30)).result()
+        elapsed = time.monotonic() - started
+    assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
+    assert elapsed < 10, f"abort took {elapsed:.1f} s"

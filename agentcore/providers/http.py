@@ -424,8 +424,11 @@ def open_stream(
             on_response(response.status_code, dict(response.headers))
         if 200 <= response.status_code < 300:
             return response
-        message = format_http_error(response.status_code, _read_error_body(response), error_style)
+        error_body = _read_abortable(response, signal)
         response.close()
+        if signal is not None and signal.aborted:
+            raise RequestAborted("Request was aborted")
+        message = format_http_error(response.status_code, error_body, error_style)
         if attempt >= retries or not _should_retry(response.status_code, response.headers):
             raise ProviderHTTPError(message, response.status_code)
         server_delay = retry_delay_from_headers(response.headers)
@@ -436,6 +439,21 @@ def open_stream(
             )
         _sleep(_backoff(attempt) if server_delay is None else server_delay, signal)
         attempt += 1
+
+
+def _read_abortable(response: Any, signal: Any) -> str:
+    """The error body; an abort meanwhile closes the response so a stalled read returns at once."""
+    if signal is None:
+        return _read_error_body(response)
+
+    def on_abort(_reason: Any) -> None:
+        close_response(response)
+
+    signal.add_listener(on_abort)
+    try:
+        return _read_error_body(response)
+    finally:
+        signal.remove_listener(on_abort)
 
 
 def _read_error_body(response: Any) -> str:
