@@ -504,6 +504,9 @@ class Agent:
             content: List[Any] = [TextContent(value)]
             content.extend(images or ())
             return [UserMessage(content=content)]
+        if images:  # they would be dropped silently: the messages already carry their content
+            raise TypeError("prompt(images=...) goes with a str prompt; put the images into the "
+                            "message's content instead")
         if isinstance(value, (list, tuple)):
             # A str item is one user message (as with steer()); an item without a role would reach
             # the transcript and be silently left out of what the model sees.

@@ -442,3 +442,18 @@ def test_async_listener_is_refused_at_subscribe() -> None:
     with pytest.raises(TypeError, match="async listener"):
         agent.subscribe(listener)
     assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §3.6 step 2: images join a *string* prompt. With a message (or list) they used to be
+# dropped without a word, so the model never saw the picture the caller attached.
+def test_images_with_a_message_prompt_are_not_dropped_silently() -> None:
+    from agentcore.types import ImageContent, TextContent, UserMessage
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    with pytest.raises(TypeError, match="images"):
+        agent.prompt(UserMessage(content=[TextContent("look")]), images=[image])
+    assert agent.messages == [] and not agent.state.is_streaming
+    agent.prompt("look", images=[image])
+    assert [b.type for b in agent.messages[0].content] == ["text", "image"]
