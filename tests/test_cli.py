@@ -165,6 +165,18 @@ def test_model_error_exits_1_and_never_prints_the_key(env, tmp_path):
     assert SECRET not in done.stdout + done.stderr  # ...and never shown
 
 
+def test_a_key_from_the_providers_usual_variable_is_masked_in_tool_output(env, tmp_path):
+    env["GROQ_API_KEY"] = SECRET  # the catalog model's provider variable, no --api-key-env
+    with ScriptedServer([tool_reply("bash", {"command": "echo key=$GROQ_API_KEY"}), answer("done")]) as server:
+        done = agentcore("run", "--base-url", server.url + "/v1", "--model", "groq/llama-3.3-70b-versatile",
+                         "-t", "bash", "show the key", env=env, cwd=tmp_path)
+        auth = server.requests[0].headers.get("authorization")
+    assert done.returncode == 0, done.stderr
+    assert auth == f"Bearer {SECRET}"
+    assert "key=***" in done.stderr  # the tool printed it; the CLI masked it
+    assert SECRET not in done.stdout + done.stderr
+
+
 def test_run_json_model_error_exits_1(env, tmp_path):
     with ScriptedServer([Reply(status=400, content_type="application/json",
                                body=json.dumps({"error": {"message": "bad request"}}))]) as server:

@@ -297,4 +297,9 @@ def build_agent(options: CliOptions) -> AgentSetup:
         if session is not None:
             session.close()
         raise
-    return AgentSetup(agent, session, api_key, created)
+    secret = api_key
+    if secret is None:  # the key the provider will take from its usual variable is masked too
+        from ..providers import get_env_api_key
+
+        secret = get_env_api_key(str(getattr(model, "provider", "")))
+    return AgentSetup(agent, session, secret, created)
