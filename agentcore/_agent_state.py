@@ -13,6 +13,18 @@ from .types import Model
 
 __all__ = ["AgentState"]
 
+QUEUE_MODES = ("one-at-a-time", "all")
+TOOL_EXECUTION_MODES = ("parallel", "sequential")
+
+
+def check_tool_execution(value: Any) -> str:
+    """``value`` as a tool execution mode; ValueError for anything else (a typo would silently
+    mean "parallel")."""
+    mode = str(value)
+    if mode not in TOOL_EXECUTION_MODES:
+        raise ValueError(f'tool_execution must be "parallel" or "sequential", not {mode!r}')
+    return mode
+
 
 class AgentState:
     """The agent's observable state. ``tools``/``messages`` setters copy the given list; the getters
@@ -78,10 +90,21 @@ class _MessageQueue:
     their ``message_end`` is reduced and put back at the front when the run settles otherwise."""
 
     def __init__(self, mode: str) -> None:
-        self.mode = str(mode)
+        self.mode = mode  # validated by the property
         self._items: List[Any] = []
         self._in_flight: List[Any] = []
         self._lock = threading.Lock()
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, value: Any) -> None:
+        mode = str(value)
+        if mode not in QUEUE_MODES:  # a typo would silently mean "one-at-a-time"
+            raise ValueError(f'queue mode must be "one-at-a-time" or "all", not {mode!r}')
+        self._mode = mode
 
     def push(self, message: Any) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from . import loop as _loop
 from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
-from ._agent_state import AgentState, _MessageQueue
+from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
@@ -154,7 +154,7 @@ class Agent:
         self.after_tool_call = after_tool_call
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
-        self.tool_execution = str(tool_execution)
+        self.tool_execution = check_tool_execution(tool_execution)
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
         self.transport = transport
@@ -224,7 +224,7 @@ class Agent:
 
     @steering_mode.setter
     def steering_mode(self, mode: str) -> None:
-        self._steering.mode = str(mode)
+        self._steering.mode = mode  # ValueError unless "one-at-a-time" or "all"
 
     @property
     def follow_up_mode(self) -> str:
@@ -232,7 +232,7 @@ class Agent:
 
     @follow_up_mode.setter
     def follow_up_mode(self, mode: str) -> None:
-        self._follow_ups.mode = str(mode)
+        self._follow_ups.mode = mode  # ValueError unless "one-at-a-time" or "all"
 
     def _model_named(self, name: str) -> Model:
         """The registered model ``name`` ("provider/id"), as this agent's own copy: the registry's
@@ -672,7 +672,7 @@ class Agent:
             prepare_next_turn=self._prepare_next_turn_hook(signal),
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
-            tool_execution=self.tool_execution,
+            tool_execution=check_tool_execution(self.tool_execution),
             before_tool_call=hooks.callable_for("before_tool_call"),
             after_tool_call=hooks.callable_for("after_tool_call"),
             api_key=self.api_key,

@@ -457,3 +457,23 @@ def test_images_with_a_message_prompt_are_not_dropped_silently() -> None:
     assert agent.messages == [] and not agent.state.is_streaming
     agent.prompt("look", images=[image])
     assert [b.type for b in agent.messages[0].content] == ["text", "image"]
+
+
+# agent-loop §2.12/§2.6: queue modes are "one-at-a-time" or "all", tool execution "parallel" or
+# "sequential". A typo ("All", "sequental") used to mean the default silently.
+def test_mode_typos_raise_instead_of_meaning_the_default() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(ValueError, match="queue mode"):
+        Agent(scripted.model, steering_mode="All")
+    with pytest.raises(ValueError, match="tool_execution"):
+        Agent(scripted.model, tool_execution="sequental")
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, follow_up_mode="all")
+    with pytest.raises(ValueError, match="queue mode"):
+        agent.follow_up_mode = "every"
+    assert agent.follow_up_mode == "all"
+    agent.tool_execution = "paralel"
+    with pytest.raises(ValueError, match="tool_execution"):
+        agent.prompt("go")
+    assert not agent.state.is_streaming and agent.messages == []
+    agent.tool_execution = "sequential"
+    assert agent.prompt("go")[-1].text == "ok"
