@@ -54,6 +54,10 @@ class AgentTool:
     def __post_init__(self) -> None:
         if self.label is None:
             self.label = self.name
+        if self.execution_mode is not None and str(self.execution_mode) not in ("parallel", "sequential"):
+            # a typo would silently let a tool that must run alone run in parallel
+            raise ValueError(f'tool {self.name!r}: execution_mode must be "parallel", "sequential" '
+                             f"or None, not {self.execution_mode!r}")
 
 
 # --------------------------------------------------------------------------- @tool

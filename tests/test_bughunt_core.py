@@ -477,3 +477,16 @@ def test_mode_typos_raise_instead_of_meaning_the_default() -> None:
     assert not agent.state.is_streaming and agent.messages == []
     agent.tool_execution = "sequential"
     assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §2.6: a tool's execution_mode "sequential" forces its batch to run one call at a time.
+# A typo used to be accepted and meant "parallel", for exactly the tools that must not overlap.
+def test_tool_execution_mode_typo_raises() -> None:
+    from agentcore.tools import AgentTool
+    from agentcore.types import ToolExecutionMode
+
+    with pytest.raises(ValueError, match="execution_mode"):
+        AgentTool("t", "d", {"type": "object"}, lambda *a: None, execution_mode="sequental")
+    with pytest.raises(ValueError, match="execution_mode"):
+        tool(execution_mode="serial")(lambda: None)
+    assert AgentTool("t", "d", {}, lambda *a: None, execution_mode=ToolExecutionMode("sequential")).execution_mode
