@@ -269,3 +269,14 @@ def test_wait_for_idle_from_a_tool_on_a_worker_thread_raises_instead_of_deadlock
     agent = Agent(scripted.model, tools=[AgentTool("waits", "", {"type": "object", "properties": {}}, waits)])
     agent.prompt("go")
     assert outcome and "would wait for itself forever" in outcome[0]
+
+
+def test_a_resumed_agent_gets_its_own_copy_of_the_recorded_catalog_model():
+    from agentcore import get_model
+
+    session = Session.in_memory()
+    session.append_model_change("anthropic", "claude-sonnet-4-5")
+    agent = Agent(session=session)
+    assert agent.state.model.id == "claude-sonnet-4-5"
+    agent.state.model.base_url = "http://127.0.0.1:1/changed"
+    assert get_model("anthropic/claude-sonnet-4-5").base_url != "http://127.0.0.1:1/changed"

@@ -12,6 +12,7 @@ ended, which is always a loadable session.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, List, Optional, Tuple
 
 from .session import Session
@@ -29,7 +30,8 @@ def restore_agent(agent: Any, session: Session) -> Any:
         try:
             from ..plugins import get_model
 
-            state.model = get_model(context.model.key)
+            # the agent's own copy: changing its base_url/headers must not change other agents
+            state.model = copy.deepcopy(get_model(context.model.key))
         except Exception:  # unknown to the registry: keep the agent's model
             pass
     return context
