@@ -31,6 +31,7 @@ README = Path(__file__).resolve().parents[1] / "README.rst"
 OFFLINE: Dict[str, List[str]] = {
     "agent": ['new_messages = agent.prompt("What is 2 + 3?")', "unsubscribe = agent.subscribe(show)",
               'for event in agent.stream("Hi"):', "threading.Timer(0.2, agent.abort).start()"],
+    "async": ["async def greet(name: str) -> str:"],
     "tool": ["def convert(amount: float"],
     "plugin module": ["def register_tools(register):"],
     "plugins_info": ["for info in agentcore.plugins_info():"],
