@@ -6,36 +6,12 @@ import os
 import re
 import signal as _signal
 import time
-from pathlib import Path
 from typing import List
 
 import pytest
+from _processes import wait_dead
 
 from agentcore.builtin_tools import create_bash_tool
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs (a zombie counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_dead(pids: List[int], within: float = 2.0) -> List[int]:
-    deadline = time.monotonic() + within
-    while True:
-        alive = [p for p in pids if _alive(p)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.01)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
@@ -53,7 +29,7 @@ def test_bash_kills_the_command_when_on_update_raises(tmp_path):
     pids = [int(p) for p in re.findall(r"pid:(\d+)", "".join(seen))]
     assert pids, seen
     try:
-        assert _wait_dead(pids) == []
+        assert wait_dead(pids, within=2.0) == []
     finally:
         for pid in pids:
             try:

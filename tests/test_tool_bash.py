@@ -14,38 +14,13 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from _processes import wait_dead
 
 from agentcore.builtin_tools import BashError, create_bash_tool
 from agentcore.signals import AbortController
 from agentcore.tools import AgentToolResult
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
-
-
-def _alive(pid: int) -> bool:
-    """True while ``pid`` runs. A zombie counts as dead: orphans re-parented to an init that does
-    not reap them (as in some containers) stay zombies forever, yet ``os.kill(pid, 0)`` succeeds."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_dead(pids: List[int], within: float = 1.0) -> List[int]:
-    """The pids still alive after ``within`` seconds (polled)."""
-    deadline = time.monotonic() + within
-    while True:
-        alive = [p for p in pids if _alive(p)]
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.01)
 
 
 def _cleanup(pids: List[int]) -> None:
@@ -126,7 +101,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
         assert len(pids) == 2
         assert str(info.value).endswith("Command timed out after 0.5 seconds")
         assert info.value.reason == "timeout" and info.value.exit_code is None
-        assert _wait_dead(pids) == []
+        assert wait_dead(pids) == []
         assert elapsed < 0.5 + 2.0  # killed promptly, not after the sleeps' 100 s
     finally:
         _cleanup(pids)
@@ -164,7 +139,7 @@ def test_abort_kills_the_whole_process_group(tmp_path):
         pids = _pids(error.output)
         assert len(pids) == 2
         assert str(error).endswith("Command aborted") and error.reason == "aborted"
-        assert _wait_dead(pids) == []
+        assert wait_dead(pids) == []
     finally:
         controller.abort()
         worker.join(10)
