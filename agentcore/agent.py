@@ -17,6 +17,7 @@ in which case ``prompt()`` re-raises that exception.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 from . import loop as _loop
 from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
+from ._safe import exception_message
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
@@ -550,10 +552,12 @@ class Agent:
             signal = run.controller.signal
             return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
 
+        # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
+        caller_context = contextvars.copy_context()
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
             try:
-                start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
+                start_daemon(caller_context.run, "agentcore-run", self._run_with_lifecycle, run, body)
             except Exception:  # no thread could be started: the agent must not stay busy
                 self._finish_run(run)
                 raise
@@ -593,7 +597,7 @@ class Agent:
             content=[TextContent("")], api=str(getattr(model, "api", "unknown")),
             provider=str(getattr(model, "provider", "unknown")), model=str(getattr(model, "id", model)),
             usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
-            error_message=str(exc) or type(exc).__name__,
+            error_message=exception_message(exc),
         )
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
@@ -610,14 +614,18 @@ class Agent:
         state._is_streaming = False
         state._streaming_message = None
         state._pending_tool_calls = frozenset()
-        self._steering.restore()
-        self._follow_ups.restore()
-        with self._run_lock:
-            if self._active is run:
-                self._active = None
-        for callback in run.on_settled:
-            callback()
-        run.settled.set()
+        try:
+            self._steering.restore()
+            self._follow_ups.restore()
+        finally:  # whatever failed above, the agent is idle again and its waiters wake up
+            with self._run_lock:
+                if self._active is run:
+                    self._active = None
+            try:
+                for callback in run.on_settled:
+                    callback()
+            finally:
+                run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
         """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""

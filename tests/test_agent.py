@@ -950,3 +950,106 @@ def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or lis
     assert not _accepts_signal(lambda *args: None)
     assert not _accepts_signal(Sink().one) and not _accepts_signal(lambda event, verbose=False: None)
     assert not _accepts_signal(print)
+
+
+# --------------------------------------------------------------------------- exceptions whose str() raises
+
+
+class Unprintable(Exception):
+    """An exception whose message cannot be read: formatting it raises ZeroDivisionError."""
+
+    def __str__(self) -> str:
+        return str(1 / 0)
+
+    __repr__ = __str__
+
+
+def _settles(agent: Agent, text: str = "go") -> List[Any]:
+    """Prompt without waiting, then wait (a hang guard, not a timing assertion)."""
+    agent.prompt(text, wait=False)
+    assert agent.wait_for_idle(timeout=60), "the run never settled"
+    assert agent.state.is_streaming is False
+    return agent.state.messages
+
+
+def _raising_tool(name: str, inline: bool) -> AgentTool:
+    from agentcore.tools import tool
+
+    if inline:  # a lone @tool without on_update executes on the run thread
+        def boom() -> str:
+            """Fail."""
+            raise Unprintable()
+        return tool(boom, name=name)
+
+    def execute(tool_call_id, args, signal, on_update):
+        raise Unprintable()
+    return AgentTool(name=name, label=name, description="fails", parameters={"type": "object"},
+                     execute=execute)
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["run-thread", "worker-thread"])
+def test_tool_exception_whose_str_raises_ends_the_run(inline):  # issue 10 item 1
+    scripted = ScriptedModel([tool_call("boom", {}), text("done")])
+    agent = Agent(scripted.model, tools=[_raising_tool("boom", inline)], stream_fn=scripted.stream_fn)
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].role == "assistant" and messages[-1].text == "done"
+
+
+def test_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "message_end" and event.message.role == "assistant":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    messages = _settles(agent)
+    assert messages[-1].stop_reason == "error" and "Unprintable" in messages[-1].error_message
+
+
+def test_update_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    released = threading.Event()
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("partial")]))
+        released.wait(30)  # the failure run aborts the signal ...
+        return AgentToolResult(content=[TextContent("late")])
+
+    tool_obj = AgentTool(name="slow", label="slow", description="", parameters={"type": "object"},
+                         execute=execute)
+    scripted = ScriptedModel([tool_call("slow", {}), text("done")])
+    agent = Agent(scripted.model, tools=[tool_obj], stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "tool_execution_update":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    try:
+        messages = _settles(agent)
+    finally:
+        released.set()
+    assert messages[-1].stop_reason in ("error", "aborted") and "Unprintable" in messages[-1].error_message
+
+
+@pytest.mark.parametrize("hook", ["before_tool_call", "after_tool_call"])
+def test_tool_hook_exception_whose_str_raises_is_an_error_result(hook):  # issue 10 item 1
+    from agentcore.tools import tool
+
+    @tool
+    def fine() -> str:
+        """Works."""
+        return "ok"
+
+    def raising(ctx, signal):
+        raise Unprintable()
+
+    scripted = ScriptedModel([tool_call("fine", {}), text("done")])
+    agent = Agent(scripted.model, tools=[fine], stream_fn=scripted.stream_fn, **{hook: raising})
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].text == "done"
