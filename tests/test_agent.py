@@ -1053,3 +1053,46 @@ def test_tool_hook_exception_whose_str_raises_is_an_error_result(hook):  # issue
     result = [m for m in messages if m.role == "toolResult"][0]
     assert result.is_error and "Unprintable" in result.text
     assert messages[-1].text == "done"
+
+
+def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider():  # tracing needs it
+    import contextvars
+
+    from agentcore.tools import tool
+
+    span: "contextvars.ContextVar[str]" = contextvars.ContextVar("span", default="none")
+    seen: dict = {}
+
+    @tool
+    def probe() -> str:
+        """Reads the contextvar."""
+        seen["tool"] = span.get()
+        span.set("changed-by-tool")  # stays inside the tool's own copy
+        return "ok"
+
+    @tool
+    def probe2(on_update=None) -> str:  # on_update: a worker thread, not the run thread
+        """Reads the contextvar too."""
+        seen["worker"] = span.get()
+        return "ok"
+
+    scripted = ScriptedModel([response(call("probe", {}, "c1")), response(call("probe2", {}, "c2")),
+                              text("done")])
+
+    def stream_fn(model, context, **options):
+        seen.setdefault("provider", span.get())
+        return scripted.stream_fn(model, context, **options)
+
+    def before(ctx, signal):
+        seen.setdefault("hook", span.get())
+
+    agent = Agent(scripted.model, tools=[probe, probe2], stream_fn=stream_fn, before_tool_call=before)
+    agent.subscribe(lambda event: seen.setdefault("listener", span.get()))
+    token = span.set("caller-span")
+    try:
+        agent.prompt("go")
+    finally:
+        span.reset(token)
+    assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
+                    "hook": "caller-span", "listener": "caller-span"}
+    assert span.get() == "none"
