@@ -329,7 +329,7 @@ def test_prompt_while_streaming_raises():  # agent-loop §5 scenario 39
     assert gate.started.wait(5)
     with pytest.raises(RuntimeError) as info:
         agent.prompt("again")
-    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
                                "messages, or wait for completion.")
     agent.abort()
     assert agent.wait_for_idle(5)
@@ -755,7 +755,8 @@ def test_run_from_a_thread_with_a_running_asyncio_loop():  # DESIGN §2: Jupyter
 
     async def cell():
         asyncio.get_running_loop()  # a loop is running, as in a notebook cell
-        return agent.prompt("hi")
+        with pytest.warns(RuntimeWarning, match="asyncio.to_thread"):  # it works, but blocks the loop
+            return agent.prompt("hi")
 
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("new", asyncio.run(cell())))
@@ -930,10 +931,85 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN �
     assert not result.is_error and "marker.txt" in result.text
     assert agent.state.tools == ["ls"]  # the state keeps what was given
 
-    unknown = Agent(scripted.model, tools=["no-such-tool"], stream_fn=scripted.stream_fn)
-    with pytest.raises(KeyError, match="no-such-tool"):
-        unknown.prompt("x")
-    assert unknown.state.is_streaming is False and unknown.state.messages == []
+
+
+def test_unknown_tool_names_fail_at_construction_and_assignment():  # issue 10 item 10
+    from agentcore.plugins import UnknownToolError
+
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(UnknownToolError, match="'reed'.*read"):  # the did-you-mean list
+        Agent(scripted.model, tools=["reed"], stream_fn=scripted.stream_fn)
+    agent = Agent(scripted.model, tools=["read"], stream_fn=scripted.stream_fn)
+    with pytest.raises(UnknownToolError, match="no-such-tool"):
+        agent.tools = ["ls", "no-such-tool"]
+    assert agent.tools == ["read"]  # a refused assignment changes nothing
+    with pytest.raises(TypeError, match="tools item 0 is a int"):
+        agent.tools = [42]
+    with pytest.raises(TypeError, match="list of tools, not str"):
+        agent.tools = "read"
+
+
+def test_plain_functions_are_wrapped_as_tool_would():  # issue 10 item 10
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    scripted = ScriptedModel([tool_call("add", {"a": 2, "b": 3}), text("5")])
+    agent = Agent(scripted.model, tools=[add], stream_fn=scripted.stream_fn)
+    assert agent.tools[0].name == "add" and agent.tools[0].description == "Add two numbers."
+    agent.prompt("2+3?")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert not result.is_error and result.text == "5"
+    agent.tools = [add]
+    assert isinstance(agent.tools[0], AgentTool)
+
+
+def test_prompt_reads_message_dicts_and_refuses_bad_ones():  # issue 10 item 10
+    scripted = ScriptedModel([text("one"), text("two"), text("three")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt({"role": "user", "content": "hi", "timestamp": 1})
+    first = agent.state.messages[0]
+    assert isinstance(first, UserMessage) and first.role == "user" and first.text == "hi"
+    agent.prompt([{"role": "user", "content": [{"type": "text", "text": "a"}], "timestamp": 2}, "b"])
+    assert [m.text for m in agent.state.messages if m.role == "user"] == ["hi", "a", "b"]
+    agent.follow_up({"role": "user", "content": "later", "timestamp": 3})
+    agent.steer({"role": "user", "content": "now", "timestamp": 4})
+    agent.prompt("go")
+    assert all(isinstance(m, UserMessage) for m in agent.state.messages if m.role == "user")
+
+    for bad, problem in (({"role": "usr", "content": "x"}, "unknown role 'usr'"),
+                         ({"content": "x"}, "has no 'role'")):
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.steer(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt([bad])
+    with pytest.raises(TypeError, match="malformed 'user' message"):
+        agent.follow_up({"role": "user"})
+    assert not agent.state.is_streaming
+
+
+def test_prompt_on_a_thread_running_an_event_loop_warns_once():  # issue 10 item 13
+    import asyncio
+    import warnings
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def main():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            agent.prompt("one")
+            agent.prompt("two")
+            return caught
+
+    caught = asyncio.run(main())
+    assert [w.category for w in caught] == [RuntimeWarning]
+    assert "await asyncio.to_thread(agent.prompt" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.prompt("no loop here, no warning")
 
 
 def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or listener(event, signal)
