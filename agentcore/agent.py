@@ -501,7 +501,8 @@ class Agent:
     def display(self, prompt: Any, **options: Any) -> Any:
         """Run ``prompt`` in a Jupyter notebook, showing streamed text and tool progress in one
         updating output area (see :func:`agentcore.jupyter.display_run`). Interrupting the kernel
-        aborts the run cleanly. Returns the run's new messages."""
+        aborts the run cleanly. Returns the run's new messages (a list that IPython does not echo
+        as the cell's last expression; ``agent.messages`` holds the whole transcript)."""
         from .jupyter import display_run
 
         return display_run(self, prompt, **options)
