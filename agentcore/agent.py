@@ -86,6 +86,14 @@ def _level(value: Any) -> str:
     return "off" if value is None else str(value)
 
 
+def _field_text(obj: Any, name: str) -> str:
+    """``str(obj.name)``, or "unknown" when reading or formatting it raises (a broken model)."""
+    try:
+        return str(getattr(obj, name, "unknown"))
+    except Exception:  # noqa: BLE001 - the failure message must still be built
+        return "unknown"
+
+
 def _listener_key(listener: Any) -> Any:
     """The listener itself (the same function subscribed twice is registered once), or its
     identity when it cannot be hashed (a callable dataclass instance, say)."""
@@ -669,8 +677,8 @@ class Agent:
         """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
         message = AssistantMessage(
-            content=[TextContent("")], api=str(getattr(model, "api", "unknown")),
-            provider=str(getattr(model, "provider", "unknown")), model=str(getattr(model, "id", model)),
+            content=[TextContent("")], api=_field_text(model, "api"),
+            provider=_field_text(model, "provider"), model=_field_text(model, "id"),
             usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
             error_message=exception_message(exc),
         )
