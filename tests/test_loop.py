@@ -773,3 +773,17 @@ def test_default_stream_fn_is_used(user, asst, mock_llm, mock_model):  # agent-l
     finally:
         set_default_stream_fn(None)
     assert llm.calls == 1
+
+
+def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
+    import json
+
+    from agentcore.events import ToolExecutionEndEvent, event_to_dict
+
+    result = AgentToolResult(content=[TextContent("ok")],
+                             details={"nan": float("nan"), "raw": b"hi", "set": {1}, "obj": object()})
+    data = event_to_dict(ToolExecutionEndEvent("c1", "t", result, False))
+    text = json.dumps(data, allow_nan=False)  # raised ValueError / TypeError before
+    details = json.loads(text)["result"]["details"]
+    assert details["nan"] is None and details["raw"] == {"type": "bytes", "base64": "aGk="}
+    assert details["set"] == [1] and details["obj"].startswith("<object object")
