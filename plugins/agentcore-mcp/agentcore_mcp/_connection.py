@@ -219,8 +219,15 @@ class Connection:
             raise await self.lost(f"while listing its tools ({_describe(exc)})") from None
         return tools
 
-    async def ping(self) -> None:
-        await self.client.send_ping()
+    async def probe(self) -> None:
+        """A cheap request that any live server answers: ``ping`` on handshake-era sessions,
+        ``tools/list`` on 2026-07-28+ ones (where ``ping`` no longer exists)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self.client.list_tools()
+        else:
+            await self.client.send_ping()
 
     async def lost(self, when: str) -> MCPServerError:
         """Mark the connection dead and build the error that says what happened."""

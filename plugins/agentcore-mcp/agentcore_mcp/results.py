@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from agentcore.tools import AgentToolResult
 from agentcore.types import ImageContent, TextContent
@@ -32,15 +32,18 @@ from agentcore.types import ImageContent, TextContent
 from .errors import MCPToolError
 
 
-def to_tool_result(result: Any, server: str, tool: str) -> AgentToolResult:
+def to_tool_result(result: Any, server: str, tool: str,
+                   redact: Optional[Callable[[str], str]] = None) -> AgentToolResult:
     """The ``AgentToolResult`` of an MCP ``CallToolResult``; raises :class:`MCPToolError` when the
-    result says ``isError``."""
+    result says ``isError`` (its text passed through ``redact``: the server's secrets masked)."""
     blocks: List[Any] = []
     for item in result.content or ():
         blocks.extend(content_blocks(item))
     structured = getattr(result, "structured_content", None)
     if result.is_error:
         text = "\n".join(b.text for b in blocks if isinstance(b, TextContent)).strip()
+        if redact is not None:
+            text = redact(text)
         raise MCPToolError(text or f"MCP tool {tool!r} on server {server!r} reported an error "
                                    "without a message", server=server, tool=tool)
     if structured is not None and not any(isinstance(b, TextContent) for b in blocks):

@@ -6,9 +6,9 @@ itself. Thread-safe: tool calls from the agent's parallel tool threads run concu
 session.
 
 Failure semantics, per call: a crash, a closed connection or a hang (no result within ``timeout``
-and no answer to a ping after it) raises :class:`MCPServerError` naming the server and what
-happened, and drops the session; the next call starts the server again. A call that merely took
-too long raises :class:`MCPTimeoutError` and the session stays. Aborting the run's signal cancels
+and no answer to a liveness probe after it: ``ping``, or ``tools/list`` on 2026-07-28 sessions)
+raises :class:`MCPServerError` naming the server and what happened, and drops the session; the
+next call starts the server again. A call that merely took too long raises :class:`MCPTimeoutError` and the session stays. Aborting the run's signal cancels
 the request on the server (``notifications/cancelled``) and raises :class:`MCPAbortedError` at
 once. The agent loop turns each of these into an error tool result.
 """
@@ -64,6 +64,7 @@ class MCPServer:
         self._tools_stale = True
         self._made: Dict[Any, AgentTool] = {}
         self._listeners: List[Callable[[List[AgentTool]], None]] = []
+        self._refreshing = False
 
     # ------------------------------------------------------------------ construction
 
@@ -216,11 +217,21 @@ class MCPServer:
     def _tools_changed(self) -> None:  # loop thread
         with self._lock:
             self._tools_stale = True
+            if self._refreshing:  # the running refresh fetches again when it sees the flag
+                return
+            self._refreshing = True
 
         def refresh() -> None:
             try:
-                tools = self.tools()
+                while True:
+                    with self._lock:
+                        if not self._tools_stale:
+                            self._refreshing = False
+                            break
+                    tools = self.tools()
             except Exception as exc:  # noqa: BLE001 - the next tools() call retries
+                with self._lock:
+                    self._refreshing = False
                 _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
                 return
             for callback in list(self._listeners):
@@ -293,12 +304,12 @@ class MCPServer:
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
-        return to_tool_result(result, self.name, name)
+        return to_tool_result(result, self.name, name, self._spec.secrets.redact)
 
     def _timed_out(self, conn: Connection, tool: str, limit: Optional[float]) -> MCPServerError:
         message = f"MCP server {self.name!r}: tool {tool!r} gave no result within {limit:g}s; the request was cancelled"
         try:
-            _loop.submit(conn.ping()).result(PING_TIMEOUT)
+            _loop.submit(conn.probe()).result(PING_TIMEOUT)
         except Exception:  # noqa: BLE001 - no pong: the server hangs
             conn.mark_dead("stopped answering")
             return MCPServerError(message + f", and the server did not answer a ping within {PING_TIMEOUT:g}s "
