@@ -19,7 +19,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
 from . import _stdio
-from ._secrets import Secrets, safe_url
+from ._secrets import Secrets, safe_url, watch_logs
 from .errors import MCPConnectionError, MCPServerError, MCPToolError
 
 _log = logging.getLogger("agentcore_mcp")
@@ -43,6 +43,8 @@ class Spec:
         self.headers = dict(headers) if headers else None
         self.transport = transport  # http only: "auto" (Streamable HTTP, then SSE), "streamable-http", "sse"
         self.secrets = Secrets.of(self.env, self.headers, url)
+        if kind == "http":
+            watch_logs(self.secrets)
 
     def describe(self) -> str:
         """The server's address for messages: the command line or the URL, secrets masked."""
@@ -106,21 +108,31 @@ class Connection:
             self.client = await stack.enter_async_context(self._client(transport))
             self.transport_used = "stdio"
             return
-        if self.spec.transport in ("auto", "streamable-http"):
-            try:
-                self.client = await stack.enter_async_context(self._client(self._streamable()))
-                self.transport_used = "streamable-http"
-                return
-            except Exception as exc:  # noqa: BLE001 - maybe an old HTTP+SSE server
-                if self.spec.transport != "auto" or not _looks_like_old_sse_server(exc):
-                    raise
-                _log.debug("%s: Streamable HTTP refused (%s); trying HTTP+SSE", self.name,
-                           self._redact(_describe(exc)))
+        if self.spec.transport == "sse":
+            self.client = await stack.enter_async_context(self._client(self._sse()))
+            self.transport_used = "sse"
+            return
+        try:
+            self.client = await stack.enter_async_context(self._client(self._streamable()))
+            self.transport_used = "streamable-http"
+            return
+        except Exception as exc:  # noqa: BLE001 - maybe a server that speaks only the old HTTP+SSE
+            if self.spec.transport != "auto":
+                raise
+            first = exc
+        # The SDK folds the HTTP status of a refused POST (404/405) into a generic JSON-RPC error,
+        # so any failure of Streamable HTTP is worth one try of HTTP+SSE, as other clients do.
+        _log.debug("%s: Streamable HTTP failed (%s); trying HTTP+SSE", self.name, self._redact(_describe(first)))
+        try:
+            self.client = await stack.enter_async_context(self._client(self._sse()))
+        except Exception as exc:  # noqa: BLE001 - report both attempts
+            raise ConnectionError(f"Streamable HTTP: {_describe(first)}; HTTP+SSE: {_describe(exc)}") from None
+        self.transport_used = "sse"
+
+    def _sse(self) -> Any:
         from mcp.client.sse import sse_client
 
-        self.client = await stack.enter_async_context(
-            self._client(sse_client(str(self.spec.url), headers=self.spec.headers)))
-        self.transport_used = "sse"
+        return sse_client(str(self.spec.url), headers=self.spec.headers)
 
     def _streamable(self) -> Any:
         from mcp.client.streamable_http import streamable_http_client
@@ -271,18 +283,6 @@ def _leaves(exc: BaseException) -> List[BaseException]:
     if isinstance(exc, BaseExceptionGroup):  # noqa: F821
         return [leaf for e in exc.exceptions for leaf in _leaves(e)]
     return [exc]
-
-
-def _looks_like_old_sse_server(exc: BaseException) -> bool:
-    """A 4xx answer to the Streamable HTTP POST: the server may speak only the 2024 HTTP+SSE."""
-    for leaf in _leaves(exc):
-        response = getattr(leaf, "response", None)
-        status = getattr(response, "status_code", None)
-        if status in (400, 404, 405):
-            return True
-        if isinstance(leaf, SdkMCPError) and any(str(c) in leaf.message for c in (400, 404, 405)):
-            return True
-    return False
 
 
 def _is_transport_error(exc: BaseException) -> bool:

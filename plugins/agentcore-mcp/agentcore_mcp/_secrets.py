@@ -17,7 +17,7 @@ MASK = "***"
 class Secrets:
     """A set of secret strings and the one operation on them: :meth:`redact`."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_values", "__weakref__")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         # longest first, so a secret that contains another is masked whole
@@ -56,3 +56,51 @@ def safe_url(url: str) -> str:
         netloc += f":{parts.port}"
     query = "&".join(f"{k}={MASK}" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+# ----------------------------------------------------------------------------- log redaction
+#
+# The SDK and its HTTP client log URLs at DEBUG/INFO ("Connecting to StreamableHTTP endpoint:
+# <url>", "HTTP Request: POST <url>"), user info and query string included. Process-wide state
+# (owner: this module): one logging.Filter, added once to those few loggers by the first HTTP
+# server, masking the secrets of every live server (held weakly, so a closed server's are dropped).
+# Filters on a logger apply to the records logged through it, so other loggers are untouched.
+
+import logging  # noqa: E402
+import threading  # noqa: E402
+import weakref  # noqa: E402
+
+_SDK_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.client", "mcp.client.session",
+                "mcp.shared.jsonrpc_dispatcher", "httpx2", "httpx")
+_live: "weakref.WeakSet[Secrets]" = weakref.WeakSet()
+_filter_lock = threading.Lock()
+_filter_installed = False
+
+
+class _RedactingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets = list(_live)
+        if not secrets:
+            return True
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is not ours to break
+            return True
+        redacted = message
+        for item in secrets:
+            redacted = item.redact(redacted)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
+def watch_logs(secrets: Secrets) -> None:
+    """Mask ``secrets`` in the SDK's log records from now on (while ``secrets`` is alive)."""
+    global _filter_installed
+    _live.add(secrets)
+    with _filter_lock:
+        if not _filter_installed:
+            log_filter = _RedactingFilter()
+            for name in _SDK_LOGGERS:
+                logging.getLogger(name).addFilter(log_filter)
+            _filter_installed = True
