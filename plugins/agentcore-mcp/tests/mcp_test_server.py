@@ -5,7 +5,7 @@ Tools: ``echo``, ``add``, ``structured``, ``fail`` (isError), ``progress`` (prog
 notifications), ``hang`` (waits until cancelled; writes ``cancelled-<tag>`` into $MARKER_DIR when
 the client cancels it, ``started-<tag>`` when it starts), ``slow`` (sleeps), ``freeze`` (blocks the
 whole server: no pings answered), ``die`` (exits mid-call with code 3 after a line on stderr),
-``add_tool`` (registers ``extra`` and announces tools/list_changed), ``pid``, ``env`` (one
+``wait_for``/``go`` (one call waits for the other, maybe on another server), ``add_tool`` (registers ``extra`` and announces tools/list_changed), ``pid``, ``env`` (one
 environment variable), ``spawn_child`` (a child in the server's process group that ignores
 SIGTERM and stdin EOF), ``image``, ``resource``.
 """
@@ -100,10 +100,31 @@ async def freeze(seconds: float) -> str:
 
 
 @server.tool()
-def die(code: int = 3) -> str:
-    """Exit in the middle of the call."""
+def die(code: int = 3, say_env: str = "") -> str:
+    """Exit in the middle of the call, after writing a fatal line (and the value of environment
+    variable ``say_env``, as a careless server might) to stderr."""
+    if say_env:
+        print(f"{say_env} was {os.environ.get(say_env)}", file=sys.stderr, flush=True)
     print("fatal: the test server dies on request", file=sys.stderr, flush=True)
     os._exit(code)
+
+
+@server.tool()
+async def wait_for(tag: str) -> str:
+    """Wait (up to 60 s) until the tool ``go`` was called with the same tag, on any server."""
+    marker = Path(os.environ["MARKER_DIR"], f"go-{tag}")
+    for _ in range(6000):
+        if marker.exists():
+            return f"{tag} arrived"
+        await asyncio.sleep(0.01)
+    raise ToolError(f"{tag} never arrived")
+
+
+@server.tool()
+def go(tag: str) -> str:
+    """Release ``wait_for(tag)``."""
+    _mark(f"go-{tag}")
+    return f"released {tag}"
 
 
 @server.tool()
