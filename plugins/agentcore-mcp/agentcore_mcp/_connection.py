@@ -279,12 +279,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def _leaves(exc: BaseException) -> List[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):  # noqa: F821
-        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
-    return [exc]
-
-
 def _is_transport_error(exc: BaseException) -> bool:
     name = type(exc).__module__
     return name.startswith(("httpx", "httpcore", "anyio"))

@@ -128,18 +128,21 @@ def go(tag: str) -> str:
 
 
 @server.tool()
-async def add_tool(ctx: Context) -> str:
-    """Register a new tool `extra` and announce the change."""
+async def add_tool(ctx: Context, via: str = "both") -> str:
+    """Register a new tool `extra` and announce the change: through the 2026-07-28 subscription
+    bus (``via="bus"``), a plain notification (``"notification"``) or both."""
     if "extra" not in [t.name for t in await server.list_tools()]:
         server.add_tool(lambda: "extra!", name="extra", description="Added at run time.")
-    try:
-        await ctx.notify_tools_changed()
-    except Exception:  # noqa: BLE001 - a handshake-era session has no subscription bus
-        pass
-    try:
-        await ctx.session.send_tool_list_changed()
-    except Exception:  # noqa: BLE001 - a 2026-era session announces through the bus above
-        pass
+    if via in ("both", "bus"):
+        try:
+            await ctx.notify_tools_changed()
+        except Exception:  # noqa: BLE001 - a handshake-era session has no subscription bus
+            pass
+    if via in ("both", "notification"):
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception:  # noqa: BLE001 - a 2026-era session announces through the bus above
+            pass
     return "added"
 
 

@@ -176,13 +176,14 @@ def test_parallel_calls_share_one_session(shared):
     assert results == [str(i + 100) for i in range(8)]
 
 
-def test_list_changed_refreshes_the_tool_list(test_server):
+@pytest.mark.parametrize("via", ["notification", "bus"])  # plain notification / 2026 subscriptions/listen
+def test_list_changed_refreshes_the_tool_list(test_server, via):
     changed = threading.Event()
     seen = []
     with test_server() as server:
         assert "extra" not in {t.name for t in server.tools()}
         server.on_tools_changed(lambda tools: (seen.append([t.name for t in tools]), changed.set()))
-        server.call_tool("add_tool", {})
+        server.call_tool("add_tool", {"via": via})
         assert changed.wait(10), "no tools/list_changed refresh"
         assert "extra" in seen[-1]
         assert "p_extra" in {t.name for t in server.tools(prefix="p")}
