@@ -26,6 +26,13 @@ _log = logging.getLogger("agentcore_mcp")
 
 _LOST = (ConnectionError, OSError, EOFError)
 
+try:  # Python 3.11+; on 3.10 anyio depends on the exceptiongroup backport
+    _GROUPS: tuple = (BaseExceptionGroup,)  # noqa: F821
+except NameError:  # pragma: no cover - Python 3.10
+    from exceptiongroup import BaseExceptionGroup as _BackportGroup
+
+    _GROUPS = (_BackportGroup,)
+
 
 class Spec:
     """How to reach a server. Secrets stay in here and never reach a repr."""
@@ -42,6 +49,7 @@ class Spec:
         self.url = url
         self.headers = dict(headers) if headers else None
         self.transport = transport  # http only: "auto" (Streamable HTTP, then SSE), "streamable-http", "sse"
+        self.mode = "auto"  # the SDK's protocol negotiation; tests set "legacy" to force a 2025-era session
         self.secrets = Secrets.of(self.env, self.headers, url)
         if kind == "http":
             watch_logs(self.secrets)
@@ -142,7 +150,7 @@ class Connection:
             headers=self.spec.headers))
 
     def _client(self, transport: Any) -> Any:
-        return Client(transport, mode="auto", message_handler=self._on_message, cache=None,
+        return Client(transport, mode=self.spec.mode, message_handler=self._on_message, cache=None,
                       client_info=mcp_types.Implementation(name="agentcore-mcp", version="0.1.0"))
 
     async def _maybe_listen(self, stack: AsyncExitStack) -> None:
@@ -271,7 +279,7 @@ class Connection:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):  # noqa: F821 - Python 3.11+; the SDK's task groups
+    if isinstance(exc, _GROUPS):  # the SDK's task groups wrap what failed
         return "; ".join(_describe(e) for e in exc.exceptions)
     if isinstance(exc, SdkMCPError):
         return f"{exc.message} (JSON-RPC error {exc.code})"

@@ -15,10 +15,12 @@ once. The agent loop turns each of these into an error tool result.
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
 import logging
 import re
 import threading
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from agentcore.tools import AgentTool, AgentToolResult
@@ -38,6 +40,29 @@ PING_TIMEOUT = 5.0               # after a timed-out call: is the server still a
 CLOSE_TIMEOUT = 10.0             # close() waits this long for a clean end, then kills
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+# Process-wide state (owner: this module): the servers not closed yet, held weakly, so that
+# interpreter exit closes them (and kills their process groups) even when the user did not.
+_open_servers: "weakref.WeakSet[MCPServer]" = weakref.WeakSet()
+_atexit_lock = threading.Lock()
+_atexit_registered = False
+
+
+def _close_open_servers() -> None:
+    for server in list(_open_servers):
+        try:
+            server.close()
+        except Exception:  # noqa: BLE001 - at exit, close the rest
+            _log.exception("closing MCP server %r at exit failed", server.name)
+
+
+def _track(server: "MCPServer") -> None:
+    global _atexit_registered
+    _open_servers.add(server)
+    with _atexit_lock:
+        if not _atexit_registered:
+            atexit.register(_close_open_servers)
+            _atexit_registered = True
 
 
 class MCPServer:
@@ -141,6 +166,7 @@ class MCPServer:
                                          f"the MCP handshake within {self.connect_timeout:g}s",
                                          server=self.name) from None
             self._conn = conn
+            _track(self)
             return conn
 
     def close(self) -> None:
@@ -149,6 +175,7 @@ class MCPServer:
         with self._lock:
             self._closed = True
             conn, self._conn = self._conn, None
+        _open_servers.discard(self)
         if conn is not None:
             self._end(conn)
 

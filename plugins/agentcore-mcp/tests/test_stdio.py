@@ -176,11 +176,14 @@ def test_parallel_calls_share_one_session(shared):
     assert results == [str(i + 100) for i in range(8)]
 
 
-@pytest.mark.parametrize("via", ["notification", "bus"])  # plain notification / 2026 subscriptions/listen
-def test_list_changed_refreshes_the_tool_list(test_server, via):
+@pytest.mark.parametrize("via, mode", [("notification", "legacy"),  # a 2025-era session: the notification
+                                       ("bus", "auto")])  # a 2026-07-28 session: subscriptions/listen
+def test_list_changed_refreshes_the_tool_list(test_server, via, mode):
     changed = threading.Event()
     seen = []
-    with test_server() as server:
+    server = test_server()
+    server._spec.mode = mode
+    with server:
         assert "extra" not in {t.name for t in server.tools()}
         server.on_tools_changed(lambda tools: (seen.append([t.name for t in tools]), changed.set()))
         server.call_tool("add_tool", {"via": via})
@@ -244,3 +247,34 @@ def test_the_caller_thread_never_gets_an_event_loop(shared):
     server.call_tool("echo", {"text": "x"})
     with pytest.raises(RuntimeError):
         asyncio.get_running_loop()
+
+
+def test_abort_cancels_on_a_2025_era_session_too(test_server, marker_dir):
+    controller = AbortController()
+    server = test_server()
+    server._spec.mode = "legacy"  # notifications/cancelled, as the npm reference servers get it
+    with server:
+        def abort_when_started() -> None:
+            eventually(lambda: (marker_dir / "started-l").exists())
+            controller.abort()
+
+        threading.Thread(target=abort_when_started, daemon=True).start()
+        with pytest.raises(MCPAbortedError):
+            server.call_tool("hang", {"tag": "l"}, signal=controller.signal)
+        assert eventually(lambda: (marker_dir / "cancelled-l").exists()), "the server never saw the cancellation"
+        assert server._conn.client.protocol_version not in ("2026-07-28",)
+
+
+def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "forgets_to_close.py"
+    script.write_text("import sys\nfrom agentcore_mcp import MCPServer\n"
+                      f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
+                      "child = s.call_tool('spawn_child', {}).content[0].text\n"
+                      "print(s.pid, child, flush=True)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    pgid, child = (int(x) for x in out.stdout.split())
+    assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)
