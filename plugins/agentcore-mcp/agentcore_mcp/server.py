@@ -81,7 +81,9 @@ class MCPServer:
         self.name = name or _default_name(spec)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # connection changes; held while starting or stopping one
+        # the tool-list state; never held while waiting, because the loop thread takes it too
+        self._tools_lock = threading.Lock()
         self._conn: Optional[Connection] = None
         self._closed = False
         self._restarts = 0
@@ -154,7 +156,8 @@ class MCPServer:
                 _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
                 self._end(conn)
                 self._restarts += 1
-                self._tools_stale = True
+                with self._tools_lock:
+                    self._tools_stale = True
             conn = Connection(self.name, self._spec, self._tools_changed)
             _loop.submit(conn.run())
             try:
@@ -224,14 +227,14 @@ class MCPServer:
         first if needed.
         """
         conn = self._connection()
-        with self._lock:
+        with self._tools_lock:
             stale = self._tools_stale or self._mcp_tools is None
         if stale:
             listed = self._wait(conn, conn.list_tools(), self.connect_timeout, "tools/list")
-            with self._lock:
+            with self._tools_lock:
                 self._mcp_tools, self._tools_stale = listed, False
                 self._update_made()
-        with self._lock:
+        with self._tools_lock:
             return [self._agent_tool(t, prefix) for t in self._mcp_tools or ()]
 
     def on_tools_changed(self, callback: Callable[[List[AgentTool]], None]) -> Callable[[], None]:
@@ -242,7 +245,7 @@ class MCPServer:
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
 
     def _tools_changed(self) -> None:  # loop thread
-        with self._lock:
+        with self._tools_lock:
             self._tools_stale = True
             if self._refreshing:  # the running refresh fetches again when it sees the flag
                 return
@@ -251,13 +254,13 @@ class MCPServer:
         def refresh() -> None:
             try:
                 while True:
-                    with self._lock:
+                    with self._tools_lock:
                         if not self._tools_stale:
                             self._refreshing = False
                             break
                     tools = self.tools()
             except Exception as exc:  # noqa: BLE001 - the next tools() call retries
-                with self._lock:
+                with self._tools_lock:
                     self._refreshing = False
                 _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
                 return
