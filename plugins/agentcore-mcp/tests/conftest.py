@@ -27,32 +27,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:mcp.*")
 
 
+def _stat(pid: int) -> Optional[List[str]]:
+    """The fields of /proc/<pid>/stat after the command name (state first), None when gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def alive(pid: int) -> bool:
     """True while ``pid`` runs; a zombie counts as dead (some containers' init never reaps)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def group_members(pgid: int) -> List[int]:
     """Live (non-zombie) processes of process group ``pgid`` (Linux /proc)."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
+        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
             members.append(int(entry.name))
     return members
 
@@ -67,6 +61,17 @@ def eventually(predicate: Callable[[], bool], within: float = 10.0) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.01)
+
+
+def abort_when_marked(controller: "object", marker: Path) -> None:
+    """Abort ``controller`` (an AbortController) from a thread once file ``marker`` exists."""
+    import threading
+
+    def wait_then_abort() -> None:
+        eventually(marker.exists, within=30)
+        controller.abort("test abort")  # type: ignore[attr-defined]
+
+    threading.Thread(target=wait_then_abort, daemon=True).start()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from agentcore.signals import AbortController
 from agentcore.types import TextContent
 from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPToolError
-from conftest import eventually, free_port
+from conftest import abort_when_marked, eventually, free_port
 
 
 def test_streamable_http_lists_and_calls(http_server):
@@ -29,11 +29,7 @@ def test_streamable_http_progress_and_abort(http_server, marker_dir):
         server.call_tool("progress", {"steps": 2}, on_update=updates.append)
         assert [u.details["progress"] for u in updates] == [1.0, 2.0]
 
-        def abort_when_started() -> None:
-            eventually(lambda: (marker_dir / "started-h").exists())
-            controller.abort()
-
-        threading.Thread(target=abort_when_started, daemon=True).start()
+        abort_when_marked(controller, marker_dir / "started-h")
         with pytest.raises(MCPAbortedError):
             server.call_tool("hang", {"tag": "h"}, signal=controller.signal)
         assert eventually(lambda: (marker_dir / "cancelled-h").exists()), "the server never saw the cancellation"

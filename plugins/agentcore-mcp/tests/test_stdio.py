@@ -13,7 +13,7 @@ from agentcore.signals import AbortController
 from agentcore.types import ImageContent, TextContent
 from agentcore_mcp import (MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError,
                            MCPToolError)
-from conftest import TEST_SERVER, alive, eventually, group_members
+from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members
 
 
 @pytest.fixture(scope="module")
@@ -91,11 +91,7 @@ def test_progress_notifications_become_updates(shared):
 def test_abort_cancels_on_the_server_and_returns_at_once(shared):
     controller = AbortController()
     server = shared
-    def abort_when_started() -> None:
-        eventually(lambda: (shared.markers / "started-a").exists())
-        controller.abort("user pressed stop")
-
-    threading.Thread(target=abort_when_started, daemon=True).start()
+    abort_when_marked(controller, shared.markers / "started-a")
     with pytest.raises(MCPAbortedError, match="'hang' was aborted"):
         server.call_tool("hang", {"tag": "a"}, signal=controller.signal, timeout=60)
     assert eventually(lambda: (shared.markers / "cancelled-a").exists()), "the server never saw the cancellation"
@@ -254,11 +250,7 @@ def test_abort_cancels_on_a_2025_era_session_too(test_server, marker_dir):
     server = test_server()
     server._spec.mode = "legacy"  # notifications/cancelled, as the npm reference servers get it
     with server:
-        def abort_when_started() -> None:
-            eventually(lambda: (marker_dir / "started-l").exists())
-            controller.abort()
-
-        threading.Thread(target=abort_when_started, daemon=True).start()
+        abort_when_marked(controller, marker_dir / "started-l")
         with pytest.raises(MCPAbortedError):
             server.call_tool("hang", {"tag": "l"}, signal=controller.signal)
         assert eventually(lambda: (marker_dir / "cancelled-l").exists()), "the server never saw the cancellation"
