@@ -202,10 +202,11 @@ class Connection:
 
     async def call_tool(self, tool: str, arguments: Optional[Dict[str, Any]],
                         on_progress: Optional[Callable[..., Any]]) -> Any:
-        callback = None
-        if on_progress is not None:
-            async def callback(progress: float, total: Optional[float], message: Optional[str]) -> None:
-                on_progress(progress, total, message)
+        async def forward(progress: float, total: Optional[float], message: Optional[str]) -> None:
+            assert on_progress is not None
+            on_progress(progress, total, message)  # thread-safe: the agent loop's on_update queues
+
+        callback = forward if on_progress is not None else None  # no callback: no progress token sent
         try:
             return await self.client.call_tool(tool, arguments or {}, progress_callback=callback)
         except SdkMCPError as exc:

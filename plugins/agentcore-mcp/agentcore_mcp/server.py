@@ -312,11 +312,11 @@ class MCPServer:
             raise MCPAbortedError(f"MCP server {self.name!r}: call to tool {name!r} not sent, the run was aborted",
                                   server=self.name, tool=name)
         conn = self._connection()
-        progress = None
-        if on_update is not None:
-            def progress(p: float, total: Optional[float], message: Optional[str]) -> None:
-                on_update(progress_update(p, total, message))
-        future = _loop.submit(conn.call_tool(name, dict(arguments or {}), progress))
+        def progress(p: float, total: Optional[float], message: Optional[str]) -> None:
+            assert on_update is not None
+            on_update(progress_update(p, total, message))
+
+        future = _loop.submit(conn.call_tool(name, dict(arguments or {}), progress if on_update else None))
 
         def abort(_reason: Any = None) -> None:
             future.cancel()

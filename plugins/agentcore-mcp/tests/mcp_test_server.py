@@ -24,7 +24,7 @@ from typing import TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
+from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextResourceContents
 
 server = MCPServer("agentcore-test")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
