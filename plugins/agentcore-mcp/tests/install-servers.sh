@@ -13,7 +13,7 @@ fi
 mkdir -p "$dir"
 cd "$dir"
 [ -f package.json ] || echo '{"name": "agentcore-mcp-test-servers", "private": true}' > package.json
-npm install --no-audit --no-fund --loglevel=error \
+npm install --no-audit --no-fund --save-exact --loglevel=error \
     @modelcontextprotocol/server-everything@2026.8.31 \
     @modelcontextprotocol/server-filesystem@2026.8.31
 test -x node_modules/.bin/mcp-server-everything
