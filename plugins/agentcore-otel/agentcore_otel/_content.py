@@ -26,17 +26,19 @@ REDACTED = "[REDACTED]"
 class Redactor:
     """Replaces known secret strings (API keys, header values) with ``[REDACTED]``.
 
-    Built once per run from the agent's ``api_key``, its ``headers`` and its model's ``headers``
-    values, and the values of environment variables named like keys (``*_API_KEY``, ``*TOKEN*``,
-    ``*SECRET*``, ...), where providers find their keys. Secrets shorter than 8 characters are
-    ignored. Never raises.
+    The secrets of one run: the agent's ``api_key``, its ``headers`` and its model's ``headers``
+    values (and the part after ``Bearer``), and the values of environment variables named like
+    keys (``*_API_KEY``, ``*TOKEN*``, ``*SECRET*``, ...), where providers find their keys.
+    The agent's values are taken when the run starts, the environment is read on first use (most
+    runs record no free text at all, so most never pay for it). Secrets shorter than 8 characters
+    are ignored. Never raises.
     """
 
-    __slots__ = ("_secrets",)
+    __slots__ = ("_sources", "_secrets")
 
-    def __init__(self, secrets: Iterable[Any]) -> None:
-        unique = {s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
-        self._secrets: List[str] = sorted(unique, key=len, reverse=True)  # longest first
+    def __init__(self, sources: Iterable[Any], environment: bool = False) -> None:
+        self._sources: Optional[List[Any]] = list(sources) + ([os.environ] if environment else [])
+        self._secrets: List[str] = []
 
     @classmethod
     def for_agent(cls, agent: Any) -> "Redactor":
@@ -44,13 +46,25 @@ class Redactor:
         found.extend(_header_values(getattr(agent, "headers", None)))
         model = getattr(getattr(agent, "state", None), "model", None)
         found.extend(_header_values(getattr(model, "headers", None)))
-        found.extend(v for k, v in os.environ.items() if _SECRET_ENV.search(k))
+        return cls(found, environment=True)
+
+    def _collect(self) -> List[str]:
+        sources, self._sources = self._sources or [], None
+        found: List[Any] = []
+        for source in sources:
+            if source is os.environ:
+                found.extend(v for k, v in os.environ.items() if _SECRET_ENV.search(k))
+            else:
+                found.append(source)
         for value in list(found):  # "Bearer <key>" headers: the key alone too
             if isinstance(value, str) and " " in value:
                 found.append(value.split(" ", 1)[1])
-        return cls(found)
+        unique = {s for s in found if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
+        return sorted(unique, key=len, reverse=True)  # longest first
 
     def __call__(self, text: str) -> str:
+        if self._sources is not None:
+            self._secrets = self._collect()
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)

@@ -21,6 +21,7 @@ them in a copy of the run thread's context.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -37,7 +38,9 @@ _MAX_DESCRIPTION = 1024
 _SCOPE = "agentcore_otel"
 
 
+@functools.lru_cache(maxsize=None)
 def _version() -> str:
+    """This distribution's version (read once: metadata look-ups cost about a millisecond)."""
     try:
         from importlib.metadata import version
 
@@ -95,13 +98,11 @@ class _Attached:
 class _Usage:
     """Running token and cost totals of one run (assistant messages and tool results)."""
 
-    __slots__ = ("input", "output", "cache_read", "cache_write", "cost_input", "cost_output",
-                 "cost_cache_read", "cost_cache_write", "cost_total")
+    __slots__ = ("input", "output", "cache_read", "cache_write", "cost")
 
     def __init__(self) -> None:
         self.input = self.output = self.cache_read = self.cache_write = 0
-        self.cost_input = self.cost_output = self.cost_cache_read = self.cost_cache_write = 0.0
-        self.cost_total = 0.0
+        self.cost = 0.0
 
     def add(self, usage: Any) -> None:
         if usage is None:
@@ -110,21 +111,12 @@ class _Usage:
         self.output += int(usage.output or 0)
         self.cache_read += int(usage.cache_read or 0)
         self.cache_write += int(usage.cache_write or 0)
-        cost = usage.cost
-        if cost is not None:
-            self.cost_input += float(cost.input or 0.0)
-            self.cost_output += float(cost.output or 0.0)
-            self.cost_cache_read += float(cost.cache_read or 0.0)
-            self.cost_cache_write += float(cost.cache_write or 0.0)
-            self.cost_total += float(cost.total or 0.0)
+        if usage.cost is not None:
+            self.cost += float(usage.cost.total or 0.0)
 
     def attributes(self) -> Dict[str, Any]:
         out = sc.usage_attributes(self)
-        out[sc.COST_TOTAL] = self.cost_total
-        out[sc.COST_INPUT] = self.cost_input
-        out[sc.COST_OUTPUT] = self.cost_output
-        out[sc.COST_CACHE_READ] = self.cost_cache_read
-        out[sc.COST_CACHE_WRITE] = self.cost_cache_write
+        out[sc.COST_TOTAL] = self.cost
         return out
 
 
@@ -259,7 +251,7 @@ class RunTrace:
         if usage is not None:
             attrs.update(sc.usage_attributes(usage))
             if usage.cost is not None:
-                attrs.update(sc.cost_attributes(usage.cost))
+                attrs[sc.COST_TOTAL] = float(usage.cost.total or 0.0)
         if self.telemetry.capture_content:
             attrs[sc.OUTPUT_MESSAGES] = content.to_json(content.output_messages(message, reason),
                                                         self.redact)

@@ -46,12 +46,9 @@ ERROR_TYPE = "error.type"
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 
-#: agentcore's own attributes (no convention exists for cost): USD, from the models' price tables.
+#: agentcore's own attributes (no convention exists for cost): USD, from the models' price tables
+#: (``Usage.cost.total``), per request on chat spans and summed over the run on the agent span.
 COST_TOTAL = "agentcore.usage.cost"
-COST_INPUT = "agentcore.usage.cost.input"
-COST_OUTPUT = "agentcore.usage.cost.output"
-COST_CACHE_READ = "agentcore.usage.cost.cache_read"
-COST_CACHE_WRITE = "agentcore.usage.cost.cache_write"
 TURNS = "agentcore.turns"
 
 OP_CHAT = "chat"
@@ -172,17 +169,6 @@ def usage_attributes(usage: Any) -> Dict[str, Any]:
     if usage.cache_write:
         out[USAGE_CACHE_CREATION_INPUT_TOKENS] = int(usage.cache_write)
     return out
-
-
-def cost_attributes(cost: Any) -> Dict[str, Any]:
-    """agentcore's cost attributes (USD) of a :class:`agentcore.UsageCost`."""
-    return {
-        COST_TOTAL: float(cost.total or 0.0),
-        COST_INPUT: float(cost.input or 0.0),
-        COST_OUTPUT: float(cost.output or 0.0),
-        COST_CACHE_READ: float(cost.cache_read or 0.0),
-        COST_CACHE_WRITE: float(cost.cache_write or 0.0),
-    }
 
 
 def model_attributes(model: Any) -> Tuple[str, Dict[str, Any]]:
