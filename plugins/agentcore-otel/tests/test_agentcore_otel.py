@@ -535,3 +535,33 @@ def test_uninstrument_mid_run_still_ends_the_runs_spans(otel: Otel) -> None:
     model = ScriptedModel([answer])
     Agent(model.model, stream_fn=model.stream_fn).prompt("hi")
     assert [s.name for s in otel.spans()] == [f"chat {model.model.id}", "invoke_agent"]
+
+
+# --------------------------------------------------------------------------- documentation
+
+
+def _readme_python_blocks() -> List[str]:
+    readme = os.path.join(os.path.dirname(__file__), os.pardir, "README.rst")
+    with open(readme, encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
+    blocks: List[str] = []
+    for index, line in enumerate(lines):
+        if line.strip() == ".. code-block:: python":
+            body: List[str] = []
+            for follow in lines[index + 2:]:
+                if follow and not follow.startswith("   "):
+                    break
+                body.append(follow[3:])
+            blocks.append("\n".join(body))
+    return blocks
+
+
+def test_readme_console_example_runs_and_prints_the_span_tree() -> None:
+    (example,) = _readme_python_blocks()
+    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_OTEL"}
+    out = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "It is 5." in out.stdout
+    for name in ('"name": "invoke_agent Calculator"', '"name": "execute_tool add"', '"name": "chat '):
+        assert name in out.stdout
