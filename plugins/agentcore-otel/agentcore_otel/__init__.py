@@ -11,6 +11,8 @@ is set). Spans and metrics follow the OpenTelemetry GenAI semantic conventions: 
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Any, Optional
 
 from . import _state
@@ -31,9 +33,18 @@ def instrument(tracer_provider: Optional[Any] = None, meter_provider: Optional[A
     recorded, content or not.
 
     Calling it again replaces the providers and options for runs that start afterwards; runs in
-    progress finish with the settings they started with.
+    progress finish with the settings they started with. With
+    ``AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1`` agentcore does not load this plugin by itself: a
+    warning says so, and only agents given ``plugins=[agentcore_otel.plugin]`` are traced.
     """
     from ._recorder import Telemetry
+
+    from agentcore.plugins import AUTOLOAD_ENV
+
+    if os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        warnings.warn(f"agentcore-otel: {AUTOLOAD_ENV} is set, so agentcore does not load this "
+                      f"plugin: pass Agent(plugins=[agentcore_otel.plugin]) to trace an agent",
+                      RuntimeWarning, stacklevel=2)
 
     telemetry = Telemetry(tracer_provider, meter_provider, bool(capture_content))
     with _state.lock:

@@ -142,7 +142,9 @@ class RunTrace:
         self.usage = _Usage()
         self.turns = 0
         self.chat: Optional[_Chat] = None
-        self.tools: Dict[str, Tuple[Any, float, str]] = {}
+        # open tool spans by tool_call_id; a list because models do repeat ids within a batch
+        # (ends then match first-started first)
+        self.tools: Dict[str, List[Tuple[Any, float, str]]] = {}
         self.tool_descriptions: Optional[Dict[str, str]] = None
         self.last_failure: Optional[Tuple[str, str]] = None  # (error.type, message)
 
@@ -238,7 +240,12 @@ class RunTrace:
         chat, self.chat = self.chat, None
         if chat is None:  # a failure before any request (no span), or instrumented mid-run
             return
-        span = chat.span
+        try:
+            self._set_response_attributes(chat, message, usage, stop_reason)
+        finally:  # the span ends and the context is restored even if an attribute failed
+            self._end_chat_span(chat, usage, failure, description)
+
+    def _set_response_attributes(self, chat: _Chat, message: Any, usage: Any, stop_reason: Any) -> None:
         reason = sc.finish_reason(stop_reason)
         response_model = getattr(message, "response_model", None) or getattr(message, "model", None)
         attrs: Dict[str, Any] = {sc.RESPONSE_FINISH_REASONS: (reason,)}
@@ -255,8 +262,7 @@ class RunTrace:
         if self.telemetry.capture_content:
             attrs[sc.OUTPUT_MESSAGES] = content.to_json(content.output_messages(message, reason),
                                                         self.redact)
-        span.set_attributes(attrs)
-        self._end_chat_span(chat, usage, failure, description)
+        chat.span.set_attributes(attrs)
 
     def _end_chat_span(self, chat: _Chat, usage: Any, failure: Optional[str], description: str) -> None:
         span = chat.span
@@ -266,8 +272,10 @@ class RunTrace:
             span.set_status(Status(StatusCode.ERROR, description))
             metric_attrs = dict(metric_attrs)
             metric_attrs[sc.ERROR_TYPE] = failure
-        span.end()
-        chat.attached.detach()
+        try:
+            span.end()
+        finally:
+            chat.attached.detach()
         telemetry = self.telemetry
         telemetry.operation_duration.record(time.perf_counter() - chat.started, metric_attrs)
         if usage is not None and (usage.input or usage.output or usage.cache_read or usage.cache_write):
@@ -293,13 +301,15 @@ class RunTrace:
             attrs[sc.TOOL_CALL_ARGUMENTS] = content.to_json(event.args, self.redact)
         span = self.telemetry.tracer.start_span(f"{sc.OP_EXECUTE_TOOL} {name}", context=self.context,
                                                 kind=SpanKind.INTERNAL, attributes=attrs)
-        self.tools[event.tool_call_id] = (span, time.perf_counter(), name)
+        self.tools.setdefault(event.tool_call_id, []).append((span, time.perf_counter(), name))
 
     def end_tool(self, event: Any) -> None:
-        entry = self.tools.pop(event.tool_call_id, None)
-        if entry is None:
+        pending = self.tools.get(event.tool_call_id)
+        if not pending:  # started before instrument() was called
             return
-        span, started, name = entry
+        span, started, name = pending.pop(0)
+        if not pending:
+            del self.tools[event.tool_call_id]
         result = event.result
         metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name}
         text = content.result_text(getattr(result, "content", None))
@@ -327,21 +337,36 @@ class RunTrace:
     # ------------------------------------------------------------------ the end of the run
 
     def finish(self, event: Any, abandoned: bool = False) -> None:
-        """Close everything still open and the agent span (``agent_end``, or an abandoned run)."""
+        """Close everything still open and the agent span (``agent_end``, or an abandoned run).
+
+        The run thread's context is restored whatever fails here (pooled threads must not keep
+        a finished run's span as their current span)."""
         _state.remove_run(self.agent, self)
-        if self.chat is not None:
-            failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_OTHER
-            self._end_chat_span(self.chat, None, failure, "the run ended before the response")
-            self.chat = None
-        for span, started, name in self.tools.values():
+        chat, self.chat = self.chat, None
+        try:
+            if chat is not None:
+                failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_OTHER
+                self._end_chat_span(chat, None, failure, "the run ended before the response")
+            self._end_open_tools()
+            self._end_agent_span(abandoned)
+        finally:
+            if chat is not None:
+                chat.attached.detach()
+            self.attached.detach()
+            self.agent = None  # the registry no longer holds it; do not keep the agent alive
+
+    def _end_open_tools(self) -> None:
+        open_tools = [entry for entries in self.tools.values() for entry in entries]
+        self.tools.clear()
+        for span, started, name in open_tools:
             span.set_attribute(sc.ERROR_TYPE, sc.ERROR_ABORTED)
             span.set_status(Status(StatusCode.ERROR, "the run ended before the tool call finished"))
             span.end()
             self.telemetry.tool_duration.record(time.perf_counter() - started, {
                 sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name,
                 sc.ERROR_TYPE: sc.ERROR_ABORTED})
-        self.tools.clear()
 
+    def _end_agent_span(self, abandoned: bool) -> None:
         span = self.span
         attrs = self.usage.attributes()
         attrs[sc.TURNS] = self.turns
@@ -356,9 +381,7 @@ class RunTrace:
             metric_attrs = dict(metric_attrs)
             metric_attrs[sc.ERROR_TYPE] = failure[0]
         span.end()
-        self.attached.detach()
         self.telemetry.agent_duration.record(time.perf_counter() - self.started, metric_attrs)
-        self.agent = None  # the registry no longer holds it; do not keep the agent alive
 
     # ------------------------------------------------------------------ helpers
 

@@ -10,8 +10,9 @@ on content capture.
 
 from __future__ import annotations
 
+import logging
 import os
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Set
 
 from agentcore.hookspecs import hookimpl
 
@@ -20,6 +21,17 @@ from . import _state
 ENV_ENABLE = "AGENTCORE_OTEL"
 ENV_CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 _TRUE = ("1", "true", "yes", "on")
+_log = logging.getLogger("agentcore_otel")
+_reported: Set[str] = set()
+
+
+def _report(where: str) -> None:
+    """Log a failure of the instrumentation itself (once per hook and event kind): telemetry
+    must never change what a run does, so nothing is raised into agentcore."""
+    if where not in _reported:
+        _reported.add(where)
+        _log.warning("agentcore-otel: %s failed; the run is unaffected, its telemetry may be "
+                     "incomplete", where, exc_info=True)
 
 
 @hookimpl
@@ -29,15 +41,17 @@ def on_event(event: Any, agent: Any) -> None:
     if kind == "message_update":  # one per streamed token: nothing to record
         return
     run = _state.runs.get(id(agent))
-    if kind == "agent_start":
-        telemetry = _state.telemetry
-        if telemetry is not None:
-            telemetry.start_run(agent)
-        elif run is not None:  # a stale run of this agent, instrumentation since turned off
-            run.finish(None, abandoned=True)
-        return
-    if run is not None:
-        run.on_event(kind, event)
+    try:
+        if kind == "agent_start":
+            telemetry = _state.telemetry
+            if telemetry is not None:
+                telemetry.start_run(agent)
+            elif run is not None:  # a stale run of this agent, instrumentation since turned off
+                run.finish(None, abandoned=True)
+        elif run is not None:
+            run.on_event(kind, event)
+    except Exception:  # noqa: BLE001 - see _report
+        _report(f"on_event({kind})")
 
 
 @hookimpl(trylast=True)
@@ -48,7 +62,10 @@ def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
     if _state.by_signal:
         run = _state.by_signal.get(id(signal))
         if run is not None:
-            run.start_chat(messages)
+            try:
+                run.start_chat(messages)
+            except Exception:  # noqa: BLE001 - an exception here would fail the run
+                _report("transform_context")
     return None
 
 

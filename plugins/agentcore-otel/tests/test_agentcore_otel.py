@@ -565,3 +565,48 @@ def test_readme_console_example_runs_and_prints_the_span_tree() -> None:
     assert "It is 5." in out.stdout
     for name in ('"name": "invoke_agent Calculator"', '"name": "execute_tool add"', '"name": "chat '):
         assert name in out.stdout
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+class _BrokenTracer:
+    """Starts agent and tool spans normally; raises when a chat span is started or ended."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def start_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if name.startswith("chat "):
+            raise RuntimeError("exporter exploded")
+        return self.real.start_span(name, *args, **kwargs)
+
+
+def test_a_failing_tracer_never_changes_the_run(otel: Otel, caplog: Any) -> None:
+    from agentcore_otel import _state as state
+
+    state.telemetry.tracer = _BrokenTracer(state.telemetry.tracer)
+    model = ScriptedModel([response(call("add", {"a": 1, "b": 2})), "3"])
+    agent = Agent(model.model, tools=[add], stream_fn=model.stream_fn)
+    with caplog.at_level("WARNING", logger="agentcore_otel"):
+        messages = agent.prompt("1+2")
+    assert messages[-1].text == "3" and messages[-1].stop_reason == "stop"
+    assert [s.name for s in otel.spans()] == ["execute_tool add", "invoke_agent"]
+    assert any("transform_context failed" in r.getMessage() for r in caplog.records)
+    assert state.runs == {} and state.by_signal == {}
+
+
+def test_repeated_tool_call_ids_in_one_batch_each_get_a_finished_span(otel: Otel) -> None:
+    model = ScriptedModel([response(call("add", {"a": 1, "b": 2}, id="same"),
+                                    call("add", {"a": 3, "b": 4}, id="same")), "done"])
+    Agent(model.model, tools=[add], stream_fn=model.stream_fn).prompt("add twice")
+    tools = otel.named("execute_tool add")
+    assert len(tools) == 2
+    assert all(s.status.status_code is StatusCode.UNSET for s in tools)
+    assert all("error.type" not in s.attributes for s in tools)
+
+
+def test_instrument_warns_when_agentcore_will_not_load_the_plugin(otel_sdk: Otel, monkeypatch: Any) -> None:
+    monkeypatch.setenv("AGENTCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
+    with pytest.warns(RuntimeWarning, match=r"plugins=\[agentcore_otel.plugin\]"):
+        otel_sdk.instrument()
