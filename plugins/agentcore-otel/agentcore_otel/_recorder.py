@@ -13,10 +13,11 @@ Span tree of a run::
     ├── execute_tool {tool}      (parallel calls are siblings, matched by tool_call_id)
     └── chat {model}
 
-While a run is active its ``invoke_agent`` span is the current span on the run thread (and the
-``chat`` span during a model request), so spans made by an HTTP-client instrumentation or by code
-inside the run are parented under them; the worker threads of tools inherit it when agentcore runs
-them in a copy of the run thread's context.
+While a run is active its ``invoke_agent`` span is the current span on the run thread (the
+``chat`` span during a model request, the ``execute_tool`` span while a lone or sequential call
+executes), so spans made by an HTTP-client instrumentation or by code inside the run are parented
+under them; the worker threads of tools see it when agentcore runs them in a copy of the run
+thread's context.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ class RunTrace:
         # open tool spans by tool_call_id; a list because models do repeat ids within a batch
         # (ends then match first-started first)
         self.tools: Dict[str, List[Tuple[Any, float, str]]] = {}
+        self.tool_attached: Optional[Tuple[Any, _Attached]] = None  # see _make_current
         self.tool_descriptions: Optional[Dict[str, str]] = None
         self.last_failure: Optional[Tuple[str, str]] = None  # (error.type, message)
 
@@ -301,7 +303,25 @@ class RunTrace:
             attrs[sc.TOOL_CALL_ARGUMENTS] = content.to_json(event.args, self.redact)
         span = self.telemetry.tracer.start_span(f"{sc.OP_EXECUTE_TOOL} {name}", context=self.context,
                                                 kind=SpanKind.INTERNAL, attributes=attrs)
+        self._make_current(span)
         self.tools.setdefault(event.tool_call_id, []).append((span, time.perf_counter(), name))
+
+    def _make_current(self, span: Any) -> None:
+        """Make a tool span the run thread's current span while its call is the only one open.
+
+        Calls that run one at a time (a batch of one, or a sequential batch) start executing
+        between their start and end events, so a worker thread that copies the run thread's
+        context (and an inline call on the run thread) sees its own ``execute_tool`` span: spans
+        the tool makes, a sub-agent's run included, nest under it. A parallel batch emits every
+        start before any call executes: the second start hands the context back to the agent
+        span, since no single tool span is right for all the workers.
+        """
+        if self.tools:  # a parallel batch
+            if self.tool_attached is not None:
+                self.tool_attached[1].detach()
+                self.tool_attached = None
+            return
+        self.tool_attached = (span, _Attached(trace.set_span_in_context(span, self.context)))
 
     def end_tool(self, event: Any) -> None:
         pending = self.tools.get(event.tool_call_id)
@@ -310,6 +330,9 @@ class RunTrace:
         span, started, name = pending.pop(0)
         if not pending:
             del self.tools[event.tool_call_id]
+        if self.tool_attached is not None and self.tool_attached[0] is span:
+            self.tool_attached[1].detach()
+            self.tool_attached = None
         result = event.result
         metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name}
         text = content.result_text(getattr(result, "content", None))
@@ -356,6 +379,9 @@ class RunTrace:
             self.agent = None  # the registry no longer holds it; do not keep the agent alive
 
     def _end_open_tools(self) -> None:
+        if self.tool_attached is not None:
+            self.tool_attached[1].detach()
+            self.tool_attached = None
         open_tools = [entry for entries in self.tools.values() for entry in entries]
         self.tools.clear()
         for span, started, name in open_tools:

@@ -18,6 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 import agentcore_otel
 from agentcore import Agent, AgentTool, AgentToolResult, TextContent, Usage, UsageCost, tool
 from agentcore.testing import ScriptedModel, call, error, response, text
+from agentcore.testing import tool_call as tool_call_response
 
 from conftest import Otel, local_model
 
@@ -248,22 +249,68 @@ def test_the_callers_current_span_is_the_parent_of_the_run(otel: Otel) -> None:
     assert root.context.trace_id == user_span.get_span_context().trace_id
 
 
-@needs_context_propagation
-def test_spans_made_inside_a_tool_worker_nest_under_the_run(otel: Otel) -> None:
-    tracer = otel.tracer_provider.get_tracer("user-tool")
-
+def _span_making_tool(tracer: Any) -> AgentTool:
+    """An AgentTool (so it executes on a worker thread) that opens a span of its own."""
     def work(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
-        with tracer.start_as_current_span("inside tool"):
+        with tracer.start_as_current_span(f"inside {tool_call_id}"):
             pass
         return AgentToolResult(content=[TextContent("ok")])
 
-    worker = AgentTool("work", "Works.", {"type": "object", "properties": {}}, work)
-    model = ScriptedModel([response(call("work", {}), call("work", {})), "done"])
-    Agent(model.model, tools=[worker], stream_fn=model.stream_fn).prompt("go")
+    return AgentTool("work", "Works.", {"type": "object", "properties": {}}, work)
+
+
+def test_spans_made_by_a_lone_inline_tool_nest_under_its_execute_tool_span(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("user-tool")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up (runs inline on the run thread: no on_update parameter)."""
+        with tracer.start_as_current_span("inside lookup"):
+            return key.upper()
+
+    model = ScriptedModel([tool_call_response("lookup", {"key": "k"}), "done"])
+    Agent(model.model, tools=[lookup], stream_fn=model.stream_fn).prompt("go")
+    inner = otel.one("inside lookup")
+    assert inner.parent.span_id == otel.one("execute_tool lookup").context.span_id
+
+
+def test_each_call_of_a_sequential_batch_is_current_while_it_executes(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("user-tool")
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        with tracer.start_as_current_span(f"inside {key}"):
+            return key.upper()
+
+    model = ScriptedModel([response(call("lookup", {"key": "a"}, id="ca"),
+                                    call("lookup", {"key": "b"}, id="cb")), "done"])
+    Agent(model.model, tools=[lookup], stream_fn=model.stream_fn,
+          tool_execution="sequential").prompt("go")
+    by_id = {s.attributes["gen_ai.tool.call.id"]: s for s in otel.named("execute_tool ")}
+    assert otel.one("inside a").parent.span_id == by_id["ca"].context.span_id
+    assert otel.one("inside b").parent.span_id == by_id["cb"].context.span_id
     root = otel.one("invoke_agent")
-    inner = otel.named("inside tool")
-    assert len(inner) == 2
-    assert all(s.parent is not None and s.context.trace_id == root.context.trace_id for s in inner)
+    assert all(c.parent.span_id == root.context.span_id for c in otel.named("chat "))
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+@needs_context_propagation
+def test_spans_made_on_a_tool_worker_thread_nest_under_its_execute_tool_span(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("user-tool")
+    model = ScriptedModel([response(call("work", {}, id="w1")), "done"])
+    Agent(model.model, tools=[_span_making_tool(tracer)], stream_fn=model.stream_fn).prompt("go")
+    assert otel.one("inside w1").parent.span_id == otel.one("execute_tool work").context.span_id
+
+
+@needs_context_propagation
+def test_spans_made_by_parallel_tools_nest_under_the_agent_span(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("user-tool")
+    model = ScriptedModel([response(call("work", {}, id="p1"), call("work", {}, id="p2")), "done"])
+    Agent(model.model, tools=[_span_making_tool(tracer)], stream_fn=model.stream_fn).prompt("go")
+    root = otel.one("invoke_agent")
+    for name in ("inside p1", "inside p2"):
+        assert otel.one(name).parent.span_id == root.context.span_id
 
 
 def test_concurrent_agents_get_separate_traces(otel: Otel) -> None:
