@@ -50,6 +50,11 @@ def _version() -> str:
         return "0.0.0"
 
 
+def _histogram(meter: Any, name: str, unit: str, description: str, buckets: Any) -> Any:
+    return meter.create_histogram(name, unit=unit, description=description,
+                                  explicit_bucket_boundaries_advisory=buckets)
+
+
 class Telemetry:
     """The tracer, meter instruments and options one :func:`instrument` call set up."""
 
@@ -59,18 +64,14 @@ class Telemetry:
         self.capture_content = capture_content
         self.tracer = trace.get_tracer(_SCOPE, version, tracer_provider=tracer_provider)
         meter = metrics.get_meter(_SCOPE, version, meter_provider=meter_provider)
-        self.token_usage = meter.create_histogram(
-            sc.METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used",
-            explicit_bucket_boundaries_advisory=sc.TOKEN_BUCKETS)
-        self.operation_duration = meter.create_histogram(
-            sc.METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration",
-            explicit_bucket_boundaries_advisory=sc.DURATION_BUCKETS)
-        self.tool_duration = meter.create_histogram(
-            sc.METRIC_TOOL_DURATION, unit="s", description="Duration of tool executions",
-            explicit_bucket_boundaries_advisory=sc.DURATION_BUCKETS)
-        self.agent_duration = meter.create_histogram(
-            sc.METRIC_AGENT_DURATION, unit="s", description="Duration of agent invocations",
-            explicit_bucket_boundaries_advisory=sc.DURATION_BUCKETS)
+        self.token_usage = _histogram(meter, sc.METRIC_TOKEN_USAGE, "{token}",
+                                      "Number of input and output tokens used", sc.TOKEN_BUCKETS)
+        self.operation_duration = _histogram(meter, sc.METRIC_OPERATION_DURATION, "s",
+                                             "GenAI operation duration", sc.DURATION_BUCKETS)
+        self.tool_duration = _histogram(meter, sc.METRIC_TOOL_DURATION, "s",
+                                        "Duration of tool executions", sc.DURATION_BUCKETS)
+        self.agent_duration = _histogram(meter, sc.METRIC_AGENT_DURATION, "s",
+                                         "Duration of agent invocations", sc.DURATION_BUCKETS)
 
     def start_run(self, agent: Any) -> None:
         """Begin tracing the run of ``agent`` that just emitted ``agent_start``."""
