@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import agentcore_otel
+from agentcore import Usage, UsageCost, tool
 from agentcore_otel import _state
 
 
@@ -157,3 +158,19 @@ def local_model(url: str, model_id: str = "local-llm", headers: Optional[Dict[st
 
     return Model(id=model_id, api="openai-completions", provider="local", base_url=url,
                  headers=headers)
+
+
+# --------------------------------------------------------------------------- shared test data
+
+
+@tool
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+def make_usage(inp: int, out: int, cache_read: int = 0, cache_write: int = 0, cost: float = 0.0) -> Usage:
+    """A response's usage with ``cost`` USD in total."""
+    return Usage(input=inp, output=out, cache_read=cache_read, cache_write=cache_write,
+                 total_tokens=inp + out + cache_read + cache_write,
+                 cost=UsageCost(input=cost / 2, output=cost / 2, total=cost))
