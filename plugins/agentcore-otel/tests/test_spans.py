@@ -319,3 +319,19 @@ def test_concurrent_agents_get_separate_traces(otel: Otel) -> None:
         parent = next(r for r in roots.values() if r.context.span_id == chat.parent.span_id)
         assert chat.attributes["gen_ai.agent.name"] == parent.attributes["gen_ai.agent.name"]
     assert roots["invoke_agent alpha"].context.trace_id != roots["invoke_agent beta"].context.trace_id
+
+
+def test_response_id_and_model_come_from_the_message(otel: Otel) -> None:
+    # AssistantMessage.response_id / .response_model (reference parity, DESIGN §6) when a
+    # provider sets them; set by hand here so the test does not depend on a provider.
+    from agentcore import AssistantMessage
+
+    reply = AssistantMessage(content=[TextContent("hi")], stop_reason="stop")
+    reply.response_id = "resp_0042"  # type: ignore[attr-defined]
+    reply.response_model = "model-2026-01-01"  # type: ignore[attr-defined]
+    model = ScriptedModel([reply])
+    Agent(model.model, stream_fn=model.stream_fn).prompt("hello")
+    chat = otel.one("chat ")
+    assert chat.attributes["gen_ai.response.id"] == "resp_0042"
+    assert chat.attributes["gen_ai.response.model"] == "model-2026-01-01"
+    assert chat.attributes["gen_ai.request.model"] == model.model.id
