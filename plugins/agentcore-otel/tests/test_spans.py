@@ -335,3 +335,36 @@ def test_response_id_and_model_come_from_the_message(otel: Otel) -> None:
     assert chat.attributes["gen_ai.response.id"] == "resp_0042"
     assert chat.attributes["gen_ai.response.model"] == "model-2026-01-01"
     assert chat.attributes["gen_ai.request.model"] == model.model.id
+
+
+@needs_context_propagation
+def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(otel: Otel) -> None:
+    # what agent.as_tool() will do (DESIGN §6), written by hand: a tool that prompts another agent
+    child_model = ScriptedModel([text("found it", usage=make_usage(5, 3, cost=0.001))])
+    child = Agent(child_model.model, stream_fn=child_model.stream_fn)
+    child.name = "Researcher"
+
+    def delegate(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        answer = child.prompt(args["task"])[-1]
+        return AgentToolResult(content=[TextContent(answer.text)], usage=answer.usage)
+
+    delegate_tool = AgentTool("delegate", "Ask the researcher.",
+                              {"type": "object", "properties": {"task": {"type": "string"}}}, delegate)
+    model = ScriptedModel([response(call("delegate", {"task": "look"}, id="d1"),
+                                    usage=make_usage(10, 2, cost=0.01)), "done"])
+    lead = Agent(model.model, tools=[delegate_tool], stream_fn=model.stream_fn)
+    lead.name = "Lead"
+    lead.prompt("research this")
+
+    lead_span = otel.one("invoke_agent Lead")
+    tool_span = otel.one("execute_tool delegate")
+    child_span = otel.one("invoke_agent Researcher")
+    assert lead_span.parent is None
+    assert tool_span.parent.span_id == lead_span.context.span_id
+    assert child_span.parent.span_id == tool_span.context.span_id
+    assert child_span.context.trace_id == lead_span.context.trace_id
+    child_chat = next(s for s in otel.named("chat ") if s.attributes["gen_ai.agent.name"] == "Researcher")
+    assert child_chat.parent.span_id == child_span.context.span_id
+    # the sub-agent's cost rolls up (through the tool result's usage) into the lead's total
+    assert child_span.attributes["agentcore.usage.cost"] == pytest.approx(0.001)
+    assert lead_span.attributes["agentcore.usage.cost"] == pytest.approx(0.011)
