@@ -105,7 +105,7 @@ ERROR_TOOL = "tool_error"
 #: ``error.type`` when nothing more specific is known (the conventions' fallback value).
 ERROR_OTHER = "_OTHER"
 
-_STATUS_PREFIX = re.compile(r"^(?:Server requested [^.]*\. )?([1-5]\d\d)\b")
+_STATUS_PREFIX = re.compile(r"^(?:Server requested .*?\)\. )?([1-5]\d\d)\b")
 
 
 def provider_name(provider: Optional[str]) -> str:

@@ -173,6 +173,7 @@ def test_known_providers_map_to_the_conventions_names() -> None:
     assert provider_name("openrouter") == "openrouter"
     assert error_type("error", "500 Internal error") == "500"
     assert error_type("error", "Server requested 90s retry delay (max: 60s). 429 slow down") == "429"
+    assert error_type("error", "Server requested 1.5s retry delay (max: 0.5s). 503 busy") == "503"
     assert error_type("error", "connection refused") == "_OTHER"
     assert error_type("aborted", "Request was aborted") == "aborted"
     assert error_type("stop", None) is None
