@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import os
 import subprocess
 import sys
@@ -19,31 +18,6 @@ from agentcore.testing import ScriptedModel, call, response, text
 from agentcore.testing import tool_call as tool_call_response
 
 from conftest import Otel, add, make_usage
-
-
-def _core_propagates_context() -> bool:
-    """Does agentcore run the run thread in a copy of the caller's contextvars context?"""
-    probe: contextvars.ContextVar[str] = contextvars.ContextVar("probe", default="unset")
-    seen: List[str] = []
-
-    def answer(_context: Any) -> Any:
-        seen.append(probe.get())
-        return text("ok")
-
-    model = ScriptedModel([answer])
-    token = probe.set("caller")
-    try:
-        Agent(model.model, stream_fn=model.stream_fn).prompt("hi")
-    finally:
-        probe.reset(token)
-    return seen == ["caller"]
-
-
-PROPAGATES = _core_propagates_context()
-needs_context_propagation = pytest.mark.xfail(
-    not PROPAGATES, strict=True,
-    reason="agentcore does not yet run the run/tool threads in a copy of the caller's context "
-           "(issue 10/core10); the caller's span cannot be seen from the run thread")
 
 
 # --------------------------------------------------------------------------- off until instrumented
@@ -219,7 +193,6 @@ def test_run_thread_context_is_restored_after_the_run(otel: Otel) -> None:
     assert spans_seen[-1] is trace.INVALID_SPAN
 
 
-@needs_context_propagation
 def test_the_callers_current_span_is_the_parent_of_the_run(otel: Otel) -> None:
     model = ScriptedModel(["hi"])
     agent = Agent(model.model, stream_fn=model.stream_fn)
@@ -278,7 +251,6 @@ def test_each_call_of_a_sequential_batch_is_current_while_it_executes(otel: Otel
     assert trace.get_current_span() is trace.INVALID_SPAN
 
 
-@needs_context_propagation
 def test_spans_made_on_a_tool_worker_thread_nest_under_its_execute_tool_span(otel: Otel) -> None:
     tracer = otel.tracer_provider.get_tracer("user-tool")
     model = ScriptedModel([response(call("work", {}, id="w1")), "done"])
@@ -286,7 +258,6 @@ def test_spans_made_on_a_tool_worker_thread_nest_under_its_execute_tool_span(ote
     assert otel.one("inside w1").parent.span_id == otel.one("execute_tool work").context.span_id
 
 
-@needs_context_propagation
 def test_spans_made_by_parallel_tools_nest_under_the_agent_span(otel: Otel) -> None:
     tracer = otel.tracer_provider.get_tracer("user-tool")
     model = ScriptedModel([response(call("work", {}, id="p1"), call("work", {}, id="p2")), "done"])
@@ -338,7 +309,6 @@ def test_response_id_and_model_come_from_the_message(otel: Otel) -> None:
     assert chat.attributes["gen_ai.request.model"] == model.model.id
 
 
-@needs_context_propagation
 def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(otel: Otel) -> None:
     # what agent.as_tool() will do (DESIGN §6), written by hand: a tool that prompts another agent
     child_model = ScriptedModel([text("found it", usage=make_usage(5, 3, cost=0.001))])
