@@ -25,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
+from .._compat import json_scanner
 from ..events import (
     DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
     ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
@@ -163,7 +164,7 @@ def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
 
 _decoder = json.JSONDecoder()
 _decode_json = _decoder.decode
-_scan_json = _decoder.scan_once  # the C scanner behind decode(), without its two whitespace regexes
+_scan_json = json_scanner(_decoder)  # the C scanner behind decode(), without its two whitespace regexes
 
 
 def parse_json_event(data: str, what: str = "stream event") -> Any:

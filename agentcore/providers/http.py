@@ -28,6 +28,11 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
+from .._compat import (
+    connection_address, environ_data, is_default_timeout, name_resolution_error, response_socket,
+    set_socket_options,
+)
+
 __all__ = [
     "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
     "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
@@ -116,8 +121,8 @@ _proxy_state: Tuple[Any, Dict[str, Dict[str, str]]] = (None, {})  # (environment
 def _environment_proxies(url: str) -> Optional[Dict[str, str]]:
     """``requests.utils.get_environ_proxies(url)`` from the cache; None where it cannot be cached."""
     global _proxy_state
-    data = getattr(os.environ, "_data", None)  # the raw mapping behind os.environ (a plain dict)
-    if not _PROXIES_FROM_ENV_ONLY or type(data) is not dict:
+    data = environ_data()  # the raw mapping behind os.environ (a plain dict), or None
+    if not _PROXIES_FROM_ENV_ONLY or data is None:
         return None
     state = _proxy_state
     if state[0] != data:
@@ -243,17 +248,14 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     box = getattr(_current, "box", None)
     if box is None:
         return default()
-    from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
-    from urllib3.util.connection import _set_socket_options, allowed_gai_family
-    from urllib3.util.timeout import _DEFAULT_TIMEOUT
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+    from urllib3.util.connection import allowed_gai_family
 
-    host = connection._dns_host
-    if host.startswith("["):
-        host = host.strip("[]")
+    host, port = connection_address(connection)
     try:
-        addresses = socket.getaddrinfo(host, connection.port, allowed_gai_family(), socket.SOCK_STREAM)
+        addresses = socket.getaddrinfo(host, port, allowed_gai_family(), socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise NameResolutionError(connection.host, connection, exc) from exc
+        raise name_resolution_error(connection, exc) from exc
     error: Optional[BaseException] = None
     for family, kind, proto, _name, address in addresses:
         sock = socket.socket(family, kind, proto)
@@ -263,8 +265,8 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
             sock.close()
             raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
         try:
-            _set_socket_options(sock, connection.socket_options)
-            if connection.timeout is not _DEFAULT_TIMEOUT:
+            set_socket_options(sock, connection.socket_options)
+            if not is_default_timeout(connection.timeout):
                 sock.settimeout(connection.timeout)
             if connection.source_address:
                 sock.bind(connection.source_address)
@@ -507,7 +509,7 @@ def release_response(response: Any, fully_read: bool) -> None:
 
 def close_response(response: Any) -> None:
     """Close ``response`` from any thread; a read blocked on its socket returns promptly."""
-    sock = _socket_of(response)
+    sock = response_socket(response)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
@@ -517,14 +519,3 @@ def close_response(response: Any) -> None:
         response.close()
     except Exception:  # closing twice or racing the reader is harmless
         pass
-
-
-def _socket_of(response: Any) -> Optional[socket.socket]:
-    raw = getattr(response, "raw", None)
-    connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if isinstance(sock, socket.socket):
-        return sock
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None
