@@ -18,6 +18,8 @@ installed versions (so a silent fallback is noticed) and that each fallback give
   sentinel, which differs between 1.26 and 2.x).
 * :func:`response_socket` -- the socket under a ``requests.Response`` (``raw._connection.sock`` on
   urllib3 2.x, ``raw._fp.fp.raw._sock`` on 1.26), needed to unblock a read from another thread.
+* :func:`http_client_read1` -- ``read1`` of the ``http.client`` response under a urllib3 1.26
+  response (``raw._fp``): urllib3 1.26 has no ``read1``, and its ``read(n)`` waits for ``n`` bytes.
 
 Nothing here imports urllib3 or requests at module import (``import agentcore`` stays fast).
 """
@@ -31,7 +33,7 @@ from typing import Any, Callable, Optional, Tuple
 
 __all__ = [
     "environ_data", "json_scanner", "connection_address", "name_resolution_error", "set_socket_options",
-    "is_default_timeout", "response_socket",
+    "is_default_timeout", "response_socket", "http_client_read1",
 ]
 
 
@@ -107,3 +109,13 @@ def response_socket(response: Any) -> Optional[socket.socket]:
     fp = getattr(getattr(raw, "_fp", None), "fp", None)  # urllib3 1.26: the http.client response file
     sock = getattr(getattr(fp, "raw", None), "_sock", None)
     return sock if isinstance(sock, socket.socket) else None
+
+
+def http_client_read1(raw: Any) -> Optional[Callable[[int], bytes]]:
+    """``read1(n)`` of the ``http.client.HTTPResponse`` under urllib3 response ``raw``, or None.
+
+    It returns whatever one socket read gave (at most ``n`` bytes; ``b""`` at the end of the body)
+    and does no content decoding. For urllib3 1.26, whose own response has no ``read1``.
+    """
+    read1 = getattr(getattr(raw, "_fp", None), "read1", None)
+    return read1 if callable(read1) else None

@@ -148,3 +148,50 @@ def test_set_socket_options_applies_each_tuple():
         _compat.set_socket_options(sock, [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
         _compat.set_socket_options(sock, None)  # urllib3 passes None for "no options"
+
+
+# --------------------------------------------------------------------------- urllib3 1.26 body reads
+
+
+def _without_read1(monkeypatch):
+    """urllib3 1.26's response: no read1 (and its read(n) / iter_content wait for n bytes)."""
+    import urllib3.response
+
+    monkeypatch.setattr(urllib3.response.HTTPResponse, "read1", None, raising=False)
+
+
+def test_iter_body_yields_what_arrived_without_urllib3_read1(monkeypatch):
+    # On urllib3 1.26 a non-chunked body was read with iter_content(None), which waits for the
+    # whole body: a streamed answer arrived in one piece at the end, and agentcore-web's fetch_url
+    # deadline could not fire while a server trickled bytes.
+    import requests
+
+    from agentcore.providers.http import iter_body
+
+    _without_read1(monkeypatch)
+    with ScriptedServer() as server:
+        server.stall_timeout = 10
+        server.enqueue(Reply(body=b"first|second", chunked=False, stall_after=6))
+        response = requests.get(server.url + "/x", stream=True, timeout=10)
+        pieces = iter_body(response)
+        assert next(pieces) == b"first|"  # before the server sends the rest
+        server.release.set()
+        assert b"".join(pieces) == b"second"
+        response.close()
+
+
+def test_iter_body_decodes_gzip_without_urllib3_read1(monkeypatch):
+    import gzip
+
+    import requests
+
+    from agentcore.providers.http import iter_body
+
+    _without_read1(monkeypatch)
+    text = b"data: " + b"x" * 5000 + b"\n\n"
+    with ScriptedServer() as server:
+        server.enqueue(Reply(body=gzip.compress(text), chunked=False, chunk_size=100,
+                             headers={"Content-Encoding": "gzip"}))
+        response = requests.get(server.url + "/x", stream=True, timeout=10)
+        assert b"".join(iter_body(response)) == text
+        response.close()

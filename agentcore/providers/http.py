@@ -29,8 +29,8 @@ import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from .._compat import (
-    connection_address, environ_data, is_default_timeout, name_resolution_error, response_socket,
-    set_socket_options,
+    connection_address, environ_data, http_client_read1, is_default_timeout, name_resolution_error,
+    response_socket, set_socket_options,
 )
 
 __all__ = [
@@ -482,14 +482,40 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
         yield from raw.read_chunked(None, decode_content=True)
         return
     read1 = getattr(raw, "read1", None)
-    if read1 is None:  # urllib3 < 2
-        yield from response.iter_content(chunk_size=None)
+    if read1 is None:  # urllib3 1.26
+        yield from _iter_read1_urllib3_1(response, chunk_size)
         return
     while True:
         data = read1(chunk_size, decode_content=True)  # requests leaves decoding to its callers
         if not data:
             return
         yield data
+
+
+def _iter_read1_urllib3_1(response: Any, chunk_size: int) -> Iterator[bytes]:
+    """:func:`iter_body` for a non-chunked body on urllib3 1.26 (no ``read1``; ``read(n)`` and
+    ``iter_content`` wait for ``n`` bytes or the end): read the http.client response under it,
+    decoding gzip here. Other encodings (deflate, br) take ``iter_content``, which waits."""
+    import zlib
+
+    read1 = http_client_read1(response.raw)
+    encoding = (response.headers.get("Content-Encoding") or "").strip().lower()
+    if read1 is None or encoding not in ("", "identity", "gzip", "x-gzip"):
+        yield from response.iter_content(chunk_size=None)
+        return
+    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding in ("gzip", "x-gzip") else None
+    while True:
+        data = read1(chunk_size)
+        if not data:
+            break
+        if decoder is not None:
+            data = decoder.decompress(data)
+        if data:
+            yield data
+    if decoder is not None:
+        tail = decoder.flush()
+        if tail:
+            yield tail
 
 
 def _chunked_reads(raw: Any) -> bool:
