@@ -1,6 +1,7 @@
 """HTTP for providers: pooled sessions, a retrying streaming POST, abortable reads, error texts.
 
-* :func:`get_session` keeps one ``requests.Session`` per provider name (connection pooling).
+* :func:`get_session` keeps one ``requests.Session`` per provider name (connection pooling); its
+  pool keeps up to :func:`pool_maxsize` connections per host (:func:`set_pool_maxsize`).
 * :func:`open_stream` POSTs and returns the streaming ``requests.Response`` once the headers
   arrived with a 2xx status. It retries connection errors and statuses 408, 409, 429 and >= 500
   (a ``x-should-retry: true|false`` header overrides) before any body byte was consumed, sleeping
@@ -36,6 +37,7 @@ from .._compat import (
 __all__ = [
     "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
     "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
+    "DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -61,20 +63,72 @@ class RequestAborted(Exception):
 _sessions: Dict[str, Any] = {}
 _sessions_lock = threading.Lock()
 
+DEFAULT_POOL_MAXSIZE = 1024
+"""Default cap on the idle connections kept per provider and host (see :func:`set_pool_maxsize`)."""
+
+POOL_MAXSIZE_ENV = "AGENTCORE_HTTP_POOL_MAXSIZE"
+_pool_maxsize: Optional[int] = None  # set_pool_maxsize(); None: the environment or the default
+
+
+def pool_maxsize() -> int:
+    """How many connections per provider and host are kept for reuse (see :func:`set_pool_maxsize`)."""
+    if _pool_maxsize is not None:
+        return _pool_maxsize
+    value = os.environ.get(POOL_MAXSIZE_ENV, "").strip()
+    if not value:
+        return DEFAULT_POOL_MAXSIZE
+    try:
+        size = int(value)
+    except ValueError:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r} is not a whole number of connections") from None
+    if size < 1:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r}: the pool needs room for at least 1 connection")
+    return size
+
+
+def set_pool_maxsize(maxsize: Optional[int]) -> None:
+    """Cap the connections kept for reuse per provider and host at ``maxsize`` (None: the default).
+
+    Connections are opened on demand, one per concurrent request, and returned to the pool after
+    the response; the pool keeps up to ``maxsize`` of them, so it follows the peak concurrency up
+    to the cap. A connection returned to a full pool is closed ("discarding connection") and the
+    next request pays a new TCP (and TLS) handshake: keep the cap at or above the number of
+    concurrent runs against one provider. The default, 1024 (or ``$AGENTCORE_HTTP_POOL_MAXSIZE``
+    read when a provider's session is created), costs nothing until connections are used; idle
+    ones are closed by the server's keep-alive timeout and replaced transparently. Applies at once
+    to every provider session (idle connections of existing sessions are closed). Raises
+    ValueError for a size below 1.
+    """
+    global _pool_maxsize
+    if maxsize is not None and (isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1):
+        raise ValueError(f"pool maxsize must be a whole number >= 1, not {maxsize!r}")
+    with _sessions_lock:
+        _pool_maxsize = maxsize
+        for session in _sessions.values():
+            _mount_adapter(session)
+
+
+def _mount_adapter(session: Any) -> None:
+    adapter = _adapter_class()(pool_connections=4, pool_maxsize=pool_maxsize(), max_retries=0)
+    old = session.adapters.get("http://")
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    if old is not None:
+        old.close()  # idle connections close; in-flight ones close when their response is released
+
 
 def get_session(name: str) -> Any:
-    """The shared ``requests.Session`` of provider ``name`` (created on first use)."""
+    """The shared ``requests.Session`` of provider ``name`` (created on first use).
+
+    Its connection pool keeps up to :func:`pool_maxsize` connections per host for reuse.
+    """
     session = _sessions.get(name)
     if session is None:
-        import requests
-
         with _sessions_lock:
             session = _sessions.get(name)
             if session is None:
                 session = _session_class()()
-                adapter = _adapter_class()(pool_connections=4, pool_maxsize=32, max_retries=0)
-                session.mount("https://", adapter)
-                session.mount("http://", adapter)
+                _mount_adapter(session)
                 _sessions[name] = session
     return session
 
