@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
@@ -31,7 +30,7 @@ from ..events import (
     ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from ..streams import AssistantMessageEventStream
+from ..streams import ProviderStream
 from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
 from .partial_json import PartialJsonParser
 
@@ -562,66 +561,3 @@ def _describe(exc: BaseException) -> str:
     if "Timeout" in name:
         return f"Timed out while streaming the response: {text}"
     return f"{name}: {text}" if text else name
-
-
-# --------------------------------------------------------------------------- the lazy stream
-
-_END = object()
-
-
-class ProviderStream(AssistantMessageEventStream):
-    """The event stream a provider returns; the HTTP read runs inline as the consumer iterates.
-
-    No thread is involved: iterating pulls the next event off the network, ``result()`` drains
-    whatever is left and returns the final message. Meant for one consumer; calls from several
-    threads are serialised and each event goes to whichever caller pulled it.
-    """
-
-    def __init__(self, events: Iterator[Any]) -> None:
-        super().__init__()
-        self._events = events
-        self._pull_lock = threading.Lock()
-        self._exhausted = False
-
-    def _next(self) -> Any:
-        with self._pull_lock:
-            return self._pull()
-
-    def _pull(self) -> Any:
-        """The next event, or ``_END``; called with ``_pull_lock`` held."""
-        if self._exhausted:
-            return _END
-        try:
-            event = next(self._events)
-        except StopIteration:
-            self._exhausted = True
-            if not self._done.is_set():  # cannot happen with WireProvider; be safe anyway
-                self._result = None
-                self._done.set()
-            return _END
-        kind = event.type
-        if kind == "done" or kind == "error":
-            self._result = event.message if kind == "done" else event.error
-            self._done.set()
-        return event
-
-    def __iter__(self) -> Iterator[Any]:
-        lock, pull = self._pull_lock, self._pull
-        while True:
-            with lock:
-                event = pull()
-            if event is _END:
-                return
-            yield event
-
-    def result(self, timeout: Optional[float] = None) -> Any:
-        """Drain the remaining events and return the final ``AssistantMessage``."""
-        while self._next() is not _END:
-            pass
-        return self._result
-
-    def close(self) -> None:
-        """Stop reading and release the connection (the stream then has no result)."""
-        with self._pull_lock:
-            self._exhausted = True
-            self._events.close()  # type: ignore[attr-defined]
