@@ -437,3 +437,61 @@ def test_pool_maxsize_is_configurable(monkeypatch, server, caplog):
     finally:
         http.set_pool_maxsize(None)
     assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
+
+
+# --------------------------------------------------------------------------- close_on_abort (issue 11 §4)
+
+
+def test_close_on_abort_unblocks_a_read_of_a_plugins_own_response(server):
+    # the public helper agentcore-web uses instead of copying close_response/_socket_of
+    import requests
+
+    from agentcore.providers.http import close_on_abort, iter_body
+
+    server.enqueue(Reply(body="data: first\n\ndata: never\n\n", stall_after=13))
+    controller = AbortController()
+    response = requests.get(server.url + "/page", stream=True, timeout=30)
+    got, finished = [], threading.Event()
+
+    def read():
+        try:
+            with close_on_abort(response, controller.signal):
+                for chunk in iter_body(response):
+                    got.append(chunk)
+        except Exception as exc:  # which exception depends on where the read was
+            got.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert server.body_started.wait(10)
+    controller.abort()
+    assert finished.wait(5), "the blocked read did not return after the abort"
+    assert b"".join(c for c in got if isinstance(c, bytes)) in (b"", b"data: first\n\n")
+    response.close()
+
+
+def test_close_on_abort_with_an_aborted_none_or_later_signal(server):
+    import requests
+
+    from agentcore.providers.http import close_on_abort
+
+    for _ in range(3):
+        server.enqueue(Reply(body="ok", chunked=False))
+    controller = AbortController()
+    response = requests.get(server.url + "/a", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):
+        pass
+    controller.abort()  # after the block: the listener is gone, the response stays open
+    assert response.raw.read() == b"ok"
+    response.close()
+
+    response = requests.get(server.url + "/b", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):  # already aborted: closed on entry
+        assert response.raw.closed
+    response.close()
+
+    response = requests.get(server.url + "/c", stream=True, timeout=30)
+    with close_on_abort(response, None):  # no signal: nothing to watch
+        assert response.raw.read() == b"ok"
+    response.close()

@@ -12,13 +12,15 @@
   When a ``signal`` is given, waiting for the response headers and retry sleeps return within
   milliseconds of an abort by raising :class:`RequestAborted`.
 * :func:`iter_body` yields body bytes as they arrive; :func:`close_response` unblocks a read that
-  is waiting on the socket (used by abort listeners).
+  is waiting on the socket, and :func:`close_on_abort` does so when an abort signal fires: the
+  public way for tools and plugins to make their own HTTP reads abortable (agentcore-web uses it).
 
 Messages never contain API keys or request headers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import os
@@ -37,7 +39,7 @@ from .._compat import (
 __all__ = [
     "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
     "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
-    "DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize",
+    "DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "close_on_abort",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -499,17 +501,8 @@ def open_stream(
 
 def _read_abortable(response: Any, signal: Any) -> str:
     """The error body; an abort meanwhile closes the response so a stalled read returns at once."""
-    if signal is None:
+    with close_on_abort(response, signal):
         return _read_error_body(response)
-
-    def on_abort(_reason: Any) -> None:
-        close_response(response)
-
-    signal.add_listener(on_abort)
-    try:
-        return _read_error_body(response)
-    finally:
-        signal.remove_listener(on_abort)
 
 
 def _read_error_body(response: Any) -> str:
@@ -587,8 +580,43 @@ def release_response(response: Any, fully_read: bool) -> None:
     response.close()
 
 
+@contextlib.contextmanager
+def close_on_abort(response: Any, signal: Any) -> Iterator[None]:
+    """While the ``with`` block runs, an abort of ``signal`` closes ``response`` at once.
+
+    For tools and plugins that read a streaming ``requests`` response (``stream=True``) and must
+    stop when the run is aborted: the abort listener runs on the aborting thread and calls
+    :func:`close_response`, so a read blocked on the socket in the block raises promptly (which
+    exception depends on where the read was; check ``signal.aborted`` when handling it). When the
+    signal already fired on entry the response is closed before the block starts. ``signal`` may
+    be None (nothing to watch) or anything with ``add_listener``/``remove_listener`` (an
+    :class:`~agentcore.signals.AbortSignal`); the listener is removed on exit, and the response
+    is left open for the caller to close or release.
+
+        with close_on_abort(response, signal):
+            for chunk in iter_body(response):
+                ...
+    """
+    if signal is None or not hasattr(signal, "add_listener"):
+        yield
+        return
+
+    def on_abort(_reason: Any) -> None:
+        close_response(response)
+
+    signal.add_listener(on_abort)  # runs at once when already aborted
+    try:
+        yield
+    finally:
+        signal.remove_listener(on_abort)
+
+
 def close_response(response: Any) -> None:
-    """Close ``response`` from any thread; a read blocked on its socket returns promptly."""
+    """Close ``response`` from any thread; a read blocked on its socket returns promptly.
+
+    Shuts the socket down first (closing alone does not wake a thread blocked in ``recv``), then
+    closes the response; never raises. Safe to call twice or while another thread reads.
+    """
     sock = response_socket(response)
     if sock is not None:
         try:
