@@ -153,6 +153,7 @@ class ProviderStream(AssistantMessageEventStream):
         self._pull_lock = threading.Lock()  # one generator step at a time
         self._exhausted = False  # the generator is finished or closed
         self._unread: "collections.deque[Any]" = collections.deque()  # pulled or pushed, not yet iterated
+        self._slow = False  # unread items, or complete/exhausted: _pull takes _pull_slow (under _lock)
         self._draining = False
 
     # -- producer side: the generator, or push/end/fail from anywhere --------------------------
@@ -163,10 +164,9 @@ class ProviderStream(AssistantMessageEventStream):
             if self._is_complete(event):
                 self._result = self._extract(event)
                 self._closed = True
-                self._unread.append(event)
                 self._done.set()
-                return
             self._unread.append(event)
+            self._slow = True
 
     def end(self, result: Optional[Any] = None) -> None:
         with self._lock:
@@ -174,6 +174,7 @@ class ProviderStream(AssistantMessageEventStream):
                 return
             self._closed = True
             self._result = result
+            self._slow = True
             self._done.set()
 
     def fail(self, exc: BaseException) -> None:
@@ -183,37 +184,49 @@ class ProviderStream(AssistantMessageEventStream):
             self._closed = True
             self._error = exc
             self._unread.append(_Failure(exc))
+            self._slow = True
             self._done.set()
 
     def _pull(self) -> Any:
-        """The next event (or ``_Failure``), or ``_END``; called with ``_pull_lock`` held."""
-        unread = self._unread
-        if unread:
-            return unread.popleft()
-        if self._exhausted:
-            return _END
-        if self._closed:  # completed by push/end/fail: the generator's remaining events are dropped
-            self._close_events()
-            return unread.popleft() if unread else _END
+        """The next event, or ``_END``; raises a :meth:`fail` exception. Called with ``_pull_lock`` held."""
+        if self._slow:
+            return self._pull_slow()
         try:
             event = next(self._events)
         except StopIteration:
             self._exhausted = True
             self.end(None)  # a generator that ended without done/error (WireProvider never does)
-            return unread.popleft() if unread else _END
+            return self._pull_slow()
         kind = event.type
         if kind == "done" or kind == "error":
             with self._lock:
                 if self._closed:  # push/end/fail won the race: this event comes too late
-                    self._close_events()
-                    return unread.popleft() if unread else _END
+                    return self._pull_slow_locked()
                 self._result = event.message if kind == "done" else event.error
-                self._closed = True
+                self._closed = self._slow = True
                 self._done.set()
         return event
 
+    def _pull_slow(self) -> Any:
+        with self._lock:
+            return self._pull_slow_locked()
+
+    def _pull_slow_locked(self) -> Any:
+        unread = self._unread
+        if unread:
+            item = unread.popleft()
+            if type(item) is _Failure:
+                unread.appendleft(item)  # every later iterator and result() see it too
+                raise item.exc
+            if not unread and not self._closed and not self._exhausted:
+                self._slow = False
+            return item
+        if self._closed and not self._exhausted:  # the generator's remaining events are dropped
+            self._close_events()
+        return _END
+
     def _close_events(self) -> None:
-        self._exhausted = True
+        self._exhausted = self._slow = True
         close = getattr(self._events, "close", None)
         if close is not None:
             close()
@@ -226,24 +239,26 @@ class ProviderStream(AssistantMessageEventStream):
                 event = pull()
             if event is _END:
                 return
-            if type(event) is _Failure:
-                with lock:
-                    self._unread.appendleft(event)  # later iterators and result() see it too
-                raise event.exc
             yield event
 
     def _drain(self) -> None:
         """Read every remaining event into ``_unread`` (they stay there for an iterator)."""
         with self._pull_lock:
             buffer = []
-            while True:
-                event = self._pull()
-                if event is _END:
-                    break
-                buffer.append(event)
-                if type(event) is _Failure:
-                    break
-            self._unread.extendleft(reversed(buffer))
+            try:
+                while True:
+                    event = self._pull()
+                    if event is _END:
+                        break
+                    buffer.append(event)
+            except BaseException:  # fail(): the failure stays first in _unread for result()
+                if self._error is None:
+                    raise  # the generator itself raised
+            finally:
+                with self._lock:
+                    if buffer:
+                        self._unread.extendleft(reversed(buffer))
+                        self._slow = True
 
     def result(self, timeout: Optional[float] = None) -> Any:
         """The final ``AssistantMessage``; see the class docstring for ``timeout``.
@@ -264,7 +279,8 @@ class ProviderStream(AssistantMessageEventStream):
     def close(self) -> None:
         """Stop reading and release the connection; a stream not yet complete ends without result."""
         with self._pull_lock:
-            self._close_events()
+            with self._lock:
+                self._close_events()
         self.end(None)
 
 

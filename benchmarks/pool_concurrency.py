@@ -13,9 +13,11 @@ deltas ``DELAY`` seconds apart, so every request holds its connection for about
 
 Prints requests per second of each, the ratio b/a (target >= 0.95) and the number of connections
 urllib3 discarded ("Connection pool is full, discarding connection"; target 0 for b). Asserts
-nothing; the machine's other load moves the ratio by a few hundredths between runs.
+nothing; the machine's other load moves the ratio by a few hundredths between runs. With a
+faster server (``delay_ms`` 10) the client's CPU becomes the bottleneck and the ratio measures
+the Agent's per-run CPU cost against bare requests instead (see end_to_end.py for that).
 
-    python benchmarks/pool_concurrency.py [agents] [rounds]
+    python benchmarks/pool_concurrency.py [agents=200] [rounds=3] [events=20] [delay_ms=50]
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ import requests  # noqa: E402
 from agentcore import Agent, Model  # noqa: E402
 from agentcore.providers import http as agentcore_http  # noqa: E402
 
-EVENTS = 10
-DELAY = 0.01  # seconds between streamed events: ~0.1 s per request
+EVENTS = 20
+DELAY = 0.05  # seconds between streamed events: ~1 s per request, so the server is the bottleneck
 
 
 def _chunk(delta, finish=None):
@@ -46,8 +48,9 @@ def _chunk(delta, finish=None):
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-REPLY = ([f"data: {json.dumps(_chunk({'content': f'w{i} '}))}\n\n".encode() for i in range(EVENTS)]
-         + [f"data: {json.dumps(_chunk({}, 'stop'))}\n\n".encode(), b"data: [DONE]\n\n"])
+def _reply(events):
+    return ([f"data: {json.dumps(_chunk({'content': f'w{i} '}))}\n\n".encode() for i in range(events)]
+            + [f"data: {json.dumps(_chunk({}, 'stop'))}\n\n".encode(), b"data: [DONE]\n\n"])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -66,10 +69,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for event in REPLY:
+        for event in self.server.reply:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()
-            time.sleep(DELAY)
+            time.sleep(self.server.delay)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -79,8 +82,9 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024  # hundreds of clients connect at once
 
 
-def serve() -> None:
+def serve(events, delay) -> None:
     server = _Server(("127.0.0.1", 0), _Handler)
+    server.reply, server.delay = _reply(events), delay
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(server.server_address[1], flush=True)
     sys.stdin.read()
@@ -129,16 +133,17 @@ def _threads(count, work):
     for thread in threads:
         thread.start()
     barrier.wait()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - start
+    _threads.cpu = time.process_time() - cpu  # this process's CPU seconds over the run
     if errors:
         raise errors[0]
     return elapsed
 
 
-def measure(base, agents, rounds):
+def measure(base, agents, rounds, events, delay):
     url = base + "/chat/completions"
     discards = _Discards()
     logging.getLogger("urllib3.connectionpool").addHandler(discards)
@@ -166,49 +171,50 @@ def measure(base, agents, rounds):
     results = {}
     _threads(agents, floor)  # warm-up: connections, imports
     discards.count = 0
-    results["floor"] = (_threads(agents, floor), discards.count)
+    results["floor"] = (_threads(agents, floor), discards.count, _threads.cpu)
 
     work = agent_work("bench-default")
     _threads(agents, work)  # warm-up: the provider session opens its connections
     discards.count = 0
-    results["agentcore"] = (_threads(agents, work), discards.count)
+    results["agentcore"] = (_threads(agents, work), discards.count, _threads.cpu)
 
     agentcore_http.set_pool_maxsize(32)
     try:
         work = agent_work("bench-32")
         _threads(agents, work)
         discards.count = 0
-        results["pool32"] = (_threads(agents, work), discards.count)
+        results["pool32"] = (_threads(agents, work), discards.count, _threads.cpu)
     finally:
         agentcore_http.set_pool_maxsize(None)
 
     total = agents * rounds
     floor_rps = total / results["floor"][0]
-    print(f"{agents} concurrent agents x {rounds} rounds, each reply {EVENTS} events {DELAY * 1000:.0f} ms apart:")
+    print(f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart:")
     labels = {"floor": "(a) floor: requests, pool sized for the load",
               "agentcore": f"(b) Agent per thread, default pool ({agentcore_http.pool_maxsize()})",
               "pool32": "(c) Agent per thread, pool capped at 32 (before)"}
     for key, label in labels.items():
-        seconds, count = results[key]
-        print(f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count}")
+        seconds, count, cpu = results[key]
+        print(f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count:4d}   "
+              f"client CPU {cpu / total * 1000:5.2f} ms/request")
     ratio = (total / results["agentcore"][0]) / floor_rps
     print(f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0)")
 
 
-def main(agents, rounds):
-    child = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000):
+    delay = delay_ms / 1000.0
+    child = subprocess.Popen([sys.executable, __file__, "--serve", str(events), str(delay)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
     try:
         port = int(child.stdout.readline())
-        measure(f"http://127.0.0.1:{port}/v1", agents, rounds)
+        measure(f"http://127.0.0.1:{port}/v1", agents, rounds, events, delay)
     finally:
         child.stdin.close()
         child.wait(10)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        serve()
+    if sys.argv[1:2] == ["--serve"]:
+        serve(int(sys.argv[2]), float(sys.argv[3]))
     else:
-        args = [int(a) for a in sys.argv[1:3]]
-        main(*(args + [200, 3][len(args):]))
+        main(*[int(a) for a in sys.argv[1:5]])
