@@ -1,6 +1,6 @@
 """Every use of another library's private names, in one place, each with a public fallback.
 
-agentcore reaches past four public APIs because the public path is measurably slower or cannot
+agentcore reaches past public APIs where the public path is measurably slower or cannot
 do the job (the figures are in the callers' docstrings). Each reach is a small function here that
 works on every version ``setup.cfg`` allows and degrades to public behaviour when the private name
 is gone; ``tests/test_providers_compat.py`` checks both that the private names still exist on the
@@ -16,6 +16,10 @@ installed versions (so a silent fallback is noticed) and that each fallback give
   failed lookup), :func:`set_socket_options` (urllib3's private ``_set_socket_options`` is a
   two-line loop, re-done here), :func:`is_default_timeout` (the public ``Timeout.DEFAULT_TIMEOUT``
   sentinel, which differs between 1.26 and 2.x).
+* :func:`noting_connection_classes` -- urllib3 connection subclasses that override the private
+  ``_new_conn`` (how a connection opens its socket), so an abort can shut a socket down while
+  ``connect()`` blocks. Were ``_new_conn`` gone, the override would simply never run: aborts
+  during a TCP connect would then wait for the connect timeout, everything else unchanged.
 * :func:`response_socket` -- the socket under a ``requests.Response`` (``raw._connection.sock`` on
   urllib3 2.x, ``raw._fp.fp.raw._sock`` on 1.26), needed to unblock a read from another thread.
 * :func:`http_client_read1` -- ``read1`` of the ``http.client`` response under a urllib3 1.26
@@ -33,7 +37,7 @@ from typing import Any, Callable, Optional, Tuple
 
 __all__ = [
     "environ_data", "json_scanner", "connection_address", "name_resolution_error", "set_socket_options",
-    "is_default_timeout", "response_socket", "http_client_read1",
+    "is_default_timeout", "response_socket", "http_client_read1", "noting_connection_classes",
 ]
 
 
@@ -119,3 +123,31 @@ def http_client_read1(raw: Any) -> Optional[Callable[[int], bytes]]:
     """
     read1 = getattr(getattr(raw, "_fp", None), "read1", None)
     return read1 if callable(read1) else None
+
+
+def noting_connection_classes(on_request: Callable[[Any], None],
+                              new_conn: Callable[[Any, Callable[[], Any]], Any]) -> Tuple[type, type]:
+    """urllib3 ``HTTPConnection`` and ``HTTPSConnection`` subclasses for a custom pool.
+
+    ``request()`` calls ``on_request(connection)`` first; opening the socket (urllib3's private
+    ``_new_conn``) calls ``new_conn(connection, default)``, where ``default()`` is urllib3's own.
+    """
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+
+    class _Connection(HTTPConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            on_request(self)
+            return super().request(*args, **kwargs)
+
+        def _new_conn(self) -> Any:
+            return new_conn(self, super()._new_conn)
+
+    class _TLSConnection(HTTPSConnection):
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            on_request(self)
+            return super().request(*args, **kwargs)
+
+        def _new_conn(self) -> Any:
+            return new_conn(self, super()._new_conn)
+
+    return _Connection, _TLSConnection

@@ -49,6 +49,7 @@ def test_private_names_still_exist_on_the_installed_versions():
     from urllib3.connection import HTTPConnection
 
     assert HTTPConnection("example.com.", 80)._dns_host == "example.com."
+    assert callable(getattr(HTTPConnection, "_new_conn", None))  # overridden by noting_connection_classes
     if URLLIB3_MAJOR >= 2:
         from urllib3.exceptions import NameResolutionError  # noqa: F401
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from .._compat import (
     connection_address, environ_data, http_client_read1, is_default_timeout, name_resolution_error,
-    response_socket, set_socket_options,
+    noting_connection_classes, response_socket, set_socket_options,
 )
 
 __all__ = [
@@ -354,30 +354,15 @@ def _adapter_class() -> Any:
     global _adapter_cls
     if _adapter_cls is None:
         import requests
-        from urllib3.connection import HTTPConnection, HTTPSConnection
         from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-        class _Connection(HTTPConnection):
-            def request(self, *args: Any, **kwargs: Any) -> Any:
-                _note_connection(self)
-                return super().request(*args, **kwargs)
-
-            def _new_conn(self) -> Any:
-                return _new_abortable_conn(self, super()._new_conn)
-
-        class _TLSConnection(HTTPSConnection):
-            def request(self, *args: Any, **kwargs: Any) -> Any:
-                _note_connection(self)
-                return super().request(*args, **kwargs)
-
-            def _new_conn(self) -> Any:
-                return _new_abortable_conn(self, super()._new_conn)
+        connection_cls, tls_connection_cls = noting_connection_classes(_note_connection, _new_abortable_conn)
 
         class _Pool(HTTPConnectionPool):
-            ConnectionCls = _Connection
+            ConnectionCls = connection_cls
 
         class _TLSPool(HTTPSConnectionPool):
-            ConnectionCls = _TLSConnection
+            ConnectionCls = tls_connection_cls
 
         class _Adapter(requests.adapters.HTTPAdapter):
             def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
