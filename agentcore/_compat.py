@@ -1,7 +1,7 @@
 """Every use of another library's private names, in one place, each with a public fallback.
 
 agentcore reaches past public APIs where the public path is measurably slower or cannot
-do the job (the figures are in the callers' docstrings). Each reach is a small function here that
+do the job (each caller's docstring or comment says which). Each reach is a small function here that
 works on every version ``setup.cfg`` allows and degrades to public behaviour when the private name
 is gone; ``tests/test_providers_compat.py`` checks both that the private names still exist on the
 installed versions (so a silent fallback is noticed) and that each fallback gives the same answer.

@@ -418,6 +418,7 @@ def test_more_concurrent_streams_than_the_old_pool_size_discard_no_connection(se
 def test_pool_maxsize_is_configurable(monkeypatch, server, caplog):
     from agentcore.providers import http
 
+    monkeypatch.delenv(http.POOL_MAXSIZE_ENV, raising=False)
     assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
     monkeypatch.setenv(http.POOL_MAXSIZE_ENV, "3")
     assert http.pool_maxsize() == 3
