@@ -134,20 +134,16 @@ def noting_connection_classes(on_request: Callable[[Any], None],
     """
     from urllib3.connection import HTTPConnection, HTTPSConnection
 
-    class _Connection(HTTPConnection):
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            on_request(self)
-            return super().request(*args, **kwargs)
+    def noting(base: type) -> type:
+        class Connection(base):  # type: ignore[misc, valid-type]
+            def request(self, *args: Any, **kwargs: Any) -> Any:
+                on_request(self)
+                return super().request(*args, **kwargs)
 
-        def _new_conn(self) -> Any:
-            return new_conn(self, super()._new_conn)
+            def _new_conn(self) -> Any:
+                return new_conn(self, super()._new_conn)
 
-    class _TLSConnection(HTTPSConnection):
-        def request(self, *args: Any, **kwargs: Any) -> Any:
-            on_request(self)
-            return super().request(*args, **kwargs)
+        Connection.__name__ = Connection.__qualname__ = f"Noting{base.__name__}"
+        return Connection
 
-        def _new_conn(self) -> Any:
-            return new_conn(self, super()._new_conn)
-
-    return _Connection, _TLSConnection
+    return noting(HTTPConnection), noting(HTTPSConnection)

@@ -42,6 +42,7 @@ class EventStream(Generic[T]):
 
     def __init__(self, is_complete: Callable[[Any], bool], extract_result: Callable[[Any], T]) -> None:
         self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # unbounded; cheap to create
+        self._put: Callable[[Any], None] = self._queue.put  # how push/end/fail deliver (under _lock)
         self._is_complete = is_complete
         self._extract = extract_result
         self._done = threading.Event()
@@ -60,11 +61,11 @@ class EventStream(Generic[T]):
                 result = self._extract(event)  # may raise: the stream stays open for fail()
                 self._closed = True
                 self._result = result
-                self._queue.put(event)
-                self._queue.put(_END)
+                self._put(event)
+                self._put(_END)
                 self._done.set()
                 return
-            self._queue.put(event)
+            self._put(event)
 
     def end(self, result: Optional[T] = None) -> None:
         """Finish iteration early with ``result`` (ignored if already complete)."""
@@ -73,7 +74,7 @@ class EventStream(Generic[T]):
                 return
             self._closed = True
             self._result = result
-            self._queue.put(_END)
+            self._put(_END)
             self._done.set()
 
     def fail(self, exc: BaseException) -> None:
@@ -83,7 +84,7 @@ class EventStream(Generic[T]):
                 return
             self._closed = True
             self._error = exc
-            self._queue.put(_Failure(exc))
+            self._put(_Failure(exc))
             self._done.set()
 
     # -- consumer side -----------------------------------------------------------------------
@@ -155,37 +156,16 @@ class ProviderStream(AssistantMessageEventStream):
         self._unread: "collections.deque[Any]" = collections.deque()  # pulled or pushed, not yet iterated
         self._slow = False  # unread items, or complete/exhausted: _pull takes _pull_slow (under _lock)
         self._draining = False
+        # push/end/fail deliver through the _put method below instead of EventStream's queue (a
+        # class attribute: an instance attribute bound to self would make every stream a cycle)
+        del self._put
 
-    # -- producer side: the generator, or push/end/fail from anywhere --------------------------
-    def push(self, event: Any) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            if self._is_complete(event):
-                self._result = self._extract(event)
-                self._closed = True
-                self._done.set()
-            self._unread.append(event)
-            self._slow = True
-
-    def end(self, result: Optional[Any] = None) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._result = result
-            self._slow = True
-            self._done.set()
-
-    def fail(self, exc: BaseException) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._error = exc
-            self._unread.append(_Failure(exc))
-            self._slow = True
-            self._done.set()
+    # -- producer side: the generator, or push/end/fail (EventStream's) from anywhere ------------
+    def _put(self, item: Any) -> None:  # type: ignore[override]
+        """Where push/end/fail put events and failures (called with ``_lock`` held)."""
+        if item is not _END:  # completion is _closed here; the generator is closed on the next read
+            self._unread.append(item)
+        self._slow = True
 
     def _pull(self) -> Any:
         """The next event, or ``_END``; raises a :meth:`fail` exception. Called with ``_pull_lock`` held."""

@@ -24,20 +24,22 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import requests  # noqa: E402
 
 from agentcore import Agent, Model  # noqa: E402
 from agentcore.providers import http as agentcore_http  # noqa: E402
+
+import end_to_end  # noqa: E402  (its server handler)
 
 EVENTS = 20
 DELAY = 0.05  # seconds between streamed events: ~1 s per request, so the server is the bottleneck
@@ -53,15 +55,8 @@ def _reply(events):
             + [f"data: {json.dumps(_chunk({}, 'stop'))}\n\n".encode(), b"data: [DONE]\n\n"])
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+class _Handler(end_to_end._Handler):
+    """end_to_end's server (HTTP/1.1, TCP_NODELAY, one chunk per event), slowed down."""
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))

@@ -216,3 +216,22 @@ def test_provider_stream_close_releases_the_generator():
     assert next(iter(stream)).type == "start"
     stream.close()
     assert closed.is_set() and stream.done and stream.result(timeout=0) is None and list(stream) == []
+
+
+def test_a_dropped_provider_stream_releases_its_generator_without_gc():
+    # the generator holds the HTTP connection: dropping a half-read stream must free it by
+    # reference counting, so the stream must not reference itself
+    import gc
+
+    closed = threading.Event()
+    stream = ProviderStream(_generator(AssistantMessage(content=[]), closed=closed))
+    iterator = iter(stream)
+    assert next(iterator).type == "start"
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del iterator, stream
+        assert closed.is_set()
+    finally:
+        if enabled:
+            gc.enable()
