@@ -9,7 +9,8 @@ deltas ``DELAY`` seconds apart, so every request holds its connection for about
       the SSE lines with ``json.loads``;
   (b) ``AGENTS`` threads, each with its own ``Agent``, each running ``ROUNDS`` prompts over the
       openai-completions provider with the default pool (:func:`agentcore.providers.http.pool_maxsize`);
-  (c) for reference, (b) with the pool capped at 32, the size agentcore used before.
+  (c) for reference, (b) with the pool capped at 32, the size agentcore used before;
+  (d) and ``agentcore.providers.stream`` per thread without an Agent (the provider's share).
 
 Prints requests per second of each, the ratio b/a (target >= 0.95) and the number of connections
 urllib3 discarded ("Connection pool is full, discarding connection"; target 0 for b). Asserts
@@ -173,6 +174,21 @@ def measure(base, agents, rounds, events, delay):
     discards.count = 0
     results["agentcore"] = (_threads(agents, work), discards.count, _threads.cpu)
 
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, UserMessage
+
+    provider_model = Model(id="bench", api="openai-completions", provider="bench-provider", base_url=base)
+
+    def provider_work(_i):
+        for _ in range(rounds):
+            context = AgentContext(messages=[UserMessage("hi")])
+            final = stream(provider_model, context).result()
+            assert final.content[0].text.startswith("w0 "), final.error_message
+
+    _threads(agents, provider_work)
+    discards.count = 0
+    results["provider"] = (_threads(agents, provider_work), discards.count, _threads.cpu)
+
     agentcore_http.set_pool_maxsize(32)
     try:
         work = agent_work("bench-32")
@@ -187,13 +203,15 @@ def measure(base, agents, rounds, events, delay):
     print(f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart:")
     labels = {"floor": "(a) floor: requests, pool sized for the load",
               "agentcore": f"(b) Agent per thread, default pool ({agentcore_http.pool_maxsize()})",
-              "pool32": "(c) Agent per thread, pool capped at 32 (before)"}
+              "pool32": "(c) Agent per thread, pool capped at 32 (before)",
+              "provider": "(d) providers.stream per thread (no Agent)"}
     for key, label in labels.items():
         seconds, count, cpu = results[key]
         print(f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count:4d}   "
               f"client CPU {cpu / total * 1000:5.2f} ms/request")
     ratio = (total / results["agentcore"][0]) / floor_rps
-    print(f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0)")
+    print(f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0);  "
+          f"provider alone d/a = {(total / results['provider'][0]) / floor_rps:.2f}")
 
 
 def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000):
