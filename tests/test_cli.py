@@ -79,8 +79,9 @@ def read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str:
     return seen.decode()
 
 
-def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=subprocess.PIPE,
+def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None, stdin: Any = subprocess.PIPE
+          ) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=stdin,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=str(cwd) if cwd else None)
 
@@ -106,6 +107,41 @@ def test_run_reads_the_prompt_from_stdin(env, tmp_path):
         user = server.requests[0].json()["messages"][-1]
     assert done.returncode == 0 and done.stdout == "ok\n"
     assert "prompt from a pipe" in json.dumps(user)
+
+
+def test_run_joins_piped_stdin_and_the_prompt(env, tmp_path):
+    """Issue 10 item 7: ``git diff | agentcore run "review this diff"`` sent only the prompt."""
+    diff = "\ndiff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\n\n"
+    with ScriptedServer([answer("looks fine"), answer("ok")]) as server:
+        done = agentcore("run", *local(server), "review", "this diff", env=env, stdin=diff, cwd=tmp_path)
+        as_json = agentcore("run", "--json", *local(server), "review this diff", env=env, stdin=diff,
+                            cwd=tmp_path)
+        sent = [r.json()["messages"][-1] for r in server.requests]
+    assert done.returncode == 0 and as_json.returncode == 0, done.stderr + as_json.stderr
+    expected = "diff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\nreview this diff"  # stdin, then the prompt
+    for user in sent:
+        content = user["content"]
+        assert (content if isinstance(content, str) else content[0]["text"]) == expected
+
+
+@pytest.mark.parametrize("argv, stdin, said", [
+    (["hello"], "", "hello"),                               # no piped text: the prompt alone
+    (["-"], "    indented first line\n", "    indented first line"),  # '-': stdin alone, indentation kept
+    ([], "piped only\n", "piped only"),
+    (["explain"], "\n\n  \n", "explain"),                  # blank piped text adds nothing
+])
+def test_run_prompt_sources(argv, stdin, said, monkeypatch):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, out, err = _in_process("run", "--model", "scripted", *argv, stdin=stdin)
+    assert code == 0, err
+    assert out.startswith(f"You said: {said}\n(This is the offline")
+
+
+def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "agentcore", "run", "--model", "scripted", "describe"],
+                          input=b"\x89PNG\r\n\x1a\n\xff\xfe\x00", capture_output=True, env=env, cwd=str(tmp_path),
+                          timeout=60)
+    assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
 
 
 def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
@@ -191,7 +227,8 @@ def test_ctrl_c_during_run_exits_130(env, tmp_path, sigint_handled):
     reply = Reply(body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
                   stall_after=len(first_event))
     with ScriptedServer([reply]) as server:
-        proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path)
+        # no stdin pipe: run reads piped stdin to its end before the prompt goes out
+        proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
         try:
             head = read_until(proc, "partial")  # the answer is streaming and the server stalls
             proc.send_signal(signal.SIGINT)

@@ -123,13 +123,50 @@ def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
 
 
 def _read_prompt(args: Any, stdin: TextIO) -> str:
+    """The prompt of ``run``: the PROMPT words, piped stdin, or both (as ``llm`` does).
+
+    When stdin is not a terminal it is read to the end first (so ``git diff | agentcore run
+    "review this diff"`` sends the diff). Piped text and PROMPT are joined stdin first, then the
+    prompt, on a new line; the piped text is kept as it is (indentation and inner blank lines),
+    only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone. Nothing in
+    either: :class:`UsageError`. A stdin that is a pipe which never closes blocks the command;
+    ``< /dev/null`` avoids that.
+    """
     prompt = " ".join(args.prompt).strip()
-    if prompt == "-" or (not prompt and not _isatty(stdin)):
-        prompt = stdin.read().strip()
+    piped = ""
+    if prompt == "-" or not _isatty(stdin):
+        piped = _strip_blank_lines(_read_all(stdin))
+        if prompt == "-":
+            prompt = ""
+    prompt = "\n".join(part for part in (piped, prompt) if part)
     if not prompt:
         raise UsageError('agentcore run needs a PROMPT: agentcore run "what is in this folder?" '
                          "(or pipe the prompt on stdin)")
     return prompt
+
+
+def _read_all(stdin: Any) -> str:
+    """Everything on stdin; "" when there is no stdin (closed: ``<&-``). Undecodable bytes:
+    :class:`UsageError` (a binary file piped in by mistake)."""
+    if stdin is None:
+        return ""
+    try:
+        text = stdin.read()
+        text.encode("utf-8")  # the C locale decodes with surrogateescape: undecodable bytes show here
+    except UnicodeError:
+        raise UsageError("stdin is not UTF-8 text: pipe text, not a binary file") from None
+    except (OSError, ValueError):  # a closed or unreadable stdin holds no prompt
+        return ""
+    return text
+
+
+def _strip_blank_lines(text: str) -> str:
+    """``text`` without leading/trailing blank lines and trailing whitespace; inner text untouched
+    (the first line keeps its indentation: piped code stays valid)."""
+    lines = text.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 def _isatty(stream: Any) -> bool:
