@@ -467,6 +467,24 @@ def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeyp
         "openai-completions", "local", "Qwen/Qwen2.5-7B")
 
 
+def test_local_prefix_names_the_provider_and_is_stripped_with_base_url(env, tmp_path):
+    """Issue 10 item 9: ``--model local/ID --base-url URL`` sent ``local/ID`` as the model name."""
+    from agentcore.cli._setup import resolve_model
+
+    with ScriptedServer([answer("hi")]) as server:
+        done = agentcore("run", "--base-url", server.url + "/v1", "--model", "local/llama3", "hi", env=env,
+                         cwd=tmp_path, stdin="")
+        sent = server.requests[0].json()["model"]
+    assert done.returncode == 0, done.stderr
+    assert sent == "llama3"
+    forced, _ = resolve_model("local/openai/gpt-4o", "http://127.0.0.1:8000/v1")  # a catalog id, served locally
+    assert (forced.provider, forced.id, forced.api) == ("local", "openai/gpt-4o", "openai-completions")
+    vllm, _ = resolve_model("Qwen/Qwen2.5-7B-Instruct", "http://127.0.0.1:8000/v1")  # verbatim
+    assert (vllm.provider, vllm.id) == ("local", "Qwen/Qwen2.5-7B-Instruct")
+    code, _, err = _in_process("run", "--model", "local/llama3", "hi")  # no --base-url: say what is missing
+    assert code == 2 and "--base-url URL" in err
+
+
 def test_version(env):
     done = agentcore("--version", env=env)
     assert done.returncode == 0 and done.stdout.startswith("agentcore ")

@@ -26,7 +26,8 @@ EXIT_INTERRUPTED = 130
 
 _EPILOG = f"""\
 model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
-  --base-url URL --model ID for a local OpenAI-compatible server; --model scripted for an offline demo.
+  --base-url URL --model ID (or local/ID) for a local OpenAI-compatible server: ID is sent as given,
+  a local/ prefix is stripped; --model scripted for an offline demo.
 exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted."""
 
 
@@ -38,9 +39,11 @@ def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     group = common.add_argument_group("agent options")
     group.add_argument("-m", "--model", metavar="PROVIDER/ID",
-                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo)")
+                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo); with "
+                            "--base-url: ID or local/ID, the name the server expects (local/ is stripped)")
     group.add_argument("--base-url", metavar="URL",
-                       help="endpoint URL; with an id not in the catalog: a local OpenAI-compatible server")
+                       help="endpoint URL; with an id not in the catalog (or local/ID): a local "
+                            "OpenAI-compatible server")
     group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
     group.add_argument("-t", "--tools", metavar="A,B", help="comma list of registry tool names, e.g. read,bash")
     group.add_argument("-s", "--session", metavar="PATH|ID",
@@ -63,7 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[common], help="answer one prompt, streaming",
-                              description="Answer PROMPT (or stdin when PROMPT is - or absent and piped).")
+                              description="Answer PROMPT. Piped stdin is sent first, then PROMPT on a new line "
+                                          "(git diff | agentcore run \"review this diff\"); PROMPT - or "
+                                          "none: stdin alone.")
     run.add_argument("prompt", nargs="*", metavar="PROMPT")
     run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
     run.set_defaults(handler=cmd_run)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = [
-    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "ScriptedDemo", "CliOptions", "resolve_model",
+    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
+    "local_model",
     "resolve_tools", "read_api_key", "check_thinking", "open_session", "default_sessions_dir",
     "build_agent",
 ]
@@ -21,6 +22,8 @@ __all__ = [
 #: ``--model scripted`` (or ``AGENTCORE_MODEL=scripted``) selects the offline demo model.
 SCRIPTED = "scripted"
 MODEL_ENV = "AGENTCORE_MODEL"
+#: ``--model local/ID --base-url URL``: the prefix names the provider of a local server (stripped).
+LOCAL_PREFIX = "local/"
 SESSIONS_DIR_ENV = "AGENTCORE_SESSIONS_DIR"
 
 NO_MODEL_HELP = """\
@@ -30,6 +33,7 @@ agentcore: no model configured. Choose one of:
   AGENTCORE_MODEL=provider/id      the default model for every command
   --base-url URL --model ID        a local OpenAI-compatible server (llama.cpp, Ollama, vLLM,
                                    LM Studio), e.g. --base-url http://127.0.0.1:8080/v1 --model llama3
+                                   (ID is sent as given; a local/ prefix is stripped)
   --model scripted                 the offline scripted demo (no network, no key)
 An API key comes from the provider's usual variable (e.g. OPENAI_API_KEY) or --api-key-env NAME."""
 
@@ -111,9 +115,11 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
     """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
 
     ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
-    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model (the id is
-    sent to the server verbatim). Raises :class:`UsageError` when nothing is configured or the model
-    is unknown.
+    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model: a
+    ``local/`` prefix only names that provider and is stripped (``local/llama3`` sends ``llama3``,
+    ``local/openai/gpt-4o`` sends ``openai/gpt-4o`` even though the catalog knows that id); any other
+    id is sent to the server verbatim (vLLM serves names like ``Qwen/Qwen2.5-7B-Instruct``). Raises
+    :class:`UsageError` when nothing is configured or the model is unknown.
     """
     ref = ref or os.environ.get(MODEL_ENV) or None
     if ref is not None:
@@ -128,19 +134,26 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
         return demo.model, demo.stream_fn
     from ..plugins import UnknownModelError, get_model
 
+    if base_url and ref.startswith(LOCAL_PREFIX) and len(ref) > len(LOCAL_PREFIX):
+        return local_model(ref[len(LOCAL_PREFIX):], base_url), None
     try:
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError as exc:
         if not base_url:
             raise UsageError(f"{exc}\nFor a model served elsewhere add --base-url URL "
                              "(an OpenAI-compatible endpoint).") from None
-        from ..types import Model
-
-        return Model(id=ref, name=ref, api="openai-completions", provider="local",
-                     base_url=base_url.rstrip("/")), None
+        return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
+
+
+def local_model(model_id: str, base_url: str) -> Any:
+    """The model of a local OpenAI-compatible server: ``model_id`` is sent as the model name."""
+    from ..types import Model
+
+    return Model(id=model_id, name=model_id, api="openai-completions", provider="local",
+                 base_url=base_url.rstrip("/"))
 
 
 def resolve_tools(spec: Optional[str]) -> List[Any]:
