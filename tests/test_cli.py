@@ -344,6 +344,44 @@ def test_session_file_is_resumed_by_the_next_run(env, tmp_path):
     assert messages[-1]["content"] == [{"type": "text", "text": "second"}]
 
 
+def test_a_local_server_session_resumes_without_base_url(env, tmp_path):
+    """Issue 10 item 8: ``run --session ID`` without ``--base-url`` exited 2 with "unknown model"."""
+    env["LOCAL_KEY"] = SECRET
+    with ScriptedServer([answer("first"), answer("second")]) as server:
+        one = agentcore("run", *local(server), "--api-key-env", "LOCAL_KEY", "--session", "loc", "remember 42",
+                        env=env, cwd=tmp_path)
+        two = agentcore("run", "--session", "loc", "what number?", env=env, cwd=tmp_path)
+        resumed = server.requests[1]
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert two.stdout == "second\n"
+    assert resumed.path == "/v1/chat/completions" and resumed.json()["model"] == "llama3"
+    assert [m["role"] for m in resumed.json()["messages"]] == ["user", "assistant", "user"]
+    path = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
+    assert SECRET not in path.read_text()
+    changes = [json.loads(l) for l in path.read_text().splitlines() if '"model_change"' in l]
+    assert len(changes) == 1 and changes[0]["baseUrl"] == server.url + "/v1"
+
+
+def test_a_session_whose_model_cannot_be_rebuilt_says_what_to_pass_and_writes_nothing(env, tmp_path):
+    from agentcore import Session
+
+    path = tmp_path / "old.jsonl"
+    with Session.create(str(path)) as session:  # recorded before endpoints were: no baseUrl
+        session.append_model_change("local", "gpt-4o")
+        session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    before = path.read_bytes()
+    done = agentcore("run", "--session", str(path), "again", env=env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "local/gpt-4o" in done.stderr and "--base-url URL" in done.stderr and "--model" in done.stderr
+    assert "Traceback" not in done.stderr and path.read_bytes() == before
+    with ScriptedServer([answer("now it works")]) as server:  # --base-url: the recorded id, verbatim
+        fixed = agentcore("run", "--base-url", server.url + "/v1", "--session", str(path), "again", env=env,
+                          cwd=tmp_path)
+        sent = server.requests[0].json()["model"]
+    assert fixed.returncode == 0, fixed.stderr
+    assert sent == "gpt-4o"  # a local server's id, not the catalog's openai/gpt-4o
+
+
 def test_sessions_list_show_and_export_by_id(env, tmp_path):
     with ScriptedServer([answer("stored answer")]) as server:
         done = agentcore("run", *local(server), "--session", "demo-1", "keep me", env=env, cwd=tmp_path)

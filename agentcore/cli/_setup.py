@@ -258,16 +258,32 @@ def _open_sqlite(path: str) -> Any:
 # --------------------------------------------------------------------------- the agent
 
 
-def _recorded_model_ref(session: Any) -> Optional[str]:
-    """The ``--model`` value that resumes with the session's last model, or None."""
+def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any, Optional[Callable[..., Any]]]]:
+    """``(model, stream_fn)`` resuming with the session's last model, or None when it records none.
+
+    The scripted demo is the demo again; with ``--base-url`` a local server's model keeps its id
+    (sent verbatim, never looked up in the catalog by bare id) at the new URL and a catalog model is
+    pointed there; otherwise :func:`~agentcore.session.agent_link.session_model` finds it in the
+    registry or rebuilds it from the endpoint the session recorded. UsageError when it cannot.
+    """
     recorded = session.build_context().model
     if recorded is None:
         return None
     if recorded.provider == "scripted":
-        return SCRIPTED
-    if recorded.provider == "local":  # a --base-url model: its id is what the server expects
-        return recorded.model_id
-    return recorded.key
+        return resolve_model(SCRIPTED)
+    if base_url:
+        if recorded.provider == "local":
+            return local_model(recorded.model_id, base_url), None
+        return resolve_model(recorded.key, base_url)
+    from ..session.agent_link import UnresolvedModelError, session_model
+
+    try:
+        return session_model(session, recorded), None
+    except UnresolvedModelError as exc:
+        raise UsageError(
+            f"--session: cannot resume with the session's model {recorded.key}: it is not in the catalog "
+            f"and {exc.reason}. Pass --base-url URL (the server it ran on; --model {recorded.model_id} "
+            "is then implied) or choose a model with --model provider/id.") from None
 
 
 @dataclass
@@ -296,10 +312,10 @@ def build_agent(options: CliOptions) -> AgentSetup:
         session = open_session(options.session, options.sessions_dir)
         created = len(session.storage) == 0
     try:
-        ref = options.model
-        if not ref and not os.environ.get(MODEL_ENV) and session is not None:
-            ref = _recorded_model_ref(session)
-        model, stream_fn = resolve_model(ref, options.base_url)
+        resumed = None
+        if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
+            resumed = _session_model(session, options.base_url)
+        model, stream_fn = resumed or resolve_model(options.model, options.base_url)
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
