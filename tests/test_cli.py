@@ -486,6 +486,109 @@ def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
     assert needle in err
 
 
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "`agentcore models` lists them"),
+    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins` lists"),
+    (["run", "--model", "openai/gpt-4o", "hi"], 'no API key for provider "openai": export OPENAI_API_KEY='),
+])
+def test_usage_errors_give_command_line_advice_not_python(argv, needle, monkeypatch):
+    """Issue 10 item 13: CLI errors said ``read_only=True``, ``Pass an AgentTool object``,
+    ``agentcore.Model(...)``, ``pass api_key=``: advice for Python code, not for the command."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, out, err = _in_process(*argv)
+    assert code == 2 and needle in err
+    for python_only in ("AgentTool", "Model(", "api_key=", "read_only=True"):
+        assert python_only not in err
+
+
+def test_tools_of_a_broken_plugin_point_at_its_load_error(env, tmp_path):
+    dists = REPO / "tests" / "fixtures" / "plugin_dists"
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(dists)])
+    done = agentcore("run", "--model", "scripted", "--tools", "shout_it", "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    message = done.stderr[done.stderr.index("agentcore: --tools"):]
+    assert "unknown tool 'shout_it'" in message and "2 plugin(s) failed to load" in message
+    assert "broken (agentcore-broken-fixture 0.1, agentcore_broken_fixture): RuntimeError: " \
+           "agentcore_broken_fixture is broken on purpose" in message
+    assert "install the plugin" not in message and "AgentTool" not in message
+
+
+def test_a_locked_session_says_what_a_command_line_user_can_do(monkeypatch, tmp_path):
+    from agentcore import Session
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for name in ("busy.jsonl", "busy.db"):
+        path = str(tmp_path / name)
+        assert _in_process("run", "--model", "scripted", "--session", path, "one")[0] == 0
+        if name.endswith(".db"):
+            from agentcore import SqliteSessionStorage
+
+            writer = Session(SqliteSessionStorage(path))
+        else:
+            writer = Session.open(path)
+        with writer:  # the writer stays open while the second command tries
+            code, out, err = _in_process("run", "--model", "scripted", "--session", path, "two")
+        assert code == 2, err
+        assert "read_only" not in err and "--session new" in err and f"agentcore sessions show {path}" in err
+        assert "writing" in err
+
+
+def test_sessions_show_and_export_accept_an_id_prefix(monkeypatch, tmp_path):
+    from agentcore.session import SessionRepository
+
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(tmp_path / "sessions"))
+    repo = SessionRepository(tmp_path / "sessions")
+    for session_id in ("demo-1", "demo-2", "other-7"):
+        with repo.create(cwd=str(tmp_path), session_id=session_id) as session:
+            session.append_message({"role": "user", "content": f"prompt of {session_id}", "timestamp": 1})
+    code, out, err = _in_process("sessions", "show", "oth")
+    assert code == 0, err
+    assert "session other-7" in out and "prompt of other-7" in out
+    code, out, err = _in_process("sessions", "export", "other", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["content"] == "prompt of other-7"
+    code, out, err = _in_process("sessions", "show", "demo")
+    assert code == 2 and "prefix 'demo' is ambiguous: 2 sessions match" in err
+    assert "demo-1" in err and "demo-2" in err
+    assert _in_process("sessions", "show", "demo-2")[0] == 0  # a full id that is also a prefix of nothing else
+    code, out, err = _in_process("sessions", "show", "zzz")
+    assert code == 2 and "zzz" in err
+
+
+def test_chat_branch_then_quit_keeps_the_session_and_export_whole(monkeypatch, tmp_path):
+    """Issue 10 item 13: after ``/branch 1`` the export was an empty document. A /branch is now
+    written with the next prompt (as the reference does); quitting right after it changes nothing."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = str(tmp_path / "b.jsonl")
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
+                                 stdin="one\ntwo\n/branch 1\n/session\n/quit\n")
+    assert code == 0, err
+    assert "back before prompt 1 (0 messages kept)" in out and "with the next prompt: /branch" in out
+    assert "/branch was not saved" in err
+    exported = _in_process("sessions", "export", path)[1]
+    assert "one" in exported and "You said: two" in exported
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
+                                 stdin="/branch 2\n/branch\nthree\n/quit\n")
+    assert code == 0 and "  1. one\n" in out and "not saved" not in err
+    messages = json.loads(_in_process("sessions", "export", path, "--format", "json")[1])
+    assert [m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
+            for m in messages if m["role"] == "user"] == ["one", "three"]
+
+
+def test_export_of_an_empty_current_branch_says_where_the_messages_are(monkeypatch, tmp_path):
+    from agentcore import Session
+
+    path = str(tmp_path / "e.jsonl")
+    with Session.create(path) as session:
+        session.append_message({"role": "user", "content": "hello", "timestamp": 1})
+        session.move_to(None)
+    code, out, err = _in_process("sessions", "export", path)
+    assert code == 0 and "hello" not in out
+    assert "has no messages" in err and "1 message(s) are on other branches" in err and "--format jsonl" in err
+
+
 def test_argparse_errors_exit_2(env):
     done = agentcore("run", "--no-such-option", env=env)
     assert done.returncode == 2 and "unrecognized arguments" in done.stderr

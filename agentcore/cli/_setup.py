@@ -15,7 +15,7 @@ from typing import Any, Callable, List, Optional, Tuple
 __all__ = [
     "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
     "local_model",
-    "resolve_tools", "read_api_key", "check_thinking", "open_session", "default_sessions_dir",
+    "resolve_tools", "read_api_key", "check_api_key", "check_thinking", "open_session", "default_sessions_dir",
     "build_agent",
 ]
 
@@ -140,8 +140,11 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError as exc:
         if not base_url:
-            raise UsageError(f"{exc}\nFor a model served elsewhere add --base-url URL "
-                             "(an OpenAI-compatible endpoint).") from None
+            if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
+                raise UsageError(str(exc)) from None
+            raise UsageError(_unknown("model", ref, [m.key for m in _models()],
+                                      "`agentcore models` lists them; for a model served elsewhere add "
+                                      "--base-url URL (an OpenAI-compatible endpoint)")) from None
         return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
@@ -161,6 +164,7 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
     if not spec or spec.strip().lower() == "none":
         return []
     from ..plugins import UnknownToolError, get_tool
+    from ..plugins import tools as registered_tools
 
     tools = []
     for name in (part.strip() for part in spec.split(",")):
@@ -168,9 +172,55 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
             continue
         try:
             tools.append(get_tool(name))
-        except UnknownToolError as exc:
-            raise UsageError(f"--tools: {exc}") from None
+        except UnknownToolError:
+            known = [t.name for t in registered_tools()]
+            raise UsageError("--tools: " + _unknown("tool", name, known, _broken_plugins_hint()
+                                                    or "`agentcore plugins` lists the installed plugins "
+                                                    "and their tools; install the one that provides it")
+                             ) from None
     return tools
+
+
+def _models() -> List[Any]:
+    from ..plugins import models
+
+    return models()
+
+
+def _unknown(kind: str, name: str, known: List[str], hint: str) -> str:
+    """``unknown KIND 'NAME' (did you mean ...?)`` plus ``hint``: the command-line wording (the
+    registry's own message ends with advice for Python code, such as passing an AgentTool)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if close:
+        found = " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+    elif kind == "tool" and known:
+        found = f" (registered: {', '.join(sorted(known))})"
+    else:
+        found = ""
+    return f"unknown {kind} {name!r}{found}. {hint}."
+
+
+def _broken_plugins_hint() -> str:
+    """The load errors of broken plugins (their tools are missing), or "" when none is broken."""
+    import warnings
+
+    from ..plugins import plugins_info
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the load warning was shown once already
+        broken = [info for info in plugins_info() if info.error]
+    if not broken:
+        return ""
+    lines = [f"{len(broken)} plugin(s) failed to load, so the tools they provide are missing; it may be "
+             "one of theirs:"]
+    for info in broken:
+        origin = " ".join(part for part in (info.distribution, info.version) if part) or "?"
+        error = str(info.error).replace("\n", "\n      ")
+        lines.append(f"  {info.name} ({origin}, {info.entry_point or '?'}): {error}")
+    lines.append("Fix or reinstall that plugin (`agentcore plugins` shows the errors), then try again")
+    return "\n".join(lines)
 
 
 def read_api_key(env_name: Optional[str]) -> Optional[str]:
@@ -182,6 +232,21 @@ def read_api_key(env_name: Optional[str]) -> Optional[str]:
         raise UsageError(f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
                          f"export it first (export {env_name}=...)")
     return value
+
+
+def check_api_key(model: Any, api_key: Optional[str]) -> None:
+    """UsageError when ``model``'s provider needs a key and neither ``--api-key-env`` nor the
+    provider's usual variable gives one (the provider's own message would say ``api_key=``)."""
+    if api_key:
+        return
+    from ..providers.base import ENV_API_KEYS, get_env_api_key
+
+    provider = str(getattr(model, "provider", ""))
+    names = ENV_API_KEYS.get(provider)
+    if names and not get_env_api_key(provider):
+        also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
+        raise UsageError(f'no API key for provider "{provider}": export {names[0]}=...{also}, '
+                         "or name another variable with --api-key-env NAME")
 
 
 def check_thinking(level: Optional[str]) -> Optional[str]:
@@ -221,7 +286,7 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
     is a session id in the sessions directory (``new`` makes a fresh id), opened when it exists and
     created for the current directory otherwise.
     """
-    from ..session import Session, SessionError
+    from ..session import Session, SessionError, SessionLockedError
 
     try:
         if is_session_path(value):
@@ -243,6 +308,13 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
             if exc.code != "not_found":
                 raise
             return repo.create(session_id=value)
+    except SessionLockedError as exc:
+        # the storage's text ends with Python advice (read_only=True): keep what it says about who
+        # holds the lock, then say what a command-line user can do
+        where = str(exc).split(";", 1)[0]
+        raise UsageError(f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
+                         "this session: finish or quit it first, or start a separate one with --session new. "
+                         f"To read it meanwhile: agentcore sessions show {value} (or export)") from None
     except SessionError as exc:
         raise UsageError(f"--session {value}: {exc}") from None
 
@@ -316,6 +388,8 @@ def build_agent(options: CliOptions) -> AgentSetup:
         if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
             resumed = _session_model(session, options.base_url)
         model, stream_fn = resumed or resolve_model(options.model, options.base_url)
+        if stream_fn is None:
+            check_api_key(model, api_key)
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
