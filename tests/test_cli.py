@@ -144,6 +144,15 @@ def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
     assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
 
 
+def test_chat_skips_a_piped_line_that_is_not_text(env, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
+                          input=b"\xff\xfe bad\nhello\n", capture_output=True, env=env, cwd=str(tmp_path),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert b"skipped a line that is not UTF-8 text" in done.stderr
+    assert done.stdout.startswith(b"You said: hello\n")
+
+
 def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
     with ScriptedServer([answer("Hi", " there")]) as server:
         done = agentcore("run", "--json", *local(server), "hi", env=env, cwd=tmp_path)

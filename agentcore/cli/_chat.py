@@ -75,7 +75,13 @@ class Chat:
     def _loop(self) -> None:
         while True:
             try:
-                line = self._read()
+                try:
+                    line = self._read()
+                    if line is not None:
+                        line.encode("utf-8")  # undecodable bytes arrive as surrogates (C locale)
+                except UnicodeError:
+                    self.text.note("[skipped a line that is not UTF-8 text]")
+                    continue
                 if line is None:
                     break
                 line = line.strip()
