@@ -196,11 +196,14 @@ def attach_session(agent: Any, session: Session) -> Callable[[], None]:
     """
     context = session.build_context()
     recorded: List[Any] = [context.thinking_level,
-                           None if context.model is None else (context.model.provider, context.model.model_id),
-                           None]  # the endpoint fields last recorded for that model
+                           None if context.model is None else (context.model.provider, context.model.model_id)]
+    # (model, endpoint fields) last recorded: the endpoint counts only while recorded[1] is that model
+    # (an assistant message of another model replaces recorded[1])
+    endpoint_of: List[Any] = [None]
     if context.model is not None:
         newest = next(_model_changes(session, context.model.provider, context.model.model_id), None)
-        recorded[2] = None if newest is None else _recorded_fields(newest)
+        if newest is not None:
+            endpoint_of[0] = (recorded[1], _recorded_fields(newest))
 
     def record_settings() -> None:
         level = str(agent.state.thinking_level)
@@ -213,9 +216,10 @@ def attach_session(agent: Any, session: Session) -> Callable[[], None]:
         endpoint = model_endpoint(agent.state.model)
         # a new model, or the same one reached elsewhere (also: a file whose model_change predates
         # endpoint recording): a model_change with the endpoint lets a later resume rebuild it
-        if model != recorded[1] or endpoint != recorded[2]:
+        if model != recorded[1] or endpoint_of[0] != (model, endpoint):
             session.append_model_change(*model, extra=endpoint)
-            recorded[1], recorded[2] = model, endpoint
+            recorded[1] = model
+            endpoint_of[0] = (model, endpoint)
 
     def listener(event: Any) -> None:
         if getattr(event, "type", None) != "message_end":
@@ -224,8 +228,6 @@ def attach_session(agent: Any, session: Session) -> Callable[[], None]:
         record_settings()
         session.append_message(message)
         if getattr(message, "role", None) == "assistant":
-            answered_by = (str(message.provider), str(message.model))
-            if answered_by != recorded[1]:
-                recorded[1], recorded[2] = answered_by, None
+            recorded[1] = (str(message.provider), str(message.model))
 
     return agent.subscribe(listener)
