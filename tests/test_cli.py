@@ -497,7 +497,7 @@ def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
 
 @pytest.mark.parametrize("argv, needle", [
     (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "`agentcore models` lists them"),
-    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins` lists"),
+    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins`"),
     (["run", "--model", "openai/gpt-4o", "hi"], 'no API key for provider "openai": export OPENAI_API_KEY='),
 ])
 def test_usage_errors_give_command_line_advice_not_python(argv, needle, monkeypatch):
@@ -517,7 +517,8 @@ def test_tools_of_a_broken_plugin_point_at_its_load_error(env, tmp_path):
     done = agentcore("run", "--model", "scripted", "--tools", "shout_it", "hi", env=env, cwd=tmp_path)
     assert done.returncode == 2
     message = done.stderr[done.stderr.index("agentcore: --tools"):]
-    assert "unknown tool 'shout_it'" in message and "2 plugin(s) failed to load" in message
+    assert "unknown tool 'shout_it'" in message and " plugin(s) failed to load" in message  # 2, or more if
+    # the machine has other broken plugins installed
     assert "broken (agentcore-broken-fixture 0.1, agentcore_broken_fixture): RuntimeError: " \
            "agentcore_broken_fixture is broken on purpose" in message
     assert "install the plugin" not in message and "AgentTool" not in message
