@@ -176,3 +176,25 @@ def tool_call_block() -> Callable[..., ToolCall]:
 @pytest.fixture
 def mock_model() -> Model:
     return MOCK_MODEL
+
+
+@pytest.fixture
+def sigint_handled() -> Any:
+    """Ctrl-C reaches Python in this test (and in the ``python`` children it starts).
+
+    A test process started as a background job (``pytest ... &``, ``nohup``, ``setsid``) inherits
+    SIGINT as *ignored*: ``_thread.interrupt_main()`` then does nothing and a child that is sent
+    SIGINT never sees it. For the test, SIGINT gets Python's ``default_int_handler`` (a caught
+    signal is reset to the default at exec, so children start with Python's usual handler too);
+    the caller's handler is restored afterwards. Skips off the main thread, where Python cannot
+    install signal handlers.
+    """
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("SIGINT handlers can only be installed from the main thread")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)

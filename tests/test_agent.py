@@ -691,7 +691,7 @@ def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-lo
     assert agent.state.messages[-1].text == "answer"
 
 
-def test_keyboard_interrupt_during_prompt_aborts_cleanly():  # DESIGN §2: Ctrl+C in the waiting caller
+def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
     import _thread
 
     if threading.current_thread() is not threading.main_thread():

@@ -102,8 +102,23 @@ def _section_namespace(section: str) -> Dict[str, Any]:
     return namespace
 
 
+# section -> the optional package it needs (README: "without it that one test skips")
+NEEDS: Dict[str, str] = {"jupyter": "IPython"}
+
+
+def _skip_without_optional_package(section: str) -> None:
+    package = NEEDS.get(section)
+    if package is None:
+        return
+    try:
+        __import__(package)
+    except ImportError:
+        pytest.skip(f"the README's {section} section needs {package} (pip install 'agentcore[jupyter]')")
+
+
 @pytest.mark.parametrize("section", list(OFFLINE))
 def test_offline_section_runs(section, tmp_path, monkeypatch, capsys):
+    _skip_without_optional_package(section)
     monkeypatch.chdir(tmp_path)
     namespace = _section_namespace(section)
     for marker in OFFLINE[section]:
@@ -154,6 +169,15 @@ def _check_plugin_module(namespace: Dict[str, Any], capsys: Any) -> None:
     assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
     assert messages[2].content[0].text == "HI" and not messages[2].is_error
     assert capsys.readouterr().out.splitlines() == ["someone shouted"]
+
+
+def test_jupyter_section_skips_naming_ipython_when_it_is_missing(tmp_path, monkeypatch, capsys):
+    """Issue 10 item 14: without IPython the section skipped nothing and raised ImportError."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "IPython", None)  # ``import IPython`` now raises ImportError
+    with pytest.raises(pytest.skip.Exception, match="needs IPython"):
+        test_offline_section_runs("jupyter", tmp_path, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("marker", HOSTED)

@@ -27,7 +27,8 @@ EXIT_INTERRUPTED = 130
 
 _EPILOG = f"""\
 model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
-  --base-url URL --model ID for a local OpenAI-compatible server; --model scripted for an offline demo.
+  --base-url URL --model ID (or local/ID) for a local OpenAI-compatible server: ID is sent as given,
+  a local/ prefix is stripped; --model scripted for an offline demo.
 exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted."""
 
 
@@ -39,9 +40,11 @@ def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     group = common.add_argument_group("agent options")
     group.add_argument("-m", "--model", metavar="PROVIDER/ID",
-                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo)")
+                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo); with "
+                            "--base-url: ID or local/ID, the name the server expects (local/ is stripped)")
     group.add_argument("--base-url", metavar="URL",
-                       help="endpoint URL; with an id not in the catalog: a local OpenAI-compatible server")
+                       help="endpoint URL; with an id not in the catalog (or local/ID): a local "
+                            "OpenAI-compatible server")
     group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
     group.add_argument("-t", "--tools", metavar="A,B", help="comma list of registry tool names, e.g. read,bash")
     group.add_argument("-s", "--session", metavar="PATH|ID",
@@ -64,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[common], help="answer one prompt, streaming",
-                              description="Answer PROMPT (or stdin when PROMPT is - or absent and piped).")
+                              description="Answer PROMPT. Piped stdin is sent first, then PROMPT on a new line "
+                                          "(git diff | agentcore run \"review this diff\"); PROMPT - or "
+                                          "none: stdin alone.")
     run.add_argument("prompt", nargs="*", metavar="PROMPT")
     run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
     run.set_defaults(handler=cmd_run)
@@ -94,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
     listing.set_defaults(handler=_lazy("cmd_sessions_list"))
     show = actions.add_parser("show", parents=[dir_opt], help="a session's facts and current branch")
-    show.add_argument("session", metavar="ID|PATH")
+    show.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
     show.set_defaults(handler=_lazy("cmd_sessions_show"))
     export = actions.add_parser("export", parents=[dir_opt], help="write a session as markdown/html/json/jsonl")
-    export.add_argument("session", metavar="ID|PATH")
+    export.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
     export.add_argument("--format", choices=("markdown", "html", "json", "jsonl"), default="markdown")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     export.set_defaults(handler=_lazy("cmd_sessions_export"))
@@ -124,13 +129,50 @@ def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
 
 
 def _read_prompt(args: Any, stdin: TextIO) -> str:
+    """The prompt of ``run``: the PROMPT words, piped stdin, or both (as ``llm`` does).
+
+    When stdin is not a terminal it is read to the end first (so ``git diff | agentcore run
+    "review this diff"`` sends the diff). Piped text and PROMPT are joined stdin first, then the
+    prompt, on a new line; the piped text is kept as it is (indentation and inner blank lines),
+    only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone. Nothing in
+    either: :class:`UsageError`. A stdin that is a pipe which never closes blocks the command;
+    ``< /dev/null`` avoids that.
+    """
     prompt = " ".join(args.prompt).strip()
-    if prompt == "-" or (not prompt and not _isatty(stdin)):
-        prompt = stdin.read().strip()
+    piped = ""
+    if prompt == "-" or not _isatty(stdin):
+        piped = _strip_blank_lines(_read_all(stdin))
+        if prompt == "-":
+            prompt = ""
+    prompt = "\n".join(part for part in (piped, prompt) if part)
     if not prompt:
         raise UsageError('agentcore run needs a PROMPT: agentcore run "what is in this folder?" '
                          "(or pipe the prompt on stdin)")
     return prompt
+
+
+def _read_all(stdin: Any) -> str:
+    """Everything on stdin; "" when there is no stdin (closed: ``<&-``). Undecodable bytes:
+    :class:`UsageError` (a binary file piped in by mistake)."""
+    if stdin is None:
+        return ""
+    try:
+        text = stdin.read()
+        text.encode("utf-8")  # the C locale decodes with surrogateescape: undecodable bytes show here
+    except UnicodeError:
+        raise UsageError("stdin is not UTF-8 text: pipe text, not a binary file") from None
+    except (OSError, ValueError):  # a closed or unreadable stdin holds no prompt
+        return ""
+    return text
+
+
+def _strip_blank_lines(text: str) -> str:
+    """``text`` without leading/trailing blank lines and trailing whitespace; inner text untouched
+    (the first line keeps its indentation: piped code stays valid)."""
+    lines = text.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 def _isatty(stream: Any) -> bool:

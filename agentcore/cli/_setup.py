@@ -13,14 +13,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Tuple
 
 __all__ = [
-    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "ScriptedDemo", "CliOptions", "resolve_model",
-    "resolve_tools", "read_api_key", "check_thinking", "open_session", "default_sessions_dir",
+    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
+    "local_model",
+    "resolve_tools", "read_api_key", "check_api_key", "check_thinking", "open_session", "default_sessions_dir",
     "build_agent",
 ]
 
 #: ``--model scripted`` (or ``AGENTCORE_MODEL=scripted``) selects the offline demo model.
 SCRIPTED = "scripted"
 MODEL_ENV = "AGENTCORE_MODEL"
+#: ``--model local/ID --base-url URL``: the prefix names the provider of a local server (stripped).
+LOCAL_PREFIX = "local/"
 SESSIONS_DIR_ENV = "AGENTCORE_SESSIONS_DIR"
 
 NO_MODEL_HELP = """\
@@ -30,6 +33,7 @@ agentcore: no model configured. Choose one of:
   AGENTCORE_MODEL=provider/id      the default model for every command
   --base-url URL --model ID        a local OpenAI-compatible server (llama.cpp, Ollama, vLLM,
                                    LM Studio), e.g. --base-url http://127.0.0.1:8080/v1 --model llama3
+                                   (ID is sent as given; a local/ prefix is stripped)
   --model scripted                 the offline scripted demo (no network, no key)
 An API key comes from the provider's usual variable (e.g. OPENAI_API_KEY) or --api-key-env NAME."""
 
@@ -111,9 +115,11 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
     """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
 
     ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
-    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model (the id is
-    sent to the server verbatim). Raises :class:`UsageError` when nothing is configured or the model
-    is unknown.
+    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model: a
+    ``local/`` prefix only names that provider and is stripped (``local/llama3`` sends ``llama3``,
+    ``local/openai/gpt-4o`` sends ``openai/gpt-4o`` even though the catalog knows that id); any other
+    id is sent to the server verbatim (vLLM serves names like ``Qwen/Qwen2.5-7B-Instruct``). Raises
+    :class:`UsageError` when nothing is configured or the model is unknown.
     """
     ref = ref or os.environ.get(MODEL_ENV) or None
     if ref is not None:
@@ -128,19 +134,29 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
         return demo.model, demo.stream_fn
     from ..plugins import UnknownModelError, get_model
 
+    if base_url and ref.startswith(LOCAL_PREFIX) and len(ref) > len(LOCAL_PREFIX):
+        return local_model(ref[len(LOCAL_PREFIX):], base_url), None
     try:
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError as exc:
         if not base_url:
-            raise UsageError(f"{exc}\nFor a model served elsewhere add --base-url URL "
-                             "(an OpenAI-compatible endpoint).") from None
-        from ..types import Model
-
-        return Model(id=ref, name=ref, api="openai-completions", provider="local",
-                     base_url=base_url.rstrip("/")), None
+            if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
+                raise UsageError(str(exc)) from None
+            raise UsageError(_unknown("model", ref, [m.key for m in _models()],
+                                      "`agentcore models` lists them; for a model served elsewhere add "
+                                      "--base-url URL (an OpenAI-compatible endpoint)")) from None
+        return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
+
+
+def local_model(model_id: str, base_url: str) -> Any:
+    """The model of a local OpenAI-compatible server: ``model_id`` is sent as the model name."""
+    from ..types import Model
+
+    return Model(id=model_id, name=model_id, api="openai-completions", provider="local",
+                 base_url=base_url.rstrip("/"))
 
 
 def resolve_tools(spec: Optional[str]) -> List[Any]:
@@ -148,6 +164,7 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
     if not spec or spec.strip().lower() == "none":
         return []
     from ..plugins import UnknownToolError, get_tool
+    from ..plugins import tools as registered_tools
 
     tools = []
     for name in (part.strip() for part in spec.split(",")):
@@ -155,9 +172,55 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
             continue
         try:
             tools.append(get_tool(name))
-        except UnknownToolError as exc:
-            raise UsageError(f"--tools: {exc}") from None
+        except UnknownToolError:
+            known = [t.name for t in registered_tools()]
+            raise UsageError("--tools: " + _unknown("tool", name, known, _broken_plugins_hint()
+                                                    or "`agentcore plugins` lists the installed plugins "
+                                                    "and their tools; install the one that provides it")
+                             ) from None
     return tools
+
+
+def _models() -> List[Any]:
+    from ..plugins import models
+
+    return models()
+
+
+def _unknown(kind: str, name: str, known: List[str], hint: str) -> str:
+    """``unknown KIND 'NAME' (did you mean ...?)`` plus ``hint``: the command-line wording (the
+    registry's own message ends with advice for Python code, such as passing an AgentTool)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if close:
+        found = " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+    elif kind == "tool" and known:
+        found = f" (registered: {', '.join(sorted(known))})"
+    else:
+        found = ""
+    return f"unknown {kind} {name!r}{found}. {hint}."
+
+
+def _broken_plugins_hint() -> str:
+    """The load errors of broken plugins (their tools are missing), or "" when none is broken."""
+    import warnings
+
+    from ..plugins import plugins_info
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the load warning was shown once already
+        broken = [info for info in plugins_info() if info.error]
+    if not broken:
+        return ""
+    lines = [f"{len(broken)} plugin(s) failed to load, so the tools they provide are missing; it may be "
+             "one of theirs:"]
+    for info in broken:
+        origin = " ".join(part for part in (info.distribution, info.version) if part) or "?"
+        error = str(info.error).replace("\n", "\n      ")
+        lines.append(f"  {info.name} ({origin}, {info.entry_point or '?'}): {error}")
+    lines.append("Fix or reinstall that plugin (`agentcore plugins` shows the errors), then try again")
+    return "\n".join(lines)
 
 
 def read_api_key(env_name: Optional[str]) -> Optional[str]:
@@ -169,6 +232,21 @@ def read_api_key(env_name: Optional[str]) -> Optional[str]:
         raise UsageError(f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
                          f"export it first (export {env_name}=...)")
     return value
+
+
+def check_api_key(model: Any, api_key: Optional[str]) -> None:
+    """UsageError when ``model``'s provider needs a key and neither ``--api-key-env`` nor the
+    provider's usual variable gives one (the provider's own message would say ``api_key=``)."""
+    if api_key:
+        return
+    from ..providers.base import ENV_API_KEYS, get_env_api_key
+
+    provider = str(getattr(model, "provider", ""))
+    names = ENV_API_KEYS.get(provider)
+    if names and not get_env_api_key(provider):
+        also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
+        raise UsageError(f'no API key for provider "{provider}": export {names[0]}=...{also}, '
+                         "or name another variable with --api-key-env NAME")
 
 
 def check_thinking(level: Optional[str]) -> Optional[str]:
@@ -208,7 +286,7 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
     is a session id in the sessions directory (``new`` makes a fresh id), opened when it exists and
     created for the current directory otherwise.
     """
-    from ..session import Session, SessionError
+    from ..session import Session, SessionError, SessionLockedError
 
     try:
         if is_session_path(value):
@@ -230,6 +308,13 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
             if exc.code != "not_found":
                 raise
             return repo.create(session_id=value)
+    except SessionLockedError as exc:
+        # the storage's text ends with Python advice (read_only=True): keep what it says about who
+        # holds the lock, then say what a command-line user can do
+        where = str(exc).split(";", 1)[0]
+        raise UsageError(f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
+                         "this session: finish or quit it first, or start a separate one with --session new. "
+                         f"To read it meanwhile: agentcore sessions show {value} (or export)") from None
     except SessionError as exc:
         raise UsageError(f"--session {value}: {exc}") from None
 
@@ -245,16 +330,32 @@ def _open_sqlite(path: str) -> Any:
 # --------------------------------------------------------------------------- the agent
 
 
-def _recorded_model_ref(session: Any) -> Optional[str]:
-    """The ``--model`` value that resumes with the session's last model, or None."""
+def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any, Optional[Callable[..., Any]]]]:
+    """``(model, stream_fn)`` resuming with the session's last model, or None when it records none.
+
+    The scripted demo is the demo again; with ``--base-url`` a local server's model keeps its id
+    (sent verbatim, never looked up in the catalog by bare id) at the new URL and a catalog model is
+    pointed there; otherwise :func:`~agentcore.session.agent_link.session_model` finds it in the
+    registry or rebuilds it from the endpoint the session recorded. UsageError when it cannot.
+    """
     recorded = session.build_context().model
     if recorded is None:
         return None
     if recorded.provider == "scripted":
-        return SCRIPTED
-    if recorded.provider == "local":  # a --base-url model: its id is what the server expects
-        return recorded.model_id
-    return recorded.key
+        return resolve_model(SCRIPTED)
+    if base_url:
+        if recorded.provider == "local":
+            return local_model(recorded.model_id, base_url), None
+        return resolve_model(recorded.key, base_url)
+    from ..session.agent_link import UnresolvedModelError, session_model
+
+    try:
+        return session_model(session, recorded), None
+    except UnresolvedModelError as exc:
+        raise UsageError(
+            f"--session: cannot resume with the session's model {recorded.key}: it is not in the catalog "
+            f"and {exc.reason}. Pass --base-url URL (the server it ran on; --model {recorded.model_id} "
+            "is then implied) or choose a model with --model provider/id.") from None
 
 
 @dataclass
@@ -283,10 +384,12 @@ def build_agent(options: CliOptions) -> AgentSetup:
         session = open_session(options.session, options.sessions_dir)
         created = len(session.storage) == 0
     try:
-        ref = options.model
-        if not ref and not os.environ.get(MODEL_ENV) and session is not None:
-            ref = _recorded_model_ref(session)
-        model, stream_fn = resolve_model(ref, options.base_url)
+        resumed = None
+        if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
+            resumed = _session_model(session, options.base_url)
+        model, stream_fn = resumed or resolve_model(options.model, options.base_url)
+        if stream_fn is None:
+            check_api_key(model, api_key)
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,

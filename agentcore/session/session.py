@@ -146,9 +146,15 @@ class Session:
         """Record a thinking-level change (``"off"`` … ``"xhigh"``)."""
         return self._append(lambda i, p, t: ThinkingLevelChangeEntry(i, p, t, str(level)))
 
-    def append_model_change(self, provider: str, model_id: str) -> str:
-        """Record a model change to ``provider``/``model_id``."""
-        return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id))
+    def append_model_change(self, provider: str, model_id: str, *,
+                            extra: Optional[Dict[str, Any]] = None) -> str:
+        """Record a model change to ``provider``/``model_id``.
+
+        ``extra``: more JSON fields stored on the entry (the reference keeps and ignores them);
+        agentcore's recorder stores the model's endpoint there (``api``, ``baseUrl``, ...).
+        """
+        fields = dict(extra or {})
+        return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id, fields))
 
     def append_active_tools_change(self, names: Iterable[str]) -> str:
         """Record the names of the tools offered to the model from now on (the list is copied)."""
