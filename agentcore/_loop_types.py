@@ -6,9 +6,11 @@ All public names are re-exported by :mod:`agentcore.loop`; import them from ther
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ._util import field_of
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -111,6 +113,32 @@ class AfterToolCallResult:
     is_error: Optional[bool] = None
     usage: Any = None
     terminate: Optional[bool] = None
+
+
+_OVERRIDE_FIELDS = ("content", "details", "usage", "terminate", "is_error")
+
+
+def merge_after_tool_call(overrides: Any) -> Any:
+    """One override from pluggy's list of ``after_tool_call`` results (call order).
+
+    Fields that are not None apply in order, so for a field set by several implementations the
+    last one called wins. Returns an override of the type of the last one that set something (a
+    dict stays a dict), or None when nothing was overridden. A single override passes unchanged.
+    """
+    if not isinstance(overrides, (list, tuple)):
+        return overrides
+    combined: Dict[str, Any] = {}
+    last: Any = None
+    for override in overrides:
+        fields = {n: field_of(override, n) for n in _OVERRIDE_FIELDS if field_of(override, n) is not None}
+        if fields:
+            combined.update(fields)
+            last = override
+    if last is None:
+        return None
+    if isinstance(last, Mapping):
+        return {**last, **combined}
+    return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
 
 
 @dataclass

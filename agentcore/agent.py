@@ -17,13 +17,14 @@ in which case ``prompt()`` re-raises that exception.
 
 from __future__ import annotations
 
+import copy
 import inspect
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import loop as _loop
-from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
+from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
@@ -97,6 +98,16 @@ def _accepts_signal(fn: Callable[..., Any]) -> bool:
     return required >= 2
 
 
+def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
+    """``fn`` as the loop's one-argument hook: ``fn(ctx, signal)`` when it takes two required
+    positional arguments, else the reference's ``fn(ctx)``."""
+    if fn is None:
+        return None
+    if _accepts_signal(fn):
+        return lambda ctx: fn(ctx, signal)
+    return fn
+
+
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
 
@@ -136,11 +147,7 @@ class Agent:
                  metadata: Optional[Dict[str, Any]] = None,
                  compaction: Any = None,
                  compaction_model: Optional[Model] = None) -> None:
-        from .plugins import create_plugin_manager
-
-        self.plugins = create_plugin_manager(plugins or ())
-        self._own_hooks = AgentAttributeHooks()
-        self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
+        self._plugins = AgentPlugins(plugins or ())
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
@@ -174,7 +181,7 @@ class Agent:
         self._run_lock = threading.Lock()
         self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
-        self._run_hooks: Optional[RunHooks] = None
+        self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
@@ -213,6 +220,16 @@ class Agent:
         return self._state
 
     @property
+    def plugins(self) -> Any:
+        """This agent's own plugin manager (an ``AgentPluginManager``), created on first use.
+
+        An agent without plugins or hooks of its own shares one prebuilt manager with every such
+        agent; reading this property gives it its own (built-ins and entry-point plugins), so
+        ``agent.plugins.register(obj)`` affects this agent only.
+        """
+        return self._plugins.own()
+
+    @property
     def signal(self) -> Optional[AbortSignal]:
         """The active run's abort signal, or None when idle."""
         run = self._active
@@ -238,9 +255,7 @@ class Agent:
         """The registered model ``name`` ("provider/id"), as this agent's own copy: the registry's
         object is shared by every agent, so ``agent.model.base_url = ...`` (or headers) must not
         leak into other agents. Raises ``UnknownModelError`` listing close matches."""
-        import copy
-
-        return copy.deepcopy(self.plugins.get_model(name))
+        return copy.deepcopy(self._plugins.manager().get_model(name))
 
     model = property(lambda self: self._state.model,
                      lambda self, value: setattr(self._state, "model", self._model_named(value)
@@ -540,7 +555,7 @@ class Agent:
             context = AgentContext(self._state.system_prompt, list(self._state.messages),
                                    self._resolve_tools())
             config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
-            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self.plugins)
+            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self._plugins.manager())
         except BaseException:
             self._finish_run(run)
             raise
@@ -622,8 +637,7 @@ class Agent:
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
         """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""
         state, reduce, listeners = self._state, self._reduce, self._listeners
-        hooks = self._run_hooks
-        observe = hooks.on_event if hooks is not None and hooks.observes_events() else None
+        observe = self._observe
 
         def emit(event: Any) -> None:
             if self._active is not run:  # a stale run never reaches state or listeners
@@ -644,7 +658,9 @@ class Agent:
     def _resolve_tools(self) -> List[Any]:
         """Tools for this run; names are looked up in this agent's tool registry (built-ins and
         plugins). An unknown name raises ``UnknownToolError`` listing the close matches."""
-        return [self.plugins.get_tool(item) if isinstance(item, str) else item
+        pm = self._plugins.manager()
+        # copies: the registry's tool objects are shared by every agent using that manager
+        return [copy.copy(pm.get_tool(item)) if isinstance(item, str) else item
                 for item in self._state.tools]
 
     def _build_loop_config(self, signal: AbortSignal,
@@ -659,22 +675,22 @@ class Agent:
                 return []
             return self._steering.drain()
 
-        should_stop = self.should_stop_after_turn
-        for name in HOOK_ATTRIBUTES:
-            self._own_hooks.snapshot[name] = getattr(self, name)
-        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, rich_convert_to_llm)
+        hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
+                                            self.transform_context, self.convert_to_llm)
+        # Decided once per run: events are hot (one per streamed token), plugin changes are not.
+        self._observe = hooks.on_event if hooks.has("on_event") else None
         return _loop.AgentLoopConfig(
             model=self._state.model,
-            convert_to_llm=hooks.callable_for("convert_to_llm"),
-            transform_context=hooks.callable_for("transform_context"),
+            convert_to_llm=converter_for_run(hooks, rich_convert_to_llm),
+            transform_context=optional_hook(hooks, "transform_context"),
             get_api_key=self.get_api_key,
-            should_stop_after_turn=(lambda ctx: should_stop(ctx, signal)) if should_stop else None,
+            should_stop_after_turn=_with_signal(self.should_stop_after_turn, signal),
             prepare_next_turn=self._prepare_next_turn_hook(signal),
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
             tool_execution=check_tool_execution(self.tool_execution),
-            before_tool_call=hooks.callable_for("before_tool_call"),
-            after_tool_call=hooks.callable_for("after_tool_call"),
+            before_tool_call=optional_hook(hooks, "before_tool_call"),
+            after_tool_call=optional_hook(hooks, "after_tool_call"),
             api_key=self.api_key,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
@@ -712,9 +728,9 @@ class Agent:
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
         """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
         self._reduce(event)
-        hooks = self._run_hooks
-        if hooks is not None and hooks.observes_events():
-            hooks.on_event(event, self)
+        observe = self._observe
+        if observe is not None:
+            observe(event, self)
         if self._listeners:
             self._call_listeners(event, run)
 

@@ -17,6 +17,8 @@ from agentcore.testing import ScriptedModel, call, response, text, thinking, too
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
 
+from conftest import Echo
+
 
 def roles(messages) -> List[str]:
     return [m.role for m in messages]
@@ -950,3 +952,47 @@ def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or lis
     assert not _accepts_signal(lambda *args: None)
     assert not _accepts_signal(Sink().one) and not _accepts_signal(lambda event, verbose=False: None)
     assert not _accepts_signal(print)
+
+
+def test_should_stop_after_turn_accepts_the_references_one_argument_shape():  # issue 10 item 12
+    from agentcore.testing import ScriptedModel
+
+    seen = []
+    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "x"}, id="t1"),
+                              ScriptedModel.text("never requested")])
+    echo = Echo()
+    agent = Agent(scripted.model, tools=[echo.tool],
+                  should_stop_after_turn=lambda ctx: seen.append(ctx.message.stop_reason) or True)
+    new = agent.prompt("go")
+    assert seen == ["toolUse"] and [m.role for m in new] == ["user", "assistant", "toolResult"]
+
+    def two_arguments(ctx, signal):
+        seen.append(signal is not None)
+        return True
+
+    scripted.push(ScriptedModel.tool_call("echo", {"value": "y"}, id="t2"))
+    agent.should_stop_after_turn = two_arguments
+    agent.prompt("again")
+    assert seen[-1] is True
+
+
+def test_plugins_registered_on_one_agent_never_reach_an_agent_sharing_the_default_manager():
+    from agentcore import BeforeToolCallResult, hookimpl
+    from agentcore.testing import ScriptedModel
+
+    class Blocks:
+        @hookimpl
+        def before_tool_call(self, context, signal):
+            return BeforeToolCallResult(block=True, reason="blocked")
+
+    first, second = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "a"}), ScriptedModel.text("ok")]), \
+        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "b"}), ScriptedModel.text("ok")])
+    echo = Echo()
+    plain = Agent(second.model, tools=[echo.tool])
+    blocked = Agent(first.model, tools=[echo.tool])
+    blocked.plugins.register(Blocks())
+    blocked.before_tool_call = lambda ctx, signal: None  # a callable set later: its own manager too
+    blocked.prompt("go")
+    plain.prompt("go")
+    assert echo.executed == ["b"]
+    assert plain.plugins.hook.before_tool_call(context=None, signal=None) is None
