@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ._util import field_of
+from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -22,9 +23,11 @@ __all__ = [
 ]
 
 
-@dataclass
-class AgentLoopConfig:
-    """Everything one run needs besides the context. Hooks (all optional except ``model``):
+@dataclass(init=False)
+class AgentLoopConfig(StreamOptions):
+    """Everything one run needs besides the context: the model, the hooks and the stream options.
+
+    Hooks (all optional):
 
     * ``convert_to_llm(messages) -> messages`` (default: keep the standard roles);
     * ``transform_context(messages, signal) -> messages | None``, called before conversion;
@@ -33,43 +36,67 @@ class AgentLoopConfig:
     * ``prepare_next_turn(PrepareNextTurnContext) -> AgentLoopTurnUpdate | None``;
     * ``get_steering_messages() -> list`` and ``get_follow_up_messages() -> list``;
     * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``;
-    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | None``.
+    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | list | None`` (a
+      list: pluggy's answer, applied in order).
 
-    The remaining fields are stream options, passed to the stream function as keyword arguments
-    when not None.
+    The stream options are the fields of :class:`~agentcore.options.StreamOptions` (this class
+    extends it), given as keywords (``AgentLoopConfig(model, temperature=0.2)``) and/or as one
+    value (``options=StreamOptions(...)``; keywords win). Options that are not None are passed to
+    the stream function as keyword arguments. An unknown keyword is a TypeError naming it.
     """
 
     model: Model
-    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None
-    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None
-    get_api_key: Optional[Callable[[str], Optional[str]]] = None
-    should_stop_after_turn: Optional[Callable[[Any], bool]] = None
-    prepare_next_turn: Optional[Callable[[Any], Any]] = None
-    get_steering_messages: Optional[Callable[[], List[Any]]] = None
-    get_follow_up_messages: Optional[Callable[[], List[Any]]] = None
-    tool_execution: str = "parallel"
-    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    # stream options
-    api_key: Optional[str] = field(default=None, repr=False)
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-    reasoning: Optional[str] = None
-    thinking_budgets: Optional[Dict[str, int]] = None
-    session_id: Optional[str] = None
-    transport: Optional[str] = None
-    cache_retention: Optional[str] = None
-    headers: Optional[Dict[str, str]] = field(default=None, repr=False)
-    metadata: Optional[Dict[str, Any]] = None
-    max_retry_delay_ms: Optional[int] = None
-    on_payload: Optional[Callable[..., Any]] = None
-    on_response: Optional[Callable[..., Any]] = None
+    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]]
+    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]]
+    get_api_key: Optional[Callable[[str], Optional[str]]]
+    should_stop_after_turn: Optional[Callable[[Any], bool]]
+    prepare_next_turn: Optional[Callable[[Any], Any]]
+    get_steering_messages: Optional[Callable[[], List[Any]]]
+    get_follow_up_messages: Optional[Callable[[], List[Any]]]
+    tool_execution: str
+    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]]
+    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]]
+    api_key: Optional[str] = field(repr=False)
+
+    def __init__(self, model: Model,
+                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
+                 transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None,
+                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
+                 should_stop_after_turn: Optional[Callable[[Any], bool]] = None,
+                 prepare_next_turn: Optional[Callable[[Any], Any]] = None,
+                 get_steering_messages: Optional[Callable[[], List[Any]]] = None,
+                 get_follow_up_messages: Optional[Callable[[], List[Any]]] = None,
+                 tool_execution: str = "parallel",
+                 before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+                 after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+                 api_key: Optional[str] = None, *,
+                 options: Optional[StreamOptions] = None, **stream_options: Any) -> None:
+        check_names(stream_options, "AgentLoopConfig()")
+        self.model = model
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        self.should_stop_after_turn = should_stop_after_turn
+        self.prepare_next_turn = prepare_next_turn
+        self.get_steering_messages = get_steering_messages
+        self.get_follow_up_messages = get_follow_up_messages
+        self.tool_execution = tool_execution
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.api_key = api_key
+        base = options.__dict__ if options is not None else {}
+        for name in OPTION_NAMES:
+            value = stream_options.get(name)
+            setattr(self, name, value if value is not None else base.get(name))
+
+    @property
+    def stream_options(self) -> StreamOptions:
+        """The stream options of this config as one value (a new :class:`StreamOptions`)."""
+        return StreamOptions(**{name: getattr(self, name) for name in OPTION_NAMES})
 
 
-STREAM_OPTIONS = (
-    "temperature", "max_tokens", "reasoning", "thinking_budgets", "session_id", "transport",
-    "cache_retention", "headers", "metadata", "max_retry_delay_ms", "on_payload", "on_response",
-)
+#: The names of the stream options (kept for callers of the old tuple).
+STREAM_OPTIONS = OPTION_NAMES
 
 
 @dataclass

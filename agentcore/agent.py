@@ -30,6 +30,7 @@ from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
+from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -108,10 +109,45 @@ def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optio
     return fn
 
 
+ERR_REASONING_OPTION = ("Agent() takes thinking_level= (and thinking_budgets=), not reasoning=: the "
+                        "reasoning option of each request is derived from the thinking level")
+
+
+def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> StreamOptions:
+    """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options``, then keywords.
+    Raises TypeError for an unknown keyword (with a did-you-mean) and for ``reasoning``."""
+    check_names(given, "Agent()")
+    if "reasoning" in given or (options is not None and options.reasoning is not None):
+        raise TypeError(ERR_REASONING_OPTION)
+    merged = StreamOptions(transport="auto")
+    for source in (options.__dict__ if options is not None else {}, given):
+        for name, value in source.items():
+            if value is not None:
+                setattr(merged, name, value)
+    return merged
+
+
+def _option_property(name: str) -> property:
+    """``agent.<name>``: a shortcut for ``agent.options.<name>`` (read at the start of each run)."""
+
+    def get(self: "Agent") -> Any:
+        return getattr(self.options, name)
+
+    def set_(self: "Agent", value: Any) -> None:
+        setattr(self.options, name, value)
+
+    return property(get, set_, doc=f"Shortcut for ``options.{name}`` (a stream option).")
+
+
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
 
     Every keyword option is also a public mutable attribute, read at the start of each run.
+    Provider options (every field of :class:`~agentcore.options.StreamOptions`: ``temperature``,
+    ``max_tokens``, ``timeout``, ``max_retries``, ``tool_choice``, ``headers`` ...) are given as
+    keywords or as one ``options=StreamOptions(...)`` value (keywords win); they live in
+    :attr:`options` and each is also an attribute (``agent.temperature = 0.2``). An unknown keyword
+    raises TypeError with the closest option names.
     ``model``, ``system_prompt``, ``thinking_level``, ``tools`` and ``messages`` live in
     :attr:`state` (and are mirrored as attributes). Tools may be :class:`~agentcore.tools.AgentTool`
     objects or names resolved through the tool registry at run start.
@@ -134,19 +170,10 @@ class Agent:
                  follow_up_mode: str = "one-at-a-time",
                  plugins: Iterable[Any] = (),
                  session: Any = None,
-                 session_id: Optional[str] = None,
-                 thinking_budgets: Optional[Dict[str, int]] = None,
-                 transport: str = "auto",
-                 max_retry_delay_ms: Optional[int] = None,
-                 temperature: Optional[float] = None,
-                 max_tokens: Optional[int] = None,
-                 on_payload: Optional[Callable[..., Any]] = None,
-                 on_response: Optional[Callable[..., Any]] = None,
-                 cache_retention: Optional[str] = None,
-                 headers: Optional[Dict[str, str]] = None,
-                 metadata: Optional[Dict[str, Any]] = None,
                  compaction: Any = None,
-                 compaction_model: Optional[Model] = None) -> None:
+                 compaction_model: Optional[Model] = None,
+                 options: Optional[StreamOptions] = None,
+                 **stream_options: Any) -> None:
         self._plugins = AgentPlugins(plugins or ())
         if isinstance(model, str):
             model = self._model_named(model)
@@ -162,17 +189,7 @@ class Agent:
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
         self.tool_execution = check_tool_execution(tool_execution)
-        self.session_id = session_id
-        self.thinking_budgets = thinking_budgets
-        self.transport = transport
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.on_payload = on_payload
-        self.on_response = on_response
-        self.cache_retention = cache_retention
-        self.headers = headers
-        self.metadata = metadata
+        self.options = _agent_options(options, stream_options)
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
@@ -692,18 +709,8 @@ class Agent:
             before_tool_call=optional_hook(hooks, "before_tool_call"),
             after_tool_call=optional_hook(hooks, "after_tool_call"),
             api_key=self.api_key,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            options=self.options,
             reasoning=None if level == "off" else level,
-            thinking_budgets=self.thinking_budgets,
-            session_id=self.session_id,
-            transport=self.transport,
-            cache_retention=self.cache_retention,
-            headers=self.headers,
-            metadata=self.metadata,
-            max_retry_delay_ms=self.max_retry_delay_ms,
-            on_payload=self.on_payload,
-            on_response=self.on_response,
         )
 
     def _prepare_next_turn_hook(self, signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
@@ -763,6 +770,13 @@ class Agent:
                 state._error_message = message.error_message
         elif kind == "agent_end":
             state._streaming_message = None
+
+
+# Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.
+for _name in OPTION_NAMES:
+    if _name != "reasoning":
+        setattr(Agent, _name, _option_property(_name))
+del _name
 
 
 class EventSubscription:

@@ -996,3 +996,36 @@ def test_plugins_registered_on_one_agent_never_reach_an_agent_sharing_the_defaul
     plain.prompt("go")
     assert echo.executed == ["b"]
     assert plain.plugins.hook.before_tool_call(context=None, signal=None) is None
+
+
+def test_every_provider_option_is_settable_on_the_agent():  # issue 10 item 11, issue 11 §3
+    from agentcore.options import OPTION_NAMES, StreamOptions
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, max_retries=2, timeout=(3, 30),
+                  tool_choice="auto", service_tier="flex")
+    agent.prompt("one")
+    first = scripted.options[0]
+    assert (first["max_retries"], first["timeout"], first["tool_choice"]) == (2, (3, 30), "auto")
+    assert first["service_tier"] == "flex"
+    agent.max_retries = 0  # an attribute, read when the next run starts
+    agent.prompt("two")
+    assert scripted.options[1]["max_retries"] == 0 and agent.options.max_retries == 0
+    # one value for all of them; keywords win over it
+    other = Agent(scripted.model, stream_fn=scripted.stream_fn,
+                  options=StreamOptions(temperature=0.1, max_tokens=7), max_tokens=8)
+    other.prompt("three")
+    assert (scripted.options[2]["temperature"], scripted.options[2]["max_tokens"]) == (0.1, 8)
+    assert all(hasattr(agent, name) for name in OPTION_NAMES if name != "reasoning")
+
+
+def test_an_unknown_or_misplaced_agent_option_is_a_clear_type_error():
+    with pytest.raises(TypeError, match=r"unknown option 'temprature' \(did you mean 'temperature'\?\)"):
+        Agent(temprature=0.2)
+    with pytest.raises(TypeError, match="thinking_level"):
+        Agent(reasoning="high")
+
+
+def test_headers_option_never_shows_in_reprs():
+    agent = Agent(headers={"Authorization": "Bearer sk-secret"})
+    assert "sk-secret" not in repr(agent) and "sk-secret" not in repr(agent.options)
