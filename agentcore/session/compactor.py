@@ -27,11 +27,11 @@ are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompa
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, List, Optional, Sequence, Tuple
 
+from .._util import field_of
 from ..signals import AbortController
 from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
 from .compaction import (CompactionError, CompactionPreparation, CompactionResult, compact,
@@ -48,11 +48,6 @@ ERR_OVERFLOW_GAVE_UP = (
     "keep_recent_tokens, or switch to a model with a larger context window."
 )
 ERR_COMPACT_BUSY = "Cannot compact while the agent is running: call wait_for_idle() first."
-
-_FALLBACK_OVERFLOW = re.compile(
-    r"prompt is too long|exceeds the context window|maximum context length|context[_ ]length[_ ]exceeded|"
-    r"too many tokens|token limit exceeded|input is too long|exceeds the available context size",
-    re.IGNORECASE)
 
 
 @dataclass
@@ -98,10 +93,8 @@ def _is_overflow(message: Any, model: Any) -> bool:
         return False
     if not _from_model(message, model):
         return False
-    try:
-        from ..providers import is_context_overflow
-    except ImportError:  # providers unavailable: our own short list of overflow texts
-        return bool(_FALLBACK_OVERFLOW.search(message.error_message or ""))
+    from ..providers import is_context_overflow  # the one list of overflow texts
+
     return bool(is_context_overflow(message))
 
 
@@ -311,7 +304,7 @@ class Compactor:
 
         def hook(ctx: Any) -> Any:
             update = previous(ctx) if previous is not None else None
-            if update is not None and _field(update, "context") is not None:
+            if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
             if (not self.settings.enabled or signal.aborted
                     or getattr(ctx.message, "stop_reason", None) == "aborted"
@@ -323,8 +316,8 @@ class Compactor:
             except CompactionError:
                 return update
             new_context = AgentContext(ctx.context.system_prompt, list(messages), ctx.context.tools)
-            return AgentLoopTurnUpdate(new_context, _field(update, "model"),
-                                       _field(update, "thinking_level"))
+            return AgentLoopTurnUpdate(new_context, field_of(update, "model"),
+                                       field_of(update, "thinking_level"))
 
         return hook
 
@@ -506,8 +499,3 @@ def _failure(reason: str, exc: CompactionError) -> str:
         return f"Context overflow recovery failed: {exc}"
     return str(exc)
 
-
-def _field(obj: Any, name: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)
