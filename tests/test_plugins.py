@@ -677,3 +677,25 @@ def test_a_broken_plugin_is_reported_once_per_process() -> None:  # issue 10 ite
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stderr.count("agentcore_broken_fixture is broken on purpose") == 1, out.stderr
+
+
+class _Leaky:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(AgentTool("leaked_tool", "", {"type": "object", "properties": {}}, lambda *a: None))
+
+
+def test_process_state_leak_part_1_a_test_leaves_state_behind() -> None:  # issue 11 §6
+    from agentcore import loop
+
+    plugins.default_plugin_manager().register(_Leaky())
+    loop.set_default_stream_fn(lambda *a, **k: None)
+    assert plugins.get_tool("leaked_tool")
+
+
+def test_process_state_leak_part_2_the_autouse_fixture_undid_it() -> None:  # runs right after part 1
+    from agentcore import loop
+
+    assert loop._default_stream_fn is None
+    with pytest.raises(UnknownToolError):
+        plugins.get_tool("leaked_tool")
