@@ -61,7 +61,10 @@ Listener = Callable[..., Any]
 
 @dataclass
 class _ActiveRun:
+    """A run in progress (``streaming``) or a maintenance step that only makes the agent busy."""
+
     controller: AbortController
+    streaming: bool = True
     settled: threading.Event = field(default_factory=threading.Event)
     thread_ident: Optional[int] = None
     result: List[Any] = field(default_factory=list)
@@ -196,7 +199,6 @@ class Agent:
         # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
         self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
         self._run_lock = threading.Lock()
-        self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
         self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
         from .session.compactor import Compactor
@@ -235,6 +237,11 @@ class Agent:
     def get_state(self) -> AgentState:
         """Alias of :attr:`state`."""
         return self._state
+
+    @property
+    def _active(self) -> Optional[_ActiveRun]:
+        """The run (or maintenance step) in progress: the agent's one busy flag, held by its state."""
+        return self._state._run
 
     @property
     def plugins(self) -> Any:
@@ -485,14 +492,14 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_DOUBLE_START)
-            placeholder = _ActiveRun(AbortController())
+            placeholder = _ActiveRun(AbortController(), streaming=False)
             placeholder.thread_ident = threading.get_ident()
-            self._active = placeholder
+            self._state._begin(placeholder)
         try:
             return work(placeholder.controller.signal)
         finally:
             with self._run_lock:
-                self._active = None
+                self._state._end(placeholder)
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
@@ -521,12 +528,7 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_RESET_BUSY)
-            state = self._state
-            state._messages = []
-            state._is_streaming = False
-            state._streaming_message = None
-            state._pending_tool_calls = frozenset()
-            state._error_message = None
+            self._state._clear()
             self.clear_all_queues()
 
     # ------------------------------------------------------------------ run lifecycle
@@ -558,11 +560,7 @@ class Agent:
         if self._active is not None:
             raise RuntimeError(ERR_DOUBLE_START)
         run = _ActiveRun(AbortController())
-        self._active = run
-        state = self._state
-        state._is_streaming = True
-        state._streaming_message = None
-        state._error_message = None
+        self._state._begin(run)
         return run
 
     def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
@@ -638,35 +636,21 @@ class Agent:
             run.error = again
 
     def _finish_run(self, run: _ActiveRun) -> None:
-        state = self._state
-        state._is_streaming = False
-        state._streaming_message = None
-        state._pending_tool_calls = frozenset()
         self._steering.restore()
         self._follow_ups.restore()
         with self._run_lock:
-            if self._active is run:
-                self._active = None
+            self._state._end(run)
         for callback in run.on_settled:
             callback()
         run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
-        """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""
-        state, reduce, listeners = self._state, self._reduce, self._listeners
-        observe = self._observe
+        """:meth:`_process_event` for the events of ``run``; a stale run's events are dropped."""
+        state, process = self._state, self._process_event
 
         def emit(event: Any) -> None:
-            if self._active is not run:  # a stale run never reaches state or listeners
-                return
-            if event.type == "message_update":  # all the reducer does for it
-                state._streaming_message = event.message
-            else:
-                reduce(event)
-            if observe is not None:
-                observe(event, self)
-            if listeners:
-                self._call_listeners(event, run)
+            if state._run is run:
+                process(event, run)
 
         return emit
 
@@ -751,25 +735,11 @@ class Agent:
                 listener(event)
 
     def _reduce(self, event: Any) -> None:
-        state = self._state
-        kind = event.type
-        if kind == "message_start" or kind == "message_update":
-            state._streaming_message = event.message
-        elif kind == "message_end":
-            state._streaming_message = None
-            state._messages.append(event.message)
+        """The state reducer, plus the queues' in-flight commit of a finished message."""
+        self._state.reduce(event)
+        if event.type == "message_end":
             self._steering.commit(event.message)
             self._follow_ups.commit(event.message)
-        elif kind == "tool_execution_start":
-            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
-        elif kind == "tool_execution_end":
-            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
-        elif kind == "turn_end":
-            message = event.message
-            if role_of(message) == "assistant" and getattr(message, "error_message", None):
-                state._error_message = message.error_message
-        elif kind == "agent_end":
-            state._streaming_message = None
 
 
 # Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.

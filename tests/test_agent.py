@@ -1029,3 +1029,35 @@ def test_an_unknown_or_misplaced_agent_option_is_a_clear_type_error():
 def test_headers_option_never_shows_in_reprs():
     agent = Agent(headers={"Authorization": "Bearer sk-secret"})
     assert "sk-secret" not in repr(agent) and "sk-secret" not in repr(agent.options)
+
+
+def test_state_runtime_fields_are_read_only_and_change_through_its_reducer():  # issue 11 §5
+    from agentcore.events import MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+
+    agent = Agent()
+    state = agent.state
+    for name in ("is_streaming", "streaming_message", "pending_tool_calls", "error_message"):
+        with pytest.raises(AttributeError):
+            setattr(state, name, None)
+    with pytest.raises(AttributeError):
+        state._is_streaming = True  # no second busy flag to set behind the run's back
+    state.reduce(ToolExecutionStartEvent("c1", "echo", {}))
+    assert state.pending_tool_calls == frozenset({"c1"})
+    state.reduce(ToolExecutionEndEvent("c1", "echo", None, False))
+    message = UserMessage("hi")
+    state.reduce(MessageEndEvent(message))
+    assert state.pending_tool_calls == frozenset() and state.messages == [message]
+
+
+def test_busy_is_one_fact_a_compaction_is_busy_but_not_streaming():  # issue 11 §5
+    seen = []
+
+    def work(signal):
+        seen.append(agent.state.is_streaming)
+        with pytest.raises(RuntimeError, match="already processing"):
+            agent.prompt("hi")
+
+    agent = Agent(ScriptedModel([text("ok")]).model)
+    agent._while_busy(work)  # what compact() and navigate_tree() run in
+    assert seen == [False] and agent.state.is_streaming is False
+    assert agent.prompt("hi")[-1].text == "ok"  # idle again
