@@ -92,7 +92,8 @@ class AgentState:
     # -- the reducer and the run lifecycle (called by the owning Agent only)
 
     def reduce(self, event: Any) -> None:
-        """Apply one agent event (spec agent-loop §3.3). ``message_end`` appends the message."""
+        """Apply one agent event (spec agent-loop §3.3). ``message_end`` appends the message; a
+        ``compaction_end`` event with ``messages`` replaces the transcript with them."""
         kind = event.type
         if kind == "message_update" or kind == "message_start":  # one per streamed token first
             self._streaming_message = event.message
@@ -109,6 +110,10 @@ class AgentState:
                 self._error_message = message.error_message
         elif kind == "agent_end":
             self._streaming_message = None
+        elif kind == "compaction_end":
+            messages = getattr(event, "messages", None)
+            if messages is not None:  # compaction replaced the transcript
+                self._messages = list(messages)
 
     def _begin(self, run: Any) -> None:
         """Mark ``run`` active (the caller checked that none is); a streaming run also resets the

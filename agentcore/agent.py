@@ -18,6 +18,7 @@ in which case ``prompt()`` re-raises that exception.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import threading
 from dataclasses import dataclass, field
@@ -576,9 +577,7 @@ class Agent:
             raise
 
         def body() -> List[Any]:
-            emit = self._emitter(run)
-            signal = run.controller.signal
-            return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
+            return self._run_body(run, prompts, context, config, stream_fn)
 
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
@@ -599,6 +598,36 @@ class Agent:
             run.settled.wait()
             raise
         return self._outcome(run)
+
+    def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
+                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any]) -> List[Any]:
+        """The run (on the run thread): the loop, with compaction at its three documented steps.
+
+        1. before the first request, ``compactor.before_run`` may compact the transcript;
+        2. after every turn, the compactor's ``prepare_next_turn`` (chained after the agent's own)
+           may compact and swap the loop's context, and its ``transform_context`` shows summaries
+           to the model as user messages;
+        3. when the run ended with a context overflow, ``compactor.recover_overflow`` compacts
+           once and the run continues from the compacted context (one retry).
+
+        The transcript changes only through this agent's reducer (compaction included: its
+        ``compaction_end`` event carries the new transcript). ``prompts`` None: a continue run.
+        """
+        emit, signal = self._emitter(run), run.controller.signal
+        compactor = self.compactor
+        transform, prepare = compactor.turn_hooks(config, emit, signal)
+        config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
+        context = compactor.before_run(context, prompts or (), emit, signal)
+        if prompts is None:
+            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
+        else:
+            messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+        retry = compactor.recover_overflow(messages, context, config, emit, signal)
+        if retry is None:
+            return messages
+        more = _loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
+        compactor.retried(more, config, emit)
+        return list(messages) + list(more)
 
     @staticmethod
     def _outcome(run: _ActiveRun) -> List[Any]:
