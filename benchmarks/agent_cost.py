@@ -9,7 +9,8 @@ A scripted chat-completions server (its own process, 127.0.0.1, port 0) serves t
 * one two-turn run with a new Agent each time (target <= 1.25x the floor);
 * one two-turn run with a reused Agent (``reset()`` before each prompt; target <= 1.10x);
 * per streamed delta: the extra time of a 1000-delta turn over a 10-delta turn, divided by the
-  extra deltas, for the Agent and for the floor (target <= 1.10x).
+  extra deltas, for the Agent and for the floor (target <= 1.10x), and for
+  ``agentcore.providers.stream`` alone, so the Agent's own share per delta is visible.
 
 Asserts nothing. The machine's other load moves the ratios by a few hundredths; compare runs.
 
@@ -92,6 +93,15 @@ def agent_deltas(agent):
     assert agent.prompt("go")[-1].stop_reason == "stop"
 
 
+def provider_deltas(model):
+    from agentcore.providers import stream
+    from agentcore.signals import AbortController
+    from agentcore.types import AgentContext, UserMessage
+
+    message = stream(model, AgentContext(messages=[UserMessage("go")]), signal=AbortController().signal).result()
+    assert message.stop_reason == "stop"
+
+
 def _once(fn):
     start = time.perf_counter()
     fn()
@@ -121,19 +131,22 @@ def _measure(base, runs):
     def fresh():
         agent_run(Agent(model, tools=[multiply]))
 
-    few = Agent(Model(id=f"deltas-{FEW}", api="openai-completions", provider="bench-local", base_url=base))
-    many = Agent(Model(id=f"deltas-{MANY}", api="openai-completions", provider="bench-local", base_url=base))
+    few_model = Model(id=f"deltas-{FEW}", api="openai-completions", provider="bench-local", base_url=base)
+    many_model = Model(id=f"deltas-{MANY}", api="openai-completions", provider="bench-local", base_url=base)
+    few, many = Agent(few_model), Agent(many_model)
     for _ in range(10):  # warm every path up (imports, pools, caches)
         floor_run(session, url), agent_run(reused), fresh()
         floor_deltas(session, url, FEW), floor_deltas(session, url, MANY), agent_deltas(few), agent_deltas(many)
 
     floor_s, reused_s, fresh_s = _interleaved(
         [lambda: floor_run(session, url), lambda: agent_run(reused), fresh], runs)
-    f_few, f_many, a_few, a_many = _interleaved(
+    f_few, f_many, a_few, a_many, p_few, p_many = _interleaved(
         [lambda: floor_deltas(session, url, FEW), lambda: floor_deltas(session, url, MANY),
-         lambda: agent_deltas(few), lambda: agent_deltas(many)], max(10, runs // 5))
+         lambda: agent_deltas(few), lambda: agent_deltas(many),
+         lambda: provider_deltas(few_model), lambda: provider_deltas(many_model)], max(10, runs // 5))
     floor_delta = (f_many - f_few) / (MANY - FEW)
     agent_delta = (a_many - a_few) / (MANY - FEW)
+    provider_delta = (p_many - p_few) / (MANY - FEW)
     created = creation_us(model)
 
     print(f"floor: plain requests + line split + json.loads, {runs} runs, median")
@@ -146,6 +159,9 @@ def _measure(base, runs):
     print(f"  per streamed delta, floor             {floor_delta * 1e6:8.2f} us")
     print(f"  per streamed delta, Agent             {agent_delta * 1e6:8.2f} us   "
           f"ratio {agent_delta / floor_delta:.2f}   (target <= 1.10)")
+    print(f"  per streamed delta, provider alone    {provider_delta * 1e6:8.2f} us   "
+          f"ratio {provider_delta / floor_delta:.2f}   (the Agent's own share: "
+          f"{(agent_delta - provider_delta) * 1e6:.2f} us)")
 
 
 def serve():
