@@ -17,16 +17,20 @@ in which case ``prompt()`` re-raises that exception.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import inspect
+import sys
 import threading
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import loop as _loop
 from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
+from ._safe import exception_message
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
@@ -35,12 +39,13 @@ from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
-    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
+    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, message_from_dict,
+    role_of,
 )
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
-ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
                    "messages, or wait for completion.")
 ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
@@ -53,6 +58,15 @@ ERR_WAIT_FROM_RUN_THREAD = (
 )
 
 _INTERRUPTED = "Interrupted (KeyboardInterrupt)"
+
+WARN_BLOCKS_EVENT_LOOP = (
+    "Agent.{method}() was called on a thread whose asyncio event loop is running: the loop is "
+    "blocked until the run ends. From async code use `await asyncio.to_thread(agent.{method}, ...)`."
+)
+
+#: roles a dict message may have (the reference JSON shape, read by message_from_dict)
+_MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
+                  "branchSummary", "custom")
 
 Listener = Callable[..., Any]
 
@@ -76,6 +90,14 @@ class _ActiveRun:
 def _level(value: Any) -> str:
     """A thinking level as a string; None means "off" (not the level "None")."""
     return "off" if value is None else str(value)
+
+
+def _field_text(obj: Any, name: str) -> str:
+    """``str(obj.name)``, or "unknown" when reading or formatting it raises (a broken model)."""
+    try:
+        return str(getattr(obj, name, "unknown"))
+    except Exception:  # noqa: BLE001 - the failure message must still be built
+        return "unknown"
 
 
 def _listener_key(listener: Any) -> Any:
@@ -182,7 +204,8 @@ class Agent:
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
-                                 _level(thinking_level), tools or (), messages or ())
+                                 _level(thinking_level), self._checked_tools(tools or ()), messages or ())
+        self._warned_event_loop = False
         self.api_key = api_key
         self.get_api_key = get_api_key
         self.stream_fn = stream_fn
@@ -294,8 +317,30 @@ class Agent:
                               lambda self, value: setattr(self._state, "thinking_level", _level(value)),
                               doc="Shortcut for ``state.thinking_level``.")
     tools = property(lambda self: self._state.tools,
-                     lambda self, value: setattr(self._state, "tools", value),
-                     doc="Shortcut for ``state.tools`` (assigning copies the list).")
+                     lambda self, value: setattr(self._state, "tools", self._checked_tools(value)),
+                     doc="Shortcut for ``state.tools`` (assigning copies the list, checks every item "
+                         "and wraps plain functions as ``@tool`` does).")
+
+    def _checked_tools(self, items: Iterable[Any]) -> List[Any]:
+        """``items`` as the tools list: tool objects as they are, names checked against the tool
+        registry (kept as names, resolved at run start), plain functions wrapped as ``@tool``
+        would. Raises ``UnknownToolError`` (with its close matches) for an unknown name and
+        TypeError for anything else, so a mistake fails here and not at the next ``prompt()``."""
+        if isinstance(items, (str, Mapping)) or not isinstance(items, Iterable):
+            raise TypeError(f"tools must be a list of tools, not {type(items).__name__}")
+        checked: List[Any] = []
+        for index, item in enumerate(items):
+            if isinstance(item, str):
+                self._plugins.manager().get_tool(item)  # UnknownToolError listing close matches
+            elif not (hasattr(item, "name") and callable(getattr(item, "execute", None))):
+                if not (inspect.isfunction(item) or inspect.ismethod(item)):
+                    raise TypeError(f"tools item {index} is a {type(item).__name__}: pass AgentTool "
+                                    f"objects, @tool or plain functions, or registered tool names")
+                from .tools import tool
+
+                item = tool(item)  # TypeError naming the parameter when a hint has no JSON schema
+            checked.append(item)
+        return checked
     messages = property(lambda self: self._state.messages,
                         lambda self, value: setattr(self._state, "messages", value),
                         doc="Shortcut for ``state.messages`` (assigning copies the list).")
@@ -337,7 +382,7 @@ class Agent:
     def _queueable(self, message: Any, method: str) -> Any:
         """``message`` as a message; a non-message would reach the transcript later, far from
         the mistake, and be left out of what the model sees."""
-        item = self._as_message(message)
+        item = self._as_message(message, method)
         if role_of(item) is None:
             raise TypeError(f"{method}() takes a message or a str, not {type(message).__name__} "
                             f"(queue a list one message at a time)")
@@ -359,9 +404,23 @@ class Agent:
         return bool(self._steering) or bool(self._follow_ups)
 
     @staticmethod
-    def _as_message(message: Any) -> Any:
+    def _as_message(message: Any, method: str = "prompt") -> Any:
+        """A str as a user message, a dict in the reference JSON shape (``{"role": "user", ...}``)
+        read with ``message_from_dict``, anything else as it is. TypeError for a dict without a
+        known role or one that is malformed (it would be stored raw, or silently dropped)."""
         if isinstance(message, str):
             return UserMessage(content=[TextContent(message)])
+        if isinstance(message, Mapping):
+            role = message.get("role")
+            if role not in _MESSAGE_ROLES:
+                problem = "has no 'role'" if role is None else f"has the unknown role {role!r}"
+                raise TypeError(f"{method}() got a dict message that {problem}; a message dict needs "
+                                f"one of the roles {', '.join(_MESSAGE_ROLES)}")
+            try:
+                return message_from_dict(message)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise TypeError(f"{method}() got a malformed {role!r} message dict: "
+                                f"{exception_message(exc)}") from None
         return message
 
     # ------------------------------------------------------------------ runs
@@ -370,9 +429,13 @@ class Agent:
                images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Any:
         """Run the loop with new input; return the run's new messages (None with ``wait=False``).
 
-        Raises RuntimeError at once when a run is active.
+        Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
+        a message (a dict in the reference JSON shape is read with ``message_from_dict``) or a list
+        of them. Warns once (RuntimeWarning) when waiting would block a running asyncio loop.
         """
         messages = self._normalize_input(text_or_messages, images)
+        if wait:
+            self._warn_if_blocking_event_loop("prompt")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_PROMPT_BUSY)
@@ -385,6 +448,8 @@ class Agent:
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
         queues empty it raises ValueError. Raises RuntimeError when a run is active.
         """
+        if wait:
+            self._warn_if_blocking_event_loop("continue_")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_CONTINUE_BUSY)
@@ -402,6 +467,24 @@ class Agent:
                     raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
             run = self._begin_run()
         return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait)
+
+    def _warn_if_blocking_event_loop(self, method: str) -> None:
+        """Warn (once per agent) when this thread runs an asyncio loop that waiting would stall.
+
+        Jupyter cells are left alone: their kernel loop is meant to wait while a cell runs."""
+        if self._warned_event_loop or "asyncio" not in sys.modules:
+            return  # no loop can be running when asyncio was never imported
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        ipython = sys.modules.get("IPython")
+        if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
+            return
+        self._warned_event_loop = True
+        warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
 
     def stream(self, text_or_messages: Union[str, Any, Sequence[Any]],
                images: Optional[Sequence[ImageContent]] = None) -> Iterator[Any]:
@@ -466,7 +549,8 @@ class Agent:
     def display(self, prompt: Any, **options: Any) -> Any:
         """Run ``prompt`` in a Jupyter notebook, showing streamed text and tool progress in one
         updating output area (see :func:`agentcore.jupyter.display_run`). Interrupting the kernel
-        aborts the run cleanly. Returns the run's new messages."""
+        aborts the run cleanly. Returns the run's new messages (a list that IPython does not echo
+        as the cell's last expression; ``agent.messages`` holds the whole transcript)."""
         from .jupyter import display_run
 
         return display_run(self, prompt, **options)
@@ -551,6 +635,7 @@ class Agent:
                     raise TypeError(f"prompt() got a list whose item {index} is a "
                                     f"{type(item).__name__}, not a message or str")
             return items
+        value = self._as_message(value)
         if role_of(value) is None:
             raise TypeError(f"prompt() takes a str, a message or a list of messages, "
                             f"not {type(value).__name__}")
@@ -579,10 +664,12 @@ class Agent:
         def body() -> List[Any]:
             return self._run_body(run, prompts, context, config, stream_fn)
 
+        # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
+        caller_context = contextvars.copy_context()
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
             try:
-                start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
+                start_daemon(caller_context.run, "agentcore-run", self._run_with_lifecycle, run, body)
             except Exception:  # no thread could be started: the agent must not stay busy
                 self._finish_run(run)
                 raise
@@ -649,10 +736,10 @@ class Agent:
         """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
         message = AssistantMessage(
-            content=[TextContent("")], api=str(getattr(model, "api", "unknown")),
-            provider=str(getattr(model, "provider", "unknown")), model=str(getattr(model, "id", model)),
+            content=[TextContent("")], api=_field_text(model, "api"),
+            provider=_field_text(model, "provider"), model=_field_text(model, "id"),
             usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
-            error_message=str(exc) or type(exc).__name__,
+            error_message=exception_message(exc),
         )
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
@@ -665,13 +752,17 @@ class Agent:
             run.error = again
 
     def _finish_run(self, run: _ActiveRun) -> None:
-        self._steering.restore()
-        self._follow_ups.restore()
-        with self._run_lock:
-            self._state._end(run)
-        for callback in run.on_settled:
-            callback()
-        run.settled.set()
+        try:
+            self._steering.restore()
+            self._follow_ups.restore()
+        finally:  # whatever failed above, the agent is idle again and its waiters wake up
+            with self._run_lock:
+                self._state._end(run)
+            try:
+                for callback in run.on_settled:
+                    callback()
+            finally:
+                run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
         """:meth:`_process_event` for the events of ``run``; a stale run's events are dropped."""

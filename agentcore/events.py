@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Dict, List, Optional
 
+from ._safe import json_safe
 from .types import AssistantMessage, ToolCall, _plain
 
 __all__ = [
@@ -30,13 +31,17 @@ def _camel(name: str) -> str:
 
 
 def event_to_dict(event: Any) -> Dict[str, Any]:
-    """A JSON-ready dict of any event: ``type`` plus camelCase payload keys."""
+    """A JSON-ready dict of any event: ``type`` plus camelCase payload keys.
+
+    Values JSON cannot hold (NaN, bytes, sets, arbitrary objects in a tool result) are given in
+    their JSON-safe form (:func:`agentcore._safe.json_safe`), so ``json.dumps(..., allow_nan=False)``
+    of the result never fails."""
     out: Dict[str, Any] = {"type": event.type}
     for f in fields(event):
         if f.name == "type":
             continue
         out[_camel(f.name)] = _event_value(getattr(event, f.name))
-    return out
+    return json_safe(out)
 
 
 def _event_value(value: Any) -> Any:

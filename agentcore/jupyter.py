@@ -24,6 +24,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ._safe import describe_exception, json_safe
 from .tools import AgentToolResult
 from .types import message_from_dict, text_of
 
@@ -93,10 +94,8 @@ def _fence(body: str, lang: str = "") -> str:
 
 
 def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    """Indented JSON of ``value`` in its JSON-safe form (never raises, whatever it holds)."""
+    return json.dumps(json_safe(value), indent=2, ensure_ascii=False)
 
 
 def _img_html(block: Any) -> str:
@@ -424,13 +423,23 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
     return display(obj, display_id=display_id)
 
 
+class _RunMessages(list):  # type: ignore[type-arg]
+    """The run's new messages: a plain list, except that as the last expression of a cell it shows
+    nothing (the live display above already shows them; echoing the list repeats every message)."""
+
+    def _ipython_display_(self) -> None:
+        return None
+
+
 def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = None,
                 display: Optional[Callable[..., Any]] = None, throttle: float = 0.1) -> List[Any]:
     """Run ``prompt`` on ``agent`` and show it live in one updating output area.
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
     ``IPython.display.display``. Renders at most once per ``throttle`` seconds while events
-    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``).
+    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``) as a
+    list that IPython does not echo as a cell's last expression (``list(...)`` of it, or
+    ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
     shows "interrupted" and re-raises; any other failure is shown and re-raised.
     """
@@ -461,7 +470,7 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
         update(live.snapshot())
         raise
     except BaseException as exc:
-        live.status = f"failed: {exc}"
+        live.status = f"failed: {describe_exception(exc)}"
         update(live.snapshot())
         raise
     else:
@@ -472,4 +481,4 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
     finally:
         if isinstance(handle, _PrintAtEnd):
             handle.flush()
-    return list(live.messages)
+    return _RunMessages(live.messages)

@@ -29,6 +29,7 @@ the transcript ends the same way as when a model call was aborted.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import queue
@@ -37,6 +38,7 @@ import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import tools as _tools
+from ._safe import exception_message
 from ._util import awaited, field_of
 from ._loop_types import (
     STREAM_OPTIONS, AfterToolCallContext, AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate,
@@ -143,7 +145,8 @@ def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
         else:
             stream.end(result)  # no-op after agent_end; a safety net otherwise
 
-    start_daemon(main, "agentcore-loop")
+    # the caller's contextvars (a current tracing span, say) are visible inside the run
+    start_daemon(contextvars.copy_context().run, "agentcore-loop", main)
     return stream
 
 
@@ -574,8 +577,6 @@ def _error_result(text: str) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(text)], details={})
 
 
-def _exception_text(exc: BaseException) -> str:
-    return str(exc) if str(exc) else type(exc).__name__
 
 
 def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
@@ -602,7 +603,7 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
                     result.terminate = True
                 return _Outcome(call, result, True)
     except Exception as exc:  # noqa: BLE001 - becomes an error result, never a run failure
-        return _Outcome(call, _error_result(_exception_text(exc)), True)
+        return _Outcome(call, _error_result(exception_message(exc)), True)
     if signal.aborted:
         return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
     return _Prepared(call, tool, args)
@@ -623,7 +624,8 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     if len(prepared) == 1 and _runs_inline(prepared[0].tool) \
             and threading.current_thread() is not threading.main_thread():
         item = prepared[0]
-        result, is_error = _execute(item, signal, _drop_update)
+        # a copy, as a worker thread gets: a contextvar the tool sets stays inside the tool
+        result, is_error = contextvars.copy_context().run(_execute, item, signal, _drop_update)
         outcome = _finalize(item, result, is_error, ctx, message, cfg, signal)
         emit(ToolExecutionEndEvent(item.call.id, item.call.name, outcome.result, outcome.is_error))
         return [outcome]
@@ -658,11 +660,12 @@ def running_tool_signal() -> Optional[AbortSignal]:
 
 def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]
              ) -> Tuple[AgentToolResult, bool]:
-    """Call ``execute``; a raised exception (any kind) becomes an error result."""
+    """Call ``execute``; a raised exception (any kind) becomes an error result whose text is the
+    exception message (its type name when the message is empty or cannot be read)."""
     try:
         return _as_tool_result(item.tool.execute(item.call.id, item.args, signal, on_update)), False
     except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
-        return _error_result(_exception_text(exc)), True
+        return _error_result(exception_message(exc)), True
 
 
 def _drop_update(partial: Any) -> None:
@@ -695,7 +698,10 @@ def _runs_inline(tool: AgentTool) -> bool:
 
 def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
                   mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]") -> None:
-    """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit)."""
+    """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit).
+
+    The worker runs in a copy of the run thread's contextvars context and always posts its
+    ``done`` (the run thread waits for it): whatever is raised, an error result at worst."""
     lock = threading.Lock()
     settled = [False]
 
@@ -706,15 +712,18 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
 
     def work() -> None:
         _tool_thread.signal = signal  # lets Agent.wait_for_idle refuse to wait for its own run
+        payload: Any = None
         try:
             payload = _execute(item, signal, on_update)
         finally:
             _tool_thread.signal = None
-        with lock:
-            settled[0] = True
-            mailbox.put(("done", index, payload))
+            if payload is None:  # _execute itself failed (MemoryError, say): still report
+                payload = (_error_result(f"Tool {item.call.name} failed unexpectedly"), True)
+            with lock:
+                settled[0] = True
+                mailbox.put(("done", index, payload))
 
-    start_daemon(work, "agentcore-tool-" + item.call.name)
+    start_daemon(contextvars.copy_context().run, "agentcore-tool-" + item.call.name, work)
 
 
 def _as_tool_result(value: Any) -> AgentToolResult:
@@ -734,7 +743,7 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
         override = awaited(cfg.after_tool_call(
             AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
-        return _Outcome(item.call, _error_result(_exception_text(exc)), True)
+        return _Outcome(item.call, _error_result(exception_message(exc)), True)
     override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     if override is None:
         return _Outcome(item.call, result, is_error)

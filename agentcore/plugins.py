@@ -44,6 +44,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import pluggy
 
 from . import hookspecs
+from ._safe import describe_exception
 from .hookspecs import PROJECT_NAME, hookimpl
 
 __all__ = [
@@ -190,7 +191,7 @@ def _warn_once(key: str, message: str) -> None:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return describe_exception(exc)  # never raises, even when str(exc) does
 
 
 def _missing_module(exc: ModuleNotFoundError, module: str) -> bool:

@@ -148,9 +148,10 @@ def start_daemon(target: Callable[..., Any], name: str, *args: Any) -> None:
     """Run ``target(*args)`` on a daemon thread named ``name`` and return at once.
 
     Behaves like ``threading.Thread(target=..., name=..., daemon=True).start()``: an exception
-    escaping ``target`` is reported by ``threading.excepthook`` and ends that thread (a target that
-    never returns keeps its thread). The thread may have run earlier tasks, so a target must not
-    rely on fresh ``threading.local`` values.
+    escaping ``target`` is reported by ``threading.excepthook`` (even one whose ``str()`` raises;
+    a failing hook is ignored) and the thread goes on serving (a target that never returns keeps
+    its thread). The thread may have run earlier tasks, so a target must not rely on fresh
+    ``threading.local`` values.
     """
     task = (target, args, name)
     with _idle_lock:
@@ -170,7 +171,11 @@ def _serve(worker: _Worker) -> None:
     while task is not None:
         target, args, thread.name = task
         task = None
-        target(*args)  # an exception ends this thread, reported like any thread's
+        try:
+            target(*args)
+        except Exception as exc:  # noqa: BLE001 - reported like any thread's; the worker lives on
+            _report(exc, thread)
+            del exc
         target = args = None  # type: ignore[assignment]  # drop references while idle
         thread.name = "agentcore-idle"
         with _idle_lock:
@@ -178,6 +183,15 @@ def _serve(worker: _Worker) -> None:
                 return
             _idle.append(worker)
         task = _next_task(worker)
+
+
+def _report(exc: BaseException, thread: threading.Thread) -> None:
+    """Hand ``exc`` to ``threading.excepthook``; a hook that fails (formatting an exception whose
+    ``str()`` raises, say) must not kill the worker, so its own failure is dropped."""
+    try:
+        threading.excepthook(threading.ExceptHookArgs((type(exc), exc, exc.__traceback__, thread)))
+    except Exception:  # noqa: BLE001 - nothing is left to report it to
+        pass
 
 
 def _next_task(worker: _Worker) -> Optional[_Task]:

@@ -167,9 +167,23 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, blocks) for v in value):
         return AgentToolResult(content=list(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
-    return AgentToolResult(content=[TextContent(text)], details=value)
+        try:
+            value = dataclasses.asdict(value)
+        except Exception:  # noqa: BLE001 - a field deepcopy cannot copy (a socket): keep the object
+            pass
+    return AgentToolResult(content=[TextContent(_result_text(value))], details=value)
+
+
+def _result_text(value: Any) -> str:
+    """Indented JSON of a returned value; a value ``json.dumps`` refuses even with the defaults
+    below (non-string keys, a cycle, a raising ``__str__``) is shown in its JSON-safe form instead
+    of turning a finished call into an error."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+    except Exception:  # noqa: BLE001 - TypeError, ValueError, RecursionError, a raising __str__
+        from ._safe import json_safe
+
+        return json.dumps(json_safe(value), indent=2, ensure_ascii=False)
 
 
 def _json_default(value: Any) -> Any:

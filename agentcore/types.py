@@ -492,6 +492,12 @@ class UserMessage(_WireMixin):
     _tag = ("role", "user")
     _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
 
+    @property
+    def text(self) -> str:
+        """The content's text: a ``str`` content as it is, else all text blocks joined (images left
+        out), as ``AssistantMessage.text``."""
+        return text_of(self.content)
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UserMessage":
         if cls is UserMessage and type(d) is dict and d.keys() == _USER_KEYS:

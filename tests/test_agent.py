@@ -331,7 +331,7 @@ def test_prompt_while_streaming_raises():  # agent-loop §5 scenario 39
     assert gate.started.wait(5)
     with pytest.raises(RuntimeError) as info:
         agent.prompt("again")
-    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
                                "messages, or wait for completion.")
     agent.abort()
     assert agent.wait_for_idle(5)
@@ -757,7 +757,8 @@ def test_run_from_a_thread_with_a_running_asyncio_loop():  # DESIGN §2: Jupyter
 
     async def cell():
         asyncio.get_running_loop()  # a loop is running, as in a notebook cell
-        return agent.prompt("hi")
+        with pytest.warns(RuntimeWarning, match="asyncio.to_thread"):  # it works, but blocks the loop
+            return agent.prompt("hi")
 
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("new", asyncio.run(cell())))
@@ -932,10 +933,85 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN �
     assert not result.is_error and "marker.txt" in result.text
     assert agent.state.tools == ["ls"]  # the state keeps what was given
 
-    unknown = Agent(scripted.model, tools=["no-such-tool"], stream_fn=scripted.stream_fn)
-    with pytest.raises(KeyError, match="no-such-tool"):
-        unknown.prompt("x")
-    assert unknown.state.is_streaming is False and unknown.state.messages == []
+
+
+def test_unknown_tool_names_fail_at_construction_and_assignment():  # issue 10 item 10
+    from agentcore.plugins import UnknownToolError
+
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(UnknownToolError, match="'reed'.*read"):  # the did-you-mean list
+        Agent(scripted.model, tools=["reed"], stream_fn=scripted.stream_fn)
+    agent = Agent(scripted.model, tools=["read"], stream_fn=scripted.stream_fn)
+    with pytest.raises(UnknownToolError, match="no-such-tool"):
+        agent.tools = ["ls", "no-such-tool"]
+    assert agent.tools == ["read"]  # a refused assignment changes nothing
+    with pytest.raises(TypeError, match="tools item 0 is a int"):
+        agent.tools = [42]
+    with pytest.raises(TypeError, match="list of tools, not str"):
+        agent.tools = "read"
+
+
+def test_plain_functions_are_wrapped_as_tool_would():  # issue 10 item 10
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    scripted = ScriptedModel([tool_call("add", {"a": 2, "b": 3}), text("5")])
+    agent = Agent(scripted.model, tools=[add], stream_fn=scripted.stream_fn)
+    assert agent.tools[0].name == "add" and agent.tools[0].description == "Add two numbers."
+    agent.prompt("2+3?")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert not result.is_error and result.text == "5"
+    agent.tools = [add]
+    assert isinstance(agent.tools[0], AgentTool)
+
+
+def test_prompt_reads_message_dicts_and_refuses_bad_ones():  # issue 10 item 10
+    scripted = ScriptedModel([text("one"), text("two"), text("three")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt({"role": "user", "content": "hi", "timestamp": 1})
+    first = agent.state.messages[0]
+    assert isinstance(first, UserMessage) and first.role == "user" and first.text == "hi"
+    agent.prompt([{"role": "user", "content": [{"type": "text", "text": "a"}], "timestamp": 2}, "b"])
+    assert [m.text for m in agent.state.messages if m.role == "user"] == ["hi", "a", "b"]
+    agent.follow_up({"role": "user", "content": "later", "timestamp": 3})
+    agent.steer({"role": "user", "content": "now", "timestamp": 4})
+    agent.prompt("go")
+    assert all(isinstance(m, UserMessage) for m in agent.state.messages if m.role == "user")
+
+    for bad, problem in (({"role": "usr", "content": "x"}, "unknown role 'usr'"),
+                         ({"content": "x"}, "has no 'role'")):
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.steer(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt([bad])
+    with pytest.raises(TypeError, match="malformed 'user' message"):
+        agent.follow_up({"role": "user"})
+    assert not agent.state.is_streaming
+
+
+def test_prompt_on_a_thread_running_an_event_loop_warns_once():  # issue 10 item 13
+    import asyncio
+    import warnings
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def main():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            agent.prompt("one")
+            agent.prompt("two")
+            return caught
+
+    caught = asyncio.run(main())
+    assert [w.category for w in caught] == [RuntimeWarning]
+    assert "await asyncio.to_thread(agent.prompt" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.prompt("no loop here, no warning")
 
 
 def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or listener(event, signal)
@@ -1061,3 +1137,149 @@ def test_busy_is_one_fact_a_compaction_is_busy_but_not_streaming():  # issue 11 
     agent._while_busy(work)  # what compact() and navigate_tree() run in
     assert seen == [False] and agent.state.is_streaming is False
     assert agent.prompt("hi")[-1].text == "ok"  # idle again
+
+
+# --------------------------------------------------------------------------- exceptions whose str() raises
+
+
+class Unprintable(Exception):
+    """An exception whose message cannot be read: formatting it raises ZeroDivisionError."""
+
+    def __str__(self) -> str:
+        return str(1 / 0)
+
+    __repr__ = __str__
+
+
+def _settles(agent: Agent, text: str = "go") -> List[Any]:
+    """Prompt without waiting, then wait (a hang guard, not a timing assertion)."""
+    agent.prompt(text, wait=False)
+    assert agent.wait_for_idle(timeout=60), "the run never settled"
+    assert agent.state.is_streaming is False
+    return agent.state.messages
+
+
+def _raising_tool(name: str, inline: bool) -> AgentTool:
+    from agentcore.tools import tool
+
+    if inline:  # a lone @tool without on_update executes on the run thread
+        def boom() -> str:
+            """Fail."""
+            raise Unprintable()
+        return tool(boom, name=name)
+
+    def execute(tool_call_id, args, signal, on_update):
+        raise Unprintable()
+    return AgentTool(name=name, label=name, description="fails", parameters={"type": "object"},
+                     execute=execute)
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["run-thread", "worker-thread"])
+def test_tool_exception_whose_str_raises_ends_the_run(inline):  # issue 10 item 1
+    scripted = ScriptedModel([tool_call("boom", {}), text("done")])
+    agent = Agent(scripted.model, tools=[_raising_tool("boom", inline)], stream_fn=scripted.stream_fn)
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].role == "assistant" and messages[-1].text == "done"
+
+
+def test_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "message_end" and event.message.role == "assistant":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    messages = _settles(agent)
+    assert messages[-1].stop_reason == "error" and "Unprintable" in messages[-1].error_message
+
+
+def test_update_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    released = threading.Event()
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("partial")]))
+        released.wait(30)  # the failure run aborts the signal ...
+        return AgentToolResult(content=[TextContent("late")])
+
+    tool_obj = AgentTool(name="slow", label="slow", description="", parameters={"type": "object"},
+                         execute=execute)
+    scripted = ScriptedModel([tool_call("slow", {}), text("done")])
+    agent = Agent(scripted.model, tools=[tool_obj], stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "tool_execution_update":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    try:
+        messages = _settles(agent)
+    finally:
+        released.set()
+    assert messages[-1].stop_reason in ("error", "aborted") and "Unprintable" in messages[-1].error_message
+
+
+@pytest.mark.parametrize("hook", ["before_tool_call", "after_tool_call"])
+def test_tool_hook_exception_whose_str_raises_is_an_error_result(hook):  # issue 10 item 1
+    from agentcore.tools import tool
+
+    @tool
+    def fine() -> str:
+        """Works."""
+        return "ok"
+
+    def raising(ctx, signal):
+        raise Unprintable()
+
+    scripted = ScriptedModel([tool_call("fine", {}), text("done")])
+    agent = Agent(scripted.model, tools=[fine], stream_fn=scripted.stream_fn, **{hook: raising})
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].text == "done"
+
+
+def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider():  # tracing needs it
+    import contextvars
+
+    from agentcore.tools import tool
+
+    span: "contextvars.ContextVar[str]" = contextvars.ContextVar("span", default="none")
+    seen: dict = {}
+
+    @tool
+    def probe() -> str:
+        """Reads the contextvar."""
+        seen["tool"] = span.get()
+        span.set("changed-by-tool")  # stays inside the tool's own copy
+        return "ok"
+
+    @tool
+    def probe2(on_update=None) -> str:  # on_update: a worker thread, not the run thread
+        """Reads the contextvar too."""
+        seen["worker"] = span.get()
+        return "ok"
+
+    scripted = ScriptedModel([response(call("probe", {}, "c1")), response(call("probe2", {}, "c2")),
+                              text("done")])
+
+    def stream_fn(model, context, **options):
+        seen.setdefault("provider", span.get())
+        return scripted.stream_fn(model, context, **options)
+
+    def before(ctx, signal):
+        seen.setdefault("hook", span.get())
+
+    agent = Agent(scripted.model, tools=[probe, probe2], stream_fn=stream_fn, before_tool_call=before)
+    agent.subscribe(lambda event: seen.setdefault("listener", span.get()))
+    token = span.set("caller-span")
+    try:
+        agent.prompt("go")
+    finally:
+        span.reset(token)
+    assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
+                    "hook": "caller-span", "listener": "caller-span"}
+    assert span.get() == "none"

@@ -165,9 +165,10 @@ def test_tools_and_providers_registered_on_an_agent_are_resolved_by_name():
             register(MyProvider())
 
     model = Model(id="m", api="my-wire-api", provider="mine")
-    agent = Agent(model, tools=["echo"])
-    agent.plugins.register(Toolbox())  # registered after construction: visible at the next run
+    agent = Agent(model)
+    agent.plugins.register(Toolbox())  # registered after construction: visible from now on
     agent.plugins.register(Providers())
+    agent.tools = ["echo"]  # names are checked when assigned (issue 10 item 10)
     agent.prompt("go")
     assert executed == ["hello"]
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult", "assistant"]

@@ -235,3 +235,27 @@ def test_importing_the_module_does_not_import_ipython():
     code = "import sys, agentcore.jupyter; print('IPython' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_display_as_a_cells_last_line_does_not_echo_the_messages():  # issue 10 item 13
+    model = ScriptedModel([say("hello")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    result = agent.display("hi", display=FakeDisplay(), throttle=0.0)
+    assert result == agent.state.messages and isinstance(result, list)
+    try:
+        from IPython.core.formatters import DisplayFormatter
+    except ImportError:
+        assert result._ipython_display_() is None  # what IPython calls instead of showing a repr
+        return
+    assert DisplayFormatter().format(result) == ({}, {})  # nothing is shown under the live display
+
+
+def test_json_blocks_survive_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
+    from agentcore.jupyter import _json
+
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    text = _json({"nan": float("nan"), "raw": b"x", "odd": Unprintable()})
+    assert '"nan": null' in text and '"base64": "eA=="' in text and "<Unprintable object>" in text

@@ -786,3 +786,17 @@ def test_loop_config_takes_every_stream_option_once_defined(mock_llm, mock_model
     assert config.stream_options == StreamOptions(timeout=5.0, max_retries=1, tool_choice="none")
     with pytest.raises(TypeError, match="did you mean 'max_tokens'"):
         AgentLoopConfig(mock_model, max_token=5)
+
+
+def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
+    import json
+
+    from agentcore.events import ToolExecutionEndEvent, event_to_dict
+
+    result = AgentToolResult(content=[TextContent("ok")],
+                             details={"nan": float("nan"), "raw": b"hi", "set": {1}, "obj": object()})
+    data = event_to_dict(ToolExecutionEndEvent("c1", "t", result, False))
+    text = json.dumps(data, allow_nan=False)  # raised ValueError / TypeError before
+    details = json.loads(text)["result"]["details"]
+    assert details["nan"] is None and details["raw"] == {"type": "bytes", "base64": "aGk="}
+    assert details["set"] == [1] and details["obj"].startswith("<object object")

@@ -140,3 +140,19 @@ def test_assistant_message_stream_completes_on_done_or_error():  # agent-loop §
     errored = AssistantMessageEventStream()
     errored.push(ErrorEvent("error", failed))
     assert errored.result() is failed
+
+
+def test_raise_if_aborted_raises_abort_error_for_an_unprintable_reason():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise ZeroDivisionError
+
+    class NoStr:
+        def __str__(self):
+            raise ValueError
+
+    for reason, text in ((Unprintable(), "Unprintable"), (NoStr(), "NoStr")):
+        controller = AbortController()
+        controller.abort(reason)
+        with pytest.raises(AbortError, match=text):
+            controller.signal.raise_if_aborted()

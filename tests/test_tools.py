@@ -350,3 +350,27 @@ def test_import_agentcore_tools_does_not_import_jsonschema() -> None:
     code = "import sys, agentcore.tools, agentcore.plugins; print('jsonschema' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_return_values_json_refuses_still_make_a_result() -> None:  # issue 10 item 2 (class)
+    import socket
+
+    from agentcore.tools import to_tool_result
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+        __repr__ = __str__
+
+    @dataclasses.dataclass
+    class Holder:
+        sock: Any
+
+    cyclic: List[Any] = [1]
+    cyclic.append(cyclic)
+    with socket.socket() as sock:
+        for value, shown in (({(1, 2): "tuple key"}, "tuple key"), (cyclic, "<cycle>"),
+                             ({"x": Unprintable()}, "<Unprintable object>"), (Holder(sock), "socket")):
+            result = to_tool_result(value)
+            assert shown in result.content[0].text

@@ -205,3 +205,11 @@ def test_model_repr_never_shows_header_values():  # secrets stay out of reprs
     model = Model(id="m", api="openai-completions", provider="p", headers={"Authorization": "Bearer sk-secret-123"})
     assert "sk-secret-123" not in repr(model)
     assert model.to_dict()["headers"] == {"Authorization": "Bearer sk-secret-123"}  # still serialisable
+
+
+def test_user_message_text_like_assistant_text():  # issue 10 item 13
+    assert UserMessage("plain string").text == "plain string"
+    blocks = UserMessage([TextContent("a"), ImageContent("AAAA", "image/png"), TextContent("b")])
+    assert blocks.text == "ab"
+    assert UserMessage.from_dict({"role": "user", "content": [{"type": "text", "text": "x"}],
+                                  "timestamp": 1}).text == "x"

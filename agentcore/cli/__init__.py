@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import Any, Callable, Optional, Sequence, TextIO
 
+from .._safe import describe_exception
 from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
@@ -221,7 +222,7 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None
         _silence_stdout()
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
-        err.write(f"agentcore: {type(exc).__name__}: {exc}\n")
+        err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
 
 

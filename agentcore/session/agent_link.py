@@ -13,8 +13,12 @@ ended, which is always a loadable session.
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, Callable, List, Optional, Tuple
 
+from .._safe import exception_message, json_safe
+from ..types import message_from_dict, message_to_dict, role_of
+from .errors import SessionError
 from .session import Session
 
 __all__ = ["attach_session", "restore_agent"]
@@ -44,11 +48,34 @@ def _model_of(agent: Any) -> Optional[Tuple[str, str]]:
     return (str(model.provider), str(model.id))
 
 
+WARN_NOT_JSON = (
+    "agentcore: a {role} message holds values JSON cannot carry ({problem}); the session records "
+    "its JSON-safe form (NaN/Infinity -> null, bytes -> base64, sets/tuples -> lists, other objects "
+    "-> their repr). Later such messages of this session are converted without a warning."
+)
+
+
+def _json_safe_message(message: Any) -> Any:
+    """``message`` rebuilt from the JSON-safe form of its reference dict (see ``json_safe``)."""
+    try:
+        data = message_to_dict(message)
+    except Exception:  # noqa: BLE001 - a to_dict that cannot copy a value (deepcopy of a socket)
+        data = {"role": role_of(message)}
+        for attr, key, kind in getattr(message, "_wire", ()):
+            value = getattr(message, attr, None)
+            if value is not None or kind != "opt":
+                data[key] = value
+    return message_from_dict(json_safe(data))
+
+
 def attach_session(agent: Any, session: Session) -> Callable[[], None]:
     """Record ``agent``'s messages into ``session`` as they finish. Returns the unsubscribe function.
 
     Session write errors propagate from the listener (the agent reports them as listener failures);
-    nothing is recorded twice.
+    nothing is recorded twice. A message holding values JSON cannot carry (NaN, bytes, sets, an
+    arbitrary object in a tool result's ``details``) is recorded in its JSON-safe form
+    (:func:`agentcore._safe.json_safe`) instead of failing the run, with one ``RuntimeWarning`` per
+    attached session; the agent's own transcript keeps the original objects.
     """
     context = session.build_context()
     recorded: List[Any] = [context.thinking_level,
@@ -64,12 +91,27 @@ def attach_session(agent: Any, session: Session) -> Callable[[], None]:
             session.append_model_change(*model)
             recorded[1] = model
 
+    warned = [False]
+
+    def append(message: Any) -> None:
+        try:
+            session.append_message(message)
+        except SessionError as exc:
+            if exc.code != "invalid_payload":
+                raise
+            safe = _json_safe_message(message)  # nothing was written: record the safe form
+            session.append_message(safe)
+            if not warned[0]:
+                warned[0] = True
+                warnings.warn(WARN_NOT_JSON.format(role=role_of(message), problem=exception_message(exc)),
+                              RuntimeWarning, stacklevel=2)
+
     def listener(event: Any) -> None:
         if getattr(event, "type", None) != "message_end":
             return
         message = event.message
         record_settings()
-        session.append_message(message)
+        append(message)
         if getattr(message, "role", None) == "assistant":
             recorded[1] = (str(message.provider), str(message.model))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Optional, Sequence
 
+from .._safe import describe_exception
 from ..types import CompactionSummaryMessage, role_of, text_of
 from .compaction import CompactionError, hook_summary, summarize_with_model
 from .compaction_prompts import (BRANCH_SUMMARY_INSTRUCTIONS, BRANCH_SUMMARY_PREAMBLE, FileOps,
@@ -271,7 +272,7 @@ def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal
         result = hook(preparation=preparation, signal=signal)
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this navigation, nothing else
         raise CompactionError("summarization_failed", f"Branch summary failed: the before_branch_summary "
-                                                      f"hook raised {type(exc).__name__}: {exc}") from exc
+                                                      f"hook raised {describe_exception(exc)}") from exc
     if isinstance(result, list):  # a caller without the firstresult spec
         result = next((item for item in result if item is not None), None)
     if result is None:
