@@ -84,10 +84,9 @@ class AgentLoopConfig(StreamOptions):
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.api_key = api_key
-        base = options.__dict__ if options is not None else {}
-        for name in OPTION_NAMES:
-            value = stream_options.get(name)
-            setattr(self, name, value if value is not None else base.get(name))
+        values = dict.fromkeys(OPTION_NAMES) if options is None else dict(options.__dict__)
+        values.update((k, v) for k, v in stream_options.items() if v is not None)
+        self.__dict__.update(values)
 
     @property
     def stream_options(self) -> StreamOptions:

@@ -19,14 +19,9 @@ Asserts nothing. The machine's other load moves the ratios by a few hundredths; 
 
 from __future__ import annotations
 
-import json
-import socket
 import statistics
-import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import requests  # noqa: E402
 
 from agentcore import Agent, Model  # noqa: E402
-from end_to_end import TURN1, TURN2, USAGE, _chunk, _events, agent_run, floor_run, multiply  # noqa: E402
+import end_to_end  # noqa: E402
+from end_to_end import USAGE, _chunk, _events, agent_run, floor_run, floor_turn, multiply  # noqa: E402
 
 FEW, MANY = 10, 1000
 
@@ -44,47 +40,16 @@ def _deltas(n):
     return _events(*[_chunk({"content": f"w{i} "}) for i in range(n)], _chunk({}, "stop"), USAGE)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(end_to_end._Handler):
     turns = {f"deltas-{n}": _deltas(n) for n in (FEW, MANY)}
 
-    def log_message(self, *args):
-        pass
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        events = self.turns.get(body["model"])
-        if events is None:
-            events = TURN2 if body["messages"][-1]["role"] == "tool" else TURN1
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for event in events:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+    def events_for(self, body):
+        return self.turns.get(body["model"]) or super().events_for(body)
 
 
 def floor_deltas(session, url, n):
-    body = json.dumps({"model": f"deltas-{n}", "messages": [{"role": "user", "content": "go"}],
-                       "stream": True}).encode()
-    response = session.post(url, data=body, headers={"Content-Type": "application/json"}, stream=True)
-    text, buffer = [], b""
-    for data in response.raw.stream(None):
-        buffer += data
-        lines = buffer.split(b"\n")
-        buffer = lines.pop()
-        for line in lines:
-            if line.startswith(b"data: ") and line != b"data: [DONE]":
-                for choice in json.loads(line[6:])["choices"]:
-                    if choice["delta"].get("content"):
-                        text.append(choice["delta"]["content"])
-    response.close()
+    text, _ = floor_turn(session, url, {"model": f"deltas-{n}", "stream": True,
+                                        "messages": [{"role": "user", "content": "go"}]})
     assert len(text) == n
 
 
@@ -164,27 +129,8 @@ def _measure(base, runs):
           f"{(agent_delta - provider_delta) * 1e6:.2f} us)")
 
 
-def serve():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    print(server.server_address[1], flush=True)
-    sys.stdin.read()
-
-
-def main(runs):
-    child = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(child.stdout.readline())
-        _measure(f"http://127.0.0.1:{port}/v1", runs)
-    finally:
-        child.stdin.close()
-        child.wait(10)
-
-
 if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
-        serve()
+        end_to_end.serve(_Handler)
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+        end_to_end.with_server(__file__, _measure, int(sys.argv[1]) if len(sys.argv) > 1 else 100)
