@@ -484,9 +484,13 @@ class AgentPluginManager(pluggy.PluginManager):
         return entry.value
 
     def get_tool(self, name: str) -> Any:
-        """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError)."""
-        return self._lookup("tool", name, UnknownToolError, "tool", "Pass an AgentTool object, or "
-                            "install the plugin that provides it (see `agentcore plugins`).")
+        """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError).
+
+        When plugins failed to load, the message names them and their errors first: the tool may
+        be one of theirs, and "install the plugin" would be the wrong advice.
+        """
+        return self._lookup("tool", name, UnknownToolError, "tool", _failed_plugins_hint() + (
+            "Pass an AgentTool object, or install the plugin that provides it (see `agentcore plugins`)."))
 
     def tools(self) -> List[Any]:
         """Every registered tool in effect, sorted by name."""
@@ -555,6 +559,16 @@ class AgentPluginManager(pluggy.PluginManager):
             infos.append(PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error,
                                     rec.builtin, rec.entry_point))
         return infos
+
+
+def _failed_plugins_hint() -> str:
+    """``"2 plugins failed to load, ...: 'broken' (RuntimeError: ...). "`` or ``""``."""
+    failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
+    if not failed:
+        return ""
+    shown = "; ".join(f"{r.name!r} ({r.error})" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+    return (f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
+            f"(`agentcore plugins` lists the errors). Otherwise: ")
 
 
 def _registry_key(kind: str, obj: Any) -> str:

@@ -699,3 +699,11 @@ def test_process_state_leak_part_2_the_autouse_fixture_undid_it() -> None:  # ru
     assert loop._default_stream_fn is None
     with pytest.raises(UnknownToolError):
         plugins.get_tool("leaked_tool")
+
+
+def test_an_unknown_tool_points_at_plugins_that_failed_to_load(with_fixture_dists: Any) -> None:  # issue 10 item 13
+    with pytest.warns(PluginLoadWarning):
+        with pytest.raises(UnknownToolError) as caught:
+            plugins.get_tool("broken_fixture_tool")
+    text = str(caught.value)
+    assert "failed to load" in text and "'broken'" in text and "broken on purpose" in text
