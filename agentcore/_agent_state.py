@@ -76,8 +76,10 @@ class AgentState:
 
     @property
     def streaming_message(self) -> Any:
-        """The message being streamed (a copy of the partial response), else None."""
-        return self._streaming_message
+        """The message being streamed (a new copy of the partial response per read), else None."""
+        message = self._streaming_message
+        copy = getattr(message, "copy", None)
+        return copy() if copy is not None else message
 
     @property
     def pending_tool_calls(self) -> frozenset:

@@ -772,6 +772,8 @@ class Agent:
             if state._run is run:
                 process(event, run)
 
+        # message_update events need their own copy of the partial only when someone sees them
+        emit.observed = lambda: bool(self._listeners) or self._observe is not None  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points

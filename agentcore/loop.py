@@ -351,8 +351,9 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     """Transform, convert, call the model and relay its stream as message events (spec §2.4).
 
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
-    the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
-    final object, which is returned.
+    the final message. ``message_start``/``message_update`` carry copies (unless ``emit.observed``
+    exists and returns False: nobody but the sink's owner sees the update, so the live partial is
+    passed); ``message_end`` the final object, which is returned.
     """
     messages = list(ctx.messages)
     if cfg.transform_context is not None:
@@ -366,6 +367,9 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     partial: Optional[AssistantMessage] = None
     final: Optional[AssistantMessage] = None
     working = ctx.messages
+    # An Agent's emitter says whether anyone but its reducer sees message_update events; if not,
+    # the per-token copy of the partial is skipped (its state copies on read instead).
+    observed = getattr(emit, "observed", None)
     for event in stream:
         kind = event.type
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
@@ -374,7 +378,7 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
             if new_partial is not partial and new_partial is not None:
                 partial = new_partial
                 working[-1] = partial
-            emit(MessageUpdateEvent(partial.copy(), event))
+            emit(MessageUpdateEvent(partial.copy() if observed is None or observed() else partial, event))
         elif kind == "start":
             partial = event.partial
             working.append(partial)

@@ -1283,3 +1283,27 @@ def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider(
     assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
                     "hook": "caller-span", "listener": "caller-span"}
     assert span.get() == "none"
+
+
+def test_streaming_message_is_a_copy_even_when_no_listener_takes_update_copies():  # issue 11 §7
+    from agentcore.events import DoneEvent, TextDeltaEvent, TextStartEvent
+
+    seen = []
+
+    def stream_fn(model, context, **options):
+        partial = AssistantMessage([], api="x", provider="x", model="x")
+        yield StartEvent(partial)
+        partial.content.append(TextContent(""))
+        yield TextStartEvent(0, partial)
+        for word in ("a", "b"):
+            partial.content[0].text += word
+            yield TextDeltaEvent(0, word, partial)
+            current = agent.state.streaming_message
+            seen.append((current is partial, current.content[0].text))
+        final = partial.copy()
+        final.stop_reason = "stop"
+        yield DoneEvent("stop", final)
+
+    agent = Agent(Model.placeholder(), stream_fn=stream_fn)
+    assert agent.prompt("go")[-1].text == "ab"
+    assert seen == [(False, "a"), (False, "ab")] and agent.state.streaming_message is None
