@@ -177,12 +177,16 @@ def test_display_run_throttles_updates():
 
 def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
     release = threading.Event()
+    started = threading.Event()
     saw_abort: List[bool] = []
     interrupted = []
 
     def on_html(html: str) -> None:
         if "work (running)" in html and not interrupted:
             interrupted.append(True)
+            # "running" is drawn at tool_execution_start, just before execute() is called: wait
+            # until the tool really runs, or the abort can land first and the tool never starts
+            assert started.wait(10), "the tool never started"
             raise KeyboardInterrupt  # as if the kernel were interrupted while rendering
 
     fake = FakeDisplay(on_html)
@@ -192,6 +196,7 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
 
     def execute(*args: Any) -> Any:
         args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
+        started.set()
         return original(*args)
 
     tool.execute = execute

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentcore.providers import anthropic as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -28,7 +28,7 @@ TOOL = {"name": "fixed_version", "description": "Return a fixed test version str
 def _replay(name: str, turn: int = 0, model: Model = HAIKU):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.AnthropicStreamState(model, out, push), body, model)
+    return replay_pure(lambda out, push: wire.AnthropicStreamState(model, StreamWriter(model, out, push)), body, model)
 
 
 def _assistant(content, stop="toolUse", model=HAIKU):
@@ -216,7 +216,7 @@ def test_unpaired_surrogates_are_removed():  # spec §5 unicode hygiene
 def _feed(events, model=HAIKU):
     out = AssistantMessage(api=API, provider="anthropic", model=model.id)
     pushed = []
-    state = wire.AnthropicStreamState(model, out, pushed.append)
+    state = wire.AnthropicStreamState(model, StreamWriter(model, out, pushed.append))
     for name, data in events:
         state.handle(name, data)
     return state, out, pushed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentcore.providers import google as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -34,13 +34,13 @@ SIG = "CiQBcsjafQ=="
 def _replay(name: str, turn: int = 0, model: Model = FLASH2):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.GoogleStreamState(model, out, push), body, model)
+    return replay_pure(lambda out, push: wire.GoogleStreamState(model, StreamWriter(model, out, push)), body, model)
 
 
 def _feed(chunks, model=PRO25):
     out = AssistantMessage(api=API, provider="google", model=model.id)
     pushed = []
-    state = wire.GoogleStreamState(model, out, pushed.append)
+    state = wire.GoogleStreamState(model, StreamWriter(model, out, pushed.append))
     for chunk in chunks:
         state.handle("message", chunk)
     return state, out, pushed

@@ -372,3 +372,127 @@ def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+# --------------------------------------------------------------------------- connection pool (issue 11 §7)
+
+
+def _concurrent_round(server, model, count):
+    """``count`` streams held open at once (the server stalls each body until all arrived)."""
+    server.release.clear()
+    for _ in range(count):
+        server.enqueue(Reply(body=_text_body("ok"), stall_after=0))
+    before = len(server.requests)
+    results = [None] * count
+
+    def consume(i):
+        results[i] = stream(model, _ctx(), api_key=KEY, max_retries=0).result()
+
+    threads = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    while True:  # clear, check, wait: a request arriving after the check sets the event again
+        server.request_received.clear()
+        if len(server.requests) - before >= count:
+            break
+        assert server.request_received.wait(10), "not every stream reached the server"
+    server.release.set()
+    for thread in threads:
+        thread.join(10)
+    assert all(r is not None and r.stop_reason == "stop" for r in results), results
+    return {r.client_port for r in server.requests[before:]}
+
+
+def test_more_concurrent_streams_than_the_old_pool_size_discard_no_connection(server, caplog):
+    # 40 concurrent streams against one host: the pool used to keep 32 and close the other 8
+    # ("Connection pool is full, discarding connection"), so the next round reconnected
+    model = _model(server, provider="pool-test-40")
+    with caplog.at_level("WARNING", logger="urllib3.connectionpool"):
+        first = _concurrent_round(server, model, 40)
+        second = _concurrent_round(server, model, 40)
+    assert len(first) == 40
+    assert not [r for r in caplog.records if "discarding connection" in r.getMessage()]
+    assert second <= first, "the second round opened new connections"
+
+
+def test_pool_maxsize_is_configurable(monkeypatch, server, caplog):
+    from agentcore.providers import http
+
+    monkeypatch.delenv(http.POOL_MAXSIZE_ENV, raising=False)
+    assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
+    monkeypatch.setenv(http.POOL_MAXSIZE_ENV, "3")
+    assert http.pool_maxsize() == 3
+    monkeypatch.setenv(http.POOL_MAXSIZE_ENV, "many")
+    with pytest.raises(ValueError, match="AGENTCORE_HTTP_POOL_MAXSIZE='many' is not a whole number"):
+        http.pool_maxsize()
+    monkeypatch.delenv(http.POOL_MAXSIZE_ENV)
+    for bad in (0, -1, 2.5, True, "8"):
+        with pytest.raises(ValueError, match="pool maxsize must be a whole number"):
+            http.set_pool_maxsize(bad)
+    model = _model(server, provider="pool-test-small")
+    try:
+        http.set_pool_maxsize(2)  # 4 concurrent streams: 2 connections kept, 2 closed on return
+        with caplog.at_level("WARNING", logger="urllib3.connectionpool"):
+            _concurrent_round(server, model, 4)
+        assert len([r for r in caplog.records if "discarding connection" in r.getMessage()]) == 2
+    finally:
+        http.set_pool_maxsize(None)
+    assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
+
+
+# --------------------------------------------------------------------------- close_on_abort (issue 11 §4)
+
+
+def test_close_on_abort_unblocks_a_read_of_a_plugins_own_response(server):
+    # the public helper agentcore-web uses instead of copying close_response/_socket_of
+    import requests
+
+    from agentcore.providers.http import close_on_abort, iter_body
+
+    server.enqueue(Reply(body="data: first\n\ndata: never\n\n", stall_after=13))
+    controller = AbortController()
+    response = requests.get(server.url + "/page", stream=True, timeout=30)
+    got, finished = [], threading.Event()
+
+    def read():
+        try:
+            with close_on_abort(response, controller.signal):
+                for chunk in iter_body(response):
+                    got.append(chunk)
+        except Exception as exc:  # which exception depends on where the read was
+            got.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert server.body_started.wait(10)
+    controller.abort()
+    assert finished.wait(5), "the blocked read did not return after the abort"
+    assert b"".join(c for c in got if isinstance(c, bytes)) in (b"", b"data: first\n\n")
+    response.close()
+
+
+def test_close_on_abort_with_an_aborted_none_or_later_signal(server):
+    import requests
+
+    from agentcore.providers.http import close_on_abort
+
+    for _ in range(3):
+        server.enqueue(Reply(body="ok", chunked=False))
+    controller = AbortController()
+    response = requests.get(server.url + "/a", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):
+        pass
+    controller.abort()  # after the block: the listener is gone, the response stays open
+    assert response.raw.read() == b"ok"
+    response.close()
+
+    response = requests.get(server.url + "/b", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):  # already aborted: closed on entry
+        assert response.raw.closed
+    response.close()
+
+    response = requests.get(server.url + "/c", stream=True, timeout=30)
+    with close_on_abort(response, None):  # no signal: nothing to watch
+        assert response.raw.read() == b"ok"
+    response.close()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentcore.providers import openai_responses as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
@@ -27,13 +27,13 @@ MULTIPLY = {"name": "multiply", "description": "Multiply two numbers.", "paramet
 def _replay(name: str, turn: int = 0, model: Model = GPT55, tier=None):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, out, push, tier), body, model)
+    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, StreamWriter(model, out, push), tier), body, model)
 
 
 def _feed(events, model=GPT55):
     out = AssistantMessage(api=API, provider=model.provider, model=model.id)
     pushed = []
-    state = wire.ResponsesStreamState(model, out, pushed.append)
+    state = wire.ResponsesStreamState(model, StreamWriter(model, out, pushed.append))
     for data in events:
         state.handle(data["type"], data)
     return state, out, pushed
