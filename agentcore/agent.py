@@ -18,6 +18,8 @@ in which case ``prompt()`` re-raises that exception.
 from __future__ import annotations
 
 import contextvars
+import copy
+import dataclasses
 import inspect
 import sys
 import threading
@@ -26,13 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import loop as _loop
-from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
+from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
     AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
+from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -73,7 +76,10 @@ Listener = Callable[..., Any]
 
 @dataclass
 class _ActiveRun:
+    """A run in progress (``streaming``) or a maintenance step that only makes the agent busy."""
+
     controller: AbortController
+    streaming: bool = True
     settled: threading.Event = field(default_factory=threading.Event)
     thread_ident: Optional[int] = None
     result: List[Any] = field(default_factory=list)
@@ -119,10 +125,55 @@ def _accepts_signal(fn: Callable[..., Any]) -> bool:
     return required >= 2
 
 
+def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
+    """``fn`` as the loop's one-argument hook: ``fn(ctx, signal)`` when it takes two required
+    positional arguments, else the reference's ``fn(ctx)``."""
+    if fn is None:
+        return None
+    if _accepts_signal(fn):
+        return lambda ctx: fn(ctx, signal)
+    return fn
+
+
+ERR_REASONING_OPTION = ("Agent() takes thinking_level= (and thinking_budgets=), not reasoning=: the "
+                        "reasoning option of each request is derived from the thinking level")
+
+
+def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> StreamOptions:
+    """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options``, then keywords.
+    Raises TypeError for an unknown keyword (with a did-you-mean) and for ``reasoning``."""
+    check_names(given, "Agent()")
+    if "reasoning" in given or (options is not None and options.reasoning is not None):
+        raise TypeError(ERR_REASONING_OPTION)
+    merged = StreamOptions(transport="auto")
+    for source in (options.__dict__ if options is not None else {}, given):
+        for name, value in source.items():
+            if value is not None:
+                setattr(merged, name, value)
+    return merged
+
+
+def _option_property(name: str) -> property:
+    """``agent.<name>``: a shortcut for ``agent.options.<name>`` (read at the start of each run)."""
+
+    def get(self: "Agent") -> Any:
+        return getattr(self.options, name)
+
+    def set_(self: "Agent", value: Any) -> None:
+        setattr(self.options, name, value)
+
+    return property(get, set_, doc=f"Shortcut for ``options.{name}`` (a stream option).")
+
+
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
 
     Every keyword option is also a public mutable attribute, read at the start of each run.
+    Provider options (every field of :class:`~agentcore.options.StreamOptions`: ``temperature``,
+    ``max_tokens``, ``timeout``, ``max_retries``, ``tool_choice``, ``headers`` ...) are given as
+    keywords or as one ``options=StreamOptions(...)`` value (keywords win); they live in
+    :attr:`options` and each is also an attribute (``agent.temperature = 0.2``). An unknown keyword
+    raises TypeError with the closest option names.
     ``model``, ``system_prompt``, ``thinking_level``, ``tools`` and ``messages`` live in
     :attr:`state` (and are mirrored as attributes). Tools may be :class:`~agentcore.tools.AgentTool`
     objects or names resolved through the tool registry at run start.
@@ -145,24 +196,11 @@ class Agent:
                  follow_up_mode: str = "one-at-a-time",
                  plugins: Iterable[Any] = (),
                  session: Any = None,
-                 session_id: Optional[str] = None,
-                 thinking_budgets: Optional[Dict[str, int]] = None,
-                 transport: str = "auto",
-                 max_retry_delay_ms: Optional[int] = None,
-                 temperature: Optional[float] = None,
-                 max_tokens: Optional[int] = None,
-                 on_payload: Optional[Callable[..., Any]] = None,
-                 on_response: Optional[Callable[..., Any]] = None,
-                 cache_retention: Optional[str] = None,
-                 headers: Optional[Dict[str, str]] = None,
-                 metadata: Optional[Dict[str, Any]] = None,
                  compaction: Any = None,
-                 compaction_model: Optional[Model] = None) -> None:
-        from .plugins import create_plugin_manager
-
-        self.plugins = create_plugin_manager(plugins or ())
-        self._own_hooks = AgentAttributeHooks()
-        self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
+                 compaction_model: Optional[Model] = None,
+                 options: Optional[StreamOptions] = None,
+                 **stream_options: Any) -> None:
+        self._plugins = AgentPlugins(plugins or ())
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
@@ -178,26 +216,15 @@ class Agent:
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
         self.tool_execution = check_tool_execution(tool_execution)
-        self.session_id = session_id
-        self.thinking_budgets = thinking_budgets
-        self.transport = transport
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.on_payload = on_payload
-        self.on_response = on_response
-        self.cache_retention = cache_retention
-        self.headers = headers
-        self.metadata = metadata
+        self.options = _agent_options(options, stream_options)
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
         # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
         self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
         self._run_lock = threading.Lock()
-        self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
-        self._run_hooks: Optional[RunHooks] = None
+        self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
@@ -236,6 +263,21 @@ class Agent:
         return self._state
 
     @property
+    def _active(self) -> Optional[_ActiveRun]:
+        """The run (or maintenance step) in progress: the agent's one busy flag, held by its state."""
+        return self._state._run
+
+    @property
+    def plugins(self) -> Any:
+        """This agent's own plugin manager (an ``AgentPluginManager``), created on first use.
+
+        An agent without plugins or hooks of its own shares one prebuilt manager with every such
+        agent; reading this property gives it its own (built-ins and entry-point plugins), so
+        ``agent.plugins.register(obj)`` affects this agent only.
+        """
+        return self._plugins.own()
+
+    @property
     def signal(self) -> Optional[AbortSignal]:
         """The active run's abort signal, or None when idle."""
         run = self._active
@@ -261,9 +303,7 @@ class Agent:
         """The registered model ``name`` ("provider/id"), as this agent's own copy: the registry's
         object is shared by every agent, so ``agent.model.base_url = ...`` (or headers) must not
         leak into other agents. Raises ``UnknownModelError`` listing close matches."""
-        import copy
-
-        return copy.deepcopy(self.plugins.get_model(name))
+        return copy.deepcopy(self._plugins.manager().get_model(name))
 
     model = property(lambda self: self._state.model,
                      lambda self, value: setattr(self._state, "model", self._model_named(value)
@@ -291,7 +331,7 @@ class Agent:
         checked: List[Any] = []
         for index, item in enumerate(items):
             if isinstance(item, str):
-                self.plugins.get_tool(item)  # UnknownToolError listing close matches
+                self._plugins.manager().get_tool(item)  # UnknownToolError listing close matches
             elif not (hasattr(item, "name") and callable(getattr(item, "execute", None))):
                 if not (inspect.isfunction(item) or inspect.ismethod(item)):
                     raise TypeError(f"tools item {index} is a {type(item).__name__}: pass AgentTool "
@@ -537,14 +577,14 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_DOUBLE_START)
-            placeholder = _ActiveRun(AbortController())
+            placeholder = _ActiveRun(AbortController(), streaming=False)
             placeholder.thread_ident = threading.get_ident()
-            self._active = placeholder
+            self._state._begin(placeholder)
         try:
             return work(placeholder.controller.signal)
         finally:
             with self._run_lock:
-                self._active = None
+                self._state._end(placeholder)
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
@@ -573,12 +613,7 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_RESET_BUSY)
-            state = self._state
-            state._messages = []
-            state._is_streaming = False
-            state._streaming_message = None
-            state._pending_tool_calls = frozenset()
-            state._error_message = None
+            self._state._clear()
             self.clear_all_queues()
 
     # ------------------------------------------------------------------ run lifecycle
@@ -611,11 +646,7 @@ class Agent:
         if self._active is not None:
             raise RuntimeError(ERR_DOUBLE_START)
         run = _ActiveRun(AbortController())
-        self._active = run
-        state = self._state
-        state._is_streaming = True
-        state._streaming_message = None
-        state._error_message = None
+        self._state._begin(run)
         return run
 
     def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
@@ -625,15 +656,13 @@ class Agent:
             context = AgentContext(self._state.system_prompt, list(self._state.messages),
                                    self._resolve_tools())
             config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
-            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self.plugins)
+            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self._plugins.manager())
         except BaseException:
             self._finish_run(run)
             raise
 
         def body() -> List[Any]:
-            emit = self._emitter(run)
-            signal = run.controller.signal
-            return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
+            return self._run_body(run, prompts, context, config, stream_fn)
 
         # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
         caller_context = contextvars.copy_context()
@@ -656,6 +685,36 @@ class Agent:
             run.settled.wait()
             raise
         return self._outcome(run)
+
+    def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
+                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any]) -> List[Any]:
+        """The run (on the run thread): the loop, with compaction at its three documented steps.
+
+        1. before the first request, ``compactor.before_run`` may compact the transcript;
+        2. after every turn, the compactor's ``prepare_next_turn`` (chained after the agent's own)
+           may compact and swap the loop's context, and its ``transform_context`` shows summaries
+           to the model as user messages;
+        3. when the run ended with a context overflow, ``compactor.recover_overflow`` compacts
+           once and the run continues from the compacted context (one retry).
+
+        The transcript changes only through this agent's reducer (compaction included: its
+        ``compaction_end`` event carries the new transcript). ``prompts`` None: a continue run.
+        """
+        emit, signal = self._emitter(run), run.controller.signal
+        compactor = self.compactor
+        transform, prepare = compactor.turn_hooks(config, emit, signal)
+        config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
+        context = compactor.before_run(context, prompts or (), emit, signal)
+        if prompts is None:
+            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
+        else:
+            messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+        retry = compactor.recover_overflow(messages, context, config, emit, signal)
+        if retry is None:
+            return messages
+        more = _loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
+        compactor.retried(more, config, emit)
+        return list(messages) + list(more)
 
     @staticmethod
     def _outcome(run: _ActiveRun) -> List[Any]:
@@ -693,17 +752,12 @@ class Agent:
             run.error = again
 
     def _finish_run(self, run: _ActiveRun) -> None:
-        state = self._state
-        state._is_streaming = False
-        state._streaming_message = None
-        state._pending_tool_calls = frozenset()
         try:
             self._steering.restore()
             self._follow_ups.restore()
         finally:  # whatever failed above, the agent is idle again and its waiters wake up
             with self._run_lock:
-                if self._active is run:
-                    self._active = None
+                self._state._end(run)
             try:
                 for callback in run.on_settled:
                     callback()
@@ -711,23 +765,15 @@ class Agent:
                 run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
-        """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""
-        state, reduce, listeners = self._state, self._reduce, self._listeners
-        hooks = self._run_hooks
-        observe = hooks.on_event if hooks is not None and hooks.observes_events() else None
+        """:meth:`_process_event` for the events of ``run``; a stale run's events are dropped."""
+        state, process = self._state, self._process_event
 
         def emit(event: Any) -> None:
-            if self._active is not run:  # a stale run never reaches state or listeners
-                return
-            if event.type == "message_update":  # all the reducer does for it
-                state._streaming_message = event.message
-            else:
-                reduce(event)
-            if observe is not None:
-                observe(event, self)
-            if listeners:
-                self._call_listeners(event, run)
+            if state._run is run:
+                process(event, run)
 
+        # message_update events need their own copy of the partial only when someone sees them
+        emit.observed = lambda: bool(self._listeners) or self._observe is not None  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points
@@ -735,7 +781,9 @@ class Agent:
     def _resolve_tools(self) -> List[Any]:
         """Tools for this run; names are looked up in this agent's tool registry (built-ins and
         plugins). An unknown name raises ``UnknownToolError`` listing the close matches."""
-        return [self.plugins.get_tool(item) if isinstance(item, str) else item
+        pm = self._plugins.manager()
+        # copies: the registry's tool objects are shared by every agent using that manager
+        return [copy.copy(pm.get_tool(item)) if isinstance(item, str) else item
                 for item in self._state.tools]
 
     def _build_loop_config(self, signal: AbortSignal,
@@ -750,35 +798,25 @@ class Agent:
                 return []
             return self._steering.drain()
 
-        should_stop = self.should_stop_after_turn
-        for name in HOOK_ATTRIBUTES:
-            self._own_hooks.snapshot[name] = getattr(self, name)
-        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, rich_convert_to_llm)
+        hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
+                                            self.transform_context, self.convert_to_llm)
+        # Decided once per run: events are hot (one per streamed token), plugin changes are not.
+        self._observe = hooks.on_event if hooks.has("on_event") else None
         return _loop.AgentLoopConfig(
             model=self._state.model,
-            convert_to_llm=hooks.callable_for("convert_to_llm"),
-            transform_context=hooks.callable_for("transform_context"),
+            convert_to_llm=converter_for_run(hooks, rich_convert_to_llm),
+            transform_context=optional_hook(hooks, "transform_context"),
             get_api_key=self.get_api_key,
-            should_stop_after_turn=(lambda ctx: should_stop(ctx, signal)) if should_stop else None,
+            should_stop_after_turn=_with_signal(self.should_stop_after_turn, signal),
             prepare_next_turn=self._prepare_next_turn_hook(signal),
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
             tool_execution=check_tool_execution(self.tool_execution),
-            before_tool_call=hooks.callable_for("before_tool_call"),
-            after_tool_call=hooks.callable_for("after_tool_call"),
+            before_tool_call=optional_hook(hooks, "before_tool_call"),
+            after_tool_call=optional_hook(hooks, "after_tool_call"),
             api_key=self.api_key,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            options=self.options,
             reasoning=None if level == "off" else level,
-            thinking_budgets=self.thinking_budgets,
-            session_id=self.session_id,
-            transport=self.transport,
-            cache_retention=self.cache_retention,
-            headers=self.headers,
-            metadata=self.metadata,
-            max_retry_delay_ms=self.max_retry_delay_ms,
-            on_payload=self.on_payload,
-            on_response=self.on_response,
         )
 
     def _prepare_next_turn_hook(self, signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
@@ -803,9 +841,9 @@ class Agent:
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
         """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
         self._reduce(event)
-        hooks = self._run_hooks
-        if hooks is not None and hooks.observes_events():
-            hooks.on_event(event, self)
+        observe = self._observe
+        if observe is not None:
+            observe(event, self)
         if self._listeners:
             self._call_listeners(event, run)
 
@@ -819,25 +857,18 @@ class Agent:
                 listener(event)
 
     def _reduce(self, event: Any) -> None:
-        state = self._state
-        kind = event.type
-        if kind == "message_start" or kind == "message_update":
-            state._streaming_message = event.message
-        elif kind == "message_end":
-            state._streaming_message = None
-            state._messages.append(event.message)
+        """The state reducer, plus the queues' in-flight commit of a finished message."""
+        self._state.reduce(event)
+        if event.type == "message_end":
             self._steering.commit(event.message)
             self._follow_ups.commit(event.message)
-        elif kind == "tool_execution_start":
-            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
-        elif kind == "tool_execution_end":
-            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
-        elif kind == "turn_end":
-            message = event.message
-            if role_of(message) == "assistant" and getattr(message, "error_message", None):
-                state._error_message = message.error_message
-        elif kind == "agent_end":
-            state._streaming_message = None
+
+
+# Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.
+for _name in OPTION_NAMES:
+    if _name != "reasoning":
+        setattr(Agent, _name, _option_property(_name))
+del _name
 
 
 class EventSubscription:

@@ -8,8 +8,16 @@ on which thread), its arguments, what a return value means and how several imple
 move an implementation to the front/back). Registration order is: built-ins, then entry-point
 plugins, then the agent's own plugins (``Agent(plugins=...)``, its constructor callables, then
 anything added with ``agent.plugins.register``). An implementation may accept only some of the
-arguments. Hook wrappers (``wrapper=True``/``hookwrapper=True``) are not supported on these hooks:
-:class:`agentcore.plugins.AgentHooks` calls the implementations one by one to apply the rules below.
+arguments.
+
+The markers are the rules: agentcore calls every hook as one plain ``pm.hook.X(...)`` call and acts
+on its answer (see :class:`agentcore.plugins.AgentHooks`), so a third party calling
+``agent.plugins.hook.X(...)`` gets what the agent acts on. ``firstresult`` hooks stop at the first
+non-None result; the others return the list of non-None results in call order. Hook wrappers
+(``@hookimpl(wrapper=True)``, and old-style ``hookwrapper=True``) work on every hook that is called
+through pluggy (all but the three ``register_*`` hooks, whose implementations the registries call
+one by one to record which plugin registered what). An ``async def`` implementation's coroutine
+is its (non-None) result; agentcore runs it to completion.
 """
 
 from __future__ import annotations
@@ -37,12 +45,15 @@ def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
     executes — and ``context``, the run's current ``AgentContext``). ``signal`` is the run's
     :class:`~agentcore.signals.AbortSignal`.
 
-    Return: a :class:`~agentcore.loop.BeforeToolCallResult` with ``block=True`` (and optionally
-    ``reason`` and ``terminate``) to skip the call with an error result, or None to let it run.
+    Return: None to have no say (the call runs unless a later implementation blocks it), or a
+    verdict: a :class:`~agentcore.loop.BeforeToolCallResult` (or a dict with its keys) with
+    ``block=True`` (and optionally ``reason`` and ``terminate``) to skip the call with an error
+    result, or with ``block=False`` to let it run with no further say.
 
-    Combination: implementations are called in call order until one returns a result that blocks;
-    that result wins and later implementations are not called. Results that do not block are
-    ignored. An exception becomes an error tool result for that call; the batch continues.
+    Combination: first result wins (``firstresult``): implementations are called in call order
+    until one returns a verdict; later ones are not called. An Agent's ``before_tool_call=``
+    callable is adapted so that a result that does not block counts as None. An exception becomes
+    an error tool result for that call; the batch continues.
     """
 
 
@@ -53,16 +64,20 @@ def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
     When: on the run thread after the tool's ``execute`` settled (in completion order for parallel
     batches), before ``tool_execution_end``; not for calls that were blocked, unknown or invalid.
     ``context`` is an :class:`~agentcore.loop.AfterToolCallContext` (``assistant_message``,
-    ``tool_call``, ``args``, ``result``, ``is_error``, ``context``); ``signal`` the run's signal.
+    ``tool_call``, ``args``, ``result``, ``is_error``, ``context``) holding the executed result;
+    ``signal`` the run's signal. Never mutate it.
 
-    Return: an :class:`~agentcore.loop.AfterToolCallResult` whose fields that are not None
-    (``content``, ``details``, ``usage``, ``terminate``, ``is_error``) replace the corresponding
-    field of the result (no deep merge; None cannot clear a field), or None to keep the result.
+    Return: an :class:`~agentcore.loop.AfterToolCallResult` (or a dict with its keys) whose fields
+    that are not None (``content``, ``details``, ``usage``, ``terminate``, ``is_error``) replace
+    the corresponding field of the result (no deep merge; None cannot clear a field), or None to
+    keep the result.
 
-    Combination: overrides apply in call order, each implementation seeing ``context.result`` and
-    ``context.is_error`` as modified by the earlier ones; for a field set by several, the last one
-    called wins. An exception turns the result into an error result with that message; the batch
-    continues.
+    Combination: every implementation is called with the same ``context``; pluggy returns their
+    non-None overrides in call order and they apply in that order, so for a field set by several
+    the last one called wins (:func:`agentcore.plugins.merge_after_tool_call`). To see and change
+    what the others decided, write a wrapper (``@hookimpl(wrapper=True)``: ``overrides = yield``,
+    return the list to use). An exception turns the result into an error result with that
+    message; the batch continues.
     """
 
 
@@ -72,13 +87,17 @@ def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
 
     When: on the run thread before every model request, after queued steering/follow-up messages
     were added. ``messages`` is a new list (the transcript the model is about to see, custom
-    messages included) the implementation may return modified; never mutate the items. ``signal``
-    is the run's abort signal: honour it if the transformation is slow.
+    messages included) made for this request: change it in place (``messages[:] = ...``,
+    ``append``, ``del``; never mutate the items). ``signal`` is the run's abort signal: honour it
+    if the transformation is slow.
 
-    Return: a list to replace the messages for this request only (the agent's transcript is
-    unchanged), or None to keep them.
+    Return: None. The changed list is what the model sees, for this request only (the agent's
+    transcript is unchanged). A returned list (other than ``messages`` itself) fails the run with a
+    TypeError saying so: it could not reach the implementations called after this one.
 
-    Combination: implementations chain in call order, each receiving the previous one's result.
+    Combination: every implementation is called, in call order, on the same list, so each sees the
+    changes of those called before it. An Agent's ``transform_context=`` callable keeps the
+    reference's shape (it returns a list, or None): its list replaces the contents in place.
     An exception fails the run (the transcript stays valid).
     """
 
@@ -94,10 +113,13 @@ def convert_to_llm(message: Any) -> Optional[Any]:
     list of them), the sentinel :data:`agentcore.messages.DROP` to leave the message out, or None
     to let the next implementation decide.
 
-    Combination: the first non-None result per message wins. The built-in converter (standard
-    roles pass unchanged, anything else is dropped) is always called last. An Agent's
-    ``convert_to_llm=`` callable replaces the built-in one: it runs after the plugins' converters
-    and receives the whole list once. An exception fails the run.
+    Combination: first result wins (``firstresult``) per message. The built-in converter is a
+    wrapper (plugin ``agentcore.default_converter``) that answers for messages no implementation
+    claimed: standard roles pass unchanged, agentcore's own message types become user messages,
+    anything else is dropped. An Agent's ``convert_to_llm=`` callable (the reference's list-level
+    converter) replaces the built-in converter in that agent's manager: the messages nobody
+    claimed (a None answer) reach it unchanged, and it receives the whole list once. An exception
+    fails the run.
     """
 
 
@@ -155,8 +177,10 @@ def on_event(event: Any, agent: Any) -> None:
 
     Return: ignored.
 
-    Combination: every implementation is called, in call order; an exception in one is logged
-    (logger ``agentcore.plugins``) and does not affect the run or the other observers.
+    Combination: every implementation is called, in call order. An exception ends that pluggy
+    call (as in any pluggy hook, the observers after it in call order miss that event); the agent
+    logs it (logger ``agentcore.plugins``) and the run is unaffected. An observer that must not
+    disturb the others catches its own exceptions.
     """
 
 

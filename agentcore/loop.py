@@ -39,10 +39,11 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import tools as _tools
 from ._safe import exception_message
+from ._util import awaited, field_of
 from ._loop_types import (
     STREAM_OPTIONS, AfterToolCallContext, AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate,
     BeforeToolCallContext, BeforeToolCallResult, PrepareNextTurnContext, ShouldStopAfterTurnContext,
-    ToolBatchResult,
+    ToolBatchResult, merge_after_tool_call,
 )
 from .events import (
     AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
@@ -301,12 +302,12 @@ def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
-    update = _awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
+    update = awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
     if update is None:
         return
-    context = _get(update, "context")
-    model = _get(update, "model")
-    level = _get(update, "thinking_level")
+    context = field_of(update, "context")
+    model = field_of(update, "model")
+    level = field_of(update, "thinking_level")
     if context is not None:
         run.ctx = context
     if model is not None:
@@ -320,7 +321,7 @@ def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any],
     hook = run.cfg.should_stop_after_turn
     if hook is None:
         return False
-    return bool(_awaited(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages))))
+    return bool(awaited(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages))))
 
 
 def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
@@ -342,13 +343,6 @@ def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
     run.emit(AgentEndEvent(new_messages))
 
 
-def _get(obj: Any, name: str) -> Any:
-    """A field of a result object, or of a plain dict (snake_case keys) returned by a hook."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 # =========================================================================== one model call
 
 
@@ -357,12 +351,13 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     """Transform, convert, call the model and relay its stream as message events (spec §2.4).
 
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
-    the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
-    final object, which is returned.
+    the final message. ``message_start``/``message_update`` carry copies (unless ``emit.observed``
+    exists and returns False: nobody but the sink's owner sees the update, so the live partial is
+    passed); ``message_end`` the final object, which is returned.
     """
     messages = list(ctx.messages)
     if cfg.transform_context is not None:
-        transformed = _awaited(cfg.transform_context(messages, signal))
+        transformed = awaited(cfg.transform_context(messages, signal))
         if transformed is not None:
             messages = transformed
     convert = cfg.convert_to_llm or default_convert_to_llm
@@ -372,6 +367,9 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     partial: Optional[AssistantMessage] = None
     final: Optional[AssistantMessage] = None
     working = ctx.messages
+    # An Agent's emitter says whether anyone but its reducer sees message_update events; if not,
+    # the per-token copy of the partial is skipped (its state copies on read instead).
+    observed = getattr(emit, "observed", None)
     for event in stream:
         kind = event.type
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
@@ -380,7 +378,7 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
             if new_partial is not partial and new_partial is not None:
                 partial = new_partial
                 working[-1] = partial
-            emit(MessageUpdateEvent(partial.copy(), event))
+            emit(MessageUpdateEvent(partial.copy() if observed is None or observed() else partial, event))
         elif kind == "start":
             partial = event.partial
             working.append(partial)
@@ -410,7 +408,7 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
         value = getattr(cfg, name)
         if value is not None:
             options[name] = value
-    api_key = _awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
+    api_key = awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
     api_key = api_key or cfg.api_key
     if api_key:
         options["api_key"] = api_key
@@ -583,14 +581,6 @@ def _error_result(text: str) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(text)], details={})
 
 
-def _awaited(value: Any) -> Any:
-    """A hook's result; an ``async def`` hook's coroutine is run to completion first (unawaited,
-    a before_tool_call verdict would read as "no block", a should_stop_after_turn one as True)."""
-    if inspect.iscoroutine(value):
-        import asyncio
-
-        return asyncio.run(value)
-    return value
 
 
 def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
@@ -608,12 +598,12 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
             raw_args = tool.prepare_arguments(raw_args)
         args = _tools.validate_tool_arguments(tool, raw_args)
         if cfg.before_tool_call is not None:
-            verdict = _awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
+            verdict = awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
             if signal.aborted:
                 return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
-            if verdict is not None and _get(verdict, "block"):
-                result = _error_result(_get(verdict, "reason") or ERR_TOOL_BLOCKED)
-                if _get(verdict, "terminate") is True:
+            if verdict is not None and field_of(verdict, "block"):
+                result = _error_result(field_of(verdict, "reason") or ERR_TOOL_BLOCKED)
+                if field_of(verdict, "terminate") is True:
                     result.terminate = True
                 return _Outcome(call, result, True)
     except Exception as exc:  # noqa: BLE001 - becomes an error result, never a run failure
@@ -754,16 +744,17 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
     if cfg.after_tool_call is None:
         return _Outcome(item.call, result, is_error)
     try:
-        override = _awaited(cfg.after_tool_call(
+        override = awaited(cfg.after_tool_call(
             AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
         return _Outcome(item.call, _error_result(exception_message(exc)), True)
+    override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     if override is None:
         return _Outcome(item.call, result, is_error)
     merged = dataclasses.replace(result)
     for name in ("content", "details", "usage", "terminate"):
-        value = _get(override, name)
+        value = field_of(override, name)
         if value is not None:
             setattr(merged, name, value)
-    new_is_error = _get(override, "is_error")
+    new_is_error = field_of(override, "is_error")
     return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error))

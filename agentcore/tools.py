@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
+from ._util import awaited
+
 __all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool",
            "validate_tool_arguments"]
 
@@ -155,9 +157,7 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if isinstance(value, AgentToolResult):
         return value
     if inspect.iscoroutine(value):  # an ``async def`` tool: run it to completion on this thread
-        import asyncio
-
-        return to_tool_result(asyncio.run(value))
+        return to_tool_result(awaited(value))
     if value is None:
         return AgentToolResult(content=[])
     if isinstance(value, str):

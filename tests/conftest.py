@@ -198,3 +198,33 @@ def sigint_handled() -> Any:
         yield
     finally:
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def _plugin_tables() -> tuple:
+    from agentcore import plugins
+
+    return plugins._builtins, plugins._entry_points
+
+
+def _polluted(pm: Any) -> bool:
+    """True when plugins other than the built-ins and entry points were registered on ``pm``."""
+    return pm is not None and len(pm.get_plugins()) != len(pm._loaded_records)
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_state() -> Any:
+    """Undo what a test left in agentcore's process-wide state (CONTRIBUTING.md, "Process-wide
+    state"): the default stream function; the plugin tables when the test replaced them; the
+    default and shared plugin managers when the test registered plugins on them (the next use then
+    rebuilds them). Caches that only save work (HTTP pools, the catalog, the thread pool, interned
+    strings) are kept: a test cannot observe them."""
+    from agentcore import loop, plugins
+
+    stream_fn = loop._default_stream_fn
+    tables = _plugin_tables()
+    yield
+    if loop._default_stream_fn is not stream_fn:
+        loop.set_default_stream_fn(stream_fn)
+    replaced = any(b is not None and b is not a for b, a in zip(tables, _plugin_tables()))
+    if replaced or _polluted(plugins._default_pm) or _polluted(plugins._shared_pm):
+        plugins.reset_plugins()

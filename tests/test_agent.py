@@ -17,6 +17,8 @@ from agentcore.testing import ScriptedModel, call, response, text, thinking, too
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
 
+from conftest import Echo
+
 
 def roles(messages) -> List[str]:
     return [m.role for m in messages]
@@ -1028,6 +1030,115 @@ def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or lis
     assert not _accepts_signal(print)
 
 
+def test_should_stop_after_turn_accepts_the_references_one_argument_shape():  # issue 10 item 12
+    from agentcore.testing import ScriptedModel
+
+    seen = []
+    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "x"}, id="t1"),
+                              ScriptedModel.text("never requested")])
+    echo = Echo()
+    agent = Agent(scripted.model, tools=[echo.tool],
+                  should_stop_after_turn=lambda ctx: seen.append(ctx.message.stop_reason) or True)
+    new = agent.prompt("go")
+    assert seen == ["toolUse"] and [m.role for m in new] == ["user", "assistant", "toolResult"]
+
+    def two_arguments(ctx, signal):
+        seen.append(signal is not None)
+        return True
+
+    scripted.push(ScriptedModel.tool_call("echo", {"value": "y"}, id="t2"))
+    agent.should_stop_after_turn = two_arguments
+    agent.prompt("again")
+    assert seen[-1] is True
+
+
+def test_plugins_registered_on_one_agent_never_reach_an_agent_sharing_the_default_manager():
+    from agentcore import BeforeToolCallResult, hookimpl
+    from agentcore.testing import ScriptedModel
+
+    class Blocks:
+        @hookimpl
+        def before_tool_call(self, context, signal):
+            return BeforeToolCallResult(block=True, reason="blocked")
+
+    first, second = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "a"}), ScriptedModel.text("ok")]), \
+        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "b"}), ScriptedModel.text("ok")])
+    echo = Echo()
+    plain = Agent(second.model, tools=[echo.tool])
+    blocked = Agent(first.model, tools=[echo.tool])
+    blocked.plugins.register(Blocks())
+    blocked.before_tool_call = lambda ctx, signal: None  # a callable set later: its own manager too
+    blocked.prompt("go")
+    plain.prompt("go")
+    assert echo.executed == ["b"]
+    assert plain.plugins.hook.before_tool_call(context=None, signal=None) is None
+
+
+def test_every_provider_option_is_settable_on_the_agent():  # issue 10 item 11, issue 11 §3
+    from agentcore.options import OPTION_NAMES, StreamOptions
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, max_retries=2, timeout=(3, 30),
+                  tool_choice="auto", service_tier="flex")
+    agent.prompt("one")
+    first = scripted.options[0]
+    assert (first["max_retries"], first["timeout"], first["tool_choice"]) == (2, (3, 30), "auto")
+    assert first["service_tier"] == "flex"
+    agent.max_retries = 0  # an attribute, read when the next run starts
+    agent.prompt("two")
+    assert scripted.options[1]["max_retries"] == 0 and agent.options.max_retries == 0
+    # one value for all of them; keywords win over it
+    other = Agent(scripted.model, stream_fn=scripted.stream_fn,
+                  options=StreamOptions(temperature=0.1, max_tokens=7), max_tokens=8)
+    other.prompt("three")
+    assert (scripted.options[2]["temperature"], scripted.options[2]["max_tokens"]) == (0.1, 8)
+    assert all(hasattr(agent, name) for name in OPTION_NAMES if name != "reasoning")
+
+
+def test_an_unknown_or_misplaced_agent_option_is_a_clear_type_error():
+    with pytest.raises(TypeError, match=r"unknown option 'temprature' \(did you mean 'temperature'\?\)"):
+        Agent(temprature=0.2)
+    with pytest.raises(TypeError, match="thinking_level"):
+        Agent(reasoning="high")
+
+
+def test_headers_option_never_shows_in_reprs():
+    agent = Agent(headers={"Authorization": "Bearer sk-secret"})
+    assert "sk-secret" not in repr(agent) and "sk-secret" not in repr(agent.options)
+
+
+def test_state_runtime_fields_are_read_only_and_change_through_its_reducer():  # issue 11 §5
+    from agentcore.events import MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+
+    agent = Agent()
+    state = agent.state
+    for name in ("is_streaming", "streaming_message", "pending_tool_calls", "error_message"):
+        with pytest.raises(AttributeError):
+            setattr(state, name, None)
+    with pytest.raises(AttributeError):
+        state._is_streaming = True  # no second busy flag to set behind the run's back
+    state.reduce(ToolExecutionStartEvent("c1", "echo", {}))
+    assert state.pending_tool_calls == frozenset({"c1"})
+    state.reduce(ToolExecutionEndEvent("c1", "echo", None, False))
+    message = UserMessage("hi")
+    state.reduce(MessageEndEvent(message))
+    assert state.pending_tool_calls == frozenset() and state.messages == [message]
+
+
+def test_busy_is_one_fact_a_compaction_is_busy_but_not_streaming():  # issue 11 §5
+    seen = []
+
+    def work(signal):
+        seen.append(agent.state.is_streaming)
+        with pytest.raises(RuntimeError, match="already processing"):
+            agent.prompt("hi")
+
+    agent = Agent(ScriptedModel([text("ok")]).model)
+    agent._while_busy(work)  # what compact() and navigate_tree() run in
+    assert seen == [False] and agent.state.is_streaming is False
+    assert agent.prompt("hi")[-1].text == "ok"  # idle again
+
+
 # --------------------------------------------------------------------------- exceptions whose str() raises
 
 
@@ -1172,3 +1283,27 @@ def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider(
     assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
                     "hook": "caller-span", "listener": "caller-span"}
     assert span.get() == "none"
+
+
+def test_streaming_message_is_a_copy_even_when_no_listener_takes_update_copies():  # issue 11 §7
+    from agentcore.events import DoneEvent, TextDeltaEvent, TextStartEvent
+
+    seen = []
+
+    def stream_fn(model, context, **options):
+        partial = AssistantMessage([], api="x", provider="x", model="x")
+        yield StartEvent(partial)
+        partial.content.append(TextContent(""))
+        yield TextStartEvent(0, partial)
+        for word in ("a", "b"):
+            partial.content[0].text += word
+            yield TextDeltaEvent(0, word, partial)
+            current = agent.state.streaming_message
+            seen.append((current is partial, current.content[0].text))
+        final = partial.copy()
+        final.stop_reason = "stop"
+        yield DoneEvent("stop", final)
+
+    agent = Agent(Model.placeholder(), stream_fn=stream_fn)
+    assert agent.prompt("go")[-1].text == "ab"
+    assert seen == [(False, "a"), (False, "ab")] and agent.state.streaming_message is None

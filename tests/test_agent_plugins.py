@@ -86,8 +86,8 @@ def test_constructor_callable_is_called_before_plugins_and_the_first_block_wins(
 def test_transform_context_of_agent_and_plugin_chain():
     class AddNote:
         @hookimpl
-        def transform_context(self, messages, signal):
-            return messages + [UserMessage("note from plugin")]
+        def transform_context(self, messages, signal):  # plugins change the list in place
+            messages.append(UserMessage("note from plugin"))
 
     def own(messages, signal):
         return [m for m in messages if "secret" not in str(getattr(m, "content", ""))]
@@ -135,7 +135,8 @@ def test_on_event_observers_see_reduced_state_and_their_failures_are_not_fatal(c
             raise RuntimeError("observer bug")
 
     scripted = ScriptedModel([ScriptedModel.text("ok")])
-    agent = Agent(scripted.model, plugins=[Observer(), Broken()])
+    # Observer registered last: called first (a failing observer ends that pluggy call)
+    agent = Agent(scripted.model, plugins=[Broken(), Observer()])
     with caplog.at_level(logging.ERROR, logger="agentcore.plugins"):
         new = agent.prompt("hello")
     assert [m.role for m in new] == ["user", "assistant"] and new[-1].stop_reason == "stop"

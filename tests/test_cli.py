@@ -684,3 +684,25 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     assert "compacted: 6 -> " in out and "summary: ## Goal Try agentcore offline." in out
     shown = _in_process("sessions", "show", path)[1]
     assert "[compaction]" in shown and shown.index("[compaction]") < shown.index("You said: four")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["-o", "temprature", "0.2"], "did you mean 'temperature'"),
+    (["-o", "max_tokens", "lots"], "expected an integer"),
+    (["-o", "on_payload", "x"], "set it in code"),
+    (["-o", "reasoning", "high"], "--thinking"),
+])
+def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10 item 11
+    code, out, err = _in_process("run", "--model", "scripted", *argv, "hi")
+    assert code == 2 and needle in err, err
+
+
+def test_option_flag_sets_typed_provider_options_on_the_agent():  # issue 10 item 11
+    from agentcore.cli._setup import CliOptions, build_agent
+
+    setup = build_agent(CliOptions(model="scripted", option=[["temperature", "0.2"], ["max-tokens", "800"],
+                                                             ["timeout", "[5, 60]"], ["tool_choice", "auto"]]))
+    agent = setup.agent
+    assert (agent.temperature, agent.max_tokens, agent.timeout, agent.tool_choice) == (0.2, 800, (5.0, 60.0), "auto")
+    code, out, err = _in_process("run", "--model", "scripted", "-o", "temperature", "0.2", "hi")
+    assert code == 0, err

@@ -775,6 +775,19 @@ def test_default_stream_fn_is_used(user, asst, mock_llm, mock_model):  # agent-l
     assert llm.calls == 1
 
 
+def test_loop_config_takes_every_stream_option_once_defined(mock_llm, mock_model, asst):  # issue 11 §3
+    from agentcore.options import StreamOptions
+
+    llm = mock_llm([asst("ok")])
+    config = AgentLoopConfig(mock_model, options=StreamOptions(timeout=5.0, max_retries=1), tool_choice="none")
+    run_agent_loop([UserMessage("hi")], AgentContext("", [], []), config, lambda e: None, stream_fn=llm.stream_fn)
+    sent = llm.options[0]
+    assert (sent["timeout"], sent["max_retries"], sent["tool_choice"]) == (5.0, 1, "none")
+    assert config.stream_options == StreamOptions(timeout=5.0, max_retries=1, tool_choice="none")
+    with pytest.raises(TypeError, match="did you mean 'max_tokens'"):
+        AgentLoopConfig(mock_model, max_token=5)
+
+
 def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
     import json
 

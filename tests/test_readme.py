@@ -35,6 +35,7 @@ OFFLINE: Dict[str, List[str]] = {
     "tool": ["def convert(amount: float"],
     "plugin module": ["def register_tools(register):"],
     "plugins_info": ["for info in agentcore.plugins_info():"],
+    "hook wrapper": ["class DenyByDefault:"],
     "vllm model": ['Model(id="Qwen/Qwen3-8B"'],
     "compatible endpoints": ["claude_like = Model("],
     "session": ['with Session.create("chat.jsonl", cwd=".") as session:',

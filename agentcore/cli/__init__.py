@@ -53,6 +53,9 @@ def _common_options() -> argparse.ArgumentParser:
                        help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
     group.add_argument("--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max")
     group.add_argument("--system", metavar="TEXT", help="the system prompt")
+    group.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                       help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
+                            "(repeatable; names as in agentcore.options.StreamOptions)")
     return common
 
 

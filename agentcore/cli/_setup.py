@@ -103,11 +103,28 @@ class CliOptions:
     thinking: Optional[str] = None
     system: Optional[str] = None
     extra: dict = field(default_factory=dict)
+    option: Optional[list] = None  # -o KEY VALUE pairs, parsed by stream_options()
 
     @classmethod
     def from_args(cls, args: Any) -> "CliOptions":
-        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system")
+        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system",
+                 "option")
         return cls(**{name: getattr(args, name, None) for name in names})
+
+
+def stream_options(pairs: Optional[list]) -> dict:
+    """The provider options of ``-o KEY VALUE`` pairs, parsed to their types; UsageError naming the
+    problem for an unknown key (with a did-you-mean) or a value of the wrong type."""
+    from ..options import parse_cli_option
+
+    parsed = {}
+    for key, value in pairs or ():
+        try:
+            name, typed = parse_cli_option(key, value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        parsed[name] = typed
+    return parsed
 
 
 def resolve_model(ref: Optional[str], base_url: Optional[str] = None
@@ -376,6 +393,7 @@ def build_agent(options: CliOptions) -> AgentSetup:
     every finished message. Raises :class:`UsageError`.
     """
     thinking = check_thinking(options.thinking)
+    extra_options = stream_options(options.option)
     api_key = read_api_key(options.api_key_env)
     tools = resolve_tools(options.tools)
     session = None
@@ -393,7 +411,7 @@ def build_agent(options: CliOptions) -> AgentSetup:
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
-                      stream_fn=stream_fn, session=session)
+                      stream_fn=stream_fn, session=session, **extra_options)
         if thinking is not None:
             agent.thinking_level = thinking  # beats the level recorded in the session
     except BaseException:
