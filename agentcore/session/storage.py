@@ -164,6 +164,7 @@ class SessionStorage:
         self._nodes: Dict[str, _Node] = {}
         self._order: List[_Node] = []
         self._children: Dict[Optional[str], List[str]] = {}
+        self._promoted: set = set()  # leaf entries another writer appended under: tree nodes after all
         self._labels: Dict[str, str] = {}
         self._name: Optional[str] = None
         self._leaf: Optional[str] = None
@@ -272,6 +273,8 @@ class SessionStorage:
         parent = nodes.get(node.parent)  # type: ignore[arg-type]
         if parent is not None:
             node.parent = parent.id  # share one string per id
+            if parent.type == "leaf" and node.type != "leaf" and parent.id not in self._promoted:
+                self._promote(parent)
         nodes[entry_id] = node
         self._order.append(node)
         etype = node.type
@@ -299,6 +302,27 @@ class SessionStorage:
         elif node.type == "session_info":
             assert isinstance(node.entry, SessionInfoEntry)
             self._name = clean_name(node.entry.name)
+
+    def _promote(self, node: _Node) -> None:
+        """Make a ``leaf`` entry (and any ``leaf`` ancestors) a tree node: something hangs under it.
+
+        A writer that does not know ``leaf`` entries (the reference's SessionManager) takes one as
+        its leaf and appends under it; the tree must still reach what it wrote. Costs one scan of
+        the entries per promoted entry (rare: once per foreign append after a move).
+        """
+        nodes = self._nodes
+        while node.type == "leaf" and node.id not in self._promoted:
+            self._promoted.add(node.id)
+            siblings = self._children.setdefault(node.parent, [])
+            siblings.append(node.id)
+            if len(siblings) > 1:  # keep append order
+                wanted = set(siblings)
+                position = {n.id: i for i, n in enumerate(self._order) if n.id in wanted}
+                siblings.sort(key=position.__getitem__)
+            parent = nodes.get(node.parent)  # type: ignore[arg-type]
+            if parent is None:
+                return
+            node = parent
 
     def _finish_load(self) -> None:
         if self._leaf is not None and self._leaf not in self._nodes:
@@ -461,8 +485,15 @@ class SessionStorage:
         """Every entry of one type, in append order."""
         return [self.get_entry(n.id) for n in self._order if n.type == entry_type]  # type: ignore[misc]
 
+    def is_tree_node(self, entry_id: str) -> bool:
+        """Whether an entry is a node of the tree: every entry except ``leaf`` bookkeeping entries
+        that nothing hangs under (one another writer appended under is a node, so its children are
+        reachable)."""
+        return self._nodes[entry_id].type != "leaf" or entry_id in self._promoted
+
     def child_ids(self, entry_id: Optional[str]) -> List[str]:
-        """Ids of the tree children of ``entry_id`` (None: the roots), in append order; no leaf entries."""
+        """Ids of the tree children of ``entry_id`` (None: entries with a null parent), in append
+        order; ``leaf`` entries only when they are tree nodes (see :meth:`is_tree_node`)."""
         return list(self._children.get(entry_id, ()))
 
     def path_to_root(self, entry_id: str) -> List[str]:
