@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
 from .context import UsageTotals, usage_of_entry
-from .entries import (LabelEntry, LeafEntry, MessageEntry, SessionEntry, SessionHeader,
+from ..types import message_from_dict
+from .entries import (_MESSAGE_ENTRY_KEYS, LabelEntry, LeafEntry, MessageEntry, SessionEntry, SessionHeader,
                       SessionInfoEntry, encode_line, entry_from_dict)
 from .errors import SessionError
 
@@ -449,9 +450,10 @@ class SessionStorage:
             fetch = [wanted[i] for i in missing if wanted[i].raw is None]
             fetched = iter(self._fetch_raws(fetch) if fetch else ())
             with _gc_paused():
+                decode = self._decode_known
                 for index in missing:
                     node = wanted[index]
-                    out[index] = self._decode(node, node.raw if node.raw is not None else next(fetched))
+                    out[index] = decode(node, node.raw if node.raw is not None else next(fetched))
         recent = len(wanted) - _CACHE_SIZE  # what an LRU of _CACHE_SIZE keeps after these reads
         for index in range(max(0, recent), len(wanted)):
             node = wanted[index]
@@ -461,6 +463,31 @@ class SessionStorage:
         while len(cache) > _CACHE_SIZE:
             cache.popitem(last=False)
         return out
+
+    def _decode_known(self, node: _Node, raw: Union[bytes, str]) -> SessionEntry:
+        """:meth:`_decode` for a bulk read: a message line whose envelope still says what the index
+        recorded at load (id, parent, timestamp: validated then) is built by one constructor call
+        without checking the envelope again; anything else takes :meth:`_decode`.
+
+        About 0.3 s of the 100,000-message ``build_context()`` on the loaded CI machine (of 3.3 s).
+        """
+        if node.type == "message":
+            text = raw.decode("utf-8", "surrogatepass") if type(raw) is bytes else raw
+            if text[:1] == "{" and text[1:2] != "\x00":
+                try:
+                    d, end = _scan_once(text, 0)
+                except (StopIteration, ValueError):
+                    d, end = None, 0
+                if (end == len(text) and type(d) is dict and d.keys() == _MESSAGE_ENTRY_KEYS
+                        and d["id"] == node.id and d["parentId"] == node.parent and d["timestamp"] == node.ts
+                        and d["type"] == "message"):
+                    message = d["message"]
+                    if type(message) is dict:
+                        try:
+                            return MessageEntry(node.id, node.parent, node.ts, message_from_dict(message), {})
+                        except ValueError:
+                            pass  # _decode words the error with the line
+        return self._decode(node, raw)
 
     def _decode(self, node: _Node, raw: Union[bytes, str, None] = None) -> SessionEntry:
         if raw is None:
