@@ -8,10 +8,9 @@ hidden ``extra`` and ``_absent`` state that decides what ``to_dict`` writes back
 
 from __future__ import annotations
 
-import threading
-
 import copy
 import json
+import threading
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, List
@@ -347,6 +346,7 @@ def test_bulk_decode_leaves_the_callers_objects_in_their_generation(tmp_path):  
 
 
 def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last one out re-enables
+    """One thread's decode re-enabled the collector under another thread's decode."""
     import gc
 
     from agentcore.session.storage import _gc_paused
@@ -374,6 +374,18 @@ def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last 
     for t in threads:
         t.join(10)
     assert seen == {"during": False} and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_reset_process_state_empties_the_caches(tmp_path):  # issue 11 item 6: resettable singletons
+    from agentcore.session import entries, storage
+
+    path, ids = _jsonl_with_messages(tmp_path, 3)
+    Session.open(path, read_only=True).close()
+    assert storage._WORDS and entries._last_second[0] != -1
+    storage._reset_process_state()
+    assert not storage._WORDS and entries._last_second == (-1, "")
+    with Session.open(path, read_only=True) as session:
+        assert len(session.build_context().messages) == 3
 
 
 def test_entries_and_branch_read_in_bulk_match_single_reads():  # session.md §5 reads

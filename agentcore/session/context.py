@@ -271,15 +271,18 @@ def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
 
     Raises ``not_found`` for an unknown leaf and ``invalid_session`` for a broken parent chain.
     """
+    from .storage import _gc_paused
+
     leaf = storage.leaf_id if leaf_id is _UNSET else leaf_id
     if leaf is None:
         return SessionContext()
-    path = storage.path_to_root(leaf)
-    path.reverse()
-    thinking, model, tools = _resolve_state(storage, path)
-    ids, compaction_id = _context_ids(storage, path)
-    entries = storage.get_entries(ids)
-    for transform in entry_transforms:
-        entries = list(transform(entries))  # type: ignore[arg-type]
-    messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]
-    return SessionContext(repair_tool_results(messages), thinking, model, tools)
+    with _gc_paused():  # builds many long-lived objects (see storage._gc_paused)
+        path = storage.path_to_root(leaf)
+        path.reverse()
+        thinking, model, tools = _resolve_state(storage, path)
+        ids, compaction_id = _context_ids(storage, path)
+        entries = storage.get_entries(ids)
+        for transform in entry_transforms:
+            entries = list(transform(entries))  # type: ignore[arg-type]
+        messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]
+        return SessionContext(repair_tool_results(messages), thinking, model, tools)

@@ -16,6 +16,14 @@ not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``cl
 ``targetId``, any other entry to itself); a duplicate id is ``invalid_entry``; a folded leaf that
 names a missing entry is ``invalid_session``. Storages are not thread-safe on their own; the Session
 serialises calls.
+
+Process-wide state of the session package (``_reset_process_state()`` resets all of it, for tests):
+
+* ``storage._WORDS``: entry types and roles by their envelope bytes, at most 256 (one shared str
+  per word across 100,000 index nodes instead of one per node). A cache of immutable values.
+* ``entries._last_second``: the last formatted ISO second (appends come many per second).
+* the collector pause of bulk decodes (``_gc_paused``: ``_pause_depth``, ``_pause_resume``): set
+  only while a decode runs, and back to what the caller had when the last one ends.
 """
 
 from __future__ import annotations
@@ -109,10 +117,14 @@ def _gc_paused() -> Iterator[None]:
     under another's. (An application that calls ``gc.disable()`` or ``gc.enable()`` itself while a
     decode runs in another thread races with it, as with any process-wide switch.)
 
-    Worth it: ``benchmarks/session_scale.py`` prints the figure ("gc pause"); on the uncompacted
-    100,000-message branch the pause saves about 13% of open + ``build_context()`` (4.3 s against
-    4.9 s of CPU on the loaded 2-core CI machine). The collector catches up on the new objects
-    after the decode, at its usual pace (a few young collections and one full one).
+    Pauses cover the open of a session and the whole of ``build_context()`` (decode and projection),
+    not only the decode: a collection between them would traverse everything the open built.
+
+    Worth it (``benchmarks/session_scale.py`` prints the figure, CPU seconds, median of 3 runs, on
+    the loaded 2-core CI machine): on the uncompacted 100,000-message branch open +
+    ``build_context()`` takes 0.74x the CPU time without a pause (3.9 s against 5.3 s), and 0.87x
+    counting an allocation workload after it, where the collector catches up on the new objects
+    (5.6 s against 6.4 s); on 20,000 messages 0.81x, and 1.00x counting the catch-up.
     """
     global _pause_depth, _pause_resume
     with _pause_lock:
@@ -127,6 +139,20 @@ def _gc_paused() -> Iterator[None]:
             _pause_depth -= 1
             if _pause_depth == 0 and _pause_resume:
                 gc.enable()
+
+
+def _reset_process_state() -> None:
+    """Reset the package's process-wide state (see the module docstring); for tests.
+
+    Refuses while a bulk decode holds the collector pause (its end restores the caller's state).
+    """
+    from . import entries
+
+    with _pause_lock:
+        if _pause_depth:
+            raise RuntimeError("a session decode is in progress; reset after it ends")
+    _WORDS.clear()
+    entries._last_second = (-1, "")
 
 
 def clean_label(label: Optional[str]) -> Optional[str]:
