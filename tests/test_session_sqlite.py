@@ -42,7 +42,8 @@ def test_payload_is_the_jsonl_line(tmp_path):  # brief: stored JSON identical to
     assert rows == file_lines
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     indexes = {r[1] for r in conn.execute("PRAGMA index_list(entries)")}
-    assert "entries_by_parent" in indexes
+    assert "entries_by_parent" not in indexes  # issue 11.7: a B-tree per append no query here reads
+    assert len(indexes) == 2  # the (session_id, seq) and (session_id, id) keys
     conn.close()
 
 

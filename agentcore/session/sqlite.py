@@ -9,6 +9,11 @@ One writer per session: opening for writing takes a lease row (``writer_leases``
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
 by a crashed process on this host is taken over. ``read_only=True`` takes no lease.
 
+Indexes are the two keys only: ``(session_id, seq)`` and ``(session_id, id)``. The tree is indexed
+in memory, so no query here needs ``parent_id``; an index on it (databases made before this
+version have ``entries_by_parent``, left as it is) costs a fourth B-tree page per append, about a
+quarter of a bare INSERT's time (``benchmarks/session_scale.py``).
+
 The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchronous=NORMAL``
 (committed appends survive a process crash; an OS crash or power loss may lose the latest ones but
 leaves the database intact), ``"always"`` uses ``synchronous=FULL``. ``synchronous=OFF`` is not
@@ -46,7 +51,6 @@ CREATE TABLE IF NOT EXISTS entries(
     session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, parent_id TEXT,
     type TEXT NOT NULL, timestamp TEXT NOT NULL, role TEXT, payload TEXT NOT NULL,
     PRIMARY KEY(session_id, seq), UNIQUE(session_id, id));
-CREATE INDEX IF NOT EXISTS entries_by_parent ON entries(session_id, parent_id);
 CREATE TABLE IF NOT EXISTS writer_leases(
     session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
     acquired_ms INTEGER NOT NULL);

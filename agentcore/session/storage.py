@@ -384,15 +384,20 @@ class SessionStorage:
             raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
         if entry.id in self._nodes:
             raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
-        line = encode_line(entry.to_dict())
+        data = entry.to_dict()
+        line = encode_line(data)
         self._write(line, entry)
         raw = line[:-1]
         stored = entry_from_dict(json.loads(raw)) if entry.type in EAGER_TYPES else None
         node = self._node_for(stored or entry, None, None if stored is not None else raw)
         self._add(node)
-        if self._usage is not None and (node.type in ("compaction", "branch_summary") or (
-                node.type == "message" and node.role in ("assistant", None))):
-            self._usage.add(usage_of_entry(stored or self._decode(node)))
+        if self._usage is not None:
+            if stored is not None:
+                self._usage.add(usage_of_entry(stored))
+            elif node.type == "message" and node.role in ("assistant", None):
+                message = data.get("message")  # what was written: no need to decode the line again
+                if isinstance(message, dict) and message.get("role") == "assistant":
+                    self._usage.add(message.get("usage"))
 
     # ------------------------------------------------------------------ reading
 
