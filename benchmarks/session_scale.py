@@ -44,9 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import agentcore.session.jsonl as session_jsonl  # noqa: E402
-import agentcore.session.sqlite as session_sqlite  # noqa: E402
-import agentcore.session.storage as session_storage  # noqa: E402
+import agentcore.session.process_state as session_process_state  # noqa: E402
 from agentcore.session import JsonlSessionStorage, Session, SqliteSessionStorage  # noqa: E402
 from agentcore.types import (AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage,  # noqa: E402
                              UsageCost, UserMessage)
@@ -156,16 +154,16 @@ def gc_pause_figure(opener, runs: int = 3) -> None:
         gc.collect()
         return call, after
 
-    real = session_storage._gc_paused
+    real = session_process_state.gc_paused
     results: dict = {"paused": [], "not paused": []}
     for _ in range(runs):
         for label in results:
             pause = real if label == "paused" else no_pause
-            session_storage._gc_paused = session_jsonl._gc_paused = session_sqlite._gc_paused = pause
+            session_process_state.gc_paused = pause
             try:
                 results[label].append(one())
             finally:
-                session_storage._gc_paused = session_jsonl._gc_paused = session_sqlite._gc_paused = real
+                session_process_state.gc_paused = real
 
     def median(values):
         return sorted(values)[len(values) // 2]

@@ -349,20 +349,20 @@ def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last 
     """One thread's decode re-enabled the collector under another thread's decode."""
     import gc
 
-    from agentcore.session.storage import _gc_paused
+    from agentcore.session.process_state import gc_paused
 
     first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
     seen = {}
 
     def first():
-        with _gc_paused():
+        with gc_paused():
             first_in.set()
             second_in.wait(10)
         first_out.set()
 
     def second():
         first_in.wait(10)
-        with _gc_paused():
+        with gc_paused():
             second_in.set()
             first_out.wait(10)
             seen["during"] = gc.isenabled()  # the first decode ended, this one still runs
@@ -377,12 +377,12 @@ def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last 
 
 
 def test_reset_process_state_empties_the_caches(tmp_path):  # issue 11 item 6: resettable singletons
-    from agentcore.session import entries, storage
+    from agentcore.session import entries, process_state, storage
 
     path, ids = _jsonl_with_messages(tmp_path, 3)
     Session.open(path, read_only=True).close()
     assert storage._WORDS and entries._last_second[0] != -1
-    storage._reset_process_state()
+    process_state.reset()
     assert not storage._WORDS and entries._last_second == (-1, "")
     with Session.open(path, read_only=True) as session:
         assert len(session.build_context().messages) == 3

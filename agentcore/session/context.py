@@ -29,6 +29,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
                     Tuple)
 
 from ..types import AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, ToolCall
+from . import process_state
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
                       CustomMessageEntry, MessageEntry, ModelChangeEntry, SessionEntry,
                       ThinkingLevelChangeEntry)
@@ -271,12 +272,10 @@ def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
 
     Raises ``not_found`` for an unknown leaf and ``invalid_session`` for a broken parent chain.
     """
-    from .storage import _gc_paused
-
     leaf = storage.leaf_id if leaf_id is _UNSET else leaf_id
     if leaf is None:
         return SessionContext()
-    with _gc_paused():  # builds many long-lived objects (see storage._gc_paused)
+    with process_state.gc_paused():  # builds many long-lived objects (see process_state.gc_paused)
         path = storage.path_to_root(leaf)
         path.reverse()
         thinking, model, tools = _resolve_state(storage, path)

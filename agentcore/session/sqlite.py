@@ -33,11 +33,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Union
 
+from . import process_state
 from .context import UsageTotals, usage_of_entry
 from .entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
                       iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, SessionStorage, _gc_paused, _Node
+from .storage import EAGER_TYPES, SessionStorage, _Node
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -151,7 +152,7 @@ class SqliteSessionStorage(SessionStorage):
             self.session_id = self._resolve_id(session_id)
             if not read_only:
                 self._acquire_lease()
-            with _gc_paused():
+            with process_state.gc_paused():
                 self._load()
         except sqlite3.Error as exc:  # e.g. a read-only open of a database that is not a session store
             self.close()

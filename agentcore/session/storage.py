@@ -17,28 +17,21 @@ not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``cl
 names a missing entry is ``invalid_session``. Storages are not thread-safe on their own; the Session
 serialises calls.
 
-Process-wide state of the session package (``_reset_process_state()`` resets all of it, for tests):
-
-* ``storage._WORDS``: entry types and roles by their envelope bytes, at most 256 (one shared str
-  per word across 100,000 index nodes instead of one per node). A cache of immutable values.
-* ``entries._last_second``: the last formatted ISO second (appends come many per second).
-* the collector pause of bulk decodes (``_gc_paused``: ``_pause_depth``, ``_pause_resume``): set
-  only while a decode runs, and back to what the caller had when the last one ends.
+The package's process-wide state (caches, the collector pause) is listed in
+:mod:`agentcore.session.process_state`.
 """
 
 from __future__ import annotations
 
-import gc
 import json
 import re
 import sys
-import threading
 from collections import OrderedDict
-from contextlib import contextmanager
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
-from .context import UsageTotals, usage_of_entry
 from ..types import message_from_dict
+from . import process_state
+from .context import UsageTotals, usage_of_entry
 from .entries import (_MESSAGE_ENTRY_KEYS, LabelEntry, LeafEntry, MessageEntry, SessionEntry, SessionHeader,
                       SessionInfoEntry, encode_line, entry_from_dict)
 from .errors import SessionError
@@ -94,65 +87,6 @@ def _parse_json(raw: Union[bytes, str]) -> Any:
     if end != len(text):
         return _loads(text)
     return value
-
-
-_pause_lock = threading.Lock()
-_pause_depth = 0  # bulk decodes in progress, in any thread
-_pause_resume = False  # whether the collector was enabled when the first of them began
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Keep the cyclic garbage collector out of a bulk decode that builds many long-lived objects.
-
-    Decoding 100,000 messages creates about half a million objects that all survive and hold no
-    cycles; a running collector traverses the growing heap again and again while they are built.
-    So the collector is disabled for the decode and re-enabled after, and nothing else: no
-    ``gc.freeze()`` (which would move every object of the process, other threads' too, to the oldest
-    generation, and whose ``gc.unfreeze()`` would undo a freeze another thread, e.g. a pre-fork
-    server, made meanwhile), no collection, no threshold change. What the caller had is restored
-    exactly: a collector the application disabled stays disabled, and ``gc.get_freeze_count()`` is
-    untouched. Decodes in several threads share one pause (a lock-protected count): the first one
-    in disables, the last one out re-enables, so one thread's decode never re-enables the collector
-    under another's. (An application that calls ``gc.disable()`` or ``gc.enable()`` itself while a
-    decode runs in another thread races with it, as with any process-wide switch.)
-
-    Pauses cover the open of a session and the whole of ``build_context()`` (decode and projection),
-    not only the decode: a collection between them would traverse everything the open built.
-
-    Worth it (``benchmarks/session_scale.py`` prints the figure, CPU seconds, median of 3 runs, on
-    the loaded 2-core CI machine): on the uncompacted 100,000-message branch open +
-    ``build_context()`` takes 0.74x the CPU time without a pause (3.9 s against 5.3 s), and 0.87x
-    counting an allocation workload after it, where the collector catches up on the new objects
-    (5.6 s against 6.4 s); on 20,000 messages 0.81x, and 1.00x counting the catch-up.
-    """
-    global _pause_depth, _pause_resume
-    with _pause_lock:
-        if _pause_depth == 0:
-            _pause_resume = gc.isenabled()
-            gc.disable()
-        _pause_depth += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pause_depth -= 1
-            if _pause_depth == 0 and _pause_resume:
-                gc.enable()
-
-
-def _reset_process_state() -> None:
-    """Reset the package's process-wide state (see the module docstring); for tests.
-
-    Refuses while a bulk decode holds the collector pause (its end restores the caller's state).
-    """
-    from . import entries
-
-    with _pause_lock:
-        if _pause_depth:
-            raise RuntimeError("a session decode is in progress; reset after it ends")
-    _WORDS.clear()
-    entries._last_second = (-1, "")
 
 
 def clean_label(label: Optional[str]) -> Optional[str]:
@@ -480,7 +414,7 @@ class SessionStorage:
         if missing:
             fetch = [wanted[i] for i in missing if wanted[i].raw is None]
             fetched = iter(self._fetch_raws(fetch) if fetch else ())
-            with _gc_paused():
+            with process_state.gc_paused():
                 decode = self._decode_known
                 for index in missing:
                     node = wanted[index]
