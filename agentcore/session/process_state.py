@@ -43,11 +43,12 @@ def gc_paused() -> Iterator[None]:
     Pauses cover the open of a session and the whole of ``build_context()`` (decode and projection),
     not only the decode: a collection between them would traverse everything the open built.
 
-    Worth it (``benchmarks/session_scale.py`` prints the figure, CPU seconds, median of 3 runs, on
-    the loaded 2-core CI machine): on the uncompacted 100,000-message branch open +
-    ``build_context()`` takes 0.74x the CPU time without a pause (3.9 s against 5.3 s), and 0.87x
+    Worth it (``benchmarks/session_scale.py`` prints the figure: CPU seconds, median of 3 runs, the
+    pause against a no-op, on the loaded 2-core CI machine): on the uncompacted 100,000-message
+    branch open + ``build_context()`` takes 0.79x the CPU time (4.19 s against 5.27 s), and 0.80x
     counting an allocation workload after it, where the collector catches up on the new objects
-    (5.6 s against 6.4 s); on 20,000 messages 0.81x, and 1.00x counting the catch-up.
+    (5.19 s against 6.49 s); on the compacted session 0.78x and 0.85x. The ``gc.freeze()`` this
+    replaces was about 3% cheaper still (it hid the new objects from later collections too).
     """
     global _pause_depth, _pause_resume
     with _pause_lock:
