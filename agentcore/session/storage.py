@@ -29,6 +29,7 @@ import sys
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
 
+from .._compat import json_scanner
 from ..types import message_from_dict
 from . import process_state
 from .context import UsageTotals, usage_of_entry
@@ -61,7 +62,7 @@ def _word(raw: bytes) -> str:
 
 
 _loads = json.loads
-_scan_once = json.JSONDecoder().scan_once
+_scan_once = json_scanner()  # the C scanner behind json.loads (agentcore._compat: a private name)
 
 
 def _parse_json(raw: Union[bytes, str]) -> Any:
