@@ -755,3 +755,9 @@ def test_run_schema_retries_then_fails_with_status_1(quiet_home):
 def test_run_schema_usage_errors(quiet_home, schema, needle):
     code, out, err = _in_process("run", "--model", "scripted", "--schema", schema, "hi")
     assert code == 2 and needle in err and out == ""
+
+
+def test_run_schema_with_the_offline_demo(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", "name, age int, tags list", "hi")
+    assert code == 0, err
+    assert json.loads(out) == {"name": "demo", "age": 1, "tags": ["demo"]}
