@@ -202,7 +202,7 @@ def schema_name(schema: Dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- concise schemas
 
-_CONCISE_TYPES = {
+_CONCISE_TYPES: Dict[str, Dict[str, Any]] = {
     "str": {"type": "string"}, "string": {"type": "string"},
     "int": {"type": "integer"}, "integer": {"type": "integer"},
     "float": {"type": "number"}, "number": {"type": "number"},
@@ -380,7 +380,7 @@ def run_ask(agent: Any, prompt: Any, output_type: Any, *, images: Any = None, re
     spec = output_spec(output_type)
     native = supports_native(agent.state.model, has_tools=bool(agent.state.tools))
     ask = _Ask(spec, retries, native)
-    with _run_overrides(agent, ask):
+    with _RunOverrides(agent, ask):
         messages = agent.prompt(prompt, images)
     if ask.done:
         return ask.value
@@ -396,7 +396,7 @@ def run_ask(agent: Any, prompt: Any, output_type: Any, *, images: Any = None, re
                    "ended it)", reason)
 
 
-class _run_overrides:
+class _RunOverrides:
     """Give the one run that ``agent.prompt`` launches on this thread the ask's tool and config.
 
     ``Agent`` reads its tools and loop configuration in ``_resolve_tools``/``_build_loop_config``
@@ -409,7 +409,7 @@ class _run_overrides:
     def __init__(self, agent: Any, ask: _Ask) -> None:
         self.agent, self.ask, self.thread = agent, ask, threading.get_ident()
 
-    def __enter__(self) -> "_run_overrides":
+    def __enter__(self) -> "_RunOverrides":
         agent, cls = self.agent, type(self.agent)
         if "_resolve_tools" in vars(agent):
             raise RuntimeError("ask() is already running on this agent")

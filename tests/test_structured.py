@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional
+from typing import Any, Dict, List, Literal, Optional, TypedDict
 
 import pytest
 
@@ -23,11 +23,6 @@ from agentcore.structured import FINAL_RESULT_TOOL, output_spec, parse_concise_s
 from agentcore.testing import ScriptedModel, error, text, tool_call
 from agentcore.types import Model
 from tests._servers import Reply, ScriptedServer, sse
-
-if sys.version_info >= (3, 11):  # pragma: no cover - version dependent
-    from typing import TypedDict
-else:  # pragma: no cover
-    from typing_extensions import TypedDict
 
 
 @dataclass
@@ -489,3 +484,12 @@ def test_ask_falls_back_to_the_final_result_tool_on_the_wire(api, model_id):
     assert "response_format" not in body and "output_config" not in body
     assert "responseJsonSchema" not in body.get("generationConfig", {})
     assert FINAL_RESULT_TOOL in json.dumps(body["tools"]) and "lookup" in json.dumps(body["tools"])
+
+
+def test_images_go_with_the_prompt():
+    from agentcore import ImageContent
+
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": "cat"})])
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    assert Agent(scripted.model).ask("What animal?", str, images=[image]) == "cat"
+    assert scripted.contexts[0].messages[0].content[1] == image

@@ -109,7 +109,7 @@ def _example(schema: Any) -> Any:
         return {name: _example(sub) for name, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
         return [_example(schema["items"])] if isinstance(schema.get("items"), dict) else []
-    return _EXAMPLES.get(kind)
+    return _EXAMPLES.get(str(kind))
 
 
 # --------------------------------------------------------------------------- options
