@@ -761,3 +761,10 @@ def test_run_schema_with_the_offline_demo(quiet_home):
     code, out, err = _in_process("run", "--model", "scripted", "--schema", "name, age int, tags list", "hi")
     assert code == 0, err
     assert json.loads(out) == {"name": "demo", "age": 1, "tags": ["demo"]}
+
+
+def test_run_schema_with_json_events_ends_with_the_answer_line(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--json", "--schema", "n int", "hi")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, err
+    assert lines[-1] == {"n": 1} and lines[-2]["type"] == "agent_end"

@@ -205,7 +205,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
         try:
             if schema is not None:
-                return _ask(setup.agent, prompt, schema, out, text)
+                return _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
             new = setup.agent.prompt(prompt)
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
@@ -239,8 +239,10 @@ def _read_schema(value: str) -> Dict[str, Any]:
     return schema
 
 
-def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any) -> int:
-    """Ask for a JSON answer matching ``schema``; print it (indented JSON) to ``out``."""
+def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *,
+         one_line: bool = False) -> int:
+    """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
+    after the event lines of ``--json``)."""
     from ..structured import AskError, OutputValidationError
 
     try:
@@ -248,7 +250,7 @@ def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any
     except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
         text.note(f"[error] {exc}")
         return EXIT_ERROR
-    out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    out.write(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 
