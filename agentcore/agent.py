@@ -442,6 +442,23 @@ class Agent:
             run = self._begin_run()
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
 
+    def ask(self, prompt: Union[str, Any, Sequence[Any]], output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
+        """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
+        return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:
+        a JSON-schema dict, a dataclass, a TypedDict, an Enum, a Literal, str/int/float/bool,
+        list[...] or a pydantic model).
+
+        The wire API's native structured output is used where it has one, else a ``final_result``
+        tool; the agent's tools stay usable. An answer that fails validation goes back to the
+        model with the errors, up to ``retries`` times, then ``OutputValidationError`` (``.errors``,
+        ``.raw``). An aborted or failed run raises ``AskError``. TypeError/ValueError at once for
+        an output type without a JSON schema; RuntimeError when a run is active.
+        """
+        from .structured import run_ask
+
+        return run_ask(self, prompt, output_type, images=images, retries=retries)
+
     def continue_(self, *, wait: bool = True) -> Any:
         """Continue from the current transcript (spec agent-loop §3.6).
 
