@@ -33,9 +33,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._toolschema import to_python, type_schema
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
@@ -353,6 +352,28 @@ class _Ask:
         self.correction = UserMessage(content=[TextContent(self._correction_text())])
         return False
 
+    def setup(self, tools: List[Any], config: Any) -> Tuple[List[Any], Any]:
+        """The tools and loop configuration of the ask's run (the Agent calls this when it
+        prepares the run): the ``final_result`` tool in tool mode, the wrapped configuration."""
+        if not self.native:
+            tools = [t for t in tools if getattr(t, "name", None) != FINAL_RESULT_TOOL] + [self.tool]
+        return tools, self.wrap_config(config)
+
+    def outcome(self, messages: List[Any]) -> Any:
+        """The validated value of the finished run; raises OutputValidationError or AskError."""
+        if self.done:
+            return self.value
+        if self.exhausted:
+            raise OutputValidationError(self.errors, self.raw, self.failures)
+        last = messages[-1] if messages else None
+        reason = getattr(last, "stop_reason", None)
+        if reason in ("aborted", "error"):
+            what = "was aborted" if reason == "aborted" else "failed"
+            raise AskError(f"ask(): the run {what} before an answer: "
+                           f"{getattr(last, 'error_message', None) or reason}", reason)
+        raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook "
+                       "ended it)", reason)
+
     def _errors_of(self, arguments: Any, result: Any) -> List[str]:
         try:
             self.spec.check(arguments)
@@ -370,68 +391,11 @@ class _Ask:
         return f"Your answer does not match the required JSON schema:\n{errors}\n{how}"
 
 
-_installing = threading.local()
-
-
-def run_ask(agent: Any, prompt: Any, output_type: Any, *, images: Any = None, retries: int = 2) -> Any:
-    """:meth:`Agent.ask`: run ``prompt`` on ``agent`` and return the validated value."""
+def prepare_ask(agent: Any, output_type: Any, retries: int) -> _Ask:
+    """The bookkeeping of one :meth:`Agent.ask` run (raises TypeError/ValueError for an output
+    type without a JSON schema or bad ``retries`` before anything runs)."""
     if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
         raise ValueError(f"ask(retries=...) must be an integer >= 0, not {retries!r}")
     spec = output_spec(output_type)
     native = supports_native(agent.state.model, has_tools=bool(agent.state.tools))
-    ask = _Ask(spec, retries, native)
-    with _RunOverrides(agent, ask):
-        messages = agent.prompt(prompt, images)
-    if ask.done:
-        return ask.value
-    if ask.exhausted:
-        raise OutputValidationError(ask.errors, ask.raw, ask.failures)
-    last = messages[-1] if messages else None
-    reason = getattr(last, "stop_reason", None)
-    if reason in ("aborted", "error"):
-        what = "was aborted" if reason == "aborted" else "failed"
-        raise AskError(f"ask(): the run {what} before an answer: "
-                       f"{getattr(last, 'error_message', None) or reason}", reason)
-    raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook "
-                   "ended it)", reason)
-
-
-class _RunOverrides:
-    """Give the one run that ``agent.prompt`` launches on this thread the ask's tool and config.
-
-    ``Agent`` reads its tools and loop configuration in ``_resolve_tools``/``_build_loop_config``
-    on the caller's thread when a run starts; the ask shadows both on the instance for the
-    duration of the call, acting only on the calling thread (another thread's prompt is refused as
-    busy anyway, and sees the plain methods). Nothing public changes: ``agent.state.tools`` and
-    ``agent.options`` stay as they are.
-    """
-
-    def __init__(self, agent: Any, ask: _Ask) -> None:
-        self.agent, self.ask, self.thread = agent, ask, threading.get_ident()
-
-    def __enter__(self) -> "_RunOverrides":
-        agent, cls = self.agent, type(self.agent)
-        if "_resolve_tools" in vars(agent):
-            raise RuntimeError("ask() is already running on this agent")
-        resolve, build = cls._resolve_tools.__get__(agent), cls._build_loop_config.__get__(agent)
-        ask, mine = self.ask, self.thread
-
-        def resolve_tools() -> List[Any]:
-            tools = resolve()
-            if threading.get_ident() == mine and not ask.native:
-                tools = [t for t in tools if getattr(t, "name", None) != FINAL_RESULT_TOOL] + [ask.tool]
-            return tools
-
-        def build_loop_config(signal: Any, skip_initial_steering_poll: bool) -> Any:
-            config = build(signal, skip_initial_steering_poll)
-            return ask.wrap_config(config) if threading.get_ident() == mine else config
-
-        self._installed = (resolve_tools, build_loop_config)
-        agent._resolve_tools, agent._build_loop_config = resolve_tools, build_loop_config
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        attrs = vars(self.agent)
-        for name, fn in zip(("_resolve_tools", "_build_loop_config"), self._installed):
-            if attrs.get(name) is fn:
-                del attrs[name]
+    return _Ask(spec, retries, native)
