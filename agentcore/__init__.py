@@ -26,7 +26,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
         "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
         "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
-        "event_to_dict",
+        "ToolApprovalRequestEvent", "event_to_dict",
     ],
     "streams": ["EventStream", "AssistantMessageEventStream"],
     "signals": ["AbortController", "AbortSignal"],
@@ -41,6 +41,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn", "get_default_stream_fn",
     ],
     "agent": ["Agent", "AgentState", "EventSubscription"],
+    "approvals": ["PendingApproval"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [
