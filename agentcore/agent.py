@@ -71,6 +71,16 @@ _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", 
 
 Listener = Callable[..., Any]
 
+# The agent whose run body executes in this context (the run thread's, inherited by its tools'
+# threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
+_running_agent: "contextvars.ContextVar[Optional[Agent]]" = contextvars.ContextVar(
+    "agentcore_running_agent", default=None)
+
+
+def running_agent() -> Optional["Agent"]:
+    """The agent whose run (or one of whose tools) is executing on this thread, else None."""
+    return _running_agent.get()
+
 
 # =========================================================================== runs
 
@@ -201,7 +211,8 @@ class Agent:
                  compaction_model: Optional[Model] = None,
                  options: Optional[StreamOptions] = None,
                  **stream_options: Any) -> None:
-        self._plugins = AgentPlugins(plugins or ())
+        self._plugin_args = tuple(plugins or ())  # what as_tool() builds fresh sub-agents with
+        self._plugins = AgentPlugins(self._plugin_args)
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
@@ -758,6 +769,7 @@ class Agent:
         ``resume``: a continue run that first finishes an approval pause's turn.
         """
         emit, signal = self._emitter(run), run.controller.signal
+        _running_agent.set(self)  # the run thread's own context copy: nothing to reset
         compactor = self.compactor
         transform, prepare = compactor.turn_hooks(config, emit, signal)
         config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
