@@ -15,7 +15,8 @@ Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.
 "toolCallId", "approved", "args"?, "reason"?}``): extension state the reference ignores, never a
 message. :meth:`Approvals.load` folds them over the current branch, so an agent opened on the
 session in another process sees the same pending calls and decisions. A call whose tool result is
-on the branch is settled and no longer pending.
+on the branch is settled and no longer pending; a later assistant message (a response after the
+pause: the calls were abandoned, e.g. by an abort) drops the waiting calls, in memory and on load.
 """
 
 from __future__ import annotations
@@ -252,8 +253,11 @@ class Approvals:
                                                                     event.args)
                 self._decisions.pop(event.tool_call_id, None)
         elif kind == "message_end" and self._pending:
-            call_id = getattr(event.message, "tool_call_id", None)
-            if call_id is not None and getattr(event.message, "role", None) == "toolResult":
+            role = getattr(event.message, "role", None)
+            if role == "assistant":  # a later response: the waiting calls can never run now
+                self.clear()
+            elif role == "toolResult":
+                call_id = getattr(event.message, "tool_call_id", None)
                 with self._lock:
                     self._pending.pop(call_id, None)
                     self._decisions.pop(call_id, None)
@@ -288,7 +292,7 @@ class Approvals:
 
     def load(self, session: Any) -> None:
         """Replace the book with the requests and decisions on ``session``'s current branch
-        whose calls have no tool result on it yet."""
+        made after its last assistant message whose calls have no tool result on it yet."""
         pending: Dict[str, PendingApproval] = {}
         decisions: Dict[str, ApprovalDecision] = {}
         storage = getattr(session, "storage", None)
@@ -297,6 +301,9 @@ class Approvals:
             settled = set()
             for entry in session.get_branch():
                 if entry.type == "message":
+                    if getattr(entry.message, "role", None) == "assistant":
+                        pending.clear()  # requests of earlier turns can never run now
+                        decisions.clear()
                     call_id = getattr(entry.message, "tool_call_id", None)
                     if call_id is not None:
                         settled.add(call_id)

@@ -366,3 +366,21 @@ def test_resume_in_fresh_processes(tmp_path, kind):
     assert resumed["results"] == {"b": ["deleted /x", False], "c": ["keep it", True]}
     assert resumed["last"] == "all done"
     assert resumed["pending"] == []
+
+
+def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("later")],
+                      session=Session.create(path))
+    agent.prompt("go")
+    # the transcript moves on without the waiting call (a caller replacing it, an aborted resume)
+    from agentcore import AssistantMessage, TextContent, Usage
+    from agentcore.events import MessageEndEvent
+
+    later = AssistantMessage(content=[TextContent("x")], api="a", provider="p", model="m", usage=Usage(),
+                             stop_reason="aborted")
+    agent._process_event(MessageEndEvent(later))  # reduced, and recorded by the session link
+    assert agent.pending_approvals == []
+    agent.session.close()
+    again, _ = _agent([], session=Session.open(path))
+    assert again.pending_approvals == []
