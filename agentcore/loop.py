@@ -124,15 +124,19 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
-                        stream_fn: Optional[StreamFn] = None) -> EventStream:
-    """Like :func:`agent_loop` but continues from ``context`` without new prompts.
+                        stream_fn: Optional[StreamFn] = None, *,
+                        resume: Optional["_approvals.Resumption"] = None) -> EventStream:
+    """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
+    after an approval pause, see :func:`run_agent_loop_continue`).
 
     Raises ValueError at once (before any thread starts) when the context is empty or ends with an
-    assistant message.
+    assistant message (unless resuming).
     """
-    _validate_continue(context)
+    if resume is None:
+        _validate_continue(context)
     fn = stream_fn or get_default_stream_fn()
-    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn))
+    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn,
+                                                               resume=resume))
 
 
 def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:

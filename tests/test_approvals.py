@@ -384,3 +384,24 @@ def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):
     agent.session.close()
     again, _ = _agent([], session=Session.open(path))
     assert again.pending_approvals == []
+
+
+def test_the_low_level_loop_pauses_and_resumes_with_a_resumption():
+    from agentcore import AgentContext, AgentLoopConfig, UserMessage, agent_loop, agent_loop_continue
+    from agentcore.approvals import ApprovalDecision, Resumption
+
+    scripted = ScriptedModel([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    context = AgentContext("", [], [delete])
+    config = AgentLoopConfig(model=scripted.model)
+    prompt = UserMessage("go")
+    stream = agent_loop([prompt], context, config, stream_fn=scripted.stream_fn)
+    events = list(stream)
+    assert [e.tool_call_id for e in events if e.type == "tool_approval_request"] == ["b"]
+    paused = stream.result()
+    assert paused[-1].role == "assistant"
+    context.messages = list(paused)  # the caller keeps the transcript at this level
+    resumed = agent_loop_continue(context, config, stream_fn=scripted.stream_fn,
+                                  resume=Resumption(paused[-1], {"b": ApprovalDecision(False, None, "no")}))
+    list(resumed)
+    roles = [(m.role, getattr(m, "is_error", None)) for m in resumed.result()]
+    assert roles == [("toolResult", True), ("assistant", None)]
