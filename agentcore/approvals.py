@@ -10,6 +10,12 @@ decisions taken with ``agent.approve(id, args=None)`` / ``agent.deny(id, reason=
 (with edited arguments, validated again), turns the denied ones into error results carrying the
 reason (exactly as a blocking ``before_tool_call`` does) and goes on with the model.
 
+Events: the pausing run emits, for that batch, the requests and the events of the calls that ran,
+then ``turn_end`` (with the results so far) and ``agent_end``. The resumed run emits
+``agent_start``, ``turn_start``, the decided calls' tool events and results, and a second
+``turn_end`` for the same assistant message (with the resumed results), then goes on as usual.
+The tool results of the resumed calls follow the others in the transcript.
+
 Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.approval"``
 (data ``{"kind": "request", "toolCallId", "toolName", "args"}`` or ``{"kind": "decision",
 "toolCallId", "approved", "args"?, "reason"?}``): extension state the reference ignores, never a
@@ -119,7 +125,7 @@ class Resumption:
         """The decided calls of ``message`` in source order, approved ones with their edited args."""
         decided: List[ToolCall] = []
         for block in self.message.content:
-            decision = self.decisions.get(getattr(block, "id", None)) if isinstance(block, ToolCall) else None
+            decision = self.decisions.get(block.id) if isinstance(block, ToolCall) else None
             if decision is None:
                 continue
             if decision.approved and decision.args is not None:
@@ -257,7 +263,7 @@ class Approvals:
             if role == "assistant":  # a later response: the waiting calls can never run now
                 self.clear()
             elif role == "toolResult":
-                call_id = getattr(event.message, "tool_call_id", None)
+                call_id = str(getattr(event.message, "tool_call_id", ""))
                 with self._lock:
                     self._pending.pop(call_id, None)
                     self._decisions.pop(call_id, None)

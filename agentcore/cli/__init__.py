@@ -3,7 +3,8 @@
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
 line), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking`` and ``--system``, before or after the command name.
+``--session``, ``--thinking``, ``--system`` and ``--approve`` (y/n/always before each tool call,
+see :mod:`agentcore.cli._approve`), before or after the command name.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
