@@ -27,12 +27,14 @@ pause: the calls were abandoned, e.g. by an abort) drops the waiting calls, in m
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from ._safe import exception_message, json_safe
-from .types import ToolCall
+from .types import TextContent, ToolCall
 
 __all__ = ["PendingApproval", "ApprovalDecision", "Approvals", "Resumption", "split_batch",
            "CUSTOM_TYPE", "ERR_DENIED"]
@@ -147,6 +149,35 @@ class Resumption:
             if before_tool_call is None:
                 return None
             return before_tool_call(context, signal)
+
+        return hook
+
+    def annotate(self, after_tool_call: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
+        """``after_tool_call`` for the resumed run: the result of a call approved with edited
+        arguments ends with a note giving them. The transcript's tool call keeps the model's own
+        arguments, so without it the model would believe those ran."""
+        edited = {i: d.args for i, d in self.decisions.items() if d.approved and d.args is not None}
+        if not edited:
+            return after_tool_call
+        from ._loop_types import AfterToolCallResult, merge_after_tool_call
+        from ._util import field_of
+
+        def hook(context: Any, signal: Any) -> Any:
+            override = None if after_tool_call is None else merge_after_tool_call(after_tool_call(context, signal))
+            call_id = context.tool_call.id
+            if call_id not in edited:
+                return override
+            content = field_of(override, "content") if override is not None else None
+            content = context.result.content if content is None else content
+            blocks = [TextContent(content)] if isinstance(content, str) else list(content or [])
+            args = json.dumps(json_safe(edited[call_id]), ensure_ascii=False)
+            blocks.append(TextContent(f"[The user edited the arguments before approving this call; "
+                                      f"it ran with: {args}]"))
+            if override is None:
+                return AfterToolCallResult(content=blocks)
+            if isinstance(override, dict):
+                return {**override, "content": blocks}
+            return dataclasses.replace(override, content=blocks)
 
         return hook
 

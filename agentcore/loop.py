@@ -183,13 +183,14 @@ def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit
 
     ``resume`` (from an approval pause, see :mod:`agentcore.approvals`): the run first finishes
     the paused turn, running the decided calls of ``resume.message`` (denied ones are blocked with
-    their reason), then goes on as usual. The context may then end with that assistant message.
+    their reason; results of edited calls say so), then goes on as usual. The context may then end with that assistant message.
     """
     if resume is None:
         _validate_continue(context)
     run = _Run.start(context, config, emit, signal, stream_fn)
     if resume is not None:
         run.cfg.before_tool_call = resume.gate(run.cfg.before_tool_call)
+        run.cfg.after_tool_call = resume.annotate(run.cfg.after_tool_call)
     new_messages: List[Any] = []
     emit(AgentStartEvent())
     emit(TurnStartEvent())

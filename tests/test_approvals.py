@@ -126,12 +126,32 @@ def test_deny_without_reason_gives_the_default_error():
     assert _tool_results(agent)["b"].content[0].text == "Tool execution was denied"
 
 
-def test_approve_with_edited_args_runs_them():
-    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+def test_approve_with_edited_args_runs_them_and_tells_the_model():
+    agent, scripted = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
     agent.prompt("go")
     agent.approve("b", args={"path": "/tmp/x"})
     agent.continue_()
-    assert _tool_results(agent)["b"].content[0].text == "deleted /tmp/x"
+    content = _tool_results(agent)["b"].content
+    assert content[0].text == "deleted /tmp/x"
+    assert content[1].text == ('[The user edited the arguments before approving this call; it ran with: '
+                               '{"path": "/tmp/x"}]')
+    assert scripted.contexts[-1].messages[-1].content[1].text == content[1].text
+
+
+def test_the_edit_note_follows_an_after_tool_call_override():
+    def after(context, signal):
+        return {"content": [{"type": "text", "text": "rewritten"}]} if context.tool_call.id == "b" else None
+
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
+                       text("ok")], after_tool_call=after)
+    agent.prompt("go")
+    agent.approve("b", args={"path": "/z"})
+    agent.approve("c")
+    agent.continue_()
+    results = _tool_results(agent)
+    texts = [getattr(b, "text", None) or b["text"] for b in results["b"].content]
+    assert texts[0] == "rewritten" and texts[1].startswith("[The user edited the arguments")
+    assert [b.text for b in results["c"].content] == ["deleted /y"]
 
 
 def test_approve_with_edited_args_that_fail_validation_stays_pending():
