@@ -26,7 +26,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
         "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
         "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
-        "event_to_dict",
+        "ToolApprovalRequestEvent", "event_to_dict",
     ],
     "streams": ["EventStream", "AssistantMessageEventStream"],
     "signals": ["AbortController", "AbortSignal"],
@@ -42,6 +42,7 @@ _EXPORTS: Dict[str, List[str]] = {
     ],
     "agent": ["Agent", "AgentState", "EventSubscription"],
     "structured": ["OutputValidationError", "AskError"],
+    "approvals": ["PendingApproval"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [
