@@ -17,7 +17,7 @@ from agentcore.testing import ScriptedModel, call, response, text, thinking, too
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
 
-from conftest import Echo
+from _echo import Echo
 
 
 def roles(messages) -> List[str]:

@@ -17,7 +17,7 @@ from agentcore import (
 from agentcore.messages import DROP
 from agentcore.testing import ScriptedModel, text
 
-from conftest import ECHO_SCHEMA
+from _echo import ECHO_SCHEMA
 
 
 def _echo_tool(executed: List[Any]) -> AgentTool:

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from agentcore.cli import main
-from tests._servers import Reply, ScriptedServer, sse
+from _servers import Reply, ScriptedServer, sse
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-SECRET-4c1f9a"
