@@ -121,7 +121,6 @@ for finder in list(sys.meta_path):
 import agentcore
 
 
-
 def scanned_by_pkg_resources():  # importing pkg_resources scans every distribution on sys.path
     if "pkg_resources" in sys.modules and "import pkg_resources" not in calls:
         calls.append("import pkg_resources")
