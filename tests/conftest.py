@@ -19,14 +19,13 @@ from agentcore.events import DoneEvent, ErrorEvent
 from agentcore.messages import default_convert_to_llm
 from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel
-from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, UserMessage
+
+from _echo import Echo
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 MOCK_MODEL = Model(id="mock", name="mock", api="openai-responses", provider="openai", base_url="")
-
-ECHO_SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
 
 
 def make_user(text: str, timestamp: Optional[int] = None) -> UserMessage:
@@ -77,26 +76,6 @@ class MockLLM:
         else:
             stream.push(DoneEvent(response.stop_reason, response))
         return stream
-
-
-class Echo:
-    """The echo tool of spec §5 plus the list of values it executed."""
-
-    def __init__(self, name: str = "echo", execution_mode: Optional[str] = None,
-                 before: Optional[Callable[[Any], None]] = None, terminate: Optional[Callable[[str], Any]] = None) -> None:
-        self.executed: List[Any] = []
-        self._before = before
-        self._terminate = terminate
-        self.tool = AgentTool(name=name, description="Echo a value back", parameters=ECHO_SCHEMA,
-                              execute=self.execute, execution_mode=execution_mode)
-
-    def execute(self, tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
-        if self._before is not None:
-            self._before(args)
-        self.executed.append(args["value"])
-        terminate = self._terminate(args["value"]) if self._terminate else None
-        return AgentToolResult(content=[TextContent(f"echoed: {args['value']}")],
-                               details={"value": args["value"]}, terminate=terminate)
 
 
 class Recorder:

@@ -17,7 +17,7 @@ from agentcore.testing import ScriptedModel, call, response, text, thinking, too
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
 
-from conftest import Echo
+from _echo import Echo
 
 
 def roles(messages) -> List[str]:
@@ -879,6 +879,199 @@ def test_model_without_provider_ends_with_an_error_naming_the_api(monkeypatch): 
     assert 'No provider registered for api "unknown"' in new[-1].error_message
     assert agent.state.error_message == new[-1].error_message
     assert agent.state.is_streaming is False
+
+
+# agent-loop §3.6 step 2: prompt() takes a list of messages. A list of strings used to put raw str
+# objects into the transcript that the converter then dropped, so the model saw no prompt at all.
+def test_prompt_list_of_strings_reaches_the_model_and_bad_items_raise() -> None:
+    seen: List[Any] = []
+
+    def answer(context: Any) -> Any:
+        seen.append([(m.role, m.content[0].text) for m in context.messages])
+        return text("ok")
+
+    scripted = ScriptedModel([answer])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt(["hello", "world"])
+    assert seen == [[("user", "hello"), ("user", "world")]]
+    assert [m.role for m in agent.messages] == ["user", "user", "assistant"]
+
+    with pytest.raises(TypeError, match="item 1"):
+        agent.prompt(["fine", 42])
+    assert not agent.state.is_streaming and len(agent.messages) == 3
+
+
+# agent-loop §3.6 step 2: images join a *string* prompt. With a message (or list) they used to be
+# dropped without a word, so the model never saw the picture the caller attached.
+def test_images_with_a_message_prompt_are_not_dropped_silently() -> None:
+    from agentcore.types import ImageContent, TextContent, UserMessage
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    with pytest.raises(TypeError, match="images"):
+        agent.prompt(UserMessage(content=[TextContent("look")]), images=[image])
+    assert agent.messages == [] and not agent.state.is_streaming
+    agent.prompt("look", images=[image])
+    assert [b.type for b in agent.messages[0].content] == ["text", "image"]
+
+
+# agent-loop §3.6 finishRun (always): when the run thread cannot be started (the interpreter is out
+# of threads), prompt() must raise and leave the agent idle, not busy forever.
+def test_run_thread_start_failure_leaves_the_agent_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentcore.agent as agent_module
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.steer("queued")
+
+    def no_threads(*args: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(agent_module, "start_daemon", no_threads)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.prompt("go")
+        assert agent.state.is_streaming is False
+        assert agent.signal is None
+        assert agent.wait_for_idle(timeout=1) is True
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.stream("go")
+        assert agent.state.is_streaming is False
+    assert agent.has_queued_messages()
+    assert [m.role for m in agent.prompt("again")] == ["user", "user", "assistant"]
+
+
+# agent-loop §3.4: subscribe() takes any callable. A callable dataclass instance (unhashable, as
+# dataclasses with eq=True are) used to make subscribe() raise TypeError.
+def test_unhashable_callable_listener_can_subscribe_and_unsubscribe() -> None:
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Recorder:
+        seen: List[str] = field(default_factory=list)
+
+        def __call__(self, event: Any) -> None:
+            self.seen.append(event.type)
+
+    scripted = ScriptedModel([text("one"), text("two")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    first, second = Recorder(), Recorder()
+    unsubscribe_first = agent.subscribe(first)
+    agent.subscribe(second)
+    agent.prompt("go")
+    assert first.seen[0] == "agent_start" and first.seen[-1] == "agent_end"
+    assert second.seen == first.seen
+    unsubscribe_first()
+    agent.prompt("again")
+    assert len(second.seen) == 2 * len(first.seen)
+
+
+# agent-loop §3.4/§8.1: listeners are called synchronously; async listeners are not supported. An
+# ``async def`` listener used to be accepted and then silently never run ("never awaited").
+def test_async_listener_is_refused_at_subscribe() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def listener(event: Any) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="async listener"):
+        agent.subscribe(listener)
+    assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §3.5: steer()/follow_up() queue messages. A list (or any non-message) used to be queued
+# as one "message" and injected into the transcript as is, where the model never saw it.
+def test_steer_and_follow_up_refuse_non_messages() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    with pytest.raises(TypeError, match="steer"):
+        agent.steer(["a", "b"])
+    with pytest.raises(TypeError, match="follow_up"):
+        agent.follow_up(None)
+    assert not agent.has_queued_messages()
+    agent.steer({"role": "custom", "customType": "note", "content": "x", "display": False, "timestamp": 1})
+    agent.follow_up("later")
+    assert agent.has_queued_messages()
+
+
+# agent-loop §2.12/§2.6: queue modes are "one-at-a-time" or "all", tool execution "parallel" or
+# "sequential". A typo ("All", "sequental") used to mean the default silently.
+def test_mode_typos_raise_instead_of_meaning_the_default() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(ValueError, match="queue mode"):
+        Agent(scripted.model, steering_mode="All")
+    with pytest.raises(ValueError, match="tool_execution"):
+        Agent(scripted.model, tool_execution="sequental")
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, follow_up_mode="all")
+    with pytest.raises(ValueError, match="queue mode"):
+        agent.follow_up_mode = "every"
+    assert agent.follow_up_mode == "all"
+    agent.tool_execution = "paralel"
+    with pytest.raises(ValueError, match="tool_execution"):
+        agent.prompt("go")
+    assert not agent.state.is_streaming and agent.messages == []
+    agent.tool_execution = "sequential"
+    assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §3.2: reasoning comes from thinking_level, "off" becomes none. None (the natural way
+# to say "no thinking" in Python) used to reach the provider as the level "None".
+def test_thinking_level_none_means_off() -> None:
+    from agentcore.types import Model
+
+    model = Model(id="thinker", api="scripted", provider="scripted", reasoning=True)
+    scripted = ScriptedModel([text("a"), text("b"), text("c")], model=model)
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, thinking_level=None)
+    agent.prompt("one")
+    assert agent.thinking_level == "off"
+    agent.thinking_level = "high"
+    agent.prompt("two")
+    agent.state.thinking_level = None
+    agent.prompt("three")
+    assert [options.get("reasoning") for options in scripted.options] == [None, "high", None]
+
+
+# Agent(model="provider/id") resolves through the registry, whose Model objects are shared. An
+# agent changing its own model (base_url, headers with credentials, max_tokens) used to change the
+# registry's model and so every other agent built from the same name.
+def test_model_by_name_is_the_agents_own_copy() -> None:
+    from agentcore.plugins import get_model, models
+
+    key = models()[0].key
+    original_url = get_model(key).base_url
+    first, second = Agent(key), Agent(key)
+    assert first.model == get_model(key)
+    first.model.base_url = "http://127.0.0.1:9/v1"
+    first.model.headers = {"Authorization": "Bearer secret"}
+    assert second.model.base_url == original_url and not second.model.headers
+    assert get_model(key).base_url == original_url and not get_model(key).headers
+
+
+# agent-loop §3.6 failure run: whatever broke the run, listeners get the failure sequence and the
+# transcript ends with the failure message. A state.model that is not a Model (a "provider/id"
+# string assigned through state) made the failure path itself crash: no agent_end, prompt() → [].
+def test_model_setter_resolves_names_and_a_broken_model_still_fails_cleanly() -> None:
+    from agentcore.plugins import UnknownModelError, get_model, models
+
+    key = models()[0].key
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.model = key
+    assert agent.model == get_model(key) and agent.model is not get_model(key)
+    with pytest.raises(UnknownModelError):
+        agent.model = "no-such-provider/no-such-model"
+
+    agent = Agent(scripted.model)
+    seen: List[str] = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    agent.state.model = "no-such-provider/no-such-model"
+    result = agent.prompt("hi")
+    assert [m.stop_reason for m in result] == ["error"]
+    assert result[0].error_message
+    assert seen[-1] == "agent_end"
+    assert agent.messages[-1] is result[0] and not agent.state.is_streaming
 
 
 # --------------------------------------------------------------------------- the scripted model

@@ -15,9 +15,9 @@ from agentcore import (
     TextContent, UserMessage, hookimpl,
 )
 from agentcore.messages import DROP
-from agentcore.testing import ScriptedModel
+from agentcore.testing import ScriptedModel, text
 
-from conftest import ECHO_SCHEMA
+from _echo import ECHO_SCHEMA
 
 
 def _echo_tool(executed: List[Any]) -> AgentTool:
@@ -142,6 +142,31 @@ def test_on_event_observers_see_reduced_state_and_their_failures_are_not_fatal(c
     assert [m.role for m in new] == ["user", "assistant"] and new[-1].stop_reason == "stop"
     assert seen == [True, True]
     assert "observer bug" in caplog.text
+
+
+# Plugins: an installed plugin is loaded through its entry point; passing the same object to
+# Agent(plugins=[...]) as well (or listing it twice) used to raise pluggy's ValueError with a dump
+# of every registered plugin. None for tools/messages/plugins means "none", as () does.
+def test_agent_accepts_already_loaded_plugins_and_none_collections() -> None:
+    import agentcore.testing as testing_module
+
+    class Observer:
+        def __init__(self) -> None:
+            self.count = 0
+
+        @hookimpl
+        def on_event(self, event: Any, agent: Any) -> None:
+            self.count += 1
+
+    observer = Observer()
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, tools=None, messages=None,
+                  plugins=[testing_module, observer, observer])
+    events: List[Any] = []
+    agent.subscribe(events.append)
+    agent.prompt("go")
+    assert observer.count == len(events) > 0  # the observer saw each event once
+    assert Agent(scripted.model, plugins=None).messages == []
 
 
 def test_tools_and_providers_registered_on_an_agent_are_resolved_by_name():

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from agentcore.cli import main
-from tests._servers import Reply, ScriptedServer, sse
+from _servers import Reply, ScriptedServer, sse
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-SECRET-4c1f9a"
@@ -417,6 +417,33 @@ def test_sessions_list_show_and_export_by_id(env, tmp_path):
     assert [json.loads(l) for l in jsonl.splitlines()] == [json.loads(l) for l in original.read_text().splitlines()]
     missing = agentcore("sessions", "show", "nope", env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_sessions_export_jsonl_is_the_reference_encoding(tmp_path):
+    # `agentcore sessions export --format jsonl` promises reference JSONL: it used json.dumps
+    # (spaces after separators, Python floats like 0.0, raw lone surrogates that made writing
+    # the export fail with UnicodeEncodeError) instead of the session files' own encoding.
+    import io
+
+    from agentcore.cli import main
+    from agentcore.session import Session
+    from agentcore.types import AssistantMessage, TextContent, Usage, UserMessage
+
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    session.append_message(UserMessage([TextContent("cut \ud83d")], timestamp=1))
+    session.append_message(AssistantMessage(content=[TextContent("yo")], api="x", provider="p", model="m",
+                                            usage=Usage(), stop_reason="stop", timestamp=2))
+    session.close()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["sessions", "export", str(path), "--format", "jsonl"], stdout=out, stderr=err) == 0, err.getvalue()
+    exported = out.getvalue()
+    exported.encode("utf-8")  # writable to any UTF-8 stream or file
+    assert exported == path.read_text(encoding="utf-8")
+    for fmt in ("json", "markdown", "html"):
+        out = io.StringIO()
+        assert main(["sessions", "export", str(path), "--format", fmt], stdout=out, stderr=err) == 0
+        out.getvalue().encode("utf-8")
 
 
 # --------------------------------------------------------------------------- models, plugins, demo

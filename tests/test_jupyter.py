@@ -99,6 +99,22 @@ def test_wrappers_and_rich_display_hooks():
     assert not hasattr(messages[1], "_repr_html_") and not hasattr(AgentToolResult(), "_repr_html_")
 
 
+def test_markdown_of_an_image_cannot_inject_html():
+    # jupyter: "Every piece of message text is escaped". The image's mime type and data went into
+    # the Markdown unescaped, so a crafted message (e.g. from a session file or a tool) put live
+    # HTML into the notebook's Markdown output.
+    from agentcore.jupyter import message_to_markdown
+    from agentcore.types import ImageContent, ToolResultMessage
+
+    evil = ImageContent("AAAA) <img src=x onerror=alert(1)> (", 'image/png)<img src=x onerror=alert(2)>')
+    message = ToolResultMessage(tool_call_id="t1", tool_name="read", content=[evil], is_error=False, timestamp=1)
+    markdown = message_to_markdown(message)
+    assert "<img" not in markdown and "<" not in markdown.split("![image]", 1)[1]
+    good = ImageContent("iVBORw0KGgo=", "image/png")
+    assert "![image](data:image/png;base64,iVBORw0KGgo=)" in message_to_markdown(
+        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1))
+
+
 # --------------------------------------------------------------------------- display_run
 
 

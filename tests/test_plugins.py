@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -186,6 +187,88 @@ def test_installed_agentcore_web_is_discovered_and_fetches(fresh_plugins: Any, l
     assert result.content[0].text == f"URL: {local_site}/\nTitle: Hi\n\n## Local\n\nserved on 127.0.0.1"
     with pytest.raises(Exception, match="HTTP 404"):
         fetch_url.execute("call-2", {"url": local_site + "/gone"}, None, None)
+
+
+def test_fetch_url_timeout_bounds_a_trickling_body():
+    # agentcore-web: "an overall deadline of the same length for the body". A server sending one
+    # byte at a time (each well within the read timeout) kept the tool waiting until 16 KB had
+    # arrived or the body ended, however long that took.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "400")
+            self.end_headers()
+            for _ in range(400):  # 400 bytes over up to 20 s
+                if stop.wait(0.05):
+                    return
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/slow"
+        started = time.monotonic()
+        with pytest.raises(web.FetchError, match="timed out"):
+            web.fetch_text(url, timeout=0.5)
+        assert time.monotonic() - started < 5.0
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_fetch_url_honours_the_html_meta_charset():
+    # Pages that declare their encoding only in <meta charset> (no charset in Content-Type) were
+    # decoded as UTF-8: every accented letter of a Latin-1 page became U+FFFD.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    pages = {
+        "/meta": '<html><head><meta charset="iso-8859-1"><title>Caf\u00e9</title></head>'
+                 '<body><p>cr\u00e8me br\u00fbl\u00e9e</p></body></html>',
+        "/equiv": '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+                  '</head><body><p>na\u00efve \u2013 ok</p></body></html>',
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = pages[self.path].encode("cp1252")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        page = web.fetch_text(base + "/meta", timeout=5)
+        assert page["title"] == "Caf\u00e9" and "cr\u00e8me br\u00fbl\u00e9e" in page["text"]
+        assert "na\u00efve \u2013 ok" in web.fetch_text(base + "/equiv", timeout=5)["text"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 # --------------------------------------------------------------------------- registries

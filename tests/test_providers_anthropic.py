@@ -12,7 +12,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "anthropic-messages"
 HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
@@ -284,8 +284,8 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from agentcore.signals import AbortController  # noqa: E402
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 RECORDINGS = ["server-tool-blocks", "thinking-stream", "thinking-then-tool-call-chain",
               "two-parallel-tool-calls-then-text"]

@@ -10,7 +10,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "google-generative-ai"
 BASE = "https://generativelanguage.googleapis.com/v1beta"
@@ -229,8 +229,8 @@ def test_error_chunk_raises():  # spec §9 google errors keep status and message
 
 import json  # noqa: E402
 
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, model_id="gemini-2.0-flash", reasoning=False):

@@ -12,7 +12,7 @@ from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "openai-responses"
 GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",
@@ -245,8 +245,8 @@ def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks
 
 # --------------------------------------------------------------------------- over HTTP (local server)
 
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, **kw):

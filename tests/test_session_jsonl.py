@@ -301,6 +301,42 @@ def test_create_refuses_existing_file(tmp_path):
     assert info.value.code == "already_exists" and path.read_bytes() == before
 
 
+def test_session_stores_text_with_lone_surrogates(tmp_path):
+    # A streamed answer whose emoji was split between two deltas ("\ud83d" then "\ude00", as
+    # servers counting UTF-16 units send it) holds two surrogate code points; a truncated one holds
+    # one. JSON.stringify (the reference writer) escapes them; here the append raised
+    # UnicodeEncodeError (not even a SessionError) and the message was never saved.
+    from agentcore.session import Session
+    from agentcore.session.entries import encode_line
+    from agentcore.types import UserMessage
+
+    split_pair = "smile \ud83d" + "\ude00 ok"
+    lone = "cut \ud83d"
+    line = encode_line({"text": lone})
+    assert b"\\ud83d" in line and json_loads(line) == {"text": lone}
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    try:
+        session.append_message(UserMessage(split_pair))
+        session.append_message(UserMessage(lone))
+    finally:
+        session.close()
+    path.read_bytes().decode("utf-8")  # the file stays valid UTF-8
+    reopened = Session.open(path)
+    try:
+        texts = [e.message.content[0].text if isinstance(e.message.content, list) else e.message.content
+                 for e in reopened.get_branch() if e.type == "message"]
+    finally:
+        reopened.close()
+    assert texts == ["smile \U0001F600 ok", lone]
+
+
+def json_loads(line):
+    import json
+
+    return json.loads(line)
+
+
 # --------------------------------------------------------------------------- output shape
 
 

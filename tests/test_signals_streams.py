@@ -159,6 +159,25 @@ def test_raise_if_aborted_raises_abort_error_for_an_unprintable_reason():
             controller.signal.raise_if_aborted()
 
 
+# EventStream contract (agent-loop §8.3): a producer failure reaches the consumer. A completing
+# event whose result cannot be extracted used to close the stream without an end marker, so the
+# producer's fail(exc) was ignored and the consumer waited forever.
+def test_stream_stays_failable_when_the_result_cannot_be_extracted() -> None:
+    from types import SimpleNamespace
+
+    from agentcore.streams import AssistantMessageEventStream
+
+    stream = AssistantMessageEventStream()
+    broken_done = SimpleNamespace(type="done")  # no .message
+    with pytest.raises(AttributeError) as info:
+        stream.push(broken_done)
+    stream.fail(info.value)
+    with pytest.raises(AttributeError):
+        stream.result(timeout=5)
+    with pytest.raises(AttributeError):
+        list(stream)
+
+
 # --------------------------------------------------------------------------- ProviderStream (issue 11 §4)
 
 

@@ -22,7 +22,7 @@ from agentcore.session import Session
 from agentcore.structured import FINAL_RESULT_TOOL, output_spec, parse_concise_schema, supports_native
 from agentcore.testing import ScriptedModel, error, text, tool_call
 from agentcore.types import Model
-from tests._servers import Reply, ScriptedServer, sse
+from _servers import Reply, ScriptedServer, sse
 
 
 @dataclass

@@ -190,6 +190,20 @@ def test_custom_and_summary_conversion():  # agent-loop §1.5 table
     assert branch.endswith("<summary>\nS2</summary>")  # upstream asymmetry: no newline before the tag
 
 
+# agent-loop §1.5: the rich converter never raises; a summary message whose summary is null
+# (a hand-written or older session) converts to the preamble with an empty summary.
+def test_summary_messages_with_null_summary_convert() -> None:
+    from agentcore.messages import (
+        BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
+        COMPACTION_SUMMARY_SUFFIX, convert_to_llm,
+    )
+
+    out = convert_to_llm([{"role": "compactionSummary", "summary": None, "timestamp": 1},
+                          {"role": "branchSummary", "summary": None, "timestamp": 2}])
+    assert [m.content[0].text for m in out] == [COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
+                                                BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX]
+
+
 def test_rich_converter_keeps_order_and_identity():  # agent-loop §1.5
     user = UserMessage("u")
     dict_custom = {"role": "custom", "customType": "x", "content": "from dict", "display": False}
