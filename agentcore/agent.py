@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import loop as _loop
-from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
+from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
@@ -224,7 +224,9 @@ class Agent:
         self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
         self._run_lock = threading.Lock()
         self._idle_signal = AbortController().signal
-        self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
+        # the plugin observers of the current run: of every event but message_update, of message_update
+        self._observe: Optional[Callable[[Any, Any], None]] = None
+        self._observe_update: Optional[Callable[[Any, Any], None]] = None
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
@@ -773,7 +775,7 @@ class Agent:
                 process(event, run)
 
         # message_update events need their own copy of the partial only when someone sees them
-        emit.observed = lambda: bool(self._listeners) or self._observe is not None  # type: ignore[attr-defined]
+        emit.observed = lambda: bool(self._listeners) or self._observe_update is not None  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points
@@ -801,7 +803,7 @@ class Agent:
         hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
                                             self.transform_context, self.convert_to_llm)
         # Decided once per run: events are hot (one per streamed token), plugin changes are not.
-        self._observe = hooks.on_event if hooks.has("on_event") else None
+        self._observe, self._observe_update = observers_for_run(hooks)
         return _loop.AgentLoopConfig(
             model=self._state.model,
             convert_to_llm=converter_for_run(hooks, rich_convert_to_llm),
@@ -839,9 +841,17 @@ class Agent:
         return hook
 
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
-        """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
-        self._reduce(event)
-        observe = self._observe
+        """Reduce ``event`` into the state, then call the plugin observers and the listeners in
+        order (run thread). One call per streamed token: kept flat on purpose."""
+        self._state.reduce(event)
+        kind = event.type
+        if kind == "message_update":
+            observe = self._observe_update
+        else:
+            observe = self._observe
+            if kind == "message_end":  # the queues' in-flight commit of a finished message
+                self._steering.commit(event.message)
+                self._follow_ups.commit(event.message)
         if observe is not None:
             observe(event, self)
         if self._listeners:
@@ -856,12 +866,6 @@ class Agent:
             else:
                 listener(event)
 
-    def _reduce(self, event: Any) -> None:
-        """The state reducer, plus the queues' in-flight commit of a finished message."""
-        self._state.reduce(event)
-        if event.type == "message_end":
-            self._steering.commit(event.message)
-            self._follow_ups.commit(event.message)
 
 
 # Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.
