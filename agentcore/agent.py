@@ -1,9 +1,11 @@
 """``Agent``: a transcript, tools, queues and listeners around the agent loop (spec agent-loop §3).
 
-Threads: every run executes on a dedicated daemon *run thread*; ``prompt()``/``continue_()`` wait
-for it (unless ``wait=False``), so the caller's thread stays interruptible: a ``KeyboardInterrupt``
-while waiting aborts the run, waits for it to settle (tools see the abort, the transcript stays
-valid) and is re-raised. Events are reduced into :class:`AgentState` and then passed to the
+Threads: a run called from the main thread executes on a daemon *run thread*;
+``prompt()``/``continue_()`` wait for it (unless ``wait=False``), so the main thread stays
+interruptible: a ``KeyboardInterrupt`` while waiting aborts the run, waits for it to settle (tools
+see the abort, the transcript stays valid) and is re-raised. Called with ``wait=True`` from any
+other thread (no Ctrl+C reaches it), the run executes on the calling thread itself, in a copy of
+its contextvars context; ``wait=False`` and ``stream()`` always use a run thread. Events are reduced into :class:`AgentState` and then passed to the
 listeners on the run thread, in subscription order, one at a time: a slow listener stalls the run
 (it is a barrier, as in the reference design). No asyncio is used, so runs work from threads and
 from Jupyter cells alike.
@@ -668,6 +670,11 @@ class Agent:
 
         # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
         caller_context = contextvars.copy_context()
+        if wait and threading.current_thread() is not threading.main_thread():
+            # No Ctrl+C can land on this thread and it would only wait: the run executes here,
+            # saving two thread hand-overs (and, with many agents at once, one thread each).
+            caller_context.run(self._run_with_lifecycle, run, body)
+            return self._outcome(run)
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
             try:

@@ -1307,3 +1307,39 @@ def test_streaming_message_is_a_copy_even_when_no_listener_takes_update_copies()
     agent = Agent(Model.placeholder(), stream_fn=stream_fn)
     assert agent.prompt("go")[-1].text == "ab"
     assert seen == [(False, "a"), (False, "ab")] and agent.state.streaming_message is None
+
+
+def test_prompt_from_another_thread_runs_there_in_a_copy_of_its_context():  # issue 11 §7
+    import contextvars
+
+    request = contextvars.ContextVar("request", default=None)
+    scripted = ScriptedModel([tool_call("echo", {"value": "v"}), text("done")])
+    agent = Agent(scripted.model, tools=[Echo().tool], stream_fn=scripted.stream_fn)
+    seen: List[Any] = []
+    refused: List[Any] = []
+
+    def listener(event: Any) -> None:
+        seen.append((threading.get_ident(), request.get()))
+        if event.type == "agent_start":
+            request.set("set by a listener")  # stays inside the run
+            try:
+                agent.wait_for_idle()  # it would wait for itself
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    agent.subscribe(listener)
+    caller: dict = {}
+
+    def call_prompt() -> None:
+        request.set("req-1")
+        caller["new"] = agent.prompt("go")
+        caller["ident"], caller["after"] = threading.get_ident(), request.get()
+
+    thread = threading.Thread(target=call_prompt)
+    thread.start()
+    thread.join()
+    assert [m.role for m in caller["new"]] == ["user", "assistant", "toolResult", "assistant"]
+    assert {ident for ident, _ in seen} == {caller["ident"]}  # no run thread, no hand-over
+    assert seen[0] == (caller["ident"], "req-1") and caller["after"] == "req-1"
+    assert refused and "run thread" in refused[0]
+    assert not agent.state.is_streaming and agent.wait_for_idle()
