@@ -711,8 +711,8 @@ class Agent:
         """
         emit, signal = self._emitter(run), run.controller.signal
         compactor = self.compactor
-        transform, prepare = compactor.turn_hooks(config, emit, signal)
-        config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
+        # config was built for this run alone (_launch): set its two hooks in place
+        config.transform_context, config.prepare_next_turn = compactor.turn_hooks(config, emit, signal)
         context = compactor.before_run(context, prompts or (), emit, signal)
         if prompts is None:
             messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)

@@ -30,6 +30,7 @@ the transcript ends the same way as when a model call was aborted.
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
 import inspect
 import queue
@@ -207,7 +208,9 @@ class _Run:
     @classmethod
     def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
               signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> "_Run":
-        return cls(context.copy(), dataclasses.replace(config), emit,
+        # a shallow copy (prepare_next_turn may change its model): copy.copy is ~20x cheaper than
+        # dataclasses.replace, which re-runs __init__ with every option as a keyword
+        return cls(context.copy(), copy.copy(config), emit,
                    signal if signal is not None else AbortController().signal,
                    stream_fn or get_default_stream_fn())
 
