@@ -781,7 +781,8 @@ class Agent:
             if state._run is run:
                 process(event, run)
 
-        # message_update events need their own copy of the partial only when someone sees them
+        # Only listeners and on_event observers see message_update events: without them the loop
+        # passes the live partial uncopied, once (the reducer keeps just that object).
         emit.observed = lambda: bool(self._listeners) or self._observe_update is not None  # type: ignore[attr-defined]
         return emit
 
