@@ -2,7 +2,8 @@
 
 :class:`AgentHooks` wraps one plugin manager; its methods have the signatures of the loop's callables
 (``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)``, ``transform_context(messages,
-signal)``, ``convert_to_llm(messages)``) plus ``on_event(event, agent)``. Each is one plain
+signal)``, ``convert_to_llm(messages)``) plus ``on_event(event, agent)`` and
+``on_lifecycle_event(event, agent)``. Each is one plain
 ``pm.hook.X(...)`` call whose answer is used as the markers and docstrings of
 :mod:`agentcore.hookspecs` say, so a third party calling ``pm.hook.X`` gets what the agent acts on,
 and hook wrappers (``wrapper=True``/``hookwrapper=True``) work on every hook.
@@ -43,7 +44,7 @@ class AgentHooks:
     messages plugins claim; messages nobody claimed reach it unchanged (the Agent then keeps the
     built-in converter out of its manager). Exceptions from ``before_tool_call``,
     ``after_tool_call``, ``transform_context`` and ``convert_to_llm`` propagate (the loop turns
-    them into error results or a failed run); ``on_event`` logs them.
+    them into error results or a failed run); ``on_event`` and ``on_lifecycle_event`` log them.
     """
 
     def __init__(self, pm: "pluggy.PluginManager",
@@ -111,8 +112,20 @@ class AgentHooks:
         try:
             self.pm.hook.on_event(event=event, agent=agent)
         except Exception:
-            _log.exception("agentcore: an on_event hook failed for %s event",
-                           getattr(event, "type", type(event).__name__))
+            _log_observer_failure("on_event", event)
+
+    def on_lifecycle_event(self, event: Any, agent: Any = None) -> None:
+        """``pm.hook.on_lifecycle_event`` (never called for ``message_update`` by the agent); an
+        exception is logged, as for :meth:`on_event`."""
+        try:
+            self.pm.hook.on_lifecycle_event(event=event, agent=agent)
+        except Exception:
+            _log_observer_failure("on_lifecycle_event", event)
+
+
+def _log_observer_failure(hook_name: str, event: Any) -> None:
+    _log.exception("agentcore: an %s hook failed for %s event", hook_name,
+                   getattr(event, "type", type(event).__name__))
 
 
 # --------------------------------------------------------------------------- constructor callables

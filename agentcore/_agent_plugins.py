@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Optional, Tuple
 
 from ._agent_hooks import AgentHooks, callables_plugin
 
-__all__ = ["AgentPlugins", "registry_stream_fn"]
+__all__ = ["AgentPlugins", "observers_for_run", "registry_stream_fn"]
 
 ADAPTER_NAME = "agentcore.agent-callables"
 
@@ -109,6 +109,29 @@ def converter_for_run(hooks: AgentHooks, default: Callable[..., Any]) -> Callabl
 def optional_hook(hooks: AgentHooks, name: str) -> Optional[Callable[..., Any]]:
     """``hooks.<name>`` when something implements that hook (wrappers included), else None."""
     return getattr(hooks, name) if hooks.has(name) else None
+
+
+Observer = Callable[[Any, Any], None]
+
+
+def observers_for_run(hooks: AgentHooks) -> Tuple[Optional[Observer], Optional[Observer]]:
+    """``(observe, observe_update)``: what the agent calls with ``(event, agent)`` for each event
+    of this run, for every event but ``message_update`` and for ``message_update`` (None: nobody
+    observes it, so a streamed token costs no hook call and no copy of the partial message).
+
+    ``on_event`` implementations see every event; ``on_lifecycle_event`` ones every event but
+    ``message_update``, after the ``on_event`` ones.
+    """
+    every = hooks.on_event if hooks.has("on_event") else None
+    lifecycle = hooks.on_lifecycle_event if hooks.has("on_lifecycle_event") else None
+    if every is None or lifecycle is None:
+        return (every or lifecycle), every
+
+    def observe(event: Any, agent: Any) -> None:
+        every(event, agent)  # type: ignore[misc]
+        lifecycle(event, agent)  # type: ignore[misc]
+
+    return observe, every
 
 
 def registry_stream_fn(pm: Any) -> Callable[..., Any]:

@@ -185,6 +185,10 @@ class _MessageQueue:
             return list(taken)
 
     def commit(self, message: Any) -> None:
+        # Called for every finished message; only the run thread drains, so an empty in-flight
+        # list read without the lock stays empty until this thread drains again.
+        if not self._in_flight:
+            return
         with self._lock:
             for index, item in enumerate(self._in_flight):
                 if item is message:

@@ -1,9 +1,11 @@
 """``Agent``: a transcript, tools, queues and listeners around the agent loop (spec agent-loop §3).
 
-Threads: every run executes on a dedicated daemon *run thread*; ``prompt()``/``continue_()`` wait
-for it (unless ``wait=False``), so the caller's thread stays interruptible: a ``KeyboardInterrupt``
-while waiting aborts the run, waits for it to settle (tools see the abort, the transcript stays
-valid) and is re-raised. Events are reduced into :class:`AgentState` and then passed to the
+Threads: a run called from the main thread executes on a daemon *run thread*;
+``prompt()``/``continue_()`` wait for it (unless ``wait=False``), so the main thread stays
+interruptible: a ``KeyboardInterrupt`` while waiting aborts the run, waits for it to settle (tools
+see the abort, the transcript stays valid) and is re-raised. Called with ``wait=True`` from any
+other thread (no Ctrl+C reaches it), the run executes on the calling thread itself, in a copy of
+its contextvars context; ``wait=False`` and ``stream()`` always use a run thread. Events are reduced into :class:`AgentState` and then passed to the
 listeners on the run thread, in subscription order, one at a time: a slow listener stalls the run
 (it is a barrier, as in the reference design). No asyncio is used, so runs work from threads and
 from Jupyter cells alike.
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import contextvars
 import copy
-import dataclasses
 import inspect
 import sys
 import threading
@@ -29,7 +30,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from . import approvals as _approvals
 from . import loop as _loop
-from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
+from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
@@ -239,7 +240,9 @@ class Agent:
         self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
         self._run_lock = threading.Lock()
         self._idle_signal = AbortController().signal
-        self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
+        # the plugin observers of the current run: of every event but message_update, of message_update
+        self._observe: Optional[Callable[[Any, Any], None]] = None
+        self._observe_update: Optional[Callable[[Any, Any], None]] = None
         self._approvals = _approvals.Approvals()
         from .session.compactor import Compactor
 
@@ -760,6 +763,11 @@ class Agent:
 
         # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
         caller_context = contextvars.copy_context()
+        if wait and threading.current_thread() is not threading.main_thread():
+            # No Ctrl+C can land on this thread and it would only wait: the run executes here,
+            # saving two thread hand-overs (and, with many agents at once, one thread each).
+            caller_context.run(self._run_with_lifecycle, run, body)
+            return self._outcome(run)
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
             try:
@@ -799,8 +807,8 @@ class Agent:
         emit, signal = self._emitter(run), run.controller.signal
         _running_agent.set(self)  # the run thread's own context copy: nothing to reset
         compactor = self.compactor
-        transform, prepare = compactor.turn_hooks(config, emit, signal)
-        config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
+        # config was built for this run alone (_launch): set its two hooks in place
+        config.transform_context, config.prepare_next_turn = compactor.turn_hooks(config, emit, signal)
         context = compactor.before_run(context, prompts or (), emit, signal)
         if prompts is None:
             messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn, resume=resume)
@@ -869,8 +877,9 @@ class Agent:
             if state._run is run:
                 process(event, run)
 
-        # message_update events need their own copy of the partial only when someone sees them
-        emit.observed = lambda: bool(self._listeners) or self._observe is not None  # type: ignore[attr-defined]
+        # Only listeners and on_event observers see message_update events: without them the loop
+        # passes the live partial uncopied, once (the reducer keeps just that object).
+        emit.observed = lambda: bool(self._listeners) or self._observe_update is not None  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points
@@ -898,7 +907,7 @@ class Agent:
         hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
                                             self.transform_context, self.convert_to_llm)
         # Decided once per run: events are hot (one per streamed token), plugin changes are not.
-        self._observe = hooks.on_event if hooks.has("on_event") else None
+        self._observe, self._observe_update = observers_for_run(hooks)
         return _loop.AgentLoopConfig(
             model=self._state.model,
             convert_to_llm=converter_for_run(hooks, rich_convert_to_llm),
@@ -936,9 +945,18 @@ class Agent:
         return hook
 
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
-        """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
-        self._reduce(event)
-        observe = self._observe
+        """Reduce ``event`` into the state, then call the plugin observers and the listeners in
+        order (run thread). One call per streamed token: kept flat on purpose."""
+        self._state.reduce(event)
+        kind = event.type
+        if kind == "message_update":
+            observe = self._observe_update
+        else:
+            observe = self._observe
+            self._approvals.observe(event)
+            if kind == "message_end":  # the queues' in-flight commit of a finished message
+                self._steering.commit(event.message)
+                self._follow_ups.commit(event.message)
         if observe is not None:
             observe(event, self)
         if self._listeners:
@@ -953,13 +971,6 @@ class Agent:
             else:
                 listener(event)
 
-    def _reduce(self, event: Any) -> None:
-        """The state reducer, plus the queues' in-flight commit of a finished message."""
-        self._state.reduce(event)
-        self._approvals.observe(event)
-        if event.type == "message_end":
-            self._steering.commit(event.message)
-            self._follow_ups.commit(event.message)
 
 
 # Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.

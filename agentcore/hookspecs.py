@@ -181,6 +181,30 @@ def on_event(event: Any, agent: Any) -> None:
     call (as in any pluggy hook, the observers after it in call order miss that event); the agent
     logs it (logger ``agentcore.plugins``) and the run is unaffected. An observer that must not
     disturb the others catches its own exceptions.
+
+    Cost: ``message_update`` comes once per streamed token, so an implementation of this hook
+    makes every token pay a pluggy call (and the agent a copy of the partial message for it). An
+    observer that does not need the streamed updates implements :func:`on_lifecycle_event`
+    instead and costs nothing per token.
+    """
+
+
+@hookspec
+def on_lifecycle_event(event: Any, agent: Any) -> None:
+    """Observe every agent event except ``message_update`` (the per-token streaming updates).
+
+    When: as :func:`on_event`, for the same events minus ``message_update``: ``agent_start``,
+    ``turn_start``, ``message_start``, ``message_end`` (the finished message, streamed text
+    included), the ``tool_execution_*`` events, ``turn_end`` and ``agent_end``; on the run thread,
+    after the agent's reducer ran and after the ``on_event`` implementations, before the agent's
+    listeners. Meant for tracing, metrics and logging: an agent whose only observers implement
+    this hook streams without any per-token hook call or copy.
+
+    Return: ignored.
+
+    Combination: every implementation is called, in call order; failures are logged and never
+    fatal, exactly as for :func:`on_event`. A plugin implements one of the two hooks (both would
+    see every event but ``message_update`` twice).
     """
 
 

@@ -30,6 +30,7 @@ the transcript ends the same way as when a model call was aborted.
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
 import inspect
 import queue
@@ -222,7 +223,9 @@ class _Run:
     @classmethod
     def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
               signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> "_Run":
-        return cls(context.copy(), dataclasses.replace(config), emit,
+        # a shallow copy (prepare_next_turn may change its model): copy.copy is ~20x cheaper than
+        # dataclasses.replace, which re-runs __init__ with every option as a keyword
+        return cls(context.copy(), copy.copy(config), emit,
                    signal if signal is not None else AbortController().signal,
                    stream_fn or get_default_stream_fn())
 
@@ -386,9 +389,14 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     """Transform, convert, call the model and relay its stream as message events (spec §2.4).
 
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
-    the final message. ``message_start``/``message_update`` carry copies (unless ``emit.observed``
-    exists and returns False: nobody but the sink's owner sees the update, so the live partial is
-    passed); ``message_end`` the final object, which is returned.
+    the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
+    final object, which is returned.
+
+    ``emit.observed()`` (an Agent's emitter has it; other sinks get every event) returning False
+    means nobody but the sink's reducer sees ``message_update`` and the reducer keeps only the
+    partial object: the update then carries the live partial instead of a copy, and is left out
+    when it would carry the same object as the previous one (one per streamed token: a token then
+    costs the loop no event at all). A sink observed again gets every update, copied.
     """
     messages = list(ctx.messages)
     if cfg.transform_context is not None:
@@ -403,8 +411,10 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     final: Optional[AssistantMessage] = None
     working = ctx.messages
     # An Agent's emitter says whether anyone but its reducer sees message_update events; if not,
-    # the per-token copy of the partial is skipped (its state copies on read instead).
+    # the per-token copy of the partial is skipped (its state copies on read instead), and so is
+    # the event once the reducer holds the live partial.
     observed = getattr(emit, "observed", None)
+    handed: Optional[AssistantMessage] = None  # the live partial the last update carried uncopied
     for event in stream:
         kind = event.type
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
@@ -413,7 +423,12 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
             if new_partial is not partial and new_partial is not None:
                 partial = new_partial
                 working[-1] = partial
-            emit(MessageUpdateEvent(partial.copy() if observed is None or observed() else partial, event))
+            if observed is None or observed():
+                handed = None
+                emit(MessageUpdateEvent(partial.copy(), event))
+            elif handed is not partial:
+                handed = partial
+                emit(MessageUpdateEvent(partial, event))
         elif kind == "start":
             partial = event.partial
             working.append(partial)

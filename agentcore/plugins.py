@@ -467,6 +467,12 @@ class AgentPluginManager(pluggy.PluginManager):
 
     def registry(self, kind: str) -> Dict[str, RegistryEntry]:
         """The ``kind`` registry (``"tool"``, ``"provider"`` or ``"model"``): key -> entry."""
+        # Built already: no lock. Every model request of every agent thread looks its provider up
+        # here; with 200 agents on threads the lock was contended on each one. A table is only
+        # ever replaced whole (under the lock), so an unlocked read sees a complete one.
+        table = self._registries.get(kind)
+        if table is not None:
+            return table
         if kind not in _REGISTER_HOOKS:
             raise ValueError(f"unknown registry kind {kind!r}; use one of {sorted(_REGISTER_HOOKS)}")
         with self._registry_lock:

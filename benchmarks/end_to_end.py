@@ -5,8 +5,8 @@ text answer, one HTTP chunk per SSE event, like real APIs. Measured in the same 
 
   (a) floor: plain ``requests`` + line splitting + ``json.loads`` doing the same two requests;
   (b) a full ``Agent`` run (loop, tool execution, events, state) over the openai-completions provider,
-      on one long-lived Agent (``reset()`` before each prompt; constructing an Agent builds its
-      plugin manager, about 0.4 ms, which an application pays once: see core_overhead.py);
+      on one long-lived Agent (``reset()`` before each prompt; a new Agent per run is measured by
+      agent_cost.py);
   (c) for reference, the provider alone (``agentcore.providers.stream`` for the same two turns).
 
 Prints the median time of each, the ratio b/a (target <= 1.3) and what the Agent adds over the

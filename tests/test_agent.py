@@ -1500,3 +1500,80 @@ def test_streaming_message_is_a_copy_even_when_no_listener_takes_update_copies()
     agent = Agent(Model.placeholder(), stream_fn=stream_fn)
     assert agent.prompt("go")[-1].text == "ab"
     assert seen == [(False, "a"), (False, "ab")] and agent.state.streaming_message is None
+
+
+def test_unobserved_tokens_cost_no_event_and_a_late_listener_gets_copies(monkeypatch):  # issue 11 §7
+    from agentcore import loop
+    from agentcore.events import DoneEvent, MessageUpdateEvent, TextDeltaEvent, TextStartEvent
+
+    made: List[Any] = []
+
+    class CountedUpdate(MessageUpdateEvent):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(loop, "MessageUpdateEvent", CountedUpdate)
+    late: List[Any] = []
+    texts: List[str] = []
+
+    def stream_fn(model, context, **options):
+        partial = AssistantMessage([], api="x", provider="x", model="x")
+        yield StartEvent(partial)
+        partial.content.append(TextContent(""))
+        yield TextStartEvent(0, partial)
+        for index, word in enumerate("abcdef"):
+            partial.content[0] = TextContent(partial.content[0].text + word)  # as providers do
+            yield TextDeltaEvent(0, word, partial)
+            texts.append(agent.state.streaming_message.content[0].text)
+            if index == 3:
+                agent.subscribe(lambda event: late.append(event))
+        final = partial.copy()
+        final.stop_reason = "stop"
+        yield DoneEvent("stop", final)
+
+    agent = Agent(Model.placeholder(), stream_fn=stream_fn)
+    for impl in agent.plugins.hook.on_event.get_hookimpls():  # installed observers aside
+        agent.plugins.unregister(impl.plugin)
+    assert agent.prompt("go")[-1].text == "abcdef"
+    assert texts == ["a", "ab", "abc", "abcd", "abcde", "abcdef"]  # the state follows every token
+    assert len(made) == 1 + 2  # one uncopied update for the live partial, then one per token seen
+    updates = [e for e in late if e.type == "message_update"]
+    assert [u.message.content[0].text for u in updates] == ["abcde", "abcdef"]
+    assert len({id(u.message) for u in updates}) == 2  # copies, not the live partial
+
+
+def test_prompt_from_another_thread_runs_there_in_a_copy_of_its_context():  # issue 11 §7
+    import contextvars
+
+    request = contextvars.ContextVar("request", default=None)
+    scripted = ScriptedModel([tool_call("echo", {"value": "v"}), text("done")])
+    agent = Agent(scripted.model, tools=[Echo().tool], stream_fn=scripted.stream_fn)
+    seen: List[Any] = []
+    refused: List[Any] = []
+
+    def listener(event: Any) -> None:
+        seen.append((threading.get_ident(), request.get()))
+        if event.type == "agent_start":
+            request.set("set by a listener")  # stays inside the run
+            try:
+                agent.wait_for_idle()  # it would wait for itself
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    agent.subscribe(listener)
+    caller: dict = {}
+
+    def call_prompt() -> None:
+        request.set("req-1")
+        caller["new"] = agent.prompt("go")
+        caller["ident"], caller["after"] = threading.get_ident(), request.get()
+
+    thread = threading.Thread(target=call_prompt)
+    thread.start()
+    thread.join()
+    assert [m.role for m in caller["new"]] == ["user", "assistant", "toolResult", "assistant"]
+    assert {ident for ident, _ in seen} == {caller["ident"]}  # no run thread, no hand-over
+    assert seen[0] == (caller["ident"], "req-1") and caller["after"] == "req-1"
+    assert refused and "run thread" in refused[0]
+    assert not agent.state.is_streaming and agent.wait_for_idle()

@@ -584,6 +584,28 @@ def test_on_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pyte
     assert "observer bug" in caplog.text and "on_event" in caplog.text
 
 
+def test_on_lifecycle_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pytest.LogCaptureFixture) -> None:
+    seen: List[Any] = []  # issue 11 §7: the observer hook without the per-token message_update
+
+    class Broken:  # registered first: called last
+        @hookimpl
+        def on_lifecycle_event(self, event: Any, agent: Any) -> None:
+            raise RuntimeError("tracer bug")
+
+    class Recorder:
+        @hookimpl(specname="on_lifecycle_event")
+        def record(self, event: Any) -> None:  # only some of the arguments, under another name
+            seen.append(event)
+
+    pm = _plain_manager(Broken(), Recorder())
+    with pytest.raises(RuntimeError, match="tracer bug"):
+        pm.hook.on_lifecycle_event(event="evt-0", agent="agent")
+    with caplog.at_level("ERROR", logger="agentcore.plugins"):
+        AgentHooks(pm).on_lifecycle_event("evt-1", "agent")
+    assert seen == ["evt-0", "evt-1"]
+    assert "tracer bug" in caplog.text and "on_lifecycle_event" in caplog.text
+
+
 @pytest.mark.parametrize("hook_name", ["summarize", "before_compaction", "before_branch_summary"])
 def test_summary_hooks_first_result_wins(hook_name: str) -> None:
     calls: List[str] = []

@@ -3,7 +3,7 @@
 :class:`Telemetry` is what :func:`agentcore_otel.instrument` configured (a tracer, the four
 histograms, the capture flag). :class:`RunTrace` follows one run of one agent: it is created on
 ``agent_start`` and finished on ``agent_end``, and every method runs on that run's thread (agentcore
-calls ``on_event`` and ``transform_context`` there), so a run needs no lock of its own.
+calls ``on_lifecycle_event`` and ``transform_context`` there), so a run needs no lock of its own.
 
 Span tree of a run::
 

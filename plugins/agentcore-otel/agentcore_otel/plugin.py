@@ -1,7 +1,8 @@
 """The agentcore plugin module named by the entry point ``agentcore = otel = agentcore_otel.plugin``.
 
-Its hooks do nothing until :func:`agentcore_otel.instrument` was called: ``on_event`` returns after
-one dictionary look-up, ``transform_context`` after one truthiness check. OpenTelemetry itself is
+Its hooks do nothing until :func:`agentcore_otel.instrument` was called: ``on_lifecycle_event``
+(never called per streamed token) returns after one dictionary look-up, ``transform_context``
+after one truthiness check. OpenTelemetry itself is
 imported only by ``instrument()``. With ``AGENTCORE_OTEL=1`` in the environment, importing this
 module (which agentcore does when the first agent is created) instruments with the global tracer
 and meter providers; ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` then also turns
@@ -35,11 +36,13 @@ def _report(where: str) -> None:
 
 
 @hookimpl
-def on_event(event: Any, agent: Any) -> None:
-    """Feed the event to the traced run of ``agent`` (or start one on ``agent_start``)."""
+def on_lifecycle_event(event: Any, agent: Any) -> None:
+    """Feed the event to the traced run of ``agent`` (or start one on ``agent_start``).
+
+    ``on_lifecycle_event``, not ``on_event``: the telemetry records nothing per streamed token, so
+    agentcore does not call this module (nor copy the partial message) for ``message_update``.
+    """
     kind = event.type
-    if kind == "message_update":  # one per streamed token: nothing to record
-        return
     run = _state.runs.get(id(agent))
     try:
         if kind == "agent_start":
@@ -51,7 +54,7 @@ def on_event(event: Any, agent: Any) -> None:
         elif run is not None:
             run.on_event(kind, event)
     except Exception:  # noqa: BLE001 - see _report
-        _report(f"on_event({kind})")
+        _report(f"on_lifecycle_event({kind})")
 
 
 @hookimpl(trylast=True)
