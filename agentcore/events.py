@@ -245,8 +245,8 @@ class GenericStreamEvent(AssistantMessageEvent):
     delta: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
 
-    @property  # type: ignore[override]
-    def type(self) -> str:  # noqa: A003
+    @property
+    def type(self) -> str:  # type: ignore[override]  # noqa: A003
         return self.event_type
 
 

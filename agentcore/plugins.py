@@ -39,7 +39,7 @@ import threading
 import types
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pluggy
 
@@ -169,7 +169,7 @@ _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
 _default_pm: Optional["AgentPluginManager"] = None
 _shared_pm: Optional["AgentPluginManager"] = None
-_warned: set = set()
+_warned: Set[Any] = set()
 #: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
 _shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, "RegistryEntry"], Dict[str, str]]] = {}
 _SHARED_KINDS = ("provider", "model")

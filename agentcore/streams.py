@@ -161,7 +161,7 @@ class ProviderStream(AssistantMessageEventStream):
         del self._put
 
     # -- producer side: the generator, or push/end/fail (EventStream's) from anywhere ------------
-    def _put(self, item: Any) -> None:  # type: ignore[override]
+    def _put(self, item: Any) -> None:
         """Where push/end/fail put events and failures (called with ``_lock`` held)."""
         if item is not _END:  # completion is _closed here; the generator is closed on the next read
             self._unread.append(item)
