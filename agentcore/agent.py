@@ -25,22 +25,24 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, overload,
+)
 
 from . import loop as _loop
 from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
-    AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
+    AgentEndEvent, AgentEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
 from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
-    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, message_from_dict,
-    role_of,
+    AgentContext, AssistantMessage, ImageContent, Model, PromptInput, TextContent, Usage, UserMessage,
+    message_from_dict, role_of,
 )
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
@@ -68,7 +70,8 @@ WARN_BLOCKS_EVENT_LOOP = (
 _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
                   "branchSummary", "custom")
 
-Listener = Callable[..., Any]
+#: A listener: ``listener(event)`` or ``listener(event, signal)`` (the run's abort signal).
+Listener = Union[Callable[[AgentEvent], Any], Callable[[AgentEvent, AbortSignal], Any]]
 
 
 # =========================================================================== runs
@@ -179,7 +182,7 @@ class Agent:
     objects or names resolved through the tool registry at run start.
     """
 
-    def __init__(self, model: Optional[Model] = None, system_prompt: str = "",
+    def __init__(self, model: Union[Model, str, None] = None, system_prompt: str = "",
                  tools: Iterable[Any] = (), messages: Iterable[Any] = (),
                  thinking_level: str = "off", *,
                  api_key: Optional[str] = None,
@@ -221,7 +224,7 @@ class Agent:
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
         # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
-        self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
+        self._listeners: Dict[Any, Tuple[Callable[..., Any], bool]] = {}
         self._run_lock = threading.Lock()
         self._idle_signal = AbortController().signal
         self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
@@ -425,8 +428,16 @@ class Agent:
 
     # ------------------------------------------------------------------ runs
 
-    def prompt(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Any:
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: bool) -> Optional[List[Any]]: ...
+
+    def prompt(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Optional[List[Any]]:
         """Run the loop with new input; return the run's new messages (None with ``wait=False``).
 
         Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
@@ -442,7 +453,13 @@ class Agent:
             run = self._begin_run()
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
 
-    def continue_(self, *, wait: bool = True) -> Any:
+    @overload
+    def continue_(self, *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def continue_(self, *, wait: bool) -> Optional[List[Any]]: ...
+
+    def continue_(self, *, wait: bool = True) -> Optional[List[Any]]:
         """Continue from the current transcript (spec agent-loop §3.6).
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
@@ -486,8 +503,8 @@ class Agent:
         self._warned_event_loop = True
         warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
 
-    def stream(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None) -> Iterator[Any]:
+    def stream(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None) -> Iterator[AgentEvent]:
         """Start a prompt run and return an iterator over its events.
 
         The run starts at once (busy errors raise here). Events are handed over through a
@@ -514,7 +531,7 @@ class Agent:
         self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
         return self._iterate_events(run, events, done)
 
-    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[Any]:
+    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
         on_main = threading.current_thread() is threading.main_thread()
         try:
             while True:

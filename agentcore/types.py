@@ -17,7 +17,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 __all__ = [
     "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
@@ -766,6 +766,19 @@ class UnknownMessage:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UnknownMessage":
         return cls(role=str(d.get("role")), data=copy.deepcopy(dict(d)))
+
+
+class MessageLike(Protocol):
+    """What the agent accepts as a message: anything with a ``role`` (the message classes above,
+    :class:`UnknownMessage`, or an application's own message objects)."""
+
+    @property
+    def role(self) -> str: ...
+
+
+#: What ``Agent.prompt()`` and ``Agent.stream()`` accept: a str (one user message), a message, a
+#: dict in the reference JSON shape, or a list of those (str items are user messages).
+PromptInput = Union[str, MessageLike, Mapping[str, Any], Sequence[Union[str, MessageLike, Mapping[str, Any]]]]
 
 
 _MESSAGES = {
