@@ -110,7 +110,7 @@ def get_default_stream_fn() -> StreamFn:
 
 
 def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
-               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream:
+               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
     """Start a prompt run on a daemon thread; return its event stream at once.
 
     The stream completes on ``agent_end`` and ``result()`` returns the run's new messages. The
@@ -123,7 +123,7 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
-                        stream_fn: Optional[StreamFn] = None) -> EventStream:
+                        stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
     """Like :func:`agent_loop` but continues from ``context`` without new prompts.
 
     Raises ValueError at once (before any thread starts) when the context is empty or ends with an
@@ -134,8 +134,8 @@ def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
     return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn))
 
 
-def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
-    stream: EventStream = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
+def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
+    stream: EventStream[List[Any]] = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
 
     def main() -> None:
         try:
