@@ -26,7 +26,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import (
-    Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, overload,
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, overload,
 )
 
 from . import loop as _loop
@@ -44,6 +44,13 @@ from .types import (
     AgentContext, AssistantMessage, ImageContent, Model, PromptInput, TextContent, Usage, UserMessage,
     message_from_dict, role_of,
 )
+
+if TYPE_CHECKING:
+    from ._hook_types import (
+        AfterToolCallHook, BeforeToolCallHook, ConvertToLlm, GetApiKey, Listener, PrepareNextTurnHook,
+        ShouldStopAfterTurnHook, TransformContextHook,
+    )
+    from .loop import StreamFn
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
@@ -70,8 +77,6 @@ WARN_BLOCKS_EVENT_LOOP = (
 _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
                   "branchSummary", "custom")
 
-#: A listener: ``listener(event)`` or ``listener(event, signal)`` (the run's abort signal).
-Listener = Union[Callable[[AgentEvent], Any], Callable[[AgentEvent, AbortSignal], Any]]
 
 
 # =========================================================================== runs
@@ -186,14 +191,14 @@ class Agent:
                  tools: Iterable[Any] = (), messages: Iterable[Any] = (),
                  thinking_level: str = "off", *,
                  api_key: Optional[str] = None,
-                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
-                 stream_fn: Optional[Callable[..., Any]] = None,
-                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
-                 transform_context: Optional[Callable[..., Any]] = None,
-                 before_tool_call: Optional[Callable[..., Any]] = None,
-                 after_tool_call: Optional[Callable[..., Any]] = None,
-                 should_stop_after_turn: Optional[Callable[..., Any]] = None,
-                 prepare_next_turn: Optional[Callable[..., Any]] = None,
+                 get_api_key: Optional[GetApiKey] = None,
+                 stream_fn: Optional[StreamFn] = None,
+                 convert_to_llm: Optional[ConvertToLlm] = None,
+                 transform_context: Optional[TransformContextHook] = None,
+                 before_tool_call: Optional[BeforeToolCallHook] = None,
+                 after_tool_call: Optional[AfterToolCallHook] = None,
+                 should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+                 prepare_next_turn: Optional[PrepareNextTurnHook] = None,
                  tool_execution: str = "parallel",
                  steering_mode: str = "one-at-a-time",
                  follow_up_mode: str = "one-at-a-time",
@@ -846,7 +851,7 @@ class Agent:
             return None
 
         def hook(ctx: Any) -> Any:
-            current = self.prepare_next_turn
+            current: Optional[Callable[..., Any]] = self.prepare_next_turn  # dispatched on its arity
             if current is None:
                 return None
             if _accepts_signal(current):
