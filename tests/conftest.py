@@ -216,9 +216,10 @@ def _process_wide_state() -> Any:
     """Undo what a test left in agentcore's process-wide state (CONTRIBUTING.md, "Process-wide
     state"): the default stream function; the plugin tables when the test replaced them; the
     default and shared plugin managers when the test registered plugins on them (the next use then
-    rebuilds them). Caches that only save work (HTTP pools, the catalog, the thread pool, interned
+    rebuilds them); the session package's caches (``session.process_state.reset()``). Caches that only save work (HTTP pools, the catalog, the thread pool, interned
     strings) are kept: a test cannot observe them."""
     from agentcore import loop, plugins
+    from agentcore.session import process_state as session_process_state
 
     stream_fn = loop._default_stream_fn
     tables = _plugin_tables()
@@ -228,3 +229,4 @@ def _process_wide_state() -> Any:
     replaced = any(b is not None and b is not a for b, a in zip(tables, _plugin_tables()))
     if replaced or _polluted(plugins._default_pm) or _polluted(plugins._shared_pm):
         plugins.reset_plugins()
+    session_process_state.reset()

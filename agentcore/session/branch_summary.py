@@ -313,7 +313,7 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     if target_id == old_leaf:
         return NavigationResult(old_leaf, moved=False)
     target = session.get_entry(target_id) if target_id is not None else None
-    if target_id is not None and (target is None or target.type == "leaf"):
+    if target_id is not None and (target is None or not session.storage.is_tree_node(target_id)):
         raise SessionError("not_found", f"cannot navigate to {target_id!r}: no such entry")
     hooked = _hook_caller(plugins, "before_branch_summary") is not None
     collected = (collect_entries_for_branch_summary(session, old_leaf, target_id)

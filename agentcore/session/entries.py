@@ -447,7 +447,9 @@ class SessionInfoEntry(SessionEntry):
 class LeafEntry(SessionEntry):
     """Bookkeeping: the current position moved to ``target_id`` (None: before the first root).
 
-    Never a tree node and never the leaf itself; ``parent_id`` is the leaf it moved away from.
+    Never the leaf itself. ``parent_id`` is ``target_id`` when agentcore writes it (so a reader that
+    takes the last entry as the leaf resumes at the target); files from other writers may have the
+    leaf it moved away from. It is a tree node only when another writer appended under it.
     """
 
     target_id: Optional[str]

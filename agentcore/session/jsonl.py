@@ -29,11 +29,12 @@ import os
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from . import process_state
 from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
                       header_from_dict, iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
-from .storage import SessionStorage, _gc_paused, _Node
+from .storage import SessionStorage, _Node
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -198,7 +199,7 @@ class JsonlSessionStorage(SessionStorage):
                                    "check permissions or open with read_only=True", path=self.path) from exc
             _lock(self._fd, self.path)
             data = _read_all(self._fd)
-        with _gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
+        with process_state.gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
             self._load(data, verify)
 
     def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:

@@ -200,7 +200,7 @@ class Session:
     def append_label(self, target_id: str, label: Optional[str]) -> str:
         """Label an entry (trimmed; None or blank clears). Unknown target: ``not_found``, nothing written."""
         with self._lock:
-            if target_id not in self.storage or self.storage.type_of(target_id) == "leaf":
+            if target_id not in self.storage or not self.storage.is_tree_node(target_id):
                 raise SessionError("not_found", f"cannot label {target_id!r}: no such entry")
             return self._append(lambda i, p, t: LabelEntry(i, p, t, target_id, label))
 
@@ -220,6 +220,10 @@ class Session:
                 ) -> Optional[str]:
         """Move the leaf to ``entry_id`` (None: before the first root) and persist the move.
 
+        The move is a ``leaf`` entry whose ``parentId`` and ``targetId`` are both ``entry_id``, so
+        readers that ignore ``leaf`` entries and take the file's last entry as the leaf (the
+        reference's ``SessionManager``) build the same branch as this one does.
+
         With ``summary`` (text, or a dict with ``summary`` and optional ``details``, ``usage``,
         ``from_hook``) a ``branch_summary`` entry is appended under the new position (its ``from_id``
         is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None.
@@ -227,11 +231,14 @@ class Session:
         """
         with self._lock:
             if entry_id is not None and (entry_id not in self.storage
-                                         or self.storage.type_of(entry_id) == "leaf"):
+                                         or not self.storage.is_tree_node(entry_id)):
                 raise SessionError("not_found", f"cannot move to {entry_id!r}: no such entry")
             if entry_id != self.storage.leaf_id:
-                old = self.storage.leaf_id
-                self._append(lambda i, p, t: LeafEntry(i, old, t, entry_id))
+                # Parented at its target, not at the leaf we leave: a reader that does not know
+                # ``leaf`` entries (the reference's SessionManager takes the last entry as the leaf
+                # and walks its parents) then resumes on the branch we moved to, and what it appends
+                # after this entry hangs there too.
+                self._append(lambda i, p, t: LeafEntry(i, entry_id, t, entry_id))
             if summary is None:
                 return None
             spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
@@ -258,7 +265,7 @@ class Session:
         return ids
 
     def children(self, entry_id: str) -> List[SessionEntry]:
-        """Tree children of an entry, oldest first (``leaf`` entries are not tree nodes)."""
+        """Tree children of an entry, oldest first (a ``leaf`` entry only when something hangs under it)."""
         return [self.storage.get_entry(i) for i in self._sorted_children(entry_id)]  # type: ignore[misc]
 
     def get_branch(self, leaf_id: Any = _CURRENT) -> List[SessionEntry]:
@@ -275,12 +282,17 @@ class Session:
             return self.storage.get_entries(ids)
 
     def get_tree(self) -> List[TreeNode]:
-        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative."""
+        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative.
+
+        Every entry of the session is reachable except ``leaf`` bookkeeping entries nothing hangs
+        under; one that another writer appended under (a reader that does not know them takes one
+        as its leaf) is a node, so what was written after it shows up where that writer put it.
+        """
         with self._lock:
             storage = self.storage
             roots = []
             for entry_id in storage.entry_ids():
-                if storage.type_of(entry_id) == "leaf":
+                if not storage.is_tree_node(entry_id):
                     continue
                 parent = storage.parent_of(entry_id)
                 if parent is None or parent == entry_id or parent not in storage:
@@ -291,13 +303,26 @@ class Session:
             def node(entry_id: str) -> TreeNode:
                 return TreeNode(storage.get_entry(entry_id), labels.get(entry_id))  # type: ignore[arg-type]
 
-            result = [node(r) for r in roots]
-            stack = list(result)
-            while stack:
-                current = stack.pop()
-                kids = [k for k in self._sorted_children(current.entry.id) if k != current.entry.id]
-                current.children = [node(k) for k in kids]
-                stack.extend(current.children)
+            result: List[TreeNode] = []
+            seen = set()
+
+            def grow(root_ids: List[str]) -> None:
+                tops = [node(r) for r in root_ids]
+                seen.update(root_ids)
+                result.extend(tops)
+                stack = list(tops)
+                while stack:
+                    current = stack.pop()
+                    kids = [k for k in self._sorted_children(current.entry.id) if k not in seen]
+                    seen.update(kids)
+                    current.children = [node(k) for k in kids]
+                    stack.extend(current.children)
+
+            grow(roots)
+            if len(seen) < len(storage):  # entries on a parent cycle have no root: show them anyway
+                for entry_id in storage.entry_ids():
+                    if entry_id not in seen and storage.is_tree_node(entry_id):
+                        grow([entry_id])  # the earliest entry of the cycle stands in as its root
             return result
 
     @property

@@ -48,7 +48,11 @@ class ProcessState:
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.returncode is None and not self.stdout_closed
+        """False once the process exited, even before the event loop reaped it: a server killed
+        while idle must be restarted before the next call, not found dead by that call."""
+        if self.process is None or self.returncode is not None or self.stdout_closed:
+            return False
+        return self.pid is None or not exited(self.pid)
 
     def stderr_text(self) -> str:
         """The last lines the server wrote to stderr, redacted (empty when it wrote none)."""
@@ -64,6 +68,20 @@ class ProcessState:
             while self.process is not None and self.process.returncode is None:
                 await anyio.sleep(_POLL)
         return self.returncode
+
+
+def exited(pid: int) -> bool:
+    """True when child ``pid`` has exited, without reaping it (``WNOWAIT``: the event loop's child
+    watcher still collects its exit code). False where ``os.waitid`` does not exist."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return False
+    try:
+        return waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped: gone
+        return True
+    except OSError:
+        return False
 
 
 def group_alive(pgid: int) -> bool:
