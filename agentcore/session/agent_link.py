@@ -127,7 +127,7 @@ def _model_changes(session: Session, provider: str, model_id: str) -> Iterator[A
     for entry_id in storage.path_to_root(leaf):
         if storage.type_of(entry_id) != "model_change":
             continue
-        entry = storage.get_entry(entry_id)
+        entry: Any = storage.get_entry(entry_id)  # a ModelChangeEntry (type_of said so)
         if entry is not None and entry.provider == provider and entry.model_id == model_id:
             yield entry
 

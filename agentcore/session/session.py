@@ -241,7 +241,7 @@ class Session:
                 self._append(lambda i, p, t: LeafEntry(i, entry_id, t, entry_id))
             if summary is None:
                 return None
-            spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
+            spec: Dict[str, Any] = {"summary": summary} if isinstance(summary, str) else dict(summary)
             return self.append_branch_summary(entry_id, str(spec.get("summary", "")), spec.get("details"),
                                               from_hook=spec.get("from_hook", spec.get("fromHook")),
                                               usage=spec.get("usage"))
