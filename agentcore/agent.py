@@ -252,7 +252,7 @@ class Agent:
             if chosen_level != "off":  # a level passed to the constructor beats the recorded one
                 self._state.thinking_level = chosen_level
             if restore_tools and getattr(context, "active_tool_names", None):
-                self._state.tools = list(context.active_tool_names)
+                self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
 
     def __repr__(self) -> str:  # never shows api_key or headers
