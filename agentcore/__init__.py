@@ -41,6 +41,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn", "get_default_stream_fn",
     ],
     "agent": ["Agent", "AgentState", "EventSubscription"],
+    "structured": ["OutputValidationError", "AskError"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [

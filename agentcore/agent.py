@@ -77,6 +77,9 @@ WARN_BLOCKS_EVENT_LOOP = (
 _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
                   "branchSummary", "custom")
 
+#: ``setup(tools, config) -> (tools, config)``: how one run's tools and loop configuration differ
+#: from the agent's (``ask()`` uses it); called on the caller's thread while the run is prepared.
+_RunSetup = Callable[[List[Any], Any], Tuple[List[Any], Any]]
 
 
 # =========================================================================== runs
@@ -449,14 +452,37 @@ class Agent:
         a message (a dict in the reference JSON shape is read with ``message_from_dict``) or a list
         of them. Warns once (RuntimeWarning) when waiting would block a running asyncio loop.
         """
-        messages = self._normalize_input(text_or_messages, images)
+        return self._start_prompt(self._normalize_input(text_or_messages, images), wait=wait)
+
+    def _start_prompt(self, messages: List[Any], *, wait: bool, setup: Optional[_RunSetup] = None) -> Any:
+        """``prompt()`` after its input was read; ``setup`` adjusts the run's tools and loop
+        configuration once they are prepared (``ask()`` adds its answer tool and turn hook)."""
         if wait:
             self._warn_if_blocking_event_loop("prompt")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_PROMPT_BUSY)
             run = self._begin_run()
-        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
+        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
+
+    def ask(self, prompt: Union[str, Any, Sequence[Any]], output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
+        """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
+        return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:
+        a JSON-schema dict, a dataclass, a TypedDict, an Enum, a Literal, str/int/float/bool,
+        list[...] or a pydantic model).
+
+        The wire API's native structured output is used where it has one, else a ``final_result``
+        tool; the agent's tools stay usable. An answer that fails validation goes back to the
+        model with the errors, up to ``retries`` times, then ``OutputValidationError`` (``.errors``,
+        ``.raw``). An aborted or failed run raises ``AskError``. TypeError/ValueError at once for
+        an output type without a JSON schema; RuntimeError when a run is active.
+        """
+        from .structured import prepare_ask
+
+        ask = prepare_ask(self, output_type, retries)
+        messages = self._start_prompt(self._normalize_input(prompt, images), wait=True, setup=ask.setup)
+        return ask.outcome(messages)
 
     @overload
     def continue_(self, *, wait: Literal[True] = True) -> List[Any]: ...
@@ -672,12 +698,14 @@ class Agent:
         return run
 
     def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
-                skip_initial_steering_poll: bool, wait: bool) -> Any:
+                skip_initial_steering_poll: bool, wait: bool, setup: Optional[_RunSetup] = None) -> Any:
         """Prepare the run's snapshot in the caller (errors raise here), then start the run thread."""
         try:
-            context = AgentContext(self._state.system_prompt, list(self._state.messages),
-                                   self._resolve_tools())
+            tools = self._resolve_tools()
             config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
+            if setup is not None:
+                tools, config = setup(tools, config)
+            context = AgentContext(self._state.system_prompt, list(self._state.messages), tools)
             stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self._plugins.manager())
         except BaseException:
             self._finish_run(run)

@@ -66,6 +66,7 @@ class StreamOptions:
     thinking_enabled: Optional[bool] = _opt("Anthropic/Google: switch thinking on or off explicitly")
     thinking_budget_tokens: Optional[int] = _opt("Anthropic/Google: thinking token budget")
     effort: Optional[str] = _opt("Anthropic effort (\"low\", \"medium\", \"high\", \"max\")")
+    output_schema: Optional[Dict[str, Any]] = _opt("JSON schema the answer must follow (native; Agent.ask sets it)")
     on_payload: Optional[Callable[..., Any]] = _opt("called with the request body before it is sent "
                                                     "(may return a replacement)", cli=_CALLABLE)
     on_response: Optional[Callable[..., Any]] = _opt("called with the HTTP status and headers", cli=_CALLABLE)

@@ -706,3 +706,65 @@ def test_option_flag_sets_typed_provider_options_on_the_agent():  # issue 10 ite
     assert (agent.temperature, agent.max_tokens, agent.timeout, agent.tool_choice) == (0.2, 800, (5.0, 60.0), "auto")
     code, out, err = _in_process("run", "--model", "scripted", "-o", "temperature", "0.2", "hi")
     assert code == 0, err
+
+
+# --------------------------------------------------------------------------- run --schema (issue 13)
+
+
+@pytest.fixture
+def quiet_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(tmp_path / "sessions"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("form", ["concise", "inline", "file"])
+def test_run_schema_prints_the_json_answer(quiet_home, form):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                               "tags": {"type": "array", "items": {"type": "string"}}},
+              "required": ["name", "age", "tags"], "additionalProperties": False}
+    given = {"concise": "name, age int, tags list", "inline": json.dumps(schema)}.get(form)
+    if form == "file":
+        path = quiet_home / "person.schema.json"
+        path.write_text(json.dumps(schema), encoding="utf-8")
+        given = str(path)
+    with ScriptedServer([answer('{"name": "Ann", ', '"age": 41, "tags": ["x"]}')]) as server:
+        code, out, err = _in_process("run", *local(server), "--schema", given, "who is Ann?")
+        body = server.requests[0].json()
+    assert code == 0, err
+    assert json.loads(out) == {"name": "Ann", "age": 41, "tags": ["x"]}
+    assert out == json.dumps({"name": "Ann", "age": 41, "tags": ["x"]}, indent=2) + "\n"  # nothing else
+    sent = body["response_format"]["json_schema"]["schema"]
+    assert {k: v for k, v in sent.items() if k != "title"} == schema
+
+
+def test_run_schema_retries_then_fails_with_status_1(quiet_home):
+    with ScriptedServer([answer("not json")] * 3) as server:
+        code, out, err = _in_process("run", *local(server), "--schema", "n int", "number?")
+        assert len(server.requests) == 3  # the answer and two retries
+    assert code == 1 and out == ""
+    assert "did not match the output type after 3 attempt(s)" in err
+
+
+@pytest.mark.parametrize("schema, needle", [
+    ("{not json", "--schema: Expecting property name"),
+    ("when date", "unknown type 'date'"),
+    ('{"type": 12}', "not a valid JSON schema"),
+])
+def test_run_schema_usage_errors(quiet_home, schema, needle):
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", schema, "hi")
+    assert code == 2 and needle in err and out == ""
+
+
+def test_run_schema_with_the_offline_demo(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", "name, age int, tags list", "hi")
+    assert code == 0, err
+    assert json.loads(out) == {"name": "demo", "age": 1, "tags": ["demo"]}
+
+
+def test_run_schema_with_json_events_ends_with_the_answer_line(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--json", "--schema", "n int", "hi")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, err
+    assert lines[-1] == {"n": 1} and lines[-2]["type"] == "agent_end"

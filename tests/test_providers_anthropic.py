@@ -485,3 +485,14 @@ def test_foreign_history_is_replayed_with_anthropic_ids():  # spec §6 cross-pro
         {"type": "text", "text": "reasoned elsewhere"},
         {"type": "tool_use", "id": "call_abc_fc_1_2", "name": "t", "input": {}}]
     assert body["messages"][2]["content"][0]["tool_use_id"] == "call_abc_fc_1_2"
+
+
+def test_output_schema_joins_output_config_next_to_effort():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False,
+              "title": "answer"}
+    ctx = AgentContext(messages=[UserMessage("q")])
+    body = wire.build_request_body(OPUS46, ctx, reasoning="high", output_schema=schema)
+    untitled = {k: v for k, v in schema.items() if k != "title"}
+    assert body["output_config"] == {"effort": "high", "format": {"type": "json_schema", "schema": untitled}}
+    assert wire.build_request_body(HAIKU, ctx, output_schema=schema)["output_config"] == {
+        "format": {"type": "json_schema", "schema": untitled}}

@@ -332,3 +332,11 @@ def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: strea
     with ScriptedServer([Reply(body=body)]) as server:
         result = complete(_served(server), AgentContext(messages=[UserMessage(content="ping")]), api_key="g")
     assert (result.text, result.stop_reason, result.api) == ("pong", "stop", API)
+
+
+def test_output_schema_becomes_response_json_schema():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
+    body = wire.build_request_body(PRO25, AgentContext(messages=[UserMessage("q")]), output_schema=schema,
+                                   temperature=0.1)
+    assert body["generationConfig"] == {"temperature": 0.1, "responseMimeType": "application/json",
+                                        "responseJsonSchema": schema}

@@ -338,3 +338,10 @@ def test_agent_run_with_a_tool_end_to_end():  # issue 4: end-to-end Agent run pe
     assert second["input"][-1] == recorded[-1]  # the function_call_output the recording sent
     assert second["input"][-2]["call_id"] == recorded[-2]["call_id"]
     assert agent.state.messages[-1].text == new[-1].text
+
+
+def test_output_schema_becomes_text_format():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
+    body = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]), output_schema=schema)
+    assert body["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": False}}
+    assert "text" not in wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]))

@@ -30,6 +30,7 @@ DOCUMENTED = {
     "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext", "AfterToolCallResult",
     "ShouldStopAfterTurnContext", "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn",
     "get_default_stream_fn", "Agent", "AgentState", "EventSubscription",
+    "OutputValidationError", "AskError",
     # plugins and registries
     "hookimpl", "hookspec", "plugins_info", "get_tool", "get_provider", "get_model", "models",
     "create_plugin_manager", "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError",

@@ -32,6 +32,7 @@ OFFLINE: Dict[str, List[str]] = {
     "agent": ['new_messages = agent.prompt("What is 2 + 3?")', "unsubscribe = agent.subscribe(show)",
               'for event in agent.stream("Hi"):', "threading.Timer(0.2, agent.abort).start()"],
     "async": ["async def greet(name: str) -> str:"],
+    "structured output": ["movie = agent.ask("],
     "tool": ["def convert(amount: float"],
     "plugin module": ["def register_tools(register):"],
     "plugins_info": ["for info in agentcore.plugins_info():"],
@@ -82,7 +83,9 @@ def block(marker: str) -> Tuple[int, str]:
 
 def run_block(marker: str, namespace: Dict[str, Any]) -> None:
     line, code = block(marker)
-    exec(compile(code, f"{README}:{line}", "exec"), namespace)
+    # dont_inherit: run as a reader's script would, without this module's ``from __future__``
+    # (string annotations would make a README dataclass look up the unimported module "readme")
+    exec(compile(code, f"{README}:{line}", "exec", dont_inherit=True), namespace)
 
 
 def test_every_python_block_is_named():
@@ -134,6 +137,8 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert lines[:2] == ["['user', 'assistant', 'toolResult', 'assistant']", "2 + 3 = 5."]
         assert "Streaming works." in out and "agent_start" in lines and "agent_end" in lines
         assert lines[-1] == "aborted"
+    elif section == "structured output":
+        assert lines == ["Movie(title='Dune', year=1965, genres=['sf'])"]
     elif section == "tool":
         assert lines[0] == "['amount']" and float(lines[1]) == pytest.approx(6.21371)
     elif section == "plugin module":

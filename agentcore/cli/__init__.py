@@ -1,7 +1,7 @@
 """The ``agentcore`` command (also ``python -m agentcore``).
 
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
-line), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
+line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
 ``--session``, ``--thinking`` and ``--system``, before or after the command name.
 
@@ -12,8 +12,10 @@ Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configura
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
 from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
@@ -75,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                                           "none: stdin alone.")
     run.add_argument("prompt", nargs="*", metavar="PROMPT")
     run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
+    run.add_argument("--schema", metavar="SCHEMA",
+                     help="answer as JSON matching SCHEMA: inline JSON, a JSON file, or fields like "
+                          "'name, age int, tags list' (the answer prints to stdout, progress to stderr)")
     run.set_defaults(handler=cmd_run)
 
     chat = commands.add_parser("chat", parents=[common], help="interactive conversation (REPL)",
@@ -189,14 +194,18 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
     from ._render import JsonPrinter, TextPrinter, run_outcome
 
+    schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
     prompt = _read_prompt(args, stdin)
     setup = build_agent(CliOptions.from_args(args))
-    text = TextPrinter(out, err, secret=setup.api_key)
+    # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
+    text = TextPrinter(out if schema is None else err, err, secret=setup.api_key)
     try:
         setup.agent.subscribe(JsonPrinter(out) if args.json else text)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
         try:
+            if schema is not None:
+                return _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
             new = setup.agent.prompt(prompt)
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
@@ -205,6 +214,44 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     finally:
         if setup.session is not None:
             setup.session.close()
+
+
+def _read_schema(value: str) -> Dict[str, Any]:
+    """``--schema``: inline JSON, a file holding JSON (or concise fields), or concise fields
+    (``"name, age int, tags list"``). UsageError naming the problem."""
+    from ..structured import output_spec, parse_concise_schema
+
+    text = value
+    if not value.lstrip().startswith("{") and os.path.isfile(value):
+        try:
+            with open(value, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise UsageError(f"--schema {value}: cannot read it ({exc.strerror})") from None
+    try:
+        if text.lstrip().startswith("{"):
+            schema = json.loads(text)
+        else:
+            schema = parse_concise_schema(text)
+        output_spec(schema)  # a valid JSON schema
+    except ValueError as exc:
+        raise UsageError(f"--schema: {exc}") from None
+    return schema
+
+
+def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *,
+         one_line: bool = False) -> int:
+    """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
+    after the event lines of ``--json``)."""
+    from ..structured import AskError, OutputValidationError
+
+    try:
+        value = agent.ask(prompt, schema)
+    except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
+        text.note(f"[error] {exc}")
+        return EXIT_ERROR
+    out.write(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False) + "\n")
+    return EXIT_OK
 
 
 def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:

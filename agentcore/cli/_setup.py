@@ -75,6 +75,9 @@ class ScriptedDemo:
                 "`agentcore models` lists them.)")
         if "summar" in (context.system_prompt or "").lower():  # a compaction or branch summary request
             return text("## Goal\nTry agentcore offline.\n\n## Progress\n(summary written by the scripted demo)")
+        final = next((t for t in context.tools or () if getattr(t, "name", None) == "final_result"), None)
+        if final is not None:  # run --schema: answer with a value of the asked shape
+            return tool_call("final_result", _example(final.parameters))
         last = context.messages[-1] if context.messages else None
         if last is not None and role_of(last) == "toolResult":
             lines = text_of(last.content).splitlines()
@@ -85,6 +88,28 @@ class ScriptedDemo:
         if any(getattr(t, "name", None) == "ls" for t in context.tools or ()):
             return tool_call("ls", {"path": "."}, text="Let me look at the working directory first.")
         return text(f"You said: {prompt}\n{hint}")
+
+
+_EXAMPLES = {"string": "demo", "integer": 1, "number": 1.5, "boolean": True, "null": None}
+
+
+def _example(schema: Any) -> Any:
+    """A small value matching ``schema`` (the demo's answer to ``run --schema``)."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return _example(schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        return {name: _example(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [_example(schema["items"])] if isinstance(schema.get("items"), dict) else []
+    return _EXAMPLES.get(str(kind))
 
 
 # --------------------------------------------------------------------------- options

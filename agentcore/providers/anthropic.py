@@ -224,7 +224,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     Options used: ``max_tokens``, ``temperature`` (dropped while thinking), ``reasoning`` (level or
     None), ``thinking_budgets``, ``thinking_enabled``/``thinking_budget_tokens``/``effort`` (raw
     overrides), ``cache_retention``, ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
-    detect OAuth tokens, never written into the body).
+    detect OAuth tokens, never written into the body), ``output_schema`` (``output_config.format``).
     """
     cache_control = _cache_control(model.base_url, options.get("cache_retention"))
     level = _reasoning.normalize_level(options.get("reasoning"))
@@ -275,6 +275,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     tool_choice = options.get("tool_choice")
     if tool_choice:
         body["tool_choice"] = {"type": tool_choice} if isinstance(tool_choice, str) else dict(tool_choice)
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask), next to a possible effort
+        fmt = {"type": "json_schema", "schema": {k: v for k, v in schema.items() if k != "title"}}
+        body["output_config"] = {**body.get("output_config", {}), "format": fmt}
     return body
 
 

@@ -218,7 +218,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     Options used: ``temperature``, ``max_tokens`` (``maxOutputTokens``, only when given),
     ``reasoning`` (level or None), ``thinking_budgets``, ``thinking`` (raw override dict with
-    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any).
+    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any), ``output_schema``
+    (``generationConfig.responseJsonSchema`` with ``responseMimeType`` application/json).
     """
     body: Dict[str, Any] = {"contents": convert_messages(model, list(context.messages or []))}
     if context.system_prompt:
@@ -243,6 +244,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
                                  options.get("thinking_budgets"))
         if config:
             generation["thinkingConfig"] = config
+    if options.get("output_schema"):  # native structured output (Agent.ask)
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = options["output_schema"]
     if generation:
         body["generationConfig"] = generation
     tools = convert_tools(context)

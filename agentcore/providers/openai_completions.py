@@ -347,6 +347,12 @@ def build_request_body(model: Model, context: Any, options: Mapping[str, Any],
         body["tools"] = []
     if options.get("tool_choice") is not None:
         body["tool_choice"] = options["tool_choice"]
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask)
+        from ..structured import schema_name
+
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": schema_name(schema), "schema": schema, "strict": False}}
     level = options.get("reasoning") or options.get("reasoning_effort")
     level = str(level) if level is not None else None
     fmt = compat.get("thinkingFormat") or "openai"

@@ -207,7 +207,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     Options used: ``session_id`` (``prompt_cache_key``), ``cache_retention``, ``max_tokens``,
     ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
-    ``reasoning_summary`` (raw overrides), ``tool_choice``.
+    ``reasoning_summary`` (raw overrides), ``tool_choice``, ``output_schema`` (``text.format``).
     """
     body: Dict[str, Any] = {"model": model.id, "input": convert_messages(model, context),
                             "stream": True, "store": False}
@@ -226,6 +226,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         body["tools"] = convert_tools(context)
     if options.get("tool_choice"):
         body["tool_choice"] = options["tool_choice"]
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask)
+        from ..structured import schema_name
+
+        body["text"] = {"format": {"type": "json_schema", "name": schema_name(schema), "schema": schema,
+                                   "strict": False}}
 
     if model.reasoning:
         level = _reasoning.normalize_level(options.get("reasoning"))
