@@ -26,7 +26,8 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import (
-    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union, overload,
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    overload,
 )
 
 from . import loop as _loop
@@ -80,6 +81,8 @@ _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", 
 #: ``setup(tools, config) -> (tools, config)``: how one run's tools and loop configuration differ
 #: from the agent's (``ask()`` uses it); called on the caller's thread while the run is prepared.
 _RunSetup = Callable[[List[Any], Any], Tuple[List[Any], Any]]
+
+_T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
 
 
 # =========================================================================== runs
@@ -465,7 +468,15 @@ class Agent:
             run = self._begin_run()
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
 
-    def ask(self, prompt: Union[str, Any, Sequence[Any]], output_type: Any, *,
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Type[_T], *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> _T: ...
+
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any: ...
+
+    def ask(self, prompt: PromptInput, output_type: Any, *,
             images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
         """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
         return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:

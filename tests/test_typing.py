@@ -142,6 +142,8 @@ WRONG_CALLS = textwrap.dedent('''
     Session.create(42)  # wrong
     agent.continue_(wait="no")  # wrong
     complete(agent.state.model, "not a context")  # wrong
+    answer: str = agent.ask("how many?", int)  # wrong
+    agent.ask(123, int)  # wrong
 ''')
 
 
