@@ -120,6 +120,9 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
     from .agent import (
         Agent as Agent, AgentState as AgentState, EventSubscription as EventSubscription,
     )
+    from .structured import (
+        OutputValidationError as OutputValidationError, AskError as AskError,
+    )
     from .hookspecs import (
         hookimpl as hookimpl, hookspec as hookspec,
     )

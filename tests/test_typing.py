@@ -9,6 +9,7 @@ module still checks clean); it is skipped when mypy is not installed (the ``dev`
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -110,6 +111,24 @@ def test_typed_model_value() -> None:
                   base_url="http://127.0.0.1:1/v1")
     agent = Agent(model)
     assert agent.state.model.id == "m"
+
+
+def test_every_public_name_is_visible_to_type_checkers() -> None:
+    """``agentcore.__all__`` resolves lazily; a name missing from the ``TYPE_CHECKING`` imports
+    next to ``__getattr__`` would be Any for mypy and IDEs (and ``X as X`` re-exports it)."""
+    import agentcore
+
+    tree = ast.parse((ROOT / "agentcore" / "__init__.py").read_text())
+    seen = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom):
+                    seen |= {alias.asname for alias in inner.names if alias.asname == alias.name}
+                elif isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
+                    seen.add(inner.target.id)
+    assert sorted(set(agentcore.__all__) - seen) == []
+    assert sorted(seen - set(agentcore.__all__)) == []
 
 
 # --------------------------------------------------------------------------- wrong calls
