@@ -180,6 +180,7 @@ def test_wrong_calls_fail_the_type_check(tmp_path: Path) -> None:
     env: Dict[str, str] = dict(os.environ, MYPYPATH=str(ROOT))
     proc = subprocess.run(
         _mypy_command() + ["--config-file", str(ROOT / "pyproject.toml"), "--no-incremental",
+                           "--cache-dir", str(tmp_path / "mypy_cache"),
                            "--hide-error-context", "--no-pretty", str(snippet), str(Path(__file__))],
         cwd=ROOT, env=env, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
