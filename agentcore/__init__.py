@@ -26,7 +26,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
         "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
         "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
-        "event_to_dict",
+        "ToolApprovalRequestEvent", "event_to_dict",
     ],
     "streams": ["EventStream", "AssistantMessageEventStream"],
     "signals": ["AbortController", "AbortSignal"],
@@ -42,6 +42,7 @@ _EXPORTS: Dict[str, List[str]] = {
     ],
     "agent": ["Agent", "AgentState", "EventSubscription"],
     "structured": ["OutputValidationError", "AskError"],
+    "approvals": ["PendingApproval"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
         ToolExecutionStartEvent as ToolExecutionStartEvent,
         ToolExecutionUpdateEvent as ToolExecutionUpdateEvent,
         ToolExecutionEndEvent as ToolExecutionEndEvent, event_to_dict as event_to_dict,
+        ToolApprovalRequestEvent as ToolApprovalRequestEvent,
     )
     from .streams import (
         EventStream as EventStream, AssistantMessageEventStream as AssistantMessageEventStream,
@@ -122,6 +124,9 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
     )
     from .structured import (
         OutputValidationError as OutputValidationError, AskError as AskError,
+    )
+    from .approvals import (
+        PendingApproval as PendingApproval,
     )
     from .hookspecs import (
         hookimpl as hookimpl, hookspec as hookspec,

@@ -195,7 +195,9 @@ class AgentLoopTurnUpdate:
 
 @dataclass
 class ToolBatchResult:
-    """The tool-result messages of one batch (source order) and whether the batch terminates."""
+    """The tool-result messages of one batch (source order), whether the batch terminates, and
+    the calls that wait for approval instead of running (``PendingApproval`` items)."""
 
     messages: List[ToolResultMessage]
     terminate: bool
+    awaiting: List[Any] = field(default_factory=list)

@@ -30,6 +30,7 @@ from typing import (
     overload,
 )
 
+from . import approvals as _approvals
 from . import loop as _loop
 from ._agent_plugins import AgentPlugins, converter_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
@@ -83,6 +84,16 @@ _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", 
 _RunSetup = Callable[[List[Any], Any], Tuple[List[Any], Any]]
 
 _T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
+
+# The agent whose run body executes in this context (the run thread's, inherited by its tools'
+# threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
+_running_agent: "contextvars.ContextVar[Optional[Agent]]" = contextvars.ContextVar(
+    "agentcore_running_agent", default=None)
+
+
+def running_agent() -> Optional["Agent"]:
+    """The agent whose run (or one of whose tools) is executing on this thread, else None."""
+    return _running_agent.get()
 
 
 # =========================================================================== runs
@@ -214,7 +225,8 @@ class Agent:
                  compaction_model: Optional[Model] = None,
                  options: Optional[StreamOptions] = None,
                  **stream_options: Any) -> None:
-        self._plugins = AgentPlugins(plugins or ())
+        self._plugin_args = tuple(plugins or ())  # what as_tool() builds fresh sub-agents with
+        self._plugins = AgentPlugins(self._plugin_args)
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
@@ -239,6 +251,7 @@ class Agent:
         self._run_lock = threading.Lock()
         self._idle_signal = AbortController().signal
         self._observe: Optional[Callable[[Any, Any], None]] = None  # on_event of the current run
+        self._approvals = _approvals.Approvals()
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
@@ -260,6 +273,7 @@ class Agent:
             if restore_tools and getattr(context, "active_tool_names", None):
                 self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
+        self._approvals.attach_session(self, session)
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
@@ -437,6 +451,44 @@ class Agent:
                                 f"{exception_message(exc)}") from None
         return message
 
+    # ------------------------------------------------------------------ approvals
+
+    @property
+    def pending_approvals(self) -> List[_approvals.PendingApproval]:
+        """Tool calls waiting for :meth:`approve` or :meth:`deny` (a tool with
+        ``requires_approval``), in request order; restored from the session on resume."""
+        return self._approvals.pending
+
+    def approve(self, tool_call_id: str, args: Any = None) -> None:
+        """Approve a waiting call; ``args`` replaces its arguments (validated against the tool's
+        schema again). :meth:`continue_` executes it. Recorded in the session, if any.
+
+        Raises ValueError for an id that is not waiting, and for edited ``args`` that do not match
+        the schema (the call stays pending, undecided)."""
+        pending = self._approvals.get(tool_call_id)
+        if pending is not None and args is not None:
+            tool = next((t for t in self._resolve_tools() if t.name == pending.tool_name), None)
+            if tool is None:
+                raise ValueError(f"approve({tool_call_id!r}): the agent has no tool {pending.tool_name!r} "
+                                 f"any more to validate the edited arguments against; add it to agent.tools")
+            args = _approvals.validated_args(tool, args, tool_call_id)
+        self._approvals.decide("approve", tool_call_id, _approvals.ApprovalDecision(True, args))
+
+    def deny(self, tool_call_id: str, reason: Optional[str] = None) -> None:
+        """Deny a waiting call: :meth:`continue_` gives it an error result carrying ``reason``
+        (default: "Tool execution was denied"). Raises ValueError for an id that is not waiting."""
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"deny() takes reason as a str, not {type(reason).__name__}")
+        self._approvals.decide("deny", tool_call_id, _approvals.ApprovalDecision(False, None, reason))
+
+    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> Any:
+        """This agent as a tool of another agent (a sub-agent): an ``AgentTool`` taking
+        ``{"task": str}`` whose result is the sub-agent's final text. See
+        :func:`agentcore.subagent.subagent_tool`."""
+        from .subagent import subagent_tool
+
+        return subagent_tool(self, name, description, keep_history=keep_history)
+
     # ------------------------------------------------------------------ runs
 
     @overload
@@ -465,6 +517,7 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_PROMPT_BUSY)
+            self._approvals.check_can_prompt("prompt")
             run = self._begin_run()
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
 
@@ -506,26 +559,36 @@ class Agent:
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
         queues empty it raises ValueError. Raises RuntimeError when a run is active.
+
+        After an approval pause it resumes the paused turn: approved calls execute, denied ones
+        become error results, then the loop goes on. RuntimeError (naming the calls) while a
+        waiting call is undecided.
         """
         if wait:
             self._warn_if_blocking_event_loop("continue_")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_CONTINUE_BUSY)
-            messages = self._state.messages
-            if not messages:
-                raise ValueError(ERR_NOTHING_TO_CONTINUE)
-            prompts: Optional[List[Any]] = None
-            skip = False
-            if role_of(messages[-1]) == "assistant":
-                prompts = self._steering.drain()
-                skip = bool(prompts)
-                if not prompts:
-                    prompts = self._follow_ups.drain()
-                if not prompts:
-                    raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
+            resume = self._approvals.resumption(self._state.messages)
+            prompts, skip = self._continue_prompts() if resume is None else (None, False)
             run = self._begin_run()
-        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait)
+        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, resume=resume)
+
+    def _continue_prompts(self) -> Tuple[Optional[List[Any]], bool]:
+        """The prompts of a continue run (None: continue from the transcript) and whether they
+        came from the steering queue (under ``_run_lock``). ValueError when there is nothing."""
+        messages = self._state.messages
+        if not messages:
+            raise ValueError(ERR_NOTHING_TO_CONTINUE)
+        if role_of(messages[-1]) != "assistant":
+            return None, False
+        prompts = self._steering.drain()
+        if prompts:
+            return prompts, True
+        prompts = self._follow_ups.drain()
+        if not prompts:
+            raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
+        return prompts, False
 
     def _warn_if_blocking_event_loop(self, method: str) -> None:
         """Warn (once per agent) when this thread runs an asyncio loop that waiting would stall.
@@ -564,6 +627,7 @@ class Agent:
             with self._run_lock:
                 if self._active is not None:
                     raise RuntimeError(ERR_PROMPT_BUSY)
+                self._approvals.check_can_prompt("stream")
                 run = self._begin_run()
                 run.on_settled.append(lambda: events.put(done))
                 run.on_settled.append(unsubscribe)
@@ -674,6 +738,7 @@ class Agent:
                 raise RuntimeError(ERR_RESET_BUSY)
             self._state._clear()
             self.clear_all_queues()
+            self._approvals.clear()
 
     # ------------------------------------------------------------------ run lifecycle
 
@@ -709,7 +774,8 @@ class Agent:
         return run
 
     def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
-                skip_initial_steering_poll: bool, wait: bool, setup: Optional[_RunSetup] = None) -> Any:
+                skip_initial_steering_poll: bool, wait: bool, setup: Optional[_RunSetup] = None,
+                resume: Optional[_approvals.Resumption] = None) -> Any:
         """Prepare the run's snapshot in the caller (errors raise here), then start the run thread."""
         try:
             tools = self._resolve_tools()
@@ -723,7 +789,7 @@ class Agent:
             raise
 
         def body() -> List[Any]:
-            return self._run_body(run, prompts, context, config, stream_fn)
+            return self._run_body(run, prompts, context, config, stream_fn, resume)
 
         # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
         caller_context = contextvars.copy_context()
@@ -748,7 +814,8 @@ class Agent:
         return self._outcome(run)
 
     def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
-                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any]) -> List[Any]:
+                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any],
+                  resume: Optional[_approvals.Resumption] = None) -> List[Any]:
         """The run (on the run thread): the loop, with compaction at its three documented steps.
 
         1. before the first request, ``compactor.before_run`` may compact the transcript;
@@ -759,15 +826,17 @@ class Agent:
            once and the run continues from the compacted context (one retry).
 
         The transcript changes only through this agent's reducer (compaction included: its
-        ``compaction_end`` event carries the new transcript). ``prompts`` None: a continue run.
+        ``compaction_end`` event carries the new transcript). ``prompts`` None: a continue run;
+        ``resume``: a continue run that first finishes an approval pause's turn.
         """
         emit, signal = self._emitter(run), run.controller.signal
+        _running_agent.set(self)  # the run thread's own context copy: nothing to reset
         compactor = self.compactor
         transform, prepare = compactor.turn_hooks(config, emit, signal)
         config = dataclasses.replace(config, transform_context=transform, prepare_next_turn=prepare)
         context = compactor.before_run(context, prompts or (), emit, signal)
         if prompts is None:
-            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
+            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn, resume=resume)
         else:
             messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
         retry = compactor.recover_overflow(messages, context, config, emit, signal)
@@ -920,6 +989,7 @@ class Agent:
     def _reduce(self, event: Any) -> None:
         """The state reducer, plus the queues' in-flight commit of a finished message."""
         self._state.reduce(event)
+        self._approvals.observe(event)
         if event.type == "message_end":
             self._steering.commit(event.message)
             self._follow_ups.commit(event.message)

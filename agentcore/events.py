@@ -21,6 +21,7 @@ __all__ = [
     "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
     "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
     "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
+    "ToolApprovalRequestEvent",
     # provider stream events
     "AssistantMessageEvent", "StartEvent", "TextStartEvent", "TextDeltaEvent", "TextEndEvent",
     "ThinkingStartEvent", "ThinkingDeltaEvent", "ThinkingEndEvent",
@@ -135,6 +136,21 @@ class ToolExecutionEndEvent(AgentEvent):
     result: Optional[AgentToolResult] = None
     is_error: bool = False
     type: ClassVar[str] = "tool_execution_end"
+
+
+@dataclass
+class ToolApprovalRequestEvent(AgentEvent):
+    """A tool call waits for a human decision (its tool has ``requires_approval``).
+
+    Emitted on the run thread during the batch's preflight, once per such call, instead of
+    ``tool_execution_start``: the call is not executed. The run then settles with the call listed
+    in ``agent.pending_approvals``; ``agent.approve``/``agent.deny`` and ``agent.continue_()``
+    resume it. ``args`` are the validated arguments."""
+
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args: Any = None
+    type: ClassVar[str] = "tool_approval_request"
 
 
 # --------------------------------------------------------------------------- provider stream events

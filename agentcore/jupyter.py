@@ -318,7 +318,8 @@ class _ToolProgress:
 class LiveRun:
     """What :func:`display_run` shows, rebuilt from agent events: the run's finished messages,
     the assistant message being streamed, tools still in progress (with the tail of their partial
-    output) and a status (``running``, ``done``, ``interrupted`` or ``failed: ...``)."""
+    output), tool calls waiting for approval (with what to call to decide them) and a status
+    (``running``, ``done``, ``waiting for approval: ...``, ``interrupted`` or ``failed: ...``)."""
 
     tail_lines = 15
 
@@ -326,6 +327,7 @@ class LiveRun:
         self.messages: List[Any] = []
         self.streaming: Any = None
         self.tools: Dict[str, _ToolProgress] = {}
+        self.approvals: Dict[str, _ToolProgress] = {}  # tool_call_id -> the call waiting for approval
         self.status = "running"
 
     def apply(self, event: Any) -> None:
@@ -339,6 +341,8 @@ class LiveRun:
                 self.streaming = None
             elif getattr(event.message, "role", None) == "toolResult":
                 self.tools.pop(event.message.tool_call_id, None)
+        elif kind == "tool_approval_request":
+            self.approvals[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
         elif kind == "tool_execution_start":
             self.tools[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
         elif kind == "tool_execution_update" and event.tool_call_id in self.tools:
@@ -350,6 +354,9 @@ class LiveRun:
         elif kind == "agent_end":
             self.streaming = None
             self.status = "done"
+            if self.approvals:
+                self.status = (f"waiting for approval: {len(self.approvals)} tool call(s); "
+                               "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()")
 
     def _tail(self, text: str) -> str:
         lines = text.splitlines()
@@ -365,7 +372,10 @@ class LiveRun:
             title = f"{_esc(progress.name)} ({_esc(progress.status)})"
             parts.append(_box("toolResult", title, [_pre(self._tail(progress.text))] if progress.text else [],
                               progress.status == "error"))
-        color = _COLORS["error"] if self.status != "done" and self.status != "running" else "#718096"
+        for call_id, waiting in self.approvals.items():
+            title = f"{_esc(waiting.name)} (waiting for approval: id {_esc(call_id)})"
+            parts.append(_box("toolResult", title, [_pre(_json(waiting.args))]))
+        color = "#718096" if self.status in ("done", "running") or self.approvals else _COLORS["error"]
         parts.append(f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">'
                      f"{_esc(self.status)}</div>")
         return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
@@ -376,6 +386,9 @@ class LiveRun:
             parts.append(message_to_markdown(self.streaming))
         for progress in self.tools.values():
             parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
+        for call_id, waiting in self.approvals.items():
+            parts.append(f"**{_md_text(waiting.name)} (waiting for approval: id {_md_text(call_id)})**\n\n"
+                         + _fence(_json(waiting.args), "json"))
         parts.append(f"*{_md_text(self.status)}*")
         return "\n\n---\n\n".join(parts)
 

@@ -37,6 +37,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from . import approvals as _approvals
 from . import tools as _tools
 from ._safe import exception_message
 from ._util import awaited, field_of
@@ -47,8 +48,8 @@ from ._loop_types import (
 )
 from .events import (
     AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
-    ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, TurnEndEvent,
-    TurnStartEvent,
+    ToolApprovalRequestEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
+    TurnEndEvent, TurnStartEvent,
 )
 from .messages import default_convert_to_llm
 from .signals import AbortController, AbortSignal
@@ -123,15 +124,19 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
-                        stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
-    """Like :func:`agent_loop` but continues from ``context`` without new prompts.
+                        stream_fn: Optional[StreamFn] = None, *,
+                        resume: Optional["_approvals.Resumption"] = None) -> EventStream[List[Any]]:
+    """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
+    after an approval pause, see :func:`run_agent_loop_continue`).
 
     Raises ValueError at once (before any thread starts) when the context is empty or ends with an
-    assistant message.
+    assistant message (unless resuming).
     """
-    _validate_continue(context)
+    if resume is None:
+        _validate_continue(context)
     fn = stream_fn or get_default_stream_fn()
-    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn))
+    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn,
+                                                               resume=resume))
 
 
 def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
@@ -172,14 +177,24 @@ def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentL
 
 def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit: Emit,
                             signal: Optional[AbortSignal] = None,
-                            stream_fn: Optional[StreamFn] = None) -> List[Any]:
-    """Blocking continue run: no prompt; returns only the messages created by the run."""
-    _validate_continue(context)
+                            stream_fn: Optional[StreamFn] = None, *,
+                            resume: Optional["_approvals.Resumption"] = None) -> List[Any]:
+    """Blocking continue run: no prompt; returns only the messages created by the run.
+
+    ``resume`` (from an approval pause, see :mod:`agentcore.approvals`): the run first finishes
+    the paused turn, running the decided calls of ``resume.message`` (denied ones are blocked with
+    their reason; results of edited calls say so), then goes on as usual. The context may then end with that assistant message.
+    """
+    if resume is None:
+        _validate_continue(context)
     run = _Run.start(context, config, emit, signal, stream_fn)
+    if resume is not None:
+        run.cfg.before_tool_call = resume.gate(run.cfg.before_tool_call)
+        run.cfg.after_tool_call = resume.annotate(run.cfg.after_tool_call)
     new_messages: List[Any] = []
     emit(AgentStartEvent())
     emit(TurnStartEvent())
-    _run_loop(run, new_messages)
+    _run_loop(run, new_messages, resume)
     return new_messages
 
 
@@ -215,35 +230,46 @@ class _Run:
 # =========================================================================== one run
 
 
-def _run_loop(run: _Run, new_messages: List[Any]) -> None:
-    """Turns until the model stops and no queued message is left (spec agent-loop §2.3)."""
+def _run_loop(run: _Run, new_messages: List[Any],
+              resume: Optional["_approvals.Resumption"] = None) -> None:
+    """Turns until the model stops and no queued message is left (spec agent-loop §2.3).
+
+    Ends early, with the run settled, when calls of a batch wait for approval (the pause); a
+    ``resume`` run starts with the rest of the paused turn instead of a model call."""
     emit, signal = run.emit, run.signal
     if signal.aborted:
         return _finish_aborted(run, new_messages)
-    pending = _poll(run.cfg.get_steering_messages)  # the initial steering poll
-    first_turn = True
+    # the initial steering poll; never between a paused turn's calls and their results
+    pending = _poll(run.cfg.get_steering_messages) if resume is None else []
 
     while True:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
-            if not first_turn:  # the first turn reuses the turn_start of the run set-up
+            if not run.turn_open:  # the first turn reuses the turn_start of the run set-up
                 emit(TurnStartEvent())
                 run.turn_open = True
-            first_turn = False
             if not _inject(run, pending, new_messages) or signal.aborted:
                 return _finish_aborted(run, new_messages)
             pending = []
 
-            message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
-            new_messages.append(message)
-            if message.stop_reason in ("error", "aborted"):  # no tools, no hooks, no polling
-                emit(TurnEndEvent(message, []))
-                emit(AgentEndEvent(new_messages))
-                return None
+            resumed, resume = resume, None
+            if resumed is not None:  # the paused turn's model response is in the context already
+                message = resumed.message
+            else:
+                message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
+                new_messages.append(message)
+                if message.stop_reason in ("error", "aborted"):  # no tools, no hooks, no polling
+                    emit(TurnEndEvent(message, []))
+                    emit(AgentEndEvent(new_messages))
+                    return None
 
-            tool_results, has_more_tool_calls = _run_tools(run, message, new_messages)
+            batch = _run_tools(run, message, new_messages, resumed)
+            tool_results, has_more_tool_calls = batch.messages, not batch.terminate
             emit(TurnEndEvent(message, tool_results))
             run.turn_open = False
+            if batch.awaiting:  # the pause: the run settles; approve/deny, then continue_()
+                emit(AgentEndEvent(new_messages))
+                return None
             _apply_turn_update(run, message, tool_results, new_messages)
             if _should_stop(run, message, tool_results, new_messages):
                 emit(AgentEndEvent(new_messages))
@@ -275,20 +301,29 @@ def _inject(run: _Run, pending: List[Any], new_messages: List[Any]) -> bool:
     return True
 
 
-def _run_tools(run: _Run, message: AssistantMessage,
-               new_messages: List[Any]) -> Tuple[List[ToolResultMessage], bool]:
+def _run_tools(run: _Run, message: AssistantMessage, new_messages: List[Any],
+               resumed: Optional["_approvals.Resumption"] = None) -> ToolBatchResult:
     """Run the tool calls of ``message`` (none for a length-truncated response) and append the
-    results; return them and whether the model should be called again."""
+    results. Calls whose tool requires approval do not run: one approval request each, and the
+    batch lists them as ``awaiting``. ``resumed``: run the decided calls of a paused turn."""
     tool_calls = [block for block in message.content if isinstance(block, ToolCall)]
     if not tool_calls:  # execution follows the blocks, not stop_reason == "toolUse"
-        return [], False
+        return ToolBatchResult([], True)
+    awaiting: List[Any] = []
     if message.stop_reason == "length":
         batch = _reject_truncated_calls(tool_calls, run.emit)
     else:
+        if resumed is not None:
+            tool_calls = resumed.calls()
+        else:
+            tool_calls, awaiting = _approvals.split_batch(run.ctx.tools, tool_calls)
+        for request in awaiting:
+            run.emit(ToolApprovalRequestEvent(request.tool_call_id, request.tool_name, request.args))
         batch = execute_tool_calls(run.ctx, message, tool_calls, run.cfg, run.signal, run.emit)
     run.ctx.messages.extend(batch.messages)
     new_messages.extend(batch.messages)
-    return batch.messages, not batch.terminate
+    batch.awaiting = awaiting
+    return batch
 
 
 def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:

@@ -49,7 +49,9 @@ class AgentTool:
     ``execute(tool_call_id, args, signal, on_update) -> AgentToolResult`` runs it; ``parameters`` is
     a JSON schema; ``prepare_arguments(raw_args) -> args`` is an optional shim applied before
     validation; ``execution_mode="sequential"`` forces the whole batch it appears in to run one call
-    at a time.
+    at a time. ``requires_approval`` (a bool, or a callable ``args -> bool`` given the validated
+    arguments) makes a call wait for a human decision instead of executing: the run settles with
+    it pending (see :mod:`agentcore.approvals`).
     """
 
     name: str
@@ -59,6 +61,7 @@ class AgentTool:
     label: Optional[str] = None
     prepare_arguments: Optional[Callable[[Any], Any]] = None
     execution_mode: Optional[str] = None
+    requires_approval: Union[bool, Callable[[Any], bool]] = False
 
     def __post_init__(self) -> None:
         if self.label is None:
@@ -67,6 +70,10 @@ class AgentTool:
             # a typo would silently let a tool that must run alone run in parallel
             raise ValueError(f'tool {self.name!r}: execution_mode must be "parallel", "sequential" '
                              f"or None, not {self.execution_mode!r}")
+        if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
+            # a truthy string or a None would silently mean "no approval needed" or "always"
+            raise TypeError(f"tool {self.name!r}: requires_approval must be a bool or a callable "
+                            f"args -> bool, not {type(self.requires_approval).__name__}")
 
 
 # --------------------------------------------------------------------------- @tool
@@ -89,13 +96,15 @@ class FunctionTool(AgentTool):
 @overload
 def tool(func: Callable[..., Any], *, name: Optional[str] = None, label: Optional[str] = None,
          description: Optional[str] = None, execution_mode: Optional[str] = None,
-         prepare_arguments: Optional[Callable[[Any], Any]] = None) -> FunctionTool: ...
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False) -> FunctionTool: ...
 
 
 @overload
 def tool(func: None = None, *, name: Optional[str] = None, label: Optional[str] = None,
          description: Optional[str] = None, execution_mode: Optional[str] = None,
          prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
          ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -103,6 +112,7 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
          label: Optional[str] = None, description: Optional[str] = None,
          execution_mode: Optional[str] = None,
          prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
          ) -> Union[FunctionTool, Callable[[Callable[..., Any]], FunctionTool]]:
     """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
 
@@ -122,6 +132,9 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
     (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise. An ``async def``
     function is run to completion with ``asyncio.run`` on the tool's thread.
 
+    ``requires_approval=True`` (or a callable ``args -> bool``) makes its calls wait for
+    ``agent.approve()``/``agent.deny()`` instead of executing (see :mod:`agentcore.approvals`).
+
     Raises ``TypeError`` at decoration time for ``*args``/``**kwargs`` or an unsupported annotation.
     """
 
@@ -138,6 +151,7 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
             label=label,
             prepare_arguments=prepare_arguments,
             execution_mode=execution_mode,
+            requires_approval=requires_approval,
             function=fn,
         )
 

@@ -185,9 +185,13 @@ def sse_throughput(repeat=5):
     return mb / floor_s, mb / ours_s
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # socketserver's 5 drops the SYNs of 200 concurrent agents (1 s retries)
+
+
 def serve(handler=_Handler) -> None:
     """Run the scripted server in this (child) process; print its port, stop when stdin closes."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _Server(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(server.server_address[1], flush=True)

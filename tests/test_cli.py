@@ -768,3 +768,65 @@ def test_run_schema_with_json_events_ends_with_the_answer_line(quiet_home):
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0, err
     assert lines[-1] == {"n": 1} and lines[-2]["type"] == "agent_end"
+
+
+# --------------------------------------------------------------------------- --approve (issue 13)
+
+
+def test_run_approve_yes_runs_the_tool(env, tmp_path):
+    (tmp_path / "only-file.txt").write_text("x")
+    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                     env=env, cwd=tmp_path, stdin="y\n")
+    assert done.returncode == 0, done.stderr
+    assert '[approve] ls {"path": "."}' in done.stderr
+    assert "the first is 'only-file.txt'" in done.stdout
+
+
+def test_run_approve_no_denies_and_end_of_input_denies(env, tmp_path):
+    (tmp_path / "only-file.txt").write_text("x")
+    for answers, reason in (("n\n", "denied this tool call at the terminal"), ("", "no answer (end of input)")):
+        done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                         env=env, cwd=tmp_path, stdin=answers)
+        assert done.returncode == 0, done.stderr
+        assert "only-file.txt" not in done.stdout
+        assert reason in done.stdout  # the demo model quotes the tool's (error) result
+
+
+def test_run_approve_asks_again_after_an_unclear_answer(env, tmp_path):
+    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                     env=env, cwd=tmp_path, stdin="maybe\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert "[answer y, n or a, not 'maybe']" in done.stderr
+    assert done.stderr.count("[approve] ls") == 2
+
+
+def test_chat_approve_always_stops_asking_for_that_tool(env, tmp_path):
+    done = agentcore("--model", "scripted", "chat", "--tools", "ls", "--approve",
+                     env=env, cwd=tmp_path, stdin="look around\na\nlook again\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("[approve] ls") == 1
+    assert "[approved ls (always)]" in done.stderr
+    assert done.stdout.count("The ls tool answered") == 2
+
+
+def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    (tmp_path / "only-file.txt").write_text("x")
+    # a session paused with a call waiting (what Ctrl-C at the question leaves), made through the API
+    from agentcore import Agent, Session
+    from agentcore.cli._approve import TerminalApprover
+    from agentcore.testing import ScriptedModel, call, response
+
+    scripted = ScriptedModel([response(call("ls", {"path": "."}, id="c1"))])
+    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=["ls"], session=Session.create(path))
+    TerminalApprover.require_approval(agent)
+    agent.prompt("look")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
+    agent.session.close()
+    done = agentcore("--model", "scripted", "run", "--session", path, "--tools", "ls", "--approve", "and now?",
+                     env=env, cwd=tmp_path, stdin="y\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("[approve] ls") == 2  # the waiting call first, then the new prompt's
+    lines = [json.loads(line) for line in open(path)]
+    results = [l["message"] for l in lines if l.get("type") == "message" and l["message"]["role"] == "toolResult"]
+    assert results[0]["toolCallId"] == "c1" and results[0]["isError"] is False

@@ -264,3 +264,17 @@ def test_json_blocks_survive_values_json_cannot_hold():  # issue 10 item 2 (clas
 
     text = _json({"nan": float("nan"), "raw": b"x", "odd": Unprintable()})
     assert '"nan": null' in text and '"base64": "eA=="' in text and "<Unprintable object>" in text
+
+
+def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 13
+    guarded = AgentTool("rm", "delete", {"type": "object", "properties": {"path": {"type": "string"}}},
+                        lambda *a: AgentToolResult(content=[TextContent("gone")]), requires_approval=True)
+    model = ScriptedModel([tool_call("rm", {"path": "<b>x</b>"}, id="c1"), say("ok")])
+    agent = Agent(model.model, tools=[guarded], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.0)
+    final = fake.htmls[-1]
+    assert "rm (waiting for approval: id c1)" in final
+    assert "&lt;b&gt;x&lt;/b&gt;" in final  # the args are escaped like everything else
+    assert "agent.approve(id) or agent.deny(id, reason)" in final
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]

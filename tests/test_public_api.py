@@ -20,7 +20,7 @@ DOCUMENTED = {
     # events, streams, signals
     "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
     "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
-    "ToolExecutionEndEvent", "event_to_dict", "EventStream", "AssistantMessageEventStream",
+    "ToolExecutionEndEvent", "ToolApprovalRequestEvent", "event_to_dict", "EventStream", "AssistantMessageEventStream",
     "AbortController", "AbortSignal",
     # tools
     "AgentTool", "AgentToolResult", "FunctionTool", "tool", "validate_tool_arguments", "ToolValidationError",
@@ -31,6 +31,8 @@ DOCUMENTED = {
     "ShouldStopAfterTurnContext", "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn",
     "get_default_stream_fn", "Agent", "AgentState", "EventSubscription",
     "OutputValidationError", "AskError",
+    # approvals (DESIGN §6)
+    "PendingApproval",
     # plugins and registries
     "hookimpl", "hookspec", "plugins_info", "get_tool", "get_provider", "get_model", "models",
     "create_plugin_manager", "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError",

@@ -50,6 +50,8 @@ OFFLINE: Dict[str, List[str]] = {
     "confinement": ['read = create_read_tool(root="/srv/project")'],
     "jupyter": ['display_run(agent, "Say hello with bash")'],
     "threads": ["def where() -> str:"],
+    "approvals": ["def shell(command: str) -> str:"],
+    "subagents": ["lead.prompt(\"Paris population?\")"],
 }
 HOSTED = ["Shout 'hello', then find TODOs", 'model = get_model("groq/llama-3.3-70b-versatile")',
           "def word_length(word: str) -> int:"]
@@ -139,6 +141,12 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert lines[-1] == "aborted"
     elif section == "structured output":
         assert lines == ["Movie(title='Dune', year=1965, genres=['sf'])"]
+    elif section == "approvals":
+        assert lines[0].startswith("[PendingApproval(tool_call_id='rm1', tool_name='shell', ")
+        assert lines[1] == "Cleaned up."
+        assert namespace["agent"].messages[3].content[0].text == "ran rm -rf build/tmp"
+    elif section == "subagents":
+        assert lines == ["Paris has about 2.1 million inhabitants.", "132"]
     elif section == "tool":
         assert lines[0] == "['amount']" and float(lines[1]) == pytest.approx(6.21371)
     elif section == "plugin module":

@@ -3,7 +3,8 @@
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
 line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking`` and ``--system``, before or after the command name.
+``--session``, ``--thinking``, ``--system`` and ``--approve`` (y/n/always before each tool call,
+see :mod:`agentcore.cli._approve`), before or after the command name.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
@@ -58,6 +59,9 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
                        help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
                             "(repeatable; names as in agentcore.options.StreamOptions)")
+    group.add_argument("--approve", action="store_true",
+                       help="ask y/n/a(lways for this tool) at the terminal before each tool call; with a "
+                            "PROMPT argument, run reads the answers from stdin")
     return common
 
 
@@ -148,7 +152,8 @@ def _read_prompt(args: Any, stdin: TextIO) -> str:
     """
     prompt = " ".join(args.prompt).strip()
     piped = ""
-    if prompt == "-" or not _isatty(stdin):
+    answers_on_stdin = bool(getattr(args, "approve", False)) and prompt not in ("", "-")
+    if prompt == "-" or not (_isatty(stdin) or answers_on_stdin):
         piped = _strip_blank_lines(_read_all(stdin))
         if prompt == "-":
             prompt = ""
@@ -203,10 +208,15 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         setup.agent.subscribe(JsonPrinter(out) if args.json else text)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
+        approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
         try:
+            if approver is not None:
+                approver.settle(setup.agent, [])  # calls a resumed session left waiting
             if schema is not None:
                 return _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
             new = setup.agent.prompt(prompt)
+            if approver is not None:
+                new = approver.settle(setup.agent, new)
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
             return EXIT_INTERRUPTED
@@ -268,10 +278,23 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             except ImportError:
                 pass
         printer = JsonPrinter(out) if args.json else None
-        return Chat(setup, options, stdin, out, err, printer=printer).run()
+        chat = Chat(setup, options, stdin, out, err, printer=printer)
+        chat.approver = _approver(args, setup.agent, chat.read_answer, err)
+        return chat.run()
     finally:
         if setup.session is not None:
             setup.session.close()
+
+
+def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:
+    """With ``--approve``: a :class:`~agentcore.cli._approve.TerminalApprover`, the agent's tools
+    requiring approval. Else None."""
+    if not getattr(args, "approve", False):
+        return None
+    from ._approve import TerminalApprover
+
+    TerminalApprover.require_approval(agent)
+    return TerminalApprover(read_line, err)
 
 
 # --------------------------------------------------------------------------- entry point

@@ -47,6 +47,7 @@ class Chat:
         self.text = TextPrinter(out, err, secret=setup.api_key)
         self.agent.subscribe(printer or self.text)
         self.status = 0
+        self.approver: Any = None  # --approve: a TerminalApprover (agentcore.cli._approve)
         self._compactor_obj: Any = None
         # /branch N in a session: the prompt entry to move back before, applied (written) only when
         # the next prompt or /compact needs it, as the reference does: quitting right after /branch
@@ -108,10 +109,24 @@ class Chat:
         line = self.stdin.readline()
         return line if line else None
 
+    def read_answer(self) -> Optional[str]:
+        """One answer line for ``--approve`` (None at end of input)."""
+        if self.interactive:
+            try:
+                return input()
+            except EOFError:
+                return None
+        line = self.stdin.readline()
+        return line if line else None
+
     def _prompt(self, line: str) -> None:
         self._apply_branch()
         try:
+            if self.approver is not None:
+                self.approver.settle(self.agent, [])  # calls a resumed session left waiting
             new = self.agent.prompt(line)
+            if self.approver is not None:
+                new = self.approver.settle(self.agent, new)
         except KeyboardInterrupt:
             self.text.note("[interrupted: run aborted; back at the prompt]")
             self.status = 0
@@ -161,6 +176,8 @@ class Chat:
     def _tools(self, spec: str) -> None:
         if spec:
             self.agent.tools = resolve_tools(spec)
+            if self.approver is not None:
+                self.approver.require_approval(self.agent)
         names = [getattr(t, "name", str(t)) for t in self.agent.tools]
         self._say("tools: " + (", ".join(names) if names else "none"))
 
