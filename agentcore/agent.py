@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ShouldStopAfterTurnHook, TransformContextHook,
     )
     from .loop import StreamFn
+    from .tools import AgentTool
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
@@ -481,7 +482,7 @@ class Agent:
             raise TypeError(f"deny() takes reason as a str, not {type(reason).__name__}")
         self._approvals.decide("deny", tool_call_id, _approvals.ApprovalDecision(False, None, reason))
 
-    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> Any:
+    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> AgentTool:
         """This agent as a tool of another agent (a sub-agent): an ``AgentTool`` taking
         ``{"task": str}`` whose result is the sub-agent's final text. See
         :func:`agentcore.subagent.subagent_tool`."""
