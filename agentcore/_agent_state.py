@@ -7,7 +7,7 @@ follow-up queues with the in-flight ownership rule of spec agent-loop §3.5.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable, List, Optional
+from typing import Any, FrozenSet, Iterable, List, Optional
 
 from .types import Model, role_of
 
@@ -49,7 +49,7 @@ class AgentState:
         self._messages: List[Any] = list(messages)
         self._run: Any = None  # the Agent's active run (or maintenance placeholder), None when idle
         self._streaming_message: Any = None
-        self._pending_tool_calls: frozenset = frozenset()
+        self._pending_tool_calls: FrozenSet[str] = frozenset()
         self._error_message: Optional[str] = None
 
     @property
@@ -82,7 +82,7 @@ class AgentState:
         return copy() if copy is not None else message
 
     @property
-    def pending_tool_calls(self) -> frozenset:
+    def pending_tool_calls(self) -> FrozenSet[str]:
         """Ids of tool calls started and not yet ended; a new frozenset on every change."""
         return self._pending_tool_calls
 

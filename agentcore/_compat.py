@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 __all__ = [
     "environ_data", "json_scanner", "connection_address", "name_resolution_error", "set_socket_options",
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def environ_data() -> Optional[dict]:
+def environ_data() -> Optional[Dict[Any, Any]]:
     """The live ``dict`` behind ``os.environ`` (bytes or str keys, as the OS gives them), or None.
 
     Never mutate it. None when this Python keeps the environment some other way; callers must then
@@ -135,7 +135,7 @@ def noting_connection_classes(on_request: Callable[[Any], None],
     from urllib3.connection import HTTPConnection, HTTPSConnection
 
     def noting(base: type) -> type:
-        class Connection(base):  # type: ignore[misc, valid-type]
+        class Connection(base):  # type: ignore[misc]
             def request(self, *args: Any, **kwargs: Any) -> Any:
                 on_request(self)
                 return super().request(*args, **kwargs)

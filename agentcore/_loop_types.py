@@ -45,18 +45,18 @@ class AgentLoopConfig(StreamOptions):
     the stream function as keyword arguments. An unknown keyword is a TypeError naming it.
     """
 
-    model: Model
-    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]]
-    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]]
-    get_api_key: Optional[Callable[[str], Optional[str]]]
-    should_stop_after_turn: Optional[Callable[[Any], bool]]
-    prepare_next_turn: Optional[Callable[[Any], Any]]
-    get_steering_messages: Optional[Callable[[], List[Any]]]
-    get_follow_up_messages: Optional[Callable[[], List[Any]]]
-    tool_execution: str
-    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]]
-    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]]
-    api_key: Optional[str] = field(repr=False)
+    model: Model  # type: ignore[misc]  # init=False: __init__ sets every field
+    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]]  # type: ignore[misc]
+    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]]  # type: ignore[misc]
+    get_api_key: Optional[Callable[[str], Optional[str]]]  # type: ignore[misc]
+    should_stop_after_turn: Optional[Callable[[Any], bool]]  # type: ignore[misc]
+    prepare_next_turn: Optional[Callable[[Any], Any]]  # type: ignore[misc]
+    get_steering_messages: Optional[Callable[[], List[Any]]]  # type: ignore[misc]
+    get_follow_up_messages: Optional[Callable[[], List[Any]]]  # type: ignore[misc]
+    tool_execution: str  # type: ignore[misc]
+    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]]  # type: ignore[misc]
+    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]]  # type: ignore[misc]
+    api_key: Optional[str] = field(repr=False)  # type: ignore[misc]
 
     def __init__(self, model: Model,
                  convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
@@ -164,7 +164,7 @@ def merge_after_tool_call(overrides: Any) -> Any:
         return None
     if isinstance(last, Mapping):
         return {**last, **combined}
-    return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
+    return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last  # type: ignore[type-var]
 
 
 @dataclass

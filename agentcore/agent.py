@@ -26,7 +26,10 @@ import sys
 import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    overload,
+)
 
 from . import approvals as _approvals
 from . import loop as _loop
@@ -34,16 +37,24 @@ from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, 
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
-    AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
+    AgentEndEvent, AgentEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
 from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
-    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, message_from_dict,
-    role_of,
+    AgentContext, AssistantMessage, ImageContent, Model, PromptInput, TextContent, Usage, UserMessage,
+    message_from_dict, role_of,
 )
+
+if TYPE_CHECKING:
+    from ._hook_types import (
+        AfterToolCallHook, BeforeToolCallHook, ConvertToLlm, GetApiKey, Listener, PrepareNextTurnHook,
+        ShouldStopAfterTurnHook, TransformContextHook,
+    )
+    from .loop import StreamFn
+    from .tools import AgentTool
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
@@ -70,10 +81,11 @@ WARN_BLOCKS_EVENT_LOOP = (
 _MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
                   "branchSummary", "custom")
 
-Listener = Callable[..., Any]
 #: ``setup(tools, config) -> (tools, config)``: how one run's tools and loop configuration differ
 #: from the agent's (``ask()`` uses it); called on the caller's thread while the run is prepared.
 _RunSetup = Callable[[List[Any], Any], Tuple[List[Any], Any]]
+
+_T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
 
 # The agent whose run body executes in this context (the run thread's, inherited by its tools'
 # threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
@@ -194,18 +206,18 @@ class Agent:
     objects or names resolved through the tool registry at run start.
     """
 
-    def __init__(self, model: Optional[Model] = None, system_prompt: str = "",
+    def __init__(self, model: Union[Model, str, None] = None, system_prompt: str = "",
                  tools: Iterable[Any] = (), messages: Iterable[Any] = (),
                  thinking_level: str = "off", *,
                  api_key: Optional[str] = None,
-                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
-                 stream_fn: Optional[Callable[..., Any]] = None,
-                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
-                 transform_context: Optional[Callable[..., Any]] = None,
-                 before_tool_call: Optional[Callable[..., Any]] = None,
-                 after_tool_call: Optional[Callable[..., Any]] = None,
-                 should_stop_after_turn: Optional[Callable[..., Any]] = None,
-                 prepare_next_turn: Optional[Callable[..., Any]] = None,
+                 get_api_key: Optional[GetApiKey] = None,
+                 stream_fn: Optional[StreamFn] = None,
+                 convert_to_llm: Optional[ConvertToLlm] = None,
+                 transform_context: Optional[TransformContextHook] = None,
+                 before_tool_call: Optional[BeforeToolCallHook] = None,
+                 after_tool_call: Optional[AfterToolCallHook] = None,
+                 should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+                 prepare_next_turn: Optional[PrepareNextTurnHook] = None,
                  tool_execution: str = "parallel",
                  steering_mode: str = "one-at-a-time",
                  follow_up_mode: str = "one-at-a-time",
@@ -237,7 +249,7 @@ class Agent:
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
         # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
-        self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
+        self._listeners: Dict[Any, Tuple[Callable[..., Any], bool]] = {}
         self._run_lock = threading.Lock()
         self._idle_signal = AbortController().signal
         # the plugin observers of the current run: of every event but message_update, of message_update
@@ -263,7 +275,7 @@ class Agent:
             if chosen_level != "off":  # a level passed to the constructor beats the recorded one
                 self._state.thinking_level = chosen_level
             if restore_tools and getattr(context, "active_tool_names", None):
-                self._state.tools = list(context.active_tool_names)
+                self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
         self._approvals.attach_session(self, session)
 
@@ -473,7 +485,7 @@ class Agent:
             raise TypeError(f"deny() takes reason as a str, not {type(reason).__name__}")
         self._approvals.decide("deny", tool_call_id, _approvals.ApprovalDecision(False, None, reason))
 
-    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> Any:
+    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> AgentTool:
         """This agent as a tool of another agent (a sub-agent): an ``AgentTool`` taking
         ``{"task": str}`` whose result is the sub-agent's final text. See
         :func:`agentcore.subagent.subagent_tool`."""
@@ -483,8 +495,16 @@ class Agent:
 
     # ------------------------------------------------------------------ runs
 
-    def prompt(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Any:
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: bool) -> Optional[List[Any]]: ...
+
+    def prompt(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Optional[List[Any]]:
         """Run the loop with new input; return the run's new messages (None with ``wait=False``).
 
         Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
@@ -505,7 +525,15 @@ class Agent:
             run = self._begin_run()
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
 
-    def ask(self, prompt: Union[str, Any, Sequence[Any]], output_type: Any, *,
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Type[_T], *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> _T: ...
+
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any: ...
+
+    def ask(self, prompt: PromptInput, output_type: Any, *,
             images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
         """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
         return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:
@@ -524,7 +552,13 @@ class Agent:
         messages = self._start_prompt(self._normalize_input(prompt, images), wait=True, setup=ask.setup)
         return ask.outcome(messages)
 
-    def continue_(self, *, wait: bool = True) -> Any:
+    @overload
+    def continue_(self, *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def continue_(self, *, wait: bool) -> Optional[List[Any]]: ...
+
+    def continue_(self, *, wait: bool = True) -> Optional[List[Any]]:
         """Continue from the current transcript (spec agent-loop §3.6).
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
@@ -578,8 +612,8 @@ class Agent:
         self._warned_event_loop = True
         warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
 
-    def stream(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None) -> Iterator[Any]:
+    def stream(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None) -> Iterator[AgentEvent]:
         """Start a prompt run and return an iterator over its events.
 
         The run starts at once (busy errors raise here). Events are handed over through a
@@ -607,7 +641,7 @@ class Agent:
         self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
         return self._iterate_events(run, events, done)
 
-    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[Any]:
+    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
         on_main = threading.current_thread() is threading.main_thread()
         try:
             while True:
@@ -935,7 +969,7 @@ class Agent:
             return None
 
         def hook(ctx: Any) -> Any:
-            current = self.prepare_next_turn
+            current: Optional[Callable[..., Any]] = self.prepare_next_turn  # dispatched on its arity
             if current is None:
                 return None
             if _accepts_signal(current):

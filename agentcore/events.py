@@ -7,10 +7,14 @@ Every event is a dataclass with ``.type`` holding the reference string (``"agent
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional
 
 from ._safe import json_safe
 from .types import AssistantMessage, ToolCall, _plain
+
+if TYPE_CHECKING:
+    from .tools import AgentToolResult
+    from .types import ToolResultMessage
 
 __all__ = [
     # agent events
@@ -84,8 +88,8 @@ class TurnStartEvent(AgentEvent):
 
 @dataclass
 class TurnEndEvent(AgentEvent):
-    message: Any = None
-    tool_results: List[Any] = field(default_factory=list)
+    message: Optional[AssistantMessage] = None
+    tool_results: List[ToolResultMessage] = field(default_factory=list)
     type: ClassVar[str] = "turn_end"
 
 
@@ -97,8 +101,8 @@ class MessageStartEvent(AgentEvent):
 
 @dataclass
 class MessageUpdateEvent(AgentEvent):
-    message: Any = None
-    assistant_message_event: Any = None
+    message: Optional[AssistantMessage] = None  # the response so far
+    assistant_message_event: Optional[AssistantMessageEvent] = None  # the provider event behind it
     type: ClassVar[str] = "message_update"
 
 
@@ -121,7 +125,7 @@ class ToolExecutionUpdateEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
     args: Any = None
-    partial_result: Any = None
+    partial_result: Optional[AgentToolResult] = None
     type: ClassVar[str] = "tool_execution_update"
 
 
@@ -129,7 +133,7 @@ class ToolExecutionUpdateEvent(AgentEvent):
 class ToolExecutionEndEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
-    result: Any = None
+    result: Optional[AgentToolResult] = None
     is_error: bool = False
     type: ClassVar[str] = "tool_execution_end"
 
@@ -261,8 +265,8 @@ class GenericStreamEvent(AssistantMessageEvent):
     delta: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
 
-    @property  # type: ignore[override]
-    def type(self) -> str:  # noqa: A003
+    @property
+    def type(self) -> str:  # type: ignore[override]  # noqa: A003
         return self.event_type
 
 

@@ -22,9 +22,19 @@ is its (non-None) result; agentcore runs it to completion.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Union
 
 import pluggy
+
+if TYPE_CHECKING:  # types of the hook arguments; no import at run time
+    from .agent import Agent
+    from .events import AgentEvent
+    from .loop import AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult
+    from .session.branch_summary import TreeDecision, TreePreparation
+    from .session.compaction import CompactionDecision, CompactionPreparation
+    from .signals import AbortSignal
+    from .tools import AgentTool
+    from .types import Model
 
 __all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
 
@@ -35,7 +45,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
+def before_tool_call(context: BeforeToolCallContext, signal: AbortSignal,
+                     ) -> Union[BeforeToolCallResult, Mapping[str, Any], None]:
     """Inspect, rewrite or block one tool call after its arguments were validated.
 
     When: on the run thread, once per tool call of an assistant message, in source order, after
@@ -58,7 +69,8 @@ def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
 
 
 @hookspec
-def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
+def after_tool_call(context: AfterToolCallContext, signal: AbortSignal,
+                    ) -> Union[AfterToolCallResult, Mapping[str, Any], None]:
     """Override fields of one executed tool call's result.
 
     When: on the run thread after the tool's ``execute`` settled (in completion order for parallel
@@ -82,7 +94,7 @@ def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
 
 
 @hookspec
-def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
+def transform_context(messages: List[Any], signal: AbortSignal) -> Optional[List[Any]]:
     """Rewrite the conversation before it is converted for the model.
 
     When: on the run thread before every model request, after queued steering/follow-up messages
@@ -124,7 +136,7 @@ def convert_to_llm(message: Any) -> Optional[Any]:
 
 
 @hookspec
-def register_tools(register: Callable[[Any], None]) -> None:
+def register_tools(register: Callable[[AgentTool], None]) -> None:
     """Register tools by calling ``register(agent_tool)`` for each.
 
     When: when a plugin manager's tool registry is first used (``get_tool``, ``Agent(tools=[
@@ -154,7 +166,7 @@ def register_providers(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_models(register: Callable[[Any], None]) -> None:
+def register_models(register: Callable[[Model], None]) -> None:
     """Register models by calling ``register(model)`` with :class:`~agentcore.types.Model` objects.
 
     When: as :func:`register_tools`, for the model registry (``get_model``, ``models()``,
@@ -167,7 +179,7 @@ def register_models(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def on_event(event: Any, agent: Any) -> None:
+def on_event(event: AgentEvent, agent: Agent) -> None:
     """Observe every agent event.
 
     When: on the run thread, for every event of a run, after the agent's own state reducer ran and
@@ -210,7 +222,7 @@ def on_lifecycle_event(event: Any, agent: Any) -> None:
 
 @hookspec(firstresult=True)
 def summarize(messages: List[Any], previous_summary: Optional[str], instructions: Optional[str],
-              kind: str, model: Any, signal: Any) -> Optional[str]:
+              kind: str, model: Model, signal: AbortSignal) -> Optional[str]:
     """Write a summary instead of the built-in summariser (compaction and branch summaries).
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -235,8 +247,9 @@ def summarize(messages: List[Any], previous_summary: Optional[str], instructions
 
 
 @hookspec(firstresult=True)
-def before_compaction(preparation: Any, branch_entries: List[Any], custom_instructions: Optional[str],
-                      reason: str, signal: Any) -> Optional[Any]:
+def before_compaction(preparation: CompactionPreparation, branch_entries: List[Any],
+                      custom_instructions: Optional[str], reason: str, signal: AbortSignal,
+                      ) -> Union[CompactionDecision, Mapping[str, Any], None]:
     """Cancel a compaction, or supply the whole compaction instead of the built-in summariser.
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -270,7 +283,8 @@ def before_compaction(preparation: Any, branch_entries: List[Any], custom_instru
 
 
 @hookspec(firstresult=True)
-def before_branch_summary(preparation: Any, signal: Any) -> Optional[Any]:
+def before_branch_summary(preparation: TreePreparation, signal: AbortSignal,
+                          ) -> Union[TreeDecision, Mapping[str, Any], None]:
     """Cancel a tree navigation, supply its branch summary, or change its instructions or label.
 
     When: on the caller's thread of ``navigate_tree``/``agent.navigate_tree``, once per

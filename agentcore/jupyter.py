@@ -219,11 +219,11 @@ def message_to_html(message: Any) -> str:
     if role in ("compactionSummary", "branchSummary"):
         return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
     body = _content_html(getattr(message, "content", None))
-    error = getattr(message, "error_message", None)
-    if error:
+    error_text = getattr(message, "error_message", None)
+    if error_text:
         body.append(f'<div style="color: {_COLORS["error"]}"><b>Error ({_esc(message.stop_reason)}):</b> '
-                    f"{_esc(error)}</div>")
-    return _box(role, title, body, bool(error))
+                    f"{_esc(error_text)}</div>")
+    return _box(role, title, body, bool(error_text))
 
 
 def transcript_to_html(messages: Iterable[Any]) -> str:
@@ -288,8 +288,8 @@ def enable_rich_display() -> None:
 
     for name in _RICH_CLASSES:
         cls = getattr(types, name)
-        cls._repr_html_ = message_to_html  # type: ignore[attr-defined]
-        cls._repr_markdown_ = message_to_markdown  # type: ignore[attr-defined]
+        cls._repr_html_ = message_to_html
+        cls._repr_markdown_ = message_to_markdown
     AgentToolResult._repr_html_ = lambda self: tool_result_to_html(self)  # type: ignore[attr-defined]
     AgentToolResult._repr_markdown_ = lambda self: tool_result_to_markdown(self)  # type: ignore[attr-defined]
 
@@ -433,7 +433,7 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
         from IPython.display import display
     except ImportError:
         raise ImportError("display_run needs IPython (pip install ipython), or pass display=") from None
-    return display(obj, display_id=display_id)
+    return display(obj, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
 class _RunMessages(list):  # type: ignore[type-arg]

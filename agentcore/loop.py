@@ -112,7 +112,7 @@ def get_default_stream_fn() -> StreamFn:
 
 
 def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
-               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream:
+               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
     """Start a prompt run on a daemon thread; return its event stream at once.
 
     The stream completes on ``agent_end`` and ``result()`` returns the run's new messages. The
@@ -126,7 +126,7 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
                         stream_fn: Optional[StreamFn] = None, *,
-                        resume: Optional["_approvals.Resumption"] = None) -> EventStream:
+                        resume: Optional["_approvals.Resumption"] = None) -> EventStream[List[Any]]:
     """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
     after an approval pause, see :func:`run_agent_loop_continue`).
 
@@ -140,8 +140,8 @@ def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                                                                resume=resume))
 
 
-def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
-    stream: EventStream = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
+def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
+    stream: EventStream[List[Any]] = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
 
     def main() -> None:
         try:

@@ -39,13 +39,17 @@ import threading
 import types
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pluggy
 
 from . import hookspecs
 from ._safe import describe_exception
 from .hookspecs import PROJECT_NAME, hookimpl
+
+if TYPE_CHECKING:
+    from .tools import AgentTool
+    from .types import Model
 
 __all__ = [
     "AUTOLOAD_ENV", "BUILTIN_PLUGINS", "ENTRY_POINT_GROUP",
@@ -169,7 +173,7 @@ _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
 _default_pm: Optional["AgentPluginManager"] = None
 _shared_pm: Optional["AgentPluginManager"] = None
-_warned: set = set()
+_warned: Set[Any] = set()
 #: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
 _shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, "RegistryEntry"], Dict[str, str]]] = {}
 _SHARED_KINDS = ("provider", "model")
@@ -489,7 +493,7 @@ class AgentPluginManager(pluggy.PluginManager):
             raise error(_not_found(label, key, table, hint))
         return entry.value
 
-    def get_tool(self, name: str) -> Any:
+    def get_tool(self, name: str) -> AgentTool:
         """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError).
 
         When plugins failed to load, the message names them and their errors first: the tool may
@@ -498,7 +502,7 @@ class AgentPluginManager(pluggy.PluginManager):
         return self._lookup("tool", name, UnknownToolError, "tool", _failed_plugins_hint() + (
             "Pass an AgentTool object, or install the plugin that provides it (see `agentcore plugins`)."))
 
-    def tools(self) -> List[Any]:
+    def tools(self) -> List[AgentTool]:
         """Every registered tool in effect, sorted by name."""
         return [e.value for _, e in sorted(self.registry("tool").items())]
 
@@ -512,7 +516,7 @@ class AgentPluginManager(pluggy.PluginManager):
         """Every registered provider in effect, sorted by API name."""
         return [e.value for _, e in sorted(self.registry("provider").items())]
 
-    def get_model(self, ref: str, model_id: Optional[str] = None) -> Any:
+    def get_model(self, ref: str, model_id: Optional[str] = None) -> Model:
         """A registered model: ``get_model("provider/id")`` or ``get_model("provider", "id")``.
 
         A bare id (no ``/``) is accepted when exactly one provider has a model of that id. Raises
@@ -535,7 +539,7 @@ class AgentPluginManager(pluggy.PluginManager):
                 'agentcore.Model(id=..., api=..., provider=..., base_url=...) yourself.'))
         return entry.value
 
-    def models(self, provider: Optional[str] = None) -> List[Any]:
+    def models(self, provider: Optional[str] = None) -> List[Model]:
         """Registered models (optionally of one provider), sorted by ``provider/id``."""
         entries = sorted(self.registry("model").items())
         return [e.value for _, e in entries
@@ -671,12 +675,12 @@ def plugins_info() -> List[PluginInfo]:
     return default_plugin_manager().plugins_info()
 
 
-def get_tool(name: str) -> Any:
+def get_tool(name: str) -> AgentTool:
     """The tool registered under ``name`` (built-ins and plugins); raises :class:`UnknownToolError`."""
     return default_plugin_manager().get_tool(name)
 
 
-def tools() -> List[Any]:
+def tools() -> List[AgentTool]:
     """Every registered tool in effect, sorted by name."""
     return default_plugin_manager().tools()
 
@@ -691,7 +695,7 @@ def providers() -> List[Any]:
     return default_plugin_manager().providers()
 
 
-def get_model(ref: str, model_id: Optional[str] = None) -> Any:
+def get_model(ref: str, model_id: Optional[str] = None) -> Model:
     """``get_model("anthropic/claude-sonnet-4-5")`` or ``get_model("anthropic", "claude-sonnet-4-5")``.
 
     Raises :class:`UnknownModelError` (a KeyError) listing close matches.
@@ -699,7 +703,7 @@ def get_model(ref: str, model_id: Optional[str] = None) -> Any:
     return default_plugin_manager().get_model(ref, model_id)
 
 
-def models(provider: Optional[str] = None) -> List[Any]:
+def models(provider: Optional[str] = None) -> List[Model]:
     """Registered models, optionally only those of ``provider``, sorted by ``provider/id``."""
     return default_plugin_manager().models(provider)
 

@@ -21,7 +21,10 @@ import collections
 import os
 import queue
 import threading
-from typing import Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
+
+if TYPE_CHECKING:
+    from .types import AssistantMessage
 
 __all__ = ["EventStream", "AssistantMessageEventStream", "ProviderStream", "start_daemon"]
 
@@ -120,7 +123,7 @@ def _final_message(event: Any) -> Any:
     return event.message if event.type == "done" else event.error
 
 
-class AssistantMessageEventStream(EventStream[Any]):
+class AssistantMessageEventStream(EventStream["AssistantMessage"]):
     """Provider stream: completes on ``done``/``error``; ``result()`` is the final AssistantMessage."""
 
     def __init__(self) -> None:
@@ -161,7 +164,7 @@ class ProviderStream(AssistantMessageEventStream):
         del self._put
 
     # -- producer side: the generator, or push/end/fail (EventStream's) from anywhere ------------
-    def _put(self, item: Any) -> None:  # type: ignore[override]
+    def _put(self, item: Any) -> None:
         """Where push/end/fail put events and failures (called with ``_lock`` held)."""
         if item is not _END:  # completion is _closed here; the generator is closed on the next read
             self._unread.append(item)
@@ -240,7 +243,7 @@ class ProviderStream(AssistantMessageEventStream):
                         self._unread.extendleft(reversed(buffer))
                         self._slow = True
 
-    def result(self, timeout: Optional[float] = None) -> Any:
+    def result(self, timeout: Optional[float] = None) -> AssistantMessage:
         """The final ``AssistantMessage``; see the class docstring for ``timeout``.
 
         Raises ``TimeoutError`` when a ``timeout`` passed first, and the failure given to

@@ -15,9 +15,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union, overload
 
 from ._util import awaited
+from .signals import AbortSignal
 
 __all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool",
            "validate_tool_arguments"]
@@ -35,6 +36,12 @@ class AgentToolResult:
     terminate: Optional[bool] = None
 
 
+#: The shape of :attr:`AgentTool.execute`: ``(tool_call_id, args, signal, on_update) -> result``.
+#: The loop always passes all four, positionally; ``signal`` and ``on_update`` may be None.
+ToolExecute = Callable[
+    [str, Any, Optional[AbortSignal], Optional[Callable[[AgentToolResult], None]]], AgentToolResult]
+
+
 @dataclass
 class AgentTool:
     """A tool the model can call.
@@ -50,7 +57,7 @@ class AgentTool:
     name: str
     description: str
     parameters: Dict[str, Any]
-    execute: Callable[..., AgentToolResult]
+    execute: ToolExecute
     label: Optional[str] = None
     prepare_arguments: Optional[Callable[[Any], Any]] = None
     execution_mode: Optional[str] = None
@@ -86,11 +93,27 @@ class FunctionTool(AgentTool):
         return self.function(*args, **kwargs)
 
 
+@overload
+def tool(func: Callable[..., Any], *, name: Optional[str] = None, label: Optional[str] = None,
+         description: Optional[str] = None, execution_mode: Optional[str] = None,
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False) -> FunctionTool: ...
+
+
+@overload
+def tool(func: None = None, *, name: Optional[str] = None, label: Optional[str] = None,
+         description: Optional[str] = None, execution_mode: Optional[str] = None,
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
+         ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
 def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None,
          label: Optional[str] = None, description: Optional[str] = None,
          execution_mode: Optional[str] = None,
          prepare_arguments: Optional[Callable[[Any], Any]] = None,
-         requires_approval: Union[bool, Callable[[Any], bool]] = False) -> Any:
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
+         ) -> Union[FunctionTool, Callable[[Callable[..., Any]], FunctionTool]]:
     """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
 
     The JSON schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``None`` and
@@ -137,7 +160,7 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
     return decorate
 
 
-def _make_execute(fn: Callable[..., Any], info: Any) -> Callable[..., AgentToolResult]:
+def _make_execute(fn: Callable[..., Any], info: Any) -> ToolExecute:
     from ._toolschema import to_python
 
     signature = inspect.signature(fn)

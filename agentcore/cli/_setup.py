@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = [
     "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
@@ -79,7 +79,7 @@ class ScriptedDemo:
         if final is not None:  # run --schema: answer with a value of the asked shape
             return tool_call("final_result", _example(final.parameters))
         last = context.messages[-1] if context.messages else None
-        if role_of(last) == "toolResult":
+        if last is not None and role_of(last) == "toolResult":
             lines = text_of(last.content).splitlines()
             first = lines[0] if lines else ""
             return text(f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is "
@@ -127,17 +127,18 @@ class CliOptions:
     sessions_dir: Optional[str] = None
     thinking: Optional[str] = None
     system: Optional[str] = None
-    extra: dict = field(default_factory=dict)
-    option: Optional[list] = None  # -o KEY VALUE pairs, parsed by stream_options()
+    extra: Dict[str, Any] = field(default_factory=dict)
+    option: Optional[List[Any]] = None  # -o KEY VALUE pairs, parsed by stream_options()
 
     @classmethod
     def from_args(cls, args: Any) -> "CliOptions":
         names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system",
                  "option")
-        return cls(**{name: getattr(args, name, None) for name in names})
+        given: Dict[str, Any] = {name: getattr(args, name, None) for name in names}
+        return cls(**given)
 
 
-def stream_options(pairs: Optional[list]) -> dict:
+def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
     """The provider options of ``-o KEY VALUE`` pairs, parsed to their types; UsageError naming the
     problem for an unknown key (with a did-you-mean) or a value of the wrong type."""
     from ..options import parse_cli_option

@@ -230,9 +230,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("max_tokens"):
         generation["maxOutputTokens"] = int(options["max_tokens"])
     raw = options.get("thinking")
+    config: Optional[Dict[str, Any]]
     if isinstance(raw, Mapping):
         if raw.get("enabled") and model.reasoning:
-            config: Dict[str, Any] = {"includeThoughts": True}
+            config = {"includeThoughts": True}
             if raw.get("level") is not None:
                 config["thinkingLevel"] = raw["level"]
             elif raw.get("budget_tokens") is not None:
@@ -331,7 +332,7 @@ class GoogleStreamState:
         thinking = part.get("thought") is True
         signature = part.get("thoughtSignature") or None
         writer = self.writer
-        block = writer.block(self._open) if self._open is not None else None
+        block: Any = writer.block(self._open) if self._open is not None else None
         same_kind = isinstance(block, ThinkingContent) if thinking else isinstance(block, TextContent)
         if not same_kind:
             if not text:
@@ -340,6 +341,7 @@ class GoogleStreamState:
             self._open = writer.start_thinking() if thinking else writer.start_text()
             block = writer.block(self._open)
         index = self._open
+        assert index is not None  # opened above when it was not
         if thinking:
             if signature:
                 block.thinking_signature = signature

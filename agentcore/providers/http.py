@@ -151,11 +151,13 @@ def _session_class() -> Any:
     global _session_cls
     if _session_cls is None:
         import requests
-        from requests.sessions import merge_setting
+        from requests.sessions import merge_setting as _merge_setting
+
+        merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
 
         class _Session(requests.Session):
             def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
-                                           cert: Any) -> Dict[str, Any]:
+                                           cert: Any) -> Any:
                 env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
                 if env_proxies is None:
                     return super().merge_environment_settings(url, proxies, stream, verify, cert)

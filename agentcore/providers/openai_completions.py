@@ -243,8 +243,8 @@ def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> L
     allow_images = "image" in (model.input or ())
     out: List[Dict[str, Any]] = []
     if getattr(context, "system_prompt", None):
-        role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
-        out.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+        system_role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
+        out.append({"role": system_role, "content": sanitize_surrogates(context.system_prompt)})
     messages = transform_messages(list(getattr(context, "messages", None) or []), model,
                                   _id_normalizer(model, compat))
     last_role: Optional[str] = None

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import copy
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .._safe import exception_message, json_safe
 from ..plugins import UnknownModelError
 from ..types import message_from_dict, message_to_dict, role_of
 from .errors import SessionError
 from .session import Session
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from .context import SessionContext
 
 __all__ = ["attach_session", "restore_agent", "session_model", "model_endpoint", "UnresolvedModelError"]
 
@@ -46,7 +50,7 @@ class UnresolvedModelError(UnknownModelError):
         self.reason = reason
 
 
-def restore_agent(agent: Any, session: Session) -> Any:
+def restore_agent(agent: Agent, session: Session) -> SessionContext:
     """Put the session's current context into ``agent.state``; returns the :class:`SessionContext`.
 
     Messages and the thinking level always; the model only when the agent has none yet (its id is
@@ -127,7 +131,7 @@ def _model_changes(session: Session, provider: str, model_id: str) -> Iterator[A
     for entry_id in storage.path_to_root(leaf):
         if storage.type_of(entry_id) != "model_change":
             continue
-        entry = storage.get_entry(entry_id)
+        entry: Any = storage.get_entry(entry_id)  # a ModelChangeEntry (type_of said so)
         if entry is not None and entry.provider == provider and entry.model_id == model_id:
             yield entry
 
@@ -212,7 +216,7 @@ def _json_safe_message(message: Any) -> Any:
     return message_from_dict(json_safe(data))
 
 
-def attach_session(agent: Any, session: Session) -> Callable[[], None]:
+def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
     """Record ``agent``'s messages into ``session`` as they finish. Returns the unsubscribe function.
 
     Session write errors propagate from the listener (the agent reports them as listener failures);

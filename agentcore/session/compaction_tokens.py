@@ -141,7 +141,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _assistant_chars(content: Iterable[Any]) -> int:
+def _assistant_chars(content: Optional[Iterable[Any]]) -> int:
     chars = 0
     for block in content or ():
         if isinstance(block, TextContent):

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from .._util import field_of
 from ..signals import AbortController
@@ -348,7 +348,7 @@ class Compactor:
     def _plugins(self) -> Any:
         return self.plugins if self.plugins is not None else getattr(self.agent, "plugins", None)
 
-    def _summary_model(self) -> Tuple[Any, Any, dict]:
+    def _summary_model(self) -> Tuple[Any, Any, Dict[str, Any]]:
         agent = self.agent
         model = self.model or agent.state.model
         stream_fn = self.stream_fn or (getattr(agent, "stream_fn", None) if self.model is None else None)
@@ -356,7 +356,7 @@ class Compactor:
             from ..loop import get_default_stream_fn
 
             stream_fn = get_default_stream_fn()
-        options: dict = {}
+        options: Dict[str, Any] = {}
         key = getattr(agent, "api_key", None)
         get_key = getattr(agent, "get_api_key", None)
         if get_key is not None:

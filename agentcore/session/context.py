@@ -100,7 +100,7 @@ class UsageTotals:
         if not isinstance(usage, Mapping):
             return
         cost = usage.get("cost")
-        numbers = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
+        numbers: Tuple[Any, ...] = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
                    cost.get("total") if isinstance(cost, Mapping) else None)
         if not all(_is_number(n) for n in numbers):
             return
@@ -282,6 +282,6 @@ def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
         ids, compaction_id = _context_ids(storage, path)
         entries = storage.get_entries(ids)
         for transform in entry_transforms:
-            entries = list(transform(entries))  # type: ignore[arg-type]
-        messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]
+            entries = list(transform(entries))
+        messages = _project(entries, compaction_id, projectors or {})
         return SessionContext(repair_tool_results(messages), thinking, model, tools)

@@ -135,6 +135,8 @@ def read_header(path: str) -> Dict[str, Any]:
 class JsonlSessionStorage(SessionStorage):
     """One session in one JSONL file. Open with ``JsonlSessionStorage(path)``, make one with :meth:`create`."""
 
+    path: str  # always a file here (the base class allows None: storage without a file)
+
     def __init__(self, path: Any, *, read_only: bool = False, fsync: str = "never",
                  verify: bool = False) -> None:
         super().__init__()
@@ -370,7 +372,7 @@ class JsonlSessionStorage(SessionStorage):
             raise self._fail("storage", missing.line, f"entry {missing.id} has no stored line")
         order = list(range(len(nodes)))
         if any(a > b for a, b in zip(ats, ats[1:])):  # type: ignore[operator]  # a branch read root first is sorted
-            order.sort(key=ats.__getitem__)
+            order.sort(key=ats.__getitem__)  # type: ignore[arg-type]  # no None: checked above
         out: List[Any] = [None] * len(nodes)
         fd, temporary = self._reader()
         try:

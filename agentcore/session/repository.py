@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
 from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
 from .errors import SessionError
@@ -92,7 +92,7 @@ class SessionRepository:
         return sorted(glob.glob(pattern))
 
     def create(self, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
-               metadata: Optional[dict] = None, parent_session: Optional[str] = None,
+               metadata: Optional[Dict[str, Any]] = None, parent_session: Optional[str] = None,
                lines: Iterable[bytes] = ()) -> Session:
         """A new session for ``cwd`` (default: the current directory).
 
@@ -184,8 +184,8 @@ class SessionRepository:
         by fresh ones for the labels of copied entries. Unknown or unsuitable entry:
         ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
         """
-        owned = not isinstance(source, Session)
-        src = self.open(source, read_only=True) if owned else source
+        src = source if isinstance(source, Session) else self.open(source, read_only=True)
+        owned = src is not source
         try:
             lines = self._fork_lines(src, entry_id, position)
             return self.create(cwd if cwd is not None else src.cwd, session_id,

@@ -14,12 +14,13 @@ agent's run thread and the caller's thread).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ..types import _is_mapping, message_to_dict, role_of
+from ..types import MessageLike, _is_mapping, message_to_dict, role_of
 from .context import (EntryTransform, Projector, SessionContext, SessionStats, build_context,
                       get_session_stats)
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
@@ -30,6 +31,9 @@ from .errors import SessionError
 from .storage import SessionStorage, clean_name
 
 __all__ = ["Session", "TreeNode"]
+
+#: A file path: a str or an ``os.PathLike`` (``pathlib.Path``).
+StrPath = Union[str, "os.PathLike[str]"]
 
 _CURRENT: Any = object()
 
@@ -61,7 +65,7 @@ class Session:
     # ------------------------------------------------------------------ constructors
 
     @classmethod
-    def create(cls, path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
+    def create(cls, path: StrPath, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
                fsync: str = "never", parent_session: Optional[str] = None,
                metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "Session":
         """A new JSONL session file at ``path`` (header written now). Existing file: ``already_exists``."""
@@ -72,7 +76,7 @@ class Session:
         return cls(storage, **kwargs)
 
     @classmethod
-    def open(cls, path: Any, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
+    def open(cls, path: StrPath, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
              **kwargs: Any) -> "Session":
         """Open a JSONL session file (migrating version 1/2 files, repairing a torn last line).
 
@@ -132,17 +136,17 @@ class Session:
             self.storage.append(entry)
             return entry_id
 
-    def append_message(self, message: Any) -> str:
+    def append_message(self, message: Union[MessageLike, Mapping[str, Any]]) -> str:
         """Append a message (a message dataclass or its reference dict); returns the entry id."""
         if role_of(message) is None:
             raise SessionError("invalid_payload", "append_message needs a message with a 'role'")
         if _is_mapping(message):
             from ..types import message_from_dict
 
-            message = message_from_dict(message)
+            message = message_from_dict(message)  # type: ignore[arg-type]  # _is_mapping said so
         return self._append(lambda i, p, t: MessageEntry(i, p, t, message))
 
-    def append_thinking_level_change(self, level: Any) -> str:
+    def append_thinking_level_change(self, level: str) -> str:
         """Record a thinking-level change (``"off"`` … ``"xhigh"``)."""
         return self._append(lambda i, p, t: ThinkingLevelChangeEntry(i, p, t, str(level)))
 
@@ -241,7 +245,7 @@ class Session:
                 self._append(lambda i, p, t: LeafEntry(i, entry_id, t, entry_id))
             if summary is None:
                 return None
-            spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
+            spec: Dict[str, Any] = {"summary": summary} if isinstance(summary, str) else dict(summary)
             return self.append_branch_summary(entry_id, str(spec.get("summary", "")), spec.get("details"),
                                               from_hook=spec.get("from_hook", spec.get("fromHook")),
                                               usage=spec.get("usage"))

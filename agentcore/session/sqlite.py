@@ -31,7 +31,7 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import process_state
 from .context import UsageTotals, usage_of_entry
@@ -115,7 +115,7 @@ def _new_header(cwd: Optional[str], session_id: Optional[str], parent_session: O
                          parent_session=parent_session, metadata=metadata)
 
 
-def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[tuple]) -> None:
+def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[Tuple[Any, ...]]) -> None:
     """Insert a session row and its entry rows (inside the caller's transaction)."""
     conn.execute("INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
                  (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd,
@@ -343,7 +343,7 @@ class SqliteSessionStorage(SessionStorage):
                 payloads.update(self._conn.execute(
                     f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
                     [self.session_id, *chunk]))
-        out = []
+        out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
             if payload is None:

@@ -27,7 +27,7 @@ import json
 import re
 import sys
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Union
 
 from .._compat import json_scanner
 from ..types import message_from_dict
@@ -78,7 +78,7 @@ def _parse_json(raw: Union[bytes, str]) -> Any:
             return _loads(raw)
         text = raw.decode("utf-8", "surrogatepass")  # what json.loads does for UTF-8 bytes
     else:
-        text = raw
+        text = raw  # type: ignore[assignment]  # type(raw) is bytes was False: a str
         if text[:1] != "{":
             return _loads(text)
     try:
@@ -141,7 +141,7 @@ class SessionStorage:
         # children by parent id: a str for the only child (the usual case: a long chain allocates no
         # list per entry, and the collector has 100,000 fewer objects to traverse), else a list
         self._children: Dict[Optional[str], Union[str, List[str]]] = {}
-        self._promoted: set = set()  # leaf entries another writer appended under: tree nodes after all
+        self._promoted: Set[str] = set()  # leaf entries another writer appended under: tree nodes after all
         self._labels: Dict[str, str] = {}
         self._name: Optional[str] = None
         self._leaf: Optional[str] = None
@@ -260,7 +260,7 @@ class SessionStorage:
         if etype == "leaf":
             self._leaf = node.entry.target_id  # type: ignore[union-attr]
             return
-        children = self._children.get(node.parent)
+        children: Any = self._children.get(node.parent)  # None, one id (str) or a list of ids
         if children is None:
             self._children[node.parent] = entry_id
         elif type(children) is str:
@@ -292,7 +292,7 @@ class SessionStorage:
         nodes = self._nodes
         while node.type == "leaf" and node.id not in self._promoted:
             self._promoted.add(node.id)
-            siblings = self._children.get(node.parent)
+            siblings: Any = self._children.get(node.parent)  # as children in _add
             if siblings is None:
                 siblings = []
             elif type(siblings) is str:
@@ -447,7 +447,7 @@ class SessionStorage:
         About 0.3 s of the 100,000-message ``build_context()`` on the loaded CI machine (of 3.3 s).
         """
         if node.type == "message":
-            text = raw.decode("utf-8", "surrogatepass") if type(raw) is bytes else raw
+            text: str = raw.decode("utf-8", "surrogatepass") if type(raw) is bytes else raw  # type: ignore[assignment]
             if text[:1] == "{" and text[1:2] != "\x00":
                 try:
                     d, end = _scan_once(text, 0)
@@ -522,7 +522,7 @@ class SessionStorage:
         if entry_id not in self._nodes:
             raise SessionError("not_found", f"no entry with id {entry_id!r}", path=self.path)
         nodes = self._nodes
-        path = []
+        path: List[str] = []
         current: Optional[str] = entry_id
         limit = len(nodes)
         while current is not None:

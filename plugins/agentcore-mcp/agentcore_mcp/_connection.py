@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import sys
 from contextlib import AsyncExitStack
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import mcp_types
 from mcp import Client
@@ -26,9 +27,10 @@ _log = logging.getLogger("agentcore_mcp")
 
 _LOST = (ConnectionError, OSError, EOFError)
 
-try:  # Python 3.11+; on 3.10 anyio depends on the exceptiongroup backport
-    _GROUPS: tuple = (BaseExceptionGroup,)  # noqa: F821
-except NameError:  # pragma: no cover - Python 3.10
+_GROUPS: Tuple[type, ...]
+if sys.version_info >= (3, 11):
+    _GROUPS = (BaseExceptionGroup,)
+else:  # pragma: no cover - Python 3.10: anyio depends on the exceptiongroup backport
     from exceptiongroup import BaseExceptionGroup as _BackportGroup
 
     _GROUPS = (_BackportGroup,)
@@ -281,7 +283,7 @@ class Connection:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _GROUPS):  # the SDK's task groups wrap what failed
-        return "; ".join(_describe(e) for e in exc.exceptions)
+        return "; ".join(_describe(e) for e in exc.exceptions)  # type: ignore[attr-defined]
     if isinstance(exc, SdkMCPError):
         return f"{exc.message} (JSON-RPC error {exc.code})"
     text = str(exc)

@@ -158,7 +158,7 @@ async def stdio_transport(command: str, args: Sequence[str], env: Optional[Dict[
         buffer = b""
         try:
             async with read_writer:
-                async for chunk in process.stdout:
+                async for chunk in process.stdout:  # type: ignore[union-attr]  # opened with a pipe
                     lines = (buffer + chunk).split(b"\n")
                     buffer = lines.pop()
                     for line in lines:
@@ -174,7 +174,7 @@ async def stdio_transport(command: str, args: Sequence[str], env: Optional[Dict[
             async with write_reader:
                 async for message in write_reader:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                    await process.stdin.send(data.encode("utf-8"))
+                    await process.stdin.send(data.encode("utf-8"))  # type: ignore[union-attr]  # a pipe
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             await read_writer.aclose()  # the session then sees the connection end, never a hang
 

@@ -88,7 +88,7 @@ class _Attached:
     __slots__ = ("token", "thread")
 
     def __init__(self, ctx: Any) -> None:
-        self.token = otel_context.attach(ctx)
+        self.token: Optional[Any] = otel_context.attach(ctx)  # None once detached
         self.thread = threading.get_ident()
 
     def detach(self) -> None:

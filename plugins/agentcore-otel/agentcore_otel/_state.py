@@ -30,8 +30,9 @@ def add_run(agent: Any, run: Any) -> None:
 
 
 def remove_run(agent: Any, run: Any) -> None:
+    signal = run.signal
     with lock:
         if runs.get(id(agent)) is run:
             del runs[id(agent)]
-        if run.signal is not None and by_signal.get(id(run.signal)) is run:
-            del by_signal[id(run.signal)]
+        if signal is not None and by_signal.get(id(signal)) is run:
+            del by_signal[id(signal)]
