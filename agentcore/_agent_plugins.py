@@ -128,8 +128,8 @@ def observers_for_run(hooks: AgentHooks) -> Tuple[Optional[Observer], Optional[O
         return (every or lifecycle), every
 
     def observe(event: Any, agent: Any) -> None:
-        every(event, agent)  # type: ignore[misc]
-        lifecycle(event, agent)  # type: ignore[misc]
+        every(event, agent)
+        lifecycle(event, agent)
 
     return observe, every
 
