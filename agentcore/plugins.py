@@ -16,7 +16,8 @@ try/except; a failure is warned about once, remembered and listed by :func:`plug
 breaks other plugins.
 
 The registries (tools by name, providers by wire API, models by ``"provider/id"``) are built from the
-``register_tools``/``register_providers``/``register_models`` hooks of a manager, each kind on its
+``register_tools``/``register_providers``/``register_models`` hooks of a manager (and the session
+URL schemes from ``register_storages``), each kind on its
 first lookup, cached, and rebuilt when a plugin is registered or unregistered. For a duplicate key
 the plugin registered later wins; a plugin cannot replace its own earlier registration. The provider
 and model registrations of the built-in and entry-point plugins are computed once per process and
@@ -70,9 +71,11 @@ BUILTIN_PLUGINS: List[str] = [
     "agentcore.providers._plugin",
     "agentcore.builtin_tools",
     "agentcore.testing",
+    "agentcore.session.urls",
 ]
 
-_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models"}
+_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models",
+                   "storage": "register_storages"}
 
 
 class PluginLoadWarning(UserWarning):
@@ -466,7 +469,7 @@ class AgentPluginManager(pluggy.PluginManager):
         return None
 
     def registry(self, kind: str) -> Dict[str, RegistryEntry]:
-        """The ``kind`` registry (``"tool"``, ``"provider"`` or ``"model"``): key -> entry."""
+        """The ``kind`` registry (``"tool"``, ``"provider"``, ``"model"`` or ``"storage"``): key -> entry."""
         if kind not in _REGISTER_HOOKS:
             raise ValueError(f"unknown registry kind {kind!r}; use one of {sorted(_REGISTER_HOOKS)}")
         with self._registry_lock:
@@ -576,12 +579,15 @@ def _registry_key(kind: str, obj: Any) -> str:
         key = getattr(obj, "name", None)
     elif kind == "provider":
         key = getattr(obj, "api", None)
+    elif kind == "storage":
+        key = getattr(obj, "scheme", None)
+        key = key.lower() if isinstance(key, str) else key
     else:
         provider, model_id = getattr(obj, "provider", None), getattr(obj, "id", None)
         key = f"{provider}/{model_id}" if provider and model_id else None
     if not isinstance(key, str) or not key:
         need = {"tool": "a non-empty .name", "provider": "a non-empty .api",
-                "model": "non-empty .provider and .id"}[kind]
+                "model": "non-empty .provider and .id", "storage": "a non-empty .scheme"}[kind]
         raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
     return key
 
