@@ -31,7 +31,7 @@ MIGRATIONS: Dict[int, List[str]] = {
         """CREATE TABLE agentcore_sessions(
                id text PRIMARY KEY, header text NOT NULL, cwd text NOT NULL, created text NOT NULL,
                parent_session text)""",
-        "CREATE INDEX agentcore_sessions_by_created ON agentcore_sessions(created DESC, id)",
+        "CREATE INDEX agentcore_sessions_by_created ON agentcore_sessions(created DESC, id DESC)",
         """CREATE TABLE agentcore_entries(
                session_id text NOT NULL REFERENCES agentcore_sessions(id) ON DELETE CASCADE,
                seq integer NOT NULL, id text NOT NULL, parent_id text, type text NOT NULL,
@@ -48,7 +48,7 @@ MIGRATIONS: Dict[int, List[str]] = {
                name = (SELECT nullif(btrim(regexp_replace(e.payload::json->>'name', '[\\r\\n]+', ' ', 'g')), '')
                        FROM agentcore_entries e WHERE e.session_id = s.id AND e.type = 'session_info'
                        ORDER BY e.seq DESC LIMIT 1)""",
-        "CREATE INDEX agentcore_sessions_by_cwd ON agentcore_sessions(cwd, created DESC, id)",
+        "CREATE INDEX agentcore_sessions_by_cwd ON agentcore_sessions(cwd, created DESC, id DESC)",
     ],
 }
 
