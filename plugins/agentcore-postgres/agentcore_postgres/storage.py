@@ -16,7 +16,8 @@ connection, so connect directly or through a session-mode pooler, never a transa
 ``read_only=True`` takes no lock and reads a snapshot as of opening.
 
 The DSN's password never appears in reprs, errors or ``storage.path`` (which shows
-``postgresql://user@host:port/db``); the storage does not keep the DSN after connecting.
+``postgresql://user@host:port/db``). After connecting, the storage keeps the password only to
+scrub it from the driver's error messages, inside an object whose repr shows the display form.
 """
 
 from __future__ import annotations
