@@ -405,10 +405,20 @@ class PostgresSessionStorage(SessionStorage):
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Close the connection, which releases the writer lock. Idempotent; reads of what is in
-        memory keep working."""
+        """Release the writer lock and close the connection. Idempotent; reads of what is in memory
+        keep working.
+
+        The lock is released explicitly before the connection closes: the server drops a closed
+        connection's locks only when its backend has exited, after ``close()`` returned, so a
+        writer reopening the session at once could otherwise find it still locked.
+        """
         conn, self._conn = getattr(self, "_conn", None), None
         if conn is not None:
+            try:
+                if not self.read_only and not conn.broken:
+                    conn.execute("SELECT pg_advisory_unlock_all()")
+            except Exception:  # best effort: closing the connection releases it anyway
+                pass
             try:
                 conn.close()
             except Exception:  # pragma: no cover - best effort on shutdown

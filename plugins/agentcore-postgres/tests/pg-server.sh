@@ -53,6 +53,11 @@ start() {
         id postgres >/dev/null 2>&1 || { echo "pg-server.sh: running as root needs a 'postgres' user" >&2; exit 1; }
         chown postgres "$dir"
         run=(runuser -u postgres --)
+        if ! "${run[@]}" test -w "$dir"; then
+            echo "pg-server.sh: the postgres user cannot reach $dir; make its parent directories" \
+                 "traversable (chmod o+x) or use a directory under /tmp" >&2
+            exit 1
+        fi
     fi
     port=$(free_port)
     password=$(python3 -c 'import secrets; print(secrets.token_hex(16))')

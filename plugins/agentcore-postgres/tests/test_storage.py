@@ -127,6 +127,15 @@ def test_a_second_writer_is_refused_naming_the_holder_and_readers_work(pg_dsn):
         assert len(again.entries()) == 2
 
 
+def test_close_releases_the_lock_before_returning(pg_dsn):
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        for n in range(5):  # without an explicit unlock the backend usually still holds it here
+            storage = PostgresSessionStorage(pg_dsn, f"close-{n}", create=True)
+            storage.close()
+            assert admin.execute(f"SELECT pg_try_advisory_lock({_LOCK_KEY})", (f"close-{n}",)).fetchone()[0]
+            admin.execute(f"SELECT pg_advisory_unlock({_LOCK_KEY})", (f"close-{n}",))
+
+
 def test_a_crashed_writers_lock_is_released_by_the_server(pg_dsn):
     sid = PostgresSessionStorage.create(pg_dsn, cwd="/w").session_id
     wait_for_lock_release(pg_dsn, sid)
