@@ -196,7 +196,8 @@ class PostgresSessionStorage(SessionStorage):
     # ------------------------------------------------------------------ helpers
 
     def _db_error(self, what: str, exc: BaseException) -> SessionError:
-        return _db_error(self.path, self._scrub, self._conn, getattr(self, "session_id", None), what, exc)
+        return _db_error(self.path or "postgresql", self._scrub, self._conn, getattr(self, "session_id", None),
+                         what, exc)
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
         return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
@@ -357,7 +358,7 @@ class PostgresSessionStorage(SessionStorage):
             payloads: Dict[int, str] = dict(rows.fetchall())
         except _psycopg().Error as exc:
             raise self._db_error("cannot read entries", exc) from None
-        out = []
+        out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
             if payload is None:
