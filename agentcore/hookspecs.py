@@ -179,7 +179,7 @@ def register_storages(register: Callable[[Any], None]) -> None:
 
     Combination: every implementation runs, in registration order; for a duplicate scheme the
     later-registered plugin wins. The built-in ``jsonl``, ``sqlite`` and ``memory`` schemes are
-    registered this way too (plugin ``agentcore.session.urls``). Exceptions are reported as for
+    registered this way too (plugin ``agentcore._session_schemes``). Exceptions are reported as for
     :func:`register_tools`.
     """
 

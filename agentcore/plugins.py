@@ -71,7 +71,7 @@ BUILTIN_PLUGINS: List[str] = [
     "agentcore.providers._plugin",
     "agentcore.builtin_tools",
     "agentcore.testing",
-    "agentcore.session.urls",
+    "agentcore._session_schemes",
 ]
 
 _REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models",

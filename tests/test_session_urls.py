@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 import agentcore
@@ -116,8 +120,8 @@ def test_plugin_scheme_through_register_storages():
     assert storage.header.id == "from-plugin" and opened == [("custom://h/db?session=1", True, True)]
     assert open_storage("memory:", plugin_manager=pm).header.id == "from-plugin"
     entries = pm.registry("storage")
-    assert entries["jsonl"].source == "agentcore.session.urls"
-    assert entries["memory"].shadowed == ("agentcore.session.urls",)
+    assert entries["jsonl"].source == "agentcore._session_schemes"
+    assert entries["memory"].shadowed == ("agentcore._session_schemes",)
 
 
 def test_a_scheme_returning_something_else_is_named():
@@ -142,3 +146,12 @@ def test_redact_url():
     assert redact_url("postgresql://me:s3cret@h:5432/db?session=1") == "postgresql://me:***@h:5432/db?session=1"
     assert redact_url("postgresql://me@h/db") == "postgresql://me@h/db"
     assert redact_url("postgresql://me:p%40ss@h/db") == "postgresql://me:***@h/db"
+
+
+def test_registering_the_builtin_schemes_imports_no_session_module():
+    code = ("import sys, agentcore.plugins as p\n"
+            "assert 'jsonl' in p.default_plugin_manager().registry('storage')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('agentcore.session')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD": "1"}).stdout
+    assert out.strip() == "[]"
