@@ -26,14 +26,13 @@ import json
 import os
 import socket
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Union
 
 from agentcore.session import SessionError, SessionLockedError, SessionStorage
 from agentcore.session.context import UsageTotals, usage_of_entry
-from agentcore.session.entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
-                                       iso_from_ms, new_session_id)
+from agentcore.session.entries import SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict
+from agentcore.session.sqlite import _new_header  # the same header rules as SQLite sessions
 from agentcore.session.storage import EAGER_TYPES, _Node, clean_name
 
 from .dsn import Dsn, parse_dsn
@@ -82,13 +81,6 @@ def _connect(dsn: Dsn) -> Any:
     except psycopg.Error as exc:
         raise SessionError("storage", f"{dsn.display}: cannot connect to PostgreSQL: "
                            f"{dsn.scrub(str(exc).strip())}", path=dsn.display) from None
-
-
-def _new_header(cwd: Optional[str], session_id: Optional[str], parent_session: Optional[str],
-                metadata: Optional[Dict[str, Any]]) -> SessionHeader:
-    return SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
-                         cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                         parent_session=parent_session, metadata=metadata)
 
 
 def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
