@@ -61,6 +61,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "SessionRepository", "SessionError", "SessionLockedError", "SessionContext", "SessionStats",
         "attach_session", "restore_agent",
     ],
+    "session.urls": ["open_session"],
     # compaction and branch summaries
     "session.compaction_tokens": ["CompactionSettings"],
     "session.compaction": ["CompactionError", "CompactionDecision"],

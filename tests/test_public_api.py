@@ -47,6 +47,7 @@ DOCUMENTED = {
     # sessions
     "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage", "SessionRepository",
     "SessionError", "SessionLockedError", "SessionContext", "SessionStats", "attach_session", "restore_agent",
+    "open_session",
     # compaction
     "CompactionSettings", "CompactionError", "CompactionDecision", "Compactor", "CompactionStartEvent",
     "CompactionEndEvent", "TreeDecision", "TreePreparation",
