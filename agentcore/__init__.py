@@ -156,6 +156,7 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
         SessionStats as SessionStats, attach_session as attach_session,
         restore_agent as restore_agent,
     )
+    from .session.urls import open_session as open_session
     from .session.compaction_tokens import (
         CompactionSettings as CompactionSettings,
     )
