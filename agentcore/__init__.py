@@ -42,6 +42,8 @@ _EXPORTS: Dict[str, List[str]] = {
     ],
     "agent": ["Agent", "AgentState", "EventSubscription"],
     "structured": ["OutputValidationError", "AskError"],
+    # many agents (recipes that travel to threads, processes or a Dask cluster)
+    "many": ["AgentSpec", "AgentTask", "TaskResult", "run_many"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [
