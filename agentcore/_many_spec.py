@@ -53,8 +53,9 @@ class AgentSpec:
     """A picklable recipe for an :class:`~agentcore.agent.Agent`.
 
     ``model``: ``"provider/id"`` (looked up in the worker's model registry) or a ``Model``.
-    ``tools``: registry names (``"read"``, ``"bash"``, a plugin's tool), or tool objects that
-    pickle by reference. ``options``: a :class:`~agentcore.options.StreamOptions` or a mapping of
+    ``tools``: registry names (``"read"``, ``"bash"``, a plugin's tool), importable paths
+    ``"package.module:attr"`` (a module-level ``@tool``), or tool objects that the standard
+    :mod:`pickle` can carry. ``options``: a :class:`~agentcore.options.StreamOptions` or a mapping of
     its field names (checked now: an unknown name is a ``TypeError`` with a did-you-mean).
     ``plugins``: entry-point names or ``"package.module:attr"`` paths, loaded on the worker.
     ``get_api_key``: optional ``provider -> key`` callable, picklable (a module-level function); by
@@ -118,7 +119,9 @@ class AgentSpec:
         from .agent import Agent
 
         plugins = [resolve_plugin(name, index) for index, name in enumerate(self.plugins)]
-        return Agent(self.model, self.system_prompt, list(self.tools), thinking_level=self.thinking_level,
+        tools = [_import_path(item, f"tools[{index}]") if isinstance(item, str) and ":" in item else item
+                 for index, item in enumerate(self.tools)]
+        return Agent(self.model, self.system_prompt, tools, thinking_level=self.thinking_level,
                      get_api_key=self.get_api_key, plugins=plugins, session=session,
                      **self.option_kwargs())
 
@@ -181,7 +184,7 @@ def check_portable(task: AgentTask) -> None:
     for name, value in _parts(task.spec):
         problem = _fails_pickle(value)
         if problem is not None:
-            hint = (" (use a registered tool name, or a tool defined at module level)"
+            hint = (" (use a registered tool name, or \"package.module:attr\" for a module-level tool)"
                     if name.startswith("tools[") else
                     " (use a function defined at module level)" if callable(value) else "")
             raise SpecNotPortableError(name, problem + hint)
@@ -197,14 +200,7 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
     an entry point of group ``agentcore`` (already loaded unless autoloading is off, then loaded
     now). Raises ``ImportError``/``LookupError`` naming ``plugins[index]``."""
     if ":" in name:
-        module_name, _, attr = name.partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError) as exc:
-            raise ImportError(f"AgentSpec.plugins[{index}] {name!r} cannot be loaded here: {exc}") from exc
-        return obj
+        return _import_path(name, f"plugins[{index}]")
     from . import plugins as registry
 
     for rec in registry._load_entry_points():
@@ -219,3 +215,15 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
     raise LookupError(f"AgentSpec.plugins[{index}]: no entry point {name!r} in group "
                       f"{registry.ENTRY_POINT_GROUP!r} is installed here; install the plugin on every "
                       "worker, or name it as \"package.module:attr\"")
+
+
+def _import_path(path: str, where: str) -> Any:
+    """The object at ``"package.module:attr"`` (``attr`` may be dotted); ImportError naming ``where``."""
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ImportError(f"AgentSpec.{where} {path!r} cannot be loaded here: {exc}") from exc
+    return obj

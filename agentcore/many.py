@@ -48,6 +48,7 @@ def run_many(tasks: Iterable[AgentTask], *, executor: Optional[Executor] = None,
              progress: Union[None, bool, Callable[[ManyProgress], Any]] = None) -> Iterator[TaskResult]:
     """Run every task on ``executor``; yield a :class:`TaskResult` for each as it finishes.
 
+    Every task is submitted before ``run_many`` returns; the iterator yields the results.
     ``executor``: any ``concurrent.futures.Executor``; None: a thread pool of
     ``min(DEFAULT_MAX_THREADS, len(tasks))`` threads, shut down at the end. Every task is checked
     before anything is submitted: a task that is not an :class:`AgentTask` is a TypeError, one that
@@ -68,7 +69,9 @@ def run_many(tasks: Iterable[AgentTask], *, executor: Optional[Executor] = None,
         except SpecNotPortableError as exc:
             exc.args = (f"tasks[{index}] (id={task.id!r}): {exc}",)
             raise
-    return _run(items, executor, make_reporter(progress))
+    results = _run(items, executor, make_reporter(progress))
+    next(results)  # submit now: the work starts with the call, not with the first next()
+    return results
 
 
 def _run(tasks: List[AgentTask], executor: Optional[Executor],
@@ -88,6 +91,7 @@ def _run(tasks: List[AgentTask], executor: Optional[Executor],
                 executor.submit(run_task, task)
             futures[future] = task
             pending.add(future)
+        yield None  # type: ignore[misc]  # primed by run_many: everything is submitted
         while pending:
             done, pending = wait(pending, timeout=_TICK, return_when=FIRST_COMPLETED)
             for future in done:

@@ -40,8 +40,8 @@ def many_spin(n: int) -> int:
 @tool
 def many_wait(path: str) -> str:
     """Wait until the file ``path`` exists (a test's gate for a task that must be running)."""
-    with open(path + ".started", "w"):
-        pass
+    with open(path + ".started", "w") as started:  # which process runs it: the test may kill it
+        started.write(str(os.getpid()))
     while not os.path.exists(path):
         time.sleep(0.01)  # polling a file: the only signal that crosses processes without setup
     return "released"
