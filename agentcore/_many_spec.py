@@ -118,7 +118,11 @@ class AgentSpec:
         """
         from .agent import Agent
 
-        plugins = [resolve_plugin(name, index) for index, name in enumerate(self.plugins)]
+        # An autoloaded entry point is in every manager already: passing it again would only cost
+        # this agent a plugin manager of its own (tens of ms with many plugins installed).
+        autoloaded = _autoloaded_plugins()
+        plugins = [plugin for plugin in (resolve_plugin(name, index) for index, name in enumerate(self.plugins))
+                   if not any(plugin is obj for obj in autoloaded)]
         tools = [_import_path(item, f"tools[{index}]") if isinstance(item, str) and ":" in item else item
                  for index, item in enumerate(self.tools)]
         return Agent(self.model, self.system_prompt, tools, thinking_level=self.thinking_level,
@@ -215,6 +219,12 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
     raise LookupError(f"AgentSpec.plugins[{index}]: no entry point {name!r} in group "
                       f"{registry.ENTRY_POINT_GROUP!r} is installed here; install the plugin on every "
                       "worker, or name it as \"package.module:attr\"")
+
+
+def _autoloaded_plugins() -> Tuple[Any, ...]:
+    from . import plugins as registry
+
+    return tuple(rec.obj for rec in registry._load_entry_points() if rec.obj is not None)
 
 
 def _import_path(path: str, where: str) -> Any:

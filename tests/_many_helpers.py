@@ -40,8 +40,9 @@ def many_spin(n: int) -> int:
 @tool
 def many_wait(path: str) -> str:
     """Wait until the file ``path`` exists (a test's gate for a task that must be running)."""
-    with open(path + ".started", "w") as started:  # which process runs it: the test may kill it
+    with open(path + ".starting", "w") as started:  # which process runs it: the test may kill it
         started.write(str(os.getpid()))
+    os.replace(path + ".starting", path + ".started")  # appears with its content
     while not os.path.exists(path):
         time.sleep(0.01)  # polling a file: the only signal that crosses processes without setup
     return "released"
@@ -110,6 +111,15 @@ def answer_for(body: Dict[str, Any]) -> List[bytes]:
                    _chunk({}, "tool_calls"), USAGE)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a worker process killed mid-request (the kill test) resets its connection: expected
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class LoopbackServer:
     """An OpenAI-compatible chat-completions server on 127.0.0.1; ``latency`` seconds before each
     answer (the model's think time). Usable from any process on this machine."""
@@ -143,7 +153,7 @@ class LoopbackServer:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._httpd.request_queue_size = 128
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},

@@ -137,6 +137,16 @@ def test_unknown_plugin_entry_point_fails_the_task_with_a_clear_error(server):
 # --------------------------------------------------------------------------- threads
 
 
+def test_a_scripted_model_runs_on_threads_and_pickles_as_a_reference():
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("one"), text("two")])
+    assert pickle.loads(pickle.dumps(scripted.model))._scripted is scripted
+    spec = AgentSpec(scripted.model)
+    results = list(run_many([AgentTask(spec, "a", id=1), AgentTask(spec, "b", id=2)], progress=False))
+    assert sorted(r.messages[-1].text for r in results) == ["one", "two"]
+
+
 def test_thread_pool_runs_tasks_into_sqlite_sessions(spec, tmp_path):
     tasks = [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(12)]
     snapshots = []
@@ -338,3 +348,13 @@ def test_dask_worker_killed_mid_run_reruns_its_tasks_and_corrupts_no_session(spe
         if by_id[-1].ok:  # re-run: its branch is one attempt, number 2; attempt 1 is kept aside
             assert [m["event"] for m in markers] == ["start", "end"] and markers[0]["attempt"] == 2
             assert session.build_context().messages[-1].text == "result released"
+
+
+def test_an_entry_point_plugin_is_named_and_costs_no_manager_of_its_own(server):
+    from agentcore import plugins as registry
+
+    names = [rec.name for rec in registry._load_entry_points() if rec.obj is not None]
+    if "web" not in names:
+        pytest.skip("the agentcore-web plugin (plugins/agentcore-web) is not installed")
+    agent = AgentSpec(server.model(), plugins=("web",)).build()
+    assert agent._plugins._own is None  # the shared manager, which has every entry point already
