@@ -2,11 +2,16 @@
 agent, run the prompt, close the session, return a picklable :class:`TaskResult`.
 
 Re-runs are safe: a task records ``agentcore.run_many`` custom entries around its run (``start``
-with the task id and attempt, ``end`` when it finished). When a worker died mid-run and the
-scheduler runs the task again, the new attempt finds its unfinished ``start`` on the session's
-current branch and moves the session's leaf back to where that attempt began (a ``leaf`` entry:
-the interrupted attempt stays in the file as an abandoned branch, nothing is rewritten), so the
-transcript the new attempt continues from is the one the first attempt saw.
+with the task id, attempt and a digest of the prompt; ``end`` with whether it succeeded). A
+scheduler runs a task again when a worker died while running it, or after it finished but before
+its result reached the client (Dask recomputes lost results). The new attempt looks at this
+task's last attempt on the session's current branch:
+
+* finished successfully, same prompt: nothing runs; the recorded messages are the result (the
+  session is not extended with a duplicate conversation, the model is not paid twice);
+* unfinished or failed: the session's leaf moves back to where that attempt began (a ``leaf``
+  entry: the earlier attempt stays in the file as an abandoned branch, nothing is rewritten) and
+  the task runs from the transcript the first attempt saw.
 
 Every failure is caught and returned as ``TaskResult.error``; an exception that does not survive
 :mod:`pickle` (a provider's exception holding a socket...) is replaced by :class:`TaskError`
@@ -129,22 +134,38 @@ def _open_builtin(url: str) -> Any:
                      "sqlite:///path?session=ID or memory:")
 
 
-def _resume_point(session: Any, task_id: Any) -> int:
-    """Move back before an unfinished earlier attempt of this task; the number of this attempt."""
-    attempt, start = 1, None
+@dataclass
+class _Resume:
+    attempt: int = 1
+    recorded: Optional[List[Any]] = None  # the messages of a finished attempt, to return as they are
+
+
+def _resume_point(session: Any, task: Any) -> _Resume:
+    """Where this attempt starts (see the module docstring); moves the leaf back when needed."""
+    task_id, digest = _jsonable(task.id), _digest(task.prompt)
+    attempt, start, end, messages = 0, None, None, []  # type: ignore[var-annotated]
     for entry in session.get_branch():
         data = getattr(entry, "data", None)
-        if getattr(entry, "custom_type", None) != MARKER or not isinstance(data, dict):
-            continue
-        if data.get("task") != _jsonable(task_id):
-            continue
-        if data.get("event") == "start":
-            attempt, start = int(data.get("attempt", 0)) + 1, entry
-        elif data.get("event") == "end":
-            start = None
-    if start is not None:
-        session.move_to(start.parent_id)
-    return attempt
+        if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict) \
+                and data.get("task") == task_id:
+            if data.get("event") == "start":
+                attempt, start, end, messages = int(data.get("attempt", 0)), entry, None, []
+            elif data.get("event") == "end" and start is not None:
+                end = data
+        elif start is not None and end is None and getattr(entry, "type", None) == "message":
+            messages.append(entry.message)
+    if start is None:
+        return _Resume(1)
+    if end is not None and end.get("ok") and start.data.get("prompt") == digest:
+        return _Resume(attempt, recorded=messages)
+    session.move_to(start.parent_id)
+    return _Resume(attempt + 1)
+
+
+def _digest(prompt: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
 
 
 def _jsonable(value: Any) -> Any:
@@ -193,12 +214,15 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
     try:
         if task.session is not None:
             session = open_session_url(task.session)
-        attempt = _resume_point(session, task.id) if session is not None else 1
+        resume = _resume_point(session, task) if session is not None else _Resume(1)
+        if resume.recorded is not None:
+            return TaskResult(task, resume.recorded, None, sum_usage(resume.recorded))
         agent = task.spec.build(session=session)
         if local is not None and not local.add(agent):
             return TaskResult(task, error=TaskAborted("cancelled before it started"))
         if session is not None:
-            session.append_custom(MARKER, {"event": "start", "task": _jsonable(task.id), "attempt": attempt})
+            session.append_custom(MARKER, {"event": "start", "task": _jsonable(task.id),
+                                           "attempt": resume.attempt, "prompt": _digest(task.prompt)})
         try:
             messages = list(agent.prompt(task.prompt) or [])
         finally:

@@ -190,6 +190,43 @@ def test_rerun_after_an_interrupted_attempt_branches_back(spec, tmp_path):
         assert len(session.entries()) > len(session.get_branch())  # the first attempt is kept
 
 
+def test_rerun_of_a_finished_task_returns_its_recorded_result(spec, server, tmp_path):
+    """Dask recomputes a task whose result was lost with its worker: no second conversation."""
+    url = sqlite_url(tmp_path, 3)
+    [first] = run_many([add_task(spec, 3, url)], progress=False)
+    requests, db = server.requests, tmp_path / "sessions.db"
+    with Session(SqliteSessionStorage(db, "task-3", read_only=True)) as session:
+        entries = len(session.entries())
+    [again] = run_many([add_task(spec, 3, url)], progress=False)
+    assert again.ok and [m.role for m in again.messages] == [m.role for m in first.messages]
+    assert again.messages[-1].text == "result 1003" and again.usage.input == first.usage.input
+    assert server.requests == requests  # the model was not asked again
+    with Session(SqliteSessionStorage(db, "task-3", read_only=True)) as session:
+        assert len(session.entries()) == entries
+        assert_complete(session, 3)
+    [other] = run_many([AgentTask(spec, 'many_add {"a": 4, "b": 1000}', session=url, id=3)], progress=False)
+    assert other.messages[-1].text == "result 1004"  # another prompt with that id runs
+
+
+def test_rerun_after_a_failed_attempt_branches_back(spec, tmp_path):
+    url = f"jsonl:///{tmp_path / 's.jsonl'}"
+    with Session.create(tmp_path / "s.jsonl") as session:
+        session.append_custom("agentcore.run_many", {"event": "start", "task": 5, "attempt": 1})
+        session.append_message(helpers_user('many_add {"a": 5, "b": 1000}'))
+        session.append_custom("agentcore.run_many", {"event": "end", "task": 5, "ok": False})
+    [result] = run_many([add_task(spec, 5, url)], progress=False)
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert_complete(session, 5)
+
+
+def describe(session: Session) -> str:
+    return "; ".join(f"{e.type}:{getattr(e, 'custom_type', '')}{getattr(e, 'data', '') or ''}"
+                     f"{getattr(getattr(e, 'message', None), 'role', '')}/"
+                     f"{getattr(getattr(e, 'message', None), 'stop_reason', '')}"
+                     f"{getattr(getattr(e, 'message', None), 'error_message', '') or ''}"
+                     for e in session.entries())
+
+
 def helpers_user(text: str) -> Any:
     from agentcore import UserMessage
 
@@ -338,7 +375,10 @@ def test_dask_worker_killed_mid_run_reruns_its_tasks_and_corrupts_no_session(spe
     for i in range(30):
         with Session(SqliteSessionStorage(tmp_path / "sessions.db", f"task-{i}", read_only=True)) as session:
             if by_id[i].ok:
-                assert_complete(session, i)
+                try:
+                    assert_complete(session, i)
+                except AssertionError:
+                    raise AssertionError(describe(session)) from None
             else:
                 session.build_context()  # failed: still a valid, reopenable session
     with Session(SqliteSessionStorage(tmp_path / "sessions.db", "task--1", read_only=True)) as session:
