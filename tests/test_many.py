@@ -464,3 +464,13 @@ def test_progress_in_a_jupyter_kernel_updates_one_display(monkeypatch):
     report(_many_progress.ManyProgress(2, 0, 0, 2, 0, 0, 0.0, 0.1))
     report(_many_progress.ManyProgress(2, 2, 0, 0, 0, 0, 0.0, 0.2, finished=True))
     assert [kind for kind, _ in shown] == ["display", "update"] and shown[-1][1].finished
+
+
+def test_a_thread_task_after_cancel_returns_aborted_without_running(spec, server):
+    from agentcore._many_worker import LocalRuns, run_task
+
+    local = LocalRuns()
+    local.abort_all()
+    before = server.requests
+    result = run_task(add_task(spec, 1), local)
+    assert isinstance(result.error, TaskAborted) and server.requests == before
