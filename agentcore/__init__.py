@@ -43,6 +43,8 @@ _EXPORTS: Dict[str, List[str]] = {
     "agent": ["Agent", "AgentState", "EventSubscription"],
     "structured": ["OutputValidationError", "AskError"],
     "approvals": ["PendingApproval"],
+    # many agents (recipes that travel to threads, processes or a Dask cluster)
+    "many": ["AgentSpec", "AgentTask", "TaskResult", "run_many"],
     # plugins and registries
     "hookspecs": ["hookimpl", "hookspec"],
     "plugins": [
@@ -157,6 +159,9 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
         restore_agent as restore_agent,
     )
     from .session.urls import open_session as open_session
+    from .many import (
+        AgentSpec as AgentSpec, AgentTask as AgentTask, TaskResult as TaskResult, run_many as run_many,
+    )
     from .session.compaction_tokens import (
         CompactionSettings as CompactionSettings,
     )

@@ -137,6 +137,11 @@ class ScriptedModel:
         self.options: List[Dict[str, Any]] = []
         self._lock = threading.Lock()
 
+    def __reduce__(self) -> Any:
+        # Pickled as a reference to this instance (its model id), so that a model holding it
+        # passes run_many's pickling check and runs on threads; it cannot serve another process.
+        return (_scripted_by_id, (self.model.id,))
+
     # handy constructors: ScriptedModel.text("hi") ...
     text = staticmethod(text)
     thinking = staticmethod(thinking)
@@ -265,6 +270,15 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+def _scripted_by_id(model_id: str) -> "ScriptedModel":
+    owner = _instances.get(model_id)
+    if owner is None:
+        raise LookupError(f"ScriptedModel {model_id!r} lives in another process: a scripted model "
+                          "serves only the process that made it (use a thread pool, or a loopback "
+                          "server for worker processes)")
+    return owner
 
 
 class ScriptedProvider:

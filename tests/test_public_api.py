@@ -38,6 +38,8 @@ DOCUMENTED = {
     "OutputValidationError", "AskError",
     # approvals (DESIGN §6)
     "PendingApproval",
+    # many agents (DESIGN §6)
+    "AgentSpec", "AgentTask", "TaskResult", "run_many",
     # plugins and registries
     "hookimpl", "hookspec", "plugins_info", "get_tool", "get_provider", "get_model", "models",
     "create_plugin_manager", "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError",
@@ -83,7 +85,7 @@ def test_unknown_attribute_raises_attribute_error():
 # reads metadata by design (STYLE: the version comes from package metadata lazily).
 _METADATA_ENTRIES = ("entry_points", "distributions", "distribution", "metadata", "version", "files",
                      "requires", "packages_distributions")
-_HEAVY_MODULES = ("requests", "jsonschema", "pluggy", "IPython")
+_HEAVY_MODULES = ("requests", "jsonschema", "pluggy", "IPython", "dask", "distributed")
 
 _LIGHT_IMPORT_PROBE = r"""
 import importlib, importlib.machinery, json, sys

@@ -52,6 +52,7 @@ OFFLINE: Dict[str, List[str]] = {
     "threads": ["def where() -> str:"],
     "approvals": ["def shell(command: str) -> str:"],
     "subagents": ["lead.prompt(\"Paris population?\")"],
+    "many agents": ["for result in run_many(tasks, progress=False)"],
 }
 HOSTED = ["Shout 'hello', then find TODOs", 'model = get_model("groq/llama-3.3-70b-versatile")',
           "def word_length(word: str) -> int:"]
@@ -165,6 +166,8 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert 'path "../../etc/passwd" is outside the allowed root' in out
     elif section == "threads":
         assert lines == ["agentcore-run"]
+    elif section == "many agents":
+        assert lines == ["[0, 1, 2]"] and (Path.cwd() / "runs.db").exists()
     elif section == "jupyter":
         assert "hello" in out and "It printed hello." in out
 

@@ -1,0 +1,117 @@
+"""Progress of a ``run_many`` call: the :class:`ManyProgress` snapshot and its displays.
+
+``progress=None`` (the default) picks a display: an updating output area in a Jupyter kernel, a
+live line on stderr when stderr is a terminal, nothing otherwise (a log file or CI stays clean).
+``progress=True`` forces the display (the stderr line when not in a kernel), ``False`` shows
+nothing, a callable receives every snapshot (on the thread iterating ``run_many``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TextIO
+
+__all__ = ["ManyProgress", "make_reporter"]
+
+
+@dataclass(frozen=True)
+class ManyProgress:
+    """One moment of a ``run_many`` call. Tokens and cost count finished tasks only (a worker
+    reports usage with its result); ``rate`` is finished tasks per second since the start."""
+
+    total: int
+    done: int
+    failed: int
+    running: int
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    elapsed: float
+    finished: bool = False
+
+    @property
+    def pending(self) -> int:
+        return self.total - self.done - self.failed - self.running
+
+    @property
+    def rate(self) -> float:
+        return (self.done + self.failed) / self.elapsed if self.elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        """``"37/200 done, 1 failed, 8 running | 12.3k tokens $0.0412 | 4.1 tasks/s | 9s"``."""
+        tokens = self.input_tokens + self.output_tokens
+        shown = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+        return (f"{self.done}/{self.total} done, {self.failed} failed, {self.running} running | "
+                f"{shown} tokens ${self.cost:.4f} | {self.rate:.1f} tasks/s | {self.elapsed:.0f}s")
+
+    def _repr_html_(self) -> str:
+        fraction = (self.done + self.failed) / self.total if self.total else 1.0
+        return (f"<div><progress value='{fraction:.3f}' max='1' style='width:20em'></progress> "
+                f"<code>{self.line()}</code></div>")
+
+
+class _TerminalLine:
+    """Rewrites one line of ``stream`` (at most every ``throttle`` seconds, and at the end)."""
+
+    def __init__(self, stream: TextIO, throttle: float = 0.2) -> None:
+        self._stream = stream
+        self._throttle = throttle
+        self._last = 0.0
+
+    def __call__(self, snapshot: ManyProgress) -> None:
+        now = time.monotonic()
+        if not snapshot.finished and now - self._last < self._throttle:
+            return
+        self._last = now
+        self._stream.write("\r\x1b[2K" + snapshot.line() + ("\n" if snapshot.finished else ""))
+        self._stream.flush()
+
+
+class _NotebookDisplay:
+    """One updating output area in a Jupyter kernel (through ``IPython.display``)."""
+
+    def __init__(self, throttle: float = 0.2) -> None:
+        self._handle: Any = None
+        self._throttle = throttle
+        self._last = 0.0
+
+    def __call__(self, snapshot: ManyProgress) -> None:
+        from IPython.display import display
+
+        now = time.monotonic()
+        if self._handle is None:
+            self._handle = display(snapshot, display_id=True)
+        elif snapshot.finished or now - self._last >= self._throttle:
+            self._handle.update(snapshot)
+        else:
+            return
+        self._last = now
+
+
+def _in_kernel() -> bool:
+    shell = sys.modules.get("IPython")
+    if shell is None:
+        return False
+    try:
+        ip = shell.get_ipython()  # type: ignore[attr-defined]
+    except Exception:
+        return False
+    return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
+
+
+def make_reporter(progress: Any) -> Optional[Callable[[ManyProgress], Any]]:
+    """The callable receiving snapshots for a ``progress=`` argument, or None for no progress."""
+    if progress is False:
+        return None
+    if callable(progress) and progress is not True:
+        return progress
+    if progress not in (None, True):
+        raise TypeError(f"progress must be None, True, False or a callable, not {type(progress).__name__}")
+    if _in_kernel():
+        return _NotebookDisplay()
+    stream = sys.stderr
+    if progress is True or (stream is not None and getattr(stream, "isatty", lambda: False)()):
+        return _TerminalLine(stream)
+    return None

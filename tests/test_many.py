@@ -1,0 +1,476 @@
+"""run_many and agents as recipes (issue 16): specs that travel, thread and process pools, a real
+Dask LocalCluster with two worker processes, a worker killed mid-run, cancellation.
+
+Every task talks to a loopback OpenAI-compatible server in this process (``_many_helpers``), does
+one tool call (a tool registered by name through the ``_many_helpers:plugin`` plugin) and records
+into a session URL under ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import _many_helpers as helpers
+from agentcore import AgentSpec, AgentTask, Model, TaskResult, run_many
+from agentcore.many import SpecNotPortableError, TaskAborted
+from agentcore.options import StreamOptions
+from agentcore.session import Session
+from agentcore.session.sqlite import SqliteSessionStorage
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = "_many_helpers:plugin"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with helpers.LoopbackServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def spec(server):
+    return AgentSpec(server.model(), tools=("many_add",), plugins=(PLUGIN,), get_api_key=helpers.api_key)
+
+
+@pytest.fixture
+def worker_path(monkeypatch):
+    """Spawned worker processes import this worktree's agentcore and ``_many_helpers``."""
+    paths = [str(ROOT), helpers.TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+
+
+def add_task(spec: AgentSpec, i: int, session: Any = None) -> AgentTask:
+    return AgentTask(spec, f'many_add {{"a": {i}, "b": 1000}}', session=session, id=i)
+
+
+def sqlite_url(tmp_path: Path, i: int) -> str:
+    return f"sqlite:///{tmp_path / 'sessions.db'}?session=task-{i}"
+
+
+def branch_markers(session: Session) -> List[Dict[str, Any]]:
+    return [e.data for e in session.get_branch() if getattr(e, "custom_type", None) == "agentcore.run_many"]
+
+
+def assert_complete(session: Session, i: int) -> None:
+    """The session's current branch is one finished attempt: prompt, tool call, result, answer."""
+    roles = [getattr(m, "role", None) for m in session.build_context().messages]
+    assert roles == ["user", "assistant", "toolResult", "assistant"], (i, roles)
+    assert session.build_context().messages[-1].text == f"result {i + 1000}"
+    markers = branch_markers(session)
+    assert [m["event"] for m in markers] == ["start", "end"], (i, markers)
+    assert markers[-1]["ok"] is True
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+def test_spec_and_task_pickle_round_trip(server):
+    spec = AgentSpec(server.model(), "be brief", ("many_add", "_many_helpers:many_spin"), "low",
+                     StreamOptions(temperature=0.5, max_tokens=99), (PLUGIN,), get_api_key=helpers.api_key)
+    task = AgentTask(spec, "many_add {}", session="jsonl:///tmp/x.jsonl", id=("batch", 7))
+    back = pickle.loads(pickle.dumps(task))
+    assert back == task
+    assert back.spec.options.temperature == 0.5
+    assert [getattr(t, "name", t) for t in back.spec.build().state.tools] == ["many_add", "many_spin"]
+    mapping = AgentSpec("openai/gpt-4o-mini", options={"temperature": 0.1})
+    assert pickle.loads(pickle.dumps(mapping)).option_kwargs() == {"temperature": 0.1}
+
+
+def test_spec_build_resolves_names_in_this_process(spec):
+    agent = spec.build()
+    assert [getattr(t, "name", t) for t in agent.state.tools] == ["many_add"]
+    assert agent.model.base_url == spec.model.base_url
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(tools=(lambda a: a,)), "tools[0]"),
+    (dict(tools=("many_add", helpers.many_spin)), "tools[1]"),  # a @tool object: name it by path
+    (dict(options=StreamOptions(on_payload=lambda body: body)), "options.on_payload"),
+    (dict(options={"on_response": lambda *a: None}), "options.on_response"),
+    (dict(get_api_key=lambda provider: "k"), "get_api_key"),
+])
+def test_a_spec_that_cannot_travel_is_refused_at_submission_naming_the_field(spec, server, change, field):
+    bad = AgentSpec(**{**spec.__dict__, **change})
+    before = server.requests
+    with pytest.raises(SpecNotPortableError) as info:
+        run_many([add_task(spec, 0), add_task(bad, 1)], progress=False)
+    assert info.value.field == field
+    assert f"AgentSpec.{field}" in str(info.value) and "tasks[1] (id=1)" in str(info.value)
+    assert server.requests == before  # refused before anything was submitted
+
+
+def test_spec_refuses_keys_plugin_objects_and_unknown_options(server):
+    keyed = Model(id="m", api="openai-completions", provider="p", base_url=server.base_url,
+                  headers={"Authorization": "Bearer sk-secret"})
+    with pytest.raises(SpecNotPortableError) as info:
+        AgentSpec(keyed)
+    assert info.value.field == "model.headers" and "sk-secret" not in str(info.value)
+    with pytest.raises(SpecNotPortableError, match="options.headers"):
+        AgentSpec("openai/gpt-4o-mini", options={"headers": {"x-api-key": "sk-secret"}})
+    with pytest.raises(SpecNotPortableError, match=r"plugins\[0\]"):
+        AgentSpec("openai/gpt-4o-mini", plugins=(helpers.plugin,))
+    with pytest.raises(TypeError, match="did you mean 'temperature'"):
+        AgentSpec("openai/gpt-4o-mini", options={"temprature": 1})
+    with pytest.raises(TypeError, match=r"tasks\[0\] is a str"):
+        run_many(["not a task"])
+    with pytest.raises(TypeError, match="session URL"):
+        AgentTask(AgentSpec("openai/gpt-4o-mini"), "hi", session=Session.in_memory())
+
+
+def test_unknown_plugin_entry_point_fails_the_task_with_a_clear_error(server):
+    spec = AgentSpec(server.model(), plugins=("no-such-plugin",))
+    [result] = run_many([AgentTask(spec, "hi", id="x")], progress=False)
+    assert isinstance(result.error, LookupError)
+    assert "plugins[0]" in str(result.error) and "no-such-plugin" in str(result.error)
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def test_a_scripted_model_runs_on_threads_and_pickles_as_a_reference():
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("one"), text("two")])
+    assert pickle.loads(pickle.dumps(scripted.model))._scripted is scripted
+    spec = AgentSpec(scripted.model)
+    results = list(run_many([AgentTask(spec, "a", id=1), AgentTask(spec, "b", id=2)], progress=False))
+    assert sorted(r.messages[-1].text for r in results) == ["one", "two"]
+
+
+def test_thread_pool_runs_tasks_into_sqlite_sessions(spec, tmp_path):
+    tasks = [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(12)]
+    snapshots = []
+    results = list(run_many(tasks, progress=snapshots.append))
+    assert sorted(r.task.id for r in results) == list(range(12))
+    assert all(r.error is None for r in results), [r.error for r in results if r.error]
+    assert all(r.task is tasks[r.task.id] for r in results)  # the caller's own task objects
+    assert results[0].usage.input == 200 and results[0].usage.output == 40
+    assert results[0].messages[-1].text == f"result {results[0].task.id + 1000}"
+    final = snapshots[-1]
+    assert (final.total, final.done, final.failed, final.running, final.finished) == (12, 12, 0, 0, True)
+    assert final.input_tokens == 12 * 200
+    for i in range(12):
+        with Session(SqliteSessionStorage(tmp_path / "sessions.db", f"task-{i}", read_only=True)) as session:
+            assert_complete(session, i)
+
+
+def test_a_failing_task_yields_its_error_and_the_others_go_on(spec, tmp_path):
+    broken = AgentSpec("nobody/no-such-model")
+    tasks = [add_task(spec, 0), AgentTask(broken, "hi", id="broken"), add_task(spec, 2),
+             AgentTask(spec, "hi", session="ftp://host/x", id="bad-url")]
+    results = {r.task.id: r for r in run_many(tasks, progress=False)}
+    assert results[0].ok and results[2].ok
+    assert isinstance(results["broken"].error, KeyError) and "no-such-model" in str(results["broken"].error)
+    assert isinstance(results["bad-url"].error, ValueError) and "ftp" in str(results["bad-url"].error)
+    for result in results.values():
+        pickle.loads(pickle.dumps(result))  # errors included: a result always crosses processes
+
+
+def test_rerun_after_an_interrupted_attempt_branches_back(spec, tmp_path):
+    """A worker that died mid-run leaves ``start`` without ``end``; the re-run resumes from before it."""
+    url = f"jsonl:///{tmp_path / 's.jsonl'}"
+    with Session.create(tmp_path / "s.jsonl") as session:
+        session.append_custom("agentcore.run_many", {"event": "start", "task": 5, "attempt": 1})
+        session.append_message(helpers_user('many_add {"a": 5, "b": 1000}'))
+    [result] = run_many([add_task(spec, 5, url)], progress=False)
+    assert result.ok, result.error
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert_complete(session, 5)
+        assert branch_markers(session)[0]["attempt"] == 2
+        assert len(session.entries()) > len(session.get_branch())  # the first attempt is kept
+
+
+def test_rerun_of_a_finished_task_returns_its_recorded_result(spec, server, tmp_path):
+    """Dask recomputes a task whose result was lost with its worker: no second conversation."""
+    url = sqlite_url(tmp_path, 3)
+    [first] = run_many([add_task(spec, 3, url)], progress=False)
+    requests, db = server.requests, tmp_path / "sessions.db"
+    with Session(SqliteSessionStorage(db, "task-3", read_only=True)) as session:
+        entries = len(session.entries())
+    [again] = run_many([add_task(spec, 3, url)], progress=False)
+    assert again.ok and [m.role for m in again.messages] == [m.role for m in first.messages]
+    assert again.messages[-1].text == "result 1003" and again.usage.input == first.usage.input
+    assert server.requests == requests  # the model was not asked again
+    with Session(SqliteSessionStorage(db, "task-3", read_only=True)) as session:
+        assert len(session.entries()) == entries
+        assert_complete(session, 3)
+    [other] = run_many([AgentTask(spec, 'many_add {"a": 4, "b": 1000}', session=url, id=3)], progress=False)
+    assert other.messages[-1].text == "result 1004"  # another prompt with that id runs
+
+
+def test_rerun_after_a_failed_attempt_branches_back(spec, tmp_path):
+    url = f"jsonl:///{tmp_path / 's.jsonl'}"
+    with Session.create(tmp_path / "s.jsonl") as session:
+        session.append_custom("agentcore.run_many", {"event": "start", "task": 5, "attempt": 1})
+        session.append_message(helpers_user('many_add {"a": 5, "b": 1000}'))
+        session.append_custom("agentcore.run_many", {"event": "end", "task": 5, "ok": False})
+    [result] = run_many([add_task(spec, 5, url)], progress=False)
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert_complete(session, 5)
+
+
+def describe(session: Session) -> str:
+    return "; ".join(f"{e.type}:{getattr(e, 'custom_type', '')}{getattr(e, 'data', '') or ''}"
+                     f"{getattr(getattr(e, 'message', None), 'role', '')}/"
+                     f"{getattr(getattr(e, 'message', None), 'stop_reason', '')}"
+                     f"{getattr(getattr(e, 'message', None), 'error_message', '') or ''}"
+                     for e in session.entries())
+
+
+def helpers_user(text: str) -> Any:
+    from agentcore import UserMessage
+
+    return UserMessage(text, timestamp=0)
+
+
+def test_keyboard_interrupt_aborts_running_thread_agents_and_cancels_the_rest(spec, server, tmp_path):
+    helpers.STARTED.clear()
+    helpers.RELEASE.clear()
+    blocking = AgentSpec(**{**spec.__dict__, "tools": ("many_block",)})
+    tasks = [AgentTask(blocking, 'many_block {"note": "x"}', session=sqlite_url(tmp_path, 0), id=0)]
+    tasks += [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(1, 30)]
+
+    def interrupt(snapshot):
+        if helpers.STARTED.is_set():
+            raise KeyboardInterrupt
+
+    executor = ThreadPoolExecutor(max_workers=1)  # task 0 runs, the others wait behind it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in run_many(tasks, executor=executor, progress=interrupt):
+                pass
+    finally:
+        executor.shutdown(wait=True)
+    assert not helpers.RELEASE.is_set()  # it ended because it was aborted, not released
+    with Session(SqliteSessionStorage(tmp_path / "sessions.db", "task-0", read_only=True)) as session:
+        messages = session.build_context().messages
+        assert messages[-1].role == "assistant" and messages[-1].stop_reason == "aborted"
+    listed = {info.id for info in SqliteSessionStorage.list_sessions(tmp_path / "sessions.db")}
+    assert len(listed) <= 2  # the cancelled tasks never opened their sessions
+
+
+def test_closing_the_iterator_cancels_what_has_not_started(spec, server):
+    helpers.STARTED.clear()
+    helpers.RELEASE.clear()
+    blocking = AgentSpec(**{**spec.__dict__, "tools": ("many_block",)})
+    tasks = [AgentTask(blocking, 'many_block {"note": "x"}', id="b")] + [add_task(spec, i) for i in range(20)]
+    executor = ThreadPoolExecutor(max_workers=2)
+    before = server.requests
+    results = run_many(tasks, executor=executor, progress=False)
+    first = next(results)  # one add task finished while many_block holds the other thread
+    assert helpers.STARTED.wait(10)
+    results.close()
+    executor.shutdown(wait=True)
+    assert first.ok
+    assert server.requests - before < 2 * 20  # most tasks never ran
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def test_process_pool_spawn_runs_tasks_into_jsonl_sessions(spec, tmp_path, worker_path):
+    tasks = [add_task(spec, i, f"jsonl:///{tmp_path / f'{i}.jsonl'}") for i in range(8)]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(run_many(tasks, executor=pool, progress=False))
+    assert sorted(r.task.id for r in results) == list(range(8))
+    assert all(r.ok for r in results), [r.error for r in results]
+    for i in range(8):
+        with Session.open(tmp_path / f"{i}.jsonl", read_only=True) as session:
+            assert_complete(session, i)
+
+
+def test_process_pool_close_cancels_queued_tasks(spec, server, tmp_path, worker_path):
+    gate = tmp_path / "gate"
+    waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
+    tasks = [AgentTask(waiting, f'many_wait {{"path": "{gate}"}}', id="w")]
+    tasks += [add_task(spec, i, f"jsonl:///{tmp_path / f'{i}.jsonl'}") for i in range(12)]
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        results = run_many(tasks, executor=pool, progress=False)
+        _wait_for_file(Path(str(gate) + ".started"))
+        results.close()  # returns with the gate still shut: it does not wait for the running task
+    finally:
+        gate.touch()
+        pool.shutdown(wait=True)
+    ran = [i for i in range(12) if (tmp_path / f"{i}.jsonl").exists()]
+    assert len(ran) <= 2  # the pool's call queue may hold one or two beyond the running task
+
+
+def _wait_for_file(path: Path, timeout: float = 60.0) -> None:
+    """Another process creates ``path``: poll for it (no cross-process event without setup)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+# --------------------------------------------------------------------------- Dask
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed "
+                                                            "(pip install agentcore[dask])")
+    paths = [str(ROOT), helpers.TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
+    try:
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
+                                           dashboard_address=None, silence_logs=40)
+        client = distributed.Client(cluster)
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def test_dask_cluster_runs_many_tasks_into_sqlite_sessions(spec, tmp_path, dask_client):
+    pids = set(dask_client.run(os.getpid).values())
+    assert len(pids) == 2 and os.getpid() not in pids  # two real worker processes
+    n = 200  # the issue's proof; tools by import path: no per-agent plugin manager, so it stays fast
+    light = AgentSpec(spec.model, tools=("_many_helpers:many_add",), get_api_key=helpers.api_key)
+    tasks = [add_task(light, i, sqlite_url(tmp_path, i)) for i in range(n)]
+    results = list(run_many(tasks, executor=dask_client.get_executor(), progress=False))
+    assert sorted(r.task.id for r in results) == list(range(n))
+    assert all(r.ok for r in results), [r.error for r in results if r.error][:3]
+    for i in range(n):
+        with Session(SqliteSessionStorage(tmp_path / "sessions.db", f"task-{i}", read_only=True)) as session:
+            assert_complete(session, i)
+
+
+def test_dask_worker_killed_mid_run_reruns_its_tasks_and_corrupts_no_session(spec, tmp_path, dask_client):
+    gate = tmp_path / "gate"
+    waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
+    tasks = [AgentTask(waiting, f'many_wait {{"path": "{gate}"}}', session=sqlite_url(tmp_path, -1), id=-1)]
+    tasks += [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(30)]
+    results = run_many(tasks, executor=dask_client.get_executor(), progress=False)
+    collected: List[TaskResult] = []
+    started = Path(str(gate) + ".started")
+    _wait_for_file(started)
+    victim = int(started.read_text())
+    os.kill(victim, signal.SIGKILL)
+    gate.touch()  # the re-run (on the other worker or a restarted one) goes through
+    collected += list(results)
+    assert sorted(r.task.id for r in collected) == list(range(-1, 30))  # nothing silently lost
+    by_id = {r.task.id: r for r in collected}
+    assert by_id[-1].ok or by_id[-1].error is not None
+    for r in collected:
+        assert r.ok or r.error is not None
+    for i in range(30):
+        with Session(SqliteSessionStorage(tmp_path / "sessions.db", f"task-{i}", read_only=True)) as session:
+            if by_id[i].ok:
+                try:
+                    assert_complete(session, i)
+                except AssertionError:
+                    raise AssertionError(describe(session)) from None
+            else:
+                session.build_context()  # failed: still a valid, reopenable session
+    with Session(SqliteSessionStorage(tmp_path / "sessions.db", "task--1", read_only=True)) as session:
+        markers = branch_markers(session)
+        if by_id[-1].ok:  # re-run: its branch is one attempt, number 2; attempt 1 is kept aside
+            assert [m["event"] for m in markers] == ["start", "end"] and markers[0]["attempt"] == 2
+            assert session.build_context().messages[-1].text == "result released"
+
+
+def test_an_entry_point_plugin_is_named_and_costs_no_manager_of_its_own(server):
+    from agentcore import plugins as registry
+
+    names = [rec.name for rec in registry._load_entry_points() if rec.obj is not None]
+    if "web" not in names:
+        pytest.skip("the agentcore-web plugin (plugins/agentcore-web) is not installed")
+    agent = AgentSpec(server.model(), plugins=("web",)).build()
+    assert agent._plugins._own is None  # the shared manager, which has every entry point already
+
+
+def test_dask_close_cancels_tasks_that_have_not_started(spec, tmp_path, dask_client):
+    waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
+    gates = [tmp_path / f"gate{i}" for i in range(40)]
+    tasks = [AgentTask(waiting, f'many_wait {{"path": "{gate}"}}', id=i) for i, gate in enumerate(gates)]
+    results = run_many(tasks, executor=dask_client.get_executor(), progress=False)
+    while not any(Path(str(g) + ".started").exists() for g in gates):
+        time.sleep(0.02)  # a worker process reports through the file system
+    results.close()  # with every gate shut: close does not wait for the running tasks
+    for gate in gates:
+        gate.touch()
+    deadline = time.monotonic() + 30
+    while any(dask_client.processing().values()):
+        assert time.monotonic() < deadline, "the cluster kept running cancelled tasks"
+        time.sleep(0.05)
+    started = [g for g in gates if Path(str(g) + ".started").exists()]
+    assert 1 <= len(started) <= 8 + 8  # what was running (and prefetched) at close, not all 40
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def test_progress_choices_and_the_terminal_line(monkeypatch):
+    import io
+
+    from agentcore._many_progress import ManyProgress, _TerminalLine, make_reporter
+
+    assert make_reporter(False) is None
+    assert make_reporter(print) is print
+    with pytest.raises(TypeError, match="progress must be"):
+        make_reporter("yes")
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # not a terminal: no line by default
+    assert make_reporter(None) is None
+    assert isinstance(make_reporter(True), _TerminalLine)
+    out = io.StringIO()
+    line = _TerminalLine(out)
+    snapshot = ManyProgress(total=200, done=37, failed=1, running=8, input_tokens=10_000,
+                            output_tokens=2_300, cost=0.0412, elapsed=9.2)
+    line(snapshot)
+    line(ManyProgress(200, 199, 1, 0, 10_000, 2_300, 0.05, 20.0, finished=True))
+    text = out.getvalue()
+    assert "37/200 done, 1 failed, 8 running | 12.3k tokens $0.0412 | 4.1 tasks/s" in text
+    assert text.endswith("0 running | 12.3k tokens $0.0500 | 10.0 tasks/s | 20s\n")
+    assert "<progress" in snapshot._repr_html_() and snapshot.pending == 154
+
+
+def test_progress_in_a_jupyter_kernel_updates_one_display(monkeypatch):
+    from agentcore import _many_progress
+
+    shown: List[Any] = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(("update", obj))
+
+    def display(obj, display_id=False):
+        shown.append(("display", obj))
+        return Handle()
+
+    fake_display = type(sys)("IPython.display")
+    fake_display.display = display
+    monkeypatch.setitem(sys.modules, "IPython.display", fake_display)
+    monkeypatch.setattr(_many_progress, "_in_kernel", lambda: True)
+    report = _many_progress.make_reporter(None)
+    report(_many_progress.ManyProgress(2, 0, 0, 2, 0, 0, 0.0, 0.1))
+    report(_many_progress.ManyProgress(2, 2, 0, 0, 0, 0, 0.0, 0.2, finished=True))
+    assert [kind for kind, _ in shown] == ["display", "update"] and shown[-1][1].finished
+
+
+def test_a_thread_task_after_cancel_returns_aborted_without_running(spec, server):
+    from agentcore._many_worker import LocalRuns, run_task
+
+    local = LocalRuns()
+    local.abort_all()
+    before = server.requests
+    result = run_task(add_task(spec, 1), local)
+    assert isinstance(result.error, TaskAborted) and server.requests == before
