@@ -82,7 +82,7 @@ class _NotebookDisplay:
 
         now = time.monotonic()
         if self._handle is None:
-            self._handle = display(snapshot, display_id=True)
+            self._handle = display(snapshot, display_id=True)  # type: ignore[no-untyped-call]
         elif snapshot.finished or now - self._last >= self._throttle:
             self._handle.update(snapshot)
         else:
@@ -95,7 +95,7 @@ def _in_kernel() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except Exception:
         return False
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})

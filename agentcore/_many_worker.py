@@ -25,7 +25,6 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from .types import Usage
 
@@ -94,44 +93,12 @@ class LocalRuns:
 
 
 def open_session_url(url: str) -> Any:
-    """Open (creating when missing) the session at ``url``.
+    """Open the session at ``url``, creating it when missing (``open_session(url, create=True)``:
+    ``jsonl:``, ``sqlite:``, ``memory:`` and the schemes plugins register, ``postgresql:`` say).
+    Raises ValueError naming an unknown scheme."""
+    from .session.urls import open_session
 
-    Uses ``agentcore.session.urls.open_session`` when this agentcore has it (plugin schemes such as
-    ``postgresql://`` included); otherwise understands ``jsonl:///path``,
-    ``sqlite:///path?session=ID`` and ``memory:`` itself. Raises ValueError naming the scheme.
-    """
-    try:
-        from .session.urls import open_session  # type: ignore[import-not-found]
-    except ImportError:
-        return _open_builtin(url)
-    return open_session(url)
-
-
-def _open_builtin(url: str) -> Any:
-    import os
-
-    from .session import Session
-
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "memory" or url == "memory:":
-        return Session.in_memory()
-    path = unquote(parts.path)
-    if scheme == "jsonl":
-        return Session.open(path) if os.path.exists(path) else Session.create(path)
-    if scheme == "sqlite":
-        from .session.errors import SessionError
-        from .session.sqlite import SqliteSessionStorage
-
-        session_id = (parse_qs(parts.query).get("session") or [None])[0]
-        try:
-            return Session(SqliteSessionStorage(path, session_id))
-        except SessionError as exc:
-            if exc.code != "not_found" or session_id is None:
-                raise
-            return Session(SqliteSessionStorage.create(path, session_id=session_id))
-    raise ValueError(f"unknown session URL scheme {scheme + ':' if scheme else url!r}: use jsonl:///path, "
-                     "sqlite:///path?session=ID or memory:")
+    return open_session(url, create=True)
 
 
 @dataclass
