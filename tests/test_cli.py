@@ -861,3 +861,19 @@ def test_sessions_show_lists_usage_per_model(env, tmp_path):
         ["groq/llama-3.3-70b-versatile", "1", "800", "100", "200", "0", "$0.0006"],
         ["local/llama3", "1", "50", "5", "0", "0", "$0.0000"],
         ["total", "2", "850", "105", "200", "0", "$0.0006"]]
+
+
+def test_a_retry_delay_above_the_cap_is_reported_once_without_v_and_logged_with_v(env, tmp_path):
+    def capped():
+        return [Reply(status=429, headers={"retry-after": "120"}, content_type="application/json",
+                      body=json.dumps({"error": {"message": "rate limited"}}))]
+
+    with ScriptedServer(capped()) as server:
+        plain = agentcore("run", *local(server), "-o", "max_retry_delay_ms", "5000", "hi", env=env, cwd=tmp_path)
+    with ScriptedServer(capped()) as server:
+        verbose = agentcore("run", *local(server), "-v", "-o", "max_retry_delay_ms", "5000", "hi", env=env,
+                            cwd=tmp_path)
+    assert plain.returncode == verbose.returncode == 1
+    assert plain.stderr.count("Server requested 120s retry delay (max: 5s)") == 1
+    assert "asked to wait" not in plain.stderr  # the error is the one report
+    assert "[WARNING agentcore.providers.http] local asked to wait 120s" in verbose.stderr

@@ -190,3 +190,29 @@ def test_session_open_create_and_torn_tail_repair(tmp_path, caplog):
     SqliteSessionStorage.create(db, session_id="sid-2").close()
     lines = _messages(caplog, "agentcore.session.sqlite")
     assert lines == [f"created session sid-2 in {db}", f"opened session sid-2 in {db} entries=0 read_only=False"]
+
+
+def test_a_tool_ended_by_an_abort_is_logged_as_aborted(caplog):
+    import threading
+
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    caplog.set_level(logging.DEBUG, logger="agentcore")
+    started = threading.Event()
+
+    @tool
+    def wait(seconds: int, signal=None) -> str:
+        """Waits until the run is aborted."""
+        started.set()
+        signal.wait(30)
+        raise RuntimeError("stopped")
+
+    scripted = ScriptedModel([tool_call("wait", {"seconds": 1}, id="w1"), text("unused")])
+    agent = Agent(scripted.model, tools=[wait], stream_fn=scripted.stream_fn)
+    agent.prompt("go", wait=False)
+    assert started.wait(10)
+    agent.abort()
+    agent.wait_for_idle()
+    lines = _messages(caplog, "agentcore.loop")
+    assert len(lines) == 1 and lines[0].startswith("tool call wait id=w1 outcome=aborted duration_ms=")
+    assert "stop_reason=aborted" in _messages(caplog, "agentcore.agent")[-1]

@@ -20,7 +20,8 @@ Messages never contain API keys or request headers.
 Logging (logger ``agentcore.providers.http``): DEBUG records each attempt (method, URL with its
 user info and secret-looking query values replaced by ``***``, provider, model, attempt n/max),
 each response (status, duration, the server's request id) and each retry decision (reason,
-delay); WARNING a server-requested delay above the cap. Header values and the request's keys
+delay); WARNING a server-requested delay above the cap (when logging is configured: otherwise
+the error's own message is the one report). Header values and the request's keys
 never appear in a record.
 """
 
@@ -498,9 +499,11 @@ def open_stream(
             raise ProviderHTTPError(message, response.status_code)
         server_delay = retry_delay_from_headers(response.headers)
         if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
-            _log.warning("%s asked to wait %gs before retrying (status %d), above the cap of %gs "
-                         "(max_retry_delay_ms): not retrying", session_name, server_delay,
-                         response.status_code, cap_ms / 1000)
+            if _log.hasHandlers():  # else the error alone reports it (logging's last resort
+                # handler would print the same fact to stderr a second time)
+                _log.warning("%s asked to wait %gs before retrying (status %d), above the cap of %gs "
+                             "(max_retry_delay_ms): not retrying", session_name, server_delay,
+                             response.status_code, cap_ms / 1000)
             raise ProviderHTTPError(
                 f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
                 response.status_code,
