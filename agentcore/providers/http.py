@@ -422,10 +422,16 @@ def _sleep(seconds: float, signal: Any) -> None:
 
 
 def _describe_connection_error(exc: BaseException, url: str) -> str:
+    """The error text of a failed connection; urllib3 repeats the URL's path and query in it, so
+    secret-looking query values (``?key=``, ``?token=``) and user info are replaced by ``***``."""
     from urllib.parse import urlsplit
 
+    from .base import redact
+
     host = urlsplit(url).netloc.rsplit("@", 1)[-1]
-    reason = str(exc)
+    secrets: list = []
+    _loggable_url(url, secrets)  # collects the URL's secrets
+    reason = redact(str(exc), secrets)
     import requests
 
     if isinstance(exc, requests.exceptions.Timeout):
