@@ -22,8 +22,10 @@ from __future__ import annotations
 import contextvars
 import copy
 import inspect
+import logging
 import sys
 import threading
+import time
 import warnings
 from dataclasses import dataclass, field
 from typing import (
@@ -117,6 +119,19 @@ class _ActiveRun:
 def _level(value: Any) -> str:
     """A thinking level as a string; None means "off" (not the level "None")."""
     return "off" if value is None else str(value)
+
+
+_log = logging.getLogger(__name__)
+
+
+def _log_run_end(run: _ActiveRun, started: float) -> None:
+    """The DEBUG record of a finished run: its stop reason (the last assistant message's),
+    how many messages it added and how long it took. Never message content."""
+    result = run.result or []
+    last = next((m for m in reversed(result) if role_of(m) == "assistant"), None)
+    _log.debug("run end stop_reason=%s messages=%d duration_ms=%.1f",
+               getattr(last, "stop_reason", None) or "-", len(result),
+               (time.perf_counter() - started) * 1000)
 
 
 def _field_text(obj: Any, name: str) -> str:
@@ -863,12 +878,18 @@ class Agent:
 
     def _run_with_lifecycle(self, run: _ActiveRun, body: Callable[[], List[Any]]) -> None:
         run.thread_ident = threading.get_ident()
+        started = time.perf_counter()
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("run start model=%s/%s", _field_text(self._state.model, "provider"),
+                       _field_text(self._state.model, "id"))
         try:
             try:
                 run.result = body()
             except BaseException as exc:  # noqa: BLE001 - becomes a failure run
                 self._fail_run(run, exc)
         finally:
+            if _log.isEnabledFor(logging.DEBUG):
+                _log_run_end(run, started)
             self._finish_run(run)
 
     def _fail_run(self, run: _ActiveRun, exc: BaseException) -> None:

@@ -33,8 +33,10 @@ import contextvars
 import copy
 import dataclasses
 import inspect
+import logging
 import queue
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -515,15 +517,23 @@ def _find_tool(ctx: AgentContext, name: str) -> Optional[AgentTool]:
 
 
 class _Outcome:
-    """A finished call: its finalized result and whether it is an error."""
+    """A finished call: its finalized result and whether it is an error.
+
+    Every tool call ends in exactly one ``_Outcome``, so its creation is where a call's DEBUG
+    record is written: ``kind`` names why an error result is one (blocked, invalid, aborted; plain
+    "error" when None) and ``started`` is the ``perf_counter`` at which ``execute`` began (None:
+    the call never executed)."""
 
     __slots__ = ("call", "result", "is_error", "_message")
 
-    def __init__(self, call: ToolCall, result: AgentToolResult, is_error: bool) -> None:
+    def __init__(self, call: ToolCall, result: AgentToolResult, is_error: bool,
+                 kind: Optional[str] = None, started: Optional[float] = None) -> None:
         self.call = call
         self.result = result
         self.is_error = is_error
         self._message: Optional[ToolResultMessage] = None
+        if _log.isEnabledFor(logging.DEBUG):
+            _log_tool_end(call, is_error, kind, started)
 
     @property
     def message(self) -> ToolResultMessage:
@@ -557,12 +567,14 @@ def _content_list(content: Any) -> List[Any]:
 class _Prepared:
     """A call that passed preflight: the tool and the exact args object ``execute`` receives."""
 
-    __slots__ = ("call", "tool", "args")
+    __slots__ = ("call", "tool", "args", "started", "kind")
 
     def __init__(self, call: ToolCall, tool: AgentTool, args: Any) -> None:
         self.call = call
         self.tool = tool
         self.args = args
+        self.started: Optional[float] = None  # set by _execute, for the call's DEBUG record
+        self.kind: Optional[str] = None  # "aborted" when the run was aborted during execute
 
 
 def _run_sequential(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
@@ -617,7 +629,7 @@ def _reject_truncated_calls(tool_calls: List[ToolCall], emit: Emit) -> ToolBatch
         result = _error_result(text)
         emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
         emit(ToolExecutionEndEvent(call.id, call.name, result, True))
-        tool_message = _Outcome(call, result, True).message
+        tool_message = _Outcome(call, result, True, "invalid").message
         emit(MessageStartEvent(tool_message))
         emit(MessageEndEvent(tool_message))
         messages.append(tool_message)
@@ -641,7 +653,7 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
     """
     tool = _find_tool(ctx, call.name)
     if tool is None:
-        return _Outcome(call, _error_result(f"Tool {call.name} not found"), True)
+        return _Outcome(call, _error_result(f"Tool {call.name} not found"), True, "invalid")
     try:
         raw_args = call.arguments
         if tool.prepare_arguments is not None:
@@ -650,16 +662,17 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
         if cfg.before_tool_call is not None:
             verdict = awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
             if signal.aborted:
-                return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
+                return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True, "aborted")
             if verdict is not None and field_of(verdict, "block"):
                 result = _error_result(field_of(verdict, "reason") or ERR_TOOL_BLOCKED)
                 if field_of(verdict, "terminate") is True:
                     result.terminate = True
-                return _Outcome(call, result, True)
+                return _Outcome(call, result, True, "blocked")
     except Exception as exc:  # noqa: BLE001 - becomes an error result, never a run failure
-        return _Outcome(call, _error_result(exception_message(exc)), True)
+        kind = "invalid" if isinstance(exc, _tools.ToolValidationError) else None
+        return _Outcome(call, _error_result(exception_message(exc)), True, kind)
     if signal.aborted:
-        return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
+        return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True, "aborted")
     return _Prepared(call, tool, args)
 
 
@@ -716,9 +729,12 @@ def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], No
              ) -> Tuple[AgentToolResult, bool]:
     """Call ``execute``; a raised exception (any kind) becomes an error result whose text is the
     exception message (its type name when the message is empty or cannot be read)."""
+    item.started = time.perf_counter()
     try:
         return _as_tool_result(item.tool.execute(item.call.id, item.args, signal, on_update)), False
     except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
+        if signal.aborted:
+            item.kind = "aborted"
         return _error_result(exception_message(exc)), True
 
 
@@ -792,19 +808,31 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
               message: AssistantMessage, cfg: AgentLoopConfig, signal: AbortSignal) -> _Outcome:
     """Apply ``after_tool_call`` overrides field by field (spec §2.8)."""
     if cfg.after_tool_call is None:
-        return _Outcome(item.call, result, is_error)
+        return _Outcome(item.call, result, is_error, item.kind, item.started)
     try:
         override = awaited(cfg.after_tool_call(
             AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
-        return _Outcome(item.call, _error_result(exception_message(exc)), True)
+        return _Outcome(item.call, _error_result(exception_message(exc)), True, None, item.started)
     override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     if override is None:
-        return _Outcome(item.call, result, is_error)
+        return _Outcome(item.call, result, is_error, item.kind, item.started)
     merged = dataclasses.replace(result)
     for name in ("content", "details", "usage", "terminate"):
         value = field_of(override, name)
         if value is not None:
             setattr(merged, name, value)
     new_is_error = field_of(override, "is_error")
-    return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error))
+    return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error),
+                    item.kind, item.started)
+
+
+_log = logging.getLogger(__name__)
+
+
+def _log_tool_end(call: ToolCall, is_error: bool, kind: Optional[str], started: Optional[float]) -> None:
+    """The DEBUG record of a finished tool call (never its arguments or result: they may hold
+    secrets). The outcome is ok, error, blocked, invalid or aborted."""
+    outcome = (kind or "error") if is_error else "ok"
+    duration = "-" if started is None else f"{(time.perf_counter() - started) * 1000:.1f}"
+    _log.debug("tool call %s id=%s outcome=%s duration_ms=%s", call.name, call.id, outcome, duration)

@@ -857,3 +857,112 @@ def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
     lines = [json.loads(line) for line in open(path)]
     results = [l["message"] for l in lines if l.get("type") == "message" and l["message"]["role"] == "toolResult"]
     assert results[0]["toolCallId"] == "c1" and results[0]["isError"] is False
+
+
+# --------------------------------------------------------------------------- -v and usage (issue 15)
+
+
+def answer_with_usage(text: str, prompt: int, completion: int, cached: int = 0) -> Reply:
+    """An SSE completion whose last chunk reports token usage, as OpenAI's include_usage does."""
+    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
+             "prompt_tokens_details": {"cached_tokens": cached}}
+    return Reply(body=sse(_chunk({"content": text}), _chunk(finish="stop"), {"choices": [], "usage": usage},
+                          done=True))
+
+
+def groq(server: ScriptedServer) -> List[str]:  # a catalog model with prices: $0.59/$0.79 per M tokens
+    return ["--base-url", server.url + "/v1", "--model", "groq/llama-3.3-70b-versatile"]
+
+
+def test_run_verbose_logs_requests_retries_and_tools_to_stderr_without_the_key(env, tmp_path):
+    env["GROQ_API_KEY"] = SECRET
+    (tmp_path / "marker.txt").write_text("x")
+    replies = [Reply(status=429, headers={"retry-after-ms": "1"}, body=json.dumps({"error": {"message": SECRET}})),
+               tool_reply("ls", {"path": "."}), answer("There is marker.txt.")]
+    with ScriptedServer(replies) as server:
+        done = agentcore("run", *groq(server), "-v", "-t", "ls", "what is here?", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "There is marker.txt.\n"  # logging never touches stdout
+    err = done.stderr
+    assert "[DEBUG agentcore.providers.http] POST http://127.0.0.1:" in err
+    assert "provider=groq model=llama-3.3-70b-versatile attempt=1/3" in err
+    assert "response 429" in err and "retry provider=groq" in err and "reason=status 429" in err
+    assert "[DEBUG agentcore.loop] tool call ls id=call_1 outcome=ok" in err
+    assert "[DEBUG agentcore.agent] run start model=groq/llama-3.3-70b-versatile" in err
+    assert SECRET not in done.stdout + err
+
+
+def test_run_without_verbose_logs_nothing(env, tmp_path):
+    with ScriptedServer([answer("quiet")]) as server:
+        done = agentcore("run", *local(server), "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 0 and "[DEBUG" not in done.stderr and "POST http" not in done.stderr
+
+
+def test_run_usage_prints_tokens_and_cost_after_the_answer(env, tmp_path):
+    env["GROQ_API_KEY"] = SECRET
+    with ScriptedServer([answer_with_usage("counted", 100000, 20000, cached=40000)]) as server:
+        done = agentcore("run", *groq(server), "-u", "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "counted\n"  # usage goes to stderr: stdout stays the answer
+    # 60000 uncached * 0.59/M + 20000 * 0.79/M = 0.0354 + 0.0158
+    assert done.stderr.strip().splitlines()[-1] == (
+        "Token usage (groq/llama-3.3-70b-versatile): 60,000 input, 20,000 output, 40,000 cache read, "
+        "0 cache write, $0.0512")
+
+
+def test_run_usage_sums_every_request_of_a_tool_run(env, tmp_path):
+    tool_with_usage = tool_reply("ls", {})
+    tool_with_usage.body = tool_with_usage.body.replace(
+        "data: [DONE]", 'data: {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}\n\ndata: [DONE]')
+    with ScriptedServer([tool_with_usage, answer_with_usage("done", 20, 5)]) as server:
+        done = agentcore("run", *local(server), "--usage", "-t", "ls", "list", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("Token usage (local/llama3): 30 input, 8 output, 0 cache read, 0 cache write, $0.0000"
+            in done.stderr.splitlines())
+
+
+def test_chat_session_command_shows_the_running_cost(env, tmp_path):
+    env["GROQ_API_KEY"] = SECRET
+    replies = [answer_with_usage("one", 100000, 20000), answer_with_usage("two", 100000, 20000)]
+    with ScriptedServer(replies) as server:
+        done = agentcore("chat", *groq(server), env=env, stdin="first\n/session\nsecond\n/session\n/quit\n",
+                         cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stdout.splitlines() if "this chat:" in line]
+    assert lines == [
+        "this chat: 1 responses, 100,000 input, 20,000 output, 0 cache read, 0 cache write, $0.0748",
+        "this chat: 2 responses, 200,000 input, 40,000 output, 0 cache read, 0 cache write, $0.1496"]
+    assert "no session: this chat is not saved" in done.stdout
+
+
+def test_sessions_show_lists_usage_per_model(env, tmp_path):
+    env["GROQ_API_KEY"] = SECRET
+    with ScriptedServer([answer_with_usage("a", 1000, 100, cached=200)]) as server:
+        first = agentcore("run", *groq(server), "--session", "usage-1", "one", env=env, cwd=tmp_path)
+    with ScriptedServer([answer_with_usage("b", 50, 5)]) as server:
+        second = agentcore("run", *local(server), "--session", "usage-1", "two", env=env, cwd=tmp_path)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    show = agentcore("sessions", "show", "usage-1", env=env, cwd=tmp_path)
+    assert show.returncode == 0, show.stderr
+    table = show.stdout.split("usage per model (all branches):\n")[1].split("\n\n")[0].splitlines()
+    assert [row.split() for row in table] == [
+        ["MODEL", "REQUESTS", "INPUT", "OUTPUT", "CACHE", "READ", "CACHE", "WRITE", "COST"],
+        ["groq/llama-3.3-70b-versatile", "1", "800", "100", "200", "0", "$0.0006"],
+        ["local/llama3", "1", "50", "5", "0", "0", "$0.0000"],
+        ["total", "2", "850", "105", "200", "0", "$0.0006"]]
+
+
+def test_a_retry_delay_above_the_cap_is_reported_once_without_v_and_logged_with_v(env, tmp_path):
+    def capped():
+        return [Reply(status=429, headers={"retry-after": "120"}, content_type="application/json",
+                      body=json.dumps({"error": {"message": "rate limited"}}))]
+
+    with ScriptedServer(capped()) as server:
+        plain = agentcore("run", *local(server), "-o", "max_retry_delay_ms", "5000", "hi", env=env, cwd=tmp_path)
+    with ScriptedServer(capped()) as server:
+        verbose = agentcore("run", *local(server), "-v", "-o", "max_retry_delay_ms", "5000", "hi", env=env,
+                            cwd=tmp_path)
+    assert plain.returncode == verbose.returncode == 1
+    assert plain.stderr.count("Server requested 120s retry delay (max: 5s)") == 1
+    assert "asked to wait" not in plain.stderr  # the error is the one report
+    assert "[WARNING agentcore.providers.http] local asked to wait 120s" in verbose.stderr

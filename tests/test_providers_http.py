@@ -649,3 +649,14 @@ def test_close_on_abort_with_an_aborted_none_or_later_signal(server):
     with close_on_abort(response, None):  # no signal: nothing to watch
         assert response.raw.read() == b"ok"
     response.close()
+
+
+def test_a_connection_error_never_repeats_a_secret_query_value_of_the_url():  # issue 15: redaction
+    from agentcore.providers.http import ProviderHTTPError, open_stream
+
+    with ScriptedServer() as srv:
+        url = srv.url + "/v1/x?alt=sse&token=url-secret-token-77"  # the server is closed: refused
+    with pytest.raises(ProviderHTTPError) as caught:
+        open_stream(url, b"{}", {}, session_name="t", max_retries=0)
+    assert "url-secret-token-77" not in str(caught.value)
+    assert "Connection error talking to 127.0.0.1" in str(caught.value) and "token=***" in str(caught.value)

@@ -3,8 +3,10 @@
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
 line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking``, ``--system`` and ``--approve`` (y/n/always before each tool call,
-see :mod:`agentcore.cli._approve`), before or after the command name.
+``--session``, ``--thinking``, ``--system``, ``--approve`` (y/n/always before each tool call,
+see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``agentcore``
+loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
+per model to stderr after the answer.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
@@ -13,10 +15,11 @@ Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configura
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
 from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
@@ -62,6 +65,9 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument("--approve", action="store_true",
                        help="ask y/n/a(lways for this tool) at the terminal before each tool call; with a "
                             "PROMPT argument, run reads the answers from stdin")
+    group.add_argument("-v", "--verbose", action="store_true",
+                       help="log HTTP requests, retries, tool calls and sessions (DEBUG) to stderr; "
+                            "keys and auth headers are redacted")
     return common
 
 
@@ -84,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--schema", metavar="SCHEMA",
                      help="answer as JSON matching SCHEMA: inline JSON, a JSON file, or fields like "
                           "'name, age int, tags list' (the answer prints to stdout, progress to stderr)")
+    run.add_argument("-u", "--usage", action="store_true",
+                     help="print the tokens and cost of the run per model to stderr after the answer")
     run.set_defaults(handler=cmd_run)
 
     chat = commands.add_parser("chat", parents=[common], help="interactive conversation (REPL)",
@@ -198,12 +206,14 @@ def _isatty(stream: Any) -> bool:
 def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
     from ._render import JsonPrinter, TextPrinter, run_outcome
+    from ._usage import count_usage, usage_lines
 
     schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
     prompt = _read_prompt(args, stdin)
     setup = build_agent(CliOptions.from_args(args))
     # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
     text = TextPrinter(out if schema is None else err, err, secret=setup.api_key)
+    tally = count_usage(setup.agent) if getattr(args, "usage", False) else None
     try:
         setup.agent.subscribe(JsonPrinter(out) if args.json else text)
         if setup.session is not None and setup.created_session:
@@ -213,14 +223,19 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             if approver is not None:
                 approver.settle(setup.agent, [])  # calls a resumed session left waiting
             if schema is not None:
-                return _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
-            new = setup.agent.prompt(prompt)
-            if approver is not None:
-                new = approver.settle(setup.agent, new)
+                status = _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
+            else:
+                new = setup.agent.prompt(prompt)
+                if approver is not None:
+                    new = approver.settle(setup.agent, new)
+                status = run_outcome(new)
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
             return EXIT_INTERRUPTED
-        return run_outcome(new)
+        if tally is not None:  # after the answer, on stderr: stdout stays the answer alone
+            for line in usage_lines(tally):
+                text.note(line)
+        return status
     finally:
         if setup.session is not None:
             setup.session.close()
@@ -321,7 +336,8 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None
         parser.print_help(err)
         return EXIT_USAGE
     try:
-        return handler(args, stdin, out, err)
+        with _verbose_logging(err, getattr(args, "verbose", False)):
+            return handler(args, stdin, out, err)
     except UsageError as exc:
         message = str(exc)
         err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
@@ -337,6 +353,30 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None
         err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
 
+
+
+@contextlib.contextmanager
+def _verbose_logging(err: TextIO, verbose: bool) -> Iterator[None]:
+    """With ``-v``: DEBUG records of the ``agentcore`` loggers go to ``err`` while the command runs.
+
+    The handler is the CLI's own (the library adds none) and is removed afterwards, with the
+    logger's level restored, so ``main()`` called in-process leaves logging as it found it."""
+    if not verbose:
+        yield
+        return
+    import logging
+
+    logger = logging.getLogger("agentcore")
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("[%(levelname)s %(name)s] %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def _silence_stdout() -> None:

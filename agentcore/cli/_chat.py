@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 from ._render import TextPrinter, run_outcome
 from ._setup import (AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model,
                      resolve_tools)
+from ._usage import count_usage
 
 __all__ = ["Chat", "COMMANDS"]
 
@@ -21,7 +22,7 @@ COMMANDS: Dict[str, str] = {
     "/model [provider/id]": "show the model, or switch to another",
     "/tools [a,b|none]": "show the active tools, or replace them",
     "/thinking [level]": "show or set the thinking level",
-    "/session": "where this conversation is saved",
+    "/session": "where this conversation is saved, its tokens and the running cost of this chat",
     "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N "
                    "(saved in the session with the next prompt)",
     "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
@@ -46,6 +47,7 @@ class Chat:
         self.err = err
         self.text = TextPrinter(out, err, secret=setup.api_key)
         self.agent.subscribe(printer or self.text)
+        self.usage = count_usage(self.agent)  # the running cost /session shows
         self.status = 0
         self.approver: Any = None  # --approve: a TerminalApprover (agentcore.cli._approve)
         self._compactor_obj: Any = None
@@ -188,16 +190,28 @@ class Chat:
 
     def _session(self, _: str) -> None:
         session = self.session
+        running = self._running_cost()
         if session is None:
             self._say("no session: this chat is not saved. Start one with --session PATH.jsonl, "
-                      "--session ID or --session new")
+                      f"--session ID or --session new\n{running}")
             return
         stats = session.get_session_stats()
         self._say(f"session {session.id}\n  path: {session.path or 'memory'}\n  cwd: {session.cwd}\n"
                   f"  entries: {len(session.storage)}, messages: {stats.message_count} (all branches)\n"
-                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f}\n  leaf: {session.leaf_id}"
+                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f} (whole session)\n"
+                  f"{running}\n  leaf: {session.leaf_id}"
                   + ("" if self._pending_branch is None else
                      f" (moves to {self._view_leaf or 'the start'} with the next prompt: /branch)"))
+
+    def _running_cost(self) -> str:
+        """The ``this chat:`` lines of /session: the usage of the runs since the chat started."""
+        rows = list(self.usage.models.values())
+        total = self.usage.total()
+        responses = sum(row.requests for row in rows if row.key != "tools")
+        text = f"  this chat: {responses} responses, {total.describe()}"
+        if len(rows) > 1:
+            text += "".join(f"\n    {row.key}: {row.describe()}" for row in rows)
+        return text
 
     def _user_prompts(self) -> List[Tuple[Any, Any]]:
         """``(entry_or_index, message)`` for each user message on the branch the chat is on (a

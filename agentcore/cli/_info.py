@@ -11,6 +11,7 @@ import os
 from typing import Any, List, Optional, Sequence, TextIO
 
 from ._setup import UsageError, default_sessions_dir, is_session_path
+from ._usage import UsageTally, usage_table
 
 __all__ = ["cmd_models", "cmd_plugins", "cmd_sessions_list", "cmd_sessions_show", "cmd_sessions_export",
            "format_table"]
@@ -221,7 +222,11 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
         if context.model is not None:
             out.write(f"  model: {context.model.key}\n")
         out.write(f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
-                  f"cost: ${stats.cost_total:.4f}\n\n")
+                  f"cost: ${stats.cost_total:.4f}\n")
+        tally = UsageTally().add_entries(session.entries())
+        if tally.models:
+            out.write("\nusage per model (all branches):\n" + usage_table(tally))
+        out.write("\n")
         for entry in session.get_branch():
             if entry.type == "message":
                 out.write(describe_message(entry.message) + "\n\n")

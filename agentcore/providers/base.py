@@ -432,7 +432,7 @@ class WireProvider:
                 request.url, data, headers, session_name=model.provider or self.api, signal=signal,
                 timeout=_timeout(options), max_retries=options.get("max_retries"),
                 max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style=self.error_style,
-                on_response=options.get("on_response"))
+                on_response=options.get("on_response"), model=model.id)
             abort_seen: List[bool] = []  # the per-event abort check without a property call
             if signal is not None:
                 opened = response

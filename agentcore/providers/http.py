@@ -16,6 +16,13 @@
   public way for tools and plugins to make their own HTTP reads abortable (agentcore-web uses it).
 
 Messages never contain API keys or request headers.
+
+Logging (logger ``agentcore.providers.http``): DEBUG records each attempt (method, URL with its
+user info and secret-looking query values replaced by ``***``, provider, model, attempt n/max),
+each response (status, duration, the server's request id) and each retry decision (reason,
+delay); WARNING a server-requested delay above the cap (when logging is configured: otherwise
+the error's own message is the one report). Header values and the request's keys
+never appear in a record.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
+import logging
 import os
 import random
 import socket
@@ -416,10 +424,16 @@ def _sleep(seconds: float, signal: Any) -> None:
 
 
 def _describe_connection_error(exc: BaseException, url: str) -> str:
+    """The error text of a failed connection; urllib3 repeats the URL's path and query in it, so
+    secret-looking query values (``?key=``, ``?token=``) and user info are replaced by ``***``."""
     from urllib.parse import urlsplit
 
+    from .base import redact
+
     host = urlsplit(url).netloc.rsplit("@", 1)[-1]
-    reason = str(exc)
+    secrets: list = []
+    _loggable_url(url, secrets)  # collects the URL's secrets
+    reason = redact(str(exc), secrets)
     import requests
 
     if isinstance(exc, requests.exceptions.Timeout):
@@ -439,10 +453,13 @@ def open_stream(
     max_retry_delay_ms: Optional[int] = None,
     error_style: str = "openai",
     on_response: Optional[Callable[[int, Dict[str, str]], Any]] = None,
+    model: Optional[str] = None,
 ) -> Any:
     """POST ``body`` and return the open streaming response (2xx); see the module docstring.
 
-    Raises :class:`ProviderHTTPError` (status set for HTTP errors) or :class:`RequestAborted`.
+    ``model`` (the model id) only labels the DEBUG log records, with ``session_name`` as the
+    provider. Raises :class:`ProviderHTTPError` (status set for HTTP errors) or
+    :class:`RequestAborted`.
     """
     import requests
 
@@ -450,10 +467,13 @@ def open_stream(
     retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
     cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else max_retry_delay_ms
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    log = _RequestLog(url, headers, session_name, model, retries) if _log.isEnabledFor(logging.DEBUG) else None
     attempt = 0
     while True:
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
+        if log is not None:
+            log.request(attempt)
         try:
             response = _send(session, url, headers, body, timeout, signal)
         except RequestAborted:
@@ -461,10 +481,17 @@ def open_stream(
         except requests.exceptions.RequestException as exc:
             message = _describe_connection_error(exc, url)
             if attempt >= retries:
+                if log is not None:
+                    log.give_up(attempt, message)
                 raise ProviderHTTPError(message) from None
-            _sleep(_backoff(attempt), signal)
+            delay = _backoff(attempt)
+            if log is not None:
+                log.retry(attempt, message, delay)
+            _sleep(delay, signal)
             attempt += 1
             continue
+        if log is not None:
+            log.response(response)
         if on_response is not None:
             on_response(response.status_code, dict(response.headers))
         if 200 <= response.status_code < 300:
@@ -475,15 +502,98 @@ def open_stream(
             raise RequestAborted("Request was aborted")
         message = format_http_error(response.status_code, error_body, error_style)
         if attempt >= retries or not _should_retry(response.status_code, response.headers):
+            if log is not None:
+                log.give_up(attempt, f"status {response.status_code}")
             raise ProviderHTTPError(message, response.status_code)
         server_delay = retry_delay_from_headers(response.headers)
         if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
+            if _log.hasHandlers():  # else the error alone reports it (logging's last resort
+                # handler would print the same fact to stderr a second time)
+                _log.warning("%s asked to wait %gs before retrying (status %d), above the cap of %gs "
+                             "(max_retry_delay_ms): not retrying", session_name, server_delay,
+                             response.status_code, cap_ms / 1000)
             raise ProviderHTTPError(
                 f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
                 response.status_code,
             )
-        _sleep(_backoff(attempt) if server_delay is None else server_delay, signal)
+        delay = _backoff(attempt) if server_delay is None else server_delay
+        if log is not None:
+            log.retry(attempt, f"status {response.status_code}", delay,
+                      "retry-after" if server_delay is not None else "backoff")
+        _sleep(delay, signal)
         attempt += 1
+
+
+_log = logging.getLogger(__name__)
+
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid", "cf-ray")
+_SECRET_QUERY = ("key", "token", "secret", "password", "auth", "sig", "credential")
+
+
+class _RequestLog:
+    """The DEBUG records of one :func:`open_stream` call; created only when DEBUG is enabled.
+
+    Every text that may echo a secret (a connection error repeats the URL) goes through
+    :func:`agentcore.providers.base.redact` with the request's secret header values and query
+    values first."""
+
+    def __init__(self, url: str, headers: Mapping[str, str], provider: str, model: Optional[str],
+                 retries: int) -> None:
+        from .base import _secret_header_values
+
+        self.secrets = _secret_header_values(headers)
+        self.url = _loggable_url(url, self.secrets)
+        self.label = f"provider={provider} model={model or '-'}"
+        self.retries = retries
+        self.started = 0.0
+
+    def _redact(self, text: str) -> str:
+        from .base import redact
+
+        return redact(text, self.secrets)
+
+    def request(self, attempt: int) -> None:
+        self.started = time.perf_counter()
+        _log.debug("POST %s %s attempt=%d/%d", self.url, self.label, attempt + 1, self.retries + 1)
+
+    def response(self, response: Any) -> None:
+        duration = (time.perf_counter() - self.started) * 1000
+        headers = response.headers
+        request_id = next((headers[name] for name in _REQUEST_ID_HEADERS if headers.get(name)), "-")
+        _log.debug("response %d %s duration_ms=%.1f request_id=%s", response.status_code,
+                   self.label, duration, self._redact(str(request_id)))
+
+    def retry(self, attempt: int, reason: str, delay: float, source: str = "backoff") -> None:
+        _log.debug("retry %s reason=%s delay_s=%.3f (%s) attempt=%d/%d", self.label, self._redact(reason),
+                   delay, source, attempt + 2, self.retries + 1)
+
+    def give_up(self, attempt: int, reason: str) -> None:
+        _log.debug("no retry %s reason=%s after attempt=%d/%d", self.label, self._redact(reason),
+                   attempt + 1, self.retries + 1)
+
+
+def _loggable_url(url: str, secrets: list) -> str:
+    """``url`` without user info, and with the values of secret-looking query parameters (and
+    any known secret) replaced by ``***``; their values join ``secrets``."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        if "@" in parts.netloc:
+            secrets.extend(p for p in parts.netloc.rsplit("@", 1)[0].split(":") if p)
+        query = []
+        for name, value in parse_qsl(parts.query, keep_blank_values=True):
+            if any(word in name.lower() for word in _SECRET_QUERY):
+                secrets.append(value)
+                value = "***"
+            query.append((name, value))
+        text = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
+    except ValueError:
+        return "<unparseable URL>"
+    from .base import redact
+
+    return redact(text, secrets)
 
 
 def _read_abortable(response: Any, signal: Any) -> str:

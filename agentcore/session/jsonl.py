@@ -20,11 +20,15 @@ the lost entries ``invalid_session`` when read; reads after :meth:`close` reopen
 Each append is one ``os.write`` of a whole line on an ``O_APPEND`` descriptor; a failed write is
 rolled back by truncating to the previous size. ``fsync``: ``"never"`` (default, what the reference
 does), ``"always"`` (after every append) or ``"close"``.
+
+Logging (logger ``agentcore.session.jsonl``): DEBUG for each open and create (path, entry
+count), WARNING when a torn last line was cut off (the entry it held is lost).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
@@ -154,6 +158,7 @@ class JsonlSessionStorage(SessionStorage):
         except BaseException:
             self._release()
             raise
+        _log.debug("opened session file %s entries=%d read_only=%s", self.path, len(self), read_only)
 
     # ------------------------------------------------------------------ creation
 
@@ -176,6 +181,7 @@ class JsonlSessionStorage(SessionStorage):
         body = [encode_line(header.to_dict())]
         body.extend(line if line.endswith(b"\n") else line + b"\n" for line in lines)
         publish_new(path, b"".join(body))
+        _log.debug("created session file %s id=%s", path, header.id)
         return cls(path, fsync=fsync)
 
     # ------------------------------------------------------------------ opening
@@ -257,6 +263,9 @@ class JsonlSessionStorage(SessionStorage):
             if torn:
                 keep = sum(len(line) + 1 for line in lines[:last])
                 os.ftruncate(self._fd, keep)
+                _log.warning("%s: the last line was torn (an interrupted write) and was removed: "
+                             "%d bytes of line %d dropped, the %d entries before it are intact",
+                             self.path, len(data) - keep, last + 1, len(self))
             elif not data.endswith(b"\n"):
                 _write_all(self._fd, b"\n")
             else:
@@ -434,6 +443,9 @@ class JsonlSessionStorage(SessionStorage):
             self._release()
         except Exception:
             pass
+
+
+_log = logging.getLogger(__name__)
 
 
 def publish_new(path: str, content: bytes) -> None:

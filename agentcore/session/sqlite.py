@@ -19,11 +19,15 @@ The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchron
 leaves the database intact), ``"always"`` uses ``synchronous=FULL``. ``synchronous=OFF`` is not
 used even for ``"never"``: it would save the checkpoints' disk flushes (about 25 µs per append)
 but an OS crash could then corrupt the whole database, every session in it.
+
+Logging (logger ``agentcore.session.sqlite``): DEBUG for each open and create (path, session id,
+entry count).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -68,6 +72,9 @@ class SqliteSessionInfo:
     created: str
     parent_session: Optional[str]
     message_count: int
+
+
+_log = logging.getLogger(__name__)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -161,6 +168,8 @@ class SqliteSessionStorage(SessionStorage):
         except BaseException:
             self.close()
             raise
+        _log.debug("opened session %s in %s entries=%d read_only=%s", self.session_id, self.path,
+                   len(self), read_only)
 
     # ------------------------------------------------------------------ creation and listing
 
@@ -190,6 +199,7 @@ class SqliteSessionStorage(SessionStorage):
             raise SessionError("storage", f"{path}: cannot create the session ({exc})", path=path) from exc
         finally:
             conn.close()
+        _log.debug("created session %s in %s", header.id, path)
         return cls(path, header.id, fsync=fsync)
 
     @staticmethod
