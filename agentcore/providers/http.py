@@ -37,7 +37,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import (
     connection_address, environ_data, http_client_read1, is_default_timeout, name_resolution_error,
@@ -431,7 +431,7 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
     from .base import redact
 
     host = urlsplit(url).netloc.rsplit("@", 1)[-1]
-    secrets: list = []
+    secrets: List[str] = []
     _loggable_url(url, secrets)  # collects the URL's secrets
     reason = redact(str(exc), secrets)
     import requests
@@ -572,7 +572,7 @@ class _RequestLog:
                    attempt + 1, self.retries + 1)
 
 
-def _loggable_url(url: str, secrets: list) -> str:
+def _loggable_url(url: str, secrets: List[str]) -> str:
     """``url`` without user info, and with the values of secret-looking query parameters (and
     any known secret) replaced by ``***``; their values join ``secrets``."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
