@@ -9,7 +9,7 @@ import threading
 
 import google.oauth2.credentials
 import pytest
-from conftest import FakeCredentials
+from vertex_helpers import FakeCredentials
 
 from agentcore.providers.google import build_request_body
 from agentcore.types import AgentContext, Model, UserMessage

@@ -7,7 +7,7 @@ import json
 
 import google.oauth2.credentials
 import pytest
-from conftest import FakeCredentials, Reply, load_recording
+from vertex_helpers import FakeCredentials, Reply, load_recording
 
 from agentcore import Agent, AbortController, Session, hookimpl, tool
 from agentcore.types import AgentContext, Model, ModelCost, TextContent, ToolResultMessage, UserMessage
