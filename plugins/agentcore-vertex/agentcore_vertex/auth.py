@@ -51,6 +51,7 @@ class TokenSource:
         self._request = request
         self._clock = clock
         self._lock = threading.Lock()
+        self._rejected = False
 
     @classmethod
     def from_adc(cls, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> "TokenSource":
@@ -82,12 +83,18 @@ class TokenSource:
         Raises :class:`VertexAuthError` when the refresh fails or yields no token.
         """
         with self._lock:
-            if self._needs_refresh():
+            if self._rejected or self._needs_refresh():
                 self._refresh()
+                self._rejected = False
             token = getattr(self.credentials, "token", None)
         if not token:
             raise VertexAuthError(f"Vertex AI: the Google Cloud credentials gave no access token; {_ADC_HELP}")
         return str(token)
+
+    def invalidate(self) -> None:
+        """The server rejected the current token (HTTP 401): the next :meth:`token` refreshes."""
+        with self._lock:
+            self._rejected = True
 
     def _needs_refresh(self) -> bool:
         credentials = self.credentials

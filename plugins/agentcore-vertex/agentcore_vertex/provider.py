@@ -19,7 +19,8 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
   naming what to set.
 
 Failures (missing configuration, no credentials, a failed refresh, HTTP errors) end the stream with
-an ``error`` event, as for every wire API; tokens and keys never appear in its message.
+an ``error`` event, as for every wire API; tokens and keys never appear in its message. With ADC, a
+``401`` before any content refreshes the token and retries once.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ import os
 import re
 import threading
 import weakref
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from agentcore.providers.base import ProviderError, StateHandler, WireProvider, WireRequest
+from agentcore.providers.base import ProviderError, ProviderStream, StateHandler, WireProvider, WireRequest
 from agentcore.providers.google import GoogleStreamState, build_request_body
 
 from .auth import SCOPES, TokenSource
@@ -143,7 +144,34 @@ class VertexProvider(WireProvider):
         # marker keeps the skeleton's provider-name key lookup from failing before we get to it.
         if not options.get("api_key"):
             options["api_key"] = os.environ.get(API_KEY_ENV) or AUTHENTICATED
-        return super().stream(model, context, **options)
+        if options["api_key"] != AUTHENTICATED:
+            return super().stream(model, context, **options)
+        return ProviderStream(self._retry_rejected_token(model, context, options))
+
+    def _retry_rejected_token(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
+        """ADC mode: a 401 before any content means the token was revoked or rotated before its
+        expiry; refresh it and ask once more (as google-auth's AuthorizedSession does)."""
+        statuses: List[int] = []
+        user_hook = options.get("on_response")
+
+        def on_response(status: int, headers: Dict[str, str]) -> None:
+            statuses.append(status)
+            if user_hook is not None:
+                user_hook(status, headers)
+
+        options = dict(options, on_response=on_response)
+        first = super().stream(model, context, **options)
+        try:
+            events = iter(first)
+            event = next(events)
+            if not (event.type == "error" and statuses[-1:] == [401] and event.reason == "error"):
+                yield event
+                yield from events
+                return
+        finally:
+            first.close()
+        self.token_source(options.get("credentials")).invalidate()
+        yield from super().stream(model, context, **options)
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any],
                       api_key: Optional[str]) -> WireRequest:

@@ -206,3 +206,41 @@ def test_entry_point_registers_the_provider_and_the_vertex_models():
                                                             True)
     assert (model.cost.input, model.cost.output, model.context_window) == (1.25, 10, 1048576)
     assert len(plugins.models("google-vertex")) == 13
+
+
+OK_BODY = 'data: {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}\r\n\r\n'
+UNAUTHENTICATED = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                                        "message": "Request had invalid authentication credentials."}})
+
+
+def test_rejected_token_is_refreshed_and_the_request_retried_once(server):
+    creds = FakeCredentials("ya29.revoked-early", "ya29.fresh-token")
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    server.replies += [Reply(401, UNAUTHENTICATED, "application/json"), Reply(body=OK_BODY)]
+    seen = []
+    result, types = _run(provider, _model(server), AgentContext(messages=[UserMessage(content="hi")]),
+                         on_response=lambda status, headers: seen.append(status))
+    assert result.text == "ok" and types == ["start", "text_start", "text_delta", "text_end", "done"]
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.revoked-early",
+                                                                      "Bearer ya29.fresh-token"]
+    assert seen == [401, 200] and creds.refreshes == 2
+
+
+def test_a_second_401_is_the_error(server):
+    creds = FakeCredentials("ya29.one", "ya29.two", "ya29.three")
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    server.replies += [Reply(401, UNAUTHENTICATED, "application/json")] * 2
+    result, types = _run(provider, _model(server), AgentContext(messages=[UserMessage(content="hi")]))
+    assert types == ["error"] and result.error_message.startswith("401 ") and "UNAUTHENTICATED" in result.error_message
+    assert len(server.requests) == 2
+
+
+def test_express_mode_sends_the_key_and_no_bearer(server):
+    server.replies.append(Reply(body=OK_BODY))
+    model = _model(server)
+    result, _ = _run(VertexProvider(), model, AgentContext(messages=[UserMessage(content="hi")]),
+                     api_key="AQ.express-key-0123456789")
+    request = server.requests[0]
+    assert result.text == "ok"
+    assert request.path == "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
+    assert request.headers["x-goog-api-key"] == "AQ.express-key-0123456789" and "authorization" not in request.headers
