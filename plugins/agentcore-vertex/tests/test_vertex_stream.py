@@ -244,3 +244,13 @@ def test_express_mode_sends_the_key_and_no_bearer(server):
     assert result.text == "ok"
     assert request.path == "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
     assert request.headers["x-goog-api-key"] == "AQ.express-key-0123456789" and "authorization" not in request.headers
+
+
+def test_loading_the_plugin_imports_no_wire_code_and_no_google_auth():
+    import subprocess
+    import sys
+
+    code = ("import sys, agentcore_vertex.plugin; "
+            "print(sorted(m for m in ('agentcore.providers.google', 'google.auth', 'requests') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
