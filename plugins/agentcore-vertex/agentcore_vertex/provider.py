@@ -69,19 +69,19 @@ def _base_location(model: Any) -> Optional[str]:
 
 
 def resolve_location(model: Any, location: Optional[str] = None,
-                     env: Optional[Mapping[str, str]] = None, required: bool = True) -> Optional[str]:
-    """The location to use (see the module docstring for the order).
+                     env: Optional[Mapping[str, str]] = None, default: Optional[str] = None) -> str:
+    """The location to use (see the module docstring for the order), else ``default``.
 
-    Raises :class:`VertexConfigError` when none is found and ``required``, or when ``location``
-    contradicts the region of the model's concrete ``base_url``.
+    Raises :class:`VertexConfigError` when none is found and there is no ``default``, or when
+    ``location`` contradicts the region of the model's concrete ``base_url``.
     """
     env = os.environ if env is None else env
     fixed = _base_location(model)
     if location and fixed and location != fixed:
         raise VertexConfigError(f"Vertex AI: location={location!r} but the model's base_url "
                                 f"{model.base_url!r} is the endpoint of location {fixed!r}")
-    found = location or fixed or env.get(LOCATION_ENV) or None
-    if found is None and required:
+    found = location or fixed or env.get(LOCATION_ENV) or default
+    if not found:
         raise VertexConfigError(f"Vertex AI needs a location: set {LOCATION_ENV} (e.g. us-central1 or global) "
                                 "or pass location=")
     return found
@@ -179,7 +179,7 @@ class VertexProvider(WireProvider):
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         location_option = options.get("location") or self.location
         if api_key and api_key != AUTHENTICATED:  # express mode
-            location = resolve_location(model, location_option, required=False) or "global"
+            location = resolve_location(model, location_option, default="global")
             headers["x-goog-api-key"] = api_key
             return WireRequest(request_url(model, location), headers, body)
         location = resolve_location(model, location_option)
