@@ -1,0 +1,186 @@
+"""Request building: URLs per location, project and location resolution, headers, and the
+bearer token's life cycle (refresh before expiry, one refresh for many threads, no leaks)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import threading
+
+import google.oauth2.credentials
+import pytest
+from vertex_helpers import FakeCredentials
+
+from agentcore.providers.google import build_request_body
+from agentcore.types import AgentContext, Model, UserMessage
+from agentcore_vertex import TokenSource, VertexAuthError, VertexConfigError, VertexProvider, endpoint_base
+from agentcore_vertex.provider import resolve_location, resolve_project
+
+TEMPLATE = "https://{location}-aiplatform.googleapis.com"
+FLASH = Model(id="gemini-2.5-flash", api="google-vertex", provider="google-vertex", base_url=TEMPLATE,
+              reasoning=True, input=("text", "image"))
+CTX = AgentContext(system_prompt="Be brief.", messages=[UserMessage(content="hi")])
+PATH = "/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+
+
+def _request(provider, model=FLASH, api_key="<authenticated>", **options):
+    return provider.build_request(model, CTX, options, api_key)
+
+
+def test_regional_url_bearer_header_and_gemini_body():
+    provider = VertexProvider(google.oauth2.credentials.Credentials(token="ya29.regional-token"))
+    request = _request(provider, project="my-proj", location="europe-west4", reasoning="low")
+    assert request.url == ("https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj/locations/"
+                           "europe-west4" + PATH)
+    assert request.headers == {"authorization": "Bearer ya29.regional-token", "content-type": "application/json",
+                               "accept": "text/event-stream"}
+    assert request.body == build_request_body(FLASH, CTX, reasoning="low")  # the google-generative-ai body
+    assert request.body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 2048}
+
+
+def test_global_location_uses_the_global_host():
+    provider = VertexProvider(google.oauth2.credentials.Credentials(token="ya29.t"), project="p", location="global")
+    assert _request(provider).url == "https://aiplatform.googleapis.com/v1/projects/p/locations/global" + PATH
+    assert endpoint_base(Model(id="m", base_url=""), "global") == "https://aiplatform.googleapis.com/v1"
+
+
+def test_project_and_location_from_the_usual_variables(monkeypatch):
+    monkeypatch.setenv("GCLOUD_PROJECT", "from-gcloud-var")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-east5")
+    provider = VertexProvider(google.oauth2.credentials.Credentials(token="ya29.t"))
+    assert "/projects/from-gcloud-var/locations/us-east5/" in _request(provider).url
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "from-cloud-var")  # wins over GCLOUD_PROJECT
+    assert "/projects/from-cloud-var/" in _request(provider).url
+    assert "/projects/opt/locations/asia-east1/" in _request(provider, project="opt", location="asia-east1").url
+
+
+def test_location_of_a_concrete_base_url_and_contradictions():
+    regional = Model(id="gemini-2.5-flash", base_url="https://me-central2-aiplatform.googleapis.com")
+    assert resolve_location(regional, env={"GOOGLE_CLOUD_LOCATION": "us-central1"}) == "me-central2"
+    assert resolve_location(Model(id="m", base_url="https://aiplatform.googleapis.com"), env={}) == "global"
+    with pytest.raises(VertexConfigError, match="is the endpoint of location 'me-central2'"):
+        resolve_location(regional, "us-central1", env={})
+
+
+def test_missing_project_or_location_names_what_to_set():
+    with pytest.raises(VertexConfigError, match="set GOOGLE_CLOUD_LOCATION .* or pass location="):
+        resolve_location(FLASH, env={})
+    with pytest.raises(VertexConfigError, match=r"set GOOGLE_CLOUD_PROJECT \(or GCLOUD_PROJECT\) or pass project="):
+        resolve_project(env={})
+    assert resolve_project(env={}, credentials_project="adc-proj") == "adc-proj"
+
+
+def test_custom_base_url_keeps_its_path_and_version():
+    local = Model(id="gemini-2.0-flash", base_url="http://127.0.0.1:9/vertex/{location}/v1beta1")
+    assert endpoint_base(local, "us-central1") == "http://127.0.0.1:9/vertex/us-central1/v1beta1"
+    assert endpoint_base(Model(id="m", base_url="http://proxy.internal/"), "x") == "http://proxy.internal/v1"
+
+
+def test_api_key_is_express_mode_without_project():
+    provider = VertexProvider()
+    request = _request(provider, api_key="AQ.express-key-123")
+    assert request.url == "https://aiplatform.googleapis.com/v1" + PATH
+    assert request.headers["x-goog-api-key"] == "AQ.express-key-123" and "authorization" not in request.headers
+
+
+def test_stream_takes_the_key_from_google_cloud_api_key(monkeypatch):
+    seen = []
+
+    def build_request(model, context, options, api_key):
+        seen.append(api_key)
+        raise RuntimeError("stop here")
+
+    provider = VertexProvider()
+    monkeypatch.setattr(provider, "build_request", build_request)
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", "AQ.from-env-key")
+    provider.stream(FLASH, CTX).result()
+    monkeypatch.delenv("GOOGLE_CLOUD_API_KEY")
+    monkeypatch.setenv("GEMINI_API_KEY", "not-for-vertex")
+    provider.stream(dataclasses.replace(FLASH, provider="google"), CTX).result()
+    # no key: ADC, even for a provider name whose own key variable is set
+    assert seen == ["AQ.from-env-key", "<authenticated>"]
+
+
+def test_adc_is_asked_for_the_cloud_platform_scope_and_names_the_project(monkeypatch):
+    calls = []
+
+    def fake_default(scopes=None, **kwargs):
+        calls.append(scopes)
+        return google.oauth2.credentials.Credentials(token="ya29.adc"), "adc-project"
+
+    monkeypatch.setattr("google.auth.default", fake_default)
+    provider = VertexProvider(location="us-central1")
+    request = _request(provider)
+    _request(provider)
+    assert calls == [["https://www.googleapis.com/auth/cloud-platform"]]  # once per provider
+    assert "/projects/adc-project/locations/us-central1/" in request.url
+    assert request.headers["authorization"] == "Bearer ya29.adc"
+
+
+def test_no_adc_is_a_clear_error_event(monkeypatch):
+    result = VertexProvider().stream(FLASH, CTX, project="p", location="us-central1").result()
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith("Vertex AI: no Google Cloud credentials found")
+    assert "gcloud auth application-default login" in result.error_message
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in result.error_message
+
+
+# --------------------------------------------------------------------------- token life cycle
+
+NOW = datetime.datetime(2026, 12, 1, 9, 0, 0)
+
+
+def test_token_is_refreshed_before_it_expires():
+    clock = [NOW]
+    creds = FakeCredentials("ya29.first", "ya29.second", lifetime=datetime.timedelta(minutes=60),
+                            now=lambda: clock[0])
+    source = TokenSource(creds, clock=lambda: clock[0], request=object())
+    assert source.token() == "ya29.first" and creds.refreshes == 1  # no token yet: refresh
+    clock[0] = NOW + datetime.timedelta(minutes=54)  # 6 minutes left: still fine
+    assert source.token() == "ya29.first" and creds.refreshes == 1
+    clock[0] = NOW + datetime.timedelta(minutes=55, seconds=1)  # under 5 minutes left: refresh now
+    assert source.token() == "ya29.second" and creds.refreshes == 2
+
+
+def test_a_token_without_expiry_is_used_as_is():
+    source = TokenSource(google.oauth2.credentials.Credentials(token="ya29.static"))
+    assert source.token() == "ya29.static"
+
+
+def test_many_threads_share_one_refresh():
+    creds = FakeCredentials("ya29.only")
+    creds.hold = threading.Event()
+    source = TokenSource(creds, request=object())
+    start = threading.Barrier(8)
+    tokens = []
+
+    def ask():
+        start.wait()
+        tokens.append(source.token())
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    assert creds.refresh_started.wait(10)
+    creds.hold.set()
+    for t in threads:
+        t.join(10)
+    assert tokens == ["ya29.only"] * 8 and creds.refreshes == 1
+
+
+def test_refresh_failure_is_clear_and_never_shows_the_token():
+    creds = FakeCredentials("ya29.secret-old-token", lifetime=datetime.timedelta(seconds=0))
+    source = TokenSource(creds, request=object())
+    assert source.token() == "ya29.secret-old-token"
+    with pytest.raises(VertexAuthError) as info:
+        source.token()  # expired; the next refresh fails and its message quotes the old token
+    message = str(info.value)
+    assert message.startswith("Vertex AI: could not refresh the Google Cloud access token: RefreshError")
+    assert "ya29.secret-old-token" not in message and "***" in message
+
+
+def test_reprs_never_show_tokens():
+    creds = google.oauth2.credentials.Credentials(token="ya29.repr-token")
+    provider = VertexProvider(creds, project="p", location="us-central1")
+    assert "ya29" not in repr(provider) and "ya29" not in repr(provider.token_source())
+    assert repr(provider) == "<VertexProvider api='google-vertex' project='p' location='us-central1'>"
