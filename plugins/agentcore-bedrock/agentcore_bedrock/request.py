@@ -40,7 +40,9 @@ DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
 _IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
                   "image/webp": "webp"}
-_ADAPTIVE = re.compile(r"claude-(?:opus|sonnet|haiku)-?(\d+)[.-](\d+)")
+# a minor version has one or two digits: "sonnet-4-20250514" is Claude 4.0 with a date, not 4.20250514
+# (the reference's pattern takes the date for the minor version and asks Sonnet 4 for adaptive thinking)
+_ADAPTIVE = re.compile(r"claude-(?:opus|sonnet|haiku)-?(\d+)[.-](\d{1,2})(?!\d)")
 
 
 # --------------------------------------------------------------------------- model traits
