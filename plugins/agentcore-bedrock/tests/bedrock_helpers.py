@@ -129,7 +129,11 @@ class Server:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that aborted mid-body is expected here
+
+        self.httpd = Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                        daemon=True)
