@@ -53,13 +53,17 @@ class BedrockConfigError(Exception):
 @dataclass
 class SignedRequest:
     """A ready-to-send request: the headers include authentication. ``secrets`` lists values that
-    must never be echoed (bearer token, session token); it is left out of the repr."""
+    must never be echoed (bearer token, secret key, session token). The repr names the headers
+    but shows none of their values."""
 
     url: str
     headers: Dict[str, str]
     body: bytes = field(repr=False)
     secrets: List[str] = field(default_factory=list, repr=False)
     region: str = ""
+
+    def __repr__(self) -> str:
+        return f"SignedRequest(url={self.url!r}, headers={sorted(self.headers)!r}, region={self.region!r})"
 
 
 def _region_of_url(url: str) -> Optional[str]:
