@@ -31,6 +31,7 @@ _PRELUDE_LENGTH = 12
 _MIN_MESSAGE = _PRELUDE_LENGTH + 4  # no headers, no payload
 MAX_HEADERS_LENGTH = 128 * 1024  # the limits botocore and the AWS SDKs enforce
 MAX_PAYLOAD_LENGTH = 24 * 1024 * 1024
+_HEADER_CACHE_SIZE = 32
 _U16 = struct.Struct(">H")
 _CRC = struct.Struct(">I")
 
@@ -119,6 +120,9 @@ class EventStreamDecoder:
         self._buffer = bytearray()
         self._consumed = 0  # bytes of the stream already decoded (for error positions)
         self._failed = False
+        # raw header bytes -> parsed headers: a stream repeats a handful of header sets (one per
+        # event type), so each is parsed once; bounded, per decoder
+        self._headers: Dict[bytes, Dict[str, Any]] = {}
 
     def feed(self, data: bytes) -> List[EventStreamMessage]:
         """Decode every message completed by ``data``; raise :class:`EventStreamError` if corrupt."""
@@ -127,11 +131,12 @@ class EventStreamDecoder:
         buffer = self._buffer
         if buffer:
             buffer += data
-            view: Any = buffer
+            source: Any = buffer
         else:
-            view = data
+            source = data
         messages: List[EventStreamMessage] = []
-        pos, size = 0, len(view)
+        pos, size = 0, len(source)
+        view = memoryview(source)  # CRCs and slices without copies
         try:
             while size - pos >= _PRELUDE_LENGTH:
                 total, headers_length, prelude_crc = _PRELUDE.unpack_from(view, pos)
@@ -143,11 +148,13 @@ class EventStreamDecoder:
         except EventStreamError:
             self._failed = True
             raise
+        finally:
+            view.release()  # a bytearray with an exported view cannot be resized
         self._consumed += pos
         if buffer:
             del buffer[:pos]
         elif pos < size:
-            buffer += view[pos:]
+            buffer += source[pos:]
         return messages
 
     def close(self) -> None:
@@ -179,8 +186,13 @@ class EventStreamDecoder:
             raise EventStreamError(f"event-stream message CRC mismatch in the frame at byte "
                                    f"{self._consumed + pos} (the frame is corrupt)")
         start = pos + _PRELUDE_LENGTH
-        headers = _parse_headers(bytes(view[start:start + headers_length]), self._consumed + start)
-        return EventStreamMessage(headers, bytes(view[start + headers_length:end - 4]))
+        raw = view[start:start + headers_length].tobytes()
+        headers = self._headers.get(raw)
+        if headers is None:
+            headers = _parse_headers(raw, self._consumed + start)
+            if len(self._headers) < _HEADER_CACHE_SIZE:
+                self._headers[raw] = headers
+        return EventStreamMessage(dict(headers), view[start + headers_length:end - 4].tobytes())
 
 
 def encode_message(headers: Dict[str, Any], payload: bytes) -> bytes:

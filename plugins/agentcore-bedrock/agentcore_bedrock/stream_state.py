@@ -19,10 +19,9 @@ named by ``:exception-type``) raise :class:`BedrockStreamException`; a stream th
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from agentcore.providers.base import ProviderError, StreamWriter
+from agentcore.providers.base import ProviderError, StreamWriter, parse_json_event
 from agentcore.types import TextContent, ThinkingContent, ToolCall, Usage
 
 from .eventstream import EventStreamMessage
@@ -72,10 +71,10 @@ def _payload(message: EventStreamMessage, what: str) -> Any:
     if not message.payload:
         return {}
     try:
-        return json.loads(message.payload)
-    except ValueError as exc:
-        snippet = message.payload[:200]
-        raise ProviderError(f"malformed JSON in Bedrock {what} event: {exc}: {snippet!r}") from None
+        text = message.payload.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProviderError(f"Bedrock {what} event payload is not UTF-8: {exc}") from None
+    return parse_json_event(text, f"Bedrock {what} event")  # the core's fast path for one small object
 
 
 class BedrockStreamState:

@@ -132,6 +132,16 @@ def test_stop_reasons(server: Server, aws_env: dict, stop: str, reason: str) -> 
     assert message.stop_reason == reason and events[-1].type == "done"
 
 
+def test_malformed_json_payload_is_named(server: Server, aws_env: dict) -> None:
+    from agentcore_bedrock.eventstream import encode_message
+
+    bad = encode_message({":event-type": "contentBlockDelta", ":message-type": "event"}, b'{"delta": ')
+    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"}) + bad))
+    message, _ = _run(local_model(server))
+    assert message.error_message.startswith("malformed JSON in Bedrock contentBlockDelta event: ")
+    assert message.error_message.endswith("'{\"delta\": '")
+
+
 def test_stream_without_message_stop(server: Server, aws_env: dict) -> None:
     server.enqueue(Reply(body=event("messageStart", {"role": "assistant"})
                          + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})))
