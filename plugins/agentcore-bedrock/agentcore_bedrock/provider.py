@@ -34,7 +34,9 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from agentcore.events import DoneEvent, ErrorEvent, StartEvent
 from agentcore.providers import http
-from agentcore.providers.base import ABORTED_MESSAGE, ProviderError, StreamWriter, merge_headers, redact
+from agentcore.providers.base import (
+    ABORTED_MESSAGE, ProviderError, StreamWriter, as_signal, describe_error, merge_headers, redact, request_timeout,
+)
 from agentcore.streams import ProviderStream
 from agentcore.types import AssistantMessage, Usage, now_ms
 
@@ -68,43 +70,10 @@ def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, 
     return f"{status} {kind}: {text}" if kind else f"{status} {text}"
 
 
-class _PolledSignal:
-    """A ``threading.Event`` used as the abort signal: checked between frames and in sleeps."""
-
-    def __init__(self, event: Any) -> None:
-        self._event = event
-
-    @property
-    def aborted(self) -> bool:
-        return bool(self._event.is_set())
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        return bool(self._event.wait(timeout))
-
-
-def _as_signal(signal: Any) -> Any:
-    if signal is not None and not hasattr(signal, "add_listener") and hasattr(signal, "is_set"):
-        return _PolledSignal(signal)
-    return signal
-
-
-def _timeout(options: Mapping[str, Any]) -> Any:
-    timeout_ms = options.get("timeout_ms")
-    if timeout_ms:
-        seconds = float(timeout_ms) / 1000.0
-        return (min(10.0, seconds), seconds)
-    return options.get("timeout")
-
-
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, (ProviderError, BedrockConfigError, EventStreamError, http.ProviderHTTPError, ValueError)):
+    if isinstance(exc, (BedrockConfigError, EventStreamError, ValueError)):
         return str(exc)
-    name, text = type(exc).__name__, str(exc)
-    if "ChunkedEncodingError" in name or "ProtocolError" in name or "ConnectionError" in name:
-        return f"Connection lost while streaming the response: {text}"
-    if "Timeout" in name:
-        return f"Timed out while streaming the response: {text}"
-    return f"{name}: {text}" if text else name
+    return describe_error(exc)
 
 
 class BedrockProvider:
@@ -123,7 +92,7 @@ class BedrockProvider:
     def _run(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
                                   usage=Usage(), stop_reason="stop", timestamp=now_ms())
-        signal = _as_signal(options.get("signal"))
+        signal = as_signal(options.get("signal"))
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
         secrets: List[str] = []
@@ -181,7 +150,7 @@ class BedrockProvider:
         try:
             response = http.open_stream(
                 signed.url, signed.body, signed.headers, session_name="amazon-bedrock", signal=signal,
-                timeout=_timeout(options), max_retries=options.get("max_retries"),
+                timeout=request_timeout(options), max_retries=options.get("max_retries"),
                 max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style="raw",
                 on_response=on_response)
         except http.ProviderHTTPError as exc:

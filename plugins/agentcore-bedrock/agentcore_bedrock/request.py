@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from agentcore.providers import _reasoning
 from agentcore.providers.base import sanitize_surrogates, tool_specs
 from agentcore.providers.transform import transform_messages
 from agentcore.types import ImageContent, TextContent, ThinkingContent, ToolCall, role_of
@@ -36,8 +37,7 @@ __all__ = [
 ]
 
 REDACTED_TEXT = "[Reasoning redacted]"
-DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
-_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+DEFAULT_BUDGETS = _reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
 _IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
                   "image/webp": "webp"}
 # a minor version has one or two digits: "sonnet-4-20250514" is Claude 4.0 with a date, not 4.20250514
@@ -76,15 +76,6 @@ def supports_adaptive_thinking(model: Any) -> bool:
 def normalize_tool_call_id(tool_call_id: str) -> str:
     """Bedrock tool-use ids allow ``[A-Za-z0-9_-]`` and at most 64 characters."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", tool_call_id)[:64]
-
-
-def _level(reasoning: Any) -> Optional[str]:
-    if reasoning is None or reasoning is False:
-        return None
-    level = str(getattr(reasoning, "value", reasoning)).strip().lower()
-    if level in ("", "off", "none", "false"):
-        return None
-    return level if level in _LEVELS else "medium"
 
 
 def _cache_point(options: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
@@ -234,7 +225,7 @@ def _effort(model: Any, level: str) -> str:
 
 
 def thinking_fields(model: Any, level: Optional[str], options: Mapping[str, Any],
-                    max_tokens: int) -> "tuple[Optional[Dict[str, Any]], int]":
+                    max_tokens: int) -> Tuple[Optional[Dict[str, Any]], int]:
     """``(additionalModelRequestFields or None, maxTokens)`` for thinking at ``level``.
 
     Budget thinking raises ``maxTokens`` by the budget (capped at the model's maximum, the budget
@@ -244,17 +235,11 @@ def thinking_fields(model: Any, level: Optional[str], options: Mapping[str, Any]
         return None, max_tokens
     if supports_adaptive_thinking(model):
         return {"thinking": {"type": "adaptive"}, "output_config": {"effort": _effort(model, level)}}, max_tokens
-    budgets = dict(DEFAULT_BUDGETS)
-    budgets.update({k: int(v) for k, v in (options.get("thinking_budgets") or {}).items() if v is not None})
-    budget = budgets.get("high" if level in ("xhigh", "max") else level, budgets["medium"])
-    if options.get("thinking_budget_tokens"):
-        budget = int(options["thinking_budget_tokens"])
-    total = max_tokens + budget
-    model_max = int(getattr(model, "max_tokens", 0) or 0)
-    if model_max > 0:
-        total = min(total, model_max)
-    if total <= budget:
-        budget = max(0, total - 1024)
+    budgets = options.get("thinking_budgets")
+    if options.get("thinking_budget_tokens"):  # an explicit budget for whatever level was asked
+        budgets = {_reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}
+    total, budget = _reasoning.adjust_max_tokens_for_thinking(
+        max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, budgets)
     fields: Dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
     if options.get("interleaved_thinking", True):
         fields["anthropic_beta"] = ["interleaved-thinking-2025-05-14"]
@@ -269,9 +254,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     ``request_metadata``.
     """
     cache_point = _cache_point(options)
-    level = _level(options.get("reasoning"))
-    model_max = int(getattr(model, "max_tokens", 0) or 0)
-    max_tokens = int(options.get("max_tokens") or (min(model_max, 32000) if model_max > 0 else 32000))
+    level = _reasoning.normalize_level(options.get("reasoning"))
+    max_tokens = _reasoning.base_max_tokens(model, options.get("max_tokens"))
     additional, max_tokens = thinking_fields(model, level, options, max_tokens)
     body: Dict[str, Any] = {"messages": convert_messages(model, list(context.messages or []), cache_point)}
     system = system_blocks(model, getattr(context, "system_prompt", None), cache_point)
