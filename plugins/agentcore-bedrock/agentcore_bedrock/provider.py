@@ -110,12 +110,13 @@ class BedrockProvider:
             secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
             retries = 2 if options.get("max_retries") is None else max(0, int(options["max_retries"]))
             attempt = 0
+            started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
                 state = BedrockStreamState(model, writer)
                 try:
-                    yield from self._attempt(signed, state, writer, pending, signal, options)
+                    yield from self._attempt(signed, state, writer, pending, signal, options, started)
                     break
                 except BedrockStreamException as exc:
                     if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
@@ -137,8 +138,9 @@ class BedrockProvider:
         yield terminal
 
     def _attempt(self, signed: Any, state: BedrockStreamState, writer: StreamWriter, pending: List[Any],
-                 signal: Any, options: Mapping[str, Any]) -> Iterator[Any]:
-        """One HTTP exchange: open, decode every frame, finish; yields the events it produced."""
+                 signal: Any, options: Mapping[str, Any], started: List[bool]) -> Iterator[Any]:
+        """One HTTP exchange: open, decode every frame, finish; yields the events it produced
+        (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
         seen: Dict[str, Any] = {}
         user_on_response: Optional[Callable[[int, Dict[str, str]], Any]] = options.get("on_response")
 
@@ -157,7 +159,6 @@ class BedrockProvider:
             raise http.ProviderHTTPError(format_aws_error(str(exc), exc.status, seen.get("headers") or {}),
                                          exc.status) from None
         fully_read = False
-        started = False
         try:
             with http.close_on_abort(response, signal):
                 decoder = EventStreamDecoder()
@@ -165,7 +166,7 @@ class BedrockProvider:
                     for message in decoder.feed(chunk):
                         state.handle(message)
                         if not started and (state.started or pending):
-                            started = True
+                            started.append(True)
                             yield StartEvent(writer.output)
                         if pending:
                             yield from pending

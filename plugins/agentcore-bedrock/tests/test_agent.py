@@ -80,3 +80,13 @@ def test_agent_replays_the_recorded_tool_conversation(server: Server, aws_env: d
     assert messages[-1].content == [TextContent("The current temperature in Paris, the capital of France, is 30°C.")]
     recorded = recording["interactions"][1]["request"]["body"]["messages"]
     assert server.requests[1].json()["messages"] == recorded  # byte-for-byte the conversation the service saw
+
+
+def test_importing_the_plugin_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, agentcore_bedrock.plugin; "
+            "print(sorted(m for m in ('botocore', 'requests', 'jsonschema') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"  # botocore and requests load when the first request is made

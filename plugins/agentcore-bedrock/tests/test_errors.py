@@ -78,6 +78,14 @@ def test_retryable_exception_before_content_is_retried(server: Server, aws_env: 
     assert (message.stop_reason, message.error_message) == ("error", f"{prefix}: slow down")
 
 
+def test_retry_after_message_start_pushes_start_once(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"}) + exception("throttlingException", "x")),
+                   Reply(body=text_stream("ok")))
+    message, events = _run(local_model(server))
+    assert message.content == [TextContent("ok")] and len(server.requests) == 2
+    assert _kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+
+
 def test_throttling_after_content_is_not_retried(server: Server, aws_env: dict) -> None:
     body = (event("messageStart", {"role": "assistant"})
             + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "par"}})
