@@ -48,7 +48,7 @@ from .stream_state import BedrockStreamException, BedrockStreamState
 __all__ = ["API", "BedrockProvider", "format_aws_error"]
 
 API = "bedrock-converse-stream"
-_DEFAULT_HEADERS = {"Content-Type": "application/json", "Accept": "application/vnd.amazon.eventstream"}
+_DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-json serializer sends
 _SECRET_HEADERS = ("authorization", "x-amz-security-token", "x-api-key", "cookie", "proxy-authorization")
 
 

@@ -34,6 +34,10 @@ _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "len
 _ERROR_STOPS = {
     "guardrail_intervened": "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)",
     "content_filtered": "Bedrock stopped the response: the content was filtered (stopReason content_filtered)",
+    "malformed_model_output": "Bedrock stopped the response: the model's output was malformed "
+                              "(stopReason malformed_model_output)",
+    "malformed_tool_use": "Bedrock stopped the response: the model's tool call was malformed "
+                          "(stopReason malformed_tool_use)",
 }
 # the reference's prefixes, so retry and overflow patterns written for it match ours too
 _EXCEPTION_PREFIXES = {

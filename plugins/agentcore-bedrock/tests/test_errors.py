@@ -122,6 +122,8 @@ def test_http_5xx_and_429_are_retried(server: Server, aws_env: dict) -> None:
 @pytest.mark.parametrize("stop, text", [
     ("guardrail_intervened", "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)"),
     ("content_filtered", "Bedrock stopped the response: the content was filtered (stopReason content_filtered)"),
+    ("malformed_tool_use", "Bedrock stopped the response: the model's tool call was malformed "
+                           "(stopReason malformed_tool_use)"),
     ("surprise", "Bedrock stopped with an unknown stop reason: 'surprise'"),
 ])
 def test_error_stop_reasons_are_clear(server: Server, aws_env: dict, stop: str, text: str) -> None:
