@@ -38,6 +38,7 @@ __all__ = [
     "MissingApiKeyError", "ProviderError", "WireRequest", "WireHandler", "StateHandler", "WireProvider",
     "StreamWriter", "ProviderStream", "ENV_API_KEYS", "get_env_api_key", "resolve_api_key",
     "merge_headers", "sanitize_surrogates", "tool_specs", "parse_json_event", "ABORTED_MESSAGE",
+    "as_signal", "request_timeout", "describe_error", "redact",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
@@ -519,18 +520,26 @@ class _EventSignal:
         pass
 
 
-def _as_signal(signal: Any) -> Any:
+def as_signal(signal: Any) -> Any:
+    """The ``signal`` option as an abort signal: a ``threading.Event`` becomes a polled flag with
+    ``aborted``/``wait`` (no listeners); an :class:`~agentcore.signals.AbortSignal` or None is
+    returned as is. For wire modules that run their own request loop (agentcore-bedrock)."""
     if signal is not None and not hasattr(signal, "add_listener") and hasattr(signal, "is_set"):
         return _EventSignal(signal)
     return signal
 
 
-def _timeout(options: Mapping[str, Any]) -> Any:
+def request_timeout(options: Mapping[str, Any]) -> Any:
+    """The ``requests`` timeout of the ``timeout_ms`` (wins) or ``timeout`` option, or None."""
     timeout_ms = options.get("timeout_ms")
     if timeout_ms:
         seconds = float(timeout_ms) / 1000.0
         return (min(10.0, seconds), seconds)
     return options.get("timeout")
+
+
+_as_signal = as_signal
+_timeout = request_timeout
 
 
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie",
@@ -558,7 +567,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """The ``error_message`` text for a failure of a stream: the provider's own message for
+    provider, key and HTTP errors, a plain description of lost connections and timeouts, else
+    ``"<ExceptionType>: <text>"``. Callers redact secrets (:func:`redact`)."""
     from . import http
 
     if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
@@ -570,3 +582,6 @@ def _describe(exc: BaseException) -> str:
     if "Timeout" in name:
         return f"Timed out while streaming the response: {text}"
     return f"{name}: {text}" if text else name
+
+
+_describe = describe_error

@@ -1,0 +1,209 @@
+"""Where a Bedrock request goes and how it is authenticated: region, endpoint, credentials, SigV4.
+
+* Region: ``region=`` option > ``AWS_REGION`` > ``AWS_DEFAULT_REGION`` > the profile's configured
+  region (``~/.aws/config``) > the region named in the model's ``base_url``
+  (``https://bedrock-runtime.<region>.amazonaws.com``). None of them: :class:`BedrockConfigError`.
+* Endpoint: ``endpoint_url=`` option, else the model's ``base_url`` when it is not a standard
+  ``bedrock-runtime.<region>.amazonaws.com`` host (a proxy, a VPC endpoint, a local test server),
+  else ``https://bedrock-runtime.<region>.amazonaws.com`` for the resolved region.
+* Authentication, first that applies: a Bedrock API key (``api_key=`` or
+  ``AWS_BEARER_TOKEN_BEDROCK``) sent as ``Authorization: Bearer``; ``AWS_BEDROCK_SKIP_AUTH=1``
+  (proxies that add their own credentials: signed with dummy keys, as the reference does); else
+  SigV4 (service ``bedrock``) with credentials from botocore's standard chain (environment,
+  shared credentials and config files with ``profile=``/``AWS_PROFILE``, SSO, web identity,
+  container and instance roles). No credentials: :class:`BedrockConfigError` naming what to set.
+
+botocore sessions are cached per profile (:data:`_credentials`): resolving the chain can cost a
+metadata-service round trip, and botocore refreshes temporary credentials itself. Tests reset it
+with :func:`clear_credentials_cache`. Secrets never appear in messages or reprs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import quote, urlsplit
+
+__all__ = [
+    "BedrockConfigError", "SignedRequest", "resolve_region", "endpoint_url", "request_url",
+    "sign_request", "clear_credentials_cache", "SIGNING_NAME", "BEARER_TOKEN_ENV",
+]
+
+SIGNING_NAME = "bedrock"
+BEARER_TOKEN_ENV = "AWS_BEARER_TOKEN_BEDROCK"
+_AUTHENTICATED = "<authenticated>"  # the core's marker for "ambient credentials exist"
+_STANDARD_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
+
+_NO_CREDENTIALS = (
+    "no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+    "AWS_PROFILE (after `aws configure` or `aws sso login`), or AWS_BEARER_TOKEN_BEDROCK (a Bedrock "
+    "API key, or pass api_key=), or run where an instance or container role is available")
+_NO_REGION = (
+    "no AWS region for Amazon Bedrock: set AWS_REGION (or AWS_DEFAULT_REGION), pass region=, or "
+    "use a model whose base_url is https://bedrock-runtime.<region>.amazonaws.com")
+
+
+class BedrockConfigError(Exception):
+    """Region, endpoint or credentials are missing or unusable; the message says what to set."""
+
+
+@dataclass
+class SignedRequest:
+    """A ready-to-send request: the headers include authentication. ``secrets`` lists values that
+    must never be echoed (bearer token, secret key, session token). The repr names the headers
+    but shows none of their values."""
+
+    url: str
+    headers: Dict[str, str]
+    body: bytes = field(repr=False)
+    secrets: List[str] = field(default_factory=list, repr=False)
+    region: str = ""
+
+    def __repr__(self) -> str:
+        return f"SignedRequest(url={self.url!r}, headers={sorted(self.headers)!r}, region={self.region!r})"
+
+
+def _region_of_url(url: str) -> Optional[str]:
+    match = _STANDARD_HOST.match((urlsplit(url).hostname or "") if url else "")
+    return match.group(1) if match else None
+
+
+def resolve_region(model: Any, options: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> str:
+    """The region to call and sign for (see the module docstring for the order)."""
+    env = os.environ if env is None else env
+    for value in (options.get("region"), env.get("AWS_REGION"), env.get("AWS_DEFAULT_REGION")):
+        if value and str(value).strip():
+            return str(value).strip()
+    region = _profile_region(options.get("profile"))
+    if region:
+        return region
+    region = _region_of_url(getattr(model, "base_url", "") or "")
+    if region:
+        return region
+    raise BedrockConfigError(_NO_REGION)
+
+
+def _profile_region(profile: Optional[str]) -> Optional[str]:
+    try:
+        session = _session(profile)
+    except BedrockConfigError:
+        return None
+    try:
+        return session.get_config_variable("region")
+    except Exception:  # a broken config file: fall back to the model's region
+        return None
+
+
+def endpoint_url(model: Any, region: str, options: Mapping[str, Any]) -> str:
+    """The endpoint base URL (no trailing slash)."""
+    explicit = options.get("endpoint_url")
+    if explicit:
+        return str(explicit).rstrip("/")
+    base = (getattr(model, "base_url", "") or "").rstrip("/")
+    if base and _region_of_url(base) is None:
+        return base
+    suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
+    return f"https://bedrock-runtime.{region}{suffix}"
+
+
+def request_url(base: str, model_id: str) -> str:
+    """``{base}/model/{model id, percent-encoded}/converse-stream`` (``:`` and ``/`` of ARNs too)."""
+    return f"{base}/model/{quote(model_id, safe='')}/converse-stream"
+
+
+# --------------------------------------------------------------------------- credentials
+
+_sessions: Dict[Optional[str], Any] = {}
+_credentials: Dict[Optional[str], Any] = {}
+_lock = threading.Lock()
+
+
+def clear_credentials_cache() -> None:
+    """Forget the cached botocore sessions and credentials (after changing the environment)."""
+    with _lock:
+        _sessions.clear()
+        _credentials.clear()
+
+
+def _session(profile: Optional[str]) -> Any:
+    session = _sessions.get(profile)
+    if session is not None:
+        return session
+    try:
+        import botocore.session
+        from botocore.exceptions import BotoCoreError
+    except ImportError:  # pragma: no cover - botocore is a dependency of the distribution
+        raise BedrockConfigError("agentcore-bedrock needs botocore for AWS credentials: "
+                                 "pip install botocore (or set AWS_BEARER_TOKEN_BEDROCK)") from None
+    try:
+        session = botocore.session.Session(profile=profile) if profile else botocore.session.Session()
+    except BotoCoreError as exc:
+        raise BedrockConfigError(f"AWS configuration for Amazon Bedrock could not be loaded: {exc}") from None
+    with _lock:
+        return _sessions.setdefault(profile, session)
+
+
+def _frozen_credentials(profile: Optional[str]) -> Any:
+    """Credentials from the standard chain, frozen for one signature (refreshed by botocore)."""
+    credentials = _credentials.get(profile)
+    if credentials is None:
+        from botocore.exceptions import BotoCoreError
+
+        session = _session(profile)
+        try:
+            credentials = session.get_credentials()
+        except BotoCoreError as exc:  # an expired SSO token, an unknown profile, ...
+            raise BedrockConfigError(f"AWS credentials for Amazon Bedrock could not be loaded: {exc}") from None
+        if credentials is None:
+            raise BedrockConfigError(_NO_CREDENTIALS)
+        with _lock:
+            credentials = _credentials.setdefault(profile, credentials)
+    try:
+        frozen = credentials.get_frozen_credentials()
+    except Exception as exc:  # a refresh failed (expired role session, network)
+        raise BedrockConfigError(f"AWS credentials for Amazon Bedrock could not be refreshed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+    if not frozen.access_key or not frozen.secret_key:
+        raise BedrockConfigError(_NO_CREDENTIALS)
+    return frozen
+
+
+def _bearer_token(options: Mapping[str, Any], env: Mapping[str, str]) -> Optional[str]:
+    key = options.get("api_key")
+    if key and key != _AUTHENTICATED:
+        return str(key)
+    return env.get(BEARER_TOKEN_ENV) or None
+
+
+def sign_request(url: str, headers: Mapping[str, str], body: bytes, region: str,
+                 options: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> SignedRequest:
+    """Authenticate a POST of ``body`` to ``url`` (see the module docstring); every header given
+    is part of the signature, so add them all before calling. Raises :class:`BedrockConfigError`."""
+    env = os.environ if env is None else env
+    token = _bearer_token(options, env)
+    if token:
+        signed = dict(headers)
+        signed["Authorization"] = f"Bearer {token}"
+        return SignedRequest(url, signed, body, [token], region)
+    if env.get("AWS_BEDROCK_SKIP_AUTH") == "1":
+        from botocore.credentials import ReadOnlyCredentials
+
+        credentials: Any = ReadOnlyCredentials("dummy-access-key", "dummy-secret-key", None)
+    else:
+        credentials = _frozen_credentials(options.get("profile") or None)
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
+    SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
+    secrets = [s for s in (credentials.secret_key, credentials.token) if s]
+    return SignedRequest(url, dict(request.headers.items()), body, secrets, region)
+
+
+def signature_parts(authorization: str) -> Tuple[str, List[str], str]:
+    """``(credential scope, signed header names, signature)`` of a SigV4 Authorization header."""
+    fields = dict(part.strip().split("=", 1) for part in authorization.split(" ", 1)[1].split(","))
+    return fields["Credential"], fields["SignedHeaders"].split(";"), fields["Signature"]

@@ -1,0 +1,200 @@
+"""The ``bedrock-converse-stream`` provider: sign, POST, decode the event stream, retry, abort.
+
+``BedrockProvider().stream(model, context, **options)`` returns a
+:class:`~agentcore.streams.ProviderStream` and never raises for request or model failures: they
+end the stream with one ``error`` event (``stop_reason`` "error", or "aborted" when ``signal``
+fired) whose ``error_message`` says what failed, partial content kept (spec §3/§4).
+
+* Request: :mod:`agentcore_bedrock.request` builds the body, ``on_payload`` may replace it,
+  headers are layered (defaults < ``model.headers`` < ``headers=``) and then signed
+  (:mod:`agentcore_bedrock.auth`), so every header sent is covered by the signature.
+* HTTP through :func:`agentcore.providers.http.open_stream` (pooled connections, abortable
+  connect, retries of connection errors, 408/409/429/5xx with ``retry-after``, ``max_retries``).
+  AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``) become
+  ``"<status> <ErrorType>: <message>"``.
+* The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
+  ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
+  ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
+  that arrives before any content is retried like HTTP 429/5xx (up to ``max_retries``, default
+  2, sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an abort ends the sleep).
+* Abort: the signal's listener shuts the response's socket down
+  (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once.
+
+Options: everything :func:`~agentcore_bedrock.request.build_request_body` reads, plus ``signal``,
+``api_key`` (a Bedrock API key), ``region``, ``profile``, ``endpoint_url``, ``headers``,
+``on_payload``, ``on_response``, ``timeout`` / ``timeout_ms``, ``max_retries``,
+``max_retry_delay_ms``. Unknown options are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
+
+from agentcore.events import DoneEvent, ErrorEvent, StartEvent
+from agentcore.providers import http
+from agentcore.providers.base import (
+    ABORTED_MESSAGE, ProviderError, StreamWriter, as_signal, describe_error, merge_headers, redact, request_timeout,
+)
+from agentcore.streams import ProviderStream
+from agentcore.types import AssistantMessage, Usage, now_ms
+
+from .auth import BedrockConfigError, endpoint_url, request_url, resolve_region, sign_request
+from .eventstream import EventStreamDecoder, EventStreamError
+from .request import build_request_body
+from .stream_state import BedrockStreamException, BedrockStreamState
+
+__all__ = ["API", "BedrockProvider", "format_aws_error"]
+
+API = "bedrock-converse-stream"
+_DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-json serializer sends
+_SECRET_HEADERS = ("authorization", "x-amz-security-token", "x-api-key", "cookie", "proxy-authorization")
+
+
+def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, str]) -> str:
+    """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts unchanged."""
+    if status is None or not message.startswith(f"{status} "):
+        return message
+    try:
+        data = json.loads(message[len(str(status)) + 1:])
+    except ValueError:
+        return message
+    if not isinstance(data, Mapping):
+        return message
+    text = data.get("message") or data.get("Message")
+    kind = (headers.get("x-amzn-ErrorType") or headers.get("x-amzn-errortype") or "").split(":", 1)[0]
+    kind = kind or str(data.get("__type") or "").rsplit("#", 1)[-1]
+    if not text:
+        return message
+    return f"{status} {kind}: {text}" if kind else f"{status} {text}"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, (BedrockConfigError, EventStreamError, ValueError)):
+        return str(exc)
+    return describe_error(exc)
+
+
+class BedrockProvider:
+    """The provider object registered for ``api="bedrock-converse-stream"``."""
+
+    api = API
+
+    def __repr__(self) -> str:
+        return f"<BedrockProvider api={self.api!r}>"
+
+    def stream(self, model: Any, context: Any, **options: Any) -> ProviderStream:
+        """Stream one response; iterate for events, ``result()`` for the final message."""
+        return ProviderStream(self._run(model, context, options))
+
+    # -- the skeleton ----------------------------------------------------------------------------
+    def _run(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
+        output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
+                                  usage=Usage(), stop_reason="stop", timestamp=now_ms())
+        signal = as_signal(options.get("signal"))
+        pending: List[Any] = []
+        writer = StreamWriter(model, output, pending.append)
+        secrets: List[str] = []
+        try:
+            region = resolve_region(model, options)
+            url = request_url(endpoint_url(model, region, options), model.id)
+            body = build_request_body(model, context, **options)
+            on_payload = options.get("on_payload")
+            if on_payload is not None:
+                replaced = on_payload(body, model)
+                if replaced is not None:
+                    body = replaced
+            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
+            secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
+            retries = 2 if options.get("max_retries") is None else max(0, int(options["max_retries"]))
+            attempt = 0
+            started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
+            while True:
+                signed = sign_request(url, headers, data, region, options)
+                secrets.extend(signed.secrets)
+                state = BedrockStreamState(model, writer)
+                try:
+                    yield from self._attempt(signed, state, writer, pending, signal, options, started)
+                    break
+                except BedrockStreamException as exc:
+                    if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
+                        raise
+                pending.clear()
+                _sleep(min(0.5 * 2 ** attempt, 8.0) * (1 - random.random() * 0.25), signal)
+                attempt += 1
+            if output.stop_reason in ("error", "aborted"):
+                raise ProviderError(output.error_message or "An unknown error occurred")
+            terminal: Any = DoneEvent(output.stop_reason, output)
+        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
+            if pending:
+                yield from pending
+                pending.clear()
+            aborted = _aborted(signal)
+            output.stop_reason = "aborted" if aborted else "error"
+            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            terminal = ErrorEvent(output.stop_reason, output)
+        yield terminal
+
+    def _attempt(self, signed: Any, state: BedrockStreamState, writer: StreamWriter, pending: List[Any],
+                 signal: Any, options: Mapping[str, Any], started: List[bool]) -> Iterator[Any]:
+        """One HTTP exchange: open, decode every frame, finish; yields the events it produced
+        (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
+        seen: Dict[str, Any] = {}
+        user_on_response: Optional[Callable[[int, Dict[str, str]], Any]] = options.get("on_response")
+
+        def on_response(status: int, headers: Dict[str, str]) -> None:
+            seen["headers"] = headers
+            if user_on_response is not None:
+                user_on_response(status, headers)
+
+        try:
+            response = http.open_stream(
+                signed.url, signed.body, signed.headers, session_name="amazon-bedrock", signal=signal,
+                timeout=request_timeout(options), max_retries=options.get("max_retries"),
+                max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style="raw",
+                on_response=on_response)
+        except http.ProviderHTTPError as exc:
+            raise http.ProviderHTTPError(format_aws_error(str(exc), exc.status, seen.get("headers") or {}),
+                                         exc.status) from None
+        fully_read = False
+        try:
+            with http.close_on_abort(response, signal):
+                decoder = EventStreamDecoder()
+                for chunk in http.iter_body(response):
+                    for message in decoder.feed(chunk):
+                        state.handle(message)
+                        if not started and (state.started or pending):
+                            started.append(True)
+                            yield StartEvent(writer.output)
+                        if pending:
+                            yield from pending
+                            pending.clear()
+                    if _aborted(signal):
+                        break
+                else:
+                    fully_read = not _aborted(signal)
+                if _aborted(signal):
+                    raise http.RequestAborted(ABORTED_MESSAGE)
+                decoder.close()
+            state.finish()
+            writer.close_open_blocks()
+            if pending:
+                yield from pending
+                pending.clear()
+        finally:
+            http.release_response(response, fully_read)
+
+
+def _aborted(signal: Any) -> bool:
+    return signal is not None and bool(getattr(signal, "aborted", False))
+
+
+def _sleep(seconds: float, signal: Any) -> None:
+    if signal is None:
+        import time
+
+        time.sleep(seconds)
+    elif signal.wait(seconds):
+        raise http.RequestAborted(ABORTED_MESSAGE)

@@ -1,0 +1,275 @@
+"""Converse request bodies: an agentcore context -> the JSON of ``POST /model/{id}/converse-stream``.
+
+Follows the reference (pi-ai's ``amazon-bedrock`` provider) and the AWS ConverseStream API:
+
+* ``system``: one text block, plus a ``cachePoint`` for models with prompt caching;
+* ``messages``: user text/images, assistant text / ``reasoningContent`` / ``toolUse``, tool results
+  as ``toolResult`` blocks (consecutive results share one user message, as Bedrock requires);
+  blank texts and empty assistant turns are dropped (Bedrock rejects them); a ``cachePoint`` ends
+  the last user message for models with prompt caching;
+* ``inferenceConfig``: ``maxTokens`` (``max_tokens=`` or ``min(model.max_tokens, 32000)``, raised
+  for the thinking budget) and ``temperature`` (not while Claude thinks: it must be 1 then);
+* ``toolConfig``: ``toolSpec`` with the parameters as ``inputSchema.json``; ``tool_choice=``
+  ``"auto"``/``"any"``/``"none"`` (no tools sent)/``{"type": "tool", "name": ...}``;
+* ``additionalModelRequestFields``: Claude thinking (a token budget, or adaptive thinking with an
+  effort on Claude 4.6+), and the interleaved-thinking beta for budget thinking;
+* ``requestMetadata`` from ``request_metadata=``.
+
+Only the reference's cases are special-cased by model id (Claude's signatures and caching).
+Unsupported images raise :class:`ValueError` naming the MIME type.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from agentcore.providers import _reasoning
+from agentcore.providers.base import sanitize_surrogates, tool_specs
+from agentcore.providers.transform import transform_messages
+from agentcore.types import ImageContent, TextContent, ThinkingContent, ToolCall, role_of
+
+__all__ = [
+    "build_request_body", "convert_messages", "system_blocks", "tool_config", "thinking_fields",
+    "normalize_tool_call_id", "is_claude", "supports_prompt_caching", "supports_adaptive_thinking",
+    "REDACTED_TEXT", "DEFAULT_BUDGETS",
+]
+
+REDACTED_TEXT = "[Reasoning redacted]"
+DEFAULT_BUDGETS = _reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
+_IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
+                  "image/webp": "webp"}
+# a minor version has one or two digits: "sonnet-4-20250514" is Claude 4.0 with a date, not 4.20250514
+# (the reference's pattern takes the date for the minor version and asks Sonnet 4 for adaptive thinking)
+_ADAPTIVE = re.compile(r"claude-(?:opus|sonnet|haiku)-?(\d+)[.-](\d{1,2})(?!\d)")
+
+
+# --------------------------------------------------------------------------- model traits
+
+
+def is_claude(model: Any) -> bool:
+    """Anthropic Claude on Bedrock (``anthropic.claude...``, also behind inference profiles)."""
+    model_id = model.id.lower()
+    return "anthropic.claude" in model_id or "anthropic/claude" in model_id
+
+
+def supports_prompt_caching(model: Any) -> bool:
+    """Claude 3.5 Haiku, 3.7 Sonnet and 4.x take ``cachePoint`` blocks; ``AWS_BEDROCK_FORCE_CACHE=1``
+    forces them for application inference profiles (ARNs that do not name the model)."""
+    model_id = model.id.lower()
+    if "claude" not in model_id:
+        return os.environ.get("AWS_BEDROCK_FORCE_CACHE") == "1"
+    return ("-4-" in model_id or "-4." in model_id or "claude-3-7-sonnet" in model_id
+            or "claude-3-5-haiku" in model_id)
+
+
+def supports_adaptive_thinking(model: Any) -> bool:
+    """Claude 4.6 and later think adaptively (``thinking.type: adaptive`` + an effort)."""
+    match = _ADAPTIVE.search(model.id.lower())
+    if not match:
+        return False
+    major, minor = int(match.group(1)), int(match.group(2))
+    return major > 4 or (major == 4 and minor >= 6)
+
+
+def normalize_tool_call_id(tool_call_id: str) -> str:
+    """Bedrock tool-use ids allow ``[A-Za-z0-9_-]`` and at most 64 characters."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", tool_call_id)[:64]
+
+
+def _cache_point(options: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    retention = options.get("cache_retention") or (
+        "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short")
+    if retention == "none":
+        return None
+    point: Dict[str, Any] = {"type": "default"}
+    if retention == "long":
+        point["ttl"] = "1h"
+    return {"cachePoint": point}
+
+
+# --------------------------------------------------------------------------- content
+
+
+def _image(block: ImageContent) -> Dict[str, Any]:
+    image_format = _IMAGE_FORMATS.get((block.mime_type or "").lower())
+    if image_format is None:
+        raise ValueError(f"Bedrock does not accept images of type {block.mime_type!r}: "
+                         "use image/jpeg, image/png, image/gif or image/webp")
+    return {"image": {"format": image_format, "source": {"bytes": block.data}}}
+
+
+def _user_blocks(content: Any) -> List[Dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": sanitize_surrogates(content)}] if content.strip() else []
+    blocks = []
+    for block in content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ImageContent):
+            blocks.append(_image(block))
+    return blocks
+
+
+def _assistant_blocks(message: Any, model: Any) -> List[Dict[str, Any]]:
+    claude = is_claude(model)
+    blocks: List[Dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"text": sanitize_surrogates(block.text)})
+        elif isinstance(block, ToolCall):
+            blocks.append({"toolUse": {"toolUseId": block.id, "name": block.name,
+                                       "input": block.arguments or {}}})
+        elif isinstance(block, ThinkingContent):
+            blocks.extend(_reasoning_block(block, claude))
+    return blocks
+
+
+def _reasoning_block(block: ThinkingContent, claude: bool) -> List[Dict[str, Any]]:
+    if block.redacted:  # transform_messages keeps these only for the same model
+        if claude and block.thinking_signature:
+            return [{"reasoningContent": {"redactedContent": block.thinking_signature}}]
+        return []
+    if not block.thinking.strip():
+        return []
+    text = sanitize_surrogates(block.thinking)
+    if not claude:  # other models reject the signature field
+        return [{"reasoningContent": {"reasoningText": {"text": text}}}]
+    if not (block.thinking_signature or "").strip():
+        return [{"text": text}]  # Bedrock rejects unsigned Claude reasoning (an aborted stream)
+    return [{"reasoningContent": {"reasoningText": {"text": text, "signature": block.thinking_signature}}}]
+
+
+def _tool_result(message: Any) -> Dict[str, Any]:
+    content = []
+    for block in message.content:
+        if isinstance(block, ImageContent):
+            content.append(_image(block))
+        elif isinstance(block, TextContent):
+            content.append({"text": sanitize_surrogates(block.text)})
+    return {"toolResult": {"toolUseId": message.tool_call_id, "content": content,
+                           "status": "error" if message.is_error else "success"}}
+
+
+def convert_messages(model: Any, messages: List[Any],
+                     cache_point: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+    """Agent messages -> Converse ``messages`` (see the module docstring)."""
+    out: List[Dict[str, Any]] = []
+    results: List[Dict[str, Any]] = []
+
+    def flush_results() -> None:
+        if results:
+            out.append({"role": "user", "content": list(results)})
+            results.clear()
+
+    for message in transform_messages(messages, model, normalize_tool_call_id):
+        role = role_of(message)
+        if role == "toolResult":
+            results.append(_tool_result(message))
+            continue
+        flush_results()
+        if role == "user":
+            blocks = _user_blocks(message.content)
+        elif role == "assistant":
+            blocks = _assistant_blocks(message, model)
+        else:
+            continue
+        if blocks:
+            out.append({"role": role, "content": blocks})
+    flush_results()
+    if cache_point and out and out[-1]["role"] == "user" and supports_prompt_caching(model):
+        out[-1]["content"].append(dict(cache_point))
+    return out
+
+
+def system_blocks(model: Any, system_prompt: Optional[str],
+                  cache_point: Optional[Dict[str, Any]] = None) -> Optional[List[Dict[str, Any]]]:
+    """The ``system`` field, or None without a system prompt."""
+    if not system_prompt:
+        return None
+    blocks: List[Dict[str, Any]] = [{"text": sanitize_surrogates(system_prompt)}]
+    if cache_point and supports_prompt_caching(model):
+        blocks.append(dict(cache_point))
+    return blocks
+
+
+def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any]]:
+    """The ``toolConfig`` field, or None without tools or with ``tool_choice="none"``."""
+    specs = tool_specs(context)
+    if not specs or tool_choice == "none":
+        return None
+    config: Dict[str, Any] = {"tools": [
+        {"toolSpec": {"name": name, "description": description,
+                      "inputSchema": {"json": schema or {"type": "object", "properties": {}}}}}
+        for name, description, schema in specs]}
+    if tool_choice in ("auto", "any"):
+        config["toolChoice"] = {tool_choice: {}}
+    elif isinstance(tool_choice, Mapping) and tool_choice.get("type") == "tool":
+        config["toolChoice"] = {"tool": {"name": tool_choice["name"]}}
+    return config
+
+
+def _effort(model: Any, level: str) -> str:
+    level_map = getattr(model, "thinking_level_map", None) or (getattr(model, "extra", None) or {}).get(
+        "thinkingLevelMap")
+    if isinstance(level_map, Mapping) and level_map.get(level):
+        return str(level_map[level])
+    if level in ("minimal", "low"):
+        return "low"
+    if level in ("medium", "high"):
+        return level
+    return "max" if "opus-4" in model.id else "high"  # xhigh, max
+
+
+def thinking_fields(model: Any, level: Optional[str], options: Mapping[str, Any],
+                    max_tokens: int) -> Tuple[Optional[Dict[str, Any]], int]:
+    """``(additionalModelRequestFields or None, maxTokens)`` for thinking at ``level``.
+
+    Budget thinking raises ``maxTokens`` by the budget (capped at the model's maximum, the budget
+    shrinking to leave 1024 tokens for the answer), as the reference's simple-stream options do.
+    """
+    if level is None or not getattr(model, "reasoning", False) or not is_claude(model):
+        return None, max_tokens
+    if supports_adaptive_thinking(model):
+        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": _effort(model, level)}}, max_tokens
+    budgets = options.get("thinking_budgets")
+    if options.get("thinking_budget_tokens"):  # an explicit budget for whatever level was asked
+        budgets = {_reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}
+    total, budget = _reasoning.adjust_max_tokens_for_thinking(
+        max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, budgets)
+    fields: Dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    if options.get("interleaved_thinking", True):
+        fields["anthropic_beta"] = ["interleaved-thinking-2025-05-14"]
+    return fields, total
+
+
+def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
+    """The JSON body of one ConverseStream request (the model id goes in the URL, not here).
+
+    Options used: ``max_tokens``, ``temperature``, ``reasoning``, ``thinking_budgets``,
+    ``thinking_budget_tokens``, ``interleaved_thinking``, ``cache_retention``, ``tool_choice``,
+    ``request_metadata``.
+    """
+    cache_point = _cache_point(options)
+    level = _reasoning.normalize_level(options.get("reasoning"))
+    max_tokens = _reasoning.base_max_tokens(model, options.get("max_tokens"))
+    additional, max_tokens = thinking_fields(model, level, options, max_tokens)
+    body: Dict[str, Any] = {"messages": convert_messages(model, list(context.messages or []), cache_point)}
+    system = system_blocks(model, getattr(context, "system_prompt", None), cache_point)
+    if system:
+        body["system"] = system
+    inference: Dict[str, Any] = {"maxTokens": max_tokens}
+    if options.get("temperature") is not None and additional is None:
+        inference["temperature"] = options["temperature"]
+    body["inferenceConfig"] = inference
+    tools = tool_config(context, options.get("tool_choice"))
+    if tools:
+        body["toolConfig"] = tools
+    if additional:
+        body["additionalModelRequestFields"] = additional
+    if options.get("request_metadata"):
+        body["requestMetadata"] = dict(options["request_metadata"])
+    return body

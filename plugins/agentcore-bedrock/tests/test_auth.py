@@ -1,0 +1,144 @@
+"""Signing and where requests go: SigV4 for fake static credentials checked by recomputing the
+signature with botocore, session tokens, the bearer API key, regions and endpoints."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from agentcore.types import AgentContext, Model, UserMessage
+from agentcore_bedrock import BedrockProvider
+from agentcore_bedrock.auth import endpoint_url, resolve_region, signature_parts
+
+from bedrock_helpers import ACCESS_KEY, SECRET_KEY, Received, Reply, Server, local_model, text_stream
+
+CONTEXT = AgentContext(messages=[UserMessage("hi")])
+
+
+def _send(server: Server, model: Any = None, **options: Any) -> Received:
+    server.enqueue(Reply(body=text_stream()))
+    message = BedrockProvider().stream(model or local_model(server), CONTEXT, **options).result()
+    assert message.stop_reason == "stop", message.error_message
+    return server.requests[-1]
+
+
+def _expected_signature(request: Received, url: str, region: str, token: Any = None) -> str:
+    """Recompute the SigV4 signature of a received request with botocore's own signer."""
+    scope, signed_names, _ = signature_parts(request.headers["Authorization"])
+    headers = {name: value for name, value in request.headers.items() if name.lower() in signed_names}
+    aws_request = AWSRequest(method=request.method, url=url, data=request.body, headers=headers)
+    aws_request.context["timestamp"] = request.headers["X-Amz-Date"]
+    signer = SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY, token), "bedrock", region)
+    canonical = signer.canonical_request(aws_request)
+    return signer.signature(signer.string_to_sign(aws_request, canonical), aws_request)
+
+
+def test_sigv4_signature_verifies(server: Server, aws_env: Dict[str, str]) -> None:
+    request = _send(server)
+    authorization = request.headers["Authorization"]
+    scope, signed, signature = signature_parts(authorization)
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE0000000000/")
+    assert scope.endswith("/us-east-1/bedrock/aws4_request")
+    assert {"host", "x-amz-date", "content-type"} <= set(signed)
+    url = server.url + request.path
+    assert signature == _expected_signature(request, url, "us-east-1")
+    assert SECRET_KEY not in str(request.headers)
+    assert request.headers["Content-Type"] == "application/json"
+
+
+def test_session_token_is_sent_and_signed(server: Server, aws_env: Dict[str, str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEXAMPLETOKEN")
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    request = _send(server)
+    assert request.headers["X-Amz-Security-Token"] == "FwoGZXIvYXdzEXAMPLETOKEN"
+    _, signed, signature = signature_parts(request.headers["Authorization"])
+    assert "x-amz-security-token" in signed
+    assert signature == _expected_signature(request, server.url + request.path, "eu-central-1",
+                                            "FwoGZXIvYXdzEXAMPLETOKEN")
+
+
+def test_model_and_option_headers_are_signed_too(server: Server, aws_env: Dict[str, str]) -> None:
+    model = local_model(server, headers={"X-Team": "core"})
+    request = _send(server, model, headers={"X-Trace": "t1"})
+    _, signed, signature = signature_parts(request.headers["Authorization"])
+    assert {"x-team", "x-trace"} <= set(signed)
+    assert signature == _expected_signature(request, server.url + request.path, "us-east-1")
+
+
+def test_bearer_api_key_from_the_environment(server: Server, aws_env: Dict[str, str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-123456")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    request = _send(server)
+    assert request.headers["Authorization"] == "Bearer bedrock-api-key-123456"
+    assert "X-Amz-Date" not in request.headers
+    # the core's "<authenticated>" marker is not a key: SigV4 is used
+    monkeypatch.delenv("AWS_BEARER_TOKEN_BEDROCK")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    request = _send(server, api_key="<authenticated>")
+    assert request.headers["Authorization"].startswith("AWS4-HMAC-SHA256 ")
+
+
+def test_skip_auth_signs_with_dummy_keys(server: Server, aws_env: Dict[str, str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_BEDROCK_SKIP_AUTH", "1")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    request = _send(server)
+    assert request.headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=dummy-access-key/")
+
+
+def test_profile_from_a_config_file(server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                    tmp_path: Any) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.delenv(name)
+    credentials = tmp_path / "credentials"
+    credentials.write_text(f"[work]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+    config = tmp_path / "config"
+    config.write_text("[profile work]\nregion = ap-southeast-2\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    request = _send(server, profile="work")
+    scope, _, signature = signature_parts(request.headers["Authorization"])
+    assert "/ap-southeast-2/bedrock/" in scope
+    assert signature == _expected_signature(request, server.url + request.path, "ap-southeast-2")
+
+
+def test_region_order_and_endpoints(monkeypatch: pytest.MonkeyPatch, aws_env: Dict[str, str]) -> None:
+    catalog = Model(id="eu.anthropic.claude-sonnet-4-6", api="bedrock-converse-stream", provider="amazon-bedrock",
+                    base_url="https://bedrock-runtime.eu-central-1.amazonaws.com")
+    monkeypatch.delenv("AWS_REGION")
+    assert resolve_region(catalog, {}) == "eu-central-1"  # the model's own endpoint
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert resolve_region(catalog, {}) == "eu-west-1"
+    monkeypatch.setenv("AWS_REGION", "eu-west-3")
+    assert resolve_region(catalog, {}) == "eu-west-3"
+    assert resolve_region(catalog, {"region": "us-west-2"}) == "us-west-2"
+    # a standard endpoint follows the region; a custom one (proxy, VPC endpoint) is kept
+    assert endpoint_url(catalog, "us-west-2", {}) == "https://bedrock-runtime.us-west-2.amazonaws.com"
+    assert endpoint_url(catalog, "cn-north-1", {}) == "https://bedrock-runtime.cn-north-1.amazonaws.com.cn"
+    proxy = Model(id="m", api="bedrock-converse-stream", provider="amazon-bedrock", base_url="https://llm.corp/bedrock/")
+    assert endpoint_url(proxy, "us-west-2", {}) == "https://llm.corp/bedrock"
+    assert endpoint_url(proxy, "us-west-2", {"endpoint_url": "http://127.0.0.1:9"}) == "http://127.0.0.1:9"
+
+
+def test_arn_model_ids_are_percent_encoded(server: Server, aws_env: Dict[str, str]) -> None:
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
+    request = _send(server, local_model(server, arn))
+    assert request.path == ("/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile"
+                            "%2Fabc123/converse-stream")
+    _, _, signature = signature_parts(request.headers["Authorization"])
+    assert signature == _expected_signature(request, server.url + request.path, "us-east-1")
+
+
+def test_reprs_hold_no_secrets(aws_env: Dict[str, str]) -> None:
+    from agentcore_bedrock.auth import sign_request
+
+    signed = sign_request("https://bedrock-runtime.us-east-1.amazonaws.com/model/x/converse-stream", {}, b"{}",
+                          "us-east-1", {"api_key": "secret-bearer-token-1"})
+    assert "secret-bearer-token-1" not in repr(signed)
+    assert repr(BedrockProvider()) == "<BedrockProvider api='bedrock-converse-stream'>"

@@ -1,0 +1,252 @@
+"""Failures end the stream with one clear error event: corrupt frames, in-stream exceptions (and
+their retries), AWS HTTP errors, bad stop reasons, missing configuration, aborts. Secrets never
+appear in an error message."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, List, Tuple
+
+import pytest
+
+from agentcore.signals import AbortController
+from agentcore.types import AgentContext, AssistantMessage, TextContent, UserMessage
+from agentcore_bedrock import BedrockProvider
+
+from bedrock_helpers import Reply, Server, event, exception, local_model, text_stream
+
+CONTEXT = AgentContext(messages=[UserMessage("hi")])
+
+
+def _run(model: Any, **options: Any) -> Tuple[AssistantMessage, List[Any]]:
+    stream = BedrockProvider().stream(model, CONTEXT, **options)
+    events = list(stream)
+    return stream.result(), events
+
+
+def _kinds(events: List[Any]) -> List[str]:
+    return [e.type for e in events]
+
+
+def test_corrupt_frame_mid_stream_keeps_the_partial_text(server: Server, aws_env: dict) -> None:
+    good = event("messageStart", {"role": "assistant"}) + event(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}})
+    bad = bytearray(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "lo"}}))
+    bad[-5] ^= 0x40
+    server.enqueue(Reply(body=good + bytes(bad) + text_stream(), chunk_size=5))
+    message, events = _run(local_model(server))
+    assert message.stop_reason == "error"
+    assert message.error_message == f"event-stream message CRC mismatch in the frame at byte {len(good)} (the frame is corrupt)"
+    assert message.content == [TextContent("Hel")]
+    assert _kinds(events) == ["start", "text_start", "text_delta", "error"]  # the open block is not closed
+
+
+def test_truncated_body_is_an_error(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=text_stream()[:-7]))
+    message, _ = _run(local_model(server))
+    assert message.stop_reason == "error"
+    assert message.error_message.startswith("event stream ended inside a frame")
+
+
+def test_in_stream_validation_exception_is_not_retried(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=exception("validationException", "Input is too long for requested model.")))
+    message, events = _run(local_model(server))
+    assert (message.stop_reason, message.error_message) == ("error",
+                                                           "Validation error: Input is too long for requested model.")
+    assert _kinds(events) == ["error"] and len(server.requests) == 1
+    from agentcore.providers import is_context_overflow
+
+    assert is_context_overflow(message)  # the core's Bedrock overflow pattern still matches
+
+
+@pytest.mark.parametrize("name, prefix", [("throttlingException", "Throttling error"),
+                                          ("serviceUnavailableException", "Service unavailable"),
+                                          ("internalServerException", "Internal server error")])
+def test_retryable_exception_before_content_is_retried(server: Server, aws_env: dict, name: str,
+                                                       prefix: str) -> None:
+    server.enqueue(Reply(body=exception(name, "slow down")), Reply(body=text_stream("after retry")))
+    message, events = _run(local_model(server))
+    assert message.stop_reason == "stop" and message.content == [TextContent("after retry")]
+    assert _kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+    assert len(server.requests) == 2
+    # a fresh signature for the new attempt, same body
+    assert server.requests[0].body == server.requests[1].body
+
+    server.enqueue(Reply(body=exception(name, "slow down")))
+    message, _ = _run(local_model(server), max_retries=0)
+    assert (message.stop_reason, message.error_message) == ("error", f"{prefix}: slow down")
+
+
+def test_retry_after_message_start_pushes_start_once(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"}) + exception("throttlingException", "x")),
+                   Reply(body=text_stream("ok")))
+    message, events = _run(local_model(server))
+    assert message.content == [TextContent("ok")] and len(server.requests) == 2
+    assert _kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+
+
+def test_throttling_after_content_is_not_retried(server: Server, aws_env: dict) -> None:
+    body = (event("messageStart", {"role": "assistant"})
+            + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "par"}})
+            + exception("throttlingException", "Too many tokens, please wait before trying again."))
+    server.enqueue(Reply(body=body), Reply(body=text_stream()))
+    message, _ = _run(local_model(server))
+    assert message.error_message == "Throttling error: Too many tokens, please wait before trying again."
+    assert message.content == [TextContent("par")] and len(server.requests) == 1
+
+
+def test_http_error_with_aws_json_body(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(status=400, content_type="application/json",
+                         headers={"x-amzn-ErrorType": "ValidationException:http://internal.amazon.com/coral/"},
+                         body=json.dumps({"message": "The provided model identifier is invalid."}).encode()))
+    message, events = _run(local_model(server))
+    assert message.error_message == "400 ValidationException: The provided model identifier is invalid."
+    assert _kinds(events) == ["error"] and len(server.requests) == 1
+
+
+def test_http_5xx_and_429_are_retried(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(status=503, content_type="application/json", headers={"retry-after-ms": "0"},
+                         body=b'{"message":"Bedrock is unable to process your request."}'),
+                   Reply(status=429, content_type="application/json", headers={"retry-after-ms": "0"},
+                         body=b'{"message":"Too many requests"}'),
+                   Reply(body=text_stream("ok")))
+    message, _ = _run(local_model(server))
+    assert message.content == [TextContent("ok")] and len(server.requests) == 3
+    server.enqueue(Reply(status=503, content_type="application/json", headers={"retry-after-ms": "0"},
+                         body=b'{"message":"Bedrock is unable to process your request."}'))
+    message, _ = _run(local_model(server), max_retries=0)
+    assert message.error_message == "503 Bedrock is unable to process your request."
+
+
+@pytest.mark.parametrize("stop, text", [
+    ("guardrail_intervened", "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)"),
+    ("content_filtered", "Bedrock stopped the response: the content was filtered (stopReason content_filtered)"),
+    ("malformed_tool_use", "Bedrock stopped the response: the model's tool call was malformed "
+                           "(stopReason malformed_tool_use)"),
+    ("surprise", "Bedrock stopped with an unknown stop reason: 'surprise'"),
+])
+def test_error_stop_reasons_are_clear(server: Server, aws_env: dict, stop: str, text: str) -> None:
+    server.enqueue(Reply(body=text_stream("partial", stop=stop)))
+    message, _ = _run(local_model(server))
+    assert (message.stop_reason, message.error_message) == ("error", text)
+    assert message.content == [TextContent("partial")]
+
+
+@pytest.mark.parametrize("stop, reason", [("end_turn", "stop"), ("stop_sequence", "stop"),
+                                          ("max_tokens", "length"), ("model_context_window_exceeded", "length"),
+                                          ("tool_use", "toolUse")])
+def test_stop_reasons(server: Server, aws_env: dict, stop: str, reason: str) -> None:
+    server.enqueue(Reply(body=text_stream(stop=stop)))
+    message, events = _run(local_model(server))
+    assert message.stop_reason == reason and events[-1].type == "done"
+
+
+def test_malformed_json_payload_is_named(server: Server, aws_env: dict) -> None:
+    from agentcore_bedrock.eventstream import encode_message
+
+    bad = encode_message({":event-type": "contentBlockDelta", ":message-type": "event"}, b'{"delta": ')
+    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"}) + bad))
+    message, _ = _run(local_model(server))
+    assert message.error_message.startswith("malformed JSON in Bedrock contentBlockDelta event: ")
+    assert message.error_message.endswith("'{\"delta\": '")
+
+
+def test_stream_without_message_stop(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"})
+                         + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})))
+    message, _ = _run(local_model(server))
+    assert message.error_message == "Bedrock stream ended before messageStop"
+
+
+def test_usage_with_cache_tokens_and_redacted_reasoning(server: Server, aws_env: dict) -> None:
+    from agentcore.types import ModelCost, ThinkingContent
+
+    body = b"".join([
+        event("messageStart", {"role": "assistant"}),
+        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": "b3Bh"}}}),
+        event("contentBlockStop", {"contentBlockIndex": 0}),
+        event("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": "done"}}),
+        event("contentBlockStop", {"contentBlockIndex": 1}),
+        event("messageStop", {"stopReason": "end_turn"}),
+        event("metadata", {"usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadInputTokens": 100,
+                                     "cacheWriteInputTokens": 20, "totalTokens": 135}}),
+    ])
+    server.enqueue(Reply(body=body, chunk_size=3))
+    model = local_model(server, "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                        cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75))
+    message, events = _run(model)
+    assert message.content == [ThinkingContent("[Reasoning redacted]", thinking_signature="b3Bh", redacted=True),
+                               TextContent("done")]
+    usage = message.usage
+    assert (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens) == (10, 5, 100, 20, 135)
+    assert usage.cost.total == pytest.approx((10 * 3 + 5 * 15 + 100 * 0.3 + 20 * 3.75) / 1e6)
+    assert _kinds(events)[:3] == ["start", "thinking_start", "thinking_end"]
+
+
+def test_abort_mid_stream_closes_the_response_promptly(server: Server, aws_env: dict) -> None:
+    first = event("messageStart", {"role": "assistant"}) + event(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}})
+    server.enqueue(Reply(body=first + text_stream(), chunk_size=len(first), stall_after=len(first)))
+    controller = AbortController()
+    aborter = threading.Thread(target=lambda: (server.stalled.wait(30), controller.abort()))
+    stream = BedrockProvider().stream(local_model(server), CONTEXT, signal=controller.signal,
+                                      timeout=(10, 60))  # only the abort can end the stalled read
+    events = []
+    for item in stream:
+        events.append(item)
+        if item.type == "text_delta":  # the next read blocks on the stalled body until the abort
+            aborter.start()
+    aborter.join()
+    message = stream.result()
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
+    assert message.content == [TextContent("Hel")]
+    assert _kinds(events) == ["start", "text_start", "text_delta", "error"]
+
+
+def test_abort_before_the_request_sends_nothing(server: Server, aws_env: dict) -> None:
+    controller = AbortController()
+    controller.abort()
+    message, events = _run(local_model(server), signal=controller.signal)
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
+    assert _kinds(events) == ["error"] and server.requests == []
+
+
+def test_abort_ends_the_retry_sleep(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(body=exception("throttlingException", "wait")))
+    controller = AbortController()
+    seen = threading.Event()
+
+    def on_response(status: int, headers: Any) -> None:
+        seen.set()
+
+    aborter = threading.Thread(target=lambda: (seen.wait(30), controller.abort()))
+    aborter.start()
+    # the abort comes while the body is read or during the retry sleep: no second request
+    message, _ = _run(local_model(server), signal=controller.signal, on_response=on_response, max_retries=1)
+    aborter.join()
+    assert message.stop_reason == "aborted" and len(server.requests) == 1
+
+
+def test_secrets_never_appear_in_errors(server: Server, aws_env: dict) -> None:
+    token = "ABSKQmVkcm9ja0FQSUtleS1zZWNyZXQtdG9rZW4tdmFsdWU="
+    server.enqueue(Reply(status=403, content_type="application/json",
+                         body=json.dumps({"message": f"Bearer {token} is not valid"}).encode()))
+    message, _ = _run(local_model(server), api_key=token)
+    assert token not in message.error_message and "***" in message.error_message
+    assert server.requests[0].headers["Authorization"] == f"Bearer {token}"
+
+
+def test_missing_region_and_credentials_are_named(server: Server, aws_env: dict,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_REGION")
+    message, events = _run(local_model(server))
+    assert message.error_message.startswith("no AWS region for Amazon Bedrock: set AWS_REGION")
+    assert _kinds(events) == ["error"]
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    message, _ = _run(local_model(server))
+    assert message.error_message.startswith("no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and "
+                                            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE")
+    assert server.requests == []
