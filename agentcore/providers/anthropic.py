@@ -20,6 +20,7 @@ from ..types import (
 )
 from . import _reasoning
 from .base import (
+    MAPPINGS,
     ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
 from .models import calculate_cost
@@ -319,7 +320,7 @@ class AnthropicStreamState:
     # -- dispatch -------------------------------------------------------------------------------
     def handle(self, event_name: Optional[str], data: Any) -> None:
         """Apply one SSE event (``data`` already JSON-decoded, or the raw text for ``event: error``)."""
-        kind = data.get("type") if isinstance(data, Mapping) else None
+        kind = data.get("type") if isinstance(data, MAPPINGS) else None
         if event_name == "error" or kind == "error":
             text = data if isinstance(data, str) else json.dumps(data)
             raise ProviderError(text)

@@ -18,6 +18,8 @@ failures: those end the stream with an ``error`` event whose message has ``stop_
 
 from __future__ import annotations
 
+import collections.abc
+
 import json
 import os
 import re
@@ -35,6 +37,7 @@ from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolC
 from .partial_json import ToolArguments
 
 __all__ = [
+    "MAPPINGS",
     "MissingApiKeyError", "ProviderError", "WireRequest", "WireHandler", "StateHandler", "WireProvider",
     "StreamWriter", "ProviderStream", "ENV_API_KEYS", "get_env_api_key", "resolve_api_key",
     "merge_headers", "sanitize_surrogates", "tool_specs", "parse_json_event", "ABORTED_MESSAGE",
@@ -42,6 +45,12 @@ __all__ = [
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
+
+# ``isinstance(x, typing.Mapping)`` costs about 1 us (typing's __instancecheck__ runs in Python);
+# decoded JSON is a dict, which this tuple matches first on the C fast path. Several checks per
+# streamed chunk made it a quarter of a wire module's per-delta cost
+# (plugins/agentcore-vertex/benchmarks/bench_parse.py).
+MAPPINGS = (dict, collections.abc.Mapping)
 
 
 class MissingApiKeyError(Exception):

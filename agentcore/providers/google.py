@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import collections.abc
 import itertools
 import json
 import re
@@ -25,6 +24,7 @@ from ..types import (
 )
 from . import _reasoning
 from .base import (
+    MAPPINGS,
     ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
 from .models import calculate_cost
@@ -262,10 +262,6 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 # --------------------------------------------------------------------------- response stream
 
 
-# ``isinstance(x, typing.Mapping)`` costs about 1 us (typing's __instancecheck__ in Python); decoded
-# JSON is a dict, matched first by the C fast path. Five checks per streamed chunk made it ~25% of
-# the per-delta cost (plugins/agentcore-vertex/benchmarks/bench_parse.py).
-_MAPPINGS = (dict, collections.abc.Mapping)
 
 
 def map_finish_reason(reason: str) -> str:
@@ -296,7 +292,7 @@ class GoogleStreamState:
 
     def handle(self, event_name: Optional[str], data: Any) -> None:
         """Apply one chunk (``data`` already JSON-decoded)."""
-        if not isinstance(data, _MAPPINGS):
+        if not isinstance(data, MAPPINGS):
             return
         if data.get("error"):
             raise ProviderError(json.dumps({"error": data["error"]}, ensure_ascii=False))
@@ -304,9 +300,9 @@ class GoogleStreamState:
         if feedback.get("blockReason"):
             self._block_reason = str(feedback["blockReason"])
         candidates = data.get("candidates") or []
-        candidate = candidates[0] if candidates and isinstance(candidates[0], _MAPPINGS) else {}
+        candidate = candidates[0] if candidates and isinstance(candidates[0], MAPPINGS) else {}
         for part in ((candidate.get("content") or {}).get("parts") or []):
-            if isinstance(part, _MAPPINGS):
+            if isinstance(part, MAPPINGS):
                 self._part(part)
         if candidate.get("finishReason"):
             self._finish_reason = str(candidate["finishReason"])
@@ -314,7 +310,7 @@ class GoogleStreamState:
             self.output.stop_reason = map_finish_reason(self._finish_reason)
             if any(isinstance(b, ToolCall) for b in self.output.content):
                 self.output.stop_reason = "toolUse"
-        if isinstance(data.get("usageMetadata"), _MAPPINGS):
+        if isinstance(data.get("usageMetadata"), MAPPINGS):
             self._apply_usage(data["usageMetadata"])
 
     def finish(self) -> None:
@@ -331,7 +327,7 @@ class GoogleStreamState:
     def _part(self, part: Mapping[str, Any]) -> None:
         if "text" in part and part.get("text") is not None:
             self._text_part(part)
-        if isinstance(part.get("functionCall"), _MAPPINGS):
+        if isinstance(part.get("functionCall"), MAPPINGS):
             self._function_call(part)
 
     def _text_part(self, part: Mapping[str, Any]) -> None:
@@ -369,7 +365,7 @@ class GoogleStreamState:
         if not provided or provided in taken:
             provided = f"{name}_{int(time.time() * 1000)}_{next(_tool_call_counter)}"
         args = call.get("args")
-        arguments = dict(args) if isinstance(args, _MAPPINGS) else {}
+        arguments = dict(args) if isinstance(args, MAPPINGS) else {}
         writer = self.writer
         index = writer.start_tool_call(str(provided), name, arguments=arguments,
                                        thought_signature=part.get("thoughtSignature") or None)

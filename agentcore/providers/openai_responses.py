@@ -19,6 +19,7 @@ from ..types import (
 )
 from . import _reasoning
 from .base import (
+    MAPPINGS,
     ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
 from .models import calculate_cost
@@ -281,7 +282,7 @@ class ResponsesStreamState:
 
     def handle(self, event_name: Optional[str], data: Any) -> None:
         """Apply one SSE event whose ``data`` was JSON-decoded (dispatch on ``data["type"]``)."""
-        if not isinstance(data, Mapping):
+        if not isinstance(data, MAPPINGS):
             return
         handler = _HANDLERS.get(str(data.get("type") or event_name or ""))
         if handler is not None:
