@@ -74,109 +74,357 @@ _EXPORTS: Dict[str, List[str]] = {
 }
 
 if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve lazily below
-    from .types import (
-        TextContent as TextContent, ThinkingContent as ThinkingContent,
-        ImageContent as ImageContent, ToolCall as ToolCall, UserMessage as UserMessage,
-        AssistantMessage as AssistantMessage, ToolResultMessage as ToolResultMessage,
-        SystemMessage as SystemMessage, BashExecutionMessage as BashExecutionMessage,
-        CompactionSummaryMessage as CompactionSummaryMessage,
-        BranchSummaryMessage as BranchSummaryMessage, CustomMessage as CustomMessage,
-        UnknownMessage as UnknownMessage, Usage as Usage, UsageCost as UsageCost, Model as Model,
-        ModelCost as ModelCost, AgentContext as AgentContext, ThinkingLevel as ThinkingLevel,
-        ToolExecutionMode as ToolExecutionMode, QueueMode as QueueMode, StopReason as StopReason,
-        message_from_dict as message_from_dict, message_to_dict as message_to_dict,
-    )
-    from .messages import (
-        convert_to_llm as convert_to_llm, default_convert_to_llm as default_convert_to_llm,
-        DROP as DROP,
-    )
-    from .events import (
-        AgentEvent as AgentEvent, AgentStartEvent as AgentStartEvent,
-        AgentEndEvent as AgentEndEvent, TurnStartEvent as TurnStartEvent,
-        TurnEndEvent as TurnEndEvent, MessageStartEvent as MessageStartEvent,
-        MessageUpdateEvent as MessageUpdateEvent, MessageEndEvent as MessageEndEvent,
-        ToolExecutionStartEvent as ToolExecutionStartEvent,
-        ToolExecutionUpdateEvent as ToolExecutionUpdateEvent,
-        ToolExecutionEndEvent as ToolExecutionEndEvent, event_to_dict as event_to_dict,
-        ToolApprovalRequestEvent as ToolApprovalRequestEvent,
-    )
-    from .streams import (
-        EventStream as EventStream, AssistantMessageEventStream as AssistantMessageEventStream,
-    )
-    from .signals import (
-        AbortController as AbortController, AbortSignal as AbortSignal,
-    )
-    from .tools import (
-        AgentTool as AgentTool, AgentToolResult as AgentToolResult, FunctionTool as FunctionTool,
-        tool as tool, validate_tool_arguments as validate_tool_arguments,
-        ToolValidationError as ToolValidationError,
-    )
-    from .loop import (
-        agent_loop as agent_loop, agent_loop_continue as agent_loop_continue,
-        run_agent_loop as run_agent_loop, run_agent_loop_continue as run_agent_loop_continue,
-        AgentLoopConfig as AgentLoopConfig, BeforeToolCallContext as BeforeToolCallContext,
-        BeforeToolCallResult as BeforeToolCallResult, AfterToolCallContext as AfterToolCallContext,
-        AfterToolCallResult as AfterToolCallResult,
-        ShouldStopAfterTurnContext as ShouldStopAfterTurnContext,
-        PrepareNextTurnContext as PrepareNextTurnContext,
-        AgentLoopTurnUpdate as AgentLoopTurnUpdate, set_default_stream_fn as set_default_stream_fn,
-        get_default_stream_fn as get_default_stream_fn,
+    from .agent import (
+        Agent as Agent,
     )
     from .agent import (
-        Agent as Agent, AgentState as AgentState, EventSubscription as EventSubscription,
+        AgentState as AgentState,
     )
-    from .structured import (
-        OutputValidationError as OutputValidationError, AskError as AskError,
+    from .agent import (
+        EventSubscription as EventSubscription,
     )
     from .approvals import (
         PendingApproval as PendingApproval,
     )
-    from .hookspecs import (
-        hookimpl as hookimpl, hookspec as hookspec,
-    )
-    from .plugins import (
-        plugins_info as plugins_info, get_tool as get_tool, get_provider as get_provider,
-        get_model as get_model, models as models, create_plugin_manager as create_plugin_manager,
-        AgentHooks as AgentHooks, PluginInfo as PluginInfo, UnknownToolError as UnknownToolError,
-        UnknownProviderError as UnknownProviderError, UnknownModelError as UnknownModelError,
+    from .builtin_tools import (
+        PathOutsideRootError as PathOutsideRootError,
     )
     from .builtin_tools import (
         create_coding_tools as create_coding_tools,
+    )
+    from .builtin_tools import (
         create_read_only_tools as create_read_only_tools,
-        PathOutsideRootError as PathOutsideRootError,
+    )
+    from .events import (
+        AgentEndEvent as AgentEndEvent,
+    )
+    from .events import (
+        AgentEvent as AgentEvent,
+    )
+    from .events import (
+        AgentStartEvent as AgentStartEvent,
+    )
+    from .events import (
+        MessageEndEvent as MessageEndEvent,
+    )
+    from .events import (
+        MessageStartEvent as MessageStartEvent,
+    )
+    from .events import (
+        MessageUpdateEvent as MessageUpdateEvent,
+    )
+    from .events import (
+        ToolApprovalRequestEvent as ToolApprovalRequestEvent,
+    )
+    from .events import (
+        ToolExecutionEndEvent as ToolExecutionEndEvent,
+    )
+    from .events import (
+        ToolExecutionStartEvent as ToolExecutionStartEvent,
+    )
+    from .events import (
+        ToolExecutionUpdateEvent as ToolExecutionUpdateEvent,
+    )
+    from .events import (
+        TurnEndEvent as TurnEndEvent,
+    )
+    from .events import (
+        TurnStartEvent as TurnStartEvent,
+    )
+    from .events import (
+        event_to_dict as event_to_dict,
+    )
+    from .hookspecs import (
+        hookimpl as hookimpl,
+    )
+    from .hookspecs import (
+        hookspec as hookspec,
+    )
+    from .jupyter import (
+        Transcript as Transcript,
+    )
+    from .jupyter import (
+        display_run as display_run,
+    )
+    from .loop import (
+        AfterToolCallContext as AfterToolCallContext,
+    )
+    from .loop import (
+        AfterToolCallResult as AfterToolCallResult,
+    )
+    from .loop import (
+        AgentLoopConfig as AgentLoopConfig,
+    )
+    from .loop import (
+        AgentLoopTurnUpdate as AgentLoopTurnUpdate,
+    )
+    from .loop import (
+        BeforeToolCallContext as BeforeToolCallContext,
+    )
+    from .loop import (
+        BeforeToolCallResult as BeforeToolCallResult,
+    )
+    from .loop import (
+        PrepareNextTurnContext as PrepareNextTurnContext,
+    )
+    from .loop import (
+        ShouldStopAfterTurnContext as ShouldStopAfterTurnContext,
+    )
+    from .loop import (
+        agent_loop as agent_loop,
+    )
+    from .loop import (
+        agent_loop_continue as agent_loop_continue,
+    )
+    from .loop import (
+        get_default_stream_fn as get_default_stream_fn,
+    )
+    from .loop import (
+        run_agent_loop as run_agent_loop,
+    )
+    from .loop import (
+        run_agent_loop_continue as run_agent_loop_continue,
+    )
+    from .loop import (
+        set_default_stream_fn as set_default_stream_fn,
+    )
+    from .many import (
+        AgentSpec as AgentSpec,
+    )
+    from .many import (
+        AgentTask as AgentTask,
+    )
+    from .many import (
+        TaskResult as TaskResult,
+    )
+    from .many import (
+        run_many as run_many,
+    )
+    from .messages import (
+        DROP as DROP,
+    )
+    from .messages import (
+        convert_to_llm as convert_to_llm,
+    )
+    from .messages import (
+        default_convert_to_llm as default_convert_to_llm,
+    )
+    from .plugins import (
+        AgentHooks as AgentHooks,
+    )
+    from .plugins import (
+        PluginInfo as PluginInfo,
+    )
+    from .plugins import (
+        UnknownModelError as UnknownModelError,
+    )
+    from .plugins import (
+        UnknownProviderError as UnknownProviderError,
+    )
+    from .plugins import (
+        UnknownToolError as UnknownToolError,
+    )
+    from .plugins import (
+        create_plugin_manager as create_plugin_manager,
+    )
+    from .plugins import (
+        get_model as get_model,
+    )
+    from .plugins import (
+        get_provider as get_provider,
+    )
+    from .plugins import (
+        get_tool as get_tool,
+    )
+    from .plugins import (
+        models as models,
+    )
+    from .plugins import (
+        plugins_info as plugins_info,
     )
     from .providers import (
-        stream as stream, complete as complete, is_context_overflow as is_context_overflow,
-        calculate_cost as calculate_cost, MissingApiKeyError as MissingApiKeyError,
+        MissingApiKeyError as MissingApiKeyError,
+    )
+    from .providers import (
+        calculate_cost as calculate_cost,
+    )
+    from .providers import (
+        complete as complete,
+    )
+    from .providers import (
         get_env_api_key as get_env_api_key,
     )
+    from .providers import (
+        is_context_overflow as is_context_overflow,
+    )
+    from .providers import (
+        stream as stream,
+    )
     from .session import (
-        Session as Session, JsonlSessionStorage as JsonlSessionStorage,
-        SqliteSessionStorage as SqliteSessionStorage, MemorySessionStorage as MemorySessionStorage,
-        SessionRepository as SessionRepository, SessionError as SessionError,
-        SessionLockedError as SessionLockedError, SessionContext as SessionContext,
-        SessionStats as SessionStats, attach_session as attach_session,
+        JsonlSessionStorage as JsonlSessionStorage,
+    )
+    from .session import (
+        MemorySessionStorage as MemorySessionStorage,
+    )
+    from .session import (
+        Session as Session,
+    )
+    from .session import (
+        SessionContext as SessionContext,
+    )
+    from .session import (
+        SessionError as SessionError,
+    )
+    from .session import (
+        SessionLockedError as SessionLockedError,
+    )
+    from .session import (
+        SessionRepository as SessionRepository,
+    )
+    from .session import (
+        SessionStats as SessionStats,
+    )
+    from .session import (
+        SqliteSessionStorage as SqliteSessionStorage,
+    )
+    from .session import (
+        attach_session as attach_session,
+    )
+    from .session import (
         restore_agent as restore_agent,
     )
-    from .session.urls import open_session as open_session
-    from .many import (
-        AgentSpec as AgentSpec, AgentTask as AgentTask, TaskResult as TaskResult, run_many as run_many,
+    from .session.branch_summary import (
+        TreeDecision as TreeDecision,
+    )
+    from .session.branch_summary import (
+        TreePreparation as TreePreparation,
+    )
+    from .session.compaction import (
+        CompactionDecision as CompactionDecision,
+    )
+    from .session.compaction import (
+        CompactionError as CompactionError,
     )
     from .session.compaction_tokens import (
         CompactionSettings as CompactionSettings,
     )
-    from .session.compaction import (
-        CompactionError as CompactionError, CompactionDecision as CompactionDecision,
-    )
-    from .session.branch_summary import (
-        TreeDecision as TreeDecision, TreePreparation as TreePreparation,
-    )
     from .session.compactor import (
-        Compactor as Compactor, CompactionStartEvent as CompactionStartEvent,
         CompactionEndEvent as CompactionEndEvent,
     )
-    from .jupyter import (
-        display_run as display_run, Transcript as Transcript,
+    from .session.compactor import (
+        CompactionStartEvent as CompactionStartEvent,
+    )
+    from .session.compactor import (
+        Compactor as Compactor,
+    )
+    from .session.urls import open_session as open_session
+    from .signals import (
+        AbortController as AbortController,
+    )
+    from .signals import (
+        AbortSignal as AbortSignal,
+    )
+    from .streams import (
+        AssistantMessageEventStream as AssistantMessageEventStream,
+    )
+    from .streams import (
+        EventStream as EventStream,
+    )
+    from .structured import (
+        AskError as AskError,
+    )
+    from .structured import (
+        OutputValidationError as OutputValidationError,
+    )
+    from .tools import (
+        AgentTool as AgentTool,
+    )
+    from .tools import (
+        AgentToolResult as AgentToolResult,
+    )
+    from .tools import (
+        FunctionTool as FunctionTool,
+    )
+    from .tools import (
+        ToolValidationError as ToolValidationError,
+    )
+    from .tools import (
+        tool as tool,
+    )
+    from .tools import (
+        validate_tool_arguments as validate_tool_arguments,
+    )
+    from .types import (
+        AgentContext as AgentContext,
+    )
+    from .types import (
+        AssistantMessage as AssistantMessage,
+    )
+    from .types import (
+        BashExecutionMessage as BashExecutionMessage,
+    )
+    from .types import (
+        BranchSummaryMessage as BranchSummaryMessage,
+    )
+    from .types import (
+        CompactionSummaryMessage as CompactionSummaryMessage,
+    )
+    from .types import (
+        CustomMessage as CustomMessage,
+    )
+    from .types import (
+        ImageContent as ImageContent,
+    )
+    from .types import (
+        Model as Model,
+    )
+    from .types import (
+        ModelCost as ModelCost,
+    )
+    from .types import (
+        QueueMode as QueueMode,
+    )
+    from .types import (
+        StopReason as StopReason,
+    )
+    from .types import (
+        SystemMessage as SystemMessage,
+    )
+    from .types import (
+        TextContent as TextContent,
+    )
+    from .types import (
+        ThinkingContent as ThinkingContent,
+    )
+    from .types import (
+        ThinkingLevel as ThinkingLevel,
+    )
+    from .types import (
+        ToolCall as ToolCall,
+    )
+    from .types import (
+        ToolExecutionMode as ToolExecutionMode,
+    )
+    from .types import (
+        ToolResultMessage as ToolResultMessage,
+    )
+    from .types import (
+        UnknownMessage as UnknownMessage,
+    )
+    from .types import (
+        Usage as Usage,
+    )
+    from .types import (
+        UsageCost as UsageCost,
+    )
+    from .types import (
+        UserMessage as UserMessage,
+    )
+    from .types import (
+        message_from_dict as message_from_dict,
+    )
+    from .types import (
+        message_to_dict as message_to_dict,
     )
 
     __version__: str

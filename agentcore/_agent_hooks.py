@@ -47,7 +47,7 @@ class AgentHooks:
     them into error results or a failed run); ``on_event`` and ``on_lifecycle_event`` log them.
     """
 
-    def __init__(self, pm: "pluggy.PluginManager",
+    def __init__(self, pm: pluggy.PluginManager,
                  convert_to_llm: Optional[Callable[[List[Any]], Any]] = None) -> None:
         self.pm = pm
         self.list_converter = convert_to_llm

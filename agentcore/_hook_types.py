@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import Any, Callable, List, Mapping, Optional, Union
 
 from ._loop_types import (
-    AfterToolCallContext, AfterToolCallResult, AgentLoopTurnUpdate, BeforeToolCallContext,
-    BeforeToolCallResult, PrepareNextTurnContext, ShouldStopAfterTurnContext,
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopTurnUpdate,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    PrepareNextTurnContext,
+    ShouldStopAfterTurnContext,
 )
 from .events import AgentEvent
 from .signals import AbortSignal

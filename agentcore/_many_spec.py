@@ -41,7 +41,7 @@ class SpecNotPortableError(TypeError):
         return (_rebuild_not_portable, (self.field, str(self)))
 
 
-def _rebuild_not_portable(field_name: str, message: str) -> "SpecNotPortableError":
+def _rebuild_not_portable(field_name: str, message: str) -> SpecNotPortableError:
     error = SpecNotPortableError.__new__(SpecNotPortableError)
     TypeError.__init__(error, message)
     error.field = field_name

@@ -29,7 +29,21 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from typing import (
-    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
     overload,
 )
 
@@ -39,21 +53,39 @@ from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, 
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from .events import (
-    AgentEndEvent, AgentEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
+    AgentEndEvent,
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
 from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
-    AgentContext, AssistantMessage, ImageContent, Model, PromptInput, TextContent, Usage, UserMessage,
-    message_from_dict, role_of,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    PromptInput,
+    TextContent,
+    Usage,
+    UserMessage,
+    message_from_dict,
+    role_of,
 )
 
 if TYPE_CHECKING:
     from ._hook_types import (
-        AfterToolCallHook, BeforeToolCallHook, ConvertToLlm, GetApiKey, Listener, PrepareNextTurnHook,
-        ShouldStopAfterTurnHook, TransformContextHook,
+        AfterToolCallHook,
+        BeforeToolCallHook,
+        ConvertToLlm,
+        GetApiKey,
+        Listener,
+        PrepareNextTurnHook,
+        ShouldStopAfterTurnHook,
+        TransformContextHook,
     )
     from .loop import StreamFn
     from .tools import AgentTool
@@ -91,11 +123,11 @@ _T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
 
 # The agent whose run body executes in this context (the run thread's, inherited by its tools'
 # threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
-_running_agent: "contextvars.ContextVar[Optional[Agent]]" = contextvars.ContextVar(
+_running_agent: contextvars.ContextVar[Optional[Agent]] = contextvars.ContextVar(
     "agentcore_running_agent", default=None)
 
 
-def running_agent() -> Optional["Agent"]:
+def running_agent() -> Optional[Agent]:
     """The agent whose run (or one of whose tools) is executing on this thread, else None."""
     return _running_agent.get()
 
@@ -198,10 +230,10 @@ def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> S
 def _option_property(name: str) -> property:
     """``agent.<name>``: a shortcut for ``agent.options.<name>`` (read at the start of each run)."""
 
-    def get(self: "Agent") -> Any:
+    def get(self: Agent) -> Any:
         return getattr(self.options, name)
 
-    def set_(self: "Agent", value: Any) -> None:
+    def set_(self: Agent, value: Any) -> None:
         setattr(self.options, name, value)
 
     return property(get, set_, doc=f"Shortcut for ``options.{name}`` (a stream option).")
@@ -638,7 +670,7 @@ class Agent:
         """
         import queue
 
-        events: "queue.Queue[Any]" = queue.Queue()
+        events: queue.Queue[Any] = queue.Queue()
         done = object()
         unsubscribe = self.subscribe(lambda event: events.put(event))
         try:
@@ -674,7 +706,7 @@ class Agent:
         if run.error is not None:
             raise run.error
 
-    def events(self, *, until_agent_end: bool = False) -> "EventSubscription":
+    def events(self, *, until_agent_end: bool = False) -> EventSubscription:
         """Subscribe a consumer-side iterator to every event from now on (fed by a ``queue.Queue``).
 
         Unlike listeners, the consumer never slows the run down. Iteration blocks until the next
@@ -838,7 +870,7 @@ class Agent:
         return self._outcome(run)
 
     def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
-                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any],
+                  config: _loop.AgentLoopConfig, stream_fn: Callable[..., Any],
                   resume: Optional[_approvals.Resumption] = None) -> List[Any]:
         """The run (on the run thread): the loop, with compaction at its three documented steps.
 
@@ -948,7 +980,7 @@ class Agent:
                 for item in self._state.tools]
 
     def _build_loop_config(self, signal: AbortSignal,
-                           skip_initial_steering_poll: bool) -> "_loop.AgentLoopConfig":
+                           skip_initial_steering_poll: bool) -> _loop.AgentLoopConfig:
         """The loop configuration of one run, from the current attribute values (spec §3.2)."""
         level = _level(self._state.thinking_level)
         skip_first = [skip_initial_steering_poll]
@@ -1041,7 +1073,7 @@ class EventSubscription:
     def __init__(self, agent: Agent, until_agent_end: bool) -> None:
         import queue
 
-        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._queue: queue.Queue[Any] = queue.Queue()
         self._closed = object()
         self._until_agent_end = until_agent_end
         self._unsubscribe = agent.subscribe(self._queue.put)
@@ -1060,7 +1092,7 @@ class EventSubscription:
             if self._until_agent_end and item.type == "agent_end":
                 self.close()
 
-    def __enter__(self) -> "EventSubscription":
+    def __enter__(self) -> EventSubscription:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -108,7 +108,7 @@ _MIME = re.compile(r"[\w.+-]+/[\w.+-]+\Z")
 _NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=_-]")
 
 
-def _image_parts(block: Any) -> "tuple[str, str]":
+def _image_parts(block: Any) -> tuple[str, str]:
     """An image's mime type and base64 data, safe to put in a Markdown link (no HTML, no ``)``)."""
     mime = str(_field(block, "mime_type", "mimeType") or "")
     data = str(_field(block, "data") or "")
@@ -392,7 +392,7 @@ class LiveRun:
         parts.append(f"*{_md_text(self.status)}*")
         return "\n\n---\n\n".join(parts)
 
-    def snapshot(self) -> "_Snapshot":
+    def snapshot(self) -> _Snapshot:
         return _Snapshot(self.html(), self.markdown())
 
 

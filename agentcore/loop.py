@@ -42,24 +42,46 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from . import approvals as _approvals
 from . import tools as _tools
+from ._loop_types import (
+    STREAM_OPTIONS,
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    AgentLoopTurnUpdate,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    PrepareNextTurnContext,
+    ShouldStopAfterTurnContext,
+    ToolBatchResult,
+    merge_after_tool_call,
+)
 from ._safe import exception_message
 from ._util import awaited, field_of
-from ._loop_types import (
-    STREAM_OPTIONS, AfterToolCallContext, AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate,
-    BeforeToolCallContext, BeforeToolCallResult, PrepareNextTurnContext, ShouldStopAfterTurnContext,
-    ToolBatchResult, merge_after_tool_call,
-)
 from .events import (
-    AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
-    ToolApprovalRequestEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
-    TurnEndEvent, TurnStartEvent,
+    AgentEndEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolApprovalRequestEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
 )
 from .messages import default_convert_to_llm
 from .signals import AbortController, AbortSignal
 from .streams import EventStream, start_daemon
 from .tools import AgentTool, AgentToolResult
 from .types import (
-    AgentContext, AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage,
+    AgentContext,
+    AssistantMessage,
+    Model,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
     role_of,
 )
 
@@ -128,7 +150,7 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
                         stream_fn: Optional[StreamFn] = None, *,
-                        resume: Optional["_approvals.Resumption"] = None) -> EventStream[List[Any]]:
+                        resume: Optional[_approvals.Resumption] = None) -> EventStream[List[Any]]:
     """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
     after an approval pause, see :func:`run_agent_loop_continue`).
 
@@ -181,7 +203,7 @@ def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentL
 def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit: Emit,
                             signal: Optional[AbortSignal] = None,
                             stream_fn: Optional[StreamFn] = None, *,
-                            resume: Optional["_approvals.Resumption"] = None) -> List[Any]:
+                            resume: Optional[_approvals.Resumption] = None) -> List[Any]:
     """Blocking continue run: no prompt; returns only the messages created by the run.
 
     ``resume`` (from an approval pause, see :mod:`agentcore.approvals`): the run first finishes
@@ -224,7 +246,7 @@ class _Run:
 
     @classmethod
     def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
-              signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> "_Run":
+              signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> _Run:
         # a shallow copy (prepare_next_turn may change its model): copy.copy is ~20x cheaper than
         # dataclasses.replace, which re-runs __init__ with every option as a keyword
         return cls(context.copy(), copy.copy(config), emit,
@@ -236,7 +258,7 @@ class _Run:
 
 
 def _run_loop(run: _Run, new_messages: List[Any],
-              resume: Optional["_approvals.Resumption"] = None) -> None:
+              resume: Optional[_approvals.Resumption] = None) -> None:
     """Turns until the model stops and no queued message is left (spec agent-loop §2.3).
 
     Ends early, with the run settled, when calls of a batch wait for approval (the pause); a
@@ -307,7 +329,7 @@ def _inject(run: _Run, pending: List[Any], new_messages: List[Any]) -> bool:
 
 
 def _run_tools(run: _Run, message: AssistantMessage, new_messages: List[Any],
-               resumed: Optional["_approvals.Resumption"] = None) -> ToolBatchResult:
+               resumed: Optional[_approvals.Resumption] = None) -> ToolBatchResult:
     """Run the tool calls of ``message`` (none for a length-truncated response) and append the
     results. Calls whose tool requires approval do not run: one approval request each, and the
     batch lists them as ``awaiting``. ``resumed``: run the decided calls of a paused turn."""
@@ -697,7 +719,7 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
         emit(ToolExecutionEndEvent(item.call.id, item.call.name, outcome.result, outcome.is_error))
         return [outcome]
 
-    mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]" = queue.SimpleQueue()
+    mailbox: queue.SimpleQueue[Tuple[str, int, Any]] = queue.SimpleQueue()
     for index, item in enumerate(prepared):
         _start_worker(index, item, signal, mailbox)
 
@@ -742,7 +764,7 @@ def _drop_update(partial: Any) -> None:
     """The ``on_update`` of an inline call; its tool has no way to call it."""
 
 
-_reports_no_progress: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()
+_reports_no_progress: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
 def _runs_inline(tool: AgentTool) -> bool:
@@ -767,7 +789,7 @@ def _runs_inline(tool: AgentTool) -> bool:
 
 
 def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
-                  mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]") -> None:
+                  mailbox: queue.SimpleQueue[Tuple[str, int, Any]]) -> None:
     """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit).
 
     The worker runs in a copy of the run thread's contextvars context and always posts its

@@ -19,8 +19,7 @@ not started are cancelled (their futures, or, on threads, they return at once). 
 from __future__ import annotations
 
 import time
-from concurrent.futures import (FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor,
-                                wait)
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Union
 
@@ -82,8 +81,8 @@ def _run(tasks: List[AgentTask], executor: Optional[Executor],
                                       thread_name_prefix="agentcore-many")
     local = LocalRuns() if isinstance(executor, ThreadPoolExecutor) else None
     counts = _Counts(len(tasks), time.monotonic(), isinstance(executor, (ThreadPoolExecutor, ProcessPoolExecutor)))
-    futures: Dict["Future[Any]", AgentTask] = {}
-    pending: Set["Future[Any]"] = set()
+    futures: Dict[Future[Any], AgentTask] = {}
+    pending: Set[Future[Any]] = set()
     settled = True
     try:
         for task in tasks:
@@ -116,7 +115,7 @@ def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: ManyProgres
         report(snapshot)
 
 
-def _cancel(pending: Set["Future[Any]"], local: Optional[LocalRuns]) -> bool:
+def _cancel(pending: Set[Future[Any]], local: Optional[LocalRuns]) -> bool:
     """Cancel what has not started, abort what runs on threads; True when all of it settled."""
     for future in pending:
         future.cancel()
@@ -128,7 +127,7 @@ def _cancel(pending: Set["Future[Any]"], local: Optional[LocalRuns]) -> bool:
     return not still
 
 
-def _result_of(future: "Future[Any]", task: AgentTask) -> TaskResult:
+def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:
     """The task's result, with the caller's own task object; a future that failed or was
     cancelled (a dead worker, Dask's KilledWorker, a broken process pool) becomes an error."""
     if future.cancelled():
@@ -159,7 +158,7 @@ class _Counts:
         self.output_tokens += result.usage.output
         self.cost += result.usage.cost.total
 
-    def snapshot(self, pending: Set["Future[Any]"], finished: bool = False) -> ManyProgress:
+    def snapshot(self, pending: Set[Future[Any]], finished: bool = False) -> ManyProgress:
         # Futures of a thread or process pool say when they run; Dask's never do (they go from
         # pending to done), so there "running" counts every task in flight.
         running = sum(1 for f in pending if f.running()) if self.reports_running else len(pending)

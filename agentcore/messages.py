@@ -33,9 +33,9 @@ __all__ = [
 class _Drop:
     """Sentinel type: "leave this message out of the model's context"."""
 
-    _instance: Optional["_Drop"] = None
+    _instance: Optional[_Drop] = None
 
-    def __new__(cls) -> "_Drop":
+    def __new__(cls) -> _Drop:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

@@ -37,7 +37,6 @@ import logging
 import os
 import re
 import threading
-import types
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -174,11 +173,11 @@ class _Loaded:
 _lock = threading.RLock()
 _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
-_default_pm: Optional["AgentPluginManager"] = None
-_shared_pm: Optional["AgentPluginManager"] = None
+_default_pm: Optional[AgentPluginManager] = None
+_shared_pm: Optional[AgentPluginManager] = None
 _warned: Set[Any] = set()
 #: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
-_shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, "RegistryEntry"], Dict[str, str]]] = {}
+_shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, RegistryEntry], Dict[str, str]]] = {}
 _SHARED_KINDS = ("provider", "model")
 
 

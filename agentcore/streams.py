@@ -44,7 +44,7 @@ class EventStream(Generic[T]):
     """An iterable of events with ``result()``; safe to push from one thread and read from another."""
 
     def __init__(self, is_complete: Callable[[Any], bool], extract_result: Callable[[Any], T]) -> None:
-        self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # unbounded; cheap to create
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # unbounded; cheap to create
         self._put: Callable[[Any], None] = self._queue.put  # how push/end/fail deliver (under _lock)
         self._is_complete = is_complete
         self._extract = extract_result
@@ -156,7 +156,7 @@ class ProviderStream(AssistantMessageEventStream):
         self._events = events
         self._pull_lock = threading.Lock()  # one generator step at a time
         self._exhausted = False  # the generator is finished or closed
-        self._unread: "collections.deque[Any]" = collections.deque()  # pulled or pushed, not yet iterated
+        self._unread: collections.deque[Any] = collections.deque()  # pulled or pushed, not yet iterated
         self._slow = False  # unread items, or complete/exhausted: _pull takes _pull_slow (under _lock)
         self._draining = False
         # push/end/fail deliver through the _put method below instead of EventStream's queue (a
@@ -281,7 +281,7 @@ class _Worker:
     __slots__ = ("inbox",)
 
     def __init__(self) -> None:
-        self.inbox: "queue.SimpleQueue[_Task]" = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[_Task] = queue.SimpleQueue()
 
 
 _idle: List[_Worker] = []

@@ -39,13 +39,28 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from .events import (
-    DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
-    ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
     ToolCallStartEvent,
 )
 from .hookspecs import hookimpl
 from .types import (
-    AgentContext, AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage,
+    AgentContext,
+    AssistantMessage,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
 )
 
 __all__ = [
@@ -58,7 +73,7 @@ EXHAUSTED_MESSAGE = "No more scripted responses"
 
 _ids = itertools.count(1)
 _model_numbers = itertools.count(1)
-_instances: "weakref.WeakValueDictionary[str, ScriptedModel]" = weakref.WeakValueDictionary()
+_instances: weakref.WeakValueDictionary[str, ScriptedModel] = weakref.WeakValueDictionary()
 
 
 @dataclass
@@ -160,7 +175,7 @@ class ScriptedModel:
         """How many scripted responses are left."""
         return len(self.responses)
 
-    def stream_fn(self, model: Model, context: AgentContext, **options: Any) -> "_ScriptedStream":
+    def stream_fn(self, model: Model, context: AgentContext, **options: Any) -> _ScriptedStream:
         """The stream function to pass as ``stream_fn=``; accepts and records any option."""
         signal = options.get("signal")
         with self._lock:
@@ -272,7 +287,7 @@ def _json(value: Any) -> str:
     return json.dumps(value)
 
 
-def _scripted_by_id(model_id: str) -> "ScriptedModel":
+def _scripted_by_id(model_id: str) -> ScriptedModel:
     owner = _instances.get(model_id)
     if owner is None:
         raise LookupError(f"ScriptedModel {model_id!r} lives in another process: a scripted model "

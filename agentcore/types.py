@@ -210,7 +210,7 @@ class TextContent(_WireMixin):
     _wire = (("text", "text", "req"), ("text_signature", "textSignature", "opt"))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "TextContent":
+    def from_dict(cls, d: Mapping[str, Any]) -> TextContent:
         if cls is TextContent and type(d) is dict and d.keys() == _TEXT_KEYS:
             return TextContent(d["text"], None, {}, _NO_TEXT_SIGNATURE)
         return cls(**cls._kwargs_from(d))
@@ -238,7 +238,7 @@ class ThinkingContent(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ThinkingContent":
+    def from_dict(cls, d: Mapping[str, Any]) -> ThinkingContent:
         if cls is ThinkingContent and type(d) is dict and d.keys() == _THINKING_KEYS:
             return ThinkingContent(d["thinking"], d["thinkingSignature"], False, {}, _NO_REDACTED)
         kwargs = cls._kwargs_from(d)
@@ -264,7 +264,7 @@ class ImageContent(_WireMixin):
     _wire = (("data", "data", "req"), ("mime_type", "mimeType", "req"))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ImageContent":
+    def from_dict(cls, d: Mapping[str, Any]) -> ImageContent:
         return cls(**cls._kwargs_from(d))
 
 
@@ -288,7 +288,7 @@ class ToolCall(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ToolCall":
+    def from_dict(cls, d: Mapping[str, Any]) -> ToolCall:
         if cls is ToolCall and type(d) is dict and d.keys() == _TOOL_CALL_KEYS and d["arguments"] is not None:
             return ToolCall(d["id"], _shared(d["name"]), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
         kwargs = cls._kwargs_from(d)
@@ -353,7 +353,7 @@ class UsageCost(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "UsageCost":
+    def from_dict(cls, d: Mapping[str, Any]) -> UsageCost:
         if cls is UsageCost and type(d) is dict and d.keys() == _COST_KEYS:
             return UsageCost(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["total"])
         return cls(**cls._kwargs_from(d))
@@ -384,7 +384,7 @@ class Usage(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Usage":
+    def from_dict(cls, d: Mapping[str, Any]) -> Usage:
         if cls is Usage and type(d) is dict and d.keys() == _USAGE_KEYS:
             cost = d["cost"]
             return Usage(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["totalTokens"],
@@ -415,7 +415,7 @@ class ModelCost(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ModelCost":
+    def from_dict(cls, d: Mapping[str, Any]) -> ModelCost:
         return cls(**cls._kwargs_from(d))
 
 
@@ -467,13 +467,13 @@ class Model(_WireMixin):
         return f"{self.provider}/{self.id}"
 
     @classmethod
-    def placeholder(cls) -> "Model":
+    def placeholder(cls) -> Model:
         """The model an Agent has before one is chosen (spec: id/api/provider ``"unknown"``)."""
         return cls(id="unknown", name="unknown", api="unknown", provider="unknown", base_url="",
                    reasoning=False, input=(), context_window=0, max_tokens=0)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Model":
+    def from_dict(cls, d: Mapping[str, Any]) -> Model:
         return cls(**cls._kwargs_from(d, {"cost": ModelCost.from_dict, "input": tuple}))
 
 
@@ -499,7 +499,7 @@ class UserMessage(_WireMixin):
         return text_of(self.content)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "UserMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> UserMessage:
         if cls is UserMessage and type(d) is dict and d.keys() == _USER_KEYS:
             return UserMessage(_blocks(d["content"]), d["timestamp"])
         return cls(**cls._kwargs_from(d, {"content": _blocks}))
@@ -521,7 +521,7 @@ class SystemMessage(_WireMixin):
     _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SystemMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> SystemMessage:
         return cls(**cls._kwargs_from(d, {"content": _blocks}))
 
 
@@ -562,7 +562,7 @@ class AssistantMessage(_WireMixin):
         """All text blocks joined (thinking and tool calls left out)."""
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
-    def copy(self) -> "AssistantMessage":
+    def copy(self) -> AssistantMessage:
         """A shallow copy with its own content list (what message_start/update events carry)."""
         if type(self) is not AssistantMessage:  # a subclass may add slots or its own __copy__
             clone = copy.copy(self)
@@ -576,7 +576,7 @@ class AssistantMessage(_WireMixin):
         return clone
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "AssistantMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> AssistantMessage:
         if cls is AssistantMessage and type(d) is dict:
             keys = d.keys()
             if keys == _ASSISTANT_KEYS or keys == _ASSISTANT_ERROR_KEYS:
@@ -632,7 +632,7 @@ class ToolResultMessage(_WireMixin):
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "ToolResultMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> ToolResultMessage:
         if cls is ToolResultMessage and type(d) is dict:
             keys = d.keys()
             if keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None):
@@ -683,7 +683,7 @@ class BashExecutionMessage(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "BashExecutionMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> BashExecutionMessage:
         return cls(**cls._kwargs_from(d))
 
 
@@ -705,7 +705,7 @@ class CompactionSummaryMessage(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CompactionSummaryMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> CompactionSummaryMessage:
         return cls(**cls._kwargs_from(d))
 
 
@@ -723,7 +723,7 @@ class BranchSummaryMessage(_WireMixin):
     _wire = (("summary", "summary", "req"), ("from_id", "fromId", "req"), ("timestamp", "timestamp", "req"))
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "BranchSummaryMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> BranchSummaryMessage:
         return cls(**cls._kwargs_from(d))
 
 
@@ -749,7 +749,7 @@ class CustomMessage(_WireMixin):
     )
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CustomMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> CustomMessage:
         return cls(**cls._kwargs_from(d, {"content": _blocks}))
 
 
@@ -764,7 +764,7 @@ class UnknownMessage:
         return copy.deepcopy(self.data)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "UnknownMessage":
+    def from_dict(cls, d: Mapping[str, Any]) -> UnknownMessage:
         return cls(role=str(d.get("role")), data=copy.deepcopy(dict(d)))
 
 
@@ -852,7 +852,7 @@ class AgentContext:
     messages: List[Any] = field(default_factory=list)
     tools: Optional[List[Any]] = None
 
-    def copy(self) -> "AgentContext":
+    def copy(self) -> AgentContext:
         """A copy with its own message and tool lists (the items are shared)."""
         return AgentContext(self.system_prompt, list(self.messages),
                             None if self.tools is None else list(self.tools))

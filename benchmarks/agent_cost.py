@@ -33,11 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import end_to_end  # noqa: E402
 import requests  # noqa: E402
+from end_to_end import USAGE, _chunk, _events, agent_run, floor_run, floor_turn, multiply, provider_run  # noqa: E402
 
 from agentcore import Agent, Model, hookimpl  # noqa: E402
-import end_to_end  # noqa: E402
-from end_to_end import USAGE, _chunk, _events, agent_run, floor_run, floor_turn, multiply, provider_run  # noqa: E402
 
 FEW, MANY = 10, 1000
 

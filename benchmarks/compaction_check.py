@@ -29,10 +29,17 @@ from typing import Any, Callable, List
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agentcore.agent import Agent  # noqa: E402
-from agentcore.session.compaction_tokens import (CompactionSettings, estimate_tokens,  # noqa: E402
-                                                 live_context_tokens)
-from agentcore.types import (AssistantMessage, CompactionSummaryMessage, Model, TextContent,  # noqa: E402
-                             ToolCall, ToolResultMessage, Usage, UserMessage)
+from agentcore.session.compaction_tokens import CompactionSettings, estimate_tokens, live_context_tokens  # noqa: E402
+from agentcore.types import (  # noqa: E402
+    AssistantMessage,
+    CompactionSummaryMessage,
+    Model,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 
 WORDS = "session tree branch compaction summary model token context message tool result python file".split()
 

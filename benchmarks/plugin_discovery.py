@@ -18,7 +18,6 @@ from importlib.metadata import distributions
 
 from agentcore import plugins
 
-
 COLD = (
     "import time, agentcore.plugins as p\n"
     "t = time.perf_counter(); found = list(p._iter_entry_points()); scan = time.perf_counter() - t\n"

@@ -35,12 +35,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import end_to_end  # noqa: E402  (its server handler)
 import requests  # noqa: E402
 
 from agentcore import Agent, Model  # noqa: E402
 from agentcore.providers import http as agentcore_http  # noqa: E402
-
-import end_to_end  # noqa: E402  (its server handler)
 
 EVENTS = 20
 DELAY = 0.05  # seconds between streamed events: ~1 s per request, so the server is the bottleneck

@@ -45,9 +45,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import agentcore.session.process_state as session_process_state  # noqa: E402
-from agentcore.session import JsonlSessionStorage, Session, SqliteSessionStorage  # noqa: E402
-from agentcore.types import (AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage,  # noqa: E402
-                             UsageCost, UserMessage)
+from agentcore.session import Session, SqliteSessionStorage  # noqa: E402
+from agentcore.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage, UsageCost, UserMessage  # noqa: E402
 
 WORDS = ("session tree branch compaction summary model provider token context message tool result "
          "python file error test assert function class module import return value list dict").split()

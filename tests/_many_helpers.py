@@ -174,7 +174,7 @@ class LoopbackServer:
         self._httpd.shutdown()
         self._httpd.server_close()
 
-    def __enter__(self) -> "LoopbackServer":
+    def __enter__(self) -> LoopbackServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:

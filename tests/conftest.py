@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any, Callable, List, Optional
 
 import pytest
+from _echo import Echo
 
 from agentcore.events import DoneEvent, ErrorEvent
 from agentcore.messages import default_convert_to_llm
 from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel
 from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, UserMessage
-
-from _echo import Echo
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 

@@ -7,17 +7,15 @@ import threading
 from typing import Any, List
 
 import pytest
+from _echo import Echo
 
 from agentcore.agent import Agent
 from agentcore.events import ErrorEvent, StartEvent
 from agentcore.loop import set_default_stream_fn
 from agentcore.signals import AbortSignal
-from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel, call, response, text, thinking, tool_call
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
-
-from _echo import Echo
 
 
 def roles(messages) -> List[str]:
@@ -1440,7 +1438,7 @@ def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider(
 
     from agentcore.tools import tool
 
-    span: "contextvars.ContextVar[str]" = contextvars.ContextVar("span", default="none")
+    span: contextvars.ContextVar[str] = contextvars.ContextVar("span", default="none")
     seen: dict = {}
 
     @tool

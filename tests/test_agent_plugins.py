@@ -10,14 +10,22 @@ import logging
 import threading
 from typing import Any, List
 
+from _echo import ECHO_SCHEMA
+
 from agentcore import (
-    Agent, AgentTool, AgentToolResult, BeforeToolCallResult, CustomMessage, Model, Session,
-    TextContent, UserMessage, hookimpl,
+    Agent,
+    AgentTool,
+    AgentToolResult,
+    BeforeToolCallResult,
+    CustomMessage,
+    Model,
+    Session,
+    TextContent,
+    UserMessage,
+    hookimpl,
 )
 from agentcore.messages import DROP
 from agentcore.testing import ScriptedModel, text
-
-from _echo import ECHO_SCHEMA
 
 
 def _echo_tool(executed: List[Any]) -> AgentTool:

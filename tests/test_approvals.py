@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from agentcore import Agent, AgentTool, AgentToolResult, PendingApproval, Session, tool
-from agentcore.session import SqliteSessionStorage
 from agentcore.testing import ScriptedModel, call, response, text
 
 REPO = Path(__file__).resolve().parents[1]

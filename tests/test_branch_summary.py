@@ -10,15 +10,18 @@ import pytest
 from agentcore import hookspecs
 from agentcore.hookspecs import hookimpl
 from agentcore.session import Session, SessionError
-from agentcore.session.branch_summary import (BRANCH_SUMMARY_MAX_TOKENS, NO_CONTENT_SUMMARY,
-                                              collect_entries_for_branch_summary,
-                                              generate_branch_summary, navigate_tree,
-                                              prepare_branch_entries)
+from agentcore.session.branch_summary import (
+    BRANCH_SUMMARY_MAX_TOKENS,
+    NO_CONTENT_SUMMARY,
+    collect_entries_for_branch_summary,
+    generate_branch_summary,
+    navigate_tree,
+    prepare_branch_entries,
+)
 from agentcore.session.compaction import CompactionError
 from agentcore.session.compaction_prompts import BRANCH_SUMMARY_PREAMBLE
 from agentcore.testing import ScriptedModel, error
-from agentcore.types import (AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage,
-                             UserMessage)
+from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, ToolResultMessage, Usage, UserMessage
 
 
 def U(t: str) -> UserMessage:

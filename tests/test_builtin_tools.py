@@ -15,8 +15,16 @@ import pytest
 
 from agentcore import hookspecs
 from agentcore.builtin_tools import (
-    ALL_TOOL_NAMES, EditError, PathOutsideRootError, create_coding_tools, create_edit_tool,
-    create_find_tool, create_grep_tool, create_ls_tool, create_read_only_tools, create_read_tool,
+    ALL_TOOL_NAMES,
+    EditError,
+    PathOutsideRootError,
+    create_coding_tools,
+    create_edit_tool,
+    create_find_tool,
+    create_grep_tool,
+    create_ls_tool,
+    create_read_only_tools,
+    create_read_tool,
     create_write_tool,
 )
 from agentcore.builtin_tools import write as write_module
@@ -584,7 +592,8 @@ def test_tools_in_an_agent_run_with_the_scripted_model(tmp_path):
     # agent-loop §2.7-§2.8: prepare_arguments runs before validation; a raising tool becomes an
     # error result whose text is the exception message.
     from agentcore import Agent
-    from agentcore.testing import ScriptedModel, response, call, text as say
+    from agentcore.testing import ScriptedModel, call, response
+    from agentcore.testing import text as say
 
     (tmp_path / "notes.txt").write_text("colour\n")
     model = ScriptedModel([

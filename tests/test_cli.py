@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from _servers import Reply, ScriptedServer, sse
 
 from agentcore.cli import main
-from _servers import Reply, ScriptedServer, sse
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-SECRET-4c1f9a"
@@ -367,7 +367,7 @@ def test_a_local_server_session_resumes_without_base_url(env, tmp_path):
     assert [m["role"] for m in resumed.json()["messages"]] == ["user", "assistant", "user"]
     path = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
     assert SECRET not in path.read_text()
-    changes = [json.loads(l) for l in path.read_text().splitlines() if '"model_change"' in l]
+    changes = [json.loads(line) for line in path.read_text().splitlines() if '"model_change"' in line]
     assert len(changes) == 1 and changes[0]["baseUrl"] == server.url + "/v1"
 
 
@@ -414,7 +414,7 @@ def test_sessions_list_show_and_export_by_id(env, tmp_path):
     assert md.returncode == 0 and "keep me" in out_file.read_text() and "stored answer" in out_file.read_text()
     jsonl = agentcore("sessions", "export", "demo-1", "--format", "jsonl", env=env, cwd=tmp_path).stdout
     original = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
-    assert [json.loads(l) for l in jsonl.splitlines()] == [json.loads(l) for l in original.read_text().splitlines()]
+    assert [json.loads(line) for line in jsonl.splitlines()] == [json.loads(line) for line in original.read_text().splitlines()]
     missing = agentcore("sessions", "show", "nope", env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "nope" in missing.stderr
 
@@ -466,7 +466,7 @@ def test_plugins_lists_builtins_and_what_they_provide(env):
     assert "agentcore.builtin_tools  (built-in)" in done.stdout
     assert "tools: bash, edit, find, grep, ls, read, write" in done.stdout
     assert "providers: anthropic-messages, google-generative-ai, openai-completions, openai-responses" in done.stdout
-    infos = [json.loads(l) for l in agentcore("plugins", "--json", env=env).stdout.splitlines()]
+    infos = [json.loads(line) for line in agentcore("plugins", "--json", env=env).stdout.splitlines()]
     assert any(i["name"] == "agentcore.testing" and i["provides"].get("provider") == ["scripted"] for i in infos)
 
 
@@ -855,7 +855,7 @@ def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("[approve] ls") == 2  # the waiting call first, then the new prompt's
     lines = [json.loads(line) for line in open(path)]
-    results = [l["message"] for l in lines if l.get("type") == "message" and l["message"]["role"] == "toolResult"]
+    results = [e["message"] for e in lines if e.get("type") == "message" and e["message"]["role"] == "toolResult"]
     assert results[0]["toolCallId"] == "c1" and results[0]["isError"] is False
 
 

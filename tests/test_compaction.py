@@ -12,22 +12,53 @@ import pytest
 from agentcore import hookspecs
 from agentcore.hookspecs import hookimpl
 from agentcore.session import Session
-from agentcore.session.compaction import (CompactionError, compact, find_cut_point,
-                                          find_turn_start_index, generate_summary,
-                                          path_context_messages, prepare_compaction)
-from agentcore.session.compaction_prompts import (SUMMARIZER_SYSTEM_PROMPT, FileOps,
-                                                  compute_file_lists, format_file_lists,
-                                                  serialize_conversation)
-from agentcore.session.compaction_tokens import (CompactionSettings, calculate_context_tokens,
-                                                 estimate_context_tokens, estimate_tokens,
-                                                 get_last_assistant_usage, live_context_tokens,
-                                                 should_compact)
-from agentcore.session.entries import (BranchSummaryEntry, CompactionEntry, CustomMessageEntry,
-                                       MessageEntry, ModelChangeEntry, ThinkingLevelChangeEntry)
+from agentcore.session.compaction import (
+    CompactionError,
+    compact,
+    find_cut_point,
+    find_turn_start_index,
+    generate_summary,
+    path_context_messages,
+    prepare_compaction,
+)
+from agentcore.session.compaction_prompts import (
+    SUMMARIZER_SYSTEM_PROMPT,
+    FileOps,
+    compute_file_lists,
+    format_file_lists,
+    serialize_conversation,
+)
+from agentcore.session.compaction_tokens import (
+    CompactionSettings,
+    calculate_context_tokens,
+    estimate_context_tokens,
+    estimate_tokens,
+    get_last_assistant_usage,
+    live_context_tokens,
+    should_compact,
+)
+from agentcore.session.entries import (
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    ThinkingLevelChangeEntry,
+)
 from agentcore.testing import ScriptedModel, error, text
-from agentcore.types import (AssistantMessage, BashExecutionMessage, ImageContent, Model, TextContent,
-                             ThinkingContent, ToolCall, ToolResultMessage, Usage, UserMessage,
-                             message_from_dict)
+from agentcore.types import (
+    AssistantMessage,
+    BashExecutionMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    message_from_dict,
+)
 
 TS = "2025-01-01T00:00:00.000Z"
 
@@ -784,8 +815,7 @@ def test_long_run_stays_under_the_threshold(make_agent, with_session):  # issue 
 # before_compaction hook (cancel / supply), threshold before continue_(), recoverable length stops,
 # entry-order staleness, the incremental threshold check.
 
-from agentcore.session.compaction import (CompactionDecision, kept_message_count,  # noqa: E402
-                                          run_before_compaction)
+from agentcore.session.compaction import CompactionDecision, kept_message_count, run_before_compaction  # noqa: E402
 from agentcore.session.compaction_tokens import ContextTokenCounter  # noqa: E402
 from agentcore.session.compactor import is_recoverable_length  # noqa: E402
 from agentcore.types import CompactionSummaryMessage  # noqa: E402

@@ -12,14 +12,28 @@ import pytest
 
 from agentcore import Agent
 from agentcore.jupyter import (
-    MessageView, Transcript, disable_rich_display, display_run, enable_rich_display,
-    message_to_html, message_to_markdown, transcript_to_html, transcript_to_markdown,
+    MessageView,
+    Transcript,
+    disable_rich_display,
+    display_run,
+    enable_rich_display,
+    message_to_html,
+    message_to_markdown,
+    transcript_to_html,
+    transcript_to_markdown,
 )
-from agentcore.testing import ScriptedModel, text as say, tool_call
+from agentcore.testing import ScriptedModel, tool_call
+from agentcore.testing import text as say
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import (
-    AssistantMessage, BashExecutionMessage, ImageContent, TextContent, ThinkingContent, ToolCall,
-    ToolResultMessage, UserMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
 )
 
 EVIL = "<script>alert('x')</script>"
@@ -119,7 +133,7 @@ def test_markdown_of_an_image_cannot_inject_html():
 
 
 class FakeHandle:
-    def __init__(self, display: "FakeDisplay") -> None:
+    def __init__(self, display: FakeDisplay) -> None:
         self._display = display
 
     def update(self, obj: Any) -> None:

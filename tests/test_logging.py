@@ -10,8 +10,8 @@ import json
 import logging
 
 import pytest
-
 from _servers import Reply, ScriptedServer, sse
+
 from agentcore import Agent
 from agentcore.providers import complete
 from agentcore.providers import http as _http

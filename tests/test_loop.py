@@ -10,12 +10,23 @@ import pytest
 
 from agentcore import Agent
 from agentcore.events import (
-    DoneEvent, GenericStreamEvent, StartEvent, TextDeltaEvent, TextStartEvent,
+    DoneEvent,
+    GenericStreamEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextStartEvent,
 )
 from agentcore.hookspecs import hookimpl
 from agentcore.loop import (
-    AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate, BeforeToolCallResult, agent_loop,
-    agent_loop_continue, run_agent_loop, run_agent_loop_continue, set_default_stream_fn,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    AgentLoopTurnUpdate,
+    BeforeToolCallResult,
+    agent_loop,
+    agent_loop_continue,
+    run_agent_loop,
+    run_agent_loop_continue,
+    set_default_stream_fn,
 )
 from agentcore.signals import AbortController
 from agentcore.streams import AssistantMessageEventStream

@@ -18,9 +18,9 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Dict, List
 
+import _many_helpers as helpers
 import pytest
 
-import _many_helpers as helpers
 from agentcore import AgentSpec, AgentTask, Model, TaskResult, run_many
 from agentcore.many import SpecNotPortableError, TaskAborted
 from agentcore.options import StreamOptions

@@ -17,7 +17,6 @@ import pytest
 
 nbclient = pytest.importorskip("nbclient")
 import nbformat  # noqa: E402  (a dependency of nbclient)
-
 from _servers import Reply, ScriptedServer, sse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

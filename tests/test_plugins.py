@@ -8,8 +8,8 @@ import json
 import os
 import subprocess
 import sys
-import time
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,9 +22,16 @@ from agentcore import hookspecs, plugins
 from agentcore.hookspecs import hookimpl
 from agentcore.loop import AfterToolCallContext, AfterToolCallResult, BeforeToolCallResult
 from agentcore.messages import DROP
-from agentcore.plugins import (AUTOLOAD_ENV, AgentHooks, PluginLoadWarning, UnknownModelError,
-                               UnknownProviderError, UnknownToolError, callables_plugin,
-                               create_plugin_manager)
+from agentcore.plugins import (
+    AUTOLOAD_ENV,
+    AgentHooks,
+    PluginLoadWarning,
+    UnknownModelError,
+    UnknownProviderError,
+    UnknownToolError,
+    callables_plugin,
+    create_plugin_manager,
+)
 from agentcore.signals import AbortController
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import Model, TextContent, UserMessage

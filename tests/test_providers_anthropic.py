@@ -5,14 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 from agentcore.providers import anthropic as wire
 from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
-    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
-    ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
 )
-from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "anthropic-messages"
 HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
@@ -283,9 +292,10 @@ def test_redacted_thinking_and_streamed_arguments():  # spec §14 stream handlin
 import threading  # noqa: E402
 import time  # noqa: E402
 
-from agentcore.signals import AbortController  # noqa: E402
 from _servers import Reply, ScriptedServer  # noqa: E402
 from _wire_replay import first_user_text, run_stream  # noqa: E402
+
+from agentcore.signals import AbortController  # noqa: E402
 
 RECORDINGS = ["server-tool-blocks", "thinking-stream", "thinking-then-tool-call-chain",
               "two-parallel-tool-calls-then-text"]

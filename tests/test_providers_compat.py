@@ -14,8 +14,8 @@ import socket
 
 import pytest
 import urllib3
-
 from _servers import Reply, ScriptedServer, sse
+
 from agentcore import _compat
 from agentcore.providers import stream
 from agentcore.signals import AbortController

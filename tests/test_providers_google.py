@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 from agentcore.providers import google as wire
 from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
-    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
-    ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
 )
-from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "google-generative-ai"
 BASE = "https://generativelanguage.googleapis.com/v1beta"

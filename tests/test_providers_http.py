@@ -13,8 +13,8 @@ import time
 from typing import Any
 
 import pytest
-
 from _servers import Reply, ScriptedServer, sse
+
 from agentcore.providers import complete, is_context_overflow, stream
 from agentcore.providers.http import format_http_error, retry_delay_from_headers
 from agentcore.signals import AbortController
@@ -210,6 +210,7 @@ def test_503_with_a_bad_retry_after_is_retried_and_reported_with_the_server_text
     import json as _json
 
     from _servers import Reply, ScriptedServer, sse
+
     from agentcore.providers import stream
     from agentcore.types import AgentContext, Model, UserMessage
 
@@ -345,6 +346,7 @@ def test_provider_stream_accepts_a_threading_event_as_signal():
     import threading
 
     from _servers import Reply, ScriptedServer, sse
+
     from agentcore.providers import stream
     from agentcore.types import AgentContext, Model, UserMessage
 
@@ -383,6 +385,7 @@ def test_abort_while_reading_an_error_body_returns_promptly():
     import threading
 
     from _servers import Reply, ScriptedServer
+
     from agentcore.providers import stream
     from agentcore.signals import AbortController
     from agentcore.types import AgentContext, Model, UserMessage

@@ -5,16 +5,27 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from _servers import Reply, ScriptedServer, load_recording, sse
+
 from agentcore.providers import stream
 from agentcore.providers.openai_completions import (
-    build_request_body, normalize_tool_call_id, parse_usage, resolve_compat,
+    build_request_body,
+    normalize_tool_call_id,
+    parse_usage,
+    resolve_compat,
 )
 from agentcore.tools import AgentTool
 from agentcore.types import (
-    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent, ToolCall,
-    ToolResultMessage, Usage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
 )
 
 API = "openai-completions"

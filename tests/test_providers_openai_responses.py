@@ -5,14 +5,23 @@ from __future__ import annotations
 import json
 
 import pytest
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 from agentcore.providers import openai_responses as wire
 from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
-    AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
-    ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
 )
-from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "openai-responses"
 GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",

@@ -62,7 +62,7 @@ def test_field_parsing_rules():
 
 
 def test_multibyte_utf8_straddling_chunks():
-    text = "data: héllo wörld – 你好 🎉\n\n".encode("utf-8")
+    text = "data: héllo wörld – 你好 🎉\n\n".encode()
     for size in (1, 2, 3, 5):
         assert _events(_split(text, size)) == [("message", "héllo wörld – 你好 🎉", None)]
 
@@ -89,7 +89,7 @@ def test_events_are_yielded_incrementally():
 
 
 def test_gemini_style_double_crlf():  # providers §5: Gemini uses \r\n\r\n
-    body = 'data: {"a": 1}\r\n\r\ndata: {"a": 2}\r\n\r\n'.encode()
+    body = b'data: {"a": 1}\r\n\r\ndata: {"a": 2}\r\n\r\n'
     assert [json.loads(e.data)["a"] for e in iter_sse(_split(body, 4))] == [1, 2]
 
 

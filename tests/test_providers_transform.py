@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from agentcore.providers.transform import transform_messages
 from agentcore.types import (
-    AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    AssistantMessage,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
 )
 
 TARGET = Model(id="claude-x", api="anthropic-messages", provider="anthropic", base_url="")

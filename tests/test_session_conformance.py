@@ -10,12 +10,23 @@ import json
 
 import pytest
 
-from agentcore.messages import (BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
-                                COMPACTION_SUMMARY_SUFFIX, convert_to_llm)
-from agentcore.session import (JsonlSessionStorage, MemorySessionStorage, Session, SessionError,
-                               SqliteSessionStorage)
-from agentcore.types import (AssistantMessage, BashExecutionMessage, TextContent, ToolCall,
-                             ToolResultMessage, Usage, UsageCost, UserMessage)
+from agentcore.messages import (
+    BRANCH_SUMMARY_SUFFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX,
+    convert_to_llm,
+)
+from agentcore.session import JsonlSessionStorage, MemorySessionStorage, Session, SessionError, SqliteSessionStorage
+from agentcore.types import (
+    AssistantMessage,
+    BashExecutionMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UsageCost,
+    UserMessage,
+)
 
 
 def U(text, timestamp=1):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcore.session import JsonlSessionStorage, Session, SessionError, SessionRepository
+from agentcore.session import Session, SessionError, SessionRepository
 from agentcore.session.entries import encode_line
 from agentcore.types import AssistantMessage, TextContent, Usage, UsageCost, UserMessage
 

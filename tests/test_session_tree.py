@@ -7,10 +7,19 @@ import threading
 
 import pytest
 
-from agentcore.session import (CompactionEntry, LeafEntry, MemorySessionStorage, MessageEntry, Session,
-                               SessionError, UnknownEntry, attach_session, entry_from_dict, restore_agent)
-from agentcore.session.entries import (encode_line, iso_from_ms, js_number, ms_from_iso, new_entry_id,
-                                       new_session_id)
+from agentcore.session import (
+    CompactionEntry,
+    LeafEntry,
+    MemorySessionStorage,
+    MessageEntry,
+    Session,
+    SessionError,
+    UnknownEntry,
+    attach_session,
+    entry_from_dict,
+    restore_agent,
+)
+from agentcore.session.entries import encode_line, iso_from_ms, js_number, ms_from_iso, new_entry_id, new_session_id
 from agentcore.types import UserMessage
 
 

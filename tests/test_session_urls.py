@@ -11,8 +11,13 @@ import pytest
 import agentcore
 from agentcore import hookimpl, open_session
 from agentcore.plugins import create_plugin_manager
-from agentcore.session import (JsonlSessionStorage, MemorySessionStorage, SessionError, SessionLockedError,
-                               SqliteSessionStorage)
+from agentcore.session import (
+    JsonlSessionStorage,
+    MemorySessionStorage,
+    SessionError,
+    SessionLockedError,
+    SqliteSessionStorage,
+)
 from agentcore.session.urls import StorageScheme, open_storage, redact_url
 from agentcore.types import TextContent, UserMessage
 

@@ -12,7 +12,6 @@ from agentcore.signals import AbortController, AbortError, AbortSignal
 from agentcore.streams import AssistantMessageEventStream, EventStream, ProviderStream
 from agentcore.types import AssistantMessage
 
-
 # --------------------------------------------------------------------------- signals
 
 

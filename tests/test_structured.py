@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Literal, Optional, TypedDict
 
 import pytest
+from _servers import Reply, ScriptedServer, sse
 
 from agentcore import Agent, AgentToolResult, AskError, OutputValidationError, TextContent, tool
 from agentcore.session import Session
 from agentcore.structured import FINAL_RESULT_TOOL, output_spec, parse_concise_schema, supports_native
 from agentcore.testing import ScriptedModel, error, text, tool_call
 from agentcore.types import Model
-from _servers import Reply, ScriptedServer, sse
 
 
 @dataclass

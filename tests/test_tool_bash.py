@@ -245,7 +245,7 @@ def test_bash_long_crlf_output_never_shows_a_cut_first_line():
                 os.unlink(output.path)
         shown = text.split("\n\n[Showing")[0].split("\n")
         assert all(re.fullmatch(r"\d{6}", line) for line in shown), (lines, shown)
-        assert shown[-1] == "%06d" % (lines - 1)
+        assert shown[-1] == f"{lines - 1:06d}"
         info = details["truncation"]
         assert info["outputLines"] == len(shown) and info["totalLines"] == lines
 

@@ -11,8 +11,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDi
 import pytest
 
 from agentcore.signals import AbortController
-from agentcore.tools import (AgentTool, AgentToolResult, FunctionTool, ToolValidationError, tool,
-                             validate_tool_arguments)
+from agentcore.tools import AgentTool, AgentToolResult, FunctionTool, ToolValidationError, tool, validate_tool_arguments
 from agentcore.types import ImageContent, TextContent
 
 
@@ -115,7 +114,7 @@ def test_unsupported_annotations_fail_at_decoration_naming_the_parameter() -> No
 def test_recursive_dataclass_is_rejected_clearly() -> None:
     @dataclasses.dataclass
     class Node:
-        children: List["Node"]
+        children: List[Node]
 
     globals()["Node"] = Node
     try:

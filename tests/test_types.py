@@ -9,14 +9,42 @@ import json
 import pytest
 
 from agentcore.messages import (
-    BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX,
-    DROP, convert_message, convert_to_llm, default_convert_to_llm,
+    BRANCH_SUMMARY_PREFIX,
+    BRANCH_SUMMARY_SUFFIX,
+    COMPACTION_SUMMARY_PREFIX,
+    COMPACTION_SUMMARY_SUFFIX,
+    DROP,
+    convert_message,
+    convert_to_llm,
+    default_convert_to_llm,
 )
 from agentcore.types import (
-    AgentContext, AssistantMessage, BashExecutionMessage, BranchSummaryMessage, CompactionSummaryMessage,
-    CustomMessage, ImageContent, Model, ModelCost, QueueMode, StopReason, SystemMessage, TextContent,
-    ThinkingContent, ThinkingLevel, ToolCall, ToolExecutionMode, ToolResultMessage, UnknownMessage, Usage,
-    UsageCost, UserMessage, message_from_dict, message_to_dict, role_of, text_of,
+    AgentContext,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    CustomMessage,
+    ImageContent,
+    Model,
+    ModelCost,
+    QueueMode,
+    StopReason,
+    SystemMessage,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolExecutionMode,
+    ToolResultMessage,
+    UnknownMessage,
+    Usage,
+    UsageCost,
+    UserMessage,
+    message_from_dict,
+    message_to_dict,
+    role_of,
+    text_of,
 )
 
 
@@ -194,8 +222,11 @@ def test_custom_and_summary_conversion():  # agent-loop §1.5 table
 # (a hand-written or older session) converts to the preamble with an empty summary.
 def test_summary_messages_with_null_summary_convert() -> None:
     from agentcore.messages import (
-        BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
-        COMPACTION_SUMMARY_SUFFIX, convert_to_llm,
+        BRANCH_SUMMARY_PREFIX,
+        BRANCH_SUMMARY_SUFFIX,
+        COMPACTION_SUMMARY_PREFIX,
+        COMPACTION_SUMMARY_SUFFIX,
+        convert_to_llm,
     )
 
     out = convert_to_llm([{"role": "compactionSummary", "summary": None, "timestamp": 1},

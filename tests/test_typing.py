@@ -21,9 +21,22 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 from agentcore import (
-    AbortSignal, Agent, AgentEvent, AgentTool, AgentToolResult, AssistantMessage,
-    BeforeToolCallContext, BeforeToolCallResult, FunctionTool, Model, Session, SessionStats,
-    TextContent, UserMessage, attach_session, tool,
+    AbortSignal,
+    Agent,
+    AgentEvent,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    FunctionTool,
+    Model,
+    Session,
+    SessionStats,
+    TextContent,
+    UserMessage,
+    attach_session,
+    tool,
 )
 from agentcore.options import StreamOptions
 from agentcore.testing import ScriptedModel, text, tool_call

@@ -139,7 +139,7 @@ class _SelectorReader:
 class _ThreadReader:  # pragma: no cover - used where selectors cannot wait on pipes (Windows)
     def __init__(self, pipe: IO[bytes]) -> None:
         self._pipe = pipe
-        self._queue: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self._queue: queue.Queue[Optional[bytes]] = queue.Queue()
         self._eof = False
         threading.Thread(target=self._pump, name="agentcore-bash-reader", daemon=True).start()
 

@@ -26,7 +26,7 @@ import signal as _sig
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, IO, Mapping, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent

@@ -104,7 +104,7 @@ def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the 
         start = content.index(old)
         spans.append((start, start + len(old), new, i))
     spans.sort()
-    for (s1, e1, _, i1), (s2, _, _, i2) in zip(spans, spans[1:]):
+    for (_, e1, _, i1), (s2, _, _, i2) in zip(spans, spans[1:]):
         if s2 < e1:
             raise EditError(f"edits[{i1}] and edits[{i2}] overlap in {shown}; merge them into one edit")
     parts, pos = [], 0

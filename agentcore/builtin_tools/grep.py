@@ -38,7 +38,7 @@ MAX_LINE_CHARS = 500
 Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
 
 
-def _python_search(target: str, regex: "re.Pattern[str]", glob: Optional[str], signal: Any) -> Iterator[Match]:
+def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], signal: Any) -> Iterator[Match]:
     if os.path.isfile(target):
         files: Iterator[str] = iter([target])
     else:

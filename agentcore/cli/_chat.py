@@ -12,8 +12,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from ._render import TextPrinter, run_outcome
-from ._setup import (AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model,
-                     resolve_tools)
+from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
 from ._usage import count_usage
 
 __all__ = ["Chat", "COMMANDS"]

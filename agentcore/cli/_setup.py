@@ -131,7 +131,7 @@ class CliOptions:
     option: Optional[List[Any]] = None  # -o KEY VALUE pairs, parsed by stream_options()
 
     @classmethod
-    def from_args(cls, args: Any) -> "CliOptions":
+    def from_args(cls, args: Any) -> CliOptions:
         names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system",
                  "option")
         given: Dict[str, Any] = {name: getattr(args, name, None) for name in names}

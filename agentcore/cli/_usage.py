@@ -62,7 +62,7 @@ class UsageTally:
     def __init__(self) -> None:
         self.models: Dict[str, ModelUsage] = {}
 
-    def add_messages(self, messages: Iterable[Any]) -> "UsageTally":
+    def add_messages(self, messages: Iterable[Any]) -> UsageTally:
         """Count the usage of ``messages`` (any roles; only assistant and tool-result usage counts)."""
         for message in messages or ():
             role = getattr(message, "role", None)
@@ -79,7 +79,7 @@ class UsageTally:
             row = self.models[key] = ModelUsage(key)
         row.add(usage)
 
-    def add_entries(self, entries: Iterable[Any]) -> "UsageTally":
+    def add_entries(self, entries: Iterable[Any]) -> UsageTally:
         """Count session entries: messages as :meth:`add_messages`, compaction and branch-summary
         usage under ``summaries``."""
         for entry in entries:

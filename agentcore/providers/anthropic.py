@@ -15,13 +15,25 @@ import os
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..types import (
-    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
-    UserMessage, role_of,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    role_of,
 )
 from . import _reasoning
 from .base import (
     MAPPINGS,
-    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
+    ProviderError,
+    StateHandler,
+    StreamWriter,
+    WireProvider,
+    WireRequest,
+    sanitize_surrogates,
+    tool_specs,
 )
 from .models import calculate_cost
 from .transform import transform_messages

@@ -19,7 +19,6 @@ failures: those end the stream with an ``error`` event whose message has ``stop_
 from __future__ import annotations
 
 import collections.abc
-
 import json
 import os
 import re
@@ -28,8 +27,17 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 from .._compat import json_scanner
 from ..events import (
-    DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
-    ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
     ToolCallStartEvent,
 )
 from ..streams import ProviderStream
@@ -402,7 +410,7 @@ class WireProvider:
                     options: Dict[str, Any]) -> WireHandler:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def stream(self, model: Model, context: Any, **options: Any) -> "ProviderStream":
+    def stream(self, model: Model, context: Any, **options: Any) -> ProviderStream:
         """Stream one response; iterate the result for events, ``result()`` for the final message."""
         return ProviderStream(self._run(model, context, options))
 

@@ -19,13 +19,25 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from urllib.parse import quote
 
 from ..types import (
-    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
-    UserMessage, role_of,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    role_of,
 )
 from . import _reasoning
 from .base import (
     MAPPINGS,
-    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
+    ProviderError,
+    StateHandler,
+    StreamWriter,
+    WireProvider,
+    WireRequest,
+    sanitize_surrogates,
+    tool_specs,
 )
 from .models import calculate_cost
 from .transform import transform_messages
@@ -153,7 +165,7 @@ def _model_parts(message: AssistantMessage, model: Any) -> List[Dict[str, Any]]:
 
 
 def _function_response(message: ToolResultMessage, model: Any,
-                       allow_images: bool) -> "tuple[Dict[str, Any], List[Dict[str, Any]]]":
+                       allow_images: bool) -> tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """The functionResponse part, and the parts of a separate image turn (models before Gemini 3)."""
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []

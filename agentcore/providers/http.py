@@ -40,8 +40,14 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import (
-    connection_address, environ_data, http_client_read1, is_default_timeout, name_resolution_error,
-    noting_connection_classes, response_socket, set_socket_options,
+    connection_address,
+    environ_data,
+    http_client_read1,
+    is_default_timeout,
+    name_resolution_error,
+    noting_connection_classes,
+    response_socket,
+    set_socket_options,
 )
 
 __all__ = [

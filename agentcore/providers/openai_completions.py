@@ -23,12 +23,25 @@ import re
 from typing import Any, Dict, List, Mapping, Optional
 
 from ..types import (
-    AssistantMessage, ImageContent, Model, TextContent, ThinkingContent, ToolCall, ToolResultMessage, Usage,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
     role_of,
 )
 from .base import (
-    ProviderError, StreamWriter, WireHandler, WireProvider, WireRequest, parse_json_event,
-    sanitize_surrogates, tool_specs,
+    ProviderError,
+    StreamWriter,
+    WireHandler,
+    WireProvider,
+    WireRequest,
+    parse_json_event,
+    sanitize_surrogates,
+    tool_specs,
 )
 from .models import supports_xhigh
 from .transform import transform_messages
@@ -120,7 +133,7 @@ def _mistral_id(tool_call_id: str, attempt: int = 0) -> str:
     alnum = re.sub(r"[^A-Za-z0-9]", "", tool_call_id)
     if attempt == 0 and len(alnum) == 9:
         return alnum
-    digest = hashlib.sha256(f"{tool_call_id}:{attempt}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{tool_call_id}:{attempt}".encode()).digest()
     number = int.from_bytes(digest[:8], "big")
     chars = "0123456789abcdefghijklmnopqrstuvwxyz"
     out = ""

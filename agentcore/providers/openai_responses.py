@@ -14,13 +14,25 @@ import json
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..types import (
-    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
     role_of,
 )
 from . import _reasoning
 from .base import (
     MAPPINGS,
-    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
+    ProviderError,
+    StateHandler,
+    StreamWriter,
+    WireProvider,
+    WireRequest,
+    sanitize_surrogates,
+    tool_specs,
 )
 from .models import calculate_cost
 from .transform import transform_messages

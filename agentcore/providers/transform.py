@@ -24,7 +24,13 @@ import copy
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..types import (
-    AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, message_from_dict, role_of,
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    message_from_dict,
+    role_of,
 )
 
 __all__ = ["transform_messages", "is_same_model"]

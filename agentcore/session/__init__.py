@@ -10,10 +10,23 @@ from importlib import import_module
 from typing import Any, Dict
 
 from .context import ModelRef, SessionContext, SessionStats, build_context, get_session_stats
-from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
-                      CustomMessageEntry, LabelEntry, LeafEntry, MessageEntry, ModelChangeEntry,
-                      SessionEntry, SessionHeader, SessionInfoEntry, ThinkingLevelChangeEntry,
-                      UnknownEntry, entry_from_dict)
+from .entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    UnknownEntry,
+    entry_from_dict,
+)
 from .errors import SessionError, SessionLockedError
 from .memory import MemorySessionStorage
 from .session import Session, TreeNode

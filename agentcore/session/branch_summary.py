@@ -26,12 +26,17 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from .._safe import describe_exception
 from ..types import CompactionSummaryMessage, role_of, text_of
 from .compaction import CompactionError, hook_summary, summarize_with_model
-from .compaction_prompts import (BRANCH_SUMMARY_INSTRUCTIONS, BRANCH_SUMMARY_PREAMBLE, FileOps,
-                                 build_summary_prompt, compute_file_lists, format_file_lists,
-                                 serialize_conversation)
+from .compaction_prompts import (
+    BRANCH_SUMMARY_INSTRUCTIONS,
+    BRANCH_SUMMARY_PREAMBLE,
+    FileOps,
+    build_summary_prompt,
+    compute_file_lists,
+    format_file_lists,
+    serialize_conversation,
+)
 from .compaction_tokens import estimate_tokens
-from .entries import (BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry,
-                      SessionEntry)
+from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, SessionEntry
 from .errors import SessionError
 
 __all__ = [

@@ -30,11 +30,20 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._safe import describe_exception, exception_message
 from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage
-from .compaction_prompts import (NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, SUMMARIZER_SYSTEM_PROMPT,
-                                 SUMMARY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS,
-                                 UPDATE_SUMMARY_INSTRUCTIONS, FileOps, build_summary_prompt,
-                                 compute_file_lists, file_ops_from_messages, format_file_lists,
-                                 serialize_conversation)
+from .compaction_prompts import (
+    NO_PRIOR_HISTORY,
+    SPLIT_TURN_SEPARATOR,
+    SUMMARIZER_SYSTEM_PROMPT,
+    SUMMARY_INSTRUCTIONS,
+    TURN_PREFIX_INSTRUCTIONS,
+    UPDATE_SUMMARY_INSTRUCTIONS,
+    FileOps,
+    build_summary_prompt,
+    compute_file_lists,
+    file_ops_from_messages,
+    format_file_lists,
+    serialize_conversation,
+)
 from .compaction_tokens import CompactionSettings, estimate_tokens, live_context_tokens
 from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, SessionEntry
 

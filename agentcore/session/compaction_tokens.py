@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 from .._util import field_of
-from ..types import (ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict,
-                     role_of)
+from ..types import ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict, role_of
 
 __all__ = [
     "CompactionSettings", "ContextEstimate", "calculate_context_tokens", "usage_tokens",

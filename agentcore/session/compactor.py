@@ -40,8 +40,15 @@ from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tupl
 from .._util import field_of
 from ..signals import AbortController
 from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
-from .compaction import (CompactionError, CompactionPreparation, CompactionResult, compact,
-                         kept_message_count, prepare_compaction, run_before_compaction)
+from .compaction import (
+    CompactionError,
+    CompactionPreparation,
+    CompactionResult,
+    compact,
+    kept_message_count,
+    prepare_compaction,
+    run_before_compaction,
+)
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 

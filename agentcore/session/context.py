@@ -25,14 +25,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence,
-                    Tuple)
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..types import AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, ToolCall
 from . import process_state
-from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
-                      CustomMessageEntry, MessageEntry, ModelChangeEntry, SessionEntry,
-                      ThinkingLevelChangeEntry)
+from .entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    ThinkingLevelChangeEntry,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage import SessionStorage
@@ -124,7 +131,7 @@ def usage_of_entry(entry: Optional[SessionEntry]) -> Optional[Mapping[str, Any]]
     return None
 
 
-def get_session_stats(storage: "SessionStorage") -> SessionStats:
+def get_session_stats(storage: SessionStorage) -> SessionStats:
     """Statistics over every entry of ``storage`` (spec §10, H-A rules)."""
     totals = storage.usage_totals()
     return SessionStats(storage.message_count, totals.cached, totals.uncached, totals.total, totals.cost)
@@ -135,7 +142,7 @@ def get_session_stats(storage: "SessionStorage") -> SessionStats:
 _UNSET: Any = object()
 
 
-def _resolve_state(storage: "SessionStorage", path: Sequence[str]) -> Tuple[str, Optional[ModelRef],
+def _resolve_state(storage: SessionStorage, path: Sequence[str]) -> Tuple[str, Optional[ModelRef],
                                                                                Optional[List[str]]]:
     # a kind of state no entry of the session sets stays at its default: stop looking for it
     thinking: Any = _UNSET if storage.count_of("thinking_level_change") else "off"
@@ -165,7 +172,7 @@ def _resolve_state(storage: "SessionStorage", path: Sequence[str]) -> Tuple[str,
             None if tools is _UNSET else tools)
 
 
-def _context_ids(storage: "SessionStorage", path: List[str]) -> Tuple[List[str], Optional[str]]:
+def _context_ids(storage: SessionStorage, path: List[str]) -> Tuple[List[str], Optional[str]]:
     if not storage.count_of("compaction"):
         return path, None
     type_of = storage.type_of
@@ -265,7 +272,7 @@ def repair_tool_results(messages: List[Any]) -> List[Any]:
     return repaired
 
 
-def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
+def build_context(storage: SessionStorage, leaf_id: Any = _UNSET, *,
                   entry_transforms: Iterable[EntryTransform] = (),
                   projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
     """The context at ``leaf_id`` (default: the storage's current leaf; None: empty).

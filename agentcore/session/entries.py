@@ -49,7 +49,7 @@ def iso_from_ms(ms: int) -> str:
     if cached_second != seconds:
         text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
         _last_second = (seconds, text)
-    return text + ".%03dZ" % millis
+    return f"{text}.{millis:03d}Z"
 
 
 def ms_from_iso(text: str) -> int:
@@ -217,11 +217,11 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
 _SURROGATE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
 
 
-def _unsurrogate(match: "re.Match[str]") -> str:
+def _unsurrogate(match: re.Match[str]) -> str:
     found = match.group()
     if len(found) == 2:
         return found.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
-    return "\\u%04x" % ord(found)
+    return f"\\u{ord(found):04x}"
 
 
 # --------------------------------------------------------------------------- entry model
@@ -276,7 +276,7 @@ class SessionEntry:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SessionEntry":
+    def from_dict(cls, d: Mapping[str, Any]) -> SessionEntry:
         """Read an entry of this class. Raises ``ValueError`` when a required key is missing."""
         known = {"type", "id", "parentId", "timestamp"}
         kwargs: Dict[str, Any] = {"id": d["id"], "parent_id": d.get("parentId"), "timestamp": d["timestamp"]}
@@ -317,7 +317,7 @@ class MessageEntry(SessionEntry):
     _encoders = {"message": message_to_dict}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SessionEntry":
+    def from_dict(cls, d: Mapping[str, Any]) -> SessionEntry:
         # The shape every writer produces takes a direct constructor call (long sessions decode
         # one of these per message); anything else goes through the generic reader.
         if cls is MessageEntry and type(d) is dict and d.keys() == _MESSAGE_ENTRY_KEYS:
@@ -473,7 +473,7 @@ class UnknownEntry(SessionEntry):
         return dict(self.data)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "UnknownEntry":
+    def from_dict(cls, d: Mapping[str, Any]) -> UnknownEntry:
         return cls(id=d["id"], parent_id=d.get("parentId"), timestamp=d["timestamp"], data=dict(d),
                    entry_type=str(d["type"]))
 

@@ -34,8 +34,16 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import process_state
-from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
-                      header_from_dict, iso_from_ms, new_session_id)
+from .entries import (
+    CURRENT_VERSION,
+    SessionEntry,
+    SessionHeader,
+    check_envelope,
+    encode_line,
+    header_from_dict,
+    iso_from_ms,
+    new_session_id,
+)
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
 from .storage import SessionStorage, _Node
@@ -166,7 +174,7 @@ class JsonlSessionStorage(SessionStorage):
     def create(cls, path: Any, *, cwd: Optional[str] = None, session_id: Optional[str] = None,
                fsync: str = "never", parent_session: Optional[str] = None,
                metadata: Optional[Dict[str, Any]] = None, timestamp: Optional[str] = None,
-               lines: Iterable[bytes] = ()) -> "JsonlSessionStorage":
+               lines: Iterable[bytes] = ()) -> JsonlSessionStorage:
         """Write a new session file (header, then optional raw entry ``lines``) atomically and open it.
 
         An existing file at ``path`` is ``already_exists``; nothing is overwritten.

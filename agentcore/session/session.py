@@ -21,12 +21,24 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from ..types import MessageLike, _is_mapping, message_to_dict, role_of
-from .context import (EntryTransform, Projector, SessionContext, SessionStats, build_context,
-                      get_session_stats)
-from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
-                      CustomMessageEntry, LabelEntry, LeafEntry, MessageEntry, ModelChangeEntry,
-                      SessionEntry, SessionHeader, SessionInfoEntry, ThinkingLevelChangeEntry,
-                      iso_from_ms, new_entry_id)
+from .context import EntryTransform, Projector, SessionContext, SessionStats, build_context, get_session_stats
+from .entries import (
+    ActiveToolsChangeEntry,
+    BranchSummaryEntry,
+    CompactionEntry,
+    CustomEntry,
+    CustomMessageEntry,
+    LabelEntry,
+    LeafEntry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    ThinkingLevelChangeEntry,
+    iso_from_ms,
+    new_entry_id,
+)
 from .errors import SessionError
 from .storage import SessionStorage, clean_name
 
@@ -44,7 +56,7 @@ class TreeNode:
 
     entry: SessionEntry
     label: Optional[str] = None
-    children: List["TreeNode"] = field(default_factory=list)
+    children: List[TreeNode] = field(default_factory=list)
 
 
 class Session:
@@ -67,7 +79,7 @@ class Session:
     @classmethod
     def create(cls, path: StrPath, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
                fsync: str = "never", parent_session: Optional[str] = None,
-               metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "Session":
+               metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Session:
         """A new JSONL session file at ``path`` (header written now). Existing file: ``already_exists``."""
         from .jsonl import JsonlSessionStorage
 
@@ -77,7 +89,7 @@ class Session:
 
     @classmethod
     def open(cls, path: StrPath, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
-             **kwargs: Any) -> "Session":
+             **kwargs: Any) -> Session:
         """Open a JSONL session file (migrating version 1/2 files, repairing a torn last line).
 
         A ``.db``/``.sqlite``/``.sqlite3`` path must be opened with ``SqliteSessionStorage`` instead.
@@ -88,7 +100,7 @@ class Session:
 
     @classmethod
     def in_memory(cls, cwd: Optional[str] = None, session_id: Optional[str] = None,
-                  **kwargs: Any) -> "Session":
+                  **kwargs: Any) -> Session:
         """A session that lives in memory only."""
         from .memory import MemorySessionStorage
 
@@ -98,7 +110,7 @@ class Session:
         """Flush (per the fsync policy) and release the storage. Reads still work afterwards."""
         self.storage.close()
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: Any) -> None:

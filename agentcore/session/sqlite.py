@@ -39,8 +39,15 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import process_state
 from .context import UsageTotals, usage_of_entry
-from .entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
-                      iso_from_ms, new_session_id)
+from .entries import (
+    SessionEntry,
+    SessionHeader,
+    encode_line,
+    entry_from_dict,
+    header_from_dict,
+    iso_from_ms,
+    new_session_id,
+)
 from .errors import SessionError, SessionLockedError
 from .storage import EAGER_TYPES, SessionStorage, _Node
 
@@ -177,7 +184,7 @@ class SqliteSessionStorage(SessionStorage):
     def create(cls, db_path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
                fsync: str = "never", parent_session: Optional[str] = None,
                metadata: Optional[Dict[str, Any]] = None, lines: Iterable[bytes] = ()
-               ) -> "SqliteSessionStorage":
+               ) -> SqliteSessionStorage:
         """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
         path = os.path.abspath(os.fspath(db_path))
         header = _new_header(cwd, session_id, parent_session, metadata)

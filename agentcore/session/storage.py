@@ -33,8 +33,16 @@ from .._compat import json_scanner
 from ..types import message_from_dict
 from . import process_state
 from .context import UsageTotals, usage_of_entry
-from .entries import (_MESSAGE_ENTRY_KEYS, LabelEntry, LeafEntry, MessageEntry, SessionEntry, SessionHeader,
-                      SessionInfoEntry, encode_line, entry_from_dict)
+from .entries import (
+    _MESSAGE_ENTRY_KEYS,
+    LabelEntry,
+    MessageEntry,
+    SessionEntry,
+    SessionHeader,
+    SessionInfoEntry,
+    encode_line,
+    entry_from_dict,
+)
 from .errors import SessionError
 
 __all__ = ["SessionStorage", "EAGER_TYPES", "clean_label", "clean_name"]
@@ -148,7 +156,7 @@ class SessionStorage:
         self._messages = 0
         self._type_counts: Dict[str, int] = {}
         self._usage: Optional[UsageTotals] = None
-        self._cache: "OrderedDict[str, SessionEntry]" = OrderedDict()
+        self._cache: OrderedDict[str, SessionEntry] = OrderedDict()
         self._closed = False
 
     # ------------------------------------------------------------------ backend hooks
@@ -167,7 +175,7 @@ class SessionStorage:
         """Release files, locks and connections. Reads keep working on what is in memory."""
         self._closed = True
 
-    def __enter__(self) -> "SessionStorage":
+    def __enter__(self) -> SessionStorage:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -35,7 +35,14 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 from agentcore.events import DoneEvent, ErrorEvent, StartEvent
 from agentcore.providers import http
 from agentcore.providers.base import (
-    ABORTED_MESSAGE, ProviderError, StreamWriter, as_signal, describe_error, merge_headers, redact, request_timeout,
+    ABORTED_MESSAGE,
+    ProviderError,
+    StreamWriter,
+    as_signal,
+    describe_error,
+    merge_headers,
+    redact,
+    request_timeout,
 )
 from agentcore.streams import ProviderStream
 from agentcore.types import AssistantMessage, Usage, now_ms

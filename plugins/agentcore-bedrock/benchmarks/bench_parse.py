@@ -27,10 +27,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from agentcore.providers.base import StreamWriter  # noqa: E402
-from agentcore.types import AssistantMessage, Model  # noqa: E402
 from agentcore_bedrock.eventstream import EventStreamDecoder, encode_message  # noqa: E402
 from agentcore_bedrock.stream_state import BedrockStreamState  # noqa: E402
+
+from agentcore.providers.base import StreamWriter  # noqa: E402
+from agentcore.types import AssistantMessage, Model  # noqa: E402
 
 HEADERS = {":event-type": "contentBlockDelta", ":content-type": "application/json", ":message-type": "event"}
 MODEL = Model(id="us.amazon.nova-micro-v1:0", api="bedrock-converse-stream", provider="amazon-bedrock")

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
+from agentcore_bedrock.eventstream import encode_message
 
 from agentcore.types import Model
-from agentcore_bedrock.eventstream import encode_message
 
 # tests/ -> agentcore-bedrock -> plugins -> repository root; shared/ sits beside the repository
 SHARED = Path(__file__).resolve().parents[4] / "shared"

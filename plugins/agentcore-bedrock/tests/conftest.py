@@ -6,9 +6,7 @@ from pathlib import Path
 from typing import Dict, Iterator
 
 import pytest
-
 from agentcore_bedrock import clear_credentials_cache
-
 from bedrock_helpers import ACCESS_KEY, SECRET_KEY, Server
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from bedrock_helpers import Reply, Server, event, load_recording, recorded_body, text_stream
+
 from agentcore import Agent, get_model, tool
 from agentcore.plugins import get_provider
 from agentcore.types import TextContent, ToolCall
-
-from bedrock_helpers import Reply, Server, event, load_recording, recorded_body, text_stream
 
 
 @tool

@@ -6,15 +6,14 @@ from __future__ import annotations
 from typing import Any, Dict
 
 import pytest
+from agentcore_bedrock import BedrockProvider
+from agentcore_bedrock.auth import endpoint_url, resolve_region, signature_parts
+from bedrock_helpers import ACCESS_KEY, SECRET_KEY, Received, Reply, Server, local_model, text_stream
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from agentcore.types import AgentContext, Model, UserMessage
-from agentcore_bedrock import BedrockProvider
-from agentcore_bedrock.auth import endpoint_url, resolve_region, signature_parts
-
-from bedrock_helpers import ACCESS_KEY, SECRET_KEY, Received, Reply, Server, local_model, text_stream
 
 CONTEXT = AgentContext(messages=[UserMessage("hi")])
 

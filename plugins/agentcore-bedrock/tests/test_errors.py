@@ -9,12 +9,11 @@ import threading
 from typing import Any, List, Tuple
 
 import pytest
+from agentcore_bedrock import BedrockProvider
+from bedrock_helpers import Reply, Server, event, exception, local_model, text_stream
 
 from agentcore.signals import AbortController
 from agentcore.types import AgentContext, AssistantMessage, TextContent, UserMessage
-from agentcore_bedrock import BedrockProvider
-
-from bedrock_helpers import Reply, Server, event, exception, local_model, text_stream
 
 CONTEXT = AgentContext(messages=[UserMessage("hi")])
 

@@ -7,9 +7,7 @@ import uuid
 import zlib
 
 import pytest
-
 from agentcore_bedrock.eventstream import EventStreamDecoder, EventStreamError, encode_message
-
 from bedrock_helpers import event, load_recording, recorded_body
 
 

@@ -6,13 +6,18 @@ from __future__ import annotations
 from typing import Any, List, Tuple
 
 import pytest
+from agentcore_bedrock import BedrockProvider
+from bedrock_helpers import Reply, Server, load_recording, local_model, recorded_body
 
 from agentcore.types import (
-    AgentContext, AssistantMessage, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
 )
-from agentcore_bedrock import BedrockProvider
-
-from bedrock_helpers import Reply, Server, load_recording, local_model, recorded_body
 
 NOVA_PRICES = dict(input=0.035, output=0.14, cache_read=0.00875, cache_write=0.0)
 

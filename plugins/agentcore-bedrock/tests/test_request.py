@@ -5,12 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agentcore_bedrock import build_request_body
 
 from agentcore.types import (
-    AgentContext, AssistantMessage, ImageContent, Model, TextContent, ThinkingContent, ToolCall,
-    ToolResultMessage, UserMessage,
+    AgentContext,
+    AssistantMessage,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
 )
-from agentcore_bedrock import build_request_body
 
 API = "bedrock-converse-stream"
 TOOL = {"name": "get_weather", "description": "Weather of a city.",

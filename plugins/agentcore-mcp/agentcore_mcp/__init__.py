@@ -16,8 +16,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import (MCPAbortedError, MCPConfigError, MCPConnectionError, MCPError, MCPServerError,
-                     MCPTimeoutError, MCPToolError)
+from .errors import (
+    MCPAbortedError,
+    MCPConfigError,
+    MCPConnectionError,
+    MCPError,
+    MCPServerError,
+    MCPTimeoutError,
+    MCPToolError,
+)
 
 if TYPE_CHECKING:
     from .config import load_config

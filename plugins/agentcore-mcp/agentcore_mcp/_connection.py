@@ -29,7 +29,7 @@ _LOST = (ConnectionError, OSError, EOFError)
 
 _GROUPS: Tuple[type, ...]
 if sys.version_info >= (3, 11):
-    _GROUPS = (BaseExceptionGroup,)
+    _GROUPS = (BaseExceptionGroup,)  # noqa: F821 - a builtin from Python 3.11 (guarded above)
 else:  # pragma: no cover - Python 3.10: anyio depends on the exceptiongroup backport
     from exceptiongroup import BaseExceptionGroup as _BackportGroup
 
@@ -80,8 +80,8 @@ class Connection:
         self.state = _stdio.ProcessState(name, spec.secrets)
         self.client: Any = None
         self.transport_used: Optional[str] = None
-        self.ready: "concurrent.futures.Future[None]" = concurrent.futures.Future()
-        self.done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.done: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.dead_reason: Optional[str] = None
         self._stop = asyncio.Event()  # not bound to a loop until first awaited (Python 3.10+)
         self._on_tools_changed = on_tools_changed

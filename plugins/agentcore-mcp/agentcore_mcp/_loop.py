@@ -49,7 +49,7 @@ def in_loop_thread() -> bool:
     return _thread is not None and threading.current_thread() is _thread
 
 
-def submit(coro: Coroutine[Any, Any, T]) -> "concurrent.futures.Future[T]":
+def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """Schedule ``coro`` on the private loop; cancelling the returned future cancels the task.
 
     Raises ``RuntimeError`` (and closes ``coro``) when called from the loop thread itself: the

@@ -22,7 +22,7 @@ from .server import MCPServer
 _log = logging.getLogger("agentcore_mcp")
 
 _lock = threading.Lock()
-_loaded: Dict[str, "_Loaded"] = {}
+_loaded: Dict[str, _Loaded] = {}
 _atexit_registered = False
 
 
@@ -51,7 +51,7 @@ def config_tools(path: str) -> List[Any]:
         return list(loaded.tools)
 
 
-def _load(path: str, previous: "_Loaded | None") -> _Loaded:
+def _load(path: str, previous: _Loaded | None) -> _Loaded:
     servers = load_config(path)
     loaded = _Loaded()
     if previous is not None:  # keep what started last time; retry only the failures

@@ -26,7 +26,7 @@ class Secrets:
 
     @classmethod
     def of(cls, env: Optional[Mapping[str, str]] = None, headers: Optional[Mapping[str, str]] = None,
-           url: Optional[str] = None) -> "Secrets":
+           url: Optional[str] = None) -> Secrets:
         values: List[str] = list((env or {}).values()) + list((headers or {}).values())
         for header_value in (headers or {}).values():  # "Bearer abc": the token alone too
             values.extend(part for part in str(header_value).split() if len(part) >= 8)
@@ -72,7 +72,7 @@ import weakref  # noqa: E402
 
 _SDK_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.client", "mcp.client.session",
                 "mcp.shared.jsonrpc_dispatcher", "httpx2", "httpx")
-_live: "weakref.WeakSet[Secrets]" = weakref.WeakSet()
+_live: weakref.WeakSet[Secrets] = weakref.WeakSet()
 _filter_lock = threading.Lock()
 _filter_installed = False
 

@@ -30,7 +30,7 @@ __all__ = ["load_config", "servers_from_config"]
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def load_config(path: "str | os.PathLike[str]") -> Dict[str, MCPServer]:
+def load_config(path: str | os.PathLike[str]) -> Dict[str, MCPServer]:
     """The servers of the config file at ``path``, by name, in file order; none started yet.
 
     Each :class:`MCPServer` starts on first use; close them when done (``with`` or ``close()``).
@@ -128,7 +128,7 @@ def _mapping(value: Any, key: str, where: str, env: Mapping[str, str]) -> Option
 
 
 def _expand(text: str, key: str, where: str, env: Mapping[str, str]) -> str:
-    def replace(match: "re.Match[str]") -> str:
+    def replace(match: re.Match[str]) -> str:
         var, default = match.group(1), match.group(2)
         if var in env:
             return env[var]

@@ -43,7 +43,7 @@ _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 # Process-wide state (owner: this module): the servers not closed yet, held weakly, so that
 # interpreter exit closes them (and kills their process groups) even when the user did not.
-_open_servers: "weakref.WeakSet[MCPServer]" = weakref.WeakSet()
+_open_servers: weakref.WeakSet[MCPServer] = weakref.WeakSet()
 _atexit_lock = threading.Lock()
 _atexit_registered = False
 
@@ -56,7 +56,7 @@ def _close_open_servers() -> None:
             _log.exception("closing MCP server %r at exit failed", server.name)
 
 
-def _track(server: "MCPServer") -> None:
+def _track(server: MCPServer) -> None:
     global _atexit_registered
     _open_servers.add(server)
     with _atexit_lock:
@@ -99,7 +99,7 @@ class MCPServer:
     def stdio(cls, command: str, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
               cwd: Optional[str] = None, *, name: Optional[str] = None,
               timeout: Optional[float] = DEFAULT_TIMEOUT,
-              connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> "MCPServer":
+              connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> MCPServer:
         """A server started as ``command *args`` in ``cwd``, speaking JSON-RPC on stdin/stdout.
 
         Its environment is a safe minimum (HOME, PATH, USER, SHELL, TERM, LOGNAME) plus ``env``,
@@ -116,7 +116,7 @@ class MCPServer:
     @classmethod
     def http(cls, url: str, headers: Optional[Mapping[str, str]] = None, *, name: Optional[str] = None,
              transport: str = "auto", timeout: Optional[float] = DEFAULT_TIMEOUT,
-             connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> "MCPServer":
+             connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> MCPServer:
         """A server at ``url`` over Streamable HTTP, falling back to the older HTTP+SSE transport
         when the server answers the Streamable HTTP POST with 400/404/405 (``transport="auto"``;
         ``"streamable-http"`` or ``"sse"`` force one). ``headers`` (e.g. ``Authorization``) go with
@@ -132,14 +132,14 @@ class MCPServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def __enter__(self) -> "MCPServer":
+    def __enter__(self) -> MCPServer:
         self.connect()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def connect(self) -> "MCPServer":
+    def connect(self) -> MCPServer:
         """Start the server and finish the MCP handshake now (idempotent). Raises
         :class:`MCPConnectionError` naming the server, what failed and the end of its stderr."""
         self._connection()

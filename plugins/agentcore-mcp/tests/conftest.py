@@ -63,7 +63,7 @@ def eventually(predicate: Callable[[], bool], within: float = 10.0) -> bool:
         time.sleep(0.01)
 
 
-def abort_when_marked(controller: "object", marker: Path) -> None:
+def abort_when_marked(controller: object, marker: Path) -> None:
     """Abort ``controller`` (an AbortController) from a thread once file ``marker`` exists."""
     import threading
 
@@ -82,7 +82,7 @@ def marker_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def test_server(marker_dir: Path) -> Iterator[Callable[..., "object"]]:
+def test_server(marker_dir: Path) -> Iterator[Callable[..., object]]:
     """A factory of stdio MCPServers running mcp_test_server.py; all closed at teardown."""
     from agentcore_mcp import MCPServer
 

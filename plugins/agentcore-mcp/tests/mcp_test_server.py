@@ -19,7 +19,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
 from typing import TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer

@@ -6,11 +6,11 @@ import sys
 import threading
 
 import pytest
+from agentcore_mcp import MCPServer
+from conftest import TEST_SERVER, eventually
 
 from agentcore import Agent, Session
 from agentcore.testing import ScriptedModel, call, response, text, tool_call
-from agentcore_mcp import MCPServer
-from conftest import TEST_SERVER, eventually
 
 
 @pytest.fixture(scope="module")

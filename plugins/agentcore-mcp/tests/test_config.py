@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from agentcore_mcp import MCPConfigError, MCPServer, load_config
 from agentcore_mcp.config import servers_from_config
 

@@ -6,11 +6,11 @@ import logging
 import threading
 
 import pytest
+from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPToolError
+from conftest import abort_when_marked, eventually, free_port
 
 from agentcore.signals import AbortController
 from agentcore.types import TextContent
-from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPToolError
-from conftest import abort_when_marked, eventually, free_port
 
 
 def test_streamable_http_lists_and_calls(http_server):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_SERVER
 
 nbclient = pytest.importorskip("nbclient")

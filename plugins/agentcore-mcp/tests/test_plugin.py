@@ -8,12 +8,12 @@ import subprocess
 import sys
 
 import pytest
+from agentcore_mcp import _registry
+from conftest import TEST_SERVER
 
 import agentcore.plugins as plugins
 from agentcore import Agent
 from agentcore.testing import ScriptedModel, text, tool_call
-from agentcore_mcp import _registry
-from conftest import TEST_SERVER
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from agentcore_mcp import MCPAbortedError, MCPServer, MCPToolError
+from conftest import alive, eventually, group_members
 
 from agentcore.signals import AbortController
 from agentcore.types import ImageContent, TextContent
-from agentcore_mcp import MCPAbortedError, MCPServer, MCPToolError
-from conftest import alive, eventually, group_members
 
 
 @pytest.fixture(scope="module")

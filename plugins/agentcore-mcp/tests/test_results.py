@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import mcp_types as t
 import pytest
-
-from agentcore.types import ImageContent, TextContent
 from agentcore_mcp import MCPToolError
 from agentcore_mcp.results import content_blocks, progress_update, to_tool_result
+
+from agentcore.types import ImageContent, TextContent
 
 PNG = "iVBORw0KGgo="
 

@@ -8,12 +8,11 @@ import os
 import threading
 
 import pytest
+from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError, MCPToolError
+from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members
 
 from agentcore.signals import AbortController
 from agentcore.types import ImageContent, TextContent
-from agentcore_mcp import (MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError,
-                           MCPToolError)
-from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members
 
 
 @pytest.fixture(scope="module")

@@ -37,9 +37,9 @@ def instrument(tracer_provider: Optional[Any] = None, meter_provider: Optional[A
     ``AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1`` agentcore does not load this plugin by itself: a
     warning says so, and only agents given ``plugins=[agentcore_otel.plugin]`` are traced.
     """
-    from ._recorder import Telemetry
-
     from agentcore.plugins import AUTOLOAD_ENV
+
+    from ._recorder import Telemetry
 
     if os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         warnings.warn(f"agentcore-otel: {AUTOLOAD_ENV} is set, so agentcore does not load this "

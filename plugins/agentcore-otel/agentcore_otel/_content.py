@@ -41,7 +41,7 @@ class Redactor:
         self._secrets: List[str] = []
 
     @classmethod
-    def for_agent(cls, agent: Any) -> "Redactor":
+    def for_agent(cls, agent: Any) -> Redactor:
         found: List[Any] = [getattr(agent, "api_key", None)]
         found.extend(_header_values(getattr(agent, "headers", None)))
         model = getattr(getattr(agent, "state", None), "model", None)

@@ -39,7 +39,7 @@ _MAX_DESCRIPTION = 1024
 _SCOPE = "agentcore_otel"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _version() -> str:
     """This distribution's version (read once: metadata look-ups cost about a millisecond)."""
     try:

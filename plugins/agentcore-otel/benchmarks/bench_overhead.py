@@ -28,13 +28,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, List, Sequence
 
+import agentcore_otel
+from agentcore_otel import _state
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-import agentcore_otel
-from agentcore_otel import _state
 from agentcore import Agent, Model, tool
 from agentcore.testing import ScriptedModel, call, response, text
 

@@ -6,13 +6,11 @@ import threading
 from typing import Any
 
 import pytest
+from conftest import Otel, add, local_model
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agentcore import Agent, AgentTool, AgentToolResult
 from agentcore.testing import ScriptedModel, call, error, response
-
-from conftest import Otel, add, local_model
-
 
 # --------------------------------------------------------------------------- failures
 

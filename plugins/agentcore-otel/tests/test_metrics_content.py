@@ -9,13 +9,11 @@ import sys
 import textwrap
 from typing import Any, List
 
-
 import agentcore_otel
-from agentcore import Agent, AgentTool, AgentToolResult, TextContent
-from agentcore.testing import ScriptedModel, call, response, text
-
 from conftest import Otel, add, local_model, make_usage
 
+from agentcore import Agent, AgentTool, AgentToolResult, TextContent
+from agentcore.testing import ScriptedModel, call, response, text
 
 SECRET_KEY = "sk-test-9f8e7d6c5b4a3210fedcba"
 SECRET_HEADER = "hdr-secret-0123456789abcdef"

@@ -16,13 +16,13 @@ otlp_metric = pytest.importorskip("opentelemetry.exporter.otlp.proto.http.metric
 trace_pb2 = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 metrics_pb2 = pytest.importorskip("opentelemetry.proto.collector.metrics.v1.metrics_service_pb2")
 
+import agentcore_otel  # noqa: E402
 from opentelemetry.sdk.metrics import MeterProvider  # noqa: E402
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from opentelemetry.sdk.trace.export import BatchSpanProcessor  # noqa: E402
 
-import agentcore_otel  # noqa: E402
 from agentcore import Agent, tool  # noqa: E402
 from agentcore.testing import ScriptedModel, call, response, text  # noqa: E402
 

@@ -8,17 +8,15 @@ import sys
 import threading
 from typing import Any, Dict, List
 
+import agentcore_otel
 import pytest
+from conftest import Otel, add, make_usage
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 
-import agentcore_otel
 from agentcore import Agent, AgentTool, AgentToolResult, TextContent, tool
 from agentcore.testing import ScriptedModel, call, response, text
 from agentcore.testing import tool_call as tool_call_response
-
-from conftest import Otel, add, make_usage
-
 
 # --------------------------------------------------------------------------- off until instrumented
 

@@ -248,7 +248,7 @@ class PostgresSessionStorage(SessionStorage):
     @classmethod
     def create(cls, dsn: str, session_id: Optional[str] = None, *, cwd: Optional[str] = None,
                parent_session: Optional[str] = None, metadata: Optional[Dict[str, Any]] = None,
-               lines: Iterable[bytes] = ()) -> "PostgresSessionStorage":
+               lines: Iterable[bytes] = ()) -> PostgresSessionStorage:
         """Add a new session (with optional raw JSONL entry ``lines``) and open it for writing.
 
         A used ``session_id`` is ``already_exists``; the session and its lines are inserted in one

@@ -31,11 +31,11 @@ from typing import Callable, Dict, List
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE.parent.parent.parent)]
 
+from agentcore_postgres import PostgresSessionStorage  # noqa: E402
 from psycopg import conninfo  # noqa: E402
 
 from agentcore.session import Session, SqliteSessionStorage  # noqa: E402
 from agentcore.types import AssistantMessage, TextContent, Usage, UserMessage  # noqa: E402
-from agentcore_postgres import PostgresSessionStorage  # noqa: E402
 
 TEXT = "The quick brown fox jumps over the lazy dog. " * 9  # ~400 bytes
 
@@ -127,7 +127,7 @@ def main() -> None:
             for name, b in backends.items():
                 appends[name] += append_latencies(b["new"], per_round)
                 sid = big[name]
-                opens[name].append(open_and_build(lambda: b["open"](sid)))
+                opens[name].append(open_and_build(lambda b=b, sid=sid: b["open"](sid)))
         base_median = statistics.median(appends["sqlite"])
         base_p99 = statistics.quantiles(appends["sqlite"], n=100)[98]
         base_open = statistics.median(opens["sqlite"])

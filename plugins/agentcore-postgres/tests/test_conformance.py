@@ -8,7 +8,6 @@ import inspect
 import sys
 
 import pytest
-
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -16,8 +15,9 @@ import test_session_conformance as core  # noqa: E402
 
 sys.path.remove(str(ROOT / "tests"))
 
-from agentcore.session import Session  # noqa: E402
 from agentcore_postgres import PostgresSessionStorage  # noqa: E402
+
+from agentcore.session import Session  # noqa: E402
 
 
 class PostgresBackend(core.Backend):

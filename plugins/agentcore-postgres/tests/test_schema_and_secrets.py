@@ -8,14 +8,14 @@ import logging
 
 import psycopg
 import pytest
-
-from conftest import with_schema
-from agentcore import open_session
-from agentcore.session import Session, SessionError, SessionLockedError
-from agentcore.types import TextContent, UserMessage
 from agentcore_postgres import PostgresSessionStorage
 from agentcore_postgres.dsn import parse_dsn
 from agentcore_postgres.schema import SCHEMA_VERSION, migrate, schema_version
+from conftest import with_schema
+
+from agentcore import open_session
+from agentcore.session import Session, SessionError, SessionLockedError
+from agentcore.types import TextContent, UserMessage
 
 
 def U(text):

@@ -12,12 +12,12 @@ import textwrap
 
 import psycopg
 import pytest
-
-from conftest import PLUGIN, ROOT
-from agentcore.session import Session, SessionError, SessionLockedError
-from agentcore.types import TextContent, UserMessage
 from agentcore_postgres import PostgresSessionInfo, PostgresSessionStorage
 from agentcore_postgres.storage import _LOCK_KEY
+from conftest import PLUGIN, ROOT
+
+from agentcore.session import Session, SessionError, SessionLockedError
+from agentcore.types import TextContent, UserMessage
 
 
 def U(text):

@@ -9,16 +9,15 @@ import sys
 from urllib.parse import quote
 
 import pytest
+from agentcore_postgres import PostgresSessionStorage, plugin
+from agentcore_postgres.plugin import split_session_url
+from conftest import PLUGIN, ROOT
 from psycopg import conninfo
 
-from conftest import PLUGIN, ROOT
 from agentcore.plugins import create_plugin_manager
 from agentcore.session import Session, SessionError, SessionLockedError
 from agentcore.session.urls import open_storage
 from agentcore.types import TextContent, UserMessage
-from agentcore_postgres import PostgresSessionStorage
-from agentcore_postgres import plugin
-from agentcore_postgres.plugin import split_session_url
 
 
 def U(text):

@@ -54,7 +54,7 @@ class TokenSource:
         self._rejected = False
 
     @classmethod
-    def from_adc(cls, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> "TokenSource":
+    def from_adc(cls, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> TokenSource:
         """Application Default Credentials: ``google.auth.default(scopes=...)``.
 
         Raises :class:`VertexAuthError` saying how to set them up when there are none.
@@ -69,7 +69,7 @@ class TokenSource:
         return cls(credentials, project or None, **kwargs)
 
     @classmethod
-    def for_credentials(cls, credentials: Any, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> "TokenSource":
+    def for_credentials(cls, credentials: Any, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> TokenSource:
         """A source for credentials the caller built (service account, user, impersonated...);
         scopes are added when the credentials need them."""
         from google.auth.credentials import with_scopes_if_required

@@ -137,7 +137,7 @@ class VertexProvider(WireProvider):
         self._lock = threading.Lock()
         self._default: Optional[TokenSource] = (
             TokenSource.for_credentials(credentials, self.scopes) if credentials is not None else None)
-        self._sources: "weakref.WeakKeyDictionary[Any, TokenSource]" = weakref.WeakKeyDictionary()
+        self._sources: weakref.WeakKeyDictionary[Any, TokenSource] = weakref.WeakKeyDictionary()
 
     def stream(self, model: Any, context: Any, **options: Any) -> Any:
         # Vertex auth does not depend on the model's provider name: without a key, use ADC. The

@@ -25,10 +25,11 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parents[3]
 sys.path[:0] = [str(_ROOT), str(_ROOT / "plugins" / "agentcore-vertex")]
 
+from agentcore_vertex import VertexProvider  # noqa: E402
+
 from agentcore.providers.base import StreamWriter  # noqa: E402
 from agentcore.providers.sse import iter_sse  # noqa: E402
 from agentcore.types import AssistantMessage, Model, ModelCost  # noqa: E402
-from agentcore_vertex import VertexProvider  # noqa: E402
 
 MODEL = Model(id="gemini-2.5-flash", api="google-vertex", provider="google-vertex",
               base_url="https://{location}-aiplatform.googleapis.com", cost=ModelCost(0.3, 2.5, 0.03, 0))

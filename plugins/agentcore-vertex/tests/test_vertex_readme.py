@@ -7,10 +7,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from agentcore.types import Model
 from agentcore_vertex import VertexConfigError
 from agentcore_vertex.provider import resolve_location
+
+from agentcore.types import Model
 
 README = (Path(__file__).resolve().parents[1] / "README.rst").read_text(encoding="utf-8")
 

@@ -9,12 +9,12 @@ import threading
 
 import google.oauth2.credentials
 import pytest
+from agentcore_vertex import TokenSource, VertexAuthError, VertexConfigError, VertexProvider, endpoint_base
+from agentcore_vertex.provider import resolve_location, resolve_project
 from vertex_helpers import FakeCredentials
 
 from agentcore.providers.google import build_request_body
 from agentcore.types import AgentContext, Model, UserMessage
-from agentcore_vertex import TokenSource, VertexAuthError, VertexConfigError, VertexProvider, endpoint_base
-from agentcore_vertex.provider import resolve_location, resolve_project
 
 TEMPLATE = "https://{location}-aiplatform.googleapis.com"
 FLASH = Model(id="gemini-2.5-flash", api="google-vertex", provider="google-vertex", base_url=TEMPLATE,

@@ -7,11 +7,11 @@ import json
 
 import google.oauth2.credentials
 import pytest
+from agentcore_vertex import VertexProvider
 from vertex_helpers import FakeCredentials, Reply, load_recording
 
-from agentcore import Agent, AbortController, Session, hookimpl, tool
+from agentcore import AbortController, Agent, Session, hookimpl, tool
 from agentcore.types import AgentContext, Model, ModelCost, TextContent, ToolResultMessage, UserMessage
-from agentcore_vertex import VertexProvider
 
 TOKEN = "ya29.a0AfB_test-access-token-0123456789"
 TOOLS = [

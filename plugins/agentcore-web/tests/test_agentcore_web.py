@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import pytest
+from agentcore_web import FetchError, create_fetch_url_tool, html_to_text
 
 from agentcore.signals import AbortController
-from agentcore_web import FetchError, create_fetch_url_tool, html_to_text
 
 PAGE = b"""<!doctype html><html><head><title>Local  Page</title>
 <style>body { color: red }</style><script>alert("no")</script></head>
