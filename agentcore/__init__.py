@@ -68,6 +68,10 @@ _EXPORTS: Dict[str, List[str]] = {
     "jupyter": ["display_run", "Transcript"],
 }
 
+# The distribution that installs this package (the import name differs: "agentcore" on the package
+# index is another project). Version lookups use this name, never "agentcore".
+_DISTRIBUTION = "pyagentcore"
+
 _MODULE_OF: Dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [name for names in _EXPORTS.values() for name in names] + ["__version__"]
@@ -78,7 +82,7 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            value = version("agentcore")
+            value = version(_DISTRIBUTION)
         except PackageNotFoundError:  # running from a source tree that was never installed
             value = "0+unknown"
     else:
