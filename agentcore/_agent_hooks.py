@@ -121,7 +121,7 @@ class AgentHooks:
         A result of ``agentcore.messages.DROP`` leaves the message out; a list result stands for
         several messages. When the Agent's own ``convert_to_llm`` callable is reached (see
         :func:`callables_plugin`), the converters before it convert the messages they claim and the
-        callable then receives the whole resulting list once, as in the reference design.
+        callable then receives the whole resulting list once (it converts a whole transcript).
         """
         impls = _call_order(self.pm.hook.convert_to_llm)
         for index, impl in enumerate(impls):
@@ -228,7 +228,7 @@ def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
     Register the result on that agent's own manager only, so the hooks never leak into other
     agents. ``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)`` and
     ``transform_context(messages, signal)`` become hook implementations as they are.
-    ``convert_to_llm(messages) -> messages`` takes the whole list, as in the reference design: it
+    ``convert_to_llm(messages) -> messages`` takes the whole list (a transcript in, one out): it
     replaces the built-in converter, runs after other plugins' converters (``trylast``), and
     :meth:`AgentHooks.convert_to_llm` calls it once with the whole list. Called through plain pluggy
     (``pm.hook.convert_to_llm(message=m)``) it is applied to ``[m]``.

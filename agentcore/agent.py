@@ -340,7 +340,7 @@ class Agent:
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
 
     def continue_(self, *, wait: bool = True) -> Any:
-        """Continue from the current transcript (spec agent-loop §3.6).
+        """Continue from the current transcript.
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
         queues empty it raises ValueError. Raises RuntimeError when a run is active.
