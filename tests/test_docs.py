@@ -9,7 +9,8 @@ Convention for ``docs/*.rst`` (also stated in docs/development.rst):
   reach a network (hosted-provider examples end in their documented "no API key" error);
 * a block preceded by the comment ``.. skip: next (why)`` is only compiled (it talks to a local
   server);
-* what a page's comments say its examples print is asserted below (``PRINTS``).
+* what a page's comments say its examples print is asserted below (``PRINTS``); a page whose
+  examples need an optional extra skips without it (``REQUIRES``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN",
 SKIP = re.compile(r"^\.\. skip: next\b")
 # Words that point at material only the developers have (design notes, spec sections).
 INTERNAL = re.compile(r"§|\bDESIGN\b|\bspec\b|reference design")
+
+# page -> the optional package its examples need (from an extra); without it the page skips
+REQUIRES = {"jupyter": "IPython"}
 
 # page -> lines its examples print, in this order (other lines may come between them)
 PRINTS: Dict[str, List[str]] = {
@@ -109,6 +113,8 @@ def test_there_are_pages_with_examples():
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
 def test_page_examples_run(page, offline, capsys):
+    if page in REQUIRES:
+        pytest.importorskip(REQUIRES[page], reason=f"docs/{page}.rst needs the jupyter extra")
     namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
     for block in python_blocks(page):
         code = _compile(block)

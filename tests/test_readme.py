@@ -104,6 +104,8 @@ def _section_namespace(section: str) -> Dict[str, Any]:
 
 @pytest.mark.parametrize("section", list(OFFLINE))
 def test_offline_section_runs(section, tmp_path, monkeypatch, capsys):
+    if section == "jupyter":  # live display needs IPython, from the jupyter extra
+        pytest.importorskip("IPython", reason="the README's notebook example needs the jupyter extra")
     monkeypatch.chdir(tmp_path)
     namespace = _section_namespace(section)
     for marker in OFFLINE[section]:
