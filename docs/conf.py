@@ -8,9 +8,10 @@ Build (warnings are errors, as in CI)::
 from __future__ import annotations
 
 import configparser
+import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # document this checkout's agentcore, installed or not
@@ -42,8 +43,6 @@ pygments_dark_style = "monokai"
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
-
-
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False
@@ -62,12 +61,12 @@ _PUBLIC = set(agentcore.__all__)
 # Types from the standard library and third-party packages that the docs do not document
 # (no intersphinx: the build runs offline). Each appears in signatures only.
 nitpick_ignore_regex = [
-    ("py:class", r"(typing|typing_extensions|collections\.abc|types|threading|queue|asyncio|enum|pathlib|os|concurrent\.futures|sqlite3|io)\..*"),
-    ("py:class", r"pluggy\..*"),
-    ("py:class", r"requests\..*"),
-    ("py:class", r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|TypeVar|Generic|Protocol|Awaitable|Coroutine|Dict|List|Tuple|Set|FrozenSet|Type)"),
-    ("py:obj", r"typing\..*"),  # how Sphinx names a stringified Dict[str, Any] annotation
-    ("py:class", r"(agentcore\.streams\.)?(T|R)"),  # type variables of the generic streams
+    ("py:class", r"(typing|collections\.abc|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
+                 r"requests)\..*"),
+    # the same, as signatures name them after shortening (``Dict[str, Any]``)
+    ("py:class", r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|Dict|List|"
+                 r"Tuple|Set|FrozenSet|Type|PluginManager)"),
+    ("py:class", r"T"),  # the type variable of the generic EventStream
     # private helpers that appear in a signature (a return type) but are not API
     ("py:.*", r"(agentcore(\.\w+)*\.)?_\w+"),
     # the compaction engine's building blocks, named in lower-level docstrings; the documented
@@ -107,5 +106,52 @@ def _documented_alias(app: Any, env: Any, node: Any, contnode: Any) -> Optional[
     return None
 
 
+def _hook_markers(app: Any, what: str, name: str, obj: Any, options: Any, lines: List[str]) -> None:
+    """Under each hookspec, the pluggy marker its combination rule corresponds to."""
+    spec = getattr(obj, "agentcore_spec", None)
+    if what != "function" or not isinstance(spec, dict):
+        return
+    marker = "``@hookspec(firstresult=True)``: pluggy stops at the first non-None result" if spec.get(
+        "firstresult") else "``@hookspec``: pluggy returns every implementation's result"
+    lines.extend(["", f"Marker: {marker}."])
+
+
+def _split_top_level(params: str) -> List[str]:
+    """``a: Dict[str, int], b=1`` -> ``["a: Dict[str, int]", " b=1"]`` (commas inside brackets kept)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(params):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(params[start:i])
+            start = i + 1
+    parts.append(params[start:])
+    return parts
+
+
+_QUALIFIED = re.compile(r"~(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)")
+_REPR_DEFAULT = re.compile(r"<[^<>]*>")  # <factory>, <object object at 0x...>
+
+
+def _tidy_signature(app: Any, what: str, name: str, obj: Any, options: Any, signature: Optional[str],
+                    return_annotation: Optional[str]) -> Optional[Tuple[str, Optional[str]]]:
+    """Make signatures readable and parseable.
+
+    ``_name`` parameters (dataclass bookkeeping fields such as ``_absent``) are left out;
+    ``~typing.Any`` becomes ``Any`` (inside a subscript, ``Dict[str, ~typing.Any]``, Sphinx would
+    print the tilde); a default shown by its repr (``<factory>`` of a dataclass field) becomes
+    ``...``, since Sphinx cannot parse it and would then split ``Dict[str, Any]`` at its comma.
+    """
+    if not signature:
+        return None
+    kept = [p for p in _split_top_level(signature[1:-1]) if not p.strip().startswith("_")]
+    signature = _REPR_DEFAULT.sub("...", _QUALIFIED.sub(r"\1", "(" + ",".join(kept).strip() + ")"))
+    return signature, _QUALIFIED.sub(r"\1", return_annotation) if return_annotation else return_annotation
+
+
 def setup(app: Any) -> None:
     app.connect("missing-reference", _documented_alias)
+    app.connect("autodoc-process-docstring", _hook_markers)
+    app.connect("autodoc-process-signature", _tidy_signature)
