@@ -46,7 +46,7 @@ PRINTS: Dict[str, List[str]] = {
               "['user', 'assistant', 'user', 'assistant']", "10 km is 6.2 miles."],
     "events": ["Streaming works.", "agent_start", "message_update", "agent_end"],
     "tools": ["['amount']", "6.21371", "cba"],
-    "sessions": ["4"],
+    "sessions": ["4", "hello"],
     "compaction": ["fix the parser", "cancelled", "Drafting (3 earlier messages)", "True", "2",
                    "Abandoned 1 entries.", "branch point"],
     "threads": ["aborted"],
