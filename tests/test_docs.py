@@ -5,8 +5,8 @@ Convention for ``docs/*.rst`` (also stated in docs/development.rst):
 
 * every ``.. code-block:: python`` runs; the blocks of one page run in order in one namespace (a
   later block continues an earlier one, as the page reads), in a temporary working directory, with
-  the API-key variables removed and every socket connection refused, so an example can never
-  reach a network (hosted-provider examples end in their documented "no API key" error);
+  the API-key variables removed and every socket connection refused (the ``offline`` fixture of
+  conftest.py), so an example can never reach a network (hosted-provider examples end in their documented "no API key" error);
 * a block preceded by the comment ``.. skip: next (why)`` is only compiled (it talks to a local
   server);
 * what a page's comments say its examples print is asserted below (``PRINTS``); a page whose
@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import inspect
 import re
-import socket
 import textwrap
-import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
@@ -30,9 +28,6 @@ import agentcore
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(p.stem for p in DOCS.glob("*.rst"))
-KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "GEMINI_API_KEY",
-                 "GROQ_API_KEY", "XAI_API_KEY", "CEREBRAS_API_KEY", "OPENROUTER_API_KEY",
-                 "AGENTCORE_MODEL")
 SKIP = re.compile(r"^\.\. skip: next\b")
 # Words that point at material only the developers have (design notes, spec sections).
 INTERNAL = re.compile(r"§|\bDESIGN\b|\bspec\b|reference design")
@@ -89,30 +84,13 @@ def _compile(block: Block) -> Any:
     return compile(block.code, f"{DOCS / block.page}.rst:{block.line}", "exec")
 
 
-@pytest.fixture
-def offline(monkeypatch, tmp_path):
-    """No keys, no network, a scratch working directory; yields the refused addresses."""
-    for name in KEY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    attempts: List[Any] = []
-
-    def refuse(self: socket.socket, address: Any) -> None:
-        attempts.append(address)
-        raise OSError("network refused by tests/test_docs.py")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.chdir(tmp_path)
-    return attempts
-
-
 def test_there_are_pages_with_examples():
     assert {"index", "installation", "tour", "api", "hooks"} <= set(PAGES)
     assert sum(len(python_blocks(p)) for p in PAGES) >= 30
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
-def test_page_examples_run(page, offline, capsys):
+def test_page_examples_run(page, offline, capsys, check_shout_plugin):
     if page in REQUIRES:
         pytest.importorskip(REQUIRES[page], reason=f"docs/{page}.rst needs the jupyter extra")
     namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
@@ -124,7 +102,7 @@ def test_page_examples_run(page, offline, capsys):
     out = capsys.readouterr().out
     _check_prints(page, out)
     if page == "plugins":
-        _check_plugin_module(namespace, capsys)
+        check_shout_plugin(namespace)
     elif page == "coding-tools":
         assert 'path "../../etc/passwd" is outside the allowed root' in out
     elif page == "jupyter":
@@ -142,22 +120,6 @@ def _check_prints(page: str, out: str) -> None:
         except ValueError:
             pytest.fail(f"{page}: expected the examples to print {expected!r} (after line {position}); "
                         f"they printed:\n{out}")
-
-
-def _check_plugin_module(namespace: Dict[str, Any], capsys: Any) -> None:
-    """The page's plugin module, passed to one agent: ``tools=["shout"]`` resolves and its
-    ``on_event`` hook sees the call."""
-    from agentcore import Agent
-    from agentcore.testing import ScriptedModel, text, tool_call
-
-    module = types.ModuleType("agentcore_shout")
-    module.__dict__.update({k: v for k, v in namespace.items() if k in ("shout", "register_tools", "on_event")})
-    scripted = ScriptedModel([tool_call("shout", {"text": "hi"}), text("done")])
-    agent = Agent(scripted.model, plugins=[module], tools=["shout"])
-    messages = agent.prompt("shout hi")
-    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
-    assert messages[2].content[0].text == "HI" and not messages[2].is_error
-    assert capsys.readouterr().out.splitlines() == ["someone shouted"]
 
 
 def test_skip_marker_applies_to_the_next_block_only():

@@ -6,9 +6,9 @@ that block only, and belongs to exactly one of three kinds:
 * offline sections: blocks run in order in one namespace per section (later blocks of a section
   continue earlier ones, as the README reads), in a temporary working directory; what the README's
   comments say a block prints is asserted;
-* hosted providers: blocks that call Anthropic or Groq run with those providers' key variables
-  removed and every socket connection refused, so they end in the documented "no API key" error
-  without touching the network;
+* hosted providers: blocks that call Anthropic or Groq run with the key variables removed and
+  every socket connection refused (the ``offline`` fixture), so they end in the documented "no API
+  key" error without touching the network;
 * a local server: compiled only (it would talk to a server on 127.0.0.1:11434).
 
 ``test_every_python_block_is_named`` fails when a block is added, removed or renamed without
@@ -17,9 +17,7 @@ updating the lists, so no block is left unchecked silently.
 
 from __future__ import annotations
 
-import socket
 import textwrap
-import types
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -52,7 +50,6 @@ OFFLINE: Dict[str, List[str]] = {
 HOSTED = ["Shout 'hello', then find TODOs", 'model = get_model("groq/llama-3.3-70b-versatile")',
           "def word_length(word: str) -> int:"]
 LOCAL_SERVER = ['base_url="http://127.0.0.1:11434/v1"']
-KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "GROQ_API_KEY")
 
 
 def python_blocks() -> List[Tuple[int, str]]:
@@ -103,17 +100,17 @@ def _section_namespace(section: str) -> Dict[str, Any]:
 
 
 @pytest.mark.parametrize("section", list(OFFLINE))
-def test_offline_section_runs(section, tmp_path, monkeypatch, capsys):
+def test_offline_section_runs(section, offline, capsys, check_shout_plugin):
     if section == "jupyter":  # live display needs IPython, from the jupyter extra
         pytest.importorskip("IPython", reason="the README's notebook example needs the jupyter extra")
-    monkeypatch.chdir(tmp_path)
     namespace = _section_namespace(section)
     for marker in OFFLINE[section]:
         run_block(marker, namespace)
-    _check_output(section, capsys.readouterr().out, namespace, capsys)
+    assert offline == [], f"README section {section!r} tried to reach the network"
+    _check_output(section, capsys.readouterr().out, namespace, check_shout_plugin)
 
 
-def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any) -> None:
+def _check_output(section: str, out: str, namespace: Dict[str, Any], check_shout_plugin: Any) -> None:
     """What the README's comments promise for the section."""
     lines = out.splitlines()
     if section == "agent":
@@ -123,7 +120,7 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
     elif section == "tool":
         assert lines[0] == "['amount']" and float(lines[1]) == pytest.approx(6.21371)
     elif section == "plugin module":
-        _check_plugin_module(namespace, capsys)
+        check_shout_plugin(namespace)
     elif section == "plugins_info":
         assert any(line.startswith("agentcore.builtin_tools ") and line.endswith(" ok") for line in lines)
     elif section == "session":
@@ -142,36 +139,10 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], capsys: Any
         assert "hello" in out and "It printed hello." in out
 
 
-def _check_plugin_module(namespace: Dict[str, Any], capsys: Any) -> None:
-    """The README's plugin module, passed to one agent: ``tools=["shout"]`` resolves and its
-    ``on_event`` hook sees the call."""
-    from agentcore import Agent
-    from agentcore.testing import ScriptedModel, text, tool_call
-
-    module = types.ModuleType("agentcore_shout")
-    module.__dict__.update({k: v for k, v in namespace.items() if not k.startswith("__")})
-    scripted = ScriptedModel([tool_call("shout", {"text": "hi"}), text("done")])
-    agent = Agent(scripted.model, plugins=[module], tools=["shout"])
-    messages = agent.prompt("shout hi")
-    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
-    assert messages[2].content[0].text == "HI" and not messages[2].is_error
-    assert capsys.readouterr().out.splitlines() == ["someone shouted"]
-
-
 @pytest.mark.parametrize("marker", HOSTED)
-def test_hosted_provider_block_ends_with_missing_key(marker, tmp_path, monkeypatch, capsys):
-    for name in KEY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    attempts: List[Any] = []
-
-    def refuse(self: socket.socket, address: Any) -> None:
-        attempts.append(address)
-        raise OSError("network refused by tests/test_readme.py")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.chdir(tmp_path)
+def test_hosted_provider_block_ends_with_missing_key(marker, offline, capsys):
     run_block(marker, {"__name__": "readme"})
-    assert attempts == []
+    assert offline == []
     out = capsys.readouterr().out
     if "groq" in marker:
         assert out.splitlines()[-1].startswith("error ")  # stop_reason, then usage and cost
