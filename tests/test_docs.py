@@ -47,6 +47,7 @@ PRINTS: Dict[str, List[str]] = {
     "threads": ["aborted"],
     "performance": ["agentcore-run"],
     "testing": ["It is 3.", "You said: ping"],
+    "hooks": ["about to run ping"],
     "tour": ["agent_start", "agent_end", "['user', 'assistant', 'toolResult', 'assistant']", "HELLO"],
 }
 
