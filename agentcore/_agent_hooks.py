@@ -1,199 +1,131 @@
-"""Calling an agent's hooks with agentcore's combination rules, and adapting constructor callables.
+"""The loop's callables built on plain pluggy calls, and the one adapter for constructor callables.
 
 :class:`AgentHooks` wraps one plugin manager; its methods have the signatures of the loop's callables
 (``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)``, ``transform_context(messages,
-signal)``, ``convert_to_llm(messages)``) plus ``on_event(event, agent)``. :func:`callables_plugin`
-turns an Agent's constructor callables into a plugin object for that agent's own manager.
-Both are public through :mod:`agentcore.plugins`.
+signal)``, ``convert_to_llm(messages)``) plus ``on_event(event, agent)`` and
+``on_lifecycle_event(event, agent)``. Each is one plain
+``pm.hook.X(...)`` call whose answer is used as the markers and docstrings of
+:mod:`agentcore.hookspecs` say, so a third party calling ``pm.hook.X`` gets what the agent acts on,
+and hook wrappers (``wrapper=True``/``hookwrapper=True``) work on every hook.
+
+:func:`callables_plugin` turns an Agent's constructor callables (the reference's shapes) into one
+plugin object for that agent's own manager. Both are public through :mod:`agentcore.plugins`.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import inspect
 import logging
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional
 
-import pluggy
-
+from ._loop_types import merge_after_tool_call
+from ._util import awaited, field_of
 from .hookspecs import hookimpl
 
-__all__ = ["AgentHooks", "callables_plugin"]
+if TYPE_CHECKING:
+    import pluggy
+
+__all__ = ["AgentHooks", "callables_plugin", "merge_after_tool_call"]
 
 _log = logging.getLogger("agentcore.plugins")
 
 
-def _call_order(caller: Any) -> List[Any]:
-    """Implementations in pluggy call order (last registered first, tryfirst/trylast honoured).
-
-    Wrappers (``hookwrapper``/``wrapper``) are not supported on the hooks combined here and are
-    skipped.
-    """
-    impls = caller.get_hookimpls()
-    return [i for i in reversed(impls) if not (i.hookwrapper or getattr(i, "wrapper", False))]
-
-
-def _call(impl: Any, **kwargs: Any) -> Any:
-    result = impl.function(*[kwargs[name] for name in impl.argnames])
-    if inspect.iscoroutine(result):  # an ``async def`` implementation: run it to completion
-        import asyncio
-
-        return asyncio.run(result)
-    return result
-
-
-def _field(obj: Any, name: str) -> Any:
-    """A field of a hook result: an attribute, or a key of a plain dict (as the loop accepts)."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
-def _override_fields(override: Any) -> Dict[str, Any]:
-    names = ("content", "details", "usage", "terminate", "is_error")
-    return {n: _field(override, n) for n in names if _field(override, n) is not None}
+ERR_TRANSFORM_RETURNED = (
+    "a transform_context hook implementation returned a {kind}; implementations change the "
+    "`messages` list in place (messages[:] = ..., append, del) and return None, so the next one "
+    "sees the change. An Agent's transform_context= callable may return a list."
+)
 
 
 class AgentHooks:
-    """Calls the hooks of one manager with agentcore's combination rules.
+    """The loop callables of one manager, each one plain pluggy call.
 
-    Each method has the signature of the matching Agent/loop callable, so an Agent can pass
-    ``hooks.before_tool_call`` etc. straight into its loop configuration. Exceptions from
-    ``before_tool_call``, ``after_tool_call``, ``transform_context`` and ``convert_to_llm``
-    implementations propagate (the loop turns them into error results or a failed run);
-    ``on_event`` isolates each observer.
+    ``convert_to_llm`` is the reference's list-level converter of an Agent (``convert_to_llm=``):
+    when given it receives the whole list once, after the ``convert_to_llm`` hook converted the
+    messages plugins claim; messages nobody claimed reach it unchanged (the Agent then keeps the
+    built-in converter out of its manager). Exceptions from ``before_tool_call``,
+    ``after_tool_call``, ``transform_context`` and ``convert_to_llm`` propagate (the loop turns
+    them into error results or a failed run); ``on_event`` and ``on_lifecycle_event`` log them.
     """
 
-    def __init__(self, pm: pluggy.PluginManager) -> None:
+    def __init__(self, pm: "pluggy.PluginManager",
+                 convert_to_llm: Optional[Callable[[List[Any]], Any]] = None) -> None:
         self.pm = pm
+        self.list_converter = convert_to_llm
 
     def has(self, hook_name: str) -> bool:
-        """True when at least one plugin implements ``hook_name``."""
-        return bool(_call_order(getattr(self.pm.hook, hook_name)))
+        """True when at least one implementation (wrappers included) is registered for ``hook_name``."""
+        return bool(getattr(self.pm.hook, hook_name).get_hookimpls())
 
     def before_tool_call(self, context: Any, signal: Any = None) -> Any:
-        """The first result whose ``block`` is true, or None. Non-blocking results are ignored."""
-        for impl in _call_order(self.pm.hook.before_tool_call):
-            result = _call(impl, context=context, signal=signal)
-            if result is not None and _field(result, "block"):
-                return result
-        return None
+        """The first non-None result (the first verdict), or None: ``pm.hook.before_tool_call``."""
+        return awaited(self.pm.hook.before_tool_call(context=context, signal=signal))
 
     def after_tool_call(self, context: Any, signal: Any = None) -> Any:
-        """Apply every implementation's override in call order; return the combined override.
-
-        Each implementation sees ``context.result``/``context.is_error`` as modified by the earlier
-        ones. The return value carries every field some implementation set (later ones win), with
-        the type of the last override, or None when nobody overrode anything.
-        """
-        combined: Dict[str, Any] = {}
-        last: Any = None
-        current = context
-        for impl in _call_order(self.pm.hook.after_tool_call):
-            override = _call(impl, context=current, signal=signal)
-            if override is None:
-                continue
-            fields = _override_fields(override)
-            if not fields:
-                continue
-            combined.update(fields)
-            last = override
-            current = _with_result(current, fields)
-        if last is None:
-            return None
-        if isinstance(last, Mapping):  # a plain-dict override: the loop reads its keys
-            return {**last, **combined}
-        return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last
+        """Every implementation's override merged field by field in call order (see
+        :func:`merge_after_tool_call`), or None."""
+        results = self.pm.hook.after_tool_call(context=context, signal=signal)
+        return merge_after_tool_call([awaited(r) for r in results])
 
     def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
-        """Chain the implementations: each receives (a copy of) the previous one's output."""
-        current = list(messages)
-        for impl in _call_order(self.pm.hook.transform_context):
-            result = _call(impl, messages=list(current), signal=signal)
-            if result is not None:
-                current = list(result)
-        return current
+        """A copy of ``messages`` after every implementation changed it in place, in call order.
+
+        Raises TypeError when an implementation returned something else than None (or the list
+        itself): a returned list cannot reach the implementations called after it.
+        """
+        working = list(messages)
+        for result in self.pm.hook.transform_context(messages=working, signal=signal):
+            result = awaited(result)
+            if result is not None and result is not working:
+                raise TypeError(ERR_TRANSFORM_RETURNED.format(kind=type(result).__name__))
+        return working
 
     def convert_to_llm(self, messages: Iterable[Any]) -> List[Any]:
-        """Convert the transcript for the model, one message at a time, first non-None result wins.
+        """``pm.hook.convert_to_llm(message=m)`` for each message (first non-None result wins;
+        ``DROP`` leaves it out, a list stands for several messages), then the list converter.
 
-        A result of ``agentcore.messages.DROP`` leaves the message out; a list result stands for
-        several messages. When the Agent's own ``convert_to_llm`` callable is reached (see
-        :func:`callables_plugin`), the converters before it convert the messages they claim and the
-        callable then receives the whole resulting list once (it converts a whole transcript).
+        A None answer (no implementation claimed the message and the built-in converter is not
+        registered) keeps the message for the list converter; without one it is left out.
         """
-        impls = _call_order(self.pm.hook.convert_to_llm)
-        for index, impl in enumerate(impls):
-            list_fn = getattr(impl.plugin, "_agentcore_convert_list", None)
-            if list_fn is not None:
-                return list(list_fn(_convert_each(impls[:index], messages, keep=True)))
-        return _convert_each(impls, messages, keep=False)
+        from .messages import DROP
+
+        hook = self.pm.hook.convert_to_llm
+        keep = self.list_converter is not None
+        out: List[Any] = []
+        for message in messages:
+            result = awaited(hook(message=message))
+            if result is None:
+                if keep:
+                    out.append(message)
+            elif result is DROP:
+                continue
+            elif isinstance(result, (list, tuple)):
+                out.extend(result)
+            else:
+                out.append(result)
+        if keep:
+            return list(awaited(self.list_converter(out)))  # type: ignore[misc]
+        return out
 
     def on_event(self, event: Any, agent: Any = None) -> None:
-        """Call every observer; an exception in one is logged and the others still run."""
-        for impl in _call_order(self.pm.hook.on_event):
-            try:
-                _call(impl, event=event, agent=agent)
-            except Exception:
-                _log.exception("agentcore: on_event hook of plugin %s failed for %s event",
-                               _label(impl), getattr(event, "type", type(event).__name__))
+        """``pm.hook.on_event``; an exception is logged (the run is unaffected). As in any pluggy
+        call, the observers after the failing one in call order do not see that event."""
+        try:
+            self.pm.hook.on_event(event=event, agent=agent)
+        except Exception:
+            _log_observer_failure("on_event", event)
+
+    def on_lifecycle_event(self, event: Any, agent: Any = None) -> None:
+        """``pm.hook.on_lifecycle_event`` (never called for ``message_update`` by the agent); an
+        exception is logged, as for :meth:`on_event`."""
+        try:
+            self.pm.hook.on_lifecycle_event(event=event, agent=agent)
+        except Exception:
+            _log_observer_failure("on_lifecycle_event", event)
 
 
-def _label(impl: Any) -> str:
-    """A readable plugin name (pluggy names unnamed plugins by ``id``)."""
-    name = impl.plugin_name
-    if not str(name).isdigit():
-        return repr(name)
-    plugin = impl.plugin
-    return repr(getattr(plugin, "__name__", None) or type(plugin).__name__)
-
-
-def _convert_each(impls: List[Any], messages: Iterable[Any], keep: bool) -> List[Any]:
-    from .messages import DROP
-
-    out: List[Any] = []
-    for message in messages:
-        result: Any = None
-        for impl in impls:
-            result = _call(impl, message=message)
-            if result is not None:
-                break
-        if result is None:
-            if keep:
-                out.append(message)
-            continue  # no converter claimed it (the built-in one always does): leave it out
-        if result is DROP:
-            continue
-        if isinstance(result, (list, tuple)):
-            out.extend(result)
-        else:
-            out.append(result)
-    return out
-
-
-def _with_result(context: Any, fields: Dict[str, Any]) -> Any:
-    """A copy of an AfterToolCallContext whose ``result``/``is_error`` carry ``fields``."""
-    result = getattr(context, "result", None)
-    result_fields = {k: v for k, v in fields.items() if k != "is_error"}
-    if result is not None and result_fields:
-        if dataclasses.is_dataclass(result):
-            result = dataclasses.replace(result, **result_fields)
-        else:
-            result = _copy_with(result, result_fields)
-    changes: Dict[str, Any] = {"result": result}
-    if "is_error" in fields:
-        changes["is_error"] = fields["is_error"]
-    if dataclasses.is_dataclass(context):
-        return dataclasses.replace(context, **changes)
-    return _copy_with(context, changes)
-
-
-def _copy_with(obj: Any, changes: Dict[str, Any]) -> Any:
-    clone = copy.copy(obj)
-    for key, value in changes.items():
-        setattr(clone, key, value)
-    return clone
+def _log_observer_failure(hook_name: str, event: Any) -> None:
+    _log.exception("agentcore: an %s hook failed for %s event", hook_name,
+                   getattr(event, "type", type(event).__name__))
 
 
 # --------------------------------------------------------------------------- constructor callables
@@ -209,54 +141,62 @@ class _CallablesPlugin:
         return f"<{self.name}>"
 
 
-def _tool_call_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
-    """A fresh function with the hookspec's argument names around ``fn`` (which may name them otherwise)."""
+def _before_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    def before_tool_call(context: Any, signal: Any) -> Any:
+        verdict = awaited(fn(context, signal))
+        # The reference's callable answers {block: false} to allow; as a hook that is "no verdict",
+        # so plugins called after it still get their say.
+        return verdict if verdict is not None and field_of(verdict, "block") else None
 
-    def impl(context: Any, signal: Any) -> Any:
-        return fn(context, signal)
+    return before_tool_call
 
-    return impl
+
+def _after_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    def after_tool_call(context: Any, signal: Any) -> Any:
+        return awaited(fn(context, signal))
+
+    return after_tool_call
+
+
+def _transform_impl(fn: Callable[..., Any]) -> Callable[[List[Any], Any], None]:
+    def transform_context(messages: List[Any], signal: Any) -> None:
+        result = awaited(fn(list(messages), signal))
+        if result is not None:
+            messages[:] = list(result)
+
+    return transform_context
+
+
+_ADAPTERS = (("before_tool_call", _before_impl), ("after_tool_call", _after_impl),
+             ("transform_context", _transform_impl))
 
 
 def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
                      after_tool_call: Optional[Callable[..., Any]] = None,
                      transform_context: Optional[Callable[..., Any]] = None,
-                     convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
                      name: str = "agent-callables") -> Optional[Any]:
     """Turn an Agent's constructor callables into one plugin object, or None if none is given.
 
     Register the result on that agent's own manager only, so the hooks never leak into other
-    agents. ``before_tool_call(ctx, signal)``, ``after_tool_call(ctx, signal)`` and
-    ``transform_context(messages, signal)`` become hook implementations as they are.
-    ``convert_to_llm(messages) -> messages`` takes the whole list (a transcript in, one out): it
-    replaces the built-in converter, runs after other plugins' converters (``trylast``), and
-    :meth:`AgentHooks.convert_to_llm` calls it once with the whole list. Called through plain pluggy
-    (``pm.hook.convert_to_llm(message=m)``) it is applied to ``[m]``.
+    agents. The callables keep the reference's shapes and may be ``async def``:
+
+    * ``before_tool_call(ctx, signal)``: a result that blocks is the hook's verdict; any other
+      result (``{"block": False}``, None) means "no verdict", so later implementations still run;
+    * ``after_tool_call(ctx, signal)``: its override is the hook's result;
+    * ``transform_context(messages, signal) -> list | None``: a returned list replaces the
+      ``messages`` list in place, so implementations called after it see it.
+
+    The Agent's list-level ``convert_to_llm=`` is not a hook implementation: it is the fallback
+    :class:`AgentHooks` applies after the ``convert_to_llm`` hook.
     """
     plugin = _CallablesPlugin(name)
-    given = False
-    for specname, tool_hook in (("before_tool_call", before_tool_call), ("after_tool_call", after_tool_call)):
-        if tool_hook is not None:
-            setattr(plugin, specname, hookimpl(specname=specname)(_tool_call_impl(tool_hook)))
-            given = True
-    if transform_context is not None:
-        transform_fn = transform_context
+    given = {"before_tool_call": before_tool_call, "after_tool_call": after_tool_call,
+             "transform_context": transform_context}
+    found = False
+    for specname, adapt in _ADAPTERS:
+        fn = given[specname]
+        if fn is not None:
+            setattr(plugin, specname, hookimpl(specname=specname)(adapt(fn)))
+            found = True
+    return plugin if found else None
 
-        def _transform(messages: List[Any], signal: Any) -> Any:
-            return transform_fn(messages, signal)
-
-        plugin.transform_context = hookimpl(specname="transform_context")(_transform)  # type: ignore[attr-defined]
-        given = True
-    if convert_to_llm is not None:
-        convert_fn = convert_to_llm
-
-        def _convert(message: Any) -> Any:
-            from .messages import DROP
-
-            out = list(convert_fn([message]))
-            return DROP if not out else (out[0] if len(out) == 1 else out)
-
-        plugin.convert_to_llm = hookimpl(specname="convert_to_llm", trylast=True)(_convert)  # type: ignore[attr-defined]
-        plugin._agentcore_convert_list = convert_fn  # type: ignore[attr-defined]
-        given = True
-    return plugin if given else None

@@ -1,108 +1,137 @@
-"""How an :class:`~agentcore.agent.Agent` routes its hooks through its own pluggy manager.
+"""Which plugin manager an :class:`~agentcore.agent.Agent` uses, and its constructor callables as hooks.
 
-Every Agent owns a manager (``agent.plugins``) holding the built-ins, the entry-point plugins, the
-plugins given to that agent, and one :class:`AgentAttributeHooks` plugin registered last. That
-plugin implements ``before_tool_call``/``after_tool_call``/``transform_context``/``convert_to_llm``
-by calling the agent's own attributes of the same names, as captured at the start of each run (so,
-as in the reference design, changing ``agent.before_tool_call`` mid-run affects the next run).
-Being registered last it is called first; the combination rules of ``hookspecs.py`` then apply
-across it and every other plugin. Per-agent hooks therefore never leak into other agents.
+An agent without plugins or hooks of its own uses the process-wide
+:func:`~agentcore.plugins.shared_agent_manager` (built-ins and entry points), so ``Agent()`` costs
+no manager. It gets its own manager (a fresh :func:`~agentcore.plugins.create_plugin_manager`) as
+soon as it has something that must not leak into other agents: ``Agent(plugins=[...])``, a
+constructor callable (``before_tool_call``, ``after_tool_call``, ``transform_context``,
+``convert_to_llm``) set at run start, or any use of ``agent.plugins`` (which may register things).
 
-When no plugin but the agent itself implements a hook, the agent's callable is handed to the loop
-directly, so the common case pays nothing for pluggy.
+At the start of each run the callables are (re)adapted into one plugin of that own manager by
+:func:`~agentcore.plugins.callables_plugin`, registered last so it is called first; when the agent
+has a list-level ``convert_to_llm``, the built-in converter is taken out of its manager (that
+callable replaces it). The loop then receives plain-pluggy callables (:class:`AgentHooks`), or None
+for a hook nobody implements, so the common case pays nothing for pluggy.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Iterable, Optional, Tuple
 
-from ._agent_hooks import AgentHooks, _call_order
-from .hookspecs import hookimpl
+from ._agent_hooks import AgentHooks, callables_plugin
 
-__all__ = ["AgentAttributeHooks", "RunHooks", "registry_stream_fn"]
+__all__ = ["AgentPlugins", "observers_for_run", "registry_stream_fn"]
 
-HOOK_ATTRIBUTES = ("before_tool_call", "after_tool_call", "transform_context", "convert_to_llm")
+ADAPTER_NAME = "agentcore.agent-callables"
 
 
-class AgentAttributeHooks:
-    """The agent's constructor callables as hook implementations (one instance per agent).
+class AgentPlugins:
+    """The manager of one agent: the shared one until the agent needs its own."""
 
-    ``snapshot`` holds the callables captured at run start; None entries mean "not set".
+    __slots__ = ("_own", "_adapter", "_adapted")
+
+    def __init__(self, plugins: Iterable[Any] = ()) -> None:
+        self._own: Any = None
+        self._adapter: Any = None
+        self._adapted: Tuple[Any, ...] = (None, None, None)
+        plugins = list(plugins or ())
+        if plugins:
+            from .plugins import create_plugin_manager
+
+            self._own = create_plugin_manager(plugins)
+
+    def manager(self) -> Any:
+        """The manager in use now (the agent's own, else the shared one); never registers on it."""
+        if self._own is not None:
+            return self._own
+        from .plugins import shared_agent_manager
+
+        return shared_agent_manager()
+
+    def own(self) -> Any:
+        """The agent's own manager, created on first call."""
+        if self._own is None:
+            from .plugins import create_plugin_manager
+
+            self._own = create_plugin_manager()
+        return self._own
+
+    def hooks_for_run(self, before_tool_call: Any, after_tool_call: Any, transform_context: Any,
+                      convert_to_llm: Any) -> AgentHooks:
+        """Sync the adapter plugin with the callables set now; the run's :class:`AgentHooks`."""
+        wanted = (before_tool_call, after_tool_call, transform_context)
+        if any(fn is not None for fn in wanted) or convert_to_llm is not None:
+            pm = self.own()
+        else:
+            pm = self.manager()
+        if wanted != self._adapted:
+            if self._adapter is not None:
+                pm.unregister(self._adapter)
+            self._adapter = callables_plugin(before_tool_call=before_tool_call,
+                                             after_tool_call=after_tool_call,
+                                             transform_context=transform_context, name=ADAPTER_NAME)
+            if self._adapter is not None:
+                pm.register(self._adapter, name=ADAPTER_NAME)
+            self._adapted = wanted
+        if pm is self._own:
+            _place_default_converter(pm, present=convert_to_llm is None)
+        return AgentHooks(pm, convert_to_llm)
+
+
+def _place_default_converter(pm: Any, present: bool) -> None:
+    """Register or unregister the built-in converter so that it is there exactly when wanted."""
+    from .plugins import _DEFAULT_CONVERTER, _load_builtins
+
+    registered = pm.get_plugin(_DEFAULT_CONVERTER)
+    if present and registered is None:
+        for rec in _load_builtins():
+            if rec.name == _DEFAULT_CONVERTER and rec.obj is not None:
+                pm.register(rec.obj, name=_DEFAULT_CONVERTER)
+    elif not present and registered is not None:
+        pm.unregister(registered, _DEFAULT_CONVERTER)
+
+
+def converter_for_run(hooks: AgentHooks, default: Callable[..., Any]) -> Callable[..., Any]:
+    """What the loop calls to convert the transcript this run.
+
+    Without any ``convert_to_llm`` implementation but the built-in converter, the answer of the
+    hook is known without asking it: ``default`` (the built-in's list form), or the agent's own
+    list converter when it replaced the built-in one.
     """
+    from .plugins import _DEFAULT_CONVERTER
 
-    def __init__(self) -> None:
-        self.snapshot: Dict[str, Optional[Callable[..., Any]]] = dict.fromkeys(HOOK_ATTRIBUTES)
-
-    @property
-    def _agentcore_convert_list(self) -> Optional[Callable[..., Any]]:
-        # AgentHooks.convert_to_llm hands the whole message list to a list-level converter.
-        return self.snapshot["convert_to_llm"]
-
-    @hookimpl
-    def before_tool_call(self, context: Any, signal: Any) -> Any:
-        fn = self.snapshot["before_tool_call"]
-        return fn(context, signal) if fn is not None else None
-
-    @hookimpl
-    def after_tool_call(self, context: Any, signal: Any) -> Any:
-        fn = self.snapshot["after_tool_call"]
-        return fn(context, signal) if fn is not None else None
-
-    @hookimpl
-    def transform_context(self, messages: Any, signal: Any) -> Any:
-        fn = self.snapshot["transform_context"]
-        return fn(messages, signal) if fn is not None else None
-
-    @hookimpl(trylast=True)
-    def convert_to_llm(self, message: Any) -> Any:
-        fn = self.snapshot["convert_to_llm"]
-        if fn is None:
-            return None
-        from .messages import DROP
-
-        out = list(fn([message]))
-        return DROP if not out else (out[0] if len(out) == 1 else out)
-
-    def __repr__(self) -> str:
-        return "<agent attribute hooks>"
+    impls = hooks.pm.hook.convert_to_llm.get_hookimpls()
+    if all(impl.plugin_name == _DEFAULT_CONVERTER for impl in impls):
+        return hooks.list_converter if hooks.list_converter is not None and not impls else default
+    return hooks.convert_to_llm
 
 
-class RunHooks:
-    """The four loop callables of one run, chosen from the agent's snapshot and its manager."""
+def optional_hook(hooks: AgentHooks, name: str) -> Optional[Callable[..., Any]]:
+    """``hooks.<name>`` when something implements that hook (wrappers included), else None."""
+    return getattr(hooks, name) if hooks.has(name) else None
 
-    def __init__(self, pm: Any, own: AgentAttributeHooks, default_converter: Callable[..., Any]) -> None:
-        self._pm = pm
-        self._own = own
-        self._hooks = AgentHooks(pm)
-        self._default_converter = default_converter
-        # Decided once per run: events are hot (one per streamed token), plugin changes are not.
-        self._observes_events = bool(_call_order(pm.hook.on_event))
 
-    def _others(self, hook_name: str) -> bool:
-        """True when a plugin other than the agent's own hooks and built-in converter implements it."""
-        for impl in _call_order(getattr(self._pm.hook, hook_name)):
-            if impl.plugin is self._own:
-                continue
-            if hook_name == "convert_to_llm" and impl.plugin_name == "agentcore.default_converter":
-                continue
-            return True
-        return False
+Observer = Callable[[Any, Any], None]
 
-    def callable_for(self, hook_name: str) -> Optional[Callable[..., Any]]:
-        """What the loop should call for ``hook_name`` this run (None: nothing to call)."""
-        own = self._own.snapshot[hook_name]
-        if not self._others(hook_name):
-            if hook_name == "convert_to_llm":
-                return own or self._default_converter
-            return own
-        return getattr(self._hooks, hook_name)
 
-    def observes_events(self) -> bool:
-        """True when some plugin implements ``on_event`` (as of the start of the run)."""
-        return self._observes_events
+def observers_for_run(hooks: AgentHooks) -> Tuple[Optional[Observer], Optional[Observer]]:
+    """``(observe, observe_update)``: what the agent calls with ``(event, agent)`` for each event
+    of this run, for every event but ``message_update`` and for ``message_update`` (None: nobody
+    observes it, so a streamed token costs no hook call and no copy of the partial message).
 
-    def on_event(self, event: Any, agent: Any) -> None:
-        self._hooks.on_event(event, agent)
+    ``on_event`` implementations see every event; ``on_lifecycle_event`` ones every event but
+    ``message_update``, after the ``on_event`` ones.
+    """
+    every = hooks.on_event if hooks.has("on_event") else None
+    lifecycle = hooks.on_lifecycle_event if hooks.has("on_lifecycle_event") else None
+    if every is None or lifecycle is None:
+        return (every or lifecycle), every
+
+    def observe(event: Any, agent: Any) -> None:
+        every(event, agent)
+        lifecycle(event, agent)
+
+    return observe, every
 
 
 def registry_stream_fn(pm: Any) -> Callable[..., Any]:

@@ -6,9 +6,12 @@ All public names are re-exported by :mod:`agentcore.loop`; import them from ther
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
+from ._util import field_of
+from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -20,9 +23,11 @@ __all__ = [
 ]
 
 
-@dataclass
-class AgentLoopConfig:
-    """Everything one run needs besides the context. Hooks (all optional except ``model``):
+@dataclass(init=False)
+class AgentLoopConfig(StreamOptions):
+    """Everything one run needs besides the context: the model, the hooks and the stream options.
+
+    Hooks (all optional):
 
     * ``convert_to_llm(messages) -> messages`` (default: keep the standard roles);
     * ``transform_context(messages, signal) -> messages | None``, called before conversion;
@@ -31,43 +36,66 @@ class AgentLoopConfig:
     * ``prepare_next_turn(PrepareNextTurnContext) -> AgentLoopTurnUpdate | None``;
     * ``get_steering_messages() -> list`` and ``get_follow_up_messages() -> list``;
     * ``before_tool_call(BeforeToolCallContext, signal) -> BeforeToolCallResult | None``;
-    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | None``.
+    * ``after_tool_call(AfterToolCallContext, signal) -> AfterToolCallResult | list | None`` (a
+      list: pluggy's answer, applied in order).
 
-    The remaining fields are stream options, passed to the stream function as keyword arguments
-    when not None.
+    The stream options are the fields of :class:`~agentcore.options.StreamOptions` (this class
+    extends it), given as keywords (``AgentLoopConfig(model, temperature=0.2)``) and/or as one
+    value (``options=StreamOptions(...)``; keywords win). Options that are not None are passed to
+    the stream function as keyword arguments. An unknown keyword is a TypeError naming it.
     """
 
-    model: Model
-    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None
-    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None
-    get_api_key: Optional[Callable[[str], Optional[str]]] = None
-    should_stop_after_turn: Optional[Callable[[Any], bool]] = None
-    prepare_next_turn: Optional[Callable[[Any], Any]] = None
-    get_steering_messages: Optional[Callable[[], List[Any]]] = None
-    get_follow_up_messages: Optional[Callable[[], List[Any]]] = None
-    tool_execution: str = "parallel"
-    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None
-    # stream options
-    api_key: Optional[str] = field(default=None, repr=False)
-    temperature: Optional[float] = None
-    max_tokens: Optional[int] = None
-    reasoning: Optional[str] = None
-    thinking_budgets: Optional[Dict[str, int]] = None
-    session_id: Optional[str] = None
-    transport: Optional[str] = None
-    cache_retention: Optional[str] = None
-    headers: Optional[Dict[str, str]] = field(default=None, repr=False)
-    metadata: Optional[Dict[str, Any]] = None
-    max_retry_delay_ms: Optional[int] = None
-    on_payload: Optional[Callable[..., Any]] = None
-    on_response: Optional[Callable[..., Any]] = None
+    model: Model  # type: ignore[misc]  # init=False: __init__ sets every field
+    convert_to_llm: Optional[Callable[[List[Any]], List[Any]]]  # type: ignore[misc]
+    transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]]  # type: ignore[misc]
+    get_api_key: Optional[Callable[[str], Optional[str]]]  # type: ignore[misc]
+    should_stop_after_turn: Optional[Callable[[Any], bool]]  # type: ignore[misc]
+    prepare_next_turn: Optional[Callable[[Any], Any]]  # type: ignore[misc]
+    get_steering_messages: Optional[Callable[[], List[Any]]]  # type: ignore[misc]
+    get_follow_up_messages: Optional[Callable[[], List[Any]]]  # type: ignore[misc]
+    tool_execution: str  # type: ignore[misc]
+    before_tool_call: Optional[Callable[[Any, AbortSignal], Any]]  # type: ignore[misc]
+    after_tool_call: Optional[Callable[[Any, AbortSignal], Any]]  # type: ignore[misc]
+    api_key: Optional[str] = field(repr=False)  # type: ignore[misc]
+
+    def __init__(self, model: Model,
+                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
+                 transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None,
+                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
+                 should_stop_after_turn: Optional[Callable[[Any], bool]] = None,
+                 prepare_next_turn: Optional[Callable[[Any], Any]] = None,
+                 get_steering_messages: Optional[Callable[[], List[Any]]] = None,
+                 get_follow_up_messages: Optional[Callable[[], List[Any]]] = None,
+                 tool_execution: str = "parallel",
+                 before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+                 after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+                 api_key: Optional[str] = None, *,
+                 options: Optional[StreamOptions] = None, **stream_options: Any) -> None:
+        check_names(stream_options, "AgentLoopConfig()")
+        self.model = model
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        self.should_stop_after_turn = should_stop_after_turn
+        self.prepare_next_turn = prepare_next_turn
+        self.get_steering_messages = get_steering_messages
+        self.get_follow_up_messages = get_follow_up_messages
+        self.tool_execution = tool_execution
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.api_key = api_key
+        values = dict.fromkeys(OPTION_NAMES) if options is None else dict(options.__dict__)
+        values.update((k, v) for k, v in stream_options.items() if v is not None)
+        self.__dict__.update(values)
+
+    @property
+    def stream_options(self) -> StreamOptions:
+        """The stream options of this config as one value (a new :class:`StreamOptions`)."""
+        return StreamOptions(**{name: getattr(self, name) for name in OPTION_NAMES})
 
 
-STREAM_OPTIONS = (
-    "temperature", "max_tokens", "reasoning", "thinking_budgets", "session_id", "transport",
-    "cache_retention", "headers", "metadata", "max_retry_delay_ms", "on_payload", "on_response",
-)
+#: The names of the stream options (kept for callers of the old tuple).
+STREAM_OPTIONS = OPTION_NAMES
 
 
 @dataclass
@@ -113,6 +141,32 @@ class AfterToolCallResult:
     terminate: Optional[bool] = None
 
 
+_OVERRIDE_FIELDS = ("content", "details", "usage", "terminate", "is_error")
+
+
+def merge_after_tool_call(overrides: Any) -> Any:
+    """One override from pluggy's list of ``after_tool_call`` results (call order).
+
+    Fields that are not None apply in order, so for a field set by several implementations the
+    last one called wins. Returns an override of the type of the last one that set something (a
+    dict stays a dict), or None when nothing was overridden. A single override passes unchanged.
+    """
+    if not isinstance(overrides, (list, tuple)):
+        return overrides
+    combined: Dict[str, Any] = {}
+    last: Any = None
+    for override in overrides:
+        fields = {n: field_of(override, n) for n in _OVERRIDE_FIELDS if field_of(override, n) is not None}
+        if fields:
+            combined.update(fields)
+            last = override
+    if last is None:
+        return None
+    if isinstance(last, Mapping):
+        return {**last, **combined}
+    return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last  # type: ignore[type-var]
+
+
 @dataclass
 class ShouldStopAfterTurnContext:
     """The finished turn: its assistant ``message``, its ``tool_results`` (source order), the
@@ -141,7 +195,9 @@ class AgentLoopTurnUpdate:
 
 @dataclass
 class ToolBatchResult:
-    """The tool-result messages of one batch (source order) and whether the batch terminates."""
+    """The tool-result messages of one batch (source order), whether the batch terminates, and
+    the calls that wait for approval instead of running (``PendingApproval`` items)."""
 
     messages: List[ToolResultMessage]
     terminate: bool
+    awaiting: List[Any] = field(default_factory=list)

@@ -1,9 +1,11 @@
 """``Agent``: a transcript, tools, queues and listeners around the agent loop (spec agent-loop §3).
 
-Threads: every run executes on a dedicated daemon *run thread*; ``prompt()``/``continue_()`` wait
-for it (unless ``wait=False``), so the caller's thread stays interruptible: a ``KeyboardInterrupt``
-while waiting aborts the run, waits for it to settle (tools see the abort, the transcript stays
-valid) and is re-raised. Events are reduced into :class:`AgentState` and then passed to the
+Threads: a run called from the main thread executes on a daemon *run thread*;
+``prompt()``/``continue_()`` wait for it (unless ``wait=False``), so the main thread stays
+interruptible: a ``KeyboardInterrupt`` while waiting aborts the run, waits for it to settle (tools
+see the abort, the transcript stays valid) and is re-raised. Called with ``wait=True`` from any
+other thread (no Ctrl+C reaches it), the run executes on the calling thread itself, in a copy of
+its contextvars context; ``wait=False`` and ``stream()`` always use a run thread. Events are reduced into :class:`AgentState` and then passed to the
 listeners on the run thread, in subscription order, one at a time: a slow listener stalls the run
 (it is a barrier, as in the reference design). No asyncio is used, so runs work from threads and
 from Jupyter cells alike.
@@ -17,27 +19,46 @@ in which case ``prompt()`` re-raises that exception.
 
 from __future__ import annotations
 
+import contextvars
+import copy
 import inspect
+import sys
 import threading
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    overload,
+)
 
+from . import approvals as _approvals
 from . import loop as _loop
-from ._agent_plugins import HOOK_ATTRIBUTES, AgentAttributeHooks, RunHooks, registry_stream_fn
+from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
+from ._safe import exception_message
 from .events import (
-    AgentEndEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
+    AgentEndEvent, AgentEvent, MessageEndEvent, MessageStartEvent, TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
+from .options import OPTION_NAMES, StreamOptions, check_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
-    AgentContext, AssistantMessage, ImageContent, Model, TextContent, Usage, UserMessage, role_of,
+    AgentContext, AssistantMessage, ImageContent, Model, PromptInput, TextContent, Usage, UserMessage,
+    message_from_dict, role_of,
 )
+
+if TYPE_CHECKING:
+    from ._hook_types import (
+        AfterToolCallHook, BeforeToolCallHook, ConvertToLlm, GetApiKey, Listener, PrepareNextTurnHook,
+        ShouldStopAfterTurnHook, TransformContextHook,
+    )
+    from .loop import StreamFn
+    from .tools import AgentTool
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
-ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
                    "messages, or wait for completion.")
 ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
@@ -51,7 +72,30 @@ ERR_WAIT_FROM_RUN_THREAD = (
 
 _INTERRUPTED = "Interrupted (KeyboardInterrupt)"
 
-Listener = Callable[..., Any]
+WARN_BLOCKS_EVENT_LOOP = (
+    "Agent.{method}() was called on a thread whose asyncio event loop is running: the loop is "
+    "blocked until the run ends. From async code use `await asyncio.to_thread(agent.{method}, ...)`."
+)
+
+#: roles a dict message may have (the reference JSON shape, read by message_from_dict)
+_MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
+                  "branchSummary", "custom")
+
+#: ``setup(tools, config) -> (tools, config)``: how one run's tools and loop configuration differ
+#: from the agent's (``ask()`` uses it); called on the caller's thread while the run is prepared.
+_RunSetup = Callable[[List[Any], Any], Tuple[List[Any], Any]]
+
+_T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
+
+# The agent whose run body executes in this context (the run thread's, inherited by its tools'
+# threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
+_running_agent: "contextvars.ContextVar[Optional[Agent]]" = contextvars.ContextVar(
+    "agentcore_running_agent", default=None)
+
+
+def running_agent() -> Optional["Agent"]:
+    """The agent whose run (or one of whose tools) is executing on this thread, else None."""
+    return _running_agent.get()
 
 
 # =========================================================================== runs
@@ -59,7 +103,10 @@ Listener = Callable[..., Any]
 
 @dataclass
 class _ActiveRun:
+    """A run in progress (``streaming``) or a maintenance step that only makes the agent busy."""
+
     controller: AbortController
+    streaming: bool = True
     settled: threading.Event = field(default_factory=threading.Event)
     thread_ident: Optional[int] = None
     result: List[Any] = field(default_factory=list)
@@ -70,6 +117,14 @@ class _ActiveRun:
 def _level(value: Any) -> str:
     """A thinking level as a string; None means "off" (not the level "None")."""
     return "off" if value is None else str(value)
+
+
+def _field_text(obj: Any, name: str) -> str:
+    """``str(obj.name)``, or "unknown" when reading or formatting it raises (a broken model)."""
+    try:
+        return str(getattr(obj, name, "unknown"))
+    except Exception:  # noqa: BLE001 - the failure message must still be built
+        return "unknown"
 
 
 def _listener_key(listener: Any) -> Any:
@@ -97,54 +152,88 @@ def _accepts_signal(fn: Callable[..., Any]) -> bool:
     return required >= 2
 
 
+def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
+    """``fn`` as the loop's one-argument hook: ``fn(ctx, signal)`` when it takes two required
+    positional arguments, else the reference's ``fn(ctx)``."""
+    if fn is None:
+        return None
+    if _accepts_signal(fn):
+        return lambda ctx: fn(ctx, signal)
+    return fn
+
+
+ERR_REASONING_OPTION = ("Agent() takes thinking_level= (and thinking_budgets=), not reasoning=: the "
+                        "reasoning option of each request is derived from the thinking level")
+
+
+def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> StreamOptions:
+    """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options``, then keywords.
+    Raises TypeError for an unknown keyword (with a did-you-mean) and for ``reasoning``."""
+    check_names(given, "Agent()")
+    if "reasoning" in given or (options is not None and options.reasoning is not None):
+        raise TypeError(ERR_REASONING_OPTION)
+    merged = StreamOptions(transport="auto")
+    for source in (options.__dict__ if options is not None else {}, given):
+        for name, value in source.items():
+            if value is not None:
+                setattr(merged, name, value)
+    return merged
+
+
+def _option_property(name: str) -> property:
+    """``agent.<name>``: a shortcut for ``agent.options.<name>`` (read at the start of each run)."""
+
+    def get(self: "Agent") -> Any:
+        return getattr(self.options, name)
+
+    def set_(self: "Agent", value: Any) -> None:
+        setattr(self.options, name, value)
+
+    return property(get, set_, doc=f"Shortcut for ``options.{name}`` (a stream option).")
+
+
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
 
     Every keyword option is also a public mutable attribute, read at the start of each run.
+    Provider options (every field of :class:`~agentcore.options.StreamOptions`: ``temperature``,
+    ``max_tokens``, ``timeout``, ``max_retries``, ``tool_choice``, ``headers`` ...) are given as
+    keywords or as one ``options=StreamOptions(...)`` value (keywords win); they live in
+    :attr:`options` and each is also an attribute (``agent.temperature = 0.2``). An unknown keyword
+    raises TypeError with the closest option names.
     ``model``, ``system_prompt``, ``thinking_level``, ``tools`` and ``messages`` live in
     :attr:`state` (and are mirrored as attributes). Tools may be :class:`~agentcore.tools.AgentTool`
     objects or names resolved through the tool registry at run start.
     """
 
-    def __init__(self, model: Optional[Model] = None, system_prompt: str = "",
+    def __init__(self, model: Union[Model, str, None] = None, system_prompt: str = "",
                  tools: Iterable[Any] = (), messages: Iterable[Any] = (),
                  thinking_level: str = "off", *,
                  api_key: Optional[str] = None,
-                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
-                 stream_fn: Optional[Callable[..., Any]] = None,
-                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
-                 transform_context: Optional[Callable[..., Any]] = None,
-                 before_tool_call: Optional[Callable[..., Any]] = None,
-                 after_tool_call: Optional[Callable[..., Any]] = None,
-                 should_stop_after_turn: Optional[Callable[..., Any]] = None,
-                 prepare_next_turn: Optional[Callable[..., Any]] = None,
+                 get_api_key: Optional[GetApiKey] = None,
+                 stream_fn: Optional[StreamFn] = None,
+                 convert_to_llm: Optional[ConvertToLlm] = None,
+                 transform_context: Optional[TransformContextHook] = None,
+                 before_tool_call: Optional[BeforeToolCallHook] = None,
+                 after_tool_call: Optional[AfterToolCallHook] = None,
+                 should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+                 prepare_next_turn: Optional[PrepareNextTurnHook] = None,
                  tool_execution: str = "parallel",
                  steering_mode: str = "one-at-a-time",
                  follow_up_mode: str = "one-at-a-time",
                  plugins: Iterable[Any] = (),
                  session: Any = None,
-                 session_id: Optional[str] = None,
-                 thinking_budgets: Optional[Dict[str, int]] = None,
-                 transport: str = "auto",
-                 max_retry_delay_ms: Optional[int] = None,
-                 temperature: Optional[float] = None,
-                 max_tokens: Optional[int] = None,
-                 on_payload: Optional[Callable[..., Any]] = None,
-                 on_response: Optional[Callable[..., Any]] = None,
-                 cache_retention: Optional[str] = None,
-                 headers: Optional[Dict[str, str]] = None,
-                 metadata: Optional[Dict[str, Any]] = None,
                  compaction: Any = None,
-                 compaction_model: Optional[Model] = None) -> None:
-        from .plugins import create_plugin_manager
-
-        self.plugins = create_plugin_manager(plugins or ())
-        self._own_hooks = AgentAttributeHooks()
-        self.plugins.register(self._own_hooks, name="agentcore.agent-attributes")
+                 compaction_model: Optional[Model] = None,
+                 options: Optional[StreamOptions] = None,
+                 **stream_options: Any) -> None:
+        self._plugin_args = tuple(plugins or ())  # what as_tool() builds fresh sub-agents with
+        self._plugins = AgentPlugins(self._plugin_args)
         if isinstance(model, str):
             model = self._model_named(model)
         self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
-                                 _level(thinking_level), tools or (), messages or ())
+                                 _level(thinking_level), self._checked_tools(tools or ()), messages or ())
+        self._warned_event_loop = False
         self.api_key = api_key
         self.get_api_key = get_api_key
         self.stream_fn = stream_fn
@@ -155,26 +244,18 @@ class Agent:
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
         self.tool_execution = check_tool_execution(tool_execution)
-        self.session_id = session_id
-        self.thinking_budgets = thinking_budgets
-        self.transport = transport
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.on_payload = on_payload
-        self.on_response = on_response
-        self.cache_retention = cache_retention
-        self.headers = headers
-        self.metadata = metadata
+        self.options = _agent_options(options, stream_options)
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
         # key (the listener, or its id when unhashable) -> (listener, takes (event, signal))
-        self._listeners: Dict[Any, Tuple[Listener, bool]] = {}
+        self._listeners: Dict[Any, Tuple[Callable[..., Any], bool]] = {}
         self._run_lock = threading.Lock()
-        self._active: Optional[_ActiveRun] = None
         self._idle_signal = AbortController().signal
-        self._run_hooks: Optional[RunHooks] = None
+        # the plugin observers of the current run: of every event but message_update, of message_update
+        self._observe: Optional[Callable[[Any, Any], None]] = None
+        self._observe_update: Optional[Callable[[Any, Any], None]] = None
+        self._approvals = _approvals.Approvals()
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
@@ -194,8 +275,9 @@ class Agent:
             if chosen_level != "off":  # a level passed to the constructor beats the recorded one
                 self._state.thinking_level = chosen_level
             if restore_tools and getattr(context, "active_tool_names", None):
-                self._state.tools = list(context.active_tool_names)
+                self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
+        self._approvals.attach_session(self, session)
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
@@ -211,6 +293,21 @@ class Agent:
     def get_state(self) -> AgentState:
         """Alias of :attr:`state`."""
         return self._state
+
+    @property
+    def _active(self) -> Optional[_ActiveRun]:
+        """The run (or maintenance step) in progress: the agent's one busy flag, held by its state."""
+        return self._state._run
+
+    @property
+    def plugins(self) -> Any:
+        """This agent's own plugin manager (an ``AgentPluginManager``), created on first use.
+
+        An agent without plugins or hooks of its own shares one prebuilt manager with every such
+        agent; reading this property gives it its own (built-ins and entry-point plugins), so
+        ``agent.plugins.register(obj)`` affects this agent only.
+        """
+        return self._plugins.own()
 
     @property
     def signal(self) -> Optional[AbortSignal]:
@@ -238,9 +335,7 @@ class Agent:
         """The registered model ``name`` ("provider/id"), as this agent's own copy: the registry's
         object is shared by every agent, so ``agent.model.base_url = ...`` (or headers) must not
         leak into other agents. Raises ``UnknownModelError`` listing close matches."""
-        import copy
-
-        return copy.deepcopy(self.plugins.get_model(name))
+        return copy.deepcopy(self._plugins.manager().get_model(name))
 
     model = property(lambda self: self._state.model,
                      lambda self, value: setattr(self._state, "model", self._model_named(value)
@@ -254,8 +349,30 @@ class Agent:
                               lambda self, value: setattr(self._state, "thinking_level", _level(value)),
                               doc="Shortcut for ``state.thinking_level``.")
     tools = property(lambda self: self._state.tools,
-                     lambda self, value: setattr(self._state, "tools", value),
-                     doc="Shortcut for ``state.tools`` (assigning copies the list).")
+                     lambda self, value: setattr(self._state, "tools", self._checked_tools(value)),
+                     doc="Shortcut for ``state.tools`` (assigning copies the list, checks every item "
+                         "and wraps plain functions as ``@tool`` does).")
+
+    def _checked_tools(self, items: Iterable[Any]) -> List[Any]:
+        """``items`` as the tools list: tool objects as they are, names checked against the tool
+        registry (kept as names, resolved at run start), plain functions wrapped as ``@tool``
+        would. Raises ``UnknownToolError`` (with its close matches) for an unknown name and
+        TypeError for anything else, so a mistake fails here and not at the next ``prompt()``."""
+        if isinstance(items, (str, Mapping)) or not isinstance(items, Iterable):
+            raise TypeError(f"tools must be a list of tools, not {type(items).__name__}")
+        checked: List[Any] = []
+        for index, item in enumerate(items):
+            if isinstance(item, str):
+                self._plugins.manager().get_tool(item)  # UnknownToolError listing close matches
+            elif not (hasattr(item, "name") and callable(getattr(item, "execute", None))):
+                if not (inspect.isfunction(item) or inspect.ismethod(item)):
+                    raise TypeError(f"tools item {index} is a {type(item).__name__}: pass AgentTool "
+                                    f"objects, @tool or plain functions, or registered tool names")
+                from .tools import tool
+
+                item = tool(item)  # TypeError naming the parameter when a hint has no JSON schema
+            checked.append(item)
+        return checked
     messages = property(lambda self: self._state.messages,
                         lambda self, value: setattr(self._state, "messages", value),
                         doc="Shortcut for ``state.messages`` (assigning copies the list).")
@@ -297,7 +414,7 @@ class Agent:
     def _queueable(self, message: Any, method: str) -> Any:
         """``message`` as a message; a non-message would reach the transcript later, far from
         the mistake, and be left out of what the model sees."""
-        item = self._as_message(message)
+        item = self._as_message(message, method)
         if role_of(item) is None:
             raise TypeError(f"{method}() takes a message or a str, not {type(message).__name__} "
                             f"(queue a list one message at a time)")
@@ -319,52 +436,184 @@ class Agent:
         return bool(self._steering) or bool(self._follow_ups)
 
     @staticmethod
-    def _as_message(message: Any) -> Any:
+    def _as_message(message: Any, method: str = "prompt") -> Any:
+        """A str as a user message, a dict in the reference JSON shape (``{"role": "user", ...}``)
+        read with ``message_from_dict``, anything else as it is. TypeError for a dict without a
+        known role or one that is malformed (it would be stored raw, or silently dropped)."""
         if isinstance(message, str):
             return UserMessage(content=[TextContent(message)])
+        if isinstance(message, Mapping):
+            role = message.get("role")
+            if role not in _MESSAGE_ROLES:
+                problem = "has no 'role'" if role is None else f"has the unknown role {role!r}"
+                raise TypeError(f"{method}() got a dict message that {problem}; a message dict needs "
+                                f"one of the roles {', '.join(_MESSAGE_ROLES)}")
+            try:
+                return message_from_dict(message)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise TypeError(f"{method}() got a malformed {role!r} message dict: "
+                                f"{exception_message(exc)}") from None
         return message
+
+    # ------------------------------------------------------------------ approvals
+
+    @property
+    def pending_approvals(self) -> List[_approvals.PendingApproval]:
+        """Tool calls waiting for :meth:`approve` or :meth:`deny` (a tool with
+        ``requires_approval``), in request order; restored from the session on resume."""
+        return self._approvals.pending
+
+    def approve(self, tool_call_id: str, args: Any = None) -> None:
+        """Approve a waiting call; ``args`` replaces its arguments (validated against the tool's
+        schema again). :meth:`continue_` executes it. Recorded in the session, if any.
+
+        Raises ValueError for an id that is not waiting, and for edited ``args`` that do not match
+        the schema (the call stays pending, undecided)."""
+        pending = self._approvals.get(tool_call_id)
+        if pending is not None and args is not None:
+            tool = next((t for t in self._resolve_tools() if t.name == pending.tool_name), None)
+            if tool is None:
+                raise ValueError(f"approve({tool_call_id!r}): the agent has no tool {pending.tool_name!r} "
+                                 f"any more to validate the edited arguments against; add it to agent.tools")
+            args = _approvals.validated_args(tool, args, tool_call_id)
+        self._approvals.decide("approve", tool_call_id, _approvals.ApprovalDecision(True, args))
+
+    def deny(self, tool_call_id: str, reason: Optional[str] = None) -> None:
+        """Deny a waiting call: :meth:`continue_` gives it an error result carrying ``reason``
+        (default: "Tool execution was denied"). Raises ValueError for an id that is not waiting."""
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(f"deny() takes reason as a str, not {type(reason).__name__}")
+        self._approvals.decide("deny", tool_call_id, _approvals.ApprovalDecision(False, None, reason))
+
+    def as_tool(self, name: str, description: str, *, keep_history: bool = False) -> AgentTool:
+        """This agent as a tool of another agent (a sub-agent): an ``AgentTool`` taking
+        ``{"task": str}`` whose result is the sub-agent's final text. See
+        :func:`agentcore.subagent.subagent_tool`."""
+        from .subagent import subagent_tool
+
+        return subagent_tool(self, name, description, keep_history=keep_history)
 
     # ------------------------------------------------------------------ runs
 
-    def prompt(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Any:
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
+               *, wait: bool) -> Optional[List[Any]]: ...
+
+    def prompt(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Optional[List[Any]]:
         """Run the loop with new input; return the run's new messages (None with ``wait=False``).
 
-        Raises RuntimeError at once when a run is active.
+        Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
+        a message (a dict in the reference JSON shape is read with ``message_from_dict``) or a list
+        of them. Warns once (RuntimeWarning) when waiting would block a running asyncio loop.
         """
-        messages = self._normalize_input(text_or_messages, images)
+        return self._start_prompt(self._normalize_input(text_or_messages, images), wait=wait)
+
+    def _start_prompt(self, messages: List[Any], *, wait: bool, setup: Optional[_RunSetup] = None) -> Any:
+        """``prompt()`` after its input was read; ``setup`` adjusts the run's tools and loop
+        configuration once they are prepared (``ask()`` adds its answer tool and turn hook)."""
+        if wait:
+            self._warn_if_blocking_event_loop("prompt")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_PROMPT_BUSY)
+            self._approvals.check_can_prompt("prompt")
             run = self._begin_run()
-        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait)
+        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
 
-    def continue_(self, *, wait: bool = True) -> Any:
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Type[_T], *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> _T: ...
+
+    @overload
+    def ask(self, prompt: PromptInput, output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any: ...
+
+    def ask(self, prompt: PromptInput, output_type: Any, *,
+            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
+        """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
+        return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:
+        a JSON-schema dict, a dataclass, a TypedDict, an Enum, a Literal, str/int/float/bool,
+        list[...] or a pydantic model).
+
+        The wire API's native structured output is used where it has one, else a ``final_result``
+        tool; the agent's tools stay usable. An answer that fails validation goes back to the
+        model with the errors, up to ``retries`` times, then ``OutputValidationError`` (``.errors``,
+        ``.raw``). An aborted or failed run raises ``AskError``. TypeError/ValueError at once for
+        an output type without a JSON schema; RuntimeError when a run is active.
+        """
+        from .structured import prepare_ask
+
+        ask = prepare_ask(self, output_type, retries)
+        messages = self._start_prompt(self._normalize_input(prompt, images), wait=True, setup=ask.setup)
+        return ask.outcome(messages)
+
+    @overload
+    def continue_(self, *, wait: Literal[True] = True) -> List[Any]: ...
+
+    @overload
+    def continue_(self, *, wait: bool) -> Optional[List[Any]]: ...
+
+    def continue_(self, *, wait: bool = True) -> Optional[List[Any]]:
         """Continue from the current transcript.
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
         queues empty it raises ValueError. Raises RuntimeError when a run is active.
+
+        After an approval pause it resumes the paused turn: approved calls execute, denied ones
+        become error results, then the loop goes on. RuntimeError (naming the calls) while a
+        waiting call is undecided.
         """
+        if wait:
+            self._warn_if_blocking_event_loop("continue_")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_CONTINUE_BUSY)
-            messages = self._state.messages
-            if not messages:
-                raise ValueError(ERR_NOTHING_TO_CONTINUE)
-            prompts: Optional[List[Any]] = None
-            skip = False
-            if role_of(messages[-1]) == "assistant":
-                prompts = self._steering.drain()
-                skip = bool(prompts)
-                if not prompts:
-                    prompts = self._follow_ups.drain()
-                if not prompts:
-                    raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
+            resume = self._approvals.resumption(self._state.messages)
+            prompts, skip = self._continue_prompts() if resume is None else (None, False)
             run = self._begin_run()
-        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait)
+        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, resume=resume)
 
-    def stream(self, text_or_messages: Union[str, Any, Sequence[Any]],
-               images: Optional[Sequence[ImageContent]] = None) -> Iterator[Any]:
+    def _continue_prompts(self) -> Tuple[Optional[List[Any]], bool]:
+        """The prompts of a continue run (None: continue from the transcript) and whether they
+        came from the steering queue (under ``_run_lock``). ValueError when there is nothing."""
+        messages = self._state.messages
+        if not messages:
+            raise ValueError(ERR_NOTHING_TO_CONTINUE)
+        if role_of(messages[-1]) != "assistant":
+            return None, False
+        prompts = self._steering.drain()
+        if prompts:
+            return prompts, True
+        prompts = self._follow_ups.drain()
+        if not prompts:
+            raise ValueError(_loop.ERR_CONTINUE_ASSISTANT)
+        return prompts, False
+
+    def _warn_if_blocking_event_loop(self, method: str) -> None:
+        """Warn (once per agent) when this thread runs an asyncio loop that waiting would stall.
+
+        Jupyter cells are left alone: their kernel loop is meant to wait while a cell runs."""
+        if self._warned_event_loop or "asyncio" not in sys.modules:
+            return  # no loop can be running when asyncio was never imported
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        ipython = sys.modules.get("IPython")
+        if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
+            return
+        self._warned_event_loop = True
+        warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
+
+    def stream(self, text_or_messages: PromptInput,
+               images: Optional[Sequence[ImageContent]] = None) -> Iterator[AgentEvent]:
         """Start a prompt run and return an iterator over its events.
 
         The run starts at once (busy errors raise here). Events are handed over through a
@@ -382,6 +631,7 @@ class Agent:
             with self._run_lock:
                 if self._active is not None:
                     raise RuntimeError(ERR_PROMPT_BUSY)
+                self._approvals.check_can_prompt("stream")
                 run = self._begin_run()
                 run.on_settled.append(lambda: events.put(done))
                 run.on_settled.append(unsubscribe)
@@ -391,7 +641,7 @@ class Agent:
         self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
         return self._iterate_events(run, events, done)
 
-    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[Any]:
+    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
         on_main = threading.current_thread() is threading.main_thread()
         try:
             while True:
@@ -426,7 +676,8 @@ class Agent:
     def display(self, prompt: Any, **options: Any) -> Any:
         """Run ``prompt`` in a Jupyter notebook, showing streamed text and tool progress in one
         updating output area (see :func:`agentcore.jupyter.display_run`). Interrupting the kernel
-        aborts the run cleanly. Returns the run's new messages."""
+        aborts the run cleanly. Returns the run's new messages (a list that IPython does not echo
+        as the cell's last expression; ``agent.messages`` holds the whole transcript)."""
         from .jupyter import display_run
 
         return display_run(self, prompt, **options)
@@ -453,14 +704,14 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_DOUBLE_START)
-            placeholder = _ActiveRun(AbortController())
+            placeholder = _ActiveRun(AbortController(), streaming=False)
             placeholder.thread_ident = threading.get_ident()
-            self._active = placeholder
+            self._state._begin(placeholder)
         try:
             return work(placeholder.controller.signal)
         finally:
             with self._run_lock:
-                self._active = None
+                self._state._end(placeholder)
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
@@ -489,13 +740,9 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_RESET_BUSY)
-            state = self._state
-            state._messages = []
-            state._is_streaming = False
-            state._streaming_message = None
-            state._pending_tool_calls = frozenset()
-            state._error_message = None
+            self._state._clear()
             self.clear_all_queues()
+            self._approvals.clear()
 
     # ------------------------------------------------------------------ run lifecycle
 
@@ -516,6 +763,7 @@ class Agent:
                     raise TypeError(f"prompt() got a list whose item {index} is a "
                                     f"{type(item).__name__}, not a message or str")
             return items
+        value = self._as_message(value)
         if role_of(value) is None:
             raise TypeError(f"prompt() takes a str, a message or a list of messages, "
                             f"not {type(value).__name__}")
@@ -526,34 +774,38 @@ class Agent:
         if self._active is not None:
             raise RuntimeError(ERR_DOUBLE_START)
         run = _ActiveRun(AbortController())
-        self._active = run
-        state = self._state
-        state._is_streaming = True
-        state._streaming_message = None
-        state._error_message = None
+        self._state._begin(run)
         return run
 
     def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
-                skip_initial_steering_poll: bool, wait: bool) -> Any:
+                skip_initial_steering_poll: bool, wait: bool, setup: Optional[_RunSetup] = None,
+                resume: Optional[_approvals.Resumption] = None) -> Any:
         """Prepare the run's snapshot in the caller (errors raise here), then start the run thread."""
         try:
-            context = AgentContext(self._state.system_prompt, list(self._state.messages),
-                                   self._resolve_tools())
+            tools = self._resolve_tools()
             config = self._build_loop_config(run.controller.signal, skip_initial_steering_poll)
-            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self.plugins)
+            if setup is not None:
+                tools, config = setup(tools, config)
+            context = AgentContext(self._state.system_prompt, list(self._state.messages), tools)
+            stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self._plugins.manager())
         except BaseException:
             self._finish_run(run)
             raise
 
         def body() -> List[Any]:
-            emit = self._emitter(run)
-            signal = run.controller.signal
-            return self.compactor.run(prompts, context, config, emit, signal, stream_fn)
+            return self._run_body(run, prompts, context, config, stream_fn, resume)
 
+        # The run sees the caller's contextvars (a tracing span, say), as asyncio.to_thread does.
+        caller_context = contextvars.copy_context()
+        if wait and threading.current_thread() is not threading.main_thread():
+            # No Ctrl+C can land on this thread and it would only wait: the run executes here,
+            # saving two thread hand-overs (and, with many agents at once, one thread each).
+            caller_context.run(self._run_with_lifecycle, run, body)
+            return self._outcome(run)
         try:
             # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
             try:
-                start_daemon(self._run_with_lifecycle, "agentcore-run", run, body)
+                start_daemon(caller_context.run, "agentcore-run", self._run_with_lifecycle, run, body)
             except Exception:  # no thread could be started: the agent must not stay busy
                 self._finish_run(run)
                 raise
@@ -569,6 +821,39 @@ class Agent:
             run.settled.wait()
             raise
         return self._outcome(run)
+
+    def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
+                  config: "_loop.AgentLoopConfig", stream_fn: Callable[..., Any],
+                  resume: Optional[_approvals.Resumption] = None) -> List[Any]:
+        """The run (on the run thread): the loop, with compaction at its three documented steps.
+
+        1. before the first request, ``compactor.before_run`` may compact the transcript;
+        2. after every turn, the compactor's ``prepare_next_turn`` (chained after the agent's own)
+           may compact and swap the loop's context, and its ``transform_context`` shows summaries
+           to the model as user messages;
+        3. when the run ended with a context overflow, ``compactor.recover_overflow`` compacts
+           once and the run continues from the compacted context (one retry).
+
+        The transcript changes only through this agent's reducer (compaction included: its
+        ``compaction_end`` event carries the new transcript). ``prompts`` None: a continue run;
+        ``resume``: a continue run that first finishes an approval pause's turn.
+        """
+        emit, signal = self._emitter(run), run.controller.signal
+        _running_agent.set(self)  # the run thread's own context copy: nothing to reset
+        compactor = self.compactor
+        # config was built for this run alone (_launch): set its two hooks in place
+        config.transform_context, config.prepare_next_turn = compactor.turn_hooks(config, emit, signal)
+        context = compactor.before_run(context, prompts or (), emit, signal)
+        if prompts is None:
+            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn, resume=resume)
+        else:
+            messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+        retry = compactor.recover_overflow(messages, context, config, emit, signal)
+        if retry is None:
+            return messages
+        more = _loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
+        compactor.retried(more, config, emit)
+        return list(messages) + list(more)
 
     @staticmethod
     def _outcome(run: _ActiveRun) -> List[Any]:
@@ -590,10 +875,10 @@ class Agent:
         """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
         message = AssistantMessage(
-            content=[TextContent("")], api=str(getattr(model, "api", "unknown")),
-            provider=str(getattr(model, "provider", "unknown")), model=str(getattr(model, "id", model)),
+            content=[TextContent("")], api=_field_text(model, "api"),
+            provider=_field_text(model, "provider"), model=_field_text(model, "id"),
             usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
-            error_message=str(exc) or type(exc).__name__,
+            error_message=exception_message(exc),
         )
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
@@ -606,37 +891,29 @@ class Agent:
             run.error = again
 
     def _finish_run(self, run: _ActiveRun) -> None:
-        state = self._state
-        state._is_streaming = False
-        state._streaming_message = None
-        state._pending_tool_calls = frozenset()
-        self._steering.restore()
-        self._follow_ups.restore()
-        with self._run_lock:
-            if self._active is run:
-                self._active = None
-        for callback in run.on_settled:
-            callback()
-        run.settled.set()
+        try:
+            self._steering.restore()
+            self._follow_ups.restore()
+        finally:  # whatever failed above, the agent is idle again and its waiters wake up
+            with self._run_lock:
+                self._state._end(run)
+            try:
+                for callback in run.on_settled:
+                    callback()
+            finally:
+                run.settled.set()
 
     def _emitter(self, run: _ActiveRun) -> Callable[[Any], None]:
-        """``_process_event`` for the events of ``run`` (one per streamed token: kept lean)."""
-        state, reduce, listeners = self._state, self._reduce, self._listeners
-        hooks = self._run_hooks
-        observe = hooks.on_event if hooks is not None and hooks.observes_events() else None
+        """:meth:`_process_event` for the events of ``run``; a stale run's events are dropped."""
+        state, process = self._state, self._process_event
 
         def emit(event: Any) -> None:
-            if self._active is not run:  # a stale run never reaches state or listeners
-                return
-            if event.type == "message_update":  # all the reducer does for it
-                state._streaming_message = event.message
-            else:
-                reduce(event)
-            if observe is not None:
-                observe(event, self)
-            if listeners:
-                self._call_listeners(event, run)
+            if state._run is run:
+                process(event, run)
 
+        # Only listeners and on_event observers see message_update events: without them the loop
+        # passes the live partial uncopied, once (the reducer keeps just that object).
+        emit.observed = lambda: bool(self._listeners) or self._observe_update is not None  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points
@@ -644,7 +921,9 @@ class Agent:
     def _resolve_tools(self) -> List[Any]:
         """Tools for this run; names are looked up in this agent's tool registry (built-ins and
         plugins). An unknown name raises ``UnknownToolError`` listing the close matches."""
-        return [self.plugins.get_tool(item) if isinstance(item, str) else item
+        pm = self._plugins.manager()
+        # copies: the registry's tool objects are shared by every agent using that manager
+        return [copy.copy(pm.get_tool(item)) if isinstance(item, str) else item
                 for item in self._state.tools]
 
     def _build_loop_config(self, signal: AbortSignal,
@@ -659,35 +938,25 @@ class Agent:
                 return []
             return self._steering.drain()
 
-        should_stop = self.should_stop_after_turn
-        for name in HOOK_ATTRIBUTES:
-            self._own_hooks.snapshot[name] = getattr(self, name)
-        hooks = self._run_hooks = RunHooks(self.plugins, self._own_hooks, rich_convert_to_llm)
+        hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
+                                            self.transform_context, self.convert_to_llm)
+        # Decided once per run: events are hot (one per streamed token), plugin changes are not.
+        self._observe, self._observe_update = observers_for_run(hooks)
         return _loop.AgentLoopConfig(
             model=self._state.model,
-            convert_to_llm=hooks.callable_for("convert_to_llm"),
-            transform_context=hooks.callable_for("transform_context"),
+            convert_to_llm=converter_for_run(hooks, rich_convert_to_llm),
+            transform_context=optional_hook(hooks, "transform_context"),
             get_api_key=self.get_api_key,
-            should_stop_after_turn=(lambda ctx: should_stop(ctx, signal)) if should_stop else None,
+            should_stop_after_turn=_with_signal(self.should_stop_after_turn, signal),
             prepare_next_turn=self._prepare_next_turn_hook(signal),
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
             tool_execution=check_tool_execution(self.tool_execution),
-            before_tool_call=hooks.callable_for("before_tool_call"),
-            after_tool_call=hooks.callable_for("after_tool_call"),
+            before_tool_call=optional_hook(hooks, "before_tool_call"),
+            after_tool_call=optional_hook(hooks, "after_tool_call"),
             api_key=self.api_key,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
+            options=self.options,
             reasoning=None if level == "off" else level,
-            thinking_budgets=self.thinking_budgets,
-            session_id=self.session_id,
-            transport=self.transport,
-            cache_retention=self.cache_retention,
-            headers=self.headers,
-            metadata=self.metadata,
-            max_retry_delay_ms=self.max_retry_delay_ms,
-            on_payload=self.on_payload,
-            on_response=self.on_response,
         )
 
     def _prepare_next_turn_hook(self, signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
@@ -700,7 +969,7 @@ class Agent:
             return None
 
         def hook(ctx: Any) -> Any:
-            current = self.prepare_next_turn
+            current: Optional[Callable[..., Any]] = self.prepare_next_turn  # dispatched on its arity
             if current is None:
                 return None
             if _accepts_signal(current):
@@ -710,11 +979,20 @@ class Agent:
         return hook
 
     def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
-        """Reduce ``event`` into the state, then call the listeners in order (run thread)."""
-        self._reduce(event)
-        hooks = self._run_hooks
-        if hooks is not None and hooks.observes_events():
-            hooks.on_event(event, self)
+        """Reduce ``event`` into the state, then call the plugin observers and the listeners in
+        order (run thread). One call per streamed token: kept flat on purpose."""
+        self._state.reduce(event)
+        kind = event.type
+        if kind == "message_update":
+            observe = self._observe_update
+        else:
+            observe = self._observe
+            self._approvals.observe(event)
+            if kind == "message_end":  # the queues' in-flight commit of a finished message
+                self._steering.commit(event.message)
+                self._follow_ups.commit(event.message)
+        if observe is not None:
+            observe(event, self)
         if self._listeners:
             self._call_listeners(event, run)
 
@@ -727,26 +1005,13 @@ class Agent:
             else:
                 listener(event)
 
-    def _reduce(self, event: Any) -> None:
-        state = self._state
-        kind = event.type
-        if kind == "message_start" or kind == "message_update":
-            state._streaming_message = event.message
-        elif kind == "message_end":
-            state._streaming_message = None
-            state._messages.append(event.message)
-            self._steering.commit(event.message)
-            self._follow_ups.commit(event.message)
-        elif kind == "tool_execution_start":
-            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
-        elif kind == "tool_execution_end":
-            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
-        elif kind == "turn_end":
-            message = event.message
-            if role_of(message) == "assistant" and getattr(message, "error_message", None):
-                state._error_message = message.error_message
-        elif kind == "agent_end":
-            state._streaming_message = None
+
+
+# Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.
+for _name in OPTION_NAMES:
+    if _name != "reasoning":
+        setattr(Agent, _name, _option_property(_name))
+del _name
 
 
 class EventSubscription:

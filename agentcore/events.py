@@ -7,15 +7,21 @@ Every event is a dataclass with ``.type`` holding the reference string (``"agent
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional
 
+from ._safe import json_safe
 from .types import AssistantMessage, ToolCall, _plain
+
+if TYPE_CHECKING:
+    from .tools import AgentToolResult
+    from .types import ToolResultMessage
 
 __all__ = [
     # agent events
     "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
     "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
     "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
+    "ToolApprovalRequestEvent",
     # provider stream events
     "AssistantMessageEvent", "StartEvent", "TextStartEvent", "TextDeltaEvent", "TextEndEvent",
     "ThinkingStartEvent", "ThinkingDeltaEvent", "ThinkingEndEvent",
@@ -30,13 +36,17 @@ def _camel(name: str) -> str:
 
 
 def event_to_dict(event: Any) -> Dict[str, Any]:
-    """A JSON-ready dict of any event: ``type`` plus camelCase payload keys."""
+    """A JSON-ready dict of any event: ``type`` plus camelCase payload keys.
+
+    Values JSON cannot hold (NaN, bytes, sets, arbitrary objects in a tool result) are given in
+    their JSON-safe form (:func:`agentcore._safe.json_safe`), so ``json.dumps(..., allow_nan=False)``
+    of the result never fails."""
     out: Dict[str, Any] = {"type": event.type}
     for f in fields(event):
         if f.name == "type":
             continue
         out[_camel(f.name)] = _event_value(getattr(event, f.name))
-    return out
+    return json_safe(out)
 
 
 def _event_value(value: Any) -> Any:
@@ -55,7 +65,7 @@ def _event_value(value: Any) -> Any:
 
 
 class AgentEvent:
-    """Base class of the ten agent events."""
+    """Base class of the agent events."""
 
     type: ClassVar[str] = ""
 
@@ -78,8 +88,8 @@ class TurnStartEvent(AgentEvent):
 
 @dataclass
 class TurnEndEvent(AgentEvent):
-    message: Any = None
-    tool_results: List[Any] = field(default_factory=list)
+    message: Optional[AssistantMessage] = None
+    tool_results: List[ToolResultMessage] = field(default_factory=list)
     type: ClassVar[str] = "turn_end"
 
 
@@ -91,8 +101,8 @@ class MessageStartEvent(AgentEvent):
 
 @dataclass
 class MessageUpdateEvent(AgentEvent):
-    message: Any = None
-    assistant_message_event: Any = None
+    message: Optional[AssistantMessage] = None  # the response so far
+    assistant_message_event: Optional[AssistantMessageEvent] = None  # the provider event behind it
     type: ClassVar[str] = "message_update"
 
 
@@ -115,7 +125,7 @@ class ToolExecutionUpdateEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
     args: Any = None
-    partial_result: Any = None
+    partial_result: Optional[AgentToolResult] = None
     type: ClassVar[str] = "tool_execution_update"
 
 
@@ -123,9 +133,24 @@ class ToolExecutionUpdateEvent(AgentEvent):
 class ToolExecutionEndEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
-    result: Any = None
+    result: Optional[AgentToolResult] = None
     is_error: bool = False
     type: ClassVar[str] = "tool_execution_end"
+
+
+@dataclass
+class ToolApprovalRequestEvent(AgentEvent):
+    """A tool call waits for a human decision (its tool has ``requires_approval``).
+
+    Emitted on the run thread during the batch's preflight, once per such call, instead of
+    ``tool_execution_start``: the call is not executed. The run then settles with the call listed
+    in ``agent.pending_approvals``; ``agent.approve``/``agent.deny`` and ``agent.continue_()``
+    resume it. ``args`` are the validated arguments."""
+
+    tool_call_id: str = ""
+    tool_name: str = ""
+    args: Any = None
+    type: ClassVar[str] = "tool_approval_request"
 
 
 # --------------------------------------------------------------------------- provider stream events
@@ -240,8 +265,8 @@ class GenericStreamEvent(AssistantMessageEvent):
     delta: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
 
-    @property  # type: ignore[override]
-    def type(self) -> str:  # noqa: A003
+    @property
+    def type(self) -> str:  # type: ignore[override]  # noqa: A003
         return self.event_type
 
 

@@ -8,15 +8,33 @@ on which thread), its arguments, what a return value means and how several imple
 move an implementation to the front/back). Registration order is: built-ins, then entry-point
 plugins, then the agent's own plugins (``Agent(plugins=...)``, its constructor callables, then
 anything added with ``agent.plugins.register``). An implementation may accept only some of the
-arguments. Hook wrappers (``wrapper=True``/``hookwrapper=True``) are not supported on these hooks:
-:class:`agentcore.plugins.AgentHooks` calls the implementations one by one to apply the rules below.
+arguments.
+
+The markers are the rules: agentcore calls every hook as one plain ``pm.hook.X(...)`` call and acts
+on its answer (see :class:`agentcore.plugins.AgentHooks`), so a third party calling
+``agent.plugins.hook.X(...)`` gets what the agent acts on. ``firstresult`` hooks stop at the first
+non-None result; the others return the list of non-None results in call order. Hook wrappers
+(``@hookimpl(wrapper=True)``, and old-style ``hookwrapper=True``) work on every hook that is called
+through pluggy (all but the three ``register_*`` hooks, whose implementations the registries call
+one by one to record which plugin registered what). An ``async def`` implementation's coroutine
+is its (non-None) result; agentcore runs it to completion.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Union
 
 import pluggy
+
+if TYPE_CHECKING:  # types of the hook arguments; no import at run time
+    from .agent import Agent
+    from .events import AgentEvent
+    from .loop import AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult
+    from .session.branch_summary import TreeDecision, TreePreparation
+    from .session.compaction import CompactionDecision, CompactionPreparation
+    from .signals import AbortSignal
+    from .tools import AgentTool
+    from .types import Model
 
 __all__ = ["hookspec", "hookimpl", "PROJECT_NAME"]
 
@@ -27,7 +45,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
+def before_tool_call(context: BeforeToolCallContext, signal: AbortSignal,
+                     ) -> Union[BeforeToolCallResult, Mapping[str, Any], None]:
     """Inspect, rewrite or block one tool call after its arguments were validated.
 
     When: on the run thread, once per tool call of an assistant message, in source order, after
@@ -37,48 +56,60 @@ def before_tool_call(context: Any, signal: Any) -> Optional[Any]:
     executes — and ``context``, the run's current ``AgentContext``). ``signal`` is the run's
     :class:`~agentcore.signals.AbortSignal`.
 
-    Return: a :class:`~agentcore.loop.BeforeToolCallResult` with ``block=True`` (and optionally
-    ``reason`` and ``terminate``) to skip the call with an error result, or None to let it run.
+    Return: None to have no say (the call runs unless a later implementation blocks it), or a
+    verdict: a :class:`~agentcore.loop.BeforeToolCallResult` (or a dict with its keys) with
+    ``block=True`` (and optionally ``reason`` and ``terminate``) to skip the call with an error
+    result, or with ``block=False`` to let it run with no further say.
 
-    Combination: implementations are called in call order until one returns a result that blocks;
-    that result wins and later implementations are not called. Results that do not block are
-    ignored. An exception becomes an error tool result for that call; the batch continues.
+    Combination: first result wins (``firstresult``): implementations are called in call order
+    until one returns a verdict; later ones are not called. An Agent's ``before_tool_call=``
+    callable is adapted so that a result that does not block counts as None. An exception becomes
+    an error tool result for that call; the batch continues.
     """
 
 
 @hookspec
-def after_tool_call(context: Any, signal: Any) -> Optional[Any]:
+def after_tool_call(context: AfterToolCallContext, signal: AbortSignal,
+                    ) -> Union[AfterToolCallResult, Mapping[str, Any], None]:
     """Override fields of one executed tool call's result.
 
     When: on the run thread after the tool's ``execute`` settled (in completion order for parallel
     batches), before ``tool_execution_end``; not for calls that were blocked, unknown or invalid.
     ``context`` is an :class:`~agentcore.loop.AfterToolCallContext` (``assistant_message``,
-    ``tool_call``, ``args``, ``result``, ``is_error``, ``context``); ``signal`` the run's signal.
+    ``tool_call``, ``args``, ``result``, ``is_error``, ``context``) holding the executed result;
+    ``signal`` the run's signal. Never mutate it.
 
-    Return: an :class:`~agentcore.loop.AfterToolCallResult` whose fields that are not None
-    (``content``, ``details``, ``usage``, ``terminate``, ``is_error``) replace the corresponding
-    field of the result (no deep merge; None cannot clear a field), or None to keep the result.
+    Return: an :class:`~agentcore.loop.AfterToolCallResult` (or a dict with its keys) whose fields
+    that are not None (``content``, ``details``, ``usage``, ``terminate``, ``is_error``) replace
+    the corresponding field of the result (no deep merge; None cannot clear a field), or None to
+    keep the result.
 
-    Combination: overrides apply in call order, each implementation seeing ``context.result`` and
-    ``context.is_error`` as modified by the earlier ones; for a field set by several, the last one
-    called wins. An exception turns the result into an error result with that message; the batch
-    continues.
+    Combination: every implementation is called with the same ``context``; pluggy returns their
+    non-None overrides in call order and they apply in that order, so for a field set by several
+    the last one called wins (:func:`agentcore.plugins.merge_after_tool_call`). To see and change
+    what the others decided, write a wrapper (``@hookimpl(wrapper=True)``: ``overrides = yield``,
+    return the list to use). An exception turns the result into an error result with that
+    message; the batch continues.
     """
 
 
 @hookspec
-def transform_context(messages: List[Any], signal: Any) -> Optional[List[Any]]:
+def transform_context(messages: List[Any], signal: AbortSignal) -> Optional[List[Any]]:
     """Rewrite the conversation before it is converted for the model.
 
     When: on the run thread before every model request, after queued steering/follow-up messages
     were added. ``messages`` is a new list (the transcript the model is about to see, custom
-    messages included) the implementation may return modified; never mutate the items. ``signal``
-    is the run's abort signal: honour it if the transformation is slow.
+    messages included) made for this request: change it in place (``messages[:] = ...``,
+    ``append``, ``del``; never mutate the items). ``signal`` is the run's abort signal: honour it
+    if the transformation is slow.
 
-    Return: a list to replace the messages for this request only (the agent's transcript is
-    unchanged), or None to keep them.
+    Return: None. The changed list is what the model sees, for this request only (the agent's
+    transcript is unchanged). A returned list (other than ``messages`` itself) fails the run with a
+    TypeError saying so: it could not reach the implementations called after this one.
 
-    Combination: implementations chain in call order, each receiving the previous one's result.
+    Combination: every implementation is called, in call order, on the same list, so each sees the
+    changes of those called before it. An Agent's ``transform_context=`` callable keeps the
+    reference's shape (it returns a list, or None): its list replaces the contents in place.
     An exception fails the run (the transcript stays valid).
     """
 
@@ -94,15 +125,18 @@ def convert_to_llm(message: Any) -> Optional[Any]:
     list of them), the sentinel :data:`agentcore.messages.DROP` to leave the message out, or None
     to let the next implementation decide.
 
-    Combination: the first non-None result per message wins. The built-in converter (standard
-    roles pass unchanged, anything else is dropped) is always called last. An Agent's
-    ``convert_to_llm=`` callable replaces the built-in one: it runs after the plugins' converters
-    and receives the whole list once. An exception fails the run.
+    Combination: first result wins (``firstresult``) per message. The built-in converter is a
+    wrapper (plugin ``agentcore.default_converter``) that answers for messages no implementation
+    claimed: standard roles pass unchanged, agentcore's own message types become user messages,
+    anything else is dropped. An Agent's ``convert_to_llm=`` callable (the reference's list-level
+    converter) replaces the built-in converter in that agent's manager: the messages nobody
+    claimed (a None answer) reach it unchanged, and it receives the whole list once. An exception
+    fails the run.
     """
 
 
 @hookspec
-def register_tools(register: Callable[[Any], None]) -> None:
+def register_tools(register: Callable[[AgentTool], None]) -> None:
     """Register tools by calling ``register(agent_tool)`` for each.
 
     When: when a plugin manager's tool registry is first used (``get_tool``, ``Agent(tools=[
@@ -132,7 +166,7 @@ def register_providers(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_models(register: Callable[[Any], None]) -> None:
+def register_models(register: Callable[[Model], None]) -> None:
     """Register models by calling ``register(model)`` with :class:`~agentcore.types.Model` objects.
 
     When: as :func:`register_tools`, for the model registry (``get_model``, ``models()``,
@@ -145,7 +179,7 @@ def register_models(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def on_event(event: Any, agent: Any) -> None:
+def on_event(event: AgentEvent, agent: Agent) -> None:
     """Observe every agent event.
 
     When: on the run thread, for every event of a run, after the agent's own state reducer ran and
@@ -155,14 +189,40 @@ def on_event(event: Any, agent: Any) -> None:
 
     Return: ignored.
 
-    Combination: every implementation is called, in call order; an exception in one is logged
-    (logger ``agentcore.plugins``) and does not affect the run or the other observers.
+    Combination: every implementation is called, in call order. An exception ends that pluggy
+    call (as in any pluggy hook, the observers after it in call order miss that event); the agent
+    logs it (logger ``agentcore.plugins``) and the run is unaffected. An observer that must not
+    disturb the others catches its own exceptions.
+
+    Cost: ``message_update`` comes once per streamed token, so an implementation of this hook
+    makes every token pay a pluggy call (and the agent a copy of the partial message for it). An
+    observer that does not need the streamed updates implements :func:`on_lifecycle_event`
+    instead and costs nothing per token.
+    """
+
+
+@hookspec
+def on_lifecycle_event(event: Any, agent: Any) -> None:
+    """Observe every agent event except ``message_update`` (the per-token streaming updates).
+
+    When: as :func:`on_event`, for the same events minus ``message_update``: ``agent_start``,
+    ``turn_start``, ``message_start``, ``message_end`` (the finished message, streamed text
+    included), the ``tool_execution_*`` events, ``turn_end`` and ``agent_end``; on the run thread,
+    after the agent's reducer ran and after the ``on_event`` implementations, before the agent's
+    listeners. Meant for tracing, metrics and logging: an agent whose only observers implement
+    this hook streams without any per-token hook call or copy.
+
+    Return: ignored.
+
+    Combination: every implementation is called, in call order; failures are logged and never
+    fatal, exactly as for :func:`on_event`. A plugin implements one of the two hooks (both would
+    see every event but ``message_update`` twice).
     """
 
 
 @hookspec(firstresult=True)
 def summarize(messages: List[Any], previous_summary: Optional[str], instructions: Optional[str],
-              kind: str, model: Any, signal: Any) -> Optional[str]:
+              kind: str, model: Model, signal: AbortSignal) -> Optional[str]:
     """Write a summary instead of the built-in summariser (compaction and branch summaries).
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -187,8 +247,9 @@ def summarize(messages: List[Any], previous_summary: Optional[str], instructions
 
 
 @hookspec(firstresult=True)
-def before_compaction(preparation: Any, branch_entries: List[Any], custom_instructions: Optional[str],
-                      reason: str, signal: Any) -> Optional[Any]:
+def before_compaction(preparation: CompactionPreparation, branch_entries: List[Any],
+                      custom_instructions: Optional[str], reason: str, signal: AbortSignal,
+                      ) -> Union[CompactionDecision, Mapping[str, Any], None]:
     """Cancel a compaction, or supply the whole compaction instead of the built-in summariser.
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -222,7 +283,8 @@ def before_compaction(preparation: Any, branch_entries: List[Any], custom_instru
 
 
 @hookspec(firstresult=True)
-def before_branch_summary(preparation: Any, signal: Any) -> Optional[Any]:
+def before_branch_summary(preparation: TreePreparation, signal: AbortSignal,
+                          ) -> Union[TreeDecision, Mapping[str, Any], None]:
     """Cancel a tree navigation, supply its branch summary, or change its instructions or label.
 
     When: on the caller's thread of ``navigate_tree``/``agent.navigate_tree``, once per

@@ -24,6 +24,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ._safe import describe_exception, json_safe
 from .tools import AgentToolResult
 from .types import message_from_dict, text_of
 
@@ -93,10 +94,8 @@ def _fence(body: str, lang: str = "") -> str:
 
 
 def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    """Indented JSON of ``value`` in its JSON-safe form (never raises, whatever it holds)."""
+    return json.dumps(json_safe(value), indent=2, ensure_ascii=False)
 
 
 def _img_html(block: Any) -> str:
@@ -220,11 +219,11 @@ def message_to_html(message: Any) -> str:
     if role in ("compactionSummary", "branchSummary"):
         return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
     body = _content_html(getattr(message, "content", None))
-    error = getattr(message, "error_message", None)
-    if error:
+    error_text = getattr(message, "error_message", None)
+    if error_text:
         body.append(f'<div style="color: {_COLORS["error"]}"><b>Error ({_esc(message.stop_reason)}):</b> '
-                    f"{_esc(error)}</div>")
-    return _box(role, title, body, bool(error))
+                    f"{_esc(error_text)}</div>")
+    return _box(role, title, body, bool(error_text))
 
 
 def transcript_to_html(messages: Iterable[Any]) -> str:
@@ -289,8 +288,8 @@ def enable_rich_display() -> None:
 
     for name in _RICH_CLASSES:
         cls = getattr(types, name)
-        cls._repr_html_ = message_to_html  # type: ignore[attr-defined]
-        cls._repr_markdown_ = message_to_markdown  # type: ignore[attr-defined]
+        cls._repr_html_ = message_to_html
+        cls._repr_markdown_ = message_to_markdown
     AgentToolResult._repr_html_ = lambda self: tool_result_to_html(self)  # type: ignore[attr-defined]
     AgentToolResult._repr_markdown_ = lambda self: tool_result_to_markdown(self)  # type: ignore[attr-defined]
 
@@ -319,7 +318,8 @@ class _ToolProgress:
 class LiveRun:
     """What :func:`display_run` shows, rebuilt from agent events: the run's finished messages,
     the assistant message being streamed, tools still in progress (with the tail of their partial
-    output) and a status (``running``, ``done``, ``interrupted`` or ``failed: ...``)."""
+    output), tool calls waiting for approval (with what to call to decide them) and a status
+    (``running``, ``done``, ``waiting for approval: ...``, ``interrupted`` or ``failed: ...``)."""
 
     tail_lines = 15
 
@@ -327,6 +327,7 @@ class LiveRun:
         self.messages: List[Any] = []
         self.streaming: Any = None
         self.tools: Dict[str, _ToolProgress] = {}
+        self.approvals: Dict[str, _ToolProgress] = {}  # tool_call_id -> the call waiting for approval
         self.status = "running"
 
     def apply(self, event: Any) -> None:
@@ -340,6 +341,8 @@ class LiveRun:
                 self.streaming = None
             elif getattr(event.message, "role", None) == "toolResult":
                 self.tools.pop(event.message.tool_call_id, None)
+        elif kind == "tool_approval_request":
+            self.approvals[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
         elif kind == "tool_execution_start":
             self.tools[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
         elif kind == "tool_execution_update" and event.tool_call_id in self.tools:
@@ -351,6 +354,9 @@ class LiveRun:
         elif kind == "agent_end":
             self.streaming = None
             self.status = "done"
+            if self.approvals:
+                self.status = (f"waiting for approval: {len(self.approvals)} tool call(s); "
+                               "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()")
 
     def _tail(self, text: str) -> str:
         lines = text.splitlines()
@@ -366,7 +372,10 @@ class LiveRun:
             title = f"{_esc(progress.name)} ({_esc(progress.status)})"
             parts.append(_box("toolResult", title, [_pre(self._tail(progress.text))] if progress.text else [],
                               progress.status == "error"))
-        color = _COLORS["error"] if self.status != "done" and self.status != "running" else "#718096"
+        for call_id, waiting in self.approvals.items():
+            title = f"{_esc(waiting.name)} (waiting for approval: id {_esc(call_id)})"
+            parts.append(_box("toolResult", title, [_pre(_json(waiting.args))]))
+        color = "#718096" if self.status in ("done", "running") or self.approvals else _COLORS["error"]
         parts.append(f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">'
                      f"{_esc(self.status)}</div>")
         return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
@@ -377,6 +386,9 @@ class LiveRun:
             parts.append(message_to_markdown(self.streaming))
         for progress in self.tools.values():
             parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
+        for call_id, waiting in self.approvals.items():
+            parts.append(f"**{_md_text(waiting.name)} (waiting for approval: id {_md_text(call_id)})**\n\n"
+                         + _fence(_json(waiting.args), "json"))
         parts.append(f"*{_md_text(self.status)}*")
         return "\n\n---\n\n".join(parts)
 
@@ -421,7 +433,15 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
         from IPython.display import display
     except ImportError:
         raise ImportError("display_run needs IPython (pip install ipython), or pass display=") from None
-    return display(obj, display_id=display_id)
+    return display(obj, display_id=display_id)  # type: ignore[no-untyped-call]
+
+
+class _RunMessages(list):  # type: ignore[type-arg]
+    """The run's new messages: a plain list, except that as the last expression of a cell it shows
+    nothing (the live display above already shows them; echoing the list repeats every message)."""
+
+    def _ipython_display_(self) -> None:
+        return None
 
 
 def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = None,
@@ -430,7 +450,9 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
     ``IPython.display.display``. Renders at most once per ``throttle`` seconds while events
-    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``).
+    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``) as a
+    list that IPython does not echo as a cell's last expression (``list(...)`` of it, or
+    ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
     shows "interrupted" and re-raises; any other failure is shown and re-raised.
     """
@@ -461,7 +483,7 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
         update(live.snapshot())
         raise
     except BaseException as exc:
-        live.status = f"failed: {exc}"
+        live.status = f"failed: {describe_exception(exc)}"
         update(live.snapshot())
         raise
     else:
@@ -472,4 +494,4 @@ def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = No
     finally:
         if isinstance(handle, _PrintAtEnd):
             handle.flush()
-    return list(live.messages)
+    return _RunMessages(live.messages)

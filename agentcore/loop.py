@@ -29,6 +29,8 @@ the transcript ends the same way as when a model call was aborted.
 
 from __future__ import annotations
 
+import contextvars
+import copy
 import dataclasses
 import inspect
 import queue
@@ -36,16 +38,19 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from . import approvals as _approvals
 from . import tools as _tools
+from ._safe import exception_message
+from ._util import awaited, field_of
 from ._loop_types import (
     STREAM_OPTIONS, AfterToolCallContext, AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate,
     BeforeToolCallContext, BeforeToolCallResult, PrepareNextTurnContext, ShouldStopAfterTurnContext,
-    ToolBatchResult,
+    ToolBatchResult, merge_after_tool_call,
 )
 from .events import (
     AgentEndEvent, AgentStartEvent, MessageEndEvent, MessageStartEvent, MessageUpdateEvent,
-    ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent, TurnEndEvent,
-    TurnStartEvent,
+    ToolApprovalRequestEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, ToolExecutionUpdateEvent,
+    TurnEndEvent, TurnStartEvent,
 )
 from .messages import default_convert_to_llm
 from .signals import AbortController, AbortSignal
@@ -107,7 +112,7 @@ def get_default_stream_fn() -> StreamFn:
 
 
 def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
-               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream:
+               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
     """Start a prompt run on a daemon thread; return its event stream at once.
 
     The stream completes on ``agent_end`` and ``result()`` returns the run's new messages. The
@@ -120,19 +125,23 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
 
 def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
                         signal: Optional[AbortSignal] = None,
-                        stream_fn: Optional[StreamFn] = None) -> EventStream:
-    """Like :func:`agent_loop` but continues from ``context`` without new prompts.
+                        stream_fn: Optional[StreamFn] = None, *,
+                        resume: Optional["_approvals.Resumption"] = None) -> EventStream[List[Any]]:
+    """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
+    after an approval pause, see :func:`run_agent_loop_continue`).
 
     Raises ValueError at once (before any thread starts) when the context is empty or ends with an
-    assistant message.
+    assistant message (unless resuming).
     """
-    _validate_continue(context)
+    if resume is None:
+        _validate_continue(context)
     fn = stream_fn or get_default_stream_fn()
-    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn))
+    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn,
+                                                               resume=resume))
 
 
-def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
-    stream: EventStream = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
+def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
+    stream: EventStream[List[Any]] = EventStream(lambda e: e.type == "agent_end", lambda e: e.messages)
 
     def main() -> None:
         try:
@@ -142,7 +151,8 @@ def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream:
         else:
             stream.end(result)  # no-op after agent_end; a safety net otherwise
 
-    start_daemon(main, "agentcore-loop")
+    # the caller's contextvars (a current tracing span, say) are visible inside the run
+    start_daemon(contextvars.copy_context().run, "agentcore-loop", main)
     return stream
 
 
@@ -168,14 +178,24 @@ def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentL
 
 def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit: Emit,
                             signal: Optional[AbortSignal] = None,
-                            stream_fn: Optional[StreamFn] = None) -> List[Any]:
-    """Blocking continue run: no prompt; returns only the messages created by the run."""
-    _validate_continue(context)
+                            stream_fn: Optional[StreamFn] = None, *,
+                            resume: Optional["_approvals.Resumption"] = None) -> List[Any]:
+    """Blocking continue run: no prompt; returns only the messages created by the run.
+
+    ``resume`` (from an approval pause, see :mod:`agentcore.approvals`): the run first finishes
+    the paused turn, running the decided calls of ``resume.message`` (denied ones are blocked with
+    their reason; results of edited calls say so), then goes on as usual. The context may then end with that assistant message.
+    """
+    if resume is None:
+        _validate_continue(context)
     run = _Run.start(context, config, emit, signal, stream_fn)
+    if resume is not None:
+        run.cfg.before_tool_call = resume.gate(run.cfg.before_tool_call)
+        run.cfg.after_tool_call = resume.annotate(run.cfg.after_tool_call)
     new_messages: List[Any] = []
     emit(AgentStartEvent())
     emit(TurnStartEvent())
-    _run_loop(run, new_messages)
+    _run_loop(run, new_messages, resume)
     return new_messages
 
 
@@ -203,7 +223,9 @@ class _Run:
     @classmethod
     def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
               signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> "_Run":
-        return cls(context.copy(), dataclasses.replace(config), emit,
+        # a shallow copy (prepare_next_turn may change its model): copy.copy is ~20x cheaper than
+        # dataclasses.replace, which re-runs __init__ with every option as a keyword
+        return cls(context.copy(), copy.copy(config), emit,
                    signal if signal is not None else AbortController().signal,
                    stream_fn or get_default_stream_fn())
 
@@ -211,35 +233,46 @@ class _Run:
 # =========================================================================== one run
 
 
-def _run_loop(run: _Run, new_messages: List[Any]) -> None:
-    """Turns until the model stops and no queued message is left (spec agent-loop §2.3)."""
+def _run_loop(run: _Run, new_messages: List[Any],
+              resume: Optional["_approvals.Resumption"] = None) -> None:
+    """Turns until the model stops and no queued message is left (spec agent-loop §2.3).
+
+    Ends early, with the run settled, when calls of a batch wait for approval (the pause); a
+    ``resume`` run starts with the rest of the paused turn instead of a model call."""
     emit, signal = run.emit, run.signal
     if signal.aborted:
         return _finish_aborted(run, new_messages)
-    pending = _poll(run.cfg.get_steering_messages)  # the initial steering poll
-    first_turn = True
+    # the initial steering poll; never between a paused turn's calls and their results
+    pending = _poll(run.cfg.get_steering_messages) if resume is None else []
 
     while True:
         has_more_tool_calls = True
         while has_more_tool_calls or pending:
-            if not first_turn:  # the first turn reuses the turn_start of the run set-up
+            if not run.turn_open:  # the first turn reuses the turn_start of the run set-up
                 emit(TurnStartEvent())
                 run.turn_open = True
-            first_turn = False
             if not _inject(run, pending, new_messages) or signal.aborted:
                 return _finish_aborted(run, new_messages)
             pending = []
 
-            message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
-            new_messages.append(message)
-            if message.stop_reason in ("error", "aborted"):  # no tools, no hooks, no polling
-                emit(TurnEndEvent(message, []))
-                emit(AgentEndEvent(new_messages))
-                return None
+            resumed, resume = resume, None
+            if resumed is not None:  # the paused turn's model response is in the context already
+                message = resumed.message
+            else:
+                message = stream_assistant_response(run.ctx, run.cfg, signal, emit, run.stream_fn)
+                new_messages.append(message)
+                if message.stop_reason in ("error", "aborted"):  # no tools, no hooks, no polling
+                    emit(TurnEndEvent(message, []))
+                    emit(AgentEndEvent(new_messages))
+                    return None
 
-            tool_results, has_more_tool_calls = _run_tools(run, message, new_messages)
+            batch = _run_tools(run, message, new_messages, resumed)
+            tool_results, has_more_tool_calls = batch.messages, not batch.terminate
             emit(TurnEndEvent(message, tool_results))
             run.turn_open = False
+            if batch.awaiting:  # the pause: the run settles; approve/deny, then continue_()
+                emit(AgentEndEvent(new_messages))
+                return None
             _apply_turn_update(run, message, tool_results, new_messages)
             if _should_stop(run, message, tool_results, new_messages):
                 emit(AgentEndEvent(new_messages))
@@ -271,20 +304,29 @@ def _inject(run: _Run, pending: List[Any], new_messages: List[Any]) -> bool:
     return True
 
 
-def _run_tools(run: _Run, message: AssistantMessage,
-               new_messages: List[Any]) -> Tuple[List[ToolResultMessage], bool]:
+def _run_tools(run: _Run, message: AssistantMessage, new_messages: List[Any],
+               resumed: Optional["_approvals.Resumption"] = None) -> ToolBatchResult:
     """Run the tool calls of ``message`` (none for a length-truncated response) and append the
-    results; return them and whether the model should be called again."""
+    results. Calls whose tool requires approval do not run: one approval request each, and the
+    batch lists them as ``awaiting``. ``resumed``: run the decided calls of a paused turn."""
     tool_calls = [block for block in message.content if isinstance(block, ToolCall)]
     if not tool_calls:  # execution follows the blocks, not stop_reason == "toolUse"
-        return [], False
+        return ToolBatchResult([], True)
+    awaiting: List[Any] = []
     if message.stop_reason == "length":
         batch = _reject_truncated_calls(tool_calls, run.emit)
     else:
+        if resumed is not None:
+            tool_calls = resumed.calls()
+        else:
+            tool_calls, awaiting = _approvals.split_batch(run.ctx.tools, tool_calls)
+        for request in awaiting:
+            run.emit(ToolApprovalRequestEvent(request.tool_call_id, request.tool_name, request.args))
         batch = execute_tool_calls(run.ctx, message, tool_calls, run.cfg, run.signal, run.emit)
     run.ctx.messages.extend(batch.messages)
     new_messages.extend(batch.messages)
-    return batch.messages, not batch.terminate
+    batch.awaiting = awaiting
+    return batch
 
 
 def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
@@ -298,12 +340,12 @@ def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
-    update = _awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
+    update = awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
     if update is None:
         return
-    context = _get(update, "context")
-    model = _get(update, "model")
-    level = _get(update, "thinking_level")
+    context = field_of(update, "context")
+    model = field_of(update, "model")
+    level = field_of(update, "thinking_level")
     if context is not None:
         run.ctx = context
     if model is not None:
@@ -317,7 +359,7 @@ def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any],
     hook = run.cfg.should_stop_after_turn
     if hook is None:
         return False
-    return bool(_awaited(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages))))
+    return bool(awaited(hook(ShouldStopAfterTurnContext(message, tool_results, run.ctx, new_messages))))
 
 
 def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
@@ -339,13 +381,6 @@ def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
     run.emit(AgentEndEvent(new_messages))
 
 
-def _get(obj: Any, name: str) -> Any:
-    """A field of a result object, or of a plain dict (snake_case keys) returned by a hook."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
-
-
 # =========================================================================== one model call
 
 
@@ -356,10 +391,16 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
     the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
     final object, which is returned.
+
+    ``emit.observed()`` (an Agent's emitter has it; other sinks get every event) returning False
+    means nobody but the sink's reducer sees ``message_update`` and the reducer keeps only the
+    partial object: the update then carries the live partial instead of a copy, and is left out
+    when it would carry the same object as the previous one (one per streamed token: a token then
+    costs the loop no event at all). A sink observed again gets every update, copied.
     """
     messages = list(ctx.messages)
     if cfg.transform_context is not None:
-        transformed = _awaited(cfg.transform_context(messages, signal))
+        transformed = awaited(cfg.transform_context(messages, signal))
         if transformed is not None:
             messages = transformed
     convert = cfg.convert_to_llm or default_convert_to_llm
@@ -369,6 +410,11 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
     partial: Optional[AssistantMessage] = None
     final: Optional[AssistantMessage] = None
     working = ctx.messages
+    # An Agent's emitter says whether anyone but its reducer sees message_update events; if not,
+    # the per-token copy of the partial is skipped (its state copies on read instead), and so is
+    # the event once the reducer holds the live partial.
+    observed = getattr(emit, "observed", None)
+    handed: Optional[AssistantMessage] = None  # the live partial the last update carried uncopied
     for event in stream:
         kind = event.type
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
@@ -377,7 +423,12 @@ def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: A
             if new_partial is not partial and new_partial is not None:
                 partial = new_partial
                 working[-1] = partial
-            emit(MessageUpdateEvent(partial.copy(), event))
+            if observed is None or observed():
+                handed = None
+                emit(MessageUpdateEvent(partial.copy(), event))
+            elif handed is not partial:
+                handed = partial
+                emit(MessageUpdateEvent(partial, event))
         elif kind == "start":
             partial = event.partial
             working.append(partial)
@@ -407,7 +458,7 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
         value = getattr(cfg, name)
         if value is not None:
             options[name] = value
-    api_key = _awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
+    api_key = awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
     api_key = api_key or cfg.api_key
     if api_key:
         options["api_key"] = api_key
@@ -580,18 +631,6 @@ def _error_result(text: str) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(text)], details={})
 
 
-def _exception_text(exc: BaseException) -> str:
-    return str(exc) if str(exc) else type(exc).__name__
-
-
-def _awaited(value: Any) -> Any:
-    """A hook's result; an ``async def`` hook's coroutine is run to completion first (unawaited,
-    a before_tool_call verdict would read as "no block", a should_stop_after_turn one as True)."""
-    if inspect.iscoroutine(value):
-        import asyncio
-
-        return asyncio.run(value)
-    return value
 
 
 def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
@@ -609,16 +648,16 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
             raw_args = tool.prepare_arguments(raw_args)
         args = _tools.validate_tool_arguments(tool, raw_args)
         if cfg.before_tool_call is not None:
-            verdict = _awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
+            verdict = awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
             if signal.aborted:
                 return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
-            if verdict is not None and _get(verdict, "block"):
-                result = _error_result(_get(verdict, "reason") or ERR_TOOL_BLOCKED)
-                if _get(verdict, "terminate") is True:
+            if verdict is not None and field_of(verdict, "block"):
+                result = _error_result(field_of(verdict, "reason") or ERR_TOOL_BLOCKED)
+                if field_of(verdict, "terminate") is True:
                     result.terminate = True
                 return _Outcome(call, result, True)
     except Exception as exc:  # noqa: BLE001 - becomes an error result, never a run failure
-        return _Outcome(call, _error_result(_exception_text(exc)), True)
+        return _Outcome(call, _error_result(exception_message(exc)), True)
     if signal.aborted:
         return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True)
     return _Prepared(call, tool, args)
@@ -639,7 +678,8 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     if len(prepared) == 1 and _runs_inline(prepared[0].tool) \
             and threading.current_thread() is not threading.main_thread():
         item = prepared[0]
-        result, is_error = _execute(item, signal, _drop_update)
+        # a copy, as a worker thread gets: a contextvar the tool sets stays inside the tool
+        result, is_error = contextvars.copy_context().run(_execute, item, signal, _drop_update)
         outcome = _finalize(item, result, is_error, ctx, message, cfg, signal)
         emit(ToolExecutionEndEvent(item.call.id, item.call.name, outcome.result, outcome.is_error))
         return [outcome]
@@ -674,11 +714,12 @@ def running_tool_signal() -> Optional[AbortSignal]:
 
 def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]
              ) -> Tuple[AgentToolResult, bool]:
-    """Call ``execute``; a raised exception (any kind) becomes an error result."""
+    """Call ``execute``; a raised exception (any kind) becomes an error result whose text is the
+    exception message (its type name when the message is empty or cannot be read)."""
     try:
         return _as_tool_result(item.tool.execute(item.call.id, item.args, signal, on_update)), False
     except BaseException as exc:  # noqa: BLE001 - a failing tool is an error result
-        return _error_result(_exception_text(exc)), True
+        return _error_result(exception_message(exc)), True
 
 
 def _drop_update(partial: Any) -> None:
@@ -711,7 +752,10 @@ def _runs_inline(tool: AgentTool) -> bool:
 
 def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
                   mailbox: "queue.SimpleQueue[Tuple[str, int, Any]]") -> None:
-    """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit)."""
+    """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit).
+
+    The worker runs in a copy of the run thread's contextvars context and always posts its
+    ``done`` (the run thread waits for it): whatever is raised, an error result at worst."""
     lock = threading.Lock()
     settled = [False]
 
@@ -722,15 +766,18 @@ def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
 
     def work() -> None:
         _tool_thread.signal = signal  # lets Agent.wait_for_idle refuse to wait for its own run
+        payload: Any = None
         try:
             payload = _execute(item, signal, on_update)
         finally:
             _tool_thread.signal = None
-        with lock:
-            settled[0] = True
-            mailbox.put(("done", index, payload))
+            if payload is None:  # _execute itself failed (MemoryError, say): still report
+                payload = (_error_result(f"Tool {item.call.name} failed unexpectedly"), True)
+            with lock:
+                settled[0] = True
+                mailbox.put(("done", index, payload))
 
-    start_daemon(work, "agentcore-tool-" + item.call.name)
+    start_daemon(contextvars.copy_context().run, "agentcore-tool-" + item.call.name, work)
 
 
 def _as_tool_result(value: Any) -> AgentToolResult:
@@ -747,16 +794,17 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
     if cfg.after_tool_call is None:
         return _Outcome(item.call, result, is_error)
     try:
-        override = _awaited(cfg.after_tool_call(
+        override = awaited(cfg.after_tool_call(
             AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
-        return _Outcome(item.call, _error_result(_exception_text(exc)), True)
+        return _Outcome(item.call, _error_result(exception_message(exc)), True)
+    override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     if override is None:
         return _Outcome(item.call, result, is_error)
     merged = dataclasses.replace(result)
     for name in ("content", "details", "usage", "terminate"):
-        value = _get(override, name)
+        value = field_of(override, name)
         if value is not None:
             setattr(merged, name, value)
-    new_is_error = _get(override, "is_error")
+    new_is_error = field_of(override, "is_error")
     return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error))

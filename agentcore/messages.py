@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional
 
+from ._util import field_of
 from .types import TextContent, UserMessage, role_of
 
 __all__ = [
@@ -69,26 +70,19 @@ def default_convert_to_llm(messages: Iterable[Any]) -> List[Any]:
     return [m for m in messages if role_of(m) in LLM_ROLES]
 
 
-def _field(message: Any, attr: str, key: str, default: Any = None) -> Any:
-    """Read a field from a dataclass message (snake_case) or a plain dict (camelCase)."""
-    if isinstance(message, dict):
-        return message.get(key, default)
-    return getattr(message, attr, default)
-
-
 def bash_execution_to_text(message: Any) -> str:
     """The text a user-run shell command shows the model (spec agent-loop §1.5 bash format)."""
-    command = _field(message, "command", "command", "")
-    output = _field(message, "output", "output", "") or ""
+    command = field_of(message, "command", "command", "")
+    output = field_of(message, "output", "output", "") or ""
     text = f"Ran `{command}`\n"
     text += f"```\n{output}\n```" if output else "(no output)"
-    exit_code = _field(message, "exit_code", "exitCode")
-    if _field(message, "cancelled", "cancelled", False):
+    exit_code = field_of(message, "exit_code", "exitCode")
+    if field_of(message, "cancelled", "cancelled", False):
         text += "\n\n(command cancelled)"
     elif exit_code is not None and exit_code != 0:
         text += f"\n\nCommand exited with code {exit_code}"
-    full_path = _field(message, "full_output_path", "fullOutputPath")
-    if _field(message, "truncated", "truncated", False) and full_path:
+    full_path = field_of(message, "full_output_path", "fullOutputPath")
+    if field_of(message, "truncated", "truncated", False) and full_path:
         text += f"\n\n[Output truncated. Full output: {full_path}]"
     return text
 
@@ -108,18 +102,18 @@ def convert_message(message: Any) -> Any:
     role = role_of(message)
     if role in LLM_ROLES:
         return message
-    timestamp = _field(message, "timestamp", "timestamp")
+    timestamp = field_of(message, "timestamp", "timestamp")
     if role == "bashExecution":
-        if _field(message, "exclude_from_context", "excludeFromContext", False):
+        if field_of(message, "exclude_from_context", "excludeFromContext", False):
             return DROP
         return _user(bash_execution_to_text(message), timestamp)
     if role == "custom":
-        return _user(_field(message, "content", "content", ""), timestamp)
+        return _user(field_of(message, "content", "content", ""), timestamp)
     if role == "compactionSummary":
-        summary = _field(message, "summary", "summary", "") or ""
+        summary = field_of(message, "summary", "summary", "") or ""
         return _user(COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX, timestamp)
     if role == "branchSummary":
-        summary = _field(message, "summary", "summary", "") or ""
+        summary = field_of(message, "summary", "summary", "") or ""
         return _user(BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX, timestamp)
     return DROP
 

@@ -1,7 +1,9 @@
 """Plugin managers, entry-point discovery, the tool/provider/model registries and the hook adapter.
 
-Every :class:`~agentcore.agent.Agent` owns one :class:`AgentPluginManager` (``agent.plugins``) made by
-:func:`create_plugin_manager`. It holds, in registration order:
+An :class:`~agentcore.agent.Agent` without plugins or hooks of its own uses one shared, prebuilt
+:class:`AgentPluginManager` (:func:`shared_agent_manager`); one that has some (or whose
+``agent.plugins`` is used) owns a manager made by :func:`create_plugin_manager`. A manager holds, in
+registration order:
 
 1. the built-in plugins (:data:`BUILTIN_PLUGINS`, plus the built-in ``convert_to_llm`` converter);
 2. the third-party plugins of the ``agentcore`` entry-point group, unless
@@ -37,18 +39,24 @@ import threading
 import types
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import pluggy
 
 from . import _DISTRIBUTION, hookspecs
+from ._safe import describe_exception
 from .hookspecs import PROJECT_NAME, hookimpl
+
+if TYPE_CHECKING:
+    from .tools import AgentTool
+    from .types import Model
 
 __all__ = [
     "AUTOLOAD_ENV", "BUILTIN_PLUGINS", "ENTRY_POINT_GROUP",
     "AgentPluginManager", "AgentHooks", "PluginInfo", "RegistryEntry", "PluginLoadWarning",
     "UnknownToolError", "UnknownProviderError", "UnknownModelError",
-    "create_plugin_manager", "default_plugin_manager", "callables_plugin", "plugins_info",
+    "create_plugin_manager", "default_plugin_manager", "callables_plugin", "merge_after_tool_call",
+    "plugins_info",
     "get_tool", "tools", "get_provider", "providers", "get_model", "models", "registry_entries",
     "reset_plugins",
 ]
@@ -164,12 +172,11 @@ _lock = threading.RLock()
 _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
 _default_pm: Optional["AgentPluginManager"] = None
-_warned: set = set()
+_shared_pm: Optional["AgentPluginManager"] = None
+_warned: Set[Any] = set()
 #: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
 _shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, "RegistryEntry"], Dict[str, str]]] = {}
 _SHARED_KINDS = ("provider", "model")
-#: module or plugin class -> attribute name -> (attribute, pluggy hookimpl options or None)
-_impl_opts: Dict[Any, Dict[str, Tuple[Any, Any]]] = {}
 
 
 def _autoload_disabled() -> bool:
@@ -180,12 +187,15 @@ def _warn_once(key: str, message: str) -> None:
     if key in _warned:
         return
     _warned.add(key)
-    _log.warning("%s", message)
+    # One report per failure: without logging configured, a log record would be printed to stderr
+    # by logging's last-resort handler next to the warning (the same text twice per command).
+    if _log.hasHandlers():
+        _log.warning("%s", message)
     warnings.warn(message, PluginLoadWarning, stacklevel=3)
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return describe_exception(exc)  # never raises, even when str(exc) does
 
 
 def _missing_module(exc: ModuleNotFoundError, module: str) -> bool:
@@ -302,11 +312,12 @@ def reset_plugins() -> None:
     Meant for tests (after changing ``sys.path`` or the autoload switch). Existing managers keep
     the plugins they hold.
     """
-    global _builtins, _entry_points, _default_pm
+    global _builtins, _entry_points, _default_pm, _shared_pm
     with _lock:
         _builtins = None
         _entry_points = None
         _default_pm = None
+        _shared_pm = None
         _warned.clear()
         _shared_tables.clear()
 
@@ -319,21 +330,21 @@ class _DefaultConverter:
     types (bash executions, custom messages, compaction and branch summaries) become user
     messages, anything else is dropped (:func:`agentcore.messages.convert_message`).
 
-    ``trylast`` and registered first, so it is called after every other converter.
+    A wrapper (``trylast``: the innermost one), so it answers after every implementation, for
+    the messages none of them claimed, wherever and whenever the others were registered.
     """
 
-    @hookimpl(trylast=True)
+    @hookimpl(wrapper=True, trylast=True)
     def convert_to_llm(self, message: Any) -> Any:
+        result = yield
+        if result is not None:
+            return result
         from .messages import convert_message
 
         return convert_message(message)
 
 
 _DEFAULT_CONVERTER = "agentcore.default_converter"
-
-
-def _has_trylast_converter(pm: pluggy.PluginManager, plugin: Any) -> bool:
-    return any(i.plugin is plugin and i.trylast for i in pm.hook.convert_to_llm.get_hookimpls())
 
 
 class AgentPluginManager(pluggy.PluginManager):
@@ -361,36 +372,7 @@ class AgentPluginManager(pluggy.PluginManager):
         if registered is not None:
             self._order[registered] = next(self._counter)
             self._invalidate()
-            if registered != _DEFAULT_CONVERTER and _has_trylast_converter(self, plugin):
-                self._keep_default_converter_last()
         return registered
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        """pluggy's answer, remembered per module or plugin class and attribute: every Agent
-        registers the same plugins, and pluggy inspects each of their attributes every time."""
-        owner = plugin if isinstance(plugin, types.ModuleType) else type(plugin)
-        value = getattr(plugin, name, None)
-        if isinstance(value, types.MethodType):  # a bound method is a new object every time
-            value = value.__func__
-        known = _impl_opts.get(owner)
-        if known is None:
-            if len(_impl_opts) >= 256:  # many throwaway plugin classes (tests): stay bounded
-                _impl_opts.clear()
-            known = _impl_opts.setdefault(owner, {})
-        cached = known.get(name)
-        if cached is not None and cached[0] is value:  # the same object: the same answer
-            return cached[1]
-        opts = super().parse_hookimpl_opts(plugin, name)
-        known[name] = (value, opts)
-        return opts
-
-    def _keep_default_converter_last(self) -> None:
-        # pluggy calls a later-registered trylast impl after an earlier one; re-registering the
-        # built-in converter puts it back at the very end of the call order.
-        converter = self.get_plugin(_DEFAULT_CONVERTER)
-        if converter is not None:
-            super().unregister(converter, _DEFAULT_CONVERTER)
-            super().register(converter, _DEFAULT_CONVERTER)
 
     def unregister(self, plugin: Any = None, name: Optional[str] = None) -> Any:
         if name is None and plugin is not None:
@@ -489,6 +471,12 @@ class AgentPluginManager(pluggy.PluginManager):
 
     def registry(self, kind: str) -> Dict[str, RegistryEntry]:
         """The ``kind`` registry (``"tool"``, ``"provider"`` or ``"model"``): key -> entry."""
+        # Built already: no lock. Every model request of every agent thread looks its provider up
+        # here; with 200 agents on threads the lock was contended on each one. A table is only
+        # ever replaced whole (under the lock), so an unlocked read sees a complete one.
+        table = self._registries.get(kind)
+        if table is not None:
+            return table
         if kind not in _REGISTER_HOOKS:
             raise ValueError(f"unknown registry kind {kind!r}; use one of {sorted(_REGISTER_HOOKS)}")
         with self._registry_lock:
@@ -505,12 +493,16 @@ class AgentPluginManager(pluggy.PluginManager):
             raise error(_not_found(label, key, table, hint))
         return entry.value
 
-    def get_tool(self, name: str) -> Any:
-        """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError)."""
-        return self._lookup("tool", name, UnknownToolError, "tool", "Pass an AgentTool object, or "
-                            "install the plugin that provides it (see `agentcore plugins`).")
+    def get_tool(self, name: str) -> AgentTool:
+        """The tool registered under ``name``; raises :class:`UnknownToolError` (a KeyError).
 
-    def tools(self) -> List[Any]:
+        When plugins failed to load, the message names them and their errors first: the tool may
+        be one of theirs, and "install the plugin" would be the wrong advice.
+        """
+        return self._lookup("tool", name, UnknownToolError, "tool", _failed_plugins_hint() + (
+            "Pass an AgentTool object, or install the plugin that provides it (see `agentcore plugins`)."))
+
+    def tools(self) -> List[AgentTool]:
         """Every registered tool in effect, sorted by name."""
         return [e.value for _, e in sorted(self.registry("tool").items())]
 
@@ -524,7 +516,7 @@ class AgentPluginManager(pluggy.PluginManager):
         """Every registered provider in effect, sorted by API name."""
         return [e.value for _, e in sorted(self.registry("provider").items())]
 
-    def get_model(self, ref: str, model_id: Optional[str] = None) -> Any:
+    def get_model(self, ref: str, model_id: Optional[str] = None) -> Model:
         """A registered model: ``get_model("provider/id")`` or ``get_model("provider", "id")``.
 
         A bare id (no ``/``) is accepted when exactly one provider has a model of that id. Raises
@@ -547,7 +539,7 @@ class AgentPluginManager(pluggy.PluginManager):
                 'agentcore.Model(id=..., api=..., provider=..., base_url=...) yourself.'))
         return entry.value
 
-    def models(self, provider: Optional[str] = None) -> List[Any]:
+    def models(self, provider: Optional[str] = None) -> List[Model]:
         """Registered models (optionally of one provider), sorted by ``provider/id``."""
         entries = sorted(self.registry("model").items())
         return [e.value for _, e in entries
@@ -579,6 +571,16 @@ class AgentPluginManager(pluggy.PluginManager):
         return infos
 
 
+def _failed_plugins_hint() -> str:
+    """``"2 plugins failed to load, ...: 'broken' (RuntimeError: ...). "`` or ``""``."""
+    failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
+    if not failed:
+        return ""
+    shown = "; ".join(f"{r.name!r} ({r.error})" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+    return (f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
+            f"(`agentcore plugins` lists the errors). Otherwise: ")
+
+
 def _registry_key(kind: str, obj: Any) -> str:
     if kind == "tool":
         key = getattr(obj, "name", None)
@@ -595,12 +597,12 @@ def _registry_key(kind: str, obj: Any) -> str:
 
 
 def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any = None,
-                          after_tool_call: Any = None, transform_context: Any = None,
-                          convert_to_llm: Any = None) -> AgentPluginManager:
+                          after_tool_call: Any = None, transform_context: Any = None) -> AgentPluginManager:
     """A new manager holding the built-ins, the entry-point plugins and ``plugins``.
 
     The keyword callables are the Agent constructor hooks; when any is given they become one plugin
-    (see :func:`callables_plugin`) registered last, so they are called first. A plugin of
+    (see :func:`callables_plugin`) registered last, so they are called first. (An Agent's list-level
+    ``convert_to_llm=`` is not a hook: see :class:`AgentHooks`.) A plugin of
     ``plugins`` that is not a valid plugin raises ``pluggy.PluginValidationError`` here. Entry points
     are discovered on the first call in the process.
     """
@@ -622,7 +624,7 @@ def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any 
             continue
         pm.register(plugin)
     adapter = callables_plugin(before_tool_call=before_tool_call, after_tool_call=after_tool_call,
-                               transform_context=transform_context, convert_to_llm=convert_to_llm)
+                               transform_context=transform_context)
     if adapter is not None:
         pm.register(adapter)
     return pm
@@ -640,6 +642,25 @@ def _plugin_name(plugin: Any, pm: pluggy.PluginManager) -> str:
     return name
 
 
+def shared_agent_manager() -> AgentPluginManager:
+    """The manager every Agent without plugins or hooks of its own uses (created on first use).
+
+    It holds only the built-ins and the entry-point plugins, like a fresh
+    :func:`create_plugin_manager`; sharing it makes ``Agent()`` cost microseconds instead of the
+    ~0.5 ms of building a manager. Nothing registers on it: an agent that adds plugins or hooks
+    (or whose ``agent.plugins`` is used) gets its own manager first. Dropped by
+    :func:`reset_plugins`.
+    """
+    global _shared_pm
+    pm = _shared_pm
+    if pm is not None:
+        return pm
+    with _lock:
+        if _shared_pm is None:
+            _shared_pm = create_plugin_manager()
+        return _shared_pm
+
+
 def default_plugin_manager() -> AgentPluginManager:
     """The process-wide manager behind the module-level registry functions (created on first use)."""
     global _default_pm
@@ -654,12 +675,12 @@ def plugins_info() -> List[PluginInfo]:
     return default_plugin_manager().plugins_info()
 
 
-def get_tool(name: str) -> Any:
+def get_tool(name: str) -> AgentTool:
     """The tool registered under ``name`` (built-ins and plugins); raises :class:`UnknownToolError`."""
     return default_plugin_manager().get_tool(name)
 
 
-def tools() -> List[Any]:
+def tools() -> List[AgentTool]:
     """Every registered tool in effect, sorted by name."""
     return default_plugin_manager().tools()
 
@@ -674,7 +695,7 @@ def providers() -> List[Any]:
     return default_plugin_manager().providers()
 
 
-def get_model(ref: str, model_id: Optional[str] = None) -> Any:
+def get_model(ref: str, model_id: Optional[str] = None) -> Model:
     """``get_model("anthropic/claude-sonnet-4-5")`` or ``get_model("anthropic", "claude-sonnet-4-5")``.
 
     Raises :class:`UnknownModelError` (a KeyError) listing close matches.
@@ -682,7 +703,7 @@ def get_model(ref: str, model_id: Optional[str] = None) -> Any:
     return default_plugin_manager().get_model(ref, model_id)
 
 
-def models(provider: Optional[str] = None) -> List[Any]:
+def models(provider: Optional[str] = None) -> List[Model]:
     """Registered models, optionally only those of ``provider``, sorted by ``provider/id``."""
     return default_plugin_manager().models(provider)
 
@@ -693,4 +714,4 @@ def registry_entries(kind: str) -> List[RegistryEntry]:
 
 
 # The hook adapter lives in its own module (one concept each); it is public from here.
-from ._agent_hooks import AgentHooks, callables_plugin  # noqa: E402
+from ._agent_hooks import AgentHooks, callables_plugin, merge_after_tool_call  # noqa: E402

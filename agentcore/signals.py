@@ -20,6 +20,23 @@ class AbortError(Exception):
     """Raised by :meth:`AbortSignal.raise_if_aborted`; its message is the abort reason."""
 
 
+def _reason_text(reason: Any) -> str:
+    """The message of the AbortError for ``reason``; never raises (an exception given as the
+    reason may have a ``__str__`` that raises, and the AbortError must still be the one raised)."""
+    if reason is None:
+        return "Operation aborted"
+    if isinstance(reason, BaseException):
+        from ._safe import exception_message
+
+        return exception_message(reason)
+    try:
+        return str(reason)
+    except Exception:  # noqa: BLE001 - an object whose __str__ raises
+        from ._safe import safe_repr
+
+        return safe_repr(reason)
+
+
 class AbortSignal:
     """Read side of an abort: poll ``aborted``, block on ``wait()``, or register a callback."""
 
@@ -48,7 +65,7 @@ class AbortSignal:
     def raise_if_aborted(self) -> None:
         """Raise :class:`AbortError` if aborted (handy inside long tool loops)."""
         if self.aborted:
-            raise AbortError(str(self._reason) if self._reason is not None else "Operation aborted")
+            raise AbortError(_reason_text(self._reason))
 
     def add_listener(self, callback: Callable[[Any], Any]) -> None:
         """Call ``callback(reason)`` once on abort; at once (on this thread) if already aborted.

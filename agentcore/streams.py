@@ -7,6 +7,8 @@ consumer (the reference design leaves such a stream hanging; we do not).
 
 ``AssistantMessageEventStream`` is the same over provider stream events: it completes on ``done`` or
 ``error`` and ``result()`` returns the final :class:`~agentcore.types.AssistantMessage`.
+``ProviderStream`` is an ``AssistantMessageEventStream`` whose producer is a generator that the
+consumer runs as it iterates (no thread, no queue hand-over per event), with the same contract.
 
 ``start_daemon(target, name, *args)`` runs ``target(*args)`` on a daemon thread, reusing an idle one
 when there is one (run threads and tool calls start several times per run; a new thread costs
@@ -15,12 +17,16 @@ about three times a hand-over to an idle one).
 
 from __future__ import annotations
 
+import collections
 import os
 import queue
 import threading
-from typing import Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
 
-__all__ = ["EventStream", "AssistantMessageEventStream", "start_daemon"]
+if TYPE_CHECKING:
+    from .types import AssistantMessage
+
+__all__ = ["EventStream", "AssistantMessageEventStream", "ProviderStream", "start_daemon"]
 
 T = TypeVar("T")
 
@@ -39,6 +45,7 @@ class EventStream(Generic[T]):
 
     def __init__(self, is_complete: Callable[[Any], bool], extract_result: Callable[[Any], T]) -> None:
         self._queue: "queue.SimpleQueue[Any]" = queue.SimpleQueue()  # unbounded; cheap to create
+        self._put: Callable[[Any], None] = self._queue.put  # how push/end/fail deliver (under _lock)
         self._is_complete = is_complete
         self._extract = extract_result
         self._done = threading.Event()
@@ -57,11 +64,11 @@ class EventStream(Generic[T]):
                 result = self._extract(event)  # may raise: the stream stays open for fail()
                 self._closed = True
                 self._result = result
-                self._queue.put(event)
-                self._queue.put(_END)
+                self._put(event)
+                self._put(_END)
                 self._done.set()
                 return
-            self._queue.put(event)
+            self._put(event)
 
     def end(self, result: Optional[T] = None) -> None:
         """Finish iteration early with ``result`` (ignored if already complete)."""
@@ -70,7 +77,7 @@ class EventStream(Generic[T]):
                 return
             self._closed = True
             self._result = result
-            self._queue.put(_END)
+            self._put(_END)
             self._done.set()
 
     def fail(self, exc: BaseException) -> None:
@@ -80,7 +87,7 @@ class EventStream(Generic[T]):
                 return
             self._closed = True
             self._error = exc
-            self._queue.put(_Failure(exc))
+            self._put(_Failure(exc))
             self._done.set()
 
     # -- consumer side -----------------------------------------------------------------------
@@ -116,11 +123,148 @@ def _final_message(event: Any) -> Any:
     return event.message if event.type == "done" else event.error
 
 
-class AssistantMessageEventStream(EventStream[Any]):
+class AssistantMessageEventStream(EventStream["AssistantMessage"]):
     """Provider stream: completes on ``done``/``error``; ``result()`` is the final AssistantMessage."""
 
     def __init__(self) -> None:
         super().__init__(_is_terminal, _final_message)
+
+
+class ProviderStream(AssistantMessageEventStream):
+    """An :class:`AssistantMessageEventStream` whose producer is a generator run by the consumer.
+
+    What built-in providers return: no thread is involved, iterating pulls the next event off the
+    network (one hand-over less per event than a producer thread and a queue). It keeps the
+    contract of :class:`EventStream`:
+
+    * iteration yields every event once, in order, up to and including ``done``/``error``;
+    * ``result(timeout=None)`` waits for the final message and does not consume events: the events
+      it had to read are kept for a later iteration. With ``timeout=None`` it reads on the calling
+      thread; with a timeout the reading moves to a helper thread and ``TimeoutError`` is raised
+      when the stream has not completed in time (the stream goes on; call again);
+    * ``push`` adds an event (a completing one sets the result and stops reading the generator),
+      ``end(result)`` and ``fail(exc)`` finish it early (``fail``: iteration and ``result()``
+      re-raise ``exc``); once complete, pushes are ignored. The generator is closed (releasing its
+      connection) by the next read after that, or by :meth:`close`;
+    * ``done`` is True once the result is known.
+
+    Reads are serialised: with several consumers each event goes to whichever pulled it.
+    """
+
+    def __init__(self, events: Iterator[Any]) -> None:
+        super().__init__()
+        self._events = events
+        self._pull_lock = threading.Lock()  # one generator step at a time
+        self._exhausted = False  # the generator is finished or closed
+        self._unread: "collections.deque[Any]" = collections.deque()  # pulled or pushed, not yet iterated
+        self._slow = False  # unread items, or complete/exhausted: _pull takes _pull_slow (under _lock)
+        self._draining = False
+        # push/end/fail deliver through the _put method below instead of EventStream's queue (a
+        # class attribute: an instance attribute bound to self would make every stream a cycle)
+        del self._put
+
+    # -- producer side: the generator, or push/end/fail (EventStream's) from anywhere ------------
+    def _put(self, item: Any) -> None:
+        """Where push/end/fail put events and failures (called with ``_lock`` held)."""
+        if item is not _END:  # completion is _closed here; the generator is closed on the next read
+            self._unread.append(item)
+        self._slow = True
+
+    def _pull(self) -> Any:
+        """The next event, or ``_END``; raises a :meth:`fail` exception. Called with ``_pull_lock`` held."""
+        if self._slow:
+            return self._pull_slow()
+        try:
+            event = next(self._events)
+        except StopIteration:
+            self._exhausted = True
+            self.end(None)  # a generator that ended without done/error (WireProvider never does)
+            return self._pull_slow()
+        kind = event.type
+        if kind == "done" or kind == "error":
+            with self._lock:
+                if self._closed:  # push/end/fail won the race: this event comes too late
+                    return self._pull_slow_locked()
+                self._result = event.message if kind == "done" else event.error
+                self._closed = self._slow = True
+                self._done.set()
+        return event
+
+    def _pull_slow(self) -> Any:
+        with self._lock:
+            return self._pull_slow_locked()
+
+    def _pull_slow_locked(self) -> Any:
+        unread = self._unread
+        if unread:
+            item = unread.popleft()
+            if type(item) is _Failure:
+                unread.appendleft(item)  # every later iterator and result() see it too
+                raise item.exc
+            if not unread and not self._closed and not self._exhausted:
+                self._slow = False
+            return item
+        if self._closed and not self._exhausted:  # the generator's remaining events are dropped
+            self._close_events()
+        return _END
+
+    def _close_events(self) -> None:
+        self._exhausted = self._slow = True
+        close = getattr(self._events, "close", None)
+        if close is not None:
+            close()
+
+    # -- consumer side -------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Any]:
+        lock, pull = self._pull_lock, self._pull
+        while True:
+            with lock:
+                event = pull()
+            if event is _END:
+                return
+            yield event
+
+    def _drain(self) -> None:
+        """Read every remaining event into ``_unread`` (they stay there for an iterator)."""
+        with self._pull_lock:
+            buffer = []
+            try:
+                while True:
+                    event = self._pull()
+                    if event is _END:
+                        break
+                    buffer.append(event)
+            except BaseException:  # fail(): the failure stays first in _unread for result()
+                if self._error is None:
+                    raise  # the generator itself raised
+            finally:
+                with self._lock:
+                    if buffer:
+                        self._unread.extendleft(reversed(buffer))
+                        self._slow = True
+
+    def result(self, timeout: Optional[float] = None) -> AssistantMessage:
+        """The final ``AssistantMessage``; see the class docstring for ``timeout``.
+
+        Raises ``TimeoutError`` when a ``timeout`` passed first, and the failure given to
+        :meth:`fail`.
+        """
+        if not self._done.is_set():
+            if timeout is None:
+                self._drain()
+            else:
+                with self._lock:
+                    start, self._draining = not self._draining, True
+                if start:
+                    start_daemon(self._drain, "agentcore-stream-drain")
+        return super().result(timeout)
+
+    def close(self) -> None:
+        """Stop reading and release the connection; a stream not yet complete ends without result."""
+        with self._pull_lock:
+            with self._lock:
+                self._close_events()
+        self.end(None)
 
 
 # --------------------------------------------------------------------------- reusable daemon threads
@@ -148,9 +292,10 @@ def start_daemon(target: Callable[..., Any], name: str, *args: Any) -> None:
     """Run ``target(*args)`` on a daemon thread named ``name`` and return at once.
 
     Behaves like ``threading.Thread(target=..., name=..., daemon=True).start()``: an exception
-    escaping ``target`` is reported by ``threading.excepthook`` and ends that thread (a target that
-    never returns keeps its thread). The thread may have run earlier tasks, so a target must not
-    rely on fresh ``threading.local`` values.
+    escaping ``target`` is reported by ``threading.excepthook`` (even one whose ``str()`` raises;
+    a failing hook is ignored) and the thread goes on serving (a target that never returns keeps
+    its thread). The thread may have run earlier tasks, so a target must not rely on fresh
+    ``threading.local`` values.
     """
     task = (target, args, name)
     with _idle_lock:
@@ -170,7 +315,11 @@ def _serve(worker: _Worker) -> None:
     while task is not None:
         target, args, thread.name = task
         task = None
-        target(*args)  # an exception ends this thread, reported like any thread's
+        try:
+            target(*args)
+        except Exception as exc:  # noqa: BLE001 - reported like any thread's; the worker lives on
+            _report(exc, thread)
+            del exc
         target = args = None  # type: ignore[assignment]  # drop references while idle
         thread.name = "agentcore-idle"
         with _idle_lock:
@@ -178,6 +327,15 @@ def _serve(worker: _Worker) -> None:
                 return
             _idle.append(worker)
         task = _next_task(worker)
+
+
+def _report(exc: BaseException, thread: threading.Thread) -> None:
+    """Hand ``exc`` to ``threading.excepthook``; a hook that fails (formatting an exception whose
+    ``str()`` raises, say) must not kill the worker, so its own failure is dropped."""
+    try:
+        threading.excepthook(threading.ExceptHookArgs((type(exc), exc, exc.__traceback__, thread)))
+    except Exception:  # noqa: BLE001 - nothing is left to report it to
+        pass
 
 
 def _next_task(worker: _Worker) -> Optional[_Task]:

@@ -227,7 +227,7 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
             partial.content.append(block)  # an unknown block is passed through silently
             continue
         is_text = isinstance(block, TextContent)
-        body = block.text if is_text else block.thinking
+        body = block.text if isinstance(block, TextContent) else block.thinking
         start, delta_cls, end = ((TextStartEvent, TextDeltaEvent, TextEndEvent) if is_text
                                  else (ThinkingStartEvent, ThinkingDeltaEvent, ThinkingEndEvent))
         so_far = ""

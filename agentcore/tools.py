@@ -15,7 +15,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union, overload
+
+from ._util import awaited
+from .signals import AbortSignal
 
 __all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool",
            "validate_tool_arguments"]
@@ -33,6 +36,12 @@ class AgentToolResult:
     terminate: Optional[bool] = None
 
 
+#: The shape of :attr:`AgentTool.execute`: ``(tool_call_id, args, signal, on_update) -> result``.
+#: The loop always passes all four, positionally; ``signal`` and ``on_update`` may be None.
+ToolExecute = Callable[
+    [str, Any, Optional[AbortSignal], Optional[Callable[[AgentToolResult], None]]], AgentToolResult]
+
+
 @dataclass
 class AgentTool:
     """A tool the model can call.
@@ -40,16 +49,19 @@ class AgentTool:
     ``execute(tool_call_id, args, signal, on_update) -> AgentToolResult`` runs it; ``parameters`` is
     a JSON schema; ``prepare_arguments(raw_args) -> args`` is an optional shim applied before
     validation; ``execution_mode="sequential"`` forces the whole batch it appears in to run one call
-    at a time.
+    at a time. ``requires_approval`` (a bool, or a callable ``args -> bool`` given the validated
+    arguments) makes a call wait for a human decision instead of executing: the run settles with
+    it pending (see :mod:`agentcore.approvals`).
     """
 
     name: str
     description: str
     parameters: Dict[str, Any]
-    execute: Callable[..., AgentToolResult]
+    execute: ToolExecute
     label: Optional[str] = None
     prepare_arguments: Optional[Callable[[Any], Any]] = None
     execution_mode: Optional[str] = None
+    requires_approval: Union[bool, Callable[[Any], bool]] = False
 
     def __post_init__(self) -> None:
         if self.label is None:
@@ -58,6 +70,10 @@ class AgentTool:
             # a typo would silently let a tool that must run alone run in parallel
             raise ValueError(f'tool {self.name!r}: execution_mode must be "parallel", "sequential" '
                              f"or None, not {self.execution_mode!r}")
+        if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
+            # a truthy string or a None would silently mean "no approval needed" or "always"
+            raise TypeError(f"tool {self.name!r}: requires_approval must be a bool or a callable "
+                            f"args -> bool, not {type(self.requires_approval).__name__}")
 
 
 # --------------------------------------------------------------------------- @tool
@@ -77,10 +93,27 @@ class FunctionTool(AgentTool):
         return self.function(*args, **kwargs)
 
 
+@overload
+def tool(func: Callable[..., Any], *, name: Optional[str] = None, label: Optional[str] = None,
+         description: Optional[str] = None, execution_mode: Optional[str] = None,
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False) -> FunctionTool: ...
+
+
+@overload
+def tool(func: None = None, *, name: Optional[str] = None, label: Optional[str] = None,
+         description: Optional[str] = None, execution_mode: Optional[str] = None,
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
+         ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
 def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None,
          label: Optional[str] = None, description: Optional[str] = None,
          execution_mode: Optional[str] = None,
-         prepare_arguments: Optional[Callable[[Any], Any]] = None) -> Any:
+         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+         requires_approval: Union[bool, Callable[[Any], bool]] = False,
+         ) -> Union[FunctionTool, Callable[[Callable[..., Any]], FunctionTool]]:
     """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
 
     The JSON schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``None`` and
@@ -99,6 +132,9 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
     (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise. An ``async def``
     function is run to completion with ``asyncio.run`` on the tool's thread.
 
+    ``requires_approval=True`` (or a callable ``args -> bool``) makes its calls wait for
+    ``agent.approve()``/``agent.deny()`` instead of executing (see :mod:`agentcore.approvals`).
+
     Raises ``TypeError`` at decoration time for ``*args``/``**kwargs`` or an unsupported annotation.
     """
 
@@ -115,6 +151,7 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
             label=label,
             prepare_arguments=prepare_arguments,
             execution_mode=execution_mode,
+            requires_approval=requires_approval,
             function=fn,
         )
 
@@ -123,7 +160,7 @@ def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = Non
     return decorate
 
 
-def _make_execute(fn: Callable[..., Any], info: Any) -> Callable[..., AgentToolResult]:
+def _make_execute(fn: Callable[..., Any], info: Any) -> ToolExecute:
     from ._toolschema import to_python
 
     signature = inspect.signature(fn)
@@ -155,9 +192,7 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if isinstance(value, AgentToolResult):
         return value
     if inspect.iscoroutine(value):  # an ``async def`` tool: run it to completion on this thread
-        import asyncio
-
-        return to_tool_result(asyncio.run(value))
+        return to_tool_result(awaited(value))
     if value is None:
         return AgentToolResult(content=[])
     if isinstance(value, str):
@@ -167,9 +202,23 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, blocks) for v in value):
         return AgentToolResult(content=list(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
-    return AgentToolResult(content=[TextContent(text)], details=value)
+        try:
+            value = dataclasses.asdict(value)
+        except Exception:  # noqa: BLE001 - a field deepcopy cannot copy (a socket): keep the object
+            pass
+    return AgentToolResult(content=[TextContent(_result_text(value))], details=value)
+
+
+def _result_text(value: Any) -> str:
+    """Indented JSON of a returned value; a value ``json.dumps`` refuses even with the defaults
+    below (non-string keys, a cycle, a raising ``__str__``) is shown in its JSON-safe form instead
+    of turning a finished call into an error."""
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
+    except Exception:  # noqa: BLE001 - TypeError, ValueError, RecursionError, a raising __str__
+        from ._safe import json_safe
+
+        return json.dumps(json_safe(value), indent=2, ensure_ascii=False)
 
 
 def _json_default(value: Any) -> Any:

@@ -17,7 +17,7 @@ import copy
 import time
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 __all__ = [
     "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
@@ -149,7 +149,7 @@ class _WireMixin:
         return kwargs
 
 
-_ABSENT_SETS: Dict[frozenset, frozenset] = {}
+_ABSENT_SETS: Dict[FrozenSet[str], FrozenSet[str]] = {}
 
 
 _SHARED_STRINGS: Dict[str, str] = {}
@@ -168,7 +168,7 @@ def _shared(value: Any) -> Any:
     return value
 
 
-def _absent_keys(*keys: str) -> frozenset:
+def _absent_keys(*keys: str) -> FrozenSet[str]:
     """The ``_absent`` set the generic reader computes for inputs lacking exactly ``keys`` (shared by
     every object the fast paths build; frozensets are immutable)."""
     shape = frozenset(keys)
@@ -204,7 +204,7 @@ class TextContent(_WireMixin):
     text: str
     text_signature: Optional[str] = None
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "text"
     _tag = ("type", "text")
     _wire = (("text", "text", "req"), ("text_signature", "textSignature", "opt"))
@@ -228,7 +228,7 @@ class ThinkingContent(_WireMixin):
     thinking_signature: Optional[str] = None
     redacted: bool = False
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "thinking"
     _tag = ("type", "thinking")
     _wire = (
@@ -258,7 +258,7 @@ class ImageContent(_WireMixin):
     data: str
     mime_type: str
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "image"
     _tag = ("type", "image")
     _wire = (("data", "data", "req"), ("mime_type", "mimeType", "req"))
@@ -277,7 +277,7 @@ class ToolCall(_WireMixin):
     arguments: Dict[str, Any] = field(default_factory=dict)
     thought_signature: Optional[str] = None
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "toolCall"
     _tag = ("type", "toolCall")
     _wire = (
@@ -302,7 +302,7 @@ _TOOL_CALL_KEYS = frozenset(("type", "id", "name", "arguments"))
 _NO_THOUGHT_SIGNATURE = _absent_keys("thoughtSignature")
 
 Content = Union[TextContent, ThinkingContent, ImageContent, ToolCall]
-_BLOCKS = {"text": TextContent, "thinking": ThinkingContent, "image": ImageContent, "toolCall": ToolCall}
+_BLOCKS: Dict[str, Any] = {"text": TextContent, "thinking": ThinkingContent, "image": ImageContent, "toolCall": ToolCall}
 
 
 def content_from_dict(d: Any) -> Any:
@@ -311,7 +311,7 @@ def content_from_dict(d: Any) -> Any:
         cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
         return cls.from_dict(d) if cls is not None else dict(d)
     if _is_mapping(d):
-        cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
+        cls = _BLOCKS.get(d.get("type"))
         if cls is not None:
             return cls.from_dict(d)
         return dict(d)
@@ -343,7 +343,7 @@ class UsageCost(_WireMixin):
     cache_write: float = 0.0
     total: float = 0.0
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     _wire = (
         ("input", "input", "req"),
         ("output", "output", "req"),
@@ -373,7 +373,7 @@ class Usage(_WireMixin):
     total_tokens: int = 0
     cost: UsageCost = field(default_factory=UsageCost)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     _wire = (
         ("input", "input", "req"),
         ("output", "output", "req"),
@@ -388,7 +388,7 @@ class Usage(_WireMixin):
         if cls is Usage and type(d) is dict and d.keys() == _USAGE_KEYS:
             cost = d["cost"]
             return Usage(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["totalTokens"],
-                         UsageCost.from_dict(cost) if cost is not None else None)
+                         UsageCost.from_dict(cost) if cost is not None else None)  # type: ignore[arg-type]  # a recorded null stays None to round-trip
         kwargs = cls._kwargs_from(d, {"cost": UsageCost.from_dict})
         kwargs.setdefault("cost", UsageCost())
         return cls(**kwargs)
@@ -406,7 +406,7 @@ class ModelCost(_WireMixin):
     cache_read: float = 0.0
     cache_write: float = 0.0
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     _wire = (
         ("input", "input", "req"),
         ("output", "output", "req"),
@@ -440,7 +440,7 @@ class Model(_WireMixin):
     headers: Optional[Dict[str, str]] = field(default=None, repr=False)  # may carry credentials
     compat: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     _wire = (
         ("id", "id", "req"),
         ("name", "name", "opt"),
@@ -487,10 +487,16 @@ class UserMessage(_WireMixin):
     content: Union[str, List[Any]]
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "user"
     _tag = ("role", "user")
     _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
+
+    @property
+    def text(self) -> str:
+        """The content's text: a ``str`` content as it is, else all text blocks joined (images left
+        out), as ``AssistantMessage.text``."""
+        return text_of(self.content)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UserMessage":
@@ -509,7 +515,7 @@ class SystemMessage(_WireMixin):
     content: Union[str, List[Any]]
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "system"
     _tag = ("role", "system")
     _wire = (("content", "content", "req"), ("timestamp", "timestamp", "req"))
@@ -532,7 +538,7 @@ class AssistantMessage(_WireMixin):
     error_message: Optional[str] = None
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "assistant"
     _tag = ("role", "assistant")
     _wire = (
@@ -577,7 +583,7 @@ class AssistantMessage(_WireMixin):
                 content, usage = d["content"], d["usage"]
                 return AssistantMessage(
                     _blocks(content) if content is not None else [], _shared(d["api"]), _shared(d["provider"]),
-                    _shared(d["model"]), Usage.from_dict(usage) if usage is not None else None,
+                    _shared(d["model"]), Usage.from_dict(usage) if usage is not None else None,  # type: ignore[arg-type]  # as Usage.cost
                     _shared(d["stopReason"]),
                     d.get("errorMessage"), d["timestamp"], {},
                     _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT)
@@ -591,7 +597,7 @@ class AssistantMessage(_WireMixin):
 _ASSISTANT_KEYS = frozenset(("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp"))
 _ASSISTANT_ERROR_KEYS = _ASSISTANT_KEYS | {"errorMessage"}
 _NO_ERROR_MESSAGE = _absent_keys("errorMessage")
-_NOTHING_ABSENT: frozenset = frozenset()
+_NOTHING_ABSENT: FrozenSet[str] = frozenset()
 
 
 @dataclass
@@ -607,7 +613,7 @@ class ToolResultMessage(_WireMixin):
     added_tool_names: Optional[List[str]] = None
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "toolResult"
     _tag = ("role", "toolResult")
     _wire = (
@@ -662,7 +668,7 @@ class BashExecutionMessage(_WireMixin):
     exclude_from_context: Optional[bool] = None
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "bashExecution"
     _tag = ("role", "bashExecution")
     _wire = (
@@ -689,7 +695,7 @@ class CompactionSummaryMessage(_WireMixin):
     tokens_before: int = 0
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "compactionSummary"
     _tag = ("role", "compactionSummary")
     _wire = (
@@ -711,7 +717,7 @@ class BranchSummaryMessage(_WireMixin):
     from_id: str = ""
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "branchSummary"
     _tag = ("role", "branchSummary")
     _wire = (("summary", "summary", "req"), ("from_id", "fromId", "req"), ("timestamp", "timestamp", "req"))
@@ -731,7 +737,7 @@ class CustomMessage(_WireMixin):
     details: Any = None
     timestamp: int = field(default_factory=now_ms)
     extra: Dict[str, Any] = _extra()
-    _absent: frozenset = _absent()
+    _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "custom"
     _tag = ("role", "custom")
     _wire = (
@@ -760,6 +766,19 @@ class UnknownMessage:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UnknownMessage":
         return cls(role=str(d.get("role")), data=copy.deepcopy(dict(d)))
+
+
+class MessageLike(Protocol):
+    """What the agent accepts as a message: anything with a ``role`` (the message classes above,
+    :class:`UnknownMessage`, or an application's own message objects)."""
+
+    @property
+    def role(self) -> str: ...
+
+
+#: What ``Agent.prompt()`` and ``Agent.stream()`` accept: a str (one user message), a message, a
+#: dict in the reference JSON shape, or a list of those (str items are user messages).
+PromptInput = Union[str, MessageLike, Mapping[str, Any], Sequence[Union[str, MessageLike, Mapping[str, Any]]]]
 
 
 _MESSAGES = {
@@ -812,7 +831,8 @@ def text_of(content: Union[str, Sequence[Any], None]) -> str:
         return ""
     if isinstance(content, str):
         return content
-    parts = []
+    parts: List[str] = []
+    block: Any  # a block or a plain dict
     for block in content:
         if isinstance(block, TextContent):
             parts.append(block.text)

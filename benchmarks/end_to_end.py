@@ -5,8 +5,8 @@ text answer, one HTTP chunk per SSE event, like real APIs. Measured in the same 
 
   (a) floor: plain ``requests`` + line splitting + ``json.loads`` doing the same two requests;
   (b) a full ``Agent`` run (loop, tool execution, events, state) over the openai-completions provider,
-      on one long-lived Agent (``reset()`` before each prompt; constructing an Agent builds its
-      plugin manager, about 0.4 ms, which an application pays once: see core_overhead.py);
+      on one long-lived Agent (``reset()`` before each prompt; a new Agent per run is measured by
+      agent_cost.py);
   (c) for reference, the provider alone (``agentcore.providers.stream`` for the same two turns).
 
 Prints the median time of each, the ratio b/a (target <= 1.3) and what the Agent adds over the
@@ -67,9 +67,12 @@ class _Handler(BaseHTTPRequestHandler):
         # small event writes must not wait for delayed ACKs (Nagle), as with real streaming servers
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def events_for(self, body):
+        """The SSE events answering one request body (a subclass may serve other turns)."""
+        return TURN2 if body["messages"][-1]["role"] == "tool" else TURN1
+
     def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        events = TURN2 if body["messages"][-1]["role"] == "tool" else TURN1
+        events = self.events_for(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
@@ -80,29 +83,37 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def floor_turn(session, url, payload):
+    """One streamed request with plain requests: post, split lines, json.loads every data line.
+    Returns the text deltas and the tool-call argument fragments."""
+    body = json.dumps(payload).encode()
+    response = session.post(url, data=body, headers={"Content-Type": "application/json"}, stream=True)
+    text, args, buffer = [], [], b""
+    for data in response.raw.stream(None):
+        buffer += data
+        lines = buffer.split(b"\n")
+        buffer = lines.pop()
+        for line in lines:
+            if line.startswith(b"data: ") and line != b"data: [DONE]":
+                chunk = json.loads(line[6:])
+                for choice in chunk["choices"]:
+                    delta = choice["delta"]
+                    if delta.get("content"):
+                        text.append(delta["content"])
+                    for call in delta.get("tool_calls") or []:
+                        args.append(call["function"].get("arguments") or "")
+    response.close()
+    return text, args
+
+
 def floor_run(session, url):
-    """Both turns with plain requests: post, split lines, json.loads every data line."""
+    """Both turns with plain requests (:func:`floor_turn`), the tool executed in between."""
     messages = [{"role": "user", "content": "What is 1231 * 2331?"}]
     tools = [{"type": "function", "function": {"name": "multiply", "description": "Multiply.",
                                                "parameters": {"type": "object"}}}]
     for _turn in range(2):
-        body = json.dumps({"model": "bench", "messages": messages, "stream": True, "tools": tools}).encode()
-        response = session.post(url, data=body, headers={"Content-Type": "application/json"}, stream=True)
-        text, args, buffer = [], [], b""
-        for data in response.raw.stream(None):
-            buffer += data
-            lines = buffer.split(b"\n")
-            buffer = lines.pop()
-            for line in lines:
-                if line.startswith(b"data: ") and line != b"data: [DONE]":
-                    chunk = json.loads(line[6:])
-                    for choice in chunk["choices"]:
-                        delta = choice["delta"]
-                        if delta.get("content"):
-                            text.append(delta["content"])
-                        for call in delta.get("tool_calls") or []:
-                            args.append(call["function"].get("arguments") or "")
-        response.close()
+        text, args = floor_turn(session, url, {"model": "bench", "messages": messages, "stream": True,
+                                               "tools": tools})
         if args:
             result = json.loads("".join(args))
             messages += [{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", "function": {
@@ -174,26 +185,34 @@ def sse_throughput(repeat=5):
     return mb / floor_s, mb / ours_s
 
 
-def serve() -> None:
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # socketserver's 5 drops the SYNs of 200 concurrent agents (1 s retries)
+
+
+def serve(handler=_Handler) -> None:
     """Run the scripted server in this (child) process; print its port, stop when stdin closes."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server = _Server(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(server.server_address[1], flush=True)
     sys.stdin.read()
 
 
-def main(runs: int) -> None:
-    # The server runs in its own process, as a real API would: in-process it would compete with
-    # the client for the GIL and distort both measurements.
-    child = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+def with_server(script, measure, runs: int) -> None:
+    """Start ``script --serve`` as a child process (a real API is another process: in-process the
+    server would compete with the client for the GIL) and call ``measure(base_url, runs)``."""
+    child = subprocess.Popen([sys.executable, script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True)
     try:
         port = int(child.stdout.readline())
-        _measure(f"http://127.0.0.1:{port}/v1", runs)
+        measure(f"http://127.0.0.1:{port}/v1", runs)
     finally:
         child.stdin.close()
         child.wait(10)
+
+
+def main(runs: int) -> None:
+    with_server(__file__, _measure, runs)
 
 
 def _measure(base: str, runs: int) -> None:

@@ -67,8 +67,14 @@ nitpick_ignore_regex = [
     ("py:class", r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|Dict|List|"
                  r"Tuple|Set|FrozenSet|Type|PluginManager)"),
     ("py:class", r"T"),  # the type variable of the generic EventStream
+    ("py:class", r"PathLike"),  # os.PathLike, as shortened signatures name it
+    # type aliases of callable and message shapes in signatures; each parameter's docstring (and
+    # the guides) say what the callable receives and returns
+    ("py:class", r"(agentcore\.types\.)?MessageLike|Listener|StreamFn|GetApiKey|ConvertToLlm|"
+                 r"TransformContextHook|BeforeToolCallHook|AfterToolCallHook|ShouldStopAfterTurnHook|"
+                 r"PrepareNextTurnHook"),
     # private helpers that appear in a signature (a return type) but are not API
-    ("py:.*", r"(agentcore(\.\w+)*\.)?_\w+"),
+    ("py:.*", r"(agentcore(\.\w+)*\.)?_\w+(\.\w+)*"),
     # the compaction engine's building blocks, named in lower-level docstrings; the documented
     # surface is Agent.compact(), the compaction hooks and the types above
     ("py:.*", r"(agentcore\.session\.compaction(_tokens)?\.)?(compact|prepare_compaction|"
@@ -85,7 +91,7 @@ def _documented_alias(app: Any, env: Any, node: Any, contnode: Any) -> Optional[
     ``agentcore.BeforeToolCallContext``. The longest dotted suffix of the target that matches
     exactly one documented object wins; public ``agentcore.Name`` entries are preferred.
     """
-    if node.get("refdomain") != "py":
+    if node.get("refdomain") != "py" or node.get("reftype") == "mod":  # a module is named by its path
         return None
     domain = env.get_domain("py")
     objects = domain.objects

@@ -87,6 +87,13 @@ def replies_from_recording(recording: Dict[str, Any], chunk_size: int = 7) -> Li
     return replies
 
 
+class _BackloggedHTTPServer(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: 40 concurrent connects overflow it, the kernel drops
+    # the extra SYNs and the clients retry after 1 s, 3 s, 7 s ... (a loaded machine then misses a
+    # test's deadline). Concurrency tests open up to a few hundred connections at once.
+    request_queue_size = 512
+
+
 class ScriptedServer:
     """Threaded HTTP/1.1 server on 127.0.0.1 (port 0) answering with queued replies."""
 
@@ -99,7 +106,7 @@ class ScriptedServer:
         self.headers_sent = threading.Event()  # set whenever a reply's headers were written
         self.body_started = threading.Event()  # set once a stalled reply wrote its first bytes
         self.stall_timeout = 30.0
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd = _BackloggedHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="scripted-server", daemon=True)

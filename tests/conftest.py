@@ -19,14 +19,13 @@ from agentcore.events import DoneEvent, ErrorEvent
 from agentcore.messages import default_convert_to_llm
 from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel
-from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, UserMessage
+
+from _echo import Echo
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 MOCK_MODEL = Model(id="mock", name="mock", api="openai-responses", provider="openai", base_url="")
-
-ECHO_SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
 
 
 def make_user(text: str, timestamp: Optional[int] = None) -> UserMessage:
@@ -77,26 +76,6 @@ class MockLLM:
         else:
             stream.push(DoneEvent(response.stop_reason, response))
         return stream
-
-
-class Echo:
-    """The echo tool of spec §5 plus the list of values it executed."""
-
-    def __init__(self, name: str = "echo", execution_mode: Optional[str] = None,
-                 before: Optional[Callable[[Any], None]] = None, terminate: Optional[Callable[[str], Any]] = None) -> None:
-        self.executed: List[Any] = []
-        self._before = before
-        self._terminate = terminate
-        self.tool = AgentTool(name=name, description="Echo a value back", parameters=ECHO_SCHEMA,
-                              execute=self.execute, execution_mode=execution_mode)
-
-    def execute(self, tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
-        if self._before is not None:
-            self._before(args)
-        self.executed.append(args["value"])
-        terminate = self._terminate(args["value"]) if self._terminate else None
-        return AgentToolResult(content=[TextContent(f"echoed: {args['value']}")],
-                               details={"value": args["value"]}, terminate=terminate)
 
 
 class Recorder:
@@ -176,6 +155,60 @@ def tool_call_block() -> Callable[..., ToolCall]:
 @pytest.fixture
 def mock_model() -> Model:
     return MOCK_MODEL
+
+
+@pytest.fixture
+def sigint_handled() -> Any:
+    """Ctrl-C reaches Python in this test (and in the ``python`` children it starts).
+
+    A test process started as a background job (``pytest ... &``, ``nohup``, ``setsid``) inherits
+    SIGINT as *ignored*: ``_thread.interrupt_main()`` then does nothing and a child that is sent
+    SIGINT never sees it. For the test, SIGINT gets Python's ``default_int_handler`` (a caught
+    signal is reset to the default at exec, so children start with Python's usual handler too);
+    the caller's handler is restored afterwards. Skips off the main thread, where Python cannot
+    install signal handlers.
+    """
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("SIGINT handlers can only be installed from the main thread")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def _plugin_tables() -> tuple:
+    from agentcore import plugins
+
+    return plugins._builtins, plugins._entry_points
+
+
+def _polluted(pm: Any) -> bool:
+    """True when plugins other than the built-ins and entry points were registered on ``pm``."""
+    return pm is not None and len(pm.get_plugins()) != len(pm._loaded_records)
+
+
+@pytest.fixture(autouse=True)
+def _process_wide_state() -> Any:
+    """Undo what a test left in agentcore's process-wide state (CONTRIBUTING.md, "Process-wide
+    state"): the default stream function; the plugin tables when the test replaced them; the
+    default and shared plugin managers when the test registered plugins on them (the next use then
+    rebuilds them); the session package's caches (``session.process_state.reset()``). Caches that only save work (HTTP pools, the catalog, the thread pool, interned
+    strings) are kept: a test cannot observe them."""
+    from agentcore import loop, plugins
+    from agentcore.session import process_state as session_process_state
+
+    stream_fn = loop._default_stream_fn
+    tables = _plugin_tables()
+    yield
+    if loop._default_stream_fn is not stream_fn:
+        loop.set_default_stream_fn(stream_fn)
+    replaced = any(b is not None and b is not a for b, a in zip(tables, _plugin_tables()))
+    if replaced or _polluted(plugins._default_pm) or _polluted(plugins._shared_pm):
+        plugins.reset_plugins()
+    session_process_state.reset()
 
 
 # ------------------------------------------------------------------ documentation examples

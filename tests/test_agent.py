@@ -17,6 +17,8 @@ from agentcore.testing import ScriptedModel, call, response, text, thinking, too
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import AssistantMessage, Model, TextContent, ThinkingContent, UserMessage
 
+from _echo import Echo
+
 
 def roles(messages) -> List[str]:
     return [m.role for m in messages]
@@ -329,7 +331,7 @@ def test_prompt_while_streaming_raises():  # agent-loop §5 scenario 39
     assert gate.started.wait(5)
     with pytest.raises(RuntimeError) as info:
         agent.prompt("again")
-    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or followUp() to queue "
+    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
                                "messages, or wait for completion.")
     agent.abort()
     assert agent.wait_for_idle(5)
@@ -691,7 +693,7 @@ def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-lo
     assert agent.state.messages[-1].text == "answer"
 
 
-def test_keyboard_interrupt_during_prompt_aborts_cleanly():  # DESIGN §2: Ctrl+C in the waiting caller
+def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
     import _thread
 
     if threading.current_thread() is not threading.main_thread():
@@ -755,7 +757,8 @@ def test_run_from_a_thread_with_a_running_asyncio_loop():  # DESIGN §2: Jupyter
 
     async def cell():
         asyncio.get_running_loop()  # a loop is running, as in a notebook cell
-        return agent.prompt("hi")
+        with pytest.warns(RuntimeWarning, match="asyncio.to_thread"):  # it works, but blocks the loop
+            return agent.prompt("hi")
 
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("new", asyncio.run(cell())))
@@ -878,6 +881,199 @@ def test_model_without_provider_ends_with_an_error_naming_the_api(monkeypatch): 
     assert agent.state.is_streaming is False
 
 
+# agent-loop §3.6 step 2: prompt() takes a list of messages. A list of strings used to put raw str
+# objects into the transcript that the converter then dropped, so the model saw no prompt at all.
+def test_prompt_list_of_strings_reaches_the_model_and_bad_items_raise() -> None:
+    seen: List[Any] = []
+
+    def answer(context: Any) -> Any:
+        seen.append([(m.role, m.content[0].text) for m in context.messages])
+        return text("ok")
+
+    scripted = ScriptedModel([answer])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt(["hello", "world"])
+    assert seen == [[("user", "hello"), ("user", "world")]]
+    assert [m.role for m in agent.messages] == ["user", "user", "assistant"]
+
+    with pytest.raises(TypeError, match="item 1"):
+        agent.prompt(["fine", 42])
+    assert not agent.state.is_streaming and len(agent.messages) == 3
+
+
+# agent-loop §3.6 step 2: images join a *string* prompt. With a message (or list) they used to be
+# dropped without a word, so the model never saw the picture the caller attached.
+def test_images_with_a_message_prompt_are_not_dropped_silently() -> None:
+    from agentcore.types import ImageContent, TextContent, UserMessage
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    with pytest.raises(TypeError, match="images"):
+        agent.prompt(UserMessage(content=[TextContent("look")]), images=[image])
+    assert agent.messages == [] and not agent.state.is_streaming
+    agent.prompt("look", images=[image])
+    assert [b.type for b in agent.messages[0].content] == ["text", "image"]
+
+
+# agent-loop §3.6 finishRun (always): when the run thread cannot be started (the interpreter is out
+# of threads), prompt() must raise and leave the agent idle, not busy forever.
+def test_run_thread_start_failure_leaves_the_agent_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentcore.agent as agent_module
+
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.steer("queued")
+
+    def no_threads(*args: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(agent_module, "start_daemon", no_threads)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.prompt("go")
+        assert agent.state.is_streaming is False
+        assert agent.signal is None
+        assert agent.wait_for_idle(timeout=1) is True
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.stream("go")
+        assert agent.state.is_streaming is False
+    assert agent.has_queued_messages()
+    assert [m.role for m in agent.prompt("again")] == ["user", "user", "assistant"]
+
+
+# agent-loop §3.4: subscribe() takes any callable. A callable dataclass instance (unhashable, as
+# dataclasses with eq=True are) used to make subscribe() raise TypeError.
+def test_unhashable_callable_listener_can_subscribe_and_unsubscribe() -> None:
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Recorder:
+        seen: List[str] = field(default_factory=list)
+
+        def __call__(self, event: Any) -> None:
+            self.seen.append(event.type)
+
+    scripted = ScriptedModel([text("one"), text("two")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    first, second = Recorder(), Recorder()
+    unsubscribe_first = agent.subscribe(first)
+    agent.subscribe(second)
+    agent.prompt("go")
+    assert first.seen[0] == "agent_start" and first.seen[-1] == "agent_end"
+    assert second.seen == first.seen
+    unsubscribe_first()
+    agent.prompt("again")
+    assert len(second.seen) == 2 * len(first.seen)
+
+
+# agent-loop §3.4/§8.1: listeners are called synchronously; async listeners are not supported. An
+# ``async def`` listener used to be accepted and then silently never run ("never awaited").
+def test_async_listener_is_refused_at_subscribe() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def listener(event: Any) -> None:
+        pass
+
+    with pytest.raises(TypeError, match="async listener"):
+        agent.subscribe(listener)
+    assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §3.5: steer()/follow_up() queue messages. A list (or any non-message) used to be queued
+# as one "message" and injected into the transcript as is, where the model never saw it.
+def test_steer_and_follow_up_refuse_non_messages() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    with pytest.raises(TypeError, match="steer"):
+        agent.steer(["a", "b"])
+    with pytest.raises(TypeError, match="follow_up"):
+        agent.follow_up(None)
+    assert not agent.has_queued_messages()
+    agent.steer({"role": "custom", "customType": "note", "content": "x", "display": False, "timestamp": 1})
+    agent.follow_up("later")
+    assert agent.has_queued_messages()
+
+
+# agent-loop §2.12/§2.6: queue modes are "one-at-a-time" or "all", tool execution "parallel" or
+# "sequential". A typo ("All", "sequental") used to mean the default silently.
+def test_mode_typos_raise_instead_of_meaning_the_default() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(ValueError, match="queue mode"):
+        Agent(scripted.model, steering_mode="All")
+    with pytest.raises(ValueError, match="tool_execution"):
+        Agent(scripted.model, tool_execution="sequental")
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, follow_up_mode="all")
+    with pytest.raises(ValueError, match="queue mode"):
+        agent.follow_up_mode = "every"
+    assert agent.follow_up_mode == "all"
+    agent.tool_execution = "paralel"
+    with pytest.raises(ValueError, match="tool_execution"):
+        agent.prompt("go")
+    assert not agent.state.is_streaming and agent.messages == []
+    agent.tool_execution = "sequential"
+    assert agent.prompt("go")[-1].text == "ok"
+
+
+# agent-loop §3.2: reasoning comes from thinking_level, "off" becomes none. None (the natural way
+# to say "no thinking" in Python) used to reach the provider as the level "None".
+def test_thinking_level_none_means_off() -> None:
+    from agentcore.types import Model
+
+    model = Model(id="thinker", api="scripted", provider="scripted", reasoning=True)
+    scripted = ScriptedModel([text("a"), text("b"), text("c")], model=model)
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, thinking_level=None)
+    agent.prompt("one")
+    assert agent.thinking_level == "off"
+    agent.thinking_level = "high"
+    agent.prompt("two")
+    agent.state.thinking_level = None
+    agent.prompt("three")
+    assert [options.get("reasoning") for options in scripted.options] == [None, "high", None]
+
+
+# Agent(model="provider/id") resolves through the registry, whose Model objects are shared. An
+# agent changing its own model (base_url, headers with credentials, max_tokens) used to change the
+# registry's model and so every other agent built from the same name.
+def test_model_by_name_is_the_agents_own_copy() -> None:
+    from agentcore.plugins import get_model, models
+
+    key = models()[0].key
+    original_url = get_model(key).base_url
+    first, second = Agent(key), Agent(key)
+    assert first.model == get_model(key)
+    first.model.base_url = "http://127.0.0.1:9/v1"
+    first.model.headers = {"Authorization": "Bearer secret"}
+    assert second.model.base_url == original_url and not second.model.headers
+    assert get_model(key).base_url == original_url and not get_model(key).headers
+
+
+# agent-loop §3.6 failure run: whatever broke the run, listeners get the failure sequence and the
+# transcript ends with the failure message. A state.model that is not a Model (a "provider/id"
+# string assigned through state) made the failure path itself crash: no agent_end, prompt() → [].
+def test_model_setter_resolves_names_and_a_broken_model_still_fails_cleanly() -> None:
+    from agentcore.plugins import UnknownModelError, get_model, models
+
+    key = models()[0].key
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.model = key
+    assert agent.model == get_model(key) and agent.model is not get_model(key)
+    with pytest.raises(UnknownModelError):
+        agent.model = "no-such-provider/no-such-model"
+
+    agent = Agent(scripted.model)
+    seen: List[str] = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    agent.state.model = "no-such-provider/no-such-model"
+    result = agent.prompt("hi")
+    assert [m.stop_reason for m in result] == ["error"]
+    assert result[0].error_message
+    assert seen[-1] == "agent_end"
+    assert agent.messages[-1] is result[0] and not agent.state.is_streaming
+
+
 # --------------------------------------------------------------------------- the scripted model
 
 
@@ -930,10 +1126,85 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN �
     assert not result.is_error and "marker.txt" in result.text
     assert agent.state.tools == ["ls"]  # the state keeps what was given
 
-    unknown = Agent(scripted.model, tools=["no-such-tool"], stream_fn=scripted.stream_fn)
-    with pytest.raises(KeyError, match="no-such-tool"):
-        unknown.prompt("x")
-    assert unknown.state.is_streaming is False and unknown.state.messages == []
+
+
+def test_unknown_tool_names_fail_at_construction_and_assignment():  # issue 10 item 10
+    from agentcore.plugins import UnknownToolError
+
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(UnknownToolError, match="'reed'.*read"):  # the did-you-mean list
+        Agent(scripted.model, tools=["reed"], stream_fn=scripted.stream_fn)
+    agent = Agent(scripted.model, tools=["read"], stream_fn=scripted.stream_fn)
+    with pytest.raises(UnknownToolError, match="no-such-tool"):
+        agent.tools = ["ls", "no-such-tool"]
+    assert agent.tools == ["read"]  # a refused assignment changes nothing
+    with pytest.raises(TypeError, match="tools item 0 is a int"):
+        agent.tools = [42]
+    with pytest.raises(TypeError, match="list of tools, not str"):
+        agent.tools = "read"
+
+
+def test_plain_functions_are_wrapped_as_tool_would():  # issue 10 item 10
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    scripted = ScriptedModel([tool_call("add", {"a": 2, "b": 3}), text("5")])
+    agent = Agent(scripted.model, tools=[add], stream_fn=scripted.stream_fn)
+    assert agent.tools[0].name == "add" and agent.tools[0].description == "Add two numbers."
+    agent.prompt("2+3?")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert not result.is_error and result.text == "5"
+    agent.tools = [add]
+    assert isinstance(agent.tools[0], AgentTool)
+
+
+def test_prompt_reads_message_dicts_and_refuses_bad_ones():  # issue 10 item 10
+    scripted = ScriptedModel([text("one"), text("two"), text("three")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.prompt({"role": "user", "content": "hi", "timestamp": 1})
+    first = agent.state.messages[0]
+    assert isinstance(first, UserMessage) and first.role == "user" and first.text == "hi"
+    agent.prompt([{"role": "user", "content": [{"type": "text", "text": "a"}], "timestamp": 2}, "b"])
+    assert [m.text for m in agent.state.messages if m.role == "user"] == ["hi", "a", "b"]
+    agent.follow_up({"role": "user", "content": "later", "timestamp": 3})
+    agent.steer({"role": "user", "content": "now", "timestamp": 4})
+    agent.prompt("go")
+    assert all(isinstance(m, UserMessage) for m in agent.state.messages if m.role == "user")
+
+    for bad, problem in (({"role": "usr", "content": "x"}, "unknown role 'usr'"),
+                         ({"content": "x"}, "has no 'role'")):
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.steer(bad)
+        with pytest.raises(TypeError, match=problem):
+            agent.prompt([bad])
+    with pytest.raises(TypeError, match="malformed 'user' message"):
+        agent.follow_up({"role": "user"})
+    assert not agent.state.is_streaming
+
+
+def test_prompt_on_a_thread_running_an_event_loop_warns_once():  # issue 10 item 13
+    import asyncio
+    import warnings
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    async def main():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            agent.prompt("one")
+            agent.prompt("two")
+            return caught
+
+    caught = asyncio.run(main())
+    assert [w.category for w in caught] == [RuntimeWarning]
+    assert "await asyncio.to_thread(agent.prompt" in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.prompt("no loop here, no warning")
 
 
 def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or listener(event, signal)
@@ -950,3 +1221,359 @@ def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or lis
     assert not _accepts_signal(lambda *args: None)
     assert not _accepts_signal(Sink().one) and not _accepts_signal(lambda event, verbose=False: None)
     assert not _accepts_signal(print)
+
+
+def test_should_stop_after_turn_accepts_the_references_one_argument_shape():  # issue 10 item 12
+    from agentcore.testing import ScriptedModel
+
+    seen = []
+    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "x"}, id="t1"),
+                              ScriptedModel.text("never requested")])
+    echo = Echo()
+    agent = Agent(scripted.model, tools=[echo.tool],
+                  should_stop_after_turn=lambda ctx: seen.append(ctx.message.stop_reason) or True)
+    new = agent.prompt("go")
+    assert seen == ["toolUse"] and [m.role for m in new] == ["user", "assistant", "toolResult"]
+
+    def two_arguments(ctx, signal):
+        seen.append(signal is not None)
+        return True
+
+    scripted.push(ScriptedModel.tool_call("echo", {"value": "y"}, id="t2"))
+    agent.should_stop_after_turn = two_arguments
+    agent.prompt("again")
+    assert seen[-1] is True
+
+
+def test_plugins_registered_on_one_agent_never_reach_an_agent_sharing_the_default_manager():
+    from agentcore import BeforeToolCallResult, hookimpl
+    from agentcore.testing import ScriptedModel
+
+    class Blocks:
+        @hookimpl
+        def before_tool_call(self, context, signal):
+            return BeforeToolCallResult(block=True, reason="blocked")
+
+    first, second = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "a"}), ScriptedModel.text("ok")]), \
+        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "b"}), ScriptedModel.text("ok")])
+    echo = Echo()
+    plain = Agent(second.model, tools=[echo.tool])
+    blocked = Agent(first.model, tools=[echo.tool])
+    blocked.plugins.register(Blocks())
+    blocked.before_tool_call = lambda ctx, signal: None  # a callable set later: its own manager too
+    blocked.prompt("go")
+    plain.prompt("go")
+    assert echo.executed == ["b"]
+    assert plain.plugins.hook.before_tool_call(context=None, signal=None) is None
+
+
+def test_every_provider_option_is_settable_on_the_agent():  # issue 10 item 11, issue 11 §3
+    from agentcore.options import OPTION_NAMES, StreamOptions
+
+    scripted = ScriptedModel([text("a"), text("b"), text("c")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, max_retries=2, timeout=(3, 30),
+                  tool_choice="auto", service_tier="flex")
+    agent.prompt("one")
+    first = scripted.options[0]
+    assert (first["max_retries"], first["timeout"], first["tool_choice"]) == (2, (3, 30), "auto")
+    assert first["service_tier"] == "flex"
+    agent.max_retries = 0  # an attribute, read when the next run starts
+    agent.prompt("two")
+    assert scripted.options[1]["max_retries"] == 0 and agent.options.max_retries == 0
+    # one value for all of them; keywords win over it
+    other = Agent(scripted.model, stream_fn=scripted.stream_fn,
+                  options=StreamOptions(temperature=0.1, max_tokens=7), max_tokens=8)
+    other.prompt("three")
+    assert (scripted.options[2]["temperature"], scripted.options[2]["max_tokens"]) == (0.1, 8)
+    assert all(hasattr(agent, name) for name in OPTION_NAMES if name != "reasoning")
+
+
+def test_an_unknown_or_misplaced_agent_option_is_a_clear_type_error():
+    with pytest.raises(TypeError, match=r"unknown option 'temprature' \(did you mean 'temperature'\?\)"):
+        Agent(temprature=0.2)
+    with pytest.raises(TypeError, match="thinking_level"):
+        Agent(reasoning="high")
+
+
+def test_headers_option_never_shows_in_reprs():
+    agent = Agent(headers={"Authorization": "Bearer sk-secret"})
+    assert "sk-secret" not in repr(agent) and "sk-secret" not in repr(agent.options)
+
+
+def test_state_runtime_fields_are_read_only_and_change_through_its_reducer():  # issue 11 §5
+    from agentcore.events import MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent
+
+    agent = Agent()
+    state = agent.state
+    for name in ("is_streaming", "streaming_message", "pending_tool_calls", "error_message"):
+        with pytest.raises(AttributeError):
+            setattr(state, name, None)
+    with pytest.raises(AttributeError):
+        state._is_streaming = True  # no second busy flag to set behind the run's back
+    state.reduce(ToolExecutionStartEvent("c1", "echo", {}))
+    assert state.pending_tool_calls == frozenset({"c1"})
+    state.reduce(ToolExecutionEndEvent("c1", "echo", None, False))
+    message = UserMessage("hi")
+    state.reduce(MessageEndEvent(message))
+    assert state.pending_tool_calls == frozenset() and state.messages == [message]
+
+
+def test_busy_is_one_fact_a_compaction_is_busy_but_not_streaming():  # issue 11 §5
+    seen = []
+
+    def work(signal):
+        seen.append(agent.state.is_streaming)
+        with pytest.raises(RuntimeError, match="already processing"):
+            agent.prompt("hi")
+
+    agent = Agent(ScriptedModel([text("ok")]).model)
+    agent._while_busy(work)  # what compact() and navigate_tree() run in
+    assert seen == [False] and agent.state.is_streaming is False
+    assert agent.prompt("hi")[-1].text == "ok"  # idle again
+
+
+# --------------------------------------------------------------------------- exceptions whose str() raises
+
+
+class Unprintable(Exception):
+    """An exception whose message cannot be read: formatting it raises ZeroDivisionError."""
+
+    def __str__(self) -> str:
+        return str(1 / 0)
+
+    __repr__ = __str__
+
+
+def _settles(agent: Agent, text: str = "go") -> List[Any]:
+    """Prompt without waiting, then wait (a hang guard, not a timing assertion)."""
+    agent.prompt(text, wait=False)
+    assert agent.wait_for_idle(timeout=60), "the run never settled"
+    assert agent.state.is_streaming is False
+    return agent.state.messages
+
+
+def _raising_tool(name: str, inline: bool) -> AgentTool:
+    from agentcore.tools import tool
+
+    if inline:  # a lone @tool without on_update executes on the run thread
+        def boom() -> str:
+            """Fail."""
+            raise Unprintable()
+        return tool(boom, name=name)
+
+    def execute(tool_call_id, args, signal, on_update):
+        raise Unprintable()
+    return AgentTool(name=name, label=name, description="fails", parameters={"type": "object"},
+                     execute=execute)
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["run-thread", "worker-thread"])
+def test_tool_exception_whose_str_raises_ends_the_run(inline):  # issue 10 item 1
+    scripted = ScriptedModel([tool_call("boom", {}), text("done")])
+    agent = Agent(scripted.model, tools=[_raising_tool("boom", inline)], stream_fn=scripted.stream_fn)
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].role == "assistant" and messages[-1].text == "done"
+
+
+def test_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "message_end" and event.message.role == "assistant":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    messages = _settles(agent)
+    assert messages[-1].stop_reason == "error" and "Unprintable" in messages[-1].error_message
+
+
+def test_update_listener_exception_whose_str_raises_fails_the_run_cleanly():  # issue 10 item 1
+    released = threading.Event()
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("partial")]))
+        released.wait(30)  # the failure run aborts the signal ...
+        return AgentToolResult(content=[TextContent("late")])
+
+    tool_obj = AgentTool(name="slow", label="slow", description="", parameters={"type": "object"},
+                         execute=execute)
+    scripted = ScriptedModel([tool_call("slow", {}), text("done")])
+    agent = Agent(scripted.model, tools=[tool_obj], stream_fn=scripted.stream_fn)
+
+    def listener(event):
+        if event.type == "tool_execution_update":
+            raise Unprintable()
+
+    agent.subscribe(listener)
+    try:
+        messages = _settles(agent)
+    finally:
+        released.set()
+    assert messages[-1].stop_reason in ("error", "aborted") and "Unprintable" in messages[-1].error_message
+
+
+@pytest.mark.parametrize("hook", ["before_tool_call", "after_tool_call"])
+def test_tool_hook_exception_whose_str_raises_is_an_error_result(hook):  # issue 10 item 1
+    from agentcore.tools import tool
+
+    @tool
+    def fine() -> str:
+        """Works."""
+        return "ok"
+
+    def raising(ctx, signal):
+        raise Unprintable()
+
+    scripted = ScriptedModel([tool_call("fine", {}), text("done")])
+    agent = Agent(scripted.model, tools=[fine], stream_fn=scripted.stream_fn, **{hook: raising})
+    messages = _settles(agent)
+    result = [m for m in messages if m.role == "toolResult"][0]
+    assert result.is_error and "Unprintable" in result.text
+    assert messages[-1].text == "done"
+
+
+def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider():  # tracing needs it
+    import contextvars
+
+    from agentcore.tools import tool
+
+    span: "contextvars.ContextVar[str]" = contextvars.ContextVar("span", default="none")
+    seen: dict = {}
+
+    @tool
+    def probe() -> str:
+        """Reads the contextvar."""
+        seen["tool"] = span.get()
+        span.set("changed-by-tool")  # stays inside the tool's own copy
+        return "ok"
+
+    @tool
+    def probe2(on_update=None) -> str:  # on_update: a worker thread, not the run thread
+        """Reads the contextvar too."""
+        seen["worker"] = span.get()
+        return "ok"
+
+    scripted = ScriptedModel([response(call("probe", {}, "c1")), response(call("probe2", {}, "c2")),
+                              text("done")])
+
+    def stream_fn(model, context, **options):
+        seen.setdefault("provider", span.get())
+        return scripted.stream_fn(model, context, **options)
+
+    def before(ctx, signal):
+        seen.setdefault("hook", span.get())
+
+    agent = Agent(scripted.model, tools=[probe, probe2], stream_fn=stream_fn, before_tool_call=before)
+    agent.subscribe(lambda event: seen.setdefault("listener", span.get()))
+    token = span.set("caller-span")
+    try:
+        agent.prompt("go")
+    finally:
+        span.reset(token)
+    assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
+                    "hook": "caller-span", "listener": "caller-span"}
+    assert span.get() == "none"
+
+
+def test_streaming_message_is_a_copy_even_when_no_listener_takes_update_copies():  # issue 11 §7
+    from agentcore.events import DoneEvent, TextDeltaEvent, TextStartEvent
+
+    seen = []
+
+    def stream_fn(model, context, **options):
+        partial = AssistantMessage([], api="x", provider="x", model="x")
+        yield StartEvent(partial)
+        partial.content.append(TextContent(""))
+        yield TextStartEvent(0, partial)
+        for word in ("a", "b"):
+            partial.content[0].text += word
+            yield TextDeltaEvent(0, word, partial)
+            current = agent.state.streaming_message
+            seen.append((current is partial, current.content[0].text))
+        final = partial.copy()
+        final.stop_reason = "stop"
+        yield DoneEvent("stop", final)
+
+    agent = Agent(Model.placeholder(), stream_fn=stream_fn)
+    assert agent.prompt("go")[-1].text == "ab"
+    assert seen == [(False, "a"), (False, "ab")] and agent.state.streaming_message is None
+
+
+def test_unobserved_tokens_cost_no_event_and_a_late_listener_gets_copies(monkeypatch):  # issue 11 §7
+    from agentcore import loop
+    from agentcore.events import DoneEvent, MessageUpdateEvent, TextDeltaEvent, TextStartEvent
+
+    made: List[Any] = []
+
+    class CountedUpdate(MessageUpdateEvent):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            made.append(self)
+
+    monkeypatch.setattr(loop, "MessageUpdateEvent", CountedUpdate)
+    late: List[Any] = []
+    texts: List[str] = []
+
+    def stream_fn(model, context, **options):
+        partial = AssistantMessage([], api="x", provider="x", model="x")
+        yield StartEvent(partial)
+        partial.content.append(TextContent(""))
+        yield TextStartEvent(0, partial)
+        for index, word in enumerate("abcdef"):
+            partial.content[0] = TextContent(partial.content[0].text + word)  # as providers do
+            yield TextDeltaEvent(0, word, partial)
+            texts.append(agent.state.streaming_message.content[0].text)
+            if index == 3:
+                agent.subscribe(lambda event: late.append(event))
+        final = partial.copy()
+        final.stop_reason = "stop"
+        yield DoneEvent("stop", final)
+
+    agent = Agent(Model.placeholder(), stream_fn=stream_fn)
+    for impl in agent.plugins.hook.on_event.get_hookimpls():  # installed observers aside
+        agent.plugins.unregister(impl.plugin)
+    assert agent.prompt("go")[-1].text == "abcdef"
+    assert texts == ["a", "ab", "abc", "abcd", "abcde", "abcdef"]  # the state follows every token
+    assert len(made) == 1 + 2  # one uncopied update for the live partial, then one per token seen
+    updates = [e for e in late if e.type == "message_update"]
+    assert [u.message.content[0].text for u in updates] == ["abcde", "abcdef"]
+    assert len({id(u.message) for u in updates}) == 2  # copies, not the live partial
+
+
+def test_prompt_from_another_thread_runs_there_in_a_copy_of_its_context():  # issue 11 §7
+    import contextvars
+
+    request = contextvars.ContextVar("request", default=None)
+    scripted = ScriptedModel([tool_call("echo", {"value": "v"}), text("done")])
+    agent = Agent(scripted.model, tools=[Echo().tool], stream_fn=scripted.stream_fn)
+    seen: List[Any] = []
+    refused: List[Any] = []
+
+    def listener(event: Any) -> None:
+        seen.append((threading.get_ident(), request.get()))
+        if event.type == "agent_start":
+            request.set("set by a listener")  # stays inside the run
+            try:
+                agent.wait_for_idle()  # it would wait for itself
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    agent.subscribe(listener)
+    caller: dict = {}
+
+    def call_prompt() -> None:
+        request.set("req-1")
+        caller["new"] = agent.prompt("go")
+        caller["ident"], caller["after"] = threading.get_ident(), request.get()
+
+    thread = threading.Thread(target=call_prompt)
+    thread.start()
+    thread.join()
+    assert [m.role for m in caller["new"]] == ["user", "assistant", "toolResult", "assistant"]
+    assert {ident for ident, _ in seen} == {caller["ident"]}  # no run thread, no hand-over
+    assert seen[0] == (caller["ident"], "req-1") and caller["after"] == "req-1"
+    assert refused and "run thread" in refused[0]
+    assert not agent.state.is_streaming and agent.wait_for_idle()

@@ -15,9 +15,9 @@ from agentcore import (
     TextContent, UserMessage, hookimpl,
 )
 from agentcore.messages import DROP
-from agentcore.testing import ScriptedModel
+from agentcore.testing import ScriptedModel, text
 
-from conftest import ECHO_SCHEMA
+from _echo import ECHO_SCHEMA
 
 
 def _echo_tool(executed: List[Any]) -> AgentTool:
@@ -86,8 +86,8 @@ def test_constructor_callable_is_called_before_plugins_and_the_first_block_wins(
 def test_transform_context_of_agent_and_plugin_chain():
     class AddNote:
         @hookimpl
-        def transform_context(self, messages, signal):
-            return messages + [UserMessage("note from plugin")]
+        def transform_context(self, messages, signal):  # plugins change the list in place
+            messages.append(UserMessage("note from plugin"))
 
     def own(messages, signal):
         return [m for m in messages if "secret" not in str(getattr(m, "content", ""))]
@@ -135,12 +135,104 @@ def test_on_event_observers_see_reduced_state_and_their_failures_are_not_fatal(c
             raise RuntimeError("observer bug")
 
     scripted = ScriptedModel([ScriptedModel.text("ok")])
-    agent = Agent(scripted.model, plugins=[Observer(), Broken()])
+    # Observer registered last: called first (a failing observer ends that pluggy call)
+    agent = Agent(scripted.model, plugins=[Broken(), Observer()])
     with caplog.at_level(logging.ERROR, logger="agentcore.plugins"):
         new = agent.prompt("hello")
     assert [m.role for m in new] == ["user", "assistant"] and new[-1].stop_reason == "stop"
     assert seen == [True, True]
     assert "observer bug" in caplog.text
+
+
+# Plugins: an installed plugin is loaded through its entry point; passing the same object to
+# Agent(plugins=[...]) as well (or listing it twice) used to raise pluggy's ValueError with a dump
+# of every registered plugin. None for tools/messages/plugins means "none", as () does.
+def test_agent_accepts_already_loaded_plugins_and_none_collections() -> None:
+    import agentcore.testing as testing_module
+
+    class Observer:
+        def __init__(self) -> None:
+            self.count = 0
+
+        @hookimpl
+        def on_event(self, event: Any, agent: Any) -> None:
+            self.count += 1
+
+    observer = Observer()
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, tools=None, messages=None,
+                  plugins=[testing_module, observer, observer])
+    events: List[Any] = []
+    agent.subscribe(events.append)
+    agent.prompt("go")
+    assert observer.count == len(events) > 0  # the observer saw each event once
+    assert Agent(scripted.model, plugins=None).messages == []
+
+
+class _Every:
+    def __init__(self, calls: List[Any]) -> None:
+        self.calls = calls
+
+    @hookimpl
+    def on_event(self, event, agent):
+        self.calls.append(("every", event.type))
+
+
+class _Lifecycle:
+    def __init__(self, calls: List[Any]) -> None:
+        self.calls = calls
+
+    @hookimpl
+    def on_lifecycle_event(self, event, agent):
+        self.calls.append(("lifecycle", event.type, event.type != "message_end"
+                           or event.message in agent.state.messages))
+
+
+def test_on_lifecycle_event_sees_every_event_but_message_update_after_on_event():  # issue 11 §7
+    calls: List[Any] = []
+    listened: List[str] = []
+    scripted = _tool_then_text()
+    agent = Agent(scripted.model, tools=[_echo_tool([])], plugins=[_Every(calls), _Lifecycle(calls)])
+    agent.subscribe(lambda event: listened.append(event.type))
+    agent.prompt("go")
+    assert "message_update" in listened  # the scripted model streams
+    assert [c[0:2] for c in calls if c[0] == "every"] == [("every", t) for t in listened]
+    lifecycle = [c for c in calls if c[0] == "lifecycle"]
+    assert [c[1] for c in lifecycle] == [t for t in listened if t != "message_update"]
+    assert all(c[2] for c in lifecycle)  # after the reducer
+    for index, call in enumerate(calls):  # on_event first, then on_lifecycle_event, per event
+        if call[0] == "lifecycle":
+            assert calls[index - 1] == ("every", call[1])
+
+
+def test_lifecycle_observers_make_no_hook_call_per_streamed_token(caplog):  # issue 11 §7
+    calls: List[Any] = []
+    hook_calls: List[Any] = []
+
+    class Broken:
+        @hookimpl
+        def on_lifecycle_event(self, event, agent):
+            raise RuntimeError("tracer bug")
+
+    scripted = ScriptedModel([ScriptedModel.text("a few streamed words"), ScriptedModel.text("more")])
+    agent = Agent(scripted.model, plugins=[Broken(), _Lifecycle(calls)])
+    for impl in agent.plugins.hook.on_event.get_hookimpls():  # installed observers of every event
+        agent.plugins.unregister(impl.plugin)
+    agent.plugins.add_hookcall_monitoring(
+        lambda name, impls, kwargs: hook_calls.append((name, getattr(kwargs.get("event"), "type", None))),
+        lambda outcome, name, impls, kwargs: None)
+    listened: List[str] = []
+    with caplog.at_level(logging.ERROR, logger="agentcore.plugins"):
+        new = agent.prompt("hello")
+        unsubscribe = agent.subscribe(lambda event: listened.append(event.type))
+        agent.prompt("again")
+        unsubscribe()
+    assert new[-1].stop_reason == "stop" and agent.messages[-1].stop_reason == "stop"
+    assert "message_update" in listened
+    assert hook_calls and not [c for c in hook_calls if c[1] == "message_update"]
+    assert ("on_lifecycle_event", "message_end") in hook_calls
+    assert ("lifecycle", "message_end", True) in calls
+    assert "tracer bug" in caplog.text and "on_lifecycle_event" in caplog.text
 
 
 def test_tools_and_providers_registered_on_an_agent_are_resolved_by_name():
@@ -164,9 +256,10 @@ def test_tools_and_providers_registered_on_an_agent_are_resolved_by_name():
             register(MyProvider())
 
     model = Model(id="m", api="my-wire-api", provider="mine")
-    agent = Agent(model, tools=["echo"])
-    agent.plugins.register(Toolbox())  # registered after construction: visible at the next run
+    agent = Agent(model)
+    agent.plugins.register(Toolbox())  # registered after construction: visible from now on
     agent.plugins.register(Providers())
+    agent.tools = ["echo"]  # names are checked when assigned (issue 10 item 10)
     agent.prompt("go")
     assert executed == ["hello"]
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult", "assistant"]

@@ -301,3 +301,24 @@ def test_agent_navigation_asks_the_agents_plugins():  # session §8 step 3 throu
     assert scripted.calls == 0 and hook.seen and outcome.summary.summary == "agent hook summary"
     assert agent.state.messages[-1].role == "branchSummary"
     assert agent.state.messages[-1].summary == "agent hook summary"
+
+
+def test_navigate_to_a_leaf_entry_that_holds_a_branch(tmp_path):  # issue 10.4 class: move_to's tree rule
+    """A file written before leaf entries were parented at their target: another writer appended
+    under the leaf entry "L", which is therefore a tree node (it holds u3) and a valid target."""
+    import json
+
+    def entry(entry_id: str, parent: Any) -> dict:
+        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": {"role": "user", "content": entry_id, "timestamp": 1}}
+
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+             entry("u1", None), entry("u2", "u1"),
+             {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "2025-01-01T00:00:02.000Z",
+              "targetId": "u1"},
+             entry("u3", "L")]
+    path = tmp_path / "old.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with Session.open(path) as s:
+        outcome = navigate_tree(s, "L")  # move_to("L") accepts it too
+        assert s.leaf_id == "L" and outcome.leaf_id == "L"

@@ -4,10 +4,11 @@ registration. Tools report failure by raising (agent-loop §1.7, §2.8)."""
 from __future__ import annotations
 
 import base64
+import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import pluggy
 import pytest
@@ -229,6 +230,31 @@ def test_read_honours_an_aborted_signal(lines_file):
         create_read_tool(str(lines_file.parent)).execute("c", {"path": "lines.txt"}, controller.signal, None)
 
 
+def test_read_a_few_lines_of_a_huge_file_keeps_memory_bounded(tmp_path):
+    # `read path offset=… limit=10` on a big log loaded the whole file (bytes, str and a list of
+    # every line) into memory: a multi-GB log exhausted memory for a 10-line answer.
+    import tracemalloc
+
+    from agentcore.builtin_tools import create_read_tool
+
+    big = tmp_path / "big.log"
+    line = b"2026-01-01 12:00:00 INFO something happened in module x, all fine\n"
+    with open(big, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + line * 300_000)  # ~20 MB
+    tool = create_read_tool(str(tmp_path))
+    tracemalloc.start()
+    try:
+        result = tool.execute("c1", {"path": "big.log", "offset": 1000, "limit": 10})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    text = result.content[0].text
+    assert text.startswith("  1000\t2026-01-01") and "  1009\t" in text and "  1010\t" not in text
+    assert "Use offset=1010 to continue" in text
+    assert result.details["totalLines"] == 300_000
+    assert peak < 4_000_000, f"peak {peak} bytes for a 10-line answer"
+
+
 # --------------------------------------------------------------------------- write
 
 
@@ -364,6 +390,31 @@ def test_edit_missing_file(tmp_path):
         run(create_edit_tool(str(tmp_path)), path="gone.py", edits=[{"oldText": "a", "newText": "b"}])
 
 
+def test_edit_of_a_large_repetitive_file_is_fast(tmp_path):
+    # edit computed firstChangedLine with difflib.SequenceMatcher(autojunk=False), which is about
+    # quadratic when lines repeat ("}", blank lines): one edit of a 20,000-line file took ~8 s
+    # (a 100,000-line one minutes). The first changed line is where the texts first differ.
+    import threading
+
+    from agentcore.builtin_tools import create_edit_tool
+
+    pattern = ["}", "", "    return x", "    pass", "  # comment"]
+    lines = [pattern[i % 5] if i % 7 else f"def f{i}():" for i in range(20000)]
+    lines[12000] = "UNIQUE_MARKER"
+    (tmp_path / "big.py").write_text("\n".join(lines) + "\n")
+    tool = create_edit_tool(str(tmp_path))
+    box: List[object] = []
+    worker = threading.Thread(target=lambda: box.append(tool.execute(
+        "c1", {"path": "big.py", "edits": [{"oldText": "UNIQUE_MARKER", "newText": "CHANGED\nTWICE"}]})),
+        daemon=True)
+    worker.start()
+    worker.join(3.0)  # a generous bound for a linear-time job (it takes milliseconds)
+    assert not worker.is_alive(), "edit took more than 3 s for a one-line change"
+    result = box[0]
+    assert result.details["firstChangedLine"] == 12001
+    assert "-UNIQUE_MARKER\n+CHANGED\n+TWICE\n" in result.details["diff"]
+
+
 # --------------------------------------------------------------------------- ls
 
 
@@ -488,6 +539,42 @@ def test_grep_does_not_leave_the_root_through_symlinks(tree):
     (tree / "src" / "link.txt").symlink_to(outside)
     root_tool = create_grep_tool(str(tree), root=str(tree), use_rg=False)
     assert "outside" not in text(run(root_tool, pattern="needle"))
+
+
+def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch):
+    # ripgrep reports each unreadable file on stderr; with thousands of them (a search over a home
+    # folder) the stderr pipe filled up, rg blocked writing it and the tool waited forever on stdout.
+    import json
+    import sys
+    import threading
+
+    from agentcore.builtin_tools import create_grep_tool
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "rg"
+    match = {"type": "match", "data": {"path": {"text": "a.txt"}, "lines": {"text": "hello\n"},
+                                       "line_number": 1}}
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "for i in range(4000):\n"
+        "    sys.stderr.write(f'rg: ./dir{i}/file: Permission denied (os error 13)\\n')\n"
+        "sys.stderr.flush()\n"
+        f"print({json.dumps(json.dumps(match))})\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + os.environ.get("PATH", ""))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("hello\n")
+    tool = create_grep_tool(str(work), use_rg=True)
+    box: List[object] = []
+    worker = threading.Thread(target=lambda: box.append(tool.execute("c1", {"pattern": "hello"})), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "grep hung: ripgrep blocked on a full stderr pipe"
+    assert "a.txt:1:hello" in box[0].content[0].text
 
 
 # --------------------------------------------------------------------------- through the agent loop

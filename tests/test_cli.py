@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from agentcore.cli import main
-from tests._servers import Reply, ScriptedServer, sse
+from _servers import Reply, ScriptedServer, sse
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-SECRET-4c1f9a"
@@ -79,8 +79,9 @@ def read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str:
     return seen.decode()
 
 
-def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=subprocess.PIPE,
+def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None, stdin: Any = subprocess.PIPE
+          ) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=stdin,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             cwd=str(cwd) if cwd else None)
 
@@ -106,6 +107,50 @@ def test_run_reads_the_prompt_from_stdin(env, tmp_path):
         user = server.requests[0].json()["messages"][-1]
     assert done.returncode == 0 and done.stdout == "ok\n"
     assert "prompt from a pipe" in json.dumps(user)
+
+
+def test_run_joins_piped_stdin_and_the_prompt(env, tmp_path):
+    """Issue 10 item 7: ``git diff | agentcore run "review this diff"`` sent only the prompt."""
+    diff = "\ndiff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\n\n"
+    with ScriptedServer([answer("looks fine"), answer("ok")]) as server:
+        done = agentcore("run", *local(server), "review", "this diff", env=env, stdin=diff, cwd=tmp_path)
+        as_json = agentcore("run", "--json", *local(server), "review this diff", env=env, stdin=diff,
+                            cwd=tmp_path)
+        sent = [r.json()["messages"][-1] for r in server.requests]
+    assert done.returncode == 0 and as_json.returncode == 0, done.stderr + as_json.stderr
+    expected = "diff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\nreview this diff"  # stdin, then the prompt
+    for user in sent:
+        content = user["content"]
+        assert (content if isinstance(content, str) else content[0]["text"]) == expected
+
+
+@pytest.mark.parametrize("argv, stdin, said", [
+    (["hello"], "", "hello"),                               # no piped text: the prompt alone
+    (["-"], "    indented first line\n", "    indented first line"),  # '-': stdin alone, indentation kept
+    ([], "piped only\n", "piped only"),
+    (["explain"], "\n\n  \n", "explain"),                  # blank piped text adds nothing
+])
+def test_run_prompt_sources(argv, stdin, said, monkeypatch):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, out, err = _in_process("run", "--model", "scripted", *argv, stdin=stdin)
+    assert code == 0, err
+    assert out.startswith(f"You said: {said}\n(This is the offline")
+
+
+def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "agentcore", "run", "--model", "scripted", "describe"],
+                          input=b"\x89PNG\r\n\x1a\n\xff\xfe\x00", capture_output=True, env=env, cwd=str(tmp_path),
+                          timeout=60)
+    assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_chat_skips_a_piped_line_that_is_not_text(env, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
+                          input=b"\xff\xfe bad\nhello\n", capture_output=True, env=env, cwd=str(tmp_path),
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert b"skipped a line that is not UTF-8 text" in done.stderr
+    assert done.stdout.startswith(b"You said: hello\n")
 
 
 def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
@@ -186,12 +231,13 @@ def test_run_json_model_error_exits_1(env, tmp_path):
     assert last["type"] == "agent_end" and last["messages"][-1]["stopReason"] == "error"
 
 
-def test_ctrl_c_during_run_exits_130(env, tmp_path):
+def test_ctrl_c_during_run_exits_130(env, tmp_path, sigint_handled):
     first_event = sse(_chunk({"content": "partial"}))
     reply = Reply(body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
                   stall_after=len(first_event))
     with ScriptedServer([reply]) as server:
-        proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path)
+        # no stdin pipe: run reads piped stdin to its end before the prompt goes out
+        proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
         try:
             head = read_until(proc, "partial")  # the answer is streaming and the server stalls
             proc.send_signal(signal.SIGINT)
@@ -202,6 +248,20 @@ def test_ctrl_c_during_run_exits_130(env, tmp_path):
     assert proc.returncode == 130, err
     assert out == "partial\n"
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_ctrl_c_tests_pass_when_the_test_process_ignores_sigint(env):
+    """Issue 10 item 14: run as a background job (``pytest ... &``), the test process inherits SIGINT
+    as ignored; the Ctrl-C tests used to hang 30 s and fail. The ``sigint_handled`` fixture gives
+    them Python's handler back (and their children inherit the default disposition)."""
+    tests = ["tests/test_cli.py::test_ctrl_c_during_run_exits_130",
+             "tests/test_agent.py::test_keyboard_interrupt_during_prompt_aborts_cleanly"]
+    code = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{tests!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=str(REPO), timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout
 
 
 # --------------------------------------------------------------------------- chat
@@ -233,7 +293,7 @@ def test_chat_end_of_input_leaves_with_status_of_last_run(env, tmp_path):
     assert done.returncode == 1 and "error:" in done.stderr
 
 
-def test_chat_ctrl_c_aborts_the_run_and_returns_to_the_prompt(env, tmp_path):
+def test_chat_ctrl_c_aborts_the_run_and_returns_to_the_prompt(env, tmp_path, sigint_handled):
     first_event = sse(_chunk({"content": "partial"}))
     stalled = Reply(body=first_event + sse(_chunk(finish="stop"), done=True), stall_after=len(first_event))
     with ScriptedServer([stalled, answer("after the interrupt")]) as server:
@@ -293,6 +353,44 @@ def test_session_file_is_resumed_by_the_next_run(env, tmp_path):
     assert messages[-1]["content"] == [{"type": "text", "text": "second"}]
 
 
+def test_a_local_server_session_resumes_without_base_url(env, tmp_path):
+    """Issue 10 item 8: ``run --session ID`` without ``--base-url`` exited 2 with "unknown model"."""
+    env["LOCAL_KEY"] = SECRET
+    with ScriptedServer([answer("first"), answer("second")]) as server:
+        one = agentcore("run", *local(server), "--api-key-env", "LOCAL_KEY", "--session", "loc", "remember 42",
+                        env=env, cwd=tmp_path)
+        two = agentcore("run", "--session", "loc", "what number?", env=env, cwd=tmp_path)
+        resumed = server.requests[1]
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert two.stdout == "second\n"
+    assert resumed.path == "/v1/chat/completions" and resumed.json()["model"] == "llama3"
+    assert [m["role"] for m in resumed.json()["messages"]] == ["user", "assistant", "user"]
+    path = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
+    assert SECRET not in path.read_text()
+    changes = [json.loads(l) for l in path.read_text().splitlines() if '"model_change"' in l]
+    assert len(changes) == 1 and changes[0]["baseUrl"] == server.url + "/v1"
+
+
+def test_a_session_whose_model_cannot_be_rebuilt_says_what_to_pass_and_writes_nothing(env, tmp_path):
+    from agentcore import Session
+
+    path = tmp_path / "old.jsonl"
+    with Session.create(str(path)) as session:  # recorded before endpoints were: no baseUrl
+        session.append_model_change("local", "gpt-4o")
+        session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    before = path.read_bytes()
+    done = agentcore("run", "--session", str(path), "again", env=env, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "local/gpt-4o" in done.stderr and "--base-url URL" in done.stderr and "--model" in done.stderr
+    assert "Traceback" not in done.stderr and path.read_bytes() == before
+    with ScriptedServer([answer("now it works")]) as server:  # --base-url: the recorded id, verbatim
+        fixed = agentcore("run", "--base-url", server.url + "/v1", "--session", str(path), "again", env=env,
+                          cwd=tmp_path)
+        sent = server.requests[0].json()["model"]
+    assert fixed.returncode == 0, fixed.stderr
+    assert sent == "gpt-4o"  # a local server's id, not the catalog's openai/gpt-4o
+
+
 def test_sessions_list_show_and_export_by_id(env, tmp_path):
     with ScriptedServer([answer("stored answer")]) as server:
         done = agentcore("run", *local(server), "--session", "demo-1", "keep me", env=env, cwd=tmp_path)
@@ -319,6 +417,33 @@ def test_sessions_list_show_and_export_by_id(env, tmp_path):
     assert [json.loads(l) for l in jsonl.splitlines()] == [json.loads(l) for l in original.read_text().splitlines()]
     missing = agentcore("sessions", "show", "nope", env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_sessions_export_jsonl_is_the_reference_encoding(tmp_path):
+    # `agentcore sessions export --format jsonl` promises reference JSONL: it used json.dumps
+    # (spaces after separators, Python floats like 0.0, raw lone surrogates that made writing
+    # the export fail with UnicodeEncodeError) instead of the session files' own encoding.
+    import io
+
+    from agentcore.cli import main
+    from agentcore.session import Session
+    from agentcore.types import AssistantMessage, TextContent, Usage, UserMessage
+
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    session.append_message(UserMessage([TextContent("cut \ud83d")], timestamp=1))
+    session.append_message(AssistantMessage(content=[TextContent("yo")], api="x", provider="p", model="m",
+                                            usage=Usage(), stop_reason="stop", timestamp=2))
+    session.close()
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["sessions", "export", str(path), "--format", "jsonl"], stdout=out, stderr=err) == 0, err.getvalue()
+    exported = out.getvalue()
+    exported.encode("utf-8")  # writable to any UTF-8 stream or file
+    assert exported == path.read_text(encoding="utf-8")
+    for fmt in ("json", "markdown", "html"):
+        out = io.StringIO()
+        assert main(["sessions", "export", str(path), "--format", fmt], stdout=out, stderr=err) == 0
+        out.getvalue().encode("utf-8")
 
 
 # --------------------------------------------------------------------------- models, plugins, demo
@@ -397,6 +522,110 @@ def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
     assert needle in err
 
 
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "`agentcore models` lists them"),
+    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins`"),
+    (["run", "--model", "openai/gpt-4o", "hi"], 'no API key for provider "openai": export OPENAI_API_KEY='),
+])
+def test_usage_errors_give_command_line_advice_not_python(argv, needle, monkeypatch):
+    """Issue 10 item 13: CLI errors said ``read_only=True``, ``Pass an AgentTool object``,
+    ``agentcore.Model(...)``, ``pass api_key=``: advice for Python code, not for the command."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code, out, err = _in_process(*argv)
+    assert code == 2 and needle in err
+    for python_only in ("AgentTool", "Model(", "api_key=", "read_only=True"):
+        assert python_only not in err
+
+
+def test_tools_of_a_broken_plugin_point_at_its_load_error(env, tmp_path):
+    dists = REPO / "tests" / "fixtures" / "plugin_dists"
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(dists)])
+    done = agentcore("run", "--model", "scripted", "--tools", "shout_it", "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    message = done.stderr[done.stderr.index("agentcore: --tools"):]
+    assert "unknown tool 'shout_it'" in message and " plugin(s) failed to load" in message  # 2, or more if
+    # the machine has other broken plugins installed
+    assert "broken (agentcore-broken-fixture 0.1, agentcore_broken_fixture): RuntimeError: " \
+           "agentcore_broken_fixture is broken on purpose" in message
+    assert "install the plugin" not in message and "AgentTool" not in message
+
+
+def test_a_locked_session_says_what_a_command_line_user_can_do(monkeypatch, tmp_path):
+    from agentcore import Session
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    for name in ("busy.jsonl", "busy.db"):
+        path = str(tmp_path / name)
+        assert _in_process("run", "--model", "scripted", "--session", path, "one")[0] == 0
+        if name.endswith(".db"):
+            from agentcore import SqliteSessionStorage
+
+            writer = Session(SqliteSessionStorage(path))
+        else:
+            writer = Session.open(path)
+        with writer:  # the writer stays open while the second command tries
+            code, out, err = _in_process("run", "--model", "scripted", "--session", path, "two")
+        assert code == 2, err
+        assert "read_only" not in err and "--session new" in err and f"agentcore sessions show {path}" in err
+        assert "writing" in err
+
+
+def test_sessions_show_and_export_accept_an_id_prefix(monkeypatch, tmp_path):
+    from agentcore.session import SessionRepository
+
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(tmp_path / "sessions"))
+    repo = SessionRepository(tmp_path / "sessions")
+    for session_id in ("demo-1", "demo-2", "other-7"):
+        with repo.create(cwd=str(tmp_path), session_id=session_id) as session:
+            session.append_message({"role": "user", "content": f"prompt of {session_id}", "timestamp": 1})
+    code, out, err = _in_process("sessions", "show", "oth")
+    assert code == 0, err
+    assert "session other-7" in out and "prompt of other-7" in out
+    code, out, err = _in_process("sessions", "export", "other", "--format", "json")
+    assert code == 0 and json.loads(out)[0]["content"] == "prompt of other-7"
+    code, out, err = _in_process("sessions", "show", "demo")
+    assert code == 2 and "prefix 'demo' is ambiguous: 2 sessions match" in err
+    assert "demo-1" in err and "demo-2" in err
+    assert _in_process("sessions", "show", "demo-2")[0] == 0  # a full id that is also a prefix of nothing else
+    code, out, err = _in_process("sessions", "show", "zzz")
+    assert code == 2 and "zzz" in err
+
+
+def test_chat_branch_then_quit_keeps_the_session_and_export_whole(monkeypatch, tmp_path):
+    """Issue 10 item 13: after ``/branch 1`` the export was an empty document. A /branch is now
+    written with the next prompt (as the reference does); quitting right after it changes nothing."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = str(tmp_path / "b.jsonl")
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
+                                 stdin="one\ntwo\n/branch 1\n/session\n/quit\n")
+    assert code == 0, err
+    assert "back before prompt 1 (0 messages kept)" in out and "with the next prompt: /branch" in out
+    assert "/branch was not saved" in err
+    exported = _in_process("sessions", "export", path)[1]
+    assert "one" in exported and "You said: two" in exported
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
+                                 stdin="/branch 2\n/branch\nthree\n/quit\n")
+    assert code == 0 and "  1. one\n" in out and "not saved" not in err
+    messages = json.loads(_in_process("sessions", "export", path, "--format", "json")[1])
+    assert [m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
+            for m in messages if m["role"] == "user"] == ["one", "three"]
+
+
+def test_export_of_an_empty_current_branch_says_where_the_messages_are(monkeypatch, tmp_path):
+    from agentcore import Session
+
+    path = str(tmp_path / "e.jsonl")
+    with Session.create(path) as session:
+        session.append_message({"role": "user", "content": "hello", "timestamp": 1})
+        session.move_to(None)
+    code, out, err = _in_process("sessions", "export", path)
+    assert code == 0 and "hello" not in out
+    assert "has no messages" in err and "1 message(s) are on other branches" in err and "--format jsonl" in err
+
+
 def test_argparse_errors_exit_2(env):
     done = agentcore("run", "--no-such-option", env=env)
     assert done.returncode == 2 and "unrecognized arguments" in done.stderr
@@ -414,6 +643,24 @@ def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeyp
     local_model, _ = resolve_model("Qwen/Qwen2.5-7B", "http://127.0.0.1:8000/v1")
     assert (local_model.api, local_model.provider, local_model.id) == (
         "openai-completions", "local", "Qwen/Qwen2.5-7B")
+
+
+def test_local_prefix_names_the_provider_and_is_stripped_with_base_url(env, tmp_path):
+    """Issue 10 item 9: ``--model local/ID --base-url URL`` sent ``local/ID`` as the model name."""
+    from agentcore.cli._setup import resolve_model
+
+    with ScriptedServer([answer("hi")]) as server:
+        done = agentcore("run", "--base-url", server.url + "/v1", "--model", "local/llama3", "hi", env=env,
+                         cwd=tmp_path, stdin="")
+        sent = server.requests[0].json()["model"]
+    assert done.returncode == 0, done.stderr
+    assert sent == "llama3"
+    forced, _ = resolve_model("local/openai/gpt-4o", "http://127.0.0.1:8000/v1")  # a catalog id, served locally
+    assert (forced.provider, forced.id, forced.api) == ("local", "openai/gpt-4o", "openai-completions")
+    vllm, _ = resolve_model("Qwen/Qwen2.5-7B-Instruct", "http://127.0.0.1:8000/v1")  # verbatim
+    assert (vllm.provider, vllm.id) == ("local", "Qwen/Qwen2.5-7B-Instruct")
+    code, _, err = _in_process("run", "--model", "local/llama3", "hi")  # no --base-url: say what is missing
+    assert code == 2 and "--base-url URL" in err
 
 
 def test_version(env):
@@ -464,3 +711,149 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     assert "compacted: 6 -> " in out and "summary: ## Goal Try agentcore offline." in out
     shown = _in_process("sessions", "show", path)[1]
     assert "[compaction]" in shown and shown.index("[compaction]") < shown.index("You said: four")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["-o", "temprature", "0.2"], "did you mean 'temperature'"),
+    (["-o", "max_tokens", "lots"], "expected an integer"),
+    (["-o", "on_payload", "x"], "set it in code"),
+    (["-o", "reasoning", "high"], "--thinking"),
+])
+def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10 item 11
+    code, out, err = _in_process("run", "--model", "scripted", *argv, "hi")
+    assert code == 2 and needle in err, err
+
+
+def test_option_flag_sets_typed_provider_options_on_the_agent():  # issue 10 item 11
+    from agentcore.cli._setup import CliOptions, build_agent
+
+    setup = build_agent(CliOptions(model="scripted", option=[["temperature", "0.2"], ["max-tokens", "800"],
+                                                             ["timeout", "[5, 60]"], ["tool_choice", "auto"]]))
+    agent = setup.agent
+    assert (agent.temperature, agent.max_tokens, agent.timeout, agent.tool_choice) == (0.2, 800, (5.0, 60.0), "auto")
+    code, out, err = _in_process("run", "--model", "scripted", "-o", "temperature", "0.2", "hi")
+    assert code == 0, err
+
+
+# --------------------------------------------------------------------------- run --schema (issue 13)
+
+
+@pytest.fixture
+def quiet_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(tmp_path / "sessions"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    return tmp_path
+
+
+@pytest.mark.parametrize("form", ["concise", "inline", "file"])
+def test_run_schema_prints_the_json_answer(quiet_home, form):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                               "tags": {"type": "array", "items": {"type": "string"}}},
+              "required": ["name", "age", "tags"], "additionalProperties": False}
+    given = {"concise": "name, age int, tags list", "inline": json.dumps(schema)}.get(form)
+    if form == "file":
+        path = quiet_home / "person.schema.json"
+        path.write_text(json.dumps(schema), encoding="utf-8")
+        given = str(path)
+    with ScriptedServer([answer('{"name": "Ann", ', '"age": 41, "tags": ["x"]}')]) as server:
+        code, out, err = _in_process("run", *local(server), "--schema", given, "who is Ann?")
+        body = server.requests[0].json()
+    assert code == 0, err
+    assert json.loads(out) == {"name": "Ann", "age": 41, "tags": ["x"]}
+    assert out == json.dumps({"name": "Ann", "age": 41, "tags": ["x"]}, indent=2) + "\n"  # nothing else
+    sent = body["response_format"]["json_schema"]["schema"]
+    assert {k: v for k, v in sent.items() if k != "title"} == schema
+
+
+def test_run_schema_retries_then_fails_with_status_1(quiet_home):
+    with ScriptedServer([answer("not json")] * 3) as server:
+        code, out, err = _in_process("run", *local(server), "--schema", "n int", "number?")
+        assert len(server.requests) == 3  # the answer and two retries
+    assert code == 1 and out == ""
+    assert "did not match the output type after 3 attempt(s)" in err
+
+
+@pytest.mark.parametrize("schema, needle", [
+    ("{not json", "--schema: Expecting property name"),
+    ("when date", "unknown type 'date'"),
+    ('{"type": 12}', "not a valid JSON schema"),
+])
+def test_run_schema_usage_errors(quiet_home, schema, needle):
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", schema, "hi")
+    assert code == 2 and needle in err and out == ""
+
+
+def test_run_schema_with_the_offline_demo(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", "name, age int, tags list", "hi")
+    assert code == 0, err
+    assert json.loads(out) == {"name": "demo", "age": 1, "tags": ["demo"]}
+
+
+def test_run_schema_with_json_events_ends_with_the_answer_line(quiet_home):
+    code, out, err = _in_process("run", "--model", "scripted", "--json", "--schema", "n int", "hi")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert code == 0, err
+    assert lines[-1] == {"n": 1} and lines[-2]["type"] == "agent_end"
+
+
+# --------------------------------------------------------------------------- --approve (issue 13)
+
+
+def test_run_approve_yes_runs_the_tool(env, tmp_path):
+    (tmp_path / "only-file.txt").write_text("x")
+    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                     env=env, cwd=tmp_path, stdin="y\n")
+    assert done.returncode == 0, done.stderr
+    assert '[approve] ls {"path": "."}' in done.stderr
+    assert "the first is 'only-file.txt'" in done.stdout
+
+
+def test_run_approve_no_denies_and_end_of_input_denies(env, tmp_path):
+    (tmp_path / "only-file.txt").write_text("x")
+    for answers, reason in (("n\n", "denied this tool call at the terminal"), ("", "no answer (end of input)")):
+        done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                         env=env, cwd=tmp_path, stdin=answers)
+        assert done.returncode == 0, done.stderr
+        assert "only-file.txt" not in done.stdout
+        assert reason in done.stdout  # the demo model quotes the tool's (error) result
+
+
+def test_run_approve_asks_again_after_an_unclear_answer(env, tmp_path):
+    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
+                     env=env, cwd=tmp_path, stdin="maybe\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert "[answer y, n or a, not 'maybe']" in done.stderr
+    assert done.stderr.count("[approve] ls") == 2
+
+
+def test_chat_approve_always_stops_asking_for_that_tool(env, tmp_path):
+    done = agentcore("--model", "scripted", "chat", "--tools", "ls", "--approve",
+                     env=env, cwd=tmp_path, stdin="look around\na\nlook again\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("[approve] ls") == 1
+    assert "[approved ls (always)]" in done.stderr
+    assert done.stdout.count("The ls tool answered") == 2
+
+
+def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    (tmp_path / "only-file.txt").write_text("x")
+    # a session paused with a call waiting (what Ctrl-C at the question leaves), made through the API
+    from agentcore import Agent, Session
+    from agentcore.cli._approve import TerminalApprover
+    from agentcore.testing import ScriptedModel, call, response
+
+    scripted = ScriptedModel([response(call("ls", {"path": "."}, id="c1"))])
+    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=["ls"], session=Session.create(path))
+    TerminalApprover.require_approval(agent)
+    agent.prompt("look")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
+    agent.session.close()
+    done = agentcore("--model", "scripted", "run", "--session", path, "--tools", "ls", "--approve", "and now?",
+                     env=env, cwd=tmp_path, stdin="y\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("[approve] ls") == 2  # the waiting call first, then the new prompt's
+    lines = [json.loads(line) for line in open(path)]
+    results = [l["message"] for l in lines if l.get("type") == "message" and l["message"]["role"] == "toolResult"]
+    assert results[0]["toolCallId"] == "c1" and results[0]["isError"] is False

@@ -1100,3 +1100,29 @@ def test_the_threshold_check_only_estimates_new_messages(monkeypatch):  # issue 
     grown[-1] = A("edited", total=6000)  # not append-only any more: a full recount
     assert len(counted(grown)) == len(grown)
     assert len(counted(grown[:10])) == 10
+
+
+def test_in_a_run_compaction_changes_the_transcript_only_through_the_agents_reducer(make_agent):  # issue 11 §1
+    brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n == 2 else f"answer {n} " + "x" * 400)
+    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=10))
+    agent.prompt("one")
+    agent.prompt("two")
+    writes: List[Any] = []
+    state_type = type(agent.state)
+    setter = state_type.messages.fset
+
+    def recording_setter(state: Any, value: Any) -> None:  # nobody assigns the transcript mid-run
+        writes.append(threading.current_thread().name)
+        setter(state, value)
+
+    at_end: List[Any] = []
+    agent.subscribe(lambda e: at_end.append(list(agent.state.messages)) if e.type == "compaction_end" else None)
+    state_type.messages = property(state_type.messages.fget, recording_setter)
+    try:
+        new = agent.prompt("three")
+    finally:
+        state_type.messages = property(state_type.messages.fget, setter)
+    end = next(e for e in agent.seen if e.type == "compaction_end")
+    assert writes == [] and at_end == [end.messages]  # the reducer applied the event's transcript
+    assert new[-1].text.startswith("answer 3")
+    assert not hasattr(Compactor, "run")  # compaction no longer wraps or re-enters the loop

@@ -48,6 +48,9 @@ PRINTS: Dict[str, List[str]] = {
     "performance": ["agentcore-run"],
     "testing": ["It is 3.", "You said: ping"],
     "hooks": ["about to run ping"],
+    "structured": ["Movie(title='Dune', year=1965, genres=['sf'])"],
+    "approvals": ["Cleaned up.", "Paris has about 2.1 million inhabitants.", "132"],
+    "plugins": ["not allowed here"],
     "tour": ["agent_start", "agent_end", "['user', 'assistant', 'toolResult', 'assistant']", "HELLO"],
 }
 
@@ -82,7 +85,9 @@ def python_blocks(page: str) -> List[Block]:
 
 
 def _compile(block: Block) -> Any:
-    return compile(block.code, f"{DOCS / block.page}.rst:{block.line}", "exec")
+    # dont_inherit: run as a reader's script would, without this module's ``from __future__``
+    # (string annotations would make an example's dataclass look up an unimported module)
+    return compile(block.code, f"{DOCS / block.page}.rst:{block.line}", "exec", dont_inherit=True)
 
 
 def test_there_are_pages_with_examples():
@@ -93,7 +98,8 @@ def test_there_are_pages_with_examples():
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
 def test_page_examples_run(page, offline, capsys, check_shout_plugin):
     if page in REQUIRES:
-        pytest.importorskip(REQUIRES[page], reason=f"docs/{page}.rst needs the jupyter extra")
+        pytest.importorskip(REQUIRES[page], reason=f"docs/{page}.rst needs {REQUIRES[page]} "
+                                                   "(pip install 'pyagentcore[jupyter]')")
     namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
     for block in python_blocks(page):
         code = _compile(block)
@@ -110,6 +116,16 @@ def test_page_examples_run(page, offline, capsys, check_shout_plugin):
         assert "hello" in out and "It printed hello." in out
     elif page == "providers":
         assert "error" in out  # the hosted-provider examples end in "no API key"
+
+
+def test_jupyter_page_skips_naming_ipython_when_it_is_missing(offline, capsys, check_shout_plugin, monkeypatch):
+    """Without the jupyter extra the notebook page skips, saying what to install (it used to fail
+    with ImportError)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "IPython", None)  # ``import IPython`` now raises ImportError
+    with pytest.raises(pytest.skip.Exception, match="needs IPython"):
+        test_page_examples_run("jupyter", offline, capsys, check_shout_plugin)
 
 
 def _check_prints(page: str, out: str) -> None:

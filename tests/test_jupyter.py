@@ -99,6 +99,22 @@ def test_wrappers_and_rich_display_hooks():
     assert not hasattr(messages[1], "_repr_html_") and not hasattr(AgentToolResult(), "_repr_html_")
 
 
+def test_markdown_of_an_image_cannot_inject_html():
+    # jupyter: "Every piece of message text is escaped". The image's mime type and data went into
+    # the Markdown unescaped, so a crafted message (e.g. from a session file or a tool) put live
+    # HTML into the notebook's Markdown output.
+    from agentcore.jupyter import message_to_markdown
+    from agentcore.types import ImageContent, ToolResultMessage
+
+    evil = ImageContent("AAAA) <img src=x onerror=alert(1)> (", 'image/png)<img src=x onerror=alert(2)>')
+    message = ToolResultMessage(tool_call_id="t1", tool_name="read", content=[evil], is_error=False, timestamp=1)
+    markdown = message_to_markdown(message)
+    assert "<img" not in markdown and "<" not in markdown.split("![image]", 1)[1]
+    good = ImageContent("iVBORw0KGgo=", "image/png")
+    assert "![image](data:image/png;base64,iVBORw0KGgo=)" in message_to_markdown(
+        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1))
+
+
 # --------------------------------------------------------------------------- display_run
 
 
@@ -177,12 +193,16 @@ def test_display_run_throttles_updates():
 
 def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
     release = threading.Event()
+    started = threading.Event()
     saw_abort: List[bool] = []
     interrupted = []
 
     def on_html(html: str) -> None:
         if "work (running)" in html and not interrupted:
             interrupted.append(True)
+            # "running" is drawn at tool_execution_start, just before execute() is called: wait
+            # until the tool really runs, or the abort can land first and the tool never starts
+            assert started.wait(10), "the tool never started"
             raise KeyboardInterrupt  # as if the kernel were interrupted while rendering
 
     fake = FakeDisplay(on_html)
@@ -192,6 +212,7 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
 
     def execute(*args: Any) -> Any:
         args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
+        started.set()
         return original(*args)
 
     tool.execute = execute
@@ -235,3 +256,41 @@ def test_importing_the_module_does_not_import_ipython():
     code = "import sys, agentcore.jupyter; print('IPython' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_display_as_a_cells_last_line_does_not_echo_the_messages():  # issue 10 item 13
+    model = ScriptedModel([say("hello")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    result = agent.display("hi", display=FakeDisplay(), throttle=0.0)
+    assert result == agent.state.messages and isinstance(result, list)
+    try:
+        from IPython.core.formatters import DisplayFormatter
+    except ImportError:
+        assert result._ipython_display_() is None  # what IPython calls instead of showing a repr
+        return
+    assert DisplayFormatter().format(result) == ({}, {})  # nothing is shown under the live display
+
+
+def test_json_blocks_survive_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
+    from agentcore.jupyter import _json
+
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    text = _json({"nan": float("nan"), "raw": b"x", "odd": Unprintable()})
+    assert '"nan": null' in text and '"base64": "eA=="' in text and "<Unprintable object>" in text
+
+
+def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 13
+    guarded = AgentTool("rm", "delete", {"type": "object", "properties": {"path": {"type": "string"}}},
+                        lambda *a: AgentToolResult(content=[TextContent("gone")]), requires_approval=True)
+    model = ScriptedModel([tool_call("rm", {"path": "<b>x</b>"}, id="c1"), say("ok")])
+    agent = Agent(model.model, tools=[guarded], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.0)
+    final = fake.htmls[-1]
+    assert "rm (waiting for approval: id c1)" in final
+    assert "&lt;b&gt;x&lt;/b&gt;" in final  # the args are escaped like everything else
+    assert "agent.approve(id) or agent.deny(id, reason)" in final
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]

@@ -8,16 +8,19 @@ from typing import Any, List
 
 import pytest
 
+from agentcore import Agent
 from agentcore.events import (
     DoneEvent, GenericStreamEvent, StartEvent, TextDeltaEvent, TextStartEvent,
 )
+from agentcore.hookspecs import hookimpl
 from agentcore.loop import (
     AfterToolCallResult, AgentLoopConfig, AgentLoopTurnUpdate, BeforeToolCallResult, agent_loop,
     agent_loop_continue, run_agent_loop, run_agent_loop_continue, set_default_stream_fn,
 )
 from agentcore.signals import AbortController
 from agentcore.streams import AssistantMessageEventStream
-from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.testing import ScriptedModel, call, response, text, tool_call
+from agentcore.tools import AgentTool, AgentToolResult, tool
 from agentcore.types import AgentContext, TextContent, ToolCall, UserMessage
 
 
@@ -657,6 +660,281 @@ def test_parallel_prepared_calls_still_run_after_abort(user, asst, mock_llm, moc
     assert llm.calls == 1
 
 
+# --------------------------------------------------------------------------- hooks and results through the Agent (§2.7, §2.8, §2.13)
+
+
+@tool
+def echo(x: str) -> str:
+    """Echo the argument."""
+    return "ran " + x
+
+
+class _PassiveToolHooks:
+    """A plugin that implements the tool hooks but never blocks or overrides anything."""
+
+    @hookimpl
+    def before_tool_call(self, context: Any, signal: Any) -> Any:
+        return None
+
+    @hookimpl
+    def after_tool_call(self, context: Any, signal: Any) -> Any:
+        return None
+
+
+def _tool_results(agent: Agent) -> List[Any]:
+    return [m for m in agent.messages if m.role == "toolResult"]
+
+
+# agent-loop §2.7: a before_tool_call verdict may be a plain dict; an unrelated plugin implementing
+# the same hook must not make the agent's own blocking verdict disappear.
+@pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
+def test_dict_block_verdict_is_honoured_with_other_plugins(plugins: List[Any]) -> None:
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn, plugins=plugins,
+                  before_tool_call=lambda ctx, signal: {"block": True, "reason": "not allowed"})
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert result.is_error is True
+    assert result.content[0].text == "not allowed"
+
+
+# agent-loop §2.8: a plain-dict after_tool_call override applies field by field, plugins or not.
+@pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
+def test_dict_after_override_is_honoured_with_other_plugins(plugins: List[Any]) -> None:
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn, plugins=plugins,
+                  after_tool_call=lambda ctx, signal: {"is_error": True, "details": {"k": 1}})
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert result.is_error is True
+    assert result.details == {"k": 1}
+    assert result.content[0].text == "ran a"
+
+
+# agent-loop §2.8 tool-result message: content is a block list. A bare string returned as
+# ``AgentToolResult(content="done")`` (or set by after_tool_call) must not become one block per
+# character, which no provider or session can encode.
+def test_string_result_content_becomes_one_text_block() -> None:
+    from agentcore.loop import AfterToolCallResult
+    from agentcore.tools import AgentTool, AgentToolResult
+    from agentcore.types import TextContent
+
+    raw = AgentTool("raw", "Returns a bare string as content.", {"type": "object", "properties": {}},
+                    lambda call_id, args, signal, on_update: AgentToolResult(content="hello"))
+    single = AgentTool("single", "Returns one block, not a list.", {"type": "object", "properties": {}},
+                       lambda call_id, args, signal, on_update: AgentToolResult(content=TextContent("one")))
+    from agentcore.testing import call, response
+
+    scripted = ScriptedModel([response(call("raw", {}), call("single", {})), text("ok")])
+    agent = Agent(scripted.model, tools=[raw, single], stream_fn=scripted.stream_fn)
+    agent.prompt("go")
+    first, second = _tool_results(agent)
+    assert [(b.type, b.text) for b in first.content] == [("text", "hello")]
+    assert [(b.type, b.text) for b in second.content] == [("text", "one")]
+
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
+                  after_tool_call=lambda ctx, signal: AfterToolCallResult(content="replaced"))
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert [(b.type, b.text) for b in result.content] == [("text", "replaced")]
+
+
+# @tool on an ``async def`` function (common when porting async code): its coroutine used to be
+# reported as a successful result whose text was "<coroutine object ...>", never awaited.
+def test_async_tool_functions_are_awaited() -> None:
+    import asyncio
+    import warnings
+
+    @tool
+    async def fetch(name: str) -> str:
+        """Fetch a greeting."""
+        await asyncio.sleep(0)
+        return "hello " + name
+
+    scripted = ScriptedModel([tool_call("fetch", {"name": "ada"}), text("ok")])
+    agent = Agent(scripted.model, tools=[fetch], stream_fn=scripted.stream_fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine was never awaited" must not happen
+        agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert result.is_error is False
+    assert result.content[0].text == "hello ada"
+
+
+# agent-loop §2.7c/§2.8 with ``async def`` hooks: the coroutine of an async before_tool_call used to
+# be read as "no verdict", so an async permission gate let every call run.
+@pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
+def test_async_tool_hooks_are_awaited(plugins: List[Any]) -> None:
+    import warnings
+
+    from agentcore.loop import AfterToolCallResult, BeforeToolCallResult
+
+    async def gate(ctx: Any, signal: Any) -> Any:
+        return BeforeToolCallResult(block=True, reason="denied")
+
+    async def rewrite(ctx: Any, signal: Any) -> Any:
+        return AfterToolCallResult(details={"seen": True})
+
+    ran: List[str] = []
+
+    @tool
+    def act(x: str) -> str:
+        """Act."""
+        ran.append(x)
+        return "done"
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scripted = ScriptedModel([tool_call("act", {"x": "a"}), text("ok")])
+        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, before_tool_call=gate,
+                      plugins=plugins)
+        agent.prompt("go")
+        (blocked,) = _tool_results(agent)
+        scripted = ScriptedModel([tool_call("act", {"x": "b"}), text("ok")])
+        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, after_tool_call=rewrite,
+                      plugins=plugins)
+        agent.prompt("go")
+        (rewritten,) = _tool_results(agent)
+    assert blocked.is_error and blocked.content[0].text == "denied"
+    assert ran == ["b"] and rewritten.details == {"seen": True}
+
+
+# agent-loop §2.13 with ``async def`` hooks: an unawaited should_stop_after_turn coroutine is truthy,
+# so the run stopped after the first turn; an async prepare_next_turn was ignored.
+def test_async_turn_hooks_are_awaited() -> None:
+    import warnings
+
+    async def never_stop(ctx: Any, signal: Any) -> bool:
+        return False
+
+    calls: List[int] = []
+
+    async def prepare(ctx: Any, signal: Any) -> Any:
+        calls.append(len(ctx.new_messages))
+        return None
+
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
+                  should_stop_after_turn=never_stop, prepare_next_turn=prepare)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.prompt("go")
+    assert scripted.calls == 2 and agent.messages[-1].text == "ok"
+    assert calls == [3, 4]
+
+
+# --------------------------------------------------------------------------- fast paths (issue 4) behave like the general paths
+
+
+# A lone ``@tool`` call that cannot send updates executes on the run thread (agent-loop §8.4);
+# tools that can send updates, several calls, and blocking runs on the main thread keep workers.
+
+
+def _thread_of_events(agent: Agent) -> List[Any]:
+    seen: List[Any] = []
+    agent.subscribe(lambda event: seen.append((event.type, threading.get_ident())))
+    return seen
+
+
+def test_lone_tool_without_on_update_runs_on_the_run_thread():  # agent-loop §8.4, §2.9 parallel order
+    where: List[int] = []
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply."""
+        where.append(threading.get_ident())
+        return a * b
+
+    scripted = ScriptedModel([tool_call("multiply", {"a": 6, "b": 7}), text("42")])
+    agent = Agent(scripted.model, tools=[multiply], stream_fn=scripted.stream_fn)
+    seen = _thread_of_events(agent)
+    agent.prompt("go")
+    run_threads = {ident for _, ident in seen}
+    assert len(run_threads) == 1 and where[0] in run_threads  # no worker thread was involved
+    assert where[0] != threading.get_ident()
+    kinds = [kind for kind, _ in seen if kind.startswith("tool_") or kind == "turn_end"]
+    assert kinds == ["tool_execution_start", "tool_execution_end", "turn_end", "turn_end"]
+    result = agent.state.messages[2]
+    assert result.role == "toolResult" and result.content[0].text == "42" and not result.is_error
+
+
+def test_lone_tool_that_raises_still_gives_an_error_result_inline():  # agent-loop §2.8
+    @tool
+    def broken() -> str:
+        """Fails."""
+        raise RuntimeError("disk on fire")
+
+    scripted = ScriptedModel([tool_call("broken", {}), text("sorry")])
+    agent = Agent(scripted.model, tools=[broken], stream_fn=scripted.stream_fn)
+    agent.prompt("go")
+    result = agent.state.messages[2]
+    assert result.is_error and result.content[0].text == "disk on fire"
+
+
+def test_tool_with_on_update_runs_on_a_worker_and_its_updates_arrive_live():  # agent-loop §2.8, §8.4
+    update_seen = threading.Event()
+    where: List[int] = []
+
+    @tool
+    def slow(on_update: Any) -> str:
+        """Reports progress, then waits until the listener saw it."""
+        where.append(threading.get_ident())
+        on_update("half way")
+        assert update_seen.wait(5), "the update was not emitted while the tool was running"
+        return "done"
+
+    scripted = ScriptedModel([tool_call("slow", {}), text("ok")])
+    agent = Agent(scripted.model, tools=[slow], stream_fn=scripted.stream_fn)
+    run_thread: List[int] = []
+
+    def listener(event: Any) -> None:
+        if event.type == "tool_execution_update":
+            run_thread.append(threading.get_ident())
+            update_seen.set()
+
+    agent.subscribe(listener)
+    agent.prompt("go")
+    assert agent.state.messages[2].content[0].text == "done"
+    assert run_thread and where and where[0] != run_thread[0]
+
+
+def test_two_calls_of_one_batch_still_run_concurrently():  # agent-loop §2.9 parallel
+    barrier = threading.Barrier(2, timeout=5)
+
+    @tool
+    def meet(name: str) -> str:
+        """Waits for the other call."""
+        barrier.wait()  # would time out if the calls ran one after the other
+        return name
+
+    both = response(call("meet", {"name": "a"}, id="c1"), call("meet", {"name": "b"}, id="c2"))
+    scripted = ScriptedModel([both, text("met")])
+    agent = Agent(scripted.model, tools=[meet], stream_fn=scripted.stream_fn)
+    agent.prompt("go")
+    results = [m for m in agent.state.messages if m.role == "toolResult"]
+    assert [r.content[0].text for r in results] == ["a", "b"] and not any(r.is_error for r in results)
+
+
+def test_blocking_core_on_the_main_thread_keeps_the_tool_off_it():  # DESIGN §2: Ctrl+C reaches the loop
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("needs the main thread")
+    where: List[int] = []
+
+    @tool
+    def ping() -> str:
+        """Pong."""
+        where.append(threading.get_ident())
+        return "pong"
+
+    scripted = ScriptedModel([tool_call("ping", {}), text("done")])
+    events: List[Any] = []
+    run_agent_loop([UserMessage("go")], AgentContext("", [], [ping]), AgentLoopConfig(scripted.model),
+                   events.append, stream_fn=scripted.stream_fn)
+    assert where and where[0] != threading.get_ident()
+    assert [e.type for e in events].count("tool_execution_end") == 1
+
+
 # --------------------------------------------------------------------------- runs and streams
 
 
@@ -773,3 +1051,30 @@ def test_default_stream_fn_is_used(user, asst, mock_llm, mock_model):  # agent-l
     finally:
         set_default_stream_fn(None)
     assert llm.calls == 1
+
+
+def test_loop_config_takes_every_stream_option_once_defined(mock_llm, mock_model, asst):  # issue 11 §3
+    from agentcore.options import StreamOptions
+
+    llm = mock_llm([asst("ok")])
+    config = AgentLoopConfig(mock_model, options=StreamOptions(timeout=5.0, max_retries=1), tool_choice="none")
+    run_agent_loop([UserMessage("hi")], AgentContext("", [], []), config, lambda e: None, stream_fn=llm.stream_fn)
+    sent = llm.options[0]
+    assert (sent["timeout"], sent["max_retries"], sent["tool_choice"]) == (5.0, 1, "none")
+    assert config.stream_options == StreamOptions(timeout=5.0, max_retries=1, tool_choice="none")
+    with pytest.raises(TypeError, match="did you mean 'max_tokens'"):
+        AgentLoopConfig(mock_model, max_token=5)
+
+
+def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (class: JSON encoders)
+    import json
+
+    from agentcore.events import ToolExecutionEndEvent, event_to_dict
+
+    result = AgentToolResult(content=[TextContent("ok")],
+                             details={"nan": float("nan"), "raw": b"hi", "set": {1}, "obj": object()})
+    data = event_to_dict(ToolExecutionEndEvent("c1", "t", result, False))
+    text = json.dumps(data, allow_nan=False)  # raised ValueError / TypeError before
+    details = json.loads(text)["result"]["details"]
+    assert details["nan"] is None and details["raw"] == {"type": "bytes", "base64": "aGk="}
+    assert details["set"] == [1] and details["obj"].startswith("<object object")

@@ -18,7 +18,7 @@ import pytest
 nbclient = pytest.importorskip("nbclient")
 import nbformat  # noqa: E402  (a dependency of nbclient)
 
-from tests._servers import Reply, ScriptedServer, sse  # noqa: E402
+from _servers import Reply, ScriptedServer, sse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 INTERRUPT_AFTER_S = 7  # the interrupted cell's timeout (margin for a loaded machine); others get CELL_TIMEOUT_S

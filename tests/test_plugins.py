@@ -3,10 +3,12 @@ combination rules (issue 3; DESIGN §4; hookspecs docstrings)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
 import sys
+import time
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -98,7 +100,6 @@ def test_import_agentcore_survives_a_broken_plugin_in_a_fresh_process() -> None:
     code = (
         "import sys, warnings, agentcore\n"
         "assert 'jsonschema' not in sys.modules and 'requests' not in sys.modules\n"
-        "warnings.simplefilter('ignore')\n"
         "from agentcore import plugins_info, get_tool\n"
         "info = {i.name: i.error for i in plugins_info()}\n"
         "print(info['broken'])\n"
@@ -110,7 +111,7 @@ def test_import_agentcore_survives_a_broken_plugin_in_a_fresh_process() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["RuntimeError: agentcore_broken_fixture is broken on purpose",
                                        "fixture_echo"]
-    assert "agentcore_broken_fixture is broken on purpose" in out.stderr  # the warning was shown
+    assert out.stderr.count("agentcore_broken_fixture is broken on purpose") == 1  # shown, once
 
 
 def test_autoload_switch_disables_entry_points_but_keeps_builtins(with_fixture_dists: Any) -> None:
@@ -186,6 +187,88 @@ def test_installed_agentcore_web_is_discovered_and_fetches(fresh_plugins: Any, l
     assert result.content[0].text == f"URL: {local_site}/\nTitle: Hi\n\n## Local\n\nserved on 127.0.0.1"
     with pytest.raises(Exception, match="HTTP 404"):
         fetch_url.execute("call-2", {"url": local_site + "/gone"}, None, None)
+
+
+def test_fetch_url_timeout_bounds_a_trickling_body():
+    # agentcore-web: "an overall deadline of the same length for the body". A server sending one
+    # byte at a time (each well within the read timeout) kept the tool waiting until 16 KB had
+    # arrived or the body ended, however long that took.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", "400")
+            self.end_headers()
+            for _ in range(400):  # 400 bytes over up to 20 s
+                if stop.wait(0.05):
+                    return
+                try:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/slow"
+        started = time.monotonic()
+        with pytest.raises(web.FetchError, match="timed out"):
+            web.fetch_text(url, timeout=0.5)
+        assert time.monotonic() - started < 5.0
+    finally:
+        stop.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_fetch_url_honours_the_html_meta_charset():
+    # Pages that declare their encoding only in <meta charset> (no charset in Content-Type) were
+    # decoded as UTF-8: every accented letter of a Latin-1 page became U+FFFD.
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    web = pytest.importorskip("agentcore_web")
+    pages = {
+        "/meta": '<html><head><meta charset="iso-8859-1"><title>Caf\u00e9</title></head>'
+                 '<body><p>cr\u00e8me br\u00fbl\u00e9e</p></body></html>',
+        "/equiv": '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
+                  '</head><body><p>na\u00efve \u2013 ok</p></body></html>',
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = pages[self.path].encode("cp1252")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{httpd.server_address[1]}"
+        page = web.fetch_text(base + "/meta", timeout=5)
+        assert page["title"] == "Caf\u00e9" and "cr\u00e8me br\u00fbl\u00e9e" in page["text"]
+        assert "na\u00efve \u2013 ok" in web.fetch_text(base + "/equiv", timeout=5)["text"]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 # --------------------------------------------------------------------------- registries
@@ -310,6 +393,8 @@ def test_registering_an_object_without_a_name_is_a_clear_error() -> None:
 
 
 # --------------------------------------------------------------------------- combination rules
+# Each rule is checked through plain pluggy (``pm.hook.X``) with two plugins, and the agent's
+# adapter (AgentHooks) gives the same answer: the marker is the rule (issue 11 §2).
 
 
 @dataclass
@@ -319,14 +404,14 @@ class _Ctx:
     args: dict = field(default_factory=dict)
 
 
-def test_before_tool_call_first_blocking_result_wins() -> None:
+def test_before_tool_call_first_verdict_wins_and_none_means_no_say() -> None:
     calls: List[str] = []
 
-    class Allows:  # registered last: called first; a non-blocking result is ignored
+    class Abstains:  # registered last: called first; None lets the next one decide
         @hookimpl
         def before_tool_call(self, context: Any, signal: Any) -> Any:
-            calls.append("allows")
-            return BeforeToolCallResult(block=False, reason="ignored")
+            calls.append("abstains")
+            return None
 
     class Blocks:
         @hookimpl
@@ -340,35 +425,55 @@ def test_before_tool_call_first_blocking_result_wins() -> None:
             calls.append("never")
             return BeforeToolCallResult(block=True, reason="too late")
 
-    hooks = AgentHooks(_plain_manager(NeverReached(), Blocks(), Allows()))
-    result = hooks.before_tool_call(_Ctx(), None)
-    assert result.reason == "blocked by policy"
-    assert calls == ["allows", "blocks"]
-    assert AgentHooks(_plain_manager(Allows())).before_tool_call(_Ctx(), None) is None
+    pm = _plain_manager(NeverReached(), Blocks(), Abstains())
+    assert pm.hook.before_tool_call(context=_Ctx(), signal=None).reason == "blocked by policy"
+    assert calls == ["abstains", "blocks"]
+    assert AgentHooks(pm).before_tool_call(_Ctx(), None).reason == "blocked by policy"
+    assert AgentHooks(_plain_manager(Abstains())).before_tool_call(_Ctx(), None) is None
 
 
-def test_after_tool_call_overrides_apply_in_order_each_seeing_the_result_so_far() -> None:
+def test_before_tool_call_an_allowing_verdict_is_final() -> None:
+    class Allows:
+        @hookimpl
+        def before_tool_call(self, context: Any, signal: Any) -> Any:
+            return BeforeToolCallResult(block=False)
+
+    class Blocks:
+        @hookimpl
+        def before_tool_call(self, context: Any, signal: Any) -> Any:
+            return BeforeToolCallResult(block=True)
+
+    pm = _plain_manager(Blocks(), Allows())
+    assert pm.hook.before_tool_call(context=_Ctx(), signal=None).block is False
+    assert AgentHooks(pm).before_tool_call(_Ctx(), None).block is False
+
+
+def test_after_tool_call_overrides_merge_in_call_order_last_called_wins() -> None:
     seen: List[Any] = []
 
     class Early:  # registered first: called second
         @hookimpl
         def after_tool_call(self, context: Any, signal: Any) -> Any:
-            seen.append((context.result.content[0].text, context.is_error, context.result.details))
-            return AfterToolCallResult(details={"by": "early"})
+            seen.append(context.result.content[0].text)
+            return AfterToolCallResult(details={"by": "early"}, is_error=False)
 
     class Late:
         @hookimpl
         def after_tool_call(self, context: Any, signal: Any) -> Any:
-            seen.append((context.result.content[0].text, context.is_error, context.result.details))
+            seen.append(context.result.content[0].text)
             return AfterToolCallResult(content=[TextContent("rewritten")], is_error=True)
 
     original = AgentToolResult([TextContent("raw")], details={"by": "tool"}, added_tool_names=["x"])
     ctx = AfterToolCallContext(None, None, {}, original, False, None)  # type: ignore[arg-type]
-    combined = AgentHooks(_plain_manager(Early(), Late())).after_tool_call(ctx, None)
-    assert seen == [("raw", False, {"by": "tool"}), ("rewritten", True, {"by": "tool"})]
+    pm = _plain_manager(Early(), Late())
+    answer = pm.hook.after_tool_call(context=ctx, signal=None)
+    assert [r.is_error for r in answer] == [True, False]  # call order: Late, then Early
+    combined = AgentHooks(pm).after_tool_call(ctx, None)
+    assert combined == plugins.merge_after_tool_call(answer)
     assert isinstance(combined, AfterToolCallResult)
-    assert combined.content[0].text == "rewritten" and combined.is_error is True
+    assert combined.content[0].text == "rewritten" and combined.is_error is False
     assert combined.details == {"by": "early"} and combined.usage is None
+    assert seen == ["raw"] * 4  # two calls; every implementation sees the executed result
     assert ctx.result is original and original.content[0].text == "raw"  # the input is not mutated
 
 
@@ -378,29 +483,39 @@ def test_after_tool_call_without_overrides_returns_none() -> None:
         def after_tool_call(self, context: Any, signal: Any) -> Any:
             return AfterToolCallResult()
 
-    assert AgentHooks(_plain_manager(Quiet())).after_tool_call(_Ctx(result=AgentToolResult()), None) is None
+    pm = _plain_manager(Quiet(), Quiet())
+    assert plugins.merge_after_tool_call(pm.hook.after_tool_call(context=_Ctx(), signal=None)) is None
+    assert AgentHooks(pm).after_tool_call(_Ctx(result=AgentToolResult()), None) is None
 
 
-def test_transform_context_chains() -> None:
-    class KeepLastTwo:  # registered first: runs second, on the output of AddNote
+def test_transform_context_implementations_chain_in_place() -> None:
+    class KeepLastTwo:  # registered first: runs second, on the list AddNote changed
         @hookimpl
-        def transform_context(self, messages: List[Any], signal: Any) -> Any:
-            return messages[-2:]
+        def transform_context(self, messages: List[Any], signal: Any) -> None:
+            messages[:] = messages[-2:]
 
     class AddNote:
         @hookimpl
-        def transform_context(self, messages: List[Any], signal: Any) -> Any:
-            return messages + ["note"]
+        def transform_context(self, messages: List[Any], signal: Any) -> None:
+            messages.append("note")
 
-    class KeepsIt:
+    pm = _plain_manager(KeepLastTwo(), AddNote())
+    working = ["a", "b", "c"]
+    assert pm.hook.transform_context(messages=working, signal=None) == []
+    assert working == ["c", "note"]
+    original = ["a", "b", "c"]
+    assert AgentHooks(pm).transform_context(original, None) == ["c", "note"]
+    assert original == ["a", "b", "c"]
+
+
+def test_transform_context_returning_a_new_list_is_a_clear_error() -> None:
+    class OldStyle:
         @hookimpl
         def transform_context(self, messages: List[Any], signal: Any) -> Any:
-            return None
+            return messages[1:]
 
-    hooks = AgentHooks(_plain_manager(KeepLastTwo(), AddNote(), KeepsIt()))
-    original = ["a", "b", "c"]
-    assert hooks.transform_context(original, None) == ["c", "note"]
-    assert original == ["a", "b", "c"]
+    with pytest.raises(TypeError, match="in place"):
+        AgentHooks(_plain_manager(OldStyle())).transform_context([1, 2], None)
 
 
 def test_convert_to_llm_first_result_per_message_builtin_last() -> None:
@@ -425,7 +540,10 @@ def test_convert_to_llm_first_result_per_message_builtin_last() -> None:
         {"role": "notification", "text": "dropped by the built-in converter"}])
     assert out[0] is user
     assert [m.content for m in out[1:]] == ["note: n1"]
+    assert pm.hook.convert_to_llm(message={"role": "note", "text": "x", "secret": True}) is DROP
+    assert pm.hook.convert_to_llm(message={"role": "note", "text": "x"}).content == "note: x"
     assert pm.hook.convert_to_llm(message={"role": "other"}) is DROP  # plain pluggy: built-in last
+    assert pm.hook.convert_to_llm(message=user) is user
 
 
 def test_builtin_converter_stays_last_after_trylast_plugins_register() -> None:
@@ -436,13 +554,16 @@ def test_builtin_converter_stays_last_after_trylast_plugins_register() -> None:
 
     pm = create_plugin_manager()
     pm.register(LateFallback())
+    assert pm.hook.convert_to_llm(message={"role": "weird"}).content == "fallback"
     assert AgentHooks(pm).convert_to_llm([{"role": "weird"}])[0].content == "fallback"
+    assert [i.plugin_name for i in pm.hook.convert_to_llm.get_hookimpls()].count(
+        "agentcore.default_converter") == 1  # never re-registered
 
 
-def test_on_event_observer_errors_are_logged_and_not_fatal(caplog: pytest.LogCaptureFixture) -> None:
+def test_on_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pytest.LogCaptureFixture) -> None:
     seen: List[Any] = []
 
-    class Broken:
+    class Broken:  # registered first: called last
         @hookimpl
         def on_event(self, event: Any, agent: Any) -> None:
             raise RuntimeError("observer bug")
@@ -452,12 +573,126 @@ def test_on_event_observer_errors_are_logged_and_not_fatal(caplog: pytest.LogCap
         def on_event(self, event: Any, agent: Any) -> None:
             seen.append((event, agent))
 
-    hooks = AgentHooks(_plain_manager(Recorder(), Broken()))
+    pm = _plain_manager(Broken(), Recorder())
+    with pytest.raises(RuntimeError, match="observer bug"):  # plain pluggy: the error propagates
+        pm.hook.on_event(event="evt-0", agent="agent")
+    hooks = AgentHooks(pm)
     with caplog.at_level("ERROR", logger="agentcore.plugins"):
         hooks.on_event("evt-1", "agent")
         hooks.on_event("evt-2", "agent")
-    assert seen == [("evt-1", "agent"), ("evt-2", "agent")]
-    assert "observer bug" in caplog.text and "Broken" in caplog.text
+    assert seen == [("evt-0", "agent"), ("evt-1", "agent"), ("evt-2", "agent")]
+    assert "observer bug" in caplog.text and "on_event" in caplog.text
+
+
+def test_on_lifecycle_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pytest.LogCaptureFixture) -> None:
+    seen: List[Any] = []  # issue 11 §7: the observer hook without the per-token message_update
+
+    class Broken:  # registered first: called last
+        @hookimpl
+        def on_lifecycle_event(self, event: Any, agent: Any) -> None:
+            raise RuntimeError("tracer bug")
+
+    class Recorder:
+        @hookimpl(specname="on_lifecycle_event")
+        def record(self, event: Any) -> None:  # only some of the arguments, under another name
+            seen.append(event)
+
+    pm = _plain_manager(Broken(), Recorder())
+    with pytest.raises(RuntimeError, match="tracer bug"):
+        pm.hook.on_lifecycle_event(event="evt-0", agent="agent")
+    with caplog.at_level("ERROR", logger="agentcore.plugins"):
+        AgentHooks(pm).on_lifecycle_event("evt-1", "agent")
+    assert seen == ["evt-0", "evt-1"]
+    assert "tracer bug" in caplog.text and "on_lifecycle_event" in caplog.text
+
+
+@pytest.mark.parametrize("hook_name", ["summarize", "before_compaction", "before_branch_summary"])
+def test_summary_hooks_first_result_wins(hook_name: str) -> None:
+    calls: List[str] = []
+
+    def make(label: str, answer: Any) -> Any:
+        class Impl:
+            pass
+
+        def impl(**kwargs: Any) -> Any:
+            calls.append(label)
+            return answer
+
+        setattr(Impl, hook_name, staticmethod(hookimpl(specname=hook_name)(
+            _with_spec_args(impl, hook_name))))
+        return Impl()
+
+    pm = _plain_manager(make("second", "from second"), make("first", None))
+    args = {name: None for name in getattr(pm.hook, hook_name).spec.argnames}
+    assert getattr(pm.hook, hook_name)(**args) == "from second"
+    assert calls == ["first", "second"]
+
+
+def _with_spec_args(fn: Any, hook_name: str) -> Any:
+    """A function with exactly the hookspec's argument names, calling ``fn(**kwargs)``."""
+    names = list(inspect.signature(getattr(hookspecs, hook_name)).parameters)
+    namespace: dict = {"fn": fn}
+    exec(f"def impl({', '.join(names)}):\n    return fn({', '.join(f'{n}={n}' for n in names)})",
+         namespace)
+    return namespace["impl"]
+
+
+def test_register_hooks_run_every_implementation() -> None:
+    class A:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register("a")
+
+    class B:
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register("b")
+
+    got: List[str] = []
+    _plain_manager(A(), B()).hook.register_tools(register=got.append)
+    assert got == ["b", "a"]
+
+
+def test_a_wrapper_on_before_tool_call_changes_what_the_agent_acts_on() -> None:
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel
+
+    class Abstains:
+        @hookimpl
+        def before_tool_call(self, context: Any, signal: Any) -> Any:
+            return None
+
+    class DenyByDefault:  # a wrapper sees the verdict of the others and may replace it
+        @hookimpl(wrapper=True)
+        def before_tool_call(self, context: Any, signal: Any) -> Any:
+            verdict = yield
+            return verdict if verdict is not None else BeforeToolCallResult(block=True, reason="deny by default")
+
+    executed: List[Any] = []
+    tool = AgentTool("echo", "", {"type": "object", "properties": {}},
+                     lambda *a: executed.append(1) or AgentToolResult([TextContent("ran")]))
+    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {}, id="t1"), ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, tools=[tool], plugins=[Abstains(), DenyByDefault()])
+    answer = agent.plugins.hook.before_tool_call(context=_Ctx(), signal=None)
+    assert answer.reason == "deny by default"
+    agent.prompt("go")
+    assert executed == [] and agent.state.messages[2].content[0].text == "deny by default"
+
+
+def test_a_wrapper_on_after_tool_call_sees_every_override() -> None:
+    class Sets:
+        @hookimpl
+        def after_tool_call(self, context: Any, signal: Any) -> Any:
+            return AfterToolCallResult(details={"n": 1})
+
+    class KeepsOnlyTheFirst:
+        @hookimpl(wrapper=True)
+        def after_tool_call(self, context: Any, signal: Any) -> Any:
+            overrides = yield
+            return overrides[:1]
+
+    pm = _plain_manager(Sets(), Sets(), KeepsOnlyTheFirst())
+    assert len(pm.hook.after_tool_call(context=_Ctx(), signal=None)) == 1
 
 
 # --------------------------------------------------------------------------- constructor callables
@@ -475,36 +710,58 @@ def test_constructor_callables_become_a_plugin_of_one_manager_only() -> None:
 
     mine = create_plugin_manager(before_tool_call=before, transform_context=transform)
     other = create_plugin_manager()
+    assert mine.hook.before_tool_call(context=_Ctx(), signal=None).reason == "agent says no"
     assert AgentHooks(mine).before_tool_call(_Ctx(), None).reason == "agent says no"
     assert AgentHooks(other).before_tool_call(_Ctx(), None) is None
     assert AgentHooks(mine).transform_context([1, 2, 3], None) == [2, 3]
     assert AgentHooks(other).transform_context([1, 2, 3], None) == [1, 2, 3]
-    assert calls == ["before"]
+    assert calls == ["before", "before"]
     assert callables_plugin() is None
 
 
+def test_a_constructor_callable_that_allows_has_no_say() -> None:
+    def allows(ctx: Any, signal: Any) -> Any:  # the reference's shape: {block: false} allows
+        return {"block": False}
+
+    class Blocks:
+        @hookimpl
+        def before_tool_call(self, context: Any, signal: Any) -> Any:
+            return BeforeToolCallResult(block=True, reason="plugin")
+
+    pm = create_plugin_manager([Blocks()], before_tool_call=allows)
+    assert pm.hook.before_tool_call(context=_Ctx(), signal=None).reason == "plugin"
+
+
 def test_list_converter_gets_the_whole_list_after_plugin_converters() -> None:
+    from agentcore import Agent, CustomMessage
+    from agentcore.testing import ScriptedModel
+
     received: List[Any] = []
 
     def convert(messages: List[Any]) -> List[Any]:
         received.append(list(messages))
-        return [m for m in messages if not (isinstance(m, dict) and m.get("role") == "log")]
+        return [m for m in messages if getattr(m, "role", None) in ("user", "assistant")]
 
     class Notes:
         @hookimpl
         def convert_to_llm(self, message: Any) -> Any:
-            return UserMessage("converted note") if isinstance(message, dict) and message["role"] == "note" else None
+            if getattr(message, "custom_type", None) == "note":
+                return UserMessage("converted note")
+            return None
 
-    pm = create_plugin_manager([Notes()], convert_to_llm=convert)
-    user, log, note = UserMessage("u"), {"role": "log"}, {"role": "note"}
-    out = AgentHooks(pm).convert_to_llm([user, log, note])
-    assert len(received) == 1 and received[0][:2] == [user, log]
-    assert received[0][2].content == "converted note"
-    assert out[0] is user and out[1].content == "converted note" and len(out) == 2
-    # through plain pluggy the same callable answers one message at a time
-    assert pm.hook.convert_to_llm(message=log) is DROP
-    plain = _plain_manager(callables_plugin(convert_to_llm=convert))
-    assert AgentHooks(plain).convert_to_llm([user, log]) == [user]
+    log, note = CustomMessage("log", "x"), CustomMessage("note", "y")
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, plugins=[Notes()], convert_to_llm=convert, messages=[log, note])
+    agent.prompt("u")
+    assert len(received) == 1 and received[0][0] is log  # unclaimed: reaches the callable as is
+    assert received[0][1].content == "converted note"
+    assert [m.content for m in scripted.contexts[0].messages][:1] == ["converted note"]
+    # the agent's manager answers the same: nobody claims ``log`` (no built-in converter here)
+    assert agent.plugins.hook.convert_to_llm(message=log) is None
+    agent.convert_to_llm = None  # the built-in converter is back for the next run
+    scripted.push(ScriptedModel.text("ok"))
+    agent.prompt("again")
+    assert agent.plugins.hook.convert_to_llm(message=log) is not None
 
 
 def test_plugins_info_records_are_json_friendly() -> None:
@@ -512,3 +769,46 @@ def test_plugins_info_records_are_json_friendly() -> None:
     record = [i for i in pm.plugins_info() if i.name == "_First"][0]
     payload = json.dumps({"name": record.name, "hooks": record.hooks, "provides": record.provides})
     assert json.loads(payload)["hooks"] == ["register_models", "register_providers", "register_tools"]
+
+
+def test_a_broken_plugin_is_reported_once_per_process() -> None:  # issue 10 item 13
+    code = ("import agentcore\n"
+            "from agentcore.testing import ScriptedModel\n"
+            "s = ScriptedModel([ScriptedModel.text('ok')])\n"
+            "agentcore.Agent(s.model, tools=['ls']).prompt('x')\n"
+            "agentcore.get_tool('ls')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FIXTURE_DISTS), str(REPO)]))
+    env.pop(AUTOLOAD_ENV, None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("agentcore_broken_fixture is broken on purpose") == 1, out.stderr
+
+
+class _Leaky:
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        register(AgentTool("leaked_tool", "", {"type": "object", "properties": {}}, lambda *a: None))
+
+
+def test_process_state_leak_part_1_a_test_leaves_state_behind() -> None:  # issue 11 §6
+    from agentcore import loop
+
+    plugins.default_plugin_manager().register(_Leaky())
+    loop.set_default_stream_fn(lambda *a, **k: None)
+    assert plugins.get_tool("leaked_tool")
+
+
+def test_process_state_leak_part_2_the_autouse_fixture_undid_it() -> None:  # runs right after part 1
+    from agentcore import loop
+
+    assert loop._default_stream_fn is None
+    with pytest.raises(UnknownToolError):
+        plugins.get_tool("leaked_tool")
+
+
+def test_an_unknown_tool_points_at_plugins_that_failed_to_load(with_fixture_dists: Any) -> None:  # issue 10 item 13
+    with pytest.warns(PluginLoadWarning):
+        with pytest.raises(UnknownToolError) as caught:
+            plugins.get_tool("broken_fixture_tool")
+    text = str(caught.value)
+    assert "failed to load" in text and "'broken'" in text and "broken on purpose" in text

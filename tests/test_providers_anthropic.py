@@ -7,12 +7,12 @@ import json
 import pytest
 
 from agentcore.providers import anthropic as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "anthropic-messages"
 HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
@@ -28,7 +28,7 @@ TOOL = {"name": "fixed_version", "description": "Return a fixed test version str
 def _replay(name: str, turn: int = 0, model: Model = HAIKU):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.AnthropicStreamState(model, out, push), body, model)
+    return replay_pure(lambda out, push: wire.AnthropicStreamState(model, StreamWriter(model, out, push)), body, model)
 
 
 def _assistant(content, stop="toolUse", model=HAIKU):
@@ -216,7 +216,7 @@ def test_unpaired_surrogates_are_removed():  # spec §5 unicode hygiene
 def _feed(events, model=HAIKU):
     out = AssistantMessage(api=API, provider="anthropic", model=model.id)
     pushed = []
-    state = wire.AnthropicStreamState(model, out, pushed.append)
+    state = wire.AnthropicStreamState(model, StreamWriter(model, out, pushed.append))
     for name, data in events:
         state.handle(name, data)
     return state, out, pushed
@@ -284,8 +284,8 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 from agentcore.signals import AbortController  # noqa: E402
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 RECORDINGS = ["server-tool-blocks", "thinking-stream", "thinking-then-tool-call-chain",
               "two-parallel-tool-calls-then-text"]
@@ -485,3 +485,14 @@ def test_foreign_history_is_replayed_with_anthropic_ids():  # spec §6 cross-pro
         {"type": "text", "text": "reasoned elsewhere"},
         {"type": "tool_use", "id": "call_abc_fc_1_2", "name": "t", "input": {}}]
     assert body["messages"][2]["content"][0]["tool_use_id"] == "call_abc_fc_1_2"
+
+
+def test_output_schema_joins_output_config_next_to_effort():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False,
+              "title": "answer"}
+    ctx = AgentContext(messages=[UserMessage("q")])
+    body = wire.build_request_body(OPUS46, ctx, reasoning="high", output_schema=schema)
+    untitled = {k: v for k, v in schema.items() if k != "title"}
+    assert body["output_config"] == {"effort": "high", "format": {"type": "json_schema", "schema": untitled}}
+    assert wire.build_request_body(HAIKU, ctx, output_schema=schema)["output_config"] == {
+        "format": {"type": "json_schema", "schema": untitled}}

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from agentcore.providers import google as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "google-generative-ai"
 BASE = "https://generativelanguage.googleapis.com/v1beta"
@@ -34,13 +34,13 @@ SIG = "CiQBcsjafQ=="
 def _replay(name: str, turn: int = 0, model: Model = FLASH2):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.GoogleStreamState(model, out, push), body, model)
+    return replay_pure(lambda out, push: wire.GoogleStreamState(model, StreamWriter(model, out, push)), body, model)
 
 
 def _feed(chunks, model=PRO25):
     out = AssistantMessage(api=API, provider="google", model=model.id)
     pushed = []
-    state = wire.GoogleStreamState(model, out, pushed.append)
+    state = wire.GoogleStreamState(model, StreamWriter(model, out, pushed.append))
     for chunk in chunks:
         state.handle("message", chunk)
     return state, out, pushed
@@ -229,8 +229,8 @@ def test_error_chunk_raises():  # spec §9 google errors keep status and message
 
 import json  # noqa: E402
 
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, model_id="gemini-2.0-flash", reasoning=False):
@@ -332,3 +332,11 @@ def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: strea
     with ScriptedServer([Reply(body=body)]) as server:
         result = complete(_served(server), AgentContext(messages=[UserMessage(content="ping")]), api_key="g")
     assert (result.text, result.stop_reason, result.api) == ("pong", "stop", API)
+
+
+def test_output_schema_becomes_response_json_schema():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
+    body = wire.build_request_body(PRO25, AgentContext(messages=[UserMessage("q")]), output_schema=schema,
+                                   temperature=0.1)
+    assert body["generationConfig"] == {"temperature": 0.1, "responseMimeType": "application/json",
+                                        "responseJsonSchema": schema}

@@ -6,9 +6,11 @@ retries and Retry-After, connection reset, malformed events, early end, aborts, 
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -89,6 +91,30 @@ def test_headers_payload_hook_and_response_hook(server):  # providers §4 steps 
     assert request.json()["temperature"] == 0.25 and seen == {"model": "m", "status": 200, "rid": "r1"}
 
 
+def _content_chunk(content: str) -> Any:
+    return {"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+
+
+def _finish() -> Any:
+    return {"id": "c", "object": "chat.completion.chunk", "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+
+
+@pytest.mark.parametrize("chunked, encoding", [(True, None), (True, "gzip"), (False, None), (False, "gzip")])
+def test_streamed_body_framings_and_encodings(chunked, encoding):  # providers §4 step 5
+    body = sse(*[_content_chunk(w) for w in ("Hel", "lo, ", "wörld")], _finish(), done=True).encode("utf-8")
+    headers = {}
+    if encoding == "gzip":
+        body = gzip.compress(body)
+        headers["Content-Encoding"] = "gzip"
+    with ScriptedServer([Reply(body=body, chunk_size=9, chunked=chunked, headers=headers)]) as server:
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        message = complete(model, AgentContext("", [UserMessage("hi")]))
+    assert message.stop_reason == "stop", message.error_message
+    assert message.text == "Hello, wörld"
+
+
 # --------------------------------------------------------------------------- HTTP errors
 
 
@@ -167,6 +193,39 @@ def test_connection_refused_is_an_error_result():
     result = complete(model, _ctx(), api_key=KEY, max_retries=0)
     assert result.stop_reason == "error" and result.error_message.startswith("Connection error talking to 127.0.0.1")
     assert KEY not in result.error_message
+
+
+def test_unparseable_retry_after_is_ignored_not_raised():
+    # providers §9: Retry-After is seconds or an HTTP date; anything else must not turn a
+    # retryable 429/503 into "ValueError: Invalid date value" (Python 3.9: a TypeError).
+    from agentcore.providers.http import retry_delay_from_headers
+
+    for value in ("soon", "Mon, 99 Foo 2026", "1e9999x", "  "):
+        assert retry_delay_from_headers({"retry-after": value}) is None
+    assert retry_delay_from_headers({"retry-after": "2"}) == 2.0
+
+
+def test_503_with_a_bad_retry_after_is_retried_and_reported_with_the_server_text():
+    # providers §9 retries: the 503 is retried with the default back-off, then succeeds.
+    import json as _json
+
+    from _servers import Reply, ScriptedServer, sse
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+             "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    with ScriptedServer() as server:
+        server.enqueue(
+            Reply(status=503, content_type="application/json", headers={"Retry-After": "later"},
+                  body=_json.dumps({"error": {"message": "overloaded"}})),
+            Reply(body=sse(chunk, done=True)))
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        events = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
+                        api_key="sk-test-secret-key-123")
+        result = events.result()
+    assert result.stop_reason == "stop", result.error_message
+    assert len(server.requests) == 2
 
 
 # --------------------------------------------------------------------------- broken streams
@@ -280,6 +339,69 @@ def test_already_aborted_signal_sends_nothing(server):
     assert result.stop_reason == "aborted" and server.requests == []
 
 
+def test_provider_stream_accepts_a_threading_event_as_signal():
+    # providers §3: abort is "a threading.Event-like signal checked between SSE lines". Passing a
+    # threading.Event raised AttributeError out of the stream (a stream fn must never raise).
+    import threading
+
+    from _servers import Reply, ScriptedServer, sse
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    def chunk(text, finish=None):
+        return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+
+    context = AgentContext(system_prompt="", messages=[UserMessage("hi")])
+    with ScriptedServer() as server:
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
+                             chunk_size=40))
+        event = threading.Event()
+        assert stream(model, context, api_key="sk-test-secret-key-123", signal=event).result().stop_reason == "stop"
+
+        event.set()  # already set: nothing is sent
+        done = stream(model, context, api_key="sk-test-secret-key-123", signal=event).result()
+        assert (done.stop_reason, done.error_message) == ("aborted", "Request was aborted")
+
+        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
+                             chunk_size=40))
+        event = threading.Event()
+        events = stream(model, context, api_key="sk-test-secret-key-123", signal=event)
+        for item in events:
+            if item.type == "text_delta":
+                event.set()  # set between events: the stream stops at the next one
+        done = events.result()
+        assert done.stop_reason == "aborted"
+
+
+def test_abort_while_reading_an_error_body_returns_promptly():
+    # providers §9: an abort ends the request within moments. While the body of a non-2xx reply
+    # was read (for the error message) nothing listened to the signal, so a server stalling
+    # in its error body held an aborted run for the whole read timeout (600 s by default).
+    import json as _json
+    import threading
+
+    from _servers import Reply, ScriptedServer
+    from agentcore.providers import stream
+    from agentcore.signals import AbortController
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    with ScriptedServer() as server:
+        server.enqueue(Reply(status=500, content_type="application/json", chunked=False, stall_after=10,
+                             body=_json.dumps({"error": {"message": "x" * 1000}})))
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        controller = AbortController()
+        threading.Thread(target=lambda: server.headers_sent.wait(10) and controller.abort(), daemon=True).start()
+        started = time.monotonic()
+        result = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
+                        api_key="sk-test-secret-key-123", signal=controller.signal, max_retries=0,
+                        timeout=(5, 30)).result()
+        elapsed = time.monotonic() - started
+    assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
+    assert elapsed < 10, f"abort took {elapsed:.1f} s"
+
+
 # --------------------------------------------------------------------------- keys
 
 
@@ -372,3 +494,158 @@ def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                    "no_proxy", "NO_PROXY")
+
+
+def test_environment_proxy_changes_apply_to_the_next_request(monkeypatch):  # providers §4: requests' rules
+    from agentcore.providers import http
+
+    if not http._PROXIES_FROM_ENV_ONLY:
+        pytest.skip("proxies may come from system settings here; requests' own path is used")
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    body = sse(_content_chunk("ok"), _finish(), done=True)
+    with ScriptedServer() as target, ScriptedServer() as proxy:
+        model = Model(id="m", api="openai-completions", provider="proxy-test", base_url=target.url + "/v1")
+
+        def ask() -> str:
+            target.enqueue(Reply(body=body))
+            proxy.enqueue(Reply(body=body))
+            return complete(model, AgentContext("", [UserMessage("hi")])).text
+
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (1, 0)
+        monkeypatch.setenv("http_proxy", proxy.url)
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (1, 1)
+        assert proxy.requests[0].path == "/v1/chat/completions"
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (2, 1)
+        monkeypatch.delenv("no_proxy")
+        monkeypatch.delenv("http_proxy")
+        assert ask() == "ok" and (len(target.requests), len(proxy.requests)) == (3, 1)
+
+
+# --------------------------------------------------------------------------- connection pool (issue 11 §7)
+
+
+def _concurrent_round(server, model, count):
+    """``count`` streams held open at once (the server stalls each body until all arrived)."""
+    server.release.clear()
+    for _ in range(count):
+        server.enqueue(Reply(body=_text_body("ok"), stall_after=0))
+    before = len(server.requests)
+    results = [None] * count
+
+    def consume(i):
+        results[i] = stream(model, _ctx(), api_key=KEY, max_retries=0).result()
+
+    threads = [threading.Thread(target=consume, args=(i,), daemon=True) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    while True:  # clear, check, wait: a request arriving after the check sets the event again
+        server.request_received.clear()
+        if len(server.requests) - before >= count:
+            break
+        assert server.request_received.wait(10), "not every stream reached the server"
+    server.release.set()
+    for thread in threads:
+        thread.join(10)
+    assert all(r is not None and r.stop_reason == "stop" for r in results), results
+    return {r.client_port for r in server.requests[before:]}
+
+
+def test_more_concurrent_streams_than_the_old_pool_size_discard_no_connection(server, caplog):
+    # 40 concurrent streams against one host: the pool used to keep 32 and close the other 8
+    # ("Connection pool is full, discarding connection"), so the next round reconnected
+    model = _model(server, provider="pool-test-40")
+    with caplog.at_level("WARNING", logger="urllib3.connectionpool"):
+        first = _concurrent_round(server, model, 40)
+        second = _concurrent_round(server, model, 40)
+    assert len(first) == 40
+    assert not [r for r in caplog.records if "discarding connection" in r.getMessage()]
+    assert second <= first, "the second round opened new connections"
+
+
+def test_pool_maxsize_is_configurable(monkeypatch, server, caplog):
+    from agentcore.providers import http
+
+    monkeypatch.delenv(http.POOL_MAXSIZE_ENV, raising=False)
+    assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
+    monkeypatch.setenv(http.POOL_MAXSIZE_ENV, "3")
+    assert http.pool_maxsize() == 3
+    monkeypatch.setenv(http.POOL_MAXSIZE_ENV, "many")
+    with pytest.raises(ValueError, match="AGENTCORE_HTTP_POOL_MAXSIZE='many' is not a whole number"):
+        http.pool_maxsize()
+    monkeypatch.delenv(http.POOL_MAXSIZE_ENV)
+    for bad in (0, -1, 2.5, True, "8"):
+        with pytest.raises(ValueError, match="pool maxsize must be a whole number"):
+            http.set_pool_maxsize(bad)
+    model = _model(server, provider="pool-test-small")
+    try:
+        http.set_pool_maxsize(2)  # 4 concurrent streams: 2 connections kept, 2 closed on return
+        with caplog.at_level("WARNING", logger="urllib3.connectionpool"):
+            _concurrent_round(server, model, 4)
+        assert len([r for r in caplog.records if "discarding connection" in r.getMessage()]) == 2
+    finally:
+        http.set_pool_maxsize(None)
+    assert http.pool_maxsize() == http.DEFAULT_POOL_MAXSIZE
+
+
+# --------------------------------------------------------------------------- close_on_abort (issue 11 §4)
+
+
+def test_close_on_abort_unblocks_a_read_of_a_plugins_own_response(server):
+    # the public helper agentcore-web uses instead of copying close_response/_socket_of
+    import requests
+
+    from agentcore.providers.http import close_on_abort, iter_body
+
+    server.enqueue(Reply(body="data: first\n\ndata: never\n\n", stall_after=13))
+    controller = AbortController()
+    response = requests.get(server.url + "/page", stream=True, timeout=30)
+    got, finished = [], threading.Event()
+
+    def read():
+        try:
+            with close_on_abort(response, controller.signal):
+                for chunk in iter_body(response):
+                    got.append(chunk)
+        except Exception as exc:  # which exception depends on where the read was
+            got.append(exc)
+        finally:
+            finished.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert server.body_started.wait(10)
+    controller.abort()
+    assert finished.wait(5), "the blocked read did not return after the abort"
+    assert b"".join(c for c in got if isinstance(c, bytes)) in (b"", b"data: first\n\n")
+    response.close()
+
+
+def test_close_on_abort_with_an_aborted_none_or_later_signal(server):
+    import requests
+
+    from agentcore.providers.http import close_on_abort
+
+    for _ in range(3):
+        server.enqueue(Reply(body="ok", chunked=False))
+    controller = AbortController()
+    response = requests.get(server.url + "/a", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):
+        pass
+    controller.abort()  # after the block: the listener is gone, the response stays open
+    assert response.raw.read() == b"ok"
+    response.close()
+
+    response = requests.get(server.url + "/b", stream=True, timeout=30)
+    with close_on_abort(response, controller.signal):  # already aborted: closed on entry
+        assert response.raw.closed
+    response.close()
+
+    response = requests.get(server.url + "/c", stream=True, timeout=30)
+    with close_on_abort(response, None):  # no signal: nothing to watch
+        assert response.raw.read() == b"ok"
+    response.close()

@@ -413,3 +413,15 @@ def test_agent_run_parallel_tools_against_local_server():  # issue 4: local Open
     assert new[-1].text == "A and B"
     assert body["messages"][0] == {"role": "system", "content": "Be terse."}
     assert [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"] == [("e1", "A"), ("e2", "B")]
+
+
+OUTPUT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+                 "additionalProperties": False, "title": "My answer!"}
+
+
+def test_output_schema_becomes_response_format():  # issue 13: native structured output
+    model = Model(id="m", api=API, provider="local", base_url="http://127.0.0.1:1/v1")
+    body = build_request_body(model, AgentContext(messages=[UserMessage("q")]), {"output_schema": OUTPUT_SCHEMA})
+    assert body["response_format"] == {"type": "json_schema", "json_schema": {
+        "name": "My_answer", "schema": OUTPUT_SCHEMA, "strict": False}}
+    assert "response_format" not in build_request_body(model, AgentContext(messages=[UserMessage("q")]), {})

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from agentcore.providers import openai_responses as wire
-from agentcore.providers._wire import ProviderError
+from agentcore.providers.base import ProviderError, StreamWriter
 from agentcore.types import (
     AgentContext, AssistantMessage, ImageContent, Model, ModelCost, TextContent, ThinkingContent,
     ToolCall, ToolResultMessage, Usage, UserMessage,
 )
-from tests._wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 API = "openai-responses"
 GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",
@@ -27,13 +27,13 @@ MULTIPLY = {"name": "multiply", "description": "Multiply two numbers.", "paramet
 def _replay(name: str, turn: int = 0, model: Model = GPT55, tier=None):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, out, push, tier), body, model)
+    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, StreamWriter(model, out, push), tier), body, model)
 
 
 def _feed(events, model=GPT55):
     out = AssistantMessage(api=API, provider=model.provider, model=model.id)
     pushed = []
-    state = wire.ResponsesStreamState(model, out, pushed.append)
+    state = wire.ResponsesStreamState(model, StreamWriter(model, out, pushed.append))
     for data in events:
         state.handle(data["type"], data)
     return state, out, pushed
@@ -245,8 +245,8 @@ def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks
 
 # --------------------------------------------------------------------------- over HTTP (local server)
 
-from tests._servers import Reply, ScriptedServer  # noqa: E402
-from tests._wire_replay import first_user_text, run_stream  # noqa: E402
+from _servers import Reply, ScriptedServer  # noqa: E402
+from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, **kw):
@@ -338,3 +338,10 @@ def test_agent_run_with_a_tool_end_to_end():  # issue 4: end-to-end Agent run pe
     assert second["input"][-1] == recorded[-1]  # the function_call_output the recording sent
     assert second["input"][-2]["call_id"] == recorded[-2]["call_id"]
     assert agent.state.messages[-1].text == new[-1].text
+
+
+def test_output_schema_becomes_text_format():  # issue 13: native structured output
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
+    body = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]), output_schema=schema)
+    assert body["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": False}}
+    assert "text" not in wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]))

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from agentcore.providers.base import ProviderError, parse_json_event
 from agentcore.providers.partial_json import PartialJsonParser, parse_streaming_json
 from agentcore.providers.sse import SSEEvent, iter_sse
 
@@ -90,6 +91,23 @@ def test_events_are_yielded_incrementally():
 def test_gemini_style_double_crlf():  # providers §5: Gemini uses \r\n\r\n
     body = 'data: {"a": 1}\r\n\r\ndata: {"a": 2}\r\n\r\n'.encode()
     assert [json.loads(e.data)["a"] for e in iter_sse(_split(body, 4))] == [1, 2]
+
+
+@pytest.mark.parametrize("data", ['{"a": [1, 2.5, "x"]}', ' {"a": 1}', '{"a": 1} ', "[1, 2]", '"s"', "NaN",
+                                  "null", '{"a": "\\ud83d\\ude00"}'])
+def test_parse_json_event_equals_json_loads(data):  # providers §5
+    value = parse_json_event(data)
+    expected = json.loads(data)
+    assert value == expected or (value != value and expected != expected)  # NaN
+
+
+@pytest.mark.parametrize("data", ["", "{", '{"a": 1}x', '{"a": 1} {"b": 2}', "nul", "{'a': 1}"])
+def test_parse_json_event_reports_what_json_loads_reports(data):  # providers §5: malformed JSON
+    with pytest.raises(ValueError) as expected:
+        json.loads(data)
+    with pytest.raises(ProviderError) as raised:
+        parse_json_event(data)
+    assert str(expected.value) in str(raised.value) and repr(data) in str(raised.value)
 
 
 # --------------------------------------------------------------------------- partial JSON

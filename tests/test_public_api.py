@@ -5,8 +5,13 @@ STYLE.md: a test guards ``__all__`` so nothing leaks and nothing disappears by a
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import subprocess
 import sys
+from typing import List
+
+import pytest
 
 import agentcore
 
@@ -20,7 +25,7 @@ DOCUMENTED = {
     # events, streams, signals
     "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
     "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
-    "ToolExecutionEndEvent", "event_to_dict", "EventStream", "AssistantMessageEventStream",
+    "ToolExecutionEndEvent", "ToolApprovalRequestEvent", "event_to_dict", "EventStream", "AssistantMessageEventStream",
     "AbortController", "AbortSignal",
     # tools
     "AgentTool", "AgentToolResult", "FunctionTool", "tool", "validate_tool_arguments", "ToolValidationError",
@@ -30,6 +35,9 @@ DOCUMENTED = {
     "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext", "AfterToolCallResult",
     "ShouldStopAfterTurnContext", "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn",
     "get_default_stream_fn", "Agent", "AgentState", "EventSubscription",
+    "OutputValidationError", "AskError",
+    # approvals (DESIGN §6)
+    "PendingApproval",
     # plugins and registries
     "hookimpl", "hookspec", "plugins_info", "get_tool", "get_provider", "get_model", "models",
     "create_plugin_manager", "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError",
@@ -67,18 +75,106 @@ def test_unknown_attribute_raises_attribute_error():
         raise AssertionError("expected AttributeError")
 
 
+# The "import is light" guard runs in a fresh interpreter. Before ``import agentcore`` it wraps every
+# importlib.metadata entry that reads installed distributions (and the importlib_metadata backport's,
+# and the finders' find_distributions that every scan ends in), then records which of them ran during
+# the import and during the first access of each public name. ``__version__`` is the one name that
+# reads metadata by design (STYLE: the version comes from package metadata lazily).
+_METADATA_ENTRIES = ("entry_points", "distributions", "distribution", "metadata", "version", "files",
+                     "requires", "packages_distributions")
+_HEAVY_MODULES = ("requests", "jsonschema", "pluggy", "IPython")
+
+_LIGHT_IMPORT_PROBE = r"""
+import importlib, importlib.machinery, json, sys
+
+ENTRIES = %(entries)r
+calls = []
+
+
+def spy(owner, attribute, label):
+    real = getattr(owner, attribute)
+
+    def wrapper(*args, **kwargs):
+        calls.append(label)
+        return real(*args, **kwargs)
+
+    setattr(owner, attribute, staticmethod(wrapper) if isinstance(owner, type) else wrapper)
+
+
+# The backport is imported first: importing it takes find_distributions off the stdlib PathFinder
+# and puts its own finder on sys.meta_path, which the finder loop below then wraps.
+for module_name in ("importlib_metadata", "importlib.metadata"):
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:  # the backport is optional
+        continue
+    for entry in ENTRIES:
+        if hasattr(module, entry):  # packages_distributions is Python >= 3.10
+            spy(module, entry, module_name + "." + entry + "()")
+    for entry in ("discover", "from_name"):
+        spy(module.Distribution, entry, module_name + ".Distribution." + entry + "()")
+for finder in list(sys.meta_path):
+    if hasattr(finder, "find_distributions"):
+        spy(finder, "find_distributions", getattr(finder, "__name__", type(finder).__name__)
+            + ".find_distributions()")
+
+%(inject)s
+
+import agentcore
+
+
+def scanned_by_pkg_resources():  # importing pkg_resources scans every distribution on sys.path
+    if "pkg_resources" in sys.modules and "import pkg_resources" not in calls:
+        calls.append("import pkg_resources")
+
+
+scanned_by_pkg_resources()
+report = {"heavy": [m for m in %(heavy)r if m in sys.modules], "import": list(calls), "access": {}}
+for name in agentcore.__all__:
+    if name == "__version__":
+        continue
+    before = len(calls)
+    getattr(agentcore, name)
+    scanned_by_pkg_resources()
+    if len(calls) > before:
+        report["access"][name] = calls[before:]
+print(json.dumps(report))
+"""
+
+
+def _light_import_problems(inject: str = "") -> List[str]:
+    """Run ``import agentcore`` and touch every public name in a fresh interpreter; say what was heavy.
+
+    ``inject`` is code run after the spies are installed and before ``import agentcore`` (the proof
+    test uses it to plant a scan). Returns one line per problem, empty when the import is light.
+    """
+    code = _LIGHT_IMPORT_PROBE % {"entries": _METADATA_ENTRIES, "heavy": _HEAVY_MODULES, "inject": inject}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    problems = [f"import agentcore imported {name}" for name in report["heavy"]]
+    problems += [f"import agentcore called {label}" for label in report["import"]]
+    problems += [f"first access of agentcore.{name} called {label}"
+                 for name, labels in report["access"].items() for label in labels]
+    return problems
+
+
 def test_import_is_light_and_scans_no_entry_points():
-    code = (
-        "import sys, importlib.metadata as md\n"
-        "calls = []\n"
-        "real = md.entry_points\n"
-        "md.entry_points = lambda *a, **k: calls.append(1) or real(*a, **k)\n"
-        "import agentcore\n"
-        "heavy = [m for m in ('requests', 'jsonschema', 'pluggy', 'IPython') if m in sys.modules]\n"
-        "print(heavy, len(calls))\n"
+    assert _light_import_problems() == []
+
+
+def _scan_when_imported(module: str, scan: str) -> str:
+    """Code planting ``scan`` so that it runs when ``module`` is first imported."""
+    return (
+        "class _ScanOnImport:\n"
+        "    def find_spec(self, fullname, path=None, target=None):\n"
+        f"        if fullname == {module!r}:\n"
+        "            sys.meta_path.remove(self)\n"
+        "            import importlib.metadata, importlib.machinery\n"
+        f"            {scan}\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _ScanOnImport())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[] 0"
 
 
 def _setup_cfg_metadata() -> "configparser.SectionProxy":
@@ -119,3 +215,44 @@ def test_installed_version_is_the_setup_cfg_version():
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("the pyagentcore distribution is not installed (a source tree)")
     assert installed == _setup_cfg_metadata()["version"]
+
+
+_SCANS = [
+    # (planted scan, label the guard must report); a module of the import or of a light name plants it
+    ("importlib.metadata.entry_points()", "importlib.metadata.entry_points()"),
+    ("list(importlib.metadata.distributions())", "importlib.metadata.distributions()"),
+    ("importlib.metadata.distribution('pytest')", "importlib.metadata.distribution()"),
+    ("importlib.metadata.metadata('pytest')", "importlib.metadata.metadata()"),
+    ("importlib.metadata.version('pytest')", "importlib.metadata.version()"),
+    ("importlib.metadata.files('pytest')", "importlib.metadata.files()"),
+    ("importlib.metadata.requires('pytest')", "importlib.metadata.requires()"),
+    ("importlib.metadata.packages_distributions()", "importlib.metadata.packages_distributions()"),
+    ("list(importlib.metadata.Distribution.discover())", "importlib.metadata.Distribution.discover()"),
+    ("[list(f.find_distributions()) for f in sys.meta_path if hasattr(f, 'find_distributions')]",
+     "find_distributions()"),
+    ("import importlib_metadata; importlib_metadata.entry_points()", "importlib_metadata.entry_points()"),
+    ("import importlib_metadata; list(importlib_metadata.distributions())",
+     "importlib_metadata.distributions()"),
+    ("import pkg_resources", "import pkg_resources"),
+]
+
+
+# Every scan planted in ``import agentcore``; a few planted in the module of a light name instead
+# (each case costs a fresh interpreter).
+_CASES = [pytest.param(scan, label, "agentcore", id=label + "-import") for scan, label in _SCANS] + [
+    pytest.param(scan, label, "agentcore.tools", id=label + "-first-access") for scan, label in _SCANS
+    if label in ("importlib.metadata.distributions()", "importlib.metadata.version()", "import pkg_resources")
+]
+
+
+@pytest.mark.parametrize("scan, label, where", _CASES)
+def test_light_import_guard_sees_a_scan_through_any_metadata_entry(scan: str, label: str, where: str) -> None:
+    if "packages_distributions" in scan and sys.version_info < (3, 10):
+        pytest.skip("importlib.metadata.packages_distributions is Python >= 3.10")
+    if "importlib_metadata" in scan:
+        pytest.importorskip("importlib_metadata")
+    if "pkg_resources" in scan and importlib.util.find_spec("pkg_resources") is None:
+        pytest.skip("setuptools' pkg_resources is not installed")
+    problems = _light_import_problems(_scan_when_imported(where, scan))
+    moment = "import agentcore called " if where == "agentcore" else "first access of agentcore."
+    assert any(p.startswith(moment) and p.endswith(label) for p in problems), problems

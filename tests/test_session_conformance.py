@@ -242,16 +242,20 @@ def test_move_to_none_starts_a_new_root(s):  # session §12 A12
     assert [n.entry.id for n in s.get_tree()] == [i1, r]
 
 
-def test_leaf_moves_are_persisted(backend):  # session §12 A13
+def test_leaf_moves_are_persisted(backend):  # session §12 A13, issue 10 item 3
     s = backend.new()
     i1 = s.append_message(U("1"))
-    i2 = s.append_message(A("2"))
+    s.append_message(A("2"))
     s.move_to(i1)
     last = json.loads(s.storage.raw_line(s.storage.entry_ids()[-1]))
-    assert (last["type"], last["targetId"], last["parentId"]) == ("leaf", i1, i2)
+    # parented at the target (A13 has the old leaf): a reader that takes the last entry as its leaf
+    # and ignores ``leaf`` entries (the reference's SessionManager) then resumes at the target too
+    assert (last["type"], last["targetId"], last["parentId"]) == ("leaf", i1, i1)
     s = backend.reopen(s)
     assert s.leaf_id == i1
     s.move_to(None)
+    last = json.loads(s.storage.raw_line(s.storage.entry_ids()[-1]))
+    assert (last["type"], last["targetId"], last["parentId"]) == ("leaf", None, None)
     s = backend.reopen(s)
     assert s.leaf_id is None
     s.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import threading
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, List
@@ -320,6 +321,71 @@ def test_objects_the_application_froze_stay_frozen(tmp_path):  # issue 5: pre-fo
     finally:
         gc.unfreeze()
     assert keep
+
+
+def test_bulk_decode_leaves_the_callers_objects_in_their_generation(tmp_path):  # issue 11 item 6
+    """gc.freeze()+unfreeze() after a decode moved every object of the process to the oldest
+    generation: young cyclic garbage of the caller (or of other threads) then outlived every young
+    collection. A decode may pause the collector, not rearrange the caller's heap."""
+    import gc
+
+    path, ids = _jsonl_with_messages(tmp_path, 12)
+    thresholds = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(10 ** 9)  # no automatic collection can move the probe during the test
+    try:
+        probe = [[n] for n in range(3)]
+        young = {id(o) for o in gc.get_objects(generation=0)}
+        assert id(probe) in young
+        with Session.open(path, read_only=True) as session:
+            assert len(session.build_context().messages) == 12
+        assert id(probe) in {id(o) for o in gc.get_objects(generation=0)}
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last one out re-enables
+    """One thread's decode re-enabled the collector under another thread's decode."""
+    import gc
+
+    from agentcore.session.process_state import gc_paused
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with gc_paused():
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second():
+        first_in.wait(10)
+        with gc_paused():
+            second_in.set()
+            first_out.wait(10)
+            seen["during"] = gc.isenabled()  # the first decode ended, this one still runs
+
+    assert gc.isenabled()
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"during": False} and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_reset_process_state_empties_the_caches(tmp_path):  # issue 11 item 6: resettable singletons
+    from agentcore.session import entries, process_state, storage
+
+    path, ids = _jsonl_with_messages(tmp_path, 3)
+    Session.open(path, read_only=True).close()
+    assert storage._WORDS and entries._last_second[0] != -1
+    process_state.reset()
+    assert not storage._WORDS and entries._last_second == (-1, "")
+    with Session.open(path, read_only=True) as session:
+        assert len(session.build_context().messages) == 3
 
 
 def test_entries_and_branch_read_in_bulk_match_single_reads():  # session.md §5 reads

@@ -301,6 +301,42 @@ def test_create_refuses_existing_file(tmp_path):
     assert info.value.code == "already_exists" and path.read_bytes() == before
 
 
+def test_session_stores_text_with_lone_surrogates(tmp_path):
+    # A streamed answer whose emoji was split between two deltas ("\ud83d" then "\ude00", as
+    # servers counting UTF-16 units send it) holds two surrogate code points; a truncated one holds
+    # one. JSON.stringify (the reference writer) escapes them; here the append raised
+    # UnicodeEncodeError (not even a SessionError) and the message was never saved.
+    from agentcore.session import Session
+    from agentcore.session.entries import encode_line
+    from agentcore.types import UserMessage
+
+    split_pair = "smile \ud83d" + "\ude00 ok"
+    lone = "cut \ud83d"
+    line = encode_line({"text": lone})
+    assert b"\\ud83d" in line and json_loads(line) == {"text": lone}
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    try:
+        session.append_message(UserMessage(split_pair))
+        session.append_message(UserMessage(lone))
+    finally:
+        session.close()
+    path.read_bytes().decode("utf-8")  # the file stays valid UTF-8
+    reopened = Session.open(path)
+    try:
+        texts = [e.message.content[0].text if isinstance(e.message.content, list) else e.message.content
+                 for e in reopened.get_branch() if e.type == "message"]
+    finally:
+        reopened.close()
+    assert texts == ["smile \U0001F600 ok", lone]
+
+
+def json_loads(line):
+    import json
+
+    return json.loads(line)
+
+
 # --------------------------------------------------------------------------- output shape
 
 
@@ -354,6 +390,128 @@ def test_unknown_fields_survive(tmp_path):  # session §2: unknown extra fields 
         forked = SessionRepository(tmp_path / "repo").fork(s)
         assert encode_line(forked.get_entry("a1").to_dict()) == encode_line(entry)
         forked.close()
+
+
+# --------------------------------------------------------------------------- what the reference reads
+
+
+def reference_read(path):
+    """How the reference's SessionManager reads a v3 file: the leaf is the LAST entry; the context is
+    the messages on its root path; entry types it does not know (``leaf``) contribute nothing."""
+    entries = [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]
+    by_id = {e["id"]: e for e in entries}
+    leaf = entries[-1]["id"] if entries else None
+    path_ids = []
+    while leaf is not None and leaf in by_id:
+        path_ids.append(leaf)
+        leaf = by_id[leaf]["parentId"]
+    texts = [by_id[i]["message"]["content"][0]["text"] for i in reversed(path_ids)
+             if by_id[i]["type"] == "message"]
+    return texts, entries
+
+
+def reference_append(path, entry_id, text):
+    """What the reference does on its next append: a child of the last entry of the file."""
+    texts, entries = reference_read(path)
+    entry = {"type": "message", "id": entry_id, "parentId": entries[-1]["id"],
+             "timestamp": "2030-01-01T00:00:00.000Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 9}}
+    with open(path, "ab") as handle:
+        handle.write(encode_line(entry))
+
+
+def tree_ids(session):
+    out, stack = [], list(session.get_tree())
+    while stack:
+        node = stack.pop()
+        out.append(node.entry.id)
+        stack.extend(node.children)
+    return out
+
+
+def _four_turns(path):
+    s = Session.create(path, cwd="/w")
+    ids = [s.append_message(m) for m in (U("u1"), A("a1"), U("u2"), A("a2"))]
+    return s, ids
+
+
+def test_a_move_is_read_by_the_reference_as_the_branch_moved_to(tmp_path):  # issue 10 item 3
+    path = tmp_path / "moved.jsonl"
+    s, (u1, a1, u2, a2) = _four_turns(path)
+    s.move_to(a1)
+    assert reference_read(path)[0] == ["u1", "a1"]  # before: the leaf entry hung under a2: u1 a1 u2 a2
+    s.move_to(None)
+    assert reference_read(path)[0] == []
+    s.move_to(u2, summary="explored")  # a summary hangs at the target: both readers agree there too
+    assert reference_read(path)[0] == ["u1", "a1", "u2"]
+    s.close()
+    with Session.open(path) as again:
+        assert [e.id for e in again.get_branch() if e.type == "message"] == [u1, a1, u2]
+
+
+def test_reference_appends_after_a_move_hang_on_the_branch_moved_to(tmp_path):  # issue 10 items 3, 4
+    path = tmp_path / "moved.jsonl"
+    s, (u1, a1, u2, a2) = _four_turns(path)
+    s.move_to(a1)
+    s.close()
+    reference_append(path, "ref00001", "u3")
+    reference_append(path, "ref00002", "a3")
+    assert reference_read(path)[0] == ["u1", "a1", "u3", "a3"]
+    with Session.open(path) as again:
+        assert again.leaf_id == "ref00002"
+        assert [m.content[0].text for m in again.build_context().messages] == ["u1", "a1", "u3", "a3"]
+        leaf_entry = again.entries()[4].id
+        # every entry of the file is in the tree, the leaf entry the reference appended under too
+        assert sorted(tree_ids(again)) == sorted([u1, a1, u2, a2, leaf_entry, "ref00001", "ref00002"])
+        assert [e.id for e in again.children(a1)] == [u2, leaf_entry]
+        assert [e.id for e in again.children(leaf_entry)] == ["ref00001"]
+        nxt = again.append_message(U("u4"))
+        assert again.get_entry(nxt).parent_id == "ref00002"
+
+
+def test_old_leaf_entries_keep_reading_and_what_hangs_under_them_is_in_the_tree(tmp_path):  # issue 10.4
+    """A file from before 10.3: the leaf entry is parented at the leaf it left (a2), and the reference
+    appended two entries under it. The reference shows 7 nodes; the tree lost 3 of them."""
+    path = tmp_path / "old.jsonl"
+    ts = "2025-01-01T00:00:0{}.000Z"
+    lines = [V3_HEADER]
+    parent = None
+    for n, text in enumerate(["u1", "a1", "u2", "a2"]):
+        lines.append(dict(v3_entry(text, parent, text), timestamp=ts.format(n)))
+        parent = text
+    lines.append({"type": "leaf", "id": "L", "parentId": "a2", "timestamp": ts.format(5), "targetId": "a1"})
+    lines.append(dict(v3_entry("u3", "L", "u3"), timestamp=ts.format(6)))
+    lines.append(dict(v3_entry("a3", "u3", "a3"), timestamp=ts.format(7)))
+    lines.append({"type": "leaf", "id": "L2", "parentId": "a3", "timestamp": ts.format(8), "targetId": "a3"})
+    write_lines(path, lines)
+    with Session.open(path) as s:
+        assert s.leaf_id == "a3"
+        assert [m.content for m in s.build_context().messages] == ["u1", "a1", "u2", "a2", "u3", "a3"]
+        assert sorted(tree_ids(s)) == sorted(["u1", "a1", "u2", "a2", "L", "u3", "a3"])  # not L2: nothing under it
+        assert [e.id for e in s.children("a2")] == ["L"]
+        assert [e.id for e in s.get_branch()] == ["u1", "a1", "u2", "a2", "L", "u3", "a3"]
+
+
+def test_fork_through_a_leaf_entry_ends_where_its_path_ends(tmp_path):  # issue 10.4 class: fork copies such a path
+    path = tmp_path / "old.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("u1", None), v3_entry("a1", "u1"), v3_entry("u2", "a1"),
+                       {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "t", "targetId": "u1"},
+                       v3_entry("u3", "L", "u3")])
+    repo = SessionRepository(tmp_path / "repo")
+    with Session.open(path, read_only=True) as s:
+        with repo.fork(s, entry_id="u3") as forked:  # before u3: ends at L, which targets u1
+            assert [e.id for e in forked.get_branch()] == ["u1", "a1", "u2"]  # where u3 was asked
+        with repo.fork(s, entry_id="u3", position="at") as forked:
+            assert [e.id for e in forked.get_branch()] == ["u1", "a1", "u2", "L", "u3"]
+
+
+def test_entries_on_a_parent_cycle_are_in_the_tree(tmp_path):  # issue 10.4 class: no entry vanishes
+    path = tmp_path / "cycle.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("r", None), v3_entry("c1", "c2"), v3_entry("c2", "c1"),
+                       v3_entry("tip", "r")])
+    with Session.open(path, read_only=True) as s:
+        assert sorted(tree_ids(s)) == ["c1", "c2", "r", "tip"]
+        assert [n.entry.id for n in s.get_tree()] == ["r", "c1"]
 
 
 # --------------------------------------------------------------------------- the reference file

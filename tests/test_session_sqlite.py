@@ -4,6 +4,7 @@ run against SQLite in test_session_conformance.py."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import pytest
@@ -41,7 +42,8 @@ def test_payload_is_the_jsonl_line(tmp_path):  # brief: stored JSON identical to
     assert rows == file_lines
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     indexes = {r[1] for r in conn.execute("PRAGMA index_list(entries)")}
-    assert "entries_by_parent" in indexes
+    assert "entries_by_parent" not in indexes  # issue 11.7: a B-tree per append no query here reads
+    assert len(indexes) == 2  # the (session_id, seq) and (session_id, id) keys
     conn.close()
 
 
@@ -58,7 +60,9 @@ def test_many_sessions_in_one_database(tmp_path):
     assert listed == {"a": 1, "b": 2}
     with pytest.raises(SessionError) as ambiguous:
         SqliteSessionStorage(db)
-    assert ambiguous.value.code == "not_found" and "session_id" in str(ambiguous.value)
+    # issue 10.5: says how to choose, and which ids there are
+    assert ambiguous.value.code == "not_found" and "session_id=" in str(ambiguous.value)
+    assert "a" in str(ambiguous.value).split("(")[1] and "list_sessions" in str(ambiguous.value)
     with Session(SqliteSessionStorage(db, "b")) as again:
         assert [m.content for m in again.build_context().messages] == ["for b", "again b"]
     with pytest.raises(SessionError) as dup:
@@ -69,6 +73,40 @@ def test_many_sessions_in_one_database(tmp_path):
     with pytest.raises(SessionError) as gone:
         SqliteSessionStorage.delete_session(db, "a")
     assert gone.value.code == "not_found"
+
+
+def test_opening_a_new_or_empty_database_creates_a_session(tmp_path):  # issue 10 item 5
+    db = tmp_path / "new.db"
+    with Session(SqliteSessionStorage(db)) as s:  # like sqlite3.connect: the file and a session
+        s.append_message(UserMessage("hello", timestamp=1))
+        created = s.id
+    assert [i.id for i in SqliteSessionStorage.list_sessions(db)] == [created]
+    with Session(SqliteSessionStorage(db)) as again:  # one session: opened, not a second one made
+        assert again.id == created and len(again.build_context().messages) == 1
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    with pytest.raises(SessionError) as ro:
+        SqliteSessionStorage(empty, read_only=True)
+    assert ro.value.code == "not_found" and "no sessions" in str(ro.value)
+    with pytest.raises(SessionError) as foreign:
+        SqliteSessionStorage(empty, "x", read_only=True)
+    assert foreign.value.code == "storage" and "no such table" in str(foreign.value)
+    with Session(SqliteSessionStorage(empty)) as s:
+        assert s.leaf_id is None and s.cwd == os.getcwd()
+    with pytest.raises(SessionError) as typo:
+        SqliteSessionStorage(db, "no-such-id")
+    assert typo.value.code == "not_found" and "SqliteSessionStorage.create" in str(typo.value)
+    assert len(SqliteSessionStorage.list_sessions(db)) == 1
+
+
+def test_several_sessions_error_lists_a_few_ids(tmp_path):  # issue 10 item 5
+    db = tmp_path / "many.db"
+    for n in range(8):
+        SqliteSessionStorage.create(db, cwd="/w", session_id=f"sess-{n}").close()
+    with pytest.raises(SessionError) as info:
+        SqliteSessionStorage(db)
+    text = str(info.value)
+    assert text.count("sess-") == 5 and ", ..." in text and "session_id=ID" in text
 
 
 def test_read_only_open(tmp_path):

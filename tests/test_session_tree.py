@@ -150,7 +150,7 @@ def test_children_and_leaf_entries():  # session §5: leaf entries are not tree 
     s.move_to(a)
     assert [e.id for e in s.children(a)] == [b]
     leaf = s.entries()[-1]
-    assert isinstance(leaf, LeafEntry) and leaf.target_id == a and leaf.parent_id == b
+    assert isinstance(leaf, LeafEntry) and leaf.target_id == a and leaf.parent_id == a  # issue 10.3
     with pytest.raises(SessionError):
         s.move_to(leaf.id)  # a bookkeeping entry is not a position
     assert s.move_to(a) is None and len(s.entries()) == 3  # moving to the current leaf writes nothing
@@ -231,3 +231,59 @@ def test_failed_run_leaves_a_loadable_session(tmp_path):  # issue 5: aborted or 
         messages = again.build_context().messages
         assert [m.role for m in messages] == ["user", "assistant"]
         assert messages[-1].stop_reason == "error"
+
+
+def test_recorder_stores_a_json_safe_form_of_values_json_cannot_hold(tmp_path):  # issue 10 item 2
+    import socket
+    import warnings
+
+    from agentcore.agent import Agent
+    from agentcore.testing import ScriptedModel, call, response, text
+    from agentcore.tools import AgentToolResult, tool
+
+    sock = socket.socket()
+    values = {"obj": object(), "objects": {object()}, "nan": float("nan"), "raw": b"\x00\xff",
+              "sock": sock}
+
+    @tool
+    def give(which: str) -> object:
+        """Return something JSON cannot hold."""
+        return values[which]
+
+    @tool
+    def handmade() -> object:
+        """A hand-built result with odd details."""
+        return AgentToolResult(content="ok", details={"inf": float("inf"), "tuple": (1, b"x"),
+                                                      1: {object()}})
+
+    calls = [call("give", {"which": name}, f"c-{name}") for name in values] + [call("handmade", {}, "c-h")]
+    scripted = ScriptedModel([response(*calls), text("done")])
+    path = tmp_path / "odd.jsonl"
+    session = Session.create(path, cwd="/w")
+    agent = Agent(scripted.model, tools=[give, handmade], stream_fn=scripted.stream_fn, session=session)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            agent.prompt("go")
+    finally:
+        sock.close()
+    assert agent.state.messages[-1].text == "done" and agent.state.messages[-1].stop_reason == "stop"
+    assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
+    session.close()
+
+    def refuse(token):
+        raise AssertionError(f"{token} is not JSON")
+
+    lines = [json.loads(line, parse_constant=refuse) for line in path.read_text("utf-8").splitlines()]
+    results = {e["message"]["toolCallId"]: e["message"] for e in lines
+               if e["type"] == "message" and e["message"]["role"] == "toolResult"}
+    assert sorted(results) == sorted([f"c-{name}" for name in values] + ["c-h"])
+    assert results["c-h"]["details"] == {"inf": None, "tuple": [1, {"type": "bytes", "base64": "eA=="}],
+                                         "1": [results["c-h"]["details"]["1"][0]]}
+    assert results["c-h"]["details"]["1"][0].startswith("<object object")
+    text_of = {key: json.dumps(m) for key, m in results.items()}
+    assert "socket" in text_of["c-sock"] and "object object" in text_of["c-obj"]
+    reopened = Session.open(path)
+    assert [m.role for m in reopened.build_context().messages] == \
+        ["user", "assistant"] + ["toolResult"] * 6 + ["assistant"]
+    reopened.close()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 
 import pytest
 
 from agentcore.events import DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent
 from agentcore.signals import AbortController, AbortError, AbortSignal
-from agentcore.streams import AssistantMessageEventStream, EventStream
+from agentcore.streams import AssistantMessageEventStream, EventStream, ProviderStream
 from agentcore.types import AssistantMessage
 
 
@@ -140,3 +141,132 @@ def test_assistant_message_stream_completes_on_done_or_error():  # agent-loop §
     errored = AssistantMessageEventStream()
     errored.push(ErrorEvent("error", failed))
     assert errored.result() is failed
+
+
+def test_raise_if_aborted_raises_abort_error_for_an_unprintable_reason():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise ZeroDivisionError
+
+    class NoStr:
+        def __str__(self):
+            raise ValueError
+
+    for reason, text in ((Unprintable(), "Unprintable"), (NoStr(), "NoStr")):
+        controller = AbortController()
+        controller.abort(reason)
+        with pytest.raises(AbortError, match=text):
+            controller.signal.raise_if_aborted()
+
+
+# EventStream contract (agent-loop §8.3): a producer failure reaches the consumer. A completing
+# event whose result cannot be extracted used to close the stream without an end marker, so the
+# producer's fail(exc) was ignored and the consumer waited forever.
+def test_stream_stays_failable_when_the_result_cannot_be_extracted() -> None:
+    from types import SimpleNamespace
+
+    from agentcore.streams import AssistantMessageEventStream
+
+    stream = AssistantMessageEventStream()
+    broken_done = SimpleNamespace(type="done")  # no .message
+    with pytest.raises(AttributeError) as info:
+        stream.push(broken_done)
+    stream.fail(info.value)
+    with pytest.raises(AttributeError):
+        stream.result(timeout=5)
+    with pytest.raises(AttributeError):
+        list(stream)
+
+
+# --------------------------------------------------------------------------- ProviderStream (issue 11 §4)
+
+
+def _generator(final, gate=None, closed=None):
+    """What a provider's generator does: start, a delta, (wait for ``gate``), done."""
+    try:
+        yield StartEvent(final)
+        yield TextDeltaEvent(0, "x", final)
+        if gate is not None:
+            gate.wait(5)
+        yield DoneEvent("stop", final)
+    finally:
+        if closed is not None:
+            closed.set()
+
+
+def test_provider_stream_result_honours_its_timeout():
+    # ProviderStream.result(timeout) used to read the network on the caller's thread and ignore
+    # the timeout: a stalled provider held the caller however short the timeout
+    final, gate = AssistantMessage(content=[], stop_reason="stop"), threading.Event()
+    stream = ProviderStream(_generator(final, gate))
+    with pytest.raises(TimeoutError):
+        stream.result(timeout=0.01)
+    assert not stream.done
+    gate.set()
+    assert stream.result(timeout=10) is final and stream.done
+    assert [e.type for e in stream] == ["start", "text_delta", "done"]  # result() consumed nothing
+
+
+def test_provider_stream_result_does_not_consume_events():
+    final = AssistantMessage(content=[], stop_reason="stop")
+    stream = ProviderStream(_generator(final))
+    iterator = iter(stream)
+    assert next(iterator).type == "start"
+    assert stream.result() is final
+    assert [e.type for e in iterator] == ["text_delta", "done"]
+    assert list(stream) == []  # a second iteration ends at once, as for EventStream
+
+
+def test_provider_stream_push_end_and_fail_are_honoured():
+    final, pushed = AssistantMessage(content=[], stop_reason="stop"), AssistantMessage(content=[])
+    generator = _generator(final)
+    stream = ProviderStream(generator)
+    stream.push(TextDeltaEvent(0, "pushed", pushed))
+    stream.push(DoneEvent("stop", pushed))
+    stream.push(TextDeltaEvent(0, "late", pushed))  # ignored after completion
+    assert [getattr(e, "delta", e.type) for e in stream] == ["pushed", "done"]
+    assert stream.result() is pushed  # the generator was closed, never read
+    assert inspect.getgeneratorstate(generator) == inspect.GEN_CLOSED
+
+    closed = threading.Event()
+    ended = ProviderStream(_generator(final, closed=closed))
+    assert next(iter(ended)).type == "start"
+    ended.end("early")
+    ended.fail(RuntimeError("ignored after end"))
+    assert list(ended) == [] and ended.result() == "early" and closed.is_set()
+
+    failing = ProviderStream(_generator(final))
+    failing.fail(RuntimeError("producer died"))
+    with pytest.raises(RuntimeError, match="producer died"):
+        list(failing)
+    with pytest.raises(RuntimeError, match="producer died"):
+        list(failing)  # every iterator sees the failure
+    with pytest.raises(RuntimeError, match="producer died"):
+        failing.result(timeout=1)
+
+
+def test_provider_stream_close_releases_the_generator():
+    closed = threading.Event()
+    stream = ProviderStream(_generator(AssistantMessage(content=[]), closed=closed))
+    assert next(iter(stream)).type == "start"
+    stream.close()
+    assert closed.is_set() and stream.done and stream.result(timeout=0) is None and list(stream) == []
+
+
+def test_a_dropped_provider_stream_releases_its_generator_without_gc():
+    # the generator holds the HTTP connection: dropping a half-read stream must free it by
+    # reference counting, so the stream must not reference itself
+    import gc
+
+    closed = threading.Event()
+    stream = ProviderStream(_generator(AssistantMessage(content=[]), closed=closed))
+    iterator = iter(stream)
+    assert next(iterator).type == "start"
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del iterator, stream
+        assert closed.is_set()
+    finally:
+        if enabled:
+            gc.enable()

@@ -166,6 +166,30 @@ def test_background_job_does_not_block_the_result(tmp_path):
         _cleanup(pids)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
+def test_bash_kills_the_command_when_on_update_raises(tmp_path):
+    # A failing on_update callback (a UI that crashed) must not leave the command running.
+    tool = create_bash_tool(str(tmp_path), update_interval=0.0)
+    seen: List[str] = []
+
+    def on_update(partial):
+        seen.append(partial.content[0].text)
+        raise RuntimeError("display crashed")
+
+    with pytest.raises(RuntimeError, match="display crashed"):
+        tool.execute("c1", {"command": 'sleep 100 & echo "pid:$!"; wait'}, None, on_update)
+    pids = [int(p) for p in re.findall(r"pid:(\d+)", "".join(seen))]
+    assert pids, seen
+    try:
+        assert wait_dead(pids, within=2.0) == []
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, _signal.SIGKILL)
+            except OSError:
+                pass
+
+
 def test_long_output_keeps_the_tail_and_saves_everything(tmp_path):
     tool = create_bash_tool(cwd=str(tmp_path), max_lines=100)
     result = tool.execute("c1", {"command": "seq 1 5000"}, None, None)
@@ -200,6 +224,30 @@ def test_byte_limit_and_a_single_huge_line(tmp_path):
         assert result.details["truncation"]["lastLinePartial"] is True
     finally:
         os.unlink(path)
+
+
+def test_bash_long_crlf_output_never_shows_a_cut_first_line():
+    # Output with \r\n line ends (Windows tools, progress bars, `script`): the kept tail is cut
+    # at a byte offset, and once \r\n became \n the fragment before the first line break fitted
+    # the byte budget, so the result started with half a line ("37" for "000037") and counted it.
+    from agentcore.builtin_tools.bash import _Output, _render
+
+    for lines in (55, 96, 137, 506):  # the kept tail was just cut back to its minimum size
+        output = _Output(max_lines=1000, max_bytes=100)
+        for i in range(lines):
+            output.append(b"%06d\r\n" % i)  # one write per line, as a shell loop makes them
+        try:
+            cut, path = output.snapshot()
+            text, details = _render(cut, path)
+        finally:
+            output.close()
+            if output.path:
+                os.unlink(output.path)
+        shown = text.split("\n\n[Showing")[0].split("\n")
+        assert all(re.fullmatch(r"\d{6}", line) for line in shown), (lines, shown)
+        assert shown[-1] == "%06d" % (lines - 1)
+        info = details["truncation"]
+        assert info["outputLines"] == len(shown) and info["totalLines"] == lines
 
 
 def test_short_output_has_no_file(tmp_path):

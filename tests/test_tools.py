@@ -230,6 +230,57 @@ def test_tool_failure_is_raised_to_the_loop() -> None:
         tool(explode).execute("c", {}, None, None)
 
 
+# The @tool return rules ("anything else JSON text of it ... dataclasses via asdict"): a dataclass
+# or enum nested in a returned dict/list used to reach the model as its repr ("Point(x=3, y=0)").
+def test_tool_return_value_nests_dataclasses_and_enums_as_json() -> None:
+    import enum
+    import json
+    from dataclasses import dataclass
+
+    class Color(enum.Enum):
+        RED = "red"
+
+    @dataclass
+    class Point:
+        x: int
+        y: int = 0
+
+    @tool
+    def shapes(n: int) -> Any:
+        """Return shapes."""
+        return {"points": [Point(n)], "color": Color.RED, "tags": {"a"}}
+
+    result = shapes.execute("call-1", {"n": 3})
+    assert json.loads(result.content[0].text) == {"points": [{"x": 3, "y": 0}], "color": "red", "tags": ["a"]}
+
+
+# @tool return rules: "a content block (or a list of them) as content". A tuple of blocks (say
+# ``return text_block, image_block``) used to become JSON text describing the blocks.
+def test_tool_returning_a_tuple_of_blocks_gives_content() -> None:
+    from agentcore.types import ImageContent, TextContent
+
+    @tool
+    def picture() -> Any:
+        """Return a caption and an image."""
+        return TextContent("caption"), ImageContent(data="aGk=", mime_type="image/png")
+
+    result = picture.execute("call-1", {})
+    assert [block.type for block in result.content] == ["text", "image"]
+
+
+# agent-loop §2.6: a tool's execution_mode "sequential" forces its batch to run one call at a time.
+# A typo used to be accepted and meant "parallel", for exactly the tools that must not overlap.
+def test_tool_execution_mode_typo_raises() -> None:
+    from agentcore.tools import AgentTool
+    from agentcore.types import ToolExecutionMode
+
+    with pytest.raises(ValueError, match="execution_mode"):
+        AgentTool("t", "d", {"type": "object"}, lambda *a: None, execution_mode="sequental")
+    with pytest.raises(ValueError, match="execution_mode"):
+        tool(execution_mode="serial")(lambda: None)
+    assert AgentTool("t", "d", {}, lambda *a: None, execution_mode=ToolExecutionMode("sequential")).execution_mode
+
+
 # --------------------------------------------------------------------------- validation
 
 
@@ -286,6 +337,22 @@ def test_coercion_follows_the_reference(schema: Dict[str, Any], value: Any, expe
 def test_values_that_do_not_coerce_fail_validation(schema: Dict[str, Any], value: Any) -> None:
     with pytest.raises(ToolValidationError):
         validate_tool_arguments(_t(_props(v=schema)), {"v": value})
+
+
+# agent-loop §2.7b (AJV coerceTypes): a numeric string for an integer parameter becomes that
+# integer exactly; big ids sent as strings must not lose digits through a float.
+def test_integer_string_coercion_is_exact_for_big_numbers() -> None:
+    from agentcore.tools import validate_tool_arguments
+
+    @tool
+    def lookup(item_id: int, weight: float = 0.0) -> str:
+        """Look an item up."""
+        return str(item_id)
+
+    args = validate_tool_arguments(lookup, {"item_id": "12345678901234567891", "weight": "-98765432109876543210"})
+    assert args["item_id"] == 12345678901234567891
+    assert args["weight"] == -98765432109876543210
+    assert validate_tool_arguments(lookup, {"item_id": " 42.00 ", "weight": "1.5"}) == {"item_id": 42, "weight": 1.5}
 
 
 def test_nested_coercion_and_the_input_is_never_mutated() -> None:
@@ -350,3 +417,27 @@ def test_import_agentcore_tools_does_not_import_jsonschema() -> None:
     code = "import sys, agentcore.tools, agentcore.plugins; print('jsonschema' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_return_values_json_refuses_still_make_a_result() -> None:  # issue 10 item 2 (class)
+    import socket
+
+    from agentcore.tools import to_tool_result
+
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+        __repr__ = __str__
+
+    @dataclasses.dataclass
+    class Holder:
+        sock: Any
+
+    cyclic: List[Any] = [1]
+    cyclic.append(cyclic)
+    with socket.socket() as sock:
+        for value, shown in (({(1, 2): "tuple key"}, "tuple key"), (cyclic, "<cycle>"),
+                             ({"x": Unprintable()}, "<Unprintable object>"), (Holder(sock), "socket")):
+            result = to_tool_result(value)
+            assert shown in result.content[0].text

@@ -190,6 +190,20 @@ def test_custom_and_summary_conversion():  # agent-loop §1.5 table
     assert branch.endswith("<summary>\nS2</summary>")  # upstream asymmetry: no newline before the tag
 
 
+# agent-loop §1.5: the rich converter never raises; a summary message whose summary is null
+# (a hand-written or older session) converts to the preamble with an empty summary.
+def test_summary_messages_with_null_summary_convert() -> None:
+    from agentcore.messages import (
+        BRANCH_SUMMARY_PREFIX, BRANCH_SUMMARY_SUFFIX, COMPACTION_SUMMARY_PREFIX,
+        COMPACTION_SUMMARY_SUFFIX, convert_to_llm,
+    )
+
+    out = convert_to_llm([{"role": "compactionSummary", "summary": None, "timestamp": 1},
+                          {"role": "branchSummary", "summary": None, "timestamp": 2}])
+    assert [m.content[0].text for m in out] == [COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
+                                                BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX]
+
+
 def test_rich_converter_keeps_order_and_identity():  # agent-loop §1.5
     user = UserMessage("u")
     dict_custom = {"role": "custom", "customType": "x", "content": "from dict", "display": False}
@@ -205,3 +219,11 @@ def test_model_repr_never_shows_header_values():  # secrets stay out of reprs
     model = Model(id="m", api="openai-completions", provider="p", headers={"Authorization": "Bearer sk-secret-123"})
     assert "sk-secret-123" not in repr(model)
     assert model.to_dict()["headers"] == {"Authorization": "Bearer sk-secret-123"}  # still serialisable
+
+
+def test_user_message_text_like_assistant_text():  # issue 10 item 13
+    assert UserMessage("plain string").text == "plain string"
+    blocks = UserMessage([TextContent("a"), ImageContent("AAAA", "image/png"), TextContent("b")])
+    assert blocks.text == "ab"
+    assert UserMessage.from_dict({"role": "user", "content": [{"type": "text", "text": "x"}],
+                                  "timestamp": 1}).text == "x"

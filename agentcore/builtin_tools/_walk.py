@@ -80,7 +80,9 @@ def _closing_brace(pattern: str, start: int) -> int:
 
 
 def _split_top_level(body: str) -> List[str]:
-    parts, depth, current = [], 0, []
+    parts: List[str] = []
+    depth = 0
+    current: List[str] = []
     for ch in body:
         if ch == "," and depth == 0:
             parts.append("".join(current))

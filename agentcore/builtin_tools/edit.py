@@ -137,8 +137,8 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
     def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
                 on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
         args = normalize_edit_arguments(args)
-        shown = args.get("path")
-        target = paths.resolve(shown)  # type: ignore[arg-type]
+        shown: Any = args.get("path")  # the schema requires it; resolve() names a bad value
+        target = paths.resolve(shown)
         if signal is not None:
             signal.raise_if_aborted()
         require_file(target, shown, "; pass a file path")

@@ -8,7 +8,7 @@ Symlinks are listed, never followed out of ``root``.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
@@ -40,7 +40,7 @@ def create_ls_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         with os.scandir(target) as it:
             entries = sorted(((e.name, e.is_dir()) for e in it), key=lambda x: (x[0].lower(), x[0]))
         names = [name + "/" if is_dir else name for name, is_dir in entries]
-        details = {"entries": len(names)}
+        details: Dict[str, Any] = {"entries": len(names)}
         if not names:
             return AgentToolResult(content=[TextContent("(empty directory)")], details=details)
         shown_names = names[:most]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import ImageContent, TextContent
@@ -59,8 +59,8 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
 
     def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
                 on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
-        shown = args.get("path")
-        target = paths.resolve(shown)  # type: ignore[arg-type]
+        shown: Any = args.get("path")  # the schema requires it; resolve() names a bad value
+        target = paths.resolve(shown)
         offset = positive_int(args, "offset")
         limit = positive_int(args, "limit")
         if signal is not None:
@@ -129,7 +129,7 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         numbered = "\n".join(kept)
         cut = truncate_head(numbered, max_lines, max_bytes)
         cut.total_lines, cut.total_bytes = end - start, used  # of the whole range, not just what was kept
-        details: dict = {"totalLines": total}
+        details: Dict[str, Any] = {"totalLines": total}
         first = start + 1
         if cut.first_line_exceeds_limit:
             size = format_size(first_size)

@@ -1,9 +1,10 @@
 """The ``agentcore`` command (also ``python -m agentcore``).
 
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
-line), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
+line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking`` and ``--system``, before or after the command name.
+``--session``, ``--thinking``, ``--system`` and ``--approve`` (y/n/always before each tool call,
+see :mod:`agentcore.cli._approve`), before or after the command name.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
@@ -12,9 +13,12 @@ Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configura
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Optional, Sequence, TextIO
 
+from .._safe import describe_exception
 from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
@@ -26,7 +30,8 @@ EXIT_INTERRUPTED = 130
 
 _EPILOG = f"""\
 model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
-  --base-url URL --model ID for a local OpenAI-compatible server; --model scripted for an offline demo.
+  --base-url URL --model ID (or local/ID) for a local OpenAI-compatible server: ID is sent as given,
+  a local/ prefix is stripped; --model scripted for an offline demo.
 exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted."""
 
 
@@ -38,9 +43,11 @@ def _common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     group = common.add_argument_group("agent options")
     group.add_argument("-m", "--model", metavar="PROVIDER/ID",
-                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo)")
+                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo); with "
+                            "--base-url: ID or local/ID, the name the server expects (local/ is stripped)")
     group.add_argument("--base-url", metavar="URL",
-                       help="endpoint URL; with an id not in the catalog: a local OpenAI-compatible server")
+                       help="endpoint URL; with an id not in the catalog (or local/ID): a local "
+                            "OpenAI-compatible server")
     group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
     group.add_argument("-t", "--tools", metavar="A,B", help="comma list of registry tool names, e.g. read,bash")
     group.add_argument("-s", "--session", metavar="PATH|ID",
@@ -49,6 +56,12 @@ def _common_options() -> argparse.ArgumentParser:
                        help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
     group.add_argument("--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max")
     group.add_argument("--system", metavar="TEXT", help="the system prompt")
+    group.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                       help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
+                            "(repeatable; names as in agentcore.options.StreamOptions)")
+    group.add_argument("--approve", action="store_true",
+                       help="ask y/n/a(lways for this tool) at the terminal before each tool call; with a "
+                            "PROMPT argument, run reads the answers from stdin")
     return common
 
 
@@ -63,9 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = commands.add_parser("run", parents=[common], help="answer one prompt, streaming",
-                              description="Answer PROMPT (or stdin when PROMPT is - or absent and piped).")
+                              description="Answer PROMPT. Piped stdin is sent first, then PROMPT on a new line "
+                                          "(git diff | agentcore run \"review this diff\"); PROMPT - or "
+                                          "none: stdin alone.")
     run.add_argument("prompt", nargs="*", metavar="PROMPT")
     run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
+    run.add_argument("--schema", metavar="SCHEMA",
+                     help="answer as JSON matching SCHEMA: inline JSON, a JSON file, or fields like "
+                          "'name, age int, tags list' (the answer prints to stdout, progress to stderr)")
     run.set_defaults(handler=cmd_run)
 
     chat = commands.add_parser("chat", parents=[common], help="interactive conversation (REPL)",
@@ -93,10 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
     listing.set_defaults(handler=_lazy("cmd_sessions_list"))
     show = actions.add_parser("show", parents=[dir_opt], help="a session's facts and current branch")
-    show.add_argument("session", metavar="ID|PATH")
+    show.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
     show.set_defaults(handler=_lazy("cmd_sessions_show"))
     export = actions.add_parser("export", parents=[dir_opt], help="write a session as markdown/html/json/jsonl")
-    export.add_argument("session", metavar="ID|PATH")
+    export.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
     export.add_argument("--format", choices=("markdown", "html", "json", "jsonl"), default="markdown")
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     export.set_defaults(handler=_lazy("cmd_sessions_export"))
@@ -123,13 +141,51 @@ def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
 
 
 def _read_prompt(args: Any, stdin: TextIO) -> str:
+    """The prompt of ``run``: the PROMPT words, piped stdin, or both (as ``llm`` does).
+
+    When stdin is not a terminal it is read to the end first (so ``git diff | agentcore run
+    "review this diff"`` sends the diff). Piped text and PROMPT are joined stdin first, then the
+    prompt, on a new line; the piped text is kept as it is (indentation and inner blank lines),
+    only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone. Nothing in
+    either: :class:`UsageError`. A stdin that is a pipe which never closes blocks the command;
+    ``< /dev/null`` avoids that.
+    """
     prompt = " ".join(args.prompt).strip()
-    if prompt == "-" or (not prompt and not _isatty(stdin)):
-        prompt = stdin.read().strip()
+    piped = ""
+    answers_on_stdin = bool(getattr(args, "approve", False)) and prompt not in ("", "-")
+    if prompt == "-" or not (_isatty(stdin) or answers_on_stdin):
+        piped = _strip_blank_lines(_read_all(stdin))
+        if prompt == "-":
+            prompt = ""
+    prompt = "\n".join(part for part in (piped, prompt) if part)
     if not prompt:
         raise UsageError('agentcore run needs a PROMPT: agentcore run "what is in this folder?" '
                          "(or pipe the prompt on stdin)")
     return prompt
+
+
+def _read_all(stdin: Any) -> str:
+    """Everything on stdin; "" when there is no stdin (closed: ``<&-``). Undecodable bytes:
+    :class:`UsageError` (a binary file piped in by mistake)."""
+    if stdin is None:
+        return ""
+    try:
+        text = stdin.read()
+        text.encode("utf-8")  # the C locale decodes with surrogateescape: undecodable bytes show here
+    except UnicodeError:
+        raise UsageError("stdin is not UTF-8 text: pipe text, not a binary file") from None
+    except (OSError, ValueError):  # a closed or unreadable stdin holds no prompt
+        return ""
+    return text
+
+
+def _strip_blank_lines(text: str) -> str:
+    """``text`` without leading/trailing blank lines and trailing whitespace; inner text untouched
+    (the first line keeps its indentation: piped code stays valid)."""
+    lines = text.rstrip().split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 def _isatty(stream: Any) -> bool:
@@ -143,15 +199,24 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
     from ._render import JsonPrinter, TextPrinter, run_outcome
 
+    schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
     prompt = _read_prompt(args, stdin)
     setup = build_agent(CliOptions.from_args(args))
-    text = TextPrinter(out, err, secret=setup.api_key)
+    # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
+    text = TextPrinter(out if schema is None else err, err, secret=setup.api_key)
     try:
         setup.agent.subscribe(JsonPrinter(out) if args.json else text)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
+        approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
         try:
+            if approver is not None:
+                approver.settle(setup.agent, [])  # calls a resumed session left waiting
+            if schema is not None:
+                return _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
             new = setup.agent.prompt(prompt)
+            if approver is not None:
+                new = approver.settle(setup.agent, new)
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
             return EXIT_INTERRUPTED
@@ -159,6 +224,44 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     finally:
         if setup.session is not None:
             setup.session.close()
+
+
+def _read_schema(value: str) -> Dict[str, Any]:
+    """``--schema``: inline JSON, a file holding JSON (or concise fields), or concise fields
+    (``"name, age int, tags list"``). UsageError naming the problem."""
+    from ..structured import output_spec, parse_concise_schema
+
+    text = value
+    if not value.lstrip().startswith("{") and os.path.isfile(value):
+        try:
+            with open(value, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError as exc:
+            raise UsageError(f"--schema {value}: cannot read it ({exc.strerror})") from None
+    try:
+        if text.lstrip().startswith("{"):
+            schema = json.loads(text)
+        else:
+            schema = parse_concise_schema(text)
+        output_spec(schema)  # a valid JSON schema
+    except ValueError as exc:
+        raise UsageError(f"--schema: {exc}") from None
+    return schema
+
+
+def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *,
+         one_line: bool = False) -> int:
+    """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
+    after the event lines of ``--json``)."""
+    from ..structured import AskError, OutputValidationError
+
+    try:
+        value = agent.ask(prompt, schema)
+    except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
+        text.note(f"[error] {exc}")
+        return EXIT_ERROR
+    out.write(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False) + "\n")
+    return EXIT_OK
 
 
 def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -175,10 +278,23 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             except ImportError:
                 pass
         printer = JsonPrinter(out) if args.json else None
-        return Chat(setup, options, stdin, out, err, printer=printer).run()
+        chat = Chat(setup, options, stdin, out, err, printer=printer)
+        chat.approver = _approver(args, setup.agent, chat.read_answer, err)
+        return chat.run()
     finally:
         if setup.session is not None:
             setup.session.close()
+
+
+def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:
+    """With ``--approve``: a :class:`~agentcore.cli._approve.TerminalApprover`, the agent's tools
+    requiring approval. Else None."""
+    if not getattr(args, "approve", False):
+        return None
+    from ._approve import TerminalApprover
+
+    TerminalApprover.require_approval(agent)
+    return TerminalApprover(read_line, err)
 
 
 # --------------------------------------------------------------------------- entry point
@@ -218,7 +334,7 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None
         _silence_stdout()
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
-        err.write(f"agentcore: {type(exc).__name__}: {exc}\n")
+        err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
 
 

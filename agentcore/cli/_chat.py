@@ -12,7 +12,8 @@ import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from ._render import TextPrinter, run_outcome
-from ._setup import AgentSetup, CliOptions, UsageError, check_thinking, resolve_model, resolve_tools
+from ._setup import (AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model,
+                     resolve_tools)
 
 __all__ = ["Chat", "COMMANDS"]
 
@@ -21,7 +22,8 @@ COMMANDS: Dict[str, str] = {
     "/tools [a,b|none]": "show the active tools, or replace them",
     "/thinking [level]": "show or set the thinking level",
     "/session": "where this conversation is saved",
-    "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N",
+    "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N "
+                   "(saved in the session with the next prompt)",
     "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
@@ -45,7 +47,13 @@ class Chat:
         self.text = TextPrinter(out, err, secret=setup.api_key)
         self.agent.subscribe(printer or self.text)
         self.status = 0
+        self.approver: Any = None  # --approve: a TerminalApprover (agentcore.cli._approve)
         self._compactor_obj: Any = None
+        # /branch N in a session: the prompt entry to move back before, applied (written) only when
+        # the next prompt or /compact needs it, as the reference does: quitting right after /branch
+        # leaves the session file as it was (its export is still the whole conversation)
+        self._pending_branch: Optional[str] = None
+        self._view_leaf: Optional[str] = None  # the leaf the pending move goes to (None: the root)
         self.interactive = _isatty(stdin) and _isatty(out)
         self._handlers: Dict[str, Callable[[str], Any]] = {
             "/model": self._model, "/tools": self._tools, "/thinking": self._thinking,
@@ -57,9 +65,24 @@ class Chat:
 
     def run(self) -> int:
         self._banner()
+        try:
+            self._loop()
+        finally:
+            if self._pending_branch is not None:
+                self.text.note("[/branch was not saved: no prompt followed it, so the session still ends "
+                               "at its last answer]")
+        return self.status
+
+    def _loop(self) -> None:
         while True:
             try:
-                line = self._read()
+                try:
+                    line = self._read()
+                    if line is not None:
+                        line.encode("utf-8")  # undecodable bytes arrive as surrogates (C locale)
+                except UnicodeError:
+                    self.text.note("[skipped a line that is not UTF-8 text]")
+                    continue
                 if line is None:
                     break
                 line = line.strip()
@@ -72,7 +95,6 @@ class Chat:
                 self._prompt(line)
             except KeyboardInterrupt:  # at the prompt (or between runs): keep chatting
                 self.text.note("(Ctrl-C: use /quit or Ctrl-D to leave)")
-        return self.status
 
     def _read(self) -> Optional[str]:
         if self.interactive:
@@ -87,9 +109,24 @@ class Chat:
         line = self.stdin.readline()
         return line if line else None
 
+    def read_answer(self) -> Optional[str]:
+        """One answer line for ``--approve`` (None at end of input)."""
+        if self.interactive:
+            try:
+                return input()
+            except EOFError:
+                return None
+        line = self.stdin.readline()
+        return line if line else None
+
     def _prompt(self, line: str) -> None:
+        self._apply_branch()
         try:
+            if self.approver is not None:
+                self.approver.settle(self.agent, [])  # calls a resumed session left waiting
             new = self.agent.prompt(line)
+            if self.approver is not None:
+                new = self.approver.settle(self.agent, new)
         except KeyboardInterrupt:
             self.text.note("[interrupted: run aborted; back at the prompt]")
             self.status = 0
@@ -129,6 +166,8 @@ class Chat:
     def _model(self, ref: str) -> None:
         if ref:
             model, stream_fn = resolve_model(ref, self.options.base_url)
+            if stream_fn is None:
+                check_api_key(model, self.agent.api_key)
             self.agent.model = model
             self.agent.stream_fn = stream_fn
         model = self.agent.model
@@ -137,6 +176,8 @@ class Chat:
     def _tools(self, spec: str) -> None:
         if spec:
             self.agent.tools = resolve_tools(spec)
+            if self.approver is not None:
+                self.approver.require_approval(self.agent)
         names = [getattr(t, "name", str(t)) for t in self.agent.tools]
         self._say("tools: " + (", ".join(names) if names else "none"))
 
@@ -154,12 +195,17 @@ class Chat:
         stats = session.get_session_stats()
         self._say(f"session {session.id}\n  path: {session.path or 'memory'}\n  cwd: {session.cwd}\n"
                   f"  entries: {len(session.storage)}, messages: {stats.message_count} (all branches)\n"
-                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f}\n  leaf: {session.leaf_id}")
+                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f}\n  leaf: {session.leaf_id}"
+                  + ("" if self._pending_branch is None else
+                     f" (moves to {self._view_leaf or 'the start'} with the next prompt: /branch)"))
 
     def _user_prompts(self) -> List[Tuple[Any, Any]]:
-        """``(entry_or_index, message)`` for each user message on the current branch."""
+        """``(entry_or_index, message)`` for each user message on the branch the chat is on (a
+        pending /branch included)."""
         if self.session is not None:
-            return [(e, e.message) for e in self.session.get_branch()
+            branch = (self.session.get_branch() if self._pending_branch is None
+                      else self.session.get_branch(self._view_leaf))
+            return [(e, e.message) for e in branch
                     if e.type == "message" and getattr(e.message, "role", None) == "user"]
         return [(i, m) for i, m in enumerate(self.agent.messages) if getattr(m, "role", None) == "user"]
 
@@ -178,12 +224,21 @@ class Chat:
         if not arg.isdigit() or not 1 <= int(arg) <= len(prompts):
             raise UsageError(f"/branch {arg}: give a prompt number from 1 to {len(prompts)} (/branch lists them)")
         where, message = prompts[int(arg) - 1]
-        if self.session is not None:
-            self._compactor().navigate_tree(where.id)  # the leaf moves to the prompt's parent
+        if self.session is not None:  # the leaf moves to the prompt's parent with the next prompt
+            self._pending_branch, self._view_leaf = where.id, where.parent_id
+            self.agent.messages = self.session.build_context(where.parent_id).messages
         else:
             self.agent.messages = self.agent.messages[:where]
         self._say(f"back before prompt {arg} ({len(self.agent.messages)} messages kept); it was:\n"
                   f"  {_short(text_of(message.content), 200)}")
+
+    def _apply_branch(self) -> None:
+        """Write a pending /branch move into the session (before a prompt or /compact)."""
+        target = self._pending_branch
+        if target is None:
+            return
+        self._compactor().navigate_tree(target)  # moves the leaf to the prompt's parent, reloads
+        self._pending_branch = self._view_leaf = None
 
     def _compactor(self) -> Any:
         if self._compactor_obj is None:
@@ -205,6 +260,7 @@ class Chat:
             return
         from ..session.compaction import CompactionError
 
+        self._apply_branch()
         before = len(self.agent.messages)
         try:
             result = compactor.compact(instructions or None)

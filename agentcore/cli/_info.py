@@ -153,9 +153,28 @@ def _open_for_reading(args: Any) -> Any:
 
                 return Session(SqliteSessionStorage(path, read_only=True))
             return Session.open(path, read_only=True)
-        return _repository(args).open(ref, read_only=True)
+        repo = _repository(args)
+        try:
+            return repo.open(ref, read_only=True)
+        except SessionError as exc:
+            if exc.code != "not_found":
+                raise
+            return repo.open(_unique_prefix(repo, ref, exc), read_only=True)
     except SessionError as exc:
         raise UsageError(f"{exc} (see `agentcore sessions list --all`)") from None
+
+
+def _unique_prefix(repo: Any, prefix: str, not_found: Exception) -> Any:
+    """The one session whose id starts with ``prefix`` (any directory); UsageError listing the
+    matches when several do; ``not_found`` re-raised when none does."""
+    matches = [info for info in repo.list(None) if info.id.startswith(prefix)]
+    if not matches:
+        raise not_found
+    if len({info.id for info in matches}) > 1:
+        rows = [[i.id, i.created, i.cwd] for i in matches]
+        raise UsageError(f"session id prefix {prefix!r} is ambiguous: {len(matches)} sessions match; give more "
+                         "of the id:\n" + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n"))
+    return matches[0]
 
 
 def _branch_messages(session: Any) -> List[Any]:
@@ -215,6 +234,15 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
 EXPORT_FORMATS = ("markdown", "html", "json", "jsonl")
 
 
+def _note_empty_branch(session: Any, err: TextIO) -> None:
+    """Say why an export of the current branch is empty when other branches hold messages."""
+    total = session.get_session_stats().message_count
+    if total:
+        err.write(f"note: the current branch of session {session.id} has no messages (it was moved back "
+                  f"before its first prompt); {total} message(s) are on other branches: "
+                  "--format jsonl exports every entry\n")
+
+
 def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore sessions export ID|PATH [--format F] [-o FILE]``.
 
@@ -235,6 +263,8 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
             text = b"".join(lines).decode("utf-8")
         else:
             messages = _branch_messages(session)
+            if not messages:
+                _note_empty_branch(session, err)
             if fmt == "json":
                 text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
             elif fmt == "html":

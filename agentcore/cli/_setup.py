@@ -10,17 +10,20 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = [
-    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "ScriptedDemo", "CliOptions", "resolve_model",
-    "resolve_tools", "read_api_key", "check_thinking", "open_session", "default_sessions_dir",
+    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
+    "local_model",
+    "resolve_tools", "read_api_key", "check_api_key", "check_thinking", "open_session", "default_sessions_dir",
     "build_agent",
 ]
 
 #: ``--model scripted`` (or ``AGENTCORE_MODEL=scripted``) selects the offline demo model.
 SCRIPTED = "scripted"
 MODEL_ENV = "AGENTCORE_MODEL"
+#: ``--model local/ID --base-url URL``: the prefix names the provider of a local server (stripped).
+LOCAL_PREFIX = "local/"
 SESSIONS_DIR_ENV = "AGENTCORE_SESSIONS_DIR"
 
 NO_MODEL_HELP = """\
@@ -30,6 +33,7 @@ agentcore: no model configured. Choose one of:
   AGENTCORE_MODEL=provider/id      the default model for every command
   --base-url URL --model ID        a local OpenAI-compatible server (llama.cpp, Ollama, vLLM,
                                    LM Studio), e.g. --base-url http://127.0.0.1:8080/v1 --model llama3
+                                   (ID is sent as given; a local/ prefix is stripped)
   --model scripted                 the offline scripted demo (no network, no key)
 An API key comes from the provider's usual variable (e.g. OPENAI_API_KEY) or --api-key-env NAME."""
 
@@ -71,8 +75,11 @@ class ScriptedDemo:
                 "`agentcore models` lists them.)")
         if "summar" in (context.system_prompt or "").lower():  # a compaction or branch summary request
             return text("## Goal\nTry agentcore offline.\n\n## Progress\n(summary written by the scripted demo)")
+        final = next((t for t in context.tools or () if getattr(t, "name", None) == "final_result"), None)
+        if final is not None:  # run --schema: answer with a value of the asked shape
+            return tool_call("final_result", _example(final.parameters))
         last = context.messages[-1] if context.messages else None
-        if role_of(last) == "toolResult":
+        if last is not None and role_of(last) == "toolResult":
             lines = text_of(last.content).splitlines()
             first = lines[0] if lines else ""
             return text(f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is "
@@ -81,6 +88,28 @@ class ScriptedDemo:
         if any(getattr(t, "name", None) == "ls" for t in context.tools or ()):
             return tool_call("ls", {"path": "."}, text="Let me look at the working directory first.")
         return text(f"You said: {prompt}\n{hint}")
+
+
+_EXAMPLES = {"string": "demo", "integer": 1, "number": 1.5, "boolean": True, "null": None}
+
+
+def _example(schema: Any) -> Any:
+    """A small value matching ``schema`` (the demo's answer to ``run --schema``)."""
+    if not isinstance(schema, dict):
+        return None
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if schema.get(key):
+            return _example(schema[key][0])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or "properties" in schema:
+        return {name: _example(sub) for name, sub in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return [_example(schema["items"])] if isinstance(schema.get("items"), dict) else []
+    return _EXAMPLES.get(str(kind))
 
 
 # --------------------------------------------------------------------------- options
@@ -98,12 +127,30 @@ class CliOptions:
     sessions_dir: Optional[str] = None
     thinking: Optional[str] = None
     system: Optional[str] = None
-    extra: dict = field(default_factory=dict)
+    extra: Dict[str, Any] = field(default_factory=dict)
+    option: Optional[List[Any]] = None  # -o KEY VALUE pairs, parsed by stream_options()
 
     @classmethod
     def from_args(cls, args: Any) -> "CliOptions":
-        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system")
-        return cls(**{name: getattr(args, name, None) for name in names})
+        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system",
+                 "option")
+        given: Dict[str, Any] = {name: getattr(args, name, None) for name in names}
+        return cls(**given)
+
+
+def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
+    """The provider options of ``-o KEY VALUE`` pairs, parsed to their types; UsageError naming the
+    problem for an unknown key (with a did-you-mean) or a value of the wrong type."""
+    from ..options import parse_cli_option
+
+    parsed = {}
+    for key, value in pairs or ():
+        try:
+            name, typed = parse_cli_option(key, value)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        parsed[name] = typed
+    return parsed
 
 
 def resolve_model(ref: Optional[str], base_url: Optional[str] = None
@@ -111,9 +158,11 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
     """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
 
     ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
-    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model (the id is
-    sent to the server verbatim). Raises :class:`UsageError` when nothing is configured or the model
-    is unknown.
+    that URL, and an id the catalog does not know becomes a local OpenAI-compatible model: a
+    ``local/`` prefix only names that provider and is stripped (``local/llama3`` sends ``llama3``,
+    ``local/openai/gpt-4o`` sends ``openai/gpt-4o`` even though the catalog knows that id); any other
+    id is sent to the server verbatim (vLLM serves names like ``Qwen/Qwen2.5-7B-Instruct``). Raises
+    :class:`UsageError` when nothing is configured or the model is unknown.
     """
     ref = ref or os.environ.get(MODEL_ENV) or None
     if ref is not None:
@@ -128,19 +177,29 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
         return demo.model, demo.stream_fn
     from ..plugins import UnknownModelError, get_model
 
+    if base_url and ref.startswith(LOCAL_PREFIX) and len(ref) > len(LOCAL_PREFIX):
+        return local_model(ref[len(LOCAL_PREFIX):], base_url), None
     try:
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError as exc:
         if not base_url:
-            raise UsageError(f"{exc}\nFor a model served elsewhere add --base-url URL "
-                             "(an OpenAI-compatible endpoint).") from None
-        from ..types import Model
-
-        return Model(id=ref, name=ref, api="openai-completions", provider="local",
-                     base_url=base_url.rstrip("/")), None
+            if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
+                raise UsageError(str(exc)) from None
+            raise UsageError(_unknown("model", ref, [m.key for m in _models()],
+                                      "`agentcore models` lists them; for a model served elsewhere add "
+                                      "--base-url URL (an OpenAI-compatible endpoint)")) from None
+        return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
+
+
+def local_model(model_id: str, base_url: str) -> Any:
+    """The model of a local OpenAI-compatible server: ``model_id`` is sent as the model name."""
+    from ..types import Model
+
+    return Model(id=model_id, name=model_id, api="openai-completions", provider="local",
+                 base_url=base_url.rstrip("/"))
 
 
 def resolve_tools(spec: Optional[str]) -> List[Any]:
@@ -148,6 +207,7 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
     if not spec or spec.strip().lower() == "none":
         return []
     from ..plugins import UnknownToolError, get_tool
+    from ..plugins import tools as registered_tools
 
     tools = []
     for name in (part.strip() for part in spec.split(",")):
@@ -155,9 +215,55 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
             continue
         try:
             tools.append(get_tool(name))
-        except UnknownToolError as exc:
-            raise UsageError(f"--tools: {exc}") from None
+        except UnknownToolError:
+            known = [t.name for t in registered_tools()]
+            raise UsageError("--tools: " + _unknown("tool", name, known, _broken_plugins_hint()
+                                                    or "`agentcore plugins` lists the installed plugins "
+                                                    "and their tools; install the one that provides it")
+                             ) from None
     return tools
+
+
+def _models() -> List[Any]:
+    from ..plugins import models
+
+    return models()
+
+
+def _unknown(kind: str, name: str, known: List[str], hint: str) -> str:
+    """``unknown KIND 'NAME' (did you mean ...?)`` plus ``hint``: the command-line wording (the
+    registry's own message ends with advice for Python code, such as passing an AgentTool)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    if close:
+        found = " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+    elif kind == "tool" and known:
+        found = f" (registered: {', '.join(sorted(known))})"
+    else:
+        found = ""
+    return f"unknown {kind} {name!r}{found}. {hint}."
+
+
+def _broken_plugins_hint() -> str:
+    """The load errors of broken plugins (their tools are missing), or "" when none is broken."""
+    import warnings
+
+    from ..plugins import plugins_info
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the load warning was shown once already
+        broken = [info for info in plugins_info() if info.error]
+    if not broken:
+        return ""
+    lines = [f"{len(broken)} plugin(s) failed to load, so the tools they provide are missing; it may be "
+             "one of theirs:"]
+    for info in broken:
+        origin = " ".join(part for part in (info.distribution, info.version) if part) or "?"
+        error = str(info.error).replace("\n", "\n      ")
+        lines.append(f"  {info.name} ({origin}, {info.entry_point or '?'}): {error}")
+    lines.append("Fix or reinstall that plugin (`agentcore plugins` shows the errors), then try again")
+    return "\n".join(lines)
 
 
 def read_api_key(env_name: Optional[str]) -> Optional[str]:
@@ -169,6 +275,21 @@ def read_api_key(env_name: Optional[str]) -> Optional[str]:
         raise UsageError(f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
                          f"export it first (export {env_name}=...)")
     return value
+
+
+def check_api_key(model: Any, api_key: Optional[str]) -> None:
+    """UsageError when ``model``'s provider needs a key and neither ``--api-key-env`` nor the
+    provider's usual variable gives one (the provider's own message would say ``api_key=``)."""
+    if api_key:
+        return
+    from ..providers.base import ENV_API_KEYS, get_env_api_key
+
+    provider = str(getattr(model, "provider", ""))
+    names = ENV_API_KEYS.get(provider)
+    if names and not get_env_api_key(provider):
+        also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
+        raise UsageError(f'no API key for provider "{provider}": export {names[0]}=...{also}, '
+                         "or name another variable with --api-key-env NAME")
 
 
 def check_thinking(level: Optional[str]) -> Optional[str]:
@@ -208,7 +329,7 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
     is a session id in the sessions directory (``new`` makes a fresh id), opened when it exists and
     created for the current directory otherwise.
     """
-    from ..session import Session, SessionError
+    from ..session import Session, SessionError, SessionLockedError
 
     try:
         if is_session_path(value):
@@ -230,6 +351,13 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
             if exc.code != "not_found":
                 raise
             return repo.create(session_id=value)
+    except SessionLockedError as exc:
+        # the storage's text ends with Python advice (read_only=True): keep what it says about who
+        # holds the lock, then say what a command-line user can do
+        where = str(exc).split(";", 1)[0]
+        raise UsageError(f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
+                         "this session: finish or quit it first, or start a separate one with --session new. "
+                         f"To read it meanwhile: agentcore sessions show {value} (or export)") from None
     except SessionError as exc:
         raise UsageError(f"--session {value}: {exc}") from None
 
@@ -245,16 +373,32 @@ def _open_sqlite(path: str) -> Any:
 # --------------------------------------------------------------------------- the agent
 
 
-def _recorded_model_ref(session: Any) -> Optional[str]:
-    """The ``--model`` value that resumes with the session's last model, or None."""
+def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any, Optional[Callable[..., Any]]]]:
+    """``(model, stream_fn)`` resuming with the session's last model, or None when it records none.
+
+    The scripted demo is the demo again; with ``--base-url`` a local server's model keeps its id
+    (sent verbatim, never looked up in the catalog by bare id) at the new URL and a catalog model is
+    pointed there; otherwise :func:`~agentcore.session.agent_link.session_model` finds it in the
+    registry or rebuilds it from the endpoint the session recorded. UsageError when it cannot.
+    """
     recorded = session.build_context().model
     if recorded is None:
         return None
     if recorded.provider == "scripted":
-        return SCRIPTED
-    if recorded.provider == "local":  # a --base-url model: its id is what the server expects
-        return recorded.model_id
-    return recorded.key
+        return resolve_model(SCRIPTED)
+    if base_url:
+        if recorded.provider == "local":
+            return local_model(recorded.model_id, base_url), None
+        return resolve_model(recorded.key, base_url)
+    from ..session.agent_link import UnresolvedModelError, session_model
+
+    try:
+        return session_model(session, recorded), None
+    except UnresolvedModelError as exc:
+        raise UsageError(
+            f"--session: cannot resume with the session's model {recorded.key}: it is not in the catalog "
+            f"and {exc.reason}. Pass --base-url URL (the server it ran on; --model {recorded.model_id} "
+            "is then implied) or choose a model with --model provider/id.") from None
 
 
 @dataclass
@@ -275,6 +419,7 @@ def build_agent(options: CliOptions) -> AgentSetup:
     every finished message. Raises :class:`UsageError`.
     """
     thinking = check_thinking(options.thinking)
+    extra_options = stream_options(options.option)
     api_key = read_api_key(options.api_key_env)
     tools = resolve_tools(options.tools)
     session = None
@@ -283,14 +428,16 @@ def build_agent(options: CliOptions) -> AgentSetup:
         session = open_session(options.session, options.sessions_dir)
         created = len(session.storage) == 0
     try:
-        ref = options.model
-        if not ref and not os.environ.get(MODEL_ENV) and session is not None:
-            ref = _recorded_model_ref(session)
-        model, stream_fn = resolve_model(ref, options.base_url)
+        resumed = None
+        if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
+            resumed = _session_model(session, options.base_url)
+        model, stream_fn = resumed or resolve_model(options.model, options.base_url)
+        if stream_fn is None:
+            check_api_key(model, api_key)
         from ..agent import Agent
 
         agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
-                      stream_fn=stream_fn, session=session)
+                      stream_fn=stream_fn, session=session, **extra_options)
         if thinking is not None:
             agent.thinking_level = thinking  # beats the level recorded in the session
     except BaseException:

@@ -12,11 +12,14 @@ Importing this package imports neither ``requests`` nor any wire module.
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from ..types import AssistantMessage, Model, Usage, now_ms
+from ..types import AgentContext, AssistantMessage, Model, Usage, now_ms
 from .base import MissingApiKeyError, get_env_api_key
 from .models import calculate_cost
+
+if TYPE_CHECKING:
+    from ..streams import AssistantMessageEventStream
 
 __all__ = [
     "stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError",
@@ -48,7 +51,7 @@ def _resolve_model(model: Any) -> Model:
     return model
 
 
-def stream(model: Any, context: Any, **options: Any) -> Any:
+def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> AssistantMessageEventStream:
     """Stream one model response: an iterable of stream events with ``result()``.
 
     ``model`` is a :class:`~agentcore.types.Model` (or a ``"provider/id"`` string),
@@ -66,7 +69,7 @@ def stream(model: Any, context: Any, **options: Any) -> Any:
     return provider.stream(model, context, **options)
 
 
-def complete(model: Any, context: Any, **options: Any) -> AssistantMessage:
+def complete(model: Union[Model, str], context: AgentContext, **options: Any) -> AssistantMessage:
     """Run :func:`stream` to the end and return the final message (check ``stop_reason``)."""
     return stream(model, context, **options).result()
 

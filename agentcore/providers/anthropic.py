@@ -14,16 +14,16 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
     AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserMessage, role_of,
 )
 from . import _reasoning
-from ._wire import (
-    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost, end_block,
-    sanitize_surrogates, start_block, tool_specs, transform_messages,
+from .base import (
+    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
+from .models import calculate_cost
+from .transform import transform_messages
 
 __all__ = [
     "API", "AnthropicProvider", "AnthropicStreamState", "build_request_body", "build_headers",
@@ -224,7 +224,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     Options used: ``max_tokens``, ``temperature`` (dropped while thinking), ``reasoning`` (level or
     None), ``thinking_budgets``, ``thinking_enabled``/``thinking_budget_tokens``/``effort`` (raw
     overrides), ``cache_retention``, ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
-    detect OAuth tokens, never written into the body).
+    detect OAuth tokens, never written into the body), ``output_schema`` (``output_config.format``).
     """
     cache_control = _cache_control(model.base_url, options.get("cache_retention"))
     level = _reasoning.normalize_level(options.get("reasoning"))
@@ -275,6 +275,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     tool_choice = options.get("tool_choice")
     if tool_choice:
         body["tool_choice"] = {"type": tool_choice} if isinstance(tool_choice, str) else dict(tool_choice)
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask), next to a possible effort
+        fmt = {"type": "json_schema", "schema": {k: v for k, v in schema.items() if k != "title"}}
+        body["output_config"] = {**body.get("output_config", {}), "format": fmt}
     return body
 
 
@@ -295,7 +299,7 @@ def map_stop_reason(reason: str) -> str:
 
 
 class AnthropicStreamState:
-    """Consumes parsed SSE events of one response and mutates ``output``, calling ``push(event)``.
+    """Consumes parsed SSE events of one response and turns them into ``writer`` calls.
 
     Deltas are routed by the API's own block ``index``. :meth:`handle` raises
     :class:`ProviderError` for ``event: error`` and unknown stop reasons; :meth:`finish` raises
@@ -303,12 +307,11 @@ class AnthropicStreamState:
     on error (spec §3 rule 6).
     """
 
-    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+    def __init__(self, model: Any, writer: StreamWriter) -> None:
         self.model = model
-        self.output = output
-        self.push = push
+        self.writer = writer
+        self.output = writer.output
         self._blocks: Dict[int, int] = {}      # API block index -> index in output.content
-        self._json: Dict[int, ToolArguments] = {}  # content index -> streamed argument JSON
         self._started = False
         self._stopped = False
         self._stop_details: Optional[str] = None
@@ -342,23 +345,21 @@ class AnthropicStreamState:
     def _block_start(self, data: Mapping[str, Any]) -> None:
         block = data.get("content_block") or {}
         kind = block.get("type")
+        writer = self.writer
         if kind == "text":
-            new: Any = TextContent(text="")
+            index = writer.start_text()
         elif kind == "thinking":
-            new = ThinkingContent(thinking="", thinking_signature="")
+            index = writer.start_thinking(thinking_signature="")
         elif kind == "redacted_thinking":
-            new = ThinkingContent(thinking=_REDACTED_TEXT, thinking_signature=block.get("data") or "",
-                                  redacted=True)
+            index = writer.start_thinking(thinking_signature=block.get("data") or "", redacted=True,
+                                          thinking=_REDACTED_TEXT)
         elif kind == "tool_use":
             args = block.get("input")
-            new = ToolCall(id=str(block.get("id") or ""), name=str(block.get("name") or ""),
-                           arguments=dict(args) if isinstance(args, Mapping) else {})
+            index = writer.start_tool_call(str(block.get("id") or ""), str(block.get("name") or ""),
+                                           arguments=dict(args) if isinstance(args, Mapping) else {})
         else:
             return  # server_tool_use, web_search_tool_result, ...: not ours to show
-        index = start_block(self.output, new, self.push)
         self._blocks[data.get("index", index)] = index
-        if kind == "tool_use":
-            self._json[index] = ToolArguments()
 
     def _block_delta(self, data: Mapping[str, Any]) -> None:
         index = self._blocks.get(data.get("index", -1))
@@ -368,32 +369,18 @@ class AnthropicStreamState:
         delta = data.get("delta") or {}
         kind = delta.get("type")
         if kind == "text_delta" and isinstance(block, TextContent):
-            text = delta.get("text") or ""
-            block.text += text
-            self.push(TextDeltaEvent(content_index=index, delta=text, partial=self.output))
+            self.writer.append_text(index, delta.get("text") or "")
         elif kind == "thinking_delta" and isinstance(block, ThinkingContent):
-            text = delta.get("thinking") or ""
-            block.thinking += text
-            self.push(ThinkingDeltaEvent(content_index=index, delta=text, partial=self.output))
+            self.writer.append_thinking(index, delta.get("thinking") or "")
         elif kind == "signature_delta" and isinstance(block, ThinkingContent):
             block.thinking_signature = (block.thinking_signature or "") + (delta.get("signature") or "")
         elif kind == "input_json_delta" and isinstance(block, ToolCall):
-            fragment = delta.get("partial_json") or ""
-            parsed = self._json.setdefault(index, ToolArguments()).feed(fragment)
-            if parsed is not None:
-                block.arguments = parsed
-            self.push(ToolCallDeltaEvent(content_index=index, delta=fragment, partial=self.output))
+            self.writer.append_tool_arguments(index, delta.get("partial_json") or "")
 
     def _block_stop(self, data: Mapping[str, Any]) -> None:
         index = self._blocks.pop(data.get("index", -1), None)
-        if index is None:
-            return
-        block = self.output.content[index]
-        if isinstance(block, ToolCall):
-            args = self._json.pop(index, None)
-            if args is not None and args.text.strip():
-                block.arguments = args.value()
-        end_block(self.output, index, self.push)
+        if index is not None:
+            self.writer.end_block(index)  # streamed tool arguments are parsed; else the call's input stays
 
     def _message_delta(self, data: Mapping[str, Any]) -> None:
         delta = data.get("delta") or {}
@@ -450,7 +437,7 @@ class AnthropicProvider(WireProvider):
         return WireRequest(request_url(model), build_headers(model, key, options), body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
-        return _AnthropicHandler(AnthropicStreamState(model, writer.output, writer.push))
+        return _AnthropicHandler(AnthropicStreamState(model, writer))
 
 
 class _AnthropicHandler(StateHandler):

@@ -21,18 +21,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
+from .._compat import json_scanner
 from ..events import (
     DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent, TextEndEvent, TextStartEvent,
     ThinkingDeltaEvent, ThinkingEndEvent, ThinkingStartEvent, ToolCallDeltaEvent, ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from ..streams import AssistantMessageEventStream
+from ..streams import ProviderStream
 from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
-from .partial_json import PartialJsonParser
+from .partial_json import ToolArguments
 
 __all__ = [
     "MissingApiKeyError", "ProviderError", "WireRequest", "WireHandler", "StateHandler", "WireProvider",
@@ -163,7 +163,7 @@ def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
 
 _decoder = json.JSONDecoder()
 _decode_json = _decoder.decode
-_scan_json = _decoder.scan_once  # the C scanner behind decode(), without its two whitespace regexes
+_scan_json = json_scanner(_decoder)  # the C scanner behind decode(), without its two whitespace regexes
 
 
 def parse_json_event(data: str, what: str = "stream event") -> Any:
@@ -186,21 +186,31 @@ def parse_json_event(data: str, what: str = "stream event") -> Any:
 
 @dataclass
 class _OpenBlock:
-    index: int
     kind: str  # "text" | "thinking" | "toolCall"
-    args: Optional[PartialJsonParser] = None
-    parsed_at: int = 0  # argument length at the last best-effort parse
-
-
-_REPARSE_ALWAYS_BELOW = 16384  # argument characters; above it, re-parse only after 10 % growth
+    args: Optional[ToolArguments] = None
 
 
 class StreamWriter:
-    """Mutates the output message and queues the matching stream events.
+    """The one way a wire module builds its output: mutates the message, queues the events.
 
-    Blocks are appended to ``output.content``; their ``content_index`` never changes. ``current``
-    is the most recently opened block that is still open (APIs that stream one block at a time
-    use it). Tool-call argument text is kept outside the ToolCall (no scratch fields leak).
+    Every wire module (openai-completions, openai-responses, anthropic-messages, google) turns
+    API events into these calls, so the event contract of spec §3 holds by construction:
+
+    * ``start_text`` / ``start_thinking`` / ``start_tool_call`` append a block to
+      ``output.content`` and push its ``*_start`` event; the returned content index never changes.
+    * ``append_text`` / ``append_thinking`` / ``append_tool_arguments`` extend an open block and
+      push its ``*_delta`` event. Tool-call argument text is kept outside the ToolCall (no scratch
+      fields leak); ``arguments`` is the best-effort parse so far (re-parsed with the throttle of
+      :class:`~agentcore.providers.partial_json.ToolArguments`).
+    * ``end_block`` pushes the ``*_end`` event (tool arguments fully parsed unless nothing was
+      streamed and the call came with arguments); ending a closed block does nothing.
+      ``close_open_blocks`` ends every open block in content order (the skeleton does so after a
+      complete response; an error leaves them open, spec §3 rule 6).
+
+    Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
+    is the most recently opened block still open, for APIs that stream one block at a time.
+    Other mutations (signatures, final texts an API sends at the end) go straight to
+    ``block(index)`` before ``end_block``.
     """
 
     def __init__(self, model: Model, output: AssistantMessage, push: Callable[[Any], None]) -> None:
@@ -225,22 +235,21 @@ class StreamWriter:
         return index
 
     def start_tool_call(self, id: str, name: str, arguments_text: str = "",
-                        arguments: Optional[Dict[str, Any]] = None) -> int:
+                        arguments: Optional[Dict[str, Any]] = None,
+                        thought_signature: Optional[str] = None) -> int:
         """Open a tool call; ``arguments_text`` starts its streamed JSON, ``arguments`` its dict."""
-        block = ToolCall(id=id, name=name, arguments=dict(arguments or {}))
+        block = ToolCall(id=id, name=name, arguments=dict(arguments or {}), thought_signature=thought_signature)
         index = self._append(block, "toolCall")
-        open_block = self._open[index]
-        open_block.args = PartialJsonParser(arguments_text or "")
+        args = self._open[index].args = ToolArguments(arguments_text or "")
         if arguments_text:
-            block.arguments = open_block.args.value()
-            open_block.parsed_at = len(open_block.args)
+            block.arguments = args.value()
         self._push(ToolCallStartEvent(index, self.output))
         return index
 
     def _append(self, block: Any, kind: str) -> int:
         self.output.content.append(block)
         index = len(self.output.content) - 1
-        self._open[index] = _OpenBlock(index, kind)
+        self._open[index] = _OpenBlock(kind)
         self.current = index
         self.current_kind = kind
         return index
@@ -258,23 +267,22 @@ class StreamWriter:
 
     def append_tool_arguments(self, index: int, fragment: str) -> None:
         """Append raw JSON text; ``arguments`` becomes the best-effort parse so far."""
-        open_block = self._open[index]
-        args = open_block.args
+        args = self._open[index].args
         assert args is not None
-        args.feed(fragment or "")
-        size = len(args)
-        if size <= _REPARSE_ALWAYS_BELOW or size >= open_block.parsed_at * 1.1:
-            self.output.content[index].arguments = args.value()
-            open_block.parsed_at = size
+        parsed = args.feed(fragment or "")
+        if parsed is not None:
+            self.output.content[index].arguments = parsed
         self._push(ToolCallDeltaEvent(index, fragment or "", self.output))
 
     def tool_arguments_text(self, index: int) -> str:
+        """The argument JSON streamed so far for the open tool call at ``index``."""
         args = self._open[index].args
         return args.text if args is not None else ""
 
     def set_tool_arguments_text(self, index: int, text: str) -> None:
-        """Replace the streamed argument text (an API's final "arguments done" value)."""
-        self._open[index].args = PartialJsonParser(text or "")
+        """Replace the streamed argument text (an API's final "arguments done" value) and re-parse."""
+        args = self._open[index].args = ToolArguments(text or "")
+        self.output.content[index].arguments = args.value()
 
     # -- closing ---------------------------------------------------------------------------
     def is_open(self, index: Optional[int]) -> bool:
@@ -284,7 +292,7 @@ class StreamWriter:
         return self.output.content[index]
 
     def end_block(self, index: int) -> None:
-        """Finish block ``index`` and push its ``*_end`` event (tool arguments fully parsed)."""
+        """Finish block ``index`` and push its ``*_end`` event; a closed block is left alone."""
         open_block = self._open.pop(index, None)
         if open_block is None:
             return
@@ -297,8 +305,9 @@ class StreamWriter:
         elif open_block.kind == "thinking":
             self._push(ThinkingEndEvent(index, block.thinking, self.output))
         else:
-            if open_block.args is not None and (len(open_block.args) or not block.arguments):
-                block.arguments = open_block.args.value()
+            args = open_block.args
+            if args is not None and (args.text.strip() or not block.arguments):
+                block.arguments = args.value()
             self._push(ToolCallEndEvent(index, block, self.output))
 
     def end_current(self) -> None:
@@ -561,66 +570,3 @@ def _describe(exc: BaseException) -> str:
     if "Timeout" in name:
         return f"Timed out while streaming the response: {text}"
     return f"{name}: {text}" if text else name
-
-
-# --------------------------------------------------------------------------- the lazy stream
-
-_END = object()
-
-
-class ProviderStream(AssistantMessageEventStream):
-    """The event stream a provider returns; the HTTP read runs inline as the consumer iterates.
-
-    No thread is involved: iterating pulls the next event off the network, ``result()`` drains
-    whatever is left and returns the final message. Meant for one consumer; calls from several
-    threads are serialised and each event goes to whichever caller pulled it.
-    """
-
-    def __init__(self, events: Iterator[Any]) -> None:
-        super().__init__()
-        self._events = events
-        self._pull_lock = threading.Lock()
-        self._exhausted = False
-
-    def _next(self) -> Any:
-        with self._pull_lock:
-            return self._pull()
-
-    def _pull(self) -> Any:
-        """The next event, or ``_END``; called with ``_pull_lock`` held."""
-        if self._exhausted:
-            return _END
-        try:
-            event = next(self._events)
-        except StopIteration:
-            self._exhausted = True
-            if not self._done.is_set():  # cannot happen with WireProvider; be safe anyway
-                self._result = None
-                self._done.set()
-            return _END
-        kind = event.type
-        if kind == "done" or kind == "error":
-            self._result = event.message if kind == "done" else event.error
-            self._done.set()
-        return event
-
-    def __iter__(self) -> Iterator[Any]:
-        lock, pull = self._pull_lock, self._pull
-        while True:
-            with lock:
-                event = pull()
-            if event is _END:
-                return
-            yield event
-
-    def result(self, timeout: Optional[float] = None) -> Any:
-        """Drain the remaining events and return the final ``AssistantMessage``."""
-        while self._next() is not _END:
-            pass
-        return self._result
-
-    def close(self) -> None:
-        """Stop reading and release the connection (the stream then has no result)."""
-        with self._pull_lock:
-            self._exhausted = True
-            self._events.close()  # type: ignore[attr-defined]

@@ -18,16 +18,16 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
 from urllib.parse import quote
 
-from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
     AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
     UserMessage, role_of,
 )
 from . import _reasoning
-from ._wire import (
-    ProviderError, StateHandler, WireProvider, WireRequest, calculate_cost, end_block, sanitize_surrogates,
-    start_block, tool_specs, transform_messages,
+from .base import (
+    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
+from .models import calculate_cost
+from .transform import transform_messages
 
 __all__ = [
     "API", "GoogleProvider", "GoogleStreamState", "build_request_body", "build_headers", "request_url",
@@ -218,7 +218,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     Options used: ``temperature``, ``max_tokens`` (``maxOutputTokens``, only when given),
     ``reasoning`` (level or None), ``thinking_budgets``, ``thinking`` (raw override dict with
-    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any).
+    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any), ``output_schema``
+    (``generationConfig.responseJsonSchema`` with ``responseMimeType`` application/json).
     """
     body: Dict[str, Any] = {"contents": convert_messages(model, list(context.messages or []))}
     if context.system_prompt:
@@ -229,9 +230,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("max_tokens"):
         generation["maxOutputTokens"] = int(options["max_tokens"])
     raw = options.get("thinking")
+    config: Optional[Dict[str, Any]]
     if isinstance(raw, Mapping):
         if raw.get("enabled") and model.reasoning:
-            config: Dict[str, Any] = {"includeThoughts": True}
+            config = {"includeThoughts": True}
             if raw.get("level") is not None:
                 config["thinkingLevel"] = raw["level"]
             elif raw.get("budget_tokens") is not None:
@@ -242,6 +244,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
                                  options.get("thinking_budgets"))
         if config:
             generation["thinkingConfig"] = config
+    if options.get("output_schema"):  # native structured output (Agent.ask)
+        generation["responseMimeType"] = "application/json"
+        generation["responseJsonSchema"] = options["output_schema"]
     if generation:
         body["generationConfig"] = generation
     tools = convert_tools(context)
@@ -273,10 +278,10 @@ class GoogleStreamState:
     (a truncated stream) or the finish reason is an error (safety, recitation ...).
     """
 
-    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+    def __init__(self, model: Any, writer: StreamWriter) -> None:
         self.model = model
-        self.output = output
-        self.push = push
+        self.writer = writer
+        self.output = writer.output
         self._open: Optional[int] = None
         self._finish_reason: Optional[str] = None
         self._finish_message: Optional[str] = None
@@ -326,27 +331,27 @@ class GoogleStreamState:
         text = str(part["text"])
         thinking = part.get("thought") is True
         signature = part.get("thoughtSignature") or None
-        block = self.output.content[self._open] if self._open is not None else None
+        writer = self.writer
+        block: Any = writer.block(self._open) if self._open is not None else None
         same_kind = isinstance(block, ThinkingContent) if thinking else isinstance(block, TextContent)
         if not same_kind:
             if not text:
                 return  # an empty trailing part opens no block
             self._close_open()
-            block = ThinkingContent(thinking="") if thinking else TextContent(text="")
-            self._open = start_block(self.output, block, self.push)
+            self._open = writer.start_thinking() if thinking else writer.start_text()
+            block = writer.block(self._open)
         index = self._open
+        assert index is not None  # opened above when it was not
         if thinking:
-            block.thinking += text
             if signature:
                 block.thinking_signature = signature
             if text:
-                self.push(ThinkingDeltaEvent(content_index=index, delta=text, partial=self.output))
+                writer.append_thinking(index, text)
         else:
-            block.text += text
             if signature:
                 block.text_signature = signature
             if text:
-                self.push(TextDeltaEvent(content_index=index, delta=text, partial=self.output))
+                writer.append_text(index, text)
 
     def _function_call(self, part: Mapping[str, Any]) -> None:
         self._close_open()
@@ -357,18 +362,19 @@ class GoogleStreamState:
         if not provided or provided in taken:
             provided = f"{name}_{int(time.time() * 1000)}_{next(_tool_call_counter)}"
         args = call.get("args")
-        block = ToolCall(id=str(provided), name=name, arguments=dict(args) if isinstance(args, Mapping) else {},
-                         thought_signature=part.get("thoughtSignature") or None)
-        index = start_block(self.output, block, self.push)
-        self.push(ToolCallDeltaEvent(content_index=index, delta=json.dumps(block.arguments, ensure_ascii=False),
-                                     partial=self.output))
-        end_block(self.output, index, self.push)
+        arguments = dict(args) if isinstance(args, Mapping) else {}
+        writer = self.writer
+        index = writer.start_tool_call(str(provided), name, arguments=arguments,
+                                       thought_signature=part.get("thoughtSignature") or None)
+        # Gemini sends whole calls: one delta carrying the arguments as JSON, then the end
+        writer.append_tool_arguments(index, json.dumps(arguments, ensure_ascii=False))
+        writer.end_block(index)
 
     def _close_open(self) -> None:
         if self._open is None:
             return
         index, self._open = self._open, None
-        end_block(self.output, index, self.push)
+        self.writer.end_block(index)
 
     def _apply_usage(self, meta: Mapping[str, Any]) -> None:
         """Last ``usageMetadata`` wins. ``promptTokenCount`` includes cached tokens: subtract them,
@@ -398,4 +404,4 @@ class GoogleProvider(WireProvider):
                            build_request_body(model, context, **options))
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
-        return StateHandler(GoogleStreamState(model, writer.output, writer.push))
+        return StateHandler(GoogleStreamState(model, writer))

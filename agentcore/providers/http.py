@@ -1,6 +1,7 @@
 """HTTP for providers: pooled sessions, a retrying streaming POST, abortable reads, error texts.
 
-* :func:`get_session` keeps one ``requests.Session`` per provider name (connection pooling).
+* :func:`get_session` keeps one ``requests.Session`` per provider name (connection pooling); its
+  pool keeps up to :func:`pool_maxsize` connections per host (:func:`set_pool_maxsize`).
 * :func:`open_stream` POSTs and returns the streaming ``requests.Response`` once the headers
   arrived with a 2xx status. It retries connection errors and statuses 408, 409, 429 and >= 500
   (a ``x-should-retry: true|false`` header overrides) before any body byte was consumed, sleeping
@@ -11,13 +12,15 @@
   When a ``signal`` is given, waiting for the response headers and retry sleeps return within
   milliseconds of an abort by raising :class:`RequestAborted`.
 * :func:`iter_body` yields body bytes as they arrive; :func:`close_response` unblocks a read that
-  is waiting on the socket (used by abort listeners).
+  is waiting on the socket, and :func:`close_on_abort` does so when an abort signal fires: the
+  public way for tools and plugins to make their own HTTP reads abortable (agentcore-web uses it).
 
 Messages never contain API keys or request headers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import os
@@ -28,9 +31,15 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
+from .._compat import (
+    connection_address, environ_data, http_client_read1, is_default_timeout, name_resolution_error,
+    noting_connection_classes, response_socket, set_socket_options,
+)
+
 __all__ = [
     "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
     "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
+    "DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "close_on_abort",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -56,20 +65,72 @@ class RequestAborted(Exception):
 _sessions: Dict[str, Any] = {}
 _sessions_lock = threading.Lock()
 
+DEFAULT_POOL_MAXSIZE = 1024
+"""Default cap on the idle connections kept per provider and host (see :func:`set_pool_maxsize`)."""
+
+POOL_MAXSIZE_ENV = "AGENTCORE_HTTP_POOL_MAXSIZE"
+_pool_maxsize: Optional[int] = None  # set_pool_maxsize(); None: the environment or the default
+
+
+def pool_maxsize() -> int:
+    """How many connections per provider and host are kept for reuse (see :func:`set_pool_maxsize`)."""
+    if _pool_maxsize is not None:
+        return _pool_maxsize
+    value = os.environ.get(POOL_MAXSIZE_ENV, "").strip()
+    if not value:
+        return DEFAULT_POOL_MAXSIZE
+    try:
+        size = int(value)
+    except ValueError:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r} is not a whole number of connections") from None
+    if size < 1:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r}: the pool needs room for at least 1 connection")
+    return size
+
+
+def set_pool_maxsize(maxsize: Optional[int]) -> None:
+    """Cap the connections kept for reuse per provider and host at ``maxsize`` (None: the default).
+
+    Connections are opened on demand, one per concurrent request, and returned to the pool after
+    the response; the pool keeps up to ``maxsize`` of them, so it follows the peak concurrency up
+    to the cap. A connection returned to a full pool is closed ("discarding connection") and the
+    next request pays a new TCP (and TLS) handshake: keep the cap at or above the number of
+    concurrent runs against one provider. The default, 1024 (or ``$AGENTCORE_HTTP_POOL_MAXSIZE``
+    read when a provider's session is created), costs nothing until connections are used; idle
+    ones are closed by the server's keep-alive timeout and replaced transparently. Applies at once
+    to every provider session (idle connections of existing sessions are closed). Raises
+    ValueError for a size below 1.
+    """
+    global _pool_maxsize
+    if maxsize is not None and (isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1):
+        raise ValueError(f"pool maxsize must be a whole number >= 1, not {maxsize!r}")
+    with _sessions_lock:
+        _pool_maxsize = maxsize
+        for session in _sessions.values():
+            _mount_adapter(session)
+
+
+def _mount_adapter(session: Any) -> None:
+    adapter = _adapter_class()(pool_connections=4, pool_maxsize=pool_maxsize(), max_retries=0)
+    old = session.adapters.get("http://")
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    if old is not None:
+        old.close()  # idle connections close; in-flight ones close when their response is released
+
 
 def get_session(name: str) -> Any:
-    """The shared ``requests.Session`` of provider ``name`` (created on first use)."""
+    """The shared ``requests.Session`` of provider ``name`` (created on first use).
+
+    Its connection pool keeps up to :func:`pool_maxsize` connections per host for reuse.
+    """
     session = _sessions.get(name)
     if session is None:
-        import requests
-
         with _sessions_lock:
             session = _sessions.get(name)
             if session is None:
                 session = _session_class()()
-                adapter = _adapter_class()(pool_connections=4, pool_maxsize=32, max_retries=0)
-                session.mount("https://", adapter)
-                session.mount("http://", adapter)
+                _mount_adapter(session)
                 _sessions[name] = session
     return session
 
@@ -90,11 +151,13 @@ def _session_class() -> Any:
     global _session_cls
     if _session_cls is None:
         import requests
-        from requests.sessions import merge_setting
+        from requests.sessions import merge_setting as _merge_setting
+
+        merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
 
         class _Session(requests.Session):
             def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
-                                           cert: Any) -> Dict[str, Any]:
+                                           cert: Any) -> Any:
                 env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
                 if env_proxies is None:
                     return super().merge_environment_settings(url, proxies, stream, verify, cert)
@@ -116,8 +179,8 @@ _proxy_state: Tuple[Any, Dict[str, Dict[str, str]]] = (None, {})  # (environment
 def _environment_proxies(url: str) -> Optional[Dict[str, str]]:
     """``requests.utils.get_environ_proxies(url)`` from the cache; None where it cannot be cached."""
     global _proxy_state
-    data = getattr(os.environ, "_data", None)  # the raw mapping behind os.environ (a plain dict)
-    if not _PROXIES_FROM_ENV_ONLY or type(data) is not dict:
+    data = environ_data()  # the raw mapping behind os.environ (a plain dict), or None
+    if not _PROXIES_FROM_ENV_ONLY or data is None:
         return None
     state = _proxy_state
     if state[0] != data:
@@ -243,17 +306,14 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     box = getattr(_current, "box", None)
     if box is None:
         return default()
-    from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
-    from urllib3.util.connection import _set_socket_options, allowed_gai_family
-    from urllib3.util.timeout import _DEFAULT_TIMEOUT
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+    from urllib3.util.connection import allowed_gai_family
 
-    host = connection._dns_host
-    if host.startswith("["):
-        host = host.strip("[]")
+    host, port = connection_address(connection)
     try:
-        addresses = socket.getaddrinfo(host, connection.port, allowed_gai_family(), socket.SOCK_STREAM)
+        addresses = socket.getaddrinfo(host, port, allowed_gai_family(), socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise NameResolutionError(connection.host, connection, exc) from exc
+        raise name_resolution_error(connection, exc) from exc
     error: Optional[BaseException] = None
     for family, kind, proto, _name, address in addresses:
         sock = socket.socket(family, kind, proto)
@@ -263,8 +323,8 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
             sock.close()
             raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
         try:
-            _set_socket_options(sock, connection.socket_options)
-            if connection.timeout is not _DEFAULT_TIMEOUT:
+            set_socket_options(sock, connection.socket_options)
+            if not is_default_timeout(connection.timeout):
                 sock.settimeout(connection.timeout)
             if connection.source_address:
                 sock.bind(connection.source_address)
@@ -296,30 +356,15 @@ def _adapter_class() -> Any:
     global _adapter_cls
     if _adapter_cls is None:
         import requests
-        from urllib3.connection import HTTPConnection, HTTPSConnection
         from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-        class _Connection(HTTPConnection):
-            def request(self, *args: Any, **kwargs: Any) -> Any:
-                _note_connection(self)
-                return super().request(*args, **kwargs)
-
-            def _new_conn(self) -> Any:
-                return _new_abortable_conn(self, super()._new_conn)
-
-        class _TLSConnection(HTTPSConnection):
-            def request(self, *args: Any, **kwargs: Any) -> Any:
-                _note_connection(self)
-                return super().request(*args, **kwargs)
-
-            def _new_conn(self) -> Any:
-                return _new_abortable_conn(self, super()._new_conn)
+        connection_cls, tls_connection_cls = noting_connection_classes(_note_connection, _new_abortable_conn)
 
         class _Pool(HTTPConnectionPool):
-            ConnectionCls = _Connection
+            ConnectionCls = connection_cls
 
         class _TLSPool(HTTPSConnectionPool):
-            ConnectionCls = _TLSConnection
+            ConnectionCls = tls_connection_cls
 
         class _Adapter(requests.adapters.HTTPAdapter):
             def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
@@ -443,17 +488,8 @@ def open_stream(
 
 def _read_abortable(response: Any, signal: Any) -> str:
     """The error body; an abort meanwhile closes the response so a stalled read returns at once."""
-    if signal is None:
+    with close_on_abort(response, signal):
         return _read_error_body(response)
-
-    def on_abort(_reason: Any) -> None:
-        close_response(response)
-
-    signal.add_listener(on_abort)
-    try:
-        return _read_error_body(response)
-    finally:
-        signal.remove_listener(on_abort)
 
 
 def _read_error_body(response: Any) -> str:
@@ -480,14 +516,40 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
         yield from raw.read_chunked(None, decode_content=True)
         return
     read1 = getattr(raw, "read1", None)
-    if read1 is None:  # urllib3 < 2
-        yield from response.iter_content(chunk_size=None)
+    if read1 is None:  # urllib3 1.26
+        yield from _iter_read1_urllib3_1(response, chunk_size)
         return
     while True:
         data = read1(chunk_size, decode_content=True)  # requests leaves decoding to its callers
         if not data:
             return
         yield data
+
+
+def _iter_read1_urllib3_1(response: Any, chunk_size: int) -> Iterator[bytes]:
+    """:func:`iter_body` for a non-chunked body on urllib3 1.26 (no ``read1``; ``read(n)`` and
+    ``iter_content`` wait for ``n`` bytes or the end): read the http.client response under it,
+    decoding gzip here. Other encodings (deflate, br) take ``iter_content``, which waits."""
+    import zlib
+
+    read1 = http_client_read1(response.raw)
+    encoding = (response.headers.get("Content-Encoding") or "").strip().lower()
+    if read1 is None or encoding not in ("", "identity", "gzip", "x-gzip"):
+        yield from response.iter_content(chunk_size=None)
+        return
+    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS) if encoding in ("gzip", "x-gzip") else None
+    while True:
+        data = read1(chunk_size)
+        if not data:
+            break
+        if decoder is not None:
+            data = decoder.decompress(data)
+        if data:
+            yield data
+    if decoder is not None:
+        tail = decoder.flush()
+        if tail:
+            yield tail
 
 
 def _chunked_reads(raw: Any) -> bool:
@@ -505,9 +567,44 @@ def release_response(response: Any, fully_read: bool) -> None:
     response.close()
 
 
+@contextlib.contextmanager
+def close_on_abort(response: Any, signal: Any) -> Iterator[None]:
+    """While the ``with`` block runs, an abort of ``signal`` closes ``response`` at once.
+
+    For tools and plugins that read a streaming ``requests`` response (``stream=True``) and must
+    stop when the run is aborted: the abort listener runs on the aborting thread and calls
+    :func:`close_response`, so a read blocked on the socket in the block raises promptly (which
+    exception depends on where the read was; check ``signal.aborted`` when handling it). When the
+    signal already fired on entry the response is closed before the block starts. ``signal`` may
+    be None (nothing to watch) or anything with ``add_listener``/``remove_listener`` (an
+    :class:`~agentcore.signals.AbortSignal`); the listener is removed on exit, and the response
+    is left open for the caller to close or release.
+
+        with close_on_abort(response, signal):
+            for chunk in iter_body(response):
+                ...
+    """
+    if signal is None or not hasattr(signal, "add_listener"):
+        yield
+        return
+
+    def on_abort(_reason: Any) -> None:
+        close_response(response)
+
+    signal.add_listener(on_abort)  # runs at once when already aborted
+    try:
+        yield
+    finally:
+        signal.remove_listener(on_abort)
+
+
 def close_response(response: Any) -> None:
-    """Close ``response`` from any thread; a read blocked on its socket returns promptly."""
-    sock = _socket_of(response)
+    """Close ``response`` from any thread; a read blocked on its socket returns promptly.
+
+    Shuts the socket down first (closing alone does not wake a thread blocked in ``recv``), then
+    closes the response; never raises. Safe to call twice or while another thread reads.
+    """
+    sock = response_socket(response)
     if sock is not None:
         try:
             sock.shutdown(socket.SHUT_RDWR)
@@ -517,14 +614,3 @@ def close_response(response: Any) -> None:
         response.close()
     except Exception:  # closing twice or racing the reader is harmless
         pass
-
-
-def _socket_of(response: Any) -> Optional[socket.socket]:
-    raw = getattr(response, "raw", None)
-    connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if isinstance(sock, socket.socket):
-        return sock
-    fp = getattr(getattr(raw, "_fp", None), "fp", None)
-    sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    return sock if isinstance(sock, socket.socket) else None

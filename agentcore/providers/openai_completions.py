@@ -243,8 +243,8 @@ def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> L
     allow_images = "image" in (model.input or ())
     out: List[Dict[str, Any]] = []
     if getattr(context, "system_prompt", None):
-        role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
-        out.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+        system_role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
+        out.append({"role": system_role, "content": sanitize_surrogates(context.system_prompt)})
     messages = transform_messages(list(getattr(context, "messages", None) or []), model,
                                   _id_normalizer(model, compat))
     last_role: Optional[str] = None
@@ -347,6 +347,12 @@ def build_request_body(model: Model, context: Any, options: Mapping[str, Any],
         body["tools"] = []
     if options.get("tool_choice") is not None:
         body["tool_choice"] = options["tool_choice"]
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask)
+        from ..structured import schema_name
+
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": schema_name(schema), "schema": schema, "strict": False}}
     level = options.get("reasoning") or options.get("reasoning_effort")
     level = str(level) if level is not None else None
     fmt = compat.get("thinkingFormat") or "openai"

@@ -13,16 +13,16 @@ import hashlib
 import json
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ..events import TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent
 from ..types import (
-    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage,
-    UserMessage, role_of,
+    AssistantMessage, ImageContent, TextContent, ThinkingContent, ToolCall, ToolResultMessage, UserMessage,
+    role_of,
 )
 from . import _reasoning
-from ._wire import (
-    ProviderError, StateHandler, ToolArguments, WireProvider, WireRequest, calculate_cost, end_block,
-    parse_streaming_json, sanitize_surrogates, start_block, tool_specs, transform_messages,
+from .base import (
+    ProviderError, StateHandler, StreamWriter, WireProvider, WireRequest, sanitize_surrogates, tool_specs,
 )
+from .models import calculate_cost
+from .transform import transform_messages
 
 __all__ = [
     "API", "OpenAIResponsesProvider", "ResponsesStreamState", "build_request_body", "build_headers", "request_url",
@@ -207,7 +207,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     Options used: ``session_id`` (``prompt_cache_key``), ``cache_retention``, ``max_tokens``,
     ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
-    ``reasoning_summary`` (raw overrides), ``tool_choice``.
+    ``reasoning_summary`` (raw overrides), ``tool_choice``, ``output_schema`` (``text.format``).
     """
     body: Dict[str, Any] = {"model": model.id, "input": convert_messages(model, context),
                             "stream": True, "store": False}
@@ -226,6 +226,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         body["tools"] = convert_tools(context)
     if options.get("tool_choice"):
         body["tool_choice"] = options["tool_choice"]
+    schema = options.get("output_schema")
+    if schema:  # native structured output (Agent.ask)
+        from ..structured import schema_name
+
+        body["text"] = {"format": {"type": "json_schema", "name": schema_name(schema), "schema": schema,
+                                   "strict": False}}
 
     if model.reasoning:
         level = _reasoning.normalize_level(options.get("reasoning"))
@@ -245,30 +251,28 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
 
 class _Item:
-    """One output item in flight: the raw item, its block's index, and streamed arguments."""
+    """One output item in flight: the raw item and its block's index (the writer keeps arguments)."""
 
-    __slots__ = ("item", "index", "args", "parts")
+    __slots__ = ("item", "index", "parts")
 
-    def __init__(self, item: Dict[str, Any], index: int, args: str = "") -> None:
+    def __init__(self, item: Dict[str, Any], index: int) -> None:
         self.item = item
         self.index = index
-        self.args = ToolArguments(args)
         self.parts: List[Dict[str, Any]] = []
 
 
 class ResponsesStreamState:
-    """Consumes parsed Responses SSE events and mutates ``output``, calling ``push(event)``.
+    """Consumes parsed Responses SSE events and turns them into ``writer`` calls.
 
     :meth:`handle` raises :class:`ProviderError` for ``error`` and ``response.failed``;
     :meth:`finish` raises when no ``response.completed``/``response.incomplete`` arrived or the
     response ended in an error status.
     """
 
-    def __init__(self, model: Any, output: AssistantMessage, push: Callable[[Any], None],
-                 service_tier: Optional[str] = None) -> None:
+    def __init__(self, model: Any, writer: StreamWriter, service_tier: Optional[str] = None) -> None:
         self.model = model
-        self.output = output
-        self.push = push
+        self.writer = writer
+        self.output = writer.output
         self.service_tier = service_tier
         self._items: Dict[Any, _Item] = {}
         self._last_key: Any = None
@@ -302,16 +306,17 @@ class ResponsesStreamState:
     def _item_added(self, data: Mapping[str, Any]) -> None:
         item = dict(data.get("item") or {})
         kind = item.get("type")
+        writer = self.writer
         if kind == "reasoning":
-            block: Any = ThinkingContent(thinking="")
+            index = writer.start_thinking()
         elif kind == "message":
-            block = TextContent(text="")
+            index = writer.start_text()
         elif kind == "function_call":
-            block = ToolCall(id=f"{item.get('call_id')}|{item.get('id')}", name=str(item.get("name") or ""),
-                             arguments={})
+            index = writer.start_tool_call(f"{item.get('call_id')}|{item.get('id')}", str(item.get("name") or ""),
+                                           arguments_text=str(item.get("arguments") or ""))
         else:
             return
-        entry = _Item(item, start_block(self.output, block, self.push), str(item.get("arguments") or ""))
+        entry = _Item(item, index)
         key = data.get("output_index", len(self._items))
         self._items[key] = entry
         self._last_key = key
@@ -325,10 +330,7 @@ class ResponsesStreamState:
         entry = self._current(data, "reasoning")
         if entry is None:
             return
-        delta = str(data.get("delta") or "") if text is None else text
-        block = self.output.content[entry.index]
-        block.thinking += delta
-        self.push(ThinkingDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+        self.writer.append_thinking(entry.index, str(data.get("delta") or "") if text is None else text)
 
     def _summary_part_done(self, data: Mapping[str, Any]) -> None:
         self._thinking_delta(data, "\n\n")
@@ -343,26 +345,18 @@ class ResponsesStreamState:
         entry = self._current(data, "message")
         if entry is None:
             return
-        delta = str(data.get("delta") or "")
-        block = self.output.content[entry.index]
-        block.text += delta
-        self.push(TextDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+        self.writer.append_text(entry.index, str(data.get("delta") or ""))
 
     def _args_delta(self, data: Mapping[str, Any]) -> None:
         entry = self._current(data, "function_call")
         if entry is None:
             return
-        delta = str(data.get("delta") or "")
-        parsed = entry.args.feed(delta)
-        if parsed is not None:
-            self.output.content[entry.index].arguments = parsed
-        self.push(ToolCallDeltaEvent(content_index=entry.index, delta=delta, partial=self.output))
+        self.writer.append_tool_arguments(entry.index, str(data.get("delta") or ""))
 
     def _args_done(self, data: Mapping[str, Any]) -> None:
         entry = self._current(data, "function_call")
         if entry is not None and isinstance(data.get("arguments"), str):
-            entry.args = ToolArguments(data["arguments"])
-            self.output.content[entry.index].arguments = entry.args.value()
+            self.writer.set_tool_arguments_text(entry.index, data["arguments"])
 
     def _item_done(self, data: Mapping[str, Any]) -> None:
         item = dict(data.get("item") or {})
@@ -384,12 +378,11 @@ class ResponsesStreamState:
                                          or "") for p in parts if isinstance(p, Mapping))
             block.text_signature = _encode_text_signature(str(item.get("id") or ""), item.get("phase"))
         elif kind == "function_call":
-            streamed = entry.args.text
-            block.arguments = entry.args.value() if streamed.strip() else parse_streaming_json(
-                str(item.get("arguments") or ""))
+            if not self.writer.tool_arguments_text(entry.index).strip():  # nothing streamed: the item's
+                self.writer.set_tool_arguments_text(entry.index, str(item.get("arguments") or ""))
             block.id = f"{item.get('call_id')}|{item.get('id')}"
             block.name = str(item.get("name") or block.name)
-        end_block(self.output, entry.index, self.push)
+        self.writer.end_block(entry.index)
 
     # -- terminal events ------------------------------------------------------------------------
     def _completed(self, data: Mapping[str, Any]) -> None:
@@ -500,4 +493,4 @@ class OpenAIResponsesProvider(WireProvider):
                            build_request_body(model, context, **options))
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
-        return StateHandler(ResponsesStreamState(model, writer.output, writer.push, options.get("service_tier")))
+        return StateHandler(ResponsesStreamState(model, writer, options.get("service_tier")))

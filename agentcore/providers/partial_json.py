@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-__all__ = ["parse_streaming_json", "PartialJsonParser"]
+__all__ = ["parse_streaming_json", "PartialJsonParser", "ToolArguments", "REPARSE_ALWAYS_BELOW"]
 
 _CLOSERS = {"{": "}", "[": "]"}
 _PARTIAL_UNICODE_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
@@ -81,6 +81,45 @@ class PartialJsonParser:
         except ValueError:
             value = self._scanner.repair(text)
         return value if isinstance(value, dict) else {}
+
+
+REPARSE_ALWAYS_BELOW = 16384
+"""Argument characters below which every fragment is re-parsed; above, only after 10 % growth."""
+
+
+class ToolArguments:
+    """The streamed argument JSON of one tool call, with the one re-parse throttle of agentcore.
+
+    :meth:`feed` appends a fragment and returns the best-effort dict so far, or None when
+    re-parsing was skipped: up to :data:`REPARSE_ALWAYS_BELOW` characters every fragment is
+    re-parsed; past it only once the text grew by 10 % since the last parse, so a call with
+    megabytes of arguments costs O(n log n) instead of O(n^2). :meth:`value` always parses
+    everything (use it when the call ends).
+    """
+
+    __slots__ = ("_parser", "_parsed_at")
+
+    def __init__(self, initial: str = "") -> None:
+        self._parser = PartialJsonParser(initial or "")
+        self._parsed_at = 0  # text length at the last parse
+
+    def __len__(self) -> int:
+        return len(self._parser)
+
+    @property
+    def text(self) -> str:
+        return self._parser.text
+
+    def feed(self, fragment: str) -> Optional[Dict[str, Any]]:
+        self._parser.feed(fragment or "")
+        size = len(self._parser)
+        if size <= REPARSE_ALWAYS_BELOW or size >= self._parsed_at * 1.1:
+            return self.value()
+        return None
+
+    def value(self) -> Dict[str, Any]:
+        self._parsed_at = len(self._parser)
+        return self._parser.value()
 
 
 # characters that change the scanner state outside / inside strings

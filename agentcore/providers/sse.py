@@ -80,7 +80,7 @@ def _normalize(buffer: bytes) -> bytes:
     return buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def _as_bytes(chunk: Union[bytearray, memoryview, str]) -> bytes:
+def _as_bytes(chunk: Union[bytes, bytearray, memoryview, str]) -> bytes:
     if isinstance(chunk, str):
         return chunk.encode("utf-8", "surrogatepass")
     return bytes(chunk)

@@ -1,40 +1,192 @@
 """Connect an Agent to a Session: resume from the session, record every finished message.
 
 ``restore_agent(agent, session)`` loads ``session.build_context()`` into the agent (messages, thinking
-level, and, when the agent has no model yet and a ``get_model`` lookup finds it, the model).
+level, and, when the agent has no model yet, the session's model: see :func:`session_model`).
 ``attach_session(agent, session)`` subscribes a listener that appends each message at its
 ``message_end`` event (user prompts, assistant responses, tool results), preceded by a
 ``thinking_level_change`` / ``model_change`` entry whenever the agent's thinking level or model differ
-from what the session last recorded. Listeners run on the run thread, so an entry is on disk (per the
-session's fsync policy) before the loop goes on; an aborted or failed run leaves every message that
-ended, which is always a loadable session.
+from what the session last recorded. A ``model_change`` entry also carries the model's endpoint
+(``api``, ``baseUrl``, ``contextWindow``, ``maxTokens``, ``reasoning``: extra fields the reference
+keeps and ignores), so a model the registry does not know (a local server's) can be rebuilt on
+resume. Never recorded: API keys, ``headers``, a URL with user:password or a query string.
+Listeners run on the run thread, so an entry is on disk (per the session's fsync policy) before the
+loop goes on; an aborted or failed run leaves every message that ended, which is always a loadable
+session.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, List, Optional, Tuple
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from .._safe import exception_message, json_safe
+from ..plugins import UnknownModelError
+from ..types import message_from_dict, message_to_dict, role_of
+from .errors import SessionError
 from .session import Session
 
-__all__ = ["attach_session", "restore_agent"]
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from .context import SessionContext
+
+__all__ = ["attach_session", "restore_agent", "session_model", "model_endpoint", "UnresolvedModelError"]
+
+_ENDPOINT_FIELDS = (("api", "api"), ("base_url", "baseUrl"), ("context_window", "contextWindow"),
+                    ("max_tokens", "maxTokens"), ("reasoning", "reasoning"))
 
 
-def restore_agent(agent: Any, session: Session) -> Any:
-    """Put the session's current context into ``agent.state``; returns the :class:`SessionContext`."""
+class UnresolvedModelError(UnknownModelError):
+    """The session's model can be neither found in the model registry nor rebuilt from the session.
+
+    Raised by ``Agent(session=...)`` (given no ``model=`` and no ``stream_fn=``) before anything is
+    written; the message names the model and says what to pass. ``model_key`` is the session's
+    ``"provider/id"``, ``reason`` why it could not be rebuilt.
+    """
+
+    def __init__(self, message: str, model_key: Optional[str] = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.model_key = model_key
+        self.reason = reason
+
+
+def restore_agent(agent: Agent, session: Session) -> SessionContext:
+    """Put the session's current context into ``agent.state``; returns the :class:`SessionContext`.
+
+    Messages and the thinking level always; the model only when the agent has none yet (its id is
+    ``"unknown"``), through :func:`session_model`. When that fails the error propagates
+    (:class:`UnresolvedModelError`) unless the agent has a ``stream_fn``, which answers without a
+    resolvable model; nothing is changed in ``agent`` or written to the session before it is raised.
+    """
     context = session.build_context()
     state = agent.state
-    state.messages = list(context.messages)
-    state.thinking_level = context.thinking_level
+    model = None
     if context.model is not None and getattr(getattr(state, "model", None), "id", "unknown") == "unknown":
         try:
-            from ..plugins import get_model
-
-            # the agent's own copy: changing its base_url/headers must not change other agents
-            state.model = copy.deepcopy(get_model(context.model.key))
-        except Exception:  # unknown to the registry: keep the agent's model
-            pass
+            model = session_model(session, context.model, plugins=getattr(agent, "plugins", None))
+        except UnresolvedModelError:
+            if getattr(agent, "stream_fn", None) is None:
+                raise
+    state.messages = list(context.messages)
+    state.thinking_level = context.thinking_level
+    if model is not None:
+        state.model = model
     return context
+
+
+def session_model(session: Session, ref: Any = None, *, plugins: Any = None) -> Any:
+    """The :class:`~agentcore.types.Model` to resume ``session`` with (``ref``: its ``ModelRef``;
+    default: ``session.build_context().model``).
+
+    1. The model registry (``plugins``' or the default one) has ``provider/id``: a copy of that model
+       (the agent's own: changing its base_url or headers must not change other agents). A
+       registered model is always taken from the registry, even when the session recorded another
+       URL for it: a session file never decides where a provider's key is sent.
+    2. Otherwise, the newest ``model_change`` entry of that model on the current branch that records
+       an endpoint (``api`` and ``baseUrl``, written by agentcore) rebuilds it, provided its provider
+       has no API-key environment variable (a local server's ``"local"``; a recorded URL must not
+       receive ``OPENAI_API_KEY`` and the like).
+    3. Else :class:`UnresolvedModelError` saying what to pass.
+    """
+    if ref is None:
+        ref = session.build_context().model
+        if ref is None:
+            raise UnresolvedModelError("the session records no model: pass model= (or --model)")
+    if plugins is None:
+        from .. import plugins as registry
+
+        get_model: Callable[[str], Any] = registry.get_model
+    else:
+        get_model = plugins.get_model
+    try:
+        return copy.deepcopy(get_model(ref.key))
+    except UnknownModelError:
+        pass
+    endpoint = _recorded_endpoint(session, ref.provider, ref.model_id)
+    from ..providers.base import ENV_API_KEYS
+
+    if endpoint is not None and not ENV_API_KEYS.get(ref.provider):
+        from ..types import Model
+
+        return Model(id=ref.model_id, name=ref.model_id, provider=ref.provider, **endpoint)
+    if endpoint is not None:
+        why = (f"the session records an endpoint for it, but provider {ref.provider!r} takes its API key "
+               "from the environment, so a URL from a session file is not trusted")
+    else:
+        why = "the session does not record its endpoint (api and base URL)"
+    raise UnresolvedModelError(
+        f"cannot resume with the session's model {ref.key!r}: it is not in the model registry and {why}. "
+        "Pass the model: Agent(model=Model(id=..., api=..., provider=..., base_url=...)) or "
+        "model=\"provider/id\" from `agentcore models`; on the command line --model provider/id, or "
+        f"--base-url URL (with --model {ref.model_id}) for a local server.", ref.key, why)
+
+
+def _model_changes(session: Session, provider: str, model_id: str) -> Iterator[Any]:
+    """The ``model_change`` entries of ``provider``/``model_id`` on the current branch, newest
+    first. Walks entry ids and types only (cheap on a long session), decoding just those entries."""
+    storage = session.storage
+    leaf = storage.leaf_id
+    if leaf is None or not storage.count_of("model_change"):
+        return
+    for entry_id in storage.path_to_root(leaf):
+        if storage.type_of(entry_id) != "model_change":
+            continue
+        entry: Any = storage.get_entry(entry_id)  # a ModelChangeEntry (type_of said so)
+        if entry is not None and entry.provider == provider and entry.model_id == model_id:
+            yield entry
+
+
+def _recorded_fields(entry: Any) -> Dict[str, Any]:
+    """The endpoint fields (as :func:`model_endpoint` writes them) on a ``model_change`` entry."""
+    extra = getattr(entry, "extra", None) or {}
+    return {key: extra[key] for _, key in _ENDPOINT_FIELDS if key in extra}
+
+
+def _recorded_endpoint(session: Session, provider: str, model_id: str) -> Optional[Dict[str, Any]]:
+    """Model keyword arguments from the newest ``model_change`` of ``provider``/``model_id`` on the
+    current branch that records a usable endpoint (``api`` and ``baseUrl``), or None."""
+    for entry in _model_changes(session, provider, model_id):
+        extra = _recorded_fields(entry)
+        api, base_url = extra.get("api"), extra.get("baseUrl")
+        if not (isinstance(api, str) and api and isinstance(base_url, str) and base_url):
+            continue
+        found: Dict[str, Any] = {"api": api, "base_url": base_url}
+        for name, key in _ENDPOINT_FIELDS[2:4]:
+            value = extra.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                found[name] = value
+        if isinstance(extra.get("reasoning"), bool):
+            found["reasoning"] = extra["reasoning"]
+        return found
+    return None
+
+
+def model_endpoint(model: Any) -> Dict[str, Any]:
+    """What a ``model_change`` entry records about ``model`` besides provider and id: ``api``,
+    ``baseUrl`` (omitted when it holds user:password or a query string, which may be secrets),
+    ``contextWindow``, ``maxTokens``, ``reasoning``. Never the key or ``headers``."""
+    fields: Dict[str, Any] = {}
+    for name, key in _ENDPOINT_FIELDS:
+        value = getattr(model, name, None)
+        if name == "base_url":
+            value = _safe_url(value)
+        if isinstance(value, (str, int, bool)) and value != "":
+            fields[key] = value
+    return fields
+
+
+def _safe_url(url: Any) -> Optional[str]:
+    if not isinstance(url, str) or not url:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
+            return None
+    except ValueError:
+        return None
+    return url
 
 
 def _model_of(agent: Any) -> Optional[Tuple[str, str]]:
@@ -44,15 +196,45 @@ def _model_of(agent: Any) -> Optional[Tuple[str, str]]:
     return (str(model.provider), str(model.id))
 
 
-def attach_session(agent: Any, session: Session) -> Callable[[], None]:
+WARN_NOT_JSON = (
+    "agentcore: a {role} message holds values JSON cannot carry ({problem}); the session records "
+    "its JSON-safe form (NaN/Infinity -> null, bytes -> base64, sets/tuples -> lists, other objects "
+    "-> their repr). Later such messages of this session are converted without a warning."
+)
+
+
+def _json_safe_message(message: Any) -> Any:
+    """``message`` rebuilt from the JSON-safe form of its reference dict (see ``json_safe``)."""
+    try:
+        data = message_to_dict(message)
+    except Exception:  # noqa: BLE001 - a to_dict that cannot copy a value (deepcopy of a socket)
+        data = {"role": role_of(message)}
+        for attr, key, kind in getattr(message, "_wire", ()):
+            value = getattr(message, attr, None)
+            if value is not None or kind != "opt":
+                data[key] = value
+    return message_from_dict(json_safe(data))
+
+
+def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
     """Record ``agent``'s messages into ``session`` as they finish. Returns the unsubscribe function.
 
     Session write errors propagate from the listener (the agent reports them as listener failures);
-    nothing is recorded twice.
+    nothing is recorded twice. A message holding values JSON cannot carry (NaN, bytes, sets, an
+    arbitrary object in a tool result's ``details``) is recorded in its JSON-safe form
+    (:func:`agentcore._safe.json_safe`) instead of failing the run, with one ``RuntimeWarning`` per
+    attached session; the agent's own transcript keeps the original objects.
     """
     context = session.build_context()
     recorded: List[Any] = [context.thinking_level,
                            None if context.model is None else (context.model.provider, context.model.model_id)]
+    # (model, endpoint fields) last recorded: the endpoint counts only while recorded[1] is that model
+    # (an assistant message of another model replaces recorded[1])
+    endpoint_of: List[Any] = [None]
+    if context.model is not None:
+        newest = next(_model_changes(session, context.model.provider, context.model.model_id), None)
+        if newest is not None:
+            endpoint_of[0] = (recorded[1], _recorded_fields(newest))
 
     def record_settings() -> None:
         level = str(agent.state.thinking_level)
@@ -60,16 +242,37 @@ def attach_session(agent: Any, session: Session) -> Callable[[], None]:
             session.append_thinking_level_change(level)
             recorded[0] = level
         model = _model_of(agent)
-        if model is not None and model != recorded[1]:
-            session.append_model_change(*model)
+        if model is None:
+            return
+        endpoint = model_endpoint(agent.state.model)
+        # a new model, or the same one reached elsewhere (also: a file whose model_change predates
+        # endpoint recording): a model_change with the endpoint lets a later resume rebuild it
+        if model != recorded[1] or endpoint_of[0] != (model, endpoint):
+            session.append_model_change(*model, extra=endpoint)
             recorded[1] = model
+            endpoint_of[0] = (model, endpoint)
+
+    warned = [False]
+
+    def append(message: Any) -> None:
+        try:
+            session.append_message(message)
+        except SessionError as exc:
+            if exc.code != "invalid_payload":
+                raise
+            safe = _json_safe_message(message)  # nothing was written: record the safe form
+            session.append_message(safe)
+            if not warned[0]:
+                warned[0] = True
+                warnings.warn(WARN_NOT_JSON.format(role=role_of(message), problem=exception_message(exc)),
+                              RuntimeWarning, stacklevel=2)
 
     def listener(event: Any) -> None:
         if getattr(event, "type", None) != "message_end":
             return
         message = event.message
         record_settings()
-        session.append_message(message)
+        append(message)
         if getattr(message, "role", None) == "assistant":
             recorded[1] = (str(message.provider), str(message.model))
 

@@ -21,8 +21,9 @@ with "Branch summary failed: ..."), and the session is then left unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
+from .._safe import describe_exception
 from ..types import CompactionSummaryMessage, role_of, text_of
 from .compaction import CompactionError, hook_summary, summarize_with_model
 from .compaction_prompts import (BRANCH_SUMMARY_INSTRUCTIONS, BRANCH_SUMMARY_PREAMBLE, FileOps,
@@ -74,7 +75,7 @@ class BranchSummaryResult:
     summary: str
     read_files: List[str] = field(default_factory=list)
     modified_files: List[str] = field(default_factory=list)
-    usage: Optional[dict] = None
+    usage: Optional[Dict[str, Any]] = None
     from_hook: bool = False
     hook_details: Any = None
 
@@ -271,18 +272,20 @@ def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal
         result = hook(preparation=preparation, signal=signal)
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this navigation, nothing else
         raise CompactionError("summarization_failed", f"Branch summary failed: the before_branch_summary "
-                                                      f"hook raised {type(exc).__name__}: {exc}") from exc
+                                                      f"hook raised {describe_exception(exc)}") from exc
     if isinstance(result, list):  # a caller without the firstresult spec
         result = next((item for item in result if item is not None), None)
     if result is None:
         return None
     if isinstance(result, dict):
-        result = TreeDecision(**{name: result.get(name, result.get(key)) for name, key in _TREE_KEYS.items()})
+        fields: Dict[str, Any] = {name: result.get(name, result.get(key)) for name, key in _TREE_KEYS.items()}
+        result = TreeDecision(**fields)
     elif not isinstance(result, TreeDecision):
         raise CompactionError("summarization_failed", (
             f"Branch summary failed: the before_branch_summary hook returned a {type(result).__name__}; "
             "return None, a TreeDecision or a dict with its keys"))
-    summary, details = result.summary, result.details
+    summary: Any = result.summary  # text, or a dict with summary and details
+    details = result.details
     if isinstance(summary, dict):
         summary, details = summary.get("summary"), summary.get("details", details)
     if not isinstance(summary, str) or not summary:
@@ -312,7 +315,7 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     if target_id == old_leaf:
         return NavigationResult(old_leaf, moved=False)
     target = session.get_entry(target_id) if target_id is not None else None
-    if target_id is not None and (target is None or target.type == "leaf"):
+    if target_id is not None and (target is None or not session.storage.is_tree_node(target_id)):
         raise SessionError("not_found", f"cannot navigate to {target_id!r}: no such entry")
     hooked = _hook_caller(plugins, "before_branch_summary") is not None
     collected = (collect_entries_for_branch_summary(session, old_leaf, target_id)
@@ -352,7 +355,7 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     return NavigationResult(new_leaf, editor_text, summary_id, summary)
 
 
-def _summary_spec(summary: Optional[BranchSummaryResult]) -> Optional[dict]:
+def _summary_spec(summary: Optional[BranchSummaryResult]) -> Optional[Dict[str, Any]]:
     """What ``session.move_to`` stores for ``summary`` (None: no branch_summary entry)."""
     if summary is None:
         return None

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._safe import describe_exception, exception_message
 from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage
 from .compaction_prompts import (NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, SUMMARIZER_SYSTEM_PROMPT,
                                  SUMMARY_INSTRUCTIONS, TURN_PREFIX_INSTRUCTIONS,
@@ -337,7 +338,7 @@ def run_before_compaction(plugins: Any, preparation: CompactionPreparation,
                                       signal=signal))
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this compaction, nothing else
         raise CompactionError("summarization_failed", f"Compaction failed: the before_compaction hook "
-                                                      f"raised {type(exc).__name__}: {exc}") from exc
+                                                      f"raised {describe_exception(exc)}") from exc
     if decision is None:
         return None
     if not isinstance(decision, (dict, CompactionDecision, CompactionResult)):
@@ -395,7 +396,7 @@ def hook_summary(plugins: Any, messages: List[Any], previous_summary: Optional[s
                       instructions=custom_instructions, kind=kind, model=model, signal=signal)
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this summary, nothing else
         raise CompactionError("summarization_failed",
-                              f"Summarization failed: the summarize hook raised {type(exc).__name__}: {exc}"
+                              f"Summarization failed: the summarize hook raised {describe_exception(exc)}"
                               ) from exc
     return result if isinstance(result, str) and result else None
 
@@ -421,7 +422,7 @@ def summarize_with_model(prompt: str, model: Any, *, max_tokens: int, stream_fn:
     try:
         message = stream_fn(model, context, **request).result()
     except Exception as exc:  # a stream function must not raise; treat it as a failed request
-        raise CompactionError("summarization_failed", f"{failure_prefix}: {exc}") from exc
+        raise CompactionError("summarization_failed", f"{failure_prefix}: {exception_message(exc)}") from exc
     if message.stop_reason == "aborted":
         raise CompactionError("aborted", message.error_message or "Summarization was aborted")
     if message.stop_reason == "error":

@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional, Sequence
 
+from .._util import field_of
 from ..types import (ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict,
                      role_of)
 
@@ -72,21 +73,15 @@ def js_length(text: Any) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _get(obj: Any, attr: str, key: str, default: Any = None) -> Any:
-    if _is_mapping(obj):
-        return obj.get(key, default)
-    return getattr(obj, attr, default)
-
-
 def usage_tokens(usage: Any) -> int:
     """Tokens of one usage report (object or reference dict): its total, else the sum of parts."""
     if usage is None:
         return 0
-    total = _get(usage, "total_tokens", "totalTokens", 0)
+    total = field_of(usage, "total_tokens", "totalTokens", 0)
     if isinstance(total, (int, float)) and not isinstance(total, bool) and total:
         return int(total)
-    parts = (_get(usage, "input", "input", 0), _get(usage, "output", "output", 0),
-             _get(usage, "cache_read", "cacheRead", 0), _get(usage, "cache_write", "cacheWrite", 0))
+    parts = (field_of(usage, "input", "input", 0), field_of(usage, "output", "output", 0),
+             field_of(usage, "cache_read", "cacheRead", 0), field_of(usage, "cache_write", "cacheWrite", 0))
     return int(sum(p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)))
 
 
@@ -107,9 +102,9 @@ def _as_message(message: Any) -> Any:
 def _valid_usage(message: Any) -> Optional[Any]:
     if role_of(message) != "assistant":
         return None
-    if _get(message, "stop_reason", "stopReason") in ("aborted", "error"):
+    if field_of(message, "stop_reason", "stopReason") in ("aborted", "error"):
         return None
-    usage = _get(message, "usage", "usage")
+    usage = field_of(message, "usage", "usage")
     if usage is None or usage_tokens(usage) <= 0:
         return None
     return usage
@@ -146,7 +141,7 @@ def _compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _assistant_chars(content: Iterable[Any]) -> int:
+def _assistant_chars(content: Optional[Iterable[Any]]) -> int:
     chars = 0
     for block in content or ():
         if isinstance(block, TextContent):
@@ -220,11 +215,11 @@ def live_context_tokens(messages: Sequence[Any], kept_count: Optional[int] = Non
     if kept_count is not None:
         fresh_from = summary_index + 1 + max(kept_count, 0)
         return estimate_context_tokens_from(messages, fresh_from)
-    cutoff = _get(messages[summary_index], "timestamp", "timestamp", 0) or 0
+    cutoff = field_of(messages[summary_index], "timestamp", "timestamp", 0) or 0
     for index in range(len(messages) - 1, summary_index, -1):
         message = messages[index]
         usage = _valid_usage(message)
-        if usage is not None and (_get(message, "timestamp", "timestamp", 0) or 0) > cutoff:
+        if usage is not None and (field_of(message, "timestamp", "timestamp", 0) or 0) > cutoff:
             return _with_usage(messages, index, usage)
     trailing = sum(estimate_tokens(m) for m in messages)
     return ContextEstimate(trailing, 0, trailing, None)
@@ -309,7 +304,7 @@ class ContextTokenCounter:
             kept = self._kept_count(message) if self._kept_count is not None else None
             if kept is None:
                 self._fresh_from = None
-                self._cutoff = _get(message, "timestamp", "timestamp", 0) or 0
+                self._cutoff = field_of(message, "timestamp", "timestamp", 0) or 0
             else:
                 self._fresh_from, self._cutoff = index + 1 + max(kept, 0), None
             return
@@ -319,7 +314,7 @@ class ContextTokenCounter:
         if (self._summary_index is None
                 or (self._fresh_from is not None and index >= self._fresh_from)
                 or (self._cutoff is not None
-                    and (_get(message, "timestamp", "timestamp", 0) or 0) > self._cutoff)):
+                    and (field_of(message, "timestamp", "timestamp", 0) or 0) > self._cutoff)):
             self._usage_index = index
             self._usage_tokens = calculate_context_tokens(usage)
 

@@ -5,17 +5,23 @@ has a ``session`` it works on the session instead (the compaction is stored as a
 entry and the transcript is rebuilt with ``session.build_context()``):
 
 * **manual**: :meth:`Compactor.compact` (``agent.compact(instructions)``), only while idle;
-* **threshold**: :meth:`Compactor.run` checks before a run starts (a prompt or ``continue_()``)
-  and after every turn whether the context uses more than ``context_window - reserve_tokens``; if
-  so it compacts and the run continues with the compacted context. The check is incremental
-  (:class:`~agentcore.session.compaction_tokens.ContextTokenCounter`): its cost grows with the
-  messages added since the last check, not with the transcript;
-* **overflow**: when a model request fails with a context-overflow error, or stops with
-  ``stop_reason == "length"`` although it used less output than its cap while the context was
-  over the threshold (the context, not the output cap, was exhausted: spec §7.3, v4), that
-  response is taken out of the live transcript (a session keeps it on an abandoned branch), the
-  transcript is compacted once and the turn is retried. A second overflow gives up with a
-  :class:`CompactionEndEvent` whose ``error_message`` says what to do.
+* **threshold**: before a run's first request (a prompt or ``continue_()``,
+  :meth:`Compactor.before_run`) and after every turn (the ``prepare_next_turn`` of
+  :meth:`Compactor.turn_hooks`, chained after the agent's own), when the context uses more than
+  ``context_window - reserve_tokens``, it compacts and the run goes on with the compacted context.
+  The check is incremental (:class:`~agentcore.session.compaction_tokens.ContextTokenCounter`):
+  its cost grows with the messages added since the last check, not with the transcript;
+* **overflow**: when a run ends with a context-overflow error, or with ``stop_reason ==
+  "length"`` although it used less output than its cap while the context was over the threshold
+  (the context, not the output cap, was exhausted: spec §7.3, v4), :meth:`Compactor.recover_overflow`
+  takes that response out of the transcript (a session keeps it on an abandoned branch), compacts
+  once and returns the context the Agent continues from. A second overflow gives up with a
+  :class:`CompactionEndEvent` whose ``error_message`` says what to do (:meth:`Compactor.retried`).
+
+The run body is the Agent's (``Agent._run_body``): it calls these steps at documented points and
+is the only caller of the loop. During a run the compactor never writes the agent's state: each
+compaction's :class:`CompactionEndEvent` carries the new transcript (``messages``) and the agent's
+reducer applies it, so the transcript has one writer.
 
 Before anything is summarised the ``before_compaction`` hook may cancel the compaction or supply
 it (stored with ``fromHook``, no model call); see :func:`agentcore.hookspecs.before_compaction`.
@@ -27,11 +33,11 @@ are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompa
 
 from __future__ import annotations
 
-import re
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
+from .._util import field_of
 from ..signals import AbortController
 from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
 from .compaction import (CompactionError, CompactionPreparation, CompactionResult, compact,
@@ -49,11 +55,6 @@ ERR_OVERFLOW_GAVE_UP = (
 )
 ERR_COMPACT_BUSY = "Cannot compact while the agent is running: call wait_for_idle() first."
 
-_FALLBACK_OVERFLOW = re.compile(
-    r"prompt is too long|exceeds the context window|maximum context length|context[_ ]length[_ ]exceeded|"
-    r"too many tokens|token limit exceeded|input is too long|exceeds the available context size",
-    re.IGNORECASE)
-
 
 @dataclass
 class CompactionStartEvent:
@@ -70,7 +71,9 @@ class CompactionEndEvent:
     """A compaction ended: with ``result``, or ``aborted``, or ``cancelled`` (by a
     ``before_compaction`` hook), or with ``error_message`` (also set for a cancelled overflow
     recovery, which leaves the run failed). ``will_retry`` is True when an overflowed turn is
-    retried on the compacted context; ``result.from_hook`` tells a hook-supplied compaction."""
+    retried on the compacted context; ``result.from_hook`` tells a hook-supplied compaction.
+    ``messages`` is the transcript after a successful compaction: the agent's reducer makes it
+    the agent's transcript (None when nothing changed)."""
 
     reason: str
     result: Optional[CompactionResult] = None
@@ -78,6 +81,7 @@ class CompactionEndEvent:
     will_retry: bool = False
     error_message: Optional[str] = None
     cancelled: bool = False
+    messages: Optional[List[Any]] = field(default=None, repr=False)
     type: ClassVar[str] = "compaction_end"
 
 
@@ -98,10 +102,8 @@ def _is_overflow(message: Any, model: Any) -> bool:
         return False
     if not _from_model(message, model):
         return False
-    try:
-        from ..providers import is_context_overflow
-    except ImportError:  # providers unavailable: our own short list of overflow texts
-        return bool(_FALLBACK_OVERFLOW.search(message.error_message or ""))
+    from ..providers import is_context_overflow  # the one list of overflow texts
+
     return bool(is_context_overflow(message))
 
 
@@ -264,37 +266,24 @@ class Compactor:
                 return kept
         return None
 
-    # ------------------------------------------------------------------ the run wrapper
+    # ------------------------------------------------------------------ the agent's run steps
+    # The Agent's run body (agent.py) calls these at its documented points; none of them runs the
+    # loop. In a run, the transcript changes only through the agent's reducer: each compaction
+    # emits a CompactionEndEvent whose ``messages`` the reducer makes the transcript.
 
-    def run(self, prompts: Optional[List[Any]], context: AgentContext, config: Any,
-            emit: Callable[[Any], None], signal: Any, stream_fn: Any) -> List[Any]:
-        """Run the agent loop with compaction (call on the run thread instead of the loop).
+    def turn_hooks(self, config: Any, emit: Callable[[Any], None], signal: Any
+                   ) -> Tuple[Callable[..., Any], Callable[[Any], Any]]:
+        """``(transform_context, prepare_next_turn)`` for the loop config of one run, chained
+        after the config's own: the transform shows compaction and branch summaries to the model
+        as user messages (whatever the converter); the turn hook compacts after a turn when the
+        context is over the threshold and hands the loop the compacted context."""
+        return (_summaries_as_user(config.transform_context),
+                self._turn_hook(config, emit, signal))
 
-        ``prompts`` None means ``run_agent_loop_continue``. Before the run's first request (with
-        or without prompts), and after each turn (through ``config.prepare_next_turn``, chained
-        after any hook already there), the transcript is compacted when over the threshold. An
-        overflow error (or a recoverable ``length`` stop) is compacted away once and the turn
-        retried. Returns every new message of the run(s).
-        """
-        from .. import loop
-
-        config = self._with_hooks(config, emit, signal)
-        context = self._before_prompt(context, prompts or (), emit, signal)
-        if prompts is None:
-            messages = loop.run_agent_loop_continue(context, config, emit, signal, stream_fn)
-        else:
-            messages = loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
-        return self._recover_overflow(messages, context, config, emit, signal, stream_fn)
-
-    def _with_hooks(self, config: Any, emit: Callable[[Any], None], signal: Any) -> Any:
-        import dataclasses
-
-        return dataclasses.replace(config,
-                                   prepare_next_turn=self._turn_hook(config, emit, signal),
-                                   convert_to_llm=_summaries_first(config.convert_to_llm))
-
-    def _before_prompt(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any
-                       ) -> AgentContext:
+    def before_run(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any
+                   ) -> AgentContext:
+        """The context the run should start from: compacted first when the transcript plus
+        ``prompts`` is over the threshold (before the run's first request)."""
         messages = list(context.messages) + list(prompts) if prompts else context.messages
         if not self.settings.enabled or not self.needs_compaction(messages):
             return context
@@ -304,6 +293,25 @@ class Compactor:
             return context
         return AgentContext(context.system_prompt, list(messages), context.tools)
 
+    def recover_overflow(self, messages: List[Any], context: AgentContext, config: Any, emit: Any,
+                         signal: Any) -> Optional[AgentContext]:
+        """After a run: when its last message is a context overflow of the model (or a
+        recoverable ``length`` stop), compact once without that message and return the context
+        to continue from; None when there is nothing to recover (or compaction failed)."""
+        last = messages[-1] if messages else None
+        if not self.settings.enabled or signal.aborted or not self._overflowed(last, config):
+            return None
+        try:
+            _, kept = self._compact("overflow", None, emit, signal, drop_last=last)
+        except CompactionError:
+            return None
+        return AgentContext(context.system_prompt, list(kept), context.tools)
+
+    def retried(self, messages: List[Any], config: Any, emit: Any) -> None:
+        """After the retry of :meth:`recover_overflow`: a second overflow gives up (event)."""
+        if messages and self._overflowed(messages[-1], config):
+            emit(CompactionEndEvent("overflow", error_message=ERR_OVERFLOW_GAVE_UP))
+
     def _turn_hook(self, config: Any, emit: Any, signal: Any) -> Callable[[Any], Any]:
         from ..loop import AgentLoopTurnUpdate
 
@@ -311,7 +319,7 @@ class Compactor:
 
         def hook(ctx: Any) -> Any:
             update = previous(ctx) if previous is not None else None
-            if update is not None and _field(update, "context") is not None:
+            if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
             if (not self.settings.enabled or signal.aborted
                     or getattr(ctx.message, "stop_reason", None) == "aborted"
@@ -323,27 +331,10 @@ class Compactor:
             except CompactionError:
                 return update
             new_context = AgentContext(ctx.context.system_prompt, list(messages), ctx.context.tools)
-            return AgentLoopTurnUpdate(new_context, _field(update, "model"),
-                                       _field(update, "thinking_level"))
+            return AgentLoopTurnUpdate(new_context, field_of(update, "model"),
+                                       field_of(update, "thinking_level"))
 
         return hook
-
-    def _recover_overflow(self, messages: List[Any], context: AgentContext, config: Any, emit: Any,
-                          signal: Any, stream_fn: Any) -> List[Any]:
-        from .. import loop
-
-        last = messages[-1] if messages else None
-        if not self.settings.enabled or signal.aborted or not self._overflowed(last, config):
-            return messages
-        try:
-            _, kept = self._compact("overflow", None, emit, signal, drop_last=last)
-        except CompactionError:
-            return messages
-        retry = AgentContext(context.system_prompt, list(kept), context.tools)
-        more = loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
-        if more and self._overflowed(more[-1], config):
-            emit(CompactionEndEvent("overflow", error_message=ERR_OVERFLOW_GAVE_UP))
-        return list(messages) + list(more)
 
     def _overflowed(self, message: Any, config: Any) -> bool:
         return _is_overflow(message, config.model) or self._recoverable_length(message, config)
@@ -357,7 +348,7 @@ class Compactor:
     def _plugins(self) -> Any:
         return self.plugins if self.plugins is not None else getattr(self.agent, "plugins", None)
 
-    def _summary_model(self) -> Tuple[Any, Any, dict]:
+    def _summary_model(self) -> Tuple[Any, Any, Dict[str, Any]]:
         agent = self.agent
         model = self.model or agent.state.model
         stream_fn = self.stream_fn or (getattr(agent, "stream_fn", None) if self.model is None else None)
@@ -365,7 +356,7 @@ class Compactor:
             from ..loop import get_default_stream_fn
 
             stream_fn = get_default_stream_fn()
-        options: dict = {}
+        options: Dict[str, Any] = {}
         key = getattr(agent, "api_key", None)
         get_key = getattr(agent, "get_api_key", None)
         if get_key is not None:
@@ -425,10 +416,12 @@ class Compactor:
             except CompactionError as exc:
                 emit(_end_event(reason, exc))
                 raise
-            self.agent.state.messages = messages
+            if reason == "manual":  # idle: the transcript is the agent's only copy
+                self.agent.state.messages = messages
             if messages and role_of(messages[0]) == "compactionSummary":
                 self._kept = (messages[0], len(messages) - 1)
-        emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow"))
+        # in a run, the agent's reducer makes ``messages`` the transcript (one writer)
+        emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow", messages=list(messages)))
         return result, messages
 
     def _prepare(self, path: List[SessionEntry], reason: str, emit: Any) -> CompactionPreparation:
@@ -467,17 +460,21 @@ class Compactor:
         return [summary] + kept
 
 
-def _summaries_first(convert: Optional[Callable[[List[Any]], List[Any]]]) -> Callable[[List[Any]], List[Any]]:
-    """Wrap a converter so compaction and branch summaries reach the model as user messages even
-    when the converter (like the Agent's default) keeps only the standard roles."""
-    from ..messages import convert_message, default_convert_to_llm
+def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[Any], Any], Any]:
+    """A ``transform_context`` (after ``inner``) that turns compaction and branch summaries into
+    the user messages the model should see, so they reach it even when the converter (like the
+    loop's default) keeps only the standard roles."""
+    from .._util import awaited
+    from ..messages import convert_message
 
-    inner = convert or default_convert_to_llm
+    def transform(messages: List[Any], signal: Any) -> List[Any]:
+        if inner is not None:
+            changed = awaited(inner(messages, signal))
+            if changed is not None:
+                messages = changed
+        return [convert_message(m) if role_of(m) in _SUMMARY_ROLES else m for m in messages]
 
-    def converter(messages: List[Any]) -> List[Any]:
-        return list(inner([convert_message(m) if role_of(m) in _SUMMARY_ROLES else m for m in messages]))
-
-    return converter
+    return transform
 
 
 _SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
@@ -506,8 +503,3 @@ def _failure(reason: str, exc: CompactionError) -> str:
         return f"Context overflow recovery failed: {exc}"
     return str(exc)
 
-
-def _field(obj: Any, name: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name)
-    return getattr(obj, name, None)

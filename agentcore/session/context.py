@@ -29,6 +29,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
                     Tuple)
 
 from ..types import AssistantMessage, BranchSummaryMessage, CompactionSummaryMessage, CustomMessage, ToolCall
+from . import process_state
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
                       CustomMessageEntry, MessageEntry, ModelChangeEntry, SessionEntry,
                       ThinkingLevelChangeEntry)
@@ -99,7 +100,7 @@ class UsageTotals:
         if not isinstance(usage, Mapping):
             return
         cost = usage.get("cost")
-        numbers = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
+        numbers: Tuple[Any, ...] = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
                    cost.get("total") if isinstance(cost, Mapping) else None)
         if not all(_is_number(n) for n in numbers):
             return
@@ -274,12 +275,13 @@ def build_context(storage: "SessionStorage", leaf_id: Any = _UNSET, *,
     leaf = storage.leaf_id if leaf_id is _UNSET else leaf_id
     if leaf is None:
         return SessionContext()
-    path = storage.path_to_root(leaf)
-    path.reverse()
-    thinking, model, tools = _resolve_state(storage, path)
-    ids, compaction_id = _context_ids(storage, path)
-    entries = storage.get_entries(ids)
-    for transform in entry_transforms:
-        entries = list(transform(entries))  # type: ignore[arg-type]
-    messages = _project(entries, compaction_id, projectors or {})  # type: ignore[arg-type]
-    return SessionContext(repair_tool_results(messages), thinking, model, tools)
+    with process_state.gc_paused():  # builds many long-lived objects (see process_state.gc_paused)
+        path = storage.path_to_root(leaf)
+        path.reverse()
+        thinking, model, tools = _resolve_state(storage, path)
+        ids, compaction_id = _context_ids(storage, path)
+        entries = storage.get_entries(ids)
+        for transform in entry_transforms:
+            entries = list(transform(entries))
+        messages = _project(entries, compaction_id, projectors or {})
+        return SessionContext(repair_tool_results(messages), thinking, model, tools)

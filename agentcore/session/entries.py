@@ -20,7 +20,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
 from ..types import message_from_dict, message_to_dict
 from .errors import SessionError
@@ -130,7 +130,7 @@ class _Normalizer:
     """
 
     def __init__(self) -> None:
-        self.active: set = set()
+        self.active: Set[int] = set()  # id() of the containers being walked
         self.numbers: List[str] = []
         self.nonce = ""
 
@@ -447,7 +447,9 @@ class SessionInfoEntry(SessionEntry):
 class LeafEntry(SessionEntry):
     """Bookkeeping: the current position moved to ``target_id`` (None: before the first root).
 
-    Never a tree node and never the leaf itself; ``parent_id`` is the leaf it moved away from.
+    Never the leaf itself. ``parent_id`` is ``target_id`` when agentcore writes it (so a reader that
+    takes the last entry as the leaf resumes at the target); files from other writers may have the
+    leaf it moved away from. It is a tree node only when another writer appended under it.
     """
 
     target_id: Optional[str]
@@ -463,8 +465,8 @@ class UnknownEntry(SessionEntry):
     data: Dict[str, Any] = field(default_factory=dict, repr=False)
     entry_type: str = ""
 
-    @property  # type: ignore[override]
-    def type(self) -> str:  # noqa: D401 - mirrors the JSON discriminator
+    @property
+    def type(self) -> str:  # type: ignore[override]  # noqa: D401 - mirrors the JSON discriminator
         return self.entry_type
 
     def to_dict(self) -> Dict[str, Any]:
@@ -477,7 +479,7 @@ class UnknownEntry(SessionEntry):
 
 
 ENTRY_TYPES: Dict[str, Type[SessionEntry]] = {
-    c.type: c  # type: ignore[misc]
+    c.type: c
     for c in (MessageEntry, ThinkingLevelChangeEntry, ModelChangeEntry, ActiveToolsChangeEntry,
               CompactionEntry, BranchSummaryEntry, CustomEntry, CustomMessageEntry, LabelEntry,
               SessionInfoEntry, LeafEntry)

@@ -29,11 +29,12 @@ import os
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from . import process_state
 from .entries import (CURRENT_VERSION, SessionEntry, SessionHeader, check_envelope, encode_line,
                       header_from_dict, iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
-from .storage import SessionStorage, _gc_paused, _Node
+from .storage import SessionStorage, _Node
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -134,6 +135,8 @@ def read_header(path: str) -> Dict[str, Any]:
 class JsonlSessionStorage(SessionStorage):
     """One session in one JSONL file. Open with ``JsonlSessionStorage(path)``, make one with :meth:`create`."""
 
+    path: str  # always a file here (the base class allows None: storage without a file)
+
     def __init__(self, path: Any, *, read_only: bool = False, fsync: str = "never",
                  verify: bool = False) -> None:
         super().__init__()
@@ -198,7 +201,7 @@ class JsonlSessionStorage(SessionStorage):
                                    "check permissions or open with read_only=True", path=self.path) from exc
             _lock(self._fd, self.path)
             data = _read_all(self._fd)
-        with _gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
+        with process_state.gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
             self._load(data, verify)
 
     def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:
@@ -369,7 +372,7 @@ class JsonlSessionStorage(SessionStorage):
             raise self._fail("storage", missing.line, f"entry {missing.id} has no stored line")
         order = list(range(len(nodes)))
         if any(a > b for a, b in zip(ats, ats[1:])):  # type: ignore[operator]  # a branch read root first is sorted
-            order.sort(key=ats.__getitem__)
+            order.sort(key=ats.__getitem__)  # type: ignore[arg-type]  # no None: checked above
         out: List[Any] = [None] * len(nodes)
         fd, temporary = self._reader()
         try:

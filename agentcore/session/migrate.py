@@ -11,7 +11,7 @@ in the reference key order (``type``, ``id``, ``parentId``, ``timestamp``, then 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from .entries import CURRENT_VERSION, new_entry_id
 
@@ -27,7 +27,7 @@ def canonical_order(entry: Dict[str, Any]) -> Dict[str, Any]:
 
 def _v1_to_v2(entries: List[Dict[str, Any]], new_id: Callable[[Callable[[str], bool]], str]
               ) -> List[Dict[str, Any]]:
-    used: set = set()
+    used: Set[str] = set()
     ids: List[str] = []
     for _ in entries:
         entry_id = new_id(used.__contains__)

@@ -14,9 +14,9 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Union
 
-from .entries import LabelEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
+from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
 from .errors import SessionError
 from .jsonl import JsonlSessionStorage, _lock, read_header
 from .session import Session
@@ -92,7 +92,7 @@ class SessionRepository:
         return sorted(glob.glob(pattern))
 
     def create(self, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
-               metadata: Optional[dict] = None, parent_session: Optional[str] = None,
+               metadata: Optional[Dict[str, Any]] = None, parent_session: Optional[str] = None,
                lines: Iterable[bytes] = ()) -> Session:
         """A new session for ``cwd`` (default: the current directory).
 
@@ -184,8 +184,8 @@ class SessionRepository:
         by fresh ones for the labels of copied entries. Unknown or unsuitable entry:
         ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
         """
-        owned = not isinstance(source, Session)
-        src = self.open(source, read_only=True) if owned else source
+        src = source if isinstance(source, Session) else self.open(source, read_only=True)
+        owned = src is not source
         try:
             lines = self._fork_lines(src, entry_id, position)
             return self.create(cwd if cwd is not None else src.cwd, session_id,
@@ -201,7 +201,7 @@ class SessionRepository:
             return [storage.raw_line(i) for i in storage.entry_ids()]
         if position not in ("at", "before"):
             raise ValueError(f"position must be 'at' or 'before', got {position!r}")
-        if entry_id not in storage or storage.type_of(entry_id) == "leaf":
+        if entry_id not in storage or not storage.is_tree_node(entry_id):
             raise SessionError("invalid_fork_target", f"cannot fork at {entry_id!r}: no such entry")
         if position == "before":
             if storage.type_of(entry_id) != "message" or storage.role_of(entry_id) != "user":
@@ -212,7 +212,7 @@ class SessionRepository:
         else:
             path = storage.path_to_root(entry_id)[::-1]
         kept = [i for i in path if storage.type_of(i) != "label"]
-        lines = [storage.raw_line(i) for i in kept]
+        lines = [_fork_line(storage, i) for i in kept]
         parent = kept[-1] if kept else None
         used = set(kept)
         for target in kept:
@@ -225,3 +225,14 @@ class SessionRepository:
             lines.append(encode_line(entry.to_dict())[:-1])
             parent = new_id
         return lines
+
+
+def _fork_line(storage: Any, entry_id: str) -> bytes:
+    """The line of a path entry for a fork. A ``leaf`` entry is on a path only when another writer
+    appended under it; in the copy it targets its own parent (where the path runs), because its
+    target may be on a branch the fork does not copy and the fork would not open."""
+    if storage.type_of(entry_id) != "leaf":
+        return storage.raw_line(entry_id)
+    entry = storage.get_entry(entry_id)
+    moved = LeafEntry(entry.id, entry.parent_id, entry.timestamp, entry.parent_id)
+    return encode_line(moved.to_dict())[:-1]

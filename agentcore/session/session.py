@@ -14,12 +14,13 @@ agent's run thread and the caller's thread).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from ..types import _is_mapping, message_to_dict, role_of
+from ..types import MessageLike, _is_mapping, message_to_dict, role_of
 from .context import (EntryTransform, Projector, SessionContext, SessionStats, build_context,
                       get_session_stats)
 from .entries import (ActiveToolsChangeEntry, BranchSummaryEntry, CompactionEntry, CustomEntry,
@@ -30,6 +31,9 @@ from .errors import SessionError
 from .storage import SessionStorage, clean_name
 
 __all__ = ["Session", "TreeNode"]
+
+#: A file path: a str or an ``os.PathLike`` (``pathlib.Path``).
+StrPath = Union[str, "os.PathLike[str]"]
 
 _CURRENT: Any = object()
 
@@ -61,7 +65,7 @@ class Session:
     # ------------------------------------------------------------------ constructors
 
     @classmethod
-    def create(cls, path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
+    def create(cls, path: StrPath, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
                fsync: str = "never", parent_session: Optional[str] = None,
                metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "Session":
         """A new JSONL session file at ``path`` (header written now). Existing file: ``already_exists``."""
@@ -72,7 +76,7 @@ class Session:
         return cls(storage, **kwargs)
 
     @classmethod
-    def open(cls, path: Any, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
+    def open(cls, path: StrPath, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
              **kwargs: Any) -> "Session":
         """Open a JSONL session file (migrating version 1/2 files, repairing a torn last line).
 
@@ -132,23 +136,29 @@ class Session:
             self.storage.append(entry)
             return entry_id
 
-    def append_message(self, message: Any) -> str:
+    def append_message(self, message: Union[MessageLike, Mapping[str, Any]]) -> str:
         """Append a message (a message dataclass or its reference dict); returns the entry id."""
         if role_of(message) is None:
             raise SessionError("invalid_payload", "append_message needs a message with a 'role'")
         if _is_mapping(message):
             from ..types import message_from_dict
 
-            message = message_from_dict(message)
+            message = message_from_dict(message)  # type: ignore[arg-type]  # _is_mapping said so
         return self._append(lambda i, p, t: MessageEntry(i, p, t, message))
 
-    def append_thinking_level_change(self, level: Any) -> str:
+    def append_thinking_level_change(self, level: str) -> str:
         """Record a thinking-level change (``"off"`` … ``"xhigh"``)."""
         return self._append(lambda i, p, t: ThinkingLevelChangeEntry(i, p, t, str(level)))
 
-    def append_model_change(self, provider: str, model_id: str) -> str:
-        """Record a model change to ``provider``/``model_id``."""
-        return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id))
+    def append_model_change(self, provider: str, model_id: str, *,
+                            extra: Optional[Dict[str, Any]] = None) -> str:
+        """Record a model change to ``provider``/``model_id``.
+
+        ``extra``: more JSON fields stored on the entry (the reference keeps and ignores them);
+        agentcore's recorder stores the model's endpoint there (``api``, ``baseUrl``, ...).
+        """
+        fields = dict(extra or {})
+        return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id, fields))
 
     def append_active_tools_change(self, names: Iterable[str]) -> str:
         """Record the names of the tools offered to the model from now on (the list is copied)."""
@@ -194,7 +204,7 @@ class Session:
     def append_label(self, target_id: str, label: Optional[str]) -> str:
         """Label an entry (trimmed; None or blank clears). Unknown target: ``not_found``, nothing written."""
         with self._lock:
-            if target_id not in self.storage or self.storage.type_of(target_id) == "leaf":
+            if target_id not in self.storage or not self.storage.is_tree_node(target_id):
                 raise SessionError("not_found", f"cannot label {target_id!r}: no such entry")
             return self._append(lambda i, p, t: LabelEntry(i, p, t, target_id, label))
 
@@ -214,6 +224,10 @@ class Session:
                 ) -> Optional[str]:
         """Move the leaf to ``entry_id`` (None: before the first root) and persist the move.
 
+        The move is a ``leaf`` entry whose ``parentId`` and ``targetId`` are both ``entry_id``, so
+        readers that ignore ``leaf`` entries and take the file's last entry as the leaf (the
+        reference's ``SessionManager``) build the same branch as this one does.
+
         With ``summary`` (text, or a dict with ``summary`` and optional ``details``, ``usage``,
         ``from_hook``) a ``branch_summary`` entry is appended under the new position (its ``from_id``
         is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None.
@@ -221,14 +235,17 @@ class Session:
         """
         with self._lock:
             if entry_id is not None and (entry_id not in self.storage
-                                         or self.storage.type_of(entry_id) == "leaf"):
+                                         or not self.storage.is_tree_node(entry_id)):
                 raise SessionError("not_found", f"cannot move to {entry_id!r}: no such entry")
             if entry_id != self.storage.leaf_id:
-                old = self.storage.leaf_id
-                self._append(lambda i, p, t: LeafEntry(i, old, t, entry_id))
+                # Parented at its target, not at the leaf we leave: a reader that does not know
+                # ``leaf`` entries (the reference's SessionManager takes the last entry as the leaf
+                # and walks its parents) then resumes on the branch we moved to, and what it appends
+                # after this entry hangs there too.
+                self._append(lambda i, p, t: LeafEntry(i, entry_id, t, entry_id))
             if summary is None:
                 return None
-            spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
+            spec: Dict[str, Any] = {"summary": summary} if isinstance(summary, str) else dict(summary)
             return self.append_branch_summary(entry_id, str(spec.get("summary", "")), spec.get("details"),
                                               from_hook=spec.get("from_hook", spec.get("fromHook")),
                                               usage=spec.get("usage"))
@@ -252,7 +269,7 @@ class Session:
         return ids
 
     def children(self, entry_id: str) -> List[SessionEntry]:
-        """Tree children of an entry, oldest first (``leaf`` entries are not tree nodes)."""
+        """Tree children of an entry, oldest first (a ``leaf`` entry only when something hangs under it)."""
         return [self.storage.get_entry(i) for i in self._sorted_children(entry_id)]  # type: ignore[misc]
 
     def get_branch(self, leaf_id: Any = _CURRENT) -> List[SessionEntry]:
@@ -269,12 +286,17 @@ class Session:
             return self.storage.get_entries(ids)
 
     def get_tree(self) -> List[TreeNode]:
-        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative."""
+        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative.
+
+        Every entry of the session is reachable except ``leaf`` bookkeeping entries nothing hangs
+        under; one that another writer appended under (a reader that does not know them takes one
+        as its leaf) is a node, so what was written after it shows up where that writer put it.
+        """
         with self._lock:
             storage = self.storage
             roots = []
             for entry_id in storage.entry_ids():
-                if storage.type_of(entry_id) == "leaf":
+                if not storage.is_tree_node(entry_id):
                     continue
                 parent = storage.parent_of(entry_id)
                 if parent is None or parent == entry_id or parent not in storage:
@@ -285,13 +307,26 @@ class Session:
             def node(entry_id: str) -> TreeNode:
                 return TreeNode(storage.get_entry(entry_id), labels.get(entry_id))  # type: ignore[arg-type]
 
-            result = [node(r) for r in roots]
-            stack = list(result)
-            while stack:
-                current = stack.pop()
-                kids = [k for k in self._sorted_children(current.entry.id) if k != current.entry.id]
-                current.children = [node(k) for k in kids]
-                stack.extend(current.children)
+            result: List[TreeNode] = []
+            seen = set()
+
+            def grow(root_ids: List[str]) -> None:
+                tops = [node(r) for r in root_ids]
+                seen.update(root_ids)
+                result.extend(tops)
+                stack = list(tops)
+                while stack:
+                    current = stack.pop()
+                    kids = [k for k in self._sorted_children(current.entry.id) if k not in seen]
+                    seen.update(kids)
+                    current.children = [node(k) for k in kids]
+                    stack.extend(current.children)
+
+            grow(roots)
+            if len(seen) < len(storage):  # entries on a parent cycle have no root: show them anyway
+                for entry_id in storage.entry_ids():
+                    if entry_id not in seen and storage.is_tree_node(entry_id):
+                        grow([entry_id])  # the earliest entry of the cycle stands in as its root
             return result
 
     @property

@@ -9,6 +9,11 @@ One writer per session: opening for writing takes a lease row (``writer_leases``
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
 by a crashed process on this host is taken over. ``read_only=True`` takes no lease.
 
+Indexes are the two keys only: ``(session_id, seq)`` and ``(session_id, id)``. The tree is indexed
+in memory, so no query here needs ``parent_id``; an index on it (databases made before this
+version have ``entries_by_parent``, left as it is) costs a fourth B-tree page per append, about a
+quarter of a bare INSERT's time (``benchmarks/session_scale.py``).
+
 The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchronous=NORMAL``
 (committed appends survive a process crash; an OS crash or power loss may lose the latest ones but
 leaves the database intact), ``"always"`` uses ``synchronous=FULL``. ``synchronous=OFF`` is not
@@ -26,13 +31,14 @@ import sys
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from . import process_state
 from .context import UsageTotals, usage_of_entry
 from .entries import (SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict,
                       iso_from_ms, new_session_id)
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, SessionStorage, _gc_paused, _Node
+from .storage import EAGER_TYPES, SessionStorage, _Node
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -46,7 +52,6 @@ CREATE TABLE IF NOT EXISTS entries(
     session_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, parent_id TEXT,
     type TEXT NOT NULL, timestamp TEXT NOT NULL, role TEXT, payload TEXT NOT NULL,
     PRIMARY KEY(session_id, seq), UNIQUE(session_id, id));
-CREATE INDEX IF NOT EXISTS entries_by_parent ON entries(session_id, parent_id);
 CREATE TABLE IF NOT EXISTS writer_leases(
     session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
     acquired_ms INTEGER NOT NULL);
@@ -99,8 +104,35 @@ def _connect(path: str, read_only: bool) -> sqlite3.Connection:
         raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
 
 
+class _CreatedMeanwhile(Exception):
+    """Another opener created the first session of an empty database first."""
+
+
+def _new_header(cwd: Optional[str], session_id: Optional[str], parent_session: Optional[str],
+                metadata: Optional[Dict[str, Any]]) -> SessionHeader:
+    return SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
+                         cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+                         parent_session=parent_session, metadata=metadata)
+
+
+def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[Tuple[Any, ...]]) -> None:
+    """Insert a session row and its entry rows (inside the caller's transaction)."""
+    conn.execute("INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
+                 (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd,
+                  header.timestamp, header.parent_session))
+    conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
+
+
 class SqliteSessionStorage(SessionStorage):
-    """One session inside a SQLite database. Open with ``SqliteSessionStorage(db, session_id)``."""
+    """One session inside a SQLite database. Open with ``SqliteSessionStorage(db, session_id)``.
+
+    Without ``session_id``: a new or empty database gets a new session (cwd: the current
+    directory), as ``sqlite3.connect`` creates the file; a database with one session opens it; one
+    with several raises ``SessionError("not_found")`` listing some of their ids (choose with
+    ``session_id=``, list them with :meth:`list_sessions`). ``read_only=True`` never creates: an
+    empty or missing database is ``not_found``. An unknown ``session_id`` is ``not_found`` (create
+    it with :meth:`create`), so a mistyped id never starts a new session.
+    """
 
     def __init__(self, db_path: Any, session_id: Optional[str] = None, *, read_only: bool = False,
                  fsync: str = "never") -> None:
@@ -120,8 +152,12 @@ class SqliteSessionStorage(SessionStorage):
             self.session_id = self._resolve_id(session_id)
             if not read_only:
                 self._acquire_lease()
-            with _gc_paused():
+            with process_state.gc_paused():
                 self._load()
+        except sqlite3.Error as exc:  # e.g. a read-only open of a database that is not a session store
+            self.close()
+            raise SessionError("storage", f"{self.path}: cannot read the session database ({exc})",
+                               path=self.path) from exc
         except BaseException:
             self.close()
             raise
@@ -135,9 +171,7 @@ class SqliteSessionStorage(SessionStorage):
                ) -> "SqliteSessionStorage":
         """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
         path = os.path.abspath(os.fspath(db_path))
-        header = SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
-                               cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                               parent_session=parent_session, metadata=metadata)
+        header = _new_header(cwd, session_id, parent_session, metadata)
         conn = _connect(path, False)
         try:
             rows = []
@@ -148,10 +182,7 @@ class SqliteSessionStorage(SessionStorage):
                              getattr(getattr(entry, "message", None), "role", None), text))
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
-                             (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd,
-                              header.timestamp, parent_session))
-                conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
+                _insert_session(conn, header, rows)
         except sqlite3.IntegrityError:
             raise SessionError("already_exists", f"{path}: a session with id {header.id!r} already exists",
                                path=path) from None
@@ -198,13 +229,39 @@ class SqliteSessionStorage(SessionStorage):
 
     def _resolve_id(self, session_id: Optional[str]) -> str:
         assert self._conn is not None
+        conn = self._conn
         if session_id is not None:
             return session_id
-        ids = [r[0] for r in self._conn.execute("SELECT id FROM sessions LIMIT 2")]
-        if len(ids) != 1:
-            raise SessionError("not_found", f"{self.path}: holds {len(ids) if ids else 'no'} sessions; pass "
-                               "session_id= to choose one", path=self.path)
-        return ids[0]
+        shown = 5
+        try:
+            ids = [r[0] for r in conn.execute(f"SELECT id FROM sessions ORDER BY created DESC LIMIT {shown + 1}")]
+        except sqlite3.OperationalError:  # read-only open of a database without our tables
+            if not self.read_only:
+                raise
+            ids = []
+        if len(ids) == 1:
+            return ids[0]
+        if ids:
+            more = ", ..." if len(ids) > shown else ""
+            raise SessionError("not_found", f"{self.path} holds several sessions ({', '.join(ids[:shown])}{more}); "
+                               "choose one with SqliteSessionStorage(path, session_id=ID) (all of them: "
+                               "SqliteSessionStorage.list_sessions(path))", path=self.path)
+        if self.read_only:
+            raise SessionError("not_found", f"{self.path} holds no sessions (read_only=True creates none)",
+                               path=self.path)
+        header = _new_header(None, None, None, None)
+        try:
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")  # two openers of an empty database: one creates
+                row = conn.execute("SELECT id FROM sessions LIMIT 1").fetchone()
+                if row is not None:
+                    raise _CreatedMeanwhile()
+                _insert_session(conn, header, [])
+        except _CreatedMeanwhile:
+            return self._resolve_id(None)
+        except sqlite3.Error as exc:
+            raise SessionError("storage", f"{self.path}: cannot create a session ({exc})", path=self.path) from exc
+        return header.id
 
     def _acquire_lease(self) -> None:
         assert self._conn is not None
@@ -229,7 +286,9 @@ class SqliteSessionStorage(SessionStorage):
         assert self._conn is not None
         row = self._conn.execute("SELECT header FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
         if row is None:
-            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r}", path=self.path)
+            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r} (create it with "
+                               "SqliteSessionStorage.create(path, session_id=...); see list_sessions(path))",
+                               path=self.path)
         try:
             self.header = header_from_dict(json.loads(row[0]))
         except ValueError as exc:
@@ -284,7 +343,7 @@ class SqliteSessionStorage(SessionStorage):
                 payloads.update(self._conn.execute(
                     f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
                     [self.session_id, *chunk]))
-        out = []
+        out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
             if payload is None:

@@ -14,6 +14,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 from urllib.parse import urlparse
 
+from agentcore.providers.http import close_on_abort, iter_body
 from agentcore.tools import AgentTool, AgentToolResult, tool
 from agentcore.types import TextContent
 
@@ -46,8 +47,6 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise FetchError(f"{url} is too large: Content-Length {declared} bytes exceeds the limit of "
                          f"{max_bytes} bytes; fetch a smaller page or a more specific URL")
-    from agentcore.providers.http import iter_body
-
     body = bytearray()
     # iter_body returns whatever arrived (iter_content(n) waits for n bytes, so a server sending a
     # byte at a time held the tool far past its deadline)
@@ -90,13 +89,10 @@ def fetch_text(url: str, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = D
     except requests.RequestException as exc:
         raise FetchError(f"cannot fetch {url}: {type(exc).__name__}: {exc}") from None
 
-    def close(_reason: Any = None) -> None:
-        _interrupt(response)
-
-    if signal is not None:
-        signal.add_listener(close)
     try:
-        return _finish(response, url, max_bytes, time.monotonic() + timeout, signal)
+        # an abort closes the response from the aborting thread, so a blocked read returns at once
+        with close_on_abort(response, signal):
+            return _finish(response, url, max_bytes, time.monotonic() + timeout, signal)
     except FetchError:
         raise
     except Exception as exc:  # the connection was closed under us, or a decode failure
@@ -106,31 +102,7 @@ def fetch_text(url: str, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = D
             raise FetchError(f"{url} timed out while reading the body") from None
         raise FetchError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
     finally:
-        if signal is not None:
-            signal.remove_listener(close)
         response.close()
-
-
-def _interrupt(response: Any) -> None:
-    """Close ``response`` from the aborting thread so that a read blocked on its socket returns.
-
-    Closing alone does not wake a thread blocked in ``recv``; shutting the socket down does.
-    """
-    raw = getattr(response, "raw", None)
-    connection = getattr(raw, "_connection", None) or getattr(raw, "connection", None)
-    sock = getattr(connection, "sock", None)
-    if sock is None:  # older urllib3: reach the socket through the file object
-        fp = getattr(getattr(raw, "_fp", None), "fp", None)
-        sock = getattr(getattr(fp, "raw", None), "_sock", None)
-    if isinstance(sock, socket.socket):
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-    try:
-        response.close()
-    except Exception:  # racing the reader is harmless
-        pass
 
 
 def _finish(response: Any, url: str, max_bytes: int, deadline: float, signal: Any) -> Dict[str, Any]:

@@ -1,0 +1,155 @@
+"""Values that must cross a boundary whatever they hold: exception texts and JSON-safe forms.
+
+``exception_message(exc)`` and ``describe_exception(exc)`` never raise, even for an exception
+whose ``__str__`` raises (a thread that formats such an exception unguarded dies before it reports
+completion, and whoever waits for it waits forever). ``json_safe(value)`` never raises either: it
+maps any Python value onto plain JSON (see its docstring for the exact form).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from enum import Enum
+from typing import Any, Dict, Set
+
+__all__ = ["exception_message", "describe_exception", "json_safe", "safe_repr"]
+
+
+def _type_name(obj: Any) -> str:
+    try:
+        return type(obj).__name__
+    except Exception:  # noqa: BLE001 - a metaclass with a raising __name__
+        return "object"
+
+
+def exception_message(exc: BaseException) -> str:
+    """``str(exc)``, or the exception's type name when that is empty or ``str()`` raises.
+
+    Never raises (the text of an error tool result and of a failure run's ``error_message``)."""
+    try:
+        text = str(exc)
+    except BaseException as failure:  # noqa: BLE001 - formatting must never be a second failure
+        return f"{_type_name(exc)} (its message could not be read: str() raised {_type_name(failure)})"
+    if not isinstance(text, str):  # pragma: no cover - str() always returns a str
+        return _type_name(exc)
+    return text or _type_name(exc)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"TypeName: message"`` (just the type name when the message is empty); never raises."""
+    name = _type_name(exc)
+    text = exception_message(exc)
+    if text == name or text.startswith(name + " (its message could not be read"):
+        return text
+    return f"{name}: {text}"
+
+
+def safe_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or ``<TypeName object>`` when repr raises."""
+    try:
+        text = repr(value)
+    except BaseException:  # noqa: BLE001 - a raising __repr__ must not lose the value's place
+        return f"<{_type_name(value)} object>"
+    if not isinstance(text, str):  # pragma: no cover
+        return f"<{_type_name(value)} object>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def json_safe(value: Any) -> Any:
+    """A plain-JSON form of ``value``; values JSON can hold come back equal (often the same object).
+
+    The form, documented in README.rst (Sessions):
+
+    - ``str``, ``int``, ``bool``, ``None`` and finite floats: as they are;
+    - NaN and +/-Infinity: ``None`` (as ``JSON.stringify`` writes them: ``null``);
+    - ``dict``: a dict; ``str`` keys as they are, numbers/bool/None keys as ``json.dumps`` writes
+      them (``1`` -> ``"1"``, ``True`` -> ``"true"``), other keys as their ``repr()``;
+    - ``list``, ``tuple``, ``set``, ``frozenset``: a list;
+    - ``bytes``, ``bytearray``, ``memoryview``: ``{"type": "bytes", "base64": "..."}``;
+    - an ``Enum``: its value; an object with ``to_dict()`` (messages, blocks): that dict, made safe;
+    - anything else (a socket, ``object()``, a dataclass): its ``repr()`` string, cut to 200
+      characters (``<TypeName object>`` when ``repr`` raises); a reference cycle: ``"<cycle>"``.
+
+    Never raises.
+    """
+    return _safe(value, set())
+
+
+def _safe(value: Any, active: Set[int]) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, (str, int)) and not isinstance(value, Enum):  # str/int subclasses
+        return str(value) if isinstance(value, str) else int(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return {"type": "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}
+        except Exception:  # noqa: BLE001 - a memoryview of a released buffer, say
+            return safe_repr(value)
+    if isinstance(value, Enum):
+        return _safe(value.value, active)
+    marker = id(value)
+    if marker in active:
+        return "<cycle>"
+    active.add(marker)
+    try:
+        if isinstance(value, dict):
+            return _safe_dict(value, active)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return _safe_list(value, active)
+        to_dict = getattr(value, "to_dict", None) if not isinstance(value, type) else None
+        if callable(to_dict):
+            try:
+                plain = to_dict()
+            except Exception:  # noqa: BLE001 - fall back to the repr below
+                plain = None
+            if isinstance(plain, dict):
+                return _safe_dict(plain, active)
+        return safe_repr(value)
+    finally:
+        active.discard(marker)
+
+
+def _safe_list(value: Any, active: Set[int]) -> Any:
+    try:
+        items = list(value)
+    except Exception:  # noqa: BLE001 - mutated while iterating, say
+        return safe_repr(value)
+    out = [_safe(item, active) for item in items]
+    if type(value) is list and all(a is b for a, b in zip(out, items)):
+        return value  # already plain: keep the object
+    return out
+
+
+def _safe_dict(value: Dict[Any, Any], active: Set[int]) -> Dict[str, Any]:
+    try:
+        items = list(value.items())
+    except Exception:  # noqa: BLE001
+        return {"repr": safe_repr(value)}
+    out: Dict[str, Any] = {}
+    same = type(value) is dict
+    for key, item in items:
+        name = _safe_key(key)
+        converted = _safe(item, active)
+        if name is not key or converted is not item:
+            same = False
+        out[name] = converted
+    return value if same else out
+
+
+def _safe_key(key: Any) -> str:
+    if type(key) is str:
+        return key
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, int) and not isinstance(key, Enum):
+        return str(int(key))
+    if isinstance(key, float):
+        return repr(float(key)) if math.isfinite(key) else ("NaN" if key != key else
+                                                             ("Infinity" if key > 0 else "-Infinity"))
+    return safe_repr(key)

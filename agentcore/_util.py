@@ -1,0 +1,36 @@
+"""Two tiny helpers every part of the core needs, defined once.
+
+* :func:`awaited` runs a hook's or tool's coroutine to completion (``async def`` callables are
+  accepted everywhere a callable is; agentcore itself never runs an event loop otherwise);
+* :func:`field_of` reads a field of a result object or of the plain dict a user returned instead.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Mapping, Optional
+
+__all__ = ["awaited", "field_of"]
+
+
+def awaited(value: Any) -> Any:
+    """``value``, or the result of running it to completion when it is a coroutine.
+
+    The coroutine runs with ``asyncio.run`` on the calling thread, so this raises RuntimeError when
+    that thread already runs an event loop (agentcore calls hooks and tools on its own threads).
+    """
+    if inspect.iscoroutine(value):
+        import asyncio  # only when someone handed agentcore an ``async def``
+
+        return asyncio.run(value)
+    return value
+
+
+def field_of(obj: Any, name: str, key: Optional[str] = None, default: Any = None) -> Any:
+    """``obj.name``, or ``obj[key or name]`` when ``obj`` is a mapping; ``default`` when absent.
+
+    ``key`` is the mapping spelling when it differs (the reference JSON's camelCase keys).
+    """
+    if isinstance(obj, Mapping):
+        return obj.get(name if key is None else key, default)
+    return getattr(obj, name, default)

@@ -1,0 +1,394 @@
+"""Approvals that pause: tool calls that wait for a human decision (issue 13, DESIGN §6).
+
+A tool with ``requires_approval`` (``True``, or a callable ``args -> bool`` given the validated
+arguments) is not executed when the model calls it. The loop asks :func:`split_batch` which calls
+of a batch must wait, emits one :class:`~agentcore.events.ToolApprovalRequestEvent` per such call,
+runs the others as usual and then settles the run (the pause is a loop outcome, see
+:mod:`agentcore.loop`). The agent keeps an :class:`Approvals` book of the waiting calls and of the
+decisions taken with ``agent.approve(id, args=None)`` / ``agent.deny(id, reason=None)``;
+``agent.continue_()`` hands a :class:`Resumption` to the loop, which runs the approved calls
+(with edited arguments, validated again), turns the denied ones into error results carrying the
+reason (exactly as a blocking ``before_tool_call`` does) and goes on with the model.
+
+Events: the pausing run emits, for that batch, the requests and the events of the calls that ran,
+then ``turn_end`` (with the results so far) and ``agent_end``. The resumed run emits
+``agent_start``, ``turn_start``, the decided calls' tool events and results, and a second
+``turn_end`` for the same assistant message (with the resumed results), then goes on as usual.
+The tool results of the resumed calls follow the others in the transcript.
+
+Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.approval"``
+(data ``{"kind": "request", "toolCallId", "toolName", "args"}`` or ``{"kind": "decision",
+"toolCallId", "approved", "args"?, "reason"?}``): extension state the reference ignores, never a
+message. :meth:`Approvals.load` folds them over the current branch, so an agent opened on the
+session in another process sees the same pending calls and decisions. A call whose tool result is
+on the branch is settled and no longer pending; a later assistant message (a response after the
+pause: the calls were abandoned, e.g. by an abort) drops the waiting calls, in memory and on load.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from ._safe import exception_message, json_safe
+from .types import TextContent, ToolCall
+
+__all__ = ["PendingApproval", "ApprovalDecision", "Approvals", "Resumption", "split_batch",
+           "CUSTOM_TYPE", "ERR_DENIED"]
+
+#: the ``customType`` of the session entries that record requests and decisions
+CUSTOM_TYPE = "agentcore.approval"
+#: the error text of a call denied without a reason
+ERR_DENIED = "Tool execution was denied"
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """A tool call waiting for ``agent.approve()`` or ``agent.deny()``; ``args`` are validated."""
+
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    """What was decided about one call: ``args`` replaces the model's arguments when not None."""
+
+    approved: bool
+    args: Any = None
+    reason: Optional[str] = None
+
+
+# =========================================================================== the loop's side
+
+
+def needs_approval(tool: Any, args: Any) -> bool:
+    """Whether a call of ``tool`` with the validated ``args`` must wait for a decision.
+
+    A callable ``requires_approval`` that raises counts as "yes": failing open would execute a
+    call its author wanted to see first."""
+    rule = getattr(tool, "requires_approval", False)
+    if rule is True or rule is False:
+        return rule
+    if not callable(rule):
+        return bool(rule)
+    try:
+        return bool(rule(args))
+    except Exception:  # noqa: BLE001 - see the docstring
+        return True
+
+
+def split_batch(tools: Optional[Sequence[Any]], calls: Sequence[ToolCall]
+                ) -> Tuple[List[ToolCall], List[PendingApproval]]:
+    """``calls`` split into those that run now and those that wait for approval (source order).
+
+    A call whose arguments fail validation runs now: the loop turns it into the usual validation
+    error result, and nobody is asked about a call that could not run anyway."""
+    from .tools import validate_tool_arguments
+
+    by_name = {tool.name: tool for tool in tools or ()}
+    runnable: List[ToolCall] = []
+    waiting: List[PendingApproval] = []
+    for call in calls:
+        tool = by_name.get(call.name)
+        if tool is None or getattr(tool, "requires_approval", False) is False:
+            runnable.append(call)
+            continue
+        try:
+            raw = call.arguments
+            if tool.prepare_arguments is not None:
+                raw = tool.prepare_arguments(raw)
+            args = validate_tool_arguments(tool, raw)
+        except Exception:  # noqa: BLE001 - the loop reports it as the call's error result
+            runnable.append(call)
+            continue
+        if needs_approval(tool, args):
+            waiting.append(PendingApproval(call.id, call.name, args))
+        else:
+            runnable.append(call)
+    return runnable, waiting
+
+
+@dataclass
+class Resumption:
+    """The decisions ``continue_()`` resumes a paused run with.
+
+    ``message`` is the assistant message whose calls were waiting; ``decisions`` maps each waiting
+    call id to its :class:`ApprovalDecision`."""
+
+    message: Any
+    decisions: Dict[str, ApprovalDecision]
+
+    def calls(self) -> List[ToolCall]:
+        """The decided calls of ``message`` in source order, approved ones with their edited args."""
+        decided: List[ToolCall] = []
+        for block in self.message.content:
+            decision = self.decisions.get(block.id) if isinstance(block, ToolCall) else None
+            if decision is None:
+                continue
+            if decision.approved and decision.args is not None:
+                block = ToolCall(block.id, block.name, decision.args)
+            decided.append(block)
+        return decided
+
+    def gate(self, before_tool_call: Optional[Callable[..., Any]]) -> Callable[..., Any]:
+        """``before_tool_call`` for the resumed run: a denied call is blocked with its reason
+        (the reference's blocked-call result), every other call goes to ``before_tool_call``."""
+        from ._loop_types import BeforeToolCallResult
+
+        denied = {call_id: d.reason or ERR_DENIED for call_id, d in self.decisions.items() if not d.approved}
+
+        def hook(context: Any, signal: Any) -> Any:
+            reason = denied.get(context.tool_call.id)
+            if reason is not None:
+                return BeforeToolCallResult(block=True, reason=reason)
+            if before_tool_call is None:
+                return None
+            return before_tool_call(context, signal)
+
+        return hook
+
+    def annotate(self, after_tool_call: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
+        """``after_tool_call`` for the resumed run: the result of a call approved with edited
+        arguments ends with a note giving them. The transcript's tool call keeps the model's own
+        arguments, so without it the model would believe those ran."""
+        edited = {i: d.args for i, d in self.decisions.items() if d.approved and d.args is not None}
+        if not edited:
+            return after_tool_call
+        from ._loop_types import AfterToolCallResult, merge_after_tool_call
+        from ._util import field_of
+
+        def hook(context: Any, signal: Any) -> Any:
+            override = None if after_tool_call is None else merge_after_tool_call(after_tool_call(context, signal))
+            call_id = context.tool_call.id
+            if call_id not in edited:
+                return override
+            content = field_of(override, "content") if override is not None else None
+            content = context.result.content if content is None else content
+            blocks = [TextContent(content)] if isinstance(content, str) else list(content or [])
+            args = json.dumps(json_safe(edited[call_id]), ensure_ascii=False)
+            blocks.append(TextContent(f"[The user edited the arguments before approving this call; "
+                                      f"it ran with: {args}]"))
+            if override is None:
+                return AfterToolCallResult(content=blocks)
+            if isinstance(override, dict):
+                return {**override, "content": blocks}
+            return dataclasses.replace(override, content=blocks)
+
+        return hook
+
+
+# =========================================================================== the agent's side
+
+
+ERR_UNKNOWN_ID = ("{method}({call_id!r}): no tool call with that id waits for approval; "
+                  "pending: {pending}. See agent.pending_approvals")
+ERR_UNDECIDED = ("continue_(): {count} tool call(s) still wait for a decision ({calls}); call "
+                 "agent.approve(id) or agent.deny(id) for each of them, then continue_()")
+ERR_PENDING_PROMPT = ("{method}(): {count} tool call(s) wait for approval ({calls}); decide each with "
+                      "agent.approve(id) or agent.deny(id, reason), then call agent.continue_() "
+                      "before prompting again")
+ERR_NOT_IN_TRANSCRIPT = ("continue_(): the tool calls waiting for approval ({calls}) are not calls "
+                         "of the transcript's last assistant message any more; the transcript was "
+                         "replaced. Call agent.reset() to drop them")
+
+
+def _describe(pending: Iterable[PendingApproval]) -> str:
+    items = [f"{p.tool_name} {p.tool_call_id}" for p in pending]
+    return ", ".join(items) if items else "none"
+
+
+class Approvals:
+    """One agent's book of waiting calls and their decisions (thread-safe).
+
+    Changed by :meth:`observe` (the agent's events: a ``tool_approval_request`` adds a call, the
+    ``message_end`` of its tool result settles it), by :meth:`decide` and by :meth:`load`. With a
+    session attached every request and decision is also recorded there (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: Dict[str, PendingApproval] = {}
+        self._decisions: Dict[str, ApprovalDecision] = {}
+        self._session: Any = None
+
+    # -- reading
+
+    @property
+    def pending(self) -> List[PendingApproval]:
+        """The waiting calls, in the order they were requested."""
+        with self._lock:
+            return list(self._pending.values())
+
+    def get(self, call_id: str) -> Optional[PendingApproval]:
+        with self._lock:
+            return self._pending.get(call_id)
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def undecided(self) -> List[PendingApproval]:
+        with self._lock:
+            return [p for i, p in self._pending.items() if i not in self._decisions]
+
+    def check_can_prompt(self, method: str) -> None:
+        """RuntimeError naming what to do when calls wait for approval (a new prompt would leave
+        their tool calls without results, which providers reject)."""
+        pending = self.pending
+        if pending:
+            raise RuntimeError(ERR_PENDING_PROMPT.format(method=method, count=len(pending),
+                                                         calls=_describe(pending)))
+
+    def resumption(self, messages: Sequence[Any]) -> Optional[Resumption]:
+        """The :class:`Resumption` for ``continue_()``, or None when nothing waits.
+
+        Raises RuntimeError when a waiting call is undecided, or when the transcript's last
+        assistant message is not the one holding the waiting calls."""
+        with self._lock:
+            pending = list(self._pending.values())
+            decisions = dict(self._decisions)
+        if not pending:
+            return None
+        undecided = [p for p in pending if p.tool_call_id not in decisions]
+        if undecided:
+            raise RuntimeError(ERR_UNDECIDED.format(count=len(undecided), calls=_describe(undecided)))
+        owner = _last_assistant(messages)
+        ids = {getattr(b, "id", None) for b in getattr(owner, "content", ()) if isinstance(b, ToolCall)}
+        if owner is None or any(p.tool_call_id not in ids for p in pending):
+            raise RuntimeError(ERR_NOT_IN_TRANSCRIPT.format(calls=_describe(pending)))
+        return Resumption(owner, {p.tool_call_id: decisions[p.tool_call_id] for p in pending})
+
+    # -- changing
+
+    def decide(self, method: str, call_id: str, decision: ApprovalDecision) -> None:
+        """Record ``decision`` (the latest one counts). ValueError for an id that is not pending."""
+        with self._lock:
+            if call_id not in self._pending:
+                raise ValueError(ERR_UNKNOWN_ID.format(method=method, call_id=call_id,
+                                                       pending=_describe(self._pending.values())))
+            session = self._session
+        if session is not None:  # on disk first: a failed write leaves the call undecided
+            data: Dict[str, Any] = {"kind": "decision", "toolCallId": call_id, "approved": decision.approved}
+            if decision.args is not None:
+                data["args"] = json_safe(decision.args)
+            if decision.reason is not None:
+                data["reason"] = decision.reason
+            session.append_custom(CUSTOM_TYPE, data)
+        with self._lock:
+            if call_id in self._pending:
+                self._decisions[call_id] = decision
+
+    def observe(self, event: Any) -> None:
+        """Follow the agent's events (called by its reducer, on the run thread)."""
+        kind = event.type
+        if kind == "tool_approval_request":
+            with self._lock:
+                self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name,
+                                                                    event.args)
+                self._decisions.pop(event.tool_call_id, None)
+        elif kind == "message_end" and self._pending:
+            role = getattr(event.message, "role", None)
+            if role == "assistant":  # a later response: the waiting calls can never run now
+                self.clear()
+            elif role == "toolResult":
+                call_id = str(getattr(event.message, "tool_call_id", ""))
+                with self._lock:
+                    self._pending.pop(call_id, None)
+                    self._decisions.pop(call_id, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._pending.clear()
+            self._decisions.clear()
+
+    # -- sessions
+
+    def attach_session(self, agent: Any, session: Any) -> Callable[[], None]:
+        """Load the session's waiting calls and decisions, and record new requests (and, through
+        :meth:`decide`, decisions) into it. Returns the function that stops recording."""
+        self.load(session)
+        self._session = session
+
+        def listener(event: Any) -> None:
+            if event.type == "tool_approval_request":
+                session.append_custom(CUSTOM_TYPE, {
+                    "kind": "request", "toolCallId": event.tool_call_id, "toolName": event.tool_name,
+                    "args": json_safe(event.args)})
+
+        unsubscribe = agent.subscribe(listener)
+
+        def detach() -> None:
+            unsubscribe()
+            if self._session is session:
+                self._session = None
+
+        return detach
+
+    def load(self, session: Any) -> None:
+        """Replace the book with the requests and decisions on ``session``'s current branch
+        made after its last assistant message whose calls have no tool result on it yet."""
+        pending: Dict[str, PendingApproval] = {}
+        decisions: Dict[str, ApprovalDecision] = {}
+        storage = getattr(session, "storage", None)
+        count_of = getattr(storage, "count_of", None)
+        if count_of is None or count_of("custom"):
+            settled = set()
+            for entry in session.get_branch():
+                if entry.type == "message":
+                    if getattr(entry.message, "role", None) == "assistant":
+                        pending.clear()  # requests of earlier turns can never run now
+                        decisions.clear()
+                    call_id = getattr(entry.message, "tool_call_id", None)
+                    if call_id is not None:
+                        settled.add(call_id)
+                elif entry.type == "custom" and getattr(entry, "custom_type", None) == CUSTOM_TYPE:
+                    _fold(entry.data, pending, decisions)
+            for call_id in settled:
+                pending.pop(call_id, None)
+            decisions = {i: d for i, d in decisions.items() if i in pending}
+        with self._lock:
+            self._pending, self._decisions = pending, decisions
+
+
+def _fold(data: Any, pending: Dict[str, PendingApproval], decisions: Dict[str, ApprovalDecision]) -> None:
+    """Apply one recorded request or decision; malformed data (another writer's) is ignored."""
+    if not isinstance(data, dict) or not isinstance(data.get("toolCallId"), str):
+        return
+    call_id = data["toolCallId"]
+    if data.get("kind") == "request":
+        pending[call_id] = PendingApproval(call_id, str(data.get("toolName", "")), data.get("args"))
+        decisions.pop(call_id, None)
+    elif data.get("kind") == "decision" and call_id in pending:
+        reason = data.get("reason")
+        decisions[call_id] = ApprovalDecision(bool(data.get("approved")), data.get("args"),
+                                              reason if isinstance(reason, str) else None)
+
+
+def _last_assistant(messages: Sequence[Any]) -> Any:
+    for message in reversed(messages):
+        role = getattr(message, "role", None)
+        if role == "assistant":
+            return message
+        if role != "toolResult":
+            return None
+    return None
+
+
+def validated_args(tool: Any, args: Any, call_id: str) -> Any:
+    """Edited ``args`` for ``approve()``, prepared and validated against ``tool``'s schema.
+
+    Raises ValueError saying the call is still pending when they do not match."""
+    from .tools import validate_tool_arguments
+
+    try:
+        raw = args
+        if tool.prepare_arguments is not None:
+            raw = tool.prepare_arguments(raw)
+        return validate_tool_arguments(tool, raw)
+    except Exception as exc:  # noqa: BLE001 - reported with what to do
+        raise ValueError(f"approve({call_id!r}): the edited arguments were rejected, so the call is "
+                         f"still pending; approve it again with valid args, or deny it.\n"
+                         f"{exception_message(exc)}") from None

@@ -1,0 +1,87 @@
+"""``--approve`` for ``agentcore run`` and ``chat``: every tool call waits for a y/n at the terminal.
+
+The agent's tools are given ``requires_approval=True`` (copies; the registry's objects are shared),
+so a run pauses with its calls in ``agent.pending_approvals`` (see :mod:`agentcore.approvals`).
+:meth:`TerminalApprover.settle` then asks about each call on stderr, reading one answer line per
+call: ``y``/``yes`` approves, ``n``/``no`` denies, ``a``/``always`` approves this call and every
+later call of the same tool without asking. End of input denies what is left (the model is told
+so). It continues the run and repeats until no call waits, so a run ends only with an answer.
+Ctrl-C while asking leaves the calls pending: with ``--session`` they are saved, and the next
+``agentcore run/chat --session ... --approve`` asks about them first.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, Callable, List, Optional, Set, TextIO
+
+__all__ = ["TerminalApprover", "DENIED_AT_TERMINAL", "NO_ANSWER"]
+
+DENIED_AT_TERMINAL = "The user denied this tool call at the terminal"
+NO_ANSWER = "The tool call was not approved: no answer (end of input)"
+
+_YES, _NO, _ALWAYS = ("y", "yes"), ("n", "no"), ("a", "always")
+
+
+class TerminalApprover:
+    """Asks about pending tool calls; ``read_line()`` returns one answer line, None at end of input."""
+
+    def __init__(self, read_line: Callable[[], Optional[str]], err: TextIO) -> None:
+        self.read_line = read_line
+        self.err = err
+        self.always: Set[str] = set()  # tools approved "always" in this process
+
+    @staticmethod
+    def require_approval(agent: Any) -> None:
+        """Give every tool of ``agent`` ``requires_approval=True`` (registry names resolved)."""
+        tools = []
+        for item in agent.tools:
+            tool = agent.plugins.get_tool(item) if isinstance(item, str) else item
+            tool = copy.copy(tool)
+            tool.requires_approval = True
+            tools.append(tool)
+        agent.tools = tools
+
+    def settle(self, agent: Any, new_messages: Optional[List[Any]]) -> List[Any]:
+        """Decide every pending call, continue, and repeat; returns all the new messages."""
+        messages = list(new_messages or ())
+        while agent.pending_approvals:
+            for pending in agent.pending_approvals:
+                self._decide(agent, pending)
+            messages.extend(agent.continue_() or ())
+        return messages
+
+    def _decide(self, agent: Any, pending: Any) -> None:
+        if pending.tool_name in self.always:
+            self._note(f"[approved {pending.tool_name} (always)]")
+            agent.approve(pending.tool_call_id)
+            return
+        args = json.dumps(pending.args, ensure_ascii=False, default=str)
+        if len(args) > 300:
+            args = args[:297] + "..."
+        while True:
+            self.err.write(f"[approve] {pending.tool_name} {args}\n  run it? [y]es / [n]o / "
+                           f"[a]lways for {pending.tool_name}: ")
+            self.err.flush()
+            line = self.read_line()
+            if line is None:
+                self._note("\n[no answer: denied]")
+                agent.deny(pending.tool_call_id, NO_ANSWER)
+                return
+            answer = line.strip().lower()
+            if answer in _YES:
+                agent.approve(pending.tool_call_id)
+                return
+            if answer in _ALWAYS:
+                self.always.add(pending.tool_name)
+                agent.approve(pending.tool_call_id)
+                return
+            if answer in _NO:
+                agent.deny(pending.tool_call_id, DENIED_AT_TERMINAL)
+                return
+            self._note(f"[answer y, n or a, not {line.strip()!r}]")
+
+    def _note(self, text: str) -> None:
+        self.err.write(text + "\n")
+        self.err.flush()

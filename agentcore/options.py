@@ -1,0 +1,175 @@
+"""Every provider (stream) option, defined once: :class:`StreamOptions`.
+
+One dataclass field per option; everything else is derived from it: the keyword options of
+:class:`~agentcore.agent.Agent` (and its attributes of the same names), the fields of
+:class:`~agentcore.loop.AgentLoopConfig`, the keyword arguments the loop passes to
+``stream_fn``/``agentcore.providers.stream``, and the CLI's ``-o/--option KEY VALUE``. A new option
+costs one line here.
+
+Unknown option names are a ``TypeError`` with a did-you-mean (:func:`check_names`); command-line
+values are parsed to the option's type (:func:`parse_cli_option`). Providers ignore options they
+do not use.
+
+Timeouts: ``timeout`` is what ``requests`` takes (seconds, or a ``(connect, read)`` tuple; the
+read timeout is the longest silence allowed between two bytes of the response, not a limit on the
+whole response). The default is ``(10, 600)``: 10 s to connect, and up to 10 minutes of silence,
+the same limit the official OpenAI and Anthropic SDKs use, because a reasoning model may think for
+minutes before it streams its first byte. Set a shorter one (``Agent(timeout=60)``, ``-o timeout
+60``) when your model always streams promptly; ``abort()`` (or Ctrl+C) ends any wait at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
+
+__all__ = ["StreamOptions", "OPTION_NAMES", "check_names", "parse_cli_option", "option_kwargs"]
+
+Timeout = Union[float, Tuple[float, float]]
+
+
+_CALLABLE = "takes a Python callable; set it in code"
+
+
+def _opt(doc: str, *, cli: Optional[str] = None, secret: bool = False) -> Any:
+    """A field of :class:`StreamOptions`: None by default (not sent), with its documentation.
+    ``cli``: why ``-o`` cannot set it (None: it can)."""
+    return field(default=None, repr=not secret, metadata={"doc": doc, "not_cli": cli})
+
+
+@dataclass
+class StreamOptions:
+    """The options of one model request. None means "not set": the option is not passed on."""
+
+    temperature: Optional[float] = _opt("sampling temperature")
+    max_tokens: Optional[int] = _opt("output token cap")
+    reasoning: Optional[str] = _opt("thinking level sent to the provider (an Agent derives it from "
+                                    "thinking_level)", cli="use --thinking LEVEL")
+    thinking_budgets: Optional[Dict[str, int]] = _opt("token budget per thinking level, e.g. {\"low\": 2048}")
+    session_id: Optional[str] = _opt("provider-side session/cache key")
+    transport: Optional[str] = _opt("transport preference of providers that offer several "
+                                    "(\"auto\", \"sse\", \"websocket\")")
+    cache_retention: Optional[str] = _opt("prompt-cache retention: \"none\", \"short\", \"long\"")
+    headers: Optional[Dict[str, str]] = _opt("extra HTTP headers (never logged)", secret=True)
+    metadata: Optional[Dict[str, Any]] = _opt("request metadata (Anthropic: user_id)")
+    timeout: Optional[Timeout] = _opt("seconds, or [connect, read] seconds (default [10, 600])")
+    timeout_ms: Optional[int] = _opt("timeout in milliseconds (the reference's spelling)")
+    max_retries: Optional[int] = _opt("retries of a failed request (429/5xx/connection errors)")
+    max_retry_delay_ms: Optional[int] = _opt("longest wait between retries the server may ask for")
+    tool_choice: Optional[Any] = _opt("\"auto\", \"none\", \"any\"/\"required\", or the API's object")
+    service_tier: Optional[str] = _opt("OpenAI service tier (\"auto\", \"flex\", \"priority\")")
+    reasoning_effort: Optional[str] = _opt("raw reasoning effort of OpenAI-compatible APIs")
+    reasoning_summary: Optional[str] = _opt("OpenAI Responses reasoning summary (\"auto\", \"detailed\")")
+    thinking_enabled: Optional[bool] = _opt("Anthropic/Google: switch thinking on or off explicitly")
+    thinking_budget_tokens: Optional[int] = _opt("Anthropic/Google: thinking token budget")
+    effort: Optional[str] = _opt("Anthropic effort (\"low\", \"medium\", \"high\", \"max\")")
+    output_schema: Optional[Dict[str, Any]] = _opt("JSON schema the answer must follow (native; Agent.ask sets it)")
+    on_payload: Optional[Callable[..., Any]] = _opt("called with the request body before it is sent "
+                                                    "(may return a replacement)", cli=_CALLABLE)
+    on_response: Optional[Callable[..., Any]] = _opt("called with the HTTP status and headers", cli=_CALLABLE)
+
+    def to_kwargs(self) -> Dict[str, Any]:
+        """The options that are set, as keyword arguments for a stream function."""
+        return {name: value for name, value in self.__dict__.items() if value is not None}
+
+    def __repr__(self) -> str:  # only what is set (headers never)
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.to_kwargs().items() if k != "headers")
+        return f"StreamOptions({shown})"
+
+
+OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(StreamOptions))
+_FIELDS = {f.name: f for f in fields(StreamOptions)}
+
+
+def check_names(names: Iterable[str], where: str, extra: Iterable[str] = ()) -> None:
+    """Raise TypeError for the first name that is not an option (nor in ``extra``), with the
+    closest option names, e.g. ``Agent() got an unknown option 'temprature' (did you mean
+    'temperature'?)``."""
+    known = set(OPTION_NAMES) | set(extra)
+    for name in names:
+        if name not in known:
+            raise TypeError(_unknown(name, where, known))
+
+
+def _unknown(name: str, where: str, known: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = (" (did you mean " + ", ".join(repr(c) for c in close) + "?)") if close else \
+        f"; the options are: {', '.join(OPTION_NAMES)}"
+    return f"{where} got an unknown option {name!r}{hint}"
+
+
+def option_kwargs(options: Optional[Union[StreamOptions, Mapping[str, Any]]]) -> Dict[str, Any]:
+    """The set options of a :class:`StreamOptions` or a mapping (names checked), as kwargs."""
+    if options is None:
+        return {}
+    if isinstance(options, StreamOptions):
+        return options.to_kwargs()
+    check_names(options, "options")
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def parse_cli_option(key: str, text: str) -> Tuple[str, Any]:
+    """``(name, value)`` for ``-o KEY VALUE``: dashes in ``KEY`` may stand for underscores; the
+    value is parsed to the option's type (numbers, ``true``/``false``, JSON for objects/lists; a
+    plain word stays a string). Raises ValueError naming the problem."""
+    name = key.strip().replace("-", "_")
+    spec = _FIELDS.get(name)
+    if spec is None:
+        raise ValueError(_unknown(key, "-o/--option", OPTION_NAMES))
+    if spec.metadata["not_cli"]:
+        raise ValueError(f"-o/--option {key}: {name} {spec.metadata['not_cli']}")
+    kind = _kind(name)
+    try:
+        return name, _parse(kind, text)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"-o/--option {key} {text!r}: expected {kind} ({exc})") from None
+
+
+def _kind(name: str) -> str:
+    """What a command-line value of option ``name`` must be, from the field's annotation."""
+    annotation = str(_FIELDS[name].type)
+    for marker, kind in (("float", "a number"), ("int", "an integer"), ("bool", "true or false"),
+                         ("Timeout", "seconds or [connect, read]"), ("Dict", "a JSON object"),
+                         ("Any", "a word or JSON")):
+        if f"[{marker}" in annotation:
+            return kind
+    return "a word"
+
+
+def _parse(kind: str, text: str) -> Any:
+    if kind == "a number":
+        return float(text)
+    if kind == "an integer":
+        return int(text)
+    if kind == "true or false":
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+            raise ValueError("not a boolean")
+        return lowered in ("true", "1", "yes", "on")
+    if kind == "seconds or [connect, read]":
+        value = json.loads(text)
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+            return (float(value[0]), float(value[1]))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise ValueError("not a number or a pair of numbers")
+    if kind == "a JSON object":
+        value = json.loads(text)
+        if not isinstance(value, dict):
+            raise ValueError("not a JSON object")
+        return value
+    if kind == "a word or JSON":
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def replace(options: StreamOptions, **changes: Any) -> StreamOptions:
+    """A copy of ``options`` with ``changes`` (names checked)."""
+    check_names(changes, "StreamOptions")
+    return dataclasses.replace(options, **changes)

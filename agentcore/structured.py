@@ -1,0 +1,401 @@
+"""Structured output: :meth:`Agent.ask <agentcore.agent.Agent.ask>` returns a validated value.
+
+An ``output_type`` becomes an :class:`OutputSpec`: the JSON schema the model must follow, a
+validator and a converter back to the Python value. Supported: a JSON-schema dict (the parsed JSON
+is returned), a dataclass (an instance; nested dataclasses, lists and Optional fields included), a
+``TypedDict`` (a dict), an ``Enum`` (a member), a ``Literal``, ``str``/``int``/``float``/``bool``,
+``list[X]`` and the other annotations :func:`agentcore.tools.tool` maps (one schema code:
+:mod:`agentcore._toolschema`), and a pydantic v2 model (an instance; pydantic is never imported
+here: a class with ``model_json_schema``/``model_validate`` is used through those methods).
+
+The schema sent to the model is always an object (the wire APIs and tool parameters require one):
+a non-object value is wrapped as ``{"result": value}`` and unwrapped on the way back.
+
+How an ask runs (one ordinary run, so events, transcript and session records are those of
+``prompt()``):
+
+* **native** (the wire API constrains the answer itself): the schema travels as the stream option
+  ``output_schema``; the model's final text is the JSON answer. Used for ``openai-completions``,
+  ``openai-responses`` (tools may be present), ``anthropic-messages`` models that support
+  structured outputs (tools may be present) and ``google-generative-ai`` without tools.
+  ``model.compat["supportsStructuredOutputs"]`` (True/False) overrides the choice for any api.
+* **tool** (every other case): a ``final_result`` tool whose parameters are the schema; its call
+  ends the run (``terminate``). A final text answer that happens to be valid JSON is accepted too.
+
+The agent's tools stay usable in both modes. An answer that fails validation goes back to the model
+with the validation errors (native: as a follow-up user message; tool: as the tool's error result)
+up to ``retries`` times; then :class:`OutputValidationError`. An aborted or failed run raises
+:class:`AskError` with the run's error message; the transcript stays valid in every case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ._toolschema import to_python, type_schema
+from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
+from .types import TextContent, ToolCall, UserMessage
+
+__all__ = ["OutputSpec", "OutputValidationError", "AskError", "output_spec", "parse_concise_schema",
+           "schema_name", "FINAL_RESULT_TOOL", "supports_native"]
+
+#: The name of the tool that carries the answer when the wire API has no native structured output.
+FINAL_RESULT_TOOL = "final_result"
+_WRAP_KEY = "result"
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
+_FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+
+
+class OutputValidationError(ValueError):
+    """The model's answer did not validate after the retries.
+
+    ``errors``: the validation errors of the last answer (``"<path>: <message>"`` strings);
+    ``raw``: the last raw answer (the text, or the final-result tool's arguments as JSON), None
+    when the model never answered.
+    """
+
+    def __init__(self, errors: Sequence[str], raw: Optional[str], attempts: int = 0) -> None:
+        self.errors: List[str] = list(errors)
+        self.raw = raw
+        self.attempts = attempts
+        shown = "; ".join(self.errors[:5]) + (" ..." if len(self.errors) > 5 else "")
+        super().__init__(f"the answer did not match the output type after {attempts} attempt(s): {shown}")
+
+
+class AskError(RuntimeError):
+    """An ``ask`` run ended without an answer: aborted, failed, or stopped by a hook.
+
+    ``stop_reason`` is the last assistant message's stop reason (``"aborted"``, ``"error"``, ...).
+    """
+
+    def __init__(self, message: str, stop_reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.stop_reason = stop_reason
+
+
+# --------------------------------------------------------------------------- output types
+
+
+@dataclass
+class OutputSpec:
+    """What :func:`output_spec` made of an ``output_type``.
+
+    ``schema`` is the JSON schema of the value; ``wire_schema`` the object schema sent to the model
+    (``wrapped``: the value is its ``"result"`` property); ``convert(value)`` makes the Python
+    value of validated JSON (it may raise for checks the schema cannot express, e.g. pydantic
+    validators).
+    """
+
+    name: str
+    schema: Dict[str, Any]
+    wire_schema: Dict[str, Any]
+    wrapped: bool
+    convert: Callable[[Any], Any] = field(repr=False)
+    _checker: Optional[AgentTool] = field(default=None, repr=False)
+
+    def check(self, wire_value: Any) -> Any:
+        """Validate ``wire_value`` (the object the model produced) and return the Python value.
+
+        Raises :class:`OutputValidationError` (``raw`` None) listing every problem."""
+        if self._checker is None:
+            self._checker = AgentTool(self.name, "", self.wire_schema, _never)
+        try:
+            validated = validate_tool_arguments(self._checker, wire_value)
+        except ToolValidationError as exc:
+            raise OutputValidationError(_error_lines(str(exc)), None) from None
+        value = validated[_WRAP_KEY] if self.wrapped else validated
+        try:
+            return self.convert(value)
+        except Exception as exc:  # noqa: BLE001 - a pydantic validator or a dataclass __post_init__
+            raise OutputValidationError([f"{type(exc).__name__}: {exc}"], None) from None
+
+
+def _never(*_: Any) -> AgentToolResult:  # the checker tool is never executed
+    raise RuntimeError("not executable")
+
+
+def _error_lines(message: str) -> List[str]:
+    lines = [line[4:] for line in message.splitlines() if line.startswith("  - ")]
+    return lines or [message.splitlines()[0] if message else "invalid"]
+
+
+def output_spec(output_type: Any) -> OutputSpec:
+    """The :class:`OutputSpec` of ``output_type``. TypeError for a type that has no JSON schema,
+    ValueError for a dict that is not a valid JSON schema."""
+    if isinstance(output_type, dict):
+        _check_schema(output_type)
+        schema: Dict[str, Any] = dict(output_type)
+        name = str(schema.get("title") or "output")
+        convert: Callable[[Any], Any] = _identity
+    elif _is_pydantic_model(output_type):
+        schema = output_type.model_json_schema()
+        name = output_type.__name__
+        convert = output_type.model_validate
+    else:
+        try:
+            schema = _closed(type_schema(output_type))
+        except TypeError as exc:
+            raise TypeError(f"ask(): output_type {output_type!r} has no JSON schema: {exc}") from None
+        name = getattr(output_type, "__name__", None) or "output"
+
+        def convert(value: Any) -> Any:
+            return to_python(output_type, value)
+    wrapped = not _is_object_schema(schema)
+    if wrapped:
+        wire: Dict[str, Any] = {"type": "object", "properties": {_WRAP_KEY: schema},
+                                "required": [_WRAP_KEY], "additionalProperties": False}
+        for key in ("$defs", "definitions"):  # keep "$ref": "#/$defs/..." resolvable
+            if key in schema:
+                wire[key] = schema[key]
+    else:
+        wire = dict(schema)
+    wire["title"] = schema_name({"title": name})
+    return OutputSpec(wire["title"], schema, wire, wrapped, convert)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _is_pydantic_model(tp: Any) -> bool:
+    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) \
+        and callable(getattr(tp, "model_validate", None))
+
+
+def _is_object_schema(schema: Dict[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+def _check_schema(schema: Dict[str, Any]) -> None:
+    import jsonschema  # not at import time: ``import agentcore`` stays light
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(f"ask(): output_type is not a valid JSON schema: {exc.message}") from None
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on every object that lists properties
+    (the dataclasses and TypedDicts that made it take no other keys; native structured output of
+    OpenAI and Anthropic requires it)."""
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) for k, v in schema.items()}
+    if out.get("type") == "object" and "properties" in out:
+        out.setdefault("additionalProperties", False)
+    return out
+
+
+def schema_name(schema: Dict[str, Any]) -> str:
+    """The name wire APIs want for a schema (``[A-Za-z0-9_-]{1,64}``), from its ``title``."""
+    name = _NAME_CHARS.sub("_", str(schema.get("title") or "output")).strip("_")
+    return (name or "output")[:64]
+
+
+# --------------------------------------------------------------------------- concise schemas
+
+_CONCISE_TYPES: Dict[str, Dict[str, Any]] = {
+    "str": {"type": "string"}, "string": {"type": "string"},
+    "int": {"type": "integer"}, "integer": {"type": "integer"},
+    "float": {"type": "number"}, "number": {"type": "number"},
+    "bool": {"type": "boolean"}, "boolean": {"type": "boolean"},
+    "list": {"type": "array", "items": {"type": "string"}},
+}
+
+
+def parse_concise_schema(text: str) -> Dict[str, Any]:
+    """llm's concise schema syntax: ``"name, age int, tags list"`` (commas or newlines between
+    fields; ``NAME [TYPE][: description]``; types str (default), int, float, bool, list (of
+    strings)). Every field is required. ValueError naming a malformed field."""
+    separator = "\n" if "\n" in text else ","
+    properties: Dict[str, Any] = {}
+    for part in text.split(separator):
+        part = part.strip()
+        if not part:
+            continue
+        spec, _, description = part.partition(":")
+        words = spec.split()
+        if not words or len(words) > 2 or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", words[0]):
+            raise ValueError(f"schema field {part!r}: expected NAME [TYPE][: description]")
+        kind = words[1].lower() if len(words) == 2 else "str"
+        if kind not in _CONCISE_TYPES:
+            raise ValueError(f"schema field {part!r}: unknown type {words[1]!r}; use str, int, "
+                             f"float, bool or list")
+        prop = dict(_CONCISE_TYPES[kind])
+        if description.strip():
+            prop["description"] = description.strip()
+        properties[words[0]] = prop
+    if not properties:
+        raise ValueError("the schema has no fields")
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+# --------------------------------------------------------------------------- native or tool
+
+_ANTHROPIC_NATIVE = re.compile(r"(opus|sonnet|haiku)-(4[-.][1-9](?!\d)|[5-9](?!\d))")
+
+
+def supports_native(model: Any, has_tools: bool) -> bool:
+    """Whether ``model``'s wire API constrains answers to a schema itself (see the module doc)."""
+    compat = getattr(model, "compat", None) or {}
+    forced = compat.get("supportsStructuredOutputs") if isinstance(compat, dict) else None
+    if forced is not None:
+        return bool(forced)
+    api = getattr(model, "api", "")
+    if api in ("openai-completions", "openai-responses"):
+        return True
+    if api == "anthropic-messages":
+        return bool(_ANTHROPIC_NATIVE.search(str(getattr(model, "id", ""))))
+    if api == "google-generative-ai":
+        return not has_tools  # Gemini cannot combine function calling with a response schema
+    return False
+
+
+# --------------------------------------------------------------------------- one ask
+
+
+def parse_answer(text: str) -> Any:
+    """The JSON value of a text answer (a surrounding Markdown code fence is dropped).
+    Raises OutputValidationError when it is not JSON."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        return json.loads(stripped)
+    except ValueError as exc:
+        raise OutputValidationError([f"the answer is not JSON ({exc})"], None) from None
+
+
+class _Ask:
+    """The state of one ``ask``: the final-result tool, the turn hook counting failed answers,
+    and the follow-up correction after a failed native answer."""
+
+    def __init__(self, spec: OutputSpec, retries: int, native: bool) -> None:
+        self.spec, self.retries, self.native = spec, retries, native
+        self.failures = 0
+        self.errors: List[str] = []
+        self.raw: Optional[str] = None
+        self.done = False
+        self.value: Any = None
+        self.correction: Optional[UserMessage] = None
+        self.tool = AgentTool(
+            FINAL_RESULT_TOOL,
+            "Give the final answer. Call this exactly once, when you are done, with the answer as "
+            "the arguments; do not answer in text.",
+            spec.wire_schema, self._execute)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.failures > self.retries
+
+    def _execute(self, tool_call_id: str, args: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
+        value = self.spec.check(args)  # a conversion failure becomes the call's error result
+        self.value, self.done = value, True
+        return AgentToolResult([TextContent("Final answer recorded.")], details={}, terminate=True)
+
+    def wrap_config(self, config: Any) -> Any:
+        """The loop configuration of the ask's run: the schema option (native), the turn hook and
+        the follow-up poll (chained after the agent's own)."""
+        user_stop, user_follow_ups = config.should_stop_after_turn, config.get_follow_up_messages
+
+        def should_stop(ctx: Any) -> bool:
+            if user_stop is not None and user_stop(ctx):
+                return True
+            return self._after_turn(ctx)
+
+        def follow_ups() -> List[Any]:
+            if self.correction is not None:
+                message, self.correction = self.correction, None
+                return [message]
+            return list(user_follow_ups() or []) if user_follow_ups is not None else []
+
+        changes: Dict[str, Any] = {"should_stop_after_turn": should_stop,
+                                   "get_follow_up_messages": follow_ups}
+        if self.native:
+            changes["output_schema"] = self.spec.wire_schema
+        return dataclasses.replace(config, **changes)
+
+    def _after_turn(self, ctx: Any) -> bool:
+        """True (stop the run) once there is an answer or the retries are used up."""
+        if self.done:
+            return True
+        calls = [b for b in ctx.message.content if isinstance(b, ToolCall)]
+        finals = [c for c in calls if c.name == FINAL_RESULT_TOOL and not self.native]
+        if finals:  # each failed: the error results already tell the model what was wrong
+            results = {r.tool_call_id: r for r in ctx.tool_results}
+            last = finals[-1]
+            self.raw = json.dumps(last.arguments, ensure_ascii=False)
+            self.errors = self._errors_of(last.arguments, results.get(last.id))
+            self.failures += 1
+            return self.exhausted
+        if calls:
+            return False  # the model is still using tools
+        text = "".join(b.text for b in ctx.message.content if isinstance(b, TextContent))
+        self.raw = text
+        try:
+            self.value, self.done = self.spec.check(parse_answer(text)), True
+            return True
+        except OutputValidationError as exc:
+            self.errors = exc.errors
+        self.failures += 1
+        if self.exhausted:
+            return True
+        self.correction = UserMessage(content=[TextContent(self._correction_text())])
+        return False
+
+    def setup(self, tools: List[Any], config: Any) -> Tuple[List[Any], Any]:
+        """The tools and loop configuration of the ask's run (the Agent calls this when it
+        prepares the run): the ``final_result`` tool in tool mode, the wrapped configuration."""
+        if not self.native:
+            tools = [t for t in tools if getattr(t, "name", None) != FINAL_RESULT_TOOL] + [self.tool]
+        return tools, self.wrap_config(config)
+
+    def outcome(self, messages: List[Any]) -> Any:
+        """The validated value of the finished run; raises OutputValidationError or AskError."""
+        if self.done:
+            return self.value
+        if self.exhausted:
+            raise OutputValidationError(self.errors, self.raw, self.failures)
+        last = messages[-1] if messages else None
+        reason = getattr(last, "stop_reason", None)
+        if reason in ("aborted", "error"):
+            what = "was aborted" if reason == "aborted" else "failed"
+            raise AskError(f"ask(): the run {what} before an answer: "
+                           f"{getattr(last, 'error_message', None) or reason}", reason)
+        raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook "
+                       "ended it)", reason)
+
+    def _errors_of(self, arguments: Any, result: Any) -> List[str]:
+        try:
+            self.spec.check(arguments)
+        except OutputValidationError as exc:
+            return exc.errors
+        texts = [b.text for b in getattr(result, "content", ()) if isinstance(b, TextContent)]
+        return ["".join(texts) or "the final_result call failed"]
+
+    def _correction_text(self) -> str:
+        errors = "\n".join(f"- {e}" for e in self.errors)
+        if self.native:
+            how = "Reply again with only the corrected JSON."
+        else:
+            how = f"Call the {FINAL_RESULT_TOOL} tool with the corrected answer."
+        return f"Your answer does not match the required JSON schema:\n{errors}\n{how}"
+
+
+def prepare_ask(agent: Any, output_type: Any, retries: int) -> _Ask:
+    """The bookkeeping of one :meth:`Agent.ask` run (raises TypeError/ValueError for an output
+    type without a JSON schema or bad ``retries`` before anything runs)."""
+    if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+        raise ValueError(f"ask(retries=...) must be an integer >= 0, not {retries!r}")
+    spec = output_spec(output_type)
+    native = supports_native(agent.state.model, has_tools=bool(agent.state.tools))
+    return _Ask(spec, retries, native)

@@ -1,0 +1,233 @@
+"""Sub-agents: an :class:`~agentcore.agent.Agent` used as a tool of another (``agent.as_tool``).
+
+The tool takes ``{"task": str}``, prompts the sub-agent with the task and returns its final text.
+
+* A fresh agent per call, built from the template agent's settings (model, system prompt, tools,
+  thinking level, hooks, stream options, constructor plugins, compaction settings) and starting
+  from a copy of its transcript: two calls, parallel or not, never share a transcript. With
+  ``keep_history=True`` every call prompts the template agent itself, one call at a time (a lock
+  serialises them), so the history carries over.
+* Usage: the tokens and cost of every sub-agent response (and of its own tool results, nested
+  sub-agents included) are summed into the tool result's ``usage``.
+* Events: every event of the sub-agent's run reaches the parent's listeners as a
+  ``tool_execution_update`` whose ``partial_result`` is an ``AgentToolResult`` with the text so
+  far and ``details={"subagent": name, "event": event}``.
+* Abort: the parent's abort aborts the sub-agent's run. A sub-agent run that fails, is aborted or
+  pauses for an approval raises, so the parent gets an error result (never a hung parent).
+* Sessions: when the parent agent has a session, a fresh sub-agent records its run in a session
+  of its own, linked from the result's ``details["session"]``: a JSONL file next to the parent's
+  (``<parent>.<tool name>-<call id>.jsonl``, its header's ``parentSession`` naming the parent
+  file), or a new session in the parent's SQLite database (``{"path", "id"}``). A
+  ``keep_history`` sub-agent records into its own session, if it has one. In-memory parents link
+  nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import re
+import threading
+from typing import Any, Dict, List, Optional
+
+from .tools import AgentTool, AgentToolResult
+from .types import TextContent, Usage, UsageCost
+
+__all__ = ["subagent_tool", "TASK_PARAMETERS"]
+
+TASK_PARAMETERS: Dict[str, Any] = {
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "What the sub-agent should do"}},
+    "required": ["task"],
+    "additionalProperties": False,
+}
+
+
+def subagent_tool(agent: Any, name: str, description: str, *, keep_history: bool = False) -> AgentTool:
+    """An :class:`AgentTool` named ``name`` that runs ``agent`` (see the module doc)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError("as_tool() needs a non-empty tool name")
+    runner = _SubAgent(agent, name, keep_history)
+    return AgentTool(name=name, description=description, parameters=copy.deepcopy(TASK_PARAMETERS),
+                     execute=runner.execute)
+
+
+class _SubAgent:
+    """The ``execute`` of one sub-agent tool."""
+
+    def __init__(self, template: Any, name: str, keep_history: bool) -> None:
+        self.template = template
+        self.name = name
+        self.keep_history = keep_history
+        self._lock = threading.Lock()  # serialises keep_history calls on the one agent
+
+    def execute(self, tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        task = args["task"]
+        parent = _running_parent()
+        with self._lock if self.keep_history else contextlib.nullcontext():
+            if self.keep_history:
+                agent, link = self.template, _session_link(self.template.session)
+            else:
+                session = _child_session(parent, self.name, tool_call_id)
+                agent, link = _fresh_agent(self.template, session), _session_link(session)
+            try:
+                messages = _run(agent, task, signal, self._updates(on_update))
+            finally:
+                if not self.keep_history and agent.session is not None:
+                    agent.session.close()
+        details: Dict[str, Any] = {"subagent": self.name, "messages": len(messages)}
+        if link is not None:
+            details["session"] = link
+        return AgentToolResult(content=[TextContent(_final_text(self.name, agent, messages))],
+                               details=details, usage=total_usage(messages))
+
+    def _updates(self, on_update: Any) -> Any:
+        """A listener passing the sub-agent's events to the parent as partial results."""
+        name = self.name
+
+        def forward(event: Any) -> None:
+            message = getattr(event, "message", None)
+            text = _text_of(message) if getattr(message, "role", None) == "assistant" else ""
+            on_update(AgentToolResult(content=[TextContent(text)] if text else [],
+                                      details={"subagent": name, "event": event}))
+
+        return forward
+
+
+def _run(agent: Any, task: str, signal: Any, forward: Any) -> List[Any]:
+    """Prompt ``agent`` with ``task`` on this (tool) thread; return the run's messages.
+
+    The messages are collected from ``message_end`` events, so a compaction that rewrites the
+    transcript meanwhile does not confuse them. The parent's ``signal`` aborts the run, also when it
+    fires between the check and the start of the run."""
+    messages: List[Any] = []
+
+    def listener(event: Any) -> None:
+        if event.type == "message_end":
+            messages.append(event.message)
+        forward(event)
+
+    def on_abort(reason: Any) -> None:
+        agent.abort(reason)
+
+    if signal.aborted:
+        raise RuntimeError("aborted before the sub-agent started")
+    unsubscribe = agent.subscribe(listener)
+    try:
+        agent.prompt(task, wait=False)
+        signal.add_listener(on_abort)  # called at once when the parent was aborted meanwhile
+        try:
+            agent.wait_for_idle()
+        finally:
+            signal.remove_listener(on_abort)
+    finally:
+        unsubscribe()
+    return messages
+
+
+def _final_text(name: str, agent: Any, messages: List[Any]) -> str:
+    """The text of the run's last assistant message; RuntimeError when the run did not end with
+    an answer (failed, aborted, or paused for approvals)."""
+    last = next((m for m in reversed(messages) if getattr(m, "role", None) == "assistant"), None)
+    if last is None:
+        raise RuntimeError(f"sub-agent {name!r} produced no answer")
+    if last.stop_reason in ("error", "aborted"):
+        what = "was aborted" if last.stop_reason == "aborted" else "failed"
+        raise RuntimeError(f"sub-agent {name!r} {what}: {last.error_message or 'no details'}")
+    pending = agent.pending_approvals
+    if pending:
+        calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
+        raise RuntimeError(f"sub-agent {name!r} paused for approval of {calls}; a sub-agent cannot "
+                           f"wait for approvals, give it tools without requires_approval")
+    return _text_of(last)
+
+
+def _text_of(message: Any) -> str:
+    return "".join(b.text for b in getattr(message, "content", ()) or () if getattr(b, "type", None) == "text")
+
+
+def total_usage(messages: List[Any]) -> Usage:
+    """The sum of the ``usage`` of ``messages`` (responses and tool results), cost included."""
+    total = Usage()
+    for message in messages:
+        usage = getattr(message, "usage", None)
+        if not isinstance(usage, Usage):
+            continue
+        for name in ("input", "output", "cache_read", "cache_write", "total_tokens"):
+            setattr(total, name, getattr(total, name) + (getattr(usage, name) or 0))
+        if isinstance(usage.cost, UsageCost):
+            for f in ("input", "output", "cache_read", "cache_write", "total"):
+                setattr(total.cost, f, getattr(total.cost, f) + (getattr(usage.cost, f) or 0))
+    return total
+
+
+# --------------------------------------------------------------------------- building the fresh agent
+
+
+_COPIED = ("api_key", "get_api_key", "stream_fn", "convert_to_llm", "transform_context",
+           "before_tool_call", "after_tool_call", "should_stop_after_turn", "prepare_next_turn",
+           "tool_execution", "steering_mode", "follow_up_mode")
+
+
+def _fresh_agent(template: Any, session: Any) -> Any:
+    """A new Agent with ``template``'s settings and a copy of its transcript."""
+    from .agent import Agent
+
+    settings = {name: getattr(template, name) for name in _COPIED}
+    compactor = template.compactor
+    agent = Agent(model=template.model, system_prompt=template.system_prompt, tools=list(template.tools),
+                  messages=list(template.messages), thinking_level=template.thinking_level,
+                  plugins=template._plugin_args, compaction=compactor.settings,
+                  compaction_model=compactor.model, options=copy.copy(template.options),
+                  session=session, **settings)
+    return agent
+
+
+def _running_parent() -> Any:
+    from .agent import running_agent
+
+    return running_agent()
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def _child_session(parent: Any, name: str, tool_call_id: str) -> Any:
+    """A new session for a fresh sub-agent next to ``parent``'s session, or None (no parent
+    session, or one that is neither JSONL nor SQLite)."""
+    session = getattr(parent, "session", None)
+    storage = getattr(session, "storage", None)
+    path = getattr(storage, "path", None)
+    if session is None or path is None:
+        return None
+    from .session import Session, SqliteSessionStorage
+    from .session.jsonl import JsonlSessionStorage
+
+    metadata = {"subagent": name, "toolCallId": tool_call_id, "parentSessionId": session.id}
+    if isinstance(storage, SqliteSessionStorage):
+        return Session(SqliteSessionStorage.create(path, cwd=session.cwd, parent_session=session.id,
+                                                   metadata=metadata))
+    if not isinstance(storage, JsonlSessionStorage):
+        return None
+    stem = path[:-len(".jsonl")] if path.endswith(".jsonl") else path
+    base = f"{stem}.{_UNSAFE.sub('_', name)}-{_UNSAFE.sub('_', tool_call_id)}"
+    candidate, n = base + ".jsonl", 1
+    while os.path.exists(candidate):  # the same call id again (a resumed or repeated run)
+        n += 1
+        candidate = f"{base}-{n}.jsonl"
+    return Session.create(candidate, cwd=session.cwd, parent_session=path, metadata=metadata)
+
+
+def _session_link(session: Any) -> Optional[Dict[str, Any]]:
+    """Where a reader finds the sub-agent's run: ``{"path"}`` (JSONL) or ``{"path", "id"}``."""
+    storage = getattr(session, "storage", None)
+    path = getattr(storage, "path", None)
+    if session is None or path is None:
+        return None
+    from .session import SqliteSessionStorage
+
+    if isinstance(storage, SqliteSessionStorage):
+        return {"path": path, "id": session.id}
+    return {"path": path}
+

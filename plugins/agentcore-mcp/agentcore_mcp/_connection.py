@@ -1,0 +1,295 @@
+"""One live MCP session, owned by one task on the private loop (the async side of MCPServer).
+
+``run()`` enters the SDK ``Client`` (and its transport) and then waits for ``stop()``: anyio's
+cancel scopes must be entered and left by the same task, so the session has one owner task and
+every request runs in its own task beside it. ``ready`` (a ``concurrent.futures.Future``) tells the
+caller's thread when the handshake finished or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import sys
+from contextlib import AsyncExitStack
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import mcp_types
+from mcp import Client
+from mcp.shared.exceptions import MCPError as SdkMCPError
+
+from . import _stdio
+from ._secrets import Secrets, safe_url, watch_logs
+from .errors import MCPConnectionError, MCPServerError, MCPToolError
+
+_log = logging.getLogger("agentcore_mcp")
+
+_LOST = (ConnectionError, OSError, EOFError)
+
+_GROUPS: Tuple[type, ...]
+if sys.version_info >= (3, 11):
+    _GROUPS = (BaseExceptionGroup,)
+else:  # pragma: no cover - Python 3.10: anyio depends on the exceptiongroup backport
+    from exceptiongroup import BaseExceptionGroup as _BackportGroup
+
+    _GROUPS = (_BackportGroup,)
+
+
+class Spec:
+    """How to reach a server. Secrets stay in here and never reach a repr."""
+
+    def __init__(self, kind: str, *, command: Optional[str] = None, args: List[str] = (),  # type: ignore[assignment]
+                 env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+                 url: Optional[str] = None, headers: Optional[Dict[str, str]] = None,
+                 transport: str = "auto") -> None:
+        self.kind = kind
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env) if env else None
+        self.cwd = cwd
+        self.url = url
+        self.headers = dict(headers) if headers else None
+        self.transport = transport  # http only: "auto" (Streamable HTTP, then SSE), "streamable-http", "sse"
+        self.mode = "auto"  # the SDK's protocol negotiation; tests set "legacy" to force a 2025-era session
+        self.secrets = Secrets.of(self.env, self.headers, url)
+        if kind == "http":
+            watch_logs(self.secrets)
+
+    def describe(self) -> str:
+        """The server's address for messages: the command line or the URL, secrets masked."""
+        if self.kind == "stdio":
+            return self.secrets.redact(" ".join([str(self.command), *map(str, self.args)]))
+        return safe_url(str(self.url))
+
+    def __repr__(self) -> str:
+        if self.kind == "stdio":
+            env = f", env=<{len(self.env)} hidden: {', '.join(sorted(self.env))}>" if self.env else ""
+            return f"stdio({self.describe()!r}{env})"
+        headers = f", headers=<{len(self.headers)} hidden: {', '.join(sorted(self.headers))}>" \
+            if self.headers else ""
+        return f"http({self.describe()!r}{headers})"
+
+
+class Connection:
+    """A session with the server; ``dead`` once it failed (the owner then starts a new one)."""
+
+    def __init__(self, name: str, spec: Spec, on_tools_changed: Callable[[], None]) -> None:
+        self.name = name
+        self.spec = spec
+        self.state = _stdio.ProcessState(name, spec.secrets)
+        self.client: Any = None
+        self.transport_used: Optional[str] = None
+        self.ready: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self.done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self.dead_reason: Optional[str] = None
+        self._stop = asyncio.Event()  # not bound to a loop until first awaited (Python 3.10+)
+        self._on_tools_changed = on_tools_changed
+
+    # ------------------------------------------------------------------ lifecycle (loop thread)
+
+    async def run(self) -> None:
+        try:
+            async with AsyncExitStack() as stack:
+                await self._connect(stack)
+                if not self.ready.done():
+                    self.ready.set_result(None)
+                await self._maybe_listen(stack)
+                await self._stop.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported through the futures
+            if not self.ready.done():
+                self.ready.set_exception(self._start_error(exc))
+            elif self.dead_reason is None:
+                self.dead_reason = self._redact(_describe(exc))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            if self.dead_reason is None:
+                self.dead_reason = "closed"
+            if not self.done.done():
+                self.done.set_result(None)
+            # the last word on orphans: whatever is left of the process group goes
+            _stdio.kill_group(self.state.pid if self.state.pid and _stdio.group_alive(self.state.pid) else None)
+
+    async def _connect(self, stack: AsyncExitStack) -> None:
+        if self.spec.kind == "stdio":
+            transport = _stdio.stdio_transport(str(self.spec.command), self.spec.args, self.spec.env,
+                                               self.spec.cwd, self.state)
+            self.client = await stack.enter_async_context(self._client(transport))
+            self.transport_used = "stdio"
+            return
+        if self.spec.transport == "sse":
+            self.client = await stack.enter_async_context(self._client(self._sse()))
+            self.transport_used = "sse"
+            return
+        try:
+            self.client = await stack.enter_async_context(self._client(self._streamable()))
+            self.transport_used = "streamable-http"
+            return
+        except Exception as exc:  # noqa: BLE001 - maybe a server that speaks only the old HTTP+SSE
+            if self.spec.transport != "auto":
+                raise
+            first = exc
+        # The SDK folds the HTTP status of a refused POST (404/405) into a generic JSON-RPC error,
+        # so any failure of Streamable HTTP is worth one try of HTTP+SSE, as other clients do.
+        _log.debug("%s: Streamable HTTP failed (%s); trying HTTP+SSE", self.name, self._redact(_describe(first)))
+        try:
+            self.client = await stack.enter_async_context(self._client(self._sse()))
+        except Exception as exc:  # noqa: BLE001 - report both attempts
+            raise ConnectionError(f"Streamable HTTP: {_describe(first)}; HTTP+SSE: {_describe(exc)}") from None
+        self.transport_used = "sse"
+
+    def _sse(self) -> Any:
+        from mcp.client.sse import sse_client
+
+        return sse_client(str(self.spec.url), headers=self.spec.headers)
+
+    def _streamable(self) -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        return streamable_http_client(str(self.spec.url), http_client=create_mcp_http_client(
+            headers=self.spec.headers))
+
+    def _client(self, transport: Any) -> Any:
+        return Client(transport, mode=self.spec.mode, message_handler=self._on_message, cache=None,
+                      client_info=mcp_types.Implementation(name="agentcore-mcp", version="0.1.0"))
+
+    async def _maybe_listen(self, stack: AsyncExitStack) -> None:
+        """On 2026-07-28+ sessions list changes arrive through ``subscriptions/listen``."""
+        caps = getattr(self.client.server_capabilities, "tools", None)
+        if not (caps and getattr(caps, "list_changed", False)):
+            return
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if self.client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return  # older sessions get notifications/tools/list_changed in _on_message
+
+        async def listen() -> None:
+            try:
+                async with self.client.listen(tools_list_changed=True) as sub:
+                    async for _ in sub:
+                        self._on_tools_changed()
+            except Exception as exc:  # noqa: BLE001 - refresh on change is best effort
+                _log.debug("%s: subscriptions/listen ended: %s", self.name, self._redact(_describe(exc)))
+
+        task = asyncio.ensure_future(listen())
+        stack.callback(task.cancel)
+
+    async def _on_message(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, mcp_types.ToolListChangedNotification):
+            self._on_tools_changed()
+
+    def stop(self) -> None:
+        """Ask ``run`` to end the session (any thread)."""
+        from . import _loop
+
+        _loop.call_soon(self._stop.set)
+
+    @property
+    def alive(self) -> bool:
+        if self.dead_reason is not None or self.done.done():
+            return False
+        if self.spec.kind == "stdio":
+            return self.state.alive
+        return True
+
+    def mark_dead(self, reason: str) -> None:
+        if self.dead_reason is None:
+            self.dead_reason = reason
+        self.stop()
+
+    # ------------------------------------------------------------------ requests (loop thread)
+
+    async def call_tool(self, tool: str, arguments: Optional[Dict[str, Any]],
+                        on_progress: Optional[Callable[..., Any]]) -> Any:
+        async def forward(progress: float, total: Optional[float], message: Optional[str]) -> None:
+            assert on_progress is not None
+            on_progress(progress, total, message)  # thread-safe: the agent loop's on_update queues
+
+        callback = forward if on_progress is not None else None  # no callback: no progress token sent
+        try:
+            return await self.client.call_tool(tool, arguments or {}, progress_callback=callback)
+        except SdkMCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
+                raise await self.lost(f"during the call to tool {tool!r}") from None
+            raise MCPToolError(self._redact(f"MCP server {self.name!r}: tool {tool!r} failed: {exc.message} "
+                                            f"(JSON-RPC error {exc.code})"), server=self.name, tool=tool) from None
+        except _LOST as exc:
+            raise await self.lost(f"during the call to tool {tool!r} ({_describe(exc)})") from None
+        except Exception as exc:
+            if not self.alive or _is_transport_error(exc):
+                raise await self.lost(f"during the call to tool {tool!r} ({_describe(exc)})") from None
+            raise
+
+    async def list_tools(self) -> List[Any]:
+        tools: List[Any] = []
+        cursor = None
+        try:
+            for _ in range(100):  # a paginator that never ends cannot hang us
+                page = await self.client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        except SdkMCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
+                raise await self.lost("while listing its tools") from None
+            raise MCPServerError(self._redact(f"MCP server {self.name!r}: tools/list failed: {exc.message}"),
+                                 server=self.name) from None
+        except _LOST as exc:
+            raise await self.lost(f"while listing its tools ({_describe(exc)})") from None
+        return tools
+
+    async def probe(self) -> None:
+        """A cheap request that any live server answers: ``ping`` on handshake-era sessions,
+        ``tools/list`` on 2026-07-28+ ones (where ``ping`` no longer exists)."""
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+        if self.client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self.client.list_tools()
+        else:
+            await self.client.send_ping()
+
+    async def lost(self, when: str) -> MCPServerError:
+        """Mark the connection dead and build the error that says what happened."""
+        words: List[str] = []
+        if self.spec.kind == "stdio":
+            await self.state.wait_exit(1.0)  # let the exit code arrive
+            words = _stdio.describe_exit(self.state)
+        what = " and ".join(words) if words else "closed the connection"
+        message = f"MCP server {self.name!r} {what} {when}; it will be restarted on the next call"
+        stderr = self.state.stderr_text()
+        if stderr:
+            message += f". Its stderr ended with: {stderr}"
+        self.mark_dead(what)
+        return MCPServerError(self._redact(message), server=self.name)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _start_error(self, exc: BaseException) -> MCPConnectionError:
+        words = [f"MCP server {self.name!r} ({self.spec.describe()}) could not be started: {_describe(exc)}"]
+        if self.spec.kind == "stdio":
+            words += _stdio.describe_exit(self.state)
+            stderr = self.state.stderr_text()
+            if stderr:
+                words.append(f"its stderr ended with: {stderr}")
+        return MCPConnectionError(self._redact("; ".join(words)), server=self.name)
+
+    def _redact(self, text: str) -> str:
+        return self.spec.secrets.redact(text)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _GROUPS):  # the SDK's task groups wrap what failed
+        return "; ".join(_describe(e) for e in exc.exceptions)  # type: ignore[attr-defined]
+    if isinstance(exc, SdkMCPError):
+        return f"{exc.message} (JSON-RPC error {exc.code})"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    name = type(exc).__module__
+    return name.startswith(("httpx", "httpcore", "anyio"))

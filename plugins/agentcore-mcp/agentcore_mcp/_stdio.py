@@ -1,0 +1,232 @@
+"""The stdio transport: a server subprocess in its own process group, JSON-RPC lines on its pipes.
+
+Written here rather than taken from the SDK's ``stdio_client`` because the plugin needs three
+things that one hides: the process id (to kill the whole process group on close, even when the
+leader exited and left children behind), the exit code (to say "exited with code 3" when a call
+fails) and the tail of stderr (to say why). Shutdown follows the MCP lifecycle: close stdin, wait
+``grace`` seconds, SIGTERM the group, wait, SIGKILL the group; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import signal
+from contextlib import asynccontextmanager, suppress
+from typing import Any, AsyncIterator, Deque, Dict, List, Optional, Sequence, Tuple
+
+import anyio
+import mcp_types
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from ._secrets import Secrets
+
+_log = logging.getLogger("agentcore_mcp.stdio")
+
+GRACE_SECONDS = 2.0  # for the server to exit on its own once stdin is closed
+TERM_SECONDS = 2.0   # after SIGTERM to the group, before SIGKILL
+_POLL = 0.01
+
+
+class ProcessState:
+    """What the connection knows about its server process (read from any thread)."""
+
+    def __init__(self, label: str, secrets: Secrets) -> None:
+        self.label = label
+        self.secrets = secrets
+        self.pid: Optional[int] = None
+        self.process: Any = None
+        self.stdout_closed = False
+        self.stderr_tail: Deque[str] = collections.deque(maxlen=20)
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return None if self.process is None else self.process.returncode
+
+    @property
+    def alive(self) -> bool:
+        """False once the process exited, even before the event loop reaped it: a server killed
+        while idle must be restarted before the next call, not found dead by that call."""
+        if self.process is None or self.returncode is not None or self.stdout_closed:
+            return False
+        return self.pid is None or not exited(self.pid)
+
+    def stderr_text(self) -> str:
+        """The last lines the server wrote to stderr, redacted (empty when it wrote none)."""
+        return self.secrets.redact(" | ".join(line for line in self.stderr_tail if line.strip()))[-1000:]
+
+    def add_stderr(self, line: str) -> None:
+        self.stderr_tail.append(line)
+        _log.debug("%s stderr: %s", self.label, self.secrets.redact(line))
+
+    async def wait_exit(self, timeout: float) -> Optional[int]:
+        """The exit code once the process was reaped, waiting at most ``timeout`` seconds."""
+        with anyio.move_on_after(timeout):
+            while self.process is not None and self.process.returncode is None:
+                await anyio.sleep(_POLL)
+        return self.returncode
+
+
+def exited(pid: int) -> bool:
+    """True when child ``pid`` has exited, without reaping it (``WNOWAIT``: the event loop's child
+    watcher still collects its exit code). False where ``os.waitid`` does not exist."""
+    waitid = getattr(os, "waitid", None)
+    if waitid is None:
+        return False
+    try:
+        return waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # already reaped: gone
+        return True
+    except OSError:
+        return False
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of group ``pgid`` exists (signal 0; only ESRCH proves it gone)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_group(pgid: Optional[int], sig: int = signal.SIGKILL) -> None:
+    """Signal every process of group ``pgid``; nothing when it is gone."""
+    if pgid is None:
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _watch_stderr(fd: int, state: ProcessState) -> None:
+    """Read the server's stderr pipe from the loop (no thread), line by line into ``state``."""
+    loop = asyncio.get_running_loop()
+    os.set_blocking(fd, False)
+    pending = [b""]
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+            os.close(fd)
+            if pending[0]:
+                state.add_stderr(pending[0].decode("utf-8", "replace"))
+            return
+        lines = (pending[0] + chunk).split(b"\n")
+        pending[0] = lines.pop()
+        for line in lines:
+            state.add_stderr(line.decode("utf-8", "replace").rstrip("\r"))
+
+    loop.add_reader(fd, readable)
+
+
+@asynccontextmanager
+async def stdio_transport(command: str, args: Sequence[str], env: Optional[Dict[str, str]],
+                          cwd: Optional[str], state: ProcessState) -> AsyncIterator[Tuple[Any, Any]]:
+    """Start the server and yield ``(read_stream, write_stream)`` of ``SessionMessage``s.
+
+    The environment is the SDK's safe default (HOME, PATH, USER, ...) plus ``env``, as desktop MCP
+    clients do. Raises ``OSError`` when the command cannot be started.
+    """
+    full_env = {**get_default_environment(), **(env or {})}
+    err_r, err_w = os.pipe()
+    try:
+        process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=err_w,
+                                           start_new_session=True)
+    except BaseException:
+        os.close(err_r)
+        raise
+    finally:
+        os.close(err_w)
+    state.process, state.pid = process, process.pid
+    _watch_stderr(err_r, state)
+
+    read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def stdout_reader() -> None:
+        buffer = b""
+        try:
+            async with read_writer:
+                async for chunk in process.stdout:  # type: ignore[union-attr]  # opened with a pipe
+                    lines = (buffer + chunk).split(b"\n")
+                    buffer = lines.pop()
+                    for line in lines:
+                        if line.strip():
+                            await read_writer.send(_parse(line))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+            pass
+        finally:
+            state.stdout_closed = True
+
+    async def stdin_writer() -> None:
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                    await process.stdin.send(data.encode("utf-8"))  # type: ignore[union-attr]  # a pipe
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            await read_writer.aclose()  # the session then sees the connection end, never a hang
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stdout_reader)
+        tg.start_soon(stdin_writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, state)
+            tg.cancel_scope.cancel()
+
+
+def _parse(line: bytes) -> Any:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError as exc:  # handed to the session, which reports it; the connection goes on
+        return exc
+
+
+async def _stop(process: Any, state: ProcessState) -> None:
+    """Close stdin, wait, SIGTERM the group, wait, SIGKILL the group; then reap. Bounded."""
+    with suppress(Exception):
+        await process.stdin.aclose()
+    if await state.wait_exit(GRACE_SECONDS) is None:
+        kill_group(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(TERM_SECONDS):
+            while group_alive(process.pid):
+                _ = process.returncode  # reaps the leader
+                await anyio.sleep(_POLL)
+    # the leader may have exited and left its children in the group: no orphans either way
+    if group_alive(process.pid):
+        kill_group(process.pid, signal.SIGKILL)
+    await state.wait_exit(TERM_SECONDS)
+    for stream in (process.stdout,):
+        with suppress(Exception):
+            await stream.aclose()
+    transport = getattr(getattr(process, "_process", None), "_transport", None)
+    with suppress(Exception):
+        if transport is not None:
+            transport.close()
+
+
+def describe_exit(state: ProcessState) -> List[str]:
+    """Words for how the process ended: ``["exited with code 3"]``, ``["was killed by SIGKILL"]``."""
+    code = state.returncode
+    if code is None:
+        return ["closed its stdout"] if state.stdout_closed else []
+    if code < 0:
+        try:
+            return [f"was killed by {signal.Signals(-code).name}"]
+        except ValueError:
+            return [f"was killed by signal {-code}"]
+    return [f"exited with code {code}"]

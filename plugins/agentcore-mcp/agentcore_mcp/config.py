@@ -1,0 +1,139 @@
+"""``load_config(path)``: the ``{"mcpServers": {...}}`` JSON that desktop assistants and editors use.
+
+    {"mcpServers": {
+        "fs":     {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+        "github": {"url": "https://api.example.com/mcp",
+                   "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}}}}
+
+An entry with ``command`` (and optional ``args``, ``env``, ``cwd``) is a stdio server; one with
+``url`` (and optional ``headers``) an HTTP server (``"type": "sse"`` forces the old HTTP+SSE
+transport, ``"http"``/``"streamable-http"`` Streamable HTTP; otherwise Streamable HTTP with a
+fallback to SSE). ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``cwd``,
+``url`` and ``headers`` are replaced from the environment, so keys need not live in the file.
+``"disabled": true`` skips an entry. agentcore extensions: ``"timeout"`` (seconds per call),
+``"prefix"`` (tool-name prefix used by the plugin's registry; default the server's name, ``""`` for
+none). Unknown keys are ignored, as other clients do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, Mapping, Optional
+
+from .errors import MCPConfigError
+from .server import DEFAULT_TIMEOUT, MCPServer
+
+__all__ = ["load_config", "servers_from_config"]
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def load_config(path: "str | os.PathLike[str]") -> Dict[str, MCPServer]:
+    """The servers of the config file at ``path``, by name, in file order; none started yet.
+
+    Each :class:`MCPServer` starts on first use; close them when done (``with`` or ``close()``).
+    Raises :class:`MCPConfigError` naming the file, the server and the key for a file that is
+    missing, not JSON, or malformed, and for a ``${VAR}`` that is not set (the value of a set
+    variable never appears in a message).
+    """
+    where = os.fspath(path)
+    try:
+        with open(where, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise MCPConfigError(f"MCP config {where}: no such file") from None
+    except json.JSONDecodeError as exc:
+        raise MCPConfigError(f"MCP config {where}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                             f"{exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MCPConfigError(f"MCP config {where}: cannot be read ({exc})") from None
+    return servers_from_config(data, source=where)
+
+
+def servers_from_config(data: Any, *, source: str = "<config>",
+                        environ: Optional[Mapping[str, str]] = None) -> Dict[str, MCPServer]:
+    """Like :func:`load_config` for already-parsed JSON ``data``."""
+    env = os.environ if environ is None else environ
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
+        raise MCPConfigError(f'MCP config {source}: expected an object with an "mcpServers" object')
+    servers: Dict[str, MCPServer] = {}
+    for name, entry in data["mcpServers"].items():
+        where = f"MCP config {source}: server {name!r}"
+        if not isinstance(entry, dict):
+            raise MCPConfigError(f"{where}: expected an object, got {type(entry).__name__}")
+        if entry.get("disabled") is True:
+            continue
+        server = _server(name, entry, where, env)
+        server.config_prefix = _prefix(name, entry, where)  # type: ignore[attr-defined]
+        servers[name] = server
+    return servers
+
+
+def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]) -> MCPServer:
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT)
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise MCPConfigError(f'{where}: "timeout" must be a positive number of seconds or null, not {timeout!r}')
+    kind = entry.get("type", entry.get("transport"))
+    if "command" in entry and "url" in entry:
+        raise MCPConfigError(f'{where}: give either "command" (stdio) or "url" (HTTP), not both')
+    if "command" in entry:
+        if kind not in (None, "stdio"):
+            raise MCPConfigError(f'{where}: "type" {kind!r} does not go with "command"')
+        command = _expand(_string(entry["command"], "command", where), "command", where, env)
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+            raise MCPConfigError(f'{where}: "args" must be a list of strings')
+        cwd = entry.get("cwd")
+        return MCPServer.stdio(
+            command, [_expand(str(a), "args", where, env) for a in args],
+            env=_mapping(entry.get("env"), "env", where, env),
+            cwd=None if cwd is None else _expand(_string(cwd, "cwd", where), "cwd", where, env),
+            name=name, timeout=timeout)
+    if "url" in entry:
+        transport = {None: "auto", "http": "streamable-http", "streamable-http": "streamable-http",
+                     "streamableHttp": "streamable-http", "sse": "sse"}.get(kind)
+        if transport is None:
+            raise MCPConfigError(f'{where}: "type" must be "http", "streamable-http" or "sse" for a "url", '
+                                 f"not {kind!r}")
+        url = _expand(_string(entry["url"], "url", where), "url", where, env)
+        try:
+            return MCPServer.http(url, _mapping(entry.get("headers"), "headers", where, env), name=name,
+                                  transport=transport, timeout=timeout)
+        except ValueError as exc:
+            raise MCPConfigError(f"{where}: {exc}") from None
+    raise MCPConfigError(f'{where}: needs "command" (a stdio server) or "url" (an HTTP server)')
+
+
+def _prefix(name: str, entry: Dict[str, Any], where: str) -> str:
+    prefix = entry.get("prefix", name)
+    if not isinstance(prefix, str):
+        raise MCPConfigError(f'{where}: "prefix" must be a string')
+    return prefix
+
+
+def _string(value: Any, key: str, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise MCPConfigError(f'{where}: "{key}" must be a non-empty string')
+    return value
+
+
+def _mapping(value: Any, key: str, where: str, env: Mapping[str, str]) -> Optional[Dict[str, str]]:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
+        raise MCPConfigError(f'{where}: "{key}" must be an object of strings')
+    return {str(k): _expand(str(v), f"{key}.{k}", where, env) for k, v in value.items()}
+
+
+def _expand(text: str, key: str, where: str, env: Mapping[str, str]) -> str:
+    def replace(match: "re.Match[str]") -> str:
+        var, default = match.group(1), match.group(2)
+        if var in env:
+            return env[var]
+        if default is not None:
+            return default
+        raise MCPConfigError(f'{where}: "{key}" uses ${{{var}}}, which is not set in the environment')
+
+    return _VAR.sub(replace, text)

@@ -1,0 +1,102 @@
+"""MCP ``tools/call`` results and progress notifications as agentcore values.
+
+=====================================  ==========================================================
+MCP                                    agentcore
+=====================================  ==========================================================
+``text``                               ``TextContent(text)``
+``image`` (base64 + mimeType)          ``ImageContent(data, mime_type)``
+``audio``                              ``TextContent("[audio <mime>, N bytes base64]")``
+``resource`` with ``text``             ``TextContent("[resource <uri>]\\n<text>")``
+``resource`` with an image ``blob``    ``ImageContent(blob, mime_type)``
+``resource`` with another ``blob``     ``TextContent("[resource <uri> (<mime>), N bytes base64]")``
+``resource_link``                      ``TextContent("[resource link <uri>] <name>: <description>")``
+``structuredContent``                  ``details`` (the object); also a JSON text block when the
+                                       content has no text block of its own
+``isError: true``                      :class:`MCPToolError` raised with the server's text, which
+                                       the agent loop turns into an error tool result
+``notifications/progress``             ``on_update(AgentToolResult(text, details={"progress",
+                                       "total", "message"}))`` -> ``tool_execution_update``
+=====================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any, Callable, Dict, List, Optional
+
+from agentcore.tools import AgentToolResult
+from agentcore.types import ImageContent, TextContent
+
+from .errors import MCPToolError
+
+
+def to_tool_result(result: Any, server: str, tool: str,
+                   redact: Optional[Callable[[str], str]] = None) -> AgentToolResult:
+    """The ``AgentToolResult`` of an MCP ``CallToolResult``; raises :class:`MCPToolError` when the
+    result says ``isError`` (its text passed through ``redact``: the server's secrets masked)."""
+    blocks: List[Any] = []
+    for item in result.content or ():
+        blocks.extend(content_blocks(item))
+    structured = getattr(result, "structured_content", None)
+    if result.is_error:
+        text = "\n".join(b.text for b in blocks if isinstance(b, TextContent)).strip()
+        if redact is not None:
+            text = redact(text)
+        raise MCPToolError(text or f"MCP tool {tool!r} on server {server!r} reported an error "
+                                   "without a message", server=server, tool=tool)
+    if structured is not None and not any(isinstance(b, TextContent) for b in blocks):
+        blocks.append(TextContent(json.dumps(structured, ensure_ascii=False)))
+    return AgentToolResult(content=blocks, details=structured)
+
+
+def content_blocks(item: Any) -> List[Any]:
+    """One MCP content item as agentcore content blocks (see the module table)."""
+    kind = getattr(item, "type", None)
+    if kind == "text":
+        return [TextContent(item.text)]
+    if kind == "image":
+        return [ImageContent(item.data, item.mime_type)]
+    if kind == "audio":
+        return [TextContent(f"[audio {item.mime_type}, {len(item.data)} bytes base64]")]
+    if kind == "resource_link":
+        text = f"[resource link {item.uri}] {item.name}"
+        if getattr(item, "description", None):
+            text += f": {item.description}"
+        return [TextContent(text)]
+    if kind == "resource":
+        return [_resource_block(item.resource)]
+    return [TextContent(f"[unsupported MCP content of type {kind!r}]")]
+
+
+def _resource_block(res: Any) -> Any:
+    uri = str(res.uri)
+    mime = getattr(res, "mime_type", None)
+    text = getattr(res, "text", None)
+    if text is not None:
+        return TextContent(f"[resource {uri}]\n{text}")
+    blob = getattr(res, "blob", "") or ""
+    if mime and mime.startswith("image/") and _is_base64(blob):
+        return ImageContent(blob, mime)
+    return TextContent(f"[resource {uri} ({mime or 'application/octet-stream'}), {len(blob)} bytes base64]")
+
+
+def _is_base64(data: str) -> bool:
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def progress_update(progress: float, total: Optional[float], message: Optional[str]) -> AgentToolResult:
+    """The partial result a progress notification becomes."""
+    if message:
+        text = message
+    elif total:
+        text = f"progress {progress:g}/{total:g}"
+    else:
+        text = f"progress {progress:g}"
+    details: Dict[str, Any] = {"progress": progress, "total": total, "message": message}
+    return AgentToolResult(content=[TextContent(text)], details=details)

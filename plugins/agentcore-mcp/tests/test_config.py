@@ -1,0 +1,80 @@
+"""load_config: the {"mcpServers": {...}} file format, ${VAR} expansion, clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentcore_mcp import MCPConfigError, MCPServer, load_config
+from agentcore_mcp.config import servers_from_config
+
+
+def write(tmp_path, data):
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(data) if not isinstance(data, str) else data)
+    return path
+
+
+def test_reads_stdio_and_http_entries_in_order(tmp_path):
+    path = write(tmp_path, {"mcpServers": {
+        "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+               "env": {"DEBUG": "1"}},
+        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh123"}},
+        "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+        "off": {"command": "x", "disabled": True},
+    }})
+    servers = load_config(path)
+    assert list(servers) == ["fs", "remote", "old"]
+    assert all(isinstance(s, MCPServer) and s.pid is None for s in servers.values())  # nothing started
+    assert servers["fs"].name == "fs" and servers["fs"]._spec.args[-1] == "/tmp"
+    assert servers["remote"]._spec.transport == "auto"
+    assert servers["old"]._spec.transport == "sse"
+    assert "abcdefgh123" not in repr(servers["remote"])
+
+
+def test_expands_environment_variables_and_defaults(tmp_path):
+    data = {"mcpServers": {"gh": {"url": "https://api.example.com/${API_PATH:-mcp}",
+                                  "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}}}
+    servers = servers_from_config(data, environ={"GH_TOKEN": "tok-12345678"})
+    spec = servers["gh"]._spec
+    assert spec.url == "https://api.example.com/mcp"
+    assert spec.headers == {"Authorization": "Bearer tok-12345678"}
+
+
+def test_a_missing_variable_is_named(tmp_path):
+    data = {"mcpServers": {"gh": {"command": "srv", "env": {"TOKEN": "${NOT_SET_ANYWHERE}"}}}}
+    with pytest.raises(MCPConfigError, match=r"server 'gh': \"env.TOKEN\" uses \$\{NOT_SET_ANYWHERE\}"):
+        servers_from_config(data, environ={})
+
+
+@pytest.mark.parametrize("data, message", [
+    ("{not json", r"not valid JSON \(line 1"),
+    ({"servers": {}}, 'expected an object with an "mcpServers" object'),
+    ({"mcpServers": {"a": []}}, "server 'a': expected an object"),
+    ({"mcpServers": {"a": {}}}, "server 'a': needs \"command\""),
+    ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, "not both"),
+    ({"mcpServers": {"a": {"command": "x", "args": "--flag"}}}, '"args" must be a list'),
+    ({"mcpServers": {"a": {"command": "x", "env": {"K": ["v"]}}}}, '"env" must be an object of strings'),
+    ({"mcpServers": {"a": {"url": "ftp://h"}}}, "http:// or https://"),
+    ({"mcpServers": {"a": {"url": "http://h", "type": "websocket"}}}, '"type" must be'),
+    ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, '"timeout" must be a positive number'),
+])
+def test_malformed_files_name_file_server_and_key(tmp_path, data, message):
+    path = write(tmp_path, data)
+    with pytest.raises(MCPConfigError, match=message) as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(MCPConfigError, match="no such file"):
+        load_config(tmp_path / "absent.json")
+
+
+def test_timeout_and_prefix_extensions(tmp_path):
+    path = write(tmp_path, {"mcpServers": {"a": {"command": "x", "timeout": 5, "prefix": ""},
+                                           "b": {"command": "y", "timeout": None}}})
+    servers = load_config(path)
+    assert servers["a"].timeout == 5 and servers["a"].config_prefix == ""
+    assert servers["b"].timeout is None and servers["b"].config_prefix == "b"

@@ -1,0 +1,87 @@
+"""MCPServer.http against the test server over Streamable HTTP and over the old HTTP+SSE."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from agentcore.signals import AbortController
+from agentcore.types import TextContent
+from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPToolError
+from conftest import abort_when_marked, eventually, free_port
+
+
+def test_streamable_http_lists_and_calls(http_server):
+    with MCPServer.http(http_server.url, name="web") as server:
+        assert server.transport == "streamable-http"
+        assert "add" in {t.name for t in server.tools()}
+        assert server.call_tool("add", {"a": 1, "b": 2}).content == [TextContent("3")]
+        with pytest.raises(MCPToolError, match="cannot do it"):
+            server.call_tool("fail", {"reason": "x"})
+
+
+def test_streamable_http_progress_and_abort(http_server, marker_dir):
+    updates = []
+    controller = AbortController()
+    with MCPServer.http(http_server.url, name="web") as server:
+        server.call_tool("progress", {"steps": 2}, on_update=updates.append)
+        assert [u.details["progress"] for u in updates] == [1.0, 2.0]
+
+        abort_when_marked(controller, marker_dir / "started-h")
+        with pytest.raises(MCPAbortedError):
+            server.call_tool("hang", {"tag": "h"}, signal=controller.signal)
+        assert eventually(lambda: (marker_dir / "cancelled-h").exists()), "the server never saw the cancellation"
+
+
+def test_list_changed_over_http(http_server):
+    changed = threading.Event()
+    with MCPServer.http(http_server.url, name="web") as server:
+        server.tools()
+        server.on_tools_changed(lambda tools: changed.set())
+        server.call_tool("add_tool", {})
+        assert changed.wait(10)
+        assert "extra" in {t.name for t in server.tools()}
+
+
+def test_falls_back_to_http_sse_for_an_old_server(sse_server):
+    with MCPServer.http(sse_server.url, name="old") as server:
+        assert server.transport == "sse"
+        assert server.call_tool("echo", {"text": "over sse"}).content == [TextContent("over sse")]
+
+
+def test_forced_sse_transport(sse_server):
+    with MCPServer.http(sse_server.url, transport="sse") as server:
+        assert server.transport == "sse"
+        assert server.call_tool("add", {"a": 2, "b": 2}).content == [TextContent("4")]
+
+
+def test_nothing_listening_is_a_connection_error_naming_the_url_without_secrets(caplog):
+    caplog.set_level(logging.DEBUG)
+    port = free_port()
+    server = MCPServer.http(f"http://user:pa55word@127.0.0.1:{port}/mcp?token=qs-secret-123",
+                            headers={"Authorization": "Bearer hdr-secret-456"}, name="down", connect_timeout=20)
+    text = repr(server)
+    with pytest.raises(MCPConnectionError) as info:
+        server.connect()
+    server.close()
+    message = str(info.value)
+    assert f"127.0.0.1:{port}/mcp" in message and "MCP server 'down'" in message
+    for secret in ("pa55word", "qs-secret-123", "hdr-secret-456"):
+        assert secret not in message and secret not in text
+    assert "hdr-secret-456" not in caplog.text and "pa55word" not in caplog.text
+    assert "Authorization" in text
+
+
+def test_headers_are_sent(http_server):
+    # the test server ignores auth; a header that httpx refuses would fail the handshake
+    with MCPServer.http(http_server.url, headers={"Authorization": "Bearer abc123456"}) as server:
+        assert server.call_tool("echo", {"text": "ok"}).content == [TextContent("ok")]
+
+
+def test_bad_url_and_transport_are_refused():
+    with pytest.raises(ValueError, match="http:// or https://"):
+        MCPServer.http("ftp://example")
+    with pytest.raises(ValueError, match="transport"):
+        MCPServer.http("http://127.0.0.1/mcp", transport="websocket")

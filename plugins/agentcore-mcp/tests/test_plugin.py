@@ -1,0 +1,112 @@
+"""The entry point: tools of $AGENTCORE_MCP_CONFIG's servers registered lazily, failures isolated."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import agentcore.plugins as plugins
+from agentcore import Agent
+from agentcore.testing import ScriptedModel, text, tool_call
+from agentcore_mcp import _registry
+from conftest import TEST_SERVER
+
+
+@pytest.fixture
+def config(tmp_path, marker_dir, monkeypatch):
+    """Write a config, point $AGENTCORE_MCP_CONFIG at it; reset the registries afterwards."""
+    def write(servers):
+        path = tmp_path / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers}))
+        monkeypatch.setenv("AGENTCORE_MCP_CONFIG", str(path))
+        plugins.reset_plugins()
+        return path
+
+    yield write
+    _registry.close_all()
+    monkeypatch.delenv("AGENTCORE_MCP_CONFIG", raising=False)
+    plugins.reset_plugins()
+
+
+def server_entry(marker_dir, **extra):
+    return {"command": sys.executable, "args": [TEST_SERVER], "env": {"MARKER_DIR": str(marker_dir)}, **extra}
+
+
+def test_tools_register_on_first_registry_use_with_the_server_name_as_prefix(config, marker_dir):
+    config({"t": server_entry(marker_dir)})
+    assert not _registry._loaded  # nothing started by setting the variable
+    tool = plugins.get_tool("t_echo")
+    assert tool.execute("c1", {"text": "via registry"}, None, None).content[0].text == "via registry"
+    scripted = ScriptedModel([tool_call("t_add", {"a": 1, "b": 2}), text("3")])
+    agent = Agent(scripted.model, tools=["t_add"], stream_fn=scripted.stream_fn)
+    result = [m for m in agent.prompt("add") if m.role == "toolResult"][0]
+    assert result.content[0].text == "3"
+
+
+def test_rebuilding_registries_never_starts_a_server_twice(config, marker_dir):
+    config({"t": server_entry(marker_dir)})
+    first = plugins.get_tool("t_echo")
+    pid = _registry._loaded[next(iter(_registry._loaded))].servers["t"].pid
+    plugins.reset_plugins()
+    assert plugins.get_tool("t_echo") is first
+    assert _registry._loaded[next(iter(_registry._loaded))].servers["t"].pid == pid
+
+
+def test_prefix_extension_and_no_prefix(config, marker_dir):
+    config({"t": server_entry(marker_dir, prefix="")})
+    assert plugins.get_tool("echo").name == "echo"
+
+
+def test_a_server_that_fails_is_skipped_with_a_warning_the_others_register(config, marker_dir):
+    config({"ghost": {"command": "/nonexistent/server"}, "t": server_entry(marker_dir)})
+    with pytest.warns(RuntimeWarning, match=r"server 'ghost' skipped: MCP server 'ghost'.*could not be started"):
+        assert plugins.get_tool("t_echo").name == "t_echo"
+    assert plugins.get_tool("read").name == "read"  # built-ins unaffected
+
+
+def test_a_malformed_config_fails_only_this_plugin(config, tmp_path):
+    path = config({})
+    path.write_text("{broken")
+    with pytest.warns(UserWarning, match="not valid JSON"):
+        assert plugins.get_tool("read").name == "read"
+    info = {p.name: p for p in plugins.plugins_info()}
+    assert any("not valid JSON" in (p.error or "") for p in info.values())
+
+
+def test_without_the_variable_the_plugin_imports_nothing_heavy():
+    env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MCP_CONFIG"}
+    code = ("import sys, agentcore.plugins as p; p.tools(); "
+            "print('agentcore_mcp.plugin' in sys.modules, 'mcp' in sys.modules, 'agentcore_mcp.server' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False", "False"]
+
+
+def test_import_agentcore_does_not_load_the_plugin(config, marker_dir):
+    path = config({"t": server_entry(marker_dir)})
+    code = "import sys, agentcore; print('agentcore_mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "AGENTCORE_MCP_CONFIG": str(path)},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    assert not list(marker_dir.iterdir())
+
+
+def test_cli_hooks_add_the_option_and_the_tools(marker_dir, tmp_path):
+    import argparse
+
+    from agentcore_mcp import plugin
+
+    path = tmp_path / "cli.json"
+    path.write_text(json.dumps({"mcpServers": {"c": server_entry(marker_dir)}}))
+    parser = argparse.ArgumentParser()
+    plugin.add_cli_options(parser, "run")
+    args = parser.parse_args(["--mcp", str(path)])
+    try:
+        tools = plugin.cli_tools(args, "run")
+        assert "c_echo" in {t.name for t in tools}
+    finally:
+        _registry.close_all()
+    assert plugin.cli_tools(parser.parse_args([]), "run") is None

@@ -1,0 +1,272 @@
+"""MCPServer over stdio against the test server: listing, mapping, progress, abort, timeouts,
+crashes, hangs, list_changed, close without orphans, secrets."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import pytest
+
+from agentcore.signals import AbortController
+from agentcore.types import ImageContent, TextContent
+from agentcore_mcp import (MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError,
+                           MCPToolError)
+from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """One server for the tests that neither kill nor restart it (starting one costs ~1-3 s)."""
+    import sys
+
+    markers = tmp_path_factory.mktemp("shared-markers")
+    server = MCPServer.stdio(sys.executable, [TEST_SERVER], env={"MARKER_DIR": str(markers)}, name="testsrv")
+    server.markers = markers
+    with server:
+        yield server
+
+
+def test_tools_are_agent_tools_with_the_servers_schema(shared):
+    server = shared
+    tools = {t.name: t for t in server.tools()}
+    assert {"echo", "add", "hang", "die"} <= set(tools)
+    add = tools["add"]
+    assert add.description == "Add two integers."
+    assert add.parameters["type"] == "object"
+    assert set(add.parameters["properties"]) == {"a", "b"}
+    assert add.parameters["required"] == ["a", "b"]
+
+
+def test_prefix_names_tools_and_calls_reach_the_original_name(shared):
+    server = shared
+    tools = {t.name: t for t in server.tools(prefix="t")}
+    assert "t_add_tool" in tools and "add" not in tools
+    result = tools["t_add"].execute("call-1", {"a": 2, "b": 40}, None, None)
+    assert result.content == [TextContent("42")]
+    assert result.details == {"result": 42}
+
+
+def test_the_same_agent_tool_object_is_returned_each_time(shared):
+    server = shared
+    assert server.tools()[0] is server.tools()[0]
+    assert server.tools(prefix="x")[0] is not server.tools()[0]
+
+
+def test_text_structured_image_resource_and_link_mapping(shared):
+    server = shared
+    weather = server.call_tool("structured", {"city": "Oslo"})
+    mixed = server.call_tool("image", {})
+    assert weather.details == {"city": "Oslo", "temperature": 21}
+    assert '"temperature": 21' in weather.content[0].text
+    image, resource, link = mixed.content
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png" and image.data.startswith("iVBOR")
+    assert resource == TextContent("[resource test://notes/1]\nnote one")
+    assert link == TextContent("[resource link test://notes/2] note two: the second")
+
+
+def test_is_error_raises_with_the_servers_text(shared):
+    server = shared
+    with pytest.raises(MCPToolError, match="cannot do it: no reason"):
+        server.call_tool("fail", {"reason": "no reason"})
+    assert server.call_tool("echo", {"text": "still fine"}).content == [TextContent("still fine")]
+
+
+def test_unknown_tool_is_a_tool_error_naming_it(shared):
+    server = shared
+    with pytest.raises(MCPToolError, match="nope"):
+        server.call_tool("nope", {})
+
+
+def test_progress_notifications_become_updates(shared):
+    updates = []
+    server = shared
+    result = server.call_tool("progress", {"steps": 3}, on_update=updates.append)
+    assert result.content == [TextContent("done after 3 steps")]
+    assert [u.content[0].text for u in updates] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    assert updates[-1].details == {"progress": 3.0, "total": 3.0, "message": "step 3 of 3"}
+
+
+def test_abort_cancels_on_the_server_and_returns_at_once(shared):
+    controller = AbortController()
+    server = shared
+    abort_when_marked(controller, shared.markers / "started-a")
+    with pytest.raises(MCPAbortedError, match="'hang' was aborted"):
+        server.call_tool("hang", {"tag": "a"}, signal=controller.signal, timeout=60)
+    assert eventually(lambda: (shared.markers / "cancelled-a").exists()), "the server never saw the cancellation"
+    assert server.call_tool("echo", {"text": "after"}).content == [TextContent("after")]
+    assert server.restarts == 0
+
+
+def test_an_already_aborted_signal_sends_nothing(shared):
+    controller = AbortController()
+    controller.abort()
+    server = shared
+    with pytest.raises(MCPAbortedError, match="not sent"):
+        server.call_tool("hang", {"tag": "b"}, signal=controller.signal)
+    assert not (shared.markers / "started-b").exists()
+
+
+def test_a_slow_call_times_out_and_the_session_stays(test_server, marker_dir):
+    with test_server(timeout=0.5) as server:
+        pid = server.pid
+        with pytest.raises(MCPTimeoutError, match=r"'hang' gave no result within 0.5s; the request was cancelled"):
+            server.call_tool("hang", {"tag": "t"})
+        assert eventually(lambda: (marker_dir / "cancelled-t").exists())
+        assert server.call_tool("pid", {}).content == [TextContent(str(pid))]
+        assert server.restarts == 0
+
+
+def test_per_call_timeout_overrides_the_default(shared):
+    server = shared
+    with pytest.raises(MCPTimeoutError, match="within 0.3s"):
+        server.call_tool("hang", {"tag": "u"}, timeout=0.3)
+
+
+def test_a_hung_server_is_named_and_restarted_on_the_next_call(test_server, monkeypatch):
+    monkeypatch.setattr("agentcore_mcp.server.PING_TIMEOUT", 1.0)
+    with test_server(timeout=0.5) as server:
+        first = server.pid
+        with pytest.raises(MCPServerError, match=r"testsrv.*did not answer.*\(hung\).*restarted on the next call"):
+            server.call_tool("freeze", {"seconds": 60})
+        assert server.call_tool("echo", {"text": "back"}).content == [TextContent("back")]
+        assert server.pid != first and server.restarts == 1
+        assert eventually(lambda: not alive(first)), "the hung server was left running"
+
+
+def test_a_crash_mid_call_names_server_exit_code_and_stderr_then_restarts(test_server):
+    with test_server(name="crashy") as server:
+        first = server.pid
+        with pytest.raises(MCPServerError) as info:
+            server.call_tool("die", {"code": 3})
+        message = str(info.value)
+        assert "MCP server 'crashy' exited with code 3 during the call to tool 'die'" in message
+        assert "fatal: the test server dies on request" in message
+        assert "restarted on the next call" in message
+        assert server.call_tool("pid", {}).content != [TextContent(str(first))]
+        assert server.restarts == 1
+
+
+def test_a_server_that_died_while_idle_is_restarted_before_the_call(test_server):
+    with test_server() as server:
+        first = server.pid
+        os.kill(first, 9)
+        assert eventually(lambda: not alive(first))
+        assert server.call_tool("echo", {"text": "hi"}).content == [TextContent("hi")]
+        assert server.pid != first
+
+
+def test_parallel_calls_share_one_session(shared):
+    server = shared
+    results = [None] * 8
+
+    def run(i: int) -> None:
+        results[i] = server.call_tool("add", {"a": i, "b": 100}).content[0].text
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [str(i + 100) for i in range(8)]
+
+
+@pytest.mark.parametrize("via, mode", [("notification", "legacy"),  # a 2025-era session: the notification
+                                       ("bus", "auto")])  # a 2026-07-28 session: subscriptions/listen
+def test_list_changed_refreshes_the_tool_list(test_server, via, mode):
+    changed = threading.Event()
+    seen = []
+    server = test_server()
+    server._spec.mode = mode
+    with server:
+        assert "extra" not in {t.name for t in server.tools()}
+        server.on_tools_changed(lambda tools: (seen.append([t.name for t in tools]), changed.set()))
+        server.call_tool("add_tool", {"via": via})
+        assert changed.wait(10), "no tools/list_changed refresh"
+        assert "extra" in seen[-1]
+        assert "p_extra" in {t.name for t in server.tools(prefix="p")}
+        assert server.call_tool("extra", {}).content == [TextContent("extra!")]
+
+
+def test_close_kills_the_process_group_even_children_that_ignore_sigterm(test_server):
+    server = test_server()
+    child = int(server.call_tool("spawn_child", {}).content[0].text)
+    pgid = server.pid
+    assert alive(child) and child in group_members(pgid)
+    server.close()
+    assert not alive(pgid)
+    assert eventually(lambda: not group_members(pgid), within=5), f"orphans left: {group_members(pgid)}"
+    with pytest.raises(MCPConnectionError, match="is closed"):
+        server.call_tool("echo", {"text": "x"})
+    server.close()  # idempotent
+
+
+def test_a_command_that_cannot_start_is_a_clear_connection_error():
+    server = MCPServer.stdio("/nonexistent/mcp-server", name="ghost")
+    with pytest.raises(MCPConnectionError, match=r"MCP server 'ghost' \(/nonexistent/mcp-server\) could not be "
+                                                  r"started.*No such file"):
+        server.connect()
+    server.close()
+
+
+def test_a_server_that_exits_at_start_shows_its_stderr():
+    import sys
+
+    server = MCPServer.stdio(sys.executable, ["-c", "import sys; print('bad flag --x', file=sys.stderr); "
+                                                    "sys.exit(2)"], name="quitter")
+    with pytest.raises(MCPConnectionError) as info:
+        server.tools()
+    assert "MCP server 'quitter'" in str(info.value) and "bad flag --x" in str(info.value)
+    server.close()
+
+
+def test_env_reaches_the_server_but_never_reprs_errors_or_logs(test_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    secret = "sk-test-0123456789abcdef"
+    with test_server(name="secretive", env={"API_KEY": secret}) as server:
+        assert server.call_tool("env", {"name": "API_KEY"}).content == [TextContent(secret)]
+        assert secret not in repr(server) and "API_KEY" in repr(server)
+        with pytest.raises(MCPToolError) as info:
+            server.call_tool("fail", {"reason": f"leaked {secret}"})
+        assert secret not in str(info.value) and "***" in str(info.value)
+        with pytest.raises(MCPServerError) as crash:
+            server.call_tool("die", {})
+        assert secret not in str(crash.value)
+    assert secret not in caplog.text
+
+
+def test_the_caller_thread_never_gets_an_event_loop(shared):
+    import asyncio
+
+    server = shared
+    server.call_tool("echo", {"text": "x"})
+    with pytest.raises(RuntimeError):
+        asyncio.get_running_loop()
+
+
+def test_abort_cancels_on_a_2025_era_session_too(test_server, marker_dir):
+    controller = AbortController()
+    server = test_server()
+    server._spec.mode = "legacy"  # notifications/cancelled, as the npm reference servers get it
+    with server:
+        abort_when_marked(controller, marker_dir / "started-l")
+        with pytest.raises(MCPAbortedError):
+            server.call_tool("hang", {"tag": "l"}, signal=controller.signal)
+        assert eventually(lambda: (marker_dir / "cancelled-l").exists()), "the server never saw the cancellation"
+        assert server._conn.client.protocol_version not in ("2026-07-28",)
+
+
+def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "forgets_to_close.py"
+    script.write_text("import sys\nfrom agentcore_mcp import MCPServer\n"
+                      f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
+                      "child = s.call_tool('spawn_child', {}).content[0].text\n"
+                      "print(s.pid, child, flush=True)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    pgid, child = (int(x) for x in out.stdout.split())
+    assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)

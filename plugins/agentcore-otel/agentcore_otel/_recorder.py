@@ -1,0 +1,445 @@
+"""Turning one agent run's events into spans and metric points.
+
+:class:`Telemetry` is what :func:`agentcore_otel.instrument` configured (a tracer, the four
+histograms, the capture flag). :class:`RunTrace` follows one run of one agent: it is created on
+``agent_start`` and finished on ``agent_end``, and every method runs on that run's thread (agentcore
+calls ``on_lifecycle_event`` and ``transform_context`` there), so a run needs no lock of its own.
+
+Span tree of a run::
+
+    invoke_agent {name}          INTERNAL  agent_start .. agent_end; parent: the caller's span
+    ├── chat {model}             CLIENT    transform_context (just before the request) .. message_end
+    ├── execute_tool {tool}      INTERNAL  tool_execution_start .. tool_execution_end
+    ├── execute_tool {tool}      (parallel calls are siblings, matched by tool_call_id)
+    └── chat {model}
+
+While a run is active its ``invoke_agent`` span is the current span on the run thread (the
+``chat`` span during a model request, the ``execute_tool`` span while a lone or sequential call
+executes), so spans made by an HTTP-client instrumentation or by code inside the run are parented
+under them; the worker threads of tools see it when agentcore runs them in a copy of the run
+thread's context.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from . import _content as content
+from . import _semconv as sc
+from . import _state
+
+_MAX_DESCRIPTION = 1024
+_SCOPE = "agentcore_otel"
+
+
+@functools.lru_cache(maxsize=None)
+def _version() -> str:
+    """This distribution's version (read once: metadata look-ups cost about a millisecond)."""
+    try:
+        from importlib.metadata import version
+
+        return version("agentcore-otel")
+    except Exception:  # noqa: BLE001 - running from a source tree without metadata
+        return "0.0.0"
+
+
+def _histogram(meter: Any, name: str, unit: str, description: str, buckets: Any) -> Any:
+    return meter.create_histogram(name, unit=unit, description=description,
+                                  explicit_bucket_boundaries_advisory=buckets)
+
+
+class Telemetry:
+    """The tracer, meter instruments and options one :func:`instrument` call set up."""
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None,
+                 capture_content: bool = False) -> None:
+        version = _version()
+        self.capture_content = capture_content
+        self.tracer = trace.get_tracer(_SCOPE, version, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(_SCOPE, version, meter_provider=meter_provider)
+        self.token_usage = _histogram(meter, sc.METRIC_TOKEN_USAGE, "{token}",
+                                      "Number of input and output tokens used", sc.TOKEN_BUCKETS)
+        self.operation_duration = _histogram(meter, sc.METRIC_OPERATION_DURATION, "s",
+                                             "GenAI operation duration", sc.DURATION_BUCKETS)
+        self.tool_duration = _histogram(meter, sc.METRIC_TOOL_DURATION, "s",
+                                        "Duration of tool executions", sc.DURATION_BUCKETS)
+        self.agent_duration = _histogram(meter, sc.METRIC_AGENT_DURATION, "s",
+                                         "Duration of agent invocations", sc.DURATION_BUCKETS)
+
+    def start_run(self, agent: Any) -> None:
+        """Begin tracing the run of ``agent`` that just emitted ``agent_start``."""
+        previous = _state.runs.get(id(agent))
+        if previous is not None:  # its agent_end never came (the agent was reset mid-run)
+            previous.finish(None, abandoned=True)
+        run = RunTrace(self, agent)
+        _state.add_run(agent, run)
+
+
+class _Attached:
+    """A context attached on the run thread, detached from the same thread only."""
+
+    __slots__ = ("token", "thread")
+
+    def __init__(self, ctx: Any) -> None:
+        self.token: Optional[Any] = otel_context.attach(ctx)  # None once detached
+        self.thread = threading.get_ident()
+
+    def detach(self) -> None:
+        if self.token is not None and self.thread == threading.get_ident():
+            otel_context.detach(self.token)
+        self.token = None
+
+
+class _Usage:
+    """Running token and cost totals of one run (assistant messages and tool results)."""
+
+    __slots__ = ("input", "output", "cache_read", "cache_write", "cost")
+
+    def __init__(self) -> None:
+        self.input = self.output = self.cache_read = self.cache_write = 0
+        self.cost = 0.0
+
+    def add(self, usage: Any) -> None:
+        if usage is None:
+            return
+        self.input += int(usage.input or 0)
+        self.output += int(usage.output or 0)
+        self.cache_read += int(usage.cache_read or 0)
+        self.cache_write += int(usage.cache_write or 0)
+        if usage.cost is not None:
+            self.cost += float(usage.cost.total or 0.0)
+
+    def attributes(self) -> Dict[str, Any]:
+        out = sc.usage_attributes(self)
+        out[sc.COST_TOTAL] = self.cost
+        return out
+
+
+class _Chat:
+    __slots__ = ("span", "attached", "started", "metric_attrs")
+
+    def __init__(self, span: Any, attached: _Attached, metric_attrs: Dict[str, Any]) -> None:
+        self.span = span
+        self.attached = attached
+        self.started = time.perf_counter()
+        self.metric_attrs = metric_attrs
+
+
+class RunTrace:
+    """The spans and totals of one agent run (see the module docstring for the tree)."""
+
+    def __init__(self, telemetry: Telemetry, agent: Any) -> None:
+        self.telemetry = telemetry
+        self.agent = agent
+        self.signal = agent.signal  # keeps the id() key of the signal map valid
+        self.redact = content.Redactor.for_agent(agent)
+        self.started = time.perf_counter()
+        self.usage = _Usage()
+        self.turns = 0
+        self.chat: Optional[_Chat] = None
+        # open tool spans by tool_call_id; a list because models do repeat ids within a batch
+        # (ends then match first-started first)
+        self.tools: Dict[str, List[Tuple[Any, float, str]]] = {}
+        self.tool_attached: Optional[Tuple[Any, _Attached]] = None  # see _make_current
+        self.tool_descriptions: Optional[Dict[str, str]] = None
+        self.last_failure: Optional[Tuple[str, str]] = None  # (error.type, message)
+
+        model = agent.state.model
+        _, model_attrs = sc.model_attributes(model)
+        self.name = _agent_name(agent)
+        attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_INVOKE_AGENT, **model_attrs}
+        if self.name:
+            attrs[sc.AGENT_NAME] = self.name
+        description = getattr(agent, "description", None)
+        if isinstance(description, str) and description:
+            attrs[sc.AGENT_DESCRIPTION] = description
+        conversation = _conversation_id(agent)
+        if conversation:
+            attrs[sc.CONVERSATION_ID] = conversation
+        if telemetry.capture_content:
+            instructions = content.system_instructions(agent.state.system_prompt)
+            if instructions:
+                attrs[sc.SYSTEM_INSTRUCTIONS] = content.to_json(instructions, self.redact)
+        self.metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                                             sc.PROVIDER_NAME: model_attrs[sc.PROVIDER_NAME],
+                                             sc.REQUEST_MODEL: model_attrs[sc.REQUEST_MODEL]}
+        if self.name:
+            self.metric_attrs[sc.AGENT_NAME] = self.name
+        self.conversation = conversation
+
+        parent = otel_context.get_current()  # the caller's span, when the core propagates it
+        span_name = f"{sc.OP_INVOKE_AGENT} {self.name}" if self.name else sc.OP_INVOKE_AGENT
+        self.span = telemetry.tracer.start_span(span_name, context=parent, kind=SpanKind.INTERNAL,
+                                                attributes=attrs)
+        self.context = trace.set_span_in_context(self.span, parent)
+        self.attached = _Attached(self.context)
+
+    # ------------------------------------------------------------------ events
+
+    def on_event(self, kind: str, event: Any) -> None:
+        """Handle one agent event (``message_update`` never reaches here)."""
+        if kind == "message_end":
+            message = event.message
+            role = getattr(message, "role", None)
+            if role == "assistant":
+                self.end_chat(message)
+            elif role == "toolResult":
+                self.usage.add(getattr(message, "usage", None))
+        elif kind == "tool_execution_start":
+            self.start_tool(event)
+        elif kind == "tool_execution_end":
+            self.end_tool(event)
+        elif kind == "turn_start":
+            self.turns += 1
+        elif kind == "agent_end":
+            self.finish(event)
+
+    # ------------------------------------------------------------------ chat spans
+
+    def start_chat(self, messages: List[Any]) -> None:
+        """Open the ``chat`` span of the model request about to be sent (``transform_context``)."""
+        if self.chat is not None:  # a request that never produced message_end
+            self._end_chat_span(self.chat, None, sc.ERROR_OTHER, "no response was recorded")
+        agent = self.agent
+        model_id, attrs = sc.model_attributes(agent.state.model)
+        metric_attrs = dict(attrs)
+        metric_attrs[sc.OPERATION_NAME] = sc.OP_CHAT
+        attrs[sc.OPERATION_NAME] = sc.OP_CHAT
+        temperature = getattr(agent, "temperature", None)
+        if isinstance(temperature, (int, float)):
+            attrs[sc.REQUEST_TEMPERATURE] = float(temperature)
+        max_tokens = getattr(agent, "max_tokens", None)
+        if isinstance(max_tokens, int):
+            attrs[sc.REQUEST_MAX_TOKENS] = max_tokens
+        if self.name:
+            attrs[sc.AGENT_NAME] = self.name
+        if self.conversation:
+            attrs[sc.CONVERSATION_ID] = self.conversation
+        if self.telemetry.capture_content:
+            attrs[sc.INPUT_MESSAGES] = content.to_json(content.input_messages(messages), self.redact)
+            instructions = content.system_instructions(agent.state.system_prompt)
+            if instructions:
+                attrs[sc.SYSTEM_INSTRUCTIONS] = content.to_json(instructions, self.redact)
+        span = self.telemetry.tracer.start_span(f"{sc.OP_CHAT} {model_id}", context=self.context,
+                                                kind=SpanKind.CLIENT, attributes=attrs)
+        attached = _Attached(trace.set_span_in_context(span, self.context))
+        self.chat = _Chat(span, attached, metric_attrs)
+
+    def end_chat(self, message: Any) -> None:
+        """The response ``message`` finished: close its chat span, count its usage."""
+        usage = getattr(message, "usage", None)
+        self.usage.add(usage)
+        stop_reason = getattr(message, "stop_reason", None)
+        failure = sc.error_type(stop_reason, getattr(message, "error_message", None))
+        description = self._describe(message) if failure is not None else ""
+        self.last_failure = (failure, description) if failure is not None else None
+        chat, self.chat = self.chat, None
+        if chat is None:  # a failure before any request (no span), or instrumented mid-run
+            return
+        try:
+            self._set_response_attributes(chat, message, usage, stop_reason)
+        finally:  # the span ends and the context is restored even if an attribute failed
+            self._end_chat_span(chat, usage, failure, description)
+
+    def _set_response_attributes(self, chat: _Chat, message: Any, usage: Any, stop_reason: Any) -> None:
+        reason = sc.finish_reason(stop_reason)
+        response_model = getattr(message, "response_model", None) or getattr(message, "model", None)
+        attrs: Dict[str, Any] = {sc.RESPONSE_FINISH_REASONS: (reason,)}
+        if response_model:
+            attrs[sc.RESPONSE_MODEL] = str(response_model)
+            chat.metric_attrs[sc.RESPONSE_MODEL] = str(response_model)
+        response_id = getattr(message, "response_id", None)
+        if response_id:
+            attrs[sc.RESPONSE_ID] = str(response_id)
+        if usage is not None:
+            attrs.update(sc.usage_attributes(usage))
+            if usage.cost is not None:
+                attrs[sc.COST_TOTAL] = float(usage.cost.total or 0.0)
+        if self.telemetry.capture_content:
+            attrs[sc.OUTPUT_MESSAGES] = content.to_json(content.output_messages(message, reason),
+                                                        self.redact)
+        chat.span.set_attributes(attrs)
+
+    def _end_chat_span(self, chat: _Chat, usage: Any, failure: Optional[str], description: str) -> None:
+        span = chat.span
+        metric_attrs = chat.metric_attrs
+        if failure is not None:
+            span.set_attribute(sc.ERROR_TYPE, failure)
+            span.set_status(Status(StatusCode.ERROR, description))
+            metric_attrs = dict(metric_attrs)
+            metric_attrs[sc.ERROR_TYPE] = failure
+        try:
+            span.end()
+        finally:
+            chat.attached.detach()
+        telemetry = self.telemetry
+        telemetry.operation_duration.record(time.perf_counter() - chat.started, metric_attrs)
+        if usage is not None and (usage.input or usage.output or usage.cache_read or usage.cache_write):
+            token_attrs = dict(chat.metric_attrs)
+            token_attrs[sc.TOKEN_TYPE] = "input"
+            telemetry.token_usage.record(sc.input_tokens(usage), token_attrs)
+            token_attrs = dict(token_attrs)
+            token_attrs[sc.TOKEN_TYPE] = "output"
+            telemetry.token_usage.record(int(usage.output or 0), token_attrs)
+
+    # ------------------------------------------------------------------ tool spans
+
+    def start_tool(self, event: Any) -> None:
+        """Open the ``execute_tool`` span of one call, as a child of this run's agent span (the
+        call may execute on any worker thread: the span is found again by its tool_call_id)."""
+        name = str(event.tool_name)
+        attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name,
+                                 sc.TOOL_CALL_ID: str(event.tool_call_id), sc.TOOL_TYPE: "function"}
+        description = self._tool_description(name)
+        if description:
+            attrs[sc.TOOL_DESCRIPTION] = description
+        if self.telemetry.capture_content:
+            attrs[sc.TOOL_CALL_ARGUMENTS] = content.to_json(event.args, self.redact)
+        span = self.telemetry.tracer.start_span(f"{sc.OP_EXECUTE_TOOL} {name}", context=self.context,
+                                                kind=SpanKind.INTERNAL, attributes=attrs)
+        self._make_current(span)
+        self.tools.setdefault(event.tool_call_id, []).append((span, time.perf_counter(), name))
+
+    def _make_current(self, span: Any) -> None:
+        """Make a tool span the run thread's current span while its call is the only one open.
+
+        Calls that run one at a time (a batch of one, or a sequential batch) start executing
+        between their start and end events, so a worker thread that copies the run thread's
+        context (and an inline call on the run thread) sees its own ``execute_tool`` span: spans
+        the tool makes, a sub-agent's run included, nest under it. A parallel batch emits every
+        start before any call executes: the second start hands the context back to the agent
+        span, since no single tool span is right for all the workers.
+        """
+        if self.tools:  # a parallel batch
+            if self.tool_attached is not None:
+                self.tool_attached[1].detach()
+                self.tool_attached = None
+            return
+        self.tool_attached = (span, _Attached(trace.set_span_in_context(span, self.context)))
+
+    def end_tool(self, event: Any) -> None:
+        pending = self.tools.get(event.tool_call_id)
+        if not pending:  # started before instrument() was called
+            return
+        span, started, name = pending.pop(0)
+        if not pending:
+            del self.tools[event.tool_call_id]
+        if self.tool_attached is not None and self.tool_attached[0] is span:
+            self.tool_attached[1].detach()
+            self.tool_attached = None
+        result = event.result
+        metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name}
+        text = content.result_text(getattr(result, "content", None))
+        if event.is_error:
+            failure = sc.ERROR_ABORTED if self.signal is not None and self.signal.aborted else sc.ERROR_TOOL
+            span.set_attribute(sc.ERROR_TYPE, failure)
+            span.set_status(Status(StatusCode.ERROR, self._cap(self.redact(text))))
+            metric_attrs[sc.ERROR_TYPE] = failure
+        elif self.telemetry.capture_content:
+            span.set_attribute(sc.TOOL_CALL_RESULT, content.to_json(text, self.redact))
+        span.end()
+        self.telemetry.tool_duration.record(time.perf_counter() - started, metric_attrs)
+
+    def _tool_description(self, name: str) -> Optional[str]:
+        if self.tool_descriptions is None:
+            found: Dict[str, str] = {}
+            for tool in getattr(self.agent.state, "tools", ()) or ():
+                tool_name = getattr(tool, "name", None)
+                text = getattr(tool, "description", None)
+                if isinstance(tool_name, str) and isinstance(text, str) and text:
+                    found[tool_name] = text
+            self.tool_descriptions = found
+        return self.tool_descriptions.get(name)
+
+    # ------------------------------------------------------------------ the end of the run
+
+    def finish(self, event: Any, abandoned: bool = False) -> None:
+        """Close everything still open and the agent span (``agent_end``, or an abandoned run).
+
+        The run thread's context is restored whatever fails here (pooled threads must not keep
+        a finished run's span as their current span)."""
+        _state.remove_run(self.agent, self)
+        chat, self.chat = self.chat, None
+        try:
+            if chat is not None:
+                failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_OTHER
+                self._end_chat_span(chat, None, failure, "the run ended before the response")
+            self._end_open_tools()
+            self._end_agent_span(abandoned)
+        finally:
+            if chat is not None:
+                chat.attached.detach()
+            self.attached.detach()
+            self.agent = None  # the registry no longer holds it; do not keep the agent alive
+
+    def _end_open_tools(self) -> None:
+        if self.tool_attached is not None:
+            self.tool_attached[1].detach()
+            self.tool_attached = None
+        open_tools = [entry for entries in self.tools.values() for entry in entries]
+        self.tools.clear()
+        for span, started, name in open_tools:
+            span.set_attribute(sc.ERROR_TYPE, sc.ERROR_ABORTED)
+            span.set_status(Status(StatusCode.ERROR, "the run ended before the tool call finished"))
+            span.end()
+            self.telemetry.tool_duration.record(time.perf_counter() - started, {
+                sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name,
+                sc.ERROR_TYPE: sc.ERROR_ABORTED})
+
+    def _end_agent_span(self, abandoned: bool) -> None:
+        span = self.span
+        attrs = self.usage.attributes()
+        attrs[sc.TURNS] = self.turns
+        span.set_attributes(attrs)
+        metric_attrs = self.metric_attrs
+        failure = self.last_failure
+        if abandoned:
+            failure = (sc.ERROR_OTHER, "the run was abandoned before agent_end")
+        if failure is not None:
+            span.set_attribute(sc.ERROR_TYPE, failure[0])
+            span.set_status(Status(StatusCode.ERROR, failure[1]))
+            metric_attrs = dict(metric_attrs)
+            metric_attrs[sc.ERROR_TYPE] = failure[0]
+        span.end()
+        self.telemetry.agent_duration.record(time.perf_counter() - self.started, metric_attrs)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _aborted(self) -> bool:
+        return self.signal is not None and bool(self.signal.aborted)
+
+    def _describe(self, message: Any) -> str:
+        text = getattr(message, "error_message", None)
+        if not text:
+            text = "aborted" if getattr(message, "stop_reason", None) == "aborted" else "error"
+        return self._cap(self.redact(str(text)))
+
+    @staticmethod
+    def _cap(text: str) -> str:
+        return text if len(text) <= _MAX_DESCRIPTION else text[:_MAX_DESCRIPTION] + "..."
+
+
+def _agent_name(agent: Any) -> Optional[str]:
+    """``agent.name`` when the application set one (agentcore agents have no name by default)."""
+    name = getattr(agent, "name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def _conversation_id(agent: Any) -> Optional[str]:
+    """The agent's ``session_id``, else the id of its attached session, else None."""
+    session_id = getattr(agent, "session_id", None)
+    if isinstance(session_id, str) and session_id:
+        return session_id
+    session = getattr(agent, "session", None)
+    try:
+        value = getattr(session, "id", None) if session is not None else None
+    except Exception:  # noqa: BLE001 - a storage without a header yet
+        return None
+    return value if isinstance(value, str) and value else None

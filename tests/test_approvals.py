@@ -1,0 +1,427 @@
+"""Approvals that pause and resume (issue 13, DESIGN §6): ``requires_approval``, the pause as a loop
+outcome, ``approve``/``deny``/``continue_``, and resuming from a session in a new process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from agentcore import Agent, AgentTool, AgentToolResult, PendingApproval, Session, tool
+from agentcore.session import SqliteSessionStorage
+from agentcore.testing import ScriptedModel, call, response, text
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@tool(requires_approval=True)
+def delete(path: str) -> str:
+    """Delete a file.
+
+    Args:
+        path: the file
+    """
+    return f"deleted {path}"
+
+
+@tool
+def listing(path: str) -> str:
+    """List a directory."""
+    return f"listed {path}"
+
+
+def _shell_rule(args):
+    return args["command"].startswith("rm")
+
+
+@tool(requires_approval=_shell_rule)
+def shell(command: str) -> str:
+    """Run a command."""
+    return f"ran {command}"
+
+
+def _agent(responses, **kwargs):
+    scripted = ScriptedModel(responses)
+    kwargs.setdefault("tools", [delete, listing, shell])
+    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, **kwargs)
+    return agent, scripted
+
+
+def _types(events):
+    return [e.type for e in events]
+
+
+def _tool_results(agent):
+    return {m.tool_call_id: m for m in agent.messages if m.role == "toolResult"}
+
+
+def _assert_every_call_answered(messages):
+    calls = [b.id for m in messages if m.role == "assistant" for b in m.content if b.type == "toolCall"]
+    results = [m.tool_call_id for m in messages if m.role == "toolResult"]
+    assert sorted(calls) == sorted(results)
+
+
+# --------------------------------------------------------------------------- the pause
+
+
+def test_pause_in_a_parallel_batch_runs_the_others_and_settles():
+    agent, scripted = _agent([
+        response(call("listing", {"path": "/"}, id="a"), call("delete", {"path": "/x"}, id="b"),
+                 call("shell", {"command": "ls"}, id="c"), call("shell", {"command": "rm -r /"}, id="d")),
+        text("done"),
+    ])
+    events = []
+    agent.subscribe(events.append)
+    agent.prompt("clean up")
+
+    requests = [e for e in events if e.type == "tool_approval_request"]
+    assert [(e.tool_call_id, e.tool_name, e.args) for e in requests] == [
+        ("b", "delete", {"path": "/x"}), ("d", "shell", {"command": "rm -r /"})]
+    assert agent.pending_approvals == [PendingApproval("b", "delete", {"path": "/x"}),
+                                       PendingApproval("d", "shell", {"command": "rm -r /"})]
+    # the others ran; the waiting ones did not start
+    started = [e.tool_call_id for e in events if e.type == "tool_execution_start"]
+    assert started == ["a", "c"]
+    assert set(_tool_results(agent)) == {"a", "c"}
+    assert scripted.calls == 1  # the run settled without calling the model again
+    assert _types(events)[-2:] == ["turn_end", "agent_end"]
+    assert not agent.state.is_streaming
+
+
+def test_approve_and_deny_then_continue_executes_and_goes_on():
+    agent, scripted = _agent([
+        response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
+        text("done"),
+    ])
+    agent.prompt("clean up")
+    agent.approve("b")
+    agent.deny("c", reason="not that one")
+    events = []
+    agent.subscribe(events.append)
+    new = agent.continue_()
+
+    results = _tool_results(agent)
+    assert results["b"].is_error is False and results["b"].content[0].text == "deleted /x"
+    assert results["c"].is_error is True and results["c"].content[0].text == "not that one"
+    assert new[-1].content[0].text == "done"
+    assert agent.pending_approvals == []
+    _assert_every_call_answered(agent.messages)
+    # the model saw both results
+    assert [m.role for m in scripted.contexts[-1].messages][-2:] == ["toolResult", "toolResult"]
+    assert _types(events)[:2] == ["agent_start", "turn_start"]
+    assert "tool_approval_request" not in _types(events)
+
+
+def test_deny_without_reason_gives_the_default_error():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    agent.deny("b")
+    agent.continue_()
+    assert _tool_results(agent)["b"].content[0].text == "Tool execution was denied"
+
+
+def test_approve_with_edited_args_runs_them_and_tells_the_model():
+    agent, scripted = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    agent.approve("b", args={"path": "/tmp/x"})
+    agent.continue_()
+    content = _tool_results(agent)["b"].content
+    assert content[0].text == "deleted /tmp/x"
+    assert content[1].text == ('[The user edited the arguments before approving this call; it ran with: '
+                               '{"path": "/tmp/x"}]')
+    assert scripted.contexts[-1].messages[-1].content[1].text == content[1].text
+
+
+def test_the_edit_note_follows_an_after_tool_call_override():
+    def after(context, signal):
+        return {"content": [{"type": "text", "text": "rewritten"}]} if context.tool_call.id == "b" else None
+
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
+                       text("ok")], after_tool_call=after)
+    agent.prompt("go")
+    agent.approve("b", args={"path": "/z"})
+    agent.approve("c")
+    agent.continue_()
+    results = _tool_results(agent)
+    texts = [getattr(b, "text", None) or b["text"] for b in results["b"].content]
+    assert texts[0] == "rewritten" and texts[1].startswith("[The user edited the arguments")
+    assert [b.text for b in results["c"].content] == ["deleted /y"]
+
+
+def test_approve_with_edited_args_that_fail_validation_stays_pending():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    with pytest.raises(ValueError, match="still pending") as info:
+        agent.approve("b", args={"wrong": 1})
+    assert 'Validation failed for tool "delete"' in str(info.value)
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["b"]
+    with pytest.raises(RuntimeError, match="still wait for a decision"):
+        agent.continue_()  # the failed approve decided nothing
+    agent.approve("b", args={"path": "/ok"})
+    agent.continue_()
+    assert _tool_results(agent)["b"].content[0].text == "deleted /ok"
+
+
+def test_errors_name_what_to_do():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    with pytest.raises(ValueError, match=r"approve\('nope'\).*pending: delete b"):
+        agent.approve("nope")
+    with pytest.raises(ValueError, match=r"deny\('nope'\)"):
+        agent.deny("nope")
+    with pytest.raises(RuntimeError, match=r"delete b.*approve\(id\) or agent.deny\(id\)"):
+        agent.continue_()
+    with pytest.raises(RuntimeError, match=r"prompt\(\): 1 tool call\(s\) wait for approval"):
+        agent.prompt("something else")
+    with pytest.raises(RuntimeError, match=r"stream\(\)"):
+        agent.stream("something else")
+    assert [m.role for m in agent.messages] == ["user", "assistant"]  # nothing changed
+
+
+def test_the_rule_callable_decides_per_call_and_a_raising_rule_asks():
+    def broken(args):
+        raise RuntimeError("boom")
+
+    risky = AgentTool("risky", "x", {"type": "object", "properties": {}},
+                      lambda *a: AgentToolResult(content="ran"), requires_approval=broken)
+    agent, _ = _agent([response(call("risky", {}, id="r"), call("shell", {"command": "ls"}, id="s")),
+                       text("ok")], tools=[risky, shell])
+    agent.prompt("go")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["r"]
+
+
+def test_requires_approval_must_be_a_bool_or_callable():
+    with pytest.raises(TypeError, match="requires_approval must be a bool or a callable"):
+        AgentTool("t", "x", {"type": "object"}, lambda *a: None, requires_approval="yes")
+
+
+def test_invalid_args_are_an_error_result_not_a_request():
+    agent, _ = _agent([response(call("delete", {}, id="b")), text("ok")])
+    agent.prompt("go")
+    assert agent.pending_approvals == []
+    assert _tool_results(agent)["b"].is_error
+
+
+def test_all_calls_waiting_then_resume_from_the_assistant_tail():
+    agent, scripted = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    assert agent.messages[-1].role == "assistant"
+    agent.approve("b")
+    agent.continue_()
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_a_resumed_run_can_pause_again():
+    agent, _ = _agent([
+        response(call("delete", {"path": "/1"}, id="b")),
+        response(call("delete", {"path": "/2"}, id="c")),
+        text("ok"),
+    ])
+    agent.prompt("go")
+    agent.approve("b")
+    agent.continue_()
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c"]
+    agent.approve("c")
+    agent.continue_()
+    assert agent.messages[-1].content[0].text == "ok"
+    _assert_every_call_answered(agent.messages)
+
+
+def test_steering_waits_until_the_paused_calls_have_results():
+    agent, scripted = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    agent.approve("b")
+    agent.steer("also this")
+    agent.continue_()
+    roles = [m.role for m in agent.messages]
+    assert roles[:4] == ["user", "assistant", "toolResult", "user"]
+
+
+def test_approving_from_a_listener_during_the_run_is_taken_at_continue():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.subscribe(lambda e: agent.approve(e.tool_call_id) if e.type == "tool_approval_request" else None)
+    agent.prompt("go")
+    agent.continue_()
+    assert _tool_results(agent)["b"].content[0].text == "deleted /x"
+
+
+def test_reset_drops_pending_approvals():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"))])
+    agent.prompt("go")
+    agent.reset()
+    assert agent.pending_approvals == []
+
+
+def test_continue_after_the_transcript_was_replaced_says_so():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"))])
+    agent.prompt("go")
+    agent.approve("b")
+    agent.messages = []
+    with pytest.raises(RuntimeError, match=r"agent.reset\(\)"):
+        agent.continue_()
+
+
+def test_parallel_tools_still_run_concurrently_beside_a_waiting_call():
+    both = threading.Barrier(2, timeout=10)
+
+    def meet(tool_call_id, args, signal, on_update):
+        both.wait()
+        return AgentToolResult(content="met")
+
+    meeter = AgentTool("meet", "x", {"type": "object", "properties": {}}, meet)
+    agent, _ = _agent([response(call("meet", {}, id="m1"), call("delete", {"path": "/x"}, id="b"),
+                                call("meet", {}, id="m2"))], tools=[meeter, delete])
+    agent.prompt("go")
+    results = _tool_results(agent)
+    assert results["m1"].content[0].text == "met" and results["m2"].content[0].text == "met"
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["b"]
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+def test_session_records_requests_and_decisions_as_custom_entries(tmp_path):
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")],
+                      session=Session.create(path))
+    agent.prompt("go")
+    agent.deny("b", "no")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    customs = [line for line in lines if line["type"] == "custom"]
+    assert [c["customType"] for c in customs] == ["agentcore.approval"] * 2
+    assert customs[0]["data"] == {"kind": "request", "toolCallId": "b", "toolName": "delete",
+                                  "args": {"path": "/x"}}
+    assert customs[1]["data"] == {"kind": "decision", "toolCallId": "b", "approved": False, "reason": "no"}
+    # nothing but the reference's own message roles in message entries
+    assert {line["message"]["role"] for line in lines if line["type"] == "message"} <= {
+        "user", "assistant", "toolResult"}
+
+
+def test_session_resume_in_the_same_process_sees_pending_and_decisions(tmp_path):
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c"))],
+                      session=Session.create(path))
+    agent.prompt("go")
+    agent.approve("b", args={"path": "/edited"})
+    agent.session.close()
+
+    again, _ = _agent([text("ok")], session=Session.open(path))
+    assert [p.tool_call_id for p in again.pending_approvals] == ["b", "c"]
+    with pytest.raises(RuntimeError, match="delete c"):
+        again.continue_()  # b's decision was recorded, c's was not taken
+    again.deny("c")
+    again.continue_()
+    assert _tool_results(again)["b"].content[0].text == "deleted /edited"
+    again.session.close()
+    third, _ = _agent([], session=Session.open(path))
+    assert third.pending_approvals == []
+    _assert_every_call_answered(third.messages)
+
+
+_CHILD = textwrap.dedent('''
+    import json, sys
+    from agentcore import Agent, Session, tool
+    from agentcore.session import SqliteSessionStorage
+    from agentcore.testing import ScriptedModel, call, response, text
+
+    @tool(requires_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted " + path
+
+    kind, where, step = sys.argv[1], sys.argv[2], sys.argv[3]
+    if kind == "jsonl":
+        session = Session.create(where) if step == "pause" else Session.open(where)
+    else:
+        storage = (SqliteSessionStorage.create(where, session_id="s1") if step == "pause"
+                   else SqliteSessionStorage(where, "s1"))
+        session = Session(storage)
+    if step == "pause":
+        scripted = ScriptedModel([response(call("delete", {"path": "/x"}, id="b"),
+                                           call("delete", {"path": "/y"}, id="c"))])
+    else:
+        scripted = ScriptedModel([text("all done")])
+    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=[delete], session=session)
+    out = {}
+    if step == "pause":
+        agent.prompt("clean up")
+    elif step == "decide":
+        agent.approve("b")
+        agent.deny("c", "keep it")
+    else:
+        agent.continue_()
+        out["results"] = {m.tool_call_id: [m.content[0].text, m.is_error]
+                          for m in agent.messages if m.role == "toolResult"}
+        out["last"] = agent.messages[-1].content[0].text
+    out["pending"] = [[p.tool_call_id, p.tool_name, p.args] for p in agent.pending_approvals]
+    session.close()
+    print(json.dumps(out))
+''')
+
+
+def _child(tmp_path, *argv):
+    script = tmp_path / "child.py"
+    script.write_text(_CHILD)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_resume_in_fresh_processes(tmp_path, kind):
+    where = str(tmp_path / ("s.jsonl" if kind == "jsonl" else "s.db"))
+    paused = _child(tmp_path, kind, where, "pause")
+    assert paused["pending"] == [["b", "delete", {"path": "/x"}], ["c", "delete", {"path": "/y"}]]
+    decided = _child(tmp_path, kind, where, "decide")
+    assert decided["pending"] == paused["pending"]  # decided, still waiting for continue_()
+    resumed = _child(tmp_path, kind, where, "continue")
+    assert resumed["results"] == {"b": ["deleted /x", False], "c": ["keep it", True]}
+    assert resumed["last"] == "all done"
+    assert resumed["pending"] == []
+
+
+def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("later")],
+                      session=Session.create(path))
+    agent.prompt("go")
+    # the transcript moves on without the waiting call (a caller replacing it, an aborted resume)
+    from agentcore import AssistantMessage, TextContent, Usage
+    from agentcore.events import MessageEndEvent
+
+    later = AssistantMessage(content=[TextContent("x")], api="a", provider="p", model="m", usage=Usage(),
+                             stop_reason="aborted")
+    agent._process_event(MessageEndEvent(later))  # reduced, and recorded by the session link
+    assert agent.pending_approvals == []
+    agent.session.close()
+    again, _ = _agent([], session=Session.open(path))
+    assert again.pending_approvals == []
+
+
+def test_the_low_level_loop_pauses_and_resumes_with_a_resumption():
+    from agentcore import AgentContext, AgentLoopConfig, UserMessage, agent_loop, agent_loop_continue
+    from agentcore.approvals import ApprovalDecision, Resumption
+
+    scripted = ScriptedModel([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    context = AgentContext("", [], [delete])
+    config = AgentLoopConfig(model=scripted.model)
+    prompt = UserMessage("go")
+    stream = agent_loop([prompt], context, config, stream_fn=scripted.stream_fn)
+    events = list(stream)
+    assert [e.tool_call_id for e in events if e.type == "tool_approval_request"] == ["b"]
+    paused = stream.result()
+    assert paused[-1].role == "assistant"
+    context.messages = list(paused)  # the caller keeps the transcript at this level
+    resumed = agent_loop_continue(context, config, stream_fn=scripted.stream_fn,
+                                  resume=Resumption(paused[-1], {"b": ApprovalDecision(False, None, "no")}))
+    list(resumed)
+    roles = [(m.role, getattr(m, "is_error", None)) for m in resumed.result()]
+    assert roles == [("toolResult", True), ("assistant", None)]

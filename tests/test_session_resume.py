@@ -1,0 +1,174 @@
+"""Resuming an Agent from a session: which model it gets (issue 10 item 8).
+
+``Agent(session=...)`` without ``model=`` resumes with the session's last model: from the model
+registry, or rebuilt from the endpoint agentcore records on ``model_change`` entries (``api``,
+``baseUrl``: never a key or headers). When neither works the constructor raises before anything is
+written. The CLI side (``agentcore run --session``) is in test_cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+from agentcore import Agent, Model, Session
+from agentcore.session.agent_link import UnresolvedModelError, model_endpoint, session_model
+from agentcore.testing import ScriptedModel
+
+SECRET = "sk-resume-SECRET-77e1"
+
+
+def _entries(path: Path) -> List[Dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()][1:]
+
+
+def _record(path: Path, model: Model, **agent_options: Any) -> None:
+    """One prompt answered by a scripted stream, recorded into a new session at ``path``."""
+    scripted = ScriptedModel(["recorded answer"])
+    with Session.create(str(path)) as session:
+        agent = Agent(model, stream_fn=scripted.stream_fn, session=session, **agent_options)
+        agent.prompt("hello")
+
+
+LOCAL = Model(id="llama3", api="openai-completions", provider="local", base_url="http://127.0.0.1:8080/v1",
+              context_window=32768, max_tokens=4096)
+
+
+def test_a_local_model_is_recorded_with_its_endpoint_and_rebuilt_on_resume(tmp_path):
+    path = tmp_path / "local.jsonl"
+    _record(path, LOCAL, api_key=SECRET)
+    change = [e for e in _entries(path) if e["type"] == "model_change"]
+    assert change == [dict(change[0], provider="local", modelId="llama3", api="openai-completions",
+                           baseUrl="http://127.0.0.1:8080/v1", contextWindow=32768, maxTokens=4096,
+                           reasoning=False)]
+    assert SECRET not in path.read_text()
+    with Session.open(str(path)) as session:
+        agent = Agent(session=session)  # no model=: the session's
+        model = agent.state.model
+        assert (model.id, model.provider, model.api, model.base_url, model.context_window, model.max_tokens) == (
+            "llama3", "local", "openai-completions", "http://127.0.0.1:8080/v1", 32768, 4096)
+        assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+
+
+def test_an_unresolvable_model_fails_at_construction_and_writes_nothing(tmp_path):
+    path = tmp_path / "old.jsonl"
+    with Session.create(str(path)) as session:  # a file from before endpoints were recorded
+        session.append_model_change("local", "llama3")
+        session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+    before = path.read_bytes()
+    with Session.open(str(path)) as session:
+        with pytest.raises(UnresolvedModelError) as raised:
+            Agent(session=session)
+    message = str(raised.value)
+    assert "'local/llama3'" in message and "model=" in message and "--base-url" in message
+    assert isinstance(raised.value, KeyError)  # an UnknownModelError, as for Agent(model="x/y")
+    assert path.read_bytes() == before
+    with Session.open(str(path)) as session:  # a stream_fn answers without a resolvable model: allowed
+        scripted = ScriptedModel(["fine"])
+        agent = Agent(session=session, stream_fn=scripted.stream_fn)
+        assert agent.state.model.id == "unknown" and len(agent.state.messages) == 1
+        agent = Agent(LOCAL, session=session)  # an explicit model: nothing to resolve
+        assert agent.state.model is LOCAL
+
+
+def test_a_resumed_file_without_endpoint_gets_one_recorded(tmp_path):
+    path = tmp_path / "old.jsonl"
+    with Session.create(str(path)) as session:
+        session.append_model_change("local", "llama3")
+    with Session.open(str(path)) as session:
+        scripted = ScriptedModel(["answer"])
+        Agent(LOCAL, session=session, stream_fn=scripted.stream_fn).prompt("again")
+    changes = [e for e in _entries(path) if e["type"] == "model_change"]
+    assert len(changes) == 2 and changes[-1]["baseUrl"] == "http://127.0.0.1:8080/v1"
+    with Session.open(str(path)) as session:
+        assert Agent(session=session).state.model.base_url == "http://127.0.0.1:8080/v1"
+        scripted = ScriptedModel(["three"])
+        Agent(LOCAL, session=session, stream_fn=scripted.stream_fn).prompt("third")
+    assert len([e for e in _entries(path) if e["type"] == "model_change"]) == 2  # nothing changed: no entry
+
+
+def test_a_session_file_never_decides_where_a_providers_key_goes(tmp_path):
+    """A recorded URL is used only for providers without an API-key variable; a catalog model always
+    comes from the catalog, whatever URL the file records."""
+    path = tmp_path / "crafted.jsonl"
+    with Session.create(str(path)) as session:
+        session.append_model_change("openai", "not-in-catalog", extra={"api": "openai-completions",
+                                                                       "baseUrl": "http://evil.example/v1"})
+        session.append_model_change("anthropic", "claude-sonnet-4-5", extra={
+            "api": "anthropic-messages", "baseUrl": "http://evil.example/v1"})
+    with Session.open(str(path)) as session:
+        assert "evil" not in Agent(session=session).state.model.base_url  # the catalog's URL
+        ref = [e for e in session.get_branch() if e.type == "model_change"][0]
+        from agentcore.session.context import ModelRef
+
+        with pytest.raises(UnresolvedModelError, match="takes its API key from the environment"):
+            session_model(session, ModelRef(ref.provider, ref.model_id))
+
+
+def test_the_recorded_endpoint_holds_no_secrets():
+    model = Model(id="m", api="openai-completions", provider="local", base_url="http://user:pw@host:1/v1",
+                  headers={"Authorization": "Bearer " + SECRET})
+    assert model_endpoint(model) == {"api": "openai-completions", "contextWindow": 128000, "maxTokens": 16384,
+                                     "reasoning": False}
+    model.base_url = "http://host:1/v1?key=" + SECRET
+    assert "baseUrl" not in model_endpoint(model)
+    model.base_url = "http://host:1/v1"
+    assert model_endpoint(model)["baseUrl"] == "http://host:1/v1" and SECRET not in json.dumps(model_endpoint(model))
+
+
+def test_agent_plugins_registry_resolves_the_session_model(tmp_path):
+    """A model registered by a plugin passed to this agent only is found on resume."""
+    class Models:
+        from agentcore import hookimpl
+
+        @hookimpl
+        def register_models(self, register):
+            register(Model(id="house", api="openai-completions", provider="house", base_url="http://house/v1"))
+
+    session = Session.in_memory()
+    session.append_model_change("house", "house")
+    agent = Agent(session=session, plugins=[Models()])
+    assert agent.state.model.base_url == "http://house/v1"
+
+
+class _Completions(BaseHTTPRequestHandler):
+    """An OpenAI-compatible endpoint answering "resumed" and recording the requested model."""
+
+    seen: List[str] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).seen.append(body["model"])
+        chunks = [{"choices": [{"index": 0, "delta": {"content": "resumed"}, "finish_reason": None}]},
+                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_the_resumed_local_model_reaches_its_server(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Completions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        path = tmp_path / "s.jsonl"
+        _record(path, Model(id="Qwen/Qwen2.5-7B-Instruct", api="openai-completions", provider="local", base_url=url))
+        with Session.open(str(path)) as session:
+            messages = Agent(session=session).prompt("and now?")
+        assert messages[-1].stop_reason == "stop" and messages[-1].text == "resumed"
+        assert _Completions.seen == ["Qwen/Qwen2.5-7B-Instruct"]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,495 @@
+"""Structured output (issue 13): ``Agent.ask(prompt, output_type, *, images=None, retries=2)``.
+
+The rules run on the scripted model (tool mode: its api has no native structured output; native
+mode: forced with ``compat={"supportsStructuredOutputs": True}``). The wire tests run ``ask`` on
+each of the four wire APIs against a local HTTP server replaying a crafted SSE answer and check
+the request body carries the schema natively (or the ``final_result`` tool where it cannot).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Optional, TypedDict
+
+import pytest
+
+from agentcore import Agent, AgentToolResult, AskError, OutputValidationError, TextContent, tool
+from agentcore.session import Session
+from agentcore.structured import FINAL_RESULT_TOOL, output_spec, parse_concise_schema, supports_native
+from agentcore.testing import ScriptedModel, error, text, tool_call
+from agentcore.types import Model
+from _servers import Reply, ScriptedServer, sse
+
+
+@dataclass
+class Address:
+    city: str
+    zip: Optional[str] = None
+
+
+@dataclass
+class Person:
+    """A person.
+
+    Attributes:
+        name: the full name
+    """
+
+    name: str
+    age: int
+    addresses: List[Address] = field(default_factory=list)
+    nickname: Optional[str] = None
+
+
+class Point(TypedDict):
+    x: int
+    y: int
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+SCHEMA = {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+          "required": ["title", "year"]}
+
+PERSON_JSON = {"name": "Ann", "age": 41, "addresses": [{"city": "Oslo"}], "nickname": None}
+PERSON = Person("Ann", 41, [Address("Oslo")], None)
+
+# (output_type, the JSON value the model gives, the value ask returns)
+KINDS = [
+    pytest.param(SCHEMA, {"title": "Dune", "year": 1965}, {"title": "Dune", "year": 1965}, id="schema-dict"),
+    pytest.param(Person, PERSON_JSON, PERSON, id="dataclass"),
+    pytest.param(Point, {"x": 1, "y": 2}, {"x": 1, "y": 2}, id="typeddict"),
+    pytest.param(Color, "green", Color.GREEN, id="enum"),
+    pytest.param(Literal["yes", "no"], "no", "no", id="literal"),
+    pytest.param(str, "hello", "hello", id="str"),
+    pytest.param(int, 42, 42, id="int"),
+    pytest.param(float, 2.5, 2.5, id="float"),
+    pytest.param(bool, True, True, id="bool"),
+    pytest.param(List[Address], [{"city": "Rome"}], [Address("Rome")], id="list-of-dataclass"),
+]
+
+
+def _wire(output_type: Any, value: Any) -> Dict[str, Any]:
+    """What the model sends for ``value``: the object itself, or ``{"result": value}``."""
+    return value if not output_spec(output_type).wrapped else {"result": value}
+
+
+def _native(scripted: ScriptedModel) -> ScriptedModel:
+    scripted.model.compat = {"supportsStructuredOutputs": True}
+    return scripted
+
+
+def _assert_valid_transcript(messages: List[Any]) -> None:
+    """Every tool call has its result right after its assistant message (providers require it)."""
+    for index, message in enumerate(messages):
+        if message.role == "assistant" and message.tool_calls:
+            results = {m.tool_call_id for m in messages[index + 1:index + 1 + len(message.tool_calls)]
+                       if m.role == "toolResult"}
+            assert results == {c.id for c in message.tool_calls}
+
+
+# --------------------------------------------------------------------------- output types
+
+
+@pytest.mark.parametrize("output_type,answer,expected", KINDS)
+def test_every_kind_of_output_type_in_tool_mode(output_type, answer, expected):
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, _wire(output_type, answer))])
+    agent = Agent(scripted.model)
+    assert agent.ask("q", output_type) == expected
+    sent = {t.name: t for t in scripted.contexts[0].tools}
+    assert sent[FINAL_RESULT_TOOL].parameters["type"] == "object"
+    assert "output_schema" not in scripted.options[0]
+    assert [t.name for t in agent.state.tools] == []  # the final-result tool was for that run only
+
+
+@pytest.mark.parametrize("output_type,answer,expected", KINDS)
+def test_every_kind_of_output_type_in_native_mode(output_type, answer, expected):
+    scripted = _native(ScriptedModel([text(json.dumps(_wire(output_type, answer)))]))
+    agent = Agent(scripted.model)
+    assert agent.ask("q", output_type) == expected
+    assert scripted.options[0]["output_schema"] == output_spec(output_type).wire_schema
+    assert FINAL_RESULT_TOOL not in [t.name for t in scripted.contexts[0].tools]
+    assert agent.options.output_schema is None  # not left behind for the next prompt()
+
+
+def test_schemas_of_python_types_come_from_the_tool_schema_code():
+    person = output_spec(Person)
+    assert not person.wrapped and person.wire_schema["required"] == ["name", "age"]
+    assert person.wire_schema["additionalProperties"] is False  # a dataclass takes no other keys
+    assert person.wire_schema["properties"]["name"]["description"] == "the full name"
+    address = person.wire_schema["properties"]["addresses"]["items"]
+    assert address["additionalProperties"] is False and address["required"] == ["city"]
+    assert person.wire_schema["properties"]["nickname"] == {"type": ["string", "null"]}
+    number = output_spec(int)
+    assert number.wrapped and number.wire_schema["properties"] == {"result": {"type": "integer"}}
+    assert output_spec(SCHEMA).schema == SCHEMA  # a user's schema is sent as given
+
+
+def test_a_markdown_fenced_answer_is_accepted():
+    scripted = _native(ScriptedModel([text('```json\n{"x": 1, "y": 2}\n```')]))
+    assert Agent(scripted.model).ask("q", Point) == {"x": 1, "y": 2}
+
+
+def test_bad_output_types_fail_before_any_request():
+    scripted = ScriptedModel([text("never")])
+    agent = Agent(scripted.model)
+    with pytest.raises(TypeError, match="has no JSON schema"):
+        agent.ask("q", object())
+    with pytest.raises(ValueError, match="not a valid JSON schema"):
+        agent.ask("q", {"type": "no-such-type"})
+    with pytest.raises(ValueError, match="retries"):
+        agent.ask("q", int, retries=-1)
+    assert scripted.calls == 0 and agent.state.messages == []
+
+
+def test_pydantic_model():
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is not installed (it is optional)")
+
+    class Movie(pydantic.BaseModel):
+        title: str
+        year: int
+
+        @pydantic.field_validator("year")
+        @classmethod
+        def not_future(cls, value: int) -> int:
+            if value > 2100:
+                raise ValueError("year is in the future")
+            return value
+
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 3000}),
+                              tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 1965})])
+    movie = Agent(scripted.model).ask("q", Movie)
+    assert isinstance(movie, Movie) and (movie.title, movie.year) == ("Dune", 1965)
+    assert "year is in the future" in scripted.contexts[1].messages[-1].text  # a pydantic validator
+
+
+def test_ask_never_imports_pydantic_for_other_types():
+    code = ("import sys\nfrom dataclasses import dataclass\nfrom agentcore import Agent\n"
+            "from agentcore.testing import ScriptedModel, tool_call\n"
+            "@dataclass\nclass P:\n    x: int\n"
+            "s = ScriptedModel([tool_call('final_result', {'x': 1})])\n"
+            "assert Agent(s.model).ask('q', P) == P(1)\n"
+            "assert 'pydantic' not in sys.modules, 'pydantic was imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --------------------------------------------------------------------------- retries
+
+
+def test_first_two_answers_fail_validation_then_the_third_is_returned():
+    scripted = ScriptedModel([
+        tool_call(FINAL_RESULT_TOOL, {"name": "Ann"}),  # age missing
+        tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": "old"}),  # not an integer
+        tool_call(FINAL_RESULT_TOOL, PERSON_JSON),
+    ])
+    agent = Agent(scripted.model)
+    assert agent.ask("Who?", Person) == PERSON
+    assert scripted.calls == 3
+    first_error = scripted.contexts[1].messages[-1]
+    assert first_error.role == "toolResult" and first_error.is_error
+    assert "must have required property 'age'" in first_error.text
+    assert "age: must be integer" in scripted.contexts[2].messages[-1].text
+    _assert_valid_transcript(agent.state.messages)
+    assert agent.state.messages[-1].role == "toolResult" and not agent.state.messages[-1].is_error
+
+
+def test_native_answers_that_fail_go_back_as_a_user_message():
+    scripted = _native(ScriptedModel([text("I think Ann"), text('{"x": 1}'), text('{"x": 1, "y": 2}')]))
+    agent = Agent(scripted.model)
+    assert agent.ask("q", Point) == {"x": 1, "y": 2}
+    roles = [m.role for m in agent.state.messages]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert "the answer is not JSON" in agent.state.messages[2].text
+    assert "must have required property 'y'" in agent.state.messages[4].text
+    assert "Reply again with only the corrected JSON" in agent.state.messages[4].text
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["tool", "native"])
+def test_retries_exhausted_raise_output_validation_error(native):
+    bad = {"x": "one", "y": 2}
+    answers = [text(json.dumps(bad)) if native else tool_call(FINAL_RESULT_TOOL, bad) for _ in range(2)]
+    scripted = ScriptedModel(answers + [text("never asked")])
+    if native:
+        _native(scripted)
+    agent = Agent(scripted.model)
+    with pytest.raises(OutputValidationError) as caught:
+        agent.ask("q", Point, retries=1)
+    assert scripted.calls == 2  # the first answer and one retry
+    assert caught.value.errors == ["x: must be integer"]
+    assert json.loads(caught.value.raw) == bad and caught.value.attempts == 2
+    _assert_valid_transcript(agent.state.messages)
+    agent.prompt("still usable")  # the agent is idle, its transcript valid for the provider
+    assert agent.state.messages[-1].text == "never asked"
+
+
+def test_retries_zero_raise_on_the_first_failure():
+    scripted = ScriptedModel(["plain text"])
+    with pytest.raises(OutputValidationError, match="not JSON"):
+        Agent(scripted.model).ask("q", int, retries=0)
+
+
+def test_a_text_answer_in_tool_mode_asks_for_the_tool():
+    scripted = ScriptedModel(["It is 4.", tool_call(FINAL_RESULT_TOOL, {"result": 4})])
+    agent = Agent(scripted.model)
+    assert agent.ask("2+2?", int) == 4
+    assert f"Call the {FINAL_RESULT_TOOL} tool" in agent.state.messages[2].text
+
+
+# --------------------------------------------------------------------------- tools, abort, failure
+
+
+def test_tools_stay_usable_during_an_ask():
+    @tool
+    def lookup(name: str) -> str:
+        """Look a person up."""
+        return f"{name} is 41"
+
+    scripted = ScriptedModel([tool_call("lookup", {"name": "Ann"}),
+                              tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": 41})])
+    agent = Agent(scripted.model, tools=[lookup])
+    assert agent.ask("How old is Ann?", Person) == Person("Ann", 41)
+    assert [t.name for t in scripted.contexts[0].tools] == ["lookup", FINAL_RESULT_TOOL]
+    assert scripted.contexts[1].messages[-1].text == "Ann is 41"
+    assert [t.name for t in agent.state.tools] == ["lookup"]
+
+
+def test_tools_in_native_mode_then_the_json_answer():
+    @tool
+    def lookup(name: str) -> str:
+        """Look a person up."""
+        return "41"
+
+    scripted = _native(ScriptedModel([tool_call("lookup", {"name": "Ann"}), text('{"result": 41}')]))
+    assert Agent(scripted.model, tools=[lookup]).ask("q", int) == 41
+    assert all(o["output_schema"]["properties"] == {"result": {"type": "integer"}} for o in scripted.options)
+
+
+def test_an_aborted_ask_raises_ask_error_and_leaves_the_transcript_valid():
+    holder: Dict[str, Agent] = {}
+
+    def stop(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        holder["agent"].abort("user pressed stop")
+        return AgentToolResult([TextContent("stopped")])
+
+    from agentcore import AgentTool
+
+    stopper = AgentTool("stop", "stop", {"type": "object"}, stop)
+    scripted = ScriptedModel([tool_call("stop", {}), tool_call(FINAL_RESULT_TOOL, {"result": 1})])
+    agent = holder["agent"] = Agent(scripted.model, tools=[stopper])
+    with pytest.raises(AskError, match="aborted.*user pressed stop") as caught:
+        agent.ask("q", int)
+    assert caught.value.stop_reason == "aborted"
+    _assert_valid_transcript(agent.state.messages)
+    assert agent.state.messages[-1].stop_reason == "aborted" and scripted.calls == 1
+
+
+def test_a_failed_run_raises_ask_error():
+    scripted = ScriptedModel([error("upstream is down")])
+    agent = Agent(scripted.model)
+    with pytest.raises(AskError, match="failed.*upstream is down") as caught:
+        agent.ask("q", int)
+    assert caught.value.stop_reason == "error" and not agent.state.is_streaming
+
+
+def test_ask_while_a_run_is_active_is_refused():
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        entered.set()
+        release.wait()
+        return AgentToolResult([TextContent("ok")])
+
+    from agentcore import AgentTool
+
+    scripted = ScriptedModel([tool_call("slow", {}), "done"])
+    agent = Agent(scripted.model, tools=[AgentTool("slow", "slow", {"type": "object"}, slow)])
+    agent.prompt("go", wait=False)
+    entered.wait()
+    try:
+        with pytest.raises(RuntimeError, match="already processing"):
+            agent.ask("q", int)
+    finally:
+        release.set()
+        agent.wait_for_idle()
+    assert "_resolve_tools" not in vars(agent) and "_build_loop_config" not in vars(agent)
+
+
+def test_events_and_session_records_are_those_of_a_prompt(tmp_path):
+    path = tmp_path / "s.jsonl"
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"x": 1}),
+                              tool_call(FINAL_RESULT_TOOL, {"x": 1, "y": 2})])
+    with Session.create(str(path)) as session:
+        agent = Agent(scripted.model, session=session)
+        seen: List[str] = []
+        agent.subscribe(lambda event: seen.append(event.type))
+        assert agent.ask("q", Point) == {"x": 1, "y": 2}
+        live = [m.to_dict() for m in agent.state.messages]
+    assert seen[0] == "agent_start" and seen[-1] == "agent_end" and seen.count("agent_start") == 1
+    assert seen.count("tool_execution_end") == 2
+    with Session.open(str(path)) as again:
+        restored = Agent(scripted.model, session=again)
+        assert [m.to_dict() for m in restored.state.messages] == live
+        assert [m.role for m in restored.state.messages] == ["user", "assistant", "toolResult",
+                                                             "assistant", "toolResult"]
+
+
+# --------------------------------------------------------------------------- native or tool
+
+
+@pytest.mark.parametrize("api,model_id,has_tools,native", [
+    ("openai-completions", "gpt-4o", True, True),
+    ("openai-responses", "gpt-5", True, True),
+    ("google-generative-ai", "gemini-2.5-flash", False, True),
+    ("google-generative-ai", "gemini-2.5-flash", True, False),
+    ("anthropic-messages", "claude-sonnet-4-5-20250929", True, True),
+    ("anthropic-messages", "claude-haiku-4-5", False, True),
+    ("anthropic-messages", "claude-opus-4-1-20250805", False, True),
+    ("anthropic-messages", "claude-sonnet-4-20250514", False, False),
+    ("anthropic-messages", "claude-3-5-haiku-latest", False, False),
+    ("bedrock-converse-stream", "x", False, False),
+])
+def test_native_structured_output_where_the_api_has_it(api, model_id, has_tools, native):
+    assert supports_native(Model(id=model_id, api=api), has_tools) is native
+
+
+def test_compat_flag_overrides_the_choice():
+    local = Model(id="llama", api="openai-completions", compat={"supportsStructuredOutputs": False})
+    assert supports_native(local, False) is False
+
+
+def test_concise_schema():
+    assert parse_concise_schema("name, age int, tags list") == {
+        "type": "object", "additionalProperties": False, "required": ["name", "age", "tags"],
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                       "tags": {"type": "array", "items": {"type": "string"}}}}
+    multi = parse_concise_schema("score float: from 0 to 1\nok bool")
+    assert multi["properties"]["score"] == {"type": "number", "description": "from 0 to 1"}
+    with pytest.raises(ValueError, match="unknown type 'date'"):
+        parse_concise_schema("when date")
+
+
+# --------------------------------------------------------------------------- the four wire APIs
+
+
+def _openai_chat(answer: str) -> str:
+    return sse({"choices": [{"index": 0, "delta": {"content": answer}, "finish_reason": None}]},
+               {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, done=True)
+
+
+def _responses(answer: str) -> str:
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    done = dict(item, status="completed", content=[{"type": "output_text", "text": answer, "annotations": []}])
+    payloads = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+         "part": {"type": "output_text", "text": ""}},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+         "delta": answer},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": {
+            "input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}},
+    ]
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+def _anthropic(answer: Any) -> str:
+    if isinstance(answer, str):
+        start = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": answer}
+        stop = "end_turn"
+    else:
+        start = {"type": "tool_use", "id": "toolu_1", "name": FINAL_RESULT_TOOL, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(answer)}
+        stop = "tool_use"
+    payloads = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                              "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": start},
+        {"type": "content_block_delta", "index": 0, "delta": delta},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
+
+
+def _google(answer: Any) -> str:
+    part = {"text": answer} if isinstance(answer, str) else {
+        "functionCall": {"name": FINAL_RESULT_TOOL, "args": answer}}
+    return sse({"candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP"}],
+                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3}})
+
+
+WIRES = {
+    "openai-completions": ("gpt-4o", "/v1", _openai_chat),
+    "openai-responses": ("gpt-5", "/v1", _responses),
+    "anthropic-messages": ("claude-sonnet-4-5", "", _anthropic),
+    "google-generative-ai": ("gemini-2.5-flash", "/v1beta", _google),
+}
+
+
+def _native_schema(api: str, body: Dict[str, Any]) -> Dict[str, Any]:
+    """The output schema as the request body of ``api`` carries it."""
+    if api == "openai-completions":
+        assert body["response_format"]["type"] == "json_schema"
+        return body["response_format"]["json_schema"]["schema"]
+    if api == "openai-responses":
+        assert body["text"]["format"]["type"] == "json_schema" and body["text"]["format"]["name"]
+        return body["text"]["format"]["schema"]
+    if api == "anthropic-messages":
+        assert body["output_config"]["format"]["type"] == "json_schema"
+        return dict(body["output_config"]["format"]["schema"], title=None)
+    assert body["generationConfig"]["responseMimeType"] == "application/json"
+    return body["generationConfig"]["responseJsonSchema"]
+
+
+@pytest.mark.parametrize("api", sorted(WIRES))
+@pytest.mark.parametrize("output_type,answer,expected", KINDS)
+def test_ask_on_each_wire_api_sends_the_native_schema(api, output_type, answer, expected):
+    model_id, prefix, reply = WIRES[api]
+    with ScriptedServer([Reply(body=reply(json.dumps(_wire(output_type, answer))), chunk_size=9)]) as server:
+        model = Model(id=model_id, api=api, provider="test", base_url=server.url + prefix)
+        assert Agent(model, api_key="k-test").ask("q", output_type) == expected
+        body = server.requests[0].json()
+    wire = output_spec(output_type).wire_schema
+    sent = _native_schema(api, body)
+    if api == "anthropic-messages":
+        wire = dict(wire, title=None)
+    assert sent == wire
+    assert "tools" not in body or FINAL_RESULT_TOOL not in json.dumps(body["tools"])
+
+
+@pytest.mark.parametrize("api,model_id", [("google-generative-ai", "gemini-2.5-flash"),
+                                          ("anthropic-messages", "claude-sonnet-4-20250514")])
+def test_ask_falls_back_to_the_final_result_tool_on_the_wire(api, model_id):
+    @tool
+    def lookup(name: str) -> str:
+        """Look a person up."""
+        return "41"
+
+    _, prefix, reply = WIRES[api]
+    with ScriptedServer([Reply(body=reply({"name": "Ann", "age": 41}))]) as server:
+        model = Model(id=model_id, api=api, provider="test", base_url=server.url + prefix)
+        assert Agent(model, api_key="k-test", tools=[lookup]).ask("q", Person) == Person("Ann", 41)
+        body = server.requests[0].json()
+    assert "response_format" not in body and "output_config" not in body
+    assert "responseJsonSchema" not in body.get("generationConfig", {})
+    assert FINAL_RESULT_TOOL in json.dumps(body["tools"]) and "lookup" in json.dumps(body["tools"])
+
+
+def test_images_go_with_the_prompt():
+    from agentcore import ImageContent
+
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": "cat"})])
+    image = ImageContent(data="aGk=", mime_type="image/png")
+    assert Agent(scripted.model).ask("What animal?", str, images=[image]) == "cat"
+    assert scripted.contexts[0].messages[0].content[1] == image

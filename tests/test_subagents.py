@@ -1,0 +1,174 @@
+"""Sub-agents (issue 13, DESIGN §6): ``agent.as_tool(name, description, *, keep_history=False)``."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from agentcore import Agent, AgentTool, AgentToolResult, Session, SqliteSessionStorage, Usage, UsageCost
+from agentcore.testing import ScriptedModel, call, response, text
+
+
+def _usage(tokens, cost):
+    return Usage(input=tokens, output=tokens, total_tokens=2 * tokens,
+                 cost=UsageCost(input=cost, output=cost, total=2 * cost))
+
+
+def _parent(responses, sub_tool, **kwargs):
+    scripted = ScriptedModel(responses)
+    return Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=[sub_tool], **kwargs), scripted
+
+
+def _results(agent):
+    return {m.tool_call_id: m for m in agent.messages if m.role == "toolResult"}
+
+
+def test_as_tool_prompts_the_agent_and_returns_its_final_text():
+    worker = ScriptedModel([text("the answer is 42", usage=_usage(10, 0.5))])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, system_prompt="You research.")
+    research = sub.as_tool("research", "Research a question")
+    assert isinstance(research, AgentTool)
+    assert research.parameters["required"] == ["task"]
+
+    parent, _ = _parent([response(call("research", {"task": "what is 6*7?"}, id="r")), text("42")], research)
+    parent.prompt("go")
+    result = _results(parent)["r"]
+    assert result.is_error is False
+    assert result.content[0].text == "the answer is 42"
+    assert worker.contexts[0].system_prompt == "You research."
+    assert worker.contexts[0].messages[0].content[0].text == "what is 6*7?"
+    assert sub.messages == []  # a fresh agent ran, not the template
+
+
+def test_usage_rolls_up_into_the_tool_result():
+    inner_tool = AgentTool("noop", "x", {"type": "object", "properties": {}},
+                           lambda *a: AgentToolResult(content="ok", usage=_usage(1, 0.01)))
+    worker = ScriptedModel([response(call("noop", {}), usage=_usage(10, 0.5)), text("done", usage=_usage(5, 0.25))])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[inner_tool])
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
+    parent.prompt("go")
+    usage = _results(parent)["h"].usage
+    assert (usage.input, usage.output, usage.total_tokens) == (16, 16, 32)
+    assert usage.cost.total == pytest.approx(2 * (0.5 + 0.25 + 0.01))
+
+
+def test_sub_agent_events_reach_the_parent_as_tool_execution_updates():
+    worker = ScriptedModel([text("hello there")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
+    updates = []
+    parent.subscribe(lambda e: updates.append(e) if e.type == "tool_execution_update" else None)
+    parent.prompt("go")
+    kinds = [u.partial_result.details["event"].type for u in updates]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "message_update" in kinds
+    assert all(u.tool_call_id == "h" and u.partial_result.details["subagent"] == "helper" for u in updates)
+    assert updates[-2].partial_result.content[0].text == "hello there"
+
+
+def test_a_failing_sub_agent_gives_an_error_result():
+    worker = ScriptedModel([ScriptedModel.error("provider down")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
+    parent.prompt("go")
+    result = _results(parent)["h"]
+    assert result.is_error
+    assert "sub-agent 'helper' failed: provider down" in result.content[0].text
+    assert parent.messages[-1].content[0].text == "ok"
+
+
+def test_parent_abort_aborts_the_sub_agent_mid_run():
+    started = threading.Event()
+
+    def slow(tool_call_id, args, signal, on_update):
+        started.set()
+        signal.wait(30)  # returns as soon as the sub-agent's run is aborted
+        return AgentToolResult(content="late")
+
+    worker = ScriptedModel([response(call("slow", {})), text("never")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn,
+                tools=[AgentTool("slow", "x", {"type": "object", "properties": {}}, slow)])
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h"))], sub.as_tool("helper", "h"))
+    parent.prompt("go", wait=False)
+    assert started.wait(10)
+    parent.abort("stop")
+    assert parent.wait_for_idle(30)
+    result = _results(parent)["h"]
+    assert result.is_error and "was aborted" in result.content[0].text
+    assert worker.calls == 1  # the sub-agent never called its model again
+
+
+def test_parallel_calls_never_share_a_transcript():
+    both = threading.Barrier(2, timeout=10)
+
+    def meet(tool_call_id, args, signal, on_update):
+        both.wait()  # both sub-agents are mid-run at the same time
+        return AgentToolResult(content="met")
+
+    worker = ScriptedModel([response(call("meet", {})), response(call("meet", {})), text("a"), text("b")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn,
+                tools=[AgentTool("meet", "x", {"type": "object", "properties": {}}, meet)])
+    parent, _ = _parent([response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")),
+                         text("ok")], sub.as_tool("helper", "h"))
+    parent.prompt("go")
+    results = _results(parent)
+    assert not results["h1"].is_error and not results["h2"].is_error
+    # every model request of a sub-agent saw exactly one task
+    for context in worker.contexts:
+        users = [m for m in context.messages if m.role == "user"]
+        assert len(users) == 1
+    assert {r.details["messages"] for r in results.values()} == {4}
+
+
+def test_keep_history_uses_the_one_agent_and_serialises_calls():
+    worker = ScriptedModel([text("first"), text("second")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    parent, _ = _parent([response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")),
+                         text("ok")], sub.as_tool("helper", "h", keep_history=True))
+    parent.prompt("go")
+    assert [m.role for m in sub.messages] == ["user", "assistant", "user", "assistant"]
+    assert len(worker.contexts[1].messages) == 3  # the second call saw the first one's history
+
+
+def test_with_a_jsonl_parent_session_the_run_is_recorded_next_to_it(tmp_path):
+    worker = ScriptedModel([text("sub answer")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    path = tmp_path / "parent.jsonl"
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h/1")), text("ok")],
+                        sub.as_tool("helper", "h"), session=Session.create(path))
+    parent.prompt("go")
+    link = _results(parent)["h/1"].details["session"]
+    assert link["path"] == str(tmp_path / "parent.helper-h_1.jsonl")
+    child = Session.open(link["path"], read_only=True)
+    assert child.header.parent_session == str(path)
+    assert [m.role for m in child.build_context().messages] == ["user", "assistant"]
+    # the link is in the parent's file too
+    parent_lines = [json.loads(line) for line in path.read_text().splitlines()]
+    recorded = [line["message"] for line in parent_lines if line.get("type") == "message"
+                and line["message"]["role"] == "toolResult"]
+    assert recorded[0]["details"]["session"] == link
+
+
+def test_with_a_sqlite_parent_session_the_run_is_a_session_in_the_same_db(tmp_path):
+    worker = ScriptedModel([text("sub answer")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    db = tmp_path / "s.db"
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")],
+                        sub.as_tool("helper", "h"), session=Session(SqliteSessionStorage.create(db)))
+    parent.prompt("go")
+    link = _results(parent)["h"].details["session"]
+    assert link["path"] == str(db) and link["id"] != parent.session.id
+    child = Session(SqliteSessionStorage(db, link["id"], read_only=True))
+    assert [m.role for m in child.build_context().messages] == ["user", "assistant"]
+
+
+def test_a_sub_agent_that_would_pause_for_approval_is_an_error():
+    guarded = AgentTool("rm", "x", {"type": "object", "properties": {}}, lambda *a: None, requires_approval=True)
+    worker = ScriptedModel([response(call("rm", {}))])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[guarded])
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
+    parent.prompt("go")
+    result = _results(parent)["h"]
+    assert result.is_error and "paused for approval of rm" in result.content[0].text
