@@ -61,6 +61,7 @@ _EXPORTS: Dict[str, List[str]] = {
         "SessionRepository", "SessionError", "SessionLockedError", "SessionContext", "SessionStats",
         "attach_session", "restore_agent",
     ],
+    "session.urls": ["open_session"],
     # compaction and branch summaries
     "session.compaction_tokens": ["CompactionSettings"],
     "session.compaction": ["CompactionError", "CompactionDecision"],
@@ -159,6 +160,7 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
         SessionStats as SessionStats, attach_session as attach_session,
         restore_agent as restore_agent,
     )
+    from .session.urls import open_session as open_session
     from .session.compaction_tokens import (
         CompactionSettings as CompactionSettings,
     )

@@ -15,7 +15,7 @@ on its answer (see :class:`agentcore.plugins.AgentHooks`), so a third party call
 ``agent.plugins.hook.X(...)`` gets what the agent acts on. ``firstresult`` hooks stop at the first
 non-None result; the others return the list of non-None results in call order. Hook wrappers
 (``@hookimpl(wrapper=True)``, and old-style ``hookwrapper=True``) work on every hook that is called
-through pluggy (all but the three ``register_*`` hooks, whose implementations the registries call
+through pluggy (all but the four ``register_*`` hooks, whose implementations the registries call
 one by one to record which plugin registered what). An ``async def`` implementation's coroutine
 is its (non-None) result; agentcore runs it to completion.
 """
@@ -174,6 +174,24 @@ def register_models(register: Callable[[Model], None]) -> None:
 
     Combination: every implementation runs, in registration order; for a duplicate
     ``provider/id`` the later-registered plugin wins. Exceptions are reported as for
+    :func:`register_tools`.
+    """
+
+
+@hookspec
+def register_storages(register: Callable[[Any], None]) -> None:
+    """Register session-storage URL schemes by calling ``register(scheme)`` for each.
+
+    When: as :func:`register_tools`, for the storage registry: the first
+    :func:`agentcore.open_session` call of a process (and ``agentcore plugins``). ``register``
+    takes an :class:`agentcore.session.urls.StorageScheme` (anything with a non-empty ``scheme``,
+    e.g. ``"postgresql"``, and ``open(url, *, read_only, create)`` returning a
+    :class:`~agentcore.session.SessionStorage` for that URL or raising ``SessionError``/``ValueError``
+    naming the problem, never echoing a password). Schemes are compared in lower case.
+
+    Combination: every implementation runs, in registration order; for a duplicate scheme the
+    later-registered plugin wins. The built-in ``jsonl``, ``sqlite`` and ``memory`` schemes are
+    registered this way too (plugin ``agentcore._session_schemes``). Exceptions are reported as for
     :func:`register_tools`.
     """
 

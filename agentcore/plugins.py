@@ -16,7 +16,8 @@ try/except; a failure is warned about once, remembered and listed by :func:`plug
 breaks other plugins.
 
 The registries (tools by name, providers by wire API, models by ``"provider/id"``) are built from the
-``register_tools``/``register_providers``/``register_models`` hooks of a manager, each kind on its
+``register_tools``/``register_providers``/``register_models`` hooks of a manager (and the session
+URL schemes from ``register_storages``), each kind on its
 first lookup, cached, and rebuilt when a plugin is registered or unregistered. For a duplicate key
 the plugin registered later wins; a plugin cannot replace its own earlier registration. The provider
 and model registrations of the built-in and entry-point plugins are computed once per process and
@@ -74,9 +75,11 @@ BUILTIN_PLUGINS: List[str] = [
     "agentcore.providers._plugin",
     "agentcore.builtin_tools",
     "agentcore.testing",
+    "agentcore._session_schemes",
 ]
 
-_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models"}
+_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models",
+                   "storage": "register_storages"}
 
 
 class PluginLoadWarning(UserWarning):
@@ -470,7 +473,7 @@ class AgentPluginManager(pluggy.PluginManager):
         return None
 
     def registry(self, kind: str) -> Dict[str, RegistryEntry]:
-        """The ``kind`` registry (``"tool"``, ``"provider"`` or ``"model"``): key -> entry."""
+        """The ``kind`` registry (``"tool"``, ``"provider"``, ``"model"`` or ``"storage"``): key -> entry."""
         # Built already: no lock. Every model request of every agent thread looks its provider up
         # here; with 200 agents on threads the lock was contended on each one. A table is only
         # ever replaced whole (under the lock), so an unlocked read sees a complete one.
@@ -586,12 +589,15 @@ def _registry_key(kind: str, obj: Any) -> str:
         key = getattr(obj, "name", None)
     elif kind == "provider":
         key = getattr(obj, "api", None)
+    elif kind == "storage":
+        key = getattr(obj, "scheme", None)
+        key = key.lower() if isinstance(key, str) else key
     else:
         provider, model_id = getattr(obj, "provider", None), getattr(obj, "id", None)
         key = f"{provider}/{model_id}" if provider and model_id else None
     if not isinstance(key, str) or not key:
         need = {"tool": "a non-empty .name", "provider": "a non-empty .api",
-                "model": "non-empty .provider and .id"}[kind]
+                "model": "non-empty .provider and .id", "storage": "a non-empty .scheme"}[kind]
         raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
     return key
 

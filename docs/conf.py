@@ -61,25 +61,37 @@ _PUBLIC = set(agentcore.__all__)
 # Types from the standard library and third-party packages that the docs do not document
 # (no intersphinx: the build runs offline). Each appears in signatures only.
 nitpick_ignore_regex = [
-    ("py:class", r"(typing|collections\.abc|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
-                 r"requests)\..*"),
+    (
+        "py:class",
+        r"(typing|collections\.abc|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
+        r"requests)\..*",
+    ),
     # the same, as signatures name them after shortening (``Dict[str, Any]``)
-    ("py:class", r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|Dict|List|"
-                 r"Tuple|Set|FrozenSet|Type|PluginManager)"),
+    (
+        "py:class",
+        r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|Dict|List|"
+        r"Tuple|Set|FrozenSet|Type|PluginManager)",
+    ),
     ("py:class", r"T"),  # the type variable of the generic EventStream
     ("py:class", r"PathLike"),  # os.PathLike, as shortened signatures name it
     # type aliases of callable and message shapes in signatures; each parameter's docstring (and
     # the guides) say what the callable receives and returns
-    ("py:class", r"(agentcore\.types\.)?MessageLike|Listener|StreamFn|GetApiKey|ConvertToLlm|"
-                 r"TransformContextHook|BeforeToolCallHook|AfterToolCallHook|ShouldStopAfterTurnHook|"
-                 r"PrepareNextTurnHook"),
+    (
+        "py:class",
+        r"(agentcore\.types\.)?MessageLike|Listener|StreamFn|GetApiKey|ConvertToLlm|"
+        r"TransformContextHook|BeforeToolCallHook|AfterToolCallHook|ShouldStopAfterTurnHook|"
+        r"PrepareNextTurnHook",
+    ),
     # private helpers that appear in a signature (a return type) but are not API
     ("py:.*", r"(agentcore(\.\w+)*\.)?_\w+(\.\w+)*"),
     # the compaction engine's building blocks, named in lower-level docstrings; the documented
     # surface is Agent.compact(), the compaction hooks and the types above
-    ("py:.*", r"(agentcore\.session\.compaction(_tokens)?\.)?(compact|prepare_compaction|"
-              r"run_before_compaction|live_context_tokens|estimate_context_tokens|"
-              r"ContextTokenCounter(\.\w+)?|ContextEstimate)"),
+    (
+        "py:.*",
+        r"(agentcore\.session\.compaction(_tokens)?\.)?(compact|prepare_compaction|"
+        r"run_before_compaction|live_context_tokens|estimate_context_tokens|"
+        r"ContextTokenCounter(\.\w+)?|ContextEstimate)",
+    ),
 ]
 
 
@@ -117,8 +129,11 @@ def _hook_markers(app: Any, what: str, name: str, obj: Any, options: Any, lines:
     spec = getattr(obj, "agentcore_spec", None)
     if what != "function" or not isinstance(spec, dict):
         return
-    marker = "``@hookspec(firstresult=True)``: pluggy stops at the first non-None result" if spec.get(
-        "firstresult") else "``@hookspec``: pluggy returns every implementation's result"
+    marker = (
+        "``@hookspec(firstresult=True)``: pluggy stops at the first non-None result"
+        if spec.get("firstresult")
+        else "``@hookspec``: pluggy returns every implementation's result"
+    )
     lines.extend(["", f"Marker: {marker}."])
 
 
@@ -141,8 +156,9 @@ _QUALIFIED = re.compile(r"~(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)")
 _REPR_DEFAULT = re.compile(r"<[^<>]*>")  # <factory>, <object object at 0x...>
 
 
-def _tidy_signature(app: Any, what: str, name: str, obj: Any, options: Any, signature: Optional[str],
-                    return_annotation: Optional[str]) -> Optional[Tuple[str, Optional[str]]]:
+def _tidy_signature(
+    app: Any, what: str, name: str, obj: Any, options: Any, signature: Optional[str], return_annotation: Optional[str]
+) -> Optional[Tuple[str, Optional[str]]]:
     """Make signatures readable and parseable.
 
     ``_name`` parameters (dataclass bookkeeping fields such as ``_absent``) are left out;

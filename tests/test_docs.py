@@ -37,13 +37,24 @@ REQUIRES = {"jupyter": "IPython"}
 
 # page -> lines its examples print, in this order (other lines may come between them)
 PRINTS: Dict[str, List[str]] = {
-    "agent": ["['user', 'assistant', 'toolResult', 'assistant']", "2 + 3 = 5.",
-              "['user', 'assistant', 'user', 'assistant']", "10 km is 6.2 miles."],
+    "agent": [
+        "['user', 'assistant', 'toolResult', 'assistant']",
+        "2 + 3 = 5.",
+        "['user', 'assistant', 'user', 'assistant']",
+        "10 km is 6.2 miles.",
+    ],
     "events": ["Streaming works.", "agent_start", "message_update", "agent_end"],
     "tools": ["['amount']", "6.21371", "cba"],
     "sessions": ["4", "hello"],
-    "compaction": ["fix the parser", "cancelled", "Drafting (3 earlier messages)", "True", "2",
-                   "Abandoned 1 entries.", "branch point"],
+    "compaction": [
+        "fix the parser",
+        "cancelled",
+        "Drafting (3 earlier messages)",
+        "True",
+        "2",
+        "Abandoned 1 entries.",
+        "branch point",
+    ],
     "threads": ["aborted"],
     "performance": ["agentcore-run"],
     "testing": ["It is 3.", "You said: ping"],
@@ -98,8 +109,9 @@ def test_there_are_pages_with_examples():
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
 def test_page_examples_run(page, offline, capsys, check_shout_plugin):
     if page in REQUIRES:
-        pytest.importorskip(REQUIRES[page], reason=f"docs/{page}.rst needs {REQUIRES[page]} "
-                                                   "(pip install 'pyagentcore[jupyter]')")
+        pytest.importorskip(
+            REQUIRES[page], reason=f"docs/{page}.rst needs {REQUIRES[page]} (pip install 'pyagentcore[jupyter]')"
+        )
     namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
     for block in python_blocks(page):
         code = _compile(block)
@@ -135,8 +147,9 @@ def _check_prints(page: str, out: str) -> None:
         try:
             position = lines.index(expected, position) + 1
         except ValueError:
-            pytest.fail(f"{page}: expected the examples to print {expected!r} (after line {position}); "
-                        f"they printed:\n{out}")
+            pytest.fail(
+                f"{page}: expected the examples to print {expected!r} (after line {position}); they printed:\n{out}"
+            )
 
 
 def test_skip_marker_applies_to_the_next_block_only():
@@ -187,8 +200,7 @@ def test_api_reference_covers_every_public_name():
 def test_hook_reference_lists_every_hookspec():
     from agentcore import hookspecs
 
-    specs = {name for name, f in vars(hookspecs).items()
-             if inspect.isfunction(f) and hasattr(f, "agentcore_spec")}
+    specs = {name for name, f in vars(hookspecs).items() if inspect.isfunction(f) and hasattr(f, "agentcore_spec")}
     listed = {name.rpartition(".")[2] for name in _documented("hooks")}
     assert specs and listed == specs
 

@@ -9,7 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
-from typing import List
+from typing import Any, List
 
 import pytest
 
@@ -47,6 +47,7 @@ DOCUMENTED = {
     # sessions
     "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage", "SessionRepository",
     "SessionError", "SessionLockedError", "SessionContext", "SessionStats", "attach_session", "restore_agent",
+    "open_session",
     # compaction
     "CompactionSettings", "CompactionError", "CompactionDecision", "Compactor", "CompactionStartEvent",
     "CompactionEndEvent", "TreeDecision", "TreePreparation",
@@ -177,7 +178,8 @@ def _scan_when_imported(module: str, scan: str) -> str:
     )
 
 
-def _setup_cfg_metadata() -> "configparser.SectionProxy":
+def _setup_cfg_metadata() -> Any:
+    """The ``[metadata]`` section of setup.cfg."""
     import configparser
     from pathlib import Path
 

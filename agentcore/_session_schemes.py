@@ -1,0 +1,125 @@
+"""The built-in session URL schemes (``jsonl:``, ``sqlite:``, ``memory:``) as a built-in plugin.
+
+They are registered through the same ``register_storages`` hook as a plugin's schemes; this module
+lives outside :mod:`agentcore.session` so that building a plugin manager imports no session module
+(the storages are imported when a URL is opened). :func:`agentcore.open_session` is the public
+entry point; its module, :mod:`agentcore.session.urls`, documents the URL forms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from .hookspecs import hookimpl
+
+__all__ = ["StorageScheme", "query_params", "register_storages"]
+
+
+#: ``open(url, *, read_only, create) -> SessionStorage``
+Opener = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class StorageScheme:
+    """One URL scheme of the storage registry: what :func:`open_session` calls for it.
+
+    ``open(url, *, read_only, create)`` gets the whole URL (parse it with :func:`query_params`) and
+    returns an open storage, or raises ``ValueError`` (bad URL) or ``SessionError`` (the session
+    cannot be opened); neither may contain the URL's password. ``create=True`` asks it to create a
+    missing session (never to overwrite one).
+    """
+
+    scheme: str
+    open: Opener
+    description: str = ""
+
+
+def query_params(url: str, allowed: List[str]) -> Dict[str, str]:
+    """The query parameters of ``url`` (last value wins). ``ValueError`` names any not in ``allowed``."""
+    params = {key: values[-1] for key, values in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        scheme = urlsplit(url).scheme
+        known = ", ".join(allowed) if allowed else "none"
+        raise ValueError(f"{scheme}: URL: unknown query parameter(s) {', '.join(unknown)} (known: {known})")
+    return params
+
+
+def _local_path(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost"):  # named by host only: the netloc may hold a password
+        raise ValueError(f"{parts.scheme}: URL names host {parts.hostname or '?'!r}; only local files are "
+                         f"supported (write {parts.scheme}:///absolute/path)")
+    path = unquote(parts.path)
+    if not path:
+        raise ValueError(f"{parts.scheme}: URL has no path (write {parts.scheme}:///absolute/path)")
+    return path
+
+
+def _open_jsonl(url: str, *, read_only: bool = False, create: bool = False) -> Any:
+    from .session.jsonl import JsonlSessionStorage
+
+    params = query_params(url, ["fsync"])
+    path = _local_path(url)
+    fsync = params.get("fsync", "never")
+    from .session.errors import SessionError
+
+    try:
+        return JsonlSessionStorage(path, read_only=read_only, fsync=fsync)
+    except SessionError as exc:
+        if exc.code != "not_found" or not create or read_only:
+            raise
+    try:
+        return JsonlSessionStorage.create(path, fsync=fsync)
+    except SessionError as exc:
+        if exc.code != "already_exists":
+            raise
+        return JsonlSessionStorage(path, fsync=fsync)  # created meanwhile by another opener
+
+
+def _open_sqlite(url: str, *, read_only: bool = False, create: bool = False) -> Any:
+    from .session.sqlite import SqliteSessionStorage
+
+    params = query_params(url, ["session", "fsync"])
+    path = _local_path(url)
+    session_id = params.get("session") or None
+    fsync = params.get("fsync", "never")
+    from .session.errors import SessionError
+
+    try:
+        return SqliteSessionStorage(path, session_id, read_only=read_only, fsync=fsync)
+    except SessionError as exc:
+        if exc.code != "not_found" or not create or read_only or session_id is None:
+            raise
+    try:
+        return SqliteSessionStorage.create(path, session_id=session_id, fsync=fsync)
+    except SessionError as exc:
+        if exc.code != "already_exists":
+            raise
+        return SqliteSessionStorage(path, session_id, fsync=fsync)
+
+
+def _open_memory(url: str, *, read_only: bool = False, create: bool = False) -> Any:
+    from .session.memory import MemorySessionStorage
+
+    parts = urlsplit(url)
+    if parts.netloc or parts.path:
+        raise ValueError("memory: URL takes no path (write memory: or memory:?session=ID)")
+    params = query_params(url, ["session"])
+    return MemorySessionStorage(session_id=params.get("session") or None)
+
+
+_BUILTIN = (
+    StorageScheme("jsonl", _open_jsonl, "one JSONL session file: jsonl:///path/file.jsonl"),
+    StorageScheme("sqlite", _open_sqlite, "a session of a SQLite database: sqlite:///path/db?session=ID"),
+    StorageScheme("memory", _open_memory, "a new in-memory session: memory:"),
+)
+
+
+@hookimpl
+def register_storages(register: Callable[[Any], None]) -> None:
+    """The built-in schemes, registered through the same hook as a plugin's."""
+    for scheme in _BUILTIN:
+        register(scheme)

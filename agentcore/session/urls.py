@@ -1,0 +1,99 @@
+"""Sessions by URL: :func:`open_session` and the session-storage schemes (``register_storages``).
+
+A URL names a session wherever it lives, so a recipe (``AgentTask(session=url)``) can travel to
+another process or machine and reopen it there:
+
+* ``jsonl:///abs/path/file.jsonl`` (or ``jsonl:relative/file.jsonl``): one JSONL session file.
+* ``sqlite:///abs/path/sessions.db?session=ID``: one session of a SQLite database; without
+  ``session=`` the database's own rules apply (a new or empty database gets a new session, one with
+  a single session opens it).
+* ``memory:`` (optionally ``memory:?session=ID``): a new in-memory session.
+* any scheme a plugin registers through the ``register_storages`` hook, e.g. ``postgresql://`` from
+  ``agentcore-postgres``.
+
+Paths are percent-decoded (``%20`` for a space). The built-in schemes take one optional query
+parameter besides ``session``: ``fsync`` (``never``, ``always``, ``close``; see the storages).
+Unknown query parameters are refused, so a mistyped one is never ignored silently.
+
+The built-in schemes are plugin ``agentcore._session_schemes`` (outside this package, so that
+registering them imports no session module).
+
+Errors: a malformed URL, an unknown scheme (the message lists the known ones) or an unknown query
+parameter is a ``ValueError``; a missing session is ``SessionError("not_found")`` unless
+``create=True``. Messages never contain the URL's password.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+from urllib.parse import urlsplit, urlunsplit
+
+from .._session_schemes import StorageScheme, query_params
+from .session import Session
+from .storage import SessionStorage
+
+__all__ = ["StorageScheme", "open_session", "open_storage", "redact_url", "query_params"]
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its authority (``user:secret@host``) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
+
+
+def _scheme_of(url: str) -> str:
+    if not isinstance(url, str):
+        raise TypeError(f"a session URL must be a str, got {type(url).__name__}")
+    head, sep, _ = url.partition(":")
+    if not sep or not head or not head[0].isalpha() or len(head) == 1:  # "C:\\x" is a path, not a scheme
+        raise ValueError("not a session URL (expected scheme:..., e.g. jsonl:///path/file.jsonl, "
+                         "sqlite:///path/db?session=ID, memory:)")
+    return head.lower()
+
+
+def open_storage(url: str, *, read_only: bool = False, create: bool = False,
+                 plugin_manager: Optional[Any] = None) -> SessionStorage:
+    """The storage named by ``url`` (see the module docstring), from the storage registry.
+
+    ``plugin_manager`` defaults to the process-wide default manager (built-ins and entry-point
+    plugins); the first call loads the entry points.
+    """
+    scheme = _scheme_of(url)
+    if plugin_manager is None:
+        from ..plugins import default_plugin_manager
+
+        plugin_manager = default_plugin_manager()
+    table = plugin_manager.registry("storage")
+    entry = table.get(scheme)
+    if entry is None:
+        known = ", ".join(f"{key}:" for key in sorted(table)) or "none"
+        raise ValueError(f"unknown session URL scheme {scheme!r} (known: {known}); install the plugin that "
+                         "provides it (see `agentcore plugins`)")
+    storage = entry.value.open(url, read_only=read_only, create=create)
+    if not isinstance(storage, SessionStorage):
+        raise TypeError(f"the {scheme!r} storage scheme (plugin {entry.source!r}) returned "
+                        f"{type(storage).__name__}, not a SessionStorage")
+    return storage
+
+
+def open_session(url: str, *, read_only: bool = False, create: bool = False, **session_kwargs: Any) -> Session:
+    """Open the session named by ``url``: ``jsonl:///path``, ``sqlite:///path?session=ID``, ``memory:``,
+    or a plugin's scheme (``postgresql://...?session=ID``).
+
+    ``read_only=True`` opens without taking the writer lock (appends then raise). ``create=True``
+    creates the session when it does not exist (a new file, or the given ``session=ID``); an
+    existing one is opened, never overwritten. Without it a missing session is
+    ``SessionError("not_found")``, so a mistyped URL never starts an empty session.
+    ``session_kwargs`` go to :class:`Session` (``clock``, ``id_factory``).
+
+    Raises ``ValueError`` for a malformed URL, an unknown scheme (listing the known ones) or an
+    unknown query parameter, and ``SessionError`` when the storage cannot open the session; no
+    message contains the URL's password. Close the session (or use ``with``) to release its lock.
+    """
+    return Session(open_storage(url, read_only=read_only, create=create), **session_kwargs)

@@ -1,0 +1,419 @@
+"""PostgreSQL session storage: many sessions, many machines, one database.
+
+Same semantics as agentcore's SQLite storage: each row's ``payload`` is byte for byte the JSONL
+line of the entry, rows are ordered by ``seq`` (append order), and the tree index is rebuilt from
+the rows at open (message payloads are fetched when first read, in batches). Every append is one
+autocommit statement, so it is one transaction: a writer killed at any moment leaves only complete
+entries, and memory is updated only after the server confirmed the commit.
+
+One writer per session, across machines: a writer holds a session-level advisory lock
+(``pg_try_advisory_lock``) on its own connection for as long as it is open. A second writer gets
+:class:`~agentcore.session.SessionLockedError` naming the holder (its ``application_name``: pid and
+host). The server releases the lock when the holder's connection ends, so a crashed or killed
+writer never holds it forever (as soon as the server notices the connection is gone: at once for a
+killed process, after the TCP keepalive for a vanished machine). Advisory locks belong to a server
+connection, so connect directly or through a session-mode pooler, never a transaction-mode one.
+``read_only=True`` takes no lock and reads a snapshot as of opening.
+
+The DSN's password never appears in reprs, errors or ``storage.path`` (which shows
+``postgresql://user@host:port/db``). After connecting, the storage keeps the password only to
+scrub it from the driver's error messages, inside an object whose repr shows the display form.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from agentcore.session import SessionError, SessionLockedError, SessionStorage
+from agentcore.session.context import UsageTotals, usage_of_entry
+from agentcore.session.entries import SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict
+from agentcore.session.sqlite import _new_header  # the same header rules as SQLite sessions
+from agentcore.session.storage import EAGER_TYPES, _Node, clean_name
+
+from .dsn import Dsn, parse_dsn
+from .schema import SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
+
+__all__ = ["PostgresSessionStorage", "PostgresSessionInfo"]
+
+_EAGER_SQL = ",".join(f"'{t}'" for t in sorted(EAGER_TYPES))
+_INSERT = "INSERT INTO agentcore_entries VALUES (%s,%s,%s,%s,%s,%s,%s,%s)"
+# A message or a name change also updates the session row (what listing reads), in the same statement.
+_INSERT_COUNTED = ("WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET message_count = "
+                   "message_count + 1 WHERE id = %s AND EXISTS (SELECT 1 FROM e)")
+_INSERT_NAMED = ("WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET name = %s "
+                 "WHERE id = %s AND EXISTS (SELECT 1 FROM e)")
+# The advisory lock key of a session: unique per table (its oid) and session id within a database.
+_LOCK_KEY = "hashtextextended('agentcore_sessions'::regclass::oid::text || '/' || %s, 0)"
+
+
+@dataclass(frozen=True)
+class PostgresSessionInfo:
+    """One session, as listed by :meth:`PostgresSessionStorage.list_sessions`."""
+
+    id: str
+    cwd: str
+    created: str
+    parent_session: Optional[str]
+    name: Optional[str]
+    message_count: int
+
+
+def _psycopg() -> Any:
+    import psycopg
+
+    return psycopg
+
+
+def _application_name() -> str:
+    return f"agentcore pid {os.getpid()} on {socket.gethostname()}"[:63]
+
+
+def _connect(dsn: Dsn) -> Any:
+    """An autocommit connection; ``SessionError("storage")`` (password-free) when it fails."""
+    psycopg = _psycopg()
+    try:
+        return psycopg.connect(dsn.conninfo, autocommit=True, application_name=_application_name())
+    except psycopg.Error as exc:
+        raise SessionError("storage", f"{dsn.display}: cannot connect to PostgreSQL: "
+                           f"{dsn.scrub(str(exc).strip())}", path=dsn.display) from None
+
+
+def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
+    """Check (``read_only``) or create/upgrade the tables; password-free ``SessionError`` otherwise."""
+    if read_only:
+        version = schema_version(conn)
+        if version is None:
+            raise SessionError("not_found", f"{display}: no agentcore session tables in this database "
+                               "(read_only=True creates none)", path=display)
+        if version > SCHEMA_VERSION:
+            raise SessionError("storage", f"{display}: {SchemaTooNewError(version)}", path=display)
+        if version < SCHEMA_VERSION:
+            raise SessionError("storage", f"{display}: the session tables have schema version {version}; "
+                               "open a session once without read_only=True to upgrade them to "
+                               f"{SCHEMA_VERSION}", path=display)
+        return
+    try:
+        migrate(conn)
+    except SchemaTooNewError as exc:
+        raise SessionError("storage", f"{display}: {exc}", path=display) from None
+
+
+def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bool,
+                    rows: Iterable[tuple] = ()) -> str:
+    """Insert a session row (and entry ``rows``) in one transaction; ``already_exists`` unless ``exist_ok``."""
+    with conn.transaction():
+        cursor = conn.execute(
+            "INSERT INTO agentcore_sessions(id, header, cwd, created, parent_session) VALUES (%s,%s,%s,%s,%s) "
+            "ON CONFLICT (id) DO NOTHING",
+            (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd, header.timestamp,
+             header.parent_session))
+        if cursor.rowcount == 0 and not exist_ok:
+            raise SessionError("already_exists", f"{display}: a session with id {header.id!r} already "
+                               "exists; open it with PostgresSessionStorage(dsn, session_id)", path=display)
+        rows = list(rows)
+        if rows:
+            conn.cursor().executemany(_INSERT, rows)
+            conn.execute("UPDATE agentcore_sessions SET message_count = %s WHERE id = %s",
+                         (sum(1 for row in rows if row[4] == "message"), header.id))
+    return header.id
+
+
+def _db_error(display: str, dsn_scrub: Any, conn: Any, session_id: Optional[str], what: str,
+              exc: BaseException) -> SessionError:
+    """A password-free ``SessionError`` for a database failure (the driver's words, scrubbed). A
+    lost connection is a ``SessionLockedError``: the writer lock went with it."""
+    detail = dsn_scrub(str(exc).strip())
+    if isinstance(exc, _psycopg().OperationalError) and (conn is None or conn.broken or conn.closed):
+        return SessionLockedError(
+            f"{display}: session {session_id}: {what}: the connection to the server was lost ({detail}), "
+            "and with it the writer lock; reopen the session (the last append may or may not have been "
+            "recorded)", path=display)
+    return SessionError("storage", f"{display}: {what}: {detail}", path=display)
+
+
+class PostgresSessionStorage(SessionStorage):
+    """One session in a PostgreSQL database: ``PostgresSessionStorage(dsn, session_id)``.
+
+    ``dsn`` is a libpq connection string (URL or ``key=value`` form). Without ``session_id`` a new
+    session is created (cwd: the current directory; its id is ``storage.session_id``). An unknown
+    ``session_id`` is ``SessionError("not_found")`` unless ``create=True``, so a mistyped id never
+    starts an empty session. ``read_only=True`` takes no writer lock and never creates or migrates.
+
+    Opening as a writer creates or upgrades the tables (see :mod:`agentcore_postgres.schema`).
+    Errors: ``SessionLockedError`` when another connection writes the session; ``SessionError``
+    ``"storage"`` for connection and database failures (and a schema newer than this library);
+    ``ValueError`` for a DSN libpq cannot parse.
+    """
+
+    def __init__(self, dsn: str, session_id: Optional[str] = None, *, read_only: bool = False,
+                 create: bool = False, cwd: Optional[str] = None) -> None:
+        super().__init__()
+        parsed = parse_dsn(dsn)
+        self.path = parsed.display
+        self.read_only = read_only
+        self._scrub = parsed.scrub
+        self._seq = 0
+        self._conn: Any = None
+        if read_only and session_id is None:
+            raise SessionError("not_found", f"{self.path}: read_only=True needs a session_id (list them "
+                               "with PostgresSessionStorage.list_sessions(dsn))", path=self.path)
+        psycopg = _psycopg()
+        self._conn = _connect(parsed)
+        try:
+            _prepare_schema(self._conn, self.path, read_only)
+            if session_id is None or create:
+                session_id = _insert_session(self._conn, self.path, _new_header(cwd, session_id, None, None),
+                                             exist_ok=create)
+            self.session_id = session_id
+            if not read_only:
+                self._acquire_lock()
+            self._load()
+        except psycopg.Error as exc:
+            self.close()
+            raise self._db_error("cannot open the session", exc) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "writer"
+        return (f"<PostgresSessionStorage {getattr(self, 'session_id', '?')} at {self.path} ({mode}, "
+                f"{len(self)} entries)>")
+
+    # ------------------------------------------------------------------ helpers
+
+    def _db_error(self, what: str, exc: BaseException) -> SessionError:
+        return _db_error(self.path or "postgresql", self._scrub, self._conn, getattr(self, "session_id", None),
+                         what, exc)
+
+    def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
+        return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
+
+    def _acquire_lock(self) -> None:
+        row = self._conn.execute(f"SELECT pg_try_advisory_lock({_LOCK_KEY}), {_LOCK_KEY}",
+                                 (self.session_id, self.session_id)).fetchone()
+        if row[0]:
+            return
+        key = row[1]
+        holder = self._conn.execute(
+            "SELECT a.pid, a.application_name, a.client_addr::text FROM pg_locks l JOIN pg_stat_activity a "
+            "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
+            "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
+        if holder is None:
+            who = "another connection"
+        else:
+            pid, app, addr = holder
+            who = f"{app or 'a client'} (server backend {pid}{', from ' + addr if addr else ''})"
+        raise SessionLockedError(
+            f"{self.path}: session {self.session_id} is open for writing by {who}; close it there first, or "
+            "open with read_only=True (a crashed writer's lock is released when its connection ends)",
+            path=self.path)
+
+    def _load(self) -> None:
+        row = self._conn.execute("SELECT header FROM agentcore_sessions WHERE id = %s",
+                                 (self.session_id,)).fetchone()
+        if row is None:
+            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r} (create it with "
+                               "create=True or PostgresSessionStorage.create(dsn, session_id=...); see "
+                               "PostgresSessionStorage.list_sessions(dsn))", path=self.path)
+        try:
+            self.header = header_from_dict(json.loads(row[0]))
+        except ValueError as exc:
+            raise SessionError("invalid_session", f"{self.path}: session {self.session_id}: {exc}",
+                               path=self.path) from None
+        cursor = self._conn.execute(
+            f"SELECT seq, id, parent_id, type, timestamp, role, CASE WHEN type IN ({_EAGER_SQL}) THEN payload "
+            "END FROM agentcore_entries WHERE session_id = %s ORDER BY seq", (self.session_id,))
+        intern = sys.intern
+        from agentcore.session import process_state
+
+        with process_state.gc_paused():
+            for seq, entry_id, parent, etype, ts, role, payload in cursor:
+                if payload is not None:
+                    self._add(self._node_for(self._parse(payload, seq, entry_id), seq, None))
+                else:
+                    self._add(_Node(entry_id, parent, intern(etype), intern(role) if role else None, ts, seq,
+                                    None, None))
+                self._seq = seq
+        self._finish_load()
+
+    # ------------------------------------------------------------------ creation, listing, deletion
+
+    @classmethod
+    def create(cls, dsn: str, session_id: Optional[str] = None, *, cwd: Optional[str] = None,
+               parent_session: Optional[str] = None, metadata: Optional[Dict[str, Any]] = None,
+               lines: Iterable[bytes] = ()) -> "PostgresSessionStorage":
+        """Add a new session (with optional raw JSONL entry ``lines``) and open it for writing.
+
+        A used ``session_id`` is ``already_exists``; the session and its lines are inserted in one
+        transaction.
+        """
+        parsed = parse_dsn(dsn)
+        header = _new_header(cwd, session_id, parent_session, metadata)
+        rows = []
+        for seq, line in enumerate(lines, 1):
+            text = line.rstrip(b"\n").decode("utf-8")
+            entry = entry_from_dict(json.loads(text))
+            rows.append((header.id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp,
+                         getattr(getattr(entry, "message", None), "role", None), text))
+        conn = _connect(parsed)
+        try:
+            _prepare_schema(conn, parsed.display, False)
+            _insert_session(conn, parsed.display, header, exist_ok=False, rows=rows)
+        except _psycopg().Error as exc:
+            raise _db_error(parsed.display, parsed.scrub, conn, header.id, "cannot create the session", exc) from None
+        finally:
+            conn.close()
+        return cls(dsn, header.id)
+
+    @staticmethod
+    def list_sessions(dsn: str, *, cwd: Optional[str] = None, name: Optional[str] = None, limit: int = 100,
+                      offset: int = 0) -> List[PostgresSessionInfo]:
+        """Sessions newest first, optionally of one ``cwd`` and/or whose name contains ``name``
+        (case-insensitive); at most ``limit``, after skipping ``offset``.
+
+        One query over the sessions table, read in creation order through an index
+        (``agentcore_sessions_by_created``, or ``agentcore_sessions_by_cwd`` with ``cwd``); message
+        counts and names are columns kept current by the appends, so no entry is read.
+        """
+        parsed = parse_dsn(dsn)
+        psycopg = _psycopg()
+        conn = _connect(parsed)
+        try:
+            version = schema_version(conn)
+            if version is None:
+                return []
+            if version < 2:
+                raise SessionError("storage", f"{parsed.display}: the session tables have schema version "
+                                   f"{version}; open any session for writing once to upgrade them", path=parsed.display)
+            where, args = [], []
+            if cwd is not None:
+                where.append("cwd = %s")
+                args.append(os.path.abspath(cwd))
+            if name:
+                where.append("name ILIKE %s")
+                args.append("%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+            sql = ("SELECT id, cwd, created, parent_session, name, message_count FROM agentcore_sessions"
+                   + (" WHERE " + " AND ".join(where) if where else "")
+                   + " ORDER BY created DESC, id DESC LIMIT %s OFFSET %s")
+            rows = conn.execute(sql, (*args, limit, offset)).fetchall()
+        except psycopg.Error as exc:
+            raise SessionError("storage", f"{parsed.display}: cannot list sessions: "
+                               f"{parsed.scrub(str(exc).strip())}", path=parsed.display) from None
+        finally:
+            conn.close()
+        return [PostgresSessionInfo(*row) for row in rows]
+
+    @staticmethod
+    def delete_session(dsn: str, session_id: str) -> None:
+        """Remove a session and its entries in one transaction.
+
+        ``not_found`` if there is none; ``SessionLockedError`` while a writer has it open.
+        """
+        storage = PostgresSessionStorage(dsn, session_id)  # takes the writer lock: nobody is writing it
+        try:
+            with storage._conn.transaction():
+                storage._conn.execute("DELETE FROM agentcore_sessions WHERE id = %s", (session_id,))
+        except _psycopg().Error as exc:
+            raise storage._db_error("cannot delete the session", exc) from None
+        finally:
+            storage.close()
+
+    # ------------------------------------------------------------------ reading back
+
+    def _closed_error(self) -> SessionError:
+        return SessionError("storage", f"{self.path}: session {self.session_id} is closed", path=self.path)
+
+    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+        return self._fetch_raws([node])[0]
+
+    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+        """Payloads of many entries in one query: a range scan when they are dense in ``seq`` order
+        (a branch read from its root), else ``seq = ANY(array)``."""
+        if self._conn is None:
+            raise self._closed_error()
+        seqs = [node.line for node in nodes]
+        low, high = min(seqs), max(seqs)  # type: ignore[type-var]
+        try:
+            if high - low < 2 * len(seqs):  # type: ignore[operator]
+                rows = self._conn.execute("SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND "
+                                          "seq BETWEEN %s AND %s", (self.session_id, low, high))
+            else:
+                rows = self._conn.execute("SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND "
+                                          "seq = ANY(%s)", (self.session_id, seqs))
+            payloads: Dict[int, str] = dict(rows.fetchall())
+        except _psycopg().Error as exc:
+            raise self._db_error("cannot read entries", exc) from None
+        out: List[Union[bytes, str]] = []
+        for node in nodes:
+            payload = payloads.get(node.line)  # type: ignore[arg-type]
+            if payload is None:
+                raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
+                                   path=self.path)
+            out.append(payload)
+        return out
+
+    def usage_totals(self) -> UsageTotals:
+        if self._usage is None and self._conn is not None:
+            totals = UsageTotals()
+            rows = self._conn.execute(
+                "SELECT payload FROM agentcore_entries WHERE session_id = %s AND (type IN ('compaction', "
+                "'branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                (self.session_id,))
+            for (payload,) in rows:
+                totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
+            self._usage = totals
+        return super().usage_totals()
+
+    # ------------------------------------------------------------------ writing
+
+    def _write(self, line: bytes, entry: SessionEntry) -> None:
+        if self._conn is None:
+            raise self._closed_error()
+        role = getattr(getattr(entry, "message", None), "role", None)
+        seq = self._seq + 1
+        row = (self.session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role,
+               line[:-1].decode("utf-8"))
+        try:
+            if entry.type == "message":
+                self._conn.execute(_INSERT_COUNTED, (*row, self.session_id))
+            elif entry.type == "session_info":
+                self._conn.execute(_INSERT_NAMED, (*row, clean_name(getattr(entry, "name", None)), self.session_id))
+            else:
+                self._conn.execute(_INSERT, row)
+        except _psycopg().Error as exc:
+            raise self._db_error("append failed; the entry was not recorded", exc) from None
+        self._seq = seq
+
+    def append(self, entry: SessionEntry) -> None:
+        super().append(entry)
+        self._order[-1].line = self._seq
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        """Release the writer lock and close the connection. Idempotent; reads of what is in memory
+        keep working.
+
+        The lock is released explicitly before the connection closes: the server drops a closed
+        connection's locks only when its backend has exited, after ``close()`` returned, so a
+        writer reopening the session at once could otherwise find it still locked.
+        """
+        conn, self._conn = getattr(self, "_conn", None), None
+        if conn is not None:
+            try:
+                if not self.read_only and not conn.broken:
+                    conn.execute("SELECT pg_advisory_unlock_all()")
+            except Exception:  # best effort: closing the connection releases it anyway
+                pass
+            try:
+                conn.close()
+            except Exception:  # pragma: no cover - best effort on shutdown
+                pass
+        super().close()

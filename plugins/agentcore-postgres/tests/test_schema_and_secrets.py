@@ -1,0 +1,149 @@
+"""Versioned schema migrations (upgrade from version 1, a newer schema refused) and the DSN's
+password never appearing in reprs, errors or logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import psycopg
+import pytest
+
+from conftest import with_schema
+from agentcore import open_session
+from agentcore.session import Session, SessionError, SessionLockedError
+from agentcore.types import TextContent, UserMessage
+from agentcore_postgres import PostgresSessionStorage
+from agentcore_postgres.dsn import parse_dsn
+from agentcore_postgres.schema import SCHEMA_VERSION, migrate, schema_version
+
+
+def U(text):
+    return UserMessage([TextContent(text)], timestamp=1)
+
+
+def version_of(dsn):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return schema_version(conn)
+
+
+# --------------------------------------------------------------------------- migrations
+
+
+def test_a_fresh_database_gets_the_current_schema(fresh_dsn):
+    assert version_of(fresh_dsn) is None
+    PostgresSessionStorage(fresh_dsn).close()
+    assert version_of(fresh_dsn) == SCHEMA_VERSION == 2
+
+
+def test_upgrade_from_version_1_keeps_sessions_and_fills_the_listing_columns(fresh_dsn):
+    with Session.in_memory(cwd="/old") as source:  # entries as a version-1 writer stored them
+        source.append_message(U("q"))
+        source.set_name(" Old\nname ")
+        source.append_message(U("r"))
+        rows = [json.loads(source.storage.raw_line(i)) for i in source.storage.entry_ids()]
+        header = source.storage.header
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        assert migrate(conn, target=1) == 0
+        conn.execute("INSERT INTO agentcore_sessions VALUES ('v1', %s, '/old', %s, NULL)",
+                     (json.dumps(header.to_dict()), header.timestamp))
+        for seq, row in enumerate(rows, 1):
+            conn.execute("INSERT INTO agentcore_entries VALUES ('v1', %s, %s, %s, %s, %s, %s, %s)",
+                         (seq, row["id"], row["parentId"], row["type"], row["timestamp"],
+                          row.get("message", {}).get("role"), json.dumps(row)))
+    assert version_of(fresh_dsn) == 1
+    with pytest.raises(SessionError, match="schema version 1; open a session once without read_only"):
+        PostgresSessionStorage(fresh_dsn, "v1", read_only=True)  # readers never migrate
+    with pytest.raises(SessionError, match="schema version 1"):
+        PostgresSessionStorage.list_sessions(fresh_dsn)
+    with Session(PostgresSessionStorage(fresh_dsn, "v1")) as s:  # a writer upgrades
+        assert [e.type for e in s.entries()] == ["message", "session_info", "message"]
+        assert s.name == "Old name"
+        s.append_message(U("new"))
+    assert version_of(fresh_dsn) == 2
+    [info] = PostgresSessionStorage.list_sessions(fresh_dsn)
+    assert (info.id, info.name, info.message_count) == ("v1", "Old name", 3)
+
+
+def test_a_newer_schema_is_refused_and_left_unchanged(fresh_dsn):
+    PostgresSessionStorage(fresh_dsn, "kept", create=True).close()
+    with psycopg.connect(fresh_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE agentcore_schema_version SET version = 7")
+    for opener in (lambda: PostgresSessionStorage(fresh_dsn, "kept"),
+                   lambda: PostgresSessionStorage(fresh_dsn, "kept", read_only=True),
+                   lambda: PostgresSessionStorage.create(fresh_dsn)):
+        with pytest.raises(SessionError) as info:
+            opener()
+        assert info.value.code == "storage"
+        assert "schema version 7, newer than this agentcore-postgres supports (2)" in str(info.value)
+        assert "upgrade agentcore-postgres" in str(info.value)
+    assert version_of(fresh_dsn) == 7
+    with psycopg.connect(fresh_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM agentcore_sessions").fetchone()[0] == 1
+
+
+def test_concurrent_first_openers_migrate_once(pg_server_dsn, fresh_dsn):
+    import threading
+
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def open_one(n):
+        barrier.wait()
+        try:
+            PostgresSessionStorage(fresh_dsn, f"c{n}", create=True).close()
+        except Exception as exc:  # pragma: no cover - the failure is reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and version_of(fresh_dsn) == 2
+    assert len(PostgresSessionStorage.list_sessions(fresh_dsn)) == 4
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def test_the_password_never_appears(pg_dsn, pg_server_dsn, password, caplog, fresh_dsn):
+    caplog.set_level(logging.DEBUG)
+    seen = []
+    storage = PostgresSessionStorage(pg_dsn, "secret-check", create=True)
+    session = Session(storage)
+    session.append_message(U("x"))
+    seen += [repr(storage), str(storage), repr(session), storage.path, repr(vars(storage)), repr(parse_dsn(pg_dsn)),
+             str(parse_dsn(pg_dsn))]
+    assert storage.path.startswith("postgresql://agentcore@127.0.0.1:") or "@" in storage.path
+    with pytest.raises(SessionLockedError) as locked:
+        PostgresSessionStorage(pg_dsn, "secret-check")
+    seen.append(str(locked.value))
+    session.close()
+    wrong = pg_server_dsn.replace(password, password[::-1])
+    bad_password_words = wrong.split(":")[2].split("@")[0]
+    for opener in (lambda: PostgresSessionStorage(pg_dsn, "missing"),  # not_found
+                   lambda: PostgresSessionStorage(wrong),  # authentication fails
+                   lambda: PostgresSessionStorage(pg_server_dsn.replace("127.0.0.1:", "127.0.0.1:1")),  # no server
+                   lambda: PostgresSessionStorage(f"host=127.0.0.1 password={password} nonsense"),  # libpq parse error
+                   lambda: PostgresSessionStorage(f"host=127.0.0.1 password='{password}' bogus_option=1"),
+                   lambda: open_session(with_schema(pg_dsn, "s") + " x"),  # not a URL
+                   lambda: PostgresSessionStorage.list_sessions(wrong)):
+        with pytest.raises((SessionError, ValueError)) as info:
+            opener()
+        seen += [str(info.value), repr(info.value)]
+        cause = info.value.__cause__ or info.value.__context__
+        assert cause is None or password not in str(cause)
+    assert any("password authentication failed" in text for text in seen)
+    for text in seen + [caplog.text]:
+        assert password not in text and bad_password_words not in text, text
+
+
+def test_display_forms_of_dsns():
+    assert parse_dsn("postgresql://me:pw@db.example:5433/app?sslmode=require").display == \
+        "postgresql://me@db.example:5433/app"
+    assert parse_dsn("host=/run/pg dbname=x password='a b'").display == "postgresql://[/run/pg]/x"
+    assert parse_dsn("host=/run/pg dbname=x password='a b'").scrub("said a b and 'a b'") == "said *** and ***"
+    with pytest.raises(ValueError, match="invalid PostgreSQL DSN") as info:
+        parse_dsn("password=hunter2 what")
+    assert "hunter2" not in str(info.value)

@@ -1,0 +1,86 @@
+"""The postgresql:// scheme of agentcore.open_session, through register_storages and through the
+distribution's entry point (as an installed plugin is found)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from urllib.parse import quote
+
+import pytest
+from psycopg import conninfo
+
+from conftest import PLUGIN, ROOT
+from agentcore.plugins import create_plugin_manager
+from agentcore.session import Session, SessionError, SessionLockedError
+from agentcore.session.urls import open_storage
+from agentcore.types import TextContent, UserMessage
+from agentcore_postgres import PostgresSessionStorage
+from agentcore_postgres import plugin
+from agentcore_postgres.plugin import split_session_url
+
+
+def U(text):
+    return UserMessage([TextContent(text)], timestamp=1)
+
+
+def as_url(dsn, **query):
+    """The DSN in URL form (libpq's parameters), plus ``query``."""
+    params = conninfo.conninfo_to_dict(dsn)
+    user, password = params.pop("user"), params.pop("password")
+    host, port, db = params.pop("host"), params.pop("port"), params.pop("dbname")
+    params.update(query)
+    qs = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in params.items())
+    return f"postgresql://{user}:{quote(password, safe='')}@{host}:{port}/{db}?{qs}"
+
+
+@pytest.fixture
+def pm():
+    return create_plugin_manager([plugin])
+
+
+def test_split_session_url():
+    assert split_session_url("postgresql://u:p@h/db?sslmode=disable&session=abc") == (
+        "postgresql://u:p@h/db?sslmode=disable", "abc")
+    assert split_session_url("postgres://h/db") == ("postgres://h/db", None)
+
+
+def test_open_by_url(pg_dsn, pm, password):
+    url = as_url(pg_dsn, session="by-url")
+    with pytest.raises(SessionError) as info:
+        open_storage(url, plugin_manager=pm)
+    assert info.value.code == "not_found" and password not in str(info.value)
+    with Session(open_storage(url, create=True, plugin_manager=pm)) as s:
+        assert isinstance(s.storage, PostgresSessionStorage) and s.id == "by-url"
+        first = s.append_message(U("hi"))
+        with pytest.raises(SessionLockedError):
+            open_storage(url, plugin_manager=pm)
+        with Session(open_storage(url, read_only=True, plugin_manager=pm)) as reader:
+            assert [e.id for e in reader.entries()] == [first]
+        assert password not in repr(s)
+    alias = url.replace("postgresql://", "postgres://", 1)
+    with Session(open_storage(alias, plugin_manager=pm)) as again:
+        assert [e.id for e in again.entries()] == [first]
+    with Session(open_storage(as_url(pg_dsn), plugin_manager=pm)) as new:  # no session=: a new one
+        assert new.id != "by-url" and new.entries() == []
+
+
+def test_the_entry_point_makes_open_session_find_the_scheme(pg_dsn, tmp_path):
+    """Without installing anything: a dist-info directory declaring the plugin's entry point, on the
+    path of a fresh interpreter, is what pip would leave behind."""
+    dist = tmp_path / "agentcore_postgres-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: agentcore-postgres\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[agentcore]\npostgres = agentcore_postgres.plugin\n")
+    code = ("import os\nfrom agentcore import open_session\nfrom agentcore.types import TextContent, UserMessage\n"
+            "with open_session(os.environ['PG_URL'], create=True) as s:\n"
+            "    s.append_message(UserMessage([TextContent('via entry point')], timestamp=1))\n"
+            "    print(type(s.storage).__name__, s.id)\n")
+    env = dict(os.environ, PG_URL=as_url(pg_dsn, session="entry-point"),
+               PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), str(tmp_path)]))
+    env.pop("AGENTCORE_DISABLE_PLUGIN_AUTOLOAD", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["PostgresSessionStorage", "entry-point"]
+    with Session(PostgresSessionStorage(pg_dsn, "entry-point", read_only=True)) as s:
+        assert [e.message.content[0].text for e in s.entries()] == ["via entry point"]

@@ -1,0 +1,157 @@
+"""open_session(url): the built-in schemes, plugin schemes through register_storages, and errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import agentcore
+from agentcore import hookimpl, open_session
+from agentcore.plugins import create_plugin_manager
+from agentcore.session import (JsonlSessionStorage, MemorySessionStorage, SessionError, SessionLockedError,
+                               SqliteSessionStorage)
+from agentcore.session.urls import StorageScheme, open_storage, redact_url
+from agentcore.types import TextContent, UserMessage
+
+
+def U(text):
+    return UserMessage([TextContent(text)], timestamp=1)
+
+
+def test_open_session_is_public():
+    assert "open_session" in agentcore.__all__
+    assert agentcore.open_session is open_session
+
+
+def test_jsonl_url_opens_and_creates(tmp_path):
+    path = tmp_path / "a b.jsonl"
+    url = "jsonl://" + str(path).replace(" ", "%20")
+    with pytest.raises(SessionError) as info:
+        open_session(url)
+    assert info.value.code == "not_found" and not path.exists()
+    with open_session(url, create=True) as s:
+        assert isinstance(s.storage, JsonlSessionStorage) and s.storage.path == str(path)
+        first = s.append_message(U("hi"))
+    with open_session(url, create=True) as s:  # exists: opened, not overwritten
+        assert [e.id for e in s.entries()] == [first]
+    with open_session(url, read_only=True) as s:
+        assert s.storage.read_only
+
+
+def test_jsonl_relative_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with open_session("jsonl:rel.jsonl", create=True) as s:
+        assert s.storage.path == str(tmp_path / "rel.jsonl")
+
+
+def test_sqlite_url_with_session_id(tmp_path):
+    db = tmp_path / "s.db"
+    url = f"sqlite://{db}?session=task-1"
+    with pytest.raises(SessionError) as info:
+        open_session(url)
+    assert info.value.code == "not_found"
+    with open_session(url, create=True) as s:
+        assert isinstance(s.storage, SqliteSessionStorage) and s.id == "task-1"
+        kept = s.append_message(U("one"))
+        with pytest.raises(SessionLockedError):
+            open_session(url)  # one writer per session, as with the storage itself
+    with open_session(url) as s:
+        assert [e.id for e in s.entries()] == [kept]
+    with open_session(f"sqlite://{db}?session=task-2", create=True) as other:
+        assert other.id == "task-2"
+    assert {i.id for i in SqliteSessionStorage.list_sessions(db)} == {"task-1", "task-2"}
+
+
+def test_sqlite_url_without_session_follows_the_database_rules(tmp_path):
+    db = tmp_path / "one.db"
+    with open_session(f"sqlite://{db}") as s:  # a new database gets a new session
+        sid = s.id
+    with open_session(f"sqlite://{db}") as s:  # a database of one session opens it
+        assert s.id == sid
+
+
+def test_memory_url():
+    s = open_session("memory:")
+    assert isinstance(s.storage, MemorySessionStorage)
+    s.append_message(U("x"))
+    assert open_session("memory:?session=abc").id == "abc"
+    assert open_session("MEMORY:").storage.path is None  # schemes are case-insensitive
+
+
+def test_session_kwargs_reach_the_session():
+    s = open_session("memory:", clock=lambda: 1_700_000_000_000)
+    s.append_message(U("x"))
+    assert s.entries()[0].timestamp.startswith("2023-11-14")
+
+
+@pytest.mark.parametrize("url, words", [
+    ("nosuch:///x", ["unknown session URL scheme 'nosuch'", "jsonl:", "memory:", "sqlite:"]),
+    ("/just/a/path.jsonl", ["not a session URL", "jsonl:///"]),
+    ("C:\\sessions\\a.jsonl", ["not a session URL"]),
+    ("jsonl:///x.jsonl?fsink=always", ["unknown query parameter(s) fsink", "known: fsync"]),
+    ("sqlite://otherhost/x.db", ["names host 'otherhost'", "only local files"]),
+    ("jsonl://", ["has no path"]),
+    ("memory:/x", ["takes no path"]),
+])
+def test_bad_urls_are_refused_clearly(url, words):
+    with pytest.raises(ValueError) as info:
+        open_session(url)
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_plugin_scheme_through_register_storages():
+    opened = []
+
+    class Plugin:
+        @hookimpl
+        def register_storages(self, register):
+            def open_(url, *, read_only, create):
+                opened.append((url, read_only, create))
+                return MemorySessionStorage(session_id="from-plugin")
+            register(StorageScheme("Custom", open_))
+            register(StorageScheme("memory", open_))  # a later plugin wins over the built-in
+
+    pm = create_plugin_manager([Plugin()])
+    storage = open_storage("custom://h/db?session=1", read_only=True, create=True, plugin_manager=pm)
+    assert storage.header.id == "from-plugin" and opened == [("custom://h/db?session=1", True, True)]
+    assert open_storage("memory:", plugin_manager=pm).header.id == "from-plugin"
+    entries = pm.registry("storage")
+    assert entries["jsonl"].source == "agentcore._session_schemes"
+    assert entries["memory"].shadowed == ("agentcore._session_schemes",)
+
+
+def test_a_scheme_returning_something_else_is_named():
+    class Plugin:
+        @hookimpl
+        def register_storages(self, register):
+            register(StorageScheme("bad", lambda url, **kw: object()))
+
+    with pytest.raises(TypeError, match="'bad' storage scheme .* returned object, not a SessionStorage"):
+        open_storage("bad:x", plugin_manager=create_plugin_manager([Plugin()]))
+
+
+@pytest.mark.parametrize("url", ["mysql://user:s3cret@db/x?session=1", "sqlite://user:s3cret@db/x.db",
+                                 "jsonl://user:s3cret@db/x.jsonl", "memory://user:s3cret@db"])
+def test_url_errors_never_show_the_password(url):
+    with pytest.raises(ValueError) as info:
+        open_session(url)
+    assert "s3cret" not in str(info.value) and url.split(":")[0] in str(info.value)
+
+
+def test_redact_url():
+    assert redact_url("postgresql://me:s3cret@h:5432/db?session=1") == "postgresql://me:***@h:5432/db?session=1"
+    assert redact_url("postgresql://me@h/db") == "postgresql://me@h/db"
+    assert redact_url("postgresql://me:p%40ss@h/db") == "postgresql://me:***@h/db"
+
+
+def test_registering_the_builtin_schemes_imports_no_session_module():
+    code = ("import sys, agentcore.plugins as p\n"
+            "assert 'jsonl' in p.default_plugin_manager().registry('storage')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('agentcore.session')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD": "1"}).stdout
+    assert out.strip() == "[]"
