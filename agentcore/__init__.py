@@ -73,6 +73,10 @@ _EXPORTS: Dict[str, List[str]] = {
     "jupyter": ["display_run", "Transcript"],
 }
 
+# The distribution that installs this package (the import name differs: "agentcore" on the package
+# index is another project). Version lookups use this name, never "agentcore".
+_DISTRIBUTION = "pyagentcore"
+
 if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve lazily below
     from .agent import (
         Agent as Agent,
@@ -439,7 +443,7 @@ def __getattr__(name: str) -> Any:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            value = version("agentcore")
+            value = version(_DISTRIBUTION)
         except PackageNotFoundError:  # running from a source tree that was never installed
             value = "0+unknown"
     else:

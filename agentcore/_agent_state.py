@@ -94,7 +94,7 @@ class AgentState:
     # -- the reducer and the run lifecycle (called by the owning Agent only)
 
     def reduce(self, event: Any) -> None:
-        """Apply one agent event (spec agent-loop §3.3). ``message_end`` appends the message; a
+        """Apply one agent event. ``message_end`` appends the message; a
         ``compaction_end`` event with ``messages`` replaces the transcript with them."""
         kind = event.type
         if kind == "message_update" or kind == "message_start":  # one per streamed token first

@@ -606,7 +606,7 @@ class Agent:
     def continue_(self, *, wait: bool) -> Optional[List[Any]]: ...
 
     def continue_(self, *, wait: bool = True) -> Optional[List[Any]]:
-        """Continue from the current transcript (spec agent-loop §3.6).
+        """Continue from the current transcript.
 
         At an assistant tail, queued steering (else follow-up) messages start a new run; with both
         queues empty it raises ValueError. Raises RuntimeError when a run is active.

@@ -65,7 +65,7 @@ def _event_value(value: Any) -> Any:
 
 
 class AgentEvent:
-    """Base class of the ten agent events."""
+    """Base class of the agent events."""
 
     type: ClassVar[str] = ""
 

@@ -119,7 +119,7 @@ def convert_message(message: Any) -> Any:
 
 
 def convert_to_llm(messages: Iterable[Any]) -> List[Any]:
-    """The rich converter of spec agent-loop §1.5: standard roles pass through unchanged, the
+    """The Agent's default converter: standard roles pass through unchanged, the
     standard custom messages become user messages, everything else is dropped."""
     out = []
     for message in messages:

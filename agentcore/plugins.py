@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 
 import pluggy
 
-from . import hookspecs
+from . import _DISTRIBUTION, hookspecs
 from ._safe import describe_exception
 from .hookspecs import PROJECT_NAME, hookimpl
 
@@ -218,7 +218,7 @@ def _agentcore_version() -> Optional[str]:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("agentcore")
+        return version(_DISTRIBUTION)
     except PackageNotFoundError:  # a source tree that was never installed
         return None
 
@@ -229,16 +229,16 @@ def _load_builtins() -> List[_Loaded]:
         if _builtins is not None:
             return _builtins
         ver = _agentcore_version()
-        loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, "agentcore", ver)]
+        loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, _DISTRIBUTION, ver)]
         for module in BUILTIN_PLUGINS:
             try:
-                loaded.append(_Loaded(module, importlib.import_module(module), True, "agentcore", ver))
+                loaded.append(_Loaded(module, importlib.import_module(module), True, _DISTRIBUTION, ver))
             except ModuleNotFoundError as exc:
                 if _missing_module(exc, module):
                     continue  # not part of this installation (yet)
-                loaded.append(_Loaded(module, None, True, "agentcore", ver, error=_describe(exc)))
+                loaded.append(_Loaded(module, None, True, _DISTRIBUTION, ver, error=_describe(exc)))
             except Exception as exc:  # a broken built-in is reported, never fatal
-                loaded.append(_Loaded(module, None, True, "agentcore", ver, error=_describe(exc)))
+                loaded.append(_Loaded(module, None, True, _DISTRIBUTION, ver, error=_describe(exc)))
         for rec in loaded:
             if rec.error:
                 _warn_once(rec.name, f"agentcore: built-in plugin {rec.name} failed to import: {rec.error}")

@@ -239,7 +239,7 @@ def _json_default(value: Any) -> Any:
 
 
 class ToolValidationError(ValueError):
-    """Arguments did not match a tool's schema. The message follows spec agent-loop §2.7."""
+    """Arguments did not match a tool's schema. The message lists each problem and the arguments."""
 
 
 _COERCE_INT = re.compile(r"^\s*[+-]?\d+(\.0*)?\s*$")

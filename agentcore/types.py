@@ -468,7 +468,7 @@ class Model(_WireMixin):
 
     @classmethod
     def placeholder(cls) -> Model:
-        """The model an Agent has before one is chosen (spec: id/api/provider ``"unknown"``)."""
+        """The model an Agent has before one is chosen (id, api and provider ``"unknown"``)."""
         return cls(id="unknown", name="unknown", api="unknown", provider="unknown", base_url="",
                    reasoning=False, input=(), context_window=0, max_tokens=0)
 

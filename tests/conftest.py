@@ -208,3 +208,54 @@ def _process_wide_state() -> Any:
     if replaced or _polluted(plugins._default_pm) or _polluted(plugins._shared_pm):
         plugins.reset_plugins()
     session_process_state.reset()
+
+
+# ------------------------------------------------------------------ documentation examples
+
+DOC_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "GEMINI_API_KEY",
+                     "GROQ_API_KEY", "XAI_API_KEY", "CEREBRAS_API_KEY", "OPENROUTER_API_KEY",
+                     "AGENTCORE_MODEL")
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> List[Any]:
+    """Where README and docs examples run: no API-key variables, every socket connection refused,
+    a scratch working directory. Returns the list of refused addresses (empty when the examples
+    stayed off the network)."""
+    import socket
+
+    for name in DOC_KEY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    attempts: List[Any] = []
+
+    def refuse(self: socket.socket, address: Any) -> None:
+        attempts.append(address)
+        raise OSError("network refused while running documentation examples")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.chdir(tmp_path)
+    return attempts
+
+
+@pytest.fixture
+def check_shout_plugin(capsys: pytest.CaptureFixture[str]) -> Callable[[dict], None]:
+    """``check_shout_plugin(namespace)``: the documented ``agentcore_shout`` plugin module, rebuilt
+    from the namespace its example ran in and passed to one agent: ``tools=["shout"]`` resolves
+    and its ``on_event`` hook sees the call."""
+    import types
+
+    from agentcore import Agent
+    from agentcore.testing import text, tool_call
+
+    def check(namespace: dict) -> None:
+        module = types.ModuleType("agentcore_shout")
+        module.__dict__.update({k: namespace[k] for k in ("shout", "register_tools", "on_event")})
+        scripted = ScriptedModel([tool_call("shout", {"text": "hi"}), text("done")])
+        capsys.readouterr()
+        messages = Agent(scripted.model, plugins=[module], tools=["shout"]).prompt("shout hi")
+        assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
+        assert messages[2].content[0].text == "HI" and not messages[2].is_error
+        assert capsys.readouterr().out.splitlines() == ["someone shouted"]
+
+    return check

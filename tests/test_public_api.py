@@ -9,7 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
-from typing import List
+from typing import Any, List
 
 import pytest
 
@@ -178,6 +178,47 @@ def _scan_when_imported(module: str, scan: str) -> str:
         "        return None\n"
         "sys.meta_path.insert(0, _ScanOnImport())\n"
     )
+
+
+def _setup_cfg_metadata() -> Any:
+    """The ``[metadata]`` section of setup.cfg."""
+    import configparser
+    from pathlib import Path
+
+    parser = configparser.ConfigParser()
+    parser.read(Path(__file__).resolve().parents[1] / "setup.cfg", encoding="utf-8")
+    return parser["metadata"]
+
+
+def test_version_is_read_from_the_distribution_setup_cfg_names(monkeypatch):
+    # "agentcore" on the package index is another project: asking importlib.metadata for it would
+    # report that project's version (or none) instead of ours.
+    import importlib.metadata
+
+    from agentcore import plugins
+
+    name = _setup_cfg_metadata()["name"]
+    assert name == "pyagentcore"
+    asked = []
+    monkeypatch.setattr(importlib.metadata, "version", lambda dist: asked.append(dist) or "9.9")
+    monkeypatch.delitem(agentcore.__dict__, "__version__", raising=False)
+    assert agentcore.__version__ == "9.9"
+    assert plugins._agentcore_version() == "9.9"
+    assert asked == [name, name]
+    builtin = [info for info in agentcore.plugins_info() if info.builtin]
+    assert builtin and all(info.distribution == name for info in builtin)
+
+
+def test_installed_version_is_the_setup_cfg_version():
+    import importlib.metadata
+
+    import pytest
+
+    try:
+        installed = importlib.metadata.version("pyagentcore")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the pyagentcore distribution is not installed (a source tree)")
+    assert installed == _setup_cfg_metadata()["version"]
 
 
 _SCANS = [

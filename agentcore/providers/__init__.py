@@ -113,7 +113,7 @@ _NO_BODY_OVERFLOW = re.compile(r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)", 
 def is_context_overflow(message: Any, context_window: Optional[int] = None) -> bool:
     """True when ``message`` (an AssistantMessage) failed because the prompt was too long.
 
-    Recognises the overflow error texts of the known providers (spec §9), and, when
+    Recognises the overflow error texts of the known providers, and, when
     ``context_window`` is given, a "silent" overflow: a successful response whose
     ``input + cache_read`` exceeds it.
     """

@@ -106,7 +106,7 @@ _AUTHENTICATED = "<authenticated>"
 
 
 def get_env_api_key(provider: str, env: Optional[Mapping[str, str]] = None) -> Optional[str]:
-    """The API key of ``provider`` from the environment (spec §19), or None.
+    """The API key of ``provider`` from its environment variables, or None.
 
     google-vertex and amazon-bedrock return the marker ``"<authenticated>"`` when ambient
     credentials (ADC file + project + location; AWS profile/keys/container/web identity) exist.

@@ -108,7 +108,7 @@ class NavigationResult:
 
 @dataclass
 class TreePreparation:
-    """What the ``before_branch_summary`` hook sees about a navigation (spec §8 step 3).
+    """What the ``before_branch_summary`` hook sees about a navigation, before anything is written.
 
     ``entries_to_summarize`` are the entries of the abandoned branch, oldest first (empty when
     there is no old leaf); ``user_wants_summary`` is the caller's ``summarize`` flag; the last
@@ -305,7 +305,7 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
                   label: Optional[str] = None, signal: Any = None,
                   reserve_tokens: int = _DEFAULT_RESERVE, thinking_level: Optional[str] = None,
                   plugins: Any = None, **options: Any) -> NavigationResult:
-    """Move ``session`` to ``target_id``, optionally summarising the branch left behind (spec §8).
+    """Move ``session`` to ``target_id``, optionally summarising the branch left behind.
 
     Target == current leaf: nothing happens (``moved`` False). A user message or custom message
     target moves to its parent and returns its text as ``editor_text``. With ``summarize`` and a

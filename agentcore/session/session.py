@@ -183,7 +183,7 @@ class Session:
                           retained_tail: Optional[Sequence[Any]] = None) -> str:
         """Record a compaction: the context starts with ``summary`` then ``first_kept_entry_id`` onward.
 
-        ``first_kept_entry_id`` is not validated (spec): an id off the path keeps no older entries.
+        ``first_kept_entry_id`` is not validated: an id off the path keeps no older entries.
         """
         tail = None if retained_tail is None else [message_to_dict(m) for m in retained_tail]
         from ..types import message_from_dict
@@ -229,7 +229,7 @@ class Session:
 
     @property
     def leaf_id(self) -> Optional[str]:
-        """The current position: the entry the next append will hang under (None: a new root)."""
+        """The entry the next append will hang under, the current position (None for a new root)."""
         return self.storage.leaf_id
 
     def move_to(self, entry_id: Optional[str], summary: Union[None, str, Mapping[str, Any]] = None
@@ -356,7 +356,7 @@ class Session:
 
     def build_context(self, leaf_id: Any = _CURRENT, *, entry_transforms: Iterable[EntryTransform] = (),
                       projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
-        """Messages, model, thinking level and active tools to resume from (spec §6)."""
+        """Messages, model, thinking level and active tools to resume from."""
         with self._lock:
             if leaf_id is _CURRENT:
                 return build_context(self.storage, entry_transforms=entry_transforms, projectors=projectors)

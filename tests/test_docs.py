@@ -1,0 +1,233 @@
+"""The documentation under docs/ stays true: its Python examples run, and its reference pages cover
+the whole public surface without mentioning notes a reader cannot see.
+
+Convention for ``docs/*.rst`` (also stated in docs/development.rst):
+
+* every ``.. code-block:: python`` runs; the blocks of one page run in order in one namespace (a
+  later block continues an earlier one, as the page reads), in a temporary working directory, with
+  the API-key variables removed and every socket connection refused (the ``offline`` fixture of
+  conftest.py), so an example can never reach a network (hosted-provider examples end in their documented "no API key" error);
+* a block preceded by the comment ``.. skip: next (why)`` is only compiled (it talks to a local
+  server);
+* what a page's comments say its examples print is asserted below (``PRINTS``); a page whose
+  examples need an optional extra skips without it (``REQUIRES``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+
+import agentcore
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGES = sorted(p.stem for p in DOCS.glob("*.rst"))
+SKIP = re.compile(r"^\.\. skip: next\b")
+# Words that point at material only the developers have (design notes, spec sections).
+INTERNAL = re.compile(r"§|\bDESIGN\b|\bspec\b|reference design")
+
+# page -> the optional package its examples need (from an extra); without it the page skips
+REQUIRES = {"jupyter": "IPython"}
+
+# page -> lines its examples print, in this order (other lines may come between them)
+PRINTS: Dict[str, List[str]] = {
+    "agent": [
+        "['user', 'assistant', 'toolResult', 'assistant']",
+        "2 + 3 = 5.",
+        "['user', 'assistant', 'user', 'assistant']",
+        "10 km is 6.2 miles.",
+    ],
+    "events": ["Streaming works.", "agent_start", "message_update", "agent_end"],
+    "tools": ["['amount']", "6.21371", "cba"],
+    "sessions": ["4", "hello"],
+    "compaction": [
+        "fix the parser",
+        "cancelled",
+        "Drafting (3 earlier messages)",
+        "True",
+        "2",
+        "Abandoned 1 entries.",
+        "branch point",
+    ],
+    "threads": ["aborted"],
+    "performance": ["agentcore-run"],
+    "testing": ["It is 3.", "You said: ping"],
+    "hooks": ["about to run ping"],
+    "structured": ["Movie(title='Dune', year=1965, genres=['sf'])"],
+    "approvals": ["Cleaned up.", "Paris has about 2.1 million inhabitants.", "132"],
+    "plugins": ["not allowed here"],
+    "tour": ["agent_start", "agent_end", "['user', 'assistant', 'toolResult', 'assistant']", "HELLO"],
+}
+
+
+@dataclass
+class Block:
+    page: str
+    line: int  # of the directive, 1-based
+    code: str
+    runnable: bool
+
+
+def python_blocks(page: str) -> List[Block]:
+    """Every ``.. code-block:: python`` of ``docs/<page>.rst``, dedented."""
+    path = DOCS / f"{page}.rst"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    blocks = []
+    for i, line in enumerate(lines):
+        if line.strip() != ".. code-block:: python":
+            continue
+        previous = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        j = i + 1
+        while j < len(lines) and lines[j].strip().startswith(":"):  # directive options
+            j += 1
+        body = []
+        while j < len(lines) and (not lines[j].strip() or lines[j].startswith((" ", "\t"))):
+            body.append(lines[j])
+            j += 1
+        code = textwrap.dedent("\n".join(body)).strip("\n") + "\n"
+        blocks.append(Block(page, i + 1, code, not SKIP.match(previous.strip())))
+    return blocks
+
+
+def _compile(block: Block) -> Any:
+    # dont_inherit: run as a reader's script would, without this module's ``from __future__``
+    # (string annotations would make an example's dataclass look up an unimported module)
+    return compile(block.code, f"{DOCS / block.page}.rst:{block.line}", "exec", dont_inherit=True)
+
+
+def test_there_are_pages_with_examples():
+    assert {"index", "installation", "tour", "api", "hooks"} <= set(PAGES)
+    assert sum(len(python_blocks(p)) for p in PAGES) >= 30
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
+def test_page_examples_run(page, offline, capsys, check_shout_plugin):
+    if page in REQUIRES:
+        pytest.importorskip(
+            REQUIRES[page], reason=f"docs/{page}.rst needs {REQUIRES[page]} (pip install 'pyagentcore[jupyter]')"
+        )
+    namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
+    for block in python_blocks(page):
+        code = _compile(block)
+        if block.runnable:
+            exec(code, namespace)
+    assert offline == [], f"{page}: an example tried to reach the network"
+    out = capsys.readouterr().out
+    _check_prints(page, out)
+    if page == "plugins":
+        check_shout_plugin(namespace)
+    elif page == "coding-tools":
+        assert 'path "../../etc/passwd" is outside the allowed root' in out
+    elif page == "jupyter":
+        assert "hello" in out and "It printed hello." in out
+    elif page == "providers":
+        assert "error" in out  # the hosted-provider examples end in "no API key"
+
+
+def test_jupyter_page_skips_naming_ipython_when_it_is_missing(offline, capsys, check_shout_plugin, monkeypatch):
+    """Without the jupyter extra the notebook page skips, saying what to install (it used to fail
+    with ImportError)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "IPython", None)  # ``import IPython`` now raises ImportError
+    with pytest.raises(pytest.skip.Exception, match="needs IPython"):
+        test_page_examples_run("jupyter", offline, capsys, check_shout_plugin)
+
+
+def _check_prints(page: str, out: str) -> None:
+    lines = [line.strip() for line in out.splitlines()]
+    position = 0
+    for expected in PRINTS.get(page, []):
+        try:
+            position = lines.index(expected, position) + 1
+        except ValueError:
+            pytest.fail(
+                f"{page}: expected the examples to print {expected!r} (after line {position}); they printed:\n{out}"
+            )
+
+
+def test_skip_marker_applies_to_the_next_block_only():
+    skipped = [b for p in PAGES for b in python_blocks(p) if not b.runnable]
+    assert skipped, "the local-server examples are marked '.. skip: next'"
+    assert all("127.0.0.1" in b.code for b in skipped), "only examples that need a local server are skipped"
+
+
+# ------------------------------------------------------------------------------ reference pages
+
+
+def _documented(page: str) -> List[str]:
+    """Full names of the objects ``docs/<page>.rst`` documents with autodoc or ``.. data::``."""
+    names, module = [], ""
+    for line in (DOCS / f"{page}.rst").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\.\. (?:py:)?currentmodule:: (\S+)", line)
+        if match:
+            module = match.group(1)
+            continue
+        match = re.match(r"\.\. (?:auto)?(?:class|function|data|exception):: (\S+)", line)
+        if match:
+            name = match.group(1)
+            names.append(name if name.startswith("agentcore.") else f"{module}.{name}")
+    return names
+
+
+def _resolve(full_name: str) -> Any:
+    import importlib
+
+    parts = full_name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(full_name)
+
+
+def test_api_reference_covers_every_public_name():
+    documented = {name.rpartition(".")[2] for name in _documented("api") if name.count(".") == 1}
+    missing = sorted(set(agentcore.__all__) - documented)
+    assert not missing, f"docs/api.rst does not document: {missing}"
+
+
+def test_hook_reference_lists_every_hookspec():
+    from agentcore import hookspecs
+
+    specs = {name for name, f in vars(hookspecs).items() if inspect.isfunction(f) and hasattr(f, "agentcore_spec")}
+    listed = {name.rpartition(".")[2] for name in _documented("hooks")}
+    assert specs and listed == specs
+
+
+def _rendered_docstrings(full_name: str) -> Dict[str, str]:
+    """The docstrings autodoc shows for ``full_name``: its own and, for a class, its members'."""
+    obj = _resolve(full_name)
+    if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        return {}  # plain data: the page writes its text itself
+    docs = {full_name: inspect.getdoc(obj) or ""}
+    if inspect.isclass(obj):
+        for attr, value in vars(obj).items():
+            if attr.startswith("_"):
+                continue
+            doc = getattr(getattr(value, "__func__", value), "__doc__", None)
+            if isinstance(value, property) or inspect.isfunction(getattr(value, "__func__", value)):
+                docs[f"{full_name}.{attr}"] = doc or ""
+    return docs
+
+
+def test_rendered_docstrings_and_pages_name_no_internal_notes():
+    found = []
+    for page in ("api", "hooks"):
+        for name in _documented(page):
+            for where, doc in _rendered_docstrings(name).items():
+                found += [f"{where}: {line.strip()}" for line in doc.splitlines() if INTERNAL.search(line)]
+    for page in PAGES:
+        text = (DOCS / f"{page}.rst").read_text(encoding="utf-8")
+        found += [f"docs/{page}.rst: {line.strip()}" for line in text.splitlines() if INTERNAL.search(line)]
+    assert not found, "internal notes a reader cannot see:\n" + "\n".join(found)
