@@ -47,8 +47,7 @@ class AgentHooks:
     them into error results or a failed run); ``on_event`` and ``on_lifecycle_event`` log them.
     """
 
-    def __init__(self, pm: pluggy.PluginManager,
-                 convert_to_llm: Optional[Callable[[List[Any]], Any]] = None) -> None:
+    def __init__(self, pm: pluggy.PluginManager, convert_to_llm: Optional[Callable[[List[Any]], Any]] = None) -> None:
         self.pm = pm
         self.list_converter = convert_to_llm
 
@@ -124,8 +123,7 @@ class AgentHooks:
 
 
 def _log_observer_failure(hook_name: str, event: Any) -> None:
-    _log.exception("agentcore: an %s hook failed for %s event", hook_name,
-                   getattr(event, "type", type(event).__name__))
+    _log.exception("agentcore: an %s hook failed for %s event", hook_name, getattr(event, "type", type(event).__name__))
 
 
 # --------------------------------------------------------------------------- constructor callables
@@ -167,14 +165,20 @@ def _transform_impl(fn: Callable[..., Any]) -> Callable[[List[Any], Any], None]:
     return transform_context
 
 
-_ADAPTERS = (("before_tool_call", _before_impl), ("after_tool_call", _after_impl),
-             ("transform_context", _transform_impl))
+_ADAPTERS = (
+    ("before_tool_call", _before_impl),
+    ("after_tool_call", _after_impl),
+    ("transform_context", _transform_impl),
+)
 
 
-def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
-                     after_tool_call: Optional[Callable[..., Any]] = None,
-                     transform_context: Optional[Callable[..., Any]] = None,
-                     name: str = "agent-callables") -> Optional[Any]:
+def callables_plugin(
+    *,
+    before_tool_call: Optional[Callable[..., Any]] = None,
+    after_tool_call: Optional[Callable[..., Any]] = None,
+    transform_context: Optional[Callable[..., Any]] = None,
+    name: str = "agent-callables",
+) -> Optional[Any]:
     """Turn an Agent's constructor callables into one plugin object, or None if none is given.
 
     Register the result on that agent's own manager only, so the hooks never leak into other
@@ -190,8 +194,11 @@ def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
     :class:`AgentHooks` applies after the ``convert_to_llm`` hook.
     """
     plugin = _CallablesPlugin(name)
-    given = {"before_tool_call": before_tool_call, "after_tool_call": after_tool_call,
-             "transform_context": transform_context}
+    given = {
+        "before_tool_call": before_tool_call,
+        "after_tool_call": after_tool_call,
+        "transform_context": transform_context,
+    }
     found = False
     for specname, adapt in _ADAPTERS:
         fn = given[specname]
@@ -199,4 +206,3 @@ def callables_plugin(*, before_tool_call: Optional[Callable[..., Any]] = None,
             setattr(plugin, specname, hookimpl(specname=specname)(adapt(fn)))
             found = True
     return plugin if found else None
-

@@ -56,8 +56,9 @@ class AgentPlugins:
             self._own = create_plugin_manager()
         return self._own
 
-    def hooks_for_run(self, before_tool_call: Any, after_tool_call: Any, transform_context: Any,
-                      convert_to_llm: Any) -> AgentHooks:
+    def hooks_for_run(
+        self, before_tool_call: Any, after_tool_call: Any, transform_context: Any, convert_to_llm: Any
+    ) -> AgentHooks:
         """Sync the adapter plugin with the callables set now; the run's :class:`AgentHooks`."""
         wanted = (before_tool_call, after_tool_call, transform_context)
         if any(fn is not None for fn in wanted) or convert_to_llm is not None:
@@ -67,9 +68,12 @@ class AgentPlugins:
         if wanted != self._adapted:
             if self._adapter is not None:
                 pm.unregister(self._adapter)
-            self._adapter = callables_plugin(before_tool_call=before_tool_call,
-                                             after_tool_call=after_tool_call,
-                                             transform_context=transform_context, name=ADAPTER_NAME)
+            self._adapter = callables_plugin(
+                before_tool_call=before_tool_call,
+                after_tool_call=after_tool_call,
+                transform_context=transform_context,
+                name=ADAPTER_NAME,
+            )
             if self._adapter is not None:
                 pm.register(self._adapter, name=ADAPTER_NAME)
             self._adapted = wanted

@@ -37,11 +37,21 @@ class AgentState:
     ``_run`` is set (a run, or a maintenance step such as ``compact()`` that is not streaming).
     """
 
-    __slots__ = ("system_prompt", "model", "thinking_level", "_tools", "_messages", "_run",
-                 "_streaming_message", "_pending_tool_calls", "_error_message")
+    __slots__ = (
+        "system_prompt",
+        "model",
+        "thinking_level",
+        "_tools",
+        "_messages",
+        "_run",
+        "_streaming_message",
+        "_pending_tool_calls",
+        "_error_message",
+    )
 
-    def __init__(self, system_prompt: str, model: Model, thinking_level: str,
-                 tools: Iterable[Any], messages: Iterable[Any]) -> None:
+    def __init__(
+        self, system_prompt: str, model: Model, thinking_level: str, tools: Iterable[Any], messages: Iterable[Any]
+    ) -> None:
         self.system_prompt = system_prompt
         self.model = model
         self.thinking_level = thinking_level
@@ -143,9 +153,11 @@ class AgentState:
         self._error_message = None
 
     def __repr__(self) -> str:
-        return (f"AgentState(model={self.model.key if hasattr(self.model, 'key') else self.model!r}, "
-                f"messages={len(self._messages)}, tools={len(self._tools)}, "
-                f"is_streaming={self.is_streaming}, error_message={self._error_message!r})")
+        return (
+            f"AgentState(model={self.model.key if hasattr(self.model, 'key') else self.model!r}, "
+            f"messages={len(self._messages)}, tools={len(self._tools)}, "
+            f"is_streaming={self.is_streaming}, error_message={self._error_message!r})"
+        )
 
 
 class _MessageQueue:

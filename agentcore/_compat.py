@@ -36,8 +36,15 @@ import socket
 from typing import Any, Callable, Dict, Optional, Tuple
 
 __all__ = [
-    "environ_data", "json_scanner", "connection_address", "name_resolution_error", "set_socket_options",
-    "is_default_timeout", "response_socket", "http_client_read1", "noting_connection_classes",
+    "environ_data",
+    "json_scanner",
+    "connection_address",
+    "name_resolution_error",
+    "set_socket_options",
+    "is_default_timeout",
+    "response_socket",
+    "http_client_read1",
+    "noting_connection_classes",
 ]
 
 
@@ -125,8 +132,9 @@ def http_client_read1(raw: Any) -> Optional[Callable[[int], bytes]]:
     return read1 if callable(read1) else None
 
 
-def noting_connection_classes(on_request: Callable[[Any], None],
-                              new_conn: Callable[[Any, Callable[[], Any]], Any]) -> Tuple[type, type]:
+def noting_connection_classes(
+    on_request: Callable[[Any], None], new_conn: Callable[[Any, Callable[[], Any]], Any]
+) -> Tuple[type, type]:
     """urllib3 ``HTTPConnection`` and ``HTTPSConnection`` subclasses for a custom pool.
 
     ``request()`` calls ``on_request(connection)`` first; opening the socket (urllib3's private

@@ -17,9 +17,16 @@ from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
 
 __all__ = [
-    "AgentLoopConfig", "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext",
-    "AfterToolCallResult", "ShouldStopAfterTurnContext", "PrepareNextTurnContext",
-    "AgentLoopTurnUpdate", "ToolBatchResult", "STREAM_OPTIONS",
+    "AgentLoopConfig",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "ShouldStopAfterTurnContext",
+    "PrepareNextTurnContext",
+    "AgentLoopTurnUpdate",
+    "ToolBatchResult",
+    "STREAM_OPTIONS",
 ]
 
 
@@ -58,19 +65,24 @@ class AgentLoopConfig(StreamOptions):
     after_tool_call: Optional[Callable[[Any, AbortSignal], Any]]  # type: ignore[misc]
     api_key: Optional[str] = field(repr=False)  # type: ignore[misc]
 
-    def __init__(self, model: Model,
-                 convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
-                 transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None,
-                 get_api_key: Optional[Callable[[str], Optional[str]]] = None,
-                 should_stop_after_turn: Optional[Callable[[Any], bool]] = None,
-                 prepare_next_turn: Optional[Callable[[Any], Any]] = None,
-                 get_steering_messages: Optional[Callable[[], List[Any]]] = None,
-                 get_follow_up_messages: Optional[Callable[[], List[Any]]] = None,
-                 tool_execution: str = "parallel",
-                 before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
-                 after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
-                 api_key: Optional[str] = None, *,
-                 options: Optional[StreamOptions] = None, **stream_options: Any) -> None:
+    def __init__(
+        self,
+        model: Model,
+        convert_to_llm: Optional[Callable[[List[Any]], List[Any]]] = None,
+        transform_context: Optional[Callable[[List[Any], AbortSignal], Optional[List[Any]]]] = None,
+        get_api_key: Optional[Callable[[str], Optional[str]]] = None,
+        should_stop_after_turn: Optional[Callable[[Any], bool]] = None,
+        prepare_next_turn: Optional[Callable[[Any], Any]] = None,
+        get_steering_messages: Optional[Callable[[], List[Any]]] = None,
+        get_follow_up_messages: Optional[Callable[[], List[Any]]] = None,
+        tool_execution: str = "parallel",
+        before_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+        after_tool_call: Optional[Callable[[Any, AbortSignal], Any]] = None,
+        api_key: Optional[str] = None,
+        *,
+        options: Optional[StreamOptions] = None,
+        **stream_options: Any,
+    ) -> None:
         check_names(stream_options, "AgentLoopConfig()")
         self.model = model
         self.convert_to_llm = convert_to_llm

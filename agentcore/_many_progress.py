@@ -43,13 +43,17 @@ class ManyProgress:
         """``"37/200 done, 1 failed, 8 running | 12.3k tokens $0.0412 | 4.1 tasks/s | 9s"``."""
         tokens = self.input_tokens + self.output_tokens
         shown = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
-        return (f"{self.done}/{self.total} done, {self.failed} failed, {self.running} running | "
-                f"{shown} tokens ${self.cost:.4f} | {self.rate:.1f} tasks/s | {self.elapsed:.0f}s")
+        return (
+            f"{self.done}/{self.total} done, {self.failed} failed, {self.running} running | "
+            f"{shown} tokens ${self.cost:.4f} | {self.rate:.1f} tasks/s | {self.elapsed:.0f}s"
+        )
 
     def _repr_html_(self) -> str:
         fraction = (self.done + self.failed) / self.total if self.total else 1.0
-        return (f"<div><progress value='{fraction:.3f}' max='1' style='width:20em'></progress> "
-                f"<code>{self.line()}</code></div>")
+        return (
+            f"<div><progress value='{fraction:.3f}' max='1' style='width:20em'></progress> "
+            f"<code>{self.line()}</code></div>"
+        )
 
 
 class _TerminalLine:

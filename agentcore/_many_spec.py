@@ -10,7 +10,7 @@ with :meth:`AgentSpec.build`, resolving keys from *its* environment (or the spec
 :func:`check_portable` is what ``run_many`` calls at submission: it pickles each field with the
 standard :mod:`pickle` (stricter than Dask's cloudpickle on purpose: a lambda that cloudpickle
 would carry may capture state that does not exist on the worker) and raises
-:class:`SpecNotPortableError` naming the first field that cannot travel.
+:exc:`~agentcore.many.SpecNotPortableError` naming the first field that cannot travel.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from .options import StreamOptions, check_names
 __all__ = ["AgentSpec", "AgentTask", "SpecNotPortableError", "check_portable", "resolve_plugin"]
 
 #: header names that carry credentials; a spec never carries them (keys are resolved on the worker)
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key",
-                             "proxy-authorization", "cookie"})
+_SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
+)
 
 
 class SpecNotPortableError(TypeError):
@@ -62,7 +63,7 @@ class AgentSpec:
     default the worker's environment supplies keys (``OPENAI_API_KEY``...).
 
     A key in the spec is refused: ``Authorization``-like headers in ``model.headers`` or
-    ``options.headers`` raise :class:`SpecNotPortableError` at construction.
+    ``options.headers`` raise :exc:`~agentcore.many.SpecNotPortableError` at construction.
     """
 
     model: Any
@@ -79,16 +80,18 @@ class AgentSpec:
         object.__setattr__(self, "tools", tuple(self.tools or ()))
         object.__setattr__(self, "plugins", tuple(self.plugins or ()))
         if not isinstance(self.model, str) and not hasattr(self.model, "api"):
-            raise TypeError(f"AgentSpec.model must be \"provider/id\" or a Model, not "
-                            f"{type(self.model).__name__}")
+            raise TypeError(f'AgentSpec.model must be "provider/id" or a Model, not {type(self.model).__name__}')
         for index, plugin in enumerate(self.plugins):
             if not isinstance(plugin, str) or not plugin:
-                raise SpecNotPortableError(f"plugins[{index}]", "name plugins by entry-point name or "
-                                           f"\"package.module:attr\", not a {type(plugin).__name__}")
+                raise SpecNotPortableError(
+                    f"plugins[{index}]",
+                    f'name plugins by entry-point name or "package.module:attr", not a {type(plugin).__name__}',
+                )
         if self.options is not None and not isinstance(self.options, StreamOptions):
             if not isinstance(self.options, Mapping):
-                raise TypeError(f"AgentSpec.options must be a StreamOptions or a mapping, not "
-                                f"{type(self.options).__name__}")
+                raise TypeError(
+                    f"AgentSpec.options must be a StreamOptions or a mapping, not {type(self.options).__name__}"
+                )
             check_names(self.options, "AgentSpec.options")
             object.__setattr__(self, "options", dict(self.options))
         self._refuse_keys()
@@ -99,8 +102,11 @@ class AgentSpec:
         for where, headers in (("model.headers", model_headers), ("options.headers", option_headers)):
             for name in headers:
                 if str(name).lower() in _SECRET_HEADERS:
-                    raise SpecNotPortableError(where, f"header {name!r} carries a credential; keys are "
-                                               "resolved on the worker (its environment, or get_api_key)")
+                    raise SpecNotPortableError(
+                        where,
+                        f"header {name!r} carries a credential; keys are "
+                        "resolved on the worker (its environment, or get_api_key)",
+                    )
 
     def option_kwargs(self) -> Dict[str, Any]:
         """The set stream options as keyword arguments for ``Agent``."""
@@ -121,13 +127,25 @@ class AgentSpec:
         # An autoloaded entry point is in every manager already: passing it again would only cost
         # this agent a plugin manager of its own (tens of ms with many plugins installed).
         autoloaded = _autoloaded_plugins()
-        plugins = [plugin for plugin in (resolve_plugin(name, index) for index, name in enumerate(self.plugins))
-                   if not any(plugin is obj for obj in autoloaded)]
-        tools = [_import_path(item, f"tools[{index}]") if isinstance(item, str) and ":" in item else item
-                 for index, item in enumerate(self.tools)]
-        return Agent(self.model, self.system_prompt, tools, thinking_level=self.thinking_level,
-                     get_api_key=self.get_api_key, plugins=plugins, session=session,
-                     **self.option_kwargs())
+        plugins = [
+            plugin
+            for plugin in (resolve_plugin(name, index) for index, name in enumerate(self.plugins))
+            if not any(plugin is obj for obj in autoloaded)
+        ]
+        tools = [
+            _import_path(item, f"tools[{index}]") if isinstance(item, str) and ":" in item else item
+            for index, item in enumerate(self.tools)
+        ]
+        return Agent(
+            self.model,
+            self.system_prompt,
+            tools,
+            thinking_level=self.thinking_level,
+            get_api_key=self.get_api_key,
+            plugins=plugins,
+            session=session,
+            **self.option_kwargs(),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +166,10 @@ class AgentTask:
         if not isinstance(self.prompt, str):
             raise TypeError(f"AgentTask.prompt must be a str, not {type(self.prompt).__name__}")
         if self.session is not None and not isinstance(self.session, str):
-            raise TypeError("AgentTask.session must be a session URL (str) so that any worker can open "
-                            f"it, not {type(self.session).__name__}")
+            raise TypeError(
+                "AgentTask.session must be a session URL (str) so that any worker can open "
+                f"it, not {type(self.session).__name__}"
+            )
 
 
 def _option(options: Any, name: str) -> Any:
@@ -183,14 +203,18 @@ def _parts(spec: AgentSpec) -> Iterator[Tuple[str, Any]]:
 
 
 def check_portable(task: AgentTask) -> None:
-    """Raise :class:`SpecNotPortableError` naming the first field of ``task`` that the standard
+    """Raise :exc:`~agentcore.many.SpecNotPortableError` naming the first field of ``task`` that the standard
     :mod:`pickle` cannot carry (a lambda or local function, an open file, a lock...)."""
     for name, value in _parts(task.spec):
         problem = _fails_pickle(value)
         if problem is not None:
-            hint = (" (use a registered tool name, or \"package.module:attr\" for a module-level tool)"
-                    if name.startswith("tools[") else
-                    " (use a function defined at module level)" if callable(value) else "")
+            hint = (
+                ' (use a registered tool name, or "package.module:attr" for a module-level tool)'
+                if name.startswith("tools[")
+                else " (use a function defined at module level)"
+                if callable(value)
+                else ""
+            )
             raise SpecNotPortableError(name, problem + hint)
     problem = _fails_pickle(task.id)
     if problem is not None:
@@ -216,9 +240,11 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
             if rec.obj is None:
                 raise ImportError(f"AgentSpec.plugins[{index}] {name!r} failed to load: {rec.error}")
             return rec.obj
-    raise LookupError(f"AgentSpec.plugins[{index}]: no entry point {name!r} in group "
-                      f"{registry.ENTRY_POINT_GROUP!r} is installed here; install the plugin on every "
-                      "worker, or name it as \"package.module:attr\"")
+    raise LookupError(
+        f"AgentSpec.plugins[{index}]: no entry point {name!r} in group "
+        f"{registry.ENTRY_POINT_GROUP!r} is installed here; install the plugin on every "
+        'worker, or name it as "package.module:attr"'
+    )
 
 
 def _autoloaded_plugins() -> Tuple[Any, ...]:

@@ -113,8 +113,7 @@ def _resume_point(session: Any, task: Any) -> _Resume:
     attempt, start, end, messages = 0, None, None, []  # type: ignore[var-annotated]
     for entry in session.get_branch():
         data = getattr(entry, "data", None)
-        if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict) \
-                and data.get("task") == task_id:
+        if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict) and data.get("task") == task_id:
             if data.get("event") == "start":
                 attempt, start, end, messages = int(data.get("attempt", 0)), entry, None, []
             elif data.get("event") == "end" and start is not None:
@@ -188,8 +187,15 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
         if local is not None and not local.add(agent):
             return TaskResult(task, error=TaskAborted("cancelled before it started"))
         if session is not None:
-            session.append_custom(MARKER, {"event": "start", "task": _jsonable(task.id),
-                                           "attempt": resume.attempt, "prompt": _digest(task.prompt)})
+            session.append_custom(
+                MARKER,
+                {
+                    "event": "start",
+                    "task": _jsonable(task.id),
+                    "attempt": resume.attempt,
+                    "prompt": _digest(task.prompt),
+                },
+            )
         try:
             messages = list(agent.prompt(task.prompt) or [])
         finally:
@@ -197,8 +203,7 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
                 local.remove(agent)
         error = _run_error(messages)
         if session is not None:
-            session.append_custom(MARKER, {"event": "end", "task": _jsonable(task.id),
-                                           "ok": error is None})
+            session.append_custom(MARKER, {"event": "end", "task": _jsonable(task.id), "ok": error is None})
         return TaskResult(task, messages, error, sum_usage(messages))
     except Exception as exc:
         return TaskResult(task, messages, _portable(exc), sum_usage(messages))

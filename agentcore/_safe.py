@@ -53,7 +53,7 @@ def safe_repr(value: Any, limit: int = 200) -> str:
         return f"<{_type_name(value)} object>"
     if not isinstance(text, str):  # pragma: no cover
         return f"<{_type_name(value)} object>"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def json_safe(value: Any) -> Any:
@@ -150,6 +150,9 @@ def _safe_key(key: Any) -> str:
     if isinstance(key, int) and not isinstance(key, Enum):
         return str(int(key))
     if isinstance(key, float):
-        return repr(float(key)) if math.isfinite(key) else ("NaN" if key != key else
-                                                             ("Infinity" if key > 0 else "-Infinity"))
+        return (
+            repr(float(key))
+            if math.isfinite(key)
+            else ("NaN" if key != key else ("Infinity" if key > 0 else "-Infinity"))
+        )
     return safe_repr(key)

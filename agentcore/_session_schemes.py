@@ -50,8 +50,10 @@ def query_params(url: str, allowed: List[str]) -> Dict[str, str]:
 def _local_path(url: str) -> str:
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost"):  # named by host only: the netloc may hold a password
-        raise ValueError(f"{parts.scheme}: URL names host {parts.hostname or '?'!r}; only local files are "
-                         f"supported (write {parts.scheme}:///absolute/path)")
+        raise ValueError(
+            f"{parts.scheme}: URL names host {parts.hostname or '?'!r}; only local files are "
+            f"supported (write {parts.scheme}:///absolute/path)"
+        )
     path = unquote(parts.path)
     if not path:
         raise ValueError(f"{parts.scheme}: URL has no path (write {parts.scheme}:///absolute/path)")

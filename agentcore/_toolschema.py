@@ -27,8 +27,13 @@ if sys.version_info >= (3, 10):  # pragma: no branch
     import types as _types
 
     _UNION_TYPES += (_types.UnionType,)  # novermin (guarded: 3.10+ only)
-_LIST_ORIGINS = (list, collections.abc.Sequence, collections.abc.MutableSequence, collections.abc.Iterable,
-                 collections.abc.Collection)
+_LIST_ORIGINS = (
+    list,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Iterable,
+    collections.abc.Collection,
+)
 _SET_ORIGINS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
 _DICT_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 
@@ -48,8 +53,10 @@ def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> Functio
     try:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:
-        raise TypeError(f"@tool {qualname}: cannot resolve its type hints ({exc}); use types that "
-                        f"exist at runtime on this Python version") from None
+        raise TypeError(
+            f"@tool {qualname}: cannot resolve its type hints ({exc}); use types that "
+            f"exist at runtime on this Python version"
+        ) from None
     description, param_docs = parse_docstring(inspect.getdoc(fn) or "")
     properties: Dict[str, Any] = {}
     required: List[str] = []
@@ -58,8 +65,7 @@ def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> Functio
         if pname in skip or pname in ("self", "cls"):
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"@tool {qualname}: *{pname} is not supported; give every tool argument "
-                            f"a name and a type")
+            raise TypeError(f"@tool {qualname}: *{pname} is not supported; give every tool argument a name and a type")
         hint = hints.get(pname, Any)
         try:
             prop = type_schema(hint)
@@ -142,8 +148,9 @@ def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
         return {"type": "null"}
     if origin in _UNION_TYPES:
         members = [a for a in args if a is not _NONE]
-        schema = (type_schema(members[0], _seen) if len(members) == 1
-                  else {"anyOf": [type_schema(a, _seen) for a in members]})
+        schema = (
+            type_schema(members[0], _seen) if len(members) == 1 else {"anyOf": [type_schema(a, _seen) for a in members]}
+        )
         return _nullable(schema) if len(members) < len(args) else schema
     if origin is typing.Literal:
         return _enum_schema(list(args))
@@ -171,8 +178,10 @@ def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
         if tp in _seen:
             raise TypeError(f"recursive type {tp.__qualname__} is not supported; annotate with dict")
         return _class_schema(tp, _seen + (tp,))
-    raise TypeError(f"unsupported annotation {tp!r}; use str, int, float, bool, None, Optional, "
-                    f"list, tuple, dict[str, ...], Literal, Enum, TypedDict, a dataclass or Any")
+    raise TypeError(
+        f"unsupported annotation {tp!r}; use str, int, float, bool, None, Optional, "
+        f"list, tuple, dict[str, ...], Literal, Enum, TypedDict, a dataclass or Any"
+    )
 
 
 def _array_schema(tp: Any, origin: Any, args: Tuple[Any, ...], seen: Tuple[Any, ...]) -> Dict[str, Any]:
@@ -275,10 +284,11 @@ def _list_to_python(tp: Any, origin: Any, args: Tuple[Any, ...], value: List[Any
 
 # --------------------------------------------------------------------------- docstrings
 
-_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Params|Attributes|Keyword Args|Keyword Arguments"
-                      r"|Returns|Return|Yields|Raises|Examples?|Notes?|See Also|Warnings?)\s*:\s*$")
-_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Attributes", "Keyword Args",
-                   "Keyword Arguments"}
+_SECTION = re.compile(
+    r"^(\s*)(Args|Arguments|Parameters|Params|Attributes|Keyword Args|Keyword Arguments"
+    r"|Returns|Return|Yields|Raises|Examples?|Notes?|See Also|Warnings?)\s*:\s*$"
+)
+_PARAM_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Attributes", "Keyword Args", "Keyword Arguments"}
 _ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 

@@ -92,8 +92,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
 
-ERR_PROMPT_BUSY = ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
-                   "messages, or wait for completion.")
+ERR_PROMPT_BUSY = (
+    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or wait for completion."
+)
 ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
 ERR_DOUBLE_START = "Agent is already processing."
@@ -112,8 +113,16 @@ WARN_BLOCKS_EVENT_LOOP = (
 )
 
 #: roles a dict message may have (the reference JSON shape, read by message_from_dict)
-_MESSAGE_ROLES = ("user", "assistant", "toolResult", "system", "bashExecution", "compactionSummary",
-                  "branchSummary", "custom")
+_MESSAGE_ROLES = (
+    "user",
+    "assistant",
+    "toolResult",
+    "system",
+    "bashExecution",
+    "compactionSummary",
+    "branchSummary",
+    "custom",
+)
 
 #: ``setup(tools, config) -> (tools, config)``: how one run's tools and loop configuration differ
 #: from the agent's (``ask()`` uses it); called on the caller's thread while the run is prepared.
@@ -124,7 +133,8 @@ _T = TypeVar("_T")  # the value type of ask(prompt, SomeClass)
 # The agent whose run body executes in this context (the run thread's, inherited by its tools'
 # threads): lets a sub-agent tool find its parent's session (agentcore.subagent).
 _running_agent: contextvars.ContextVar[Optional[Agent]] = contextvars.ContextVar(
-    "agentcore_running_agent", default=None)
+    "agentcore_running_agent", default=None
+)
 
 
 def running_agent() -> Optional[Agent]:
@@ -161,9 +171,12 @@ def _log_run_end(run: _ActiveRun, started: float) -> None:
     how many messages it added and how long it took. Never message content."""
     result = run.result or []
     last = next((m for m in reversed(result) if role_of(m) == "assistant"), None)
-    _log.debug("run end stop_reason=%s messages=%d duration_ms=%.1f",
-               getattr(last, "stop_reason", None) or "-", len(result),
-               (time.perf_counter() - started) * 1000)
+    _log.debug(
+        "run end stop_reason=%s messages=%d duration_ms=%.1f",
+        getattr(last, "stop_reason", None) or "-",
+        len(result),
+        (time.perf_counter() - started) * 1000,
+    )
 
 
 def _field_text(obj: Any, name: str) -> str:
@@ -209,8 +222,10 @@ def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optio
     return fn
 
 
-ERR_REASONING_OPTION = ("Agent() takes thinking_level= (and thinking_budgets=), not reasoning=: the "
-                        "reasoning option of each request is derived from the thinking level")
+ERR_REASONING_OPTION = (
+    "Agent() takes thinking_level= (and thinking_budgets=), not reasoning=: the "
+    "reasoning option of each request is derived from the thinking level"
+)
 
 
 def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> StreamOptions:
@@ -253,33 +268,44 @@ class Agent:
     objects or names resolved through the tool registry at run start.
     """
 
-    def __init__(self, model: Union[Model, str, None] = None, system_prompt: str = "",
-                 tools: Iterable[Any] = (), messages: Iterable[Any] = (),
-                 thinking_level: str = "off", *,
-                 api_key: Optional[str] = None,
-                 get_api_key: Optional[GetApiKey] = None,
-                 stream_fn: Optional[StreamFn] = None,
-                 convert_to_llm: Optional[ConvertToLlm] = None,
-                 transform_context: Optional[TransformContextHook] = None,
-                 before_tool_call: Optional[BeforeToolCallHook] = None,
-                 after_tool_call: Optional[AfterToolCallHook] = None,
-                 should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
-                 prepare_next_turn: Optional[PrepareNextTurnHook] = None,
-                 tool_execution: str = "parallel",
-                 steering_mode: str = "one-at-a-time",
-                 follow_up_mode: str = "one-at-a-time",
-                 plugins: Iterable[Any] = (),
-                 session: Any = None,
-                 compaction: Any = None,
-                 compaction_model: Optional[Model] = None,
-                 options: Optional[StreamOptions] = None,
-                 **stream_options: Any) -> None:
+    def __init__(
+        self,
+        model: Union[Model, str, None] = None,
+        system_prompt: str = "",
+        tools: Iterable[Any] = (),
+        messages: Iterable[Any] = (),
+        thinking_level: str = "off",
+        *,
+        api_key: Optional[str] = None,
+        get_api_key: Optional[GetApiKey] = None,
+        stream_fn: Optional[StreamFn] = None,
+        convert_to_llm: Optional[ConvertToLlm] = None,
+        transform_context: Optional[TransformContextHook] = None,
+        before_tool_call: Optional[BeforeToolCallHook] = None,
+        after_tool_call: Optional[AfterToolCallHook] = None,
+        should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+        prepare_next_turn: Optional[PrepareNextTurnHook] = None,
+        tool_execution: str = "parallel",
+        steering_mode: str = "one-at-a-time",
+        follow_up_mode: str = "one-at-a-time",
+        plugins: Iterable[Any] = (),
+        session: Any = None,
+        compaction: Any = None,
+        compaction_model: Optional[Model] = None,
+        options: Optional[StreamOptions] = None,
+        **stream_options: Any,
+    ) -> None:
         self._plugin_args = tuple(plugins or ())  # what as_tool() builds fresh sub-agents with
         self._plugins = AgentPlugins(self._plugin_args)
         if isinstance(model, str):
             model = self._model_named(model)
-        self._state = AgentState(system_prompt, model if model is not None else Model.placeholder(),
-                                 _level(thinking_level), self._checked_tools(tools or ()), messages or ())
+        self._state = AgentState(
+            system_prompt,
+            model if model is not None else Model.placeholder(),
+            _level(thinking_level),
+            self._checked_tools(tools or ()),
+            messages or (),
+        )
         self._warned_event_loop = False
         self.api_key = api_key
         self.get_api_key = get_api_key
@@ -328,8 +354,10 @@ class Agent:
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
-        return (f"Agent(model={getattr(model, 'key', model)!r}, messages={len(self._state.messages)}, "
-                f"is_streaming={self._state.is_streaming})")
+        return (
+            f"Agent(model={getattr(model, 'key', model)!r}, messages={len(self._state.messages)}, "
+            f"is_streaming={self._state.is_streaming})"
+        )
 
     # ------------------------------------------------------------------ state and properties
 
@@ -384,21 +412,29 @@ class Agent:
         leak into other agents. Raises ``UnknownModelError`` listing close matches."""
         return copy.deepcopy(self._plugins.manager().get_model(name))
 
-    model = property(lambda self: self._state.model,
-                     lambda self, value: setattr(self._state, "model", self._model_named(value)
-                                                 if isinstance(value, str) else value),
-                     doc="Shortcut for ``state.model`` (a \"provider/id\" string is looked up, as in "
-                         "the constructor).")
-    system_prompt = property(lambda self: self._state.system_prompt,
-                             lambda self, value: setattr(self._state, "system_prompt", value),
-                             doc="Shortcut for ``state.system_prompt``.")
-    thinking_level = property(lambda self: self._state.thinking_level,
-                              lambda self, value: setattr(self._state, "thinking_level", _level(value)),
-                              doc="Shortcut for ``state.thinking_level``.")
-    tools = property(lambda self: self._state.tools,
-                     lambda self, value: setattr(self._state, "tools", self._checked_tools(value)),
-                     doc="Shortcut for ``state.tools`` (assigning copies the list, checks every item "
-                         "and wraps plain functions as ``@tool`` does).")
+    model = property(
+        lambda self: self._state.model,
+        lambda self, value: setattr(
+            self._state, "model", self._model_named(value) if isinstance(value, str) else value
+        ),
+        doc='Shortcut for ``state.model`` (a "provider/id" string is looked up, as in the constructor).',
+    )
+    system_prompt = property(
+        lambda self: self._state.system_prompt,
+        lambda self, value: setattr(self._state, "system_prompt", value),
+        doc="Shortcut for ``state.system_prompt``.",
+    )
+    thinking_level = property(
+        lambda self: self._state.thinking_level,
+        lambda self, value: setattr(self._state, "thinking_level", _level(value)),
+        doc="Shortcut for ``state.thinking_level``.",
+    )
+    tools = property(
+        lambda self: self._state.tools,
+        lambda self, value: setattr(self._state, "tools", self._checked_tools(value)),
+        doc="Shortcut for ``state.tools`` (assigning copies the list, checks every item "
+        "and wraps plain functions as ``@tool`` does).",
+    )
 
     def _checked_tools(self, items: Iterable[Any]) -> List[Any]:
         """``items`` as the tools list: tool objects as they are, names checked against the tool
@@ -413,16 +449,21 @@ class Agent:
                 self._plugins.manager().get_tool(item)  # UnknownToolError listing close matches
             elif not (hasattr(item, "name") and callable(getattr(item, "execute", None))):
                 if not (inspect.isfunction(item) or inspect.ismethod(item)):
-                    raise TypeError(f"tools item {index} is a {type(item).__name__}: pass AgentTool "
-                                    f"objects, @tool or plain functions, or registered tool names")
+                    raise TypeError(
+                        f"tools item {index} is a {type(item).__name__}: pass AgentTool "
+                        f"objects, @tool or plain functions, or registered tool names"
+                    )
                 from .tools import tool
 
                 item = tool(item)  # TypeError naming the parameter when a hint has no JSON schema
             checked.append(item)
         return checked
-    messages = property(lambda self: self._state.messages,
-                        lambda self, value: setattr(self._state, "messages", value),
-                        doc="Shortcut for ``state.messages`` (assigning copies the list).")
+
+    messages = property(
+        lambda self: self._state.messages,
+        lambda self, value: setattr(self._state, "messages", value),
+        doc="Shortcut for ``state.messages`` (assigning copies the list).",
+    )
 
     # ------------------------------------------------------------------ listeners
 
@@ -433,9 +474,11 @@ class Agent:
         Raises TypeError for an ``async def`` listener (it would never run: listeners are called,
         not awaited); use a plain function, or :meth:`events` to consume events elsewhere."""
         if inspect.iscoroutinefunction(listener):
-            raise TypeError(f"subscribe() got an async listener ({getattr(listener, '__qualname__', listener)!r}); "
-                            f"listeners are plain functions called on the run thread. Use a plain "
-                            f"function, or iterate agent.events() from your own code.")
+            raise TypeError(
+                f"subscribe() got an async listener ({getattr(listener, '__qualname__', listener)!r}); "
+                f"listeners are plain functions called on the run thread. Use a plain "
+                f"function, or iterate agent.events() from your own code."
+            )
         key = _listener_key(listener)
         self._listeners[key] = (listener, _accepts_signal(listener))
 
@@ -463,8 +506,10 @@ class Agent:
         the mistake, and be left out of what the model sees."""
         item = self._as_message(message, method)
         if role_of(item) is None:
-            raise TypeError(f"{method}() takes a message or a str, not {type(message).__name__} "
-                            f"(queue a list one message at a time)")
+            raise TypeError(
+                f"{method}() takes a message or a str, not {type(message).__name__} "
+                f"(queue a list one message at a time)"
+            )
         return item
 
     followUp = follow_up
@@ -493,13 +538,14 @@ class Agent:
             role = message.get("role")
             if role not in _MESSAGE_ROLES:
                 problem = "has no 'role'" if role is None else f"has the unknown role {role!r}"
-                raise TypeError(f"{method}() got a dict message that {problem}; a message dict needs "
-                                f"one of the roles {', '.join(_MESSAGE_ROLES)}")
+                raise TypeError(
+                    f"{method}() got a dict message that {problem}; a message dict needs "
+                    f"one of the roles {', '.join(_MESSAGE_ROLES)}"
+                )
             try:
                 return message_from_dict(message)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                raise TypeError(f"{method}() got a malformed {role!r} message dict: "
-                                f"{exception_message(exc)}") from None
+                raise TypeError(f"{method}() got a malformed {role!r} message dict: {exception_message(exc)}") from None
         return message
 
     # ------------------------------------------------------------------ approvals
@@ -520,8 +566,10 @@ class Agent:
         if pending is not None and args is not None:
             tool = next((t for t in self._resolve_tools() if t.name == pending.tool_name), None)
             if tool is None:
-                raise ValueError(f"approve({tool_call_id!r}): the agent has no tool {pending.tool_name!r} "
-                                 f"any more to validate the edited arguments against; add it to agent.tools")
+                raise ValueError(
+                    f"approve({tool_call_id!r}): the agent has no tool {pending.tool_name!r} "
+                    f"any more to validate the edited arguments against; add it to agent.tools"
+                )
             args = _approvals.validated_args(tool, args, tool_call_id)
         self._approvals.decide("approve", tool_call_id, _approvals.ApprovalDecision(True, args))
 
@@ -543,15 +591,22 @@ class Agent:
     # ------------------------------------------------------------------ runs
 
     @overload
-    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
-               *, wait: Literal[True] = True) -> List[Any]: ...
+    def prompt(
+        self,
+        text_or_messages: PromptInput,
+        images: Optional[Sequence[ImageContent]] = None,
+        *,
+        wait: Literal[True] = True,
+    ) -> List[Any]: ...
 
     @overload
-    def prompt(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None,
-               *, wait: bool) -> Optional[List[Any]]: ...
+    def prompt(
+        self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None, *, wait: bool
+    ) -> Optional[List[Any]]: ...
 
-    def prompt(self, text_or_messages: PromptInput,
-               images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True) -> Optional[List[Any]]:
+    def prompt(
+        self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None, *, wait: bool = True
+    ) -> Optional[List[Any]]:
         """Run the loop with new input; return the run's new messages (None with ``wait=False``).
 
         Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
@@ -573,15 +628,33 @@ class Agent:
         return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
 
     @overload
-    def ask(self, prompt: PromptInput, output_type: Type[_T], *,
-            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> _T: ...
+    def ask(
+        self,
+        prompt: PromptInput,
+        output_type: Type[_T],
+        *,
+        images: Optional[Sequence[ImageContent]] = None,
+        retries: int = 2,
+    ) -> _T: ...
 
     @overload
-    def ask(self, prompt: PromptInput, output_type: Any, *,
-            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any: ...
+    def ask(
+        self,
+        prompt: PromptInput,
+        output_type: Any,
+        *,
+        images: Optional[Sequence[ImageContent]] = None,
+        retries: int = 2,
+    ) -> Any: ...
 
-    def ask(self, prompt: PromptInput, output_type: Any, *,
-            images: Optional[Sequence[ImageContent]] = None, retries: int = 2) -> Any:
+    def ask(
+        self,
+        prompt: PromptInput,
+        output_type: Any,
+        *,
+        images: Optional[Sequence[ImageContent]] = None,
+        retries: int = 2,
+    ) -> Any:
         """Run ``prompt`` like :meth:`prompt` (same events, transcript and session records) and
         return the answer as a validated ``output_type`` value (see :mod:`agentcore.structured`:
         a JSON-schema dict, a dataclass, a TypedDict, an Enum, a Literal, str/int/float/bool,
@@ -659,8 +732,9 @@ class Agent:
         self._warned_event_loop = True
         warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
 
-    def stream(self, text_or_messages: PromptInput,
-               images: Optional[Sequence[ImageContent]] = None) -> Iterator[AgentEvent]:
+    def stream(
+        self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None
+    ) -> Iterator[AgentEvent]:
         """Start a prompt run and return an iterator over its events.
 
         The run starts at once (busy errors raise here). Events are handed over through a
@@ -799,21 +873,22 @@ class Agent:
             content.extend(images or ())
             return [UserMessage(content=content)]
         if images:  # they would be dropped silently: the messages already carry their content
-            raise TypeError("prompt(images=...) goes with a str prompt; put the images into the "
-                            "message's content instead")
+            raise TypeError(
+                "prompt(images=...) goes with a str prompt; put the images into the message's content instead"
+            )
         if isinstance(value, (list, tuple)):
             # A str item is one user message (as with steer()); an item without a role would reach
             # the transcript and be silently left out of what the model sees.
             items = [self._as_message(item) for item in value]
             for index, item in enumerate(items):
                 if role_of(item) is None:
-                    raise TypeError(f"prompt() got a list whose item {index} is a "
-                                    f"{type(item).__name__}, not a message or str")
+                    raise TypeError(
+                        f"prompt() got a list whose item {index} is a {type(item).__name__}, not a message or str"
+                    )
             return items
         value = self._as_message(value)
         if role_of(value) is None:
-            raise TypeError(f"prompt() takes a str, a message or a list of messages, "
-                            f"not {type(value).__name__}")
+            raise TypeError(f"prompt() takes a str, a message or a list of messages, not {type(value).__name__}")
         return [value]
 
     def _begin_run(self) -> _ActiveRun:
@@ -824,9 +899,16 @@ class Agent:
         self._state._begin(run)
         return run
 
-    def _launch(self, run: _ActiveRun, prompts: Optional[List[Any]], *,
-                skip_initial_steering_poll: bool, wait: bool, setup: Optional[_RunSetup] = None,
-                resume: Optional[_approvals.Resumption] = None) -> Any:
+    def _launch(
+        self,
+        run: _ActiveRun,
+        prompts: Optional[List[Any]],
+        *,
+        skip_initial_steering_poll: bool,
+        wait: bool,
+        setup: Optional[_RunSetup] = None,
+        resume: Optional[_approvals.Resumption] = None,
+    ) -> Any:
         """Prepare the run's snapshot in the caller (errors raise here), then start the run thread."""
         try:
             tools = self._resolve_tools()
@@ -869,9 +951,15 @@ class Agent:
             raise
         return self._outcome(run)
 
-    def _run_body(self, run: _ActiveRun, prompts: Optional[List[Any]], context: AgentContext,
-                  config: _loop.AgentLoopConfig, stream_fn: Callable[..., Any],
-                  resume: Optional[_approvals.Resumption] = None) -> List[Any]:
+    def _run_body(
+        self,
+        run: _ActiveRun,
+        prompts: Optional[List[Any]],
+        context: AgentContext,
+        config: _loop.AgentLoopConfig,
+        stream_fn: Callable[..., Any],
+        resume: Optional[_approvals.Resumption] = None,
+    ) -> List[Any]:
         """The run (on the run thread): the loop, with compaction at its three documented steps.
 
         1. before the first request, ``compactor.before_run`` may compact the transcript;
@@ -912,8 +1000,11 @@ class Agent:
         run.thread_ident = threading.get_ident()
         started = time.perf_counter()
         if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("run start model=%s/%s", _field_text(self._state.model, "provider"),
-                       _field_text(self._state.model, "id"))
+            _log.debug(
+                "run start model=%s/%s",
+                _field_text(self._state.model, "provider"),
+                _field_text(self._state.model, "id"),
+            )
         try:
             try:
                 run.result = body()
@@ -928,17 +1019,24 @@ class Agent:
         """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
         message = AssistantMessage(
-            content=[TextContent("")], api=_field_text(model, "api"),
-            provider=_field_text(model, "provider"), model=_field_text(model, "id"),
-            usage=Usage(), stop_reason="aborted" if run.controller.signal.aborted else "error",
+            content=[TextContent("")],
+            api=_field_text(model, "api"),
+            provider=_field_text(model, "provider"),
+            model=_field_text(model, "id"),
+            usage=Usage(),
+            stop_reason="aborted" if run.controller.signal.aborted else "error",
             error_message=exception_message(exc),
         )
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
         run.controller.abort(f"Run failed: {message.error_message}")
         try:
-            for event in (MessageStartEvent(message), MessageEndEvent(message),
-                          TurnEndEvent(message, []), AgentEndEvent([message])):
+            for event in (
+                MessageStartEvent(message),
+                MessageEndEvent(message),
+                TurnEndEvent(message, []),
+                AgentEndEvent([message]),
+            ):
                 self._process_event(event, run)
         except BaseException as again:  # noqa: BLE001 - a listener failed twice: the caller sees it
             run.error = again
@@ -976,11 +1074,9 @@ class Agent:
         plugins). An unknown name raises ``UnknownToolError`` listing the close matches."""
         pm = self._plugins.manager()
         # copies: the registry's tool objects are shared by every agent using that manager
-        return [copy.copy(pm.get_tool(item)) if isinstance(item, str) else item
-                for item in self._state.tools]
+        return [copy.copy(pm.get_tool(item)) if isinstance(item, str) else item for item in self._state.tools]
 
-    def _build_loop_config(self, signal: AbortSignal,
-                           skip_initial_steering_poll: bool) -> _loop.AgentLoopConfig:
+    def _build_loop_config(self, signal: AbortSignal, skip_initial_steering_poll: bool) -> _loop.AgentLoopConfig:
         """The loop configuration of one run, from the current attribute values (spec §3.2)."""
         level = _level(self._state.thinking_level)
         skip_first = [skip_initial_steering_poll]
@@ -991,8 +1087,9 @@ class Agent:
                 return []
             return self._steering.drain()
 
-        hooks = self._plugins.hooks_for_run(self.before_tool_call, self.after_tool_call,
-                                            self.transform_context, self.convert_to_llm)
+        hooks = self._plugins.hooks_for_run(
+            self.before_tool_call, self.after_tool_call, self.transform_context, self.convert_to_llm
+        )
         # Decided once per run: events are hot (one per streamed token), plugin changes are not.
         self._observe, self._observe_update = observers_for_run(hooks)
         return _loop.AgentLoopConfig(
@@ -1057,7 +1154,6 @@ class Agent:
                 listener(event, signal)
             else:
                 listener(event)
-
 
 
 # Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.

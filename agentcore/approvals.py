@@ -36,8 +36,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 from ._safe import exception_message, json_safe
 from .types import TextContent, ToolCall
 
-__all__ = ["PendingApproval", "ApprovalDecision", "Approvals", "Resumption", "split_batch",
-           "CUSTOM_TYPE", "ERR_DENIED"]
+__all__ = ["PendingApproval", "ApprovalDecision", "Approvals", "Resumption", "split_batch", "CUSTOM_TYPE", "ERR_DENIED"]
 
 #: the ``customType`` of the session entries that record requests and decisions
 CUSTOM_TYPE = "agentcore.approval"
@@ -82,8 +81,9 @@ def needs_approval(tool: Any, args: Any) -> bool:
         return True
 
 
-def split_batch(tools: Optional[Sequence[Any]], calls: Sequence[ToolCall]
-                ) -> Tuple[List[ToolCall], List[PendingApproval]]:
+def split_batch(
+    tools: Optional[Sequence[Any]], calls: Sequence[ToolCall]
+) -> Tuple[List[ToolCall], List[PendingApproval]]:
     """``calls`` split into those that run now and those that wait for approval (source order).
 
     A call whose arguments fail validation runs now: the loop turns it into the usual validation
@@ -171,8 +171,9 @@ class Resumption:
             content = context.result.content if content is None else content
             blocks = [TextContent(content)] if isinstance(content, str) else list(content or [])
             args = json.dumps(json_safe(edited[call_id]), ensure_ascii=False)
-            blocks.append(TextContent(f"[The user edited the arguments before approving this call; "
-                                      f"it ran with: {args}]"))
+            blocks.append(
+                TextContent(f"[The user edited the arguments before approving this call; it ran with: {args}]")
+            )
             if override is None:
                 return AfterToolCallResult(content=blocks)
             if isinstance(override, dict):
@@ -185,16 +186,24 @@ class Resumption:
 # =========================================================================== the agent's side
 
 
-ERR_UNKNOWN_ID = ("{method}({call_id!r}): no tool call with that id waits for approval; "
-                  "pending: {pending}. See agent.pending_approvals")
-ERR_UNDECIDED = ("continue_(): {count} tool call(s) still wait for a decision ({calls}); call "
-                 "agent.approve(id) or agent.deny(id) for each of them, then continue_()")
-ERR_PENDING_PROMPT = ("{method}(): {count} tool call(s) wait for approval ({calls}); decide each with "
-                      "agent.approve(id) or agent.deny(id, reason), then call agent.continue_() "
-                      "before prompting again")
-ERR_NOT_IN_TRANSCRIPT = ("continue_(): the tool calls waiting for approval ({calls}) are not calls "
-                         "of the transcript's last assistant message any more; the transcript was "
-                         "replaced. Call agent.reset() to drop them")
+ERR_UNKNOWN_ID = (
+    "{method}({call_id!r}): no tool call with that id waits for approval; "
+    "pending: {pending}. See agent.pending_approvals"
+)
+ERR_UNDECIDED = (
+    "continue_(): {count} tool call(s) still wait for a decision ({calls}); call "
+    "agent.approve(id) or agent.deny(id) for each of them, then continue_()"
+)
+ERR_PENDING_PROMPT = (
+    "{method}(): {count} tool call(s) wait for approval ({calls}); decide each with "
+    "agent.approve(id) or agent.deny(id, reason), then call agent.continue_() "
+    "before prompting again"
+)
+ERR_NOT_IN_TRANSCRIPT = (
+    "continue_(): the tool calls waiting for approval ({calls}) are not calls "
+    "of the transcript's last assistant message any more; the transcript was "
+    "replaced. Call agent.reset() to drop them"
+)
 
 
 def _describe(pending: Iterable[PendingApproval]) -> str:
@@ -239,8 +248,7 @@ class Approvals:
         their tool calls without results, which providers reject)."""
         pending = self.pending
         if pending:
-            raise RuntimeError(ERR_PENDING_PROMPT.format(method=method, count=len(pending),
-                                                         calls=_describe(pending)))
+            raise RuntimeError(ERR_PENDING_PROMPT.format(method=method, count=len(pending), calls=_describe(pending)))
 
     def resumption(self, messages: Sequence[Any]) -> Optional[Resumption]:
         """The :class:`Resumption` for ``continue_()``, or None when nothing waits.
@@ -267,8 +275,9 @@ class Approvals:
         """Record ``decision`` (the latest one counts). ValueError for an id that is not pending."""
         with self._lock:
             if call_id not in self._pending:
-                raise ValueError(ERR_UNKNOWN_ID.format(method=method, call_id=call_id,
-                                                       pending=_describe(self._pending.values())))
+                raise ValueError(
+                    ERR_UNKNOWN_ID.format(method=method, call_id=call_id, pending=_describe(self._pending.values()))
+                )
             session = self._session
         if session is not None:  # on disk first: a failed write leaves the call undecided
             data: Dict[str, Any] = {"kind": "decision", "toolCallId": call_id, "approved": decision.approved}
@@ -286,8 +295,7 @@ class Approvals:
         kind = event.type
         if kind == "tool_approval_request":
             with self._lock:
-                self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name,
-                                                                    event.args)
+                self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name, event.args)
                 self._decisions.pop(event.tool_call_id, None)
         elif kind == "message_end" and self._pending:
             role = getattr(event.message, "role", None)
@@ -314,9 +322,15 @@ class Approvals:
 
         def listener(event: Any) -> None:
             if event.type == "tool_approval_request":
-                session.append_custom(CUSTOM_TYPE, {
-                    "kind": "request", "toolCallId": event.tool_call_id, "toolName": event.tool_name,
-                    "args": json_safe(event.args)})
+                session.append_custom(
+                    CUSTOM_TYPE,
+                    {
+                        "kind": "request",
+                        "toolCallId": event.tool_call_id,
+                        "toolName": event.tool_name,
+                        "args": json_safe(event.args),
+                    },
+                )
 
         unsubscribe = agent.subscribe(listener)
 
@@ -363,8 +377,9 @@ def _fold(data: Any, pending: Dict[str, PendingApproval], decisions: Dict[str, A
         decisions.pop(call_id, None)
     elif data.get("kind") == "decision" and call_id in pending:
         reason = data.get("reason")
-        decisions[call_id] = ApprovalDecision(bool(data.get("approved")), data.get("args"),
-                                              reason if isinstance(reason, str) else None)
+        decisions[call_id] = ApprovalDecision(
+            bool(data.get("approved")), data.get("args"), reason if isinstance(reason, str) else None
+        )
 
 
 def _last_assistant(messages: Sequence[Any]) -> Any:
@@ -389,6 +404,8 @@ def validated_args(tool: Any, args: Any, call_id: str) -> Any:
             raw = tool.prepare_arguments(raw)
         return validate_tool_arguments(tool, raw)
     except Exception as exc:  # noqa: BLE001 - reported with what to do
-        raise ValueError(f"approve({call_id!r}): the edited arguments were rejected, so the call is "
-                         f"still pending; approve it again with valid args, or deny it.\n"
-                         f"{exception_message(exc)}") from None
+        raise ValueError(
+            f"approve({call_id!r}): the edited arguments were rejected, so the call is "
+            f"still pending; approve it again with valid args, or deny it.\n"
+            f"{exception_message(exc)}"
+        ) from None

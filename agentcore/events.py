@@ -18,15 +18,35 @@ if TYPE_CHECKING:
 
 __all__ = [
     # agent events
-    "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent",
-    "MessageStartEvent", "MessageUpdateEvent", "MessageEndEvent",
-    "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "ToolExecutionEndEvent",
+    "AgentEvent",
+    "AgentStartEvent",
+    "AgentEndEvent",
+    "TurnStartEvent",
+    "TurnEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "MessageEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolExecutionEndEvent",
     "ToolApprovalRequestEvent",
     # provider stream events
-    "AssistantMessageEvent", "StartEvent", "TextStartEvent", "TextDeltaEvent", "TextEndEvent",
-    "ThinkingStartEvent", "ThinkingDeltaEvent", "ThinkingEndEvent",
-    "ToolCallStartEvent", "ToolCallDeltaEvent", "ToolCallEndEvent", "DoneEvent", "ErrorEvent",
-    "GenericStreamEvent", "TERMINAL_STREAM_EVENTS", "event_to_dict",
+    "AssistantMessageEvent",
+    "StartEvent",
+    "TextStartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "ThinkingStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ToolCallStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "GenericStreamEvent",
+    "TERMINAL_STREAM_EVENTS",
+    "event_to_dict",
 ]
 
 

@@ -45,8 +45,10 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def before_tool_call(context: BeforeToolCallContext, signal: AbortSignal,
-                     ) -> Union[BeforeToolCallResult, Mapping[str, Any], None]:
+def before_tool_call(
+    context: BeforeToolCallContext,
+    signal: AbortSignal,
+) -> Union[BeforeToolCallResult, Mapping[str, Any], None]:
     """Inspect, rewrite or block one tool call after its arguments were validated.
 
     When: on the run thread, once per tool call of an assistant message, in source order, after
@@ -69,8 +71,10 @@ def before_tool_call(context: BeforeToolCallContext, signal: AbortSignal,
 
 
 @hookspec
-def after_tool_call(context: AfterToolCallContext, signal: AbortSignal,
-                    ) -> Union[AfterToolCallResult, Mapping[str, Any], None]:
+def after_tool_call(
+    context: AfterToolCallContext,
+    signal: AbortSignal,
+) -> Union[AfterToolCallResult, Mapping[str, Any], None]:
     """Override fields of one executed tool call's result.
 
     When: on the run thread after the tool's ``execute`` settled (in completion order for parallel
@@ -239,8 +243,14 @@ def on_lifecycle_event(event: Any, agent: Any) -> None:
 
 
 @hookspec(firstresult=True)
-def summarize(messages: List[Any], previous_summary: Optional[str], instructions: Optional[str],
-              kind: str, model: Model, signal: AbortSignal) -> Optional[str]:
+def summarize(
+    messages: List[Any],
+    previous_summary: Optional[str],
+    instructions: Optional[str],
+    kind: str,
+    model: Model,
+    signal: AbortSignal,
+) -> Optional[str]:
     """Write a summary instead of the built-in summariser (compaction and branch summaries).
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -265,9 +275,13 @@ def summarize(messages: List[Any], previous_summary: Optional[str], instructions
 
 
 @hookspec(firstresult=True)
-def before_compaction(preparation: CompactionPreparation, branch_entries: List[Any],
-                      custom_instructions: Optional[str], reason: str, signal: AbortSignal,
-                      ) -> Union[CompactionDecision, Mapping[str, Any], None]:
+def before_compaction(
+    preparation: CompactionPreparation,
+    branch_entries: List[Any],
+    custom_instructions: Optional[str],
+    reason: str,
+    signal: AbortSignal,
+) -> Union[CompactionDecision, Mapping[str, Any], None]:
     """Cancel a compaction, or supply the whole compaction instead of the built-in summariser.
 
     When: on the thread that compacts (the run thread for automatic compaction, the caller's for
@@ -301,8 +315,10 @@ def before_compaction(preparation: CompactionPreparation, branch_entries: List[A
 
 
 @hookspec(firstresult=True)
-def before_branch_summary(preparation: TreePreparation, signal: AbortSignal,
-                          ) -> Union[TreeDecision, Mapping[str, Any], None]:
+def before_branch_summary(
+    preparation: TreePreparation,
+    signal: AbortSignal,
+) -> Union[TreeDecision, Mapping[str, Any], None]:
     """Cancel a tree navigation, supply its branch summary, or change its instructions or label.
 
     When: on the caller's thread of ``navigate_tree``/``agent.navigate_tree``, once per

@@ -29,18 +29,37 @@ from .tools import AgentToolResult
 from .types import message_from_dict, text_of
 
 __all__ = [
-    "message_to_markdown", "message_to_html", "transcript_to_markdown", "transcript_to_html",
-    "tool_result_to_markdown", "tool_result_to_html", "Transcript", "MessageView", "display_run",
-    "enable_rich_display", "disable_rich_display",
+    "message_to_markdown",
+    "message_to_html",
+    "transcript_to_markdown",
+    "transcript_to_html",
+    "tool_result_to_markdown",
+    "tool_result_to_html",
+    "Transcript",
+    "MessageView",
+    "display_run",
+    "enable_rich_display",
+    "disable_rich_display",
 ]
 
 _ROLE_TITLES = {
-    "user": "User", "assistant": "Assistant", "toolResult": "Tool result", "system": "System",
-    "bashExecution": "Shell", "compactionSummary": "Compaction summary",
-    "branchSummary": "Branch summary", "custom": "Custom",
+    "user": "User",
+    "assistant": "Assistant",
+    "toolResult": "Tool result",
+    "system": "System",
+    "bashExecution": "Shell",
+    "compactionSummary": "Compaction summary",
+    "branchSummary": "Branch summary",
+    "custom": "Custom",
 }
-_COLORS = {"user": "#2b6cb0", "assistant": "#2f855a", "toolResult": "#805ad5", "system": "#718096",
-           "bashExecution": "#b7791f", "error": "#c53030"}
+_COLORS = {
+    "user": "#2b6cb0",
+    "assistant": "#2f855a",
+    "toolResult": "#805ad5",
+    "system": "#718096",
+    "bashExecution": "#b7791f",
+    "error": "#c53030",
+}
 _COLLAPSE_AFTER_LINES = 20
 
 
@@ -139,8 +158,10 @@ def _content_markdown(content: Any) -> List[str]:
             mime, data = _image_parts(block)
             parts.append(f"![image](data:{mime};base64,{data})")
         elif kind == "toolCall":
-            parts.append(f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
-                         + _fence(_json(_field(block, "arguments") or {}), "json"))
+            parts.append(
+                f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
+                + _fence(_json(_field(block, "arguments") or {}), "json")
+            )
     return parts
 
 
@@ -152,8 +173,9 @@ def message_to_markdown(message: Any) -> str:
     if role == "toolResult":
         status = " (error)" if getattr(message, "is_error", False) else ""
         head = f"**{title}: {_md_text(str(message.tool_name))}{status}**"
-        body = [_fence(text_of(message.content))] + [p for p in _content_markdown(
-            [b for b in message.content if _field(b, "type") == "image"])]
+        body = [_fence(text_of(message.content))] + [
+            p for p in _content_markdown([b for b in message.content if _field(b, "type") == "image"])
+        ]
         return "\n\n".join([head] + body)
     if role == "bashExecution":
         return f"**{title}**\n\n" + _fence(f"$ {message.command}\n{message.output}")
@@ -186,22 +208,27 @@ def _content_html(content: Any) -> List[str]:
         if kind == "text":
             parts.append(f'<div style="white-space: pre-wrap">{_esc(_field(block, "text") or "")}</div>')
         elif kind == "thinking":
-            parts.append("<details><summary><i>thinking</i></summary>"
-                         f'<div style="white-space: pre-wrap; color: #718096">{_esc(_field(block, "thinking") or "")}'
-                         "</div></details>")
+            parts.append(
+                "<details><summary><i>thinking</i></summary>"
+                f'<div style="white-space: pre-wrap; color: #718096">{_esc(_field(block, "thinking") or "")}'
+                "</div></details>"
+            )
         elif kind == "image":
             parts.append(_img_html(block))
         elif kind == "toolCall":
-            parts.append(f"<div><b>→ {_esc(_field(block, 'name'))}</b>"
-                         f"{_pre(_json(_field(block, 'arguments') or {}))}</div>")
+            parts.append(
+                f"<div><b>→ {_esc(_field(block, 'name'))}</b>{_pre(_json(_field(block, 'arguments') or {}))}</div>"
+            )
     return parts
 
 
 def _box(role: str, title: str, body: Sequence[str], error: bool = False) -> str:
     color = _COLORS["error"] if error else _COLORS.get(role, "#4a5568")
-    return (f'<div class="agentcore-message agentcore-{_esc(role)}" style="border-left: 3px solid {color}; '
-            f'padding: 0.3em 0.8em; margin: 0.4em 0">'
-            f'<div style="color: {color}; font-weight: bold">{title}</div>{"".join(body)}</div>')
+    return (
+        f'<div class="agentcore-message agentcore-{_esc(role)}" style="border-left: 3px solid {color}; '
+        f'padding: 0.3em 0.8em; margin: 0.4em 0">'
+        f'<div style="color: {color}; font-weight: bold">{title}</div>{"".join(body)}</div>'
+    )
 
 
 def message_to_html(message: Any) -> str:
@@ -221,8 +248,10 @@ def message_to_html(message: Any) -> str:
     body = _content_html(getattr(message, "content", None))
     error_text = getattr(message, "error_message", None)
     if error_text:
-        body.append(f'<div style="color: {_COLORS["error"]}"><b>Error ({_esc(message.stop_reason)}):</b> '
-                    f"{_esc(error_text)}</div>")
+        body.append(
+            f'<div style="color: {_COLORS["error"]}"><b>Error ({_esc(message.stop_reason)}):</b> '
+            f"{_esc(error_text)}</div>"
+        )
     return _box(role, title, body, bool(error_text))
 
 
@@ -234,8 +263,9 @@ def transcript_to_html(messages: Iterable[Any]) -> str:
 def tool_result_to_html(result: AgentToolResult, name: str = "tool", error: bool = False) -> str:
     """An :class:`AgentToolResult` (e.g. a partial result) as an HTML block."""
     images = [_img_html(b) for b in result.content if _field(b, "type") == "image"]
-    return _box("toolResult", _esc(name) + (" (error)" if error else ""), [_pre(text_of(result.content))] + images,
-                error)
+    return _box(
+        "toolResult", _esc(name) + (" (error)" if error else ""), [_pre(text_of(result.content))] + images, error
+    )
 
 
 # --------------------------------------------------------------------------- wrappers
@@ -275,8 +305,16 @@ class MessageView:
         return message_to_markdown(self.item)
 
 
-_RICH_CLASSES = ("UserMessage", "AssistantMessage", "ToolResultMessage", "SystemMessage",
-                 "BashExecutionMessage", "CompactionSummaryMessage", "BranchSummaryMessage", "CustomMessage")
+_RICH_CLASSES = (
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "SystemMessage",
+    "BashExecutionMessage",
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+    "CustomMessage",
+)
 
 
 def enable_rich_display() -> None:
@@ -355,14 +393,16 @@ class LiveRun:
             self.streaming = None
             self.status = "done"
             if self.approvals:
-                self.status = (f"waiting for approval: {len(self.approvals)} tool call(s); "
-                               "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()")
+                self.status = (
+                    f"waiting for approval: {len(self.approvals)} tool call(s); "
+                    "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()"
+                )
 
     def _tail(self, text: str) -> str:
         lines = text.splitlines()
         if len(lines) <= self.tail_lines:
             return text
-        return f"... ({len(lines) - self.tail_lines} lines above)\n" + "\n".join(lines[-self.tail_lines:])
+        return f"... ({len(lines) - self.tail_lines} lines above)\n" + "\n".join(lines[-self.tail_lines :])
 
     def html(self) -> str:
         parts = [message_to_html(m) for m in self.messages]
@@ -370,14 +410,21 @@ class LiveRun:
             parts.append(message_to_html(self.streaming))
         for progress in self.tools.values():
             title = f"{_esc(progress.name)} ({_esc(progress.status)})"
-            parts.append(_box("toolResult", title, [_pre(self._tail(progress.text))] if progress.text else [],
-                              progress.status == "error"))
+            parts.append(
+                _box(
+                    "toolResult",
+                    title,
+                    [_pre(self._tail(progress.text))] if progress.text else [],
+                    progress.status == "error",
+                )
+            )
         for call_id, waiting in self.approvals.items():
             title = f"{_esc(waiting.name)} (waiting for approval: id {_esc(call_id)})"
             parts.append(_box("toolResult", title, [_pre(_json(waiting.args))]))
         color = "#718096" if self.status in ("done", "running") or self.approvals else _COLORS["error"]
-        parts.append(f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">'
-                     f"{_esc(self.status)}</div>")
+        parts.append(
+            f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">{_esc(self.status)}</div>'
+        )
         return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
 
     def markdown(self) -> str:
@@ -387,8 +434,10 @@ class LiveRun:
         for progress in self.tools.values():
             parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
         for call_id, waiting in self.approvals.items():
-            parts.append(f"**{_md_text(waiting.name)} (waiting for approval: id {_md_text(call_id)})**\n\n"
-                         + _fence(_json(waiting.args), "json"))
+            parts.append(
+                f"**{_md_text(waiting.name)} (waiting for approval: id {_md_text(call_id)})**\n\n"
+                + _fence(_json(waiting.args), "json")
+            )
         parts.append(f"*{_md_text(self.status)}*")
         return "\n\n---\n\n".join(parts)
 
@@ -444,8 +493,14 @@ class _RunMessages(list):  # type: ignore[type-arg]
         return None
 
 
-def display_run(agent: Any, prompt: Any, *, images: Optional[Sequence[Any]] = None,
-                display: Optional[Callable[..., Any]] = None, throttle: float = 0.1) -> List[Any]:
+def display_run(
+    agent: Any,
+    prompt: Any,
+    *,
+    images: Optional[Sequence[Any]] = None,
+    display: Optional[Callable[..., Any]] = None,
+    throttle: float = 0.1,
+) -> List[Any]:
     """Run ``prompt`` on ``agent`` and show it live in one updating output area.
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to

@@ -86,11 +86,23 @@ from .types import (
 )
 
 __all__ = [
-    "agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue",
-    "set_default_stream_fn", "get_default_stream_fn", "stream_assistant_response",
-    "execute_tool_calls", "AgentLoopConfig", "BeforeToolCallContext", "BeforeToolCallResult",
-    "AfterToolCallContext", "AfterToolCallResult", "ShouldStopAfterTurnContext",
-    "PrepareNextTurnContext", "AgentLoopTurnUpdate", "ToolBatchResult",
+    "agent_loop",
+    "agent_loop_continue",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "set_default_stream_fn",
+    "get_default_stream_fn",
+    "stream_assistant_response",
+    "execute_tool_calls",
+    "AgentLoopConfig",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "ShouldStopAfterTurnContext",
+    "PrepareNextTurnContext",
+    "AgentLoopTurnUpdate",
+    "ToolBatchResult",
 ]
 
 Emit = Callable[[Any], None]
@@ -102,8 +114,7 @@ ERR_CONTINUE_ASSISTANT = "Cannot continue from message role: assistant"
 ERR_TOOL_BLOCKED = "Tool execution was blocked"
 ERR_OPERATION_ABORTED = "Operation aborted"
 ERR_NO_STREAM_FN = (
-    "No default stream function configured: pass stream_fn=, call set_default_stream_fn(), "
-    "or install the providers"
+    "No default stream function configured: pass stream_fn=, call set_default_stream_fn(), or install the providers"
 )
 ERR_STREAM_WITHOUT_END = "The model stream ended without a done or error event"
 
@@ -135,8 +146,13 @@ def get_default_stream_fn() -> StreamFn:
 # =========================================================================== entry points
 
 
-def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
-               signal: Optional[AbortSignal] = None, stream_fn: Optional[StreamFn] = None) -> EventStream[List[Any]]:
+def agent_loop(
+    prompts: Sequence[Any],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+) -> EventStream[List[Any]]:
     """Start a prompt run on a daemon thread; return its event stream at once.
 
     The stream completes on ``agent_end`` and ``result()`` returns the run's new messages. The
@@ -147,10 +163,14 @@ def agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopC
     return _in_background(lambda emit: run_agent_loop(prompts, context, config, emit, signal, fn))
 
 
-def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
-                        signal: Optional[AbortSignal] = None,
-                        stream_fn: Optional[StreamFn] = None, *,
-                        resume: Optional[_approvals.Resumption] = None) -> EventStream[List[Any]]:
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+    *,
+    resume: Optional[_approvals.Resumption] = None,
+) -> EventStream[List[Any]]:
     """Like :func:`agent_loop` but continues from ``context`` without new prompts (``resume``:
     after an approval pause, see :func:`run_agent_loop_continue`).
 
@@ -160,8 +180,7 @@ def agent_loop_continue(context: AgentContext, config: AgentLoopConfig,
     if resume is None:
         _validate_continue(context)
     fn = stream_fn or get_default_stream_fn()
-    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn,
-                                                               resume=resume))
+    return _in_background(lambda emit: run_agent_loop_continue(context, config, emit, signal, fn, resume=resume))
 
 
 def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
@@ -180,9 +199,14 @@ def _in_background(run: Callable[[Emit], List[Any]]) -> EventStream[List[Any]]:
     return stream
 
 
-def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentLoopConfig,
-                   emit: Emit, signal: Optional[AbortSignal] = None,
-                   stream_fn: Optional[StreamFn] = None) -> List[Any]:
+def run_agent_loop(
+    prompts: Sequence[Any],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+) -> List[Any]:
     """Blocking prompt run on the calling thread; returns the new messages (prompts included).
 
     The caller's context and config are never mutated: the run works on copies.
@@ -200,10 +224,15 @@ def run_agent_loop(prompts: Sequence[Any], context: AgentContext, config: AgentL
     return new_messages
 
 
-def run_agent_loop_continue(context: AgentContext, config: AgentLoopConfig, emit: Emit,
-                            signal: Optional[AbortSignal] = None,
-                            stream_fn: Optional[StreamFn] = None, *,
-                            resume: Optional[_approvals.Resumption] = None) -> List[Any]:
+def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: Optional[AbortSignal] = None,
+    stream_fn: Optional[StreamFn] = None,
+    *,
+    resume: Optional[_approvals.Resumption] = None,
+) -> List[Any]:
     """Blocking continue run: no prompt; returns only the messages created by the run.
 
     ``resume`` (from an approval pause, see :mod:`agentcore.approvals`): the run first finishes
@@ -235,8 +264,9 @@ class _Run:
 
     __slots__ = ("ctx", "cfg", "emit", "signal", "stream_fn", "turn_open")
 
-    def __init__(self, ctx: AgentContext, cfg: AgentLoopConfig, emit: Emit, signal: AbortSignal,
-                 stream_fn: StreamFn) -> None:
+    def __init__(
+        self, ctx: AgentContext, cfg: AgentLoopConfig, emit: Emit, signal: AbortSignal, stream_fn: StreamFn
+    ) -> None:
         self.ctx = ctx
         self.cfg = cfg
         self.emit = emit
@@ -245,20 +275,29 @@ class _Run:
         self.turn_open = True  # a turn_start was emitted whose turn_end is still due
 
     @classmethod
-    def start(cls, context: AgentContext, config: AgentLoopConfig, emit: Emit,
-              signal: Optional[AbortSignal], stream_fn: Optional[StreamFn]) -> _Run:
+    def start(
+        cls,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        emit: Emit,
+        signal: Optional[AbortSignal],
+        stream_fn: Optional[StreamFn],
+    ) -> _Run:
         # a shallow copy (prepare_next_turn may change its model): copy.copy is ~20x cheaper than
         # dataclasses.replace, which re-runs __init__ with every option as a keyword
-        return cls(context.copy(), copy.copy(config), emit,
-                   signal if signal is not None else AbortController().signal,
-                   stream_fn or get_default_stream_fn())
+        return cls(
+            context.copy(),
+            copy.copy(config),
+            emit,
+            signal if signal is not None else AbortController().signal,
+            stream_fn or get_default_stream_fn(),
+        )
 
 
 # =========================================================================== one run
 
 
-def _run_loop(run: _Run, new_messages: List[Any],
-              resume: Optional[_approvals.Resumption] = None) -> None:
+def _run_loop(run: _Run, new_messages: List[Any], resume: Optional[_approvals.Resumption] = None) -> None:
     """Turns until the model stops and no queued message is left (spec agent-loop §2.3).
 
     Ends early, with the run settled, when calls of a batch wait for approval (the pause); a
@@ -328,8 +367,9 @@ def _inject(run: _Run, pending: List[Any], new_messages: List[Any]) -> bool:
     return True
 
 
-def _run_tools(run: _Run, message: AssistantMessage, new_messages: List[Any],
-               resumed: Optional[_approvals.Resumption] = None) -> ToolBatchResult:
+def _run_tools(
+    run: _Run, message: AssistantMessage, new_messages: List[Any], resumed: Optional[_approvals.Resumption] = None
+) -> ToolBatchResult:
     """Run the tool calls of ``message`` (none for a length-truncated response) and append the
     results. Calls whose tool requires approval do not run: one approval request each, and the
     batch lists them as ``awaiting``. ``resumed``: run the decided calls of a paused turn."""
@@ -359,8 +399,7 @@ def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
     return list(getter() or [])
 
 
-def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[Any],
-                       new_messages: List[Any]) -> None:
+def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> None:
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
@@ -378,8 +417,7 @@ def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[
         run.cfg.reasoning = None if str(level) == "off" else str(level)
 
 
-def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any],
-                 new_messages: List[Any]) -> bool:
+def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> bool:
     hook = run.cfg.should_stop_after_turn
     if hook is None:
         return False
@@ -391,7 +429,11 @@ def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
     model = run.cfg.model
     reason = run.signal.reason
     message = AssistantMessage(
-        content=[], api=model.api, provider=model.provider, model=model.id, usage=Usage(),
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
         stop_reason="aborted",
         error_message=reason if isinstance(reason, str) and reason else ERR_OPERATION_ABORTED,
     )
@@ -408,8 +450,9 @@ def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
 # =========================================================================== one model call
 
 
-def stream_assistant_response(ctx: AgentContext, cfg: AgentLoopConfig, signal: AbortSignal,
-                              emit: Emit, stream_fn: StreamFn) -> AssistantMessage:
+def stream_assistant_response(
+    ctx: AgentContext, cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit, stream_fn: StreamFn
+) -> AssistantMessage:
     """Transform, convert, call the model and relay its stream as message events (spec §2.4).
 
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
@@ -489,8 +532,9 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
     return options
 
 
-def _result_without_terminal_event(stream: Any, partial: Optional[AssistantMessage], model: Model,
-                                   signal: AbortSignal) -> AssistantMessage:
+def _result_without_terminal_event(
+    stream: Any, partial: Optional[AssistantMessage], model: Model, signal: AbortSignal
+) -> AssistantMessage:
     """A stream that ended without done/error: use its result if it has one, else an error."""
     if isinstance(stream, EventStream) and stream.done:
         result = stream.result(timeout=0)
@@ -499,7 +543,9 @@ def _result_without_terminal_event(stream: Any, partial: Optional[AssistantMessa
     aborted = signal.aborted
     return AssistantMessage(
         content=list(partial.content) if partial is not None else [],
-        api=model.api, provider=model.provider, model=model.id,
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
         usage=partial.usage if partial is not None else Usage(),
         stop_reason="aborted" if aborted else "error",
         error_message="Request was aborted" if aborted else ERR_STREAM_WITHOUT_END,
@@ -509,8 +555,14 @@ def _result_without_terminal_event(stream: Any, partial: Optional[AssistantMessa
 # =========================================================================== one tool batch
 
 
-def execute_tool_calls(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
-                       cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> ToolBatchResult:
+def execute_tool_calls(
+    ctx: AgentContext,
+    message: AssistantMessage,
+    tool_calls: List[ToolCall],
+    cfg: AgentLoopConfig,
+    signal: AbortSignal,
+    emit: Emit,
+) -> ToolBatchResult:
     """Run the tool calls of one assistant message, sequentially or in parallel (spec §2.6-2.9)."""
     if _batch_is_sequential(ctx, tool_calls, cfg):
         outcomes = _run_sequential(ctx, message, tool_calls, cfg, signal, emit)
@@ -548,8 +600,14 @@ class _Outcome:
 
     __slots__ = ("call", "result", "is_error", "_message")
 
-    def __init__(self, call: ToolCall, result: AgentToolResult, is_error: bool,
-                 kind: Optional[str] = None, started: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        call: ToolCall,
+        result: AgentToolResult,
+        is_error: bool,
+        kind: Optional[str] = None,
+        started: Optional[float] = None,
+    ) -> None:
         self.call = call
         self.result = result
         self.is_error = is_error
@@ -567,9 +625,13 @@ class _Outcome:
     def _build_message(self) -> ToolResultMessage:
         result = self.result
         return ToolResultMessage(
-            tool_call_id=self.call.id, tool_name=self.call.name,
-            content=_content_list(result.content), details=result.details, is_error=self.is_error,
-            usage=result.usage, added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
+            tool_call_id=self.call.id,
+            tool_name=self.call.name,
+            content=_content_list(result.content),
+            details=result.details,
+            is_error=self.is_error,
+            usage=result.usage,
+            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
         )
 
 
@@ -580,8 +642,9 @@ def _content_list(content: Any) -> List[Any]:
         return []
     if isinstance(content, str):
         return [TextContent(content)]
-    if isinstance(content, Mapping) or (getattr(content, "type", None) is not None
-                                        and not isinstance(content, (list, tuple))):
+    if isinstance(content, Mapping) or (
+        getattr(content, "type", None) is not None and not isinstance(content, (list, tuple))
+    ):
         return [content]
     return list(content)
 
@@ -599,8 +662,14 @@ class _Prepared:
         self.kind: Optional[str] = None  # "aborted" when the run was aborted during execute
 
 
-def _run_sequential(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
-                    cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+def _run_sequential(
+    ctx: AgentContext,
+    message: AssistantMessage,
+    tool_calls: List[ToolCall],
+    cfg: AgentLoopConfig,
+    signal: AbortSignal,
+    emit: Emit,
+) -> List[_Outcome]:
     """One call at a time; after an abort the remaining calls get no events and no results."""
     outcomes: List[_Outcome] = []
     for call in tool_calls:
@@ -619,8 +688,14 @@ def _run_sequential(ctx: AgentContext, message: AssistantMessage, tool_calls: Li
     return outcomes
 
 
-def _run_parallel(ctx: AgentContext, message: AssistantMessage, tool_calls: List[ToolCall],
-                  cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+def _run_parallel(
+    ctx: AgentContext,
+    message: AssistantMessage,
+    tool_calls: List[ToolCall],
+    cfg: AgentLoopConfig,
+    signal: AbortSignal,
+    emit: Emit,
+) -> List[_Outcome]:
     """Preflight in source order, execute concurrently, end events in completion order, result
     messages in source order after every call settled."""
     slots: List[Any] = []
@@ -646,8 +721,10 @@ def _reject_truncated_calls(tool_calls: List[ToolCall], emit: Emit) -> ToolBatch
     """``stop_reason == "length"``: the calls may be cut off, so none runs (spec §2.10)."""
     messages: List[ToolResultMessage] = []
     for call in tool_calls:
-        text = (f"Tool call {call.name} was not executed: the response hit the output token limit, "
-                f"so its arguments may be truncated. Issue the tool call again with complete arguments.")
+        text = (
+            f"Tool call {call.name} was not executed: the response hit the output token limit, "
+            f"so its arguments may be truncated. Issue the tool call again with complete arguments."
+        )
         result = _error_result(text)
         emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
         emit(ToolExecutionEndEvent(call.id, call.name, result, True))
@@ -665,10 +742,9 @@ def _error_result(text: str) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(text)], details={})
 
 
-
-
-def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolCall,
-                       cfg: AgentLoopConfig, signal: AbortSignal) -> Any:
+def _prepare_tool_call(
+    ctx: AgentContext, message: AssistantMessage, call: ToolCall, cfg: AgentLoopConfig, signal: AbortSignal
+) -> Any:
     """Lookup, prepare_arguments, validation, before_tool_call (spec §2.7).
 
     Returns a :class:`_Prepared` call, or an immediate error :class:`_Outcome`.
@@ -698,8 +774,14 @@ def _prepare_tool_call(ctx: AgentContext, message: AssistantMessage, call: ToolC
     return _Prepared(call, tool, args)
 
 
-def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message: AssistantMessage,
-                          cfg: AgentLoopConfig, signal: AbortSignal, emit: Emit) -> List[_Outcome]:
+def _execute_and_finalize(
+    prepared: List[_Prepared],
+    ctx: AgentContext,
+    message: AssistantMessage,
+    cfg: AgentLoopConfig,
+    signal: AbortSignal,
+    emit: Emit,
+) -> List[_Outcome]:
     """Execute ``prepared`` calls concurrently on worker threads and pump their mailbox.
 
     Updates are emitted as they arrive; a call's result is finalized (``after_tool_call``) and its
@@ -710,8 +792,11 @@ def _execute_and_finalize(prepared: List[_Prepared], ctx: AgentContext, message:
     thread instead, when this is not the main thread: nothing could run concurrently with it and
     no update could be missed, so the result is the same without two thread hand-overs.
     """
-    if len(prepared) == 1 and _runs_inline(prepared[0].tool) \
-            and threading.current_thread() is not threading.main_thread():
+    if (
+        len(prepared) == 1
+        and _runs_inline(prepared[0].tool)
+        and threading.current_thread() is not threading.main_thread()
+    ):
         item = prepared[0]
         # a copy, as a worker thread gets: a contextvar the tool sets stays inside the tool
         result, is_error = contextvars.copy_context().run(_execute, item, signal, _drop_update)
@@ -747,8 +832,7 @@ def running_tool_signal() -> Optional[AbortSignal]:
     return getattr(_tool_thread, "signal", None)
 
 
-def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]
-             ) -> Tuple[AgentToolResult, bool]:
+def _execute(item: _Prepared, signal: AbortSignal, on_update: Callable[[Any], None]) -> Tuple[AgentToolResult, bool]:
     """Call ``execute``; a raised exception (any kind) becomes an error result whose text is the
     exception message (its type name when the message is empty or cannot be read)."""
     item.started = time.perf_counter()
@@ -788,8 +872,9 @@ def _runs_inline(tool: AgentTool) -> bool:
     return known
 
 
-def _start_worker(index: int, item: _Prepared, signal: AbortSignal,
-                  mailbox: queue.SimpleQueue[Tuple[str, int, Any]]) -> None:
+def _start_worker(
+    index: int, item: _Prepared, signal: AbortSignal, mailbox: queue.SimpleQueue[Tuple[str, int, Any]]
+) -> None:
     """Run one ``execute`` on a (pooled) daemon thread (a hung tool never blocks interpreter exit).
 
     The worker runs in a copy of the run thread's contextvars context and always posts its
@@ -826,14 +911,22 @@ def _as_tool_result(value: Any) -> AgentToolResult:
     return _tools.to_tool_result(value)
 
 
-def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: AgentContext,
-              message: AssistantMessage, cfg: AgentLoopConfig, signal: AbortSignal) -> _Outcome:
+def _finalize(
+    item: _Prepared,
+    result: AgentToolResult,
+    is_error: bool,
+    ctx: AgentContext,
+    message: AssistantMessage,
+    cfg: AgentLoopConfig,
+    signal: AbortSignal,
+) -> _Outcome:
     """Apply ``after_tool_call`` overrides field by field (spec §2.8)."""
     if cfg.after_tool_call is None:
         return _Outcome(item.call, result, is_error, item.kind, item.started)
     try:
-        override = awaited(cfg.after_tool_call(
-            AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal))
+        override = awaited(
+            cfg.after_tool_call(AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal)
+        )
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
         return _Outcome(item.call, _error_result(exception_message(exc)), True, None, item.started)
     override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
@@ -845,8 +938,9 @@ def _finalize(item: _Prepared, result: AgentToolResult, is_error: bool, ctx: Age
         if value is not None:
             setattr(merged, name, value)
     new_is_error = field_of(override, "is_error")
-    return _Outcome(item.call, merged, is_error if new_is_error is None else bool(new_is_error),
-                    item.kind, item.started)
+    return _Outcome(
+        item.call, merged, is_error if new_is_error is None else bool(new_is_error), item.kind, item.started
+    )
 
 
 _log = logging.getLogger(__name__)

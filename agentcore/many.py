@@ -27,8 +27,17 @@ from ._many_progress import ManyProgress, make_reporter
 from ._many_spec import AgentSpec, AgentTask, SpecNotPortableError, check_portable
 from ._many_worker import LocalRuns, TaskAborted, TaskError, TaskResult, _portable, run_task
 
-__all__ = ["AgentSpec", "AgentTask", "TaskResult", "TaskError", "TaskAborted", "SpecNotPortableError",
-           "ManyProgress", "run_many", "DEFAULT_MAX_THREADS"]
+__all__ = [
+    "AgentSpec",
+    "AgentTask",
+    "TaskResult",
+    "TaskError",
+    "TaskAborted",
+    "SpecNotPortableError",
+    "ManyProgress",
+    "run_many",
+    "DEFAULT_MAX_THREADS",
+]
 
 #: Threads of the default pool. An agent thread spends nearly all its time waiting for the model's
 #: stream (agentcore runs 200 concurrent agents on 2 cores), so the bound is not the CPU but the
@@ -43,15 +52,19 @@ _CANCEL_GRACE = 10.0
 _TICK = 0.25  # progress refresh while no task finishes
 
 
-def run_many(tasks: Iterable[AgentTask], *, executor: Optional[Executor] = None,
-             progress: Union[None, bool, Callable[[ManyProgress], Any]] = None) -> Iterator[TaskResult]:
+def run_many(
+    tasks: Iterable[AgentTask],
+    *,
+    executor: Optional[Executor] = None,
+    progress: Union[None, bool, Callable[[ManyProgress], Any]] = None,
+) -> Iterator[TaskResult]:
     """Run every task on ``executor``; yield a :class:`TaskResult` for each as it finishes.
 
     Every task is submitted before ``run_many`` returns; the iterator yields the results.
     ``executor``: any ``concurrent.futures.Executor``; None: a thread pool of
     ``min(DEFAULT_MAX_THREADS, len(tasks))`` threads, shut down at the end. Every task is checked
     before anything is submitted: a task that is not an :class:`AgentTask` is a TypeError, one that
-    cannot be pickled is :class:`SpecNotPortableError` naming the field (``tools[0]``...), even on
+    cannot be pickled is :exc:`~agentcore.many.SpecNotPortableError` naming the field (``tools[0]``...), even on
     threads, so that what runs here also runs on a cluster.
 
     A failing task (unknown model, provider error, a worker process that died...) yields a result
@@ -73,12 +86,14 @@ def run_many(tasks: Iterable[AgentTask], *, executor: Optional[Executor] = None,
     return results
 
 
-def _run(tasks: List[AgentTask], executor: Optional[Executor],
-         report: Optional[Callable[[ManyProgress], Any]]) -> Iterator[TaskResult]:
+def _run(
+    tasks: List[AgentTask], executor: Optional[Executor], report: Optional[Callable[[ManyProgress], Any]]
+) -> Iterator[TaskResult]:
     owned = executor is None
     if executor is None:
-        executor = ThreadPoolExecutor(max_workers=max(1, min(DEFAULT_MAX_THREADS, len(tasks))),
-                                      thread_name_prefix="agentcore-many")
+        executor = ThreadPoolExecutor(
+            max_workers=max(1, min(DEFAULT_MAX_THREADS, len(tasks))), thread_name_prefix="agentcore-many"
+        )
     local = LocalRuns() if isinstance(executor, ThreadPoolExecutor) else None
     counts = _Counts(len(tasks), time.monotonic(), isinstance(executor, (ThreadPoolExecutor, ProcessPoolExecutor)))
     futures: Dict[Future[Any], AgentTask] = {}
@@ -86,8 +101,7 @@ def _run(tasks: List[AgentTask], executor: Optional[Executor],
     settled = True
     try:
         for task in tasks:
-            future = executor.submit(run_task, task, local) if local is not None else \
-                executor.submit(run_task, task)
+            future = executor.submit(run_task, task, local) if local is not None else executor.submit(run_task, task)
             futures[future] = task
             pending.add(future)
         yield None  # type: ignore[misc]  # primed by run_many: everything is submitted
@@ -136,8 +150,11 @@ def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:
     if error is not None:
         return TaskResult(task, error=_portable(error))
     result = future.result()
-    return replace(result, task=task) if isinstance(result, TaskResult) else \
-        TaskResult(task, error=TaskError("TypeError", f"the worker returned {type(result).__name__}"))
+    return (
+        replace(result, task=task)
+        if isinstance(result, TaskResult)
+        else TaskResult(task, error=TaskError("TypeError", f"the worker returned {type(result).__name__}"))
+    )
 
 
 class _Counts:
@@ -162,6 +179,14 @@ class _Counts:
         # Futures of a thread or process pool say when they run; Dask's never do (they go from
         # pending to done), so there "running" counts every task in flight.
         running = sum(1 for f in pending if f.running()) if self.reports_running else len(pending)
-        return ManyProgress(self.total, self.done, self.failed, 0 if finished else running,
-                            self.input_tokens, self.output_tokens, self.cost,
-                            time.monotonic() - self.start, finished)
+        return ManyProgress(
+            self.total,
+            self.done,
+            self.failed,
+            0 if finished else running,
+            self.input_tokens,
+            self.output_tokens,
+            self.cost,
+            time.monotonic() - self.start,
+            finished,
+        )

@@ -24,9 +24,16 @@ from ._util import field_of
 from .types import TextContent, UserMessage, role_of
 
 __all__ = [
-    "DROP", "LLM_ROLES", "default_convert_to_llm", "convert_to_llm", "convert_message",
-    "bash_execution_to_text", "COMPACTION_SUMMARY_PREFIX", "COMPACTION_SUMMARY_SUFFIX",
-    "BRANCH_SUMMARY_PREFIX", "BRANCH_SUMMARY_SUFFIX",
+    "DROP",
+    "LLM_ROLES",
+    "default_convert_to_llm",
+    "convert_to_llm",
+    "convert_message",
+    "bash_execution_to_text",
+    "COMPACTION_SUMMARY_PREFIX",
+    "COMPACTION_SUMMARY_SUFFIX",
+    "BRANCH_SUMMARY_PREFIX",
+    "BRANCH_SUMMARY_SUFFIX",
 ]
 
 
@@ -59,8 +66,7 @@ COMPACTION_SUMMARY_PREFIX = (
 )
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 BRANCH_SUMMARY_PREFIX = (
-    "The conversation returns here from another branch it explored; that branch is "
-    "summarised below:\n\n<summary>\n"
+    "The conversation returns here from another branch it explored; that branch is summarised below:\n\n<summary>\n"
 )
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 

@@ -46,29 +46,30 @@ class StreamOptions:
 
     temperature: Optional[float] = _opt("sampling temperature")
     max_tokens: Optional[int] = _opt("output token cap")
-    reasoning: Optional[str] = _opt("thinking level sent to the provider (an Agent derives it from "
-                                    "thinking_level)", cli="use --thinking LEVEL")
-    thinking_budgets: Optional[Dict[str, int]] = _opt("token budget per thinking level, e.g. {\"low\": 2048}")
+    reasoning: Optional[str] = _opt(
+        "thinking level sent to the provider (an Agent derives it from thinking_level)", cli="use --thinking LEVEL"
+    )
+    thinking_budgets: Optional[Dict[str, int]] = _opt('token budget per thinking level, e.g. {"low": 2048}')
     session_id: Optional[str] = _opt("provider-side session/cache key")
-    transport: Optional[str] = _opt("transport preference of providers that offer several "
-                                    "(\"auto\", \"sse\", \"websocket\")")
-    cache_retention: Optional[str] = _opt("prompt-cache retention: \"none\", \"short\", \"long\"")
+    transport: Optional[str] = _opt('transport preference of providers that offer several ("auto", "sse", "websocket")')
+    cache_retention: Optional[str] = _opt('prompt-cache retention: "none", "short", "long"')
     headers: Optional[Dict[str, str]] = _opt("extra HTTP headers (never logged)", secret=True)
     metadata: Optional[Dict[str, Any]] = _opt("request metadata (Anthropic: user_id)")
     timeout: Optional[Timeout] = _opt("seconds, or [connect, read] seconds (default [10, 600])")
     timeout_ms: Optional[int] = _opt("timeout in milliseconds (the reference's spelling)")
     max_retries: Optional[int] = _opt("retries of a failed request (429/5xx/connection errors)")
     max_retry_delay_ms: Optional[int] = _opt("longest wait between retries the server may ask for")
-    tool_choice: Optional[Any] = _opt("\"auto\", \"none\", \"any\"/\"required\", or the API's object")
-    service_tier: Optional[str] = _opt("OpenAI service tier (\"auto\", \"flex\", \"priority\")")
+    tool_choice: Optional[Any] = _opt('"auto", "none", "any"/"required", or the API\'s object')
+    service_tier: Optional[str] = _opt('OpenAI service tier ("auto", "flex", "priority")')
     reasoning_effort: Optional[str] = _opt("raw reasoning effort of OpenAI-compatible APIs")
-    reasoning_summary: Optional[str] = _opt("OpenAI Responses reasoning summary (\"auto\", \"detailed\")")
+    reasoning_summary: Optional[str] = _opt('OpenAI Responses reasoning summary ("auto", "detailed")')
     thinking_enabled: Optional[bool] = _opt("Anthropic/Google: switch thinking on or off explicitly")
     thinking_budget_tokens: Optional[int] = _opt("Anthropic/Google: thinking token budget")
-    effort: Optional[str] = _opt("Anthropic effort (\"low\", \"medium\", \"high\", \"max\")")
+    effort: Optional[str] = _opt('Anthropic effort ("low", "medium", "high", "max")')
     output_schema: Optional[Dict[str, Any]] = _opt("JSON schema the answer must follow (native; Agent.ask sets it)")
-    on_payload: Optional[Callable[..., Any]] = _opt("called with the request body before it is sent "
-                                                    "(may return a replacement)", cli=_CALLABLE)
+    on_payload: Optional[Callable[..., Any]] = _opt(
+        "called with the request body before it is sent (may return a replacement)", cli=_CALLABLE
+    )
     on_response: Optional[Callable[..., Any]] = _opt("called with the HTTP status and headers", cli=_CALLABLE)
 
     def to_kwargs(self) -> Dict[str, Any]:
@@ -96,8 +97,11 @@ def check_names(names: Iterable[str], where: str, extra: Iterable[str] = ()) -> 
 
 def _unknown(name: str, where: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
-    hint = (" (did you mean " + ", ".join(repr(c) for c in close) + "?)") if close else \
-        f"; the options are: {', '.join(OPTION_NAMES)}"
+    hint = (
+        (" (did you mean " + ", ".join(repr(c) for c in close) + "?)")
+        if close
+        else f"; the options are: {', '.join(OPTION_NAMES)}"
+    )
     return f"{where} got an unknown option {name!r}{hint}"
 
 
@@ -131,9 +135,14 @@ def parse_cli_option(key: str, text: str) -> Tuple[str, Any]:
 def _kind(name: str) -> str:
     """What a command-line value of option ``name`` must be, from the field's annotation."""
     annotation = str(_FIELDS[name].type)
-    for marker, kind in (("float", "a number"), ("int", "an integer"), ("bool", "true or false"),
-                         ("Timeout", "seconds or [connect, read]"), ("Dict", "a JSON object"),
-                         ("Any", "a word or JSON")):
+    for marker, kind in (
+        ("float", "a number"),
+        ("int", "an integer"),
+        ("bool", "true or false"),
+        ("Timeout", "seconds or [connect, read]"),
+        ("Dict", "a JSON object"),
+        ("Any", "a word or JSON"),
+    ):
         if f"[{marker}" in annotation:
             return kind
     return "a word"

@@ -52,12 +52,29 @@ if TYPE_CHECKING:
     from .types import Model
 
 __all__ = [
-    "AUTOLOAD_ENV", "BUILTIN_PLUGINS", "ENTRY_POINT_GROUP",
-    "AgentPluginManager", "AgentHooks", "PluginInfo", "RegistryEntry", "PluginLoadWarning",
-    "UnknownToolError", "UnknownProviderError", "UnknownModelError",
-    "create_plugin_manager", "default_plugin_manager", "callables_plugin", "merge_after_tool_call",
+    "AUTOLOAD_ENV",
+    "BUILTIN_PLUGINS",
+    "ENTRY_POINT_GROUP",
+    "AgentPluginManager",
+    "AgentHooks",
+    "PluginInfo",
+    "RegistryEntry",
+    "PluginLoadWarning",
+    "UnknownToolError",
+    "UnknownProviderError",
+    "UnknownModelError",
+    "create_plugin_manager",
+    "default_plugin_manager",
+    "callables_plugin",
+    "merge_after_tool_call",
     "plugins_info",
-    "get_tool", "tools", "get_provider", "providers", "get_model", "models", "registry_entries",
+    "get_tool",
+    "tools",
+    "get_provider",
+    "providers",
+    "get_model",
+    "models",
+    "registry_entries",
     "reset_plugins",
 ]
 
@@ -77,8 +94,12 @@ BUILTIN_PLUGINS: List[str] = [
     "agentcore._session_schemes",
 ]
 
-_REGISTER_HOOKS = {"tool": "register_tools", "provider": "register_providers", "model": "register_models",
-                   "storage": "register_storages"}
+_REGISTER_HOOKS = {
+    "tool": "register_tools",
+    "provider": "register_providers",
+    "model": "register_models",
+    "storage": "register_storages",
+}
 
 
 class PluginLoadWarning(UserWarning):
@@ -288,10 +309,12 @@ def _load_entry_point(ep: Any, dist: Optional[str], version: Optional[str]) -> _
         if isinstance(exc, KeyboardInterrupt):
             raise
         rec.error = _describe(exc)
-        _warn_once(f"ep:{dist}:{ep.name}",
-                   f"agentcore: plugin {ep.name!r} from distribution {dist!r} failed to load "
-                   f"({ep.value}): {rec.error}. Other plugins are unaffected; fix or uninstall it, "
-                   f"or set {AUTOLOAD_ENV}=1.")
+        _warn_once(
+            f"ep:{dist}:{ep.name}",
+            f"agentcore: plugin {ep.name!r} from distribution {dist!r} failed to load "
+            f"({ep.value}): {rec.error}. Other plugins are unaffected; fix or uninstall it, "
+            f"or set {AUTOLOAD_ENV}=1.",
+        )
     return rec
 
 
@@ -392,8 +415,11 @@ class AgentPluginManager(pluggy.PluginManager):
     # -- registries
 
     def _impls_by_registration(self, hook_name: str) -> List[Any]:
-        impls = [i for i in getattr(self.hook, hook_name).get_hookimpls()
-                 if not (i.hookwrapper or getattr(i, "wrapper", False))]
+        impls = [
+            i
+            for i in getattr(self.hook, hook_name).get_hookimpls()
+            if not (i.hookwrapper or getattr(i, "wrapper", False))
+        ]
         return sorted(impls, key=lambda i: self._order.get(i.plugin_name, -1))
 
     def _build(self, kind: str) -> Tuple[Dict[str, RegistryEntry], Dict[str, str]]:
@@ -501,8 +527,14 @@ class AgentPluginManager(pluggy.PluginManager):
         When plugins failed to load, the message names them and their errors first: the tool may
         be one of theirs, and "install the plugin" would be the wrong advice.
         """
-        return self._lookup("tool", name, UnknownToolError, "tool", _failed_plugins_hint() + (
-            "Pass an AgentTool object, or install the plugin that provides it (see `agentcore plugins`)."))
+        return self._lookup(
+            "tool",
+            name,
+            UnknownToolError,
+            "tool",
+            _failed_plugins_hint()
+            + ("Pass an AgentTool object, or install the plugin that provides it (see `agentcore plugins`)."),
+        )
 
     def tools(self) -> List[AgentTool]:
         """Every registered tool in effect, sorted by name."""
@@ -510,9 +542,13 @@ class AgentPluginManager(pluggy.PluginManager):
 
     def get_provider(self, api: str) -> Any:
         """The provider of wire API ``api``; raises :class:`UnknownProviderError` (a KeyError)."""
-        return self._lookup("provider", api, UnknownProviderError, "provider api", "Set Model.api to a "
-                            "registered wire API, or install the plugin that provides it (see "
-                            "`agentcore plugins`).")
+        return self._lookup(
+            "provider",
+            api,
+            UnknownProviderError,
+            "provider api",
+            "Set Model.api to a registered wire API, or install the plugin that provides it (see `agentcore plugins`).",
+        )
 
     def providers(self) -> List[Any]:
         """Every registered provider in effect, sorted by API name."""
@@ -533,19 +569,26 @@ class AgentPluginManager(pluggy.PluginManager):
                 entry = matches[0]
             elif len(matches) > 1:
                 raise UnknownModelError(
-                    f"model id {ref!r} is ambiguous: " + ", ".join(sorted(e.key for e in matches))
-                    + '. Use the "provider/id" form.')
+                    f"model id {ref!r} is ambiguous: "
+                    + ", ".join(sorted(e.key for e in matches))
+                    + '. Use the "provider/id" form.'
+                )
         if entry is None:
-            raise UnknownModelError(_not_found(
-                "model", key, table, 'Use "provider/id" (see `agentcore models`), or build '
-                'agentcore.Model(id=..., api=..., provider=..., base_url=...) yourself.'))
+            raise UnknownModelError(
+                _not_found(
+                    "model",
+                    key,
+                    table,
+                    'Use "provider/id" (see `agentcore models`), or build '
+                    "agentcore.Model(id=..., api=..., provider=..., base_url=...) yourself.",
+                )
+            )
         return entry.value
 
     def models(self, provider: Optional[str] = None) -> List[Model]:
         """Registered models (optionally of one provider), sorted by ``provider/id``."""
         entries = sorted(self.registry("model").items())
-        return [e.value for _, e in entries
-                if provider is None or getattr(e.value, "provider", None) == provider]
+        return [e.value for _, e in entries if provider is None or getattr(e.value, "provider", None) == provider]
 
     def plugins_info(self) -> List[PluginInfo]:
         """One :class:`PluginInfo` per plugin of this manager, plus every plugin that failed to load."""
@@ -560,16 +603,23 @@ class AgentPluginManager(pluggy.PluginManager):
                 continue
             rec = self._loaded_records.get(name)
             hooks = tuple(sorted(c.name for c in self.get_hookcallers(plugin) or ()))
-            infos.append(PluginInfo(
-                name=name, distribution=rec.distribution if rec else None,
-                version=rec.version if rec else None, hooks=hooks,
-                error=self._register_errors.get(name), builtin=bool(rec and rec.builtin),
-                entry_point=rec.entry_point if rec else None,
-                provides={k: tuple(v) for k, v in provides.get(name, {}).items()}))
+            infos.append(
+                PluginInfo(
+                    name=name,
+                    distribution=rec.distribution if rec else None,
+                    version=rec.version if rec else None,
+                    hooks=hooks,
+                    error=self._register_errors.get(name),
+                    builtin=bool(rec and rec.builtin),
+                    entry_point=rec.entry_point if rec else None,
+                    provides={k: tuple(v) for k, v in provides.get(name, {}).items()},
+                )
+            )
         failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
         for rec in failed:
-            infos.append(PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error,
-                                    rec.builtin, rec.entry_point))
+            infos.append(
+                PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error, rec.builtin, rec.entry_point)
+            )
         return infos
 
 
@@ -579,8 +629,10 @@ def _failed_plugins_hint() -> str:
     if not failed:
         return ""
     shown = "; ".join(f"{r.name!r} ({r.error})" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
-    return (f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
-            f"(`agentcore plugins` lists the errors). Otherwise: ")
+    return (
+        f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
+        f"(`agentcore plugins` lists the errors). Otherwise: "
+    )
 
 
 def _registry_key(kind: str, obj: Any) -> str:
@@ -595,14 +647,23 @@ def _registry_key(kind: str, obj: Any) -> str:
         provider, model_id = getattr(obj, "provider", None), getattr(obj, "id", None)
         key = f"{provider}/{model_id}" if provider and model_id else None
     if not isinstance(key, str) or not key:
-        need = {"tool": "a non-empty .name", "provider": "a non-empty .api",
-                "model": "non-empty .provider and .id", "storage": "a non-empty .scheme"}[kind]
+        need = {
+            "tool": "a non-empty .name",
+            "provider": "a non-empty .api",
+            "model": "non-empty .provider and .id",
+            "storage": "a non-empty .scheme",
+        }[kind]
         raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
     return key
 
 
-def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any = None,
-                          after_tool_call: Any = None, transform_context: Any = None) -> AgentPluginManager:
+def create_plugin_manager(
+    plugins: Sequence[Any] = (),
+    *,
+    before_tool_call: Any = None,
+    after_tool_call: Any = None,
+    transform_context: Any = None,
+) -> AgentPluginManager:
     """A new manager holding the built-ins, the entry-point plugins and ``plugins``.
 
     The keyword callables are the Agent constructor hooks; when any is given they become one plugin
@@ -628,8 +689,9 @@ def create_plugin_manager(plugins: Sequence[Any] = (), *, before_tool_call: Any 
         if pm.is_registered(plugin):  # also loaded through its entry point, or listed twice
             continue
         pm.register(plugin)
-    adapter = callables_plugin(before_tool_call=before_tool_call, after_tool_call=after_tool_call,
-                               transform_context=transform_context)
+    adapter = callables_plugin(
+        before_tool_call=before_tool_call, after_tool_call=after_tool_call, transform_context=transform_context
+    )
     if adapter is not None:
         pm.register(adapter)
     return pm

@@ -40,8 +40,16 @@ from ._toolschema import to_python, type_schema
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
 from .types import TextContent, ToolCall, UserMessage
 
-__all__ = ["OutputSpec", "OutputValidationError", "AskError", "output_spec", "parse_concise_schema",
-           "schema_name", "FINAL_RESULT_TOOL", "supports_native"]
+__all__ = [
+    "OutputSpec",
+    "OutputValidationError",
+    "AskError",
+    "output_spec",
+    "parse_concise_schema",
+    "schema_name",
+    "FINAL_RESULT_TOOL",
+    "supports_native",
+]
 
 #: The name of the tool that carries the answer when the wire API has no native structured output.
 FINAL_RESULT_TOOL = "final_result"
@@ -144,10 +152,15 @@ def output_spec(output_type: Any) -> OutputSpec:
 
         def convert(value: Any) -> Any:
             return to_python(output_type, value)
+
     wrapped = not _is_object_schema(schema)
     if wrapped:
-        wire: Dict[str, Any] = {"type": "object", "properties": {_WRAP_KEY: schema},
-                                "required": [_WRAP_KEY], "additionalProperties": False}
+        wire: Dict[str, Any] = {
+            "type": "object",
+            "properties": {_WRAP_KEY: schema},
+            "required": [_WRAP_KEY],
+            "additionalProperties": False,
+        }
         for key in ("$defs", "definitions"):  # keep "$ref": "#/$defs/..." resolvable
             if key in schema:
                 wire[key] = schema[key]
@@ -162,8 +175,11 @@ def _identity(value: Any) -> Any:
 
 
 def _is_pydantic_model(tp: Any) -> bool:
-    return isinstance(tp, type) and callable(getattr(tp, "model_json_schema", None)) \
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
         and callable(getattr(tp, "model_validate", None))
+    )
 
 
 def _is_object_schema(schema: Dict[str, Any]) -> bool:
@@ -202,10 +218,14 @@ def schema_name(schema: Dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- concise schemas
 
 _CONCISE_TYPES: Dict[str, Dict[str, Any]] = {
-    "str": {"type": "string"}, "string": {"type": "string"},
-    "int": {"type": "integer"}, "integer": {"type": "integer"},
-    "float": {"type": "number"}, "number": {"type": "number"},
-    "bool": {"type": "boolean"}, "boolean": {"type": "boolean"},
+    "str": {"type": "string"},
+    "string": {"type": "string"},
+    "int": {"type": "integer"},
+    "integer": {"type": "integer"},
+    "float": {"type": "number"},
+    "number": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "boolean": {"type": "boolean"},
     "list": {"type": "array", "items": {"type": "string"}},
 }
 
@@ -226,16 +246,14 @@ def parse_concise_schema(text: str) -> Dict[str, Any]:
             raise ValueError(f"schema field {part!r}: expected NAME [TYPE][: description]")
         kind = words[1].lower() if len(words) == 2 else "str"
         if kind not in _CONCISE_TYPES:
-            raise ValueError(f"schema field {part!r}: unknown type {words[1]!r}; use str, int, "
-                             f"float, bool or list")
+            raise ValueError(f"schema field {part!r}: unknown type {words[1]!r}; use str, int, float, bool or list")
         prop = dict(_CONCISE_TYPES[kind])
         if description.strip():
             prop["description"] = description.strip()
         properties[words[0]] = prop
     if not properties:
         raise ValueError("the schema has no fields")
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
 # --------------------------------------------------------------------------- native or tool
@@ -291,7 +309,9 @@ class _Ask:
             FINAL_RESULT_TOOL,
             "Give the final answer. Call this exactly once, when you are done, with the answer as "
             "the arguments; do not answer in text.",
-            spec.wire_schema, self._execute)
+            spec.wire_schema,
+            self._execute,
+        )
 
     @property
     def exhausted(self) -> bool:
@@ -318,8 +338,7 @@ class _Ask:
                 return [message]
             return list(user_follow_ups() or []) if user_follow_ups is not None else []
 
-        changes: Dict[str, Any] = {"should_stop_after_turn": should_stop,
-                                   "get_follow_up_messages": follow_ups}
+        changes: Dict[str, Any] = {"should_stop_after_turn": should_stop, "get_follow_up_messages": follow_ups}
         if self.native:
             changes["output_schema"] = self.spec.wire_schema
         return dataclasses.replace(config, **changes)
@@ -369,10 +388,10 @@ class _Ask:
         reason = getattr(last, "stop_reason", None)
         if reason in ("aborted", "error"):
             what = "was aborted" if reason == "aborted" else "failed"
-            raise AskError(f"ask(): the run {what} before an answer: "
-                           f"{getattr(last, 'error_message', None) or reason}", reason)
-        raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook "
-                       "ended it)", reason)
+            raise AskError(
+                f"ask(): the run {what} before an answer: {getattr(last, 'error_message', None) or reason}", reason
+            )
+        raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook ended it)", reason)
 
     def _errors_of(self, arguments: Any, result: Any) -> List[str]:
         try:

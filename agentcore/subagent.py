@@ -49,8 +49,9 @@ def subagent_tool(agent: Any, name: str, description: str, *, keep_history: bool
     if not isinstance(name, str) or not name:
         raise ValueError("as_tool() needs a non-empty tool name")
     runner = _SubAgent(agent, name, keep_history)
-    return AgentTool(name=name, description=description, parameters=copy.deepcopy(TASK_PARAMETERS),
-                     execute=runner.execute)
+    return AgentTool(
+        name=name, description=description, parameters=copy.deepcopy(TASK_PARAMETERS), execute=runner.execute
+    )
 
 
 class _SubAgent:
@@ -79,8 +80,9 @@ class _SubAgent:
         details: Dict[str, Any] = {"subagent": self.name, "messages": len(messages)}
         if link is not None:
             details["session"] = link
-        return AgentToolResult(content=[TextContent(_final_text(self.name, agent, messages))],
-                               details=details, usage=total_usage(messages))
+        return AgentToolResult(
+            content=[TextContent(_final_text(self.name, agent, messages))], details=details, usage=total_usage(messages)
+        )
 
     def _updates(self, on_update: Any) -> Any:
         """A listener passing the sub-agent's events to the parent as partial results."""
@@ -89,8 +91,9 @@ class _SubAgent:
         def forward(event: Any) -> None:
             message = getattr(event, "message", None)
             text = _text_of(message) if getattr(message, "role", None) == "assistant" else ""
-            on_update(AgentToolResult(content=[TextContent(text)] if text else [],
-                                      details={"subagent": name, "event": event}))
+            on_update(
+                AgentToolResult(content=[TextContent(text)] if text else [], details={"subagent": name, "event": event})
+            )
 
         return forward
 
@@ -138,8 +141,10 @@ def _final_text(name: str, agent: Any, messages: List[Any]) -> str:
     pending = agent.pending_approvals
     if pending:
         calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
-        raise RuntimeError(f"sub-agent {name!r} paused for approval of {calls}; a sub-agent cannot "
-                           f"wait for approvals, give it tools without requires_approval")
+        raise RuntimeError(
+            f"sub-agent {name!r} paused for approval of {calls}; a sub-agent cannot "
+            f"wait for approvals, give it tools without requires_approval"
+        )
     return _text_of(last)
 
 
@@ -165,9 +170,20 @@ def total_usage(messages: List[Any]) -> Usage:
 # --------------------------------------------------------------------------- building the fresh agent
 
 
-_COPIED = ("api_key", "get_api_key", "stream_fn", "convert_to_llm", "transform_context",
-           "before_tool_call", "after_tool_call", "should_stop_after_turn", "prepare_next_turn",
-           "tool_execution", "steering_mode", "follow_up_mode")
+_COPIED = (
+    "api_key",
+    "get_api_key",
+    "stream_fn",
+    "convert_to_llm",
+    "transform_context",
+    "before_tool_call",
+    "after_tool_call",
+    "should_stop_after_turn",
+    "prepare_next_turn",
+    "tool_execution",
+    "steering_mode",
+    "follow_up_mode",
+)
 
 
 def _fresh_agent(template: Any, session: Any) -> Any:
@@ -176,11 +192,19 @@ def _fresh_agent(template: Any, session: Any) -> Any:
 
     settings = {name: getattr(template, name) for name in _COPIED}
     compactor = template.compactor
-    agent = Agent(model=template.model, system_prompt=template.system_prompt, tools=list(template.tools),
-                  messages=list(template.messages), thinking_level=template.thinking_level,
-                  plugins=template._plugin_args, compaction=compactor.settings,
-                  compaction_model=compactor.model, options=copy.copy(template.options),
-                  session=session, **settings)
+    agent = Agent(
+        model=template.model,
+        system_prompt=template.system_prompt,
+        tools=list(template.tools),
+        messages=list(template.messages),
+        thinking_level=template.thinking_level,
+        plugins=template._plugin_args,
+        compaction=compactor.settings,
+        compaction_model=compactor.model,
+        options=copy.copy(template.options),
+        session=session,
+        **settings,
+    )
     return agent
 
 
@@ -206,11 +230,10 @@ def _child_session(parent: Any, name: str, tool_call_id: str) -> Any:
 
     metadata = {"subagent": name, "toolCallId": tool_call_id, "parentSessionId": session.id}
     if isinstance(storage, SqliteSessionStorage):
-        return Session(SqliteSessionStorage.create(path, cwd=session.cwd, parent_session=session.id,
-                                                   metadata=metadata))
+        return Session(SqliteSessionStorage.create(path, cwd=session.cwd, parent_session=session.id, metadata=metadata))
     if not isinstance(storage, JsonlSessionStorage):
         return None
-    stem = path[:-len(".jsonl")] if path.endswith(".jsonl") else path
+    stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
     base = f"{stem}.{_UNSAFE.sub('_', name)}-{_UNSAFE.sub('_', tool_call_id)}"
     candidate, n = base + ".jsonl", 1
     while os.path.exists(candidate):  # the same call id again (a resumed or repeated run)
@@ -230,4 +253,3 @@ def _session_link(session: Any) -> Optional[Dict[str, Any]]:
     if isinstance(storage, SqliteSessionStorage):
         return {"path": path, "id": session.id}
     return {"path": path}
-

@@ -64,8 +64,17 @@ from .types import (
 )
 
 __all__ = [
-    "ScriptedModel", "ScriptedResponse", "text", "thinking", "tool_call", "call", "response",
-    "error", "ScriptedProvider", "ABORTED_MESSAGE", "EXHAUSTED_MESSAGE",
+    "ScriptedModel",
+    "ScriptedResponse",
+    "text",
+    "thinking",
+    "tool_call",
+    "call",
+    "response",
+    "error",
+    "ScriptedProvider",
+    "ABORTED_MESSAGE",
+    "EXHAUSTED_MESSAGE",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
@@ -113,8 +122,14 @@ def thinking(thought: str, answer: Optional[str] = None, stop_reason: str = "sto
     return ScriptedResponse(blocks, stop_reason)
 
 
-def tool_call(name: str, arguments: Optional[Dict[str, Any]] = None, id: Optional[str] = None, *,
-              text: Optional[str] = None, stop_reason: str = "toolUse") -> ScriptedResponse:
+def tool_call(
+    name: str,
+    arguments: Optional[Dict[str, Any]] = None,
+    id: Optional[str] = None,
+    *,
+    text: Optional[str] = None,
+    stop_reason: str = "toolUse",
+) -> ScriptedResponse:
     """A response calling one tool (preceded by ``text`` if given). For several calls use
     ``response(call(...), call(...))``."""
     blocks: List[Any] = [TextContent(text)] if text is not None else []
@@ -137,14 +152,21 @@ class ScriptedModel:
     Thread-safe: several agents may share one instance.
     """
 
-    def __init__(self, responses: Sequence[Any] = (), tokens_per_second: Optional[float] = None,
-                 model: Optional[Model] = None) -> None:
+    def __init__(
+        self, responses: Sequence[Any] = (), tokens_per_second: Optional[float] = None, model: Optional[Model] = None
+    ) -> None:
         self.responses: List[Any] = list(responses)
         self.tokens_per_second = tokens_per_second
         number = next(_model_numbers)
-        self.model = model or Model(id=f"scripted-{number}", name=f"Scripted model {number}",
-                                    api="scripted", provider="scripted", base_url="",
-                                    context_window=128000, max_tokens=16384)
+        self.model = model or Model(
+            id=f"scripted-{number}",
+            name=f"Scripted model {number}",
+            api="scripted",
+            provider="scripted",
+            base_url="",
+            context_window=128000,
+            max_tokens=16384,
+        )
         self.model._scripted = self  # type: ignore[attr-defined]  # lets the provider find us
         _instances[self.model.id] = self
         self.calls = 0
@@ -205,18 +227,33 @@ def _to_message(scripted: Any, model: Model) -> AssistantMessage:
     if isinstance(scripted, str):
         scripted = text(scripted)
     if not isinstance(scripted, ScriptedResponse):
-        raise TypeError(f"cannot script a response from {type(scripted).__name__}: use a str, "
-                        f"ScriptedResponse, AssistantMessage, exception or callable")
+        raise TypeError(
+            f"cannot script a response from {type(scripted).__name__}: use a str, "
+            f"ScriptedResponse, AssistantMessage, exception or callable"
+        )
     return AssistantMessage(
-        content=list(scripted.content), api=model.api, provider=model.provider, model=model.id,
-        usage=scripted.usage or Usage(), stop_reason=scripted.stop_reason,
+        content=list(scripted.content),
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=scripted.usage or Usage(),
+        stop_reason=scripted.stop_reason,
         error_message=scripted.error_message,
     )
 
 
 def _failed(model: Model, message: str, reason: str) -> Iterator[Any]:
-    yield ErrorEvent(reason, AssistantMessage(content=[], api=model.api, provider=model.provider,
-                                              model=model.id, stop_reason=reason, error_message=message))
+    yield ErrorEvent(
+        reason,
+        AssistantMessage(
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            stop_reason=reason,
+            error_message=message,
+        ),
+    )
 
 
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
@@ -233,8 +270,15 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
     if final.stop_reason in ("error", "aborted"):
         yield ErrorEvent(final.stop_reason, final)
         return
-    partial = AssistantMessage(content=[], api=final.api, provider=final.provider, model=final.model,
-                               usage=final.usage, stop_reason="pending", timestamp=final.timestamp)
+    partial = AssistantMessage(
+        content=[],
+        api=final.api,
+        provider=final.provider,
+        model=final.model,
+        usage=final.usage,
+        stop_reason="pending",
+        timestamp=final.timestamp,
+    )
     yield StartEvent(partial.copy())
     for index, block in enumerate(final.content):
         if isinstance(block, ToolCall):
@@ -248,8 +292,11 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
             continue
         is_text = isinstance(block, TextContent)
         body = block.text if isinstance(block, TextContent) else block.thinking
-        start, delta_cls, end = ((TextStartEvent, TextDeltaEvent, TextEndEvent) if is_text
-                                 else (ThinkingStartEvent, ThinkingDeltaEvent, ThinkingEndEvent))
+        start, delta_cls, end = (
+            (TextStartEvent, TextDeltaEvent, TextEndEvent)
+            if is_text
+            else (ThinkingStartEvent, ThinkingDeltaEvent, ThinkingEndEvent)
+        )
         so_far = ""
         partial.content.append(_with_body(block, so_far))
         yield start(index, partial.copy())
@@ -290,9 +337,11 @@ def _json(value: Any) -> str:
 def _scripted_by_id(model_id: str) -> ScriptedModel:
     owner = _instances.get(model_id)
     if owner is None:
-        raise LookupError(f"ScriptedModel {model_id!r} lives in another process: a scripted model "
-                          "serves only the process that made it (use a thread pool, or a loopback "
-                          "server for worker processes)")
+        raise LookupError(
+            f"ScriptedModel {model_id!r} lives in another process: a scripted model "
+            "serves only the process that made it (use a thread pool, or a loopback "
+            "server for worker processes)"
+        )
     return owner
 
 
@@ -304,8 +353,13 @@ class ScriptedProvider:
     def stream(self, model: Model, context: AgentContext, **options: Any) -> Any:
         owner = getattr(model, "_scripted", None) or _instances.get(model.id)
         if owner is None:
-            return _ScriptedStream(_failed(model, f"No ScriptedModel owns model id {model.id!r}: build the "
-                                                  f"model with ScriptedModel(...).model", "error"))
+            return _ScriptedStream(
+                _failed(
+                    model,
+                    f"No ScriptedModel owns model id {model.id!r}: build the model with ScriptedModel(...).model",
+                    "error",
+                )
+            )
         return owner.stream_fn(model, context, **options)
 
     def __repr__(self) -> str:

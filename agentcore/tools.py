@@ -20,8 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Union, overload
 from ._util import awaited
 from .signals import AbortSignal
 
-__all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool",
-           "validate_tool_arguments"]
+__all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool", "validate_tool_arguments"]
 
 
 @dataclass
@@ -38,8 +37,7 @@ class AgentToolResult:
 
 #: The shape of :attr:`AgentTool.execute`: ``(tool_call_id, args, signal, on_update) -> result``.
 #: The loop always passes all four, positionally; ``signal`` and ``on_update`` may be None.
-ToolExecute = Callable[
-    [str, Any, Optional[AbortSignal], Optional[Callable[[AgentToolResult], None]]], AgentToolResult]
+ToolExecute = Callable[[str, Any, Optional[AbortSignal], Optional[Callable[[AgentToolResult], None]]], AgentToolResult]
 
 
 @dataclass
@@ -68,12 +66,16 @@ class AgentTool:
             self.label = self.name
         if self.execution_mode is not None and str(self.execution_mode) not in ("parallel", "sequential"):
             # a typo would silently let a tool that must run alone run in parallel
-            raise ValueError(f'tool {self.name!r}: execution_mode must be "parallel", "sequential" '
-                             f"or None, not {self.execution_mode!r}")
+            raise ValueError(
+                f'tool {self.name!r}: execution_mode must be "parallel", "sequential" '
+                f"or None, not {self.execution_mode!r}"
+            )
         if not (isinstance(self.requires_approval, bool) or callable(self.requires_approval)):
             # a truthy string or a None would silently mean "no approval needed" or "always"
-            raise TypeError(f"tool {self.name!r}: requires_approval must be a bool or a callable "
-                            f"args -> bool, not {type(self.requires_approval).__name__}")
+            raise TypeError(
+                f"tool {self.name!r}: requires_approval must be a bool or a callable "
+                f"args -> bool, not {type(self.requires_approval).__name__}"
+            )
 
 
 # --------------------------------------------------------------------------- @tool
@@ -94,26 +96,41 @@ class FunctionTool(AgentTool):
 
 
 @overload
-def tool(func: Callable[..., Any], *, name: Optional[str] = None, label: Optional[str] = None,
-         description: Optional[str] = None, execution_mode: Optional[str] = None,
-         prepare_arguments: Optional[Callable[[Any], Any]] = None,
-         requires_approval: Union[bool, Callable[[Any], bool]] = False) -> FunctionTool: ...
+def tool(
+    func: Callable[..., Any],
+    *,
+    name: Optional[str] = None,
+    label: Optional[str] = None,
+    description: Optional[str] = None,
+    execution_mode: Optional[str] = None,
+    prepare_arguments: Optional[Callable[[Any], Any]] = None,
+    requires_approval: Union[bool, Callable[[Any], bool]] = False,
+) -> FunctionTool: ...
 
 
 @overload
-def tool(func: None = None, *, name: Optional[str] = None, label: Optional[str] = None,
-         description: Optional[str] = None, execution_mode: Optional[str] = None,
-         prepare_arguments: Optional[Callable[[Any], Any]] = None,
-         requires_approval: Union[bool, Callable[[Any], bool]] = False,
-         ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    func: None = None,
+    *,
+    name: Optional[str] = None,
+    label: Optional[str] = None,
+    description: Optional[str] = None,
+    execution_mode: Optional[str] = None,
+    prepare_arguments: Optional[Callable[[Any], Any]] = None,
+    requires_approval: Union[bool, Callable[[Any], bool]] = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
-def tool(func: Optional[Callable[..., Any]] = None, *, name: Optional[str] = None,
-         label: Optional[str] = None, description: Optional[str] = None,
-         execution_mode: Optional[str] = None,
-         prepare_arguments: Optional[Callable[[Any], Any]] = None,
-         requires_approval: Union[bool, Callable[[Any], bool]] = False,
-         ) -> Union[FunctionTool, Callable[[Callable[..., Any]], FunctionTool]]:
+def tool(
+    func: Optional[Callable[..., Any]] = None,
+    *,
+    name: Optional[str] = None,
+    label: Optional[str] = None,
+    description: Optional[str] = None,
+    execution_mode: Optional[str] = None,
+    prepare_arguments: Optional[Callable[[Any], Any]] = None,
+    requires_approval: Union[bool, Callable[[Any], bool]] = False,
+) -> Union[FunctionTool, Callable[[Callable[..., Any]], FunctionTool]]:
     """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
 
     The JSON schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``None`` and
@@ -301,7 +318,8 @@ def _compile(tool: Any, schema: Dict[str, Any]) -> Any:
     except SchemaError as exc:
         raise ToolValidationError(
             f'Tool "{getattr(tool, "name", "?")}" has an invalid parameters schema: {exc.message} '
-            f"(at {'/'.join(str(p) for p in exc.path) or 'root'}). Fix the tool's JSON schema.") from None
+            f"(at {'/'.join(str(p) for p in exc.path) or 'root'}). Fix the tool's JSON schema."
+        ) from None
     return cls(schema)
 
 
@@ -325,7 +343,8 @@ def _json_type_matches(value: Any, json_type: str) -> bool:
         return isinstance(value, str)
     if json_type == "integer":
         return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
+            isinstance(value, float) and value.is_integer()
+        )
     if json_type == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if json_type == "boolean":
@@ -448,7 +467,7 @@ def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: 
             return _coerce(branch, value, root, depth + 1)
     for branch in resolved:  # otherwise the first branch whose type the value coerces to
         t = branch.get("type") if isinstance(branch, dict) else None
-        for json_type in ([t] if isinstance(t, str) else (t or [])):
+        for json_type in [t] if isinstance(t, str) else (t or []):
             if _coerce_scalar(value, json_type) is not _NO:
                 return _coerce(branch, value, root, depth + 1)
     return value
@@ -473,11 +492,14 @@ def _missing_property(error: Any) -> Optional[str]:
 
 
 _AJV_BOUNDS = {
-    "minimum": "must be >= {}", "maximum": "must be <= {}",
-    "exclusiveMinimum": "must be > {}", "exclusiveMaximum": "must be < {}",
+    "minimum": "must be >= {}",
+    "maximum": "must be <= {}",
+    "exclusiveMinimum": "must be > {}",
+    "exclusiveMaximum": "must be < {}",
     "minLength": "must NOT have fewer than {} characters",
     "maxLength": "must NOT have more than {} characters",
-    "minItems": "must NOT have fewer than {} items", "maxItems": "must NOT have more than {} items",
+    "minItems": "must NOT have fewer than {} items",
+    "maxItems": "must NOT have more than {} items",
     "minProperties": "must NOT have fewer than {} properties",
     "maxProperties": "must NOT have more than {} properties",
     "multipleOf": "must be multiple of {}",

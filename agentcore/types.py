@@ -20,13 +20,34 @@ from enum import Enum
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 __all__ = [
-    "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason",
-    "TextContent", "ThinkingContent", "ImageContent", "ToolCall",
-    "UsageCost", "Usage", "ModelCost", "Model",
-    "UserMessage", "AssistantMessage", "ToolResultMessage", "SystemMessage",
-    "BashExecutionMessage", "CompactionSummaryMessage", "BranchSummaryMessage", "CustomMessage",
-    "UnknownMessage", "AgentContext", "now_ms", "content_from_dict", "message_from_dict",
-    "message_to_dict", "role_of", "text_of",
+    "ThinkingLevel",
+    "ToolExecutionMode",
+    "QueueMode",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ImageContent",
+    "ToolCall",
+    "UsageCost",
+    "Usage",
+    "ModelCost",
+    "Model",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "SystemMessage",
+    "BashExecutionMessage",
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+    "CustomMessage",
+    "UnknownMessage",
+    "AgentContext",
+    "now_ms",
+    "content_from_dict",
+    "message_from_dict",
+    "message_to_dict",
+    "role_of",
+    "text_of",
 ]
 
 
@@ -302,7 +323,12 @@ _TOOL_CALL_KEYS = frozenset(("type", "id", "name", "arguments"))
 _NO_THOUGHT_SIGNATURE = _absent_keys("thoughtSignature")
 
 Content = Union[TextContent, ThinkingContent, ImageContent, ToolCall]
-_BLOCKS: Dict[str, Any] = {"text": TextContent, "thinking": ThinkingContent, "image": ImageContent, "toolCall": ToolCall}
+_BLOCKS: Dict[str, Any] = {
+    "text": TextContent,
+    "thinking": ThinkingContent,
+    "image": ImageContent,
+    "toolCall": ToolCall,
+}
 
 
 def content_from_dict(d: Any) -> Any:
@@ -387,8 +413,15 @@ class Usage(_WireMixin):
     def from_dict(cls, d: Mapping[str, Any]) -> Usage:
         if cls is Usage and type(d) is dict and d.keys() == _USAGE_KEYS:
             cost = d["cost"]
-            return Usage(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["totalTokens"],
-                         UsageCost.from_dict(cost) if cost is not None else None)  # type: ignore[arg-type]  # a recorded null stays None to round-trip
+            return Usage(
+                d["input"],
+                d["output"],
+                d["cacheRead"],
+                d["cacheWrite"],
+                d["totalTokens"],
+                # a recorded null stays None to round-trip
+                UsageCost.from_dict(cost) if cost is not None else None,  # type: ignore[arg-type]
+            )
         kwargs = cls._kwargs_from(d, {"cost": UsageCost.from_dict})
         kwargs.setdefault("cost", UsageCost())
         return cls(**kwargs)
@@ -469,8 +502,17 @@ class Model(_WireMixin):
     @classmethod
     def placeholder(cls) -> Model:
         """The model an Agent has before one is chosen (id, api and provider ``"unknown"``)."""
-        return cls(id="unknown", name="unknown", api="unknown", provider="unknown", base_url="",
-                   reasoning=False, input=(), context_window=0, max_tokens=0)
+        return cls(
+            id="unknown",
+            name="unknown",
+            api="unknown",
+            provider="unknown",
+            base_url="",
+            reasoning=False,
+            input=(),
+            context_window=0,
+            max_tokens=0,
+        )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Model:
@@ -582,11 +624,17 @@ class AssistantMessage(_WireMixin):
             if keys == _ASSISTANT_KEYS or keys == _ASSISTANT_ERROR_KEYS:
                 content, usage = d["content"], d["usage"]
                 return AssistantMessage(
-                    _blocks(content) if content is not None else [], _shared(d["api"]), _shared(d["provider"]),
-                    _shared(d["model"]), Usage.from_dict(usage) if usage is not None else None,  # type: ignore[arg-type]  # as Usage.cost
+                    _blocks(content) if content is not None else [],
+                    _shared(d["api"]),
+                    _shared(d["provider"]),
+                    _shared(d["model"]),
+                    Usage.from_dict(usage) if usage is not None else None,  # type: ignore[arg-type]  # as Usage.cost
                     _shared(d["stopReason"]),
-                    d.get("errorMessage"), d["timestamp"], {},
-                    _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT)
+                    d.get("errorMessage"),
+                    d["timestamp"],
+                    {},
+                    _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT,
+                )
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
         kwargs.setdefault("usage", Usage())
         if kwargs.get("content") is None:
@@ -638,9 +686,17 @@ class ToolResultMessage(_WireMixin):
             if keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None):
                 content = d["content"]
                 return ToolResultMessage(
-                    d["toolCallId"], _shared(d["toolName"]), _blocks(content) if content is not None else [],
-                    d.get("details"), d["isError"], None, None, d["timestamp"], {},
-                    _NO_RESULT_OPTIONS if len(keys) == len(_RESULT_KEYS) else _NO_RESULT_USAGE)
+                    d["toolCallId"],
+                    _shared(d["toolName"]),
+                    _blocks(content) if content is not None else [],
+                    d.get("details"),
+                    d["isError"],
+                    None,
+                    None,
+                    d["timestamp"],
+                    {},
+                    _NO_RESULT_OPTIONS if len(keys) == len(_RESULT_KEYS) else _NO_RESULT_USAGE,
+                )
         kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
         if "details" in d and d["details"] is None:
             kwargs.setdefault("extra", {})["details"] = None  # explicit null survives the round trip
@@ -783,8 +839,16 @@ PromptInput = Union[str, MessageLike, Mapping[str, Any], Sequence[Union[str, Mes
 
 _MESSAGES = {
     c.role: c
-    for c in (UserMessage, SystemMessage, AssistantMessage, ToolResultMessage, BashExecutionMessage,
-              CompactionSummaryMessage, BranchSummaryMessage, CustomMessage)
+    for c in (
+        UserMessage,
+        SystemMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        BashExecutionMessage,
+        CompactionSummaryMessage,
+        BranchSummaryMessage,
+        CustomMessage,
+    )
 }
 #: exact classes (not subclasses) that are known not to be mappings, see _is_mapping
 _NOT_MAPPINGS = frozenset(list(_MESSAGES.values()) + list(_BLOCKS.values()) + [UnknownMessage, Usage, str])
@@ -854,6 +918,4 @@ class AgentContext:
 
     def copy(self) -> AgentContext:
         """A copy with its own message and tool lists (the items are shared)."""
-        return AgentContext(self.system_prompt, list(self.messages),
-                            None if self.tools is None else list(self.tools))
-
+        return AgentContext(self.system_prompt, list(self.messages), None if self.tools is None else list(self.tools))

@@ -46,16 +46,16 @@ class Stalling(BaseHTTPRequestHandler):
 
 
 def one(base_url: str, stall_headers: bool) -> float:
-    model = Model(id="m", api="openai-completions", provider="local",
-                  base_url=base_url + ("/headers" if stall_headers else ""))
+    model = Model(
+        id="m", api="openai-completions", provider="local", base_url=base_url + ("/headers" if stall_headers else "")
+    )
     controller = AbortController()
     first = threading.Event()
     ended = threading.Event()
     outcome = {}
 
     def consume() -> None:
-        events = stream(model, AgentContext(messages=[UserMessage("hi")]), signal=controller.signal,
-                        max_retries=0)
+        events = stream(model, AgentContext(messages=[UserMessage("hi")]), signal=controller.signal, max_retries=0)
         for event in events:
             if event.type == "text_delta":
                 first.set()
@@ -101,8 +101,10 @@ def main() -> None:
     for label, stall_headers in (("mid-stream", False), ("waiting for headers", True)):
         times = [one(base, stall_headers) * 1000 for _ in range(runs)]
         median = statistics.median(times)
-        print(f"abort {label:20s}: median {median:6.2f} ms, max {max(times):6.2f} ms over {runs} runs, "
-              f"{median / base_floor:.1f}x the floor (Event wake-up {base_floor:.3f} ms); target <= 100 ms")
+        print(
+            f"abort {label:20s}: median {median:6.2f} ms, max {max(times):6.2f} ms over {runs} runs, "
+            f"{median / base_floor:.1f}x the floor (Event wake-up {base_floor:.3f} ms); target <= 100 ms"
+        )
     RELEASE.set()
     server.shutdown()
 

@@ -54,8 +54,9 @@ class _Handler(end_to_end._Handler):
 
 
 def floor_deltas(session, url, n):
-    text, _ = floor_turn(session, url, {"model": f"deltas-{n}", "stream": True,
-                                        "messages": [{"role": "user", "content": "go"}]})
+    text, _ = floor_turn(
+        session, url, {"model": f"deltas-{n}", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    )
     assert len(text) == n
 
 
@@ -128,9 +129,14 @@ def _measure(base, runs):
     few_model = Model(id=f"deltas-{FEW}", api="openai-completions", provider="bench-local", base_url=base)
     many_model = Model(id=f"deltas-{MANY}", api="openai-completions", provider="bench-local", base_url=base)
     few, many = Agent(few_model), Agent(many_model)
-    observed = {name: (Agent(model, tools=[multiply], plugins=[cls()]), Agent(few_model, plugins=[cls()]),
-                       Agent(many_model, plugins=[cls()])) for name, cls in (("on_event", EveryEvent),
-                                                                              ("on_lifecycle_event", Lifecycle))}
+    observed = {
+        name: (
+            Agent(model, tools=[multiply], plugins=[cls()]),
+            Agent(few_model, plugins=[cls()]),
+            Agent(many_model, plugins=[cls()]),
+        )
+        for name, cls in (("on_event", EveryEvent), ("on_lifecycle_event", Lifecycle))
+    }
     for _ in range(10):  # warm every path up (imports, pools, caches)
         floor_run(session, url), agent_run(reused), fresh()
         floor_deltas(session, url, FEW), floor_deltas(session, url, MANY), agent_deltas(few), agent_deltas(many)
@@ -139,15 +145,32 @@ def _measure(base, runs):
 
     ev_run, lc_run = observed["on_event"][0], observed["on_lifecycle_event"][0]
     floor_s, reused_s, fresh_s, ev_s, lc_s, prov_s = _interleaved(
-        [lambda: floor_run(session, url), lambda: agent_run(reused), fresh,
-         lambda: agent_run(ev_run), lambda: agent_run(lc_run), lambda: provider_run(model)], runs)
+        [
+            lambda: floor_run(session, url),
+            lambda: agent_run(reused),
+            fresh,
+            lambda: agent_run(ev_run),
+            lambda: agent_run(lc_run),
+            lambda: provider_run(model),
+        ],
+        runs,
+    )
     (_, ev_few, ev_many), (_, lc_few, lc_many) = observed["on_event"], observed["on_lifecycle_event"]
     f_few, f_many, a_few, a_many, p_few, p_many, e_few, e_many, l_few, l_many = _interleaved(
-        [lambda: floor_deltas(session, url, FEW), lambda: floor_deltas(session, url, MANY),
-         lambda: agent_deltas(few), lambda: agent_deltas(many),
-         lambda: provider_deltas(few_model), lambda: provider_deltas(many_model),
-         lambda: agent_deltas(ev_few), lambda: agent_deltas(ev_many),
-         lambda: agent_deltas(lc_few), lambda: agent_deltas(lc_many)], max(10, runs // 5))
+        [
+            lambda: floor_deltas(session, url, FEW),
+            lambda: floor_deltas(session, url, MANY),
+            lambda: agent_deltas(few),
+            lambda: agent_deltas(many),
+            lambda: provider_deltas(few_model),
+            lambda: provider_deltas(many_model),
+            lambda: agent_deltas(ev_few),
+            lambda: agent_deltas(ev_many),
+            lambda: agent_deltas(lc_few),
+            lambda: agent_deltas(lc_many),
+        ],
+        max(10, runs // 5),
+    )
     floor_delta = (f_many - f_few) / (MANY - FEW)
     agent_delta = (a_many - a_few) / (MANY - FEW)
     provider_delta = (p_many - p_few) / (MANY - FEW)
@@ -158,25 +181,38 @@ def _measure(base, runs):
     print(f"floor: plain requests + line split + json.loads, {runs} runs, median")
     print(f"  Agent() (no plugins of its own)       {created:8.1f} us   (target <= 100 us)")
     print(f"  two-turn run, floor                   {floor_s * 1e3:8.2f} ms")
-    print(f"  two-turn run, new Agent each time     {fresh_s * 1e3:8.2f} ms   "
-          f"ratio {fresh_s / floor_s:.2f}   (target <= 1.25)")
-    print(f"  two-turn run, reused Agent            {reused_s * 1e3:8.2f} ms   "
-          f"ratio {reused_s / floor_s:.2f}   (target <= 1.10)")
-    print(f"  two-turn run, provider alone          {prov_s * 1e3:8.2f} ms   "
-          f"ratio {prov_s / floor_s:.2f}   (a reused Agent adds {(reused_s - prov_s) * 1e3:.2f} ms)")
+    print(
+        f"  two-turn run, new Agent each time     {fresh_s * 1e3:8.2f} ms   "
+        f"ratio {fresh_s / floor_s:.2f}   (target <= 1.25)"
+    )
+    print(
+        f"  two-turn run, reused Agent            {reused_s * 1e3:8.2f} ms   "
+        f"ratio {reused_s / floor_s:.2f}   (target <= 1.10)"
+    )
+    print(
+        f"  two-turn run, provider alone          {prov_s * 1e3:8.2f} ms   "
+        f"ratio {prov_s / floor_s:.2f}   (a reused Agent adds {(reused_s - prov_s) * 1e3:.2f} ms)"
+    )
     print(f"  per streamed delta, floor             {floor_delta * 1e6:8.2f} us")
-    print(f"  per streamed delta, Agent             {agent_delta * 1e6:8.2f} us   "
-          f"ratio {agent_delta / floor_delta:.2f}   (target <= 1.10)")
-    print(f"  per streamed delta, provider alone    {provider_delta * 1e6:8.2f} us   "
-          f"ratio {provider_delta / floor_delta:.2f}   (the Agent's own share: "
-          f"{(agent_delta - provider_delta) * 1e6:.2f} us)")
+    print(
+        f"  per streamed delta, Agent             {agent_delta * 1e6:8.2f} us   "
+        f"ratio {agent_delta / floor_delta:.2f}   (target <= 1.10)"
+    )
+    print(
+        f"  per streamed delta, provider alone    {provider_delta * 1e6:8.2f} us   "
+        f"ratio {provider_delta / floor_delta:.2f}   (the Agent's own share: "
+        f"{(agent_delta - provider_delta) * 1e6:.2f} us)"
+    )
     print("with one observer plugin of the agent's own:")
     print(f"  two-turn run, reused, on_event        {ev_s * 1e3:8.2f} ms   ratio {ev_s / floor_s:.2f}")
     print(f"  two-turn run, reused, on_lifecycle_.. {lc_s * 1e3:8.2f} ms   ratio {lc_s / floor_s:.2f}")
-    print(f"  per streamed delta, on_event          {every_delta * 1e6:8.2f} us   "
-          f"ratio {every_delta / floor_delta:.2f}")
-    print(f"  per streamed delta, on_lifecycle_..   {lifecycle_delta * 1e6:8.2f} us   "
-          f"ratio {lifecycle_delta / floor_delta:.2f}   (an observer that skips message_update)")
+    print(
+        f"  per streamed delta, on_event          {every_delta * 1e6:8.2f} us   ratio {every_delta / floor_delta:.2f}"
+    )
+    print(
+        f"  per streamed delta, on_lifecycle_..   {lifecycle_delta * 1e6:8.2f} us   "
+        f"ratio {lifecycle_delta / floor_delta:.2f}   (an observer that skips message_update)"
+    )
 
 
 if __name__ == "__main__":

@@ -58,13 +58,26 @@ def message(rng: random.Random, n: int, with_usage: bool) -> Any:
     if step == 0:
         return UserMessage([TextContent(prose(rng, 200))], timestamp=10_000 + n)
     if step == 1:
-        return AssistantMessage([TextContent(prose(rng, 300)), ToolCall(f"c{n}", "read", {"path": f"src/m{n}.py"})],
-                                api="scripted", provider="scripted", model="m", usage=usage,
-                                stop_reason="toolUse", timestamp=10_000 + n)
+        return AssistantMessage(
+            [TextContent(prose(rng, 300)), ToolCall(f"c{n}", "read", {"path": f"src/m{n}.py"})],
+            api="scripted",
+            provider="scripted",
+            model="m",
+            usage=usage,
+            stop_reason="toolUse",
+            timestamp=10_000 + n,
+        )
     if step == 2:
         return ToolResultMessage(f"c{n - 1}", "read", [TextContent(prose(rng, 1500))], timestamp=10_000 + n)
-    return AssistantMessage([TextContent(prose(rng, 300))], api="scripted", provider="scripted", model="m",
-                            usage=usage, stop_reason="stop", timestamp=10_000 + n)
+    return AssistantMessage(
+        [TextContent(prose(rng, 300))],
+        api="scripted",
+        provider="scripted",
+        model="m",
+        usage=usage,
+        stop_reason="stop",
+        timestamp=10_000 + n,
+    )
 
 
 def per_turn(messages: List[Any], extra: List[Any], check: Callable[[List[Any]], Any]) -> float:
@@ -88,20 +101,22 @@ def case(count: int, turns: int, with_usage: bool) -> None:
     best = {"floor": float("inf"), "before": float("inf"), "after": float("inf")}
     for _ in range(3):
         best["floor"] = min(best["floor"], per_turn(messages, extra, lambda t: estimate_tokens(t[-1])))
-        best["before"] = min(best["before"], per_turn(messages, extra,
-                                                      lambda t: live_context_tokens(list(t)).tokens))
+        best["before"] = min(best["before"], per_turn(messages, extra, lambda t: live_context_tokens(list(t)).tokens))
         compactor._counter.reset()
         compactor.needs_compaction(agent.state.messages)  # the first check of a run counts everything
         agent.state.messages = messages
-        best["after"] = min(best["after"], per_turn(agent.state.messages, extra,
-                                                    lambda t: compactor.needs_compaction(t)))
+        best["after"] = min(
+            best["after"], per_turn(agent.state.messages, extra, lambda t: compactor.needs_compaction(t))
+        )
     check_before = live_context_tokens(list(messages) + extra).tokens
     check_after = compactor.context_tokens(list(messages) + extra)
     label = "usage reported" if with_usage else "no usage reported"
-    print(f"{count} messages, {label}: floor {best['floor']:.2f} us, before {best['before']:.1f} us "
-          f"({best['before'] / best['floor']:.0f}x floor), after {best['after']:.2f} us "
-          f"({best['after'] / best['floor']:.1f}x floor); before/after {best['before'] / best['after']:.0f}x; "
-          f"same figure: {check_before == check_after}")
+    print(
+        f"{count} messages, {label}: floor {best['floor']:.2f} us, before {best['before']:.1f} us "
+        f"({best['before'] / best['floor']:.0f}x floor), after {best['after']:.2f} us "
+        f"({best['after'] / best['floor']:.1f}x floor); before/after {best['before'] / best['after']:.0f}x; "
+        f"same figure: {check_before == check_after}"
+    )
 
 
 def main() -> None:

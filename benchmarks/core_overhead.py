@@ -28,8 +28,7 @@ from agentcore.loop import AgentLoopConfig, run_agent_loop  # noqa: E402
 from agentcore.testing import ScriptedModel, text, tool_call  # noqa: E402
 from agentcore.types import AgentContext, TextContent, UserMessage  # noqa: E402
 
-SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-          "required": ["a", "b"]}
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}
 
 
 def add(tool_call_id, args, signal, on_update):
@@ -49,8 +48,13 @@ def time_loop(runs: int):
         scripted = ScriptedModel(responses())
         sink = []
         start = time.perf_counter()
-        run_agent_loop([UserMessage("add 1 and 2")], AgentContext("", [], [TOOL]), AgentLoopConfig(scripted.model),
-                       sink.append, stream_fn=scripted.stream_fn)
+        run_agent_loop(
+            [UserMessage("add 1 and 2")],
+            AgentContext("", [], [TOOL]),
+            AgentLoopConfig(scripted.model),
+            sink.append,
+            stream_fn=scripted.stream_fn,
+        )
         times.append(time.perf_counter() - start)
         events = sink
     return times, events
@@ -144,10 +148,14 @@ def main() -> None:
     print(f"  per event (agent): {per_event_agent:.1f} us   (target <= 20 us)")
     dispatch_us = statistics.median(dispatch_times) * 1e6 / n
     print(f"  Agent event dispatch (reducer + listener loop): {dispatch_us:.2f} us/event (target <= 20 us)")
-    print(f"  floor: same {n} events through a plain loop: {floor_us:.2f} us per run "
-          f"({floor_us / n * 1e3:.0f} ns/event); loop run / floor = {loop_ms * 1e3 / floor_us:.0f}x")
-    print("  the per-event figure includes everything a run does (model stream, tool thread, validation),"
-          " not only event delivery")
+    print(
+        f"  floor: same {n} events through a plain loop: {floor_us:.2f} us per run "
+        f"({floor_us / n * 1e3:.0f} ns/event); loop run / floor = {loop_ms * 1e3 / floor_us:.0f}x"
+    )
+    print(
+        "  the per-event figure includes everything a run does (model stream, tool thread, validation),"
+        " not only event delivery"
+    )
     floor_ms, agent_ms, own_ms = time_creation(max(50, runs // 4))
     print("creating an Agent (built-ins + entry-point plugins):")
     print(f"  floor: bare pluggy manager, hookspecs + the same plugins: {floor_ms:.3f} ms")

@@ -38,8 +38,12 @@ from agentcore.providers.sse import iter_sse  # noqa: E402
 
 
 def _chunk(delta, finish=None):
-    return {"id": "chatcmpl-b", "object": "chat.completion.chunk", "model": "bench",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-b",
+        "object": "chat.completion.chunk",
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _events(*payloads):
@@ -47,12 +51,20 @@ def _events(*payloads):
 
 
 USAGE = {"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 60}}
-TURN1 = _events(*[_chunk({"content": f"word{i} "}) for i in range(50)],
-                _chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                        "function": {"name": "multiply", "arguments": ""}}]}),
-                _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 1231, '}}]}),
-                _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"b": 2331}'}}]}),
-                _chunk({}, "tool_calls"), USAGE)
+TURN1 = _events(
+    *[_chunk({"content": f"word{i} "}) for i in range(50)],
+    _chunk(
+        {
+            "tool_calls": [
+                {"index": 0, "id": "call_1", "type": "function", "function": {"name": "multiply", "arguments": ""}}
+            ]
+        }
+    ),
+    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"a": 1231, '}}]}),
+    _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"b": 2331}'}}]}),
+    _chunk({}, "tool_calls"),
+    USAGE,
+)
 TURN2 = _events(_chunk({"content": "The product is 2869461."}), _chunk({}, "stop"), USAGE)
 
 
@@ -109,16 +121,29 @@ def floor_turn(session, url, payload):
 def floor_run(session, url):
     """Both turns with plain requests (:func:`floor_turn`), the tool executed in between."""
     messages = [{"role": "user", "content": "What is 1231 * 2331?"}]
-    tools = [{"type": "function", "function": {"name": "multiply", "description": "Multiply.",
-                                               "parameters": {"type": "object"}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "multiply", "description": "Multiply.", "parameters": {"type": "object"}},
+        }
+    ]
     for _turn in range(2):
-        text, args = floor_turn(session, url, {"model": "bench", "messages": messages, "stream": True,
-                                               "tools": tools})
+        text, args = floor_turn(session, url, {"model": "bench", "messages": messages, "stream": True, "tools": tools})
         if args:
             result = json.loads("".join(args))
-            messages += [{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", "function": {
-                "name": "multiply", "arguments": json.dumps(result)}}]},
-                {"role": "tool", "tool_call_id": "call_1", "content": str(result["a"] * result["b"])}]
+            messages += [
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "multiply", "arguments": json.dumps(result)},
+                        }
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "call_1", "content": str(result["a"] * result["b"])},
+            ]
 
 
 @tool
@@ -201,8 +226,9 @@ def serve(handler=_Handler) -> None:
 def with_server(script, measure, runs: int) -> None:
     """Start ``script --serve`` as a child process (a real API is another process: in-process the
     server would compete with the client for the GIL) and call ``measure(base_url, runs)``."""
-    child = subprocess.Popen([sys.executable, script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen(
+        [sys.executable, script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         port = int(child.stdout.readline())
         measure(f"http://127.0.0.1:{port}/v1", runs)
@@ -238,12 +264,16 @@ def _measure(base: str, runs: int) -> None:
     print(f"  (b) Agent run over openai-completions          {b * 1000:7.2f} ms")
     print(f"  (c) providers.stream alone, same two turns      {c * 1000:7.2f} ms")
     print(f"  ratio b/a = {b / a:.2f}   (target <= 1.3);  provider share c/a = {c / a:.2f}")
-    print(f"  the Agent over the provider: {(b - c) * 1000:.2f} ms per run, {len(events)} agent events, "
-          f"{(b - c) / len(events) * 1e6:.1f} us per event (thread hand-overs and per-run set-up included)")
+    print(
+        f"  the Agent over the provider: {(b - c) * 1000:.2f} ms per run, {len(events)} agent events, "
+        f"{(b - c) / len(events) * 1e6:.1f} us per event (thread hand-overs and per-run set-up included)"
+    )
     floor_mbs, ours_mbs = sse_throughput()
     print("SSE parsing, one chunk per event:")
-    print(f"  floor line splitting {floor_mbs:7.1f} MB/s   iter_sse {ours_mbs:7.1f} MB/s   "
-          f"ratio {ours_mbs / floor_mbs:.2f}   (target >= 0.8)")
+    print(
+        f"  floor line splitting {floor_mbs:7.1f} MB/s   iter_sse {ours_mbs:7.1f} MB/s   "
+        f"ratio {ours_mbs / floor_mbs:.2f}   (target >= 0.8)"
+    )
 
 
 if __name__ == "__main__":

@@ -25,16 +25,22 @@ _CACHE = tempfile.mkdtemp(prefix="agentcore-importtime-")
 
 
 def _env() -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               PYTHONPYCACHEPREFIX=_CACHE)
+    env = dict(
+        os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONPYCACHEPREFIX=_CACHE
+    )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
 def cumulative_us(module: str) -> int:
     """Cumulative import time of ``module`` in microseconds, from ``-X importtime``."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                          capture_output=True, text=True, env=_env(), check=True)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        check=True,
+    )
     for line in proc.stderr.splitlines():
         # "import time: self [us] | cumulative | imported package"
         parts = [p.strip() for p in line.split("|")]
@@ -44,11 +50,14 @@ def cumulative_us(module: str) -> int:
 
 
 def heavy_modules() -> str:
-    code = ("import sys, agentcore; "
-            "print(','.join(m for m in ('requests', 'jsonschema', 'pluggy', 'importlib.metadata') "
-            "if m in sys.modules))")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(),
-                          check=True).stdout.strip()
+    code = (
+        "import sys, agentcore; "
+        "print(','.join(m for m in ('requests', 'jsonschema', 'pluggy', 'importlib.metadata') "
+        "if m in sys.modules))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=True
+    ).stdout.strip()
 
 
 def main() -> None:

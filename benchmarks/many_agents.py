@@ -71,15 +71,20 @@ def main() -> None:
     print(f"run_many throughput, {args.tasks} tasks per measure, {os.cpu_count()} CPU cores")
     for mix, latency in (("io", args.latency), ("cpu", 0.0)):
         with helpers.LoopbackServer(latency=latency) as server:
-            label = f"I/O-bound (model latency {latency * 1000:.0f} ms)" if mix == "io" else \
-                f"CPU-bound (tool spin {args.spin})"
+            label = (
+                f"I/O-bound (model latency {latency * 1000:.0f} ms)"
+                if mix == "io"
+                else f"CPU-bound (tool spin {args.spin})"
+            )
             print(f"\n{label}")
             base = None
             for workers in (1, 2, 4):
                 rate = measure(server, mix, workers, args.tasks, args.spin)
                 base = base or rate
-                print(f"  {workers} process(es): {rate:7.2f} tasks/s   speed-up {rate / base:4.2f}x   "
-                      f"efficiency {rate / (workers * base):5.0%}")
+                print(
+                    f"  {workers} process(es): {rate:7.2f} tasks/s   speed-up {rate / base:4.2f}x   "
+                    f"efficiency {rate / (workers * base):5.0%}"
+                )
             rate = measure(server, mix, 4, args.tasks, args.spin, threads=True)
             print(f"  4 threads (1 process): {rate:7.2f} tasks/s   speed-up {rate / base:4.2f}x")
 

@@ -46,13 +46,19 @@ DELAY = 0.05  # seconds between streamed events: ~1 s per request, so the server
 
 
 def _chunk(delta, finish=None):
-    return {"id": "chatcmpl-p", "object": "chat.completion.chunk", "model": "bench",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-p",
+        "object": "chat.completion.chunk",
+        "model": "bench",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _reply(events):
-    return ([f"data: {json.dumps(_chunk({'content': f'w{i} '}))}\n\n".encode() for i in range(events)]
-            + [f"data: {json.dumps(_chunk({}, 'stop'))}\n\n".encode(), b"data: [DONE]\n\n"])
+    return [f"data: {json.dumps(_chunk({'content': f'w{i} '}))}\n\n".encode() for i in range(events)] + [
+        f"data: {json.dumps(_chunk({}, 'stop'))}\n\n".encode(),
+        b"data: [DONE]\n\n",
+    ]
 
 
 class _Handler(end_to_end._Handler):
@@ -161,6 +167,7 @@ def measure(base, agents, rounds, events, delay):
                 crew[i].reset()
                 new = crew[i].prompt("hi")
                 assert new[-1].text.startswith("w0 "), new[-1].error_message
+
         return work
 
     results = {}
@@ -200,23 +207,33 @@ def measure(base, agents, rounds, events, delay):
     total = agents * rounds
     floor_rps = total / results["floor"][0]
     print(f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart:")
-    labels = {"floor": "(a) floor: requests, pool sized for the load",
-              "agentcore": f"(b) Agent per thread, default pool ({agentcore_http.pool_maxsize()})",
-              "pool32": "(c) Agent per thread, pool capped at 32 (before)",
-              "provider": "(d) providers.stream per thread (no Agent)"}
+    labels = {
+        "floor": "(a) floor: requests, pool sized for the load",
+        "agentcore": f"(b) Agent per thread, default pool ({agentcore_http.pool_maxsize()})",
+        "pool32": "(c) Agent per thread, pool capped at 32 (before)",
+        "provider": "(d) providers.stream per thread (no Agent)",
+    }
     for key, label in labels.items():
         seconds, count, cpu = results[key]
-        print(f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count:4d}   "
-              f"client CPU {cpu / total * 1000:5.2f} ms/request")
+        print(
+            f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count:4d}   "
+            f"client CPU {cpu / total * 1000:5.2f} ms/request"
+        )
     ratio = (total / results["agentcore"][0]) / floor_rps
-    print(f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0);  "
-          f"provider alone d/a = {(total / results['provider'][0]) / floor_rps:.2f}")
+    print(
+        f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0);  "
+        f"provider alone d/a = {(total / results['provider'][0]) / floor_rps:.2f}"
+    )
 
 
 def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000):
     delay = delay_ms / 1000.0
-    child = subprocess.Popen([sys.executable, __file__, "--serve", str(events), str(delay)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(events), str(delay)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = int(child.stdout.readline())
         measure(f"http://127.0.0.1:{port}/v1", agents, rounds, events, delay)

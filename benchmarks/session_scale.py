@@ -48,8 +48,10 @@ import agentcore.session.process_state as session_process_state  # noqa: E402
 from agentcore.session import Session, SqliteSessionStorage  # noqa: E402
 from agentcore.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, Usage, UsageCost, UserMessage  # noqa: E402
 
-WORDS = ("session tree branch compaction summary model provider token context message tool result "
-         "python file error test assert function class module import return value list dict").split()
+WORDS = (
+    "session tree branch compaction summary model provider token context message tool result "
+    "python file error test assert function class module import return value list dict"
+).split()
 
 
 def prose(rng: random.Random, chars: int) -> str:
@@ -63,8 +65,14 @@ def prose(rng: random.Random, chars: int) -> str:
 
 def usage(rng: random.Random) -> Usage:
     inp, out, read = rng.randint(10, 3000), rng.randint(50, 1500), rng.randint(0, 150000)
-    return Usage(inp, out, read, 0, inp + out + read,
-                 UsageCost(inp * 3e-6, out * 1.5e-5, read * 3e-7, 0, inp * 3e-6 + out * 1.5e-5 + read * 3e-7))
+    return Usage(
+        inp,
+        out,
+        read,
+        0,
+        inp + out + read,
+        UsageCost(inp * 3e-6, out * 1.5e-5, read * 3e-7, 0, inp * 3e-6 + out * 1.5e-5 + read * 3e-7),
+    )
 
 
 def generate(session: Session, count: int, compaction: bool, seed: int = 7) -> float:
@@ -79,17 +87,31 @@ def generate(session: Session, count: int, compaction: bool, seed: int = 7) -> f
         if step == 0:
             message = UserMessage([TextContent(prose(rng, rng.randint(60, 400)))], timestamp=n)
         elif step == 1:
-            message = AssistantMessage([TextContent(prose(rng, rng.randint(100, 600))),
-                                        ToolCall(f"call_{n}", "read", {"path": f"src/module_{n % 97}.py"})],
-                                       api="anthropic-messages", provider="anthropic", model="claude-sonnet-4-5",
-                                       usage=usage(rng), stop_reason="toolUse", timestamp=n)
+            message = AssistantMessage(
+                [
+                    TextContent(prose(rng, rng.randint(100, 600))),
+                    ToolCall(f"call_{n}", "read", {"path": f"src/module_{n % 97}.py"}),
+                ],
+                api="anthropic-messages",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=usage(rng),
+                stop_reason="toolUse",
+                timestamp=n,
+            )
         elif step == 2:
-            message = ToolResultMessage(f"call_{n - 1}", "read", [TextContent(prose(rng, rng.randint(800, 3000)))],
-                                        timestamp=n)
+            message = ToolResultMessage(
+                f"call_{n - 1}", "read", [TextContent(prose(rng, rng.randint(800, 3000)))], timestamp=n
+            )
         else:
-            message = AssistantMessage([TextContent(prose(rng, rng.randint(100, 500)))], api="anthropic-messages",
-                                       provider="anthropic", model="claude-sonnet-4-5", usage=usage(rng),
-                                       timestamp=n)
+            message = AssistantMessage(
+                [TextContent(prose(rng, rng.randint(100, 500)))],
+                api="anthropic-messages",
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                usage=usage(rng),
+                timestamp=n,
+            )
         started = time.perf_counter()
         entry_id = session.append_message(message)
         spent += time.perf_counter() - started
@@ -169,10 +191,12 @@ def gc_pause_figure(opener, runs: int = 3) -> None:
 
     p_call, n_call = (median([r[0] for r in results[k]]) for k in ("paused", "not paused"))
     p_all, n_all = (median([r[0] + r[1] for r in results[k]]) for k in ("paused", "not paused"))
-    print(f"collector pause of bulk decodes (JSONL, CPU s, median of {runs}): open + build_context "
-          f"{p_call:.3f} s paused vs {n_call:.3f} s not = {p_call / n_call:.2f}x; counting a workload after "
-          f"it (300k small lists, where the collector catches up) {p_all:.3f} s vs {n_all:.3f} s = "
-          f"{p_all / n_all:.2f}x")
+    print(
+        f"collector pause of bulk decodes (JSONL, CPU s, median of {runs}): open + build_context "
+        f"{p_call:.3f} s paused vs {n_call:.3f} s not = {p_call / n_call:.2f}x; counting a workload after "
+        f"it (300k small lists, where the collector catches up) {p_all:.3f} s vs {n_all:.3f} s = "
+        f"{p_all / n_all:.2f}x"
+    )
 
 
 def main() -> None:
@@ -204,14 +228,17 @@ def main() -> None:
     os.unlink(workdir / "floor.bin")
     floor_per_write = floor_write / len(lines) * 1e6
     sample = lines[: min(len(lines), 20000)]
-    _, floor_dumps = timed(lambda: [json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False)
-                                    for line in sample])
+    _, floor_dumps = timed(
+        lambda: [json.dumps(json.loads(line), separators=(",", ":"), ensure_ascii=False) for line in sample]
+    )
     floor_json = floor_dumps / len(sample) * 1e6
 
     print(f"file size: {size / 1e6:.1f} MB ({size / args.entries:.0f} bytes per entry)")
-    print(f"append JSONL (fsync never): {per_append:.1f} us/entry  [target <= 100 us]  "
-          f"ratio vs raw os.write of the line {per_append / floor_per_write:.1f}x ({floor_per_write:.1f} us), "
-          f"vs json loads+dumps of it {per_append / floor_json:.1f}x ({floor_json:.1f} us)")
+    print(
+        f"append JSONL (fsync never): {per_append:.1f} us/entry  [target <= 100 us]  "
+        f"ratio vs raw os.write of the line {per_append / floor_per_write:.1f}x ({floor_per_write:.1f} us), "
+        f"vs json loads+dumps of it {per_append / floor_json:.1f}x ({floor_json:.1f} us)"
+    )
 
     _, read_floor = timed(lambda: path.read_bytes().split(b"\n"))
     loads_floor = json_floor(lines)
@@ -222,34 +249,49 @@ def main() -> None:
         return s, s.build_context()
 
     (s, context), jsonl_open = timed(open_and_build_jsonl)
-    print(f"open + build_context JSONL: {jsonl_open:.3f} s  {target}  context has "
-          f"{len(context.messages)} messages; ratio vs json.loads of the same lines {jsonl_open / loads_floor:.2f}x "
-          f"({loads_floor:.3f} s), vs reading+splitting the file {jsonl_open / read_floor:.1f}x ({read_floor:.3f} s)")
+    print(
+        f"open + build_context JSONL: {jsonl_open:.3f} s  {target}  context has "
+        f"{len(context.messages)} messages; ratio vs json.loads of the same lines {jsonl_open / loads_floor:.2f}x "
+        f"({loads_floor:.3f} s), vs reading+splitting the file {jsonl_open / read_floor:.1f}x ({read_floor:.3f} s)"
+    )
     s.close()
     del s, context  # later phases must not pay for this one's objects (GC traverses live ones)
     gc.collect()
     gc_pause_figure(lambda: Session.open(path, read_only=True))
 
-    _, import_s = timed(lambda: SqliteSessionStorage.create(db, cwd="/bench", session_id="big",
-                                                            lines=lines).close())
+    _, import_s = timed(lambda: SqliteSessionStorage.create(db, cwd="/bench", session_id="big", lines=lines).close())
     small = SqliteSessionStorage.create(db, cwd="/bench", session_id="appends")
     small_session = Session(small)
     sqlite_append = generate(small_session, 5000, compaction) / 5000 * 1e6
     conn = small._conn
-    _, raw_insert = timed(lambda: [conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                                                ("floor", i, f"f{i}", None, "message", "t", "user",
-                                                 lines[i].decode("utf-8"))) for i in range(2000)])
+    _, raw_insert = timed(
+        lambda: [
+            conn.execute(
+                "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+                ("floor", i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
+            )
+            for i in range(2000)
+        ]
+    )
     sqlite_floor = raw_insert / 2000 * 1e6
     conn.execute("PRAGMA synchronous=OFF")
-    _, raw_insert_off = timed(lambda: [conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                                                    ("floor-off", i, f"f{i}", None, "message", "t", "user",
-                                                     lines[i].decode("utf-8"))) for i in range(2000)])
+    _, raw_insert_off = timed(
+        lambda: [
+            conn.execute(
+                "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+                ("floor-off", i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
+            )
+            for i in range(2000)
+        ]
+    )
     conn.execute("PRAGMA synchronous=NORMAL")
     small_session.close()
-    print(f"append SQLite (synchronous=NORMAL, 5000 entries): {sqlite_append:.1f} us/entry  [target <= 50 us]; "
-          f"ratio vs a bare autocommit INSERT of the line {sqlite_append / sqlite_floor:.1f}x ({sqlite_floor:.1f} us; "
-          f"{raw_insert_off / 2000 * 1e6:.1f} us with synchronous=OFF); "
-          f"bulk import of all {len(lines)} lines {import_s:.1f} s")
+    print(
+        f"append SQLite (synchronous=NORMAL, 5000 entries): {sqlite_append:.1f} us/entry  [target <= 50 us]; "
+        f"ratio vs a bare autocommit INSERT of the line {sqlite_append / sqlite_floor:.1f}x ({sqlite_floor:.1f} us; "
+        f"{raw_insert_off / 2000 * 1e6:.1f} us with synchronous=OFF); "
+        f"bulk import of all {len(lines)} lines {import_s:.1f} s"
+    )
 
     def open_and_build_sqlite():
         s = Session(SqliteSessionStorage(db, "big", read_only=True))
@@ -258,24 +300,30 @@ def main() -> None:
     gc.collect()
     loads_floor = json_floor(lines)
     (s, context), sqlite_open = timed(open_and_build_sqlite)
-    print(f"open + build_context SQLite: {sqlite_open:.3f} s  {target}  context has "
-          f"{len(context.messages)} messages; ratio vs json.loads of the same lines {sqlite_open / loads_floor:.2f}x "
-          f"({loads_floor:.3f} s), vs the JSONL open {sqlite_open / jsonl_open:.2f}x")
+    print(
+        f"open + build_context SQLite: {sqlite_open:.3f} s  {target}  context has "
+        f"{len(context.messages)} messages; ratio vs json.loads of the same lines {sqlite_open / loads_floor:.2f}x "
+        f"({loads_floor:.3f} s), vs the JSONL open {sqlite_open / jsonl_open:.2f}x"
+    )
     s.close()
     del s, context
     gc.collect()
 
-    for label, opener in (("JSONL", lambda: Session.open(path, read_only=True)),
-                          ("SQLite", lambda: Session(SqliteSessionStorage(db, "big", read_only=True)))):
+    for label, opener in (
+        ("JSONL", lambda: Session.open(path, read_only=True)),
+        ("SQLite", lambda: Session(SqliteSessionStorage(db, "big", read_only=True))),
+    ):
         tracemalloc.start()
         s = opener()
         loaded = tracemalloc.get_traced_memory()[0]
         context = s.build_context()
         after_context = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        print(f"memory of the loaded {label} session: {loaded / 1e6:.1f} MB = {loaded / size:.2f}x the file size "
-              f"[target <= 3x]; after build_context (incl. the returned context of {len(context.messages)} "
-              f"messages and the decode cache) {after_context / 1e6:.1f} MB = {after_context / size:.2f}x")
+        print(
+            f"memory of the loaded {label} session: {loaded / 1e6:.1f} MB = {loaded / size:.2f}x the file size "
+            f"[target <= 3x]; after build_context (incl. the returned context of {len(context.messages)} "
+            f"messages and the decode cache) {after_context / 1e6:.1f} MB = {after_context / size:.2f}x"
+        )
         s.close()
         del s, context
     print(f"files in {workdir}")

@@ -63,15 +63,16 @@ _PUBLIC = set(agentcore.__all__)
 nitpick_ignore_regex = [
     (
         "py:class",
-        r"(typing|collections\.abc|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
+        r"(typing|collections\.abc|concurrent\.futures|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
         r"requests)\..*",
     ),
     # the same, as signatures name them after shortening (``Dict[str, Any]``)
     (
         "py:class",
         r"(Any|Callable|Iterator|Iterable|Mapping|Sequence|Literal|Optional|Union|Dict|List|"
-        r"Tuple|Set|FrozenSet|Type|PluginManager)",
+        r"Tuple|Set|FrozenSet|Type|PluginManager|Executor)",
     ),
+    ("py:mod", r"pickle"),  # the standard library module, named in run_many's docs
     ("py:class", r"T"),  # the type variable of the generic EventStream
     ("py:class", r"PathLike"),  # os.PathLike, as shortened signatures name it
     # type aliases of callable and message shapes in signatures; each parameter's docstring (and

@@ -28,8 +28,13 @@ def main() -> int:
         print("Set ANTHROPIC_API_KEY to run this example (https://console.anthropic.com/).")
         return 0
     model = get_model(os.environ.get("AGENTCORE_MODEL", "anthropic/claude-haiku-4-5"))
-    agent = Agent(model, system_prompt="Answer briefly. Use tools for counting.", tools=[word_length],
-                  thinking_level="low", max_tokens=4096)
+    agent = Agent(
+        model,
+        system_prompt="Answer briefly. Use tools for counting.",
+        tools=[word_length],
+        thinking_level="low",
+        max_tokens=4096,
+    )
     for event in agent.stream("Which is longer, 'pelican' or 'albatross'? Check with the tool."):
         update = getattr(event, "assistant_message_event", None)
         if update is not None and update.type in ("thinking_delta", "text_delta"):
@@ -39,8 +44,7 @@ def main() -> int:
             print(f"\n  [{event.tool_name} -> {event.result.content[0].text}]")
     last = agent.state.messages[-1]
     usage = last.usage
-    print(f"\n\nstop: {last.stop_reason}  tokens in/out: {usage.input}/{usage.output}  "
-          f"cost: ${usage.cost.total:.5f}")
+    print(f"\n\nstop: {last.stop_reason}  tokens in/out: {usage.input}/{usage.output}  cost: ${usage.cost.total:.5f}")
     if last.stop_reason == "error":
         print(f"error: {last.error_message}")
         return 1

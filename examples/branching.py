@@ -42,8 +42,7 @@ def main() -> None:
         show("first conversation", session)
 
     with Session.open(path) as session:  # resume tomorrow: the file remembers where we were
-        first_answer = next(e for e in session.get_branch()
-                            if e.type == "message" and e.message.role == "assistant")
+        first_answer = next(e for e in session.get_branch() if e.type == "message" and e.message.role == "assistant")
         session.append_label(first_answer.id, "cache design")
         # Go back to the first answer and try another direction; the summary records what we left.
         session.move_to(first_answer.id, summary="Explored TTL-based invalidation.")

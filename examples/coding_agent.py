@@ -21,16 +21,25 @@ BUGGY = "def add(a, b):\n    return a - b\n\n\nprint('2 + 3 =', add(2, 3))\n"
 def main() -> int:
     with tempfile.TemporaryDirectory() as workdir:
         Path(workdir, "calc.py").write_text(BUGGY)
-        model = ScriptedModel([
-            tool_call("read", {"path": "calc.py"}, text="Let me look at the file."),
-            tool_call("edit", {"path": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]},
-                      text="add() subtracts; fixing it."),
-            tool_call("bash", {"command": f"{sys.executable} calc.py"}, text="Checking the result."),
-            text("Fixed: add() now adds, and calc.py prints 2 + 3 = 5."),
-        ])
+        model = ScriptedModel(
+            [
+                tool_call("read", {"path": "calc.py"}, text="Let me look at the file."),
+                tool_call(
+                    "edit",
+                    {"path": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]},
+                    text="add() subtracts; fixing it.",
+                ),
+                tool_call("bash", {"command": f"{sys.executable} calc.py"}, text="Checking the result."),
+                text("Fixed: add() now adds, and calc.py prints 2 + 3 = 5."),
+            ]
+        )
         # root= confines the file tools to the temp folder; bash runs there too.
-        agent = Agent(model.model, system_prompt="You are a careful coding assistant.",
-                      tools=create_coding_tools(root=workdir), stream_fn=model.stream_fn)
+        agent = Agent(
+            model.model,
+            system_prompt="You are a careful coding assistant.",
+            tools=create_coding_tools(root=workdir),
+            stream_fn=model.stream_fn,
+        )
         agent.subscribe(show)
         agent.prompt("calc.py prints the wrong sum. Fix it and check.")
         fixed = Path(workdir, "calc.py").read_text()

@@ -41,8 +41,12 @@ def main() -> int:
         print("Set GEMINI_API_KEY to run this example (https://aistudio.google.com/apikey).")
         return 0
     model = get_model(os.environ.get("AGENTCORE_MODEL", "google/gemini-2.5-flash"))
-    agent = Agent(model, system_prompt="You are a concise travel assistant.",
-                  tools=[get_capital, get_temperature], thinking_level="low")
+    agent = Agent(
+        model,
+        system_prompt="You are a concise travel assistant.",
+        tools=[get_capital, get_temperature],
+        thinking_level="low",
+    )
 
     def show(event) -> None:
         if event.type == "message_end" and event.message.role == "assistant":

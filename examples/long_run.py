@@ -40,8 +40,10 @@ def show(event):
         print(f"  … compacting ({event.reason}, about {event.tokens_before} tokens)")
     elif event.type == "compaction_end" and event.result is not None:
         files = event.result.details["readFiles"]
-        print(f"  … compacted: {len(files)} files remembered, context now "
-              f"{live_context_tokens(agent.state.messages).tokens} tokens")
+        print(
+            f"  … compacted: {len(files)} files remembered, context now "
+            f"{live_context_tokens(agent.state.messages).tokens} tokens"
+        )
     elif event.type == "compaction_end":
         print(f"  … compaction failed: {event.error_message}")
 
@@ -60,7 +62,13 @@ for i in range(40):
         compactor.compact()
 
 compactions = [e for e in session.entries() if e.type == "compaction"]
-print(f"\n{len(session.entries())} session entries, {len(compactions)} compactions; "
-      f"the model's context starts with: {agent.state.messages[0].role}")
-print("latest summary begins:", compactions[-1].summary.splitlines()[0], "| files remembered:",
-      len(compactions[-1].details["readFiles"]))
+print(
+    f"\n{len(session.entries())} session entries, {len(compactions)} compactions; "
+    f"the model's context starts with: {agent.state.messages[0].role}"
+)
+print(
+    "latest summary begins:",
+    compactions[-1].summary.splitlines()[0],
+    "| files remembered:",
+    len(compactions[-1].details["readFiles"]),
+)

@@ -29,11 +29,15 @@ def main() -> int:
     if not os.environ.get("OPENAI_API_KEY"):
         print("Set OPENAI_API_KEY to run this example (https://platform.openai.com/api-keys).")
         return 0
-    model = Model(id=os.environ.get("AGENTCORE_MODEL", "gpt-4o-mini"), api="openai-completions",
-                  provider="openai", base_url="https://api.openai.com/v1", input=("text", "image"),
-                  cost=ModelCost(input=0.15, output=0.6, cache_read=0.075))
-    agent = Agent(model, system_prompt="Use the tool for arithmetic. Answer in one sentence.",
-                  tools=[multiply])
+    model = Model(
+        id=os.environ.get("AGENTCORE_MODEL", "gpt-4o-mini"),
+        api="openai-completions",
+        provider="openai",
+        base_url="https://api.openai.com/v1",
+        input=("text", "image"),
+        cost=ModelCost(input=0.15, output=0.6, cache_read=0.075),
+    )
+    agent = Agent(model, system_prompt="Use the tool for arithmetic. Answer in one sentence.", tools=[multiply])
     for event in agent.stream("What is 1231 * 2331?"):
         update = getattr(event, "assistant_message_event", None)
         if update is not None and update.type == "text_delta":
@@ -41,8 +45,10 @@ def main() -> int:
         elif event.type == "tool_execution_end":
             print(f"[{event.tool_name} -> {event.result.content[0].text}]")
     last = agent.state.messages[-1]
-    print(f"\n\nstop: {last.stop_reason}  tokens in/out: {last.usage.input}/{last.usage.output}  "
-          f"cost: ${last.usage.cost.total:.6f}")
+    print(
+        f"\n\nstop: {last.stop_reason}  tokens in/out: {last.usage.input}/{last.usage.output}  "
+        f"cost: ${last.usage.cost.total:.6f}"
+    )
     if last.stop_reason == "error":
         print(f"error: {last.error_message}")
         return 1

@@ -43,11 +43,19 @@ def server_is_up(base_url: str) -> bool:
 def main() -> int:
     base_url = os.environ.get("AGENTCORE_BASE_URL", "http://127.0.0.1:11434/v1")
     if not server_is_up(base_url):
-        print(f"No OpenAI-compatible server answers at {base_url}; start one (e.g. `ollama serve`) "
-              "or set AGENTCORE_BASE_URL.")
+        print(
+            f"No OpenAI-compatible server answers at {base_url}; start one (e.g. `ollama serve`) "
+            "or set AGENTCORE_BASE_URL."
+        )
         return 0
-    model = Model(id=os.environ.get("AGENTCORE_MODEL", "llama3.2"), api="openai-completions",
-                  provider="local", base_url=base_url, context_window=32768, max_tokens=4096)
+    model = Model(
+        id=os.environ.get("AGENTCORE_MODEL", "llama3.2"),
+        api="openai-completions",
+        provider="local",
+        base_url=base_url,
+        context_window=32768,
+        max_tokens=4096,
+    )
     agent = Agent(model, system_prompt="You are terse. Use the add tool for sums.", tools=[add])
     for event in agent.stream("What is 17.5 + 24.25? Use the tool."):
         update = getattr(event, "assistant_message_event", None)

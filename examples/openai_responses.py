@@ -30,8 +30,13 @@ def main() -> int:
         return 0
     model = get_model(os.environ.get("AGENTCORE_MODEL", "openai/gpt-5-mini"))
     # session_id becomes the prompt_cache_key, so the second turn can reuse the cached prefix
-    agent = Agent(model, system_prompt="Use the multiply tool for arithmetic.", tools=[multiply],
-                  thinking_level="low", session_id="example-session")
+    agent = Agent(
+        model,
+        system_prompt="Use the multiply tool for arithmetic.",
+        tools=[multiply],
+        thinking_level="low",
+        session_id="example-session",
+    )
 
     def show(event) -> None:
         update = getattr(event, "assistant_message_event", None)
@@ -46,8 +51,10 @@ def main() -> int:
         agent.prompt(question)
         last = agent.state.messages[-1]
         usage = last.usage
-        print(f"\n  [stop: {last.stop_reason}, input {usage.input} (+{usage.cache_read} cached), "
-              f"output {usage.output}, ${usage.cost.total:.5f}]")
+        print(
+            f"\n  [stop: {last.stop_reason}, input {usage.input} (+{usage.cache_read} cached), "
+            f"output {usage.output}, ${usage.cost.total:.5f}]"
+        )
         if last.stop_reason == "error":
             print(f"error: {last.error_message}")
             return 1

@@ -39,16 +39,24 @@ def choose_model():
     try:
         if os.environ.get("AGENTCORE_MODEL"):
             from agentcore import get_model
+
             return get_model(os.environ["AGENTCORE_MODEL"])
         if os.environ.get("OPENAI_BASE_URL"):
-            return Model(id=os.environ.get("OPENAI_MODEL", "local-model"), api="openai-completions",
-                         provider="local", base_url=os.environ["OPENAI_BASE_URL"])
+            return Model(
+                id=os.environ.get("OPENAI_MODEL", "local-model"),
+                api="openai-completions",
+                provider="local",
+                base_url=os.environ["OPENAI_BASE_URL"],
+            )
     except Exception as exc:  # anything wrong with the configuration: stay offline
         print(f"(real model unavailable: {exc}; using the scripted model)")
-    scripted = ScriptedModel([
-        response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
-        text("123 × 456 is 56088."),
-    ], tokens_per_second=200)
+    scripted = ScriptedModel(
+        [
+            response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
+            text("123 × 456 is 56088."),
+        ],
+        tokens_per_second=200,
+    )
     return scripted.model  # a registered provider: no stream_fn needed
 
 
@@ -68,8 +76,7 @@ def show(event):
 
 
 def main():
-    agent = Agent(choose_model(), system_prompt="You are a careful calculator. Use the tool.",
-                  tools=[calculate])
+    agent = Agent(choose_model(), system_prompt="You are a careful calculator. Use the tool.", tools=[calculate])
     agent.subscribe(show)
     agent.prompt("What is 123 * 456?")
     print(f"{len(agent.state.messages)} messages in the transcript")

@@ -83,8 +83,12 @@ def api_key(provider: str) -> str:
 
 
 def _chunk(delta: Dict[str, Any], finish: Any = None) -> Dict[str, Any]:
-    return {"id": "chatcmpl-l", "object": "chat.completion.chunk", "model": "loopback",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-l",
+        "object": "chat.completion.chunk",
+        "model": "loopback",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _events(*payloads: Any) -> List[bytes]:
@@ -106,9 +110,17 @@ def answer_for(body: Dict[str, Any]) -> List[bytes]:
     if not isinstance(prompt, str):
         prompt = "".join(p.get("text", "") for p in prompt)
     name, _, args = prompt.partition(" ")
-    return _events(_chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                           "function": {"name": name, "arguments": args}}]}),
-                   _chunk({}, "tool_calls"), USAGE)
+    return _events(
+        _chunk(
+            {
+                "tool_calls": [
+                    {"index": 0, "id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
+                ]
+            }
+        ),
+        _chunk({}, "tool_calls"),
+        USAGE,
+    )
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -156,8 +168,9 @@ class LoopbackServer:
         self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._httpd.request_queue_size = 128
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True, name="loopback-llm")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True, name="loopback-llm"
+        )
         self._thread.start()
 
     @property

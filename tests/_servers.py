@@ -81,9 +81,14 @@ def replies_from_recording(recording: Dict[str, Any], chunk_size: int = 7) -> Li
     replies = []
     for interaction in recording["interactions"]:
         response = interaction["response"]
-        replies.append(Reply(status=response["status"], body=response["body"],
-                             content_type=response.get("content_type") or "text/event-stream",
-                             chunk_size=chunk_size))
+        replies.append(
+            Reply(
+                status=response["status"],
+                body=response["body"],
+                content_type=response.get("content_type") or "text/event-stream",
+                chunk_size=chunk_size,
+            )
+        )
     return replies
 
 
@@ -108,8 +113,9 @@ class ScriptedServer:
         self.stall_timeout = 30.0
         self._httpd = _BackloggedHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-server", daemon=True
+        )
         self._thread.start()
 
     @property
@@ -128,8 +134,11 @@ class ScriptedServer:
         with self._lock:
             if self._replies:
                 return self._replies.pop(0)
-        return Reply(status=500, content_type="application/json",
-                     body=json.dumps({"error": {"message": "scripted server: no reply left"}}))
+        return Reply(
+            status=500,
+            content_type="application/json",
+            body=json.dumps({"error": {"message": "scripted server: no reply left"}}),
+        )
 
     def close(self) -> None:
         self.release.set()
@@ -160,9 +169,16 @@ def _make_handler(server: ScriptedServer) -> type:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             parts = urlsplit(self.path)
-            server.requests.append(RecordedRequest(
-                self.command, parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body,
-                self.client_address[1]))
+            server.requests.append(
+                RecordedRequest(
+                    self.command,
+                    parts.path,
+                    parts.query,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    self.client_address[1],
+                )
+            )
             server.request_received.set()
             reply = server._next_reply()
             if reply.stall_before_headers:
@@ -192,7 +208,7 @@ def _make_handler(server: ScriptedServer) -> type:
                 limit = min(limit, reply.stall_after)
             step = reply.chunk_size or max(1, limit)
             for start in range(0, limit, step):
-                self._write(reply, data[start:min(start + step, limit)])
+                self._write(reply, data[start : min(start + step, limit)])
             if reply.reset_after is not None:
                 self.close_connection = True
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -203,7 +219,7 @@ def _make_handler(server: ScriptedServer) -> type:
                 server.release.wait(server.stall_timeout)
                 step = reply.chunk_size or max(1, len(data) - limit)
                 for start in range(limit, len(data), step):
-                    self._write(reply, data[start:start + step])
+                    self._write(reply, data[start : start + step])
             if reply.chunked:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()

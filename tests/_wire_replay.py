@@ -28,11 +28,12 @@ def load_recording(api: str, name: str) -> Dict[str, Any]:
 
 def chunked(data: bytes, size: int = 7) -> List[bytes]:
     """``data`` cut into small pieces, so events and UTF-8 characters straddle chunk borders."""
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
-def replay_pure(make_state: Callable[[AssistantMessage, Callable[[Any], None]], Any], body: str,
-                model: Any, chunk_size: int = 7) -> Tuple[AssistantMessage, List[Any]]:
+def replay_pure(
+    make_state: Callable[[AssistantMessage, Callable[[Any], None]], Any], body: str, model: Any, chunk_size: int = 7
+) -> Tuple[AssistantMessage, List[Any]]:
     """Feed a recorded SSE body through a wire state machine without HTTP; return (output, events)."""
     output = AssistantMessage(api=model.api, provider=model.provider, model=model.id)
     events: List[Any] = []

@@ -36,8 +36,14 @@ def make_user(text: str, timestamp: Optional[int] = None) -> UserMessage:
 def make_asst(content: Any = "", stop_reason: str = "stop", error_message: Optional[str] = None) -> AssistantMessage:
     if isinstance(content, str):
         content = [TextContent(content)]
-    return AssistantMessage(content=list(content), api="openai-responses", provider="openai",
-                            model="mock", stop_reason=stop_reason, error_message=error_message)
+    return AssistantMessage(
+        content=list(content),
+        api="openai-responses",
+        provider="openai",
+        model="mock",
+        stop_reason=stop_reason,
+        error_message=error_message,
+    )
 
 
 def make_call(value: str, id: str, name: str = "echo") -> ToolCall:
@@ -212,9 +218,17 @@ def _process_wide_state() -> Any:
 
 # ------------------------------------------------------------------ documentation examples
 
-DOC_KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN", "GEMINI_API_KEY",
-                     "GROQ_API_KEY", "XAI_API_KEY", "CEREBRAS_API_KEY", "OPENROUTER_API_KEY",
-                     "AGENTCORE_MODEL")
+DOC_KEY_VARIABLES = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_OAUTH_TOKEN",
+    "GEMINI_API_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "CEREBRAS_API_KEY",
+    "OPENROUTER_API_KEY",
+    "AGENTCORE_MODEL",
+)
 
 
 @pytest.fixture

@@ -82,8 +82,10 @@ class Gate:
                     yield ErrorEvent("aborted", aborted)
                     return
             from agentcore.events import DoneEvent
-            final = AssistantMessage(content=[TextContent("released")], api=model.api,
-                                     provider=model.provider, model=model.id)
+
+            final = AssistantMessage(
+                content=[TextContent("released")], api=model.api, provider=model.provider, model=model.id
+            )
             yield DoneEvent("stop", final)
 
         return events()
@@ -104,8 +106,9 @@ def noop_tool(name: str = "noop", execute=None, execution_mode=None) -> AgentToo
     def default(tool_call_id, args, signal, on_update):
         return AgentToolResult([TextContent("ok")])
 
-    return AgentTool(name, "does nothing", {"type": "object", "properties": {}}, execute or default,
-                     execution_mode=execution_mode)
+    return AgentTool(
+        name, "does nothing", {"type": "object", "properties": {}}, execute or default, execution_mode=execution_mode
+    )
 
 
 # --------------------------------------------------------------------------- 5.2 Agent
@@ -121,6 +124,7 @@ def test_custom_initial_state():  # agent-loop §5 scenario 25
 
 def test_system_messages_pass_the_default_converter():  # agent-loop §5 scenario 26
     from agentcore.types import SystemMessage
+
     scripted = ScriptedModel([text("ok")])
     agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
     agent.prompt(SystemMessage("updated guidance"))
@@ -144,8 +148,16 @@ def test_thrown_stream_failure_becomes_a_failure_run():  # agent-loop §5 scenar
     seen = []
     agent.subscribe(lambda event: seen.append(event.type))
     new = agent.prompt("Hello")
-    assert seen == ["agent_start", "turn_start", "message_start", "message_end", "message_start",
-                    "message_end", "turn_end", "agent_end"]
+    assert seen == [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
     last = agent.state.messages[-1]
     assert last.role == "assistant" and last.stop_reason == "error"
     assert last.error_message == "provider exploded"
@@ -211,7 +223,7 @@ def test_listener_receives_the_active_signal():  # agent-loop §5 scenario 31
     assert gate.started.wait(5)
     agent.abort()
     assert agent.wait_for_idle(5)
-    (signal, aborted_then), = captured
+    ((signal, aborted_then),) = captured
     assert isinstance(signal, AbortSignal) and aborted_then is False
     assert signal.aborted is True
     assert agent.state.messages[-1].stop_reason == "aborted"
@@ -249,8 +261,11 @@ def test_late_update_ignored_while_sibling_runs():  # agent-loop §5 scenario 33
         return AgentToolResult([TextContent("slow")], terminate=True)
 
     scripted = ScriptedModel([response(call("settled_tool", {}, "call-1"), call("slow_tool", {}, "call-2"))])
-    agent = Agent(scripted.model, tools=[noop_tool("settled_tool", settled), noop_tool("slow_tool", slow)],
-                  stream_fn=scripted.stream_fn)
+    agent = Agent(
+        scripted.model,
+        tools=[noop_tool("settled_tool", settled), noop_tool("slow_tool", slow)],
+        stream_fn=scripted.stream_fn,
+    )
     seen, first_end = [], threading.Event()
 
     def listener(event):
@@ -329,8 +344,9 @@ def test_prompt_while_streaming_raises():  # agent-loop §5 scenario 39
     assert gate.started.wait(5)
     with pytest.raises(RuntimeError) as info:
         agent.prompt("again")
-    assert str(info.value) == ("Agent is already processing a prompt. Use steer() or follow_up() to queue "
-                               "messages, or wait for completion.")
+    assert str(info.value) == (
+        "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or wait for completion."
+    )
     agent.abort()
     assert agent.wait_for_idle(5)
     assert gate.calls == 1
@@ -372,8 +388,12 @@ def test_continue_keeps_one_at_a_time_steering(asst):  # agent-loop §5 scenario
 def test_legacy_prepare_next_turn_receives_the_signal():  # agent-loop §5 scenario 43
     scripted = ScriptedModel([tool_call("noop", {}), text("done")])
     received = []
-    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn,
-                  prepare_next_turn=lambda signal: received.append(signal))
+    agent = Agent(
+        scripted.model,
+        tools=[noop_tool()],
+        stream_fn=scripted.stream_fn,
+        prepare_next_turn=lambda signal: received.append(signal),
+    )
     agent.prompt("go")
     assert received and all(isinstance(s, AbortSignal) for s in received)
     assert scripted.calls == 2
@@ -402,8 +422,7 @@ def test_should_stop_after_turn_via_options():  # agent-loop §5 scenario 44
         seen.append((roles(ctx.context.messages), isinstance(signal, AbortSignal)))
         return True
 
-    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn,
-                  should_stop_after_turn=should_stop)
+    agent = Agent(scripted.model, tools=[noop_tool()], stream_fn=scripted.stream_fn, should_stop_after_turn=should_stop)
     agent.prompt("go")
     assert scripted.calls == 1
     assert seen == [(["user", "assistant", "toolResult"], True)]
@@ -420,8 +439,15 @@ def test_session_id_forwarding():  # agent-loop §5 scenario 45
 
 def test_stream_options_forwarded_and_off_reasoning_absent():  # agent-loop §1.6, §3.2
     scripted = ScriptedModel([text("a"), text("b")])
-    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, api_key="sk-test", temperature=0.2,
-                  max_tokens=99, thinking_budgets={"low": 10}, max_retry_delay_ms=5)
+    agent = Agent(
+        scripted.model,
+        stream_fn=scripted.stream_fn,
+        api_key="sk-test",
+        temperature=0.2,
+        max_tokens=99,
+        thinking_budgets={"low": 10},
+        max_retry_delay_ms=5,
+    )
     agent.prompt("one")
     first = scripted.options[0]
     assert "reasoning" not in first and first["transport"] == "auto"
@@ -441,6 +467,7 @@ def test_stream_options_forwarded_and_off_reasoning_absent():  # agent-loop §1.
 
 def _originals():
     from agentcore.types import ImageContent
+
     image = ImageContent(data="aGVsbG8=", mime_type="image/png")
     return [UserMessage([TextContent(f"queued-{n}"), image], timestamp=n) for n in (1, 2)]
 
@@ -548,10 +575,12 @@ def test_steer_queued_at_message_end_then_aborted_is_never_polled():  # agent-lo
 
 
 def test_tools_and_pending_ids():  # agent-loop §5 scenario 50
-    scripted = ScriptedModel([
-        response("Let me calculate.", call("calculate", {"expression": "123 * 456"}, "calc-1")),
-        text("The result is 56088."),
-    ])
+    scripted = ScriptedModel(
+        [
+            response("Let me calculate.", call("calculate", {"expression": "123 * 456"}, "calc-1")),
+            text("The result is 56088."),
+        ]
+    )
     agent = Agent(scripted.model, tools=[calculator()], stream_fn=scripted.stream_fn)
     snapshots = []
 
@@ -593,8 +622,15 @@ def test_streaming_lifecycle():  # agent-loop §5 scenario 52
     seen = []
     agent.subscribe(lambda event: seen.append(event.type))
     agent.prompt("hi")
-    for kind in ("agent_start", "turn_start", "message_start", "message_update", "message_end",
-                 "turn_end", "agent_end"):
+    for kind in (
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_update",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ):
         assert kind in seen
     last_end = len(seen) - 1 - seen[::-1].index("agent_end")
     assert seen.index("agent_start") < seen.index("message_start") < seen.index("message_end") < last_end
@@ -621,8 +657,10 @@ def test_thinking_preserved():  # agent-loop §5 scenario 54
     agent.prompt("2+2?")
     content = agent.state.messages[-1].content
     assert content == [ThinkingContent("step by step"), TextContent("4")]
-    assert [b.to_dict() for b in content] == [{"type": "thinking", "thinking": "step by step"},
-                                              {"type": "text", "text": "4"}]
+    assert [b.to_dict() for b in content] == [
+        {"type": "thinking", "thinking": "step by step"},
+        {"type": "text", "text": "4"},
+    ]
 
 
 def test_continue_validation(asst):  # agent-loop §5 scenario 55
@@ -637,6 +675,7 @@ def test_continue_validation(asst):  # agent-loop §5 scenario 55
 
 def test_continue_from_user_and_tool_result(asst):  # agent-loop §5 scenario 56
     from agentcore.types import ToolCall, ToolResultMessage
+
     scripted = ScriptedModel([text("hello"), text("The answer is 8.")])
     agent = Agent(scripted.model, messages=[UserMessage("hi")], stream_fn=scripted.stream_fn)
     agent.continue_()
@@ -822,6 +861,7 @@ def test_prompt_without_waiting():  # DESIGN §2: wait=False then wait_for_idle
 
 def test_prompt_with_images_and_message_list():  # agent-loop §3.6 input normalisation
     from agentcore.types import ImageContent
+
     scripted = ScriptedModel([text("a"), text("b")])
     agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
     image = ImageContent(data="aGk=", mime_type="image/png")
@@ -1087,8 +1127,13 @@ def test_scripted_model_streams_words_and_records_calls():
     scripted = ScriptedModel([text("one two three"), "plain string"], tokens_per_second=100000)
     agent = Agent(scripted.model, system_prompt="sp", stream_fn=scripted.stream_fn)
     deltas = []
-    agent.subscribe(lambda e: e.type == "message_update" and e.assistant_message_event.type == "text_delta"
-                    and deltas.append(e.assistant_message_event.delta))
+    agent.subscribe(
+        lambda e: (
+            e.type == "message_update"
+            and e.assistant_message_event.type == "text_delta"
+            and deltas.append(e.assistant_message_event.delta)
+        )
+    )
     agent.prompt("a")
     agent.prompt("b")
     assert deltas == ["one ", "two ", "three", "plain ", "string"]
@@ -1103,6 +1148,7 @@ def test_scripted_model_streams_words_and_records_calls():
 def test_scripted_error_and_pre_aborted_calls():
     from agentcore.signals import AbortController
     from agentcore.types import AgentContext
+
     scripted = ScriptedModel([ScriptedModel.error("rate limited"), text("kept")])
     controller = AbortController()
     controller.abort()
@@ -1123,7 +1169,6 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN �
     result = [m for m in agent.state.messages if m.role == "toolResult"][0]
     assert not result.is_error and "marker.txt" in result.text
     assert agent.state.tools == ["ls"]  # the state keeps what was given
-
 
 
 def test_unknown_tool_names_fail_at_construction_and_assignment():  # issue 10 item 10
@@ -1170,8 +1215,7 @@ def test_prompt_reads_message_dicts_and_refuses_bad_ones():  # issue 10 item 10
     agent.prompt("go")
     assert all(isinstance(m, UserMessage) for m in agent.state.messages if m.role == "user")
 
-    for bad, problem in (({"role": "usr", "content": "x"}, "unknown role 'usr'"),
-                         ({"content": "x"}, "has no 'role'")):
+    for bad, problem in (({"role": "usr", "content": "x"}, "unknown role 'usr'"), ({"content": "x"}, "has no 'role'")):
         with pytest.raises(TypeError, match=problem):
             agent.prompt(bad)
         with pytest.raises(TypeError, match=problem):
@@ -1225,11 +1269,15 @@ def test_should_stop_after_turn_accepts_the_references_one_argument_shape():  # 
     from agentcore.testing import ScriptedModel
 
     seen = []
-    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "x"}, id="t1"),
-                              ScriptedModel.text("never requested")])
+    scripted = ScriptedModel(
+        [ScriptedModel.tool_call("echo", {"value": "x"}, id="t1"), ScriptedModel.text("never requested")]
+    )
     echo = Echo()
-    agent = Agent(scripted.model, tools=[echo.tool],
-                  should_stop_after_turn=lambda ctx: seen.append(ctx.message.stop_reason) or True)
+    agent = Agent(
+        scripted.model,
+        tools=[echo.tool],
+        should_stop_after_turn=lambda ctx: seen.append(ctx.message.stop_reason) or True,
+    )
     new = agent.prompt("go")
     assert seen == ["toolUse"] and [m.role for m in new] == ["user", "assistant", "toolResult"]
 
@@ -1252,8 +1300,10 @@ def test_plugins_registered_on_one_agent_never_reach_an_agent_sharing_the_defaul
         def before_tool_call(self, context, signal):
             return BeforeToolCallResult(block=True, reason="blocked")
 
-    first, second = ScriptedModel([ScriptedModel.tool_call("echo", {"value": "a"}), ScriptedModel.text("ok")]), \
-        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "b"}), ScriptedModel.text("ok")])
+    first, second = (
+        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "a"}), ScriptedModel.text("ok")]),
+        ScriptedModel([ScriptedModel.tool_call("echo", {"value": "b"}), ScriptedModel.text("ok")]),
+    )
     echo = Echo()
     plain = Agent(second.model, tools=[echo.tool])
     blocked = Agent(first.model, tools=[echo.tool])
@@ -1269,8 +1319,14 @@ def test_every_provider_option_is_settable_on_the_agent():  # issue 10 item 11, 
     from agentcore.options import OPTION_NAMES, StreamOptions
 
     scripted = ScriptedModel([text("a"), text("b"), text("c")])
-    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, max_retries=2, timeout=(3, 30),
-                  tool_choice="auto", service_tier="flex")
+    agent = Agent(
+        scripted.model,
+        stream_fn=scripted.stream_fn,
+        max_retries=2,
+        timeout=(3, 30),
+        tool_choice="auto",
+        service_tier="flex",
+    )
     agent.prompt("one")
     first = scripted.options[0]
     assert (first["max_retries"], first["timeout"], first["tool_choice"]) == (2, (3, 30), "auto")
@@ -1279,8 +1335,9 @@ def test_every_provider_option_is_settable_on_the_agent():  # issue 10 item 11, 
     agent.prompt("two")
     assert scripted.options[1]["max_retries"] == 0 and agent.options.max_retries == 0
     # one value for all of them; keywords win over it
-    other = Agent(scripted.model, stream_fn=scripted.stream_fn,
-                  options=StreamOptions(temperature=0.1, max_tokens=7), max_tokens=8)
+    other = Agent(
+        scripted.model, stream_fn=scripted.stream_fn, options=StreamOptions(temperature=0.1, max_tokens=7), max_tokens=8
+    )
     other.prompt("three")
     assert (scripted.options[2]["temperature"], scripted.options[2]["max_tokens"]) == (0.1, 8)
     assert all(hasattr(agent, name) for name in OPTION_NAMES if name != "reasoning")
@@ -1354,15 +1411,17 @@ def _raising_tool(name: str, inline: bool) -> AgentTool:
     from agentcore.tools import tool
 
     if inline:  # a lone @tool without on_update executes on the run thread
+
         def boom() -> str:
             """Fail."""
             raise Unprintable()
+
         return tool(boom, name=name)
 
     def execute(tool_call_id, args, signal, on_update):
         raise Unprintable()
-    return AgentTool(name=name, label=name, description="fails", parameters={"type": "object"},
-                     execute=execute)
+
+    return AgentTool(name=name, label=name, description="fails", parameters={"type": "object"}, execute=execute)
 
 
 @pytest.mark.parametrize("inline", [True, False], ids=["run-thread", "worker-thread"])
@@ -1396,8 +1455,7 @@ def test_update_listener_exception_whose_str_raises_fails_the_run_cleanly():  # 
         released.wait(30)  # the failure run aborts the signal ...
         return AgentToolResult(content=[TextContent("late")])
 
-    tool_obj = AgentTool(name="slow", label="slow", description="", parameters={"type": "object"},
-                         execute=execute)
+    tool_obj = AgentTool(name="slow", label="slow", description="", parameters={"type": "object"}, execute=execute)
     scripted = ScriptedModel([tool_call("slow", {}), text("done")])
     agent = Agent(scripted.model, tools=[tool_obj], stream_fn=scripted.stream_fn)
 
@@ -1454,8 +1512,7 @@ def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider(
         seen["worker"] = span.get()
         return "ok"
 
-    scripted = ScriptedModel([response(call("probe", {}, "c1")), response(call("probe2", {}, "c2")),
-                              text("done")])
+    scripted = ScriptedModel([response(call("probe", {}, "c1")), response(call("probe2", {}, "c2")), text("done")])
 
     def stream_fn(model, context, **options):
         seen.setdefault("provider", span.get())
@@ -1471,8 +1528,13 @@ def test_contextvars_of_the_caller_reach_listeners_hooks_tools_and_the_provider(
         agent.prompt("go")
     finally:
         span.reset(token)
-    assert seen == {"tool": "caller-span", "worker": "caller-span", "provider": "caller-span",
-                    "hook": "caller-span", "listener": "caller-span"}
+    assert seen == {
+        "tool": "caller-span",
+        "worker": "caller-span",
+        "provider": "caller-span",
+        "hook": "caller-span",
+        "listener": "caller-span",
+    }
     assert span.get() == "none"
 
 

@@ -37,8 +37,7 @@ def _echo_tool(executed: List[Any]) -> AgentTool:
 
 
 def _tool_then_text(scripted_cls=ScriptedModel) -> ScriptedModel:
-    return scripted_cls([ScriptedModel.tool_call("echo", {"value": "hello"}, id="t1"),
-                         ScriptedModel.text("done")])
+    return scripted_cls([ScriptedModel.tool_call("echo", {"value": "hello"}, id="t1"), ScriptedModel.text("done")])
 
 
 class Blocker:
@@ -101,8 +100,7 @@ def test_transform_context_of_agent_and_plugin_chain():
         return [m for m in messages if "secret" not in str(getattr(m, "content", ""))]
 
     scripted = ScriptedModel([ScriptedModel.text("ok")])
-    agent = Agent(scripted.model, transform_context=own, plugins=[AddNote()],
-                  messages=[UserMessage("secret stuff")])
+    agent = Agent(scripted.model, transform_context=own, plugins=[AddNote()], messages=[UserMessage("secret stuff")])
     agent.prompt("hello")
     sent = [str(m.content) for m in scripted.contexts[0].messages]
     assert "note from plugin" in sent[-1]
@@ -120,8 +118,11 @@ def test_convert_to_llm_plugin_claims_custom_messages_and_the_builtin_drops_the_
             return None
 
     scripted = ScriptedModel([ScriptedModel.text("ok")])
-    agent = Agent(scripted.model, plugins=[CustomToUser()],
-                  messages=[CustomMessage("reminder", "water the plants"), {"role": "notification"}])
+    agent = Agent(
+        scripted.model,
+        plugins=[CustomToUser()],
+        messages=[CustomMessage("reminder", "water the plants"), {"role": "notification"}],
+    )
     agent.prompt("hello")
     roles = [m.role for m in scripted.contexts[0].messages]
     assert roles == ["user", "user"]
@@ -168,8 +169,13 @@ def test_agent_accepts_already_loaded_plugins_and_none_collections() -> None:
 
     observer = Observer()
     scripted = ScriptedModel([text("ok")])
-    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, tools=None, messages=None,
-                  plugins=[testing_module, observer, observer])
+    agent = Agent(
+        scripted.model,
+        stream_fn=scripted.stream_fn,
+        tools=None,
+        messages=None,
+        plugins=[testing_module, observer, observer],
+    )
     events: List[Any] = []
     agent.subscribe(events.append)
     agent.prompt("go")
@@ -192,8 +198,9 @@ class _Lifecycle:
 
     @hookimpl
     def on_lifecycle_event(self, event, agent):
-        self.calls.append(("lifecycle", event.type, event.type != "message_end"
-                           or event.message in agent.state.messages))
+        self.calls.append(
+            ("lifecycle", event.type, event.type != "message_end" or event.message in agent.state.messages)
+        )
 
 
 def test_on_lifecycle_event_sees_every_event_but_message_update_after_on_event():  # issue 11 §7
@@ -228,7 +235,8 @@ def test_lifecycle_observers_make_no_hook_call_per_streamed_token(caplog):  # is
         agent.plugins.unregister(impl.plugin)
     agent.plugins.add_hookcall_monitoring(
         lambda name, impls, kwargs: hook_calls.append((name, getattr(kwargs.get("event"), "type", None))),
-        lambda outcome, name, impls, kwargs: None)
+        lambda outcome, name, impls, kwargs: None,
+    )
     listened: List[str] = []
     with caplog.at_level(logging.ERROR, logger="agentcore.plugins"):
         new = agent.prompt("hello")
@@ -315,11 +323,14 @@ def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown
     from agentcore import BashExecutionMessage, CompactionSummaryMessage
 
     scripted = ScriptedModel([ScriptedModel.text("ok")])
-    agent = Agent(scripted.model, messages=[
-        CompactionSummaryMessage("we fixed the parser", tokens_before=1234),
-        BashExecutionMessage("ls", "a.py", exit_code=0),
-        {"role": "notification", "text": "ui only"},
-    ])
+    agent = Agent(
+        scripted.model,
+        messages=[
+            CompactionSummaryMessage("we fixed the parser", tokens_before=1234),
+            BashExecutionMessage("ls", "a.py", exit_code=0),
+            {"role": "notification", "text": "ui only"},
+        ],
+    )
     agent.prompt("next")
     sent = scripted.contexts[0].messages
     assert [m.role for m in sent] == ["user", "user", "user"]
@@ -342,8 +353,9 @@ def test_a_failed_run_aborts_tools_still_running_in_its_parallel_batch():  # age
         return AgentToolResult(content=[TextContent("slow")])
 
     schema = {"type": "object", "properties": {}}
-    scripted = ScriptedModel([ScriptedModel.response(ScriptedModel.call("fast", {}, id="a"),
-                                                     ScriptedModel.call("slow", {}, id="b"))])
+    scripted = ScriptedModel(
+        [ScriptedModel.response(ScriptedModel.call("fast", {}, id="a"), ScriptedModel.call("slow", {}, id="b"))]
+    )
     agent = Agent(scripted.model, tools=[AgentTool("fast", "", schema, fast), AgentTool("slow", "", schema, slow)])
 
     def listener(event):

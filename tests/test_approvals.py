@@ -70,20 +70,30 @@ def _assert_every_call_answered(messages):
 
 
 def test_pause_in_a_parallel_batch_runs_the_others_and_settles():
-    agent, scripted = _agent([
-        response(call("listing", {"path": "/"}, id="a"), call("delete", {"path": "/x"}, id="b"),
-                 call("shell", {"command": "ls"}, id="c"), call("shell", {"command": "rm -r /"}, id="d")),
-        text("done"),
-    ])
+    agent, scripted = _agent(
+        [
+            response(
+                call("listing", {"path": "/"}, id="a"),
+                call("delete", {"path": "/x"}, id="b"),
+                call("shell", {"command": "ls"}, id="c"),
+                call("shell", {"command": "rm -r /"}, id="d"),
+            ),
+            text("done"),
+        ]
+    )
     events = []
     agent.subscribe(events.append)
     agent.prompt("clean up")
 
     requests = [e for e in events if e.type == "tool_approval_request"]
     assert [(e.tool_call_id, e.tool_name, e.args) for e in requests] == [
-        ("b", "delete", {"path": "/x"}), ("d", "shell", {"command": "rm -r /"})]
-    assert agent.pending_approvals == [PendingApproval("b", "delete", {"path": "/x"}),
-                                       PendingApproval("d", "shell", {"command": "rm -r /"})]
+        ("b", "delete", {"path": "/x"}),
+        ("d", "shell", {"command": "rm -r /"}),
+    ]
+    assert agent.pending_approvals == [
+        PendingApproval("b", "delete", {"path": "/x"}),
+        PendingApproval("d", "shell", {"command": "rm -r /"}),
+    ]
     # the others ran; the waiting ones did not start
     started = [e.tool_call_id for e in events if e.type == "tool_execution_start"]
     assert started == ["a", "c"]
@@ -94,10 +104,12 @@ def test_pause_in_a_parallel_batch_runs_the_others_and_settles():
 
 
 def test_approve_and_deny_then_continue_executes_and_goes_on():
-    agent, scripted = _agent([
-        response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
-        text("done"),
-    ])
+    agent, scripted = _agent(
+        [
+            response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
+            text("done"),
+        ]
+    )
     agent.prompt("clean up")
     agent.approve("b")
     agent.deny("c", reason="not that one")
@@ -132,8 +144,9 @@ def test_approve_with_edited_args_runs_them_and_tells_the_model():
     agent.continue_()
     content = _tool_results(agent)["b"].content
     assert content[0].text == "deleted /tmp/x"
-    assert content[1].text == ('[The user edited the arguments before approving this call; it ran with: '
-                               '{"path": "/tmp/x"}]')
+    assert content[1].text == (
+        '[The user edited the arguments before approving this call; it ran with: {"path": "/tmp/x"}]'
+    )
     assert scripted.contexts[-1].messages[-1].content[1].text == content[1].text
 
 
@@ -141,8 +154,10 @@ def test_the_edit_note_follows_an_after_tool_call_override():
     def after(context, signal):
         return {"content": [{"type": "text", "text": "rewritten"}]} if context.tool_call.id == "b" else None
 
-    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")),
-                       text("ok")], after_tool_call=after)
+    agent, _ = _agent(
+        [response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c")), text("ok")],
+        after_tool_call=after,
+    )
     agent.prompt("go")
     agent.approve("b", args={"path": "/z"})
     agent.approve("c")
@@ -187,10 +202,17 @@ def test_the_rule_callable_decides_per_call_and_a_raising_rule_asks():
     def broken(args):
         raise RuntimeError("boom")
 
-    risky = AgentTool("risky", "x", {"type": "object", "properties": {}},
-                      lambda *a: AgentToolResult(content="ran"), requires_approval=broken)
-    agent, _ = _agent([response(call("risky", {}, id="r"), call("shell", {"command": "ls"}, id="s")),
-                       text("ok")], tools=[risky, shell])
+    risky = AgentTool(
+        "risky",
+        "x",
+        {"type": "object", "properties": {}},
+        lambda *a: AgentToolResult(content="ran"),
+        requires_approval=broken,
+    )
+    agent, _ = _agent(
+        [response(call("risky", {}, id="r"), call("shell", {"command": "ls"}, id="s")), text("ok")],
+        tools=[risky, shell],
+    )
     agent.prompt("go")
     assert [p.tool_call_id for p in agent.pending_approvals] == ["r"]
 
@@ -217,11 +239,13 @@ def test_all_calls_waiting_then_resume_from_the_assistant_tail():
 
 
 def test_a_resumed_run_can_pause_again():
-    agent, _ = _agent([
-        response(call("delete", {"path": "/1"}, id="b")),
-        response(call("delete", {"path": "/2"}, id="c")),
-        text("ok"),
-    ])
+    agent, _ = _agent(
+        [
+            response(call("delete", {"path": "/1"}, id="b")),
+            response(call("delete", {"path": "/2"}, id="c")),
+            text("ok"),
+        ]
+    )
     agent.prompt("go")
     agent.approve("b")
     agent.continue_()
@@ -274,8 +298,10 @@ def test_parallel_tools_still_run_concurrently_beside_a_waiting_call():
         return AgentToolResult(content="met")
 
     meeter = AgentTool("meet", "x", {"type": "object", "properties": {}}, meet)
-    agent, _ = _agent([response(call("meet", {}, id="m1"), call("delete", {"path": "/x"}, id="b"),
-                                call("meet", {}, id="m2"))], tools=[meeter, delete])
+    agent, _ = _agent(
+        [response(call("meet", {}, id="m1"), call("delete", {"path": "/x"}, id="b"), call("meet", {}, id="m2"))],
+        tools=[meeter, delete],
+    )
     agent.prompt("go")
     results = _tool_results(agent)
     assert results["m1"].content[0].text == "met" and results["m2"].content[0].text == "met"
@@ -287,25 +313,28 @@ def test_parallel_tools_still_run_concurrently_beside_a_waiting_call():
 
 def test_session_records_requests_and_decisions_as_custom_entries(tmp_path):
     path = tmp_path / "s.jsonl"
-    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")],
-                      session=Session.create(path))
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")], session=Session.create(path))
     agent.prompt("go")
     agent.deny("b", "no")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     customs = [line for line in lines if line["type"] == "custom"]
     assert [c["customType"] for c in customs] == ["agentcore.approval"] * 2
-    assert customs[0]["data"] == {"kind": "request", "toolCallId": "b", "toolName": "delete",
-                                  "args": {"path": "/x"}}
+    assert customs[0]["data"] == {"kind": "request", "toolCallId": "b", "toolName": "delete", "args": {"path": "/x"}}
     assert customs[1]["data"] == {"kind": "decision", "toolCallId": "b", "approved": False, "reason": "no"}
     # nothing but the reference's own message roles in message entries
     assert {line["message"]["role"] for line in lines if line["type"] == "message"} <= {
-        "user", "assistant", "toolResult"}
+        "user",
+        "assistant",
+        "toolResult",
+    }
 
 
 def test_session_resume_in_the_same_process_sees_pending_and_decisions(tmp_path):
     path = tmp_path / "s.jsonl"
-    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c"))],
-                      session=Session.create(path))
+    agent, _ = _agent(
+        [response(call("delete", {"path": "/x"}, id="b"), call("delete", {"path": "/y"}, id="c"))],
+        session=Session.create(path),
+    )
     agent.prompt("go")
     agent.approve("b", args={"path": "/edited"})
     agent.session.close()
@@ -368,8 +397,7 @@ def _child(tmp_path, *argv):
     script = tmp_path / "child.py"
     script.write_text(_CHILD)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True,
-                          env=env, timeout=120)
+    done = subprocess.run([sys.executable, str(script), *argv], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -389,15 +417,15 @@ def test_resume_in_fresh_processes(tmp_path, kind):
 
 def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):
     path = tmp_path / "s.jsonl"
-    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("later")],
-                      session=Session.create(path))
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("later")], session=Session.create(path))
     agent.prompt("go")
     # the transcript moves on without the waiting call (a caller replacing it, an aborted resume)
     from agentcore import AssistantMessage, TextContent, Usage
     from agentcore.events import MessageEndEvent
 
-    later = AssistantMessage(content=[TextContent("x")], api="a", provider="p", model="m", usage=Usage(),
-                             stop_reason="aborted")
+    later = AssistantMessage(
+        content=[TextContent("x")], api="a", provider="p", model="m", usage=Usage(), stop_reason="aborted"
+    )
     agent._process_event(MessageEndEvent(later))  # reduced, and recorded by the session link
     assert agent.pending_approvals == []
     agent.session.close()
@@ -419,8 +447,12 @@ def test_the_low_level_loop_pauses_and_resumes_with_a_resumption():
     paused = stream.result()
     assert paused[-1].role == "assistant"
     context.messages = list(paused)  # the caller keeps the transcript at this level
-    resumed = agent_loop_continue(context, config, stream_fn=scripted.stream_fn,
-                                  resume=Resumption(paused[-1], {"b": ApprovalDecision(False, None, "no")}))
+    resumed = agent_loop_continue(
+        context,
+        config,
+        stream_fn=scripted.stream_fn,
+        resume=Resumption(paused[-1], {"b": ApprovalDecision(False, None, "no")}),
+    )
     list(resumed)
     roles = [(m.role, getattr(m, "is_error", None)) for m in resumed.result()]
     assert roles == [("toolResult", True), ("assistant", None)]

@@ -29,8 +29,14 @@ def U(t: str) -> UserMessage:
 
 
 def A(t: str = "", content: Any = None) -> AssistantMessage:
-    return AssistantMessage(content if content is not None else [TextContent(t)], api="anthropic-messages",
-                            provider="anthropic", model="claude-sonnet-4-5", usage=Usage(), stop_reason="stop")
+    return AssistantMessage(
+        content if content is not None else [TextContent(t)],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        usage=Usage(),
+        stop_reason="stop",
+    )
 
 
 def model(window: int = 200000) -> Model:
@@ -69,8 +75,11 @@ def test_prepare_branch_entries_skips_results_tracks_files_and_budget():  # sess
     assert prep.file_ops.read == {"config.toml"}
 
     s.move_to(ids["common"])
-    s.append_branch_summary(ids["common"], "earlier branch " + "s" * 385,  # 100 tokens
-                            {"readFiles": ["old.py"], "modifiedFiles": ["changed.py"]})
+    s.append_branch_summary(
+        ids["common"],
+        "earlier branch " + "s" * 385,  # 100 tokens
+        {"readFiles": ["old.py"], "modifiedFiles": ["changed.py"]},
+    )
     s.append_message(U("x" * 400))
     s.append_message(A("y" * 400))
     entries = s.get_branch()[2:]
@@ -101,18 +110,21 @@ def test_generated_branch_summary_layout():  # session §8 generation
     s, ids = tree()
     entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
     scripted = ScriptedModel(["## Goal\nFind the key"])
-    result = generate_branch_summary(entries, model(), stream_fn=scripted.stream_fn,
-                                     custom_instructions="mention the key")
-    assert result.summary == (BRANCH_SUMMARY_PREAMBLE + "## Goal\nFind the key"
-                              + "\n\n<read-files>\nconfig.toml\n</read-files>")
+    result = generate_branch_summary(
+        entries, model(), stream_fn=scripted.stream_fn, custom_instructions="mention the key"
+    )
+    assert result.summary == (
+        BRANCH_SUMMARY_PREAMBLE + "## Goal\nFind the key" + "\n\n<read-files>\nconfig.toml\n</read-files>"
+    )
     assert result.details == {"readFiles": ["config.toml"], "modifiedFiles": []}
     prompt = scripted.contexts[0].messages[0].content[0].text
     assert prompt.startswith("<conversation>\n[User]: explore: read the config")
     assert "[Tool result]" not in prompt and prompt.endswith("Additional focus: mention the key")
     assert scripted.options[0]["max_tokens"] == BRANCH_SUMMARY_MAX_TOKENS
     replaced = ScriptedModel(["x"])
-    generate_branch_summary(entries, model(), stream_fn=replaced.stream_fn,
-                            custom_instructions="ONLY THIS", replace_instructions=True)
+    generate_branch_summary(
+        entries, model(), stream_fn=replaced.stream_fn, custom_instructions="ONLY THIS", replace_instructions=True
+    )
     assert replaced.contexts[0].messages[0].content[0].text.endswith("</conversation>\n\nONLY THIS")
 
 
@@ -123,8 +135,9 @@ def test_branch_summary_errors():  # session §8 error mapping
         generate_branch_summary(entries, model(), stream_fn=ScriptedModel([error("down")]).stream_fn)
     assert (failed.value.code, str(failed.value)) == ("summarization_failed", "Branch summary failed: down")
     with pytest.raises(CompactionError) as aborted:
-        generate_branch_summary(entries, model(),
-                                stream_fn=ScriptedModel([error("stop", stop_reason="aborted")]).stream_fn)
+        generate_branch_summary(
+            entries, model(), stream_fn=ScriptedModel([error("stop", stop_reason="aborted")]).stream_fn
+        )
     assert aborted.value.code == "aborted"
 
 
@@ -137,8 +150,10 @@ def test_navigate_to_a_user_message_summarises_and_returns_its_text():  # sessio
     assert outcome.editor_text == "target question"
     summary_entry = s.get_entry(outcome.summary_entry_id)
     assert summary_entry.type == "branch_summary" and summary_entry.parent_id == ids["common"]
-    assert s.leaf_id == summary_entry.id and summary_entry.details == {"readFiles": ["config.toml"],
-                                                                       "modifiedFiles": []}
+    assert s.leaf_id == summary_entry.id and summary_entry.details == {
+        "readFiles": ["config.toml"],
+        "modifiedFiles": [],
+    }
     context = s.build_context().messages
     assert [m.role for m in context] == ["user", "assistant", "branchSummary"]
     assert "branch summary text" in context[-1].summary
@@ -161,8 +176,9 @@ def test_navigate_errors_write_nothing():  # session §8 step 1 and failure sema
         navigate_tree(s, "nope")
     assert missing.value.code == "not_found"
     with pytest.raises(CompactionError):
-        navigate_tree(s, ids["target"], summarize=True, model=model(),
-                      stream_fn=ScriptedModel([error("down")]).stream_fn)
+        navigate_tree(
+            s, ids["target"], summarize=True, model=model(), stream_fn=ScriptedModel([error("down")]).stream_fn
+        )
     assert len(s.entries()) == count and s.leaf_id == ids["a3"]
 
 
@@ -180,8 +196,9 @@ def test_navigate_with_a_label_and_a_summarize_hook():  # hookspecs.summarize ki
     pm.register(Plugin())
     s, ids = tree()
     scripted = ScriptedModel([])
-    outcome = navigate_tree(s, ids["common"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
-                            plugins=pm, label="fork point")
+    outcome = navigate_tree(
+        s, ids["common"], summarize=True, model=model(), stream_fn=scripted.stream_fn, plugins=pm, label="fork point"
+    )
     assert seen == ["branch"] and scripted.calls == 0
     assert "3 messages explored" in outcome.summary.summary
     assert s.get_label(ids["common"]) == "fork point"
@@ -231,13 +248,19 @@ def test_a_hook_can_cancel_a_navigation():  # session §8 step 3 (cancel) / §12
     hook = BeforeBranch(TreeDecision(cancel=True))
     count = len(s.entries())
     scripted = ScriptedModel(["never"])
-    outcome = navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
-                            plugins=_pm(hook), label="x")
+    outcome = navigate_tree(
+        s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn, plugins=_pm(hook), label="x"
+    )
     assert outcome.cancelled and not outcome.moved and outcome.leaf_id == ids["a3"]
     assert len(s.entries()) == count and s.leaf_id == ids["a3"] and scripted.calls == 0
     prep = hook.seen[0]
     assert (prep.target_id, prep.old_leaf_id, prep.common_ancestor_id, prep.user_wants_summary, prep.label) == (
-        ids["target"], ids["a3"], ids["common"], True, "x")
+        ids["target"],
+        ids["a3"],
+        ids["common"],
+        True,
+        "x",
+    )
     assert [e.id for e in prep.entries_to_summarize] == [ids["a1"], ids["a2"], ids["r"], ids["a3"]]
 
 
@@ -245,8 +268,9 @@ def test_a_hook_supplied_branch_summary_is_stored_from_hook():  # session §8 st
     s, ids = tree()
     hook = BeforeBranch({"summary": {"summary": "tried the config", "details": {"readFiles": ["hook.toml"]}}})
     scripted = ScriptedModel([])
-    outcome = navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
-                            plugins=_pm(hook))
+    outcome = navigate_tree(
+        s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn, plugins=_pm(hook)
+    )
     assert scripted.calls == 0 and outcome.summary.from_hook
     entry = s.get_entry(outcome.summary_entry_id)
     assert (entry.summary, entry.from_hook, entry.details) == ("tried the config", True, {"readFiles": ["hook.toml"]})
@@ -266,15 +290,29 @@ def test_a_hook_can_override_instructions_and_label():  # session §8 step 3 (ov
     s, ids = tree()
     hook = BeforeBranch({"customInstructions": "only the config", "replaceInstructions": True, "label": "hooked"})
     scripted = ScriptedModel(["summary"])
-    navigate_tree(s, ids["common"], summarize=True, model=model(), stream_fn=scripted.stream_fn,
-                  plugins=_pm(hook), custom_instructions="everything", label="mine")
+    navigate_tree(
+        s,
+        ids["common"],
+        summarize=True,
+        model=model(),
+        stream_fn=scripted.stream_fn,
+        plugins=_pm(hook),
+        custom_instructions="everything",
+        label="mine",
+    )
     prompt = scripted.contexts[0].messages[0].content[0].text
     assert prompt.endswith("only the config") and "everything" not in prompt and "Additional focus" not in prompt
     assert s.get_label(ids["common"]) == "hooked"
     s2, ids2 = tree()
     scripted2 = ScriptedModel(["summary"])
-    navigate_tree(s2, ids2["common"], summarize=True, model=model(), stream_fn=scripted2.stream_fn,
-                  plugins=_pm(BeforeBranch(TreeDecision(custom_instructions="focus from hook"))))
+    navigate_tree(
+        s2,
+        ids2["common"],
+        summarize=True,
+        model=model(),
+        stream_fn=scripted2.stream_fn,
+        plugins=_pm(BeforeBranch(TreeDecision(custom_instructions="focus from hook"))),
+    )
     assert scripted2.contexts[0].messages[0].content[0].text.endswith("Additional focus: focus from hook")
 
 
@@ -312,14 +350,21 @@ def test_navigate_to_a_leaf_entry_that_holds_a_branch(tmp_path):  # issue 10.4 c
     import json
 
     def entry(entry_id: str, parent: Any) -> dict:
-        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
-                "message": {"role": "user", "content": entry_id, "timestamp": 1}}
+        return {
+            "type": "message",
+            "id": entry_id,
+            "parentId": parent,
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": entry_id, "timestamp": 1},
+        }
 
-    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
-             entry("u1", None), entry("u2", "u1"),
-             {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "2025-01-01T00:00:02.000Z",
-              "targetId": "u1"},
-             entry("u3", "L")]
+    lines = [
+        {"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+        entry("u1", None),
+        entry("u2", "u1"),
+        {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "2025-01-01T00:00:02.000Z", "targetId": "u1"},
+        entry("u3", "L"),
+    ]
     path = tmp_path / "old.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     with Session.open(path) as s:

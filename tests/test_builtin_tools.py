@@ -102,10 +102,14 @@ def sandbox(tmp_path):
 def test_paths_escaping_the_root_are_refused(sandbox, path):
     path = path.format(outside=sandbox.parent / "secret.txt")
     for tool in create_coding_tools(root=str(sandbox), names=["read", "write", "edit", "ls", "find", "grep"]):
-        args = {"read": {"path": path}, "write": {"path": path, "content": "x"},
-                "edit": {"path": path, "edits": [{"oldText": "outside", "newText": "in"}]},
-                "ls": {"path": path}, "find": {"pattern": "*", "path": path},
-                "grep": {"pattern": "x", "path": path}}[tool.name]
+        args = {
+            "read": {"path": path},
+            "write": {"path": path, "content": "x"},
+            "edit": {"path": path, "edits": [{"oldText": "outside", "newText": "in"}]},
+            "ls": {"path": path},
+            "find": {"pattern": "*", "path": path},
+            "grep": {"pattern": "x", "path": path},
+        }[tool.name]
         with pytest.raises(PathOutsideRootError, match="is outside the allowed root"):
             tool.execute("c", args, None, None)
     assert (sandbox.parent / "secret.txt").read_text() == "outside\n"
@@ -163,8 +167,9 @@ def test_read_numbers_lines_like_cat_n(tmp_path):
 def test_read_offset_and_limit_say_how_to_continue(lines_file):
     read = create_read_tool(str(lines_file.parent))
     result = run(read, path="lines.txt", offset=5, limit=3)
-    assert text(result) == ("     5\tline 5\n     6\tline 6\n     7\tline 7\n\n"
-                            "[23 more lines in file. Use offset=8 to continue.]")
+    assert text(result) == (
+        "     5\tline 5\n     6\tline 6\n     7\tline 7\n\n[23 more lines in file. Use offset=8 to continue.]"
+    )
     assert text(run(read, path="lines.txt", offset=29)) == "    29\tline 29\n    30\tline 30"
 
 
@@ -177,7 +182,8 @@ def test_read_truncation_notice_names_the_next_offset(lines_file):
     assert result.details["truncation"]["truncatedBy"] == "lines"
     byte_limited = create_read_tool(str(lines_file.parent), max_bytes=40)
     assert text(run(byte_limited, path="lines.txt")).endswith(
-        "[Showing lines 1-2 of 30 (40B limit). Use offset=3 to continue.]")
+        "[Showing lines 1-2 of 30 (40B limit). Use offset=3 to continue.]"
+    )
 
 
 def test_read_offset_past_the_end_is_an_error(lines_file):
@@ -191,12 +197,15 @@ def test_read_refuses_binary_files_clearly(tmp_path):
         run(create_read_tool(str(tmp_path)), path="blob.bin")
 
 
-@pytest.mark.parametrize("data,mime", [
-    (PNG, "image/png"),
-    (b"\xff\xd8\xff\xe0" + bytes(30), "image/jpeg"),
-    (b"GIF89a" + bytes(30), "image/gif"),
-    (b"RIFF\x10\x00\x00\x00WEBPVP8 " + bytes(30), "image/webp"),
-])
+@pytest.mark.parametrize(
+    "data,mime",
+    [
+        (PNG, "image/png"),
+        (b"\xff\xd8\xff\xe0" + bytes(30), "image/jpeg"),
+        (b"GIF89a" + bytes(30), "image/gif"),
+        (b"RIFF\x10\x00\x00\x00WEBPVP8 " + bytes(30), "image/webp"),
+    ],
+)
 def test_read_returns_images_as_image_content(tmp_path, data, mime):
     (tmp_path / "picture.dat").write_bytes(data)  # detected by content, not by name
     result = run(create_read_tool(str(tmp_path)), path="picture.dat")
@@ -318,8 +327,11 @@ def source(tmp_path):
 
 
 def test_edit_replaces_unique_text_and_returns_a_diff(source):
-    result = run(create_edit_tool(str(source.parent)), path="mod.py",
-                 edits=[{"oldText": "def g():\n    return 1", "newText": "def g():\n    return 2"}])
+    result = run(
+        create_edit_tool(str(source.parent)),
+        path="mod.py",
+        edits=[{"oldText": "def g():\n    return 1", "newText": "def g():\n    return 2"}],
+    )
     assert source.read_text() == "def f():\n    return 1\n\n\ndef g():\n    return 2\n"
     assert text(result) == "Successfully applied 1 edit to mod.py."
     diff = result.details["diff"]
@@ -329,10 +341,14 @@ def test_edit_replaces_unique_text_and_returns_a_diff(source):
 
 
 def test_edit_applies_several_edits_against_the_original(source):
-    result = run(create_edit_tool(str(source.parent)), path="mod.py", edits=[
-        {"oldText": "def f():", "newText": "def first():"},
-        {"oldText": "def g():", "newText": "def second():"},
-    ])
+    result = run(
+        create_edit_tool(str(source.parent)),
+        path="mod.py",
+        edits=[
+            {"oldText": "def f():", "newText": "def first():"},
+            {"oldText": "def g():", "newText": "def second():"},
+        ],
+    )
     assert source.read_text().splitlines()[0] == "def first():"
     assert source.read_text().splitlines()[4] == "def second():"
     assert text(result) == "Successfully applied 2 edits to mod.py."
@@ -353,10 +369,14 @@ def test_edit_missing_text_reports_not_found(source):
 def test_edit_failure_in_a_later_edit_leaves_the_file_unchanged(source):
     before = source.read_bytes()
     with pytest.raises(EditError, match=r"Could not find edits\[1\].oldText"):
-        run(create_edit_tool(str(source.parent)), path="mod.py", edits=[
-            {"oldText": "def f():", "newText": "def h():"},
-            {"oldText": "no such text", "newText": "x"},
-        ])
+        run(
+            create_edit_tool(str(source.parent)),
+            path="mod.py",
+            edits=[
+                {"oldText": "def f():", "newText": "def h():"},
+                {"oldText": "no such text", "newText": "x"},
+            ],
+        )
     assert source.read_bytes() == before
     assert sorted(p.name for p in source.parent.iterdir()) == ["mod.py"]
 
@@ -364,8 +384,11 @@ def test_edit_failure_in_a_later_edit_leaves_the_file_unchanged(source):
 def test_edit_overlapping_and_no_op_edits_are_refused(source):
     edit = create_edit_tool(str(source.parent))
     with pytest.raises(EditError, match="overlap"):
-        run(edit, path="mod.py", edits=[{"oldText": "def f():\n", "newText": "a"},
-                                        {"oldText": "f():\n    return", "newText": "b"}])
+        run(
+            edit,
+            path="mod.py",
+            edits=[{"oldText": "def f():\n", "newText": "a"}, {"oldText": "f():\n    return", "newText": "b"}],
+        )
     with pytest.raises(EditError, match="No changes made"):
         run(edit, path="mod.py", edits=[{"oldText": "def f()", "newText": "def f()"}])
     with pytest.raises(EditError, match="empty"):
@@ -412,9 +435,12 @@ def test_edit_of_a_large_repetitive_file_is_fast(tmp_path):
     (tmp_path / "big.py").write_text("\n".join(lines) + "\n")
     tool = create_edit_tool(str(tmp_path))
     box: List[object] = []
-    worker = threading.Thread(target=lambda: box.append(tool.execute(
-        "c1", {"path": "big.py", "edits": [{"oldText": "UNIQUE_MARKER", "newText": "CHANGED\nTWICE"}]})),
-        daemon=True)
+    worker = threading.Thread(
+        target=lambda: box.append(
+            tool.execute("c1", {"path": "big.py", "edits": [{"oldText": "UNIQUE_MARKER", "newText": "CHANGED\nTWICE"}]})
+        ),
+        daemon=True,
+    )
     worker.start()
     worker.join(3.0)  # a generous bound for a linear-time job (it takes milliseconds)
     assert not worker.is_alive(), "edit took more than 3 s for a one-line change"
@@ -474,7 +500,8 @@ def test_find_path_patterns_folders_and_search_path(tree):
 def test_find_limit_and_no_results(tree):
     find = create_find_tool(str(tree))
     assert text(run(find, pattern="*", limit=2)) == (
-        ".env\nREADME\n\n[2 results limit reached. Use limit=4 for more, or refine the pattern]")
+        ".env\nREADME\n\n[2 results limit reached. Use limit=4 for more, or refine the pattern]"
+    )
     assert text(run(find, pattern="*.rs")) == "No files found matching pattern *.rs"
 
 
@@ -485,27 +512,40 @@ def test_find_stops_on_abort(tree):
         create_find_tool(str(tree)).execute("c", {"pattern": "*"}, controller.signal, None)
 
 
-@pytest.mark.parametrize("pattern,path,expected", [
-    ("*.py", "a/b/c.py", True), ("*.py", "c.pyc", False), ("src/*.py", "src/a/b.py", False),
-    ("src/**/*.py", "src/b.py", True), ("**/test_?.py", "x/y/test_1.py", True),
-    ("[!a]*", "abc", False), ("[!a]*", "bcd", True), ("{a,b}/*.txt", "b/x.txt", True),
-])
+@pytest.mark.parametrize(
+    "pattern,path,expected",
+    [
+        ("*.py", "a/b/c.py", True),
+        ("*.py", "c.pyc", False),
+        ("src/*.py", "src/a/b.py", False),
+        ("src/**/*.py", "src/b.py", True),
+        ("**/test_?.py", "x/y/test_1.py", True),
+        ("[!a]*", "abc", False),
+        ("[!a]*", "bcd", True),
+        ("{a,b}/*.txt", "b/x.txt", True),
+    ],
+)
 def test_glob_rules(pattern, path, expected):
     assert compile_glob(pattern)(path) is expected
 
 
 # --------------------------------------------------------------------------- grep
 
-BACKENDS = [pytest.param(False, id="python"),
-            pytest.param(True, id="rg", marks=pytest.mark.skipif(shutil.which("rg") is None,
-                                                                  reason="ripgrep (rg) not installed"))]
+BACKENDS = [
+    pytest.param(False, id="python"),
+    pytest.param(
+        True, id="rg", marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep (rg) not installed")
+    ),
+]
 
 
 @pytest.mark.parametrize("use_rg", BACKENDS)
 def test_grep_formats_path_line_text_and_skips_git_and_binaries(tree, use_rg):
     result = run(create_grep_tool(str(tree), use_rg=use_rg), pattern="needle")
-    assert text(result) == ("README:1:needle (the readme)\nsrc/main.py:2:needle = 1\n"
-                            "src/notes.md:1:a needle in markdown\nsrc/pkg/util.py:1:def needle():")
+    assert text(result) == (
+        "README:1:needle (the readme)\nsrc/main.py:2:needle = 1\n"
+        "src/notes.md:1:a needle in markdown\nsrc/pkg/util.py:1:def needle():"
+    )
     assert result.details["backend"] == ("rg" if use_rg else "python")
 
 
@@ -513,12 +553,14 @@ def test_grep_formats_path_line_text_and_skips_git_and_binaries(tree, use_rg):
 def test_grep_options(tree, use_rg):
     grep = create_grep_tool(str(tree), use_rg=use_rg)
     assert text(run(grep, pattern="needle", ignoreCase=True, glob="*.py")) == (
-        "src/main.py:2:needle = 1\nsrc/main.py:3:NEEDLE = 2\nsrc/pkg/util.py:1:def needle():")
+        "src/main.py:2:needle = 1\nsrc/main.py:3:NEEDLE = 2\nsrc/pkg/util.py:1:def needle():"
+    )
     assert text(run(grep, pattern="needle()", literal=True)) == "src/pkg/util.py:1:def needle():"
     assert text(run(grep, pattern=r"^NEEDLE_\w+", path=".env")) == ".env:1:NEEDLE_KEY=x"
     assert text(run(grep, pattern="needle", path="src", limit=2)) == (
         "src/main.py:2:needle = 1\nsrc/notes.md:1:a needle in markdown\n\n"
-        "[2 matches limit reached. Use limit=4 for more, or refine the pattern]")
+        "[2 matches limit reached. Use limit=4 for more, or refine the pattern]"
+    )
     assert text(run(grep, pattern="haystack")) == "No matches found for haystack"
 
 
@@ -561,8 +603,7 @@ def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "rg"
-    match = {"type": "match", "data": {"path": {"text": "a.txt"}, "lines": {"text": "hello\n"},
-                                       "line_number": 1}}
+    match = {"type": "match", "data": {"path": {"text": "a.txt"}, "lines": {"text": "hello\n"}, "line_number": 1}}
     fake.write_text(
         f"#!{sys.executable}\n"
         "import sys\n"
@@ -596,11 +637,15 @@ def test_tools_in_an_agent_run_with_the_scripted_model(tmp_path):
     from agentcore.testing import text as say
 
     (tmp_path / "notes.txt").write_text("colour\n")
-    model = ScriptedModel([
-        response(call("edit", {"path": "notes.txt", "oldText": "colour", "newText": "color"}),
-                 call("bash", {"command": "cat notes.txt; exit 1"})),
-        say("done"),
-    ])
+    model = ScriptedModel(
+        [
+            response(
+                call("edit", {"path": "notes.txt", "oldText": "colour", "newText": "color"}),
+                call("bash", {"command": "cat notes.txt; exit 1"}),
+            ),
+            say("done"),
+        ]
+    )
     agent = Agent(model.model, tools=create_coding_tools(root=str(tmp_path)), stream_fn=model.stream_fn)
     agent.prompt("fix the spelling")
     results = {m.tool_name: m for m in agent.state.messages if m.role == "toolResult"}

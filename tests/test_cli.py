@@ -33,8 +33,7 @@ def _chunk(delta: Optional[Dict[str, Any]] = None, finish: Optional[str] = None)
 
 def answer(*pieces: str) -> Reply:
     """An SSE completion streaming ``pieces`` as separate deltas."""
-    return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True),
-                 chunk_size=13)
+    return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True), chunk_size=13)
 
 
 def tool_reply(name: str, arguments: Dict[str, Any], call_id: str = "call_1") -> Reply:
@@ -45,8 +44,11 @@ def tool_reply(name: str, arguments: Dict[str, Any], call_id: str = "call_1") ->
 @pytest.fixture
 def env(tmp_path):
     """A clean environment: no model or keys configured, sessions and HOME inside tmp_path."""
-    clean = {k: v for k, v in os.environ.items()
-             if k != "AGENTCORE_MODEL" and not k.endswith("_API_KEY") and k != "AGENTCORE_CLI_PLAIN"}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "AGENTCORE_MODEL" and not k.endswith("_API_KEY") and k != "AGENTCORE_CLI_PLAIN"
+    }
     clean["AGENTCORE_SESSIONS_DIR"] = str(tmp_path / "sessions")
     clean["HOME"] = str(tmp_path / "home")
     clean["PYTHONPATH"] = os.pathsep.join([str(REPO), clean.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -54,10 +56,18 @@ def env(tmp_path):
     return clean
 
 
-def agentcore(*args: str, env: Dict[str, str], stdin: str = "", cwd: Optional[Path] = None,
-              timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentcore", *args], input=stdin, capture_output=True,
-                          text=True, env=env, cwd=str(cwd) if cwd else None, timeout=timeout)
+def agentcore(
+    *args: str, env: Dict[str, str], stdin: str = "", cwd: Optional[Path] = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcore", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(cwd) if cwd else None,
+        timeout=timeout,
+    )
 
 
 def local(server: ScriptedServer) -> List[str]:
@@ -79,11 +89,18 @@ def read_until(proc: subprocess.Popen, needle: str, timeout: float = 30) -> str:
     return seen.decode()
 
 
-def spawn(*args: str, env: Dict[str, str], cwd: Optional[Path] = None, stdin: Any = subprocess.PIPE
-          ) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agentcore", *args], stdin=stdin,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=str(cwd) if cwd else None)
+def spawn(
+    *args: str, env: Dict[str, str], cwd: Optional[Path] = None, stdin: Any = subprocess.PIPE
+) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentcore", *args],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(cwd) if cwd else None,
+    )
 
 
 # --------------------------------------------------------------------------- run
@@ -114,8 +131,7 @@ def test_run_joins_piped_stdin_and_the_prompt(env, tmp_path):
     diff = "\ndiff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\n\n"
     with ScriptedServer([answer("looks fine"), answer("ok")]) as server:
         done = agentcore("run", *local(server), "review", "this diff", env=env, stdin=diff, cwd=tmp_path)
-        as_json = agentcore("run", "--json", *local(server), "review this diff", env=env, stdin=diff,
-                            cwd=tmp_path)
+        as_json = agentcore("run", "--json", *local(server), "review this diff", env=env, stdin=diff, cwd=tmp_path)
         sent = [r.json()["messages"][-1] for r in server.requests]
     assert done.returncode == 0 and as_json.returncode == 0, done.stderr + as_json.stderr
     expected = "diff --git a/x.py b/x.py\n+    return 1\n\n+x = 2\nreview this diff"  # stdin, then the prompt
@@ -124,12 +140,15 @@ def test_run_joins_piped_stdin_and_the_prompt(env, tmp_path):
         assert (content if isinstance(content, str) else content[0]["text"]) == expected
 
 
-@pytest.mark.parametrize("argv, stdin, said", [
-    (["hello"], "", "hello"),                               # no piped text: the prompt alone
-    (["-"], "    indented first line\n", "    indented first line"),  # '-': stdin alone, indentation kept
-    ([], "piped only\n", "piped only"),
-    (["explain"], "\n\n  \n", "explain"),                  # blank piped text adds nothing
-])
+@pytest.mark.parametrize(
+    "argv, stdin, said",
+    [
+        (["hello"], "", "hello"),  # no piped text: the prompt alone
+        (["-"], "    indented first line\n", "    indented first line"),  # '-': stdin alone, indentation kept
+        ([], "piped only\n", "piped only"),
+        (["explain"], "\n\n  \n", "explain"),  # blank piped text adds nothing
+    ],
+)
 def test_run_prompt_sources(argv, stdin, said, monkeypatch):
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     code, out, err = _in_process("run", "--model", "scripted", *argv, stdin=stdin)
@@ -138,16 +157,26 @@ def test_run_prompt_sources(argv, stdin, said, monkeypatch):
 
 
 def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "agentcore", "run", "--model", "scripted", "describe"],
-                          input=b"\x89PNG\r\n\x1a\n\xff\xfe\x00", capture_output=True, env=env, cwd=str(tmp_path),
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentcore", "run", "--model", "scripted", "describe"],
+        input=b"\x89PNG\r\n\x1a\n\xff\xfe\x00",
+        capture_output=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=60,
+    )
     assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
 
 
 def test_chat_skips_a_piped_line_that_is_not_text(env, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
-                          input=b"\xff\xfe bad\nhello\n", capture_output=True, env=env, cwd=str(tmp_path),
-                          timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
+        input=b"\xff\xfe bad\nhello\n",
+        capture_output=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert b"skipped a line that is not UTF-8 text" in done.stderr
     assert done.stdout.startswith(b"You said: hello\n")
@@ -161,8 +190,11 @@ def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
     types = [e["type"] for e in events]
     assert types[0] == "agent_start" and types[-1] == "agent_end"
     assert types.count("turn_start") == 1 and "turn_end" in types
-    deltas = [e["assistantMessageEvent"]["delta"] for e in events
-              if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta"]
+    deltas = [
+        e["assistantMessageEvent"]["delta"]
+        for e in events
+        if e["type"] == "message_update" and e["assistantMessageEvent"]["type"] == "text_delta"
+    ]
     assert "".join(deltas) == "Hi there"
     final = [e["message"] for e in events if e["type"] == "message_end"][-1]
     assert final["role"] == "assistant" and final["stopReason"] == "stop"
@@ -213,8 +245,18 @@ def test_model_error_exits_1_and_never_prints_the_key(env, tmp_path):
 def test_a_key_from_the_providers_usual_variable_is_masked_in_tool_output(env, tmp_path):
     env["GROQ_API_KEY"] = SECRET  # the catalog model's provider variable, no --api-key-env
     with ScriptedServer([tool_reply("bash", {"command": "echo key=$GROQ_API_KEY"}), answer("done")]) as server:
-        done = agentcore("run", "--base-url", server.url + "/v1", "--model", "groq/llama-3.3-70b-versatile",
-                         "-t", "bash", "show the key", env=env, cwd=tmp_path)
+        done = agentcore(
+            "run",
+            "--base-url",
+            server.url + "/v1",
+            "--model",
+            "groq/llama-3.3-70b-versatile",
+            "-t",
+            "bash",
+            "show the key",
+            env=env,
+            cwd=tmp_path,
+        )
         auth = server.requests[0].headers.get("authorization")
     assert done.returncode == 0, done.stderr
     assert auth == f"Bearer {SECRET}"
@@ -223,8 +265,9 @@ def test_a_key_from_the_providers_usual_variable_is_masked_in_tool_output(env, t
 
 
 def test_run_json_model_error_exits_1(env, tmp_path):
-    with ScriptedServer([Reply(status=400, content_type="application/json",
-                               body=json.dumps({"error": {"message": "bad request"}}))]) as server:
+    with ScriptedServer(
+        [Reply(status=400, content_type="application/json", body=json.dumps({"error": {"message": "bad request"}}))]
+    ) as server:
         done = agentcore("run", "--json", *local(server), "hi", env=env, cwd=tmp_path)
     assert done.returncode == 1
     last = json.loads(done.stdout.splitlines()[-1])
@@ -233,8 +276,10 @@ def test_run_json_model_error_exits_1(env, tmp_path):
 
 def test_ctrl_c_during_run_exits_130(env, tmp_path, sigint_handled):
     first_event = sse(_chunk({"content": "partial"}))
-    reply = Reply(body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
-                  stall_after=len(first_event))
+    reply = Reply(
+        body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
+        stall_after=len(first_event),
+    )
     with ScriptedServer([reply]) as server:
         # no stdin pipe: run reads piped stdin to its end before the prompt goes out
         proc = spawn("run", *local(server), "long answer please", env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
@@ -254,12 +299,17 @@ def test_ctrl_c_tests_pass_when_the_test_process_ignores_sigint(env):
     """Issue 10 item 14: run as a background job (``pytest ... &``), the test process inherits SIGINT
     as ignored; the Ctrl-C tests used to hang 30 s and fail. The ``sigint_handled`` fixture gives
     them Python's handler back (and their children inherit the default disposition)."""
-    tests = ["tests/test_cli.py::test_ctrl_c_during_run_exits_130",
-             "tests/test_agent.py::test_keyboard_interrupt_during_prompt_aborts_cleanly"]
-    code = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-            f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{tests!r}]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=str(REPO), timeout=300)
+    tests = [
+        "tests/test_cli.py::test_ctrl_c_during_run_exits_130",
+        "tests/test_agent.py::test_keyboard_interrupt_during_prompt_aborts_cleanly",
+    ]
+    code = (
+        "import signal, sys, pytest; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', *{tests!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
 
@@ -287,8 +337,9 @@ def test_chat_via_stdin_keeps_the_conversation_and_answers_commands(env, tmp_pat
 
 
 def test_chat_end_of_input_leaves_with_status_of_last_run(env, tmp_path):
-    with ScriptedServer([Reply(status=400, content_type="application/json",
-                               body=json.dumps({"error": {"message": "nope"}}))]) as server:
+    with ScriptedServer(
+        [Reply(status=400, content_type="application/json", body=json.dumps({"error": {"message": "nope"}}))]
+    ) as server:
         done = agentcore("chat", *local(server), env=env, stdin="hello\n", cwd=tmp_path)
     assert done.returncode == 1 and "error:" in done.stderr
 
@@ -340,8 +391,9 @@ def test_session_file_is_resumed_by_the_next_run(env, tmp_path):
     path = tmp_path / "s.jsonl"
     with ScriptedServer([answer("first"), answer("second")]) as server:
         one = agentcore("run", *local(server), "--session", str(path), "remember 42", env=env, cwd=tmp_path)
-        two = agentcore("run", "--base-url", server.url + "/v1", "--session", str(path), "what number?",
-                        env=env, cwd=tmp_path)  # no --model: the session's model is used
+        two = agentcore(
+            "run", "--base-url", server.url + "/v1", "--session", str(path), "what number?", env=env, cwd=tmp_path
+        )  # no --model: the session's model is used
         resumed = server.requests[1].json()
     assert one.returncode == 0 and two.returncode == 0, two.stderr
     assert resumed["model"] == "llama3"
@@ -357,8 +409,17 @@ def test_a_local_server_session_resumes_without_base_url(env, tmp_path):
     """Issue 10 item 8: ``run --session ID`` without ``--base-url`` exited 2 with "unknown model"."""
     env["LOCAL_KEY"] = SECRET
     with ScriptedServer([answer("first"), answer("second")]) as server:
-        one = agentcore("run", *local(server), "--api-key-env", "LOCAL_KEY", "--session", "loc", "remember 42",
-                        env=env, cwd=tmp_path)
+        one = agentcore(
+            "run",
+            *local(server),
+            "--api-key-env",
+            "LOCAL_KEY",
+            "--session",
+            "loc",
+            "remember 42",
+            env=env,
+            cwd=tmp_path,
+        )
         two = agentcore("run", "--session", "loc", "what number?", env=env, cwd=tmp_path)
         resumed = server.requests[1]
     assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
@@ -384,8 +445,9 @@ def test_a_session_whose_model_cannot_be_rebuilt_says_what_to_pass_and_writes_no
     assert "local/gpt-4o" in done.stderr and "--base-url URL" in done.stderr and "--model" in done.stderr
     assert "Traceback" not in done.stderr and path.read_bytes() == before
     with ScriptedServer([answer("now it works")]) as server:  # --base-url: the recorded id, verbatim
-        fixed = agentcore("run", "--base-url", server.url + "/v1", "--session", str(path), "again", env=env,
-                          cwd=tmp_path)
+        fixed = agentcore(
+            "run", "--base-url", server.url + "/v1", "--session", str(path), "again", env=env, cwd=tmp_path
+        )
         sent = server.requests[0].json()["model"]
     assert fixed.returncode == 0, fixed.stderr
     assert sent == "gpt-4o"  # a local server's id, not the catalog's openai/gpt-4o
@@ -414,7 +476,9 @@ def test_sessions_list_show_and_export_by_id(env, tmp_path):
     assert md.returncode == 0 and "keep me" in out_file.read_text() and "stored answer" in out_file.read_text()
     jsonl = agentcore("sessions", "export", "demo-1", "--format", "jsonl", env=env, cwd=tmp_path).stdout
     original = Path(json.loads(agentcore("sessions", "list", "--json", env=env, cwd=tmp_path).stdout)["path"])
-    assert [json.loads(line) for line in jsonl.splitlines()] == [json.loads(line) for line in original.read_text().splitlines()]
+    assert [json.loads(line) for line in jsonl.splitlines()] == [
+        json.loads(line) for line in original.read_text().splitlines()
+    ]
     missing = agentcore("sessions", "show", "nope", env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "nope" in missing.stderr
 
@@ -432,8 +496,17 @@ def test_sessions_export_jsonl_is_the_reference_encoding(tmp_path):
     path = tmp_path / "s.jsonl"
     session = Session.create(path, cwd="/w")
     session.append_message(UserMessage([TextContent("cut \ud83d")], timestamp=1))
-    session.append_message(AssistantMessage(content=[TextContent("yo")], api="x", provider="p", model="m",
-                                            usage=Usage(), stop_reason="stop", timestamp=2))
+    session.append_message(
+        AssistantMessage(
+            content=[TextContent("yo")],
+            api="x",
+            provider="p",
+            model="m",
+            usage=Usage(),
+            stop_reason="stop",
+            timestamp=2,
+        )
+    )
     session.close()
     out, err = io.StringIO(), io.StringIO()
     assert main(["sessions", "export", str(path), "--format", "jsonl"], stdout=out, stderr=err) == 0, err.getvalue()
@@ -490,8 +563,13 @@ def test_agentcore_model_env_sets_the_default(env, tmp_path):
 def test_no_model_configured_says_exactly_how_to_configure_one(env, tmp_path):
     done = agentcore("run", "hi", env=env, cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
-    for hint in ("--model provider/id", "AGENTCORE_MODEL=provider/id", "--base-url URL --model ID",
-                 "--model scripted", "agentcore models"):
+    for hint in (
+        "--model provider/id",
+        "AGENTCORE_MODEL=provider/id",
+        "--base-url URL --model ID",
+        "--model scripted",
+        "agentcore models",
+    ):
         assert hint in done.stderr
     chat = agentcore("chat", env=env, stdin="hi\n", cwd=tmp_path)
     assert chat.returncode == 2 and "--model scripted" in chat.stderr
@@ -503,17 +581,22 @@ def _in_process(*argv: str, stdin: str = "") -> tuple:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "did you mean"),
-    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "unknown tool 'nosuchtool'"),
-    (["run", "--model", "scripted", "--thinking", "huge", "hi"], "choose one of off, minimal"),
-    (["run", "--model", "scripted", "--api-key-env", "AGENTCORE_TEST_UNSET_KEY", "hi"],
-     "AGENTCORE_TEST_UNSET_KEY is not set"),
-    (["run", "--base-url", "http://127.0.0.1:9/v1", "hi"], "needs --model ID"),
-    (["run", "--model", "scripted"], "needs a PROMPT"),
-    (["sessions"], "choose an action"),
-    ([], "usage: agentcore"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "did you mean"),
+        (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "unknown tool 'nosuchtool'"),
+        (["run", "--model", "scripted", "--thinking", "huge", "hi"], "choose one of off, minimal"),
+        (
+            ["run", "--model", "scripted", "--api-key-env", "AGENTCORE_TEST_UNSET_KEY", "hi"],
+            "AGENTCORE_TEST_UNSET_KEY is not set",
+        ),
+        (["run", "--base-url", "http://127.0.0.1:9/v1", "hi"], "needs --model ID"),
+        (["run", "--model", "scripted"], "needs a PROMPT"),
+        (["sessions"], "choose an action"),
+        ([], "usage: agentcore"),
+    ],
+)
 def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     monkeypatch.delenv("AGENTCORE_TEST_UNSET_KEY", raising=False)
@@ -522,11 +605,14 @@ def test_usage_errors_exit_2_with_a_hint(argv, needle, monkeypatch):
     assert needle in err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "`agentcore models` lists them"),
-    (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins`"),
-    (["run", "--model", "openai/gpt-4o", "hi"], 'no API key for provider "openai": export OPENAI_API_KEY='),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["run", "--model", "anthropic/claude-sonet-4-5", "hi"], "`agentcore models` lists them"),
+        (["run", "--model", "scripted", "--tools", "nosuchtool", "hi"], "`agentcore plugins`"),
+        (["run", "--model", "openai/gpt-4o", "hi"], 'no API key for provider "openai": export OPENAI_API_KEY='),
+    ],
+)
 def test_usage_errors_give_command_line_advice_not_python(argv, needle, monkeypatch):
     """Issue 10 item 13: CLI errors said ``read_only=True``, ``Pass an AgentTool object``,
     ``agentcore.Model(...)``, ``pass api_key=``: advice for Python code, not for the command."""
@@ -543,11 +629,13 @@ def test_tools_of_a_broken_plugin_point_at_its_load_error(env, tmp_path):
     env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(dists)])
     done = agentcore("run", "--model", "scripted", "--tools", "shout_it", "hi", env=env, cwd=tmp_path)
     assert done.returncode == 2
-    message = done.stderr[done.stderr.index("agentcore: --tools"):]
+    message = done.stderr[done.stderr.index("agentcore: --tools") :]
     assert "unknown tool 'shout_it'" in message and " plugin(s) failed to load" in message  # 2, or more if
     # the machine has other broken plugins installed
-    assert "broken (agentcore-broken-fixture 0.1, agentcore_broken_fixture): RuntimeError: " \
-           "agentcore_broken_fixture is broken on purpose" in message
+    assert (
+        "broken (agentcore-broken-fixture 0.1, agentcore_broken_fixture): RuntimeError: "
+        "agentcore_broken_fixture is broken on purpose" in message
+    )
     assert "install the plugin" not in message and "AgentTool" not in message
 
 
@@ -599,19 +687,24 @@ def test_chat_branch_then_quit_keeps_the_session_and_export_whole(monkeypatch, t
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
     path = str(tmp_path / "b.jsonl")
-    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
-                                 stdin="one\ntwo\n/branch 1\n/session\n/quit\n")
+    code, out, err = _in_process(
+        "chat", "--model", "scripted", "--session", path, stdin="one\ntwo\n/branch 1\n/session\n/quit\n"
+    )
     assert code == 0, err
     assert "back before prompt 1 (0 messages kept)" in out and "with the next prompt: /branch" in out
     assert "/branch was not saved" in err
     exported = _in_process("sessions", "export", path)[1]
     assert "one" in exported and "You said: two" in exported
-    code, out, err = _in_process("chat", "--model", "scripted", "--session", path,
-                                 stdin="/branch 2\n/branch\nthree\n/quit\n")
+    code, out, err = _in_process(
+        "chat", "--model", "scripted", "--session", path, stdin="/branch 2\n/branch\nthree\n/quit\n"
+    )
     assert code == 0 and "  1. one\n" in out and "not saved" not in err
     messages = json.loads(_in_process("sessions", "export", path, "--format", "json")[1])
-    assert [m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
-            for m in messages if m["role"] == "user"] == ["one", "three"]
+    assert [
+        m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
+        for m in messages
+        if m["role"] == "user"
+    ] == ["one", "three"]
 
 
 def test_export_of_an_empty_current_branch_says_where_the_messages_are(monkeypatch, tmp_path):
@@ -636,13 +729,16 @@ def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeyp
 
     model, stream_fn = resolve_model("openai/gpt-4o", "http://127.0.0.1:8000/v1/")
     assert (model.api, model.provider, model.id, model.base_url) == (
-        "openai-responses", "openai", "gpt-4o", "http://127.0.0.1:8000/v1") and stream_fn is None
+        "openai-responses",
+        "openai",
+        "gpt-4o",
+        "http://127.0.0.1:8000/v1",
+    ) and stream_fn is None
     from agentcore import get_model
 
     assert get_model("openai/gpt-4o").base_url != model.base_url  # the registry's model is untouched
     local_model, _ = resolve_model("Qwen/Qwen2.5-7B", "http://127.0.0.1:8000/v1")
-    assert (local_model.api, local_model.provider, local_model.id) == (
-        "openai-completions", "local", "Qwen/Qwen2.5-7B")
+    assert (local_model.api, local_model.provider, local_model.id) == ("openai-completions", "local", "Qwen/Qwen2.5-7B")
 
 
 def test_local_prefix_names_the_provider_and_is_stripped_with_base_url(env, tmp_path):
@@ -650,8 +746,9 @@ def test_local_prefix_names_the_provider_and_is_stripped_with_base_url(env, tmp_
     from agentcore.cli._setup import resolve_model
 
     with ScriptedServer([answer("hi")]) as server:
-        done = agentcore("run", "--base-url", server.url + "/v1", "--model", "local/llama3", "hi", env=env,
-                         cwd=tmp_path, stdin="")
+        done = agentcore(
+            "run", "--base-url", server.url + "/v1", "--model", "local/llama3", "hi", env=env, cwd=tmp_path, stdin=""
+        )
         sent = server.requests[0].json()["model"]
     assert done.returncode == 0, done.stderr
     assert sent == "llama3"
@@ -671,8 +768,10 @@ def test_version(env):
 def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):
     monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
     monkeypatch.chdir(tmp_path)
-    script = ("first\n/session\n/thinking high\n/thinking huge\n/tools none\nsecond\n/branch\n/branch 9\n"
-              "/branch 2\n/model scripted\n/quit\n")
+    script = (
+        "first\n/session\n/thinking high\n/thinking huge\n/tools none\nsecond\n/branch\n/branch 9\n"
+        "/branch 2\n/model scripted\n/quit\n"
+    )
     code, out, err = _in_process("chat", "--model", "scripted", "--tools", "ls", stdin=script)
     assert code == 0, err
     assert "no session: this chat is not saved" in out
@@ -713,12 +812,15 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     assert "[compaction]" in shown and shown.index("[compaction]") < shown.index("You said: four")
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["-o", "temprature", "0.2"], "did you mean 'temperature'"),
-    (["-o", "max_tokens", "lots"], "expected an integer"),
-    (["-o", "on_payload", "x"], "set it in code"),
-    (["-o", "reasoning", "high"], "--thinking"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["-o", "temprature", "0.2"], "did you mean 'temperature'"),
+        (["-o", "max_tokens", "lots"], "expected an integer"),
+        (["-o", "on_payload", "x"], "set it in code"),
+        (["-o", "reasoning", "high"], "--thinking"),
+    ],
+)
 def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10 item 11
     code, out, err = _in_process("run", "--model", "scripted", *argv, "hi")
     assert code == 2 and needle in err, err
@@ -727,8 +829,12 @@ def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10
 def test_option_flag_sets_typed_provider_options_on_the_agent():  # issue 10 item 11
     from agentcore.cli._setup import CliOptions, build_agent
 
-    setup = build_agent(CliOptions(model="scripted", option=[["temperature", "0.2"], ["max-tokens", "800"],
-                                                             ["timeout", "[5, 60]"], ["tool_choice", "auto"]]))
+    setup = build_agent(
+        CliOptions(
+            model="scripted",
+            option=[["temperature", "0.2"], ["max-tokens", "800"], ["timeout", "[5, 60]"], ["tool_choice", "auto"]],
+        )
+    )
     agent = setup.agent
     assert (agent.temperature, agent.max_tokens, agent.timeout, agent.tool_choice) == (0.2, 800, (5.0, 60.0), "auto")
     code, out, err = _in_process("run", "--model", "scripted", "-o", "temperature", "0.2", "hi")
@@ -748,9 +854,16 @@ def quiet_home(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("form", ["concise", "inline", "file"])
 def test_run_schema_prints_the_json_answer(quiet_home, form):
-    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
-                                               "tags": {"type": "array", "items": {"type": "string"}}},
-              "required": ["name", "age", "tags"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "age", "tags"],
+        "additionalProperties": False,
+    }
     given = {"concise": "name, age int, tags list", "inline": json.dumps(schema)}.get(form)
     if form == "file":
         path = quiet_home / "person.schema.json"
@@ -774,11 +887,14 @@ def test_run_schema_retries_then_fails_with_status_1(quiet_home):
     assert "did not match the output type after 3 attempt(s)" in err
 
 
-@pytest.mark.parametrize("schema, needle", [
-    ("{not json", "--schema: Expecting property name"),
-    ("when date", "unknown type 'date'"),
-    ('{"type": 12}', "not a valid JSON schema"),
-])
+@pytest.mark.parametrize(
+    "schema, needle",
+    [
+        ("{not json", "--schema: Expecting property name"),
+        ("when date", "unknown type 'date'"),
+        ('{"type": 12}', "not a valid JSON schema"),
+    ],
+)
 def test_run_schema_usage_errors(quiet_home, schema, needle):
     code, out, err = _in_process("run", "--model", "scripted", "--schema", schema, "hi")
     assert code == 2 and needle in err and out == ""
@@ -802,8 +918,9 @@ def test_run_schema_with_json_events_ends_with_the_answer_line(quiet_home):
 
 def test_run_approve_yes_runs_the_tool(env, tmp_path):
     (tmp_path / "only-file.txt").write_text("x")
-    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
-                     env=env, cwd=tmp_path, stdin="y\n")
+    done = agentcore(
+        "--model", "scripted", "run", "--tools", "ls", "--approve", "look around", env=env, cwd=tmp_path, stdin="y\n"
+    )
     assert done.returncode == 0, done.stderr
     assert '[approve] ls {"path": "."}' in done.stderr
     assert "the first is 'only-file.txt'" in done.stdout
@@ -812,24 +929,53 @@ def test_run_approve_yes_runs_the_tool(env, tmp_path):
 def test_run_approve_no_denies_and_end_of_input_denies(env, tmp_path):
     (tmp_path / "only-file.txt").write_text("x")
     for answers, reason in (("n\n", "denied this tool call at the terminal"), ("", "no answer (end of input)")):
-        done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
-                         env=env, cwd=tmp_path, stdin=answers)
+        done = agentcore(
+            "--model",
+            "scripted",
+            "run",
+            "--tools",
+            "ls",
+            "--approve",
+            "look around",
+            env=env,
+            cwd=tmp_path,
+            stdin=answers,
+        )
         assert done.returncode == 0, done.stderr
         assert "only-file.txt" not in done.stdout
         assert reason in done.stdout  # the demo model quotes the tool's (error) result
 
 
 def test_run_approve_asks_again_after_an_unclear_answer(env, tmp_path):
-    done = agentcore("--model", "scripted", "run", "--tools", "ls", "--approve", "look around",
-                     env=env, cwd=tmp_path, stdin="maybe\ny\n")
+    done = agentcore(
+        "--model",
+        "scripted",
+        "run",
+        "--tools",
+        "ls",
+        "--approve",
+        "look around",
+        env=env,
+        cwd=tmp_path,
+        stdin="maybe\ny\n",
+    )
     assert done.returncode == 0, done.stderr
     assert "[answer y, n or a, not 'maybe']" in done.stderr
     assert done.stderr.count("[approve] ls") == 2
 
 
 def test_chat_approve_always_stops_asking_for_that_tool(env, tmp_path):
-    done = agentcore("--model", "scripted", "chat", "--tools", "ls", "--approve",
-                     env=env, cwd=tmp_path, stdin="look around\na\nlook again\n")
+    done = agentcore(
+        "--model",
+        "scripted",
+        "chat",
+        "--tools",
+        "ls",
+        "--approve",
+        env=env,
+        cwd=tmp_path,
+        stdin="look around\na\nlook again\n",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("[approve] ls") == 1
     assert "[approved ls (always)]" in done.stderr
@@ -850,8 +996,20 @@ def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
     agent.prompt("look")
     assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
     agent.session.close()
-    done = agentcore("--model", "scripted", "run", "--session", path, "--tools", "ls", "--approve", "and now?",
-                     env=env, cwd=tmp_path, stdin="y\ny\n")
+    done = agentcore(
+        "--model",
+        "scripted",
+        "run",
+        "--session",
+        path,
+        "--tools",
+        "ls",
+        "--approve",
+        "and now?",
+        env=env,
+        cwd=tmp_path,
+        stdin="y\ny\n",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("[approve] ls") == 2  # the waiting call first, then the new prompt's
     lines = [json.loads(line) for line in open(path)]
@@ -864,10 +1022,12 @@ def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
 
 def answer_with_usage(text: str, prompt: int, completion: int, cached: int = 0) -> Reply:
     """An SSE completion whose last chunk reports token usage, as OpenAI's include_usage does."""
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-             "prompt_tokens_details": {"cached_tokens": cached}}
-    return Reply(body=sse(_chunk({"content": text}), _chunk(finish="stop"), {"choices": [], "usage": usage},
-                          done=True))
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    return Reply(body=sse(_chunk({"content": text}), _chunk(finish="stop"), {"choices": [], "usage": usage}, done=True))
 
 
 def groq(server: ScriptedServer) -> List[str]:  # a catalog model with prices: $0.59/$0.79 per M tokens
@@ -877,8 +1037,11 @@ def groq(server: ScriptedServer) -> List[str]:  # a catalog model with prices: $
 def test_run_verbose_logs_requests_retries_and_tools_to_stderr_without_the_key(env, tmp_path):
     env["GROQ_API_KEY"] = SECRET
     (tmp_path / "marker.txt").write_text("x")
-    replies = [Reply(status=429, headers={"retry-after-ms": "1"}, body=json.dumps({"error": {"message": SECRET}})),
-               tool_reply("ls", {"path": "."}), answer("There is marker.txt.")]
+    replies = [
+        Reply(status=429, headers={"retry-after-ms": "1"}, body=json.dumps({"error": {"message": SECRET}})),
+        tool_reply("ls", {"path": "."}),
+        answer("There is marker.txt."),
+    ]
     with ScriptedServer(replies) as server:
         done = agentcore("run", *groq(server), "-v", "-t", "ls", "what is here?", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -907,31 +1070,37 @@ def test_run_usage_prints_tokens_and_cost_after_the_answer(env, tmp_path):
     # 60000 uncached * 0.59/M + 20000 * 0.79/M = 0.0354 + 0.0158
     assert done.stderr.strip().splitlines()[-1] == (
         "Token usage (groq/llama-3.3-70b-versatile): 60,000 input, 20,000 output, 40,000 cache read, "
-        "0 cache write, $0.0512")
+        "0 cache write, $0.0512"
+    )
 
 
 def test_run_usage_sums_every_request_of_a_tool_run(env, tmp_path):
     tool_with_usage = tool_reply("ls", {})
     tool_with_usage.body = tool_with_usage.body.replace(
-        "data: [DONE]", 'data: {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}\n\ndata: [DONE]')
+        "data: [DONE]", 'data: {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}\n\ndata: [DONE]'
+    )
     with ScriptedServer([tool_with_usage, answer_with_usage("done", 20, 5)]) as server:
         done = agentcore("run", *local(server), "--usage", "-t", "ls", "list", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert ("Token usage (local/llama3): 30 input, 8 output, 0 cache read, 0 cache write, $0.0000"
-            in done.stderr.splitlines())
+    assert (
+        "Token usage (local/llama3): 30 input, 8 output, 0 cache read, 0 cache write, $0.0000"
+        in done.stderr.splitlines()
+    )
 
 
 def test_chat_session_command_shows_the_running_cost(env, tmp_path):
     env["GROQ_API_KEY"] = SECRET
     replies = [answer_with_usage("one", 100000, 20000), answer_with_usage("two", 100000, 20000)]
     with ScriptedServer(replies) as server:
-        done = agentcore("chat", *groq(server), env=env, stdin="first\n/session\nsecond\n/session\n/quit\n",
-                         cwd=tmp_path)
+        done = agentcore(
+            "chat", *groq(server), env=env, stdin="first\n/session\nsecond\n/session\n/quit\n", cwd=tmp_path
+        )
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stdout.splitlines() if "this chat:" in line]
     assert lines == [
         "this chat: 1 responses, 100,000 input, 20,000 output, 0 cache read, 0 cache write, $0.0748",
-        "this chat: 2 responses, 200,000 input, 40,000 output, 0 cache read, 0 cache write, $0.1496"]
+        "this chat: 2 responses, 200,000 input, 40,000 output, 0 cache read, 0 cache write, $0.1496",
+    ]
     assert "no session: this chat is not saved" in done.stdout
 
 
@@ -949,19 +1118,27 @@ def test_sessions_show_lists_usage_per_model(env, tmp_path):
         ["MODEL", "REQUESTS", "INPUT", "OUTPUT", "CACHE", "READ", "CACHE", "WRITE", "COST"],
         ["groq/llama-3.3-70b-versatile", "1", "800", "100", "200", "0", "$0.0006"],
         ["local/llama3", "1", "50", "5", "0", "0", "$0.0000"],
-        ["total", "2", "850", "105", "200", "0", "$0.0006"]]
+        ["total", "2", "850", "105", "200", "0", "$0.0006"],
+    ]
 
 
 def test_a_retry_delay_above_the_cap_is_reported_once_without_v_and_logged_with_v(env, tmp_path):
     def capped():
-        return [Reply(status=429, headers={"retry-after": "120"}, content_type="application/json",
-                      body=json.dumps({"error": {"message": "rate limited"}}))]
+        return [
+            Reply(
+                status=429,
+                headers={"retry-after": "120"},
+                content_type="application/json",
+                body=json.dumps({"error": {"message": "rate limited"}}),
+            )
+        ]
 
     with ScriptedServer(capped()) as server:
         plain = agentcore("run", *local(server), "-o", "max_retry_delay_ms", "5000", "hi", env=env, cwd=tmp_path)
     with ScriptedServer(capped()) as server:
-        verbose = agentcore("run", *local(server), "-v", "-o", "max_retry_delay_ms", "5000", "hi", env=env,
-                            cwd=tmp_path)
+        verbose = agentcore(
+            "run", *local(server), "-v", "-o", "max_retry_delay_ms", "5000", "hi", env=env, cwd=tmp_path
+        )
     assert plain.returncode == verbose.returncode == 1
     assert plain.stderr.count("Server requested 120s retry delay (max: 5s)") == 1
     assert "asked to wait" not in plain.stderr  # the error is the one report

@@ -70,12 +70,26 @@ def U(t: str, timestamp: int = 1) -> UserMessage:
     return UserMessage([TextContent(t)], timestamp=timestamp)
 
 
-def A(t: str = "", inp: int = 0, out: int = 0, cache_read: int = 0, cache_write: int = 0,
-      total: int = 0, stop: str = "stop", content: Optional[List[Any]] = None, timestamp: int = 1) -> AssistantMessage:
-    return AssistantMessage(content if content is not None else [TextContent(t)], api="anthropic-messages",
-                            provider="anthropic", model="claude-sonnet-4-5",
-                            usage=Usage(inp, out, cache_read, cache_write, total), stop_reason=stop,
-                            timestamp=timestamp)
+def A(
+    t: str = "",
+    inp: int = 0,
+    out: int = 0,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    total: int = 0,
+    stop: str = "stop",
+    content: Optional[List[Any]] = None,
+    timestamp: int = 1,
+) -> AssistantMessage:
+    return AssistantMessage(
+        content if content is not None else [TextContent(t)],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        usage=Usage(inp, out, cache_read, cache_write, total),
+        stop_reason=stop,
+        timestamp=timestamp,
+    )
 
 
 class Path:
@@ -100,8 +114,14 @@ class Path:
 
 
 def model(max_tokens: int = 16384, reasoning: bool = False, window: int = 200000) -> Model:
-    return Model(id="summarizer", api="scripted", provider="scripted", reasoning=reasoning,
-                 context_window=window, max_tokens=max_tokens)
+    return Model(
+        id="summarizer",
+        api="scripted",
+        provider="scripted",
+        reasoning=reasoning,
+        context_window=window,
+        max_tokens=max_tokens,
+    )
 
 
 def prompt_of(scripted: ScriptedModel, index: int = -1) -> str:
@@ -143,15 +163,16 @@ def test_estimate_tokens_per_role():  # session §12 scenario 67
     assert estimate_tokens(BashExecutionMessage("npm run check", "ok")) == 4
     assert estimate_tokens(message_from_dict({"role": "mystery", "content": "x" * 400})) == 0
     assert estimate_tokens(message_from_dict({"role": "developer", "content": "12345678"})) == 2
-    assert estimate_tokens(U("\U0001F600" * 2)) == 1  # UTF-16 code units, as the reference counts
+    assert estimate_tokens(U("\U0001f600" * 2)) == 1  # UTF-16 code units, as the reference counts
 
 
 def test_estimate_context_tokens():  # session §12 scenario 68
     assert estimate_context_tokens([U("no usage")]).last_usage_index is None
     est = estimate_context_tokens([A(inp=10, out=5, cache_read=3, cache_write=2, total=20), U("tail")])
     assert (est.usage_tokens, est.last_usage_index, est.tokens) == (20, 0, 21)
-    est = estimate_context_tokens([U("Hello"), A(total=20), U("continue"),
-                                   A(content=[ThinkingContent("Partial thinking")])])
+    est = estimate_context_tokens(
+        [U("Hello"), A(total=20), U("continue"), A(content=[ThinkingContent("Partial thinking")])]
+    )
     assert (est.usage_tokens, est.last_usage_index, est.trailing_tokens, est.tokens) == (20, 1, 6, 26)
 
 
@@ -159,8 +180,12 @@ def test_live_context_tokens_ignores_usage_from_before_the_compaction():  # sess
     from agentcore.types import CompactionSummaryMessage
 
     kept = A("kept answer", total=90000, timestamp=100)
-    messages = [CompactionSummaryMessage("S", 90000, timestamp=200), U("kept", timestamp=50), kept,
-                U("new", timestamp=300)]
+    messages = [
+        CompactionSummaryMessage("S", 90000, timestamp=200),
+        U("kept", timestamp=50),
+        kept,
+        U("new", timestamp=300),
+    ]
     assert estimate_context_tokens(messages).tokens > 90000
     live = live_context_tokens(messages)
     assert live.last_usage_index is None and live.tokens == sum(estimate_tokens(m) for m in messages)
@@ -226,7 +251,7 @@ def test_cut_lands_on_user_or_assistant_and_budget_keeps_all():  # session §12 
     kept = p.entries[cut.first_kept_entry_index]
     assert kept.message.role in ("user", "assistant")
     assert 0 < cut.first_kept_entry_index < len(p.entries)
-    kept_tokens = sum(estimate_tokens(e.message) for e in p.entries[cut.first_kept_entry_index:])
+    kept_tokens = sum(estimate_tokens(e.message) for e in p.entries[cut.first_kept_entry_index :])
     assert kept_tokens >= 2500
     q = Path()
     for m in (U("a"), A("b"), U("c"), A("d")):
@@ -341,19 +366,26 @@ def test_serialize_truncates_long_tool_results():  # session §12 scenario 77
 
 def test_serialize_conversation_layout():  # session §7.5 serialisation
     call = ToolCall("c", "edit", {"path": "a.py", "n": 2})
-    text = serialize_conversation([
-        U("hi"), A(content=[ThinkingContent("hmm"), TextContent("ok"), call]),
-        ToolResultMessage("c", "edit", [TextContent("done")]), A(""),
-    ])
-    assert text == ('[User]: hi\n\n[Assistant thinking]: hmm\n\n[Assistant]: ok\n\n'
-                    '[Assistant tool calls]: edit(path="a.py", n=2)\n\n[Tool result]: done')
+    text = serialize_conversation(
+        [
+            U("hi"),
+            A(content=[ThinkingContent("hmm"), TextContent("ok"), call]),
+            ToolResultMessage("c", "edit", [TextContent("done")]),
+            A(""),
+        ]
+    )
+    assert text == (
+        "[User]: hi\n\n[Assistant thinking]: hmm\n\n[Assistant]: ok\n\n"
+        '[Assistant tool calls]: edit(path="a.py", n=2)\n\n[Tool result]: done'
+    )
 
 
 def test_file_lists():  # session §12 scenario 78
     read, modified = compute_file_lists(FileOps({"a.ts", "b.ts"}, {"c.ts"}, {"b.ts"}))
     assert (read, modified) == (["a.ts"], ["b.ts", "c.ts"])
     assert format_file_lists(read, modified) == (
-        "\n\n<read-files>\na.ts\n</read-files>\n\n<modified-files>\nb.ts\nc.ts\n</modified-files>")
+        "\n\n<read-files>\na.ts\n</read-files>\n\n<modified-files>\nb.ts\nc.ts\n</modified-files>"
+    )
     assert format_file_lists([], []) == ""
 
 
@@ -362,8 +394,14 @@ def test_file_lists():  # session §12 scenario 78
 
 def test_generate_summary_prompt_shape():  # session §12 scenario 79
     scripted = ScriptedModel(["the summary"])
-    out, _ = generate_summary([U("do it"), A("done")], model(), 16384, stream_fn=scripted.stream_fn,
-                              previous_summary="old summary", custom_instructions="focus")
+    out, _ = generate_summary(
+        [U("do it"), A("done")],
+        model(),
+        16384,
+        stream_fn=scripted.stream_fn,
+        previous_summary="old summary",
+        custom_instructions="focus",
+    )
     assert out == "the summary"
     prompt = prompt_of(scripted)
     assert prompt.startswith("<conversation>\n[User]: do it\n\n[Assistant]: done\n</conversation>\n\n")
@@ -376,8 +414,7 @@ def test_generate_summary_prompt_shape():  # session §12 scenario 79
 def test_reasoning_option_only_for_reasoning_models():  # session §12 scenario 80
     for reasoning, level, expected in ((True, "medium", "medium"), (True, "off", None), (False, "medium", None)):
         scripted = ScriptedModel(["s"])
-        generate_summary([U("x")], model(reasoning=reasoning), 1000, stream_fn=scripted.stream_fn,
-                         thinking_level=level)
+        generate_summary([U("x")], model(reasoning=reasoning), 1000, stream_fn=scripted.stream_fn, thinking_level=level)
         assert scripted.options[0].get("reasoning") == expected
 
 
@@ -386,8 +423,9 @@ def test_summary_errors_are_mapped():  # session §12 scenario 81
         generate_summary([U("x")], model(), 1000, stream_fn=ScriptedModel([error("boom")]).stream_fn)
     assert (failed.value.code, str(failed.value)) == ("summarization_failed", "Summarization failed: boom")
     with pytest.raises(CompactionError) as aborted:
-        generate_summary([U("x")], model(), 1000,
-                         stream_fn=ScriptedModel([error("stopped", stop_reason="aborted")]).stream_fn)
+        generate_summary(
+            [U("x")], model(), 1000, stream_fn=ScriptedModel([error("stopped", stop_reason="aborted")]).stream_fn
+        )
     assert (aborted.value.code, str(aborted.value)) == ("aborted", "stopped")
 
 
@@ -523,8 +561,15 @@ class Brain:
     requests get ``summary_text(n)``. With ``report_usage`` every answer reports input = the
     estimated tokens of the request and output = its own estimate, like a real provider."""
 
-    def __init__(self, plan: Any, *, window: int = 200000, report_usage: bool = False,
-                 summary_text: Any = None, tokens_per_second: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        plan: Any,
+        *,
+        window: int = 200000,
+        report_usage: bool = False,
+        summary_text: Any = None,
+        tokens_per_second: Optional[float] = None,
+    ) -> None:
         self.plan = plan
         self.report_usage = report_usage
         self.summary_text = summary_text or (lambda n: f"## Goal\nSummary number {n}")
@@ -532,17 +577,17 @@ class Brain:
         self.summary_contexts: List[Any] = []
         self.summary_options: List[dict] = []
         self.summary_started = threading.Event()
-        self.model = Model(id="brain", api="scripted", provider="scripted", context_window=window,
-                           max_tokens=8192)
-        self.scripted = ScriptedModel([self._respond] * 20000, model=self.model,
-                                      tokens_per_second=tokens_per_second)
+        self.model = Model(id="brain", api="scripted", provider="scripted", context_window=window, max_tokens=8192)
+        self.scripted = ScriptedModel([self._respond] * 20000, model=self.model, tokens_per_second=tokens_per_second)
 
     def stream_fn(self, model: Any, context: Any, **options: Any) -> Any:
         if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
             self.summary_options.append(options)
         return self.scripted.stream_fn(model, context, **options)
 
-    def _message(self, content: Any, context: Any, stop: Optional[str] = None, err: Optional[str] = None) -> AssistantMessage:
+    def _message(
+        self, content: Any, context: Any, stop: Optional[str] = None, err: Optional[str] = None
+    ) -> AssistantMessage:
         if isinstance(content, str):
             content = [TextContent(content)]
         if stop is None:
@@ -553,8 +598,9 @@ class Brain:
             out = estimate_tokens(AssistantMessage(content))
             usage = Usage(inp, out, 0, 0, inp + out)
         m = self.model
-        return AssistantMessage(list(content), api=m.api, provider=m.provider, model=m.id, usage=usage,
-                                stop_reason=stop, error_message=err)
+        return AssistantMessage(
+            list(content), api=m.api, provider=m.provider, model=m.id, usage=usage, stop_reason=stop, error_message=err
+        )
 
     def _respond(self, context: Any) -> Any:
         if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
@@ -572,13 +618,21 @@ class Brain:
 
 @pytest.fixture
 def make_agent():
-    def make(brain: Brain, *, compaction: Any = None, compaction_model: Any = None,
-             compaction_stream_fn: Any = None, **kwargs: Any) -> Agent:
-        agent = Agent(brain.model, stream_fn=brain.stream_fn, compaction=compaction,
-                      compaction_model=compaction_model, **kwargs)
+    def make(
+        brain: Brain,
+        *,
+        compaction: Any = None,
+        compaction_model: Any = None,
+        compaction_stream_fn: Any = None,
+        **kwargs: Any,
+    ) -> Agent:
+        agent = Agent(
+            brain.model, stream_fn=brain.stream_fn, compaction=compaction, compaction_model=compaction_model, **kwargs
+        )
         if compaction_stream_fn is not None:  # a separate stream function just for summaries
-            agent.compactor = Compactor(agent, compaction, model=compaction_model,
-                                        stream_fn=compaction_stream_fn, emit=agent._process_event)
+            agent.compactor = Compactor(
+                agent, compaction, model=compaction_model, stream_fn=compaction_stream_fn, emit=agent._process_event
+            )
         agent.seen = []
         agent.subscribe(agent.seen.append)
         return agent
@@ -632,8 +686,12 @@ def test_compaction_without_a_session_keeps_file_details(make_agent):  # session
     def plan(ctx, n):
         return [ToolCall(f"r{n}", "read", {"path": f"src/f{n}.py"})] if n % 2 == 0 else "done " + "y" * 200
 
-    read = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
-                     lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]))
+    read = AgentTool(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]),
+    )
     agent = make_agent(Brain(plan), tools=[read], compaction=CompactionSettings(keep_recent_tokens=10))
     agent.prompt("read one")
     first = agent.compact()
@@ -645,8 +703,9 @@ def test_compaction_without_a_session_keeps_file_details(make_agent):  # session
 
 
 def test_manual_compaction_can_be_aborted(make_agent):  # session §7.5 error mapping: aborted
-    brain = Brain(lambda ctx, n: "answer " + "x" * 200, tokens_per_second=20,
-                  summary_text=lambda n: " ".join(["word"] * 200))
+    brain = Brain(
+        lambda ctx, n: "answer " + "x" * 200, tokens_per_second=20, summary_text=lambda n: " ".join(["word"] * 200)
+    )
     session = Session.in_memory()
     agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=1))
     brain.scripted.tokens_per_second = None
@@ -700,8 +759,9 @@ def test_threshold_compaction_before_the_prompt_is_sent(make_agent):  # session 
     for i in range(6):
         history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
     brain = Brain(lambda ctx, n: "fine", window=4000)
-    agent = make_agent(brain, messages=history,
-                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    agent = make_agent(
+        brain, messages=history, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000)
+    )
     agent.prompt("next")
     types = [e.type for e in agent.seen]
     assert types.index("compaction_end") < types.index("agent_start")
@@ -718,15 +778,18 @@ def test_overflow_is_compacted_once_and_the_turn_retried(make_agent):  # session
     agent.prompt("two")
     new = agent.prompt("three")
     assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
-        ("compaction_start", "overflow"), ("compaction_end", "overflow")]
+        ("compaction_start", "overflow"),
+        ("compaction_end", "overflow"),
+    ]
     assert agent.seen[-1].type == "agent_end"
     end = next(e for e in agent.seen if e.type == "compaction_end")
     assert end.will_retry and end.error_message is None
     assert new[-1].text.startswith("answer 3") and any(m.role == "assistant" and m.stop_reason == "error" for m in new)
     assert not any(getattr(m, "stop_reason", None) == "error" for m in agent.state.messages)
     assert any(getattr(getattr(e, "message", None), "error_message", None) == OVERFLOW for e in session.entries())
-    assert not any(getattr(getattr(e, "message", None), "error_message", None) == OVERFLOW
-                   for e in session.get_branch())
+    assert not any(
+        getattr(getattr(e, "message", None), "error_message", None) == OVERFLOW for e in session.get_branch()
+    )
     assert session.build_context().messages[-1].text.startswith("answer 3")
     retry = brain.agent_contexts[3].messages
     assert retry[0].role == "user" and "<summary>" in retry[0].content[0].text and retry[-1].role == "user"
@@ -765,8 +828,12 @@ def test_compaction_off_switch(make_agent):  # session §7.3 "skip if disabled"
 def test_a_separate_summary_model(make_agent):  # issue 6: "or a model given for summaries"
     other = ScriptedModel(["summary by the small model"] * 3)
     brain = Brain(lambda ctx, n: "answer " + "x" * 400)
-    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=10),
-                       compaction_model=other.model, compaction_stream_fn=other.stream_fn)
+    agent = make_agent(
+        brain,
+        compaction=CompactionSettings(keep_recent_tokens=10),
+        compaction_model=other.model,
+        compaction_stream_fn=other.stream_fn,
+    )
     agent.prompt("one")
     agent.prompt("two")
     result = agent.compact()
@@ -793,12 +860,16 @@ def test_long_run_stays_under_the_threshold(make_agent, with_session):  # issue 
             return f"Finished batch {n // 5}."
         return [TextContent("reading"), ToolCall(f"call{n}", "read", {"path": f"src/file{n}.py"})]
 
-    read = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
-                     lambda call_id, args, signal, on_update: AgentToolResult(
-                         [TextContent(f"contents of {args['path']}\n" + "line of code\n" * 100)]))
+    read = AgentTool(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult(
+            [TextContent(f"contents of {args['path']}\n" + "line of code\n" * 100)]
+        ),
+    )
     brain = Brain(plan, window=window, report_usage=True)
-    agent = make_agent(brain, tools=[read], compaction=settings,
-                       session=Session.in_memory() if with_session else None)
+    agent = make_agent(brain, tools=[read], compaction=settings, session=Session.in_memory() if with_session else None)
     for batch in range(100):
         agent.prompt(f"batch {batch}: read the next four files")
     assert len(brain.agent_contexts) == 500
@@ -830,10 +901,16 @@ class BeforeCompaction:
 
     @hookimpl
     def before_compaction(self, preparation, branch_entries, custom_instructions, reason, signal):
-        self.calls.append({"reason": reason, "instructions": custom_instructions, "signal": signal,
-                           "entries": [e.id for e in branch_entries], "first_kept": preparation.first_kept_entry_id,
-                           "summarised": len(preparation.messages_to_summarize)
-                                         + len(preparation.turn_prefix_messages)})
+        self.calls.append(
+            {
+                "reason": reason,
+                "instructions": custom_instructions,
+                "signal": signal,
+                "entries": [e.id for e in branch_entries],
+                "first_kept": preparation.first_kept_entry_id,
+                "summarised": len(preparation.messages_to_summarize) + len(preparation.turn_prefix_messages),
+            }
+        )
         return self.answer(preparation) if callable(self.answer) else self.answer
 
 
@@ -854,8 +931,7 @@ def test_a_hook_returning_cancel_aborts_a_manual_compaction_without_writing(make
     brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
     session = Session.in_memory()
     hook = BeforeCompaction(CompactionDecision(cancel=True, reason="the user is reviewing"))
-    agent = make_agent(brain, session=session, plugins=[hook],
-                       compaction=CompactionSettings(keep_recent_tokens=100))
+    agent = make_agent(brain, session=session, plugins=[hook], compaction=CompactionSettings(keep_recent_tokens=100))
     _talk(agent, "one", "two")
     before = [e.id for e in session.entries()]
     with pytest.raises(CompactionError) as cancelled:
@@ -869,28 +945,45 @@ def test_a_hook_returning_cancel_aborts_a_manual_compaction_without_writing(make
     assert not call["signal"].aborted
     end = agent.seen[-1]
     assert (end.type, end.cancelled, end.aborted, end.error_message, end.result) == (
-        "compaction_end", True, False, None, None)
+        "compaction_end",
+        True,
+        False,
+        None,
+        None,
+    )
 
 
 def test_a_hook_supplied_compaction_is_stored_from_hook_without_a_model_call(make_agent):  # session §12 scenario 85
     def read(n: int) -> Any:
         return [ToolCall(f"r{n}", "read", {"path": f"src/f{n}.py"})] if n % 2 == 0 else "done " + "y" * 300
 
-    read_tool = AgentTool("read", "read a file", {"type": "object", "properties": {"path": {"type": "string"}}},
-                          lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]))
-    supplied = {"summary": "## Goal\nwritten by the hook", "details": {"readFiles": ["hooked-only.py"]},
-                "tokensBefore": 1234}
+    read_tool = AgentTool(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult([TextContent("data")]),
+    )
+    supplied = {
+        "summary": "## Goal\nwritten by the hook",
+        "details": {"readFiles": ["hooked-only.py"]},
+        "tokensBefore": 1234,
+    }
     hook = BeforeCompaction(lambda prep: supplied if len(hook.calls) == 1 else None)
     brain = Brain(lambda ctx, n: read(n))
     session = Session.in_memory()
-    agent = make_agent(brain, session=session, plugins=[hook], tools=[read_tool],
-                       compaction=CompactionSettings(keep_recent_tokens=10))
+    agent = make_agent(
+        brain, session=session, plugins=[hook], tools=[read_tool], compaction=CompactionSettings(keep_recent_tokens=10)
+    )
     _talk(agent, "read one")
     result = agent.compact()
     assert brain.summary_contexts == [] and result.from_hook
     entry = session.get_branch()[-1]
     assert (entry.type, entry.summary, entry.from_hook, entry.tokens_before) == (
-        "compaction", supplied["summary"], True, 1234)
+        "compaction",
+        supplied["summary"],
+        True,
+        1234,
+    )
     assert entry.details == supplied["details"] and entry.first_kept_entry_id == hook.calls[0]["first_kept"]
     assert entry.to_dict()["fromHook"] is True
     assert agent.state.messages[0].summary == supplied["summary"]  # stored as given: no file lists added
@@ -903,10 +996,16 @@ def test_a_hook_supplied_compaction_is_stored_from_hook_without_a_model_call(mak
 
 
 def test_hook_details_are_not_trusted_without_a_session_either(make_agent):  # session §7.4 step 7 (fromHook)
-    hook = BeforeCompaction(lambda prep: {"summary": "hooked", "details": {"readFiles": ["hooked-only.py"]}}
-                            if len(hook.calls) == 1 else None)
-    agent = make_agent(Brain(lambda ctx, n: "answer " + "x" * 300), plugins=[hook],
-                       compaction=CompactionSettings(keep_recent_tokens=10))
+    hook = BeforeCompaction(
+        lambda prep: (
+            {"summary": "hooked", "details": {"readFiles": ["hooked-only.py"]}} if len(hook.calls) == 1 else None
+        )
+    )
+    agent = make_agent(
+        Brain(lambda ctx, n: "answer " + "x" * 300),
+        plugins=[hook],
+        compaction=CompactionSettings(keep_recent_tokens=10),
+    )
     _talk(agent, "one", "two")
     assert agent.compact().summary == "hooked"
     _talk(agent, "three")
@@ -919,8 +1018,12 @@ def test_a_cancelled_threshold_compaction_lets_the_run_go_on(make_agent):  # ses
         history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
     brain = Brain(lambda ctx, n: "fine", window=4000)
     hook = BeforeCompaction({"cancel": True})
-    agent = make_agent(brain, messages=history, plugins=[hook],
-                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    agent = make_agent(
+        brain,
+        messages=history,
+        plugins=[hook],
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
     new = agent.prompt("next")
     assert new[-1].text == "fine" and brain.summary_contexts == []
     assert hook.calls and all(c["reason"] == "threshold" for c in hook.calls)
@@ -931,8 +1034,11 @@ def test_a_cancelled_threshold_compaction_lets_the_run_go_on(make_agent):  # ses
 
 def test_a_cancelled_overflow_recovery_fails_the_run(make_agent):  # session §7.3 v4: "if the hook declines"
     brain = Brain(lambda ctx, n: ("error", OVERFLOW) if n == 2 else f"answer {n} " + "x" * 400)
-    agent = make_agent(brain, plugins=[BeforeCompaction(CompactionDecision(cancel=True))],
-                       compaction=CompactionSettings(keep_recent_tokens=10))
+    agent = make_agent(
+        brain,
+        plugins=[BeforeCompaction(CompactionDecision(cancel=True))],
+        compaction=CompactionSettings(keep_recent_tokens=10),
+    )
     _talk(agent, "one", "two", "three")
     end = [e for e in agent.seen if e.type == "compaction_end"][-1]
     assert end.cancelled and end.error_message.startswith("Context overflow recovery failed: compaction cancelled")
@@ -951,8 +1057,13 @@ def test_before_compaction_results_and_failures():  # hookspecs.before_compactio
     assert run_before_compaction(None, prep, p.entries, None, "manual", None) is None
     assert ask(BeforeCompaction(None)) is None and ask(BeforeCompaction({"cancel": False})) is None
     supplied = ask(BeforeCompaction(CompactionDecision(summary="S", first_kept_entry_id="e1")))
-    assert (supplied.summary, supplied.first_kept_entry_id, supplied.tokens_before, supplied.from_hook,
-            supplied.usage) == ("S", "e1", prep.tokens_before, True, None)
+    assert (
+        supplied.summary,
+        supplied.first_kept_entry_id,
+        supplied.tokens_before,
+        supplied.from_hook,
+        supplied.usage,
+    ) == ("S", "e1", prep.tokens_before, True, None)
     camel = ask(BeforeCompaction({"summary": "T", "firstKeptEntryId": "e3", "tokensBefore": 7}))
     assert (camel.first_kept_entry_id, camel.tokens_before, camel.details) == ("e3", 7, None)
     assert camel.to_dict()["fromHook"] is True
@@ -980,8 +1091,12 @@ def test_a_failing_hook_fails_only_the_compaction(make_agent):  # hookspecs.befo
             raise RuntimeError("plugin bug")
 
     session = Session.in_memory()
-    agent = make_agent(Brain(lambda ctx, n: "answer " + "x" * 300), session=session, plugins=[Raising()],
-                       compaction=CompactionSettings(keep_recent_tokens=10))
+    agent = make_agent(
+        Brain(lambda ctx, n: "answer " + "x" * 300),
+        session=session,
+        plugins=[Raising()],
+        compaction=CompactionSettings(keep_recent_tokens=10),
+    )
     _talk(agent, "one", "two")
     count = len(session.entries())
     with pytest.raises(CompactionError, match="RuntimeError: plugin bug"):
@@ -995,8 +1110,9 @@ def test_threshold_compaction_before_continue(make_agent):  # session §7.3 thre
         history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
     history.append(U("and now?"))
     brain = Brain(lambda ctx, n: "continued", window=4000)
-    agent = make_agent(brain, messages=history,
-                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000))
+    agent = make_agent(
+        brain, messages=history, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000)
+    )
     new = agent.continue_()
     types = [e.type for e in agent.seen]
     assert types.index("compaction_end") < types.index("agent_start")
@@ -1008,8 +1124,14 @@ def test_threshold_compaction_before_continue(make_agent):  # session §7.3 thre
 
 def _cut_off(brain: Brain, output: int, inp: int = 3900) -> AssistantMessage:
     m = brain.model
-    return AssistantMessage([TextContent("partial answer")], api=m.api, provider=m.provider, model=m.id,
-                            usage=Usage(inp, output, 0, 0, inp + output), stop_reason="length")
+    return AssistantMessage(
+        [TextContent("partial answer")],
+        api=m.api,
+        provider=m.provider,
+        model=m.id,
+        usage=Usage(inp, output, 0, 0, inp + output),
+        stop_reason="length",
+    )
 
 
 def test_is_recoverable_length():  # session §7.3 v4: length stop below the intended output cap
@@ -1035,16 +1157,18 @@ def test_is_recoverable_length():  # session §7.3 v4: length stop below the int
 def test_a_recoverable_length_stop_is_discarded_compacted_and_retried(make_agent):  # session §7.3 v4
     brain = Brain(lambda ctx, n: _cut_off(brain, 40) if n == 2 else f"answer {n} " + "x" * 400, window=4000)
     session = Session.in_memory()
-    agent = make_agent(brain, session=session,
-                       compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=10))
+    agent = make_agent(
+        brain, session=session, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=10)
+    )
     _talk(agent, "one", "two")
     new = agent.prompt("three")
     assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
-        ("compaction_start", "overflow"), ("compaction_end", "overflow")]
+        ("compaction_start", "overflow"),
+        ("compaction_end", "overflow"),
+    ]
     assert new[-1].text.startswith("answer 3") and any(getattr(m, "stop_reason", None) == "length" for m in new)
     assert not any(getattr(m, "stop_reason", None) == "length" for m in agent.state.messages)
-    assert not any(getattr(getattr(e, "message", None), "stop_reason", None) == "length"
-                   for e in session.get_branch())
+    assert not any(getattr(getattr(e, "message", None), "stop_reason", None) == "length" for e in session.get_branch())
     assert any(getattr(getattr(e, "message", None), "stop_reason", None) == "length" for e in session.entries())
     retry = brain.agent_contexts[3].messages
     assert "<summary>" in retry[0].content[0].text and retry[-1].role == "user"
@@ -1076,7 +1200,7 @@ def test_kept_message_count_and_tokens_before_use_entry_order():  # issue 6 item
     ci = next(i for i, e in enumerate(p.entries) if isinstance(e, CompactionEntry))
     assert kept_message_count(p.entries, ci) == 2  # u2, a2
     p.entries.pop()  # no answer after the compaction yet ...
-    p.entries[ci - 1].message.timestamp = 10 ** 13  # ... and the kept a2 looks newer than it
+    p.entries[ci - 1].message.timestamp = 10**13  # ... and the kept a2 looks newer than it
     messages = path_context_messages(p.entries)
     prep = prepare_compaction(p.entries)
     assert prep.tokens_before == sum(estimate_tokens(m) for m in messages) < 6000
@@ -1091,7 +1215,7 @@ def test_the_agent_orders_usage_by_entry_after_its_compaction(make_agent):  # is
     agent.compact()
     stale = agent.state.messages[-1]
     stale.usage = Usage(150000, 10, 0, 0, 150010)  # a kept message
-    stale.timestamp = now = 10 ** 14  # ... stamped after the compaction by a skewed clock
+    stale.timestamp = now = 10**14  # ... stamped after the compaction by a skewed clock
     assert agent.compactor.context_tokens() < 150000
     skewed = A("fresh", total=4321, timestamp=1)  # a new message stamped before it
     agent.state.messages.append(skewed)

@@ -30,7 +30,9 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = sorted(p.stem for p in DOCS.glob("*.rst"))
 SKIP = re.compile(r"^\.\. skip: next\b")
 # Words that point at material only the developers have (design notes, spec sections).
-INTERNAL = re.compile(r"§|\bDESIGN\b|\bspec\b|reference design")
+# internal design notes: "§", DESIGN, "spec agent-loop ...", "(spec: ...)", "spec/..."; not the
+# word "spec" itself, which the API uses (AgentSpec, a task's spec)
+INTERNAL = re.compile(r"§|\bDESIGN\b|\(spec\b|\bspec (?:section|agent-loop|session|providers)\b|\bspec/|reference design")
 
 # page -> the optional package its examples need (from an extra); without it the page skips
 REQUIRES = {"jupyter": "IPython"}

@@ -62,8 +62,9 @@ def test_html_escapes_every_piece_of_message_text():
 
 def test_html_shows_roles_errors_and_images():
     image = ImageContent(data="aGVsbG8=", mime_type="image/png")
-    html = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="read",
-                                             content=[TextContent("Read image file"), image]))
+    html = message_to_html(
+        ToolResultMessage(tool_call_id="1", tool_name="read", content=[TextContent("Read image file"), image])
+    )
     assert '<img src="data:image/png;base64,aGVsbG8="' in html and "Tool result: read" in html
     failed = message_to_html(_assistant(TextContent("partial"), stop_reason="error", error_message="boom"))
     assert "Error (error):</b> boom" in failed
@@ -71,8 +72,9 @@ def test_html_shows_roles_errors_and_images():
 
 def test_long_tool_output_is_collapsed_in_html():
     short = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="bash", content=[TextContent("ok")]))
-    long = message_to_html(ToolResultMessage(tool_call_id="1", tool_name="bash",
-                                             content=[TextContent("\n".join(map(str, range(50))))]))
+    long = message_to_html(
+        ToolResultMessage(tool_call_id="1", tool_name="bash", content=[TextContent("\n".join(map(str, range(50))))])
+    )
     assert "<details>" not in short and "<details><summary>50 lines</summary>" in long
 
 
@@ -87,8 +89,9 @@ def test_markdown_tool_calls_and_results_use_fences_that_cannot_be_closed_early(
     message = _assistant(ToolCall(id="1", name="bash", arguments={"command": "echo ```"}))
     md = message_to_markdown(message)
     assert "**→ bash**" in md and "````json\n" in md
-    result = message_to_markdown(ToolResultMessage(tool_call_id="1", tool_name="bash",
-                                                   content=[TextContent(f"```\n{EVIL}")], is_error=True))
+    result = message_to_markdown(
+        ToolResultMessage(tool_call_id="1", tool_name="bash", content=[TextContent(f"```\n{EVIL}")], is_error=True)
+    )
     assert result.startswith("**Tool result: bash (error)**") and "````\n```\n" in result
 
 
@@ -120,13 +123,14 @@ def test_markdown_of_an_image_cannot_inject_html():
     from agentcore.jupyter import message_to_markdown
     from agentcore.types import ImageContent, ToolResultMessage
 
-    evil = ImageContent("AAAA) <img src=x onerror=alert(1)> (", 'image/png)<img src=x onerror=alert(2)>')
+    evil = ImageContent("AAAA) <img src=x onerror=alert(1)> (", "image/png)<img src=x onerror=alert(2)>")
     message = ToolResultMessage(tool_call_id="t1", tool_name="read", content=[evil], is_error=False, timestamp=1)
     markdown = message_to_markdown(message)
     assert "<img" not in markdown and "<" not in markdown.split("![image]", 1)[1]
     good = ImageContent("iVBORw0KGgo=", "image/png")
     assert "![image](data:image/png;base64,iVBORw0KGgo=)" in message_to_markdown(
-        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1))
+        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[good], is_error=False, timestamp=1)
+    )
 
 
 # --------------------------------------------------------------------------- display_run
@@ -297,8 +301,13 @@ def test_json_blocks_survive_values_json_cannot_hold():  # issue 10 item 2 (clas
 
 
 def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 13
-    guarded = AgentTool("rm", "delete", {"type": "object", "properties": {"path": {"type": "string"}}},
-                        lambda *a: AgentToolResult(content=[TextContent("gone")]), requires_approval=True)
+    guarded = AgentTool(
+        "rm",
+        "delete",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda *a: AgentToolResult(content=[TextContent("gone")]),
+        requires_approval=True,
+    )
     model = ScriptedModel([tool_call("rm", {"path": "<b>x</b>"}, id="c1"), say("ok")])
     agent = Agent(model.model, tools=[guarded], stream_fn=model.stream_fn)
     fake = FakeDisplay()

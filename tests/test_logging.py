@@ -25,14 +25,30 @@ SECRETS = (KEY, HEADER_SECRET)
 
 
 def _chunk(delta=None, finish=None):
-    return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
 
 
 def _calls(*calls):
-    deltas = [_chunk({"tool_calls": [{"index": i, "id": cid, "type": "function",
-                                       "function": {"name": name, "arguments": json.dumps(args)}}]})
-              for i, (cid, name, args) in enumerate(calls)]
+    deltas = [
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": cid,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                ]
+            }
+        )
+        for i, (cid, name, args) in enumerate(calls)
+    ]
     return sse(*deltas, _chunk(finish="tool_calls"), done=True)
 
 
@@ -92,17 +108,31 @@ def test_run_with_retries_and_tool_outcomes_logs_without_secrets(caplog, no_back
     caplog.set_level(logging.DEBUG, logger="agentcore")
     with ScriptedServer() as server:
         server.enqueue(
-            Reply(status=429, headers={"retry-after-ms": "1", "x-request-id": "req-1"},
-                  body='{"error":{"message":"slow down ' + KEY + '"}}'),
-            Reply(body=_calls(("c1", "add", {"a": 1, "b": 2}), ("c2", "boom", {"why": "x"}),
-                              ("c3", "guarded", {"x": "y"}), ("c4", "add", {"a": "one"}),
-                              ("c5", "missing", {})), headers={"x-request-id": "req-2"}),
+            Reply(
+                status=429,
+                headers={"retry-after-ms": "1", "x-request-id": "req-1"},
+                body='{"error":{"message":"slow down ' + KEY + '"}}',
+            ),
+            Reply(
+                body=_calls(
+                    ("c1", "add", {"a": 1, "b": 2}),
+                    ("c2", "boom", {"why": "x"}),
+                    ("c3", "guarded", {"x": "y"}),
+                    ("c4", "add", {"a": "one"}),
+                    ("c5", "missing", {}),
+                ),
+                headers={"x-request-id": "req-2"},
+            ),
             Reply(status=500, body=""),
             Reply(body=_text("done"), headers={"request-id": "req-4"}),
         )
-        agent = Agent(_model(server), tools=[add, boom, guarded], api_key=KEY,
-                      headers={"X-Api-Key": HEADER_SECRET},
-                      before_tool_call=lambda ctx, signal: {"block": True} if ctx.tool_call.name == "guarded" else None)
+        agent = Agent(
+            _model(server),
+            tools=[add, boom, guarded],
+            api_key=KEY,
+            headers={"X-Api-Key": HEADER_SECRET},
+            before_tool_call=lambda ctx, signal: {"block": True} if ctx.tool_call.name == "guarded" else None,
+        )
         agent.prompt("go")
         assert agent.state.messages[-1].text == "done"
         sent = server.requests[0].headers
@@ -133,8 +163,13 @@ def test_connection_error_retry_and_give_up_are_logged_redacted(caplog, no_backo
     caplog.set_level(logging.DEBUG, logger="agentcore")
     with ScriptedServer() as server:
         model = _model(server)  # the server is closed: connections are refused
-    result = complete(model, AgentContext("", [UserMessage("hi")]), api_key=KEY, max_retries=1,
-                      headers={"Authorization": "Bearer " + HEADER_SECRET})
+    result = complete(
+        model,
+        AgentContext("", [UserMessage("hi")]),
+        api_key=KEY,
+        max_retries=1,
+        headers={"Authorization": "Bearer " + HEADER_SECRET},
+    )
     assert result.stop_reason == "error"
     _assert_no_secret(caplog.records)
     lines = _messages(caplog, "agentcore.providers.http")
@@ -147,8 +182,7 @@ def test_retry_after_above_the_cap_is_a_warning(caplog):
     caplog.set_level(logging.DEBUG, logger="agentcore")
     with ScriptedServer() as server:
         server.enqueue(Reply(status=429, headers={"retry-after": "120"}, body=""))
-        result = complete(_model(server), AgentContext("", [UserMessage("hi")]), api_key=KEY,
-                          max_retry_delay_ms=5000)
+        result = complete(_model(server), AgentContext("", [UserMessage("hi")]), api_key=KEY, max_retry_delay_ms=5000)
     assert result.error_message.startswith("Server requested 120s retry delay")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and warnings[0].name == "agentcore.providers.http"

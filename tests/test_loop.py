@@ -48,13 +48,22 @@ def types(events) -> List[str]:
 
 def test_basic_prompt_events(user, asst, mock_llm, mock_model):  # agent-loop §5 scenario 1
     llm = mock_llm([asst("Hi there!")])
-    stream = agent_loop([user("Hello")], AgentContext("You are helpful.", [], []),
-                        AgentLoopConfig(mock_model), stream_fn=llm.stream_fn)
+    stream = agent_loop(
+        [user("Hello")], AgentContext("You are helpful.", [], []), AgentLoopConfig(mock_model), stream_fn=llm.stream_fn
+    )
     events = collect(stream)
     result = stream.result()
     assert [m.role for m in result] == ["user", "assistant"]
-    assert types(events) == ["agent_start", "turn_start", "message_start", "message_end",
-                             "message_start", "message_end", "turn_end", "agent_end"]
+    assert types(events) == [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
     assert events[-1].messages == result
 
 
@@ -73,7 +82,10 @@ def test_unknown_stream_events_are_forwarded(user, mock_model, asst):  # agent-l
     stream = agent_loop([user("Hi")], AgentContext(), AgentLoopConfig(mock_model), stream_fn=stream_fn)
     updates = [e for e in stream if e.type == "message_update"]
     assert [u.assistant_message_event.type for u in updates] == [
-        "final_answer_start", "final_answer_delta", "final_answer_end"]
+        "final_answer_start",
+        "final_answer_delta",
+        "final_answer_end",
+    ]
     assert stream.result()[-1].text == "Done"
 
 
@@ -87,8 +99,12 @@ def test_custom_message_filtered_by_convert_to_llm(user, asst, mock_llm, mock_mo
         return out
 
     notification = {"role": "notification", "text": "ping"}
-    stream = agent_loop([user("Hello")], AgentContext("", [notification], []),
-                        AgentLoopConfig(mock_model, convert_to_llm=convert), stream_fn=llm.stream_fn)
+    stream = agent_loop(
+        [user("Hello")],
+        AgentContext("", [notification], []),
+        AgentLoopConfig(mock_model, convert_to_llm=convert),
+        stream_fn=llm.stream_fn,
+    )
     stream.result()
     assert len(converted[0]) == 1 and converted[0][0].role == "user"
     assert [m.role for m in llm.contexts[0].messages] == ["user"]
@@ -107,9 +123,12 @@ def test_transform_context_runs_before_convert(user, asst, mock_llm, mock_model)
         return list(messages)
 
     old = [user("a"), asst("b"), user("c"), asst("d")]
-    stream = agent_loop([user("new message")], AgentContext("", old, []),
-                        AgentLoopConfig(mock_model, convert_to_llm=convert, transform_context=transform),
-                        stream_fn=llm.stream_fn)
+    stream = agent_loop(
+        [user("new message")],
+        AgentContext("", old, []),
+        AgentLoopConfig(mock_model, convert_to_llm=convert, transform_context=transform),
+        stream_fn=llm.stream_fn,
+    )
     stream.result()
     assert seen == {"transform_in": 5, "convert_in": 2}
     assert len(llm.contexts[0].messages) == 2
@@ -117,14 +136,29 @@ def test_transform_context_runs_before_convert(user, asst, mock_llm, mock_model)
 
 def test_tool_call_round_trip(user, asst, echo, mock_llm, mock_model, tool_call_block):  # §5 scenario 5
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse"), asst("done")])
-    stream = agent_loop([user("echo")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model),
-                        stream_fn=llm.stream_fn)
+    stream = agent_loop(
+        [user("echo")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), stream_fn=llm.stream_fn
+    )
     events = collect(stream)
     assert echo.executed == ["hello"]
     assert types(events) == [
-        "agent_start", "turn_start", "message_start", "message_end", "message_start", "message_end",
-        "tool_execution_start", "tool_execution_end", "message_start", "message_end", "turn_end",
-        "turn_start", "message_start", "message_end", "turn_end", "agent_end"]
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
     end = [e for e in events if e.type == "tool_execution_end"][0]
     assert end.is_error is False
     assert end.result.content[0].text == "echoed: hello"
@@ -133,11 +167,13 @@ def test_tool_call_round_trip(user, asst, echo, mock_llm, mock_model, tool_call_
     assert result[2].tool_call_id == "tool-1" and result[2].details == {"value": "hello"}
 
 
-def test_length_truncated_tool_calls_are_not_executed(user, asst, echo, mock_llm, mock_model,
-                                                      tool_call_block):  # §5 scenario 6
+def test_length_truncated_tool_calls_are_not_executed(
+    user, asst, echo, mock_llm, mock_model, tool_call_block
+):  # §5 scenario 6
     llm = mock_llm([asst([tool_call_block("hel", "tool-1")], "length"), asst("done")])
-    stream = agent_loop([user("echo")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model),
-                        stream_fn=llm.stream_fn)
+    stream = agent_loop(
+        [user("echo")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), stream_fn=llm.stream_fn
+    )
     events = collect(stream)
     assert echo.executed == []
     first_end = [e for e in events if e.type == "tool_execution_end"][0]
@@ -147,23 +183,39 @@ def test_length_truncated_tool_calls_are_not_executed(user, asst, echo, mock_llm
     assert stream.result()[-1].role == "assistant"
 
 
-def test_before_tool_call_mutation_is_not_revalidated(user, asst, echo, mock_llm, mock_model,
-                                                      tool_call_block):  # §5 scenario 7
+def test_before_tool_call_mutation_is_not_revalidated(
+    user, asst, echo, mock_llm, mock_model, tool_call_block
+):  # §5 scenario 7
     def before(ctx, signal):
         ctx.args["value"] = 123
 
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse"), asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, before_tool_call=before), lambda e: None,
-                   stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, before_tool_call=before),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     assert echo.executed == [123]
 
 
 def test_prepare_arguments_shim_runs_before_validation(user, asst, mock_llm, mock_model):  # §5 scenario 8
     executed = []
-    schema = {"type": "object", "required": ["edits"], "properties": {"edits": {"type": "array", "items": {
-        "type": "object", "required": ["oldText", "newText"],
-        "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}}}}}}
+    schema = {
+        "type": "object",
+        "required": ["edits"],
+        "properties": {
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["oldText", "newText"],
+                    "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+                },
+            }
+        },
+    }
 
     def prepare(raw):
         if "oldText" in raw:
@@ -177,8 +229,9 @@ def test_prepare_arguments_shim_runs_before_validation(user, asst, mock_llm, moc
     edit = AgentTool("edit", "edit", schema, execute, prepare_arguments=prepare)
     raw = {"oldText": "before", "newText": "after"}
     llm = mock_llm([asst([ToolCall("tool-1", "edit", raw)], "toolUse"), asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [edit]), AgentLoopConfig(mock_model),
-                   lambda e: None, stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")], AgentContext("", [], [edit]), AgentLoopConfig(mock_model), lambda e: None, stream_fn=llm.stream_fn
+    )
     assert executed == [[{"oldText": "before", "newText": "after"}]]
     assert raw == {"oldText": "before", "newText": "after"}  # the original block is unchanged
 
@@ -199,8 +252,9 @@ def _parallel_probe(make_echo, execution_mode=None):
     return make_echo(execution_mode=execution_mode, before=before), state, release
 
 
-def test_parallel_batch_end_events_in_completion_order(user, asst, make_echo, mock_llm, mock_model,
-                                                        tool_call_block, recorder):  # §5 scenario 9
+def test_parallel_batch_end_events_in_completion_order(
+    user, asst, make_echo, mock_llm, mock_model, tool_call_block, recorder
+):  # §5 scenario 9
     echo, state, release = _parallel_probe(make_echo)
 
     def emit(event):
@@ -208,10 +262,16 @@ def test_parallel_batch_end_events_in_completion_order(user, asst, make_echo, mo
         if event.type == "tool_execution_end" and event.tool_call_id == "tool-2":
             release.set()  # "first" finishes only after "second" has ended
 
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, tool_execution="parallel"), emit, stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, tool_execution="parallel"),
+        emit,
+        stream_fn=llm.stream_fn,
+    )
     assert state["parallel"] is True
     assert [e.tool_call_id for e in recorder.of("tool_execution_end")] == ["tool-2", "tool-1"]
     result_ends = [e.message.tool_call_id for e in recorder.of("message_end") if e.message.role == "toolResult"]
@@ -219,14 +279,24 @@ def test_parallel_batch_end_events_in_completion_order(user, asst, make_echo, mo
     turn_end = recorder.of("turn_end")[0]
     assert [r.tool_call_id for r in turn_end.tool_results] == ["tool-1", "tool-2"]
     # all starts before any execution end; result messages after every end
-    kinds = [e.type for e in recorder.events if e.type.startswith("tool_execution") or
-             (e.type == "message_start" and e.message.role == "toolResult")]
-    assert kinds == ["tool_execution_start", "tool_execution_start", "tool_execution_end",
-                     "tool_execution_end", "message_start", "message_start"]
+    kinds = [
+        e.type
+        for e in recorder.events
+        if e.type.startswith("tool_execution") or (e.type == "message_start" and e.message.role == "toolResult")
+    ]
+    assert kinds == [
+        "tool_execution_start",
+        "tool_execution_start",
+        "tool_execution_end",
+        "tool_execution_end",
+        "message_start",
+        "message_start",
+    ]
 
 
-def test_steering_waits_for_the_whole_batch(user, asst, echo, mock_llm, mock_model, tool_call_block,
-                                            recorder):  # §5 scenario 10
+def test_steering_waits_for_the_whole_batch(
+    user, asst, echo, mock_llm, mock_model, tool_call_block, recorder
+):  # §5 scenario 10
     delivered = []
 
     def steering():
@@ -235,11 +305,16 @@ def test_steering_waits_for_the_whole_batch(user, asst, echo, mock_llm, mock_mod
             return [user("interrupt")]
         return []
 
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, tool_execution="sequential", get_steering_messages=steering),
-                   recorder, stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, tool_execution="sequential", get_steering_messages=steering),
+        recorder,
+        stream_fn=llm.stream_fn,
+    )
     assert echo.executed == ["first", "second"]
     ends = recorder.of("tool_execution_end")
     assert len(ends) == 2 and not any(e.is_error for e in ends)
@@ -254,17 +329,22 @@ def test_steering_waits_for_the_whole_batch(user, asst, echo, mock_llm, mock_mod
     assert any(getattr(m, "content", None) == "interrupt" for m in llm.contexts[1].messages)
 
 
-def test_per_tool_sequential_override(user, asst, make_echo, mock_llm, mock_model, tool_call_block,
-                                      recorder):  # §5 scenario 11
+def test_per_tool_sequential_override(
+    user, asst, make_echo, mock_llm, mock_model, tool_call_block, recorder
+):  # §5 scenario 11
     echo, state, release = _parallel_probe(make_echo, execution_mode="sequential")
     threading.Timer(0.02, release.set).start()
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), recorder,
-                   stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    run_agent_loop(
+        [user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), recorder, stream_fn=llm.stream_fn
+    )
     assert state["parallel"] is False
-    assert [e.message.tool_call_id for e in recorder.of("message_end")
-            if e.message.role == "toolResult"] == ["tool-1", "tool-2"]
+    assert [e.message.tool_call_id for e in recorder.of("message_end") if e.message.role == "toolResult"] == [
+        "tool-1",
+        "tool-2",
+    ]
 
 
 def test_one_sequential_tool_forces_the_batch(user, asst, mock_llm, mock_model):  # §5 scenario 12
@@ -281,27 +361,30 @@ def test_one_sequential_tool_forces_the_batch(user, asst, mock_llm, mock_model):
         return AgentToolResult([TextContent("ok")])
 
     schema = {"type": "object", "properties": {"value": {"type": "string"}}}
-    tools = [AgentTool("slow", "", schema, slow, execution_mode="sequential"),
-             AgentTool("fast", "", schema, fast)]
+    tools = [AgentTool("slow", "", schema, slow, execution_mode="sequential"), AgentTool("fast", "", schema, fast)]
     calls = [ToolCall("t1", "slow", {"value": "a"}), ToolCall("t2", "fast", {"value": "b"})]
     llm = mock_llm([asst(calls, "toolUse"), asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], tools), AgentLoopConfig(mock_model), lambda e: None,
-                   stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")], AgentContext("", [], tools), AgentLoopConfig(mock_model), lambda e: None, stream_fn=llm.stream_fn
+    )
     assert order == ["slow:a", "fast:b"]
 
 
-def test_tools_marked_parallel_run_in_parallel(user, asst, make_echo, mock_llm, mock_model,
-                                               tool_call_block):  # §5 scenario 13
+def test_tools_marked_parallel_run_in_parallel(
+    user, asst, make_echo, mock_llm, mock_model, tool_call_block
+):  # §5 scenario 13
     echo, state, release = _parallel_probe(make_echo, execution_mode="parallel")
 
     def emit(event):
         if event.type == "tool_execution_end" and event.tool_call_id == "tool-2":
             release.set()
 
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), emit,
-                   stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    run_agent_loop(
+        [user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), emit, stream_fn=llm.stream_fn
+    )
     assert state["parallel"] is True
 
 
@@ -309,11 +392,16 @@ def test_config_sequential_beats_tool_parallel(user, asst, make_echo, mock_llm, 
     # agent-loop §2.6: a tool's "parallel" never forces parallelism when the config says sequential
     echo, state, release = _parallel_probe(make_echo, execution_mode="parallel")
     threading.Timer(0.02, release.set).start()
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, tool_execution="sequential"), lambda e: None,
-                   stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, tool_execution="sequential"),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     assert state["parallel"] is False
 
 
@@ -328,9 +416,13 @@ def test_prepare_next_turn_swaps_context(user, asst, echo, mock_llm, mock_model,
         return AgentLoopTurnUpdate(context=AgentContext("second prompt", ctx.context.messages, ctx.context.tools))
 
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse"), asst("done")])
-    run_agent_loop([user("x")], AgentContext("first prompt", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, prepare_next_turn=prepare), lambda e: None,
-                   stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")],
+        AgentContext("first prompt", [], [echo.tool]),
+        AgentLoopConfig(mock_model, prepare_next_turn=prepare),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     assert llm.calls == 2
     assert llm.contexts[0].system_prompt == "first prompt"
     assert llm.contexts[1].system_prompt == "second prompt"
@@ -339,19 +431,21 @@ def test_prepare_next_turn_swaps_context(user, asst, echo, mock_llm, mock_model,
 def test_prepare_next_turn_model_and_thinking_level(user, asst, echo, mock_llm, mock_model, tool_call_block):
     # agent-loop §2.3 step 8: model and thinking level swap for the next request; "off" clears
     from agentcore.types import Model
+
     other = Model(id="other", api="openai-responses", provider="openai")
-    updates = [AgentLoopTurnUpdate(model=other, thinking_level="high"),
-               AgentLoopTurnUpdate(thinking_level="off")]
+    updates = [AgentLoopTurnUpdate(model=other, thinking_level="high"), AgentLoopTurnUpdate(thinking_level="off")]
     models = []
 
     def stream_fn(model, context, **options):
         models.append((model.id, options.get("reasoning")))
         return llm.stream_fn(model, context, **options)
 
-    llm = mock_llm([asst([tool_call_block("a", "t1")], "toolUse"), asst([tool_call_block("b", "t2")], "toolUse"),
-                    asst("done")])
-    config = AgentLoopConfig(mock_model, reasoning="low",
-                             prepare_next_turn=lambda ctx: updates.pop(0) if updates else None)
+    llm = mock_llm(
+        [asst([tool_call_block("a", "t1")], "toolUse"), asst([tool_call_block("b", "t2")], "toolUse"), asst("done")]
+    )
+    config = AgentLoopConfig(
+        mock_model, reasoning="low", prepare_next_turn=lambda ctx: updates.pop(0) if updates else None
+    )
     run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), config, lambda e: None, stream_fn=stream_fn)
     assert models == [("mock", "low"), ("other", "high"), ("other", None)]
     assert config.model is mock_model and config.reasoning == "low"  # the caller's config is untouched
@@ -376,25 +470,46 @@ def test_should_stop_after_turn(user, asst, echo, mock_llm, mock_model, tool_cal
         return True
 
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse"), asst("never")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                            AgentLoopConfig(mock_model, get_steering_messages=steering,
-                                            get_follow_up_messages=follow, should_stop_after_turn=should_stop),
-                            recorder, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(
+            mock_model,
+            get_steering_messages=steering,
+            get_follow_up_messages=follow,
+            should_stop_after_turn=should_stop,
+        ),
+        recorder,
+        stream_fn=llm.stream_fn,
+    )
     assert llm.calls == 1 and echo.executed == ["hello"]
     assert polls == {"steering": 1, "follow": 0}
     assert hook_seen == {"ids": ["tool-1"], "roles": ["user", "assistant", "toolResult"]}
     assert [m.role for m in result] == ["user", "assistant", "toolResult"]
-    assert recorder.types == ["agent_start", "turn_start", "message_start", "message_end", "message_start",
-                              "message_end", "tool_execution_start", "tool_execution_end", "message_start",
-                              "message_end", "turn_end", "agent_end"]
+    assert recorder.types == [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
 
 
-def test_terminate_on_every_result_stops(user, asst, make_echo, mock_llm, mock_model, tool_call_block,
-                                         recorder):  # §5 scenario 16
+def test_terminate_on_every_result_stops(
+    user, asst, make_echo, mock_llm, mock_model, tool_call_block, recorder
+):  # §5 scenario 16
     echo = make_echo(terminate=lambda value: True)
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model),
-                            recorder, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model), recorder, stream_fn=llm.stream_fn
+    )
     assert llm.calls == 1
     assert [m.role for m in result] == ["user", "assistant", "toolResult"]
     assert len(recorder.of("turn_end")) == 1
@@ -403,10 +518,16 @@ def test_terminate_on_every_result_stops(user, asst, make_echo, mock_llm, mock_m
 def test_mixed_terminate_continues(user, asst, make_echo, mock_llm, mock_model, tool_call_block):
     # agent-loop §5 scenario 17
     echo = make_echo(terminate=lambda value: True if value == "first" else None)
-    llm = mock_llm([asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"),
-                    asst("done")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(mock_model),
-                            lambda e: None, stream_fn=llm.stream_fn)
+    llm = mock_llm(
+        [asst([tool_call_block("first", "tool-1"), tool_call_block("second", "tool-2")], "toolUse"), asst("done")]
+    )
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     assert llm.calls == 2
     assert [m.role for m in result] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
 
@@ -414,9 +535,13 @@ def test_mixed_terminate_continues(user, asst, make_echo, mock_llm, mock_model, 
 def test_after_tool_call_sets_terminate(user, asst, echo, mock_llm, mock_model, tool_call_block):
     # agent-loop §5 scenario 18
     llm = mock_llm([asst([tool_call_block("hello", "tool-1")], "toolUse")])
-    run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                   AgentLoopConfig(mock_model, after_tool_call=lambda ctx, signal: AfterToolCallResult(terminate=True)),
-                   lambda e: None, stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, after_tool_call=lambda ctx, signal: AfterToolCallResult(terminate=True)),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     assert llm.calls == 1
 
 
@@ -449,19 +574,29 @@ def test_continue_with_custom_last_message(asst, mock_llm, mock_model):  # §5 s
         return out
 
     llm = mock_llm([asst("ok")])
-    stream = agent_loop_continue(AgentContext("", [{"role": "custom", "text": "Hook content"}], []),
-                                 AgentLoopConfig(mock_model, convert_to_llm=convert), stream_fn=llm.stream_fn)
+    stream = agent_loop_continue(
+        AgentContext("", [{"role": "custom", "text": "Hook content"}], []),
+        AgentLoopConfig(mock_model, convert_to_llm=convert),
+        stream_fn=llm.stream_fn,
+    )
     assert [m.role for m in stream.result()] == ["assistant"]
     assert llm.contexts[0].messages[0].content == "Hook content"
 
 
 def test_continue_with_assistant_tail_raises(user, asst, mock_llm, mock_model):  # §5 scenario 22
     with pytest.raises(ValueError, match="^Cannot continue from message role: assistant$"):
-        agent_loop_continue(AgentContext("", [user("a"), asst("b")], []), AgentLoopConfig(mock_model),
-                            stream_fn=mock_llm([asst("x")]).stream_fn)
+        agent_loop_continue(
+            AgentContext("", [user("a"), asst("b")], []),
+            AgentLoopConfig(mock_model),
+            stream_fn=mock_llm([asst("x")]).stream_fn,
+        )
     with pytest.raises(ValueError, match="assistant"):
-        run_agent_loop_continue(AgentContext("", [user("a"), asst("b")], []), AgentLoopConfig(mock_model),
-                                lambda e: None, stream_fn=mock_llm([asst("x")]).stream_fn)
+        run_agent_loop_continue(
+            AgentContext("", [user("a"), asst("b")], []),
+            AgentLoopConfig(mock_model),
+            lambda e: None,
+            stream_fn=mock_llm([asst("x")]).stream_fn,
+        )
 
 
 # --------------------------------------------------------------------------- preparation (§2.7)
@@ -469,43 +604,57 @@ def test_continue_with_assistant_tail_raises(user, asst, mock_llm, mock_model): 
 
 def _one_call_run(asst, mock_llm, mock_model, user, tools, calls, recorder, **config):
     llm = mock_llm([asst(calls, "toolUse"), asst("done")])
-    result = run_agent_loop([user("x")], AgentContext("", [], tools), AgentLoopConfig(mock_model, **config),
-                            recorder, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], tools),
+        AgentLoopConfig(mock_model, **config),
+        recorder,
+        stream_fn=llm.stream_fn,
+    )
     return result, llm
 
 
 def test_unknown_tool_is_an_immediate_error(user, asst, echo, mock_llm, mock_model, recorder):
     # agent-loop §2.7 step 1, §2.16
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool],
-                                [ToolCall("t1", "nope", {})], recorder)
+    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [ToolCall("t1", "nope", {})], recorder)
     assert result[2].is_error is True and result[2].text == "Tool nope not found"
     assert result[2].details == {}
     assert llm.calls == 2  # an error result does not stop the run
 
 
 def test_validation_error_message(user, asst, echo, mock_llm, mock_model, recorder):  # agent-loop §2.7b
-    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool],
-                              [ToolCall("t1", "echo", {})], recorder)
+    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [ToolCall("t1", "echo", {})], recorder)
     assert result[2].is_error is True
     assert result[2].text.splitlines()[0] == 'Validation failed for tool "echo":'
     assert echo.executed == []
 
 
-def test_blocked_call_default_reason_and_terminate(user, asst, echo, mock_llm, mock_model, recorder,
-                                                  tool_call_block):  # agent-loop §2.7c, §2.11
+def test_blocked_call_default_reason_and_terminate(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block
+):  # agent-loop §2.7c, §2.11
     def before(ctx, signal):
         return BeforeToolCallResult(block=True, terminate=True)
 
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
-                                recorder, before_tool_call=before)
+    result, llm = _one_call_run(
+        asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")], recorder, before_tool_call=before
+    )
     assert result[2].text == "Tool execution was blocked" and result[2].is_error
     assert echo.executed == [] and llm.calls == 1  # a blocked call with terminate=True ends the run
 
 
-def test_blocked_call_with_reason_and_dict_result(user, asst, echo, mock_llm, mock_model, recorder,
-                                                  tool_call_block):  # agent-loop §2.7c
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
-                                recorder, before_tool_call=lambda ctx, signal: {"block": True, "reason": "no"})
+def test_blocked_call_with_reason_and_dict_result(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block
+):  # agent-loop §2.7c
+    result, llm = _one_call_run(
+        asst,
+        mock_llm,
+        mock_model,
+        user,
+        [echo.tool],
+        [tool_call_block("a", "t1")],
+        recorder,
+        before_tool_call=lambda ctx, signal: {"block": True, "reason": "no"},
+    )
     assert result[2].text == "no" and llm.calls == 2  # terminate only when asked for
 
 
@@ -517,8 +666,9 @@ def test_before_tool_call_context(user, asst, echo, mock_llm, mock_model, record
         seen["clone"] = ctx.args is not ctx.tool_call.arguments and ctx.args == ctx.tool_call.arguments
         seen["last"] = ctx.context.messages[-1] is ctx.assistant_message
 
-    _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")], recorder,
-                  before_tool_call=before)
+    _one_call_run(
+        asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")], recorder, before_tool_call=before
+    )
     assert seen == {"clone": True, "last": True}
 
 
@@ -528,8 +678,16 @@ def test_hook_and_shim_exceptions_become_error_results(user, asst, mock_llm, moc
         raise KeyError("bad shape")
 
     shim_tool = AgentTool("shim", "", {"type": "object"}, lambda *a: AgentToolResult([]), prepare_arguments=boom)
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [shim_tool], [ToolCall("t1", "shim", {})],
-                                recorder, before_tool_call=lambda ctx, signal: 1 / 0)
+    result, llm = _one_call_run(
+        asst,
+        mock_llm,
+        mock_model,
+        user,
+        [shim_tool],
+        [ToolCall("t1", "shim", {})],
+        recorder,
+        before_tool_call=lambda ctx, signal: 1 / 0,
+    )
     assert result[2].is_error and result[2].text == "'bad shape'"
     assert llm.calls == 2
 
@@ -543,9 +701,14 @@ def test_abort_inside_before_tool_call(user, asst, echo, mock_llm, mock_model, r
         return None
 
     llm = mock_llm([asst([tool_call_block("a", "t1"), tool_call_block("b", "t2")], "toolUse"), asst("done")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]),
-                            AgentLoopConfig(mock_model, before_tool_call=before), recorder,
-                            signal=controller.signal, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, before_tool_call=before),
+        recorder,
+        signal=controller.signal,
+        stream_fn=llm.stream_fn,
+    )
     assert [e.tool_call_id for e in recorder.of("tool_execution_start")] == ["t1"]
     tool_results = [m for m in result if m.role == "toolResult"]
     assert [m.text for m in tool_results] == ["Operation aborted"]
@@ -565,8 +728,9 @@ def test_tool_exception_and_string_results(user, asst, mock_llm, mock_model, rec
         return "just text"
 
     tools = [AgentTool("failing", "", {"type": "object"}, failing), AgentTool("plain", "", {"type": "object"}, plain)]
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, tools,
-                                [ToolCall("t1", "failing", {}), ToolCall("t2", "plain", {})], recorder)
+    result, llm = _one_call_run(
+        asst, mock_llm, mock_model, user, tools, [ToolCall("t1", "failing", {}), ToolCall("t2", "plain", {})], recorder
+    )
     failed, ok = result[2], result[3]
     assert failed.is_error and failed.text == "disk full"
     assert not ok.is_error and ok.text == "just text"
@@ -581,8 +745,16 @@ def test_updates_are_emitted_between_start_and_end(user, asst, mock_llm, mock_mo
         return AgentToolResult([TextContent("done")])
 
     tool = AgentTool("progress", "", {"type": "object"}, progress)
-    _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("t1", "progress", {"n": 1})], recorder,
-                  tool_execution="sequential")
+    _one_call_run(
+        asst,
+        mock_llm,
+        mock_model,
+        user,
+        [tool],
+        [ToolCall("t1", "progress", {"n": 1})],
+        recorder,
+        tool_execution="sequential",
+    )
     kinds = [e.type for e in recorder.events if e.type.startswith("tool_execution")]
     assert kinds == ["tool_execution_start", "tool_execution_update", "tool_execution_update", "tool_execution_end"]
     update = recorder.of("tool_execution_update")[0]
@@ -601,8 +773,9 @@ def test_after_tool_call_merges_field_by_field(user, asst, mock_llm, mock_model,
         return AfterToolCallResult(content=[TextContent("rewritten")], details=None, is_error=True)
 
     tool = AgentTool("t", "", {"type": "object"}, execute)
-    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("c1", "t", {})], recorder,
-                              after_tool_call=after)
+    result, _ = _one_call_run(
+        asst, mock_llm, mock_model, user, [tool], [ToolCall("c1", "t", {})], recorder, after_tool_call=after
+    )
     message = result[2]
     assert seen == {"result": "raw", "is_error": False}
     assert message.text == "rewritten" and message.details == {"keep": 1} and message.is_error is True
@@ -610,13 +783,15 @@ def test_after_tool_call_merges_field_by_field(user, asst, mock_llm, mock_model,
     assert recorder.of("tool_execution_end")[0].result.content[0].text == "rewritten"
 
 
-def test_after_tool_call_exception_becomes_error(user, asst, echo, mock_llm, mock_model, recorder,
-                                                 tool_call_block):  # agent-loop §2.8
+def test_after_tool_call_exception_becomes_error(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block
+):  # agent-loop §2.8
     def after(ctx, signal):
         raise ValueError("hook failed")
 
-    result, llm = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")],
-                                recorder, after_tool_call=after)
+    result, llm = _one_call_run(
+        asst, mock_llm, mock_model, user, [echo.tool], [tool_call_block("a", "t1")], recorder, after_tool_call=after
+    )
     assert result[2].is_error and result[2].text == "hook failed" and llm.calls == 2
 
 
@@ -644,9 +819,14 @@ def test_sequential_abort_drops_remaining_calls(user, asst, mock_llm, mock_model
 
     tool = AgentTool("t", "", {"type": "object"}, execute)
     llm = mock_llm([asst([ToolCall("c1", "t", {}), ToolCall("c2", "t", {})], "toolUse"), asst("never")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [tool]),
-                            AgentLoopConfig(mock_model, tool_execution="sequential"), recorder,
-                            signal=controller.signal, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [tool]),
+        AgentLoopConfig(mock_model, tool_execution="sequential"),
+        recorder,
+        signal=controller.signal,
+        stream_fn=llm.stream_fn,
+    )
     assert ran == ["c1"] and llm.calls == 1
     assert [e.tool_call_id for e in recorder.of("tool_execution_start")] == ["c1"]
     assert [m.role for m in result] == ["user", "assistant", "toolResult", "assistant"]
@@ -665,8 +845,14 @@ def test_parallel_prepared_calls_still_run_after_abort(user, asst, mock_llm, moc
 
     tool = AgentTool("t", "", {"type": "object"}, execute)
     llm = mock_llm([asst([ToolCall("c1", "t", {}), ToolCall("c2", "t", {})], "toolUse"), asst("never")])
-    result = run_agent_loop([user("x")], AgentContext("", [], [tool]), AgentLoopConfig(mock_model), recorder,
-                            signal=controller.signal, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [tool]),
+        AgentLoopConfig(mock_model),
+        recorder,
+        signal=controller.signal,
+        stream_fn=llm.stream_fn,
+    )
     assert [m.text for m in result if m.role == "toolResult"] == ["c1 saw abort=True", "c2 saw abort=True"]
     assert llm.calls == 1
 
@@ -701,8 +887,13 @@ def _tool_results(agent: Agent) -> List[Any]:
 @pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
 def test_dict_block_verdict_is_honoured_with_other_plugins(plugins: List[Any]) -> None:
     scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
-    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn, plugins=plugins,
-                  before_tool_call=lambda ctx, signal: {"block": True, "reason": "not allowed"})
+    agent = Agent(
+        scripted.model,
+        tools=[echo],
+        stream_fn=scripted.stream_fn,
+        plugins=plugins,
+        before_tool_call=lambda ctx, signal: {"block": True, "reason": "not allowed"},
+    )
     agent.prompt("go")
     (result,) = _tool_results(agent)
     assert result.is_error is True
@@ -713,8 +904,13 @@ def test_dict_block_verdict_is_honoured_with_other_plugins(plugins: List[Any]) -
 @pytest.mark.parametrize("plugins", [[], [_PassiveToolHooks()]], ids=["alone", "with-plugin"])
 def test_dict_after_override_is_honoured_with_other_plugins(plugins: List[Any]) -> None:
     scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
-    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn, plugins=plugins,
-                  after_tool_call=lambda ctx, signal: {"is_error": True, "details": {"k": 1}})
+    agent = Agent(
+        scripted.model,
+        tools=[echo],
+        stream_fn=scripted.stream_fn,
+        plugins=plugins,
+        after_tool_call=lambda ctx, signal: {"is_error": True, "details": {"k": 1}},
+    )
     agent.prompt("go")
     (result,) = _tool_results(agent)
     assert result.is_error is True
@@ -730,10 +926,18 @@ def test_string_result_content_becomes_one_text_block() -> None:
     from agentcore.tools import AgentTool, AgentToolResult
     from agentcore.types import TextContent
 
-    raw = AgentTool("raw", "Returns a bare string as content.", {"type": "object", "properties": {}},
-                    lambda call_id, args, signal, on_update: AgentToolResult(content="hello"))
-    single = AgentTool("single", "Returns one block, not a list.", {"type": "object", "properties": {}},
-                       lambda call_id, args, signal, on_update: AgentToolResult(content=TextContent("one")))
+    raw = AgentTool(
+        "raw",
+        "Returns a bare string as content.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: AgentToolResult(content="hello"),
+    )
+    single = AgentTool(
+        "single",
+        "Returns one block, not a list.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: AgentToolResult(content=TextContent("one")),
+    )
     from agentcore.testing import call, response
 
     scripted = ScriptedModel([response(call("raw", {}), call("single", {})), text("ok")])
@@ -744,8 +948,12 @@ def test_string_result_content_becomes_one_text_block() -> None:
     assert [(b.type, b.text) for b in second.content] == [("text", "one")]
 
     scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
-    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
-                  after_tool_call=lambda ctx, signal: AfterToolCallResult(content="replaced"))
+    agent = Agent(
+        scripted.model,
+        tools=[echo],
+        stream_fn=scripted.stream_fn,
+        after_tool_call=lambda ctx, signal: AfterToolCallResult(content="replaced"),
+    )
     agent.prompt("go")
     (result,) = _tool_results(agent)
     assert [(b.type, b.text) for b in result.content] == [("text", "replaced")]
@@ -798,13 +1006,13 @@ def test_async_tool_hooks_are_awaited(plugins: List[Any]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scripted = ScriptedModel([tool_call("act", {"x": "a"}), text("ok")])
-        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, before_tool_call=gate,
-                      plugins=plugins)
+        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, before_tool_call=gate, plugins=plugins)
         agent.prompt("go")
         (blocked,) = _tool_results(agent)
         scripted = ScriptedModel([tool_call("act", {"x": "b"}), text("ok")])
-        agent = Agent(scripted.model, tools=[act], stream_fn=scripted.stream_fn, after_tool_call=rewrite,
-                      plugins=plugins)
+        agent = Agent(
+            scripted.model, tools=[act], stream_fn=scripted.stream_fn, after_tool_call=rewrite, plugins=plugins
+        )
         agent.prompt("go")
         (rewritten,) = _tool_results(agent)
     assert blocked.is_error and blocked.content[0].text == "denied"
@@ -826,8 +1034,13 @@ def test_async_turn_hooks_are_awaited() -> None:
         return None
 
     scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
-    agent = Agent(scripted.model, tools=[echo], stream_fn=scripted.stream_fn,
-                  should_stop_after_turn=never_stop, prepare_next_turn=prepare)
+    agent = Agent(
+        scripted.model,
+        tools=[echo],
+        stream_fn=scripted.stream_fn,
+        should_stop_after_turn=never_stop,
+        prepare_next_turn=prepare,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         agent.prompt("go")
@@ -940,8 +1153,13 @@ def test_blocking_core_on_the_main_thread_keeps_the_tool_off_it():  # DESIGN §2
 
     scripted = ScriptedModel([tool_call("ping", {}), text("done")])
     events: List[Any] = []
-    run_agent_loop([UserMessage("go")], AgentContext("", [], [ping]), AgentLoopConfig(scripted.model),
-                   events.append, stream_fn=scripted.stream_fn)
+    run_agent_loop(
+        [UserMessage("go")],
+        AgentContext("", [], [ping]),
+        AgentLoopConfig(scripted.model),
+        events.append,
+        stream_fn=scripted.stream_fn,
+    )
     assert where and where[0] != threading.get_ident()
     assert [e.type for e in events].count("tool_execution_end") == 1
 
@@ -955,9 +1173,17 @@ def test_event_order_with_initial_steering_and_follow_up(user, asst, mock_llm, m
     steering = [[steer]]
     follow_ups = [[follow]]
     llm = mock_llm([asst("one"), asst("two")])
-    result = run_agent_loop([user("prompt")], AgentContext(), AgentLoopConfig(
-        mock_model, get_steering_messages=lambda: steering.pop(0) if steering else [],
-        get_follow_up_messages=lambda: follow_ups.pop(0) if follow_ups else []), recorder, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("prompt")],
+        AgentContext(),
+        AgentLoopConfig(
+            mock_model,
+            get_steering_messages=lambda: steering.pop(0) if steering else [],
+            get_follow_up_messages=lambda: follow_ups.pop(0) if follow_ups else [],
+        ),
+        recorder,
+        stream_fn=llm.stream_fn,
+    )
     compact = []
     for e in recorder.events:
         if e.type in ("message_start", "message_end"):
@@ -965,20 +1191,41 @@ def test_event_order_with_initial_steering_and_follow_up(user, asst, mock_llm, m
             compact.append(f"{e.type[8:]}:{label}")
         else:
             compact.append(e.type)
-    assert compact == ["agent_start", "turn_start", "start:prompt", "end:prompt", "start:steer", "end:steer",
-                       "start:assistant", "end:assistant", "turn_end", "turn_start", "start:follow", "end:follow",
-                       "start:assistant", "end:assistant", "turn_end", "agent_end"]
+    assert compact == [
+        "agent_start",
+        "turn_start",
+        "start:prompt",
+        "end:prompt",
+        "start:steer",
+        "end:steer",
+        "start:assistant",
+        "end:assistant",
+        "turn_end",
+        "turn_start",
+        "start:follow",
+        "end:follow",
+        "start:assistant",
+        "end:assistant",
+        "turn_end",
+        "agent_end",
+    ]
     assert result[2] is follow or result[1] is steer
     assert [m.content for m in llm.contexts[0].messages] == ["prompt", "steer"]
 
 
-def test_error_response_ends_the_run_without_tools(user, asst, echo, mock_llm, mock_model, recorder,
-                                                   tool_call_block):  # agent-loop §2.5
+def test_error_response_ends_the_run_without_tools(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block
+):  # agent-loop §2.5
     failing = asst([tool_call_block("a", "t1")], "error", error_message="overloaded")
     polled = []
     llm = mock_llm([failing])
-    result = run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), AgentLoopConfig(
-        mock_model, get_follow_up_messages=lambda: polled.append(1) or []), recorder, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, get_follow_up_messages=lambda: polled.append(1) or []),
+        recorder,
+        stream_fn=llm.stream_fn,
+    )
     assert recorder.types[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
     assert echo.executed == [] and polled == [] and result[-1].error_message == "overloaded"
     assert recorder.of("turn_end")[0].tool_results == []
@@ -989,17 +1236,32 @@ def test_already_aborted_signal_makes_no_model_call(user, mock_llm, asst, mock_m
     controller = AbortController()
     controller.abort("stop now")
     llm = mock_llm([asst("x")])
-    result = run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model), recorder,
-                            signal=controller.signal, stream_fn=llm.stream_fn)
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext(),
+        AgentLoopConfig(mock_model),
+        recorder,
+        signal=controller.signal,
+        stream_fn=llm.stream_fn,
+    )
     assert llm.calls == 0
-    assert recorder.types == ["agent_start", "turn_start", "message_start", "message_end", "message_start",
-                              "message_end", "turn_end", "agent_end"]
+    assert recorder.types == [
+        "agent_start",
+        "turn_start",
+        "message_start",
+        "message_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
     assert result[-1].stop_reason == "aborted" and result[-1].error_message == "stop now"
 
 
 def test_stream_without_terminal_event_yields_an_error(user, mock_model, recorder):  # agent-loop §8.3
     def stream_fn(model, context, **options):
         from agentcore.types import AssistantMessage
+
         partial = AssistantMessage(content=[TextContent("par")])
         yield StartEvent(partial)
         yield TextDeltaEvent(0, "par", partial)
@@ -1034,9 +1296,15 @@ def test_message_updates_carry_copies(user, mock_model, recorder):  # agent-loop
 
 def test_stream_options_only_when_set(user, asst, mock_llm, mock_model):  # COMMON: stream-function contract
     llm = mock_llm([asst("a")])
-    run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(
-        mock_model, api_key="static", get_api_key=lambda provider: None, session_id="s1", temperature=0.0),
-        lambda e: None, stream_fn=llm.stream_fn)
+    run_agent_loop(
+        [user("x")],
+        AgentContext(),
+        AgentLoopConfig(
+            mock_model, api_key="static", get_api_key=lambda provider: None, session_id="s1", temperature=0.0
+        ),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
     options = llm.options[0]
     assert set(options) == {"signal", "api_key", "session_id", "temperature"}
     assert options["api_key"] == "static" and options["temperature"] == 0.0
@@ -1046,8 +1314,12 @@ def test_agent_loop_failure_reaches_the_consumer(user, asst, mock_llm, mock_mode
     def convert(messages):
         raise RuntimeError("converter broke")
 
-    stream = agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model, convert_to_llm=convert),
-                        stream_fn=mock_llm([asst("a")]).stream_fn)
+    stream = agent_loop(
+        [user("x")],
+        AgentContext(),
+        AgentLoopConfig(mock_model, convert_to_llm=convert),
+        stream_fn=mock_llm([asst("a")]).stream_fn,
+    )
     with pytest.raises(RuntimeError, match="converter broke"):
         list(stream)
     with pytest.raises(RuntimeError, match="converter broke"):
@@ -1082,8 +1354,9 @@ def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (c
 
     from agentcore.events import ToolExecutionEndEvent, event_to_dict
 
-    result = AgentToolResult(content=[TextContent("ok")],
-                             details={"nan": float("nan"), "raw": b"hi", "set": {1}, "obj": object()})
+    result = AgentToolResult(
+        content=[TextContent("ok")], details={"nan": float("nan"), "raw": b"hi", "set": {1}, "obj": object()}
+    )
     data = event_to_dict(ToolExecutionEndEvent("c1", "t", result, False))
     text = json.dumps(data, allow_nan=False)  # raised ValueError / TypeError before
     details = json.loads(text)["result"]["details"]

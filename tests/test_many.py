@@ -75,8 +75,15 @@ def assert_complete(session: Session, i: int) -> None:
 
 
 def test_spec_and_task_pickle_round_trip(server):
-    spec = AgentSpec(server.model(), "be brief", ("many_add", "_many_helpers:many_spin"), "low",
-                     StreamOptions(temperature=0.5, max_tokens=99), (PLUGIN,), get_api_key=helpers.api_key)
+    spec = AgentSpec(
+        server.model(),
+        "be brief",
+        ("many_add", "_many_helpers:many_spin"),
+        "low",
+        StreamOptions(temperature=0.5, max_tokens=99),
+        (PLUGIN,),
+        get_api_key=helpers.api_key,
+    )
     task = AgentTask(spec, "many_add {}", session="jsonl:///tmp/x.jsonl", id=("batch", 7))
     back = pickle.loads(pickle.dumps(task))
     assert back == task
@@ -92,13 +99,16 @@ def test_spec_build_resolves_names_in_this_process(spec):
     assert agent.model.base_url == spec.model.base_url
 
 
-@pytest.mark.parametrize("change, field", [
-    (dict(tools=(lambda a: a,)), "tools[0]"),
-    (dict(tools=("many_add", helpers.many_spin)), "tools[1]"),  # a @tool object: name it by path
-    (dict(options=StreamOptions(on_payload=lambda body: body)), "options.on_payload"),
-    (dict(options={"on_response": lambda *a: None}), "options.on_response"),
-    (dict(get_api_key=lambda provider: "k"), "get_api_key"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (dict(tools=(lambda a: a,)), "tools[0]"),
+        (dict(tools=("many_add", helpers.many_spin)), "tools[1]"),  # a @tool object: name it by path
+        (dict(options=StreamOptions(on_payload=lambda body: body)), "options.on_payload"),
+        (dict(options={"on_response": lambda *a: None}), "options.on_response"),
+        (dict(get_api_key=lambda provider: "k"), "get_api_key"),
+    ],
+)
 def test_a_spec_that_cannot_travel_is_refused_at_submission_naming_the_field(spec, server, change, field):
     bad = AgentSpec(**{**spec.__dict__, **change})
     before = server.requests
@@ -110,8 +120,13 @@ def test_a_spec_that_cannot_travel_is_refused_at_submission_naming_the_field(spe
 
 
 def test_spec_refuses_keys_plugin_objects_and_unknown_options(server):
-    keyed = Model(id="m", api="openai-completions", provider="p", base_url=server.base_url,
-                  headers={"Authorization": "Bearer sk-secret"})
+    keyed = Model(
+        id="m",
+        api="openai-completions",
+        provider="p",
+        base_url=server.base_url,
+        headers={"Authorization": "Bearer sk-secret"},
+    )
     with pytest.raises(SpecNotPortableError) as info:
         AgentSpec(keyed)
     assert info.value.field == "model.headers" and "sk-secret" not in str(info.value)
@@ -166,8 +181,12 @@ def test_thread_pool_runs_tasks_into_sqlite_sessions(spec, tmp_path):
 
 def test_a_failing_task_yields_its_error_and_the_others_go_on(spec, tmp_path):
     broken = AgentSpec("nobody/no-such-model")
-    tasks = [add_task(spec, 0), AgentTask(broken, "hi", id="broken"), add_task(spec, 2),
-             AgentTask(spec, "hi", session="ftp://host/x", id="bad-url")]
+    tasks = [
+        add_task(spec, 0),
+        AgentTask(broken, "hi", id="broken"),
+        add_task(spec, 2),
+        AgentTask(spec, "hi", session="ftp://host/x", id="bad-url"),
+    ]
     results = {r.task.id: r for r in run_many(tasks, progress=False)}
     assert results[0].ok and results[2].ok
     assert isinstance(results["broken"].error, KeyError) and "no-such-model" in str(results["broken"].error)
@@ -220,11 +239,13 @@ def test_rerun_after_a_failed_attempt_branches_back(spec, tmp_path):
 
 
 def describe(session: Session) -> str:
-    return "; ".join(f"{e.type}:{getattr(e, 'custom_type', '')}{getattr(e, 'data', '') or ''}"
-                     f"{getattr(getattr(e, 'message', None), 'role', '')}/"
-                     f"{getattr(getattr(e, 'message', None), 'stop_reason', '')}"
-                     f"{getattr(getattr(e, 'message', None), 'error_message', '') or ''}"
-                     for e in session.entries())
+    return "; ".join(
+        f"{e.type}:{getattr(e, 'custom_type', '')}{getattr(e, 'data', '') or ''}"
+        f"{getattr(getattr(e, 'message', None), 'role', '')}/"
+        f"{getattr(getattr(e, 'message', None), 'stop_reason', '')}"
+        f"{getattr(getattr(e, 'message', None), 'error_message', '') or ''}"
+        for e in session.entries()
+    )
 
 
 def helpers_user(text: str) -> Any:
@@ -319,14 +340,16 @@ def _wait_for_file(path: Path, timeout: float = 60.0) -> None:
 
 @pytest.fixture(scope="module")
 def dask_client():
-    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed "
-                                                            "(pip install agentcore[dask])")
+    distributed = pytest.importorskip(
+        "distributed", reason="dask[distributed] is not installed (pip install agentcore[dask])"
+    )
     paths = [str(ROOT), helpers.TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
     try:
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=4, processes=True,
-                                           dashboard_address=None, silence_logs=40)
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=4, processes=True, dashboard_address=None, silence_logs=40
+        )
         client = distributed.Client(cluster)
     finally:
         if old is None:
@@ -433,8 +456,9 @@ def test_progress_choices_and_the_terminal_line(monkeypatch):
     assert isinstance(make_reporter(True), _TerminalLine)
     out = io.StringIO()
     line = _TerminalLine(out)
-    snapshot = ManyProgress(total=200, done=37, failed=1, running=8, input_tokens=10_000,
-                            output_tokens=2_300, cost=0.0412, elapsed=9.2)
+    snapshot = ManyProgress(
+        total=200, done=37, failed=1, running=8, input_tokens=10_000, output_tokens=2_300, cost=0.0412, elapsed=9.2
+    )
     line(snapshot)
     line(ManyProgress(200, 199, 1, 0, 10_000, 2_300, 0.05, 20.0, finished=True))
     text = out.getvalue()

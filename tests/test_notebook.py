@@ -43,14 +43,14 @@ def word_count(text: str) -> str:
 agent = Agent(model, system_prompt="Use the tools when they help.", tools=[word_count])
 '''
 
-RUN = 'messages = display_run(agent, "How many words are in \'the quick brown fox\'?")'
+RUN = "messages = display_run(agent, \"How many words are in 'the quick brown fox'?\")"
 TRANSCRIPT = "Transcript(agent.messages)"
 INTERRUPTED = 'display_run(agent, "Tell me a very long story.")'
-STATE = '''\
+STATE = """\
 last = agent.messages[-1]
 print("streaming:", agent.state.is_streaming, "| pending tools:", len(agent.state.pending_tool_calls),
       "| last:", last.role, last.stop_reason, repr(last.content[0].text if last.content else ""))
-'''
+"""
 AGAIN = 'again = agent.display("Are you still there?")\nprint(again[-1].content[0].text)'
 
 
@@ -61,30 +61,38 @@ def _chunk(delta: Optional[Dict[str, Any]] = None, finish: Optional[str] = None)
 def _answer(text: str) -> Reply:
     words = text.split(" ")
     pieces = [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
-    return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True),
-                 chunk_size=17)
+    return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True), chunk_size=17)
 
 
 def _tool_call() -> Reply:
-    call = {"index": 0, "id": "call_wc", "function": {"name": "word_count",
-                                                       "arguments": json.dumps({"text": "the quick brown fox"})}}
+    call = {
+        "index": 0,
+        "id": "call_wc",
+        "function": {"name": "word_count", "arguments": json.dumps({"text": "the quick brown fox"})},
+    }
     return Reply(body=sse(_chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), done=True))
 
 
 def _stalled() -> Reply:
     head = sse(_chunk({"content": "Once upon a time"}))
-    return Reply(body=head + sse(_chunk({"content": " THE END"}), _chunk(finish="stop"), done=True),
-                 stall_after=len(head))
+    return Reply(
+        body=head + sse(_chunk({"content": " THE END"}), _chunk(finish="stop"), done=True), stall_after=len(head)
+    )
 
 
 def _notebook() -> Any:
-    cells = [nbformat.v4.new_markdown_cell("# agentcore in a notebook\nA tool-using agent, streamed live."),
-             nbformat.v4.new_code_cell(SETUP), nbformat.v4.new_code_cell(RUN),
-             nbformat.v4.new_code_cell(TRANSCRIPT),
-             nbformat.v4.new_code_cell(INTERRUPTED, metadata={"tags": ["interrupt"]}),
-             nbformat.v4.new_code_cell(STATE), nbformat.v4.new_code_cell(AGAIN)]
-    return nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": {
-        "name": "python3", "display_name": "Python 3", "language": "python"}})
+    cells = [
+        nbformat.v4.new_markdown_cell("# agentcore in a notebook\nA tool-using agent, streamed live."),
+        nbformat.v4.new_code_cell(SETUP),
+        nbformat.v4.new_code_cell(RUN),
+        nbformat.v4.new_code_cell(TRANSCRIPT),
+        nbformat.v4.new_code_cell(INTERRUPTED, metadata={"tags": ["interrupt"]}),
+        nbformat.v4.new_code_cell(STATE),
+        nbformat.v4.new_code_cell(AGAIN),
+    ]
+    return nbformat.v4.new_notebook(
+        cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
 
 
 def _timeout(cell: Any) -> int:
@@ -110,8 +118,13 @@ def executed(tmp_path_factory):
         mp.setenv("PYTHONPATH", str(REPO))
         notebook = _notebook()
         client = nbclient.NotebookClient(
-            notebook, timeout_func=_timeout, interrupt_on_timeout=True, allow_errors=True,
-            kernel_name="python3", resources={"metadata": {"path": str(work)}})
+            notebook,
+            timeout_func=_timeout,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(work)}},
+        )
         client.execute()
         stalled_reached = server.body_started.is_set()
         requests = [r.json() for r in server.requests]

@@ -116,8 +116,7 @@ def test_import_agentcore_survives_a_broken_plugin_in_a_fresh_process() -> None:
     env.pop(AUTOLOAD_ENV, None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["RuntimeError: agentcore_broken_fixture is broken on purpose",
-                                       "fixture_echo"]
+    assert out.stdout.splitlines() == ["RuntimeError: agentcore_broken_fixture is broken on purpose", "fixture_echo"]
     assert out.stderr.count("agentcore_broken_fixture is broken on purpose") == 1  # shown, once
 
 
@@ -248,9 +247,9 @@ def test_fetch_url_honours_the_html_meta_charset():
     web = pytest.importorskip("agentcore_web")
     pages = {
         "/meta": '<html><head><meta charset="iso-8859-1"><title>Caf\u00e9</title></head>'
-                 '<body><p>cr\u00e8me br\u00fbl\u00e9e</p></body></html>',
+        "<body><p>cr\u00e8me br\u00fbl\u00e9e</p></body></html>",
         "/equiv": '<html><head><meta http-equiv="Content-Type" content="text/html; charset=windows-1252">'
-                  '</head><body><p>na\u00efve \u2013 ok</p></body></html>',
+        "</head><body><p>na\u00efve \u2013 ok</p></body></html>",
     }
 
     class Handler(BaseHTTPRequestHandler):
@@ -542,9 +541,14 @@ def test_convert_to_llm_first_result_per_message_builtin_last() -> None:
 
     pm = create_plugin_manager([Notes(), HideSecrets()])
     user = UserMessage("hello")
-    out = AgentHooks(pm).convert_to_llm([
-        user, {"role": "note", "text": "n1"}, {"role": "note", "text": "n2", "secret": True},
-        {"role": "notification", "text": "dropped by the built-in converter"}])
+    out = AgentHooks(pm).convert_to_llm(
+        [
+            user,
+            {"role": "note", "text": "n1"},
+            {"role": "note", "text": "n2", "secret": True},
+            {"role": "notification", "text": "dropped by the built-in converter"},
+        ]
+    )
     assert out[0] is user
     assert [m.content for m in out[1:]] == ["note: n1"]
     assert pm.hook.convert_to_llm(message={"role": "note", "text": "x", "secret": True}) is DROP
@@ -564,7 +568,8 @@ def test_builtin_converter_stays_last_after_trylast_plugins_register() -> None:
     assert pm.hook.convert_to_llm(message={"role": "weird"}).content == "fallback"
     assert AgentHooks(pm).convert_to_llm([{"role": "weird"}])[0].content == "fallback"
     assert [i.plugin_name for i in pm.hook.convert_to_llm.get_hookimpls()].count(
-        "agentcore.default_converter") == 1  # never re-registered
+        "agentcore.default_converter"
+    ) == 1  # never re-registered
 
 
 def test_on_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pytest.LogCaptureFixture) -> None:
@@ -625,8 +630,7 @@ def test_summary_hooks_first_result_wins(hook_name: str) -> None:
             calls.append(label)
             return answer
 
-        setattr(Impl, hook_name, staticmethod(hookimpl(specname=hook_name)(
-            _with_spec_args(impl, hook_name))))
+        setattr(Impl, hook_name, staticmethod(hookimpl(specname=hook_name)(_with_spec_args(impl, hook_name))))
         return Impl()
 
     pm = _plain_manager(make("second", "from second"), make("first", None))
@@ -639,8 +643,7 @@ def _with_spec_args(fn: Any, hook_name: str) -> Any:
     """A function with exactly the hookspec's argument names, calling ``fn(**kwargs)``."""
     names = list(inspect.signature(getattr(hookspecs, hook_name)).parameters)
     namespace: dict = {"fn": fn}
-    exec(f"def impl({', '.join(names)}):\n    return fn({', '.join(f'{n}={n}' for n in names)})",
-         namespace)
+    exec(f"def impl({', '.join(names)}):\n    return fn({', '.join(f'{n}={n}' for n in names)})", namespace)
     return namespace["impl"]
 
 
@@ -676,8 +679,12 @@ def test_a_wrapper_on_before_tool_call_changes_what_the_agent_acts_on() -> None:
             return verdict if verdict is not None else BeforeToolCallResult(block=True, reason="deny by default")
 
     executed: List[Any] = []
-    tool = AgentTool("echo", "", {"type": "object", "properties": {}},
-                     lambda *a: executed.append(1) or AgentToolResult([TextContent("ran")]))
+    tool = AgentTool(
+        "echo",
+        "",
+        {"type": "object", "properties": {}},
+        lambda *a: executed.append(1) or AgentToolResult([TextContent("ran")]),
+    )
     scripted = ScriptedModel([ScriptedModel.tool_call("echo", {}, id="t1"), ScriptedModel.text("ok")])
     agent = Agent(scripted.model, tools=[tool], plugins=[Abstains(), DenyByDefault()])
     answer = agent.plugins.hook.before_tool_call(context=_Ctx(), signal=None)
@@ -779,11 +786,13 @@ def test_plugins_info_records_are_json_friendly() -> None:
 
 
 def test_a_broken_plugin_is_reported_once_per_process() -> None:  # issue 10 item 13
-    code = ("import agentcore\n"
-            "from agentcore.testing import ScriptedModel\n"
-            "s = ScriptedModel([ScriptedModel.text('ok')])\n"
-            "agentcore.Agent(s.model, tools=['ls']).prompt('x')\n"
-            "agentcore.get_tool('ls')\n")
+    code = (
+        "import agentcore\n"
+        "from agentcore.testing import ScriptedModel\n"
+        "s = ScriptedModel([ScriptedModel.text('ok')])\n"
+        "agentcore.Agent(s.model, tools=['ls']).prompt('x')\n"
+        "agentcore.get_tool('ls')\n"
+    )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(FIXTURE_DISTS), str(REPO)]))
     env.pop(AUTOLOAD_ENV, None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)

@@ -24,14 +24,36 @@ from agentcore.types import (
 )
 
 API = "anthropic-messages"
-HAIKU = Model(id="claude-haiku-4-5-20251001", api=API, provider="anthropic", base_url="https://api.anthropic.com",
-              reasoning=True, input=("text", "image"), cost=ModelCost(1, 5, 0.1, 1.25),
-              context_window=200000, max_tokens=64000)
-OPUS46 = Model(id="claude-opus-4-6", api=API, provider="anthropic", base_url="https://api.anthropic.com",
-               reasoning=True, input=("text", "image"), max_tokens=128000)
-TOOL = {"name": "fixed_version", "description": "Return a fixed test version string",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": False,
-                       "$defs": {"x": {"type": "string"}}}}
+HAIKU = Model(
+    id="claude-haiku-4-5-20251001",
+    api=API,
+    provider="anthropic",
+    base_url="https://api.anthropic.com",
+    reasoning=True,
+    input=("text", "image"),
+    cost=ModelCost(1, 5, 0.1, 1.25),
+    context_window=200000,
+    max_tokens=64000,
+)
+OPUS46 = Model(
+    id="claude-opus-4-6",
+    api=API,
+    provider="anthropic",
+    base_url="https://api.anthropic.com",
+    reasoning=True,
+    input=("text", "image"),
+    max_tokens=128000,
+)
+TOOL = {
+    "name": "fixed_version",
+    "description": "Return a fixed test version string",
+    "parameters": {
+        "type": "object",
+        "properties": {},
+        "additionalProperties": False,
+        "$defs": {"x": {"type": "string"}},
+    },
+}
 
 
 def _replay(name: str, turn: int = 0, model: Model = HAIKU):
@@ -41,8 +63,9 @@ def _replay(name: str, turn: int = 0, model: Model = HAIKU):
 
 
 def _assistant(content, stop="toolUse", model=HAIKU):
-    return AssistantMessage(content=content, api=model.api, provider=model.provider, model=model.id,
-                            usage=Usage(), stop_reason=stop)
+    return AssistantMessage(
+        content=content, api=model.api, provider=model.provider, model=model.id, usage=Usage(), stop_reason=stop
+    )
 
 
 # --------------------------------------------------------------------------- recorded streams
@@ -50,13 +73,18 @@ def _assistant(content, stop="toolUse", model=HAIKU):
 
 def test_thinking_stream_keeps_thinking_signature_and_text():  # spec §14 stream handling, §7 usage
     out, events = _replay("thinking-stream")
-    assert event_types(events) == (["thinking_start"] + ["thinking_delta"] * 6 + ["thinking_end",
-                                   "text_start", "text_delta", "text_delta", "text_end"])
+    assert event_types(events) == (
+        ["thinking_start"]
+        + ["thinking_delta"] * 6
+        + ["thinking_end", "text_start", "text_delta", "text_delta", "text_end"]
+    )
     thinking, text = out.content
     assert isinstance(thinking, ThinkingContent) and isinstance(text, TextContent)
     assert thinking.thinking.startswith("The user wants two names for a pet pelican")
     assert thinking.thinking.endswith("Let me give two brief, catchy names:")
-    assert thinking.thinking_signature.startswith("EuYDCmMIDBgCKkC05Zda4P") and thinking.thinking_signature.endswith("GAE=")
+    assert thinking.thinking_signature.startswith("EuYDCmMIDBgCKkC05Zda4P") and thinking.thinking_signature.endswith(
+        "GAE="
+    )
     assert text.text == ('1. **Pouch** - references their iconic bill pouch\n2. **Pelé** - playful take on "pelican"')
     assert out.stop_reason == "stop"
     u = out.usage
@@ -103,11 +131,14 @@ def test_next_turn_body_has_recorded_shape():  # issue 4: multi-turn request sha
     rec = load_recording(API, "thinking-then-tool-call-chain")
     first, _ = _replay("thinking-then-tool-call-chain")
     call = first.content[1]
-    context = AgentContext(messages=[
-        UserMessage(content=rec["interactions"][0]["request"]["body"]["messages"][0]["content"][0]["text"]),
-        first,
-        tool_result(call, "0.32a0"),
-    ], tools=[TOOL])
+    context = AgentContext(
+        messages=[
+            UserMessage(content=rec["interactions"][0]["request"]["body"]["messages"][0]["content"][0]["text"]),
+            first,
+            tool_result(call, "0.32a0"),
+        ],
+        tools=[TOOL],
+    )
     body = wire.build_request_body(HAIKU, context, reasoning="minimal", cache_retention="none")
     recorded = rec["interactions"][1]["request"]["body"]
     assert [m["role"] for m in body["messages"]] == [m["role"] for m in recorded["messages"]]
@@ -142,9 +173,15 @@ def test_body_basics_system_cache_and_temperature():  # spec §14 body, §18 cac
     body = wire.build_request_body(HAIKU, ctx, temperature=0.2, cache_retention="long")
     assert body["model"] == HAIKU.id and body["stream"] is True
     assert body["max_tokens"] == 32000  # min(model.max_tokens, 32000)
-    assert body["system"] == [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
-    assert body["messages"] == [{"role": "user", "content": [
-        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}]
+    assert body["system"] == [
+        {"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    ]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        }
+    ]
     assert body["temperature"] == 0.2 and "thinking" not in body
 
 
@@ -175,16 +212,19 @@ def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 heade
 
 
 def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, blank blocks
-    msg = _assistant([
-        ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="opaque", redacted=True),
-        ThinkingContent(thinking="   ", thinking_signature="sig"),
-        ThinkingContent(thinking="unsigned thought"),
-        TextContent(text="  "),
-        TextContent(text="answer"),
-        ToolCall(id="toolu_1", name="t", arguments={"a": 1}),
-    ])
-    body = wire.build_request_body(HAIKU, AgentContext(messages=[UserMessage(content="q"), msg]),
-                                   cache_retention="none")
+    msg = _assistant(
+        [
+            ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="opaque", redacted=True),
+            ThinkingContent(thinking="   ", thinking_signature="sig"),
+            ThinkingContent(thinking="unsigned thought"),
+            TextContent(text="  "),
+            TextContent(text="answer"),
+            ToolCall(id="toolu_1", name="t", arguments={"a": 1}),
+        ]
+    )
+    body = wire.build_request_body(
+        HAIKU, AgentContext(messages=[UserMessage(content="q"), msg]), cache_retention="none"
+    )
     assert body["messages"][1]["content"] == [
         {"type": "redacted_thinking", "data": "opaque"},
         {"type": "text", "text": "unsigned thought"},
@@ -196,17 +236,22 @@ def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, bl
 def test_images_in_user_and_tool_results():  # spec §10 anthropic
     img = ImageContent(data="AAAA", mime_type="image/png")
     call = ToolCall(id="toolu_9", name="shot", arguments={})
-    ctx = AgentContext(messages=[
-        UserMessage(content=[TextContent("look"), img]),
-        _assistant([call]),
-        ToolResultMessage(tool_call_id="toolu_9", tool_name="shot", content=[img], is_error=False),
-    ])
+    ctx = AgentContext(
+        messages=[
+            UserMessage(content=[TextContent("look"), img]),
+            _assistant([call]),
+            ToolResultMessage(tool_call_id="toolu_9", tool_name="shot", content=[img], is_error=False),
+        ]
+    )
     body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
     assert body["messages"][0]["content"][1] == {
-        "type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
+    }
     assert body["messages"][2]["content"][0]["content"] == [
         {"type": "text", "text": "(see attached image)"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+    ]
     text_only = Model(id="claude-t", api=API, provider="anthropic", input=("text",))
     body = wire.build_request_body(text_only, ctx, cache_retention="none")
     assert body["messages"][0]["content"] == [{"type": "text", "text": "look"}]
@@ -231,13 +276,32 @@ def _feed(events, model=HAIKU):
     return state, out, pushed
 
 
-_START = ("message_start", {"type": "message_start", "message": {"usage": {
-    "input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 5, "cache_creation_input_tokens": 7}}})
+_START = (
+    "message_start",
+    {
+        "type": "message_start",
+        "message": {
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 5,
+                "cache_creation_input_tokens": 7,
+            }
+        },
+    },
+)
 
 
 def test_usage_from_message_start_survives_a_truncated_stream():  # spec §7 anthropic
-    state, out, _ = _feed([_START, ("content_block_start", {"type": "content_block_start", "index": 0,
-                                                           "content_block": {"type": "text", "text": ""}})])
+    state, out, _ = _feed(
+        [
+            _START,
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+        ]
+    )
     assert (out.usage.input, out.usage.cache_read, out.usage.cache_write, out.usage.total_tokens) == (10, 5, 7, 23)
     with pytest.raises(ProviderError, match="before message_stop"):
         state.finish()
@@ -250,8 +314,11 @@ def test_error_event_raises_with_payload():  # spec §5: event: error -> raise w
 
 
 def test_refusal_and_unknown_stop_reasons_are_errors():  # spec §8 anthropic
-    delta = {"type": "message_delta", "delta": {"stop_reason": "refusal",
-                                                "stop_details": {"explanation": "policy"}}, "usage": {}}
+    delta = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "refusal", "stop_details": {"explanation": "policy"}},
+        "usage": {},
+    }
     state, out, _ = _feed([_START, ("message_delta", delta), ("message_stop", {"type": "message_stop"})])
     with pytest.raises(ProviderError, match="refusal: policy"):
         state.finish()
@@ -263,18 +330,36 @@ def test_refusal_and_unknown_stop_reasons_are_errors():  # spec §8 anthropic
 def test_redacted_thinking_and_streamed_arguments():  # spec §14 stream handling
     events = [
         _START,
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "redacted_thinking", "data": "blob"}}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "redacted_thinking", "data": "blob"}},
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
-            "type": "tool_use", "id": "toolu_01X", "name": "get_weather", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Ber"}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": "lin\"}"}}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "id": "toolu_01X", "name": "get_weather", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": '{"city": "Ber'},
+            },
+        ),
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": 'lin"}'}},
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"},
-                           "usage": {"output_tokens": 41}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 41}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     state, out, pushed = _feed(events)
@@ -297,13 +382,25 @@ from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 from agentcore.signals import AbortController  # noqa: E402
 
-RECORDINGS = ["server-tool-blocks", "thinking-stream", "thinking-then-tool-call-chain",
-              "two-parallel-tool-calls-then-text"]
+RECORDINGS = [
+    "server-tool-blocks",
+    "thinking-stream",
+    "thinking-then-tool-call-chain",
+    "two-parallel-tool-calls-then-text",
+]
 
 
 def _served(server, **kw):
-    fields = dict(id=HAIKU.id, api=API, provider="anthropic", base_url=server.url, reasoning=True,
-                  input=("text", "image"), cost=HAIKU.cost, max_tokens=64000)
+    fields = dict(
+        id=HAIKU.id,
+        api=API,
+        provider="anthropic",
+        base_url=server.url,
+        reasoning=True,
+        input=("text", "image"),
+        cost=HAIKU.cost,
+        max_tokens=64000,
+    )
     fields.update(kw)
     return Model(**fields)
 
@@ -321,8 +418,9 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
         model = _served(server)
         messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
         for turn, interaction in enumerate(rec["interactions"]):
-            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=[TOOL]),
-                                        api_key="sk-test")
+            result, events = run_stream(
+                provider, model, AgentContext(messages=list(messages), tools=[TOOL]), api_key="sk-test"
+            )
             expected, _ = _replay(name, turn, model)
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
@@ -331,7 +429,9 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert (request.method, request.path) == ("POST", "/v1/messages")
             assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"
             sent = request.json()
-            assert [m["role"] for m in sent["messages"]] == [m["role"] for m in interaction["request"]["body"]["messages"]]
+            assert [m["role"] for m in sent["messages"]] == [
+                m["role"] for m in interaction["request"]["body"]["messages"]
+            ]
             messages.append(result)
             if turn + 1 < len(rec["interactions"]):  # answer the tool calls as the recording did
                 recorded_next = rec["interactions"][turn + 1]["request"]["body"]["messages"][-1]["content"]
@@ -342,25 +442,35 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
 def test_http_errors_carry_the_anthropic_body(monkeypatch):  # spec §9 anthropic
     err = {"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens"}}
     with ScriptedServer([Reply(status=400, body=json.dumps(err), content_type="application/json")]) as server:
-        result, events = run_stream(wire.AnthropicProvider(), _served(server),
-                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+        result, events = run_stream(
+            wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]), api_key="k"
+        )
     assert [e.type for e in events] == ["error"]  # no start before a failed request
     assert result.stop_reason == "error"
     assert result.error_message.startswith("400 ") and "prompt is too long" in result.error_message
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
-    result, _ = run_stream(wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]))
+    result, _ = run_stream(
+        wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")])
+    )
     assert "ANTHROPIC_API_KEY" in result.error_message and result.stop_reason == "error"
 
 
 def test_retry_after_then_success_and_header_layers():  # spec §9 retries, §4 header merge
-    ok = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
-                 {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
-                 {"type": "message_stop"})
+    ok = _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    )
     with ScriptedServer([Reply(status=429, body="{}", headers={"retry-after": "0"}), Reply(body=ok)]) as server:
         model = _served(server, headers={"x-model": "m", "anthropic-version": "2099-01-01"})
-        result, _ = run_stream(wire.AnthropicProvider(), model, AgentContext(messages=[UserMessage(content="hi")]),
-                               api_key="k", headers={"X-Model": "opt"})
+        result, _ = run_stream(
+            wire.AnthropicProvider(),
+            model,
+            AgentContext(messages=[UserMessage(content="hi")]),
+            api_key="k",
+            headers={"X-Model": "opt"},
+        )
         assert result.stop_reason == "stop" and result.usage.output == 2
         assert len(server.requests) == 2
         headers = server.requests[1].headers
@@ -368,20 +478,23 @@ def test_retry_after_then_success_and_header_layers():  # spec §9 retries, §4 
 
 
 def test_stream_closed_early_keeps_partial_text():  # spec §3 rule 6, upstream message_stop check
-    body = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
-                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                   {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}})
+    body = _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+    )
     with ScriptedServer([Reply(body=body, chunk_size=5)]) as server:
-        result, events = run_stream(wire.AnthropicProvider(), _served(server),
-                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+        result, events = run_stream(
+            wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]), api_key="k"
+        )
     assert result.stop_reason == "error" and "before message_stop" in result.error_message
     assert result.text == "Hel" and result.usage.input == 3
     assert "text_end" not in [e.type for e in events]  # open blocks are not closed on error
 
 
 def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
-    bad = "event: message_start\ndata: {\"type\": \"message_start\", \n\n"
-    overloaded = ('event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n')
+    bad = 'event: message_start\ndata: {"type": "message_start", \n\n'
+    overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n'
     plain = "event: error\ndata: upstream proxy timeout\n\n"
     with ScriptedServer([Reply(body=bad), Reply(body=overloaded), Reply(body=plain)]) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
@@ -394,12 +507,23 @@ def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
 
 
 def test_connection_reset_mid_stream_and_non_utf8_bytes():  # issue 4 synthetic cases
-    head = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
-                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}})
-    raw = (head.encode() + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-           b'"delta":{"type":"text_delta","text":"caf\xff!"}}\n\n')
-    with ScriptedServer([Reply(body=raw, reset_after=len(raw)), Reply(body=raw + _events(
-            {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}).encode(), chunk_size=3)]) as server:
+    head = _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
+    raw = (
+        head.encode() + b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+        b'"delta":{"type":"text_delta","text":"caf\xff!"}}\n\n'
+    )
+    with ScriptedServer(
+        [
+            Reply(body=raw, reset_after=len(raw)),
+            Reply(
+                body=raw + _events({"type": "content_block_stop", "index": 0}, {"type": "message_stop"}).encode(),
+                chunk_size=3,
+            ),
+        ]
+    ) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         reset, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
         replaced, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
@@ -408,23 +532,30 @@ def test_connection_reset_mid_stream_and_non_utf8_bytes():  # issue 4 synthetic 
 
 
 def test_abort_mid_stream_returns_promptly():  # spec §9 abort; issue 4: blocked read returns quickly
-    head = _events({"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
-                   {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                   {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}})
+    head = _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "partial"}},
+    )
     body = head + _events({"type": "message_stop"})
     controller = AbortController()
     aborted_at = []
 
     with ScriptedServer([Reply(body=body, stall_after=len(head.encode()))]) as server:
+
         def abort_when_stalled():
             server.body_started.wait(10)
             aborted_at.append(time.monotonic())
             controller.abort()
 
         threading.Thread(target=abort_when_stalled, daemon=True).start()
-        result, events = run_stream(wire.AnthropicProvider(), _served(server),
-                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k",
-                                    signal=controller.signal)
+        result, events = run_stream(
+            wire.AnthropicProvider(),
+            _served(server),
+            AgentContext(messages=[UserMessage(content="hi")]),
+            api_key="k",
+            signal=controller.signal,
+        )
         returned = time.monotonic()
     assert result.stop_reason == "aborted" and result.error_message == "Request was aborted"
     assert events[-1].type == "error" and events[-1].reason == "aborted"
@@ -434,19 +565,26 @@ def test_abort_mid_stream_returns_promptly():  # spec §9 abort; issue 4: blocke
 def test_oversize_tool_arguments_stream_in_thousands_of_fragments():  # issue 4 synthetic: oversize args
     payload = {"blob": "x" * 400_000, "n": 1}
     text = json.dumps(payload)
-    pieces = [text[i:i + 200] for i in range(0, len(text), 200)]
+    pieces = [text[i : i + 200] for i in range(0, len(text), 200)]
     body = _events(
         {"type": "message_start", "message": {"usage": {"input_tokens": 3}}},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_big",
-                                                                      "name": "store", "input": {}}},
-        *[{"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
-          for p in pieces],
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_big", "name": "store", "input": {}},
+        },
+        *[
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": p}}
+            for p in pieces
+        ],
         {"type": "content_block_stop", "index": 0},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
-        {"type": "message_stop"})
+        {"type": "message_stop"},
+    )
     with ScriptedServer([Reply(body=body, chunk_size=65536)]) as server:
-        result, events = run_stream(wire.AnthropicProvider(), _served(server),
-                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="k")
+        result, events = run_stream(
+            wire.AnthropicProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]), api_key="k"
+        )
     assert result.stop_reason == "toolUse" and result.tool_calls[0].arguments == payload
     assert sum(1 for e in events if e.type == "toolcall_delta") == len(pieces)
 
@@ -465,44 +603,66 @@ def test_agent_run_with_parallel_tools_end_to_end():  # issue 4: end-to-end Agen
 
     with ScriptedServer() as server:
         server.replay(rec, chunk_size=13)
-        agent = Agent(model=_served(server, reasoning=False), tools=[pelican_name_generator], api_key="sk-test",
-                      tool_execution="sequential")
+        agent = Agent(
+            model=_served(server, reasoning=False),
+            tools=[pelican_name_generator],
+            api_key="sk-test",
+            tool_execution="sequential",
+        )
         new = agent.prompt("Two names for a pet pelican")
         second = server.requests[1].json()
     assert [m.role for m in new] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
     assert new[-1].text.startswith("Here are two great names") and new[-1].stop_reason == "stop"
     recorded = rec["interactions"][1]["request"]["body"]["messages"]
     assert [(b["tool_use_id"], b["content"]) for b in second["messages"][-1]["content"]] == [
-        (b["tool_use_id"], b["content"]) for b in recorded[-1]["content"]]
+        (b["tool_use_id"], b["content"]) for b in recorded[-1]["content"]
+    ]
     assert [b["id"] for b in second["messages"][1]["content"]] == [
-        b["id"] for b in recorded[1]["content"] if b["type"] == "tool_use"]
+        b["id"] for b in recorded[1]["content"] if b["type"] == "tool_use"
+    ]
 
 
 def test_foreign_history_is_replayed_with_anthropic_ids():  # spec §6 cross-provider replay
-    foreign = AssistantMessage(content=[
-        ThinkingContent(thinking="reasoned elsewhere", thinking_signature='{"type":"reasoning"}'),
-        ToolCall(id="call_abc|fc_1.2", name="t", arguments={}),
-    ], api="openai-responses", provider="openai", model="gpt-5", usage=Usage(), stop_reason="toolUse")
-    ctx = AgentContext(messages=[
-        UserMessage(content="q"), foreign,
-        ToolResultMessage(tool_call_id="call_abc|fc_1.2", tool_name="t", content=[TextContent("ok")]),
-        _assistant([TextContent("aborted half")], stop="aborted"),
-        UserMessage(content="again"),
-    ])
+    foreign = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="reasoned elsewhere", thinking_signature='{"type":"reasoning"}'),
+            ToolCall(id="call_abc|fc_1.2", name="t", arguments={}),
+        ],
+        api="openai-responses",
+        provider="openai",
+        model="gpt-5",
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
+    ctx = AgentContext(
+        messages=[
+            UserMessage(content="q"),
+            foreign,
+            ToolResultMessage(tool_call_id="call_abc|fc_1.2", tool_name="t", content=[TextContent("ok")]),
+            _assistant([TextContent("aborted half")], stop="aborted"),
+            UserMessage(content="again"),
+        ]
+    )
     body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "user"]
     assert body["messages"][1]["content"] == [
         {"type": "text", "text": "reasoned elsewhere"},
-        {"type": "tool_use", "id": "call_abc_fc_1_2", "name": "t", "input": {}}]
+        {"type": "tool_use", "id": "call_abc_fc_1_2", "name": "t", "input": {}},
+    ]
     assert body["messages"][2]["content"][0]["tool_use_id"] == "call_abc_fc_1_2"
 
 
 def test_output_schema_joins_output_config_next_to_effort():  # issue 13: native structured output
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False,
-              "title": "answer"}
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "additionalProperties": False,
+        "title": "answer",
+    }
     ctx = AgentContext(messages=[UserMessage("q")])
     body = wire.build_request_body(OPUS46, ctx, reasoning="high", output_schema=schema)
     untitled = {k: v for k, v in schema.items() if k != "title"}
     assert body["output_config"] == {"effort": "high", "format": {"type": "json_schema", "schema": untitled}}
     assert wire.build_request_body(HAIKU, ctx, output_schema=schema)["output_config"] == {
-        "format": {"type": "json_schema", "schema": untitled}}
+        "format": {"type": "json_schema", "schema": untitled}
+    }

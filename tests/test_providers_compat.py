@@ -29,8 +29,12 @@ def _ctx():
 
 
 def _chunk(delta=None, finish=None):
-    return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
 
 
 def _run_abortable(server):
@@ -81,6 +85,7 @@ def test_environ_data_is_the_live_environment_or_none(monkeypatch):
 
 def test_json_scanner_fallback_matches_scan_once():
     fast = _compat.json_scanner()
+
     class NoScanner:  # a json implementation without the attribute: raw_decode takes over
         raw_decode = json.JSONDecoder().raw_decode
 
@@ -191,8 +196,9 @@ def test_iter_body_decodes_gzip_without_urllib3_read1(monkeypatch):
     _without_read1(monkeypatch)
     text = b"data: " + b"x" * 5000 + b"\n\n"
     with ScriptedServer() as server:
-        server.enqueue(Reply(body=gzip.compress(text), chunked=False, chunk_size=100,
-                             headers={"Content-Encoding": "gzip"}))
+        server.enqueue(
+            Reply(body=gzip.compress(text), chunked=False, chunk_size=100, headers={"Content-Encoding": "gzip"})
+        )
         response = requests.get(server.url + "/x", stream=True, timeout=10)
         assert b"".join(iter_body(response)) == text
         response.close()

@@ -23,19 +23,46 @@ from agentcore.types import (
 
 API = "google-generative-ai"
 BASE = "https://generativelanguage.googleapis.com/v1beta"
-FLASH2 = Model(id="gemini-2.0-flash", api=API, provider="google", base_url=BASE, reasoning=False,
-               input=("text", "image"), cost=ModelCost(0.1, 0.4, 0.025, 0))
-PRO25 = Model(id="gemini-2.5-pro", api=API, provider="google", base_url=BASE, reasoning=True,
-              input=("text", "image"), cost=ModelCost(1.25, 10, 0.31, 0))
-GEMINI3 = Model(id="gemini-3-pro-preview", api=API, provider="google", base_url=BASE, reasoning=True,
-                input=("text", "image"))
+FLASH2 = Model(
+    id="gemini-2.0-flash",
+    api=API,
+    provider="google",
+    base_url=BASE,
+    reasoning=False,
+    input=("text", "image"),
+    cost=ModelCost(0.1, 0.4, 0.025, 0),
+)
+PRO25 = Model(
+    id="gemini-2.5-pro",
+    api=API,
+    provider="google",
+    base_url=BASE,
+    reasoning=True,
+    input=("text", "image"),
+    cost=ModelCost(1.25, 10, 0.31, 0),
+)
+GEMINI3 = Model(
+    id="gemini-3-pro-preview", api=API, provider="google", base_url=BASE, reasoning=True, input=("text", "image")
+)
 TOOLS = [
-    {"name": "get_capital", "description": "Get the capital of a country.", "parameters": {
-        "type": "object", "properties": {"country": {"type": "string", "description": "The country name."}},
-        "required": ["country"]}},
-    {"name": "get_temperature", "description": "Get the temperature in a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string", "description": "The city name."}},
-        "required": ["city"]}},
+    {
+        "name": "get_capital",
+        "description": "Get the capital of a country.",
+        "parameters": {
+            "type": "object",
+            "properties": {"country": {"type": "string", "description": "The country name."}},
+            "required": ["country"],
+        },
+    },
+    {
+        "name": "get_temperature",
+        "description": "Get the temperature in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city name."}},
+            "required": ["city"],
+        },
+    },
 ]
 SIG = "CiQBcsjafQ=="
 
@@ -79,22 +106,31 @@ def test_function_call_three_turns():  # spec §15, recording function-call-thre
     assert (third.usage.input, third.usage.output, third.usage.total_tokens) == (79, 12, 91)  # last usage wins
 
     # the third request replays both calls and both results, one turn each (recorded shape)
-    context = AgentContext(system_prompt="You are a helpful chatbot.", tools=TOOLS, messages=[
-        UserMessage(content="What is the temperature of the capital of France?"), first,
-        ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")]),
-        second,
-        ToolResultMessage(tool_call_id=call2.id, tool_name="get_temperature", content=[TextContent("30°C")]),
-    ])
+    context = AgentContext(
+        system_prompt="You are a helpful chatbot.",
+        tools=TOOLS,
+        messages=[
+            UserMessage(content="What is the temperature of the capital of France?"),
+            first,
+            ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")]),
+            second,
+            ToolResultMessage(tool_call_id=call2.id, tool_name="get_temperature", content=[TextContent("30°C")]),
+        ],
+    )
     body = wire.build_request_body(FLASH2, context)
     recorded = rec["interactions"][2]["request"]["body"]
     shape = lambda contents: [(c["role"], [next(iter(p)) for p in c["parts"]]) for c in contents]  # noqa: E731
     assert shape(body["contents"]) == shape(recorded["contents"])
     sent_calls = [p["functionCall"] for c in body["contents"] for p in c["parts"] if "functionCall" in p]
-    assert sent_calls == [{"name": "get_capital", "args": {"country": "France"}},
-                          {"name": "get_temperature", "args": {"city": "Paris"}}]
+    assert sent_calls == [
+        {"name": "get_capital", "args": {"country": "France"}},
+        {"name": "get_temperature", "args": {"city": "Paris"}},
+    ]
     sent_results = [p["functionResponse"] for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
-    assert sent_results == [{"name": "get_capital", "response": {"output": "Paris"}},
-                            {"name": "get_temperature", "response": {"output": "30°C"}}]
+    assert sent_results == [
+        {"name": "get_capital", "response": {"output": "Paris"}},
+        {"name": "get_temperature", "response": {"output": "30°C"}},
+    ]
     assert body["systemInstruction"] == {"parts": [{"text": "You are a helpful chatbot."}]}
     assert [d["name"] for d in body["tools"][0]["functionDeclarations"]] == ["get_capital", "get_temperature"]
     assert body["tools"][0]["functionDeclarations"][0]["parametersJsonSchema"] == TOOLS[0]["parameters"]
@@ -106,7 +142,10 @@ def test_thinking_parts_then_text_with_signature():  # spec §15, recording thin
     assert types[:6] == ["thinking_start"] + ["thinking_delta"] * 4 + ["thinking_end"]
     assert types[6] == "text_start" and types[-1] == "text_end" and types.count("text_end") == 1
     thinking, text = out.content
-    assert thinking.thinking.startswith("**Clarifying User Goals**") and "**Crafting Safe Instructions**" in thinking.thinking
+    assert (
+        thinking.thinking.startswith("**Clarifying User Goals**")
+        and "**Crafting Safe Instructions**" in thinking.thinking
+    )
     assert text.text.startswith("This is a great question!")
     assert text.text.endswith("Always assume a driver might not see you.")
     assert text.text_signature.startswith("CiIB0e2Kb6Syj1a961Ef")
@@ -117,13 +156,17 @@ def test_thinking_parts_then_text_with_signature():  # spec §15, recording thin
 
 def test_thinking_request_shape_of_recording():  # spec §11 google, recording thinking-parts
     rec = load_recording(API, "thinking-parts")
-    ctx = AgentContext(system_prompt="You are a helpful assistant.", messages=[UserMessage(content="How do I cross the street?")],
-                       tools=[{"name": "dummy", "description": "", "parameters": {"type": "object", "properties": {}}}])
+    ctx = AgentContext(
+        system_prompt="You are a helpful assistant.",
+        messages=[UserMessage(content="How do I cross the street?")],
+        tools=[{"name": "dummy", "description": "", "parameters": {"type": "object", "properties": {}}}],
+    )
     body = wire.build_request_body(PRO25, ctx, reasoning="medium")
     recorded = rec["interactions"][0]["request"]["body"]
     assert body["contents"] == recorded["contents"]
-    assert body["generationConfig"]["thinkingConfig"] == dict(recorded["generationConfig"]["thinkingConfig"],
-                                                              thinkingBudget=8192)
+    assert body["generationConfig"]["thinkingConfig"] == dict(
+        recorded["generationConfig"]["thinkingConfig"], thinkingBudget=8192
+    )
 
 
 # --------------------------------------------------------------------------- request body
@@ -154,15 +197,25 @@ def test_url_headers_and_generation_config():  # spec §15 request
 
 
 def test_signatures_replayed_only_to_the_same_model():  # spec §15 conversion
-    msg = AssistantMessage(content=[
-        ThinkingContent(thinking="plan", thinking_signature=SIG),
-        TextContent(text="answer", text_signature="not base64!"),
-        ToolCall(id="c1", name="f", arguments={"a": 1}, thought_signature=SIG),
-    ], api=API, provider="google", model=PRO25.id, usage=Usage(), stop_reason="toolUse")
+    msg = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="plan", thinking_signature=SIG),
+            TextContent(text="answer", text_signature="not base64!"),
+            ToolCall(id="c1", name="f", arguments={"a": 1}, thought_signature=SIG),
+        ],
+        api=API,
+        provider="google",
+        model=PRO25.id,
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
     ctx = AgentContext(messages=[UserMessage(content="q"), msg])
     same = wire.build_request_body(PRO25, ctx)["contents"][1]["parts"]
-    assert same == [{"thought": True, "text": "plan", "thoughtSignature": SIG}, {"text": "answer"},
-                    {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": SIG}]
+    assert same == [
+        {"thought": True, "text": "plan", "thoughtSignature": SIG},
+        {"text": "answer"},
+        {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": SIG},
+    ]
     other = wire.build_request_body(GEMINI3, ctx)["contents"][1]["parts"]
     assert other[0] == {"text": "plan"}
     assert other[2]["thoughtSignature"] == wire.SKIP_SIGNATURE  # Gemini 3 needs a signature on calls
@@ -171,19 +224,34 @@ def test_signatures_replayed_only_to_the_same_model():  # spec §15 conversion
 def test_tool_results_images_and_errors():  # spec §10 google, §15 tool results
     img = ImageContent(data="QUJD", mime_type="image/png")
     call = ToolCall(id="c1", name="shot", arguments={})
-    prev = AssistantMessage(content=[call, ToolCall(id="c2", name="boom", arguments={})], api=API,
-                            provider="google", model="x", usage=Usage(), stop_reason="toolUse")
-    msgs = [UserMessage(content=[TextContent("see"), img]), prev,
-            ToolResultMessage(tool_call_id="c1", tool_name="shot", content=[img]),
-            ToolResultMessage(tool_call_id="c2", tool_name="boom", content=[TextContent("bad")], is_error=True)]
+    prev = AssistantMessage(
+        content=[call, ToolCall(id="c2", name="boom", arguments={})],
+        api=API,
+        provider="google",
+        model="x",
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
+    msgs = [
+        UserMessage(content=[TextContent("see"), img]),
+        prev,
+        ToolResultMessage(tool_call_id="c1", tool_name="shot", content=[img]),
+        ToolResultMessage(tool_call_id="c2", tool_name="boom", content=[TextContent("bad")], is_error=True),
+    ]
     contents = wire.build_request_body(PRO25, AgentContext(messages=msgs))["contents"]
     assert contents[0]["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
-    assert contents[2]["parts"] == [{"functionResponse": {"name": "shot", "response": {"output": "(see attached image)"}}}]
-    assert contents[3] == {"role": "user", "parts": [{"text": "Tool result image:"},
-                                                     {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}]}
+    assert contents[2]["parts"] == [
+        {"functionResponse": {"name": "shot", "response": {"output": "(see attached image)"}}}
+    ]
+    assert contents[3] == {
+        "role": "user",
+        "parts": [{"text": "Tool result image:"}, {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}],
+    }
     assert contents[4]["parts"] == [{"functionResponse": {"name": "boom", "response": {"error": "bad"}}}]
     nested = wire.build_request_body(GEMINI3, AgentContext(messages=msgs))["contents"]
-    assert nested[2]["parts"][0]["functionResponse"]["parts"] == [{"inlineData": {"mimeType": "image/png", "data": "QUJD"}}]
+    assert nested[2]["parts"][0]["functionResponse"]["parts"] == [
+        {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
+    ]
     assert len(nested[2]["parts"]) == 2  # both results share one user turn
     claude = Model(id="claude-sonnet-4-5", api=API, provider="google-vertex", input=("text",))
     ids = wire.build_request_body(claude, AgentContext(messages=msgs))["contents"]
@@ -195,14 +263,35 @@ def test_tool_results_images_and_errors():  # spec §10 google, §15 tool result
 
 def test_function_call_with_signature_and_duplicate_ids():  # spec §15 example
     chunks = [
-        {"candidates": [{"content": {"role": "model", "parts": [{"text": "Checking.", "thought": True}]}}],
-         "usageMetadata": {"promptTokenCount": 40, "totalTokenCount": 62, "thoughtsTokenCount": 22}},
-        {"candidates": [{"content": {"role": "model", "parts": [
-            {"functionCall": {"name": "get_weather", "args": {"city": "Rome"}, "id": "x"}, "thoughtSignature": SIG},
-            {"functionCall": {"name": "get_weather", "id": "x"}},
-            {"text": ""}]}, "finishReason": "STOP"}],
-         "usageMetadata": {"promptTokenCount": 40, "candidatesTokenCount": 9, "totalTokenCount": 71,
-                           "thoughtsTokenCount": 22, "cachedContentTokenCount": 10}},
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "Checking.", "thought": True}]}}],
+            "usageMetadata": {"promptTokenCount": 40, "totalTokenCount": 62, "thoughtsTokenCount": 22},
+        },
+        {
+            "candidates": [
+                {
+                    "content": {
+                        "role": "model",
+                        "parts": [
+                            {
+                                "functionCall": {"name": "get_weather", "args": {"city": "Rome"}, "id": "x"},
+                                "thoughtSignature": SIG,
+                            },
+                            {"functionCall": {"name": "get_weather", "id": "x"}},
+                            {"text": ""},
+                        ],
+                    },
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 40,
+                "candidatesTokenCount": 9,
+                "totalTokenCount": 71,
+                "thoughtsTokenCount": 22,
+                "cachedContentTokenCount": 10,
+            },
+        },
     ]
     state, out, pushed = _feed(chunks)
     state.finish()
@@ -243,14 +332,24 @@ from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, model_id="gemini-2.0-flash", reasoning=False):
-    return Model(id=model_id, api=API, provider="google", base_url=server.url + "/v1beta", reasoning=reasoning,
-                 input=("text", "image"), cost=PRO25.cost)
+    return Model(
+        id=model_id,
+        api=API,
+        provider="google",
+        base_url=server.url + "/v1beta",
+        reasoning=reasoning,
+        input=("text", "image"),
+        cost=PRO25.cost,
+    )
 
 
-@pytest.mark.parametrize("name,model_id,tools", [
-    ("function-call-three-turns", "gemini-2.0-flash", TOOLS),
-    ("thinking-parts", "gemini-2.5-pro", [{"name": "dummy", "description": "", "parameters": {"type": "object"}}]),
-])
+@pytest.mark.parametrize(
+    "name,model_id,tools",
+    [
+        ("function-call-three-turns", "gemini-2.0-flash", TOOLS),
+        ("thinking-parts", "gemini-2.5-pro", [{"name": "dummy", "description": "", "parameters": {"type": "object"}}]),
+    ],
+)
 def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every recording through a local server
     rec = load_recording(API, name)
     provider = wire.GoogleProvider()
@@ -259,8 +358,13 @@ def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every r
         model = _served(server, model_id, reasoning=True)
         messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
         for turn, interaction in enumerate(rec["interactions"]):
-            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=tools),
-                                        api_key="g-test", reasoning="medium")
+            result, events = run_stream(
+                provider,
+                model,
+                AgentContext(messages=list(messages), tools=tools),
+                api_key="g-test",
+                reasoning="medium",
+            )
             expected, _ = _replay(name, turn, model)
             assert events[0].type == "start" and events[-1].type == "done"
             strip = lambda blocks: [{k: v for k, v in b.to_dict().items() if k != "id"} for b in blocks]  # noqa: E731
@@ -274,17 +378,26 @@ def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every r
             messages.append(result)
             if turn + 1 < len(rec["interactions"]):
                 recorded = rec["interactions"][turn + 1]["request"]["body"]["contents"][-1]["parts"]
-                outputs = {p["functionResponse"]["name"]: p["functionResponse"]["response"]["return_value"]
-                           for p in recorded if "functionResponse" in p}
+                outputs = {
+                    p["functionResponse"]["name"]: p["functionResponse"]["response"]["return_value"]
+                    for p in recorded
+                    if "functionResponse" in p
+                }
                 messages.extend(tool_result(call, outputs[call.name]) for call in result.tool_calls)
 
 
 def test_http_error_keeps_status_and_google_json():  # spec §9 google
-    err = {"error": {"code": 400, "message": "The input token count (1200000) exceeds the maximum number of tokens "
-                                             "allowed (1048576).", "status": "INVALID_ARGUMENT"}}
+    err = {
+        "error": {
+            "code": 400,
+            "message": "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
     with ScriptedServer([Reply(status=400, body=json.dumps(err), content_type="application/json")]) as server:
-        result, events = run_stream(wire.GoogleProvider(), _served(server),
-                                    AgentContext(messages=[UserMessage(content="hi")]), api_key="g")
+        result, events = run_stream(
+            wire.GoogleProvider(), _served(server), AgentContext(messages=[UserMessage(content="hi")]), api_key="g"
+        )
     assert [e.type for e in events] == ["error"]
     assert result.error_message.startswith("400 ") and "INVALID_ARGUMENT" in result.error_message
     assert "exceeds the maximum" in result.error_message
@@ -321,8 +434,12 @@ def test_agent_run_with_two_tools_end_to_end():  # issue 4: end-to-end Agent run
 
     with ScriptedServer() as server:
         server.replay(rec, chunk_size=5)
-        agent = Agent(model=_served(server), system_prompt="You are a helpful chatbot.",
-                      tools=[get_capital, get_temperature], api_key="g-test")
+        agent = Agent(
+            model=_served(server),
+            system_prompt="You are a helpful chatbot.",
+            tools=[get_capital, get_temperature],
+            api_key="g-test",
+        )
         new = agent.prompt("What is the temperature of the capital of France?")
         third = server.requests[2].json()
     assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
@@ -330,8 +447,9 @@ def test_agent_run_with_two_tools_end_to_end():  # issue 4: end-to-end Agent run
     assert new[-1].text == "The temperature in Paris is 30°C.\n"
     recorded = rec["interactions"][2]["request"]["body"]["contents"]
     assert [c["role"] for c in third["contents"]] == [c["role"] for c in recorded]
-    assert [p["functionResponse"]["response"] for c in third["contents"] for p in c["parts"] if "functionResponse" in p] \
-        == [{"output": "Paris"}, {"output": "30°C"}]
+    assert [
+        p["functionResponse"]["response"] for c in third["contents"] for p in c["parts"] if "functionResponse" in p
+    ] == [{"output": "Paris"}, {"output": "30°C"}]
 
 
 def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: stream/complete by model.api
@@ -345,7 +463,11 @@ def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: strea
 
 def test_output_schema_becomes_response_json_schema():  # issue 13: native structured output
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
-    body = wire.build_request_body(PRO25, AgentContext(messages=[UserMessage("q")]), output_schema=schema,
-                                   temperature=0.1)
-    assert body["generationConfig"] == {"temperature": 0.1, "responseMimeType": "application/json",
-                                        "responseJsonSchema": schema}
+    body = wire.build_request_body(
+        PRO25, AgentContext(messages=[UserMessage("q")]), output_schema=schema, temperature=0.1
+    )
+    assert body["generationConfig"] == {
+        "temperature": 0.1,
+        "responseMimeType": "application/json",
+        "responseJsonSchema": schema,
+    }

@@ -24,8 +24,12 @@ KEY = "sk-test-secret-key-123"
 
 
 def _chunk(delta=None, finish=None, **extra):
-    chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-             "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}]}
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
     chunk.update(extra)
     return chunk
 
@@ -84,21 +88,35 @@ def test_headers_payload_hook_and_response_hook(server):  # providers §4 steps 
 
     model = _model(server)
     model.headers = {"X-Model": "model", "X-Both": "model"}
-    complete(model, _ctx(), api_key=KEY, headers={"x-both": "option"}, on_payload=on_payload,
-             on_response=lambda status, headers: seen.update(status=status, rid=headers.get("x-request-id")))
+    complete(
+        model,
+        _ctx(),
+        api_key=KEY,
+        headers={"x-both": "option"},
+        on_payload=on_payload,
+        on_response=lambda status, headers: seen.update(status=status, rid=headers.get("x-request-id")),
+    )
     request = server.requests[0]
     assert request.headers["x-model"] == "model" and request.headers["x-both"] == "option"
     assert request.json()["temperature"] == 0.25 and seen == {"model": "m", "status": 200, "rid": "r1"}
 
 
 def _content_chunk(content: str) -> Any:
-    return {"id": "c", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}],
+    }
 
 
 def _finish() -> Any:
-    return {"id": "c", "object": "chat.completion.chunk", "model": "m",
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
 
 
 @pytest.mark.parametrize("chunked, encoding", [(True, None), (True, "gzip"), (False, None), (False, "gzip")])
@@ -118,13 +136,20 @@ def test_streamed_body_framings_and_encodings(chunked, encoding):  # providers �
 # --------------------------------------------------------------------------- HTTP errors
 
 
-@pytest.mark.parametrize("status, body, expected", [
-    (400, json.dumps({"error": {"message": "Bad tool schema", "type": "invalid_request_error"}}), "400 Bad tool schema"),
-    (401, json.dumps({"error": {"message": "Incorrect API key provided"}}), "401 Incorrect API key provided"),
-    (400, "", "400 status code (no body)"),
-    (401, "", "401 status code (no body)"),
-    (404, "plain text not found", "404 plain text not found"),
-])
+@pytest.mark.parametrize(
+    "status, body, expected",
+    [
+        (
+            400,
+            json.dumps({"error": {"message": "Bad tool schema", "type": "invalid_request_error"}}),
+            "400 Bad tool schema",
+        ),
+        (401, json.dumps({"error": {"message": "Incorrect API key provided"}}), "401 Incorrect API key provided"),
+        (400, "", "400 status code (no body)"),
+        (401, "", "401 status code (no body)"),
+        (404, "plain text not found", "404 plain text not found"),
+    ],
+)
 def test_http_errors_carry_the_provider_message(server, status, body, expected):  # providers §9
     server.enqueue(Reply(status=status, body=body, content_type="application/json"))
     types, result = _run(server)
@@ -153,8 +178,10 @@ def test_openrouter_error_metadata_raw_is_appended():  # providers §4 step 6
 
 @pytest.mark.parametrize("status", [429, 500, 503])
 def test_retryable_status_then_success(server, status):  # issue 4: retries with Retry-After
-    server.enqueue(Reply(status=status, headers={"retry-after-ms": "1"}, body='{"error":{"message":"busy"}}'),
-                   Reply(body=_text_body("recovered")))
+    server.enqueue(
+        Reply(status=status, headers={"retry-after-ms": "1"}, body='{"error":{"message":"busy"}}'),
+        Reply(body=_text_body("recovered")),
+    )
     types, result = _run(server)
     assert result.text == "recovered" and types[0] == "start" and len(server.requests) == 2
 
@@ -214,16 +241,26 @@ def test_503_with_a_bad_retry_after_is_retried_and_reported_with_the_server_text
     from agentcore.providers import stream
     from agentcore.types import AgentContext, Model, UserMessage
 
-    chunk = {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-             "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    chunk = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}],
+    }
     with ScriptedServer() as server:
         server.enqueue(
-            Reply(status=503, content_type="application/json", headers={"Retry-After": "later"},
-                  body=_json.dumps({"error": {"message": "overloaded"}})),
-            Reply(body=sse(chunk, done=True)))
+            Reply(
+                status=503,
+                content_type="application/json",
+                headers={"Retry-After": "later"},
+                body=_json.dumps({"error": {"message": "overloaded"}}),
+            ),
+            Reply(body=sse(chunk, done=True)),
+        )
         model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
-        events = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
-                        api_key="sk-test-secret-key-123")
+        events = stream(
+            model, AgentContext(system_prompt="", messages=[UserMessage("hi")]), api_key="sk-test-secret-key-123"
+        )
         result = events.result()
     assert result.stop_reason == "stop", result.error_message
     assert len(server.requests) == 2
@@ -351,14 +388,19 @@ def test_provider_stream_accepts_a_threading_event_as_signal():
     from agentcore.types import AgentContext, Model, UserMessage
 
     def chunk(text, finish=None):
-        return {"id": "c1", "object": "chat.completion.chunk", "model": "m",
-                "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}]}
+        return {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish}],
+        }
 
     context = AgentContext(system_prompt="", messages=[UserMessage("hi")])
     with ScriptedServer() as server:
         model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
-        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
-                             chunk_size=40))
+        server.enqueue(
+            Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True), chunk_size=40)
+        )
         event = threading.Event()
         assert stream(model, context, api_key="sk-test-secret-key-123", signal=event).result().stop_reason == "stop"
 
@@ -366,8 +408,9 @@ def test_provider_stream_accepts_a_threading_event_as_signal():
         done = stream(model, context, api_key="sk-test-secret-key-123", signal=event).result()
         assert (done.stop_reason, done.error_message) == ("aborted", "Request was aborted")
 
-        server.enqueue(Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True),
-                             chunk_size=40))
+        server.enqueue(
+            Reply(body=sse(chunk("a"), chunk("b"), chunk("c"), chunk(None, "stop"), done=True), chunk_size=40)
+        )
         event = threading.Event()
         events = stream(model, context, api_key="sk-test-secret-key-123", signal=event)
         for item in events:
@@ -391,15 +434,27 @@ def test_abort_while_reading_an_error_body_returns_promptly():
     from agentcore.types import AgentContext, Model, UserMessage
 
     with ScriptedServer() as server:
-        server.enqueue(Reply(status=500, content_type="application/json", chunked=False, stall_after=10,
-                             body=_json.dumps({"error": {"message": "x" * 1000}})))
+        server.enqueue(
+            Reply(
+                status=500,
+                content_type="application/json",
+                chunked=False,
+                stall_after=10,
+                body=_json.dumps({"error": {"message": "x" * 1000}}),
+            )
+        )
         model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
         controller = AbortController()
         threading.Thread(target=lambda: server.headers_sent.wait(10) and controller.abort(), daemon=True).start()
         started = time.monotonic()
-        result = stream(model, AgentContext(system_prompt="", messages=[UserMessage("hi")]),
-                        api_key="sk-test-secret-key-123", signal=controller.signal, max_retries=0,
-                        timeout=(5, 30)).result()
+        result = stream(
+            model,
+            AgentContext(system_prompt="", messages=[UserMessage("hi")]),
+            api_key="sk-test-secret-key-123",
+            signal=controller.signal,
+            max_retries=0,
+            timeout=(5, 30),
+        ).result()
         elapsed = time.monotonic() - started
     assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
     assert elapsed < 10, f"abort took {elapsed:.1f} s"
@@ -432,17 +487,20 @@ def _failed(message):
     return AssistantMessage(stop_reason="error", error_message=message)
 
 
-@pytest.mark.parametrize("message", [
-    "400 prompt is too long: 213462 tokens > 200000 maximum",
-    "400 Your input exceeds the context window of this model.",
-    '400 {"error":{"code":400,"message":"The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).","status":"INVALID_ARGUMENT"}}',
-    "400 This model's maximum context length is 128000 tokens. However, you requested 130000 tokens.",
-    "400 Please reduce the length of the messages or completion.",
-    "Unhandled stop reason: model_context_window_exceeded",
-    "400 status code (no body)",
-    "413 status code (no body)",
-    "the request exceeds the available context size, try increasing it",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "400 prompt is too long: 213462 tokens > 200000 maximum",
+        "400 Your input exceeds the context window of this model.",
+        '400 {"error":{"code":400,"message":"The input token count (1196265) exceeds the maximum number of tokens allowed (1048575).","status":"INVALID_ARGUMENT"}}',
+        "400 This model's maximum context length is 128000 tokens. However, you requested 130000 tokens.",
+        "400 Please reduce the length of the messages or completion.",
+        "Unhandled stop reason: model_context_window_exceeded",
+        "400 status code (no body)",
+        "413 status code (no body)",
+        "the request exceeds the available context size, try increasing it",
+    ],
+)
 def test_context_overflow_messages(message):  # providers §9
     assert is_context_overflow(_failed(message))
 
@@ -482,8 +540,9 @@ def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4
         result = {}
 
         def consume():
-            result["message"] = stream(model, _ctx(), api_key=KEY, signal=controller.signal, max_retries=0,
-                                       timeout=(30, 30)).result()
+            result["message"] = stream(
+                model, _ctx(), api_key=KEY, signal=controller.signal, max_retries=0, timeout=(30, 30)
+            ).result()
             finished.set()
 
         threading.Thread(target=consume, daemon=True).start()
@@ -499,8 +558,16 @@ def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4
         listener.close()
 
 
-_PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-                    "no_proxy", "NO_PROXY")
+_PROXY_VARIABLES = (
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+)
 
 
 def test_environment_proxy_changes_apply_to_the_next_request(monkeypatch):  # providers §4: requests' rules

@@ -16,12 +16,15 @@ from agentcore.types import Model, ModelCost, Usage
 SHARED_MODELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "models.json"
 
 
-@pytest.mark.parametrize("provider, model_id, api, prices, window", [  # providers §20 table
-    ("openai", "gpt-4o-mini", "openai-responses", (0.15, 0.6, 0.08, 0), (128000, 16384)),
-    ("anthropic", "claude-sonnet-4-5", "anthropic-messages", (3, 15, 0.3, 3.75), (200000, 64000)),
-    ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.075, 0), (1048576, 65536)),
-    ("groq", "llama-3.3-70b-versatile", "openai-completions", (0.59, 0.79, 0, 0), (131072, 32768)),
-])
+@pytest.mark.parametrize(
+    "provider, model_id, api, prices, window",
+    [  # providers §20 table
+        ("openai", "gpt-4o-mini", "openai-responses", (0.15, 0.6, 0.08, 0), (128000, 16384)),
+        ("anthropic", "claude-sonnet-4-5", "anthropic-messages", (3, 15, 0.3, 3.75), (200000, 64000)),
+        ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.075, 0), (1048576, 65536)),
+        ("groq", "llama-3.3-70b-versatile", "openai-completions", (0.59, 0.79, 0, 0), (131072, 32768)),
+    ],
+)
 def test_catalog_facts(provider, model_id, api, prices, window):
     model = find_model(provider, model_id)
     assert model is not None and model.api == api
@@ -71,8 +74,14 @@ def test_unknown_or_broken_prices_cost_zero():  # issue 4: never crash
 
 
 def test_env_api_keys():  # providers §19
-    env = {"ANTHROPIC_API_KEY": "a", "ANTHROPIC_OAUTH_TOKEN": "oauth", "GH_TOKEN": "gh", "GITHUB_TOKEN": "gt",
-           "HF_TOKEN": "hf", "AWS_PROFILE": "dev"}
+    env = {
+        "ANTHROPIC_API_KEY": "a",
+        "ANTHROPIC_OAUTH_TOKEN": "oauth",
+        "GH_TOKEN": "gh",
+        "GITHUB_TOKEN": "gt",
+        "HF_TOKEN": "hf",
+        "AWS_PROFILE": "dev",
+    }
     assert get_env_api_key("anthropic", env) == "oauth"
     assert get_env_api_key("github-copilot", env) == "gh"
     assert get_env_api_key("huggingface", env) == "hf"

@@ -51,7 +51,9 @@ def _conversation_shape(messages):
         role = message["role"]
         if role == "assistant":
             ids = [c["id"] for c in message.get("tool_calls") or []]
-            calls = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []]
+            calls = [
+                (c["function"]["name"], json.loads(c["function"]["arguments"])) for c in message.get("tool_calls") or []
+            ]
             if not ids and not message.get("content"):
                 continue
             if shape and shape[-1][0] == "assistant":
@@ -68,11 +70,19 @@ def _conversation_shape(messages):
 RECORDED = {
     # name: (tool result text, expected tool call, expected usage of turn 1, usage of turn 2, final text)
     "tool-call-args-in-fragments": (
-        "2869461", ("call_1EYWDzueHEp8OsB8jJSEp7WB", "multiply", {"a": 1231, "b": 2331}),
-        (54, 20, 74), (87, 26, 113), "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\)."),
+        "2869461",
+        ("call_1EYWDzueHEp8OsB8jJSEp7WB", "multiply", {"a": 1231, "b": 2331}),
+        (54, 20, 74),
+        (87, 26, 113),
+        "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).",
+    ),
     "openrouter-tool-call-no-finish-reason": (
-        "0.fixed-version", ("0", "llm_version", {}),
-        (57, 17, 74), (107, 15, 122), "The current version of *llm* is **0.fixed-version**."),
+        "0.fixed-version",
+        ("0", "llm_version", {}),
+        (57, 17, 74),
+        (107, 15, 122),
+        "The current version of *llm* is **0.fixed-version**.",
+    ),
 }
 
 
@@ -84,10 +94,17 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
     first, second = recording["interactions"]
     with ScriptedServer() as server:
         server.replay(recording, chunk_size=chunk_size)
-        model = Model(id=first["request"]["body"]["model"], api=API, provider="openai", base_url=server.url + "/v1",
-                      cost=ModelCost(input=1.0, output=2.0))
-        context = AgentContext(messages=[UserMessage(first["request"]["body"]["messages"][0]["content"])],
-                               tools=[_tool_from(first["request"]["body"])])
+        model = Model(
+            id=first["request"]["body"]["model"],
+            api=API,
+            provider="openai",
+            base_url=server.url + "/v1",
+            cost=ModelCost(input=1.0, output=2.0),
+        )
+        context = AgentContext(
+            messages=[UserMessage(first["request"]["body"]["messages"][0]["content"])],
+            tools=[_tool_from(first["request"]["body"])],
+        )
 
         events = stream(model, context, api_key="sk-test")
         types = [e.type for e in events]
@@ -103,16 +120,21 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
         recorded = first["request"]["body"]
         assert sent["messages"] == recorded["messages"]
         assert (sent["model"], sent["stream"], sent["stream_options"]) == (
-            recorded["model"], recorded["stream"], recorded["stream_options"])
-        assert [{k: v for k, v in t["function"].items() if k != "strict"} for t in sent["tools"]] == \
-            [t["function"] for t in recorded["tools"]]
+            recorded["model"],
+            recorded["stream"],
+            recorded["stream_options"],
+        )
+        assert [{k: v for k, v in t["function"].items() if k != "strict"} for t in sent["tools"]] == [
+            t["function"] for t in recorded["tools"]
+        ]
 
         context.messages += [message, ToolResultMessage(call_id, call_name, [TextContent(result_text)])]
         final = stream(model, context, api_key="sk-test").result()
         assert final.content == [TextContent(final_text)] and final.stop_reason == "stop"
         assert (final.usage.input, final.usage.output, final.usage.total_tokens) == usage2
-        assert _conversation_shape(server.requests[1].json()["messages"]) == \
-            _conversation_shape(second["request"]["body"]["messages"])
+        assert _conversation_shape(server.requests[1].json()["messages"]) == _conversation_shape(
+            second["request"]["body"]["messages"]
+        )
 
 
 # --------------------------------------------------------------------------- stream handling
@@ -132,18 +154,44 @@ def _replay(body, model_kw=None, chunk_size=11, **options):
 
 
 def test_reasoning_content_then_text():  # spec §12 (b): DeepSeek / llama.cpp reasoning_content
-    body = sse(_chunk({"reasoning_content": "Let me "}), _chunk({"reasoning_content": "think."}),
-               _chunk({"content": "Answer"}), _chunk(finish="stop"),
-               {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                         "prompt_tokens_details": {"cached_tokens": 4},
-                                         "completion_tokens_details": {"reasoning_tokens": 3}}}, done=True)
+    body = sse(
+        _chunk({"reasoning_content": "Let me "}),
+        _chunk({"reasoning_content": "think."}),
+        _chunk({"content": "Answer"}),
+        _chunk(finish="stop"),
+        {
+            "choices": [],
+            "usage": {
+                "prompt_tokens": 10,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 4},
+                "completion_tokens_details": {"reasoning_tokens": 3},
+            },
+        },
+        done=True,
+    )
     types, message = _replay(body)
-    assert types == ["start", "thinking_start", "thinking_delta", "thinking_delta", "thinking_end",
-                     "text_start", "text_delta", "text_end", "done"]
-    assert message.content == [ThinkingContent("Let me think.", thinking_signature="reasoning_content"),
-                               TextContent("Answer")]
-    assert (message.usage.input, message.usage.output, message.usage.cache_read, message.usage.total_tokens) == \
-        (6, 5, 4, 15)
+    assert types == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "done",
+    ]
+    assert message.content == [
+        ThinkingContent("Let me think.", thinking_signature="reasoning_content"),
+        TextContent("Answer"),
+    ]
+    assert (message.usage.input, message.usage.output, message.usage.cache_read, message.usage.total_tokens) == (
+        6,
+        5,
+        4,
+        15,
+    )
 
 
 def test_parallel_tool_calls_by_id_and_index():  # spec §12 (c)
@@ -153,10 +201,15 @@ def test_parallel_tool_calls_by_id_and_index():  # spec §12 (c)
         _chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g", "arguments": ""}}]}),
         _chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"y": "z"}'}}]}),
         _chunk({"tool_calls": [{"index": 2, "function": {"name": "h", "arguments": {"as": "object"}}}]}),
-        _chunk(finish="tool_calls"), done=True)
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
     types, message = _replay(body)
     assert [(c.id, c.name, c.arguments) for c in message.content] == [
-        ("a", "f", {"x": 1}), ("b", "g", {"y": "z"}), ("", "h", {"as": "object"})]
+        ("a", "f", {"x": 1}),
+        ("b", "g", {"y": "z"}),
+        ("", "h", {"as": "object"}),
+    ]
     assert types.count("toolcall_end") == 3 and message.stop_reason == "toolUse"
 
 
@@ -165,21 +218,29 @@ def test_toolcall_delta_partial_arguments():  # spec §12 composed example
         _chunk({"tool_calls": [{"index": 0, "id": "call_w1", "function": {"name": "get_weather", "arguments": ""}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Ly'}}]}),
         _chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'on"}'}}]}),
-        _chunk(finish="tool_calls"), done=True)
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
     with ScriptedServer([Reply(body=body)]) as server:
         model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
-        seen = [(e.delta, dict(e.partial.content[0].arguments))
-                for e in stream(model, AgentContext(messages=[UserMessage("q")])) if e.type == "toolcall_delta"]
+        seen = [
+            (e.delta, dict(e.partial.content[0].arguments))
+            for e in stream(model, AgentContext(messages=[UserMessage("q")]))
+            if e.type == "toolcall_delta"
+        ]
     assert seen == [("", {}), ('{"city":"Ly', {"city": "Ly"}), ('on"}', {"city": "Lyon"})]
 
 
 def test_oversize_tool_arguments_stream():  # issue 4: oversize tool arguments
     content = "line of a large file\n" * 50000
     text = json.dumps({"path": "big.txt", "content": content})
-    pieces = [text[i:i + 97] for i in range(0, len(text), 97)]
-    body = sse(_chunk({"tool_calls": [{"index": 0, "id": "w", "function": {"name": "write", "arguments": ""}}]}),
-               *[_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces],
-               _chunk(finish="tool_calls"), done=True)
+    pieces = [text[i : i + 97] for i in range(0, len(text), 97)]
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "w", "function": {"name": "write", "arguments": ""}}]}),
+        *[_chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces],
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
     types, message = _replay(body, chunk_size=4096)
     assert message.content[0].arguments == {"path": "big.txt", "content": content}
     assert types.count("toolcall_delta") == len(pieces) + 1
@@ -187,19 +248,26 @@ def test_oversize_tool_arguments_stream():  # issue 4: oversize tool arguments
 
 def test_openrouter_reasoning_details_become_thought_signature():  # spec §12 (d)
     detail = {"type": "reasoning.encrypted", "id": "t1", "data": "opaque"}
-    body = sse(_chunk({"reasoning": "hmm"}),
-               _chunk({"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "f", "arguments": "{}"}}]}),
-               _chunk({"reasoning_details": [detail]}), _chunk(finish="tool_calls"), done=True)
+    body = sse(
+        _chunk({"reasoning": "hmm"}),
+        _chunk({"tool_calls": [{"index": 0, "id": "t1", "function": {"name": "f", "arguments": "{}"}}]}),
+        _chunk({"reasoning_details": [detail]}),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
     _, message = _replay(body)
     assert message.content[0] == ThinkingContent("hmm", thinking_signature="reasoning")
     assert json.loads(message.content[1].thought_signature) == detail
 
 
-@pytest.mark.parametrize("finish, stop, error", [
-    ("length", "length", None),
-    ("content_filter", "error", "content filter"),
-    ("weird_reason", "error", "Unhandled stop reason: weird_reason"),
-])
+@pytest.mark.parametrize(
+    "finish, stop, error",
+    [
+        ("length", "length", None),
+        ("content_filter", "error", "content filter"),
+        ("weird_reason", "error", "Unhandled stop reason: weird_reason"),
+    ],
+)
 def test_finish_reasons(finish, stop, error):  # spec §8
     types, message = _replay(sse(_chunk({"content": "x"}), _chunk(finish=finish), done=True))
     assert message.stop_reason == stop
@@ -210,19 +278,32 @@ def test_finish_reasons(finish, stop, error):  # spec §8
 
 
 def test_usage_inside_choice_and_cost():  # spec §7: Moonshot-style usage
-    body = sse(_chunk({"content": "x"}, "stop", ),
-               {"choices": [{"index": 0, "delta": {}, "usage": {"prompt_tokens": 1000, "completion_tokens": 10}}]},
-               done=True)
+    body = sse(
+        _chunk(
+            {"content": "x"},
+            "stop",
+        ),
+        {"choices": [{"index": 0, "delta": {}, "usage": {"prompt_tokens": 1000, "completion_tokens": 10}}]},
+        done=True,
+    )
     _, message = _replay(body, {"cost": ModelCost(input=3.0, output=15.0)})
     assert (message.usage.input, message.usage.output) == (1000, 10)
     assert message.usage.cost.input == pytest.approx(0.003) and message.usage.cost.total == pytest.approx(0.00315)
 
 
 def test_usage_reasoning_tokens_rule():
-    assert parse_usage({"prompt_tokens": 5, "completion_tokens": 20,
-                        "completion_tokens_details": {"reasoning_tokens": 12}}).output == 20
-    assert parse_usage({"prompt_tokens": 5, "completion_tokens": 8,
-                        "completion_tokens_details": {"reasoning_tokens": 12}}).output == 20
+    assert (
+        parse_usage(
+            {"prompt_tokens": 5, "completion_tokens": 20, "completion_tokens_details": {"reasoning_tokens": 12}}
+        ).output
+        == 20
+    )
+    assert (
+        parse_usage(
+            {"prompt_tokens": 5, "completion_tokens": 8, "completion_tokens_details": {"reasoning_tokens": 12}}
+        ).output
+        == 20
+    )
 
 
 # --------------------------------------------------------------------------- request bodies
@@ -234,43 +315,87 @@ def _model(**kw):
     return Model(**base)
 
 
-TOOL = AgentTool("calc", "Calculate.", {"type": "object", "properties": {"e": {"type": "string"}}},
-                 execute=lambda *a: None)
+TOOL = AgentTool(
+    "calc", "Calculate.", {"type": "object", "properties": {"e": {"type": "string"}}}, execute=lambda *a: None
+)
 
 
 def test_body_basics_openai():  # spec §12 body
     model = _model(reasoning=True)
     ctx = AgentContext(system_prompt="Be brief.", messages=[UserMessage("hi")], tools=[TOOL])
-    body = build_request_body(model, ctx, {"max_tokens": 100, "temperature": 0.5, "reasoning": "high",
-                                           "tool_choice": "auto"})
+    body = build_request_body(
+        model, ctx, {"max_tokens": 100, "temperature": 0.5, "reasoning": "high", "tool_choice": "auto"}
+    )
     assert body == {
         "model": "gpt-x",
         "messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "hi"}],
-        "stream": True, "stream_options": {"include_usage": True}, "store": False,
-        "max_completion_tokens": 100, "temperature": 0.5,
-        "tools": [{"type": "function", "function": {"name": "calc", "description": "Calculate.",
-                                                    "parameters": TOOL.parameters, "strict": False}}],
-        "tool_choice": "auto", "reasoning_effort": "high",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "store": False,
+        "max_completion_tokens": 100,
+        "temperature": 0.5,
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "calc",
+                    "description": "Calculate.",
+                    "parameters": TOOL.parameters,
+                    "strict": False,
+                },
+            }
+        ],
+        "tool_choice": "auto",
+        "reasoning_effort": "high",
     }
 
 
-@pytest.mark.parametrize("kw, expected", [
-    (dict(provider="xai", base_url="https://api.x.ai/v1"),
-     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False)),
-    (dict(provider="zai", base_url="https://api.z.ai/api/coding/paas/v4"),
-     dict(supportsStore=False, thinkingFormat="zai", supportsReasoningEffort=False)),
-    (dict(provider="deepseek", base_url="https://api.deepseek.com/v1"),
-     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=True)),
-    (dict(provider="local", base_url="http://localhost:11434/v1"),
-     dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False, maxTokensField="max_tokens")),
-    (dict(provider="mistral", base_url="https://api.mistral.ai/v1"),
-     dict(requiresToolResultName=True, requiresThinkingAsText=True, maxTokensField="max_tokens")),
-    (dict(provider="groq", base_url="https://api.groq.com/openai/v1", id="qwen/qwen3-32b"),
-     dict(reasoningEffortMap={"minimal": "default", "low": "default", "medium": "default", "high": "default",
-                              "xhigh": "default"})),
-    (dict(provider="local", base_url="http://127.0.0.1:8080/v1", compat={"supportsDeveloperRole": True}),
-     dict(supportsDeveloperRole=True)),
-])
+@pytest.mark.parametrize(
+    "kw, expected",
+    [
+        (
+            dict(provider="xai", base_url="https://api.x.ai/v1"),
+            dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False),
+        ),
+        (
+            dict(provider="zai", base_url="https://api.z.ai/api/coding/paas/v4"),
+            dict(supportsStore=False, thinkingFormat="zai", supportsReasoningEffort=False),
+        ),
+        (
+            dict(provider="deepseek", base_url="https://api.deepseek.com/v1"),
+            dict(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=True),
+        ),
+        (
+            dict(provider="local", base_url="http://localhost:11434/v1"),
+            dict(
+                supportsStore=False,
+                supportsDeveloperRole=False,
+                supportsReasoningEffort=False,
+                maxTokensField="max_tokens",
+            ),
+        ),
+        (
+            dict(provider="mistral", base_url="https://api.mistral.ai/v1"),
+            dict(requiresToolResultName=True, requiresThinkingAsText=True, maxTokensField="max_tokens"),
+        ),
+        (
+            dict(provider="groq", base_url="https://api.groq.com/openai/v1", id="qwen/qwen3-32b"),
+            dict(
+                reasoningEffortMap={
+                    "minimal": "default",
+                    "low": "default",
+                    "medium": "default",
+                    "high": "default",
+                    "xhigh": "default",
+                }
+            ),
+        ),
+        (
+            dict(provider="local", base_url="http://127.0.0.1:8080/v1", compat={"supportsDeveloperRole": True}),
+            dict(supportsDeveloperRole=True),
+        ),
+    ],
+)
 def test_compat_detection_and_overrides(kw, expected):  # spec §17
     compat = resolve_compat(_model(**kw))
     assert {k: compat[k] for k in expected} == expected
@@ -279,38 +404,66 @@ def test_compat_detection_and_overrides(kw, expected):  # spec §17
 def test_reasoning_levels_and_formats():  # spec §11
     ctx = AgentContext(messages=[UserMessage("q")])
     assert build_request_body(_model(reasoning=True), ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "high"
-    assert build_request_body(_model(id="gpt-5.2", reasoning=True), ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "xhigh"
+    assert (
+        build_request_body(_model(id="gpt-5.2", reasoning=True), ctx, {"reasoning": "xhigh"})["reasoning_effort"]
+        == "xhigh"
+    )
     assert "reasoning_effort" not in build_request_body(_model(reasoning=False), ctx, {"reasoning": "high"})
     assert "reasoning_effort" not in build_request_body(_model(reasoning=True), ctx, {"reasoning": None})
     zai = _model(provider="zai", base_url="https://api.z.ai/api/paas/v4", reasoning=True)
     assert build_request_body(zai, ctx, {"reasoning": "low"})["enable_thinking"] is True
     assert build_request_body(zai, ctx, {})["enable_thinking"] is False
-    qwen = _model(provider="local", base_url="http://localhost:8000/v1", reasoning=True,
-                  compat={"thinkingFormat": "qwen-chat-template"})
+    qwen = _model(
+        provider="local",
+        base_url="http://localhost:8000/v1",
+        reasoning=True,
+        compat={"thinkingFormat": "qwen-chat-template"},
+    )
     assert build_request_body(qwen, ctx, {"reasoning": "medium"})["chat_template_kwargs"] == {"enable_thinking": True}
 
 
 def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messages
-    model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-x",
-                   input=("text", "image"))
+    model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-x", input=("text", "image"))
     mine = dict(api=API, provider="mistral", model="mistral-x")
     image = ImageContent("QUJD", "image/png")
-    ctx = AgentContext(messages=[
-        UserMessage([TextContent("look"), image]),
-        AssistantMessage([ThinkingContent("ponder", thinking_signature="reasoning_content"), TextContent("ok"),
-                          ToolCall("abcdefghi", "shot", {})], stop_reason="toolUse", **mine),
-        ToolResultMessage("abcdefghi", "shot", [image]),
-        UserMessage("thanks \ud800"),
-    ])
+    ctx = AgentContext(
+        messages=[
+            UserMessage([TextContent("look"), image]),
+            AssistantMessage(
+                [
+                    ThinkingContent("ponder", thinking_signature="reasoning_content"),
+                    TextContent("ok"),
+                    ToolCall("abcdefghi", "shot", {}),
+                ],
+                stop_reason="toolUse",
+                **mine,
+            ),
+            ToolResultMessage("abcdefghi", "shot", [image]),
+            UserMessage("thanks \ud800"),
+        ]
+    )
     messages = build_request_body(model, ctx, {})["messages"]
     assert messages == [
-        {"role": "user", "content": [{"type": "text", "text": "look"},
-                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
-        {"role": "assistant", "content": "ponder\n\nok",  # requiresThinkingAsText
-         "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "shot", "arguments": "{}"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "ponder\n\nok",  # requiresThinkingAsText
+            "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "shot", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "abcdefghi", "content": "(see attached image)", "name": "shot"},
-        {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"},
-                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Attached image(s) from tool result:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        },
         {"role": "user", "content": "thanks "},  # unpaired surrogate removed
     ]
     text_only = build_request_body(_model(), AgentContext(messages=[UserMessage([image])]), {})
@@ -319,9 +472,13 @@ def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messa
 
 def test_same_model_reasoning_is_replayed_under_its_field_and_tools_empty_list():
     model = _model(provider="local", base_url="http://localhost:8080/v1", id="qwq")
-    prior = AssistantMessage([ThinkingContent("think", thinking_signature="reasoning_content"),
-                              ToolCall("c1", "calc", {"e": "1+1"})],
-                             api=API, provider="local", model="qwq", stop_reason="toolUse")
+    prior = AssistantMessage(
+        [ThinkingContent("think", thinking_signature="reasoning_content"), ToolCall("c1", "calc", {"e": "1+1"})],
+        api=API,
+        provider="local",
+        model="qwq",
+        stop_reason="toolUse",
+    )
     ctx = AgentContext(messages=[UserMessage("q"), prior, ToolResultMessage("c1", "calc", [TextContent("2")])])
     body = build_request_body(model, ctx, {"max_tokens": 50})
     assert body["messages"][1]["reasoning_content"] == "think" and body["messages"][1]["content"] is None
@@ -331,15 +488,23 @@ def test_same_model_reasoning_is_replayed_under_its_field_and_tools_empty_list()
 
 def test_cross_provider_replay_normalises_ids_and_repairs_sequence():  # spec §6 through this API
     responses = dict(api="openai-responses", provider="openai", model="gpt-5")
-    ctx = AgentContext(messages=[
-        UserMessage("q"),
-        AssistantMessage([ThinkingContent("secret", thinking_signature='{"type":"reasoning"}'),
-                          ToolCall("call_1|fc_abc", "calc", {"e": "1"}), ToolCall("call_2|fc_def", "calc", {})],
-                         stop_reason="toolUse", **responses),
-        ToolResultMessage("call_1|fc_abc", "calc", [TextContent("1")]),
-        AssistantMessage([TextContent("partial")], stop_reason="aborted", **responses),
-        UserMessage("again"),
-    ])
+    ctx = AgentContext(
+        messages=[
+            UserMessage("q"),
+            AssistantMessage(
+                [
+                    ThinkingContent("secret", thinking_signature='{"type":"reasoning"}'),
+                    ToolCall("call_1|fc_abc", "calc", {"e": "1"}),
+                    ToolCall("call_2|fc_def", "calc", {}),
+                ],
+                stop_reason="toolUse",
+                **responses,
+            ),
+            ToolResultMessage("call_1|fc_abc", "calc", [TextContent("1")]),
+            AssistantMessage([TextContent("partial")], stop_reason="aborted", **responses),
+            UserMessage("again"),
+        ]
+    )
     body = build_request_body(_model(provider="groq", base_url="https://api.groq.com/openai/v1"), ctx, {})
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "tool", "tool", "user"]
     assistant = body["messages"][1]
@@ -350,10 +515,16 @@ def test_cross_provider_replay_normalises_ids_and_repairs_sequence():  # spec §
 
 
 def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17
-    model = _model(provider="openrouter", base_url="https://openrouter.ai/api/v1", id="anthropic/claude-x",
-                   compat={"openRouterRouting": {"order": ["anthropic"]}})
+    model = _model(
+        provider="openrouter",
+        base_url="https://openrouter.ai/api/v1",
+        id="anthropic/claude-x",
+        compat={"openRouterRouting": {"order": ["anthropic"]}},
+    )
     body = build_request_body(model, AgentContext(messages=[UserMessage("hello")]), {})
-    assert body["messages"][-1]["content"] == [{"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]
+    assert body["messages"][-1]["content"] == [
+        {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["provider"] == {"order": ["anthropic"]}
     none = build_request_body(model, AgentContext(messages=[UserMessage("hello")]), {"cache_retention": "none"})
     assert none["messages"][-1]["content"] == "hello"
@@ -412,7 +583,9 @@ def test_agent_run_parallel_tools_against_local_server():  # issue 4: local Open
     first = sse(
         _chunk({"tool_calls": [{"index": 0, "id": "e1", "function": {"name": "echo", "arguments": '{"word":"a"}'}}]}),
         _chunk({"tool_calls": [{"index": 1, "id": "e2", "function": {"name": "echo", "arguments": '{"word":"b"}'}}]}),
-        _chunk(finish="tool_calls"), done=True)
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
     second = sse(_chunk({"content": "A and B"}), _chunk(finish="stop"), done=True)
     with ScriptedServer([Reply(body=first, chunk_size=16), Reply(body=second)]) as server:
         model = Model(id="llama3", api=API, provider="ollama", base_url=server.url + "/v1")
@@ -420,19 +593,34 @@ def test_agent_run_parallel_tools_against_local_server():  # issue 4: local Open
         new = agent.prompt("echo a and b")
         body = server.requests[1].json()
     assert [(m.role, getattr(m, "tool_call_id", None)) for m in new] == [
-        ("user", None), ("assistant", None), ("toolResult", "e1"), ("toolResult", "e2"), ("assistant", None)]
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "e1"),
+        ("toolResult", "e2"),
+        ("assistant", None),
+    ]
     assert new[-1].text == "A and B"
     assert body["messages"][0] == {"role": "system", "content": "Be terse."}
-    assert [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"] == [("e1", "A"), ("e2", "B")]
+    assert [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"] == [
+        ("e1", "A"),
+        ("e2", "B"),
+    ]
 
 
-OUTPUT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-                 "additionalProperties": False, "title": "My answer!"}
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+    "additionalProperties": False,
+    "title": "My answer!",
+}
 
 
 def test_output_schema_becomes_response_format():  # issue 13: native structured output
     model = Model(id="m", api=API, provider="local", base_url="http://127.0.0.1:1/v1")
     body = build_request_body(model, AgentContext(messages=[UserMessage("q")]), {"output_schema": OUTPUT_SCHEMA})
-    assert body["response_format"] == {"type": "json_schema", "json_schema": {
-        "name": "My_answer", "schema": OUTPUT_SCHEMA, "strict": False}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "My_answer", "schema": OUTPUT_SCHEMA, "strict": False},
+    }
     assert "response_format" not in build_request_body(model, AgentContext(messages=[UserMessage("q")]), {})

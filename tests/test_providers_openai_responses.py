@@ -24,19 +24,44 @@ from agentcore.types import (
 )
 
 API = "openai-responses"
-GPT55 = Model(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url="https://api.openai.com/v1",
-              reasoning=True, input=("text", "image"), cost=ModelCost(1.25, 10, 0.125, 0),
-              context_window=400000, max_tokens=128000)
-MINI = Model(id="gpt-4o-mini", api=API, provider="openai", base_url="https://api.openai.com/v1",
-             reasoning=False, input=("text", "image"), cost=ModelCost(0.15, 0.6, 0.08, 0))
-MULTIPLY = {"name": "multiply", "description": "Multiply two numbers.", "parameters": {
-    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"], "type": "object"}}
+GPT55 = Model(
+    id="gpt-5.5",
+    name="GPT-5.5",
+    api=API,
+    provider="openai",
+    base_url="https://api.openai.com/v1",
+    reasoning=True,
+    input=("text", "image"),
+    cost=ModelCost(1.25, 10, 0.125, 0),
+    context_window=400000,
+    max_tokens=128000,
+)
+MINI = Model(
+    id="gpt-4o-mini",
+    api=API,
+    provider="openai",
+    base_url="https://api.openai.com/v1",
+    reasoning=False,
+    input=("text", "image"),
+    cost=ModelCost(0.15, 0.6, 0.08, 0),
+)
+MULTIPLY = {
+    "name": "multiply",
+    "description": "Multiply two numbers.",
+    "parameters": {
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "type": "object",
+    },
+}
 
 
 def _replay(name: str, turn: int = 0, model: Model = GPT55, tier=None):
     rec = load_recording(API, name)
     body = rec["interactions"][turn]["response"]["body"]
-    return replay_pure(lambda out, push: wire.ResponsesStreamState(model, StreamWriter(model, out, push), tier), body, model)
+    return replay_pure(
+        lambda out, push: wire.ResponsesStreamState(model, StreamWriter(model, out, push), tier), body, model
+    )
 
 
 def _feed(events, model=GPT55):
@@ -57,7 +82,10 @@ def test_text_stream():  # spec §13, recording text-stream
     (block,) = out.content
     assert block.text == "pong"
     assert json.loads(block.text_signature) == {
-        "v": 1, "id": "msg_00592e63e61b66660169fab1bada8481a28ef92eb62c168ead", "phase": "final_answer"}
+        "v": 1,
+        "id": "msg_00592e63e61b66660169fab1bada8481a28ef92eb62c168ead",
+        "phase": "final_answer",
+    }
     assert out.stop_reason == "stop"
     u = out.usage
     assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (11, 5, 0, 0, 16)
@@ -78,10 +106,14 @@ def test_second_turn_text_and_request_shape():  # issue 4: multi-turn request sh
     rec = load_recording(API, "tool-call-with-reasoning")
     first, _ = _replay("tool-call-with-reasoning")
     call = first.content[0]
-    context = AgentContext(messages=[
-        UserMessage(content="What is 1231 * 2331? Use the multiply tool."), first,
-        tool_result(call, "2869461"),
-    ], tools=[MULTIPLY])
+    context = AgentContext(
+        messages=[
+            UserMessage(content="What is 1231 * 2331? Use the multiply tool."),
+            first,
+            tool_result(call, "2869461"),
+        ],
+        tools=[MULTIPLY],
+    )
     body = wire.build_request_body(GPT55, context, reasoning="low")
     recorded = rec["interactions"][1]["request"]["body"]
     shape = lambda items: [(i.get("role"), i.get("type"), i.get("call_id")) for i in items]  # noqa: E731
@@ -102,8 +134,9 @@ def test_second_turn_text_and_request_shape():  # issue 4: multi-turn request sh
 
 def test_body_options_and_caching():  # spec §13 body, §18 caching
     ctx = AgentContext(system_prompt="sys", messages=[UserMessage(content="hi")])
-    body = wire.build_request_body(MINI, ctx, session_id="s1", cache_retention="long", max_tokens=100,
-                                   temperature=0.3, service_tier="flex")
+    body = wire.build_request_body(
+        MINI, ctx, session_id="s1", cache_retention="long", max_tokens=100, temperature=0.3, service_tier="flex"
+    )
     assert body["input"][0] == {"role": "system", "content": "sys"}
     assert body["input"][1] == {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}
     assert (body["prompt_cache_key"], body["prompt_cache_retention"]) == ("s1", "24h")
@@ -126,27 +159,51 @@ def test_reasoning_levels_and_developer_role():  # spec §11 openai-responses
 
 def test_replay_of_reasoning_text_and_foreign_ids():  # spec §13 input items
     reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
-    mine = AssistantMessage(content=[
-        ThinkingContent(thinking="", thinking_signature=json.dumps(reasoning_item)),
-        TextContent(text="partial answer", text_signature=json.dumps({"v": 1, "id": "msg_a", "phase": "commentary"})),
-        TextContent(text="legacy", text_signature="msg_" + "x" * 80),
-        ToolCall(id="call_1|fc_1", name="multiply", arguments={"a": 1, "b": 2}),
-    ], api=API, provider="openai", model="gpt-5.5", usage=Usage(), stop_reason="toolUse")
-    ctx = AgentContext(messages=[UserMessage(content="q"), mine,
-                                 ToolResultMessage(tool_call_id="call_1|fc_1", tool_name="multiply",
-                                                   content=[TextContent("2")])])
+    mine = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="", thinking_signature=json.dumps(reasoning_item)),
+            TextContent(
+                text="partial answer", text_signature=json.dumps({"v": 1, "id": "msg_a", "phase": "commentary"})
+            ),
+            TextContent(text="legacy", text_signature="msg_" + "x" * 80),
+            ToolCall(id="call_1|fc_1", name="multiply", arguments={"a": 1, "b": 2}),
+        ],
+        api=API,
+        provider="openai",
+        model="gpt-5.5",
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
+    ctx = AgentContext(
+        messages=[
+            UserMessage(content="q"),
+            mine,
+            ToolResultMessage(tool_call_id="call_1|fc_1", tool_name="multiply", content=[TextContent("2")]),
+        ]
+    )
     items = wire.build_request_body(GPT55, ctx)["input"]
     assert items[1] == reasoning_item
     assert items[2]["id"] == "msg_a" and items[2]["phase"] == "commentary"
     assert items[3]["id"].startswith("msg_") and len(items[3]["id"]) <= 64
-    assert items[4] == {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "multiply",
-                        "arguments": '{"a": 1, "b": 2}'}
+    assert items[4] == {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_1",
+        "name": "multiply",
+        "arguments": '{"a": 1, "b": 2}',
+    }
     assert items[5] == {"type": "function_call_output", "call_id": "call_1", "output": "2"}
 
 
 def test_fc_id_omitted_for_a_different_model_of_the_same_provider():  # spec §13
-    other = AssistantMessage(content=[ToolCall(id="call_1|fc_1", name="t", arguments={})], api=API,
-                             provider="openai", model="gpt-4o", usage=Usage(), stop_reason="toolUse")
+    other = AssistantMessage(
+        content=[ToolCall(id="call_1|fc_1", name="t", arguments={})],
+        api=API,
+        provider="openai",
+        model="gpt-4o",
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
     items = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage(content="q"), other]))["input"]
     assert "id" not in items[1] and items[1]["call_id"] == "call_1"
 
@@ -160,8 +217,12 @@ def test_id_normalizer_for_foreign_pipe_ids():  # spec §6 openai-responses norm
 
 def test_images_in_user_and_tool_output():  # spec §10 responses
     img = ImageContent(data="QUJD", mime_type="image/jpeg")
-    ctx = AgentContext(messages=[UserMessage(content=[TextContent("see"), img]),
-                                 ToolResultMessage(tool_call_id="c|fc", tool_name="t", content=[img])])
+    ctx = AgentContext(
+        messages=[
+            UserMessage(content=[TextContent("see"), img]),
+            ToolResultMessage(tool_call_id="c|fc", tool_name="t", content=[img]),
+        ]
+    )
     items = wire.build_request_body(MINI, ctx)["input"]
     part = {"type": "input_image", "detail": "auto", "image_url": "data:image/jpeg;base64,QUJD"}
     assert items[0]["content"][1] == part
@@ -176,20 +237,40 @@ def test_images_in_user_and_tool_output():  # spec §10 responses
 
 def _reasoning_stream():
     return [
-        {"type": "response.output_item.added", "output_index": 0,
-         "item": {"type": "reasoning", "id": "rs_1", "summary": []}},
-        {"type": "response.reasoning_summary_part.added", "output_index": 0, "part": {"type": "summary_text", "text": ""}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs_1", "summary": []},
+        },
+        {
+            "type": "response.reasoning_summary_part.added",
+            "output_index": 0,
+            "part": {"type": "summary_text", "text": ""},
+        },
         {"type": "response.reasoning_summary_text.delta", "output_index": 0, "delta": "Think"},
         {"type": "response.reasoning_summary_part.done", "output_index": 0},
-        {"type": "response.output_item.done", "output_index": 0, "item": {
-            "type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Think"}]}},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Think"}]},
+        },
     ]
 
 
 def test_reasoning_summary_becomes_signed_thinking():  # spec §13 stream handling, §3 rule 7
-    completed = {"type": "response.completed", "response": {"status": "completed", "output": [
-        {"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC"}], "usage": {
-        "input_tokens": 100, "input_tokens_details": {"cached_tokens": 40}, "output_tokens": 10, "total_tokens": 110}}}
+    completed = {
+        "type": "response.completed",
+        "response": {
+            "status": "completed",
+            "output": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "ENC"}],
+            "usage": {
+                "input_tokens": 100,
+                "input_tokens_details": {"cached_tokens": 40},
+                "output_tokens": 10,
+                "total_tokens": 110,
+            },
+        },
+    }
     state, out, pushed = _feed(_reasoning_stream() + [completed])
     state.finish()
     assert [e.delta for e in pushed if e.type == "thinking_delta"] == ["Think", "\n\n"]
@@ -200,8 +281,10 @@ def test_reasoning_summary_becomes_signed_thinking():  # spec §13 stream handli
 
 
 def test_incomplete_max_output_tokens_is_length_other_reasons_error():  # spec §13 gap fixed
-    inc = {"type": "response.incomplete", "response": {"status": "incomplete",
-                                                       "incomplete_details": {"reason": "max_output_tokens"}}}
+    inc = {
+        "type": "response.incomplete",
+        "response": {"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"}},
+    }
     state, out, _ = _feed([inc])
     state.finish()
     assert out.stop_reason == "length"
@@ -225,25 +308,42 @@ def test_error_events_and_missing_terminal_event():  # spec §9 responses errors
 
 
 def test_service_tier_pricing():  # spec §7 responses service tier
-    completed = {"type": "response.completed", "response": {"status": "completed", "service_tier": "priority",
-                                                            "usage": {"input_tokens": 1000000, "output_tokens": 0,
-                                                                      "total_tokens": 1000000}}}
+    completed = {
+        "type": "response.completed",
+        "response": {
+            "status": "completed",
+            "service_tier": "priority",
+            "usage": {"input_tokens": 1000000, "output_tokens": 0, "total_tokens": 1000000},
+        },
+    }
     state, out, _ = _feed([completed], model=MINI)
     assert out.usage.cost.input == pytest.approx(0.30) and out.usage.cost.total == pytest.approx(0.30)
 
 
 def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks keyed by output_index
     events = [
-        {"type": "response.output_item.added", "output_index": 0,
-         "item": {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": ""}},
-        {"type": "response.output_item.added", "output_index": 1,
-         "item": {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": ""}},
-        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"y\":2}"},
-        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{\"x\":1}"},
-        {"type": "response.output_item.done", "output_index": 0, "item": {
-            "type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": "{\"x\":1}"}},
-        {"type": "response.output_item.done", "output_index": 1, "item": {
-            "type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": "{\"y\":2}"}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": ""},
+        },
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": ""},
+        },
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "delta": '{"y":2}'},
+        {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": '{"x":1}'},
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {"type": "function_call", "id": "fc_a", "call_id": "call_a", "name": "f", "arguments": '{"x":1}'},
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": {"type": "function_call", "id": "fc_b", "call_id": "call_b", "name": "g", "arguments": '{"y":2}'},
+        },
         {"type": "response.completed", "response": {"status": "completed"}},
     ]
     state, out, _ = _feed(events)
@@ -259,8 +359,16 @@ from _wire_replay import first_user_text, run_stream  # noqa: E402
 
 
 def _served(server, **kw):
-    fields = dict(id="gpt-5.5", name="GPT-5.5", api=API, provider="openai", base_url=server.url + "/v1",
-                  reasoning=True, input=("text", "image"), cost=GPT55.cost)
+    fields = dict(
+        id="gpt-5.5",
+        name="GPT-5.5",
+        api=API,
+        provider="openai",
+        base_url=server.url + "/v1",
+        reasoning=True,
+        input=("text", "image"),
+        cost=GPT55.cost,
+    )
     fields.update(kw)
     return Model(**fields)
 
@@ -278,8 +386,13 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
         model = _served(server)
         messages = [UserMessage(content=first_user_text(rec["interactions"][0]["request"]["body"]))]
         for turn, interaction in enumerate(rec["interactions"]):
-            result, events = run_stream(provider, model, AgentContext(messages=list(messages), tools=[MULTIPLY]),
-                                        api_key="sk-test", reasoning="low")
+            result, events = run_stream(
+                provider,
+                model,
+                AgentContext(messages=list(messages), tools=[MULTIPLY]),
+                api_key="sk-test",
+                reasoning="low",
+            )
             expected, _ = _replay(name, turn, model)
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
@@ -289,19 +402,28 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert request.headers["authorization"] == "Bearer sk-test"
             sent = request.json()
             recorded = interaction["request"]["body"]
-            assert [i.get("type", "message") for i in sent["input"]] == [i.get("type", "message") for i in recorded["input"]]
+            assert [i.get("type", "message") for i in sent["input"]] == [
+                i.get("type", "message") for i in recorded["input"]
+            ]
             assert sent["reasoning"]["effort"] == recorded["reasoning"]["effort"]
             messages.append(result)
             if turn + 1 < len(rec["interactions"]):
-                outputs = {i["call_id"]: i["output"] for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
-                           if i.get("type") == "function_call_output"}
+                outputs = {
+                    i["call_id"]: i["output"]
+                    for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
+                    if i.get("type") == "function_call_output"
+                }
                 messages.extend(tool_result(call, outputs[call.id.split("|")[0]]) for call in result.tool_calls)
 
 
 def test_http_error_uses_openai_error_message():  # spec §9 OpenAI-style errors
     body = json.dumps({"error": {"message": "Your input exceeds the context window of this model.", "code": "x"}})
-    with ScriptedServer([Reply(status=400, body=body, content_type="application/json"),
-                         Reply(status=401, body="", content_type="application/json")]) as server:
+    with ScriptedServer(
+        [
+            Reply(status=400, body=body, content_type="application/json"),
+            Reply(status=401, body="", content_type="application/json"),
+        ]
+    ) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         first, events = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
         second, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
@@ -311,12 +433,16 @@ def test_http_error_uses_openai_error_message():  # spec §9 OpenAI-style errors
 
 
 def test_in_stream_failure_and_truncated_stream_over_http():  # spec §9, §13 terminal event
-    added = {"type": "response.output_item.added", "output_index": 0,
-             "item": {"type": "message", "id": "msg_1", "content": []}}
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "id": "msg_1", "content": []},
+    }
     delta = {"type": "response.output_text.delta", "output_index": 0, "delta": "Hi"}
     failed = {"type": "response.failed", "response": {"error": {"code": "server_error", "message": "boom"}}}
-    with ScriptedServer([Reply(body=_sse(added, delta, failed), chunk_size=9),
-                         Reply(body=_sse(added, delta), chunk_size=9)]) as server:
+    with ScriptedServer(
+        [Reply(body=_sse(added, delta, failed), chunk_size=9), Reply(body=_sse(added, delta), chunk_size=9)]
+    ) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         failed_result, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
         cut, events = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")

@@ -13,7 +13,7 @@ from agentcore.providers.sse import SSEEvent, iter_sse
 
 
 def _split(data: bytes, size: int):
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def _events(chunks):
@@ -36,7 +36,7 @@ def test_crlf_split_between_chunks_is_one_line_end():  # a \r at a chunk end wai
 
 
 def test_comments_and_keepalives_are_ignored():  # providers §5: ": OPENROUTER PROCESSING"
-    body = b": OPENROUTER PROCESSING\n\ndata: {\"a\":1}\n: ping\n\n"
+    body = b': OPENROUTER PROCESSING\n\ndata: {"a":1}\n: ping\n\n'
     assert _events([body]) == [("message", '{"a":1}', None)]
 
 
@@ -46,12 +46,14 @@ def test_final_event_without_blank_line_is_flushed():  # providers §5: flush at
 
 
 def test_field_parsing_rules():
-    body = (b"data:nospace\n\n"          # no space after the colon
-            b"data:  two spaces\n\n"     # only one space is stripped
-            b"data\n\n"                  # a bare field name is an empty value
-            b"event: only-an-event\n\n"  # no data: nothing dispatched
-            b"id: 7\ndata: with id\n\n"
-            b"retry: 100\nunknown: x\ndata: after unknown\n\n")
+    body = (
+        b"data:nospace\n\n"  # no space after the colon
+        b"data:  two spaces\n\n"  # only one space is stripped
+        b"data\n\n"  # a bare field name is an empty value
+        b"event: only-an-event\n\n"  # no data: nothing dispatched
+        b"id: 7\ndata: with id\n\n"
+        b"retry: 100\nunknown: x\ndata: after unknown\n\n"
+    )
     assert _events([body]) == [
         ("message", "nospace", None),
         ("message", " two spaces", None),
@@ -93,8 +95,10 @@ def test_gemini_style_double_crlf():  # providers §5: Gemini uses \r\n\r\n
     assert [json.loads(e.data)["a"] for e in iter_sse(_split(body, 4))] == [1, 2]
 
 
-@pytest.mark.parametrize("data", ['{"a": [1, 2.5, "x"]}', ' {"a": 1}', '{"a": 1} ', "[1, 2]", '"s"', "NaN",
-                                  "null", '{"a": "\\ud83d\\ude00"}'])
+@pytest.mark.parametrize(
+    "data",
+    ['{"a": [1, 2.5, "x"]}', ' {"a": 1}', '{"a": 1} ', "[1, 2]", '"s"', "NaN", "null", '{"a": "\\ud83d\\ude00"}'],
+)
 def test_parse_json_event_equals_json_loads(data):  # providers §5
     value = parse_json_event(data)
     expected = json.loads(data)
@@ -113,42 +117,52 @@ def test_parse_json_event_reports_what_json_loads_reports(data):  # providers §
 # --------------------------------------------------------------------------- partial JSON
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("", {}),
-    ("   ", {}),
-    ("{", {}),
-    ('{"a', {}),
-    ('{"a":', {}),
-    ('{"a": 12', {"a": 12}),
-    ('{"a": tru', {}),
-    ('{"a": 1, "b": tr', {"a": 1}),
-    ('{"a":"x","b', {"a": "x"}),
-    ('{"a":"x",', {"a": "x"}),
-    ('{"a":[1,2', {"a": [1, 2]}),
-    ('{"a":{"b":"c', {"a": {"b": "c"}}),
-    ('{"city":"Ly', {"city": "Ly"}),
-    ('{"a":"x\\', {"a": "x"}),
-    ('{"a":"x\\u00', {"a": "x"}),
-    ('{"a":"q\\"', {"a": 'q"'}),
-    ('{"a":"line\nbreak"}', {"a": "line\nbreak"}),  # raw control characters are accepted
-    ('{"a":1} trailing', {"a": 1}),
-    ("[1, 2]", {}),
-    ("nonsense", {}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", {}),
+        ("   ", {}),
+        ("{", {}),
+        ('{"a', {}),
+        ('{"a":', {}),
+        ('{"a": 12', {"a": 12}),
+        ('{"a": tru', {}),
+        ('{"a": 1, "b": tr', {"a": 1}),
+        ('{"a":"x","b', {"a": "x"}),
+        ('{"a":"x",', {"a": "x"}),
+        ('{"a":[1,2', {"a": [1, 2]}),
+        ('{"a":{"b":"c', {"a": {"b": "c"}}),
+        ('{"city":"Ly', {"city": "Ly"}),
+        ('{"a":"x\\', {"a": "x"}),
+        ('{"a":"x\\u00', {"a": "x"}),
+        ('{"a":"q\\"', {"a": 'q"'}),
+        ('{"a":"line\nbreak"}', {"a": "line\nbreak"}),  # raw control characters are accepted
+        ('{"a":1} trailing', {"a": 1}),
+        ("[1, 2]", {}),
+        ("nonsense", {}),
+    ],
+)
 def test_parse_streaming_json(text, expected):  # providers §5: never None, best effort
     assert parse_streaming_json(text) == expected
 
 
 def test_incremental_parser_matches_one_shot_on_every_prefix():
-    doc = json.dumps({"path": "a.py", "content": 'print("hi")\n\\ end\t', "n": [1, 2.5, {"z": None, "t": True}],
-                      "u": "é中🎉", "nested": {"list": [[], {}]}})
+    doc = json.dumps(
+        {
+            "path": "a.py",
+            "content": 'print("hi")\n\\ end\t',
+            "n": [1, 2.5, {"z": None, "t": True}],
+            "u": "é中🎉",
+            "nested": {"list": [[], {}]},
+        }
+    )
     rng = random.Random(4)
     for _ in range(20):
         parser = PartialJsonParser()
         pos = 0
         while pos < len(doc):
             step = rng.randint(1, 6)
-            parser.feed(doc[pos:pos + step])
+            parser.feed(doc[pos : pos + step])
             pos += step
             assert parser.value() == parse_streaming_json(doc[:pos])
         assert parser.value() == json.loads(doc)
@@ -159,5 +173,5 @@ def test_oversize_arguments_parse_completely():  # synthetic: oversize tool argu
     doc = json.dumps({"path": "big.txt", "content": content})
     parser = PartialJsonParser()
     for i in range(0, len(doc), 4096):
-        parser.feed(doc[i:i + 4096])
+        parser.feed(doc[i : i + 4096])
     assert parser.value()["content"] == content

@@ -27,21 +27,30 @@ def _upper(tool_call_id):
 
 
 def test_same_model_keeps_everything_verbatim():  # §6 pass 1, same model
-    message = _assistant([ThinkingContent("", thinking_signature="enc"), ThinkingContent("r", redacted=True,
-                          thinking_signature="blob"), TextContent("t", text_signature="sig"),
-                          ToolCall("id|1", "f", {}, thought_signature="ts")])
+    message = _assistant(
+        [
+            ThinkingContent("", thinking_signature="enc"),
+            ThinkingContent("r", redacted=True, thinking_signature="blob"),
+            TextContent("t", text_signature="sig"),
+            ToolCall("id|1", "f", {}, thought_signature="ts"),
+        ]
+    )
     out = transform_messages([UserMessage("q"), message], TARGET, _upper)
     assert out[1] is message  # untouched messages are not copied
 
 
 def test_cross_model_blocks():  # §6 pass 1, different model
-    message = _assistant([
-        ThinkingContent("secret", thinking_signature="x", redacted=True),  # redacted: dropped
-        ThinkingContent("   "),  # blank: dropped
-        ThinkingContent("reasoned", thinking_signature="sig"),  # becomes plain text
-        TextContent("answer", text_signature="msg_1"),  # loses its signature
-        ToolCall("call|item", "f", {"a": 1}, thought_signature="ts"),  # id normalised, signature dropped
-    ], stop="toolUse", **OTHER)
+    message = _assistant(
+        [
+            ThinkingContent("secret", thinking_signature="x", redacted=True),  # redacted: dropped
+            ThinkingContent("   "),  # blank: dropped
+            ThinkingContent("reasoned", thinking_signature="sig"),  # becomes plain text
+            TextContent("answer", text_signature="msg_1"),  # loses its signature
+            ToolCall("call|item", "f", {"a": 1}, thought_signature="ts"),  # id normalised, signature dropped
+        ],
+        stop="toolUse",
+        **OTHER,
+    )
     result = ToolResultMessage("call|item", "f", [TextContent("ok")])
     out = transform_messages([UserMessage("q"), message, result], TARGET, _upper)
     assert out[1].content == [TextContent("reasoned"), TextContent("answer"), ToolCall("CALL|ITEM", "f", {"a": 1})]
@@ -50,8 +59,12 @@ def test_cross_model_blocks():  # §6 pass 1, different model
 
 
 def test_errored_and_aborted_turns_are_dropped():  # §6 pass 2
-    messages = [UserMessage("q"), _assistant([TextContent("half")], stop="error"),
-                _assistant([TextContent("cut")], stop="aborted"), UserMessage("again")]
+    messages = [
+        UserMessage("q"),
+        _assistant([TextContent("half")], stop="error"),
+        _assistant([TextContent("cut")], stop="aborted"),
+        UserMessage("again"),
+    ]
     out = transform_messages(messages, TARGET)
     assert [m.role for m in out] == ["user", "user"]
 
@@ -61,9 +74,16 @@ def test_orphaned_tool_calls_get_synthetic_results():  # §6 pass 2
     messages = [UserMessage("q"), calls, ToolResultMessage("a", "f", [TextContent("1")]), UserMessage("next")]
     out = transform_messages(messages, TARGET)
     assert [(m.role, getattr(m, "tool_call_id", None)) for m in out] == [
-        ("user", None), ("assistant", None), ("toolResult", "a"), ("toolResult", "b"), ("user", None)]
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "a"),
+        ("toolResult", "b"),
+        ("user", None),
+    ]
     synthetic = out[3]
-    assert synthetic.is_error and synthetic.tool_name == "g" and synthetic.content == [TextContent("No result provided")]
+    assert (
+        synthetic.is_error and synthetic.tool_name == "g" and synthetic.content == [TextContent("No result provided")]
+    )
 
 
 def test_orphans_before_next_assistant_and_trailing_calls_left_alone():

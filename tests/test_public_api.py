@@ -17,44 +17,134 @@ import agentcore
 
 DOCUMENTED = {
     # messages and content (DESIGN §3)
-    "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "UserMessage", "AssistantMessage",
-    "ToolResultMessage", "SystemMessage", "BashExecutionMessage", "CompactionSummaryMessage",
-    "BranchSummaryMessage", "CustomMessage", "UnknownMessage", "Usage", "UsageCost", "Model", "ModelCost",
-    "AgentContext", "ThinkingLevel", "ToolExecutionMode", "QueueMode", "StopReason", "message_from_dict",
-    "message_to_dict", "convert_to_llm", "default_convert_to_llm", "DROP",
+    "TextContent",
+    "ThinkingContent",
+    "ImageContent",
+    "ToolCall",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "SystemMessage",
+    "BashExecutionMessage",
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+    "CustomMessage",
+    "UnknownMessage",
+    "Usage",
+    "UsageCost",
+    "Model",
+    "ModelCost",
+    "AgentContext",
+    "ThinkingLevel",
+    "ToolExecutionMode",
+    "QueueMode",
+    "StopReason",
+    "message_from_dict",
+    "message_to_dict",
+    "convert_to_llm",
+    "default_convert_to_llm",
+    "DROP",
     # events, streams, signals
-    "AgentEvent", "AgentStartEvent", "AgentEndEvent", "TurnStartEvent", "TurnEndEvent", "MessageStartEvent",
-    "MessageUpdateEvent", "MessageEndEvent", "ToolExecutionStartEvent", "ToolExecutionUpdateEvent",
-    "ToolExecutionEndEvent", "ToolApprovalRequestEvent", "event_to_dict", "EventStream", "AssistantMessageEventStream",
-    "AbortController", "AbortSignal",
+    "AgentEvent",
+    "AgentStartEvent",
+    "AgentEndEvent",
+    "TurnStartEvent",
+    "TurnEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "MessageEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolExecutionEndEvent",
+    "ToolApprovalRequestEvent",
+    "event_to_dict",
+    "EventStream",
+    "AssistantMessageEventStream",
+    "AbortController",
+    "AbortSignal",
     # tools
-    "AgentTool", "AgentToolResult", "FunctionTool", "tool", "validate_tool_arguments", "ToolValidationError",
-    "create_coding_tools", "create_read_only_tools", "PathOutsideRootError",
+    "AgentTool",
+    "AgentToolResult",
+    "FunctionTool",
+    "tool",
+    "validate_tool_arguments",
+    "ToolValidationError",
+    "create_coding_tools",
+    "create_read_only_tools",
+    "PathOutsideRootError",
     # loop and agent
-    "agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue", "AgentLoopConfig",
-    "BeforeToolCallContext", "BeforeToolCallResult", "AfterToolCallContext", "AfterToolCallResult",
-    "ShouldStopAfterTurnContext", "PrepareNextTurnContext", "AgentLoopTurnUpdate", "set_default_stream_fn",
-    "get_default_stream_fn", "Agent", "AgentState", "EventSubscription",
-    "OutputValidationError", "AskError",
+    "agent_loop",
+    "agent_loop_continue",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "AgentLoopConfig",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "ShouldStopAfterTurnContext",
+    "PrepareNextTurnContext",
+    "AgentLoopTurnUpdate",
+    "set_default_stream_fn",
+    "get_default_stream_fn",
+    "Agent",
+    "AgentState",
+    "EventSubscription",
+    "OutputValidationError",
+    "AskError",
     # approvals (DESIGN §6)
     "PendingApproval",
     # many agents (DESIGN §6)
-    "AgentSpec", "AgentTask", "TaskResult", "run_many",
+    "AgentSpec",
+    "AgentTask",
+    "TaskResult",
+    "run_many",
     # plugins and registries
-    "hookimpl", "hookspec", "plugins_info", "get_tool", "get_provider", "get_model", "models",
-    "create_plugin_manager", "AgentHooks", "PluginInfo", "UnknownToolError", "UnknownProviderError",
+    "hookimpl",
+    "hookspec",
+    "plugins_info",
+    "get_tool",
+    "get_provider",
+    "get_model",
+    "models",
+    "create_plugin_manager",
+    "AgentHooks",
+    "PluginInfo",
+    "UnknownToolError",
+    "UnknownProviderError",
     "UnknownModelError",
     # providers
-    "stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError", "get_env_api_key",
+    "stream",
+    "complete",
+    "is_context_overflow",
+    "calculate_cost",
+    "MissingApiKeyError",
+    "get_env_api_key",
     # sessions
-    "Session", "JsonlSessionStorage", "SqliteSessionStorage", "MemorySessionStorage", "SessionRepository",
-    "SessionError", "SessionLockedError", "SessionContext", "SessionStats", "attach_session", "restore_agent",
+    "Session",
+    "JsonlSessionStorage",
+    "SqliteSessionStorage",
+    "MemorySessionStorage",
+    "SessionRepository",
+    "SessionError",
+    "SessionLockedError",
+    "SessionContext",
+    "SessionStats",
+    "attach_session",
+    "restore_agent",
     "open_session",
     # compaction
-    "CompactionSettings", "CompactionError", "CompactionDecision", "Compactor", "CompactionStartEvent",
-    "CompactionEndEvent", "TreeDecision", "TreePreparation",
+    "CompactionSettings",
+    "CompactionError",
+    "CompactionDecision",
+    "Compactor",
+    "CompactionStartEvent",
+    "CompactionEndEvent",
+    "TreeDecision",
+    "TreePreparation",
     # notebooks
-    "display_run", "Transcript",
+    "display_run",
+    "Transcript",
     "__version__",
 }
 
@@ -83,8 +173,16 @@ def test_unknown_attribute_raises_attribute_error():
 # and the finders' find_distributions that every scan ends in), then records which of them ran during
 # the import and during the first access of each public name. ``__version__`` is the one name that
 # reads metadata by design (STYLE: the version comes from package metadata lazily).
-_METADATA_ENTRIES = ("entry_points", "distributions", "distribution", "metadata", "version", "files",
-                     "requires", "packages_distributions")
+_METADATA_ENTRIES = (
+    "entry_points",
+    "distributions",
+    "distribution",
+    "metadata",
+    "version",
+    "files",
+    "requires",
+    "packages_distributions",
+)
 _HEAVY_MODULES = ("requests", "jsonschema", "pluggy", "IPython", "dask", "distributed")
 
 _LIGHT_IMPORT_PROBE = r"""
@@ -157,8 +255,11 @@ def _light_import_problems(inject: str = "") -> List[str]:
     report = json.loads(done.stdout)
     problems = [f"import agentcore imported {name}" for name in report["heavy"]]
     problems += [f"import agentcore called {label}" for label in report["import"]]
-    problems += [f"first access of agentcore.{name} called {label}"
-                 for name, labels in report["access"].items() for label in labels]
+    problems += [
+        f"first access of agentcore.{name} called {label}"
+        for name, labels in report["access"].items()
+        for label in labels
+    ]
     return problems
 
 
@@ -232,11 +333,12 @@ _SCANS = [
     ("importlib.metadata.requires('pytest')", "importlib.metadata.requires()"),
     ("importlib.metadata.packages_distributions()", "importlib.metadata.packages_distributions()"),
     ("list(importlib.metadata.Distribution.discover())", "importlib.metadata.Distribution.discover()"),
-    ("[list(f.find_distributions()) for f in sys.meta_path if hasattr(f, 'find_distributions')]",
-     "find_distributions()"),
+    (
+        "[list(f.find_distributions()) for f in sys.meta_path if hasattr(f, 'find_distributions')]",
+        "find_distributions()",
+    ),
     ("import importlib_metadata; importlib_metadata.entry_points()", "importlib_metadata.entry_points()"),
-    ("import importlib_metadata; list(importlib_metadata.distributions())",
-     "importlib_metadata.distributions()"),
+    ("import importlib_metadata; list(importlib_metadata.distributions())", "importlib_metadata.distributions()"),
     ("import pkg_resources", "import pkg_resources"),
 ]
 
@@ -244,7 +346,8 @@ _SCANS = [
 # Every scan planted in ``import agentcore``; a few planted in the module of a light name instead
 # (each case costs a fresh interpreter).
 _CASES = [pytest.param(scan, label, "agentcore", id=label + "-import") for scan, label in _SCANS] + [
-    pytest.param(scan, label, "agentcore.tools", id=label + "-first-access") for scan, label in _SCANS
+    pytest.param(scan, label, "agentcore.tools", id=label + "-first-access")
+    for scan, label in _SCANS
     if label in ("importlib.metadata.distributions()", "importlib.metadata.version()", "import pkg_resources")
 ]
 

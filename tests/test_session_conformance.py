@@ -34,8 +34,14 @@ def U(text, timestamp=1):
 
 
 def A(text, usage=None, provider="anthropic", model="claude-sonnet-4-5", stop_reason="stop", content=None):
-    return AssistantMessage(content if content is not None else [TextContent(text)], api="anthropic-messages",
-                            provider=provider, model=model, usage=usage or Usage(), stop_reason=stop_reason)
+    return AssistantMessage(
+        content if content is not None else [TextContent(text)],
+        api="anthropic-messages",
+        provider=provider,
+        model=model,
+        usage=usage or Usage(),
+        stop_reason=stop_reason,
+    )
 
 
 def texts(messages):
@@ -119,8 +125,12 @@ def test_empty_session(s):  # session §12 A1
     assert s.get_branch() == []
     assert s.get_tree() == []
     context = s.build_context()
-    assert (context.messages, context.thinking_level, context.model, context.active_tool_names) == ([], "off",
-                                                                                                   None, None)
+    assert (context.messages, context.thinking_level, context.model, context.active_tool_names) == (
+        [],
+        "off",
+        None,
+        None,
+    )
 
 
 def test_appends_chain_under_the_leaf(s):  # session §12 A2
@@ -163,8 +173,7 @@ def test_compaction_entry_fields(s):  # session §12 A5
     c = s.append_compaction("summary", i1, 1000)
     i3 = s.append_message(U("3"))
     entry = s.get_entry(c)
-    assert (entry.parent_id, entry.summary, entry.first_kept_entry_id, entry.tokens_before) == (i2, "summary",
-                                                                                                 i1, 1000)
+    assert (entry.parent_id, entry.summary, entry.first_kept_entry_id, entry.tokens_before) == (i2, "summary", i1, 1000)
     assert s.get_entry(i3).parent_id == c
 
 
@@ -236,8 +245,12 @@ def test_move_to_with_summary(s):  # session §12 A11
     summary_id = s.move_to(i1, {"summary": "Summary of abandoned work"})
     assert s.leaf_id == summary_id
     entry = s.get_entry(summary_id)
-    assert (entry.type, entry.parent_id, entry.from_id, entry.summary) == ("branch_summary", i1, i1,
-                                                                          "Summary of abandoned work")
+    assert (entry.type, entry.parent_id, entry.from_id, entry.summary) == (
+        "branch_summary",
+        i1,
+        i1,
+        "Summary of abandoned work",
+    )
     with pytest.raises(SessionError) as info:
         s.move_to("nope", {"summary": "x"})
     assert info.value.code == "not_found"
@@ -274,16 +287,39 @@ def test_leaf_moves_are_persisted(backend):  # session §12 A13, issue 10 item 3
 
 def test_tree_orders_children_by_timestamp_and_keeps_orphans():  # session §12 A14
     ts = iter([5000, 1000, 3000, 2000])
-    storage = MemorySessionStorage(cwd="/w", entries=[
-        {"type": "message", "id": "root", "parentId": None, "timestamp": "2025-01-01T00:00:00.000Z",
-         "message": {"role": "user", "content": "r", "timestamp": 1}},
-        {"type": "message", "id": "late", "parentId": "root", "timestamp": "2025-01-01T00:00:09.000Z",
-         "message": {"role": "user", "content": "l", "timestamp": 1}},
-        {"type": "message", "id": "early", "parentId": "root", "timestamp": "2025-01-01T00:00:01.000Z",
-         "message": {"role": "user", "content": "e", "timestamp": 1}},
-        {"type": "message", "id": "orphan", "parentId": "gone", "timestamp": "2025-01-01T00:00:02.000Z",
-         "message": {"role": "user", "content": "o", "timestamp": 1}},
-    ])
+    storage = MemorySessionStorage(
+        cwd="/w",
+        entries=[
+            {
+                "type": "message",
+                "id": "root",
+                "parentId": None,
+                "timestamp": "2025-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": "r", "timestamp": 1},
+            },
+            {
+                "type": "message",
+                "id": "late",
+                "parentId": "root",
+                "timestamp": "2025-01-01T00:00:09.000Z",
+                "message": {"role": "user", "content": "l", "timestamp": 1},
+            },
+            {
+                "type": "message",
+                "id": "early",
+                "parentId": "root",
+                "timestamp": "2025-01-01T00:00:01.000Z",
+                "message": {"role": "user", "content": "e", "timestamp": 1},
+            },
+            {
+                "type": "message",
+                "id": "orphan",
+                "parentId": "gone",
+                "timestamp": "2025-01-01T00:00:02.000Z",
+                "message": {"role": "user", "content": "o", "timestamp": 1},
+            },
+        ],
+    )
     s = Session(storage, clock=lambda: next(ts))
     tree = s.get_tree()
     assert [n.entry.id for n in tree] == ["root", "orphan"]
@@ -322,8 +358,7 @@ def test_context_model_later_wins(backend):  # session §12 B17
     s2.append_message(U("1"))
     s2.append_model_change("openai", "gpt-4")
     s2.append_message(A("2"))
-    assert (s2.build_context().model.provider, s2.build_context().model.model_id) == ("anthropic",
-                                                                                     "claude-sonnet-4-5")
+    assert (s2.build_context().model.provider, s2.build_context().model.model_id) == ("anthropic", "claude-sonnet-4-5")
     s2.append_thinking_level_change("high")
     context = s2.build_context()
     assert context.model.provider == "anthropic" and context.thinking_level == "high"
@@ -514,8 +549,11 @@ def test_state_survives_compaction_and_reopen(backend):  # session §6 step 1 + 
     s.append_message(U("after"))
     s = backend.reopen(s)
     context = s.build_context()
-    assert (context.model.key, context.thinking_level, context.active_tool_names) == ("openai/gpt-4", "medium",
-                                                                                      ["read"])
+    assert (context.model.key, context.thinking_level, context.active_tool_names) == (
+        "openai/gpt-4",
+        "medium",
+        ["read"],
+    )
     assert texts(context.messages) == ["S", "u", "after"]
     s.close()
 
@@ -578,10 +616,18 @@ def test_labels_and_names_survive_reopen(backend):  # session §3.3 fold on load
 # --------------------------------------------------------------------------- E. payload validation
 
 
-@pytest.mark.parametrize("bad", [
-    pytest.param("cycle", id="cycle"), float("nan"), float("inf"), b"bytes", {1, 2}, object(),
-    pytest.param({1: "int key"}, id="non-string-key"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param("cycle", id="cycle"),
+        float("nan"),
+        float("inf"),
+        b"bytes",
+        {1, 2},
+        object(),
+        pytest.param({1: "int key"}, id="non-string-key"),
+    ],
+)
 def test_non_json_payload_is_refused(backend, bad):  # session §12 E49
     s = backend.new()
     if bad == "cycle":
@@ -625,19 +671,30 @@ def test_session_stats(backend):  # session §12 G60
     usage = Usage(input=10, output=5, cache_read=3, cache_write=2, total_tokens=20, cost=UsageCost(total=10))
     s.append_message(A("a", usage=usage))
     stats = s.get_session_stats()
-    assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens,
-            stats.cost_total) == (2, 3, 12, 20, 10)
-    s.append_branch_summary("x", "bs", usage={"input": 1, "output": 1, "cacheRead": 1, "cacheWrite": 1,
-                                              "cost": {"total": 0.5}})
-    s.append_branch_summary("x", "no cost", usage={"input": 1, "output": 1, "cacheRead": 1, "cacheWrite": 1,
-                                                   "cost": {}})
+    assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens, stats.cost_total) == (
+        2,
+        3,
+        12,
+        20,
+        10,
+    )
+    s.append_branch_summary(
+        "x", "bs", usage={"input": 1, "output": 1, "cacheRead": 1, "cacheWrite": 1, "cost": {"total": 0.5}}
+    )
+    s.append_branch_summary(
+        "x", "no cost", usage={"input": 1, "output": 1, "cacheRead": 1, "cacheWrite": 1, "cost": {}}
+    )
     stats = s.get_session_stats()
-    assert (stats.cached_tokens, stats.uncached_tokens, stats.total_tokens, stats.cost_total) == (4, 14, 24,
-                                                                                                 10.5)
+    assert (stats.cached_tokens, stats.uncached_tokens, stats.total_tokens, stats.cost_total) == (4, 14, 24, 10.5)
     s = backend.reopen(s)  # recomputed from storage
     stats = s.get_session_stats()
-    assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens,
-            stats.cost_total) == (2, 4, 14, 24, 10.5)
+    assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens, stats.cost_total) == (
+        2,
+        4,
+        14,
+        24,
+        10.5,
+    )
     s.close()
 
 

@@ -48,8 +48,9 @@ print("done", flush=True)
 
 def _spawn(code, *args):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-c", code, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
 
 
 def _create(tmp_path, kind):
@@ -78,8 +79,11 @@ def test_second_writer_process_gets_a_clear_error(tmp_path, kind):  # issue 5: a
             Session.open(path) if kind == "jsonl" else SqliteSessionStorage(path)
         message = str(info.value)
         assert str(path) in message and "read_only=True" in message
-        with (Session.open(path, read_only=True) if kind == "jsonl"
-              else Session(SqliteSessionStorage(path, read_only=True))) as reader:  # readers never lock
+        with (
+            Session.open(path, read_only=True)
+            if kind == "jsonl"
+            else Session(SqliteSessionStorage(path, read_only=True))
+        ) as reader:  # readers never lock
             assert reader.entries() == []
         child.stdin.write("\n")
         child.stdin.flush()
@@ -119,7 +123,7 @@ def test_sigkill_during_appends_loses_no_complete_entry(tmp_path):  # issue 5: S
         child.stdout.close()
         child.stdin.close()
     raw = path.read_bytes()
-    complete = raw[:raw.rfind(b"\n") + 1].splitlines()[1:]
+    complete = raw[: raw.rfind(b"\n") + 1].splitlines()[1:]
     assert len(complete) > 0
     with Session.open(path) as s:
         entries = s.entries()

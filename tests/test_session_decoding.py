@@ -41,8 +41,15 @@ def _state(value: Any) -> Any:
     that was absent is the read time, so it is left out)."""
     if is_dataclass(value) and not isinstance(value, type):
         absent = getattr(value, "_absent", ())
-        return (type(value).__name__, {f.name: ("now", None) if f.name == "timestamp" and "timestamp" in absent
-                                       else _state(getattr(value, f.name)) for f in fields(value)})
+        return (
+            type(value).__name__,
+            {
+                f.name: ("now", None)
+                if f.name == "timestamp" and "timestamp" in absent
+                else _state(getattr(value, f.name))
+                for f in fields(value)
+            },
+        )
     if isinstance(value, dict):
         return ("dict", {k: _state(v) for k, v in value.items()})
     if isinstance(value, (list, tuple)):
@@ -52,28 +59,67 @@ def _state(value: Any) -> Any:
     return (type(value).__name__, value)
 
 
-USAGE = {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "totalTokens": 10,
-         "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0}}
+USAGE = {
+    "input": 1,
+    "output": 2,
+    "cacheRead": 3,
+    "cacheWrite": 4,
+    "totalTokens": 10,
+    "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0},
+}
 BASE = [
     {"role": "user", "content": "plain", "timestamp": 1},
-    {"role": "user", "content": [{"type": "text", "text": "hi"},
-                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}], "timestamp": 2},
-    {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
-        {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
-        {"type": "text", "text": "answer"},
-        {"type": "text", "text": "signed", "textSignature": "ts"},
-        {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}},
-        {"type": "toolCall", "id": "c2", "name": "echo", "arguments": {}, "thoughtSignature": "g"},
-        {"type": "mystery", "payload": 1},
-    ], "api": "anthropic-messages", "provider": "anthropic", "model": "claude", "usage": USAGE,
-        "stopReason": "toolUse", "timestamp": 4},
-    {"role": "assistant", "content": [], "api": "x", "provider": "y", "model": "z", "usage": USAGE,
-     "stopReason": "error", "errorMessage": "boom", "timestamp": 5},
-    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
-     "isError": False, "timestamp": 6},
-    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
-     "details": {"diff": "+x"}, "isError": False, "timestamp": 6},
+    {
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "aGk=", "mimeType": "image/png"}],
+        "timestamp": 2,
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+            {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
+            {"type": "text", "text": "answer"},
+            {"type": "text", "text": "signed", "textSignature": "ts"},
+            {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}},
+            {"type": "toolCall", "id": "c2", "name": "echo", "arguments": {}, "thoughtSignature": "g"},
+            {"type": "mystery", "payload": 1},
+        ],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude",
+        "usage": USAGE,
+        "stopReason": "toolUse",
+        "timestamp": 4,
+    },
+    {
+        "role": "assistant",
+        "content": [],
+        "api": "x",
+        "provider": "y",
+        "model": "z",
+        "usage": USAGE,
+        "stopReason": "error",
+        "errorMessage": "boom",
+        "timestamp": 5,
+    },
+    {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "echo",
+        "content": [{"type": "text", "text": "ok"}],
+        "isError": False,
+        "timestamp": 6,
+    },
+    {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "echo",
+        "content": [{"type": "text", "text": "ok"}],
+        "details": {"diff": "+x"},
+        "isError": False,
+        "timestamp": 6,
+    },
 ]
 
 
@@ -147,8 +193,13 @@ def test_reference_file_messages_decode_alike_on_both_paths(shared_dir):  # sess
     assert count > 900
 
 
-ENTRY = {"type": "message", "id": "a1b2c3d4", "parentId": None, "timestamp": "2025-11-20T23:33:50.805Z",
-         "message": {"role": "user", "content": "hi", "timestamp": 1}}
+ENTRY = {
+    "type": "message",
+    "id": "a1b2c3d4",
+    "parentId": None,
+    "timestamp": "2025-11-20T23:33:50.805Z",
+    "message": {"role": "user", "content": "hi", "timestamp": 1},
+}
 
 
 def test_fast_entry_decoding_matches_the_generic_reader():  # session.md §3.3 message entries
@@ -176,19 +227,23 @@ def _reference_repair(messages: List[Any]) -> List[Any]:
         if getattr(message, "role", None) == "toolResult":
             continue
         out.append(message)
-        out.extend(m for m in messages if getattr(m, "role", None) == "toolResult"
-                   and owners.get(m.tool_call_id) == index)
+        out.extend(
+            m for m in messages if getattr(m, "role", None) == "toolResult" and owners.get(m.tool_call_id) == index
+        )
     return out
 
 
-@pytest.mark.parametrize("layout", [
-    "A(a) r(a) U A(b,c) r(c) r(b)",       # already in place
-    "r(a) A(a) U",                        # result before its call: moved after it
-    "A(a) U r(a)",                        # result after a later message: moved up
-    "A(a) r(x) r(a)",                     # orphan dropped
-    "A(a) r(a) A(a) r(a)",                # a repeated call id belongs to the later call
-    "U {dict} r(a) A(a)",                 # dict messages are never owners
-])
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "A(a) r(a) U A(b,c) r(c) r(b)",  # already in place
+        "r(a) A(a) U",  # result before its call: moved after it
+        "A(a) U r(a)",  # result after a later message: moved up
+        "A(a) r(x) r(a)",  # orphan dropped
+        "A(a) r(a) A(a) r(a)",  # a repeated call id belongs to the later call
+        "U {dict} r(a) A(a)",  # dict messages are never owners
+    ],
+)
 def test_tool_result_repair_matches_the_spec_rule(layout):  # session.md §6 step 4
     messages: List[Any] = []
     for token in layout.split():
@@ -332,7 +387,7 @@ def test_bulk_decode_leaves_the_callers_objects_in_their_generation(tmp_path):  
     path, ids = _jsonl_with_messages(tmp_path, 12)
     thresholds = gc.get_threshold()
     gc.collect()
-    gc.set_threshold(10 ** 9)  # no automatic collection can move the probe during the test
+    gc.set_threshold(10**9)  # no automatic collection can move the probe during the test
     try:
         probe = [[n] for n in range(3)]
         young = {id(o) for o in gc.get_objects(generation=0)}

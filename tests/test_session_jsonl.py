@@ -24,8 +24,13 @@ def U(text):
 
 
 def A(text):
-    return AssistantMessage([TextContent(text)], api="anthropic-messages", provider="anthropic",
-                            model="claude-sonnet-4-5", usage=Usage(cost=UsageCost()))
+    return AssistantMessage(
+        [TextContent(text)],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        usage=Usage(cost=UsageCost()),
+    )
 
 
 def write_lines(path, objects, tail=b"\n"):
@@ -36,13 +41,24 @@ V1_HEADER = {"type": "session", "id": "sess-1", "timestamp": "2025-01-01T00:00:0
 
 
 def user_entry(text, **extra):
-    return dict({"type": "message", "timestamp": "2025-01-01T00:00:01.000Z",
-                 "message": {"role": "user", "content": text, "timestamp": 1}}, **extra)
+    return dict(
+        {
+            "type": "message",
+            "timestamp": "2025-01-01T00:00:01.000Z",
+            "message": {"role": "user", "content": text, "timestamp": 1},
+        },
+        **extra,
+    )
 
 
 def v3_entry(entry_id, parent, text="x"):
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": "2025-01-01T00:00:01.000Z",
-            "message": {"role": "user", "content": text, "timestamp": 1}}
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": text, "timestamp": 1},
+    }
 
 
 V3_HEADER = dict(V1_HEADER, version=3)
@@ -69,9 +85,13 @@ def test_v1_file_is_migrated(tmp_path):  # session §12 D36
 
 def test_v2_keeps_ids_and_hook_messages_become_custom(tmp_path):  # session §12 D37
     path = tmp_path / "v2.jsonl"
-    hook = {"type": "message", "id": "def67890", "parentId": "abc12345", "timestamp": "2025-01-01T00:00:02.000Z",
-            "message": {"role": "hookMessage", "customType": "h", "content": "c", "display": True,
-                        "timestamp": 2}}
+    hook = {
+        "type": "message",
+        "id": "def67890",
+        "parentId": "abc12345",
+        "timestamp": "2025-01-01T00:00:02.000Z",
+        "message": {"role": "hookMessage", "customType": "h", "content": "c", "display": True, "timestamp": 2},
+    }
     write_lines(path, [dict(V1_HEADER, version=2), v3_entry("abc12345", None), hook])
     with Session.open(path) as s:
         assert [(e.id, e.parent_id) for e in s.entries()] == [("abc12345", None), ("def67890", "abc12345")]
@@ -81,8 +101,13 @@ def test_v2_keeps_ids_and_hook_messages_become_custom(tmp_path):  # session §12
 
 def test_v1_compaction_index_becomes_id(tmp_path):  # session §12 D38
     path = tmp_path / "v1c.jsonl"
-    compaction = {"type": "compaction", "timestamp": "2025-01-01T00:00:03.000Z", "summary": "S",
-                  "firstKeptEntryIndex": 2, "tokensBefore": 5}
+    compaction = {
+        "type": "compaction",
+        "timestamp": "2025-01-01T00:00:03.000Z",
+        "summary": "S",
+        "firstKeptEntryIndex": 2,
+        "tokensBefore": 5,
+    }
     write_lines(path, [V1_HEADER, user_entry("one"), user_entry("two"), compaction])
     with Session.open(path) as s:
         entries = s.entries()
@@ -91,8 +116,11 @@ def test_v1_compaction_index_becomes_id(tmp_path):  # session §12 D38
         assert [m.content for m in s.build_context().messages[1:]] == ["two"]
 
 
-@pytest.mark.parametrize("content", [b"", b"\n\n", b"not json\n", b'{"type":"message","id":"a"}\n'],
-                         ids=["empty", "blank", "non-json", "headerless"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"\n\n", b"not json\n", b'{"type":"message","id":"a"}\n'],
+    ids=["empty", "blank", "non-json", "headerless"],
+)
 def test_missing_or_bad_header_is_invalid_session(tmp_path, content):  # session §12 D39 (strict port)
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
@@ -112,8 +140,17 @@ def test_strict_loader(tmp_path):  # session §12 D40
         Session.open(path)
     assert info.value.code == "invalid_session" and "version 4" in str(info.value)
     middle = tmp_path / "middle.jsonl"
-    content = b"\n".join([json.dumps(V3_HEADER).encode(), json.dumps(v3_entry("a1", None)).encode(),
-                          b"not-json", json.dumps(v3_entry("a2", "a1")).encode()]) + b"\n"
+    content = (
+        b"\n".join(
+            [
+                json.dumps(V3_HEADER).encode(),
+                json.dumps(v3_entry("a1", None)).encode(),
+                b"not-json",
+                json.dumps(v3_entry("a2", "a1")).encode(),
+            ]
+        )
+        + b"\n"
+    )
     middle.write_bytes(content)
     with pytest.raises(SessionError) as bad:
         Session.open(middle)
@@ -148,8 +185,16 @@ def test_damaged_payload_is_reported_with_its_line(tmp_path):  # lazy decode kee
     good = json.dumps(v3_entry("a1", None), separators=(",", ":")).encode()
     broken = good.replace(b'"a1"', b'"a2"', 1).replace(b'"parentId":null', b'"parentId":"a1"')
     broken = broken.replace(b'"content":"x"', b'"content":"x"]')
-    path.write_bytes(json.dumps(V3_HEADER).encode() + b"\n" + good + b"\n" + broken + b"\n" + good.replace(
-        b'"a1"', b'"a3"', 1) + b"\n")
+    path.write_bytes(
+        json.dumps(V3_HEADER).encode()
+        + b"\n"
+        + good
+        + b"\n"
+        + broken
+        + b"\n"
+        + good.replace(b'"a1"', b'"a3"', 1)
+        + b"\n"
+    )
     with pytest.raises(SessionError) as verified:
         Session.open(path, verify=True)
     assert verified.value.code == "invalid_entry" and verified.value.line == 3
@@ -173,7 +218,7 @@ def test_missing_final_newline_is_added(tmp_path):  # session §12 E41
         assert s.entries()[1].parent_id == "first"
 
 
-@pytest.mark.parametrize("torn", [b'{"type":"message","id":"x', b'{"type":"message"', b'{'])
+@pytest.mark.parametrize("torn", [b'{"type":"message","id":"x', b'{"type":"message"', b"{"])
 def test_torn_last_line_is_truncated(tmp_path, torn):  # session §12 E42
     path = tmp_path / "torn.jsonl"
     write_lines(path, [V3_HEADER, v3_entry("first", None)])
@@ -212,8 +257,14 @@ def test_read_only_open_never_repairs(tmp_path):  # session §13 readers tolerat
 
 def test_malformed_interior_line_leaves_file_identical(tmp_path):  # session §12 E43
     path = tmp_path / "interior.jsonl"
-    content = (json.dumps(V3_HEADER) + "\n" + json.dumps(v3_entry("a", None)) + "\n{broken\n"
-               + json.dumps(v3_entry("b", "a")) + "\n").encode()
+    content = (
+        json.dumps(V3_HEADER)
+        + "\n"
+        + json.dumps(v3_entry("a", None))
+        + "\n{broken\n"
+        + json.dumps(v3_entry("b", "a"))
+        + "\n"
+    ).encode()
     path.write_bytes(content)
     with pytest.raises(SessionError) as info:
         Session.open(path)
@@ -324,11 +375,14 @@ def test_session_stores_text_with_lone_surrogates(tmp_path):
     path.read_bytes().decode("utf-8")  # the file stays valid UTF-8
     reopened = Session.open(path)
     try:
-        texts = [e.message.content[0].text if isinstance(e.message.content, list) else e.message.content
-                 for e in reopened.get_branch() if e.type == "message"]
+        texts = [
+            e.message.content[0].text if isinstance(e.message.content, list) else e.message.content
+            for e in reopened.get_branch()
+            if e.type == "message"
+        ]
     finally:
         reopened.close()
-    assert texts == ["smile \U0001F600 ok", lone]
+    assert texts == ["smile \U0001f600 ok", lone]
 
 
 def json_loads(line):
@@ -344,9 +398,15 @@ def test_written_file_has_the_reference_shape(tmp_path):  # issue 5: byte-compat
     path = tmp_path / "shape.jsonl"
     with Session.create(path, cwd="/w/proj", session_id="abc") as s:
         u = s.append_message(U("héllo ✓"))
-        s.append_message(AssistantMessage([TextContent("hi")], api="anthropic-messages", provider="anthropic",
-                                          model="m", usage=Usage(1, 2, 0, 0, 3, UsageCost(0.000009, 0.5, 0, 0,
-                                                                                        0.500009))))
+        s.append_message(
+            AssistantMessage(
+                [TextContent("hi")],
+                api="anthropic-messages",
+                provider="anthropic",
+                model="m",
+                usage=Usage(1, 2, 0, 0, 3, UsageCost(0.000009, 0.5, 0, 0, 0.500009)),
+            )
+        )
         s.append_thinking_level_change("high")
         s.append_model_change("openai", "gpt-4")
         s.append_label(u, "first")
@@ -377,8 +437,13 @@ def test_unknown_fields_survive(tmp_path):  # session §2: unknown extra fields 
     path = tmp_path / "extra.jsonl"
     entry = dict(v3_entry("a1", None), futureField={"x": [1, 2]})
     entry["message"]["futureMessageField"] = True
-    strange = {"type": "future_entry", "id": "f1", "parentId": "a1", "timestamp": "2025-01-01T00:00:02.000Z",
-               "payload": {"k": "v"}}
+    strange = {
+        "type": "future_entry",
+        "id": "f1",
+        "parentId": "a1",
+        "timestamp": "2025-01-01T00:00:02.000Z",
+        "payload": {"k": "v"},
+    }
     write_lines(path, [dict(V3_HEADER, metadata={"m": 1}, futureHeader=1), entry, strange])
     with Session.open(path) as s:
         assert s.header.metadata == {"m": 1} and s.header.extra == {"futureHeader": 1}
@@ -405,17 +470,20 @@ def reference_read(path):
     while leaf is not None and leaf in by_id:
         path_ids.append(leaf)
         leaf = by_id[leaf]["parentId"]
-    texts = [by_id[i]["message"]["content"][0]["text"] for i in reversed(path_ids)
-             if by_id[i]["type"] == "message"]
+    texts = [by_id[i]["message"]["content"][0]["text"] for i in reversed(path_ids) if by_id[i]["type"] == "message"]
     return texts, entries
 
 
 def reference_append(path, entry_id, text):
     """What the reference does on its next append: a child of the last entry of the file."""
     texts, entries = reference_read(path)
-    entry = {"type": "message", "id": entry_id, "parentId": entries[-1]["id"],
-             "timestamp": "2030-01-01T00:00:00.000Z",
-             "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 9}}
+    entry = {
+        "type": "message",
+        "id": entry_id,
+        "parentId": entries[-1]["id"],
+        "timestamp": "2030-01-01T00:00:00.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 9},
+    }
     with open(path, "ab") as handle:
         handle.write(encode_line(entry))
 
@@ -494,9 +562,17 @@ def test_old_leaf_entries_keep_reading_and_what_hangs_under_them_is_in_the_tree(
 
 def test_fork_through_a_leaf_entry_ends_where_its_path_ends(tmp_path):  # issue 10.4 class: fork copies such a path
     path = tmp_path / "old.jsonl"
-    write_lines(path, [V3_HEADER, v3_entry("u1", None), v3_entry("a1", "u1"), v3_entry("u2", "a1"),
-                       {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "t", "targetId": "u1"},
-                       v3_entry("u3", "L", "u3")])
+    write_lines(
+        path,
+        [
+            V3_HEADER,
+            v3_entry("u1", None),
+            v3_entry("a1", "u1"),
+            v3_entry("u2", "a1"),
+            {"type": "leaf", "id": "L", "parentId": "u2", "timestamp": "t", "targetId": "u1"},
+            v3_entry("u3", "L", "u3"),
+        ],
+    )
     repo = SessionRepository(tmp_path / "repo")
     with Session.open(path, read_only=True) as s:
         with repo.fork(s, entry_id="u3") as forked:  # before u3: ends at L, which targets u1
@@ -507,8 +583,9 @@ def test_fork_through_a_leaf_entry_ends_where_its_path_ends(tmp_path):  # issue 
 
 def test_entries_on_a_parent_cycle_are_in_the_tree(tmp_path):  # issue 10.4 class: no entry vanishes
     path = tmp_path / "cycle.jsonl"
-    write_lines(path, [V3_HEADER, v3_entry("r", None), v3_entry("c1", "c2"), v3_entry("c2", "c1"),
-                       v3_entry("tip", "r")])
+    write_lines(
+        path, [V3_HEADER, v3_entry("r", None), v3_entry("c1", "c2"), v3_entry("c2", "c1"), v3_entry("tip", "r")]
+    )
     with Session.open(path, read_only=True) as s:
         assert sorted(tree_ids(s)) == ["c1", "c2", "r", "tip"]
         assert [n.entry.id for n in s.get_tree()] == ["r", "c1"]
@@ -658,7 +735,8 @@ def test_fork(tmp_path):  # session §12 F54 (+ C35 label handling)
     everything = repo.fork(src)
     assert [e.id for e in everything.entries()] == [e.id for e in src.entries()]
     assert [everything.storage.raw_line(i) for i in everything.storage.entry_ids()] == [
-        src.storage.raw_line(i) for i in src.storage.entry_ids()]
+        src.storage.raw_line(i) for i in src.storage.entry_ids()
+    ]
     at = repo.fork(src, a1, position="at")
     assert [e.id for e in at.entries() if e.type == "message"] == [u1, a1]
     for target in (a1, "unknown"):

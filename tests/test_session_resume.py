@@ -35,23 +35,44 @@ def _record(path: Path, model: Model, **agent_options: Any) -> None:
         agent.prompt("hello")
 
 
-LOCAL = Model(id="llama3", api="openai-completions", provider="local", base_url="http://127.0.0.1:8080/v1",
-              context_window=32768, max_tokens=4096)
+LOCAL = Model(
+    id="llama3",
+    api="openai-completions",
+    provider="local",
+    base_url="http://127.0.0.1:8080/v1",
+    context_window=32768,
+    max_tokens=4096,
+)
 
 
 def test_a_local_model_is_recorded_with_its_endpoint_and_rebuilt_on_resume(tmp_path):
     path = tmp_path / "local.jsonl"
     _record(path, LOCAL, api_key=SECRET)
     change = [e for e in _entries(path) if e["type"] == "model_change"]
-    assert change == [dict(change[0], provider="local", modelId="llama3", api="openai-completions",
-                           baseUrl="http://127.0.0.1:8080/v1", contextWindow=32768, maxTokens=4096,
-                           reasoning=False)]
+    assert change == [
+        dict(
+            change[0],
+            provider="local",
+            modelId="llama3",
+            api="openai-completions",
+            baseUrl="http://127.0.0.1:8080/v1",
+            contextWindow=32768,
+            maxTokens=4096,
+            reasoning=False,
+        )
+    ]
     assert SECRET not in path.read_text()
     with Session.open(str(path)) as session:
         agent = Agent(session=session)  # no model=: the session's
         model = agent.state.model
         assert (model.id, model.provider, model.api, model.base_url, model.context_window, model.max_tokens) == (
-            "llama3", "local", "openai-completions", "http://127.0.0.1:8080/v1", 32768, 4096)
+            "llama3",
+            "local",
+            "openai-completions",
+            "http://127.0.0.1:8080/v1",
+            32768,
+            4096,
+        )
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]
 
 
@@ -97,10 +118,12 @@ def test_a_session_file_never_decides_where_a_providers_key_goes(tmp_path):
     comes from the catalog, whatever URL the file records."""
     path = tmp_path / "crafted.jsonl"
     with Session.create(str(path)) as session:
-        session.append_model_change("openai", "not-in-catalog", extra={"api": "openai-completions",
-                                                                       "baseUrl": "http://evil.example/v1"})
-        session.append_model_change("anthropic", "claude-sonnet-4-5", extra={
-            "api": "anthropic-messages", "baseUrl": "http://evil.example/v1"})
+        session.append_model_change(
+            "openai", "not-in-catalog", extra={"api": "openai-completions", "baseUrl": "http://evil.example/v1"}
+        )
+        session.append_model_change(
+            "anthropic", "claude-sonnet-4-5", extra={"api": "anthropic-messages", "baseUrl": "http://evil.example/v1"}
+        )
     with Session.open(str(path)) as session:
         assert "evil" not in Agent(session=session).state.model.base_url  # the catalog's URL
         ref = [e for e in session.get_branch() if e.type == "model_change"][0]
@@ -111,10 +134,19 @@ def test_a_session_file_never_decides_where_a_providers_key_goes(tmp_path):
 
 
 def test_the_recorded_endpoint_holds_no_secrets():
-    model = Model(id="m", api="openai-completions", provider="local", base_url="http://user:pw@host:1/v1",
-                  headers={"Authorization": "Bearer " + SECRET})
-    assert model_endpoint(model) == {"api": "openai-completions", "contextWindow": 128000, "maxTokens": 16384,
-                                     "reasoning": False}
+    model = Model(
+        id="m",
+        api="openai-completions",
+        provider="local",
+        base_url="http://user:pw@host:1/v1",
+        headers={"Authorization": "Bearer " + SECRET},
+    )
+    assert model_endpoint(model) == {
+        "api": "openai-completions",
+        "contextWindow": 128000,
+        "maxTokens": 16384,
+        "reasoning": False,
+    }
     model.base_url = "http://host:1/v1?key=" + SECRET
     assert "baseUrl" not in model_endpoint(model)
     model.base_url = "http://host:1/v1"
@@ -123,6 +155,7 @@ def test_the_recorded_endpoint_holds_no_secrets():
 
 def test_agent_plugins_registry_resolves_the_session_model(tmp_path):
     """A model registered by a plugin passed to this agent only is found on resume."""
+
     class Models:
         from agentcore import hookimpl
 
@@ -144,8 +177,10 @@ class _Completions(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append(body["model"])
-        chunks = [{"choices": [{"index": 0, "delta": {"content": "resumed"}, "finish_reason": None}]},
-                  {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"content": "resumed"}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
         data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")

@@ -15,8 +15,16 @@ from agentcore.types import AssistantMessage, TextContent, Usage, UsageCost, Use
 
 def fill(session):
     u = session.append_message(UserMessage([TextContent("héllo")], timestamp=1))
-    session.append_message(AssistantMessage([TextContent("hi")], api="a", provider="p", model="m",
-                                            usage=Usage(1, 2, 3, 4, 10, UsageCost(total=0.000009)), timestamp=2))
+    session.append_message(
+        AssistantMessage(
+            [TextContent("hi")],
+            api="a",
+            provider="p",
+            model="m",
+            usage=Usage(1, 2, 3, 4, 10, UsageCost(total=0.000009)),
+            timestamp=2,
+        )
+    )
     session.append_label(u, "start")
     session.move_to(u)
     session.append_compaction("S", u, 5, {"readFiles": []})
@@ -26,13 +34,19 @@ def fill(session):
 def test_payload_is_the_jsonl_line(tmp_path):  # brief: stored JSON identical to the JSONL line
     clock = iter(range(1_700_000_000_000, 1_700_000_100_000, 1000))
     ids = iter(f"id{n:06d}" for n in range(100))
-    sq = Session(SqliteSessionStorage.create(tmp_path / "s.db", cwd="/w", session_id="one"),
-                 clock=lambda: next(clock), id_factory=lambda exists: next(ids))
+    sq = Session(
+        SqliteSessionStorage.create(tmp_path / "s.db", cwd="/w", session_id="one"),
+        clock=lambda: next(clock),
+        id_factory=lambda exists: next(ids),
+    )
     fill(sq)
     clock = iter(range(1_700_000_000_000, 1_700_000_100_000, 1000))
     ids = iter(f"id{n:06d}" for n in range(100))
-    js = Session(JsonlSessionStorage.create(tmp_path / "s.jsonl", cwd="/w", session_id="one"),
-                 clock=lambda: next(clock), id_factory=lambda exists: next(ids))
+    js = Session(
+        JsonlSessionStorage.create(tmp_path / "s.jsonl", cwd="/w", session_id="one"),
+        clock=lambda: next(clock),
+        id_factory=lambda exists: next(ids),
+    )
     fill(js)
     sq.close()
     js.close()
@@ -132,8 +146,13 @@ def test_lazy_payloads_and_stats_after_reopen(tmp_path):
         nodes = s.storage._order
         assert [n.entry is None for n in nodes if n.type == "message"] == [True, True]  # not decoded at open
         stats = s.get_session_stats()
-        assert (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens,
-                stats.cost_total) == (2, 3, 5, 10, 0.000009)
+        assert (
+            stats.message_count,
+            stats.cached_tokens,
+            stats.uncached_tokens,
+            stats.total_tokens,
+            stats.cost_total,
+        ) == (2, 3, 5, 10, 0.000009)
 
 
 def _execute(db, statement):

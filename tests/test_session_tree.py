@@ -30,12 +30,24 @@ def test_every_entry_type_round_trips():  # session §2 table
         {"type": "thinking_level_change", "thinkingLevel": "high"},
         {"type": "model_change", "provider": "openai", "modelId": "gpt-4"},
         {"type": "active_tools_change", "activeToolNames": ["read"]},
-        {"type": "compaction", "summary": "S", "firstKeptEntryId": "x", "tokensBefore": 3,
-         "details": {"readFiles": []}, "fromHook": True, "usage": {"input": 1}},
+        {
+            "type": "compaction",
+            "summary": "S",
+            "firstKeptEntryId": "x",
+            "tokensBefore": 3,
+            "details": {"readFiles": []},
+            "fromHook": True,
+            "usage": {"input": 1},
+        },
         {"type": "branch_summary", "fromId": "root", "summary": "B", "details": None},
         {"type": "custom", "customType": "t", "data": {"k": [1, 2]}},
-        {"type": "custom_message", "customType": "t", "content": [{"type": "text", "text": "x"}],
-         "display": False, "details": {"d": 1}},
+        {
+            "type": "custom_message",
+            "customType": "t",
+            "content": [{"type": "text", "text": "x"}],
+            "display": False,
+            "details": {"d": 1},
+        },
         {"type": "label", "targetId": "x", "label": "L"},
         {"type": "session_info", "name": "N"},
         {"type": "leaf", "targetId": None},
@@ -55,14 +67,29 @@ def test_every_entry_type_round_trips():  # session §2 table
 
 
 def test_typed_accessors():
-    entry = entry_from_dict({"type": "compaction", "id": "c", "parentId": None,
-                             "timestamp": "2025-11-20T23:33:50.805Z", "summary": "S", "firstKeptEntryId": "k",
-                             "tokensBefore": 9})
+    entry = entry_from_dict(
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": None,
+            "timestamp": "2025-11-20T23:33:50.805Z",
+            "summary": "S",
+            "firstKeptEntryId": "k",
+            "tokensBefore": 9,
+        }
+    )
     assert isinstance(entry, CompactionEntry)
     assert (entry.first_kept_entry_id, entry.tokens_before, entry.details) == ("k", 9, None)
     assert entry.timestamp_ms == 1763681630805
-    message = entry_from_dict({"type": "message", "id": "m", "parentId": None, "timestamp": "t",
-                               "message": {"role": "user", "content": "x", "timestamp": 1}})
+    message = entry_from_dict(
+        {
+            "type": "message",
+            "id": "m",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {"role": "user", "content": "x", "timestamp": 1},
+        }
+    )
     assert isinstance(message, MessageEntry) and isinstance(message.message, UserMessage)
     assert message.timestamp_ms == 0  # unparsable timestamp
 
@@ -81,10 +108,21 @@ def test_time_and_id_helpers():  # session §3.1
     assert a != b and a[14] == "7" and len(a) == 36
 
 
-@pytest.mark.parametrize("value,text", [(0.0, "0"), (3.0, "3"), (9e-06, "0.000009"), (1e-07, "1e-7"),
-                                        (2.1000000000000002e-05, "0.000021000000000000002"), (0.5, "0.5"),
-                                        (1e16, "10000000000000000"), (1e21, "1e+21"), (-3e-06, "-0.000003"),
-                                        (1.5e-10, "1.5e-10")])
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        (0.0, "0"),
+        (3.0, "3"),
+        (9e-06, "0.000009"),
+        (1e-07, "1e-7"),
+        (2.1000000000000002e-05, "0.000021000000000000002"),
+        (0.5, "0.5"),
+        (1e16, "10000000000000000"),
+        (1e21, "1e+21"),
+        (-3e-06, "-0.000003"),
+        (1.5e-10, "1.5e-10"),
+    ],
+)
 def test_numbers_are_written_like_javascript(value, text):  # JSON.stringify compatibility
     assert js_number(value) == text
     assert encode_line({"v": value}) == f'{{"v":{text}}}\n'.encode()
@@ -93,8 +131,12 @@ def test_numbers_are_written_like_javascript(value, text):  # JSON.stringify com
 
 def test_injected_clock_and_ids():  # session §13: deterministic ids and times for tests
     counter = iter(range(1, 100))
-    s = Session.in_memory(cwd="/w", session_id="fixed", clock=lambda: 1_700_000_000_000,
-                          id_factory=lambda exists: f"entry-{next(counter)}")
+    s = Session.in_memory(
+        cwd="/w",
+        session_id="fixed",
+        clock=lambda: 1_700_000_000_000,
+        id_factory=lambda exists: f"entry-{next(counter)}",
+    )
     first = s.append_message(UserMessage("a", timestamp=1))
     second = s.append_message(UserMessage("b", timestamp=2))
     assert (first, second, s.id, s.cwd) == ("entry-1", "entry-2", "fixed", "/w")
@@ -114,9 +156,16 @@ def test_reads_return_copies():  # session §9.2: callers can never mutate store
 
 
 def test_memory_storage_prefill_and_dangling_leaf():  # session §9.2
-    entries = [{"type": "message", "id": "a", "parentId": None, "timestamp": "t",
-                "message": {"role": "user", "content": "x", "timestamp": 1}},
-               {"type": "leaf", "id": "l", "parentId": "a", "timestamp": "t", "targetId": None}]
+    entries = [
+        {
+            "type": "message",
+            "id": "a",
+            "parentId": None,
+            "timestamp": "t",
+            "message": {"role": "user", "content": "x", "timestamp": 1},
+        },
+        {"type": "leaf", "id": "l", "parentId": "a", "timestamp": "t", "targetId": None},
+    ]
     assert Session(MemorySessionStorage(entries=entries)).leaf_id is None
     entries[1]["targetId"] = "missing"
     with pytest.raises(SessionError) as info:
@@ -195,8 +244,7 @@ def test_attach_session_records_a_run_and_resumes(tmp_path):  # issue 5: run, re
     assert [m.role for m in context.messages] == ["user", "assistant"]
     attach_session(agent2, reopened)
     agent2.prompt("second question")
-    texts = [m.content if isinstance(m.content, str) else m.content[0].text
-             for m in reopened.build_context().messages]
+    texts = [m.content if isinstance(m.content, str) else m.content[0].text for m in reopened.build_context().messages]
     assert texts == ["first question", "first answer", "second question", "second answer"]
 
     first_user = reopened.get_branch()[1 if entries[0].type != "message" else 0]
@@ -206,8 +254,9 @@ def test_attach_session_records_a_run_and_resumes(tmp_path):  # issue 5: run, re
     restore_agent(agent3, reopened)
     attach_session(agent3, reopened)
     agent3.prompt("another direction")
-    branch_texts = [m.content if isinstance(m.content, str) else m.content[0].text
-                    for m in reopened.build_context().messages]
+    branch_texts = [
+        m.content if isinstance(m.content, str) else m.content[0].text for m in reopened.build_context().messages
+    ]
     assert branch_texts == ["first question", "first answer", "another direction", "branch answer"]
     assert first_user is not None
     reopened.close()
@@ -251,8 +300,7 @@ def test_recorder_stores_a_json_safe_form_of_values_json_cannot_hold(tmp_path): 
     from agentcore.tools import AgentToolResult, tool
 
     sock = socket.socket()
-    values = {"obj": object(), "objects": {object()}, "nan": float("nan"), "raw": b"\x00\xff",
-              "sock": sock}
+    values = {"obj": object(), "objects": {object()}, "nan": float("nan"), "raw": b"\x00\xff", "sock": sock}
 
     @tool
     def give(which: str) -> object:
@@ -262,8 +310,7 @@ def test_recorder_stores_a_json_safe_form_of_values_json_cannot_hold(tmp_path): 
     @tool
     def handmade() -> object:
         """A hand-built result with odd details."""
-        return AgentToolResult(content="ok", details={"inf": float("inf"), "tuple": (1, b"x"),
-                                                      1: {object()}})
+        return AgentToolResult(content="ok", details={"inf": float("inf"), "tuple": (1, b"x"), 1: {object()}})
 
     calls = [call("give", {"which": name}, f"c-{name}") for name in values] + [call("handmade", {}, "c-h")]
     scripted = ScriptedModel([response(*calls), text("done")])
@@ -284,15 +331,22 @@ def test_recorder_stores_a_json_safe_form_of_values_json_cannot_hold(tmp_path): 
         raise AssertionError(f"{token} is not JSON")
 
     lines = [json.loads(line, parse_constant=refuse) for line in path.read_text("utf-8").splitlines()]
-    results = {e["message"]["toolCallId"]: e["message"] for e in lines
-               if e["type"] == "message" and e["message"]["role"] == "toolResult"}
+    results = {
+        e["message"]["toolCallId"]: e["message"]
+        for e in lines
+        if e["type"] == "message" and e["message"]["role"] == "toolResult"
+    }
     assert sorted(results) == sorted([f"c-{name}" for name in values] + ["c-h"])
-    assert results["c-h"]["details"] == {"inf": None, "tuple": [1, {"type": "bytes", "base64": "eA=="}],
-                                         "1": [results["c-h"]["details"]["1"][0]]}
+    assert results["c-h"]["details"] == {
+        "inf": None,
+        "tuple": [1, {"type": "bytes", "base64": "eA=="}],
+        "1": [results["c-h"]["details"]["1"][0]],
+    }
     assert results["c-h"]["details"]["1"][0].startswith("<object object")
     text_of = {key: json.dumps(m) for key, m in results.items()}
     assert "socket" in text_of["c-sock"] and "object object" in text_of["c-obj"]
     reopened = Session.open(path)
-    assert [m.role for m in reopened.build_context().messages] == \
-        ["user", "assistant"] + ["toolResult"] * 6 + ["assistant"]
+    assert [m.role for m in reopened.build_context().messages] == ["user", "assistant"] + ["toolResult"] * 6 + [
+        "assistant"
+    ]
     reopened.close()

@@ -92,15 +92,18 @@ def test_session_kwargs_reach_the_session():
     assert s.entries()[0].timestamp.startswith("2023-11-14")
 
 
-@pytest.mark.parametrize("url, words", [
-    ("nosuch:///x", ["unknown session URL scheme 'nosuch'", "jsonl:", "memory:", "sqlite:"]),
-    ("/just/a/path.jsonl", ["not a session URL", "jsonl:///"]),
-    ("C:\\sessions\\a.jsonl", ["not a session URL"]),
-    ("jsonl:///x.jsonl?fsink=always", ["unknown query parameter(s) fsink", "known: fsync"]),
-    ("sqlite://otherhost/x.db", ["names host 'otherhost'", "only local files"]),
-    ("jsonl://", ["has no path"]),
-    ("memory:/x", ["takes no path"]),
-])
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("nosuch:///x", ["unknown session URL scheme 'nosuch'", "jsonl:", "memory:", "sqlite:"]),
+        ("/just/a/path.jsonl", ["not a session URL", "jsonl:///"]),
+        ("C:\\sessions\\a.jsonl", ["not a session URL"]),
+        ("jsonl:///x.jsonl?fsink=always", ["unknown query parameter(s) fsink", "known: fsync"]),
+        ("sqlite://otherhost/x.db", ["names host 'otherhost'", "only local files"]),
+        ("jsonl://", ["has no path"]),
+        ("memory:/x", ["takes no path"]),
+    ],
+)
 def test_bad_urls_are_refused_clearly(url, words):
     with pytest.raises(ValueError) as info:
         open_session(url)
@@ -117,6 +120,7 @@ def test_plugin_scheme_through_register_storages():
             def open_(url, *, read_only, create):
                 opened.append((url, read_only, create))
                 return MemorySessionStorage(session_id="from-plugin")
+
             register(StorageScheme("Custom", open_))
             register(StorageScheme("memory", open_))  # a later plugin wins over the built-in
 
@@ -139,8 +143,15 @@ def test_a_scheme_returning_something_else_is_named():
         open_storage("bad:x", plugin_manager=create_plugin_manager([Plugin()]))
 
 
-@pytest.mark.parametrize("url", ["mysql://user:s3cret@db/x?session=1", "sqlite://user:s3cret@db/x.db",
-                                 "jsonl://user:s3cret@db/x.jsonl", "memory://user:s3cret@db"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mysql://user:s3cret@db/x?session=1",
+        "sqlite://user:s3cret@db/x.db",
+        "jsonl://user:s3cret@db/x.jsonl",
+        "memory://user:s3cret@db",
+    ],
+)
 def test_url_errors_never_show_the_password(url):
     with pytest.raises(ValueError) as info:
         open_session(url)
@@ -154,9 +165,16 @@ def test_redact_url():
 
 
 def test_registering_the_builtin_schemes_imports_no_session_module():
-    code = ("import sys, agentcore.plugins as p\n"
-            "assert 'jsonl' in p.default_plugin_manager().registry('storage')\n"
-            "print(sorted(m for m in sys.modules if m.startswith('agentcore.session')))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD": "1"}).stdout
+    code = (
+        "import sys, agentcore.plugins as p\n"
+        "assert 'jsonl' in p.default_plugin_manager().registry('storage')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentcore.session')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    ).stdout
     assert out.strip() == "[]"

@@ -55,8 +55,11 @@ class Color(enum.Enum):
     GREEN = "green"
 
 
-SCHEMA = {"type": "object", "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
-          "required": ["title", "year"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+    "required": ["title", "year"],
+}
 
 PERSON_JSON = {"name": "Ann", "age": 41, "addresses": [{"city": "Oslo"}], "nickname": None}
 PERSON = Person("Ann", 41, [Address("Oslo")], None)
@@ -90,8 +93,11 @@ def _assert_valid_transcript(messages: List[Any]) -> None:
     """Every tool call has its result right after its assistant message (providers require it)."""
     for index, message in enumerate(messages):
         if message.role == "assistant" and message.tool_calls:
-            results = {m.tool_call_id for m in messages[index + 1:index + 1 + len(message.tool_calls)]
-                       if m.role == "toolResult"}
+            results = {
+                m.tool_call_id
+                for m in messages[index + 1 : index + 1 + len(message.tool_calls)]
+                if m.role == "toolResult"
+            }
             assert results == {c.id for c in message.tool_calls}
 
 
@@ -163,20 +169,26 @@ def test_pydantic_model():
                 raise ValueError("year is in the future")
             return value
 
-    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 3000}),
-                              tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 1965})])
+    scripted = ScriptedModel(
+        [
+            tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 3000}),
+            tool_call(FINAL_RESULT_TOOL, {"title": "Dune", "year": 1965}),
+        ]
+    )
     movie = Agent(scripted.model).ask("q", Movie)
     assert isinstance(movie, Movie) and (movie.title, movie.year) == ("Dune", 1965)
     assert "year is in the future" in scripted.contexts[1].messages[-1].text  # a pydantic validator
 
 
 def test_ask_never_imports_pydantic_for_other_types():
-    code = ("import sys\nfrom dataclasses import dataclass\nfrom agentcore import Agent\n"
-            "from agentcore.testing import ScriptedModel, tool_call\n"
-            "@dataclass\nclass P:\n    x: int\n"
-            "s = ScriptedModel([tool_call('final_result', {'x': 1})])\n"
-            "assert Agent(s.model).ask('q', P) == P(1)\n"
-            "assert 'pydantic' not in sys.modules, 'pydantic was imported'\n")
+    code = (
+        "import sys\nfrom dataclasses import dataclass\nfrom agentcore import Agent\n"
+        "from agentcore.testing import ScriptedModel, tool_call\n"
+        "@dataclass\nclass P:\n    x: int\n"
+        "s = ScriptedModel([tool_call('final_result', {'x': 1})])\n"
+        "assert Agent(s.model).ask('q', P) == P(1)\n"
+        "assert 'pydantic' not in sys.modules, 'pydantic was imported'\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -184,11 +196,13 @@ def test_ask_never_imports_pydantic_for_other_types():
 
 
 def test_first_two_answers_fail_validation_then_the_third_is_returned():
-    scripted = ScriptedModel([
-        tool_call(FINAL_RESULT_TOOL, {"name": "Ann"}),  # age missing
-        tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": "old"}),  # not an integer
-        tool_call(FINAL_RESULT_TOOL, PERSON_JSON),
-    ])
+    scripted = ScriptedModel(
+        [
+            tool_call(FINAL_RESULT_TOOL, {"name": "Ann"}),  # age missing
+            tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": "old"}),  # not an integer
+            tool_call(FINAL_RESULT_TOOL, PERSON_JSON),
+        ]
+    )
     agent = Agent(scripted.model)
     assert agent.ask("Who?", Person) == PERSON
     assert scripted.calls == 3
@@ -251,8 +265,9 @@ def test_tools_stay_usable_during_an_ask():
         """Look a person up."""
         return f"{name} is 41"
 
-    scripted = ScriptedModel([tool_call("lookup", {"name": "Ann"}),
-                              tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": 41})])
+    scripted = ScriptedModel(
+        [tool_call("lookup", {"name": "Ann"}), tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": 41})]
+    )
     agent = Agent(scripted.model, tools=[lookup])
     assert agent.ask("How old is Ann?", Person) == Person("Ann", 41)
     assert [t.name for t in scripted.contexts[0].tools] == ["lookup", FINAL_RESULT_TOOL]
@@ -325,8 +340,7 @@ def test_ask_while_a_run_is_active_is_refused():
 
 def test_events_and_session_records_are_those_of_a_prompt(tmp_path):
     path = tmp_path / "s.jsonl"
-    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"x": 1}),
-                              tool_call(FINAL_RESULT_TOOL, {"x": 1, "y": 2})])
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"x": 1}), tool_call(FINAL_RESULT_TOOL, {"x": 1, "y": 2})])
     with Session.create(str(path)) as session:
         agent = Agent(scripted.model, session=session)
         seen: List[str] = []
@@ -338,25 +352,33 @@ def test_events_and_session_records_are_those_of_a_prompt(tmp_path):
     with Session.open(str(path)) as again:
         restored = Agent(scripted.model, session=again)
         assert [m.to_dict() for m in restored.state.messages] == live
-        assert [m.role for m in restored.state.messages] == ["user", "assistant", "toolResult",
-                                                             "assistant", "toolResult"]
+        assert [m.role for m in restored.state.messages] == [
+            "user",
+            "assistant",
+            "toolResult",
+            "assistant",
+            "toolResult",
+        ]
 
 
 # --------------------------------------------------------------------------- native or tool
 
 
-@pytest.mark.parametrize("api,model_id,has_tools,native", [
-    ("openai-completions", "gpt-4o", True, True),
-    ("openai-responses", "gpt-5", True, True),
-    ("google-generative-ai", "gemini-2.5-flash", False, True),
-    ("google-generative-ai", "gemini-2.5-flash", True, False),
-    ("anthropic-messages", "claude-sonnet-4-5-20250929", True, True),
-    ("anthropic-messages", "claude-haiku-4-5", False, True),
-    ("anthropic-messages", "claude-opus-4-1-20250805", False, True),
-    ("anthropic-messages", "claude-sonnet-4-20250514", False, False),
-    ("anthropic-messages", "claude-3-5-haiku-latest", False, False),
-    ("bedrock-converse-stream", "x", False, False),
-])
+@pytest.mark.parametrize(
+    "api,model_id,has_tools,native",
+    [
+        ("openai-completions", "gpt-4o", True, True),
+        ("openai-responses", "gpt-5", True, True),
+        ("google-generative-ai", "gemini-2.5-flash", False, True),
+        ("google-generative-ai", "gemini-2.5-flash", True, False),
+        ("anthropic-messages", "claude-sonnet-4-5-20250929", True, True),
+        ("anthropic-messages", "claude-haiku-4-5", False, True),
+        ("anthropic-messages", "claude-opus-4-1-20250805", False, True),
+        ("anthropic-messages", "claude-sonnet-4-20250514", False, False),
+        ("anthropic-messages", "claude-3-5-haiku-latest", False, False),
+        ("bedrock-converse-stream", "x", False, False),
+    ],
+)
 def test_native_structured_output_where_the_api_has_it(api, model_id, has_tools, native):
     assert supports_native(Model(id=model_id, api=api), has_tools) is native
 
@@ -368,9 +390,15 @@ def test_compat_flag_overrides_the_choice():
 
 def test_concise_schema():
     assert parse_concise_schema("name, age int, tags list") == {
-        "type": "object", "additionalProperties": False, "required": ["name", "age", "tags"],
-        "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
-                       "tags": {"type": "array", "items": {"type": "string"}}}}
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "age", "tags"],
+        "properties": {
+            "name": {"type": "string"},
+            "age": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+    }
     multi = parse_concise_schema("score float: from 0 to 1\nok bool")
     assert multi["properties"]["score"] == {"type": "number", "description": "from 0 to 1"}
     with pytest.raises(ValueError, match="unknown type 'date'"):
@@ -381,8 +409,11 @@ def test_concise_schema():
 
 
 def _openai_chat(answer: str) -> str:
-    return sse({"choices": [{"index": 0, "delta": {"content": answer}, "finish_reason": None}]},
-               {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, done=True)
+    return sse(
+        {"choices": [{"index": 0, "delta": {"content": answer}, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        done=True,
+    )
 
 
 def _responses(answer: str) -> str:
@@ -390,13 +421,29 @@ def _responses(answer: str) -> str:
     done = dict(item, status="completed", content=[{"type": "output_text", "text": answer, "annotations": []}])
     payloads = [
         {"type": "response.output_item.added", "output_index": 0, "item": item},
-        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-         "part": {"type": "output_text", "text": ""}},
-        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-         "delta": answer},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": answer,
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": done},
-        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "usage": {
-            "input_tokens": 5, "output_tokens": 3, "total_tokens": 8}}},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "resp_1",
+                "status": "completed",
+                "usage": {"input_tokens": 5, "output_tokens": 3, "total_tokens": 8},
+            },
+        },
     ]
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
 
@@ -411,8 +458,16 @@ def _anthropic(answer: Any) -> str:
         delta = {"type": "input_json_delta", "partial_json": json.dumps(answer)}
         stop = "tool_use"
     payloads = [
-        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
-                                              "content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "usage": {"input_tokens": 5, "output_tokens": 1},
+            },
+        },
         {"type": "content_block_start", "index": 0, "content_block": start},
         {"type": "content_block_delta", "index": 0, "delta": delta},
         {"type": "content_block_stop", "index": 0},
@@ -423,10 +478,15 @@ def _anthropic(answer: Any) -> str:
 
 
 def _google(answer: Any) -> str:
-    part = {"text": answer} if isinstance(answer, str) else {
-        "functionCall": {"name": FINAL_RESULT_TOOL, "args": answer}}
-    return sse({"candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP"}],
-                "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3}})
+    part = (
+        {"text": answer} if isinstance(answer, str) else {"functionCall": {"name": FINAL_RESULT_TOOL, "args": answer}}
+    )
+    return sse(
+        {
+            "candidates": [{"content": {"parts": [part], "role": "model"}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 5, "candidatesTokenCount": 3},
+        }
+    )
 
 
 WIRES = {
@@ -468,8 +528,9 @@ def test_ask_on_each_wire_api_sends_the_native_schema(api, output_type, answer, 
     assert "tools" not in body or FINAL_RESULT_TOOL not in json.dumps(body["tools"])
 
 
-@pytest.mark.parametrize("api,model_id", [("google-generative-ai", "gemini-2.5-flash"),
-                                          ("anthropic-messages", "claude-sonnet-4-20250514")])
+@pytest.mark.parametrize(
+    "api,model_id", [("google-generative-ai", "gemini-2.5-flash"), ("anthropic-messages", "claude-sonnet-4-20250514")]
+)
 def test_ask_falls_back_to_the_final_result_tool_on_the_wire(api, model_id):
     @tool
     def lookup(name: str) -> str:

@@ -12,8 +12,9 @@ from agentcore.testing import ScriptedModel, call, response, text
 
 
 def _usage(tokens, cost):
-    return Usage(input=tokens, output=tokens, total_tokens=2 * tokens,
-                 cost=UsageCost(input=cost, output=cost, total=2 * cost))
+    return Usage(
+        input=tokens, output=tokens, total_tokens=2 * tokens, cost=UsageCost(input=cost, output=cost, total=2 * cost)
+    )
 
 
 def _parent(responses, sub_tool, **kwargs):
@@ -43,8 +44,12 @@ def test_as_tool_prompts_the_agent_and_returns_its_final_text():
 
 
 def test_usage_rolls_up_into_the_tool_result():
-    inner_tool = AgentTool("noop", "x", {"type": "object", "properties": {}},
-                           lambda *a: AgentToolResult(content="ok", usage=_usage(1, 0.01)))
+    inner_tool = AgentTool(
+        "noop",
+        "x",
+        {"type": "object", "properties": {}},
+        lambda *a: AgentToolResult(content="ok", usage=_usage(1, 0.01)),
+    )
     worker = ScriptedModel([response(call("noop", {}), usage=_usage(10, 0.5)), text("done", usage=_usage(5, 0.25))])
     sub = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[inner_tool])
     parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
@@ -88,8 +93,11 @@ def test_parent_abort_aborts_the_sub_agent_mid_run():
         return AgentToolResult(content="late")
 
     worker = ScriptedModel([response(call("slow", {})), text("never")])
-    sub = Agent(model=worker.model, stream_fn=worker.stream_fn,
-                tools=[AgentTool("slow", "x", {"type": "object", "properties": {}}, slow)])
+    sub = Agent(
+        model=worker.model,
+        stream_fn=worker.stream_fn,
+        tools=[AgentTool("slow", "x", {"type": "object", "properties": {}}, slow)],
+    )
     parent, _ = _parent([response(call("helper", {"task": "t"}, id="h"))], sub.as_tool("helper", "h"))
     parent.prompt("go", wait=False)
     assert started.wait(10)
@@ -108,10 +116,15 @@ def test_parallel_calls_never_share_a_transcript():
         return AgentToolResult(content="met")
 
     worker = ScriptedModel([response(call("meet", {})), response(call("meet", {})), text("a"), text("b")])
-    sub = Agent(model=worker.model, stream_fn=worker.stream_fn,
-                tools=[AgentTool("meet", "x", {"type": "object", "properties": {}}, meet)])
-    parent, _ = _parent([response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")),
-                         text("ok")], sub.as_tool("helper", "h"))
+    sub = Agent(
+        model=worker.model,
+        stream_fn=worker.stream_fn,
+        tools=[AgentTool("meet", "x", {"type": "object", "properties": {}}, meet)],
+    )
+    parent, _ = _parent(
+        [response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")), text("ok")],
+        sub.as_tool("helper", "h"),
+    )
     parent.prompt("go")
     results = _results(parent)
     assert not results["h1"].is_error and not results["h2"].is_error
@@ -125,8 +138,10 @@ def test_parallel_calls_never_share_a_transcript():
 def test_keep_history_uses_the_one_agent_and_serialises_calls():
     worker = ScriptedModel([text("first"), text("second")])
     sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
-    parent, _ = _parent([response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")),
-                         text("ok")], sub.as_tool("helper", "h", keep_history=True))
+    parent, _ = _parent(
+        [response(call("helper", {"task": "one"}, id="h1"), call("helper", {"task": "two"}, id="h2")), text("ok")],
+        sub.as_tool("helper", "h", keep_history=True),
+    )
     parent.prompt("go")
     assert [m.role for m in sub.messages] == ["user", "assistant", "user", "assistant"]
     assert len(worker.contexts[1].messages) == 3  # the second call saw the first one's history
@@ -136,8 +151,11 @@ def test_with_a_jsonl_parent_session_the_run_is_recorded_next_to_it(tmp_path):
     worker = ScriptedModel([text("sub answer")])
     sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
     path = tmp_path / "parent.jsonl"
-    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h/1")), text("ok")],
-                        sub.as_tool("helper", "h"), session=Session.create(path))
+    parent, _ = _parent(
+        [response(call("helper", {"task": "t"}, id="h/1")), text("ok")],
+        sub.as_tool("helper", "h"),
+        session=Session.create(path),
+    )
     parent.prompt("go")
     link = _results(parent)["h/1"].details["session"]
     assert link["path"] == str(tmp_path / "parent.helper-h_1.jsonl")
@@ -146,8 +164,11 @@ def test_with_a_jsonl_parent_session_the_run_is_recorded_next_to_it(tmp_path):
     assert [m.role for m in child.build_context().messages] == ["user", "assistant"]
     # the link is in the parent's file too
     parent_lines = [json.loads(line) for line in path.read_text().splitlines()]
-    recorded = [line["message"] for line in parent_lines if line.get("type") == "message"
-                and line["message"]["role"] == "toolResult"]
+    recorded = [
+        line["message"]
+        for line in parent_lines
+        if line.get("type") == "message" and line["message"]["role"] == "toolResult"
+    ]
     assert recorded[0]["details"]["session"] == link
 
 
@@ -155,8 +176,11 @@ def test_with_a_sqlite_parent_session_the_run_is_a_session_in_the_same_db(tmp_pa
     worker = ScriptedModel([text("sub answer")])
     sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
     db = tmp_path / "s.db"
-    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")],
-                        sub.as_tool("helper", "h"), session=Session(SqliteSessionStorage.create(db)))
+    parent, _ = _parent(
+        [response(call("helper", {"task": "t"}, id="h")), text("ok")],
+        sub.as_tool("helper", "h"),
+        session=Session(SqliteSessionStorage.create(db)),
+    )
     parent.prompt("go")
     link = _results(parent)["h"].details["session"]
     assert link["path"] == str(db) and link["id"] != parent.session.id

@@ -49,6 +49,7 @@ class Required(TypedDict):
 
 def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str, Any]:
     """The property schema @tool makes for one parameter annotated ``annotation``."""
+
     def fn(value):  # type: ignore[no-untyped-def]
         return "ok"
 
@@ -61,46 +62,59 @@ def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str,
 # --------------------------------------------------------------------------- schemas
 
 
-@pytest.mark.parametrize("annotation, expected", [
-    (str, {"type": "string"}),
-    (int, {"type": "integer"}),
-    (float, {"type": "number"}),
-    (bool, {"type": "boolean"}),
-    (type(None), {"type": "null"}),
-    (Any, {}),
-    (Optional[int], {"type": ["integer", "null"]}),
-    (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
-    (Union[int, str, None], {"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}),
-    (list, {"type": "array"}),
-    (List[str], {"type": "array", "items": {"type": "string"}}),
-    (list[int], {"type": "array", "items": {"type": "integer"}}),
-    (Optional[List[str]], {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}),
-    (Tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
-    (Tuple[int, str], {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}],
-                       "minItems": 2, "maxItems": 2}),
-    (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
-    (dict, {"type": "object"}),
-    (Dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
-    (dict[str, Any], {"type": "object"}),
-    (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
-    (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
-    (Literal["a", 1], {"enum": ["a", 1]}),
-    (Color, {"type": "string", "enum": ["red", "blue"]}),
-    (Level, {"type": "integer", "enum": [1, 2]}),
-    (Options, {"type": "object", "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}}}),
-    (Required, {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
-    (Point, {"type": "object", "properties": {
-        "x": {"type": "number", "description": "Horizontal position."},
-        "y": {"type": "number", "default": 0.0, "description": "Vertical position."}},
-        "required": ["x"]}),
-    (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
-])
+@pytest.mark.parametrize(
+    "annotation, expected",
+    [
+        (str, {"type": "string"}),
+        (int, {"type": "integer"}),
+        (float, {"type": "number"}),
+        (bool, {"type": "boolean"}),
+        (type(None), {"type": "null"}),
+        (Any, {}),
+        (Optional[int], {"type": ["integer", "null"]}),
+        (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
+        (Union[int, str, None], {"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}),
+        (list, {"type": "array"}),
+        (List[str], {"type": "array", "items": {"type": "string"}}),
+        (list[int], {"type": "array", "items": {"type": "integer"}}),
+        (Optional[List[str]], {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}),
+        (Tuple[int, ...], {"type": "array", "items": {"type": "integer"}}),
+        (
+            Tuple[int, str],
+            {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "minItems": 2, "maxItems": 2},
+        ),
+        (set[str], {"type": "array", "items": {"type": "string"}, "uniqueItems": True}),
+        (dict, {"type": "object"}),
+        (Dict[str, int], {"type": "object", "additionalProperties": {"type": "integer"}}),
+        (dict[str, Any], {"type": "object"}),
+        (Literal["a", "b"], {"type": "string", "enum": ["a", "b"]}),
+        (Literal[1, 2], {"type": "integer", "enum": [1, 2]}),
+        (Literal["a", 1], {"enum": ["a", 1]}),
+        (Color, {"type": "string", "enum": ["red", "blue"]}),
+        (Level, {"type": "integer", "enum": [1, 2]}),
+        (Options, {"type": "object", "properties": {"depth": {"type": "integer"}, "name": {"type": "string"}}}),
+        (Required, {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}),
+        (
+            Point,
+            {
+                "type": "object",
+                "properties": {
+                    "x": {"type": "number", "description": "Horizontal position."},
+                    "y": {"type": "number", "default": 0.0, "description": "Vertical position."},
+                },
+                "required": ["x"],
+            },
+        ),
+        (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
+    ],
+)
 def test_schema_for_every_supported_annotation(annotation: Any, expected: Dict[str, Any]) -> None:
     assert _schema_of(annotation) == expected
 
 
 def test_unsupported_annotations_fail_at_decoration_naming_the_parameter() -> None:
     with pytest.raises(TypeError, match=r"parameter 'when'.*unsupported annotation"):
+
         def f(when: complex) -> str:
             return ""
 
@@ -126,8 +140,15 @@ def test_recursive_dataclass_is_rejected_clearly() -> None:
 
 def test_decorator_reads_docstring_defaults_and_skips_injected_parameters() -> None:
     @tool
-    def search(query: str, limit: int = 10, mode: Color = Color.BLUE, note: Optional[str] = None,
-               signal: Any = None, on_update: Any = None, tool_call_id: str = "") -> str:
+    def search(
+        query: str,
+        limit: int = 10,
+        mode: Color = Color.BLUE,
+        note: Optional[str] = None,
+        signal: Any = None,
+        on_update: Any = None,
+        tool_call_id: str = "",
+    ) -> str:
         """Search the notes.
 
         Longer text that is not part of the description.
@@ -148,8 +169,7 @@ def test_decorator_reads_docstring_defaults_and_skips_injected_parameters() -> N
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "Words to look for."},
-            "limit": {"type": "integer", "default": 10,
-                      "description": "At most this many results (continued line)."},
+            "limit": {"type": "integer", "default": 10, "description": "At most this many results (continued line)."},
             "mode": {"type": "string", "enum": ["red", "blue"], "default": "blue", "description": "Colour filter."},
             "note": {"type": ["string", "null"]},
         },
@@ -170,7 +190,11 @@ def test_decorator_with_options_and_sphinx_docstring() -> None:
         return path
 
     assert (impl.name, impl.label, impl.execution_mode, impl.description) == (
-        "do_it", "Do it", "sequential", "Custom text.")
+        "do_it",
+        "Do it",
+        "sequential",
+        "Custom text.",
+    )
     assert impl.parameters["properties"]["path"]["description"] == "The file to work on."
 
 
@@ -178,34 +202,54 @@ def test_execute_converts_arguments_and_injects_signal_update_and_call_id() -> N
     seen: Dict[str, Any] = {}
 
     @tool
-    def act(where: Point, color: Color, pair: Tuple[int, str], tags: set[str], count: int,
-            signal: Any, on_update: Any, tool_call_id: str) -> str:
+    def act(
+        where: Point,
+        color: Color,
+        pair: Tuple[int, str],
+        tags: set[str],
+        count: int,
+        signal: Any,
+        on_update: Any,
+        tool_call_id: str,
+    ) -> str:
         """Act."""
-        seen.update(where=where, color=color, pair=pair, tags=tags, count=count, signal=signal,
-                    tool_call_id=tool_call_id)
+        seen.update(
+            where=where, color=color, pair=pair, tags=tags, count=count, signal=signal, tool_call_id=tool_call_id
+        )
         on_update(AgentToolResult([TextContent("halfway")]))
         return "done"
 
     updates: List[Any] = []
     signal = AbortController().signal
-    args = validate_tool_arguments(act, {"where": {"x": "1.5"}, "color": "red", "pair": ["3", 4],
-                                         "tags": ["a"], "count": 2.0})
+    args = validate_tool_arguments(
+        act, {"where": {"x": "1.5"}, "color": "red", "pair": ["3", 4], "tags": ["a"], "count": 2.0}
+    )
     result = act.execute("call-7", args, signal, updates.append)
     assert result.content[0].text == "done"
-    assert seen == {"where": Point(1.5, 0.0), "color": Color.RED, "pair": (3, "4"), "tags": {"a"},
-                    "count": 2, "signal": signal, "tool_call_id": "call-7"}
+    assert seen == {
+        "where": Point(1.5, 0.0),
+        "color": Color.RED,
+        "pair": (3, "4"),
+        "tags": {"a"},
+        "count": 2,
+        "signal": signal,
+        "tool_call_id": "call-7",
+    }
     assert type(seen["count"]) is int
     assert updates[0].content[0].text == "halfway"
     assert "signal" not in act.parameters["properties"]
 
 
-@pytest.mark.parametrize("returned, text, details", [
-    ("plain", "plain", None),
-    ({"a": 1}, '{\n  "a": 1\n}', {"a": 1}),
-    ([1, "x"], '[\n  1,\n  "x"\n]', [1, "x"]),
-    (42, "42", 42),
-    (Point(1.0, 2.0), '{\n  "x": 1.0,\n  "y": 2.0\n}', {"x": 1.0, "y": 2.0}),
-])
+@pytest.mark.parametrize(
+    "returned, text, details",
+    [
+        ("plain", "plain", None),
+        ({"a": 1}, '{\n  "a": 1\n}', {"a": 1}),
+        ([1, "x"], '[\n  1,\n  "x"\n]', [1, "x"]),
+        (42, "42", 42),
+        (Point(1.0, 2.0), '{\n  "x": 1.0,\n  "y": 2.0\n}', {"x": 1.0, "y": 2.0}),
+    ],
+)
 def test_return_values_become_results(returned: Any, text: str, details: Any) -> None:
     result = tool(lambda: returned).execute("c", {}, None, None)
     assert isinstance(result, AgentToolResult)
@@ -291,32 +335,35 @@ def _props(**props: Any) -> Dict[str, Any]:
     return {"type": "object", "properties": props}
 
 
-@pytest.mark.parametrize("schema, value, expected", [
-    ({"type": "integer"}, "5", 5),
-    ({"type": "integer"}, "5.0", 5),
-    ({"type": "integer"}, True, 1),
-    ({"type": "integer"}, None, 0),
-    ({"type": "number"}, "1.5", 1.5),
-    ({"type": "number"}, "-2", -2),
-    ({"type": "number"}, "1e3", 1000.0),
-    ({"type": "number"}, False, 0),
-    ({"type": "boolean"}, "true", True),
-    ({"type": "boolean"}, "false", False),
-    ({"type": "boolean"}, 1, True),
-    ({"type": "boolean"}, None, False),
-    ({"type": "string"}, 5, "5"),
-    ({"type": "string"}, 2.5, "2.5"),
-    ({"type": "string"}, 3.0, "3"),
-    ({"type": "string"}, True, "true"),
-    ({"type": "string"}, None, ""),
-    ({"type": "null"}, "", None),
-    ({"type": "array", "items": {"type": "integer"}}, "7", [7]),
-    ({"type": "array"}, "x", ["x"]),
-    ({"type": ["integer", "null"]}, "4", 4),
-    ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "4", 4),
-    ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, None, None),
-    ({"$ref": "#/$defs/n", "$defs": {"n": {"type": "integer"}}}, "8", 8),
-])
+@pytest.mark.parametrize(
+    "schema, value, expected",
+    [
+        ({"type": "integer"}, "5", 5),
+        ({"type": "integer"}, "5.0", 5),
+        ({"type": "integer"}, True, 1),
+        ({"type": "integer"}, None, 0),
+        ({"type": "number"}, "1.5", 1.5),
+        ({"type": "number"}, "-2", -2),
+        ({"type": "number"}, "1e3", 1000.0),
+        ({"type": "number"}, False, 0),
+        ({"type": "boolean"}, "true", True),
+        ({"type": "boolean"}, "false", False),
+        ({"type": "boolean"}, 1, True),
+        ({"type": "boolean"}, None, False),
+        ({"type": "string"}, 5, "5"),
+        ({"type": "string"}, 2.5, "2.5"),
+        ({"type": "string"}, 3.0, "3"),
+        ({"type": "string"}, True, "true"),
+        ({"type": "string"}, None, ""),
+        ({"type": "null"}, "", None),
+        ({"type": "array", "items": {"type": "integer"}}, "7", [7]),
+        ({"type": "array"}, "x", ["x"]),
+        ({"type": ["integer", "null"]}, "4", 4),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "4", 4),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, None, None),
+        ({"$ref": "#/$defs/n", "$defs": {"n": {"type": "integer"}}}, "8", 8),
+    ],
+)
 def test_coercion_follows_the_reference(schema: Dict[str, Any], value: Any, expected: Any) -> None:
     defs = schema.pop("$defs", None)
     root = _props(v=schema)
@@ -326,13 +373,16 @@ def test_coercion_follows_the_reference(schema: Dict[str, Any], value: Any, expe
     assert out == {"v": expected} and type(out["v"]) is type(expected)
 
 
-@pytest.mark.parametrize("schema, value", [
-    ({"type": "integer"}, "5.5"),
-    ({"type": "integer"}, "five"),
-    ({"type": "number"}, ""),
-    ({"type": "boolean"}, "yes"),
-    ({"type": "object"}, "{}"),
-])
+@pytest.mark.parametrize(
+    "schema, value",
+    [
+        ({"type": "integer"}, "5.5"),
+        ({"type": "integer"}, "five"),
+        ({"type": "number"}, ""),
+        ({"type": "boolean"}, "yes"),
+        ({"type": "object"}, "{}"),
+    ],
+)
 def test_values_that_do_not_coerce_fail_validation(schema: Dict[str, Any], value: Any) -> None:
     with pytest.raises(ToolValidationError):
         validate_tool_arguments(_t(_props(v=schema)), {"v": value})
@@ -355,8 +405,10 @@ def test_integer_string_coercion_is_exact_for_big_numbers() -> None:
 
 
 def test_nested_coercion_and_the_input_is_never_mutated() -> None:
-    schema = _props(items={"type": "array", "items": _props(n={"type": "integer"})},
-                    extra={"type": "object", "additionalProperties": {"type": "boolean"}})
+    schema = _props(
+        items={"type": "array", "items": _props(n={"type": "integer"})},
+        extra={"type": "object", "additionalProperties": {"type": "boolean"}},
+    )
     raw = {"items": [{"n": "1"}, {"n": 2}], "extra": {"a": "true"}}
     out = validate_tool_arguments(_t(schema), raw)
     assert out == {"items": [{"n": 1}, {"n": 2}], "extra": {"a": True}}
@@ -365,23 +417,32 @@ def test_nested_coercion_and_the_input_is_never_mutated() -> None:
 
 
 def test_validation_message_format():  # agent-loop §2.7 / §2.16
-    schema = {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer", "minimum": 1},
-                                                "inner": _props(k={"type": "string"}) | {"required": ["k"]}},
-              "required": ["path"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string"},
+            "n": {"type": "integer", "minimum": 1},
+            "inner": _props(k={"type": "string"}) | {"required": ["k"]},
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
     raw = {"n": 0, "inner": {}, "oops": 1}
     with pytest.raises(ValueError) as err:
         validate_tool_arguments(_t(schema, "read"), raw)
     lines = str(err.value).split("\n")
     assert lines[0] == 'Validation failed for tool "read":'
-    errors = lines[1:lines.index("")]
-    assert sorted(errors) == sorted([
-        "  - n: must be >= 1",
-        "  - inner: must have required property 'k'",
-        "  - path: must have required property 'path'",
-        "  - root: must NOT have additional properties",
-    ])
+    errors = lines[1 : lines.index("")]
+    assert sorted(errors) == sorted(
+        [
+            "  - n: must be >= 1",
+            "  - inner: must have required property 'k'",
+            "  - path: must have required property 'path'",
+            "  - root: must NOT have additional properties",
+        ]
+    )
     assert lines[lines.index("") + 1] == "Received arguments:"
-    assert "\n".join(lines[lines.index("") + 2:]) == '{\n  "n": 0,\n  "inner": {},\n  "oops": 1\n}'
+    assert "\n".join(lines[lines.index("") + 2 :]) == '{\n  "n": 0,\n  "inner": {},\n  "oops": 1\n}'
 
 
 def test_type_error_wording_and_paths_inside_arrays() -> None:
@@ -436,7 +497,11 @@ def test_return_values_json_refuses_still_make_a_result() -> None:  # issue 10 i
     cyclic: List[Any] = [1]
     cyclic.append(cyclic)
     with socket.socket() as sock:
-        for value, shown in (({(1, 2): "tuple key"}, "tuple key"), (cyclic, "<cycle>"),
-                             ({"x": Unprintable()}, "<Unprintable object>"), (Holder(sock), "socket")):
+        for value, shown in (
+            ({(1, 2): "tuple key"}, "tuple key"),
+            (cyclic, "<cycle>"),
+            ({"x": Unprintable()}, "<Unprintable object>"),
+            (Holder(sock), "socket"),
+        ):
             result = to_tool_result(value)
             assert shown in result.content[0].text

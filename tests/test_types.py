@@ -71,32 +71,85 @@ def test_reference_session_messages_round_trip(shared_dir):  # session.md: files
 
 SYNTHETIC = [
     {"role": "user", "content": "plain", "timestamp": 1},
-    {"role": "user", "content": [{"type": "text", "text": "hi"},
-                                 {"type": "image", "data": "aGk=", "mimeType": "image/png"}], "timestamp": 2},
+    {
+        "role": "user",
+        "content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "aGk=", "mimeType": "image/png"}],
+        "timestamp": 2,
+    },
     {"role": "system", "content": "guidance", "timestamp": 3},
-    {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
-        {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
-        {"type": "text", "text": "answer", "textSignature": "ts"},
-        {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}, "thoughtSignature": "g"},
-    ], "api": "anthropic-messages", "provider": "anthropic", "model": "claude",
-        "usage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "totalTokens": 10,
-                  "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0}},
-        "stopReason": "toolUse", "timestamp": 4, "responseId": "kept-as-extra"},
-    {"role": "assistant", "content": [], "api": "x", "provider": "y", "model": "z",
-     "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
-               "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
-     "stopReason": "error", "errorMessage": "boom", "timestamp": 5},
-    {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [{"type": "text", "text": "ok"}],
-     "details": {"value": "x"}, "isError": False, "addedToolNames": ["more"], "timestamp": 6},
-    {"role": "toolResult", "toolCallId": "c2", "toolName": "echo", "content": [], "details": None,
-     "isError": True, "timestamp": 7},
-    {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 0, "cancelled": False,
-     "truncated": True, "fullOutputPath": "/tmp/out", "timestamp": 8},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "hmm", "thinkingSignature": "sig"},
+            {"type": "thinking", "thinking": "", "thinkingSignature": "opaque", "redacted": True},
+            {"type": "text", "text": "answer", "textSignature": "ts"},
+            {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"value": "x"}, "thoughtSignature": "g"},
+        ],
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": "claude",
+        "usage": {
+            "input": 1,
+            "output": 2,
+            "cacheRead": 3,
+            "cacheWrite": 4,
+            "totalTokens": 10,
+            "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.3, "cacheWrite": 0.4, "total": 1.0},
+        },
+        "stopReason": "toolUse",
+        "timestamp": 4,
+        "responseId": "kept-as-extra",
+    },
+    {
+        "role": "assistant",
+        "content": [],
+        "api": "x",
+        "provider": "y",
+        "model": "z",
+        "usage": {
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 0,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "stopReason": "error",
+        "errorMessage": "boom",
+        "timestamp": 5,
+    },
+    {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "echo",
+        "content": [{"type": "text", "text": "ok"}],
+        "details": {"value": "x"},
+        "isError": False,
+        "addedToolNames": ["more"],
+        "timestamp": 6,
+    },
+    {
+        "role": "toolResult",
+        "toolCallId": "c2",
+        "toolName": "echo",
+        "content": [],
+        "details": None,
+        "isError": True,
+        "timestamp": 7,
+    },
+    {
+        "role": "bashExecution",
+        "command": "ls",
+        "output": "a\nb",
+        "exitCode": 0,
+        "cancelled": False,
+        "truncated": True,
+        "fullOutputPath": "/tmp/out",
+        "timestamp": 8,
+    },
     {"role": "compactionSummary", "summary": "earlier", "tokensBefore": 1234, "timestamp": 9},
     {"role": "branchSummary", "summary": "elsewhere", "fromId": "abc", "timestamp": 10},
-    {"role": "custom", "customType": "note", "content": "shown", "display": True, "details": {"k": 1},
-     "timestamp": 11},
+    {"role": "custom", "customType": "note", "content": "shown", "display": True, "details": {"k": 1}, "timestamp": 11},
     {"role": "notification", "anything": [1, 2], "timestamp": 12},
 ]
 
@@ -129,8 +182,14 @@ def test_typed_attributes_after_reading():  # DESIGN §3 snake_case attributes
 
 def test_constructed_messages_write_reference_keys():  # agent-loop §1.4
     message = ToolResultMessage("c1", "echo", [TextContent("ok")], is_error=False, timestamp=5)
-    assert message.to_dict() == {"role": "toolResult", "toolCallId": "c1", "toolName": "echo",
-                                 "content": [{"type": "text", "text": "ok"}], "isError": False, "timestamp": 5}
+    assert message.to_dict() == {
+        "role": "toolResult",
+        "toolCallId": "c1",
+        "toolName": "echo",
+        "content": [{"type": "text", "text": "ok"}],
+        "isError": False,
+        "timestamp": 5,
+    }
     user = UserMessage("hi", timestamp=1)
     assert user.to_dict() == {"role": "user", "content": "hi", "timestamp": 1}
     usage = Usage(1, 2, 3, 4, 10, UsageCost(total=0.5)).to_dict()
@@ -147,8 +206,14 @@ def test_malformed_messages_are_reported():  # STYLE: errors name the problem
 
 
 def test_model_round_trip_and_placeholder():  # agent-loop §1.6
-    model = Model(id="m", api="openai-completions", provider="local", base_url="http://127.0.0.1:1/v1",
-                  cost=ModelCost(input=1.0), input=["text", "image"])
+    model = Model(
+        id="m",
+        api="openai-completions",
+        provider="local",
+        base_url="http://127.0.0.1:1/v1",
+        cost=ModelCost(input=1.0),
+        input=["text", "image"],
+    )
     again = Model.from_dict(model.to_dict())
     assert again == model and again.key == "local/m" and again.name == "m"
     placeholder = Model.placeholder()
@@ -229,10 +294,16 @@ def test_summary_messages_with_null_summary_convert() -> None:
         convert_to_llm,
     )
 
-    out = convert_to_llm([{"role": "compactionSummary", "summary": None, "timestamp": 1},
-                          {"role": "branchSummary", "summary": None, "timestamp": 2}])
-    assert [m.content[0].text for m in out] == [COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
-                                                BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX]
+    out = convert_to_llm(
+        [
+            {"role": "compactionSummary", "summary": None, "timestamp": 1},
+            {"role": "branchSummary", "summary": None, "timestamp": 2},
+        ]
+    )
+    assert [m.content[0].text for m in out] == [
+        COMPACTION_SUMMARY_PREFIX + COMPACTION_SUMMARY_SUFFIX,
+        BRANCH_SUMMARY_PREFIX + BRANCH_SUMMARY_SUFFIX,
+    ]
 
 
 def test_rich_converter_keeps_order_and_identity():  # agent-loop §1.5
@@ -256,5 +327,6 @@ def test_user_message_text_like_assistant_text():  # issue 10 item 13
     assert UserMessage("plain string").text == "plain string"
     blocks = UserMessage([TextContent("a"), ImageContent("AAAA", "image/png"), TextContent("b")])
     assert blocks.text == "ab"
-    assert UserMessage.from_dict({"role": "user", "content": [{"type": "text", "text": "x"}],
-                                  "timestamp": 1}).text == "x"
+    assert (
+        UserMessage.from_dict({"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 1}).text == "x"
+    )

@@ -76,8 +76,13 @@ def _events_of(agent: Agent, prompt: str) -> Iterator[AgentEvent]:
 def test_typed_agent_run_with_a_tool_and_a_gate() -> None:
     scripted = ScriptedModel([tool_call("add", {"a": 2, "b": 3}), text("5")])
     seen: List[str] = []
-    agent = Agent(scripted.model, tools=[add, shout], stream_fn=scripted.stream_fn,
-                  before_tool_call=_gate, options=StreamOptions(temperature=0.0))
+    agent = Agent(
+        scripted.model,
+        tools=[add, shout],
+        stream_fn=scripted.stream_fn,
+        before_tool_call=_gate,
+        options=StreamOptions(temperature=0.0),
+    )
     unsubscribe = agent.subscribe(lambda event: seen.append(event.type))
     new_messages: List[Any] = agent.prompt("what is 2 + 3?")
     unsubscribe()
@@ -120,8 +125,7 @@ def test_typed_session(tmp_path: Path) -> None:
 
 
 def test_typed_model_value() -> None:
-    model = Model(id="m", name="M", api="openai-completions", provider="local",
-                  base_url="http://127.0.0.1:1/v1")
+    model = Model(id="m", name="M", api="openai-completions", provider="local", base_url="http://127.0.0.1:1/v1")
     agent = Agent(model)
     assert agent.state.model.id == "m"
 
@@ -147,7 +151,7 @@ def test_every_public_name_is_visible_to_type_checkers() -> None:
 # --------------------------------------------------------------------------- wrong calls
 
 #: Each line marked ``# wrong`` must be reported by mypy; no other line may be.
-WRONG_CALLS = textwrap.dedent('''
+WRONG_CALLS = textwrap.dedent("""
     from agentcore import Agent, get_model, tool, AgentTool, Session, BeforeToolCallContext
     from agentcore.providers import complete
 
@@ -176,7 +180,7 @@ WRONG_CALLS = textwrap.dedent('''
     complete(agent.state.model, "not a context")  # wrong
     answer: str = agent.ask("how many?", int)  # wrong
     agent.ask(123, int)  # wrong
-''')
+""")
 
 
 def _mypy_command() -> List[str]:
@@ -192,10 +196,23 @@ def test_wrong_calls_fail_the_type_check(tmp_path: Path) -> None:
     snippet.write_text(WRONG_CALLS)
     env: Dict[str, str] = dict(os.environ, MYPYPATH=str(ROOT))
     proc = subprocess.run(
-        _mypy_command() + ["--config-file", str(ROOT / "pyproject.toml"), "--no-incremental",
-                           "--cache-dir", str(tmp_path / "mypy_cache"),
-                           "--hide-error-context", "--no-pretty", str(snippet), str(Path(__file__))],
-        cwd=ROOT, env=env, capture_output=True, text=True)
+        _mypy_command()
+        + [
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "mypy_cache"),
+            "--hide-error-context",
+            "--no-pretty",
+            str(snippet),
+            str(Path(__file__)),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     output = proc.stdout + proc.stderr
     reported = {int(m.group(1)) for m in re.finditer(rf"^{re.escape(str(snippet))}:(\d+): error:", output, re.M)}
     expected = {n for n, line in enumerate(WRONG_CALLS.splitlines(), 1) if line.endswith("# wrong")}

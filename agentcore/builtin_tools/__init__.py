@@ -25,18 +25,30 @@ from .read import create_read_tool
 from .write import create_write_tool
 
 __all__ = [
-    "ALL_TOOL_NAMES", "READ_ONLY_TOOL_NAMES", "create_coding_tools", "create_read_only_tools",
-    "create_bash_tool", "create_read_tool", "create_write_tool", "create_edit_tool",
-    "create_ls_tool", "create_find_tool", "create_grep_tool",
-    "BashError", "EditError", "PathOutsideRootError", "register_tools",
+    "ALL_TOOL_NAMES",
+    "READ_ONLY_TOOL_NAMES",
+    "create_coding_tools",
+    "create_read_only_tools",
+    "create_bash_tool",
+    "create_read_tool",
+    "create_write_tool",
+    "create_edit_tool",
+    "create_ls_tool",
+    "create_find_tool",
+    "create_grep_tool",
+    "BashError",
+    "EditError",
+    "PathOutsideRootError",
+    "register_tools",
 ]
 
 ALL_TOOL_NAMES = ("read", "bash", "edit", "write", "grep", "find", "ls")
 READ_ONLY_TOOL_NAMES = ("read", "grep", "find", "ls")
 
 
-def create_coding_tools(cwd: Optional[str] = None, root: Optional[str] = None,
-                        names: Iterable[str] = ALL_TOOL_NAMES) -> List[AgentTool]:
+def create_coding_tools(
+    cwd: Optional[str] = None, root: Optional[str] = None, names: Iterable[str] = ALL_TOOL_NAMES
+) -> List[AgentTool]:
     """The built-in tools named in ``names`` (default: all seven), in that order.
 
     ``root`` confines the file tools; ``bash`` runs in ``cwd``, or in ``root`` when only ``root``

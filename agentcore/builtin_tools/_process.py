@@ -32,8 +32,13 @@ class ShellProcess:
     def __init__(self, argv: List[str], cwd: str, env: Optional[Dict[str, str]] = None) -> None:
         if not os.path.isdir(cwd):
             raise FileNotFoundError(f"working directory does not exist: {cwd}; create it or pass another cwd")
-        kwargs = {"cwd": cwd, "env": env, "stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE,
-                  "stderr": subprocess.STDOUT}
+        kwargs = {
+            "cwd": cwd,
+            "env": env,
+            "stdin": subprocess.DEVNULL,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.STDOUT,
+        }
         if _POSIX:
             kwargs["start_new_session"] = True
         else:  # pragma: no cover - Windows
@@ -74,8 +79,11 @@ class ShellProcess:
                 except (ProcessLookupError, PermissionError):
                     pass
             else:  # pragma: no cover - Windows
-                subprocess.run(["taskkill", "/T", "/F", "/PID", str(self.pid)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                subprocess.run(
+                    ["taskkill", "/T", "/F", "/PID", str(self.pid)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
 
     def group_alive(self) -> bool:
         """True while any process of the group exists (zombies included)."""

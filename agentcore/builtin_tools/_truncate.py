@@ -11,8 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-__all__ = ["DEFAULT_MAX_LINES", "DEFAULT_MAX_BYTES", "Truncation", "truncate_head", "truncate_tail",
-           "format_size", "count_lines"]
+__all__ = [
+    "DEFAULT_MAX_LINES",
+    "DEFAULT_MAX_BYTES",
+    "Truncation",
+    "truncate_head",
+    "truncate_tail",
+    "format_size",
+    "count_lines",
+]
 
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 50 * 1024
@@ -37,12 +44,16 @@ class Truncation:
     def to_dict(self) -> Dict[str, Any]:
         """The reference JSON shape (camelCase) without the content, as stored in ``details``."""
         return {
-            "truncated": self.truncated, "truncatedBy": self.truncated_by,
-            "totalLines": self.total_lines, "totalBytes": self.total_bytes,
-            "outputLines": self.output_lines, "outputBytes": self.output_bytes,
+            "truncated": self.truncated,
+            "truncatedBy": self.truncated_by,
+            "totalLines": self.total_lines,
+            "totalBytes": self.total_bytes,
+            "outputLines": self.output_lines,
+            "outputBytes": self.output_bytes,
             "lastLinePartial": self.last_line_partial,
             "firstLineExceedsLimit": self.first_line_exceeds_limit,
-            "maxLines": self.max_lines, "maxBytes": self.max_bytes,
+            "maxLines": self.max_lines,
+            "maxBytes": self.max_bytes,
         }
 
 
@@ -101,8 +112,18 @@ def truncate_head(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
     if by is None:
         return _whole(text, lines, max_lines, max_bytes)
     content = "\n".join(kept)
-    return Truncation(content, True, by, len(lines), _nbytes(text), len(kept), _nbytes(content), max_lines,
-                      max_bytes, first_line_exceeds_limit=not kept)
+    return Truncation(
+        content,
+        True,
+        by,
+        len(lines),
+        _nbytes(text),
+        len(kept),
+        _nbytes(content),
+        max_lines,
+        max_bytes,
+        first_line_exceeds_limit=not kept,
+    )
 
 
 def truncate_tail(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
@@ -117,5 +138,15 @@ def truncate_tail(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
         kept = [tail.decode("utf-8", "ignore")]
         partial = True
     content = "\n".join(reversed(kept))
-    return Truncation(content, True, by, len(lines), _nbytes(text), len(kept), _nbytes(content), max_lines,
-                      max_bytes, last_line_partial=partial)
+    return Truncation(
+        content,
+        True,
+        by,
+        len(lines),
+        _nbytes(text),
+        len(kept),
+        _nbytes(content),
+        max_lines,
+        max_bytes,
+        last_line_partial=partial,
+    )

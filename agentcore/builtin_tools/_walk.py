@@ -44,11 +44,11 @@ def _translate(pattern: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1:i + 2] in ("!", "]") else i + 1)
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
             if end < 0:
                 out.append(re.escape(c))
             else:
-                body = pattern[i + 1:end]
+                body = pattern[i + 1 : end]
                 negate = body.startswith("!")
                 body = body[1:] if negate else body
                 out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
@@ -58,7 +58,7 @@ def _translate(pattern: str) -> str:
             if end < 0:
                 out.append(re.escape(c))
             else:
-                options = _split_top_level(pattern[i + 1:end])
+                options = _split_top_level(pattern[i + 1 : end])
                 out.append("(?:" + "|".join(_translate(o) for o in options) + ")")
                 i = end
         else:

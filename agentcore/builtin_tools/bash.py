@@ -46,8 +46,9 @@ class BashError(RuntimeError):
     programs.
     """
 
-    def __init__(self, message: str, reason: str, exit_code: Optional[int], output: str,
-                 details: Dict[str, Any]) -> None:
+    def __init__(
+        self, message: str, reason: str, exit_code: Optional[int], output: str, details: Dict[str, Any]
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.exit_code = exit_code
@@ -97,7 +98,7 @@ class _Output:
             # last line, with no other line break, is still shown as its partial end)
             newline = tail.find(b"\n", 0, len(tail) - 1)
             if newline >= 0:
-                tail = tail[newline + 1:]
+                tail = tail[newline + 1 :]
         text = tail.decode("utf-8", "replace").replace("\r\n", "\n")
         cut = truncate_tail(text, self.max_lines, self.max_bytes)
         if self._file is not None:
@@ -123,8 +124,10 @@ def _render(cut: Truncation, path: Optional[str]) -> Tuple[str, Dict[str, Any]]:
         elif cut.truncated_by == "lines":
             notice = f"[Showing lines {start}-{end} of {cut.total_lines}. Full output: {path}]"
         else:
-            notice = (f"[Showing lines {start}-{end} of {cut.total_lines} ({format_size(cut.max_bytes)} limit). "
-                      f"Full output: {path}]")
+            notice = (
+                f"[Showing lines {start}-{end} of {cut.total_lines} ({format_size(cut.max_bytes)} limit). "
+                f"Full output: {path}]"
+            )
         text = f"{text}\n\n{notice}" if text else notice
     return text, details
 
@@ -151,11 +154,19 @@ def _timeout_of(args: Mapping[str, Any], default: Optional[float]) -> Optional[f
     return float(value) or None
 
 
-def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                     shell: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                     max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
-                     update_interval: float = 0.1, kill_grace: float = 0.3,
-                     raise_on_error: bool = True, name: str = "bash") -> AgentTool:
+def create_bash_tool(
+    cwd: Optional[str] = None,
+    *,
+    timeout: Optional[float] = DEFAULT_TIMEOUT,
+    shell: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    max_lines: int = DEFAULT_MAX_LINES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    update_interval: float = 0.1,
+    kill_grace: float = 0.3,
+    raise_on_error: bool = True,
+    name: str = "bash",
+) -> AgentTool:
     """A ``bash`` tool running in ``cwd`` (the process's current directory at call time when None).
 
     ``timeout`` is the default limit in seconds (None or 0: none); ``env`` adds to ``os.environ``;
@@ -165,8 +176,12 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
 
     fixed_cwd = None if cwd is None else os.path.abspath(os.path.expanduser(os.fspath(cwd)))
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ValueError("command is empty: pass the shell command to run")
@@ -179,8 +194,12 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
         process = ShellProcess([shell or _default_shell(), "-c", command], workdir, full_env)
         return _run(process, limit, signal, on_update)
 
-    def _run(process: ShellProcess, limit: Optional[float], signal: Any,
-             on_update: Optional[Callable[[AgentToolResult], None]]) -> AgentToolResult:
+    def _run(
+        process: ShellProcess,
+        limit: Optional[float],
+        signal: Any,
+        on_update: Optional[Callable[[AgentToolResult], None]],
+    ) -> AgentToolResult:
         output = _Output(max_lines, max_bytes)
         stop = threading.Event()
 
@@ -207,8 +226,13 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
                 signal.remove_listener(on_abort)
             output.close()
 
-    def _pump(process: ShellProcess, output: _Output, limit: Optional[float], stop: threading.Event,
-              on_update: Optional[Callable[[AgentToolResult], None]]) -> Optional[str]:
+    def _pump(
+        process: ShellProcess,
+        output: _Output,
+        limit: Optional[float],
+        stop: threading.Event,
+        on_update: Optional[Callable[[AgentToolResult], None]],
+    ) -> Optional[str]:
         deadline = None if limit is None else time.monotonic() + limit
         last_update = 0.0
         dirty = False
@@ -250,10 +274,11 @@ def create_bash_tool(cwd: Optional[str] = None, *, timeout: Optional[float] = DE
         if outcome == "aborted":
             raise BashError(_with_status(text, "Command aborted"), "aborted", None, text, details)
         if outcome == "timeout":
-            raise BashError(_with_status(text, f"Command timed out after {limit:g} seconds"), "timeout", None,
-                            text, details)
+            raise BashError(
+                _with_status(text, f"Command timed out after {limit:g} seconds"), "timeout", None, text, details
+            )
         if code != 0 and raise_on_error:
-            status = (f"Command was killed by signal {-code}" if code < 0 else f"Command exited with code {code}")
+            status = f"Command was killed by signal {-code}" if code < 0 else f"Command exited with code {code}"
             raise BashError(_with_status(text, status), "exit", code, text, details)
         return AgentToolResult(content=[TextContent(text or "(no output)")], details=details)
 

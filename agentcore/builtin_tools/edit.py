@@ -53,7 +53,8 @@ def normalize_edit_arguments(raw: Any) -> Any:
     if isinstance(edits, list):
         edits = [
             {"oldText": _pick(e, "oldText", "old_text"), "newText": _pick(e, "newText", "new_text")}
-            if isinstance(e, Mapping) else e
+            if isinstance(e, Mapping)
+            else e
             for e in edits
         ]
         if single_old is not None or single_new is not None:
@@ -96,11 +97,15 @@ def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the 
             raise EditError(f"{name} is empty in {shown}; quote the exact text to replace")
         count = content.count(old)
         if count == 0:
-            raise EditError(f"Could not find {name} in {shown}. It must match exactly, including whitespace "
-                            "and line breaks; read the file again and copy the text.")
+            raise EditError(
+                f"Could not find {name} in {shown}. It must match exactly, including whitespace "
+                "and line breaks; read the file again and copy the text."
+            )
         if count > 1:
-            raise EditError(f"Found {count} occurrences of {name} in {shown}; it must match exactly once. "
-                            "Include more surrounding lines to make it unique.")
+            raise EditError(
+                f"Found {count} occurrences of {name} in {shown}; it must match exactly once. "
+                "Include more surrounding lines to make it unique."
+            )
         start = content.index(old)
         spans.append((start, start + len(old), new, i))
     spans.sort()
@@ -125,8 +130,9 @@ def _diff(old: str, new: str, shown: str) -> Tuple[str, Optional[int]]:
     # autojunk=False: it is about quadratic on files with many repeated lines.
     if old_lines == new_lines:
         return diff, None
-    first = next((i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b),
-                 min(len(old_lines), len(new_lines)))
+    first = next(
+        (i for i, (a, b) in enumerate(zip(old_lines, new_lines)) if a != b), min(len(old_lines), len(new_lines))
+    )
     return diff, first + 1
 
 
@@ -134,8 +140,12 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
     """An ``edit`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         args = normalize_edit_arguments(args)
         shown: Any = args.get("path")  # the schema requires it; resolve() names a bad value
         target = paths.resolve(shown)
@@ -150,7 +160,7 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
             except UnicodeDecodeError:
                 raise EditError(f"{shown} is not UTF-8 text; edit it with bash instead") from None
             bom = "\ufeff" if text.startswith("\ufeff") else ""
-            body = text[len(bom):]
+            body = text[len(bom) :]
             ending = _line_ending(body)
             old = _lf(body)
             edits = args.get("edits")
@@ -164,8 +174,9 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
         diff, first = _diff(old, new, shown)
         noun = "edit" if count == 1 else "edits"
         details: Dict[str, Any] = {"diff": diff, "firstChangedLine": first}
-        return AgentToolResult(content=[TextContent(f"Successfully applied {count} {noun} to {shown}.")],
-                               details=details)
+        return AgentToolResult(
+            content=[TextContent(f"Successfully applied {count} {noun} to {shown}.")], details=details
+        )
 
     return AgentTool(
         name="edit",

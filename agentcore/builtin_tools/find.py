@@ -24,13 +24,18 @@ __all__ = ["create_find_tool"]
 DEFAULT_FIND_LIMIT = 1000
 
 
-def create_find_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
-                     limit: int = DEFAULT_FIND_LIMIT) -> AgentTool:
+def create_find_tool(
+    cwd: Optional[str] = None, *, root: Optional[str] = None, limit: int = DEFAULT_FIND_LIMIT
+) -> AgentTool:
     """A ``find`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern.strip():
             raise ValueError("pattern is empty: pass a glob such as '*.py' or 'src/**/*.ts'")
@@ -40,11 +45,14 @@ def create_find_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         if not os.path.isdir(top):
             raise FileNotFoundError(f"Path not found or not a directory: {shown}")
         matches = compile_glob(pattern)
-        found, more = take_at_most((paths.display(path) + ("/" if is_dir else "")
-                                    for rel, path, is_dir in walk(top, signal) if matches(rel)), most)
+        found, more = take_at_most(
+            (paths.display(path) + ("/" if is_dir else "") for rel, path, is_dir in walk(top, signal) if matches(rel)),
+            most,
+        )
         if not found:
-            return AgentToolResult(content=[TextContent(f"No files found matching pattern {pattern}")],
-                                   details={"count": 0})
+            return AgentToolResult(
+                content=[TextContent(f"No files found matching pattern {pattern}")], details={"count": 0}
+            )
         return listing_result(found, {"count": len(found)}, most, more, "results")
 
     return AgentTool(

@@ -43,8 +43,11 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
         files: Iterator[str] = iter([target])
     else:
         accept = compile_glob(glob) if glob else None
-        files = (path for rel, path, is_dir in walk(target, signal)
-                 if not is_dir and not os.path.islink(path) and (accept is None or accept(rel)))
+        files = (
+            path
+            for rel, path, is_dir in walk(target, signal)
+            if not is_dir and not os.path.islink(path) and (accept is None or accept(rel))
+        )
     for path in files:
         try:
             with open(path, "rb") as f:
@@ -59,8 +62,9 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
             continue
 
 
-def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_case: bool, literal: bool,
-               signal: Any) -> Iterator[Match]:
+def _rg_search(
+    rg: str, target: str, pattern: str, glob: Optional[str], ignore_case: bool, literal: bool, signal: Any
+) -> Iterator[Match]:
     is_file = os.path.isfile(target)
     argv = [rg, "--json", "--sort", "path", "--hidden", "--no-ignore", "--no-config"]
     argv += [arg for name in sorted(VCS_DIRS) for arg in ("-g", f"!{name}")]
@@ -75,8 +79,9 @@ def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_c
     # pipe nobody reads while stdout is consumed would block it (and this tool) forever
     errors = tempfile.TemporaryFile()
     try:
-        proc = subprocess.Popen(argv, cwd=None if is_file else target, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(
+            argv, cwd=None if is_file else target, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors
+        )
     except BaseException:
         errors.close()
         raise
@@ -101,8 +106,9 @@ def _rg_search(rg: str, target: str, pattern: str, glob: Optional[str], ignore_c
         if proc.returncode == 2 and not found:  # errors next to matches are unreadable files: ignored
             errors.seek(0)
             err = errors.read(4096).decode("utf-8", "replace").strip()
-            raise ValueError(f"grep failed: {err or 'ripgrep exited with code 2'}; "
-                             "check the regex or pass literal=true")
+            raise ValueError(
+                f"grep failed: {err or 'ripgrep exited with code 2'}; check the regex or pass literal=true"
+            )
     finally:
         if signal is not None:
             signal.remove_listener(kill)
@@ -124,16 +130,25 @@ def _clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "... [line truncated]"
 
 
-def create_grep_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
-                     limit: int = DEFAULT_GREP_LIMIT, use_rg: Optional[bool] = None) -> AgentTool:
+def create_grep_tool(
+    cwd: Optional[str] = None,
+    *,
+    root: Optional[str] = None,
+    limit: int = DEFAULT_GREP_LIMIT,
+    use_rg: Optional[bool] = None,
+) -> AgentTool:
     """A ``grep`` tool resolving paths against ``cwd`` and, when given, confined to ``root``.
 
     ``use_rg``: None uses ``rg`` when found on PATH, False never, True requires it.
     """
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ValueError("pattern is empty: pass a regular expression (or literal=true for plain text)")
@@ -190,8 +205,9 @@ def create_grep_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
 
 def _format(matches: Iterator[Match], most: int, pattern: str, paths: PathResolver, backend: str) -> AgentToolResult:
     try:
-        lines, more = take_at_most((f"{paths.display(path)}:{number}:{_clip(text)}"
-                                    for path, number, text in matches), most)
+        lines, more = take_at_most(
+            (f"{paths.display(path)}:{number}:{_clip(text)}" for path, number, text in matches), most
+        )
     finally:
         close = getattr(matches, "close", None)
         if close is not None:

@@ -21,13 +21,18 @@ __all__ = ["create_ls_tool"]
 DEFAULT_LS_LIMIT = 500
 
 
-def create_ls_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
-                   limit: int = DEFAULT_LS_LIMIT) -> AgentTool:
+def create_ls_tool(
+    cwd: Optional[str] = None, *, root: Optional[str] = None, limit: int = DEFAULT_LS_LIMIT
+) -> AgentTool:
     """An ``ls`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         shown = args.get("path") or "."
         target = paths.resolve(shown)
         most = positive_int(args, "limit") or limit
@@ -60,8 +65,10 @@ def create_ls_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
     return AgentTool(
         name="ls",
         label="ls",
-        description=(f"List a directory's entries, sorted alphabetically, folders ending in '/', dot files "
-                     f"included. At most {limit} entries unless limit is given."),
+        description=(
+            f"List a directory's entries, sorted alphabetically, folders ending in '/', dot files "
+            f"included. At most {limit} entries unless limit is given."
+        ),
         parameters={
             "type": "object",
             "properties": {

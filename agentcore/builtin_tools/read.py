@@ -51,14 +51,23 @@ def is_binary(head: bytes) -> bool:
     return control / len(head) > 0.3
 
 
-def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
-                     max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
-                     max_image_bytes: int = 20 * 1024 * 1024) -> AgentTool:
+def create_read_tool(
+    cwd: Optional[str] = None,
+    *,
+    root: Optional[str] = None,
+    max_lines: int = DEFAULT_MAX_LINES,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_image_bytes: int = 20 * 1024 * 1024,
+) -> AgentTool:
     """A ``read`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         shown: Any = args.get("path")  # the schema requires it; resolve() names a bad value
         target = paths.resolve(shown)
         offset = positive_int(args, "offset")
@@ -83,12 +92,16 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
     def _image(f: Any, head: bytes, mime: str, shown: str) -> AgentToolResult:
         size = os.fstat(f.fileno()).st_size
         if size > max_image_bytes:
-            raise ValueError(f"Image {shown} is {format_size(size)}, larger than the "
-                             f"{format_size(max_image_bytes)} limit; shrink it first (e.g. with bash)")
+            raise ValueError(
+                f"Image {shown} is {format_size(size)}, larger than the "
+                f"{format_size(max_image_bytes)} limit; shrink it first (e.g. with bash)"
+            )
         data = head + f.read()
         note = f"Read image file [{mime}]"
-        return AgentToolResult(content=[TextContent(note), ImageContent(base64.b64encode(data).decode("ascii"), mime)],
-                               details={"mimeType": mime, "bytes": len(data)})
+        return AgentToolResult(
+            content=[TextContent(note), ImageContent(base64.b64encode(data).decode("ascii"), mime)],
+            details={"mimeType": mime, "bytes": len(data)},
+        )
 
     def _text(f: Any, shown: str, offset: Optional[int], limit: Optional[int]) -> AgentToolResult:
         # One pass over the lines in bounded memory: only the lines that can be shown are kept
@@ -133,14 +146,18 @@ def create_read_tool(cwd: Optional[str] = None, *, root: Optional[str] = None,
         first = start + 1
         if cut.first_line_exceeds_limit:
             size = format_size(first_size)
-            out = (f"[Line {first} is {size}, over the {format_size(max_bytes)} limit. "
-                   f"Use bash: sed -n '{first}p' {shown} | head -c {max_bytes}]")
+            out = (
+                f"[Line {first} is {size}, over the {format_size(max_bytes)} limit. "
+                f"Use bash: sed -n '{first}p' {shown} | head -c {max_bytes}]"
+            )
             details["truncation"] = cut.to_dict()
         elif cut.truncated:
             last = first + cut.output_lines - 1
             limit_note = "" if cut.truncated_by == "lines" else f" ({format_size(max_bytes)} limit)"
-            out = (f"{cut.content}\n\n[Showing lines {first}-{last} of {total}{limit_note}. "
-                   f"Use offset={last + 1} to continue.]")
+            out = (
+                f"{cut.content}\n\n[Showing lines {first}-{last} of {total}{limit_note}. "
+                f"Use offset={last + 1} to continue.]"
+            )
             details["truncation"] = cut.to_dict()
         elif end < total:
             out = f"{cut.content}\n\n[{total - end} more lines in file. Use offset={end + 1} to continue.]"

@@ -61,8 +61,12 @@ def create_write_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) 
     """A ``write`` tool resolving paths against ``cwd`` and, when given, confined to ``root``."""
     paths = PathResolver(cwd, root)
 
-    def execute(tool_call_id: str, args: Mapping[str, Any], signal: Any = None,
-                on_update: Optional[Callable[[AgentToolResult], None]] = None) -> AgentToolResult:
+    def execute(
+        tool_call_id: str,
+        args: Mapping[str, Any],
+        signal: Any = None,
+        on_update: Optional[Callable[[AgentToolResult], None]] = None,
+    ) -> AgentToolResult:
         shown = args.get("path")
         target = paths.resolve(shown)  # type: ignore[arg-type]
         content = args.get("content")
@@ -75,14 +79,18 @@ def create_write_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) 
         data = content.encode("utf-8")
         with file_lock(target):
             atomic_write(target, data)
-        return AgentToolResult(content=[TextContent(f"Successfully wrote {len(data)} bytes to {shown}")],
-                               details={"path": target, "bytes": len(data)})
+        return AgentToolResult(
+            content=[TextContent(f"Successfully wrote {len(data)} bytes to {shown}")],
+            details={"path": target, "bytes": len(data)},
+        )
 
     return AgentTool(
         name="write",
         label="write",
-        description=("Write content to a file. Creates the file if it does not exist, overwrites it if it "
-                     "does, and creates parent folders."),
+        description=(
+            "Write content to a file. Creates the file if it does not exist, overwrites it if it "
+            "does, and creates parent folders."
+        ),
         parameters={
             "type": "object",
             "properties": {

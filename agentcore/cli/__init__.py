@@ -45,29 +45,57 @@ def _common_options() -> argparse.ArgumentParser:
     """Options of ``run``/``chat``; SUPPRESS defaults let them stand before or after the command."""
     common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     group = common.add_argument_group("agent options")
-    group.add_argument("-m", "--model", metavar="PROVIDER/ID",
-                       help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo); with "
-                            "--base-url: ID or local/ID, the name the server expects (local/ is stripped)")
-    group.add_argument("--base-url", metavar="URL",
-                       help="endpoint URL; with an id not in the catalog (or local/ID): a local "
-                            "OpenAI-compatible server")
+    group.add_argument(
+        "-m",
+        "--model",
+        metavar="PROVIDER/ID",
+        help=f"the model (default: ${MODEL_ENV}; 'scripted' = offline demo); with "
+        "--base-url: ID or local/ID, the name the server expects (local/ is stripped)",
+    )
+    group.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="endpoint URL; with an id not in the catalog (or local/ID): a local OpenAI-compatible server",
+    )
     group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
     group.add_argument("-t", "--tools", metavar="A,B", help="comma list of registry tool names, e.g. read,bash")
-    group.add_argument("-s", "--session", metavar="PATH|ID",
-                       help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, or 'new'")
-    group.add_argument("--sessions-dir", metavar="DIR",
-                       help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
-    group.add_argument("--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max")
+    group.add_argument(
+        "-s",
+        "--session",
+        metavar="PATH|ID",
+        help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, or 'new'",
+    )
+    group.add_argument(
+        "--sessions-dir",
+        metavar="DIR",
+        help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
+    )
+    group.add_argument(
+        "--thinking", metavar="LEVEL", help="thinking level: off, minimal, low, medium, high, xhigh, max"
+    )
     group.add_argument("--system", metavar="TEXT", help="the system prompt")
-    group.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
-                       help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
-                            "(repeatable; names as in agentcore.options.StreamOptions)")
-    group.add_argument("--approve", action="store_true",
-                       help="ask y/n/a(lways for this tool) at the terminal before each tool call; with a "
-                            "PROMPT argument, run reads the answers from stdin")
-    group.add_argument("-v", "--verbose", action="store_true",
-                       help="log HTTP requests, retries, tool calls and sessions (DEBUG) to stderr; "
-                            "keys and auth headers are redacted")
+    group.add_argument(
+        "-o",
+        "--option",
+        nargs=2,
+        action="append",
+        metavar=("KEY", "VALUE"),
+        help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
+        "(repeatable; names as in agentcore.options.StreamOptions)",
+    )
+    group.add_argument(
+        "--approve",
+        action="store_true",
+        help="ask y/n/a(lways for this tool) at the terminal before each tool call; with a "
+        "PROMPT argument, run reads the answers from stdin",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log HTTP requests, retries, tool calls and sessions (DEBUG) to stderr; "
+        "keys and auth headers are redacted",
+    )
     return common
 
 
@@ -75,27 +103,45 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``agentcore`` command."""
     common = _common_options()
     parser = argparse.ArgumentParser(
-        prog="agentcore", parents=[common], epilog=_EPILOG,
+        prog="agentcore",
+        parents=[common],
+        epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Run tool-using LLM agents from the terminal.")
+        description="Run tool-using LLM agents from the terminal.",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = commands.add_parser("run", parents=[common], help="answer one prompt, streaming",
-                              description="Answer PROMPT. Piped stdin is sent first, then PROMPT on a new line "
-                                          "(git diff | agentcore run \"review this diff\"); PROMPT - or "
-                                          "none: stdin alone.")
+    run = commands.add_parser(
+        "run",
+        parents=[common],
+        help="answer one prompt, streaming",
+        description="Answer PROMPT. Piped stdin is sent first, then PROMPT on a new line "
+        '(git diff | agentcore run "review this diff"); PROMPT - or '
+        "none: stdin alone.",
+    )
     run.add_argument("prompt", nargs="*", metavar="PROMPT")
     run.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
-    run.add_argument("--schema", metavar="SCHEMA",
-                     help="answer as JSON matching SCHEMA: inline JSON, a JSON file, or fields like "
-                          "'name, age int, tags list' (the answer prints to stdout, progress to stderr)")
-    run.add_argument("-u", "--usage", action="store_true",
-                     help="print the tokens and cost of the run per model to stderr after the answer")
+    run.add_argument(
+        "--schema",
+        metavar="SCHEMA",
+        help="answer as JSON matching SCHEMA: inline JSON, a JSON file, or fields like "
+        "'name, age int, tags list' (the answer prints to stdout, progress to stderr)",
+    )
+    run.add_argument(
+        "-u",
+        "--usage",
+        action="store_true",
+        help="print the tokens and cost of the run per model to stderr after the answer",
+    )
     run.set_defaults(handler=cmd_run)
 
-    chat = commands.add_parser("chat", parents=[common], help="interactive conversation (REPL)",
-                               description="A REPL: each line is a prompt; /help lists the commands.")
+    chat = commands.add_parser(
+        "chat",
+        parents=[common],
+        help="interactive conversation (REPL)",
+        description="A REPL: each line is a prompt; /help lists the commands.",
+    )
     chat.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
     chat.set_defaults(handler=cmd_chat)
 
@@ -112,8 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
     sessions.set_defaults(handler=_sessions_usage(sessions))
     dir_opt = argparse.ArgumentParser(add_help=False)
-    dir_opt.add_argument("--sessions-dir", metavar="DIR", default=None,
-                         help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)")
+    dir_opt.add_argument(
+        "--sessions-dir",
+        metavar="DIR",
+        default=None,
+        help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
+    )
     listing = actions.add_parser("list", parents=[dir_opt], help="sessions of this directory, newest first")
     listing.add_argument("--all", action="store_true", help="sessions of every directory")
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
@@ -134,6 +184,7 @@ def _lazy(name: str) -> Callable[..., int]:
         from . import _info
 
         return getattr(_info, name)(args, out, err)
+
     return handler
 
 
@@ -142,6 +193,7 @@ def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
         parser.print_usage(err)
         err.write("agentcore sessions: choose an action: list, show ID|PATH or export ID|PATH\n")
         return EXIT_USAGE
+
     return handler
 
 
@@ -167,8 +219,9 @@ def _read_prompt(args: Any, stdin: TextIO) -> str:
             prompt = ""
     prompt = "\n".join(part for part in (piped, prompt) if part)
     if not prompt:
-        raise UsageError('agentcore run needs a PROMPT: agentcore run "what is in this folder?" '
-                         "(or pipe the prompt on stdin)")
+        raise UsageError(
+            'agentcore run needs a PROMPT: agentcore run "what is in this folder?" (or pipe the prompt on stdin)'
+        )
     return prompt
 
 
@@ -264,8 +317,7 @@ def _read_schema(value: str) -> Dict[str, Any]:
     return schema
 
 
-def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *,
-         one_line: bool = False) -> int:
+def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *, one_line: bool = False) -> int:
     """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
     after the event lines of ``--json``)."""
     from ..structured import AskError, OutputValidationError
@@ -315,8 +367,13 @@ def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err
 # --------------------------------------------------------------------------- entry point
 
 
-def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None,
-         stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+def main(
+    argv: Optional[Sequence[str]] = None,
+    *,
+    stdin: Optional[TextIO] = None,
+    stdout: Optional[TextIO] = None,
+    stderr: Optional[TextIO] = None,
+) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
     stdin = stdin if stdin is not None else sys.stdin
     out = stdout if stdout is not None else sys.stdout
@@ -352,7 +409,6 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: Optional[TextIO] = None
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
         err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
-
 
 
 @contextlib.contextmanager

@@ -61,8 +61,9 @@ class TerminalApprover:
         if len(args) > 300:
             args = args[:297] + "..."
         while True:
-            self.err.write(f"[approve] {pending.tool_name} {args}\n  run it? [y]es / [n]o / "
-                           f"[a]lways for {pending.tool_name}: ")
+            self.err.write(
+                f"[approve] {pending.tool_name} {args}\n  run it? [y]es / [n]o / [a]lways for {pending.tool_name}: "
+            )
             self.err.flush()
             line = self.read_line()
             if line is None:

@@ -23,7 +23,7 @@ COMMANDS: Dict[str, str] = {
     "/thinking [level]": "show or set the thinking level",
     "/session": "where this conversation is saved, its tokens and the running cost of this chat",
     "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N "
-                   "(saved in the session with the next prompt)",
+    "(saved in the session with the next prompt)",
     "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
@@ -35,8 +35,15 @@ _QUIT = object()
 class Chat:
     """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0."""
 
-    def __init__(self, setup: AgentSetup, options: CliOptions, stdin: TextIO, out: TextIO, err: TextIO,
-                 printer: Optional[Callable[[Any], None]] = None) -> None:
+    def __init__(
+        self,
+        setup: AgentSetup,
+        options: CliOptions,
+        stdin: TextIO,
+        out: TextIO,
+        err: TextIO,
+        printer: Optional[Callable[[Any], None]] = None,
+    ) -> None:
         self.setup = setup
         self.agent = setup.agent
         self.session = setup.session
@@ -57,9 +64,15 @@ class Chat:
         self._view_leaf: Optional[str] = None  # the leaf the pending move goes to (None: the root)
         self.interactive = _isatty(stdin) and _isatty(out)
         self._handlers: Dict[str, Callable[[str], Any]] = {
-            "/model": self._model, "/tools": self._tools, "/thinking": self._thinking,
-            "/session": self._session, "/branch": self._branch, "/compact": self._compact,
-            "/help": self._help, "/quit": lambda _: _QUIT, "/exit": lambda _: _QUIT,
+            "/model": self._model,
+            "/tools": self._tools,
+            "/thinking": self._thinking,
+            "/session": self._session,
+            "/branch": self._branch,
+            "/compact": self._compact,
+            "/help": self._help,
+            "/quit": lambda _: _QUIT,
+            "/exit": lambda _: _QUIT,
         }
 
     # ------------------------------------------------------------------ loop
@@ -70,8 +83,9 @@ class Chat:
             self._loop()
         finally:
             if self._pending_branch is not None:
-                self.text.note("[/branch was not saved: no prompt followed it, so the session still ends "
-                               "at its last answer]")
+                self.text.note(
+                    "[/branch was not saved: no prompt followed it, so the session still ends at its last answer]"
+                )
         return self.status
 
     def _loop(self) -> None:
@@ -142,8 +156,10 @@ class Chat:
         model = self.agent.model
         tools = ", ".join(t.name for t in self.agent.tools) or "none"
         where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
-        self.err.write(f"agentcore chat: model {model.key}, tools: {tools}, {where}. "
-                       "/help lists commands, /quit or Ctrl-D leaves.\n")
+        self.err.write(
+            f"agentcore chat: model {model.key}, tools: {tools}, {where}. "
+            "/help lists commands, /quit or Ctrl-D leaves.\n"
+        )
         self.err.flush()
 
     # ------------------------------------------------------------------ commands
@@ -191,16 +207,23 @@ class Chat:
         session = self.session
         running = self._running_cost()
         if session is None:
-            self._say("no session: this chat is not saved. Start one with --session PATH.jsonl, "
-                      f"--session ID or --session new\n{running}")
+            self._say(
+                "no session: this chat is not saved. Start one with --session PATH.jsonl, "
+                f"--session ID or --session new\n{running}"
+            )
             return
         stats = session.get_session_stats()
-        self._say(f"session {session.id}\n  path: {session.path or 'memory'}\n  cwd: {session.cwd}\n"
-                  f"  entries: {len(session.storage)}, messages: {stats.message_count} (all branches)\n"
-                  f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f} (whole session)\n"
-                  f"{running}\n  leaf: {session.leaf_id}"
-                  + ("" if self._pending_branch is None else
-                     f" (moves to {self._view_leaf or 'the start'} with the next prompt: /branch)"))
+        self._say(
+            f"session {session.id}\n  path: {session.path or 'memory'}\n  cwd: {session.cwd}\n"
+            f"  entries: {len(session.storage)}, messages: {stats.message_count} (all branches)\n"
+            f"  tokens: {stats.total_tokens}, cost: ${stats.cost_total:.4f} (whole session)\n"
+            f"{running}\n  leaf: {session.leaf_id}"
+            + (
+                ""
+                if self._pending_branch is None
+                else f" (moves to {self._view_leaf or 'the start'} with the next prompt: /branch)"
+            )
+        )
 
     def _running_cost(self) -> str:
         """The ``this chat:`` lines of /session: the usage of the runs since the chat started."""
@@ -216,10 +239,12 @@ class Chat:
         """``(entry_or_index, message)`` for each user message on the branch the chat is on (a
         pending /branch included)."""
         if self.session is not None:
-            branch = (self.session.get_branch() if self._pending_branch is None
-                      else self.session.get_branch(self._view_leaf))
-            return [(e, e.message) for e in branch
-                    if e.type == "message" and getattr(e.message, "role", None) == "user"]
+            branch = (
+                self.session.get_branch() if self._pending_branch is None else self.session.get_branch(self._view_leaf)
+            )
+            return [
+                (e, e.message) for e in branch if e.type == "message" and getattr(e.message, "role", None) == "user"
+            ]
         return [(i, m) for i, m in enumerate(self.agent.messages) if getattr(m, "role", None) == "user"]
 
     def _branch(self, arg: str) -> None:
@@ -242,8 +267,10 @@ class Chat:
             self.agent.messages = self.session.build_context(where.parent_id).messages
         else:
             self.agent.messages = self.agent.messages[:where]
-        self._say(f"back before prompt {arg} ({len(self.agent.messages)} messages kept); it was:\n"
-                  f"  {_short(text_of(message.content), 200)}")
+        self._say(
+            f"back before prompt {arg} ({len(self.agent.messages)} messages kept); it was:\n"
+            f"  {_short(text_of(message.content), 200)}"
+        )
 
     def _apply_branch(self) -> None:
         """Write a pending /branch move into the session (before a prompt or /compact)."""
@@ -268,8 +295,10 @@ class Chat:
         try:
             compactor = self._compactor()
         except ImportError:
-            self._say("compaction is not available in this installation of agentcore; "
-                      "the conversation is unchanged. /branch N drops the turns after prompt N instead.")
+            self._say(
+                "compaction is not available in this installation of agentcore; "
+                "the conversation is unchanged. /branch N drops the turns after prompt N instead."
+            )
             return
         from ..session.compaction import CompactionError
 
@@ -284,8 +313,10 @@ class Chat:
             compactor.abort("interrupted")
             self._say("compaction interrupted; the conversation is unchanged")
             return
-        self._say(f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
-                  f"tokens summarised\nsummary: {_short(result.summary, 300)}")
+        self._say(
+            f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
+            f"tokens summarised\nsummary: {_short(result.summary, 300)}"
+        )
 
 
 def _short(text: str, limit: int = 70) -> str:

@@ -13,8 +13,7 @@ from typing import Any, List, Optional, Sequence, TextIO
 from ._setup import UsageError, default_sessions_dir, is_session_path
 from ._usage import UsageTally, usage_table
 
-__all__ = ["cmd_models", "cmd_plugins", "cmd_sessions_list", "cmd_sessions_show", "cmd_sessions_export",
-           "format_table"]
+__all__ = ["cmd_models", "cmd_plugins", "cmd_sessions_list", "cmd_sessions_show", "cmd_sessions_export", "format_table"]
 
 
 def format_table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
@@ -64,8 +63,16 @@ def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
     rows = []
     for m in found:
         cost = m.cost
-        rows.append([m.key, m.api, _tokens(m.context_window), "yes" if m.reasoning else "-",
-                     f"{_price(cost.input)}/{_price(cost.output)}", m.name or m.id])
+        rows.append(
+            [
+                m.key,
+                m.api,
+                _tokens(m.context_window),
+                "yes" if m.reasoning else "-",
+                f"{_price(cost.input)}/{_price(cost.output)}",
+                m.name or m.id,
+            ]
+        )
     out.write(format_table(rows, ["MODEL", "API", "CONTEXT", "REASONING", "$/M IN/OUT", "NAME"]))
     return 0
 
@@ -84,11 +91,22 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
         infos = plugins_info()
     if getattr(args, "json", False):
         for info in infos:
-            out.write(json.dumps({
-                "name": info.name, "distribution": info.distribution, "version": info.version,
-                "builtin": info.builtin, "entryPoint": info.entry_point, "hooks": list(info.hooks),
-                "provides": {k: list(v) for k, v in info.provides.items()}, "error": info.error,
-            }, ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "name": info.name,
+                        "distribution": info.distribution,
+                        "version": info.version,
+                        "builtin": info.builtin,
+                        "entryPoint": info.entry_point,
+                        "hooks": list(info.hooks),
+                        "provides": {k: list(v) for k, v in info.provides.items()},
+                        "error": info.error,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
         return 0
     for info in infos:
         origin = "built-in" if info.builtin else f"{info.distribution or '?'} {info.version or ''}".strip()
@@ -109,8 +127,10 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
             out.write(f"    error: {info.error}\n")
     broken = sum(1 for i in infos if i.error)
     if broken:
-        err.write(f"{broken} plugin(s) failed to load; the others work. Fix or uninstall them, or set "
-                  "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1.\n")
+        err.write(
+            f"{broken} plugin(s) failed to load; the others work. Fix or uninstall them, or set "
+            "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1.\n"
+        )
     return 0
 
 
@@ -129,9 +149,21 @@ def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
     infos = repo.list(None if args.all else os.getcwd())
     if getattr(args, "json", False):
         for i in infos:
-            out.write(json.dumps({"id": i.id, "path": i.path, "cwd": i.cwd, "created": i.created, "name": i.name,
-                                  "messageCount": i.message_count, "parentSession": i.parent_session},
-                                 ensure_ascii=False) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": i.id,
+                        "path": i.path,
+                        "cwd": i.cwd,
+                        "created": i.created,
+                        "name": i.name,
+                        "messageCount": i.message_count,
+                        "parentSession": i.parent_session,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
         return 0
     if not infos:
         where = repo.directory if args.all else f"{os.getcwd()} in {repo.directory}"
@@ -173,8 +205,10 @@ def _unique_prefix(repo: Any, prefix: str, not_found: Exception) -> Any:
         raise not_found
     if len({info.id for info in matches}) > 1:
         rows = [[i.id, i.created, i.cwd] for i in matches]
-        raise UsageError(f"session id prefix {prefix!r} is ambiguous: {len(matches)} sessions match; give more "
-                         "of the id:\n" + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n"))
+        raise UsageError(
+            f"session id prefix {prefix!r} is ambiguous: {len(matches)} sessions match; give more "
+            "of the id:\n" + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n")
+        )
     return matches[0]
 
 
@@ -215,14 +249,18 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
     with _open_for_reading(args) as session:
         stats = session.get_session_stats()
         context = session.build_context()
-        out.write(f"session {session.id}\n  path: {session.path}\n  cwd: {session.cwd}\n"
-                  f"  created: {session.header.timestamp}\n")
+        out.write(
+            f"session {session.id}\n  path: {session.path}\n  cwd: {session.cwd}\n"
+            f"  created: {session.header.timestamp}\n"
+        )
         if session.name:
             out.write(f"  name: {session.name}\n")
         if context.model is not None:
             out.write(f"  model: {context.model.key}\n")
-        out.write(f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
-                  f"cost: ${stats.cost_total:.4f}\n")
+        out.write(
+            f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
+            f"cost: ${stats.cost_total:.4f}\n"
+        )
         tally = UsageTally().add_entries(session.entries())
         if tally.models:
             out.write("\nusage per model (all branches):\n" + usage_table(tally))
@@ -243,9 +281,11 @@ def _note_empty_branch(session: Any, err: TextIO) -> None:
     """Say why an export of the current branch is empty when other branches hold messages."""
     total = session.get_session_stats().message_count
     if total:
-        err.write(f"note: the current branch of session {session.id} has no messages (it was moved back "
-                  f"before its first prompt); {total} message(s) are on other branches: "
-                  "--format jsonl exports every entry\n")
+        err.write(
+            f"note: the current branch of session {session.id} has no messages (it was moved back "
+            f"before its first prompt); {total} message(s) are on other branches: "
+            "--format jsonl exports every entry\n"
+        )
 
 
 def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
@@ -283,8 +323,11 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates (a cut emoji): JSON escapes them, text shows "?"
-                text = (json.dumps([message_to_dict(m) for m in messages], indent=2) + "\n" if fmt == "json"
-                        else text.encode("utf-8", "replace").decode("utf-8"))
+                text = (
+                    json.dumps([message_to_dict(m) for m in messages], indent=2) + "\n"
+                    if fmt == "json"
+                    else text.encode("utf-8", "replace").decode("utf-8")
+                )
     if args.output:
         with open(args.output, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -72,8 +72,7 @@ class TextPrinter:
     ``secret`` (the API key, if any) is masked in everything written to ``err``.
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, secret: Optional[str] = None,
-                 show_thinking: bool = True) -> None:
+    def __init__(self, out: TextIO, err: TextIO, *, secret: Optional[str] = None, show_thinking: bool = True) -> None:
         self.out = _Writer(out)
         self.err = _Writer(err)
         self.secret = secret

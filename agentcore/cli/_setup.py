@@ -13,9 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = [
-    "UsageError", "NO_MODEL_HELP", "SCRIPTED", "LOCAL_PREFIX", "ScriptedDemo", "CliOptions", "resolve_model",
+    "UsageError",
+    "NO_MODEL_HELP",
+    "SCRIPTED",
+    "LOCAL_PREFIX",
+    "ScriptedDemo",
+    "CliOptions",
+    "resolve_model",
     "local_model",
-    "resolve_tools", "read_api_key", "check_api_key", "check_thinking", "open_session", "default_sessions_dir",
+    "resolve_tools",
+    "read_api_key",
+    "check_api_key",
+    "check_thinking",
+    "open_session",
+    "default_sessions_dir",
     "build_agent",
 ]
 
@@ -56,8 +67,15 @@ class ScriptedDemo:
         from ..testing import ScriptedModel
         from ..types import Model
 
-        model = Model(id="scripted-demo", name="Offline scripted demo", api="scripted",
-                      provider="scripted", base_url="", context_window=128000, max_tokens=16384)
+        model = Model(
+            id="scripted-demo",
+            name="Offline scripted demo",
+            api="scripted",
+            provider="scripted",
+            base_url="",
+            context_window=128000,
+            max_tokens=16384,
+        )
         self._scripted = ScriptedModel(tokens_per_second=tokens_per_second, model=model)
         self.model = self._scripted.model
 
@@ -71,8 +89,10 @@ class ScriptedDemo:
         from ..testing import text, tool_call
         from ..types import role_of, text_of
 
-        hint = ("(This is the offline scripted demo. For a real model use --model provider/id; "
-                "`agentcore models` lists them.)")
+        hint = (
+            "(This is the offline scripted demo. For a real model use --model provider/id; "
+            "`agentcore models` lists them.)"
+        )
         if "summar" in (context.system_prompt or "").lower():  # a compaction or branch summary request
             return text("## Goal\nTry agentcore offline.\n\n## Progress\n(summary written by the scripted demo)")
         final = next((t for t in context.tools or () if getattr(t, "name", None) == "final_result"), None)
@@ -82,8 +102,9 @@ class ScriptedDemo:
         if last is not None and role_of(last) == "toolResult":
             lines = text_of(last.content).splitlines()
             first = lines[0] if lines else ""
-            return text(f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is "
-                        f"{first!r}.\n{hint}")
+            return text(
+                f"The {last.tool_name} tool answered with {len(lines)} line(s); the first is {first!r}.\n{hint}"
+            )
         prompt = text_of(getattr(last, "content", "")) if last is not None else ""
         if any(getattr(t, "name", None) == "ls" for t in context.tools or ()):
             return tool_call("ls", {"path": "."}, text="Let me look at the working directory first.")
@@ -132,8 +153,7 @@ class CliOptions:
 
     @classmethod
     def from_args(cls, args: Any) -> CliOptions:
-        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system",
-                 "option")
+        names = ("model", "base_url", "api_key_env", "tools", "session", "sessions_dir", "thinking", "system", "option")
         given: Dict[str, Any] = {name: getattr(args, name, None) for name in names}
         return cls(**given)
 
@@ -153,8 +173,7 @@ def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
     return parsed
 
 
-def resolve_model(ref: Optional[str], base_url: Optional[str] = None
-                  ) -> Tuple[Any, Optional[Callable[..., Any]]]:
+def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[Any, Optional[Callable[..., Any]]]:
     """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
 
     ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
@@ -169,8 +188,10 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
         ref = ref.strip()
     if not ref:
         if base_url:
-            raise UsageError(f"--base-url {base_url} needs --model ID: the model name the server expects "
-                             "(llama.cpp accepts any name; Ollama wants e.g. llama3)")
+            raise UsageError(
+                f"--base-url {base_url} needs --model ID: the model name the server expects "
+                "(llama.cpp accepts any name; Ollama wants e.g. llama3)"
+            )
         raise UsageError(NO_MODEL_HELP)
     if ref == SCRIPTED:
         demo = ScriptedDemo()
@@ -178,16 +199,22 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None
     from ..plugins import UnknownModelError, get_model
 
     if base_url and ref.startswith(LOCAL_PREFIX) and len(ref) > len(LOCAL_PREFIX):
-        return local_model(ref[len(LOCAL_PREFIX):], base_url), None
+        return local_model(ref[len(LOCAL_PREFIX) :], base_url), None
     try:
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError as exc:
         if not base_url:
             if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
                 raise UsageError(str(exc)) from None
-            raise UsageError(_unknown("model", ref, [m.key for m in _models()],
-                                      "`agentcore models` lists them; for a model served elsewhere add "
-                                      "--base-url URL (an OpenAI-compatible endpoint)")) from None
+            raise UsageError(
+                _unknown(
+                    "model",
+                    ref,
+                    [m.key for m in _models()],
+                    "`agentcore models` lists them; for a model served elsewhere add "
+                    "--base-url URL (an OpenAI-compatible endpoint)",
+                )
+            ) from None
         return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
@@ -198,8 +225,7 @@ def local_model(model_id: str, base_url: str) -> Any:
     """The model of a local OpenAI-compatible server: ``model_id`` is sent as the model name."""
     from ..types import Model
 
-    return Model(id=model_id, name=model_id, api="openai-completions", provider="local",
-                 base_url=base_url.rstrip("/"))
+    return Model(id=model_id, name=model_id, api="openai-completions", provider="local", base_url=base_url.rstrip("/"))
 
 
 def resolve_tools(spec: Optional[str]) -> List[Any]:
@@ -217,10 +243,17 @@ def resolve_tools(spec: Optional[str]) -> List[Any]:
             tools.append(get_tool(name))
         except UnknownToolError:
             known = [t.name for t in registered_tools()]
-            raise UsageError("--tools: " + _unknown("tool", name, known, _broken_plugins_hint()
-                                                    or "`agentcore plugins` lists the installed plugins "
-                                                    "and their tools; install the one that provides it")
-                             ) from None
+            raise UsageError(
+                "--tools: "
+                + _unknown(
+                    "tool",
+                    name,
+                    known,
+                    _broken_plugins_hint()
+                    or "`agentcore plugins` lists the installed plugins "
+                    "and their tools; install the one that provides it",
+                )
+            ) from None
     return tools
 
 
@@ -256,8 +289,7 @@ def _broken_plugins_hint() -> str:
         broken = [info for info in plugins_info() if info.error]
     if not broken:
         return ""
-    lines = [f"{len(broken)} plugin(s) failed to load, so the tools they provide are missing; it may be "
-             "one of theirs:"]
+    lines = [f"{len(broken)} plugin(s) failed to load, so the tools they provide are missing; it may be one of theirs:"]
     for info in broken:
         origin = " ".join(part for part in (info.distribution, info.version) if part) or "?"
         error = str(info.error).replace("\n", "\n      ")
@@ -272,8 +304,10 @@ def read_api_key(env_name: Optional[str]) -> Optional[str]:
         return None
     value = os.environ.get(env_name, "").strip()
     if not value:
-        raise UsageError(f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
-                         f"export it first (export {env_name}=...)")
+        raise UsageError(
+            f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
+            f"export it first (export {env_name}=...)"
+        )
     return value
 
 
@@ -288,8 +322,10 @@ def check_api_key(model: Any, api_key: Optional[str]) -> None:
     names = ENV_API_KEYS.get(provider)
     if names and not get_env_api_key(provider):
         also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
-        raise UsageError(f'no API key for provider "{provider}": export {names[0]}=...{also}, '
-                         "or name another variable with --api-key-env NAME")
+        raise UsageError(
+            f'no API key for provider "{provider}": export {names[0]}=...{also}, '
+            "or name another variable with --api-key-env NAME"
+        )
 
 
 def check_thinking(level: Optional[str]) -> Optional[str]:
@@ -317,8 +353,7 @@ _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 def is_session_path(value: str) -> bool:
     """True when ``--session`` names a file (a path separator or a session-file suffix)."""
-    return ("/" in value or os.sep in value or value.endswith(".jsonl")
-            or value.lower().endswith(_SQLITE_SUFFIXES))
+    return "/" in value or os.sep in value or value.endswith(".jsonl") or value.lower().endswith(_SQLITE_SUFFIXES)
 
 
 def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
@@ -355,9 +390,11 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
         # the storage's text ends with Python advice (read_only=True): keep what it says about who
         # holds the lock, then say what a command-line user can do
         where = str(exc).split(";", 1)[0]
-        raise UsageError(f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
-                         "this session: finish or quit it first, or start a separate one with --session new. "
-                         f"To read it meanwhile: agentcore sessions show {value} (or export)") from None
+        raise UsageError(
+            f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
+            "this session: finish or quit it first, or start a separate one with --session new. "
+            f"To read it meanwhile: agentcore sessions show {value} (or export)"
+        ) from None
     except SessionError as exc:
         raise UsageError(f"--session {value}: {exc}") from None
 
@@ -398,7 +435,8 @@ def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any,
         raise UsageError(
             f"--session: cannot resume with the session's model {recorded.key}: it is not in the catalog "
             f"and {exc.reason}. Pass --base-url URL (the server it ran on; --model {recorded.model_id} "
-            "is then implied) or choose a model with --model provider/id.") from None
+            "is then implied) or choose a model with --model provider/id."
+        ) from None
 
 
 @dataclass
@@ -436,8 +474,15 @@ def build_agent(options: CliOptions) -> AgentSetup:
             check_api_key(model, api_key)
         from ..agent import Agent
 
-        agent = Agent(model, system_prompt=options.system or "", tools=tools, api_key=api_key,
-                      stream_fn=stream_fn, session=session, **extra_options)
+        agent = Agent(
+            model,
+            system_prompt=options.system or "",
+            tools=tools,
+            api_key=api_key,
+            stream_fn=stream_fn,
+            session=session,
+            **extra_options,
+        )
         if thinking is not None:
             agent.thinking_level = thinking  # beats the level recorded in the session
     except BaseException:

@@ -40,8 +40,13 @@ class ModelUsage:
         how compaction and branch-summary entries store theirs)."""
         if isinstance(usage, Mapping):
             cost = usage.get("cost")
-            usage = _WireUsage(usage.get("input"), usage.get("output"), usage.get("cacheRead"),
-                               usage.get("cacheWrite"), cost.get("total") if isinstance(cost, Mapping) else 0)
+            usage = _WireUsage(
+                usage.get("input"),
+                usage.get("output"),
+                usage.get("cacheRead"),
+                usage.get("cacheWrite"),
+                cost.get("total") if isinstance(cost, Mapping) else 0,
+            )
         self.requests += 1
         self.input += _int(getattr(usage, "input", 0))
         self.output += _int(getattr(usage, "output", 0))
@@ -52,8 +57,10 @@ class ModelUsage:
 
     def describe(self) -> str:
         """``"12 input, 5 output, 0 cache read, 0 cache write, $0.0001"``."""
-        return (f"{self.input:,} input, {self.output:,} output, {self.cache_read:,} cache read, "
-                f"{self.cache_write:,} cache write, ${self.cost:.4f}")
+        return (
+            f"{self.input:,} input, {self.output:,} output, {self.cache_read:,} cache read, "
+            f"{self.cache_write:,} cache write, ${self.cost:.4f}"
+        )
 
 
 class UsageTally:
@@ -128,8 +135,18 @@ def usage_table(tally: UsageTally) -> str:
     rows = list(tally.models.values())
     if len(rows) > 1:
         rows.append(tally.total())
-    cells = [[r.key, str(r.requests), f"{r.input:,}", f"{r.output:,}", f"{r.cache_read:,}",
-              f"{r.cache_write:,}", f"${r.cost:.4f}"] for r in rows]
+    cells = [
+        [
+            r.key,
+            str(r.requests),
+            f"{r.input:,}",
+            f"{r.output:,}",
+            f"{r.cache_read:,}",
+            f"{r.cache_write:,}",
+            f"${r.cost:.4f}",
+        ]
+        for r in rows
+    ]
     return format_table(cells, ["MODEL", "REQUESTS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST"])
 
 

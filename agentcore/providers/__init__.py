@@ -22,8 +22,13 @@ if TYPE_CHECKING:
     from ..streams import AssistantMessageEventStream
 
 __all__ = [
-    "stream", "complete", "is_context_overflow", "calculate_cost", "MissingApiKeyError",
-    "get_env_api_key", "get_api_provider",
+    "stream",
+    "complete",
+    "is_context_overflow",
+    "calculate_cost",
+    "MissingApiKeyError",
+    "get_env_api_key",
+    "get_api_provider",
 ]
 
 
@@ -62,10 +67,13 @@ def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> A
     model = _resolve_model(model)
     provider = get_api_provider(model.api)
     if provider is None:
-        return _error_stream(model, f'No provider registered for api "{model.api}": set Model.api to one of '
-                                    "openai-completions, openai-responses, anthropic-messages, "
-                                    "google-generative-ai, or install the plugin that provides it "
-                                    "(see `agentcore plugins`).")
+        return _error_stream(
+            model,
+            f'No provider registered for api "{model.api}": set Model.api to one of '
+            "openai-completions, openai-responses, anthropic-messages, "
+            "google-generative-ai, or install the plugin that provides it "
+            "(see `agentcore plugins`).",
+        )
     return provider.stream(model, context, **options)
 
 
@@ -78,8 +86,16 @@ def _error_stream(model: Model, message: str) -> Any:
     from ..events import ErrorEvent
     from ..streams import AssistantMessageEventStream
 
-    output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
-                              usage=Usage(), stop_reason="error", error_message=message, timestamp=now_ms())
+    output = AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="error",
+        error_message=message,
+        timestamp=now_ms(),
+    )
     events = AssistantMessageEventStream()
     events.push(ErrorEvent("error", output))
     return events

@@ -10,8 +10,13 @@ from __future__ import annotations
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = [
-    "DEFAULT_THINKING_BUDGETS", "normalize_level", "clamp_level", "supports_xhigh",
-    "thinking_budget", "adjust_max_tokens_for_thinking", "base_max_tokens",
+    "DEFAULT_THINKING_BUDGETS",
+    "normalize_level",
+    "clamp_level",
+    "supports_xhigh",
+    "thinking_budget",
+    "adjust_max_tokens_for_thinking",
+    "base_max_tokens",
 ]
 
 DEFAULT_THINKING_BUDGETS: Dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
@@ -61,8 +66,9 @@ def thinking_budget(level: str, budgets: Optional[Mapping[str, int]] = None) -> 
     return merged.get(level, merged["medium"])
 
 
-def adjust_max_tokens_for_thinking(base: int, model_max_tokens: int, level: str,
-                                   budgets: Optional[Mapping[str, int]] = None) -> Tuple[int, int]:
+def adjust_max_tokens_for_thinking(
+    base: int, model_max_tokens: int, level: str, budgets: Optional[Mapping[str, int]] = None
+) -> Tuple[int, int]:
     """``(max_tokens, budget)`` for budget providers: room for the answer on top of the budget.
 
     ``max_tokens = min(base + budget, model_max_tokens)``; when that leaves no room above the budget

@@ -39,8 +39,16 @@ from .models import calculate_cost
 from .transform import transform_messages
 
 __all__ = [
-    "API", "AnthropicProvider", "AnthropicStreamState", "build_request_body", "build_headers",
-    "request_url", "normalize_tool_call_id", "convert_messages", "convert_tools", "map_stop_reason",
+    "API",
+    "AnthropicProvider",
+    "AnthropicStreamState",
+    "build_request_body",
+    "build_headers",
+    "request_url",
+    "normalize_tool_call_id",
+    "convert_messages",
+    "convert_tools",
+    "map_stop_reason",
 ]
 
 API = "anthropic-messages"
@@ -167,16 +175,21 @@ def _assistant_blocks(message: AssistantMessage) -> List[Dict[str, Any]]:
                 # an unsigned thought (aborted stream) is rejected as thinking: replay it as text
                 blocks.append({"type": "text", "text": sanitize_surrogates(block.thinking)})
             else:
-                blocks.append({"type": "thinking", "thinking": sanitize_surrogates(block.thinking),
-                               "signature": block.thinking_signature})
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": sanitize_surrogates(block.thinking),
+                        "signature": block.thinking_signature,
+                    }
+                )
         elif isinstance(block, ToolCall):
-            blocks.append({"type": "tool_use", "id": block.id, "name": block.name,
-                           "input": block.arguments or {}})
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments or {}})
     return blocks
 
 
-def convert_messages(model: Any, messages: List[Any],
-                     cache_control: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
+def convert_messages(
+    model: Any, messages: List[Any], cache_control: Optional[Dict[str, str]] = None
+) -> List[Dict[str, Any]]:
     """Agent messages -> Anthropic ``messages``; consecutive tool results share one user message."""
     allow_images = "image" in tuple(getattr(model, "input", ()) or ())
     out: List[Dict[str, Any]] = []
@@ -190,10 +203,14 @@ def convert_messages(model: Any, messages: List[Any],
     for message in transform_messages(messages, model, normalize_tool_call_id):
         role = role_of(message)
         if role == "toolResult":
-            pending_results.append({
-                "type": "tool_result", "tool_use_id": message.tool_call_id,
-                "content": _tool_result_content(message, allow_images), "is_error": bool(message.is_error),
-            })
+            pending_results.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": _tool_result_content(message, allow_images),
+                    "is_error": bool(message.is_error),
+                }
+            )
             continue
         flush_results()
         if role == "user":
@@ -222,12 +239,17 @@ def convert_tools(context: Any) -> List[Dict[str, Any]]:
     """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14)."""
     out = []
     for name, description, schema in tool_specs(context):
-        out.append({
-            "name": name,
-            "description": description,
-            "input_schema": {"type": "object", "properties": schema.get("properties") or {},
-                             "required": schema.get("required") or []},
-        })
+        out.append(
+            {
+                "name": name,
+                "description": description,
+                "input_schema": {
+                    "type": "object",
+                    "properties": schema.get("properties") or {},
+                    "required": schema.get("required") or [],
+                },
+            }
+        )
     return out
 
 
@@ -278,8 +300,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
             budget = options.get("thinking_budget_tokens")
             if budget is None and level is not None:
                 body["max_tokens"], budget = _reasoning.adjust_max_tokens_for_thinking(
-                    max_tokens, int(getattr(model, "max_tokens", 0) or 0), level,
-                    options.get("thinking_budgets"))
+                    max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, options.get("thinking_budgets")
+                )
             body["thinking"] = {"type": "enabled", "budget_tokens": int(budget or 1024)}
 
     metadata = options.get("metadata")
@@ -298,8 +320,13 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 # --------------------------------------------------------------------------- response stream
 
 _STOP_REASONS = {
-    "end_turn": "stop", "max_tokens": "length", "tool_use": "toolUse", "pause_turn": "stop",
-    "stop_sequence": "stop", "refusal": "error", "sensitive": "error",
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+    "pause_turn": "stop",
+    "stop_sequence": "stop",
+    "refusal": "error",
+    "sensitive": "error",
 }
 
 
@@ -324,7 +351,7 @@ class AnthropicStreamState:
         self.model = model
         self.writer = writer
         self.output = writer.output
-        self._blocks: Dict[int, int] = {}      # API block index -> index in output.content
+        self._blocks: Dict[int, int] = {}  # API block index -> index in output.content
         self._started = False
         self._stopped = False
         self._stop_details: Optional[str] = None
@@ -343,8 +370,11 @@ class AnthropicStreamState:
     def finish(self) -> None:
         """Check the stream ended properly; raise :class:`ProviderError` if not."""
         if not self._stopped:
-            raise ProviderError("Anthropic stream ended before message_stop"
-                                      if self._started else "Anthropic stream ended without any event")
+            raise ProviderError(
+                "Anthropic stream ended before message_stop"
+                if self._started
+                else "Anthropic stream ended without any event"
+            )
         if self.output.stop_reason == "error":
             detail = f": {self._stop_details}" if self._stop_details else ""
             raise ProviderError(f"The model stopped with an error stop reason{detail}")
@@ -364,12 +394,16 @@ class AnthropicStreamState:
         elif kind == "thinking":
             index = writer.start_thinking(thinking_signature="")
         elif kind == "redacted_thinking":
-            index = writer.start_thinking(thinking_signature=block.get("data") or "", redacted=True,
-                                          thinking=_REDACTED_TEXT)
+            index = writer.start_thinking(
+                thinking_signature=block.get("data") or "", redacted=True, thinking=_REDACTED_TEXT
+            )
         elif kind == "tool_use":
             args = block.get("input")
-            index = writer.start_tool_call(str(block.get("id") or ""), str(block.get("name") or ""),
-                                           arguments=dict(args) if isinstance(args, Mapping) else {})
+            index = writer.start_tool_call(
+                str(block.get("id") or ""),
+                str(block.get("name") or ""),
+                arguments=dict(args) if isinstance(args, Mapping) else {},
+            )
         else:
             return  # server_tool_use, web_search_tool_result, ...: not ours to show
         self._blocks[data.get("index", index)] = index
@@ -412,9 +446,12 @@ class AnthropicStreamState:
     # -- usage ----------------------------------------------------------------------------------
     def _apply_usage(self, raw: Mapping[str, Any], only_present: bool) -> None:
         usage = self.output.usage
-        for attr, key in (("input", "input_tokens"), ("output", "output_tokens"),
-                          ("cache_read", "cache_read_input_tokens"),
-                          ("cache_write", "cache_creation_input_tokens")):
+        for attr, key in (
+            ("input", "input_tokens"),
+            ("output", "output_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_write", "cache_creation_input_tokens"),
+        ):
             value = raw.get(key)
             if value is not None:
                 setattr(usage, attr, int(value))
@@ -443,8 +480,7 @@ class AnthropicProvider(WireProvider):
     api = API
     error_style = "anthropic"
 
-    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         key = api_key or ""
         body = build_request_body(model, context, **dict(options, api_key=key))
         return WireRequest(request_url(model), build_headers(model, key, options), body)

@@ -46,10 +46,26 @@ from .partial_json import ToolArguments
 
 __all__ = [
     "MAPPINGS",
-    "MissingApiKeyError", "ProviderError", "WireRequest", "WireHandler", "StateHandler", "WireProvider",
-    "StreamWriter", "ProviderStream", "ENV_API_KEYS", "get_env_api_key", "resolve_api_key",
-    "merge_headers", "sanitize_surrogates", "tool_specs", "parse_json_event", "ABORTED_MESSAGE",
-    "as_signal", "request_timeout", "describe_error", "redact",
+    "MissingApiKeyError",
+    "ProviderError",
+    "WireRequest",
+    "WireHandler",
+    "StateHandler",
+    "WireProvider",
+    "StreamWriter",
+    "ProviderStream",
+    "ENV_API_KEYS",
+    "get_env_api_key",
+    "resolve_api_key",
+    "merge_headers",
+    "sanitize_surrogates",
+    "tool_specs",
+    "parse_json_event",
+    "ABORTED_MESSAGE",
+    "as_signal",
+    "request_timeout",
+    "describe_error",
+    "redact",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
@@ -119,14 +135,19 @@ def get_env_api_key(provider: str, env: Optional[Mapping[str, str]] = None) -> O
             return value
     if provider == "google-vertex":
         adc = env.get("GOOGLE_APPLICATION_CREDENTIALS") or os.path.expanduser(
-            "~/.config/gcloud/application_default_credentials.json")
+            "~/.config/gcloud/application_default_credentials.json"
+        )
         project = env.get("GOOGLE_CLOUD_PROJECT") or env.get("GCLOUD_PROJECT")
         if os.path.isfile(adc) and project and env.get("GOOGLE_CLOUD_LOCATION"):
             return _AUTHENTICATED
     if provider == "amazon-bedrock":
-        if (env.get("AWS_PROFILE") or (env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"))
-                or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-                or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")):
+        if (
+            env.get("AWS_PROFILE")
+            or (env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"))
+            or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+            or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+            or env.get("AWS_WEB_IDENTITY_TOKEN_FILE")
+        ):
             return _AUTHENTICATED
     return None
 
@@ -245,16 +266,22 @@ class StreamWriter:
         self._push(TextStartEvent(index, self.output))
         return index
 
-    def start_thinking(self, thinking_signature: Optional[str] = None, redacted: bool = False,
-                       thinking: str = "") -> int:
+    def start_thinking(
+        self, thinking_signature: Optional[str] = None, redacted: bool = False, thinking: str = ""
+    ) -> int:
         block = ThinkingContent(thinking=thinking, thinking_signature=thinking_signature, redacted=redacted)
         index = self._append(block, "thinking")
         self._push(ThinkingStartEvent(index, self.output))
         return index
 
-    def start_tool_call(self, id: str, name: str, arguments_text: str = "",
-                        arguments: Optional[Dict[str, Any]] = None,
-                        thought_signature: Optional[str] = None) -> int:
+    def start_tool_call(
+        self,
+        id: str,
+        name: str,
+        arguments_text: str = "",
+        arguments: Optional[Dict[str, Any]] = None,
+        thought_signature: Optional[str] = None,
+    ) -> int:
         """Open a tool call; ``arguments_text`` starts its streamed JSON, ``arguments`` its dict."""
         block = ToolCall(id=id, name=name, arguments=dict(arguments or {}), thought_signature=thought_signature)
         index = self._append(block, "toolCall")
@@ -402,12 +429,14 @@ class WireProvider:
     api: str = ""
     error_style: str = "openai"
 
-    def build_request(self, model: Model, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:  # pragma: no cover - interface
+    def build_request(
+        self, model: Model, context: Any, options: Dict[str, Any], api_key: Optional[str]
+    ) -> WireRequest:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def new_handler(self, model: Model, writer: StreamWriter,
-                    options: Dict[str, Any]) -> WireHandler:  # pragma: no cover - interface
+    def new_handler(
+        self, model: Model, writer: StreamWriter, options: Dict[str, Any]
+    ) -> WireHandler:  # pragma: no cover - interface
         raise NotImplementedError
 
     def stream(self, model: Model, context: Any, **options: Any) -> ProviderStream:
@@ -422,8 +451,15 @@ class WireProvider:
         from . import http
         from .sse import iter_sse
 
-        output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
-                                  usage=Usage(), stop_reason="stop", timestamp=now_ms())
+        output = AssistantMessage(
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason="stop",
+            timestamp=now_ms(),
+        )
         signal = _as_signal(options.get("signal"))
         polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
         pending: List[Any] = []
@@ -447,10 +483,18 @@ class WireProvider:
             secrets.extend(_secret_header_values(headers))
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             response = http.open_stream(
-                request.url, data, headers, session_name=model.provider or self.api, signal=signal,
-                timeout=_timeout(options), max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style=self.error_style,
-                on_response=options.get("on_response"), model=model.id)
+                request.url,
+                data,
+                headers,
+                session_name=model.provider or self.api,
+                signal=signal,
+                timeout=_timeout(options),
+                max_retries=options.get("max_retries"),
+                max_retry_delay_ms=options.get("max_retry_delay_ms"),
+                error_style=self.error_style,
+                on_response=options.get("on_response"),
+                model=model.id,
+            )
             abort_seen: List[bool] = []  # the per-event abort check without a property call
             if signal is not None:
                 opened = response
@@ -559,8 +603,9 @@ _as_signal = as_signal
 _timeout = request_timeout
 
 
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie",
-                             "proxy-authorization"})
+_SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "proxy-authorization"}
+)
 
 
 def _secret_header_values(headers: Mapping[str, Any]) -> List[str]:

@@ -43,8 +43,16 @@ from .models import calculate_cost
 from .transform import transform_messages
 
 __all__ = [
-    "API", "GoogleProvider", "GoogleStreamState", "build_request_body", "build_headers", "request_url",
-    "convert_messages", "convert_tools", "thinking_config", "map_finish_reason",
+    "API",
+    "GoogleProvider",
+    "GoogleStreamState",
+    "build_request_body",
+    "build_headers",
+    "request_url",
+    "convert_messages",
+    "convert_tools",
+    "thinking_config",
+    "map_finish_reason",
 ]
 
 API = "google-generative-ai"
@@ -79,8 +87,9 @@ def _valid_signature(signature: Optional[str]) -> bool:
     return True
 
 
-def thinking_config(model: Any, level: Optional[str],
-                    budgets: Optional[Mapping[str, int]] = None) -> Optional[Dict[str, Any]]:
+def thinking_config(
+    model: Any, level: Optional[str], budgets: Optional[Mapping[str, int]] = None
+) -> Optional[Dict[str, Any]]:
     """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
     if level is None or not getattr(model, "reasoning", False):
         return None
@@ -164,14 +173,17 @@ def _model_parts(message: AssistantMessage, model: Any) -> List[Dict[str, Any]]:
     return parts
 
 
-def _function_response(message: ToolResultMessage, model: Any,
-                       allow_images: bool) -> tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def _function_response(
+    message: ToolResultMessage, model: Any, allow_images: bool
+) -> tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """The functionResponse part, and the parts of a separate image turn (models before Gemini 3)."""
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
     value = sanitize_surrogates(text) if text else ("(see attached image)" if images else "")
-    response: Dict[str, Any] = {"name": message.tool_name,
-                                "response": {"error": value} if message.is_error else {"output": value}}
+    response: Dict[str, Any] = {
+        "name": message.tool_name,
+        "response": {"error": value} if message.is_error else {"output": value},
+    }
     nested = bool(images) and _is_gemini3(model.id)
     if nested:
         response["parts"] = [_inline(i) for i in images]
@@ -253,8 +265,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
                 config["thinkingBudget"] = int(raw["budget_tokens"])
             generation["thinkingConfig"] = config
     else:
-        config = thinking_config(model, _reasoning.normalize_level(options.get("reasoning")),
-                                 options.get("thinking_budgets"))
+        config = thinking_config(
+            model, _reasoning.normalize_level(options.get("reasoning")), options.get("thinking_budgets")
+        )
         if config:
             generation["thinkingConfig"] = config
     if options.get("output_schema"):  # native structured output (Agent.ask)
@@ -272,8 +285,6 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
 
 # --------------------------------------------------------------------------- response stream
-
-
 
 
 def map_finish_reason(reason: str) -> str:
@@ -313,7 +324,7 @@ class GoogleStreamState:
             self._block_reason = str(feedback["blockReason"])
         candidates = data.get("candidates") or []
         candidate = candidates[0] if candidates and isinstance(candidates[0], MAPPINGS) else {}
-        for part in ((candidate.get("content") or {}).get("parts") or []):
+        for part in (candidate.get("content") or {}).get("parts") or []:
             if isinstance(part, MAPPINGS):
                 self._part(part)
         if candidate.get("finishReason"):
@@ -379,8 +390,9 @@ class GoogleStreamState:
         args = call.get("args")
         arguments = dict(args) if isinstance(args, MAPPINGS) else {}
         writer = self.writer
-        index = writer.start_tool_call(str(provided), name, arguments=arguments,
-                                       thought_signature=part.get("thoughtSignature") or None)
+        index = writer.start_tool_call(
+            str(provided), name, arguments=arguments, thought_signature=part.get("thoughtSignature") or None
+        )
         # Gemini sends whole calls: one delta carrying the arguments as JSON, then the end
         writer.append_tool_arguments(index, json.dumps(arguments, ensure_ascii=False))
         writer.end_block(index)
@@ -413,10 +425,12 @@ class GoogleProvider(WireProvider):
     api = API
     error_style = "google"
 
-    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:
-        return WireRequest(request_url(model), build_headers(model, api_key or "", options),
-                           build_request_body(model, context, **options))
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
+        return WireRequest(
+            request_url(model),
+            build_headers(model, api_key or "", options),
+            build_request_body(model, context, **options),
+        )
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
         return StateHandler(GoogleStreamState(model, writer))

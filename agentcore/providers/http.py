@@ -51,9 +51,21 @@ from .._compat import (
 )
 
 __all__ = [
-    "ProviderHTTPError", "RequestAborted", "get_session", "open_stream", "iter_body",
-    "close_response", "release_response", "format_http_error", "retry_delay_from_headers", "DEFAULT_TIMEOUT",
-    "DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "close_on_abort",
+    "ProviderHTTPError",
+    "RequestAborted",
+    "get_session",
+    "open_stream",
+    "iter_body",
+    "close_response",
+    "release_response",
+    "format_http_error",
+    "retry_delay_from_headers",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_POOL_MAXSIZE",
+    "POOL_MAXSIZE_ENV",
+    "pool_maxsize",
+    "set_pool_maxsize",
+    "close_on_abort",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -170,17 +182,18 @@ def _session_class() -> Any:
         merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
 
         class _Session(requests.Session):
-            def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
-                                           cert: Any) -> Any:
+            def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
                 env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
                 if env_proxies is None:
                     return super().merge_environment_settings(url, proxies, stream, verify, cert)
                 if verify is True or verify is None:  # what requests does with trust_env
                     verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or verify
-                return {"proxies": merge_setting(env_proxies, self.proxies),
-                        "stream": merge_setting(stream, self.stream),
-                        "verify": merge_setting(verify, self.verify),
-                        "cert": merge_setting(cert, self.cert)}
+                return {
+                    "proxies": merge_setting(env_proxies, self.proxies),
+                    "stream": merge_setting(stream, self.stream),
+                    "verify": merge_setting(verify, self.verify),
+                    "cert": merge_setting(cert, self.cert),
+                }
 
         _session_cls = _Session
     return _session_cls
@@ -295,7 +308,7 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
 
 
 def _backoff(attempt: int) -> float:
-    return min(0.5 * 2 ** attempt, 8.0) * (1 - random.random() * 0.25)
+    return min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25)
 
 
 # --------------------------------------------------------------------------- sending
@@ -345,8 +358,9 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
             sock.connect(address)
         except socket.timeout as exc:
             sock.close()
-            raise ConnectTimeoutError(connection, f"Connection to {connection.host} timed out. "
-                                                  f"(connect timeout={connection.timeout})") from exc
+            raise ConnectTimeoutError(
+                connection, f"Connection to {connection.host} timed out. (connect timeout={connection.timeout})"
+            ) from exc
         except OSError as exc:
             sock.close()
             error = exc
@@ -515,17 +529,26 @@ def open_stream(
         if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
             if _log.hasHandlers():  # else the error alone reports it (logging's last resort
                 # handler would print the same fact to stderr a second time)
-                _log.warning("%s asked to wait %gs before retrying (status %d), above the cap of %gs "
-                             "(max_retry_delay_ms): not retrying", session_name, server_delay,
-                             response.status_code, cap_ms / 1000)
+                _log.warning(
+                    "%s asked to wait %gs before retrying (status %d), above the cap of %gs "
+                    "(max_retry_delay_ms): not retrying",
+                    session_name,
+                    server_delay,
+                    response.status_code,
+                    cap_ms / 1000,
+                )
             raise ProviderHTTPError(
                 f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
                 response.status_code,
             )
         delay = _backoff(attempt) if server_delay is None else server_delay
         if log is not None:
-            log.retry(attempt, f"status {response.status_code}", delay,
-                      "retry-after" if server_delay is not None else "backoff")
+            log.retry(
+                attempt,
+                f"status {response.status_code}",
+                delay,
+                "retry-after" if server_delay is not None else "backoff",
+            )
         _sleep(delay, signal)
         attempt += 1
 
@@ -543,8 +566,7 @@ class _RequestLog:
     :func:`agentcore.providers.base.redact` with the request's secret header values and query
     values first."""
 
-    def __init__(self, url: str, headers: Mapping[str, str], provider: str, model: Optional[str],
-                 retries: int) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str], provider: str, model: Optional[str], retries: int) -> None:
         from .base import _secret_header_values
 
         self.secrets = _secret_header_values(headers)
@@ -566,16 +588,29 @@ class _RequestLog:
         duration = (time.perf_counter() - self.started) * 1000
         headers = response.headers
         request_id = next((headers[name] for name in _REQUEST_ID_HEADERS if headers.get(name)), "-")
-        _log.debug("response %d %s duration_ms=%.1f request_id=%s", response.status_code,
-                   self.label, duration, self._redact(str(request_id)))
+        _log.debug(
+            "response %d %s duration_ms=%.1f request_id=%s",
+            response.status_code,
+            self.label,
+            duration,
+            self._redact(str(request_id)),
+        )
 
     def retry(self, attempt: int, reason: str, delay: float, source: str = "backoff") -> None:
-        _log.debug("retry %s reason=%s delay_s=%.3f (%s) attempt=%d/%d", self.label, self._redact(reason),
-                   delay, source, attempt + 2, self.retries + 1)
+        _log.debug(
+            "retry %s reason=%s delay_s=%.3f (%s) attempt=%d/%d",
+            self.label,
+            self._redact(reason),
+            delay,
+            source,
+            attempt + 2,
+            self.retries + 1,
+        )
 
     def give_up(self, attempt: int, reason: str) -> None:
-        _log.debug("no retry %s reason=%s after attempt=%d/%d", self.label, self._redact(reason),
-                   attempt + 1, self.retries + 1)
+        _log.debug(
+            "no retry %s reason=%s after attempt=%d/%d", self.label, self._redact(reason), attempt + 1, self.retries + 1
+        )
 
 
 def _loggable_url(url: str, secrets: List[str]) -> str:

@@ -47,8 +47,15 @@ from .models import supports_xhigh
 from .transform import transform_messages
 
 __all__ = [
-    "API", "OpenAICompletionsProvider", "CompletionsHandler", "resolve_compat", "build_request_body",
-    "convert_messages", "normalize_tool_call_id", "map_finish_reason", "parse_usage",
+    "API",
+    "OpenAICompletionsProvider",
+    "CompletionsHandler",
+    "resolve_compat",
+    "build_request_body",
+    "convert_messages",
+    "normalize_tool_call_id",
+    "map_finish_reason",
+    "parse_usage",
 ]
 
 API = "openai-completions"
@@ -94,9 +101,19 @@ def detect_compat(model: Model) -> Dict[str, Any]:
     is_xai = provider == "xai" or "api.x.ai" in url
     is_mistral = provider == "mistral" or "mistral.ai" in url
     is_local = _is_loopback(url)
-    non_standard = (provider == "cerebras" or "cerebras.ai" in url or is_xai or "chutes.ai" in url
-                    or "deepseek.com" in url or provider == "deepseek" or is_zai or provider == "opencode"
-                    or "opencode.ai" in url or is_mistral or is_local)
+    non_standard = (
+        provider == "cerebras"
+        or "cerebras.ai" in url
+        or is_xai
+        or "chutes.ai" in url
+        or "deepseek.com" in url
+        or provider == "deepseek"
+        or is_zai
+        or provider == "opencode"
+        or "opencode.ai" in url
+        or is_mistral
+        or is_local
+    )
     compat = dict(DEFAULT_COMPAT)
     compat.update(
         supportsStore=not non_standard,
@@ -200,13 +217,19 @@ def _user_message(message: Any, allow_images: bool) -> Optional[Dict[str, Any]]:
 
 
 def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    texts = [sanitize_surrogates(b.text) for b in message.content
-             if isinstance(b, TextContent) and b.text and b.text.strip()]
-    thinking = [b for b in message.content
-                if isinstance(b, ThinkingContent) and not b.redacted and b.thinking and b.thinking.strip()]
+    texts = [
+        sanitize_surrogates(b.text) for b in message.content if isinstance(b, TextContent) and b.text and b.text.strip()
+    ]
+    thinking = [
+        b
+        for b in message.content
+        if isinstance(b, ThinkingContent) and not b.redacted and b.thinking and b.thinking.strip()
+    ]
     calls = [b for b in message.content if isinstance(b, ToolCall)]
-    out: Dict[str, Any] = {"role": "assistant",
-                           "content": "" if compat.get("requiresAssistantAfterToolResult") else None}
+    out: Dict[str, Any] = {
+        "role": "assistant",
+        "content": "" if compat.get("requiresAssistantAfterToolResult") else None,
+    }
     text = "".join(texts)
     if thinking and compat.get("requiresThinkingAsText"):
         thought = "\n\n".join(sanitize_surrogates(b.thinking) for b in thinking)
@@ -217,8 +240,11 @@ def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> 
         out["content"] = text
     if calls:
         out["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.name, "arguments": json.dumps(call.arguments or {}, ensure_ascii=False)}}
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": json.dumps(call.arguments or {}, ensure_ascii=False)},
+            }
             for call in calls
         ]
         details = [d for d in (_reasoning_detail(c.thought_signature) for c in calls) if d is not None]
@@ -242,10 +268,13 @@ def _reasoning_detail(signature: Optional[str]) -> Optional[Dict[str, Any]]:
 def _tool_message(message: ToolResultMessage, compat: Mapping[str, Any], allow_images: bool) -> Dict[str, Any]:
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     has_images = any(isinstance(b, ImageContent) for b in message.content)
-    out: Dict[str, Any] = {"role": "tool", "tool_call_id": message.tool_call_id,
-                           "content": sanitize_surrogates(text if text else
-                                                          ("(see attached image)" if has_images and allow_images
-                                                           else ""))}
+    out: Dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": message.tool_call_id,
+        "content": sanitize_surrogates(
+            text if text else ("(see attached image)" if has_images and allow_images else "")
+        ),
+    }
     if compat.get("requiresToolResultName"):
         out["name"] = message.tool_name
     return out
@@ -258,16 +287,20 @@ def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> L
     if getattr(context, "system_prompt", None):
         system_role = "developer" if model.reasoning and compat.get("supportsDeveloperRole") else "system"
         out.append({"role": system_role, "content": sanitize_surrogates(context.system_prompt)})
-    messages = transform_messages(list(getattr(context, "messages", None) or []), model,
-                                  _id_normalizer(model, compat))
+    messages = transform_messages(list(getattr(context, "messages", None) or []), model, _id_normalizer(model, compat))
     last_role: Optional[str] = None
     pending_images: List[ImageContent] = []
 
     def flush_images() -> None:
         nonlocal last_role
         if pending_images:
-            out.append({"role": "user", "content": [{"type": "text", "text": _TOOL_RESULT_IMAGES_TEXT}]
-                        + [_image_part(i) for i in pending_images]})
+            out.append(
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": _TOOL_RESULT_IMAGES_TEXT}]
+                    + [_image_part(i) for i in pending_images],
+                }
+            )
             pending_images.clear()
             last_role = "user"
 
@@ -330,13 +363,17 @@ def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, A
     return (compat.get("reasoningEffortMap") or {}).get(level, level)
 
 
-def build_request_body(model: Model, context: Any, options: Mapping[str, Any],
-                       compat: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def build_request_body(
+    model: Model, context: Any, options: Mapping[str, Any], compat: Optional[Mapping[str, Any]] = None
+) -> Dict[str, Any]:
     """The JSON body of spec §12 for ``context`` and the stream options."""
     compat = compat if compat is not None else resolve_compat(model)
     messages = convert_messages(model, context, compat)
-    if "openrouter.ai" in (model.base_url or "") and model.id.startswith("anthropic/") \
-            and options.get("cache_retention") != "none":
+    if (
+        "openrouter.ai" in (model.base_url or "")
+        and model.id.startswith("anthropic/")
+        and options.get("cache_retention") != "none"
+    ):
         _add_openrouter_cache_control(messages)
     body: Dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
     if compat.get("supportsUsageInStreaming", True):
@@ -364,8 +401,10 @@ def build_request_body(model: Model, context: Any, options: Mapping[str, Any],
     if schema:  # native structured output (Agent.ask)
         from ..structured import schema_name
 
-        body["response_format"] = {"type": "json_schema", "json_schema": {
-            "name": schema_name(schema), "schema": schema, "strict": False}}
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name(schema), "schema": schema, "strict": False},
+        }
     level = options.get("reasoning") or options.get("reasoning_effort")
     level = str(level) if level is not None else None
     fmt = compat.get("thinkingFormat") or "openai"
@@ -394,8 +433,12 @@ def build_headers(model: Model, context: Any, api_key: Optional[str]) -> Dict[st
         last = role_of(messages[-1]) if messages else None
         headers["X-Initiator"] = "user" if last == "user" else "agent"
         headers["Openai-Intent"] = "conversation-edits"
-        if any(isinstance(b, ImageContent) for m in messages for b in (getattr(m, "content", None) or [])
-               if not isinstance(getattr(m, "content", None), str)):
+        if any(
+            isinstance(b, ImageContent)
+            for m in messages
+            for b in (getattr(m, "content", None) or [])
+            if not isinstance(getattr(m, "content", None), str)
+        ):
             headers["Copilot-Vision-Request"] = "true"
     return headers
 
@@ -508,8 +551,7 @@ class CompletionsHandler(WireHandler):
         for field in _REASONING_FIELDS:
             value = delta.get(field)
             if value and type(value) is str:
-                if not (writer.current_kind == "thinking"
-                        and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
+                if not (writer.current_kind == "thinking" and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
                     writer.end_current()
                     writer.start_thinking(thinking_signature=field)
                 writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
@@ -537,7 +579,8 @@ class CompletionsHandler(WireHandler):
             block = writer.block(current)  # type: ignore[arg-type]
             known_index = self._tool_index.get(current)  # type: ignore[arg-type]
             if (call_id and call_id != block.id) or (
-                    api_index is not None and known_index is not None and api_index != known_index):
+                api_index is not None and known_index is not None and api_index != known_index
+            ):
                 same = False
         if not same:
             writer.end_current()
@@ -553,14 +596,18 @@ class CompletionsHandler(WireHandler):
 
     def on_end(self, terminal_seen: bool) -> None:
         if not terminal_seen and not self.saw_finish:
-            raise ProviderError("The response stream ended before it was complete (no finish_reason and no "
-                                "[DONE]); the connection was probably cut. Retry the request.")
+            raise ProviderError(
+                "The response stream ended before it was complete (no finish_reason and no "
+                "[DONE]); the connection was probably cut. Retry the request."
+            )
         output = self.writer.output
         if output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in output.content):
             output.stop_reason = "toolUse"  # servers that omit finish_reason (or say "stop") for tool calls
         if output.stop_reason == "error" and not output.error_message:
-            output.error_message = (f"The provider stopped the response (finish_reason "
-                                    f"{self.finish_reason!r}), e.g. because of its content filter.")
+            output.error_message = (
+                f"The provider stopped the response (finish_reason "
+                f"{self.finish_reason!r}), e.g. because of its content filter."
+            )
 
 
 class OpenAICompletionsProvider(WireProvider):
@@ -569,12 +616,12 @@ class OpenAICompletionsProvider(WireProvider):
     api = API
     error_style = "openai"
 
-    def build_request(self, model: Model, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:
+    def build_request(self, model: Model, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         compat = resolve_compat(model)
         url = (model.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
-        return WireRequest(url, build_headers(model, context, api_key),
-                           build_request_body(model, context, options, compat))
+        return WireRequest(
+            url, build_headers(model, context, api_key), build_request_body(model, context, options, compat)
+        )
 
     def new_handler(self, model: Model, writer: StreamWriter, options: Dict[str, Any]) -> WireHandler:
         return CompletionsHandler(model, writer)

@@ -38,8 +38,15 @@ from .models import calculate_cost
 from .transform import transform_messages
 
 __all__ = [
-    "API", "OpenAIResponsesProvider", "ResponsesStreamState", "build_request_body", "build_headers", "request_url",
-    "convert_messages", "convert_tools", "make_id_normalizer",
+    "API",
+    "OpenAIResponsesProvider",
+    "ResponsesStreamState",
+    "build_request_body",
+    "build_headers",
+    "request_url",
+    "convert_messages",
+    "convert_tools",
+    "make_id_normalizer",
 ]
 
 API = "openai-responses"
@@ -107,8 +114,7 @@ def request_url(model: Any) -> str:
 
 def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
     """Bearer auth and JSON; the skeleton layers ``model.headers`` and ``headers=`` on top."""
-    return {"authorization": f"Bearer {api_key}", "content-type": "application/json",
-            "accept": "text/event-stream"}
+    return {"authorization": f"Bearer {api_key}", "content-type": "application/json", "accept": "text/event-stream"}
 
 
 def _image_part(image: ImageContent) -> Dict[str, Any]:
@@ -129,8 +135,7 @@ def _user_item(message: UserMessage, allow_images: bool) -> Optional[Dict[str, A
 
 def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[Dict[str, Any]]:
     items: List[Dict[str, Any]] = []
-    different_model = (message.model != model.id and message.provider == model.provider
-                       and message.api == model.api)
+    different_model = message.model != model.id and message.provider == model.provider and message.api == model.api
     skipped_thinking = False
     for block in message.content:
         if isinstance(block, ThinkingContent):
@@ -147,9 +152,13 @@ def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[
             msg_id = parsed.get("id") or f"msg_{index}"
             if len(msg_id) > 64:
                 msg_id = f"msg_{_short_hash(msg_id)}"
-            item = {"type": "message", "role": "assistant", "id": msg_id, "status": "completed",
-                    "content": [{"type": "output_text", "text": sanitize_surrogates(block.text),
-                                 "annotations": []}]}
+            item = {
+                "type": "message",
+                "role": "assistant",
+                "id": msg_id,
+                "status": "completed",
+                "content": [{"type": "output_text", "text": sanitize_surrogates(block.text), "annotations": []}],
+            }
             if parsed.get("phase"):
                 item["phase"] = parsed["phase"]
             items.append(item)
@@ -159,8 +168,9 @@ def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[
             # an fc_ id unpaired with its reasoning item fails OpenAI's pairing validation: omit it
             if item_id and not ((different_model or skipped_thinking) and item_id.startswith("fc_")):
                 call["id"] = item_id
-            call.update(call_id=call_id, name=block.name,
-                        arguments=json.dumps(block.arguments or {}, ensure_ascii=False))
+            call.update(
+                call_id=call_id, name=block.name, arguments=json.dumps(block.arguments or {}, ensure_ascii=False)
+            )
             items.append(call)
     return items
 
@@ -185,8 +195,12 @@ def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
     allow_images = "image" in tuple(getattr(model, "input", ()) or ())
     items: List[Dict[str, Any]] = []
     if context.system_prompt:
-        items.append({"role": "developer" if model.reasoning else "system",
-                      "content": sanitize_surrogates(context.system_prompt)})
+        items.append(
+            {
+                "role": "developer" if model.reasoning else "system",
+                "content": sanitize_surrogates(context.system_prompt),
+            }
+        )
     messages = transform_messages(list(context.messages or []), model, make_id_normalizer(model))
     for index, message in enumerate(messages):
         role = role_of(message)
@@ -204,8 +218,9 @@ def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
 def convert_tools(context: Any) -> List[Dict[str, Any]]:
     out = []
     for name, description, schema in tool_specs(context):
-        out.append({"type": "function", "name": name, "description": description,
-                    "parameters": schema, "strict": False})
+        out.append(
+            {"type": "function", "name": name, "description": description, "parameters": schema, "strict": False}
+        )
     return out
 
 
@@ -222,8 +237,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
     ``reasoning_summary`` (raw overrides), ``tool_choice``, ``output_schema`` (``text.format``).
     """
-    body: Dict[str, Any] = {"model": model.id, "input": convert_messages(model, context),
-                            "stream": True, "store": False}
+    body: Dict[str, Any] = {
+        "model": model.id,
+        "input": convert_messages(model, context),
+        "stream": True,
+        "store": False,
+    }
     retention = options.get("cache_retention") or "short"
     if options.get("session_id") and retention != "none":
         body["prompt_cache_key"] = options["session_id"]
@@ -243,8 +262,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if schema:  # native structured output (Agent.ask)
         from ..structured import schema_name
 
-        body["text"] = {"format": {"type": "json_schema", "name": schema_name(schema), "schema": schema,
-                                   "strict": False}}
+        body["text"] = {
+            "format": {"type": "json_schema", "name": schema_name(schema), "schema": schema, "strict": False}
+        }
 
     if model.reasoning:
         level = _reasoning.normalize_level(options.get("reasoning"))
@@ -255,8 +275,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
             body["include"] = ["reasoning.encrypted_content"]
         elif str(model.name or "").startswith("gpt-5"):
             # gpt-5 has no "reasoning off"; this developer note is the known way to suppress it
-            body["input"].append({"role": "developer",
-                                  "content": [{"type": "input_text", "text": "# Juice: 0 !important"}]})
+            body["input"].append(
+                {"role": "developer", "content": [{"type": "input_text", "text": "# Juice: 0 !important"}]}
+            )
     return body
 
 
@@ -325,8 +346,11 @@ class ResponsesStreamState:
         elif kind == "message":
             index = writer.start_text()
         elif kind == "function_call":
-            index = writer.start_tool_call(f"{item.get('call_id')}|{item.get('id')}", str(item.get("name") or ""),
-                                           arguments_text=str(item.get("arguments") or ""))
+            index = writer.start_tool_call(
+                f"{item.get('call_id')}|{item.get('id')}",
+                str(item.get("name") or ""),
+                arguments_text=str(item.get("arguments") or ""),
+            )
         else:
             return
         entry = _Item(item, index)
@@ -387,8 +411,11 @@ class ResponsesStreamState:
         elif kind == "message":
             parts = item.get("content") or []
             if parts:
-                block.text = "".join(str((p.get("text") if p.get("type") == "output_text" else p.get("refusal"))
-                                         or "") for p in parts if isinstance(p, Mapping))
+                block.text = "".join(
+                    str((p.get("text") if p.get("type") == "output_text" else p.get("refusal")) or "")
+                    for p in parts
+                    if isinstance(p, Mapping)
+                )
             block.text_signature = _encode_text_signature(str(item.get("id") or ""), item.get("phase"))
         elif kind == "function_call":
             if not self.writer.tool_arguments_text(entry.index).strip():  # nothing streamed: the item's
@@ -441,8 +468,11 @@ class ResponsesStreamState:
 
     def _backfill_encrypted_reasoning(self, response: Mapping[str, Any]) -> None:
         """Some servers send ``encrypted_content`` only in the final response: copy it over."""
-        final = {i.get("id"): i for i in response.get("output") or [] if isinstance(i, Mapping)
-                 and i.get("type") == "reasoning" and i.get("encrypted_content")}
+        final = {
+            i.get("id"): i
+            for i in response.get("output") or []
+            if isinstance(i, Mapping) and i.get("type") == "reasoning" and i.get("encrypted_content")
+        }
         if not final:
             return
         for block in self.output.content:
@@ -500,10 +530,12 @@ class OpenAIResponsesProvider(WireProvider):
     api = API
     error_style = "openai"
 
-    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:
-        return WireRequest(request_url(model), build_headers(model, api_key or "", options),
-                           build_request_body(model, context, **options))
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
+        return WireRequest(
+            request_url(model),
+            build_headers(model, api_key or "", options),
+            build_request_body(model, context, **options),
+        )
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
         return StateHandler(ResponsesStreamState(model, writer, options.get("service_tier")))

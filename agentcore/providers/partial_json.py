@@ -130,8 +130,17 @@ _STRING_SPECIAL = re.compile(r'["\\]')
 class _Scanner:
     """Tracks where a prefix of the text can be cut and closed into valid JSON."""
 
-    __slots__ = ("pos", "stack", "expect_key", "in_string", "string_is_key", "escape",
-                 "safe_end", "safe_stack", "finished")
+    __slots__ = (
+        "pos",
+        "stack",
+        "expect_key",
+        "in_string",
+        "string_is_key",
+        "escape",
+        "safe_end",
+        "safe_stack",
+        "finished",
+    )
 
     def __init__(self) -> None:
         self.pos = 0  # characters consumed so far (absolute)

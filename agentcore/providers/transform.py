@@ -40,11 +40,12 @@ NO_RESULT_TEXT = "No result provided"
 
 def is_same_model(message: AssistantMessage, model: Any) -> bool:
     """True when ``message`` was produced by ``model`` (provider, api and id all equal)."""
-    return (message.provider == model.provider and message.api == model.api and message.model == model.id)
+    return message.provider == model.provider and message.api == model.api and message.model == model.id
 
 
-def transform_messages(messages: List[Any], model: Any,
-                       normalize_id: Optional[Callable[[str], str]] = None) -> List[Any]:
+def transform_messages(
+    messages: List[Any], model: Any, normalize_id: Optional[Callable[[str], str]] = None
+) -> List[Any]:
     """Apply both passes of spec §6; ``messages`` may hold message objects or reference dicts."""
     first = _pass_one([_as_message(m) for m in messages], model, normalize_id)
     return _pass_two(first)
@@ -70,8 +71,9 @@ def _pass_one(messages: List[Any], model: Any, normalize_id: Optional[Callable[[
     return out
 
 
-def _transform_assistant(message: AssistantMessage, model: Any, normalize_id: Optional[Callable[[str], str]],
-                         remapped: Dict[str, str]) -> AssistantMessage:
+def _transform_assistant(
+    message: AssistantMessage, model: Any, normalize_id: Optional[Callable[[str], str]], remapped: Dict[str, str]
+) -> AssistantMessage:
     same = is_same_model(message, model)
     blocks: List[Any] = []
     changed = False
@@ -88,8 +90,9 @@ def _transform_assistant(message: AssistantMessage, model: Any, normalize_id: Op
     return clone
 
 
-def _transform_block(block: Any, same: bool, normalize_id: Optional[Callable[[str], str]],
-                     remapped: Dict[str, str]) -> Any:
+def _transform_block(
+    block: Any, same: bool, normalize_id: Optional[Callable[[str], str]], remapped: Dict[str, str]
+) -> Any:
     """The block to replay (``block`` itself when unchanged), or None to drop it."""
     if isinstance(block, ThinkingContent):
         if block.redacted:
@@ -136,6 +139,9 @@ def _pass_two(messages: List[Any]) -> List[Any]:
 
 def _flush_orphans(pending: List[ToolCall], out: List[Any]) -> None:
     for call in pending:
-        out.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
-                                     content=[TextContent(text=NO_RESULT_TEXT)], is_error=True))
+        out.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, content=[TextContent(text=NO_RESULT_TEXT)], is_error=True
+            )
+        )
     pending.clear()

@@ -32,8 +32,13 @@ if TYPE_CHECKING:
 
 __all__ = ["attach_session", "restore_agent", "session_model", "model_endpoint", "UnresolvedModelError"]
 
-_ENDPOINT_FIELDS = (("api", "api"), ("base_url", "baseUrl"), ("context_window", "contextWindow"),
-                    ("max_tokens", "maxTokens"), ("reasoning", "reasoning"))
+_ENDPOINT_FIELDS = (
+    ("api", "api"),
+    ("base_url", "baseUrl"),
+    ("context_window", "contextWindow"),
+    ("max_tokens", "maxTokens"),
+    ("reasoning", "reasoning"),
+)
 
 
 class UnresolvedModelError(UnknownModelError):
@@ -110,15 +115,20 @@ def session_model(session: Session, ref: Any = None, *, plugins: Any = None) -> 
 
         return Model(id=ref.model_id, name=ref.model_id, provider=ref.provider, **endpoint)
     if endpoint is not None:
-        why = (f"the session records an endpoint for it, but provider {ref.provider!r} takes its API key "
-               "from the environment, so a URL from a session file is not trusted")
+        why = (
+            f"the session records an endpoint for it, but provider {ref.provider!r} takes its API key "
+            "from the environment, so a URL from a session file is not trusted"
+        )
     else:
         why = "the session does not record its endpoint (api and base URL)"
     raise UnresolvedModelError(
         f"cannot resume with the session's model {ref.key!r}: it is not in the model registry and {why}. "
         "Pass the model: Agent(model=Model(id=..., api=..., provider=..., base_url=...)) or "
-        "model=\"provider/id\" from `agentcore models`; on the command line --model provider/id, or "
-        f"--base-url URL (with --model {ref.model_id}) for a local server.", ref.key, why)
+        'model="provider/id" from `agentcore models`; on the command line --model provider/id, or '
+        f"--base-url URL (with --model {ref.model_id}) for a local server.",
+        ref.key,
+        why,
+    )
 
 
 def _model_changes(session: Session, provider: str, model_id: str) -> Iterator[Any]:
@@ -226,8 +236,10 @@ def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
     attached session; the agent's own transcript keeps the original objects.
     """
     context = session.build_context()
-    recorded: List[Any] = [context.thinking_level,
-                           None if context.model is None else (context.model.provider, context.model.model_id)]
+    recorded: List[Any] = [
+        context.thinking_level,
+        None if context.model is None else (context.model.provider, context.model.model_id),
+    ]
     # (model, endpoint fields) last recorded: the endpoint counts only while recorded[1] is that model
     # (an assistant message of another model replaces recorded[1])
     endpoint_of: List[Any] = [None]
@@ -264,8 +276,11 @@ def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
             session.append_message(safe)
             if not warned[0]:
                 warned[0] = True
-                warnings.warn(WARN_NOT_JSON.format(role=role_of(message), problem=exception_message(exc)),
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    WARN_NOT_JSON.format(role=role_of(message), problem=exception_message(exc)),
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     def listener(event: Any) -> None:
         if getattr(event, "type", None) != "message_end":

@@ -40,10 +40,19 @@ from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, Me
 from .errors import SessionError
 
 __all__ = [
-    "BranchCollection", "BranchPreparation", "BranchSummaryResult", "NavigationResult",
-    "collect_entries_for_branch_summary", "prepare_branch_entries", "generate_branch_summary",
-    "navigate_tree", "NO_CONTENT_SUMMARY", "BRANCH_SUMMARY_MAX_TOKENS", "TreePreparation",
-    "TreeDecision", "run_before_branch_summary",
+    "BranchCollection",
+    "BranchPreparation",
+    "BranchSummaryResult",
+    "NavigationResult",
+    "collect_entries_for_branch_summary",
+    "prepare_branch_entries",
+    "generate_branch_summary",
+    "navigate_tree",
+    "NO_CONTENT_SUMMARY",
+    "BRANCH_SUMMARY_MAX_TOKENS",
+    "TreePreparation",
+    "TreeDecision",
+    "run_before_branch_summary",
 ]
 
 NO_CONTENT_SUMMARY = "No content to summarize"
@@ -143,8 +152,9 @@ class TreeDecision:
     label: Optional[str] = None
 
 
-def collect_entries_for_branch_summary(session: Any, old_leaf_id: Optional[str],
-                                       target_id: Optional[str]) -> BranchCollection:
+def collect_entries_for_branch_summary(
+    session: Any, old_leaf_id: Optional[str], target_id: Optional[str]
+) -> BranchCollection:
     """Entries from the old leaf back to (not including) the deepest common ancestor with
     ``target_id``, oldest first. Compaction boundaries are not respected. No old leaf: nothing."""
     if old_leaf_id is None:
@@ -205,13 +215,19 @@ def prepare_branch_entries(entries: Sequence[SessionEntry], token_budget: int = 
     return BranchPreparation(messages, ops, total)
 
 
-def generate_branch_summary(entries: Sequence[SessionEntry], model: Any, *,
-                            stream_fn: Optional[Callable[..., Any]] = None,
-                            reserve_tokens: int = _DEFAULT_RESERVE,
-                            custom_instructions: Optional[str] = None,
-                            replace_instructions: bool = False, signal: Any = None,
-                            thinking_level: Optional[str] = None, plugins: Any = None,
-                            **options: Any) -> BranchSummaryResult:
+def generate_branch_summary(
+    entries: Sequence[SessionEntry],
+    model: Any,
+    *,
+    stream_fn: Optional[Callable[..., Any]] = None,
+    reserve_tokens: int = _DEFAULT_RESERVE,
+    custom_instructions: Optional[str] = None,
+    replace_instructions: bool = False,
+    signal: Any = None,
+    thinking_level: Optional[str] = None,
+    plugins: Any = None,
+    **options: Any,
+) -> BranchSummaryResult:
     """Summarise an abandoned branch (spec §8). Without messages: ``"No content to summarize"``
     and no model call. With ``replace_instructions`` the custom text replaces the built-in
     instructions; otherwise it is added as "Additional focus"."""
@@ -230,10 +246,16 @@ def generate_branch_summary(entries: Sequence[SessionEntry], model: Any, *,
         else:
             instructions, extra = BRANCH_SUMMARY_INSTRUCTIONS, custom_instructions
         prompt = build_summary_prompt(serialize_conversation(prep.messages), instructions, None, extra)
-        text, used = summarize_with_model(prompt, model, max_tokens=BRANCH_SUMMARY_MAX_TOKENS,
-                                          stream_fn=stream_fn, signal=signal,
-                                          thinking_level=thinking_level,
-                                          failure_prefix="Branch summary failed", **options)
+        text, used = summarize_with_model(
+            prompt,
+            model,
+            max_tokens=BRANCH_SUMMARY_MAX_TOKENS,
+            stream_fn=stream_fn,
+            signal=signal,
+            thinking_level=thinking_level,
+            failure_prefix="Branch summary failed",
+            **options,
+        )
         usage = used.to_dict() if used is not None else None
     summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_lists(read_files, modified_files)
     return BranchSummaryResult(summary, read_files, modified_files, usage)
@@ -247,9 +269,14 @@ def _editor_text(entry: SessionEntry) -> Optional[str]:
     return None
 
 
-_TREE_KEYS = {"cancel": "cancel", "summary": "summary", "details": "details",
-              "custom_instructions": "customInstructions", "replace_instructions": "replaceInstructions",
-              "label": "label"}
+_TREE_KEYS = {
+    "cancel": "cancel",
+    "summary": "summary",
+    "details": "details",
+    "custom_instructions": "customInstructions",
+    "replace_instructions": "replaceInstructions",
+    "label": "label",
+}
 
 
 def _hook_caller(plugins: Any, name: str) -> Any:
@@ -261,8 +288,7 @@ def _hook_caller(plugins: Any, name: str) -> Any:
     return caller if get_impls is None or get_impls() else None
 
 
-def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal: Any
-                              ) -> Optional[TreeDecision]:
+def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal: Any) -> Optional[TreeDecision]:
     """Ask the ``before_branch_summary`` hook of ``plugins`` (a plugin manager, may be None).
 
     Returns None (no implementation, or all returned None) or the :class:`TreeDecision`, with a
@@ -276,8 +302,10 @@ def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal
     try:
         result = hook(preparation=preparation, signal=signal)
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this navigation, nothing else
-        raise CompactionError("summarization_failed", f"Branch summary failed: the before_branch_summary "
-                                                      f"hook raised {describe_exception(exc)}") from exc
+        raise CompactionError(
+            "summarization_failed",
+            f"Branch summary failed: the before_branch_summary hook raised {describe_exception(exc)}",
+        ) from exc
     if isinstance(result, list):  # a caller without the firstresult spec
         result = next((item for item in result if item is not None), None)
     if result is None:
@@ -286,25 +314,40 @@ def run_before_branch_summary(plugins: Any, preparation: TreePreparation, signal
         fields: Dict[str, Any] = {name: result.get(name, result.get(key)) for name, key in _TREE_KEYS.items()}
         result = TreeDecision(**fields)
     elif not isinstance(result, TreeDecision):
-        raise CompactionError("summarization_failed", (
-            f"Branch summary failed: the before_branch_summary hook returned a {type(result).__name__}; "
-            "return None, a TreeDecision or a dict with its keys"))
+        raise CompactionError(
+            "summarization_failed",
+            (
+                f"Branch summary failed: the before_branch_summary hook returned a {type(result).__name__}; "
+                "return None, a TreeDecision or a dict with its keys"
+            ),
+        )
     summary: Any = result.summary  # text, or a dict with summary and details
     details = result.details
     if isinstance(summary, dict):
         summary, details = summary.get("summary"), summary.get("details", details)
     if not isinstance(summary, str) or not summary:
         summary = None
-    return TreeDecision(bool(result.cancel), summary, details, result.custom_instructions,
-                        result.replace_instructions, result.label)
+    return TreeDecision(
+        bool(result.cancel), summary, details, result.custom_instructions, result.replace_instructions, result.label
+    )
 
 
-def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = False, *,
-                  model: Any = None, stream_fn: Optional[Callable[..., Any]] = None,
-                  custom_instructions: Optional[str] = None, replace_instructions: bool = False,
-                  label: Optional[str] = None, signal: Any = None,
-                  reserve_tokens: int = _DEFAULT_RESERVE, thinking_level: Optional[str] = None,
-                  plugins: Any = None, **options: Any) -> NavigationResult:
+def navigate_tree(
+    session: Any,
+    target_id: Optional[str],
+    summarize: bool = False,
+    *,
+    model: Any = None,
+    stream_fn: Optional[Callable[..., Any]] = None,
+    custom_instructions: Optional[str] = None,
+    replace_instructions: bool = False,
+    label: Optional[str] = None,
+    signal: Any = None,
+    reserve_tokens: int = _DEFAULT_RESERVE,
+    thinking_level: Optional[str] = None,
+    plugins: Any = None,
+    **options: Any,
+) -> NavigationResult:
     """Move ``session`` to ``target_id``, optionally summarising the branch left behind.
 
     Target == current leaf: nothing happens (``moved`` False). A user message or custom message
@@ -323,17 +366,31 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
     if target_id is not None and (target is None or not session.storage.is_tree_node(target_id)):
         raise SessionError("not_found", f"cannot navigate to {target_id!r}: no such entry")
     hooked = _hook_caller(plugins, "before_branch_summary") is not None
-    collected = (collect_entries_for_branch_summary(session, old_leaf, target_id)
-                 if summarize or hooked else BranchCollection([], None))
+    collected = (
+        collect_entries_for_branch_summary(session, old_leaf, target_id)
+        if summarize or hooked
+        else BranchCollection([], None)
+    )
     decision = None
     if hooked:
         if signal is None:
             from ..signals import AbortController
 
             signal = AbortController().signal
-        decision = run_before_branch_summary(plugins, TreePreparation(
-            target_id, old_leaf, collected.common_ancestor_id, list(collected.entries), bool(summarize),
-            custom_instructions, replace_instructions, label), signal)
+        decision = run_before_branch_summary(
+            plugins,
+            TreePreparation(
+                target_id,
+                old_leaf,
+                collected.common_ancestor_id,
+                list(collected.entries),
+                bool(summarize),
+                custom_instructions,
+                replace_instructions,
+                label,
+            ),
+            signal,
+        )
     if decision is not None:
         if decision.cancel:
             return NavigationResult(old_leaf, moved=False, cancelled=True)
@@ -349,9 +406,17 @@ def navigate_tree(session: Any, target_id: Optional[str], summarize: bool = Fals
             summary = BranchSummaryResult(decision.summary, from_hook=True, hook_details=decision.details)
         else:
             summary = generate_branch_summary(
-                collected.entries, model, stream_fn=stream_fn, reserve_tokens=reserve_tokens,
-                custom_instructions=custom_instructions, replace_instructions=replace_instructions,
-                signal=signal, thinking_level=thinking_level, plugins=plugins, **options)
+                collected.entries,
+                model,
+                stream_fn=stream_fn,
+                reserve_tokens=reserve_tokens,
+                custom_instructions=custom_instructions,
+                replace_instructions=replace_instructions,
+                signal=signal,
+                thinking_level=thinking_level,
+                plugins=plugins,
+                **options,
+            )
     editor_text = _editor_text(target) if target is not None else None
     new_leaf = target.parent_id if editor_text is not None and target is not None else target_id
     summary_id = session.move_to(new_leaf, _summary_spec(summary))

@@ -48,16 +48,29 @@ from .compaction_tokens import CompactionSettings, estimate_tokens, live_context
 from .entries import BranchSummaryEntry, CompactionEntry, CustomMessageEntry, MessageEntry, SessionEntry
 
 __all__ = [
-    "CompactionError", "CutPoint", "CompactionPreparation", "CompactionResult", "find_cut_point",
-    "find_turn_start_index", "prepare_compaction", "path_context_messages", "entry_to_message",
-    "generate_summary", "compact", "summarize_with_model", "hook_summary", "CompactionDecision",
-    "run_before_compaction", "kept_message_count",
+    "CompactionError",
+    "CutPoint",
+    "CompactionPreparation",
+    "CompactionResult",
+    "find_cut_point",
+    "find_turn_start_index",
+    "prepare_compaction",
+    "path_context_messages",
+    "entry_to_message",
+    "generate_summary",
+    "compact",
+    "summarize_with_model",
+    "hook_summary",
+    "CompactionDecision",
+    "run_before_compaction",
+    "kept_message_count",
 ]
 
 StreamFn = Callable[..., Any]
 
-_CUT_ROLES = frozenset({"user", "developer", "assistant", "bashExecution", "custom", "branchSummary",
-                        "compactionSummary"})
+_CUT_ROLES = frozenset(
+    {"user", "developer", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
 _TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
 
 
@@ -90,8 +103,13 @@ def entry_to_message(entry: SessionEntry) -> Optional[Any]:
     if isinstance(entry, MessageEntry):
         return entry.message
     if isinstance(entry, CustomMessageEntry):
-        data = {"role": "custom", "customType": entry.custom_type, "content": entry.content,
-                "display": entry.display, "timestamp": entry.timestamp_ms}
+        data = {
+            "role": "custom",
+            "customType": entry.custom_type,
+            "content": entry.content,
+            "display": entry.display,
+            "timestamp": entry.timestamp_ms,
+        }
         if entry.details is not None:
             data["details"] = entry.details
         return CustomMessage.from_dict(data)
@@ -117,9 +135,8 @@ def path_context_messages(path: Sequence[SessionEntry]) -> List[Any]:
             if compaction.retained_tail is None and first:  # type: ignore[attr-defined]
                 ids = [e.id for e in entries[:ci]]
                 if first in ids:
-                    kept = entries[ids.index(first):ci]
-            return repair_tool_results(_project([compaction] + kept + entries[ci + 1:],
-                                                compaction.id, {}))
+                    kept = entries[ids.index(first) : ci]
+            return repair_tool_results(_project([compaction] + kept + entries[ci + 1 :], compaction.id, {}))
     return repair_tool_results(_project(entries, None, {}))
 
 
@@ -127,7 +144,7 @@ def kept_message_count(path: Sequence[SessionEntry], compaction_index: int) -> i
     """How many messages ``build_context`` places right after the summary of the compaction at
     ``path[compaction_index]``: the messages that compaction kept, which predate it. Together
     with the summary's position this orders usage by entry instead of by timestamp."""
-    return len(path_context_messages(path[:compaction_index + 1])) - 1
+    return len(path_context_messages(path[: compaction_index + 1])) - 1
 
 
 # --------------------------------------------------------------------------- cut point
@@ -160,8 +177,9 @@ def find_turn_start_index(entries: Sequence[SessionEntry], entry_index: int, sta
     return -1
 
 
-def find_cut_point(entries: Sequence[SessionEntry], start_index: int, end_index: int,
-                   keep_recent_tokens: int) -> CutPoint:
+def find_cut_point(
+    entries: Sequence[SessionEntry], start_index: int, end_index: int, keep_recent_tokens: int
+) -> CutPoint:
     """Choose the first entry to keep in ``entries[start_index:end_index]`` (spec §7.4 step 4).
 
     Walking back from the newest message, the cut is the first valid cut position at or after the
@@ -216,8 +234,9 @@ class CompactionPreparation:
         return not self.messages_to_summarize and not self.turn_prefix_messages
 
 
-def prepare_compaction(path_entries: Sequence[SessionEntry],
-                       settings: Optional[CompactionSettings] = None) -> Optional[CompactionPreparation]:
+def prepare_compaction(
+    path_entries: Sequence[SessionEntry], settings: Optional[CompactionSettings] = None
+) -> Optional[CompactionPreparation]:
     """Decide what a compaction of the root→leaf ``path_entries`` summarises (spec §7.4).
 
     Returns None for an empty path or a path ending in a compaction. When everything fits in
@@ -242,21 +261,35 @@ def prepare_compaction(path_entries: Sequence[SessionEntry],
     cut = find_cut_point(path, boundary_start, len(path), settings.keep_recent_tokens)
     first_kept = path[cut.first_kept_entry_index]
     if not first_kept.id:
-        raise CompactionError("invalid_session", "the entry to keep after compaction has no id: "
-                                                 "the session needs migration (open it with Session.open)")
+        raise CompactionError(
+            "invalid_session",
+            "the entry to keep after compaction has no id: the session needs migration (open it with Session.open)",
+        )
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _messages_of([e for e in path[boundary_start:history_end]
-                                 if not isinstance(e, CompactionEntry)])
-    prefix = (_messages_of([e for e in path[cut.turn_start_index:cut.first_kept_entry_index]
-                            if not isinstance(e, CompactionEntry)]) if cut.is_split_turn else [])
+    to_summarize = _messages_of([e for e in path[boundary_start:history_end] if not isinstance(e, CompactionEntry)])
+    prefix = (
+        _messages_of(
+            [e for e in path[cut.turn_start_index : cut.first_kept_entry_index] if not isinstance(e, CompactionEntry)]
+        )
+        if cut.is_split_turn
+        else []
+    )
     ops = FileOps()
     if previous is not None and not previous.from_hook:
         ops.add_details(previous.details)
     file_ops_from_messages(to_summarize, ops)
     file_ops_from_messages(prefix, ops)
-    return CompactionPreparation(first_kept.id, to_summarize, prefix, cut.is_split_turn, tokens_before,
-                                 previous.summary if previous is not None else None, ops, settings,
-                                 cut.first_kept_entry_index)
+    return CompactionPreparation(
+        first_kept.id,
+        to_summarize,
+        prefix,
+        cut.is_split_turn,
+        tokens_before,
+        previous.summary if previous is not None else None,
+        ops,
+        settings,
+        cut.first_kept_entry_index,
+    )
 
 
 # --------------------------------------------------------------------------- generation
@@ -280,8 +313,12 @@ class CompactionResult:
     from_hook: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"summary": self.summary, "firstKeptEntryId": self.first_kept_entry_id,
-                               "tokensBefore": self.tokens_before, "details": self.details}
+        out: Dict[str, Any] = {
+            "summary": self.summary,
+            "firstKeptEntryId": self.first_kept_entry_id,
+            "tokensBefore": self.tokens_before,
+            "details": self.details,
+        }
         if self.usage is not None:
             out["usage"] = self.usage
         if self.from_hook:
@@ -309,8 +346,14 @@ class CompactionDecision:
     reason: Optional[str] = None
 
 
-_DECISION_KEYS = {"cancel": "cancel", "summary": "summary", "first_kept_entry_id": "firstKeptEntryId",
-                  "tokens_before": "tokensBefore", "details": "details", "reason": "reason"}
+_DECISION_KEYS = {
+    "cancel": "cancel",
+    "summary": "summary",
+    "first_kept_entry_id": "firstKeptEntryId",
+    "tokens_before": "tokensBefore",
+    "details": "details",
+    "reason": "reason",
+}
 
 
 def _decision_field(value: Any, name: str) -> Any:
@@ -326,9 +369,14 @@ def _first_result(result: Any) -> Any:
     return result
 
 
-def run_before_compaction(plugins: Any, preparation: CompactionPreparation,
-                          branch_entries: Sequence[SessionEntry], custom_instructions: Optional[str],
-                          reason: str, signal: Any) -> Optional[CompactionResult]:
+def run_before_compaction(
+    plugins: Any,
+    preparation: CompactionPreparation,
+    branch_entries: Sequence[SessionEntry],
+    custom_instructions: Optional[str],
+    reason: str,
+    signal: Any,
+) -> Optional[CompactionResult]:
     """Ask the ``before_compaction`` hook of ``plugins`` (a plugin manager, may be None) about
     ``preparation``.
 
@@ -342,22 +390,34 @@ def run_before_compaction(plugins: Any, preparation: CompactionPreparation,
     if hook is None:
         return None
     try:
-        decision = _first_result(hook(preparation=preparation, branch_entries=list(branch_entries),
-                                      custom_instructions=custom_instructions, reason=reason,
-                                      signal=signal))
+        decision = _first_result(
+            hook(
+                preparation=preparation,
+                branch_entries=list(branch_entries),
+                custom_instructions=custom_instructions,
+                reason=reason,
+                signal=signal,
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this compaction, nothing else
-        raise CompactionError("summarization_failed", f"Compaction failed: the before_compaction hook "
-                                                      f"raised {describe_exception(exc)}") from exc
+        raise CompactionError(
+            "summarization_failed", f"Compaction failed: the before_compaction hook raised {describe_exception(exc)}"
+        ) from exc
     if decision is None:
         return None
     if not isinstance(decision, (dict, CompactionDecision, CompactionResult)):
-        raise CompactionError("summarization_failed", (
-            f"Compaction failed: the before_compaction hook returned a {type(decision).__name__}; "
-            "return None, a CompactionDecision (cancel=True, or a summary) or a dict with those keys"))
+        raise CompactionError(
+            "summarization_failed",
+            (
+                f"Compaction failed: the before_compaction hook returned a {type(decision).__name__}; "
+                "return None, a CompactionDecision (cancel=True, or a summary) or a dict with those keys"
+            ),
+        )
     if _decision_field(decision, "cancel"):
         why = _decision_field(decision, "reason")
-        raise CompactionError("cancelled", "compaction cancelled by a before_compaction hook"
-                                           + (f": {why}" if why else ""))
+        raise CompactionError(
+            "cancelled", "compaction cancelled by a before_compaction hook" + (f": {why}" if why else "")
+        )
     summary = _decision_field(decision, "summary")
     if not isinstance(summary, str) or not summary:
         return None
@@ -365,8 +425,7 @@ def run_before_compaction(plugins: Any, preparation: CompactionPreparation,
     tokens_before = _decision_field(decision, "tokens_before")
     if not isinstance(tokens_before, int) or isinstance(tokens_before, bool):
         tokens_before = preparation.tokens_before
-    return CompactionResult(summary, str(first_kept), tokens_before,
-                            _decision_field(decision, "details"), None, True)
+    return CompactionResult(summary, str(first_kept), tokens_before, _decision_field(decision, "details"), None, True)
 
 
 def _default_stream_fn() -> StreamFn:
@@ -393,27 +452,47 @@ def _add_usage(total: Optional[Usage], usage: Any) -> Optional[Usage]:
     return total
 
 
-def hook_summary(plugins: Any, messages: List[Any], previous_summary: Optional[str],
-                 custom_instructions: Optional[str], kind: str, model: Any, signal: Any) -> Optional[str]:
+def hook_summary(
+    plugins: Any,
+    messages: List[Any],
+    previous_summary: Optional[str],
+    custom_instructions: Optional[str],
+    kind: str,
+    model: Any,
+    signal: Any,
+) -> Optional[str]:
     """The text of the first ``summarize`` hook implementation of ``plugins`` (a plugin manager)
     that returns one, else None. A raising implementation: ``CompactionError("summarization_failed")``."""
     hook = getattr(getattr(plugins, "hook", None), "summarize", None)
     if hook is None:
         return None
     try:
-        result = hook(messages=list(messages), previous_summary=previous_summary,
-                      instructions=custom_instructions, kind=kind, model=model, signal=signal)
+        result = hook(
+            messages=list(messages),
+            previous_summary=previous_summary,
+            instructions=custom_instructions,
+            kind=kind,
+            model=model,
+            signal=signal,
+        )
     except Exception as exc:  # noqa: BLE001 - a plugin failure fails this summary, nothing else
-        raise CompactionError("summarization_failed",
-                              f"Summarization failed: the summarize hook raised {describe_exception(exc)}"
-                              ) from exc
+        raise CompactionError(
+            "summarization_failed", f"Summarization failed: the summarize hook raised {describe_exception(exc)}"
+        ) from exc
     return result if isinstance(result, str) and result else None
 
 
-def summarize_with_model(prompt: str, model: Any, *, max_tokens: int, stream_fn: Optional[StreamFn] = None,
-                         signal: Any = None, thinking_level: Optional[str] = None,
-                         failure_prefix: str = "Summarization failed", **options: Any
-                         ) -> Tuple[str, Optional[Usage]]:
+def summarize_with_model(
+    prompt: str,
+    model: Any,
+    *,
+    max_tokens: int,
+    stream_fn: Optional[StreamFn] = None,
+    signal: Any = None,
+    thinking_level: Optional[str] = None,
+    failure_prefix: str = "Summarization failed",
+    **options: Any,
+) -> Tuple[str, Optional[Usage]]:
     """Send one summary request and return ``(text, usage)``.
 
     ``reasoning`` is requested only for a reasoning model with a level other than ``"off"``.
@@ -435,32 +514,43 @@ def summarize_with_model(prompt: str, model: Any, *, max_tokens: int, stream_fn:
     if message.stop_reason == "aborted":
         raise CompactionError("aborted", message.error_message or "Summarization was aborted")
     if message.stop_reason == "error":
-        raise CompactionError("summarization_failed",
-                              f"{failure_prefix}: {message.error_message or 'unknown error'}")
+        raise CompactionError("summarization_failed", f"{failure_prefix}: {message.error_message or 'unknown error'}")
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     return text, message.usage
 
 
-def generate_summary(messages: Sequence[Any], model: Any, reserve_tokens: int, *,
-                     stream_fn: Optional[StreamFn] = None, previous_summary: Optional[str] = None,
-                     custom_instructions: Optional[str] = None, signal: Any = None,
-                     thinking_level: Optional[str] = None, plugins: Any = None,
-                     **options: Any) -> Tuple[str, Optional[Usage]]:
+def generate_summary(
+    messages: Sequence[Any],
+    model: Any,
+    reserve_tokens: int,
+    *,
+    stream_fn: Optional[StreamFn] = None,
+    previous_summary: Optional[str] = None,
+    custom_instructions: Optional[str] = None,
+    signal: Any = None,
+    thinking_level: Optional[str] = None,
+    plugins: Any = None,
+    **options: Any,
+) -> Tuple[str, Optional[Usage]]:
     """Summarise ``messages`` (updating ``previous_summary`` when given); returns ``(text, usage)``.
 
     A plugin's ``summarize`` hook is asked first (``kind="compaction"``); its text is used as is.
     Otherwise one request with ``max_tokens = min(0.8 * reserve_tokens, model.max_tokens)``.
     """
-    hooked = hook_summary(plugins, list(messages), previous_summary, custom_instructions,
-                           "compaction", model, signal)
+    hooked = hook_summary(plugins, list(messages), previous_summary, custom_instructions, "compaction", model, signal)
     if hooked is not None:
         return hooked, None
     instructions = UPDATE_SUMMARY_INSTRUCTIONS if previous_summary else SUMMARY_INSTRUCTIONS
-    prompt = build_summary_prompt(serialize_conversation(messages), instructions, previous_summary,
-                                  custom_instructions)
-    return summarize_with_model(prompt, model, max_tokens=_cap(0.8, reserve_tokens, model),
-                                stream_fn=stream_fn, signal=signal, thinking_level=thinking_level,
-                                **options)
+    prompt = build_summary_prompt(serialize_conversation(messages), instructions, previous_summary, custom_instructions)
+    return summarize_with_model(
+        prompt,
+        model,
+        max_tokens=_cap(0.8, reserve_tokens, model),
+        stream_fn=stream_fn,
+        signal=signal,
+        thinking_level=thinking_level,
+        **options,
+    )
 
 
 def _cap(fraction: float, reserve_tokens: int, model: Any) -> int:
@@ -469,23 +559,45 @@ def _cap(fraction: float, reserve_tokens: int, model: Any) -> int:
     return min(cap, model_max) if model_max > 0 else cap
 
 
-def _turn_prefix_summary(messages: Sequence[Any], model: Any, reserve_tokens: int, *,
-                         custom_instructions: Optional[str], stream_fn: Optional[StreamFn], signal: Any,
-                         thinking_level: Optional[str], plugins: Any,
-                         **options: Any) -> Tuple[str, Optional[Usage]]:
+def _turn_prefix_summary(
+    messages: Sequence[Any],
+    model: Any,
+    reserve_tokens: int,
+    *,
+    custom_instructions: Optional[str],
+    stream_fn: Optional[StreamFn],
+    signal: Any,
+    thinking_level: Optional[str],
+    plugins: Any,
+    **options: Any,
+) -> Tuple[str, Optional[Usage]]:
     hooked = hook_summary(plugins, list(messages), None, custom_instructions, "turn_prefix", model, signal)
     if hooked is not None:
         return hooked, None
-    prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS, None,
-                                  custom_instructions)
-    return summarize_with_model(prompt, model, max_tokens=_cap(0.5, reserve_tokens, model),
-                                stream_fn=stream_fn, signal=signal, thinking_level=thinking_level,
-                                failure_prefix="Turn prefix summarization failed", **options)
+    prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS, None, custom_instructions)
+    return summarize_with_model(
+        prompt,
+        model,
+        max_tokens=_cap(0.5, reserve_tokens, model),
+        stream_fn=stream_fn,
+        signal=signal,
+        thinking_level=thinking_level,
+        failure_prefix="Turn prefix summarization failed",
+        **options,
+    )
 
 
-def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[StreamFn] = None,
-            custom_instructions: Optional[str] = None, signal: Any = None, *,
-            thinking_level: Optional[str] = None, plugins: Any = None, **options: Any) -> CompactionResult:
+def compact(
+    preparation: CompactionPreparation,
+    model: Any,
+    stream_fn: Optional[StreamFn] = None,
+    custom_instructions: Optional[str] = None,
+    signal: Any = None,
+    *,
+    thinking_level: Optional[str] = None,
+    plugins: Any = None,
+    **options: Any,
+) -> CompactionResult:
     """Generate the summary for ``preparation`` (spec §7.5). Extra ``options`` (``api_key``,
     ``headers`` ...) are passed to ``stream_fn`` (default: :func:`agentcore.providers.stream`).
 
@@ -496,29 +608,49 @@ def compact(preparation: CompactionPreparation, model: Any, stream_fn: Optional[
     asked here: the caller asks it first (:func:`run_before_compaction`).
     """
     if not preparation.first_kept_entry_id:
-        raise CompactionError("invalid_session", "the compaction has no first kept entry id: the "
-                                                 "session needs migration (open it with Session.open)")
+        raise CompactionError(
+            "invalid_session",
+            "the compaction has no first kept entry id: the session needs migration (open it with Session.open)",
+        )
     if preparation.empty:
-        raise CompactionError("nothing_to_compact", "nothing to compact: the whole context fits in "
-                                                    "keep_recent_tokens; lower it to compact anyway")
+        raise CompactionError(
+            "nothing_to_compact",
+            "nothing to compact: the whole context fits in keep_recent_tokens; lower it to compact anyway",
+        )
     reserve = preparation.settings.reserve_tokens
     common = dict(stream_fn=stream_fn, signal=signal, thinking_level=thinking_level, plugins=plugins)
     usage: Optional[Usage] = None
     if preparation.is_split_turn and not preparation.messages_to_summarize:
         history = preparation.previous_summary or NO_PRIOR_HISTORY
     else:
-        history, used = generate_summary(preparation.messages_to_summarize, model, reserve,
-                                         previous_summary=preparation.previous_summary,
-                                         custom_instructions=custom_instructions, **common, **options)
+        history, used = generate_summary(
+            preparation.messages_to_summarize,
+            model,
+            reserve,
+            previous_summary=preparation.previous_summary,
+            custom_instructions=custom_instructions,
+            **common,
+            **options,
+        )
         usage = _add_usage(usage, used)
     summary = history
     if preparation.is_split_turn and preparation.turn_prefix_messages:
-        prefix, used = _turn_prefix_summary(preparation.turn_prefix_messages, model, reserve,
-                                            custom_instructions=custom_instructions, **common, **options)
+        prefix, used = _turn_prefix_summary(
+            preparation.turn_prefix_messages,
+            model,
+            reserve,
+            custom_instructions=custom_instructions,
+            **common,
+            **options,
+        )
         usage = _add_usage(usage, used)
         summary = history + SPLIT_TURN_SEPARATOR + prefix
     read_files, modified_files = compute_file_lists(preparation.file_ops)
     summary += format_file_lists(read_files, modified_files)
-    return CompactionResult(summary, preparation.first_kept_entry_id, preparation.tokens_before,
-                            {"readFiles": read_files, "modifiedFiles": modified_files},
-                            None if usage is None else usage.to_dict())
+    return CompactionResult(
+        summary,
+        preparation.first_kept_entry_id,
+        preparation.tokens_before,
+        {"readFiles": read_files, "modifiedFiles": modified_files},
+        None if usage is None else usage.to_dict(),
+    )

@@ -15,10 +15,20 @@ from typing import Any, Iterable, List, Optional, Sequence, Set, Tuple
 from ..types import TextContent, ThinkingContent, ToolCall, role_of
 
 __all__ = [
-    "SUMMARIZER_SYSTEM_PROMPT", "SUMMARY_INSTRUCTIONS", "UPDATE_SUMMARY_INSTRUCTIONS",
-    "TURN_PREFIX_INSTRUCTIONS", "BRANCH_SUMMARY_INSTRUCTIONS", "BRANCH_SUMMARY_PREAMBLE",
-    "NO_PRIOR_HISTORY", "SPLIT_TURN_SEPARATOR", "TOOL_RESULT_LIMIT", "FileOps",
-    "serialize_conversation", "build_summary_prompt", "compute_file_lists", "format_file_lists",
+    "SUMMARIZER_SYSTEM_PROMPT",
+    "SUMMARY_INSTRUCTIONS",
+    "UPDATE_SUMMARY_INSTRUCTIONS",
+    "TURN_PREFIX_INSTRUCTIONS",
+    "BRANCH_SUMMARY_INSTRUCTIONS",
+    "BRANCH_SUMMARY_PREAMBLE",
+    "NO_PRIOR_HISTORY",
+    "SPLIT_TURN_SEPARATOR",
+    "TOOL_RESULT_LIMIT",
+    "FileOps",
+    "serialize_conversation",
+    "build_summary_prompt",
+    "compute_file_lists",
+    "format_file_lists",
     "file_ops_from_messages",
 ]
 
@@ -131,8 +141,7 @@ def _serialize_one(message: Any) -> List[str]:
         return [f"[User]: {text}"] if text else []
     if role == "assistant":
         blocks = []
-        thinking = "\n".join(b.thinking for b in message.content
-                             if isinstance(b, ThinkingContent) and b.thinking)
+        thinking = "\n".join(b.thinking for b in message.content if isinstance(b, ThinkingContent) and b.thinking)
         if thinking:
             blocks.append(f"[Assistant thinking]: {thinking}")
         text = "\n".join(b.text for b in message.content if isinstance(b, TextContent) and b.text)
@@ -174,8 +183,12 @@ def serialize_conversation(messages: Iterable[Any]) -> str:
     return "\n\n".join(blocks)
 
 
-def build_summary_prompt(conversation: str, instructions: str, previous_summary: Optional[str] = None,
-                         custom_instructions: Optional[str] = None) -> str:
+def build_summary_prompt(
+    conversation: str,
+    instructions: str,
+    previous_summary: Optional[str] = None,
+    custom_instructions: Optional[str] = None,
+) -> str:
     """The text of the one user message a summary request sends."""
     text = f"<conversation>\n{conversation}\n</conversation>\n\n"
     if previous_summary:

@@ -20,10 +20,19 @@ from .._util import field_of
 from ..types import ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict, role_of
 
 __all__ = [
-    "CompactionSettings", "ContextEstimate", "calculate_context_tokens", "usage_tokens",
-    "get_last_assistant_usage", "estimate_tokens", "estimate_context_tokens",
-    "estimate_context_tokens_from", "live_context_tokens", "ContextTokenCounter", "should_compact",
-    "js_length", "IMAGE_CHARS",
+    "CompactionSettings",
+    "ContextEstimate",
+    "calculate_context_tokens",
+    "usage_tokens",
+    "get_last_assistant_usage",
+    "estimate_tokens",
+    "estimate_context_tokens",
+    "estimate_context_tokens_from",
+    "live_context_tokens",
+    "ContextTokenCounter",
+    "should_compact",
+    "js_length",
+    "IMAGE_CHARS",
 ]
 
 #: Characters an image block counts for (4800 / 4 = 1200 tokens), as the reference does.
@@ -79,8 +88,12 @@ def usage_tokens(usage: Any) -> int:
     total = field_of(usage, "total_tokens", "totalTokens", 0)
     if isinstance(total, (int, float)) and not isinstance(total, bool) and total:
         return int(total)
-    parts = (field_of(usage, "input", "input", 0), field_of(usage, "output", "output", 0),
-             field_of(usage, "cache_read", "cacheRead", 0), field_of(usage, "cache_write", "cacheWrite", 0))
+    parts = (
+        field_of(usage, "input", "input", 0),
+        field_of(usage, "output", "output", 0),
+        field_of(usage, "cache_read", "cacheRead", 0),
+        field_of(usage, "cache_write", "cacheWrite", 0),
+    )
     return int(sum(p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)))
 
 
@@ -187,7 +200,7 @@ def estimate_context_tokens(messages: Sequence[Any]) -> ContextEstimate:
         usage = _valid_usage(messages[index])
         if usage is not None:
             reported = calculate_context_tokens(usage)
-            trailing = sum(estimate_tokens(m) for m in messages[index + 1:])
+            trailing = sum(estimate_tokens(m) for m in messages[index + 1 :])
             return ContextEstimate(reported + trailing, reported, trailing, index)
     trailing = sum(estimate_tokens(m) for m in messages)
     return ContextEstimate(trailing, 0, trailing, None)
@@ -238,7 +251,7 @@ def estimate_context_tokens_from(messages: Sequence[Any], fresh_from: int) -> Co
 
 def _with_usage(messages: Sequence[Any], index: int, usage: Any) -> ContextEstimate:
     reported = calculate_context_tokens(usage)
-    trailing = sum(estimate_tokens(m) for m in messages[index + 1:])
+    trailing = sum(estimate_tokens(m) for m in messages[index + 1 :])
     return ContextEstimate(reported + trailing, reported, trailing, index)
 
 
@@ -280,8 +293,7 @@ class ContextTokenCounter:
         """The same figures as ``live_context_tokens(messages, kept)`` for the newest summary."""
         count = len(messages)
         known = len(self._sums) - 1
-        if known and (count < known or messages[0] is not self._first
-                      or messages[known - 1] is not self._last):
+        if known and (count < known or messages[0] is not self._first or messages[known - 1] is not self._last):
             self.reset()
             known = 0
         for index in range(known, count):
@@ -292,8 +304,7 @@ class ContextTokenCounter:
         if self._usage_index is None:
             return ContextEstimate(total, 0, total, None)
         trailing = total - self._sums[self._usage_index + 1]
-        return ContextEstimate(self._usage_tokens + trailing, self._usage_tokens, trailing,
-                               self._usage_index)
+        return ContextEstimate(self._usage_tokens + trailing, self._usage_tokens, trailing, self._usage_index)
 
     def _add(self, index: int, message: Any) -> None:
         self._sums.append(self._sums[-1] + estimate_tokens(message))
@@ -310,10 +321,11 @@ class ContextTokenCounter:
         usage = _valid_usage(message)
         if usage is None:
             return
-        if (self._summary_index is None
-                or (self._fresh_from is not None and index >= self._fresh_from)
-                or (self._cutoff is not None
-                    and (field_of(message, "timestamp", "timestamp", 0) or 0) > self._cutoff)):
+        if (
+            self._summary_index is None
+            or (self._fresh_from is not None and index >= self._fresh_from)
+            or (self._cutoff is not None and (field_of(message, "timestamp", "timestamp", 0) or 0) > self._cutoff)
+        ):
             self._usage_index = index
             self._usage_tokens = calculate_context_tokens(usage)
 

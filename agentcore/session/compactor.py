@@ -52,8 +52,7 @@ from .compaction import (
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 
-__all__ = ["Compactor", "CompactionStartEvent", "CompactionEndEvent", "ERR_OVERFLOW_GAVE_UP",
-           "ERR_COMPACT_BUSY"]
+__all__ = ["Compactor", "CompactionStartEvent", "CompactionEndEvent", "ERR_OVERFLOW_GAVE_UP", "ERR_COMPACT_BUSY"]
 
 ERR_OVERFLOW_GAVE_UP = (
     "Context overflow: the conversation still does not fit the model's context window after "
@@ -123,8 +122,7 @@ def output_cap(model: Any, max_tokens: Optional[int]) -> int:
     return min(model_max, DEFAULT_OUTPUT_CAP) if model_max > 0 else 0
 
 
-def is_recoverable_length(message: Any, model: Any, max_tokens: Optional[int],
-                          settings: CompactionSettings) -> bool:
+def is_recoverable_length(message: Any, model: Any, max_tokens: Optional[int], settings: CompactionSettings) -> bool:
     """A ``length`` stop of ``model`` caused by a full context, not by the output cap (spec §7.3,
     v4): the response used less output than :func:`output_cap` and its reported usage is over the
     compaction threshold. Unknown usage, cap or context window: False (it is a real truncation
@@ -153,9 +151,16 @@ class Compactor:
     ``summarize`` hook may supply summaries (default: ``agent.plugins`` when present).
     """
 
-    def __init__(self, agent: Any, settings: Any = None, *, model: Any = None,
-                 stream_fn: Optional[Callable[..., Any]] = None,
-                 emit: Optional[Callable[[Any], None]] = None, plugins: Any = None) -> None:
+    def __init__(
+        self,
+        agent: Any,
+        settings: Any = None,
+        *,
+        model: Any = None,
+        stream_fn: Optional[Callable[..., Any]] = None,
+        emit: Optional[Callable[[Any], None]] = None,
+        plugins: Any = None,
+    ) -> None:
         self.agent = agent
         if settings is False:
             settings = CompactionSettings(enabled=False)
@@ -226,8 +231,7 @@ class Compactor:
         for key, value in options.items():
             kwargs.setdefault(key, value)
         with self._lock:
-            outcome = navigate_tree(session, target_id, summarize, model=model, stream_fn=stream_fn,
-                                    **kwargs)
+            outcome = navigate_tree(session, target_id, summarize, model=model, stream_fn=stream_fn, **kwargs)
             self.agent.state.messages = session.build_context().messages
         return outcome
 
@@ -278,17 +282,16 @@ class Compactor:
     # loop. In a run, the transcript changes only through the agent's reducer: each compaction
     # emits a CompactionEndEvent whose ``messages`` the reducer makes the transcript.
 
-    def turn_hooks(self, config: Any, emit: Callable[[Any], None], signal: Any
-                   ) -> Tuple[Callable[..., Any], Callable[[Any], Any]]:
+    def turn_hooks(
+        self, config: Any, emit: Callable[[Any], None], signal: Any
+    ) -> Tuple[Callable[..., Any], Callable[[Any], Any]]:
         """``(transform_context, prepare_next_turn)`` for the loop config of one run, chained
         after the config's own: the transform shows compaction and branch summaries to the model
         as user messages (whatever the converter); the turn hook compacts after a turn when the
         context is over the threshold and hands the loop the compacted context."""
-        return (_summaries_as_user(config.transform_context),
-                self._turn_hook(config, emit, signal))
+        return (_summaries_as_user(config.transform_context), self._turn_hook(config, emit, signal))
 
-    def before_run(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any
-                   ) -> AgentContext:
+    def before_run(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any) -> AgentContext:
         """The context the run should start from: compacted first when the transcript plus
         ``prompts`` is over the threshold (before the run's first request)."""
         messages = list(context.messages) + list(prompts) if prompts else context.messages
@@ -300,8 +303,9 @@ class Compactor:
             return context
         return AgentContext(context.system_prompt, list(messages), context.tools)
 
-    def recover_overflow(self, messages: List[Any], context: AgentContext, config: Any, emit: Any,
-                         signal: Any) -> Optional[AgentContext]:
+    def recover_overflow(
+        self, messages: List[Any], context: AgentContext, config: Any, emit: Any, signal: Any
+    ) -> Optional[AgentContext]:
         """After a run: when its last message is a context overflow of the model (or a
         recoverable ``length`` stop), compact once without that message and return the context
         to continue from; None when there is nothing to recover (or compaction failed)."""
@@ -328,18 +332,20 @@ class Compactor:
             update = previous(ctx) if previous is not None else None
             if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
-            if (not self.settings.enabled or signal.aborted
-                    or getattr(ctx.message, "stop_reason", None) == "aborted"
-                    or self._recoverable_length(ctx.message, config)  # left to the recovery
-                    or not self.needs_compaction()):
+            if (
+                not self.settings.enabled
+                or signal.aborted
+                or getattr(ctx.message, "stop_reason", None) == "aborted"
+                or self._recoverable_length(ctx.message, config)  # left to the recovery
+                or not self.needs_compaction()
+            ):
                 return update
             try:
                 _, messages = self._compact("threshold", None, emit, signal)
             except CompactionError:
                 return update
             new_context = AgentContext(ctx.context.system_prompt, list(messages), ctx.context.tools)
-            return AgentLoopTurnUpdate(new_context, field_of(update, "model"),
-                                       field_of(update, "thinking_level"))
+            return AgentLoopTurnUpdate(new_context, field_of(update, "model"), field_of(update, "thinking_level"))
 
         return hook
 
@@ -347,8 +353,7 @@ class Compactor:
         return _is_overflow(message, config.model) or self._recoverable_length(message, config)
 
     def _recoverable_length(self, message: Any, config: Any) -> bool:
-        return is_recoverable_length(message, config.model, getattr(config, "max_tokens", None),
-                                     self.settings)
+        return is_recoverable_length(message, config.model, getattr(config, "max_tokens", None), self.settings)
 
     # ------------------------------------------------------------------ the compaction itself
 
@@ -377,8 +382,12 @@ class Compactor:
         session = getattr(self.agent, "session", None)
         if session is not None:
             path = session.get_branch()
-            if drop_last is not None and path and isinstance(path[-1], MessageEntry) \
-                    and _same_message(path[-1].message, drop_last):
+            if (
+                drop_last is not None
+                and path
+                and isinstance(path[-1], MessageEntry)
+                and _same_message(path[-1].message, drop_last)
+            ):
                 path = path[:-1]
             return path, session
         messages = list(self.agent.state.messages)
@@ -396,29 +405,43 @@ class Compactor:
             if role_of(message) == "compactionSummary":
                 ours = message is summary_message
                 entry: SessionEntry = CompactionEntry(
-                    entry_id, parent, stamp, message.summary, f"m{index + 1}", message.tokens_before,
-                    details if ours else None, True if ours and from_hook else None)
+                    entry_id,
+                    parent,
+                    stamp,
+                    message.summary,
+                    f"m{index + 1}",
+                    message.tokens_before,
+                    details if ours else None,
+                    True if ours and from_hook else None,
+                )
             else:
                 entry = MessageEntry(entry_id, parent, stamp, message)
             entries.append(entry)
             parent = entry_id
         return entries
 
-    def _compact(self, reason: str, instructions: Optional[str], emit: Any, signal: Any,
-                 drop_last: Any = None) -> Tuple[CompactionResult, List[Any]]:
+    def _compact(
+        self, reason: str, instructions: Optional[str], emit: Any, signal: Any, drop_last: Any = None
+    ) -> Tuple[CompactionResult, List[Any]]:
         emit = emit or (lambda event: None)
         with self._lock:
             path, session = self._path(drop_last)
             preparation = self._prepare(path, reason, emit)
             emit(CompactionStartEvent(reason, preparation.tokens_before))
             try:
-                result = run_before_compaction(self._plugins(), preparation, path, instructions,
-                                               reason, signal)
+                result = run_before_compaction(self._plugins(), preparation, path, instructions, reason, signal)
                 if result is None:
                     model, stream_fn, options = self._summary_model()
-                    result = compact(preparation, model, stream_fn, instructions, signal,
-                                     thinking_level=str(self.agent.state.thinking_level),
-                                     plugins=self._plugins(), **options)
+                    result = compact(
+                        preparation,
+                        model,
+                        stream_fn,
+                        instructions,
+                        signal,
+                        thinking_level=str(self.agent.state.thinking_level),
+                        plugins=self._plugins(),
+                        **options,
+                    )
                 messages = self._store(result, preparation, path, session)
             except CompactionError as exc:
                 emit(_end_event(reason, exc))
@@ -435,27 +458,36 @@ class Compactor:
         try:
             preparation = prepare_compaction(path, self.settings)
             if preparation is None:
-                code, text = (("already_compacted", "already compacted: nothing happened since the "
-                                                    "last compaction") if path else
-                              ("nothing_to_compact", "nothing to compact: the conversation is empty"))
+                code, text = (
+                    ("already_compacted", "already compacted: nothing happened since the last compaction")
+                    if path
+                    else ("nothing_to_compact", "nothing to compact: the conversation is empty")
+                )
                 raise CompactionError(code, text)
             if preparation.empty:
-                raise CompactionError("nothing_to_compact", "nothing to compact: the whole context "
-                                                            "fits in keep_recent_tokens")
+                raise CompactionError(
+                    "nothing_to_compact", "nothing to compact: the whole context fits in keep_recent_tokens"
+                )
         except CompactionError as exc:
             if reason == "overflow":
                 emit(CompactionEndEvent(reason, error_message=_failure(reason, exc)))
             raise
         return preparation
 
-    def _store(self, result: CompactionResult, preparation: CompactionPreparation,
-               path: List[SessionEntry], session: Any) -> List[Any]:
+    def _store(
+        self, result: CompactionResult, preparation: CompactionPreparation, path: List[SessionEntry], session: Any
+    ) -> List[Any]:
         if session is not None:
             if path and session.leaf_id != path[-1].id:
                 session.move_to(path[-1].id)  # leaves the overflow error on an abandoned branch
-            session.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before,
-                                      result.details, usage=result.usage,
-                                      from_hook=True if result.from_hook else None)
+            session.append_compaction(
+                result.summary,
+                result.first_kept_entry_id,
+                result.tokens_before,
+                result.details,
+                usage=result.usage,
+                from_hook=True if result.from_hook else None,
+            )
             return list(session.build_context().messages)
         summary = CompactionSummaryMessage(result.summary, result.tokens_before, now_ms())
         self._details = (summary, result.details, result.from_hook)
@@ -492,8 +524,11 @@ def _same_message(stored: Any, message: Any) -> bool:
     if stored is message:
         return True
     stop = getattr(message, "stop_reason", None)
-    return (stop in ("error", "length") and getattr(stored, "stop_reason", None) == stop
-            and getattr(stored, "timestamp", None) == getattr(message, "timestamp", None))
+    return (
+        stop in ("error", "length")
+        and getattr(stored, "stop_reason", None) == stop
+        and getattr(stored, "timestamp", None) == getattr(message, "timestamp", None)
+    )
 
 
 def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:
@@ -501,12 +536,12 @@ def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:
     not an error, except that a cancelled overflow recovery leaves the run failed."""
     aborted, cancelled = exc.code == "aborted", exc.code == "cancelled"
     quiet = aborted or (cancelled and reason != "overflow")
-    return CompactionEndEvent(reason, aborted=aborted, cancelled=cancelled,
-                              error_message=None if quiet else _failure(reason, exc))
+    return CompactionEndEvent(
+        reason, aborted=aborted, cancelled=cancelled, error_message=None if quiet else _failure(reason, exc)
+    )
 
 
 def _failure(reason: str, exc: CompactionError) -> str:
     if reason == "overflow":
         return f"Context overflow recovery failed: {exc}"
     return str(exc)
-

@@ -44,8 +44,15 @@ from .entries import (
 if TYPE_CHECKING:  # pragma: no cover
     from .storage import SessionStorage
 
-__all__ = ["ModelRef", "SessionContext", "SessionStats", "UsageTotals", "usage_of_entry", "build_context",
-           "get_session_stats"]
+__all__ = [
+    "ModelRef",
+    "SessionContext",
+    "SessionStats",
+    "UsageTotals",
+    "usage_of_entry",
+    "build_context",
+    "get_session_stats",
+]
 
 EntryTransform = Callable[[List[SessionEntry]], List[SessionEntry]]
 Projector = Callable[[SessionEntry, int, List[SessionEntry]], Any]
@@ -107,8 +114,13 @@ class UsageTotals:
         if not isinstance(usage, Mapping):
             return
         cost = usage.get("cost")
-        numbers: Tuple[Any, ...] = (usage.get("input"), usage.get("output"), usage.get("cacheRead"), usage.get("cacheWrite"),
-                   cost.get("total") if isinstance(cost, Mapping) else None)
+        numbers: Tuple[Any, ...] = (
+            usage.get("input"),
+            usage.get("output"),
+            usage.get("cacheRead"),
+            usage.get("cacheWrite"),
+            cost.get("total") if isinstance(cost, Mapping) else None,
+        )
         if not all(_is_number(n) for n in numbers):
             return
         inp, out, read, write, total_cost = numbers
@@ -142,8 +154,7 @@ def get_session_stats(storage: SessionStorage) -> SessionStats:
 _UNSET: Any = object()
 
 
-def _resolve_state(storage: SessionStorage, path: Sequence[str]) -> Tuple[str, Optional[ModelRef],
-                                                                               Optional[List[str]]]:
+def _resolve_state(storage: SessionStorage, path: Sequence[str]) -> Tuple[str, Optional[ModelRef], Optional[List[str]]]:
     # a kind of state no entry of the session sets stays at its default: stop looking for it
     thinking: Any = _UNSET if storage.count_of("thinking_level_change") else "off"
     model: Any = _UNSET
@@ -168,8 +179,11 @@ def _resolve_state(storage: SessionStorage, path: Sequence[str]) -> Tuple[str, O
             tools = list(entry.active_tool_names)
         if thinking is not _UNSET and model is not _UNSET and tools is not _UNSET:
             break
-    return ("off" if thinking is _UNSET else thinking, None if model is _UNSET else model,
-            None if tools is _UNSET else tools)
+    return (
+        "off" if thinking is _UNSET else thinking,
+        None if model is _UNSET else model,
+        None if tools is _UNSET else tools,
+    )
 
 
 def _context_ids(storage: SessionStorage, path: List[str]) -> Tuple[List[str], Optional[str]]:
@@ -187,14 +201,15 @@ def _context_ids(storage: SessionStorage, path: List[str]) -> Tuple[List[str], O
     first = compaction.first_kept_entry_id
     if compaction.retained_tail is None and first:
         try:
-            kept = path[path.index(first, 0, ci):ci]
+            kept = path[path.index(first, 0, ci) : ci]
         except ValueError:  # not on this path: keep nothing (graceful fallback)
             kept = []
-    return [path[ci]] + kept + path[ci + 1:], compaction.id
+    return [path[ci]] + kept + path[ci + 1 :], compaction.id
 
 
-def _project(entries: List[SessionEntry], compaction_id: Optional[str],
-             projectors: Mapping[str, Projector]) -> List[Any]:
+def _project(
+    entries: List[SessionEntry], compaction_id: Optional[str], projectors: Mapping[str, Projector]
+) -> List[Any]:
     out: List[Any] = []
     for index, entry in enumerate(entries):
         if isinstance(entry, MessageEntry):
@@ -203,8 +218,13 @@ def _project(entries: List[SessionEntry], compaction_id: Optional[str],
                 continue
             out.append(message)
         elif isinstance(entry, CustomMessageEntry):
-            data = {"role": "custom", "customType": entry.custom_type, "content": entry.content,
-                    "display": entry.display, "timestamp": entry.timestamp_ms}
+            data = {
+                "role": "custom",
+                "customType": entry.custom_type,
+                "content": entry.content,
+                "display": entry.display,
+                "timestamp": entry.timestamp_ms,
+            }
             if entry.details is not None:
                 data["details"] = entry.details
             out.append(CustomMessage.from_dict(data))
@@ -272,9 +292,13 @@ def repair_tool_results(messages: List[Any]) -> List[Any]:
     return repaired
 
 
-def build_context(storage: SessionStorage, leaf_id: Any = _UNSET, *,
-                  entry_transforms: Iterable[EntryTransform] = (),
-                  projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
+def build_context(
+    storage: SessionStorage,
+    leaf_id: Any = _UNSET,
+    *,
+    entry_transforms: Iterable[EntryTransform] = (),
+    projectors: Optional[Mapping[str, Projector]] = None,
+) -> SessionContext:
     """The context at ``leaf_id`` (default: the storage's current leaf; None: empty).
 
     Raises ``not_found`` for an unknown leaf and ``invalid_session`` for a broken parent chain.

@@ -26,11 +26,31 @@ from ..types import message_from_dict, message_to_dict
 from .errors import SessionError
 
 __all__ = [
-    "SessionHeader", "SessionEntry", "MessageEntry", "ThinkingLevelChangeEntry", "ModelChangeEntry",
-    "ActiveToolsChangeEntry", "CompactionEntry", "BranchSummaryEntry", "CustomEntry",
-    "CustomMessageEntry", "LabelEntry", "SessionInfoEntry", "LeafEntry", "UnknownEntry",
-    "ENTRY_TYPES", "check_envelope", "entry_from_dict", "header_from_dict", "encode_line", "iso_from_ms", "ms_from_iso",
-    "new_entry_id", "new_session_id", "js_number", "CURRENT_VERSION",
+    "SessionHeader",
+    "SessionEntry",
+    "MessageEntry",
+    "ThinkingLevelChangeEntry",
+    "ModelChangeEntry",
+    "ActiveToolsChangeEntry",
+    "CompactionEntry",
+    "BranchSummaryEntry",
+    "CustomEntry",
+    "CustomMessageEntry",
+    "LabelEntry",
+    "SessionInfoEntry",
+    "LeafEntry",
+    "UnknownEntry",
+    "ENTRY_TYPES",
+    "check_envelope",
+    "entry_from_dict",
+    "header_from_dict",
+    "encode_line",
+    "iso_from_ms",
+    "ms_from_iso",
+    "new_entry_id",
+    "new_session_id",
+    "js_number",
+    "CURRENT_VERSION",
 ]
 
 CURRENT_VERSION = 3
@@ -114,7 +134,7 @@ def js_number(value: float) -> str:
         if exponent < 0:
             return sign + "0." + "0" * (-exponent - 1) + digits
         digits = digits.ljust(exponent + 1, "0")
-        head, tail = digits[:exponent + 1], digits[exponent + 1:]
+        head, tail = digits[: exponent + 1], digits[exponent + 1 :]
         return sign + head + ("." + tail if tail else "")
     return f"{mantissa}e{'+' if exponent > 0 else '-'}{abs(exponent)}"
 
@@ -263,8 +283,12 @@ class SessionEntry:
 
     def to_dict(self) -> Dict[str, Any]:
         """The reference JSON object: type, id, parentId, timestamp, payload, then unknown keys."""
-        out: Dict[str, Any] = {"type": self.type, "id": self.id, "parentId": self.parent_id,
-                               "timestamp": self.timestamp}
+        out: Dict[str, Any] = {
+            "type": self.type,
+            "id": self.id,
+            "parentId": self.parent_id,
+            "timestamp": self.timestamp,
+        }
         for attr, key, kind in self._payload:
             value = getattr(self, attr)
             if value is None and kind == "opt":
@@ -322,8 +346,9 @@ class MessageEntry(SessionEntry):
         # one of these per message); anything else goes through the generic reader.
         if cls is MessageEntry and type(d) is dict and d.keys() == _MESSAGE_ENTRY_KEYS:
             message = d["message"]
-            return MessageEntry(d["id"], d["parentId"], d["timestamp"],
-                                message_from_dict(message) if message is not None else None, {})
+            return MessageEntry(
+                d["id"], d["parentId"], d["timestamp"], message_from_dict(message) if message is not None else None, {}
+            )
         return super().from_dict(d)
 
 
@@ -378,8 +403,9 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
-    _payload = _fields("summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?",
-                       "retained_tail?")
+    _payload = _fields(
+        "summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?", "retained_tail?"
+    )
     _decoders = {"retained_tail": _messages_from}
     _encoders = {"retained_tail": _messages_to}
 
@@ -474,15 +500,26 @@ class UnknownEntry(SessionEntry):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> UnknownEntry:
-        return cls(id=d["id"], parent_id=d.get("parentId"), timestamp=d["timestamp"], data=dict(d),
-                   entry_type=str(d["type"]))
+        return cls(
+            id=d["id"], parent_id=d.get("parentId"), timestamp=d["timestamp"], data=dict(d), entry_type=str(d["type"])
+        )
 
 
 ENTRY_TYPES: Dict[str, Type[SessionEntry]] = {
     c.type: c
-    for c in (MessageEntry, ThinkingLevelChangeEntry, ModelChangeEntry, ActiveToolsChangeEntry,
-              CompactionEntry, BranchSummaryEntry, CustomEntry, CustomMessageEntry, LabelEntry,
-              SessionInfoEntry, LeafEntry)
+    for c in (
+        MessageEntry,
+        ThinkingLevelChangeEntry,
+        ModelChangeEntry,
+        ActiveToolsChangeEntry,
+        CompactionEntry,
+        BranchSummaryEntry,
+        CustomEntry,
+        CustomMessageEntry,
+        LabelEntry,
+        SessionInfoEntry,
+        LeafEntry,
+    )
 }
 
 
@@ -490,8 +527,16 @@ def check_envelope(d: Any) -> Optional[str]:
     """Why ``d`` is not a valid entry envelope (spec §3.5 strict rules), or None when it is."""
     if type(d) is dict:  # the common case in a few lookups; anything doubtful gets the full checks
         etype, entry_id, parent, stamp = d.get("type"), d.get("id"), d.get("parentId"), d.get("timestamp")
-        if (type(etype) is str and type(entry_id) is str and type(stamp) is str and entry_id and stamp
-                and (parent is None or type(parent) is str) and etype != "session" and etype != "leaf"):
+        if (
+            type(etype) is str
+            and type(entry_id) is str
+            and type(stamp) is str
+            and entry_id
+            and stamp
+            and (parent is None or type(parent) is str)
+            and etype != "session"
+            and etype != "leaf"
+        ):
             return None
     if not isinstance(d, dict):
         return "an entry must be a JSON object"
@@ -543,8 +588,13 @@ class SessionHeader:
         return _ms_or_zero(self.timestamp)
 
     def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {"type": "session", "version": self.version, "id": self.id,
-                               "timestamp": self.timestamp, "cwd": self.cwd}
+        out: Dict[str, Any] = {
+            "type": "session",
+            "version": self.version,
+            "id": self.id,
+            "timestamp": self.timestamp,
+            "cwd": self.cwd,
+        }
         if self.parent_session is not None:
             out["parentSession"] = self.parent_session
         if self.metadata is not None:
@@ -563,8 +613,10 @@ def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) 
         raise ValueError('line 1 must be a session header ({"type":"session",...})')
     version = d.get("version", 1)
     if version not in versions or isinstance(version, bool):
-        raise ValueError(f"unsupported session format version {version!r} (this library reads "
-                         f"versions {', '.join(map(str, versions))})")
+        raise ValueError(
+            f"unsupported session format version {version!r} (this library reads "
+            f"versions {', '.join(map(str, versions))})"
+        )
     if not isinstance(d.get("id"), str) or not d["id"]:
         raise ValueError("the session header needs a non-empty string 'id'")
     if not isinstance(d.get("timestamp"), str) or not d["timestamp"]:
@@ -576,6 +628,12 @@ def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) 
     if "metadata" in d and not isinstance(d["metadata"], dict):
         raise ValueError("'metadata' in the header must be an object")
     known = {"type", "version", "id", "timestamp", "cwd", "parentSession", "metadata"}
-    return SessionHeader(id=d["id"], timestamp=d["timestamp"], cwd=d["cwd"], version=version,
-                         parent_session=d.get("parentSession"), metadata=d.get("metadata"),
-                         extra={k: v for k, v in d.items() if k not in known})
+    return SessionHeader(
+        id=d["id"],
+        timestamp=d["timestamp"],
+        cwd=d["cwd"],
+        version=version,
+        parent_session=d.get("parentSession"),
+        metadata=d.get("metadata"),
+        extra={k: v for k, v in d.items() if k not in known},
+    )

@@ -15,8 +15,7 @@ __all__ = ["SessionError", "SessionLockedError"]
 class SessionError(Exception):
     """A session operation failed. ``code`` says why; ``path``/``line`` locate file problems."""
 
-    def __init__(self, code: str, message: str, *, path: Optional[str] = None,
-                 line: Optional[int] = None) -> None:
+    def __init__(self, code: str, message: str, *, path: Optional[str] = None, line: Optional[int] = None) -> None:
         super().__init__(message)
         self.code = code
         self.path = path

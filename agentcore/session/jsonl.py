@@ -86,7 +86,9 @@ def _lock(fd: int, path: str) -> None:
     except OSError:
         raise SessionLockedError(
             f"{path} is already open for writing (by another process, or another Session in this one); "
-            "close it there first, or open it with read_only=True to read it", path=path) from None
+            "close it there first, or open it with read_only=True to read it",
+            path=path,
+        ) from None
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -149,8 +151,7 @@ class JsonlSessionStorage(SessionStorage):
 
     path: str  # always a file here (the base class allows None: storage without a file)
 
-    def __init__(self, path: Any, *, read_only: bool = False, fsync: str = "never",
-                 verify: bool = False) -> None:
+    def __init__(self, path: Any, *, read_only: bool = False, fsync: str = "never", verify: bool = False) -> None:
         super().__init__()
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, got {fsync!r}")
@@ -171,10 +172,18 @@ class JsonlSessionStorage(SessionStorage):
     # ------------------------------------------------------------------ creation
 
     @classmethod
-    def create(cls, path: Any, *, cwd: Optional[str] = None, session_id: Optional[str] = None,
-               fsync: str = "never", parent_session: Optional[str] = None,
-               metadata: Optional[Dict[str, Any]] = None, timestamp: Optional[str] = None,
-               lines: Iterable[bytes] = ()) -> JsonlSessionStorage:
+    def create(
+        cls,
+        path: Any,
+        *,
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+        fsync: str = "never",
+        parent_session: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+        timestamp: Optional[str] = None,
+        lines: Iterable[bytes] = (),
+    ) -> JsonlSessionStorage:
         """Write a new session file (header, then optional raw entry ``lines``) atomically and open it.
 
         An existing file at ``path`` is ``already_exists``; nothing is overwritten.
@@ -182,10 +191,13 @@ class JsonlSessionStorage(SessionStorage):
         import time
 
         path = os.path.abspath(os.fspath(path))
-        header = SessionHeader(id=session_id or new_session_id(),
-                               timestamp=timestamp or iso_from_ms(int(time.time() * 1000)),
-                               cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                               parent_session=parent_session, metadata=metadata)
+        header = SessionHeader(
+            id=session_id or new_session_id(),
+            timestamp=timestamp or iso_from_ms(int(time.time() * 1000)),
+            cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+            parent_session=parent_session,
+            metadata=metadata,
+        )
         body = [encode_line(header.to_dict())]
         body.extend(line if line.endswith(b"\n") else line + b"\n" for line in lines)
         publish_new(path, b"".join(body))
@@ -202,17 +214,21 @@ class JsonlSessionStorage(SessionStorage):
             except FileNotFoundError:
                 raise SessionError("not_found", f"{self.path}: no such session file", path=self.path) from None
             except OSError as exc:
-                raise SessionError("storage", f"{self.path}: cannot read: {exc.strerror}",
-                                   path=self.path) from exc
+                raise SessionError("storage", f"{self.path}: cannot read: {exc.strerror}", path=self.path) from exc
         else:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _O_CLOEXEC | _O_BINARY)
             except FileNotFoundError:
-                raise SessionError("not_found", f"{self.path}: no such session file; create it with "
-                                   "Session.create()", path=self.path) from None
+                raise SessionError(
+                    "not_found", f"{self.path}: no such session file; create it with Session.create()", path=self.path
+                ) from None
             except OSError as exc:
-                raise SessionError("storage", f"{self.path}: cannot open for writing ({exc.strerror}); "
-                                   "check permissions or open with read_only=True", path=self.path) from exc
+                raise SessionError(
+                    "storage",
+                    f"{self.path}: cannot open for writing ({exc.strerror}); "
+                    "check permissions or open with read_only=True",
+                    path=self.path,
+                ) from exc
             _lock(self._fd, self.path)
             data = _read_all(self._fd)
         with process_state.gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
@@ -226,8 +242,9 @@ class JsonlSessionStorage(SessionStorage):
         lines = data.split(b"\n")
         first = next((i for i, line in enumerate(lines) if line.strip()), None)
         if first is None:
-            raise self._fail("invalid_session", None, "empty file, not a session (no header line); "
-                             "delete it or create a new session")
+            raise self._fail(
+                "invalid_session", None, "empty file, not a session (no header line); delete it or create a new session"
+            )
         try:
             header_data = json.loads(lines[first])
             header = header_from_dict(header_data, versions=(1, 2, 3))
@@ -241,18 +258,27 @@ class JsonlSessionStorage(SessionStorage):
             except ValueError:
                 torn = True  # a crash cut the final append short; everything before it is intact
             else:
-                problem = check_envelope(tail) if header.version >= CURRENT_VERSION else (
-                    None if isinstance(tail, dict) and isinstance(tail.get("type"), str)
-                    else "an entry must be an object with a string 'type'")
+                problem = (
+                    check_envelope(tail)
+                    if header.version >= CURRENT_VERSION
+                    else (
+                        None
+                        if isinstance(tail, dict) and isinstance(tail.get("type"), str)
+                        else "an entry must be an object with a string 'type'"
+                    )
+                )
                 if problem:
-                    raise self._fail("invalid_entry", last + 1, f"invalid entry: {problem}; the file is "
-                                     "left unchanged, repair or remove that line")
+                    raise self._fail(
+                        "invalid_entry",
+                        last + 1,
+                        f"invalid entry: {problem}; the file is left unchanged, repair or remove that line",
+                    )
         end = last if torn else last + 1
         if header.version < CURRENT_VERSION:
             self._load_migrating(header_data, lines, first, end)
         else:
             self.header = header
-            at = sum(len(line) + 1 for line in lines[:first + 1])
+            at = sum(len(line) + 1 for line in lines[: first + 1])
             self._index_lines(lines, first + 1, end, at)  # entries are read back from the file when needed
             self._finish_load()
             if verify:
@@ -271,9 +297,14 @@ class JsonlSessionStorage(SessionStorage):
             if torn:
                 keep = sum(len(line) + 1 for line in lines[:last])
                 os.ftruncate(self._fd, keep)
-                _log.warning("%s: the last line was torn (an interrupted write) and was removed: "
-                             "%d bytes of line %d dropped, the %d entries before it are intact",
-                             self.path, len(data) - keep, last + 1, len(self))
+                _log.warning(
+                    "%s: the last line was torn (an interrupted write) and was removed: "
+                    "%d bytes of line %d dropped, the %d entries before it are intact",
+                    self.path,
+                    len(data) - keep,
+                    last + 1,
+                    len(self),
+                )
             elif not data.endswith(b"\n"):
                 _write_all(self._fd, b"\n")
             else:
@@ -281,8 +312,9 @@ class JsonlSessionStorage(SessionStorage):
             if self.fsync != "never":
                 os.fsync(self._fd)
         except OSError as exc:
-            raise self._fail("storage", None, f"cannot repair the end of the file ({exc.strerror}); "
-                             "the file was not changed") from exc
+            raise self._fail(
+                "storage", None, f"cannot repair the end of the file ({exc.strerror}); the file was not changed"
+            ) from exc
 
     def _load_migrating(self, header_data: Dict[str, Any], lines: List[bytes], first: int, end: int) -> None:
         entries = []
@@ -293,11 +325,17 @@ class JsonlSessionStorage(SessionStorage):
             try:
                 entry = json.loads(lines[index])
             except ValueError as exc:
-                raise self._fail("invalid_entry", index + 1, f"not JSON ({exc}); the file is left "
-                                 "unchanged, repair or remove that line") from None
+                raise self._fail(
+                    "invalid_entry",
+                    index + 1,
+                    f"not JSON ({exc}); the file is left unchanged, repair or remove that line",
+                ) from None
             if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
-                raise self._fail("invalid_entry", index + 1, "an entry must be an object with a string "
-                                 "'type'; the file is left unchanged")
+                raise self._fail(
+                    "invalid_entry",
+                    index + 1,
+                    "an entry must be an object with a string 'type'; the file is left unchanged",
+                )
             entries.append(entry)
             numbers.append(index + 1)
         new_header, new_entries, _ = migrate(header_data, entries)
@@ -315,8 +353,7 @@ class JsonlSessionStorage(SessionStorage):
         temp = self.path + ".tmp"
         fd = -1
         try:
-            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | _O_CLOEXEC | _O_BINARY,
-                         0o644)
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | _O_CLOEXEC | _O_BINARY, 0o644)
             _lock(fd, temp)
             _write_all(fd, content)
             os.fsync(fd)
@@ -329,8 +366,11 @@ class JsonlSessionStorage(SessionStorage):
             except OSError:
                 pass
             if isinstance(exc, OSError):
-                raise self._fail("storage", None, f"cannot rewrite the file in version {CURRENT_VERSION} "
-                                 f"({exc.strerror}); the original is unchanged") from exc
+                raise self._fail(
+                    "storage",
+                    None,
+                    f"cannot rewrite the file in version {CURRENT_VERSION} ({exc.strerror}); the original is unchanged",
+                ) from exc
             raise
         fsync_directory(os.path.dirname(self.path))
         old, self._fd = self._fd, fd
@@ -351,8 +391,7 @@ class JsonlSessionStorage(SessionStorage):
                 os.ftruncate(self._fd, self._size)
             except OSError:
                 pass
-            raise self._fail("storage", None, f"append failed ({exc.strerror}); the entry was not "
-                             "recorded") from exc
+            raise self._fail("storage", None, f"append failed ({exc.strerror}); the entry was not recorded") from exc
         self._size += len(line)
         self._lines += 1
 
@@ -375,8 +414,9 @@ class JsonlSessionStorage(SessionStorage):
         try:
             return os.open(self.path, os.O_RDONLY | _O_CLOEXEC | _O_BINARY), True
         except OSError as exc:
-            raise self._fail("storage", None, f"the session is closed and its file cannot be read again "
-                             f"({exc.strerror}); reopen it") from exc
+            raise self._fail(
+                "storage", None, f"the session is closed and its file cannot be read again ({exc.strerror}); reopen it"
+            ) from exc
 
     def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
         return self._fetch_raws([node])[0]
@@ -420,11 +460,14 @@ class JsonlSessionStorage(SessionStorage):
         block = _read_span(fd, start, end - start)
         if len(block) != end - start:
             node = next(n for n in run if n.at + n.size > start + len(block))  # type: ignore[operator]
-            raise self._fail("invalid_session", node.line, f"entry {node.id} is no longer in the file "
-                             "(it was truncated or replaced); reopen the session")
+            raise self._fail(
+                "invalid_session",
+                node.line,
+                f"entry {node.id} is no longer in the file (it was truncated or replaced); reopen the session",
+            )
         for node, slot in zip(run, slots):
             offset = node.at - start  # type: ignore[operator]
-            out[slot] = block[offset:offset + node.size]
+            out[slot] = block[offset : offset + node.size]
 
     # ------------------------------------------------------------------ closing
 
@@ -470,15 +513,17 @@ def publish_new(path: str, content: bytes) -> None:
         try:
             os.link(temp, path)  # fails if path exists: never overwrite a session
         except FileExistsError:
-            raise SessionError("already_exists", f"{path} already exists; open it with Session.open() or "
-                               "choose another path", path=path) from None
+            raise SessionError(
+                "already_exists",
+                f"{path} already exists; open it with Session.open() or choose another path",
+                path=path,
+            ) from None
         except OSError:  # pragma: no cover - filesystems without hard links
             if os.path.exists(path):
                 raise SessionError("already_exists", f"{path} already exists", path=path) from None
             os.replace(temp, path)
     except OSError as exc:
-        raise SessionError("storage", f"{path}: cannot create the session file ({exc.strerror})",
-                           path=path) from exc
+        raise SessionError("storage", f"{path}: cannot create the session file ({exc.strerror})", path=path) from exc
     finally:
         try:
             os.unlink(temp)

@@ -23,15 +23,23 @@ class MemorySessionStorage(SessionStorage):
     ``SessionError("invalid_session")`` here, at construction.
     """
 
-    def __init__(self, header: Optional[SessionHeader] = None,
-                 entries: Iterable[Union[SessionEntry, Mapping[str, Any]]] = (), *,
-                 cwd: Optional[str] = None, session_id: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        header: Optional[SessionHeader] = None,
+        entries: Iterable[Union[SessionEntry, Mapping[str, Any]]] = (),
+        *,
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+    ) -> None:
         super().__init__()
         if header is None:
             import time
 
-            header = SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
-                                   cwd=cwd if cwd is not None else os.getcwd())
+            header = SessionHeader(
+                id=session_id or new_session_id(),
+                timestamp=iso_from_ms(int(time.time() * 1000)),
+                cwd=cwd if cwd is not None else os.getcwd(),
+            )
         self.header = header
         for item in entries:
             data = item.to_dict() if isinstance(item, SessionEntry) else dict(item)

@@ -25,8 +25,7 @@ def canonical_order(entry: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _v1_to_v2(entries: List[Dict[str, Any]], new_id: Callable[[Callable[[str], bool]], str]
-              ) -> List[Dict[str, Any]]:
+def _v1_to_v2(entries: List[Dict[str, Any]], new_id: Callable[[Callable[[str], bool]], str]) -> List[Dict[str, Any]]:
     used: Set[str] = set()
     ids: List[str] = []
     for _ in entries:
@@ -57,9 +56,11 @@ def _v2_to_v3(entries: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
-def migrate(header: Dict[str, Any], entries: List[Dict[str, Any]],
-            new_id: Optional[Callable[[Callable[[str], bool]], str]] = None
-            ) -> Tuple[Dict[str, Any], List[Dict[str, Any]], bool]:
+def migrate(
+    header: Dict[str, Any],
+    entries: List[Dict[str, Any]],
+    new_id: Optional[Callable[[Callable[[str], bool]], str]] = None,
+) -> Tuple[Dict[str, Any], List[Dict[str, Any]], bool]:
     """``(header, entries, changed)`` upgraded to version 3. Inputs are not mutated."""
     version = header.get("version", 1)
     if version >= CURRENT_VERSION:

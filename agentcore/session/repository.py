@@ -64,12 +64,19 @@ def _info(path: str) -> Optional[SessionInfo]:
 
         end = data.find(b"\n", at + 1)
         try:
-            name = clean_name(json.loads(data[at + 1:end if end >= 0 else None]).get("name"))
+            name = clean_name(json.loads(data[at + 1 : end if end >= 0 else None]).get("name"))
         except ValueError:
             name = None
-    return SessionInfo(id=header["id"], path=path, cwd=header["cwd"], created=header["timestamp"], name=name,
-                       message_count=data.count(_MESSAGE_LINE), parent_session=header.get("parentSession"),
-                       modified=modified)
+    return SessionInfo(
+        id=header["id"],
+        path=path,
+        cwd=header["cwd"],
+        created=header["timestamp"],
+        name=name,
+        message_count=data.count(_MESSAGE_LINE),
+        parent_session=header.get("parentSession"),
+        modified=modified,
+    )
 
 
 class SessionRepository:
@@ -87,13 +94,18 @@ class SessionRepository:
 
     def _find(self, session_id: str, cwd: Optional[str] = None) -> List[str]:
         base = glob.escape(self.session_dir(cwd)) if cwd else os.path.join(glob.escape(self.directory), "*")
-        pattern = os.path.join(base,
-                               f"*_{glob.escape(session_id)}.jsonl")
+        pattern = os.path.join(base, f"*_{glob.escape(session_id)}.jsonl")
         return sorted(glob.glob(pattern))
 
-    def create(self, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
-               metadata: Optional[Dict[str, Any]] = None, parent_session: Optional[str] = None,
-               lines: Iterable[bytes] = ()) -> Session:
+    def create(
+        self,
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+        *,
+        metadata: Optional[Dict[str, Any]] = None,
+        parent_session: Optional[str] = None,
+        lines: Iterable[bytes] = (),
+    ) -> Session:
         """A new session for ``cwd`` (default: the current directory).
 
         ``session_id`` must match ``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`` (``invalid_payload``); an
@@ -101,8 +113,11 @@ class SessionRepository:
         """
         cwd = os.path.abspath(cwd if cwd is not None else os.getcwd())
         if session_id is not None and not _ID_PATTERN.match(session_id):
-            raise SessionError("invalid_payload", f"invalid session id {session_id!r}: use letters, digits, "
-                               "'.', '_' and '-', starting and ending with a letter or digit")
+            raise SessionError(
+                "invalid_payload",
+                f"invalid session id {session_id!r}: use letters, digits, "
+                "'.', '_' and '-', starting and ending with a letter or digit",
+            )
         session_id = session_id or new_session_id()
         claim = f"{cwd}\0{session_id}"
         with self._claims_lock:
@@ -114,9 +129,16 @@ class SessionRepository:
             directory = self.session_dir(cwd)
             os.makedirs(directory, exist_ok=True)
             path = os.path.join(directory, f"{re.sub(r'[:.]', '-', created)}_{session_id}.jsonl")
-            storage = JsonlSessionStorage.create(path, cwd=cwd, session_id=session_id, fsync=self.fsync,
-                                                 parent_session=parent_session, metadata=metadata,
-                                                 timestamp=created, lines=lines)
+            storage = JsonlSessionStorage.create(
+                path,
+                cwd=cwd,
+                session_id=session_id,
+                fsync=self.fsync,
+                parent_session=parent_session,
+                metadata=metadata,
+                timestamp=created,
+                lines=lines,
+            )
             return Session(storage)
         finally:
             with self._claims_lock:
@@ -150,12 +172,16 @@ class SessionRepository:
         """Open a session by id, path or listing entry."""
         path = self.path_of(session)
         opened = Session.open(path, read_only=read_only, fsync=self.fsync)
-        expected = session.id if isinstance(session, SessionInfo) else (
-            None if os.sep in session or session.endswith(".jsonl") else session)
+        expected = (
+            session.id
+            if isinstance(session, SessionInfo)
+            else (None if os.sep in session or session.endswith(".jsonl") else session)
+        )
         if expected is not None and opened.id != expected:
             opened.close()
-            raise SessionError("invalid_entry", f"{path}: header id {opened.id!r} does not match {expected!r}",
-                               path=path)
+            raise SessionError(
+                "invalid_entry", f"{path}: header id {opened.id!r} does not match {expected!r}", path=path
+            )
         return opened
 
     def delete(self, session: Union[str, SessionInfo]) -> None:
@@ -174,8 +200,15 @@ class SessionRepository:
         finally:
             os.close(fd)
 
-    def fork(self, source: Union[Session, str, SessionInfo], entry_id: Optional[str] = None, *,
-             position: str = "before", cwd: Optional[str] = None, session_id: Optional[str] = None) -> Session:
+    def fork(
+        self,
+        source: Union[Session, str, SessionInfo],
+        entry_id: Optional[str] = None,
+        *,
+        position: str = "before",
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
         """A new session holding a copy of ``source`` (which is not changed).
 
         Without ``entry_id`` every entry is copied (all branches). With it, the root→entry path is
@@ -188,8 +221,7 @@ class SessionRepository:
         owned = src is not source
         try:
             lines = self._fork_lines(src, entry_id, position)
-            return self.create(cwd if cwd is not None else src.cwd, session_id,
-                               parent_session=src.path, lines=lines)
+            return self.create(cwd if cwd is not None else src.cwd, session_id, parent_session=src.path, lines=lines)
         finally:
             if owned:
                 src.close()
@@ -205,8 +237,10 @@ class SessionRepository:
             raise SessionError("invalid_fork_target", f"cannot fork at {entry_id!r}: no such entry")
         if position == "before":
             if storage.type_of(entry_id) != "message" or storage.role_of(entry_id) != "user":
-                raise SessionError("invalid_fork_target", f"cannot fork before {entry_id!r}: it is not a user "
-                                   "message (use position='at')")
+                raise SessionError(
+                    "invalid_fork_target",
+                    f"cannot fork before {entry_id!r}: it is not a user message (use position='at')",
+                )
             end = storage.parent_of(entry_id)
             path = [] if end is None else storage.path_to_root(end)[::-1]
         else:

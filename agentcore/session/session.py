@@ -67,8 +67,13 @@ class Session:
     Use as a context manager, or call :meth:`close`, to release the file lock.
     """
 
-    def __init__(self, storage: SessionStorage, *, clock: Optional[Callable[[], int]] = None,
-                 id_factory: Optional[Callable[[Callable[[str], bool]], str]] = None) -> None:
+    def __init__(
+        self,
+        storage: SessionStorage,
+        *,
+        clock: Optional[Callable[[], int]] = None,
+        id_factory: Optional[Callable[[Callable[[str], bool]], str]] = None,
+    ) -> None:
         self.storage = storage
         self._clock = clock or (lambda: int(time.time() * 1000))
         self._new_id = id_factory or new_entry_id
@@ -77,19 +82,29 @@ class Session:
     # ------------------------------------------------------------------ constructors
 
     @classmethod
-    def create(cls, path: StrPath, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
-               fsync: str = "never", parent_session: Optional[str] = None,
-               metadata: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Session:
+    def create(
+        cls,
+        path: StrPath,
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+        *,
+        fsync: str = "never",
+        parent_session: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+        **kwargs: Any,
+    ) -> Session:
         """A new JSONL session file at ``path`` (header written now). Existing file: ``already_exists``."""
         from .jsonl import JsonlSessionStorage
 
-        storage = JsonlSessionStorage.create(path, cwd=cwd, session_id=session_id, fsync=fsync,
-                                             parent_session=parent_session, metadata=metadata)
+        storage = JsonlSessionStorage.create(
+            path, cwd=cwd, session_id=session_id, fsync=fsync, parent_session=parent_session, metadata=metadata
+        )
         return cls(storage, **kwargs)
 
     @classmethod
-    def open(cls, path: StrPath, *, read_only: bool = False, fsync: str = "never", verify: bool = False,
-             **kwargs: Any) -> Session:
+    def open(
+        cls, path: StrPath, *, read_only: bool = False, fsync: str = "never", verify: bool = False, **kwargs: Any
+    ) -> Session:
         """Open a JSONL session file (migrating version 1/2 files, repairing a torn last line).
 
         A ``.db``/``.sqlite``/``.sqlite3`` path must be opened with ``SqliteSessionStorage`` instead.
@@ -99,8 +114,7 @@ class Session:
         return cls(JsonlSessionStorage(path, read_only=read_only, fsync=fsync, verify=verify), **kwargs)
 
     @classmethod
-    def in_memory(cls, cwd: Optional[str] = None, session_id: Optional[str] = None,
-                  **kwargs: Any) -> Session:
+    def in_memory(cls, cwd: Optional[str] = None, session_id: Optional[str] = None, **kwargs: Any) -> Session:
         """A session that lives in memory only."""
         from .memory import MemorySessionStorage
 
@@ -162,8 +176,7 @@ class Session:
         """Record a thinking-level change (``"off"`` … ``"xhigh"``)."""
         return self._append(lambda i, p, t: ThinkingLevelChangeEntry(i, p, t, str(level)))
 
-    def append_model_change(self, provider: str, model_id: str, *,
-                            extra: Optional[Dict[str, Any]] = None) -> str:
+    def append_model_change(self, provider: str, model_id: str, *, extra: Optional[Dict[str, Any]] = None) -> str:
         """Record a model change to ``provider``/``model_id``.
 
         ``extra``: more JSON fields stored on the entry (the reference keeps and ignores them);
@@ -177,10 +190,17 @@ class Session:
         copied = [str(n) for n in names]
         return self._append(lambda i, p, t: ActiveToolsChangeEntry(i, p, t, copied))
 
-    def append_compaction(self, summary: str, first_kept_entry_id: Optional[str], tokens_before: int,
-                          details: Any = None, *, from_hook: Optional[bool] = None,
-                          usage: Optional[Dict[str, Any]] = None,
-                          retained_tail: Optional[Sequence[Any]] = None) -> str:
+    def append_compaction(
+        self,
+        summary: str,
+        first_kept_entry_id: Optional[str],
+        tokens_before: int,
+        details: Any = None,
+        *,
+        from_hook: Optional[bool] = None,
+        usage: Optional[Dict[str, Any]] = None,
+        retained_tail: Optional[Sequence[Any]] = None,
+    ) -> str:
         """Record a compaction: the context starts with ``summary`` then ``first_kept_entry_id`` onward.
 
         ``first_kept_entry_id`` is not validated: an id off the path keeps no older entries.
@@ -189,29 +209,34 @@ class Session:
         from ..types import message_from_dict
 
         tail_messages = None if tail is None else [message_from_dict(m) for m in tail]
-        return self._append(lambda i, p, t: CompactionEntry(
-            i, p, t, summary, first_kept_entry_id, int(tokens_before), details, from_hook, usage,
-            tail_messages))
+        return self._append(
+            lambda i, p, t: CompactionEntry(
+                i, p, t, summary, first_kept_entry_id, int(tokens_before), details, from_hook, usage, tail_messages
+            )
+        )
 
-    def append_branch_summary(self, from_id: Optional[str], summary: str, details: Any = None, *,
-                              from_hook: Optional[bool] = None,
-                              usage: Optional[Dict[str, Any]] = None) -> str:
+    def append_branch_summary(
+        self,
+        from_id: Optional[str],
+        summary: str,
+        details: Any = None,
+        *,
+        from_hook: Optional[bool] = None,
+        usage: Optional[Dict[str, Any]] = None,
+    ) -> str:
         """Append a ``branch_summary`` under the current leaf (``from_id`` None is stored as ``"root"``)."""
         source = from_id if from_id is not None else "root"
-        return self._append(lambda i, p, t: BranchSummaryEntry(i, p, t, source, summary, details,
-                                                                from_hook, usage))
+        return self._append(lambda i, p, t: BranchSummaryEntry(i, p, t, source, summary, details, from_hook, usage))
 
     def append_custom(self, custom_type: str, data: Any = None) -> str:
         """Append application state (not sent to the model unless a projector maps it)."""
         return self._append(lambda i, p, t: CustomEntry(i, p, t, custom_type, data))
 
-    def append_custom_message(self, custom_type: str, content: Any, display: bool = True,
-                              details: Any = None) -> str:
+    def append_custom_message(self, custom_type: str, content: Any, display: bool = True, details: Any = None) -> str:
         """Append an application message that the model sees as a user message."""
         if not isinstance(content, str):
             content = [message_to_dict(b) if hasattr(b, "to_dict") else b for b in content]
-        return self._append(lambda i, p, t: CustomMessageEntry(i, p, t, custom_type, content,
-                                                               bool(display), details))
+        return self._append(lambda i, p, t: CustomMessageEntry(i, p, t, custom_type, content, bool(display), details))
 
     def append_label(self, target_id: str, label: Optional[str]) -> str:
         """Label an entry (trimmed; None or blank clears). Unknown target: ``not_found``, nothing written."""
@@ -232,8 +257,7 @@ class Session:
         """The entry the next append will hang under, the current position (None for a new root)."""
         return self.storage.leaf_id
 
-    def move_to(self, entry_id: Optional[str], summary: Union[None, str, Mapping[str, Any]] = None
-                ) -> Optional[str]:
+    def move_to(self, entry_id: Optional[str], summary: Union[None, str, Mapping[str, Any]] = None) -> Optional[str]:
         """Move the leaf to ``entry_id`` (None: before the first root) and persist the move.
 
         The move is a ``leaf`` entry whose ``parentId`` and ``targetId`` are both ``entry_id``, so
@@ -246,8 +270,7 @@ class Session:
         Unknown ``entry_id``: ``not_found`` and nothing is written.
         """
         with self._lock:
-            if entry_id is not None and (entry_id not in self.storage
-                                         or not self.storage.is_tree_node(entry_id)):
+            if entry_id is not None and (entry_id not in self.storage or not self.storage.is_tree_node(entry_id)):
                 raise SessionError("not_found", f"cannot move to {entry_id!r}: no such entry")
             if entry_id != self.storage.leaf_id:
                 # Parented at its target, not at the leaf we leave: a reader that does not know
@@ -258,9 +281,13 @@ class Session:
             if summary is None:
                 return None
             spec: Dict[str, Any] = {"summary": summary} if isinstance(summary, str) else dict(summary)
-            return self.append_branch_summary(entry_id, str(spec.get("summary", "")), spec.get("details"),
-                                              from_hook=spec.get("from_hook", spec.get("fromHook")),
-                                              usage=spec.get("usage"))
+            return self.append_branch_summary(
+                entry_id,
+                str(spec.get("summary", "")),
+                spec.get("details"),
+                from_hook=spec.get("from_hook", spec.get("fromHook")),
+                usage=spec.get("usage"),
+            )
 
     # ------------------------------------------------------------------ reads
 
@@ -354,14 +381,18 @@ class Session:
         """The session name (latest ``session_info``), or None."""
         return self.storage.name
 
-    def build_context(self, leaf_id: Any = _CURRENT, *, entry_transforms: Iterable[EntryTransform] = (),
-                      projectors: Optional[Mapping[str, Projector]] = None) -> SessionContext:
+    def build_context(
+        self,
+        leaf_id: Any = _CURRENT,
+        *,
+        entry_transforms: Iterable[EntryTransform] = (),
+        projectors: Optional[Mapping[str, Projector]] = None,
+    ) -> SessionContext:
         """Messages, model, thinking level and active tools to resume from."""
         with self._lock:
             if leaf_id is _CURRENT:
                 return build_context(self.storage, entry_transforms=entry_transforms, projectors=projectors)
-            return build_context(self.storage, leaf_id, entry_transforms=entry_transforms,
-                                 projectors=projectors)
+            return build_context(self.storage, leaf_id, entry_transforms=entry_transforms, projectors=projectors)
 
     def get_session_stats(self) -> SessionStats:
         """Message count, tokens and cost over the whole session (all branches)."""

@@ -99,8 +99,7 @@ def _pid_alive(pid: int) -> bool:
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
     try:
         if read_only:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -111,8 +110,11 @@ def _connect(path: str, read_only: bool) -> sqlite3.Connection:
             if row is None:
                 conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
             elif row[0] != SCHEMA_VERSION:
-                raise SessionError("storage", f"{path}: unsupported session schema version {row[0]} "
-                                   f"(this library uses {SCHEMA_VERSION})", path=path)
+                raise SessionError(
+                    "storage",
+                    f"{path}: unsupported session schema version {row[0]} (this library uses {SCHEMA_VERSION})",
+                    path=path,
+                )
         return conn
     except sqlite3.Error as exc:
         raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
@@ -122,18 +124,30 @@ class _CreatedMeanwhile(Exception):
     """Another opener created the first session of an empty database first."""
 
 
-def _new_header(cwd: Optional[str], session_id: Optional[str], parent_session: Optional[str],
-                metadata: Optional[Dict[str, Any]]) -> SessionHeader:
-    return SessionHeader(id=session_id or new_session_id(), timestamp=iso_from_ms(int(time.time() * 1000)),
-                         cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-                         parent_session=parent_session, metadata=metadata)
+def _new_header(
+    cwd: Optional[str], session_id: Optional[str], parent_session: Optional[str], metadata: Optional[Dict[str, Any]]
+) -> SessionHeader:
+    return SessionHeader(
+        id=session_id or new_session_id(),
+        timestamp=iso_from_ms(int(time.time() * 1000)),
+        cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+        parent_session=parent_session,
+        metadata=metadata,
+    )
 
 
 def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[Tuple[Any, ...]]) -> None:
     """Insert a session row and its entry rows (inside the caller's transaction)."""
-    conn.execute("INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
-                 (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd,
-                  header.timestamp, header.parent_session))
+    conn.execute(
+        "INSERT INTO sessions(id, header, cwd, created, parent_session) VALUES (?,?,?,?,?)",
+        (
+            header.id,
+            encode_line(header.to_dict())[:-1].decode("utf-8"),
+            header.cwd,
+            header.timestamp,
+            header.parent_session,
+        ),
+    )
     conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
 
 
@@ -148,8 +162,9 @@ class SqliteSessionStorage(SessionStorage):
     it with :meth:`create`), so a mistyped id never starts a new session.
     """
 
-    def __init__(self, db_path: Any, session_id: Optional[str] = None, *, read_only: bool = False,
-                 fsync: str = "never") -> None:
+    def __init__(
+        self, db_path: Any, session_id: Optional[str] = None, *, read_only: bool = False, fsync: str = "never"
+    ) -> None:
         super().__init__()
         if fsync not in ("never", "always", "close"):
             raise ValueError(f"fsync must be one of never, always, close, got {fsync!r}")
@@ -170,21 +185,28 @@ class SqliteSessionStorage(SessionStorage):
                 self._load()
         except sqlite3.Error as exc:  # e.g. a read-only open of a database that is not a session store
             self.close()
-            raise SessionError("storage", f"{self.path}: cannot read the session database ({exc})",
-                               path=self.path) from exc
+            raise SessionError(
+                "storage", f"{self.path}: cannot read the session database ({exc})", path=self.path
+            ) from exc
         except BaseException:
             self.close()
             raise
-        _log.debug("opened session %s in %s entries=%d read_only=%s", self.session_id, self.path,
-                   len(self), read_only)
+        _log.debug("opened session %s in %s entries=%d read_only=%s", self.session_id, self.path, len(self), read_only)
 
     # ------------------------------------------------------------------ creation and listing
 
     @classmethod
-    def create(cls, db_path: Any, cwd: Optional[str] = None, session_id: Optional[str] = None, *,
-               fsync: str = "never", parent_session: Optional[str] = None,
-               metadata: Optional[Dict[str, Any]] = None, lines: Iterable[bytes] = ()
-               ) -> SqliteSessionStorage:
+    def create(
+        cls,
+        db_path: Any,
+        cwd: Optional[str] = None,
+        session_id: Optional[str] = None,
+        *,
+        fsync: str = "never",
+        parent_session: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+        lines: Iterable[bytes] = (),
+    ) -> SqliteSessionStorage:
         """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
         path = os.path.abspath(os.fspath(db_path))
         header = _new_header(cwd, session_id, parent_session, metadata)
@@ -194,14 +216,25 @@ class SqliteSessionStorage(SessionStorage):
             for seq, line in enumerate(lines, 1):
                 text = line.rstrip(b"\n").decode("utf-8")
                 entry = entry_from_dict(json.loads(text))
-                rows.append((header.id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp,
-                             getattr(getattr(entry, "message", None), "role", None), text))
+                rows.append(
+                    (
+                        header.id,
+                        seq,
+                        entry.id,
+                        entry.parent_id,
+                        entry.type,
+                        entry.timestamp,
+                        getattr(getattr(entry, "message", None), "role", None),
+                        text,
+                    )
+                )
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
                 _insert_session(conn, header, rows)
         except sqlite3.IntegrityError:
-            raise SessionError("already_exists", f"{path}: a session with id {header.id!r} already exists",
-                               path=path) from None
+            raise SessionError(
+                "already_exists", f"{path}: a session with id {header.id!r} already exists", path=path
+            ) from None
         except sqlite3.Error as exc:
             raise SessionError("storage", f"{path}: cannot create the session ({exc})", path=path) from exc
         finally:
@@ -220,7 +253,8 @@ class SqliteSessionStorage(SessionStorage):
             rows = conn.execute(
                 "SELECT s.id, s.cwd, s.created, s.parent_session, "
                 "(SELECT count(*) FROM entries e WHERE e.session_id = s.id AND e.type = 'message') "
-                "FROM sessions s ORDER BY s.created DESC").fetchall()
+                "FROM sessions s ORDER BY s.created DESC"
+            ).fetchall()
         except sqlite3.Error as exc:
             raise SessionError("storage", f"{path}: cannot list sessions ({exc})", path=path) from exc
         finally:
@@ -260,12 +294,17 @@ class SqliteSessionStorage(SessionStorage):
             return ids[0]
         if ids:
             more = ", ..." if len(ids) > shown else ""
-            raise SessionError("not_found", f"{self.path} holds several sessions ({', '.join(ids[:shown])}{more}); "
-                               "choose one with SqliteSessionStorage(path, session_id=ID) (all of them: "
-                               "SqliteSessionStorage.list_sessions(path))", path=self.path)
+            raise SessionError(
+                "not_found",
+                f"{self.path} holds several sessions ({', '.join(ids[:shown])}{more}); "
+                "choose one with SqliteSessionStorage(path, session_id=ID) (all of them: "
+                "SqliteSessionStorage.list_sessions(path))",
+                path=self.path,
+            )
         if self.read_only:
-            raise SessionError("not_found", f"{self.path} holds no sessions (read_only=True creates none)",
-                               path=self.path)
+            raise SessionError(
+                "not_found", f"{self.path} holds no sessions (read_only=True creates none)", path=self.path
+            )
         header = _new_header(None, None, None, None)
         try:
             with conn:
@@ -286,41 +325,56 @@ class SqliteSessionStorage(SessionStorage):
         host = socket.gethostname()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            row = conn.execute("SELECT owner, pid, host FROM writer_leases WHERE session_id = ?",
-                               (self.session_id,)).fetchone()
+            row = conn.execute(
+                "SELECT owner, pid, host FROM writer_leases WHERE session_id = ?", (self.session_id,)
+            ).fetchone()
             if row is not None and row[0] != self._owner:
                 stale = row[2] == host and row[1] != os.getpid() and not _pid_alive(row[1])
                 if not stale:
-                    who = "another Session in this process" if row[1] == os.getpid() and row[2] == host \
+                    who = (
+                        "another Session in this process"
+                        if row[1] == os.getpid() and row[2] == host
                         else f"process {row[1]} on {row[2]}"
+                    )
                     raise SessionLockedError(
                         f"{self.path}: session {self.session_id} is open for writing by {who}; close it "
-                        "there first, or open with read_only=True", path=self.path)
-            conn.execute("INSERT OR REPLACE INTO writer_leases VALUES (?,?,?,?,?)",
-                         (self.session_id, self._owner, os.getpid(), host, int(time.time() * 1000)))
+                        "there first, or open with read_only=True",
+                        path=self.path,
+                    )
+            conn.execute(
+                "INSERT OR REPLACE INTO writer_leases VALUES (?,?,?,?,?)",
+                (self.session_id, self._owner, os.getpid(), host, int(time.time() * 1000)),
+            )
 
     def _load(self) -> None:
         assert self._conn is not None
         row = self._conn.execute("SELECT header FROM sessions WHERE id = ?", (self.session_id,)).fetchone()
         if row is None:
-            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r} (create it with "
-                               "SqliteSessionStorage.create(path, session_id=...); see list_sessions(path))",
-                               path=self.path)
+            raise SessionError(
+                "not_found",
+                f"{self.path}: no session {self.session_id!r} (create it with "
+                "SqliteSessionStorage.create(path, session_id=...); see list_sessions(path))",
+                path=self.path,
+            )
         try:
             self.header = header_from_dict(json.loads(row[0]))
         except ValueError as exc:
-            raise SessionError("invalid_session", f"{self.path}: session {self.session_id}: {exc}",
-                               path=self.path) from None
+            raise SessionError(
+                "invalid_session", f"{self.path}: session {self.session_id}: {exc}", path=self.path
+            ) from None
         cursor = self._conn.execute(
             f"SELECT seq, id, parent_id, type, timestamp, role, CASE WHEN type IN ({_EAGER_SQL}) THEN payload "
-            "END FROM entries WHERE session_id = ? ORDER BY seq", (self.session_id,))
+            "END FROM entries WHERE session_id = ? ORDER BY seq",
+            (self.session_id,),
+        )
         for seq, entry_id, parent, etype, ts, role, payload in cursor:
             if payload is not None:
                 entry = self._parse(payload, seq, entry_id)
                 self._add(self._node_for(entry, seq, None))
             else:
-                self._add(_Node(entry_id, parent, sys.intern(etype), sys.intern(role) if role else None, ts, seq,
-                                None, None))
+                self._add(
+                    _Node(entry_id, parent, sys.intern(etype), sys.intern(role) if role else None, ts, seq, None, None)
+                )
             self._seq = seq
         self._finish_load()
 
@@ -330,11 +384,11 @@ class SqliteSessionStorage(SessionStorage):
     def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
         if self._conn is None:
             raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
-        row = self._conn.execute("SELECT payload FROM entries WHERE session_id = ? AND id = ?",
-                                 (self.session_id, node.id)).fetchone()
+        row = self._conn.execute(
+            "SELECT payload FROM entries WHERE session_id = ? AND id = ?", (self.session_id, node.id)
+        ).fetchone()
         if row is None:
-            raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
-                               path=self.path)
+            raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path)
         return row[0]
 
     def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
@@ -350,22 +404,27 @@ class SqliteSessionStorage(SessionStorage):
         if high - low < 2 * len(seqs):  # type: ignore[operator]
             wanted = set(seqs)
             for seq, payload in self._conn.execute(
-                    "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                    (self.session_id, low, high)):
+                "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                (self.session_id, low, high),
+            ):
                 if seq in wanted:
                     payloads[seq] = payload
         else:
             for start in range(0, len(seqs), 500):
-                chunk = seqs[start:start + 500]
-                payloads.update(self._conn.execute(
-                    f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
-                    [self.session_id, *chunk]))
+                chunk = seqs[start : start + 500]
+                payloads.update(
+                    self._conn.execute(
+                        f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
+                        [self.session_id, *chunk],
+                    )
+                )
         out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
             if payload is None:
-                raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
-                                   path=self.path)
+                raise SessionError(
+                    "invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path
+                )
             out.append(payload)
         return out
 
@@ -381,14 +440,28 @@ class SqliteSessionStorage(SessionStorage):
             inserted = self._conn.execute(
                 "INSERT INTO entries SELECT ?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM writer_leases "
                 "WHERE session_id = ? AND owner = ?)",
-                (self.session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role,
-                 line[:-1].decode("utf-8"), self.session_id, self._owner))
+                (
+                    self.session_id,
+                    seq,
+                    entry.id,
+                    entry.parent_id,
+                    entry.type,
+                    entry.timestamp,
+                    role,
+                    line[:-1].decode("utf-8"),
+                    self.session_id,
+                    self._owner,
+                ),
+            )
         except sqlite3.Error as exc:
-            raise SessionError("storage", f"{self.path}: append failed ({exc}); the entry was not recorded",
-                               path=self.path) from exc
+            raise SessionError(
+                "storage", f"{self.path}: append failed ({exc}); the entry was not recorded", path=self.path
+            ) from exc
         if inserted.rowcount != 1:
-            raise SessionLockedError(f"{self.path}: this handle lost its writer lease for session "
-                                     f"{self.session_id}; reopen the session", path=self.path)
+            raise SessionLockedError(
+                f"{self.path}: this handle lost its writer lease for session {self.session_id}; reopen the session",
+                path=self.path,
+            )
         self._seq = seq
 
     def append(self, entry: SessionEntry) -> None:
@@ -400,7 +473,9 @@ class SqliteSessionStorage(SessionStorage):
             totals = UsageTotals()
             rows = self._conn.execute(
                 "SELECT payload FROM entries WHERE session_id = ? AND (type IN ('compaction','branch_summary') "
-                "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))", (self.session_id,))
+                "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                (self.session_id,),
+            )
             for (payload,) in rows:
                 totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
             self._usage = totals
@@ -415,8 +490,10 @@ class SqliteSessionStorage(SessionStorage):
             try:
                 if not self.read_only:
                     with conn:
-                        conn.execute("DELETE FROM writer_leases WHERE session_id = ? AND owner = ?",
-                                     (getattr(self, "session_id", None), self._owner))
+                        conn.execute(
+                            "DELETE FROM writer_leases WHERE session_id = ? AND owner = ?",
+                            (getattr(self, "session_id", None), self._owner),
+                        )
                     if self.fsync == "close":
                         conn.execute("PRAGMA wal_checkpoint(FULL)")
             except sqlite3.Error:  # pragma: no cover - best effort on shutdown

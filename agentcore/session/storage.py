@@ -48,14 +48,25 @@ from .errors import SessionError
 __all__ = ["SessionStorage", "EAGER_TYPES", "clean_label", "clean_name"]
 
 #: Entry types decoded at load time (small, and needed for the leaf, labels, name and context state).
-EAGER_TYPES = frozenset({"leaf", "label", "session_info", "compaction", "branch_summary", "model_change",
-                         "thinking_level_change", "active_tools_change"})
+EAGER_TYPES = frozenset(
+    {
+        "leaf",
+        "label",
+        "session_info",
+        "compaction",
+        "branch_summary",
+        "model_change",
+        "thinking_level_change",
+        "active_tools_change",
+    }
+)
 
 # The reference writes the envelope keys first, in this order; lines that match are indexed without a
 # JSON parse. Anything else is parsed in full.
 _ENVELOPE = re.compile(
     rb'\{"type":"([A-Za-z_]+)","id":"([^"\\]+)","parentId":(?:null|"([^"\\]*)"),'
-    rb'"timestamp":"([^"\\]+)"(?:,"message":\{"role":"([A-Za-z]+)")?')
+    rb'"timestamp":"([^"\\]+)"(?:,"message":\{"role":"([A-Za-z]+)")?'
+)
 
 _CACHE_SIZE = 4096
 _intern = sys.intern
@@ -120,9 +131,19 @@ class _Node:
 
     __slots__ = ("id", "parent", "type", "role", "ts", "line", "raw", "entry", "at", "size")
 
-    def __init__(self, id: str, parent: Optional[str], type: str, role: Optional[str], ts: str,
-                 line: Optional[int], raw: Optional[Union[bytes, str]], entry: Optional[SessionEntry],
-                 at: Optional[int] = None, size: int = 0):
+    def __init__(
+        self,
+        id: str,
+        parent: Optional[str],
+        type: str,
+        role: Optional[str],
+        ts: str,
+        line: Optional[int],
+        raw: Optional[Union[bytes, str]],
+        entry: Optional[SessionEntry],
+        at: Optional[int] = None,
+        size: int = 0,
+    ):
         self.id = id
         self.parent = parent
         self.type = type
@@ -201,9 +222,20 @@ class SessionStorage:
             etype, entry_id, parent, ts, role = match.groups()
             etype_text = _WORDS.get(etype) or _word(etype)
             if etype_text not in EAGER_TYPES:
-                self._add(_Node(entry_id.decode(), parent.decode() if parent is not None else None, etype_text,
-                                (_WORDS.get(role) or _word(role)) if role else None, ts.decode(), line,
-                                raw if at is None else None, None, at, len(raw)))
+                self._add(
+                    _Node(
+                        entry_id.decode(),
+                        parent.decode() if parent is not None else None,
+                        etype_text,
+                        (_WORDS.get(role) or _word(role)) if role else None,
+                        ts.decode(),
+                        line,
+                        raw if at is None else None,
+                        None,
+                        at,
+                        len(raw),
+                    )
+                )
                 return
         entry = self._parse(raw, line)
         lazy = entry.type not in EAGER_TYPES
@@ -232,14 +264,17 @@ class SessionStorage:
             if at is not None:
                 at += size
 
-    def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None
-               ) -> SessionEntry:
+    def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None) -> SessionEntry:
         try:
             return entry_from_dict(_parse_json(raw))
         except ValueError as exc:
             where = self._where(line, entry_id)
-            raise SessionError("invalid_entry", f"{where}: invalid entry: {exc}; the file is left "
-                               "unchanged, repair or remove that line", path=self.path, line=line) from None
+            raise SessionError(
+                "invalid_entry",
+                f"{where}: invalid entry: {exc}; the file is left unchanged, repair or remove that line",
+                path=self.path,
+                line=line,
+            ) from None
 
     @staticmethod
     def _node_for(entry: SessionEntry, line: Optional[int], raw: Any) -> _Node:
@@ -253,8 +288,12 @@ class SessionStorage:
         nodes = self._nodes
         entry_id = node.id
         if entry_id in nodes:
-            raise SessionError("invalid_entry", f"{self._where(node.line, entry_id)}: duplicate entry id "
-                               f"{entry_id!r}", path=self.path, line=node.line)
+            raise SessionError(
+                "invalid_entry",
+                f"{self._where(node.line, entry_id)}: duplicate entry id {entry_id!r}",
+                path=self.path,
+                line=node.line,
+            )
         parent = nodes.get(node.parent)  # type: ignore[arg-type]
         if parent is not None:
             node.parent = parent.id  # share one string per id
@@ -318,8 +357,11 @@ class SessionStorage:
 
     def _finish_load(self) -> None:
         if self._leaf is not None and self._leaf not in self._nodes:
-            raise SessionError("invalid_session", f"{self.path or 'session'}: the current leaf points at "
-                               f"missing entry {self._leaf!r}", path=self.path)
+            raise SessionError(
+                "invalid_session",
+                f"{self.path or 'session'}: the current leaf points at missing entry {self._leaf!r}",
+                path=self.path,
+            )
 
     # ------------------------------------------------------------------ writing
 
@@ -330,8 +372,11 @@ class SessionStorage:
         data and ``storage`` for write failures; in both cases nothing is recorded.
         """
         if self.read_only:
-            raise SessionError("storage", f"{self.path or 'session'} was opened read-only; open it "
-                               "without read_only=True to append", path=self.path)
+            raise SessionError(
+                "storage",
+                f"{self.path or 'session'} was opened read-only; open it without read_only=True to append",
+                path=self.path,
+            )
         if self._closed:
             raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
         if entry.id in self._nodes:
@@ -461,9 +506,15 @@ class SessionStorage:
                     d, end = _scan_once(text, 0)
                 except (StopIteration, ValueError):
                     d, end = None, 0
-                if (end == len(text) and type(d) is dict and d.keys() == _MESSAGE_ENTRY_KEYS
-                        and d["id"] == node.id and d["parentId"] == node.parent and d["timestamp"] == node.ts
-                        and d["type"] == "message"):
+                if (
+                    end == len(text)
+                    and type(d) is dict
+                    and d.keys() == _MESSAGE_ENTRY_KEYS
+                    and d["id"] == node.id
+                    and d["parentId"] == node.parent
+                    and d["timestamp"] == node.ts
+                    and d["type"] == "message"
+                ):
                     message = d["message"]
                     if type(message) is dict:
                         try:
@@ -477,8 +528,12 @@ class SessionStorage:
             raw = node.raw if node.raw is not None else self._fetch_raw(node)
         entry = self._parse(raw, node.line, node.id)
         if entry.id != node.id:
-            raise SessionError("invalid_entry", f"{self._where(node.line, node.id)}: entry id changed on "
-                               "disk", path=self.path, line=node.line)
+            raise SessionError(
+                "invalid_entry",
+                f"{self._where(node.line, node.id)}: entry id changed on disk",
+                path=self.path,
+                line=node.line,
+            )
         return entry
 
     def raw_line(self, entry_id: str) -> bytes:
@@ -536,12 +591,16 @@ class SessionStorage:
         while current is not None:
             node = nodes.get(current)
             if node is None:
-                raise SessionError("invalid_session", f"{self.path or 'session'}: entry {path[-1]!r} names "
-                                   f"missing parent {current!r}", path=self.path)
+                raise SessionError(
+                    "invalid_session",
+                    f"{self.path or 'session'}: entry {path[-1]!r} names missing parent {current!r}",
+                    path=self.path,
+                )
             path.append(current)
             if len(path) > limit:
-                raise SessionError("invalid_session", f"{self.path or 'session'}: parent cycle at entry "
-                                   f"{current!r}", path=self.path)
+                raise SessionError(
+                    "invalid_session", f"{self.path or 'session'}: parent cycle at entry {current!r}", path=self.path
+                )
             current = node.parent
         return path
 

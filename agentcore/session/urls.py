@@ -34,6 +34,7 @@ from .storage import SessionStorage
 
 __all__ = ["StorageScheme", "open_session", "open_storage", "redact_url", "query_params"]
 
+
 def redact_url(url: str) -> str:
     """``url`` with the password of its authority (``user:secret@host``) replaced by ``***``."""
     try:
@@ -52,13 +53,16 @@ def _scheme_of(url: str) -> str:
         raise TypeError(f"a session URL must be a str, got {type(url).__name__}")
     head, sep, _ = url.partition(":")
     if not sep or not head or not head[0].isalpha() or len(head) == 1:  # "C:\\x" is a path, not a scheme
-        raise ValueError("not a session URL (expected scheme:..., e.g. jsonl:///path/file.jsonl, "
-                         "sqlite:///path/db?session=ID, memory:)")
+        raise ValueError(
+            "not a session URL (expected scheme:..., e.g. jsonl:///path/file.jsonl, "
+            "sqlite:///path/db?session=ID, memory:)"
+        )
     return head.lower()
 
 
-def open_storage(url: str, *, read_only: bool = False, create: bool = False,
-                 plugin_manager: Optional[Any] = None) -> SessionStorage:
+def open_storage(
+    url: str, *, read_only: bool = False, create: bool = False, plugin_manager: Optional[Any] = None
+) -> SessionStorage:
     """The storage named by ``url`` (see the module docstring), from the storage registry.
 
     ``plugin_manager`` defaults to the process-wide default manager (built-ins and entry-point
@@ -73,12 +77,16 @@ def open_storage(url: str, *, read_only: bool = False, create: bool = False,
     entry = table.get(scheme)
     if entry is None:
         known = ", ".join(f"{key}:" for key in sorted(table)) or "none"
-        raise ValueError(f"unknown session URL scheme {scheme!r} (known: {known}); install the plugin that "
-                         "provides it (see `agentcore plugins`)")
+        raise ValueError(
+            f"unknown session URL scheme {scheme!r} (known: {known}); install the plugin that "
+            "provides it (see `agentcore plugins`)"
+        )
     storage = entry.value.open(url, read_only=read_only, create=create)
     if not isinstance(storage, SessionStorage):
-        raise TypeError(f"the {scheme!r} storage scheme (plugin {entry.source!r}) returned "
-                        f"{type(storage).__name__}, not a SessionStorage")
+        raise TypeError(
+            f"the {scheme!r} storage scheme (plugin {entry.source!r}) returned "
+            f"{type(storage).__name__}, not a SessionStorage"
+        )
     return storage
 
 

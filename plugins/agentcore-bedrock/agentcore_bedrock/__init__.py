@@ -15,7 +15,15 @@ from .request import build_request_body
 from .stream_state import BedrockStreamException, map_stop_reason
 
 __all__ = [
-    "API", "BedrockProvider", "BedrockConfigError", "BedrockStreamException", "EventStreamDecoder",
-    "EventStreamError", "EventStreamMessage", "bedrock_models", "build_request_body",
-    "clear_credentials_cache", "map_stop_reason",
+    "API",
+    "BedrockProvider",
+    "BedrockConfigError",
+    "BedrockStreamException",
+    "EventStreamDecoder",
+    "EventStreamError",
+    "EventStreamMessage",
+    "bedrock_models",
+    "build_request_body",
+    "clear_credentials_cache",
+    "map_stop_reason",
 ]

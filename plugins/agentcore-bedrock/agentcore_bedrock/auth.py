@@ -28,8 +28,15 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 __all__ = [
-    "BedrockConfigError", "SignedRequest", "resolve_region", "endpoint_url", "request_url",
-    "sign_request", "clear_credentials_cache", "SIGNING_NAME", "BEARER_TOKEN_ENV",
+    "BedrockConfigError",
+    "SignedRequest",
+    "resolve_region",
+    "endpoint_url",
+    "request_url",
+    "sign_request",
+    "clear_credentials_cache",
+    "SIGNING_NAME",
+    "BEARER_TOKEN_ENV",
 ]
 
 SIGNING_NAME = "bedrock"
@@ -40,10 +47,12 @@ _STANDARD_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaw
 _NO_CREDENTIALS = (
     "no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
     "AWS_PROFILE (after `aws configure` or `aws sso login`), or AWS_BEARER_TOKEN_BEDROCK (a Bedrock "
-    "API key, or pass api_key=), or run where an instance or container role is available")
+    "API key, or pass api_key=), or run where an instance or container role is available"
+)
 _NO_REGION = (
     "no AWS region for Amazon Bedrock: set AWS_REGION (or AWS_DEFAULT_REGION), pass region=, or "
-    "use a model whose base_url is https://bedrock-runtime.<region>.amazonaws.com")
+    "use a model whose base_url is https://bedrock-runtime.<region>.amazonaws.com"
+)
 
 
 class BedrockConfigError(Exception):
@@ -136,8 +145,10 @@ def _session(profile: Optional[str]) -> Any:
         import botocore.session
         from botocore.exceptions import BotoCoreError
     except ImportError:  # pragma: no cover - botocore is a dependency of the distribution
-        raise BedrockConfigError("agentcore-bedrock needs botocore for AWS credentials: "
-                                 "pip install botocore (or set AWS_BEARER_TOKEN_BEDROCK)") from None
+        raise BedrockConfigError(
+            "agentcore-bedrock needs botocore for AWS credentials: "
+            "pip install botocore (or set AWS_BEARER_TOKEN_BEDROCK)"
+        ) from None
     try:
         session = botocore.session.Session(profile=profile) if profile else botocore.session.Session()
     except BotoCoreError as exc:
@@ -164,8 +175,9 @@ def _frozen_credentials(profile: Optional[str]) -> Any:
     try:
         frozen = credentials.get_frozen_credentials()
     except Exception as exc:  # a refresh failed (expired role session, network)
-        raise BedrockConfigError(f"AWS credentials for Amazon Bedrock could not be refreshed: "
-                                 f"{type(exc).__name__}: {exc}") from None
+        raise BedrockConfigError(
+            f"AWS credentials for Amazon Bedrock could not be refreshed: {type(exc).__name__}: {exc}"
+        ) from None
     if not frozen.access_key or not frozen.secret_key:
         raise BedrockConfigError(_NO_CREDENTIALS)
     return frozen
@@ -178,8 +190,14 @@ def _bearer_token(options: Mapping[str, Any], env: Mapping[str, str]) -> Optiona
     return env.get(BEARER_TOKEN_ENV) or None
 
 
-def sign_request(url: str, headers: Mapping[str, str], body: bytes, region: str,
-                 options: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> SignedRequest:
+def sign_request(
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    region: str,
+    options: Mapping[str, Any],
+    env: Optional[Mapping[str, str]] = None,
+) -> SignedRequest:
     """Authenticate a POST of ``body`` to ``url`` (see the module docstring); every header given
     is part of the signature, so add them all before calling. Raises :class:`BedrockConfigError`."""
     env = os.environ if env is None else env

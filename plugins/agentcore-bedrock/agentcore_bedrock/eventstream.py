@@ -53,8 +53,13 @@ class EventStreamMessage:
         return str(self.headers.get(":message-type") or "event")
 
 
-_FIXED = {2: struct.Struct(">b"), 3: struct.Struct(">h"), 4: struct.Struct(">i"), 5: struct.Struct(">q"),
-          8: struct.Struct(">q")}
+_FIXED = {
+    2: struct.Struct(">b"),
+    3: struct.Struct(">h"),
+    4: struct.Struct(">i"),
+    5: struct.Struct(">q"),
+    8: struct.Struct(">q"),
+}
 
 
 def _parse_headers(data: bytes, offset: int) -> Dict[str, Any]:
@@ -68,7 +73,7 @@ def _parse_headers(data: bytes, offset: int) -> Dict[str, Any]:
         if i + name_length + 1 > end:
             raise EventStreamError(f"event-stream header at byte {offset + start} runs past the header section")
         try:
-            name = data[i:i + name_length].decode("utf-8")
+            name = data[i : i + name_length].decode("utf-8")
         except UnicodeDecodeError:
             raise EventStreamError(f"event-stream header name at byte {offset + start} is not UTF-8") from None
         i += name_length
@@ -89,7 +94,7 @@ def _parse_headers(data: bytes, offset: int) -> Dict[str, Any]:
             i += 2
             if i + length > end:
                 raise EventStreamError(f"event-stream header {name!r} runs past the header section")
-            raw = data[i:i + length]
+            raw = data[i : i + length]
             i += length
             if kind == 6:
                 value = bytes(raw)
@@ -101,7 +106,7 @@ def _parse_headers(data: bytes, offset: int) -> Dict[str, Any]:
         elif kind == 9:
             if i + 16 > end:
                 raise EventStreamError(f"event-stream header {name!r} runs past the header section")
-            value = uuid.UUID(bytes=bytes(data[i:i + 16]))
+            value = uuid.UUID(bytes=bytes(data[i : i + 16]))
             i += 16
         else:
             raise EventStreamError(f"event-stream header {name!r} has unknown value type {kind}")
@@ -160,39 +165,46 @@ class EventStreamDecoder:
     def close(self) -> None:
         """The body ended: raise :class:`EventStreamError` if it stopped inside a frame."""
         if self._buffer and not self._failed:
-            raise EventStreamError(f"event stream ended inside a frame ({len(self._buffer)} bytes of an "
-                                   f"incomplete message at byte {self._consumed})")
+            raise EventStreamError(
+                f"event stream ended inside a frame ({len(self._buffer)} bytes of an "
+                f"incomplete message at byte {self._consumed})"
+            )
 
     def _check_prelude(self, view: Any, pos: int, total: int, headers_length: int, prelude_crc: int) -> None:
         where = self._consumed + pos
-        if zlib.crc32(view[pos:pos + 8]) != prelude_crc:
-            raise EventStreamError(f"event-stream prelude CRC mismatch in the frame at byte {where} "
-                                   "(corrupt or not an event stream)")
+        if zlib.crc32(view[pos : pos + 8]) != prelude_crc:
+            raise EventStreamError(
+                f"event-stream prelude CRC mismatch in the frame at byte {where} (corrupt or not an event stream)"
+            )
         if headers_length > MAX_HEADERS_LENGTH:
-            raise EventStreamError(f"event-stream frame at byte {where}: headers length {headers_length} "
-                                   f"exceeds {MAX_HEADERS_LENGTH}")
+            raise EventStreamError(
+                f"event-stream frame at byte {where}: headers length {headers_length} exceeds {MAX_HEADERS_LENGTH}"
+            )
         payload_length = total - headers_length - _MIN_MESSAGE
         if total < _MIN_MESSAGE or payload_length < 0:
-            raise EventStreamError(f"event-stream frame at byte {where}: total length {total} cannot hold "
-                                   f"{headers_length} header bytes")
+            raise EventStreamError(
+                f"event-stream frame at byte {where}: total length {total} cannot hold {headers_length} header bytes"
+            )
         if payload_length > MAX_PAYLOAD_LENGTH:
-            raise EventStreamError(f"event-stream frame at byte {where}: payload length {payload_length} "
-                                   f"exceeds {MAX_PAYLOAD_LENGTH}")
+            raise EventStreamError(
+                f"event-stream frame at byte {where}: payload length {payload_length} exceeds {MAX_PAYLOAD_LENGTH}"
+            )
 
     def _message(self, view: Any, pos: int, total: int, headers_length: int) -> EventStreamMessage:
         end = pos + total
         expected = _CRC.unpack_from(view, end - 4)[0]
-        if zlib.crc32(view[pos:end - 4]) != expected:
-            raise EventStreamError(f"event-stream message CRC mismatch in the frame at byte "
-                                   f"{self._consumed + pos} (the frame is corrupt)")
+        if zlib.crc32(view[pos : end - 4]) != expected:
+            raise EventStreamError(
+                f"event-stream message CRC mismatch in the frame at byte {self._consumed + pos} (the frame is corrupt)"
+            )
         start = pos + _PRELUDE_LENGTH
-        raw = view[start:start + headers_length].tobytes()
+        raw = view[start : start + headers_length].tobytes()
         headers = self._headers.get(raw)
         if headers is None:
             headers = _parse_headers(raw, self._consumed + start)
             if len(self._headers) < _HEADER_CACHE_SIZE:
                 self._headers[raw] = headers
-        return EventStreamMessage(dict(headers), view[start + headers_length:end - 4].tobytes())
+        return EventStreamMessage(dict(headers), view[start + headers_length : end - 4].tobytes())
 
 
 def encode_message(headers: Dict[str, Any], payload: bytes) -> bytes:

@@ -45,8 +45,9 @@ def main(argv: List[str]) -> int:
     default = Path(__file__).resolve().parents[4] / "shared" / "data" / "models-pi-0.73.1.json"
     source = Path(argv[0]) if argv else default
     facts = json.loads(source.read_text(encoding="utf-8"))
-    CATALOG_PATH.write_text(_render(facts["models"] if isinstance(facts, dict) else facts, source.name),
-                            encoding="utf-8")
+    CATALOG_PATH.write_text(
+        _render(facts["models"] if isinstance(facts, dict) else facts, source.name), encoding="utf-8"
+    )
     print(f"wrote {CATALOG_PATH}")
     return 0
 

@@ -64,7 +64,7 @@ def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, 
     if status is None or not message.startswith(f"{status} "):
         return message
     try:
-        data = json.loads(message[len(str(status)) + 1:])
+        data = json.loads(message[len(str(status)) + 1 :])
     except ValueError:
         return message
     if not isinstance(data, Mapping):
@@ -97,8 +97,15 @@ class BedrockProvider:
 
     # -- the skeleton ----------------------------------------------------------------------------
     def _run(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
-        output = AssistantMessage(content=[], api=model.api, provider=model.provider, model=model.id,
-                                  usage=Usage(), stop_reason="stop", timestamp=now_ms())
+        output = AssistantMessage(
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason="stop",
+            timestamp=now_ms(),
+        )
         signal = as_signal(options.get("signal"))
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
@@ -129,7 +136,7 @@ class BedrockProvider:
                     if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
                         raise
                 pending.clear()
-                _sleep(min(0.5 * 2 ** attempt, 8.0) * (1 - random.random() * 0.25), signal)
+                _sleep(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25), signal)
                 attempt += 1
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
@@ -144,8 +151,16 @@ class BedrockProvider:
             terminal = ErrorEvent(output.stop_reason, output)
         yield terminal
 
-    def _attempt(self, signed: Any, state: BedrockStreamState, writer: StreamWriter, pending: List[Any],
-                 signal: Any, options: Mapping[str, Any], started: List[bool]) -> Iterator[Any]:
+    def _attempt(
+        self,
+        signed: Any,
+        state: BedrockStreamState,
+        writer: StreamWriter,
+        pending: List[Any],
+        signal: Any,
+        options: Mapping[str, Any],
+        started: List[bool],
+    ) -> Iterator[Any]:
         """One HTTP exchange: open, decode every frame, finish; yields the events it produced
         (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
         seen: Dict[str, Any] = {}
@@ -158,13 +173,21 @@ class BedrockProvider:
 
         try:
             response = http.open_stream(
-                signed.url, signed.body, signed.headers, session_name="amazon-bedrock", signal=signal,
-                timeout=request_timeout(options), max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"), error_style="raw",
-                on_response=on_response)
+                signed.url,
+                signed.body,
+                signed.headers,
+                session_name="amazon-bedrock",
+                signal=signal,
+                timeout=request_timeout(options),
+                max_retries=options.get("max_retries"),
+                max_retry_delay_ms=options.get("max_retry_delay_ms"),
+                error_style="raw",
+                on_response=on_response,
+            )
         except http.ProviderHTTPError as exc:
-            raise http.ProviderHTTPError(format_aws_error(str(exc), exc.status, seen.get("headers") or {}),
-                                         exc.status) from None
+            raise http.ProviderHTTPError(
+                format_aws_error(str(exc), exc.status, seen.get("headers") or {}), exc.status
+            ) from None
         fully_read = False
         try:
             with http.close_on_abort(response, signal):

@@ -31,15 +31,28 @@ from agentcore.providers.transform import transform_messages
 from agentcore.types import ImageContent, TextContent, ThinkingContent, ToolCall, role_of
 
 __all__ = [
-    "build_request_body", "convert_messages", "system_blocks", "tool_config", "thinking_fields",
-    "normalize_tool_call_id", "is_claude", "supports_prompt_caching", "supports_adaptive_thinking",
-    "REDACTED_TEXT", "DEFAULT_BUDGETS",
+    "build_request_body",
+    "convert_messages",
+    "system_blocks",
+    "tool_config",
+    "thinking_fields",
+    "normalize_tool_call_id",
+    "is_claude",
+    "supports_prompt_caching",
+    "supports_adaptive_thinking",
+    "REDACTED_TEXT",
+    "DEFAULT_BUDGETS",
 ]
 
 REDACTED_TEXT = "[Reasoning redacted]"
 DEFAULT_BUDGETS = _reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
-_IMAGE_FORMATS = {"image/jpeg": "jpeg", "image/jpg": "jpeg", "image/png": "png", "image/gif": "gif",
-                  "image/webp": "webp"}
+_IMAGE_FORMATS = {
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/png": "png",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
 # a minor version has one or two digits: "sonnet-4-20250514" is Claude 4.0 with a date, not 4.20250514
 # (the reference's pattern takes the date for the minor version and asks Sonnet 4 for adaptive thinking)
 _ADAPTIVE = re.compile(r"claude-(?:opus|sonnet|haiku)-?(\d+)[.-](\d{1,2})(?!\d)")
@@ -60,8 +73,7 @@ def supports_prompt_caching(model: Any) -> bool:
     model_id = model.id.lower()
     if "claude" not in model_id:
         return os.environ.get("AWS_BEDROCK_FORCE_CACHE") == "1"
-    return ("-4-" in model_id or "-4." in model_id or "claude-3-7-sonnet" in model_id
-            or "claude-3-5-haiku" in model_id)
+    return "-4-" in model_id or "-4." in model_id or "claude-3-7-sonnet" in model_id or "claude-3-5-haiku" in model_id
 
 
 def supports_adaptive_thinking(model: Any) -> bool:
@@ -80,7 +92,8 @@ def normalize_tool_call_id(tool_call_id: str) -> str:
 
 def _cache_point(options: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     retention = options.get("cache_retention") or (
-        "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short")
+        "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+    )
     if retention == "none":
         return None
     point: Dict[str, Any] = {"type": "default"}
@@ -95,8 +108,10 @@ def _cache_point(options: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 def _image(block: ImageContent) -> Dict[str, Any]:
     image_format = _IMAGE_FORMATS.get((block.mime_type or "").lower())
     if image_format is None:
-        raise ValueError(f"Bedrock does not accept images of type {block.mime_type!r}: "
-                         "use image/jpeg, image/png, image/gif or image/webp")
+        raise ValueError(
+            f"Bedrock does not accept images of type {block.mime_type!r}: "
+            "use image/jpeg, image/png, image/gif or image/webp"
+        )
     return {"image": {"format": image_format, "source": {"bytes": block.data}}}
 
 
@@ -121,8 +136,7 @@ def _assistant_blocks(message: Any, model: Any) -> List[Dict[str, Any]]:
             if block.text.strip():
                 blocks.append({"text": sanitize_surrogates(block.text)})
         elif isinstance(block, ToolCall):
-            blocks.append({"toolUse": {"toolUseId": block.id, "name": block.name,
-                                       "input": block.arguments or {}}})
+            blocks.append({"toolUse": {"toolUseId": block.id, "name": block.name, "input": block.arguments or {}}})
         elif isinstance(block, ThinkingContent):
             blocks.extend(_reasoning_block(block, claude))
     return blocks
@@ -150,12 +164,18 @@ def _tool_result(message: Any) -> Dict[str, Any]:
             content.append(_image(block))
         elif isinstance(block, TextContent):
             content.append({"text": sanitize_surrogates(block.text)})
-    return {"toolResult": {"toolUseId": message.tool_call_id, "content": content,
-                           "status": "error" if message.is_error else "success"}}
+    return {
+        "toolResult": {
+            "toolUseId": message.tool_call_id,
+            "content": content,
+            "status": "error" if message.is_error else "success",
+        }
+    }
 
 
-def convert_messages(model: Any, messages: List[Any],
-                     cache_point: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+def convert_messages(
+    model: Any, messages: List[Any], cache_point: Optional[Dict[str, Any]] = None
+) -> List[Dict[str, Any]]:
     """Agent messages -> Converse ``messages`` (see the module docstring)."""
     out: List[Dict[str, Any]] = []
     results: List[Dict[str, Any]] = []
@@ -185,8 +205,9 @@ def convert_messages(model: Any, messages: List[Any],
     return out
 
 
-def system_blocks(model: Any, system_prompt: Optional[str],
-                  cache_point: Optional[Dict[str, Any]] = None) -> Optional[List[Dict[str, Any]]]:
+def system_blocks(
+    model: Any, system_prompt: Optional[str], cache_point: Optional[Dict[str, Any]] = None
+) -> Optional[List[Dict[str, Any]]]:
     """The ``system`` field, or None without a system prompt."""
     if not system_prompt:
         return None
@@ -201,10 +222,18 @@ def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any
     specs = tool_specs(context)
     if not specs or tool_choice == "none":
         return None
-    config: Dict[str, Any] = {"tools": [
-        {"toolSpec": {"name": name, "description": description,
-                      "inputSchema": {"json": schema or {"type": "object", "properties": {}}}}}
-        for name, description, schema in specs]}
+    config: Dict[str, Any] = {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": name,
+                    "description": description,
+                    "inputSchema": {"json": schema or {"type": "object", "properties": {}}},
+                }
+            }
+            for name, description, schema in specs
+        ]
+    }
     if tool_choice in ("auto", "any"):
         config["toolChoice"] = {tool_choice: {}}
     elif isinstance(tool_choice, Mapping) and tool_choice.get("type") == "tool":
@@ -214,7 +243,8 @@ def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any
 
 def _effort(model: Any, level: str) -> str:
     level_map = getattr(model, "thinking_level_map", None) or (getattr(model, "extra", None) or {}).get(
-        "thinkingLevelMap")
+        "thinkingLevelMap"
+    )
     if isinstance(level_map, Mapping) and level_map.get(level):
         return str(level_map[level])
     if level in ("minimal", "low"):
@@ -224,8 +254,9 @@ def _effort(model: Any, level: str) -> str:
     return "max" if "opus-4" in model.id else "high"  # xhigh, max
 
 
-def thinking_fields(model: Any, level: Optional[str], options: Mapping[str, Any],
-                    max_tokens: int) -> Tuple[Optional[Dict[str, Any]], int]:
+def thinking_fields(
+    model: Any, level: Optional[str], options: Mapping[str, Any], max_tokens: int
+) -> Tuple[Optional[Dict[str, Any]], int]:
     """``(additionalModelRequestFields or None, maxTokens)`` for thinking at ``level``.
 
     Budget thinking raises ``maxTokens`` by the budget (capped at the model's maximum, the budget
@@ -239,7 +270,8 @@ def thinking_fields(model: Any, level: Optional[str], options: Mapping[str, Any]
     if options.get("thinking_budget_tokens"):  # an explicit budget for whatever level was asked
         budgets = {_reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}
     total, budget = _reasoning.adjust_max_tokens_for_thinking(
-        max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, budgets)
+        max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, budgets
+    )
     fields: Dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
     if options.get("interleaved_thinking", True):
         fields["anthropic_beta"] = ["interleaved-thinking-2025-05-14"]

@@ -29,15 +29,20 @@ from .request import REDACTED_TEXT
 
 __all__ = ["BedrockStreamState", "BedrockStreamException", "map_stop_reason", "RETRYABLE_EXCEPTIONS"]
 
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length",
-                 "model_context_window_exceeded": "length", "tool_use": "toolUse"}
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "toolUse",
+}
 _ERROR_STOPS = {
     "guardrail_intervened": "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)",
     "content_filtered": "Bedrock stopped the response: the content was filtered (stopReason content_filtered)",
     "malformed_model_output": "Bedrock stopped the response: the model's output was malformed "
-                              "(stopReason malformed_model_output)",
+    "(stopReason malformed_model_output)",
     "malformed_tool_use": "Bedrock stopped the response: the model's tool call was malformed "
-                          "(stopReason malformed_tool_use)",
+    "(stopReason malformed_tool_use)",
 }
 # the reference's prefixes, so retry and overflow patterns written for it match ours too
 _EXCEPTION_PREFIXES = {
@@ -51,8 +56,9 @@ _EXCEPTION_PREFIXES = {
     "accessDeniedException": "Access denied",
     "resourceNotFoundException": "Resource not found",
 }
-RETRYABLE_EXCEPTIONS = frozenset({"throttlingException", "serviceUnavailableException",
-                                  "internalServerException", "modelNotReadyException"})
+RETRYABLE_EXCEPTIONS = frozenset(
+    {"throttlingException", "serviceUnavailableException", "internalServerException", "modelNotReadyException"}
+)
 """In-stream exceptions retried like HTTP 429/5xx when they come before any content."""
 
 
@@ -107,7 +113,9 @@ class BedrockStreamState:
             raise BedrockStreamException(name, str(text))
         if kind == "error":
             code = message.headers.get(":error-code") or "error"
-            raise ProviderError(f"Bedrock stream error {code}: {message.headers.get(':error-message') or ''}".rstrip(": "))
+            raise ProviderError(
+                f"Bedrock stream error {code}: {message.headers.get(':error-message') or ''}".rstrip(": ")
+            )
         name = str(message.headers.get(":event-type") or "")
         handler = _HANDLERS.get(name)
         if handler is not None:
@@ -116,11 +124,14 @@ class BedrockStreamState:
     def finish(self) -> None:
         """The body ended: raise unless ``messageStop`` arrived; apply an error stop reason."""
         if not self.stopped:
-            raise ProviderError("Bedrock stream ended before messageStop" if self.started
-                                else "Bedrock stream ended without any event")
+            raise ProviderError(
+                "Bedrock stream ended before messageStop" if self.started else "Bedrock stream ended without any event"
+            )
         if self.output.stop_reason == "error":
             reason = self._stop_reason
-            raise ProviderError(_ERROR_STOPS.get(reason or "", f"Bedrock stopped with an unknown stop reason: {reason!r}"))
+            raise ProviderError(
+                _ERROR_STOPS.get(reason or "", f"Bedrock stopped with an unknown stop reason: {reason!r}")
+            )
 
     # -- events ---------------------------------------------------------------------------------
     def _message_start(self, data: Mapping[str, Any]) -> None:
@@ -195,11 +206,15 @@ class BedrockStreamState:
         raw = data.get("usage")
         if not isinstance(raw, Mapping):
             return
-        usage = Usage(input=int(raw.get("inputTokens") or 0), output=int(raw.get("outputTokens") or 0),
-                      cache_read=int(raw.get("cacheReadInputTokens") or 0),
-                      cache_write=int(raw.get("cacheWriteInputTokens") or 0))
+        usage = Usage(
+            input=int(raw.get("inputTokens") or 0),
+            output=int(raw.get("outputTokens") or 0),
+            cache_read=int(raw.get("cacheReadInputTokens") or 0),
+            cache_write=int(raw.get("cacheWriteInputTokens") or 0),
+        )
         usage.total_tokens = int(raw.get("totalTokens") or 0) or (
-            usage.input + usage.output + usage.cache_read + usage.cache_write)
+            usage.input + usage.output + usage.cache_read + usage.cache_write
+        )
         self.writer.update_usage(usage)
 
 

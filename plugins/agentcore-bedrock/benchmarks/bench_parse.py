@@ -39,16 +39,24 @@ CHUNK = 1024
 
 
 def body(deltas: int) -> bytes:
-    frames = [encode_message({":event-type": "messageStart", ":content-type": "application/json",
-                              ":message-type": "event"}, b'{"p":"abcdefgh","role":"assistant"}')]
+    frames = [
+        encode_message(
+            {":event-type": "messageStart", ":content-type": "application/json", ":message-type": "event"},
+            b'{"p":"abcdefgh","role":"assistant"}',
+        )
+    ]
     for i in range(deltas):
-        payload = {"contentBlockIndex": 0, "delta": {"text": f" word{i % 97}"}, "p": "abcdefghijklmnopqrstuvwx"[:i % 24]}
+        payload = {
+            "contentBlockIndex": 0,
+            "delta": {"text": f" word{i % 97}"},
+            "p": "abcdefghijklmnopqrstuvwx"[: i % 24],
+        }
         frames.append(encode_message(HEADERS, json.dumps(payload, separators=(",", ":")).encode()))
     return b"".join(frames)
 
 
 def chunks(data: bytes) -> list:
-    return [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
+    return [data[i : i + CHUNK] for i in range(0, len(data), CHUNK)]
 
 
 def bare(pieces: list) -> int:
@@ -63,7 +71,7 @@ def bare(pieces: list) -> int:
             total, headers_length = unpack(">II", buffer, pos)
             if size - pos < total:
                 break
-            loads(buffer[pos + 12 + headers_length:pos + total - 4].decode())
+            loads(buffer[pos + 12 + headers_length : pos + total - 4].decode())
             count += 1
             pos += total
         del buffer[:pos]

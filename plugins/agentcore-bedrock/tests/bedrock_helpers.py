@@ -37,24 +37,30 @@ def recorded_body(recording: Dict[str, Any], index: int = 0) -> bytes:
 
 def event(name: str, payload: Any) -> bytes:
     """One ``event`` frame with a JSON payload."""
-    return encode_message({":event-type": name, ":content-type": "application/json", ":message-type": "event"},
-                          json.dumps(payload).encode("utf-8"))
+    return encode_message(
+        {":event-type": name, ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(payload).encode("utf-8"),
+    )
 
 
 def exception(name: str, message: str) -> bytes:
-    return encode_message({":exception-type": name, ":content-type": "application/json",
-                           ":message-type": "exception"}, json.dumps({"message": message}).encode("utf-8"))
+    return encode_message(
+        {":exception-type": name, ":content-type": "application/json", ":message-type": "exception"},
+        json.dumps({"message": message}).encode("utf-8"),
+    )
 
 
 def text_stream(text: str = "Hi", stop: str = "end_turn", usage: Optional[Dict[str, int]] = None) -> bytes:
     usage = usage or {"inputTokens": 3, "outputTokens": 1, "totalTokens": 4}
-    return b"".join([
-        event("messageStart", {"role": "assistant"}),
-        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": text}}),
-        event("contentBlockStop", {"contentBlockIndex": 0}),
-        event("messageStop", {"stopReason": stop}),
-        event("metadata", {"usage": usage, "metrics": {"latencyMs": 1}}),
-    ])
+    return b"".join(
+        [
+            event("messageStart", {"role": "assistant"}),
+            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": text}}),
+            event("contentBlockStop", {"contentBlockIndex": 0}),
+            event("messageStop", {"stopReason": stop}),
+            event("metadata", {"usage": usage, "metrics": {"latencyMs": 1}}),
+        ]
+    )
 
 
 @dataclass
@@ -100,8 +106,11 @@ class Server:
                 body = self.rfile.read(length)
                 with server.lock:
                     server.requests.append(Received("POST", self.path, dict(self.headers.items()), body))
-                    reply = server.replies.pop(0) if server.replies else Reply(404, b'{"message":"no reply"}',
-                                                                                "application/json")
+                    reply = (
+                        server.replies.pop(0)
+                        if server.replies
+                        else Reply(404, b'{"message":"no reply"}', "application/json")
+                    )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Transfer-Encoding", "chunked")
@@ -117,7 +126,7 @@ class Server:
                             server.stalled.set()
                             server.release.wait(30)
                             return
-                        piece = data[start:start + size]
+                        piece = data[start : start + size]
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                         self.wfile.flush()
                         sent += len(piece)
@@ -135,8 +144,7 @@ class Server:
 
         self.httpd = Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     @property
@@ -156,7 +164,8 @@ class Server:
 
 def local_model(server: Server, model_id: str = "us.amazon.nova-micro-v1:0", **fields: Any) -> Model:
     """A Bedrock model whose endpoint is the local server."""
-    defaults: Dict[str, Any] = dict(id=model_id, api="bedrock-converse-stream", provider="amazon-bedrock",
-                                    base_url=server.url, max_tokens=4096)
+    defaults: Dict[str, Any] = dict(
+        id=model_id, api="bedrock-converse-stream", provider="amazon-bedrock", base_url=server.url, max_tokens=4096
+    )
     defaults.update(fields)
     return Model(**defaults)

@@ -23,17 +23,21 @@ def get_temperature(city: str) -> str:
 
 
 def _tool_call_stream() -> bytes:
-    return b"".join([
-        event("messageStart", {"role": "assistant"}),
-        event("contentBlockStart", {"contentBlockIndex": 0, "start": {"toolUse": {
-            "toolUseId": "tooluse_1", "name": "get_temperature"}}}),
-        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"ci'}}}),
-        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": 'ty": "Par'}}}),
-        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": 'is"}'}}}),
-        event("contentBlockStop", {"contentBlockIndex": 0}),
-        event("messageStop", {"stopReason": "tool_use"}),
-        event("metadata", {"usage": {"inputTokens": 50, "outputTokens": 20, "totalTokens": 70}}),
-    ])
+    return b"".join(
+        [
+            event("messageStart", {"role": "assistant"}),
+            event(
+                "contentBlockStart",
+                {"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tooluse_1", "name": "get_temperature"}}},
+            ),
+            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": '{"ci'}}}),
+            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": 'ty": "Par'}}}),
+            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"toolUse": {"input": 'is"}'}}}),
+            event("contentBlockStop", {"contentBlockIndex": 0}),
+            event("messageStop", {"stopReason": "tool_use"}),
+            event("metadata", {"usage": {"inputTokens": 50, "outputTokens": 20, "totalTokens": 70}}),
+        ]
+    )
 
 
 def _local(server: Server, model_id: str = "us.amazon.nova-micro-v1:0"):
@@ -45,7 +49,9 @@ def test_models_and_provider_are_registered() -> None:
     model = get_model("amazon-bedrock/us.anthropic.claude-sonnet-4-5-20250929-v1:0")
     assert (model.api, model.reasoning, model.context_window) == ("bedrock-converse-stream", True, 200000)
     assert model.cost.input == 3 and model.cost.cache_write == 3.75
-    assert get_model("amazon-bedrock/amazon.nova-micro-v1:0").base_url == "https://bedrock-runtime.us-east-1.amazonaws.com"
+    assert (
+        get_model("amazon-bedrock/amazon.nova-micro-v1:0").base_url == "https://bedrock-runtime.us-east-1.amazonaws.com"
+    )
     assert get_provider("bedrock-converse-stream").api == "bedrock-converse-stream"
 
 
@@ -63,10 +69,15 @@ def test_agent_runs_a_tool_call(server: Server, aws_env: dict) -> None:
     assert server.requests[0].path == "/model/us.amazon.nova-micro-v1%3A0/converse-stream"
     second = server.requests[1].json()
     assert second["messages"][1:] == [
-        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "get_temperature",
-                                                       "input": {"city": "Paris"}}}]},
-        {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "30°C"}],
-                                                     "status": "success"}}]}]
+        {
+            "role": "assistant",
+            "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "get_temperature", "input": {"city": "Paris"}}}],
+        },
+        {
+            "role": "user",
+            "content": [{"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "30°C"}], "status": "success"}}],
+        },
+    ]
     assert second["toolConfig"]["tools"][0]["toolSpec"]["name"] == "get_temperature"
     assert second["system"] == [{"text": "Be brief."}]
 
@@ -86,7 +97,9 @@ def test_importing_the_plugin_stays_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, agentcore_bedrock.plugin; "
-            "print(sorted(m for m in ('botocore', 'requests', 'jsonschema') if m in sys.modules))")
+    code = (
+        "import sys, agentcore_bedrock.plugin; "
+        "print(sorted(m for m in ('botocore', 'requests', 'jsonschema') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # botocore and requests load when the first request is made

@@ -49,16 +49,18 @@ def test_sigv4_signature_verifies(server: Server, aws_env: Dict[str, str]) -> No
     assert request.headers["Content-Type"] == "application/json"
 
 
-def test_session_token_is_sent_and_signed(server: Server, aws_env: Dict[str, str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_token_is_sent_and_signed(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEXAMPLETOKEN")
     monkeypatch.setenv("AWS_REGION", "eu-central-1")
     request = _send(server)
     assert request.headers["X-Amz-Security-Token"] == "FwoGZXIvYXdzEXAMPLETOKEN"
     _, signed, signature = signature_parts(request.headers["Authorization"])
     assert "x-amz-security-token" in signed
-    assert signature == _expected_signature(request, server.url + request.path, "eu-central-1",
-                                            "FwoGZXIvYXdzEXAMPLETOKEN")
+    assert signature == _expected_signature(
+        request, server.url + request.path, "eu-central-1", "FwoGZXIvYXdzEXAMPLETOKEN"
+    )
 
 
 def test_model_and_option_headers_are_signed_too(server: Server, aws_env: Dict[str, str]) -> None:
@@ -69,8 +71,9 @@ def test_model_and_option_headers_are_signed_too(server: Server, aws_env: Dict[s
     assert signature == _expected_signature(request, server.url + request.path, "us-east-1")
 
 
-def test_bearer_api_key_from_the_environment(server: Server, aws_env: Dict[str, str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bearer_api_key_from_the_environment(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-123456")
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     request = _send(server)
@@ -83,16 +86,18 @@ def test_bearer_api_key_from_the_environment(server: Server, aws_env: Dict[str, 
     assert request.headers["Authorization"].startswith("AWS4-HMAC-SHA256 ")
 
 
-def test_skip_auth_signs_with_dummy_keys(server: Server, aws_env: Dict[str, str],
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_skip_auth_signs_with_dummy_keys(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_BEDROCK_SKIP_AUTH", "1")
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     request = _send(server)
     assert request.headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=dummy-access-key/")
 
 
-def test_profile_from_a_config_file(server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch,
-                                    tmp_path: Any) -> None:
+def test_profile_from_a_config_file(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         monkeypatch.delenv(name)
     credentials = tmp_path / "credentials"
@@ -108,8 +113,12 @@ def test_profile_from_a_config_file(server: Server, aws_env: Dict[str, str], mon
 
 
 def test_region_order_and_endpoints(monkeypatch: pytest.MonkeyPatch, aws_env: Dict[str, str]) -> None:
-    catalog = Model(id="eu.anthropic.claude-sonnet-4-6", api="bedrock-converse-stream", provider="amazon-bedrock",
-                    base_url="https://bedrock-runtime.eu-central-1.amazonaws.com")
+    catalog = Model(
+        id="eu.anthropic.claude-sonnet-4-6",
+        api="bedrock-converse-stream",
+        provider="amazon-bedrock",
+        base_url="https://bedrock-runtime.eu-central-1.amazonaws.com",
+    )
     monkeypatch.delenv("AWS_REGION")
     assert resolve_region(catalog, {}) == "eu-central-1"  # the model's own endpoint
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
@@ -120,7 +129,9 @@ def test_region_order_and_endpoints(monkeypatch: pytest.MonkeyPatch, aws_env: Di
     # a standard endpoint follows the region; a custom one (proxy, VPC endpoint) is kept
     assert endpoint_url(catalog, "us-west-2", {}) == "https://bedrock-runtime.us-west-2.amazonaws.com"
     assert endpoint_url(catalog, "cn-north-1", {}) == "https://bedrock-runtime.cn-north-1.amazonaws.com.cn"
-    proxy = Model(id="m", api="bedrock-converse-stream", provider="amazon-bedrock", base_url="https://llm.corp/bedrock/")
+    proxy = Model(
+        id="m", api="bedrock-converse-stream", provider="amazon-bedrock", base_url="https://llm.corp/bedrock/"
+    )
     assert endpoint_url(proxy, "us-west-2", {}) == "https://llm.corp/bedrock"
     assert endpoint_url(proxy, "us-west-2", {"endpoint_url": "http://127.0.0.1:9"}) == "http://127.0.0.1:9"
 
@@ -128,8 +139,9 @@ def test_region_order_and_endpoints(monkeypatch: pytest.MonkeyPatch, aws_env: Di
 def test_arn_model_ids_are_percent_encoded(server: Server, aws_env: Dict[str, str]) -> None:
     arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/abc123"
     request = _send(server, local_model(server, arn))
-    assert request.path == ("/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile"
-                            "%2Fabc123/converse-stream")
+    assert request.path == (
+        "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fabc123/converse-stream"
+    )
     _, _, signature = signature_parts(request.headers["Authorization"])
     assert signature == _expected_signature(request, server.url + request.path, "us-east-1")
 
@@ -137,7 +149,12 @@ def test_arn_model_ids_are_percent_encoded(server: Server, aws_env: Dict[str, st
 def test_reprs_hold_no_secrets(aws_env: Dict[str, str]) -> None:
     from agentcore_bedrock.auth import sign_request
 
-    signed = sign_request("https://bedrock-runtime.us-east-1.amazonaws.com/model/x/converse-stream", {}, b"{}",
-                          "us-east-1", {"api_key": "secret-bearer-token-1"})
+    signed = sign_request(
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/x/converse-stream",
+        {},
+        b"{}",
+        "us-east-1",
+        {"api_key": "secret-bearer-token-1"},
+    )
     assert "secret-bearer-token-1" not in repr(signed)
     assert repr(BedrockProvider()) == "<BedrockProvider api='bedrock-converse-stream'>"

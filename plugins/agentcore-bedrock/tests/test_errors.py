@@ -30,13 +30,17 @@ def _kinds(events: List[Any]) -> List[str]:
 
 def test_corrupt_frame_mid_stream_keeps_the_partial_text(server: Server, aws_env: dict) -> None:
     good = event("messageStart", {"role": "assistant"}) + event(
-        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}})
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}}
+    )
     bad = bytearray(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "lo"}}))
     bad[-5] ^= 0x40
     server.enqueue(Reply(body=good + bytes(bad) + text_stream(), chunk_size=5))
     message, events = _run(local_model(server))
     assert message.stop_reason == "error"
-    assert message.error_message == f"event-stream message CRC mismatch in the frame at byte {len(good)} (the frame is corrupt)"
+    assert (
+        message.error_message
+        == f"event-stream message CRC mismatch in the frame at byte {len(good)} (the frame is corrupt)"
+    )
     assert message.content == [TextContent("Hel")]
     assert _kinds(events) == ["start", "text_start", "text_delta", "error"]  # the open block is not closed
 
@@ -51,19 +55,25 @@ def test_truncated_body_is_an_error(server: Server, aws_env: dict) -> None:
 def test_in_stream_validation_exception_is_not_retried(server: Server, aws_env: dict) -> None:
     server.enqueue(Reply(body=exception("validationException", "Input is too long for requested model.")))
     message, events = _run(local_model(server))
-    assert (message.stop_reason, message.error_message) == ("error",
-                                                           "Validation error: Input is too long for requested model.")
+    assert (message.stop_reason, message.error_message) == (
+        "error",
+        "Validation error: Input is too long for requested model.",
+    )
     assert _kinds(events) == ["error"] and len(server.requests) == 1
     from agentcore.providers import is_context_overflow
 
     assert is_context_overflow(message)  # the core's Bedrock overflow pattern still matches
 
 
-@pytest.mark.parametrize("name, prefix", [("throttlingException", "Throttling error"),
-                                          ("serviceUnavailableException", "Service unavailable"),
-                                          ("internalServerException", "Internal server error")])
-def test_retryable_exception_before_content_is_retried(server: Server, aws_env: dict, name: str,
-                                                       prefix: str) -> None:
+@pytest.mark.parametrize(
+    "name, prefix",
+    [
+        ("throttlingException", "Throttling error"),
+        ("serviceUnavailableException", "Service unavailable"),
+        ("internalServerException", "Internal server error"),
+    ],
+)
+def test_retryable_exception_before_content_is_retried(server: Server, aws_env: dict, name: str, prefix: str) -> None:
     server.enqueue(Reply(body=exception(name, "slow down")), Reply(body=text_stream("after retry")))
     message, events = _run(local_model(server))
     assert message.stop_reason == "stop" and message.content == [TextContent("after retry")]
@@ -78,17 +88,21 @@ def test_retryable_exception_before_content_is_retried(server: Server, aws_env: 
 
 
 def test_retry_after_message_start_pushes_start_once(server: Server, aws_env: dict) -> None:
-    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"}) + exception("throttlingException", "x")),
-                   Reply(body=text_stream("ok")))
+    server.enqueue(
+        Reply(body=event("messageStart", {"role": "assistant"}) + exception("throttlingException", "x")),
+        Reply(body=text_stream("ok")),
+    )
     message, events = _run(local_model(server))
     assert message.content == [TextContent("ok")] and len(server.requests) == 2
     assert _kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
 
 
 def test_throttling_after_content_is_not_retried(server: Server, aws_env: dict) -> None:
-    body = (event("messageStart", {"role": "assistant"})
-            + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "par"}})
-            + exception("throttlingException", "Too many tokens, please wait before trying again."))
+    body = (
+        event("messageStart", {"role": "assistant"})
+        + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "par"}})
+        + exception("throttlingException", "Too many tokens, please wait before trying again.")
+    )
     server.enqueue(Reply(body=body), Reply(body=text_stream()))
     message, _ = _run(local_model(server))
     assert message.error_message == "Throttling error: Too many tokens, please wait before trying again."
@@ -96,35 +110,64 @@ def test_throttling_after_content_is_not_retried(server: Server, aws_env: dict) 
 
 
 def test_http_error_with_aws_json_body(server: Server, aws_env: dict) -> None:
-    server.enqueue(Reply(status=400, content_type="application/json",
-                         headers={"x-amzn-ErrorType": "ValidationException:http://internal.amazon.com/coral/"},
-                         body=json.dumps({"message": "The provided model identifier is invalid."}).encode()))
+    server.enqueue(
+        Reply(
+            status=400,
+            content_type="application/json",
+            headers={"x-amzn-ErrorType": "ValidationException:http://internal.amazon.com/coral/"},
+            body=json.dumps({"message": "The provided model identifier is invalid."}).encode(),
+        )
+    )
     message, events = _run(local_model(server))
     assert message.error_message == "400 ValidationException: The provided model identifier is invalid."
     assert _kinds(events) == ["error"] and len(server.requests) == 1
 
 
 def test_http_5xx_and_429_are_retried(server: Server, aws_env: dict) -> None:
-    server.enqueue(Reply(status=503, content_type="application/json", headers={"retry-after-ms": "0"},
-                         body=b'{"message":"Bedrock is unable to process your request."}'),
-                   Reply(status=429, content_type="application/json", headers={"retry-after-ms": "0"},
-                         body=b'{"message":"Too many requests"}'),
-                   Reply(body=text_stream("ok")))
+    server.enqueue(
+        Reply(
+            status=503,
+            content_type="application/json",
+            headers={"retry-after-ms": "0"},
+            body=b'{"message":"Bedrock is unable to process your request."}',
+        ),
+        Reply(
+            status=429,
+            content_type="application/json",
+            headers={"retry-after-ms": "0"},
+            body=b'{"message":"Too many requests"}',
+        ),
+        Reply(body=text_stream("ok")),
+    )
     message, _ = _run(local_model(server))
     assert message.content == [TextContent("ok")] and len(server.requests) == 3
-    server.enqueue(Reply(status=503, content_type="application/json", headers={"retry-after-ms": "0"},
-                         body=b'{"message":"Bedrock is unable to process your request."}'))
+    server.enqueue(
+        Reply(
+            status=503,
+            content_type="application/json",
+            headers={"retry-after-ms": "0"},
+            body=b'{"message":"Bedrock is unable to process your request."}',
+        )
+    )
     message, _ = _run(local_model(server), max_retries=0)
     assert message.error_message == "503 Bedrock is unable to process your request."
 
 
-@pytest.mark.parametrize("stop, text", [
-    ("guardrail_intervened", "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)"),
-    ("content_filtered", "Bedrock stopped the response: the content was filtered (stopReason content_filtered)"),
-    ("malformed_tool_use", "Bedrock stopped the response: the model's tool call was malformed "
-                           "(stopReason malformed_tool_use)"),
-    ("surprise", "Bedrock stopped with an unknown stop reason: 'surprise'"),
-])
+@pytest.mark.parametrize(
+    "stop, text",
+    [
+        (
+            "guardrail_intervened",
+            "Bedrock stopped the response: a guardrail intervened (stopReason guardrail_intervened)",
+        ),
+        ("content_filtered", "Bedrock stopped the response: the content was filtered (stopReason content_filtered)"),
+        (
+            "malformed_tool_use",
+            "Bedrock stopped the response: the model's tool call was malformed (stopReason malformed_tool_use)",
+        ),
+        ("surprise", "Bedrock stopped with an unknown stop reason: 'surprise'"),
+    ],
+)
 def test_error_stop_reasons_are_clear(server: Server, aws_env: dict, stop: str, text: str) -> None:
     server.enqueue(Reply(body=text_stream("partial", stop=stop)))
     message, _ = _run(local_model(server))
@@ -132,9 +175,16 @@ def test_error_stop_reasons_are_clear(server: Server, aws_env: dict, stop: str, 
     assert message.content == [TextContent("partial")]
 
 
-@pytest.mark.parametrize("stop, reason", [("end_turn", "stop"), ("stop_sequence", "stop"),
-                                          ("max_tokens", "length"), ("model_context_window_exceeded", "length"),
-                                          ("tool_use", "toolUse")])
+@pytest.mark.parametrize(
+    "stop, reason",
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("max_tokens", "length"),
+        ("model_context_window_exceeded", "length"),
+        ("tool_use", "toolUse"),
+    ],
+)
 def test_stop_reasons(server: Server, aws_env: dict, stop: str, reason: str) -> None:
     server.enqueue(Reply(body=text_stream(stop=stop)))
     message, events = _run(local_model(server))
@@ -152,8 +202,12 @@ def test_malformed_json_payload_is_named(server: Server, aws_env: dict) -> None:
 
 
 def test_stream_without_message_stop(server: Server, aws_env: dict) -> None:
-    server.enqueue(Reply(body=event("messageStart", {"role": "assistant"})
-                         + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})))
+    server.enqueue(
+        Reply(
+            body=event("messageStart", {"role": "assistant"})
+            + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}})
+        )
+    )
     message, _ = _run(local_model(server))
     assert message.error_message == "Bedrock stream ended before messageStop"
 
@@ -161,22 +215,42 @@ def test_stream_without_message_stop(server: Server, aws_env: dict) -> None:
 def test_usage_with_cache_tokens_and_redacted_reasoning(server: Server, aws_env: dict) -> None:
     from agentcore.types import ModelCost, ThinkingContent
 
-    body = b"".join([
-        event("messageStart", {"role": "assistant"}),
-        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": "b3Bh"}}}),
-        event("contentBlockStop", {"contentBlockIndex": 0}),
-        event("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": "done"}}),
-        event("contentBlockStop", {"contentBlockIndex": 1}),
-        event("messageStop", {"stopReason": "end_turn"}),
-        event("metadata", {"usage": {"inputTokens": 10, "outputTokens": 5, "cacheReadInputTokens": 100,
-                                     "cacheWriteInputTokens": 20, "totalTokens": 135}}),
-    ])
+    body = b"".join(
+        [
+            event("messageStart", {"role": "assistant"}),
+            event(
+                "contentBlockDelta",
+                {"contentBlockIndex": 0, "delta": {"reasoningContent": {"redactedContent": "b3Bh"}}},
+            ),
+            event("contentBlockStop", {"contentBlockIndex": 0}),
+            event("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"text": "done"}}),
+            event("contentBlockStop", {"contentBlockIndex": 1}),
+            event("messageStop", {"stopReason": "end_turn"}),
+            event(
+                "metadata",
+                {
+                    "usage": {
+                        "inputTokens": 10,
+                        "outputTokens": 5,
+                        "cacheReadInputTokens": 100,
+                        "cacheWriteInputTokens": 20,
+                        "totalTokens": 135,
+                    }
+                },
+            ),
+        ]
+    )
     server.enqueue(Reply(body=body, chunk_size=3))
-    model = local_model(server, "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
-                        cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75))
+    model = local_model(
+        server,
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        cost=ModelCost(input=3, output=15, cache_read=0.3, cache_write=3.75),
+    )
     message, events = _run(model)
-    assert message.content == [ThinkingContent("[Reasoning redacted]", thinking_signature="b3Bh", redacted=True),
-                               TextContent("done")]
+    assert message.content == [
+        ThinkingContent("[Reasoning redacted]", thinking_signature="b3Bh", redacted=True),
+        TextContent("done"),
+    ]
     usage = message.usage
     assert (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens) == (10, 5, 100, 20, 135)
     assert usage.cost.total == pytest.approx((10 * 3 + 5 * 15 + 100 * 0.3 + 20 * 3.75) / 1e6)
@@ -185,12 +259,14 @@ def test_usage_with_cache_tokens_and_redacted_reasoning(server: Server, aws_env:
 
 def test_abort_mid_stream_closes_the_response_promptly(server: Server, aws_env: dict) -> None:
     first = event("messageStart", {"role": "assistant"}) + event(
-        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}})
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hel"}}
+    )
     server.enqueue(Reply(body=first + text_stream(), chunk_size=len(first), stall_after=len(first)))
     controller = AbortController()
     aborter = threading.Thread(target=lambda: (server.stalled.wait(30), controller.abort()))
-    stream = BedrockProvider().stream(local_model(server), CONTEXT, signal=controller.signal,
-                                      timeout=(10, 60))  # only the abort can end the stalled read
+    stream = BedrockProvider().stream(
+        local_model(server), CONTEXT, signal=controller.signal, timeout=(10, 60)
+    )  # only the abort can end the stalled read
     events = []
     for item in stream:
         events.append(item)
@@ -229,15 +305,21 @@ def test_abort_ends_the_retry_sleep(server: Server, aws_env: dict) -> None:
 
 def test_secrets_never_appear_in_errors(server: Server, aws_env: dict) -> None:
     token = "ABSKQmVkcm9ja0FQSUtleS1zZWNyZXQtdG9rZW4tdmFsdWU="
-    server.enqueue(Reply(status=403, content_type="application/json",
-                         body=json.dumps({"message": f"Bearer {token} is not valid"}).encode()))
+    server.enqueue(
+        Reply(
+            status=403,
+            content_type="application/json",
+            body=json.dumps({"message": f"Bearer {token} is not valid"}).encode(),
+        )
+    )
     message, _ = _run(local_model(server), api_key=token)
     assert token not in message.error_message and "***" in message.error_message
     assert server.requests[0].headers["Authorization"] == f"Bearer {token}"
 
 
-def test_missing_region_and_credentials_are_named(server: Server, aws_env: dict,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_region_and_credentials_are_named(
+    server: Server, aws_env: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("AWS_REGION")
     message, events = _run(local_model(server))
     assert message.error_message.startswith("no AWS region for Amazon Bedrock: set AWS_REGION")
@@ -246,6 +328,7 @@ def test_missing_region_and_credentials_are_named(server: Server, aws_env: dict,
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     message, _ = _run(local_model(server))
-    assert message.error_message.startswith("no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and "
-                                            "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE")
+    assert message.error_message.startswith(
+        "no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+    )
     assert server.requests == []

@@ -15,7 +15,7 @@ def _frames(data: bytes, size: int) -> list:
     decoder = EventStreamDecoder()
     out = []
     for start in range(0, len(data), size):
-        out.extend(decoder.feed(data[start:start + size]))
+        out.extend(decoder.feed(data[start : start + size]))
     decoder.close()
     return out
 
@@ -25,23 +25,44 @@ def test_recorded_body_decodes_the_same_in_any_chunking(size: int) -> None:
     body = recorded_body(load_recording("text-stream"))
     frames = _frames(body, size)
     assert len(frames) == 33
-    assert frames[0].headers == {":event-type": "messageStart", ":content-type": "application/json",
-                                 ":message-type": "event"}
+    assert frames[0].headers == {
+        ":event-type": "messageStart",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
     assert frames[0].payload == b'{"p":"abcdefghijklmnopqr","role":"assistant"}'
     assert [f.headers[":event-type"] for f in frames[-3:]] == ["contentBlockStop", "messageStop", "metadata"]
 
 
 def test_encode_round_trips_and_every_header_type_decodes() -> None:
-    headers = b"".join([
-        b"\x01t\x00", b"\x01f\x01", b"\x01b\x02\xff", b"\x01s\x03" + struct.pack(">h", -2),
-        b"\x01i\x04" + struct.pack(">i", 7), b"\x01l\x05" + struct.pack(">q", 2 ** 40),
-        b"\x01y\x06\x00\x02\x00\x01", b"\x01z\x07\x00\x03abc", b"\x01d\x08" + struct.pack(">q", 1700000000000),
-        b"\x01u\x09" + uuid.UUID(int=5).bytes,
-    ])
+    headers = b"".join(
+        [
+            b"\x01t\x00",
+            b"\x01f\x01",
+            b"\x01b\x02\xff",
+            b"\x01s\x03" + struct.pack(">h", -2),
+            b"\x01i\x04" + struct.pack(">i", 7),
+            b"\x01l\x05" + struct.pack(">q", 2**40),
+            b"\x01y\x06\x00\x02\x00\x01",
+            b"\x01z\x07\x00\x03abc",
+            b"\x01d\x08" + struct.pack(">q", 1700000000000),
+            b"\x01u\x09" + uuid.UUID(int=5).bytes,
+        ]
+    )
     message = _raw_frame(headers, b"{}")
     (frame,) = EventStreamDecoder().feed(message)
-    assert frame.headers == {"t": True, "f": False, "b": -1, "s": -2, "i": 7, "l": 2 ** 40, "y": b"\x00\x01",
-                             "z": "abc", "d": 1700000000000, "u": uuid.UUID(int=5)}
+    assert frame.headers == {
+        "t": True,
+        "f": False,
+        "b": -1,
+        "s": -2,
+        "i": 7,
+        "l": 2**40,
+        "y": b"\x00\x01",
+        "z": "abc",
+        "d": 1700000000000,
+        "u": uuid.UUID(int=5),
+    }
     assert frame.payload == b"{}"
     data = event("messageStop", {"stopReason": "end_turn"})
     (again,) = EventStreamDecoder().feed(data)
@@ -81,12 +102,15 @@ def test_truncated_stream_is_an_error_at_close() -> None:
         decoder.close()
 
 
-@pytest.mark.parametrize("headers, match", [
-    (b"\x05:name", "runs past the header section"),
-    (b"\x01x\x07\x00\x09abc", "runs past the header section"),
-    (b"\x01x\x0c", "unknown value type 12"),
-    (b"\x02\xff\xfe\x00", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "headers, match",
+    [
+        (b"\x05:name", "runs past the header section"),
+        (b"\x01x\x07\x00\x09abc", "runs past the header section"),
+        (b"\x01x\x0c", "unknown value type 12"),
+        (b"\x02\xff\xfe\x00", "not UTF-8"),
+    ],
+)
 def test_malformed_headers_are_named(headers: bytes, match: str) -> None:
     with pytest.raises(EventStreamError, match=match):
         EventStreamDecoder().feed(_raw_frame(headers, b""))
@@ -96,6 +120,6 @@ def test_impossible_lengths_are_rejected_before_buffering() -> None:
     prelude = struct.pack(">II", 10, 0)  # shorter than a prelude plus CRC
     with pytest.raises(EventStreamError, match="total length 10"):
         EventStreamDecoder().feed(prelude + struct.pack(">I", zlib.crc32(prelude)))
-    prelude = struct.pack(">II", 2 ** 31, 0)
+    prelude = struct.pack(">II", 2**31, 0)
     with pytest.raises(EventStreamError, match="payload length .* exceeds"):
         EventStreamDecoder().feed(prelude + struct.pack(">I", zlib.crc32(prelude)))

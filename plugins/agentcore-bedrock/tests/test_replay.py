@@ -30,8 +30,14 @@ def _run(server: Server, model: Any, context: AgentContext, **options: Any) -> T
 
 def _replay(server: Server, recording: dict, index: int = 0, chunk_size: int = 7) -> None:
     response = recording["interactions"][index]["response"]
-    server.enqueue(Reply(status=response["status"], body=recorded_body(recording, index),
-                         content_type=response["content_type"], chunk_size=chunk_size))
+    server.enqueue(
+        Reply(
+            status=response["status"],
+            body=recorded_body(recording, index),
+            content_type=response["content_type"],
+            chunk_size=chunk_size,
+        )
+    )
 
 
 def _nova(server: Server) -> Any:
@@ -54,10 +60,12 @@ def test_text_stream_replay(server: Server, aws_env: dict, chunk_size: int) -> N
     message, events = _run(server, model, context, temperature=0.0)
 
     assert message.stop_reason == "stop" and message.error_message is None
-    text = ("The capital of France is Paris. Paris is not only the capital city but also the most populous "
-            "city in France, and it is a major center for culture, commerce, fashion, and international "
-            "diplomacy. Known for its historical landmarks, such as the Eiffel Tower, the Louvre Museum, and "
-            "Notre-Dame Cathedral, Paris is often referred to as \"The City of Light\" or \"The City of Love.\"")
+    text = (
+        "The capital of France is Paris. Paris is not only the capital city but also the most populous "
+        "city in France, and it is a major center for culture, commerce, fashion, and international "
+        "diplomacy. Known for its historical landmarks, such as the Eiffel Tower, the Louvre Museum, and "
+        'Notre-Dame Cathedral, Paris is often referred to as "The City of Light" or "The City of Love."'
+    )
     assert [type(b) for b in message.content] == [TextContent]
     assert message.content[0].text == text
     assert [e.type for e in events] == ["start", "text_start"] + ["text_delta"] * 29 + ["text_end", "done"]
@@ -80,22 +88,30 @@ def test_reasoning_with_signature_replay(server: Server, aws_env: dict) -> None:
     sent = recording["interactions"][0]["request"]
     _replay(server, recording)
     model = local_model(server, "us.anthropic.claude-sonnet-4-20250514-v1:0", reasoning=True, max_tokens=64000)
-    message, events = _run(server, model, AgentContext(messages=[UserMessage("Hello")]), reasoning="minimal",
-                           max_tokens=4096)
+    message, events = _run(
+        server, model, AgentContext(messages=[UserMessage("Hello")]), reasoning="minimal", max_tokens=4096
+    )
 
     assert message.stop_reason == "stop"
     thinking, text = message.content
     assert isinstance(thinking, ThinkingContent) and isinstance(text, TextContent)
-    assert thinking.thinking == ("The user has greeted me with a simple \"Hello\". I should respond in a friendly "
-                                 "and welcoming manner. This is a straightforward greeting, so I'll respond warmly "
-                                 "and ask how I can help them today.")
+    assert thinking.thinking == (
+        'The user has greeted me with a simple "Hello". I should respond in a friendly '
+        "and welcoming manner. This is a straightforward greeting, so I'll respond warmly "
+        "and ask how I can help them today."
+    )
     assert thinking.thinking_signature.startswith("Eu0CCkgIBxABGAIqQJDccbDQkr81n7Qj")
     assert thinking.thinking_signature.endswith("Gtiq".replace("q", "Q") + "LMIm1o471iEYAQ==")
     assert len(thinking.thinking_signature) == 496 and not thinking.redacted
     assert text.text == "Hello! It's nice to meet you. How can I help you today?"
     kinds = [e.type for e in events]
-    assert kinds == (["start", "thinking_start"] + ["thinking_delta"] * 14 + ["thinking_end", "text_start"]
-                     + ["text_delta"] * 5 + ["text_end", "done"])
+    assert kinds == (
+        ["start", "thinking_start"]
+        + ["thinking_delta"] * 14
+        + ["thinking_end", "text_start"]
+        + ["text_delta"] * 5
+        + ["text_end", "done"]
+    )
     assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (36, 73, 109)
 
     body = server.requests[0].json()
@@ -109,9 +125,17 @@ def test_reasoning_with_signature_replay(server: Server, aws_env: dict) -> None:
     from agentcore_bedrock import build_request_body
 
     replayed = build_request_body(model, follow_up, cache_retention="none")["messages"][1]
-    assert replayed == {"role": "assistant", "content": [
-        {"reasoningContent": {"reasoningText": {"text": thinking.thinking, "signature": thinking.thinking_signature}}},
-        {"text": text.text}]}
+    assert replayed == {
+        "role": "assistant",
+        "content": [
+            {
+                "reasoningContent": {
+                    "reasoningText": {"text": thinking.thinking, "signature": thinking.thinking_signature}
+                }
+            },
+            {"text": text.text},
+        ],
+    }
 
 
 def test_tool_use_then_text_replay(server: Server, aws_env: dict) -> None:
@@ -120,18 +144,28 @@ def test_tool_use_then_text_replay(server: Server, aws_env: dict) -> None:
     _replay(server, recording, 0)
     _replay(server, recording, 1)
     model = _nova(server)
-    tools = [{"name": spec["toolSpec"]["name"], "description": spec["toolSpec"]["description"],
-              "parameters": spec["toolSpec"]["inputSchema"]["json"]} for spec in first["body"]["toolConfig"]["tools"]]
-    context = AgentContext(system_prompt="You are a helpful chatbot.", tools=tools,
-                           messages=[UserMessage(_user_text(first["body"]))])
+    tools = [
+        {
+            "name": spec["toolSpec"]["name"],
+            "description": spec["toolSpec"]["description"],
+            "parameters": spec["toolSpec"]["inputSchema"]["json"],
+        }
+        for spec in first["body"]["toolConfig"]["tools"]
+    ]
+    context = AgentContext(
+        system_prompt="You are a helpful chatbot.", tools=tools, messages=[UserMessage(_user_text(first["body"]))]
+    )
     message, events = _run(server, model, context)
 
     assert message.stop_reason == "toolUse"
     text, call = message.content
     assert text.text.startswith("<thinking> To find the temperature") and text.text.endswith("</thinking>\n")
     assert isinstance(call, ToolCall)
-    assert (call.id, call.name, call.arguments) == ("tooluse_lAG_zP8QRHmSYOwZzzaCqA", "get_temperature",
-                                                    {"city": "Paris"})
+    assert (call.id, call.name, call.arguments) == (
+        "tooluse_lAG_zP8QRHmSYOwZzzaCqA",
+        "get_temperature",
+        {"city": "Paris"},
+    )
     kinds = [e.type for e in events]
     assert kinds[-5:] == ["text_end", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
     assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (471, 91, 562)

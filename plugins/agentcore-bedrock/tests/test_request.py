@@ -20,13 +20,21 @@ from agentcore.types import (
 )
 
 API = "bedrock-converse-stream"
-TOOL = {"name": "get_weather", "description": "Weather of a city.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+TOOL = {
+    "name": "get_weather",
+    "description": "Weather of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
 
 
 def _model(model_id: str, **fields: Any) -> Model:
-    return Model(id=model_id, api=API, provider="amazon-bedrock",
-                 base_url="https://bedrock-runtime.us-east-1.amazonaws.com", **fields)
+    return Model(
+        id=model_id,
+        api=API,
+        provider="amazon-bedrock",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+        **fields,
+    )
 
 
 CLAUDE = _model("us.anthropic.claude-sonnet-4-5-20250929-v1:0", reasoning=True, max_tokens=64000)
@@ -34,8 +42,9 @@ NOVA = _model("us.amazon.nova-micro-v1:0", max_tokens=10000)
 
 
 def _asst(model: Model, *content: Any, stop_reason: str = "stop") -> AssistantMessage:
-    return AssistantMessage(content=list(content), api=API, provider=model.provider, model=model.id,
-                            stop_reason=stop_reason)
+    return AssistantMessage(
+        content=list(content), api=API, provider=model.provider, model=model.id, stop_reason=stop_reason
+    )
 
 
 def test_system_messages_and_cache_points_for_claude(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,35 +68,65 @@ def test_images_tools_and_tool_results() -> None:
     call_a = ToolCall(id="tooluse_a", name="get_weather", arguments={"city": "Paris"})
     call_b = ToolCall(id="tooluse_b", name="get_weather", arguments={"city": "Rome"})
     messages = [
-        UserMessage([TextContent("What is here?"), ImageContent(data="aGVsbG8=", mime_type="image/png"),
-                     TextContent("   ")]),
+        UserMessage(
+            [TextContent("What is here?"), ImageContent(data="aGVsbG8=", mime_type="image/png"), TextContent("   ")]
+        ),
         _asst(NOVA, TextContent("Let me check."), TextContent(""), call_a, call_b, stop_reason="toolUse"),
         ToolResultMessage(tool_call_id="tooluse_a", tool_name="get_weather", content=[TextContent("sunny")]),
-        ToolResultMessage(tool_call_id="tooluse_b", tool_name="get_weather",
-                          content=[TextContent("rain"), ImageContent(data="AAAA", mime_type="image/jpeg")],
-                          is_error=True),
+        ToolResultMessage(
+            tool_call_id="tooluse_b",
+            tool_name="get_weather",
+            content=[TextContent("rain"), ImageContent(data="AAAA", mime_type="image/jpeg")],
+            is_error=True,
+        ),
     ]
     body = build_request_body(NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice="any")
     assert body["messages"] == [
-        {"role": "user", "content": [{"text": "What is here?"},
-                                     {"image": {"format": "png", "source": {"bytes": "aGVsbG8="}}}]},
-        {"role": "assistant", "content": [
-            {"text": "Let me check."},
-            {"toolUse": {"toolUseId": "tooluse_a", "name": "get_weather", "input": {"city": "Paris"}}},
-            {"toolUse": {"toolUseId": "tooluse_b", "name": "get_weather", "input": {"city": "Rome"}}}]},
-        {"role": "user", "content": [  # consecutive results share one user message
-            {"toolResult": {"toolUseId": "tooluse_a", "content": [{"text": "sunny"}], "status": "success"}},
-            {"toolResult": {"toolUseId": "tooluse_b", "status": "error", "content": [
-                {"text": "rain"}, {"image": {"format": "jpeg", "source": {"bytes": "AAAA"}}}]}}]},
+        {
+            "role": "user",
+            "content": [{"text": "What is here?"}, {"image": {"format": "png", "source": {"bytes": "aGVsbG8="}}}],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"text": "Let me check."},
+                {"toolUse": {"toolUseId": "tooluse_a", "name": "get_weather", "input": {"city": "Paris"}}},
+                {"toolUse": {"toolUseId": "tooluse_b", "name": "get_weather", "input": {"city": "Rome"}}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [  # consecutive results share one user message
+                {"toolResult": {"toolUseId": "tooluse_a", "content": [{"text": "sunny"}], "status": "success"}},
+                {
+                    "toolResult": {
+                        "toolUseId": "tooluse_b",
+                        "status": "error",
+                        "content": [{"text": "rain"}, {"image": {"format": "jpeg", "source": {"bytes": "AAAA"}}}],
+                    }
+                },
+            ],
+        },
     ]
-    assert body["toolConfig"] == {"tools": [{"toolSpec": {"name": "get_weather", "description": "Weather of a city.",
-                                                          "inputSchema": {"json": TOOL["parameters"]}}}],
-                                  "toolChoice": {"any": {}}}
-    named = build_request_body(NOVA, AgentContext(messages=messages, tools=[TOOL]),
-                               tool_choice={"type": "tool", "name": "get_weather"})
+    assert body["toolConfig"] == {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": "get_weather",
+                    "description": "Weather of a city.",
+                    "inputSchema": {"json": TOOL["parameters"]},
+                }
+            }
+        ],
+        "toolChoice": {"any": {}},
+    }
+    named = build_request_body(
+        NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice={"type": "tool", "name": "get_weather"}
+    )
     assert named["toolConfig"]["toolChoice"] == {"tool": {"name": "get_weather"}}
-    assert "toolConfig" not in build_request_body(NOVA, AgentContext(messages=messages, tools=[TOOL]),
-                                                  tool_choice="none")
+    assert "toolConfig" not in build_request_body(
+        NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice="none"
+    )
 
 
 def test_unsupported_image_type_is_a_clear_error() -> None:
@@ -106,75 +145,121 @@ def test_thinking_replay_per_model_family() -> None:
         {"reasoningContent": {"reasoningText": {"text": "ponder", "signature": "c2ln"}}},
         {"text": "half a thought"},  # unsigned Claude reasoning is rejected by Bedrock: sent as text
         {"reasoningContent": {"redactedContent": "YmxvYg=="}},
-        {"text": "a"}]
+        {"text": "a"},
+    ]
     qwen = _model("qwen.qwen3-32b-v1:0", reasoning=True)
     own = [UserMessage("q"), _asst(qwen, signed, TextContent("a")), UserMessage("more")]
     assert build_request_body(qwen, AgentContext(messages=own))["messages"][1]["content"] == [
-        {"reasoningContent": {"reasoningText": {"text": "ponder"}}}, {"text": "a"}]  # no signature field
+        {"reasoningContent": {"reasoningText": {"text": "ponder"}}},
+        {"text": "a"},
+    ]  # no signature field
     # another model's thinking becomes plain text, its redacted thinking is dropped, ids normalised
-    other = [UserMessage("q"), AssistantMessage(content=[signed, redacted, ToolCall(id="call|x.y", name="t")],
-                                                api="openai-responses", provider="openai", model="gpt-5",
-                                                stop_reason="toolUse"),
-             ToolResultMessage(tool_call_id="call|x.y", tool_name="t", content=[TextContent("ok")])]
+    other = [
+        UserMessage("q"),
+        AssistantMessage(
+            content=[signed, redacted, ToolCall(id="call|x.y", name="t")],
+            api="openai-responses",
+            provider="openai",
+            model="gpt-5",
+            stop_reason="toolUse",
+        ),
+        ToolResultMessage(tool_call_id="call|x.y", tool_name="t", content=[TextContent("ok")]),
+    ]
     converted = build_request_body(CLAUDE, AgentContext(messages=other), cache_retention="none")["messages"]
-    assert converted[1]["content"] == [{"text": "ponder"},
-                                       {"toolUse": {"toolUseId": "call_x_y", "name": "t", "input": {}}}]
+    assert converted[1]["content"] == [
+        {"text": "ponder"},
+        {"toolUse": {"toolUseId": "call_x_y", "name": "t", "input": {}}},
+    ]
     assert converted[2]["content"][0]["toolResult"]["toolUseId"] == "call_x_y"
 
 
 def test_failed_and_empty_assistant_turns_are_not_replayed() -> None:
-    history = [UserMessage("q"), _asst(CLAUDE, TextContent("partial"), stop_reason="error"),
-               _asst(CLAUDE, TextContent("  ")), UserMessage("again")]
+    history = [
+        UserMessage("q"),
+        _asst(CLAUDE, TextContent("partial"), stop_reason="error"),
+        _asst(CLAUDE, TextContent("  ")),
+        UserMessage("again"),
+    ]
     body = build_request_body(CLAUDE, AgentContext(messages=history), cache_retention="none")
-    assert body["messages"] == [{"role": "user", "content": [{"text": "q"}]},
-                                {"role": "user", "content": [{"text": "again"}]}]
+    assert body["messages"] == [
+        {"role": "user", "content": [{"text": "q"}]},
+        {"role": "user", "content": [{"text": "again"}]},
+    ]
 
 
-@pytest.mark.parametrize("level, budget, max_tokens", [
-    ("minimal", 1024, 33024), ("low", 2048, 34048), ("medium", 8192, 40192), ("high", 16384, 48384),
-    ("xhigh", 16384, 48384),
-])
+@pytest.mark.parametrize(
+    "level, budget, max_tokens",
+    [
+        ("minimal", 1024, 33024),
+        ("low", 2048, 34048),
+        ("medium", 8192, 40192),
+        ("high", 16384, 48384),
+        ("xhigh", 16384, 48384),
+    ],
+)
 def test_budget_thinking_for_claude(level: str, budget: int, max_tokens: int) -> None:
     body = build_request_body(CLAUDE, AgentContext(messages=[UserMessage("q")]), reasoning=level, temperature=0.5)
     assert body["additionalModelRequestFields"] == {
         "thinking": {"type": "enabled", "budget_tokens": budget},
-        "anthropic_beta": ["interleaved-thinking-2025-05-14"]}
+        "anthropic_beta": ["interleaved-thinking-2025-05-14"],
+    }
     assert body["inferenceConfig"] == {"maxTokens": max_tokens}  # no temperature while thinking
 
 
 def test_budget_shrinks_to_leave_room_and_custom_budgets_win() -> None:
     small = _model("anthropic.claude-3-7-sonnet-20250219-v1:0", reasoning=True, max_tokens=8192)
-    body = build_request_body(small, AgentContext(messages=[UserMessage("q")]), reasoning="high",
-                              interleaved_thinking=False)
+    body = build_request_body(
+        small, AgentContext(messages=[UserMessage("q")]), reasoning="high", interleaved_thinking=False
+    )
     assert body["inferenceConfig"]["maxTokens"] == 8192
     assert body["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 7168}}
-    custom = build_request_body(CLAUDE, AgentContext(messages=[UserMessage("q")]), reasoning="low",
-                                thinking_budgets={"low": 3000})
+    custom = build_request_body(
+        CLAUDE, AgentContext(messages=[UserMessage("q")]), reasoning="low", thinking_budgets={"low": 3000}
+    )
     assert custom["additionalModelRequestFields"]["thinking"]["budget_tokens"] == 3000
 
 
 def test_adaptive_thinking_on_claude_4_6_and_later() -> None:
-    opus46 = Model.from_dict({"id": "global.anthropic.claude-opus-4-6-v1", "api": API, "provider": "amazon-bedrock",
-                              "baseUrl": "", "reasoning": True, "input": ["text"], "cost": {
-                                  "input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25},
-                              "contextWindow": 1000000, "maxTokens": 128000, "thinkingLevelMap": {"xhigh": "max"}})
+    opus46 = Model.from_dict(
+        {
+            "id": "global.anthropic.claude-opus-4-6-v1",
+            "api": API,
+            "provider": "amazon-bedrock",
+            "baseUrl": "",
+            "reasoning": True,
+            "input": ["text"],
+            "cost": {"input": 5, "output": 25, "cacheRead": 0.5, "cacheWrite": 6.25},
+            "contextWindow": 1000000,
+            "maxTokens": 128000,
+            "thinkingLevelMap": {"xhigh": "max"},
+        }
+    )
     body = build_request_body(opus46, AgentContext(messages=[UserMessage("q")]), reasoning="xhigh")
-    assert body["additionalModelRequestFields"] == {"thinking": {"type": "adaptive"},
-                                                    "output_config": {"effort": "max"}}
+    assert body["additionalModelRequestFields"] == {
+        "thinking": {"type": "adaptive"},
+        "output_config": {"effort": "max"},
+    }
     sonnet46 = _model("us.anthropic.claude-sonnet-4-6", reasoning=True, max_tokens=64000)
     for level, effort in (("minimal", "low"), ("medium", "medium"), ("high", "high"), ("xhigh", "high")):
-        fields = build_request_body(sonnet46, AgentContext(messages=[UserMessage("q")]),
-                                    reasoning=level)["additionalModelRequestFields"]
+        fields = build_request_body(sonnet46, AgentContext(messages=[UserMessage("q")]), reasoning=level)[
+            "additionalModelRequestFields"
+        ]
         assert fields == {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
 
 
-@pytest.mark.parametrize("model_id", ["us.anthropic.claude-sonnet-4-20250514-v1:0",
-                                      "anthropic.claude-opus-4-1-20250805-v1:0",
-                                      "eu.anthropic.claude-haiku-4-5-20251001-v1:0"])
+@pytest.mark.parametrize(
+    "model_id",
+    [
+        "us.anthropic.claude-sonnet-4-20250514-v1:0",
+        "anthropic.claude-opus-4-1-20250805-v1:0",
+        "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+    ],
+)
 def test_dated_claude_4_ids_use_budget_thinking(model_id: str) -> None:
     # regression: the date after "-4-" was read as the minor version (4.20250514 >= 4.6: adaptive)
-    body = build_request_body(_model(model_id, reasoning=True, max_tokens=32000),
-                              AgentContext(messages=[UserMessage("q")]), reasoning="low")
+    body = build_request_body(
+        _model(model_id, reasoning=True, max_tokens=32000), AgentContext(messages=[UserMessage("q")]), reasoning="low"
+    )
     assert body["additionalModelRequestFields"]["thinking"]["type"] == "enabled"
 
 
@@ -182,7 +267,8 @@ def test_no_thinking_fields_when_off_or_not_claude() -> None:
     context = AgentContext(messages=[UserMessage("q")])
     assert "additionalModelRequestFields" not in build_request_body(CLAUDE, context, reasoning="off")
     assert "additionalModelRequestFields" not in build_request_body(
-        _model("deepseek.r1-v1:0", reasoning=True), context, reasoning="high")
+        _model("deepseek.r1-v1:0", reasoning=True), context, reasoning="high"
+    )
 
 
 def test_surrogates_are_removed_and_metadata_passes_through() -> None:

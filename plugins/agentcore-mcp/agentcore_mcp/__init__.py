@@ -45,5 +45,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["MCPServer", "load_config", "MCPError", "MCPConfigError", "MCPConnectionError",
-           "MCPServerError", "MCPTimeoutError", "MCPAbortedError", "MCPToolError"]
+__all__ = [
+    "MCPServer",
+    "load_config",
+    "MCPError",
+    "MCPConfigError",
+    "MCPConnectionError",
+    "MCPServerError",
+    "MCPTimeoutError",
+    "MCPAbortedError",
+    "MCPToolError",
+]

@@ -39,10 +39,18 @@ else:  # pragma: no cover - Python 3.10: anyio depends on the exceptiongroup bac
 class Spec:
     """How to reach a server. Secrets stay in here and never reach a repr."""
 
-    def __init__(self, kind: str, *, command: Optional[str] = None, args: List[str] = (),  # type: ignore[assignment]
-                 env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
-                 url: Optional[str] = None, headers: Optional[Dict[str, str]] = None,
-                 transport: str = "auto") -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        command: Optional[str] = None,
+        args: List[str] = (),  # type: ignore[assignment]
+        env: Optional[Dict[str, str]] = None,
+        cwd: Optional[str] = None,
+        url: Optional[str] = None,
+        headers: Optional[Dict[str, str]] = None,
+        transport: str = "auto",
+    ) -> None:
         self.kind = kind
         self.command = command
         self.args = list(args)
@@ -66,8 +74,7 @@ class Spec:
         if self.kind == "stdio":
             env = f", env=<{len(self.env)} hidden: {', '.join(sorted(self.env))}>" if self.env else ""
             return f"stdio({self.describe()!r}{env})"
-        headers = f", headers=<{len(self.headers)} hidden: {', '.join(sorted(self.headers))}>" \
-            if self.headers else ""
+        headers = f", headers=<{len(self.headers)} hidden: {', '.join(sorted(self.headers))}>" if self.headers else ""
         return f"http({self.describe()!r}{headers})"
 
 
@@ -113,8 +120,9 @@ class Connection:
 
     async def _connect(self, stack: AsyncExitStack) -> None:
         if self.spec.kind == "stdio":
-            transport = _stdio.stdio_transport(str(self.spec.command), self.spec.args, self.spec.env,
-                                               self.spec.cwd, self.state)
+            transport = _stdio.stdio_transport(
+                str(self.spec.command), self.spec.args, self.spec.env, self.spec.cwd, self.state
+            )
             self.client = await stack.enter_async_context(self._client(transport))
             self.transport_used = "stdio"
             return
@@ -148,12 +156,16 @@ class Connection:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
-        return streamable_http_client(str(self.spec.url), http_client=create_mcp_http_client(
-            headers=self.spec.headers))
+        return streamable_http_client(str(self.spec.url), http_client=create_mcp_http_client(headers=self.spec.headers))
 
     def _client(self, transport: Any) -> Any:
-        return Client(transport, mode=self.spec.mode, message_handler=self._on_message, cache=None,
-                      client_info=mcp_types.Implementation(name="agentcore-mcp", version="0.1.0"))
+        return Client(
+            transport,
+            mode=self.spec.mode,
+            message_handler=self._on_message,
+            cache=None,
+            client_info=mcp_types.Implementation(name="agentcore-mcp", version="0.1.0"),
+        )
 
     async def _maybe_listen(self, stack: AsyncExitStack) -> None:
         """On 2026-07-28+ sessions list changes arrive through ``subscriptions/listen``."""
@@ -202,8 +214,9 @@ class Connection:
 
     # ------------------------------------------------------------------ requests (loop thread)
 
-    async def call_tool(self, tool: str, arguments: Optional[Dict[str, Any]],
-                        on_progress: Optional[Callable[..., Any]]) -> Any:
+    async def call_tool(
+        self, tool: str, arguments: Optional[Dict[str, Any]], on_progress: Optional[Callable[..., Any]]
+    ) -> Any:
         async def forward(progress: float, total: Optional[float], message: Optional[str]) -> None:
             assert on_progress is not None
             on_progress(progress, total, message)  # thread-safe: the agent loop's on_update queues
@@ -214,8 +227,13 @@ class Connection:
         except SdkMCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
                 raise await self.lost(f"during the call to tool {tool!r}") from None
-            raise MCPToolError(self._redact(f"MCP server {self.name!r}: tool {tool!r} failed: {exc.message} "
-                                            f"(JSON-RPC error {exc.code})"), server=self.name, tool=tool) from None
+            raise MCPToolError(
+                self._redact(
+                    f"MCP server {self.name!r}: tool {tool!r} failed: {exc.message} (JSON-RPC error {exc.code})"
+                ),
+                server=self.name,
+                tool=tool,
+            ) from None
         except _LOST as exc:
             raise await self.lost(f"during the call to tool {tool!r} ({_describe(exc)})") from None
         except Exception as exc:
@@ -236,8 +254,9 @@ class Connection:
         except SdkMCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
                 raise await self.lost("while listing its tools") from None
-            raise MCPServerError(self._redact(f"MCP server {self.name!r}: tools/list failed: {exc.message}"),
-                                 server=self.name) from None
+            raise MCPServerError(
+                self._redact(f"MCP server {self.name!r}: tools/list failed: {exc.message}"), server=self.name
+            ) from None
         except _LOST as exc:
             raise await self.lost(f"while listing its tools ({_describe(exc)})") from None
         return tools

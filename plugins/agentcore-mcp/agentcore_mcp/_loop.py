@@ -57,8 +57,10 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
     """
     if in_loop_thread():
         coro.close()
-        raise RuntimeError("agentcore_mcp: a blocking MCPServer method was called on the MCP event-loop "
-                           "thread (from a callback); call it from another thread")
+        raise RuntimeError(
+            "agentcore_mcp: a blocking MCPServer method was called on the MCP event-loop "
+            "thread (from a callback); call it from another thread"
+        )
     return asyncio.run_coroutine_threadsafe(coro, get_loop())
 
 

@@ -66,8 +66,10 @@ def _load(path: str, previous: _Loaded | None) -> _Loaded:
         except Exception as exc:  # noqa: BLE001 - isolated per server
             results[name] = exc
 
-    threads = [threading.Thread(target=start, args=item, name=f"agentcore-mcp-start-{item[0]}", daemon=True)
-               for item in servers.items()]
+    threads = [
+        threading.Thread(target=start, args=item, name=f"agentcore-mcp-start-{item[0]}", daemon=True)
+        for item in servers.items()
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

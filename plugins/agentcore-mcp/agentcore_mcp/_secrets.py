@@ -21,12 +21,17 @@ class Secrets:
 
     def __init__(self, values: Iterable[str] = ()) -> None:
         # longest first, so a secret that contains another is masked whole
-        self._values: List[str] = sorted({v for v in values if isinstance(v, str) and len(v) >= 3},
-                                         key=len, reverse=True)
+        self._values: List[str] = sorted(
+            {v for v in values if isinstance(v, str) and len(v) >= 3}, key=len, reverse=True
+        )
 
     @classmethod
-    def of(cls, env: Optional[Mapping[str, str]] = None, headers: Optional[Mapping[str, str]] = None,
-           url: Optional[str] = None) -> Secrets:
+    def of(
+        cls,
+        env: Optional[Mapping[str, str]] = None,
+        headers: Optional[Mapping[str, str]] = None,
+        url: Optional[str] = None,
+    ) -> Secrets:
         values: List[str] = list((env or {}).values()) + list((headers or {}).values())
         for header_value in (headers or {}).values():  # "Bearer abc": the token alone too
             values.extend(part for part in str(header_value).split() if len(part) >= 8)
@@ -70,8 +75,15 @@ import logging  # noqa: E402
 import threading  # noqa: E402
 import weakref  # noqa: E402
 
-_SDK_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.client", "mcp.client.session",
-                "mcp.shared.jsonrpc_dispatcher", "httpx2", "httpx")
+_SDK_LOGGERS = (
+    "mcp.client.streamable_http",
+    "mcp.client.sse",
+    "mcp.client.client",
+    "mcp.client.session",
+    "mcp.shared.jsonrpc_dispatcher",
+    "httpx2",
+    "httpx",
+)
 _live: weakref.WeakSet[Secrets] = weakref.WeakSet()
 _filter_lock = threading.Lock()
 _filter_installed = False

@@ -27,7 +27,7 @@ from ._secrets import Secrets
 _log = logging.getLogger("agentcore_mcp.stdio")
 
 GRACE_SECONDS = 2.0  # for the server to exit on its own once stdin is closed
-TERM_SECONDS = 2.0   # after SIGTERM to the group, before SIGKILL
+TERM_SECONDS = 2.0  # after SIGTERM to the group, before SIGKILL
 _POLL = 0.01
 
 
@@ -131,8 +131,9 @@ def _watch_stderr(fd: int, state: ProcessState) -> None:
 
 
 @asynccontextmanager
-async def stdio_transport(command: str, args: Sequence[str], env: Optional[Dict[str, str]],
-                          cwd: Optional[str], state: ProcessState) -> AsyncIterator[Tuple[Any, Any]]:
+async def stdio_transport(
+    command: str, args: Sequence[str], env: Optional[Dict[str, str]], cwd: Optional[str], state: ProcessState
+) -> AsyncIterator[Tuple[Any, Any]]:
     """Start the server and yield ``(read_stream, write_stream)`` of ``SessionMessage``s.
 
     The environment is the SDK's safe default (HOME, PATH, USER, ...) plus ``env``, as desktop MCP
@@ -141,8 +142,9 @@ async def stdio_transport(command: str, args: Sequence[str], env: Optional[Dict[
     full_env = {**get_default_environment(), **(env or {})}
     err_r, err_w = os.pipe()
     try:
-        process = await anyio.open_process([command, *args], env=full_env, cwd=cwd, stderr=err_w,
-                                           start_new_session=True)
+        process = await anyio.open_process(
+            [command, *args], env=full_env, cwd=cwd, stderr=err_w, start_new_session=True
+        )
     except BaseException:
         os.close(err_r)
         raise

@@ -45,15 +45,17 @@ def load_config(path: str | os.PathLike[str]) -> Dict[str, MCPServer]:
     except FileNotFoundError:
         raise MCPConfigError(f"MCP config {where}: no such file") from None
     except json.JSONDecodeError as exc:
-        raise MCPConfigError(f"MCP config {where}: not valid JSON (line {exc.lineno}, column {exc.colno}: "
-                             f"{exc.msg})") from None
+        raise MCPConfigError(
+            f"MCP config {where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise MCPConfigError(f"MCP config {where}: cannot be read ({exc})") from None
     return servers_from_config(data, source=where)
 
 
-def servers_from_config(data: Any, *, source: str = "<config>",
-                        environ: Optional[Mapping[str, str]] = None) -> Dict[str, MCPServer]:
+def servers_from_config(
+    data: Any, *, source: str = "<config>", environ: Optional[Mapping[str, str]] = None
+) -> Dict[str, MCPServer]:
     """Like :func:`load_config` for already-parsed JSON ``data``."""
     env = os.environ if environ is None else environ
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
@@ -87,20 +89,34 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
             raise MCPConfigError(f'{where}: "args" must be a list of strings')
         cwd = entry.get("cwd")
         return MCPServer.stdio(
-            command, [_expand(str(a), "args", where, env) for a in args],
+            command,
+            [_expand(str(a), "args", where, env) for a in args],
             env=_mapping(entry.get("env"), "env", where, env),
             cwd=None if cwd is None else _expand(_string(cwd, "cwd", where), "cwd", where, env),
-            name=name, timeout=timeout)
+            name=name,
+            timeout=timeout,
+        )
     if "url" in entry:
-        transport = {None: "auto", "http": "streamable-http", "streamable-http": "streamable-http",
-                     "streamableHttp": "streamable-http", "sse": "sse"}.get(kind)
+        transport = {
+            None: "auto",
+            "http": "streamable-http",
+            "streamable-http": "streamable-http",
+            "streamableHttp": "streamable-http",
+            "sse": "sse",
+        }.get(kind)
         if transport is None:
-            raise MCPConfigError(f'{where}: "type" must be "http", "streamable-http" or "sse" for a "url", '
-                                 f"not {kind!r}")
+            raise MCPConfigError(
+                f'{where}: "type" must be "http", "streamable-http" or "sse" for a "url", not {kind!r}'
+            )
         url = _expand(_string(entry["url"], "url", where), "url", where, env)
         try:
-            return MCPServer.http(url, _mapping(entry.get("headers"), "headers", where, env), name=name,
-                                  transport=transport, timeout=timeout)
+            return MCPServer.http(
+                url,
+                _mapping(entry.get("headers"), "headers", where, env),
+                name=name,
+                transport=transport,
+                timeout=timeout,
+            )
         except ValueError as exc:
             raise MCPConfigError(f"{where}: {exc}") from None
     raise MCPConfigError(f'{where}: needs "command" (a stdio server) or "url" (an HTTP server)')

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["MCPError", "MCPConfigError", "MCPConnectionError", "MCPServerError", "MCPTimeoutError",
-           "MCPAbortedError", "MCPToolError"]
+__all__ = [
+    "MCPError",
+    "MCPConfigError",
+    "MCPConnectionError",
+    "MCPServerError",
+    "MCPTimeoutError",
+    "MCPAbortedError",
+    "MCPToolError",
+]
 
 
 class MCPError(Exception):

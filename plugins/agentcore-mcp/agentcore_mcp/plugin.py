@@ -39,8 +39,14 @@ def register_tools(register: Callable[[Any], None]) -> None:
 def add_cli_options(parser: Any, command: str) -> None:
     """``--mcp CONFIG`` (repeatable) on ``agentcore run`` and ``agentcore chat``."""
     if command in ("run", "chat"):
-        parser.add_argument("--mcp", metavar="CONFIG", action="append", default=None, dest="mcp_configs",
-                            help='add the tools of the MCP servers in CONFIG (a {"mcpServers": ...} JSON file)')
+        parser.add_argument(
+            "--mcp",
+            metavar="CONFIG",
+            action="append",
+            default=None,
+            dest="mcp_configs",
+            help='add the tools of the MCP servers in CONFIG (a {"mcpServers": ...} JSON file)',
+        )
 
 
 @hookimpl

@@ -32,8 +32,9 @@ from agentcore.types import ImageContent, TextContent
 from .errors import MCPToolError
 
 
-def to_tool_result(result: Any, server: str, tool: str,
-                   redact: Optional[Callable[[str], str]] = None) -> AgentToolResult:
+def to_tool_result(
+    result: Any, server: str, tool: str, redact: Optional[Callable[[str], str]] = None
+) -> AgentToolResult:
     """The ``AgentToolResult`` of an MCP ``CallToolResult``; raises :class:`MCPToolError` when the
     result says ``isError`` (its text passed through ``redact``: the server's secrets masked)."""
     blocks: List[Any] = []
@@ -44,8 +45,11 @@ def to_tool_result(result: Any, server: str, tool: str,
         text = "\n".join(b.text for b in blocks if isinstance(b, TextContent)).strip()
         if redact is not None:
             text = redact(text)
-        raise MCPToolError(text or f"MCP tool {tool!r} on server {server!r} reported an error "
-                                   "without a message", server=server, tool=tool)
+        raise MCPToolError(
+            text or f"MCP tool {tool!r} on server {server!r} reported an error without a message",
+            server=server,
+            tool=tool,
+        )
     if structured is not None and not any(isinstance(b, TextContent) for b in blocks):
         blocks.append(TextContent(json.dumps(structured, ensure_ascii=False)))
     return AgentToolResult(content=blocks, details=structured)

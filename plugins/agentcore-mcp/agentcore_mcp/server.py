@@ -34,10 +34,10 @@ __all__ = ["MCPServer", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
 
 _log = logging.getLogger("agentcore_mcp")
 
-DEFAULT_TIMEOUT = 300.0          # seconds one tools/call may take
-DEFAULT_CONNECT_TIMEOUT = 60.0   # seconds to start the server and finish the handshake
-PING_TIMEOUT = 5.0               # after a timed-out call: is the server still answering?
-CLOSE_TIMEOUT = 10.0             # close() waits this long for a clean end, then kills
+DEFAULT_TIMEOUT = 300.0  # seconds one tools/call may take
+DEFAULT_CONNECT_TIMEOUT = 60.0  # seconds to start the server and finish the handshake
+PING_TIMEOUT = 5.0  # after a timed-out call: is the server still answering?
+CLOSE_TIMEOUT = 10.0  # close() waits this long for a clean end, then kills
 
 _TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -75,8 +75,14 @@ class MCPServer:
     starting and the handshake.
     """
 
-    def __init__(self, spec: Spec, *, name: Optional[str] = None, timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        spec: Spec,
+        *,
+        name: Optional[str] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> None:
         self._spec = spec
         self.name = name or _default_name(spec)
         self.timeout = timeout
@@ -96,10 +102,17 @@ class MCPServer:
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def stdio(cls, command: str, args: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
-              cwd: Optional[str] = None, *, name: Optional[str] = None,
-              timeout: Optional[float] = DEFAULT_TIMEOUT,
-              connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> MCPServer:
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Optional[Mapping[str, str]] = None,
+        cwd: Optional[str] = None,
+        *,
+        name: Optional[str] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> MCPServer:
         """A server started as ``command *args`` in ``cwd``, speaking JSON-RPC on stdin/stdout.
 
         Its environment is a safe minimum (HOME, PATH, USER, SHELL, TERM, LOGNAME) plus ``env``,
@@ -109,14 +122,26 @@ class MCPServer:
             raise TypeError(f"MCPServer.stdio: command must be a non-empty string, not {command!r}")
         if isinstance(args, str):
             raise TypeError("MCPServer.stdio: args must be a sequence of strings, not one string")
-        spec = Spec("stdio", command=command, args=[str(a) for a in args], cwd=None if cwd is None else str(cwd),
-                    env={str(k): str(v) for k, v in (env or {}).items()})
+        spec = Spec(
+            "stdio",
+            command=command,
+            args=[str(a) for a in args],
+            cwd=None if cwd is None else str(cwd),
+            env={str(k): str(v) for k, v in (env or {}).items()},
+        )
         return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout)
 
     @classmethod
-    def http(cls, url: str, headers: Optional[Mapping[str, str]] = None, *, name: Optional[str] = None,
-             transport: str = "auto", timeout: Optional[float] = DEFAULT_TIMEOUT,
-             connect_timeout: float = DEFAULT_CONNECT_TIMEOUT) -> MCPServer:
+    def http(
+        cls,
+        url: str,
+        headers: Optional[Mapping[str, str]] = None,
+        *,
+        name: Optional[str] = None,
+        transport: str = "auto",
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    ) -> MCPServer:
         """A server at ``url`` over Streamable HTTP, falling back to the older HTTP+SSE transport
         when the server answers the Streamable HTTP POST with 400/404/405 (``transport="auto"``;
         ``"streamable-http"`` or ``"sse"`` force one). ``headers`` (e.g. ``Authorization``) go with
@@ -124,10 +149,8 @@ class MCPServer:
         if not isinstance(url, str) or not re.match(r"^https?://", url):
             raise ValueError(f"MCPServer.http: url must start with http:// or https://, not {url!r}")
         if transport not in ("auto", "streamable-http", "sse"):
-            raise ValueError(f'MCPServer.http: transport must be "auto", "streamable-http" or "sse", '
-                             f"not {transport!r}")
-        spec = Spec("http", url=url, headers={str(k): str(v) for k, v in (headers or {}).items()},
-                    transport=transport)
+            raise ValueError(f'MCPServer.http: transport must be "auto", "streamable-http" or "sse", not {transport!r}')
+        spec = Spec("http", url=url, headers={str(k): str(v) for k, v in (headers or {}).items()}, transport=transport)
         return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout)
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,9 +188,11 @@ class MCPServer:
             except concurrent.futures.TimeoutError:
                 conn.mark_dead("handshake timed out")
                 self._end(conn)
-                raise MCPConnectionError(f"MCP server {self.name!r} ({self._spec.describe()}) did not finish "
-                                         f"the MCP handshake within {self.connect_timeout:g}s",
-                                         server=self.name) from None
+                raise MCPConnectionError(
+                    f"MCP server {self.name!r} ({self._spec.describe()}) did not finish "
+                    f"the MCP handshake within {self.connect_timeout:g}s",
+                    server=self.name,
+                ) from None
             self._conn = conn
             _track(self)
             return conn
@@ -282,8 +307,13 @@ class MCPServer:
         def execute(tool_call_id: str, args: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
             return self.call_tool(mcp_name, args, signal=signal, on_update=on_update)
 
-        made = AgentTool(name=_tool_name(prefix, mcp_name), description=_description(tool),
-                         parameters=_schema(tool), execute=execute, label=getattr(tool, "title", None) or None)
+        made = AgentTool(
+            name=_tool_name(prefix, mcp_name),
+            description=_description(tool),
+            parameters=_schema(tool),
+            execute=execute,
+            label=getattr(tool, "title", None) or None,
+        )
         self._made[key] = made
         return made
 
@@ -296,9 +326,15 @@ class MCPServer:
 
     # ------------------------------------------------------------------ calls
 
-    def call_tool(self, name: str, arguments: Optional[Mapping[str, Any]] = None, *, signal: Any = None,
-                  on_update: Optional[Callable[[Any], None]] = None,
-                  timeout: Any = "default") -> AgentToolResult:
+    def call_tool(
+        self,
+        name: str,
+        arguments: Optional[Mapping[str, Any]] = None,
+        *,
+        signal: Any = None,
+        on_update: Optional[Callable[[Any], None]] = None,
+        timeout: Any = "default",
+    ) -> AgentToolResult:
         """Call MCP tool ``name``; the result mapped as described in :mod:`agentcore_mcp.results`.
 
         ``signal`` (an agentcore ``AbortSignal``) cancels the request on the server when aborted;
@@ -309,9 +345,13 @@ class MCPServer:
         """
         limit = self.timeout if timeout == "default" else timeout
         if signal is not None and signal.aborted:
-            raise MCPAbortedError(f"MCP server {self.name!r}: call to tool {name!r} not sent, the run was aborted",
-                                  server=self.name, tool=name)
+            raise MCPAbortedError(
+                f"MCP server {self.name!r}: call to tool {name!r} not sent, the run was aborted",
+                server=self.name,
+                tool=name,
+            )
         conn = self._connection()
+
         def progress(p: float, total: Optional[float], message: Optional[str]) -> None:
             assert on_update is not None
             on_update(progress_update(p, total, message))
@@ -326,8 +366,11 @@ class MCPServer:
         try:
             result = future.result(limit)
         except concurrent.futures.CancelledError:
-            raise MCPAbortedError(f"MCP server {self.name!r}: call to tool {name!r} was aborted; the server was "
-                                  "told to cancel it", server=self.name, tool=name) from None
+            raise MCPAbortedError(
+                f"MCP server {self.name!r}: call to tool {name!r} was aborted; the server was told to cancel it",
+                server=self.name,
+                tool=name,
+            ) from None
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise self._timed_out(conn, name, limit) from None
@@ -342,9 +385,12 @@ class MCPServer:
             _loop.submit(conn.probe()).result(PING_TIMEOUT)
         except Exception:  # noqa: BLE001 - no pong: the server hangs
             conn.mark_dead("stopped answering")
-            return MCPServerError(message + f", and the server did not answer a ping within {PING_TIMEOUT:g}s "
-                                  "either (hung); it will be restarted on the next call",
-                                  server=self.name, tool=tool)
+            return MCPServerError(
+                message + f", and the server did not answer a ping within {PING_TIMEOUT:g}s "
+                "either (hung); it will be restarted on the next call",
+                server=self.name,
+                tool=tool,
+            )
         return MCPTimeoutError(message, server=self.name, tool=tool)
 
     def _wait(self, conn: Connection, coro: Any, limit: Optional[float], what: str) -> Any:
@@ -354,8 +400,11 @@ class MCPServer:
         except concurrent.futures.TimeoutError:
             future.cancel()
             conn.mark_dead(f"{what} timed out")
-            raise MCPServerError(f"MCP server {self.name!r}: {what} gave no answer within {limit:g}s; "
-                                 "it will be restarted on the next call", server=self.name) from None
+            raise MCPServerError(
+                f"MCP server {self.name!r}: {what} gave no answer within {limit:g}s; "
+                "it will be restarted on the next call",
+                server=self.name,
+            ) from None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("connected" if self._conn is not None and self._conn.alive else "idle")
@@ -367,8 +416,11 @@ def _default_name(spec: Spec) -> str:
         import os
 
         parts = [os.path.basename(str(spec.command))] + [a for a in spec.args if not a.startswith("-")]
-        return parts[-1] if parts[0] in ("npx", "uvx", "node", "python", "python3", "docker") and len(parts) > 1 \
+        return (
+            parts[-1]
+            if parts[0] in ("npx", "uvx", "node", "python", "python3", "docker") and len(parts) > 1
             else parts[0]
+        )
     from urllib.parse import urlsplit
 
     return urlsplit(str(spec.url)).hostname or "http"

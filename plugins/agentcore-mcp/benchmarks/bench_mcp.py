@@ -29,8 +29,7 @@ def server_command(kind: str) -> Tuple[List[str], str, dict]:
         folder = os.environ.get("AGENTCORE_MCP_NODE_DIR")
         if not folder:
             raise SystemExit("--server everything needs $AGENTCORE_MCP_NODE_DIR (tests/install-servers.sh DIR)")
-        return [str(Path(folder, "node_modules", ".bin", "mcp-server-everything")), "stdio"], "echo", {
-            "message": "hi"}
+        return [str(Path(folder, "node_modules", ".bin", "mcp-server-everything")), "stdio"], "echo", {"message": "hi"}
     return [sys.executable, str(HERE.parent / "tests" / "mcp_test_server.py")], "echo", {"text": "hi"}
 
 
@@ -38,11 +37,14 @@ class RawServer:
     """The server driven by hand: newline-delimited JSON-RPC on its pipes."""
 
     def __init__(self, command: List[str]) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+        )
         self.next_id = 0
-        self.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}},
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def send(self, message: dict) -> None:

@@ -89,8 +89,9 @@ def test_server(marker_dir: Path) -> Iterator[Callable[..., object]]:
     made: List[MCPServer] = []
 
     def make(name: str = "testsrv", env: Optional[dict] = None, **kwargs: object) -> MCPServer:
-        server = MCPServer.stdio(sys.executable, [TEST_SERVER], env={"MARKER_DIR": str(marker_dir), **(env or {})},
-                                 name=name, **kwargs)
+        server = MCPServer.stdio(
+            sys.executable, [TEST_SERVER], env={"MARKER_DIR": str(marker_dir), **(env or {})}, name=name, **kwargs
+        )
         made.append(server)
         return server
 
@@ -111,8 +112,13 @@ class HttpServerProcess:
     def __init__(self, mode: str, marker_dir: Path) -> None:
         self.port = free_port()
         env = {**os.environ, "MARKER_DIR": str(marker_dir)}
-        self.process = subprocess.Popen([sys.executable, TEST_SERVER, mode, str(self.port)], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        self.process = subprocess.Popen(
+            [sys.executable, TEST_SERVER, mode, str(self.port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         path = "/mcp" if mode == "http" else "/sse"
         self.url = f"http://127.0.0.1:{self.port}{path}"
         if not eventually(self._accepting, within=30):

@@ -160,19 +160,26 @@ def env(name: str) -> str:
 @server.tool()
 def spawn_child() -> int:
     """Start a child that ignores SIGTERM and stdin EOF, in this process group; its pid."""
-    child = subprocess.Popen([sys.executable, "-c", "import signal, time\n"
-                              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)"],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(600)"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return child.pid
 
 
 @server.tool()
 def image() -> list:
     """An image, an embedded text resource and a resource link."""
-    return [ImageContent(type="image", data=PNG, mime_type="image/png"),
-            EmbeddedResource(type="resource", resource=TextResourceContents(uri="test://notes/1", text="note one",
-                                                                            mime_type="text/plain")),
-            ResourceLink(type="resource_link", uri="test://notes/2", name="note two", description="the second")]
+    return [
+        ImageContent(type="image", data=PNG, mime_type="image/png"),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri="test://notes/1", text="note one", mime_type="text/plain"),
+        ),
+        ResourceLink(type="resource_link", uri="test://notes/2", name="note two", description="the second"),
+    ]
 
 
 def main(argv: list) -> None:

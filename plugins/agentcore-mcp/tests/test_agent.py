@@ -22,8 +22,10 @@ def module_markers(tmp_path_factory):
 def two_servers(module_markers):
     """Two test servers for the module (starting one costs ~1-3 s on a busy machine)."""
     env = {"MARKER_DIR": str(module_markers)}
-    with MCPServer.stdio(sys.executable, [TEST_SERVER], env=env, name="alpha") as a, \
-            MCPServer.stdio(sys.executable, [TEST_SERVER], env=env, name="beta") as b:
+    with (
+        MCPServer.stdio(sys.executable, [TEST_SERVER], env=env, name="alpha") as a,
+        MCPServer.stdio(sys.executable, [TEST_SERVER], env=env, name="beta") as b,
+    ):
         yield a, b
 
 
@@ -34,14 +36,19 @@ def results_of(messages):
 def test_parallel_calls_to_two_servers(two_servers):
     alpha, beta = two_servers
     # alpha's call returns only once beta's call ran: sequential execution would time out
-    scripted = ScriptedModel([response(call("a_wait_for", {"tag": "x"}), call("b_go", {"tag": "x"}),
-                                       stop_reason="toolUse"), text("both done")])
-    agent = Agent(scripted.model, tools=alpha.tools(prefix="a") + beta.tools(prefix="b"),
-                  stream_fn=scripted.stream_fn)
+    scripted = ScriptedModel(
+        [
+            response(call("a_wait_for", {"tag": "x"}), call("b_go", {"tag": "x"}), stop_reason="toolUse"),
+            text("both done"),
+        ]
+    )
+    agent = Agent(scripted.model, tools=alpha.tools(prefix="a") + beta.tools(prefix="b"), stream_fn=scripted.stream_fn)
     messages = agent.prompt("go")
     results = results_of(messages)
     assert [(r.tool_name, r.is_error, r.content[0].text) for r in results] == [
-        ("a_wait_for", False, "x arrived"), ("b_go", False, "released x")]
+        ("a_wait_for", False, "x arrived"),
+        ("b_go", False, "released x"),
+    ]
     assert messages[-1].content[0].text == "both done"
 
 
@@ -75,8 +82,9 @@ def test_abort_during_a_long_call_cancels_it_on_the_server(two_servers, module_m
 def test_a_crashed_server_is_an_error_result_and_comes_back(two_servers):
     alpha, _ = two_servers
     restarts = alpha.restarts
-    scripted = ScriptedModel([tool_call("a_die", {}), text("it crashed"), tool_call("a_echo", {"text": "back"}),
-                              text("fine")])
+    scripted = ScriptedModel(
+        [tool_call("a_die", {}), text("it crashed"), tool_call("a_echo", {"text": "back"}), text("fine")]
+    )
     agent = Agent(scripted.model, tools=alpha.tools(prefix="a"), stream_fn=scripted.stream_fn)
     first = results_of(agent.prompt("crash it"))
     assert first[0].is_error and "MCP server 'alpha' exited with code 3" in first[0].content[0].text

@@ -16,13 +16,21 @@ def write(tmp_path, data):
 
 
 def test_reads_stdio_and_http_entries_in_order(tmp_path):
-    path = write(tmp_path, {"mcpServers": {
-        "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
-               "env": {"DEBUG": "1"}},
-        "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh123"}},
-        "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
-        "off": {"command": "x", "disabled": True},
-    }})
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "fs": {
+                    "command": "npx",
+                    "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+                    "env": {"DEBUG": "1"},
+                },
+                "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer abcdefgh123"}},
+                "old": {"type": "sse", "url": "http://127.0.0.1:9/sse"},
+                "off": {"command": "x", "disabled": True},
+            }
+        },
+    )
     servers = load_config(path)
     assert list(servers) == ["fs", "remote", "old"]
     assert all(isinstance(s, MCPServer) and s.pid is None for s in servers.values())  # nothing started
@@ -33,8 +41,14 @@ def test_reads_stdio_and_http_entries_in_order(tmp_path):
 
 
 def test_expands_environment_variables_and_defaults(tmp_path):
-    data = {"mcpServers": {"gh": {"url": "https://api.example.com/${API_PATH:-mcp}",
-                                  "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}}}
+    data = {
+        "mcpServers": {
+            "gh": {
+                "url": "https://api.example.com/${API_PATH:-mcp}",
+                "headers": {"Authorization": "Bearer ${GH_TOKEN}"},
+            }
+        }
+    }
     servers = servers_from_config(data, environ={"GH_TOKEN": "tok-12345678"})
     spec = servers["gh"]._spec
     assert spec.url == "https://api.example.com/mcp"
@@ -47,18 +61,21 @@ def test_a_missing_variable_is_named(tmp_path):
         servers_from_config(data, environ={})
 
 
-@pytest.mark.parametrize("data, message", [
-    ("{not json", r"not valid JSON \(line 1"),
-    ({"servers": {}}, 'expected an object with an "mcpServers" object'),
-    ({"mcpServers": {"a": []}}, "server 'a': expected an object"),
-    ({"mcpServers": {"a": {}}}, "server 'a': needs \"command\""),
-    ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, "not both"),
-    ({"mcpServers": {"a": {"command": "x", "args": "--flag"}}}, '"args" must be a list'),
-    ({"mcpServers": {"a": {"command": "x", "env": {"K": ["v"]}}}}, '"env" must be an object of strings'),
-    ({"mcpServers": {"a": {"url": "ftp://h"}}}, "http:// or https://"),
-    ({"mcpServers": {"a": {"url": "http://h", "type": "websocket"}}}, '"type" must be'),
-    ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, '"timeout" must be a positive number'),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ("{not json", r"not valid JSON \(line 1"),
+        ({"servers": {}}, 'expected an object with an "mcpServers" object'),
+        ({"mcpServers": {"a": []}}, "server 'a': expected an object"),
+        ({"mcpServers": {"a": {}}}, "server 'a': needs \"command\""),
+        ({"mcpServers": {"a": {"command": "x", "url": "http://h"}}}, "not both"),
+        ({"mcpServers": {"a": {"command": "x", "args": "--flag"}}}, '"args" must be a list'),
+        ({"mcpServers": {"a": {"command": "x", "env": {"K": ["v"]}}}}, '"env" must be an object of strings'),
+        ({"mcpServers": {"a": {"url": "ftp://h"}}}, "http:// or https://"),
+        ({"mcpServers": {"a": {"url": "http://h", "type": "websocket"}}}, '"type" must be'),
+        ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, '"timeout" must be a positive number'),
+    ],
+)
 def test_malformed_files_name_file_server_and_key(tmp_path, data, message):
     path = write(tmp_path, data)
     with pytest.raises(MCPConfigError, match=message) as info:
@@ -72,8 +89,10 @@ def test_a_missing_file_is_named(tmp_path):
 
 
 def test_timeout_and_prefix_extensions(tmp_path):
-    path = write(tmp_path, {"mcpServers": {"a": {"command": "x", "timeout": 5, "prefix": ""},
-                                           "b": {"command": "y", "timeout": None}}})
+    path = write(
+        tmp_path,
+        {"mcpServers": {"a": {"command": "x", "timeout": 5, "prefix": ""}, "b": {"command": "y", "timeout": None}}},
+    )
     servers = load_config(path)
     assert servers["a"].timeout == 5 and servers["a"].config_prefix == ""
     assert servers["b"].timeout is None and servers["b"].config_prefix == "b"

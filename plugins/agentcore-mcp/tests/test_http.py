@@ -60,8 +60,12 @@ def test_forced_sse_transport(sse_server):
 def test_nothing_listening_is_a_connection_error_naming_the_url_without_secrets(caplog):
     caplog.set_level(logging.DEBUG)
     port = free_port()
-    server = MCPServer.http(f"http://user:pa55word@127.0.0.1:{port}/mcp?token=qs-secret-123",
-                            headers={"Authorization": "Bearer hdr-secret-456"}, name="down", connect_timeout=20)
+    server = MCPServer.http(
+        f"http://user:pa55word@127.0.0.1:{port}/mcp?token=qs-secret-123",
+        headers={"Authorization": "Bearer hdr-secret-456"},
+        name="down",
+        connect_timeout=20,
+    )
     text = repr(server)
     with pytest.raises(MCPConnectionError) as info:
         server.connect()

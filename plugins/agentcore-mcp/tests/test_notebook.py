@@ -38,13 +38,17 @@ except ProcessLookupError:
 def test_a_notebook_cell_uses_an_mcp_tool(tmp_path, monkeypatch):
     repo = Path(__file__).resolve().parents[3]
     monkeypatch.setenv("PYTHONPATH", str(repo))
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS], metadata={
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    client = nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(c) for c in CELLS],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    client = nbclient.NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
-    out = ["".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-           for cell in notebook.cells]
+    out = [
+        "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream") for cell in notebook.cells
+    ]
     assert "kernel loop running: True" in out[0]
     assert "tool said: ['42']" in out[1] and "agent said: The sum is 42." in out[1]
     assert "server gone" in out[2]

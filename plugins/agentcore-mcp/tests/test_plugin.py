@@ -19,6 +19,7 @@ from agentcore.testing import ScriptedModel, text, tool_call
 @pytest.fixture
 def config(tmp_path, marker_dir, monkeypatch):
     """Write a config, point $AGENTCORE_MCP_CONFIG at it; reset the registries afterwards."""
+
     def write(servers):
         path = tmp_path / "mcp.json"
         path.write_text(json.dumps({"mcpServers": servers}))
@@ -79,8 +80,10 @@ def test_a_malformed_config_fails_only_this_plugin(config, tmp_path):
 
 def test_without_the_variable_the_plugin_imports_nothing_heavy():
     env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MCP_CONFIG"}
-    code = ("import sys, agentcore.plugins as p; p.tools(); "
-            "print('agentcore_mcp.plugin' in sys.modules, 'mcp' in sys.modules, 'agentcore_mcp.server' in sys.modules)")
+    code = (
+        "import sys, agentcore.plugins as p; p.tools(); "
+        "print('agentcore_mcp.plugin' in sys.modules, 'mcp' in sys.modules, 'agentcore_mcp.server' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False", "False"]
 
@@ -88,8 +91,13 @@ def test_without_the_variable_the_plugin_imports_nothing_heavy():
 def test_import_agentcore_does_not_load_the_plugin(config, marker_dir):
     path = config({"t": server_entry(marker_dir)})
     code = "import sys, agentcore; print('agentcore_mcp' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "AGENTCORE_MCP_CONFIG": str(path)},
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "AGENTCORE_MCP_CONFIG": str(path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip() == "False"
     assert not list(marker_dir.iterdir())
 

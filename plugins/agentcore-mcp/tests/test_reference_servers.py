@@ -58,8 +58,9 @@ def test_everything_embedded_resource_and_links(everything):
 
 def test_everything_progress(everything):
     updates = []
-    result = everything.call_tool("trigger-long-running-operation", {"duration": 0.3, "steps": 3},
-                                  on_update=updates.append)
+    result = everything.call_tool(
+        "trigger-long-running-operation", {"duration": 0.3, "steps": 3}, on_update=updates.append
+    )
     assert "completed" in result.content[0].text
     assert [u.details["progress"] for u in updates] == [1.0, 2.0, 3.0]
     assert updates[0].details["total"] == 3.0
@@ -74,8 +75,12 @@ def test_everything_abort_returns_promptly_and_the_session_goes_on(everything):
         controller.abort()
 
     with pytest.raises(MCPAbortedError):
-        everything.call_tool("trigger-long-running-operation", {"duration": 60, "steps": 60}, signal=controller.signal,
-                             on_update=on_update)
+        everything.call_tool(
+            "trigger-long-running-operation",
+            {"duration": 60, "steps": 60},
+            signal=controller.signal,
+            on_update=on_update,
+        )
     assert first_update.is_set()
     assert everything.call_tool("echo", {"message": "still here"}).content == [TextContent("Echo: still here")]
 

@@ -15,15 +15,18 @@ PNG = "iVBORw0KGgo="
 def test_text_and_image():
     assert content_blocks(t.TextContent(type="text", text="hi")) == [TextContent("hi")]
     assert content_blocks(t.ImageContent(type="image", data=PNG, mime_type="image/png")) == [
-        ImageContent(PNG, "image/png")]
+        ImageContent(PNG, "image/png")
+    ]
 
 
 def test_embedded_resources_text_image_and_other_blob():
     text = t.EmbeddedResource(type="resource", resource=t.TextResourceContents(uri="file:///a.txt", text="A"))
-    image = t.EmbeddedResource(type="resource", resource=t.BlobResourceContents(uri="file:///a.png", blob=PNG,
-                                                                                  mime_type="image/png"))
-    other = t.EmbeddedResource(type="resource", resource=t.BlobResourceContents(uri="file:///a.gz", blob="AAAA",
-                                                                                  mime_type="application/gzip"))
+    image = t.EmbeddedResource(
+        type="resource", resource=t.BlobResourceContents(uri="file:///a.png", blob=PNG, mime_type="image/png")
+    )
+    other = t.EmbeddedResource(
+        type="resource", resource=t.BlobResourceContents(uri="file:///a.gz", blob="AAAA", mime_type="application/gzip")
+    )
     assert content_blocks(text) == [TextContent("[resource file:///a.txt]\nA")]
     assert content_blocks(image) == [ImageContent(PNG, "image/png")]
     assert content_blocks(other) == [TextContent("[resource file:///a.gz (application/gzip), 4 bytes base64]")]
@@ -39,8 +42,9 @@ def test_resource_link_and_audio():
 def test_structured_content_becomes_details_and_json_text_when_no_text():
     only = to_tool_result(t.CallToolResult(content=[], structured_content={"x": 1}), "s", "tool")
     assert only.content == [TextContent('{"x": 1}')] and only.details == {"x": 1}
-    both = to_tool_result(t.CallToolResult(content=[t.TextContent(type="text", text="x is 1")],
-                                           structured_content={"x": 1}), "s", "tool")
+    both = to_tool_result(
+        t.CallToolResult(content=[t.TextContent(type="text", text="x is 1")], structured_content={"x": 1}), "s", "tool"
+    )
     assert both.content == [TextContent("x is 1")] and both.details == {"x": 1}
 
 

@@ -171,8 +171,13 @@ def test_parallel_calls_share_one_session(shared):
     assert results == [str(i + 100) for i in range(8)]
 
 
-@pytest.mark.parametrize("via, mode", [("notification", "legacy"),  # a 2025-era session: the notification
-                                       ("bus", "auto")])  # a 2026-07-28 session: subscriptions/listen
+@pytest.mark.parametrize(
+    "via, mode",
+    [
+        ("notification", "legacy"),  # a 2025-era session: the notification
+        ("bus", "auto"),
+    ],
+)  # a 2026-07-28 session: subscriptions/listen
 def test_list_changed_refreshes_the_tool_list(test_server, via, mode):
     changed = threading.Event()
     seen = []
@@ -203,8 +208,11 @@ def test_close_kills_the_process_group_even_children_that_ignore_sigterm(test_se
 
 def test_a_command_that_cannot_start_is_a_clear_connection_error():
     server = MCPServer.stdio("/nonexistent/mcp-server", name="ghost")
-    with pytest.raises(MCPConnectionError, match=r"MCP server 'ghost' \(/nonexistent/mcp-server\) could not be "
-                                                  r"started.*No such file"):
+    with pytest.raises(
+        MCPConnectionError,
+        match=r"MCP server 'ghost' \(/nonexistent/mcp-server\) could not be "
+        r"started.*No such file",
+    ):
         server.connect()
     server.close()
 
@@ -212,8 +220,9 @@ def test_a_command_that_cannot_start_is_a_clear_connection_error():
 def test_a_server_that_exits_at_start_shows_its_stderr():
     import sys
 
-    server = MCPServer.stdio(sys.executable, ["-c", "import sys; print('bad flag --x', file=sys.stderr); "
-                                                    "sys.exit(2)"], name="quitter")
+    server = MCPServer.stdio(
+        sys.executable, ["-c", "import sys; print('bad flag --x', file=sys.stderr); sys.exit(2)"], name="quitter"
+    )
     with pytest.raises(MCPConnectionError) as info:
         server.tools()
     assert "MCP server 'quitter'" in str(info.value) and "bad flag --x" in str(info.value)
@@ -261,11 +270,18 @@ def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
     import sys
 
     script = tmp_path / "forgets_to_close.py"
-    script.write_text("import sys\nfrom agentcore_mcp import MCPServer\n"
-                      f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
-                      "child = s.call_tool('spawn_child', {}).content[0].text\n"
-                      "print(s.pid, child, flush=True)\n")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    script.write_text(
+        "import sys\nfrom agentcore_mcp import MCPServer\n"
+        f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
+        "child = s.call_tool('spawn_child', {}).content[0].text\n"
+        "print(s.pid, child, flush=True)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     pgid, child = (int(x) for x in out.stdout.split())
     assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)

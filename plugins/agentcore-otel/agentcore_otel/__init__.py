@@ -20,8 +20,9 @@ from . import _state
 __all__ = ["instrument", "uninstrument", "is_instrumented"]
 
 
-def instrument(tracer_provider: Optional[Any] = None, meter_provider: Optional[Any] = None,
-               capture_content: bool = False) -> None:
+def instrument(
+    tracer_provider: Optional[Any] = None, meter_provider: Optional[Any] = None, capture_content: bool = False
+) -> None:
     """Trace every agent run that starts from now on, in this process.
 
     ``tracer_provider``/``meter_provider``: the OpenTelemetry providers to use; None means the
@@ -42,9 +43,12 @@ def instrument(tracer_provider: Optional[Any] = None, meter_provider: Optional[A
     from ._recorder import Telemetry
 
     if os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-        warnings.warn(f"agentcore-otel: {AUTOLOAD_ENV} is set, so agentcore does not load this "
-                      f"plugin: pass Agent(plugins=[agentcore_otel.plugin]) to trace an agent",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"agentcore-otel: {AUTOLOAD_ENV} is set, so agentcore does not load this "
+            f"plugin: pass Agent(plugins=[agentcore_otel.plugin]) to trace an agent",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
     telemetry = Telemetry(tracer_provider, meter_provider, bool(capture_content))
     with _state.lock:

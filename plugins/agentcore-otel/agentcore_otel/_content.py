@@ -142,9 +142,12 @@ def message_json(message: Any) -> Optional[Dict[str, Any]]:
     if role == "assistant":
         return {"role": "assistant", "parts": _parts(message.content)}
     if role == "toolResult":
-        return {"role": "tool", "parts": [{
-            "type": "tool_call_response", "id": message.tool_call_id,
-            "response": result_text(message.content)}]}
+        return {
+            "role": "tool",
+            "parts": [
+                {"type": "tool_call_response", "id": message.tool_call_id, "response": result_text(message.content)}
+            ],
+        }
     if role == "system":
         return {"role": "system", "parts": _parts(message.content)}
     return None

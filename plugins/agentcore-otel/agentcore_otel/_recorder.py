@@ -51,27 +51,29 @@ def _version() -> str:
 
 
 def _histogram(meter: Any, name: str, unit: str, description: str, buckets: Any) -> Any:
-    return meter.create_histogram(name, unit=unit, description=description,
-                                  explicit_bucket_boundaries_advisory=buckets)
+    return meter.create_histogram(name, unit=unit, description=description, explicit_bucket_boundaries_advisory=buckets)
 
 
 class Telemetry:
     """The tracer, meter instruments and options one :func:`instrument` call set up."""
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None,
-                 capture_content: bool = False) -> None:
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, capture_content: bool = False) -> None:
         version = _version()
         self.capture_content = capture_content
         self.tracer = trace.get_tracer(_SCOPE, version, tracer_provider=tracer_provider)
         meter = metrics.get_meter(_SCOPE, version, meter_provider=meter_provider)
-        self.token_usage = _histogram(meter, sc.METRIC_TOKEN_USAGE, "{token}",
-                                      "Number of input and output tokens used", sc.TOKEN_BUCKETS)
-        self.operation_duration = _histogram(meter, sc.METRIC_OPERATION_DURATION, "s",
-                                             "GenAI operation duration", sc.DURATION_BUCKETS)
-        self.tool_duration = _histogram(meter, sc.METRIC_TOOL_DURATION, "s",
-                                        "Duration of tool executions", sc.DURATION_BUCKETS)
-        self.agent_duration = _histogram(meter, sc.METRIC_AGENT_DURATION, "s",
-                                         "Duration of agent invocations", sc.DURATION_BUCKETS)
+        self.token_usage = _histogram(
+            meter, sc.METRIC_TOKEN_USAGE, "{token}", "Number of input and output tokens used", sc.TOKEN_BUCKETS
+        )
+        self.operation_duration = _histogram(
+            meter, sc.METRIC_OPERATION_DURATION, "s", "GenAI operation duration", sc.DURATION_BUCKETS
+        )
+        self.tool_duration = _histogram(
+            meter, sc.METRIC_TOOL_DURATION, "s", "Duration of tool executions", sc.DURATION_BUCKETS
+        )
+        self.agent_duration = _histogram(
+            meter, sc.METRIC_AGENT_DURATION, "s", "Duration of agent invocations", sc.DURATION_BUCKETS
+        )
 
     def start_run(self, agent: Any) -> None:
         """Begin tracing the run of ``agent`` that just emitted ``agent_start``."""
@@ -167,17 +169,18 @@ class RunTrace:
             instructions = content.system_instructions(agent.state.system_prompt)
             if instructions:
                 attrs[sc.SYSTEM_INSTRUCTIONS] = content.to_json(instructions, self.redact)
-        self.metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_INVOKE_AGENT,
-                                             sc.PROVIDER_NAME: model_attrs[sc.PROVIDER_NAME],
-                                             sc.REQUEST_MODEL: model_attrs[sc.REQUEST_MODEL]}
+        self.metric_attrs: Dict[str, Any] = {
+            sc.OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.PROVIDER_NAME: model_attrs[sc.PROVIDER_NAME],
+            sc.REQUEST_MODEL: model_attrs[sc.REQUEST_MODEL],
+        }
         if self.name:
             self.metric_attrs[sc.AGENT_NAME] = self.name
         self.conversation = conversation
 
         parent = otel_context.get_current()  # the caller's span, when the core propagates it
         span_name = f"{sc.OP_INVOKE_AGENT} {self.name}" if self.name else sc.OP_INVOKE_AGENT
-        self.span = telemetry.tracer.start_span(span_name, context=parent, kind=SpanKind.INTERNAL,
-                                                attributes=attrs)
+        self.span = telemetry.tracer.start_span(span_name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs)
         self.context = trace.set_span_in_context(self.span, parent)
         self.attached = _Attached(self.context)
 
@@ -227,8 +230,9 @@ class RunTrace:
             instructions = content.system_instructions(agent.state.system_prompt)
             if instructions:
                 attrs[sc.SYSTEM_INSTRUCTIONS] = content.to_json(instructions, self.redact)
-        span = self.telemetry.tracer.start_span(f"{sc.OP_CHAT} {model_id}", context=self.context,
-                                                kind=SpanKind.CLIENT, attributes=attrs)
+        span = self.telemetry.tracer.start_span(
+            f"{sc.OP_CHAT} {model_id}", context=self.context, kind=SpanKind.CLIENT, attributes=attrs
+        )
         attached = _Attached(trace.set_span_in_context(span, self.context))
         self.chat = _Chat(span, attached, metric_attrs)
 
@@ -263,8 +267,7 @@ class RunTrace:
             if usage.cost is not None:
                 attrs[sc.COST_TOTAL] = float(usage.cost.total or 0.0)
         if self.telemetry.capture_content:
-            attrs[sc.OUTPUT_MESSAGES] = content.to_json(content.output_messages(message, reason),
-                                                        self.redact)
+            attrs[sc.OUTPUT_MESSAGES] = content.to_json(content.output_messages(message, reason), self.redact)
         chat.span.set_attributes(attrs)
 
     def _end_chat_span(self, chat: _Chat, usage: Any, failure: Optional[str], description: str) -> None:
@@ -295,15 +298,20 @@ class RunTrace:
         """Open the ``execute_tool`` span of one call, as a child of this run's agent span (the
         call may execute on any worker thread: the span is found again by its tool_call_id)."""
         name = str(event.tool_name)
-        attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name,
-                                 sc.TOOL_CALL_ID: str(event.tool_call_id), sc.TOOL_TYPE: "function"}
+        attrs: Dict[str, Any] = {
+            sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.TOOL_NAME: name,
+            sc.TOOL_CALL_ID: str(event.tool_call_id),
+            sc.TOOL_TYPE: "function",
+        }
         description = self._tool_description(name)
         if description:
             attrs[sc.TOOL_DESCRIPTION] = description
         if self.telemetry.capture_content:
             attrs[sc.TOOL_CALL_ARGUMENTS] = content.to_json(event.args, self.redact)
-        span = self.telemetry.tracer.start_span(f"{sc.OP_EXECUTE_TOOL} {name}", context=self.context,
-                                                kind=SpanKind.INTERNAL, attributes=attrs)
+        span = self.telemetry.tracer.start_span(
+            f"{sc.OP_EXECUTE_TOOL} {name}", context=self.context, kind=SpanKind.INTERNAL, attributes=attrs
+        )
         self._make_current(span)
         self.tools.setdefault(event.tool_call_id, []).append((span, time.perf_counter(), name))
 
@@ -389,9 +397,10 @@ class RunTrace:
             span.set_attribute(sc.ERROR_TYPE, sc.ERROR_ABORTED)
             span.set_status(Status(StatusCode.ERROR, "the run ended before the tool call finished"))
             span.end()
-            self.telemetry.tool_duration.record(time.perf_counter() - started, {
-                sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name,
-                sc.ERROR_TYPE: sc.ERROR_ABORTED})
+            self.telemetry.tool_duration.record(
+                time.perf_counter() - started,
+                {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name, sc.ERROR_TYPE: sc.ERROR_ABORTED},
+            )
 
     def _end_agent_span(self, abandoned: bool) -> None:
         span = self.span

@@ -63,10 +63,8 @@ METRIC_TOOL_DURATION = "gen_ai.execute_tool.duration"
 METRIC_AGENT_DURATION = "gen_ai.invoke_agent.duration"
 
 #: The conventions' advised bucket boundaries.
-TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
-                 16777216, 67108864)
-DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
-                    40.96, 81.92)
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
 # --------------------------------------------------------------------------- value mappings
 

@@ -31,8 +31,9 @@ def _report(where: str) -> None:
     must never change what a run does, so nothing is raised into agentcore."""
     if where not in _reported:
         _reported.add(where)
-        _log.warning("agentcore-otel: %s failed; the run is unaffected, its telemetry may be "
-                     "incomplete", where, exc_info=True)
+        _log.warning(
+            "agentcore-otel: %s failed; the run is unaffected, its telemetry may be incomplete", where, exc_info=True
+        )
 
 
 @hookimpl

@@ -65,20 +65,46 @@ def _sse(chunks: List[dict]) -> bytes:
     return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
 
 
-_TOOL_REPLY = _sse([
-    {"id": "r1", "model": "bench", "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function",
-         "function": {"name": "lookup", "arguments": "{\"key\": \"k\"}"}}]}, "finish_reason": None}]},
-    {"id": "r1", "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-    {"id": "r1", "model": "bench", "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5}},
-])
-_TEXT_REPLY = _sse([
-    {"id": "r2", "model": "bench", "choices": [{"index": 0, "delta": {"role": "assistant",
-                                                                       "content": "The value is v."},
-                                                "finish_reason": None}]},
-    {"id": "r2", "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-    {"id": "r2", "model": "bench", "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 6}},
-])
+_TOOL_REPLY = _sse(
+    [
+        {
+            "id": "r1",
+            "model": "bench",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "lookup", "arguments": '{"key": "k"}'},
+                            }
+                        ],
+                    },
+                    "finish_reason": None,
+                }
+            ],
+        },
+        {"id": "r1", "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {"id": "r1", "model": "bench", "choices": [], "usage": {"prompt_tokens": 20, "completion_tokens": 5}},
+    ]
+)
+_TEXT_REPLY = _sse(
+    [
+        {
+            "id": "r2",
+            "model": "bench",
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": "The value is v."}, "finish_reason": None}
+            ],
+        },
+        {"id": "r2", "model": "bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {"id": "r2", "model": "bench", "choices": [], "usage": {"prompt_tokens": 40, "completion_tokens": 6}},
+    ]
+)
 
 
 def _start_server(delay: float = 0.0) -> ThreadingHTTPServer:
@@ -162,13 +188,17 @@ def main() -> None:
 
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(BatchSpanProcessor(_DropSpans()))
-    meter_provider = MeterProvider(metric_readers=[PeriodicExportingMetricReader(
-        _DropMetrics(), export_interval_millis=1000)])
+    meter_provider = MeterProvider(
+        metric_readers=[PeriodicExportingMetricReader(_DropMetrics(), export_interval_millis=1000)]
+    )
     server, slow_server = _start_server(), _start_server(delay=0.05)
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     slow_url = f"http://127.0.0.1:{slow_server.server_address[1]}/v1"
-    workloads = (("http", _http_run(url), args.runs), ("http+50ms", _http_run(slow_url), args.runs // 4),
-                 ("scripted", _scripted_run(), args.runs))
+    workloads = (
+        ("http", _http_run(url), args.runs),
+        ("http+50ms", _http_run(slow_url), args.runs // 4),
+        ("scripted", _scripted_run(), args.runs),
+    )
     try:
         print(f"{'workload':<10} {'plain ms':>9} {'otel ms':>9} {'ratio':>7}   (floor 1.00, target <= 1.05)")
         for name, run, rounds in workloads:

@@ -45,7 +45,7 @@ class Otel:
         """The data points of ``metric`` (histograms: ``.count``, ``.sum``, ``.attributes``)."""
         data = self.reader.get_metrics_data()
         out: List[Any] = []
-        for rm in (data.resource_metrics if data else ()):
+        for rm in data.resource_metrics if data else ():
             for sm in rm.scope_metrics:
                 for m in sm.metrics:
                     if m.name == metric:
@@ -53,8 +53,7 @@ class Otel:
         return out
 
     def instrument(self, capture_content: bool = False) -> None:
-        agentcore_otel.instrument(self.tracer_provider, self.meter_provider,
-                                  capture_content=capture_content)
+        agentcore_otel.instrument(self.tracer_provider, self.meter_provider, capture_content=capture_content)
 
 
 def _reset() -> None:
@@ -103,10 +102,12 @@ class ModelServer:
 
 def _sse_body(text: str, usage: Dict[str, Any], model: str) -> bytes:
     chunks = [
-        {"id": "chatcmpl-local-1", "model": model, "choices": [
-            {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}]},
-        {"id": "chatcmpl-local-1", "model": model, "choices": [
-            {"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {
+            "id": "chatcmpl-local-1",
+            "model": model,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None}],
+        },
+        {"id": "chatcmpl-local-1", "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
         {"id": "chatcmpl-local-1", "model": model, "choices": [], "usage": usage},
     ]
     lines = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
@@ -156,8 +157,7 @@ def model_server() -> Iterator[ModelServer]:
 def local_model(url: str, model_id: str = "local-llm", headers: Optional[Dict[str, str]] = None) -> Any:
     from agentcore import Model
 
-    return Model(id=model_id, api="openai-completions", provider="local", base_url=url,
-                 headers=headers)
+    return Model(id=model_id, api="openai-completions", provider="local", base_url=url, headers=headers)
 
 
 # --------------------------------------------------------------------------- shared test data
@@ -171,6 +171,11 @@ def add(a: int, b: int) -> str:
 
 def make_usage(inp: int, out: int, cache_read: int = 0, cache_write: int = 0, cost: float = 0.0) -> Usage:
     """A response's usage with ``cost`` USD in total."""
-    return Usage(input=inp, output=out, cache_read=cache_read, cache_write=cache_write,
-                 total_tokens=inp + out + cache_read + cache_write,
-                 cost=UsageCost(input=cost / 2, output=cost / 2, total=cost))
+    return Usage(
+        input=inp,
+        output=out,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=inp + out + cache_read + cache_write,
+        cost=UsageCost(input=cost / 2, output=cost / 2, total=cost),
+    )

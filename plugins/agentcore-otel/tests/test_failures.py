@@ -96,8 +96,7 @@ def test_provider_http_500_is_recorded_with_its_status_code(otel: Otel, model_se
 
 
 def test_streamed_http_response_usage_and_response_model(otel: Otel, model_server: Any) -> None:
-    usage = {"prompt_tokens": 30, "completion_tokens": 7,
-             "prompt_tokens_details": {"cached_tokens": 10}}
+    usage = {"prompt_tokens": 30, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 10}}
     model_server.replies.append(("text", "Hello there", usage))
     agent = Agent(local_model(model_server.url), api_key="local-key")
     assert agent.prompt("hi")[-1].text == "Hello there"
@@ -139,8 +138,9 @@ def test_a_failing_tracer_never_changes_the_run(otel: Otel, caplog: Any) -> None
 
 
 def test_repeated_tool_call_ids_in_one_batch_each_get_a_finished_span(otel: Otel) -> None:
-    model = ScriptedModel([response(call("add", {"a": 1, "b": 2}, id="same"),
-                                    call("add", {"a": 3, "b": 4}, id="same")), "done"])
+    model = ScriptedModel(
+        [response(call("add", {"a": 1, "b": 2}, id="same"), call("add", {"a": 3, "b": 4}, id="same")), "done"]
+    )
     Agent(model.model, tools=[add], stream_fn=model.stream_fn).prompt("add twice")
     tools = otel.named("execute_tool add")
     assert len(tools) == 2

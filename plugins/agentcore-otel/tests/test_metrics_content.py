@@ -24,8 +24,12 @@ SECRET_MODEL_HEADER = "model-hdr-secret-5555aaaa"
 
 
 def test_metrics_token_usage_and_durations(otel: Otel) -> None:
-    model = ScriptedModel([response(call("add", {"a": 1, "b": 2}), usage=make_usage(10, 4)),
-                           text("3", usage=make_usage(20, 2, cache_read=5))])
+    model = ScriptedModel(
+        [
+            response(call("add", {"a": 1, "b": 2}), usage=make_usage(10, 4)),
+            text("3", usage=make_usage(20, 2, cache_read=5)),
+        ]
+    )
     Agent(model.model, tools=[add], stream_fn=model.stream_fn).prompt("1+2")
 
     tokens = otel.points("gen_ai.client.token.usage")
@@ -46,8 +50,7 @@ def test_metrics_token_usage_and_durations(otel: Otel) -> None:
     assert list(duration.explicit_bounds[:2]) == [0.01, 0.02]
     (tool_duration,) = otel.points("gen_ai.execute_tool.duration")
     assert tool_duration.count == 1
-    assert dict(tool_duration.attributes) == {"gen_ai.operation.name": "execute_tool",
-                                              "gen_ai.tool.name": "add"}
+    assert dict(tool_duration.attributes) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add"}
     (agent_duration,) = otel.points("gen_ai.invoke_agent.duration")
     assert agent_duration.count == 1
     assert agent_duration.attributes["gen_ai.operation.name"] == "invoke_agent"
@@ -59,8 +62,13 @@ def test_metrics_token_usage_and_durations(otel: Otel) -> None:
 def test_content_is_not_captured_by_default(otel: Otel) -> None:
     model = ScriptedModel([response(call("add", {"a": 1, "b": 2})), "3"])
     Agent(model.model, system_prompt="Be brief.", tools=[add], stream_fn=model.stream_fn).prompt("1+2?")
-    content_keys = {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
-                    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+    content_keys = {
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "gen_ai.system_instructions",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+    }
     for span in otel.spans():
         assert not content_keys & set(span.attributes), span.name
         assert "1+2?" not in json.dumps(dict(span.attributes), default=str)
@@ -71,17 +79,22 @@ def test_capture_content_records_messages_and_tool_io(otel_sdk: Otel) -> None:
     model = ScriptedModel([response("Let me add.", call("add", {"a": 1, "b": 2}, id="c1")), "It is 3."])
     Agent(model.model, system_prompt="Be brief.", tools=[add], stream_fn=model.stream_fn).prompt("1+2?")
     first, second = otel_sdk.named("chat ")
-    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [
-        {"type": "text", "content": "Be brief."}]
+    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "Be brief."}]
     assert json.loads(first.attributes["gen_ai.input.messages"]) == [
-        {"role": "user", "parts": [{"type": "text", "content": "1+2?"}]}]
-    assert json.loads(first.attributes["gen_ai.output.messages"]) == [{
-        "role": "assistant", "finish_reason": "tool_call", "parts": [
-            {"type": "text", "content": "Let me add."},
-            {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}}]}]
+        {"role": "user", "parts": [{"type": "text", "content": "1+2?"}]}
+    ]
+    assert json.loads(first.attributes["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "finish_reason": "tool_call",
+            "parts": [
+                {"type": "text", "content": "Let me add."},
+                {"type": "tool_call", "id": "c1", "name": "add", "arguments": {"a": 1, "b": 2}},
+            ],
+        }
+    ]
     sent = json.loads(second.attributes["gen_ai.input.messages"])
-    assert sent[-1] == {"role": "tool", "parts": [
-        {"type": "tool_call_response", "id": "c1", "response": "3"}]}
+    assert sent[-1] == {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "3"}]}
     tool_span = otel_sdk.one("execute_tool add")
     assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}
     assert json.loads(tool_span.attributes["gen_ai.tool.call.result"]) == "3"
@@ -99,28 +112,35 @@ def _everything_exported(otel: Otel) -> str:
     return "\n".join(parts)
 
 
-def test_keys_and_auth_headers_never_reach_any_exported_attribute(otel_sdk: Otel, model_server: Any,
-                                                                  monkeypatch: Any) -> None:
+def test_keys_and_auth_headers_never_reach_any_exported_attribute(
+    otel_sdk: Otel, model_server: Any, monkeypatch: Any
+) -> None:
     monkeypatch.setenv("LOCAL_API_KEY", "env-secret-abcdefgh12345")
     otel_sdk.instrument(capture_content=True)  # the worst case: everything captured
     # The server fails with a body echoing what it received, keys included; the user prompt and
     # the tool arguments contain the key too.
     model_server.replies.append(("text", f"I saw {SECRET_KEY}", {"prompt_tokens": 1, "completion_tokens": 1}))
-    model_server.replies.append(("status", 500, "echo: " + " ".join(
-        (SECRET_KEY, SECRET_HEADER, SECRET_MODEL_HEADER))))
-    echo_tool = AgentTool("echo", "Echoes.", {"type": "object", "properties": {"v": {"type": "string"}}},
-                          lambda i, a, s, u: AgentToolResult(content=[TextContent(a["v"])]))
+    model_server.replies.append(("status", 500, "echo: " + " ".join((SECRET_KEY, SECRET_HEADER, SECRET_MODEL_HEADER))))
+    echo_tool = AgentTool(
+        "echo",
+        "Echoes.",
+        {"type": "object", "properties": {"v": {"type": "string"}}},
+        lambda i, a, s, u: AgentToolResult(content=[TextContent(a["v"])]),
+    )
     model = ScriptedModel([response(call("echo", {"v": SECRET_KEY + " env-secret-abcdefgh12345"}))])
-    agent = Agent(local_model(model_server.url, headers={"X-Gateway-Token": SECRET_MODEL_HEADER}),
-                  api_key=SECRET_KEY, headers={"X-Client-Secret": SECRET_HEADER}, tools=[echo_tool])
+    agent = Agent(
+        local_model(model_server.url, headers={"X-Gateway-Token": SECRET_MODEL_HEADER}),
+        api_key=SECRET_KEY,
+        headers={"X-Client-Secret": SECRET_HEADER},
+        tools=[echo_tool],
+    )
     agent.prompt(f"my key is {SECRET_KEY}")
     agent.prompt("again")  # second request: 500 with the echo body
     sent = model_server.requests[0]["headers"]
     assert sent["Authorization"] == f"Bearer {SECRET_KEY}"
     assert sent["X-Client-Secret"] == SECRET_HEADER and sent["X-Gateway-Token"] == SECRET_MODEL_HEADER
 
-    scripted_agent = Agent(model.model, stream_fn=model.stream_fn, api_key=SECRET_KEY,
-                           tools=[echo_tool])
+    scripted_agent = Agent(model.model, stream_fn=model.stream_fn, api_key=SECRET_KEY, tools=[echo_tool])
     scripted_agent.prompt("call it")
 
     exported = _everything_exported(otel_sdk)
@@ -134,7 +154,8 @@ def test_keys_and_auth_headers_never_reach_any_exported_attribute(otel_sdk: Otel
 
 def test_agentcore_otel_env_instruments_with_the_global_providers(tmp_path: Any) -> None:
     script = tmp_path / "run.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -150,10 +171,10 @@ def test_agentcore_otel_env_instruments_with_the_global_providers(tmp_path: Any)
         Agent(model.model, stream_fn=model.stream_fn).prompt("hello")
         spans = exporter.get_finished_spans()
         print([s.name for s in spans], "gen_ai.input.messages" in spans[0].attributes)
-    """))
+    """)
+    )
     env = dict(os.environ, AGENTCORE_OTEL="1", OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT="true")
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "['chat scripted-1', 'invoke_agent'] True"
 
@@ -179,7 +200,7 @@ def _readme_python_blocks() -> List[str]:
     for index, line in enumerate(lines):
         if line.strip() == ".. code-block:: python":
             body: List[str] = []
-            for follow in lines[index + 2:]:
+            for follow in lines[index + 2 :]:
                 if follow and not follow.startswith("   "):
                     break
                 body.append(follow[3:])
@@ -190,8 +211,7 @@ def _readme_python_blocks() -> List[str]:
 def test_readme_console_example_runs_and_prints_the_span_tree() -> None:
     (example,) = _readme_python_blocks()
     env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_OTEL"}
-    out = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, env=env,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "It is 5." in out.stdout
     for name in ('"name": "invoke_agent Calculator"', '"name": "execute_tool add"', '"name": "chat '):

@@ -91,11 +91,12 @@ def test_spans_and_metrics_travel_over_otlp_http(receiver: Tuple[Receiver, str])
     state, base = receiver
     resource = Resource.create({"service.name": "otel-wire-test"})
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(
-        otlp_trace.OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=10)))
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(otlp_trace.OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=10))
+    )
     reader = PeriodicExportingMetricReader(
-        otlp_metric.OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=10),
-        export_interval_millis=3_600_000)  # exported by force_flush below, not by the timer
+        otlp_metric.OTLPMetricExporter(endpoint=f"{base}/v1/metrics", timeout=10), export_interval_millis=3_600_000
+    )  # exported by force_flush below, not by the timer
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     agentcore_otel.instrument(tracer_provider, meter_provider)
     try:
@@ -132,8 +133,7 @@ def test_spans_and_metrics_travel_over_otlp_http(receiver: Tuple[Receiver, str])
     assert tool_attrs["gen_ai.tool.call.id"] == "call-w1"
     assert tool_attrs["gen_ai.operation.name"] == "execute_tool"
     chat_attrs = {a.key: a.value for a in spans["chat " + model.model.id][0].attributes}
-    assert list(chat_attrs["gen_ai.response.finish_reasons"].array_value.values[0:1])[0].string_value \
-        == "tool_call"
+    assert list(chat_attrs["gen_ai.response.finish_reasons"].array_value.values[0:1])[0].string_value == "tool_call"
 
     metric_names = set()
     for path, message in state.received:
@@ -144,5 +144,8 @@ def test_spans_and_metrics_travel_over_otlp_http(receiver: Tuple[Receiver, str])
                 for metric in scope_metrics.metrics:
                     metric_names.add(metric.name)
                     assert metric.WhichOneof("data") == "histogram"
-    assert {"gen_ai.client.operation.duration", "gen_ai.execute_tool.duration",
-            "gen_ai.invoke_agent.duration"} <= metric_names
+    assert {
+        "gen_ai.client.operation.duration",
+        "gen_ai.execute_tool.duration",
+        "gen_ai.invoke_agent.duration",
+    } <= metric_names

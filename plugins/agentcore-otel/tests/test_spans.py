@@ -36,11 +36,14 @@ def test_nothing_is_recorded_until_instrument_and_after_uninstrument(otel_sdk: O
 
 
 def test_importing_the_plugin_module_does_not_import_opentelemetry() -> None:
-    code = ("import sys, agentcore_otel.plugin, agentcore_otel; "
-            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    code = (
+        "import sys, agentcore_otel.plugin, agentcore_otel; "
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "AGENTCORE_OTEL"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -60,10 +63,8 @@ def test_run_span_tree_with_parallel_tools_parented_by_tool_call_id(otel: Otel) 
             first_may_finish.set()
         return AgentToolResult(content=[TextContent(f"done {args['n']}")])
 
-    slow_tool = AgentTool("slow", "Waits.", {"type": "object", "properties": {"n": {"type": "integer"}}},
-                          slow)
-    model = ScriptedModel([response(call("slow", {"n": 1}, id="c1"), call("slow", {"n": 2}, id="c2")),
-                           "all done"])
+    slow_tool = AgentTool("slow", "Waits.", {"type": "object", "properties": {"n": {"type": "integer"}}}, slow)
+    model = ScriptedModel([response(call("slow", {"n": 1}, id="c1"), call("slow", {"n": 2}, id="c2")), "all done"])
     agent = Agent(model.model, tools=[slow_tool], stream_fn=model.stream_fn)
     agent.name = "Planner"
     agent.prompt("go")
@@ -95,12 +96,15 @@ def test_run_span_tree_with_parallel_tools_parented_by_tool_call_id(otel: Otel) 
 
 
 def test_agent_and_chat_attributes_follow_the_genai_conventions(otel: Otel) -> None:
-    model = ScriptedModel([
-        response(call("add", {"a": 1, "b": 2}), usage=make_usage(100, 20, cache_read=300, cost=0.01)),
-        text("3", usage=make_usage(50, 5, cache_write=40, cost=0.002)),
-    ])
-    agent = Agent(model.model, tools=[add], stream_fn=model.stream_fn, temperature=0.2,
-                  max_tokens=512, session_id="conv-42")
+    model = ScriptedModel(
+        [
+            response(call("add", {"a": 1, "b": 2}), usage=make_usage(100, 20, cache_read=300, cost=0.01)),
+            text("3", usage=make_usage(50, 5, cache_write=40, cost=0.002)),
+        ]
+    )
+    agent = Agent(
+        model.model, tools=[add], stream_fn=model.stream_fn, temperature=0.2, max_tokens=512, session_id="conv-42"
+    )
     agent.prompt("1+2?")
 
     root = otel.one("invoke_agent")
@@ -150,7 +154,9 @@ def test_known_providers_map_to_the_conventions_names() -> None:
     assert error_type("aborted", "Request was aborted") == "aborted"
     assert error_type("stop", None) is None
     assert server_attributes("https://user:pw@api.example.com/v1?key=abc") == {
-        "server.address": "api.example.com", "server.port": 443}
+        "server.address": "api.example.com",
+        "server.port": 443,
+    }
 
 
 def test_chat_span_is_current_during_the_model_request(otel: Otel) -> None:
@@ -173,8 +179,7 @@ def test_run_thread_context_is_restored_after_the_run(otel: Otel) -> None:
     spans_seen: List[Any] = []
     model = ScriptedModel(["a", "b"])
     agent = Agent(model.model, stream_fn=model.stream_fn)
-    agent.subscribe(lambda e: spans_seen.append(trace.get_current_span())
-                    if e.type == "agent_end" else None)
+    agent.subscribe(lambda e: spans_seen.append(trace.get_current_span()) if e.type == "agent_end" else None)
     agent.prompt("one")
     agent.prompt("two")
     roots = otel.named("invoke_agent")
@@ -205,6 +210,7 @@ def test_the_callers_current_span_is_the_parent_of_the_run(otel: Otel) -> None:
 
 def _span_making_tool(tracer: Any) -> AgentTool:
     """An AgentTool (so it executes on a worker thread) that opens a span of its own."""
+
     def work(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
         with tracer.start_as_current_span(f"inside {tool_call_id}"):
             pass
@@ -237,10 +243,10 @@ def test_each_call_of_a_sequential_batch_is_current_while_it_executes(otel: Otel
         with tracer.start_as_current_span(f"inside {key}"):
             return key.upper()
 
-    model = ScriptedModel([response(call("lookup", {"key": "a"}, id="ca"),
-                                    call("lookup", {"key": "b"}, id="cb")), "done"])
-    Agent(model.model, tools=[lookup], stream_fn=model.stream_fn,
-          tool_execution="sequential").prompt("go")
+    model = ScriptedModel(
+        [response(call("lookup", {"key": "a"}, id="ca"), call("lookup", {"key": "b"}, id="cb")), "done"]
+    )
+    Agent(model.model, tools=[lookup], stream_fn=model.stream_fn, tool_execution="sequential").prompt("go")
     by_id = {s.attributes["gen_ai.tool.call.id"]: s for s in otel.named("execute_tool ")}
     assert otel.one("inside a").parent.span_id == by_id["ca"].context.span_id
     assert otel.one("inside b").parent.span_id == by_id["cb"].context.span_id
@@ -317,10 +323,12 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(otel: Otel) -
         answer = child.prompt(args["task"])[-1]
         return AgentToolResult(content=[TextContent(answer.text)], usage=answer.usage)
 
-    delegate_tool = AgentTool("delegate", "Ask the researcher.",
-                              {"type": "object", "properties": {"task": {"type": "string"}}}, delegate)
-    model = ScriptedModel([response(call("delegate", {"task": "look"}, id="d1"),
-                                    usage=make_usage(10, 2, cost=0.01)), "done"])
+    delegate_tool = AgentTool(
+        "delegate", "Ask the researcher.", {"type": "object", "properties": {"task": {"type": "string"}}}, delegate
+    )
+    model = ScriptedModel(
+        [response(call("delegate", {"task": "look"}, id="d1"), usage=make_usage(10, 2, cost=0.01)), "done"]
+    )
     lead = Agent(model.model, tools=[delegate_tool], stream_fn=model.stream_fn)
     lead.name = "Lead"
     lead.prompt("research this")

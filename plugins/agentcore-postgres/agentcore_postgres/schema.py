@@ -53,16 +53,18 @@ MIGRATIONS: Dict[int, List[str]] = {
 }
 
 # Any constant: the transaction-level advisory lock key that serialises migrations.
-_MIGRATION_LOCK = 0x6167_6e74_636f_7265 & 0x7FFF_FFFF_FFFF_FFFF
+_MIGRATION_LOCK = 0x6167_6E74_636F_7265 & 0x7FFF_FFFF_FFFF_FFFF
 
 
 class SchemaTooNewError(Exception):
     """The tables were written by a newer agentcore-postgres (``version`` > :data:`SCHEMA_VERSION`)."""
 
     def __init__(self, version: int) -> None:
-        super().__init__(f"the agentcore tables have schema version {version}, newer than this "
-                         f"agentcore-postgres supports ({SCHEMA_VERSION}); upgrade agentcore-postgres "
-                         "(pip install -U agentcore-postgres) on every machine that opens them")
+        super().__init__(
+            f"the agentcore tables have schema version {version}, newer than this "
+            f"agentcore-postgres supports ({SCHEMA_VERSION}); upgrade agentcore-postgres "
+            "(pip install -U agentcore-postgres) on every machine that opens them"
+        )
         self.version = version
 
 

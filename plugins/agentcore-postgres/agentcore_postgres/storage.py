@@ -43,10 +43,14 @@ __all__ = ["PostgresSessionStorage", "PostgresSessionInfo"]
 _EAGER_SQL = ",".join(f"'{t}'" for t in sorted(EAGER_TYPES))
 _INSERT = "INSERT INTO agentcore_entries VALUES (%s,%s,%s,%s,%s,%s,%s,%s)"
 # A message or a name change also updates the session row (what listing reads), in the same statement.
-_INSERT_COUNTED = ("WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET message_count = "
-                   "message_count + 1 WHERE id = %s AND EXISTS (SELECT 1 FROM e)")
-_INSERT_NAMED = ("WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET name = %s "
-                 "WHERE id = %s AND EXISTS (SELECT 1 FROM e)")
+_INSERT_COUNTED = (
+    "WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET message_count = "
+    "message_count + 1 WHERE id = %s AND EXISTS (SELECT 1 FROM e)"
+)
+_INSERT_NAMED = (
+    "WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET name = %s "
+    "WHERE id = %s AND EXISTS (SELECT 1 FROM e)"
+)
 # The advisory lock key of a session: unique per table (its oid) and session id within a database.
 _LOCK_KEY = "hashtextextended('agentcore_sessions'::regclass::oid::text || '/' || %s, 0)"
 
@@ -79,8 +83,9 @@ def _connect(dsn: Dsn) -> Any:
     try:
         return psycopg.connect(dsn.conninfo, autocommit=True, application_name=_application_name())
     except psycopg.Error as exc:
-        raise SessionError("storage", f"{dsn.display}: cannot connect to PostgreSQL: "
-                           f"{dsn.scrub(str(exc).strip())}", path=dsn.display) from None
+        raise SessionError(
+            "storage", f"{dsn.display}: cannot connect to PostgreSQL: {dsn.scrub(str(exc).strip())}", path=dsn.display
+        ) from None
 
 
 def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
@@ -88,14 +93,21 @@ def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
     if read_only:
         version = schema_version(conn)
         if version is None:
-            raise SessionError("not_found", f"{display}: no agentcore session tables in this database "
-                               "(read_only=True creates none)", path=display)
+            raise SessionError(
+                "not_found",
+                f"{display}: no agentcore session tables in this database (read_only=True creates none)",
+                path=display,
+            )
         if version > SCHEMA_VERSION:
             raise SessionError("storage", f"{display}: {SchemaTooNewError(version)}", path=display)
         if version < SCHEMA_VERSION:
-            raise SessionError("storage", f"{display}: the session tables have schema version {version}; "
-                               "open a session once without read_only=True to upgrade them to "
-                               f"{SCHEMA_VERSION}", path=display)
+            raise SessionError(
+                "storage",
+                f"{display}: the session tables have schema version {version}; "
+                "open a session once without read_only=True to upgrade them to "
+                f"{SCHEMA_VERSION}",
+                path=display,
+            )
         return
     try:
         migrate(conn)
@@ -103,28 +115,40 @@ def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
         raise SessionError("storage", f"{display}: {exc}", path=display) from None
 
 
-def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bool,
-                    rows: Iterable[tuple] = ()) -> str:
+def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bool, rows: Iterable[tuple] = ()) -> str:
     """Insert a session row (and entry ``rows``) in one transaction; ``already_exists`` unless ``exist_ok``."""
     with conn.transaction():
         cursor = conn.execute(
             "INSERT INTO agentcore_sessions(id, header, cwd, created, parent_session) VALUES (%s,%s,%s,%s,%s) "
             "ON CONFLICT (id) DO NOTHING",
-            (header.id, encode_line(header.to_dict())[:-1].decode("utf-8"), header.cwd, header.timestamp,
-             header.parent_session))
+            (
+                header.id,
+                encode_line(header.to_dict())[:-1].decode("utf-8"),
+                header.cwd,
+                header.timestamp,
+                header.parent_session,
+            ),
+        )
         if cursor.rowcount == 0 and not exist_ok:
-            raise SessionError("already_exists", f"{display}: a session with id {header.id!r} already "
-                               "exists; open it with PostgresSessionStorage(dsn, session_id)", path=display)
+            raise SessionError(
+                "already_exists",
+                f"{display}: a session with id {header.id!r} already "
+                "exists; open it with PostgresSessionStorage(dsn, session_id)",
+                path=display,
+            )
         rows = list(rows)
         if rows:
             conn.cursor().executemany(_INSERT, rows)
-            conn.execute("UPDATE agentcore_sessions SET message_count = %s WHERE id = %s",
-                         (sum(1 for row in rows if row[4] == "message"), header.id))
+            conn.execute(
+                "UPDATE agentcore_sessions SET message_count = %s WHERE id = %s",
+                (sum(1 for row in rows if row[4] == "message"), header.id),
+            )
     return header.id
 
 
-def _db_error(display: str, dsn_scrub: Any, conn: Any, session_id: Optional[str], what: str,
-              exc: BaseException) -> SessionError:
+def _db_error(
+    display: str, dsn_scrub: Any, conn: Any, session_id: Optional[str], what: str, exc: BaseException
+) -> SessionError:
     """A password-free ``SessionError`` for a database failure (the driver's words, scrubbed). A
     lost connection is a ``SessionLockedError``: the writer lock went with it."""
     detail = dsn_scrub(str(exc).strip())
@@ -132,7 +156,9 @@ def _db_error(display: str, dsn_scrub: Any, conn: Any, session_id: Optional[str]
         return SessionLockedError(
             f"{display}: session {session_id}: {what}: the connection to the server was lost ({detail}), "
             "and with it the writer lock; reopen the session (the last append may or may not have been "
-            "recorded)", path=display)
+            "recorded)",
+            path=display,
+        )
     return SessionError("storage", f"{display}: {what}: {detail}", path=display)
 
 
@@ -150,8 +176,15 @@ class PostgresSessionStorage(SessionStorage):
     ``ValueError`` for a DSN libpq cannot parse.
     """
 
-    def __init__(self, dsn: str, session_id: Optional[str] = None, *, read_only: bool = False,
-                 create: bool = False, cwd: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        session_id: Optional[str] = None,
+        *,
+        read_only: bool = False,
+        create: bool = False,
+        cwd: Optional[str] = None,
+    ) -> None:
         super().__init__()
         parsed = parse_dsn(dsn)
         self.path = parsed.display
@@ -160,15 +193,20 @@ class PostgresSessionStorage(SessionStorage):
         self._seq = 0
         self._conn: Any = None
         if read_only and session_id is None:
-            raise SessionError("not_found", f"{self.path}: read_only=True needs a session_id (list them "
-                               "with PostgresSessionStorage.list_sessions(dsn))", path=self.path)
+            raise SessionError(
+                "not_found",
+                f"{self.path}: read_only=True needs a session_id (list them "
+                "with PostgresSessionStorage.list_sessions(dsn))",
+                path=self.path,
+            )
         psycopg = _psycopg()
         self._conn = _connect(parsed)
         try:
             _prepare_schema(self._conn, self.path, read_only)
             if session_id is None or create:
-                session_id = _insert_session(self._conn, self.path, _new_header(cwd, session_id, None, None),
-                                             exist_ok=create)
+                session_id = _insert_session(
+                    self._conn, self.path, _new_header(cwd, session_id, None, None), exist_ok=create
+                )
             self.session_id = session_id
             if not read_only:
                 self._acquire_lock()
@@ -182,21 +220,24 @@ class PostgresSessionStorage(SessionStorage):
 
     def __repr__(self) -> str:
         mode = "read-only" if self.read_only else "writer"
-        return (f"<PostgresSessionStorage {getattr(self, 'session_id', '?')} at {self.path} ({mode}, "
-                f"{len(self)} entries)>")
+        return (
+            f"<PostgresSessionStorage {getattr(self, 'session_id', '?')} at {self.path} ({mode}, {len(self)} entries)>"
+        )
 
     # ------------------------------------------------------------------ helpers
 
     def _db_error(self, what: str, exc: BaseException) -> SessionError:
-        return _db_error(self.path or "postgresql", self._scrub, self._conn, getattr(self, "session_id", None),
-                         what, exc)
+        return _db_error(
+            self.path or "postgresql", self._scrub, self._conn, getattr(self, "session_id", None), what, exc
+        )
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
         return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
 
     def _acquire_lock(self) -> None:
-        row = self._conn.execute(f"SELECT pg_try_advisory_lock({_LOCK_KEY}), {_LOCK_KEY}",
-                                 (self.session_id, self.session_id)).fetchone()
+        row = self._conn.execute(
+            f"SELECT pg_try_advisory_lock({_LOCK_KEY}), {_LOCK_KEY}", (self.session_id, self.session_id)
+        ).fetchone()
         if row[0]:
             return
         key = row[1]
@@ -204,7 +245,8 @@ class PostgresSessionStorage(SessionStorage):
             "SELECT a.pid, a.application_name, a.client_addr::text FROM pg_locks l JOIN pg_stat_activity a "
             "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
             "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
+            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+        ).fetchone()
         if holder is None:
             who = "another connection"
         else:
@@ -213,23 +255,30 @@ class PostgresSessionStorage(SessionStorage):
         raise SessionLockedError(
             f"{self.path}: session {self.session_id} is open for writing by {who}; close it there first, or "
             "open with read_only=True (a crashed writer's lock is released when its connection ends)",
-            path=self.path)
+            path=self.path,
+        )
 
     def _load(self) -> None:
-        row = self._conn.execute("SELECT header FROM agentcore_sessions WHERE id = %s",
-                                 (self.session_id,)).fetchone()
+        row = self._conn.execute("SELECT header FROM agentcore_sessions WHERE id = %s", (self.session_id,)).fetchone()
         if row is None:
-            raise SessionError("not_found", f"{self.path}: no session {self.session_id!r} (create it with "
-                               "create=True or PostgresSessionStorage.create(dsn, session_id=...); see "
-                               "PostgresSessionStorage.list_sessions(dsn))", path=self.path)
+            raise SessionError(
+                "not_found",
+                f"{self.path}: no session {self.session_id!r} (create it with "
+                "create=True or PostgresSessionStorage.create(dsn, session_id=...); see "
+                "PostgresSessionStorage.list_sessions(dsn))",
+                path=self.path,
+            )
         try:
             self.header = header_from_dict(json.loads(row[0]))
         except ValueError as exc:
-            raise SessionError("invalid_session", f"{self.path}: session {self.session_id}: {exc}",
-                               path=self.path) from None
+            raise SessionError(
+                "invalid_session", f"{self.path}: session {self.session_id}: {exc}", path=self.path
+            ) from None
         cursor = self._conn.execute(
             f"SELECT seq, id, parent_id, type, timestamp, role, CASE WHEN type IN ({_EAGER_SQL}) THEN payload "
-            "END FROM agentcore_entries WHERE session_id = %s ORDER BY seq", (self.session_id,))
+            "END FROM agentcore_entries WHERE session_id = %s ORDER BY seq",
+            (self.session_id,),
+        )
         intern = sys.intern
         from agentcore.session import process_state
 
@@ -238,17 +287,25 @@ class PostgresSessionStorage(SessionStorage):
                 if payload is not None:
                     self._add(self._node_for(self._parse(payload, seq, entry_id), seq, None))
                 else:
-                    self._add(_Node(entry_id, parent, intern(etype), intern(role) if role else None, ts, seq,
-                                    None, None))
+                    self._add(
+                        _Node(entry_id, parent, intern(etype), intern(role) if role else None, ts, seq, None, None)
+                    )
                 self._seq = seq
         self._finish_load()
 
     # ------------------------------------------------------------------ creation, listing, deletion
 
     @classmethod
-    def create(cls, dsn: str, session_id: Optional[str] = None, *, cwd: Optional[str] = None,
-               parent_session: Optional[str] = None, metadata: Optional[Dict[str, Any]] = None,
-               lines: Iterable[bytes] = ()) -> PostgresSessionStorage:
+    def create(
+        cls,
+        dsn: str,
+        session_id: Optional[str] = None,
+        *,
+        cwd: Optional[str] = None,
+        parent_session: Optional[str] = None,
+        metadata: Optional[Dict[str, Any]] = None,
+        lines: Iterable[bytes] = (),
+    ) -> PostgresSessionStorage:
         """Add a new session (with optional raw JSONL entry ``lines``) and open it for writing.
 
         A used ``session_id`` is ``already_exists``; the session and its lines are inserted in one
@@ -260,8 +317,18 @@ class PostgresSessionStorage(SessionStorage):
         for seq, line in enumerate(lines, 1):
             text = line.rstrip(b"\n").decode("utf-8")
             entry = entry_from_dict(json.loads(text))
-            rows.append((header.id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp,
-                         getattr(getattr(entry, "message", None), "role", None), text))
+            rows.append(
+                (
+                    header.id,
+                    seq,
+                    entry.id,
+                    entry.parent_id,
+                    entry.type,
+                    entry.timestamp,
+                    getattr(getattr(entry, "message", None), "role", None),
+                    text,
+                )
+            )
         conn = _connect(parsed)
         try:
             _prepare_schema(conn, parsed.display, False)
@@ -273,8 +340,9 @@ class PostgresSessionStorage(SessionStorage):
         return cls(dsn, header.id)
 
     @staticmethod
-    def list_sessions(dsn: str, *, cwd: Optional[str] = None, name: Optional[str] = None, limit: int = 100,
-                      offset: int = 0) -> List[PostgresSessionInfo]:
+    def list_sessions(
+        dsn: str, *, cwd: Optional[str] = None, name: Optional[str] = None, limit: int = 100, offset: int = 0
+    ) -> List[PostgresSessionInfo]:
         """Sessions newest first, optionally of one ``cwd`` and/or whose name contains ``name``
         (case-insensitive); at most ``limit``, after skipping ``offset``.
 
@@ -290,8 +358,12 @@ class PostgresSessionStorage(SessionStorage):
             if version is None:
                 return []
             if version < 2:
-                raise SessionError("storage", f"{parsed.display}: the session tables have schema version "
-                                   f"{version}; open any session for writing once to upgrade them", path=parsed.display)
+                raise SessionError(
+                    "storage",
+                    f"{parsed.display}: the session tables have schema version "
+                    f"{version}; open any session for writing once to upgrade them",
+                    path=parsed.display,
+                )
             where, args = [], []
             if cwd is not None:
                 where.append("cwd = %s")
@@ -299,13 +371,18 @@ class PostgresSessionStorage(SessionStorage):
             if name:
                 where.append("name ILIKE %s")
                 args.append("%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
-            sql = ("SELECT id, cwd, created, parent_session, name, message_count FROM agentcore_sessions"
-                   + (" WHERE " + " AND ".join(where) if where else "")
-                   + " ORDER BY created DESC, id DESC LIMIT %s OFFSET %s")
+            sql = (
+                "SELECT id, cwd, created, parent_session, name, message_count FROM agentcore_sessions"
+                + (" WHERE " + " AND ".join(where) if where else "")
+                + " ORDER BY created DESC, id DESC LIMIT %s OFFSET %s"
+            )
             rows = conn.execute(sql, (*args, limit, offset)).fetchall()
         except psycopg.Error as exc:
-            raise SessionError("storage", f"{parsed.display}: cannot list sessions: "
-                               f"{parsed.scrub(str(exc).strip())}", path=parsed.display) from None
+            raise SessionError(
+                "storage",
+                f"{parsed.display}: cannot list sessions: {parsed.scrub(str(exc).strip())}",
+                path=parsed.display,
+            ) from None
         finally:
             conn.close()
         return [PostgresSessionInfo(*row) for row in rows]
@@ -342,11 +419,15 @@ class PostgresSessionStorage(SessionStorage):
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
         try:
             if high - low < 2 * len(seqs):  # type: ignore[operator]
-                rows = self._conn.execute("SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND "
-                                          "seq BETWEEN %s AND %s", (self.session_id, low, high))
+                rows = self._conn.execute(
+                    "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq BETWEEN %s AND %s",
+                    (self.session_id, low, high),
+                )
             else:
-                rows = self._conn.execute("SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND "
-                                          "seq = ANY(%s)", (self.session_id, seqs))
+                rows = self._conn.execute(
+                    "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq = ANY(%s)",
+                    (self.session_id, seqs),
+                )
             payloads: Dict[int, str] = dict(rows.fetchall())
         except _psycopg().Error as exc:
             raise self._db_error("cannot read entries", exc) from None
@@ -354,8 +435,9 @@ class PostgresSessionStorage(SessionStorage):
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
             if payload is None:
-                raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished",
-                                   path=self.path)
+                raise SessionError(
+                    "invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path
+                )
             out.append(payload)
         return out
 
@@ -365,7 +447,8 @@ class PostgresSessionStorage(SessionStorage):
             rows = self._conn.execute(
                 "SELECT payload FROM agentcore_entries WHERE session_id = %s AND (type IN ('compaction', "
                 "'branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                (self.session_id,))
+                (self.session_id,),
+            )
             for (payload,) in rows:
                 totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
             self._usage = totals
@@ -378,8 +461,16 @@ class PostgresSessionStorage(SessionStorage):
             raise self._closed_error()
         role = getattr(getattr(entry, "message", None), "role", None)
         seq = self._seq + 1
-        row = (self.session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role,
-               line[:-1].decode("utf-8"))
+        row = (
+            self.session_id,
+            seq,
+            entry.id,
+            entry.parent_id,
+            entry.type,
+            entry.timestamp,
+            role,
+            line[:-1].decode("utf-8"),
+        )
         try:
             if entry.type == "message":
                 self._conn.execute(_INSERT_COUNTED, (*row, self.session_id))

@@ -43,8 +43,14 @@ TEXT = "The quick brown fox jumps over the lazy dog. " * 9  # ~400 bytes
 def message(n: int):
     if n % 2 == 0:
         return UserMessage([TextContent(f"{n} {TEXT}")], timestamp=n)
-    return AssistantMessage([TextContent(f"{n} {TEXT}")], api="anthropic-messages", provider="anthropic",
-                            model="claude-sonnet-4-5", usage=Usage(input=100, output=50), stop_reason="stop")
+    return AssistantMessage(
+        [TextContent(f"{n} {TEXT}")],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        usage=Usage(input=100, output=50),
+        stop_reason="stop",
+    )
 
 
 def entry_lines(count: int) -> List[bytes]:
@@ -102,16 +108,21 @@ def main() -> None:
     pg_async = conninfo.make_conninfo(dsn, options=f"-csearch_path={schema} -csynchronous_commit=off")
     db = os.path.join(work, "bench.db")
     backends: Dict[str, Dict[str, Callable[..., Session]]] = {
-        "sqlite": {"new": lambda: Session(SqliteSessionStorage.create(db, cwd="/bench")),
-                   "create": lambda lines: SqliteSessionStorage.create(db, cwd="/bench", lines=lines),
-                   "open": lambda sid: Session(SqliteSessionStorage(db, sid))},
-        "postgres": {"new": lambda: Session(PostgresSessionStorage.create(pg, cwd="/bench")),
-                     "create": lambda lines: PostgresSessionStorage.create(pg, cwd="/bench", lines=lines),
-                     "open": lambda sid: Session(PostgresSessionStorage(pg, sid))},
+        "sqlite": {
+            "new": lambda: Session(SqliteSessionStorage.create(db, cwd="/bench")),
+            "create": lambda lines: SqliteSessionStorage.create(db, cwd="/bench", lines=lines),
+            "open": lambda sid: Session(SqliteSessionStorage(db, sid)),
+        },
+        "postgres": {
+            "new": lambda: Session(PostgresSessionStorage.create(pg, cwd="/bench")),
+            "create": lambda lines: PostgresSessionStorage.create(pg, cwd="/bench", lines=lines),
+            "open": lambda sid: Session(PostgresSessionStorage(pg, sid)),
+        },
         "postgres async commit": {
             "new": lambda: Session(PostgresSessionStorage.create(pg_async, cwd="/bench")),
             "create": lambda lines: PostgresSessionStorage.create(pg_async, cwd="/bench", lines=lines),
-            "open": lambda sid: Session(PostgresSessionStorage(pg_async, sid))},
+            "open": lambda sid: Session(PostgresSessionStorage(pg_async, sid)),
+        },
     }
     try:
         lines = entry_lines(args.entries)
@@ -131,22 +142,30 @@ def main() -> None:
         base_median = statistics.median(appends["sqlite"])
         base_p99 = statistics.quantiles(appends["sqlite"], n=100)[98]
         base_open = statistics.median(opens["sqlite"])
-        print(f"{len(appends['sqlite'])} appends per backend; open + build_context of {args.entries} entries, "
-              f"median of {args.rounds}")
-        print(f"{'backend':24} {'append p50':>12} {'ratio':>7} {'append p99':>12} {'ratio':>7} "
-              f"{'open+ctx':>10} {'ratio':>7}")
+        print(
+            f"{len(appends['sqlite'])} appends per backend; open + build_context of {args.entries} entries, "
+            f"median of {args.rounds}"
+        )
+        print(
+            f"{'backend':24} {'append p50':>12} {'ratio':>7} {'append p99':>12} {'ratio':>7} "
+            f"{'open+ctx':>10} {'ratio':>7}"
+        )
         for name in backends:
             median = statistics.median(appends[name])
             p99 = statistics.quantiles(appends[name], n=100)[98]
             opened = statistics.median(opens[name])
-            print(f"{name:24} {median * 1e6:10.0f}µs {median / base_median:7.2f} {p99 * 1e6:10.0f}µs "
-                  f"{p99 / base_p99:7.2f} {opened * 1e3:8.0f}ms {opened / base_open:7.2f}")
+            print(
+                f"{name:24} {median * 1e6:10.0f}µs {median / base_median:7.2f} {p99 * 1e6:10.0f}µs "
+                f"{p99 / base_p99:7.2f} {opened * 1e3:8.0f}ms {opened / base_open:7.2f}"
+            )
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
         if server_dir:
-            subprocess.run(["bash", str(HERE.parent / "tests" / "pg-server.sh"), "stop",
-                            os.path.join(server_dir, "pg")], capture_output=True)
+            subprocess.run(
+                ["bash", str(HERE.parent / "tests" / "pg-server.sh"), "stop", os.path.join(server_dir, "pg")],
+                capture_output=True,
+            )
             os.rmdir(server_dir)
         for name in os.listdir(work):
             os.unlink(os.path.join(work, name))

@@ -35,12 +35,17 @@ from psycopg import conninfo  # noqa: E402
 def _start_server():
     directory = tempfile.mkdtemp(prefix="agentcore-pg-")
     os.chmod(directory, 0o755)  # the server may run as the postgres user
-    result = subprocess.run(["bash", str(SERVER_SCRIPT), "start", os.path.join(directory, "pg"), "--no-install"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["bash", str(SERVER_SCRIPT), "start", os.path.join(directory, "pg"), "--no-install"],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode == 3:
         os.rmdir(directory)
-        pytest.skip("no PostgreSQL server binary (initdb) found: install the Debian postgresql package or "
-                    "set AGENTCORE_TEST_PG_DSN to a server's DSN")
+        pytest.skip(
+            "no PostgreSQL server binary (initdb) found: install the Debian postgresql package or "
+            "set AGENTCORE_TEST_PG_DSN to a server's DSN"
+        )
     if result.returncode != 0:
         raise RuntimeError(f"pg-server.sh start failed:\n{result.stderr}")
     return directory, result.stdout.strip().splitlines()[-1]

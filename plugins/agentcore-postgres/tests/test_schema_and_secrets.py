@@ -45,12 +45,23 @@ def test_upgrade_from_version_1_keeps_sessions_and_fills_the_listing_columns(fre
         header = source.storage.header
     with psycopg.connect(fresh_dsn, autocommit=True) as conn:
         assert migrate(conn, target=1) == 0
-        conn.execute("INSERT INTO agentcore_sessions VALUES ('v1', %s, '/old', %s, NULL)",
-                     (json.dumps(header.to_dict()), header.timestamp))
+        conn.execute(
+            "INSERT INTO agentcore_sessions VALUES ('v1', %s, '/old', %s, NULL)",
+            (json.dumps(header.to_dict()), header.timestamp),
+        )
         for seq, row in enumerate(rows, 1):
-            conn.execute("INSERT INTO agentcore_entries VALUES ('v1', %s, %s, %s, %s, %s, %s, %s)",
-                         (seq, row["id"], row["parentId"], row["type"], row["timestamp"],
-                          row.get("message", {}).get("role"), json.dumps(row)))
+            conn.execute(
+                "INSERT INTO agentcore_entries VALUES ('v1', %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    seq,
+                    row["id"],
+                    row["parentId"],
+                    row["type"],
+                    row["timestamp"],
+                    row.get("message", {}).get("role"),
+                    json.dumps(row),
+                ),
+            )
     assert version_of(fresh_dsn) == 1
     with pytest.raises(SessionError, match="schema version 1; open a session once without read_only"):
         PostgresSessionStorage(fresh_dsn, "v1", read_only=True)  # readers never migrate
@@ -69,9 +80,11 @@ def test_a_newer_schema_is_refused_and_left_unchanged(fresh_dsn):
     PostgresSessionStorage(fresh_dsn, "kept", create=True).close()
     with psycopg.connect(fresh_dsn, autocommit=True) as conn:
         conn.execute("UPDATE agentcore_schema_version SET version = 7")
-    for opener in (lambda: PostgresSessionStorage(fresh_dsn, "kept"),
-                   lambda: PostgresSessionStorage(fresh_dsn, "kept", read_only=True),
-                   lambda: PostgresSessionStorage.create(fresh_dsn)):
+    for opener in (
+        lambda: PostgresSessionStorage(fresh_dsn, "kept"),
+        lambda: PostgresSessionStorage(fresh_dsn, "kept", read_only=True),
+        lambda: PostgresSessionStorage.create(fresh_dsn),
+    ):
         with pytest.raises(SessionError) as info:
             opener()
         assert info.value.code == "storage"
@@ -113,8 +126,15 @@ def test_the_password_never_appears(pg_dsn, pg_server_dsn, password, caplog, fre
     storage = PostgresSessionStorage(pg_dsn, "secret-check", create=True)
     session = Session(storage)
     session.append_message(U("x"))
-    seen += [repr(storage), str(storage), repr(session), storage.path, repr(vars(storage)), repr(parse_dsn(pg_dsn)),
-             str(parse_dsn(pg_dsn))]
+    seen += [
+        repr(storage),
+        str(storage),
+        repr(session),
+        storage.path,
+        repr(vars(storage)),
+        repr(parse_dsn(pg_dsn)),
+        str(parse_dsn(pg_dsn)),
+    ]
     assert storage.path.startswith("postgresql://agentcore@127.0.0.1:") or "@" in storage.path
     with pytest.raises(SessionLockedError) as locked:
         PostgresSessionStorage(pg_dsn, "secret-check")
@@ -122,13 +142,15 @@ def test_the_password_never_appears(pg_dsn, pg_server_dsn, password, caplog, fre
     session.close()
     wrong = pg_server_dsn.replace(password, password[::-1])
     bad_password_words = wrong.split(":")[2].split("@")[0]
-    for opener in (lambda: PostgresSessionStorage(pg_dsn, "missing"),  # not_found
-                   lambda: PostgresSessionStorage(wrong),  # authentication fails
-                   lambda: PostgresSessionStorage(pg_server_dsn.replace("127.0.0.1:", "127.0.0.1:1")),  # no server
-                   lambda: PostgresSessionStorage(f"host=127.0.0.1 password={password} nonsense"),  # libpq parse error
-                   lambda: PostgresSessionStorage(f"host=127.0.0.1 password='{password}' bogus_option=1"),
-                   lambda: open_session(with_schema(pg_dsn, "s") + " x"),  # not a URL
-                   lambda: PostgresSessionStorage.list_sessions(wrong)):
+    for opener in (
+        lambda: PostgresSessionStorage(pg_dsn, "missing"),  # not_found
+        lambda: PostgresSessionStorage(wrong),  # authentication fails
+        lambda: PostgresSessionStorage(pg_server_dsn.replace("127.0.0.1:", "127.0.0.1:1")),  # no server
+        lambda: PostgresSessionStorage(f"host=127.0.0.1 password={password} nonsense"),  # libpq parse error
+        lambda: PostgresSessionStorage(f"host=127.0.0.1 password='{password}' bogus_option=1"),
+        lambda: open_session(with_schema(pg_dsn, "s") + " x"),  # not a URL
+        lambda: PostgresSessionStorage.list_sessions(wrong),
+    ):
         with pytest.raises((SessionError, ValueError)) as info:
             opener()
         seen += [str(info.value), repr(info.value)]
@@ -140,8 +162,10 @@ def test_the_password_never_appears(pg_dsn, pg_server_dsn, password, caplog, fre
 
 
 def test_display_forms_of_dsns():
-    assert parse_dsn("postgresql://me:pw@db.example:5433/app?sslmode=require").display == \
-        "postgresql://me@db.example:5433/app"
+    assert (
+        parse_dsn("postgresql://me:pw@db.example:5433/app?sslmode=require").display
+        == "postgresql://me@db.example:5433/app"
+    )
     assert parse_dsn("host=/run/pg dbname=x password='a b'").display == "postgresql://[/run/pg]/x"
     assert parse_dsn("host=/run/pg dbname=x password='a b'").scrub("said a b and 'a b'") == "said *** and ***"
     with pytest.raises(ValueError, match="invalid PostgreSQL DSN") as info:

@@ -52,10 +52,15 @@ def start_writer(dsn, session_id, body):
         s = Session(PostgresSessionStorage(os.environ["PG_DSN"], os.environ["PG_SESSION"]))
         print(s.storage._conn.info.backend_pid, flush=True)
     """) + textwrap.dedent(body)
-    env = dict(os.environ, PG_DSN=dsn, PG_SESSION=session_id,
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
-                            env=env, text=True)
+    env = dict(
+        os.environ,
+        PG_DSN=dsn,
+        PG_SESSION=session_id,
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.PIPE, env=env, text=True
+    )
     return proc, int(proc.stdout.readline())
 
 
@@ -66,14 +71,18 @@ def test_a_killed_writer_leaves_only_complete_entries(pg_dsn):
     sid = PostgresSessionStorage.create(pg_dsn, cwd="/w").session_id  # closed by the garbage collector
     wait_for_lock_release(pg_dsn, sid)
     # Large entries: the kill lands while a statement is being sent or committed most of the time.
-    proc, _ = start_writer(pg_dsn, sid, """
+    proc, _ = start_writer(
+        pg_dsn,
+        sid,
+        """
         big = "x" * 300_000
         n = 0
         while True:
             s.append_message(UserMessage([TextContent(f"{n}:" + big)], timestamp=1))
             n += 1
             print(n, flush=True)
-    """)
+    """,
+    )
     try:
         for _ in range(25):
             confirmed = int(proc.stdout.readline())
@@ -99,8 +108,11 @@ def test_a_failed_statement_records_nothing(pg_dsn):
     with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as s:
         kept = s.append_message(U("kept"))
         with psycopg.connect(pg_dsn, autocommit=True) as other:  # a row appears under the next seq
-            other.execute("INSERT INTO agentcore_entries VALUES (%s, 2, 'intruder', NULL, 'custom', "
-                          "'2025-01-01T00:00:00.000Z', NULL, '{}')", (s.id,))
+            other.execute(
+                "INSERT INTO agentcore_entries VALUES (%s, 2, 'intruder', NULL, 'custom', "
+                "'2025-01-01T00:00:00.000Z', NULL, '{}')",
+                (s.id,),
+            )
         with pytest.raises(SessionError) as info:
             s.append_message(U("lost"))
         assert info.value.code == "storage" and "the entry was not recorded" in str(info.value)
@@ -139,11 +151,15 @@ def test_close_releases_the_lock_before_returning(pg_dsn):
 def test_a_crashed_writers_lock_is_released_by_the_server(pg_dsn):
     sid = PostgresSessionStorage.create(pg_dsn, cwd="/w").session_id
     wait_for_lock_release(pg_dsn, sid)
-    proc, pid = start_writer(pg_dsn, sid, """
+    proc, pid = start_writer(
+        pg_dsn,
+        sid,
+        """
         s.append_message(UserMessage([TextContent("before the crash")], timestamp=1))
         print("ready", flush=True)
         sys.stdin.readline()
-    """)
+    """,
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         with pytest.raises(SessionLockedError, match=f"server backend {pid}"):
@@ -240,8 +256,12 @@ def test_listing_is_an_index_query(fresh_dsn):
         conn.execute("SET enable_seqscan = off")  # a table this small would be scanned otherwise
         conn.execute("SET enable_bitmapscan = off")
         for where, index in (("", "agentcore_sessions_by_created"), ("WHERE cwd = 'x'", "agentcore_sessions_by_cwd")):
-            plan = "\n".join(r[0] for r in conn.execute(
-                f"EXPLAIN SELECT id FROM agentcore_sessions {where} ORDER BY created DESC, id DESC LIMIT 100"))
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    f"EXPLAIN SELECT id FROM agentcore_sessions {where} ORDER BY created DESC, id DESC LIMIT 100"
+                )
+            )
             assert f"Scan using {index}" in plan and "Sort" not in plan, plan  # read in index order
 
 

@@ -41,7 +41,9 @@ def pm():
 
 def test_split_session_url():
     assert split_session_url("postgresql://u:p@h/db?sslmode=disable&session=abc") == (
-        "postgresql://u:p@h/db?sslmode=disable", "abc")
+        "postgresql://u:p@h/db?sslmode=disable",
+        "abc",
+    )
     assert split_session_url("postgres://h/db") == ("postgres://h/db", None)
 
 
@@ -72,12 +74,17 @@ def test_the_entry_point_makes_open_session_find_the_scheme(pg_dsn, tmp_path):
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: agentcore-postgres\nVersion: 0.1.0\n")
     (dist / "entry_points.txt").write_text("[agentcore]\npostgres = agentcore_postgres.plugin\n")
-    code = ("import os\nfrom agentcore import open_session\nfrom agentcore.types import TextContent, UserMessage\n"
-            "with open_session(os.environ['PG_URL'], create=True) as s:\n"
-            "    s.append_message(UserMessage([TextContent('via entry point')], timestamp=1))\n"
-            "    print(type(s.storage).__name__, s.id)\n")
-    env = dict(os.environ, PG_URL=as_url(pg_dsn, session="entry-point"),
-               PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), str(tmp_path)]))
+    code = (
+        "import os\nfrom agentcore import open_session\nfrom agentcore.types import TextContent, UserMessage\n"
+        "with open_session(os.environ['PG_URL'], create=True) as s:\n"
+        "    s.append_message(UserMessage([TextContent('via entry point')], timestamp=1))\n"
+        "    print(type(s.storage).__name__, s.id)\n"
+    )
+    env = dict(
+        os.environ,
+        PG_URL=as_url(pg_dsn, session="entry-point"),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), str(tmp_path)]),
+    )
     env.pop("AGENTCORE_DISABLE_PLUGIN_AUTOLOAD", None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["PostgresSessionStorage", "entry-point"]

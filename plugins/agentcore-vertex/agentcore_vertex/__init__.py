@@ -16,8 +16,14 @@ if TYPE_CHECKING:
     from .provider import API, VertexConfigError, VertexProvider, endpoint_base, request_url
 
 __all__ = [
-    "API", "SCOPES", "TokenSource", "VertexAuthError", "VertexConfigError", "VertexProvider",
-    "endpoint_base", "request_url",
+    "API",
+    "SCOPES",
+    "TokenSource",
+    "VertexAuthError",
+    "VertexConfigError",
+    "VertexProvider",
+    "endpoint_base",
+    "request_url",
 ]
 _HOME = {"SCOPES": "auth", "TokenSource": "auth", "VertexAuthError": "auth"}
 

@@ -33,8 +33,10 @@ def main(argv: List[str]) -> int:
     models = vertex_entries(json.loads(source.read_text(encoding="utf-8")))
     lines = ",\n".join(json.dumps(m, ensure_ascii=False) for m in models)
     DEST.parent.mkdir(parents=True, exist_ok=True)
-    DEST.write_text(json.dumps({"generatedFrom": source.name, "api": API})[:-1] + ', "models": [\n'
-                    + lines + "\n]}\n", encoding="utf-8")
+    DEST.write_text(
+        json.dumps({"generatedFrom": source.name, "api": API})[:-1] + ', "models": [\n' + lines + "\n]}\n",
+        encoding="utf-8",
+    )
     print(f"wrote {len(models)} models to {DEST}")
     return 0
 

@@ -21,8 +21,10 @@ __all__ = ["SCOPES", "VertexAuthError", "TokenSource"]
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 DEFAULT_MARGIN = datetime.timedelta(minutes=5)
-_ADC_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
-             "service-account key file, or pass api_key= (GOOGLE_CLOUD_API_KEY) for Vertex AI express mode")
+_ADC_HELP = (
+    "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
+    "service-account key file, or pass api_key= (GOOGLE_CLOUD_API_KEY) for Vertex AI express mode"
+)
 
 
 class VertexAuthError(ProviderError):
@@ -42,9 +44,15 @@ class TokenSource:
     (tests pass a fixed one). ``project`` is the project the credentials name, if any.
     """
 
-    def __init__(self, credentials: Any, project: Optional[str] = None, *,
-                 margin: datetime.timedelta = DEFAULT_MARGIN, request: Any = None,
-                 clock: Callable[[], datetime.datetime] = _utcnow) -> None:
+    def __init__(
+        self,
+        credentials: Any,
+        project: Optional[str] = None,
+        *,
+        margin: datetime.timedelta = DEFAULT_MARGIN,
+        request: Any = None,
+        clock: Callable[[], datetime.datetime] = _utcnow,
+    ) -> None:
         self.credentials = credentials
         self.project = project
         self.margin = margin
@@ -118,8 +126,9 @@ class TokenSource:
             self.credentials.refresh(request)
         except Exception as exc:  # RefreshError, TransportError, ... : say which, never the secrets
             detail = redact(f"{type(exc).__name__}: {exc}", self._secrets())
-            raise VertexAuthError(f"Vertex AI: could not refresh the Google Cloud access token: {detail}; "
-                                  f"{_ADC_HELP}") from None
+            raise VertexAuthError(
+                f"Vertex AI: could not refresh the Google Cloud access token: {detail}; {_ADC_HELP}"
+            ) from None
 
     def _secrets(self) -> List[str]:
         values = []

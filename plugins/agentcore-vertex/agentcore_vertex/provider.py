@@ -38,8 +38,14 @@ from agentcore.providers.google import GoogleStreamState, build_request_body
 from .auth import SCOPES, TokenSource
 
 __all__ = [
-    "API", "DEFAULT_BASE_URL", "VertexConfigError", "VertexProvider", "resolve_project", "resolve_location",
-    "endpoint_base", "request_url",
+    "API",
+    "DEFAULT_BASE_URL",
+    "VertexConfigError",
+    "VertexProvider",
+    "resolve_project",
+    "resolve_location",
+    "endpoint_base",
+    "request_url",
 ]
 
 API = "google-vertex"
@@ -68,8 +74,9 @@ def _base_location(model: Any) -> Optional[str]:
     return "global" if _GLOBAL_HOST.match(base) else None
 
 
-def resolve_location(model: Any, location: Optional[str] = None,
-                     env: Optional[Mapping[str, str]] = None, default: Optional[str] = None) -> str:
+def resolve_location(
+    model: Any, location: Optional[str] = None, env: Optional[Mapping[str, str]] = None, default: Optional[str] = None
+) -> str:
     """The location to use (see the module docstring for the order), else ``default``.
 
     Raises :class:`VertexConfigError` when none is found and there is no ``default``, or when
@@ -78,23 +85,28 @@ def resolve_location(model: Any, location: Optional[str] = None,
     env = os.environ if env is None else env
     fixed = _base_location(model)
     if location and fixed and location != fixed:
-        raise VertexConfigError(f"Vertex AI: location={location!r} but the model's base_url "
-                                f"{model.base_url!r} is the endpoint of location {fixed!r}")
+        raise VertexConfigError(
+            f"Vertex AI: location={location!r} but the model's base_url "
+            f"{model.base_url!r} is the endpoint of location {fixed!r}"
+        )
     found = location or fixed or env.get(LOCATION_ENV) or default
     if not found:
-        raise VertexConfigError(f"Vertex AI needs a location: set {LOCATION_ENV} (e.g. us-central1 or global) "
-                                "or pass location=")
+        raise VertexConfigError(
+            f"Vertex AI needs a location: set {LOCATION_ENV} (e.g. us-central1 or global) or pass location="
+        )
     return found
 
 
-def resolve_project(project: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                    credentials_project: Optional[str] = None) -> str:
+def resolve_project(
+    project: Optional[str] = None, env: Optional[Mapping[str, str]] = None, credentials_project: Optional[str] = None
+) -> str:
     """The project to use; raises :class:`VertexConfigError` naming the variables when none is found."""
     env = os.environ if env is None else env
     found = project or next((env[name] for name in PROJECT_ENV if env.get(name)), None) or credentials_project
     if not found:
-        raise VertexConfigError("Vertex AI needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT (or "
-                                "GCLOUD_PROJECT) or pass project=")
+        raise VertexConfigError(
+            "Vertex AI needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT) or pass project="
+        )
     return found
 
 
@@ -129,14 +141,21 @@ class VertexProvider(WireProvider):
     api = API
     error_style = "google"
 
-    def __init__(self, credentials: Any = None, *, project: Optional[str] = None,
-                 location: Optional[str] = None, scopes: Sequence[str] = SCOPES) -> None:
+    def __init__(
+        self,
+        credentials: Any = None,
+        *,
+        project: Optional[str] = None,
+        location: Optional[str] = None,
+        scopes: Sequence[str] = SCOPES,
+    ) -> None:
         self.project = project
         self.location = location
         self.scopes = tuple(scopes)
         self._lock = threading.Lock()
         self._default: Optional[TokenSource] = (
-            TokenSource.for_credentials(credentials, self.scopes) if credentials is not None else None)
+            TokenSource.for_credentials(credentials, self.scopes) if credentials is not None else None
+        )
         self._sources: weakref.WeakKeyDictionary[Any, TokenSource] = weakref.WeakKeyDictionary()
 
     def stream(self, model: Any, context: Any, **options: Any) -> Any:
@@ -173,8 +192,7 @@ class VertexProvider(WireProvider):
         self.token_source(options.get("credentials")).invalidate()
         yield from super().stream(model, context, **options)
 
-    def build_request(self, model: Any, context: Any, options: Dict[str, Any],
-                      api_key: Optional[str]) -> WireRequest:
+    def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         body = build_request_body(model, context, **options)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         location_option = options.get("location") or self.location

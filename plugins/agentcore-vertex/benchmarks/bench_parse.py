@@ -31,16 +31,24 @@ from agentcore.providers.base import StreamWriter  # noqa: E402
 from agentcore.providers.sse import iter_sse  # noqa: E402
 from agentcore.types import AssistantMessage, Model, ModelCost  # noqa: E402
 
-MODEL = Model(id="gemini-2.5-flash", api="google-vertex", provider="google-vertex",
-              base_url="https://{location}-aiplatform.googleapis.com", cost=ModelCost(0.3, 2.5, 0.03, 0))
+MODEL = Model(
+    id="gemini-2.5-flash",
+    api="google-vertex",
+    provider="google-vertex",
+    base_url="https://{location}-aiplatform.googleapis.com",
+    cost=ModelCost(0.3, 2.5, 0.03, 0),
+)
 
 
 def body(deltas: int) -> bytes:
     events = []
     for i in range(deltas):
-        chunk = {"candidates": [{"content": {"role": "model", "parts": [{"text": f"word{i} and some more text "}]}}],
-                 "usageMetadata": {"promptTokenCount": 34, "candidatesTokenCount": i, "totalTokenCount": 34 + i},
-                 "modelVersion": "gemini-2.5-flash", "responseId": "abc123"}
+        chunk = {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": f"word{i} and some more text "}]}}],
+            "usageMetadata": {"promptTokenCount": 34, "candidatesTokenCount": i, "totalTokenCount": 34 + i},
+            "modelVersion": "gemini-2.5-flash",
+            "responseId": "abc123",
+        }
         if i == deltas - 1:
             chunk["candidates"][0]["finishReason"] = "STOP"
         events.append("data: " + json.dumps(chunk) + "\r\n\r\n")
@@ -48,7 +56,7 @@ def body(deltas: int) -> bytes:
 
 
 def chunks(data: bytes, size: int = 1024):
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def floor(pieces) -> int:

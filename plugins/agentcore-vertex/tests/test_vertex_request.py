@@ -17,8 +17,14 @@ from agentcore.providers.google import build_request_body
 from agentcore.types import AgentContext, Model, UserMessage
 
 TEMPLATE = "https://{location}-aiplatform.googleapis.com"
-FLASH = Model(id="gemini-2.5-flash", api="google-vertex", provider="google-vertex", base_url=TEMPLATE,
-              reasoning=True, input=("text", "image"))
+FLASH = Model(
+    id="gemini-2.5-flash",
+    api="google-vertex",
+    provider="google-vertex",
+    base_url=TEMPLATE,
+    reasoning=True,
+    input=("text", "image"),
+)
 CTX = AgentContext(system_prompt="Be brief.", messages=[UserMessage(content="hi")])
 PATH = "/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 
@@ -30,10 +36,14 @@ def _request(provider, model=FLASH, api_key="<authenticated>", **options):
 def test_regional_url_bearer_header_and_gemini_body():
     provider = VertexProvider(google.oauth2.credentials.Credentials(token="ya29.regional-token"))
     request = _request(provider, project="my-proj", location="europe-west4", reasoning="low")
-    assert request.url == ("https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj/locations/"
-                           "europe-west4" + PATH)
-    assert request.headers == {"authorization": "Bearer ya29.regional-token", "content-type": "application/json",
-                               "accept": "text/event-stream"}
+    assert request.url == (
+        "https://europe-west4-aiplatform.googleapis.com/v1/projects/my-proj/locations/europe-west4" + PATH
+    )
+    assert request.headers == {
+        "authorization": "Bearer ya29.regional-token",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+    }
     assert request.body == build_request_body(FLASH, CTX, reasoning="low")  # the google-generative-ai body
     assert request.body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 2048}
 
@@ -132,8 +142,7 @@ NOW = datetime.datetime(2026, 12, 1, 9, 0, 0)
 
 def test_token_is_refreshed_before_it_expires():
     clock = [NOW]
-    creds = FakeCredentials("ya29.first", "ya29.second", lifetime=datetime.timedelta(minutes=60),
-                            now=lambda: clock[0])
+    creds = FakeCredentials("ya29.first", "ya29.second", lifetime=datetime.timedelta(minutes=60), now=lambda: clock[0])
     source = TokenSource(creds, clock=lambda: clock[0], request=object())
     assert source.token() == "ya29.first" and creds.refreshes == 1  # no token yet: refresh
     clock[0] = NOW + datetime.timedelta(minutes=54)  # 6 minutes left: still fine

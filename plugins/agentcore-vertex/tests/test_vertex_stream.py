@@ -15,22 +15,34 @@ from agentcore.types import AgentContext, Model, ModelCost, TextContent, ToolRes
 
 TOKEN = "ya29.a0AfB_test-access-token-0123456789"
 TOOLS = [
-    {"name": "get_capital", "description": "Get the capital of a country.", "parameters": {
-        "type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]}},
-    {"name": "get_temperature", "description": "Get the temperature in a city.", "parameters": {
-        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}},
+    {
+        "name": "get_capital",
+        "description": "Get the capital of a country.",
+        "parameters": {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]},
+    },
+    {
+        "name": "get_temperature",
+        "description": "Get the temperature in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
 ]
 PRICES = ModelCost(0.3, 2.5, 0.03, 0)
 
 
 def _model(server, model_id="gemini-2.0-flash", reasoning=False):
-    return Model(id=model_id, api="google-vertex", provider="google-vertex", base_url=server.url,
-                 reasoning=reasoning, input=("text", "image"), cost=PRICES)
+    return Model(
+        id=model_id,
+        api="google-vertex",
+        provider="google-vertex",
+        base_url=server.url,
+        reasoning=reasoning,
+        input=("text", "image"),
+        cost=PRICES,
+    )
 
 
 def _provider(token=TOKEN):
-    return VertexProvider(google.oauth2.credentials.Credentials(token=token), project="my-proj",
-                          location="us-central1")
+    return VertexProvider(google.oauth2.credentials.Credentials(token=token), project="my-proj", location="us-central1")
 
 
 def _run(provider, model, context, **options):
@@ -54,13 +66,18 @@ def test_function_call_three_turns_replayed_at_vertex_paths(server):  # recordin
     assert (call1.name, call1.arguments) == ("get_capital", {"country": "France"})
     assert first.stop_reason == "toolUse" and first.api == "google-vertex"
     assert (first.usage.input, first.usage.output, first.usage.total_tokens) == (52, 5, 57)
-    messages += [first, ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")])]
+    messages += [
+        first,
+        ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")]),
+    ]
 
     second, _ = _run(provider, model, AgentContext(messages=list(messages), tools=TOOLS))
     (call2,) = second.content
     assert (call2.name, call2.arguments) == ("get_temperature", {"city": "Paris"}) and call2.id != call1.id
-    messages += [second, ToolResultMessage(tool_call_id=call2.id, tool_name="get_temperature",
-                                           content=[TextContent("30°C")])]
+    messages += [
+        second,
+        ToolResultMessage(tool_call_id=call2.id, tool_name="get_temperature", content=[TextContent("30°C")]),
+    ]
 
     third, types = _run(provider, model, AgentContext(messages=list(messages), tools=TOOLS))
     assert types == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
@@ -74,15 +91,18 @@ def test_function_call_three_turns_replayed_at_vertex_paths(server):  # recordin
         assert "x-goog-api-key" not in request.headers
     sent = server.requests[2].json()["contents"]
     assert [c["role"] for c in sent] == ["user", "model", "user", "model", "user"]
-    assert [p["functionResponse"]["response"] for c in sent for p in c["parts"] if "functionResponse" in p] \
-        == [{"output": "Paris"}, {"output": "30°C"}]
+    assert [p["functionResponse"]["response"] for c in sent for p in c["parts"] if "functionResponse" in p] == [
+        {"output": "Paris"},
+        {"output": "30°C"},
+    ]
 
 
 def test_thinking_parts_replayed_with_signature(server):  # recording thinking-parts
     server.replay(load_recording("thinking-parts"), chunk_size=5)
     model = _model(server, "gemini-2.5-pro", reasoning=True)
-    context = AgentContext(system_prompt="You are a helpful assistant.",
-                           messages=[UserMessage(content="How do I cross the street?")])
+    context = AgentContext(
+        system_prompt="You are a helpful assistant.", messages=[UserMessage(content="How do I cross the street?")]
+    )
     result, types = _run(_provider(), model, context, reasoning="medium")
     assert types[:7] == ["start", "thinking_start"] + ["thinking_delta"] * 4 + ["thinking_end"]
     assert types[7] == "text_start" and types[-2:] == ["text_end", "done"]
@@ -100,11 +120,15 @@ def test_thinking_parts_replayed_with_signature(server):  # recording thinking-p
 
 
 def test_http_error_keeps_status_and_message_without_the_token(server):  # spec §9 google
-    echoed = {"error": {"code": 403, "status": "PERMISSION_DENIED", "message":
-                        f"Permission 'aiplatform.endpoints.predict' denied (token Bearer {TOKEN})"}}
+    echoed = {
+        "error": {
+            "code": 403,
+            "status": "PERMISSION_DENIED",
+            "message": f"Permission 'aiplatform.endpoints.predict' denied (token Bearer {TOKEN})",
+        }
+    }
     server.replies.append(Reply(403, json.dumps(echoed), "application/json"))
-    result, types = _run(_provider(), _model(server), AgentContext(messages=[UserMessage(content="hi")]),
-                         max_retries=0)
+    result, types = _run(_provider(), _model(server), AgentContext(messages=[UserMessage(content="hi")]), max_retries=0)
     assert types == ["error"] and result.stop_reason == "error"
     assert result.error_message.startswith("403 ") and "PERMISSION_DENIED" in result.error_message
     assert "aiplatform.endpoints.predict" in result.error_message
@@ -112,8 +136,9 @@ def test_http_error_keeps_status_and_message_without_the_token(server):  # spec 
 
 
 def test_in_stream_error_and_missing_finish_reason(server):
-    server.replies.append(Reply(body='data: {"error": {"code": 429, "message": "quota", '
-                                     '"status": "RESOURCE_EXHAUSTED"}}\r\n\r\n'))
+    server.replies.append(
+        Reply(body='data: {"error": {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED"}}\r\n\r\n')
+    )
     server.replies.append(Reply(body='data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n'))
     provider, model = _provider(), _model(server)
     ctx = AgentContext(messages=[UserMessage(content="hi")])
@@ -129,8 +154,9 @@ def test_abort_mid_stream_keeps_partial_text(server):
     rest = 'data: {"candidates": [{"content": {"parts": [{"text": "lo"}]}, "finishReason": "STOP"}]}\r\n\r\n'
     server.replies.append(Reply(body=first + rest, stall_after=len(first)))
     controller = AbortController()
-    stream = _provider().stream(_model(server), AgentContext(messages=[UserMessage(content="hi")]),
-                                signal=controller.signal)
+    stream = _provider().stream(
+        _model(server), AgentContext(messages=[UserMessage(content="hi")]), signal=controller.signal
+    )
     types = []
     for event in stream:
         types.append(event.type)
@@ -152,8 +178,10 @@ def test_expiring_token_is_refreshed_between_requests(server):
     ctx = AgentContext(messages=[UserMessage(content="hi")])
     assert _run(provider, _model(server), ctx)[0].text == "ok"
     assert _run(provider, _model(server), ctx)[0].text == "ok"  # 2 minutes left < 5 minute margin
-    assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.first-token",
-                                                                      "Bearer ya29.second-token"]
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer ya29.first-token",
+        "Bearer ya29.second-token",
+    ]
 
 
 class _VertexForThisAgent:
@@ -168,8 +196,10 @@ class _VertexForThisAgent:
 
 
 def test_agent_run_with_tool_calls_end_to_end_through_adc(server, monkeypatch, tmp_path):
-    monkeypatch.setattr("google.auth.default", lambda scopes=None, **kw: (
-        google.oauth2.credentials.Credentials(token=TOKEN), "adc-proj"))
+    monkeypatch.setattr(
+        "google.auth.default",
+        lambda scopes=None, **kw: (google.oauth2.credentials.Credentials(token=TOKEN), "adc-proj"),
+    )
     monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "global")
     server.replay(load_recording("function-call-three-turns"), chunk_size=5)
 
@@ -184,15 +214,20 @@ def test_agent_run_with_tool_calls_end_to_end_through_adc(server, monkeypatch, t
         return {"Paris": "30°C"}[city]
 
     path = tmp_path / "run.jsonl"
-    agent = Agent(model=_model(server), system_prompt="You are a helpful chatbot.",
-                  tools=[get_capital, get_temperature], plugins=[_VertexForThisAgent(VertexProvider())],
-                  session=Session.create(path))
+    agent = Agent(
+        model=_model(server),
+        system_prompt="You are a helpful chatbot.",
+        tools=[get_capital, get_temperature],
+        plugins=[_VertexForThisAgent(VertexProvider())],
+        session=Session.create(path),
+    )
     new = agent.prompt("What is the temperature of the capital of France?")
     assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
     assert [m.text for m in new if m.role == "toolResult"] == ["Paris", "30°C"]
     assert new[-1].text == "The temperature in Paris is 30°C.\n" and new[-1].api == "google-vertex"
     assert {r.path for r in server.requests} == {
-        "/v1/projects/adc-proj/locations/global/publishers/google/models/gemini-2.0-flash:streamGenerateContent"}
+        "/v1/projects/adc-proj/locations/global/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
+    }
     assert TOKEN not in path.read_text(encoding="utf-8") and TOKEN not in repr(agent)
 
 
@@ -202,15 +237,19 @@ def test_entry_point_registers_the_provider_and_the_vertex_models():
     provider = plugins.get_provider("google-vertex")
     assert isinstance(provider, VertexProvider)
     model = plugins.get_model("google-vertex/gemini-2.5-pro")
-    assert (model.api, model.base_url, model.reasoning) == ("google-vertex", "https://{location}-aiplatform.googleapis.com",
-                                                            True)
+    assert (model.api, model.base_url, model.reasoning) == (
+        "google-vertex",
+        "https://{location}-aiplatform.googleapis.com",
+        True,
+    )
     assert (model.cost.input, model.cost.output, model.context_window) == (1.25, 10, 1048576)
     assert len(plugins.models("google-vertex")) == 13
 
 
 OK_BODY = 'data: {"candidates": [{"content": {"parts": [{"text": "ok"}]}, "finishReason": "STOP"}]}\r\n\r\n'
-UNAUTHENTICATED = json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
-                                        "message": "Request had invalid authentication credentials."}})
+UNAUTHENTICATED = json.dumps(
+    {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": "Request had invalid authentication credentials."}}
+)
 
 
 def test_rejected_token_is_refreshed_and_the_request_retried_once(server):
@@ -218,11 +257,17 @@ def test_rejected_token_is_refreshed_and_the_request_retried_once(server):
     provider = VertexProvider(creds, project="my-proj", location="us-central1")
     server.replies += [Reply(401, UNAUTHENTICATED, "application/json"), Reply(body=OK_BODY)]
     seen = []
-    result, types = _run(provider, _model(server), AgentContext(messages=[UserMessage(content="hi")]),
-                         on_response=lambda status, headers: seen.append(status))
+    result, types = _run(
+        provider,
+        _model(server),
+        AgentContext(messages=[UserMessage(content="hi")]),
+        on_response=lambda status, headers: seen.append(status),
+    )
     assert result.text == "ok" and types == ["start", "text_start", "text_delta", "text_end", "done"]
-    assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.revoked-early",
-                                                                      "Bearer ya29.fresh-token"]
+    assert [r.headers["authorization"] for r in server.requests] == [
+        "Bearer ya29.revoked-early",
+        "Bearer ya29.fresh-token",
+    ]
     assert seen == [401, 200] and creds.refreshes == 2
 
 
@@ -238,8 +283,9 @@ def test_a_second_401_is_the_error(server):
 def test_express_mode_sends_the_key_and_no_bearer(server):
     server.replies.append(Reply(body=OK_BODY))
     model = _model(server)
-    result, _ = _run(VertexProvider(), model, AgentContext(messages=[UserMessage(content="hi")]),
-                     api_key="AQ.express-key-0123456789")
+    result, _ = _run(
+        VertexProvider(), model, AgentContext(messages=[UserMessage(content="hi")]), api_key="AQ.express-key-0123456789"
+    )
     request = server.requests[0]
     assert result.text == "ok"
     assert request.path == "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
@@ -250,7 +296,9 @@ def test_loading_the_plugin_imports_no_wire_code_and_no_google_auth():
     import subprocess
     import sys
 
-    code = ("import sys, agentcore_vertex.plugin; "
-            "print(sorted(m for m in ('agentcore.providers.google', 'google.auth', 'requests') if m in sys.modules))")
+    code = (
+        "import sys, agentcore_vertex.plugin; "
+        "print(sorted(m for m in ('agentcore.providers.google', 'google.auth', 'requests') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

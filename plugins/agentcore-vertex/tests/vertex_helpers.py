@@ -21,8 +21,14 @@ import google.auth.exceptions
 import pytest
 
 RECORDINGS = Path(__file__).resolve().parents[4] / "shared" / "recordings"
-GOOGLE_ENV = ("GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_CLOUD_API_KEY",
-              "GOOGLE_APPLICATION_CREDENTIALS", "GEMINI_API_KEY")  # cleared for every test
+GOOGLE_ENV = (
+    "GOOGLE_CLOUD_PROJECT",
+    "GCLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_CLOUD_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GEMINI_API_KEY",
+)  # cleared for every test
 
 
 def load_recording(name: str) -> Dict[str, Any]:
@@ -39,8 +45,9 @@ def utcnow() -> datetime.datetime:
 class FakeCredentials(google.auth.credentials.Credentials):
     """Credentials whose ``refresh`` hands out ``tokens`` in turn, each valid for ``lifetime``."""
 
-    def __init__(self, *tokens: str, lifetime: datetime.timedelta = datetime.timedelta(hours=1),
-                 now: Any = utcnow) -> None:
+    def __init__(
+        self, *tokens: str, lifetime: datetime.timedelta = datetime.timedelta(hours=1), now: Any = utcnow
+    ) -> None:
         super().__init__()
         self._tokens = list(tokens)
         self.lifetime = lifetime
@@ -102,8 +109,14 @@ class VertexServer:
     def replay(self, recording: Dict[str, Any], chunk_size: int = 7) -> None:
         for interaction in recording["interactions"]:
             response = interaction["response"]
-            self.replies.append(Reply(response["status"], response["body"],
-                                      response.get("content_type") or "text/event-stream", chunk_size))
+            self.replies.append(
+                Reply(
+                    response["status"],
+                    response["body"],
+                    response.get("content_type") or "text/event-stream",
+                    chunk_size,
+                )
+            )
 
     def close(self) -> None:
         self.release.set()
@@ -121,10 +134,14 @@ def _handler(server: VertexServer) -> type:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             parts = urlsplit(self.path)
-            server.requests.append(Request(parts.path, parts.query,
-                                           {k.lower(): v for k, v in self.headers.items()}, body))
-            reply = server.replies.pop(0) if server.replies else Reply(500, '{"error": {"message": "no reply"}}',
-                                                                       "application/json")
+            server.requests.append(
+                Request(parts.path, parts.query, {k.lower(): v for k, v in self.headers.items()}, body)
+            )
+            reply = (
+                server.replies.pop(0)
+                if server.replies
+                else Reply(500, '{"error": {"message": "no reply"}}', "application/json")
+            )
             data = reply.body.encode("utf-8")
             try:
                 self.send_response(reply.status)
@@ -144,7 +161,7 @@ def _handler(server: VertexServer) -> type:
 
         def _write(self, data: bytes, size: int) -> None:
             for start in range(0, len(data), size or max(1, len(data))):
-                piece = data[start:start + (size or len(data))]
+                piece = data[start : start + (size or len(data))]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
 

@@ -28,7 +28,8 @@ DEFAULT_MAX_CHARS = 50_000
 _CHUNK = 16384
 _TEXT_TYPES = re.compile(
     r"^(text/.*|application/(json|ld\+json|xml|xhtml\+xml|rss\+xml|atom\+xml|javascript|ecmascript"
-    r"|x-javascript|x-www-form-urlencoded|x-yaml|yaml|toml|.*\+json|.*\+xml))$")
+    r"|x-javascript|x-www-form-urlencoded|x-yaml|yaml|toml|.*\+json|.*\+xml))$"
+)
 
 
 class FetchError(RuntimeError):
@@ -45,8 +46,10 @@ def _content_type(headers: Any) -> Tuple[str, Optional[str]]:
 def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal: Any) -> bytes:
     declared = response.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
-        raise FetchError(f"{url} is too large: Content-Length {declared} bytes exceeds the limit of "
-                         f"{max_bytes} bytes; fetch a smaller page or a more specific URL")
+        raise FetchError(
+            f"{url} is too large: Content-Length {declared} bytes exceeds the limit of "
+            f"{max_bytes} bytes; fetch a smaller page or a more specific URL"
+        )
     body = bytearray()
     # iter_body returns whatever arrived (iter_content(n) waits for n bytes, so a server sending a
     # byte at a time held the tool far past its deadline)
@@ -55,8 +58,10 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
             raise FetchError("Operation aborted")
         body += chunk
         if len(body) > max_bytes:
-            raise FetchError(f"{url} is too large: the body exceeds the limit of {max_bytes} bytes; "
-                             f"fetch a smaller page or a more specific URL")
+            raise FetchError(
+                f"{url} is too large: the body exceeds the limit of {max_bytes} bytes; "
+                f"fetch a smaller page or a more specific URL"
+            )
         if time.monotonic() > deadline:
             raise FetchError(f"{url} timed out while reading the body")
     if signal is not None and signal.aborted:  # closed by the abort: the body is incomplete
@@ -64,8 +69,14 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
     return bytes(body)
 
 
-def fetch_text(url: str, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES,
-               signal: Any = None, session: Any = None) -> Dict[str, Any]:
+def fetch_text(
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    signal: Any = None,
+    session: Any = None,
+) -> Dict[str, Any]:
     """Fetch ``url`` and return ``{"url", "final_url", "status", "content_type", "title", "text",
     "bytes"}``; HTML is converted with :func:`~agentcore_web.readable.html_to_text`.
 
@@ -81,9 +92,16 @@ def fetch_text(url: str, *, timeout: float = DEFAULT_TIMEOUT, max_bytes: int = D
         raise FetchError("Operation aborted")
     http = session or requests
     try:
-        response = http.get(url, timeout=timeout, stream=True, allow_redirects=True,
-                            headers={"User-Agent": "agentcore-web/0.1 (+fetch_url tool)",
-                                     "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5"})
+        response = http.get(
+            url,
+            timeout=timeout,
+            stream=True,
+            allow_redirects=True,
+            headers={
+                "User-Agent": "agentcore-web/0.1 (+fetch_url tool)",
+                "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
+            },
+        )
     except requests.Timeout:
         raise FetchError(f"{url} timed out after {timeout:g} s") from None
     except requests.RequestException as exc:
@@ -116,13 +134,21 @@ def _finish(response: Any, url: str, max_bytes: int, deadline: float, signal: An
         raise FetchError(f"{url} returned binary content (no content type); fetch_url reads text only")
     if not _known(charset) and (mime in ("text/html", "application/xhtml+xml") or not mime):
         charset = _html_charset(body)  # <meta charset>, when the header names none
-    text = body.decode(charset or "utf-8", errors="replace") if _known(charset) else body.decode(
-        "utf-8", errors="replace")
+    text = (
+        body.decode(charset or "utf-8", errors="replace") if _known(charset) else body.decode("utf-8", errors="replace")
+    )
     title = None
     if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2048].lower()):
         title, text = html_to_text(text, response.url or url)
-    return {"url": url, "final_url": response.url or url, "status": response.status_code,
-            "content_type": mime or None, "title": title, "text": text, "bytes": len(body)}
+    return {
+        "url": url,
+        "final_url": response.url or url,
+        "status": response.status_code,
+        "content_type": mime or None,
+        "title": title,
+        "text": text,
+        "bytes": len(body),
+    }
 
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
@@ -152,8 +178,9 @@ def _known(charset: Optional[str]) -> bool:
     return True
 
 
-def create_fetch_url_tool(timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES,
-                          max_chars: int = DEFAULT_MAX_CHARS) -> AgentTool:
+def create_fetch_url_tool(
+    timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES, max_chars: int = DEFAULT_MAX_CHARS
+) -> AgentTool:
     """A ``fetch_url`` tool with these limits (the plugin registers one with the defaults)."""
 
     @tool(name="fetch_url", label="Fetch URL")

@@ -16,9 +16,32 @@ __all__ = ["html_to_text"]
 
 _SKIP = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head", "title"}
 _BLOCK = {
-    "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "blockquote",
-    "ul", "ol", "dl", "dt", "dd", "table", "tr", "form", "fieldset", "figure", "figcaption",
-    "address", "details", "summary", "body", "html",
+    "p",
+    "div",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "blockquote",
+    "ul",
+    "ol",
+    "dl",
+    "dt",
+    "dd",
+    "table",
+    "tr",
+    "form",
+    "fieldset",
+    "figure",
+    "figcaption",
+    "address",
+    "details",
+    "summary",
+    "body",
+    "html",
 }
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "wbr"}

@@ -171,8 +171,7 @@ def test_abort_while_waiting_for_headers_is_not_reported_as_a_short_page(base_ur
 
     def worker() -> None:
         try:
-            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers",
-                                     controller.signal)
+            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers", controller.signal)
         except Exception as exc:
             outcome["error"] = exc
 
@@ -195,7 +194,8 @@ def test_already_aborted_signal_fails_before_any_request() -> None:
 
 
 def test_html_to_text_resolves_links_and_drops_invisible_parts() -> None:
-    title, text = html_to_text('<title>T</title><p>a <a href="/x">b</a></p><script>s()</script>',
-                               "https://example.org/dir/")
+    title, text = html_to_text(
+        '<title>T</title><p>a <a href="/x">b</a></p><script>s()</script>', "https://example.org/dir/"
+    )
     assert title == "T"
     assert text == "a [b](https://example.org/x)"
