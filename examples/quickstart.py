@@ -42,22 +42,15 @@ def choose_model():
 
             return get_model(os.environ["AGENTCORE_MODEL"])
         if os.environ.get("OPENAI_BASE_URL"):
-            return Model(
-                id=os.environ.get("OPENAI_MODEL", "local-model"),
-                api="openai-completions",
-                provider="local",
-                base_url=os.environ["OPENAI_BASE_URL"],
-            )
+            model_id, url = os.environ.get("OPENAI_MODEL", "local-model"), os.environ["OPENAI_BASE_URL"]
+            return Model(id=model_id, api="openai-completions", provider="local", base_url=url)
     except Exception as exc:  # anything wrong with the configuration: stay offline
         print(f"(real model unavailable: {exc}; using the scripted model)")
-    scripted = ScriptedModel(
-        [
-            response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
-            text("123 × 456 is 56088."),
-        ],
-        tokens_per_second=200,
-    )
-    return scripted.model  # a registered provider: no stream_fn needed
+    answers = [
+        response("Let me work that out.", call("calculate", {"expression": "123 * 456"})),
+        text("123 × 456 is 56088."),
+    ]
+    return ScriptedModel(answers, tokens_per_second=200).model  # a registered provider: no stream_fn needed
 
 
 def show(event):

@@ -32,7 +32,9 @@ SKIP = re.compile(r"^\.\. skip: next\b")
 # Words that point at material only the developers have (design notes, spec sections).
 # internal design notes: "§", DESIGN, "spec agent-loop ...", "(spec: ...)", "spec/..."; not the
 # word "spec" itself, which the API uses (AgentSpec, a task's spec)
-INTERNAL = re.compile(r"§|\bDESIGN\b|\(spec\b|\bspec (?:section|agent-loop|session|providers)\b|\bspec/|reference design")
+INTERNAL = re.compile(
+    r"§|\bDESIGN\b|\(spec\b|\bspec (?:section|agent-loop|session|providers)\b|\bspec/|reference design"
+)
 
 # page -> the optional package its examples need (from an extra); without it the page skips
 REQUIRES = {"jupyter": "IPython"}
