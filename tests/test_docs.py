@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import textwrap
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
@@ -111,12 +113,16 @@ def test_there_are_pages_with_examples():
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)])
-def test_page_examples_run(page, offline, capsys, check_shout_plugin):
+def test_page_examples_run(page, offline, capsys, check_shout_plugin, monkeypatch):
     if page in REQUIRES:
         pytest.importorskip(
             REQUIRES[page], reason=f"docs/{page}.rst needs {REQUIRES[page]} (pip install 'pyagentcore[jupyter]')"
         )
-    namespace: Dict[str, Any] = {"__name__": f"docs_{page.replace('-', '_')}"}
+    # a real module in sys.modules: on Python 3.9, typing.get_type_hints (dataclasses, @tool) looks
+    # up sys.modules[cls.__module__] and raises KeyError for a namespace that is not one
+    module = types.ModuleType(f"docs_{page.replace('-', '_')}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace: Dict[str, Any] = module.__dict__
     for block in python_blocks(page):
         code = _compile(block)
         if block.runnable:
@@ -137,11 +143,9 @@ def test_page_examples_run(page, offline, capsys, check_shout_plugin):
 def test_jupyter_page_skips_naming_ipython_when_it_is_missing(offline, capsys, check_shout_plugin, monkeypatch):
     """Without the jupyter extra the notebook page skips, saying what to install (it used to fail
     with ImportError)."""
-    import sys
-
     monkeypatch.setitem(sys.modules, "IPython", None)  # ``import IPython`` now raises ImportError
     with pytest.raises(pytest.skip.Exception, match="needs IPython"):
-        test_page_examples_run("jupyter", offline, capsys, check_shout_plugin)
+        test_page_examples_run("jupyter", offline, capsys, check_shout_plugin, monkeypatch)
 
 
 def _check_prints(page: str, out: str) -> None:
