@@ -28,7 +28,6 @@ from psycopg import conninfo
 if str(ROOT / "tests") not in sys.path:
     sys.path.append(str(ROOT / "tests"))
 import _many_helpers as helpers  # noqa: E402
-
 from agentcore_postgres import PostgresSessionStorage  # noqa: E402
 
 from agentcore import AgentSpec, AgentTask, TaskResult, run_many  # noqa: E402
@@ -116,7 +115,7 @@ def assert_no_secret(results: List[TaskResult], secret: Any) -> None:
     if not secret:
         return
     for r in results:
-        assert secret not in str(r.error) and secret not in repr(r.error), r.task.id
+        assert secret not in str(r.error) and secret not in repr(r), r.task.id
 
 
 def test_200_tasks_on_two_dask_workers_record_into_postgres(schema_dsn, server, dask_client, secret):
