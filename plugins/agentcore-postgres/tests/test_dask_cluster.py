@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 from urllib.parse import quote
 
 import pytest
-from conftest import PLUGIN, ROOT, drop_schema, make_schema, with_schema
+from conftest import ROOT, drop_schema, make_schema, with_schema
 from psycopg import conninfo
 
 # stays on sys.path: Dask's spawned workers start with this process's sys.path, and unpickle
@@ -28,14 +28,16 @@ from psycopg import conninfo
 if str(ROOT / "tests") not in sys.path:
     sys.path.append(str(ROOT / "tests"))
 import _many_helpers as helpers  # noqa: E402
+import test_many as core_many  # noqa: E402
 from agentcore_postgres import PostgresSessionStorage  # noqa: E402
 
 from agentcore import AgentSpec, AgentTask, TaskResult, run_many  # noqa: E402
 from agentcore.session import Session  # noqa: E402
 
-distributed = pytest.importorskip(
-    "distributed", reason="dask[distributed] is not installed (pip install agentcore[dask])"
-)
+pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install agentcore[dask])")
+
+#: the core's fixture: a LocalCluster of two spawned worker processes, 4 threads each
+dask_client = core_many.dask_client
 
 
 def as_url(dsn: str, **query: Any) -> str:
@@ -66,30 +68,6 @@ def secret(pg_server_dsn):
 def server():
     with helpers.LoopbackServer() as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def dask_client():
-    """Two worker processes that import this checkout's agentcore, plugin and test helpers."""
-    paths = [str(ROOT), str(PLUGIN), helpers.TESTS_DIR]
-    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-    try:
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=4, processes=True, dashboard_address=None, silence_logs=40
-        )
-        client = distributed.Client(cluster)
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
-    try:
-        yield client
-    finally:
-        client.close()
-        cluster.close()
 
 
 def markers(session: Session) -> List[Dict[str, Any]]:
