@@ -160,6 +160,14 @@ class AgentTask:
     session: Optional[str] = None
     id: Any = None
 
+    def __repr__(self) -> str:
+        # the session URL may carry a database password (postgresql://user:secret@host/...): a
+        # task's repr ends up in logs, tracebacks and TaskResult reprs, so it shows it redacted
+        from .session.urls import redact_url
+
+        session = None if self.session is None else redact_url(self.session)
+        return f"AgentTask(spec={self.spec!r}, prompt={self.prompt!r}, session={session!r}, id={self.id!r})"
+
     def __post_init__(self) -> None:
         if not isinstance(self.spec, AgentSpec):
             raise TypeError(f"AgentTask.spec must be an AgentSpec, not {type(self.spec).__name__}")

@@ -93,6 +93,12 @@ def test_spec_and_task_pickle_round_trip(server):
     assert pickle.loads(pickle.dumps(mapping)).option_kwargs() == {"temperature": 0.1}
 
 
+def test_a_task_repr_hides_the_session_url_password(spec):
+    task = AgentTask(spec, "hi", session="postgresql://u:s3cret-pw@db.example/agents?session=t-1", id=1)
+    for text in (repr(task), repr(TaskResult(task)), str(TaskResult(task))):
+        assert "s3cret-pw" not in text and "postgresql://u:***@db.example/agents?session=t-1" in text
+
+
 def test_spec_build_resolves_names_in_this_process(spec):
     agent = spec.build()
     assert [getattr(t, "name", t) for t in agent.state.tools] == ["many_add"]
