@@ -178,3 +178,13 @@ def test_registering_the_builtin_schemes_imports_no_session_module():
         env={**os.environ, "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD": "1"},
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_redact_url_hides_query_passwords_too():  # libpq takes password= in the query string
+    from agentcore.session.urls import redact_url
+
+    url = "postgresql://u:pw1@db:5432/app?password=pw2&sslmode=require&session=s1&sslpassword=pw3"
+    shown = redact_url(url)
+    assert "pw1" not in shown and "pw2" not in shown and "pw3" not in shown
+    assert "sslmode=require" in shown and "session=s1" in shown and "u:***@db:5432" in shown
+    assert redact_url("jsonl:///tmp/a.jsonl") == "jsonl:///tmp/a.jsonl"
