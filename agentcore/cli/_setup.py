@@ -449,8 +449,11 @@ class AgentSetup:
     created_session: bool = False
 
 
-def build_agent(options: CliOptions) -> AgentSetup:
+def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> AgentSetup:
     """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
+
+    With ``args`` (the parsed command line) the tools of the plugins' ``cli_tools(args, command)``
+    hook follow the ``--tools`` tools (:func:`agentcore.cli._hooks.plugin_tools`).
 
     With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
     level unless ``--thinking`` is given, and its last model unless ``--model`` is given) and records
@@ -460,6 +463,10 @@ def build_agent(options: CliOptions) -> AgentSetup:
     extra_options = stream_options(options.option)
     api_key = read_api_key(options.api_key_env)
     tools = resolve_tools(options.tools)
+    if args is not None:
+        from ._hooks import plugin_tools
+
+        tools += plugin_tools(args, command)
     session = None
     created = False
     if options.session:
