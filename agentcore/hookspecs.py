@@ -353,20 +353,20 @@ def before_branch_summary(
 def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
     """Add command-line options to ``agentcore run`` and ``agentcore chat``.
 
-    When: on the main thread while the ``agentcore`` command builds its parser, once per
-    sub-command that builds an agent: ``command`` is ``"run"`` or ``"chat"`` and ``parser`` that
-    sub-command's :class:`argparse.ArgumentParser`. Call ``parser.add_argument(...)`` (give each
+    When: on the thread running the command (``agentcore.cli.main``) while it builds its
+    parser, once per sub-command that builds an agent, whenever the command line names ``run`` or
+    ``chat`` (their ``--help`` included): ``command`` is ``"run"`` or ``"chat"`` and ``parser`` that
+    sub-command's ``argparse.ArgumentParser``. Call ``parser.add_argument(...)`` (give each
     option a ``dest`` prefixed with the plugin's name to stay clear of other plugins); read the
-    values in :func:`cli_tools`. Keep it cheap: it runs for every command, ``--help`` included;
-    import what the options need only in :func:`cli_tools`.
+    values in :func:`cli_tools`. Keep it cheap (``--help`` waits for it): import what the options
+    need only in :func:`cli_tools`.
 
     Return: ignored.
 
     Combination: every implementation runs, in plugin registration order, each called on its own
     (not through one pluggy call, so wrappers do not apply). An exception (an option clashing with
-    an existing one, say) is reported like a broken plugin (a :class:`~agentcore.plugins.
-    PluginLoadWarning` naming the plugin) and the parser stays usable: the other plugins' options
-    are added.
+    an existing one, say) is reported like a broken plugin (a ``PluginLoadWarning`` naming the
+    plugin) and the parser stays usable: the other plugins' options are added.
     """
 
 
@@ -374,10 +374,10 @@ def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
 def cli_tools(args: argparse.Namespace, command: str) -> Optional[List[AgentTool]]:
     """Supply extra tools to the agent of ``agentcore run`` or ``agentcore chat``.
 
-    When: on the main thread after the command line was parsed and before ``run``/``chat`` builds
+    When: on the thread running the command, after the command line was parsed and before it builds
     its :class:`~agentcore.agent.Agent`, once per command. ``args`` is the parsed
-    :class:`argparse.Namespace` (the options of :func:`add_cli_options` included; read them with
-    ``getattr(args, dest, None)``, they are absent when another plugin's parser hook failed);
+    ``argparse.Namespace`` (the options of :func:`add_cli_options` included; read them with
+    ``getattr(args, dest, None)``: they are absent when the plugin's ``add_cli_options`` failed);
     ``command`` is ``"run"`` or ``"chat"``. Resources the tools hold (server processes, sockets)
     are the plugin's to release at process exit.
 
