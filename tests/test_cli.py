@@ -1153,8 +1153,8 @@ def test_a_retry_delay_above_the_cap_is_reported_once_without_v_and_logged_with_
 
 
 class _WordPlugin:
-    """A plugin adding ``--plugin-word WORD`` to run/chat and an ``ls`` tool answering WORD (the
-    scripted demo model calls ``ls`` when the agent has it)."""
+    """A plugin adding ``--plugin-word WORD`` to run/chat and tools ``ls`` and ``word`` answering
+    WORD (the scripted demo model calls ``ls`` when the agent has it)."""
 
     def __init__(self) -> None:
         self.commands: List[str] = []
@@ -1173,7 +1173,11 @@ class _WordPlugin:
         def execute(call_id: str, params: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
             return AgentToolResult(content=[TextContent(text=f"plugin says {word} in {command}")])
 
-        return [AgentTool("ls", "list files (test plugin)", {"type": "object", "properties": {}}, execute)]
+        empty = {"type": "object", "properties": {}}
+        return [
+            AgentTool("ls", "list files (test plugin)", empty, execute),
+            AgentTool("word", "the word", empty, execute),
+        ]
 
 
 class _BrokenCliPlugin:
@@ -1222,9 +1226,9 @@ def test_plugin_tools_follow_the_tools_option_in_order():
 
     default_plugin_manager().register(_WordPlugin(), name="word-plugin")
     args = argparse.Namespace(word_plugin_word="x")
-    assert [t.name for t in plugin_tools(args, "run")] == ["ls"]
+    assert [t.name for t in plugin_tools(args, "run")] == ["ls", "word"]
     setup = build_agent(CliOptions(model="scripted", tools="read"), args, "run")
-    assert [t.name for t in setup.agent.tools] == ["read", "ls"]
+    assert [t.name for t in setup.agent.tools] == ["read", "ls", "word"]
 
 
 def test_a_broken_cli_plugin_never_breaks_the_parser_and_fails_run_with_its_name(word_plugin, capsys):
@@ -1253,3 +1257,14 @@ def test_a_cli_tools_result_that_is_not_a_tool_list_is_a_usage_error():
     default_plugin_manager().register(Wrong(), name="wrong")
     with pytest.raises(UsageError, match="plugin 'wrong': cli_tools must return None or a list of AgentTool, got str"):
         plugin_tools(argparse.Namespace(), "chat")
+
+
+def test_chat_tools_command_can_name_the_plugin_cli_tools(word_plugin):
+    out, err = io.StringIO(), io.StringIO()
+    script = "/tools\n/tools none\n/tools read,word\n/quit\n"
+    status = main(
+        ["chat", "--model", "scripted", "--plugin-word", "kiwi"], stdin=io.StringIO(script), stdout=out, stderr=err
+    )
+    assert status == 0, err.getvalue()
+    listed = [line for line in (out.getvalue() + err.getvalue()).splitlines() if line.startswith("tools: ")]
+    assert listed == ["tools: ls, word", "tools: none", "tools: read, word"]
