@@ -16,7 +16,8 @@ on its answer (see :class:`agentcore.plugins.AgentHooks`), so a third party call
 non-None result; the others return the list of non-None results in call order. Hook wrappers
 (``@hookimpl(wrapper=True)``, and old-style ``hookwrapper=True``) work on every hook that is called
 through pluggy (all but the four ``register_*`` hooks, whose implementations the registries call
-one by one to record which plugin registered what). An ``async def`` implementation's coroutine
+one by one to record which plugin registered what, and the two CLI hooks ``add_cli_options`` and
+``cli_tools``, called one by one so that a failing plugin cannot break the others). An ``async def`` implementation's coroutine
 is its (non-None) result; agentcore runs it to completion.
 """
 
@@ -27,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Union
 import pluggy
 
 if TYPE_CHECKING:  # types of the hook arguments; no import at run time
+    import argparse
+
     from .agent import Agent
     from .events import AgentEvent
     from .loop import AfterToolCallContext, AfterToolCallResult, BeforeToolCallContext, BeforeToolCallResult
@@ -343,4 +346,46 @@ def before_branch_summary(
     something other than None; later ones are not called. An exception, or a result of another
     type, fails the navigation with ``CompactionError("summarization_failed")``; nothing is
     written.
+    """
+
+
+@hookspec
+def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
+    """Add command-line options to ``agentcore run`` and ``agentcore chat``.
+
+    When: on the thread running the command (``agentcore.cli.main``) while it builds its
+    parser, once per sub-command that builds an agent, whenever the command line names ``run`` or
+    ``chat`` (their ``--help`` included): ``command`` is ``"run"`` or ``"chat"`` and ``parser`` that
+    sub-command's ``argparse.ArgumentParser``. Call ``parser.add_argument(...)`` (give each
+    option a ``dest`` prefixed with the plugin's name to stay clear of other plugins); read the
+    values in :func:`cli_tools`. Keep it cheap (``--help`` waits for it): import what the options
+    need only in :func:`cli_tools`.
+
+    Return: ignored.
+
+    Combination: every implementation runs, in plugin registration order, each called on its own
+    (not through one pluggy call, so wrappers do not apply). An exception (an option clashing with
+    an existing one, say) is reported like a broken plugin (a ``PluginLoadWarning`` naming the
+    plugin) and the parser stays usable: the other plugins' options are added.
+    """
+
+
+@hookspec
+def cli_tools(args: argparse.Namespace, command: str) -> Optional[List[AgentTool]]:
+    """Supply extra tools to the agent of ``agentcore run`` or ``agentcore chat``.
+
+    When: on the thread running the command, after the command line was parsed and before it builds
+    its :class:`~agentcore.agent.Agent`, once per command. ``args`` is the parsed
+    ``argparse.Namespace`` (the options of :func:`add_cli_options` included; read them with
+    ``getattr(args, dest, None)``: they are absent when the plugin's ``add_cli_options`` failed);
+    ``command`` is ``"run"`` or ``"chat"``. Resources the tools hold (server processes, sockets)
+    are the plugin's to release at process exit.
+
+    Return: a list of :class:`~agentcore.tools.AgentTool`, or None (nothing to add; e.g. when its
+    options were not given).
+
+    Combination: every implementation runs, in plugin registration order, each called on its own;
+    the lists are concatenated in that order and appended after the ``--tools`` tools. An
+    exception, or a result that is not a list of tools, stops the command with exit status 2 and
+    a message naming the plugin and the problem (the agent is not built).
     """

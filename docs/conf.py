@@ -63,7 +63,7 @@ _PUBLIC = set(agentcore.__all__)
 nitpick_ignore_regex = [
     (
         "py:class",
-        r"(typing|collections\.abc|concurrent\.futures|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|"
+        r"(typing|collections\.abc|concurrent\.futures|types|threading|queue|enum|pathlib|os|sqlite3|io|pluggy|argparse|"
         r"requests)\..*",
     ),
     # the same, as signatures name them after shortening (``Dict[str, Any]``)

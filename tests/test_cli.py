@@ -4,6 +4,7 @@ Ctrl-C, sessions, models, plugins, the no-model message and the exit codes."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import os
@@ -19,6 +20,9 @@ import pytest
 from _servers import Reply, ScriptedServer, sse
 
 from agentcore.cli import main
+from agentcore.hookspecs import hookimpl
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import TextContent
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-SECRET-4c1f9a"
@@ -1143,3 +1147,124 @@ def test_a_retry_delay_above_the_cap_is_reported_once_without_v_and_logged_with_
     assert plain.stderr.count("Server requested 120s retry delay (max: 5s)") == 1
     assert "asked to wait" not in plain.stderr  # the error is the one report
     assert "[WARNING agentcore.providers.http] local asked to wait 120s" in verbose.stderr
+
+
+# --------------------------------------------------------------------------- plugin CLI hooks
+
+
+class _WordPlugin:
+    """A plugin adding ``--plugin-word WORD`` to run/chat and tools ``ls`` and ``word`` answering
+    WORD (the scripted demo model calls ``ls`` when the agent has it)."""
+
+    def __init__(self) -> None:
+        self.commands: List[str] = []
+
+    @hookimpl
+    def add_cli_options(self, parser: Any, command: str) -> None:
+        self.commands.append(command)
+        parser.add_argument("--plugin-word", dest="word_plugin_word", metavar="WORD")
+
+    @hookimpl
+    def cli_tools(self, args: Any, command: str) -> Any:
+        word = getattr(args, "word_plugin_word", None)
+        if word is None:
+            return None
+
+        def execute(call_id: str, params: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
+            return AgentToolResult(content=[TextContent(text=f"plugin says {word} in {command}")])
+
+        empty = {"type": "object", "properties": {}}
+        return [
+            AgentTool("ls", "list files (test plugin)", empty, execute),
+            AgentTool("word", "the word", empty, execute),
+        ]
+
+
+class _BrokenCliPlugin:
+    @hookimpl
+    def add_cli_options(self, parser: Any, command: str) -> None:
+        parser.add_argument("--model")  # clashes with the built-in option: argparse raises
+
+    @hookimpl
+    def cli_tools(self, args: Any, command: str) -> Any:
+        raise RuntimeError("no server today")
+
+
+@pytest.fixture
+def word_plugin(monkeypatch: pytest.MonkeyPatch) -> _WordPlugin:
+    from agentcore.plugins import default_plugin_manager
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    plugin = _WordPlugin()
+    default_plugin_manager().register(plugin, name="word-plugin")  # the autouse fixture resets it
+    return plugin
+
+
+def test_a_plugin_option_appears_in_run_and_chat_help(word_plugin, capsys):
+    for command in ("run", "chat"):
+        assert main([command, "--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+        assert "--plugin-word WORD" in capsys.readouterr().out
+    assert main(["--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert "--plugin-word" not in capsys.readouterr().out  # the top-level help loads no plugin
+
+
+def test_plugin_cli_tools_reach_the_agent_after_the_tools_option(word_plugin):
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["run", "--model", "scripted", "--plugin-word", "mango", "hi"], stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    assert "the first is 'plugin says mango in run'" in out.getvalue()
+    # without the option the plugin adds no tool: the demo answers without calling ls
+    out = io.StringIO()
+    assert main(["run", "--model", "scripted", "hi"], stdout=out, stderr=io.StringIO()) == 0
+    assert "You said: hi" in out.getvalue()
+
+
+def test_plugin_tools_follow_the_tools_option_in_order():
+    from agentcore.cli._hooks import plugin_tools
+    from agentcore.cli._setup import CliOptions, build_agent
+    from agentcore.plugins import default_plugin_manager
+
+    default_plugin_manager().register(_WordPlugin(), name="word-plugin")
+    args = argparse.Namespace(word_plugin_word="x")
+    assert [t.name for t in plugin_tools(args, "run")] == ["ls", "word"]
+    setup = build_agent(CliOptions(model="scripted", tools="read"), args, "run")
+    assert [t.name for t in setup.agent.tools] == ["read", "ls", "word"]
+
+
+def test_a_broken_cli_plugin_never_breaks_the_parser_and_fails_run_with_its_name(word_plugin, capsys):
+    from agentcore.plugins import PluginLoadWarning, default_plugin_manager
+
+    default_plugin_manager().register(_BrokenCliPlugin(), name="broken-cli")
+    with pytest.warns(PluginLoadWarning, match="plugin 'broken-cli': add_cli_options failed"):
+        assert main(["run", "--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
+    assert "--plugin-word WORD" in capsys.readouterr().out  # the other plugin's option is there
+    err = io.StringIO()
+    status = main(["run", "--model", "scripted", "hi"], stdout=io.StringIO(), stderr=err)
+    assert status == 2
+    assert err.getvalue() == "agentcore: plugin 'broken-cli': cli_tools failed: RuntimeError: no server today\n"
+
+
+def test_a_cli_tools_result_that_is_not_a_tool_list_is_a_usage_error():
+    from agentcore.cli._hooks import plugin_tools
+    from agentcore.cli._setup import UsageError
+    from agentcore.plugins import default_plugin_manager
+
+    class Wrong:
+        @hookimpl
+        def cli_tools(self) -> Any:
+            return "read"
+
+    default_plugin_manager().register(Wrong(), name="wrong")
+    with pytest.raises(UsageError, match="plugin 'wrong': cli_tools must return None or a list of AgentTool, got str"):
+        plugin_tools(argparse.Namespace(), "chat")
+
+
+def test_chat_tools_command_can_name_the_plugin_cli_tools(word_plugin):
+    out, err = io.StringIO(), io.StringIO()
+    script = "/tools\n/tools none\n/tools read,word\n/quit\n"
+    status = main(
+        ["chat", "--model", "scripted", "--plugin-word", "kiwi"], stdin=io.StringIO(script), stdout=out, stderr=err
+    )
+    assert status == 0, err.getvalue()
+    listed = [line for line in (out.getvalue() + err.getvalue()).splitlines() if line.startswith("tools: ")]
+    assert listed == ["tools: ls, word", "tools: none", "tools: read, word"]

@@ -6,7 +6,8 @@ line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (
 ``--session``, ``--thinking``, ``--system``, ``--approve`` (y/n/always before each tool call,
 see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``agentcore``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
-per model to stderr after the answer.
+per model to stderr after the answer. Plugins add options to ``run``/``chat`` and tools to their
+agent through the ``add_cli_options``/``cli_tools`` hooks (see :mod:`agentcore.cli._hooks`).
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
@@ -22,6 +23,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
+from ._hooks import add_plugin_options
 from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
@@ -99,8 +101,13 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``agentcore`` command."""
+def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
+    """The argument parser of the ``agentcore`` command.
+
+    With ``plugin_options`` (the default) the ``run`` and ``chat`` parsers carry the options the
+    plugins add through the ``add_cli_options`` hook, which loads the plugins; :func:`main` passes
+    False for the commands that build no agent, so that ``agentcore --help`` stays fast.
+    """
     common = _common_options()
     parser = argparse.ArgumentParser(
         prog="agentcore",
@@ -135,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="print the tokens and cost of the run per model to stderr after the answer",
     )
     run.set_defaults(handler=cmd_run)
+    if plugin_options:
+        add_plugin_options(run, "run")
 
     chat = commands.add_parser(
         "chat",
@@ -144,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--json", action="store_true", help="print every agent event as a JSON line")
     chat.set_defaults(handler=cmd_chat)
+    if plugin_options:
+        add_plugin_options(chat, "chat")
 
     models = commands.add_parser("models", help="list the registered models")
     models.add_argument("--provider", metavar="NAME", help="only this provider's models")
@@ -263,7 +274,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
     schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
     prompt = _read_prompt(args, stdin)
-    setup = build_agent(CliOptions.from_args(args))
+    setup = build_agent(CliOptions.from_args(args), args, "run")
     # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
     text = TextPrinter(out if schema is None else err, err, secret=setup.api_key)
     tally = count_usage(setup.agent) if getattr(args, "usage", False) else None
@@ -337,7 +348,7 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     from ._render import JsonPrinter
 
     options = CliOptions.from_args(args)
-    setup = build_agent(options)
+    setup = build_agent(options, args, "chat")
     try:
         if _isatty(stdin):
             try:
@@ -378,9 +389,11 @@ def main(
     stdin = stdin if stdin is not None else sys.stdin
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    parser = build_parser()
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
+    parser = build_parser(plugin_options=bool({"run", "chat"} & set(argv)))
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if getattr(args, "version", False):

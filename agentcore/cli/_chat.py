@@ -192,7 +192,7 @@ class Chat:
 
     def _tools(self, spec: str) -> None:
         if spec:
-            self.agent.tools = resolve_tools(spec)
+            self.agent.tools = resolve_tools(spec, self.setup.plugin_tools)
             if self.approver is not None:
                 self.approver.require_approval(self.agent)
         names = [getattr(t, "name", str(t)) for t in self.agent.tools]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 __all__ = [
     "UsageError",
@@ -228,21 +228,26 @@ def local_model(model_id: str, base_url: str) -> Any:
     return Model(id=model_id, name=model_id, api="openai-completions", provider="local", base_url=base_url.rstrip("/"))
 
 
-def resolve_tools(spec: Optional[str]) -> List[Any]:
-    """The registry tools named in a comma list (``"read,bash"``); ``None``/``""``/``"none"``: none."""
+def resolve_tools(spec: Optional[str], extra: Sequence[Any] = ()) -> List[Any]:
+    """The tools named in a comma list (``"read,bash"``): those of ``extra`` (chat's plugin CLI
+    tools) by name first, else the registry's; ``None``/``""``/``"none"``: none."""
     if not spec or spec.strip().lower() == "none":
         return []
     from ..plugins import UnknownToolError, get_tool
     from ..plugins import tools as registered_tools
 
+    offered = {getattr(t, "name", None): t for t in extra}
     tools = []
     for name in (part.strip() for part in spec.split(",")):
         if not name:
             continue
+        if name in offered:
+            tools.append(offered[name])
+            continue
         try:
             tools.append(get_tool(name))
         except UnknownToolError:
-            known = [t.name for t in registered_tools()]
+            known = [t.name for t in registered_tools()] + [str(n) for n in offered]
             raise UsageError(
                 "--tools: "
                 + _unknown(
@@ -447,10 +452,14 @@ class AgentSetup:
     session: Any = None
     api_key: Optional[str] = None
     created_session: bool = False
+    plugin_tools: List[Any] = field(default_factory=list)  # from the cli_tools hook, for chat's /tools
 
 
-def build_agent(options: CliOptions) -> AgentSetup:
+def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> AgentSetup:
     """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
+
+    With ``args`` (the parsed command line) the tools of the plugins' ``cli_tools(args, command)``
+    hook follow the ``--tools`` tools (:func:`agentcore.cli._hooks.plugin_tools`).
 
     With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
     level unless ``--thinking`` is given, and its last model unless ``--model`` is given) and records
@@ -460,6 +469,12 @@ def build_agent(options: CliOptions) -> AgentSetup:
     extra_options = stream_options(options.option)
     api_key = read_api_key(options.api_key_env)
     tools = resolve_tools(options.tools)
+    extra: List[Any] = []
+    if args is not None:
+        from ._hooks import plugin_tools
+
+        extra = plugin_tools(args, command)
+    tools += extra
     session = None
     created = False
     if options.session:
@@ -494,4 +509,4 @@ def build_agent(options: CliOptions) -> AgentSetup:
         from ..providers import get_env_api_key
 
         secret = get_env_api_key(str(getattr(model, "provider", "")))
-    return AgentSetup(agent, session, secret, created)
+    return AgentSetup(agent, session, secret, created, extra)

@@ -9,8 +9,10 @@ plugin's ``register_tools`` fail, which agentcore reports like any plugin failur
 plugins`` lists it) without affecting other plugins. Without the variable the plugin does nothing
 and imports nothing heavy.
 
-The CLI hooks below (``add_cli_options``, ``cli_tools``) are this plugin's side of a proposed core
-hook pair for ``agentcore run/chat --mcp CONFIG``; they are inert until the core defines them.
+The CLI hooks below (agentcore's ``add_cli_options`` and ``cli_tools``) give ``agentcore run`` and
+``agentcore chat`` the option ``--mcp CONFIG`` (repeatable): the servers of each file are started
+when the command builds its agent and their tools follow the ``--tools`` tools; a bad file stops
+the command with exit status 2 and a message naming this plugin and the file.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from agentcore_mcp import _registry
@@ -118,3 +119,38 @@ def test_cli_hooks_add_the_option_and_the_tools(marker_dir, tmp_path):
     finally:
         _registry.close_all()
     assert plugin.cli_tools(parser.parse_args([]), "run") is None
+
+
+def test_agentcore_chat_with_mcp_config_has_the_servers_tools(marker_dir, tmp_path):
+    """The real command (a subprocess): ``--mcp CONFIG`` shows in ``run --help`` and the servers'
+    tools reach the agent of ``chat`` (its banner and ``/tools`` list them); a bad CONFIG is exit
+    status 2 naming the plugin."""
+    repo = Path(__file__).resolve().parents[3]
+    path = tmp_path / "cli.json"
+    path.write_text(json.dumps({"mcpServers": {"c": server_entry(marker_dir)}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTCORE_MCP_CONFIG", "AGENTCORE_MODEL")}
+    # this worktree's agentcore and plugin, not the installed copies
+    env["PYTHONPATH"] = os.pathsep.join([str(repo), str(repo / "plugins" / "agentcore-mcp")])
+    env["AGENTCORE_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    command = [sys.executable, "-m", "agentcore"]
+    help_text = subprocess.run([*command, "run", "--help"], env=env, capture_output=True, text=True, timeout=60)
+    assert help_text.returncode == 0 and "--mcp CONFIG" in help_text.stdout
+    done = subprocess.run(
+        [*command, "chat", "--model", "scripted", "--mcp", str(path)],
+        input="/tools\n/quit\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = [line for line in done.stdout.splitlines() if line.startswith("tools: ")]
+    assert listed and {"c_echo", "c_add"} <= set(listed[-1][len("tools: ") :].split(", ")), done.stdout
+    broken = subprocess.run(
+        [*command, "run", "--model", "scripted", "--mcp", str(tmp_path / "missing.json"), "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert broken.returncode == 2 and "plugin 'mcp'" in broken.stderr, broken.stderr
