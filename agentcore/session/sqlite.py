@@ -96,13 +96,29 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _set_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL. The switch can report "database is locked" at once, without the busy
+    handler, while other connections open the same new database (many agents starting together):
+    retry it for up to ~5 s, as the busy timeout would."""
+    import time
+
+    for attempt in range(100):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.05)
+
+
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
     try:
         if read_only:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            _set_wal(conn)
         conn.execute("PRAGMA busy_timeout=5000")
         if not read_only:
             conn.executescript(_SCHEMA)
