@@ -165,6 +165,22 @@ def test_parallel_tool_results_merge_into_one_user_message():  # spec §14 conve
     assert "cache_control" not in body["messages"][2]["content"][0]
 
 
+def test_history_tool_calls_without_tools_declare_stubs_and_forbid_calls():
+    # Anthropic 400s ("must define tools") when tool_use blocks come back without tool definitions,
+    # e.g. after /tools none or the final_result tool of a finished ask().
+    first, _ = _replay("two-parallel-tool-calls-then-text")
+    results = [tool_result(c, t) for c, t in zip(first.content, ("Charles", "Sammy"))]
+    messages = [UserMessage(content="Two names for a pet pelican"), first, *results, UserMessage(content="thanks")]
+    body = wire.build_request_body(HAIKU, AgentContext(messages=messages))
+    used = sorted({b.name for b in first.content if isinstance(b, ToolCall)})
+    assert sorted(t["name"] for t in body["tools"]) == used
+    assert body["tool_choice"] == {"type": "none"}
+    chosen = wire.build_request_body(HAIKU, AgentContext(messages=messages), tool_choice="auto")
+    assert chosen["tool_choice"] == {"type": "auto"}
+    plain = wire.build_request_body(HAIKU, AgentContext(messages=[UserMessage(content="hi")]))
+    assert "tools" not in plain and "tool_choice" not in plain
+
+
 # --------------------------------------------------------------------------- request body
 
 

@@ -253,6 +253,34 @@ def convert_tools(context: Any) -> List[Dict[str, Any]]:
     return out
 
 
+def _declare_history_tools(body: Dict[str, Any]) -> None:
+    """Declare the tools named by earlier ``tool_use`` blocks when the request has no tools.
+
+    Anthropic refuses a request whose messages hold ``tool_use``/``tool_result`` blocks but which
+    defines no tools (400 "must define tools"), which happens when tools are removed mid
+    conversation (``/tools none``, a sub-run without tools, the ``final_result`` tool of a finished
+    ``Agent.ask``). Each name gets a stub definition and ``tool_choice`` becomes ``none`` (unless the
+    caller chose one), so the model reads the history but cannot call a tool that is gone.
+    """
+    names: List[str] = []
+    for message in body["messages"]:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if block.get("type") == "tool_use" and block.get("name") not in names:
+                names.append(block["name"])
+    if not names:
+        return
+    body["tools"] = [
+        {
+            "name": name,
+            "description": "No longer available in this conversation.",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+        for name in names
+    ]
+    body["tool_choice"] = {"type": "none"}
+
+
 def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
     """The JSON body of one streaming request.
 
@@ -289,6 +317,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         body["temperature"] = options["temperature"]
     if context.tools:
         body["tools"] = convert_tools(context)
+    else:
+        _declare_history_tools(body)
 
     if thinking_on:
         if _is_adaptive(model.id):

@@ -241,6 +241,37 @@ def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any
     return config
 
 
+def history_tool_config(messages: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Stub definitions of the tools earlier ``toolUse`` blocks name, or None when there are none.
+
+    Bedrock refuses messages holding ``toolUse``/``toolResult`` blocks without a ``toolConfig``
+    ("The toolConfig field must be defined"), which happens when tools are removed mid
+    conversation or ``tool_choice="none"`` is asked for. Converse has no "none" tool choice, so
+    the stubs say they are gone; a call to one gets the loop's "tool not found" error result.
+    """
+    names: List[str] = []
+    for message in messages:
+        for block in message.get("content") or ():
+            use = block.get("toolUse") if isinstance(block, Mapping) else None
+            if use and use.get("name") not in names:
+                names.append(use["name"])
+    if not names:
+        return None
+    stub = {"type": "object", "properties": {}}
+    return {
+        "tools": [
+            {
+                "toolSpec": {
+                    "name": n,
+                    "description": "No longer available in this conversation.",
+                    "inputSchema": {"json": stub},
+                }
+            }
+            for n in names
+        ]
+    }
+
+
 def _effort(model: Any, level: str) -> str:
     level_map = getattr(model, "thinking_level_map", None) or (getattr(model, "extra", None) or {}).get(
         "thinkingLevelMap"
@@ -297,7 +328,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("temperature") is not None and additional is None:
         inference["temperature"] = options["temperature"]
     body["inferenceConfig"] = inference
-    tools = tool_config(context, options.get("tool_choice"))
+    tools = tool_config(context, options.get("tool_choice")) or history_tool_config(body["messages"])
     if tools:
         body["toolConfig"] = tools
     if additional:

@@ -124,9 +124,18 @@ def test_images_tools_and_tool_results() -> None:
         NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice={"type": "tool", "name": "get_weather"}
     )
     assert named["toolConfig"]["toolChoice"] == {"tool": {"name": "get_weather"}}
-    assert "toolConfig" not in build_request_body(
-        NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice="none"
-    )
+    # tool_choice="none" sends no real tools, but the history's toolUse blocks need a toolConfig
+    # (Bedrock refuses them without one): stubs of the names used, no toolChoice.
+    stub = {"type": "object", "properties": {}}
+    gone = "No longer available in this conversation."
+    expected = {"tools": [{"toolSpec": {"name": "get_weather", "description": gone, "inputSchema": {"json": stub}}}]}
+    for context, choice in (
+        (AgentContext(messages=messages, tools=[TOOL]), "none"),
+        (AgentContext(messages=messages), None),
+    ):
+        assert build_request_body(NOVA, context, tool_choice=choice)["toolConfig"] == expected
+    plain = AgentContext(messages=[UserMessage("hi")], tools=[TOOL])
+    assert "toolConfig" not in build_request_body(NOVA, plain, tool_choice="none")
 
 
 def test_unsupported_image_type_is_a_clear_error() -> None:
