@@ -26,21 +26,17 @@ hit Python's recursion limit; the page nests one level per fork, not per entry.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import html
 import json
 import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from .._data_urls import IMAGE_TYPES, image_data_url
 from .._safe import json_safe
 from ._html_assets import SCRIPT, SCRIPT_HASH, STYLE, STYLE_HASH
 from ._usage import ModelUsage, UsageTally
 
 __all__ = ["session_to_html", "IMAGE_TYPES", "CSP"]
-
-#: The image mime types written as ``data:`` URLs; any other image becomes a placeholder.
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 #: The page's Content-Security-Policy: its own style sheet and script (by hash) and data: images.
 CSP = (
@@ -48,7 +44,6 @@ CSP = (
     "base-uri 'none'; form-action 'none'"
 )
 
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 _WHITESPACE = re.compile(r"\s+")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?\Z")
 _PREVIEW = 90
@@ -126,23 +121,10 @@ def _plain_text(content: Any) -> str:
 
 def _image(block: Any) -> str:
     """An ``<img>`` with a ``data:`` URL, or a placeholder when the type or data is not acceptable."""
-    mime = _field(block, "mime_type", "mimeType")
-    data = _field(block, "data")
-    if not isinstance(mime, str) or mime.lower() not in IMAGE_TYPES:
-        shown = _preview(str(mime), 60) if mime is not None else "none"
-        return (
-            f'<div class="placeholder">[image not shown: type {_esc(repr(shown))} is not one of '
-            f"{_esc(', '.join(IMAGE_TYPES))}]</div>"
-        )
-    compact = _WHITESPACE.sub("", data) if isinstance(data, str) else None
-    if not compact or len(compact) % 4 or not _BASE64.match(compact):
-        return '<div class="placeholder">[image not shown: its data is not valid base64]</div>'
-    try:
-        base64.b64decode(compact, validate=True)
-    except (binascii.Error, ValueError):
-        return '<div class="placeholder">[image not shown: its data is not valid base64]</div>'
-    # the URL is built only from an allow-listed type and [A-Za-z0-9+/=]: nothing to escape, escaped anyway
-    return f'<img class="attached" alt="{_esc(mime.lower())} image" src="data:{_esc(mime.lower())};base64,{_esc(compact)}">'
+    url, kind = image_data_url(_field(block, "mime_type", "mimeType"), _field(block, "data"))
+    if url is None:
+        return f'<div class="placeholder">[image not shown: {_esc(kind)}]</div>'
+    return f'<img class="attached" alt="{_esc(kind)} image" src="{_esc(url)}">'
 
 
 def _text(text: Any) -> str:
