@@ -568,3 +568,85 @@ def test_reference_session_page_loads_in_the_browser(browser, tmp_path):
     browser.click(browser.find('button[data-action="expand"]'))
     assert browser.execute("return document.querySelectorAll('details:not([open])').length") == 0
     decode_png(browser.screenshot())
+
+
+ODD_SHAPES = [
+    {"type": "session", "version": 3, "id": "odd", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/w"},
+    {"type": "active_tools_change", "id": "a2", "parentId": None, "timestamp": "x", "activeToolNames": 5},
+    {
+        "type": "message",
+        "id": "a3",
+        "parentId": "a2",
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "toolCall", "id": 1, "name": None, "arguments": "str"},
+                {"type": "image", "data": 5, "mimeType": ["image/png"]},
+                {"type": "weird", "x": "<b>weird-block</b>"},
+                "plain string block",
+                7,
+            ],
+            "stopReason": None,
+            "timestamp": 1,
+        },
+    },
+    {
+        "type": "message",
+        "id": "a4",
+        "parentId": "a3",
+        "timestamp": "2025-01-01T00:00:01.000Z",
+        "message": {"role": "toolResult", "toolCallId": 1, "toolName": {"a": 1}, "content": "just a string"},
+    },
+    {"type": "compaction", "id": "a5", "parentId": "a4", "timestamp": "t", "summary": None, "tokensBefore": "many"},
+    {
+        "type": "custom_message",
+        "id": "a6",
+        "parentId": "a5",
+        "timestamp": "t",
+        "customType": 7,
+        "content": {"x": 1},
+        "display": "no",
+    },
+    {
+        "type": "message",
+        "id": "a7",
+        "parentId": "a6",
+        "timestamp": "t",
+        "message": {"role": "developer", "content": "dev-text"},
+    },
+    {
+        "type": "message",
+        "id": "a8",
+        "parentId": "a7",
+        "timestamp": "t",
+        "message": {"role": "bashExecution", "command": ["ls"], "output": None},
+    },
+    {"type": "alien", "id": "a9", "parentId": "a8", "timestamp": "t", "stuff": "<b>alien-stuff</b>"},
+]
+
+
+def test_html_export_renders_entries_of_unexpected_shapes(tmp_path, monkeypatch):
+    # Other writers' files load with payloads of odd types (a number where a list of tool names
+    # belongs, a block that is a plain string...): the export crashed with TypeError on the first
+    # one (and on build_context's use of it). Each entry now renders as well as it can.
+    import agentcore.cli._html as renderer
+
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in ODD_SHAPES), encoding="utf-8")
+    text, _ = export_html(path, tmp_path)
+    assert "active tools \u2192 <code>5</code>" in text and "dev-text" in text
+    assert "&lt;b&gt;weird-block&lt;/b&gt;" in text and "&lt;b&gt;alien-stuff&lt;/b&gt;" in text
+    assert text.count("<article") == 8 and "current leaf" in text
+    # whatever else a payload holds, one entry that cannot be rendered is shown raw, with why
+    real = renderer._entry_parts
+
+    def failing(entry: Any) -> Any:
+        if entry.type == "compaction":
+            raise ValueError("unexpected <shape>")
+        return real(entry)
+
+    monkeypatch.setattr(renderer, "_entry_parts", failing)
+    text, _ = export_html(path, tmp_path)
+    assert "compaction entry, shown as stored" in text and "(ValueError: unexpected &lt;shape&gt;)" in text
+    assert text.count("<article") == 8

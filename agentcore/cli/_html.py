@@ -32,7 +32,7 @@ import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .._data_urls import IMAGE_TYPES, image_data_url
-from .._safe import json_safe
+from .._safe import exception_message, json_safe
 from ._html_assets import SCRIPT, SCRIPT_HASH, STYLE, STYLE_HASH
 from ._usage import ModelUsage, UsageTally
 
@@ -92,8 +92,11 @@ def _when(timestamp: Any) -> str:
 
 
 def _preview(text: str, limit: int = _PREVIEW) -> str:
-    flat = _WHITESPACE.sub(" ", text).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+    head = text[: limit * 8]  # a long tool output is not flattened whole for a 90-character preview
+    flat = _WHITESPACE.sub(" ", head).strip()
+    if len(flat) > limit or len(head) < len(text):
+        return flat[: limit - 1].rstrip() + "\u2026"
+    return flat
 
 
 def _field(block: Any, name: str, key: Optional[str] = None) -> Any:
@@ -196,8 +199,11 @@ def _message(message: Any) -> Tuple[str, str, List[str]]:
         kind = getattr(message, "custom_type", "")
         hidden = "" if getattr(message, "display", True) else ' <span class="badge">not displayed in the app</span>'
         return "custom", f"{title} <code>{_esc(kind)}</code>{hidden}", _content(getattr(message, "content", None))
-    if hasattr(message, "content") and role in ("user", "system", "developer"):
-        return _esc(role), title, _content(message.content)
+    content = getattr(message, "content", None)
+    if content is None and isinstance(getattr(message, "data", None), dict):  # an UnknownMessage
+        content = message.data.get("content")
+    if content is not None and role in ("user", "system", "developer"):
+        return _esc(role), title, _content(content)
     data = message.to_dict() if hasattr(message, "to_dict") else message
     return "custom", title, [f"<pre>{_esc(_json_text(data))}</pre>"]
 
@@ -273,7 +279,8 @@ def _entry_parts(entry: Any) -> Tuple[str, str, List[str]]:
     if kind == "thinking_level_change":
         return "note", f"thinking level \u2192 <code>{_esc(entry.thinking_level)}</code>", []
     if kind == "active_tools_change":
-        names = ", ".join(str(n) for n in entry.active_tool_names or ())
+        tools = entry.active_tool_names
+        names = ", ".join(str(n) for n in tools) if isinstance(tools, (list, tuple)) else str(tools)
         return "note", f"active tools \u2192 <code>{_esc(names or '(none)')}</code>", []
     if kind == "compaction":
         head = f'Compaction <span class="badge">{_esc(entry.tokens_before)} tokens before</span>'
@@ -302,6 +309,17 @@ def _entry_parts(entry: Any) -> Tuple[str, str, List[str]]:
     return "note", f"entry of type <code>{_esc(kind)}</code>", [f"<pre>{_esc(_json_text(entry.to_dict()))}</pre>"]
 
 
+def _unreadable(entry: Any, exc: Exception) -> Tuple[str, str, List[str]]:
+    """An entry whose payload has a shape the renderer does not expect: its JSON, and why."""
+    try:
+        data = entry.to_dict()
+    except Exception:  # noqa: BLE001 - whatever the payload holds, the page still renders
+        data = {"type": getattr(entry, "type", "?"), "id": getattr(entry, "id", "?")}
+    why = f"{type(exc).__name__}: {exception_message(exc)}"
+    title = f"{_esc(data.get('type', '?'))} entry, shown as stored"
+    return "note", title, [f'<div class="placeholder">({_esc(why)})</div><pre>{_esc(_json_text(data))}</pre>']
+
+
 class _Page:
     """The state of one rendering: element ids, the current path, the output."""
 
@@ -316,7 +334,10 @@ class _Page:
         entry = node.entry
         self.count += 1
         element = f"e-{self.count}"
-        classes, title, body = _entry_parts(entry)
+        try:
+            classes, title, body = _entry_parts(entry)
+        except Exception as exc:  # a payload of an unexpected shape (other writers): show it raw
+            classes, title, body = _unreadable(entry, exc)
         badges = ""
         if node.label:
             badges += f' <span class="badge">label: {_esc(node.label)}</span>'
@@ -429,11 +450,24 @@ def _usage_table(tally: UsageTally) -> str:
     return f'<table class="usage"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
+def _current_model(branch: Sequence[Any]) -> Optional[str]:
+    """``provider/id`` of the newest model change or assistant message on the current branch.
+
+    (Not ``build_context``: the page must render a session whose state entries it could not
+    resume from.)"""
+    for entry in reversed(branch):
+        if entry.type == "model_change":
+            return f"{entry.provider}/{entry.model_id}"
+        if entry.type == "message" and getattr(entry.message, "role", None) == "assistant":
+            return f"{getattr(entry.message, 'provider', '?')}/{getattr(entry.message, 'model', '?')}"
+    return None
+
+
 def _head(session: Any, branch: Sequence[Any], leaves: int) -> str:
     header = session.header
     name = session.name
     stats = session.get_session_stats()
-    model = session.build_context().model
+    model = _current_model(branch)
     facts: List[Tuple[str, str]] = [("id", _esc(session.id))]
     if name:
         facts.append(("name", _esc(name)))
@@ -441,7 +475,7 @@ def _head(session: Any, branch: Sequence[Any], leaves: int) -> str:
     if header.parent_session:
         facts.append(("forked from", _esc(header.parent_session)))
     if model is not None:
-        facts.append(("model", f"<code>{_esc(model.key)}</code>"))
+        facts.append(("model", f"<code>{_esc(model)}</code>"))
     facts.append(("messages", f"{stats.message_count} on {leaves} branch{'es' if leaves != 1 else ''}"))
     current = UsageTally().add_entries(branch).total()
     facts.append(("current branch", _esc(current.describe())))
