@@ -29,6 +29,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .._data_urls import IMAGE_TYPES, image_data_url
@@ -329,10 +330,12 @@ class _Page:
         self.leaf_element: Optional[str] = None
         self.count = 0
         self.out: List[str] = []
+        self.tally = UsageTally()  # usage of every rendered entry: all branches
 
     def entry(self, node: Any) -> None:
         entry = node.entry
         self.count += 1
+        self.tally.add_entries((entry,))
         element = f"e-{self.count}"
         try:
             classes, title, body = _entry_parts(entry)
@@ -463,10 +466,9 @@ def _current_model(branch: Sequence[Any]) -> Optional[str]:
     return None
 
 
-def _head(session: Any, branch: Sequence[Any], leaves: int) -> str:
+def _head(session: Any, branch: Sequence[Any], survey: _Survey, everything: UsageTally) -> str:
     header = session.header
     name = session.name
-    stats = session.get_session_stats()
     model = _current_model(branch)
     facts: List[Tuple[str, str]] = [("id", _esc(session.id))]
     if name:
@@ -476,7 +478,8 @@ def _head(session: Any, branch: Sequence[Any], leaves: int) -> str:
         facts.append(("forked from", _esc(header.parent_session)))
     if model is not None:
         facts.append(("model", f"<code>{_esc(model)}</code>"))
-    facts.append(("messages", f"{stats.message_count} on {leaves} branch{'es' if leaves != 1 else ''}"))
+    leaves = survey.leaves
+    facts.append(("messages", f"{survey.messages} on {leaves} branch{'es' if leaves != 1 else ''}"))
     current = UsageTally().add_entries(branch).total()
     facts.append(("current branch", _esc(current.describe())))
     rows = "".join(f"<dt>{key}</dt><dd>{value}</dd>" for key, value in facts)
@@ -484,21 +487,46 @@ def _head(session: Any, branch: Sequence[Any], leaves: int) -> str:
     return (
         f'<header class="session-head"><h1>{title}</h1><dl class="facts">{rows}</dl>'
         '<details class="usage-all" open><summary>usage per model (all branches)</summary>'
-        f"{_usage_table(UsageTally().add_entries(session.entries()))}</details>"
+        f"{_usage_table(everything)}</details>"
         '<nav class="toolbar" id="toolbar" hidden><button type="button" data-action="expand">Expand all</button>'
         '<button type="button" data-action="collapse">Collapse all</button>'
         '<button type="button" data-action="current">Current branch</button></nav></header>'
     )
 
 
-def _count_leaves(roots: Sequence[Any]) -> int:
-    count, stack = 0, list(roots)
+@dataclass
+class _Survey:
+    """What one pass over the tree knows: nodes by entry id, branch tips, message entries."""
+
+    nodes: Dict[str, Any] = field(default_factory=dict)
+    leaves: int = 0
+    messages: int = 0
+
+    def path_to(self, leaf_id: Optional[str]) -> List[Any]:
+        """The entries from a root to ``leaf_id`` (what ``get_branch`` gives, without a second read)."""
+        path: List[Any] = []
+        seen: Set[str] = set()
+        current = leaf_id
+        while current is not None and current in self.nodes and current not in seen:
+            seen.add(current)
+            entry = self.nodes[current].entry
+            path.append(entry)
+            current = entry.parent_id
+        path.reverse()
+        return path
+
+
+def _survey(roots: Sequence[Any]) -> _Survey:
+    survey, stack = _Survey(), list(roots)
     while stack:
         node = stack.pop()
+        survey.nodes[node.entry.id] = node
         if not node.children:
-            count += 1
+            survey.leaves += 1
+        if node.entry.type == "message":
+            survey.messages += 1
         stack.extend(node.children)
-    return count
+    return survey
 
 
 def session_to_html(session: Any) -> str:
@@ -506,10 +534,11 @@ def session_to_html(session: Any) -> str:
 
     The result is a complete document (styles and script inline, no network) whose every piece of
     session text is escaped; it always encodes as UTF-8 (a lone surrogate in a message shows as
-    ``?``). Reads only; raises what the session's reads raise (``SessionError``).
+    ``?``). Reads only (the tree once); raises what the session's reads raise (``SessionError``).
     """
     roots = session.get_tree()
-    branch = session.get_branch()
+    survey = _survey(roots)
+    branch = survey.path_to(session.leaf_id)
     page = _Page({e.id for e in branch}, session.leaf_id)
     _render_tree(roots, page)
     title = _esc(session.name or f"Session {session.id}")
@@ -522,7 +551,7 @@ def session_to_html(session: Any) -> str:
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{title}</title><style>{STYLE}</style></head>\n<body>"
-        f'{_head(session, branch, _count_leaves(roots))}<main id="tree">{body}</main>'
+        f'{_head(session, branch, survey, page.tally)}<main id="tree">{body}</main>'
         f'<script type="application/json" id="session-data">{_script_json(data)}</script>'
         f"<script>{SCRIPT}</script></body></html>\n"
     )
