@@ -270,6 +270,14 @@ def _bash(message: Any, title: str) -> Tuple[str, str, List[str]]:
 # --------------------------------------------------------------------------- entries
 
 
+def _summary(entry: Any, head: str) -> Tuple[str, str, List[str]]:
+    """A compaction or branch summary: its text (open) and the usage of the model that wrote it."""
+    body = [f'<details class="summary-text" open><summary>summary</summary>{_text(entry.summary)}</details>']
+    if entry.usage:
+        body.append(_usage_line(entry.usage))
+    return "summary", head, body
+
+
 def _entry_parts(entry: Any) -> Tuple[str, str, List[str]]:
     """(css classes, title html, body parts) of any entry type."""
     kind = entry.type
@@ -284,17 +292,9 @@ def _entry_parts(entry: Any) -> Tuple[str, str, List[str]]:
         names = ", ".join(str(n) for n in tools) if isinstance(tools, (list, tuple)) else str(tools)
         return "note", f"active tools \u2192 <code>{_esc(names or '(none)')}</code>", []
     if kind == "compaction":
-        head = f'Compaction <span class="badge">{_esc(entry.tokens_before)} tokens before</span>'
-        body = [f'<details class="summary-text" open><summary>summary</summary>{_text(entry.summary)}</details>']
-        if entry.usage:
-            body.append(_usage_line(entry.usage))
-        return "summary", head, body
+        return _summary(entry, f'Compaction <span class="badge">{_esc(entry.tokens_before)} tokens before</span>')
     if kind == "branch_summary":
-        head = f'Summary of the branch left <span class="badge">from {_esc(entry.from_id)}</span>'
-        body = [f'<details class="summary-text" open><summary>summary</summary>{_text(entry.summary)}</details>']
-        if entry.usage:
-            body.append(_usage_line(entry.usage))
-        return "summary", head, body
+        return _summary(entry, f'Summary of the branch left <span class="badge">from {_esc(entry.from_id)}</span>')
     if kind == "custom_message":
         hidden = "" if entry.display else ' <span class="badge">not displayed in the app</span>'
         return "custom", f"Custom message <code>{_esc(entry.custom_type)}</code>{hidden}", _content(entry.content)
