@@ -24,6 +24,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ._data_urls import image_data_url
 from ._safe import describe_exception, json_safe
 from .tools import AgentToolResult
 from .types import message_from_dict, text_of
@@ -118,9 +119,11 @@ def _json(value: Any) -> str:
 
 
 def _img_html(block: Any) -> str:
-    mime = _field(block, "mime_type", "mimeType") or "image/png"
-    data = _field(block, "data") or ""
-    return f'<img src="data:{_esc(mime)};base64,{_esc(data)}" style="max-width: 100%"/>'
+    # only an allow-listed image type with valid base64 becomes a URL (no SVG, no text/html)
+    url, kind = image_data_url(_field(block, "mime_type", "mimeType") or "image/png", _field(block, "data"))
+    if url is None:
+        return f'<div style="color: #718096"><i>[image not shown: {_esc(kind)}]</i></div>'
+    return f'<img src="{_esc(url)}" style="max-width: 100%"/>'
 
 
 _MIME = re.compile(r"[\w.+-]+/[\w.+-]+\Z")

@@ -317,3 +317,23 @@ def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 
     assert "&lt;b&gt;x&lt;/b&gt;" in final  # the args are escaped like everything else
     assert "agent.approve(id) or agent.deny(id, reason)" in final
     assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
+
+
+def test_html_of_an_image_takes_only_allow_listed_types_and_valid_base64():
+    # The notebook HTML put any mime type and any data into the image's data: URL (escaped, but
+    # e.g. image/svg+xml or text/html with unchecked data); like the HTML export, only png, jpeg,
+    # gif and webp with valid base64 become an <img>, anything else a placeholder saying why.
+    from agentcore.jupyter import message_to_html
+
+    def html_of(data: str, mime: str) -> str:
+        return message_to_html(UserMessage([ImageContent(data=data, mime_type=mime)]))
+
+    assert '<img src="data:image/webp;base64,aGVsbG8="' in html_of("aGVs\nbG8=", "image/webp")
+    svg = "PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"  # <svg onload=alert(1)>
+    for data, mime, why in (
+        (svg, "image/svg+xml", "type &#x27;image/svg+xml&#x27; is not one of image/png"),
+        ("aGVsbG8=", "text/html", "type &#x27;text/html&#x27; is not one of"),
+        ('aGVsbG8=" onerror="alert(1)', "image/png", "its data is not valid base64"),
+    ):
+        rendered = html_of(data, mime)
+        assert "<img" not in rendered and f"[image not shown: {why}" in rendered, rendered

@@ -184,7 +184,12 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     show.set_defaults(handler=_lazy("cmd_sessions_show"))
     export = actions.add_parser("export", parents=[dir_opt], help="write a session as markdown/html/json/jsonl")
     export.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
-    export.add_argument("--format", choices=("markdown", "html", "json", "jsonl"), default="markdown")
+    export.add_argument(
+        "--format",
+        choices=("markdown", "html", "json", "jsonl"),
+        default="markdown",
+        help="markdown/json: the current branch; html: a standalone page of the whole tree; jsonl: every entry",
+    )
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     export.set_defaults(handler=_lazy("cmd_sessions_export"))
     return parser

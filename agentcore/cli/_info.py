@@ -291,15 +291,20 @@ def _note_empty_branch(session: Any, err: TextIO) -> None:
 def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore sessions export ID|PATH [--format F] [-o FILE]``.
 
-    ``markdown``/``html``: the current branch as a readable transcript; ``json``: the current
-    branch's messages as a JSON array of reference message dicts; ``jsonl``: every entry of the
-    session (all branches) as reference JSONL, header first.
+    ``markdown``: the current branch as a readable transcript; ``html``: a standalone page of the
+    whole tree, every branch (see :mod:`._html`); ``json``: the current branch's messages as a JSON
+    array of reference message dicts; ``jsonl``: every entry of the session (all branches) as
+    reference JSONL, header first.
     """
     from ..types import message_to_dict
 
     with _open_for_reading(args) as session:
         fmt = args.format
-        if fmt == "jsonl":
+        if fmt == "html":
+            from ._html import session_to_html
+
+            text = session_to_html(session)
+        elif fmt == "jsonl":
             from ..session.entries import encode_line
 
             # the session files' own encoding: compact, JavaScript numbers, surrogates escaped
@@ -312,10 +317,6 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                 _note_empty_branch(session, err)
             if fmt == "json":
                 text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
-            elif fmt == "html":
-                from ..jupyter import transcript_to_html
-
-                text = transcript_to_html(messages) + "\n"
             else:
                 from ..jupyter import transcript_to_markdown
 
