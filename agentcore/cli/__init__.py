@@ -8,6 +8,9 @@ see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
 per model to stderr after the answer. Plugins add options to ``run``/``chat`` and tools to their
 agent through the ``add_cli_options``/``cli_tools`` hooks (see :mod:`agentcore.cli._hooks`).
+Every ``run`` and ``chat`` is logged as a session unless ``--no-log`` (``-c`` continues the latest
+of this directory, ``--no-stream`` prints answers whole); ``logs``, ``keys`` and ``aliases`` are
+in :mod:`agentcore.cli._commands` and the modules it names.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
