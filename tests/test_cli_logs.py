@@ -258,11 +258,14 @@ def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
     holder.execute("BEGIN EXCLUSIVE")
     try:
         code, out, err = run_cli("run", "--model", "scripted", "second")
+        listed = run_cli("logs", "--json", "-n", "0")  # read from the files meanwhile
     finally:
         holder.execute("ROLLBACK")
         holder.close()
     assert code == 0 and "You said: second" in out
     assert "warning: the logs index was not updated" in err
+    assert listed[0] == 0 and len(listed[1].splitlines()) == 2
+    assert "cannot use the logs index" in listed[2] and "reading the session files instead" in listed[2]
     assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
 
 

@@ -204,11 +204,13 @@ def _like_pattern(text: str) -> str:
 class LogIndex:
     """The ``logs.db`` index of the sessions directory ``directory`` (see the module docstring).
 
-    Use as a context manager or call :meth:`close`."""
+    ``in_memory``: a private index in memory instead of ``logs.db`` (for a sessions directory
+    whose index cannot be opened: read-only, or locked by a stuck writer); it starts empty, so
+    :meth:`refresh` reads every file. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *, in_memory: bool = False) -> None:
         self.directory = os.path.abspath(directory)
-        self.path = os.path.join(self.directory, INDEX_FILE)
+        self.path = ":memory:" if in_memory else os.path.join(self.directory, INDEX_FILE)
         self.fts = True
         self._db: Any = None
         self._open()
@@ -224,6 +226,8 @@ class LogIndex:
             if isinstance(exc, sqlite3.OperationalError) and not _corrupt(exc):
                 raise  # locked, read-only, no such directory: not a reason to delete anything
             self.close()
+            if self.path == ":memory:":
+                raise
             for suffix in ("", "-journal", "-wal", "-shm"):
                 try:
                     os.unlink(self.path + suffix)
@@ -234,7 +238,8 @@ class LogIndex:
     def _connect(self) -> None:
         import sqlite3
 
-        os.makedirs(self.directory, exist_ok=True)
+        if self.path != ":memory:":
+            os.makedirs(self.directory, exist_ok=True)
         self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
         self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
         version = self._db.execute("PRAGMA user_version").fetchone()[0]

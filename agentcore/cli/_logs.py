@@ -203,11 +203,24 @@ def close_session(setup: Any, err: TextIO) -> None:
 
 
 def _open_index(args: Any, err: TextIO) -> Any:
+    """The refreshed index; when ``logs.db`` cannot be opened or written (a read-only directory,
+    a writer holding it past the busy timeout) a one-line notice and an index in memory, built
+    from the files for this command only."""
+    import sqlite3
+
     from ._logindex import LogIndex
 
     directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
-    index = LogIndex(directory)
-    index.refresh()
+    index = None
+    try:
+        index = LogIndex(directory)
+        index.refresh()
+    except (sqlite3.OperationalError, OSError) as exc:
+        if index is not None:
+            index.close()
+        err.write(f"note: cannot use the logs index in {directory} ({exc}); reading the session files instead\n")
+        index = LogIndex(directory, in_memory=True)
+        index.refresh()
     if not index.fts and getattr(args, "query", None):
         err.write("note: this Python's sqlite3 has no FTS5; searching with LIKE (slower, exact substring)\n")
     return index
