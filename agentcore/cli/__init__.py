@@ -26,7 +26,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
-from ._commands import add_commands, add_logging_options
+from ._commands import add_commands, add_logging_options, sessions_dir_option
 from ._hooks import add_plugin_options
 from ._setup import MODEL_ENV, CliOptions, UsageError
 
@@ -173,13 +173,7 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     sessions = commands.add_parser("sessions", help="list, show or export saved sessions")
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
     sessions.set_defaults(handler=_sessions_usage(sessions))
-    dir_opt = argparse.ArgumentParser(add_help=False)
-    dir_opt.add_argument(
-        "--sessions-dir",
-        metavar="DIR",
-        default=None,
-        help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
-    )
+    dir_opt = sessions_dir_option()
     listing = actions.add_parser("list", parents=[dir_opt], help="sessions of this directory, newest first")
     listing.add_argument("--all", action="store_true", help="sessions of every directory")
     listing.add_argument("--json", action="store_true", help="one JSON object per session")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Callable, TextIO
 
-__all__ = ["add_logging_options", "add_commands"]
+__all__ = ["add_logging_options", "add_commands", "sessions_dir_option"]
 
 
 def add_logging_options(common: argparse.ArgumentParser) -> None:
@@ -52,8 +52,8 @@ def _usage(parser: argparse.ArgumentParser, actions: str) -> Callable[..., int]:
     return handler
 
 
-def add_commands(commands: Any) -> None:
-    """Add ``logs``, ``keys`` and ``aliases`` to the ``agentcore`` subcommands."""
+def sessions_dir_option() -> argparse.ArgumentParser:
+    """A parent parser holding ``--sessions-dir DIR`` (default None: the default directory)."""
     dir_opt = argparse.ArgumentParser(add_help=False)
     dir_opt.add_argument(
         "--sessions-dir",
@@ -61,6 +61,12 @@ def add_commands(commands: Any) -> None:
         default=None,
         help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
     )
+    return dir_opt
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``logs``, ``keys`` and ``aliases`` to the ``agentcore`` subcommands."""
+    dir_opt = sessions_dir_option()
     logs = commands.add_parser(
         "logs",
         parents=[dir_opt],
