@@ -495,3 +495,10 @@ def test_an_alias_to_an_unknown_model_is_a_clear_error_at_use(here):
 def test_alias_keys_and_logs_usage_errors(here, argv, needle):
     code, out, err = run_cli(*argv)
     assert code == 2 and needle in err
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_logs_actions_take_sessions_dir_before_or_after_the_action(here, tmp_path, before):
+    where = str(tmp_path / "elsewhere")
+    argv = ["logs", "--sessions-dir", where, "path"] if before else ["logs", "path", "--sessions-dir", where]
+    assert run_cli(*argv)[1] == os.path.join(where, "logs.db") + "\n"

@@ -52,13 +52,14 @@ def _usage(parser: argparse.ArgumentParser, actions: str) -> Callable[..., int]:
     return handler
 
 
-def sessions_dir_option() -> argparse.ArgumentParser:
-    """A parent parser holding ``--sessions-dir DIR`` (default None: the default directory)."""
+def sessions_dir_option(default: Any = None) -> argparse.ArgumentParser:
+    """A parent parser holding ``--sessions-dir DIR`` (default None: the default directory;
+    ``argparse.SUPPRESS`` for a sub-action, so that it keeps a value given before the action)."""
     dir_opt = argparse.ArgumentParser(add_help=False)
     dir_opt.add_argument(
         "--sessions-dir",
         metavar="DIR",
-        default=None,
+        default=default,
         help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
     )
     return dir_opt
@@ -70,6 +71,7 @@ def add_commands(commands: Any) -> None:
     logs = commands.add_parser(
         "logs",
         parents=[dir_opt],
+        usage="agentcore logs [-n N] [-q TEXT] [--cwd] [--json] [--sessions-dir DIR] [on|off|status|path]",
         help="the latest logged conversations; -q searches them",
         description="The latest conversations of every directory (newest last), or with -q those whose "
         "prompts or answers contain every word of TEXT. `logs on|off|status|path` manage logging.",
@@ -80,13 +82,14 @@ def add_commands(commands: Any) -> None:
     logs.add_argument("--json", action="store_true", help="one JSON object per conversation")
     logs.set_defaults(handler=_handler("_logs", "cmd_logs"))
     logs_actions = logs.add_subparsers(dest="logs_action", metavar="ACTION")
+    action_dir_opt = sessions_dir_option(argparse.SUPPRESS)
     for name, help_text in (
         ("on", "log every run and chat (the default)"),
         ("off", "stop logging by default (writes a marker in the config dir)"),
         ("status", "whether logging is on, where and how many conversations"),
         ("path", "print the path of the logs index"),
     ):
-        action = logs_actions.add_parser(name, parents=[dir_opt], help=help_text)
+        action = logs_actions.add_parser(name, parents=[action_dir_opt], help=help_text)
         action.set_defaults(handler=_handler("_logs", f"cmd_logs_{name}"))
 
     keys = commands.add_parser("keys", help="API keys stored in the config dir (keys.json, mode 0600)")
