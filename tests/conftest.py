@@ -216,6 +216,19 @@ def _process_wide_state() -> Any:
     session_process_state.reset()
 
 
+@pytest.fixture(autouse=True)
+def _private_agentcore_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test gets its own sessions dir and config dir (``AGENTCORE_SESSIONS_DIR``,
+    ``AGENTCORE_CONFIG_DIR``; subprocesses inherit them): the CLI logs every run by default and
+    reads keys and aliases from the config dir, and no test may touch the real ``~/.agentcore``.
+    ``AGENTCORE_NO_LOG`` from the developer's shell is removed so logging behaves as by default."""
+    home = tmp_path_factory.mktemp("agentcore-home")
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(home / "sessions"))
+    monkeypatch.setenv("AGENTCORE_CONFIG_DIR", str(home / "config"))
+    monkeypatch.delenv("AGENTCORE_NO_LOG", raising=False)
+    return home
+
+
 # ------------------------------------------------------------------ documentation examples
 
 DOC_KEY_VARIABLES = (

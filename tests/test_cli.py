@@ -47,13 +47,15 @@ def tool_reply(name: str, arguments: Dict[str, Any], call_id: str = "call_1") ->
 
 @pytest.fixture
 def env(tmp_path):
-    """A clean environment: no model or keys configured, sessions and HOME inside tmp_path."""
+    """A clean environment: no model or keys configured, HOME inside tmp_path, the sessions dir
+    outside it (runs are logged by default: the commands' working directory stays as the test made
+    it, for the ls tool)."""
     clean = {
         k: v
         for k, v in os.environ.items()
         if k != "AGENTCORE_MODEL" and not k.endswith("_API_KEY") and k != "AGENTCORE_CLI_PLAIN"
     }
-    clean["AGENTCORE_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    clean["AGENTCORE_SESSIONS_DIR"] = str(tmp_path.parent / f"{tmp_path.name}-sessions")
     clean["HOME"] = str(tmp_path / "home")
     clean["PYTHONPATH"] = os.pathsep.join([str(REPO), clean.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     clean["PYTHONUNBUFFERED"] = "1"
@@ -776,7 +778,7 @@ def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):
         "first\n/session\n/thinking high\n/thinking huge\n/tools none\nsecond\n/branch\n/branch 9\n"
         "/branch 2\n/model scripted\n/quit\n"
     )
-    code, out, err = _in_process("chat", "--model", "scripted", "--tools", "ls", stdin=script)
+    code, out, err = _in_process("chat", "--no-log", "--model", "scripted", "--tools", "ls", stdin=script)
     assert code == 0, err
     assert "no session: this chat is not saved" in out
     assert "thinking: high" in out and "--thinking 'huge': choose one of" in out
@@ -1097,7 +1099,12 @@ def test_chat_session_command_shows_the_running_cost(env, tmp_path):
     replies = [answer_with_usage("one", 100000, 20000), answer_with_usage("two", 100000, 20000)]
     with ScriptedServer(replies) as server:
         done = agentcore(
-            "chat", *groq(server), env=env, stdin="first\n/session\nsecond\n/session\n/quit\n", cwd=tmp_path
+            "chat",
+            "--no-log",
+            *groq(server),
+            env=env,
+            stdin="first\n/session\nsecond\n/session\n/quit\n",
+            cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stdout.splitlines() if "this chat:" in line]

@@ -8,6 +8,9 @@ see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
 per model to stderr after the answer. Plugins add options to ``run``/``chat`` and tools to their
 agent through the ``add_cli_options``/``cli_tools`` hooks (see :mod:`agentcore.cli._hooks`).
+Every ``run`` and ``chat`` is logged as a session unless ``--no-log`` (``-c`` continues the latest
+of this directory, ``--no-stream`` prints answers whole); ``logs``, ``keys`` and ``aliases`` are
+in :mod:`agentcore.cli._commands` and the modules it names.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
 130 interrupted. API keys are never printed.
@@ -23,8 +26,9 @@ import sys
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
+from ._commands import add_commands, add_logging_options, sessions_dir_option
 from ._hooks import add_plugin_options
-from ._setup import MODEL_ENV, CliOptions, UsageError, build_agent
+from ._setup import MODEL_ENV, CliOptions, UsageError
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
 
@@ -98,6 +102,7 @@ def _common_options() -> argparse.ArgumentParser:
         help="log HTTP requests, retries, tool calls and sessions (DEBUG) to stderr; "
         "keys and auth headers are redacted",
     )
+    add_logging_options(common)
     return common
 
 
@@ -168,13 +173,7 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     sessions = commands.add_parser("sessions", help="list, show or export saved sessions")
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
     sessions.set_defaults(handler=_sessions_usage(sessions))
-    dir_opt = argparse.ArgumentParser(add_help=False)
-    dir_opt.add_argument(
-        "--sessions-dir",
-        metavar="DIR",
-        default=None,
-        help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
-    )
+    dir_opt = sessions_dir_option()
     listing = actions.add_parser("list", parents=[dir_opt], help="sessions of this directory, newest first")
     listing.add_argument("--all", action="store_true", help="sessions of every directory")
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
@@ -192,6 +191,7 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     export.set_defaults(handler=_lazy("cmd_sessions_export"))
+    add_commands(commands)  # logs, keys, aliases
     return parser
 
 
@@ -274,17 +274,19 @@ def _isatty(stream: Any) -> bool:
 
 def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
+    from ._logs import build_logged, close_session
     from ._render import JsonPrinter, TextPrinter, run_outcome
     from ._usage import count_usage, usage_lines
 
     schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
     prompt = _read_prompt(args, stdin)
-    setup = build_agent(CliOptions.from_args(args), args, "run")
+    setup = build_logged(CliOptions.from_args(args), args, "run", err)
+    stream = not getattr(args, "no_stream", False)
     # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
-    text = TextPrinter(out if schema is None else err, err, secret=setup.api_key)
+    text = TextPrinter(out if schema is None else err, err, secret=setup.api_key, stream=stream)
     tally = count_usage(setup.agent) if getattr(args, "usage", False) else None
     try:
-        setup.agent.subscribe(JsonPrinter(out) if args.json else text)
+        setup.agent.subscribe(JsonPrinter(out, stream=stream) if args.json else text)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
         approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
@@ -306,8 +308,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
                 text.note(line)
         return status
     finally:
-        if setup.session is not None:
-            setup.session.close()
+        close_session(setup, err)
 
 
 def _read_schema(value: str) -> Dict[str, Any]:
@@ -350,23 +351,25 @@ def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any
 def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """The REPL (see :mod:`agentcore.cli._chat`)."""
     from ._chat import Chat
+    from ._logs import build_logged, close_session
     from ._render import JsonPrinter
 
     options = CliOptions.from_args(args)
-    setup = build_agent(options, args, "chat")
+    setup = build_logged(options, args, "chat", err)
+    stream = not getattr(args, "no_stream", False)
     try:
         if _isatty(stdin):
             try:
                 import readline  # noqa: F401  - line editing and history for input()
             except ImportError:
                 pass
-        printer = JsonPrinter(out) if args.json else None
+        printer = JsonPrinter(out, stream=stream) if args.json else None
         chat = Chat(setup, options, stdin, out, err, printer=printer)
+        chat.text.stream = stream
         chat.approver = _approver(args, setup.agent, chat.read_answer, err)
         return chat.run()
     finally:
-        if setup.session is not None:
-            setup.session.close()
+        close_session(setup, err)
 
 
 def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from ._keys import stored_key
 from ._render import TextPrinter, run_outcome
 from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
 from ._usage import count_usage
@@ -183,8 +184,10 @@ class Chat:
     def _model(self, ref: str) -> None:
         if ref:
             model, stream_fn = resolve_model(ref, self.options.base_url)
-            if stream_fn is None:
-                check_api_key(model, self.agent.api_key)
+            if stream_fn is None:  # a stored key is the new provider's (--api-key-env's: kept)
+                key = self.agent.api_key if self.setup.key_from_option else stored_key(model.provider)
+                check_api_key(model, key)
+                self.agent.api_key = key
             self.agent.model = model
             self.agent.stream_fn = stream_fn
         model = self.agent.model

@@ -69,14 +69,25 @@ class _Writer:
 class TextPrinter:
     """Human-readable output: the answer streams to ``out``; thinking, tools and errors go to ``err``.
 
-    ``secret`` (the API key, if any) is masked in everything written to ``err``.
+    ``secret`` (the API key, if any) is masked in everything written to ``err``. With ``stream``
+    False (``--no-stream``) nothing is printed while a message streams: its thinking and text are
+    printed once it is complete (the provider request streams all the same).
     """
 
-    def __init__(self, out: TextIO, err: TextIO, *, secret: Optional[str] = None, show_thinking: bool = True) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        err: TextIO,
+        *,
+        secret: Optional[str] = None,
+        show_thinking: bool = True,
+        stream: bool = True,
+    ) -> None:
         self.out = _Writer(out)
         self.err = _Writer(err)
         self.secret = secret
         self.show_thinking = show_thinking
+        self.stream = stream
         self._streamed_text = False
 
     def note(self, text: str) -> None:
@@ -89,7 +100,7 @@ class TextPrinter:
         kind = event.type
         if kind == "message_start" and getattr(event.message, "role", None) == "assistant":
             self._streamed_text = False
-        elif kind == "message_update":
+        elif kind == "message_update" and self.stream:
             self._update(event.assistant_message_event)
         elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
             self._assistant_end(event.message)
@@ -113,7 +124,9 @@ class TextPrinter:
             self.err.end_line()
 
     def _assistant_end(self, message: Any) -> None:
-        if not self._streamed_text:  # a provider that did not stream: show the whole text now
+        if not self.stream and self.show_thinking:
+            self._whole_thinking(message)
+        if not self._streamed_text:  # --no-stream, or a provider that did not stream: the whole text now
             self.out.write(_text_of(message.content))
         self.out.end_line()
         reason = getattr(message, "stop_reason", None)
@@ -121,6 +134,13 @@ class TextPrinter:
             self.note(f"error: {message.error_message or 'the model request failed'}")
         elif reason == "aborted":
             self.note("[aborted]")
+
+    def _whole_thinking(self, message: Any) -> None:
+        for block in getattr(message, "content", None) or ():
+            if getattr(block, "type", None) == "thinking" and getattr(block, "thinking", ""):
+                self.out.end_line()
+                self.err.write("[thinking] " + block.thinking)
+                self.err.end_line()
 
     def _tool_end(self, event: Any) -> None:
         text = _text_of(getattr(event.result, "content", None)).strip("\n")
@@ -132,14 +152,18 @@ class TextPrinter:
 
 
 class JsonPrinter:
-    """One JSON object per event on ``out`` (``agentcore.event_to_dict``), flushed per line."""
+    """One JSON object per event on ``out`` (``agentcore.event_to_dict``), flushed per line; with
+    ``stream`` False (``--no-stream``) the ``message_update`` events are left out."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, *, stream: bool = True) -> None:
         self.out = _Writer(out)
+        self.stream = stream
 
     def __call__(self, event: Any) -> None:
         from ..events import event_to_dict
 
+        if not self.stream and event.type == "message_update":
+            return
         self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=str) + "\n")
 
 

@@ -186,6 +186,18 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[A
     ref = ref or os.environ.get(MODEL_ENV) or None
     if ref is not None:
         ref = ref.strip()
+    if ref:
+        from ._aliases import resolve_alias
+
+        target, alias = resolve_alias(ref)
+        if alias is not None:
+            try:
+                return resolve_model(target, base_url)
+            except UsageError as exc:
+                raise UsageError(
+                    f"--model {alias} is an alias for {target}: {exc} "
+                    f"(change it: agentcore aliases set {alias} provider/id)"
+                ) from None
     if not ref:
         if base_url:
             raise UsageError(
@@ -329,7 +341,7 @@ def check_api_key(model: Any, api_key: Optional[str]) -> None:
         also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
         raise UsageError(
             f'no API key for provider "{provider}": export {names[0]}=...{also}, '
-            "or name another variable with --api-key-env NAME"
+            f"name another variable with --api-key-env NAME, or store one with: agentcore keys set {provider}"
         )
 
 
@@ -453,9 +465,11 @@ class AgentSetup:
     api_key: Optional[str] = None
     created_session: bool = False
     plugin_tools: List[Any] = field(default_factory=list)  # from the cli_tools hook, for chat's /tools
+    key_from_option: bool = False  # --api-key-env: chat's /model keeps that key for every model
+    default_logged: bool = False  # a session created by default logging (agentcore.cli._logs)
 
 
-def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> AgentSetup:
+def build_agent(options: CliOptions, args: Any = None, command: str = "run", session: Any = None) -> AgentSetup:
     """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
 
     With ``args`` (the parsed command line) the tools of the plugins' ``cli_tools(args, command)``
@@ -463,7 +477,10 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> 
 
     With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
     level unless ``--thinking`` is given, and its last model unless ``--model`` is given) and records
-    every finished message. Raises :class:`UsageError`.
+    every finished message. ``session`` (an open Session, e.g. the one default logging created)
+    is used when ``options.session`` names none; it is closed when building fails. The API key is
+    ``--api-key-env``'s, else the provider's variable's, else the keys file's
+    (:func:`agentcore.cli._keys.stored_key`). Raises :class:`UsageError`.
     """
     thinking = check_thinking(options.thinking)
     extra_options = stream_options(options.option)
@@ -475,7 +492,6 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> 
 
         extra = plugin_tools(args, command)
     tools += extra
-    session = None
     created = False
     if options.session:
         session = open_session(options.session, options.sessions_dir)
@@ -486,6 +502,7 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> 
             resumed = _session_model(session, options.base_url)
         model, stream_fn = resumed or resolve_model(options.model, options.base_url)
         if stream_fn is None:
+            api_key = api_key or _stored_key(model)
             check_api_key(model, api_key)
         from ..agent import Agent
 
@@ -509,4 +526,10 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run") -> 
         from ..providers import get_env_api_key
 
         secret = get_env_api_key(str(getattr(model, "provider", "")))
-    return AgentSetup(agent, session, secret, created, extra)
+    return AgentSetup(agent, session, secret, created, extra, key_from_option=options.api_key_env is not None)
+
+
+def _stored_key(model: Any) -> Optional[str]:
+    from ._keys import stored_key
+
+    return stored_key(str(getattr(model, "provider", "")))

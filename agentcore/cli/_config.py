@@ -1,0 +1,106 @@
+"""The user's configuration directory of the ``agentcore`` command and its small JSON files.
+
+The directory is ``$AGENTCORE_CONFIG_DIR``, else ``~/.agentcore`` (the sessions directory's
+default parent). It holds ``keys.json`` (:mod:`agentcore.cli._keys`), ``aliases.json``
+(:mod:`agentcore.cli._aliases`) and the ``logs-off`` marker (:mod:`agentcore.cli._logs`).
+
+Files are replaced atomically: the new content goes to a temporary file created in the same
+directory with its final permissions (``os.open(..., O_CREAT | O_EXCL, mode)``, so a key file is
+never readable by others, not even for a moment), then ``os.replace`` puts it in place. A reader
+therefore sees the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from typing import Dict, Tuple
+
+from ._setup import UsageError
+
+__all__ = ["CONFIG_DIR_ENV", "config_dir", "config_path", "read_json_map", "write_json_map"]
+
+CONFIG_DIR_ENV = "AGENTCORE_CONFIG_DIR"
+
+
+def config_dir() -> str:
+    """``$AGENTCORE_CONFIG_DIR``, else ``~/.agentcore`` (not created here)."""
+    return os.environ.get(CONFIG_DIR_ENV) or os.path.join(os.path.expanduser("~"), ".agentcore")
+
+
+def config_path(name: str) -> str:
+    """The path of the configuration file ``name`` in :func:`config_dir`."""
+    return os.path.join(config_dir(), name)
+
+
+def read_json_map(path: str) -> Dict[str, str]:
+    """The ``{name: text}`` object stored at ``path``; ``{}`` when the file does not exist.
+
+    A file that is not such an object (edited by hand and broken) is a :class:`UsageError` naming
+    the file, so that a bad keys or aliases file is never silently ignored or overwritten.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read it ({_reason(exc)}); fix or delete the file") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise UsageError(f'{path}: expected a JSON object of strings ({{"name": "value"}}); fix or delete the file')
+    return data
+
+
+def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> None:
+    """Replace ``path`` atomically with ``data`` as JSON; the file has permissions ``mode``.
+
+    The directory is created (``0700``) when missing. The temporary file is created with ``mode``
+    already (never wider), and its mode is set again explicitly so a restrictive umask cannot make
+    it unreadable to its owner. Failure: :class:`UsageError` naming the path; the old file is kept.
+    """
+    directory = os.path.dirname(path) or "."
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        fd, temp = _create_temp(directory, mode)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot write it ({_reason(exc)})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), mode)
+            json.dump(data, handle, indent=2, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except OSError as exc:
+        _unlink(temp)
+        raise UsageError(f"{path}: cannot write it ({_reason(exc)})") from None
+    except BaseException:
+        _unlink(temp)
+        raise
+
+
+def _create_temp(directory: str, mode: int) -> Tuple[int, str]:
+    """A new file in ``directory`` opened for writing, created with ``mode`` (O_EXCL: never an
+    existing file or a planted symlink)."""
+    for _ in range(100):
+        name = os.path.join(directory, f".tmp-{secrets.token_hex(8)}")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {directory}")
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)

@@ -1,0 +1,401 @@
+"""The index behind ``agentcore logs``: one SQLite database, ``<sessions dir>/logs.db``.
+
+It holds one row per JSONL session file of the sessions directory (id, cwd, model, first prompt,
+message count, tokens, cost, and the file's ``mtime_ns``/``size`` it was read at) and the text of
+its prompts and answers in a full-text table (SQLite FTS5; where this Python's sqlite3 lacks FTS5
+a plain table searched with ``LIKE``, and :attr:`LogIndex.fts` is False).
+
+The session files are the truth; the index is a cache of them. :meth:`LogIndex.update` re-reads
+one file (the CLI calls it after each run and chat turn); :meth:`LogIndex.refresh` brings the
+whole index up to date by comparing each file's ``mtime_ns`` and size with the row (new files,
+changed files, deleted files), so sessions written by the library directly are found as well. A
+missing, corrupt or older-schema database is rebuilt from the files.
+
+Several processes may write at once: every write is one short transaction (``BEGIN IMMEDIATE``)
+and waits up to :data:`BUSY_TIMEOUT` seconds for another writer. Errors surface as
+``sqlite3.Error`` or ``OSError``; callers turn them into warnings, never into a failed run.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+__all__ = ["Conversation", "LogIndex", "INDEX_FILE", "BUSY_TIMEOUT", "read_conversation", "fts5_available"]
+
+INDEX_FILE = "logs.db"
+BUSY_TIMEOUT = 10.0
+_SCHEMA = 1  # PRAGMA user_version; another value: the database is rebuilt
+_COLUMNS = (
+    "id",
+    "path",
+    "cwd",
+    "created",
+    "updated",
+    "model",
+    "first_prompt",
+    "messages",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cost",
+)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One session file as ``agentcore logs`` shows it (all branches counted)."""
+
+    id: str
+    path: str
+    cwd: str
+    created: str  # the header's ISO timestamp
+    updated: float  # the file's modification time (seconds since the epoch)
+    model: Optional[str]  # provider/id of the last assistant message (or model change)
+    first_prompt: str
+    messages: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cost: float
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        return {
+            "id": data["id"],
+            "path": data["path"],
+            "cwd": data["cwd"],
+            "created": data["created"],
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.updated)),
+            "model": data["model"],
+            "firstPrompt": data["first_prompt"],
+            "messages": data["messages"],
+            "inputTokens": data["input_tokens"],
+            "outputTokens": data["output_tokens"],
+            "totalTokens": data["total_tokens"],
+            "cost": data["cost"],
+        }
+
+
+# --------------------------------------------------------------------------- reading a session file
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"
+    )
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
+    """``(conversation, searchable text)`` of a JSONL session file; None when it has no valid
+    header (not a session file). Lines that do not decode (a line being written) are skipped.
+
+    The text is every user prompt and assistant answer (text blocks), in file order."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        updated = os.stat(path).st_mtime
+    except OSError:
+        return None
+    lines = data.split(b"\n")
+    try:
+        header = json.loads(lines[0])
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("type") != "session" or not isinstance(header.get("id"), str):
+        return None
+    model: Optional[str] = None
+    first = ""
+    texts: List[str] = []
+    count = 0
+    tokens = [0.0, 0.0, 0.0]
+    cost = 0.0
+    for raw in lines[1:]:
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("type")
+        if kind == "model_change" and entry.get("provider") and entry.get("modelId"):
+            model = f"{entry['provider']}/{entry['modelId']}"
+            continue
+        message = entry.get("message") if kind == "message" else None
+        if not isinstance(message, dict):
+            continue
+        count += 1
+        role = message.get("role")
+        if role == "user":
+            text = _text(message.get("content"))
+            texts.append(text)
+            first = first or text
+        elif role == "assistant":
+            texts.append(_text(message.get("content")))
+            if message.get("provider") and message.get("model"):
+                model = f"{message['provider']}/{message['model']}"
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                tokens[0] += (
+                    _number(usage.get("input")) + _number(usage.get("cacheRead")) + _number(usage.get("cacheWrite"))
+                )
+                tokens[1] += _number(usage.get("output"))
+                tokens[2] += _number(usage.get("totalTokens"))
+                cost_info = usage.get("cost")
+                if isinstance(cost_info, dict):
+                    cost += _number(cost_info.get("total"))
+    conversation = Conversation(
+        id=header["id"],
+        path=path,
+        cwd=str(header.get("cwd") or ""),
+        created=str(header.get("timestamp") or ""),
+        updated=updated,
+        model=model,
+        first_prompt=first,
+        messages=count,
+        input_tokens=int(tokens[0]),
+        output_tokens=int(tokens[1]),
+        total_tokens=int(tokens[2]),
+        cost=cost,
+    )
+    return conversation, "\n".join(t for t in texts if t)
+
+
+# --------------------------------------------------------------------------- the database
+
+
+def fts5_available(connection: Any) -> bool:
+    """Whether this sqlite3 build has FTS5 (tried on a temporary table)."""
+    import sqlite3
+
+    try:
+        connection.execute("CREATE VIRTUAL TABLE temp._agentcore_fts_probe USING fts5(body)")
+        connection.execute("DROP TABLE temp._agentcore_fts_probe")
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+def _fts_query(text: str) -> str:
+    """An FTS5 query matching every word of ``text`` (each quoted: no operators, no syntax errors)."""
+    words = text.split()
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class LogIndex:
+    """The ``logs.db`` index of the sessions directory ``directory`` (see the module docstring).
+
+    ``in_memory``: a private index in memory instead of ``logs.db`` (for a sessions directory
+    whose index cannot be opened: read-only, or locked by a stuck writer); it starts empty, so
+    :meth:`refresh` reads every file. Use as a context manager or call :meth:`close`."""
+
+    def __init__(self, directory: str, *, in_memory: bool = False) -> None:
+        self.directory = os.path.abspath(directory)
+        self.path = ":memory:" if in_memory else os.path.join(self.directory, INDEX_FILE)
+        self.fts = True
+        self._db: Any = None
+        self._open()
+
+    # ------------------------------------------------------------------ open
+
+    def _open(self) -> None:
+        import sqlite3
+
+        try:
+            self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and not _corrupt(exc):
+                raise  # locked, read-only, no such directory: not a reason to delete anything
+            self.close()
+            if self.path == ":memory:":
+                raise
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                try:
+                    os.unlink(self.path + suffix)
+                except FileNotFoundError:
+                    pass
+            self._connect()
+
+    def _connect(self) -> None:
+        import sqlite3
+
+        if self.path != ":memory:":
+            os.makedirs(self.directory, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
+        self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0]: row[1] or "" for row in self._db.execute("SELECT name, sql FROM sqlite_master")}
+        if version == _SCHEMA and "conversations" in tables and "texts" in tables:
+            self.fts = "fts5" in tables["texts"].lower()
+            return
+        self._create(tables)
+
+    def _create(self, existing: Dict[str, str]) -> None:
+        self.fts = fts5_available(self._db)
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            for name in ("texts", "conversations"):
+                if name in existing:
+                    self._db.execute(f"DROP TABLE IF EXISTS {name}")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS conversations (rowid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+                "mtime_ns INTEGER, size INTEGER, id TEXT, cwd TEXT, created TEXT, updated REAL, model TEXT, "
+                "first_prompt TEXT, messages INTEGER, input_tokens INTEGER, output_tokens INTEGER, "
+                "total_tokens INTEGER, cost REAL)"
+            )
+            self._db.execute("CREATE INDEX IF NOT EXISTS conversations_updated ON conversations (updated)")
+            if self.fts:
+                self._db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS texts USING fts5(body)")
+            else:
+                self._db.execute("CREATE TABLE IF NOT EXISTS texts (rowid INTEGER PRIMARY KEY, body TEXT)")
+            self._db.execute(f"PRAGMA user_version = {_SCHEMA}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def __enter__(self) -> LogIndex:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ writes
+
+    def update(self, path: str) -> None:
+        """Re-read one session file into the index (a file that is gone is removed from it)."""
+        path = os.path.abspath(path)
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            self._write([], [path])
+            return
+        self._write([(path, stat.st_mtime_ns, stat.st_size)], [])
+
+    def refresh(self) -> int:
+        """Bring the index up to date with the files; returns how many files were (re)read."""
+        known = {row[0]: (row[1], row[2]) for row in self._db.execute("SELECT path, mtime_ns, size FROM conversations")}
+        changed: List[Tuple[str, int, int]] = []
+        seen = set()
+        for path in glob.glob(os.path.join(glob.escape(self.directory), "*", "*.jsonl")):
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue
+            seen.add(path)
+            if known.get(path) != (stat.st_mtime_ns, stat.st_size):
+                changed.append((path, stat.st_mtime_ns, stat.st_size))
+        gone = [path for path in known if path not in seen]
+        if changed or gone:
+            self._write(changed, gone)
+        return len(changed)
+
+    def _write(self, files: Iterable[Tuple[str, int, int]], gone: Iterable[str]) -> None:
+        read = []
+        for path, mtime_ns, size in files:  # read the files before taking the write lock
+            found = read_conversation(path)
+            read.append((path, mtime_ns, size, found))
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for path in gone:
+                self._delete(path)
+            for path, mtime_ns, size, found in read:
+                self._delete(path)
+                if found is None:  # not a session file: remember its stat so it is not re-read
+                    db.execute(
+                        "INSERT INTO conversations (path, mtime_ns, size) VALUES (?, ?, ?)", (path, mtime_ns, size)
+                    )
+                    continue
+                c, text = found
+                cursor = db.execute(
+                    "INSERT INTO conversations (path, mtime_ns, size, id, cwd, created, updated, model, first_prompt, "
+                    "messages, input_tokens, output_tokens, total_tokens, cost) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        path,
+                        mtime_ns,
+                        size,
+                        c.id,
+                        c.cwd,
+                        c.created,
+                        c.updated,
+                        c.model,
+                        c.first_prompt,
+                        c.messages,
+                        c.input_tokens,
+                        c.output_tokens,
+                        c.total_tokens,
+                        c.cost,
+                    ),
+                )
+                db.execute("INSERT INTO texts (rowid, body) VALUES (?, ?)", (cursor.lastrowid, text))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def _delete(self, path: str) -> None:
+        row = self._db.execute("SELECT rowid FROM conversations WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            self._db.execute("DELETE FROM texts WHERE rowid = ?", (row[0],))
+            self._db.execute("DELETE FROM conversations WHERE rowid = ?", (row[0],))
+
+    # ------------------------------------------------------------------ reads
+
+    def latest(
+        self, limit: Optional[int] = 3, query: Optional[str] = None, cwd: Optional[str] = None
+    ) -> List[Conversation]:
+        """Conversations with at least one message, most recently updated first; with ``query``
+        only those whose prompts or answers contain every word of it (FTS5), or the text as typed
+        (LIKE, case-insensitive for ASCII, when FTS5 is missing). ``limit`` None: all."""
+        select = ", ".join(f"c.{name}" for name in _COLUMNS)
+        where = ["c.messages > 0"]
+        params: List[Any] = []
+        source = "conversations c"
+        if query is not None and query.strip():
+            if self.fts:
+                source += " JOIN texts ON texts.rowid = c.rowid"
+                where.append("texts MATCH ?")
+                params.append(_fts_query(query))
+            else:
+                source += " JOIN texts t ON t.rowid = c.rowid"
+                where.append("t.body LIKE ? ESCAPE '\\'")
+                params.append(_like_pattern(query.strip()))
+        if cwd is not None:
+            where.append("c.cwd = ?")
+            params.append(cwd)
+        sql = f"SELECT {select} FROM {source} WHERE {' AND '.join(where)} ORDER BY c.updated DESC, c.rowid DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [Conversation(*row) for row in self._db.execute(sql, params)]
+
+
+def _corrupt(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "no such table" in text

@@ -1,0 +1,369 @@
+"""Conversations are logged by default, and ``agentcore logs`` finds them again.
+
+Every ``run`` and ``chat`` records its conversation as a new session in the sessions directory
+(as ``llm`` logs every prompt), unless it is turned off: ``--no-log`` for one command,
+``AGENTCORE_NO_LOG=1`` in the environment, or ``agentcore logs off`` (a ``logs-off`` marker file in
+the config directory; ``logs on`` removes it). ``--session``, ``-s`` and ``-c`` name a session
+explicitly and always record into it. A sessions directory that cannot be written is a warning
+on stderr, and the command runs unlogged: logging never makes a run fail.
+
+``-c/--continue`` resumes the most recently updated conversation of the current directory (as
+the reference's ``pi -c``; sessions are kept per working directory). ``-s ID`` takes a unique
+prefix of a session id (an ambiguous one lists the candidates).
+
+After each run or chat turn the conversation's row in the ``logs.db`` index is updated
+(:mod:`agentcore.cli._logindex`); ``agentcore logs`` refreshes the index from the files first.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import time
+from typing import Any, Dict, Optional, TextIO
+
+from ._config import config_path
+from ._setup import UsageError, default_sessions_dir, is_session_path
+
+__all__ = [
+    "NO_LOG_ENV",
+    "LOGS_OFF_FILE",
+    "logging_enabled",
+    "choose_session",
+    "watch_session",
+    "close_session",
+    "build_logged",
+    "cmd_logs",
+    "cmd_logs_on",
+    "cmd_logs_off",
+    "cmd_logs_status",
+    "cmd_logs_path",
+]
+
+NO_LOG_ENV = "AGENTCORE_NO_LOG"
+LOGS_OFF_FILE = "logs-off"
+
+
+def _sessions_dir(options: Any) -> str:
+    return getattr(options, "sessions_dir", None) or default_sessions_dir()
+
+
+def _env_off() -> bool:
+    return os.environ.get(NO_LOG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def logging_enabled(args: Any = None) -> bool:
+    """False with ``--no-log``, ``AGENTCORE_NO_LOG=1`` (any value but ``0``/``false``/``no``/``off``)
+    or the ``logs off`` marker; else True."""
+    if getattr(args, "no_log", False) or _env_off():
+        return False
+    return not os.path.exists(config_path(LOGS_OFF_FILE))
+
+
+# --------------------------------------------------------------------------- which session
+
+
+def choose_session(options: Any, args: Any, err: TextIO) -> Any:
+    """The session ``run``/``chat`` records into when no explicit file is named, or None.
+
+    Resolves ``-c`` and an id prefix given to ``-s`` into ``options.session`` (then
+    :func:`~agentcore.cli._setup.build_agent` opens it and None is returned). Without either, and
+    with logging on, a new session in the sessions directory is created and returned; when that
+    fails the warning goes to ``err`` and None is returned (the command runs unlogged).
+    """
+    if getattr(args, "continue_", False):
+        if options.session:
+            raise UsageError("-c/--continue and -s/--session both name a session: give one of them")
+        options.session = _latest_here(_sessions_dir(options))
+        return None
+    if options.session:
+        options.session = _expand_prefix(options.session, _sessions_dir(options))
+        return None
+    if not logging_enabled(args):
+        return None
+    directory = _sessions_dir(options)
+    try:
+        from ..session import SessionError, SessionRepository
+
+        try:
+            return SessionRepository(directory).create()
+        except SessionError as exc:
+            raise OSError(str(exc)) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        err.write(
+            f"agentcore: warning: not logging this conversation: cannot write to {directory} ({reason}); "
+            f"fix the directory, set {_env_name()} to another one, or pass --no-log\n"
+        )
+        return None
+
+
+def _env_name() -> str:
+    from ._setup import SESSIONS_DIR_ENV
+
+    return SESSIONS_DIR_ENV
+
+
+def _latest_here(directory: str) -> str:
+    """The path of the most recently updated session of this directory that holds a message."""
+    from ..session import SessionRepository
+
+    cwd = os.getcwd()
+    if not os.path.isdir(directory):
+        raise UsageError(f"-c/--continue: no conversation to continue in {cwd} (nothing logged in {directory} yet)")
+    infos = [info for info in SessionRepository(directory).list(cwd) if info.message_count]
+    if not infos:
+        raise UsageError(
+            f"-c/--continue: no conversation to continue in {cwd}; `agentcore logs` lists the latest "
+            "of every directory, resume one with -s ID"
+        )
+    return max(infos, key=lambda info: info.modified).path
+
+
+def _expand_prefix(value: str, directory: str) -> str:
+    """``value`` itself (a path, ``new``, or an exact id), else the full id of the one session whose
+    id starts with it. Several: UsageError listing them. None: ``value`` (a new session of that id).
+    """
+    if value == "new" or is_session_path(value) or not os.path.isdir(directory):
+        return value
+    pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}*.jsonl")
+    ids: Dict[str, str] = {}
+    for path in glob.glob(pattern):
+        session_id = os.path.basename(path)[: -len(".jsonl")].split("_", 1)[-1]
+        if session_id.startswith(value):
+            ids.setdefault(session_id, path)
+    if value in ids or len(ids) <= 1:
+        return value if value in ids or not ids else next(iter(ids))
+    from ._info import format_table
+
+    rows = [[sid, _created(path), os.path.dirname(path)] for sid, path in sorted(ids.items())]
+    raise UsageError(
+        f"-s {value}: the id prefix is ambiguous, {len(ids)} sessions match; give more of the id:\n"
+        + format_table(rows, ["ID", "CREATED", "DIRECTORY"]).rstrip("\n")
+    )
+
+
+def _created(path: str) -> str:
+    return os.path.basename(path).split("_", 1)[0]
+
+
+# --------------------------------------------------------------------------- keeping the index current
+
+
+def _index_warning(err: TextIO, exc: BaseException) -> None:
+    err.write(f"agentcore: warning: the logs index was not updated ({exc}); `agentcore logs` rebuilds it\n")
+
+
+def _update_index(session: Any, directory: str, err: TextIO) -> None:
+    import sqlite3
+
+    from ._logindex import LogIndex
+
+    try:
+        with LogIndex(directory) as index:
+            index.update(session.path)
+    except (sqlite3.Error, OSError) as exc:
+        _index_warning(err, exc)
+
+
+def watch_session(setup: Any, options: Any, err: TextIO, *, logged: bool) -> None:
+    """Keep the index current while ``setup``'s agent runs: the session's row is updated after
+    every run (``agent_end``) when the session lives in the sessions directory. ``logged``: the
+    session was created by default logging (deleted at close when nothing was written into it)."""
+    session = setup.session
+    setup.default_logged = logged
+    path = getattr(session, "path", None)
+    if not path or not path.endswith(".jsonl"):
+        return
+    directory = os.path.abspath(_sessions_dir(options))
+    if os.path.dirname(os.path.dirname(os.path.abspath(path))) != directory:
+        return  # a file elsewhere (--session notes.jsonl): not part of the logs
+
+    def listener(event: Any) -> None:
+        if getattr(event, "type", None) == "agent_end":
+            _update_index(session, directory, err)
+
+    setup.agent.subscribe(listener)
+
+
+def close_session(setup: Any, err: TextIO) -> None:
+    """Close ``setup``'s session; a default-logged session that stayed empty (a chat quit before
+    its first prompt) is deleted rather than left behind as an empty conversation."""
+    session = setup.session
+    if session is None:
+        return
+    empty = len(session.storage) == 0
+    session.close()
+    if getattr(setup, "default_logged", False) and empty:
+        _unlink(session.path)
+
+
+# --------------------------------------------------------------------------- agentcore logs
+
+
+def _open_index(args: Any, err: TextIO) -> Any:
+    """The refreshed index; when ``logs.db`` cannot be opened or written (a read-only directory,
+    a writer holding it past the busy timeout) a one-line notice and an index in memory, built
+    from the files for this command only."""
+    import sqlite3
+
+    from ._logindex import LogIndex
+
+    directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
+    index = None
+    try:
+        index = LogIndex(directory)
+        index.refresh()
+    except (sqlite3.OperationalError, OSError) as exc:
+        if index is not None:
+            index.close()
+        err.write(f"note: cannot use the logs index in {directory} ({exc}); reading the session files instead\n")
+        index = LogIndex(directory, in_memory=True)
+        index.refresh()
+    if not index.fts and getattr(args, "query", None):
+        err.write("note: this Python's sqlite3 has no FTS5; searching with LIKE (slower, exact substring)\n")
+    return index
+
+
+def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, newest first."""
+    import sqlite3
+
+    if args.count < 0:
+        raise UsageError(f"logs -n {args.count}: give a count of 0 (all) or more")
+    directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
+    if not os.path.isdir(directory):
+        err.write(f"no conversations logged yet in {directory}\n")
+        return 0
+    try:
+        with _open_index(args, err) as index:
+            found = index.latest(args.count or None, args.query, os.getcwd() if args.cwd else None)
+    except sqlite3.Error as exc:
+        raise UsageError(f"the logs index {os.path.join(directory, 'logs.db')} cannot be used: {exc}") from None
+    found.reverse()  # like llm logs: the selected conversations oldest first, the newest last
+    if args.json:
+        for conversation in found:
+            out.write(json.dumps(conversation.to_dict(), ensure_ascii=False) + "\n")
+        return 0
+    if not found:
+        what = f"matching {args.query!r}" if args.query else "logged"
+        err.write(f"no conversations {what} in {directory}\n")
+        return 0
+    for conversation in found:
+        out.write(_describe(conversation) + "\n")
+    return 0
+
+
+def _describe(c: Any) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.updated))
+    cost = f"${c.cost:.4f}" if c.cost else "-"
+    prompt = " ".join(c.first_prompt.split())
+    if len(prompt) > 200:
+        prompt = prompt[:197] + "..."
+    return (
+        f"# {when}  {c.id}\n"
+        f"  model: {c.model or '-'}  messages: {c.messages}  tokens: {c.total_tokens} "
+        f"({c.input_tokens} in, {c.output_tokens} out)  cost: {cost}\n"
+        f"  cwd: {c.cwd}\n"
+        f"  > {prompt}\n"
+    )
+
+
+def _marker() -> str:
+    return config_path(LOGS_OFF_FILE)
+
+
+def cmd_logs_off(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore logs off``: stop logging by default (writes the ``logs-off`` marker)."""
+    path = _marker()
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"logs off: cannot write {path} ({exc.strerror})") from None
+    err.write(f"logging is off (marker {path}); `agentcore logs on` turns it back on\n")
+    return 0
+
+
+def cmd_logs_on(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore logs on``: log by default again (removes the marker)."""
+    try:
+        os.unlink(_marker())
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise UsageError(f"logs on: cannot remove {_marker()} ({exc.strerror})") from None
+    if _env_off():
+        err.write(f"logging is on, but {NO_LOG_ENV} is set in this environment and still turns it off\n")
+    else:
+        err.write("logging is on\n")
+    return 0
+
+
+def cmd_logs_status(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore logs status``: whether conversations are logged, where, and how many there are."""
+    directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
+    if _env_off():
+        state = f"off ({NO_LOG_ENV} is set)"
+    elif os.path.exists(_marker()):
+        state = f"off (marker {_marker()}; `agentcore logs on` removes it)"
+    else:
+        state = "on"
+    out.write(f"logging: {state}\nsessions dir: {directory}\n")
+    count = _count(directory)
+    if count is not None:
+        out.write(f"conversations: {count}\nindex: {os.path.join(directory, 'logs.db')}\n")
+    return 0
+
+
+def _count(directory: str) -> Optional[int]:
+    import sqlite3
+
+    if not os.path.isdir(directory):
+        return None
+    from ._logindex import LogIndex
+
+    try:
+        with LogIndex(directory) as index:
+            index.refresh()
+            return len(index.latest(None))
+    except (sqlite3.Error, OSError):
+        return None
+
+
+def cmd_logs_path(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore logs path``: the index database (next to the session files)."""
+    directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
+    out.write(os.path.join(os.path.abspath(directory), "logs.db") + "\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- building a logged agent
+
+
+def build_logged(options: Any, args: Any, command: str, err: TextIO) -> Any:
+    """:func:`~agentcore.cli._setup.build_agent` with the session :func:`choose_session` picks,
+    watched by :func:`watch_session`. A session created by default logging is deleted again when
+    building the agent fails (a usage error leaves no empty conversation behind)."""
+    from ._setup import build_agent
+
+    session = choose_session(options, args, err)
+    try:
+        setup = build_agent(options, args, command, session=session)
+    except BaseException:
+        if session is not None:  # build_agent closed it
+            _unlink(session.path)
+        raise
+    watch_session(setup, options, err, logged=session is not None)
+    return setup
+
+
+def _unlink(path: Optional[str]) -> None:
+    if not path:
+        return
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

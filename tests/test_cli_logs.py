@@ -1,0 +1,504 @@
+"""Issue 18: conversations logged by default, ``agentcore logs``, ``-c``/``-s`` prefixes,
+``--no-stream``, ``agentcore keys`` and ``agentcore aliases``.
+
+Commands run in-process through ``agentcore.cli.main`` with the scripted demo or a scripted local
+server; the autouse fixture of conftest.py gives every test its own sessions and config dirs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sqlite3
+import stat
+import threading
+from pathlib import Path
+from typing import Any, List, Tuple
+
+import pytest
+from _servers import Reply, ScriptedServer, sse
+
+from agentcore.cli import main
+from agentcore.session import SessionRepository
+from agentcore.testing import text
+
+SECRET = "sk-stored-SECRET-7d2e41"
+
+
+def run_cli(*argv: str, stdin: Any = "") -> Tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    source = io.StringIO(stdin) if isinstance(stdin, str) else stdin
+    code = main(list(argv), stdin=source, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory of its own, no default model, no provider keys in the environment."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    for name in list(os.environ):
+        if name == "AGENTCORE_MODEL" or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)
+    return work
+
+
+def sessions_dir() -> Path:
+    return Path(os.environ["AGENTCORE_SESSIONS_DIR"])
+
+
+def config_dir() -> Path:
+    return Path(os.environ["AGENTCORE_CONFIG_DIR"])
+
+
+def session_files() -> List[Path]:
+    return sorted(sessions_dir().glob("*/*.jsonl"))
+
+
+def messages_of(path: Path) -> List[dict]:
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [entry["message"] for entry in lines if entry.get("type") == "message"]
+
+
+def logs_json(*argv: str) -> List[dict]:
+    code, out, err = run_cli("logs", "--json", *argv)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+# --------------------------------------------------------------------------- logged by default
+
+
+def test_run_chat_json_and_schema_runs_are_logged_by_default(here):
+    assert run_cli("run", "--model", "scripted", "plain run")[0] == 0
+    assert run_cli("run", "--json", "--model", "scripted", "json run")[0] == 0
+    assert run_cli("run", "--schema", "name", "--model", "scripted", "schema run")[0] == 0
+    assert run_cli("chat", "--model", "scripted", stdin="chat one\nchat two\n/quit\n")[0] == 0
+    prompts = sorted(
+        tuple(m["content"][0]["text"] for m in messages_of(p) if m["role"] == "user") for p in session_files()
+    )
+    assert prompts == [("chat one", "chat two"), ("json run",), ("plain run",), ("schema run",)]
+    assert all(p.parent.parent == sessions_dir() for p in session_files())
+
+
+@pytest.mark.parametrize("how", ["flag", "env", "marker"])
+def test_no_log_env_and_logs_off_turn_logging_off(here, monkeypatch, how):
+    argv = ["run", "--model", "scripted", "not logged"]
+    if how == "flag":
+        argv.insert(1, "--no-log")
+    elif how == "env":
+        monkeypatch.setenv("AGENTCORE_NO_LOG", "1")
+    else:
+        assert run_cli("logs", "off")[0] == 0
+        assert (config_dir() / "logs-off").exists()
+        assert "off (marker" in run_cli("logs", "status")[1]
+    code, out, err = run_cli(*argv)
+    assert code == 0, err
+    assert session_files() == []
+    if how == "marker":
+        assert run_cli("logs", "on")[0] == 0
+        assert run_cli("run", "--model", "scripted", "logged again")[0] == 0
+        assert len(session_files()) == 1
+
+
+def test_an_unwritable_sessions_dir_is_a_warning_and_the_run_goes_on(here, tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")  # also blocks root, who may write anywhere else
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(blocked))
+    code, out, err = run_cli("run", "--model", "scripted", "still answered")
+    assert code == 0
+    assert "You said: still answered" in out
+    assert "warning: not logging this conversation: cannot write to" in err and str(blocked) in err
+    code, out, err = run_cli("chat", "--model", "scripted", stdin="hi\n")
+    assert code == 0 and "You said: hi" in out and "warning: not logging" in err
+
+
+def test_a_chat_quit_before_any_prompt_and_a_usage_error_leave_no_session(here):
+    assert run_cli("chat", "--model", "scripted", stdin="/quit\n")[0] == 0
+    assert run_cli("run", "--model", "scripted", "--thinking", "huge", "hi")[0] == 2
+    assert run_cli("run", "--model", "nosuch/model", "hi")[0] == 2
+    assert session_files() == []
+
+
+def test_default_logging_prints_no_session_note(here):
+    code, out, err = run_cli("run", "--model", "scripted", "quiet")
+    assert code == 0 and err == ""
+
+
+# --------------------------------------------------------------------------- agentcore logs
+
+
+def _library_session(prompt: str, answer: str, cwd: str = "/elsewhere") -> Path:
+    """A session written by the library directly (not through the CLI)."""
+    from agentcore.types import AssistantMessage, Usage, UserMessage
+
+    session = SessionRepository(sessions_dir()).create(cwd=cwd)
+    try:
+        session.append_message(UserMessage(content=prompt))
+        usage = Usage(input=10, output=5, total_tokens=15)
+        usage.cost.total = 0.25
+        session.append_message(
+            AssistantMessage(content=text(answer).content, provider="openai", model="gpt-4o", usage=usage)
+        )
+    finally:
+        session.close()
+    return Path(session.path)
+
+
+def _touch(path: Path, when: int) -> None:
+    os.utime(path, ns=(when * 10**9, when * 10**9))
+
+
+def test_logs_lists_the_latest_conversations_with_model_tokens_and_cost(here):
+    for n in range(4):
+        assert run_cli("run", "--model", "scripted", f"prompt {n}")[0] == 0
+    for n, path in enumerate(sorted(session_files(), key=lambda p: messages_of(p)[0]["content"][0]["text"])):
+        _touch(path, 1_700_000_000 + n)  # prompt 3 is the newest
+    found = logs_json()
+    assert [c["firstPrompt"] for c in found] == ["prompt 1", "prompt 2", "prompt 3"]  # default 3, newest last
+    assert [c["firstPrompt"] for c in logs_json("-n", "1")] == ["prompt 3"]
+    assert len(logs_json("-n", "0")) == 4
+    assert found[-1]["model"] == "scripted/scripted-demo" and found[-1]["messages"] == 2
+    assert set(found[-1]) >= {"id", "path", "cwd", "created", "updated", "totalTokens", "cost"}
+    code, out, err = run_cli("logs", "-n", "1")
+    assert code == 0 and "> prompt 3" in out and "model: scripted/scripted-demo" in out and found[-1]["id"] in out
+
+
+def test_logs_query_searches_prompts_and_answers(here):
+    _library_session("where is the retry logic", "in providers/http.py, look for backoff")
+    _library_session("unrelated question", "unrelated answer")
+    assert [c["firstPrompt"] for c in logs_json("-q", "backoff")] == ["where is the retry logic"]
+    assert [c["firstPrompt"] for c in logs_json("-q", "retry http.py")] == ["where is the retry logic"]
+    assert logs_json("-q", 'quote" OR (syntax') == []  # words, not FTS5 syntax: no error
+    hit = logs_json("-q", "retry")[0]
+    assert (hit["totalTokens"], hit["cost"], hit["model"]) == (15, 0.25, "openai/gpt-4o")
+    code, out, err = run_cli("logs", "-q", "nowhere-to-be-found")
+    assert code == 0 and out == "" and "no conversations matching" in err
+
+
+def test_logs_finds_library_sessions_changes_and_deletions_after_the_index_exists(here):
+    first = _library_session("first question", "first answer")
+    assert len(logs_json()) == 1  # the index now exists
+    second = _library_session("second question", "zebra answer")
+    assert [c["firstPrompt"] for c in logs_json("-q", "zebra")] == ["second question"]
+    with open(first, "a") as handle:  # a change behind the index's back: size and mtime differ
+        line = json.loads(first.read_text().splitlines()[-1])
+        line["id"], line["parentId"] = "ffff0001", line["id"]
+        line["message"]["content"] = [{"type": "text", "text": "a later giraffe answer"}]
+        handle.write(json.dumps(line) + "\n")
+    assert [c["firstPrompt"] for c in logs_json("-q", "giraffe")] == ["first question"]
+    second.unlink()
+    assert [c["firstPrompt"] for c in logs_json("-n", "0")] == ["first question"]
+
+
+def test_logs_index_is_updated_after_each_chat_turn(here):
+    from agentcore.cli._logindex import LogIndex
+
+    assert run_cli("chat", "--model", "scripted", stdin="alpha\nbravo\n")[0] == 0
+    with LogIndex(str(sessions_dir())) as index:  # read without refresh(): written by the CLI
+        [conversation] = index.latest(None)
+        assert conversation.messages == 4
+        assert [c.id for c in index.latest(None, "bravo")] == [conversation.id]
+
+
+def test_logs_without_fts5_falls_back_to_like_with_a_notice(here, monkeypatch):
+    from agentcore.cli import _logindex
+
+    monkeypatch.setattr(_logindex, "fts5_available", lambda connection: False)
+    _library_session("find the 100% case", "answer")
+    _library_session("other", "answer")
+    code, out, err = run_cli("logs", "--json", "-q", "100%")
+    assert code == 0, err
+    assert [json.loads(line)["firstPrompt"] for line in out.splitlines()] == ["find the 100% case"]
+    assert err.count("\n") == 1 and "no FTS5" in err
+    with _logindex.LogIndex(str(sessions_dir())) as index:
+        assert index.fts is False
+
+
+def test_a_corrupt_or_foreign_index_is_rebuilt(here):
+    _library_session("survives", "answer")
+    (sessions_dir() / "logs.db").write_bytes(b"this is not an sqlite database" * 100)
+    assert [c["firstPrompt"] for c in logs_json()] == ["survives"]
+
+
+def test_index_writes_from_several_processes_wait_for_each_other(here):
+    """Every writer opens its own connection; BEGIN IMMEDIATE with a busy timeout serialises them."""
+    from agentcore.cli._logindex import LogIndex
+
+    paths = [_library_session(f"question {n}", "answer") for n in range(8)]
+    barrier = threading.Barrier(len(paths))
+    errors: List[BaseException] = []
+
+    def write(path: Path) -> None:
+        try:
+            with LogIndex(str(sessions_dir())) as index:
+                barrier.wait()
+                for _ in range(5):
+                    index.update(str(path))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(p,)) for p in paths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with LogIndex(str(sessions_dir())) as index:
+        assert len(index.latest(None)) == 8
+
+
+def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
+    from agentcore.cli import _logindex
+
+    monkeypatch.setattr(_logindex, "BUSY_TIMEOUT", 0.0)
+    assert run_cli("run", "--model", "scripted", "first")[0] == 0  # creates logs.db
+    holder = sqlite3.connect(str(sessions_dir() / "logs.db"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        code, out, err = run_cli("run", "--model", "scripted", "second")
+        listed = run_cli("logs", "--json", "-n", "0")  # read from the files meanwhile
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 0 and "You said: second" in out
+    assert "warning: the logs index was not updated" in err
+    assert listed[0] == 0 and len(listed[1].splitlines()) == 2
+    assert "cannot use the logs index" in listed[2] and "reading the session files instead" in listed[2]
+    assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
+
+
+# --------------------------------------------------------------------------- -c and -s prefixes
+
+
+def test_continue_resumes_the_latest_conversation_of_this_directory(here, tmp_path, monkeypatch):
+    assert run_cli("run", "--model", "scripted", "older here")[0] == 0
+    assert run_cli("run", "--model", "scripted", "newer here")[0] == 0
+    _touch(next(p for p in session_files() if "older" in p.read_text()), 1_700_000_000)
+    other = tmp_path / "other"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    assert run_cli("run", "--model", "scripted", "elsewhere, newest overall")[0] == 0
+    monkeypatch.chdir(here)
+    code, out, err = run_cli("run", "-c", "run continued")
+    assert code == 0, err
+    code, out, err = run_cli("chat", "--continue", stdin="chat continued\n")
+    assert code == 0, err
+    [resumed] = [p for p in session_files() if "newer here" in p.read_text()]
+    prompts = [m["content"][0]["text"] for m in messages_of(resumed) if m["role"] == "user"]
+    assert prompts == ["newer here", "run continued", "chat continued"]
+    assert len(session_files()) == 3
+
+
+def test_continue_without_a_conversation_and_with_s_are_usage_errors(here):
+    code, out, err = run_cli("run", "--model", "scripted", "-c", "hi")
+    assert code == 2 and "no conversation to continue in" in err
+    code, out, err = run_cli("run", "--model", "scripted", "-c", "-s", "x", "hi")
+    assert code == 2 and "give one of them" in err
+
+
+def test_session_id_prefix_for_run_and_chat_and_an_ambiguous_one(here):
+    repo = SessionRepository(sessions_dir())
+    for session_id in ("proj-alpha", "proj-beta"):
+        repo.create(session_id=session_id).close()
+    assert run_cli("run", "--model", "scripted", "-s", "proj-a", "via run")[0] == 0
+    assert run_cli("chat", "--model", "scripted", "-s", "proj-al", stdin="via chat\n")[0] == 0
+    [alpha] = [p for p in session_files() if p.name.endswith("_proj-alpha.jsonl")]
+    assert [m["content"][0]["text"] for m in messages_of(alpha) if m["role"] == "user"] == ["via run", "via chat"]
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "proj", "hi")
+    assert code == 2
+    assert "ambiguous, 2 sessions match" in err and "proj-alpha" in err and "proj-beta" in err
+    assert len(session_files()) == 2  # nothing created
+
+
+# --------------------------------------------------------------------------- --no-stream
+
+
+class Writes(io.StringIO):
+    """A stdout recording every write call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: List[str] = []
+
+    def write(self, s: str) -> int:
+        self.calls.append(s)
+        return super().write(s)
+
+
+def _writes(*argv: str, stdin: str = "") -> List[str]:
+    out, err = Writes(), io.StringIO()
+    assert main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err) == 0, err.getvalue()
+    return [call for call in out.calls if call.strip()]
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_no_stream_prints_the_answer_once_complete(here, command):
+    args = (command, "--model", "scripted") + (("several words here",) if command == "run" else ())
+    stdin = "several words here\n" if command == "chat" else ""
+    streamed = _writes(*args, stdin=stdin)
+    whole = _writes(*args, "--no-stream", stdin=stdin)
+    assert len(streamed) > 3  # the demo streams word by word
+    assert whole == ["".join(streamed)]
+
+
+def test_json_no_stream_leaves_out_the_message_updates(here):
+    code, out, err = run_cli("run", "--json", "--no-stream", "--model", "scripted", "hi")
+    types = [json.loads(line)["type"] for line in out.splitlines()]
+    assert code == 0 and "message_update" not in types and "message_end" in types
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _answer(words: str) -> Reply:
+    chunk = {"choices": [{"index": 0, "delta": {"content": words}, "finish_reason": None}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return Reply(body=sse(chunk, end, done=True))
+
+
+def _groq(server: ScriptedServer) -> List[str]:
+    return ["--base-url", server.url + "/v1", "--model", "groq/llama-3.3-70b-versatile"]
+
+
+def test_keys_set_reads_stdin_stores_a_0600_file_and_list_shows_names_only(here):
+    code, out, err = run_cli("keys", "set", "groq", stdin=SECRET + "\n")
+    assert code == 0, err
+    path = config_dir() / "keys.json"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"groq": SECRET}
+    code, out, err = run_cli("keys", "list")
+    assert (code, out) == (0, "groq\n") and SECRET not in err
+    assert run_cli("keys", "path")[1] == f"{path}\n"
+    assert run_cli("keys", "set", "groq", SECRET)[0] == 2  # never from argv: argparse refuses it
+    assert run_cli("keys", "set", "groq", stdin="\n")[0] == 2  # empty: nothing stored
+    assert json.loads(path.read_text()) == {"groq": SECRET}
+
+
+def test_the_keys_file_is_created_with_0600_even_under_umask_0(here, monkeypatch):
+    from agentcore.cli import _config
+
+    modes = []
+    real_open = os.open
+
+    def recording_open(path: Any, flags: int, mode: int = 0o777, *args: Any, **kwargs: Any) -> int:
+        if flags & os.O_CREAT:
+            modes.append((flags & os.O_EXCL, mode))
+        return real_open(path, flags, mode, *args, **kwargs)
+
+    monkeypatch.setattr(_config.os, "open", recording_open)
+    old = os.umask(0)
+    try:
+        assert run_cli("keys", "set", "openai", stdin="sk-one\n")[0] == 0
+    finally:
+        os.umask(old)
+    assert modes and all(excl and mode == 0o600 for excl, mode in modes)  # created with the mode: no window
+    assert stat.S_IMODE((config_dir() / "keys.json").stat().st_mode) == 0o600
+
+
+def test_keys_set_prompts_hidden_on_a_terminal(here, monkeypatch):
+    import getpass
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    asked = []
+    monkeypatch.setattr(getpass, "getpass", lambda prompt, stream=None: asked.append(prompt) or "sk-typed")
+    assert run_cli("keys", "set", "anthropic", stdin=Tty())[0] == 0
+    assert asked == ["Enter key for anthropic: "]
+    assert json.loads((config_dir() / "keys.json").read_text()) == {"anthropic": "sk-typed"}
+
+
+def test_a_stored_key_is_used_after_the_option_and_the_environment(here, monkeypatch):
+    run_cli("keys", "set", "groq", stdin=SECRET + "\n")
+    with ScriptedServer([_answer("one"), _answer("two"), _answer("three")]) as server:
+        assert run_cli("run", *_groq(server), "stored")[0] == 0
+        monkeypatch.setenv("GROQ_API_KEY", "sk-from-env")
+        assert run_cli("run", *_groq(server), "env")[0] == 0
+        monkeypatch.setenv("MY_KEY", "sk-from-option")
+        assert run_cli("run", *_groq(server), "--api-key-env", "MY_KEY", "option")[0] == 0
+    sent = [request.headers.get("authorization") for request in server.requests]
+    assert sent == [f"Bearer {SECRET}", "Bearer sk-from-env", "Bearer sk-from-option"]
+
+
+def test_a_stored_key_is_never_printed_nor_in_sessions_or_the_logs_index(here):
+    run_cli("keys", "set", "groq", stdin=SECRET + "\n")
+    echo = f"the key might be {SECRET}"  # a model repeating it: the CLI masks it on stderr only
+    with ScriptedServer([Reply(status=401, body=f'{{"error": {{"message": "bad key {SECRET}"}}}}')]) as server:
+        code, out, err = run_cli("run", "-v", *_groq(server), "-o", "max_retries", "0", "hello")
+    assert code == 1 and SECRET not in out + err
+    with ScriptedServer([_answer(echo.replace(SECRET, "***"))]) as server:
+        assert run_cli("run", *_groq(server), "again")[0] == 0
+    run_cli("logs", "-n", "0")
+    stored = [p for p in sessions_dir().rglob("*") if p.is_file()]
+    assert any(p.name == "logs.db" for p in stored) and len(stored) >= 3
+    for path in stored:
+        assert SECRET.encode() not in path.read_bytes(), path
+    assert SECRET not in run_cli("keys", "list")[1]
+
+
+def test_a_missing_key_suggests_keys_set(here):
+    code, out, err = run_cli("run", "--model", "openai/gpt-4o", "hi")
+    assert code == 2 and "agentcore keys set openai" in err
+
+
+def test_a_broken_keys_file_is_a_usage_error_naming_it(here):
+    config_dir().mkdir(parents=True)
+    (config_dir() / "keys.json").write_text("[not an object]")
+    code, out, err = run_cli("run", "--model", "openai/gpt-4o", "hi")
+    assert code == 2 and "keys.json" in err and "fix or delete" in err
+
+
+# --------------------------------------------------------------------------- aliases
+
+
+def test_aliases_set_list_remove_and_model_resolution(here):
+    assert run_cli("aliases", "set", "demo", "scripted")[0] == 0
+    assert run_cli("aliases", "set", "fast", "groq/llama-3.3-70b-versatile")[0] == 0
+    assert run_cli("aliases", "list")[1] == "demo: scripted\nfast: groq/llama-3.3-70b-versatile\n"
+    assert json.loads(run_cli("aliases", "list", "--json")[1]) == {
+        "demo": "scripted",
+        "fast": "groq/llama-3.3-70b-versatile",
+    }
+    code, out, err = run_cli("run", "--model", "demo", "via alias")
+    assert code == 0 and "You said: via alias" in out
+    code, out, err = run_cli("chat", "--model", "scripted", stdin="/model demo\n")
+    assert "model: scripted/scripted-demo" in out
+    assert run_cli("aliases", "remove", "demo")[0] == 0
+    assert "demo" not in run_cli("aliases", "list")[1]
+    code, out, err = run_cli("aliases", "remove", "demo")
+    assert code == 2 and "no such alias" in err
+
+
+def test_an_alias_to_an_unknown_model_is_a_clear_error_at_use(here):
+    code, out, err = run_cli("aliases", "set", "gone", "openai/gpt-nope")
+    assert code == 0 and "not a registered model" in err
+    code, out, err = run_cli("run", "--model", "gone", "hi")
+    assert code == 2
+    assert "--model gone is an alias for openai/gpt-nope: unknown model 'openai/gpt-nope'" in err
+    assert "agentcore aliases set gone" in err
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["aliases", "set", "a/b", "openai/gpt-4o"], "no '/'"),
+        (["aliases", "set", "short", "gpt-4o"], "provider/id"),
+        (["aliases", "set", "scripted", "openai/gpt-4o"], "offline demo"),
+        (["aliases"], "choose an action"),
+        (["keys"], "choose an action"),
+        (["logs", "-n", "-1"], "count of 0"),
+    ],
+)
+def test_alias_keys_and_logs_usage_errors(here, argv, needle):
+    code, out, err = run_cli(*argv)
+    assert code == 2 and needle in err
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_logs_actions_take_sessions_dir_before_or_after_the_action(here, tmp_path, before):
+    where = str(tmp_path / "elsewhere")
+    argv = ["logs", "--sessions-dir", where, "path"] if before else ["logs", "path", "--sessions-dir", where]
+    assert run_cli(*argv)[1] == os.path.join(where, "logs.db") + "\n"
