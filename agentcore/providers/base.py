@@ -111,8 +111,18 @@ ENV_API_KEYS: Dict[str, Tuple[str, ...]] = {
     "opencode-go": ("OPENCODE_API_KEY",),
     "kimi-coding": ("KIMI_API_KEY",),
     "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "azure-openai": ("AZURE_OPENAI_API_KEY",),  # chat completions on Azure deployments
     "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
     "deepseek": ("DEEPSEEK_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "moonshotai-cn": ("MOONSHOT_API_KEY",),
+    "cloudflare-workers-ai": ("CLOUDFLARE_API_KEY",),
+    "cloudflare-ai-gateway": ("CLOUDFLARE_API_KEY",),
+    "xiaomi": ("XIAOMI_API_KEY",),
+    "xiaomi-token-plan-cn": ("XIAOMI_TOKEN_PLAN_CN_API_KEY",),
+    "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
+    "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
     "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
     "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
 }
@@ -439,6 +449,17 @@ class WireProvider:
     ) -> WireHandler:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def describe_failure(
+        self, exc: BaseException, model: Model, options: Dict[str, Any], api_key: Optional[str]
+    ) -> str:
+        """The ``error_message`` of a stream that failed with ``exc`` (:func:`describe_error`).
+
+        A wire module may add what it knows about the request (Azure names the deployment and
+        resource of a 404). ``api_key`` is the credential used, or None; whatever this returns is
+        redacted afterwards, so an echoed key never reaches the message.
+        """
+        return describe_error(exc)
+
     def stream(self, model: Model, context: Any, **options: Any) -> ProviderStream:
         """Stream one response; iterate the result for events, ``result()`` for the final message."""
         return ProviderStream(self._run(model, context, options))
@@ -468,6 +489,7 @@ class WireProvider:
         listener = None
         fully_read = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
+        api_key: Optional[str] = None
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
             if api_key:
@@ -542,7 +564,9 @@ class WireProvider:
                 pending.clear()
             aborted = signal is not None and bool(getattr(signal, "aborted", False))
             output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            output.error_message = (
+                ABORTED_MESSAGE if aborted else redact(self.describe_failure(exc, model, options, api_key), secrets)
+            )
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there
