@@ -332,10 +332,12 @@ def test_abort_mid_stream_keeps_partial_text():  # issue 17: abort mid-stream
     assert result.text == "first"
 
 
-def test_builtin_registration():  # issue 17: a registered provider
+def test_builtin_registration_and_catalog_models():  # issue 17: a registered provider and its models
     provider = agentcore.get_provider("azure-openai-responses")
     assert isinstance(provider, azure.AzureOpenAIResponsesProvider) and "key" not in repr(provider).lower()
-    model = _responses_model()
+    models = agentcore.models("azure-openai-responses")  # the reference's 42 Azure catalog entries
+    assert len(models) == 42 and all(m.api == "azure-openai-responses" and m.base_url == "" for m in models)
+    model = agentcore.get_model("azure-openai-responses/gpt-5")
     assert azure.is_azure(model) and not azure.is_azure(Model(id="x", provider="openai"))
     normalize = responses_wire.make_id_normalizer(model)
     assert normalize("call.1|item 2") == "call_1|fc_item_2"  # as for openai: Responses ids rules

@@ -9,20 +9,24 @@ import pytest
 
 import agentcore
 from agentcore.providers import calculate_cost, get_env_api_key
-from agentcore.providers._gen_catalog import SUPPORTED_APIS, build_catalog
+from agentcore.providers._gen_catalog import SOURCE_NAME, SUPPORTED_APIS, build_catalog
+from agentcore.providers.base import ENV_API_KEYS
 from agentcore.providers.models import catalog_models, find_model
 from agentcore.types import Model, ModelCost, Usage
 
-SHARED_MODELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "models.json"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REFERENCE_MODELS = SHARED_DATA / SOURCE_NAME  # the reference's catalog facts (pi 0.73.1)
 
 
 @pytest.mark.parametrize(
     "provider, model_id, api, prices, window",
-    [  # providers §20 table
+    [  # providers §20 table, with the reference's 0.73.1 prices (gemini-2.5-flash cache reads: 0.03)
         ("openai", "gpt-4o-mini", "openai-responses", (0.15, 0.6, 0.08, 0), (128000, 16384)),
         ("anthropic", "claude-sonnet-4-5", "anthropic-messages", (3, 15, 0.3, 3.75), (200000, 64000)),
-        ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.075, 0), (1048576, 65536)),
+        ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.03, 0), (1048576, 65536)),
         ("groq", "llama-3.3-70b-versatile", "openai-completions", (0.59, 0.79, 0, 0), (131072, 32768)),
+        ("mistral", "mistral-large-latest", "openai-completions", (0.5, 1.5, 0, 0), (262144, 262144)),
+        ("azure-openai-responses", "gpt-5", "azure-openai-responses", (1.25, 10, 0.125, 0), (400000, 128000)),
     ],
 )
 def test_catalog_facts(provider, model_id, api, prices, window):
@@ -47,12 +51,62 @@ def test_lookup_returns_copies_and_exact_matches_only():
     assert find_model("openai", "gpt-4o") is not None and find_model("openai", "gpt-4o-min") is None
 
 
-def test_shipped_catalog_matches_the_facts():  # the generated JSON is the generator's output
-    if not SHARED_MODELS.is_file():
-        pytest.skip("shared/data/models.json not available")
-    expected = build_catalog(json.loads(SHARED_MODELS.read_text(encoding="utf-8")))
+def _reference_facts() -> list:
+    if not REFERENCE_MODELS.is_file():
+        pytest.skip(f"shared/data/{SOURCE_NAME} not available")
+    return json.loads(REFERENCE_MODELS.read_text(encoding="utf-8"))["models"]
+
+
+def test_shipped_catalog_matches_the_facts():  # issue 17: the generated JSON is the generator's output
+    expected = build_catalog({"models": _reference_facts()})
     assert [m.to_dict() for m in catalog_models()] == expected
-    assert {m["api"] for m in expected} <= set(SUPPORTED_APIS)
+    assert {m["api"] for m in expected} == set(SUPPORTED_APIS)
+
+
+def test_catalog_keeps_every_fact_of_the_reference():  # issue 17: prices, windows, thinkingLevelMap verbatim
+    shipped = {(m.provider, m.id): m.to_dict() for m in catalog_models()}
+    spoken = 0
+    for fact in _reference_facts():
+        if fact["api"] not in SUPPORTED_APIS and fact["api"] != "mistral-conversations":
+            assert (fact["provider"], fact["id"]) not in shipped  # a plugin's API, or none
+            continue
+        spoken += 1
+        entry = shipped[(fact["provider"], fact["id"])]
+        for key in ("cost", "contextWindow", "maxTokens", "reasoning", "input", "thinkingLevelMap", "compat"):
+            assert entry.get(key) == fact.get(key), (fact["provider"], fact["id"], key)
+        if fact["api"] == "mistral-conversations":  # spoken through Mistral's OpenAI-compatible endpoint
+            assert (entry["api"], entry["baseUrl"]) == ("openai-completions", "https://api.mistral.ai/v1")
+        else:
+            assert (entry["api"], entry["baseUrl"]) == (fact["api"], fact["baseUrl"])
+    assert spoken == len(shipped)
+    new = {"deepseek", "fireworks", "moonshotai", "cloudflare-workers-ai", "cloudflare-ai-gateway", "mistral"}
+    assert new <= {provider for provider, _ in shipped}
+
+
+def test_every_catalog_api_has_a_provider_and_every_provider_a_key_variable():  # issue 17
+    catalog = catalog_models()
+    for api in {m.api for m in catalog}:
+        assert agentcore.get_provider(api).api == api
+    assert sorted({m.provider for m in catalog} - set(ENV_API_KEYS)) == []
+    assert get_env_api_key("moonshotai-cn", {"MOONSHOT_API_KEY": "m"}) == "m"
+    assert get_env_api_key("cloudflare-ai-gateway", {"CLOUDFLARE_API_KEY": "c"}) == "c"
+    assert get_env_api_key("fireworks", {"FIREWORKS_API_KEY": "f"}) == "f"
+    assert get_env_api_key("azure-openai-responses", {"AZURE_OPENAI_API_KEY": "a"}) == "a"
+
+
+def test_plugin_catalogs_hold_the_reference_models_of_their_api():  # issue 17: bedrock, vertex
+    facts = _reference_facts()
+    for module, function, api in (
+        ("agentcore_bedrock.models", "bedrock_models", "bedrock-converse-stream"),
+        ("agentcore_vertex.plugin", "vertex_models", "google-vertex"),
+    ):
+        plugin = pytest.importorskip(module)
+        shipped = {m.id: m.to_dict() for m in getattr(plugin, function)()}
+        expected = {f["id"]: f for f in facts if f["api"] == api}
+        assert set(shipped) == set(expected), api
+        for model_id, fact in expected.items():
+            for key in ("cost", "contextWindow", "maxTokens", "baseUrl", "thinkingLevelMap"):
+                assert shipped[model_id].get(key) == fact.get(key), (api, model_id, key)
 
 
 def test_cost_per_million_tokens():  # providers §7
