@@ -58,6 +58,7 @@ __all__ = [
     "get_env_api_key",
     "resolve_api_key",
     "merge_headers",
+    "expand_url_variables",
     "sanitize_surrogates",
     "tool_specs",
     "parse_json_event",
@@ -179,6 +180,27 @@ def resolve_api_key(provider: str, explicit: Optional[str] = None) -> Optional[s
 
 
 # --------------------------------------------------------------------------- small helpers
+
+_URL_VARIABLE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+
+def expand_url_variables(url: str, model: Any = None, env: Optional[Mapping[str, str]] = None) -> str:
+    """``url`` with each ``{NAME}`` (an upper-case environment variable name) replaced by its value.
+
+    Catalog base URLs name per-account parts this way (Cloudflare's
+    ``.../accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1``). Raises :class:`ProviderError` naming the
+    model and the variables to set when one is unset; lower-case placeholders are left alone.
+    """
+    if "{" not in url:
+        return url
+    env = os.environ if env is None else env
+    missing = [name for name in _URL_VARIABLE.findall(url) if not env.get(name)]
+    if missing:
+        label = f"{model.provider}/{model.id}" if model is not None else "this model"
+        names = ", ".join(dict.fromkeys(missing))
+        raise ProviderError(f"the base URL of {label} needs {names}: set it in the environment ({url})")
+    return _URL_VARIABLE.sub(lambda match: env[match.group(1)], url)
+
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -495,6 +517,7 @@ class WireProvider:
             if api_key:
                 secrets.append(api_key)
             request = self.build_request(model, context, options, api_key)
+            request.url = expand_url_variables(request.url, model)
             body = request.body
             on_payload = options.get("on_payload")
             if on_payload is not None:
