@@ -141,3 +141,127 @@ def test_env_api_keys():  # providers §19
     assert get_env_api_key("huggingface", env) == "hf"
     assert get_env_api_key("amazon-bedrock", env) == "<authenticated>"
     assert get_env_api_key("openai", env) is None and get_env_api_key("my-local", env) is None
+
+
+# --------------------------------------------------------------------------- the user's models.json
+
+from agentcore import plugins  # noqa: E402
+from agentcore.providers.user_models import UserModelsError, load_user_models, user_models_path  # noqa: E402
+
+USER_FILE = {
+    "models": [
+        {"id": "llama3.2", "provider": "ollama", "api": "openai-completions", "baseUrl": "http://127.0.0.1:11434/v1"},
+        {"provider": "openai", "id": "gpt-4o-mini", "baseUrl": "https://proxy.example/v1", "cost": {"input": 0.1}},
+    ],
+    "providers": {
+        "my-vllm": {
+            "api": "openai-completions",
+            "baseUrl": "http://gpu:8000/v1",
+            "compat": {"supportsDeveloperRole": False},
+            "models": [{"id": "Qwen/Qwen3-8B", "reasoning": True, "contextWindow": 40960}],
+        }
+    },
+}
+
+
+@pytest.fixture
+def user_models(tmp_path, monkeypatch):
+    """``write(document)``: the user's models file (AGENTCORE_MODELS) with fresh plugin tables."""
+    path = tmp_path / "models.json"
+
+    def write(document):
+        path.write_text(document if isinstance(document, str) else json.dumps(document), encoding="utf-8")
+        monkeypatch.setenv("AGENTCORE_MODELS", str(path))
+        plugins.reset_plugins()
+        return path
+
+    yield write
+    monkeypatch.undo()
+    plugins.reset_plugins()
+
+
+def test_user_models_extend_and_override_the_catalog(user_models):  # issue 17: models.json without code
+    path = user_models(USER_FILE)
+    loaded = {m.key: m for m in load_user_models(path)}
+    assert list(loaded) == ["ollama/llama3.2", "openai/gpt-4o-mini", "my-vllm/Qwen/Qwen3-8B"]
+    ollama = agentcore.get_model("ollama/llama3.2")
+    assert (ollama.api, ollama.base_url, ollama.context_window) == (
+        "openai-completions",
+        "http://127.0.0.1:11434/v1",
+        128000,
+    )
+    proxied = agentcore.get_model("openai/gpt-4o-mini")  # merged over the catalog entry
+    assert proxied.base_url == "https://proxy.example/v1" and proxied.api == "openai-responses"
+    assert (proxied.cost.input, proxied.cost.output, proxied.context_window) == (0.1, 0.6, 128000)
+    qwen = agentcore.get_model("my-vllm/Qwen/Qwen3-8B")
+    assert qwen.reasoning and qwen.compat == {"supportsDeveloperRole": False} and qwen.base_url == "http://gpu:8000/v1"
+    assert find_model("openai", "gpt-4o-mini").base_url == "https://api.openai.com/v1"  # the catalog itself
+    entry = plugins.default_plugin_manager().registry("model")["openai/gpt-4o-mini"]
+    assert entry.source == "agentcore.providers.user_models"
+
+
+@pytest.mark.parametrize(
+    "document, expected",
+    [
+        ('{"models": [', "is not valid JSON: Expecting value: line 1 column 13"),
+        ({"model": []}, "unknown top-level key(s) ['model']"),
+        ({"models": [{"id": "x", "provider": "p"}]}, 'models[0] (p/x): "api" is required for a model'),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "openai-completions", "contextWindow": "big"}]},
+            "models[0] (p/x): \"contextWindow\" must be a positive integer, got 'big'",
+        ),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "a", "contextwindow": 1}]},
+            "models[0] (p/x): unknown key(s) ['contextwindow']",
+        ),
+        ({"models": [{"provider": "openai", "id": "gpt-4o", "cost": {"input": "cheap"}}]}, '"cost.input" must be'),
+        (
+            {"providers": {"p": {"apiKey": "sk-secret-value", "models": []}}},
+            "providers['p']: API keys do not belong in models.json",
+        ),
+        ({"providers": {"p": {"models": [{"id": "m", "input": ["audio"]}]}}}, "providers['p'][\"models\"][0] (p/m)"),
+        ({"models": [{"id": "x", "provider": "p", "api": "a", "headers": "Bearer sk-1"}]}, '"headers" must be'),
+    ],
+)
+def test_malformed_user_models_name_the_file_and_entry(user_models, document, expected):  # issue 17
+    path = user_models(document)
+    with pytest.raises(UserModelsError) as caught:
+        load_user_models(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and expected in message, message
+    assert "sk-secret-value" not in message and "sk-1" not in message
+
+
+def test_a_malformed_user_file_leaves_the_catalog_usable(user_models):  # issue 17: nothing is lost
+    path = user_models({"models": [{"id": "x", "provider": "p"}]})
+    with pytest.warns(plugins.PluginLoadWarning, match=str(path).replace("\\", "\\\\")):
+        assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://api.openai.com/v1"
+    with pytest.raises(KeyError):
+        agentcore.get_model("p/x")
+
+
+def test_user_models_path_and_lazy_loading(tmp_path):  # issue 17: env var, config dir, import stays light
+    import subprocess
+    import sys
+
+    assert user_models_path({}) == Path.home() / ".agentcore" / "models.json"
+    assert user_models_path({"AGENTCORE_MODELS": "~/m.json"}) == Path.home() / "m.json"
+    assert user_models_path({"AGENTCORE_MODELS": ""}) is None and load_user_models(tmp_path / "absent.json") == []
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    code = "import agentcore, sys; print('agentcore.providers.user_models' in sys.modules)"
+    env = dict(__import__("os").environ, AGENTCORE_MODELS=str(broken))
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "False", "")
+
+
+def test_user_models_win_over_installed_plugins(user_models):  # issue 17: the user's file is registered last
+    plugins.reset_plugins()
+    bedrock = [m for m in agentcore.models("amazon-bedrock") if m.id == "amazon.nova-micro-v1:0"]
+    if not bedrock:
+        pytest.skip("agentcore-bedrock is not installed")
+    full = dict(bedrock[0].to_dict(), baseUrl="https://bedrock-runtime.eu-west-3.amazonaws.com")
+    user_models({"models": [full]})
+    entry = plugins.default_plugin_manager().registry("model")["amazon-bedrock/amazon.nova-micro-v1:0"]
+    assert entry.source == "agentcore.providers.user_models" and "bedrock" in entry.shadowed
+    assert agentcore.get_model("amazon-bedrock/amazon.nova-micro-v1:0").base_url.endswith("eu-west-3.amazonaws.com")
