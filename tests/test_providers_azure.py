@@ -169,9 +169,10 @@ def test_entra_id_token_from_get_api_key_is_sent_as_bearer():  # issue 17: beare
         return TOKEN
 
     with ScriptedServer([Reply(body=_text_events("ok")), Reply(body=_text_events("ok"))]) as server:
-        model = _responses_model(base_url=server.url + "/openai/v1")
-        agent = agentcore.Agent(model=model, get_api_key=get_api_key)
+        model = _responses_model()  # the catalog's shape: no base URL; the Agent option gives it
+        agent = agentcore.Agent(model=model, get_api_key=get_api_key, azure_base_url=server.url + "/openai/v1")
         agent.prompt("hi")
+        model.base_url = server.url + "/openai/v1"
         forced = stream(model, _ctx(), api_key="not-a-jwt-but-a-token", azure_auth="bearer").result()
         first, second = server.requests
     assert asked == ["azure-openai-responses"] and agent.state.messages[-1].text == "ok"
