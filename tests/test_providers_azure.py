@@ -19,7 +19,7 @@ import agentcore
 from agentcore.providers import azure, get_env_api_key, stream
 from agentcore.providers import openai_completions as completions_wire
 from agentcore.providers import openai_responses as responses_wire
-from agentcore.providers.base import StreamWriter
+from agentcore.providers.base import StreamWriter, WireRequest
 from agentcore.signals import AbortController
 from agentcore.types import AgentContext, Model, ModelCost, UserMessage
 
@@ -205,8 +205,18 @@ def test_chat_completions_on_an_azure_deployment(monkeypatch):  # issue 17: open
     for request in (old, new):
         assert request.headers["api-key"] == KEY and "authorization" not in request.headers
     assert old.json()["model"] == new.json()["model"] == "chat-prod"  # the map applies to both
+    assert "store" not in old.json() and "stream_options" in old.json()
     assert {k: v for k, v in old.json().items() if k != "model"} == {k: v for k, v in plain.items() if k != "model"}
     assert get_env_api_key("azure-openai") == KEY
+    request = WireRequest(
+        "u", {"Authorization": "Bearer x", "Accept": "text/event-stream"}, {"model": "m", "store": False}
+    )
+    adapted = azure.adapt_completions_request(request, _chat_model(base_url="https://r.openai.azure.com"), {}, KEY)
+    assert (
+        adapted.url == "https://r.openai.azure.com/openai/deployments/chat-prod/chat/completions?api-version=2024-10-21"
+    )
+    assert adapted.headers == {"Accept": "text/event-stream", "api-key": KEY}
+    assert adapted.body == {"model": "chat-prod"}  # no store: dated api-versions reject it
 
 
 # --------------------------------------------------------------------------- recorded streams

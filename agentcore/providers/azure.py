@@ -200,12 +200,15 @@ def adapt_completions_request(
 ) -> WireRequest:
     """Point an ``openai-completions`` request at the model's Azure deployment: Azure URL and
     ``api-version``, the deployment as the body's ``model``, the Azure credential header instead of
-    the OpenAI bearer one. The body is otherwise the chat-completions body, unchanged."""
+    the OpenAI bearer one. The body is otherwise the chat-completions body, without ``store``
+    (dated api-versions before 2024-10 reject it) unless ``compat["supportsStore"]`` is true."""
     target = resolve_target(model, options, credential=api_key or "")
     headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
     headers.update(auth_headers(api_key, options))
     body = dict(request.body)
     body["model"] = target.deployment
+    if (model.compat or {}).get("supportsStore") is not True:
+        body.pop("store", None)
     return WireRequest(target.completions_url(), headers, body)
 
 
