@@ -18,13 +18,14 @@ ratio (the overhead of turning bytes into events). Asserts nothing.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from end_to_end import _median as median_time  # noqa: E402
 
 from agentcore.providers._plugin import builtin_provider  # noqa: E402
 from agentcore.providers.base import StreamWriter  # noqa: E402
@@ -97,15 +98,6 @@ def parse(model: Model, pieces: List[bytes]) -> int:
         handler.on_event(sse)
     handler.on_end(True)
     return len(events)
-
-
-def median_time(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv: List[str]) -> None:
