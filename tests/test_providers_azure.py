@@ -154,6 +154,9 @@ def test_missing_endpoint_and_bad_options_are_clear_errors(monkeypatch):  # issu
     assert "AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME" in result.error_message
     bad = stream(_responses_model(), _ctx(), azure_base_url="res.openai.azure.com").result()
     assert "Invalid Azure OpenAI base URL" in bad.error_message
+    hidden = stream(_responses_model(), _ctx(), azure_base_url="ftp://me:pw-1234567@host/?sig=abcdefgh").result()
+    assert "Invalid Azure OpenAI base URL: 'ftp://host/'" in hidden.error_message
+    assert "pw-1234567" not in hidden.error_message and "abcdefgh" not in hidden.error_message
     auth = stream(_responses_model(), _ctx(), azure_resource_name="r", azure_auth="token").result()
     assert auth.error_message == 'azure_auth must be "api-key" or "bearer", got \'token\''
     monkeypatch.delenv("AZURE_OPENAI_API_KEY")

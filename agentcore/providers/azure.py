@@ -118,6 +118,15 @@ def _is_v1(api_version: str) -> bool:
     return api_version.lower() in ("v1", "preview", "latest")
 
 
+def _display(url: str) -> str:
+    """``url`` for a message: without user info, query or fragment (they may carry credentials)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
+
+
 def _normalize_base_url(base_url: str, v1: bool) -> str:
     trimmed = base_url.strip().rstrip("/")
     try:
@@ -126,7 +135,7 @@ def _normalize_base_url(base_url: str, v1: bool) -> str:
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ProviderError(
-            f"Invalid Azure OpenAI base URL: {trimmed!r} (expected https://<resource>.openai.azure.com)"
+            f"Invalid Azure OpenAI base URL: {_display(trimmed)!r} (expected https://<resource>.openai.azure.com)"
         )
     path = parts.path.rstrip("/")
     if parts.hostname.endswith(_AZURE_HOST_SUFFIXES) and path in ("", "/openai", "/openai/v1/responses"):
@@ -228,7 +237,7 @@ def explain_failure(exc: BaseException, model: Model, options: Mapping[str, Any]
         target = resolve_target(model, options, credential=api_key or "")
     except ProviderError:
         return message
-    where = f'Azure OpenAI resource "{target.resource}" ({target.base_url}), deployment "{target.deployment}"'
+    where = f'Azure OpenAI resource "{target.resource}" ({_display(target.base_url)}), deployment "{target.deployment}"'
     if status == 404:
         hint = (
             f"{where}, api-version {target.api_version}: check the deployment name "
