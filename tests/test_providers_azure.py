@@ -8,6 +8,7 @@ exactly what the OpenAI providers give for the same bytes.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any, Dict
 
 import pytest
@@ -311,7 +312,8 @@ def test_deployment_not_found_names_deployment_and_resource(monkeypatch):  # iss
     assert "AZURE_OPENAI_DEPLOYMENT_NAME_MAP" in message and KEY not in message
 
 
-def test_rejected_credential_names_resource_and_never_the_key(monkeypatch):  # issue 17: 401
+def test_rejected_credential_names_resource_and_never_the_key(monkeypatch, caplog):  # issue 17: 401
+    caplog.set_level(logging.DEBUG, logger="agentcore")
     echo = json.dumps({"error": {"code": "401", "message": f"Access denied: invalid key {KEY} or wrong endpoint"}})
     replies = [
         Reply(status=401, body=echo, content_type="application/json"),
@@ -326,6 +328,8 @@ def test_rejected_credential_names_resource_and_never_the_key(monkeypatch):  # i
     assert KEY not in keyed.error_message
     assert "sent as an Authorization: Bearer token" in bearer.error_message and TOKEN not in bearer.error_message
     assert KEY not in repr(model) and KEY not in repr(azure.resolve_target(model, {"api_key": KEY}, env={}))
+    assert "POST http://127.0.0.1" in caplog.text  # the request log ran, without either credential
+    assert KEY not in caplog.text and TOKEN not in caplog.text
 
 
 def test_abort_mid_stream_keeps_partial_text():  # issue 17: abort mid-stream
