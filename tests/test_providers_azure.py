@@ -14,7 +14,7 @@ from typing import Any, Dict
 import pytest
 from _servers import Reply, ScriptedServer
 from _servers import load_recording as find_recording
-from _wire_replay import first_user_text, load_recording, replay_pure, run_stream, tool_result
+from _wire_replay import MULTIPLY, first_user_text, load_recording, replay_pure, responses_tool_results, run_stream
 
 import agentcore
 from agentcore.providers import azure, get_env_api_key, stream
@@ -34,15 +34,6 @@ AZURE_VARIABLES = (
     "AZURE_OPENAI_API_VERSION",
     "AZURE_OPENAI_DEPLOYMENT_NAME_MAP",
 )
-MULTIPLY = {
-    "name": "multiply",
-    "description": "Multiply two numbers.",
-    "parameters": {
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-        "type": "object",
-    },
-}
 
 
 @pytest.fixture(autouse=True)
@@ -264,13 +255,7 @@ def test_recorded_responses_streams_replay_through_azure(name):  # issue 17: rea
                 i.get("type", "message") for i in recorded["input"]
             ]
             messages.append(result)
-            if turn + 1 < len(rec["interactions"]):
-                outputs = {
-                    i["call_id"]: i["output"]
-                    for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
-                    if i.get("type") == "function_call_output"
-                }
-                messages.extend(tool_result(call, outputs[call.id.split("|")[0]]) for call in result.tool_calls)
+            messages.extend(responses_tool_results(rec, turn, result))
     if name == "tool-call-with-reasoning":
         assert [c.name for c in messages[1].tool_calls] == ["multiply"]
 
