@@ -8,7 +8,8 @@ registration order:
 1. the built-in plugins (:data:`BUILTIN_PLUGINS`, plus the built-in ``convert_to_llm`` converter);
 2. the third-party plugins of the ``agentcore`` entry-point group, unless
    ``AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1``;
-3. the agent's own plugins (``Agent(plugins=[...])``) and its constructor callables.
+3. the user's configuration (:data:`USER_CONFIG_PLUGINS`: the user's ``models.json``);
+4. the agent's own plugins (``Agent(plugins=[...])``) and its constructor callables.
 
 Entry points are discovered and imported once per process, lazily: on the first manager creation or
 the first registry lookup, never at ``import agentcore``. Each entry point loads inside its own
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTOLOAD_ENV",
     "BUILTIN_PLUGINS",
+    "USER_CONFIG_PLUGINS",
     "ENTRY_POINT_GROUP",
     "AgentPluginManager",
     "AgentHooks",
@@ -93,6 +95,10 @@ BUILTIN_PLUGINS: List[str] = [
     "agentcore.testing",
     "agentcore._session_schemes",
 ]
+
+#: Built-in plugins registered after the entry-point plugins: the user's own configuration (the
+#: ``models.json`` of :mod:`agentcore.providers.user_models`), which wins over every installed plugin.
+USER_CONFIG_PLUGINS: List[str] = ["agentcore.providers.user_models"]
 
 _REGISTER_HOOKS = {
     "tool": "register_tools",
@@ -251,7 +257,7 @@ def _load_builtins() -> List[_Loaded]:
             return _builtins
         ver = _agentcore_version()
         loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, _DISTRIBUTION, ver)]
-        for module in BUILTIN_PLUGINS:
+        for module in BUILTIN_PLUGINS + USER_CONFIG_PLUGINS:
             try:
                 loaded.append(_Loaded(module, importlib.import_module(module), True, _DISTRIBUTION, ver))
             except ModuleNotFoundError as exc:
@@ -673,7 +679,10 @@ def create_plugin_manager(
     are discovered on the first call in the process.
     """
     pm = AgentPluginManager()
-    for rec in _load_builtins() + _load_entry_points():
+    builtins = _load_builtins()
+    first = [rec for rec in builtins if rec.name not in USER_CONFIG_PLUGINS]
+    last = [rec for rec in builtins if rec.name in USER_CONFIG_PLUGINS]
+    for rec in first + _load_entry_points() + last:
         if rec.obj is None:
             continue
         try:

@@ -18,6 +18,17 @@ from agentcore.types import AssistantMessage, TextContent, ToolResultMessage
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 RECORDINGS = SHARED / "recordings"
 
+#: the tool of the recorded OpenAI tool-call streams (``multiply(a, b)``)
+MULTIPLY = {
+    "name": "multiply",
+    "description": "Multiply two numbers.",
+    "parameters": {
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+        "type": "object",
+    },
+}
+
 
 def load_recording(api: str, name: str) -> Dict[str, Any]:
     path = RECORDINGS / api / f"{name}.json"
@@ -74,3 +85,16 @@ def first_user_text(request_body: Dict[str, Any]) -> str:
 def tool_result(call: Any, text: str) -> ToolResultMessage:
     """The successful text result of tool call ``call`` (a :class:`~agentcore.types.ToolCall`)."""
     return ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text)])
+
+
+def responses_tool_results(recording: Dict[str, Any], turn: int, message: Any) -> List[ToolResultMessage]:
+    """The results of ``message``'s tool calls, with the outputs the Responses recording sent in
+    the request of interaction ``turn + 1`` (none after the last interaction)."""
+    if turn + 1 >= len(recording["interactions"]):
+        return []
+    outputs = {
+        item["call_id"]: item["output"]
+        for item in recording["interactions"][turn + 1]["request"]["body"]["input"]
+        if item.get("type") == "function_call_output"
+    }
+    return [tool_result(call, outputs[call.id.split("|")[0]]) for call in message.tool_calls]

@@ -9,6 +9,7 @@ push only the terminal event (as the reference ``MockStream`` does).
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any, Callable, List, Optional
@@ -23,6 +24,10 @@ from agentcore.testing import ScriptedModel
 from agentcore.types import AssistantMessage, Model, TextContent, ToolCall, UserMessage
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+# The developer's own ~/.agentcore/models.json must not change what the tests see (subprocesses
+# inherit this); tests of the user models file point AGENTCORE_MODELS at their own file.
+os.environ["AGENTCORE_MODELS"] = ""
 
 MOCK_MODEL = Model(id="mock", name="mock", api="openai-responses", provider="openai", base_url="")
 

@@ -544,7 +544,10 @@ def test_plugins_lists_builtins_and_what_they_provide(env):
     assert done.returncode == 0, done.stderr
     assert "agentcore.builtin_tools  (built-in)" in done.stdout
     assert "tools: bash, edit, find, grep, ls, read, write" in done.stdout
-    assert "providers: anthropic-messages, google-generative-ai, openai-completions, openai-responses" in done.stdout
+    assert (
+        "providers: anthropic-messages, azure-openai-responses, google-generative-ai, openai-completions, "
+        "openai-responses" in done.stdout
+    )
     infos = [json.loads(line) for line in agentcore("plugins", "--json", env=env).stdout.splitlines()]
     assert any(i["name"] == "agentcore.testing" and i["provides"].get("provider") == ["scripted"] for i in infos)
 

@@ -143,6 +143,7 @@ def test_entry_points_are_scanned_once_per_process(with_fixture_dists: Any) -> N
 
 def test_builtin_modules_missing_from_the_tree_are_skipped_quietly(fresh_plugins: Any) -> None:
     fresh_plugins.setattr(plugins, "BUILTIN_PLUGINS", ["agentcore.not_written_yet", "agentcore.messages"])
+    fresh_plugins.setattr(plugins, "USER_CONFIG_PLUGINS", ["agentcore.not_written_either"])
     fresh_plugins.setenv(AUTOLOAD_ENV, "1")
     names = [i.name for i in plugins.plugins_info()]
     assert names == ["agentcore.default_converter", "agentcore.messages"]

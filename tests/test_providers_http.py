@@ -730,3 +730,22 @@ def test_a_connection_error_never_repeats_a_secret_query_value_of_the_url():  # 
         open_stream(url, b"{}", {}, session_name="t", max_retries=0)
     assert "url-secret-token-77" not in str(caught.value)
     assert "Connection error talking to 127.0.0.1" in str(caught.value) and "token=***" in str(caught.value)
+
+
+def test_base_url_variables_come_from_the_environment(server, monkeypatch):  # issue 17: Cloudflare URLs
+    monkeypatch.delenv("CLOUDFLARE_ACCOUNT_ID", raising=False)
+    model = Model(
+        id="@cf/meta/llama-3.1-8b-instruct",
+        api="openai-completions",
+        provider="cloudflare-workers-ai",
+        base_url=server.url + "/client/v4/accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1",
+    )
+    missing = complete(model, _ctx(), api_key=KEY)
+    assert missing.stop_reason == "error" and server.requests == []
+    assert missing.error_message.startswith(
+        "the base URL of cloudflare-workers-ai/@cf/meta/llama-3.1-8b-instruct needs CLOUDFLARE_ACCOUNT_ID"
+    )
+    monkeypatch.setenv("CLOUDFLARE_ACCOUNT_ID", "acct-42")
+    server.enqueue(Reply(body=_text_body("ok")))
+    assert complete(model, _ctx(), api_key=KEY).text == "ok"
+    assert server.requests[0].path == "/client/v4/accounts/acct-42/ai/v1/chat/completions"

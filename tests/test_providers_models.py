@@ -9,20 +9,24 @@ import pytest
 
 import agentcore
 from agentcore.providers import calculate_cost, get_env_api_key
-from agentcore.providers._gen_catalog import SUPPORTED_APIS, build_catalog
+from agentcore.providers._gen_catalog import SOURCE_NAME, SUPPORTED_APIS, build_catalog
+from agentcore.providers.base import ENV_API_KEYS
 from agentcore.providers.models import catalog_models, find_model
 from agentcore.types import Model, ModelCost, Usage
 
-SHARED_MODELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "models.json"
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REFERENCE_MODELS = SHARED_DATA / SOURCE_NAME  # the reference's catalog facts (pi 0.73.1)
 
 
 @pytest.mark.parametrize(
     "provider, model_id, api, prices, window",
-    [  # providers §20 table
+    [  # providers §20 table, with the reference's 0.73.1 prices (gemini-2.5-flash cache reads: 0.03)
         ("openai", "gpt-4o-mini", "openai-responses", (0.15, 0.6, 0.08, 0), (128000, 16384)),
         ("anthropic", "claude-sonnet-4-5", "anthropic-messages", (3, 15, 0.3, 3.75), (200000, 64000)),
-        ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.075, 0), (1048576, 65536)),
+        ("google", "gemini-2.5-flash", "google-generative-ai", (0.3, 2.5, 0.03, 0), (1048576, 65536)),
         ("groq", "llama-3.3-70b-versatile", "openai-completions", (0.59, 0.79, 0, 0), (131072, 32768)),
+        ("mistral", "mistral-large-latest", "openai-completions", (0.5, 1.5, 0, 0), (262144, 262144)),
+        ("azure-openai-responses", "gpt-5", "azure-openai-responses", (1.25, 10, 0.125, 0), (400000, 128000)),
     ],
 )
 def test_catalog_facts(provider, model_id, api, prices, window):
@@ -47,12 +51,62 @@ def test_lookup_returns_copies_and_exact_matches_only():
     assert find_model("openai", "gpt-4o") is not None and find_model("openai", "gpt-4o-min") is None
 
 
-def test_shipped_catalog_matches_the_facts():  # the generated JSON is the generator's output
-    if not SHARED_MODELS.is_file():
-        pytest.skip("shared/data/models.json not available")
-    expected = build_catalog(json.loads(SHARED_MODELS.read_text(encoding="utf-8")))
+def _reference_facts() -> list:
+    if not REFERENCE_MODELS.is_file():
+        pytest.skip(f"shared/data/{SOURCE_NAME} not available")
+    return json.loads(REFERENCE_MODELS.read_text(encoding="utf-8"))["models"]
+
+
+def test_shipped_catalog_matches_the_facts():  # issue 17: the generated JSON is the generator's output
+    expected = build_catalog({"models": _reference_facts()})
     assert [m.to_dict() for m in catalog_models()] == expected
-    assert {m["api"] for m in expected} <= set(SUPPORTED_APIS)
+    assert {m["api"] for m in expected} == set(SUPPORTED_APIS)
+
+
+def test_catalog_keeps_every_fact_of_the_reference():  # issue 17: prices, windows, thinkingLevelMap verbatim
+    shipped = {(m.provider, m.id): m.to_dict() for m in catalog_models()}
+    spoken = 0
+    for fact in _reference_facts():
+        if fact["api"] not in SUPPORTED_APIS and fact["api"] != "mistral-conversations":
+            assert (fact["provider"], fact["id"]) not in shipped  # a plugin's API, or none
+            continue
+        spoken += 1
+        entry = shipped[(fact["provider"], fact["id"])]
+        for key in ("cost", "contextWindow", "maxTokens", "reasoning", "input", "thinkingLevelMap", "compat"):
+            assert entry.get(key) == fact.get(key), (fact["provider"], fact["id"], key)
+        if fact["api"] == "mistral-conversations":  # spoken through Mistral's OpenAI-compatible endpoint
+            assert (entry["api"], entry["baseUrl"]) == ("openai-completions", "https://api.mistral.ai/v1")
+        else:
+            assert (entry["api"], entry["baseUrl"]) == (fact["api"], fact["baseUrl"])
+    assert spoken == len(shipped)
+    new = {"deepseek", "fireworks", "moonshotai", "cloudflare-workers-ai", "cloudflare-ai-gateway", "mistral"}
+    assert new <= {provider for provider, _ in shipped}
+
+
+def test_every_catalog_api_has_a_provider_and_every_provider_a_key_variable():  # issue 17
+    catalog = catalog_models()
+    for api in {m.api for m in catalog}:
+        assert agentcore.get_provider(api).api == api
+    assert sorted({m.provider for m in catalog} - set(ENV_API_KEYS)) == []
+    assert get_env_api_key("moonshotai-cn", {"MOONSHOT_API_KEY": "m"}) == "m"
+    assert get_env_api_key("cloudflare-ai-gateway", {"CLOUDFLARE_API_KEY": "c"}) == "c"
+    assert get_env_api_key("fireworks", {"FIREWORKS_API_KEY": "f"}) == "f"
+    assert get_env_api_key("azure-openai-responses", {"AZURE_OPENAI_API_KEY": "a"}) == "a"
+
+
+def test_plugin_catalogs_hold_the_reference_models_of_their_api():  # issue 17: bedrock, vertex
+    facts = _reference_facts()
+    for module, function, api in (
+        ("agentcore_bedrock.models", "bedrock_models", "bedrock-converse-stream"),
+        ("agentcore_vertex.plugin", "vertex_models", "google-vertex"),
+    ):
+        plugin = pytest.importorskip(module)
+        shipped = {m.id: m.to_dict() for m in getattr(plugin, function)()}
+        expected = {f["id"]: f for f in facts if f["api"] == api}
+        assert set(shipped) == set(expected), api
+        for model_id, fact in expected.items():
+            for key in ("cost", "contextWindow", "maxTokens", "baseUrl", "thinkingLevelMap"):
+                assert shipped[model_id].get(key) == fact.get(key), (api, model_id, key)
 
 
 def test_cost_per_million_tokens():  # providers §7
@@ -87,3 +141,127 @@ def test_env_api_keys():  # providers §19
     assert get_env_api_key("huggingface", env) == "hf"
     assert get_env_api_key("amazon-bedrock", env) == "<authenticated>"
     assert get_env_api_key("openai", env) is None and get_env_api_key("my-local", env) is None
+
+
+# --------------------------------------------------------------------------- the user's models.json
+
+from agentcore import plugins  # noqa: E402
+from agentcore.providers.user_models import UserModelsError, load_user_models, user_models_path  # noqa: E402
+
+USER_FILE = {
+    "models": [
+        {"id": "llama3.2", "provider": "ollama", "api": "openai-completions", "baseUrl": "http://127.0.0.1:11434/v1"},
+        {"provider": "openai", "id": "gpt-4o-mini", "baseUrl": "https://proxy.example/v1", "cost": {"input": 0.1}},
+    ],
+    "providers": {
+        "my-vllm": {
+            "api": "openai-completions",
+            "baseUrl": "http://gpu:8000/v1",
+            "compat": {"supportsDeveloperRole": False},
+            "models": [{"id": "Qwen/Qwen3-8B", "reasoning": True, "contextWindow": 40960}],
+        }
+    },
+}
+
+
+@pytest.fixture
+def user_models(tmp_path, monkeypatch):
+    """``write(document)``: the user's models file (AGENTCORE_MODELS) with fresh plugin tables."""
+    path = tmp_path / "models.json"
+
+    def write(document):
+        path.write_text(document if isinstance(document, str) else json.dumps(document), encoding="utf-8")
+        monkeypatch.setenv("AGENTCORE_MODELS", str(path))
+        plugins.reset_plugins()
+        return path
+
+    yield write
+    monkeypatch.undo()
+    plugins.reset_plugins()
+
+
+def test_user_models_extend_and_override_the_catalog(user_models):  # issue 17: models.json without code
+    path = user_models(USER_FILE)
+    loaded = {m.key: m for m in load_user_models(path)}
+    assert list(loaded) == ["ollama/llama3.2", "openai/gpt-4o-mini", "my-vllm/Qwen/Qwen3-8B"]
+    ollama = agentcore.get_model("ollama/llama3.2")
+    assert (ollama.api, ollama.base_url, ollama.context_window) == (
+        "openai-completions",
+        "http://127.0.0.1:11434/v1",
+        128000,
+    )
+    proxied = agentcore.get_model("openai/gpt-4o-mini")  # merged over the catalog entry
+    assert proxied.base_url == "https://proxy.example/v1" and proxied.api == "openai-responses"
+    assert (proxied.cost.input, proxied.cost.output, proxied.context_window) == (0.1, 0.6, 128000)
+    qwen = agentcore.get_model("my-vllm/Qwen/Qwen3-8B")
+    assert qwen.reasoning and qwen.compat == {"supportsDeveloperRole": False} and qwen.base_url == "http://gpu:8000/v1"
+    assert find_model("openai", "gpt-4o-mini").base_url == "https://api.openai.com/v1"  # the catalog itself
+    entry = plugins.default_plugin_manager().registry("model")["openai/gpt-4o-mini"]
+    assert entry.source == "agentcore.providers.user_models"
+
+
+@pytest.mark.parametrize(
+    "document, expected",
+    [
+        ('{"models": [', "is not valid JSON: Expecting value: line 1 column 13"),
+        ({"model": []}, "unknown top-level key(s) ['model']"),
+        ({"models": [{"id": "x", "provider": "p"}]}, 'models[0] (p/x): "api" is required for a model'),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "openai-completions", "contextWindow": "big"}]},
+            "models[0] (p/x): \"contextWindow\" must be a positive integer, got 'big'",
+        ),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "a", "contextwindow": 1}]},
+            "models[0] (p/x): unknown key(s) ['contextwindow']",
+        ),
+        ({"models": [{"provider": "openai", "id": "gpt-4o", "cost": {"input": "cheap"}}]}, '"cost.input" must be'),
+        (
+            {"providers": {"p": {"apiKey": "sk-secret-value", "models": []}}},
+            "providers['p']: API keys do not belong in models.json",
+        ),
+        ({"providers": {"p": {"models": [{"id": "m", "input": ["audio"]}]}}}, "providers['p'][\"models\"][0] (p/m)"),
+        ({"models": [{"id": "x", "provider": "p", "api": "a", "headers": "Bearer sk-1"}]}, '"headers" must be'),
+    ],
+)
+def test_malformed_user_models_name_the_file_and_entry(user_models, document, expected):  # issue 17
+    path = user_models(document)
+    with pytest.raises(UserModelsError) as caught:
+        load_user_models(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ") and expected in message, message
+    assert "sk-secret-value" not in message and "sk-1" not in message
+
+
+def test_a_malformed_user_file_leaves_the_catalog_usable(user_models):  # issue 17: nothing is lost
+    path = user_models({"models": [{"id": "x", "provider": "p"}]})
+    with pytest.warns(plugins.PluginLoadWarning, match=str(path).replace("\\", "\\\\")):
+        assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://api.openai.com/v1"
+    with pytest.raises(KeyError):
+        agentcore.get_model("p/x")
+
+
+def test_user_models_path_and_lazy_loading(tmp_path):  # issue 17: env var, config dir, import stays light
+    import subprocess
+    import sys
+
+    assert user_models_path({}) == Path.home() / ".agentcore" / "models.json"
+    assert user_models_path({"AGENTCORE_MODELS": "~/m.json"}) == Path.home() / "m.json"
+    assert user_models_path({"AGENTCORE_MODELS": ""}) is None and load_user_models(tmp_path / "absent.json") == []
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    code = "import agentcore, sys; print('agentcore.providers.user_models' in sys.modules)"
+    env = dict(__import__("os").environ, AGENTCORE_MODELS=str(broken))
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "False", "")
+
+
+def test_user_models_win_over_installed_plugins(user_models):  # issue 17: the user's file is registered last
+    plugins.reset_plugins()
+    bedrock = [m for m in agentcore.models("amazon-bedrock") if m.id == "amazon.nova-micro-v1:0"]
+    if not bedrock:
+        pytest.skip("agentcore-bedrock is not installed")
+    full = dict(bedrock[0].to_dict(), baseUrl="https://bedrock-runtime.eu-west-3.amazonaws.com")
+    user_models({"models": [full]})
+    entry = plugins.default_plugin_manager().registry("model")["amazon-bedrock/amazon.nova-micro-v1:0"]
+    assert entry.source == "agentcore.providers.user_models" and "bedrock" in entry.shadowed
+    assert agentcore.get_model("amazon-bedrock/amazon.nova-micro-v1:0").base_url.endswith("eu-west-3.amazonaws.com")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _wire_replay import event_types, load_recording, replay_pure, tool_result
+from _wire_replay import MULTIPLY, event_types, load_recording, replay_pure, tool_result
 
 from agentcore.providers import openai_responses as wire
 from agentcore.providers.base import ProviderError, StreamWriter
@@ -45,15 +45,6 @@ MINI = Model(
     input=("text", "image"),
     cost=ModelCost(0.15, 0.6, 0.08, 0),
 )
-MULTIPLY = {
-    "name": "multiply",
-    "description": "Multiply two numbers.",
-    "parameters": {
-        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-        "required": ["a", "b"],
-        "type": "object",
-    },
-}
 
 
 def _replay(name: str, turn: int = 0, model: Model = GPT55, tier=None):
@@ -355,7 +346,7 @@ def test_interleaved_items_are_kept_apart_by_output_index():  # upstream: blocks
 # --------------------------------------------------------------------------- over HTTP (local server)
 
 from _servers import Reply, ScriptedServer  # noqa: E402
-from _wire_replay import first_user_text, run_stream  # noqa: E402
+from _wire_replay import first_user_text, responses_tool_results, run_stream  # noqa: E402
 
 
 def _served(server, **kw):
@@ -407,13 +398,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             ]
             assert sent["reasoning"]["effort"] == recorded["reasoning"]["effort"]
             messages.append(result)
-            if turn + 1 < len(rec["interactions"]):
-                outputs = {
-                    i["call_id"]: i["output"]
-                    for i in rec["interactions"][turn + 1]["request"]["body"]["input"]
-                    if i.get("type") == "function_call_output"
-                }
-                messages.extend(tool_result(call, outputs[call.id.split("|")[0]]) for call in result.tool_calls)
+            messages.extend(responses_tool_results(rec, turn, result))
 
 
 def test_http_error_uses_openai_error_message():  # spec §9 OpenAI-style errors

@@ -71,7 +71,7 @@ def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> A
             model,
             f'No provider registered for api "{model.api}": set Model.api to one of '
             "openai-completions, openai-responses, anthropic-messages, "
-            "google-generative-ai, or install the plugin that provides it "
+            "google-generative-ai, azure-openai-responses, or install the plugin that provides it "
             "(see `agentcore plugins`).",
         )
     return provider.stream(model, context, **options)

@@ -24,6 +24,7 @@ BUILTIN_WIRE_APIS: Dict[str, Tuple[str, str]] = {
     "openai-responses": ("agentcore.providers.openai_responses", "OpenAIResponsesProvider"),
     "anthropic-messages": ("agentcore.providers.anthropic", "AnthropicProvider"),
     "google-generative-ai": ("agentcore.providers.google", "GoogleProvider"),
+    "azure-openai-responses": ("agentcore.providers.azure", "AzureOpenAIResponsesProvider"),
 }
 
 _instances: Dict[str, Any] = {}
@@ -46,7 +47,7 @@ def builtin_provider(api: str) -> Optional[Any]:
 
 @hookimpl
 def register_providers(register: Callable[[Any], None]) -> None:
-    """Register the four built-in wire APIs."""
+    """Register the built-in wire APIs (:data:`BUILTIN_WIRE_APIS`)."""
     for api in BUILTIN_WIRE_APIS:
         try:
             provider = builtin_provider(api)

@@ -58,6 +58,7 @@ __all__ = [
     "get_env_api_key",
     "resolve_api_key",
     "merge_headers",
+    "expand_url_variables",
     "sanitize_surrogates",
     "tool_specs",
     "parse_json_event",
@@ -111,8 +112,18 @@ ENV_API_KEYS: Dict[str, Tuple[str, ...]] = {
     "opencode-go": ("OPENCODE_API_KEY",),
     "kimi-coding": ("KIMI_API_KEY",),
     "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "azure-openai": ("AZURE_OPENAI_API_KEY",),  # chat completions on Azure deployments
     "github-copilot": ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
     "deepseek": ("DEEPSEEK_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "moonshotai-cn": ("MOONSHOT_API_KEY",),
+    "cloudflare-workers-ai": ("CLOUDFLARE_API_KEY",),
+    "cloudflare-ai-gateway": ("CLOUDFLARE_API_KEY",),
+    "xiaomi": ("XIAOMI_API_KEY",),
+    "xiaomi-token-plan-cn": ("XIAOMI_TOKEN_PLAN_CN_API_KEY",),
+    "xiaomi-token-plan-ams": ("XIAOMI_TOKEN_PLAN_AMS_API_KEY",),
+    "xiaomi-token-plan-sgp": ("XIAOMI_TOKEN_PLAN_SGP_API_KEY",),
     "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
     "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
 }
@@ -169,6 +180,27 @@ def resolve_api_key(provider: str, explicit: Optional[str] = None) -> Optional[s
 
 
 # --------------------------------------------------------------------------- small helpers
+
+_URL_VARIABLE = re.compile(r"\{([A-Z][A-Z0-9_]*)\}")
+
+
+def expand_url_variables(url: str, model: Any = None, env: Optional[Mapping[str, str]] = None) -> str:
+    """``url`` with each ``{NAME}`` (an upper-case environment variable name) replaced by its value.
+
+    Catalog base URLs name per-account parts this way (Cloudflare's
+    ``.../accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1``). Raises :class:`ProviderError` naming the
+    model and the variables to set when one is unset; lower-case placeholders are left alone.
+    """
+    if "{" not in url:
+        return url
+    env = os.environ if env is None else env
+    missing = [name for name in _URL_VARIABLE.findall(url) if not env.get(name)]
+    if missing:
+        label = f"{model.provider}/{model.id}" if model is not None else "this model"
+        names = ", ".join(dict.fromkeys(missing))
+        raise ProviderError(f"the base URL of {label} needs {names}: set it in the environment ({url})")
+    return _URL_VARIABLE.sub(lambda match: env[match.group(1)], url)
+
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -439,6 +471,17 @@ class WireProvider:
     ) -> WireHandler:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def describe_failure(
+        self, exc: BaseException, model: Model, options: Dict[str, Any], api_key: Optional[str]
+    ) -> str:
+        """The ``error_message`` of a stream that failed with ``exc`` (:func:`describe_error`).
+
+        A wire module may add what it knows about the request (Azure names the deployment and
+        resource of a 404). ``api_key`` is the credential used, or None; whatever this returns is
+        redacted afterwards, so an echoed key never reaches the message.
+        """
+        return describe_error(exc)
+
     def stream(self, model: Model, context: Any, **options: Any) -> ProviderStream:
         """Stream one response; iterate the result for events, ``result()`` for the final message."""
         return ProviderStream(self._run(model, context, options))
@@ -468,11 +511,13 @@ class WireProvider:
         listener = None
         fully_read = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
+        api_key: Optional[str] = None
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
             if api_key:
                 secrets.append(api_key)
             request = self.build_request(model, context, options, api_key)
+            request.url = expand_url_variables(request.url, model)
             body = request.body
             on_payload = options.get("on_payload")
             if on_payload is not None:
@@ -542,7 +587,9 @@ class WireProvider:
                 pending.clear()
             aborted = signal is not None and bool(getattr(signal, "aborted", False))
             output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            output.error_message = (
+                ABORTED_MESSAGE if aborted else redact(self.describe_failure(exc, model, options, api_key), secrets)
+            )
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there

@@ -62,6 +62,7 @@ API = "openai-completions"
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _TOOL_RESULT_IMAGES_TEXT = "Attached image(s) from tool result:"
 _BRIDGE_TEXT = "I have processed the tool results."
+_AZURE_PROVIDERS = ("azure-openai", "azure-openai-responses")  # azure.AZURE_PROVIDERS, without its import
 
 DEFAULT_COMPAT: Dict[str, Any] = {
     "supportsStore": True,
@@ -619,9 +620,23 @@ class OpenAICompletionsProvider(WireProvider):
     def build_request(self, model: Model, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         compat = resolve_compat(model)
         url = (model.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
-        return WireRequest(
+        request = WireRequest(
             url, build_headers(model, context, api_key), build_request_body(model, context, options, compat)
         )
+        if compat.get("azure") is True or model.provider in _AZURE_PROVIDERS:  # an Azure deployment
+            from . import azure
+
+            request = azure.adapt_completions_request(request, model, options, api_key)
+        return request
+
+    def describe_failure(
+        self, exc: BaseException, model: Model, options: Dict[str, Any], api_key: Optional[str]
+    ) -> str:
+        from . import azure
+
+        if azure.is_azure(model):
+            return azure.explain_failure(exc, model, options, api_key)
+        return super().describe_failure(exc, model, options, api_key)
 
     def new_handler(self, model: Model, writer: StreamWriter, options: Dict[str, Any]) -> WireHandler:
         return CompletionsHandler(model, writer)

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 API = "openai-responses"
-_ID_NORMALIZING_PROVIDERS = frozenset({"openai", "openai-codex", "opencode"})
+_ID_NORMALIZING_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure-openai-responses"})
 _SERVICE_TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
 
 

@@ -1,0 +1,198 @@
+"""The user's own ``models.json``: models added to (or changed in) the catalog without code.
+
+Where: ``$AGENTCORE_MODELS`` (a path; set it empty to use no file), else
+``~/.agentcore/models.json`` (the directory that also holds the CLI's sessions). A missing file
+means no user models. The file is read when the model registry is first built (``get_model``,
+``models()``, ``agentcore models``), never at ``import agentcore``.
+
+The format (keys as in the catalog, the reference's JSON shape)::
+
+    {"models": [{"id": "llama3.2", "provider": "ollama", "api": "openai-completions",
+                 "baseUrl": "http://127.0.0.1:11434/v1", "contextWindow": 32768},
+                {"provider": "openai", "id": "gpt-4o", "baseUrl": "https://proxy.example/v1"}],
+     "providers": {"my-vllm": {"api": "openai-completions", "baseUrl": "http://gpu:8000/v1",
+                               "models": [{"id": "Qwen/Qwen3-8B", "reasoning": true}]}}}
+
+An entry whose ``provider/id`` is in the shipped catalog is merged over the catalog's entry (the
+keys given replace the catalog's; ``cost`` is merged price by price), so one line re-points a
+catalog model. Any other entry is a new model and needs ``id``, ``provider`` and ``api``. Under
+``providers``, ``api``, ``baseUrl``, ``headers`` and ``compat`` are defaults for that provider's
+models. Entries are registered by this built-in plugin after every installed plugin, so they win.
+
+A malformed file raises :class:`UserModelsError` naming the file and the entry (``models[2]
+(ollama/llama3)``); through the registry the error is reported like any failing plugin (a warning,
+``agentcore plugins``), the catalog stays usable, and none of the file's models is registered.
+API keys do not belong in the file (``apiKey`` is refused): use the provider's environment
+variable, ``api_key=`` or ``get_api_key``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ..hookspecs import hookimpl
+from ..types import Model
+
+__all__ = ["MODELS_ENV", "UserModelsError", "user_models_path", "load_user_models", "register_models"]
+
+MODELS_ENV = "AGENTCORE_MODELS"
+
+_STRINGS = ("id", "name", "api", "provider", "baseUrl")
+_COUNTS = ("contextWindow", "maxTokens")
+_PRICES = ("input", "output", "cacheRead", "cacheWrite")
+_MAPPINGS = ("headers", "compat", "thinkingLevelMap")
+_ENTRY_KEYS = frozenset(_STRINGS + _COUNTS + _MAPPINGS + ("reasoning", "input", "cost"))
+_PROVIDER_KEYS = frozenset({"api", "baseUrl", "headers", "compat", "models"})
+_INPUTS = frozenset({"text", "image"})
+
+
+class UserModelsError(ValueError):
+    """The user's models file is malformed; the message names the file and the entry."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+
+
+def user_models_path(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:
+    """``$AGENTCORE_MODELS``, else ``~/.agentcore/models.json``; None when the variable is empty."""
+    env = os.environ if env is None else env
+    if MODELS_ENV in env:
+        value = env[MODELS_ENV].strip()
+        return Path(value).expanduser() if value else None
+    return Path.home() / ".agentcore" / "models.json"
+
+
+def load_user_models(path: Optional[Path] = None) -> List[Model]:
+    """The models of the user's file (``path`` or :func:`user_models_path`), in file order.
+
+    Returns ``[]`` when there is no file. Raises :class:`UserModelsError` for unreadable or
+    invalid JSON, and for an entry that is not a model (naming the entry and the field).
+    """
+    if path is None:
+        path = user_models_path()
+        if path is None:
+            return []
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserModelsError(path, f"cannot be read: {exc}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise UserModelsError(path, f"is not valid JSON: {exc}") from None
+    return [_model(path, label, entry) for label, entry in _entries(path, document)]
+
+
+def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
+    """``(label, entry dict with provider defaults applied)`` for every entry of the document."""
+    if isinstance(document, list):
+        document = {"models": document}
+    if not isinstance(document, dict):
+        raise UserModelsError(path, 'must be a JSON object with "models" and/or "providers"')
+    unknown = sorted(set(document) - {"models", "providers"})
+    if unknown:
+        raise UserModelsError(path, f'unknown top-level key(s) {unknown}: use "models" and/or "providers"')
+    out: List[Tuple[str, Any]] = []
+    models = document.get("models", [])
+    if not isinstance(models, list):
+        raise UserModelsError(path, '"models" must be a list of model objects')
+    out.extend((f"models[{i}]", entry) for i, entry in enumerate(models))
+    providers = document.get("providers", {})
+    if not isinstance(providers, dict):
+        raise UserModelsError(path, '"providers" must be an object: provider name -> settings')
+    for name, settings in providers.items():
+        where = f"providers[{name!r}]"
+        if not isinstance(settings, dict):
+            raise UserModelsError(path, f"{where} must be an object")
+        if "apiKey" in settings:
+            raise UserModelsError(path, f"{where}: API keys do not belong in models.json; {_KEY_HINT}")
+        bad = sorted(set(settings) - _PROVIDER_KEYS)
+        if bad:
+            raise UserModelsError(path, f"{where}: unknown key(s) {bad}; allowed: {sorted(_PROVIDER_KEYS)}")
+        entries = settings.get("models", [])
+        if not isinstance(entries, list):
+            raise UserModelsError(path, f'{where}["models"] must be a list of model objects')
+        defaults = {k: v for k, v in settings.items() if k != "models"}
+        for i, entry in enumerate(entries):
+            if isinstance(entry, dict):
+                entry = {**defaults, "provider": name, **entry}
+            out.append((f'{where}["models"][{i}]', entry))
+    return out
+
+
+_KEY_HINT = "set the provider's environment variable, or pass api_key= or get_api_key"
+
+
+def _model(path: Path, label: str, entry: Any) -> Model:
+    if not isinstance(entry, dict):
+        raise UserModelsError(path, f"{label} must be a JSON object, got {type(entry).__name__}")
+    name = f"{label} ({entry.get('provider', '?')}/{entry.get('id', '?')})"
+
+    def fail(message: str) -> UserModelsError:
+        return UserModelsError(path, f"{name}: {message}")
+
+    if "apiKey" in entry:
+        raise fail(f"API keys do not belong in models.json; {_KEY_HINT}")
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise fail(f"unknown key(s) {unknown}; allowed: {sorted(_ENTRY_KEYS)}")
+    for key in ("id", "provider"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise fail(f'"{key}" is required (a non-empty string)')
+    from .models import find_model
+
+    base = find_model(entry["provider"], entry["id"])
+    if base is not None:
+        merged = base.to_dict()
+        merged.update(entry)
+        if isinstance(entry.get("cost"), dict):
+            merged["cost"] = {**base.to_dict()["cost"], **entry["cost"]}
+        entry = merged
+    elif not isinstance(entry.get("api"), str) or not entry["api"].strip():
+        raise fail('"api" is required for a model that is not in the catalog (e.g. "openai-completions")')
+    _check_fields(entry, fail)
+    return Model.from_dict(entry)
+
+
+def _check_fields(entry: Dict[str, Any], fail: Callable[[str], UserModelsError]) -> None:
+    for key in _STRINGS:
+        if key in entry and not isinstance(entry[key], str):
+            raise fail(f'"{key}" must be a string, got {entry[key]!r}')
+    for key in _COUNTS:
+        value = entry.get(key)
+        if key in entry and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise fail(f'"{key}" must be a positive integer, got {value!r}')
+    if "reasoning" in entry and not isinstance(entry["reasoning"], bool):
+        raise fail(f'"reasoning" must be true or false, got {entry["reasoning"]!r}')
+    kinds = entry.get("input", ["text"])
+    if not isinstance(kinds, list) or not kinds or not set(kinds) <= _INPUTS:
+        raise fail(f'"input" must be a list of "text" and "image", got {kinds!r}')
+    cost = entry.get("cost", {})
+    if not isinstance(cost, dict):
+        raise fail(f'"cost" must be an object of prices (USD per million tokens), got {cost!r}')
+    for price, value in cost.items():
+        if price not in _PRICES:
+            raise fail(f'"cost" has unknown price {price!r}; allowed: {list(_PRICES)}')
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise fail(f'"cost.{price}" must be a number >= 0, got {value!r}')
+    for key in _MAPPINGS:
+        if entry.get(key) is not None and not isinstance(entry[key], dict):
+            raise fail(f'"{key}" must be an object, got {type(entry[key]).__name__}')  # never echo headers
+    for header, value in (entry.get("headers") or {}).items():
+        if not isinstance(value, str):
+            raise fail(f'header "{header}" must be a string')
+
+
+@hookimpl
+def register_models(register: Callable[[Any], None]) -> None:
+    """Register the models of the user's file (see the module docstring); raises
+    :class:`UserModelsError` for a malformed file, before registering any of them."""
+    for model in load_user_models():
+        register(model)
