@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from ._attach import Attachments, attach_command, check_model_input, prompt_with
+from ._context import ContextFile, describe_context
 from ._render import TextPrinter, run_outcome
 from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
 from ._usage import count_usage
@@ -25,6 +27,8 @@ COMMANDS: Dict[str, str] = {
     "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N "
     "(saved in the session with the next prompt)",
     "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
+    "/attach [PATH|clear]": "send a file (image or text) with the next prompt; no PATH lists them",
+    "/context": "the AGENTS.md/CLAUDE.md files in the system prompt, with their sizes",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
 }
@@ -63,6 +67,8 @@ class Chat:
         self._pending_branch: Optional[str] = None
         self._view_leaf: Optional[str] = None  # the leaf the pending move goes to (None: the root)
         self.interactive = _isatty(stdin) and _isatty(out)
+        self.attachments = Attachments()  # -a and /attach: sent with the next prompt
+        self.context_files: List[ContextFile] = []  # the project context (cmd_chat loads it)
         self._handlers: Dict[str, Callable[[str], Any]] = {
             "/model": self._model,
             "/tools": self._tools,
@@ -70,6 +76,8 @@ class Chat:
             "/session": self._session,
             "/branch": self._branch,
             "/compact": self._compact,
+            "/attach": self._attach,
+            "/context": lambda _: self._say(describe_context(self.context_files)),
             "/help": self._help,
             "/quit": lambda _: _QUIT,
             "/exit": lambda _: _QUIT,
@@ -135,11 +143,18 @@ class Chat:
         return line if line else None
 
     def _prompt(self, line: str) -> None:
+        attached = self.attachments
+        try:
+            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local")
+        except UsageError as exc:
+            self._say(f"{exc}. Not sent: /model switches, /attach clear drops the attachments")
+            return
         self._apply_branch()
         try:
             if self.approver is not None:
                 self.approver.settle(self.agent, [])  # calls a resumed session left waiting
-            new = self.agent.prompt(line)
+            self.attachments = Attachments()
+            new = self.agent.prompt(prompt_with(attached, line), attached.images or None)
             if self.approver is not None:
                 new = self.approver.settle(self.agent, new)
         except KeyboardInterrupt:
@@ -197,6 +212,10 @@ class Chat:
                 self.approver.require_approval(self.agent)
         names = [getattr(t, "name", str(t)) for t in self.agent.tools]
         self._say("tools: " + (", ".join(names) if names else "none"))
+
+    def _attach(self, arg: str) -> None:
+        self.attachments, shown = attach_command(self.attachments, arg)
+        self._say(shown)
 
     def _thinking(self, level: str) -> None:
         if level:

@@ -1,0 +1,201 @@
+"""What goes into a prompt from the command line (issue 18): ``-a/--attach`` files and images,
+the project context files (AGENTS.md/CLAUDE.md) in the system prompt, and the did-you-mean of a
+mistyped ``--model``/``/model``. The request a local server receives is checked, so what the
+model sees is what is asserted."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from _servers import ScriptedServer
+from test_cli import agentcore, answer, env, local  # noqa: F401 - env is a fixture
+
+from agentcore.cli import _attach, main
+
+# the smallest valid images of each kind (their magic numbers are what counts)
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
+JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + b"\x00" * 8
+GIF = b"GIF89a\x01\x00\x01\x00\x00\x00\x00;"
+WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8 " + b"\x00" * 14
+VISION = ["--model", "groq/meta-llama/llama-4-scout-17b-16e-instruct"]  # openai-completions, image input
+TEXT_ONLY = ["--model", "groq/llama-3.3-70b-versatile"]  # openai-completions, text input only
+
+
+def _vision_env(env: Dict[str, str]) -> Dict[str, str]:
+    return {**env, "GROQ_API_KEY": "gsk-test"}
+
+
+def _user_content(server: ScriptedServer) -> List[Dict[str, Any]]:
+    content = server.requests[0].json()["messages"][-1]["content"]
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]
+
+
+def _run(*argv: str, stdin: str = "") -> "tuple[int, str, str]":
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+# --------------------------------------------------------------------------- --attach
+
+
+@pytest.mark.parametrize(
+    "data, mime", [(PNG, "image/png"), (JPEG, "image/jpeg"), (GIF, "image/gif"), (WEBP, "image/webp")]
+)
+def test_attach_sniffs_the_image_type_from_the_bytes_not_the_name(data, mime, tmp_path):
+    path = tmp_path / "picture.txt"  # a misleading suffix: the bytes decide
+    path.write_bytes(data)
+    attached = _attach.read_attachment(str(path))
+    assert attached.image is not None and attached.text is None
+    assert attached.image.mime_type == mime
+    assert base64.b64decode(attached.image.data) == data
+
+
+def test_attach_sends_the_image_and_the_text_file_to_the_server(env, tmp_path):
+    (tmp_path / "shot.dat").write_bytes(PNG)
+    (tmp_path / "notes.md").write_text("# Notes\nthe build is red\n", encoding="utf-8")
+    with ScriptedServer([answer("I see it")]) as server:
+        done = agentcore(
+            "run", "--base-url", server.url + "/v1", *VISION, "-a", "shot.dat", "--attach", "notes.md",
+            "what is wrong?", env=_vision_env(env), cwd=tmp_path,
+        )  # fmt: skip
+        content = _user_content(server)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "I see it\n"
+    text = "".join(part.get("text", "") for part in content if part["type"] == "text")
+    notes = str(tmp_path / "notes.md")
+    assert f'<file name="{notes}">\n# Notes\nthe build is red\n</file>\n' in text
+    assert f'<file name="{tmp_path / "shot.dat"}"></file>\n' in text
+    assert text.endswith("what is wrong?")
+    assert text.index("shot.dat") < text.index("notes.md") < text.index("what is wrong?")  # command-line order
+    images = [part for part in content if part["type"] == "image_url"]
+    assert images == [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}
+    ]
+
+
+def test_attach_dash_reads_stdin_bytes_as_the_attachment(env, tmp_path):
+    with ScriptedServer([answer("a tiny image")]) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", "run", "--base-url", server.url + "/v1", *VISION, "-a", "-", "describe"],
+            input=PNG, capture_output=True, env=_vision_env(env), cwd=str(tmp_path), timeout=60,
+        )  # fmt: skip
+        content = _user_content(server)
+    assert done.returncode == 0, done.stderr
+    assert any(part["type"] == "image_url" and base64.b64encode(PNG).decode() in json.dumps(part) for part in content)
+    assert '<file name="<stdin>"></file>\ndescribe' in content[0]["text"]
+
+
+def test_attach_dash_with_text_on_stdin_keeps_the_prompt_words(env, tmp_path):
+    with ScriptedServer([answer("ok")]) as server:
+        done = agentcore(
+            "run", *local(server), "-a", "-", "summarise", env=env, stdin="line one\nline two\n", cwd=tmp_path
+        )
+        text = _user_content(server)[0]["text"]
+    assert done.returncode == 0, done.stderr
+    assert text == '<file name="<stdin>">\nline one\nline two\n</file>\nsummarise'
+
+
+def test_an_image_for_a_text_only_model_is_refused_before_anything_is_sent(env, tmp_path):
+    (tmp_path / "shot.png").write_bytes(PNG)
+    with ScriptedServer([answer("never")]) as server:
+        done = agentcore(
+            "run", "--base-url", server.url + "/v1", *TEXT_ONLY, "-a", "shot.png", "what is it?",
+            env=_vision_env(env), cwd=tmp_path,
+        )  # fmt: skip
+        assert server.requests == []
+    assert done.returncode == 2
+    assert "shot.png" in done.stderr and "groq/llama-3.3-70b-versatile takes no image input" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_image_for_a_local_server_model_is_sent(env, tmp_path):
+    """A model the catalog does not know (``--base-url`` with a bare id) declares no input: the
+    image is sent and the server decides."""
+    (tmp_path / "shot.png").write_bytes(PNG)
+    with ScriptedServer([answer("a pixel")]) as server:
+        done = agentcore("run", *local(server), "-a", "shot.png", "what is it?", env=env, cwd=tmp_path)
+        content = _user_content(server)
+    assert done.returncode == 0, done.stderr
+    assert [part["type"] for part in content] == ["text", "image_url"]
+
+
+@pytest.mark.parametrize(
+    "data, named",
+    [
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "application/pdf"),
+        (b"PK\x03\x04\x14\x00\x00\x00", "application/zip"),
+        (b"\x00\x01\x02\x03binary", "binary data"),
+        (b"caf\xe9 latin-1", "binary data"),
+    ],
+)
+def test_attach_of_a_file_that_is_neither_image_nor_text_names_the_file_and_type(data, named, tmp_path):
+    path = tmp_path / "report.png"  # the suffix lies; the message names what the bytes are
+    path.write_bytes(data)
+    status, out, err = _run("run", "--model", "scripted", "-a", str(path), "read it")
+    assert status == 2 and out == ""
+    assert "report.png" in err and named in err and "Traceback" not in err
+
+
+def test_attach_of_a_missing_file_a_directory_or_too_large_a_file_is_a_clear_error(tmp_path, monkeypatch):
+    status, _, err = _run("run", "--model", "scripted", "-a", str(tmp_path / "nope.txt"), "x")
+    assert status == 2 and "nope.txt" in err and "no such file" in err
+    status, _, err = _run("run", "--model", "scripted", "-a", str(tmp_path), "x")
+    assert status == 2 and "is a directory" in err
+    monkeypatch.setattr(_attach, "MAX_ATTACHMENT_BYTES", 10)
+    (tmp_path / "big.txt").write_text("x" * 11, encoding="utf-8")
+    status, _, err = _run("run", "--model", "scripted", "-a", str(tmp_path / "big.txt"), "x")
+    assert status == 2 and "big.txt" in err and "larger than the limit" in err
+    (tmp_path / "ok.txt").write_text("x" * 10, encoding="utf-8")
+    status, out, _ = _run("run", "--model", "scripted", "-a", str(tmp_path / "ok.txt"), "x")
+    assert status == 0 and "xxxxxxxxxx" in out
+
+
+def test_attach_dash_is_refused_by_chat_and_twice_by_run():
+    status, _, err = _run("chat", "--model", "scripted", "-a", "-")
+    assert status == 2 and "--attach - is for run" in err
+    status, _, err = _run("run", "--model", "scripted", "-a", "-", "-a", "-", "x", stdin="text")
+    assert status == 2 and "only once" in err
+    status, _, err = _run("run", "--model", "scripted", "-a", "-", "-", stdin="text")
+    assert status == 2 and "both want stdin" in err
+
+
+def test_chat_attach_goes_with_the_next_prompt_only(env, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha file\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("beta file\n", encoding="utf-8")
+    lines = "/attach b.txt\n/attach\nfirst\nsecond\n/attach missing.txt\n/attach clear\n"
+    with ScriptedServer([answer("one"), answer("two")]) as server:
+        done = agentcore("chat", *local(server), "-a", "a.txt", env=env, stdin=lines, cwd=tmp_path)
+        first = json.dumps(server.requests[0].json()["messages"][-1])
+        second = json.dumps(server.requests[1].json()["messages"][-1])
+    assert done.returncode == 0, done.stderr
+    assert "alpha file" in first and "beta file" in first and first.index("a.txt") < first.index("b.txt")
+    assert "alpha file" not in second and "beta file" not in second and "second" in second
+    assert "with the next prompt: a.txt (11 bytes, text), b.txt (10 bytes, text)" in done.stdout
+    assert "missing.txt: no such file" in done.stdout
+    assert "no attachments" in done.stdout
+
+
+def test_chat_image_for_a_text_only_model_is_not_sent_and_kept(env, tmp_path):
+    (tmp_path / "shot.png").write_bytes(PNG)
+    status, _, err = _run("chat", "--model", "scripted", "-a", str(tmp_path / "shot.png"))
+    assert status == 2 and "takes no image input" in err  # at start: before anything is sent
+    with ScriptedServer([answer("text only")]) as server:
+        done = agentcore(
+            "chat", "--base-url", server.url + "/v1", *TEXT_ONLY, env=_vision_env(env), cwd=tmp_path,
+            stdin="/attach shot.png\nwhat is it?\n/attach clear\nwhat is it?\n",
+        )  # fmt: skip
+        sent = [r.json()["messages"][-1] for r in server.requests]
+    assert done.returncode == 0, done.stderr
+    assert "takes no image input" in done.stdout and "Not sent" in done.stdout
+    assert len(sent) == 1 and "image_url" not in json.dumps(sent)
