@@ -8,15 +8,14 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
+import test_cli
 from _servers import ScriptedServer
-from test_cli import agentcore, answer, env, local  # noqa: F401 - env is a fixture
+from test_cli import agentcore, answer, local
 
 from agentcore.cli import _attach, main
 
@@ -27,6 +26,7 @@ PNG = base64.b64decode(
 JPEG = b"\xff\xd8\xff\xe0\x00\x10JFIF\x00\x01" + b"\x00" * 8
 GIF = b"GIF89a\x01\x00\x01\x00\x00\x00\x00;"
 WEBP = b"RIFF\x1a\x00\x00\x00WEBPVP8 " + b"\x00" * 14
+env = test_cli.env  # the clean-environment fixture of the CLI tests
 VISION = ["--model", "groq/meta-llama/llama-4-scout-17b-16e-instruct"]  # openai-completions, image input
 TEXT_ONLY = ["--model", "groq/llama-3.3-70b-versatile"]  # openai-completions, text input only
 
@@ -40,7 +40,7 @@ def _user_content(server: ScriptedServer) -> List[Dict[str, Any]]:
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
-def _run(*argv: str, stdin: str = "") -> "tuple[int, str, str]":
+def _run(*argv: str, stdin: str = "") -> Tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     status = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
     return status, out.getvalue(), err.getvalue()
