@@ -199,3 +199,96 @@ def test_chat_image_for_a_text_only_model_is_not_sent_and_kept(env, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "takes no image input" in done.stdout and "Not sent" in done.stdout
     assert len(sent) == 1 and "image_url" not in json.dumps(sent)
+
+
+# --------------------------------------------------------------------------- project context
+
+
+def _system(server: ScriptedServer, n: int = 0) -> str:
+    first = server.requests[n].json()["messages"][0]
+    return str(first["content"]) if first["role"] in ("system", "developer") else ""
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """``outer/AGENTS.md`` above a repository ``outer/repo`` (.git) with ``AGENTS.md`` at its
+    root, ``CLAUDE.md`` in ``pkg`` and both names in ``pkg/deep`` (the working directory)."""
+    root = tmp_path / "outer" / "repo"
+    deep = root / "pkg" / "deep"
+    deep.mkdir(parents=True)
+    (root / ".git").mkdir()
+    (tmp_path / "outer" / "AGENTS.md").write_text("OUTSIDE THE REPO", encoding="utf-8")
+    (root / "AGENTS.md").write_text("ROOT RULES", encoding="utf-8")
+    (root / "pkg" / "CLAUDE.md").write_text("PKG RULES", encoding="utf-8")
+    (deep / "AGENTS.md").write_text("DEEP RULES", encoding="utf-8")
+    (deep / "CLAUDE.md").write_text("HIDDEN BY AGENTS.md", encoding="utf-8")
+    return deep
+
+
+def test_chat_adds_the_context_files_from_the_repository_root_to_cwd(env, repo):
+    with ScriptedServer([answer("ok")]) as server:
+        done = agentcore("chat", *local(server), "--system", "Be terse.", env=env, stdin="hi\n/context\n", cwd=repo)
+        system = _system(server)
+    assert done.returncode == 0, done.stderr
+    root = repo.parents[1]
+    assert system == (
+        "Be terse.\n\n# Project context\n\n"
+        "Instructions and guidelines for this project, from its context files:\n\n"
+        f"## {root / 'AGENTS.md'}\n\nROOT RULES\n\n"
+        f"## {root / 'pkg' / 'CLAUDE.md'}\n\nPKG RULES\n\n"
+        f"## {repo / 'AGENTS.md'}\n\nDEEP RULES\n"
+    )
+    assert "OUTSIDE THE REPO" not in system and "HIDDEN" not in system
+    assert f"  {root / 'AGENTS.md'} (10 bytes)\n  {root / 'pkg' / 'CLAUDE.md'} (9 bytes)" in done.stdout
+    assert "context: 3 files" in done.stderr  # the banner says it
+
+
+def test_run_adds_context_only_with_tools_and_no_context_turns_it_off(env, repo):
+    with ScriptedServer([answer("one"), answer("two"), answer("three")]) as server:
+        plain = agentcore("run", *local(server), "hi", env=env, cwd=repo)
+        tools = agentcore("run", *local(server), "--tools", "ls", "hi", env=env, cwd=repo)
+        off = agentcore("run", *local(server), "--tools", "ls", "--no-context", "hi", env=env, cwd=repo)
+        systems = [_system(server, n) for n in range(3)]
+    assert (plain.returncode, tools.returncode, off.returncode) == (0, 0, 0), tools.stderr
+    assert "ROOT RULES" not in systems[0]
+    assert systems[1].startswith("# Project context") and "DEEP RULES" in systems[1]
+    assert "ROOT RULES" not in systems[2]
+
+
+def test_chat_no_context_and_the_context_command(env, repo):
+    with ScriptedServer([answer("ok")]) as server:
+        done = agentcore("chat", *local(server), "--no-context", env=env, stdin="hi\n/context\n", cwd=repo)
+        system = _system(server)
+    assert done.returncode == 0, done.stderr
+    assert "RULES" not in system
+    assert "no project context loaded" in done.stdout
+
+
+def test_outside_a_repository_the_walk_stops_at_home(tmp_path):
+    from agentcore.cli._context import find_context_files
+
+    home = tmp_path / "home"
+    project = home / "work" / "project"
+    project.mkdir(parents=True)
+    (tmp_path / "AGENTS.md").write_text("ABOVE HOME", encoding="utf-8")
+    (home / "AGENTS.md").write_text("HOME RULES", encoding="utf-8")
+    (project / "AGENTS.md").write_text("PROJECT RULES", encoding="utf-8")
+    found = find_context_files(str(project), home=str(home))
+    assert [f.text for f in found] == ["HOME RULES", "PROJECT RULES"]
+    # a directory outside $HOME walks to the filesystem root; tmp_path's file is found on the way
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert "ABOVE HOME" in [f.text for f in find_context_files(str(other), home=str(home))]
+
+
+def test_an_unreadable_or_binary_context_file_is_skipped_with_a_notice(tmp_path):
+    from agentcore.cli import _context
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_bytes(b"caf\xe9")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "AGENTS.md").write_text("x" * (_context.MAX_CONTEXT_BYTES + 1), encoding="utf-8")
+    notes: List[str] = []
+    assert _context.find_context_files(str(sub), home="", note=notes.append) == []
+    assert len(notes) == 2 and "not UTF-8 text" in notes[1] and "larger than" in notes[0]

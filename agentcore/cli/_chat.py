@@ -171,8 +171,10 @@ class Chat:
         model = self.agent.model
         tools = ", ".join(t.name for t in self.agent.tools) or "none"
         where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
+        files = len(self.context_files)
+        context = f", context: {files} file{'s' if files != 1 else ''} (/context)" if files else ""
         self.err.write(
-            f"agentcore chat: model {model.key}, tools: {tools}, {where}. "
+            f"agentcore chat: model {model.key}, tools: {tools}, {where}{context}. "
             "/help lists commands, /quit or Ctrl-D leaves.\n"
         )
         self.err.flush()
