@@ -292,3 +292,66 @@ def test_an_unreadable_or_binary_context_file_is_skipped_with_a_notice(tmp_path)
     notes: List[str] = []
     assert _context.find_context_files(str(sub), home="", note=notes.append) == []
     assert len(notes) == 2 and "not UTF-8 text" in notes[1] and "larger than" in notes[0]
+
+
+# --------------------------------------------------------------------------- model typos
+
+
+@pytest.mark.parametrize(
+    "typed, suggested",
+    [
+        ("gpt-4o-mnii", "openai/gpt-4o-mini"),  # a bare id, two letters swapped
+        ("openai/gpt-4o-mnii", "openai/gpt-4o-mini"),
+        ("anthropic/claude-sonnet-4.5", "anthropic/claude-sonnet-4-5"),
+        ("sonnet", "claude-sonnet"),  # a fragment: the names containing it
+    ],
+)
+def test_a_mistyped_model_is_a_usage_error_with_a_did_you_mean(typed, suggested):
+    status, out, err = _run("run", "--model", typed, "hi")
+    assert status == 2 and out == ""
+    assert f"unknown model {typed!r} (did you mean" in err and suggested in err
+
+
+def test_local_id_without_base_url_says_what_is_missing():
+    status, _, err = _run("run", "--model", "local/llama3", "hi")
+    assert status == 2 and "needs --base-url URL" in err
+
+
+def test_the_did_you_mean_includes_the_users_aliases(monkeypatch):
+    import types
+
+    fake = types.ModuleType("agentcore.cli._aliases")
+    fake.load_aliases = lambda: {"fastcoder": "groq/llama-3.3-70b-versatile"}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "agentcore.cli._aliases", fake)
+    status, _, err = _run("run", "--model", "fastcodr", "hi")
+    assert status == 2 and "'fastcoder'" in err
+
+
+def test_chat_model_typo_shows_a_did_you_mean_and_keeps_the_model(env, tmp_path):
+    with ScriptedServer([answer("still here")]) as server:
+        done = agentcore(
+            "chat", *local(server), env=env, cwd=tmp_path, stdin="/model gpt-4o-mnii\n/model openai/gpt-4o-mni\nhi\n"
+        )
+        sent = server.requests[0].json()["model"]
+    assert done.returncode == 0, done.stderr
+    # with --base-url a bare id may be the server's own name: sent as given, but said out loud
+    assert "[model 'gpt-4o-mnii' is not in the catalog" in done.stdout and "'openai/gpt-4o-mini'" in done.stdout
+    assert "model: local/openai/gpt-4o-mni" in done.stdout
+    assert sent == "openai/gpt-4o-mni"
+    status, out, _ = _run("chat", "--model", "scripted", stdin="/model gpt-4o-mnii\n/model\n")
+    assert status == 0
+    assert "unknown model 'gpt-4o-mnii' (did you mean 'openai/gpt-4o-mini'" in out
+    assert "model: scripted/scripted-demo" in out  # unchanged
+
+
+def test_base_url_with_a_near_catalog_id_is_sent_with_a_notice(env, tmp_path):
+    with ScriptedServer([answer("ok"), answer("ok")]) as server:
+        typo = agentcore("run", "--base-url", server.url + "/v1", "--model", "gpt-4o-mnii", "hi", env=env, cwd=tmp_path)
+        meant = agentcore(
+            "run", "--base-url", server.url + "/v1", "--model", "local/gpt-4o-mnii", "hi", env=env, cwd=tmp_path
+        )
+        sent = [r.json()["model"] for r in server.requests]
+    assert (typo.returncode, meant.returncode) == (0, 0)
+    assert sent == ["gpt-4o-mnii", "gpt-4o-mnii"]
+    assert "not in the catalog" in typo.stderr and "did you mean 'openai/gpt-4o-mini'" in typo.stderr
+    assert "not in the catalog" not in meant.stderr

@@ -303,6 +303,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     try:
         check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
         apply_project_context(setup.agent, args, "run", text.note)
+        _note_uncatalogued(args, setup.agent.model, text.note)
         prompt, images = prompt_with(attached, prompt), attached.images or None
         setup.agent.subscribe(JsonPrinter(out) if args.json else text)
         if setup.session is not None and setup.created_session:
@@ -391,6 +392,7 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     try:
         check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
         context = apply_project_context(setup.agent, args, "chat", lambda line: err.write(line + "\n"))
+        _note_uncatalogued(args, setup.agent.model, lambda line: err.write(line + "\n"))
         if _isatty(stdin):
             try:
                 import readline  # noqa: F401  - line editing and history for input()
@@ -404,6 +406,15 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     finally:
         if setup.session is not None:
             setup.session.close()
+
+
+def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> None:
+    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id."""
+    from ._names import uncatalogued_notice
+
+    notice = uncatalogued_notice(getattr(args, "model", None), model)
+    if notice is not None:
+        note(notice)
 
 
 def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
 from ._context import ContextFile, describe_context
+from ._names import uncatalogued_notice
 from ._render import TextPrinter, run_outcome
 from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
 from ._usage import count_usage
@@ -202,6 +203,9 @@ class Chat:
             model, stream_fn = resolve_model(ref, self.options.base_url)
             if stream_fn is None:
                 check_api_key(model, self.agent.api_key)
+            notice = uncatalogued_notice(ref, model)
+            if notice is not None:
+                self._say(notice)
             self.agent.model = model
             self.agent.stream_fn = stream_fn
         model = self.agent.model
