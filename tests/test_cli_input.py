@@ -168,6 +168,8 @@ def test_attach_dash_is_refused_by_chat_and_twice_by_run():
     assert status == 2 and "only once" in err
     status, _, err = _run("run", "--model", "scripted", "-a", "-", "-", stdin="text")
     assert status == 2 and "both want stdin" in err
+    status, _, err = _run("run", "--model", "scripted", "--approve", "-a", "-", "x", stdin="text")
+    assert status == 2 and "--approve reads its answers from stdin" in err
 
 
 def test_chat_attach_goes_with_the_next_prompt_only(env, tmp_path):

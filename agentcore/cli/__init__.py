@@ -242,6 +242,10 @@ def _read_prompt(args: Any, stdin: TextIO, required: bool = True) -> str:
     if "-" in (getattr(args, "attach", None) or ()):  # -a -: stdin is the attachment
         if prompt == "-":
             raise UsageError("agentcore run: PROMPT - and --attach - both want stdin; give the prompt as words")
+        if getattr(args, "approve", False):
+            raise UsageError(
+                "agentcore run: --approve reads its answers from stdin, which --attach - takes; attach a file"
+            )
         return prompt
     if prompt == "-" or not (_isatty(stdin) or answers_on_stdin):
         piped = _strip_blank_lines(_read_all(stdin))

@@ -49,13 +49,6 @@ MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
 #: The name ``-a -`` gives stdin in the ``<file name=...>`` block.
 STDIN_NAME = "<stdin>"
 
-# (magic prefix, offset, mime type): the four image types every provider with image input takes
-_IMAGE_MAGIC: Tuple[Tuple[bytes, int, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
-    (b"\xff\xd8\xff", 0, "image/jpeg"),
-    (b"GIF87a", 0, "image/gif"),
-    (b"GIF89a", 0, "image/gif"),
-)
 # other well-known signatures, named in the error for a file that is neither image nor text
 _OTHER_MAGIC: Tuple[Tuple[bytes, str], ...] = (
     (b"%PDF-", "application/pdf"),
@@ -113,13 +106,11 @@ class Attachments:
 
 
 def sniff_image(data: bytes) -> Optional[str]:
-    """The mime type of a PNG, JPEG, GIF or WebP image in ``data`` (its first bytes), else None."""
-    for magic, offset, mime in _IMAGE_MAGIC:
-        if data[offset : offset + len(magic)] == magic:
-            return mime
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
+    """The mime type of a PNG, JPEG, GIF or WebP image in ``data`` (its first bytes), else None:
+    the sniffing of the ``read`` tool, so both take the same files as images."""
+    from ..builtin_tools.read import detect_image_mime_type
+
+    return detect_image_mime_type(data)
 
 
 def sniff_kind(data: bytes) -> str:
