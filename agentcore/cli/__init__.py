@@ -3,7 +3,9 @@
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
 line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking``, ``--system``, ``--approve`` (y/n/always before each tool call,
+``--session``, ``--thinking``, ``--system``, ``-a/--attach PATH`` (images and text files, see
+:mod:`agentcore.cli._attach`), ``--no-context`` (no AGENTS.md in the system prompt, see
+:mod:`agentcore.cli._context`), ``--approve`` (y/n/always before each tool call,
 see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``agentcore``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
 per model to stderr after the answer. Plugins add options to ``run``/``chat`` and tools to their
@@ -233,8 +235,8 @@ def _read_prompt(args: Any, stdin: TextIO, required: bool = True) -> str:
     prompt, on a new line; the piped text is kept as it is (indentation and inner blank lines),
     only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone; with ``--attach
     -`` stdin is the attachment and only the words are read. Nothing in either: :class:`UsageError`
-    (unless not ``required``: attachments alone are a prompt). A stdin that is a pipe which never closes blocks the command;
-    ``< /dev/null`` avoids that.
+    (unless not ``required``: attachments alone are a prompt). A stdin that is a pipe which never
+    closes blocks the command; ``< /dev/null`` avoids that.
     """
     prompt = " ".join(args.prompt).strip()
     piped = ""
