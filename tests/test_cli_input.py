@@ -174,16 +174,16 @@ def test_attach_dash_is_refused_by_chat_and_twice_by_run():
 
 def test_chat_attach_goes_with_the_next_prompt_only(env, tmp_path):
     (tmp_path / "a.txt").write_text("alpha file\n", encoding="utf-8")
-    (tmp_path / "b.txt").write_text("beta file\n", encoding="utf-8")
-    lines = "/attach b.txt\n/attach\nfirst\nsecond\n/attach missing.txt\n/attach clear\n"
+    (tmp_path / "b c.txt").write_text("beta file\n", encoding="utf-8")
+    lines = "/attach b\\ c.txt\n/attach\nfirst\nsecond\n/attach missing.txt\n/attach clear\n"
     with ScriptedServer([answer("one"), answer("two")]) as server:
         done = agentcore("chat", *local(server), "-a", "a.txt", env=env, stdin=lines, cwd=tmp_path)
         first = json.dumps(server.requests[0].json()["messages"][-1])
         second = json.dumps(server.requests[1].json()["messages"][-1])
     assert done.returncode == 0, done.stderr
-    assert "alpha file" in first and "beta file" in first and first.index("a.txt") < first.index("b.txt")
+    assert "alpha file" in first and "beta file" in first and first.index("a.txt") < first.index("b c.txt")
     assert "alpha file" not in second and "beta file" not in second and "second" in second
-    assert "with the next prompt: a.txt (11 bytes, text), b.txt (10 bytes, text)" in done.stdout
+    assert "with the next prompt: a.txt (11 bytes, text), b c.txt (10 bytes, text)" in done.stdout
     assert "missing.txt: no such file" in done.stdout
     assert "no attachments" in done.stdout
 

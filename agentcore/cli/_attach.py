@@ -225,6 +225,18 @@ def prompt_with(attachments: Attachments, prompt: str) -> str:
     return "".join(a.block() for a in attachments.items) + prompt
 
 
+def _one_path(arg: str) -> str:
+    """The path typed after ``/attach``: quotes or backslash-escaped spaces (as a terminal's
+    drag-and-drop writes them) are read as the shell would; else the text as it is."""
+    import shlex
+
+    try:
+        words = shlex.split(arg)
+    except ValueError:  # an unbalanced quote: a file name may hold one
+        return arg
+    return words[0] if len(words) == 1 else arg
+
+
 def attach_command(attachments: Attachments, arg: str) -> Tuple[Attachments, str]:
     """Chat's ``/attach``: ``PATH`` adds a file for the next prompt, ``clear`` drops them all,
     nothing lists them. Returns the new attachments and the line to show; UsageError for a file
@@ -234,7 +246,7 @@ def attach_command(attachments: Attachments, arg: str) -> Tuple[Attachments, str
     if arg:
         if arg == "-":
             raise UsageError("/attach -: chat reads its prompts from stdin; attach a file")
-        added = read_attachment(os.path.expanduser(arg))
+        added = read_attachment(os.path.expanduser(_one_path(arg)))
         attachments = Attachments(attachments.items + [added])
     if not attachments:
         return attachments, "no attachments; /attach PATH sends a file with the next prompt"
