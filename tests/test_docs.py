@@ -239,3 +239,91 @@ def test_rendered_docstrings_and_pages_name_no_internal_notes():
         text = (DOCS / f"{page}.rst").read_text(encoding="utf-8")
         found += [f"docs/{page}.rst: {line.strip()}" for line in text.splitlines() if INTERNAL.search(line)]
     assert not found, "internal notes a reader cannot see:\n" + "\n".join(found)
+
+
+# --------------------------------------------------------------------------- the CLI reference
+
+_REPO = DOCS.parent
+_ENV_READ = re.compile(
+    r"""(?:environ\.get|env\.get|getenv)\(\s*["']([A-Z][A-Z0-9_]+)["']|environ\[["']([A-Z][A-Z0-9_]+)["']\]"""
+)
+
+
+def _cli_reference() -> Dict[str, str]:
+    """The subsections of docs/cli.rst's "Command reference": title -> text."""
+    text = (DOCS / "cli.rst").read_text(encoding="utf-8")
+    start = text.index("\nCommand reference\n-----")
+    sections: Dict[str, str] = {}
+    title = ""
+    lines = text[start:].splitlines()
+    for line, underline in zip(lines, lines[1:] + [""]):
+        if underline.startswith("~~~") and len(underline) >= len(line) > 0:
+            title = line.strip()
+            sections[title] = ""
+        elif title and not line.startswith("~~~"):
+            sections[title] += line + "\n"
+    return sections
+
+
+def _commands(parser: Any, name: str = "agentcore") -> Any:
+    """``(command name, parser)`` for the parser and every sub-command, depth first."""
+    import argparse
+
+    yield name, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, subparser in action.choices.items():
+                yield from _commands(subparser, f"{name} {sub}")
+
+
+def _documents(section: str, action: Any) -> List[str]:
+    """The option strings (or the positional's metavar) of ``action`` missing from ``section``."""
+    names = list(action.option_strings) or [action.metavar or action.dest.upper()]
+    return [n for n in names if not re.search("``" + re.escape(n) + r"[`\s]", section)]
+
+
+def test_cli_page_lists_every_command_and_option():
+    """Each command of the parser has a subsection in the reference, listing each of its options
+    (the options ``run`` and ``chat`` share are in their common subsection). A new option or
+    command fails this until docs/cli.rst lists it."""
+    import argparse
+
+    from agentcore.cli import _common_options, build_parser
+
+    sections = _cli_reference()
+    shared_title = "``agentcore run`` and ``agentcore chat``"
+    shared = {a.dest for a in _common_options()._actions if not isinstance(a, argparse._HelpAction)}
+    missing = []
+    for name, parser in _commands(build_parser(plugin_options=False)):
+        own = [a for a in parser._actions if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+        has_subcommands = any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+        if has_subcommands and name != "agentcore" and not own:
+            continue  # a group such as `sessions`: its actions have their own subsections
+        title = f"``{name}``"
+        if title not in sections:
+            missing.append(f"no subsection {title}")
+            continue
+        for action in own:
+            where = (
+                shared_title
+                if name in ("agentcore", "agentcore run", "agentcore chat") and action.dest in shared
+                else title
+            )
+            missing += [f"{where}: {n}" for n in _documents(sections.get(where, ""), action)]
+    assert not missing, "docs/cli.rst, Command reference, lacks:\n" + "\n".join(dict.fromkeys(missing))
+
+
+def test_cli_page_lists_every_environment_variable():
+    """Every variable the runtime or a bundled plugin reads (``AGENTCORE_*``, provider keys and
+    credentials, ...) is in the page's "Environment variables" table."""
+    from agentcore.providers.base import ENV_API_KEYS
+
+    sources = list((_REPO / "agentcore").rglob("*.py")) + list((_REPO / "plugins").glob("*/agentcore_*/**/*.py"))
+    names = {name for keys in ENV_API_KEYS.values() for name in keys}
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        names.update(n for n in re.findall(r"\bAGENTCORE_[A-Z0-9_]+", text) if "TEST" not in n)
+        names.update(a or b for a, b in _ENV_READ.findall(text))
+    table = _cli_reference().get("Environment variables", "")
+    missing = sorted(n for n in names if f"``{n}" not in table)
+    assert not missing, "docs/cli.rst, Environment variables, lacks: " + ", ".join(missing)

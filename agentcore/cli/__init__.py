@@ -3,7 +3,9 @@
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
 line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
 ``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
-``--session``, ``--thinking``, ``--system``, ``--approve`` (y/n/always before each tool call,
+``--session``, ``--thinking``, ``--system``, ``-a/--attach PATH`` (images and text files, see
+:mod:`agentcore.cli._attach`), ``--no-context`` (no AGENTS.md in the system prompt, see
+:mod:`agentcore.cli._context`), ``--approve`` (y/n/always before each tool call,
 see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``agentcore``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost
 per model to stderr after the answer. Plugins add options to ``run``/``chat`` and tools to their
@@ -23,7 +25,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
 from ._commands import add_commands, add_logging_options, sessions_dir_option
@@ -88,6 +90,20 @@ def _common_options() -> argparse.ArgumentParser:
         metavar=("KEY", "VALUE"),
         help="a provider option, e.g. -o temperature 0.2 -o max_tokens 800 -o timeout 60 "
         "(repeatable; names as in agentcore.options.StreamOptions)",
+    )
+    group.add_argument(
+        "-a",
+        "--attach",
+        action="append",
+        metavar="PATH",
+        help="send a file with the (first) prompt: a PNG/JPEG/GIF/WebP image or a UTF-8 text file, "
+        "sniffed from its bytes; repeatable; run -a - attaches stdin",
+    )
+    group.add_argument(
+        "--no-context",
+        action="store_true",
+        help="do not add the AGENTS.md/CLAUDE.md files of this directory and its parents (up to the "
+        "repository root) to the system prompt (chat and run with tools add them)",
     )
     group.add_argument(
         "--approve",
@@ -216,25 +232,34 @@ def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
 # --------------------------------------------------------------------------- run and chat
 
 
-def _read_prompt(args: Any, stdin: TextIO) -> str:
+def _read_prompt(args: Any, stdin: TextIO, required: bool = True) -> str:
     """The prompt of ``run``: the PROMPT words, piped stdin, or both (as ``llm`` does).
 
     When stdin is not a terminal it is read to the end first (so ``git diff | agentcore run
     "review this diff"`` sends the diff). Piped text and PROMPT are joined stdin first, then the
     prompt, on a new line; the piped text is kept as it is (indentation and inner blank lines),
-    only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone. Nothing in
-    either: :class:`UsageError`. A stdin that is a pipe which never closes blocks the command;
-    ``< /dev/null`` avoids that.
+    only surrounding blank lines are dropped. ``PROMPT`` ``-`` means stdin alone; with ``--attach
+    -`` stdin is the attachment and only the words are read. Nothing in either: :class:`UsageError`
+    (unless not ``required``: attachments alone are a prompt). A stdin that is a pipe which never
+    closes blocks the command; ``< /dev/null`` avoids that.
     """
     prompt = " ".join(args.prompt).strip()
     piped = ""
     answers_on_stdin = bool(getattr(args, "approve", False)) and prompt not in ("", "-")
+    if "-" in (getattr(args, "attach", None) or ()):  # -a -: stdin is the attachment
+        if prompt == "-":
+            raise UsageError("agentcore run: PROMPT - and --attach - both want stdin; give the prompt as words")
+        if getattr(args, "approve", False):
+            raise UsageError(
+                "agentcore run: --approve reads its answers from stdin, which --attach - takes; attach a file"
+            )
+        return prompt
     if prompt == "-" or not (_isatty(stdin) or answers_on_stdin):
         piped = _strip_blank_lines(_read_all(stdin))
         if prompt == "-":
             prompt = ""
     prompt = "\n".join(part for part in (piped, prompt) if part)
-    if not prompt:
+    if not prompt and required:
         raise UsageError(
             'agentcore run needs a PROMPT: agentcore run "what is in this folder?" (or pipe the prompt on stdin)'
         )
@@ -274,18 +299,25 @@ def _isatty(stream: Any) -> bool:
 
 def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """Answer one prompt; the status is 1 when the final answer failed, 130 when interrupted."""
+    from ._attach import check_model_input, prompt_with, read_attachments
+    from ._context import apply_project_context
     from ._logs import build_logged, close_session
     from ._render import JsonPrinter, TextPrinter, run_outcome
     from ._usage import count_usage, usage_lines
 
     schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
-    prompt = _read_prompt(args, stdin)
+    attached = read_attachments(getattr(args, "attach", None), stdin)
+    prompt = _read_prompt(args, stdin, required=not attached)  # attachments alone are a prompt
     setup = build_logged(CliOptions.from_args(args), args, "run", err)
     stream = not getattr(args, "no_stream", False)
     # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
     text = TextPrinter(out if schema is None else err, err, secret=setup.api_key, stream=stream)
     tally = count_usage(setup.agent) if getattr(args, "usage", False) else None
     try:
+        check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
+        apply_project_context(setup.agent, args, "run", text.note)
+        _note_uncatalogued(args, setup.agent.model, text.note)
+        prompt, images = prompt_with(attached, prompt), attached.images or None
         setup.agent.subscribe(JsonPrinter(out, stream=stream) if args.json else text)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
@@ -294,9 +326,9 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             if approver is not None:
                 approver.settle(setup.agent, [])  # calls a resumed session left waiting
             if schema is not None:
-                status = _ask(setup.agent, prompt, schema, out, text, one_line=args.json)
+                status = _ask(setup.agent, prompt, schema, out, text, one_line=args.json, images=images)
             else:
-                new = setup.agent.prompt(prompt)
+                new = setup.agent.prompt(prompt, images)
                 if approver is not None:
                     new = approver.settle(setup.agent, new)
                 status = run_outcome(new)
@@ -334,13 +366,22 @@ def _read_schema(value: str) -> Dict[str, Any]:
     return schema
 
 
-def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any, *, one_line: bool = False) -> int:
+def _ask(
+    agent: Any,
+    prompt: str,
+    schema: Dict[str, Any],
+    out: TextIO,
+    text: Any,
+    *,
+    one_line: bool = False,
+    images: Optional[List[Any]] = None,
+) -> int:
     """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
     after the event lines of ``--json``)."""
     from ..structured import AskError, OutputValidationError
 
     try:
-        value = agent.ask(prompt, schema)
+        value = agent.ask(prompt, schema, images=images)
     except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
         text.note(f"[error] {exc}")
         return EXIT_ERROR
@@ -350,14 +391,22 @@ def _ask(agent: Any, prompt: str, schema: Dict[str, Any], out: TextIO, text: Any
 
 def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """The REPL (see :mod:`agentcore.cli._chat`)."""
+    from ._attach import check_model_input, read_attachments
     from ._chat import Chat
+    from ._context import apply_project_context
     from ._logs import build_logged, close_session
     from ._render import JsonPrinter
 
+    if "-" in (getattr(args, "attach", None) or ()):
+        raise UsageError("agentcore chat: --attach - is for run (chat reads its prompts from stdin); attach a file")
+    attached = read_attachments(getattr(args, "attach", None))
     options = CliOptions.from_args(args)
     setup = build_logged(options, args, "chat", err)
     stream = not getattr(args, "no_stream", False)
     try:
+        check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
+        context = apply_project_context(setup.agent, args, "chat", lambda line: err.write(line + "\n"))
+        _note_uncatalogued(args, setup.agent.model, lambda line: err.write(line + "\n"))
         if _isatty(stdin):
             try:
                 import readline  # noqa: F401  - line editing and history for input()
@@ -366,10 +415,20 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         printer = JsonPrinter(out, stream=stream) if args.json else None
         chat = Chat(setup, options, stdin, out, err, printer=printer)
         chat.text.stream = stream
+        chat.attachments, chat.context_files = attached, context
         chat.approver = _approver(args, setup.agent, chat.read_answer, err)
         return chat.run()
     finally:
         close_session(setup, err)
+
+
+def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> None:
+    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id."""
+    from ._names import uncatalogued_notice
+
+    notice = uncatalogued_notice(getattr(args, "model", None), model)
+    if notice is not None:
+        note(notice)
 
 
 def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:

@@ -10,7 +10,7 @@ model that is not (or no longer) registered is a :class:`UsageError` naming the 
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, TextIO, Tuple
+from typing import Any, Dict, Optional, TextIO, Tuple
 
 from ._config import config_path, read_json_map, write_json_map
 from ._setup import SCRIPTED, UsageError
@@ -19,6 +19,7 @@ __all__ = [
     "ALIASES_FILE",
     "aliases_path",
     "resolve_alias",
+    "load_aliases",
     "cmd_aliases_set",
     "cmd_aliases_list",
     "cmd_aliases_remove",
@@ -31,6 +32,11 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 
 def aliases_path() -> str:
     return config_path(ALIASES_FILE)
+
+
+def load_aliases() -> Dict[str, str]:
+    """Every alias, name -> ``provider/id`` ({} without an aliases file)."""
+    return dict(read_json_map(aliases_path()))
 
 
 def resolve_alias(ref: str) -> Tuple[str, Optional[str]]:

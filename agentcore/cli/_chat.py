@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from ._attach import Attachments, attach_command, check_model_input, prompt_with
+from ._context import ContextFile, describe_context
 from ._keys import stored_key
+from ._names import uncatalogued_notice
 from ._render import TextPrinter, run_outcome
 from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
 from ._usage import count_usage
@@ -26,6 +29,8 @@ COMMANDS: Dict[str, str] = {
     "/branch [N]": "list the prompts on this branch; /branch N goes back to just before prompt N "
     "(saved in the session with the next prompt)",
     "/compact [focus]": "summarise older turns to free context (optional focus instructions)",
+    "/attach [PATH|clear]": "send a file (image or text) with the next prompt; no PATH lists them",
+    "/context": "the AGENTS.md/CLAUDE.md files in the system prompt, with their sizes",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
 }
@@ -64,6 +69,8 @@ class Chat:
         self._pending_branch: Optional[str] = None
         self._view_leaf: Optional[str] = None  # the leaf the pending move goes to (None: the root)
         self.interactive = _isatty(stdin) and _isatty(out)
+        self.attachments = Attachments()  # -a and /attach: sent with the next prompt
+        self.context_files: List[ContextFile] = []  # the project context (cmd_chat loads it)
         self._handlers: Dict[str, Callable[[str], Any]] = {
             "/model": self._model,
             "/tools": self._tools,
@@ -71,6 +78,8 @@ class Chat:
             "/session": self._session,
             "/branch": self._branch,
             "/compact": self._compact,
+            "/attach": self._attach,
+            "/context": lambda _: self._say(describe_context(self.context_files)),
             "/help": self._help,
             "/quit": lambda _: _QUIT,
             "/exit": lambda _: _QUIT,
@@ -136,11 +145,18 @@ class Chat:
         return line if line else None
 
     def _prompt(self, line: str) -> None:
+        attached = self.attachments
+        try:
+            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local")
+        except UsageError as exc:
+            self._say(f"{exc}. Not sent: /model switches, /attach clear drops the attachments")
+            return
         self._apply_branch()
         try:
             if self.approver is not None:
                 self.approver.settle(self.agent, [])  # calls a resumed session left waiting
-            new = self.agent.prompt(line)
+            self.attachments = Attachments()
+            new = self.agent.prompt(prompt_with(attached, line), attached.images or None)
             if self.approver is not None:
                 new = self.approver.settle(self.agent, new)
         except KeyboardInterrupt:
@@ -157,8 +173,10 @@ class Chat:
         model = self.agent.model
         tools = ", ".join(t.name for t in self.agent.tools) or "none"
         where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
+        files = len(self.context_files)
+        context = f", context: {files} file{'s' if files != 1 else ''} (/context)" if files else ""
         self.err.write(
-            f"agentcore chat: model {model.key}, tools: {tools}, {where}. "
+            f"agentcore chat: model {model.key}, tools: {tools}, {where}{context}. "
             "/help lists commands, /quit or Ctrl-D leaves.\n"
         )
         self.err.flush()
@@ -188,6 +206,9 @@ class Chat:
                 key = self.agent.api_key if self.setup.key_from_option else stored_key(model.provider)
                 check_api_key(model, key)
                 self.agent.api_key = key
+            notice = uncatalogued_notice(ref, model)
+            if notice is not None:
+                self._say(notice)
             self.agent.model = model
             self.agent.stream_fn = stream_fn
         model = self.agent.model
@@ -200,6 +221,10 @@ class Chat:
                 self.approver.require_approval(self.agent)
         names = [getattr(t, "name", str(t)) for t in self.agent.tools]
         self._say("tools: " + (", ".join(names) if names else "none"))
+
+    def _attach(self, arg: str) -> None:
+        self.attachments, shown = attach_command(self.attachments, arg)
+        self._say(shown)
 
     def _thinking(self, level: str) -> None:
         if level:

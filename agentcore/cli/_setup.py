@@ -218,19 +218,27 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[A
         if not base_url:
             if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
                 raise UsageError(str(exc)) from None
-            raise UsageError(
-                _unknown(
-                    "model",
-                    ref,
-                    [m.key for m in _models()],
-                    "`agentcore models` lists them; for a model served elsewhere add "
-                    "--base-url URL (an OpenAI-compatible endpoint)",
-                )
-            ) from None
+            raise UsageError(_unknown_model(ref)) from None
         return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
+
+
+def _unknown_model(ref: str) -> str:
+    """The message for a ``--model`` the catalog does not know (no ``--base-url``): a did-you-mean
+    over catalog ids and aliases (:mod:`agentcore.cli._names`), and how to reach a local server."""
+    from ._names import close_model_names, did_you_mean
+
+    if ref.startswith(LOCAL_PREFIX):
+        return (
+            f"unknown model {ref!r}: a local/ID model needs --base-url URL, the endpoint of the "
+            "OpenAI-compatible server (e.g. --base-url http://127.0.0.1:8080/v1)"
+        )
+    return (
+        f"unknown model {ref!r}{did_you_mean(close_model_names(ref))}. `agentcore models` lists them; "
+        "for a model served elsewhere add --base-url URL (an OpenAI-compatible endpoint)."
+    )
 
 
 def local_model(model_id: str, base_url: str) -> Any:
@@ -272,12 +280,6 @@ def resolve_tools(spec: Optional[str], extra: Sequence[Any] = ()) -> List[Any]:
                 )
             ) from None
     return tools
-
-
-def _models() -> List[Any]:
-    from ..plugins import models
-
-    return models()
 
 
 def _unknown(kind: str, name: str, known: List[str], hint: str) -> str:

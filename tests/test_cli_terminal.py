@@ -1,0 +1,235 @@
+"""``agentcore chat`` driven in a pseudo-terminal, as a person uses it (issue 18): type a prompt
+and watch the answer stream in, press Ctrl-C mid-answer, recall a line with the up arrow
+(readline), mistype ``/model``, leave with Ctrl-D, resume with ``-c``.
+
+The chat runs as a real process whose controlling terminal is the pty (so Ctrl-C typed on the
+master reaches it as SIGINT, like a key press); its model is a scripted local server on
+127.0.0.1. Every step waits for output (read until a string appears, with a generous overall
+timeout), never for time to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import pytest
+import test_cli
+from _servers import Reply, ScriptedServer, sse
+from test_cli import answer, local
+
+pty = pytest.importorskip("pty")
+termios = pytest.importorskip("termios")
+
+env = test_cli.env  # the clean-environment fixture of the CLI tests
+TIMEOUT = 60.0  # overall limit of one expect(); the steps themselves synchronise on output
+
+# The child becomes a session leader (start_new_session) and takes the pty on fd 0 as its
+# controlling terminal, then runs the command: the line discipline turns ^C into SIGINT for it.
+_WITH_CTTY = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
+)
+
+UP = "\x1b[A"
+CTRL_C = "\x03"
+CTRL_D = "\x04"
+
+
+class Terminal:
+    """A process on a pseudo-terminal: :meth:`type` keys, :meth:`expect` output."""
+
+    def __init__(self, argv: List[str], env: Dict[str, str], cwd: Path) -> None:
+        master, slave = pty.openpty()
+        import fcntl
+        import struct
+
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))  # wide: no wrapping
+        self.master = master
+        self.output = ""  # everything read so far
+        self._seen = 0  # expect() searches from here
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _WITH_CTTY, "-m", "agentcore", *argv],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**env, "TERM": "xterm"},
+            cwd=str(cwd),
+            start_new_session=True,
+            close_fds=True,
+        )
+        os.close(slave)
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode("utf-8"))
+
+    def _read(self, deadline: float) -> bool:
+        ready, _, _ = select.select([self.master], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            return False
+        if not data:
+            return False
+        self.output += data.decode("utf-8", "replace").replace("\r\n", "\n")
+        return True
+
+    def expect(self, text: str, timeout: float = TIMEOUT) -> str:
+        """Read until ``text`` appears after the previous match; return the output in between."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.output.find(text, self._seen)
+            if found >= 0:
+                between = self.output[self._seen : found]
+                self._seen = found + len(text)
+                return between
+            if time.monotonic() >= deadline or not self._read(deadline):
+                raise AssertionError(f"did not see {text!r}; the terminal shows:\n{self.output[-3000:]}")
+
+    def wait(self, timeout: float = TIMEOUT) -> int:
+        """The exit status, reading (and keeping) the output until the process ends."""
+        deadline = time.monotonic() + timeout
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            self._read(min(deadline, time.monotonic() + 0.5))
+        return self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        os.close(self.master)
+
+
+@pytest.fixture
+def terminal(env, tmp_path):
+    opened: List[Terminal] = []
+
+    def start(*argv: str, cwd: Optional[Path] = None) -> Terminal:
+        term = Terminal(list(argv), env, cwd or tmp_path)
+        opened.append(term)
+        return term
+
+    yield start
+    for term in opened:
+        term.close()
+
+
+def _chunk(content: Optional[str] = None, finish: Optional[str] = None) -> Dict[str, object]:
+    delta = {"content": content} if content is not None else {}
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def test_typed_prompt_streams_and_ctrl_c_stops_the_answer(terminal):
+    """The first piece shows while the server holds back the rest: the answer streams. Ctrl-C
+    then stops it, the prompt returns and the next prompt carries a valid conversation."""
+    first = sse(_chunk("The first piece"))
+    held = Reply(body=first + sse(_chunk(" NEVER SHOWN"), _chunk(finish="stop"), done=True), stall_after=len(first))
+    with ScriptedServer([held, answer("second", " answer")]) as server:
+        term = terminal("chat", *local(server))
+        term.expect("/quit or Ctrl-D leaves.")
+        term.expect("> ")
+        term.type("tell me a long story\r")
+        term.expect("The first piece")
+        assert "NEVER SHOWN" not in term.output  # the rest is still held by the server
+        term.type(CTRL_C)
+        term.expect("[interrupted: run aborted; back at the prompt]")
+        term.expect("> ")
+        term.type("and now?\r")
+        term.expect("second answer")
+        term.expect("> ")
+        term.type(CTRL_D)
+        assert term.wait() == 0
+        server.release.set()
+        second = server.requests[1].json()["messages"]
+    assert "NEVER SHOWN" not in term.output and "Traceback" not in term.output
+    roles = [m["role"] for m in second]
+    assert roles[0] == "user" and roles[-1] == "user"
+    assert "tell me a long story" in json.dumps(second[0]) and "and now?" in json.dumps(second[-1])
+
+
+def test_up_arrow_recalls_the_previous_line(terminal):
+    with ScriptedServer([answer("one"), answer("two")]) as server:
+        term = terminal("chat", *local(server))
+        term.expect("> ")
+        term.type("what is the time\r")
+        term.expect("one")
+        term.expect("> ")
+        term.type(UP)
+        term.expect("what is the time")  # readline shows the recalled line
+        term.type("\r")
+        term.expect("two")
+        term.expect("> ")
+        term.type("/quit\r")
+        assert term.wait() == 0
+        second = server.requests[1].json()["messages"]
+    assert [m["role"] for m in second] == ["user", "assistant", "user"]
+    assert json.dumps(second[0]["content"]) == json.dumps(second[2]["content"])  # the same line again
+    assert "what is the time" in json.dumps(second[2])
+
+
+def test_model_typo_shows_a_did_you_mean_and_ctrl_d_leaves_with_status_0(terminal):
+    term = terminal("chat", "--model", "scripted")
+    term.expect("> ")
+    term.type("/model gpt-4o-mnii\r")
+    term.expect("unknown model 'gpt-4o-mnii' (did you mean 'openai/gpt-4o-mini'")
+    term.expect("> ")
+    term.type("/model\r")
+    term.expect("model: scripted/scripted-demo")  # still the model it was
+    term.expect("> ")
+    term.type("hello there\r")
+    term.expect("You said: hello there")
+    term.expect("> ")
+    term.type(CTRL_D)
+    assert term.wait() == 0
+
+
+def test_ctrl_c_at_the_prompt_keeps_chatting(terminal):
+    term = terminal("chat", "--model", "scripted")
+    term.expect("> ")
+    term.type("half a line" + CTRL_C)
+    term.expect("(Ctrl-C: use /quit or Ctrl-D to leave)")
+    term.expect("> ")
+    term.type("hello\r")
+    term.expect("You said: hello")
+    term.expect("> ")
+    term.type(CTRL_D)
+    assert term.wait() == 0
+
+
+def test_continue_resumes_the_latest_conversation(terminal, env, tmp_path):
+    with ScriptedServer([answer("noted: 42"), answer("it was 42")]) as server:
+        term = terminal("chat", *local(server), "--session", "new")
+        term.expect("> ")
+        term.type("remember the number 42\r")
+        term.expect("noted: 42")
+        term.expect("> ")
+        term.type(CTRL_D)
+        assert term.wait() == 0
+        again = terminal("chat", *local(server), "-c")
+        again.expect("> ")
+        again.type("which number?\r")
+        again.expect("it was 42")
+        again.expect("> ")  # a key typed before the prompt is back may be read by no one
+        again.type(CTRL_D)
+        assert again.wait() == 0
+        resumed = server.requests[1].json()["messages"]
+    assert "remember the number 42" in json.dumps(resumed) and "which number?" in json.dumps(resumed[-1])
+
+
+def test_sigint_reaches_the_chat_through_the_terminal(terminal):
+    """The harness itself: ^C on the master is a SIGINT of the child's process group (so the
+    tests above press a key, not send a signal)."""
+    term = terminal("chat", "--model", "scripted")
+    term.expect("> ")
+    assert os.tcgetpgrp(term.master) == os.getpgid(term.proc.pid)
+    assert termios.tcgetattr(term.master)[6][termios.VINTR] == CTRL_C.encode()
+    term.type(CTRL_D)
+    assert term.wait() == 0
