@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -201,6 +202,15 @@ def test_adaptive_thinking_for_opus_46():  # spec §11 adaptive models
     assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "max"}
     assert wire.build_request_body(OPUS46, ctx, reasoning="minimal")["output_config"] == {"effort": "low"}
     assert "thinking" not in wire.build_request_body(OPUS46, ctx)
+
+
+def test_thinking_level_map_effort_and_unsupported_levels():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    opus = dataclasses.replace(OPUS46, thinking_level_map={"minimal": None, "xhigh": "xhigh", "max": "max"})
+    assert wire.build_request_body(opus, ctx, reasoning="xhigh")["output_config"] == {"effort": "xhigh"}
+    assert wire.build_request_body(opus, ctx, reasoning="minimal")["output_config"] == {"effort": "low"}
+    never = dataclasses.replace(HAIKU, thinking_level_map={lv: None for lv in ("minimal", "low", "medium", "high")})
+    assert "thinking" not in wire.build_request_body(never, ctx, reasoning="high")  # nothing supported: off
 
 
 def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 header merge

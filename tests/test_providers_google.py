@@ -186,6 +186,12 @@ def test_thinking_config_per_model_family():  # spec §11 google
     assert wire.thinking_config(PRO25, None) is None and wire.thinking_config(FLASH2, "high") is None
 
 
+def test_thinking_level_map_clamps_before_the_family_rules():  # issue 17: Model.thinking_level_map
+    pro = Model(id="gemini-2.5-pro", api=API, provider="google", reasoning=True, thinking_level_map={"high": None})
+    assert wire.thinking_config(pro, "high")["thinkingBudget"] == 8192  # high unsupported: medium's budget
+    assert wire.thinking_config(pro, "max")["thinkingBudget"] == 8192  # max unmapped: down past high
+
+
 def test_url_headers_and_generation_config():  # spec §15 request
     assert wire.request_url(FLASH2) == f"{BASE}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
     assert wire.build_headers(FLASH2, "g-key")["x-goog-api-key"] == "g-key"

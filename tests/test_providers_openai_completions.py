@@ -428,6 +428,21 @@ def test_reasoning_levels_and_formats():  # spec §11
     assert build_request_body(qwen, ctx, {"reasoning": "medium"})["chat_template_kwargs"] == {"enable_thinking": True}
 
 
+def test_thinking_level_map_maps_and_clamps_reasoning_effort():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage("q")])
+    mapped = _model(reasoning=True, thinking_level_map={"off": "none", "minimal": None, "xhigh": "xhigh"})
+    efforts = [build_request_body(mapped, ctx, {"reasoning": lv}).get("reasoning_effort") for lv in LEVELS]
+    # off is sent as the map's "none"; minimal is unsupported (up to low); max is unmapped (down to xhigh)
+    assert efforts == ["none", "low", "low", "medium", "high", "xhigh", "xhigh"]
+    old = _model(reasoning=True, compat={"reasoningEffortMap": {"high": "max-ish"}})
+    assert build_request_body(old, ctx, {"reasoning": "high"})["reasoning_effort"] == "max-ish"
+    assert build_request_body(old, ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "max-ish"  # clamped down
+    assert "reasoning_effort" not in build_request_body(old, ctx, {})
+
+
+LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
 def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messages
     model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-x", input=("text", "image"))
     mine = dict(api=API, provider="mistral", model="mistral-x")

@@ -157,6 +157,16 @@ def test_reasoning_levels_and_developer_role():  # spec §11 openai-responses
     assert "reasoning" not in off and off["input"][-1]["content"][0]["text"] == "# Juice: 0 !important"
 
 
+def test_thinking_level_map_effort_and_off_value():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    model = Model(
+        id="gpt-x", api=API, provider="openai", reasoning=True, thinking_level_map={"off": "none", "max": "xhigh"}
+    )
+    assert wire.build_request_body(model, ctx, reasoning="max")["reasoning"]["effort"] == "xhigh"
+    assert wire.build_request_body(model, ctx, reasoning="xhigh")["reasoning"]["effort"] == "xhigh"  # up to max
+    assert wire.build_request_body(model, ctx)["reasoning"] == {"effort": "none"}  # off, as the map says
+
+
 def test_replay_of_reasoning_text_and_foreign_ids():  # spec §13 input items
     reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
     mine = AssistantMessage(

@@ -263,6 +263,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     """
     cache_control = _cache_control(model.base_url, options.get("cache_retention"))
     level = _reasoning.normalize_level(options.get("reasoning"))
+    if level is not None:  # a level the model's thinking-level map marks unsupported moves to the nearest
+        level = _reasoning.clamp_to_model(model, level)
+        level = None if level == "off" else level
     thinking_enabled = options.get("thinking_enabled")
     if thinking_enabled is None:
         thinking_enabled = level is not None
@@ -293,7 +296,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if thinking_on:
         if _is_adaptive(model.id):
             body["thinking"] = {"type": "adaptive"}
-            effort = options.get("effort") or (_effort_for(level, model.id) if level else None)
+            effort = options.get("effort") or (
+                (_reasoning.mapped_effort(model, level) or _effort_for(level, model.id)) if level else None
+            )
             if effort:
                 body["output_config"] = {"effort": effort}
         else:

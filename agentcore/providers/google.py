@@ -93,6 +93,9 @@ def thinking_config(
     """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
     if level is None or not getattr(model, "reasoning", False):
         return None
+    level = _reasoning.clamp_to_model(model, level)  # the model's thinking-level map first
+    if level == "off":
+        return None
     level = _reasoning.clamp_level(level)
     model_id = model.id.lower()
     if _GEMINI3_PRO.search(model_id):

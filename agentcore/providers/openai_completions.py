@@ -32,6 +32,7 @@ from ..types import (
     Usage,
     role_of,
 )
+from . import _reasoning
 from ._mistral import MistralIdNormalizer, assistant_content_parts, iter_content_parts, stream_tool_call_id
 from ._mistral import mistral_tool_call_id as _mistral_id
 from .base import (
@@ -334,11 +335,22 @@ def _add_openrouter_cache_control(messages: List[Dict[str, Any]]) -> None:
 
 
 def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, Any]) -> Optional[str]:
+    """``reasoning_effort`` for ``level``: with a thinking-level map (``thinkingLevelMap``, or the
+    older ``compat.reasoningEffortMap``) the level is clamped to a supported one and mapped, and a
+    string ``off`` entry is sent when thinking is off (reference); without one, xhigh/max become
+    high unless the model supports xhigh."""
+    level_map = _reasoning.thinking_level_map(model, compat)
+    if level_map is not None:
+        level = _reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
+        value = level_map.get(level)
+        if isinstance(value, str):
+            return value
+        return None if level == "off" else level
     if not level or level == "off":
         return None
     if level in ("xhigh", "max"):
         level = "xhigh" if (level == "xhigh" and supports_xhigh(model)) else "high"
-    return (compat.get("reasoningEffortMap") or {}).get(level, level)
+    return level
 
 
 def build_request_body(

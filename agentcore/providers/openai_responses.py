@@ -224,7 +224,15 @@ def convert_tools(context: Any) -> List[Dict[str, Any]]:
     return out
 
 
-def _effort(level: str, model: Any) -> str:
+def _effort(level: str, model: Any) -> Optional[str]:
+    """The Responses ``reasoning.effort`` of ``level``: the model's thinking-level map when it has
+    one (level clamped to a supported one; None when that is ``off``), else xhigh/max -> high
+    unless the model supports xhigh."""
+    if _reasoning.thinking_level_map(model) is not None:
+        level = _reasoning.clamp_to_model(model, level)
+        if level == "off":
+            return None
+        return _reasoning.mapped_effort(model, level) or level
     if level in ("xhigh", "max"):
         return "xhigh" if _reasoning.supports_xhigh(model) else "high"
     return level
@@ -270,9 +278,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         level = _reasoning.normalize_level(options.get("reasoning"))
         effort = options.get("reasoning_effort") or (_effort(level, model) if level else None)
         summary = options.get("reasoning_summary")
+        off_effort = _reasoning.mapped_effort(model, "off") if level is None else None
         if effort or summary:
             body["reasoning"] = {"effort": effort or "medium", "summary": summary or "auto"}
             body["include"] = ["reasoning.encrypted_content"]
+        elif off_effort:  # the model's map names its "no reasoning" effort (e.g. "none")
+            body["reasoning"] = {"effort": off_effort}
         elif str(model.name or "").startswith("gpt-5"):
             # gpt-5 has no "reasoning off"; this developer note is the known way to suppress it
             body["input"].append(
