@@ -419,6 +419,17 @@ def _events(*payloads) -> str:
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
 
 
+RESPONSE_IDS = {  # issue 17: message_start id (and model, when not the requested haiku) per turn
+    "server-tool-blocks": [("msg_01TRpkkgb2QsnyjsGSVdRtGr", "claude-opus-4-1-20250805")],
+    "thinking-stream": [("msg_01Eg56TYRnKCEgWtZu2yjR1t", None)],
+    "thinking-then-tool-call-chain": [("msg_01JdU4xqNHXL9QCFWkwCDKGr", None), ("msg_01Qb3MMmP6RUjBckfsEVddrQ", None)],
+    "two-parallel-tool-calls-then-text": [
+        ("msg_01V2noLbAb2NgKnjaNw6Cn3w", None),
+        ("msg_01XMATm4UFnjP841TckVuNF4", None),
+    ],
+}
+
+
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
     rec = load_recording(API, name)
@@ -435,6 +446,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
             assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            assert (result.response_id, result.response_model) == RESPONSE_IDS[name][turn]
             request = server.requests[turn]
             assert (request.method, request.path) == ("POST", "/v1/messages")
             assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"

@@ -86,6 +86,18 @@ RECORDED = {
 }
 
 
+RESPONSE_IDS = {
+    "tool-call-args-in-fragments": (
+        ["chatcmpl-BWlJBDk2xe66hjff60joVYpXi1hh4", "chatcmpl-BWlJCN7VZTtSHROczp0AbrjFGhRMA"],
+        "gpt-4o-mini-2024-07-18",
+    ),
+    "openrouter-tool-call-no-finish-reason": (  # OpenRouter routed gpt-4.1-mini to another model
+        ["gen-1753242299-QZRAt5HJHd1ptY8sdS0s", "gen-1753242300-j60LWi6MpN4lMZw1zTHK"],
+        "moonshotai/kimi-k2",
+    ),
+}
+
+
 @pytest.mark.parametrize("name", sorted(RECORDED))
 @pytest.mark.parametrize("chunk_size", [1, 7, 4096])
 def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every recording
@@ -113,6 +125,8 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
         assert set(types[2:-2]) == {"toolcall_delta"}
         assert [(c.id, c.name, c.arguments) for c in message.content] == [(call_id, call_name, call_args)]
         assert message.stop_reason == "toolUse"  # also when the server sent no finish_reason
+        ids, served = RESPONSE_IDS[name]  # issue 17: chunk id, and chunk model when not the requested one
+        assert (message.response_id, message.response_model) == (ids[0], served)
         assert (message.usage.input, message.usage.output, message.usage.total_tokens) == usage1
         assert message.usage.cost.total == pytest.approx(usage1[0] * 1e-6 + usage1[1] * 2e-6)
 
@@ -131,6 +145,7 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
         context.messages += [message, ToolResultMessage(call_id, call_name, [TextContent(result_text)])]
         final = stream(model, context, api_key="sk-test").result()
         assert final.content == [TextContent(final_text)] and final.stop_reason == "stop"
+        assert (final.response_id, final.response_model) == (ids[1], served)
         assert (final.usage.input, final.usage.output, final.usage.total_tokens) == usage2
         assert _conversation_shape(server.requests[1].json()["messages"]) == _conversation_shape(
             second["request"]["body"]["messages"]

@@ -387,6 +387,15 @@ def _sse(*payloads) -> str:
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
 
 
+RESPONSE_IDS = {  # issue 17: response.id per turn; the dated snapshot differs from the requested gpt-5.5
+    "text-stream": ["resp_00592e63e61b66660169fab1b9f8e481a2b321356198d7ac1b"],
+    "tool-call-with-reasoning": [
+        "resp_00d64fa806f333310169fab1be69d081a08f8285661855594c",
+        "resp_0dacb603de1c9e6b0169fab1c2314081a3b1df3cc5c09e0c60",
+    ],
+}
+
+
 @pytest.mark.parametrize("name", ["text-stream", "tool-call-with-reasoning"])
 def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
     rec = load_recording(API, name)
@@ -407,6 +416,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
             assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            assert (result.response_id, result.response_model) == (RESPONSE_IDS[name][turn], "gpt-5.5-2026-04-23")
             request = server.requests[turn]
             assert (request.method, request.path) == ("POST", "/v1/responses")
             assert request.headers["authorization"] == "Bearer sk-test"

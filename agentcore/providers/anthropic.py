@@ -387,7 +387,14 @@ class AnthropicStreamState:
     # -- events ---------------------------------------------------------------------------------
     def _message_start(self, data: Mapping[str, Any]) -> None:
         self._started = True
-        usage = (data.get("message") or {}).get("usage") or {}
+        message = data.get("message") or {}
+        output = self.writer.output
+        if isinstance(message.get("id"), str) and message["id"]:
+            output.response_id = message["id"]  # msg_...: the response's id
+        served = message.get("model")
+        if isinstance(served, str) and served and served != self.model.id:
+            output.response_model = served  # an alias resolved to a dated model
+        usage = message.get("usage") or {}
         self._apply_usage(usage, only_present=False)
 
     def _block_start(self, data: Mapping[str, Any]) -> None:

@@ -435,10 +435,25 @@ class ResponsesStreamState:
             block.name = str(item.get("name") or block.name)
         self.writer.end_block(entry.index)
 
-    # -- terminal events ------------------------------------------------------------------------
+    # -- response metadata and terminal events ---------------------------------------------------
+    def _response(self, data: Mapping[str, Any]) -> None:
+        """``response.created`` / ``in_progress``: the response's id, and the model that serves it
+        when that differs from the requested one (a dated snapshot)."""
+        response = data.get("response")
+        if not isinstance(response, MAPPINGS):
+            return
+        output = self.output
+        response_id = response.get("id")
+        if isinstance(response_id, str) and response_id and output.response_id is None:
+            output.response_id = response_id
+        served = response.get("model")
+        if isinstance(served, str) and served and served != self.model.id and output.response_model is None:
+            output.response_model = served
+
     def _completed(self, data: Mapping[str, Any]) -> None:
         self._terminal = True
         response = data.get("response") or {}
+        self._response(data)
         self._apply_usage(response)
         self._backfill_encrypted_reasoning(response)
         status = response.get("status")
@@ -501,6 +516,7 @@ class ResponsesStreamState:
 
     def _failed(self, data: Mapping[str, Any]) -> None:
         response = data.get("response") or {}
+        self._response(data)
         self._apply_usage(response)
         error = response.get("error")
         details = response.get("incomplete_details") or {}
@@ -514,6 +530,8 @@ class ResponsesStreamState:
 
 
 _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {
+    "response.created": ResponsesStreamState._response,
+    "response.in_progress": ResponsesStreamState._response,
     "response.output_item.added": ResponsesStreamState._item_added,
     "response.reasoning_summary_part.added": ResponsesStreamState._summary_part_added,
     "response.reasoning_summary_text.delta": ResponsesStreamState._thinking_delta,
