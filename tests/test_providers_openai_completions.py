@@ -805,3 +805,35 @@ def test_mistral_null_tool_call_id_and_mixed_chunks():  # issue 17: stream shape
     assert (text, thinking, text2) == (TextContent("A"), ThinkingContent("t1t2"), TextContent("B"))
     assert tool.name == "t" and tool.arguments == {"a": 1}
     assert len(tool.id) == 9 and tool.id.isalnum() and tool.id != "null"
+
+
+# --------------------------------------------------------------------------- diagnostics (issue 17)
+
+
+def test_failures_carry_a_provider_error_diagnostic_without_secrets():  # reference provider_error
+    denied = Reply(status=401, content_type="application/json", body=json.dumps({"error": {"message": "bad key"}}))
+    cut = Reply(body="data: " + json.dumps(_chunk({"content": "par"})) + "\n\n")  # no finish, no [DONE]
+    with ScriptedServer([denied, cut]) as server:
+        model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
+        ctx = AgentContext(messages=[UserMessage("q")])
+        first = stream(model, ctx, api_key="sk-secret-key-123").result()
+        second = stream(model, ctx, api_key="sk-secret-key-123").result()
+    (failure,) = first.diagnostics
+    assert failure.type == "provider_error" and failure.error["code"] == 401
+    assert failure.details == {"phase": "before_message_stream_start", "status": 401}
+    assert failure.error["message"] == first.error_message and "sk-secret" not in json.dumps(first.to_dict())
+    (cut_off,) = second.diagnostics
+    assert cut_off.details == {"phase": "after_message_stream_start"} and cut_off.error["name"] == "ProviderError"
+    assert second.content == [TextContent("par")]
+
+
+def test_repaired_tool_arguments_are_noted():  # a stream parse problem recovered from
+    call = {"index": 0, "id": "c1", "function": {"name": "calc", "arguments": '{"e": "1+1'}}  # cut off
+    good = {"index": 1, "id": "c2", "function": {"name": "calc", "arguments": '{"e": "2"}'}}
+    _, message = _replay(sse(_chunk({"tool_calls": [call]}), _chunk({"tool_calls": [good]}, finish="tool_calls")))
+    assert [c.arguments for c in message.tool_calls] == [{"e": "1+1"}, {"e": "2"}]
+    (note,) = message.diagnostics
+    assert note.type == "tool_arguments_repaired" and note.error["name"] == "JSONDecodeError"
+    assert note.details == {"toolCallId": "c1", "toolName": "calc", "argumentChars": 10}
+    _, clean = _replay(sse(_chunk({"tool_calls": [good]}, finish="tool_calls"), done=True))
+    assert clean.diagnostics is None and "diagnostics" not in clean.to_dict()

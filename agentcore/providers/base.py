@@ -41,7 +41,7 @@ from ..events import (
     ToolCallStartEvent,
 )
 from ..streams import ProviderStream
-from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
+from ..types import AssistantMessage, Diagnostic, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
 from .partial_json import ToolArguments
 
 __all__ = [
@@ -66,6 +66,7 @@ __all__ = [
     "request_timeout",
     "describe_error",
     "redact",
+    "failure_diagnostic",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
@@ -245,6 +246,10 @@ class StreamWriter:
       streamed and the call came with arguments); ending a closed block does nothing.
       ``close_open_blocks`` ends every open block in content order (the skeleton does so after a
       complete response; an error leaves them open, spec §3 rule 6).
+    * ``add_diagnostic`` appends a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics``.
+      The writer records one itself when a tool call's argument text was not valid JSON and the
+      lenient parser had to repair it (``"tool_arguments_repaired"``): the call still runs, with
+      the best-effort arguments, and the note says so.
 
     Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
     is the most recently opened block still open, for APIs that stream one block at a time.
@@ -353,7 +358,29 @@ class StreamWriter:
             args = open_block.args
             if args is not None and (args.text.strip() or not block.arguments):
                 block.arguments = args.value()
+                if args.text.strip():
+                    self._check_arguments(block, args.text)
             self._push(ToolCallEndEvent(index, block, self.output))
+
+    def _check_arguments(self, block: ToolCall, text: str) -> None:
+        try:  # once per call, at its end: the strict parse says whether the lenient one repaired
+            json.loads(text)
+        except ValueError as exc:
+            self.add_diagnostic(
+                "tool_arguments_repaired",
+                error={"name": "JSONDecodeError", "message": str(exc)},
+                details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
+            )
+
+    def add_diagnostic(
+        self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
+    ) -> Diagnostic:
+        """Append a diagnostic to the output message (creating its list) and return it."""
+        diagnostic = Diagnostic(type, now_ms(), error, details)
+        if self.output.diagnostics is None:
+            self.output.diagnostics = []
+        self.output.diagnostics.append(diagnostic)
+        return diagnostic
 
     def end_current(self) -> None:
         if self.current is not None:
@@ -467,6 +494,7 @@ class WireProvider:
         response = None
         listener = None
         fully_read = False
+        started = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
@@ -505,6 +533,7 @@ class WireProvider:
 
                 signal.add_listener(listener)
             yield StartEvent(output)
+            started = True
             handler = self.new_handler(model, writer, options)
             on_event = handler.on_event
             terminal = False
@@ -543,6 +572,8 @@ class WireProvider:
             aborted = signal is not None and bool(getattr(signal, "aborted", False))
             output.stop_reason = "aborted" if aborted else "error"
             output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            if not aborted:
+                failure_diagnostic(writer, exc, output.error_message, started)
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there
@@ -627,6 +658,23 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def failure_diagnostic(
+    writer: StreamWriter, exc: BaseException, message: str, started: bool, **details: Any
+) -> Diagnostic:
+    """Record why a stream failed (reference ``provider_error``): the exception's type, the
+    already redacted ``message``, the HTTP status when there was one, and whether the failure came
+    before or after ``start`` (``phase``). ``details`` adds wire facts (a request id, an error
+    code). Aborts are not failures and get none."""
+    status = getattr(exc, "status", None)
+    facts: Dict[str, Any] = {"phase": "after_message_stream_start" if started else "before_message_stream_start"}
+    error: Dict[str, Any] = {"name": type(exc).__name__, "message": message}
+    if isinstance(status, int):
+        facts["status"] = status
+        error["code"] = status
+    facts.update({k: v for k, v in details.items() if v is not None})
+    return writer.add_diagnostic("provider_error", error=error, details=facts)
 
 
 def describe_error(exc: BaseException) -> str:
