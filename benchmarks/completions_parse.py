@@ -8,7 +8,7 @@ Two bodies of N deltas each, cut into 1 KiB network chunks, shaped like the reco
   ``delta.content`` lists with one ``{"type": "thinking", "thinking": [{"type": "text", ...}]}``
   chunk, then plain-string text, usage and ``finish_reason`` on the last chunk.
 
-Measured in the same run, per body:
+Measured in the same run, calls interleaved so load drift hits every row alike, per body:
 
 * floor: split the bytes into SSE events and ``json.loads`` each ``data:`` payload;
 * parse: the provider's own path: ``iter_sse`` over the chunks, ``CompletionsHandler`` (what
@@ -25,13 +25,13 @@ about timings.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(_ROOT))
+sys.path[:0] = [str(_ROOT), str(_ROOT / "benchmarks")]
+
+from agent_cost import _interleaved  # noqa: E402  (medians of interleaved calls: load drift hits all)
 
 from agentcore.providers.base import StreamWriter  # noqa: E402
 from agentcore.providers.openai_completions import OpenAICompletionsProvider  # noqa: E402
@@ -108,15 +108,6 @@ def parse(provider: OpenAICompletionsProvider, model: Model, pieces) -> Assistan
     return output
 
 
-def median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def main(argv) -> None:
     deltas = int(argv[0]) if argv else 2000
     repeats = int(argv[1]) if len(argv) > 1 else 15
@@ -125,19 +116,26 @@ def main(argv) -> None:
         recorded = json.loads(RECORDING.read_text(encoding="utf-8"))["interactions"][0]["response"]["body"]
         message = parse(provider, MISTRAL, chunks(recorded.encode("utf-8")))
         assert [b.type for b in message.content] == ["thinking", "text"], message.content
-    print(f"deltas per stream: {deltas}, 1 KiB network chunks, median of {repeats}")
-    per_delta = {}
-    for name, model, mistral in (("plain", PLAIN, False), ("mistral", MISTRAL, True)):
-        pieces = chunks(body(deltas, mistral))
+    print(f"deltas per stream: {deltas}, 1 KiB network chunks, median of {repeats} interleaved runs")
+    plain, mistral = chunks(body(deltas, False)), chunks(body(deltas, True))
+    for pieces, model, blocks in ((plain, PLAIN, 1), (mistral, MISTRAL, 2)):
         assert floor(pieces) == deltas
         message = parse(provider, model, pieces)
-        assert message.stop_reason == "stop" and len(message.content) == (2 if mistral else 1)
-        bare = median_seconds(lambda p=pieces: floor(p), repeats) / deltas * 1e6
-        full = median_seconds(lambda m=model, p=pieces: parse(provider, m, p), repeats) / deltas * 1e6
-        per_delta[name] = full
+        assert message.stop_reason == "stop" and len(message.content) == blocks
+    times = _interleaved(
+        [
+            lambda: floor(plain),
+            lambda: parse(provider, PLAIN, plain),
+            lambda: floor(mistral),
+            lambda: parse(provider, MISTRAL, mistral),
+        ],
+        repeats,
+    )
+    floor_plain, parse_plain, floor_mistral, parse_mistral = (t / deltas * 1e6 for t in times)
+    for name, bare, full in (("plain", floor_plain, parse_plain), ("mistral", floor_mistral, parse_mistral)):
         print(f"{name:8s} floor (split + json.loads): {bare:6.2f} us/delta")
         print(f"{name:8s} openai-completions parse:  {full:6.2f} us/delta   ratio parse/floor {full / bare:5.2f}x")
-    print(f"mistral typed chunks vs plain strings:   ratio {per_delta['mistral'] / per_delta['plain']:5.2f}x")
+    print(f"mistral typed chunks vs plain strings:   ratio {parse_mistral / parse_plain:5.2f}x")
 
 
 if __name__ == "__main__":
