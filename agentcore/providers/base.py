@@ -66,6 +66,7 @@ __all__ = [
     "request_timeout",
     "describe_error",
     "redact",
+    "add_diagnostic",
     "failure_diagnostic",
 ]
 
@@ -375,12 +376,8 @@ class StreamWriter:
     def add_diagnostic(
         self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
     ) -> Diagnostic:
-        """Append a diagnostic to the output message (creating its list) and return it."""
-        diagnostic = Diagnostic(type, now_ms(), error, details)
-        if self.output.diagnostics is None:
-            self.output.diagnostics = []
-        self.output.diagnostics.append(diagnostic)
-        return diagnostic
+        """Append a diagnostic to the output message (see :func:`add_diagnostic`) and return it."""
+        return add_diagnostic(self.output, type, error, details)
 
     def end_current(self) -> None:
         if self.current is not None:
@@ -573,7 +570,7 @@ class WireProvider:
             output.stop_reason = "aborted" if aborted else "error"
             output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
             if not aborted:
-                failure_diagnostic(writer, exc, output.error_message, started)
+                failure_diagnostic(output, exc, output.error_message, started)
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there
@@ -660,21 +657,38 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def add_diagnostic(
+    output: AssistantMessage,
+    type: str,
+    error: Optional[Dict[str, Any]] = None,
+    details: Optional[Dict[str, Any]] = None,
+) -> Diagnostic:
+    """Append a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics`` (creating the list)
+    and return it. ``error`` and ``details`` must already be free of secrets."""
+    diagnostic = Diagnostic(type, now_ms(), error, details)
+    if output.diagnostics is None:
+        output.diagnostics = []
+    output.diagnostics.append(diagnostic)
+    return diagnostic
+
+
 def failure_diagnostic(
-    writer: StreamWriter, exc: BaseException, message: str, started: bool, **details: Any
+    output: AssistantMessage, exc: BaseException, message: str, started: Optional[bool] = None, **details: Any
 ) -> Diagnostic:
     """Record why a stream failed (reference ``provider_error``): the exception's type, the
-    already redacted ``message``, the HTTP status when there was one, and whether the failure came
-    before or after ``start`` (``phase``). ``details`` adds wire facts (a request id, an error
-    code). Aborts are not failures and get none."""
+    already redacted ``message``, the HTTP status when there was one, and, when ``started`` is
+    known, whether the failure came before or after ``start`` (``phase``). ``details`` adds wire
+    facts (an error code); None values are left out. Callers skip aborts: they are not failures."""
     status = getattr(exc, "status", None)
-    facts: Dict[str, Any] = {"phase": "after_message_stream_start" if started else "before_message_stream_start"}
+    facts: Dict[str, Any] = {}
+    if started is not None:
+        facts["phase"] = "after_message_stream_start" if started else "before_message_stream_start"
     error: Dict[str, Any] = {"name": type(exc).__name__, "message": message}
     if isinstance(status, int):
         facts["status"] = status
         error["code"] = status
     facts.update({k: v for k, v in details.items() if v is not None})
-    return writer.add_diagnostic("provider_error", error=error, details=facts)
+    return add_diagnostic(output, "provider_error", error=error, details=facts)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -157,7 +157,7 @@ class BedrockProvider:
             output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
             if not aborted:  # the reference's bedrock failure facts: status and the AWS error code
                 code = exc.name if isinstance(exc, BedrockStreamException) else None
-                failure_diagnostic(writer, exc, output.error_message, bool(started), errorCode=code)
+                failure_diagnostic(output, exc, output.error_message, bool(started), errorCode=code)
             terminal = ErrorEvent(output.stop_reason, output)
         yield terminal
 
