@@ -24,7 +24,7 @@ import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..types import TextContent, ThinkingContent
-from .base import sanitize_surrogates
+from .base import StreamWriter, sanitize_surrogates
 
 __all__ = [
     "MISTRAL_TOOL_CALL_ID_LENGTH",
@@ -32,6 +32,7 @@ __all__ = [
     "MistralIdNormalizer",
     "stream_tool_call_id",
     "iter_content_parts",
+    "feed_content_parts",
     "assistant_content_parts",
 ]
 
@@ -117,6 +118,40 @@ def iter_content_parts(content: List[Any]) -> Iterator[Tuple[str, str]]:
             value = part.get("text")
             if type(value) is str and value:
                 yield "text", value
+
+
+def feed_content_parts(writer: StreamWriter, content: List[Any]) -> None:
+    """Stream a list-valued ``delta.content`` into ``writer``: text pieces extend the open text
+    block (or open one), thinking pieces the open unsigned thinking block (or open one), so a
+    switch of kind ends the previous block as for every other chunk."""
+    if len(content) == 1:  # Magistral's usual delta: one thinking chunk with one text part
+        part = content[0]
+        if type(part) is dict and part.get("type") == "thinking":
+            inner = part.get("thinking")
+            if type(inner) is list and len(inner) == 1 and type(inner[0]) is dict:
+                text = inner[0].get("text")
+                if type(text) is str:
+                    if text:
+                        _thinking(writer, text)
+                    return
+    for kind, piece in iter_content_parts(content):
+        if kind == "thinking":
+            _thinking(writer, piece)
+            continue
+        if writer.current_kind != "text":
+            writer.end_current()
+            writer.start_text()
+        writer.append_text(writer.current, piece)  # type: ignore[arg-type]
+
+
+def _thinking(writer: StreamWriter, text: str) -> None:
+    # unsigned, unlike reasoning_content blocks: it goes back as a thinking chunk (compat
+    # supportsThinkingContentParts), not under a delta field name
+    current = writer.current
+    if not (writer.current_kind == "thinking" and writer.block(current).thinking_signature is None):  # type: ignore[arg-type]
+        writer.end_current()
+        current = writer.start_thinking()
+    writer.append_thinking(current, text)  # type: ignore[arg-type]
 
 
 def assistant_content_parts(content: List[Any]) -> Optional[List[Dict[str, Any]]]:

@@ -33,7 +33,7 @@ from ..types import (
     role_of,
 )
 from . import _reasoning
-from ._mistral import MistralIdNormalizer, assistant_content_parts, iter_content_parts, stream_tool_call_id
+from ._mistral import MistralIdNormalizer, assistant_content_parts, feed_content_parts, stream_tool_call_id
 from ._mistral import mistral_tool_call_id as _mistral_id
 from .base import (
     ProviderError,
@@ -548,7 +548,7 @@ class CompletionsHandler(WireHandler):
                     writer.start_text()
                 writer.append_text(writer.current, content)  # type: ignore[arg-type]
             elif type(content) is list:  # Mistral: typed thinking/text chunks
-                self._content_parts(content)
+                feed_content_parts(writer, content)
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
             self._reasoning(delta)
         calls = delta.get("tool_calls")
@@ -559,35 +559,6 @@ class CompletionsHandler(WireHandler):
         details = delta.get("reasoning_details")
         if details:
             self._reasoning_details(details)
-
-    def _content_parts(self, content: List[Any]) -> None:
-        if len(content) == 1:  # Magistral's usual delta: one thinking chunk with one text part
-            part = content[0]
-            if type(part) is dict and part.get("type") == "thinking":
-                inner = part.get("thinking")
-                if type(inner) is list and len(inner) == 1 and type(inner[0]) is dict:
-                    text = inner[0].get("text")
-                    if type(text) is str:
-                        if text:
-                            self._thinking_part(text)
-                        return
-        writer = self.writer
-        for kind, piece in iter_content_parts(content):
-            if kind == "text":
-                if writer.current_kind != "text":
-                    writer.end_current()
-                    writer.start_text()
-                writer.append_text(writer.current, piece)  # type: ignore[arg-type]
-            else:
-                self._thinking_part(piece)
-
-    def _thinking_part(self, text: str) -> None:
-        # an unsigned thinking block: replayed as a thinking chunk (supportsThinkingContentParts)
-        writer = self.writer
-        if not (writer.current_kind == "thinking" and writer.block(writer.current).thinking_signature is None):  # type: ignore[arg-type]
-            writer.end_current()
-            writer.start_thinking()
-        writer.append_thinking(writer.current, text)  # type: ignore[arg-type]
 
     def _reasoning(self, delta: Dict[str, Any]) -> None:
         writer = self.writer
