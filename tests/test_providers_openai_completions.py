@@ -794,6 +794,7 @@ def test_mistral_null_tool_call_id_and_mixed_chunks():  # issue 17: stream shape
         ),
         _chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "t2"}, {"type": "image"}]}]}),
         _chunk({"content": [{"type": "reference", "ids": [1]}, "B"]}),
+        _chunk({"content": {"type": "text", "text": "C"}}),  # one chunk without the list
         _chunk({"tool_calls": [call]}),
         _chunk({"tool_calls": [more]}, finish="tool_calls"),
         done=True,
@@ -802,7 +803,7 @@ def test_mistral_null_tool_call_id_and_mixed_chunks():  # issue 17: stream shape
         model = _mistral_model(server, id="magistral-small")
         message = stream(model, AgentContext(messages=[UserMessage("q")]), api_key="k").result()
     text, thinking, text2, tool = message.content
-    assert (text, thinking, text2) == (TextContent("A"), ThinkingContent("t1t2"), TextContent("B"))
+    assert (text, thinking, text2) == (TextContent("A"), ThinkingContent("t1t2"), TextContent("BC"))
     assert tool.name == "t" and tool.arguments == {"a": 1}
     assert len(tool.id) == 9 and tool.id.isalnum() and tool.id != "null"
 

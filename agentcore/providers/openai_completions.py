@@ -549,6 +549,8 @@ class CompletionsHandler(WireHandler):
                 writer.append_text(writer.current, content)  # type: ignore[arg-type]
             elif type(content) is list:  # Mistral: typed thinking/text chunks
                 feed_content_parts(writer, content)
+            elif type(content) is dict:  # a single typed chunk, not in a list
+                feed_content_parts(writer, [content])
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
             self._reasoning(delta)
         calls = delta.get("tool_calls")
