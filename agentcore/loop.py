@@ -549,6 +549,10 @@ def _result_without_terminal_event(
         usage=partial.usage if partial is not None else Usage(),
         stop_reason="aborted" if aborted else "error",
         error_message="Request was aborted" if aborted else ERR_STREAM_WITHOUT_END,
+        # what the partial knew about the response stays (the reference keeps the live partial)
+        response_id=partial.response_id if partial is not None else None,
+        response_model=partial.response_model if partial is not None else None,
+        diagnostics=list(partial.diagnostics) if partial is not None and partial.diagnostics else None,
     )
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Usage",
     "ModelCost",
     "Model",
+    "Diagnostic",
     "UserMessage",
     "AssistantMessage",
     "ToolResultMessage",
@@ -458,6 +459,12 @@ class Model(_WireMixin):
 
     A local OpenAI-compatible server is
     ``Model(id="llama3", api="openai-completions", provider="local", base_url="http://127.0.0.1:8080/v1")``.
+
+    ``thinking_level_map`` (JSON ``thinkingLevelMap``) maps thinking levels (``"off"``,
+    ``"minimal"`` ... ``"max"``) to the provider's own effort value; ``None`` marks a level the
+    model does not support (a request for it uses the nearest supported level), a missing key
+    uses the provider default. Catalogs older than it carry ``compat.reasoningEffortMap``, which
+    is still read (see :func:`agentcore.providers._reasoning.thinking_level_map`).
     """
 
     id: str
@@ -472,6 +479,7 @@ class Model(_WireMixin):
     max_tokens: int = 16384
     headers: Optional[Dict[str, str]] = field(default=None, repr=False)  # may carry credentials
     compat: Optional[Dict[str, Any]] = None
+    thinking_level_map: Optional[Dict[str, Optional[str]]] = None
     extra: Dict[str, Any] = _extra()
     _absent: FrozenSet[str] = _absent()
     _wire = (
@@ -487,6 +495,7 @@ class Model(_WireMixin):
         ("max_tokens", "maxTokens", "req"),
         ("headers", "headers", "opt"),
         ("compat", "compat", "opt"),
+        ("thinking_level_map", "thinkingLevelMap", "opt"),
     )
 
     def __post_init__(self) -> None:
@@ -568,8 +577,49 @@ class SystemMessage(_WireMixin):
 
 
 @dataclass
+class Diagnostic(_WireMixin):
+    """One provider or runtime note attached to an :class:`AssistantMessage` (reference
+    ``AssistantMessageDiagnostic``): a failure or a recovery the message text does not show.
+
+    ``type`` names it (``"provider_error"``, ``"stream_recovery"``, ...), ``timestamp`` is Unix
+    milliseconds, ``error`` is ``{"name"?, "message", "code"?}`` when an error caused it and
+    ``details`` holds JSON facts (an HTTP status, a request id). Secrets are never recorded.
+    """
+
+    type: str
+    timestamp: int = field(default_factory=now_ms)
+    error: Optional[Dict[str, Any]] = None
+    details: Optional[Dict[str, Any]] = None
+    extra: Dict[str, Any] = _extra()
+    _absent: FrozenSet[str] = _absent()
+    _wire = (
+        ("type", "type", "req"),
+        ("timestamp", "timestamp", "req"),
+        ("error", "error", "opt"),
+        ("details", "details", "opt"),
+    )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Diagnostic:
+        return cls(**cls._kwargs_from(d))
+
+
+def _diagnostics(value: Any) -> Any:
+    """A ``diagnostics`` list read back: known entries as :class:`Diagnostic`, anything else kept as is."""
+    if not isinstance(value, list):
+        return value
+    return [Diagnostic.from_dict(d) if _is_mapping(d) and isinstance(d.get("type"), str) else d for d in value]
+
+
+@dataclass
 class AssistantMessage(_WireMixin):
-    """A model response. ``stop_reason`` is one of :class:`StopReason`; errors carry ``error_message``."""
+    """A model response. ``stop_reason`` is one of :class:`StopReason`; errors carry ``error_message``.
+
+    ``response_id`` is the provider's id of the response and ``response_model`` the model the
+    server says answered, set only when it differs from ``model`` (a router's ``auto``, a dated
+    snapshot); ``diagnostics`` is a list of :class:`Diagnostic` (failures and recoveries). All
+    three stay None, and absent from the JSON, when the stream did not carry them.
+    """
 
     content: List[Any] = field(default_factory=list)
     api: str = "unknown"
@@ -579,6 +629,9 @@ class AssistantMessage(_WireMixin):
     stop_reason: str = "stop"
     error_message: Optional[str] = None
     timestamp: int = field(default_factory=now_ms)
+    response_id: Optional[str] = None
+    response_model: Optional[str] = None
+    diagnostics: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "assistant"
@@ -591,7 +644,11 @@ class AssistantMessage(_WireMixin):
         ("usage", "usage", "req"),
         ("stop_reason", "stopReason", "req"),
         ("timestamp", "timestamp", "req"),
+        # set while streaming, so after timestamp in the reference's files; absent when None
+        ("response_id", "responseId", "opt"),
+        ("response_model", "responseModel", "opt"),
         ("error_message", "errorMessage", "opt"),  # the reference sets it last, after timestamp
+        ("diagnostics", "diagnostics", "opt"),
     )
 
     @property
@@ -632,10 +689,10 @@ class AssistantMessage(_WireMixin):
                     _shared(d["stopReason"]),
                     d.get("errorMessage"),
                     d["timestamp"],
-                    {},
-                    _NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT,
+                    extra={},
+                    _absent=_NO_ERROR_MESSAGE if len(keys) == len(_ASSISTANT_KEYS) else _NOTHING_ABSENT,
                 )
-        kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict})
+        kwargs = cls._kwargs_from(d, {"content": _blocks, "usage": Usage.from_dict, "diagnostics": _diagnostics})
         kwargs.setdefault("usage", Usage())
         if kwargs.get("content") is None:
             kwargs["content"] = []
@@ -644,8 +701,8 @@ class AssistantMessage(_WireMixin):
 
 _ASSISTANT_KEYS = frozenset(("role", "content", "api", "provider", "model", "usage", "stopReason", "timestamp"))
 _ASSISTANT_ERROR_KEYS = _ASSISTANT_KEYS | {"errorMessage"}
-_NO_ERROR_MESSAGE = _absent_keys("errorMessage")
-_NOTHING_ABSENT: FrozenSet[str] = frozenset()
+_NO_ERROR_MESSAGE = _absent_keys("errorMessage", "responseId", "responseModel", "diagnostics")
+_NOTHING_ABSENT = _absent_keys("responseId", "responseModel", "diagnostics")  # as the generic reader
 
 
 @dataclass

@@ -1262,7 +1262,7 @@ def test_stream_without_terminal_event_yields_an_error(user, mock_model, recorde
     def stream_fn(model, context, **options):
         from agentcore.types import AssistantMessage
 
-        partial = AssistantMessage(content=[TextContent("par")])
+        partial = AssistantMessage(content=[TextContent("par")], response_id="r-1", response_model="m-2024")
         yield StartEvent(partial)
         yield TextDeltaEvent(0, "par", partial)
 
@@ -1271,6 +1271,7 @@ def test_stream_without_terminal_event_yields_an_error(user, mock_model, recorde
     assert last.role == "assistant" and last.stop_reason == "error"
     assert last.error_message == "The model stream ended without a done or error event"
     assert last.content == [TextContent("par")]
+    assert (last.response_id, last.response_model) == ("r-1", "m-2024")  # issue 17: the partial's ids stay
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -219,6 +220,15 @@ def test_adaptive_thinking_for_opus_46():  # spec §11 adaptive models
     assert "thinking" not in wire.build_request_body(OPUS46, ctx)
 
 
+def test_thinking_level_map_effort_and_unsupported_levels():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    opus = dataclasses.replace(OPUS46, thinking_level_map={"minimal": None, "xhigh": "xhigh", "max": "max"})
+    assert wire.build_request_body(opus, ctx, reasoning="xhigh")["output_config"] == {"effort": "xhigh"}
+    assert wire.build_request_body(opus, ctx, reasoning="minimal")["output_config"] == {"effort": "low"}
+    never = dataclasses.replace(HAIKU, thinking_level_map={lv: None for lv in ("minimal", "low", "medium", "high")})
+    assert "thinking" not in wire.build_request_body(never, ctx, reasoning="high")  # nothing supported: off
+
+
 def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 header merge
     h = wire.build_headers(HAIKU, "sk-test")
     assert h["x-api-key"] == "sk-test" and h["anthropic-version"] == "2023-06-01"
@@ -425,6 +435,17 @@ def _events(*payloads) -> str:
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
 
 
+RESPONSE_IDS = {  # issue 17: message_start id (and model, when not the requested haiku) per turn
+    "server-tool-blocks": [("msg_01TRpkkgb2QsnyjsGSVdRtGr", "claude-opus-4-1-20250805")],
+    "thinking-stream": [("msg_01Eg56TYRnKCEgWtZu2yjR1t", None)],
+    "thinking-then-tool-call-chain": [("msg_01JdU4xqNHXL9QCFWkwCDKGr", None), ("msg_01Qb3MMmP6RUjBckfsEVddrQ", None)],
+    "two-parallel-tool-calls-then-text": [
+        ("msg_01V2noLbAb2NgKnjaNw6Cn3w", None),
+        ("msg_01XMATm4UFnjP841TckVuNF4", None),
+    ],
+}
+
+
 @pytest.mark.parametrize("name", RECORDINGS)
 def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
     rec = load_recording(API, name)
@@ -441,6 +462,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
             assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            assert (result.response_id, result.response_model) == RESPONSE_IDS[name][turn]
             request = server.requests[turn]
             assert (request.method, request.path) == ("POST", "/v1/messages")
             assert request.headers["x-api-key"] == "sk-test" and request.headers["anthropic-version"] == "2023-06-01"

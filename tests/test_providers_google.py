@@ -186,6 +186,12 @@ def test_thinking_config_per_model_family():  # spec §11 google
     assert wire.thinking_config(PRO25, None) is None and wire.thinking_config(FLASH2, "high") is None
 
 
+def test_thinking_level_map_clamps_before_the_family_rules():  # issue 17: Model.thinking_level_map
+    pro = Model(id="gemini-2.5-pro", api=API, provider="google", reasoning=True, thinking_level_map={"high": None})
+    assert wire.thinking_config(pro, "high")["thinkingBudget"] == 8192  # high unsupported: medium's budget
+    assert wire.thinking_config(pro, "max")["thinkingBudget"] == 8192  # max unmapped: down past high
+
+
 def test_url_headers_and_generation_config():  # spec §15 request
     assert wire.request_url(FLASH2) == f"{BASE}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
     assert wire.build_headers(FLASH2, "g-key")["x-goog-api-key"] == "g-key"
@@ -343,6 +349,12 @@ def _served(server, model_id="gemini-2.0-flash", reasoning=False):
     )
 
 
+RESPONSE_IDS = {  # responseId per turn; modelVersion equals the requested id in both recordings
+    "function-call-three-turns": ["1lpeaMTxIpW1nvgP-O3vwQY", "11peaOXwBPH_2PgPh_z--AY", "11peaI_ZJLq3nvgP0vasuQk"],
+    "thinking-parts": ["beHBaJfEMIi-qtsP3769-Q8"],
+}
+
+
 @pytest.mark.parametrize(
     "name,model_id,tools",
     [
@@ -370,6 +382,7 @@ def test_recording_replays_over_http(name, model_id, tools):  # issue 4: every r
             strip = lambda blocks: [{k: v for k, v in b.to_dict().items() if k != "id"} for b in blocks]  # noqa: E731
             assert strip(result.content) == strip(expected.content)  # call ids are generated per stream
             assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            assert (result.response_id, result.response_model) == (RESPONSE_IDS[name][turn], None)  # issue 17
             request = server.requests[turn]
             assert request.path == f"/v1beta/models/{model_id}:streamGenerateContent" and request.query == "alt=sse"
             assert request.headers["x-goog-api-key"] == "g-test"

@@ -265,3 +265,41 @@ def test_user_models_win_over_installed_plugins(user_models):  # issue 17: the u
     entry = plugins.default_plugin_manager().registry("model")["amazon-bedrock/amazon.nova-micro-v1:0"]
     assert entry.source == "agentcore.providers.user_models" and "bedrock" in entry.shadowed
     assert agentcore.get_model("amazon-bedrock/amazon.nova-micro-v1:0").base_url.endswith("eu-west-3.amazonaws.com")
+
+
+def _entry(**kw):
+    base = {
+        "id": "m",
+        "api": "openai-completions",
+        "provider": "p",
+        "baseUrl": "https://example.invalid/v1",
+        "reasoning": True,
+        "input": ["text"],
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+        "contextWindow": 1000,
+        "maxTokens": 100,
+    }
+    base.update(kw)
+    return base
+
+
+def test_catalog_thinking_level_map_and_older_reasoning_effort_map():  # issue 17: Model.thinking_level_map
+    from agentcore.providers._reasoning import clamp_to_model, mapped_effort, supported_levels
+
+    catalog = [
+        Model.from_dict(_entry(id="new", thinkingLevelMap={"off": None, "minimal": None, "xhigh": "max"})),
+        Model.from_dict(_entry(id="old", compat={"reasoningEffortMap": {"low": "lite", "xhigh": "x"}})),
+        Model.from_dict(_entry(id="plain")),
+        Model.from_dict(_entry(id="no-thinking", reasoning=False, thinkingLevelMap={"high": "h"})),
+    ]
+    new, old, plain, none = catalog
+    assert new.thinking_level_map == {"off": None, "minimal": None, "xhigh": "max"}
+    assert supported_levels(new) == ("low", "medium", "high", "xhigh")  # null = unsupported; max unmapped
+    assert [clamp_to_model(new, lv) for lv in ("off", "minimal", "max")] == ["low", "low", "xhigh"]
+    assert (mapped_effort(new, "xhigh"), mapped_effort(new, "max"), mapped_effort(new, "high")) == ("max", "max", None)
+    assert old.thinking_level_map is None and mapped_effort(old, "low") == "lite"  # still read
+    assert supported_levels(old) == ("off", "minimal", "low", "medium", "high", "xhigh")
+    assert (
+        supported_levels(plain) == ("off", "minimal", "low", "medium", "high") and clamp_to_model(plain, "max") == "max"
+    )
+    assert supported_levels(none) == ("off",)

@@ -86,6 +86,18 @@ RECORDED = {
 }
 
 
+RESPONSE_IDS = {
+    "tool-call-args-in-fragments": (
+        ["chatcmpl-BWlJBDk2xe66hjff60joVYpXi1hh4", "chatcmpl-BWlJCN7VZTtSHROczp0AbrjFGhRMA"],
+        "gpt-4o-mini-2024-07-18",
+    ),
+    "openrouter-tool-call-no-finish-reason": (  # OpenRouter routed gpt-4.1-mini to another model
+        ["gen-1753242299-QZRAt5HJHd1ptY8sdS0s", "gen-1753242300-j60LWi6MpN4lMZw1zTHK"],
+        "moonshotai/kimi-k2",
+    ),
+}
+
+
 @pytest.mark.parametrize("name", sorted(RECORDED))
 @pytest.mark.parametrize("chunk_size", [1, 7, 4096])
 def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every recording
@@ -113,6 +125,8 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
         assert set(types[2:-2]) == {"toolcall_delta"}
         assert [(c.id, c.name, c.arguments) for c in message.content] == [(call_id, call_name, call_args)]
         assert message.stop_reason == "toolUse"  # also when the server sent no finish_reason
+        ids, served = RESPONSE_IDS[name]  # issue 17: chunk id, and chunk model when not the requested one
+        assert (message.response_id, message.response_model) == (ids[0], served)
         assert (message.usage.input, message.usage.output, message.usage.total_tokens) == usage1
         assert message.usage.cost.total == pytest.approx(usage1[0] * 1e-6 + usage1[1] * 2e-6)
 
@@ -131,6 +145,7 @@ def test_recording_replay_two_turns(name, chunk_size):  # issue 4: replay every 
         context.messages += [message, ToolResultMessage(call_id, call_name, [TextContent(result_text)])]
         final = stream(model, context, api_key="sk-test").result()
         assert final.content == [TextContent(final_text)] and final.stop_reason == "stop"
+        assert (final.response_id, final.response_model) == (ids[1], served)
         assert (final.usage.input, final.usage.output, final.usage.total_tokens) == usage2
         assert _conversation_shape(server.requests[1].json()["messages"]) == _conversation_shape(
             second["request"]["body"]["messages"]
@@ -376,7 +391,13 @@ def test_body_basics_openai():  # spec §12 body
         ),
         (
             dict(provider="mistral", base_url="https://api.mistral.ai/v1"),
-            dict(requiresToolResultName=True, requiresThinkingAsText=True, maxTokensField="max_tokens"),
+            dict(
+                requiresToolResultName=True,
+                requiresThinkingAsText=False,  # issue 17: thinking goes back as typed chunks instead
+                supportsThinkingContentParts=True,
+                thinkingFormat="mistral",
+                maxTokensField="max_tokens",
+            ),
         ),
         (
             dict(provider="groq", base_url="https://api.groq.com/openai/v1", id="qwen/qwen3-32b"),
@@ -422,6 +443,21 @@ def test_reasoning_levels_and_formats():  # spec §11
     assert build_request_body(qwen, ctx, {"reasoning": "medium"})["chat_template_kwargs"] == {"enable_thinking": True}
 
 
+def test_thinking_level_map_maps_and_clamps_reasoning_effort():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage("q")])
+    mapped = _model(reasoning=True, thinking_level_map={"off": "none", "minimal": None, "xhigh": "xhigh"})
+    efforts = [build_request_body(mapped, ctx, {"reasoning": lv}).get("reasoning_effort") for lv in LEVELS]
+    # off is sent as the map's "none"; minimal is unsupported (up to low); max is unmapped (down to xhigh)
+    assert efforts == ["none", "low", "low", "medium", "high", "xhigh", "xhigh"]
+    old = _model(reasoning=True, compat={"reasoningEffortMap": {"high": "max-ish"}})
+    assert build_request_body(old, ctx, {"reasoning": "high"})["reasoning_effort"] == "max-ish"
+    assert build_request_body(old, ctx, {"reasoning": "xhigh"})["reasoning_effort"] == "max-ish"  # clamped down
+    assert "reasoning_effort" not in build_request_body(old, ctx, {})
+
+
+LEVELS = ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
 def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messages
     model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-x", input=("text", "image"))
     mine = dict(api=API, provider="mistral", model="mistral-x")
@@ -453,7 +489,10 @@ def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messa
         },
         {
             "role": "assistant",
-            "content": "ponder\n\nok",  # requiresThinkingAsText
+            "content": [  # issue 17: Mistral's typed chunks, as the reference sends them
+                {"type": "thinking", "thinking": [{"type": "text", "text": "ponder"}]},
+                {"type": "text", "text": "ok"},
+            ],
             "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {"name": "shot", "arguments": "{}"}}],
         },
         {"role": "tool", "tool_call_id": "abcdefghi", "content": "(see attached image)", "name": "shot"},
@@ -624,3 +663,178 @@ def test_output_schema_becomes_response_format():  # issue 13: native structured
         "json_schema": {"name": "My_answer", "schema": OUTPUT_SCHEMA, "strict": False},
     }
     assert "response_format" not in build_request_body(model, AgentContext(messages=[UserMessage("q")]), {})
+
+
+# --------------------------------------------------------------------------- Mistral (issue 17)
+
+MISTRAL_THINKING = (
+    "Okay, the user is asking how to cross the street. I know that crossing the street safely involves a few key "
+    "steps: first, look both ways to check for oncoming traffic; second, use a crosswalk if one is available; "
+    "third, obey any traffic signals or signs that may be present; and finally, proceed with caution until you "
+    "have safely reached the other side. Let me compile this information into a clear and concise response."
+)
+_MISTRAL_STEPS = (
+    "To cross the street safely, follow these steps:\n\n1. Look both ways to check for oncoming traffic.\n"
+    "2. Use a crosswalk if one is available.\n3. Obey any traffic signals or signs that may be present.\n"
+    "4. Proceed with caution until you have safely reached the other side.\n"
+)
+MISTRAL_TEXT = (
+    _MISTRAL_STEPS
+    + "\n```markdown\n"
+    + _MISTRAL_STEPS
+    + "```\n\nBy following these steps, you can ensure a safe crossing."
+)
+
+
+def _mistral_model(server, **kw):
+    return Model(api=API, provider="mistral", base_url=server.url + "/v1", **kw)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, 4096])
+def test_mistral_thinking_parts_recording(chunk_size):  # issue 17: Magistral typed content chunks
+    recording = _recording("mistral-thinking-parts")
+    (interaction,) = recording["interactions"]
+    recorded = interaction["request"]["body"]
+    with ScriptedServer() as server:
+        server.replay(recording, chunk_size=chunk_size)
+        model = _mistral_model(server, id=recorded["model"], reasoning=True)
+        context = AgentContext(messages=[UserMessage(recorded["messages"][0]["content"])])
+        events = stream(model, context, api_key="sk-test")
+        seen = list(events)
+        types = [e.type for e in seen]
+        message = events.result()
+        sent = server.requests[0].json()
+    assert types == (
+        ["start", "thinking_start"]
+        + ["thinking_delta"] * 57  # one recorded chunk is an empty thinking list
+        + ["thinking_end", "text_start"]
+        + ["text_delta"] * 97
+        + ["text_end", "done"]
+    )
+    deltas = [e.delta for e in seen if e.type == "thinking_delta"]
+    assert deltas[:3] == ["Okay", ", the", " user"]
+    assert message.content == [ThinkingContent(MISTRAL_THINKING), TextContent(MISTRAL_TEXT)]
+    assert message.stop_reason == "stop" and message.error_message is None
+    assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (10, 232, 242)
+    assert message.response_id == "9f9d90210f194076abeee223863eaaf0"
+    assert message.response_model is None  # the chunks name the requested model
+    assert (sent["model"], sent["messages"], sent["stream"]) == (recorded["model"], recorded["messages"], True)
+    assert "prompt_mode" not in sent  # no thinking level asked for
+
+    # the next request sends the thinking back as Mistral's typed chunks, in order
+    context.messages += [message, UserMessage("thanks")]
+    body = build_request_body(model, context, {"reasoning": "high"})
+    assert body["messages"][1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": [{"type": "text", "text": MISTRAL_THINKING}]},
+            {"type": "text", "text": MISTRAL_TEXT},
+        ],
+    }
+    assert body["prompt_mode"] == "reasoning" and "reasoning_effort" not in body
+
+
+@pytest.mark.parametrize("chunk_size", [1, 4096])
+def test_mistral_tool_call_recording(chunk_size):  # issue 17: id, finish reason and usage in one chunk
+    recording = _recording("mistral-tool-call")
+    (interaction,) = recording["interactions"]
+    recorded = interaction["request"]["body"]
+    with ScriptedServer() as server:
+        server.replay(recording, chunk_size=chunk_size)
+        model = _mistral_model(server, id=recorded["model"])
+        context = AgentContext(messages=[UserMessage(recorded["messages"][0]["content"])], tools=[_tool_from(recorded)])
+        events = stream(model, context, api_key="sk-test", max_tokens=100, temperature=0.7)
+        types = [e.type for e in events]
+        message = events.result()
+        sent = server.requests[0].json()
+    assert types == ["start", "toolcall_start", "toolcall_delta", "toolcall_end", "done"]
+    assert message.content == [ToolCall("aX2gaLIyo", "get_weather", {"location": "New York City"})]
+    assert message.stop_reason == "toolUse"
+    assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (72, 14, 86)
+    assert message.response_id == "378d4d9fd4914db088d7c448257ed0d2" and message.response_model is None
+    assert (sent["max_tokens"], sent["temperature"], sent["messages"]) == (100, 0.7, recorded["messages"])
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather"]
+
+    call = message.content[0]
+    context.messages += [message, ToolResultMessage(call.id, call.name, [TextContent("sunny")])]
+    replay = build_request_body(model, context, {})["messages"]
+    assert replay[1]["tool_calls"][0]["id"] == "aX2gaLIyo" and replay[1]["content"] is None
+    assert replay[2] == {"role": "tool", "tool_call_id": "aX2gaLIyo", "content": "sunny", "name": "get_weather"}
+
+
+def test_mistral_ids_for_other_providers_calls_match_their_results():  # issue 17: 9 alphanumerics
+    model = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-large-latest")
+    other = dict(api="anthropic-messages", provider="anthropic", model="claude")
+    ids = ["toolu_01ABCdef-xyz", "call_1|fc_2", "abc-DEF-123", "abcDEF123"]
+    messages = [UserMessage("go")]
+    for call_id in ids:
+        messages += [
+            AssistantMessage([ToolCall(call_id, "t", {})], stop_reason="toolUse", **other),
+            ToolResultMessage(call_id, "t", [TextContent("r")]),
+        ]
+    sent = build_request_body(model, AgentContext(messages=messages), {})["messages"]
+    calls = [m["tool_calls"][0]["id"] for m in sent if m["role"] == "assistant"]
+    results = [m["tool_call_id"] for m in sent if m["role"] == "tool"]
+    assert calls == results
+    assert all(len(i) == 9 and i.isalnum() for i in calls)
+    assert calls[2] == "abcDEF123" and len(set(calls)) == 4  # the collision is re-hashed
+
+
+def test_mistral_null_tool_call_id_and_mixed_chunks():  # issue 17: stream shapes seen from Mistral
+    call = {"index": 0, "id": "null", "function": {"name": "t", "arguments": '{"a":'}}
+    more = {"index": 0, "function": {"arguments": "1}"}}
+    body = sse(
+        _chunk(
+            {
+                "content": [
+                    {"type": "text", "text": "A"},
+                    {"type": "thinking", "thinking": [{"type": "text", "text": "t1"}]},
+                ]
+            }
+        ),
+        _chunk({"content": [{"type": "thinking", "thinking": [{"type": "text", "text": "t2"}, {"type": "image"}]}]}),
+        _chunk({"content": [{"type": "reference", "ids": [1]}, "B"]}),
+        _chunk({"content": {"type": "text", "text": "C"}}),  # one chunk without the list
+        _chunk({"tool_calls": [call]}),
+        _chunk({"tool_calls": [more]}, finish="tool_calls"),
+        done=True,
+    )
+    with ScriptedServer([Reply(body=body, chunk_size=5)]) as server:
+        model = _mistral_model(server, id="magistral-small")
+        message = stream(model, AgentContext(messages=[UserMessage("q")]), api_key="k").result()
+    text, thinking, text2, tool = message.content
+    assert (text, thinking, text2) == (TextContent("A"), ThinkingContent("t1t2"), TextContent("BC"))
+    assert tool.name == "t" and tool.arguments == {"a": 1}
+    assert len(tool.id) == 9 and tool.id.isalnum() and tool.id != "null"
+
+
+# --------------------------------------------------------------------------- diagnostics (issue 17)
+
+
+def test_failures_carry_a_provider_error_diagnostic_without_secrets():  # reference provider_error
+    denied = Reply(status=401, content_type="application/json", body=json.dumps({"error": {"message": "bad key"}}))
+    cut = Reply(body="data: " + json.dumps(_chunk({"content": "par"})) + "\n\n")  # no finish, no [DONE]
+    with ScriptedServer([denied, cut]) as server:
+        model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
+        ctx = AgentContext(messages=[UserMessage("q")])
+        first = stream(model, ctx, api_key="sk-secret-key-123").result()
+        second = stream(model, ctx, api_key="sk-secret-key-123").result()
+    (failure,) = first.diagnostics
+    assert failure.type == "provider_error" and failure.error["code"] == 401
+    assert failure.details == {"phase": "before_message_stream_start", "status": 401}
+    assert failure.error["message"] == first.error_message and "sk-secret" not in json.dumps(first.to_dict())
+    (cut_off,) = second.diagnostics
+    assert cut_off.details == {"phase": "after_message_stream_start"} and cut_off.error["name"] == "ProviderError"
+    assert second.content == [TextContent("par")]
+
+
+def test_repaired_tool_arguments_are_noted():  # a stream parse problem recovered from
+    call = {"index": 0, "id": "c1", "function": {"name": "calc", "arguments": '{"e": "1+1'}}  # cut off
+    good = {"index": 1, "id": "c2", "function": {"name": "calc", "arguments": '{"e": "2"}'}}
+    _, message = _replay(sse(_chunk({"tool_calls": [call]}), _chunk({"tool_calls": [good]}, finish="tool_calls")))
+    assert [c.arguments for c in message.tool_calls] == [{"e": "1+1"}, {"e": "2"}]
+    (note,) = message.diagnostics
+    assert note.type == "tool_arguments_repaired" and note.error["name"] == "JSONDecodeError"
+    assert note.details == {"toolCallId": "c1", "toolName": "calc", "argumentChars": 10}
+    _, clean = _replay(sse(_chunk({"tool_calls": [good]}, finish="tool_calls"), done=True))
+    assert clean.diagnostics is None and "diagnostics" not in clean.to_dict()

@@ -148,6 +148,16 @@ def test_reasoning_levels_and_developer_role():  # spec §11 openai-responses
     assert "reasoning" not in off and off["input"][-1]["content"][0]["text"] == "# Juice: 0 !important"
 
 
+def test_thinking_level_map_effort_and_off_value():  # issue 17: Model.thinking_level_map
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    model = Model(
+        id="gpt-x", api=API, provider="openai", reasoning=True, thinking_level_map={"off": "none", "max": "xhigh"}
+    )
+    assert wire.build_request_body(model, ctx, reasoning="max")["reasoning"]["effort"] == "xhigh"
+    assert wire.build_request_body(model, ctx, reasoning="xhigh")["reasoning"]["effort"] == "xhigh"  # up to max
+    assert wire.build_request_body(model, ctx)["reasoning"] == {"effort": "none"}  # off, as the map says
+
+
 def test_replay_of_reasoning_text_and_foreign_ids():  # spec §13 input items
     reasoning_item = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
     mine = AssistantMessage(
@@ -368,6 +378,15 @@ def _sse(*payloads) -> str:
     return "".join(f"event: {p['type']}\ndata: {json.dumps(p)}\n\n" for p in payloads)
 
 
+RESPONSE_IDS = {  # issue 17: response.id per turn; the dated snapshot differs from the requested gpt-5.5
+    "text-stream": ["resp_00592e63e61b66660169fab1b9f8e481a2b321356198d7ac1b"],
+    "tool-call-with-reasoning": [
+        "resp_00d64fa806f333310169fab1be69d081a08f8285661855594c",
+        "resp_0dacb603de1c9e6b0169fab1c2314081a3b1df3cc5c09e0c60",
+    ],
+}
+
+
 @pytest.mark.parametrize("name", ["text-stream", "tool-call-with-reasoning"])
 def test_recording_replays_over_http(name):  # issue 4: every recording through a local server
     rec = load_recording(API, name)
@@ -388,6 +407,7 @@ def test_recording_replays_over_http(name):  # issue 4: every recording through 
             assert events[0].type == "start" and events[-1].type == "done"
             assert [b.to_dict() for b in result.content] == [b.to_dict() for b in expected.content]
             assert result.usage.to_dict() == expected.usage.to_dict() and result.stop_reason == expected.stop_reason
+            assert (result.response_id, result.response_model) == (RESPONSE_IDS[name][turn], "gpt-5.5-2026-04-23")
             request = server.requests[turn]
             assert (request.method, request.path) == ("POST", "/v1/responses")
             assert request.headers["authorization"] == "Bearer sk-test"

@@ -25,6 +25,7 @@ from agentcore.types import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
     CustomMessage,
+    Diagnostic,
     ImageContent,
     Model,
     ModelCost,
@@ -330,3 +331,53 @@ def test_user_message_text_like_assistant_text():  # issue 10 item 13
     assert (
         UserMessage.from_dict({"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 1}).text == "x"
     )
+
+
+def test_response_fields_and_diagnostics_round_trip():  # issue 17: reference 0.73 AssistantMessage
+    data = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "hi"}],
+        "api": "openai-completions",
+        "provider": "openrouter",
+        "model": "openrouter/auto",
+        "usage": {
+            "input": 1,
+            "output": 2,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "totalTokens": 3,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+        },
+        "stopReason": "error",
+        "timestamp": 7,
+        "responseId": "gen-123",
+        "responseModel": "anthropic/claude-sonnet-4",
+        "errorMessage": "boom",
+        "diagnostics": [
+            {"type": "provider_error", "timestamp": 8, "error": {"name": "Error", "message": "boom"}, "details": {}},
+            {"type": "future", "timestamp": 9, "newKey": [1]},
+        ],
+    }
+    message = message_from_dict(copy.deepcopy(data))
+    assert (message.response_id, message.response_model) == ("gen-123", "anthropic/claude-sonnet-4")
+    first, second = message.diagnostics
+    assert isinstance(first, Diagnostic) and first.error == {"name": "Error", "message": "boom"}
+    assert second.type == "future" and second.details is None
+    assert message.to_dict() == data
+    assert json.dumps(message.to_dict()) == json.dumps(data)  # same key order as the reference writes
+
+
+def test_new_assistant_fields_are_absent_by_default():  # issue 17: old session files stay byte-identical
+    message = AssistantMessage(content=[TextContent("x")], timestamp=1)
+    assert not {"responseId", "responseModel", "diagnostics"} & set(message.to_dict())
+    message.diagnostics = [Diagnostic("stream_recovery", timestamp=2, details={"skipped": 1})]
+    assert message.to_dict()["diagnostics"] == [{"type": "stream_recovery", "timestamp": 2, "details": {"skipped": 1}}]
+
+
+def test_model_thinking_level_map_round_trips_with_null_levels():  # issue 17: Model.thinking_level_map
+    data = Model(id="m", api="openai-completions", provider="p").to_dict()
+    assert "thinkingLevelMap" not in data
+    data["thinkingLevelMap"] = {"off": None, "minimal": None, "low": "low", "xhigh": "max"}
+    model = Model.from_dict(data)
+    assert model.thinking_level_map == {"off": None, "minimal": None, "low": "low", "xhigh": "max"}
+    assert model.to_dict() == data

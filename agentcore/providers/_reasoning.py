@@ -3,6 +3,13 @@
 A stream function receives ``reasoning`` as a thinking-level string (``"minimal"`` ... ``"xhigh"``,
 ``"max"``) or None / ``"off"`` when thinking is off. These helpers turn that level into the numbers
 and names each wire API wants. They never raise for an unknown level: it is treated as ``"medium"``.
+
+A model's ``thinking_level_map`` (JSON ``thinkingLevelMap``; catalogs older than it carry
+``compat.reasoningEffortMap``, still read) maps levels to the provider's own effort value, as the
+reference does: a level mapped to ``None`` is unsupported, and ``xhigh``/``max`` are supported only
+when mapped. :func:`clamp_to_model` moves an unsupported level to the nearest supported one
+(upward first), :func:`mapped_effort` gives the provider value. A model with no map keeps each
+wire's built-in mapping (id rules such as :func:`supports_xhigh`).
 """
 
 from __future__ import annotations
@@ -11,6 +18,10 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 __all__ = [
     "DEFAULT_THINKING_BUDGETS",
+    "thinking_level_map",
+    "supported_levels",
+    "clamp_to_model",
+    "mapped_effort",
     "normalize_level",
     "clamp_level",
     "supports_xhigh",
@@ -22,6 +33,73 @@ __all__ = [
 DEFAULT_THINKING_BUDGETS: Dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 
 _LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+_ALL_LEVELS = ("off",) + _LEVELS
+
+
+def thinking_level_map(model: Any, compat: Optional[Mapping[str, Any]] = None) -> Optional[Dict[str, Optional[str]]]:
+    """The model's level -> provider value map, or None when it has none.
+
+    ``model.thinking_level_map`` wins; else ``compat["reasoningEffortMap"]`` (``compat`` if given,
+    e.g. a wire's resolved compat flags, else ``model.compat``). An empty map counts as none. Values
+    that are neither strings nor None are ignored (a malformed catalog entry must not break a call).
+    """
+    raw = getattr(model, "thinking_level_map", None)
+    if not raw:
+        source = compat if compat is not None else (getattr(model, "compat", None) or {})
+        raw = source.get("reasoningEffortMap") if isinstance(source, Mapping) else None
+    if not raw or not isinstance(raw, Mapping):
+        return None
+    return {str(k): v for k, v in raw.items() if v is None or isinstance(v, str)}
+
+
+def supported_levels(model: Any, compat: Optional[Mapping[str, Any]] = None) -> Tuple[str, ...]:
+    """The thinking levels ``model`` accepts (``"off"`` included), in order.
+
+    Not a reasoning model: only ``"off"``. Without a map: ``off`` ... ``high``, plus ``xhigh`` when
+    :func:`supports_xhigh`. With a map (reference semantics): every level not mapped to None, where
+    ``xhigh`` and ``max`` must be mapped explicitly.
+    """
+    if not getattr(model, "reasoning", False):
+        return ("off",)
+    level_map = thinking_level_map(model, compat)
+    if level_map is None:
+        return ("off", "minimal", "low", "medium", "high") + (("xhigh",) if supports_xhigh(model) else ())
+    out = []
+    for level in _ALL_LEVELS:
+        if level in level_map and level_map[level] is None:
+            continue
+        if level in ("xhigh", "max") and level not in level_map:
+            continue
+        out.append(level)
+    return tuple(out)
+
+
+def clamp_to_model(model: Any, level: str, compat: Optional[Mapping[str, Any]] = None) -> str:
+    """``level`` if the model's map supports it, else the nearest supported level, searching
+    upward first, then downward (the reference's ``clampThinkingLevel``). May return ``"off"``.
+    Without a map ``level`` is returned unchanged: the wire's own rules apply."""
+    if thinking_level_map(model, compat) is None:
+        return level
+    available = supported_levels(model, compat)
+    if level in available:
+        return level
+    if level not in _ALL_LEVELS:
+        return available[0] if available else "off"
+    wanted = _ALL_LEVELS.index(level)
+    for candidate in _ALL_LEVELS[wanted:] + tuple(reversed(_ALL_LEVELS[:wanted])):
+        if candidate in available:
+            return candidate
+    return "off"
+
+
+def mapped_effort(model: Any, level: str, compat: Optional[Mapping[str, Any]] = None) -> Optional[str]:
+    """The provider value the model's map gives ``level`` (after :func:`clamp_to_model`), or None
+    when the model has no map or the map has no string for it (the wire's default then applies)."""
+    level_map = thinking_level_map(model, compat)
+    if level_map is None:
+        return None
+    value = level_map.get(clamp_to_model(model, level, compat))
+    return value if isinstance(value, str) else None
 
 
 def normalize_level(reasoning: Any) -> Optional[str]:

@@ -291,6 +291,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     """
     cache_control = _cache_control(model.base_url, options.get("cache_retention"))
     level = _reasoning.normalize_level(options.get("reasoning"))
+    if level is not None:  # a level the model's thinking-level map marks unsupported moves to the nearest
+        level = _reasoning.clamp_to_model(model, level)
+        level = None if level == "off" else level
     thinking_enabled = options.get("thinking_enabled")
     if thinking_enabled is None:
         thinking_enabled = level is not None
@@ -323,7 +326,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if thinking_on:
         if _is_adaptive(model.id):
             body["thinking"] = {"type": "adaptive"}
-            effort = options.get("effort") or (_effort_for(level, model.id) if level else None)
+            effort = options.get("effort") or (
+                (_reasoning.mapped_effort(model, level) or _effort_for(level, model.id)) if level else None
+            )
             if effort:
                 body["output_config"] = {"effort": effort}
         else:
@@ -412,7 +417,14 @@ class AnthropicStreamState:
     # -- events ---------------------------------------------------------------------------------
     def _message_start(self, data: Mapping[str, Any]) -> None:
         self._started = True
-        usage = (data.get("message") or {}).get("usage") or {}
+        message = data.get("message") or {}
+        output = self.writer.output
+        if isinstance(message.get("id"), str) and message["id"]:
+            output.response_id = message["id"]  # msg_...: the response's id
+        served = message.get("model")
+        if isinstance(served, str) and served and served != self.model.id:
+            output.response_model = served  # an alias resolved to a dated model
+        usage = message.get("usage") or {}
         self._apply_usage(usage, only_present=False)
 
     def _block_start(self, data: Mapping[str, Any]) -> None:

@@ -41,7 +41,7 @@ from ..events import (
     ToolCallStartEvent,
 )
 from ..streams import ProviderStream
-from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
+from ..types import AssistantMessage, Diagnostic, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
 from .partial_json import ToolArguments
 
 __all__ = [
@@ -67,6 +67,8 @@ __all__ = [
     "request_timeout",
     "describe_error",
     "redact",
+    "add_diagnostic",
+    "failure_diagnostic",
 ]
 
 ABORTED_MESSAGE = "Request was aborted"
@@ -277,6 +279,10 @@ class StreamWriter:
       streamed and the call came with arguments); ending a closed block does nothing.
       ``close_open_blocks`` ends every open block in content order (the skeleton does so after a
       complete response; an error leaves them open, spec §3 rule 6).
+    * ``add_diagnostic`` appends a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics``.
+      The writer records one itself when a tool call's argument text was not valid JSON and the
+      lenient parser had to repair it (``"tool_arguments_repaired"``): the call still runs, with
+      the best-effort arguments, and the note says so.
 
     Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
     is the most recently opened block still open, for APIs that stream one block at a time.
@@ -385,7 +391,25 @@ class StreamWriter:
             args = open_block.args
             if args is not None and (args.text.strip() or not block.arguments):
                 block.arguments = args.value()
+                if args.text.strip():
+                    self._check_arguments(block, args.text)
             self._push(ToolCallEndEvent(index, block, self.output))
+
+    def _check_arguments(self, block: ToolCall, text: str) -> None:
+        try:  # once per call, at its end: the strict parse says whether the lenient one repaired
+            json.loads(text)
+        except ValueError as exc:
+            self.add_diagnostic(
+                "tool_arguments_repaired",
+                error={"name": "JSONDecodeError", "message": str(exc)},
+                details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
+            )
+
+    def add_diagnostic(
+        self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
+    ) -> Diagnostic:
+        """Append a diagnostic to the output message (see :func:`add_diagnostic`) and return it."""
+        return add_diagnostic(self.output, type, error, details)
 
     def end_current(self) -> None:
         if self.current is not None:
@@ -510,6 +534,7 @@ class WireProvider:
         response = None
         listener = None
         fully_read = False
+        started = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
         api_key: Optional[str] = None
         try:
@@ -550,6 +575,7 @@ class WireProvider:
 
                 signal.add_listener(listener)
             yield StartEvent(output)
+            started = True
             handler = self.new_handler(model, writer, options)
             on_event = handler.on_event
             terminal = False
@@ -590,6 +616,8 @@ class WireProvider:
             output.error_message = (
                 ABORTED_MESSAGE if aborted else redact(self.describe_failure(exc, model, options, api_key), secrets)
             )
+            if not aborted:
+                failure_diagnostic(output, exc, output.error_message, started)
             terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
             # release the connection before the terminal event: consumers stop iterating there
@@ -674,6 +702,40 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def add_diagnostic(
+    output: AssistantMessage,
+    type: str,
+    error: Optional[Dict[str, Any]] = None,
+    details: Optional[Dict[str, Any]] = None,
+) -> Diagnostic:
+    """Append a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics`` (creating the list)
+    and return it. ``error`` and ``details`` must already be free of secrets."""
+    diagnostic = Diagnostic(type, now_ms(), error, details)
+    if output.diagnostics is None:
+        output.diagnostics = []
+    output.diagnostics.append(diagnostic)
+    return diagnostic
+
+
+def failure_diagnostic(
+    output: AssistantMessage, exc: BaseException, message: str, started: Optional[bool] = None, **details: Any
+) -> Diagnostic:
+    """Record why a stream failed (reference ``provider_error``): the exception's type, the
+    already redacted ``message``, the HTTP status when there was one, and, when ``started`` is
+    known, whether the failure came before or after ``start`` (``phase``). ``details`` adds wire
+    facts (an error code); None values are left out. Callers skip aborts: they are not failures."""
+    status = getattr(exc, "status", None)
+    facts: Dict[str, Any] = {}
+    if started is not None:
+        facts["phase"] = "after_message_stream_start" if started else "before_message_stream_start"
+    error: Dict[str, Any] = {"name": type(exc).__name__, "message": message}
+    if isinstance(status, int):
+        facts["status"] = status
+        error["code"] = status
+    facts.update({k: v for k, v in details.items() if v is not None})
+    return add_diagnostic(output, "provider_error", error=error, details=facts)
 
 
 def describe_error(exc: BaseException) -> str:

@@ -93,6 +93,9 @@ def thinking_config(
     """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
     if level is None or not getattr(model, "reasoning", False):
         return None
+    level = _reasoning.clamp_to_model(model, level)  # the model's thinking-level map first
+    if level == "off":
+        return None
     level = _reasoning.clamp_level(level)
     model_id = model.id.lower()
     if _GEMINI3_PRO.search(model_id):
@@ -319,6 +322,8 @@ class GoogleStreamState:
             return
         if data.get("error"):
             raise ProviderError(json.dumps({"error": data["error"]}, ensure_ascii=False))
+        if self.output.response_id is None:
+            self._response_fields(data)
         feedback = data.get("promptFeedback") or {}
         if feedback.get("blockReason"):
             self._block_reason = str(feedback["blockReason"])
@@ -335,6 +340,16 @@ class GoogleStreamState:
                 self.output.stop_reason = "toolUse"
         if isinstance(data.get("usageMetadata"), MAPPINGS):
             self._apply_usage(data["usageMetadata"])
+
+    def _response_fields(self, data: Mapping[str, Any]) -> None:
+        """``responseId`` (the first one) and ``modelVersion`` when it differs from the requested id
+        (an alias such as ``gemini-flash-latest`` resolved to a concrete model)."""
+        response_id = data.get("responseId")
+        if isinstance(response_id, str) and response_id:
+            self.output.response_id = response_id
+        served = data.get("modelVersion")
+        if isinstance(served, str) and served and served != self.model.id and self.output.response_model is None:
+            self.output.response_model = served
 
     def finish(self) -> None:
         self._close_open()

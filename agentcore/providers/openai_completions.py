@@ -17,7 +17,6 @@ Deliberate choices where the reference implementation is known to be wrong (spec
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any, Dict, List, Mapping, Optional
@@ -33,6 +32,9 @@ from ..types import (
     Usage,
     role_of,
 )
+from . import _reasoning
+from ._mistral import MistralIdNormalizer, assistant_content_parts, feed_content_parts, stream_tool_call_id
+from ._mistral import mistral_tool_call_id as _mistral_id
 from .base import (
     ProviderError,
     StreamWriter,
@@ -75,6 +77,7 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "requiresAssistantAfterToolResult": False,
     "requiresThinkingAsText": False,
     "requiresMistralToolIds": False,
+    "supportsThinkingContentParts": False,
     "thinkingFormat": "openai",
     "supportsStrictMode": True,
     "openRouterRouting": {},
@@ -121,10 +124,10 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         supportsDeveloperRole=not non_standard,
         supportsReasoningEffort=not (is_xai or is_zai or is_mistral or is_local),
         maxTokensField="max_tokens" if ("chutes.ai" in url or is_mistral or is_local) else "max_completion_tokens",
-        thinkingFormat="zai" if is_zai else "openai",
         requiresToolResultName=is_mistral,
-        requiresThinkingAsText=is_mistral,
         requiresMistralToolIds=is_mistral,
+        supportsThinkingContentParts=is_mistral,
+        thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
     )
     if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
         compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
@@ -147,20 +150,6 @@ def resolve_compat(model: Model) -> Dict[str, Any]:
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _mistral_id(tool_call_id: str, attempt: int = 0) -> str:
-    alnum = re.sub(r"[^A-Za-z0-9]", "", tool_call_id)
-    if attempt == 0 and len(alnum) == 9:
-        return alnum
-    digest = hashlib.sha256(f"{tool_call_id}:{attempt}".encode()).digest()
-    number = int.from_bytes(digest[:8], "big")
-    chars = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while len(out) < 9:
-        number, rem = divmod(number, 36)
-        out += chars[rem]
-    return out
-
-
 def normalize_tool_call_id(tool_call_id: str, model: Model, compat: Optional[Mapping[str, Any]] = None) -> str:
     """The id a tool call from another model gets on this endpoint (spec §6)."""
     compat = compat if compat is not None else resolve_compat(model)
@@ -176,21 +165,7 @@ def normalize_tool_call_id(tool_call_id: str, model: Model, compat: Optional[Map
 def _id_normalizer(model: Model, compat: Mapping[str, Any]) -> Any:
     if not compat.get("requiresMistralToolIds"):
         return lambda tool_call_id: normalize_tool_call_id(tool_call_id, model, compat)
-    seen: Dict[str, str] = {}
-    used: Dict[str, str] = {}
-
-    def mistral(tool_call_id: str) -> str:  # memoised per request, collisions re-hashed
-        if tool_call_id in seen:
-            return seen[tool_call_id]
-        attempt = 0
-        new = _mistral_id(tool_call_id)
-        while new in used and used[new] != tool_call_id:
-            attempt += 1
-            new = _mistral_id(tool_call_id, attempt)
-        seen[tool_call_id], used[new] = new, tool_call_id
-        return new
-
-    return mistral
+    return MistralIdNormalizer()  # memoised per request, collisions re-hashed
 
 
 # --------------------------------------------------------------------------- messages
@@ -232,12 +207,16 @@ def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> 
         "content": "" if compat.get("requiresAssistantAfterToolResult") else None,
     }
     text = "".join(texts)
-    if thinking and compat.get("requiresThinkingAsText"):
+    if compat.get("supportsThinkingContentParts"):  # Mistral: typed thinking/text chunks, in order
+        parts = assistant_content_parts(message.content)
+        if parts is not None:
+            out["content"] = parts
+    elif thinking and compat.get("requiresThinkingAsText"):
         thought = "\n\n".join(sanitize_surrogates(b.thinking) for b in thinking)
         text = thought + ("\n\n" + text if text else "")
     elif thinking and thinking[0].thinking_signature in _REASONING_FIELDS:
         out[thinking[0].thinking_signature] = "\n".join(sanitize_surrogates(b.thinking) for b in thinking)
-    if text:
+    if text and not compat.get("supportsThinkingContentParts"):
         out["content"] = text
     if calls:
         out["tool_calls"] = [
@@ -357,11 +336,22 @@ def _add_openrouter_cache_control(messages: List[Dict[str, Any]]) -> None:
 
 
 def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, Any]) -> Optional[str]:
+    """``reasoning_effort`` for ``level``: with a thinking-level map (``thinkingLevelMap``, or the
+    older ``compat.reasoningEffortMap``) the level is clamped to a supported one and mapped, and a
+    string ``off`` entry is sent when thinking is off (reference); without one, xhigh/max become
+    high unless the model supports xhigh."""
+    level_map = _reasoning.thinking_level_map(model, compat)
+    if level_map is not None:
+        level = _reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
+        value = level_map.get(level)
+        if isinstance(value, str):
+            return value
+        return None if level == "off" else level
     if not level or level == "off":
         return None
     if level in ("xhigh", "max"):
         level = "xhigh" if (level == "xhigh" and supports_xhigh(model)) else "high"
-    return (compat.get("reasoningEffortMap") or {}).get(level, level)
+    return level
 
 
 def build_request_body(
@@ -409,7 +399,10 @@ def build_request_body(
     level = options.get("reasoning") or options.get("reasoning_effort")
     level = str(level) if level is not None else None
     fmt = compat.get("thinkingFormat") or "openai"
-    if model.reasoning and fmt in ("zai", "qwen"):
+    if fmt == "mistral":
+        if model.reasoning and level and level != "off":
+            body["prompt_mode"] = "reasoning"  # Magistral's reasoning system prompt (reference)
+    elif model.reasoning and fmt in ("zai", "qwen"):
         body["enable_thinking"] = bool(level and level != "off")
     elif model.reasoning and fmt == "qwen-chat-template":
         body["chat_template_kwargs"] = {"enable_thinking": bool(level and level != "off")}
@@ -492,12 +485,16 @@ def _error_text(error: Any) -> str:
 class CompletionsHandler(WireHandler):
     """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
 
-    def __init__(self, model: Model, writer: StreamWriter) -> None:
+    def __init__(self, model: Model, writer: StreamWriter, compat: Optional[Mapping[str, Any]] = None) -> None:
         self.model = model
         self.writer = writer
         self.finish_reason: Optional[str] = None
         self.saw_finish = False
         self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
+        self._mistral_ids = bool(
+            (compat if compat is not None else resolve_compat(model)).get("requiresMistralToolIds")
+        )
+        self._response_seen = False  # responseId/responseModel come from the first chunk that has them
 
     def on_event(self, event: Any) -> bool:
         data = event.data
@@ -508,6 +505,8 @@ class CompletionsHandler(WireHandler):
             return False
         if chunk.get("error"):
             raise ProviderError(_error_text(chunk["error"]))
+        if not self._response_seen:
+            self._response_fields(chunk)
         usage = chunk.get("usage")
         if usage and type(usage) is dict:
             self.writer.update_usage(parse_usage(usage))
@@ -528,14 +527,31 @@ class CompletionsHandler(WireHandler):
             self._delta(delta)
         return False
 
+    def _response_fields(self, chunk: Dict[str, Any]) -> None:
+        """``response_id`` = the chunk ``id`` (the same on every chunk of a completion);
+        ``response_model`` = the chunk ``model`` when it differs from the requested id."""
+        output = self.writer.output
+        response_id = chunk.get("id")
+        if response_id and type(response_id) is str:
+            output.response_id = response_id
+            self._response_seen = True
+        served = chunk.get("model")
+        if served and type(served) is str and served != self.model.id and output.response_model is None:
+            output.response_model = served
+
     def _delta(self, delta: Dict[str, Any]) -> None:
         writer = self.writer
         content = delta.get("content")
-        if content and type(content) is str:
-            if writer.current_kind != "text":
-                writer.end_current()
-                writer.start_text()
-            writer.append_text(writer.current, content)  # type: ignore[arg-type]
+        if content:
+            if type(content) is str:
+                if writer.current_kind != "text":
+                    writer.end_current()
+                    writer.start_text()
+                writer.append_text(writer.current, content)  # type: ignore[arg-type]
+            elif type(content) is list:  # Mistral: typed thinking/text chunks
+                feed_content_parts(writer, content)
+            elif type(content) is dict:  # a single typed chunk, not in a list
+                feed_content_parts(writer, [content])
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
             self._reasoning(delta)
         calls = delta.get("tool_calls")
@@ -570,6 +586,8 @@ class CompletionsHandler(WireHandler):
         function = call.get("function") or {}
         call_id = call.get("id") or ""
         api_index = call.get("index")
+        if call_id == "null" and self._mistral_ids:
+            call_id = ""  # Mistral's missing id: a continuation, or a new call named below
         name = function.get("name") or ""
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
@@ -585,6 +603,8 @@ class CompletionsHandler(WireHandler):
                 same = False
         if not same:
             writer.end_current()
+            if not call_id and self._mistral_ids:
+                call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
             current = writer.start_tool_call(call_id, name)
             self._tool_index[current] = api_index
         else:
@@ -639,4 +659,4 @@ class OpenAICompletionsProvider(WireProvider):
         return super().describe_failure(exc, model, options, api_key)
 
     def new_handler(self, model: Model, writer: StreamWriter, options: Dict[str, Any]) -> WireHandler:
-        return CompletionsHandler(model, writer)
+        return CompletionsHandler(model, writer, resolve_compat(model))

@@ -224,7 +224,15 @@ def convert_tools(context: Any) -> List[Dict[str, Any]]:
     return out
 
 
-def _effort(level: str, model: Any) -> str:
+def _effort(level: str, model: Any) -> Optional[str]:
+    """The Responses ``reasoning.effort`` of ``level``: the model's thinking-level map when it has
+    one (level clamped to a supported one; None when that is ``off``), else xhigh/max -> high
+    unless the model supports xhigh."""
+    if _reasoning.thinking_level_map(model) is not None:
+        level = _reasoning.clamp_to_model(model, level)
+        if level == "off":
+            return None
+        return _reasoning.mapped_effort(model, level) or level
     if level in ("xhigh", "max"):
         return "xhigh" if _reasoning.supports_xhigh(model) else "high"
     return level
@@ -270,9 +278,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         level = _reasoning.normalize_level(options.get("reasoning"))
         effort = options.get("reasoning_effort") or (_effort(level, model) if level else None)
         summary = options.get("reasoning_summary")
+        off_effort = _reasoning.mapped_effort(model, "off") if level is None else None
         if effort or summary:
             body["reasoning"] = {"effort": effort or "medium", "summary": summary or "auto"}
             body["include"] = ["reasoning.encrypted_content"]
+        elif off_effort:  # the model's map names its "no reasoning" effort (e.g. "none")
+            body["reasoning"] = {"effort": off_effort}
         elif str(model.name or "").startswith("gpt-5"):
             # gpt-5 has no "reasoning off"; this developer note is the known way to suppress it
             body["input"].append(
@@ -424,10 +435,25 @@ class ResponsesStreamState:
             block.name = str(item.get("name") or block.name)
         self.writer.end_block(entry.index)
 
-    # -- terminal events ------------------------------------------------------------------------
+    # -- response metadata and terminal events ---------------------------------------------------
+    def _response(self, data: Mapping[str, Any]) -> None:
+        """``response.created`` / ``in_progress``: the response's id, and the model that serves it
+        when that differs from the requested one (a dated snapshot)."""
+        response = data.get("response")
+        if not isinstance(response, MAPPINGS):
+            return
+        output = self.output
+        response_id = response.get("id")
+        if isinstance(response_id, str) and response_id and output.response_id is None:
+            output.response_id = response_id
+        served = response.get("model")
+        if isinstance(served, str) and served and served != self.model.id and output.response_model is None:
+            output.response_model = served
+
     def _completed(self, data: Mapping[str, Any]) -> None:
         self._terminal = True
         response = data.get("response") or {}
+        self._response(data)
         self._apply_usage(response)
         self._backfill_encrypted_reasoning(response)
         status = response.get("status")
@@ -490,6 +516,7 @@ class ResponsesStreamState:
 
     def _failed(self, data: Mapping[str, Any]) -> None:
         response = data.get("response") or {}
+        self._response(data)
         self._apply_usage(response)
         error = response.get("error")
         details = response.get("incomplete_details") or {}
@@ -503,6 +530,8 @@ class ResponsesStreamState:
 
 
 _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {
+    "response.created": ResponsesStreamState._response,
+    "response.in_progress": ResponsesStreamState._response,
     "response.output_item.added": ResponsesStreamState._item_added,
     "response.reasoning_summary_part.added": ResponsesStreamState._summary_part_added,
     "response.reasoning_summary_text.delta": ResponsesStreamState._thinking_delta,

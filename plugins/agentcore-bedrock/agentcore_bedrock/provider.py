@@ -40,6 +40,7 @@ from agentcore.providers.base import (
     StreamWriter,
     as_signal,
     describe_error,
+    failure_diagnostic,
     merge_headers,
     redact,
     request_timeout,
@@ -110,6 +111,7 @@ class BedrockProvider:
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
         secrets: List[str] = []
+        started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
         try:
             region = resolve_region(model, options)
             url = request_url(endpoint_url(model, region, options), model.id)
@@ -124,7 +126,6 @@ class BedrockProvider:
             secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
             retries = 2 if options.get("max_retries") is None else max(0, int(options["max_retries"]))
             attempt = 0
-            started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
@@ -135,6 +136,12 @@ class BedrockProvider:
                 except BedrockStreamException as exc:
                     if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
                         raise
+                    # recovered from by the retry below; the note stays on the final message
+                    writer.add_diagnostic(
+                        "provider_retry",
+                        error={"name": exc.name, "message": redact(str(exc), secrets)},
+                        details={"attempt": attempt + 1, "errorCode": exc.name},
+                    )
                 pending.clear()
                 _sleep(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25), signal)
                 attempt += 1
@@ -148,6 +155,9 @@ class BedrockProvider:
             aborted = _aborted(signal)
             output.stop_reason = "aborted" if aborted else "error"
             output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            if not aborted:  # the reference's bedrock failure facts: status and the AWS error code
+                code = exc.name if isinstance(exc, BedrockStreamException) else None
+                failure_diagnostic(output, exc, output.error_message, bool(started), errorCode=code)
             terminal = ErrorEvent(output.stop_reason, output)
         yield terminal
 

@@ -273,11 +273,9 @@ def history_tool_config(messages: List[Dict[str, Any]]) -> Optional[Dict[str, An
 
 
 def _effort(model: Any, level: str) -> str:
-    level_map = getattr(model, "thinking_level_map", None) or (getattr(model, "extra", None) or {}).get(
-        "thinkingLevelMap"
-    )
-    if isinstance(level_map, Mapping) and level_map.get(level):
-        return str(level_map[level])
+    mapped = _reasoning.mapped_effort(model, level)  # Model.thinking_level_map (or compat.reasoningEffortMap)
+    if mapped:
+        return mapped
     if level in ("minimal", "low"):
         return "low"
     if level in ("medium", "high"):
@@ -293,8 +291,11 @@ def thinking_fields(
     Budget thinking raises ``maxTokens`` by the budget (capped at the model's maximum, the budget
     shrinking to leave 1024 tokens for the answer), as the reference's simple-stream options do.
     """
-    if level is None or not getattr(model, "reasoning", False) or not is_claude(model):
+    if level is not None:
+        level = _reasoning.clamp_to_model(model, level)  # an unsupported level moves to the nearest
+    if level in (None, "off") or not getattr(model, "reasoning", False) or not is_claude(model):
         return None, max_tokens
+    assert level is not None
     if supports_adaptive_thinking(model):
         return {"thinking": {"type": "adaptive"}, "output_config": {"effort": _effort(model, level)}}, max_tokens
     budgets = options.get("thinking_budgets")

@@ -82,9 +82,16 @@ def test_retryable_exception_before_content_is_retried(server: Server, aws_env: 
     # a fresh signature for the new attempt, same body
     assert server.requests[0].body == server.requests[1].body
 
+    (retry,) = message.diagnostics  # issue 17: the recovered failure is noted on the message
+    assert (retry.type, retry.details) == ("provider_retry", {"attempt": 1, "errorCode": name})
+    assert retry.error == {"name": name, "message": f"{prefix}: slow down"}
+
     server.enqueue(Reply(body=exception(name, "slow down")))
     message, _ = _run(local_model(server), max_retries=0)
     assert (message.stop_reason, message.error_message) == ("error", f"{prefix}: slow down")
+    (failure,) = message.diagnostics
+    assert failure.type == "provider_error" and failure.error["message"] == f"{prefix}: slow down"
+    assert failure.details == {"phase": "before_message_stream_start", "errorCode": name}
 
 
 def test_retry_after_message_start_pushes_start_once(server: Server, aws_env: dict) -> None:
@@ -121,6 +128,8 @@ def test_http_error_with_aws_json_body(server: Server, aws_env: dict) -> None:
     message, events = _run(local_model(server))
     assert message.error_message == "400 ValidationException: The provided model identifier is invalid."
     assert _kinds(events) == ["error"] and len(server.requests) == 1
+    (failure,) = message.diagnostics  # issue 17
+    assert failure.details == {"phase": "before_message_stream_start", "status": 400} and failure.error["code"] == 400
 
 
 def test_http_5xx_and_429_are_retried(server: Server, aws_env: dict) -> None:

@@ -66,6 +66,7 @@ def test_function_call_three_turns_replayed_at_vertex_paths(server):  # recordin
     assert (call1.name, call1.arguments) == ("get_capital", {"country": "France"})
     assert first.stop_reason == "toolUse" and first.api == "google-vertex"
     assert (first.usage.input, first.usage.output, first.usage.total_tokens) == (52, 5, 57)
+    assert (first.response_id, first.response_model) == ("1lpeaMTxIpW1nvgP-O3vwQY", None)  # issue 17, shared parsing
     messages += [
         first,
         ToolResultMessage(tool_call_id=call1.id, tool_name="get_capital", content=[TextContent("Paris")]),
