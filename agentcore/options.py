@@ -50,7 +50,7 @@ class StreamOptions:
         "thinking level sent to the provider (an Agent derives it from thinking_level)", cli="use --thinking LEVEL"
     )
     thinking_budgets: Optional[Dict[str, int]] = _opt('token budget per thinking level, e.g. {"low": 2048}')
-    session_id: Optional[str] = _opt("provider-side session/cache key")
+    session_id: Optional[str] = _opt("provider-side cache/affinity key (default: the Agent's session id)")
     transport: Optional[str] = _opt('transport preference of providers that offer several ("auto", "sse", "websocket")')
     cache_retention: Optional[str] = _opt('prompt-cache retention: "none", "short", "long"')
     headers: Optional[Dict[str, str]] = _opt("extra HTTP headers (never logged)", secret=True)

@@ -9,6 +9,7 @@ from _servers import Reply, ScriptedServer, load_recording, sse
 
 from agentcore.providers import stream
 from agentcore.providers.openai_completions import (
+    build_headers,
     build_request_body,
     normalize_tool_call_id,
     parse_usage,
@@ -571,6 +572,14 @@ def test_long_retention_and_session_affinity_reach_the_server():  # issue 17: bo
     )
     assert "session_id" not in headers[1] and headers[1]["x-session-affinity"] == "sess-9"
     assert not {"session_id", "x-client-request-id", "x-session-affinity"} & set(headers[2])
+
+
+def test_mistral_gets_the_session_id_as_x_affinity():  # issue 17: the reference's Mistral prefix caching
+    mistral = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-large-latest")
+    compat = resolve_compat(mistral)
+    assert build_headers(mistral, None, "k", {"session_id": "s-5"}, compat)["x-affinity"] == "s-5"
+    assert "x-affinity" not in build_headers(mistral, None, "k", {"session_id": "s-5", "cache_retention": "none"})
+    assert "x-affinity" not in build_headers(_model(), None, "k", {"session_id": "s-5"})
 
 
 def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17: bad input names the problem

@@ -61,13 +61,16 @@ def session_affinity_headers(session_id: Optional[str], style: Optional[str], *,
 
     ``"openai"`` (the default): ``session_id`` and ``x-client-request-id``; ``"openai-nosession"``:
     only ``x-client-request-id`` (for proxies that drop underscore headers); ``"openrouter"``:
-    ``x-session-id``. ``affinity`` adds ``x-session-affinity`` to the OpenAI styles (chat
-    completions' ``sendSessionAffinityHeaders``). Nothing without a session id.
+    ``x-session-id``; ``"mistral"``: ``x-affinity`` (Mistral's KV-cache routing, what the
+    reference's Mistral API sends). ``affinity`` adds ``x-session-affinity`` to the OpenAI styles
+    (chat completions' ``sendSessionAffinityHeaders``). Nothing without a session id.
     """
     if not session_id:
         return {}
     if style == "openrouter":
         return {"x-session-id": session_id}
+    if style == "mistral":
+        return {"x-affinity": session_id}
     headers = {} if style == "openai-nosession" else {"session_id": session_id}
     headers["x-client-request-id"] = session_id
     if affinity:

@@ -137,6 +137,8 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
         supportsLongCacheRetention=not (is_together or is_cloudflare),
     )
+    if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
+        compat.update(sendSessionAffinityHeaders=True, sessionAffinityFormat="mistral")
     if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
         compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
     if provider == "github-copilot":
