@@ -569,10 +569,12 @@ def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
     with ScriptedServer([Reply(body=bad), Reply(body=overloaded), Reply(body=plain)]) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         first, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
-        second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+        # an overload before any content is retried (issue 17): with no retries left it is the error
+        second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k", max_retries=0)
         third, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
     assert first.stop_reason == "error" and "malformed JSON" in first.error_message
     assert second.stop_reason == "error" and "overloaded_error" in second.error_message
+    assert second.error_message.endswith("(gave up after 1 attempt, max_retries=0)")
     assert third.error_message == "upstream proxy timeout"
 
 

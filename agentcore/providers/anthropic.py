@@ -31,6 +31,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
@@ -408,8 +409,7 @@ class AnthropicStreamState:
         """Apply one SSE event (``data`` already JSON-decoded, or the raw text for ``event: error``)."""
         kind = data.get("type") if isinstance(data, MAPPINGS) else None
         if event_name == "error" or kind == "error":
-            text = data if isinstance(data, str) else json.dumps(data)
-            raise ProviderError(text)
+            raise stream_error(data)
         handler = _HANDLERS.get(kind or "")
         if handler is not None:
             handler(self, data)
@@ -541,5 +541,20 @@ class _AnthropicHandler(StateHandler):
 
     def on_event(self, event: Any) -> bool:
         if event.event == "error":
-            raise ProviderError(event.data or "Anthropic stream reported an error without details")
+            raise stream_error(event.data or "Anthropic stream reported an error without details")
         return super().on_event(event)
+
+
+def stream_error(data: Any) -> ProviderError:
+    """The error of an in-stream ``error`` event: its data text as the message, retryable for
+    ``overloaded_error``, ``rate_limit_error`` and ``api_error`` (what 529/429/500 say)."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    parsed = data
+    if isinstance(data, str):
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = None
+    error = parsed.get("error") if isinstance(parsed, MAPPINGS) else None
+    kind = error.get("type") if isinstance(error, MAPPINGS) else None
+    return ProviderError(text, retryable=retryable_error(kind))

@@ -48,6 +48,7 @@ __all__ = [
     "MAPPINGS",
     "MissingApiKeyError",
     "ProviderError",
+    "retryable_error",
     "WireRequest",
     "WireHandler",
     "StateHandler",
@@ -88,7 +89,60 @@ class MissingApiKeyError(Exception):
 
 
 class ProviderError(Exception):
-    """A failure reported by the provider inside the stream (error event, bad stop reason...)."""
+    """A failure reported by the provider inside the stream (error event, bad stop reason...).
+
+    ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate
+    limited, internal error: what HTTP 429/5xx say before a stream starts). The skeleton retries
+    it like those statuses when no content was emitted yet (see :func:`retryable_error`).
+    """
+
+    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+_RETRYABLE_CODES = frozenset(
+    {
+        # Anthropic error types (529, 429, 500)
+        "overloaded_error",
+        "rate_limit_error",
+        "api_error",
+        # OpenAI / OpenAI-compatible error codes and types
+        "rate_limit_exceeded",
+        "server_error",
+        "server_is_overloaded",
+        "slow_down",
+        "overloaded",
+        "service_unavailable",
+        "internal_server_error",
+        "too_many_requests",
+        # google.rpc status names of 429, 503, 500, 504
+        "resource_exhausted",
+        "unavailable",
+        "internal",
+        "deadline_exceeded",
+        # Bedrock's in-stream exceptions
+        "throttlingexception",
+        "serviceunavailableexception",
+        "internalserverexception",
+        "modelnotreadyexception",
+    }
+)
+
+
+def retryable_error(*codes: Any) -> bool:
+    """Whether an in-stream error with these codes (type names, status names, numeric codes, in
+    any order; None ignored) is transient: an overload, a rate limit, a server error, or a
+    numeric code HTTP would retry (408, 409, 429, >= 500). Invalid requests, bad keys, quota and
+    content errors are not."""
+    from .http import retryable_status
+
+    for code in codes:
+        if isinstance(code, str) and code.strip().lower() in _RETRYABLE_CODES:
+            return True
+        if retryable_status(code):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- API keys (spec §19)
@@ -449,7 +503,6 @@ class WireProvider:
     # -- the skeleton ------------------------------------------------------------------------
     def _run(self, model: Model, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         from . import http
-        from .sse import iter_sse
 
         output = AssistantMessage(
             content=[],
@@ -461,12 +514,8 @@ class WireProvider:
             timestamp=now_ms(),
         )
         signal = _as_signal(options.get("signal"))
-        polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
-        response = None
-        listener = None
-        fully_read = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
@@ -482,29 +531,71 @@ class WireProvider:
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(_secret_header_values(headers))
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            response = http.open_stream(
-                request.url,
-                data,
-                headers,
-                session_name=model.provider or self.api,
-                signal=signal,
-                timeout=_timeout(options),
-                max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"),
-                error_style=self.error_style,
-                on_response=options.get("on_response"),
-                model=model.id,
-            )
-            abort_seen: List[bool] = []  # the per-event abort check without a property call
+            budget = http.RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            started = False
+            while True:
+                response = http.open_stream(
+                    request.url,
+                    data,
+                    headers,
+                    session_name=model.provider or self.api,
+                    signal=signal,
+                    timeout=_timeout(options),
+                    error_style=self.error_style,
+                    on_response=options.get("on_response"),
+                    model=model.id,
+                    retry=budget,
+                )
+                if not started:
+                    started = True
+                    yield StartEvent(output)
+                try:
+                    yield from self._read(model, response, writer, pending, signal, options)
+                    break
+                except ProviderError as exc:
+                    # a transient error before any content: retry like HTTP 429/5xx, same budget
+                    if not exc.retryable or output.content or signal_aborted(signal):
+                        raise
+                    if budget.exhausted:
+                        raise ProviderError(budget.gave_up(str(exc))) from None
+                    pending.clear()
+                    _reset_output(output)
+                    budget.wait()
+            if output.stop_reason in ("error", "aborted"):
+                raise ProviderError(output.error_message or "An unknown error occurred")
+            terminal_event: Any = DoneEvent(output.stop_reason, output)
+        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
+            if pending:
+                yield from pending
+                pending.clear()
+            aborted = signal_aborted(signal)
+            output.stop_reason = "aborted" if aborted else "error"
+            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
+            terminal_event = ErrorEvent(output.stop_reason, output)
+        yield terminal_event
+
+    def _read(
+        self, model: Model, response: Any, writer: StreamWriter, pending: List[Any], signal: Any, options: Any
+    ) -> Iterator[Any]:
+        """Feed one response's SSE events to a new handler, yielding the stream events they
+        produce; ends the blocks the handler left open. Raises what the handler raises. The
+        connection is released before this returns or raises (consumers stop at the terminal
+        event), back to the pool only when the body was read to its end."""
+        from . import http
+        from .sse import iter_sse
+
+        polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
+        listener = None
+        fully_read = False
+        abort_seen: List[bool] = []  # the per-event abort check without a property call
+        try:
             if signal is not None:
-                opened = response
 
                 def listener(_reason: Any) -> None:
                     abort_seen.append(True)
-                    http.close_response(opened)
+                    http.close_response(response)
 
                 signal.add_listener(listener)
-            yield StartEvent(output)
             handler = self.new_handler(model, writer, options)
             on_event = handler.on_event
             terminal = False
@@ -533,25 +624,32 @@ class WireProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            if output.stop_reason in ("error", "aborted"):
-                raise ProviderError(output.error_message or "An unknown error occurred")
-            terminal_event: Any = DoneEvent(output.stop_reason, output)
-        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
-            if pending:
-                yield from pending
-                pending.clear()
-            aborted = signal is not None and bool(getattr(signal, "aborted", False))
-            output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
-            terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
-            # release the connection before the terminal event: consumers stop iterating there
             if listener is not None:
                 signal.remove_listener(listener)
-            if response is not None:
-                http.release_response(response, fully_read)
-                response = None
-        yield terminal_event
+            http.release_response(response, fully_read)
+
+
+def signal_aborted(signal: Any) -> bool:
+    """Whether an abort signal (or None) has fired."""
+    return signal is not None and bool(getattr(signal, "aborted", False))
+
+
+_KEEP_ON_RETRY = frozenset({"content", "api", "provider", "model", "timestamp", "extra", "_absent"})
+
+
+def _reset_output(output: AssistantMessage) -> None:
+    """Forget what a failed attempt set on ``output`` (usage, stop reason, ids...) before the
+    retry: every field but content, identity and timestamp gets its default again."""
+    import dataclasses
+
+    for f in dataclasses.fields(output):
+        if f.name in _KEEP_ON_RETRY:
+            continue
+        if f.default is not dataclasses.MISSING:
+            setattr(output, f.name, f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            setattr(output, f.name, f.default_factory())
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16

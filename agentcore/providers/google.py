@@ -36,6 +36,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
@@ -318,7 +319,10 @@ class GoogleStreamState:
         if not isinstance(data, MAPPINGS):
             return
         if data.get("error"):
-            raise ProviderError(json.dumps({"error": data["error"]}, ensure_ascii=False))
+            error = data["error"]
+            codes = (error.get("status"), error.get("code")) if isinstance(error, MAPPINGS) else ()
+            message = json.dumps({"error": error}, ensure_ascii=False)
+            raise ProviderError(message, retryable=retryable_error(*codes))
         feedback = data.get("promptFeedback") or {}
         if feedback.get("blockReason"):
             self._block_reason = str(feedback["blockReason"])

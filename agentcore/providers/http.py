@@ -60,6 +60,8 @@ __all__ = [
     "release_response",
     "format_http_error",
     "retry_delay_from_headers",
+    "RetryBudget",
+    "retryable_status",
     "DEFAULT_TIMEOUT",
     "DEFAULT_POOL_MAXSIZE",
     "POOL_MAXSIZE_ENV",
@@ -298,6 +300,14 @@ def _finite(value: str) -> Optional[float]:
     return number if number == number and number not in (float("inf"), float("-inf")) else None
 
 
+def retryable_status(status: Any) -> bool:
+    """Whether an HTTP status (or an error's numeric ``code`` inside a stream) is retried:
+    408, 409, 429 and >= 500, what the vendor SDKs retry."""
+    if isinstance(status, str) and status.isdigit():
+        status = int(status)
+    return type(status) is int and (status in (408, 409, 429) or 500 <= status < 600)
+
+
 def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
     flag = headers.get("x-should-retry") if headers else None
     if flag == "true":
@@ -309,6 +319,45 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
 
 def _backoff(attempt: int) -> float:
     return min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25)
+
+
+class RetryBudget:
+    """The retries of one logical request, shared by everything that may retry it.
+
+    :func:`open_stream` spends it on connection errors and retryable statuses; a wire module
+    spends the same budget on a retryable error that arrives *inside* the stream before any
+    content (an ``overloaded_error`` event, a ``throttlingException`` frame): ``max_retries=2``
+    means at most 3 attempts in all, whatever failed. ``max_retries`` None is the default (2);
+    ``max_retry_delay_ms`` None is 60000 (0: no cap). Not thread-safe: one per request.
+    """
+
+    def __init__(
+        self, max_retries: Optional[int] = None, max_retry_delay_ms: Optional[int] = None, signal: Any = None
+    ) -> None:
+        self.max_retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
+        self.cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else int(max_retry_delay_ms)
+        self.signal = signal
+        self.attempt = 0  # retries spent so far (the current attempt is number attempt + 1)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.attempt >= self.max_retries
+
+    def backoff(self) -> float:
+        """The default delay before the next attempt: ``min(0.5 * 2**n, 8)`` s minus up to 25 %."""
+        return _backoff(self.attempt)
+
+    def wait(self, delay: Optional[float] = None) -> None:
+        """Sleep ``delay`` (default :meth:`backoff`) and count a retry; an abort of the signal
+        ends the sleep at once with :class:`RequestAborted`."""
+        _sleep(self.backoff() if delay is None else delay, self.signal)
+        self.attempt += 1
+
+    def gave_up(self, message: str) -> str:
+        """``message`` with the attempts made, for a failure that was retryable but out of budget."""
+        attempts = self.attempt + 1
+        plural = "s" if attempts != 1 else ""
+        return f"{message} (gave up after {attempts} attempt{plural}, max_retries={self.max_retries})"
 
 
 # --------------------------------------------------------------------------- sending
@@ -474,22 +523,28 @@ def open_stream(
     error_style: str = "openai",
     on_response: Optional[Callable[[int, Dict[str, str]], Any]] = None,
     model: Optional[str] = None,
+    retry: Optional[RetryBudget] = None,
 ) -> Any:
     """POST ``body`` and return the open streaming response (2xx); see the module docstring.
 
     ``model`` (the model id) only labels the DEBUG log records, with ``session_name`` as the
-    provider. Raises :class:`ProviderHTTPError` (status set for HTTP errors) or
-    :class:`RequestAborted`.
+    provider. ``retry`` is the request's :class:`RetryBudget` when the caller also retries
+    in-stream errors (then ``max_retries``/``max_retry_delay_ms`` are ignored: the budget has
+    them); by default each call has its own. A retryable failure out of budget says how many
+    attempts were made (``"... (gave up after 3 attempts, max_retries=2)"``). Raises
+    :class:`ProviderHTTPError` (status set for HTTP errors) or :class:`RequestAborted`.
     """
     import requests
 
     session = get_session(session_name)
-    retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
-    cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else max_retry_delay_ms
+    budget = retry if retry is not None else RetryBudget(max_retries, max_retry_delay_ms, signal)
+    if budget.signal is None:
+        budget.signal = signal
+    retries, cap_ms = budget.max_retries, budget.cap_ms
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     log = _RequestLog(url, headers, session_name, model, retries) if _log.isEnabledFor(logging.DEBUG) else None
-    attempt = 0
     while True:
+        attempt = budget.attempt
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
         if log is not None:
@@ -500,15 +555,14 @@ def open_stream(
             raise
         except requests.exceptions.RequestException as exc:
             message = _describe_connection_error(exc, url)
-            if attempt >= retries:
+            if budget.exhausted:
                 if log is not None:
                     log.give_up(attempt, message)
-                raise ProviderHTTPError(message) from None
-            delay = _backoff(attempt)
+                raise ProviderHTTPError(budget.gave_up(message)) from None
+            delay = budget.backoff()
             if log is not None:
                 log.retry(attempt, message, delay)
-            _sleep(delay, signal)
-            attempt += 1
+            budget.wait(delay)
             continue
         if log is not None:
             log.response(response)
@@ -521,10 +575,11 @@ def open_stream(
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
         message = format_http_error(response.status_code, error_body, error_style)
-        if attempt >= retries or not _should_retry(response.status_code, response.headers):
+        retryable = _should_retry(response.status_code, response.headers)
+        if budget.exhausted or not retryable:
             if log is not None:
                 log.give_up(attempt, f"status {response.status_code}")
-            raise ProviderHTTPError(message, response.status_code)
+            raise ProviderHTTPError(budget.gave_up(message) if retryable else message, response.status_code)
         server_delay = retry_delay_from_headers(response.headers)
         if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
             if _log.hasHandlers():  # else the error alone reports it (logging's last resort
@@ -541,7 +596,7 @@ def open_stream(
                 f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
                 response.status_code,
             )
-        delay = _backoff(attempt) if server_delay is None else server_delay
+        delay = budget.backoff() if server_delay is None else server_delay
         if log is not None:
             log.retry(
                 attempt,
@@ -549,8 +604,7 @@ def open_stream(
                 delay,
                 "retry-after" if server_delay is not None else "backoff",
             )
-        _sleep(delay, signal)
-        attempt += 1
+        budget.wait(delay)
 
 
 _log = logging.getLogger(__name__)

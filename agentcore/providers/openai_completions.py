@@ -40,6 +40,7 @@ from .base import (
     WireProvider,
     WireRequest,
     parse_json_event,
+    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
@@ -549,6 +550,14 @@ def _error_text(error: Any) -> str:
     return str(error)
 
 
+def _retryable(error: Any) -> bool:
+    """An in-stream error object saying rate limit / server error / overload (``code``,
+    ``type`` or ``status``; OpenRouter puts the HTTP status in ``code``)."""
+    if not isinstance(error, Mapping):
+        return False
+    return retryable_error(error.get("code"), error.get("type"), error.get("status"))
+
+
 class CompletionsHandler(WireHandler):
     """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
 
@@ -567,7 +576,7 @@ class CompletionsHandler(WireHandler):
         if type(chunk) is not dict:
             return False
         if chunk.get("error"):
-            raise ProviderError(_error_text(chunk["error"]))
+            raise ProviderError(_error_text(chunk["error"]), retryable=_retryable(chunk["error"]))
         usage = chunk.get("usage")
         if usage and type(usage) is dict:
             self.writer.update_usage(parse_usage(usage))

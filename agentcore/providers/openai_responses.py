@@ -31,6 +31,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
@@ -510,20 +511,24 @@ class ResponsesStreamState:
                     block.thinking_signature = json.dumps(item, ensure_ascii=False)
 
     def _error(self, data: Mapping[str, Any]) -> None:
-        raise ProviderError(f"Error Code {data.get('code')}: {data.get('message')}")
+        raise ProviderError(
+            f"Error Code {data.get('code')}: {data.get('message')}", retryable=retryable_error(data.get("code"))
+        )
 
     def _failed(self, data: Mapping[str, Any]) -> None:
         response = data.get("response") or {}
         self._apply_usage(response)
         error = response.get("error")
         details = response.get("incomplete_details") or {}
+        retryable = False
         if isinstance(error, Mapping):
             message = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+            retryable = retryable_error(error.get("code"), error.get("type"))
         elif details.get("reason"):
             message = f"incomplete: {details['reason']}"
         else:
             message = "Unknown error (no error details in response)"
-        raise ProviderError(message)
+        raise ProviderError(message, retryable=retryable)
 
 
 _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {
