@@ -15,8 +15,10 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
 * The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
   ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
-  that arrives before any content is retried like HTTP 429/5xx (up to ``max_retries``, default
-  2, sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an abort ends the sleep).
+  that arrives before any content is retried like HTTP 429/5xx, from the same
+  :class:`~agentcore.providers.http.RetryBudget` (``max_retries``, default 2, counts every
+  attempt, whatever failed; sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an
+  abort ends the sleep).
 * Abort: the signal's listener shuts the response's socket down
   (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once.
 
@@ -29,7 +31,7 @@ Options: everything :func:`~agentcore_bedrock.request.build_request_body` reads,
 from __future__ import annotations
 
 import json
-import random
+import re
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from agentcore.events import DoneEvent, ErrorEvent, StartEvent
@@ -59,8 +61,15 @@ _DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-
 _SECRET_HEADERS = ("authorization", "x-amz-security-token", "x-api-key", "cookie", "proxy-authorization")
 
 
+_GAVE_UP = re.compile(r" \(gave up after \d+ attempts?, max_retries=\d+\)$")
+
+
 def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, str]) -> str:
-    """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts unchanged."""
+    """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts
+    unchanged. The attempt count the core appends after retries is kept at the end."""
+    note = _GAVE_UP.search(message)
+    if note is not None:
+        return format_aws_error(message[: note.start()], status, headers) + note.group(0)
     if status is None or not message.startswith(f"{status} "):
         return message
     try:
@@ -122,22 +131,22 @@ class BedrockProvider:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
-            retries = 2 if options.get("max_retries") is None else max(0, int(options["max_retries"]))
-            attempt = 0
+            budget = http.RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
                 state = BedrockStreamState(model, writer)
                 try:
-                    yield from self._attempt(signed, state, writer, pending, signal, options, started)
+                    yield from self._attempt(signed, state, writer, pending, signal, options, started, budget)
                     break
                 except BedrockStreamException as exc:
-                    if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
+                    if not exc.retryable or state.has_content or _aborted(signal):
                         raise
+                    if budget.exhausted:
+                        raise _gave_up(exc, budget) from None
                 pending.clear()
-                _sleep(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25), signal)
-                attempt += 1
+                budget.wait()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal: Any = DoneEvent(output.stop_reason, output)
@@ -160,6 +169,7 @@ class BedrockProvider:
         signal: Any,
         options: Mapping[str, Any],
         started: List[bool],
+        budget: http.RetryBudget,
     ) -> Iterator[Any]:
         """One HTTP exchange: open, decode every frame, finish; yields the events it produced
         (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
@@ -179,10 +189,9 @@ class BedrockProvider:
                 session_name="amazon-bedrock",
                 signal=signal,
                 timeout=request_timeout(options),
-                max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"),
                 error_style="raw",
                 on_response=on_response,
+                retry=budget,
             )
         except http.ProviderHTTPError as exc:
             raise http.ProviderHTTPError(
@@ -221,10 +230,6 @@ def _aborted(signal: Any) -> bool:
     return signal is not None and bool(getattr(signal, "aborted", False))
 
 
-def _sleep(seconds: float, signal: Any) -> None:
-    if signal is None:
-        import time
-
-        time.sleep(seconds)
-    elif signal.wait(seconds):
-        raise http.RequestAborted(ABORTED_MESSAGE)
+def _gave_up(exc: BedrockStreamException, budget: http.RetryBudget) -> ProviderError:
+    """A retryable in-stream exception with no retries left, saying how many attempts were made."""
+    return ProviderError(budget.gave_up(str(exc)))
