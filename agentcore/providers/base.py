@@ -560,7 +560,7 @@ class WireProvider:
                         raise ProviderError(budget.gave_up(str(exc))) from None
                     pending.clear()
                     _reset_output(output)
-                    budget.wait()
+                    budget.retry_in_stream(str(exc), model.provider or self.api, model.id, secrets)
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal_event: Any = DoneEvent(output.stop_reason, output)

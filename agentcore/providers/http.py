@@ -37,7 +37,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import (
     connection_address,
@@ -352,6 +352,24 @@ class RetryBudget:
         ends the sleep at once with :class:`RequestAborted`."""
         _sleep(self.backoff() if delay is None else delay, self.signal)
         self.attempt += 1
+
+    def retry_in_stream(self, reason: str, provider: str, model: Optional[str], secrets: Iterable[str] = ()) -> None:
+        """Count a retry of an error that arrived inside the stream and sleep the backoff; DEBUG
+        logs the decision like :func:`open_stream`'s (``reason`` redacted with ``secrets``)."""
+        delay = self.backoff()
+        if _log.isEnabledFor(logging.DEBUG):
+            from .base import redact
+
+            _log.debug(
+                "retry provider=%s model=%s reason=%s delay_s=%.3f (in-stream error) attempt=%d/%d",
+                provider,
+                model or "-",
+                redact(reason, secrets),
+                delay,
+                self.attempt + 2,
+                self.max_retries + 1,
+            )
+        self.wait(delay)
 
     def gave_up(self, message: str) -> str:
         """``message`` with the attempts made, for a failure that was retryable but out of budget."""

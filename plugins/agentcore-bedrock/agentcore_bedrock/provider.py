@@ -145,8 +145,8 @@ class BedrockProvider:
                         raise
                     if budget.exhausted:
                         raise _gave_up(exc, budget) from None
-                pending.clear()
-                budget.wait()
+                    pending.clear()
+                    budget.retry_in_stream(str(exc), "amazon-bedrock", model.id, secrets)
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal: Any = DoneEvent(output.stop_reason, output)
