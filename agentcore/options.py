@@ -57,7 +57,9 @@ class StreamOptions:
     metadata: Optional[Dict[str, Any]] = _opt("request metadata (Anthropic: user_id)")
     timeout: Optional[Timeout] = _opt("seconds, or [connect, read] seconds (default [10, 600])")
     timeout_ms: Optional[int] = _opt("timeout in milliseconds (the reference's spelling)")
-    max_retries: Optional[int] = _opt("retries of a failed request: 429/5xx, connection errors, overloads in the stream")
+    max_retries: Optional[int] = _opt(
+        "retries of a failed request: 429/5xx, connection errors, overloads in the stream"
+    )
     max_retry_delay_ms: Optional[int] = _opt("longest wait between retries the server may ask for")
     tool_choice: Optional[Any] = _opt('"auto", "none", "any"/"required", or the API\'s object')
     service_tier: Optional[str] = _opt('OpenAI service tier ("auto", "flex", "priority")')

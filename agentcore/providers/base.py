@@ -49,6 +49,9 @@ __all__ = [
     "MissingApiKeyError",
     "ProviderError",
     "retryable_error",
+    "retry_or_raise",
+    "error_event",
+    "signal_aborted",
     "WireRequest",
     "WireHandler",
     "StateHandler",
@@ -553,14 +556,8 @@ class WireProvider:
                     yield from self._read(model, response, writer, pending, signal, options)
                     break
                 except ProviderError as exc:
-                    # a transient error before any content: retry like HTTP 429/5xx, same budget
-                    if not exc.retryable or output.content or signal_aborted(signal):
-                        raise
-                    if budget.exhausted:
-                        raise ProviderError(budget.gave_up(str(exc))) from None
+                    retry_or_raise(exc, exc.retryable, budget, output, signal, model.provider or self.api, secrets)
                     pending.clear()
-                    _reset_output(output)
-                    budget.retry_in_stream(str(exc), model.provider or self.api, model.id, secrets)
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal_event: Any = DoneEvent(output.stop_reason, output)
@@ -568,10 +565,7 @@ class WireProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            aborted = signal_aborted(signal)
-            output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
-            terminal_event = ErrorEvent(output.stop_reason, output)
+            terminal_event = error_event(output, exc, signal, secrets)
         yield terminal_event
 
     def _read(
@@ -628,6 +622,41 @@ class WireProvider:
             if listener is not None:
                 signal.remove_listener(listener)
             http.release_response(response, fully_read)
+
+
+def retry_or_raise(
+    exc: BaseException, retryable: bool, budget: Any, output: AssistantMessage, signal: Any, provider: str, secrets: Any
+) -> None:
+    """The in-stream retry rule, shared by every wire module: a ``retryable`` error that arrived
+    before any content of ``output`` was emitted is retried like HTTP 429/5xx from the request's
+    :class:`~agentcore.providers.http.RetryBudget`. Returns after the backoff sleep (``output``
+    reset for the next attempt; the caller drops the failed attempt's queued events and asks
+    again); otherwise raises ``exc``, or a :class:`ProviderError` with the attempt count when
+    the budget is spent. An abort (before or during the sleep) raises too."""
+    if not retryable or output.content or signal_aborted(signal):
+        raise exc
+    if budget.exhausted:
+        raise ProviderError(budget.gave_up(str(exc))) from None
+    _reset_output(output)
+    budget.retry_in_stream(str(exc), provider, output.model, secrets)
+
+
+def error_event(
+    output: AssistantMessage,
+    exc: BaseException,
+    signal: Any,
+    secrets: Iterable[str],
+    describe: Optional[Callable[[BaseException], str]] = None,
+) -> ErrorEvent:
+    """The terminal ``error`` event of a failed stream (spec §4.6): ``stop_reason`` "aborted" when
+    the signal fired (message "Request was aborted"), else "error" with ``describe(exc)``,
+    secrets redacted (``describe`` defaults to :func:`describe_error`). Content streamed so far
+    stays on ``output``."""
+    aborted = signal_aborted(signal)
+    output.stop_reason = "aborted" if aborted else "error"
+    text = (describe or describe_error)(exc)
+    output.error_message = ABORTED_MESSAGE if aborted else redact(text, secrets)
+    return ErrorEvent(output.stop_reason, output)
 
 
 def signal_aborted(signal: Any) -> bool:

@@ -34,7 +34,7 @@ import json
 import re
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from agentcore.events import DoneEvent, ErrorEvent, StartEvent
+from agentcore.events import DoneEvent, StartEvent
 from agentcore.providers import http
 from agentcore.providers.base import (
     ABORTED_MESSAGE,
@@ -42,9 +42,11 @@ from agentcore.providers.base import (
     StreamWriter,
     as_signal,
     describe_error,
+    error_event,
     merge_headers,
-    redact,
     request_timeout,
+    retry_or_raise,
+    signal_aborted,
 )
 from agentcore.streams import ProviderStream
 from agentcore.types import AssistantMessage, Usage, now_ms
@@ -141,12 +143,9 @@ class BedrockProvider:
                     yield from self._attempt(signed, state, writer, pending, signal, options, started, budget)
                     break
                 except BedrockStreamException as exc:
-                    if not exc.retryable or state.has_content or _aborted(signal):
-                        raise
-                    if budget.exhausted:
-                        raise _gave_up(exc, budget) from None
+                    retryable = exc.retryable and not state.has_content
+                    retry_or_raise(exc, retryable, budget, output, signal, "amazon-bedrock", secrets)
                     pending.clear()
-                    budget.retry_in_stream(str(exc), "amazon-bedrock", model.id, secrets)
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal: Any = DoneEvent(output.stop_reason, output)
@@ -154,10 +153,7 @@ class BedrockProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            aborted = _aborted(signal)
-            output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
-            terminal = ErrorEvent(output.stop_reason, output)
+            terminal = error_event(output, exc, signal, secrets, _describe)
         yield terminal
 
     def _attempt(
@@ -226,10 +222,4 @@ class BedrockProvider:
             http.release_response(response, fully_read)
 
 
-def _aborted(signal: Any) -> bool:
-    return signal is not None and bool(getattr(signal, "aborted", False))
-
-
-def _gave_up(exc: BedrockStreamException, budget: http.RetryBudget) -> ProviderError:
-    """A retryable in-stream exception with no retries left, saying how many attempts were made."""
-    return ProviderError(budget.gave_up(str(exc)))
+_aborted = signal_aborted
