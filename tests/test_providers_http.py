@@ -886,3 +886,32 @@ def test_an_error_after_content_or_a_non_transient_one_is_not_retried(server, ap
     types, result = _api_run(server, api)
     assert result.stop_reason == "error" and "gave up" not in result.error_message
     assert len(server.requests) == 3
+
+
+def test_which_in_stream_errors_are_transient():  # issue 17: one classifier for every wire module
+    from agentcore.providers.base import retryable_error
+
+    for codes in (("overloaded_error",), ("rate_limit_error",), ("RESOURCE_EXHAUSTED",), ("UNAVAILABLE",)):
+        assert retryable_error(*codes), codes
+    assert retryable_error(None, "server_error") and retryable_error(503) and retryable_error("429")
+    assert retryable_error("throttlingException") and retryable_error(None, None, 529)
+    for codes in (("invalid_request_error",), ("insufficient_quota",), (400,), ("INVALID_ARGUMENT",), (None,), ()):
+        assert not retryable_error(*codes), codes
+    assert not retryable_error(True) and not retryable_error("5000")  # not HTTP statuses
+
+
+def test_a_failed_response_with_a_server_error_is_retried(server):  # issue 17: Responses response.failed
+    failed = _responses(
+        {"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "x"}}}
+    )
+    invalid = _responses(
+        {
+            "type": "response.failed",
+            "response": {"status": "failed", "error": {"code": "invalid_prompt", "message": "no"}},
+        }
+    )
+    server.enqueue(Reply(body=failed), Reply(body=_RESPONSES_TEXT), Reply(body=invalid), Reply(body=_RESPONSES_TEXT))
+    _, result = _api_run(server, "openai-responses")
+    assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 2
+    _, result = _api_run(server, "openai-responses")
+    assert result.error_message == "invalid_prompt: no" and len(server.requests) == 3
