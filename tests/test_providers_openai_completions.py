@@ -547,6 +547,8 @@ def test_prompt_cache_key_and_retention():  # issue 17: the reference's prompt_c
     none = build_request_body(_model(), ctx, {"session_id": "sess-1", "cache_retention": "none"})
     assert "prompt_cache_key" not in none and "prompt_cache_retention" not in none
     assert "prompt_cache_key" not in build_request_body(_model(), ctx, {})  # no session: no key
+    long_id = "s" * 70 + "é"
+    assert build_request_body(_model(), ctx, {"session_id": long_id})["prompt_cache_key"] == "s" * 64  # OpenAI's limit
     other = _model(provider="groq", base_url="https://api.groq.com/openai/v1")
     assert "prompt_cache_key" not in build_request_body(other, ctx, {"session_id": "sess-1"})
     together = _model(provider="together", base_url="https://api.together.xyz/v1")

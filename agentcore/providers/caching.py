@@ -23,6 +23,7 @@ __all__ = [
     "CACHE_RETENTIONS",
     "cache_retention",
     "cache_session_id",
+    "prompt_cache_key",
     "session_affinity_headers",
 ]
 
@@ -54,6 +55,15 @@ def cache_session_id(options: Mapping[str, Any], retention: str) -> Optional[str
     if retention == "none" or not session_id:
         return None
     return str(session_id)
+
+
+PROMPT_CACHE_KEY_MAX_LENGTH = 64  # what OpenAI accepts for prompt_cache_key
+
+
+def prompt_cache_key(session_id: Optional[str]) -> Optional[str]:
+    """``session_id`` cut to the 64 characters OpenAI accepts as ``prompt_cache_key`` (the
+    reference's ``clampOpenAIPromptCacheKey``; headers keep the whole id)."""
+    return session_id[:PROMPT_CACHE_KEY_MAX_LENGTH] if session_id else None
 
 
 def session_affinity_headers(session_id: Optional[str], style: Optional[str], *, affinity: bool) -> Dict[str, str]:

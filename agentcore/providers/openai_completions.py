@@ -44,7 +44,7 @@ from .base import (
     sanitize_surrogates,
     tool_specs,
 )
-from .caching import cache_retention, cache_session_id, session_affinity_headers
+from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import supports_xhigh
 from .transform import transform_messages
 
@@ -389,7 +389,7 @@ def _prompt_cache_fields(model: Model, options: Mapping[str, Any], compat: Mappi
     fields: Dict[str, Any] = {}
     session_id = cache_session_id(options, retention)
     if session_id and ("api.openai.com" in (model.base_url or "") or long_ok):
-        fields["prompt_cache_key"] = session_id
+        fields["prompt_cache_key"] = prompt_cache_key(session_id)
     if long_ok:
         fields["prompt_cache_retention"] = "24h"
     return fields

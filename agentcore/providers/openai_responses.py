@@ -35,7 +35,7 @@ from .base import (
     sanitize_surrogates,
     tool_specs,
 )
-from .caching import cache_retention, cache_session_id, session_affinity_headers
+from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import calculate_cost
 from .transform import transform_messages
 
@@ -270,7 +270,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     retention = cache_retention(options)
     session_id = cache_session_id(options, retention)
     if session_id:
-        body["prompt_cache_key"] = session_id
+        body["prompt_cache_key"] = prompt_cache_key(session_id)
     if retention == "long" and responses_compat(model)["supportsLongCacheRetention"]:
         body["prompt_cache_retention"] = "24h"
     if options.get("max_tokens"):
