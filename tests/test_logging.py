@@ -83,7 +83,9 @@ def _messages(caplog, logger):
 
 @pytest.fixture
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(_http, "_backoff", lambda attempt: 0.0)
+    from agentcore.providers import retries
+
+    monkeypatch.setattr(retries, "_backoff", lambda attempt: 0.0)
 
 
 @tool

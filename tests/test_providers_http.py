@@ -889,7 +889,7 @@ def test_an_error_after_content_or_a_non_transient_one_is_not_retried(server, ap
 
 
 def test_which_in_stream_errors_are_transient():  # issue 17: one classifier for every wire module
-    from agentcore.providers.base import retryable_error
+    from agentcore.providers.retries import retryable_error
 
     for codes in (("overloaded_error",), ("rate_limit_error",), ("RESOURCE_EXHAUSTED",), ("UNAVAILABLE",)):
         assert retryable_error(*codes), codes

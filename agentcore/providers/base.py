@@ -43,13 +43,12 @@ from ..events import (
 from ..streams import ProviderStream
 from ..types import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
 from .partial_json import ToolArguments
+from .retries import RetryBudget, retry_or_raise
 
 __all__ = [
     "MAPPINGS",
     "MissingApiKeyError",
     "ProviderError",
-    "retryable_error",
-    "retry_or_raise",
     "error_event",
     "signal_aborted",
     "WireRequest",
@@ -96,56 +95,12 @@ class ProviderError(Exception):
 
     ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate
     limited, internal error: what HTTP 429/5xx say before a stream starts). The skeleton retries
-    it like those statuses when no content was emitted yet (see :func:`retryable_error`).
+    it like those statuses when no content was emitted yet (see :func:`~agentcore.providers.retries.retryable_error`).
     """
 
     def __init__(self, message: str = "", *, retryable: bool = False) -> None:
         super().__init__(message)
         self.retryable = retryable
-
-
-_RETRYABLE_CODES = frozenset(
-    {
-        # Anthropic error types (529, 429, 500)
-        "overloaded_error",
-        "rate_limit_error",
-        "api_error",
-        # OpenAI / OpenAI-compatible error codes and types
-        "rate_limit_exceeded",
-        "server_error",
-        "server_is_overloaded",
-        "slow_down",
-        "overloaded",
-        "service_unavailable",
-        "internal_server_error",
-        "too_many_requests",
-        # google.rpc status names of 429, 503, 500, 504
-        "resource_exhausted",
-        "unavailable",
-        "internal",
-        "deadline_exceeded",
-        # Bedrock's in-stream exceptions
-        "throttlingexception",
-        "serviceunavailableexception",
-        "internalserverexception",
-        "modelnotreadyexception",
-    }
-)
-
-
-def retryable_error(*codes: Any) -> bool:
-    """Whether an in-stream error with these codes (type names, status names, numeric codes, in
-    any order; None ignored) is transient: an overload, a rate limit, a server error, or a
-    numeric code HTTP would retry (408, 409, 429, >= 500). Invalid requests, bad keys, quota and
-    content errors are not."""
-    from .http import retryable_status
-
-    for code in codes:
-        if isinstance(code, str) and code.strip().lower() in _RETRYABLE_CODES:
-            return True
-        if retryable_status(code):
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- API keys (spec §19)
@@ -534,7 +489,7 @@ class WireProvider:
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(_secret_header_values(headers))
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            budget = http.RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             started = False
             while True:
                 response = http.open_stream(
@@ -624,23 +579,6 @@ class WireProvider:
             http.release_response(response, fully_read)
 
 
-def retry_or_raise(
-    exc: BaseException, retryable: bool, budget: Any, output: AssistantMessage, signal: Any, provider: str, secrets: Any
-) -> None:
-    """The in-stream retry rule, shared by every wire module: a ``retryable`` error that arrived
-    before any content of ``output`` was emitted is retried like HTTP 429/5xx from the request's
-    :class:`~agentcore.providers.http.RetryBudget`. Returns after the backoff sleep (``output``
-    reset for the next attempt; the caller drops the failed attempt's queued events and asks
-    again); otherwise raises ``exc``, or a :class:`ProviderError` with the attempt count when
-    the budget is spent. An abort (before or during the sleep) raises too."""
-    if not retryable or output.content or signal_aborted(signal):
-        raise exc
-    if budget.exhausted:
-        raise ProviderError(budget.gave_up(str(exc))) from None
-    _reset_output(output)
-    budget.retry_in_stream(str(exc), provider, output.model, secrets)
-
-
 def error_event(
     output: AssistantMessage,
     exc: BaseException,
@@ -662,23 +600,6 @@ def error_event(
 def signal_aborted(signal: Any) -> bool:
     """Whether an abort signal (or None) has fired."""
     return signal is not None and bool(getattr(signal, "aborted", False))
-
-
-_KEEP_ON_RETRY = frozenset({"content", "api", "provider", "model", "timestamp", "extra", "_absent"})
-
-
-def _reset_output(output: AssistantMessage) -> None:
-    """Forget what a failed attempt set on ``output`` (usage, stop reason, ids...) before the
-    retry: every field but content, identity and timestamp gets its default again."""
-    import dataclasses
-
-    for f in dataclasses.fields(output):
-        if f.name in _KEEP_ON_RETRY:
-            continue
-        if f.default is not dataclasses.MISSING:
-            setattr(output, f.name, f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            setattr(output, f.name, f.default_factory())
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16

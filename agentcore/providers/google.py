@@ -36,11 +36,11 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
-    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
 from .models import calculate_cost
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [

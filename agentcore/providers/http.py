@@ -32,12 +32,11 @@ import email.utils
 import json
 import logging
 import os
-import random
 import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import (
     connection_address,
@@ -48,6 +47,10 @@ from .._compat import (
     noting_connection_classes,
     response_socket,
     set_socket_options,
+)
+from .retries import (
+    RetryBudget,
+    retryable_status,
 )
 
 __all__ = [
@@ -71,8 +74,6 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_MAX_RETRY_DELAY_MS = 60000
 _MAX_ERROR_TEXT = 4000
 
 
@@ -300,14 +301,6 @@ def _finite(value: str) -> Optional[float]:
     return number if number == number and number not in (float("inf"), float("-inf")) else None
 
 
-def retryable_status(status: Any) -> bool:
-    """Whether an HTTP status (or an error's numeric ``code`` inside a stream) is retried:
-    408, 409, 429 and >= 500, what the vendor SDKs retry."""
-    if isinstance(status, str) and status.isdigit():
-        status = int(status)
-    return type(status) is int and (status in (408, 409, 429) or 500 <= status < 600)
-
-
 def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
     flag = headers.get("x-should-retry") if headers else None
     if flag == "true":
@@ -315,67 +308,6 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
     if flag == "false":
         return False
     return status is None or status in (408, 409, 429) or status >= 500
-
-
-def _backoff(attempt: int) -> float:
-    return min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25)
-
-
-class RetryBudget:
-    """The retries of one logical request, shared by everything that may retry it.
-
-    :func:`open_stream` spends it on connection errors and retryable statuses; a wire module
-    spends the same budget on a retryable error that arrives *inside* the stream before any
-    content (an ``overloaded_error`` event, a ``throttlingException`` frame): ``max_retries=2``
-    means at most 3 attempts in all, whatever failed. ``max_retries`` None is the default (2);
-    ``max_retry_delay_ms`` None is 60000 (0: no cap). Not thread-safe: one per request.
-    """
-
-    def __init__(
-        self, max_retries: Optional[int] = None, max_retry_delay_ms: Optional[int] = None, signal: Any = None
-    ) -> None:
-        self.max_retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
-        self.cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else int(max_retry_delay_ms)
-        self.signal = signal
-        self.attempt = 0  # retries spent so far (the current attempt is number attempt + 1)
-
-    @property
-    def exhausted(self) -> bool:
-        return self.attempt >= self.max_retries
-
-    def backoff(self) -> float:
-        """The default delay before the next attempt: ``min(0.5 * 2**n, 8)`` s minus up to 25 %."""
-        return _backoff(self.attempt)
-
-    def wait(self, delay: Optional[float] = None) -> None:
-        """Sleep ``delay`` (default :meth:`backoff`) and count a retry; an abort of the signal
-        ends the sleep at once with :class:`RequestAborted`."""
-        _sleep(self.backoff() if delay is None else delay, self.signal)
-        self.attempt += 1
-
-    def retry_in_stream(self, reason: str, provider: str, model: Optional[str], secrets: Iterable[str] = ()) -> None:
-        """Count a retry of an error that arrived inside the stream and sleep the backoff; DEBUG
-        logs the decision like :func:`open_stream`'s (``reason`` redacted with ``secrets``)."""
-        delay = self.backoff()
-        if _log.isEnabledFor(logging.DEBUG):
-            from .base import redact
-
-            _log.debug(
-                "retry provider=%s model=%s reason=%s delay_s=%.3f (in-stream error) attempt=%d/%d",
-                provider,
-                model or "-",
-                redact(reason, secrets),
-                delay,
-                self.attempt + 2,
-                self.max_retries + 1,
-            )
-        self.wait(delay)
-
-    def gave_up(self, message: str) -> str:
-        """``message`` with the attempts made, for a failure that was retryable but out of budget."""
-        attempts = self.attempt + 1
-        plural = "s" if attempts != 1 else ""
-        return f"{message} (gave up after {attempts} attempt{plural}, max_retries={self.max_retries})"
 
 
 # --------------------------------------------------------------------------- sending
@@ -501,13 +433,6 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
         response.close()
         raise RequestAborted("Request was aborted")
     return response
-
-
-def _sleep(seconds: float, signal: Any) -> None:
-    if signal is None:
-        time.sleep(seconds)
-    elif signal.wait(seconds):
-        raise RequestAborted("Request was aborted")
 
 
 def _describe_connection_error(exc: BaseException, url: str) -> str:

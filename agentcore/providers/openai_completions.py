@@ -40,12 +40,12 @@ from .base import (
     WireProvider,
     WireRequest,
     parse_json_event,
-    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
 from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import supports_xhigh
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [

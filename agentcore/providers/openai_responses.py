@@ -31,12 +31,12 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
-    retryable_error,
     sanitize_surrogates,
     tool_specs,
 )
 from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import calculate_cost
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [

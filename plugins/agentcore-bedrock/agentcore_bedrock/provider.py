@@ -16,7 +16,7 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
   that arrives before any content is retried like HTTP 429/5xx, from the same
-  :class:`~agentcore.providers.http.RetryBudget` (``max_retries``, default 2, counts every
+  :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
   attempt, whatever failed; sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an
   abort ends the sleep).
 * Abort: the signal's listener shuts the response's socket down
@@ -45,9 +45,9 @@ from agentcore.providers.base import (
     error_event,
     merge_headers,
     request_timeout,
-    retry_or_raise,
     signal_aborted,
 )
+from agentcore.providers.retries import RetryBudget, retry_or_raise
 from agentcore.streams import ProviderStream
 from agentcore.types import AssistantMessage, Usage, now_ms
 
@@ -133,7 +133,7 @@ class BedrockProvider:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
-            budget = http.RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:
                 signed = sign_request(url, headers, data, region, options)
@@ -165,7 +165,7 @@ class BedrockProvider:
         signal: Any,
         options: Mapping[str, Any],
         started: List[bool],
-        budget: http.RetryBudget,
+        budget: RetryBudget,
     ) -> Iterator[Any]:
         """One HTTP exchange: open, decode every frame, finish; yields the events it produced
         (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
