@@ -1105,9 +1105,19 @@ class Agent:
             before_tool_call=optional_hook(hooks, "before_tool_call"),
             after_tool_call=optional_hook(hooks, "after_tool_call"),
             api_key=self.api_key,
-            options=self.options,
+            options=self._run_options(),
             reasoning=None if level == "off" else level,
         )
+
+    def _run_options(self) -> StreamOptions:
+        """The stream options of a run: with a session and no ``session_id`` of its own, the
+        session's id keys provider-side prompt caches (the reference forwards its ``sessionId``)."""
+        options = self.options
+        session_id = getattr(self.session, "id", None) if options.session_id is None else None
+        if isinstance(session_id, str) and session_id:
+            options = copy.copy(options)
+            options.session_id = session_id
+        return options
 
     def _prepare_next_turn_hook(self, signal: AbortSignal) -> Optional[Callable[[Any], Any]]:
         """Installed when ``prepare_next_turn`` is set at run start; read again at call time.

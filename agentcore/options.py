@@ -50,14 +50,16 @@ class StreamOptions:
         "thinking level sent to the provider (an Agent derives it from thinking_level)", cli="use --thinking LEVEL"
     )
     thinking_budgets: Optional[Dict[str, int]] = _opt('token budget per thinking level, e.g. {"low": 2048}')
-    session_id: Optional[str] = _opt("provider-side session/cache key")
+    session_id: Optional[str] = _opt("provider-side cache/affinity key (default: the Agent's session id)")
     transport: Optional[str] = _opt('transport preference of providers that offer several ("auto", "sse", "websocket")')
     cache_retention: Optional[str] = _opt('prompt-cache retention: "none", "short", "long"')
     headers: Optional[Dict[str, str]] = _opt("extra HTTP headers (never logged)", secret=True)
     metadata: Optional[Dict[str, Any]] = _opt("request metadata (Anthropic: user_id)")
     timeout: Optional[Timeout] = _opt("seconds, or [connect, read] seconds (default [10, 600])")
     timeout_ms: Optional[int] = _opt("timeout in milliseconds (the reference's spelling)")
-    max_retries: Optional[int] = _opt("retries of a failed request (429/5xx/connection errors)")
+    max_retries: Optional[int] = _opt(
+        "retries of a failed request: 429/5xx, connection errors, overloads in the stream"
+    )
     max_retry_delay_ms: Optional[int] = _opt("longest wait between retries the server may ask for")
     tool_choice: Optional[Any] = _opt('"auto", "none", "any"/"required", or the API\'s object')
     service_tier: Optional[str] = _opt('OpenAI service tier ("auto", "flex", "priority")')

@@ -437,6 +437,19 @@ def test_session_id_forwarding():  # agent-loop §5 scenario 45
     assert [o["session_id"] for o in scripted.options] == ["session-abc", "session-def"]
 
 
+def test_a_session_s_id_keys_the_provider_cache_unless_session_id_is_set():  # issue 17: prompt caching
+    from agentcore import Session
+
+    scripted = ScriptedModel([text("a"), text("b")])
+    session = Session.in_memory(session_id="sess-42")
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+    agent.prompt("one")
+    agent.session_id = "explicit"
+    agent.prompt("two")
+    assert [o["session_id"] for o in scripted.options] == ["sess-42", "explicit"]
+    assert agent.options.session_id == "explicit"  # the agent's own options are not rewritten
+
+
 def test_stream_options_forwarded_and_off_reasoning_absent():  # agent-loop §1.6, §3.2
     scripted = ScriptedModel([text("a"), text("b")])
     agent = Agent(

@@ -83,7 +83,9 @@ def _messages(caplog, logger):
 
 @pytest.fixture
 def no_backoff(monkeypatch):
-    monkeypatch.setattr(_http, "_backoff", lambda attempt: 0.0)
+    from agentcore.providers import retries
+
+    monkeypatch.setattr(retries, "_backoff", lambda attempt: 0.0)
 
 
 @tool
@@ -250,3 +252,20 @@ def test_a_tool_ended_by_an_abort_is_logged_as_aborted(caplog):
     lines = _messages(caplog, "agentcore.loop")
     assert len(lines) == 1 and lines[0].startswith("tool call wait id=w1 outcome=aborted duration_ms=")
     assert "stop_reason=aborted" in _messages(caplog, "agentcore.agent")[-1]
+
+
+def test_an_in_stream_retry_is_logged_like_an_http_one(caplog):  # issue 17: in-stream retries
+    from agentcore.providers import stream
+    from agentcore.types import AgentContext, Model, UserMessage
+
+    good = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    error = {"error": {"message": "overloaded, key sk-live-secret-0123456789", "code": "server_error"}}
+    with ScriptedServer([Reply(body=sse(error)), Reply(body=sse(good, done=True))]) as server:
+        model = Model(id="m", api="openai-completions", provider="local", base_url=server.url + "/v1")
+        with caplog.at_level(logging.DEBUG, logger="agentcore.providers.http"):
+            ctx = AgentContext(messages=[UserMessage("hi")])
+            result = stream(model, ctx, api_key="sk-live-secret-0123456789").result()
+    assert result.stop_reason == "stop", result.error_message
+    retries = [r.getMessage() for r in caplog.records if "(in-stream error)" in r.getMessage()]
+    assert len(retries) == 1 and "provider=local model=m" in retries[0] and "attempt=2/3" in retries[0]
+    assert "sk-live-secret-0123456789" not in caplog.text  # the echoed key is redacted

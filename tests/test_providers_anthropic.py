@@ -232,9 +232,79 @@ def test_thinking_level_map_effort_and_unsupported_levels():  # issue 17: Model.
 def test_headers_betas_and_key_precedence():  # spec §11 beta header, §4 header merge
     h = wire.build_headers(HAIKU, "sk-test")
     assert h["x-api-key"] == "sk-test" and h["anthropic-version"] == "2023-06-01"
-    assert h["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14,interleaved-thinking-2025-05-14"
-    assert wire.build_headers(OPUS46, "k")["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
+    # tools stream eagerly per tool (issue 17): the fine-grained streaming beta is not needed
+    assert h["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    assert "anthropic-beta" not in wire.build_headers(OPUS46, "k")  # adaptive: interleaved built in
     assert wire.request_url(HAIKU) == "https://api.anthropic.com/v1/messages"
+
+
+def _with_tools(*names):
+    tools = [dict(TOOL, name=name) for name in names]
+    return AgentContext(system_prompt="Be terse.", messages=[UserMessage(content="hi")], tools=tools)
+
+
+def test_cache_breakpoint_on_last_tool_and_eager_input_streaming():  # issue 17: reference parity
+    body = wire.build_request_body(HAIKU, _with_tools("a", "b"))
+    assert [t["name"] for t in body["tools"]] == ["a", "b"]
+    assert all(t["eager_input_streaming"] is True for t in body["tools"])
+    assert "cache_control" not in body["tools"][0]
+    assert body["tools"][1]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    long_ = wire.build_request_body(HAIKU, _with_tools("a"), cache_retention="long")
+    assert long_["tools"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    none = wire.build_request_body(HAIKU, _with_tools("a"), cache_retention="none")
+    assert "cache_control" not in none["tools"][0] and "cache_control" not in none["system"][0]
+
+
+def test_compat_without_eager_streaming_uses_the_beta_header():  # issue 17: supportsEagerToolInputStreaming
+    fireworks = Model(id="accounts/fireworks/models/x", api=API, provider="fireworks", base_url="https://f.example")
+    ctx = _with_tools("a")
+    body = wire.build_request_body(fireworks, ctx, cache_retention="long")
+    assert "eager_input_streaming" not in body["tools"][0] and "cache_control" not in body["tools"][0]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}  # no 1h TTL there
+    headers = wire.build_headers(fireworks, "k", {"session_id": "s-1"}, ctx)
+    assert headers["anthropic-beta"].split(",")[0] == "fine-grained-tool-streaming-2025-05-14"
+    assert headers["x-session-affinity"] == "s-1"
+    no_tools = AgentContext(messages=[UserMessage(content="hi")])
+    assert "fine-grained" not in wire.build_headers(fireworks, "k", {}, no_tools).get("anthropic-beta", "")
+    assert "x-session-affinity" not in wire.build_headers(
+        fireworks, "k", {"session_id": "s", "cache_retention": "none"}
+    )
+    # the compat flags of a catalog or custom model override the detected defaults
+    custom = Model(
+        id="m",
+        api=API,
+        provider="proxy",
+        base_url="https://p.example",
+        compat={
+            "supportsEagerToolInputStreaming": False,
+            "sendSessionAffinityHeaders": True,
+            "supportsCacheControlOnTools": False,
+            "supportsLongCacheRetention": False,
+        },
+    )
+    body = wire.build_request_body(custom, ctx, cache_retention="long")
+    assert "eager_input_streaming" not in body["tools"][0] and "cache_control" not in body["tools"][0]
+    assert body["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert wire.build_headers(custom, "k", {"session_id": "s-2"}, ctx)["x-session-affinity"] == "s-2"
+    assert "x-session-affinity" not in wire.build_headers(HAIKU, "k", {"session_id": "s-2"}, ctx)
+
+
+def test_cache_retention_from_the_environment_and_bad_values(monkeypatch):  # issue 17: AGENTCORE_CACHE_RETENTION
+    ctx = _with_tools("a")
+    monkeypatch.setenv("AGENTCORE_CACHE_RETENTION", "long")
+    assert wire.build_request_body(HAIKU, ctx)["system"][0]["cache_control"]["ttl"] == "1h"
+    assert "ttl" not in wire.build_request_body(HAIKU, ctx, cache_retention="short")["system"][0]["cache_control"]
+    monkeypatch.setenv("AGENTCORE_CACHE_RETENTION", "none")
+    assert "cache_control" not in wire.build_request_body(HAIKU, ctx)["system"][0]
+    monkeypatch.delenv("AGENTCORE_CACHE_RETENTION")
+    monkeypatch.setenv("PI_CACHE_RETENTION", "long")  # the reference's variable
+    assert wire.build_request_body(HAIKU, ctx)["system"][0]["cache_control"]["ttl"] == "1h"
+    with pytest.raises(ValueError, match="cache_retention option is 'forever': use one of 'none', 'short', 'long'"):
+        wire.build_request_body(HAIKU, ctx, cache_retention="forever")
+    monkeypatch.setenv("AGENTCORE_CACHE_RETENTION", "1h")
+    with pytest.raises(ValueError, match=r"\$AGENTCORE_CACHE_RETENTION is '1h'"):
+        wire.build_request_body(HAIKU, ctx)
 
 
 def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, blank blocks
@@ -537,10 +607,12 @@ def test_malformed_json_and_in_stream_error_event():  # spec §5, §9
     with ScriptedServer([Reply(body=bad), Reply(body=overloaded), Reply(body=plain)]) as server:
         ctx = AgentContext(messages=[UserMessage(content="hi")])
         first, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
-        second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
+        # an overload before any content is retried (issue 17): with no retries left it is the error
+        second, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k", max_retries=0)
         third, _ = run_stream(wire.AnthropicProvider(), _served(server), ctx, api_key="k")
     assert first.stop_reason == "error" and "malformed JSON" in first.error_message
     assert second.stop_reason == "error" and "overloaded_error" in second.error_message
+    assert second.error_message.endswith("(gave up after 1 attempt, max_retries=0)")
     assert third.error_message == "upstream proxy timeout"
 
 
@@ -704,3 +776,38 @@ def test_output_schema_joins_output_config_next_to_effort():  # issue 13: native
     assert wire.build_request_body(HAIKU, ctx, output_schema=schema)["output_config"] == {
         "format": {"type": "json_schema", "schema": untitled}
     }
+
+
+def _ok_stream():
+    return _events(
+        {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    )
+
+
+def test_caching_fields_reach_the_server():  # issue 17: the request body and headers a server receives
+    with ScriptedServer([Reply(body=_ok_stream()), Reply(body=_ok_stream())]) as server:
+        ctx = _with_tools("a", "b")
+        for compat in (None, {"sendSessionAffinityHeaders": True, "supportsEagerToolInputStreaming": False}):
+            result, _ = run_stream(
+                wire.AnthropicProvider(),
+                _served(server, compat=compat),
+                ctx,
+                api_key="k",
+                session_id="sess-3",
+                cache_retention="long",
+            )
+            assert result.stop_reason == "stop", result.error_message
+        first, second = server.requests
+    body = first.json()
+    ttl = {"type": "ephemeral", "ttl": "1h"}
+    assert [t.get("cache_control") for t in body["tools"]] == [None, ttl]
+    assert [t.get("eager_input_streaming") for t in body["tools"]] == [True, True]
+    assert body["system"][0]["cache_control"] == ttl and body["messages"][-1]["content"][-1]["cache_control"] == ttl
+    headers = {k.lower(): v for k, v in first.headers.items()}
+    assert "x-session-affinity" not in headers and "fine-grained" not in headers.get("anthropic-beta", "")
+    headers = {k.lower(): v for k, v in second.headers.items()}
+    assert headers["x-session-affinity"] == "sess-3"
+    assert "fine-grained-tool-streaming-2025-05-14" in headers["anthropic-beta"]
+    assert "eager_input_streaming" not in second.json()["tools"][0]

@@ -190,7 +190,9 @@ def test_retries_are_bounded_and_report_the_last_error(server):
     for _ in range(3):
         server.enqueue(Reply(status=500, headers={"retry-after": "0"}, body=""))
     _, result = _run(server, max_retries=2)
-    assert result.error_message == "500 status code (no body)" and len(server.requests) == 3
+    # the message says the server's text and how many attempts were made (issue 17)
+    assert result.error_message == "500 status code (no body) (gave up after 3 attempts, max_retries=2)"
+    assert len(server.requests) == 3
 
 
 def test_server_delay_above_cap_fails_fast(server):  # providers §22: "Server requested Ns retry delay"
@@ -749,3 +751,186 @@ def test_base_url_variables_come_from_the_environment(server, monkeypatch):  # i
     server.enqueue(Reply(body=_text_body("ok")))
     assert complete(model, _ctx(), api_key=KEY).text == "ok"
     assert server.requests[0].path == "/client/v4/accounts/acct-42/ai/v1/chat/completions"
+
+
+# --------------------------------------------------------------------------- every API: timeout,
+# max_retries, in-stream retryable errors (issue 17)
+
+
+def _anthropic(*events):
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def _responses(*events):
+    return _anthropic(*events)
+
+
+def _google(*chunks):
+    return "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks)
+
+
+_ANTHROPIC_TEXT = _anthropic(
+    {"type": "message_start", "message": {"usage": {"input_tokens": 3, "output_tokens": 1}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "fine"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+    {"type": "message_stop"},
+)
+_RESPONSES_TEXT = _responses(
+    {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "m1"}},
+    {"type": "response.output_text.delta", "output_index": 0, "delta": "fine"},
+    {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": {"type": "message", "id": "m1", "content": [{"type": "output_text", "text": "fine"}]},
+    },
+    {"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 3}}},
+)
+_GOOGLE_TEXT = _google({"candidates": [{"content": {"parts": [{"text": "fine"}]}, "finishReason": "STOP"}]})
+
+# per API: (api, base-URL suffix, a good answer "fine", a retryable in-stream error before any
+# content, a body that streams "par" and then that error, a non-retryable in-stream error)
+APIS = {
+    "anthropic-messages": (
+        "",
+        _ANTHROPIC_TEXT,
+        'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+        _ANTHROPIC_TEXT.split("event: content_block_stop")[0].replace('"fine"', '"par"')
+        + 'event: error\ndata: {"type":"error","error":{"type":"rate_limit_error","message":"slow"}}\n\n',
+        'event: error\ndata: {"type":"error","error":{"type":"invalid_request_error","message":"bad"}}\n\n',
+    ),
+    "openai-completions": (
+        "/v1",
+        _text_body("fine"),
+        sse({"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}),
+        sse(_chunk({"content": "par"}), {"error": {"message": "upstream died", "type": "server_error"}}),
+        sse({"error": {"message": "tool_use_failed: bad call", "code": "tool_use_failed"}}),
+    ),
+    "openai-responses": (
+        "/v1",
+        _RESPONSES_TEXT,
+        _responses({"type": "error", "code": "server_error", "message": "The server had an error"}),
+        _RESPONSES_TEXT.split("event: response.output_item.done")[0].replace('"fine"', '"par"')
+        + _responses({"type": "error", "code": "rate_limit_exceeded", "message": "slow down"}),
+        _responses({"type": "error", "code": "invalid_prompt", "message": "bad prompt"}),
+    ),
+    "google-generative-ai": (
+        "/v1beta",
+        _GOOGLE_TEXT,
+        _google({"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}),
+        _google(
+            {"candidates": [{"content": {"parts": [{"text": "par"}]}}]},
+            {"error": {"code": 429, "message": "Resource exhausted", "status": "RESOURCE_EXHAUSTED"}},
+        ),
+        _google({"error": {"code": 400, "message": "Invalid argument", "status": "INVALID_ARGUMENT"}}),
+    ),
+}
+
+
+def _api_model(server, api):
+    return Model(
+        id="gemini-x" if api.startswith("google") else "m",
+        api=api,
+        provider="local-" + api,
+        base_url=server.url + APIS[api][0],
+    )
+
+
+def _api_run(server, api, **options):
+    events = stream(_api_model(server, api), _ctx(), api_key=KEY, **options)
+    types = [e.type for e in events]
+    return types, events.result()
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_silent_server_hits_the_read_timeout(server, api):  # issue 17: timeout on every API
+    server.enqueue(Reply(stall_before_headers=True), Reply(body=APIS[api][2], stall_after=0))
+    types, result = _api_run(server, api, timeout=(5, 0.2), max_retries=0)
+    assert types == ["error"] and result.stop_reason == "error"
+    assert result.error_message.startswith("Request timed out talking to 127.0.0.1")
+    assert "(gave up after 1 attempt, max_retries=0)" in result.error_message
+    types, result = _api_run(server, api, timeout_ms=200, max_retries=0)  # silence after the headers
+    assert types == ["start", "error"] and result.error_message.startswith("Timed out while streaming")
+    server.release.set()
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_max_retries_retries_exactly_n_times_then_names_the_attempts(server, api):  # issue 17
+    for status in (429, 500, 503, 529):
+        server.enqueue(Reply(status=status, headers={"retry-after-ms": "0"}, body='{"error":{"message":"busy"}}'))
+    types, result = _api_run(server, api, max_retries=3)
+    assert types == ["error"] and len(server.requests) == 4
+    assert result.error_message.startswith("529 ") and "busy" in result.error_message  # the last answer
+    assert result.error_message.endswith(" (gave up after 4 attempts, max_retries=3)")
+    server.enqueue(Reply(status=503, headers={"retry-after-ms": "0"}, body="{}"), Reply(body=APIS[api][1]))
+    types, result = _api_run(server, api, max_retries=1)
+    assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 6
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_an_in_stream_overload_before_any_content_is_retried(server, api):  # issue 17
+    _, good, retryable, _, _ = APIS[api]
+    server.enqueue(Reply(body=retryable, chunk_size=9), Reply(body=good, chunk_size=9))
+    types, result = _api_run(server, api)
+    assert result.stop_reason == "stop", result.error_message
+    assert result.text == "fine" and len(server.requests) == 2
+    assert types.count("start") == 1 and types[0] == "start" and types[-1] == "done"
+    assert server.requests[0].body == server.requests[1].body
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_in_stream_errors_share_the_budget_with_http_failures(server, api):  # issue 17: one max_retries
+    _, good, retryable, _, _ = APIS[api]
+    server.enqueue(
+        Reply(status=503, headers={"retry-after-ms": "0"}, body="{}"), Reply(body=retryable), Reply(body=good)
+    )
+    types, result = _api_run(server, api, max_retries=1)
+    assert result.stop_reason == "error" and len(server.requests) == 2
+    assert result.error_message.endswith("(gave up after 2 attempts, max_retries=1)")
+    assert types == ["start", "error"] and result.content == []
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_an_error_after_content_or_a_non_transient_one_is_not_retried(server, api):  # issue 17
+    _, good, _, after_content, permanent = APIS[api]
+    server.enqueue(Reply(body=after_content), Reply(body=good), Reply(body=permanent), Reply(body=good))
+    types, result = _api_run(server, api)
+    assert result.stop_reason == "error" and result.text == "par"  # the partial content is kept
+    assert "gave up" not in result.error_message and len(server.requests) == 1
+    assert types[0] == "start" and types[-1] == "error"
+    types, result = _api_run(server, api)  # the next reply in the queue is "good": it must not be asked for
+    assert result.stop_reason == "stop"
+    types, result = _api_run(server, api)
+    assert result.stop_reason == "error" and "gave up" not in result.error_message
+    assert len(server.requests) == 3
+
+
+def test_which_in_stream_errors_are_transient():  # issue 17: one classifier for every wire module
+    from agentcore.providers.retries import retryable_error
+
+    for codes in (("overloaded_error",), ("rate_limit_error",), ("RESOURCE_EXHAUSTED",), ("UNAVAILABLE",)):
+        assert retryable_error(*codes), codes
+    assert retryable_error(None, "server_error") and retryable_error(503) and retryable_error("429")
+    assert retryable_error("throttlingException") and retryable_error(None, None, 529)
+    for codes in (("invalid_request_error",), ("insufficient_quota",), (400,), ("INVALID_ARGUMENT",), (None,), ()):
+        assert not retryable_error(*codes), codes
+    assert not retryable_error(True) and not retryable_error("5000")  # not HTTP statuses
+
+
+def test_a_failed_response_with_a_server_error_is_retried(server):  # issue 17: Responses response.failed
+    failed = _responses(
+        {"type": "response.failed", "response": {"status": "failed", "error": {"code": "server_error", "message": "x"}}}
+    )
+    invalid = _responses(
+        {
+            "type": "response.failed",
+            "response": {"status": "failed", "error": {"code": "invalid_prompt", "message": "no"}},
+        }
+    )
+    server.enqueue(Reply(body=failed), Reply(body=_RESPONSES_TEXT), Reply(body=invalid), Reply(body=_RESPONSES_TEXT))
+    _, result = _api_run(server, "openai-responses")
+    assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 2
+    _, result = _api_run(server, "openai-responses")
+    assert result.error_message == "invalid_prompt: no" and len(server.requests) == 3

@@ -9,6 +9,7 @@ from _servers import Reply, ScriptedServer, load_recording, sse
 
 from agentcore.providers import stream
 from agentcore.providers.openai_completions import (
+    build_headers,
     build_request_body,
     normalize_tool_call_id,
     parse_usage,
@@ -553,7 +554,7 @@ def test_cross_provider_replay_normalises_ids_and_repairs_sequence():  # spec §
     assert body["messages"][3] == {"role": "tool", "tool_call_id": "call_2", "content": "No result provided"}
 
 
-def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17
+def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17; issue 17 cacheControlFormat
     model = _model(
         provider="openrouter",
         base_url="https://openrouter.ai/api/v1",
@@ -567,6 +568,68 @@ def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17
     assert body["provider"] == {"order": ["anthropic"]}
     none = build_request_body(model, AgentContext(messages=[UserMessage("hello")]), {"cache_retention": "none"})
     assert none["messages"][-1]["content"] == "hello"
+    # as the reference: the system prompt and the last tool are cache breakpoints too
+    ctx = AgentContext(system_prompt="sys", messages=[UserMessage("hello")], tools=[TOOL, TOOL])
+    body = build_request_body(model, ctx, {"cache_retention": "long"})
+    ttl = {"type": "ephemeral", "ttl": "1h"}
+    assert body["messages"][0]["content"] == [{"type": "text", "text": "sys", "cache_control": ttl}]
+    assert "cache_control" not in body["tools"][0] and body["tools"][1]["cache_control"] == ttl
+    assert body["messages"][-1]["content"][0]["cache_control"] == ttl
+
+
+def test_prompt_cache_key_and_retention():  # issue 17: the reference's prompt_cache_key rules
+    ctx = AgentContext(messages=[UserMessage("hi")])
+    openai = build_request_body(_model(), ctx, {"session_id": "sess-1"})
+    assert openai["prompt_cache_key"] == "sess-1" and "prompt_cache_retention" not in openai
+    long_ = build_request_body(_model(), ctx, {"session_id": "sess-1", "cache_retention": "long"})
+    assert (long_["prompt_cache_key"], long_["prompt_cache_retention"]) == ("sess-1", "24h")
+    none = build_request_body(_model(), ctx, {"session_id": "sess-1", "cache_retention": "none"})
+    assert "prompt_cache_key" not in none and "prompt_cache_retention" not in none
+    assert "prompt_cache_key" not in build_request_body(_model(), ctx, {})  # no session: no key
+    long_id = "s" * 70 + "é"
+    assert build_request_body(_model(), ctx, {"session_id": long_id})["prompt_cache_key"] == "s" * 64  # OpenAI's limit
+    other = _model(provider="groq", base_url="https://api.groq.com/openai/v1")
+    assert "prompt_cache_key" not in build_request_body(other, ctx, {"session_id": "sess-1"})
+    together = _model(provider="together", base_url="https://api.together.xyz/v1")
+    body = build_request_body(together, ctx, {"session_id": "sess-1", "cache_retention": "long"})
+    assert "prompt_cache_key" not in body and "prompt_cache_retention" not in body  # no long retention there
+
+
+def test_long_retention_and_session_affinity_reach_the_server():  # issue 17: body + headers on the wire
+    with ScriptedServer([Reply(body=sse(_chunk({"content": "ok"}), _chunk(finish="stop"), done=True))] * 3) as server:
+        affinity = {"sendSessionAffinityHeaders": True}
+        for compat in (affinity, dict(affinity, sessionAffinityFormat="openai-nosession"), {}):
+            model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1", compat=compat)
+            ctx = AgentContext(messages=[UserMessage("hi")])
+            result = stream(model, ctx, session_id="sess-9", cache_retention="long").result()
+            assert result.stop_reason == "stop", result.error_message
+        sent = server.requests
+    assert [(r.json()["prompt_cache_key"], r.json()["prompt_cache_retention"]) for r in sent] == [("sess-9", "24h")] * 3
+    headers = [{k.lower(): v for k, v in r.headers.items()} for r in sent]
+    assert (headers[0]["session_id"], headers[0]["x-client-request-id"], headers[0]["x-session-affinity"]) == (
+        "sess-9",
+        "sess-9",
+        "sess-9",
+    )
+    assert "session_id" not in headers[1] and headers[1]["x-session-affinity"] == "sess-9"
+    assert not {"session_id", "x-client-request-id", "x-session-affinity"} & set(headers[2])
+
+
+def test_mistral_gets_the_session_id_as_x_affinity():  # issue 17: the reference's Mistral prefix caching
+    mistral = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-large-latest")
+    compat = resolve_compat(mistral)
+    assert build_headers(mistral, None, "k", {"session_id": "s-5"}, compat)["x-affinity"] == "s-5"
+    assert "x-affinity" not in build_headers(mistral, None, "k", {"session_id": "s-5", "cache_retention": "none"})
+    assert "x-affinity" not in build_headers(_model(), None, "k", {"session_id": "s-5"})
+
+
+def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17: bad input names the problem
+    with ScriptedServer() as server:
+        model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
+        result = stream(model, AgentContext(messages=[UserMessage("hi")]), cache_retention="forever").result()
+        assert not server.requests
+    assert result.stop_reason == "error"
+    assert result.error_message == "ValueError: cache_retention option is 'forever': use one of 'none', 'short', 'long'"
 
 
 def test_tool_call_id_normalisation():  # spec §6

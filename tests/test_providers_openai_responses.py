@@ -485,3 +485,32 @@ def test_output_schema_becomes_text_format():  # issue 13: native structured out
     body = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]), output_schema=schema)
     assert body["text"] == {"format": {"type": "json_schema", "name": "answer", "schema": schema, "strict": False}}
     assert "text" not in wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]))
+
+
+def _completed_stream():
+    done = {"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 1}}}
+    return f"event: response.completed\ndata: {json.dumps(done)}\n\n"
+
+
+def test_prompt_cache_key_retention_and_session_headers_on_the_wire():  # issue 17: reference parity
+    styles = ({}, {"sessionAffinityFormat": "openai-nosession"}, {"sessionAffinityFormat": "openrouter"})
+    with ScriptedServer([Reply(body=_completed_stream()) for _ in range(4)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        for compat in styles:
+            model = _served(server, compat=dict(compat, supportsLongCacheRetention=not compat))
+            result, _ = run_stream(
+                wire.OpenAIResponsesProvider(), model, ctx, api_key="k", session_id="sess-7", cache_retention="long"
+            )
+            assert result.stop_reason == "stop", result.error_message
+        result, _ = run_stream(
+            wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k", session_id="s", cache_retention="none"
+        )
+        sent = server.requests
+    bodies = [r.json() for r in sent]
+    assert [b.get("prompt_cache_key") for b in bodies] == ["sess-7", "sess-7", "sess-7", None]
+    assert [b.get("prompt_cache_retention") for b in bodies] == ["24h", None, None, None]
+    headers = [{k.lower(): v for k, v in r.headers.items()} for r in sent]
+    assert (headers[0]["session_id"], headers[0]["x-client-request-id"]) == ("sess-7", "sess-7")
+    assert "session_id" not in headers[1] and headers[1]["x-client-request-id"] == "sess-7"
+    assert headers[2]["x-session-id"] == "sess-7" and "x-client-request-id" not in headers[2]
+    assert not {"session_id", "x-client-request-id", "x-session-id"} & set(headers[3])

@@ -11,7 +11,6 @@ are ignored with their deltas.
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ..types import (
@@ -35,7 +34,9 @@ from .base import (
     sanitize_surrogates,
     tool_specs,
 )
+from .caching import cache_retention, cache_session_id
 from .models import calculate_cost
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "AnthropicStreamState",
     "build_request_body",
     "build_headers",
+    "anthropic_compat",
     "request_url",
     "normalize_tool_call_id",
     "convert_messages",
@@ -79,13 +81,32 @@ def _effort_for(level: str, model_id: str) -> str:
     return "high"
 
 
-def _cache_control(base_url: str, retention: Optional[str]) -> Optional[Dict[str, str]]:
-    """``{"type": "ephemeral"}`` (+ 1h TTL for long retention on api.anthropic.com), None for "none"."""
-    if not retention:
-        retention = "long" if os.environ.get("PI_CACHE_RETENTION") == "long" else "short"
+def anthropic_compat(model: Any) -> Dict[str, bool]:
+    """The reference's Anthropic compat flags: ``model.compat`` (JSON camelCase) over the defaults
+    detected from the provider. Fireworks' Anthropic endpoint takes neither eager tool streaming,
+    long cache retention nor cache breakpoints on tools, and wants session affinity; so does
+    Cloudflare's AI Gateway in front of Anthropic."""
+    provider = getattr(model, "provider", "") or ""
+    fireworks = provider == "fireworks"
+    gateway = provider == "cloudflare-ai-gateway" and "anthropic" in (getattr(model, "base_url", "") or "")
+    flags = {
+        "supportsEagerToolInputStreaming": not fireworks,
+        "supportsLongCacheRetention": not fireworks,
+        "sendSessionAffinityHeaders": fireworks or gateway,
+        "supportsCacheControlOnTools": not fireworks,
+    }
+    for key, value in (getattr(model, "compat", None) or {}).items():
+        if key in flags and value is not None:
+            flags[key] = bool(value)
+    return flags
+
+
+def _cache_control(model: Any, retention: str) -> Optional[Dict[str, str]]:
+    """``{"type": "ephemeral"}`` (+ ``ttl: "1h"`` for long retention where the compat allows it),
+    None for retention "none"."""
     if retention == "none":
         return None
-    if retention == "long" and "api.anthropic.com" in (base_url or ""):
+    if retention == "long" and anthropic_compat(model)["supportsLongCacheRetention"]:
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
 
@@ -104,14 +125,25 @@ def request_url(model: Any) -> str:
     return base + "/v1/messages"
 
 
-def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
+def build_headers(
+    model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None, context: Any = None
+) -> Dict[str, str]:
     """The provider's own headers; the skeleton layers ``model.headers`` and ``headers=`` on top.
 
     An OAuth token (``sk-ant-oat...``, e.g. from ``ANTHROPIC_OAUTH_TOKEN``) is sent as a Bearer
-    token with the OAuth betas; anything else as ``x-api-key``.
+    token with the OAuth betas; anything else as ``x-api-key``, plus ``x-session-affinity: <session
+    id>`` when the compat's ``sendSessionAffinityHeaders`` asks for it. The fine-grained tool
+    streaming beta is sent only for a model without per-tool ``eager_input_streaming``
+    (``supportsEagerToolInputStreaming: false``) when ``context`` has tools (None: assume it has).
+    Raises ValueError for a bad ``cache_retention``.
     """
-    betas = ["fine-grained-tool-streaming-2025-05-14"]
-    if (options or {}).get("interleaved_thinking", True) and not _is_adaptive(model.id):
+    options = options or {}
+    compat = anthropic_compat(model)
+    has_tools = True if context is None else bool(getattr(context, "tools", None))
+    betas = []
+    if has_tools and not compat["supportsEagerToolInputStreaming"]:
+        betas.append("fine-grained-tool-streaming-2025-05-14")
+    if options.get("interleaved_thinking", True) and not _is_adaptive(model.id):
         betas.append("interleaved-thinking-2025-05-14")
     headers: Dict[str, str] = {
         "content-type": "application/json",
@@ -123,7 +155,11 @@ def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]]
         headers["anthropic-beta"] = ",".join(["claude-code-20250219", "oauth-2025-04-20"] + betas)
     else:
         headers["x-api-key"] = api_key
-        headers["anthropic-beta"] = ",".join(betas)
+        if betas:
+            headers["anthropic-beta"] = ",".join(betas)
+        session_id = cache_session_id(options, cache_retention(options))
+        if session_id and compat["sendSessionAffinityHeaders"]:
+            headers["x-session-affinity"] = session_id
     return headers
 
 
@@ -235,21 +271,27 @@ def _mark_last_block(message: Dict[str, Any], cache_control: Dict[str, str]) -> 
         content[-1]["cache_control"] = dict(cache_control)
 
 
-def convert_tools(context: Any) -> List[Dict[str, Any]]:
-    """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14)."""
+def convert_tools(
+    context: Any, *, eager_input_streaming: bool = False, cache_control: Optional[Dict[str, str]] = None
+) -> List[Dict[str, Any]]:
+    """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14).
+
+    ``eager_input_streaming`` marks every tool for streamed arguments (what the fine-grained tool
+    streaming beta did for the whole request); ``cache_control`` becomes a cache breakpoint on
+    the last tool, so the tool list is cached with the system prompt."""
     out = []
     for name, description, schema in tool_specs(context):
-        out.append(
-            {
-                "name": name,
-                "description": description,
-                "input_schema": {
-                    "type": "object",
-                    "properties": schema.get("properties") or {},
-                    "required": schema.get("required") or [],
-                },
-            }
-        )
+        tool: Dict[str, Any] = {"name": name, "description": description}
+        if eager_input_streaming:
+            tool["eager_input_streaming"] = True
+        tool["input_schema"] = {
+            "type": "object",
+            "properties": schema.get("properties") or {},
+            "required": schema.get("required") or [],
+        }
+        out.append(tool)
+    if out and cache_control:
+        out[-1]["cache_control"] = dict(cache_control)
     return out
 
 
@@ -286,10 +328,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     Options used: ``max_tokens``, ``temperature`` (dropped while thinking), ``reasoning`` (level or
     None), ``thinking_budgets``, ``thinking_enabled``/``thinking_budget_tokens``/``effort`` (raw
-    overrides), ``cache_retention``, ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
+    overrides), ``cache_retention`` (cache breakpoints on the system prompt, the last tool and the
+    last user message; raises ValueError for a bad value), ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
     detect OAuth tokens, never written into the body), ``output_schema`` (``output_config.format``).
     """
-    cache_control = _cache_control(model.base_url, options.get("cache_retention"))
+    compat = anthropic_compat(model)
+    cache_control = _cache_control(model, cache_retention(options))
     level = _reasoning.normalize_level(options.get("reasoning"))
     if level is not None:  # a level the model's thinking-level map marks unsupported moves to the nearest
         level = _reasoning.clamp_to_model(model, level)
@@ -319,7 +363,11 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if options.get("temperature") is not None and not thinking_on:
         body["temperature"] = options["temperature"]
     if context.tools:
-        body["tools"] = convert_tools(context)
+        body["tools"] = convert_tools(
+            context,
+            eager_input_streaming=compat["supportsEagerToolInputStreaming"],
+            cache_control=cache_control if compat["supportsCacheControlOnTools"] else None,
+        )
     else:
         _declare_history_tools(body)
 
@@ -396,8 +444,7 @@ class AnthropicStreamState:
         """Apply one SSE event (``data`` already JSON-decoded, or the raw text for ``event: error``)."""
         kind = data.get("type") if isinstance(data, MAPPINGS) else None
         if event_name == "error" or kind == "error":
-            text = data if isinstance(data, str) else json.dumps(data)
-            raise ProviderError(text)
+            raise stream_error(data)
         handler = _HANDLERS.get(kind or "")
         if handler is not None:
             handler(self, data)
@@ -525,7 +572,7 @@ class AnthropicProvider(WireProvider):
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         key = api_key or ""
         body = build_request_body(model, context, **dict(options, api_key=key))
-        return WireRequest(request_url(model), build_headers(model, key, options), body)
+        return WireRequest(request_url(model), build_headers(model, key, options, context), body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
         return _AnthropicHandler(AnthropicStreamState(model, writer))
@@ -536,5 +583,20 @@ class _AnthropicHandler(StateHandler):
 
     def on_event(self, event: Any) -> bool:
         if event.event == "error":
-            raise ProviderError(event.data or "Anthropic stream reported an error without details")
+            raise stream_error(event.data or "Anthropic stream reported an error without details")
         return super().on_event(event)
+
+
+def stream_error(data: Any) -> ProviderError:
+    """The error of an in-stream ``error`` event: its data text as the message, retryable for
+    ``overloaded_error``, ``rate_limit_error`` and ``api_error`` (what 529/429/500 say)."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    parsed = data
+    if isinstance(data, str):
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = None
+    error = parsed.get("error") if isinstance(parsed, MAPPINGS) else None
+    kind = error.get("type") if isinstance(error, MAPPINGS) else None
+    return ProviderError(text, retryable=retryable_error(kind))

@@ -43,11 +43,14 @@ from ..events import (
 from ..streams import ProviderStream
 from ..types import AssistantMessage, Diagnostic, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
 from .partial_json import ToolArguments
+from .retries import RetryBudget, retry_or_raise
 
 __all__ = [
     "MAPPINGS",
     "MissingApiKeyError",
     "ProviderError",
+    "error_event",
+    "signal_aborted",
     "WireRequest",
     "WireHandler",
     "StateHandler",
@@ -91,7 +94,16 @@ class MissingApiKeyError(Exception):
 
 
 class ProviderError(Exception):
-    """A failure reported by the provider inside the stream (error event, bad stop reason...)."""
+    """A failure reported by the provider inside the stream (error event, bad stop reason...).
+
+    ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate
+    limited, internal error: what HTTP 429/5xx say before a stream starts). The skeleton retries
+    it like those statuses when no content was emitted yet (see :func:`~agentcore.providers.retries.retryable_error`).
+    """
+
+    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
 
 
 # --------------------------------------------------------------------------- API keys (spec §19)
@@ -516,7 +528,6 @@ class WireProvider:
     # -- the skeleton ------------------------------------------------------------------------
     def _run(self, model: Model, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         from . import http
-        from .sse import iter_sse
 
         output = AssistantMessage(
             content=[],
@@ -528,15 +539,11 @@ class WireProvider:
             timestamp=now_ms(),
         )
         signal = _as_signal(options.get("signal"))
-        polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
-        response = None
-        listener = None
-        fully_read = False
-        started = False
         secrets: List[str] = []  # never echoed into error messages (and so into session files)
         api_key: Optional[str] = None
+        started = False
         try:
             api_key = resolve_api_key(model.provider, options.get("api_key"))
             if api_key:
@@ -552,30 +559,63 @@ class WireProvider:
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(_secret_header_values(headers))
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-            response = http.open_stream(
-                request.url,
-                data,
-                headers,
-                session_name=model.provider or self.api,
-                signal=signal,
-                timeout=_timeout(options),
-                max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"),
-                error_style=self.error_style,
-                on_response=options.get("on_response"),
-                model=model.id,
+            budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            while True:
+                response = http.open_stream(
+                    request.url,
+                    data,
+                    headers,
+                    session_name=model.provider or self.api,
+                    signal=signal,
+                    timeout=_timeout(options),
+                    error_style=self.error_style,
+                    on_response=options.get("on_response"),
+                    model=model.id,
+                    retry=budget,
+                )
+                if not started:
+                    started = True
+                    yield StartEvent(output)
+                try:
+                    yield from self._read(model, response, writer, pending, signal, options)
+                    break
+                except ProviderError as exc:
+                    retry_or_raise(exc, exc.retryable, budget, output, signal, model.provider or self.api, secrets)
+                    pending.clear()
+            if output.stop_reason in ("error", "aborted"):
+                raise ProviderError(output.error_message or "An unknown error occurred")
+            terminal_event: Any = DoneEvent(output.stop_reason, output)
+        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
+            if pending:
+                yield from pending
+                pending.clear()
+            terminal_event = error_event(
+                output, exc, signal, secrets, lambda e: self.describe_failure(e, model, options, api_key), started
             )
-            abort_seen: List[bool] = []  # the per-event abort check without a property call
+        yield terminal_event
+
+    def _read(
+        self, model: Model, response: Any, writer: StreamWriter, pending: List[Any], signal: Any, options: Any
+    ) -> Iterator[Any]:
+        """Feed one response's SSE events to a new handler, yielding the stream events they
+        produce; ends the blocks the handler left open. Raises what the handler raises. The
+        connection is released before this returns or raises (consumers stop at the terminal
+        event), back to the pool only when the body was read to its end."""
+        from . import http
+        from .sse import iter_sse
+
+        polled = isinstance(signal, _EventSignal)  # no listeners: checked between events
+        listener = None
+        fully_read = False
+        abort_seen: List[bool] = []  # the per-event abort check without a property call
+        try:
             if signal is not None:
-                opened = response
 
                 def listener(_reason: Any) -> None:
                     abort_seen.append(True)
-                    http.close_response(opened)
+                    http.close_response(response)
 
                 signal.add_listener(listener)
-            yield StartEvent(output)
-            started = True
             handler = self.new_handler(model, writer, options)
             on_event = handler.on_event
             terminal = False
@@ -604,29 +644,39 @@ class WireProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            if output.stop_reason in ("error", "aborted"):
-                raise ProviderError(output.error_message or "An unknown error occurred")
-            terminal_event: Any = DoneEvent(output.stop_reason, output)
-        except Exception as exc:  # every failure becomes the terminal error event (spec §4.6)
-            if pending:
-                yield from pending
-                pending.clear()
-            aborted = signal is not None and bool(getattr(signal, "aborted", False))
-            output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = (
-                ABORTED_MESSAGE if aborted else redact(self.describe_failure(exc, model, options, api_key), secrets)
-            )
-            if not aborted:
-                failure_diagnostic(output, exc, output.error_message, started)
-            terminal_event = ErrorEvent(output.stop_reason, output)
         finally:
-            # release the connection before the terminal event: consumers stop iterating there
             if listener is not None:
                 signal.remove_listener(listener)
-            if response is not None:
-                http.release_response(response, fully_read)
-                response = None
-        yield terminal_event
+            http.release_response(response, fully_read)
+
+
+def error_event(
+    output: AssistantMessage,
+    exc: BaseException,
+    signal: Any,
+    secrets: Iterable[str],
+    describe: Optional[Callable[[BaseException], str]] = None,
+    started: Optional[bool] = None,
+    **details: Any,
+) -> ErrorEvent:
+    """The terminal ``error`` event of a failed stream (spec §4.6): ``stop_reason`` "aborted" when
+    the signal fired (message "Request was aborted"), else "error" with ``describe(exc)``,
+    secrets redacted (``describe`` defaults to :func:`describe_error`), and a ``provider_error``
+    diagnostic (:func:`failure_diagnostic`; ``started`` and ``details`` go into it). Content
+    streamed so far stays on ``output``."""
+    aborted = signal_aborted(signal)
+    output.stop_reason = "aborted" if aborted else "error"
+    if aborted:
+        output.error_message = ABORTED_MESSAGE
+    else:
+        output.error_message = redact((describe or describe_error)(exc), secrets)
+        failure_diagnostic(output, exc, output.error_message, started, **details)
+    return ErrorEvent(output.stop_reason, output)
+
+
+def signal_aborted(signal: Any) -> bool:
+    """Whether an abort signal (or None) has fired."""
+    return signal is not None and bool(getattr(signal, "aborted", False))
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16

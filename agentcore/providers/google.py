@@ -40,6 +40,7 @@ from .base import (
     tool_specs,
 )
 from .models import calculate_cost
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [
@@ -321,7 +322,10 @@ class GoogleStreamState:
         if not isinstance(data, MAPPINGS):
             return
         if data.get("error"):
-            raise ProviderError(json.dumps({"error": data["error"]}, ensure_ascii=False))
+            error = data["error"]
+            codes = (error.get("status"), error.get("code")) if isinstance(error, MAPPINGS) else ()
+            message = json.dumps({"error": error}, ensure_ascii=False)
+            raise ProviderError(message, retryable=retryable_error(*codes))
         if self.output.response_id is None:
             self._response_fields(data)
         feedback = data.get("promptFeedback") or {}

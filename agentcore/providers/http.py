@@ -32,7 +32,6 @@ import email.utils
 import json
 import logging
 import os
-import random
 import socket
 import sys
 import threading
@@ -49,6 +48,10 @@ from .._compat import (
     response_socket,
     set_socket_options,
 )
+from .retries import (
+    RetryBudget,
+    retryable_status,
+)
 
 __all__ = [
     "ProviderHTTPError",
@@ -60,6 +63,8 @@ __all__ = [
     "release_response",
     "format_http_error",
     "retry_delay_from_headers",
+    "RetryBudget",
+    "retryable_status",
     "DEFAULT_TIMEOUT",
     "DEFAULT_POOL_MAXSIZE",
     "POOL_MAXSIZE_ENV",
@@ -69,8 +74,6 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_MAX_RETRY_DELAY_MS = 60000
 _MAX_ERROR_TEXT = 4000
 
 
@@ -307,10 +310,6 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
     return status is None or status in (408, 409, 429) or status >= 500
 
 
-def _backoff(attempt: int) -> float:
-    return min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25)
-
-
 # --------------------------------------------------------------------------- sending
 
 
@@ -436,13 +435,6 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
     return response
 
 
-def _sleep(seconds: float, signal: Any) -> None:
-    if signal is None:
-        time.sleep(seconds)
-    elif signal.wait(seconds):
-        raise RequestAborted("Request was aborted")
-
-
 def _describe_connection_error(exc: BaseException, url: str) -> str:
     """The error text of a failed connection; urllib3 repeats the URL's path and query in it, so
     secret-looking query values (``?key=``, ``?token=``) and user info are replaced by ``***``."""
@@ -474,22 +466,28 @@ def open_stream(
     error_style: str = "openai",
     on_response: Optional[Callable[[int, Dict[str, str]], Any]] = None,
     model: Optional[str] = None,
+    retry: Optional[RetryBudget] = None,
 ) -> Any:
     """POST ``body`` and return the open streaming response (2xx); see the module docstring.
 
     ``model`` (the model id) only labels the DEBUG log records, with ``session_name`` as the
-    provider. Raises :class:`ProviderHTTPError` (status set for HTTP errors) or
-    :class:`RequestAborted`.
+    provider. ``retry`` is the request's :class:`RetryBudget` when the caller also retries
+    in-stream errors (then ``max_retries``/``max_retry_delay_ms`` are ignored: the budget has
+    them); by default each call has its own. A retryable failure out of budget says how many
+    attempts were made (``"... (gave up after 3 attempts, max_retries=2)"``). Raises
+    :class:`ProviderHTTPError` (status set for HTTP errors) or :class:`RequestAborted`.
     """
     import requests
 
     session = get_session(session_name)
-    retries = DEFAULT_MAX_RETRIES if max_retries is None else max(0, int(max_retries))
-    cap_ms = DEFAULT_MAX_RETRY_DELAY_MS if max_retry_delay_ms is None else max_retry_delay_ms
+    budget = retry if retry is not None else RetryBudget(max_retries, max_retry_delay_ms, signal)
+    if budget.signal is None:
+        budget.signal = signal
+    retries, cap_ms = budget.max_retries, budget.cap_ms
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
     log = _RequestLog(url, headers, session_name, model, retries) if _log.isEnabledFor(logging.DEBUG) else None
-    attempt = 0
     while True:
+        attempt = budget.attempt
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
         if log is not None:
@@ -500,15 +498,14 @@ def open_stream(
             raise
         except requests.exceptions.RequestException as exc:
             message = _describe_connection_error(exc, url)
-            if attempt >= retries:
+            if budget.exhausted:
                 if log is not None:
                     log.give_up(attempt, message)
-                raise ProviderHTTPError(message) from None
-            delay = _backoff(attempt)
+                raise ProviderHTTPError(budget.gave_up(message)) from None
+            delay = budget.backoff()
             if log is not None:
                 log.retry(attempt, message, delay)
-            _sleep(delay, signal)
-            attempt += 1
+            budget.wait(delay)
             continue
         if log is not None:
             log.response(response)
@@ -521,10 +518,11 @@ def open_stream(
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
         message = format_http_error(response.status_code, error_body, error_style)
-        if attempt >= retries or not _should_retry(response.status_code, response.headers):
+        retryable = _should_retry(response.status_code, response.headers)
+        if budget.exhausted or not retryable:
             if log is not None:
                 log.give_up(attempt, f"status {response.status_code}")
-            raise ProviderHTTPError(message, response.status_code)
+            raise ProviderHTTPError(budget.gave_up(message) if retryable else message, response.status_code)
         server_delay = retry_delay_from_headers(response.headers)
         if server_delay is not None and cap_ms and server_delay * 1000 > cap_ms:
             if _log.hasHandlers():  # else the error alone reports it (logging's last resort
@@ -541,7 +539,7 @@ def open_stream(
                 f"Server requested {server_delay:g}s retry delay (max: {cap_ms / 1000:g}s). {message}",
                 response.status_code,
             )
-        delay = _backoff(attempt) if server_delay is None else server_delay
+        delay = budget.backoff() if server_delay is None else server_delay
         if log is not None:
             log.retry(
                 attempt,
@@ -549,8 +547,7 @@ def open_stream(
                 delay,
                 "retry-after" if server_delay is not None else "backoff",
             )
-        _sleep(delay, signal)
-        attempt += 1
+        budget.wait(delay)
 
 
 _log = logging.getLogger(__name__)

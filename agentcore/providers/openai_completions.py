@@ -45,7 +45,9 @@ from .base import (
     sanitize_surrogates,
     tool_specs,
 )
+from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import supports_xhigh
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [
@@ -82,6 +84,10 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "supportsStrictMode": True,
     "openRouterRouting": {},
     "vercelGatewayRouting": {},
+    "cacheControlFormat": None,
+    "sendSessionAffinityHeaders": False,
+    "sessionAffinityFormat": "openai",
+    "supportsLongCacheRetention": True,
 }
 
 
@@ -105,6 +111,11 @@ def detect_compat(model: Model) -> Dict[str, Any]:
     is_xai = provider == "xai" or "api.x.ai" in url
     is_mistral = provider == "mistral" or "mistral.ai" in url
     is_local = _is_loopback(url)
+    is_together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
+    is_cloudflare = provider in ("cloudflare-workers-ai", "cloudflare-ai-gateway") or (
+        "api.cloudflare.com" in url or "gateway.ai.cloudflare.com" in url
+    )
+    is_openrouter = provider == "openrouter" or "openrouter.ai" in url
     non_standard = (
         provider == "cerebras"
         or "cerebras.ai" in url
@@ -128,7 +139,11 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         requiresMistralToolIds=is_mistral,
         supportsThinkingContentParts=is_mistral,
         thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
+        cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
+        supportsLongCacheRetention=not (is_together or is_cloudflare),
     )
+    if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
+        compat.update(sendSessionAffinityHeaders=True, sessionAffinityFormat="mistral")
     if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
         compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
     if provider == "github-copilot":
@@ -315,21 +330,49 @@ def _has_tool_history(context: Any) -> bool:
     return False
 
 
-def _add_openrouter_cache_control(messages: List[Dict[str, Any]]) -> None:
-    """OpenRouter + ``anthropic/*``: an ephemeral cache point on the last user/assistant text."""
+def _cache_text(message: Dict[str, Any], cache_control: Dict[str, str]) -> bool:
+    """Put ``cache_control`` on the last text of ``message`` (a string becomes one text part)."""
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(cache_control)}]
+        return True
+    if isinstance(content, list):
+        for part in reversed(content):
+            if isinstance(part, dict) and part.get("type") == "text":
+                part["cache_control"] = dict(cache_control)
+                return True
+    return False
+
+
+def _add_anthropic_cache_control(
+    messages: List[Dict[str, Any]], tools: Optional[List[Dict[str, Any]]], cache_control: Dict[str, str]
+) -> None:
+    """``compat.cacheControlFormat: "anthropic"`` (OpenRouter's ``anthropic/*`` models): cache
+    breakpoints on the system prompt, the last tool and the last user/assistant text."""
+    for message in messages:
+        if message["role"] in ("system", "developer"):
+            _cache_text(message, cache_control)
+            break
+    if tools:
+        tools[-1]["cache_control"] = dict(cache_control)
     for message in reversed(messages):
-        if message["role"] not in ("user", "assistant"):
-            continue
-        content = message.get("content")
-        if isinstance(content, str) and content:
-            message["content"] = [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}]
+        if message["role"] in ("user", "assistant") and _cache_text(message, cache_control):
             return
-        if isinstance(content, list):
-            for part in reversed(content):
-                if part.get("type") == "text":
-                    part["cache_control"] = {"type": "ephemeral"}
-                    return
-        return
+
+
+def _prompt_cache_fields(model: Model, options: Mapping[str, Any], compat: Mapping[str, Any]) -> Dict[str, Any]:
+    """``prompt_cache_key`` (the session id) and ``prompt_cache_retention`` as the reference sends
+    them: the key to api.openai.com unless retention is "none", and to any endpoint with long
+    retention its compat supports (``supportsLongCacheRetention``), which also gets ``"24h"``."""
+    retention = cache_retention(options)
+    long_ok = retention == "long" and bool(compat.get("supportsLongCacheRetention", True))
+    fields: Dict[str, Any] = {}
+    session_id = cache_session_id(options, retention)
+    if session_id and ("api.openai.com" in (model.base_url or "") or long_ok):
+        fields["prompt_cache_key"] = prompt_cache_key(session_id)
+    if long_ok:
+        fields["prompt_cache_retention"] = "24h"
+    return fields
 
 
 # --------------------------------------------------------------------------- request body
@@ -357,16 +400,16 @@ def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, A
 def build_request_body(
     model: Model, context: Any, options: Mapping[str, Any], compat: Optional[Mapping[str, Any]] = None
 ) -> Dict[str, Any]:
-    """The JSON body of spec §12 for ``context`` and the stream options."""
+    """The JSON body of spec §12 for ``context`` and the stream options.
+
+    Prompt caching (issue 17): ``prompt_cache_key``/``prompt_cache_retention`` (see
+    :func:`_prompt_cache_fields`) and, with ``compat.cacheControlFormat: "anthropic"``, Anthropic
+    cache breakpoints. Raises ValueError for a bad ``cache_retention``.
+    """
     compat = compat if compat is not None else resolve_compat(model)
     messages = convert_messages(model, context, compat)
-    if (
-        "openrouter.ai" in (model.base_url or "")
-        and model.id.startswith("anthropic/")
-        and options.get("cache_retention") != "none"
-    ):
-        _add_openrouter_cache_control(messages)
     body: Dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
+    body.update(_prompt_cache_fields(model, options, compat))
     if compat.get("supportsUsageInStreaming", True):
         body["stream_options"] = {"include_usage": True}
     if compat.get("supportsStore"):
@@ -386,6 +429,11 @@ def build_request_body(
         body["tools"] = tools
     elif _has_tool_history(context):
         body["tools"] = []
+    retention = cache_retention(options)
+    if compat.get("cacheControlFormat") == "anthropic" and retention != "none":
+        long_ok = retention == "long" and compat.get("supportsLongCacheRetention", True)
+        cache_control = {"type": "ephemeral", "ttl": "1h"} if long_ok else {"type": "ephemeral"}
+        _add_anthropic_cache_control(messages, body.get("tools"), cache_control)
     if options.get("tool_choice") is not None:
         body["tool_choice"] = options["tool_choice"]
     schema = options.get("output_schema")
@@ -418,10 +466,24 @@ def build_request_body(
     return body
 
 
-def build_headers(model: Model, context: Any, api_key: Optional[str]) -> Dict[str, str]:
+def build_headers(
+    model: Model,
+    context: Any,
+    api_key: Optional[str],
+    options: Optional[Mapping[str, Any]] = None,
+    compat: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, str]:
+    """Bearer auth, Copilot's dynamic headers, and session-affinity headers (the ``session_id``
+    option) when ``compat.sendSessionAffinityHeaders`` is on, in ``compat.sessionAffinityFormat``
+    (:func:`~agentcore.providers.caching.session_affinity_headers`)."""
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    options = options or {}
+    compat = compat if compat is not None else resolve_compat(model)
+    if compat.get("sendSessionAffinityHeaders"):
+        session_id = cache_session_id(options, cache_retention(options))
+        headers.update(session_affinity_headers(session_id, compat.get("sessionAffinityFormat"), affinity=True))
     if model.provider == "github-copilot":
         messages = getattr(context, "messages", None) or []
         last = role_of(messages[-1]) if messages else None
@@ -482,6 +544,14 @@ def _error_text(error: Any) -> str:
     return str(error)
 
 
+def _retryable(error: Any) -> bool:
+    """An in-stream error object saying rate limit / server error / overload (``code``,
+    ``type`` or ``status``; OpenRouter puts the HTTP status in ``code``)."""
+    if not isinstance(error, Mapping):
+        return False
+    return retryable_error(error.get("code"), error.get("type"), error.get("status"))
+
+
 class CompletionsHandler(WireHandler):
     """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
 
@@ -504,7 +574,7 @@ class CompletionsHandler(WireHandler):
         if type(chunk) is not dict:
             return False
         if chunk.get("error"):
-            raise ProviderError(_error_text(chunk["error"]))
+            raise ProviderError(_error_text(chunk["error"]), retryable=_retryable(chunk["error"]))
         if not self._response_seen:
             self._response_fields(chunk)
         usage = chunk.get("usage")
@@ -641,7 +711,9 @@ class OpenAICompletionsProvider(WireProvider):
         compat = resolve_compat(model)
         url = (model.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
         request = WireRequest(
-            url, build_headers(model, context, api_key), build_request_body(model, context, options, compat)
+            url,
+            build_headers(model, context, api_key, options, compat),
+            build_request_body(model, context, options, compat),
         )
         if compat.get("azure") is True or model.provider in _AZURE_PROVIDERS:  # an Azure deployment
             from . import azure

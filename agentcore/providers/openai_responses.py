@@ -34,7 +34,9 @@ from .base import (
     sanitize_surrogates,
     tool_specs,
 )
+from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import calculate_cost
+from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [
@@ -43,6 +45,7 @@ __all__ = [
     "ResponsesStreamState",
     "build_request_body",
     "build_headers",
+    "responses_compat",
     "request_url",
     "convert_messages",
     "convert_tools",
@@ -112,9 +115,28 @@ def request_url(model: Any) -> str:
     return (getattr(model, "base_url", "") or "https://api.openai.com/v1").rstrip("/") + "/responses"
 
 
+def responses_compat(model: Any) -> Dict[str, Any]:
+    """The reference's Responses compat: ``supportsLongCacheRetention`` (default true) and
+    ``sessionAffinityFormat`` ("openai", "openai-nosession", "openrouter"; the older
+    ``sendSessionIdHeader: false`` means "openai-nosession"), from ``model.compat``."""
+    compat = dict(getattr(model, "compat", None) or {})
+    style = compat.get("sessionAffinityFormat")
+    if style is None:
+        style = "openai-nosession" if compat.get("sendSessionIdHeader") is False else "openai"
+    long_ok = compat.get("supportsLongCacheRetention")
+    return {"supportsLongCacheRetention": True if long_ok is None else bool(long_ok), "sessionAffinityFormat": style}
+
+
 def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
-    """Bearer auth and JSON; the skeleton layers ``model.headers`` and ``headers=`` on top."""
-    return {"authorization": f"Bearer {api_key}", "content-type": "application/json", "accept": "text/event-stream"}
+    """Bearer auth and JSON, plus the session's affinity headers (``session_id`` and
+    ``x-client-request-id`` by default, as the reference sends them to route a session's requests
+    to its cache); the skeleton layers ``model.headers`` and ``headers=`` on top."""
+    options = options or {}
+    headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json", "accept": "text/event-stream"}
+    session_id = cache_session_id(options, cache_retention(options))
+    style = responses_compat(model)["sessionAffinityFormat"]
+    headers.update(session_affinity_headers(session_id, style, affinity=False))
+    return headers
 
 
 def _image_part(image: ImageContent) -> Dict[str, Any]:
@@ -241,7 +263,9 @@ def _effort(level: str, model: Any) -> Optional[str]:
 def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
     """The JSON body of one streaming request.
 
-    Options used: ``session_id`` (``prompt_cache_key``), ``cache_retention``, ``max_tokens``,
+    Options used: ``session_id`` (``prompt_cache_key``), ``cache_retention`` (``"long"``:
+    ``prompt_cache_retention: "24h"`` unless the compat's ``supportsLongCacheRetention`` is false;
+    a bad value raises ValueError), ``max_tokens``,
     ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
     ``reasoning_summary`` (raw overrides), ``tool_choice``, ``output_schema`` (``text.format``).
     """
@@ -251,10 +275,11 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         "stream": True,
         "store": False,
     }
-    retention = options.get("cache_retention") or "short"
-    if options.get("session_id") and retention != "none":
-        body["prompt_cache_key"] = options["session_id"]
-    if retention == "long" and "api.openai.com" in (model.base_url or ""):
+    retention = cache_retention(options)
+    session_id = cache_session_id(options, retention)
+    if session_id:
+        body["prompt_cache_key"] = prompt_cache_key(session_id)
+    if retention == "long" and responses_compat(model)["supportsLongCacheRetention"]:
         body["prompt_cache_retention"] = "24h"
     if options.get("max_tokens"):
         body["max_output_tokens"] = int(options["max_tokens"])
@@ -512,7 +537,9 @@ class ResponsesStreamState:
                     block.thinking_signature = json.dumps(item, ensure_ascii=False)
 
     def _error(self, data: Mapping[str, Any]) -> None:
-        raise ProviderError(f"Error Code {data.get('code')}: {data.get('message')}")
+        raise ProviderError(
+            f"Error Code {data.get('code')}: {data.get('message')}", retryable=retryable_error(data.get("code"))
+        )
 
     def _failed(self, data: Mapping[str, Any]) -> None:
         response = data.get("response") or {}
@@ -520,13 +547,15 @@ class ResponsesStreamState:
         self._apply_usage(response)
         error = response.get("error")
         details = response.get("incomplete_details") or {}
+        retryable = False
         if isinstance(error, Mapping):
             message = f"{error.get('code') or 'unknown'}: {error.get('message') or 'no message'}"
+            retryable = retryable_error(error.get("code"), error.get("type"))
         elif details.get("reason"):
             message = f"incomplete: {details['reason']}"
         else:
             message = "Unknown error (no error details in response)"
-        raise ProviderError(message)
+        raise ProviderError(message, retryable=retryable)
 
 
 _HANDLERS: Dict[str, Callable[[ResponsesStreamState, Mapping[str, Any]], None]] = {

@@ -15,8 +15,10 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
 * The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
   ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
-  that arrives before any content is retried like HTTP 429/5xx (up to ``max_retries``, default
-  2, sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an abort ends the sleep).
+  that arrives before any content is retried like HTTP 429/5xx, from the same
+  :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
+  attempt, whatever failed; sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an
+  abort ends the sleep).
 * Abort: the signal's listener shuts the response's socket down
   (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once.
 
@@ -29,10 +31,10 @@ Options: everything :func:`~agentcore_bedrock.request.build_request_body` reads,
 from __future__ import annotations
 
 import json
-import random
+import re
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
-from agentcore.events import DoneEvent, ErrorEvent, StartEvent
+from agentcore.events import DoneEvent, StartEvent
 from agentcore.providers import http
 from agentcore.providers.base import (
     ABORTED_MESSAGE,
@@ -40,11 +42,12 @@ from agentcore.providers.base import (
     StreamWriter,
     as_signal,
     describe_error,
-    failure_diagnostic,
+    error_event,
     merge_headers,
-    redact,
     request_timeout,
+    signal_aborted,
 )
+from agentcore.providers.retries import RetryBudget, retry_or_raise
 from agentcore.streams import ProviderStream
 from agentcore.types import AssistantMessage, Usage, now_ms
 
@@ -60,8 +63,15 @@ _DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-
 _SECRET_HEADERS = ("authorization", "x-amz-security-token", "x-api-key", "cookie", "proxy-authorization")
 
 
+_GAVE_UP = re.compile(r" \(gave up after \d+ attempts?, max_retries=\d+\)$")
+
+
 def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, str]) -> str:
-    """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts unchanged."""
+    """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts
+    unchanged. The attempt count the core appends after retries is kept at the end."""
+    note = _GAVE_UP.search(message)
+    if note is not None:
+        return format_aws_error(message[: note.start()], status, headers) + note.group(0)
     if status is None or not message.startswith(f"{status} "):
         return message
     try:
@@ -124,27 +134,19 @@ class BedrockProvider:
             data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
-            retries = 2 if options.get("max_retries") is None else max(0, int(options["max_retries"]))
-            attempt = 0
+            budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
                 state = BedrockStreamState(model, writer)
                 try:
-                    yield from self._attempt(signed, state, writer, pending, signal, options, started)
+                    yield from self._attempt(signed, state, writer, pending, signal, options, started, budget)
                     break
                 except BedrockStreamException as exc:
-                    if not exc.retryable or state.has_content or attempt >= retries or _aborted(signal):
-                        raise
-                    # recovered from by the retry below; the note stays on the final message
-                    writer.add_diagnostic(
-                        "provider_retry",
-                        error={"name": exc.name, "message": redact(str(exc), secrets)},
-                        details={"attempt": attempt + 1, "errorCode": exc.name},
-                    )
-                pending.clear()
-                _sleep(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25), signal)
-                attempt += 1
+                    retryable = exc.retryable and not state.has_content
+                    retry_or_raise(exc, retryable, budget, output, signal, "amazon-bedrock", secrets)
+                    pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
             terminal: Any = DoneEvent(output.stop_reason, output)
@@ -152,13 +154,9 @@ class BedrockProvider:
             if pending:
                 yield from pending
                 pending.clear()
-            aborted = _aborted(signal)
-            output.stop_reason = "aborted" if aborted else "error"
-            output.error_message = ABORTED_MESSAGE if aborted else redact(_describe(exc), secrets)
-            if not aborted:  # the reference's bedrock failure facts: status and the AWS error code
-                code = exc.name if isinstance(exc, BedrockStreamException) else None
-                failure_diagnostic(output, exc, output.error_message, bool(started), errorCode=code)
-            terminal = ErrorEvent(output.stop_reason, output)
+            cause = exc if isinstance(exc, BedrockStreamException) else exc.__cause__  # a spent budget wraps it
+            code = cause.name if isinstance(cause, BedrockStreamException) else None
+            terminal = error_event(output, exc, signal, secrets, _describe, bool(started), errorCode=code)
         yield terminal
 
     def _attempt(
@@ -170,6 +168,7 @@ class BedrockProvider:
         signal: Any,
         options: Mapping[str, Any],
         started: List[bool],
+        budget: RetryBudget,
     ) -> Iterator[Any]:
         """One HTTP exchange: open, decode every frame, finish; yields the events it produced
         (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
@@ -189,10 +188,9 @@ class BedrockProvider:
                 session_name="amazon-bedrock",
                 signal=signal,
                 timeout=request_timeout(options),
-                max_retries=options.get("max_retries"),
-                max_retry_delay_ms=options.get("max_retry_delay_ms"),
                 error_style="raw",
                 on_response=on_response,
+                retry=budget,
             )
         except http.ProviderHTTPError as exc:
             raise http.ProviderHTTPError(
@@ -227,14 +225,4 @@ class BedrockProvider:
             http.release_response(response, fully_read)
 
 
-def _aborted(signal: Any) -> bool:
-    return signal is not None and bool(getattr(signal, "aborted", False))
-
-
-def _sleep(seconds: float, signal: Any) -> None:
-    if signal is None:
-        import time
-
-        time.sleep(seconds)
-    elif signal.wait(seconds):
-        raise http.RequestAborted(ABORTED_MESSAGE)
+_aborted = signal_aborted

@@ -88,10 +88,20 @@ def test_retryable_exception_before_content_is_retried(server: Server, aws_env: 
 
     server.enqueue(Reply(body=exception(name, "slow down")))
     message, _ = _run(local_model(server), max_retries=0)
-    assert (message.stop_reason, message.error_message) == ("error", f"{prefix}: slow down")
+    # the message says how many attempts were made (issue 17: one retry budget for all failures)
+    gave_up = f"{prefix}: slow down (gave up after 1 attempt, max_retries=0)"
+    assert (message.stop_reason, message.error_message) == ("error", gave_up)
     (failure,) = message.diagnostics
-    assert failure.type == "provider_error" and failure.error["message"] == f"{prefix}: slow down"
+    assert failure.type == "provider_error" and failure.error["message"] == gave_up
     assert failure.details == {"phase": "before_message_stream_start", "errorCode": name}
+
+
+def test_http_and_in_stream_retries_share_one_budget(server: Server, aws_env: dict) -> None:  # issue 17
+    busy = Reply(status=503, content_type="application/json", body=b'{"message": "busy"}', headers={"retry-after": "0"})
+    server.enqueue(busy, Reply(body=exception("throttlingException", "slow down")), Reply(body=text_stream()))
+    message, _ = _run(local_model(server), max_retries=1)
+    assert message.error_message == "Throttling error: slow down (gave up after 2 attempts, max_retries=1)"
+    assert len(server.requests) == 2  # max_retries=1: two attempts in all, not one per kind of failure
 
 
 def test_retry_after_message_start_pushes_start_once(server: Server, aws_env: dict) -> None:
@@ -159,7 +169,9 @@ def test_http_5xx_and_429_are_retried(server: Server, aws_env: dict) -> None:
         )
     )
     message, _ = _run(local_model(server), max_retries=0)
-    assert message.error_message == "503 Bedrock is unable to process your request."
+    assert message.error_message == (
+        "503 Bedrock is unable to process your request. (gave up after 1 attempt, max_retries=0)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -341,3 +353,19 @@ def test_missing_region_and_credentials_are_named(
         "no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
     )
     assert server.requests == []
+
+
+def test_a_silent_server_hits_the_read_timeout(server: Server, aws_env: dict) -> None:  # issue 17
+    server.enqueue(Reply(body=text_stream(), stall_after=0))
+    message, events = _run(local_model(server), timeout=(5, 0.2), max_retries=0)
+    server.release.set()
+    assert message.stop_reason == "error" and message.error_message.startswith("Timed out while streaming")
+    assert _kinds(events) == ["error"] and len(server.requests) == 1
+
+
+def test_max_retries_retries_exactly_n_times_then_names_the_attempts(server: Server, aws_env: dict) -> None:
+    busy = Reply(status=503, content_type="application/json", body=b'{"message": "busy"}', headers={"retry-after": "0"})
+    server.enqueue(busy, busy, busy, busy)
+    message, _ = _run(local_model(server), max_retries=3)
+    assert message.error_message == "503 busy (gave up after 4 attempts, max_retries=3)"
+    assert len(server.requests) == 4

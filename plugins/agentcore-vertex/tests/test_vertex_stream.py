@@ -143,8 +143,9 @@ def test_in_stream_error_and_missing_finish_reason(server):
     server.replies.append(Reply(body='data: {"candidates": [{"content": {"parts": [{"text": "Hel"}]}}]}\r\n\r\n'))
     provider, model = _provider(), _model(server)
     ctx = AgentContext(messages=[UserMessage(content="hi")])
-    failed, _ = _run(provider, model, ctx)
+    failed, _ = _run(provider, model, ctx, max_retries=0)  # retried like a 429 otherwise (issue 17)
     assert failed.stop_reason == "error" and "RESOURCE_EXHAUSTED" in failed.error_message
+    assert failed.error_message.endswith("(gave up after 1 attempt, max_retries=0)")
     cut, types = _run(provider, model, ctx)
     assert cut.text == "Hel" and cut.error_message == "Gemini stream ended without a finish reason"
     assert types == ["start", "text_start", "text_delta", "text_end", "error"]
@@ -303,3 +304,28 @@ def test_loading_the_plugin_imports_no_wire_code_and_no_google_auth():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+GOOD = 'data: {"candidates": [{"content": {"parts": [{"text": "fine"}]}, "finishReason": "STOP"}]}\r\n\r\n'
+
+
+def test_a_silent_server_hits_the_read_timeout(server):  # issue 17: timeout on every API
+    server.replies.append(Reply(body=GOOD, stall_after=0))
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    result, types = _run(_provider(), _model(server), ctx, timeout=(5, 0.2), max_retries=0)
+    server.release.set()
+    assert types == ["start", "error"] and result.error_message.startswith("Timed out while streaming")
+
+
+def test_max_retries_and_in_stream_overloads_share_one_budget(server):  # issue 17
+    busy = Reply(503, '{"error": {"code": 503, "message": "busy", "status": "UNAVAILABLE"}}', "application/json")
+    overloaded = Reply(body='data: {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}\r\n\r\n')
+    server.replies.extend([busy, busy, busy])
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    result, _ = _run(_provider(), _model(server), ctx, max_retries=2)
+    assert result.error_message.startswith("503 ") and "busy" in result.error_message
+    assert result.error_message.endswith("(gave up after 3 attempts, max_retries=2)") and len(server.requests) == 3
+    server.replies.extend([busy, overloaded, Reply(body=GOOD)])
+    result, types = _run(_provider(), _model(server), ctx, max_retries=2)
+    assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 6
+    assert types.count("start") == 1
