@@ -236,7 +236,8 @@ class Chat:
         running = self._running_cost()
         if session is None:
             self._say(
-                "no session: this chat is not saved. Start one with --session PATH.jsonl, "
+                "no session: this chat is not saved (--no-log, AGENTCORE_NO_LOG or `agentcore logs "
+                "off`). Chats are logged by default; or name one with --session PATH.jsonl, "
                 f"--session ID or --session new\n{running}"
             )
             return
