@@ -4,6 +4,7 @@ malformed lines, messages, sessions, approvals, the tree, end of input and SIGTE
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -18,6 +19,7 @@ import pytest
 from _servers import Reply, ScriptedServer, sse
 from test_cli import _chunk, answer
 
+from agentcore.cli import main
 from agentcore.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -390,3 +392,17 @@ def test_end_of_input_or_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_pat
     with Session.open(path, read_only=True) as session:
         messages = session.build_context().messages
     assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].stop_reason == "aborted"
+
+
+def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
+    """``main()`` called with text streams (an embedding program, a test): the protocol goes to
+    the given stdout, and the SIGTERM handler the server installs is removed afterwards."""
+    before = signal.getsignal(signal.SIGTERM)
+    out, err = io.StringIO(), io.StringIO()
+    commands = '{"type": "get_state", "id": 1}\nnot json\n{"type": "get_commands", "id": 2}\n'
+    status = main(["rpc", "--model", "scripted", "--no-session"], stdin=io.StringIO(commands), stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
+    assert lines[2]["data"] == {"commands": []}
+    assert signal.getsignal(signal.SIGTERM) is before

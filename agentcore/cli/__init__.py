@@ -1,8 +1,9 @@
 """The ``agentcore`` command (also ``python -m agentcore``).
 
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
-line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
-``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
+line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``rpc``
+(JSON lines on stdin/stdout, see :mod:`agentcore.cli._rpc`), ``models``, ``plugins`` and
+``sessions list|show|export``. ``run``, ``chat`` and ``rpc`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
 ``--session``, ``--thinking``, ``--system``, ``--approve`` (y/n/always before each tool call,
 see :mod:`agentcore.cli._approve`) and ``-v/--verbose`` (DEBUG logging of the ``agentcore``
 loggers to stderr), before or after the command name; ``run -u/--usage`` prints tokens and cost

@@ -430,12 +430,14 @@ class _SigtermToException:
 
     def __enter__(self) -> None:
         self.previous: Any = None
+        self.fired = False
         if threading.current_thread() is threading.main_thread():
             self.previous = signal.signal(signal.SIGTERM, self._raise)
 
-    @staticmethod
-    def _raise(signum: int, frame: Any) -> None:
-        raise _Terminated()
+    def _raise(self, signum: int, frame: Any) -> None:
+        if not self.fired:  # a second SIGTERM must not interrupt the shutdown the first one began
+            self.fired = True
+            raise _Terminated()
 
     def __exit__(self, *exc: Any) -> None:
         if self.previous is not None:

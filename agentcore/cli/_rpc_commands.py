@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._rpc import NULL, RpcError, RpcServer
+from ._rpc import NULL, SHUTDOWN_WAIT, RpcError, RpcServer
 from ._setup import AgentSetup, CliOptions, UsageError, build_agent, check_api_key, check_thinking, resolve_model
 
 __all__ = ["COMMANDS", "Command", "Field", "RpcContext", "initial_setup", "stop_bash"]
@@ -128,9 +128,14 @@ def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: b
 
 
 def _settle(server: RpcServer) -> None:
-    """Abort the active run (if any) and wait until it has ended."""
+    """Abort the active run (if any) and wait until it has ended; RpcError when it has not
+    within :data:`~agentcore.cli._rpc.SHUTDOWN_WAIT` seconds (a tool ignoring its signal)."""
     server.agent.abort("agentcore rpc")
-    server.agent.wait_for_idle()
+    if not server.agent.wait_for_idle(SHUTDOWN_WAIT):
+        raise RpcError(
+            f"the run has not ended {SHUTDOWN_WAIT:.0f} s after the abort (a tool that ignores its "
+            "abort signal?); its agent_end follows when it does"
+        )
 
 
 def _repository(server: RpcServer) -> Any:
@@ -235,8 +240,9 @@ def cmd_prompt(server: RpcServer, command: Dict[str, Any]) -> Any:
     agent = server.agent
     if server.running or server.busy_with is not None:
         if behaviour is None:
+            doing = "processing" if server.running else f"busy ({server.busy_with})"
             raise RpcError(
-                "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+                f"Agent is already {doing}. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
             )
         _queue(server, "steer" if behaviour == "steer" else "followUp", message)
         return None
