@@ -39,9 +39,16 @@ def env(tmp_path: Path) -> Dict[str, str]:
 class Rpc:
     """The child process: ``send`` a command, ``read_until`` a line matching a predicate."""
 
-    def __init__(self, *args: str, env: Dict[str, str], cwd: Path) -> None:
+    def __init__(self, *args: str, env: Dict[str, str], cwd: Path, setup: str = "") -> None:
+        # with ``setup`` (Python run first in the child): ``main(["rpc", ...])`` after it
+        command = ["-m", "agentcore", "rpc"]
+        if setup:
+            command = [
+                "-c",
+                f"{setup}\nimport sys\nfrom agentcore.cli import main\nsys.exit(main(['rpc'] + sys.argv[1:]))",
+            ]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentcore", "rpc", *args],
+            [sys.executable, *command, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -104,8 +111,8 @@ class Rpc:
 def rpc(env: Dict[str, str], tmp_path: Path):
     started: List[Rpc] = []
 
-    def start(*args: str) -> Rpc:
-        child = Rpc(*args, env=env, cwd=tmp_path)
+    def start(*args: str, setup: str = "") -> Rpc:
+        child = Rpc(*args, env=env, cwd=tmp_path, setup=setup)
         started.append(child)
         return child
 
@@ -368,12 +375,62 @@ def test_bash_joins_the_transcript_and_keys_are_never_printed(rpc, env):
     assert SECRET not in json.dumps(child.seen) and SECRET not in finished.stderr
 
 
-def test_print_in_a_tool_never_reaches_the_protocol_stream(rpc, env, tmp_path):
-    """A command whose child writes to fd 1 (inherited from agentcore) goes to stderr, not stdout."""
-    child = rpc("--model", "scripted", "--no-session")
-    child.call({"type": "bash", "command": "echo in-bash-output"})
-    assert child.call({"type": "get_state"})["success"]
-    child.close()  # every stdout line parsed as JSON: nothing else was written there
+NOISY_PLUGIN = """
+import os
+from agentcore.hookspecs import hookimpl
+from agentcore.plugins import default_plugin_manager
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import TextContent
+
+def noisy(call_id, args, signal, on_update):
+    print("python print from a tool")
+    os.system("echo output of a child process")
+    return AgentToolResult([TextContent("quiet result")])
+
+class Noisy:
+    @hookimpl
+    def cli_tools(self, args, command):
+        return [AgentTool("ls", "list files", {"type": "object", "properties": {}}, noisy)]
+
+default_plugin_manager().register(Noisy(), name="noisy")
+"""
+
+
+def test_print_in_a_tool_never_reaches_the_protocol_stream(rpc):
+    """``print()`` in a tool and a child process writing to the inherited fd 1 land on stderr;
+    stdout carries only protocol lines (each parsed as JSON by the helper)."""
+    child = rpc("--model", "scripted", "--no-session", setup=NOISY_PLUGIN)
+    child.call({"type": "prompt", "message": "list the files"})  # the demo calls "ls" when offered
+    lines = child.read_until(is_type("agent_end"))
+    result = next(o for o in lines if o["type"] == "tool_execution_end")["result"]
+    assert result["content"] == [{"type": "text", "text": "quiet result"}]
+    done = child.close()
+    assert done.returncode == 0
+    assert "python print from a tool" in done.stderr and "output of a child process" in done.stderr
+
+
+SMALL_COMPACTION = """
+from agentcore.session import compactor
+from agentcore.session.compaction_tokens import CompactionSettings
+compactor.CompactionSettings = lambda: CompactionSettings(keep_recent_tokens=1)
+"""
+
+
+def test_compact_streams_its_events_and_answers_with_the_result(rpc):
+    child = rpc("--model", "scripted", "--no-session", setup=SMALL_COMPACTION)
+    assert child.call({"type": "compact"})["success"] is False  # nothing to compact yet
+    for text in ("one", "two", "three"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    child.send({"id": "c", "type": "compact", "customInstructions": "focus on numbers"})
+    lines = child.read_until(lambda o: o.get("id") == "c")
+    assert [o["type"] for o in lines] == ["compaction_start", "compaction_end", "response"]
+    assert lines[1]["reason"] == "manual" and "messages" not in lines[1]
+    data = lines[-1]["data"]
+    assert data["summary"].startswith("## Goal") and data["tokensBefore"] > 0 and data["firstKeptEntryId"]
+    messages = child.call({"type": "get_messages"})["data"]["messages"]
+    assert messages[0]["role"] == "compactionSummary"
+    assert child.close().returncode == 0
 
 
 @pytest.mark.parametrize("how", ["eof", "sigterm"])
@@ -406,3 +463,60 @@ def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
     assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
     assert lines[2]["data"] == {"commands": []}
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_approve_with_edited_args_then_continue(rpc, tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "inner.txt").write_text("x")
+    child = rpc("--model", "scripted", "--no-session", "--tools", "ls", "--approve")
+    child.call({"type": "prompt", "message": "look around"})
+    request = next(o for o in child.read_until(is_type("agent_end")) if o["type"] == "tool_approval_request")
+    bad = child.call({"type": "approve", "toolCallId": request["toolCallId"], "args": {"limit": 0}})
+    assert bad["success"] is False and "limit" in bad["error"]  # validated against the tool's schema
+    held = child.call(
+        {"type": "approve", "toolCallId": request["toolCallId"], "args": {"path": "sub"}, "continue": False}
+    )
+    assert held["data"]["continued"] is False and held["data"]["pending"][0]["decided"] is True
+    child.send({"id": "go", "type": "continue"})
+    lines = child.read_until(is_type("agent_end"))
+    assert lines[0] == {"type": "response", "command": "continue", "success": True, "id": "go"}
+    end = next(o for o in lines if o["type"] == "tool_execution_end")
+    assert "inner.txt" in end["result"]["content"][0]["text"]
+    nothing = child.call({"type": "continue"})
+    assert nothing["success"] is False and "continue" in nothing["error"]
+    assert child.close().returncode == 0
+
+
+def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--no-session")
+    marker = tmp_path / "started"
+    child.send({"id": "b", "type": "bash", "command": f"touch {marker}; sleep 120"})
+    deadline = time.monotonic() + WAIT
+    while not marker.exists():  # the shell is running (an observable fact, not a guessed delay)
+        assert time.monotonic() < deadline, "the bash command never started"
+        time.sleep(0.01)
+    assert child.call({"type": "abort_bash"})["success"]
+    done = child.read_until(lambda o: o.get("id") == "b")[-1]
+    assert done["data"]["cancelled"] is True and done["data"]["exitCode"] is None
+    steer = child.call({"type": "steer", "message": "mind the tests"})
+    assert steer["success"] and child.seen[-2] == {
+        "type": "queue_update",
+        "steering": ["mind the tests"],
+        "followUp": [],
+    }
+    child.call({"type": "prompt", "message": "go"})  # the queued steering message joins this run
+    end = child.read_until(is_type("agent_end"))[-1]
+    texts = [m["content"][0]["text"] for m in end["messages"] if m["role"] == "user"]
+    assert texts == ["go", "mind the tests"] or texts == ["mind the tests", "go"]
+    assert child.close().returncode == 0
+
+
+def test_export_html_writes_the_sessions_page(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "e.jsonl"))
+    child.call({"type": "prompt", "message": "export <me>"})
+    child.read_until(is_type("agent_end"))
+    data = child.call({"type": "export_html", "outputPath": str(tmp_path / "page.html")})["data"]
+    assert data == {"path": str(tmp_path / "page.html")}
+    page = (tmp_path / "page.html").read_text()
+    assert "export &lt;me&gt;" in page and "export <me>" not in page
+    assert child.close().returncode == 0

@@ -147,6 +147,7 @@ class RpcServer:
         self.busy_with: Optional[str] = None  # "compact" / "navigate_tree" while one works
         self.bash: Any = None  # the running `bash` command's process
         self.bash_cancelled = False
+        self.bash_lock = threading.Lock()
         self.pending_bash: List[Any] = []  # bash results waiting for the next prompt (run active)
         self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
         self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false

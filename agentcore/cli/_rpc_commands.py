@@ -25,6 +25,8 @@ __all__ = ["COMMANDS", "Command", "Field", "RpcContext", "initial_setup", "stop_
 #: ``bash`` output kept in the message (the tail); the whole output goes to a temporary file.
 BASH_OUTPUT_LIMIT = 50_000
 _QUEUE_MODES = ("one-at-a-time", "all")
+#: ``server.bash`` while the shell's process is being created
+_STARTING: Any = object()
 #: what ``cycle_thinking_level`` steps through ("xhigh"/"max": set them with set_thinking_level)
 _CYCLE_LEVELS = ("off", "minimal", "low", "medium", "high")
 
@@ -572,22 +574,28 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
     or before the next prompt when a run is active), so the model sees it with the next prompt."""
     from ..types import BashExecutionMessage
 
-    if server.bash is not None:
-        raise RpcError('bash: a command is running already; wait for its response or send {"type": "abort_bash"}')
-    process = subprocess.Popen(
-        command["command"],
-        shell=True,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # abort_bash kills the whole process group
-    )
-    server.bash = process
-    server.bash_cancelled = False
+    with server.bash_lock:
+        if server.bash is not None:
+            raise RpcError('bash: a command is running already; wait for its response or send {"type": "abort_bash"}')
+        server.bash = _STARTING
+        server.bash_cancelled = False
     try:
+        process = subprocess.Popen(
+            command["command"],
+            shell=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # abort_bash kills the whole process group
+        )
+        with server.bash_lock:
+            server.bash = process
+        if server.bash_cancelled:  # abort_bash arrived while the process was being started
+            stop_bash(server)
         output, _ = process.communicate()
     finally:
-        server.bash = None
+        with server.bash_lock:
+            server.bash = None
     cancelled = server.bash_cancelled
     text = output.decode("utf-8", "replace")
     truncated = len(text) > BASH_OUTPUT_LIMIT
@@ -624,11 +632,15 @@ def _flush_bash(server: RpcServer) -> None:
 
 
 def stop_bash(server: RpcServer) -> None:
-    """Kill the running ``bash`` command's process group (no-op when none runs)."""
-    process = server.bash
-    if process is None:
+    """Kill the running ``bash`` command's process group (no-op when none runs; one being
+    started is killed as soon as it exists)."""
+    with server.bash_lock:
+        process = server.bash
+        if process is None:
+            return
+        server.bash_cancelled = True
+    if process is _STARTING:
         return
-    server.bash_cancelled = True
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
