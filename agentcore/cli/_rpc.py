@@ -144,7 +144,10 @@ class RpcServer:
         self.queued_lock = threading.Lock()
         # a run was started and its agent_end not yet written (changed under the output lock)
         self.running = False
-        self.busy_with: Optional[str] = None  # "compact" / "navigate_tree" while one works
+        self.busy_with: Optional[str] = None  # "compact" / "navigate_tree" from dispatch to response
+        # an abort arrived after the latest compact was dispatched: the compaction_start event
+        # aborts it (an abort read before the compaction made the agent busy would be lost)
+        self.abort_requested = False
         self.bash: Any = None  # the running `bash` command's process
         self.bash_cancelled = False
         self.bash_lock = threading.Lock()
@@ -190,6 +193,8 @@ class RpcServer:
             self.out.send(data)
         if kind == "message_end" and self.queued:
             self._delivered(event.message)
+        elif kind == "compaction_start" and self.abort_requested and getattr(event, "reason", None) == "manual":
+            self.agent.abort("agentcore rpc: abort")
 
     def _delivered(self, message: Any) -> None:
         """A queued steering/follow-up message reached the transcript: tell the client."""
@@ -281,6 +286,12 @@ class RpcServer:
         except RpcError as exc:
             self.out.send(response(kind, request_id, error=str(exc)))
             return
+        if spec.busy:
+            if self.busy_with is not None:
+                self.out.send(response(kind, request_id, error=f"{kind}: the agent is busy ({self.busy_with})"))
+                return
+            self.busy_with = kind  # here, on the reader thread: a prompt read next is queued or refused
+            self.abort_requested = False
         if spec.slow:
             worker = threading.Thread(
                 target=self._run, args=(spec, command, kind, request_id), name=f"rpc-{kind}", daemon=True
@@ -291,13 +302,18 @@ class RpcServer:
             self._run(spec, command, kind, request_id)
 
     def _run(self, spec: Any, command: Dict[str, Any], kind: str, request_id: Any) -> None:
+        error: Optional[str] = None
         try:
             data = spec.handler(self, command)
         except RpcError as exc:
-            self.out.send(response(kind, request_id, error=str(exc)))
-            return
+            error = str(exc)
         except Exception as exc:  # noqa: BLE001 - a clear error line; the server keeps running
-            self.out.send(response(kind, request_id, error=describe_exception(exc)))
+            error = describe_exception(exc)
+        finally:
+            if spec.busy:  # before the response: a command sent on reading it must not see "busy"
+                self.busy_with = None
+        if error is not None:
+            self.out.send(response(kind, request_id, error=error))
             return
         if isinstance(data, _Deferred):  # the handler wrote its response itself (prompt: before the run's events)
             return

@@ -176,6 +176,7 @@ class Command:
     handler: Callable[[RpcServer, Dict[str, Any]], Any]
     fields: Tuple[Field, ...] = ()
     slow: bool = False  # answered from a worker thread so that abort can be read meanwhile
+    busy: bool = False  # the agent counts as busy from dispatch to response (server.busy_with)
 
     def check(self, command: Dict[str, Any]) -> None:
         """RpcError naming the first missing or mistyped field (null counts as absent)."""
@@ -263,6 +264,7 @@ def cmd_follow_up(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 def cmd_abort(server: RpcServer, command: Dict[str, Any]) -> Any:
     """Abort the run (or compaction) and answer once it has ended (its agent_end came first)."""
+    server.abort_requested = True
     _settle(server)
 
 
@@ -535,13 +537,10 @@ def cmd_compact(server: RpcServer, command: Dict[str, Any]) -> Any:
     from ..session.compaction import CompactionError
 
     _settle(server)
-    server.busy_with = "compact"
     try:
         result = server.agent.compact(command.get("customInstructions"))
     except CompactionError as exc:
         raise RpcError(f"compact: {exc}") from None
-    finally:
-        server.busy_with = None
     return result.to_dict()
 
 
@@ -614,7 +613,7 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
         full_output_path=full_path,
     )
     server.pending_bash.append(message)
-    if not server.running and server.busy_with is None:
+    if not server.running and server.busy_with is None and server.agent.wait_for_idle(SHUTDOWN_WAIT):
         _flush_bash(server)
     data = {"output": text, "exitCode": message.exit_code, "cancelled": cancelled, "truncated": truncated}
     if full_path is not None:
@@ -801,8 +800,9 @@ def cmd_navigate_tree(server: RpcServer, command: Dict[str, Any]) -> Any:
     from ..session import SessionError
     from ..session.compaction import CompactionError
 
-    if server.running or server.busy_with is not None:
-        raise RpcError("navigate_tree: the agent is busy; send abort or wait for agent_end")
+    if server.running:
+        raise RpcError("navigate_tree: the agent is running; send abort or wait for agent_end")
+    server.agent.wait_for_idle(SHUTDOWN_WAIT)  # a run whose agent_end was written may still be finishing
     options: Dict[str, Any] = {}
     if command.get("customInstructions") is not None:
         options["custom_instructions"] = command["customInstructions"]
@@ -810,13 +810,10 @@ def cmd_navigate_tree(server: RpcServer, command: Dict[str, Any]) -> Any:
         options["replace_instructions"] = command["replaceInstructions"]
     if command.get("label") is not None:
         options["label"] = command["label"]
-    server.busy_with = "navigate_tree"
     try:
         result = server.agent.navigate_tree(command.get("targetId"), bool(command.get("summarize")), **options)
     except (SessionError, CompactionError, RuntimeError) as exc:
         raise RpcError(f"navigate_tree: {exc}") from None
-    finally:
-        server.busy_with = None
     return {
         "cancelled": bool(result.cancelled),
         "moved": bool(result.moved),
@@ -864,7 +861,7 @@ COMMANDS: Dict[str, Command] = {
     "set_steering_mode": Command(cmd_set_steering_mode, (Field("mode", choices=_QUEUE_MODES),)),
     "set_follow_up_mode": Command(cmd_set_follow_up_mode, (Field("mode", choices=_QUEUE_MODES),)),
     # compaction and retries
-    "compact": Command(cmd_compact, (Field("customInstructions", required=False),), slow=True),
+    "compact": Command(cmd_compact, (Field("customInstructions", required=False),), slow=True, busy=True),
     "set_auto_compaction": Command(cmd_set_auto_compaction, (Field("enabled", bool),)),
     "set_auto_retry": Command(cmd_set_auto_retry, (Field("enabled", bool),)),
     "abort_retry": Command(cmd_abort_retry),
@@ -893,5 +890,6 @@ COMMANDS: Dict[str, Command] = {
             Field("label", required=False),
         ),
         slow=True,
+        busy=True,
     ),
 }
