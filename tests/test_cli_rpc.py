@@ -274,7 +274,12 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert fresh["data"] == {"cancelled": False}
     after = child.call({"type": "get_state"})["data"]
     assert after["sessionFile"] != state["sessionFile"] and after["messageCount"] == 0
-    switched = child.call({"type": "switch_session", "sessionPath": state["sessionFile"]})
+    missing = child.call({"type": "switch_session", "sessionPath": str(tmp_path / "missing.jsonl")})
+    assert missing["success"] is False and "no session file" in missing["error"]
+    assert not (tmp_path / "missing.jsonl").exists()
+    unknown = child.call({"type": "switch_session", "sessionPath": "no-such-id"})
+    assert unknown["success"] is False and "no-such-id" in unknown["error"]
+    switched = child.call({"type": "switch_session", "sessionPath": state["sessionId"]})  # by id
     assert switched["success"], switched
     assert child.call({"type": "get_state"})["data"]["messageCount"] == 2
     assert child.close().returncode == 0

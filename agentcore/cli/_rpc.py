@@ -127,9 +127,9 @@ _NO_DATA: Any = object()
 class RpcServer:
     """One agent behind the protocol. ``serve(lines)`` returns the exit status (0).
 
-    ``setup`` is the :class:`~agentcore.cli._setup.AgentSetup` of the command line; ``rebuild``
-    makes the agent of another session (new_session, switch_session, fork, clone) and is given by
-    :func:`cmd_rpc`. The command handlers live in :mod:`agentcore.cli._rpc_commands`.
+    ``setup`` is the :class:`~agentcore.cli._setup.AgentSetup` of the command line; the commands
+    that move to another session (new_session, switch_session, fork, clone) build a new agent and
+    :meth:`attach` it. The command handlers live in :mod:`agentcore.cli._rpc_commands`.
     """
 
     def __init__(self, setup: Any, out: RpcOutput, err: TextIO, context: Any) -> None:
@@ -206,17 +206,20 @@ class RpcServer:
             self.send_queue_update()
 
     def send_queue_update(self) -> None:
+        """Write the queues as they are now. The snapshot is taken under the output lock, so the
+        last queue_update written (by the reader or the run thread) is never a stale one."""
         from ..types import text_of
 
-        with self.queued_lock:
-            items = list(self.queued)
-        self.out.send(
-            {
-                "type": "queue_update",
-                "steering": [text_of(m.content) for kind, m in items if kind == "steer"],
-                "followUp": [text_of(m.content) for kind, m in items if kind == "followUp"],
-            }
-        )
+        with self.out.lock:
+            with self.queued_lock:
+                items = list(self.queued)
+            self.out.send(
+                {
+                    "type": "queue_update",
+                    "steering": [text_of(m.content) for kind, m in items if kind == "steer"],
+                    "followUp": [text_of(m.content) for kind, m in items if kind == "followUp"],
+                }
+            )
 
     def note(self, text: str) -> None:
         """A diagnostic line on stderr (never stdout: that is the protocol's)."""

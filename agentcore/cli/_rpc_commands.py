@@ -668,11 +668,24 @@ def cmd_new_session(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
-    from ._setup import open_session
+    """Continue in an existing session (a file, or an id in the sessions directory); a missing
+    one is an error, never created."""
+    from ._setup import is_session_path, open_session
 
-    path = command["sessionPath"]
-    if server.session is not None and server.session.path == os.path.abspath(path):
-        return {"cancelled": False}
+    value = command["sessionPath"]
+    path = os.path.abspath(os.path.expanduser(value))
+    if is_session_path(value):
+        if not os.path.exists(path):
+            raise RpcError(f"switch_session: no session file {path}")
+        if server.session is not None and server.session.path == path:
+            return {"cancelled": False}
+    else:
+        from ..session import SessionError
+
+        try:
+            path = _repository(server).path_of(value)
+        except SessionError as exc:
+            raise RpcError(f"switch_session: {exc}") from None
     try:
         _switch(server, lambda: open_session(path, server.context.options.sessions_dir), keep_model=False)
     except UsageError as exc:
