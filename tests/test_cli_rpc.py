@@ -382,6 +382,7 @@ def test_bash_joins_the_transcript_and_keys_are_never_printed(rpc, env):
 
 NOISY_PLUGIN = """
 import os
+import sys
 from agentcore.hookspecs import hookimpl
 from agentcore.plugins import default_plugin_manager
 from agentcore.tools import AgentTool, AgentToolResult
@@ -390,6 +391,8 @@ from agentcore.types import TextContent
 def noisy(call_id, args, signal, on_update):
     print("python print from a tool")
     os.system("echo output of a child process")
+    os.system("cat > /dev/null")  # a child reading stdin: at /dev/null it ends at once
+    print("the tool's stdin holds", repr(sys.stdin.read()))
     return AgentToolResult([TextContent("quiet result")])
 
 class Noisy:
@@ -403,7 +406,8 @@ default_plugin_manager().register(Noisy(), name="noisy")
 
 def test_print_in_a_tool_never_reaches_the_protocol_stream(rpc):
     """``print()`` in a tool and a child process writing to the inherited fd 1 land on stderr;
-    stdout carries only protocol lines (each parsed as JSON by the helper)."""
+    stdout carries only protocol lines (each parsed as JSON by the helper). A tool or child
+    reading stdin gets /dev/null, not the command lines."""
     child = rpc("--model", "scripted", "--no-session", setup=NOISY_PLUGIN)
     child.call({"type": "prompt", "message": "list the files"})  # the demo calls "ls" when offered
     lines = child.read_until(is_type("agent_end"))
@@ -412,6 +416,7 @@ def test_print_in_a_tool_never_reaches_the_protocol_stream(rpc):
     done = child.close()
     assert done.returncode == 0
     assert "python print from a tool" in done.stderr and "output of a child process" in done.stderr
+    assert "the tool's stdin holds ''" in done.stderr
 
 
 SMALL_COMPACTION = """

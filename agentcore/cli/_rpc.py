@@ -15,7 +15,8 @@ Behaviour, and how it fails:
 * Output lines are written under one lock (responses come from the reader thread, events from
   the run thread), each flushed, each valid JSON (:func:`agentcore._safe.json_safe`), the API key
   masked. Nothing else reaches stdout: ``print()`` in a tool or plugin and the output of child
-  processes go to stderr while the server runs. Diagnostics go to stderr.
+  processes go to stderr while the server runs, and their stdin is /dev/null (a child cannot
+  swallow command lines). Diagnostics go to stderr.
 * Commands are handled in order on the reader thread, except those that may take long (``bash``,
   ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
   ``abort_bash`` are read meanwhile.
@@ -400,35 +401,53 @@ def _unknown_command(kind: str, known: List[str]) -> str:
 # --------------------------------------------------------------------------- the command
 
 
-class _StdoutGuard:
-    """While the server runs, fd 1 and ``sys.stdout`` point at stderr; the protocol writes to a
-    private duplicate of the original stdout. Restored on exit (``main()`` may run in-process)."""
+class _StdioGuard:
+    """While the server runs, the protocol owns the process's stdin and stdout: it reads and
+    writes private duplicates of fds 0 and 1, while fd 1 and ``sys.stdout`` point at stderr and
+    fd 0 and ``sys.stdin`` at /dev/null, so neither ``print()`` in a tool nor a child process
+    (which inherits the fds) can write into the output or swallow command lines. Restored on
+    exit (``main()`` may run in-process); streams that are not the process's own are used as
+    they are."""
 
-    def __init__(self, out: Any) -> None:
+    def __init__(self, stdin: Any, out: Any) -> None:
+        self.stdin = stdin
         self.out = out
-        self.saved_fd: Optional[int] = None
-        self.saved_stdout: Any = None
+        self.saved: List[Tuple[int, int]] = []  # (fd, its saved duplicate)
+        self.saved_streams: Tuple[Any, Any] = (None, None)
 
-    def __enter__(self) -> Any:
+    @staticmethod
+    def _is_fd(stream: Any, fd: int, current: Any) -> bool:
         try:
-            real = self.out is sys.stdout and self.out.fileno() == 1
+            return stream is current and stream.fileno() == fd
         except (AttributeError, ValueError, OSError):
-            real = False
-        if not real:  # an in-process caller's stream: write there directly
-            return getattr(self.out, "buffer", None) or _TextBytes(self.out)
-        sys.stdout.flush()
-        self.saved_fd = os.dup(1)
-        protocol = os.fdopen(os.dup(1), "wb", buffering=0)
-        os.dup2(2, 1)
-        self.saved_stdout = sys.stdout
-        sys.stdout = sys.stderr
-        return protocol
+            return False
+
+    def __enter__(self) -> Tuple[Any, Any]:
+        protocol_in: Any = self.stdin
+        protocol_out: Any = getattr(self.out, "buffer", None) or _TextBytes(self.out)
+        self.saved_streams = (sys.stdin, sys.stdout)
+        if self._is_fd(self.out, 1, sys.stdout):
+            sys.stdout.flush()
+            protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+            self.saved.append((1, os.dup(1)))
+            os.dup2(2, 1)
+            sys.stdout = sys.stderr
+        if self._is_fd(self.stdin, 0, sys.stdin):
+            protocol_in = os.fdopen(os.dup(0), "rb")
+            self.saved.append((0, os.dup(0)))
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        return protocol_in, protocol_out
 
     def __exit__(self, *exc: Any) -> None:
-        if self.saved_fd is not None:
-            sys.stdout = self.saved_stdout
-            os.dup2(self.saved_fd, 1)
-            os.close(self.saved_fd)
+        if sys.stdin is not self.saved_streams[0]:
+            sys.stdin.close()
+        sys.stdin, sys.stdout = self.saved_streams
+        for fd, copy in reversed(self.saved):
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 class _TextBytes:
@@ -471,8 +490,8 @@ def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
     context = RpcContext.from_args(args)
     setup = initial_setup(context)
-    with _StdoutGuard(out) as protocol, _SigtermToException():
+    with _StdioGuard(stdin, out) as (commands, protocol), _SigtermToException():
         server = RpcServer(setup, RpcOutput(protocol, setup.api_key), err, context)
         where = setup.session.path if setup.session is not None and setup.session.path else "memory (not saved)"
         server.note(f"model {setup.agent.model.key}, session {where}; reading commands on stdin")
-        return server.serve(read_lines(stdin))
+        return server.serve(read_lines(commands))
