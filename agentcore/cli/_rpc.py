@@ -4,7 +4,8 @@ The protocol follows the reference coding agent's ``--mode rpc`` (its ``docs/rpc
 stdin line is one command object ``{"type": ..., "id"?: ...}``; every stdout line is one JSON
 object, either a response ``{"type": "response", "command", "success", "id"?, "data"? | "error"?}``
 or an agent event in the reference's event JSON (``agentcore.event_to_dict``). The commands and
-the differences from the reference are in :mod:`agentcore.cli._rpc_commands` and docs/rpc.rst.
+the differences from the reference are in :mod:`agentcore.cli._rpc_commands`,
+:mod:`agentcore.cli._rpc_sessions` and docs/rpc.rst.
 
 Behaviour, and how it fails:
 
@@ -347,7 +348,7 @@ class RpcServer:
     def shutdown(self) -> None:
         """Abort what runs, wait for it (bounded), close the session. Never raises."""
         try:
-            from ._rpc_commands import stop_bash
+            from ._rpc_bash import stop_bash
 
             stop_bash(self)
             agent = self.agent
@@ -486,7 +487,7 @@ class _SigtermToException:
 def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """``agentcore rpc``: serve the protocol until end of input; 0 on a clean end, 2 on a bad
     command line (before anything is read)."""
-    from ._rpc_commands import RpcContext, initial_setup
+    from ._rpc_sessions import RpcContext, initial_setup
 
     context = RpcContext.from_args(args)
     setup = initial_setup(context)
