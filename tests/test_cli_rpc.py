@@ -226,6 +226,10 @@ def test_malformed_lines_get_a_clear_error_and_the_process_keeps_running(rpc):
     assert "got an array" in child.read_until(is_type("response"))[-1]["error"]
     child.send(b"\xff\xfe{}\n")
     assert "not UTF-8" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b'{"type": "get_state", "id": NaN}\n')  # Python's json accepts NaN; JSON does not
+    assert "NaN is not a JSON value" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b"[" * 100_000 + b"\n")
+    assert "nested too deeply" in child.read_until(is_type("response"))[-1]["error"]
     child.send(b"\n   \n")  # blank lines are skipped, no answer
     unknown = child.call({"id": 7, "type": "promt", "message": "x"})
     assert unknown["id"] == 7 and unknown["success"] is False and "did you mean 'prompt'" in unknown["error"]

@@ -253,9 +253,12 @@ class RpcServer:
             self.out.send(response("parse", None, error=f"Failed to parse command: the line is not UTF-8 ({exc})"))
             return
         try:
-            command = json.loads(text)
+            command = json.loads(text, parse_constant=_not_json)
         except ValueError as exc:
             self.out.send(response("parse", None, error=f"Failed to parse command: {exc}"))
+            return
+        except RecursionError:  # thousands of nested brackets: the decoder's stack ran out
+            self.out.send(response("parse", None, error="Failed to parse command: nested too deeply"))
             return
         if not isinstance(command, dict):
             self.out.send(
@@ -375,6 +378,11 @@ class _Deferred:
 DEFERRED = _Deferred()
 #: what a handler returns for a ``"data": null`` response (the reference's cycle commands)
 NULL: Any = object()
+
+
+def _not_json(name: str) -> Any:
+    """``json.loads`` accepts NaN and Infinity; JSON (and the reference's parser) does not."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _json_kind(value: Any) -> str:
