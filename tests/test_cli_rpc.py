@@ -534,3 +534,31 @@ def test_export_html_writes_the_sessions_page(rpc, tmp_path):
     page = (tmp_path / "page.html").read_text()
     assert "export &lt;me&gt;" in page and "export <me>" not in page
     assert child.close().returncode == 0
+
+
+def test_the_fast_message_update_json_equals_event_to_dict():
+    """The RPC listener converts message_update events itself (speed); for text, thinking and
+    tool-call streams, and for odd argument values, a line reads back as ``event_to_dict``."""
+    from agentcore import Agent
+    from agentcore.cli._rpc import RpcOutput, update_json
+    from agentcore.events import event_to_dict
+    from agentcore.testing import ScriptedModel, call, response, text
+    from agentcore.types import ThinkingContent
+
+    odd_args = {"q": "x", "limit": float("nan"), "range": (1, 2)}  # NaN: not JSON
+    model = ScriptedModel(
+        [response(ThinkingContent("let me think about it"), "calling", call("lookup", odd_args)), text("done")],
+        tokens_per_second=1e9,
+    )
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    updates: List[Any] = []
+    agent.subscribe(lambda e: updates.append(e) if e.type == "message_update" else None)
+    agent.prompt("go")
+    kinds = {e.assistant_message_event.type for e in updates}
+    assert {"thinking_delta", "text_delta", "toolcall_end"} <= kinds
+    sink = io.BytesIO()
+    output = RpcOutput(sink)
+    for event in updates:
+        output.send(update_json(event))
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    assert lines == [event_to_dict(e) for e in updates]
