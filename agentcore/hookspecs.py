@@ -351,11 +351,12 @@ def before_branch_summary(
 
 @hookspec
 def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
-    """Add command-line options to ``agentcore run`` and ``agentcore chat``.
+    """Add command-line options to ``agentcore run``, ``agentcore chat`` and ``agentcore rpc``.
 
     When: on the thread running the command (``agentcore.cli.main``) while it builds its
-    parser, once per sub-command that builds an agent, whenever the command line names ``run`` or
-    ``chat`` (their ``--help`` included): ``command`` is ``"run"`` or ``"chat"`` and ``parser`` that
+    parser, once per sub-command that builds an agent, whenever the command line names ``run``,
+    ``chat`` or ``rpc`` (their ``--help`` included): ``command`` is ``"run"``, ``"chat"`` or
+    ``"rpc"`` and ``parser`` that
     sub-command's ``argparse.ArgumentParser``. Call ``parser.add_argument(...)`` (give each
     option a ``dest`` prefixed with the plugin's name to stay clear of other plugins); read the
     values in :func:`cli_tools`. Keep it cheap (``--help`` waits for it): import what the options
@@ -372,13 +373,13 @@ def add_cli_options(parser: argparse.ArgumentParser, command: str) -> None:
 
 @hookspec
 def cli_tools(args: argparse.Namespace, command: str) -> Optional[List[AgentTool]]:
-    """Supply extra tools to the agent of ``agentcore run`` or ``agentcore chat``.
+    """Supply extra tools to the agent of ``agentcore run``, ``agentcore chat`` or ``agentcore rpc``.
 
     When: on the thread running the command, after the command line was parsed and before it builds
     its :class:`~agentcore.agent.Agent`, once per command. ``args`` is the parsed
     ``argparse.Namespace`` (the options of :func:`add_cli_options` included; read them with
     ``getattr(args, dest, None)``: they are absent when the plugin's ``add_cli_options`` failed);
-    ``command`` is ``"run"`` or ``"chat"``. Resources the tools hold (server processes, sockets)
+    ``command`` is ``"run"``, ``"chat"`` or ``"rpc"``. Resources the tools hold (server processes, sockets)
     are the plugin's to release at process exit.
 
     Return: a list of :class:`~agentcore.tools.AgentTool`, or None (nothing to add; e.g. when its

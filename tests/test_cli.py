@@ -1211,7 +1211,7 @@ def word_plugin(monkeypatch: pytest.MonkeyPatch) -> _WordPlugin:
 
 
 def test_a_plugin_option_appears_in_run_and_chat_help(word_plugin, capsys):
-    for command in ("run", "chat"):
+    for command in ("run", "chat", "rpc"):
         assert main([command, "--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0
         assert "--plugin-word WORD" in capsys.readouterr().out
     assert main(["--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0

@@ -306,7 +306,7 @@ def test_cli_page_lists_every_command_and_option():
         for action in own:
             where = (
                 shared_title
-                if name in ("agentcore", "agentcore run", "agentcore chat") and action.dest in shared
+                if name in ("agentcore", "agentcore run", "agentcore chat", "agentcore rpc") and action.dest in shared
                 else title
             )
             missing += [f"{where}: {n}" for n in _documents(sections.get(where, ""), action)]

@@ -18,6 +18,7 @@ OFFLINE = {
     "branching.py": "session file:",
     "long_run.py": "compactions; the model's context starts with: compactionSummary",
     "coding_agent.py": "calc.py prints 2 + 3 = 5",
+    "rpc_client.py": "agentcore rpc exited with status 0",
 }
 NEEDS_CONFIGURATION = ["anthropic.py", "gemini.py", "openai.py", "openai_responses.py", "openai_compatible_local.py"]
 KEY_VARIABLES = (

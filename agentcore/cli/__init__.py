@@ -1,8 +1,9 @@
 """The ``agentcore`` command (also ``python -m agentcore``).
 
 Commands: ``run PROMPT`` (one prompt, streamed; ``--json`` prints every agent event as a JSON
-line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``models``, ``plugins`` and ``sessions list|show|export``. ``run`` and
-``chat`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
+line; ``--schema SCHEMA`` prints the answer as JSON matching SCHEMA), ``chat`` (a REPL), ``rpc``
+(JSON lines on stdin/stdout, see :mod:`agentcore.cli._rpc`), ``models``, ``plugins`` and
+``sessions list|show|export``. ``run``, ``chat`` and ``rpc`` take ``--model provider/id``, ``--base-url``, ``--api-key-env``, ``--tools``,
 ``--session``, ``--thinking``, ``--system``, ``-a/--attach PATH`` (images and text files, see
 :mod:`agentcore.cli._attach`), ``--no-context`` (no AGENTS.md in the system prompt, see
 :mod:`agentcore.cli._context`), ``--approve`` (y/n/always before each tool call,
@@ -177,6 +178,19 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     if plugin_options:
         add_plugin_options(chat, "chat")
 
+    rpc = commands.add_parser(
+        "rpc",
+        parents=[common],
+        help="JSON-lines protocol on stdin/stdout, for editors and other programs",
+        description="Serve one agent over JSON lines: commands on stdin, responses and agent "
+        "events on stdout, diagnostics on stderr (the reference coding agent's RPC mode; "
+        "see the rpc page of the docs). Without --session a new session is recorded.",
+    )
+    rpc.add_argument("--no-session", action="store_true", help="keep the session in memory only")
+    rpc.set_defaults(handler=_lazy_rpc)
+    if plugin_options:
+        add_plugin_options(rpc, "rpc")
+
     models = commands.add_parser("models", help="list the registered models")
     models.add_argument("--provider", metavar="NAME", help="only this provider's models")
     models.add_argument("--json", action="store_true", help="one JSON object per model")
@@ -218,6 +232,12 @@ def _lazy(name: str) -> Callable[..., int]:
         return getattr(_info, name)(args, out, err)
 
     return handler
+
+
+def _lazy_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    from ._rpc import cmd_rpc
+
+    return cmd_rpc(args, stdin, out, err)
 
 
 def _sessions_usage(parser: argparse.ArgumentParser) -> Callable[..., int]:
@@ -458,7 +478,7 @@ def main(
     err = stderr if stderr is not None else sys.stderr
     argv = list(argv) if argv is not None else sys.argv[1:]
     # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
-    parser = build_parser(plugin_options=bool({"run", "chat"} & set(argv)))
+    parser = build_parser(plugin_options=bool({"run", "chat", "rpc"} & set(argv)))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)

@@ -131,11 +131,12 @@ def system_with_context(system: str, files: List[ContextFile]) -> str:
 
 
 def wants_context(command: str, args: object, has_tools: bool) -> bool:
-    """Whether ``command`` loads project context: ``chat``, and ``run`` when its agent has tools
-    (``--tools``, or a plugin's such as ``--mcp``), unless ``--no-context``."""
+    """Whether ``command`` loads project context: ``chat`` and ``rpc`` (an editor's agent, as the
+    reference's coding agent), and ``run`` when its agent has tools (``--tools``, or a plugin's
+    such as ``--mcp``), unless ``--no-context``."""
     if getattr(args, "no_context", False):
         return False
-    return command == "chat" or (command == "run" and has_tools)
+    return command in ("chat", "rpc") or (command == "run" and has_tools)
 
 
 def apply_project_context(agent: Any, args: object, command: str, note: Callable[[str], object]) -> List[ContextFile]:

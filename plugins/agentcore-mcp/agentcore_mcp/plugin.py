@@ -39,8 +39,8 @@ def register_tools(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def add_cli_options(parser: Any, command: str) -> None:
-    """``--mcp CONFIG`` (repeatable) on ``agentcore run`` and ``agentcore chat``."""
-    if command in ("run", "chat"):
+    """``--mcp CONFIG`` (repeatable) on ``agentcore run``, ``agentcore chat`` and ``agentcore rpc``."""
+    if command in ("run", "chat", "rpc"):
         parser.add_argument(
             "--mcp",
             metavar="CONFIG",

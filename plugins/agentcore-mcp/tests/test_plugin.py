@@ -119,6 +119,9 @@ def test_cli_hooks_add_the_option_and_the_tools(marker_dir, tmp_path):
     finally:
         _registry.close_all()
     assert plugin.cli_tools(parser.parse_args([]), "run") is None
+    rpc = argparse.ArgumentParser()
+    plugin.add_cli_options(rpc, "rpc")  # agentcore rpc takes --mcp too
+    assert rpc.parse_args(["--mcp", str(path)]).mcp_configs == [str(path)]
 
 
 def test_agentcore_chat_with_mcp_config_has_the_servers_tools(marker_dir, tmp_path):

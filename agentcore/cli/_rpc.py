@@ -1,0 +1,542 @@
+"""``agentcore rpc``: drive an agent with JSON lines on stdin/stdout (the reference's RPC mode).
+
+The protocol follows the reference coding agent's ``--mode rpc`` (its ``docs/rpc.md``): every
+stdin line is one command object ``{"type": ..., "id"?: ...}``; every stdout line is one JSON
+object, either a response ``{"type": "response", "command", "success", "id"?, "data"? | "error"?}``
+or an agent event in the reference's event JSON (``agentcore.event_to_dict``). The commands and
+the differences from the reference are in :mod:`agentcore.cli._rpc_commands`,
+:mod:`agentcore.cli._rpc_sessions` and docs/rpc.rst.
+
+Behaviour, and how it fails:
+
+* Lines are split on LF only (a trailing CR is dropped), so U+2028/U+2029 inside JSON strings
+  are data; blank lines are skipped. A line that is not UTF-8 or not JSON, not an object, an
+  unknown ``type`` or a missing/mistyped field gets an error response naming the problem (with
+  the ``id`` when one could be read) and the process reads on.
+* Output lines are written under one lock (responses come from the reader thread, events from
+  the run thread), each flushed, each valid JSON (:func:`agentcore._safe.json_safe`), the API key
+  masked. Nothing else reaches stdout: ``print()`` in a tool or plugin and the output of child
+  processes go to stderr while the server runs, and their stdin is /dev/null (a child cannot
+  swallow command lines). Diagnostics go to stderr.
+* Commands are handled in order on the reader thread, except those that may take long (``bash``,
+  ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
+  ``abort_bash`` are read meanwhile.
+* End of input (or SIGTERM): the run is aborted, its end is awaited (up to
+  :data:`SHUTDOWN_WAIT` seconds), the session is closed (flushed) and the command exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Set, TextIO, Tuple
+
+from .._safe import describe_exception, json_safe
+from ._render import redact
+
+__all__ = ["RpcOutput", "RpcError", "RpcServer", "cmd_rpc", "read_lines", "SHUTDOWN_WAIT"]
+
+#: Seconds the shutdown waits for an aborted run to settle before closing the session anyway.
+SHUTDOWN_WAIT = 30.0
+
+
+class RpcError(Exception):
+    """A command failed; the message goes into the error response as it is (say what to send)."""
+
+
+class RpcOutput:
+    """Writes one JSON object per line to a binary stream, serialised by one lock.
+
+    ``send`` never raises: an unserialisable value is written in its JSON-safe form, and once the
+    reader has gone away (a closed pipe) output stops quietly. ``secret`` is masked in every line.
+    """
+
+    def __init__(self, stream: Any, secret: Optional[str] = None) -> None:
+        self.stream = stream
+        self.secrets: List[str] = []
+        self.mask(secret)
+        # re-entrant: the prompt command holds it while starting a run, and a listener called on
+        # the same thread must not deadlock (see RpcServer.send_after)
+        self.lock = threading.RLock()
+        self.closed = False
+
+    def send(self, obj: Dict[str, Any]) -> None:
+        try:
+            line = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        except (TypeError, ValueError):
+            line = json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        data = (self.redact(line) + "\n").encode("utf-8", "backslashreplace")
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self.stream.write(data)
+                self.stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self.closed = True
+
+    def mask(self, secret: Optional[str]) -> None:
+        """Mask ``secret`` (an API key) in every later line."""
+        if secret and secret not in self.secrets:
+            self.secrets.append(secret)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = redact(text, secret)
+        return text
+
+
+def read_lines(stream: Any) -> Iterator[bytes]:
+    """The LF-terminated records of ``stream`` (bytes; a text stream is read through its buffer),
+    without the LF and one trailing CR. The last record may lack its LF."""
+    binary: BinaryIO = getattr(stream, "buffer", stream)
+    while True:
+        raw = binary.readline()
+        if not raw:
+            return
+        if isinstance(raw, str):  # a text stream without .buffer (an in-process caller's StringIO)
+            raw = raw.encode("utf-8", "surrogateescape")
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        yield raw
+
+
+class _Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler: leave the read loop and shut down."""
+
+
+def response(command: str, request_id: Any, *, data: Any = None, error: Optional[str] = None) -> Dict[str, Any]:
+    """A response object in the reference's shape (``id`` only when the command had one; ``data``
+    only when there is some, ``null`` data as the reference sends it for cycle commands)."""
+    out: Dict[str, Any] = {"type": "response", "command": command, "success": error is None}
+    if request_id is not None:
+        out["id"] = request_id
+    if error is not None:
+        out["error"] = error
+    elif data is not _NO_DATA:
+        out["data"] = data
+    return out
+
+
+_NO_DATA: Any = object()
+
+
+class RpcServer:
+    """One agent behind the protocol. ``serve(lines)`` returns the exit status (0).
+
+    ``setup`` is the :class:`~agentcore.cli._setup.AgentSetup` of the command line; the commands
+    that move to another session (new_session, switch_session, fork, clone) build a new agent and
+    :meth:`attach` it. The command handlers live in :mod:`agentcore.cli._rpc_commands`.
+    """
+
+    def __init__(self, setup: Any, out: RpcOutput, err: TextIO, context: Any) -> None:
+        from ._rpc_commands import COMMANDS
+
+        self.setup = setup
+        self.out = out
+        self.err = err
+        self.context = context  # the command line (CliOptions, argparse args, --approve, ...)
+        self.commands = COMMANDS
+        self.queued: List[Tuple[str, Any]] = []  # ("steer"|"followUp", message) not yet delivered
+        self.queued_lock = threading.Lock()
+        # a run was started and its agent_end not yet written (changed under the output lock)
+        self.running = False
+        self.busy_with: Optional[str] = None  # "compact" / "navigate_tree" from dispatch to response
+        # an abort arrived after the latest compact was dispatched: the compaction_start event
+        # aborts it (an abort read before the compaction made the agent busy would be lost)
+        self.abort_requested = False
+        self.bash: Any = None  # the running `bash` command's process
+        self.bash_cancelled = False
+        self.bash_lock = threading.Lock()
+        self.pending_bash: List[Any] = []  # bash results waiting for the next prompt (run active)
+        self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
+        self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false
+        self.workers: List[threading.Thread] = []
+        self._unsubscribe: Callable[[], None] = lambda: None
+        self.attach(setup)
+
+    # ------------------------------------------------------------------ the agent
+
+    @property
+    def agent(self) -> Any:
+        return self.setup.agent
+
+    @property
+    def session(self) -> Any:
+        return self.setup.session
+
+    def attach(self, setup: Any) -> None:
+        """Serve ``setup``'s agent: its events are streamed from now on (the previous agent's not)."""
+        self._unsubscribe()
+        self.setup = setup
+        self.out.mask(setup.api_key)
+        with self.queued_lock:
+            self.queued = []
+        self.decided = set()
+        self._unsubscribe = setup.agent.subscribe(self._on_event)
+
+    def _on_event(self, event: Any) -> None:
+        kind = event.type
+        data = update_json(event) if kind == "message_update" else _event_json(event)
+        if kind == "compaction_end":
+            data.pop("messages", None)  # agentcore's reducer input; the reference's event has none
+        with self.out.lock:
+            if kind == "agent_end":
+                self.running = False
+            elif kind == "agent_start":
+                self.running = True
+            self.out.send(data)
+        if kind == "message_end" and self.queued:
+            self._delivered(event.message)
+        elif kind == "compaction_start" and self.abort_requested and getattr(event, "reason", None) == "manual":
+            self.agent.abort("agentcore rpc: abort")
+
+    def _delivered(self, message: Any) -> None:
+        """A queued steering/follow-up message reached the transcript: tell the client."""
+        with self.queued_lock:
+            kept = [(kind, m) for kind, m in self.queued if m is not message]
+            changed = len(kept) != len(self.queued)
+            self.queued = kept
+        if changed:
+            self.send_queue_update()
+
+    def send_queue_update(self) -> None:
+        """Write the queues as they are now. The snapshot is taken under the output lock, so the
+        last queue_update written (by the reader or the run thread) is never a stale one."""
+        from ..types import text_of
+
+        with self.out.lock:
+            with self.queued_lock:
+                items = list(self.queued)
+            self.out.send(
+                {
+                    "type": "queue_update",
+                    "steering": [text_of(m.content) for kind, m in items if kind == "steer"],
+                    "followUp": [text_of(m.content) for kind, m in items if kind == "followUp"],
+                }
+            )
+
+    def note(self, text: str) -> None:
+        """A diagnostic line on stderr (never stdout: that is the protocol's)."""
+        try:
+            self.err.write(self.out.redact(f"agentcore rpc: {text}") + "\n")
+            self.err.flush()
+        except (OSError, ValueError):
+            pass
+
+    # ------------------------------------------------------------------ the loop
+
+    def serve(self, lines: Iterator[bytes]) -> int:
+        """Handle every line until end of input (or SIGTERM), then shut down. Returns 0."""
+        try:
+            for raw in lines:
+                if raw.strip():
+                    self.handle_line(raw)
+        except _Terminated:
+            self.note("SIGTERM: aborting the run and closing the session")
+        finally:
+            self.shutdown()
+        return 0
+
+    def handle_line(self, raw: bytes) -> None:
+        """Parse and run one command line; every failure becomes an error response."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.out.send(response("parse", None, error=f"Failed to parse command: the line is not UTF-8 ({exc})"))
+            return
+        try:
+            command = json.loads(text, parse_constant=_not_json)
+        except ValueError as exc:
+            self.out.send(response("parse", None, error=f"Failed to parse command: {exc}"))
+            return
+        except RecursionError:  # thousands of nested brackets: the decoder's stack ran out
+            self.out.send(response("parse", None, error="Failed to parse command: nested too deeply"))
+            return
+        if not isinstance(command, dict):
+            self.out.send(
+                response(
+                    "parse",
+                    None,
+                    error=f'Failed to parse command: expected a JSON object like {{"type": "prompt", '
+                    f'"message": "..."}}, got {_json_kind(command)}',
+                )
+            )
+            return
+        self.dispatch(command)
+
+    def dispatch(self, command: Dict[str, Any]) -> None:
+        request_id = command.get("id")
+        if request_id is not None and not isinstance(request_id, (str, int, float)):
+            request_id = json_safe(request_id)
+        kind = command.get("type")
+        if not isinstance(kind, str) or not kind:
+            problem = "has no" if kind is None else f"has a {_json_kind(kind)} as its"
+            self.out.send(
+                response("parse", request_id, error=f'the command {problem} "type"; e.g. {{"type": "get_state"}}')
+            )
+            return
+        if kind == "extension_ui_response":
+            return  # agentcore has no extension UI: nothing waits for an answer (the reference ignores strays too)
+        spec = self.commands.get(kind)
+        if spec is None:
+            self.out.send(response(kind, request_id, error=_unknown_command(kind, list(self.commands))))
+            return
+        try:
+            spec.check(command)
+        except RpcError as exc:
+            self.out.send(response(kind, request_id, error=str(exc)))
+            return
+        if spec.busy:
+            if self.busy_with is not None:
+                self.out.send(response(kind, request_id, error=f"{kind}: the agent is busy ({self.busy_with})"))
+                return
+            self.busy_with = kind  # here, on the reader thread: a prompt read next is queued or refused
+            self.abort_requested = False
+        if spec.slow:
+            worker = threading.Thread(
+                target=self._run, args=(spec, command, kind, request_id), name=f"rpc-{kind}", daemon=True
+            )
+            self.workers = [w for w in self.workers if w.is_alive()] + [worker]
+            worker.start()
+        else:
+            self._run(spec, command, kind, request_id)
+
+    def _run(self, spec: Any, command: Dict[str, Any], kind: str, request_id: Any) -> None:
+        error: Optional[str] = None
+        try:
+            data = spec.handler(self, command)
+        except RpcError as exc:
+            error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a clear error line; the server keeps running
+            error = describe_exception(exc)
+        finally:
+            if spec.busy:  # before the response: a command sent on reading it must not see "busy"
+                self.busy_with = None
+        if error is not None:
+            self.out.send(response(kind, request_id, error=error))
+            return
+        if isinstance(data, _Deferred):  # the handler wrote its response itself (prompt: before the run's events)
+            return
+        if data is None:
+            data = _NO_DATA
+        elif data is NULL:
+            data = None
+        self.out.send(response(kind, request_id, data=data))
+
+    def send_after(self, kind: str, request_id: Any, start: Callable[[], Any], data: Any = _NO_DATA) -> Any:
+        """Call ``start()`` (which starts a run) and write the success response before any event
+        of that run: the run thread's first listener call waits for the output lock held here.
+
+        A run whose ``agent_end`` was written may still be finishing (its last listeners, the
+        session append): that is waited for first, so a command sent right after ``agent_end``
+        is not refused as busy."""
+        if not self.running and self.busy_with is None:
+            self.agent.wait_for_idle(SHUTDOWN_WAIT)
+        with self.out.lock:
+            start()
+            self.running = True
+            self.out.send(response(kind, request_id, data=data))
+        return DEFERRED
+
+    # ------------------------------------------------------------------ shutdown
+
+    def shutdown(self) -> None:
+        """Abort what runs, wait for it (bounded), close the session. Never raises."""
+        try:
+            from ._rpc_bash import stop_bash
+
+            stop_bash(self)
+            agent = self.agent
+            agent.abort("agentcore rpc: end of input")
+            if not agent.wait_for_idle(SHUTDOWN_WAIT):
+                self.note(f"the run did not stop within {SHUTDOWN_WAIT:.0f} s of the abort; closing anyway")
+            for worker in self.workers:
+                worker.join(SHUTDOWN_WAIT)
+        except Exception as exc:  # noqa: BLE001 - shutting down: report, then close what we can
+            self.note(f"shutdown: {describe_exception(exc)}")
+        finally:
+            self._unsubscribe()
+            if self.session is not None:
+                try:
+                    self.session.close()
+                except Exception as exc:  # noqa: BLE001
+                    self.note(f"closing the session: {describe_exception(exc)}")
+
+
+def _event_json(event: Any) -> Dict[str, Any]:
+    from ..events import event_to_dict
+
+    return event_to_dict(event)
+
+
+#: the provider stream events :func:`update_json` converts itself (their fields: content_index,
+#: delta, content, tool_call, partial)
+_FAST_UPDATES = frozenset(
+    ("start", "text_start", "text_delta", "text_end", "thinking_start", "thinking_delta", "thinking_end")
+    + ("toolcall_start", "toolcall_delta", "toolcall_end")
+)
+_CAMEL = {"content_index": "contentIndex", "tool_call": "toolCall"}
+
+
+def update_json(event: Any) -> Dict[str, Any]:
+    """``event_to_dict(event)`` of a ``message_update``, at a fraction of the cost: one per
+    streamed token, on the run thread, which waits for the listener. The partial message (the
+    same object as ``event.message``) is converted once, not twice, and the JSON-safe walk is
+    left to :meth:`RpcOutput.send`, which falls back to it only when ``json.dumps`` refuses a
+    value (NaN, bytes, an odd object in tool arguments). Other stream events: ``event_to_dict``."""
+    from dataclasses import fields
+
+    inner = event.assistant_message_event
+    if getattr(inner, "type", None) not in _FAST_UPDATES or not hasattr(event.message, "to_dict"):
+        return _event_json(event)
+    message = event.message.to_dict()
+    nested: Dict[str, Any] = {"type": inner.type}
+    for f in fields(inner):
+        value = getattr(inner, f.name)
+        if value is event.message:
+            value = message
+        elif hasattr(value, "to_dict"):
+            value = value.to_dict()
+        nested[_CAMEL.get(f.name, f.name)] = value
+    return {"type": "message_update", "message": message, "assistantMessageEvent": nested}
+
+
+class _Deferred:
+    """The marker a handler returns when it wrote its response itself."""
+
+
+DEFERRED = _Deferred()
+#: what a handler returns for a ``"data": null`` response (the reference's cycle commands)
+NULL: Any = object()
+
+
+def _not_json(name: str) -> Any:
+    """``json.loads`` accepts NaN and Infinity; JSON (and the reference's parser) does not."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _unknown_command(kind: str, known: List[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(kind, known, n=2, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    return f"Unknown command: {kind}{hint}. Commands: {', '.join(sorted(known))}"
+
+
+# --------------------------------------------------------------------------- the command
+
+
+class _StdioGuard:
+    """While the server runs, the protocol owns the process's stdin and stdout: it reads and
+    writes private duplicates of fds 0 and 1, while fd 1 and ``sys.stdout`` point at stderr and
+    fd 0 and ``sys.stdin`` at /dev/null, so neither ``print()`` in a tool nor a child process
+    (which inherits the fds) can write into the output or swallow command lines. Restored on
+    exit (``main()`` may run in-process); streams that are not the process's own are used as
+    they are."""
+
+    def __init__(self, stdin: Any, out: Any) -> None:
+        self.stdin = stdin
+        self.out = out
+        self.saved: List[Tuple[int, int]] = []  # (fd, its saved duplicate)
+        self.saved_streams: Tuple[Any, Any] = (None, None)
+
+    @staticmethod
+    def _is_fd(stream: Any, fd: int, current: Any) -> bool:
+        try:
+            return stream is current and stream.fileno() == fd
+        except (AttributeError, ValueError, OSError):
+            return False
+
+    def __enter__(self) -> Tuple[Any, Any]:
+        protocol_in: Any = self.stdin
+        protocol_out: Any = getattr(self.out, "buffer", None) or _TextBytes(self.out)
+        self.saved_streams = (sys.stdin, sys.stdout)
+        if self._is_fd(self.out, 1, sys.stdout):
+            sys.stdout.flush()
+            protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+            self.saved.append((1, os.dup(1)))
+            os.dup2(2, 1)
+            sys.stdout = sys.stderr
+        if self._is_fd(self.stdin, 0, sys.stdin):
+            protocol_in = os.fdopen(os.dup(0), "rb")
+            self.saved.append((0, os.dup(0)))
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - closed in __exit__
+        return protocol_in, protocol_out
+
+    def __exit__(self, *exc: Any) -> None:
+        if sys.stdin is not self.saved_streams[0]:
+            sys.stdin.close()
+        sys.stdin, sys.stdout = self.saved_streams
+        for fd, copy in reversed(self.saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+class _TextBytes:
+    """A binary face on a text stream (tests call ``main()`` with StringIO)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data.decode("utf-8"))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+
+class _SigtermToException:
+    """SIGTERM raises :class:`_Terminated` in the main thread while the server reads (main thread
+    only; the previous handler is restored on exit)."""
+
+    def __enter__(self) -> None:
+        self.previous: Any = None
+        self.fired = False
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self._raise)
+
+    def _raise(self, signum: int, frame: Any) -> None:
+        if not self.fired:  # a second SIGTERM must not interrupt the shutdown the first one began
+            self.fired = True
+            raise _Terminated()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """``agentcore rpc``: serve the protocol until end of input; 0 on a clean end, 2 on a bad
+    command line (before anything is read)."""
+    from ._rpc_sessions import RpcContext, initial_setup
+
+    context = RpcContext.from_args(args)
+    setup = initial_setup(context)
+    with _StdioGuard(stdin, out) as (commands, protocol), _SigtermToException():
+        server = RpcServer(setup, RpcOutput(protocol, setup.api_key), err, context)
+        where = setup.session.path if setup.session is not None and setup.session.path else "memory (not saved)"
+        server.note(f"model {setup.agent.model.key}, session {where}; reading commands on stdin")
+        return server.serve(read_lines(commands))

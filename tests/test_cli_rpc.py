@@ -1,0 +1,605 @@
+"""``agentcore rpc`` (issue 18): the JSON-lines protocol of the reference's RPC mode, driven as a
+real subprocess through pipes (``python -m agentcore rpc``): prompt and events, abort mid-stream,
+malformed lines, messages, sessions, approvals, the tree, end of input and SIGTERM."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List
+
+import pytest
+from _servers import Reply, ScriptedServer, sse
+from test_cli import _chunk, answer
+
+from agentcore.cli import main
+from agentcore.session import Session
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET = "sk-rpc-SECRET-77e0b1"
+WAIT = 60.0  # a bound for a hung child, never a timing assertion
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if k != "AGENTCORE_MODEL" and not k.endswith("_API_KEY")}
+    clean["AGENTCORE_SESSIONS_DIR"] = str(tmp_path / "sessions")
+    clean["HOME"] = str(tmp_path / "home")
+    clean["PYTHONPATH"] = os.pathsep.join([str(REPO), clean.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return clean
+
+
+class Rpc:
+    """The child process: ``send`` a command, ``read_until`` a line matching a predicate."""
+
+    def __init__(self, *args: str, env: Dict[str, str], cwd: Path, setup: str = "") -> None:
+        # with ``setup`` (Python run first in the child): ``main(["rpc", ...])`` after it
+        command = ["-m", "agentcore", "rpc"]
+        if setup:
+            command = [
+                "-c",
+                f"{setup}\nimport sys\nfrom agentcore.cli import main\nsys.exit(main(['rpc'] + sys.argv[1:]))",
+            ]
+        self.proc = subprocess.Popen(
+            [sys.executable, *command, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(cwd),
+        )
+        self.buffer = b""
+        self.seen: List[Dict[str, Any]] = []
+
+    def send(self, command: Any) -> None:
+        raw = command if isinstance(command, bytes) else (json.dumps(command) + "\n").encode()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw)
+        self.proc.stdin.flush()
+
+    def _line(self) -> Dict[str, Any]:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + WAIT
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            assert left > 0, f"no line from agentcore rpc; so far {self.seen[-5:]}"
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                chunk = os.read(self.proc.stdout.fileno(), 65536)
+                assert chunk, f"stdout closed; stderr: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        obj = json.loads(line)  # every line is valid JSON
+        self.seen.append(obj)
+        return obj
+
+    def read_until(self, match: Callable[[Dict[str, Any]], bool]) -> List[Dict[str, Any]]:
+        """The lines read up to and including the first one ``match`` accepts."""
+        lines = []
+        while True:
+            obj = self._line()
+            lines.append(obj)
+            if match(obj):
+                return lines
+
+    def call(self, command: Dict[str, Any]) -> Dict[str, Any]:
+        """Send ``command`` (given an id) and return its response."""
+        command = dict(command, id=command.get("id", f"req-{len(self.seen)}"))
+        self.send(command)
+        return self.read_until(lambda o: o.get("type") == "response" and o.get("id") == command["id"])[-1]
+
+    def close(self) -> subprocess.CompletedProcess:
+        rest, err = self.proc.communicate(timeout=WAIT)  # closes stdin: end of input
+        for line in (self.buffer + rest).splitlines():
+            self.seen.append(json.loads(line))
+        return subprocess.CompletedProcess(self.proc.args, self.proc.returncode, rest, err.decode())
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+@pytest.fixture
+def rpc(env: Dict[str, str], tmp_path: Path):
+    started: List[Rpc] = []
+
+    def start(*args: str, setup: str = "") -> Rpc:
+        child = Rpc(*args, env=env, cwd=tmp_path, setup=setup)
+        started.append(child)
+        return child
+
+    yield start
+    for child in started:
+        child.kill()
+
+
+def is_type(kind: str) -> Callable[[Dict[str, Any]], bool]:
+    return lambda o: o.get("type") == kind
+
+
+def local(server: ScriptedServer) -> List[str]:
+    return ["--base-url", server.url + "/v1", "--model", "llama3"]
+
+
+def stalled(text: str) -> Reply:
+    """A completion that streams ``text`` and then stalls until ``server.release`` is set."""
+    first = sse(_chunk({"content": text}))
+    return Reply(
+        body=first + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True), stall_after=len(first)
+    )
+
+
+# --------------------------------------------------------------------------- prompting
+
+
+def test_prompt_answers_at_once_then_streams_events_to_agent_end(rpc):
+    child = rpc("--model", "scripted", "--no-session")
+    child.send({"id": "p1", "type": "prompt", "message": "hello there"})
+    lines = child.read_until(is_type("agent_end"))
+    assert lines[0] == {"type": "response", "command": "prompt", "success": True, "id": "p1"}
+    kinds = [o["type"] for o in lines[1:]]
+    assert kinds[:4] == ["agent_start", "turn_start", "message_start", "message_end"]
+    assert kinds[-2:] == ["turn_end", "agent_end"]
+    deltas = [o["assistantMessageEvent"] for o in lines if o["type"] == "message_update"]
+    assert any(d["type"] == "text_delta" for d in deltas)
+    assert all("id" not in o for o in lines[1:])  # events carry no id, as in the reference
+    end = lines[-1]
+    assert end["messages"][-1]["role"] == "assistant" and "hello there" in end["messages"][-1]["content"][0]["text"]
+    assert child.close().returncode == 0
+
+
+def test_get_messages_after_two_prompts(rpc):
+    child = rpc("--model", "scripted", "--no-session")
+    for text in ("first question", "second question"):
+        assert child.call({"type": "prompt", "message": text})["success"]
+        child.read_until(is_type("agent_end"))
+    got = child.call({"type": "get_messages"})
+    roles = [m["role"] for m in got["data"]["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert got["data"]["messages"][2]["content"][0]["text"] == "second question"
+    text = child.call({"type": "get_last_assistant_text"})["data"]["text"]
+    assert "second question" in text
+    state = child.call({"type": "get_state"})["data"]
+    assert state["messageCount"] == 4 and state["isStreaming"] is False and "sessionFile" not in state
+    assert child.close().returncode == 0
+
+
+def test_abort_mid_stream_ends_the_run_aborted_and_the_process_answers(rpc, env):
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--no-session")
+        child.send({"id": "p", "type": "prompt", "message": "a long answer please"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        # the server now stalls mid-answer: the run is streaming
+        assert child.call({"type": "get_state"})["data"]["isStreaming"] is True
+        child.send({"id": "a", "type": "abort"})
+        lines = child.read_until(lambda o: o.get("id") == "a")
+        ends = [o for o in lines if o["type"] == "message_end"]
+        assert ends[-1]["message"]["stopReason"] == "aborted"
+        assert [o["type"] for o in lines][-2:] == ["agent_end", "response"]  # abort answers once idle
+        assert lines[-1]["success"] is True
+        state = child.call({"type": "get_state"})
+        assert state["success"] and state["data"]["isStreaming"] is False
+        server.release.set()
+        assert child.close().returncode == 0
+
+
+def test_prompt_while_streaming_needs_a_streaming_behaviour(rpc):
+    with ScriptedServer([stalled("partial"), answer("steered answer")]) as server:
+        child = rpc(*local(server), "--no-session")
+        child.call({"type": "prompt", "message": "first"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        refused = child.call({"type": "prompt", "message": "second"})
+        assert refused["success"] is False and "streamingBehavior" in refused["error"]
+        child.send({"id": "q", "type": "prompt", "message": "then this", "streamingBehavior": "followUp"})
+        update, queued = child.read_until(lambda o: o.get("id") == "q")[-2:]
+        assert update == {"type": "queue_update", "steering": [], "followUp": ["then this"]}
+        assert queued["success"] is True
+        assert child.call({"type": "get_state"})["data"]["pendingMessageCount"] == 1
+        server.release.set()  # the first answer ends; the follow-up is delivered and answered
+        lines = child.read_until(lambda o: o.get("type") == "queue_update" and not o["followUp"])
+        lines = child.read_until(is_type("agent_end"))
+        assert lines[-1]["messages"][-1]["content"][0]["text"] == "steered answer"
+        assert child.close().returncode == 0
+
+
+# --------------------------------------------------------------------------- malformed input
+
+
+def test_malformed_lines_get_a_clear_error_and_the_process_keeps_running(rpc):
+    child = rpc("--model", "scripted", "--no-session")
+    child.send(b"this is not json\n")
+    assert child.read_until(is_type("response"))[-1] == {
+        "type": "response",
+        "command": "parse",
+        "success": False,
+        "error": "Failed to parse command: Expecting value: line 1 column 1 (char 0)",
+    }
+    child.send(b"[1, 2]\n")
+    assert "got an array" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b"\xff\xfe{}\n")
+    assert "not UTF-8" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b'{"type": "get_state", "id": NaN}\n')  # Python's json accepts NaN; JSON does not
+    assert "NaN is not a JSON value" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b"[" * 100_000 + b"\n")
+    assert "nested too deeply" in child.read_until(is_type("response"))[-1]["error"]
+    child.send(b"\n   \n")  # blank lines are skipped, no answer
+    unknown = child.call({"id": 7, "type": "promt", "message": "x"})
+    assert unknown["id"] == 7 and unknown["success"] is False and "did you mean 'prompt'" in unknown["error"]
+    missing = child.call({"id": "m", "type": "prompt"})
+    assert missing["command"] == "prompt" and missing["error"] == "prompt: missing field 'message' (a string)"
+    typed = child.call({"id": "t", "type": "set_steering_mode", "mode": "sometimes"})
+    assert "'one-at-a-time', 'all'" in typed["error"]
+    no_type = child.call({"id": "n", "message": "x"})
+    assert no_type["id"] == "n" and 'no "type"' in no_type["error"]
+    child.send(b'{"type": "get_state", "id": "crlf"}\r\n')  # CRLF framing is accepted
+    assert child.read_until(is_type("response"))[-1]["id"] == "crlf"
+    # U+2028 inside a string is data, not a line break (strict LF framing)
+    child.send(json.dumps({"type": "prompt", "message": "a\u2028b", "id": "u"}, ensure_ascii=False).encode() + b"\n")
+    end = child.read_until(is_type("agent_end"))[-1]
+    assert end["messages"][0]["content"][0]["text"] == "a\u2028b"
+    assert child.call({"type": "get_state"})["success"] is True
+    done = child.close()
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------- sessions and the tree
+
+
+def test_session_file_is_written_and_end_of_input_flushes_it(rpc, tmp_path):
+    path = tmp_path / "rpc.jsonl"
+    child = rpc("--model", "scripted", "--session", str(path))
+    state = child.call({"type": "get_state"})["data"]
+    assert state["sessionFile"] == str(path)
+    child.call({"type": "prompt", "message": "remember me"})
+    child.read_until(is_type("agent_end"))
+    assert child.call({"type": "set_session_name", "name": "rpc test"})["success"]
+    assert child.close().returncode == 0
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+        assert [m.role for m in messages] == ["user", "assistant"]
+        assert session.name == "rpc test"
+
+
+def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
+    child = rpc("--model", "scripted")
+    state = child.call({"type": "get_state"})["data"]
+    assert state["sessionFile"].startswith(str(tmp_path / "sessions"))
+    child.call({"type": "prompt", "message": "hi"})
+    child.read_until(is_type("agent_end"))
+    fresh = child.call({"type": "new_session"})
+    assert fresh["data"] == {"cancelled": False}
+    after = child.call({"type": "get_state"})["data"]
+    assert after["sessionFile"] != state["sessionFile"] and after["messageCount"] == 0
+    missing = child.call({"type": "switch_session", "sessionPath": str(tmp_path / "missing.jsonl")})
+    assert missing["success"] is False and "no session file" in missing["error"]
+    assert not (tmp_path / "missing.jsonl").exists()
+    unknown = child.call({"type": "switch_session", "sessionPath": "no-such-id"})
+    assert unknown["success"] is False and "no-such-id" in unknown["error"]
+    switched = child.call({"type": "switch_session", "sessionPath": state["sessionId"]})  # by id
+    assert switched["success"], switched
+    assert child.call({"type": "get_state"})["data"]["messageCount"] == 2
+    assert child.close().returncode == 0
+
+
+def test_run_and_chat_options_mean_the_same_on_rpc(rpc, env, tmp_path):  # issue 18: none silently ignored
+    first = rpc("--model", "scripted")
+    state = first.call({"type": "get_state"})["data"]
+    first.call({"type": "prompt", "message": "remember 42"})
+    first.read_until(is_type("agent_end"))
+    assert first.close().returncode == 0
+    again = rpc("--model", "scripted", "-c")  # the latest conversation of this directory
+    resumed = again.call({"type": "get_state"})["data"]
+    assert (resumed["sessionId"], resumed["messageCount"]) == (state["sessionId"], 2)
+    assert again.close().returncode == 0
+    prefix = rpc("--model", "scripted", "-s", state["sessionId"][:13])  # an id prefix, as run/chat
+    assert prefix.call({"type": "get_state"})["data"]["sessionId"] == state["sessionId"]
+    assert prefix.close().returncode == 0
+    unlogged = rpc("--model", "scripted", "--no-log")
+    assert unlogged.call({"type": "get_state"})["data"].get("sessionFile") is None
+    assert unlogged.close().returncode == 0
+    for refused in (["-a", str(tmp_path)], ["--no-stream"], ["-c", "--no-log"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", "rpc", "--model", "scripted", *refused],
+            input=b"",
+            capture_output=True,
+            env=env,
+            cwd=str(tmp_path),
+            timeout=WAIT,
+        )
+        assert done.returncode == 2 and b"agentcore rpc:" in done.stderr, (refused, done.stderr)
+
+
+def test_rpc_loads_the_project_context_unless_no_context(rpc, tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "AGENTS.md").write_text("Always answer in French.\n", encoding="utf-8")
+    with ScriptedServer([answer("oui"), answer("yes")]) as server:
+        for extra in ([], ["--no-context"]):
+            child = rpc(*local(server), "--no-session", *extra)
+            child.call({"type": "prompt", "message": "hi"})
+            child.read_until(is_type("agent_end"))
+            assert child.close().returncode == 0
+        systems = [json.dumps(r.json()["messages"][0]) for r in server.requests]
+    assert "Always answer in French." in systems[0] and "French" not in systems[1]
+
+
+def test_fork_get_tree_and_navigate_tree(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "tree.jsonl"))
+    for text in ("one", "two"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+    assert [f["text"] for f in forks] == ["one", "two"]
+    tree = child.call({"type": "get_tree"})["data"]
+    ids = [e["id"] for e in tree["entries"]]
+    assert forks[1]["entryId"] in ids and tree["leafId"] == ids[-1]
+    moved = child.call({"type": "navigate_tree", "targetId": forks[1]["entryId"]})["data"]
+    parent = next(e["parentId"] for e in tree["entries"] if e["id"] == forks[1]["entryId"])
+    assert moved["editorText"] == "two" and moved["leafId"] == parent  # just before the prompt
+    assert child.call({"type": "get_state"})["data"]["messageCount"] == 2
+    bad = child.call({"type": "navigate_tree", "targetId": "nope"})
+    assert bad["success"] is False and "nope" in bad["error"]
+    forked = child.call({"type": "fork", "entryId": forks[0]["entryId"]})
+    assert forked["data"] == {"text": "one", "cancelled": False}
+    state = child.call({"type": "get_state"})["data"]
+    assert state["messageCount"] == 0 and state["sessionFile"] != str(tmp_path / "tree.jsonl")
+    assert child.close().returncode == 0
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_approve_or_deny_a_tool_call_that_waits(rpc, tmp_path, decision):
+    (tmp_path / "marker.txt").write_text("x")
+    child = rpc("--model", "scripted", "--no-session", "--tools", "ls", "--approve")
+    child.call({"type": "prompt", "message": "look around"})
+    lines = child.read_until(is_type("agent_end"))
+    request = next(o for o in lines if o["type"] == "tool_approval_request")
+    assert request["toolName"] == "ls" and request["args"] == {"path": "."}
+    assert not any(o["type"] == "tool_execution_start" for o in lines)
+    pending = child.call({"type": "get_pending_approvals"})["data"]["approvals"]
+    assert pending == [{"toolCallId": request["toolCallId"], "toolName": "ls", "args": {"path": "."}, "decided": False}]
+    refused = child.call({"type": "prompt", "message": "something else"})
+    assert refused["success"] is False and "approve" in refused["error"]
+    command: Dict[str, Any] = {"type": decision, "toolCallId": request["toolCallId"]}
+    if decision == "deny":
+        command["reason"] = "not in this folder"
+    answer = child.call(command)
+    assert answer["success"] is True and answer["data"]["continued"] is True
+    lines = child.read_until(is_type("agent_end"))
+    end = next(o for o in lines if o["type"] == "tool_execution_end")
+    text = end["result"]["content"][0]["text"]
+    if decision == "approve":
+        assert end["isError"] is False and "marker.txt" in text
+    else:
+        assert end["isError"] is True and "not in this folder" in text
+    assert child.call({"type": "get_pending_approvals"})["data"]["approvals"] == []
+    unknown = child.call({"type": "approve", "toolCallId": "call_nope"})
+    assert unknown["success"] is False and "call_nope" in unknown["error"]
+    assert child.close().returncode == 0
+
+
+# --------------------------------------------------------------------------- model, bash, keys, shutdown
+
+
+def test_model_and_thinking_commands(rpc):
+    child = rpc("--model", "scripted", "--no-session")
+    bad = child.call({"type": "set_model", "provider": "nope", "modelId": "nothing"})
+    assert bad["success"] is False and bad["error"].startswith("Model not found: nope/nothing")
+    keyless = child.call({"type": "set_model", "provider": "anthropic", "modelId": "claude-sonnet-4-5"})
+    assert keyless["success"] is False and "ANTHROPIC_API_KEY" in keyless["error"]
+    assert child.call({"type": "cycle_model"}) == {
+        "type": "response",
+        "command": "cycle_model",
+        "success": True,
+        "id": child.seen[-1]["id"],
+        "data": None,
+    }
+    models = child.call({"type": "get_available_models"})["data"]["models"]
+    assert [m["id"] for m in models] == ["scripted-demo"]
+    assert child.call({"type": "set_thinking_level", "level": "high"})["success"]
+    assert child.call({"type": "get_state"})["data"]["thinkingLevel"] == "high"
+    assert child.call({"type": "set_thinking_level", "level": "loud"})["success"] is False
+    assert child.call({"type": "set_follow_up_mode", "mode": "all"})["success"]
+    assert child.call({"type": "get_state"})["data"]["followUpMode"] == "all"
+    assert child.call({"type": "abort_retry"})["success"] is False
+    assert child.close().returncode == 0
+
+
+def test_bash_joins_the_transcript_and_keys_are_never_printed(rpc, env):
+    env["RPC_TEST_KEY"] = SECRET
+    child = rpc("--model", "scripted", "--no-session", "--api-key-env", "RPC_TEST_KEY")
+    done = child.call({"type": "bash", "command": "echo key=$RPC_TEST_KEY; echo out; exit 3"})
+    assert done["data"]["exitCode"] == 3 and done["data"]["output"] == "key=***\nout\n"
+    messages = child.call({"type": "get_messages"})["data"]["messages"]
+    assert messages[0]["role"] == "bashExecution" and messages[0]["command"].startswith("echo key=")
+    finished = child.close()
+    assert SECRET not in json.dumps(child.seen) and SECRET not in finished.stderr
+
+
+NOISY_PLUGIN = """
+import os
+import sys
+from agentcore.hookspecs import hookimpl
+from agentcore.plugins import default_plugin_manager
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import TextContent
+
+def noisy(call_id, args, signal, on_update):
+    print("python print from a tool")
+    os.system("echo output of a child process")
+    os.system("cat > /dev/null")  # a child reading stdin: at /dev/null it ends at once
+    print("the tool's stdin holds", repr(sys.stdin.read()))
+    return AgentToolResult([TextContent("quiet result")])
+
+class Noisy:
+    @hookimpl
+    def cli_tools(self, args, command):
+        return [AgentTool("ls", "list files", {"type": "object", "properties": {}}, noisy)]
+
+default_plugin_manager().register(Noisy(), name="noisy")
+"""
+
+
+def test_print_in_a_tool_never_reaches_the_protocol_stream(rpc):
+    """``print()`` in a tool and a child process writing to the inherited fd 1 land on stderr;
+    stdout carries only protocol lines (each parsed as JSON by the helper). A tool or child
+    reading stdin gets /dev/null, not the command lines."""
+    child = rpc("--model", "scripted", "--no-session", setup=NOISY_PLUGIN)
+    child.call({"type": "prompt", "message": "list the files"})  # the demo calls "ls" when offered
+    lines = child.read_until(is_type("agent_end"))
+    result = next(o for o in lines if o["type"] == "tool_execution_end")["result"]
+    assert result["content"] == [{"type": "text", "text": "quiet result"}]
+    done = child.close()
+    assert done.returncode == 0
+    assert "python print from a tool" in done.stderr and "output of a child process" in done.stderr
+    assert "the tool's stdin holds ''" in done.stderr
+
+
+SMALL_COMPACTION = """
+from agentcore.session import compactor
+from agentcore.session.compaction_tokens import CompactionSettings
+compactor.CompactionSettings = lambda: CompactionSettings(keep_recent_tokens=1)
+"""
+
+
+def test_compact_streams_its_events_and_answers_with_the_result(rpc):
+    child = rpc("--model", "scripted", "--no-session", setup=SMALL_COMPACTION)
+    assert child.call({"type": "compact"})["success"] is False  # nothing to compact yet
+    for text in ("one", "two", "three"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    child.send({"id": "c", "type": "compact", "customInstructions": "focus on numbers"})
+    lines = child.read_until(lambda o: o.get("id") == "c")
+    assert [o["type"] for o in lines] == ["compaction_start", "compaction_end", "response"]
+    assert lines[1]["reason"] == "manual" and "messages" not in lines[1]
+    data = lines[-1]["data"]
+    assert data["summary"].startswith("## Goal") and data["tokensBefore"] > 0 and data["firstKeptEntryId"]
+    messages = child.call({"type": "get_messages"})["data"]["messages"]
+    assert messages[0]["role"] == "compactionSummary"
+    assert child.close().returncode == 0
+
+
+@pytest.mark.parametrize("how", ["eof", "sigterm"])
+def test_end_of_input_or_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path, how):
+    path = tmp_path / "mid.jsonl"
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "stream forever"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        if how == "sigterm":
+            child.proc.send_signal(signal.SIGTERM)
+        done = child.close()
+        server.release.set()
+    assert done.returncode == 0, done.stderr
+    assert [o["type"] for o in child.seen][-1] == "agent_end"
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].stop_reason == "aborted"
+
+
+def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
+    """``main()`` called with text streams (an embedding program, a test): the protocol goes to
+    the given stdout, and the SIGTERM handler the server installs is removed afterwards."""
+    before = signal.getsignal(signal.SIGTERM)
+    out, err = io.StringIO(), io.StringIO()
+    commands = '{"type": "get_state", "id": 1}\nnot json\n{"type": "get_commands", "id": 2}\n'
+    status = main(["rpc", "--model", "scripted", "--no-session"], stdin=io.StringIO(commands), stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
+    assert lines[2]["data"] == {"commands": []}
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_approve_with_edited_args_then_continue(rpc, tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "inner.txt").write_text("x")
+    child = rpc("--model", "scripted", "--no-session", "--tools", "ls", "--approve")
+    child.call({"type": "prompt", "message": "look around"})
+    request = next(o for o in child.read_until(is_type("agent_end")) if o["type"] == "tool_approval_request")
+    bad = child.call({"type": "approve", "toolCallId": request["toolCallId"], "args": {"limit": 0}})
+    assert bad["success"] is False and "limit" in bad["error"]  # validated against the tool's schema
+    held = child.call(
+        {"type": "approve", "toolCallId": request["toolCallId"], "args": {"path": "sub"}, "continue": False}
+    )
+    assert held["data"]["continued"] is False and held["data"]["pending"][0]["decided"] is True
+    child.send({"id": "go", "type": "continue"})
+    lines = child.read_until(is_type("agent_end"))
+    assert lines[0] == {"type": "response", "command": "continue", "success": True, "id": "go"}
+    end = next(o for o in lines if o["type"] == "tool_execution_end")
+    assert "inner.txt" in end["result"]["content"][0]["text"]
+    nothing = child.call({"type": "continue"})
+    assert nothing["success"] is False and "continue" in nothing["error"]
+    assert child.close().returncode == 0
+
+
+def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--no-session")
+    marker = tmp_path / "started"
+    child.send({"id": "b", "type": "bash", "command": f"touch {marker}; sleep 120"})
+    deadline = time.monotonic() + WAIT
+    while not marker.exists():  # the shell is running (an observable fact, not a guessed delay)
+        assert time.monotonic() < deadline, "the bash command never started"
+        time.sleep(0.01)
+    assert child.call({"type": "abort_bash"})["success"]
+    done = child.read_until(lambda o: o.get("id") == "b")[-1]
+    assert done["data"]["cancelled"] is True and done["data"]["exitCode"] is None
+    steer = child.call({"type": "steer", "message": "mind the tests"})
+    assert steer["success"] and child.seen[-2] == {
+        "type": "queue_update",
+        "steering": ["mind the tests"],
+        "followUp": [],
+    }
+    child.call({"type": "prompt", "message": "go"})  # the queued steering message joins this run
+    end = child.read_until(is_type("agent_end"))[-1]
+    texts = [m["content"][0]["text"] for m in end["messages"] if m["role"] == "user"]
+    assert texts == ["go", "mind the tests"] or texts == ["mind the tests", "go"]
+    assert child.close().returncode == 0
+
+
+def test_export_html_writes_the_sessions_page(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "e.jsonl"))
+    child.call({"type": "prompt", "message": "export <me>"})
+    child.read_until(is_type("agent_end"))
+    data = child.call({"type": "export_html", "outputPath": str(tmp_path / "page.html")})["data"]
+    assert data == {"path": str(tmp_path / "page.html")}
+    page = (tmp_path / "page.html").read_text()
+    assert "export &lt;me&gt;" in page and "export <me>" not in page
+    assert child.close().returncode == 0
+
+
+def test_the_fast_message_update_json_equals_event_to_dict():
+    """The RPC listener converts message_update events itself (speed); for text, thinking and
+    tool-call streams, and for odd argument values, a line reads back as ``event_to_dict``."""
+    from agentcore import Agent
+    from agentcore.cli._rpc import RpcOutput, update_json
+    from agentcore.events import event_to_dict
+    from agentcore.testing import ScriptedModel, call, response, text
+    from agentcore.types import ThinkingContent
+
+    odd_args = {"q": "x", "limit": float("nan"), "range": (1, 2)}  # NaN: not JSON
+    model = ScriptedModel(
+        [response(ThinkingContent("let me think about it"), "calling", call("lookup", odd_args)), text("done")],
+        tokens_per_second=1e9,
+    )
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    updates: List[Any] = []
+    agent.subscribe(lambda e: updates.append(e) if e.type == "message_update" else None)
+    agent.prompt("go")
+    kinds = {e.assistant_message_event.type for e in updates}
+    assert {"thinking_delta", "text_delta", "toolcall_end"} <= kinds
+    sink = io.BytesIO()
+    output = RpcOutput(sink)
+    for event in updates:
+        output.send(update_json(event))
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    assert lines == [event_to_dict(e) for e in updates]
