@@ -32,8 +32,12 @@ TIMEOUT = 60.0  # overall limit of one expect(); the steps themselves synchronis
 
 # The child becomes a session leader (start_new_session) and takes the pty on fd 0 as its
 # controlling terminal, then runs the command: the line discipline turns ^C into SIGINT for it.
+# The child takes the pty as its controlling terminal, and SIGINT back to its default: a shell
+# script that started the test run in the background (`.ci/run &`) hands SIG_IGN down through
+# every exec, and Python keeps an ignored SIGINT ignored, so ^C would do nothing.
 _WITH_CTTY = (
-    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "import fcntl, os, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "signal.signal(signal.SIGINT, signal.SIG_DFL); "
     "os.execv(sys.executable, [sys.executable] + sys.argv[1:])"
 )
 
