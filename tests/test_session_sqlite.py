@@ -181,3 +181,60 @@ def test_corrupt_row_is_reported(tmp_path):
     with pytest.raises(SessionError) as info:
         SqliteSessionStorage(db, "x")
     assert info.value.code == "invalid_entry" and "seq 2" in str(info.value)
+
+
+def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path):  # session.md §3.2, §9.4
+    """Opening indexes the usual rows inline (issue 11 item 7); the result must be what adding the
+    rows one by one gives, including a row a foreign writer appended under a leaf entry."""
+    import json
+
+    from agentcore.session.storage import EAGER_TYPES, SessionStorage, _Node
+
+    db = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as session:
+        first = session.append_message(UserMessage("a", timestamp=0))
+        session.append_message(UserMessage("b", timestamp=1))
+        session.append_custom("note", {"k": 1})
+        session.append_label(first, "start")
+        session.move_to(first)
+        leaf_entry = session.storage._order[-1].id
+        session.append_message(UserMessage("c", timestamp=2))
+    conn = sqlite3.connect(db)
+    with conn:  # a writer that does not know leaf entries appends under one
+        payload = json.dumps(
+            {
+                "type": "message",
+                "id": "f1",
+                "parentId": leaf_entry,
+                "timestamp": "t",
+                "message": {"role": "user", "content": "foreign", "timestamp": 3},
+            },
+            separators=(",", ":"),
+        )
+        conn.execute("INSERT INTO entries VALUES ('s', 100, 'f1', ?, 'message', 't', 'user', ?)", (leaf_entry, payload))
+    rows = conn.execute(
+        "SELECT seq, id, parent_id, type, timestamp, role, payload FROM entries WHERE session_id='s' ORDER BY seq"
+    ).fetchall()
+    conn.close()
+
+    def state(storage: SessionStorage):
+        nodes = [(n.id, n.parent, n.type, n.role, n.ts, n.line) for n in storage._order]
+        return (
+            nodes,
+            storage._children,
+            storage._promoted,
+            storage._labels,
+            storage._leaf,
+            storage._messages,
+            storage._type_counts,
+        )
+
+    reference = SessionStorage()
+    for seq, entry_id, parent, etype, ts, role, payload in rows:
+        if etype in EAGER_TYPES:
+            reference._add(reference._node_for(reference._parse(payload, seq, entry_id), seq, None))
+        else:
+            reference._add(_Node(entry_id, parent, etype, role, ts, seq, None, None))
+    with SqliteSessionStorage(db, "s", read_only=True) as opened:
+        assert state(opened) == state(reference)
+        assert "f1" in opened.child_ids(leaf_entry) and opened.leaf_id == "f1"

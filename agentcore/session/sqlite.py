@@ -383,15 +383,55 @@ class SqliteSessionStorage(SessionStorage):
             "END FROM entries WHERE session_id = ? ORDER BY seq",
             (self.session_id,),
         )
+        # The usual row (a lazily decoded entry with a new id whose parent is not a leaf entry) is
+        # indexed inline, as JSONL lines are (SessionStorage._index_lines); every other row takes _add.
+        nodes = self._nodes
+        get_node = nodes.get
+        add_node = nodes.setdefault
+        order = self._order
+        append_node = order.append
+        children = self._children
+        add_child = children.setdefault
+        words: Dict[str, str] = {}
+        fast: Dict[str, int] = {}
+        previous: Optional[_Node] = None
+        seq = 0
         for seq, entry_id, parent, etype, ts, role, payload in cursor:
             if payload is not None:
                 entry = self._parse(payload, seq, entry_id)
                 self._add(self._node_for(entry, seq, None))
+                previous = order[-1]
+                continue
+            etype = words.get(etype) or words.setdefault(etype, sys.intern(etype))
+            if role is not None:
+                role = words.get(role) or words.setdefault(role, sys.intern(role))
+            if parent is None:
+                parent_node = None
+            elif previous is not None and previous.id == parent:  # a chain: the parent is the row before
+                parent_node = previous
             else:
-                self._add(
-                    _Node(entry_id, parent, sys.intern(etype), sys.intern(role) if role else None, ts, seq, None, None)
-                )
-            self._seq = seq
+                parent_node = get_node(parent)
+            if parent_node is not None:
+                parent = parent_node.id  # share one string per id
+            node = _Node(entry_id, parent, etype, role or None, ts, seq, None, None)
+            if (parent_node is not None and parent_node.type == "leaf") or add_node(entry_id, node) is not node:
+                self._add(node)  # promotes the leaf entry, or reports the duplicate id
+            else:
+                append_node(node)
+                fast[etype] = fast.get(etype, 0) + 1
+                siblings: Any = add_child(parent, entry_id)  # as in SessionStorage._add
+                if siblings is not entry_id:
+                    if type(siblings) is str:
+                        children[parent] = [siblings, entry_id]
+                    else:
+                        siblings.append(entry_id)
+                self._leaf = entry_id
+            previous = node
+        self._seq = seq
+        counts = self._type_counts
+        for etype, count in fast.items():
+            counts[etype] = counts.get(etype, 0) + count
+        self._messages += fast.get("message", 0)
         self._finish_load()
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
