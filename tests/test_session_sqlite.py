@@ -238,3 +238,51 @@ def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path):  # sess
     with SqliteSessionStorage(db, "s", read_only=True) as opened:
         assert state(opened) == state(reference)
         assert "f1" in opened.child_ids(leaf_entry) and opened.leaf_id == "f1"
+
+
+def test_appends_leave_checkpoints_to_a_background_thread(tmp_path, monkeypatch):  # issue 11 item 7
+    """An append never runs a checkpoint itself (SQLite's automatic one is off on the writer's
+    connection); a daemon thread runs them, one every _CHECKPOINT_PAGES pages, the writer catches
+    up on its own connection every _CATCH_UP_PAGES, so the WAL stays bounded, and close() waits for
+    a checkpoint in flight."""
+    import threading
+
+    import agentcore.session.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_CHECKPOINT_PAGES", 30)
+    monkeypatch.setattr(sqlite_module, "_CATCH_UP_PAGES", 120)
+    started: list = []
+    release = threading.Event()
+    real_start = sqlite_module.streams.start_daemon
+
+    def start(target, name, *args):
+        started.append(name)
+
+        def held():
+            release.wait(10)
+            target(*args)
+
+        real_start(held, name)
+
+    monkeypatch.setattr(sqlite_module.streams, "start_daemon", start)
+    db = tmp_path / "s.db"
+    session = Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s"))
+    assert session.storage._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    for i in range(10):
+        session.append_message(UserMessage(f"m{i}", timestamp=i))
+    assert started == ["agentcore-sqlite-checkpoint"]  # 10 appends of 3 pages: one checkpoint asked for
+    for i in range(30):  # it is held: no second one starts meanwhile
+        session.append_message(UserMessage(f"n{i}", timestamp=i))
+    assert len(started) == 1
+    release.set()
+    for i in range(400):
+        session.append_message(UserMessage(f"o{i}", timestamp=i))
+    wal = os.path.getsize(f"{db}-wal")
+    closer = threading.Thread(target=session.close)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive()
+    assert len(started) > 2
+    assert wal < 440 * 3 * 4096 / 2  # bounded: without checkpoints every append's pages stay in the WAL
+    with Session(SqliteSessionStorage(db, "s", read_only=True)) as again:
+        assert len(again.build_context().messages) == 440
