@@ -268,38 +268,27 @@ def main() -> None:
     conn = small._conn
     small._checkpointer.idle.wait(30)
     conn.execute("PRAGMA wal_autocheckpoint=1000")  # the floor: a bare INSERT under SQLite's defaults
-    _, raw_insert = timed(
-        lambda: [
-            conn.execute(
-                "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                ("floor", i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
-            )
-            for i in range(2000)
-        ]
-    )
-    sqlite_floor = raw_insert / 2000 * 1e6
+
+    def insert_floor(label: str) -> float:
+        """Seconds for 2000 bare autocommit INSERTs of the lines on the storage's connection."""
+        _, seconds = timed(
+            lambda: [
+                conn.execute(
+                    "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+                    (label, i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
+                )
+                for i in range(2000)
+            ]
+        )
+        return seconds
+
+    sqlite_floor = insert_floor("floor") / 2000 * 1e6
     conn.execute("PRAGMA wal_autocheckpoint=0")
-    _, raw_insert_no_checkpoint = timed(
-        lambda: [
-            conn.execute(
-                "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                ("floor-nc", i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
-            )
-            for i in range(2000)
-        ]
-    )
+    raw_insert_no_checkpoint = insert_floor("floor-nc")
     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
     conn.execute("PRAGMA wal_autocheckpoint=1000")
     conn.execute("PRAGMA synchronous=OFF")
-    _, raw_insert_off = timed(
-        lambda: [
-            conn.execute(
-                "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
-                ("floor-off", i, f"f{i}", None, "message", "t", "user", lines[i].decode("utf-8")),
-            )
-            for i in range(2000)
-        ]
-    )
+    raw_insert_off = insert_floor("floor-off")
     conn.execute("PRAGMA synchronous=NORMAL")
     small_session.close()
     print(

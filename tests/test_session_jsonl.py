@@ -781,7 +781,7 @@ def test_list_order_newest_first(tmp_path):  # session §12 F59 (by header creat
     assert listed[0].modified == os.stat(listed[0].path).st_mtime
 
 
-def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path):  # session.md §3.2, §3.5
+def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path, index_state):  # session.md §3.2, §3.5
     """Opening indexes the usual lines inline (issue 11 item 7); the result must be what indexing the
     lines one by one gives: leaf moves, entries appended under a leaf entry by a foreign writer,
     labels, custom entries, CRLF and blank lines, a parent that comes later in the file."""
@@ -798,48 +798,15 @@ def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path):  # s
         leaf_id = session.leaf_id
     lines = path.read_bytes().split(b"\n")
     leaf_line = next(json.loads(line) for line in lines if line and json.loads(line)["type"] == "leaf")
+
     # a writer that does not know leaf entries appends under one; another line names a later parent
-    extra = [
-        {
-            "type": "message",
-            "id": "f1",
-            "parentId": leaf_line["id"],
-            "timestamp": "2025-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": "foreign", "timestamp": 3},
-        },
-        {
-            "type": "message",
-            "id": "f2",
-            "parentId": "f3",
-            "timestamp": "2025-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": "early", "timestamp": 4},
-        },
-        {
-            "type": "message",
-            "id": "f3",
-            "parentId": second,
-            "timestamp": "2025-01-01T00:00:00.000Z",
-            "message": {"role": "user", "content": "late parent", "timestamp": 5},
-        },
-    ]
+    extra = [v3_entry("f1", leaf_line["id"], "foreign"), v3_entry("f2", "f3", "early"), v3_entry("f3", second, "late")]
     body = [line for line in lines if line] + [json.dumps(e, separators=(",", ":")).encode() for e in extra]
     body[2] = body[2] + b"\r"
     path.write_bytes(b"\n".join(body[:3] + [b""] + body[3:]) + b"\n")
 
-    def state(storage: SessionStorage):
-        nodes = [(n.id, n.parent, n.type, n.role, n.ts, n.line, n.at, n.size) for n in storage._order]
-        return (
-            nodes,
-            storage._children,
-            storage._promoted,
-            storage._labels,
-            storage._leaf,
-            storage._messages,
-            storage._type_counts,
-        )
-
     with Session.open(path, read_only=True) as opened:
-        fast = state(opened.storage)
+        fast = index_state(opened.storage, "at", "size")
         reference = SessionStorage()
         data = path.read_bytes().split(b"\n")
         at = len(data[0]) + 1
@@ -848,5 +815,5 @@ def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path):  # s
             if stripped.strip():
                 reference._index_line(stripped, number, at)
             at += len(raw) + 1
-        assert fast == state(reference)
+        assert fast == index_state(reference, "at", "size")
         assert "f1" in opened.storage.child_ids(leaf_line["id"]) and opened.storage.leaf_id == "f3" != leaf_id

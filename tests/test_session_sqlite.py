@@ -183,7 +183,7 @@ def test_corrupt_row_is_reported(tmp_path):
     assert info.value.code == "invalid_entry" and "seq 2" in str(info.value)
 
 
-def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path):  # session.md §3.2, §9.4
+def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path, index_state):  # session.md §3.2, §9.4
     """Opening indexes the usual rows inline (issue 11 item 7); the result must be what adding the
     rows one by one gives, including a row a foreign writer appended under a leaf entry."""
     import json
@@ -217,18 +217,6 @@ def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path):  # sess
     ).fetchall()
     conn.close()
 
-    def state(storage: SessionStorage):
-        nodes = [(n.id, n.parent, n.type, n.role, n.ts, n.line) for n in storage._order]
-        return (
-            nodes,
-            storage._children,
-            storage._promoted,
-            storage._labels,
-            storage._leaf,
-            storage._messages,
-            storage._type_counts,
-        )
-
     reference = SessionStorage()
     for seq, entry_id, parent, etype, ts, role, payload in rows:
         if etype in EAGER_TYPES:
@@ -236,7 +224,7 @@ def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path):  # sess
         else:
             reference._add(_Node(entry_id, parent, etype, role, ts, seq, None, None))
     with SqliteSessionStorage(db, "s", read_only=True) as opened:
-        assert state(opened) == state(reference)
+        assert index_state(opened) == index_state(reference)
         assert "f1" in opened.child_ids(leaf_entry) and opened.leaf_id == "f1"
 
 

@@ -458,9 +458,7 @@ class SqliteSessionStorage(SessionStorage):
         get_node = nodes.get
         add_node = nodes.setdefault
         order = self._order
-        append_node = order.append
-        children = self._children
-        add_child = children.setdefault
+        link = self._link_new
         words: Dict[str, str] = {}
         fast: Dict[str, int] = {}
         previous: Optional[_Node] = None
@@ -486,21 +484,10 @@ class SqliteSessionStorage(SessionStorage):
             if (parent_node is not None and parent_node.type == "leaf") or add_node(entry_id, node) is not node:
                 self._add(node)  # promotes the leaf entry, or reports the duplicate id
             else:
-                append_node(node)
-                fast[etype] = fast.get(etype, 0) + 1
-                siblings: Any = add_child(parent, entry_id)  # as in SessionStorage._add
-                if siblings is not entry_id:
-                    if type(siblings) is str:
-                        children[parent] = [siblings, entry_id]
-                    else:
-                        siblings.append(entry_id)
-                self._leaf = entry_id
+                link(node, fast)
             previous = node
         self._seq = seq
-        counts = self._type_counts
-        for etype, count in fast.items():
-            counts[etype] = counts.get(etype, 0) + count
-        self._messages += fast.get("message", 0)
+        self._count_linked(fast)
         self._finish_load()
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:

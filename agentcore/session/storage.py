@@ -264,9 +264,7 @@ class SessionStorage:
         get_node = nodes.get
         add_node = nodes.setdefault
         order = self._order
-        append_node = order.append
-        children = self._children
-        add_child = children.setdefault
+        link = self._link_new
         node_type = _Node
         keep = at is None
         offset = 0 if at is None else at
@@ -312,25 +310,36 @@ class SessionStorage:
                                 size - 1,
                             )
                             if add_node(entry_text, node) is node:  # else a duplicate: _add reports it
-                                append_node(node)
-                                fast[etype_text] = fast.get(etype_text, 0) + 1
-                                siblings: Any = add_child(parent_text, entry_text)  # as in _add
-                                if siblings is not entry_text:
-                                    if type(siblings) is str:
-                                        children[parent_text] = [siblings, entry_text]
-                                    else:
-                                        siblings.append(entry_text)
-                                self._leaf = entry_text
+                                link(node, fast)
                                 previous = node
                                 offset += size
                                 continue
             index_line(raw, index + 1, None if keep else offset)
             previous = order[-1] if order else None
             offset += size
-        counts = self._type_counts
-        for etype_text, count in fast.items():
-            counts[etype_text] = counts.get(etype_text, 0) + count
-        self._messages += fast.get("message", 0)
+        self._count_linked(fast)
+
+    def _link_new(self, node: _Node, counts: Dict[str, int]) -> None:
+        """The rest of :meth:`_add` for a lazy entry already in ``_nodes``, with a new id and a parent
+        that is not a ``leaf`` entry (what a fast index loop checked): ordered, counted in ``counts``
+        (merged by :meth:`_count_linked` when the loop ends), linked to its parent, the leaf."""
+        self._order.append(node)
+        entry_id, parent = node.id, node.parent
+        counts[node.type] = counts.get(node.type, 0) + 1
+        siblings: Any = self._children.setdefault(parent, entry_id)  # as in _add
+        if siblings is not entry_id:
+            if type(siblings) is str:
+                self._children[parent] = [siblings, entry_id]
+            else:
+                siblings.append(entry_id)
+        self._leaf = entry_id
+
+    def _count_linked(self, counts: Dict[str, int]) -> None:
+        """Add the type counts of the entries :meth:`_link_new` linked to the storage's."""
+        totals = self._type_counts
+        for etype, count in counts.items():
+            totals[etype] = totals.get(etype, 0) + count
+        self._messages += counts.get("message", 0)
 
     def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None) -> SessionEntry:
         try:
