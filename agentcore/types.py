@@ -347,10 +347,18 @@ def content_from_dict(d: Any) -> Any:
 
 def _blocks(value: Any) -> Any:
     if type(value) is list:  # content_from_dict inlined: one call per message, not per block
-        out = []
+        out: List[Any] = []
+        append = out.append
         for block in value:
-            cls = _BLOCKS.get(block.get("type")) if type(block) is dict else None  # type: ignore[arg-type]
-            out.append(cls.from_dict(block) if cls is not None else content_from_dict(block))
+            if type(block) is dict:
+                kind = block.get("type")
+                if kind == "text" and block.keys() == _TEXT_KEYS:  # TextContent.from_dict's fast path, inlined
+                    append(TextContent(block["text"], None, {}, _NO_TEXT_SIGNATURE))
+                    continue
+                cls = _BLOCKS.get(kind)  # type: ignore[arg-type]
+                append(cls.from_dict(block) if cls is not None else dict(block))
+            else:
+                append(content_from_dict(block))
         return out
     if isinstance(value, str) or value is None:
         return value
@@ -414,15 +422,11 @@ class Usage(_WireMixin):
     def from_dict(cls, d: Mapping[str, Any]) -> Usage:
         if cls is Usage and type(d) is dict and d.keys() == _USAGE_KEYS:
             cost = d["cost"]
-            return Usage(
-                d["input"],
-                d["output"],
-                d["cacheRead"],
-                d["cacheWrite"],
-                d["totalTokens"],
-                # a recorded null stays None to round-trip
-                UsageCost.from_dict(cost) if cost is not None else None,  # type: ignore[arg-type]
-            )
+            if type(cost) is dict and cost.keys() == _COST_KEYS:  # UsageCost.from_dict's fast path, inlined
+                cost = UsageCost(cost["input"], cost["output"], cost["cacheRead"], cost["cacheWrite"], cost["total"])
+            elif cost is not None:  # a recorded null stays None to round-trip
+                cost = UsageCost.from_dict(cost)
+            return Usage(d["input"], d["output"], d["cacheRead"], d["cacheWrite"], d["totalTokens"], cost)
         kwargs = cls._kwargs_from(d, {"cost": UsageCost.from_dict})
         kwargs.setdefault("cost", UsageCost())
         return cls(**kwargs)
@@ -916,7 +920,15 @@ def message_from_dict(d: Mapping[str, Any]) -> Any:
 
     Raises ``ValueError`` naming the problem when ``d`` is not a mapping with a string ``role``.
     """
-    if not _is_mapping(d):
+    if type(d) is dict:  # the usual input (decoded JSON): the checks below, in fewer steps
+        role = d.get("role")
+        cls = _MESSAGES.get(role) if type(role) is str else None
+        if cls is not None:
+            try:
+                return cls.from_dict(d)
+            except TypeError as exc:  # a required key is missing
+                raise ValueError(f"malformed {role!r} message: {exc}") from None
+    elif not _is_mapping(d):
         raise ValueError(f"a message must be a JSON object, got {type(d).__name__}")
     role = d.get("role")
     if not isinstance(role, str):

@@ -291,3 +291,24 @@ def check_shout_plugin(capsys: pytest.CaptureFixture[str]) -> Callable[[dict], N
         assert capsys.readouterr().out.splitlines() == ["someone shouted"]
 
     return check
+
+
+@pytest.fixture
+def index_state() -> Callable[..., Any]:
+    """``index_state(storage, *node_fields)``: what a session storage's tree index holds (its nodes
+    with ``node_fields``, children, promoted leaf entries, labels, leaf, counts), comparable with
+    ``==``: for tests that check a fast index path against the entry-by-entry one."""
+
+    def state(storage: Any, *node_fields: str) -> Any:
+        fields = ("id", "parent", "type", "role", "ts", "line") + node_fields
+        return (
+            [tuple(getattr(node, name) for name in fields) for node in storage._order],
+            storage._children,
+            storage._promoted,
+            storage._labels,
+            storage._leaf,
+            storage._messages,
+            storage._type_counts,
+        )
+
+    return state

@@ -341,6 +341,71 @@ def test_sqlite_bulk_fetch_returns_the_branch(tmp_path, branch_at):  # session.m
         assert [m.content for m in again.build_context().messages] == expected
 
 
+def _bulk_scan_starts(monkeypatch: Any) -> List[int]:
+    """Record where bulk decodes start scanning each line (0: the whole line is parsed)."""
+    import agentcore.session.storage as storage_module
+
+    starts: List[int] = []
+    real = storage_module._scan_once
+
+    def scan(text: str, start: int) -> Any:
+        starts.append(start)
+        return real(text, start)
+
+    monkeypatch.setattr(storage_module, "_scan_once", scan)
+    return starts
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_bulk_reads_scan_the_message_not_the_envelope_again(tmp_path, monkeypatch, backend):  # issue 11 item 7
+    from agentcore.session import SqliteSessionStorage
+
+    if backend == "jsonl":
+        path, _ = _jsonl_with_messages(tmp_path, 12)
+        opened = Session.open(path, read_only=True)
+    else:
+        db = tmp_path / "s.db"
+        with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as writer:
+            for i in range(12):
+                writer.append_message(UserMessage(f"m{i}", timestamp=i))
+        opened = Session(SqliteSessionStorage(db, "s", read_only=True))
+    starts = _bulk_scan_starts(monkeypatch)
+    with opened as session:
+        assert [m.content for m in session.build_context().messages] == [f"m{i}" for i in range(12)]
+    # the envelope the index recorded is checked as text; only the message object is decoded
+    assert len(starts) == 12 and all(start > 60 for start in starts)
+
+
+def test_sqlite_rows_whose_columns_are_not_their_json_take_the_full_parser(tmp_path):  # session.md §3.5
+    import sqlite3
+
+    from agentcore.session import SessionError, SqliteSessionStorage
+
+    db = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as writer:
+        first = writer.append_message(UserMessage("m0", timestamp=0))
+        writer.append_message(UserMessage("m1", timestamp=1))
+    # a row whose id column holds a quote, and a payload that starts with that id unescaped: text
+    # that matches the envelope built from the columns but is not JSON; it must be reported
+    odd = 'x"y'
+    payload = (
+        f'{{"type":"message","id":"{odd}","parentId":"{first}","timestamp":"2025-01-01T00:00:00.000Z",'
+        '"message":{"role":"user","content":"m2","timestamp":2}}'
+    )
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)",
+            ("s", 3, odd, first, "message", "2025-01-01T00:00:00.000Z", "user", payload),
+        )
+    conn.close()
+    with Session(SqliteSessionStorage(db, "s", read_only=True)) as session:
+        session.move_to(odd)
+        with pytest.raises(SessionError) as info:
+            session.build_context()
+        assert info.value.code == "invalid_entry" and odd in str(info.value)
+
+
 # --------------------------------------------------------------------------- the collector during bulk decodes
 
 

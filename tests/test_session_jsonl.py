@@ -779,3 +779,41 @@ def test_list_order_newest_first(tmp_path):  # session §12 F59 (by header creat
     assert [i.id for i in listed] == ["newer", "older"]  # invalid files are skipped
     assert [i.id for i in repo.list(cwd="/p")] == ["newer", "older"]
     assert listed[0].modified == os.stat(listed[0].path).st_mtime
+
+
+def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path, index_state):  # session.md §3.2, §3.5
+    """Opening indexes the usual lines inline (issue 11 item 7); the result must be what indexing the
+    lines one by one gives: leaf moves, entries appended under a leaf entry by a foreign writer,
+    labels, custom entries, CRLF and blank lines, a parent that comes later in the file."""
+    from agentcore.session.storage import SessionStorage
+
+    path = tmp_path / "mixed.jsonl"
+    with Session.create(path, cwd="/w") as session:
+        first = session.append_message(UserMessage("a", timestamp=0))
+        second = session.append_message(UserMessage("b", timestamp=1))
+        session.append_custom("note", {"k": 1})
+        session.append_label(first, "start")
+        session.move_to(first)  # a leaf entry
+        session.append_message(UserMessage("c", timestamp=2))
+        leaf_id = session.leaf_id
+    lines = path.read_bytes().split(b"\n")
+    leaf_line = next(json.loads(line) for line in lines if line and json.loads(line)["type"] == "leaf")
+
+    # a writer that does not know leaf entries appends under one; another line names a later parent
+    extra = [v3_entry("f1", leaf_line["id"], "foreign"), v3_entry("f2", "f3", "early"), v3_entry("f3", second, "late")]
+    body = [line for line in lines if line] + [json.dumps(e, separators=(",", ":")).encode() for e in extra]
+    body[2] = body[2] + b"\r"
+    path.write_bytes(b"\n".join(body[:3] + [b""] + body[3:]) + b"\n")
+
+    with Session.open(path, read_only=True) as opened:
+        fast = index_state(opened.storage, "at", "size")
+        reference = SessionStorage()
+        data = path.read_bytes().split(b"\n")
+        at = len(data[0]) + 1
+        for number, raw in enumerate(data[1:], 2):
+            stripped = raw.rstrip(b"\r")
+            if stripped.strip():
+                reference._index_line(stripped, number, at)
+            at += len(raw) + 1
+        assert fast == index_state(reference, "at", "size")
+        assert "f1" in opened.storage.child_ids(leaf_line["id"]) and opened.storage.leaf_id == "f3" != leaf_id

@@ -181,3 +181,96 @@ def test_corrupt_row_is_reported(tmp_path):
     with pytest.raises(SessionError) as info:
         SqliteSessionStorage(db, "x")
     assert info.value.code == "invalid_entry" and "seq 2" in str(info.value)
+
+
+def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path, index_state):  # session.md §3.2, §9.4
+    """Opening indexes the usual rows inline (issue 11 item 7); the result must be what adding the
+    rows one by one gives, including a row a foreign writer appended under a leaf entry."""
+    import json
+
+    from agentcore.session.storage import EAGER_TYPES, SessionStorage, _Node
+
+    db = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as session:
+        first = session.append_message(UserMessage("a", timestamp=0))
+        session.append_message(UserMessage("b", timestamp=1))
+        session.append_custom("note", {"k": 1})
+        session.append_label(first, "start")
+        session.move_to(first)
+        leaf_entry = session.storage._order[-1].id
+        session.append_message(UserMessage("c", timestamp=2))
+    conn = sqlite3.connect(db)
+    with conn:  # a writer that does not know leaf entries appends under one
+        payload = json.dumps(
+            {
+                "type": "message",
+                "id": "f1",
+                "parentId": leaf_entry,
+                "timestamp": "t",
+                "message": {"role": "user", "content": "foreign", "timestamp": 3},
+            },
+            separators=(",", ":"),
+        )
+        conn.execute("INSERT INTO entries VALUES ('s', 100, 'f1', ?, 'message', 't', 'user', ?)", (leaf_entry, payload))
+    rows = conn.execute(
+        "SELECT seq, id, parent_id, type, timestamp, role, payload FROM entries WHERE session_id='s' ORDER BY seq"
+    ).fetchall()
+    conn.close()
+
+    reference = SessionStorage()
+    for seq, entry_id, parent, etype, ts, role, payload in rows:
+        if etype in EAGER_TYPES:
+            reference._add(reference._node_for(reference._parse(payload, seq, entry_id), seq, None))
+        else:
+            reference._add(_Node(entry_id, parent, etype, role, ts, seq, None, None))
+    with SqliteSessionStorage(db, "s", read_only=True) as opened:
+        assert index_state(opened) == index_state(reference)
+        assert "f1" in opened.child_ids(leaf_entry) and opened.leaf_id == "f1"
+
+
+def test_appends_leave_checkpoints_to_a_background_thread(tmp_path, monkeypatch):  # issue 11 item 7
+    """An append never runs a checkpoint itself (SQLite's automatic one is off on the writer's
+    connection); a daemon thread runs them, one every _CHECKPOINT_PAGES pages, the writer catches
+    up on its own connection every _CATCH_UP_PAGES, so the WAL stays bounded, and close() waits for
+    a checkpoint in flight."""
+    import threading
+
+    import agentcore.session.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_CHECKPOINT_PAGES", 30)
+    monkeypatch.setattr(sqlite_module, "_CATCH_UP_PAGES", 120)
+    started: list = []
+    release = threading.Event()
+    real_start = sqlite_module.streams.start_daemon
+
+    def start(target, name, *args):
+        started.append(name)
+
+        def held():
+            release.wait(10)
+            target(*args)
+
+        real_start(held, name)
+
+    monkeypatch.setattr(sqlite_module.streams, "start_daemon", start)
+    db = tmp_path / "s.db"
+    session = Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s"))
+    assert session.storage._conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    for i in range(10):
+        session.append_message(UserMessage(f"m{i}", timestamp=i))
+    assert started == ["agentcore-sqlite-checkpoint"]  # 10 appends of 3 pages: one checkpoint asked for
+    for i in range(30):  # it is held: no second one starts meanwhile
+        session.append_message(UserMessage(f"n{i}", timestamp=i))
+    assert len(started) == 1
+    release.set()
+    for i in range(400):
+        session.append_message(UserMessage(f"o{i}", timestamp=i))
+    wal = os.path.getsize(f"{db}-wal")
+    closer = threading.Thread(target=session.close)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive()
+    assert len(started) > 2
+    assert wal < 440 * 3 * 4096 / 2  # bounded: without checkpoints every append's pages stay in the WAL
+    with Session(SqliteSessionStorage(db, "s", read_only=True)) as again:
+        assert len(again.build_context().messages) == 440

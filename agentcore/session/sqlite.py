@@ -17,8 +17,15 @@ quarter of a bare INSERT's time (``benchmarks/session_scale.py``).
 The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchronous=NORMAL``
 (committed appends survive a process crash; an OS crash or power loss may lose the latest ones but
 leaves the database intact), ``"always"`` uses ``synchronous=FULL``. ``synchronous=OFF`` is not
-used even for ``"never"``: it would save the checkpoints' disk flushes (about 25 µs per append)
-but an OS crash could then corrupt the whole database, every session in it.
+used even for ``"never"``: an OS crash could then corrupt the whole database, every session in it.
+
+Checkpoints (copying the WAL back into the database file, with its disk flushes) do not run inside
+an append: a writing handle turns SQLite's automatic checkpoint off on its connection and, once its
+appends have written about as many WAL pages as SQLite's default threshold (1000), runs a
+``PASSIVE`` checkpoint on a daemon thread over a short-lived connection of its own (one at a time
+per handle; :meth:`~SqliteSessionStorage.close` waits for it). Durability is the same (a commit is
+in the WAL either way); the WAL stays about as small as with SQLite's default. Without this an
+append paid about half of its time for the checkpoints (``benchmarks/session_scale.py``).
 
 Logging (logger ``agentcore.session.sqlite``): DEBUG for each open and create (path, session id,
 entry count).
@@ -32,11 +39,13 @@ import os
 import socket
 import sqlite3
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
+from .. import streams
 from . import process_state
 from .context import UsageTotals, usage_of_entry
 from .entries import (
@@ -136,6 +145,61 @@ def _connect(path: str, read_only: bool) -> sqlite3.Connection:
         raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
 
 
+#: WAL pages a writing handle lets its appends write before it starts a background checkpoint
+#: (SQLite's own automatic-checkpoint default); an append is counted as its payload's pages plus
+#: three (the table leaf and the two index leaves it changes).
+_CHECKPOINT_PAGES = 1000
+#: WAL pages after which the writer checkpoints on its own connection: the log restarts from its
+#: beginning only once a checkpoint has caught up with the last commit, which one running beside a
+#: steady stream of appends never does; this bounds the WAL (about 32 MB) during bulk appends.
+_CATCH_UP_PAGES = 8000
+
+
+class _Checkpointer:
+    """The background checkpoints of one writing handle: at most one runs at a time."""
+
+    def __init__(self, path: str, synchronous: str) -> None:
+        self.path = path
+        self.synchronous = synchronous
+        self.idle = threading.Event()  # set while no checkpoint runs
+        self.idle.set()
+        self.pages = 0  # pages appended since the last checkpoint started
+        self.backlog = 0  # pages appended since the writer last checkpointed on its own connection
+
+    def appended(self, pages: int, conn: sqlite3.Connection) -> None:
+        """Count an append's WAL pages; start a checkpoint when enough have been written."""
+        self.pages += pages
+        if self.pages < _CHECKPOINT_PAGES or not self.idle.is_set():
+            return
+        self.backlog += self.pages
+        self.pages = 0
+        if self.backlog >= _CATCH_UP_PAGES:  # one checkpoint in eight: copies what the others left
+            self.backlog = 0
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as exc:  # pragma: no cover - best effort, as in the background
+                _log.debug("checkpoint of %s failed: %s", self.path, exc)
+            return
+        self.idle.clear()
+        streams.start_daemon(self._run, "agentcore-sqlite-checkpoint")
+
+    def _run(self) -> None:
+        """One ``PASSIVE`` checkpoint over a short-lived connection (on a daemon thread). Best
+        effort: a failure (a busy or vanished database) leaves the frames for the next one or the
+        last connection's close."""
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            try:
+                conn.execute(f"PRAGMA synchronous={self.synchronous}")
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            _log.debug("background checkpoint of %s failed: %s", self.path, exc)
+        finally:
+            self.idle.set()
+
+
 class _CreatedMeanwhile(Exception):
     """Another opener created the first session of an empty database first."""
 
@@ -187,13 +251,18 @@ class SqliteSessionStorage(SessionStorage):
         self.path = os.path.abspath(os.fspath(db_path))
         self.read_only = read_only
         self.fsync = fsync
+        self._synchronous = "FULL" if fsync == "always" else "NORMAL"
+        self._checkpointer = _Checkpointer(self.path, self._synchronous)
         self._owner = uuid.uuid4().hex
         self._seq = 0
+        self._pid = os.getpid()
         if read_only and not os.path.exists(self.path):
             raise SessionError("not_found", f"{self.path}: no such session database", path=self.path)
         self._conn: Optional[sqlite3.Connection] = _connect(self.path, read_only)
         try:
-            self._conn.execute(f"PRAGMA synchronous={'FULL' if fsync == 'always' else 'NORMAL'}")
+            self._conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            if not read_only:
+                self._conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run off the append path
             self.session_id = self._resolve_id(session_id)
             if not read_only:
                 self._acquire_lease()
@@ -383,15 +452,42 @@ class SqliteSessionStorage(SessionStorage):
             "END FROM entries WHERE session_id = ? ORDER BY seq",
             (self.session_id,),
         )
+        # The usual row (a lazily decoded entry with a new id whose parent is not a leaf entry) is
+        # indexed inline, as JSONL lines are (SessionStorage._index_lines); every other row takes _add.
+        nodes = self._nodes
+        get_node = nodes.get
+        add_node = nodes.setdefault
+        order = self._order
+        link = self._link_new
+        words: Dict[str, str] = {}
+        fast: Dict[str, int] = {}
+        previous: Optional[_Node] = None
+        seq = 0
         for seq, entry_id, parent, etype, ts, role, payload in cursor:
             if payload is not None:
                 entry = self._parse(payload, seq, entry_id)
                 self._add(self._node_for(entry, seq, None))
+                previous = order[-1]
+                continue
+            etype = words.get(etype) or words.setdefault(etype, sys.intern(etype))
+            if role is not None:
+                role = words.get(role) or words.setdefault(role, sys.intern(role))
+            if parent is None:
+                parent_node = None
+            elif previous is not None and previous.id == parent:  # a chain: the parent is the row before
+                parent_node = previous
             else:
-                self._add(
-                    _Node(entry_id, parent, sys.intern(etype), sys.intern(role) if role else None, ts, seq, None, None)
-                )
-            self._seq = seq
+                parent_node = get_node(parent)
+            if parent_node is not None:
+                parent = parent_node.id  # share one string per id
+            node = _Node(entry_id, parent, etype, role or None, ts, seq, None, None)
+            if (parent_node is not None and parent_node.type == "leaf") or add_node(entry_id, node) is not node:
+                self._add(node)  # promotes the leaf entry, or reports the duplicate id
+            else:
+                link(node, fast)
+            previous = node
+        self._seq = seq
+        self._count_linked(fast)
         self._finish_load()
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
@@ -479,6 +575,7 @@ class SqliteSessionStorage(SessionStorage):
                 path=self.path,
             )
         self._seq = seq
+        self._checkpointer.appended(3 + len(line) // 4096, self._conn)
 
     def append(self, entry: SessionEntry) -> None:
         super().append(entry)
@@ -503,6 +600,8 @@ class SqliteSessionStorage(SessionStorage):
         """Release the writer lease and the connection (checkpointing with ``fsync="close"``). Idempotent."""
         conn, self._conn = getattr(self, "_conn", None), None
         if conn is not None:
+            if getattr(self, "_pid", None) == os.getpid():  # a forked child has no checkpoint thread
+                self._checkpointer.idle.wait(30)
             try:
                 if not self.read_only:
                     with conn:
