@@ -32,7 +32,7 @@ from ..types import (
     Usage,
     role_of,
 )
-from . import _reasoning
+from . import reasoning
 from ._mistral import MistralIdNormalizer, assistant_content_parts, feed_content_parts, stream_tool_call_id
 from ._mistral import mistral_tool_call_id as _mistral_id
 from .base import (
@@ -383,9 +383,9 @@ def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, A
     older ``compat.reasoningEffortMap``) the level is clamped to a supported one and mapped, and a
     string ``off`` entry is sent when thinking is off (reference); without one, xhigh/max become
     high unless the model supports xhigh."""
-    level_map = _reasoning.thinking_level_map(model, compat)
+    level_map = reasoning.thinking_level_map(model, compat)
     if level_map is not None:
-        level = _reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
+        level = reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
         value = level_map.get(level)
         if isinstance(value, str):
             return value
@@ -527,8 +527,8 @@ def parse_usage(raw: Mapping[str, Any]) -> Usage:
     prompt = _int(raw.get("prompt_tokens"))
     cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
     completion = _int(raw.get("completion_tokens"))
-    reasoning = _int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens"))
-    output = completion + reasoning if reasoning > completion else completion
+    reasoning_tokens = _int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+    output = completion + reasoning_tokens if reasoning_tokens > completion else completion
     usage = Usage(input=max(0, prompt - cached), output=output, cache_read=cached, cache_write=0)
     usage.total_tokens = usage.input + usage.output + usage.cache_read
     return usage
