@@ -440,7 +440,7 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
     secret-looking query values (``?key=``, ``?token=``) and user info are replaced by ``***``."""
     from urllib.parse import urlsplit
 
-    from .base import redact
+    from .failures import redact
 
     host = urlsplit(url).netloc.rsplit("@", 1)[-1]
     secrets: List[str] = []
@@ -564,7 +564,7 @@ class _RequestLog:
     values first."""
 
     def __init__(self, url: str, headers: Mapping[str, str], provider: str, model: Optional[str], retries: int) -> None:
-        from .base import _secret_header_values
+        from .failures import _secret_header_values
 
         self.secrets = _secret_header_values(headers)
         self.url = _loggable_url(url, self.secrets)
@@ -573,7 +573,7 @@ class _RequestLog:
         self.started = 0.0
 
     def _redact(self, text: str) -> str:
-        from .base import redact
+        from .failures import redact
 
         return redact(text, self.secrets)
 
@@ -629,7 +629,7 @@ def _loggable_url(url: str, secrets: List[str]) -> str:
         text = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
     except ValueError:
         return "<unparseable URL>"
-    from .base import redact
+    from .failures import redact
 
     return redact(text, secrets)
 
