@@ -573,9 +573,9 @@ _PROXY_VARIABLES = (
 
 
 def test_environment_proxy_changes_apply_to_the_next_request(monkeypatch):  # providers §4: requests' rules
-    from agentcore.providers import http
+    from agentcore.providers import _http_pool
 
-    if not http._PROXIES_FROM_ENV_ONLY:
+    if not _http_pool._PROXIES_FROM_ENV_ONLY:
         pytest.skip("proxies may come from system settings here; requests' own path is used")
     for name in _PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
