@@ -934,3 +934,21 @@ def test_a_failed_response_with_a_server_error_is_retried(server):  # issue 17: 
     assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 2
     _, result = _api_run(server, "openai-responses")
     assert result.error_message == "invalid_prompt: no" and len(server.requests) == 3
+
+
+def test_secret_header_values_name_every_credential_header_and_bare_tokens():  # tidy: one list, core + plugins
+    from agentcore.providers.base import secret_header_values
+
+    headers = {
+        "Authorization": "Bearer tok-0123456789",
+        "X-Amz-Security-Token": "session-token-0123456789",
+        "api-key": "azure-key-0123456789",
+        "Content-Type": "application/json",
+    }
+    found = secret_header_values(headers)
+    assert set(found) == {
+        "Bearer tok-0123456789",
+        "tok-0123456789",
+        "session-token-0123456789",
+        "azure-key-0123456789",
+    }

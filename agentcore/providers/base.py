@@ -37,12 +37,12 @@ from .failures import (
     ABORTED_MESSAGE,
     MissingApiKeyError,
     ProviderError,
-    _secret_header_values,
     add_diagnostic,
     describe_error,
     error_event,
     failure_diagnostic,
     redact,
+    secret_header_values,
     signal_aborted,
 )
 from .retries import RetryBudget, retry_or_raise
@@ -64,6 +64,9 @@ __all__ = [
     "get_env_api_key",
     "resolve_api_key",
     "merge_headers",
+    "new_output",
+    "encode_body",
+    "secret_header_values",
     "expand_url_variables",
     "sanitize_surrogates",
     "tool_specs",
@@ -244,6 +247,32 @@ def parse_json_event(data: str, what: str = "stream event") -> Any:
         raise ProviderError(f"malformed JSON in {what}: {exc}: {snippet!r}") from None
 
 
+def new_output(model: Any) -> AssistantMessage:
+    """The output message a stream of ``model`` starts from: no content, zero usage, stop reason
+    ``"stop"``, the current time. Wire modules fill it through :class:`StreamWriter`."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="stop",
+        timestamp=now_ms(),
+    )
+
+
+def encode_body(body: Dict[str, Any], model: Any, options: Mapping[str, Any]) -> bytes:
+    """The request bytes of ``body``: the ``on_payload(body, model)`` option may return a
+    replacement (None keeps it), then compact UTF-8 JSON. What ``on_payload`` raises propagates
+    (the skeleton turns it into the stream's error event)."""
+    on_payload = options.get("on_payload")
+    if on_payload is not None:
+        replaced = on_payload(body, model)
+        if replaced is not None:
+            body = replaced
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 # --------------------------------------------------------------------------- wire interface
 
 
@@ -329,15 +358,7 @@ class WireProvider:
     def _run(self, model: Model, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         from . import http
 
-        output = AssistantMessage(
-            content=[],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            usage=Usage(),
-            stop_reason="stop",
-            timestamp=now_ms(),
-        )
+        output = new_output(model)
         signal = _as_signal(options.get("signal"))
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
@@ -350,15 +371,9 @@ class WireProvider:
                 secrets.append(api_key)
             request = self.build_request(model, context, options, api_key)
             request.url = expand_url_variables(request.url, model)
-            body = request.body
-            on_payload = options.get("on_payload")
-            if on_payload is not None:
-                replaced = on_payload(body, model)
-                if replaced is not None:
-                    body = replaced
+            data = encode_body(request.body, model, options)
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
-            secrets.extend(_secret_header_values(headers))
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             while True:
                 response = http.open_stream(

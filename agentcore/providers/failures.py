@@ -21,6 +21,7 @@ __all__ = [
     "signal_aborted",
     "describe_error",
     "redact",
+    "secret_header_values",
     "add_diagnostic",
     "failure_diagnostic",
 ]
@@ -81,11 +82,22 @@ def signal_aborted(signal: Any) -> bool:
 
 
 _SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "proxy-authorization"}
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+        "proxy-authorization",
+    }
 )
 
 
-def _secret_header_values(headers: Mapping[str, Any]) -> List[str]:
+def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
+    """The values of ``headers`` that are credentials (``Authorization``, ``x-api-key``, ``api-key``,
+    ``x-goog-api-key``, ``x-amz-security-token``, cookies), and the bare token of a ``Bearer``/
+    ``Basic``/``Token`` value, for :func:`redact`. Names are compared case-insensitively."""
     values = []
     for name, value in headers.items():
         if str(name).lower() in _SECRET_HEADERS and isinstance(value, str):

@@ -336,9 +336,9 @@ class _RequestLog:
     values first."""
 
     def __init__(self, url: str, headers: Mapping[str, str], provider: str, model: Optional[str], retries: int) -> None:
-        from .failures import _secret_header_values
+        from .failures import secret_header_values
 
-        self.secrets = _secret_header_values(headers)
+        self.secrets = secret_header_values(headers)
         self.url = _loggable_url(url, self.secrets)
         self.label = f"provider={provider} model={model or '-'}"
         self.retries = retries
