@@ -242,7 +242,9 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
     for rec in registry._load_entry_points():
         if rec.name == name and rec.obj is not None:
             return rec.obj
-    for ep, dist, version in registry._iter_entry_points():
+    from ._plugin_discovery import _iter_entry_points
+
+    for ep, dist, version in _iter_entry_points():
         if ep.name == name:
             rec = registry._load_entry_point(ep, dist, version)
             if rec.obj is None:

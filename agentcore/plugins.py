@@ -26,25 +26,42 @@ shared by every manager holding those plugins (their objects were shared already
 and provider instances); only the manager's own plugins are merged on top. Tools are built per
 manager, so each agent gets its own tool objects. The module-level functions (:func:`get_tool`,
 :func:`get_provider`, :func:`get_model`, :func:`models`, ...) use one process-wide default manager.
+
+The registry errors and records live in ``_plugin_records.py`` and entry-point discovery in
+``_plugin_discovery.py``; their public names are re-exported here, their documented path.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
 import itertools
 import logging
 import os
-import re
 import threading
 import warnings
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import pluggy
 
 from . import _DISTRIBUTION, hookspecs
+from ._plugin_discovery import (
+    ENTRY_POINT_GROUP,
+    _agentcore_version,
+    _hooks_of,
+    _iter_entry_points,
+    _missing_module,
+)
+from ._plugin_records import (
+    PluginInfo,
+    RegistryEntry,
+    UnknownModelError,
+    UnknownProviderError,
+    UnknownToolError,
+    _Loaded,
+    _not_found,
+    _registry_key,
+)
 from ._safe import describe_exception
 from .hookspecs import PROJECT_NAME, hookimpl
 
@@ -82,7 +99,6 @@ __all__ = [
 
 _log = logging.getLogger("agentcore.plugins")
 
-ENTRY_POINT_GROUP = "agentcore"
 AUTOLOAD_ENV = "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD"
 
 #: Built-in plugin modules, registered first (so every third-party plugin can override them). A
@@ -110,89 +126,6 @@ _REGISTER_HOOKS = {
 
 class PluginLoadWarning(UserWarning):
     """Warned once per process for each plugin that failed to import or to register."""
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class _LookupError(KeyError):
-    """A ``KeyError`` whose ``str()`` is the readable message (KeyError would quote it)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-class UnknownToolError(_LookupError):
-    """No tool of that name is registered."""
-
-
-class UnknownProviderError(_LookupError):
-    """No provider is registered for that wire API."""
-
-
-class UnknownModelError(_LookupError):
-    """No model of that ``provider/id`` is registered."""
-
-
-def _not_found(kind: str, key: str, known: Iterable[str], hint: str) -> str:
-    known = sorted(known)
-    close = difflib.get_close_matches(key, known, n=5, cutoff=0.5)
-    text = f"unknown {kind} {key!r}"
-    if close:
-        text += " (did you mean " + ", ".join(repr(c) for c in close) + "?)"
-    elif known:
-        shown = ", ".join(known[:20]) + (", ..." if len(known) > 20 else "")
-        text += f" (registered: {shown})"
-    else:
-        text += f" (no {kind}s are registered)"
-    return f"{text}. {hint}"
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class PluginInfo:
-    """One line of :func:`plugins_info`.
-
-    ``error`` is None for a working plugin, otherwise why it could not be imported or why one of its
-    ``register_*`` hooks failed. ``provides`` maps ``"tool"``/``"provider"``/``"model"`` to the keys
-    this plugin registered that are in effect (not replaced by a later plugin).
-    """
-
-    name: str
-    distribution: Optional[str]
-    version: Optional[str]
-    hooks: Tuple[str, ...]
-    error: Optional[str] = None
-    builtin: bool = False
-    entry_point: Optional[str] = None
-    provides: Dict[str, Tuple[str, ...]] = field(default_factory=dict, hash=False)
-
-
-@dataclass(frozen=True)
-class RegistryEntry:
-    """One registry key: the object in effect, the plugin that registered it (``source``) and the
-    plugins whose registrations of the same key it replaced or that were ignored (``shadowed``)."""
-
-    kind: str
-    key: str
-    value: Any = field(hash=False)
-    source: str = ""
-    shadowed: Tuple[str, ...] = ()
-
-
-@dataclass
-class _Loaded:
-    """A plugin imported once per process: built-in module or entry point (``obj`` None on error)."""
-
-    name: str
-    obj: Any
-    builtin: bool
-    distribution: Optional[str] = None
-    version: Optional[str] = None
-    entry_point: Optional[str] = None
-    error: Optional[str] = None
 
 
 # --------------------------------------------------------------------------- process-wide loading
@@ -227,29 +160,6 @@ def _describe(exc: BaseException) -> str:
     return describe_exception(exc)  # never raises, even when str(exc) does
 
 
-def _missing_module(exc: ModuleNotFoundError, module: str) -> bool:
-    """True when ``exc`` says ``module`` itself (or a parent package of it) does not exist."""
-    missing = exc.name or ""
-    return bool(missing) and (module == missing or module.startswith(missing + "."))
-
-
-def _hooks_of(obj: Any, name: str) -> Tuple[str, ...]:
-    """Validate ``obj`` as a plugin on a scratch manager and return its hook names (or raise)."""
-    scratch = pluggy.PluginManager(PROJECT_NAME)
-    scratch.add_hookspecs(hookspecs)
-    scratch.register(obj, name=name)
-    return tuple(sorted(caller.name for caller in scratch.get_hookcallers(obj) or ()))
-
-
-def _agentcore_version() -> Optional[str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(_DISTRIBUTION)
-    except PackageNotFoundError:  # a source tree that was never installed
-        return None
-
-
 def _load_builtins() -> List[_Loaded]:
     global _builtins
     with _lock:
@@ -271,38 +181,6 @@ def _load_builtins() -> List[_Loaded]:
                 _warn_once(rec.name, f"agentcore: built-in plugin {rec.name} failed to import: {rec.error}")
         _builtins = loaded
         return loaded
-
-
-def _iter_entry_points() -> Iterable[Tuple[Any, Optional[str], Optional[str]]]:
-    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution.
-
-    Reads each distribution's small ``entry_points.txt`` first and parses the (slow) METADATA only
-    of distributions that declare the group: this keeps a scan of a large environment cheap.
-    """
-    from importlib.metadata import distributions
-
-    seen = set()
-    for dist in distributions():
-        norm = getattr(dist, "_normalized_name", None)
-        try:
-            if norm is None:
-                norm = _normalize(dist.metadata["Name"])
-            if norm in seen:
-                continue  # the same distribution found twice on sys.path: the first one wins
-            seen.add(norm)
-            text = dist.read_text("entry_points.txt") or ""
-            if f"[{ENTRY_POINT_GROUP}]" not in text:
-                continue
-            eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
-            name, version = dist.metadata["Name"], dist.version
-        except Exception:  # malformed metadata: skip that distribution, not the scan
-            continue
-        for ep in eps:
-            yield ep, name, version
-
-
-def _normalize(name: Optional[str]) -> str:
-    return re.sub(r"[-_.]+", "_", name or "").lower()
 
 
 def _load_entry_point(ep: Any, dist: Optional[str], version: Optional[str]) -> _Loaded:
@@ -639,28 +517,6 @@ def _failed_plugins_hint() -> str:
         f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
         f"(`agentcore plugins` lists the errors). Otherwise: "
     )
-
-
-def _registry_key(kind: str, obj: Any) -> str:
-    if kind == "tool":
-        key = getattr(obj, "name", None)
-    elif kind == "provider":
-        key = getattr(obj, "api", None)
-    elif kind == "storage":
-        key = getattr(obj, "scheme", None)
-        key = key.lower() if isinstance(key, str) else key
-    else:
-        provider, model_id = getattr(obj, "provider", None), getattr(obj, "id", None)
-        key = f"{provider}/{model_id}" if provider and model_id else None
-    if not isinstance(key, str) or not key:
-        need = {
-            "tool": "a non-empty .name",
-            "provider": "a non-empty .api",
-            "model": "non-empty .provider and .id",
-            "storage": "a non-empty .scheme",
-        }[kind]
-        raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
-    return key
 
 
 def create_plugin_manager(

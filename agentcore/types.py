@@ -468,7 +468,7 @@ class Model(_WireMixin):
     ``"minimal"`` ... ``"max"``) to the provider's own effort value; ``None`` marks a level the
     model does not support (a request for it uses the nearest supported level), a missing key
     uses the provider default. Catalogs older than it carry ``compat.reasoningEffortMap``, which
-    is still read (see :func:`agentcore.providers._reasoning.thinking_level_map`).
+    is still read (see :func:`agentcore.providers.reasoning.thinking_level_map`).
     """
 
     id: str

@@ -573,9 +573,9 @@ _PROXY_VARIABLES = (
 
 
 def test_environment_proxy_changes_apply_to_the_next_request(monkeypatch):  # providers §4: requests' rules
-    from agentcore.providers import http
+    from agentcore.providers import _http_pool
 
-    if not http._PROXIES_FROM_ENV_ONLY:
+    if not _http_pool._PROXIES_FROM_ENV_ONLY:
         pytest.skip("proxies may come from system settings here; requests' own path is used")
     for name in _PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -934,3 +934,21 @@ def test_a_failed_response_with_a_server_error_is_retried(server):  # issue 17: 
     assert result.stop_reason == "stop" and result.text == "fine" and len(server.requests) == 2
     _, result = _api_run(server, "openai-responses")
     assert result.error_message == "invalid_prompt: no" and len(server.requests) == 3
+
+
+def test_secret_header_values_name_every_credential_header_and_bare_tokens():  # tidy: one list, core + plugins
+    from agentcore.providers.base import secret_header_values
+
+    headers = {
+        "Authorization": "Bearer tok-0123456789",
+        "X-Amz-Security-Token": "session-token-0123456789",
+        "api-key": "azure-key-0123456789",
+        "Content-Type": "application/json",
+    }
+    found = secret_header_values(headers)
+    assert set(found) == {
+        "Bearer tok-0123456789",
+        "tok-0123456789",
+        "session-token-0123456789",
+        "azure-key-0123456789",
+    }

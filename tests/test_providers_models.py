@@ -284,7 +284,7 @@ def _entry(**kw):
 
 
 def test_catalog_thinking_level_map_and_older_reasoning_effort_map():  # issue 17: Model.thinking_level_map
-    from agentcore.providers._reasoning import clamp_to_model, mapped_effort, supported_levels
+    from agentcore.providers.reasoning import clamp_to_model, mapped_effort, supported_levels
 
     catalog = [
         Model.from_dict(_entry(id="new", thinkingLevelMap={"off": None, "minimal": None, "xhigh": "max"})),

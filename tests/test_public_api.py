@@ -363,3 +363,47 @@ def test_light_import_guard_sees_a_scan_through_any_metadata_entry(scan: str, la
     problems = _light_import_problems(_scan_when_imported(where, scan))
     moment = "import agentcore called " if where == "agentcore" else "first access of agentcore."
     assert any(p.startswith(moment) and p.endswith(label) for p in problems), problems
+
+
+# A plugin of ours that needs a private core path shows a gap in the public surface (STYLE: built-ins
+# are plugins too). Each entry of _KNOWN_PRIVATE names a gap still open, with the module that owns it.
+_KNOWN_PRIVATE = {
+    # agentcore.session is owned by the sessions engineer: the header rules and the tree node the
+    # Postgres storage shares with SQLite need public names there
+    ("agentcore_postgres/storage.py", "agentcore.session.sqlite", "_new_header"),
+    ("agentcore_postgres/storage.py", "agentcore.session.storage", "_Node"),
+}
+
+
+def _private_core_imports() -> List[Any]:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "plugins"
+    found = []
+    for path in sorted(root.glob("*/agentcore_*/**/*.py")):
+        where = path.relative_to(path.parents[len(path.relative_to(root).parts) - 2]).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("agentcore."):
+                module = node.module or ""
+                if any(part.startswith("_") for part in module.split(".")):
+                    found.append((where, module, "*"))
+                found.extend((where, module, a.name) for a in node.names if a.name.startswith("_"))
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("agentcore.") and any(p.startswith("_") for p in a.name.split(".")):
+                        found.append((where, a.name, "*"))
+    return found
+
+
+def test_no_plugin_of_ours_imports_a_private_core_path():  # tidy: agentcore-bedrock used providers._reasoning
+    found = set(_private_core_imports())
+    assert found - _KNOWN_PRIVATE == set()
+    assert _KNOWN_PRIVATE <= found, "a known gap was closed: remove it from _KNOWN_PRIVATE"
+
+
+def test_thinking_level_helpers_are_public():
+    from agentcore.providers import reasoning
+
+    assert set(reasoning.__all__) >= {"normalize_level", "clamp_to_model", "mapped_effort", "thinking_budget"}
+    assert all(not name.startswith("_") for name in reasoning.__all__)

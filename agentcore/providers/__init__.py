@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from ..types import AgentContext, AssistantMessage, Model, Usage, now_ms
-from .base import MissingApiKeyError, get_env_api_key
+from ..types import AgentContext, AssistantMessage, Model
+from .base import MissingApiKeyError, get_env_api_key, new_output
 from .models import calculate_cost
 
 if TYPE_CHECKING:
@@ -86,16 +86,9 @@ def _error_stream(model: Model, message: str) -> Any:
     from ..events import ErrorEvent
     from ..streams import AssistantMessageEventStream
 
-    output = AssistantMessage(
-        content=[],
-        api=model.api,
-        provider=model.provider,
-        model=model.id,
-        usage=Usage(),
-        stop_reason="error",
-        error_message=message,
-        timestamp=now_ms(),
-    )
+    output = new_output(model)
+    output.stop_reason = "error"
+    output.error_message = message
     events = AssistantMessageEventStream()
     events.push(ErrorEvent("error", output))
     return events

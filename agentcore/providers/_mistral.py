@@ -24,7 +24,8 @@ import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..types import TextContent, ThinkingContent
-from .base import StreamWriter, sanitize_surrogates
+from .base import sanitize_surrogates
+from .writer import StreamWriter
 
 __all__ = [
     "MISTRAL_TOOL_CALL_ID_LENGTH",

@@ -23,7 +23,7 @@ from ..types import (
     UserMessage,
     role_of,
 )
-from . import _reasoning
+from . import reasoning
 from .base import (
     MAPPINGS,
     ProviderError,
@@ -334,16 +334,16 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     """
     compat = anthropic_compat(model)
     cache_control = _cache_control(model, cache_retention(options))
-    level = _reasoning.normalize_level(options.get("reasoning"))
+    level = reasoning.normalize_level(options.get("reasoning"))
     if level is not None:  # a level the model's thinking-level map marks unsupported moves to the nearest
-        level = _reasoning.clamp_to_model(model, level)
+        level = reasoning.clamp_to_model(model, level)
         level = None if level == "off" else level
     thinking_enabled = options.get("thinking_enabled")
     if thinking_enabled is None:
         thinking_enabled = level is not None
     thinking_on = bool(thinking_enabled) and bool(getattr(model, "reasoning", False))
 
-    max_tokens = _reasoning.base_max_tokens(model, options.get("max_tokens"))
+    max_tokens = reasoning.base_max_tokens(model, options.get("max_tokens"))
     body: Dict[str, Any] = {
         "model": model.id,
         "messages": convert_messages(model, list(context.messages or []), cache_control),
@@ -375,14 +375,14 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         if _is_adaptive(model.id):
             body["thinking"] = {"type": "adaptive"}
             effort = options.get("effort") or (
-                (_reasoning.mapped_effort(model, level) or _effort_for(level, model.id)) if level else None
+                (reasoning.mapped_effort(model, level) or _effort_for(level, model.id)) if level else None
             )
             if effort:
                 body["output_config"] = {"effort": effort}
         else:
             budget = options.get("thinking_budget_tokens")
             if budget is None and level is not None:
-                body["max_tokens"], budget = _reasoning.adjust_max_tokens_for_thinking(
+                body["max_tokens"], budget = reasoning.adjust_max_tokens_for_thinking(
                     max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, options.get("thinking_budgets")
                 )
             body["thinking"] = {"type": "enabled", "budget_tokens": int(budget or 1024)}

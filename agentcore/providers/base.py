@@ -14,6 +14,10 @@ retries, pushes ``start`` once the headers arrived OK, feeds SSE events to the h
 blocks, and ends with exactly one ``done`` or ``error`` event. It never raises for request or model
 failures: those end the stream with an ``error`` event whose message has ``stop_reason`` "error"
 (or "aborted" when the ``signal`` fired) and ``error_message`` set; partial content is kept.
+
+The writer lives in :mod:`agentcore.providers.writer` and the failure helpers (errors, the error
+event, redaction, diagnostics) in :mod:`agentcore.providers.failures`; both are re-exported here,
+so ``from agentcore.providers.base import StreamWriter, ProviderError`` keeps working.
 """
 
 from __future__ import annotations
@@ -23,27 +27,26 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import json_scanner
-from ..events import (
-    DoneEvent,
-    ErrorEvent,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
+from ..events import DoneEvent, StartEvent
 from ..streams import ProviderStream
-from ..types import AssistantMessage, Diagnostic, Model, TextContent, ThinkingContent, ToolCall, Usage, now_ms
-from .partial_json import ToolArguments
+from ..types import AssistantMessage, Model, Usage, now_ms
+from .failures import (
+    ABORTED_MESSAGE,
+    MissingApiKeyError,
+    ProviderError,
+    add_diagnostic,
+    describe_error,
+    error_event,
+    failure_diagnostic,
+    redact,
+    secret_header_values,
+    signal_aborted,
+)
 from .retries import RetryBudget, retry_or_raise
+from .writer import StreamWriter
 
 __all__ = [
     "MAPPINGS",
@@ -61,6 +64,9 @@ __all__ = [
     "get_env_api_key",
     "resolve_api_key",
     "merge_headers",
+    "new_output",
+    "encode_body",
+    "secret_header_values",
     "expand_url_variables",
     "sanitize_surrogates",
     "tool_specs",
@@ -74,36 +80,11 @@ __all__ = [
     "failure_diagnostic",
 ]
 
-ABORTED_MESSAGE = "Request was aborted"
-
 # ``isinstance(x, typing.Mapping)`` costs about 1 us (typing's __instancecheck__ runs in Python);
 # decoded JSON is a dict, which this tuple matches first on the C fast path. Several checks per
 # streamed chunk made it a quarter of a wire module's per-delta cost
 # (plugins/agentcore-vertex/benchmarks/bench_parse.py).
 MAPPINGS = (dict, collections.abc.Mapping)
-
-
-class MissingApiKeyError(Exception):
-    """No API key for a provider that needs one. The message names the variable to set."""
-
-    def __init__(self, provider: str, env_vars: Tuple[str, ...] = ()) -> None:
-        hint = " or ".join(env_vars) if env_vars else "the provider's API key variable"
-        super().__init__(f'no API key for provider "{provider}": set {hint} or pass api_key=')
-        self.provider = provider
-        self.env_vars = env_vars
-
-
-class ProviderError(Exception):
-    """A failure reported by the provider inside the stream (error event, bad stop reason...).
-
-    ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate
-    limited, internal error: what HTTP 429/5xx say before a stream starts). The skeleton retries
-    it like those statuses when no content was emitted yet (see :func:`~agentcore.providers.retries.retryable_error`).
-    """
-
-    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 # --------------------------------------------------------------------------- API keys (spec §19)
@@ -266,182 +247,30 @@ def parse_json_event(data: str, what: str = "stream event") -> Any:
         raise ProviderError(f"malformed JSON in {what}: {exc}: {snippet!r}") from None
 
 
-# --------------------------------------------------------------------------- the stream writer
+def new_output(model: Any) -> AssistantMessage:
+    """The output message a stream of ``model`` starts from: no content, zero usage, stop reason
+    ``"stop"``, the current time. Wire modules fill it through :class:`StreamWriter`."""
+    return AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason="stop",
+        timestamp=now_ms(),
+    )
 
 
-@dataclass
-class _OpenBlock:
-    kind: str  # "text" | "thinking" | "toolCall"
-    args: Optional[ToolArguments] = None
-
-
-class StreamWriter:
-    """The one way a wire module builds its output: mutates the message, queues the events.
-
-    Every wire module (openai-completions, openai-responses, anthropic-messages, google) turns
-    API events into these calls, so the event contract of spec §3 holds by construction:
-
-    * ``start_text`` / ``start_thinking`` / ``start_tool_call`` append a block to
-      ``output.content`` and push its ``*_start`` event; the returned content index never changes.
-    * ``append_text`` / ``append_thinking`` / ``append_tool_arguments`` extend an open block and
-      push its ``*_delta`` event. Tool-call argument text is kept outside the ToolCall (no scratch
-      fields leak); ``arguments`` is the best-effort parse so far (re-parsed with the throttle of
-      :class:`~agentcore.providers.partial_json.ToolArguments`).
-    * ``end_block`` pushes the ``*_end`` event (tool arguments fully parsed unless nothing was
-      streamed and the call came with arguments); ending a closed block does nothing.
-      ``close_open_blocks`` ends every open block in content order (the skeleton does so after a
-      complete response; an error leaves them open, spec §3 rule 6).
-    * ``add_diagnostic`` appends a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics``.
-      The writer records one itself when a tool call's argument text was not valid JSON and the
-      lenient parser had to repair it (``"tool_arguments_repaired"``): the call still runs, with
-      the best-effort arguments, and the note says so.
-
-    Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
-    is the most recently opened block still open, for APIs that stream one block at a time.
-    Other mutations (signatures, final texts an API sends at the end) go straight to
-    ``block(index)`` before ``end_block``.
-    """
-
-    def __init__(self, model: Model, output: AssistantMessage, push: Callable[[Any], None]) -> None:
-        self.model = model
-        self.output = output
-        self._push = push
-        self._open: Dict[int, _OpenBlock] = {}
-        self.current: Optional[int] = None
-        self.current_kind: Optional[str] = None  # "text" | "thinking" | "toolCall" of ``current``
-
-    # -- opening ---------------------------------------------------------------------------
-    def start_text(self, text_signature: Optional[str] = None) -> int:
-        index = self._append(TextContent(text="", text_signature=text_signature), "text")
-        self._push(TextStartEvent(index, self.output))
-        return index
-
-    def start_thinking(
-        self, thinking_signature: Optional[str] = None, redacted: bool = False, thinking: str = ""
-    ) -> int:
-        block = ThinkingContent(thinking=thinking, thinking_signature=thinking_signature, redacted=redacted)
-        index = self._append(block, "thinking")
-        self._push(ThinkingStartEvent(index, self.output))
-        return index
-
-    def start_tool_call(
-        self,
-        id: str,
-        name: str,
-        arguments_text: str = "",
-        arguments: Optional[Dict[str, Any]] = None,
-        thought_signature: Optional[str] = None,
-    ) -> int:
-        """Open a tool call; ``arguments_text`` starts its streamed JSON, ``arguments`` its dict."""
-        block = ToolCall(id=id, name=name, arguments=dict(arguments or {}), thought_signature=thought_signature)
-        index = self._append(block, "toolCall")
-        args = self._open[index].args = ToolArguments(arguments_text or "")
-        if arguments_text:
-            block.arguments = args.value()
-        self._push(ToolCallStartEvent(index, self.output))
-        return index
-
-    def _append(self, block: Any, kind: str) -> int:
-        self.output.content.append(block)
-        index = len(self.output.content) - 1
-        self._open[index] = _OpenBlock(kind)
-        self.current = index
-        self.current_kind = kind
-        return index
-
-    # -- streaming -------------------------------------------------------------------------
-    def append_text(self, index: int, delta: str) -> None:
-        block = self.output.content[index]
-        block.text += delta
-        self._push(TextDeltaEvent(index, delta, self.output))
-
-    def append_thinking(self, index: int, delta: str) -> None:
-        block = self.output.content[index]
-        block.thinking += delta
-        self._push(ThinkingDeltaEvent(index, delta, self.output))
-
-    def append_tool_arguments(self, index: int, fragment: str) -> None:
-        """Append raw JSON text; ``arguments`` becomes the best-effort parse so far."""
-        args = self._open[index].args
-        assert args is not None
-        parsed = args.feed(fragment or "")
-        if parsed is not None:
-            self.output.content[index].arguments = parsed
-        self._push(ToolCallDeltaEvent(index, fragment or "", self.output))
-
-    def tool_arguments_text(self, index: int) -> str:
-        """The argument JSON streamed so far for the open tool call at ``index``."""
-        args = self._open[index].args
-        return args.text if args is not None else ""
-
-    def set_tool_arguments_text(self, index: int, text: str) -> None:
-        """Replace the streamed argument text (an API's final "arguments done" value) and re-parse."""
-        args = self._open[index].args = ToolArguments(text or "")
-        self.output.content[index].arguments = args.value()
-
-    # -- closing ---------------------------------------------------------------------------
-    def is_open(self, index: Optional[int]) -> bool:
-        return index is not None and index in self._open
-
-    def block(self, index: int) -> Any:
-        return self.output.content[index]
-
-    def end_block(self, index: int) -> None:
-        """Finish block ``index`` and push its ``*_end`` event; a closed block is left alone."""
-        open_block = self._open.pop(index, None)
-        if open_block is None:
-            return
-        if self.current == index:
-            self.current = None
-            self.current_kind = None
-        block = self.output.content[index]
-        if open_block.kind == "text":
-            self._push(TextEndEvent(index, block.text, self.output))
-        elif open_block.kind == "thinking":
-            self._push(ThinkingEndEvent(index, block.thinking, self.output))
-        else:
-            args = open_block.args
-            if args is not None and (args.text.strip() or not block.arguments):
-                block.arguments = args.value()
-                if args.text.strip():
-                    self._check_arguments(block, args.text)
-            self._push(ToolCallEndEvent(index, block, self.output))
-
-    def _check_arguments(self, block: ToolCall, text: str) -> None:
-        try:  # once per call, at its end: the strict parse says whether the lenient one repaired
-            json.loads(text)
-        except ValueError as exc:
-            self.add_diagnostic(
-                "tool_arguments_repaired",
-                error={"name": "JSONDecodeError", "message": str(exc)},
-                details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
-            )
-
-    def add_diagnostic(
-        self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
-    ) -> Diagnostic:
-        """Append a diagnostic to the output message (see :func:`add_diagnostic`) and return it."""
-        return add_diagnostic(self.output, type, error, details)
-
-    def end_current(self) -> None:
-        if self.current is not None:
-            self.end_block(self.current)
-
-    def close_open_blocks(self) -> None:
-        """End every still-open block in content order."""
-        for index in sorted(self._open):
-            self.end_block(index)
-
-    def push(self, event: Any) -> None:
-        """Queue any other event (e.g. a GenericStreamEvent)."""
-        self._push(event)
-
-    def update_usage(self, usage: Usage) -> None:
-        """Set the output's usage and recompute its cost from the model's prices (spec §7)."""
-        from .models import calculate_cost
-
-        self.output.usage = usage
-        calculate_cost(self.model, usage)
+def encode_body(body: Dict[str, Any], model: Any, options: Mapping[str, Any]) -> bytes:
+    """The request bytes of ``body``: the ``on_payload(body, model)`` option may return a
+    replacement (None keeps it), then compact UTF-8 JSON. What ``on_payload`` raises propagates
+    (the skeleton turns it into the stream's error event)."""
+    on_payload = options.get("on_payload")
+    if on_payload is not None:
+        replaced = on_payload(body, model)
+        if replaced is not None:
+            body = replaced
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 # --------------------------------------------------------------------------- wire interface
@@ -529,15 +358,7 @@ class WireProvider:
     def _run(self, model: Model, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         from . import http
 
-        output = AssistantMessage(
-            content=[],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            usage=Usage(),
-            stop_reason="stop",
-            timestamp=now_ms(),
-        )
+        output = new_output(model)
         signal = _as_signal(options.get("signal"))
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
@@ -550,15 +371,9 @@ class WireProvider:
                 secrets.append(api_key)
             request = self.build_request(model, context, options, api_key)
             request.url = expand_url_variables(request.url, model)
-            body = request.body
-            on_payload = options.get("on_payload")
-            if on_payload is not None:
-                replaced = on_payload(body, model)
-                if replaced is not None:
-                    body = replaced
+            data = encode_body(request.body, model, options)
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
-            secrets.extend(_secret_header_values(headers))
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             while True:
                 response = http.open_stream(
@@ -650,35 +465,6 @@ class WireProvider:
             http.release_response(response, fully_read)
 
 
-def error_event(
-    output: AssistantMessage,
-    exc: BaseException,
-    signal: Any,
-    secrets: Iterable[str],
-    describe: Optional[Callable[[BaseException], str]] = None,
-    started: Optional[bool] = None,
-    **details: Any,
-) -> ErrorEvent:
-    """The terminal ``error`` event of a failed stream (spec §4.6): ``stop_reason`` "aborted" when
-    the signal fired (message "Request was aborted"), else "error" with ``describe(exc)``,
-    secrets redacted (``describe`` defaults to :func:`describe_error`), and a ``provider_error``
-    diagnostic (:func:`failure_diagnostic`; ``started`` and ``details`` go into it). Content
-    streamed so far stays on ``output``."""
-    aborted = signal_aborted(signal)
-    output.stop_reason = "aborted" if aborted else "error"
-    if aborted:
-        output.error_message = ABORTED_MESSAGE
-    else:
-        output.error_message = redact((describe or describe_error)(exc), secrets)
-        failure_diagnostic(output, exc, output.error_message, started, **details)
-    return ErrorEvent(output.stop_reason, output)
-
-
-def signal_aborted(signal: Any) -> bool:
-    """Whether an abort signal (or None) has fired."""
-    return signal is not None and bool(getattr(signal, "aborted", False))
-
-
 _MAX_EVENTS_AFTER_TERMINAL = 16
 
 
@@ -726,83 +512,3 @@ def request_timeout(options: Mapping[str, Any]) -> Any:
 
 _as_signal = as_signal
 _timeout = request_timeout
-
-
-_SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie", "proxy-authorization"}
-)
-
-
-def _secret_header_values(headers: Mapping[str, Any]) -> List[str]:
-    values = []
-    for name, value in headers.items():
-        if str(name).lower() in _SECRET_HEADERS and isinstance(value, str):
-            values.append(value)
-            scheme, _, token = value.partition(" ")
-            if token and scheme.lower() in ("bearer", "basic", "token"):
-                values.append(token)
-    return values
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret of 8 or more characters replaced by ``***`` (longest first).
-
-    Servers sometimes echo the key they rejected; the message ends up in the transcript, the
-    session file and logs, so it must never carry the key."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
-
-
-def add_diagnostic(
-    output: AssistantMessage,
-    type: str,
-    error: Optional[Dict[str, Any]] = None,
-    details: Optional[Dict[str, Any]] = None,
-) -> Diagnostic:
-    """Append a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics`` (creating the list)
-    and return it. ``error`` and ``details`` must already be free of secrets."""
-    diagnostic = Diagnostic(type, now_ms(), error, details)
-    if output.diagnostics is None:
-        output.diagnostics = []
-    output.diagnostics.append(diagnostic)
-    return diagnostic
-
-
-def failure_diagnostic(
-    output: AssistantMessage, exc: BaseException, message: str, started: Optional[bool] = None, **details: Any
-) -> Diagnostic:
-    """Record why a stream failed (reference ``provider_error``): the exception's type, the
-    already redacted ``message``, the HTTP status when there was one, and, when ``started`` is
-    known, whether the failure came before or after ``start`` (``phase``). ``details`` adds wire
-    facts (an error code); None values are left out. Callers skip aborts: they are not failures."""
-    status = getattr(exc, "status", None)
-    facts: Dict[str, Any] = {}
-    if started is not None:
-        facts["phase"] = "after_message_stream_start" if started else "before_message_stream_start"
-    error: Dict[str, Any] = {"name": type(exc).__name__, "message": message}
-    if isinstance(status, int):
-        facts["status"] = status
-        error["code"] = status
-    facts.update({k: v for k, v in details.items() if v is not None})
-    return add_diagnostic(output, "provider_error", error=error, details=facts)
-
-
-def describe_error(exc: BaseException) -> str:
-    """The ``error_message`` text for a failure of a stream: the provider's own message for
-    provider, key and HTTP errors, a plain description of lost connections and timeouts, else
-    ``"<ExceptionType>: <text>"``. Callers redact secrets (:func:`redact`)."""
-    from . import http
-
-    if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
-        return str(exc)
-    text = str(exc)
-    name = type(exc).__name__
-    if "ChunkedEncodingError" in name or "ProtocolError" in name or "ConnectionError" in name:
-        return f"Connection lost while streaming the response: {text}"
-    if "Timeout" in name:
-        return f"Timed out while streaming the response: {text}"
-    return f"{name}: {text}" if text else name
-
-
-_describe = describe_error

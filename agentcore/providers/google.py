@@ -28,7 +28,7 @@ from ..types import (
     UserMessage,
     role_of,
 )
-from . import _reasoning
+from . import reasoning
 from .base import (
     MAPPINGS,
     ProviderError,
@@ -94,10 +94,10 @@ def thinking_config(
     """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
     if level is None or not getattr(model, "reasoning", False):
         return None
-    level = _reasoning.clamp_to_model(model, level)  # the model's thinking-level map first
+    level = reasoning.clamp_to_model(model, level)  # the model's thinking-level map first
     if level == "off":
         return None
-    level = _reasoning.clamp_level(level)
+    level = reasoning.clamp_level(level)
     model_id = model.id.lower()
     if _GEMINI3_PRO.search(model_id):
         return {"includeThoughts": True, "thinkingLevel": "LOW" if level in ("minimal", "low") else "HIGH"}
@@ -270,7 +270,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
             generation["thinkingConfig"] = config
     else:
         config = thinking_config(
-            model, _reasoning.normalize_level(options.get("reasoning")), options.get("thinking_budgets")
+            model, reasoning.normalize_level(options.get("reasoning")), options.get("thinking_budgets")
         )
         if config:
             generation["thinkingConfig"] = config

@@ -5,6 +5,9 @@ Gateway, Mistral's OpenAI-compatible endpoint and local servers (Ollama, vLLM, l
 SGLang). Differences between them are ``compat`` flags: detected from ``provider``/``base_url``
 and overridden by ``model.compat`` (:func:`resolve_compat`).
 
+The compat flags live in ``_completions_compat.py`` and the stream handler in
+``_completions_stream.py``; their public names are re-exported here (this is their documented path).
+
 Deliberate choices where the reference implementation is known to be wrong (spec §21):
 * a response with tool calls but no (or a ``stop``) finish reason ends with ``toolUse``;
 * ``output`` tokens are ``completion_tokens`` (which include reasoning tokens for OpenAI); reasoning
@@ -29,25 +32,16 @@ from ..types import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
-    Usage,
     role_of,
 )
-from . import _reasoning
-from ._mistral import MistralIdNormalizer, assistant_content_parts, feed_content_parts, stream_tool_call_id
+from . import reasoning
+from ._completions_compat import _REASONING_FIELDS, resolve_compat
+from ._completions_stream import CompletionsHandler, map_finish_reason, parse_usage
+from ._mistral import MistralIdNormalizer, assistant_content_parts
 from ._mistral import mistral_tool_call_id as _mistral_id
-from .base import (
-    ProviderError,
-    StreamWriter,
-    WireHandler,
-    WireProvider,
-    WireRequest,
-    parse_json_event,
-    sanitize_surrogates,
-    tool_specs,
-)
+from .base import StreamWriter, WireHandler, WireProvider, WireRequest, sanitize_surrogates, tool_specs
 from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import supports_xhigh
-from .retries import retryable_error
 from .transform import transform_messages
 
 __all__ = [
@@ -63,102 +57,9 @@ __all__ = [
 ]
 
 API = "openai-completions"
-_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _TOOL_RESULT_IMAGES_TEXT = "Attached image(s) from tool result:"
 _BRIDGE_TEXT = "I have processed the tool results."
 _AZURE_PROVIDERS = ("azure-openai", "azure-openai-responses")  # azure.AZURE_PROVIDERS, without its import
-
-DEFAULT_COMPAT: Dict[str, Any] = {
-    "supportsStore": True,
-    "supportsDeveloperRole": True,
-    "supportsReasoningEffort": True,
-    "reasoningEffortMap": {},
-    "supportsUsageInStreaming": True,
-    "maxTokensField": "max_completion_tokens",
-    "requiresToolResultName": False,
-    "requiresAssistantAfterToolResult": False,
-    "requiresThinkingAsText": False,
-    "requiresMistralToolIds": False,
-    "supportsThinkingContentParts": False,
-    "thinkingFormat": "openai",
-    "supportsStrictMode": True,
-    "openRouterRouting": {},
-    "vercelGatewayRouting": {},
-    "cacheControlFormat": None,
-    "sendSessionAffinityHeaders": False,
-    "sessionAffinityFormat": "openai",
-    "supportsLongCacheRetention": True,
-}
-
-
-# --------------------------------------------------------------------------- compat
-
-
-def _is_loopback(base_url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    try:
-        host = (urlsplit(base_url).hostname or "").lower()
-    except ValueError:
-        return False
-    return host in ("localhost", "127.0.0.1", "::1", "0.0.0.0") or host.startswith("127.")
-
-
-def detect_compat(model: Model) -> Dict[str, Any]:
-    """Compat flags detected from ``provider`` and ``base_url`` (before ``model.compat``)."""
-    provider, url = model.provider or "", model.base_url or ""
-    is_zai = provider == "zai" or "api.z.ai" in url
-    is_xai = provider == "xai" or "api.x.ai" in url
-    is_mistral = provider == "mistral" or "mistral.ai" in url
-    is_local = _is_loopback(url)
-    is_together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
-    is_cloudflare = provider in ("cloudflare-workers-ai", "cloudflare-ai-gateway") or (
-        "api.cloudflare.com" in url or "gateway.ai.cloudflare.com" in url
-    )
-    is_openrouter = provider == "openrouter" or "openrouter.ai" in url
-    non_standard = (
-        provider == "cerebras"
-        or "cerebras.ai" in url
-        or is_xai
-        or "chutes.ai" in url
-        or "deepseek.com" in url
-        or provider == "deepseek"
-        or is_zai
-        or provider == "opencode"
-        or "opencode.ai" in url
-        or is_mistral
-        or is_local
-    )
-    compat = dict(DEFAULT_COMPAT)
-    compat.update(
-        supportsStore=not non_standard,
-        supportsDeveloperRole=not non_standard,
-        supportsReasoningEffort=not (is_xai or is_zai or is_mistral or is_local),
-        maxTokensField="max_tokens" if ("chutes.ai" in url or is_mistral or is_local) else "max_completion_tokens",
-        requiresToolResultName=is_mistral,
-        requiresMistralToolIds=is_mistral,
-        supportsThinkingContentParts=is_mistral,
-        thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
-        cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
-        supportsLongCacheRetention=not (is_together or is_cloudflare),
-    )
-    if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
-        compat.update(sendSessionAffinityHeaders=True, sessionAffinityFormat="mistral")
-    if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
-        compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
-    if provider == "github-copilot":
-        compat.update(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False)
-    return compat
-
-
-def resolve_compat(model: Model) -> Dict[str, Any]:
-    """Detected compat flags overridden by the explicit ``model.compat`` entries."""
-    compat = detect_compat(model)
-    for key, value in (model.compat or {}).items():
-        if value is not None:
-            compat[key] = value
-    return compat
-
 
 # --------------------------------------------------------------------------- tool-call ids
 
@@ -383,9 +284,9 @@ def _reasoning_effort(model: Model, level: Optional[str], compat: Mapping[str, A
     older ``compat.reasoningEffortMap``) the level is clamped to a supported one and mapped, and a
     string ``off`` entry is sent when thinking is off (reference); without one, xhigh/max become
     high unless the model supports xhigh."""
-    level_map = _reasoning.thinking_level_map(model, compat)
+    level_map = reasoning.thinking_level_map(model, compat)
     if level_map is not None:
-        level = _reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
+        level = reasoning.clamp_to_model(model, level, compat) if level and level != "off" else "off"
         value = level_map.get(level)
         if isinstance(value, str):
             return value
@@ -499,206 +400,7 @@ def build_headers(
     return headers
 
 
-# --------------------------------------------------------------------------- stream handling
-
-
-def map_finish_reason(reason: Optional[str]) -> str:
-    """Spec §8; raises :class:`ProviderError` for a value no server is known to send."""
-    if reason is None or reason in ("stop", "end"):
-        return "stop"
-    if reason == "length":
-        return "length"
-    if reason in ("tool_calls", "function_call"):
-        return "toolUse"
-    if reason == "content_filter":
-        return "error"
-    raise ProviderError(f"Unhandled stop reason: {reason}")
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value or 0)
-    except (TypeError, ValueError):
-        return 0
-
-
-def parse_usage(raw: Mapping[str, Any]) -> Usage:
-    """Usage of spec §7 from a chat-completions ``usage`` object (see the module docstring)."""
-    prompt = _int(raw.get("prompt_tokens"))
-    cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
-    completion = _int(raw.get("completion_tokens"))
-    reasoning = _int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens"))
-    output = completion + reasoning if reasoning > completion else completion
-    usage = Usage(input=max(0, prompt - cached), output=output, cache_read=cached, cache_write=0)
-    usage.total_tokens = usage.input + usage.output + usage.cache_read
-    return usage
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, Mapping):
-        message = str(error.get("message") or json.dumps(error))
-        metadata = error.get("metadata")
-        if isinstance(metadata, Mapping) and metadata.get("raw"):
-            message += f"\n{metadata['raw']}"
-        return message
-    return str(error)
-
-
-def _retryable(error: Any) -> bool:
-    """An in-stream error object saying rate limit / server error / overload (``code``,
-    ``type`` or ``status``; OpenRouter puts the HTTP status in ``code``)."""
-    if not isinstance(error, Mapping):
-        return False
-    return retryable_error(error.get("code"), error.get("type"), error.get("status"))
-
-
-class CompletionsHandler(WireHandler):
-    """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
-
-    def __init__(self, model: Model, writer: StreamWriter, compat: Optional[Mapping[str, Any]] = None) -> None:
-        self.model = model
-        self.writer = writer
-        self.finish_reason: Optional[str] = None
-        self.saw_finish = False
-        self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
-        self._mistral_ids = bool(
-            (compat if compat is not None else resolve_compat(model)).get("requiresMistralToolIds")
-        )
-        self._response_seen = False  # responseId/responseModel come from the first chunk that has them
-
-    def on_event(self, event: Any) -> bool:
-        data = event.data
-        if data == "[DONE]":
-            return True
-        chunk = parse_json_event(data)
-        if type(chunk) is not dict:
-            return False
-        if chunk.get("error"):
-            raise ProviderError(_error_text(chunk["error"]), retryable=_retryable(chunk["error"]))
-        if not self._response_seen:
-            self._response_fields(chunk)
-        usage = chunk.get("usage")
-        if usage and type(usage) is dict:
-            self.writer.update_usage(parse_usage(usage))
-        choices = chunk.get("choices")
-        if not choices or type(choices) is not list or type(choices[0]) is not dict:
-            return False
-        choice = choices[0]
-        usage = choice.get("usage")
-        if usage and type(usage) is dict:  # Moonshot-style servers
-            self.writer.update_usage(parse_usage(usage))
-        finish = choice.get("finish_reason")
-        if finish:
-            self.saw_finish = True
-            self.finish_reason = finish
-            self.writer.output.stop_reason = map_finish_reason(finish)
-        delta = choice.get("delta")
-        if delta and type(delta) is dict:
-            self._delta(delta)
-        return False
-
-    def _response_fields(self, chunk: Dict[str, Any]) -> None:
-        """``response_id`` = the chunk ``id`` (the same on every chunk of a completion);
-        ``response_model`` = the chunk ``model`` when it differs from the requested id."""
-        output = self.writer.output
-        response_id = chunk.get("id")
-        if response_id and type(response_id) is str:
-            output.response_id = response_id
-            self._response_seen = True
-        served = chunk.get("model")
-        if served and type(served) is str and served != self.model.id and output.response_model is None:
-            output.response_model = served
-
-    def _delta(self, delta: Dict[str, Any]) -> None:
-        writer = self.writer
-        content = delta.get("content")
-        if content:
-            if type(content) is str:
-                if writer.current_kind != "text":
-                    writer.end_current()
-                    writer.start_text()
-                writer.append_text(writer.current, content)  # type: ignore[arg-type]
-            elif type(content) is list:  # Mistral: typed thinking/text chunks
-                feed_content_parts(writer, content)
-            elif type(content) is dict:  # a single typed chunk, not in a list
-                feed_content_parts(writer, [content])
-        if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
-            self._reasoning(delta)
-        calls = delta.get("tool_calls")
-        if calls:
-            for call in calls:
-                if type(call) is dict:
-                    self._tool_call(call)
-        details = delta.get("reasoning_details")
-        if details:
-            self._reasoning_details(details)
-
-    def _reasoning(self, delta: Dict[str, Any]) -> None:
-        writer = self.writer
-        for field in _REASONING_FIELDS:
-            value = delta.get(field)
-            if value and type(value) is str:
-                if not (writer.current_kind == "thinking" and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
-                    writer.end_current()
-                    writer.start_thinking(thinking_signature=field)
-                writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
-                return
-
-    def _reasoning_details(self, details: Any) -> None:
-        for detail in details:
-            if type(detail) is dict and detail.get("type") == "reasoning.encrypted" and detail.get("id"):
-                for block in self.writer.output.content:
-                    if isinstance(block, ToolCall) and block.id == detail["id"]:
-                        block.thought_signature = json.dumps(detail)
-
-    def _tool_call(self, call: Mapping[str, Any]) -> None:
-        writer = self.writer
-        function = call.get("function") or {}
-        call_id = call.get("id") or ""
-        api_index = call.get("index")
-        if call_id == "null" and self._mistral_ids:
-            call_id = ""  # Mistral's missing id: a continuation, or a new call named below
-        name = function.get("name") or ""
-        arguments = function.get("arguments")
-        if arguments is not None and not isinstance(arguments, str):
-            arguments = json.dumps(arguments)  # some servers send the object itself
-        current = writer.current
-        same = writer.current_kind == "toolCall"
-        if same:
-            block = writer.block(current)  # type: ignore[arg-type]
-            known_index = self._tool_index.get(current)  # type: ignore[arg-type]
-            if (call_id and call_id != block.id) or (
-                api_index is not None and known_index is not None and api_index != known_index
-            ):
-                same = False
-        if not same:
-            writer.end_current()
-            if not call_id and self._mistral_ids:
-                call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
-            current = writer.start_tool_call(call_id, name)
-            self._tool_index[current] = api_index
-        else:
-            block = writer.block(current)  # type: ignore[arg-type]
-            if call_id:
-                block.id = call_id
-            if name:
-                block.name = name
-        writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
-
-    def on_end(self, terminal_seen: bool) -> None:
-        if not terminal_seen and not self.saw_finish:
-            raise ProviderError(
-                "The response stream ended before it was complete (no finish_reason and no "
-                "[DONE]); the connection was probably cut. Retry the request."
-            )
-        output = self.writer.output
-        if output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in output.content):
-            output.stop_reason = "toolUse"  # servers that omit finish_reason (or say "stop") for tool calls
-        if output.stop_reason == "error" and not output.error_message:
-            output.error_message = (
-                f"The provider stopped the response (finish_reason "
-                f"{self.finish_reason!r}), e.g. because of its content filter."
-            )
+# --------------------------------------------------------------------------- the provider
 
 
 class OpenAICompletionsProvider(WireProvider):

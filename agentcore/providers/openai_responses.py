@@ -23,7 +23,7 @@ from ..types import (
     UserMessage,
     role_of,
 )
-from . import _reasoning
+from . import reasoning
 from .base import (
     MAPPINGS,
     ProviderError,
@@ -250,13 +250,13 @@ def _effort(level: str, model: Any) -> Optional[str]:
     """The Responses ``reasoning.effort`` of ``level``: the model's thinking-level map when it has
     one (level clamped to a supported one; None when that is ``off``), else xhigh/max -> high
     unless the model supports xhigh."""
-    if _reasoning.thinking_level_map(model) is not None:
-        level = _reasoning.clamp_to_model(model, level)
+    if reasoning.thinking_level_map(model) is not None:
+        level = reasoning.clamp_to_model(model, level)
         if level == "off":
             return None
-        return _reasoning.mapped_effort(model, level) or level
+        return reasoning.mapped_effort(model, level) or level
     if level in ("xhigh", "max"):
-        return "xhigh" if _reasoning.supports_xhigh(model) else "high"
+        return "xhigh" if reasoning.supports_xhigh(model) else "high"
     return level
 
 
@@ -300,10 +300,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         }
 
     if model.reasoning:
-        level = _reasoning.normalize_level(options.get("reasoning"))
+        level = reasoning.normalize_level(options.get("reasoning"))
         effort = options.get("reasoning_effort") or (_effort(level, model) if level else None)
         summary = options.get("reasoning_summary")
-        off_effort = _reasoning.mapped_effort(model, "off") if level is None else None
+        off_effort = reasoning.mapped_effort(model, "off") if level is None else None
         if effort or summary:
             body["reasoning"] = {"effort": effort or "medium", "summary": summary or "auto"}
             body["include"] = ["reasoning.encrypted_content"]

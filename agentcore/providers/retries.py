@@ -82,7 +82,7 @@ class RetryBudget:
         delay = self.backoff()
         log = logging.getLogger("agentcore.providers.http")  # where open_stream's retries are logged
         if log.isEnabledFor(logging.DEBUG):
-            from .base import redact
+            from .failures import redact
 
             log.debug(
                 "retry provider=%s model=%s reason=%s delay_s=%.3f (in-stream error) attempt=%d/%d",
@@ -165,11 +165,11 @@ def retry_or_raise(
     if not retryable or output.content or (signal is not None and bool(getattr(signal, "aborted", False))):
         raise exc
     if budget.exhausted:
-        from .base import ProviderError
+        from .failures import ProviderError
 
         raise ProviderError(budget.gave_up(str(exc))) from exc  # the cause keeps the wire's error code
     _reset_output(output)
-    from .base import add_diagnostic, redact
+    from .failures import add_diagnostic, redact
 
     code = getattr(exc, "name", None) or getattr(exc, "code", None)  # Bedrock's AWS error code
     details: Dict[str, Any] = {"attempt": budget.attempt + 1}

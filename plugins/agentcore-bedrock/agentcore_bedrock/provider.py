@@ -42,14 +42,16 @@ from agentcore.providers.base import (
     StreamWriter,
     as_signal,
     describe_error,
+    encode_body,
     error_event,
     merge_headers,
+    new_output,
     request_timeout,
+    secret_header_values,
     signal_aborted,
 )
 from agentcore.providers.retries import RetryBudget, retry_or_raise
 from agentcore.streams import ProviderStream
-from agentcore.types import AssistantMessage, Usage, now_ms
 
 from .auth import BedrockConfigError, endpoint_url, request_url, resolve_region, sign_request
 from .eventstream import EventStreamDecoder, EventStreamError
@@ -60,7 +62,6 @@ __all__ = ["API", "BedrockProvider", "format_aws_error"]
 
 API = "bedrock-converse-stream"
 _DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-json serializer sends
-_SECRET_HEADERS = ("authorization", "x-amz-security-token", "x-api-key", "cookie", "proxy-authorization")
 
 
 _GAVE_UP = re.compile(r" \(gave up after \d+ attempts?, max_retries=\d+\)$")
@@ -108,15 +109,7 @@ class BedrockProvider:
 
     # -- the skeleton ----------------------------------------------------------------------------
     def _run(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
-        output = AssistantMessage(
-            content=[],
-            api=model.api,
-            provider=model.provider,
-            model=model.id,
-            usage=Usage(),
-            stop_reason="stop",
-            timestamp=now_ms(),
-        )
+        output = new_output(model)
         signal = as_signal(options.get("signal"))
         pending: List[Any] = []
         writer = StreamWriter(model, output, pending.append)
@@ -126,14 +119,9 @@ class BedrockProvider:
             region = resolve_region(model, options)
             url = request_url(endpoint_url(model, region, options), model.id)
             body = build_request_body(model, context, **options)
-            on_payload = options.get("on_payload")
-            if on_payload is not None:
-                replaced = on_payload(body, model)
-                if replaced is not None:
-                    body = replaced
-            data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            data = encode_body(body, model, options)
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
-            secrets.extend(v for k, v in headers.items() if k.lower() in _SECRET_HEADERS)
+            secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
             while True:

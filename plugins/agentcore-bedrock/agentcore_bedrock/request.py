@@ -25,7 +25,7 @@ import os
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from agentcore.providers import _reasoning
+from agentcore.providers import reasoning
 from agentcore.providers.base import sanitize_surrogates, tool_specs
 from agentcore.providers.transform import transform_messages
 from agentcore.types import ImageContent, TextContent, ThinkingContent, ToolCall, role_of
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 REDACTED_TEXT = "[Reasoning redacted]"
-DEFAULT_BUDGETS = _reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
+DEFAULT_BUDGETS = reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
 _IMAGE_FORMATS = {
     "image/jpeg": "jpeg",
     "image/jpg": "jpeg",
@@ -273,7 +273,7 @@ def history_tool_config(messages: List[Dict[str, Any]]) -> Optional[Dict[str, An
 
 
 def _effort(model: Any, level: str) -> str:
-    mapped = _reasoning.mapped_effort(model, level)  # Model.thinking_level_map (or compat.reasoningEffortMap)
+    mapped = reasoning.mapped_effort(model, level)  # Model.thinking_level_map (or compat.reasoningEffortMap)
     if mapped:
         return mapped
     if level in ("minimal", "low"):
@@ -292,7 +292,7 @@ def thinking_fields(
     shrinking to leave 1024 tokens for the answer), as the reference's simple-stream options do.
     """
     if level is not None:
-        level = _reasoning.clamp_to_model(model, level)  # an unsupported level moves to the nearest
+        level = reasoning.clamp_to_model(model, level)  # an unsupported level moves to the nearest
     if level in (None, "off") or not getattr(model, "reasoning", False) or not is_claude(model):
         return None, max_tokens
     assert level is not None
@@ -300,8 +300,8 @@ def thinking_fields(
         return {"thinking": {"type": "adaptive"}, "output_config": {"effort": _effort(model, level)}}, max_tokens
     budgets = options.get("thinking_budgets")
     if options.get("thinking_budget_tokens"):  # an explicit budget for whatever level was asked
-        budgets = {_reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}
-    total, budget = _reasoning.adjust_max_tokens_for_thinking(
+        budgets = {reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}
+    total, budget = reasoning.adjust_max_tokens_for_thinking(
         max_tokens, int(getattr(model, "max_tokens", 0) or 0), level, budgets
     )
     fields: Dict[str, Any] = {"thinking": {"type": "enabled", "budget_tokens": budget}}
@@ -318,8 +318,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     ``request_metadata``.
     """
     cache_point = _cache_point(options)
-    level = _reasoning.normalize_level(options.get("reasoning"))
-    max_tokens = _reasoning.base_max_tokens(model, options.get("max_tokens"))
+    level = reasoning.normalize_level(options.get("reasoning"))
+    max_tokens = reasoning.base_max_tokens(model, options.get("max_tokens"))
     additional, max_tokens = thinking_fields(model, level, options, max_tokens)
     body: Dict[str, Any] = {"messages": convert_messages(model, list(context.messages or []), cache_point)}
     system = system_blocks(model, getattr(context, "system_prompt", None), cache_point)

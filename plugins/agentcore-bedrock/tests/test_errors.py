@@ -338,6 +338,19 @@ def test_secrets_never_appear_in_errors(server: Server, aws_env: dict) -> None:
     assert server.requests[0].headers["Authorization"] == f"Bearer {token}"
 
 
+def test_a_bearer_token_in_the_headers_option_never_appears_in_errors(server: Server, aws_env: dict) -> None:
+    # tidy: the plugin kept its own secret-header list, which redacted "Bearer <token>" but not the
+    # bare token a server echoes; it now uses the core's agentcore.providers.base.secret_header_values
+    token = "proxy-token-0123456789abcdef"
+    server.enqueue(
+        Reply(
+            status=403, content_type="application/json", body=json.dumps({"message": f"{token} is not valid"}).encode()
+        )
+    )
+    message, _ = _run(local_model(server), headers={"Authorization": f"Bearer {token}"})
+    assert token not in message.error_message and "***" in message.error_message
+
+
 def test_missing_region_and_credentials_are_named(
     server: Server, aws_env: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:

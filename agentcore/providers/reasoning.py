@@ -1,4 +1,4 @@
-"""Thinking levels and budgets (providers spec §11), shared by the Responses, Anthropic and Gemini wires.
+"""Thinking levels and budgets (providers spec §11), shared by every wire API, plugins included.
 
 A stream function receives ``reasoning`` as a thinking-level string (``"minimal"`` ... ``"xhigh"``,
 ``"max"``) or None / ``"off"`` when thinking is off. These helpers turn that level into the numbers

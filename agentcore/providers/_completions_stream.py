@@ -1,0 +1,221 @@
+"""Stream handling of the ``openai-completions`` wire API (providers spec §12 "Stream consumption").
+
+:class:`CompletionsHandler` turns each chat-completion chunk into :class:`~agentcore.providers.writer.StreamWriter`
+calls: text, reasoning in any of the known fields (or Mistral's typed thinking chunks), streamed
+tool calls, usage (:func:`parse_usage`) and the finish reason (:func:`map_finish_reason`). A chunk
+carrying an ``error`` raises :class:`~agentcore.providers.failures.ProviderError` (retryable when it
+is a transient server error); a stream that ends without a finish reason raises too. Public
+through :mod:`agentcore.providers.openai_completions`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Mapping, Optional
+
+from ..types import Model, ToolCall, Usage
+from ._completions_compat import _REASONING_FIELDS, resolve_compat
+from ._mistral import feed_content_parts, stream_tool_call_id
+from .base import ProviderError, StreamWriter, WireHandler, parse_json_event
+from .retries import retryable_error
+
+__all__ = ["CompletionsHandler", "map_finish_reason", "parse_usage"]
+
+
+def map_finish_reason(reason: Optional[str]) -> str:
+    """Spec §8; raises :class:`ProviderError` for a value no server is known to send."""
+    if reason is None or reason in ("stop", "end"):
+        return "stop"
+    if reason == "length":
+        return "length"
+    if reason in ("tool_calls", "function_call"):
+        return "toolUse"
+    if reason == "content_filter":
+        return "error"
+    raise ProviderError(f"Unhandled stop reason: {reason}")
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def parse_usage(raw: Mapping[str, Any]) -> Usage:
+    """Usage of spec §7 from a chat-completions ``usage`` object (see the module docstring)."""
+    prompt = _int(raw.get("prompt_tokens"))
+    cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
+    completion = _int(raw.get("completion_tokens"))
+    reasoning_tokens = _int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+    output = completion + reasoning_tokens if reasoning_tokens > completion else completion
+    usage = Usage(input=max(0, prompt - cached), output=output, cache_read=cached, cache_write=0)
+    usage.total_tokens = usage.input + usage.output + usage.cache_read
+    return usage
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        message = str(error.get("message") or json.dumps(error))
+        metadata = error.get("metadata")
+        if isinstance(metadata, Mapping) and metadata.get("raw"):
+            message += f"\n{metadata['raw']}"
+        return message
+    return str(error)
+
+
+def _retryable(error: Any) -> bool:
+    """An in-stream error object saying rate limit / server error / overload (``code``,
+    ``type`` or ``status``; OpenRouter puts the HTTP status in ``code``)."""
+    if not isinstance(error, Mapping):
+        return False
+    return retryable_error(error.get("code"), error.get("type"), error.get("status"))
+
+
+class CompletionsHandler(WireHandler):
+    """Turns chat-completion chunks into stream events (spec §12 "Stream consumption")."""
+
+    def __init__(self, model: Model, writer: StreamWriter, compat: Optional[Mapping[str, Any]] = None) -> None:
+        self.model = model
+        self.writer = writer
+        self.finish_reason: Optional[str] = None
+        self.saw_finish = False
+        self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
+        self._mistral_ids = bool(
+            (compat if compat is not None else resolve_compat(model)).get("requiresMistralToolIds")
+        )
+        self._response_seen = False  # responseId/responseModel come from the first chunk that has them
+
+    def on_event(self, event: Any) -> bool:
+        data = event.data
+        if data == "[DONE]":
+            return True
+        chunk = parse_json_event(data)
+        if type(chunk) is not dict:
+            return False
+        if chunk.get("error"):
+            raise ProviderError(_error_text(chunk["error"]), retryable=_retryable(chunk["error"]))
+        if not self._response_seen:
+            self._response_fields(chunk)
+        usage = chunk.get("usage")
+        if usage and type(usage) is dict:
+            self.writer.update_usage(parse_usage(usage))
+        choices = chunk.get("choices")
+        if not choices or type(choices) is not list or type(choices[0]) is not dict:
+            return False
+        choice = choices[0]
+        usage = choice.get("usage")
+        if usage and type(usage) is dict:  # Moonshot-style servers
+            self.writer.update_usage(parse_usage(usage))
+        finish = choice.get("finish_reason")
+        if finish:
+            self.saw_finish = True
+            self.finish_reason = finish
+            self.writer.output.stop_reason = map_finish_reason(finish)
+        delta = choice.get("delta")
+        if delta and type(delta) is dict:
+            self._delta(delta)
+        return False
+
+    def _response_fields(self, chunk: Dict[str, Any]) -> None:
+        """``response_id`` = the chunk ``id`` (the same on every chunk of a completion);
+        ``response_model`` = the chunk ``model`` when it differs from the requested id."""
+        output = self.writer.output
+        response_id = chunk.get("id")
+        if response_id and type(response_id) is str:
+            output.response_id = response_id
+            self._response_seen = True
+        served = chunk.get("model")
+        if served and type(served) is str and served != self.model.id and output.response_model is None:
+            output.response_model = served
+
+    def _delta(self, delta: Dict[str, Any]) -> None:
+        writer = self.writer
+        content = delta.get("content")
+        if content:
+            if type(content) is str:
+                if writer.current_kind != "text":
+                    writer.end_current()
+                    writer.start_text()
+                writer.append_text(writer.current, content)  # type: ignore[arg-type]
+            elif type(content) is list:  # Mistral: typed thinking/text chunks
+                feed_content_parts(writer, content)
+            elif type(content) is dict:  # a single typed chunk, not in a list
+                feed_content_parts(writer, [content])
+        if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
+            self._reasoning(delta)
+        calls = delta.get("tool_calls")
+        if calls:
+            for call in calls:
+                if type(call) is dict:
+                    self._tool_call(call)
+        details = delta.get("reasoning_details")
+        if details:
+            self._reasoning_details(details)
+
+    def _reasoning(self, delta: Dict[str, Any]) -> None:
+        writer = self.writer
+        for field in _REASONING_FIELDS:
+            value = delta.get(field)
+            if value and type(value) is str:
+                if not (writer.current_kind == "thinking" and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
+                    writer.end_current()
+                    writer.start_thinking(thinking_signature=field)
+                writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
+                return
+
+    def _reasoning_details(self, details: Any) -> None:
+        for detail in details:
+            if type(detail) is dict and detail.get("type") == "reasoning.encrypted" and detail.get("id"):
+                for block in self.writer.output.content:
+                    if isinstance(block, ToolCall) and block.id == detail["id"]:
+                        block.thought_signature = json.dumps(detail)
+
+    def _tool_call(self, call: Mapping[str, Any]) -> None:
+        writer = self.writer
+        function = call.get("function") or {}
+        call_id = call.get("id") or ""
+        api_index = call.get("index")
+        if call_id == "null" and self._mistral_ids:
+            call_id = ""  # Mistral's missing id: a continuation, or a new call named below
+        name = function.get("name") or ""
+        arguments = function.get("arguments")
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = json.dumps(arguments)  # some servers send the object itself
+        current = writer.current
+        same = writer.current_kind == "toolCall"
+        if same:
+            block = writer.block(current)  # type: ignore[arg-type]
+            known_index = self._tool_index.get(current)  # type: ignore[arg-type]
+            if (call_id and call_id != block.id) or (
+                api_index is not None and known_index is not None and api_index != known_index
+            ):
+                same = False
+        if not same:
+            writer.end_current()
+            if not call_id and self._mistral_ids:
+                call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
+            current = writer.start_tool_call(call_id, name)
+            self._tool_index[current] = api_index
+        else:
+            block = writer.block(current)  # type: ignore[arg-type]
+            if call_id:
+                block.id = call_id
+            if name:
+                block.name = name
+        writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
+
+    def on_end(self, terminal_seen: bool) -> None:
+        if not terminal_seen and not self.saw_finish:
+            raise ProviderError(
+                "The response stream ended before it was complete (no finish_reason and no "
+                "[DONE]); the connection was probably cut. Retry the request."
+            )
+        output = self.writer.output
+        if output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in output.content):
+            output.stop_reason = "toolUse"  # servers that omit finish_reason (or say "stop") for tool calls
+        if output.stop_reason == "error" and not output.error_message:
+            output.error_message = (
+                f"The provider stopped the response (finish_reason "
+                f"{self.finish_reason!r}), e.g. because of its content filter."
+            )

@@ -1,0 +1,253 @@
+"""Pooled provider sessions whose connections an abort can interrupt (used by :mod:`agentcore.providers.http`).
+
+One ``requests.Session`` per provider name keeps connections alive between requests; its adapter
+keeps up to :func:`pool_maxsize` connections per host. The adapter's connections tell the sending
+thread which socket a request uses (through ``_current.box``, set by ``http._send``), so an abort
+listener on another thread can shut the socket down while ``connect()`` or the wait for response
+headers is blocked. The public names are re-exported by :mod:`agentcore.providers.http`, their
+documented path. Importing this module imports neither ``requests`` nor ``urllib3``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from .._compat import (
+    connection_address,
+    environ_data,
+    is_default_timeout,
+    name_resolution_error,
+    noting_connection_classes,
+    set_socket_options,
+)
+
+__all__ = ["DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "get_session"]
+
+_sessions: Dict[str, Any] = {}
+_sessions_lock = threading.Lock()
+
+DEFAULT_POOL_MAXSIZE = 1024
+"""Default cap on the idle connections kept per provider and host (see :func:`set_pool_maxsize`)."""
+
+POOL_MAXSIZE_ENV = "AGENTCORE_HTTP_POOL_MAXSIZE"
+_pool_maxsize: Optional[int] = None  # set_pool_maxsize(); None: the environment or the default
+
+
+def pool_maxsize() -> int:
+    """How many connections per provider and host are kept for reuse (see :func:`set_pool_maxsize`)."""
+    if _pool_maxsize is not None:
+        return _pool_maxsize
+    value = os.environ.get(POOL_MAXSIZE_ENV, "").strip()
+    if not value:
+        return DEFAULT_POOL_MAXSIZE
+    try:
+        size = int(value)
+    except ValueError:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r} is not a whole number of connections") from None
+    if size < 1:
+        raise ValueError(f"{POOL_MAXSIZE_ENV}={value!r}: the pool needs room for at least 1 connection")
+    return size
+
+
+def set_pool_maxsize(maxsize: Optional[int]) -> None:
+    """Cap the connections kept for reuse per provider and host at ``maxsize`` (None: the default).
+
+    Connections are opened on demand, one per concurrent request, and returned to the pool after
+    the response; the pool keeps up to ``maxsize`` of them, so it follows the peak concurrency up
+    to the cap. A connection returned to a full pool is closed ("discarding connection") and the
+    next request pays a new TCP (and TLS) handshake: keep the cap at or above the number of
+    concurrent runs against one provider. The default, 1024 (or ``$AGENTCORE_HTTP_POOL_MAXSIZE``
+    read when a provider's session is created), costs nothing until connections are used; idle
+    ones are closed by the server's keep-alive timeout and replaced transparently. Applies at once
+    to every provider session (idle connections of existing sessions are closed). Raises
+    ValueError for a size below 1.
+    """
+    global _pool_maxsize
+    if maxsize is not None and (isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1):
+        raise ValueError(f"pool maxsize must be a whole number >= 1, not {maxsize!r}")
+    with _sessions_lock:
+        _pool_maxsize = maxsize
+        for session in _sessions.values():
+            _mount_adapter(session)
+
+
+def _mount_adapter(session: Any) -> None:
+    adapter = _adapter_class()(pool_connections=4, pool_maxsize=pool_maxsize(), max_retries=0)
+    old = session.adapters.get("http://")
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    if old is not None:
+        old.close()  # idle connections close; in-flight ones close when their response is released
+
+
+def get_session(name: str) -> Any:
+    """The shared ``requests.Session`` of provider ``name`` (created on first use).
+
+    Its connection pool keeps up to :func:`pool_maxsize` connections per host for reuse.
+    """
+    session = _sessions.get(name)
+    if session is None:
+        with _sessions_lock:
+            session = _sessions.get(name)
+            if session is None:
+                session = _session_class()()
+                _mount_adapter(session)
+                _sessions[name] = session
+    return session
+
+
+_session_cls: Any = None
+
+
+def _session_class() -> Any:
+    """A ``requests.Session`` that remembers the environment's proxies while ``os.environ`` is unchanged.
+
+    requests scans the whole environment twice per request to find ``*_proxy`` variables (about
+    0.1 ms, more than the rest of sending a small request). The result depends only on the
+    environment and the URL's origin, so it is cached per origin and recomputed as soon as any
+    environment variable changes. Everything else (``.netrc``, CA bundle variables, explicit
+    ``proxies=``, ``trust_env=False``) takes requests' own path; so does every platform where
+    proxies may come from system settings (macOS, Windows).
+    """
+    global _session_cls
+    if _session_cls is None:
+        import requests
+        from requests.sessions import merge_setting as _merge_setting
+
+        merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
+
+        class _Session(requests.Session):
+            def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
+                env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
+                if env_proxies is None:
+                    return super().merge_environment_settings(url, proxies, stream, verify, cert)
+                if verify is True or verify is None:  # what requests does with trust_env
+                    verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or verify
+                return {
+                    "proxies": merge_setting(env_proxies, self.proxies),
+                    "stream": merge_setting(stream, self.stream),
+                    "verify": merge_setting(verify, self.verify),
+                    "cert": merge_setting(cert, self.cert),
+                }
+
+        _session_cls = _Session
+    return _session_cls
+
+
+_PROXIES_FROM_ENV_ONLY = os.name != "nt" and sys.platform != "darwin"
+_proxy_state: Tuple[Any, Dict[str, Dict[str, str]]] = (None, {})  # (environment snapshot, origin -> proxies)
+
+
+def _environment_proxies(url: str) -> Optional[Dict[str, str]]:
+    """``requests.utils.get_environ_proxies(url)`` from the cache; None where it cannot be cached."""
+    global _proxy_state
+    data = environ_data()  # the raw mapping behind os.environ (a plain dict), or None
+    if not _PROXIES_FROM_ENV_ONLY or data is None:
+        return None
+    state = _proxy_state
+    if state[0] != data:
+        state = _proxy_state = (dict(data), {})
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    origin = url if start < 3 or end < 0 else url[:end]
+    proxies = state[1].get(origin)
+    if proxies is None:
+        from requests.utils import get_environ_proxies
+
+        proxies = get_environ_proxies(url)
+        if data == state[0] and len(state[1]) < 256:  # the environment did not change meanwhile
+            state[1][origin] = proxies
+    return dict(proxies)
+
+
+_current = threading.local()  # .box: where this thread's next request notes its connection
+
+
+def _note_connection(connection: Any) -> None:
+    box = getattr(_current, "box", None)
+    if box is not None:
+        box["connection"] = connection
+
+
+def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
+    """Open the TCP connection like urllib3 does, but note each socket *before* it connects, so
+    an abort can shut it down while ``connect()`` is blocked (an unreachable or firewalled host
+    would otherwise hold an aborted run for the whole connect timeout).
+
+    Threads that are not sending an abortable request use urllib3's own code unchanged.
+    """
+    box = getattr(_current, "box", None)
+    if box is None:
+        return default()
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+    from urllib3.util.connection import allowed_gai_family
+
+    host, port = connection_address(connection)
+    try:
+        addresses = socket.getaddrinfo(host, port, allowed_gai_family(), socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise name_resolution_error(connection, exc) from exc
+    error: Optional[BaseException] = None
+    for family, kind, proto, _name, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        box["socket"] = sock
+        if box.get("aborted"):  # the abort came before this socket existed
+            box.pop("socket", None)
+            sock.close()
+            raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
+        try:
+            set_socket_options(sock, connection.socket_options)
+            if not is_default_timeout(connection.timeout):
+                sock.settimeout(connection.timeout)
+            if connection.source_address:
+                sock.bind(connection.source_address)
+            sock.connect(address)
+        except socket.timeout as exc:
+            sock.close()
+            raise ConnectTimeoutError(
+                connection, f"Connection to {connection.host} timed out. (connect timeout={connection.timeout})"
+            ) from exc
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        finally:
+            box.pop("socket", None)
+        sys.audit("http.client.connect", connection, connection.host, connection.port)
+        return sock
+    raise NewConnectionError(connection, f"Failed to establish a new connection: {error}")
+
+
+_adapter_cls: Any = None
+
+
+def _adapter_class() -> Any:
+    """An HTTPAdapter whose connections tell the sending thread which socket a request uses.
+
+    That lets an abort listener (running on another thread) shut the socket down while the
+    sender is blocked waiting for response headers, without a helper thread per request.
+    """
+    global _adapter_cls
+    if _adapter_cls is None:
+        import requests
+        from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+        connection_cls, tls_connection_cls = noting_connection_classes(_note_connection, _new_abortable_conn)
+
+        class _Pool(HTTPConnectionPool):
+            ConnectionCls = connection_cls
+
+        class _TLSPool(HTTPSConnectionPool):
+            ConnectionCls = tls_connection_cls
+
+        class _Adapter(requests.adapters.HTTPAdapter):
+            def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+                super().init_poolmanager(*args, **kwargs)
+                self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+        _adapter_cls = _Adapter
+    return _adapter_cls

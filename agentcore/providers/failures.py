@@ -1,0 +1,169 @@
+"""How a provider stream fails (providers spec §4.6): the errors, the terminal ``error`` event,
+redaction of secrets and the ``provider_error`` diagnostics.
+
+Every wire module, built-in or plugin, ends a failed stream with :func:`error_event`; it never
+raises for a request or model failure. Messages are redacted (:func:`redact`) before they reach the
+message, the session file or a log, so a key a server echoes back is never kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from ..events import ErrorEvent
+from ..types import AssistantMessage, Diagnostic, now_ms
+
+__all__ = [
+    "ABORTED_MESSAGE",
+    "MissingApiKeyError",
+    "ProviderError",
+    "error_event",
+    "signal_aborted",
+    "describe_error",
+    "redact",
+    "secret_header_values",
+    "add_diagnostic",
+    "failure_diagnostic",
+]
+
+ABORTED_MESSAGE = "Request was aborted"
+
+
+class MissingApiKeyError(Exception):
+    """No API key for a provider that needs one. The message names the variable to set."""
+
+    def __init__(self, provider: str, env_vars: Tuple[str, ...] = ()) -> None:
+        hint = " or ".join(env_vars) if env_vars else "the provider's API key variable"
+        super().__init__(f'no API key for provider "{provider}": set {hint} or pass api_key=')
+        self.provider = provider
+        self.env_vars = env_vars
+
+
+class ProviderError(Exception):
+    """A failure reported by the provider inside the stream (error event, bad stop reason...).
+
+    ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate
+    limited, internal error: what HTTP 429/5xx say before a stream starts). The skeleton retries
+    it like those statuses when no content was emitted yet (see :func:`~agentcore.providers.retries.retryable_error`).
+    """
+
+    def __init__(self, message: str = "", *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def error_event(
+    output: AssistantMessage,
+    exc: BaseException,
+    signal: Any,
+    secrets: Iterable[str],
+    describe: Optional[Callable[[BaseException], str]] = None,
+    started: Optional[bool] = None,
+    **details: Any,
+) -> ErrorEvent:
+    """The terminal ``error`` event of a failed stream (spec §4.6): ``stop_reason`` "aborted" when
+    the signal fired (message "Request was aborted"), else "error" with ``describe(exc)``,
+    secrets redacted (``describe`` defaults to :func:`describe_error`), and a ``provider_error``
+    diagnostic (:func:`failure_diagnostic`; ``started`` and ``details`` go into it). Content
+    streamed so far stays on ``output``."""
+    aborted = signal_aborted(signal)
+    output.stop_reason = "aborted" if aborted else "error"
+    if aborted:
+        output.error_message = ABORTED_MESSAGE
+    else:
+        output.error_message = redact((describe or describe_error)(exc), secrets)
+        failure_diagnostic(output, exc, output.error_message, started, **details)
+    return ErrorEvent(output.stop_reason, output)
+
+
+def signal_aborted(signal: Any) -> bool:
+    """Whether an abort signal (or None) has fired."""
+    return signal is not None and bool(getattr(signal, "aborted", False))
+
+
+_SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+        "proxy-authorization",
+    }
+)
+
+
+def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
+    """The values of ``headers`` that are credentials (``Authorization``, ``x-api-key``, ``api-key``,
+    ``x-goog-api-key``, ``x-amz-security-token``, cookies), and the bare token of a ``Bearer``/
+    ``Basic``/``Token`` value, for :func:`redact`. Names are compared case-insensitively."""
+    values = []
+    for name, value in headers.items():
+        if str(name).lower() in _SECRET_HEADERS and isinstance(value, str):
+            values.append(value)
+            scheme, _, token = value.partition(" ")
+            if token and scheme.lower() in ("bearer", "basic", "token"):
+                values.append(token)
+    return values
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret of 8 or more characters replaced by ``***`` (longest first).
+
+    Servers sometimes echo the key they rejected; the message ends up in the transcript, the
+    session file and logs, so it must never carry the key."""
+    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def add_diagnostic(
+    output: AssistantMessage,
+    type: str,
+    error: Optional[Dict[str, Any]] = None,
+    details: Optional[Dict[str, Any]] = None,
+) -> Diagnostic:
+    """Append a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics`` (creating the list)
+    and return it. ``error`` and ``details`` must already be free of secrets."""
+    diagnostic = Diagnostic(type, now_ms(), error, details)
+    if output.diagnostics is None:
+        output.diagnostics = []
+    output.diagnostics.append(diagnostic)
+    return diagnostic
+
+
+def failure_diagnostic(
+    output: AssistantMessage, exc: BaseException, message: str, started: Optional[bool] = None, **details: Any
+) -> Diagnostic:
+    """Record why a stream failed (reference ``provider_error``): the exception's type, the
+    already redacted ``message``, the HTTP status when there was one, and, when ``started`` is
+    known, whether the failure came before or after ``start`` (``phase``). ``details`` adds wire
+    facts (an error code); None values are left out. Callers skip aborts: they are not failures."""
+    status = getattr(exc, "status", None)
+    facts: Dict[str, Any] = {}
+    if started is not None:
+        facts["phase"] = "after_message_stream_start" if started else "before_message_stream_start"
+    error: Dict[str, Any] = {"name": type(exc).__name__, "message": message}
+    if isinstance(status, int):
+        facts["status"] = status
+        error["code"] = status
+    facts.update({k: v for k, v in details.items() if v is not None})
+    return add_diagnostic(output, "provider_error", error=error, details=facts)
+
+
+def describe_error(exc: BaseException) -> str:
+    """The ``error_message`` text for a failure of a stream: the provider's own message for
+    provider, key and HTTP errors, a plain description of lost connections and timeouts, else
+    ``"<ExceptionType>: <text>"``. Callers redact secrets (:func:`redact`)."""
+    from . import http
+
+    if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
+        return str(exc)
+    text = str(exc)
+    name = type(exc).__name__
+    if "ChunkedEncodingError" in name or "ProtocolError" in name or "ConnectionError" in name:
+        return f"Connection lost while streaming the response: {text}"
+    if "Timeout" in name:
+        return f"Timed out while streaming the response: {text}"
+    return f"{name}: {text}" if text else name

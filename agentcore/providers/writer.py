@@ -1,0 +1,206 @@
+"""The stream writer: the one way a wire module builds its output message and stream events.
+
+A wire module (built-in or plugin) turns each API event into :class:`StreamWriter` calls; the
+writer mutates the output :class:`~agentcore.types.AssistantMessage` and queues the matching
+``*_start`` / ``*_delta`` / ``*_end`` events, so the event contract of providers spec §3 holds by
+construction. It never raises for content it is given; a tool call's invalid argument JSON is
+parsed leniently and noted as a diagnostic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Optional
+
+from ..events import (
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from ..types import AssistantMessage, Diagnostic, Model, TextContent, ThinkingContent, ToolCall, Usage
+from .failures import add_diagnostic
+from .partial_json import ToolArguments
+
+__all__ = ["StreamWriter"]
+
+
+@dataclass
+class _OpenBlock:
+    kind: str  # "text" | "thinking" | "toolCall"
+    args: Optional[ToolArguments] = None
+
+
+class StreamWriter:
+    """The one way a wire module builds its output: mutates the message, queues the events.
+
+    Every wire module (openai-completions, openai-responses, anthropic-messages, google) turns
+    API events into these calls, so the event contract of spec §3 holds by construction:
+
+    * ``start_text`` / ``start_thinking`` / ``start_tool_call`` append a block to
+      ``output.content`` and push its ``*_start`` event; the returned content index never changes.
+    * ``append_text`` / ``append_thinking`` / ``append_tool_arguments`` extend an open block and
+      push its ``*_delta`` event. Tool-call argument text is kept outside the ToolCall (no scratch
+      fields leak); ``arguments`` is the best-effort parse so far (re-parsed with the throttle of
+      :class:`~agentcore.providers.partial_json.ToolArguments`).
+    * ``end_block`` pushes the ``*_end`` event (tool arguments fully parsed unless nothing was
+      streamed and the call came with arguments); ending a closed block does nothing.
+      ``close_open_blocks`` ends every open block in content order (the skeleton does so after a
+      complete response; an error leaves them open, spec §3 rule 6).
+    * ``add_diagnostic`` appends a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics``.
+      The writer records one itself when a tool call's argument text was not valid JSON and the
+      lenient parser had to repair it (``"tool_arguments_repaired"``): the call still runs, with
+      the best-effort arguments, and the note says so.
+
+    Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
+    is the most recently opened block still open, for APIs that stream one block at a time.
+    Other mutations (signatures, final texts an API sends at the end) go straight to
+    ``block(index)`` before ``end_block``.
+    """
+
+    def __init__(self, model: Model, output: AssistantMessage, push: Callable[[Any], None]) -> None:
+        self.model = model
+        self.output = output
+        self._push = push
+        self._open: Dict[int, _OpenBlock] = {}
+        self.current: Optional[int] = None
+        self.current_kind: Optional[str] = None  # "text" | "thinking" | "toolCall" of ``current``
+
+    # -- opening ---------------------------------------------------------------------------
+    def start_text(self, text_signature: Optional[str] = None) -> int:
+        index = self._append(TextContent(text="", text_signature=text_signature), "text")
+        self._push(TextStartEvent(index, self.output))
+        return index
+
+    def start_thinking(
+        self, thinking_signature: Optional[str] = None, redacted: bool = False, thinking: str = ""
+    ) -> int:
+        block = ThinkingContent(thinking=thinking, thinking_signature=thinking_signature, redacted=redacted)
+        index = self._append(block, "thinking")
+        self._push(ThinkingStartEvent(index, self.output))
+        return index
+
+    def start_tool_call(
+        self,
+        id: str,
+        name: str,
+        arguments_text: str = "",
+        arguments: Optional[Dict[str, Any]] = None,
+        thought_signature: Optional[str] = None,
+    ) -> int:
+        """Open a tool call; ``arguments_text`` starts its streamed JSON, ``arguments`` its dict."""
+        block = ToolCall(id=id, name=name, arguments=dict(arguments or {}), thought_signature=thought_signature)
+        index = self._append(block, "toolCall")
+        args = self._open[index].args = ToolArguments(arguments_text or "")
+        if arguments_text:
+            block.arguments = args.value()
+        self._push(ToolCallStartEvent(index, self.output))
+        return index
+
+    def _append(self, block: Any, kind: str) -> int:
+        self.output.content.append(block)
+        index = len(self.output.content) - 1
+        self._open[index] = _OpenBlock(kind)
+        self.current = index
+        self.current_kind = kind
+        return index
+
+    # -- streaming -------------------------------------------------------------------------
+    def append_text(self, index: int, delta: str) -> None:
+        block = self.output.content[index]
+        block.text += delta
+        self._push(TextDeltaEvent(index, delta, self.output))
+
+    def append_thinking(self, index: int, delta: str) -> None:
+        block = self.output.content[index]
+        block.thinking += delta
+        self._push(ThinkingDeltaEvent(index, delta, self.output))
+
+    def append_tool_arguments(self, index: int, fragment: str) -> None:
+        """Append raw JSON text; ``arguments`` becomes the best-effort parse so far."""
+        args = self._open[index].args
+        assert args is not None
+        parsed = args.feed(fragment or "")
+        if parsed is not None:
+            self.output.content[index].arguments = parsed
+        self._push(ToolCallDeltaEvent(index, fragment or "", self.output))
+
+    def tool_arguments_text(self, index: int) -> str:
+        """The argument JSON streamed so far for the open tool call at ``index``."""
+        args = self._open[index].args
+        return args.text if args is not None else ""
+
+    def set_tool_arguments_text(self, index: int, text: str) -> None:
+        """Replace the streamed argument text (an API's final "arguments done" value) and re-parse."""
+        args = self._open[index].args = ToolArguments(text or "")
+        self.output.content[index].arguments = args.value()
+
+    # -- closing ---------------------------------------------------------------------------
+    def is_open(self, index: Optional[int]) -> bool:
+        return index is not None and index in self._open
+
+    def block(self, index: int) -> Any:
+        return self.output.content[index]
+
+    def end_block(self, index: int) -> None:
+        """Finish block ``index`` and push its ``*_end`` event; a closed block is left alone."""
+        open_block = self._open.pop(index, None)
+        if open_block is None:
+            return
+        if self.current == index:
+            self.current = None
+            self.current_kind = None
+        block = self.output.content[index]
+        if open_block.kind == "text":
+            self._push(TextEndEvent(index, block.text, self.output))
+        elif open_block.kind == "thinking":
+            self._push(ThinkingEndEvent(index, block.thinking, self.output))
+        else:
+            args = open_block.args
+            if args is not None and (args.text.strip() or not block.arguments):
+                block.arguments = args.value()
+                if args.text.strip():
+                    self._check_arguments(block, args.text)
+            self._push(ToolCallEndEvent(index, block, self.output))
+
+    def _check_arguments(self, block: ToolCall, text: str) -> None:
+        try:  # once per call, at its end: the strict parse says whether the lenient one repaired
+            json.loads(text)
+        except ValueError as exc:
+            self.add_diagnostic(
+                "tool_arguments_repaired",
+                error={"name": "JSONDecodeError", "message": str(exc)},
+                details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
+            )
+
+    def add_diagnostic(
+        self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
+    ) -> Diagnostic:
+        """Append a diagnostic to the output message (see :func:`add_diagnostic`) and return it."""
+        return add_diagnostic(self.output, type, error, details)
+
+    def end_current(self) -> None:
+        if self.current is not None:
+            self.end_block(self.current)
+
+    def close_open_blocks(self) -> None:
+        """End every still-open block in content order."""
+        for index in sorted(self._open):
+            self.end_block(index)
+
+    def push(self, event: Any) -> None:
+        """Queue any other event (e.g. a GenericStreamEvent)."""
+        self._push(event)
+
+    def update_usage(self, usage: Usage) -> None:
+        """Set the output's usage and recompute its cost from the model's prices (spec §7)."""
+        from .models import calculate_cost
+
+        self.output.usage = usage
+        calculate_cost(self.model, usage)
