@@ -98,6 +98,18 @@ class Terminal:
             if time.monotonic() >= deadline or not self._read(deadline):
                 raise AssertionError(f"did not see {text!r}; the terminal shows:\n{self.output[-3000:]}")
 
+    def at_prompt(self, timeout: float = TIMEOUT) -> None:
+        """Wait for the ``> `` prompt and for readline to hold the terminal (canonical mode off).
+
+        input() writes the prompt before readline switches the terminal to raw mode and flushes
+        what was typed in between; a person reads the prompt first, a test must wait for it too."""
+        self.expect("> ", timeout)
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.master)[3] & termios.ICANON:
+            if time.monotonic() >= deadline or self.proc.poll() is not None:
+                raise AssertionError(f"readline never took the terminal; it shows:\n{self.output[-3000:]}")
+            self._read(min(deadline, time.monotonic() + 0.01))  # poll the mode; keep reading output
+
     def wait(self, timeout: float = TIMEOUT) -> int:
         """The exit status, reading (and keeping) the output until the process ends."""
         deadline = time.monotonic() + timeout
@@ -139,16 +151,16 @@ def test_typed_prompt_streams_and_ctrl_c_stops_the_answer(terminal):
     with ScriptedServer([held, answer("second", " answer")]) as server:
         term = terminal("chat", *local(server))
         term.expect("/quit or Ctrl-D leaves.")
-        term.expect("> ")
+        term.at_prompt()
         term.type("tell me a long story\r")
         term.expect("The first piece")
         assert "NEVER SHOWN" not in term.output  # the rest is still held by the server
         term.type(CTRL_C)
         term.expect("[interrupted: run aborted; back at the prompt]")
-        term.expect("> ")
+        term.at_prompt()
         term.type("and now?\r")
         term.expect("second answer")
-        term.expect("> ")
+        term.at_prompt()
         term.type(CTRL_D)
         assert term.wait() == 0
         server.release.set()
@@ -162,15 +174,15 @@ def test_typed_prompt_streams_and_ctrl_c_stops_the_answer(terminal):
 def test_up_arrow_recalls_the_previous_line(terminal):
     with ScriptedServer([answer("one"), answer("two")]) as server:
         term = terminal("chat", *local(server))
-        term.expect("> ")
+        term.at_prompt()
         term.type("what is the time\r")
         term.expect("one")
-        term.expect("> ")
+        term.at_prompt()
         term.type(UP)
         term.expect("what is the time")  # readline shows the recalled line
         term.type("\r")
         term.expect("two")
-        term.expect("> ")
+        term.at_prompt()
         term.type("/quit\r")
         assert term.wait() == 0
         second = server.requests[1].json()["messages"]
@@ -181,29 +193,29 @@ def test_up_arrow_recalls_the_previous_line(terminal):
 
 def test_model_typo_shows_a_did_you_mean_and_ctrl_d_leaves_with_status_0(terminal):
     term = terminal("chat", "--model", "scripted")
-    term.expect("> ")
+    term.at_prompt()
     term.type("/model gpt-4o-mnii\r")
     term.expect("unknown model 'gpt-4o-mnii' (did you mean 'openai/gpt-4o-mini'")
-    term.expect("> ")
+    term.at_prompt()
     term.type("/model\r")
     term.expect("model: scripted/scripted-demo")  # still the model it was
-    term.expect("> ")
+    term.at_prompt()
     term.type("hello there\r")
     term.expect("You said: hello there")
-    term.expect("> ")
+    term.at_prompt()
     term.type(CTRL_D)
     assert term.wait() == 0
 
 
 def test_ctrl_c_at_the_prompt_keeps_chatting(terminal):
     term = terminal("chat", "--model", "scripted")
-    term.expect("> ")
+    term.at_prompt()
     term.type("half a line" + CTRL_C)
     term.expect("(Ctrl-C: use /quit or Ctrl-D to leave)")
-    term.expect("> ")
+    term.at_prompt()
     term.type("hello\r")
     term.expect("You said: hello")
-    term.expect("> ")
+    term.at_prompt()
     term.type(CTRL_D)
     assert term.wait() == 0
 
@@ -211,17 +223,17 @@ def test_ctrl_c_at_the_prompt_keeps_chatting(terminal):
 def test_continue_resumes_the_latest_conversation(terminal, env, tmp_path):
     with ScriptedServer([answer("noted: 42"), answer("it was 42")]) as server:
         term = terminal("chat", *local(server), "--session", "new")
-        term.expect("> ")
+        term.at_prompt()
         term.type("remember the number 42\r")
         term.expect("noted: 42")
-        term.expect("> ")
+        term.at_prompt()
         term.type(CTRL_D)
         assert term.wait() == 0
         again = terminal("chat", *local(server), "-c")
-        again.expect("> ")
+        again.at_prompt()
         again.type("which number?\r")
         again.expect("it was 42")
-        again.expect("> ")  # a key typed before the prompt is back may be read by no one
+        again.at_prompt()
         again.type(CTRL_D)
         assert again.wait() == 0
         resumed = server.requests[1].json()["messages"]
@@ -232,7 +244,7 @@ def test_sigint_reaches_the_chat_through_the_terminal(terminal):
     """The harness itself: ^C on the master is a SIGINT of the child's process group (so the
     tests above press a key, not send a signal)."""
     term = terminal("chat", "--model", "scripted")
-    term.expect("> ")
+    term.at_prompt()
     assert os.tcgetpgrp(term.master) == os.getpgid(term.proc.pid)
     assert termios.tcgetattr(term.master)[6][termios.VINTR] == CTRL_C.encode()
     term.type(CTRL_D)
