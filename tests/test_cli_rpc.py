@@ -488,15 +488,36 @@ def test_compact_streams_its_events_and_answers_with_the_result(rpc):
     assert child.close().returncode == 0
 
 
-@pytest.mark.parametrize("how", ["eof", "sigterm"])
-def test_end_of_input_or_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path, how):
+def test_end_of_input_mid_run_lets_the_run_finish_then_exits_0(rpc, tmp_path):
+    """``printf '{"type":"prompt",...}' | agentcore rpc`` prints the answer: closing stdin is not
+    an abort (it used to abort the run, so a piped prompt never got its answer)."""
+    path = tmp_path / "piped.jsonl"
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "stream then stall"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.proc.stdin is not None and child.proc.stderr is not None
+        child.proc.stdin.close()  # end of input while the answer is stalled mid-stream
+        notes = []
+        while not notes or "end of input" not in notes[-1]:
+            notes.append(child.proc.stderr.readline().decode())
+            assert notes[-1], f"agentcore rpc exited without finishing the run: {notes}"
+        server.release.set()  # only now may the answer go on
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert child.proc.wait(timeout=WAIT) == 0
+    assert end["messages"][-1]["stopReason"] == "stop"
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].text == "partial never"
+
+
+def test_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path):
     path = tmp_path / "mid.jsonl"
     with ScriptedServer([stalled("partial")]) as server:
         child = rpc(*local(server), "--session", str(path))
         child.call({"type": "prompt", "message": "stream forever"})
         child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
-        if how == "sigterm":
-            child.proc.send_signal(signal.SIGTERM)
+        child.proc.send_signal(signal.SIGTERM)
         done = child.close()
         server.release.set()
     assert done.returncode == 0, done.stderr
