@@ -11,6 +11,8 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, List, Tuple
@@ -64,7 +66,9 @@ def messages_of(path: Path) -> List[dict]:
 def logs_json(*argv: str) -> List[dict]:
     code, out, err = run_cli("logs", "--json", *argv)
     assert code == 0, err
-    return [json.loads(line) for line in out.splitlines()]
+    found = json.loads(out)  # one JSON document (an array, as `llm logs --json`), not JSON lines
+    assert isinstance(found, list)
+    return found
 
 
 # --------------------------------------------------------------------------- logged by default
@@ -150,6 +154,20 @@ def _touch(path: Path, when: int) -> None:
     os.utime(path, ns=(when * 10**9, when * 10**9))
 
 
+def test_logs_json_is_one_document_for_json_tool_even_when_empty(here, tmp_path):
+    """``agentcore logs --json | python -m json.tool`` works with several conversations (JSON
+    lines did not) and with none (an empty array, not an empty stdout)."""
+    code, out, _ = run_cli("logs", "--json", "--sessions-dir", str(tmp_path / "nothing-yet"))
+    assert code == 0 and json.loads(out) == []
+    for n in range(2):
+        assert run_cli("run", "--model", "scripted", f"prompt {n}")[0] == 0
+    code, out, err = run_cli("logs", "--json")
+    assert code == 0, err
+    tool = subprocess.run([sys.executable, "-m", "json.tool"], input=out, capture_output=True, text=True)
+    assert tool.returncode == 0, tool.stderr
+    assert [c["firstPrompt"] for c in json.loads(tool.stdout)] == ["prompt 0", "prompt 1"]
+
+
 def test_logs_lists_the_latest_conversations_with_model_tokens_and_cost(here):
     for n in range(4):
         assert run_cli("run", "--model", "scripted", f"prompt {n}")[0] == 0
@@ -210,7 +228,7 @@ def test_logs_without_fts5_falls_back_to_like_with_a_notice(here, monkeypatch):
     _library_session("other", "answer")
     code, out, err = run_cli("logs", "--json", "-q", "100%")
     assert code == 0, err
-    assert [json.loads(line)["firstPrompt"] for line in out.splitlines()] == ["find the 100% case"]
+    assert [c["firstPrompt"] for c in json.loads(out)] == ["find the 100% case"]
     assert err.count("\n") == 1 and "no FTS5" in err
     with _logindex.LogIndex(str(sessions_dir())) as index:
         assert index.fts is False
@@ -264,7 +282,7 @@ def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
         holder.close()
     assert code == 0 and "You said: second" in out
     assert "warning: the logs index was not updated" in err
-    assert listed[0] == 0 and len(listed[1].splitlines()) == 2
+    assert listed[0] == 0 and len(json.loads(listed[1])) == 2
     assert "cannot use the logs index" in listed[2] and "reading the session files instead" in listed[2]
     assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
 

@@ -79,7 +79,7 @@ def add_commands(commands: Any) -> None:
     logs.add_argument("-n", "--count", type=int, default=3, metavar="N", help="how many (default 3; 0: all)")
     logs.add_argument("-q", "--query", metavar="TEXT", help="full-text search over prompts and answers")
     logs.add_argument("--cwd", action="store_true", help="only the conversations of this directory")
-    logs.add_argument("--json", action="store_true", help="one JSON object per conversation")
+    logs.add_argument("--json", action="store_true", help="the conversations as one JSON array")
     logs.set_defaults(handler=_handler("_logs", "cmd_logs"))
     logs_actions = logs.add_subparsers(dest="logs_action", metavar="ACTION")
     action_dir_opt = sessions_dir_option(argparse.SUPPRESS)

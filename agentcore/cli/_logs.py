@@ -227,13 +227,16 @@ def _open_index(args: Any, err: TextIO) -> Any:
 
 
 def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, newest first."""
+    """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, oldest of
+    them first (the newest last, next to the prompt); ``--json``: one JSON array of them."""
     import sqlite3
 
     if args.count < 0:
         raise UsageError(f"logs -n {args.count}: give a count of 0 (all) or more")
     directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
     if not os.path.isdir(directory):
+        if args.json:
+            out.write("[]\n")  # still one JSON document for `| jq` and `| python -m json.tool`
         err.write(f"no conversations logged yet in {directory}\n")
         return 0
     try:
@@ -242,9 +245,8 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     except sqlite3.Error as exc:
         raise UsageError(f"the logs index {os.path.join(directory, 'logs.db')} cannot be used: {exc}") from None
     found.reverse()  # like llm logs: the selected conversations oldest first, the newest last
-    if args.json:
-        for conversation in found:
-            out.write(json.dumps(conversation.to_dict(), ensure_ascii=False) + "\n")
+    if args.json:  # one JSON array, as `llm logs --json` prints (JSON lines broke `| python -m json.tool`)
+        out.write(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2) + "\n")
         return 0
     if not found:
         what = f"matching {args.query!r}" if args.query else "logged"
