@@ -106,6 +106,29 @@ def test_no_log_env_and_logs_off_turn_logging_off(here, monkeypatch, how):
         assert len(session_files()) == 1
 
 
+@pytest.mark.parametrize("command", ["run", "chat"])
+@pytest.mark.parametrize("session", [["-c"], ["-s", "notes.jsonl"]])
+def test_no_log_with_continue_or_session_is_a_usage_error_and_records_nothing(here, command, session):
+    """``--no-log -c`` used to record the new turns into the continued conversation all the
+    same; the flags contradict, so it is refused (as ``agentcore rpc`` refuses it) before
+    anything is written."""
+    assert run_cli("run", "--model", "scripted", "logged first")[0] == 0
+    before = [p.read_bytes() for p in session_files()]
+    prompt = ["unlogged?"] if command == "run" else []  # chat reads it from stdin
+    code, out, err = run_cli(command, "--no-log", *session, "--model", "scripted", *prompt, stdin="unlogged?\n")
+    assert code == 2 and "--no-log and" in err and "contradict" in err and "drop --no-log" in err
+    assert [p.read_bytes() for p in session_files()] == before and not (here / "notes.jsonl").exists()
+    assert "You said" not in out
+
+
+def test_logging_off_by_env_still_continues_into_the_named_conversation(here, monkeypatch):
+    assert run_cli("run", "--model", "scripted", "first")[0] == 0
+    monkeypatch.setenv("AGENTCORE_NO_LOG", "1")  # a default, not a flag: -c still records
+    assert run_cli("run", "-c", "--model", "scripted", "second")[0] == 0
+    (only,) = session_files()
+    assert [m["role"] for m in messages_of(only)] == ["user", "assistant", "user", "assistant"]
+
+
 def test_an_unwritable_sessions_dir_is_a_warning_and_the_run_goes_on(here, tmp_path, monkeypatch):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")  # also blocks root, who may write anywhere else

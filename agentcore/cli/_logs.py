@@ -72,6 +72,14 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
     with logging on, a new session in the sessions directory is created and returned; when that
     fails the warning goes to ``err`` and None is returned (the command runs unlogged).
     """
+    if getattr(args, "no_log", False) and (getattr(args, "continue_", False) or options.session):
+        # -c/-s record into the session they name: honouring --no-log silently (the turns were
+        # recorded anyway) or ignoring the session would each surprise; agentcore rpc refuses too
+        flag = "-c/--continue" if getattr(args, "continue_", False) else "-s/--session"
+        raise UsageError(
+            f"--no-log and {flag} contradict each other: {flag} records into the conversation it "
+            "names; drop --no-log, or drop the session to talk without recording"
+        )
     if getattr(args, "continue_", False):
         if options.session:
             raise UsageError("-c/--continue and -s/--session both name a session: give one of them")
