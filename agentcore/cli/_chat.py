@@ -147,7 +147,7 @@ class Chat:
     def _prompt(self, line: str) -> None:
         attached = self.attachments
         try:
-            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local")
+            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local", flag="attached")
         except UsageError as exc:
             self._say(f"{exc}. Not sent: /model switches, /attach clear drops the attachments")
             return
