@@ -191,6 +191,18 @@ def test_logs_json_is_one_document_for_json_tool_even_when_empty(here, tmp_path)
     assert [c["firstPrompt"] for c in json.loads(tool.stdout)] == ["prompt 0", "prompt 1"]
 
 
+def test_logs_shows_the_prompt_after_attachments_not_the_attached_file(here):
+    """A run with ``-a`` starts its prompt with the files' ``<file>`` blocks: the listing used to
+    show the block and the file's first 200 characters instead of what was asked."""
+    (here / "notes.txt").write_text("line one of the notes\n" * 20, encoding="utf-8")
+    (here / 'odd "name".txt').write_text("x\n", encoding="utf-8")
+    assert run_cli("run", "--model", "scripted", "-a", "notes.txt", "-a", 'odd "name".txt', "sum it up")[0] == 0
+    code, out, err = run_cli("logs")
+    assert code == 0, err
+    assert '  > [notes.txt] [odd "name".txt] sum it up\n' in out and "line one" not in out
+    assert logs_json()[0]["firstPrompt"].startswith('<file name="')  # the data keeps the whole prompt
+
+
 def test_logs_lists_the_latest_conversations_with_model_tokens_and_cost(here):
     for n in range(4):
         assert run_cli("run", "--model", "scripted", f"prompt {n}")[0] == 0

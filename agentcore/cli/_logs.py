@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import time
 from typing import Any, Dict, Optional, TextIO
 
@@ -265,10 +266,28 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+#: the ``<file name="...">...</file>`` blocks -a/--attach puts before a prompt (agentcore.cli._attach)
+_FILE_BLOCK = re.compile(r'\A<file name="([^"]*)">(?:\n.*?\n)?</file>\n', re.DOTALL)
+
+
+def _shown_prompt(text: str) -> str:
+    """``text`` with the attachment blocks before it shortened to ``[name]``: the listing shows
+    what was asked, not the first 200 characters of an attached file (``--json`` keeps it all)."""
+    names = []
+    while True:
+        match = _FILE_BLOCK.match(text)
+        if match is None:
+            break
+        name = match.group(1).replace("&quot;", '"')
+        names.append(f"[{os.path.basename(name) or name}]")
+        text = text[match.end() :]
+    return " ".join(names + [text]) if names else text
+
+
 def _describe(c: Any) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.updated))
     cost = f"${c.cost:.4f}" if c.cost else "-"
-    prompt = " ".join(c.first_prompt.split())
+    prompt = " ".join(_shown_prompt(c.first_prompt).split())
     if len(prompt) > 200:
         prompt = prompt[:197] + "..."
     return (
