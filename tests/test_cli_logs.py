@@ -540,14 +540,23 @@ def test_an_alias_to_an_unknown_model_is_a_clear_error_at_use(here):
         (["aliases", "set", "a/b", "openai/gpt-4o"], "no '/'"),
         (["aliases", "set", "short", "gpt-4o"], "provider/id"),
         (["aliases", "set", "scripted", "openai/gpt-4o"], "offline demo"),
-        (["aliases"], "choose an action"),
-        (["keys"], "choose an action"),
         (["logs", "-n", "-1"], "count of 0"),
     ],
 )
 def test_alias_keys_and_logs_usage_errors(here, argv, needle):
     code, out, err = run_cli(*argv)
     assert code == 2 and needle in err
+
+
+def test_bare_keys_and_aliases_list_as_llm_does(here):
+    """``llm keys`` and ``llm aliases`` list; ``agentcore keys``/``aliases`` without an action
+    used to be a usage error (status 2)."""
+    assert run_cli("keys", "set", "openai", stdin=SECRET + "\n")[0] == 0
+    assert run_cli("aliases", "set", "fast", "openai/gpt-4o")[0] == 0
+    assert run_cli("keys") == (0, "openai\n", "")
+    assert (
+        run_cli("aliases")[:2] == (0, run_cli("aliases", "list")[1]) and "fast: openai/gpt-4o" in run_cli("aliases")[1]
+    )
 
 
 @pytest.mark.parametrize("before", [True, False])
