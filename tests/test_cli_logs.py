@@ -362,6 +362,10 @@ def test_session_id_prefix_for_run_and_chat_and_an_ambiguous_one(here):
     code, out, err = run_cli("run", "--model", "scripted", "-s", "proj", "hi")
     assert code == 2
     assert "ambiguous, 2 sessions match" in err and "proj-alpha" in err and "proj-beta" in err
+    # each with the directory it was recorded in, not the sessions-dir folder that encodes it
+    rows = [line for line in err.splitlines() if line.startswith("proj-")]
+    assert "CWD" in err and len(rows) == 2 and all(row.rstrip().endswith(str(here)) for row in rows)
+    assert str(sessions_dir()) not in err
     assert len(session_files()) == 2  # nothing created
 
 

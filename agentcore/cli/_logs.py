@@ -146,11 +146,22 @@ def _expand_prefix(value: str, directory: str) -> str:
         return value if value in ids or not ids else next(iter(ids))
     from ._info import format_table
 
-    rows = [[sid, _created(path), os.path.dirname(path)] for sid, path in sorted(ids.items())]
+    rows = [[sid, _created(path), _cwd_of(path)] for sid, path in sorted(ids.items())]
     raise UsageError(
         f"-s {value}: the id prefix is ambiguous, {len(ids)} sessions match; give more of the id:\n"
-        + format_table(rows, ["ID", "CREATED", "DIRECTORY"]).rstrip("\n")
+        + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n")
     )
+
+
+def _cwd_of(path: str) -> str:
+    """The working directory a session file records (its header), the one the user knows; the
+    sessions-dir folder it lives in is an encoding of it. ``?`` for an unreadable header."""
+    from ..session.jsonl import read_header
+
+    try:
+        return str(read_header(path).get("cwd") or "?")
+    except Exception:  # noqa: BLE001 - a damaged file must not hide the others of the list
+        return "?"
 
 
 def _created(path: str) -> str:
