@@ -289,6 +289,29 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_sessions_left_without_a_prompt_are_not_left_behind(rpc, tmp_path):
+    """An rpc started and closed without a prompt (an editor opened and quit), or a
+    ``new_session`` never used, used to leave header-only files that ``sessions list`` showed as
+    empty conversations; ``chat`` quit before its first prompt leaves nothing, and so does rpc."""
+    child = rpc("--model", "scripted")
+    unused = child.call({"type": "get_state"})["data"]["sessionFile"]
+    assert Path(unused).exists()
+    child.call({"type": "new_session"})  # the unused first session is dropped on switching
+    assert not Path(unused).exists()
+    child.call({"type": "prompt", "message": "keep me"})
+    child.read_until(is_type("agent_end"))
+    kept = child.call({"type": "get_state"})["data"]["sessionFile"]
+    child.call({"type": "new_session"})
+    unused_too = child.call({"type": "get_state"})["data"]["sessionFile"]
+    assert child.close().returncode == 0
+    assert Path(kept).exists() and not Path(unused_too).exists()
+    assert [p.name for p in (tmp_path / "sessions").glob("*/*.jsonl")] == [Path(kept).name]
+    named = tmp_path / "named.jsonl"  # a file the user named stays, even empty
+    again = rpc("--model", "scripted", "--session", str(named))
+    assert again.call({"type": "get_state"})["data"]["sessionFile"] == str(named)
+    assert again.close().returncode == 0 and named.exists()
+
+
 def test_run_and_chat_options_mean_the_same_on_rpc(rpc, env, tmp_path):  # issue 18: none silently ignored
     first = rpc("--model", "scripted")
     state = first.call({"type": "get_state"})["data"]

@@ -384,9 +384,28 @@ class RpcServer:
             self._unsubscribe()
             if self.session is not None:
                 try:
-                    self.session.close()
+                    self.close_session(self.session)
                 except Exception as exc:  # noqa: BLE001
                     self.note(f"closing the session: {describe_exception(exc)}")
+
+    def close_session(self, session: Any) -> None:
+        """Close ``session``; when it is a file of the sessions directory that holds nothing but
+        its header (no prompt was sent), delete it, as ``chat`` does: an editor that starts
+        ``agentcore rpc`` and quits, or a ``new_session`` left unused, leaves no empty
+        conversation behind. A file named by ``--session``/``switch_session`` elsewhere stays."""
+        empty = len(session.storage) == 0
+        session.close()
+        path = getattr(session, "path", None)
+        if not empty or not path or not path.endswith(".jsonl"):
+            return
+        from ._setup import default_sessions_dir
+
+        directory = os.path.abspath(getattr(self.context.options, "sessions_dir", None) or default_sessions_dir())
+        if os.path.dirname(os.path.dirname(os.path.abspath(path))) == directory:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _event_json(event: Any) -> Dict[str, Any]:

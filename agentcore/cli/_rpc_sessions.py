@@ -152,7 +152,7 @@ def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: b
     old = server.session
     server.attach(setup)
     if old is not None and old is not session:
-        old.close()
+        server.close_session(old)  # an unused new_session is deleted, not left empty
 
 
 def settle(server: RpcServer) -> None:
