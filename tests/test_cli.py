@@ -828,6 +828,14 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
         (["-o", "max_tokens", "lots"], "expected an integer"),
         (["-o", "on_payload", "x"], "set it in code"),
         (["-o", "reasoning", "high"], "--thinking"),
+        # issue 18: values of the right type but impossible were sent to the provider as they were
+        (["-o", "max_tokens", "-5"], "max_tokens '-5': must be greater than 0"),
+        (["-o", "timeout", "0"], "must be greater than 0"),
+        (["-o", "timeout", "[5, -1]"], "must be greater than 0"),
+        (["-o", "max_retries", "-1"], "must be 0 or more"),
+        (["-o", "temperature", "nan"], "expected a finite number"),
+        (["-o", "tool_choice", "requird"], "choose one of auto, none, any, required (did you mean 'required'?)"),
+        (["-o", "cache_retention", "forever"], "choose one of none, short, long"),
     ],
 )
 def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10 item 11
