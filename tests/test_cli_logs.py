@@ -338,10 +338,17 @@ def test_continue_resumes_the_latest_conversation_of_this_directory(here, tmp_pa
     assert code == 0, err
     code, out, err = run_cli("chat", "--continue", stdin="chat continued\n")
     assert code == 0, err
+    # the banner says the chat goes on from somewhere (it used to look like a new chat)
+    assert "resumed: 4 messages; last prompt: 'run continued'" in err
     [resumed] = [p for p in session_files() if "newer here" in p.read_text()]
     prompts = [m["content"][0]["text"] for m in messages_of(resumed) if m["role"] == "user"]
     assert prompts == ["newer here", "run continued", "chat continued"]
     assert len(session_files()) == 3
+
+
+def test_a_new_chat_says_nothing_of_resuming(here):
+    code, out, err = run_cli("chat", "--model", "scripted", stdin="fresh\n")
+    assert code == 0 and "resumed" not in err
 
 
 def test_continue_without_a_conversation_and_with_s_are_usage_errors(here):
