@@ -346,6 +346,19 @@ def test_continue_resumes_the_latest_conversation_of_this_directory(here, tmp_pa
     assert len(session_files()) == 3
 
 
+def test_s_with_an_id_nothing_has_says_a_new_session_starts(here):
+    """An id prefix that matches nothing starts a new session of that id (documented); a
+    mistyped prefix used to do so silently, so the user thought they had resumed."""
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01typo", "hi")
+    assert code == 0 and "-s 01typo: no session has this id or starts with it" in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01typo", "again")  # now it exists
+    assert code == 0 and "no session has" not in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01ty", "by prefix")
+    assert code == 0 and "no session has" not in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "new", "fresh")
+    assert code == 0 and "no session has" not in err
+
+
 def test_a_new_chat_says_nothing_of_resuming(here):
     code, out, err = run_cli("chat", "--model", "scripted", stdin="fresh\n")
     assert code == 0 and "resumed" not in err

@@ -87,7 +87,13 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
         options.session = _latest_here(_sessions_dir(options))
         return None
     if options.session:
-        options.session = _expand_prefix(options.session, _sessions_dir(options))
+        directory = _sessions_dir(options)
+        options.session = _expand_prefix(options.session, directory)
+        if _is_new_id(options.session, directory):  # a mistyped prefix must not pass unnoticed
+            err.write(
+                f"agentcore: -s {options.session}: no session has this id or starts with it; "
+                "recording a new session of that id (`agentcore logs` lists the ids)\n"
+            )
         return None
     if not logging_enabled(args):
         return None
@@ -151,6 +157,15 @@ def _expand_prefix(value: str, directory: str) -> str:
         f"-s {value}: the id prefix is ambiguous, {len(ids)} sessions match; give more of the id:\n"
         + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n")
     )
+
+
+def _is_new_id(value: str, directory: str) -> bool:
+    """True when ``value`` is an id (not ``new``, not a file path) that no session of
+    ``directory`` has yet."""
+    if value == "new" or is_session_path(value):
+        return False
+    pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}.jsonl")
+    return not glob.glob(pattern)
 
 
 def _cwd_of(path: str) -> str:
