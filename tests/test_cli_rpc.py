@@ -618,6 +618,12 @@ def test_export_html_writes_the_sessions_page(rpc, tmp_path):
     assert data == {"path": str(tmp_path / "page.html")}
     page = (tmp_path / "page.html").read_text()
     assert "export &lt;me&gt;" in page and "export <me>" not in page
+    bad = child.call({"type": "export_html", "outputPath": str(tmp_path / "missing-dir" / "p.html")})
+    assert bad["success"] is False and "FileNotFoundError" not in bad["error"]  # it used to be the class name
+    assert (
+        bad["error"]
+        == f"export_html: outputPath {tmp_path / 'missing-dir' / 'p.html'}: cannot write it (No such file or directory)"
+    )
     assert child.close().returncode == 0
 
 
