@@ -359,6 +359,19 @@ def test_s_with_an_id_nothing_has_says_a_new_session_starts(here):
     assert code == 0 and "no session has" not in err
 
 
+def test_logs_cwd_with_none_here_says_this_directory(here, tmp_path, monkeypatch):
+    """``logs --cwd`` where nothing was logged said "no conversations logged in <sessions dir>",
+    as if the logs were empty."""
+    assert run_cli("run", "--model", "scripted", "elsewhere")[0] == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    code, out, err = run_cli("logs", "--cwd")
+    assert code == 0 and out == ""
+    assert f"no conversations logged of this directory ({empty})" in err and "without --cwd" in err
+    assert "of this directory" not in run_cli("logs", "-q", "nothing-like-it")[2]
+
+
 def test_a_new_chat_says_nothing_of_resuming(here):
     code, out, err = run_cli("chat", "--model", "scripted", stdin="fresh\n")
     assert code == 0 and "resumed" not in err

@@ -285,7 +285,9 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         return 0
     if not found:
         what = f"matching {args.query!r}" if args.query else "logged"
-        err.write(f"no conversations {what} in {directory}\n")
+        where = f"of this directory ({os.getcwd()}) " if args.cwd else ""
+        hint = "; without --cwd: those of every directory" if args.cwd else ""
+        err.write(f"no conversations {what} {where}in {directory}{hint}\n")
         return 0
     for conversation in found:
         out.write(_describe(conversation) + "\n")
