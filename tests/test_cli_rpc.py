@@ -289,6 +289,31 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_set_model_and_available_models_use_keys_stored_by_keys_set(rpc, env, tmp_path):
+    """``agentcore keys set groq`` then ``set_model`` groq: refused with "no API key ... store
+    one with: agentcore keys set groq" (the key just stored), and get_available_models and
+    cycle_model left the provider out; chat's /model used the stored key all along."""
+    secret = "gsk-stored-in-keys-json-5150"
+    stored = subprocess.run(
+        [sys.executable, "-m", "agentcore", "keys", "set", "groq"],
+        input=secret + "\n", capture_output=True, text=True, env=env, cwd=str(tmp_path),
+    )  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    with ScriptedServer([answer("keyed answer")]) as server:
+        child = rpc("--model", "scripted", "--no-session", "--base-url", server.url + "/v1")
+        listed = child.call({"type": "get_available_models"})["data"]["models"]
+        assert "groq" in {m["provider"] for m in listed}
+        switched = child.call({"type": "set_model", "provider": "groq", "modelId": "llama-3.3-70b-versatile"})
+        assert switched["success"], switched
+        child.call({"type": "prompt", "message": "hi"})
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert child.close().returncode == 0
+        sent = server.requests[0].headers
+    assert end["messages"][-1]["content"][0]["text"] == "keyed answer"
+    assert sent.get("authorization") == f"Bearer {secret}"
+    assert all(secret not in json.dumps(line) for line in child.seen)
+
+
 def test_sessions_left_without_a_prompt_are_not_left_behind(rpc, tmp_path):
     """An rpc started and closed without a prompt (an editor opened and quit), or a
     ``new_session`` never used, used to leave header-only files that ``sessions list`` showed as
