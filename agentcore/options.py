@@ -134,9 +134,45 @@ def parse_cli_option(key: str, text: str) -> Tuple[str, Any]:
         raise ValueError(f"-o/--option {key}: {name} {spec.metadata['not_cli']}")
     kind = _kind(name)
     try:
-        return name, _parse(kind, text)
+        value = _parse(kind, text)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"-o/--option {key} {text!r}: expected {kind} ({exc})") from None
+    problem = _out_of_range(name, value)
+    if problem:
+        raise ValueError(f"-o/--option {key} {text!r}: {problem}")
+    return name, value
+
+
+#: options whose numbers must be > 0, or >= 0 (a typo like ``-o max_tokens -5`` would reach the
+#: provider and come back as an HTTP 400, or, for retries and timeouts, misbehave locally)
+_POSITIVE = frozenset({"max_tokens", "timeout", "timeout_ms"})
+_NOT_NEGATIVE = frozenset({"temperature", "max_retries", "max_retry_delay_ms", "thinking_budget_tokens"})
+#: options whose word values form a closed set (the union over the providers that read them)
+_WORDS: Dict[str, Tuple[str, ...]] = {
+    "cache_retention": ("none", "short", "long"),
+    "transport": ("auto", "sse", "websocket"),
+    "azure_auth": ("api-key", "bearer"),
+    "tool_choice": ("auto", "none", "any", "required"),  # or a JSON object, which is not checked
+}
+
+
+def _out_of_range(name: str, value: Any) -> Optional[str]:
+    """Why a parsed command-line value cannot be right, or None."""
+    import math
+
+    numbers = value if isinstance(value, tuple) else (value,)
+    if any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
+        return "expected a finite number"
+    if name in _POSITIVE and any(isinstance(n, (int, float)) and n <= 0 for n in numbers):
+        return "must be greater than 0"
+    if name in _NOT_NEGATIVE and any(isinstance(n, (int, float)) and n < 0 for n in numbers):
+        return "must be 0 or more"
+    words = _WORDS.get(name)
+    if words and isinstance(value, str) and value not in words:
+        close = difflib.get_close_matches(value, words, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"choose one of {', '.join(words)}{hint}"
+    return None
 
 
 def _kind(name: str) -> str:

@@ -828,6 +828,14 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
         (["-o", "max_tokens", "lots"], "expected an integer"),
         (["-o", "on_payload", "x"], "set it in code"),
         (["-o", "reasoning", "high"], "--thinking"),
+        # issue 18: values of the right type but impossible were sent to the provider as they were
+        (["-o", "max_tokens", "-5"], "max_tokens '-5': must be greater than 0"),
+        (["-o", "timeout", "0"], "must be greater than 0"),
+        (["-o", "timeout", "[5, -1]"], "must be greater than 0"),
+        (["-o", "max_retries", "-1"], "must be 0 or more"),
+        (["-o", "temperature", "nan"], "expected a finite number"),
+        (["-o", "tool_choice", "requird"], "choose one of auto, none, any, required (did you mean 'required'?)"),
+        (["-o", "cache_retention", "forever"], "choose one of none, short, long"),
     ],
 )
 def test_option_flag_errors_exit_2_naming_the_problem(argv, needle):  # issue 10 item 11
@@ -902,11 +910,31 @@ def test_run_schema_retries_then_fails_with_status_1(quiet_home):
         ("{not json", "--schema: Expecting property name"),
         ("when date", "unknown type 'date'"),
         ('{"type": 12}', "not a valid JSON schema"),
+        # issue 18: a missing file used to be read as a concise field named after the path
+        ("no/such/schema.json", "--schema no/such/schema.json: no such file"),
+        ("schema.json", "--schema schema.json: no such file"),
     ],
 )
 def test_run_schema_usage_errors(quiet_home, schema, needle):
     code, out, err = _in_process("run", "--model", "scripted", "--schema", schema, "hi")
     assert code == 2 and needle in err and out == ""
+
+
+def test_sessions_export_to_an_unwritable_path_is_a_usage_error_naming_it(quiet_home, tmp_path):
+    """``-o`` into a missing directory used to end with ``agentcore: FileNotFoundError: ...``
+    and status 1 (a model/run error)."""
+    assert _in_process("run", "--model", "scripted", "--session", str(tmp_path / "s.jsonl"), "hi")[0] == 0
+    target = tmp_path / "missing-dir" / "page.html"
+    code, out, err = _in_process("sessions", "export", str(tmp_path / "s.jsonl"), "--format", "html", "-o", str(target))
+    assert code == 2 and f"-o {target}: cannot write it (No such file or directory)" in err
+    assert "FileNotFoundError" not in err
+
+
+def test_run_schema_from_a_file_and_a_home_path(quiet_home, tmp_path, monkeypatch):
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / "s.json").write_text('{"type": "object", "properties": {"n": {"type": "integer"}}}')
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", "~/s.json", "hi")
+    assert code == 0 and json.loads(out) == {"n": 1}, err
 
 
 def test_run_schema_with_the_offline_demo(quiet_home):

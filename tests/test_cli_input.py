@@ -185,7 +185,8 @@ def test_chat_attach_goes_with_the_next_prompt_only(env, tmp_path):
     assert "alpha file" in first and "beta file" in first and first.index("a.txt") < first.index("b c.txt")
     assert "alpha file" not in second and "beta file" not in second and "second" in second
     assert "with the next prompt: a.txt (11 bytes, text), b c.txt (10 bytes, text)" in done.stdout
-    assert "missing.txt: no such file" in done.stdout
+    assert "/attach missing.txt: no such file" in done.stdout  # the chat command typed, not the flag
+    assert "--attach" not in done.stdout
     assert "no attachments" in done.stdout
 
 
@@ -200,7 +201,8 @@ def test_chat_image_for_a_text_only_model_is_not_sent_and_kept(env, tmp_path):
         )  # fmt: skip
         sent = [r.json()["messages"][-1] for r in server.requests]
     assert done.returncode == 0, done.stderr
-    assert "takes no image input" in done.stdout and "Not sent" in done.stdout
+    assert "attached shot.png: the model" in done.stdout and "takes no image input" in done.stdout
+    assert "Not sent" in done.stdout and "--attach" not in done.stdout  # it came by /attach
     assert len(sent) == 1 and "image_url" not in json.dumps(sent)
 
 

@@ -11,6 +11,8 @@ import json
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, List, Tuple
@@ -64,7 +66,9 @@ def messages_of(path: Path) -> List[dict]:
 def logs_json(*argv: str) -> List[dict]:
     code, out, err = run_cli("logs", "--json", *argv)
     assert code == 0, err
-    return [json.loads(line) for line in out.splitlines()]
+    found = json.loads(out)  # one JSON document (an array, as `llm logs --json`), not JSON lines
+    assert isinstance(found, list)
+    return found
 
 
 # --------------------------------------------------------------------------- logged by default
@@ -100,6 +104,29 @@ def test_no_log_env_and_logs_off_turn_logging_off(here, monkeypatch, how):
         assert run_cli("logs", "on")[0] == 0
         assert run_cli("run", "--model", "scripted", "logged again")[0] == 0
         assert len(session_files()) == 1
+
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+@pytest.mark.parametrize("session", [["-c"], ["-s", "notes.jsonl"]])
+def test_no_log_with_continue_or_session_is_a_usage_error_and_records_nothing(here, command, session):
+    """``--no-log -c`` used to record the new turns into the continued conversation all the
+    same; the flags contradict, so it is refused (as ``agentcore rpc`` refuses it) before
+    anything is written."""
+    assert run_cli("run", "--model", "scripted", "logged first")[0] == 0
+    before = [p.read_bytes() for p in session_files()]
+    prompt = ["unlogged?"] if command == "run" else []  # chat reads it from stdin
+    code, out, err = run_cli(command, "--no-log", *session, "--model", "scripted", *prompt, stdin="unlogged?\n")
+    assert code == 2 and "--no-log and" in err and "contradict" in err and "drop --no-log" in err
+    assert [p.read_bytes() for p in session_files()] == before and not (here / "notes.jsonl").exists()
+    assert "You said" not in out
+
+
+def test_logging_off_by_env_still_continues_into_the_named_conversation(here, monkeypatch):
+    assert run_cli("run", "--model", "scripted", "first")[0] == 0
+    monkeypatch.setenv("AGENTCORE_NO_LOG", "1")  # a default, not a flag: -c still records
+    assert run_cli("run", "-c", "--model", "scripted", "second")[0] == 0
+    (only,) = session_files()
+    assert [m["role"] for m in messages_of(only)] == ["user", "assistant", "user", "assistant"]
 
 
 def test_an_unwritable_sessions_dir_is_a_warning_and_the_run_goes_on(here, tmp_path, monkeypatch):
@@ -148,6 +175,32 @@ def _library_session(prompt: str, answer: str, cwd: str = "/elsewhere") -> Path:
 
 def _touch(path: Path, when: int) -> None:
     os.utime(path, ns=(when * 10**9, when * 10**9))
+
+
+def test_logs_json_is_one_document_for_json_tool_even_when_empty(here, tmp_path):
+    """``agentcore logs --json | python -m json.tool`` works with several conversations (JSON
+    lines did not) and with none (an empty array, not an empty stdout)."""
+    code, out, _ = run_cli("logs", "--json", "--sessions-dir", str(tmp_path / "nothing-yet"))
+    assert code == 0 and json.loads(out) == []
+    for n in range(2):
+        assert run_cli("run", "--model", "scripted", f"prompt {n}")[0] == 0
+    code, out, err = run_cli("logs", "--json")
+    assert code == 0, err
+    tool = subprocess.run([sys.executable, "-m", "json.tool"], input=out, capture_output=True, text=True)
+    assert tool.returncode == 0, tool.stderr
+    assert [c["firstPrompt"] for c in json.loads(tool.stdout)] == ["prompt 0", "prompt 1"]
+
+
+def test_logs_shows_the_prompt_after_attachments_not_the_attached_file(here):
+    """A run with ``-a`` starts its prompt with the files' ``<file>`` blocks: the listing used to
+    show the block and the file's first 200 characters instead of what was asked."""
+    (here / "notes.txt").write_text("line one of the notes\n" * 20, encoding="utf-8")
+    (here / 'odd "name".txt').write_text("x\n", encoding="utf-8")
+    assert run_cli("run", "--model", "scripted", "-a", "notes.txt", "-a", 'odd "name".txt', "sum it up")[0] == 0
+    code, out, err = run_cli("logs")
+    assert code == 0, err
+    assert '  > [notes.txt] [odd "name".txt] sum it up\n' in out and "line one" not in out
+    assert logs_json()[0]["firstPrompt"].startswith('<file name="')  # the data keeps the whole prompt
 
 
 def test_logs_lists_the_latest_conversations_with_model_tokens_and_cost(here):
@@ -210,7 +263,7 @@ def test_logs_without_fts5_falls_back_to_like_with_a_notice(here, monkeypatch):
     _library_session("other", "answer")
     code, out, err = run_cli("logs", "--json", "-q", "100%")
     assert code == 0, err
-    assert [json.loads(line)["firstPrompt"] for line in out.splitlines()] == ["find the 100% case"]
+    assert [c["firstPrompt"] for c in json.loads(out)] == ["find the 100% case"]
     assert err.count("\n") == 1 and "no FTS5" in err
     with _logindex.LogIndex(str(sessions_dir())) as index:
         assert index.fts is False
@@ -264,7 +317,7 @@ def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
         holder.close()
     assert code == 0 and "You said: second" in out
     assert "warning: the logs index was not updated" in err
-    assert listed[0] == 0 and len(listed[1].splitlines()) == 2
+    assert listed[0] == 0 and len(json.loads(listed[1])) == 2
     assert "cannot use the logs index" in listed[2] and "reading the session files instead" in listed[2]
     assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
 
@@ -285,10 +338,43 @@ def test_continue_resumes_the_latest_conversation_of_this_directory(here, tmp_pa
     assert code == 0, err
     code, out, err = run_cli("chat", "--continue", stdin="chat continued\n")
     assert code == 0, err
+    # the banner says the chat goes on from somewhere (it used to look like a new chat)
+    assert "resumed: 4 messages; last prompt: 'run continued'" in err
     [resumed] = [p for p in session_files() if "newer here" in p.read_text()]
     prompts = [m["content"][0]["text"] for m in messages_of(resumed) if m["role"] == "user"]
     assert prompts == ["newer here", "run continued", "chat continued"]
     assert len(session_files()) == 3
+
+
+def test_s_with_an_id_nothing_has_says_a_new_session_starts(here):
+    """An id prefix that matches nothing starts a new session of that id (documented); a
+    mistyped prefix used to do so silently, so the user thought they had resumed."""
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01typo", "hi")
+    assert code == 0 and "-s 01typo: no session has this id or starts with it" in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01typo", "again")  # now it exists
+    assert code == 0 and "no session has" not in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "01ty", "by prefix")
+    assert code == 0 and "no session has" not in err
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "new", "fresh")
+    assert code == 0 and "no session has" not in err
+
+
+def test_logs_cwd_with_none_here_says_this_directory(here, tmp_path, monkeypatch):
+    """``logs --cwd`` where nothing was logged said "no conversations logged in <sessions dir>",
+    as if the logs were empty."""
+    assert run_cli("run", "--model", "scripted", "elsewhere")[0] == 0
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.chdir(empty)
+    code, out, err = run_cli("logs", "--cwd")
+    assert code == 0 and out == ""
+    assert f"no conversations logged of this directory ({empty})" in err and "without --cwd" in err
+    assert "of this directory" not in run_cli("logs", "-q", "nothing-like-it")[2]
+
+
+def test_a_new_chat_says_nothing_of_resuming(here):
+    code, out, err = run_cli("chat", "--model", "scripted", stdin="fresh\n")
+    assert code == 0 and "resumed" not in err
 
 
 def test_continue_without_a_conversation_and_with_s_are_usage_errors(here):
@@ -309,6 +395,10 @@ def test_session_id_prefix_for_run_and_chat_and_an_ambiguous_one(here):
     code, out, err = run_cli("run", "--model", "scripted", "-s", "proj", "hi")
     assert code == 2
     assert "ambiguous, 2 sessions match" in err and "proj-alpha" in err and "proj-beta" in err
+    # each with the directory it was recorded in, not the sessions-dir folder that encodes it
+    rows = [line for line in err.splitlines() if line.startswith("proj-")]
+    assert "CWD" in err and len(rows) == 2 and all(row.rstrip().endswith(str(here)) for row in rows)
+    assert str(sessions_dir()) not in err
     assert len(session_files()) == 2  # nothing created
 
 
@@ -487,14 +577,23 @@ def test_an_alias_to_an_unknown_model_is_a_clear_error_at_use(here):
         (["aliases", "set", "a/b", "openai/gpt-4o"], "no '/'"),
         (["aliases", "set", "short", "gpt-4o"], "provider/id"),
         (["aliases", "set", "scripted", "openai/gpt-4o"], "offline demo"),
-        (["aliases"], "choose an action"),
-        (["keys"], "choose an action"),
         (["logs", "-n", "-1"], "count of 0"),
     ],
 )
 def test_alias_keys_and_logs_usage_errors(here, argv, needle):
     code, out, err = run_cli(*argv)
     assert code == 2 and needle in err
+
+
+def test_bare_keys_and_aliases_list_as_llm_does(here):
+    """``llm keys`` and ``llm aliases`` list; ``agentcore keys``/``aliases`` without an action
+    used to be a usage error (status 2)."""
+    assert run_cli("keys", "set", "openai", stdin=SECRET + "\n")[0] == 0
+    assert run_cli("aliases", "set", "fast", "openai/gpt-4o")[0] == 0
+    assert run_cli("keys") == (0, "openai\n", "")
+    assert (
+        run_cli("aliases")[:2] == (0, run_cli("aliases", "list")[1]) and "fast: openai/gpt-4o" in run_cli("aliases")[1]
+    )
 
 
 @pytest.mark.parametrize("before", [True, False])

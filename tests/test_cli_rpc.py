@@ -289,6 +289,54 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_set_model_and_available_models_use_keys_stored_by_keys_set(rpc, env, tmp_path):
+    """``agentcore keys set groq`` then ``set_model`` groq: refused with "no API key ... store
+    one with: agentcore keys set groq" (the key just stored), and get_available_models and
+    cycle_model left the provider out; chat's /model used the stored key all along."""
+    secret = "gsk-stored-in-keys-json-5150"
+    stored = subprocess.run(
+        [sys.executable, "-m", "agentcore", "keys", "set", "groq"],
+        input=secret + "\n", capture_output=True, text=True, env=env, cwd=str(tmp_path),
+    )  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+    with ScriptedServer([answer("keyed answer")]) as server:
+        child = rpc("--model", "scripted", "--no-session", "--base-url", server.url + "/v1")
+        listed = child.call({"type": "get_available_models"})["data"]["models"]
+        assert "groq" in {m["provider"] for m in listed}
+        switched = child.call({"type": "set_model", "provider": "groq", "modelId": "llama-3.3-70b-versatile"})
+        assert switched["success"], switched
+        child.call({"type": "prompt", "message": "hi"})
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert child.close().returncode == 0
+        sent = server.requests[0].headers
+    assert end["messages"][-1]["content"][0]["text"] == "keyed answer"
+    assert sent.get("authorization") == f"Bearer {secret}"
+    assert all(secret not in json.dumps(line) for line in child.seen)
+
+
+def test_sessions_left_without_a_prompt_are_not_left_behind(rpc, tmp_path):
+    """An rpc started and closed without a prompt (an editor opened and quit), or a
+    ``new_session`` never used, used to leave header-only files that ``sessions list`` showed as
+    empty conversations; ``chat`` quit before its first prompt leaves nothing, and so does rpc."""
+    child = rpc("--model", "scripted")
+    unused = child.call({"type": "get_state"})["data"]["sessionFile"]
+    assert Path(unused).exists()
+    child.call({"type": "new_session"})  # the unused first session is dropped on switching
+    assert not Path(unused).exists()
+    child.call({"type": "prompt", "message": "keep me"})
+    child.read_until(is_type("agent_end"))
+    kept = child.call({"type": "get_state"})["data"]["sessionFile"]
+    child.call({"type": "new_session"})
+    unused_too = child.call({"type": "get_state"})["data"]["sessionFile"]
+    assert child.close().returncode == 0
+    assert Path(kept).exists() and not Path(unused_too).exists()
+    assert [p.name for p in (tmp_path / "sessions").glob("*/*.jsonl")] == [Path(kept).name]
+    named = tmp_path / "named.jsonl"  # a file the user named stays, even empty
+    again = rpc("--model", "scripted", "--session", str(named))
+    assert again.call({"type": "get_state"})["data"]["sessionFile"] == str(named)
+    assert again.close().returncode == 0 and named.exists()
+
+
 def test_run_and_chat_options_mean_the_same_on_rpc(rpc, env, tmp_path):  # issue 18: none silently ignored
     first = rpc("--model", "scripted")
     state = first.call({"type": "get_state"})["data"]
@@ -488,15 +536,36 @@ def test_compact_streams_its_events_and_answers_with_the_result(rpc):
     assert child.close().returncode == 0
 
 
-@pytest.mark.parametrize("how", ["eof", "sigterm"])
-def test_end_of_input_or_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path, how):
+def test_end_of_input_mid_run_lets_the_run_finish_then_exits_0(rpc, tmp_path):
+    """``printf '{"type":"prompt",...}' | agentcore rpc`` prints the answer: closing stdin is not
+    an abort (it used to abort the run, so a piped prompt never got its answer)."""
+    path = tmp_path / "piped.jsonl"
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "stream then stall"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.proc.stdin is not None and child.proc.stderr is not None
+        child.proc.stdin.close()  # end of input while the answer is stalled mid-stream
+        notes = []
+        while not notes or "end of input" not in notes[-1]:
+            notes.append(child.proc.stderr.readline().decode())
+            assert notes[-1], f"agentcore rpc exited without finishing the run: {notes}"
+        server.release.set()  # only now may the answer go on
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert child.proc.wait(timeout=WAIT) == 0
+    assert end["messages"][-1]["stopReason"] == "stop"
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].text == "partial never"
+
+
+def test_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path):
     path = tmp_path / "mid.jsonl"
     with ScriptedServer([stalled("partial")]) as server:
         child = rpc(*local(server), "--session", str(path))
         child.call({"type": "prompt", "message": "stream forever"})
         child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
-        if how == "sigterm":
-            child.proc.send_signal(signal.SIGTERM)
+        child.proc.send_signal(signal.SIGTERM)
         done = child.close()
         server.release.set()
     assert done.returncode == 0, done.stderr
@@ -574,6 +643,12 @@ def test_export_html_writes_the_sessions_page(rpc, tmp_path):
     assert data == {"path": str(tmp_path / "page.html")}
     page = (tmp_path / "page.html").read_text()
     assert "export &lt;me&gt;" in page and "export <me>" not in page
+    bad = child.call({"type": "export_html", "outputPath": str(tmp_path / "missing-dir" / "p.html")})
+    assert bad["success"] is False and "FileNotFoundError" not in bad["error"]  # it used to be the class name
+    assert (
+        bad["error"]
+        == f"export_html: outputPath {tmp_path / 'missing-dir' / 'p.html'}: cannot write it (No such file or directory)"
+    )
     assert child.close().returncode == 0
 
 

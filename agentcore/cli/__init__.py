@@ -369,6 +369,18 @@ def _read_schema(value: str) -> Dict[str, Any]:
     from ..structured import output_spec, parse_concise_schema
 
     text = value
+    stripped = value.strip()
+    looks_like_a_path = not any(c.isspace() for c in stripped) and (
+        stripped.endswith(".json") or os.sep in stripped or stripped.startswith("~")
+    )
+    if looks_like_a_path and not stripped.startswith("{") and not os.path.isfile(os.path.expanduser(stripped)):
+        # not read as a concise field named "/path/schema.json" (the error then spoke of fields)
+        raise UsageError(
+            f"--schema {value}: no such file; give a JSON schema file, inline JSON or concise fields "
+            "such as 'name, age int'"
+        )
+    if looks_like_a_path:
+        value = os.path.expanduser(stripped)
     if not value.lstrip().startswith("{") and os.path.isfile(value):
         try:
             with open(value, encoding="utf-8") as handle:

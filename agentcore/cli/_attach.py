@@ -134,15 +134,15 @@ def _text_of(data: bytes) -> Optional[str]:
     return text[1:] if text.startswith("\ufeff") else text  # a BOM is not part of the text
 
 
-def _read_limited(handle: BinaryIO, what: str) -> bytes:
+def _read_limited(handle: BinaryIO, what: str, flag: str = "--attach") -> bytes:
     """At most the limit's bytes of ``handle``; UsageError when there are more."""
-    return _check_size(handle.read(MAX_ATTACHMENT_BYTES + 1), what)
+    return _check_size(handle.read(MAX_ATTACHMENT_BYTES + 1), what, flag)
 
 
-def _check_size(data: bytes, what: str) -> bytes:
+def _check_size(data: bytes, what: str, flag: str = "--attach") -> bytes:
     if len(data) > MAX_ATTACHMENT_BYTES:
         raise UsageError(
-            f"--attach {what}: larger than the limit of {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MiB; "
+            f"{flag} {what}: larger than the limit of {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MiB; "
             "attach a smaller file (or an excerpt: head -c ... FILE | agentcore run -a - ...)"
         )
     return data
@@ -158,8 +158,9 @@ def _stdin_bytes(stdin: Any) -> bytes:
     return _check_size(data, "-")
 
 
-def read_attachment(path: str, stdin: Any = None) -> Attachment:
-    """The attachment of ``path`` (``-``: stdin). UsageError naming the file for any problem."""
+def read_attachment(path: str, stdin: Any = None, flag: str = "--attach") -> Attachment:
+    """The attachment of ``path`` (``-``: stdin). UsageError naming ``flag`` (``--attach``, or
+    chat's ``/attach``) and the file for any problem."""
     from ..types import ImageContent
 
     if path == "-":
@@ -168,14 +169,14 @@ def read_attachment(path: str, stdin: Any = None) -> Attachment:
     else:
         name = os.path.abspath(os.path.expanduser(path))
         if os.path.isdir(name):
-            raise UsageError(f"--attach {path}: is a directory; attach the files in it one by one")
+            raise UsageError(f"{flag} {path}: is a directory; attach the files in it one by one")
         try:
             with open(name, "rb") as handle:
-                data = _read_limited(handle, path)
+                data = _read_limited(handle, path, flag)
         except FileNotFoundError:
-            raise UsageError(f"--attach {path}: no such file ({name})") from None
+            raise UsageError(f"{flag} {path}: no such file ({name})") from None
         except OSError as exc:
-            raise UsageError(f"--attach {path}: cannot read it ({exc.strerror or exc})") from None
+            raise UsageError(f"{flag} {path}: cannot read it ({exc.strerror or exc})") from None
     mime = sniff_image(data)
     if mime is not None:
         image = ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type=mime)
@@ -183,8 +184,7 @@ def read_attachment(path: str, stdin: Any = None) -> Attachment:
     text = _text_of(data)
     if text is None:
         raise UsageError(
-            f"--attach {path}: cannot attach {sniff_kind(data)}; attach UTF-8 text files or "
-            "PNG, JPEG, GIF or WebP images"
+            f"{flag} {path}: cannot attach {sniff_kind(data)}; attach UTF-8 text files or PNG, JPEG, GIF or WebP images"
         )
     return Attachment(name=name, size=len(data), text=text)
 
@@ -197,8 +197,9 @@ def read_attachments(paths: Optional[Sequence[str]], stdin: Any = None) -> Attac
     return Attachments([read_attachment(p, stdin) for p in paths])
 
 
-def check_model_input(model: Any, attachments: Attachments, *, local: bool = False) -> None:
-    """UsageError when ``attachments`` hold an image and ``model`` takes no image input.
+def check_model_input(model: Any, attachments: Attachments, *, local: bool = False, flag: str = "--attach") -> None:
+    """UsageError when ``attachments`` hold an image and ``model`` takes no image input (the
+    message starts with ``flag``: chat says ``attached``, its files come by -a or /attach).
 
     A model of a local server (``local``: ``--base-url`` with an id the catalog does not know)
     declares nothing, so it is taken to accept images once one is attached ("image" is added to
@@ -215,7 +216,7 @@ def check_model_input(model: Any, attachments: Attachments, *, local: bool = Fal
     key = getattr(model, "key", None) or getattr(model, "id", "?")
     names = ", ".join(os.path.basename(a.name) or a.name for a in attachments.items if a.image is not None)
     raise UsageError(
-        f"--attach {names}: the model {key} takes no image input (its input: {', '.join(inputs) or 'none'}); "
+        f"{flag} {names}: the model {key} takes no image input (its input: {', '.join(inputs) or 'none'}); "
         "choose a model with image input (`agentcore models --json` shows each model's input) or leave the image out"
     )
 
@@ -246,7 +247,7 @@ def attach_command(attachments: Attachments, arg: str) -> Tuple[Attachments, str
     if arg:
         if arg == "-":
             raise UsageError("/attach -: chat reads its prompts from stdin; attach a file")
-        added = read_attachment(os.path.expanduser(_one_path(arg)))
+        added = read_attachment(os.path.expanduser(_one_path(arg)), flag="/attach")
         attachments = Attachments(attachments.items + [added])
     if not attachments:
         return attachments, "no attachments; /attach PATH sends a file with the next prompt"

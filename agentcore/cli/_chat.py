@@ -147,7 +147,7 @@ class Chat:
     def _prompt(self, line: str) -> None:
         attached = self.attachments
         try:
-            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local")
+            check_model_input(self.agent.model, attached, local=self.agent.model.provider == "local", flag="attached")
         except UsageError as exc:
             self._say(f"{exc}. Not sent: /model switches, /attach clear drops the attachments")
             return
@@ -179,6 +179,9 @@ class Chat:
             f"agentcore chat: model {model.key}, tools: {tools}, {where}{context}. "
             "/help lists commands, /quit or Ctrl-D leaves.\n"
         )
+        resumed = _resumed_line(self.agent.messages)
+        if resumed:  # -c/-s: say where the conversation stands before the first prompt
+            self.err.write(resumed + "\n")
         self.err.flush()
 
     # ------------------------------------------------------------------ commands
@@ -358,3 +361,17 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty()) and not os.environ.get("AGENTCORE_CLI_PLAIN")
     except (AttributeError, ValueError):
         return False
+
+
+def _resumed_line(messages: Any) -> str:
+    """``resumed: N messages; last prompt: "..."`` for a chat that continues a conversation
+    (``-c``, ``-s ID``), or "" for a new one."""
+    from ..types import role_of, text_of
+
+    if not messages:
+        return ""
+    prompts = [m for m in messages if role_of(m) == "user"]
+    last = " ".join(text_of(getattr(prompts[-1], "content", "")).split()) if prompts else ""
+    if len(last) > 80:
+        last = last[:77] + "..."
+    return f"resumed: {len(messages)} messages" + (f"; last prompt: {last!r}" if last else "")

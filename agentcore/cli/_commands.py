@@ -43,15 +43,6 @@ def _handler(module: str, name: str) -> Callable[..., int]:
     return handler
 
 
-def _usage(parser: argparse.ArgumentParser, actions: str) -> Callable[..., int]:
-    def handler(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-        parser.print_usage(err)
-        err.write(f"{parser.prog}: choose an action: {actions}\n")
-        return 2
-
-    return handler
-
-
 def sessions_dir_option(default: Any = None) -> argparse.ArgumentParser:
     """A parent parser holding ``--sessions-dir DIR`` (default None: the default directory;
     ``argparse.SUPPRESS`` for a sub-action, so that it keeps a value given before the action)."""
@@ -79,7 +70,7 @@ def add_commands(commands: Any) -> None:
     logs.add_argument("-n", "--count", type=int, default=3, metavar="N", help="how many (default 3; 0: all)")
     logs.add_argument("-q", "--query", metavar="TEXT", help="full-text search over prompts and answers")
     logs.add_argument("--cwd", action="store_true", help="only the conversations of this directory")
-    logs.add_argument("--json", action="store_true", help="one JSON object per conversation")
+    logs.add_argument("--json", action="store_true", help="the conversations as one JSON array")
     logs.set_defaults(handler=_handler("_logs", "cmd_logs"))
     logs_actions = logs.add_subparsers(dest="logs_action", metavar="ACTION")
     action_dir_opt = sessions_dir_option(argparse.SUPPRESS)
@@ -92,9 +83,11 @@ def add_commands(commands: Any) -> None:
         action = logs_actions.add_parser(name, parents=[action_dir_opt], help=help_text)
         action.set_defaults(handler=_handler("_logs", f"cmd_logs_{name}"))
 
-    keys = commands.add_parser("keys", help="API keys stored in the config dir (keys.json, mode 0600)")
+    keys = commands.add_parser(
+        "keys", help="API keys stored in the config dir (keys.json, mode 0600); no action: list their names"
+    )
     keys_actions = keys.add_subparsers(dest="keys_action", metavar="ACTION")
-    keys.set_defaults(handler=_usage(keys, "set NAME, list or path"))
+    keys.set_defaults(handler=_handler("_keys", "cmd_keys_list"))  # bare `keys` lists, as `llm keys`
     key_set = keys_actions.add_parser(
         "set", help="store a key: read from a hidden prompt, or from stdin when piped (never an argument)"
     )
@@ -107,9 +100,10 @@ def add_commands(commands: Any) -> None:
         handler=_handler("_keys", "cmd_keys_path")
     )
 
-    aliases = commands.add_parser("aliases", help="short names for models (--model NAME)")
+    aliases = commands.add_parser("aliases", help="short names for models (--model NAME); no action: list them")
     aliases_actions = aliases.add_subparsers(dest="aliases_action", metavar="ACTION")
-    aliases.set_defaults(handler=_usage(aliases, "set NAME provider/id, list, remove NAME or path"))
+    # bare `aliases` lists, as `llm aliases` does
+    aliases.set_defaults(handler=_handler("_aliases", "cmd_aliases_list"), json=False)
     alias_set = aliases_actions.add_parser("set", help="make NAME stand for a model")
     alias_set.add_argument("name", metavar="NAME")
     alias_set.add_argument("model", metavar="PROVIDER/ID")

@@ -330,8 +330,11 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                     else text.encode("utf-8", "replace").decode("utf-8")
                 )
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:  # a path the user gave: a usage error naming it, not a traceback name
+            raise UsageError(f"-o {args.output}: cannot write it ({exc.strerror or exc})") from None
         err.write(f"wrote {fmt} to {args.output}\n")
     else:
         out.write(text)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import time
 from typing import Any, Dict, Optional, TextIO
 
@@ -72,13 +73,27 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
     with logging on, a new session in the sessions directory is created and returned; when that
     fails the warning goes to ``err`` and None is returned (the command runs unlogged).
     """
+    if getattr(args, "no_log", False) and (getattr(args, "continue_", False) or options.session):
+        # -c/-s record into the session they name: honouring --no-log silently (the turns were
+        # recorded anyway) or ignoring the session would each surprise; agentcore rpc refuses too
+        flag = "-c/--continue" if getattr(args, "continue_", False) else "-s/--session"
+        raise UsageError(
+            f"--no-log and {flag} contradict each other: {flag} records into the conversation it "
+            "names; drop --no-log, or drop the session to talk without recording"
+        )
     if getattr(args, "continue_", False):
         if options.session:
             raise UsageError("-c/--continue and -s/--session both name a session: give one of them")
         options.session = _latest_here(_sessions_dir(options))
         return None
     if options.session:
-        options.session = _expand_prefix(options.session, _sessions_dir(options))
+        directory = _sessions_dir(options)
+        options.session = _expand_prefix(options.session, directory)
+        if _is_new_id(options.session, directory):  # a mistyped prefix must not pass unnoticed
+            err.write(
+                f"agentcore: -s {options.session}: no session has this id or starts with it; "
+                "recording a new session of that id (`agentcore logs` lists the ids)\n"
+            )
         return None
     if not logging_enabled(args):
         return None
@@ -137,11 +152,31 @@ def _expand_prefix(value: str, directory: str) -> str:
         return value if value in ids or not ids else next(iter(ids))
     from ._info import format_table
 
-    rows = [[sid, _created(path), os.path.dirname(path)] for sid, path in sorted(ids.items())]
+    rows = [[sid, _created(path), _cwd_of(path)] for sid, path in sorted(ids.items())]
     raise UsageError(
         f"-s {value}: the id prefix is ambiguous, {len(ids)} sessions match; give more of the id:\n"
-        + format_table(rows, ["ID", "CREATED", "DIRECTORY"]).rstrip("\n")
+        + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n")
     )
+
+
+def _is_new_id(value: str, directory: str) -> bool:
+    """True when ``value`` is an id (not ``new``, not a file path) that no session of
+    ``directory`` has yet."""
+    if value == "new" or is_session_path(value):
+        return False
+    pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}.jsonl")
+    return not glob.glob(pattern)
+
+
+def _cwd_of(path: str) -> str:
+    """The working directory a session file records (its header), the one the user knows; the
+    sessions-dir folder it lives in is an encoding of it. ``?`` for an unreadable header."""
+    from ..session.jsonl import read_header
+
+    try:
+        return str(read_header(path).get("cwd") or "?")
+    except Exception:  # noqa: BLE001 - a damaged file must not hide the others of the list
+        return "?"
 
 
 def _created(path: str) -> str:
@@ -227,13 +262,16 @@ def _open_index(args: Any, err: TextIO) -> Any:
 
 
 def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, newest first."""
+    """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, oldest of
+    them first (the newest last, next to the prompt); ``--json``: one JSON array of them."""
     import sqlite3
 
     if args.count < 0:
         raise UsageError(f"logs -n {args.count}: give a count of 0 (all) or more")
     directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
     if not os.path.isdir(directory):
+        if args.json:
+            out.write("[]\n")  # still one JSON document for `| jq` and `| python -m json.tool`
         err.write(f"no conversations logged yet in {directory}\n")
         return 0
     try:
@@ -242,23 +280,42 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     except sqlite3.Error as exc:
         raise UsageError(f"the logs index {os.path.join(directory, 'logs.db')} cannot be used: {exc}") from None
     found.reverse()  # like llm logs: the selected conversations oldest first, the newest last
-    if args.json:
-        for conversation in found:
-            out.write(json.dumps(conversation.to_dict(), ensure_ascii=False) + "\n")
+    if args.json:  # one JSON array, as `llm logs --json` prints (JSON lines broke `| python -m json.tool`)
+        out.write(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2) + "\n")
         return 0
     if not found:
         what = f"matching {args.query!r}" if args.query else "logged"
-        err.write(f"no conversations {what} in {directory}\n")
+        where = f"of this directory ({os.getcwd()}) " if args.cwd else ""
+        hint = "; without --cwd: those of every directory" if args.cwd else ""
+        err.write(f"no conversations {what} {where}in {directory}{hint}\n")
         return 0
     for conversation in found:
         out.write(_describe(conversation) + "\n")
     return 0
 
 
+#: the ``<file name="...">...</file>`` blocks -a/--attach puts before a prompt (agentcore.cli._attach)
+_FILE_BLOCK = re.compile(r'\A<file name="([^"]*)">(?:\n.*?\n)?</file>\n', re.DOTALL)
+
+
+def _shown_prompt(text: str) -> str:
+    """``text`` with the attachment blocks before it shortened to ``[name]``: the listing shows
+    what was asked, not the first 200 characters of an attached file (``--json`` keeps it all)."""
+    names = []
+    while True:
+        match = _FILE_BLOCK.match(text)
+        if match is None:
+            break
+        name = match.group(1).replace("&quot;", '"')
+        names.append(f"[{os.path.basename(name) or name}]")
+        text = text[match.end() :]
+    return " ".join(names + [text]) if names else text
+
+
 def _describe(c: Any) -> str:
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(c.updated))
     cost = f"${c.cost:.4f}" if c.cost else "-"
-    prompt = " ".join(c.first_prompt.split())
+    prompt = " ".join(_shown_prompt(c.first_prompt).split())
     if len(prompt) > 200:
         prompt = prompt[:197] + "..."
     return (

@@ -21,8 +21,10 @@ Behaviour, and how it fails:
 * Commands are handled in order on the reader thread, except those that may take long (``bash``,
   ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
   ``abort_bash`` are read meanwhile.
-* End of input (or SIGTERM): the run is aborted, its end is awaited (up to
-  :data:`SHUTDOWN_WAIT` seconds), the session is closed (flushed) and the command exits 0.
+* End of input: the run in progress (with its queued steering and follow-up messages) and a
+  running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
+  (flushed) and the command exits 0. SIGTERM, also while finishing, aborts the run and awaits its
+  end (up to :data:`SHUTDOWN_WAIT` seconds) instead.
 """
 
 from __future__ import annotations
@@ -232,16 +234,34 @@ class RpcServer:
     # ------------------------------------------------------------------ the loop
 
     def serve(self, lines: Iterator[bytes]) -> int:
-        """Handle every line until end of input (or SIGTERM), then shut down. Returns 0."""
+        """Handle every line until end of input, let the work in progress finish (the run with
+        its queued messages, a ``bash`` or ``compact``), then shut down. SIGTERM (also while
+        finishing) aborts instead. Returns 0."""
         try:
             for raw in lines:
                 if raw.strip():
                     self.handle_line(raw)
+            # End of input is not an abort: ``printf '{"type":"prompt",...}' | agentcore rpc``
+            # must print the answer; a client that wants to stop sends abort or SIGTERM.
+            self.finish()
         except _Terminated:
             self.note("SIGTERM: aborting the run and closing the session")
         finally:
             self.shutdown()
         return 0
+
+    def finish(self) -> None:
+        """Wait, without a bound, until the run and the slow commands have ended (end of input).
+        Polls so that SIGTERM, raised in this (main) thread, is handled promptly."""
+        if not self.agent.wait_for_idle(0) or any(worker.is_alive() for worker in self.workers):
+            self.note("end of input: letting the work in progress finish (SIGTERM aborts it)")
+        while not self.agent.wait_for_idle(1.0):
+            pass
+        for worker in list(self.workers):
+            while worker.is_alive():
+                worker.join(1.0)
+        while not self.agent.wait_for_idle(1.0):  # a compact or navigate_tree may have started a run
+            pass
 
     def handle_line(self, raw: bytes) -> None:
         """Parse and run one command line; every failure becomes an error response."""
@@ -353,7 +373,7 @@ class RpcServer:
 
             stop_bash(self)
             agent = self.agent
-            agent.abort("agentcore rpc: end of input")
+            agent.abort("agentcore rpc: shutting down")  # a no-op after finish(): nothing runs then
             if not agent.wait_for_idle(SHUTDOWN_WAIT):
                 self.note(f"the run did not stop within {SHUTDOWN_WAIT:.0f} s of the abort; closing anyway")
             for worker in self.workers:
@@ -364,9 +384,28 @@ class RpcServer:
             self._unsubscribe()
             if self.session is not None:
                 try:
-                    self.session.close()
+                    self.close_session(self.session)
                 except Exception as exc:  # noqa: BLE001
                     self.note(f"closing the session: {describe_exception(exc)}")
+
+    def close_session(self, session: Any) -> None:
+        """Close ``session``; when it is a file of the sessions directory that holds nothing but
+        its header (no prompt was sent), delete it, as ``chat`` does: an editor that starts
+        ``agentcore rpc`` and quits, or a ``new_session`` left unused, leaves no empty
+        conversation behind. A file named by ``--session``/``switch_session`` elsewhere stays."""
+        empty = len(session.storage) == 0
+        session.close()
+        path = getattr(session, "path", None)
+        if not empty or not path or not path.endswith(".jsonl"):
+            return
+        from ._setup import default_sessions_dir
+
+        directory = os.path.abspath(getattr(self.context.options, "sessions_dir", None) or default_sessions_dir())
+        if os.path.dirname(os.path.dirname(os.path.abspath(path))) == directory:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _event_json(event: Any) -> Dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
 
+from ._keys import stored_key
 from ._rpc import NULL, RpcError, RpcServer
 from ._rpc_bash import cmd_abort_bash, cmd_bash, flush_bash
 from ._rpc_sessions import (
@@ -328,12 +329,19 @@ def cmd_set_model(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 def _use_model(server: RpcServer, model: Any, stream_fn: Any) -> None:
     """Switch the agent to ``model``. The ``--api-key-env`` key goes to its own provider only
-    (never to another company's endpoint); a provider's key from the environment is masked in
-    the output from now on. RpcError (nothing changed) when the provider has no key."""
+    (never to another company's endpoint); else the key stored by ``agentcore keys set`` (the
+    environment's wins), as chat's ``/model`` does. A provider's key is masked in the output from
+    now on. RpcError (nothing changed) when the provider has no key."""
     from ..providers.base import get_env_api_key
 
     key_provider, key = server.context.cli_key
     api_key = key if key and model.provider == key_provider else None
+    if api_key is None and stream_fn is None:
+        try:
+            api_key = stored_key(str(model.provider))
+        except UsageError as exc:  # a broken keys file
+            raise RpcError(f"set_model: {exc}") from None
+        server.out.mask(api_key)
     if stream_fn is None:
         try:
             check_api_key(model, api_key)
@@ -349,8 +357,9 @@ def _use_model(server: RpcServer, model: Any, stream_fn: Any) -> None:
 
 
 def _available_models(server: RpcServer) -> List[Any]:
-    """The catalog models whose provider has a key (in the environment, or ``--api-key-env`` for
-    its provider), in catalog order; the current model first when it is not one of them."""
+    """The catalog models whose provider has a key (in the environment, ``--api-key-env`` for
+    its provider, or stored by ``agentcore keys set``), in catalog order; the current model first
+    when it is not one of them."""
     from ..plugins import models
     from ..providers.base import get_env_api_key
 
@@ -360,14 +369,23 @@ def _available_models(server: RpcServer) -> List[Any]:
     found = []
     for model in models():
         if model.provider not in keyed:
-            keyed[model.provider] = bool(get_env_api_key(model.provider)) or bool(
-                key and model.provider == key_provider
+            keyed[model.provider] = (
+                bool(get_env_api_key(model.provider))
+                or bool(key and model.provider == key_provider)
+                or _has_stored_key(model.provider)
             )
         if keyed[model.provider]:
             found.append(current if model.key == current.key else model)
     if not any(m is current for m in found):
         found.insert(0, current)
     return found
+
+
+def _has_stored_key(provider: str) -> bool:
+    try:
+        return bool(stored_key(provider))
+    except UsageError:  # a broken keys file: set_model says so; the listing just lacks them
+        return False
 
 
 def cmd_get_available_models(server: RpcServer, command: Dict[str, Any]) -> Any:

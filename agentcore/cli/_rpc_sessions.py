@@ -152,7 +152,7 @@ def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: b
     old = server.session
     server.attach(setup)
     if old is not None and old is not session:
-        old.close()
+        server.close_session(old)  # an unused new_session is deleted, not left empty
 
 
 def settle(server: RpcServer) -> None:
@@ -290,7 +290,11 @@ def cmd_export_html(server: RpcServer, command: Dict[str, Any]) -> Any:
         session=session.path, format="html", output=path, sessions_dir=server.context.options.sessions_dir
     )
     errors = io.StringIO()
-    if cmd_sessions_export(args, io.StringIO(), errors) != 0:
+    try:
+        status = cmd_sessions_export(args, io.StringIO(), errors)
+    except UsageError as exc:  # e.g. an outputPath that cannot be written
+        raise RpcError(f"export_html: {str(exc).replace('-o ', 'outputPath ', 1)}") from None
+    if status != 0:
         raise RpcError(f"export_html: {errors.getvalue().strip()}")
     return {"path": path}
 
