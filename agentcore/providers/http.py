@@ -28,6 +28,8 @@ never appear in a record.
 
 from __future__ import annotations
 
+import re
+
 import contextlib
 import email.utils
 import json
@@ -208,21 +210,45 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
 
 
 def _describe_connection_error(exc: BaseException, url: str) -> str:
-    """The error text of a failed connection; urllib3 repeats the URL's path and query in it, so
-    secret-looking query values (``?key=``, ``?token=``) and user info are replaced by ``***``."""
+    """The error text of a failed connection: the host, the request's path (secret-looking query
+    values and user info as ``***``) and the root reason (``[Errno 111] Connection refused``,
+    ``Failed to resolve 'host'``, ``Read timed out``), without urllib3's wrappers (pool and
+    connection object reprs, "Max retries exceeded"), then what to check."""
     from urllib.parse import urlsplit
 
     from .failures import redact
 
-    host = urlsplit(url).netloc.rsplit("@", 1)[-1]
     secrets: List[str] = []
-    _loggable_url(url, secrets)  # collects the URL's secrets
-    reason = redact(str(exc), secrets)
+    shown = _loggable_url(url, secrets)  # collects the URL's secrets
+    parts = urlsplit(shown)
+    host = parts.netloc
+    where = parts.path + (f"?{parts.query}" if parts.query else "")
+    reason = redact(_root_reason(exc), secrets)
     import requests
 
     if isinstance(exc, requests.exceptions.Timeout):
-        return f"Request timed out talking to {host}: {reason}"
-    return f"Connection error talking to {host}: {reason}"
+        return f"Request timed out talking to {host} ({where}): {reason}"
+    return f"Connection error talking to {host} ({where}): {reason} (is the server at {host} up and reachable?)"
+
+
+_URLLIB3_PREFIX = re.compile(r"^(?:<[^<>]*>|\w+\(host=[^)]*\)): ")
+
+
+def _root_reason(exc: BaseException) -> str:
+    """The innermost reason of a requests/urllib3 connection failure, as text: requests wraps
+    urllib3's MaxRetryError, whose ``reason`` is the NewConnectionError, NameResolutionError or
+    timeout that says what went wrong, prefixed with the repr of a pool or connection object."""
+    current: BaseException = exc
+    for _ in range(5):  # requests error -> MaxRetryError -> its reason; bounded against cycles
+        inner = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
+        reason = getattr(current, "reason", None)
+        if isinstance(reason, BaseException):
+            inner = reason
+        if inner is None or inner is current:
+            break
+        current = inner
+    text = _URLLIB3_PREFIX.sub("", str(current)).strip() or type(current).__name__
+    return text
 
 
 def open_stream(
