@@ -28,12 +28,11 @@ never appear in a record.
 
 from __future__ import annotations
 
-import re
-
 import contextlib
 import email.utils
 import json
 import logging
+import re
 import socket
 import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
