@@ -901,3 +901,57 @@ def test_repaired_tool_arguments_are_noted():  # a stream parse problem recovere
     assert note.details == {"toolCallId": "c1", "toolName": "calc", "argumentChars": 10}
     _, clean = _replay(sse(_chunk({"tool_calls": [good]}, finish="tool_calls"), done=True))
     assert clean.diagnostics is None and "diagnostics" not in clean.to_dict()
+
+
+def test_deepseek_thinking_format_sends_thinking_type_and_mapped_effort():  # issue 17: catalog compat
+    import agentcore
+
+    # the shipped DeepSeek V4 entries say thinkingFormat "deepseek": the reference sends
+    # thinking {type: enabled|disabled} and the level through the model's thinkingLevelMap
+    flash = agentcore.get_model("deepseek/deepseek-v4-flash")
+    assert flash.compat["thinkingFormat"] == "deepseek"
+    context = AgentContext(messages=[UserMessage("hi")])
+    off = build_request_body(flash, context, {})
+    assert off["thinking"] == {"type": "disabled"} and "reasoning_effort" not in off
+    for level, effort in (("minimal", "high"), ("medium", "high"), ("high", "high"), ("xhigh", "max"), ("max", "max")):
+        body = build_request_body(flash, context, {"reasoning": level})
+        assert (body["thinking"], body["reasoning_effort"]) == ({"type": "enabled"}, effort), level
+    # re-pointed at a local proxy (models.json baseUrl): the catalog's format still decides
+    local = Model.from_dict(dict(flash.to_dict(), baseUrl="http://127.0.0.1:9/v1"))
+    body = build_request_body(local, context, {"reasoning": "high"})
+    assert (body["thinking"], body["reasoning_effort"]) == ({"type": "enabled"}, "high")
+
+
+def test_deepseek_replayed_assistant_messages_carry_reasoning_content():  # issue 17: V4 400s without it
+    flash = Model(
+        id="deepseek-v4-flash",
+        api=API,
+        provider="deepseek",
+        base_url="https://api.deepseek.com",
+        reasoning=True,
+        compat={"thinkingFormat": "deepseek", "requiresReasoningContentOnAssistantMessages": True},
+    )
+    assert resolve_compat(Model(id="deepseek-chat", api=API, provider="deepseek", base_url="https://api.deepseek.com"))[
+        "requiresReasoningContentOnAssistantMessages"
+    ]
+    call = ToolCall("call_1", "read", {"path": "a"})
+    other = AssistantMessage([TextContent("from elsewhere"), call], api=API, provider="openai", model="gpt-4o")
+    own = AssistantMessage(
+        [ThinkingContent("mine", thinking_signature="reasoning_content"), TextContent("ok")],
+        api=API,
+        provider="deepseek",
+        model=flash.id,
+    )
+    context = AgentContext(
+        messages=[
+            UserMessage("go"),
+            other,
+            ToolResultMessage("call_1", "read", [TextContent("data")]),
+            own,
+            UserMessage("more"),
+        ]
+    )
+    assistants = [m for m in build_request_body(flash, context, {})["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in assistants] == ["", "mine"]
+    plain = Model(id="gpt-4o", api=API, provider="openai", base_url="https://api.openai.com/v1")
+    assert all("reasoning_content" not in m for m in build_request_body(plain, context, {})["messages"])

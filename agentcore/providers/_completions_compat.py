@@ -30,6 +30,8 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "requiresThinkingAsText": False,
     "requiresMistralToolIds": False,
     "supportsThinkingContentParts": False,
+    # DeepSeek V4 (thinking mode) rejects a replayed assistant message without this field
+    "requiresReasoningContentOnAssistantMessages": False,
     "thinkingFormat": "openai",
     "supportsStrictMode": True,
     "openRouterRouting": {},
@@ -63,13 +65,13 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         "api.cloudflare.com" in url or "gateway.ai.cloudflare.com" in url
     )
     is_openrouter = provider == "openrouter" or "openrouter.ai" in url
+    is_deepseek = provider == "deepseek" or "deepseek.com" in url
     non_standard = (
         provider == "cerebras"
         or "cerebras.ai" in url
         or is_xai
         or "chutes.ai" in url
-        or "deepseek.com" in url
-        or provider == "deepseek"
+        or is_deepseek
         or is_zai
         or provider == "opencode"
         or "opencode.ai" in url
@@ -85,6 +87,7 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         requiresToolResultName=is_mistral,
         requiresMistralToolIds=is_mistral,
         supportsThinkingContentParts=is_mistral,
+        requiresReasoningContentOnAssistantMessages=is_deepseek,
         thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
         cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
         supportsLongCacheRetention=not (is_together or is_cloudflare),
