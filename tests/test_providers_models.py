@@ -303,3 +303,23 @@ def test_catalog_thinking_level_map_and_older_reasoning_effort_map():  # issue 1
         supported_levels(plain) == ("off", "minimal", "low", "medium", "high") and clamp_to_model(plain, "max") == "max"
     )
     assert supported_levels(none) == ("off",)
+
+
+def test_an_agentcore_models_path_that_does_not_exist_is_reported(tmp_path, monkeypatch):  # issue 17
+    # a typo in $AGENTCORE_MODELS must not silently drop the user's models ("unknown model" later);
+    # the default ~/.agentcore/models.json is optional and stays silent when absent
+    missing = tmp_path / "modles.json"
+    monkeypatch.setenv("AGENTCORE_MODELS", str(missing))
+    with pytest.raises(UserModelsError, match=r"does not exist \(\$AGENTCORE_MODELS; set it empty") as caught:
+        load_user_models()
+    assert str(caught.value).startswith(f"{missing}: ")
+    plugins.reset_plugins()
+    try:
+        with pytest.warns(plugins.PluginLoadWarning, match="does not exist"):
+            assert agentcore.get_model("openai/gpt-4o-mini")  # the catalog stays usable
+    finally:
+        monkeypatch.undo()
+        plugins.reset_plugins()
+    monkeypatch.delenv("AGENTCORE_MODELS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_user_models() == [] and load_user_models(missing) == []

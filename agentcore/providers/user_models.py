@@ -1,8 +1,8 @@
 """The user's own ``models.json``: models added to (or changed in) the catalog without code.
 
 Where: ``$AGENTCORE_MODELS`` (a path; set it empty to use no file), else
-``~/.agentcore/models.json`` (the directory that also holds the CLI's sessions). A missing file
-means no user models. The file is read when the model registry is first built (``get_model``,
+``~/.agentcore/models.json`` (the directory that also holds the CLI's sessions). A missing
+default file means no user models; a ``$AGENTCORE_MODELS`` naming a missing file is an error. The file is read when the model registry is first built (``get_model``,
 ``models()``, ``agentcore models``), never at ``import agentcore``.
 
 The format (keys as in the catalog, the reference's JSON shape)::
@@ -69,17 +69,23 @@ def user_models_path(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:
 def load_user_models(path: Optional[Path] = None) -> List[Model]:
     """The models of the user's file (``path`` or :func:`user_models_path`), in file order.
 
-    Returns ``[]`` when there is no file. Raises :class:`UserModelsError` for unreadable or
-    invalid JSON, and for an entry that is not a model (naming the entry and the field).
+    Returns ``[]`` when there is no file, except that a ``$AGENTCORE_MODELS`` naming a file that
+    does not exist is an error (a typo must not silently drop the user's models). Raises
+    :class:`UserModelsError` for that, for unreadable or invalid JSON, and for an entry that is not
+    a model (naming the entry and the field).
     """
+    from_env = False
     if path is None:
         path = user_models_path()
         if path is None:
             return []
+        from_env = MODELS_ENV in os.environ
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if from_env:
+            raise UserModelsError(path, f"does not exist (${MODELS_ENV}; set it empty for no file)") from None
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise UserModelsError(path, f"cannot be read: {exc}") from None
