@@ -623,6 +623,26 @@ def test_mistral_gets_the_session_id_as_x_affinity():  # issue 17: the reference
     assert "x-affinity" not in build_headers(_model(), None, "k", {"session_id": "s-5"})
 
 
+def test_mistral_bodies_hold_only_fields_its_chat_endpoint_accepts():  # issue 17: 422 extra_forbidden
+    # Mistral validates the body strictly ("Extra inputs are not permitted"): no stream_options
+    # (usage comes in the last chunk anyway), no empty tools list after the tools were removed,
+    # no OpenAI prompt-cache fields (its cache routing is the x-affinity header)
+    mistral = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-large-latest")
+    call = ToolCall("abcDEF123", "calc", {"e": "1+1"})
+    context = AgentContext(
+        messages=[
+            UserMessage("add"),
+            AssistantMessage([call], api=API, provider="mistral", model=mistral.id, stop_reason="toolUse"),
+            ToolResultMessage("abcDEF123", "calc", [TextContent("2")]),
+            UserMessage("thanks"),
+        ]
+    )
+    body = build_request_body(mistral, context, {"session_id": "s-1", "cache_retention": "long"})
+    assert not {"stream_options", "tools", "prompt_cache_key", "prompt_cache_retention", "store"} & set(body)
+    assert body["messages"][1]["tool_calls"][0]["id"] == "abcDEF123"
+    assert build_request_body(_model(), context, {})["tools"] == []  # others keep the empty list
+
+
 def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17: bad input names the problem
     with ScriptedServer() as server:
         model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")

@@ -40,6 +40,7 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "sendSessionAffinityHeaders": False,
     "sessionAffinityFormat": "openai",
     "supportsLongCacheRetention": True,
+    "supportsEmptyTools": True,  # "tools": [] when the history has tool calls but no tools are sent
 }
 
 
@@ -94,6 +95,9 @@ def detect_compat(model: Model) -> Dict[str, Any]:
     )
     if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
         compat.update(sendSessionAffinityHeaders=True, sessionAffinityFormat="mistral")
+        # Mistral refuses unknown body fields (422 "Extra inputs are not permitted"): it has no
+        # stream_options (usage comes anyway), no empty tools list, no OpenAI prompt-cache fields
+        compat.update(supportsUsageInStreaming=False, supportsEmptyTools=False, supportsLongCacheRetention=False)
     if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
         compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
     if provider == "github-copilot":

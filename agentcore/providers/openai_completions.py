@@ -332,8 +332,8 @@ def build_request_body(
                 function["strict"] = False
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
-    elif _has_tool_history(context):
-        body["tools"] = []
+    elif _has_tool_history(context) and compat.get("supportsEmptyTools", True):
+        body["tools"] = []  # proxies (LiteLLM) refuse tool history without a tools field
     retention = cache_retention(options)
     if compat.get("cacheControlFormat") == "anthropic" and retention != "none":
         long_ok = retention == "long" and compat.get("supportsLongCacheRetention", True)
