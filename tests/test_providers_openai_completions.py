@@ -975,3 +975,14 @@ def test_deepseek_replayed_assistant_messages_carry_reasoning_content():  # issu
     assert [m.get("reasoning_content") for m in assistants] == ["", "mine"]
     plain = Model(id="gpt-4o", api=API, provider="openai", base_url="https://api.openai.com/v1")
     assert all("reasoning_content" not in m for m in build_request_body(plain, context, {})["messages"])
+
+
+def test_zai_tool_stream_compat_streams_tool_arguments():  # issue 17: catalog compat zaiToolStream
+    import agentcore
+
+    glm = agentcore.get_model("zai/glm-4.7")
+    assert glm.compat["zaiToolStream"] is True
+    with_tools = AgentContext(messages=[UserMessage("hi")], tools=[TOOL])
+    assert build_request_body(glm, with_tools, {})["tool_stream"] is True
+    assert "tool_stream" not in build_request_body(glm, AgentContext(messages=[UserMessage("hi")]), {})
+    assert "tool_stream" not in build_request_body(_model(provider="zai", base_url=glm.base_url), with_tools, {})

@@ -40,6 +40,7 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "sendSessionAffinityHeaders": False,
     "sessionAffinityFormat": "openai",
     "supportsLongCacheRetention": True,
+    "zaiToolStream": False,  # z.ai: "tool_stream": true with tools (set by the catalog's GLM models)
     "supportsEmptyTools": True,  # "tools": [] when the history has tool calls but no tools are sent
 }
 

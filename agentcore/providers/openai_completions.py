@@ -332,6 +332,8 @@ def build_request_body(
                 function["strict"] = False
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
+        if compat.get("zaiToolStream"):
+            body["tool_stream"] = True  # z.ai streams tool-call arguments only when asked (reference)
     elif _has_tool_history(context) and compat.get("supportsEmptyTools", True):
         body["tools"] = []  # proxies (LiteLLM) refuse tool history without a tools field
     retention = cache_retention(options)
