@@ -878,6 +878,9 @@ def test_an_in_stream_overload_before_any_content_is_retried(server, api):  # is
     assert result.text == "fine" and len(server.requests) == 2
     assert types.count("start") == 1 and types[0] == "start" and types[-1] == "done"
     assert server.requests[0].body == server.requests[1].body
+    # every API notes the recovered retry (docs "Response ids and diagnostics"), keys redacted
+    assert [(d.type, d.details["attempt"]) for d in result.diagnostics or []] == [("provider_retry", 1)]
+    assert KEY not in repr(result.diagnostics)
 
 
 @pytest.mark.parametrize("api", sorted(APIS))
