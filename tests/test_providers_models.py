@@ -323,3 +323,31 @@ def test_an_agentcore_models_path_that_does_not_exist_is_reported(tmp_path, monk
     monkeypatch.delenv("AGENTCORE_MODELS", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert load_user_models() == [] and load_user_models(missing) == []
+
+
+def test_a_provider_block_without_models_re_points_the_catalog_provider(user_models):  # issue 17: reference
+    # {"providers": {"deepseek": {"baseUrl": ...}}} routes every catalog deepseek model through a
+    # proxy (the reference's "override a built-in provider"); the catalog's compat is kept
+    path = user_models(
+        {
+            "providers": {
+                "deepseek": {"baseUrl": "http://127.0.0.1:9/v1", "compat": {"supportsStore": False}},
+                "openai": {"baseUrl": "https://proxy.example/v1", "models": [{"id": "gpt-4o", "contextWindow": 1000}]},
+            }
+        }
+    )
+    flash = agentcore.get_model("deepseek/deepseek-v4-flash")
+    assert flash.base_url == "http://127.0.0.1:9/v1" and flash.cost.input == 0.14
+    assert flash.compat == {
+        "requiresReasoningContentOnAssistantMessages": True,
+        "thinkingFormat": "deepseek",
+        "supportsStore": False,
+    }
+    assert agentcore.get_model("deepseek/deepseek-v4-pro").base_url == "http://127.0.0.1:9/v1"
+    listed = agentcore.get_model("openai/gpt-4o")
+    assert (listed.base_url, listed.context_window) == ("https://proxy.example/v1", 1000)
+    assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://proxy.example/v1"
+    assert find_model("deepseek", "deepseek-v4-flash").base_url == "https://api.deepseek.com"  # catalog intact
+    path = user_models({"providers": {"deepsek": {"baseUrl": "http://127.0.0.1:9/v1"}}})
+    with pytest.raises(UserModelsError, match=r"providers\['deepsek'\]: the catalog has no models of provider"):
+        load_user_models(path)
