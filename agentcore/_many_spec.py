@@ -24,11 +24,6 @@ from .options import StreamOptions, check_names
 
 __all__ = ["AgentSpec", "AgentTask", "SpecNotPortableError", "check_portable", "resolve_plugin"]
 
-#: header names that carry credentials; a spec never carries them (keys are resolved on the worker)
-_SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
-)
-
 
 class SpecNotPortableError(TypeError):
     """A spec or task cannot travel to a worker; ``field`` names the offending field
@@ -97,11 +92,15 @@ class AgentSpec:
         self._refuse_keys()
 
     def _refuse_keys(self) -> None:
+        # credential headers (the providers' own list: gateway headers included) never travel in a
+        # spec; keys are resolved on the worker
+        from .providers.failures import is_secret_header
+
         model_headers = getattr(self.model, "headers", None) or {}
         option_headers = _option(self.options, "headers") or {}
         for where, headers in (("model.headers", model_headers), ("options.headers", option_headers)):
             for name in headers:
-                if str(name).lower() in _SECRET_HEADERS:
+                if is_secret_header(name):
                     raise SpecNotPortableError(
                         where,
                         f"header {name!r} carries a credential; keys are "

@@ -138,6 +138,8 @@ def test_spec_refuses_keys_plugin_objects_and_unknown_options(server):
     assert info.value.field == "model.headers" and "sk-secret" not in str(info.value)
     with pytest.raises(SpecNotPortableError, match="options.headers"):
         AgentSpec("openai/gpt-4o-mini", options={"headers": {"x-api-key": "sk-secret"}})
+    with pytest.raises(SpecNotPortableError, match="cf-aig-authorization"):  # issue 17: gateway headers too
+        AgentSpec("openai/gpt-4o-mini", options={"headers": {"cf-aig-authorization": "Bearer sk-secret"}})
     with pytest.raises(SpecNotPortableError, match=r"plugins\[0\]"):
         AgentSpec("openai/gpt-4o-mini", plugins=(helpers.plugin,))
     with pytest.raises(TypeError, match="did you mean 'temperature'"):

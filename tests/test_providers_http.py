@@ -881,6 +881,9 @@ def test_an_in_stream_overload_before_any_content_is_retried(server, api):  # is
     assert result.text == "fine" and len(server.requests) == 2
     assert types.count("start") == 1 and types[0] == "start" and types[-1] == "done"
     assert server.requests[0].body == server.requests[1].body
+    # every API notes the recovered retry (docs "Response ids and diagnostics"), keys redacted
+    assert [(d.type, d.details["attempt"]) for d in result.diagnostics or []] == [("provider_retry", 1)]
+    assert KEY not in repr(result.diagnostics)
 
 
 @pytest.mark.parametrize("api", sorted(APIS))
@@ -955,3 +958,44 @@ def test_secret_header_values_name_every_credential_header_and_bare_tokens():  #
         "session-token-0123456789",
         "azure-key-0123456789",
     }
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_gateway_credential_headers_echoed_in_an_error_are_redacted(server, api):  # issue 17: secrets
+    # gateways authenticate with their own headers (Cloudflare cf-aig-authorization, Portkey
+    # x-portkey-api-key, Helicone helicone-auth); a server echoing them must not put them in the
+    # message, the diagnostics or the transcript
+    secrets = {
+        "cf-aig-authorization": "Bearer cf-gateway-secret-0123",
+        "X-Portkey-Api-Key": "portkey-secret-0123",
+        "Helicone-Auth": "Bearer helicone-secret-0123",
+        "X-Custom-Token": "custom-token-secret-0123",
+    }
+    echoed = json.dumps({"error": {"message": "rejected: " + json.dumps(secrets)}})
+    server.enqueue(Reply(status=401, content_type="application/json", body=echoed))
+    model = Model(
+        id="gemini-x" if api.startswith("google") else "m",
+        api=api,
+        provider="local-" + api,
+        base_url=server.url + APIS[api][0],
+        headers={"X-Portkey-Api-Key": secrets["X-Portkey-Api-Key"], "X-Custom-Token": secrets["X-Custom-Token"]},
+    )
+    option_headers = {k: v for k, v in secrets.items() if k in ("cf-aig-authorization", "Helicone-Auth")}
+    result = stream(model, _ctx(), api_key=KEY, max_retries=0, headers=option_headers).result()
+    assert result.stop_reason == "error" and result.error_message.startswith("401 ")
+    text = result.error_message + repr(result.diagnostics) + json.dumps(result.to_dict())
+    assert "secret" not in text, text
+    assert "rejected" in result.error_message and "Content-Type" not in text  # only credentials go
+
+
+def test_a_wire_request_repr_hides_credential_headers():  # issue 17: keys never appear in reprs
+    from agentcore.providers.base import WireRequest
+
+    request = WireRequest(
+        "https://api.example/v1/chat/completions",
+        {"Authorization": "Bearer sk-live-0123456789", "cf-aig-authorization": "cf-0123456789", "Accept": "x/y"},
+        {"model": "m"},
+    )
+    text = repr(request)
+    assert "0123456789" not in text and "'Authorization': '***'" in text and "'Accept': 'x/y'" in text
+    assert "api.example" in text and "'model': 'm'" in text

@@ -303,3 +303,51 @@ def test_catalog_thinking_level_map_and_older_reasoning_effort_map():  # issue 1
         supported_levels(plain) == ("off", "minimal", "low", "medium", "high") and clamp_to_model(plain, "max") == "max"
     )
     assert supported_levels(none) == ("off",)
+
+
+def test_an_agentcore_models_path_that_does_not_exist_is_reported(tmp_path, monkeypatch):  # issue 17
+    # a typo in $AGENTCORE_MODELS must not silently drop the user's models ("unknown model" later);
+    # the default ~/.agentcore/models.json is optional and stays silent when absent
+    missing = tmp_path / "modles.json"
+    monkeypatch.setenv("AGENTCORE_MODELS", str(missing))
+    with pytest.raises(UserModelsError, match=r"does not exist \(\$AGENTCORE_MODELS; set it empty") as caught:
+        load_user_models()
+    assert str(caught.value).startswith(f"{missing}: ")
+    plugins.reset_plugins()
+    try:
+        with pytest.warns(plugins.PluginLoadWarning, match="does not exist"):
+            assert agentcore.get_model("openai/gpt-4o-mini")  # the catalog stays usable
+    finally:
+        monkeypatch.undo()
+        plugins.reset_plugins()
+    monkeypatch.delenv("AGENTCORE_MODELS", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_user_models() == [] and load_user_models(missing) == []
+
+
+def test_a_provider_block_without_models_re_points_the_catalog_provider(user_models):  # issue 17: reference
+    # {"providers": {"deepseek": {"baseUrl": ...}}} routes every catalog deepseek model through a
+    # proxy (the reference's "override a built-in provider"); the catalog's compat is kept
+    path = user_models(
+        {
+            "providers": {
+                "deepseek": {"baseUrl": "http://127.0.0.1:9/v1", "compat": {"supportsStore": False}},
+                "openai": {"baseUrl": "https://proxy.example/v1", "models": [{"id": "gpt-4o", "contextWindow": 1000}]},
+            }
+        }
+    )
+    flash = agentcore.get_model("deepseek/deepseek-v4-flash")
+    assert flash.base_url == "http://127.0.0.1:9/v1" and flash.cost.input == 0.14
+    assert flash.compat == {
+        "requiresReasoningContentOnAssistantMessages": True,
+        "thinkingFormat": "deepseek",
+        "supportsStore": False,
+    }
+    assert agentcore.get_model("deepseek/deepseek-v4-pro").base_url == "http://127.0.0.1:9/v1"
+    listed = agentcore.get_model("openai/gpt-4o")
+    assert (listed.base_url, listed.context_window) == ("https://proxy.example/v1", 1000)
+    assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://proxy.example/v1"
+    assert find_model("deepseek", "deepseek-v4-flash").base_url == "https://api.deepseek.com"  # catalog intact
+    path = user_models({"providers": {"deepsek": {"baseUrl": "http://127.0.0.1:9/v1"}}})
+    with pytest.raises(UserModelsError, match=r"providers\['deepsek'\]: the catalog has no models of provider"):
+        load_user_models(path)

@@ -623,6 +623,26 @@ def test_mistral_gets_the_session_id_as_x_affinity():  # issue 17: the reference
     assert "x-affinity" not in build_headers(_model(), None, "k", {"session_id": "s-5"})
 
 
+def test_mistral_bodies_hold_only_fields_its_chat_endpoint_accepts():  # issue 17: 422 extra_forbidden
+    # Mistral validates the body strictly ("Extra inputs are not permitted"): no stream_options
+    # (usage comes in the last chunk anyway), no empty tools list after the tools were removed,
+    # no OpenAI prompt-cache fields (its cache routing is the x-affinity header)
+    mistral = _model(provider="mistral", base_url="https://api.mistral.ai/v1", id="mistral-large-latest")
+    call = ToolCall("abcDEF123", "calc", {"e": "1+1"})
+    context = AgentContext(
+        messages=[
+            UserMessage("add"),
+            AssistantMessage([call], api=API, provider="mistral", model=mistral.id, stop_reason="toolUse"),
+            ToolResultMessage("abcDEF123", "calc", [TextContent("2")]),
+            UserMessage("thanks"),
+        ]
+    )
+    body = build_request_body(mistral, context, {"session_id": "s-1", "cache_retention": "long"})
+    assert not {"stream_options", "tools", "prompt_cache_key", "prompt_cache_retention", "store"} & set(body)
+    assert body["messages"][1]["tool_calls"][0]["id"] == "abcDEF123"
+    assert build_request_body(_model(), context, {})["tools"] == []  # others keep the empty list
+
+
 def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17: bad input names the problem
     with ScriptedServer() as server:
         model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
@@ -901,3 +921,68 @@ def test_repaired_tool_arguments_are_noted():  # a stream parse problem recovere
     assert note.details == {"toolCallId": "c1", "toolName": "calc", "argumentChars": 10}
     _, clean = _replay(sse(_chunk({"tool_calls": [good]}, finish="tool_calls"), done=True))
     assert clean.diagnostics is None and "diagnostics" not in clean.to_dict()
+
+
+def test_deepseek_thinking_format_sends_thinking_type_and_mapped_effort():  # issue 17: catalog compat
+    import agentcore
+
+    # the shipped DeepSeek V4 entries say thinkingFormat "deepseek": the reference sends
+    # thinking {type: enabled|disabled} and the level through the model's thinkingLevelMap
+    flash = agentcore.get_model("deepseek/deepseek-v4-flash")
+    assert flash.compat["thinkingFormat"] == "deepseek"
+    context = AgentContext(messages=[UserMessage("hi")])
+    off = build_request_body(flash, context, {})
+    assert off["thinking"] == {"type": "disabled"} and "reasoning_effort" not in off
+    for level, effort in (("minimal", "high"), ("medium", "high"), ("high", "high"), ("xhigh", "max"), ("max", "max")):
+        body = build_request_body(flash, context, {"reasoning": level})
+        assert (body["thinking"], body["reasoning_effort"]) == ({"type": "enabled"}, effort), level
+    # re-pointed at a local proxy (models.json baseUrl): the catalog's format still decides
+    local = Model.from_dict(dict(flash.to_dict(), baseUrl="http://127.0.0.1:9/v1"))
+    body = build_request_body(local, context, {"reasoning": "high"})
+    assert (body["thinking"], body["reasoning_effort"]) == ({"type": "enabled"}, "high")
+
+
+def test_deepseek_replayed_assistant_messages_carry_reasoning_content():  # issue 17: V4 400s without it
+    flash = Model(
+        id="deepseek-v4-flash",
+        api=API,
+        provider="deepseek",
+        base_url="https://api.deepseek.com",
+        reasoning=True,
+        compat={"thinkingFormat": "deepseek", "requiresReasoningContentOnAssistantMessages": True},
+    )
+    assert resolve_compat(Model(id="deepseek-chat", api=API, provider="deepseek", base_url="https://api.deepseek.com"))[
+        "requiresReasoningContentOnAssistantMessages"
+    ]
+    call = ToolCall("call_1", "read", {"path": "a"})
+    other = AssistantMessage([TextContent("from elsewhere"), call], api=API, provider="openai", model="gpt-4o")
+    own = AssistantMessage(
+        [ThinkingContent("mine", thinking_signature="reasoning_content"), TextContent("ok")],
+        api=API,
+        provider="deepseek",
+        model=flash.id,
+    )
+    context = AgentContext(
+        messages=[
+            UserMessage("go"),
+            other,
+            ToolResultMessage("call_1", "read", [TextContent("data")]),
+            own,
+            UserMessage("more"),
+        ]
+    )
+    assistants = [m for m in build_request_body(flash, context, {})["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in assistants] == ["", "mine"]
+    plain = Model(id="gpt-4o", api=API, provider="openai", base_url="https://api.openai.com/v1")
+    assert all("reasoning_content" not in m for m in build_request_body(plain, context, {})["messages"])
+
+
+def test_zai_tool_stream_compat_streams_tool_arguments():  # issue 17: catalog compat zaiToolStream
+    import agentcore
+
+    glm = agentcore.get_model("zai/glm-4.7")
+    assert glm.compat["zaiToolStream"] is True
+    with_tools = AgentContext(messages=[UserMessage("hi")], tools=[TOOL])
+    assert build_request_body(glm, with_tools, {})["tool_stream"] is True
+    assert "tool_stream" not in build_request_body(glm, AgentContext(messages=[UserMessage("hi")]), {})
+    assert "tool_stream" not in build_request_body(_model(provider="zai", base_url=glm.base_url), with_tools, {})

@@ -30,6 +30,8 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "requiresThinkingAsText": False,
     "requiresMistralToolIds": False,
     "supportsThinkingContentParts": False,
+    # DeepSeek V4 (thinking mode) rejects a replayed assistant message without this field
+    "requiresReasoningContentOnAssistantMessages": False,
     "thinkingFormat": "openai",
     "supportsStrictMode": True,
     "openRouterRouting": {},
@@ -38,6 +40,8 @@ DEFAULT_COMPAT: Dict[str, Any] = {
     "sendSessionAffinityHeaders": False,
     "sessionAffinityFormat": "openai",
     "supportsLongCacheRetention": True,
+    "zaiToolStream": False,  # z.ai: "tool_stream": true with tools (set by the catalog's GLM models)
+    "supportsEmptyTools": True,  # "tools": [] when the history has tool calls but no tools are sent
 }
 
 
@@ -63,13 +67,13 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         "api.cloudflare.com" in url or "gateway.ai.cloudflare.com" in url
     )
     is_openrouter = provider == "openrouter" or "openrouter.ai" in url
+    is_deepseek = provider == "deepseek" or "deepseek.com" in url
     non_standard = (
         provider == "cerebras"
         or "cerebras.ai" in url
         or is_xai
         or "chutes.ai" in url
-        or "deepseek.com" in url
-        or provider == "deepseek"
+        or is_deepseek
         or is_zai
         or provider == "opencode"
         or "opencode.ai" in url
@@ -85,12 +89,16 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         requiresToolResultName=is_mistral,
         requiresMistralToolIds=is_mistral,
         supportsThinkingContentParts=is_mistral,
+        requiresReasoningContentOnAssistantMessages=is_deepseek,
         thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
         cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
         supportsLongCacheRetention=not (is_together or is_cloudflare),
     )
     if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
         compat.update(sendSessionAffinityHeaders=True, sessionAffinityFormat="mistral")
+        # Mistral refuses unknown body fields (422 "Extra inputs are not permitted"): it has no
+        # stream_options (usage comes anyway), no empty tools list, no OpenAI prompt-cache fields
+        compat.update(supportsUsageInStreaming=False, supportsEmptyTools=False, supportsLongCacheRetention=False)
     if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
         compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
     if provider == "github-copilot":

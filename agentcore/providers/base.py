@@ -41,6 +41,7 @@ from .failures import (
     describe_error,
     error_event,
     failure_diagnostic,
+    is_secret_header,
     redact,
     secret_header_values,
     signal_aborted,
@@ -66,6 +67,7 @@ __all__ = [
     "merge_headers",
     "new_output",
     "encode_body",
+    "is_secret_header",
     "secret_header_values",
     "expand_url_variables",
     "sanitize_surrogates",
@@ -283,6 +285,11 @@ class WireRequest:
     url: str
     headers: Dict[str, str] = field(default_factory=dict)
     body: Dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        # the headers carry the API key: a repr (a log line, a traceback) shows *** instead
+        shown = {k: ("***" if is_secret_header(k) else v) for k, v in self.headers.items()}
+        return f"WireRequest(url={self.url!r}, headers={shown!r}, body={self.body!r})"
 
 
 class WireHandler:

@@ -21,6 +21,7 @@ __all__ = [
     "signal_aborted",
     "describe_error",
     "redact",
+    "is_secret_header",
     "secret_header_values",
     "add_diagnostic",
     "failure_diagnostic",
@@ -92,15 +93,27 @@ _SECRET_HEADERS = frozenset(
         "proxy-authorization",
     }
 )
+# gateways and proxies authenticate with headers of their own (Cloudflare cf-aig-authorization,
+# Portkey x-portkey-api-key, Helicone helicone-auth ...): a name with one of these words counts too
+_SECRET_NAME_WORDS = frozenset({"auth", "authorization", "token", "secret", "password", "apikey", "key"})
+
+
+def is_secret_header(name: str) -> bool:
+    """Whether header ``name`` carries a credential: the known names (``Authorization``,
+    ``x-api-key``, ``api-key``, ``x-goog-api-key``, ``x-amz-security-token``, cookies) or any name
+    with a credential word between its dashes or underscores (``auth``, ``token``, ``key``,
+    ``secret``, ``password`` ...), compared case-insensitively. Over-matching only costs a
+    redacted header value in an error message."""
+    lowered = str(name).lower()
+    return lowered in _SECRET_HEADERS or bool(_SECRET_NAME_WORDS & set(lowered.replace("_", "-").split("-")))
 
 
 def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
-    """The values of ``headers`` that are credentials (``Authorization``, ``x-api-key``, ``api-key``,
-    ``x-goog-api-key``, ``x-amz-security-token``, cookies), and the bare token of a ``Bearer``/
-    ``Basic``/``Token`` value, for :func:`redact`. Names are compared case-insensitively."""
+    """The values of ``headers`` that are credentials (see :func:`is_secret_header`), and the
+    bare token of a ``Bearer``/``Basic``/``Token`` value, for :func:`redact`."""
     values = []
     for name, value in headers.items():
-        if str(name).lower() in _SECRET_HEADERS and isinstance(value, str):
+        if is_secret_header(name) and isinstance(value, str):
             values.append(value)
             scheme, _, token = value.partition(" ")
             if token and scheme.lower() in ("bearer", "basic", "token"):

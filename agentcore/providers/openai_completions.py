@@ -108,7 +108,9 @@ def _user_message(message: Any, allow_images: bool) -> Optional[Dict[str, Any]]:
     return {"role": "user", "content": parts}
 
 
-def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+def _assistant_message(
+    message: AssistantMessage, compat: Mapping[str, Any], reasons: bool = False
+) -> Optional[Dict[str, Any]]:
     texts = [
         sanitize_surrogates(b.text) for b in message.content if isinstance(b, TextContent) and b.text and b.text.strip()
     ]
@@ -146,6 +148,8 @@ def _assistant_message(message: AssistantMessage, compat: Mapping[str, Any]) -> 
         details = [d for d in (_reasoning_detail(c.thought_signature) for c in calls) if d is not None]
         if details:
             out["reasoning_details"] = details
+    if reasons and compat.get("requiresReasoningContentOnAssistantMessages") and "reasoning_content" not in out:
+        out["reasoning_content"] = ""  # DeepSeek: every replayed turn must carry the field (reference)
     if not out.get("content") and not calls:
         return None
     return out
@@ -209,7 +213,7 @@ def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> L
                 out.append({"role": "assistant", "content": _BRIDGE_TEXT})
             converted = _user_message(message, allow_images)
         elif role == "assistant":
-            converted = _assistant_message(message, compat)
+            converted = _assistant_message(message, compat, bool(model.reasoning))
         elif role == "toolResult":
             converted = _tool_message(message, compat, allow_images)
             if allow_images:
@@ -328,8 +332,10 @@ def build_request_body(
                 function["strict"] = False
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
-    elif _has_tool_history(context):
-        body["tools"] = []
+        if compat.get("zaiToolStream"):
+            body["tool_stream"] = True  # z.ai streams tool-call arguments only when asked (reference)
+    elif _has_tool_history(context) and compat.get("supportsEmptyTools", True):
+        body["tools"] = []  # proxies (LiteLLM) refuse tool history without a tools field
     retention = cache_retention(options)
     if compat.get("cacheControlFormat") == "anthropic" and retention != "none":
         long_ok = retention == "long" and compat.get("supportsLongCacheRetention", True)
@@ -355,6 +361,13 @@ def build_request_body(
         body["enable_thinking"] = bool(level and level != "off")
     elif model.reasoning and fmt == "qwen-chat-template":
         body["chat_template_kwargs"] = {"enable_thinking": bool(level and level != "off")}
+    elif model.reasoning and fmt == "deepseek":
+        # DeepSeek V4: thinking is switched on or off explicitly and the effort is sent whatever
+        # supportsReasoningEffort says (a loopback proxy included), as the reference does
+        effort = _reasoning_effort(model, level, compat) if level and level != "off" else None
+        body["thinking"] = {"type": "enabled" if effort else "disabled"}
+        if effort:
+            body["reasoning_effort"] = effort
     else:
         effort = _reasoning_effort(model, level, compat)
         if effort and model.reasoning and compat.get("supportsReasoningEffort"):

@@ -1,8 +1,8 @@
 """The user's own ``models.json``: models added to (or changed in) the catalog without code.
 
 Where: ``$AGENTCORE_MODELS`` (a path; set it empty to use no file), else
-``~/.agentcore/models.json`` (the directory that also holds the CLI's sessions). A missing file
-means no user models. The file is read when the model registry is first built (``get_model``,
+``~/.agentcore/models.json`` (the directory that also holds the CLI's sessions). A missing
+default file means no user models; a ``$AGENTCORE_MODELS`` naming a missing file is an error. The file is read when the model registry is first built (``get_model``,
 ``models()``, ``agentcore models``), never at ``import agentcore``.
 
 The format (keys as in the catalog, the reference's JSON shape)::
@@ -14,10 +14,13 @@ The format (keys as in the catalog, the reference's JSON shape)::
                                "models": [{"id": "Qwen/Qwen3-8B", "reasoning": true}]}}}
 
 An entry whose ``provider/id`` is in the shipped catalog is merged over the catalog's entry (the
-keys given replace the catalog's; ``cost`` is merged price by price), so one line re-points a
-catalog model. Any other entry is a new model and needs ``id``, ``provider`` and ``api``. Under
-``providers``, ``api``, ``baseUrl``, ``headers`` and ``compat`` are defaults for that provider's
-models. Entries are registered by this built-in plugin after every installed plugin, so they win.
+keys given replace the catalog's; ``cost``, ``headers`` and ``compat`` are merged key by key), so
+one line re-points a catalog model. Any other entry is a new model and needs ``id``, ``provider``
+and ``api``. Under ``providers``, ``api``, ``baseUrl``, ``headers`` and ``compat`` are defaults
+for that provider's listed models, and ``baseUrl``/``headers``/``compat`` also apply to every
+catalog model of that provider the block does not list (``{"providers": {"anthropic": {"baseUrl":
+...}}}`` routes all of them through a proxy, as in the reference). Entries are registered by this
+built-in plugin after every installed plugin, so they win.
 
 A malformed file raises :class:`UserModelsError` naming the file and the entry (``models[2]
 (ollama/llama3)``); through the registry the error is reported like any failing plugin (a warning,
@@ -69,17 +72,23 @@ def user_models_path(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:
 def load_user_models(path: Optional[Path] = None) -> List[Model]:
     """The models of the user's file (``path`` or :func:`user_models_path`), in file order.
 
-    Returns ``[]`` when there is no file. Raises :class:`UserModelsError` for unreadable or
-    invalid JSON, and for an entry that is not a model (naming the entry and the field).
+    Returns ``[]`` when there is no file, except that a ``$AGENTCORE_MODELS`` naming a file that
+    does not exist is an error (a typo must not silently drop the user's models). Raises
+    :class:`UserModelsError` for that, for unreadable or invalid JSON, and for an entry that is not
+    a model (naming the entry and the field).
     """
+    from_env = False
     if path is None:
         path = user_models_path()
         if path is None:
             return []
+        from_env = MODELS_ENV in os.environ
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if from_env:
+            raise UserModelsError(path, f"does not exist (${MODELS_ENV}; set it empty for no file)") from None
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise UserModelsError(path, f"cannot be read: {exc}") from None
@@ -124,7 +133,31 @@ def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
             if isinstance(entry, dict):
                 entry = {**defaults, "provider": name, **entry}
             out.append((f'{where}["models"][{i}]', entry))
+        out.extend(_catalog_overrides(path, where, name, defaults, entries))
     return out
+
+
+def _catalog_overrides(
+    path: Path, where: str, provider: str, defaults: Dict[str, Any], entries: List[Any]
+) -> List[Tuple[str, Any]]:
+    """A provider block's ``baseUrl``/``headers``/``compat`` applied to every catalog model of that
+    provider the block does not list (the reference's "override a built-in provider": one line
+    routes all of a provider's models through a proxy). A block with neither models nor catalog
+    models to apply to is an error (a misspelt provider name must not pass silently)."""
+    overrides = {k: v for k, v in defaults.items() if k in ("baseUrl", "headers", "compat")}
+    if not overrides:
+        return []
+    from .models import catalog_models
+
+    listed = {e.get("id") for e in entries if isinstance(e, dict)}
+    targets = [m for m in catalog_models(provider) if m.id not in listed]
+    if not targets and not entries:
+        raise UserModelsError(
+            path,
+            f"{where}: the catalog has no models of provider {provider!r} to apply "
+            f'{sorted(overrides)} to; list its models under "models"',
+        )
+    return [(f"{where} (catalog {provider}/{m.id})", {"provider": provider, "id": m.id, **overrides}) for m in targets]
 
 
 _KEY_HINT = "set the provider's environment variable, or pass api_key= or get_api_key"
@@ -152,8 +185,10 @@ def _model(path: Path, label: str, entry: Any) -> Model:
     if base is not None:
         merged = base.to_dict()
         merged.update(entry)
-        if isinstance(entry.get("cost"), dict):
-            merged["cost"] = {**base.to_dict()["cost"], **entry["cost"]}
+        catalog = base.to_dict()
+        for key in ("cost", "headers", "compat"):  # merged key by key over the catalog's
+            if isinstance(entry.get(key), dict) and isinstance(catalog.get(key), dict):
+                merged[key] = {**catalog[key], **entry[key]}
         entry = merged
     elif not isinstance(entry.get("api"), str) or not entry["api"].strip():
         raise fail('"api" is required for a model that is not in the catalog (e.g. "openai-completions")')
