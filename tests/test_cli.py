@@ -1306,3 +1306,20 @@ def test_chat_tools_command_can_name_the_plugin_cli_tools(word_plugin):
     assert status == 0, err.getvalue()
     listed = [line for line in (out.getvalue() + err.getvalue()).splitlines() if line.startswith("tools: ")]
     assert listed == ["tools: ls, word", "tools: none", "tools: read, word"]
+
+
+def test_a_broken_user_models_file_is_one_plain_warning_line(env, tmp_path):
+    """A load failure is told as one ``agentcore:`` line (no Python source line under it), and
+    ``agentcore plugins`` says to fix the file, not to uninstall a built-in plugin."""
+    broken = tmp_path / "models.json"
+    broken.write_text('{"models": [', encoding="utf-8")
+    env = dict(env, AGENTCORE_MODELS=str(broken))
+    listed = agentcore("models", "--provider", "deepseek", env=env)
+    assert listed.returncode == 0 and "deepseek/" in listed.stdout
+    warning_lines = [line for line in listed.stderr.splitlines() if line.strip()]
+    assert len(warning_lines) == 1 and warning_lines[0].startswith(
+        "agentcore: plugin 'agentcore.providers.user_models'"
+    )
+    assert f"{broken}: is not valid JSON" in warning_lines[0] and "PluginLoadWarning" not in listed.stderr
+    plugins = agentcore("plugins", env=env)
+    assert "fix that" in plugins.stderr and "uninstall" not in plugins.stderr

@@ -505,7 +505,7 @@ def main(
         parser.print_help(err)
         return EXIT_USAGE
     try:
-        with _verbose_logging(err, getattr(args, "verbose", False)):
+        with _verbose_logging(err, getattr(args, "verbose", False)), _plain_warnings(err):
             return handler(args, stdin, out, err)
     except UsageError as exc:
         message = str(exc)
@@ -521,6 +521,31 @@ def main(
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
         err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
+
+
+@contextlib.contextmanager
+def _plain_warnings(err: TextIO) -> Iterator[None]:
+    """Show agentcore's own warnings (a plugin or the user's models.json failing to load) as one
+    ``agentcore: ...`` line on ``err``, without Python's source location and code line; other
+    warnings keep Python's format."""
+    import warnings
+
+    previous = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        plugins = sys.modules.get("agentcore.plugins")  # loaded by whatever warned; never imported here
+        ours = getattr(plugins, "PluginLoadWarning", None)
+        if ours is not None and isinstance(category, type) and issubclass(category, ours):
+            text = str(message)
+            err.write((text if text.startswith("agentcore") else f"agentcore: {text}") + "\n")
+        else:
+            previous(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
 
 
 @contextlib.contextmanager

@@ -127,10 +127,11 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
             out.write(f"    error: {info.error}\n")
     broken = sum(1 for i in infos if i.error)
     if broken:
-        err.write(
-            f"{broken} plugin(s) failed to load; the others work. Fix or uninstall them, or set "
-            "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1.\n"
-        )
+        installed = sum(1 for i in infos if i.error and not i.builtin)
+        advice = "Fix or uninstall them, or set AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1." if installed else ""
+        if installed < broken:  # a built-in fails on the user's own input (models.json): fix the file
+            advice = (advice + " " if advice else "") + "A built-in one fails on what its error names: fix that."
+        err.write(f"{broken} plugin(s) failed to load; the others work. {advice}\n")
     return 0
 
 
