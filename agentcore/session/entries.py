@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
-from ..types import message_from_dict, message_to_dict
+from ..types import _json_type, message_from_dict, message_to_dict
 from .errors import SessionError
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "ms_from_iso",
     "new_entry_id",
     "new_session_id",
+    "new_header",
     "js_number",
     "CURRENT_VERSION",
 ]
@@ -275,6 +276,9 @@ class SessionEntry:
     _payload: ClassVar[Tuple[_Field, ...]] = ()
     _decoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
     _encoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
+    #: JSON key -> the check a present, non-null value must pass (see :func:`_check_field`);
+    #: a trailing ``!`` refuses null too
+    _checks: ClassVar[Dict[str, str]] = {}
 
     @property
     def timestamp_ms(self) -> int:
@@ -301,7 +305,12 @@ class SessionEntry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionEntry:
-        """Read an entry of this class. Raises ``ValueError`` when a required key is missing."""
+        """Read an entry of this class. Raises ``ValueError`` naming the key when a required key
+        is missing or a payload value has the wrong JSON type (a list where a string belongs...)."""
+        for key, check in cls._checks.items():
+            value = d.get(key)
+            if value is not None or (check[-1] == "!" and key in d):
+                _check_field(cls.type, key, value, check.rstrip("!"))
         known = {"type", "id", "parentId", "timestamp"}
         kwargs: Dict[str, Any] = {"id": d["id"], "parent_id": d.get("parentId"), "timestamp": d["timestamp"]}
         extra: Dict[str, Any] = {}
@@ -319,6 +328,39 @@ class SessionEntry:
             kwargs[attr] = decoder(value) if decoder is not None and value is not None else value
         extra.update((k, v) for k, v in d.items() if k not in known)
         return cls(**kwargs, extra=extra)  # type: ignore[call-arg]
+
+
+_CHECK_TEXT = {
+    "str": "a string",
+    "number": "a number",
+    "bool": "a boolean",
+    "object": "an object",
+    "strings": "an array of strings",
+    "content": "a string or an array of blocks",
+    "messages": "an array of messages",
+}
+
+
+def _check_field(entry_type: str, key: str, value: Any, check: str) -> None:
+    """Raise ``ValueError`` naming ``key`` when ``value`` is not of the JSON kind ``check`` names."""
+    if value is None:
+        ok = False
+    elif check == "str":
+        ok = isinstance(value, str)
+    elif check == "number":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif check == "bool":
+        ok = isinstance(value, bool)
+    elif check == "object":
+        ok = isinstance(value, dict)
+    elif check == "strings":
+        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    elif check == "content":
+        ok = isinstance(value, str) or isinstance(value, list)
+    else:  # "messages"
+        ok = isinstance(value, list)
+    if not ok:
+        raise ValueError(f"{entry_type} entry: {key!r} must be {_CHECK_TEXT[check]}, got {_json_type(value)}")
 
 
 def _messages_from(values: Any) -> List[Any]:
@@ -362,6 +404,7 @@ class ThinkingLevelChangeEntry(SessionEntry):
     thinking_level: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "thinking_level_change"
+    _checks = {"thinkingLevel": "str"}
     _payload = _fields("thinking_level")
 
 
@@ -373,6 +416,7 @@ class ModelChangeEntry(SessionEntry):
     model_id: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "model_change"
+    _checks = {"provider": "str", "modelId": "str"}
     _payload = _fields("provider", "model_id")
 
 
@@ -383,6 +427,7 @@ class ActiveToolsChangeEntry(SessionEntry):
     active_tool_names: List[str]
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "active_tools_change"
+    _checks = {"activeToolNames": "strings!"}
     _payload = _fields("active_tool_names")
 
 
@@ -403,6 +448,14 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
+    _checks = {
+        "summary": "str",
+        "firstKeptEntryId": "str",
+        "tokensBefore": "number",
+        "fromHook": "bool",
+        "usage": "object",
+        "retainedTail": "messages",
+    }
     _payload = _fields(
         "summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?", "retained_tail?"
     )
@@ -421,6 +474,7 @@ class BranchSummaryEntry(SessionEntry):
     usage: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "branch_summary"
+    _checks = {"fromId": "str", "summary": "str", "fromHook": "bool", "usage": "object"}
     _payload = _fields("from_id", "summary", "details?", "from_hook?", "usage?")
 
 
@@ -432,6 +486,7 @@ class CustomEntry(SessionEntry):
     data: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom"
+    _checks = {"customType": "str"}
     _payload = _fields("custom_type", "data?")
 
 
@@ -445,6 +500,7 @@ class CustomMessageEntry(SessionEntry):
     details: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom_message"
+    _checks = {"customType": "str", "content": "content", "display": "bool"}
     _payload = _fields("custom_type", "content", "display", "details?")
 
 
@@ -456,6 +512,7 @@ class LabelEntry(SessionEntry):
     label: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "label"
+    _checks = {"targetId": "str", "label": "str"}
     _payload = _fields("target_id", "label?")
 
 
@@ -466,6 +523,7 @@ class SessionInfoEntry(SessionEntry):
     name: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "session_info"
+    _checks = {"name": "str"}
     _payload = _fields("name?")
 
 
@@ -602,6 +660,23 @@ class SessionHeader:
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
+
+
+def new_header(
+    cwd: Optional[str] = None,
+    session_id: Optional[str] = None,
+    parent_session: Optional[str] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> SessionHeader:
+    """The header of a session created now: ``session_id`` or a new UUIDv7-style id, the current
+    time, ``cwd`` made absolute (default: the working directory). What every backend writes."""
+    return SessionHeader(
+        id=session_id or new_session_id(),
+        timestamp=iso_from_ms(int(time.time() * 1000)),
+        cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+        parent_session=parent_session,
+        metadata=metadata,
+    )
 
 
 def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) -> SessionHeader:
