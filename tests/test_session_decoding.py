@@ -618,7 +618,7 @@ def _exercise(session: Session) -> int:
     return len(session.entries())
 
 
-def _check_variant(tmp_path: Path, backend: str, line_no: int, path: tuple, lines: List[str]) -> None:
+def _check_variant(tmp_path: Path, backend: str, number: int, line_no: int, path: tuple, lines: List[str]) -> None:
     from agentcore.session import SessionError, SqliteSessionStorage
 
     where = f"line {line_no}, field {path!r}"
@@ -628,13 +628,11 @@ def _check_variant(tmp_path: Path, backend: str, line_no: int, path: tuple, line
             file.write_text("\n".join(lines) + "\n", encoding="utf-8")
             session = Session.open(str(file))
         else:
-            db = tmp_path / "variant.db"
-            if db.exists():
-                db.unlink()
+            db = str(tmp_path / "variants.db")  # one database, a session per variant (creating one is slow)
             rows = [line.encode("utf-8") for line in lines[1:]]
             header = json.loads(lines[0])
-            SqliteSessionStorage.create(str(db), cwd=header["cwd"], session_id="s", lines=rows).close()
-            session = Session(SqliteSessionStorage(str(db), "s", read_only=True))
+            SqliteSessionStorage.create(db, cwd=header["cwd"], session_id=f"v{number}", lines=rows).close()
+            session = Session(SqliteSessionStorage(db, f"v{number}", read_only=True))
         try:
             seen = _exercise(session)
         finally:
@@ -657,7 +655,7 @@ def test_wrong_json_types_are_reported_or_tolerated(tmp_path, backend, source): 
     lines = (_library_session_lines if source == "library" else _reference_session_lines)(tmp_path)
     count = 0
     for line_no, path, variant in _variants_of(lines):
-        _check_variant(tmp_path, backend, line_no, path, variant)
+        _check_variant(tmp_path, backend, count, line_no, path, variant)
         count += 1
     assert count > 200
 
