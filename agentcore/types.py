@@ -352,10 +352,10 @@ class ToolCall(_WireMixin):
             and type(d) is dict
             and d.keys() == _TOOL_CALL_KEYS
             and d["arguments"] is not None
-            and type(d["id"]) is str
-            and type(d["name"]) is str
+            and type(call_id := d["id"]) is str
+            and type(name := d["name"]) is str
         ):
-            return ToolCall(d["id"], _shared(d["name"]), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
+            return ToolCall(call_id, _shared(name), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
         kwargs = cls._kwargs_from(d)
         if kwargs.get("arguments") is None and "arguments" in d:
             kwargs["arguments"] = {}
@@ -395,10 +395,9 @@ def _blocks(value: Any) -> Any:
         for block in value:
             if type(block) is dict:
                 kind = block.get("type")
-                if (
-                    kind == "text" and block.keys() == _TEXT_KEYS and type(block["text"]) is str
-                ):  # TextContent.from_dict's fast path, inlined
-                    append(TextContent(block["text"], None, {}, _NO_TEXT_SIGNATURE))
+                # TextContent.from_dict's fast path, inlined (the text read once: this runs per block)
+                if kind == "text" and block.keys() == _TEXT_KEYS and type(text := block["text"]) is str:
+                    append(TextContent(text, None, {}, _NO_TEXT_SIGNATURE))
                     continue
                 cls = _BLOCKS.get(kind)  # type: ignore[arg-type]
                 append(cls.from_dict(block) if cls is not None else dict(block))
@@ -795,11 +794,11 @@ class ToolResultMessage(_WireMixin):
         if cls is ToolResultMessage and type(d) is dict:
             keys = d.keys()
             if (keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None)) and type(
-                d["toolCallId"]
+                call_id := d["toolCallId"]
             ) is str:
                 content = d["content"]
                 return ToolResultMessage(
-                    d["toolCallId"],
+                    call_id,
                     _shared(d["toolName"]),
                     _blocks(content) if content is not None else [],
                     d.get("details"),
