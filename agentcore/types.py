@@ -123,8 +123,9 @@ def _plain(value: Any) -> Any:
 class _WireMixin:
     _wire: ClassVar[_Wire] = ()
     _tag: ClassVar[Tuple[str, str]] = ("", "")  # ("role" | "type", value)
-    #: JSON keys that, when present and not null, must hold a string: other consumers (tool-call
-    #: pairing, rendering) use them as dict keys or text, so a wrong type is refused at decode
+    #: JSON keys that, when present, must hold a string (null refused too): other consumers
+    #: (tool-call pairing, rendering) use them as dict keys or text, so a wrong type is refused
+    #: at decode
     _str_keys: ClassVar[Tuple[str, ...]] = ()
     #: how errors name this object ("usage", "a 'toolCall' block", ...)
     _json_name: ClassVar[str] = ""
@@ -158,8 +159,8 @@ class _WireMixin:
         if type(d) is not dict and not _is_mapping(d):
             raise ValueError(f"{cls._json_name or cls.__name__} must be a JSON object, got {_json_type(d)}")
         for key in cls._str_keys:
-            value = d.get(key)
-            if value is not None and not isinstance(value, str):
+            value = d.get(key, "")
+            if not isinstance(value, str):
                 raise ValueError(f"{cls._json_name or cls.__name__}: {key!r} must be a string, got {_json_type(value)}")
         # Hot path when loading long sessions: the known-key set is computed once per class.
         known = cls.__dict__.get("_known_keys")
@@ -336,7 +337,6 @@ class ToolCall(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "toolCall"
     _tag = ("type", "toolCall")
-    _str_keys = ("id", "name")
     _json_name = "a 'toolCall' block"
     _wire = (
         ("id", "id", "req"),
@@ -406,9 +406,9 @@ def _blocks(value: Any) -> Any:
         return out
     if isinstance(value, str) or value is None:
         return value
-    if not isinstance(value, (list, tuple)):
+    if isinstance(value, (int, float)):  # bool included: not iterable, nothing a reader can show
         raise ValueError(f"'content' must be a string or an array of blocks, got {_json_type(value)}")
-    return [content_from_dict(b) for b in value]
+    return [content_from_dict(b) for b in value]  # an object: its keys, as before (tolerated)
 
 
 # --------------------------------------------------------------------------- usage and models
@@ -773,7 +773,6 @@ class ToolResultMessage(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     role: ClassVar[str] = "toolResult"
     _tag = ("role", "toolResult")
-    _str_keys = ("toolCallId", "toolName")
     _wire = (
         ("tool_call_id", "toolCallId", "req"),
         ("tool_name", "toolName", "req"),

@@ -276,8 +276,7 @@ class SessionEntry:
     _payload: ClassVar[Tuple[_Field, ...]] = ()
     _decoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
     _encoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
-    #: JSON key -> the check a present, non-null value must pass (see :func:`_check_field`);
-    #: a trailing ``!`` refuses null too
+    #: JSON key -> the check a present, non-null value must pass (see :func:`_check_field`)
     _checks: ClassVar[Dict[str, str]] = {}
 
     @property
@@ -309,8 +308,8 @@ class SessionEntry:
         is missing or a payload value has the wrong JSON type (a list where a string belongs...)."""
         for key, check in cls._checks.items():
             value = d.get(key)
-            if value is not None or (check[-1] == "!" and key in d):
-                _check_field(cls.type, key, value, check.rstrip("!"))
+            if value is not None:
+                _check_field(cls.type, key, value, check)
         known = {"type", "id", "parentId", "timestamp"}
         kwargs: Dict[str, Any] = {"id": d["id"], "parent_id": d.get("parentId"), "timestamp": d["timestamp"]}
         extra: Dict[str, Any] = {}
@@ -332,31 +331,23 @@ class SessionEntry:
 
 _CHECK_TEXT = {
     "str": "a string",
-    "number": "a number",
-    "bool": "a boolean",
     "object": "an object",
-    "strings": "an array of strings",
     "content": "a string or an array of blocks",
     "messages": "an array of messages",
 }
 
 
 def _check_field(entry_type: str, key: str, value: Any, check: str) -> None:
-    """Raise ``ValueError`` naming ``key`` when ``value`` is not of the JSON kind ``check`` names."""
-    if value is None:
-        ok = False
-    elif check == "str":
+    """Raise ``ValueError`` naming ``key`` when ``value`` is not of the JSON kind ``check`` names.
+
+    Only what readers of the field cannot cope with is refused (a list used as a dict key, a
+    usage that is not an object...); other odd values are kept and rendered as they are."""
+    if check == "str":
         ok = isinstance(value, str)
-    elif check == "number":
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif check == "bool":
-        ok = isinstance(value, bool)
     elif check == "object":
         ok = isinstance(value, dict)
-    elif check == "strings":
-        ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-    elif check == "content":
-        ok = isinstance(value, str) or isinstance(value, list)
+    elif check == "content":  # an object is tolerated (read as its keys, as a message's content)
+        ok = isinstance(value, (str, list, dict))
     else:  # "messages"
         ok = isinstance(value, list)
     if not ok:
@@ -427,7 +418,6 @@ class ActiveToolsChangeEntry(SessionEntry):
     active_tool_names: List[str]
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "active_tools_change"
-    _checks = {"activeToolNames": "strings!"}
     _payload = _fields("active_tool_names")
 
 
@@ -448,14 +438,7 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
-    _checks = {
-        "summary": "str",
-        "firstKeptEntryId": "str",
-        "tokensBefore": "number",
-        "fromHook": "bool",
-        "usage": "object",
-        "retainedTail": "messages",
-    }
+    _checks = {"usage": "object", "retainedTail": "messages"}
     _payload = _fields(
         "summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?", "retained_tail?"
     )
@@ -474,7 +457,7 @@ class BranchSummaryEntry(SessionEntry):
     usage: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "branch_summary"
-    _checks = {"fromId": "str", "summary": "str", "fromHook": "bool", "usage": "object"}
+    _checks = {"usage": "object"}
     _payload = _fields("from_id", "summary", "details?", "from_hook?", "usage?")
 
 
@@ -500,7 +483,7 @@ class CustomMessageEntry(SessionEntry):
     details: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom_message"
-    _checks = {"customType": "str", "content": "content", "display": "bool"}
+    _checks = {"content": "content"}
     _payload = _fields("custom_type", "content", "display", "details?")
 
 
