@@ -426,17 +426,14 @@ def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any], 
 
 def _finish_aborted(run: _Run, new_messages: List[Any]) -> None:
     """End a run stopped at an abort checkpoint with a synthetic ``aborted`` assistant message."""
-    model = run.cfg.model
+    # imported here: agentcore.providers is not loaded by `from agentcore import Agent`, and an
+    # aborted run is rare enough that the deferred import costs nothing measurable
+    from .providers.base import new_output
+
     reason = run.signal.reason
-    message = AssistantMessage(
-        content=[],
-        api=model.api,
-        provider=model.provider,
-        model=model.id,
-        usage=Usage(),
-        stop_reason="aborted",
-        error_message=reason if isinstance(reason, str) and reason else ERR_OPERATION_ABORTED,
-    )
+    message = new_output(run.cfg.model)  # the same empty message a provider stream starts from
+    message.stop_reason = "aborted"
+    message.error_message = reason if isinstance(reason, str) and reason else ERR_OPERATION_ABORTED
     if not run.turn_open:
         run.emit(TurnStartEvent())
     run.emit(MessageStartEvent(message.copy()))

@@ -123,6 +123,12 @@ def _plain(value: Any) -> Any:
 class _WireMixin:
     _wire: ClassVar[_Wire] = ()
     _tag: ClassVar[Tuple[str, str]] = ("", "")  # ("role" | "type", value)
+    #: JSON keys that, when present, must hold a string (null refused too): other consumers
+    #: (tool-call pairing, rendering) use them as dict keys or text, so a wrong type is refused
+    #: at decode
+    _str_keys: ClassVar[Tuple[str, ...]] = ()
+    #: how errors name this object ("usage", "a 'toolCall' block", ...)
+    _json_name: ClassVar[str] = ""
 
     def to_dict(self) -> Dict[str, Any]:
         """The reference JSON shape of this object (camelCase keys)."""
@@ -148,6 +154,14 @@ class _WireMixin:
 
     @classmethod
     def _kwargs_from(cls, d: Mapping[str, Any], convert: Mapping[str, Any] = {}) -> Dict[str, Any]:
+        """Constructor arguments from JSON ``d``. Raises ``ValueError`` naming the key when ``d``
+        is not an object, a ``_str_keys`` value is not a string or a converter refuses a value."""
+        if type(d) is not dict and not _is_mapping(d):
+            raise ValueError(f"{cls._json_name or cls.__name__} must be a JSON object, got {_json_type(d)}")
+        for key in cls._str_keys:
+            value = d.get(key, "")
+            if not isinstance(value, str):
+                raise ValueError(f"{cls._json_name or cls.__name__}: {key!r} must be a string, got {_json_type(value)}")
         # Hot path when loading long sessions: the known-key set is computed once per class.
         known = cls.__dict__.get("_known_keys")
         if known is None:
@@ -190,6 +204,23 @@ def _shared(value: Any) -> Any:
     return value
 
 
+def _json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if _is_mapping(value):
+        return "an object"
+    return type(value).__name__
+
+
 def _absent_keys(*keys: str) -> FrozenSet[str]:
     """The ``_absent`` set the generic reader computes for inputs lacking exactly ``keys`` (shared by
     every object the fast paths build; frozensets are immutable)."""
@@ -229,11 +260,13 @@ class TextContent(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "text"
     _tag = ("type", "text")
+    _str_keys = ("text",)
+    _json_name = "a 'text' block"
     _wire = (("text", "text", "req"), ("text_signature", "textSignature", "opt"))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TextContent:
-        if cls is TextContent and type(d) is dict and d.keys() == _TEXT_KEYS:
+        if cls is TextContent and type(d) is dict and d.keys() == _TEXT_KEYS and type(d["text"]) is str:
             return TextContent(d["text"], None, {}, _NO_TEXT_SIGNATURE)
         return cls(**cls._kwargs_from(d))
 
@@ -253,6 +286,8 @@ class ThinkingContent(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "thinking"
     _tag = ("type", "thinking")
+    _str_keys = ("thinking",)
+    _json_name = "a 'thinking' block"
     _wire = (
         ("thinking", "thinking", "req"),
         ("thinking_signature", "thinkingSignature", "opt"),
@@ -261,7 +296,7 @@ class ThinkingContent(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ThinkingContent:
-        if cls is ThinkingContent and type(d) is dict and d.keys() == _THINKING_KEYS:
+        if cls is ThinkingContent and type(d) is dict and d.keys() == _THINKING_KEYS and type(d["thinking"]) is str:
             return ThinkingContent(d["thinking"], d["thinkingSignature"], False, {}, _NO_REDACTED)
         kwargs = cls._kwargs_from(d)
         if "redacted" in d and not d["redacted"]:
@@ -302,6 +337,7 @@ class ToolCall(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "toolCall"
     _tag = ("type", "toolCall")
+    _json_name = "a 'toolCall' block"
     _wire = (
         ("id", "id", "req"),
         ("name", "name", "req"),
@@ -311,8 +347,15 @@ class ToolCall(_WireMixin):
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ToolCall:
-        if cls is ToolCall and type(d) is dict and d.keys() == _TOOL_CALL_KEYS and d["arguments"] is not None:
-            return ToolCall(d["id"], _shared(d["name"]), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
+        if (
+            cls is ToolCall
+            and type(d) is dict
+            and d.keys() == _TOOL_CALL_KEYS
+            and d["arguments"] is not None
+            and type(call_id := d["id"]) is str
+            and type(name := d["name"]) is str
+        ):
+            return ToolCall(call_id, _shared(name), d["arguments"], None, {}, _NO_THOUGHT_SIGNATURE)
         kwargs = cls._kwargs_from(d)
         if kwargs.get("arguments") is None and "arguments" in d:
             kwargs["arguments"] = {}
@@ -352,8 +395,9 @@ def _blocks(value: Any) -> Any:
         for block in value:
             if type(block) is dict:
                 kind = block.get("type")
-                if kind == "text" and block.keys() == _TEXT_KEYS:  # TextContent.from_dict's fast path, inlined
-                    append(TextContent(block["text"], None, {}, _NO_TEXT_SIGNATURE))
+                # TextContent.from_dict's fast path, inlined (the text read once: this runs per block)
+                if kind == "text" and block.keys() == _TEXT_KEYS and type(text := block["text"]) is str:
+                    append(TextContent(text, None, {}, _NO_TEXT_SIGNATURE))
                     continue
                 cls = _BLOCKS.get(kind)  # type: ignore[arg-type]
                 append(cls.from_dict(block) if cls is not None else dict(block))
@@ -362,7 +406,9 @@ def _blocks(value: Any) -> Any:
         return out
     if isinstance(value, str) or value is None:
         return value
-    return [content_from_dict(b) for b in value]
+    if isinstance(value, (int, float)):  # bool included: not iterable, nothing a reader can show
+        raise ValueError(f"'content' must be a string or an array of blocks, got {_json_type(value)}")
+    return [content_from_dict(b) for b in value]  # an object: its keys, as before (tolerated)
 
 
 # --------------------------------------------------------------------------- usage and models
@@ -379,6 +425,7 @@ class UsageCost(_WireMixin):
     total: float = 0.0
     extra: Dict[str, Any] = _extra()
     _absent: FrozenSet[str] = _absent()
+    _json_name = "'cost'"
     _wire = (
         ("input", "input", "req"),
         ("output", "output", "req"),
@@ -409,6 +456,7 @@ class Usage(_WireMixin):
     cost: UsageCost = field(default_factory=UsageCost)
     extra: Dict[str, Any] = _extra()
     _absent: FrozenSet[str] = _absent()
+    _json_name = "'usage'"
     _wire = (
         ("input", "input", "req"),
         ("output", "output", "req"),
@@ -744,10 +792,12 @@ class ToolResultMessage(_WireMixin):
     def from_dict(cls, d: Mapping[str, Any]) -> ToolResultMessage:
         if cls is ToolResultMessage and type(d) is dict:
             keys = d.keys()
-            if keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None):
+            if (keys == _RESULT_KEYS or (keys == _RESULT_DETAILS_KEYS and d["details"] is not None)) and type(
+                call_id := d["toolCallId"]
+            ) is str:
                 content = d["content"]
                 return ToolResultMessage(
-                    d["toolCallId"],
+                    call_id,
                     _shared(d["toolName"]),
                     _blocks(content) if content is not None else [],
                     d.get("details"),
@@ -928,6 +978,8 @@ def message_from_dict(d: Mapping[str, Any]) -> Any:
                 return cls.from_dict(d)
             except TypeError as exc:  # a required key is missing
                 raise ValueError(f"malformed {role!r} message: {exc}") from None
+            except ValueError as exc:  # a field of the wrong JSON type, named by the reader
+                raise ValueError(f"malformed {role!r} message: {exc}") from None
     elif not _is_mapping(d):
         raise ValueError(f"a message must be a JSON object, got {type(d).__name__}")
     role = d.get("role")
@@ -938,7 +990,7 @@ def message_from_dict(d: Mapping[str, Any]) -> Any:
         return UnknownMessage.from_dict(d)
     try:
         return cls.from_dict(d)
-    except TypeError as exc:  # a required key is missing
+    except (TypeError, ValueError) as exc:  # a required key is missing, or a field has the wrong type
         raise ValueError(f"malformed {role!r} message: {exc}") from None
 
 

@@ -9,7 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
-from typing import Any, List
+from typing import Any, List, Set, Tuple
 
 import pytest
 
@@ -367,12 +367,7 @@ def test_light_import_guard_sees_a_scan_through_any_metadata_entry(scan: str, la
 
 # A plugin of ours that needs a private core path shows a gap in the public surface (STYLE: built-ins
 # are plugins too). Each entry of _KNOWN_PRIVATE names a gap still open, with the module that owns it.
-_KNOWN_PRIVATE = {
-    # agentcore.session is owned by the sessions engineer: the header rules and the tree node the
-    # Postgres storage shares with SQLite need public names there
-    ("agentcore_postgres/storage.py", "agentcore.session.sqlite", "_new_header"),
-    ("agentcore_postgres/storage.py", "agentcore.session.storage", "_Node"),
-}
+_KNOWN_PRIVATE: Set[Tuple[str, str, str]] = set()
 
 
 def _private_core_imports() -> List[Any]:

@@ -519,3 +519,186 @@ def test_entries_and_branch_read_in_bulk_match_single_reads():  # session.md §5
         assert bulk == [e.to_dict() for e in storage.iter_entries(after, limit)], (after, limit)
     branch = session.get_branch()
     assert [e.id for e in branch] == ids[:5] + [session.leaf_id]
+
+
+# --------------------------------------------------------------------------- wrong JSON types
+# session.md §3.5 and the mission standard: a field of the wrong JSON type (a string for an object,
+# a number for a list, null, nested wrong types) is a reported ``invalid_entry`` naming the line and
+# the field, or a tolerated value; never an exception escaping to the user, never a lost entry.
+
+WRONG_TYPES = ["text", 5, None, True, [5], {"a": 5}]
+
+
+def _library_session_lines(tmp_path: Path) -> List[str]:
+    from agentcore.types import BashExecutionMessage, ImageContent, ThinkingContent, Usage, UsageCost
+
+    path = tmp_path / "library.jsonl"
+    s = Session.create(str(path), cwd="/w")
+    user = s.append_message(UserMessage("hi", 1))
+    s.append_model_change("prov", "mod")
+    s.append_thinking_level_change("low")
+    s.append_active_tools_change(["read", "bash"])
+    call = ToolCall("c1", "read", {"path": "a.txt"})
+    usage = Usage(1, 2, 3, 4, 10, UsageCost(1, 1, 1, 1, 4))
+    content = [TextContent("t"), ThinkingContent("th", "sig"), call]
+    s.append_message(AssistantMessage(content, "api", "prov", "mod", usage, "toolUse", timestamp=2))
+    s.append_message(ToolResultMessage("c1", "read", [TextContent("out"), ImageContent("aGk=", "image/png")], {"d": 1}))
+    s.append_message(BashExecutionMessage("ls", "x", 0, timestamp=4))
+    s.append_custom_message("note", "content", True, {"x": 1})
+    s.append_custom("state", {"y": 1})
+    s.append_label(user, "start")
+    s.set_name("named")
+    s.append_compaction("summary", user, 100)
+    s.append_message(UserMessage([TextContent("x"), ImageContent("aGk=", "image/png")], 5))
+    s.close()
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _reference_session_lines(tmp_path: Path) -> List[str]:
+    """The reference's file, migrated by opening it, then one line per shape (type, role, keys)."""
+    source = SHARED / "sessions" / "pi-v1-large-session.jsonl"
+    if not source.exists():
+        pytest.skip(f"{source} not found")
+    path = tmp_path / "reference.jsonl"
+    path.write_bytes(source.read_bytes())
+    Session.open(str(path)).close()  # migrates v1 -> v3 in place
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept, seen = [lines[0]], set()
+    for line in lines[1:]:
+        data = json.loads(line)
+        message = data.get("message") if isinstance(data.get("message"), dict) else {}
+        shape = (data["type"], message.get("role"), tuple(sorted(message)), tuple(sorted(data)))
+        if shape not in seen:
+            seen.add(shape)
+            kept.append(line)
+    return kept
+
+
+def _field_paths(value: Any, prefix: tuple = ()) -> Iterator[tuple]:
+    """Every key path inside ``value`` (objects and arrays), the value itself first."""
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _field_paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _field_paths(item, prefix + (index,))
+
+
+def _replaced(data: Any, path: tuple, value: Any) -> Any:
+    out = copy.deepcopy(data)
+    target = out
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return out
+
+
+def _variants_of(lines: List[str]) -> Iterator[tuple]:
+    """(line number, field path, lines) for each field of each entry replaced by each wrong type."""
+    for index in range(1, len(lines)):
+        data = json.loads(lines[index])
+        for path in _field_paths(data):
+            if path[0] == "type":
+                continue  # another type is another entry (or unknown, kept verbatim): not a wrong type
+            for wrong in WRONG_TYPES:
+                changed = _replaced(data, path, wrong)
+                if changed == data:
+                    continue
+                yield index + 1, path, lines[:index] + [json.dumps(changed)] + lines[index + 1 :]
+
+
+def _exercise(session: Session) -> int:
+    """What sessions show/export and the UIs read; returns the number of entries seen."""
+    session.build_context()
+    session.get_tree()
+    session.get_branch()
+    session.get_session_stats()
+    return len(session.entries())
+
+
+def _check_cli(file: Path, where: str) -> None:
+    """``agentcore sessions show`` and the logs index read the file, or say what is wrong with it."""
+    import io
+
+    from agentcore.cli import main
+    from agentcore.cli._logindex import read_conversation
+
+    read_conversation(str(file))
+    out, err = io.StringIO(), io.StringIO()
+    if main(["sessions", "show", str(file)], stdout=out, stderr=err) != 0:
+        assert str(file) in err.getvalue(), f"{where}: sessions show: {err.getvalue()}"
+
+
+def _check_variant(tmp_path: Path, backend: str, number: int, line_no: int, path: tuple, lines: List[str]) -> None:
+    from agentcore.session import SessionError, SqliteSessionStorage
+
+    where = f"line {line_no}, field {path!r}"
+    try:
+        if backend == "jsonl":
+            file = tmp_path / "variant.jsonl"
+            file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            _check_cli(file, where)
+            session = Session.open(str(file))
+        else:
+            db = str(tmp_path / "variants.db")  # one database, a session per variant (creating one is slow)
+            rows = [line.encode("utf-8") for line in lines[1:]]
+            header = json.loads(lines[0])
+            SqliteSessionStorage.create(db, cwd=header["cwd"], session_id=f"v{number}", lines=rows).close()
+            session = Session(SqliteSessionStorage(db, f"v{number}", read_only=True))
+        try:
+            seen = _exercise(session)
+        finally:
+            session.close()
+    except SessionError as exc:
+        assert exc.code in ("invalid_entry", "invalid_session"), f"{where}: {exc.code}: {exc}"
+        if exc.code == "invalid_entry" and backend == "jsonl":
+            assert f":{line_no}:" in str(exc), f"{where}: the error does not name the line: {exc}"
+            named = [str(key) for key in path if isinstance(key, str)] + ["message", "entry"]
+            assert any(name in str(exc) for name in named), f"{where}: the error does not name the field: {exc}"
+        return
+    except Exception as exc:  # pragma: no cover - what this test exists to catch
+        pytest.fail(f"{where}: {type(exc).__name__} escaped: {exc}")
+    assert seen == len(lines) - 1, f"{where}: an entry was lost"
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+@pytest.mark.parametrize("source", ["library", "reference"])
+def test_wrong_json_types_are_reported_or_tolerated(tmp_path, backend, source):  # session.md §3.5
+    lines = (_library_session_lines if source == "library" else _reference_session_lines)(tmp_path)
+    count = 0
+    for line_no, path, variant in _variants_of(lines):
+        _check_variant(tmp_path, backend, count, line_no, path, variant)
+        count += 1
+    assert count > 200
+
+
+def test_a_string_usage_is_an_invalid_entry_naming_the_line(tmp_path):  # found by the HTML export work
+    from agentcore.session import SessionError
+
+    lines = _library_session_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"role":"assistant"' in line)
+    data = json.loads(lines[index])
+    data["message"]["usage"] = "lots"
+    file = tmp_path / "bad.jsonl"
+    file.write_text("\n".join(lines[:index] + [json.dumps(data)] + lines[index + 1 :]) + "\n", encoding="utf-8")
+    with pytest.raises(SessionError) as caught:
+        with Session.open(str(file)) as session:
+            session.build_context()
+    assert caught.value.code == "invalid_entry" and caught.value.line == index + 1
+    assert f"{file}:{index + 1}:" in str(caught.value) and "'usage' must be a JSON object" in str(caught.value)
+
+
+def test_active_tool_names_of_the_wrong_type_are_tolerated(tmp_path):  # sessions show crashed
+    # another writer's odd value loads (the HTML export renders it as stored) and says nothing
+    # about the tools: build_context no longer raises TypeError on it
+    lines = _library_session_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"active_tools_change"' in line)
+    for odd, expected in ((5, None), (None, None), (["read", 7, ["x"]], ["read"])):
+        data = json.loads(lines[index])
+        data["activeToolNames"] = odd
+        file = tmp_path / "odd.jsonl"
+        file.write_text("\n".join(lines[:index] + [json.dumps(data)] + lines[index + 1 :]) + "\n", encoding="utf-8")
+        with Session.open(str(file)) as session:
+            assert session.build_context().active_tool_names == expected

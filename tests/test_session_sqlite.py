@@ -188,7 +188,7 @@ def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path, index_st
     rows one by one gives, including a row a foreign writer appended under a leaf entry."""
     import json
 
-    from agentcore.session.storage import EAGER_TYPES, SessionStorage, _Node
+    from agentcore.session.storage import EAGER_TYPES, IndexNode, SessionStorage
 
     db = tmp_path / "s.db"
     with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as session:
@@ -222,7 +222,7 @@ def test_open_indexes_every_row_as_the_row_by_row_reader_does(tmp_path, index_st
         if etype in EAGER_TYPES:
             reference._add(reference._node_for(reference._parse(payload, seq, entry_id), seq, None))
         else:
-            reference._add(_Node(entry_id, parent, etype, role, ts, seq, None, None))
+            reference._add(IndexNode(entry_id, parent, etype, role, ts, seq, None, None))
     with SqliteSessionStorage(db, "s", read_only=True) as opened:
         assert index_state(opened) == index_state(reference)
         assert "f1" in opened.child_ids(leaf_entry) and opened.leaf_id == "f1"

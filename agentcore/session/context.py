@@ -24,6 +24,7 @@ its context in time proportional to what the model will see.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -176,7 +177,10 @@ def _resolve_state(storage: SessionStorage, path: Sequence[str]) -> Tuple[str, O
         elif etype == "active_tools_change" and tools is _UNSET:
             entry = storage.get_entry(entry_id)
             assert isinstance(entry, ActiveToolsChangeEntry)
-            tools = list(entry.active_tool_names)
+            names = entry.active_tool_names
+            if not isinstance(names, list):  # another writer's odd value (a number...): says nothing
+                continue
+            tools = [name for name in names if isinstance(name, str)]
         if thinking is not _UNSET and model is not _UNSET and tools is not _UNSET:
             break
     return (
@@ -249,6 +253,12 @@ def _project(
     return out
 
 
+def _call_key(result: Any) -> Any:
+    """A tool result's ``tool_call_id`` as a dict key (None for an unhashable one: no owner)."""
+    key = getattr(result, "tool_call_id", None)
+    return key if isinstance(key, Hashable) else None
+
+
 def repair_tool_results(messages: List[Any]) -> List[Any]:
     """Drop tool results without an owning assistant call; put kept ones right after their owner.
 
@@ -263,24 +273,24 @@ def repair_tool_results(messages: List[Any]) -> List[Any]:
         if role == "assistant":
             message = messages[index]
             if type(message) is AssistantMessage:
-                for block in message.content:
-                    if isinstance(block, ToolCall):
-                        owners[block.id] = index
+                calls = [block for block in message.content if isinstance(block, ToolCall)]
             else:
-                for call in getattr(message, "tool_calls", ()):
+                calls = list(getattr(message, "tool_calls", ()))
+            for call in calls:
+                if isinstance(call.id, Hashable):  # an unhashable id (another writer's list) owns nothing
                     owners[call.id] = index
     last = -1
     for index, role in enumerate(roles):
         if role != "toolResult":
             last = index
-        elif owners.get(messages[index].tool_call_id) != last:
+        elif owners.get(_call_key(messages[index])) != last:
             break
     else:
         return messages
     results: Dict[int, List[Any]] = defaultdict(list)
     for index, role in enumerate(roles):
         if role == "toolResult":
-            owner = owners.get(messages[index].tool_call_id)
+            owner = owners.get(_call_key(messages[index]))
             if owner is not None:
                 results[owner].append(messages[index])
     repaired: List[Any] = []

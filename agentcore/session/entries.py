@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
-from ..types import message_from_dict, message_to_dict
+from ..types import _json_type, message_from_dict, message_to_dict
 from .errors import SessionError
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "ms_from_iso",
     "new_entry_id",
     "new_session_id",
+    "new_header",
     "js_number",
     "CURRENT_VERSION",
 ]
@@ -275,6 +276,8 @@ class SessionEntry:
     _payload: ClassVar[Tuple[_Field, ...]] = ()
     _decoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
     _encoders: ClassVar[Dict[str, Callable[[Any], Any]]] = {}
+    #: JSON key -> the check a present, non-null value must pass (see :func:`_check_field`)
+    _checks: ClassVar[Dict[str, str]] = {}
 
     @property
     def timestamp_ms(self) -> int:
@@ -301,7 +304,12 @@ class SessionEntry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SessionEntry:
-        """Read an entry of this class. Raises ``ValueError`` when a required key is missing."""
+        """Read an entry of this class. Raises ``ValueError`` naming the key when a required key
+        is missing or a payload value has the wrong JSON type (a list where a string belongs...)."""
+        for key, check in cls._checks.items():
+            value = d.get(key)
+            if value is not None:
+                _check_field(cls.type, key, value, check)
         known = {"type", "id", "parentId", "timestamp"}
         kwargs: Dict[str, Any] = {"id": d["id"], "parent_id": d.get("parentId"), "timestamp": d["timestamp"]}
         extra: Dict[str, Any] = {}
@@ -319,6 +327,31 @@ class SessionEntry:
             kwargs[attr] = decoder(value) if decoder is not None and value is not None else value
         extra.update((k, v) for k, v in d.items() if k not in known)
         return cls(**kwargs, extra=extra)  # type: ignore[call-arg]
+
+
+_CHECK_TEXT = {
+    "str": "a string",
+    "object": "an object",
+    "content": "a string or an array of blocks",
+    "messages": "an array of messages",
+}
+
+
+def _check_field(entry_type: str, key: str, value: Any, check: str) -> None:
+    """Raise ``ValueError`` naming ``key`` when ``value`` is not of the JSON kind ``check`` names.
+
+    Only what readers of the field cannot cope with is refused (a list used as a dict key, a
+    usage that is not an object...); other odd values are kept and rendered as they are."""
+    if check == "str":
+        ok = isinstance(value, str)
+    elif check == "object":
+        ok = isinstance(value, dict)
+    elif check == "content":  # an object is tolerated (read as its keys, as a message's content)
+        ok = isinstance(value, (str, list, dict))
+    else:  # "messages"
+        ok = isinstance(value, list)
+    if not ok:
+        raise ValueError(f"{entry_type} entry: {key!r} must be {_CHECK_TEXT[check]}, got {_json_type(value)}")
 
 
 def _messages_from(values: Any) -> List[Any]:
@@ -362,6 +395,7 @@ class ThinkingLevelChangeEntry(SessionEntry):
     thinking_level: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "thinking_level_change"
+    _checks = {"thinkingLevel": "str"}
     _payload = _fields("thinking_level")
 
 
@@ -373,6 +407,7 @@ class ModelChangeEntry(SessionEntry):
     model_id: str
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "model_change"
+    _checks = {"provider": "str", "modelId": "str"}
     _payload = _fields("provider", "model_id")
 
 
@@ -403,6 +438,7 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
+    _checks = {"usage": "object", "retainedTail": "messages"}
     _payload = _fields(
         "summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?", "retained_tail?"
     )
@@ -421,6 +457,7 @@ class BranchSummaryEntry(SessionEntry):
     usage: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "branch_summary"
+    _checks = {"usage": "object"}
     _payload = _fields("from_id", "summary", "details?", "from_hook?", "usage?")
 
 
@@ -432,6 +469,7 @@ class CustomEntry(SessionEntry):
     data: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom"
+    _checks = {"customType": "str"}
     _payload = _fields("custom_type", "data?")
 
 
@@ -445,6 +483,7 @@ class CustomMessageEntry(SessionEntry):
     details: Any = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "custom_message"
+    _checks = {"content": "content"}
     _payload = _fields("custom_type", "content", "display", "details?")
 
 
@@ -456,6 +495,7 @@ class LabelEntry(SessionEntry):
     label: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "label"
+    _checks = {"targetId": "str", "label": "str"}
     _payload = _fields("target_id", "label?")
 
 
@@ -466,6 +506,7 @@ class SessionInfoEntry(SessionEntry):
     name: Optional[str] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "session_info"
+    _checks = {"name": "str"}
     _payload = _fields("name?")
 
 
@@ -602,6 +643,23 @@ class SessionHeader:
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
+
+
+def new_header(
+    cwd: Optional[str] = None,
+    session_id: Optional[str] = None,
+    parent_session: Optional[str] = None,
+    metadata: Optional[Dict[str, Any]] = None,
+) -> SessionHeader:
+    """The header of a session created now: ``session_id`` or a new UUIDv7-style id, the current
+    time, ``cwd`` made absolute (default: the working directory). What every backend writes."""
+    return SessionHeader(
+        id=session_id or new_session_id(),
+        timestamp=iso_from_ms(int(time.time() * 1000)),
+        cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
+        parent_session=parent_session,
+        metadata=metadata,
+    )
 
 
 def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) -> SessionHeader:

@@ -46,7 +46,7 @@ from .entries import (
 )
 from .errors import SessionError, SessionLockedError
 from .migrate import migrate
-from .storage import SessionStorage, _Node
+from .storage import IndexNode, SessionStorage
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -418,10 +418,10 @@ class JsonlSessionStorage(SessionStorage):
                 "storage", None, f"the session is closed and its file cannot be read again ({exc.strerror}); reopen it"
             ) from exc
 
-    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         return self._fetch_raws([node])[0]
 
-    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+    def _fetch_raws(self, nodes: List[IndexNode]) -> List[Union[bytes, str]]:
         """Lines of entries not held in memory, read with one ``pread`` per run of nearby lines."""
         ats = [node.at for node in nodes]
         if None in ats:
@@ -453,7 +453,7 @@ class JsonlSessionStorage(SessionStorage):
                 os.close(fd)
         return out
 
-    def _read_run(self, fd: int, run: List[_Node], slots: List[int], out: List[Any]) -> None:
+    def _read_run(self, fd: int, run: List[IndexNode], slots: List[int], out: List[Any]) -> None:
         start = run[0].at
         assert start is not None
         end = max(node.at + node.size for node in run)  # type: ignore[operator]

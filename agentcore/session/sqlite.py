@@ -54,11 +54,10 @@ from .entries import (
     encode_line,
     entry_from_dict,
     header_from_dict,
-    iso_from_ms,
-    new_session_id,
+    new_header,
 )
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, SessionStorage, _Node
+from .storage import EAGER_TYPES, IndexNode, SessionStorage, entry_row, import_rows
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -204,18 +203,6 @@ class _CreatedMeanwhile(Exception):
     """Another opener created the first session of an empty database first."""
 
 
-def _new_header(
-    cwd: Optional[str], session_id: Optional[str], parent_session: Optional[str], metadata: Optional[Dict[str, Any]]
-) -> SessionHeader:
-    return SessionHeader(
-        id=session_id or new_session_id(),
-        timestamp=iso_from_ms(int(time.time() * 1000)),
-        cwd=os.path.abspath(cwd) if cwd is not None else os.getcwd(),
-        parent_session=parent_session,
-        metadata=metadata,
-    )
-
-
 def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[Tuple[Any, ...]]) -> None:
     """Insert a session row and its entry rows (inside the caller's transaction)."""
     conn.execute(
@@ -294,25 +281,10 @@ class SqliteSessionStorage(SessionStorage):
     ) -> SqliteSessionStorage:
         """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
         path = os.path.abspath(os.fspath(db_path))
-        header = _new_header(cwd, session_id, parent_session, metadata)
+        header = new_header(cwd, session_id, parent_session, metadata)
+        rows = import_rows(header.id, lines, path)  # a bad line is reported before the database is touched
         conn = _connect(path, False)
         try:
-            rows = []
-            for seq, line in enumerate(lines, 1):
-                text = line.rstrip(b"\n").decode("utf-8")
-                entry = entry_from_dict(json.loads(text))
-                rows.append(
-                    (
-                        header.id,
-                        seq,
-                        entry.id,
-                        entry.parent_id,
-                        entry.type,
-                        entry.timestamp,
-                        getattr(getattr(entry, "message", None), "role", None),
-                        text,
-                    )
-                )
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
                 _insert_session(conn, header, rows)
@@ -390,7 +362,7 @@ class SqliteSessionStorage(SessionStorage):
             raise SessionError(
                 "not_found", f"{self.path} holds no sessions (read_only=True creates none)", path=self.path
             )
-        header = _new_header(None, None, None, None)
+        header = new_header(None, None, None, None)
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")  # two openers of an empty database: one creates
@@ -461,7 +433,7 @@ class SqliteSessionStorage(SessionStorage):
         link = self._link_new
         words: Dict[str, str] = {}
         fast: Dict[str, int] = {}
-        previous: Optional[_Node] = None
+        previous: Optional[IndexNode] = None
         seq = 0
         for seq, entry_id, parent, etype, ts, role, payload in cursor:
             if payload is not None:
@@ -480,7 +452,7 @@ class SqliteSessionStorage(SessionStorage):
                 parent_node = get_node(parent)
             if parent_node is not None:
                 parent = parent_node.id  # share one string per id
-            node = _Node(entry_id, parent, etype, role or None, ts, seq, None, None)
+            node = IndexNode(entry_id, parent, etype, role or None, ts, seq, None, None)
             if (parent_node is not None and parent_node.type == "leaf") or add_node(entry_id, node) is not node:
                 self._add(node)  # promotes the leaf entry, or reports the duplicate id
             else:
@@ -493,7 +465,7 @@ class SqliteSessionStorage(SessionStorage):
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
         return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
 
-    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         if self._conn is None:
             raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
         row = self._conn.execute(
@@ -503,7 +475,7 @@ class SqliteSessionStorage(SessionStorage):
             raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path)
         return row[0]
 
-    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+    def _fetch_raws(self, nodes: List[IndexNode]) -> List[Union[bytes, str]]:
         """Payloads of many entries in few queries: a range scan when they are dense in ``seq``
         order (a branch read from its root), else ``IN`` lists of up to 500 sequence numbers."""
         if len(nodes) < 8:
@@ -545,25 +517,14 @@ class SqliteSessionStorage(SessionStorage):
     def _write(self, line: bytes, entry: SessionEntry) -> None:
         if self._conn is None:
             raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
-        role = getattr(getattr(entry, "message", None), "role", None)
         seq = self._seq + 1
+        row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
         try:
             # One autocommit statement: the row is written only while this handle holds the lease.
             inserted = self._conn.execute(
                 "INSERT INTO entries SELECT ?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM writer_leases "
                 "WHERE session_id = ? AND owner = ?)",
-                (
-                    self.session_id,
-                    seq,
-                    entry.id,
-                    entry.parent_id,
-                    entry.type,
-                    entry.timestamp,
-                    role,
-                    line[:-1].decode("utf-8"),
-                    self.session_id,
-                    self._owner,
-                ),
+                (*row, self.session_id, self._owner),
             )
         except sqlite3.Error as exc:
             raise SessionError(

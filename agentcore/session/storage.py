@@ -27,7 +27,7 @@ import json
 import re
 import sys
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from .._compat import json_scanner
 from ..types import message_from_dict
@@ -44,7 +44,16 @@ from .entries import (
 )
 from .errors import SessionError
 
-__all__ = ["SessionStorage", "EAGER_TYPES", "clean_label", "clean_name"]
+__all__ = [
+    "SessionStorage",
+    "IndexNode",
+    "EAGER_TYPES",
+    "EntryRow",
+    "entry_row",
+    "import_rows",
+    "clean_label",
+    "clean_name",
+]
 
 #: Entry types decoded at load time (small, and needed for the leaf, labels, name and context state).
 EAGER_TYPES = frozenset(
@@ -126,9 +135,13 @@ def clean_name(name: Optional[str]) -> Optional[str]:
     return text or None
 
 
-class _Node:
+class IndexNode:
     """Index record of one entry. ``raw`` is the encoded line, or None when the backend fetches it
-    (a file backend records where: ``at``, the byte offset of the line, and ``size``, its length)."""
+    (a file backend records where: ``at``, the byte offset of the line, and ``size``, its length).
+
+    Part of the storage-backend interface: a database backend that loads only the index columns
+    builds one per row, ``IndexNode(id, parent_id, type, role, timestamp, seq, None, None)``, adds it
+    with ``SessionStorage._add`` and returns the payload from its ``_fetch_raw`` override."""
 
     __slots__ = ("id", "parent", "type", "role", "ts", "line", "raw", "entry", "at", "size")
 
@@ -157,6 +170,36 @@ class _Node:
         self.size = size
 
 
+#: One row of a database backend's entries table: (session id, seq, entry id, parent id, type,
+#: timestamp, message role or None, the entry's JSON line without newline).
+EntryRow = Tuple[str, int, str, Optional[str], str, str, Optional[str], str]
+
+
+def entry_row(session_id: str, seq: int, entry: SessionEntry, text: str) -> EntryRow:
+    """The row a database backend stores for ``entry``, whose encoded JSON line is ``text``."""
+    role = getattr(getattr(entry, "message", None), "role", None)
+    return (session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role, text)
+
+
+def import_rows(session_id: str, lines: Iterable[bytes], where: str = "session") -> List[EntryRow]:
+    """Rows for JSONL entry ``lines`` imported into a new database session (seq 1, 2, ...).
+
+    Raises ``SessionError("invalid_entry")`` naming the 1-based line (``where`` names the target
+    in the message) when a line is not UTF-8 JSON or not a valid entry; nothing is imported then.
+    """
+    rows: List[EntryRow] = []
+    for seq, line in enumerate(lines, 1):
+        try:
+            text = line.rstrip(b"\n").decode("utf-8")
+            entry = entry_from_dict(json.loads(text))
+        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise SessionError(
+                "invalid_entry", f"{where}: imported line {seq}: invalid entry: {exc}; nothing imported", line=seq
+            ) from None
+        rows.append(entry_row(session_id, seq, entry, text))
+    return rows
+
+
 class SessionStorage:
     """Base class and interface of session storages (memory, JSONL, SQLite)."""
 
@@ -166,8 +209,8 @@ class SessionStorage:
     def __init__(self) -> None:
         self.header: Optional[SessionHeader] = None
         self.read_only = False
-        self._nodes: Dict[str, _Node] = {}
-        self._order: List[_Node] = []
+        self._nodes: Dict[str, IndexNode] = {}
+        self._order: List[IndexNode] = []
         # children by parent id: a str for the only child (the usual case: a long chain allocates no
         # list per entry, and the collector has 100,000 fewer objects to traverse), else a list
         self._children: Dict[Optional[str], Union[str, List[str]]] = {}
@@ -186,10 +229,10 @@ class SessionStorage:
     def _write(self, line: bytes, entry: SessionEntry) -> None:
         """Persist one encoded line. Raise ``SessionError("storage")`` on failure."""
 
-    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         raise SessionError("storage", f"entry {node.id} has no stored payload", path=self.path)
 
-    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+    def _fetch_raws(self, nodes: List[IndexNode]) -> List[Union[bytes, str]]:
         """Payloads of several nodes that are not held in memory (backends may batch the reads)."""
         return [self._fetch_raw(node) for node in nodes]
 
@@ -224,7 +267,7 @@ class SessionStorage:
             etype_text = _WORDS.get(etype) or _word(etype)
             if etype_text not in EAGER_TYPES:
                 self._add(
-                    _Node(
+                    IndexNode(
                         entry_id.decode(),
                         parent.decode() if parent is not None else None,
                         etype_text,
@@ -265,11 +308,11 @@ class SessionStorage:
         add_node = nodes.setdefault
         order = self._order
         link = self._link_new
-        node_type = _Node
+        node_type = IndexNode
         keep = at is None
         offset = 0 if at is None else at
         fast: Dict[str, int] = {}  # entries indexed inline, by type (added to the counts at the end)
-        previous: Optional[_Node] = order[-1] if order else None
+        previous: Optional[IndexNode] = order[-1] if order else None
         for index in range(start, end):
             raw = lines[index]
             size = len(raw) + 1
@@ -319,7 +362,7 @@ class SessionStorage:
             offset += size
         self._count_linked(fast)
 
-    def _link_new(self, node: _Node, counts: Dict[str, int]) -> None:
+    def _link_new(self, node: IndexNode, counts: Dict[str, int]) -> None:
         """The rest of :meth:`_add` for a lazy entry already in ``_nodes``, with a new id and a parent
         that is not a ``leaf`` entry (what a fast index loop checked): ordered, counted in ``counts``
         (merged by :meth:`_count_linked` when the loop ends), linked to its parent, the leaf."""
@@ -354,14 +397,14 @@ class SessionStorage:
             ) from None
 
     @staticmethod
-    def _node_for(entry: SessionEntry, line: Optional[int], raw: Any) -> _Node:
+    def _node_for(entry: SessionEntry, line: Optional[int], raw: Any) -> IndexNode:
         role = None
         if isinstance(entry, MessageEntry):
             role = getattr(entry.message, "role", None)
         keep = entry if raw is None and entry.type in EAGER_TYPES else None
-        return _Node(entry.id, entry.parent_id, _intern(entry.type), role, entry.timestamp, line, raw, keep)
+        return IndexNode(entry.id, entry.parent_id, _intern(entry.type), role, entry.timestamp, line, raw, keep)
 
-    def _add(self, node: _Node) -> None:
+    def _add(self, node: IndexNode) -> None:
         nodes = self._nodes
         entry_id = node.id
         if entry_id in nodes:
@@ -406,7 +449,7 @@ class SessionStorage:
             assert isinstance(node.entry, SessionInfoEntry)
             self._name = clean_name(node.entry.name)
 
-    def _promote(self, node: _Node) -> None:
+    def _promote(self, node: IndexNode) -> None:
         """Make a ``leaf`` entry (and any ``leaf`` ancestors) a tree node: something hangs under it.
 
         A writer that does not know ``leaf`` entries (the reference's SessionManager) takes one as
@@ -569,7 +612,7 @@ class SessionStorage:
             cache.popitem(last=False)
         return out
 
-    def _decode_known(self, node: _Node, raw: Union[bytes, str]) -> SessionEntry:
+    def _decode_known(self, node: IndexNode, raw: Union[bytes, str]) -> SessionEntry:
         """:meth:`_decode` for a bulk read: a message line that still starts with exactly the
         envelope the index recorded at load (id, parent, timestamp: validated then) is decoded from
         its ``message`` object on, and built by one constructor call; anything else takes
@@ -611,7 +654,7 @@ class SessionStorage:
                         pass  # _decode words the error with the line
         return self._decode(node, raw)
 
-    def _decode(self, node: _Node, raw: Union[bytes, str, None] = None) -> SessionEntry:
+    def _decode(self, node: IndexNode, raw: Union[bytes, str, None] = None) -> SessionEntry:
         if raw is None:
             raw = node.raw if node.raw is not None else self._fetch_raw(node)
         entry = self._parse(raw, node.line, node.id)

@@ -31,9 +31,15 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 
 from agentcore.session import SessionError, SessionLockedError, SessionStorage
 from agentcore.session.context import UsageTotals, usage_of_entry
-from agentcore.session.entries import SessionEntry, SessionHeader, encode_line, entry_from_dict, header_from_dict
-from agentcore.session.sqlite import _new_header  # the same header rules as SQLite sessions
-from agentcore.session.storage import EAGER_TYPES, _Node, clean_name
+from agentcore.session.entries import (
+    SessionEntry,
+    SessionHeader,
+    encode_line,
+    entry_from_dict,
+    header_from_dict,
+    new_header,
+)
+from agentcore.session.storage import EAGER_TYPES, IndexNode, clean_name, entry_row, import_rows
 
 from .dsn import Dsn, parse_dsn
 from .schema import SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
@@ -205,7 +211,7 @@ class PostgresSessionStorage(SessionStorage):
             _prepare_schema(self._conn, self.path, read_only)
             if session_id is None or create:
                 session_id = _insert_session(
-                    self._conn, self.path, _new_header(cwd, session_id, None, None), exist_ok=create
+                    self._conn, self.path, new_header(cwd, session_id, None, None), exist_ok=create
                 )
             self.session_id = session_id
             if not read_only:
@@ -288,7 +294,7 @@ class PostgresSessionStorage(SessionStorage):
                     self._add(self._node_for(self._parse(payload, seq, entry_id), seq, None))
                 else:
                     self._add(
-                        _Node(entry_id, parent, intern(etype), intern(role) if role else None, ts, seq, None, None)
+                        IndexNode(entry_id, parent, intern(etype), intern(role) if role else None, ts, seq, None, None)
                     )
                 self._seq = seq
         self._finish_load()
@@ -312,23 +318,8 @@ class PostgresSessionStorage(SessionStorage):
         transaction.
         """
         parsed = parse_dsn(dsn)
-        header = _new_header(cwd, session_id, parent_session, metadata)
-        rows = []
-        for seq, line in enumerate(lines, 1):
-            text = line.rstrip(b"\n").decode("utf-8")
-            entry = entry_from_dict(json.loads(text))
-            rows.append(
-                (
-                    header.id,
-                    seq,
-                    entry.id,
-                    entry.parent_id,
-                    entry.type,
-                    entry.timestamp,
-                    getattr(getattr(entry, "message", None), "role", None),
-                    text,
-                )
-            )
+        header = new_header(cwd, session_id, parent_session, metadata)
+        rows = import_rows(header.id, lines, parsed.display)
         conn = _connect(parsed)
         try:
             _prepare_schema(conn, parsed.display, False)
@@ -407,10 +398,10 @@ class PostgresSessionStorage(SessionStorage):
     def _closed_error(self) -> SessionError:
         return SessionError("storage", f"{self.path}: session {self.session_id} is closed", path=self.path)
 
-    def _fetch_raw(self, node: _Node) -> Union[bytes, str]:
+    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         return self._fetch_raws([node])[0]
 
-    def _fetch_raws(self, nodes: List[_Node]) -> List[Union[bytes, str]]:
+    def _fetch_raws(self, nodes: List[IndexNode]) -> List[Union[bytes, str]]:
         """Payloads of many entries in one query: a range scan when they are dense in ``seq`` order
         (a branch read from its root), else ``seq = ANY(array)``."""
         if self._conn is None:
@@ -459,18 +450,8 @@ class PostgresSessionStorage(SessionStorage):
     def _write(self, line: bytes, entry: SessionEntry) -> None:
         if self._conn is None:
             raise self._closed_error()
-        role = getattr(getattr(entry, "message", None), "role", None)
         seq = self._seq + 1
-        row = (
-            self.session_id,
-            seq,
-            entry.id,
-            entry.parent_id,
-            entry.type,
-            entry.timestamp,
-            role,
-            line[:-1].decode("utf-8"),
-        )
+        row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
         try:
             if entry.type == "message":
                 self._conn.execute(_INSERT_COUNTED, (*row, self.session_id))
