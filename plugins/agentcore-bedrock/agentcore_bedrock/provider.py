@@ -197,11 +197,11 @@ class BedrockProvider:
                         if pending:
                             yield from pending
                             pending.clear()
-                    if _aborted(signal):
+                    if signal_aborted(signal):
                         break
                 else:
-                    fully_read = not _aborted(signal)
-                if _aborted(signal):
+                    fully_read = not signal_aborted(signal)
+                if signal_aborted(signal):
                     raise http.RequestAborted(ABORTED_MESSAGE)
                 decoder.close()
             state.finish()
@@ -211,6 +211,3 @@ class BedrockProvider:
                 pending.clear()
         finally:
             http.release_response(response, fully_read)
-
-
-_aborted = signal_aborted
