@@ -207,23 +207,20 @@ def test_model_typo_shows_a_did_you_mean_and_ctrl_d_leaves_with_status_0(termina
     assert term.wait() == 0
 
 
-@pytest.mark.xfail(
-    sys.version_info >= (3, 13),
-    reason="known defect, open: on Python 3.13 under load (pytest -n 2) a ^C typed at the readline "
-    "prompt is sometimes not acted on (about 1 run in 3; the echo shows readline was reading); "
-    "3.9 and 3.11 pass",
-    strict=False,
-)
 def test_ctrl_c_at_the_prompt_keeps_chatting(terminal):
+    """Each ^C typed at the prompt gives one notice, however soon after the echo it comes: CPython's
+    readline loses a SIGINT that lands between two select() calls; the CLI re-delivers it."""
     term = terminal("chat", "--model", "scripted")
-    term.at_prompt()
-    term.type("half a line")
-    term.expect("half a line")  # readline echoed it: it is reading, as a person sees before ^C
-    term.type(CTRL_C)
-    term.expect("(Ctrl-C: use /quit or Ctrl-D to leave)")
+    for attempt in range(3):
+        term.at_prompt()
+        term.type(f"half a line {attempt}")
+        term.expect(f"half a line {attempt}")  # readline echoed it: it is reading, as a person sees
+        term.type(CTRL_C)
+        term.expect("(Ctrl-C: use /quit or Ctrl-D to leave)")
     term.at_prompt()
     term.type("hello\r")
-    term.expect("You said: hello")
+    between = term.expect("You said: hello")
+    assert "Ctrl-C" not in between  # one press, one notice
     term.at_prompt()
     term.type(CTRL_D)
     assert term.wait() == 0

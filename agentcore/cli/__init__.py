@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Text
 from .._safe import describe_exception
 from ._commands import add_commands, add_logging_options, sessions_dir_option
 from ._hooks import add_plugin_options
+from ._interrupts import interrupts_reach_main_thread
 from ._setup import MODEL_ENV, CliOptions, UsageError
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
@@ -506,7 +507,8 @@ def main(
         return EXIT_USAGE
     try:
         with _verbose_logging(err, getattr(args, "verbose", False)), _plain_warnings(err):
-            return handler(args, stdin, out, err)
+            with interrupts_reach_main_thread():  # Ctrl-C at a readline prompt is never lost
+                return handler(args, stdin, out, err)
     except UsageError as exc:
         message = str(exc)
         err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
