@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 from _servers import Reply, ScriptedServer, sse
 
+from agentcore import plugins
 from agentcore.cli import main
 from agentcore.hookspecs import hookimpl
 from agentcore.tools import AgentTool, AgentToolResult
@@ -790,6 +791,27 @@ def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):
     assert "give a prompt number from 1 to 2" in out
     assert "back before prompt 2 (4 messages kept)" in out  # first prompt, tool call, tool result, answer
     assert "model: scripted/scripted-demo (scripted)" in out
+
+
+def test_chat_thinking_moves_to_a_level_the_models_map_supports(monkeypatch, tmp_path):
+    models = tmp_path / "models.json"
+    thinker = {"id": "thinker", "provider": "chat-local", "api": "openai-completions"}
+    thinker.update(baseUrl="http://127.0.0.1:9/v1", reasoning=True, thinkingLevelMap={"minimal": None, "xhigh": "max"})
+    models.write_text(json.dumps({"models": [thinker]}), encoding="utf-8")
+    monkeypatch.setenv("AGENTCORE_MODELS", str(models))
+    monkeypatch.setenv("CHAT_LOCAL_API_KEY", "not-used")
+    monkeypatch.chdir(tmp_path)
+    plugins.reset_plugins()
+    try:
+        code, out, err = _in_process(
+            "chat", "--no-log", "--model", "chat-local/thinker", stdin="/thinking minimal\n/thinking xhigh\n/quit\n"
+        )
+    finally:
+        monkeypatch.undo()
+        plugins.reset_plugins()
+    assert code == 0, err
+    assert "thinking: low (minimal is not supported by this model: off, low, medium, high, xhigh)" in out
+    assert "thinking: xhigh\n" in out
 
 
 def test_sqlite_session_is_resumed(monkeypatch, tmp_path):

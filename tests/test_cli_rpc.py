@@ -678,3 +678,36 @@ def test_the_fast_message_update_json_equals_event_to_dict():
         output.send(update_json(event))
     lines = [json.loads(line) for line in sink.getvalue().splitlines()]
     assert lines == [event_to_dict(e) for e in updates]
+
+
+def test_thinking_levels_follow_the_models_map(rpc, env, tmp_path):
+    """cycle_thinking_level steps through the levels the model's map supports (minimal is mapped
+    to null here, xhigh is mapped), and set_thinking_level moves an unsupported level upward."""
+    models = tmp_path / "models.json"
+    models.write_text(
+        json.dumps(
+            {
+                "models": [
+                    {
+                        "id": "thinker",
+                        "provider": "rpc-local",
+                        "api": "openai-completions",
+                        "baseUrl": "http://127.0.0.1:9/v1",
+                        "reasoning": True,
+                        "thinkingLevelMap": {"minimal": None, "low": "low", "xhigh": "max"},
+                    }
+                ]
+            }
+        ),
+        encoding="utf-8",
+    )
+    env["AGENTCORE_MODELS"] = str(models)
+    env["RPC_LOCAL_API_KEY"] = "not-used"
+    child = rpc("--model", "rpc-local/thinker", "--no-session", "--api-key-env", "RPC_LOCAL_API_KEY")
+    cycled = [child.call({"type": "cycle_thinking_level"})["data"]["level"] for _ in range(6)]
+    assert cycled == ["low", "medium", "high", "xhigh", "off", "low"]
+    assert child.call({"type": "set_thinking_level", "level": "minimal"})["success"]
+    assert child.call({"type": "get_state"})["data"]["thinkingLevel"] == "low"
+    assert child.call({"type": "set_thinking_level", "level": "max"})["success"]  # not mapped: downward
+    assert child.call({"type": "get_state"})["data"]["thinkingLevel"] == "xhigh"
+    assert child.close().returncode == 0

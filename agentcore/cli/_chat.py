@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from ..providers.reasoning import clamp_to_model, supported_levels
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
 from ._context import ContextFile, describe_context
 from ._keys import stored_key
@@ -230,9 +231,16 @@ class Chat:
         self._say(shown)
 
     def _thinking(self, level: str) -> None:
-        if level:
-            self.agent.thinking_level = check_thinking(level)
-        self._say(f"thinking: {self.agent.thinking_level}")
+        if not level:
+            self._say(f"thinking: {self.agent.thinking_level}")
+            return
+        wanted = check_thinking(level)
+        self.agent.thinking_level = clamp_to_model(self.agent.model, wanted)
+        if str(self.agent.thinking_level) == wanted:
+            self._say(f"thinking: {wanted}")
+        else:  # the model's thinking-level map has no entry for it
+            supported = ", ".join(supported_levels(self.agent.model))
+            self._say(f"thinking: {self.agent.thinking_level} ({wanted} is not supported by this model: {supported})")
 
     def _session(self, _: str) -> None:
         session = self.session

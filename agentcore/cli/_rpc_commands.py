@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
 
+from ..providers.reasoning import clamp_to_model, supported_levels
 from ._keys import stored_key
 from ._rpc import NULL, RpcError, RpcServer
 from ._rpc_bash import cmd_abort_bash, cmd_bash, flush_bash
@@ -34,10 +35,6 @@ from ._setup import UsageError, check_api_key, check_thinking, resolve_model
 __all__ = ["COMMANDS", "Command", "Field"]
 
 _QUEUE_MODES = ("one-at-a-time", "all")
-#: what ``cycle_thinking_level`` steps through ("xhigh"/"max": set them with set_thinking_level)
-_CYCLE_LEVELS = ("off", "minimal", "low", "medium", "high")
-
-
 # --------------------------------------------------------------------------- field checks
 
 
@@ -405,19 +402,25 @@ def cmd_cycle_model(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def cmd_set_thinking_level(server: RpcServer, command: Dict[str, Any]) -> Any:
+    """Set the level, moved to the nearest one the model's thinking-level map supports (as the
+    reference's ``setThinkingLevel`` clamps); a model without a map takes any level."""
     try:
-        server.agent.thinking_level = check_thinking(command["level"])
+        level = check_thinking(command["level"])
     except UsageError as exc:
         raise RpcError(str(exc).replace("--thinking", "set_thinking_level: level")) from None
+    server.agent.thinking_level = clamp_to_model(server.agent.model, level)
 
 
 def cmd_cycle_thinking_level(server: RpcServer, command: Dict[str, Any]) -> Any:
+    """The next of the model's supported levels (its map's, else ``off`` ... ``high`` plus
+    ``xhigh`` where the model has it), wrapping round; null for a model without reasoning."""
     agent = server.agent
     if not getattr(agent.model, "reasoning", False):
         return NULL
+    levels = supported_levels(agent.model)
     current = str(agent.thinking_level)
-    index = _CYCLE_LEVELS.index(current) if current in _CYCLE_LEVELS else -1
-    level = _CYCLE_LEVELS[(index + 1) % len(_CYCLE_LEVELS)]
+    index = levels.index(current) if current in levels else -1
+    level = levels[(index + 1) % len(levels)]
     agent.thinking_level = level
     return {"level": level}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, overload
 
 __all__ = [
     "UsageError",
@@ -345,6 +345,14 @@ def check_api_key(model: Any, api_key: Optional[str]) -> None:
             f'no API key for provider "{provider}": export {names[0]}=...{also}, '
             f"name another variable with --api-key-env NAME, or store one with: agentcore keys set {provider}"
         )
+
+
+@overload
+def check_thinking(level: str) -> str: ...
+
+
+@overload
+def check_thinking(level: None) -> None: ...
 
 
 def check_thinking(level: Optional[str]) -> Optional[str]:
