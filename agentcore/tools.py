@@ -15,7 +15,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Union, overload
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, overload
 
 from ._util import awaited
 from .signals import AbortSignal
@@ -279,9 +279,12 @@ def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
     error, a blank line, ``Received arguments:`` and the received arguments as JSON.
     """
     schema = tool.parameters or {}
-    validator = _validator_for(tool, schema)
-    cloned = _coerce(schema, _json_copy(args), schema)
-    if validator.is_valid(cloned):
+    validator, simple_check = _validator_for(tool, schema)
+    cloned = _json_copy(args)
+    if simple_check is not None and simple_check(cloned):
+        return cloned  # every value has its schema's type already: coercion would change nothing
+    cloned = _coerce(schema, cloned, schema)
+    if (simple_check is not None and simple_check(cloned)) or validator.is_valid(cloned):
         return cloned
     lines = [f'Validation failed for tool "{tool.name}":']
     lines += [f"  - {_error_path(e)}: {_ajv_message(e)}" for e in validator.iter_errors(cloned)]
@@ -289,23 +292,28 @@ def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
     raise ToolValidationError("\n".join(lines))
 
 
-def _validator_for(tool: Any, schema: Dict[str, Any]) -> Any:
+def _validator_for(tool: Any, schema: Dict[str, Any]) -> Tuple[Any, Optional[Callable[[Any], bool]]]:
+    """The tool's compiled ``jsonschema`` validator and, for a simple schema, the fast check that
+    answers "valid" without it (:mod:`agentcore._schema_check`); both built once per schema."""
     cached = getattr(tool, "_agentcore_validator", None)
     if cached is not None and cached[0] is schema:
-        return cached[1]
+        return cached[1], cached[2]
     with _cache_lock:
         entry = _fallback_cache.get(id(schema))
     if entry is not None and entry[0] is schema:
-        return entry[1]
+        return entry[1], entry[2]
+    from ._schema_check import compile_simple_check
+
     validator = _compile(tool, schema)
+    simple_check = compile_simple_check(schema)
     try:
-        object.__setattr__(tool, "_agentcore_validator", (schema, validator))
+        object.__setattr__(tool, "_agentcore_validator", (schema, validator, simple_check))
     except (AttributeError, TypeError):  # a tool object without __dict__: keep a bounded cache
         with _cache_lock:
             if len(_fallback_cache) > 512:
                 _fallback_cache.clear()
-            _fallback_cache[id(schema)] = (schema, validator)
-    return validator
+            _fallback_cache[id(schema)] = (schema, validator, simple_check)
+    return validator, simple_check
 
 
 def _compile(tool: Any, schema: Dict[str, Any]) -> Any:

@@ -466,6 +466,107 @@ def test_validator_is_compiled_once_per_tool(monkeypatch: pytest.MonkeyPatch) ->
     assert len(compiled) == 2
 
 
+# The fast check of simple schemas (agentcore._schema_check) may only ever say "valid" where
+# jsonschema says so too; everything else goes to jsonschema, which also writes the errors.
+_SIMPLE_SCHEMAS: List[Dict[str, Any]] = [
+    _props(a={"type": "integer"}, b={"type": "integer"}) | {"required": ["a", "b"], "additionalProperties": False},
+    _props(path={"type": "string", "description": "where"}, n={"type": "number", "default": 1})
+    | {"required": ["path"]},
+    _props(flag={"type": "boolean"}, tags={"type": "array", "items": {"type": "string"}}),
+    _props(mode={"type": "string", "enum": ["a", "b", "1"]}, level={"enum": [1, 2.5, True, None]}),
+    _props(maybe={"type": ["integer", "null"]}, any={}, o=_props(k={"type": "string"}) | {"required": ["k"]}),
+    {"type": "object", "additionalProperties": {"type": "integer"}},
+    {"type": "array", "items": _props(x={"type": "number"}) | {"additionalProperties": False}},
+    {"properties": {"a": {"type": "string"}}, "required": ["a"]},  # no "type": a non-object passes
+    _props(
+        a={"type": "integer", "minimum": 1, "maximum": 10},
+        b={"type": "string", "minLength": 1, "maxLength": 1},
+        tags={"type": "array", "minItems": 1, "maxItems": 2},
+        n={"exclusiveMinimum": 0, "exclusiveMaximum": 2.5},  # any type: only numbers are bounded
+    ),
+]
+_KEYS = ["a", "b", "path", "n", "flag", "tags", "mode", "level", "maybe", "any", "o", "k", "x", "zz"]
+
+
+def _random_json(rng: Any, depth: int = 0) -> Any:
+    kind = rng.randrange(10 if depth < 3 else 7)
+    scalars = [0, 1, -3, 2.0, 2.5, float("nan"), True, False, None, "", "a", "b", "1", "true", 1e300]
+    if kind < 7:
+        return rng.choice(scalars)
+    if kind < 8:
+        return [_random_json(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {rng.choice(_KEYS): _random_json(rng, depth + 1) for _ in range(rng.randrange(5))}
+
+
+def test_the_fast_check_of_simple_schemas_never_accepts_what_jsonschema_refuses() -> None:
+    import random
+
+    from jsonschema import Draft202012Validator
+
+    from agentcore._schema_check import compile_simple_check
+
+    rng = random.Random(11)
+    agreed = {True: 0, False: 0}
+    for schema in _SIMPLE_SCHEMAS:
+        check = compile_simple_check(schema)
+        assert check is not None, schema
+        validator = Draft202012Validator(schema)
+        for _ in range(3000):
+            value = _random_json(rng)
+            if isinstance(schema.get("properties"), dict) and rng.random() < 0.5:  # near-misses too
+                value = {key: _random_json(rng, 2) for key in schema["properties"] if rng.random() < 0.8}
+            fast = check(value)
+            assert not fast or validator.is_valid(value), (schema, value)
+            agreed[fast] += 1
+    assert agreed[True] > 2000  # the fast path is taken, not always deferred
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"},
+        _props(n={"type": "integer", "multipleOf": 2}),
+        _props(s={"type": "string", "pattern": "^a"}),
+        _props(s={"type": "string", "minLength": 1.5}),
+        _props(u={"anyOf": [{"type": "integer"}, {"type": "null"}]}),
+        {"$ref": "#/$defs/n", "$defs": {"n": {"type": "integer"}}},
+        _props(t={"type": "array", "items": [{"type": "integer"}]}),
+        _props(e={"enum": [[1], {"a": 1}]}),
+        _props(b=True),
+        {"type": "objekt"},
+    ],
+)
+def test_schemas_outside_the_simple_set_always_go_to_jsonschema(schema: Dict[str, Any]) -> None:
+    from agentcore._schema_check import compile_simple_check
+
+    assert compile_simple_check(schema) is None
+
+
+def test_validation_gives_the_same_answer_with_and_without_the_fast_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from agentcore import _schema_check
+
+    rng = random.Random(5)
+    values = [_random_json(rng) for _ in range(400)]
+    values += [{key: _random_json(rng, 2) for key in _KEYS if rng.random() < 0.5} for _ in range(400)]
+
+    def outcomes() -> List[Any]:
+        out: List[Any] = []
+        for schema in _SIMPLE_SCHEMAS:
+            probe = _t(schema)
+            for value in values:
+                try:
+                    out.append(("ok", repr(validate_tool_arguments(probe, value))))
+                except ToolValidationError as exc:
+                    out.append(("error", str(exc)))
+        return out
+
+    fast = outcomes()
+    monkeypatch.setattr(_schema_check, "compile_simple_check", lambda schema: None)
+    assert outcomes() == fast
+
+
 def test_invalid_schema_is_reported_with_the_tool_name() -> None:
     with pytest.raises(ToolValidationError, match=r'Tool "bad" has an invalid parameters schema'):
         validate_tool_arguments(_t({"type": "objekt"}, "bad"), {})
