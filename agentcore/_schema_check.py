@@ -24,7 +24,8 @@ Check = Callable[[Any], bool]
 _ANNOTATIONS = frozenset(
     {"description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "format"}
 )
-_BOUNDS = {  # keyword -> (the instance types it applies to, the violation)
+_BOUNDS: Dict[str, Tuple[Tuple[type, ...], Callable[[Any, Any], bool]]] = {
+    # keyword -> (the instance types it applies to, the violation)
     "minimum": ((int, float), lambda v, b: v < b),
     "maximum": ((int, float), lambda v, b: v > b),
     "exclusiveMinimum": ((int, float), lambda v, b: v <= b),
@@ -109,7 +110,7 @@ def _enum_check(schema: Mapping[str, Any], depth: int) -> Any:
 
 def _bounds_check(schema: Mapping[str, Any], depth: int) -> Any:
     """``minimum`` ... ``maxItems``: each applies only to instances of its types (bool is no number)."""
-    bounds = []
+    bounds: List[Tuple[Tuple[type, ...], Callable[[Any, Any], bool], Any]] = []
     for keyword, (kinds, violates) in _BOUNDS.items():
         if keyword in schema:
             bound = schema[keyword]
