@@ -887,6 +887,43 @@ def test_an_in_stream_overload_before_any_content_is_retried(server, api):  # is
 
 
 @pytest.mark.parametrize("api", sorted(APIS))
+def test_a_connection_lost_after_the_headers_before_any_content_is_retried(server, api):
+    _, good, _, _, _ = APIS[api]
+    server.enqueue(Reply(body=good, reset_after=0), Reply(body=good, chunk_size=9))
+    types, result = _api_run(server, api)
+    assert result.stop_reason == "stop", result.error_message
+    assert result.text == "fine" and len(server.requests) == 2
+    assert types.count("start") == 1 and types[-1] == "done"
+    assert [(d.type, d.details["attempt"]) for d in result.diagnostics or []] == [("provider_retry", 1)]
+    # out of budget it is the same lost connection, with the attempts counted
+    server.enqueue(Reply(body=good, reset_after=0), Reply(body=good, reset_after=0))
+    types, result = _api_run(server, api, max_retries=1)
+    assert types == ["start", "error"] and len(server.requests) == 4
+    assert result.error_message.startswith("Connection lost while streaming the response")
+    assert result.error_message.endswith("(gave up after 2 attempts, max_retries=1)")
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_stream_that_goes_silent_after_content_is_not_retried(server, api):  # the partial answer stands
+    _, good, _, _, _ = APIS[api]
+    data = good.encode() if isinstance(good, str) else good
+
+    def end_of_event(at: int) -> int:  # SSE events end with a blank line, \n\n or \r\n\r\n
+        return min(data.find(sep, at) + len(sep) for sep in (b"\n\n", b"\r\n\r\n") if data.find(sep, at) >= 0)
+
+    first_event = end_of_event(0)
+    text_event = end_of_event(data.index(b"fine"))  # through the event carrying the text
+    if text_event == len(data):  # one event carries text and the end (Gemini): split it in two
+        data = data.replace(b', "finishReason": "STOP"', b"", 1) + data
+        text_event = first_event
+    server.enqueue(Reply(body=data, stall_after=text_event), Reply(body=good))
+    types, result = _api_run(server, api, timeout_ms=300)
+    server.release.set()
+    assert types[-1] == "error" and len(server.requests) == 1, (types, result.error_message)
+    assert result.content and result.error_message.startswith("Timed out while streaming")
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
 def test_in_stream_errors_share_the_budget_with_http_failures(server, api):  # issue 17: one max_retries
     _, good, retryable, _, _ = APIS[api]
     server.enqueue(

@@ -382,6 +382,7 @@ class WireProvider:
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
+            dropped = http.transport_errors()
             while True:
                 response = http.open_stream(
                     request.url,
@@ -403,6 +404,9 @@ class WireProvider:
                     break
                 except ProviderError as exc:
                     retry_or_raise(exc, exc.retryable, budget, output, signal, model.provider or self.api, secrets)
+                    pending.clear()
+                except dropped as exc:  # the connection went after the headers: a retry if no content yet
+                    retry_or_raise(exc, True, budget, output, signal, model.provider or self.api, secrets)
                     pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")

@@ -35,7 +35,7 @@ import logging
 import re
 import socket
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type
 
 from .._compat import (
     http_client_read1,
@@ -72,6 +72,7 @@ __all__ = [
     "pool_maxsize",
     "set_pool_maxsize",
     "close_on_abort",
+    "transport_errors",
 ]
 
 DEFAULT_TIMEOUT: Tuple[float, float] = (10.0, 600.0)  # (connect, read) seconds
@@ -88,6 +89,19 @@ class ProviderHTTPError(Exception):
 
 class RequestAborted(Exception):
     """The abort signal fired while connecting, waiting for headers or sleeping before a retry."""
+
+
+def transport_errors() -> Tuple[Type[BaseException], ...]:
+    """What reading a response body raises when the connection drops, resets or times out:
+    ``OSError`` (requests' ``ChunkedEncodingError``/``ConnectionError`` are ``OSError`` too),
+    urllib3's ``HTTPError`` family (``ProtocolError``, ``ReadTimeoutError``) and http.client's
+    ``HTTPException`` (``IncompleteRead``). A wire module retries these like a 5xx status when no
+    content has been emitted yet (:func:`~agentcore.providers.retries.retry_or_raise`)."""
+    import http.client
+
+    from urllib3.exceptions import HTTPError as Urllib3Error
+
+    return (OSError, Urllib3Error, http.client.HTTPException)
 
 
 # --------------------------------------------------------------------------- error texts

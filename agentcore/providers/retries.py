@@ -8,8 +8,9 @@
   the server asked for; a sleep ends at once when the abort signal fires.
 * :func:`retryable_error` says whether an in-stream error's codes (Anthropic error types, OpenAI
   codes, google.rpc status names, Bedrock exception names, numeric statuses) are transient.
-* :func:`retry_or_raise` is the in-stream rule every wire module applies: transient and no
-  content emitted yet -> back off and try again; otherwise the error stands.
+* :func:`retry_or_raise` is the in-stream rule every wire module applies: transient (an error
+  event the server marks as such, or the connection dropping after the headers) and no content
+  emitted yet -> back off and try again; otherwise the error stands.
 """
 
 from __future__ import annotations
@@ -165,9 +166,10 @@ def retry_or_raise(
     if not retryable or output.content or (signal is not None and bool(getattr(signal, "aborted", False))):
         raise exc
     if budget.exhausted:
-        from .failures import ProviderError
+        from .failures import ProviderError, describe_error
 
-        raise ProviderError(budget.gave_up(str(exc))) from exc  # the cause keeps the wire's error code
+        # the cause keeps the wire's error code; a lost connection says so, as it would unretried
+        raise ProviderError(budget.gave_up(describe_error(exc))) from exc
     _reset_output(output)
     from .failures import add_diagnostic, redact
 

@@ -123,7 +123,7 @@ class BedrockProvider:
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
-            started: List[bool] = []  # "start" went out (once per stream, whatever the retries)
+            dropped = http.transport_errors()
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
@@ -134,6 +134,9 @@ class BedrockProvider:
                 except BedrockStreamException as exc:
                     retryable = exc.retryable and not state.has_content
                     retry_or_raise(exc, retryable, budget, output, signal, "amazon-bedrock", secrets)
+                    pending.clear()
+                except dropped as exc:  # the connection went after the headers: a retry if no content yet
+                    retry_or_raise(exc, not state.has_content, budget, output, signal, "amazon-bedrock", secrets)
                     pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")

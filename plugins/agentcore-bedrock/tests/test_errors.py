@@ -382,3 +382,22 @@ def test_max_retries_retries_exactly_n_times_then_names_the_attempts(server: Ser
     message, _ = _run(local_model(server), max_retries=3)
     assert message.error_message == "503 busy (gave up after 4 attempts, max_retries=3)"
     assert len(server.requests) == 4
+
+
+def test_silence_after_the_headers_before_content_is_retried(server: Server, aws_env: dict) -> None:
+    """The connection going quiet (or away) after the headers, before any content, is retried
+    from the same budget; once content arrived it is not (the partial answer stands)."""
+    server.enqueue(Reply(body=text_stream("lost"), stall_after=0), Reply(body=text_stream("after retry")))
+    message, events = _run(local_model(server), timeout_ms=300)
+    assert message.stop_reason == "stop" and message.content == [TextContent("after retry")]
+    assert len(server.requests) == 2 and _kinds(events).count("start") == 1
+    assert [d.type for d in message.diagnostics or []] == ["provider_retry"]
+    first = event("messageStart", {"role": "assistant"}) + event(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "par"}}
+    )
+    stalled = Reply(body=first + text_stream(), chunk_size=len(first), stall_after=len(first))
+    server.enqueue(stalled, Reply(body=text_stream()))
+    message, _ = _run(local_model(server), timeout_ms=300)
+    server.release.set()
+    assert message.stop_reason == "error" and message.content == [TextContent("par")]
+    assert message.error_message.startswith("Timed out while streaming") and len(server.requests) == 3
