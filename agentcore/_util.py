@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
+
+from .types import _is_mapping
 
 __all__ = ["awaited", "field_of"]
 
@@ -31,6 +33,6 @@ def field_of(obj: Any, name: str, key: Optional[str] = None, default: Any = None
 
     ``key`` is the mapping spelling when it differs (the reference JSON's camelCase keys).
     """
-    if isinstance(obj, Mapping):
+    if _is_mapping(obj):  # isinstance(obj, typing.Mapping) costs ~1 us; this is a set lookup for ours
         return obj.get(name if key is None else key, default)
     return getattr(obj, name, default)

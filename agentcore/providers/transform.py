@@ -21,7 +21,7 @@ without results when the next assistant or user message arrives get a synthetic 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..types import (
     AssistantMessage,
@@ -29,6 +29,7 @@ from ..types import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    _is_mapping,
     message_from_dict,
     role_of,
 )
@@ -52,7 +53,7 @@ def transform_messages(
 
 
 def _as_message(message: Any) -> Any:
-    return message_from_dict(message) if isinstance(message, Mapping) else message
+    return message_from_dict(message) if _is_mapping(message) else message  # fast for our own types
 
 
 def _pass_one(messages: List[Any], model: Any, normalize_id: Optional[Callable[[str], str]]) -> List[Any]:
