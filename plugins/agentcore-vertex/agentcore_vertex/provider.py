@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from agentcore.providers.base import ProviderError, ProviderStream, StateHandler, WireProvider, WireRequest
 from agentcore.providers.google import GoogleStreamState, build_request_body
+from agentcore.providers.retries import DEFAULT_MAX_RETRIES
 
 from .auth import SCOPES, TokenSource
 
@@ -169,7 +170,8 @@ class VertexProvider(WireProvider):
 
     def _retry_rejected_token(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         """ADC mode: a 401 before any content means the token was revoked or rotated before its
-        expiry; refresh it and ask once more (as google-auth's AuthorizedSession does)."""
+        expiry; refresh it and ask once more (as google-auth's AuthorizedSession does), with the
+        retries the first attempt left of ``max_retries``."""
         statuses: List[int] = []
         user_hook = options.get("on_response")
 
@@ -190,6 +192,10 @@ class VertexProvider(WireProvider):
         finally:
             first.close()
         self.token_source(options.get("credentials")).invalidate()
+        # the retry with a fresh token is an auth step, outside the budget; what the first stream
+        # spent on transient failures (one HTTP answer per attempt) is not given back
+        budget = DEFAULT_MAX_RETRIES if options.get("max_retries") is None else max(0, int(options["max_retries"]))
+        options["max_retries"] = max(0, budget - (len(statuses) - 1))
         yield from super().stream(model, context, **options)
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:

@@ -282,6 +282,25 @@ def test_a_second_401_is_the_error(server):
     assert len(server.requests) == 2
 
 
+def test_the_refresh_retry_keeps_what_is_left_of_max_retries(server):
+    """503, 503, 401 spend two of max_retries=2 before the token is refreshed: the retried
+    request gets no fresh budget, so its own 503 ends the stream (4 requests, not 6)."""
+    creds = FakeCredentials("ya29.one", "ya29.two")
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    busy = Reply(503, json.dumps({"error": {"code": 503, "message": "busy"}}), "application/json")
+    server.replies += [busy, busy, Reply(401, UNAUTHENTICATED, "application/json"), busy, busy, Reply(body=OK_BODY)]
+    result, types = _run(
+        provider,
+        _model(server),
+        AgentContext(messages=[UserMessage(content="hi")]),
+        max_retries=2,
+        max_retry_delay_ms=0,
+    )
+    assert types == ["error"] and result.error_message.startswith("503 "), result.error_message
+    assert result.error_message.endswith("(gave up after 1 attempt, max_retries=0)")
+    assert len(server.requests) == 4
+
+
 def test_express_mode_sends_the_key_and_no_bearer(server):
     server.replies.append(Reply(body=OK_BODY))
     model = _model(server)
