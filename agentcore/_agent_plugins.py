@@ -84,7 +84,8 @@ class AgentPlugins:
 
 def _place_default_converter(pm: Any, present: bool) -> None:
     """Register or unregister the built-in converter so that it is there exactly when wanted."""
-    from .plugins import _DEFAULT_CONVERTER, _load_builtins
+    from ._plugin_loading import _DEFAULT_CONVERTER
+    from ._plugin_loading import load_builtins as _load_builtins
 
     registered = pm.get_plugin(_DEFAULT_CONVERTER)
     if present and registered is None:
@@ -102,7 +103,7 @@ def converter_for_run(hooks: AgentHooks, default: Callable[..., Any]) -> Callabl
     hook is known without asking it: ``default`` (the built-in's list form), or the agent's own
     list converter when it replaced the built-in one.
     """
-    from .plugins import _DEFAULT_CONVERTER
+    from ._plugin_loading import _DEFAULT_CONVERTER
 
     impls = hooks.pm.hook.convert_to_llm.get_hookimpls()
     if all(impl.plugin_name == _DEFAULT_CONVERTER for impl in impls):

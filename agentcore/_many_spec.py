@@ -236,16 +236,17 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
     now). Raises ``ImportError``/``LookupError`` naming ``plugins[index]``."""
     if ":" in name:
         return _import_path(name, f"plugins[{index}]")
+    from . import _plugin_loading
     from . import plugins as registry
 
-    for rec in registry._load_entry_points():
+    for rec in _plugin_loading.load_entry_points():
         if rec.name == name and rec.obj is not None:
             return rec.obj
     from ._plugin_discovery import _iter_entry_points
 
     for ep, dist, version in _iter_entry_points():
         if ep.name == name:
-            rec = registry._load_entry_point(ep, dist, version)
+            rec = _plugin_loading.load_entry_point(ep, dist, version)
             if rec.obj is None:
                 raise ImportError(f"AgentSpec.plugins[{index}] {name!r} failed to load: {rec.error}")
             return rec.obj
@@ -257,9 +258,9 @@ def resolve_plugin(name: str, index: int = 0) -> Any:
 
 
 def _autoloaded_plugins() -> Tuple[Any, ...]:
-    from . import plugins as registry
+    from . import _plugin_loading
 
-    return tuple(rec.obj for rec in registry._load_entry_points() if rec.obj is not None)
+    return tuple(rec.obj for rec in _plugin_loading.load_entry_points() if rec.obj is not None)
 
 
 def _import_path(path: str, where: str) -> Any:

@@ -27,31 +27,25 @@ and provider instances); only the manager's own plugins are merged on top. Tools
 manager, so each agent gets its own tool objects. The module-level functions (:func:`get_tool`,
 :func:`get_provider`, :func:`get_model`, :func:`models`, ...) use one process-wide default manager.
 
-The registry errors and records live in ``_plugin_records.py`` and entry-point discovery in
-``_plugin_discovery.py``; their public names are re-exported here, their documented path.
+The registry errors and records live in ``_plugin_records.py``, entry-point discovery in
+``_plugin_discovery.py``, and the once-per-process loading of the built-in and entry-point plugins
+(with the tables managers share) in ``_plugin_loading.py``; their public names are re-exported
+here, their documented path.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
-import logging
-import os
 import threading
-import warnings
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pluggy
 
-from . import _DISTRIBUTION, hookspecs
-from ._plugin_discovery import (
-    ENTRY_POINT_GROUP,
-    _agentcore_version,
-    _hooks_of,
-    _iter_entry_points,
-    _missing_module,
-)
+from . import _plugin_loading as _loading
+from . import hookspecs
+from ._plugin_discovery import ENTRY_POINT_GROUP
+from ._plugin_loading import AUTOLOAD_ENV, PluginLoadWarning
 from ._plugin_records import (
     PluginInfo,
     RegistryEntry,
@@ -63,7 +57,7 @@ from ._plugin_records import (
     _registry_key,
 )
 from ._safe import describe_exception
-from .hookspecs import PROJECT_NAME, hookimpl
+from .hookspecs import PROJECT_NAME
 
 if TYPE_CHECKING:
     from .tools import AgentTool
@@ -97,10 +91,6 @@ __all__ = [
     "reset_plugins",
 ]
 
-_log = logging.getLogger("agentcore.plugins")
-
-AUTOLOAD_ENV = "AGENTCORE_DISABLE_PLUGIN_AUTOLOAD"
-
 #: Built-in plugin modules, registered first (so every third-party plugin can override them). A
 #: module that does not exist in this installation is skipped quietly; any other import error is
 #: reported like a broken third-party plugin.
@@ -116,6 +106,10 @@ BUILTIN_PLUGINS: List[str] = [
 #: ``models.json`` of :mod:`agentcore.providers.user_models`), which wins over every installed plugin.
 USER_CONFIG_PLUGINS: List[str] = ["agentcore.providers.user_models"]
 
+
+_default_pm: Optional[AgentPluginManager] = None  # behind the module-level registry functions
+_shared_pm: Optional[AgentPluginManager] = None  # of every Agent without plugins of its own
+
 _REGISTER_HOOKS = {
     "tool": "register_tools",
     "provider": "register_providers",
@@ -124,136 +118,20 @@ _REGISTER_HOOKS = {
 }
 
 
-class PluginLoadWarning(UserWarning):
-    """Warned once per process for each plugin that failed to import or to register."""
-
-
-# --------------------------------------------------------------------------- process-wide loading
-
-_lock = threading.RLock()
-_builtins: Optional[List[_Loaded]] = None
-_entry_points: Optional[List[_Loaded]] = None
-_default_pm: Optional[AgentPluginManager] = None
-_shared_pm: Optional[AgentPluginManager] = None
-_warned: Set[Any] = set()
-#: (kind, base plugin names and ids) -> (base plugins, table, errors), see AgentPluginManager._base
-_shared_tables: Dict[Tuple[Any, ...], Tuple[Tuple[Any, ...], Dict[str, RegistryEntry], Dict[str, str]]] = {}
-_SHARED_KINDS = ("provider", "model")
-
-
-def _autoload_disabled() -> bool:
-    return os.environ.get(AUTOLOAD_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _warn_once(key: str, message: str) -> None:
-    if key in _warned:
-        return
-    _warned.add(key)
-    # One report per failure: without logging configured, a log record would be printed to stderr
-    # by logging's last-resort handler next to the warning (the same text twice per command).
-    if _log.hasHandlers():
-        _log.warning("%s", message)
-    warnings.warn(message, PluginLoadWarning, stacklevel=3)
-
-
-def _describe(exc: BaseException) -> str:
-    return describe_exception(exc)  # never raises, even when str(exc) does
-
-
-def _load_builtins() -> List[_Loaded]:
-    global _builtins
-    with _lock:
-        if _builtins is not None:
-            return _builtins
-        ver = _agentcore_version()
-        loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, _DISTRIBUTION, ver)]
-        for module in BUILTIN_PLUGINS + USER_CONFIG_PLUGINS:
-            try:
-                loaded.append(_Loaded(module, importlib.import_module(module), True, _DISTRIBUTION, ver))
-            except ModuleNotFoundError as exc:
-                if _missing_module(exc, module):
-                    continue  # not part of this installation (yet)
-                loaded.append(_Loaded(module, None, True, _DISTRIBUTION, ver, error=_describe(exc)))
-            except Exception as exc:  # a broken built-in is reported, never fatal
-                loaded.append(_Loaded(module, None, True, _DISTRIBUTION, ver, error=_describe(exc)))
-        for rec in loaded:
-            if rec.error:
-                _warn_once(rec.name, f"agentcore: built-in plugin {rec.name} failed to import: {rec.error}")
-        _builtins = loaded
-        return loaded
-
-
-def _load_entry_point(ep: Any, dist: Optional[str], version: Optional[str]) -> _Loaded:
-    rec = _Loaded(ep.name, None, False, dist, version, entry_point=ep.value)
-    try:
-        obj = ep.load()
-        _hooks_of(obj, ep.name)
-        rec.obj = obj
-    except BaseException as exc:  # noqa: B902 - a plugin may even call sys.exit() on import
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        rec.error = _describe(exc)
-        _warn_once(
-            f"ep:{dist}:{ep.name}",
-            f"agentcore: plugin {ep.name!r} from distribution {dist!r} failed to load "
-            f"({ep.value}): {rec.error}. Other plugins are unaffected; fix or uninstall it, "
-            f"or set {AUTOLOAD_ENV}=1.",
-        )
-    return rec
-
-
-def _load_entry_points() -> List[_Loaded]:
-    global _entry_points
-    with _lock:
-        if _entry_points is not None:
-            return _entry_points
-        loaded: List[_Loaded] = []
-        if not _autoload_disabled():
-            for ep, dist, version in _iter_entry_points():
-                loaded.append(_load_entry_point(ep, dist, version))
-        _entry_points = loaded
-        return loaded
-
-
 def reset_plugins() -> None:
     """Forget discovered entry points, built-ins and the default manager, so the next use re-scans.
 
     Meant for tests (after changing ``sys.path`` or the autoload switch). Existing managers keep
     the plugins they hold.
     """
-    global _builtins, _entry_points, _default_pm, _shared_pm
-    with _lock:
-        _builtins = None
-        _entry_points = None
+    global _default_pm, _shared_pm
+    with _loading.lock:
+        _loading.forget()
         _default_pm = None
         _shared_pm = None
-        _warned.clear()
-        _shared_tables.clear()
 
 
 # --------------------------------------------------------------------------- the manager
-
-
-class _DefaultConverter:
-    """The built-in ``convert_to_llm``: standard roles pass unchanged, agentcore's own message
-    types (bash executions, custom messages, compaction and branch summaries) become user
-    messages, anything else is dropped (:func:`agentcore.messages.convert_message`).
-
-    A wrapper (``trylast``: the innermost one), so it answers after every implementation, for
-    the messages none of them claimed, wherever and whenever the others were registered.
-    """
-
-    @hookimpl(wrapper=True, trylast=True)
-    def convert_to_llm(self, message: Any) -> Any:
-        result = yield
-        if result is not None:
-            return result
-        from .messages import convert_message
-
-        return convert_message(message)
-
-
-_DEFAULT_CONVERTER = "agentcore.default_converter"
 
 
 class AgentPluginManager(pluggy.PluginManager):
@@ -312,7 +190,7 @@ class AgentPluginManager(pluggy.PluginManager):
         table: Dict[str, RegistryEntry] = {}
         errors: Dict[str, str] = {}
         done = 0
-        if kind in _SHARED_KINDS:
+        if kind in _loading.SHARED_KINDS:
             done, table, errors = self._base(kind, impls)
         for impl in impls[done:]:
             err = self._run_register(kind, impl, table)
@@ -334,8 +212,8 @@ class AgentPluginManager(pluggy.PluginManager):
             return 0, {}, {}
         plugins = tuple(impl.plugin for impl in impls[:count])
         key = (kind,) + tuple((impl.plugin_name, id(impl.plugin)) for impl in impls[:count])
-        with _lock:
-            shared = _shared_tables.get(key)
+        with _loading.lock:
+            shared = _loading.shared_tables.get(key)
             if shared is None or any(a is not b for a, b in zip(shared[0], plugins)):
                 table: Dict[str, RegistryEntry] = {}
                 errors: Dict[str, str] = {}
@@ -343,9 +221,9 @@ class AgentPluginManager(pluggy.PluginManager):
                     err = self._run_register(kind, impl, table)
                     if err:
                         errors[impl.plugin_name] = err
-                if len(_shared_tables) >= 16:  # only tests switch base plugins; stay bounded
-                    _shared_tables.clear()
-                shared = _shared_tables[key] = (plugins, table, errors)
+                if len(_loading.shared_tables) >= 16:  # only tests switch base plugins; stay bounded
+                    _loading.shared_tables.clear()
+                shared = _loading.shared_tables[key] = (plugins, table, errors)
         return count, dict(shared[1]), dict(shared[2])
 
     @property
@@ -376,8 +254,8 @@ class AgentPluginManager(pluggy.PluginManager):
         try:
             impl.function(*[register for _ in impl.argnames])
         except Exception as exc:
-            message = f"{_REGISTER_HOOKS[kind]} failed: {_describe(exc)}"
-            _warn_once(f"reg:{source}:{kind}:{exc}", f"agentcore: plugin {source!r}: {message}")
+            message = f"{_REGISTER_HOOKS[kind]} failed: {describe_exception(exc)}"
+            _loading.warn_once(f"reg:{source}:{kind}:{exc}", f"agentcore: plugin {source!r}: {message}")
             return message
         return None
 
@@ -499,8 +377,7 @@ class AgentPluginManager(pluggy.PluginManager):
                     provides={k: tuple(v) for k, v in provides.get(name, {}).items()},
                 )
             )
-        failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
-        for rec in failed:
+        for rec in _loading.failed_records():
             infos.append(
                 PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error, rec.builtin, rec.entry_point)
             )
@@ -509,7 +386,7 @@ class AgentPluginManager(pluggy.PluginManager):
 
 def _failed_plugins_hint() -> str:
     """``"2 plugins failed to load, ...: 'broken' (RuntimeError: ...). "`` or ``""``."""
-    failed = [r for r in (_builtins or []) + (_entry_points or []) if r.error]
+    failed = _loading.failed_records()
     if not failed:
         return ""
     shown = "; ".join(f"{r.name!r} ({r.error})" for r in failed[:3]) + ("; ..." if len(failed) > 3 else "")
@@ -535,10 +412,10 @@ def create_plugin_manager(
     are discovered on the first call in the process.
     """
     pm = AgentPluginManager()
-    builtins = _load_builtins()
+    builtins = _loading.load_builtins()
     first = [rec for rec in builtins if rec.name not in USER_CONFIG_PLUGINS]
     last = [rec for rec in builtins if rec.name in USER_CONFIG_PLUGINS]
-    for rec in first + _load_entry_points() + last:
+    for rec in first + _loading.load_entry_points() + last:
         if rec.obj is None:
             continue
         try:
@@ -587,7 +464,7 @@ def shared_agent_manager() -> AgentPluginManager:
     pm = _shared_pm
     if pm is not None:
         return pm
-    with _lock:
+    with _loading.lock:
         if _shared_pm is None:
             _shared_pm = create_plugin_manager()
         return _shared_pm
@@ -596,7 +473,7 @@ def shared_agent_manager() -> AgentPluginManager:
 def default_plugin_manager() -> AgentPluginManager:
     """The process-wide manager behind the module-level registry functions (created on first use)."""
     global _default_pm
-    with _lock:
+    with _loading.lock:
         if _default_pm is None:
             _default_pm = create_plugin_manager()
         return _default_pm

@@ -100,10 +100,10 @@ def time_creation(runs: int):
     """Median ms of: floor (bare pluggy manager), Agent(), Agent(plugins=[p]) (its own manager)."""
     import pluggy
 
-    from agentcore import hookimpl, hookspecs, plugins
+    from agentcore import _plugin_loading, hookimpl, hookspecs
 
     model = ScriptedModel(responses()).model
-    records = [r for r in plugins._load_builtins() + plugins._load_entry_points() if r.obj is not None]
+    records = [r for r in _plugin_loading.load_builtins() + _plugin_loading.load_entry_points() if r.obj is not None]
 
     def floor():
         pm = pluggy.PluginManager("agentcore")

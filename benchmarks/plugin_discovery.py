@@ -16,12 +16,12 @@ import sys
 import time
 from importlib.metadata import distributions
 
-from agentcore import plugins
+from agentcore import _plugin_loading, plugins
 
 COLD = (
-    "import time, agentcore.plugins as p\n"
-    "t = time.perf_counter(); found = list(p._iter_entry_points()); scan = time.perf_counter() - t\n"
-    "p._load_entry_points(); total = time.perf_counter() - t\n"
+    "import time, agentcore._plugin_discovery as d, agentcore._plugin_loading as p\n"
+    "t = time.perf_counter(); found = list(d._iter_entry_points()); scan = time.perf_counter() - t\n"
+    "p.load_entry_points(); total = time.perf_counter() - t\n"
     "print(scan * 1000, total * 1000)\n"
 )
 
@@ -42,7 +42,7 @@ def timed(fn, rounds: int = 15) -> float:
 
 def discover() -> None:
     plugins.reset_plugins()
-    plugins._load_entry_points()
+    _plugin_loading.load_entry_points()
 
 
 def main() -> None:

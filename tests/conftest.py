@@ -190,9 +190,9 @@ def sigint_handled() -> Any:
 
 
 def _plugin_tables() -> tuple:
-    from agentcore import plugins
+    from agentcore import _plugin_loading
 
-    return plugins._builtins, plugins._entry_points
+    return _plugin_loading._builtins, _plugin_loading._entry_points
 
 
 def _polluted(pm: Any) -> bool:

@@ -420,9 +420,9 @@ def test_dask_worker_killed_mid_run_reruns_its_tasks_and_corrupts_no_session(spe
 
 
 def test_an_entry_point_plugin_is_named_and_costs_no_manager_of_its_own(server):
-    from agentcore import plugins as registry
+    from agentcore import _plugin_loading
 
-    names = [rec.name for rec in registry._load_entry_points() if rec.obj is not None]
+    names = [rec.name for rec in _plugin_loading.load_entry_points() if rec.obj is not None]
     if "web" not in names:
         pytest.skip("the agentcore-web plugin (plugins/agentcore-web) is not installed")
     agent = AgentSpec(server.model(), plugins=("web",)).build()

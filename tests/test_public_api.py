@@ -296,7 +296,7 @@ def test_version_is_read_from_the_distribution_setup_cfg_names(monkeypatch):
     # report that project's version (or none) instead of ours.
     import importlib.metadata
 
-    from agentcore import plugins
+    from agentcore import _plugin_discovery
 
     name = _setup_cfg_metadata()["name"]
     assert name == "pyagentcore"
@@ -304,7 +304,7 @@ def test_version_is_read_from_the_distribution_setup_cfg_names(monkeypatch):
     monkeypatch.setattr(importlib.metadata, "version", lambda dist: asked.append(dist) or "9.9")
     monkeypatch.delitem(agentcore.__dict__, "__version__", raising=False)
     assert agentcore.__version__ == "9.9"
-    assert plugins._agentcore_version() == "9.9"
+    assert _plugin_discovery._agentcore_version() == "9.9"
     assert asked == [name, name]
     builtin = [info for info in agentcore.plugins_info() if info.builtin]
     assert builtin and all(info.distribution == name for info in builtin)

@@ -31,8 +31,8 @@ def _call(impl: Any, kwargs: Dict[str, Any]) -> Any:
 
 def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:
     """Let every plugin add its options to ``parser`` (the ``command`` sub-command's parser)."""
+    from .._plugin_loading import warn_once as _warn_once
     from .._safe import describe_exception
-    from ..plugins import _warn_once
 
     for impl in _impls("add_cli_options"):
         try:
