@@ -46,7 +46,7 @@ from .failures import (
     secret_header_values,
     signal_aborted,
 )
-from .retries import RetryBudget, retry_or_raise
+from .retries import RetryBudget, retry_or_raise, transient
 from .writer import StreamWriter
 
 __all__ = [
@@ -382,7 +382,6 @@ class WireProvider:
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
-            dropped = http.transport_errors()
             while True:
                 response = http.open_stream(
                     request.url,
@@ -402,11 +401,8 @@ class WireProvider:
                 try:
                     yield from self._read(model, response, writer, pending, signal, options)
                     break
-                except ProviderError as exc:
-                    retry_or_raise(exc, exc.retryable, budget, output, signal, model.provider or self.api, secrets)
-                    pending.clear()
-                except dropped as exc:  # the connection went after the headers: a retry if no content yet
-                    retry_or_raise(exc, True, budget, output, signal, model.provider or self.api, secrets)
+                except Exception as exc:  # transient and no content yet: try again, else it stands
+                    retry_or_raise(exc, transient(exc), budget, output, signal, model.provider or self.api, secrets)
                     pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")

@@ -96,7 +96,7 @@ def transport_errors() -> Tuple[Type[BaseException], ...]:
     ``OSError`` (requests' ``ChunkedEncodingError``/``ConnectionError`` are ``OSError`` too),
     urllib3's ``HTTPError`` family (``ProtocolError``, ``ReadTimeoutError``) and http.client's
     ``HTTPException`` (``IncompleteRead``). A wire module retries these like a 5xx status when no
-    content has been emitted yet (:func:`~agentcore.providers.retries.retry_or_raise`)."""
+    content has been emitted yet (:func:`~agentcore.providers.retries.transient`)."""
     import http.client
 
     from urllib3.exceptions import HTTPError as Urllib3Error

@@ -27,6 +27,7 @@ __all__ = [
     "retryable_status",
     "retryable_error",
     "retry_or_raise",
+    "transient",
 ]
 
 DEFAULT_MAX_RETRIES = 2
@@ -152,6 +153,20 @@ def retryable_error(*codes: Any) -> bool:
         if retryable_status(code):
             return True
     return False
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a failure while reading a stream may go away on a retry: a
+    :class:`~agentcore.providers.failures.ProviderError` the wire module marked ``retryable`` (an
+    overload or rate limit the server reported in the stream), or the connection dropping,
+    resetting or timing out after the headers (:func:`~agentcore.providers.http.transport_errors`).
+    Anything else (a malformed stream, an abort, a bad request) is not."""
+    from . import http
+    from .failures import ProviderError
+
+    if isinstance(exc, ProviderError):
+        return bool(exc.retryable)
+    return isinstance(exc, http.transport_errors())
 
 
 def retry_or_raise(

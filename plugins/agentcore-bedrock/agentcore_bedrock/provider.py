@@ -50,7 +50,7 @@ from agentcore.providers.base import (
     secret_header_values,
     signal_aborted,
 )
-from agentcore.providers.retries import RetryBudget, retry_or_raise
+from agentcore.providers.retries import RetryBudget, retry_or_raise, transient
 from agentcore.streams import ProviderStream
 
 from .auth import BedrockConfigError, endpoint_url, request_url, resolve_region, sign_request
@@ -123,7 +123,6 @@ class BedrockProvider:
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
-            dropped = http.transport_errors()
             while True:
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
@@ -131,12 +130,9 @@ class BedrockProvider:
                 try:
                     yield from self._attempt(signed, state, writer, pending, signal, options, started, budget)
                     break
-                except BedrockStreamException as exc:
-                    retryable = exc.retryable and not state.has_content
+                except Exception as exc:  # transient and no content yet: try again, else it stands
+                    retryable = transient(exc) and not state.has_content
                     retry_or_raise(exc, retryable, budget, output, signal, "amazon-bedrock", secrets)
-                    pending.clear()
-                except dropped as exc:  # the connection went after the headers: a retry if no content yet
-                    retry_or_raise(exc, not state.has_content, budget, output, signal, "amazon-bedrock", secrets)
                     pending.clear()
             if output.stop_reason in ("error", "aborted"):
                 raise ProviderError(output.error_message or "An unknown error occurred")
