@@ -84,12 +84,11 @@ class AgentPlugins:
 
 def _place_default_converter(pm: Any, present: bool) -> None:
     """Register or unregister the built-in converter so that it is there exactly when wanted."""
-    from ._plugin_loading import _DEFAULT_CONVERTER
-    from ._plugin_loading import load_builtins as _load_builtins
+    from ._plugin_loading import _DEFAULT_CONVERTER, load_builtins
 
     registered = pm.get_plugin(_DEFAULT_CONVERTER)
     if present and registered is None:
-        for rec in _load_builtins():
+        for rec in load_builtins():
             if rec.name == _DEFAULT_CONVERTER and rec.obj is not None:
                 pm.register(rec.obj, name=_DEFAULT_CONVERTER)
     elif not present and registered is not None:

@@ -31,7 +31,7 @@ def _call(impl: Any, kwargs: Dict[str, Any]) -> Any:
 
 def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:
     """Let every plugin add its options to ``parser`` (the ``command`` sub-command's parser)."""
-    from .._plugin_loading import warn_once as _warn_once
+    from .._plugin_loading import warn_once
     from .._safe import describe_exception
 
     for impl in _impls("add_cli_options"):
@@ -39,7 +39,7 @@ def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:
             _call(impl, {"parser": parser, "command": command})
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
             message = f"agentcore: plugin {impl.plugin_name!r}: add_cli_options failed: {describe_exception(exc)}"
-            _warn_once(f"cli:{impl.plugin_name}:{command}:{exc}", message)
+            warn_once(f"cli:{impl.plugin_name}:{command}:{exc}", message)
 
 
 def plugin_tools(args: Any, command: str) -> List[Any]:

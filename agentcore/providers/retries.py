@@ -8,9 +8,10 @@
   the server asked for; a sleep ends at once when the abort signal fires.
 * :func:`retryable_error` says whether an in-stream error's codes (Anthropic error types, OpenAI
   codes, google.rpc status names, Bedrock exception names, numeric statuses) are transient.
-* :func:`retry_or_raise` is the in-stream rule every wire module applies: transient (an error
-  event the server marks as such, or the connection dropping after the headers) and no content
-  emitted yet -> back off and try again; otherwise the error stands.
+* :func:`transient` says whether a failure while reading a stream may go away on a retry (an
+  error the server marked retryable in the stream, or the connection dropping after the headers).
+* :func:`retry_or_raise` is the in-stream rule every wire module applies: transient and no
+  content emitted yet -> back off and try again; otherwise the error stands.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 from agentcore.providers.base import ProviderError, ProviderStream, StateHandler, WireProvider, WireRequest
 from agentcore.providers.google import GoogleStreamState, build_request_body
-from agentcore.providers.retries import DEFAULT_MAX_RETRIES
+from agentcore.providers.retries import RetryBudget
 
 from .auth import SCOPES, TokenSource
 
@@ -194,8 +194,8 @@ class VertexProvider(WireProvider):
         self.token_source(options.get("credentials")).invalidate()
         # the retry with a fresh token is an auth step, outside the budget; what the first stream
         # spent on transient failures (one HTTP answer per attempt) is not given back
-        budget = DEFAULT_MAX_RETRIES if options.get("max_retries") is None else max(0, int(options["max_retries"]))
-        options["max_retries"] = max(0, budget - (len(statuses) - 1))
+        allowed = RetryBudget(options.get("max_retries")).max_retries  # the default and the floor at 0
+        options["max_retries"] = max(0, allowed - (len(statuses) - 1))
         yield from super().stream(model, context, **options)
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
