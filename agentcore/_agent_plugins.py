@@ -22,6 +22,24 @@ from ._agent_hooks import AgentHooks, callables_plugin
 
 __all__ = ["AgentPlugins", "observers_for_run", "registry_stream_fn"]
 
+#: The plugin name of the built-in converter (defined here, where each run reads it).
+DEFAULT_CONVERTER_NAME = "agentcore.default_converter"
+
+
+_shared_manager: Optional[Callable[[], Any]] = None
+
+
+def _shared_agent_manager() -> Any:
+    """``plugins.shared_agent_manager()``; ``agentcore.plugins`` (and pluggy) is imported on the
+    first call, not at ``import agentcore``, and no import statement runs on later calls."""
+    global _shared_manager
+    if _shared_manager is None:
+        from .plugins import shared_agent_manager
+
+        _shared_manager = shared_agent_manager
+    return _shared_manager()
+
+
 ADAPTER_NAME = "agentcore.agent-callables"
 
 
@@ -44,9 +62,7 @@ class AgentPlugins:
         """The manager in use now (the agent's own, else the shared one); never registers on it."""
         if self._own is not None:
             return self._own
-        from .plugins import shared_agent_manager
-
-        return shared_agent_manager()
+        return _shared_agent_manager()
 
     def own(self) -> Any:
         """The agent's own manager, created on first call."""
@@ -102,10 +118,8 @@ def converter_for_run(hooks: AgentHooks, default: Callable[..., Any]) -> Callabl
     hook is known without asking it: ``default`` (the built-in's list form), or the agent's own
     list converter when it replaced the built-in one.
     """
-    from ._plugin_loading import _DEFAULT_CONVERTER
-
     impls = hooks.pm.hook.convert_to_llm.get_hookimpls()
-    if all(impl.plugin_name == _DEFAULT_CONVERTER for impl in impls):
+    if all(impl.plugin_name == DEFAULT_CONVERTER_NAME for impl in impls):
         return hooks.list_converter if hooks.list_converter is not None and not impls else default
     return hooks.convert_to_llm
 

@@ -18,6 +18,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import _DISTRIBUTION
+from ._agent_plugins import DEFAULT_CONVERTER_NAME
 from ._plugin_discovery import _agentcore_version, _hooks_of, _iter_entry_points, _missing_module
 from ._plugin_records import RegistryEntry, _Loaded
 from ._safe import describe_exception
@@ -54,7 +55,7 @@ class _DefaultConverter:
         return convert_message(message)
 
 
-_DEFAULT_CONVERTER = "agentcore.default_converter"
+_DEFAULT_CONVERTER = DEFAULT_CONVERTER_NAME
 
 
 lock = threading.RLock()  # guards the tables below and the managers of agentcore.plugins

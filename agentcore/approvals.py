@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from . import tools as _tools
 from ._safe import exception_message, json_safe
 from .types import TextContent, ToolCall
 
@@ -88,8 +89,6 @@ def split_batch(
 
     A call whose arguments fail validation runs now: the loop turns it into the usual validation
     error result, and nobody is asked about a call that could not run anyway."""
-    from .tools import validate_tool_arguments
-
     by_name = {tool.name: tool for tool in tools or ()}
     runnable: List[ToolCall] = []
     waiting: List[PendingApproval] = []
@@ -102,7 +101,7 @@ def split_batch(
             raw = call.arguments
             if tool.prepare_arguments is not None:
                 raw = tool.prepare_arguments(raw)
-            args = validate_tool_arguments(tool, raw)
+            args = _tools.validate_tool_arguments(tool, raw)
         except Exception:  # noqa: BLE001 - the loop reports it as the call's error result
             runnable.append(call)
             continue

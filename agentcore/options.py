@@ -96,10 +96,10 @@ def check_names(names: Iterable[str], where: str, extra: Iterable[str] = ()) -> 
     """Raise TypeError for the first name that is not an option (nor in ``extra``), with the
     closest option names, e.g. ``Agent() got an unknown option 'temprature' (did you mean
     'temperature'?)``."""
-    known = set(OPTION_NAMES) | set(extra)
+    extra = tuple(extra)
     for name in names:
-        if name not in known:
-            raise TypeError(_unknown(name, where, known))
+        if name not in _FIELDS and name not in extra:
+            raise TypeError(_unknown(name, where, set(OPTION_NAMES) | set(extra)))
 
 
 def _unknown(name: str, where: str, known: Iterable[str]) -> str:

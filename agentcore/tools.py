@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union, overload
 
 from ._util import awaited
 from .signals import AbortSignal
+from .types import ImageContent, TextContent
 
 __all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool", "validate_tool_arguments"]
 
@@ -203,8 +204,6 @@ def _make_execute(fn: Callable[..., Any], info: Any) -> ToolExecute:
 
 def to_tool_result(value: Any) -> AgentToolResult:
     """The :class:`AgentToolResult` for a ``@tool`` function's return value (rules in :func:`tool`)."""
-    from .types import ImageContent, TextContent
-
     blocks = (TextContent, ImageContent)
     if isinstance(value, AgentToolResult):
         return value

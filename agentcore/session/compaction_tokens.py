@@ -14,10 +14,22 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from .._util import field_of
-from ..types import ImageContent, TextContent, ThinkingContent, ToolCall, _is_mapping, message_from_dict, role_of
+from ..types import (
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    _is_mapping,
+    message_from_dict,
+    role_of,
+)
 
 __all__ = [
     "CompactionSettings",
@@ -85,15 +97,22 @@ def usage_tokens(usage: Any) -> int:
     """Tokens of one usage report (object or reference dict): its total, else the sum of parts."""
     if usage is None:
         return 0
-    total = field_of(usage, "total_tokens", "totalTokens", 0)
+    if type(usage) is Usage:  # the usual report, read without the dict-or-object getter
+        total = usage.total_tokens
+        if type(total) is int and total > 0:
+            return total
+        parts: Tuple[Any, ...] = (usage.input, usage.output, usage.cache_read, usage.cache_write)
+    else:
+        total = field_of(usage, "total_tokens", "totalTokens", 0)
     if isinstance(total, (int, float)) and not isinstance(total, bool) and total:
         return int(total)
-    parts = (
-        field_of(usage, "input", "input", 0),
-        field_of(usage, "output", "output", 0),
-        field_of(usage, "cache_read", "cacheRead", 0),
-        field_of(usage, "cache_write", "cacheWrite", 0),
-    )
+    if type(usage) is not Usage:
+        parts = (
+            field_of(usage, "input", "input", 0),
+            field_of(usage, "output", "output", 0),
+            field_of(usage, "cache_read", "cacheRead", 0),
+            field_of(usage, "cache_write", "cacheWrite", 0),
+        )
     return int(sum(p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)))
 
 
@@ -112,6 +131,11 @@ def _as_message(message: Any) -> Any:
 
 
 def _valid_usage(message: Any) -> Optional[Any]:
+    if type(message) is AssistantMessage:  # the usual case, without the dict-or-object getters
+        usage = message.usage
+        if message.stop_reason in ("aborted", "error") or usage is None or usage_tokens(usage) <= 0:
+            return None
+        return usage
     if role_of(message) != "assistant":
         return None
     if field_of(message, "stop_reason", "stopReason") in ("aborted", "error"):
@@ -149,8 +173,9 @@ def _content_chars(content: Any) -> int:
     return chars
 
 
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+#: ``json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)`` without building
+#: an encoder per call (``json.dumps`` does that whenever an argument differs from its defaults).
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str).encode
 
 
 def _assistant_chars(content: Optional[Iterable[Any]]) -> int:
@@ -172,6 +197,11 @@ def estimate_tokens(message: Any) -> int:
     thinking and tool calls (name + compact JSON arguments); a shell run's command and output; a
     summary's text; a developer/system message's content. Unknown roles count 0.
     """
+    cls = type(message)
+    if cls is UserMessage or cls is ToolResultMessage:  # the usual messages: no generic reads
+        return int(math.ceil(_content_chars(message.content) / 4))
+    if cls is AssistantMessage:
+        return int(math.ceil(_assistant_chars(message.content) / 4))
     role = role_of(message)
     message = _as_message(message)
     if message is None:
@@ -308,7 +338,10 @@ class ContextTokenCounter:
 
     def _add(self, index: int, message: Any) -> None:
         self._sums.append(self._sums[-1] + estimate_tokens(message))
-        if role_of(message) == "compactionSummary":
+        cls = type(message)
+        if cls is UserMessage or cls is ToolResultMessage:  # neither a summary nor a usage report
+            return
+        if cls is not AssistantMessage and role_of(message) == "compactionSummary":
             self._summary_index = index
             self._usage_index = None
             kept = self._kept_count(message) if self._kept_count is not None else None

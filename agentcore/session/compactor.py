@@ -37,9 +37,19 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
-from .._util import field_of
+from .._loop_types import AgentLoopTurnUpdate
+from .._util import awaited, field_of
+from ..messages import convert_message
 from ..signals import AbortController
-from ..types import AgentContext, CompactionSummaryMessage, now_ms, role_of
+from ..types import (
+    AgentContext,
+    AssistantMessage,
+    CompactionSummaryMessage,
+    ToolResultMessage,
+    UserMessage,
+    now_ms,
+    role_of,
+)
 from .compaction import (
     CompactionError,
     CompactionPreparation,
@@ -324,8 +334,6 @@ class Compactor:
             emit(CompactionEndEvent("overflow", error_message=ERR_OVERFLOW_GAVE_UP))
 
     def _turn_hook(self, config: Any, emit: Any, signal: Any) -> Callable[[Any], Any]:
-        from ..loop import AgentLoopTurnUpdate
-
         previous = config.prepare_next_turn
 
         def hook(ctx: Any) -> Any:
@@ -503,20 +511,22 @@ def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[An
     """A ``transform_context`` (after ``inner``) that turns compaction and branch summaries into
     the user messages the model should see, so they reach it even when the converter (like the
     loop's default) keeps only the standard roles."""
-    from .._util import awaited
-    from ..messages import convert_message
-
     def transform(messages: List[Any], signal: Any) -> List[Any]:
         if inner is not None:
             changed = awaited(inner(messages, signal))
             if changed is not None:
                 messages = changed
-        return [convert_message(m) if role_of(m) in _SUMMARY_ROLES else m for m in messages]
+        for message in messages:  # usually none is a summary: the list is returned as it is
+            if type(message) not in _STANDARD_TYPES and role_of(message) in _SUMMARY_ROLES:
+                return [convert_message(m) if role_of(m) in _SUMMARY_ROLES else m for m in messages]
+        return messages
 
     return transform
 
 
 _SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
+#: Message classes that are never summaries (checked by exact type, before the generic role read).
+_STANDARD_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
 
 
 def _same_message(stored: Any, message: Any) -> bool:
