@@ -9,6 +9,7 @@ through :mod:`agentcore.providers.openai_completions`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict
 
 from ..types import Model
@@ -56,8 +57,19 @@ def _is_loopback(base_url: str) -> bool:
 
 
 def detect_compat(model: Model) -> Dict[str, Any]:
-    """Compat flags detected from ``provider`` and ``base_url`` (before ``model.compat``)."""
-    provider, url = model.provider or "", model.base_url or ""
+    """Compat flags detected from ``provider`` and ``base_url`` (before ``model.compat``); a new
+    dict on every call (the detection itself is remembered per provider, URL and model id)."""
+    provider, url, model_id = model.provider or "", model.base_url or "", model.id or ""
+    compat = dict(_detected(provider, url, model_id))
+    if (provider == "groq" or "groq.com" in url) and model_id == "qwen/qwen3-32b":
+        compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
+    return compat
+
+
+@functools.lru_cache(maxsize=256)
+def _detected(provider: str, url: str, model_id: str) -> Dict[str, Any]:
+    """The flags :func:`detect_compat` derives from the three strings (flat values only: the
+    cached dict is copied, never handed out)."""
     is_zai = provider == "zai" or "api.z.ai" in url
     is_xai = provider == "xai" or "api.x.ai" in url
     is_mistral = provider == "mistral" or "mistral.ai" in url
@@ -91,7 +103,7 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         supportsThinkingContentParts=is_mistral,
         requiresReasoningContentOnAssistantMessages=is_deepseek,
         thinkingFormat="zai" if is_zai else ("mistral" if is_mistral else "openai"),
-        cacheControlFormat="anthropic" if is_openrouter and model.id.startswith("anthropic/") else None,
+        cacheControlFormat="anthropic" if is_openrouter and model_id.startswith("anthropic/") else None,
         supportsLongCacheRetention=not (is_together or is_cloudflare),
     )
     if is_mistral:  # the reference's Mistral API sends the session id as x-affinity (prefix caching)
@@ -99,8 +111,6 @@ def detect_compat(model: Model) -> Dict[str, Any]:
         # Mistral refuses unknown body fields (422 "Extra inputs are not permitted"): it has no
         # stream_options (usage comes anyway), no empty tools list, no OpenAI prompt-cache fields
         compat.update(supportsUsageInStreaming=False, supportsEmptyTools=False, supportsLongCacheRetention=False)
-    if (provider == "groq" or "groq.com" in url) and model.id == "qwen/qwen3-32b":
-        compat["reasoningEffortMap"] = {level: "default" for level in ("minimal", "low", "medium", "high", "xhigh")}
     if provider == "github-copilot":
         compat.update(supportsStore=False, supportsDeveloperRole=False, supportsReasoningEffort=False)
     return compat

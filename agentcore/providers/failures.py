@@ -104,8 +104,16 @@ def is_secret_header(name: str) -> bool:
     with a credential word between its dashes or underscores (``auth``, ``token``, ``key``,
     ``secret``, ``password`` ...), compared case-insensitively. Over-matching only costs a
     redacted header value in an error message."""
-    lowered = str(name).lower()
-    return lowered in _SECRET_HEADERS or bool(_SECRET_NAME_WORDS & set(lowered.replace("_", "-").split("-")))
+    known = _secret_names.get(name)
+    if known is None:
+        lowered = str(name).lower()
+        known = lowered in _SECRET_HEADERS or bool(_SECRET_NAME_WORDS & set(lowered.replace("_", "-").split("-")))
+        if isinstance(name, str) and len(_secret_names) < 1024:  # the few names a process sends
+            _secret_names[name] = known
+    return known
+
+
+_secret_names: Dict[str, bool] = {}  # is_secret_header's answers (a pure function of the name)
 
 
 def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
