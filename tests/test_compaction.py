@@ -166,6 +166,48 @@ def test_estimate_tokens_per_role():  # session §12 scenario 67
     assert estimate_tokens(U("\U0001f600" * 2)) == 1  # UTF-16 code units, as the reference counts
 
 
+def test_token_figures_of_message_objects_match_their_reference_dicts():
+    """The exact-type fast paths for the usual messages and Usage give the figures of the generic
+    reads (the reference JSON dicts, and subclasses, take those)."""
+    from agentcore.session.compaction_tokens import ContextTokenCounter, _valid_usage, usage_tokens
+    from agentcore.types import message_to_dict
+
+    class MyUsage(Usage):
+        pass
+
+    class MyAssistant(AssistantMessage):
+        pass
+
+    call = ToolCall("c1", "edit", {"path": "caf\u00e9.py", "n": 1.5, "nested": [1, {"x": None}]})
+    messages = [
+        U("plain user"),
+        UserMessage("a string prompt \U0001f600"),
+        UserMessage([TextContent("look"), ImageContent("aGk=", "image/png")]),
+        A("answer", inp=100, out=50, total=150),
+        A("parts only", inp=100, out=50, cache_read=7, cache_write=3),  # total 0: the sum of parts
+        A(content=[ThinkingContent("hmm"), call], total=99),
+        A("failed", inp=10, stop="error"),
+        A("stopped", inp=10, stop="aborted"),
+        AssistantMessage([TextContent("no usage")], usage=None),
+        ToolResultMessage("c1", "edit", [TextContent("done " * 30)]),
+        ToolResultMessage("c1", "edit", [TextContent("x")], is_error=True),
+    ]
+    for message in messages:
+        as_dict = message_to_dict(message)
+        assert estimate_tokens(message) == estimate_tokens(as_dict), message
+        usage = _valid_usage(message)
+        assert (usage is None) == (_valid_usage(as_dict) is None), message
+        if usage is not None:
+            assert usage_tokens(usage) == usage_tokens(message_to_dict(message)["usage"]) > 0
+    assert usage_tokens(Usage(1, 2, 3, 4, 0)) == usage_tokens(MyUsage(1, 2, 3, 4, 0)) == 10
+    assert usage_tokens(Usage(1, 2, 3, 4, -5)) == usage_tokens({"input": 1, "totalTokens": -5}) == -5
+    sub = MyAssistant([TextContent("sub")], usage=Usage(5, 5, 0, 0, 10))
+    assert estimate_tokens(sub) == estimate_tokens(AssistantMessage([TextContent("sub")])) == 1
+    assert usage_tokens(_valid_usage(sub)) == 10
+    objects, dicts = ContextTokenCounter(), ContextTokenCounter()
+    assert objects.estimate(messages) == dicts.estimate([message_to_dict(m) for m in messages])
+
+
 def test_estimate_context_tokens():  # session §12 scenario 68
     assert estimate_context_tokens([U("no usage")]).last_usage_index is None
     est = estimate_context_tokens([A(inp=10, out=5, cache_read=3, cache_write=2, total=20), U("tail")])

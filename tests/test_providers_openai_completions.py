@@ -986,3 +986,21 @@ def test_zai_tool_stream_compat_streams_tool_arguments():  # issue 17: catalog c
     assert build_request_body(glm, with_tools, {})["tool_stream"] is True
     assert "tool_stream" not in build_request_body(glm, AgentContext(messages=[UserMessage("hi")]), {})
     assert "tool_stream" not in build_request_body(_model(provider="zai", base_url=glm.base_url), with_tools, {})
+
+
+def test_detected_compat_is_a_fresh_dict_per_call_and_follows_the_model():
+    """Detection is remembered per provider, base URL and model id; callers still get their own
+    dict, and a changed URL or model id is detected again."""
+    local = Model(id="m", api=API, provider="custom", base_url="http://127.0.0.1:8080/v1")
+    first = resolve_compat(local)
+    first["maxTokensField"] = "changed by a caller"
+    second = resolve_compat(local)
+    assert second is not first and second["maxTokensField"] == "max_tokens"  # a loopback server
+    local.base_url = "https://api.example.com/v1"
+    assert resolve_compat(local)["maxTokensField"] == "max_completion_tokens"
+    qwen = Model(id="qwen/qwen3-32b", api=API, provider="groq", base_url="https://api.groq.com/openai/v1")
+    mapped = resolve_compat(qwen)["reasoningEffortMap"]
+    mapped["high"] = "changed by a caller"
+    assert resolve_compat(qwen)["reasoningEffortMap"]["high"] == "default"
+    local.compat = {"maxTokensField": "max_tokens"}  # explicit entries still win
+    assert resolve_compat(local)["maxTokensField"] == "max_tokens"

@@ -42,6 +42,10 @@ def _text_of(content: Any) -> str:
         return ""
 
 
+#: ``json.dumps(value, ensure_ascii=False, default=str)`` without a new encoder per event.
+_encode_event = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 class _Writer:
     """Writes to a stream, flushes, and goes quiet once the reader has gone away."""
 
@@ -164,7 +168,7 @@ class JsonPrinter:
 
         if not self.stream and event.type == "message_update":
             return
-        self.out.write(json.dumps(event_to_dict(event), ensure_ascii=False, default=str) + "\n")
+        self.out.write(_encode_event(event_to_dict(event)) + "\n")
 
 
 def run_outcome(new_messages: Any) -> int:

@@ -45,6 +45,11 @@ __all__ = ["RpcOutput", "RpcError", "RpcServer", "cmd_rpc", "read_lines", "SHUTD
 SHUTDOWN_WAIT = 30.0
 
 
+#: Compact strict JSON, one encoder for every line (``json.dumps`` with these arguments builds a
+#: new encoder per call, ~2 us of each streamed event).
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
 class RpcError(Exception):
     """A command failed; the message goes into the error response as it is (say what to send)."""
 
@@ -67,9 +72,9 @@ class RpcOutput:
 
     def send(self, obj: Dict[str, Any]) -> None:
         try:
-            line = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            line = _encode(obj)
         except (TypeError, ValueError):
-            line = json.dumps(json_safe(obj), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+            line = _encode(json_safe(obj))
         data = (self.redact(line) + "\n").encode("utf-8", "backslashreplace")
         with self.lock:
             if self.closed:

@@ -230,6 +230,7 @@ def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
 
 
 _decoder = json.JSONDecoder()
+_encode_body = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode  # built once, not per request
 _decode_json = _decoder.decode
 _scan_json = json_scanner(_decoder)  # the C scanner behind decode(), without its two whitespace regexes
 
@@ -272,7 +273,7 @@ def encode_body(body: Dict[str, Any], model: Any, options: Mapping[str, Any]) ->
         replaced = on_payload(body, model)
         if replaced is not None:
             body = replaced
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _encode_body(body).encode("utf-8")
 
 
 # --------------------------------------------------------------------------- wire interface

@@ -511,6 +511,7 @@ def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[An
     """A ``transform_context`` (after ``inner``) that turns compaction and branch summaries into
     the user messages the model should see, so they reach it even when the converter (like the
     loop's default) keeps only the standard roles."""
+
     def transform(messages: List[Any], signal: Any) -> List[Any]:
         if inner is not None:
             changed = awaited(inner(messages, signal))
