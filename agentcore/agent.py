@@ -978,17 +978,22 @@ class Agent:
         compactor = self.compactor
         # config was built for this run alone (_launch): set its two hooks in place
         config.transform_context, config.prepare_next_turn = compactor.turn_hooks(config, emit, signal)
-        context = compactor.before_run(context, prompts or (), emit, signal)
-        if prompts is None:
-            messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn, resume=resume)
-        else:
-            messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
-        retry = compactor.recover_overflow(messages, context, config, emit, signal)
-        if retry is None:
-            return messages
-        more = _loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
-        compactor.retried(more, config, emit)
-        return list(messages) + list(more)
+        try:
+            context = compactor.before_run(context, prompts or (), emit, signal)
+            if prompts is None:
+                messages = _loop.run_agent_loop_continue(context, config, emit, signal, stream_fn, resume=resume)
+            else:
+                messages = _loop.run_agent_loop(prompts, context, config, emit, signal, stream_fn)
+            retry = compactor.recover_overflow(messages, context, config, emit, signal)
+            if retry is None:
+                return messages
+            more = _loop.run_agent_loop_continue(retry, config, emit, signal, stream_fn)
+            compactor.retried(more, config, emit)
+            return list(messages) + list(more)
+        finally:
+            # The turn hook holds this config (and, through the emitter, the run): unhooked, the
+            # run's objects are freed when it ends instead of waiting for the cycle collector.
+            config.transform_context = config.prepare_next_turn = None
 
     @staticmethod
     def _outcome(run: _ActiveRun) -> List[Any]:

@@ -225,10 +225,17 @@ def to_tool_result(value: Any) -> AgentToolResult:
     return AgentToolResult(content=[TextContent(_result_text(value))], details=value)
 
 
+#: A scalar's JSON (``json.dumps`` with ``indent`` always takes the pure-Python encoder, whose
+#: closures are a reference cycle per call).
+_encode_scalar = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _result_text(value: Any) -> str:
     """Indented JSON of a returned value; a value ``json.dumps`` refuses even with the defaults
     below (non-string keys, a cycle, a raising ``__str__``) is shown in its JSON-safe form instead
     of turning a finished call into an error."""
+    if value is None or type(value) in (int, float, bool):  # indentation changes only containers
+        return _encode_scalar(value)
     try:
         return json.dumps(value, indent=2, ensure_ascii=False, default=_json_default)
     except Exception:  # noqa: BLE001 - TypeError, ValueError, RecursionError, a raising __str__

@@ -1650,3 +1650,41 @@ def test_prompt_from_another_thread_runs_there_in_a_copy_of_its_context():  # is
     assert seen[0] == (caller["ident"], "req-1") and caller["after"] == "req-1"
     assert refused and "run thread" in refused[0]
     assert not agent.state.is_streaming and agent.wait_for_idle()
+
+
+def test_a_finished_run_leaves_no_reference_cycles():  # issue 11 §7: runs freed by refcounting
+    """A run's config, hooks, emitter, signal and streams are freed when it ends, not left for the
+    cycle collector (a reused Agent made about 90 such objects per run, each collection's work)."""
+    import gc
+
+    from agentcore.tools import tool
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply."""
+        return a * b
+
+    scripted = ScriptedModel([tool_call("multiply", {"a": 6, "b": 7}), text("42")] * 4)
+    agent = Agent(scripted.model, tools=[multiply])
+    agent.prompt("warm up")  # first-use imports and caches are not the run's garbage
+
+    def ours(obj: Any) -> bool:
+        module = getattr(type(obj), "__module__", "") or ""
+        if type(obj).__name__ in ("function", "cell"):
+            module = getattr(obj, "__module__", None) or ""
+        return module.startswith("agentcore")
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(3):
+            agent.reset()
+            assert agent.prompt("what is 6 * 7?")[-1].text == "42"
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage if ours(o)]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert left == []
