@@ -32,8 +32,19 @@ _log = logging.getLogger("agentcore.plugins")
 ERR_TRANSFORM_RETURNED = (
     "a transform_context hook implementation returned a {kind}; implementations change the "
     "`messages` list in place (messages[:] = ..., append, del) and return None, so the next one "
-    "sees the change. An Agent's transform_context= callable may return a list."
+    "sees the change (a wrapper's `yield` gives their results, a list of None: change `messages` "
+    "in place after it and return None). An Agent's transform_context= callable may return a list."
 )
+
+
+def _as_results(answer: Any) -> List[Any]:
+    """The result list of a hook that collects results: a wrapper may have replaced pluggy's list
+    with None (it changed things in place and returned nothing) or with a single result."""
+    if answer is None:
+        return []
+    if isinstance(answer, list):
+        return answer
+    return [answer]
 
 
 class AgentHooks:
@@ -62,17 +73,19 @@ class AgentHooks:
     def after_tool_call(self, context: Any, signal: Any = None) -> Any:
         """Every implementation's override merged field by field in call order (see
         :func:`merge_after_tool_call`), or None."""
-        results = self.pm.hook.after_tool_call(context=context, signal=signal)
+        results = _as_results(self.pm.hook.after_tool_call(context=context, signal=signal))
         return merge_after_tool_call([awaited(r) for r in results])
 
     def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
         """A copy of ``messages`` after every implementation changed it in place, in call order.
 
         Raises TypeError when an implementation returned something else than None (or the list
-        itself): a returned list cannot reach the implementations called after it.
+        itself): a returned list cannot reach the implementations called after it. A wrapper
+        that returns None (it changed the list in place, as implementations do) counts as no
+        results.
         """
         working = list(messages)
-        for result in self.pm.hook.transform_context(messages=working, signal=signal):
+        for result in _as_results(self.pm.hook.transform_context(messages=working, signal=signal)):
             result = awaited(result)
             if result is not None and result is not working:
                 raise TypeError(ERR_TRANSFORM_RETURNED.format(kind=type(result).__name__))

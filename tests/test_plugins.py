@@ -710,6 +710,44 @@ def test_a_wrapper_on_after_tool_call_sees_every_override() -> None:
     assert len(pm.hook.after_tool_call(context=_Ctx(), signal=None)) == 1
 
 
+def test_wrappers_that_change_things_in_place_and_return_nothing() -> None:
+    """A wrapper following the hooks' "change in place, return None" rule on a hook that collects
+    results (its `yield` gives pluggy's list): a None answer is no results, not a failed run; a
+    single override stands for a list of one."""
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel
+
+    class AddsANote:
+        @hookimpl(wrapper=True)
+        def transform_context(self, messages: Any, signal: Any) -> Any:
+            yield
+            messages.append(UserMessage("note from the wrapper"))
+
+    class Annotates:
+        @hookimpl(wrapper=True)
+        def after_tool_call(self, context: Any, signal: Any) -> Any:
+            yield
+            return AfterToolCallResult(details={"audited": True})  # one override, not a list
+
+    tool = AgentTool("echo", "", {"type": "object", "properties": {}}, lambda *a: AgentToolResult([TextContent("ran")]))
+    scripted = ScriptedModel([ScriptedModel.tool_call("echo", {}, id="t1"), ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, tools=[tool], plugins=[AddsANote(), Annotates()])
+    assert agent.prompt("go")[-1].text == "ok"
+    assert [m.content for m in scripted.contexts[0].messages][-1] == "note from the wrapper"
+    assert agent.state.messages[2].details == {"audited": True}
+    assert agent.plugins.hook.transform_context(messages=[], signal=None) is None  # what the agent read
+
+    class ReturnsMessages:  # the mistake the error message must explain
+        @hookimpl(wrapper=True)
+        def transform_context(self, messages: Any, signal: Any) -> Any:
+            yield
+            return messages + [UserMessage("lost")]
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    failed = Agent(scripted.model, plugins=[ReturnsMessages()]).prompt("go")[-1]
+    assert failed.stop_reason == "error" and "a wrapper's `yield` gives their results" in failed.error_message
+
+
 # --------------------------------------------------------------------------- constructor callables
 
 
