@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ._util import field_of
-from .options import OPTION_NAMES, StreamOptions, check_names
+from .options import OPTION_NAMES, StreamOptions, installed_provider_options, split_names
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -83,7 +83,7 @@ class AgentLoopConfig(StreamOptions):
         options: Optional[StreamOptions] = None,
         **stream_options: Any,
     ) -> None:
-        check_names(stream_options, "AgentLoopConfig()")
+        fields, extra = split_names(stream_options, "AgentLoopConfig()", installed_provider_options)
         self.model = model
         self.convert_to_llm = convert_to_llm
         self.transform_context = transform_context
@@ -97,7 +97,9 @@ class AgentLoopConfig(StreamOptions):
         self.after_tool_call = after_tool_call
         self.api_key = api_key
         values = dict.fromkeys(OPTION_NAMES) if options is None else dict(options.__dict__)
-        values.update((k, v) for k, v in stream_options.items() if v is not None)
+        values.update((k, v) for k, v in fields.items() if v is not None)
+        if extra:  # names a provider declares (region=...): merged into provider_options
+            values["provider_options"] = {**(values.get("provider_options") or {}), **extra}
         self.__dict__.update(values)
 
     @property

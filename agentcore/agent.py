@@ -60,7 +60,7 @@ from .events import (
     TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
-from .options import OPTION_NAMES, StreamOptions, check_names
+from .options import OPTION_NAMES, StreamOptions, split_names, with_provider_options
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -228,18 +228,34 @@ ERR_REASONING_OPTION = (
 )
 
 
-def _agent_options(options: Optional[StreamOptions], given: Dict[str, Any]) -> StreamOptions:
-    """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options``, then keywords.
-    Raises TypeError for an unknown keyword (with a did-you-mean) and for ``reasoning``."""
-    check_names(given, "Agent()")
-    if "reasoning" in given or (options is not None and options.reasoning is not None):
+def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], Mapping[str, Any]]) -> StreamOptions:
+    """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options`` (a
+    StreamOptions or a mapping of option names), then keywords. A name that is no field but an
+    option an installed provider declares (``declared()``) goes to ``provider_options``.
+    Raises TypeError for an unknown name (with a did-you-mean) and for ``reasoning``."""
+    extra: Dict[str, Any] = {}
+    if options is not None and not isinstance(options, StreamOptions):
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"Agent(options=...) takes a StreamOptions or a mapping of option names, not {type(options).__name__}"
+            )
+        fields, extra = split_names(options, "Agent(options=...)", declared)
+        options = StreamOptions(**fields)
+    fields, more = split_names(given, "Agent()", declared)
+    if "reasoning" in fields or (options is not None and options.reasoning is not None):
         raise TypeError(ERR_REASONING_OPTION)
     merged = StreamOptions(transport="auto")
-    for source in (options.__dict__ if options is not None else {}, given):
+    provider: Dict[str, Any] = {}
+    for source, declared_names in ((options.__dict__ if options is not None else {}, extra), (fields, more)):
         for name, value in source.items():
-            if value is not None:
+            if value is None:
+                continue
+            if name == "provider_options":
+                provider.update(value)
+            else:
                 setattr(merged, name, value)
-    return merged
+        provider.update(declared_names)  # Agent(region=...) wins over provider_options={...}
+    return with_provider_options(merged, provider)
 
 
 def _option_property(name: str) -> property:
@@ -292,7 +308,7 @@ class Agent:
         session: Any = None,
         compaction: Any = None,
         compaction_model: Optional[Model] = None,
-        options: Optional[StreamOptions] = None,
+        options: Union[StreamOptions, Mapping[str, Any], None] = None,
         **stream_options: Any,
     ) -> None:
         self._plugin_args = tuple(plugins or ())  # what as_tool() builds fresh sub-agents with
@@ -317,7 +333,7 @@ class Agent:
         self.should_stop_after_turn = should_stop_after_turn
         self.prepare_next_turn = prepare_next_turn
         self.tool_execution = check_tool_execution(tool_execution)
-        self.options = _agent_options(options, stream_options)
+        self.options = _agent_options(options, stream_options, lambda: self._plugins.manager().provider_options())
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)

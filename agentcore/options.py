@@ -26,7 +26,16 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
-__all__ = ["StreamOptions", "OPTION_NAMES", "check_names", "parse_cli_option", "option_kwargs"]
+__all__ = [
+    "StreamOptions",
+    "OPTION_NAMES",
+    "check_names",
+    "split_names",
+    "with_provider_options",
+    "installed_provider_options",
+    "parse_cli_option",
+    "option_kwargs",
+]
 
 Timeout = Union[float, Tuple[float, float]]
 
@@ -78,15 +87,34 @@ class StreamOptions:
         "called with the request body before it is sent (may return a replacement)", cli=_CALLABLE
     )
     on_response: Optional[Callable[..., Any]] = _opt("called with the HTTP status and headers", cli=_CALLABLE)
+    provider_options: Optional[Dict[str, Any]] = _opt(
+        "options a plugin's provider reads, by name (Bedrock's region, Vertex's project ...): "
+        "Agent(region=...) and -o region ... put a name an installed provider declares here",
+        cli="give the option's own name: -o NAME VALUE",
+    )
 
     def to_kwargs(self) -> Dict[str, Any]:
-        """The options that are set, as keyword arguments for a stream function."""
-        return {name: value for name, value in self.__dict__.items() if value is not None}
+        """The options that are set, as keyword arguments for a stream function (the
+        ``provider_options`` spread out as keywords of their own)."""
+        kwargs = {name: value for name, value in self.__dict__.items() if value is not None}
+        extra = kwargs.pop("provider_options", None)
+        if extra:
+            for name, value in extra.items():
+                if value is not None:
+                    kwargs.setdefault(name, value)
+        return kwargs
 
-    def __repr__(self) -> str:  # only what is set (headers never)
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.to_kwargs().items() if k != "headers")
+    def __repr__(self) -> str:  # only what is set (headers never, credential-like names masked)
+        shown = ", ".join(
+            f"{k}={'***' if _SECRET_WORDS & set(k.lower().split('_')) else repr(v)}"
+            for k, v in self.to_kwargs().items()
+            if k != "headers"
+        )
         return f"StreamOptions({shown})"
 
+
+#: A provider option whose name has one of these words shows as ``***`` in reprs.
+_SECRET_WORDS = frozenset({"key", "token", "secret", "password", "credentials", "credential", "auth"})
 
 OPTION_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(StreamOptions))
 _FIELDS = {f.name: f for f in fields(StreamOptions)}
@@ -100,6 +128,45 @@ def check_names(names: Iterable[str], where: str, extra: Iterable[str] = ()) -> 
     for name in names:
         if name not in _FIELDS and name not in extra:
             raise TypeError(_unknown(name, where, set(OPTION_NAMES) | set(extra)))
+
+
+def split_names(
+    given: Mapping[str, Any], where: str, declared: Callable[[], Mapping[str, Any]]
+) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """``(fields, provider_options)``: the :class:`StreamOptions` fields of ``given``, and the
+    names that ``declared()`` (the option names the installed providers declare; called only when
+    a name is not a field) knows. Any other name is a TypeError with a did-you-mean over both."""
+    fields: Dict[str, Any] = {}
+    extra: Dict[str, Any] = {}
+    names: Optional[Mapping[str, Any]] = None
+    for name, value in given.items():
+        if name in _FIELDS:
+            fields[name] = value
+            continue
+        if names is None:
+            names = declared()
+        if name not in names:
+            raise TypeError(_unknown(name, where, set(OPTION_NAMES) | set(names)))
+        extra[name] = value
+    return fields, extra
+
+
+def installed_provider_options() -> Mapping[str, str]:
+    """The options the installed providers declare beyond the fields (name -> description; see
+    ``agentcore.plugins.provider_options``). Imports the plugin machinery on first use, which is
+    why the checks above call it only for a name that is not a field."""
+    from .plugins import provider_options
+
+    return provider_options()
+
+
+def with_provider_options(options: StreamOptions, extra: Mapping[str, Any]) -> StreamOptions:
+    """``options`` with the set values of ``extra`` merged into its ``provider_options`` (a new
+    dict: the given one is never changed)."""
+    merged = {k: v for k, v in (options.provider_options or {}).items() if v is not None}
+    merged.update((k, v) for k, v in extra.items() if v is not None)
+    options.provider_options = merged or None
+    return options
 
 
 def _unknown(name: str, where: str, known: Iterable[str]) -> str:
@@ -122,14 +189,21 @@ def option_kwargs(options: Optional[Union[StreamOptions, Mapping[str, Any]]]) ->
     return {k: v for k, v in options.items() if v is not None}
 
 
-def parse_cli_option(key: str, text: str) -> Tuple[str, Any]:
+def parse_cli_option(
+    key: str, text: str, declared: Optional[Callable[[], Mapping[str, Any]]] = None
+) -> Tuple[str, Any]:
     """``(name, value)`` for ``-o KEY VALUE``: dashes in ``KEY`` may stand for underscores; the
     value is parsed to the option's type (numbers, ``true``/``false``, JSON for objects/lists; a
-    plain word stays a string). Raises ValueError naming the problem."""
+    plain word stays a string). A name that is no :class:`StreamOptions` field but one the
+    installed providers declare (``declared()``, e.g. Bedrock's ``region``) is parsed as JSON, or
+    kept as a word. Raises ValueError naming the problem."""
     name = key.strip().replace("-", "_")
     spec = _FIELDS.get(name)
     if spec is None:
-        raise ValueError(_unknown(key, "-o/--option", OPTION_NAMES))
+        names = declared() if declared is not None else {}
+        if name in names:
+            return name, _parse("a word or JSON", text)
+        raise ValueError(_unknown(key, "-o/--option", set(OPTION_NAMES) | set(names)))
     if spec.metadata["not_cli"]:
         raise ValueError(f"-o/--option {key}: {name} {spec.metadata['not_cli']}")
     kind = _kind(name)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pluggy
 
@@ -85,6 +85,7 @@ __all__ = [
     "tools",
     "get_provider",
     "providers",
+    "provider_options",
     "get_model",
     "models",
     "registry_entries",
@@ -316,6 +317,23 @@ class AgentPluginManager(pluggy.PluginManager):
         """Every registered provider in effect, sorted by API name."""
         return [e.value for _, e in sorted(self.registry("provider").items())]
 
+    def provider_options(self) -> Dict[str, str]:
+        """The options the registered providers read beyond :class:`~agentcore.options.StreamOptions`,
+        name -> description: each provider may declare them in a ``stream_options`` mapping (name
+        -> one line). What ``Agent(name=...)``, ``AgentLoopConfig(name=...)`` and ``-o NAME VALUE``
+        accept besides the fields; a name that is a field is not taken from a provider."""
+        from .options import OPTION_NAMES
+
+        declared: Dict[str, str] = {}
+        for provider in self.providers():
+            names = getattr(provider, "stream_options", None)
+            if not isinstance(names, Mapping):
+                continue
+            for name, doc in names.items():
+                if isinstance(name, str) and name.isidentifier() and name not in OPTION_NAMES:
+                    declared.setdefault(name, f"{doc} ({getattr(provider, 'api', '?')})")
+        return declared
+
     def get_model(self, ref: str, model_id: Optional[str] = None) -> Model:
         """A registered model: ``get_model("provider/id")`` or ``get_model("provider", "id")``.
 
@@ -502,6 +520,12 @@ def get_provider(api: str) -> Any:
 def providers() -> List[Any]:
     """Every registered provider in effect, sorted by wire API name."""
     return default_plugin_manager().providers()
+
+
+def provider_options() -> Dict[str, str]:
+    """The extra options the registered providers declare (see
+    :meth:`AgentPluginManager.provider_options`)."""
+    return default_plugin_manager().provider_options()
 
 
 def get_model(ref: str, model_id: Optional[str] = None) -> Model:

@@ -11,6 +11,7 @@ from _echo import Echo
 
 from agentcore.agent import Agent
 from agentcore.events import ErrorEvent, StartEvent
+from agentcore.hookspecs import hookimpl
 from agentcore.loop import set_default_stream_fn
 from agentcore.signals import AbortSignal
 from agentcore.testing import ScriptedModel, call, response, text, thinking, tool_call
@@ -1688,3 +1689,85 @@ def test_a_finished_run_leaves_no_reference_cycles():  # issue 11 §7: runs free
         gc.garbage.clear()
         gc.enable()
     assert left == []
+
+
+class _RegionalProvider:
+    """A plugin provider with an option of its own (as Bedrock's ``region``)."""
+
+    api = "regional-test"
+    stream_options = {"zone": "where the requests go", "auth_token": "a credential", "timeout": "ignored"}
+
+    def __init__(self) -> None:
+        self.received: List[Any] = []
+
+    def stream(self, model: Any, context: Any, **options: Any) -> Any:
+        from agentcore.events import DoneEvent
+        from agentcore.streams import AssistantMessageEventStream
+
+        self.received.append(options)
+        out = AssistantMessage([TextContent("ok")], api=model.api, provider=model.provider, model=model.id)
+        events = AssistantMessageEventStream()
+        events.push(StartEvent(out))
+        events.push(DoneEvent("stop", out))
+        return events
+
+
+class _Registers:
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+
+    @hookimpl
+    def register_providers(self, register: Any) -> None:
+        register(self.provider)
+
+
+def test_options_a_plugin_provider_declares_reach_it_from_the_agent():  # issue 11 §3: one definition
+    """Agent(zone=...) works for a name the installed provider declares in stream_options: it is
+    kept in provider_options and reaches the provider as a keyword of its own, like a field."""
+    from agentcore.options import StreamOptions
+
+    provider = _RegionalProvider()
+    model = Model(id="m", api="regional-test", provider="regional")
+    agent = Agent(model, plugins=[_Registers(provider)], zone="eu-west-1", max_tokens=64, auth_token="tok-9")
+    assert agent.options.provider_options == {"zone": "eu-west-1", "auth_token": "tok-9"}
+    assert "tok-9" not in repr(agent.options) and "zone='eu-west-1'" in repr(agent.options)
+    assert agent.prompt("hi")[-1].text == "ok"
+    sent = provider.received[-1]
+    assert (sent["zone"], sent["max_tokens"], sent["auth_token"]) == ("eu-west-1", 64, "tok-9")
+    assert "provider_options" not in sent
+
+    # keywords win over options=, whether a StreamOptions or a mapping; a field is never a provider's
+    agent = Agent(
+        model,
+        plugins=[_Registers(provider)],
+        options=StreamOptions(provider_options={"zone": "us-east-1"}, timeout=5.0),
+        zone="ap-south-1",
+    )
+    assert agent.options.provider_options == {"zone": "ap-south-1"} and agent.options.timeout == 5.0
+    agent = Agent(model, plugins=[_Registers(provider)], options={"zone": "us-east-2", "temperature": 0.5})
+    assert (agent.options.provider_options, agent.options.temperature) == ({"zone": "us-east-2"}, 0.5)
+
+    with pytest.raises(TypeError, match=r"unknown option 'zoen' \(did you mean 'zone'"):
+        Agent(model, plugins=[_Registers(provider)], zoen="x")
+    with pytest.raises(TypeError, match="unknown option 'zone'"):  # no installed provider declares it
+        Agent(model, zone="x")
+    with pytest.raises(TypeError, match="StreamOptions or a mapping"):
+        Agent(model, options=["temperature"])
+
+
+def test_command_line_and_loop_config_take_declared_provider_options(monkeypatch):
+    from agentcore import options as options_module
+    from agentcore.loop import AgentLoopConfig
+
+    declared = {"zone": "where the requests go"}
+    assert options_module.parse_cli_option("zone", "eu-west-1", lambda: declared) == ("zone", "eu-west-1")
+    assert options_module.parse_cli_option("zone", '["a", 1]', lambda: declared) == ("zone", ["a", 1])
+    with pytest.raises(ValueError, match="did you mean 'zone'"):
+        options_module.parse_cli_option("zoen", "x", lambda: declared)
+    monkeypatch.setattr(options_module, "installed_provider_options", lambda: declared)
+    from agentcore import _loop_types
+
+    monkeypatch.setattr(_loop_types, "installed_provider_options", lambda: declared)
+    config = AgentLoopConfig(Model(id="m", api="regional-test", provider="regional"), zone="eu-west-1")
+    assert config.provider_options == {"zone": "eu-west-1"}
+    assert config.stream_options.to_kwargs() == {"zone": "eu-west-1"}

@@ -161,12 +161,12 @@ class CliOptions:
 def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
     """The provider options of ``-o KEY VALUE`` pairs, parsed to their types; UsageError naming the
     problem for an unknown key (with a did-you-mean) or a value of the wrong type."""
-    from ..options import parse_cli_option
+    from ..options import installed_provider_options, parse_cli_option
 
     parsed = {}
     for key, value in pairs or ():
         try:
-            name, typed = parse_cli_option(key, value)
+            name, typed = parse_cli_option(key, value, installed_provider_options)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         parsed[name] = typed

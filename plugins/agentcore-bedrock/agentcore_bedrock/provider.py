@@ -99,6 +99,15 @@ class BedrockProvider:
     """The provider object registered for ``api="bedrock-converse-stream"``."""
 
     api = API
+    #: The options this provider reads beyond agentcore's StreamOptions: ``Agent(region=...)``,
+    #: ``-o region eu-west-1`` and ``stream(..., region=...)`` all reach it.
+    stream_options = {
+        "region": "AWS region of the endpoint (else AWS_REGION, AWS_DEFAULT_REGION, the profile's)",
+        "profile": "AWS profile for the credentials and region (else AWS_PROFILE)",
+        "endpoint_url": "Bedrock runtime endpoint (a VPC endpoint or a proxy)",
+        "request_metadata": "requestMetadata of the request (string keys and values)",
+        "interleaved_thinking": "Claude's interleaved thinking with tools (default true)",
+    }
 
     def __repr__(self) -> str:
         return f"<BedrockProvider api={self.api!r}>"

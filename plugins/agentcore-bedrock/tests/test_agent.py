@@ -103,3 +103,20 @@ def test_importing_the_plugin_stays_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"  # botocore and requests load when the first request is made
+
+
+def test_the_agent_passes_the_plugin_s_own_options(server: Server, aws_env: dict) -> None:
+    """region, request_metadata ... are options of this provider only: Agent() and -o accept them
+    because the provider declares them (stream_options), and they reach the request."""
+    from agentcore.options import installed_provider_options, parse_cli_option
+
+    assert {"region", "profile", "endpoint_url", "request_metadata", "interleaved_thinking"} <= set(
+        installed_provider_options()
+    )
+    assert parse_cli_option("region", "eu-west-3", installed_provider_options) == ("region", "eu-west-3")
+    server.enqueue(Reply(body=text_stream("Bonjour.")))
+    agent = Agent(model=_local(server), region="eu-west-3", request_metadata={"team": "docs"})
+    assert agent.prompt("Salut")[-1].content == [TextContent("Bonjour.")]
+    request = server.requests[0]
+    assert "/eu-west-3/bedrock/aws4_request" in request.headers["Authorization"]  # signed for that region
+    assert request.json()["requestMetadata"] == {"team": "docs"}

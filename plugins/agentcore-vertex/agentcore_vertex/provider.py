@@ -141,6 +141,13 @@ class VertexProvider(WireProvider):
 
     api = API
     error_style = "google"
+    #: The options this provider reads beyond agentcore's StreamOptions: ``Agent(project=...)``,
+    #: ``-o location global`` and ``stream(..., credentials=...)`` all reach it.
+    stream_options = {
+        "project": "Google Cloud project (else the provider's, GOOGLE_CLOUD_PROJECT, the credentials')",
+        "location": "Vertex AI location, e.g. us-central1 or global (else GOOGLE_CLOUD_LOCATION)",
+        "credentials": "a google-auth credentials object for this request (not on the command line)",
+    }
 
     def __init__(
         self,

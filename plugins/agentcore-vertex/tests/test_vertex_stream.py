@@ -233,6 +233,26 @@ def test_agent_run_with_tool_calls_end_to_end_through_adc(server, monkeypatch, t
     assert TOKEN not in path.read_text(encoding="utf-8") and TOKEN not in repr(agent)
 
 
+def test_the_agent_passes_project_and_location_options(server, monkeypatch):
+    """project and location are this provider's own options (its stream_options): Agent() takes
+    them as keywords and they choose the request path, over the environment."""
+    monkeypatch.setattr(
+        "google.auth.default",
+        lambda scopes=None, **kw: (google.oauth2.credentials.Credentials(token=TOKEN), "adc-proj"),
+    )
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "global")
+    server.replay(load_recording("function-call-three-turns"), chunk_size=4096)
+    agent = Agent(
+        model=_model(server),
+        plugins=[_VertexForThisAgent(VertexProvider())],
+        project="opt-proj",
+        location="asia-east1",
+    )
+    assert agent.options.provider_options == {"project": "opt-proj", "location": "asia-east1"}
+    agent.prompt("What is the temperature of the capital of France?")
+    assert server.requests[0].path.startswith("/v1/projects/opt-proj/locations/asia-east1/")
+
+
 def test_entry_point_registers_the_provider_and_the_vertex_models():
     from agentcore import plugins
 
