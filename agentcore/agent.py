@@ -60,7 +60,7 @@ from .events import (
     TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
-from .options import OPTION_NAMES, StreamOptions, split_names, with_provider_options
+from .options import OPTION_NAMES, StreamOptions, check_value, split_names, with_provider_options
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -255,6 +255,8 @@ def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], M
             else:
                 setattr(merged, name, value)
         provider.update(declared_names)  # Agent(region=...) wins over provider_options={...}
+    for name, value in fields.items():  # options= was checked when its StreamOptions was made
+        check_value(name, value, "Agent()")
     return with_provider_options(merged, provider)
 
 
@@ -265,6 +267,7 @@ def _option_property(name: str) -> property:
         return getattr(self.options, name)
 
     def set_(self: Agent, value: Any) -> None:
+        check_value(name, value, "agent")
         setattr(self.options, name, value)
 
     return property(get, set_, doc=f"Shortcut for ``options.{name}`` (a stream option).")

@@ -33,6 +33,7 @@ __all__ = [
     "split_names",
     "with_provider_options",
     "installed_provider_options",
+    "check_value",
     "parse_cli_option",
     "option_kwargs",
 ]
@@ -92,6 +93,11 @@ class StreamOptions:
         "Agent(region=...) and -o region ... put a name an installed provider declares here",
         cli="give the option's own name: -o NAME VALUE",
     )
+
+    def __post_init__(self) -> None:
+        for name, value in self.__dict__.items():
+            if value is not None:
+                check_value(name, value, "StreamOptions()")
 
     def to_kwargs(self) -> Dict[str, Any]:
         """The options that are set, as keyword arguments for a stream function (the
@@ -230,11 +236,65 @@ _WORDS: Dict[str, Tuple[str, ...]] = {
 }
 
 
+def check_value(name: str, value: Any, where: str) -> None:
+    """Raise TypeError when ``value`` is not of option ``name``'s type (a number, an integer,
+    true/false, seconds or ``(connect, read)``, a mapping, a callable, a word) and ValueError
+    when it cannot be right (the command line's rules: ``max_tokens`` above 0, ``temperature``
+    not negative, ``transport`` one of its words ...). None (not set) is always fine; so is any
+    value of ``tool_choice``. The message names the option and never shows a ``headers`` value."""
+    if value is None or name not in _FIELDS:
+        return
+    kind = _KINDS[name]
+    if not _is_kind(kind, value):
+        got = f"a {type(value).__name__}" if name == "headers" else f"{_short(value)} (a {type(value).__name__})"
+        raise TypeError(f"{where}: {name} must be {_TYPE_WORDS.get(kind, kind)}, not {got}")
+    problem = _out_of_range(name, value)
+    if problem:
+        raise ValueError(f"{where}: {name} {_short(value)}: {problem}")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_kind(kind: str, value: Any) -> bool:
+    if kind == "a number":
+        return _is_number(value)
+    if kind == "an integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "true or false":
+        return isinstance(value, bool)
+    if kind == "seconds or [connect, read]":  # what requests takes: None in a pair is "no limit"
+        if isinstance(value, (tuple, list)):
+            return len(value) == 2 and all(v is None or _is_number(v) for v in value)
+        return _is_number(value)
+    if kind == "a JSON object":
+        return isinstance(value, Mapping)
+    if kind == "a callable":
+        return callable(value)
+    if kind == "a word":
+        return isinstance(value, str)
+    return True  # "a word or JSON": tool_choice takes the API's own objects
+
+
+_TYPE_WORDS = {
+    "a number": "a number",
+    "seconds or [connect, read]": "seconds or a (connect, read) pair of seconds",
+    "a JSON object": "a mapping",
+    "a word": "a string",
+}
+
+
 def _out_of_range(name: str, value: Any) -> Optional[str]:
-    """Why a parsed command-line value cannot be right, or None."""
+    """Why a parsed command-line value (or an option given in code) cannot be right, or None."""
     import math
 
-    numbers = value if isinstance(value, tuple) else (value,)
+    numbers = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
         return "expected a finite number"
     if name in _POSITIVE and any(isinstance(n, (int, float)) and n <= 0 for n in numbers):
@@ -252,6 +312,8 @@ def _out_of_range(name: str, value: Any) -> Optional[str]:
 def _kind(name: str) -> str:
     """What a command-line value of option ``name`` must be, from the field's annotation."""
     annotation = str(_FIELDS[name].type)
+    if "Callable" in annotation:
+        return "a callable"
     for marker, kind in (
         ("float", "a number"),
         ("int", "an integer"),
@@ -263,6 +325,9 @@ def _kind(name: str) -> str:
         if f"[{marker}" in annotation:
             return kind
     return "a word"
+
+
+_KINDS: Dict[str, str] = {name: _kind(name) for name in _FIELDS}
 
 
 def _parse(kind: str, text: str) -> Any:

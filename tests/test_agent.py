@@ -1771,3 +1771,30 @@ def test_command_line_and_loop_config_take_declared_provider_options(monkeypatch
     config = AgentLoopConfig(Model(id="m", api="regional-test", provider="regional"), zone="eu-west-1")
     assert config.provider_options == {"zone": "eu-west-1"}
     assert config.stream_options.to_kwargs() == {"zone": "eu-west-1"}
+
+
+def test_an_option_value_that_cannot_be_right_is_refused_where_it_is_given():  # standards: bad input
+    """The command line's rules for option values hold in code too, at the call that sets them
+    (before, max_tokens="5" reached the API as a string and timeout=-1 failed inside requests)."""
+    from agentcore.loop import AgentLoopConfig
+    from agentcore.many import AgentSpec
+    from agentcore.options import StreamOptions
+
+    with pytest.raises(TypeError, match=r"Agent\(\): max_tokens must be an integer, not '5' \(a str\)"):
+        Agent(max_tokens="5")
+    with pytest.raises(ValueError, match=r"Agent\(\): timeout -1: must be greater than 0"):
+        Agent(timeout=-1)
+    with pytest.raises(ValueError, match=r"transport 'ws': choose one of auto, sse, websocket"):
+        StreamOptions(transport="ws")
+    with pytest.raises(TypeError, match="AgentLoopConfig.*temperature must be a number"):
+        AgentLoopConfig(Model.placeholder(), temperature="hot")
+    with pytest.raises(TypeError, match="AgentSpec.options: max_retries must be an integer"):
+        AgentSpec("openai/gpt-4o-mini", options={"max_retries": 2.5})
+    with pytest.raises(TypeError, match="headers must be a mapping, not a str") as refused:
+        Agent(headers="Authorization: Bearer sk-never-shown")
+    assert "sk-never-shown" not in str(refused.value)
+    agent = Agent(timeout=(5, None), max_tokens=800)  # requests' "no read limit" pair is fine
+    with pytest.raises(ValueError, match=r"agent: max_tokens 0: must be greater than 0"):
+        agent.max_tokens = 0
+    assert agent.max_tokens == 800
+    agent.tool_choice = {"type": "function", "function": {"name": "x"}}  # the API's own objects pass
