@@ -186,12 +186,13 @@ def _unknown(name: str, where: str, known: Iterable[str]) -> str:
 
 
 def option_kwargs(options: Optional[Union[StreamOptions, Mapping[str, Any]]]) -> Dict[str, Any]:
-    """The set options of a :class:`StreamOptions` or a mapping (names checked), as kwargs."""
+    """The set options of a :class:`StreamOptions` or a mapping, as kwargs. A mapping's names are
+    checked: a :class:`StreamOptions` field or an option an installed provider declares."""
     if options is None:
         return {}
     if isinstance(options, StreamOptions):
         return options.to_kwargs()
-    check_names(options, "options")
+    split_names(options, "options", installed_provider_options)
     return {k: v for k, v in options.items() if v is not None}
 
 

@@ -120,3 +120,13 @@ def test_the_agent_passes_the_plugin_s_own_options(server: Server, aws_env: dict
     request = server.requests[0]
     assert "/eu-west-3/bedrock/aws4_request" in request.headers["Authorization"]  # signed for that region
     assert request.json()["requestMetadata"] == {"team": "docs"}
+
+
+def test_a_portable_agent_spec_carries_the_plugin_s_options() -> None:
+    import pickle
+
+    from agentcore.many import AgentSpec
+
+    spec = AgentSpec("amazon-bedrock/amazon.nova-micro-v1:0", options={"region": "eu-west-3", "max_tokens": 10})
+    built = pickle.loads(pickle.dumps(spec)).build()  # as a worker process gets it
+    assert built.options.provider_options == {"region": "eu-west-3"} and built.options.max_tokens == 10
