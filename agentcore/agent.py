@@ -228,11 +228,23 @@ ERR_REASONING_OPTION = (
 )
 
 
+_AGENT_DEFAULTS = StreamOptions(transport="auto")
+
+
+def _default_agent_options() -> StreamOptions:
+    """A new ``StreamOptions(transport="auto")`` (copied from a checked one: no checks per Agent)."""
+    options = object.__new__(StreamOptions)
+    options.__dict__.update(_AGENT_DEFAULTS.__dict__)
+    return options
+
+
 def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], Mapping[str, Any]]) -> StreamOptions:
     """The agent's :class:`StreamOptions`: ``transport="auto"``, then ``options`` (a
     StreamOptions or a mapping of option names), then keywords. A name that is no field but an
     option an installed provider declares (``declared()``) goes to ``provider_options``.
     Raises TypeError for an unknown name (with a did-you-mean) and for ``reasoning``."""
+    if options is None and not given:  # the usual Agent(): the defaults, without checking them again
+        return _default_agent_options()
     extra: Dict[str, Any] = {}
     if options is not None and not isinstance(options, StreamOptions):
         if not isinstance(options, Mapping):
@@ -244,7 +256,7 @@ def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], M
     fields, more = split_names(given, "Agent()", declared)
     if "reasoning" in fields or (options is not None and options.reasoning is not None):
         raise TypeError(ERR_REASONING_OPTION)
-    merged = StreamOptions(transport="auto")
+    merged = _default_agent_options()
     provider: Dict[str, Any] = {}
     for source, declared_names in ((options.__dict__ if options is not None else {}, extra), (fields, more)):
         for name, value in source.items():
@@ -257,7 +269,7 @@ def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], M
         provider.update(declared_names)  # Agent(region=...) wins over provider_options={...}
     for name, value in fields.items():  # options= was checked when its StreamOptions was made
         check_value(name, value, "Agent()")
-    return with_provider_options(merged, provider)
+    return with_provider_options(merged, provider) if provider else merged
 
 
 def _option_property(name: str) -> property:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
@@ -293,8 +294,6 @@ _TYPE_WORDS = {
 
 def _out_of_range(name: str, value: Any) -> Optional[str]:
     """Why a parsed command-line value (or an option given in code) cannot be right, or None."""
-    import math
-
     numbers = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if any(isinstance(n, float) and not math.isfinite(n) for n in numbers):
         return "expected a finite number"

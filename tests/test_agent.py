@@ -1798,3 +1798,11 @@ def test_an_option_value_that_cannot_be_right_is_refused_where_it_is_given():  #
         agent.max_tokens = 0
     assert agent.max_tokens == 800
     agent.tool_choice = {"type": "function", "function": {"name": "x"}}  # the API's own objects pass
+
+
+def test_each_agent_has_options_of_its_own():  # Agent() copies its defaults (no checks per Agent)
+    first, second = Agent(), Agent()
+    first.temperature = 0.5
+    first.options.provider_options = {"zone": "a"}
+    assert first.options is not second.options
+    assert (second.temperature, second.options.provider_options, second.options.transport) == (None, None, "auto")
