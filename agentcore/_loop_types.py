@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ._util import field_of
-from .options import OPTION_NAMES, StreamOptions, check_value, installed_provider_options, split_names
+from .options import OPTION_NAMES, StreamOptions, installed_provider_options, merge_provider_options, split_names
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -84,8 +84,6 @@ class AgentLoopConfig(StreamOptions):
         **stream_options: Any,
     ) -> None:
         fields, extra = split_names(stream_options, "AgentLoopConfig()", installed_provider_options)
-        for name, value in fields.items():
-            check_value(name, value, "AgentLoopConfig()")
         self.model = model
         self.convert_to_llm = convert_to_llm
         self.transform_context = transform_context
@@ -101,7 +99,7 @@ class AgentLoopConfig(StreamOptions):
         values = dict.fromkeys(OPTION_NAMES) if options is None else dict(options.__dict__)
         values.update((k, v) for k, v in fields.items() if v is not None)
         if extra:  # names a provider declares (region=...): merged into provider_options
-            values["provider_options"] = {**(values.get("provider_options") or {}), **extra}
+            values["provider_options"] = merge_provider_options(values.get("provider_options"), extra)
         self.__dict__.update(values)
 
     @property

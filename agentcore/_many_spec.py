@@ -20,7 +20,7 @@ import pickle
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
 
-from .options import StreamOptions, check_value, installed_provider_options, split_names
+from .options import StreamOptions, installed_provider_options, split_names
 
 __all__ = ["AgentSpec", "AgentTask", "SpecNotPortableError", "check_portable", "resolve_plugin"]
 
@@ -87,9 +87,7 @@ class AgentSpec:
                 raise TypeError(
                     f"AgentSpec.options must be a StreamOptions or a mapping, not {type(self.options).__name__}"
                 )
-            fields, _ = split_names(self.options, "AgentSpec.options", installed_provider_options)
-            for name, value in fields.items():
-                check_value(name, value, "AgentSpec.options")
+            split_names(self.options, "AgentSpec.options", installed_provider_options)
             object.__setattr__(self, "options", dict(self.options))
         self._refuse_keys()
 

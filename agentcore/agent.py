@@ -60,7 +60,7 @@ from .events import (
     TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
-from .options import OPTION_NAMES, StreamOptions, check_value, split_names, with_provider_options
+from .options import OPTION_NAMES, StreamOptions, check_value, merge_provider_options, split_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -267,9 +267,8 @@ def _agent_options(options: Any, given: Dict[str, Any], declared: Callable[[], M
             else:
                 setattr(merged, name, value)
         provider.update(declared_names)  # Agent(region=...) wins over provider_options={...}
-    for name, value in fields.items():  # options= was checked when its StreamOptions was made
-        check_value(name, value, "Agent()")
-    return with_provider_options(merged, provider) if provider else merged
+    merged.provider_options = merge_provider_options(None, provider)
+    return merged
 
 
 def _option_property(name: str) -> property:

@@ -71,6 +71,7 @@ from .events import (
     TurnStartEvent,
 )
 from .messages import default_convert_to_llm
+from .options import spread_provider_options
 from .signals import AbortController, AbortSignal
 from .streams import EventStream, start_daemon
 from .tools import AgentTool, AgentToolResult
@@ -522,11 +523,7 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
         value = getattr(cfg, name)
         if value is not None:
             options[name] = value
-    extra = options.pop("provider_options", None)
-    if extra:  # a plugin provider's own options (Bedrock's region ...) are keywords of their own
-        for name, value in extra.items():
-            if value is not None:
-                options.setdefault(name, value)
+    spread_provider_options(options)  # a plugin provider's own options (region ...) are keywords
     api_key = awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
     api_key = api_key or cfg.api_key
     if api_key:

@@ -32,7 +32,8 @@ __all__ = [
     "OPTION_NAMES",
     "check_names",
     "split_names",
-    "with_provider_options",
+    "merge_provider_options",
+    "spread_provider_options",
     "installed_provider_options",
     "check_value",
     "parse_cli_option",
@@ -103,13 +104,7 @@ class StreamOptions:
     def to_kwargs(self) -> Dict[str, Any]:
         """The options that are set, as keyword arguments for a stream function (the
         ``provider_options`` spread out as keywords of their own)."""
-        kwargs = {name: value for name, value in self.__dict__.items() if value is not None}
-        extra = kwargs.pop("provider_options", None)
-        if extra:
-            for name, value in extra.items():
-                if value is not None:
-                    kwargs.setdefault(name, value)
-        return kwargs
+        return spread_provider_options({name: value for name, value in self.__dict__.items() if value is not None})
 
     def __repr__(self) -> str:  # only what is set (headers never, credential-like names masked)
         shown = ", ".join(
@@ -140,14 +135,16 @@ def check_names(names: Iterable[str], where: str, extra: Iterable[str] = ()) -> 
 def split_names(
     given: Mapping[str, Any], where: str, declared: Callable[[], Mapping[str, Any]]
 ) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """``(fields, provider_options)``: the :class:`StreamOptions` fields of ``given``, and the
-    names that ``declared()`` (the option names the installed providers declare; called only when
-    a name is not a field) knows. Any other name is a TypeError with a did-you-mean over both."""
+    """``(fields, provider_options)``: the :class:`StreamOptions` fields of ``given`` (their values
+    checked with :func:`check_value`), and the names that ``declared()`` (the option names the
+    installed providers declare; called only when a name is not a field) knows. Any other name is
+    a TypeError with a did-you-mean over both."""
     fields: Dict[str, Any] = {}
     extra: Dict[str, Any] = {}
     names: Optional[Mapping[str, Any]] = None
     for name, value in given.items():
         if name in _FIELDS:
+            check_value(name, value, where)
             fields[name] = value
             continue
         if names is None:
@@ -167,13 +164,23 @@ def installed_provider_options() -> Mapping[str, str]:
     return provider_options()
 
 
-def with_provider_options(options: StreamOptions, extra: Mapping[str, Any]) -> StreamOptions:
-    """``options`` with the set values of ``extra`` merged into its ``provider_options`` (a new
-    dict: the given one is never changed)."""
-    merged = {k: v for k, v in (options.provider_options or {}).items() if v is not None}
+def merge_provider_options(current: Optional[Mapping[str, Any]], extra: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """A new ``provider_options`` dict: the set values of ``current``, then those of ``extra``
+    (None when nothing is set; neither mapping is changed)."""
+    merged = {k: v for k, v in (current or {}).items() if v is not None}
     merged.update((k, v) for k, v in extra.items() if v is not None)
-    options.provider_options = merged or None
-    return options
+    return merged or None
+
+
+def spread_provider_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` (stream keywords) with its ``provider_options`` entry replaced by keywords of
+    their own, as a provider reads them; a field of the same name keeps its value. In place."""
+    extra = kwargs.pop("provider_options", None)
+    if extra:
+        for name, value in extra.items():
+            if value is not None:
+                kwargs.setdefault(name, value)
+    return kwargs
 
 
 def _unknown(name: str, where: str, known: Iterable[str]) -> str:
@@ -285,7 +292,6 @@ def _is_kind(kind: str, value: Any) -> bool:
 
 
 _TYPE_WORDS = {
-    "a number": "a number",
     "seconds or [connect, read]": "seconds or a (connect, read) pair of seconds",
     "a JSON object": "a mapping",
     "a word": "a string",
