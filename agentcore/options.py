@@ -185,10 +185,12 @@ def spread_provider_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
 
 def _unknown(name: str, where: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    declared = sorted(set(known) - set(OPTION_NAMES))
     hint = (
         (" (did you mean " + ", ".join(repr(c) for c in close) + "?)")
         if close
         else f"; the options are: {', '.join(OPTION_NAMES)}"
+        + (f"; the installed providers' own: {', '.join(declared)}" if declared else "")
     )
     return f"{where} got an unknown option {name!r}{hint}"
 

@@ -549,8 +549,14 @@ def test_plugins_lists_builtins_and_what_they_provide(env):
         "providers: anthropic-messages, azure-openai-responses, google-generative-ai, openai-completions, "
         "openai-responses" in done.stdout
     )
+    assert "provider options: interleaved_thinking, thinking (Agent keywords, -o NAME VALUE)" in done.stdout
     infos = [json.loads(line) for line in agentcore("plugins", "--json", env=env).stdout.splitlines()]
     assert any(i["name"] == "agentcore.testing" and i["provides"].get("provider") == ["scripted"] for i in infos)
+    builtin = next(i for i in infos if i["name"] == "agentcore.providers._plugin")
+    assert builtin["providerOptions"] == {
+        "anthropic-messages": ["interleaved_thinking"],
+        "google-generative-ai": ["thinking"],
+    }
 
 
 def test_scripted_demo_runs_offline_with_a_tool(env, tmp_path):

@@ -811,3 +811,17 @@ def test_caching_fields_reach_the_server():  # issue 17: the request body and he
     assert headers["x-session-affinity"] == "sess-3"
     assert "fine-grained-tool-streaming-2025-05-14" in headers["anthropic-beta"]
     assert "eager_input_streaming" not in second.json()["tools"][0]
+
+
+def test_interleaved_thinking_is_an_option_of_the_agent_and_of_stream():  # issue 11 §3: declared options
+    from agentcore import Agent
+    from agentcore.providers import complete
+
+    with ScriptedServer([Reply(body=_ok_stream()) for _ in range(3)]) as server:
+        model = _served(server)
+        Agent(model, api_key="k", interleaved_thinking=False).prompt("hi")
+        complete(model, AgentContext(messages=[UserMessage(content="hi")]), api_key="k", interleaved_thinking=True)
+        Agent(model, api_key="k").prompt("hi")
+        betas = [r.headers.get("anthropic-beta", "") for r in server.requests]
+    assert ["interleaved-thinking" in b for b in betas] == [False, True, True]  # the default: on
+    assert "interleaved_thinking" in wire.AnthropicProvider.stream_options

@@ -150,7 +150,11 @@ def test_missing_endpoint_and_bad_options_are_clear_errors(monkeypatch):  # issu
     assert "Invalid Azure OpenAI base URL: 'ftp://host/'" in hidden.error_message
     assert "pw-1234567" not in hidden.error_message and "abcdefgh" not in hidden.error_message
     auth = stream(_responses_model(), _ctx(), azure_resource_name="r", azure_auth="token").result()
-    assert auth.error_message == 'azure_auth must be "api-key" or "bearer", got \'token\''
+    assert auth.error_message == "stream(): azure_auth 'token': choose one of api-key, bearer"
+    direct = azure.AzureOpenAIResponsesProvider().stream(
+        _responses_model(), _ctx(), azure_resource_name="r", azure_auth="token"
+    )
+    assert direct.result().error_message == 'azure_auth must be "api-key" or "bearer", got \'token\''
     monkeypatch.delenv("AZURE_OPENAI_API_KEY")
     keyless = stream(_responses_model(), _ctx(), azure_resource_name="r").result()
     assert "AZURE_OPENAI_API_KEY" in keyless.error_message

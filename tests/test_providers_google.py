@@ -474,6 +474,23 @@ def test_public_complete_dispatches_to_the_gemini_provider():  # spec §2: strea
     assert (result.text, result.stop_reason, result.api) == ("pong", "stop", API)
 
 
+def test_raw_thinking_override_is_an_option_of_the_agent_and_of_the_command_line():  # issue 11 §3
+    from agentcore import Agent
+    from agentcore.options import installed_provider_options, parse_cli_option
+
+    body = 'data: {"candidates": [{"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}]}\r\n\r\n'
+    name, value = parse_cli_option("thinking", '{"enabled": true, "budget_tokens": 512}', installed_provider_options)
+    with ScriptedServer([Reply(body=body), Reply(body=body)]) as server:
+        model = _served(server, "gemini-2.5-pro", reasoning=True)
+        Agent(model, api_key="g", thinking_level="high", **{name: value}).prompt("hi")
+        Agent(model, api_key="g", thinking_level="high").prompt("hi")
+        configs = [r.json()["generationConfig"]["thinkingConfig"] for r in server.requests]
+    assert configs == [
+        {"includeThoughts": True, "thinkingBudget": 512},
+        {"includeThoughts": True, "thinkingBudget": 32768},
+    ]
+
+
 def test_output_schema_becomes_response_json_schema():  # issue 13: native structured output
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "title": "answer"}
     body = wire.build_request_body(

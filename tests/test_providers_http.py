@@ -314,6 +314,57 @@ def test_unknown_api_yields_error_stream():
     assert events.result().error_message.startswith('No provider registered for api "no-such-api"')
 
 
+def test_stream_checks_option_names_and_values_before_any_request(server):  # issue 11 §3
+    model = _model(server)
+
+    def refused(**options):
+        result = complete(model, _ctx(), api_key=KEY, **options)
+        assert result.stop_reason == "error"  # never raised: a stream ends with its error
+        return result.error_message
+
+    assert refused(max_tokns=5).startswith("stream() got an unknown option 'max_tokns' (did you mean 'max_tokens'")
+    assert refused(max_tokens="5") == "stream(): max_tokens must be an integer, not '5' (a str)"
+    assert refused(max_tokens=0).startswith("stream(): max_tokens 0: ")
+    assert "provider_options got an unknown option 'regoin'" in refused(provider_options={"regoin": "x"})
+    assert "installed providers' own: " in refused(zzzzzzzz=1)  # no close match: the names are listed
+    assert [e.type for e in stream(model, _ctx(), max_tokns=5)] == ["error"]
+    assert server.requests == []  # each was refused before a request was made
+
+    # a name another installed provider declares is fine here: the agent loop passes one set to every api
+    server.enqueue(Reply(body=_text_body("a")), Reply(body=_text_body("b")))
+    assert complete(model, _ctx(), api_key=KEY, interleaved_thinking=False, max_tokens=9).text == "a"
+    assert complete(model, _ctx(), api_key=KEY, provider_options={"thinking": None}).text == "b"
+    assert server.requests[0].json()["max_tokens"] == 9
+
+
+def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party providers as before
+    from agentcore import hookimpl, plugins
+    from agentcore.events import DoneEvent, StartEvent
+    from agentcore.streams import AssistantMessageEventStream
+
+    seen = []
+
+    class Undeclared:
+        api = "undeclared-test"
+
+        def stream(self, model, context, **options):
+            seen.append(options)
+            out = AssistantMessage([], api=model.api, provider=model.provider, model=model.id)
+            events = AssistantMessageEventStream()
+            events.push(StartEvent(out))
+            events.push(DoneEvent("stop", out))
+            return events
+
+    class Registers:
+        @hookimpl
+        def register_providers(self, register):
+            register(Undeclared())
+
+    plugins.default_plugin_manager().register(Registers(), name="undeclared")  # the autouse fixture resets it
+    message = complete(Model(id="m", api="undeclared-test", provider="p"), _ctx(), my_knob=3, max_tokens="5")
+    assert message.stop_reason == "stop" and seen == [{"my_knob": 3, "max_tokens": "5"}]
+
+
 # --------------------------------------------------------------------------- aborts
 
 

@@ -9,6 +9,7 @@ from _servers import Reply, ScriptedServer, load_recording, sse
 
 from agentcore.providers import stream
 from agentcore.providers.openai_completions import (
+    OpenAICompletionsProvider,
     build_headers,
     build_request_body,
     normalize_tool_call_id,
@@ -647,9 +648,16 @@ def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17
     with ScriptedServer() as server:
         model = Model(id="m", api=API, provider="local", base_url=server.url + "/v1")
         result = stream(model, AgentContext(messages=[UserMessage("hi")]), cache_retention="forever").result()
+        # the provider itself checks too (the agent loop calls it directly, past stream()'s check)
+        direct = (
+            OpenAICompletionsProvider()
+            .stream(model, AgentContext(messages=[UserMessage("hi")]), cache_retention="forever")
+            .result()
+        )
         assert not server.requests
-    assert result.stop_reason == "error"
-    assert result.error_message == "ValueError: cache_retention option is 'forever': use one of 'none', 'short', 'long'"
+    assert result.stop_reason == "error" and direct.stop_reason == "error"
+    assert result.error_message == "stream(): cache_retention 'forever': choose one of none, short, long"
+    assert direct.error_message == "ValueError: cache_retention option is 'forever': use one of 'none', 'short', 'long'"
 
 
 def test_tool_call_id_normalisation():  # spec §6

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, List, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from ._setup import UsageError, default_sessions_dir, is_session_path
 from ._usage import UsageTally, usage_table
@@ -80,6 +80,21 @@ def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
 # --------------------------------------------------------------------------- plugins
 
 
+def _declared_options(apis: Sequence[str]) -> Dict[str, List[str]]:
+    """api -> the option names its provider declares in ``stream_options`` (apis declaring none left out)."""
+    from ..plugins import get_provider
+
+    out: Dict[str, List[str]] = {}
+    for api in apis:
+        try:
+            names = getattr(get_provider(api), "stream_options", None)
+        except KeyError:  # pragma: no cover - a provider plugins_info just listed
+            continue
+        if isinstance(names, Mapping) and names:
+            out[api] = sorted(str(name) for name in names)
+    return out
+
+
 def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore plugins``: every plugin, what it provides, and why a broken one failed."""
     import warnings
@@ -89,6 +104,7 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # broken plugins are listed below, with their error
         infos = plugins_info()
+    declared = {info.name: _declared_options(info.provides.get("provider", ())) for info in infos}
     if getattr(args, "json", False):
         for info in infos:
             out.write(
@@ -101,6 +117,7 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
                         "entryPoint": info.entry_point,
                         "hooks": list(info.hooks),
                         "provides": {k: list(v) for k, v in info.provides.items()},
+                        "providerOptions": declared[info.name],
                         "error": info.error,
                     },
                     ensure_ascii=False,
@@ -123,6 +140,9 @@ def cmd_plugins(args: Any, out: TextIO, err: TextIO) -> int:
                 out.write(f"    models: {len(keys)} (see `agentcore models`)\n")
             else:
                 out.write(f"    {kind}s: {', '.join(keys)}\n")
+        names = sorted({name for per_api in declared[info.name].values() for name in per_api})
+        if names:
+            out.write(f"    provider options: {', '.join(names)} (Agent keywords, -o NAME VALUE)\n")
         if info.error:
             out.write(f"    error: {info.error}\n")
     broken = sum(1 for i in infos if i.error)

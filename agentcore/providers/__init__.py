@@ -12,7 +12,7 @@ Importing this package imports neither ``requests`` nor any wire module.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Union
 
 from ..types import AgentContext, AssistantMessage, Model
 from .base import MissingApiKeyError, get_env_api_key, new_output
@@ -60,9 +60,17 @@ def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> A
     """Stream one model response: an iterable of stream events with ``result()``.
 
     ``model`` is a :class:`~agentcore.types.Model` (or a ``"provider/id"`` string),
-    ``context`` an :class:`~agentcore.types.AgentContext`. Options are keyword arguments
-    (``api_key``, ``signal``, ``temperature``, ``max_tokens``, ``reasoning``, ``headers``, ...);
-    unknown ones are ignored.
+    ``context`` an :class:`~agentcore.types.AgentContext`. Options are keyword arguments:
+    ``api_key``, ``signal``, the :class:`~agentcore.options.StreamOptions` fields (``temperature``,
+    ``max_tokens``, ``reasoning``, ``headers``, ...) and the options installed providers declare
+    (Bedrock's ``region``, Anthropic's ``interleaved_thinking``, ...), given as keywords or in a
+    ``provider_options`` mapping.
+
+    When the provider declares its options (a ``stream_options`` mapping, as every built-in and
+    agentcore plugin does), they are checked the way ``Agent()`` checks them, before any request:
+    an unknown name (with a did-you-mean), a value of the wrong type or an impossible one ends the
+    stream with an ``error`` event whose message names the option (a stream never raises). A
+    provider that declares nothing receives the keywords unchecked, as before.
     """
     model = _resolve_model(model)
     provider = get_api_provider(model.api)
@@ -74,7 +82,33 @@ def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> A
             "google-generative-ai, azure-openai-responses, or install the plugin that provides it "
             "(see `agentcore plugins`).",
         )
+    if options and isinstance(getattr(provider, "stream_options", None), Mapping):
+        try:
+            options = _checked_options(provider, options)
+        except (TypeError, ValueError) as exc:  # a stream never raises: the error is its end
+            return _error_stream(model, str(exc))
     return provider.stream(model, context, **options)
+
+
+#: keywords of a request that are no stream option: the credential and the abort signal
+_CALL_NAMES = frozenset(("api_key", "signal"))
+
+
+def _checked_options(provider: Any, options: Dict[str, Any]) -> Dict[str, Any]:
+    """``options`` checked as ``Agent()`` checks them (see :func:`stream`), with a
+    ``provider_options`` mapping spread into keywords, as the agent loop passes them."""
+    from ..options import installed_provider_options, split_names, spread_provider_options
+
+    def declared() -> Dict[str, Any]:
+        return {**installed_provider_options(), **provider.stream_options}
+
+    given = {name: value for name, value in options.items() if name not in _CALL_NAMES}
+    split_names(given, "stream()", declared)
+    extra = options.get("provider_options")
+    if extra:
+        split_names(extra, "stream() provider_options", declared)
+        options = spread_provider_options(dict(options))
+    return options
 
 
 def complete(model: Union[Model, str], context: AgentContext, **options: Any) -> AssistantMessage:

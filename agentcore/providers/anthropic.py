@@ -568,6 +568,8 @@ class AnthropicProvider(WireProvider):
 
     api = API
     error_style = "anthropic"
+    #: The options this provider reads beyond agentcore's StreamOptions (see agentcore.plugins.provider_options)
+    stream_options = {"interleaved_thinking": "Claude's interleaved thinking with tools (default true)"}
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         key = api_key or ""

@@ -443,6 +443,10 @@ class GoogleProvider(WireProvider):
 
     api = API
     error_style = "google"
+    #: The options this provider reads beyond agentcore's StreamOptions (see agentcore.plugins.provider_options)
+    stream_options = {
+        "thinking": "thinkingConfig override: {enabled, budget_tokens or level}; wins over reasoning",
+    }
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         return WireRequest(

@@ -421,6 +421,8 @@ class OpenAICompletionsProvider(WireProvider):
 
     api = API
     error_style = "openai"
+    #: reads nothing beyond agentcore's StreamOptions (declared, so stream() checks the names it is given)
+    stream_options: Dict[str, str] = {}
 
     def build_request(self, model: Model, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         compat = resolve_compat(model)

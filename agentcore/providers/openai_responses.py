@@ -587,6 +587,8 @@ class OpenAIResponsesProvider(WireProvider):
 
     api = API
     error_style = "openai"
+    #: reads nothing beyond agentcore's StreamOptions (declared, so stream() checks the names it is given)
+    stream_options: Dict[str, str] = {}
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         return WireRequest(

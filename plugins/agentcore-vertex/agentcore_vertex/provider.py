@@ -147,6 +147,7 @@ class VertexProvider(WireProvider):
         "project": "Google Cloud project (else the provider's, GOOGLE_CLOUD_PROJECT, the credentials')",
         "location": "Vertex AI location, e.g. us-central1 or global (else GOOGLE_CLOUD_LOCATION)",
         "credentials": "a google-auth credentials object for this request (not on the command line)",
+        "thinking": "thinkingConfig override: {enabled, budget_tokens or level}; wins over reasoning",
     }
 
     def __init__(
