@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
@@ -362,7 +363,9 @@ class Agent:
         from .session.compactor import Compactor
 
         # compaction: CompactionSettings, None (defaults) or False (no automatic compaction)
-        self.compactor = Compactor(self, compaction, model=compaction_model, emit=self._process_event)
+        self.compactor = Compactor(
+            self, compaction, model=compaction_model, emit=self._process_event, owned_by_agent=True
+        )
         if session is not None:
             self._attach_session(session, restore=not messages, restore_tools=not tools)
 
@@ -511,9 +514,12 @@ class Agent:
             )
         key = _listener_key(listener)
         self._listeners[key] = (listener, _accepts_signal(listener))
+        this = weakref.ref(self)  # the agent may hold this function (a session's detach): no cycle
 
         def unsubscribe() -> None:
-            self._listeners.pop(key, None)
+            agent = this()
+            if agent is not None:
+                agent._listeners.pop(key, None)
 
         return unsubscribe
 

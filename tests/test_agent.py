@@ -1691,6 +1691,51 @@ def test_a_finished_run_leaves_no_reference_cycles():  # issue 11 §7: runs free
     assert left == []
 
 
+def test_a_discarded_agent_is_freed_at_once_with_its_transcript():  # no agent <-> compactor cycle
+    """Reference counting frees an agent dropped after a run (and its transcript, which may be a
+    long one), not the cycle collector at some later collection."""
+    import gc
+    import weakref
+
+    from agentcore.session import Session
+    from agentcore.tools import tool
+
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply."""
+        return a * b
+
+    scripted = ScriptedModel([tool_call("multiply", {"a": 6, "b": 7}), text("42")] * 3)
+    seen: List[str] = []
+    gc.collect()
+    gc.disable()
+    try:
+        for kind in ("plain", "listener", "session"):
+            session = Session.in_memory() if kind == "session" else None
+            agent = Agent(scripted.model, tools=[multiply], session=session)
+            if kind == "listener":
+                agent.subscribe(lambda event: seen.append(event.type))
+            assert agent.prompt("what is 6 * 7?")[-1].text == "42"
+            transcript = weakref.ref(agent.state.messages[-1])
+            gone = weakref.ref(agent)
+            del agent
+            assert gone() is None and transcript() is None, kind
+    finally:
+        gc.enable()
+    assert "agent_end" in seen
+    # a compactor made on its own keeps its agent; an agent's own holds it weakly, even one that
+    # takes no weak reference is kept
+    from agentcore.session.compactor import Compactor
+
+    assert Compactor(Agent(scripted.model)).agent.model is scripted.model
+
+    class Slotted:
+        __slots__ = ("state",)
+
+    holder = Slotted()
+    assert Compactor(holder, owned_by_agent=True).agent is holder
+
+
 class _RegionalProvider:
     """A plugin provider with an option of its own (as Bedrock's ``region``)."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from .._safe import exception_message, json_safe
@@ -248,7 +249,12 @@ def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
         if newest is not None:
             endpoint_of[0] = (recorded[1], _recorded_fields(newest))
 
+    this = weakref.ref(agent)  # the agent holds this listener: no cycle through it
+
     def record_settings() -> None:
+        agent = this()
+        if agent is None:  # pragma: no cover - the agent runs this listener itself
+            return
         level = str(agent.state.thinking_level)
         if level != recorded[0]:
             session.append_thinking_level_change(level)

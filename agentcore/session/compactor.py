@@ -34,6 +34,7 @@ are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompa
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
@@ -150,6 +151,16 @@ def is_recoverable_length(message: Any, model: Any, max_tokens: Optional[int], s
     return (getattr(usage, "output", 0) or 0) < cap and should_compact(usage_tokens(usage), window, settings)
 
 
+def _weak_or_strong(obj: Any) -> Callable[[], Any]:
+    """A callable returning ``obj``: a weak reference when it takes one, else a strong one."""
+    if obj is None:
+        return lambda: None
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return lambda: obj
+
+
 class Compactor:
     """Compaction for one agent.
 
@@ -159,6 +170,12 @@ class Compactor:
     function). ``emit``: callable receiving the compaction events (the Agent passes the function
     that reduces events and calls its listeners). ``plugins``: a plugin manager whose
     ``summarize`` hook may supply summaries (default: ``agent.plugins`` when present).
+
+    ``owned_by_agent=True`` (what ``Agent`` passes for its own ``agent.compactor``): the agent holds
+    this compactor, so the compactor holds the agent, and an ``emit`` that is one of the agent's
+    bound methods, weakly. No cycle forms, and a discarded agent is freed by reference counting at
+    once, with its transcript, not left to the cycle collector; :attr:`agent` is None after that.
+    Otherwise (a compactor you make and keep yourself) both are held as given.
     """
 
     def __init__(
@@ -170,7 +187,9 @@ class Compactor:
         stream_fn: Optional[Callable[..., Any]] = None,
         emit: Optional[Callable[[Any], None]] = None,
         plugins: Any = None,
+        owned_by_agent: bool = False,
     ) -> None:
+        self._weak = owned_by_agent
         self.agent = agent
         if settings is False:
             settings = CompactionSettings(enabled=False)
@@ -185,11 +204,34 @@ class Compactor:
         self._details: Tuple[Any, Any, bool] = (None, None, False)
         # (summary message, number of messages its compaction kept) for entry-order staleness
         self._kept: Tuple[Any, Optional[int]] = (None, None)
-        self._counter = ContextTokenCounter(self._kept_after)
+        kept_after = weakref.WeakMethod(self._kept_after)  # the counter is the compactor's own
+        self._counter = ContextTokenCounter(lambda summary: kept_after()(summary))  # type: ignore[misc]
         self._counter_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Compactor(settings={self.settings!r})"
+
+    @property
+    def agent(self) -> Any:
+        """The agent this compactor serves; None once a weakly held agent is gone."""
+        return self._agent()
+
+    @agent.setter
+    def agent(self, agent: Any) -> None:
+        self._agent = _weak_or_strong(agent) if self._weak else lambda: agent
+
+    @property
+    def emit(self) -> Optional[Callable[[Any], None]]:
+        """The callable receiving compaction events (see the class docstring)."""
+        return self._emit()
+
+    @emit.setter
+    def emit(self, emit: Optional[Callable[[Any], None]]) -> None:
+        owner = getattr(emit, "__self__", None)
+        if self._weak and emit is not None and owner is not None and owner is self.agent:
+            self._emit: Callable[[], Any] = weakref.WeakMethod(emit)
+        else:
+            self._emit = lambda: emit
 
     # ------------------------------------------------------------------ public operations
 
