@@ -365,6 +365,55 @@ def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party 
     assert message.stop_reason == "stop" and seen == [{"my_knob": 3, "max_tokens": "5"}]
 
 
+@pytest.mark.parametrize(
+    "case", ["plain", "netrc host", "session headers", "session cookie", "request params", "no trust_env"]
+)
+def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_path, monkeypatch):
+    """The pooled sessions' cheaper preparation (no protocol checks of empty merges) gives the
+    request requests' own Session.prepare_request gives, whatever the session carries."""
+    import requests
+
+    from agentcore.providers._http_pool import _session_class
+
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine netrc.example.com login user password pass-1\n")
+    monkeypatch.setenv("NETRC", str(netrc))
+    fast, plain = _session_class()(), requests.Session()
+    host = "netrc.example.com" if case == "netrc host" else "api.example.com"
+    for session in (fast, plain):
+        if case == "session headers":
+            session.headers["X-Team"] = "t-1"
+            session.headers["Accept-Encoding"] = None  # a None value removes the header
+        if case == "session cookie":
+            session.cookies.set("__cf_bm", "cookie-1", domain=host)
+        if case == "no trust_env":
+            session.trust_env = False
+    extra = {"params": {"q": "1"}} if case == "request params" else {}
+    request = requests.Request(
+        "post",
+        f"https://{host}/v1/chat/completions",
+        data=b'{"model":"m"}',
+        headers={"Authorization": "Bearer k", "Content-Type": "application/json", "X-Drop": None},
+        **extra,
+    )
+    ours, theirs = fast.prepare_request(request), requests.Session.prepare_request(plain, request)
+    assert (ours.method, ours.url, list(ours.headers.items()), ours.body, ours.hooks) == (
+        theirs.method,
+        theirs.url,
+        list(theirs.headers.items()),
+        theirs.body,
+        theirs.hooks,
+    )
+    assert ours._cookies.get_dict() == theirs._cookies.get_dict()
+    if case == "session cookie":
+        assert ours.headers["Cookie"] == "__cf_bm=cookie-1"
+    if case == "netrc host":  # requests' netrc rule, kept: the file's login replaces the header
+        assert ours.headers["Authorization"].startswith("Basic ")
+    if case == "session headers":
+        assert "Accept-Encoding" not in ours.headers and ours.headers["X-Team"] == "t-1"
+    assert "X-Drop" not in ours.headers
+
+
 # --------------------------------------------------------------------------- aborts
 
 

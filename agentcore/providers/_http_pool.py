@@ -104,23 +104,77 @@ _session_cls: Any = None
 
 
 def _session_class() -> Any:
-    """A ``requests.Session`` that remembers the environment's proxies while ``os.environ`` is unchanged.
+    """A ``requests.Session`` that sends a provider's requests with less of requests' per-request work.
 
-    requests scans the whole environment twice per request to find ``*_proxy`` variables (about
-    0.1 ms, more than the rest of sending a small request). The result depends only on the
-    environment and the URL's origin, so it is cached per origin and recomputed as soon as any
-    environment variable changes. Everything else (``.netrc``, CA bundle variables, explicit
-    ``proxies=``, ``trust_env=False``) takes requests' own path; so does every platform where
-    proxies may come from system settings (macOS, Windows).
+    * It remembers the environment's proxies while ``os.environ`` is unchanged. requests scans the
+      whole environment twice per request to find ``*_proxy`` variables (about 0.1 ms, more than
+      the rest of sending a small request). The result depends only on the environment and the
+      URL's origin, so it is cached per origin and recomputed as soon as any environment variable
+      changes. Everything else (``.netrc``, CA bundle variables, explicit ``proxies=``,
+      ``trust_env=False``) takes requests' own path; so does every platform where proxies may come
+      from system settings (macOS, Windows).
+    * It prepares a request the way ``Session.prepare_request`` does, with the same result, but
+      merges the headers directly and leaves out the empty params and auth merges: since requests
+      2.34 each of those merges runs ``isinstance`` checks against runtime protocols, which Python
+      3.11 evaluates slowly; about 0.12 ms of a 0.32 ms preparation on the CI machine. The session
+      cookies, ``.netrc`` credentials and hooks are merged exactly as requests merges them; a
+      request with its own cookies, auth, params, files or JSON body (a provider sends none of
+      them), or a session given auth, params or a headers object of another type, takes
+      requests' own path.
     """
     global _session_cls
     if _session_cls is None:
         import requests
+        from requests.cookies import RequestsCookieJar
+        from requests.cookies import merge_cookies as _merge_cookies
+        from requests.models import PreparedRequest
+        from requests.sessions import merge_hooks as _merge_hooks
         from requests.sessions import merge_setting as _merge_setting
+        from requests.structures import CaseInsensitiveDict
+        from requests.utils import get_netrc_auth
 
-        merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
+        # untyped in requests' stubs
+        merge_setting: Callable[[Any, Any], Any] = _merge_setting
+        merge_cookies: Callable[[Any, Any], Any] = _merge_cookies
+        merge_hooks: Callable[[Any, Any], Any] = _merge_hooks
 
         class _Session(requests.Session):
+            def prepare_request(self, request: Any) -> Any:
+                if (
+                    request.cookies
+                    or request.auth
+                    or request.params
+                    or request.files
+                    or request.json is not None
+                    or self.auth
+                    or self.params
+                    or not isinstance(request.headers, dict)
+                    or type(self.headers) is not CaseInsensitiveDict
+                ):
+                    return super().prepare_request(request)
+                cookies = RequestsCookieJar()
+                if len(self.cookies):
+                    cookies = merge_cookies(cookies, self.cookies)
+                # merge_setting(request.headers, self.headers, dict_class=CaseInsensitiveDict)
+                headers = CaseInsensitiveDict(list(self.headers.items()))
+                headers.update(list(request.headers.items()))
+                for name in [name for name, value in headers.items() if value is None]:
+                    del headers[name]
+                prepared = PreparedRequest()
+                prepared.prepare(
+                    method=request.method.upper(),
+                    url=request.url,
+                    files=request.files,
+                    data=request.data,
+                    json=request.json,
+                    headers=headers,
+                    params=None,  # {} merged with {}: the same URL
+                    auth=get_netrc_auth(request.url) if self.trust_env else None,  # self.auth is None
+                    cookies=cookies,
+                    hooks=merge_hooks(request.hooks, self.hooks),
+                )
+                return prepared
+
             def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
                 env_proxies = _environment_proxies(url) if self.trust_env and not proxies else None
                 if env_proxies is None:
