@@ -1322,3 +1322,74 @@ def test_in_a_run_compaction_changes_the_transcript_only_through_the_agents_redu
     assert writes == [] and at_end == [end.messages]  # the reducer applied the event's transcript
     assert new[-1].text.startswith("answer 3")
     assert not hasattr(Compactor, "run")  # compaction no longer wraps or re-enters the loop
+
+
+def test_summary_requests_go_where_the_agents_requests_go():  # options defined once (issue 11 §3)
+    """A summary request carries the agent's endpoint options (headers, timeouts, Azure resource,
+    Bedrock region ...), not those that shape the answer; another provider gets none of them."""
+    import json
+
+    from _servers import Reply, ScriptedServer, sse
+
+    from agentcore.types import Model
+
+    def answer(words: str) -> str:
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"content": w + " "}, "finish_reason": None}]} for w in words.split()
+        ]
+        return sse(*chunks, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, done=True)
+
+    with (
+        ScriptedServer([Reply(body=answer("x " * 200)) for _ in range(12)]) as gateway,
+        ScriptedServer([Reply(body=answer("y " * 200)) for _ in range(4)]) as other,
+    ):
+        model = Model(
+            id="m", api="openai-completions", provider="gw", base_url=gateway.url + "/v1", context_window=100000
+        )
+        cheap = Model(id="s", api="openai-completions", provider="elsewhere", base_url=other.url + "/v1")
+        settings = CompactionSettings(keep_recent_tokens=50)
+        options = dict(headers={"X-Gateway-Key": "gk-1"}, timeout=30.0, temperature=0.3, tool_choice="none")
+        agent = Agent(model, api_key="k", compaction=settings, **options)
+        _talk(agent, "one " * 100, "two " * 100)
+        agent.compact()
+        other_agent = Agent(model, api_key="k", compaction=settings, compaction_model=cheap, **options)
+        _talk(other_agent, "three " * 100, "four " * 100)
+        other_agent.compact()
+        summaries = [r for r in gateway.requests if b"<conversation>" in r.body]
+        turns = [r for r in gateway.requests if b"<conversation>" not in r.body]
+        foreign = other.requests
+    assert len(turns) == 4 and summaries and foreign  # every summary of the second agent went elsewhere
+    assert len(gateway.requests) + len(foreign) <= 16  # no reply ran out (no retried 500s)
+    assert all(r.headers["x-gateway-key"] == "gk-1" and json.loads(r.body)["temperature"] == 0.3 for r in turns)
+    for summary in summaries:
+        sent = json.loads(summary.body)
+        assert summary.headers["x-gateway-key"] == "gk-1"  # the agent's gateway, reached as the agent reaches it
+        assert "temperature" not in sent and "tool_choice" not in sent  # the answer's shape is the summary's own
+    assert all("x-gateway-key" not in r.headers for r in foreign)  # never sent to another provider
+    assert all(b"<conversation>" in r.body for r in foreign)
+
+
+def test_summary_request_options_by_model():
+    from agentcore.options import StreamOptions
+    from agentcore.session.compactor import summary_request_options
+    from agentcore.types import Model
+
+    azure = Model(id="gpt-5", api="azure-openai-responses", provider="azure-openai-responses")
+    mini = Model(id="gpt-5-mini", api="azure-openai-responses", provider="azure-openai-responses")
+    options = StreamOptions(
+        azure_resource_name="res",
+        azure_deployment_name="prod-gpt5",
+        max_retries=5,
+        reasoning_effort="high",
+        provider_options={"region": "eu-west-1", "thinking": {"enabled": True}},
+    )
+    assert summary_request_options(options, azure, azure) == {
+        "azure_resource_name": "res",
+        "azure_deployment_name": "prod-gpt5",
+        "max_retries": 5,
+        "region": "eu-west-1",
+    }
+    assert "azure_deployment_name" not in summary_request_options(options, azure, mini)  # names the agent's model
+    other = Model(id="claude", api="anthropic-messages", provider="anthropic")
+    assert summary_request_options(options, azure, other) == {"max_retries": 5}
+    assert summary_request_options(None, azure, azure) == {}

@@ -151,6 +151,55 @@ def is_recoverable_length(message: Any, model: Any, max_tokens: Optional[int], s
     return (getattr(usage, "output", 0) or 0) < cap and should_compact(usage_tokens(usage), window, settings)
 
 
+#: agent options that shape the answer: a summary request sets its own (max_tokens, reasoning from
+#: the thinking level) or goes without (no tools, no schema, the agent's payload hook not applied)
+_ANSWER_OPTIONS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "reasoning",
+        "tool_choice",
+        "output_schema",
+        "reasoning_effort",
+        "reasoning_summary",
+        "thinking_enabled",
+        "thinking_budget_tokens",
+        "effort",
+        "on_payload",
+        "thinking",  # Gemini's raw thinkingConfig override
+    }
+)
+#: options that say nothing about where a request goes, kept for a summary model of another provider
+_NEUTRAL_OPTIONS = frozenset({"timeout", "timeout_ms", "max_retries", "max_retry_delay_ms"})
+#: options that name the agent's model itself (an Azure deployment): not for another model
+_MODEL_OPTIONS = frozenset({"azure_deployment_name"})
+
+
+def summary_request_options(options: Any, agent_model: Any, summary_model: Any) -> Dict[str, Any]:
+    """The agent's request options that a summary request by ``summary_model`` carries.
+
+    The request goes where the agent's go, as they go: its endpoint and credentials (Azure
+    resource, Bedrock region or profile, Vertex project, ...), headers, metadata, cache and
+    session settings, timeouts and retries. Options that shape the answer are left out
+    (``_ANSWER_OPTIONS``). A summary model of another provider (or wire API) gets only the
+    timeouts and retries: the agent's headers and endpoint are never sent to another provider;
+    another model of the same provider gets everything but the agent's Azure deployment name.
+    """
+    if options is None or not hasattr(options, "to_kwargs"):
+        return {}
+    same_provider = getattr(summary_model, "provider", None) == getattr(agent_model, "provider", None) and (
+        getattr(summary_model, "api", None) == getattr(agent_model, "api", None)
+    )
+    same_model = same_provider and getattr(summary_model, "id", None) == getattr(agent_model, "id", None)
+    return {
+        name: value
+        for name, value in options.to_kwargs().items()
+        if name not in _ANSWER_OPTIONS
+        and (same_provider or name in _NEUTRAL_OPTIONS)
+        and (same_model or name not in _MODEL_OPTIONS)
+    }
+
+
 def _weak_or_strong(obj: Any) -> Callable[[], Any]:
     """A callable returning ``obj``: a weak reference when it takes one, else a strong one."""
     if obj is None:
@@ -418,7 +467,7 @@ class Compactor:
             from ..loop import get_default_stream_fn
 
             stream_fn = get_default_stream_fn()
-        options: Dict[str, Any] = {}
+        options = summary_request_options(getattr(agent, "options", None), agent.state.model, model)
         key = getattr(agent, "api_key", None)
         get_key = getattr(agent, "get_api_key", None)
         if get_key is not None:
