@@ -1366,6 +1366,8 @@ def test_summary_requests_go_where_the_agents_requests_go():  # options defined 
         assert summary.headers["x-gateway-key"] == "gk-1"  # the agent's gateway, reached as the agent reaches it
         assert "temperature" not in sent and "tool_choice" not in sent  # the answer's shape is the summary's own
     assert all("x-gateway-key" not in r.headers for r in foreign)  # never sent to another provider
+    assert all(r.headers["authorization"] == "Bearer k" for r in turns + summaries)
+    assert all("authorization" not in r.headers for r in foreign)  # nor is the agent's API key
     assert all(b"<conversation>" in r.body for r in foreign)
 
 

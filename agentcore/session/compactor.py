@@ -468,7 +468,9 @@ class Compactor:
 
             stream_fn = get_default_stream_fn()
         options = summary_request_options(getattr(agent, "options", None), agent.state.model, model)
-        key = getattr(agent, "api_key", None)
+        # the agent's own key is for its provider: another provider's model gets its own (or none)
+        same_provider = getattr(model, "provider", None) == getattr(agent.state.model, "provider", None)
+        key = getattr(agent, "api_key", None) if same_provider else None
         get_key = getattr(agent, "get_api_key", None)
         if get_key is not None:
             key = get_key(model.provider) or key
