@@ -366,11 +366,21 @@ def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party 
 
 
 @pytest.mark.parametrize(
-    "case", ["plain", "netrc host", "session headers", "session cookie", "request params", "no trust_env"]
+    "case",
+    [
+        "plain",
+        "netrc host",
+        "netrc host, own auth",
+        "session headers",
+        "session cookie",
+        "request params",
+        "no trust_env",
+    ],
 )
 def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_path, monkeypatch):
     """The pooled sessions' cheaper preparation (no protocol checks of empty merges) gives the
-    request requests' own Session.prepare_request gives, whatever the session carries."""
+    request requests' own Session.prepare_request gives, whatever the session carries, except that
+    a .netrc entry does not replace the provider's own Authorization header."""
     import requests
 
     from agentcore.providers._http_pool import _session_class
@@ -379,7 +389,8 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     netrc.write_text("machine netrc.example.com login user password pass-1\n")
     monkeypatch.setenv("NETRC", str(netrc))
     fast, plain = _session_class()(), requests.Session()
-    host = "netrc.example.com" if case == "netrc host" else "api.example.com"
+    host = "netrc.example.com" if case.startswith("netrc host") else "api.example.com"
+    own_auth = {"Authorization": "Bearer k"} if case != "netrc host" else {}
     for session in (fast, plain):
         if case == "session headers":
             session.headers["X-Team"] = "t-1"
@@ -393,10 +404,13 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
         "post",
         f"https://{host}/v1/chat/completions",
         data=b'{"model":"m"}',
-        headers={"Authorization": "Bearer k", "Content-Type": "application/json", "X-Drop": None},
+        headers={**own_auth, "Content-Type": "application/json", "X-Drop": None},
         **extra,
     )
     ours, theirs = fast.prepare_request(request), requests.Session.prepare_request(plain, request)
+    if case == "netrc host, own auth":  # the one difference: the provider's credentials win over the file
+        assert theirs.headers["Authorization"].startswith("Basic ") and ours.headers["Authorization"] == "Bearer k"
+        theirs.headers["Authorization"] = "Bearer k"
     assert (ours.method, ours.url, list(ours.headers.items()), ours.body, ours.hooks) == (
         theirs.method,
         theirs.url,
@@ -407,7 +421,7 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     assert ours._cookies.get_dict() == theirs._cookies.get_dict()
     if case == "session cookie":
         assert ours.headers["Cookie"] == "__cf_bm=cookie-1"
-    if case == "netrc host":  # requests' netrc rule, kept: the file's login replaces the header
+    if case == "netrc host":  # no credentials of the request's own: the file's login is used
         assert ours.headers["Authorization"].startswith("Basic ")
     if case == "session headers":
         assert "Accept-Encoding" not in ours.headers and ours.headers["X-Team"] == "t-1"
