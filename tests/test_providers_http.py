@@ -371,6 +371,7 @@ def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party 
         "plain",
         "netrc host",
         "netrc host, own auth",
+        "netrc host, x-api-key",
         "session headers",
         "session cookie",
         "request params",
@@ -391,6 +392,8 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     fast, plain = _session_class()(), requests.Session()
     host = "netrc.example.com" if case.startswith("netrc host") else "api.example.com"
     own_auth = {"Authorization": "Bearer k"} if case != "netrc host" else {}
+    if case == "netrc host, x-api-key":
+        own_auth = {"x-api-key": "k"}
     for session in (fast, plain):
         if case == "session headers":
             session.headers["X-Team"] = "t-1"
@@ -411,6 +414,9 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     if case == "netrc host, own auth":  # the one difference: the provider's credentials win over the file
         assert theirs.headers["Authorization"].startswith("Basic ") and ours.headers["Authorization"] == "Bearer k"
         theirs.headers["Authorization"] = "Bearer k"
+    if case == "netrc host, x-api-key":  # nor is a second credential added to the provider's
+        assert theirs.headers["Authorization"].startswith("Basic ") and "Authorization" not in ours.headers
+        del theirs.headers["Authorization"]
     assert (ours.method, ours.url, list(ours.headers.items()), ours.body, ours.hooks) == (
         theirs.method,
         theirs.url,
