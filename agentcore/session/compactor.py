@@ -63,7 +63,14 @@ from .compaction import (
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 
-__all__ = ["Compactor", "CompactionStartEvent", "CompactionEndEvent", "ERR_OVERFLOW_GAVE_UP", "ERR_COMPACT_BUSY"]
+__all__ = [
+    "Compactor",
+    "CompactionStartEvent",
+    "CompactionEndEvent",
+    "ERR_OVERFLOW_GAVE_UP",
+    "ERR_COMPACT_BUSY",
+    "summary_request_options",
+]
 
 ERR_OVERFLOW_GAVE_UP = (
     "Context overflow: the conversation still does not fit the model's context window after "
