@@ -100,15 +100,15 @@ class AgentPlugins:
 
 def _place_default_converter(pm: Any, present: bool) -> None:
     """Register or unregister the built-in converter so that it is there exactly when wanted."""
-    from ._plugin_loading import _DEFAULT_CONVERTER, load_builtins
+    from ._plugin_loading import load_builtins
 
-    registered = pm.get_plugin(_DEFAULT_CONVERTER)
+    registered = pm.get_plugin(DEFAULT_CONVERTER_NAME)
     if present and registered is None:
         for rec in load_builtins():
-            if rec.name == _DEFAULT_CONVERTER and rec.obj is not None:
-                pm.register(rec.obj, name=_DEFAULT_CONVERTER)
+            if rec.name == DEFAULT_CONVERTER_NAME and rec.obj is not None:
+                pm.register(rec.obj, name=DEFAULT_CONVERTER_NAME)
     elif not present and registered is not None:
-        pm.unregister(registered, _DEFAULT_CONVERTER)
+        pm.unregister(registered, DEFAULT_CONVERTER_NAME)
 
 
 def converter_for_run(hooks: AgentHooks, default: Callable[..., Any]) -> Callable[..., Any]:

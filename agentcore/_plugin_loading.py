@@ -55,9 +55,6 @@ class _DefaultConverter:
         return convert_message(message)
 
 
-_DEFAULT_CONVERTER = DEFAULT_CONVERTER_NAME
-
-
 lock = threading.RLock()  # guards the tables below and the managers of agentcore.plugins
 _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
@@ -92,7 +89,7 @@ def load_builtins() -> List[_Loaded]:
         from . import plugins
 
         ver = _agentcore_version()
-        loaded = [_Loaded(_DEFAULT_CONVERTER, _DefaultConverter(), True, _DISTRIBUTION, ver)]
+        loaded = [_Loaded(DEFAULT_CONVERTER_NAME, _DefaultConverter(), True, _DISTRIBUTION, ver)]
         for module in plugins.BUILTIN_PLUGINS + plugins.USER_CONFIG_PLUGINS:
             try:
                 loaded.append(_Loaded(module, importlib.import_module(module), True, _DISTRIBUTION, ver))

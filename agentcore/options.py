@@ -35,6 +35,7 @@ __all__ = [
     "merge_provider_options",
     "spread_provider_options",
     "installed_provider_options",
+    "declared_options",
     "check_value",
     "parse_cli_option",
     "option_kwargs",
@@ -153,6 +154,20 @@ def split_names(
             raise TypeError(_unknown(name, where, set(OPTION_NAMES) | set(names)))
         extra[name] = value
     return fields, extra
+
+
+def declared_options(provider: Any) -> Dict[str, str]:
+    """The options ``provider`` declares in its ``stream_options`` mapping (name -> one line),
+    leaving out what cannot be an option of its own: a name that is no identifier, or one that is
+    a :class:`StreamOptions` field (the field stays the field). Empty when it declares none."""
+    names = getattr(provider, "stream_options", None)
+    if not isinstance(names, Mapping):
+        return {}
+    return {
+        name: str(doc)
+        for name, doc in names.items()
+        if isinstance(name, str) and name.isidentifier() and name not in _FIELDS
+    }
 
 
 def installed_provider_options() -> Mapping[str, str]:

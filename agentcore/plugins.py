@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import pluggy
 
@@ -322,16 +322,12 @@ class AgentPluginManager(pluggy.PluginManager):
         name -> description: each provider may declare them in a ``stream_options`` mapping (name
         -> one line). What ``Agent(name=...)``, ``AgentLoopConfig(name=...)`` and ``-o NAME VALUE``
         accept besides the fields; a name that is a field is not taken from a provider."""
-        from .options import OPTION_NAMES
+        from .options import declared_options
 
         declared: Dict[str, str] = {}
         for provider in self.providers():
-            names = getattr(provider, "stream_options", None)
-            if not isinstance(names, Mapping):
-                continue
-            for name, doc in names.items():
-                if isinstance(name, str) and name.isidentifier() and name not in OPTION_NAMES:
-                    declared.setdefault(name, f"{doc} ({getattr(provider, 'api', '?')})")
+            for name, doc in declared_options(provider).items():
+                declared.setdefault(name, f"{doc} ({getattr(provider, 'api', '?')})")
         return declared
 
     def get_model(self, ref: str, model_id: Optional[str] = None) -> Model:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Optional, Sequence, TextIO
 
 from ._setup import UsageError, default_sessions_dir, is_session_path
 from ._usage import UsageTally, usage_table
@@ -82,16 +82,17 @@ def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
 
 def _declared_options(apis: Sequence[str]) -> Dict[str, List[str]]:
     """api -> the option names its provider declares in ``stream_options`` (apis declaring none left out)."""
+    from ..options import declared_options
     from ..plugins import get_provider
 
     out: Dict[str, List[str]] = {}
     for api in apis:
         try:
-            names = getattr(get_provider(api), "stream_options", None)
+            names = declared_options(get_provider(api))
         except KeyError:  # pragma: no cover - a provider plugins_info just listed
             continue
-        if isinstance(names, Mapping) and names:
-            out[api] = sorted(str(name) for name in names)
+        if names:
+            out[api] = sorted(names)
     return out
 
 

@@ -97,10 +97,10 @@ _CALL_NAMES = frozenset(("api_key", "signal"))
 def _checked_options(provider: Any, options: Dict[str, Any]) -> Dict[str, Any]:
     """``options`` checked as ``Agent()`` checks them (see :func:`stream`), with a
     ``provider_options`` mapping spread into keywords, as the agent loop passes them."""
-    from ..options import installed_provider_options, split_names, spread_provider_options
+    from ..options import declared_options, installed_provider_options, split_names, spread_provider_options
 
     def declared() -> Dict[str, Any]:
-        return {**installed_provider_options(), **provider.stream_options}
+        return {**installed_provider_options(), **declared_options(provider)}
 
     given = {name: value for name, value in options.items() if name not in _CALL_NAMES}
     split_names(given, "stream()", declared)

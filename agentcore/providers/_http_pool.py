@@ -24,6 +24,7 @@ from .._compat import (
     noting_connection_classes,
     set_socket_options,
 )
+from .failures import is_secret_header as _is_secret_header
 
 __all__ = ["DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "get_session"]
 
@@ -202,9 +203,7 @@ def _session_class() -> Any:
 
 def _carries_credentials(headers: Any) -> bool:
     """Whether a request's headers hold a credential (``Authorization``, ``x-api-key``, ...)."""
-    from .failures import is_secret_header
-
-    return any(is_secret_header(name) for name in headers)
+    return any(_is_secret_header(name) for name in headers)
 
 
 _PROXIES_FROM_ENV_ONLY = os.name != "nt" and sys.platform != "darwin"
