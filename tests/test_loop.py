@@ -247,7 +247,7 @@ def _parallel_probe(make_echo, execution_mode=None):
             release.wait(5)
             state["first_done"] = True
         else:
-            state["parallel"] = state["first_started"].wait(0.5) and not state["first_done"]
+            state["parallel"] = state["first_started"].wait(5) and not state["first_done"]
 
     return make_echo(execution_mode=execution_mode, before=before), state, release
 

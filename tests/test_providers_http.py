@@ -458,7 +458,7 @@ def test_abort_while_waiting_for_headers(server):  # issue 4: abort before the f
     thread.join()
     result = events.result()
     assert types == ["error"] and result.stop_reason == "aborted" and result.error_message == "Request was aborted"
-    assert elapsed < 1.0, "abort did not interrupt the wait (the server stalls for 30 s)"
+    assert elapsed < 5.0, "abort did not interrupt the wait (the server stalls for 30 s)"
 
 
 def test_abort_mid_stream_keeps_partial_content(server):  # issue 4: abort mid-stream
@@ -479,7 +479,7 @@ def test_abort_mid_stream_keeps_partial_content(server):  # issue 4: abort mid-s
     result = events.result()
     assert types == ["start", "text_start", "text_delta", "error"]
     assert result.stop_reason == "aborted" and result.text == "first"
-    assert elapsed < 1.0, "abort did not unblock the read (the server stalls for 30 s)"
+    assert elapsed < 5.0, "abort did not unblock the read (the server stalls for 30 s)"
 
 
 def test_abort_during_retry_sleep(server):
@@ -489,7 +489,7 @@ def test_abort_during_retry_sleep(server):
     result = complete(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
     elapsed = time.perf_counter() - stamp["t"]
     thread.join()
-    assert result.stop_reason == "aborted" and elapsed < 1.0 and len(server.requests) == 1
+    assert result.stop_reason == "aborted" and elapsed < 5.0 and len(server.requests) == 1
 
 
 def test_already_aborted_signal_sends_nothing(server):
@@ -672,7 +672,7 @@ def test_abort_while_the_tcp_connect_hangs_ends_the_stream_at_once():  # issue 4
         started = time.monotonic()
         controller.abort()
         assert finished.wait(5), "the aborted connect did not return"
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 5.0  # not the 30 s connect timeout
         assert result["message"].stop_reason == "aborted"
     finally:
         for filler in fillers:

@@ -102,7 +102,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
         assert str(info.value).endswith("Command timed out after 0.5 seconds")
         assert info.value.reason == "timeout" and info.value.exit_code is None
         assert wait_dead(pids) == []
-        assert elapsed < 0.5 + 2.0  # killed promptly, not after the sleeps' 100 s
+        assert elapsed < 0.5 + 10.0  # killed promptly, not after the sleeps' 100 s
     finally:
         _cleanup(pids)
 
@@ -133,7 +133,7 @@ def test_abort_kills_the_whole_process_group(tmp_path):
         controller.abort("stop")
         worker.join(10)
         assert not worker.is_alive()
-        assert time.monotonic() - aborted_at < 2.0
+        assert time.monotonic() - aborted_at < 10.0  # not the sleeps' 100 s
         assert len(outcome) == 1 and isinstance(outcome[0], BashError)
         error = outcome[0]
         pids = _pids(error.output)
