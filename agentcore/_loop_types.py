@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from ._util import field_of
-from .options import OPTION_NAMES, StreamOptions, installed_provider_options, merge_provider_options, split_names
+from .options import (
+    OPTION_NAMES,
+    StreamOptions,
+    check_api_key,
+    installed_provider_options,
+    merge_provider_options,
+    split_names,
+)
 from .signals import AbortSignal
 from .tools import AgentToolResult
 from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
@@ -95,6 +102,7 @@ class AgentLoopConfig(StreamOptions):
         self.tool_execution = tool_execution
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
+        check_api_key(api_key, "AgentLoopConfig()")
         self.api_key = api_key
         values = dict.fromkeys(OPTION_NAMES) if options is None else dict(options.__dict__)
         values.update((k, v) for k, v in fields.items() if v is not None)

@@ -61,7 +61,7 @@ from .events import (
     TurnEndEvent,
 )
 from .messages import convert_to_llm as rich_convert_to_llm
-from .options import OPTION_NAMES, StreamOptions, check_value, merge_provider_options, split_names
+from .options import OPTION_NAMES, StreamOptions, check_api_key, check_value, merge_provider_options, split_names
 from .signals import AbortController, AbortSignal
 from .streams import start_daemon
 from .types import (
@@ -338,6 +338,7 @@ class Agent:
             messages or (),
         )
         self._warned_event_loop = False
+        check_api_key(api_key, "Agent()")
         self.api_key = api_key
         self.get_api_key = get_api_key
         self.stream_fn = stream_fn

@@ -71,7 +71,7 @@ from .events import (
     TurnStartEvent,
 )
 from .messages import default_convert_to_llm
-from .options import spread_provider_options
+from .options import check_api_key, spread_provider_options
 from .signals import AbortController, AbortSignal
 from .streams import EventStream, start_daemon
 from .tools import AgentTool, AgentToolResult
@@ -524,7 +524,10 @@ def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]
         if value is not None:
             options[name] = value
     spread_provider_options(options)  # a plugin provider's own options (region ...) are keywords
-    api_key = awaited(cfg.get_api_key(cfg.model.provider)) if cfg.get_api_key is not None else None
+    api_key = None
+    if cfg.get_api_key is not None:
+        api_key = awaited(cfg.get_api_key(cfg.model.provider))
+        check_api_key(api_key, f"get_api_key({cfg.model.provider!r})", "its result")
     api_key = api_key or cfg.api_key
     if api_key:
         options["api_key"] = api_key

@@ -37,6 +37,7 @@ __all__ = [
     "installed_provider_options",
     "declared_options",
     "check_value",
+    "check_api_key",
     "parse_cli_option",
     "option_kwargs",
 ]
@@ -277,6 +278,13 @@ def check_value(name: str, value: Any, where: str) -> None:
     problem = _out_of_range(name, value)
     if problem:
         raise ValueError(f"{where}: {name} {_short(value)}: {problem}")
+
+
+def check_api_key(value: Any, where: str, name: str = "api_key") -> None:
+    """Raise TypeError when an API key (``value``, given as ``name``) is neither None nor a string.
+    The message names the type only, never the value."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{where}: {name} must be a string or None, not {type(value).__name__}")
 
 
 def _short(value: Any) -> str:

@@ -171,6 +171,65 @@ def test_a_key_echoed_by_the_server_never_reaches_the_error_message(server):  # 
     assert KEY not in repr(second) and "model-header-secret-value" not in second.error_message
 
 
+def test_a_key_read_with_its_newline_is_sent_without_it(server, monkeypatch):  # secrets: keys from files
+    # open("key.txt").read() keeps the newline; requests refused such a header and echoed the key
+    # in its error, which went into the transcript and the session file
+    server.enqueue(Reply(body=_text_body("a")), Reply(body=_text_body("b")), Reply(body=_text_body("c")))
+    assert complete(_model(server), _ctx(), api_key=f"  {KEY}\n").text == "a"
+    monkeypatch.setenv("OPENAI_API_KEY", KEY + "\r\n")
+    assert complete(_model(server, provider="openai"), _ctx()).text == "b"
+    headers = {"Authorization": f"Bearer {KEY}\n", "X-Trace": "\tabc "}
+    assert complete(_model(server), _ctx(), api_key="unused-key", headers=headers).text == "c"
+    assert [r.headers["authorization"] for r in server.requests] == [f"Bearer {KEY}"] * 3
+    assert server.requests[2].headers["x-trace"] == "abc"
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        ({"api_key": "sk-live-0123\n456789"}, "api_key contains a line break"),
+        ({"api_key": "k", "headers": {"Authorization": "Bearer sk-live-0123\r\n456789"}}, "header 'Authorization'"),
+        ({"api_key": "k", "headers": {"X-Note": "sk-live-0123\x00456789"}}, "header 'X-Note'"),
+    ],
+)
+def test_a_credential_with_a_line_break_is_refused_without_showing_it(server, options, named):  # secrets
+    events = stream(_model(server), _ctx(), max_retries=0, **options)
+    types = [e.type for e in events]
+    result = events.result()
+    assert types == ["error"] and result.stop_reason == "error" and named in result.error_message
+    text = result.error_message + json.dumps(result.to_dict())
+    assert "0123" not in text and "456789" not in text and server.requests == []
+
+
+def test_an_api_key_that_is_not_a_string_is_named_not_shown(server):  # bad input: a clear error
+    from agentcore import Agent, AgentLoopConfig
+
+    for key, kind in ((12345678901, "int"), (b"sk-live-0123456789", "bytes")):
+        result = complete(_model(server), _ctx(), api_key=key)
+        assert result.stop_reason == "error" and f"api_key must be a string, not {kind}" in result.error_message
+        with pytest.raises(TypeError, match=f"^Agent\\(\\): api_key must be a string or None, not {kind}$"):
+            Agent(_model(server), api_key=key)
+        with pytest.raises(TypeError, match=f"AgentLoopConfig\\(\\): api_key must be a string or None, not {kind}"):
+            AgentLoopConfig(_model(server), api_key=key)
+    agent = Agent(_model(server), get_api_key=lambda provider: 12345678901)
+    agent.prompt("hi")
+    failure = agent.state.messages[-1]
+    assert failure.stop_reason == "error" and server.requests == []
+    assert "get_api_key('local'): its result must be a string or None, not int" in failure.error_message
+    assert "12345678901" not in failure.error_message
+
+
+def test_redact_finds_a_secret_however_the_text_quotes_it():  # secrets: escaped in reprs and JSON
+    from agentcore.providers.failures import redact, secret_forms
+
+    secret = "sk-live-0123456789\n"
+    texts = [f"value: {secret!r}", json.dumps({"key": secret}), f"plain {secret.strip()} text", secret]
+    assert [redact(text, [secret]) for text in texts] == ["value: '***'", '{"key": "***"}', "plain *** text", "***"]
+    assert redact("short sk-1 and sk-12345", ["sk-1", "sk-12345", None, 42]) == "short sk-1 and ***"  # type: ignore[list-item]
+    assert redact("a sk-1 b", ["sk-1"], min_length=4) == "a *** b"
+    assert secret_forms(b"sk-live-0123456789") == frozenset() and secret_forms("") == frozenset()
+
+
 def test_openrouter_error_metadata_raw_is_appended():  # providers §4 step 6
     body = json.dumps({"error": {"message": "Provider returned error", "metadata": {"raw": "upstream said no"}}})
     assert format_http_error(502, body) == "502 Provider returned error\nupstream said no"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, TextIO
 
+from ..providers import failures
+
 __all__ = ["TextPrinter", "JsonPrinter", "run_outcome", "redact", "one_line"]
 
 _ARGS_LIMIT = 160
@@ -17,10 +19,9 @@ _RESULT_LINES = 4
 
 
 def redact(text: str, secret: Optional[str]) -> str:
-    """``text`` with every occurrence of ``secret`` replaced by ``***``."""
-    if secret and len(secret) >= 4:
-        return text.replace(secret, "***")
-    return text
+    """``text`` with every occurrence of ``secret`` (of 4 or more characters, in each of its
+    :func:`~agentcore.providers.failures.secret_forms`) replaced by ``***``."""
+    return failures.redact(text, (secret,), min_length=4) if secret else text
 
 
 def one_line(value: Any, limit: int = _ARGS_LIMIT) -> str:

@@ -64,7 +64,9 @@ __all__ = [
     "ENV_API_KEYS",
     "get_env_api_key",
     "resolve_api_key",
+    "clean_api_key",
     "merge_headers",
+    "clean_header_value",
     "new_output",
     "encode_body",
     "is_secret_header",
@@ -161,19 +163,40 @@ def get_env_api_key(provider: str, env: Optional[Mapping[str, str]] = None) -> O
 
 
 def resolve_api_key(provider: str, explicit: Optional[str] = None) -> Optional[str]:
-    """``explicit`` if non-empty, else the environment's key.
+    """``explicit`` if non-empty, else the environment's key, without surrounding whitespace.
 
-    Raises :class:`MissingApiKeyError` for a provider with known key variables and no key;
-    returns None for providers without any (custom/local endpoints that need no key).
+    A key read from a file often ends with a newline; HTTP drops whitespace around a header value
+    anyway, so it is stripped here rather than refused. Raises TypeError when ``explicit`` is not a
+    string, :class:`ProviderError` when the key holds a line break or another control character
+    (neither message shows the key), and :class:`MissingApiKeyError` for a provider with known key
+    variables and no key; returns None for providers without any (custom/local endpoints that need
+    no key).
     """
-    if explicit:
-        return explicit
-    key = get_env_api_key(provider)
+    key = clean_api_key(explicit) or clean_api_key(
+        get_env_api_key(provider), f"the {provider} key from the environment"
+    )
     if key:
         return key
     if provider in ENV_API_KEYS:
         raise MissingApiKeyError(provider, ENV_API_KEYS[provider])
     return None
+
+
+def clean_api_key(key: Any, where: str = "api_key") -> Optional[str]:
+    """``key`` without surrounding whitespace, or None when that leaves nothing. What every
+    provider (a plugin's too) does with a key before sending it; see :func:`resolve_api_key`.
+
+    Raises TypeError when ``key`` is neither None nor a string, and :class:`ProviderError` when it
+    holds a line break or another control character; ``where`` names the key in the message,
+    which never shows it."""
+    if key is None:
+        return None
+    if not isinstance(key, str):
+        raise TypeError(f"{where} must be a string, not {type(key).__name__}")
+    key = key.strip()
+    if not key.isprintable():
+        raise ProviderError(f"{where} contains a line break or another control character; check how it was read")
+    return key or None
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -210,12 +233,35 @@ def sanitize_surrogates(text: str) -> str:
 
 
 def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
-    """Merge header dicts; later layers win, names compared case-insensitively; None values drop."""
+    """Merge header dicts; later layers win, names compared case-insensitively; None values drop.
+
+    Values become strings without surrounding whitespace (HTTP's own reading of a header value).
+    A value that still holds a line break or another control character raises
+    :class:`ProviderError` naming the header, never showing the value (it may be a credential:
+    ``requests`` would echo it into the error message, and from there into the transcript).
+    """
     merged: Dict[str, Tuple[str, Any]] = {}
     for layer in layers:
         for name, value in (layer or {}).items():
             merged[name.lower()] = (name, value)
-    return {name: str(value) for name, value in merged.values() if value is not None}
+    try:
+        return {name: clean_header_value(name, value) for name, value in merged.values() if value is not None}
+    except ValueError as exc:
+        raise ProviderError(str(exc)) from None
+
+
+def clean_header_value(name: str, value: Any) -> str:
+    """``value`` as a string without surrounding whitespace (HTTP's own reading of a header value).
+
+    Raises ValueError naming header ``name`` when the value still holds a line break or another
+    control character, never showing the value (it may be a credential, and HTTP clients quote
+    the values they refuse in their errors)."""
+    text = str(value).strip()
+    if not text.isprintable() and not text.replace("\t", " ").isprintable():
+        raise ValueError(
+            f"header {name!r} has a line break or another control character in its value; HTTP does not allow them"
+        )
+    return text
 
 
 def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:

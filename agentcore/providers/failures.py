@@ -8,7 +8,8 @@ message, the session file or a log, so a key a server echoes back is never kept.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+import json
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Diagnostic, now_ms
@@ -21,6 +22,7 @@ __all__ = [
     "signal_aborted",
     "describe_error",
     "redact",
+    "secret_forms",
     "is_secret_header",
     "secret_header_values",
     "add_diagnostic",
@@ -129,13 +131,28 @@ def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
     return values
 
 
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret of 8 or more characters replaced by ``***`` (longest first).
+def secret_forms(secret: Any) -> FrozenSet[str]:
+    """The ways a text may show ``secret``: as it is, stripped of surrounding whitespace, and
+    escaped as Python's ``repr`` and JSON escape it (how ``requests`` and servers quote a value they
+    reject, a key read from a file with its newline, say). Empty for anything but a non-empty
+    string."""
+    if not isinstance(secret, str) or not secret:
+        return frozenset()
+    return frozenset((secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1]))
+
+
+def redact(text: str, secrets: Iterable[str], min_length: int = 8) -> str:
+    """``text`` with every secret of ``min_length`` or more characters replaced by ``***``, in each
+    of its :func:`secret_forms` (longest first, so a secret that contains another goes whole).
 
     Servers sometimes echo the key they rejected; the message ends up in the transcript, the
-    session file and logs, so it must never carry the key."""
-    for secret in sorted({s for s in secrets if s and len(s) >= 8}, key=len, reverse=True):
-        text = text.replace(secret, "***")
+    session file and logs, so it must never carry the key. Anything but a non-empty string in
+    ``secrets`` is ignored."""
+    forms: Set[str] = set()
+    for secret in secrets:
+        forms.update(secret_forms(secret))
+    for form in sorted((f for f in forms if len(f) >= min_length), key=len, reverse=True):
+        text = text.replace(form, "***")
     return text
 
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
+from agentcore.providers.base import clean_api_key
+
 __all__ = [
     "BedrockConfigError",
     "SignedRequest",
@@ -185,9 +187,11 @@ def _frozen_credentials(profile: Optional[str]) -> Any:
 
 def _bearer_token(options: Mapping[str, Any], env: Mapping[str, str]) -> Optional[str]:
     key = options.get("api_key")
-    if key and key != _AUTHENTICATED:
-        return str(key)
-    return env.get(BEARER_TOKEN_ENV) or None
+    if key != _AUTHENTICATED:
+        key = clean_api_key(key)
+        if key:
+            return key
+    return clean_api_key(env.get(BEARER_TOKEN_ENV), BEARER_TOKEN_ENV)
 
 
 def sign_request(

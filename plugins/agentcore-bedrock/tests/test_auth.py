@@ -86,6 +86,21 @@ def test_bearer_api_key_from_the_environment(
     assert request.headers["Authorization"].startswith("AWS4-HMAC-SHA256 ")
 
 
+def test_a_bearer_key_is_sent_without_surrounding_whitespace_and_checked(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a key read from a file keeps its newline: sent as is, requests refused it and echoed it
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-123456\n")
+    assert _send(server).headers["Authorization"] == "Bearer bedrock-api-key-123456"
+    assert _send(server, api_key=" other-key-123456\r\n").headers["Authorization"] == "Bearer other-key-123456"
+    sent = len(server.requests)
+    for options, named in (({"api_key": "bad-key\n123456"}, "api_key"), ({"api_key": 1234567890}, "api_key")):
+        message = BedrockProvider().stream(local_model(server), CONTEXT, max_retries=0, **options).result()
+        assert message.stop_reason == "error" and named in (message.error_message or "")
+        assert "123456" not in (message.error_message or "") and "1234567890" not in (message.error_message or "")
+    assert len(server.requests) == sent
+
+
 def test_skip_auth_signs_with_dummy_keys(
     server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

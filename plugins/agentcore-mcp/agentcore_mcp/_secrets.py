@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Iterable, List, Mapping, Optional
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
+from agentcore.providers.failures import secret_forms
+
 MASK = "***"
 
 
@@ -20,10 +22,10 @@ class Secrets:
     __slots__ = ("_values", "__weakref__")
 
     def __init__(self, values: Iterable[str] = ()) -> None:
-        # longest first, so a secret that contains another is masked whole
-        self._values: List[str] = sorted(
-            {v for v in values if isinstance(v, str) and len(v) >= 3}, key=len, reverse=True
-        )
+        # each as a text may show it (stripped, repr- or JSON-escaped); longest first, so a
+        # secret that contains another is masked whole
+        forms = {form for v in values for form in secret_forms(v)}
+        self._values: List[str] = sorted((f for f in forms if len(f) >= 3), key=len, reverse=True)
 
     @classmethod
     def of(

@@ -23,6 +23,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
+from agentcore.providers.base import clean_header_value
 from agentcore.tools import AgentTool, AgentToolResult
 
 from . import _loop
@@ -150,7 +151,11 @@ class MCPServer:
             raise ValueError(f"MCPServer.http: url must start with http:// or https://, not {url!r}")
         if transport not in ("auto", "streamable-http", "sse"):
             raise ValueError(f'MCPServer.http: transport must be "auto", "streamable-http" or "sse", not {transport!r}')
-        spec = Spec("http", url=url, headers={str(k): str(v) for k, v in (headers or {}).items()}, transport=transport)
+        try:
+            clean = {str(k): clean_header_value(str(k), v) for k, v in (headers or {}).items()}
+        except ValueError as exc:
+            raise ValueError(f"MCPServer.http: {exc}") from None
+        spec = Spec("http", url=url, headers=clean, transport=transport)
         return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout)
 
     # ------------------------------------------------------------------ lifecycle

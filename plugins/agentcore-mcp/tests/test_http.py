@@ -89,3 +89,24 @@ def test_bad_url_and_transport_are_refused():
         MCPServer.http("ftp://example")
     with pytest.raises(ValueError, match="transport"):
         MCPServer.http("http://127.0.0.1/mcp", transport="websocket")
+
+
+def test_header_values_are_stripped_and_a_line_break_is_refused_unseen(http_server, caplog):
+    # a token read from a file keeps its newline; httpx refused the header and quoted its value
+    # (in its own debug log too, which no redaction of ours reaches)
+    caplog.set_level(logging.DEBUG)
+    with MCPServer.http(http_server.url, headers={"Authorization": "Bearer hdr-secret-456\n"}) as server:
+        assert server.call_tool("echo", {"text": "ok"}).content == [TextContent("ok")]
+    assert "hdr-secret-456" not in caplog.text
+    for value in ("Bearer hdr-secret-456\nX-Other: 1", "hdr-secret-456\x00"):
+        with pytest.raises(ValueError, match="header 'Authorization' has a line break or another control") as info:
+            MCPServer.http(http_server.url, headers={"Authorization": value})
+        assert "hdr-secret-456" not in str(info.value)
+
+
+def test_secrets_are_masked_however_an_error_quotes_them():
+    from agentcore_mcp._secrets import Secrets
+
+    secrets = Secrets.of(env={"API_TOKEN": "env-secret-789\n"}, headers={"X-Key": "hdr-secret-456"})
+    text = "refused b'env-secret-789\\n' and \"hdr-secret-456\" and env-secret-789"
+    assert secrets.redact(text) == "refused b'***' and \"***\" and ***"
