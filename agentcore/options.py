@@ -24,6 +24,7 @@ import dataclasses
 import difflib
 import json
 import math
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
@@ -38,6 +39,7 @@ __all__ = [
     "declared_options",
     "check_value",
     "check_api_key",
+    "header_problem",
     "parse_cli_option",
     "option_kwargs",
 ]
@@ -275,9 +277,37 @@ def check_value(name: str, value: Any, where: str) -> None:
     if not _is_kind(kind, value):
         got = f"a {type(value).__name__}" if name == "headers" else f"{_short(value)} (a {type(value).__name__})"
         raise TypeError(f"{where}: {name} must be {_TYPE_WORDS.get(kind, kind)}, not {got}")
+    if name == "headers":
+        for header, header_value in value.items():
+            problem = header_problem(header, header_value)
+            if problem:
+                raise ValueError(f"{where}: headers: {problem}")
+        return
     problem = _out_of_range(name, value)
     if problem:
         raise ValueError(f"{where}: {name} {_short(value)}: {problem}")
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+
+
+def header_problem(name: Any, value: Any) -> Optional[str]:
+    """Why header ``name: value`` cannot be sent, or None; the reason names the header and never
+    shows the value (it may be a credential). A name must be an HTTP token; a value a string,
+    bytes or a number (None: not sent) without a line break or another control character once
+    surrounding whitespace is dropped (which HTTP does anyway)."""
+    if not isinstance(name, str) or not _HEADER_NAME.match(name):
+        return f"{name!r} is not an HTTP header name"
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    elif not isinstance(value, (str, int, float)):
+        return f"the value of header {name!r} must be a string, not {type(value).__name__}"
+    text = str(value).strip()
+    if not text.isprintable() and not text.replace("\t", " ").isprintable():
+        return f"header {name!r} has a line break or another control character in its value; HTTP does not allow them"
+    return None
 
 
 def check_api_key(value: Any, where: str, name: str = "api_key") -> None:

@@ -184,6 +184,25 @@ def test_a_key_read_with_its_newline_is_sent_without_it(server, monkeypatch):  #
     assert server.requests[2].headers["x-trace"] == "abc"
 
 
+def test_header_names_and_value_types_are_checked_before_sending(server):  # bad input: clear errors
+    from agentcore import Agent
+
+    server.enqueue(Reply(body=_text_body("a")))
+    assert complete(_model(server), _ctx(), api_key=KEY, headers={"X-Raw": b"raw bytes", "X-N": 3}).text == "a"
+    assert server.requests[0].headers["x-raw"] == "raw bytes" and server.requests[0].headers["x-n"] == "3"
+    for headers, problem in (
+        ({5: "v"}, "5 is not an HTTP header name"),
+        ({"Bad Name": "v"}, "'Bad Name' is not an HTTP header name"),
+        ({"X-Obj": ["sk-live-0123456789"]}, "the value of header 'X-Obj' must be a string, not list"),
+    ):
+        result = complete(_model(server), _ctx(), api_key=KEY, headers=headers)
+        assert result.stop_reason == "error" and result.error_message.endswith(problem)
+        with pytest.raises(ValueError, match="^Agent\\(\\): headers: ") as info:
+            Agent(_model(server), headers=headers)
+        assert str(info.value).endswith(problem) and "0123456789" not in str(info.value)
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     "options, named",
     [

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import json_scanner
 from ..events import DoneEvent, StartEvent
+from ..options import header_problem
 from ..streams import ProviderStream
 from ..types import AssistantMessage, Model, Usage, now_ms
 from .failures import (
@@ -243,7 +244,7 @@ def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     merged: Dict[str, Tuple[str, Any]] = {}
     for layer in layers:
         for name, value in (layer or {}).items():
-            merged[name.lower()] = (name, value)
+            merged[name.lower() if type(name) is str else name] = (name, value)
     try:
         return {name: clean_header_value(name, value) for name, value in merged.values() if value is not None}
     except ValueError as exc:
@@ -251,17 +252,17 @@ def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
 
 
 def clean_header_value(name: str, value: Any) -> str:
-    """``value`` as a string without surrounding whitespace (HTTP's own reading of a header value).
+    """``value`` as a string (bytes read as Latin-1) without surrounding whitespace (HTTP's own
+    reading of a header value).
 
-    Raises ValueError naming header ``name`` when the value still holds a line break or another
-    control character, never showing the value (it may be a credential, and HTTP clients quote
-    the values they refuse in their errors)."""
-    text = str(value).strip()
-    if not text.isprintable() and not text.replace("\t", " ").isprintable():
-        raise ValueError(
-            f"header {name!r} has a line break or another control character in its value; HTTP does not allow them"
-        )
-    return text
+    Raises ValueError with :func:`~agentcore.options.header_problem`'s reason when ``name`` is no
+    HTTP header name or the value cannot be sent (a line break or another control character
+    inside, a type that is not a string, bytes or a number), never showing the value (it may be
+    a credential, and HTTP clients quote the values they refuse in their errors)."""
+    problem = header_problem(name, value)
+    if problem:
+        raise ValueError(problem)
+    return (value.decode("latin-1") if isinstance(value, bytes) else str(value)).strip()
 
 
 def tool_specs(context: Any) -> List[Tuple[str, str, Dict[str, Any]]]:
