@@ -236,10 +236,11 @@ def sanitize_surrogates(text: str) -> str:
 def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     """Merge header dicts; later layers win, names compared case-insensitively; None values drop.
 
-    Values become strings without surrounding whitespace (HTTP's own reading of a header value).
-    A value that still holds a line break or another control character raises
-    :class:`ProviderError` naming the header, never showing the value (it may be a credential:
-    ``requests`` would echo it into the error message, and from there into the transcript).
+    Each value goes through :func:`clean_header_value` (a string without surrounding whitespace);
+    a header it refuses (no HTTP header name, a line break or control character in the value, a
+    value that is not a string, bytes or a number) raises :class:`ProviderError` naming the
+    header, never showing the value (it may be a credential: ``requests`` would echo it into the
+    error message, and from there into the transcript).
     """
     merged: Dict[str, Tuple[str, Any]] = {}
     for layer in layers:
