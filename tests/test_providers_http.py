@@ -247,6 +247,7 @@ def test_redact_finds_a_secret_however_the_text_quotes_it():  # secrets: escaped
     assert redact("short sk-1 and sk-12345", ["sk-1", "sk-12345", None, 42]) == "short sk-1 and ***"  # type: ignore[list-item]
     assert redact("a sk-1 b", ["sk-1"], min_length=4) == "a *** b"
     assert secret_forms(b"sk-live-0123456789") == frozenset() and secret_forms("") == frozenset()
+    assert "" not in secret_forms("   ") and redact("a b", ["   "], min_length=0) == "a b"  # never masks ""
 
 
 def test_openrouter_error_metadata_raw_is_appended():  # providers §4 step 6

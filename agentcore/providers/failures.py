@@ -135,10 +135,10 @@ def secret_forms(secret: Any) -> FrozenSet[str]:
     """The ways a text may show ``secret``: as it is, stripped of surrounding whitespace, and
     escaped as Python's ``repr`` and JSON escape it (how ``requests`` and servers quote a value they
     reject, a key read from a file with its newline, say). Empty for anything but a non-empty
-    string."""
+    string; never holds the empty string (a secret of whitespace strips to nothing)."""
     if not isinstance(secret, str) or not secret:
         return frozenset()
-    return frozenset((secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1]))
+    return frozenset(form for form in (secret, secret.strip(), repr(secret)[1:-1], json.dumps(secret)[1:-1]) if form)
 
 
 def redact(text: str, secrets: Iterable[str], min_length: int = 8) -> str:

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import re
 from typing import List, Tuple
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, unquote_plus, urlsplit
+
+from agentcore.providers.failures import secret_forms
 
 __all__ = ["Dsn", "parse_dsn", "display_name", "scrub"]
 
-_KV_PASSWORD = re.compile(r"""(?:^|\s)password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)""")
+#: libpq parameters whose values are secrets (the password and the TLS key, OAuth and SCRAM ones)
+SECRET_PARAMETERS = ("password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key")
+_KV_SECRET = re.compile(r"(?:^|\s)(?:" + "|".join(SECRET_PARAMETERS) + r""")\s*=\s*('(?:[^'\\]|\\.)*'|\S+)""")
+_QUOTED = re.compile(r'"([^"]*)"')
 
 
 class Dsn:
@@ -44,15 +49,22 @@ class Dsn:
 
 
 def _secrets_of(dsn: str) -> List[str]:
-    """Every password-looking value in ``dsn`` (raw and decoded), longest first."""
+    """Every secret-looking value in ``dsn`` (raw and decoded), longest first: a URL's password and
+    secret query parameters, and the values of secret ``key=value`` words."""
     found: List[str] = []
-    try:
-        password = urlsplit(dsn).password if "://" in dsn else None
-    except ValueError:
-        password = None
-    if password:
-        found += [password, unquote(password)]
-    for match in _KV_PASSWORD.finditer(dsn):
+    if "://" in dsn:
+        try:
+            url = urlsplit(dsn)
+            password = url.password
+        except ValueError:
+            url, password = None, None
+        if password:
+            found += [password, unquote(password)]
+        for part in url.query.split("&") if url is not None else ():
+            key, _, value = part.partition("=")
+            if key in SECRET_PARAMETERS:
+                found += [value, unquote_plus(value)]
+    for match in _KV_SECRET.finditer(dsn):
         value = match.group(1)
         found.append(value)
         if value.startswith("'") and value.endswith("'") and len(value) >= 2:
@@ -61,9 +73,11 @@ def _secrets_of(dsn: str) -> List[str]:
 
 
 def scrub(text: str, secrets: Tuple[str, ...]) -> str:
-    """``text`` without any of ``secrets`` (each replaced by ``***``)."""
-    for secret in secrets:
-        text = text.replace(secret, "***")
+    """``text`` without any of ``secrets`` (each replaced by ``***``), in any of the forms
+    :func:`agentcore.providers.failures.secret_forms` lists (repr- and JSON-escaped, stripped)."""
+    forms = {form for secret in secrets for form in secret_forms(secret)}
+    for form in sorted(forms, key=len, reverse=True):
+        text = text.replace(form, "***")
     return text
 
 
@@ -92,8 +106,21 @@ def parse_dsn(dsn: str) -> Dsn:
     try:
         params = conninfo.conninfo_to_dict(dsn)
     except Exception as exc:  # psycopg.ProgrammingError: libpq could not parse it
-        raise ValueError(f"invalid PostgreSQL DSN: {scrub(str(exc).strip(), secrets)}") from None
-    password = params.get("password")
-    if password:
-        secrets = tuple(sorted(set(secrets) | {str(password)}, key=len, reverse=True))
+        raise ValueError(f"invalid PostgreSQL DSN: {_unparsable(str(exc).strip(), secrets)}") from None
+    found = {str(params[key]) for key in SECRET_PARAMETERS if params.get(key)}
+    if found:
+        secrets = tuple(sorted(set(secrets) | found, key=len, reverse=True))
     return Dsn(dsn, display_name(params), secrets)
+
+
+def _unparsable(message: str, secrets: Tuple[str, ...]) -> str:
+    """libpq's words on a DSN it cannot parse, with the secrets and every other quoted piece of the
+    DSN masked: a password with an unquoted space is cut into words libpq quotes back
+    (``missing "=" after "cret"``), which no list of secrets knows. Known parameter names stay; a
+    mistyped one is masked too (it may be such a word)."""
+    from psycopg import pq
+
+    names = {d.keyword.decode() for d in pq.Conninfo.get_defaults()}
+    return _QUOTED.sub(
+        lambda m: m.group(0) if m.group(1) == "=" or m.group(1) in names else '"***"', scrub(message, secrets)
+    )

@@ -171,3 +171,37 @@ def test_display_forms_of_dsns():
     with pytest.raises(ValueError, match="invalid PostgreSQL DSN") as info:
         parse_dsn("password=hunter2 what")
     assert "hunter2" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "dsn, pieces",
+    [
+        ("host=x password=se cret", ("se", "cret")),  # an unquoted space: libpq quotes "cret" back
+        ("password=hunter2 what", ("hunter2", "what")),
+        ("postgresql://u:p%40ss word@h/db", ("p@ss word", "p%40ss word", "ss word")),
+        ("host=x sslpassword=tls key", ("tls", " key")),
+        ("postgresql://u@h/db?oauth_client_secret=zz9top&bad", ("zz9top",)),
+    ],
+)
+def test_an_unparsable_dsn_quotes_no_piece_of_a_secret(dsn, pieces):
+    with pytest.raises(ValueError, match="invalid PostgreSQL DSN") as info:
+        parse_dsn(dsn)
+    message = str(info.value)
+    for piece in pieces:
+        assert piece not in message, message
+    assert '"***"' in message  # where libpq quoted a piece of the DSN
+
+
+def test_an_unparsable_dsn_still_names_the_parameters():
+    with pytest.raises(ValueError) as info:
+        parse_dsn("host=x port")
+    assert str(info.value) == 'invalid PostgreSQL DSN: missing "=" after "port" in connection info string'
+
+
+def test_secret_parameters_besides_the_password_are_scrubbed():
+    kv = parse_dsn("host=h sslpassword=tlskey9 oauth_client_secret='o s'")
+    assert kv.scrub("tlskey9 o s 'tlskey9'") == "*** *** '***'"
+    url = parse_dsn("postgresql://u:pw%2Fx@h/db?sslpassword=tls%20k+y&sslmode=require")
+    assert url.display == "postgresql://u@h/db"
+    assert url.scrub("pw/x tls k+y tls%20k+y") == "*** *** ***"
+    assert parse_dsn("host=h password=a\\\\b").scrub("said 'a\\\\b' and a\\b") == "said '***' and ***"
