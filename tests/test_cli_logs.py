@@ -322,6 +322,35 @@ def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
     assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE (the full disk) is POSIX")
+def test_a_full_disk_under_the_index_reports_the_disk_error_and_keeps_the_index(here):
+    """SQLite rolls a transaction back by itself when a write fails; the index must then report
+    that failure, not "cannot rollback - no transaction is active" from a second ROLLBACK."""
+    path = _library_session("needs pages " * 4000, "answer")  # ~50 KB of text: new pages in logs.db
+    script = (
+        "import os, resource, signal, sys\n"
+        "from agentcore.cli._logindex import LogIndex\n"
+        "directory, path = sys.argv[1:]\n"
+        "with LogIndex(directory) as index:\n"
+        "    size = os.path.getsize(os.path.join(directory, 'logs.db'))\n"
+        "    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))  # no file may grow: a full disk\n"
+        "    try:\n"
+        "        index.update(path)\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    with open(sessions_dir() / "logs.db", "wb"):
+        pass  # an empty file: LogIndex creates its tables in it before the limit is set
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(sessions_dir()), str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(("OperationalError", "DatabaseError")), done.stdout
+    assert "no transaction is active" not in done.stdout and "disk" in done.stdout, done.stdout
+    assert [c["firstPrompt"][:11] for c in logs_json()] == ["needs pages"]  # the index still works after
+
+
 # --------------------------------------------------------------------------- -c and -s prefixes
 
 

@@ -270,7 +270,7 @@ class LogIndex:
             self._db.execute(f"PRAGMA user_version = {_SCHEMA}")
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            _rollback(self._db)
             raise
 
     def close(self) -> None:
@@ -356,7 +356,7 @@ class LogIndex:
                 db.execute("INSERT INTO texts (rowid, body) VALUES (?, ?)", (cursor.lastrowid, text))
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            _rollback(db)
             raise
 
     def _delete(self, path: str) -> None:
@@ -394,6 +394,14 @@ class LogIndex:
             sql += " LIMIT ?"
             params.append(limit)
         return [Conversation(*row) for row in self._db.execute(sql, params)]
+
+
+def _rollback(db: Any) -> None:
+    """Roll back the open transaction, if SQLite has not already: on a full disk or an I/O error it
+    rolls back by itself, and a second ROLLBACK would raise "no transaction is active" in place of
+    the error that says what went wrong."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
 
 
 def _corrupt(exc: Exception) -> bool:

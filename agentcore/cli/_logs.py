@@ -5,7 +5,8 @@ Every ``run`` and ``chat`` records its conversation as a new session in the sess
 ``AGENTCORE_NO_LOG=1`` in the environment, or ``agentcore logs off`` (a ``logs-off`` marker file in
 the config directory; ``logs on`` removes it). ``--session``, ``-s`` and ``-c`` name a session
 explicitly and always record into it. A sessions directory that cannot be written is a warning
-on stderr, and the command runs unlogged: logging never makes a run fail.
+on stderr, and the command runs unlogged. (A write that fails later, on a full disk, fails that
+run as the Agent's session recording does: the error names the file, the session stays valid.)
 
 ``-c/--continue`` resumes the most recently updated conversation of the current directory (as
 the reference's ``pi -c``; sessions are kept per working directory). ``-s ID`` takes a unique
