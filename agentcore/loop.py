@@ -604,7 +604,7 @@ class _Outcome:
     "error" when None) and ``started`` is the ``perf_counter`` at which ``execute`` began (None:
     the call never executed)."""
 
-    __slots__ = ("call", "result", "is_error", "_message")
+    __slots__ = ("call", "result", "is_error", "_message", "_content", "_added")
 
     def __init__(
         self,
@@ -614,6 +614,12 @@ class _Outcome:
         kind: Optional[str] = None,
         started: Optional[float] = None,
     ) -> None:
+        try:  # a malformed result (content=42) is the call's error result, never a failed run
+            self._content = _tools.result_blocks(result.content)
+            self._added = _tools.result_tool_names(result.added_tool_names)
+        except ValueError as exc:
+            result, is_error, kind = _error_result(f"Tool {call.name} returned an invalid result: {exc}"), True, None
+            self._content, self._added = list(result.content), None
         self.call = call
         self.result = result
         self.is_error = is_error
@@ -633,26 +639,12 @@ class _Outcome:
         return ToolResultMessage(
             tool_call_id=self.call.id,
             tool_name=self.call.name,
-            content=_content_list(result.content),
+            content=self._content,
             details=result.details,
             is_error=self.is_error,
             usage=result.usage,
-            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
+            added_tool_names=self._added,
         )
-
-
-def _content_list(content: Any) -> List[Any]:
-    """A result's content as a block list: a bare ``str`` (``AgentToolResult(content="done")``)
-    is one text block and a single block a one-item list, instead of a list of characters."""
-    if not content:
-        return []
-    if isinstance(content, str):
-        return [TextContent(content)]
-    if isinstance(content, Mapping) or (
-        getattr(content, "type", None) is not None and not isinstance(content, (list, tuple))
-    ):
-        return [content]
-    return list(content)
 
 
 class _Prepared:
@@ -768,7 +760,15 @@ def _prepare_tool_call(
             if signal.aborted:
                 return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True, "aborted")
             if verdict is not None and field_of(verdict, "block"):
-                result = _error_result(field_of(verdict, "reason") or ERR_TOOL_BLOCKED)
+                reason = field_of(verdict, "reason")
+                if reason is not None and not isinstance(reason, str):  # still blocked: the verdict stands
+                    _log.warning(
+                        "before_tool_call blocked %s with a reason of type %s, not a string",
+                        call.name,
+                        type(reason).__name__,
+                    )
+                    reason = f"{ERR_TOOL_BLOCKED} (the hook's reason was not a string: {type(reason).__name__})"
+                result = _error_result(reason or ERR_TOOL_BLOCKED)
                 if field_of(verdict, "terminate") is True:
                     result.terminate = True
                 return _Outcome(call, result, True, "blocked")

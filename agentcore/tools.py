@@ -15,19 +15,36 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, overload
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, overload
 
 from ._util import awaited
 from .signals import AbortSignal
-from .types import ImageContent, TextContent
+from .types import ImageContent, TextContent, content_from_dict
 
-__all__ = ["AgentTool", "AgentToolResult", "FunctionTool", "ToolValidationError", "tool", "validate_tool_arguments"]
+__all__ = [
+    "AgentTool",
+    "AgentToolResult",
+    "FunctionTool",
+    "ToolValidationError",
+    "result_blocks",
+    "result_tool_names",
+    "tool",
+    "validate_tool_arguments",
+]
 
 
 @dataclass
 class AgentToolResult:
     """What ``execute`` returns. ``terminate=True`` asks the loop not to call the model again
-    after this batch (honoured only when every result of the batch says so)."""
+    after this batch (honoured only when every result of the batch says so).
+
+    ``content`` is a list of :class:`~agentcore.types.TextContent` and
+    :class:`~agentcore.types.ImageContent` blocks; a ``str`` item (or a bare ``str``) is read as a
+    text block, a reference dict block (``{"type": "text", "text": ...}``) as its block, a single
+    block as a one-item list. ``added_tool_names`` is None or a list of tool names. Anything else
+    (a number, bytes, ``None`` items, an unknown block) makes the call an error result that names
+    the problem (:func:`result_blocks`): the run goes on and the call still gets its result.
+    """
 
     content: List[Any] = field(default_factory=list)
     details: Any = None
@@ -223,6 +240,55 @@ def to_tool_result(value: Any) -> AgentToolResult:
         except Exception:  # noqa: BLE001 - a field deepcopy cannot copy (a socket): keep the object
             pass
     return AgentToolResult(content=[TextContent(_result_text(value))], details=value)
+
+
+def result_blocks(content: Any) -> List[Any]:
+    """``AgentToolResult.content`` as the block list of a tool-result message (rules in
+    :class:`AgentToolResult`). Raises ``ValueError`` naming what is not a text or image block."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextContent(content)] if content else []
+    if isinstance(content, (TextContent, ImageContent, Mapping)):
+        content = [content]
+    elif isinstance(content, (bytes, bytearray)) or not isinstance(content, Iterable):
+        raise ValueError(f"'content' must be a list of text and image blocks or a string, not {_kind(content)}")
+    blocks: List[Any] = []
+    for index, item in enumerate(content):
+        if isinstance(item, (TextContent, ImageContent)):
+            blocks.append(item)
+        elif isinstance(item, str):
+            blocks.append(TextContent(item))
+        elif isinstance(item, Mapping) and item.get("type") in ("text", "image"):
+            try:
+                blocks.append(content_from_dict(item))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"content[{index}]: {exc}") from None
+        else:
+            raise ValueError(f"content[{index}] is {_kind(item)}, not a text or image block")
+    return blocks
+
+
+def result_tool_names(names: Any) -> Optional[List[str]]:
+    """``AgentToolResult.added_tool_names`` as a list (None when empty). Raises ``ValueError``
+    unless it is None or a list or tuple of strings."""
+    if not names:
+        return None
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise ValueError(f"'added_tool_names' must be a list of tool names (strings), not {_kind(names)}")
+    return list(names)
+
+
+def _kind(value: Any) -> str:
+    """How an error names a value: its type, and the value itself when it is short."""
+    if value is None:
+        return "None"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that raises: the type alone
+        text = ""
+    name = type(value).__name__
+    return f"{name} {text}" if text and len(text) <= 40 and not isinstance(value, (list, tuple, dict)) else f"a {name}"
 
 
 #: A scalar's JSON (``json.dumps`` with ``indent`` always takes the pure-Python encoder, whose

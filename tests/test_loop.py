@@ -959,6 +959,86 @@ def test_string_result_content_becomes_one_text_block() -> None:
     assert [(b.type, b.text) for b in result.content] == [("text", "replaced")]
 
 
+# A result whose content is not blocks (content=42, [None], bytes) or whose added_tool_names is
+# not a list of names used to raise while the result message was built, on the run thread: the
+# run failed and the call was left without a result. Strings and reference dict blocks inside the
+# list were kept as they were, and providers dropped them, so the model saw an empty result.
+@pytest.mark.parametrize(
+    "content, added, problem",
+    [
+        (42, None, "'content' must be a list of text and image blocks or a string, not int 42"),
+        ([None], None, "content[0] is None, not a text or image block"),
+        (b"raw", None, "'content' must be a list of text and image blocks or a string, not bytes b'raw'"),
+        ([{"type": "toolCall", "id": "x"}], None, "content[0] is a dict, not a text or image block"),
+        ([{"type": "text", "text": 5}], None, "content[0]: "),
+        ("ok", 5, "'added_tool_names' must be a list of tool names (strings), not int 5"),
+    ],
+)
+def test_a_malformed_tool_result_is_the_calls_error_result(tmp_path, content, added, problem) -> None:
+    from agentcore.session import Session
+    from agentcore.tools import AgentTool, AgentToolResult
+
+    bad = AgentTool(
+        "bad",
+        "Returns a malformed result.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: AgentToolResult(content=content, added_tool_names=added),
+    )
+    scripted = ScriptedModel([tool_call("bad", {}), text("went on")])
+    session = Session.create(tmp_path / "s.jsonl")
+    agent = Agent(scripted.model, tools=[bad], stream_fn=scripted.stream_fn, session=session)
+    agent.prompt("go")
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
+    (result,) = _tool_results(agent)
+    assert result.is_error and result.content[0].text.startswith("Tool bad returned an invalid result: " + problem)
+    assert agent.messages[-1].text == "went on"
+    assert [e.message.role for e in session.get_branch() if e.type == "message"] == [m.role for m in agent.messages]
+
+
+def test_strings_and_reference_dict_blocks_in_result_content_are_text_blocks() -> None:
+    from agentcore.tools import AgentTool, AgentToolResult
+    from agentcore.types import ImageContent, TextContent
+
+    mixed = AgentTool(
+        "mixed",
+        "Returns strings and dict blocks.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: AgentToolResult(
+            content=["plain", {"type": "text", "text": "dict"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}]
+        ),
+    )
+    scripted = ScriptedModel([tool_call("mixed", {}), text("ok")])
+    agent = Agent(scripted.model, tools=[mixed], stream_fn=scripted.stream_fn)
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert not result.is_error
+    assert [type(b) for b in result.content] == [TextContent, TextContent, ImageContent]
+    assert [b.text for b in result.content[:2]] == ["plain", "dict"] and result.content[2].mime_type == "image/png"
+
+
+def test_a_block_reason_that_is_not_a_string_still_blocks_with_a_text_result(caplog) -> None:
+    ran = []
+    guarded = AgentTool(
+        "guarded",
+        "Must not run.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: ran.append(1) or AgentToolResult(content="ran"),
+    )
+    scripted = ScriptedModel([tool_call("guarded", {}), text("ok")])
+    agent = Agent(
+        scripted.model,
+        tools=[guarded],
+        stream_fn=scripted.stream_fn,
+        before_tool_call=lambda ctx, signal: {"block": True, "reason": 403},
+    )
+    with caplog.at_level("WARNING", logger="agentcore.loop"):
+        agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert ran == [] and result.is_error
+    assert result.content[0].text == "Tool execution was blocked (the hook's reason was not a string: int)"
+    assert "reason of type int" in caplog.text
+
+
 # @tool on an ``async def`` function (common when porting async code): its coroutine used to be
 # reported as a successful result whose text was "<coroutine object ...>", never awaited.
 def test_async_tool_functions_are_awaited() -> None:
