@@ -13,7 +13,7 @@ import math
 from enum import Enum
 from typing import Any, Dict, Set
 
-__all__ = ["exception_message", "describe_exception", "json_safe", "safe_repr"]
+__all__ = ["exception_message", "describe_exception", "json_safe", "redact_url", "safe_repr"]
 
 
 def _type_name(obj: Any) -> str:
@@ -156,3 +156,33 @@ def _safe_key(key: Any) -> str:
             else ("NaN" if key != key else ("Infinity" if key > 0 else "-Infinity"))
         )
     return safe_repr(key)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its secrets replaced by ``***``: the password of its authority
+    (``user:secret@host``) and the values of secret-looking query parameters (libpq's
+    ``password=``, ``sslpassword=``, a ``token=`` or ``key=``). Never raises: a URL that cannot be
+    parsed is ``"<unparsable URL>"``. (What reprs, session records and task descriptions show.)"""
+    import re
+    from urllib.parse import urlsplit, urlunsplit
+
+    secret_query = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)  # re caches it
+    try:
+        parts = urlsplit(url)
+        if parts.password is None and not (parts.query and secret_query.search(parts.query)):
+            return url  # nothing to hide (and urlunsplit would drop an empty "//" authority)
+        if parts.password is not None:
+            user, _, host = parts.netloc.rpartition("@")
+            name = user.split(":", 1)[0]
+            parts = parts._replace(netloc=f"{name}:***@{host}")
+        if parts.query:
+            pairs = [pair.partition("=") for pair in parts.query.split("&")]
+            parts = parts._replace(
+                query="&".join(
+                    f"{key}{sep}***" if sep and secret_query.search(key) else f"{key}{sep}{value}"
+                    for key, sep, value in pairs
+                )
+            )
+        return urlunsplit(parts)
+    except (TypeError, ValueError):
+        return "<unparsable URL>"

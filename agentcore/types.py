@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections.abc as _abc
 import copy
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
@@ -554,6 +554,20 @@ class Model(_WireMixin):
         if self.name is None:
             self.name = self.id
         self.input = tuple(self.input)
+
+    def __repr__(self) -> str:
+        # the dataclass repr, with credentials in base_url (https://user:secret@proxy/v1, ?key=...)
+        # masked: a model is printed in notebooks, logs and tracebacks (headers are not shown at all)
+        from ._safe import redact_url
+
+        parts = []
+        for f in fields(self):
+            if f.repr:
+                value = getattr(self, f.name)
+                if f.name == "base_url" and isinstance(value, str):
+                    value = redact_url(value)
+                parts.append(f"{f.name}={value!r}")
+        return f"{type(self).__qualname__}({', '.join(parts)})"
 
     @property
     def key(self) -> str:

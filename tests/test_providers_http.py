@@ -1235,3 +1235,5 @@ def test_a_wire_request_repr_hides_credential_headers():  # issue 17: keys never
     text = repr(request)
     assert "0123456789" not in text and "'Authorization': '***'" in text and "'Accept': 'x/y'" in text
     assert "api.example" in text and "'model': 'm'" in text
+    with_url_secrets = repr(WireRequest("https://u:pw-0123456789@h/v1?api_key=zz-0123456789", {}, {}))
+    assert "0123456789" not in with_url_secrets and "u:***@h/v1?api_key=***" in with_url_secrets

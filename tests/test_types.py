@@ -324,6 +324,20 @@ def test_model_repr_never_shows_header_values():  # secrets stay out of reprs
     assert model.to_dict()["headers"] == {"Authorization": "Bearer sk-secret-123"}  # still serialisable
 
 
+def test_model_repr_masks_credentials_in_the_base_url():  # a proxy URL with user:key or ?key=
+    from agentcore.types import Model
+
+    model = Model(
+        id="m", api="openai-completions", provider="p", base_url="https://me:sk-inurl-42@proxy/v1?key=k-99&v=2"
+    )
+    shown = repr(model)
+    assert "sk-inurl-42" not in shown and "k-99" not in shown
+    assert "base_url='https://me:***@proxy/v1?key=***&v=2'" in shown and shown.startswith("Model(id='m', name='m',")
+    assert model.base_url == "https://me:sk-inurl-42@proxy/v1?key=k-99&v=2"  # only the repr masks it
+    plain = Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:8080/v1")
+    assert "base_url='http://127.0.0.1:8080/v1'" in repr(plain)
+
+
 def test_user_message_text_like_assistant_text():  # issue 10 item 13
     assert UserMessage("plain string").text == "plain string"
     blocks = UserMessage([TextContent("a"), ImageContent("AAAA", "image/png"), TextContent("b")])

@@ -337,8 +337,11 @@ class WireRequest:
 
     def __repr__(self) -> str:
         # the headers carry the API key: a repr (a log line, a traceback) shows *** instead
+        # (and a URL's user:password or ?key= would, too)
+        from .._safe import redact_url
+
         shown = {k: ("***" if is_secret_header(k) else v) for k, v in self.headers.items()}
-        return f"WireRequest(url={self.url!r}, headers={shown!r}, body={self.body!r})"
+        return f"WireRequest(url={redact_url(self.url)!r}, headers={shown!r}, body={self.body!r})"
 
 
 class WireHandler:

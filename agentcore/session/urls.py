@@ -25,43 +25,14 @@ parameter is a ``ValueError``; a missing session is ``SessionError("not_found")`
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
-from urllib.parse import urlsplit, urlunsplit
 
+from .._safe import redact_url
 from .._session_schemes import StorageScheme, query_params
 from .session import Session
 from .storage import SessionStorage
 
 __all__ = ["StorageScheme", "open_session", "open_storage", "redact_url", "query_params"]
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its secrets replaced by ``***``: the password of its authority
-    (``user:secret@host``) and the values of secret-looking query parameters (libpq's
-    ``password=``, ``sslpassword=``, a ``token=`` or ``key=``)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None and not (parts.query and _SECRET_QUERY.search(parts.query)):
-        return url  # nothing to hide (and urlunsplit would drop an empty "//" authority)
-    if parts.password is not None:
-        user, _, host = parts.netloc.rpartition("@")
-        name = user.split(":", 1)[0]
-        parts = parts._replace(netloc=f"{name}:***@{host}")
-    if parts.query:
-        pairs = [pair.partition("=") for pair in parts.query.split("&")]
-        parts = parts._replace(
-            query="&".join(
-                f"{key}{sep}***" if sep and _SECRET_QUERY.search(key) else f"{key}{sep}{value}"
-                for key, sep, value in pairs
-            )
-        )
-    return urlunsplit(parts)
-
-
-_SECRET_QUERY = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)
 
 
 def _scheme_of(url: str) -> str:
