@@ -10,10 +10,20 @@ decisions taken with ``agent.approve(id, args=None)`` / ``agent.deny(id, reason=
 (with edited arguments, validated again), turns the denied ones into error results carrying the
 reason (exactly as a blocking ``before_tool_call`` does) and goes on with the model.
 
+Arguments: ``prepare_arguments`` is a shim for what the *model* sends, so it is only ever applied
+to the model's arguments (by :func:`split_batch` and by the loop's preflight), never to its own
+output. ``PendingApproval.args`` are the result (prepared and validated: what ``execute`` would
+receive), and edited ``args`` of ``approve()`` take that same shape: they are validated against
+the tool's schema, never passed through the shim, and replace the prepared arguments of the call
+when it runs (through the resumed run's ``before_tool_call``, see :meth:`Resumption.gate`). A tool
+is resolved by name as the loop resolves it: the first tool of that name.
+
 Events: the pausing run emits, for that batch, the requests and the events of the calls that ran,
 then ``turn_end`` (with the results so far) and ``agent_end``. The resumed run emits
 ``agent_start``, ``turn_start``, the decided calls' tool events and results, and a second
 ``turn_end`` for the same assistant message (with the resumed results), then goes on as usual.
+The tool events of a call carry its block's (the model's) arguments, edited or not; the result of
+an edited call ends with a note giving the arguments that ran (:meth:`Resumption.annotate`).
 The tool results of the resumed calls follow the others in the transcript.
 
 Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.approval"``
@@ -47,7 +57,11 @@ ERR_DENIED = "Tool execution was denied"
 
 @dataclass(frozen=True)
 class PendingApproval:
-    """A tool call waiting for ``agent.approve()`` or ``agent.deny()``; ``args`` are validated."""
+    """A tool call waiting for ``agent.approve()`` or ``agent.deny()``.
+
+    ``args`` are the call's arguments after ``prepare_arguments`` and validation: what the tool's
+    ``execute`` receives if the call is approved unchanged, and the shape ``approve(args=)`` takes.
+    """
 
     tool_call_id: str
     tool_name: str
@@ -56,7 +70,11 @@ class PendingApproval:
 
 @dataclass(frozen=True)
 class ApprovalDecision:
-    """What was decided about one call: ``args`` replaces the model's arguments when not None."""
+    """What was decided about one call.
+
+    ``args``, when not None, replaces the call's prepared arguments: it has the shape of
+    ``PendingApproval.args`` (the tool's schema) and is validated but never given to
+    ``prepare_arguments``."""
 
     approved: bool
     args: Any = None
@@ -82,18 +100,30 @@ def needs_approval(tool: Any, args: Any) -> bool:
         return True
 
 
+def find_tool(tools: Optional[Sequence[Any]], name: str) -> Any:
+    """The tool the loop runs for a call of ``name``: the first of ``tools`` with that name, or None.
+
+    Must resolve exactly as ``agentcore.loop._find_tool`` does: when two tools share a name, asking
+    about any other one would let the call run without the approval its tool requires."""
+    for tool in tools or ():
+        if tool.name == name:
+            return tool
+    return None
+
+
 def split_batch(
     tools: Optional[Sequence[Any]], calls: Sequence[ToolCall]
 ) -> Tuple[List[ToolCall], List[PendingApproval]]:
     """``calls`` split into those that run now and those that wait for approval (source order).
 
-    A call whose arguments fail validation runs now: the loop turns it into the usual validation
-    error result, and nobody is asked about a call that could not run anyway."""
-    by_name = {tool.name: tool for tool in tools or ()}
+    Each call is judged by the tool the loop would execute for it (:func:`find_tool`), on its
+    arguments prepared and validated as the loop does. A call whose arguments fail preparation or
+    validation runs now: the loop turns it into the usual error result, and nobody is asked about a
+    call that could not run anyway."""
     runnable: List[ToolCall] = []
     waiting: List[PendingApproval] = []
     for call in calls:
-        tool = by_name.get(call.name)
+        tool = find_tool(tools, call.name)
         if tool is None or getattr(tool, "requires_approval", False) is False:
             runnable.append(call)
             continue
@@ -123,28 +153,36 @@ class Resumption:
     decisions: Dict[str, ApprovalDecision]
 
     def calls(self) -> List[ToolCall]:
-        """The decided calls of ``message`` in source order, approved ones with their edited args."""
-        decided: List[ToolCall] = []
-        for block in self.message.content:
-            decision = self.decisions.get(block.id) if isinstance(block, ToolCall) else None
-            if decision is None:
-                continue
-            if decision.approved and decision.args is not None:
-                block = ToolCall(block.id, block.name, decision.args)
-            decided.append(block)
-        return decided
+        """The decided tool call blocks of ``message``, in source order and unchanged.
+
+        They carry the model's arguments, so the loop's preflight prepares (``prepare_arguments``,
+        once) and validates them as for any call; the edited arguments of an approval are put in
+        by :meth:`gate`, after that preparation, because the shim must not see them."""
+        return [b for b in self.message.content if isinstance(b, ToolCall) and b.id in self.decisions]
 
     def gate(self, before_tool_call: Optional[Callable[..., Any]]) -> Callable[..., Any]:
-        """``before_tool_call`` for the resumed run: a denied call is blocked with its reason
-        (the reference's blocked-call result), every other call goes to ``before_tool_call``."""
+        """``before_tool_call`` for the resumed run.
+
+        A denied call is blocked with its reason (the reference's blocked-call result). For a call
+        approved with edited arguments, they are validated against the schema of the tool the loop
+        runs (:func:`find_tool`) and replace, in place, the prepared arguments the hook receives:
+        the loop hands ``execute`` that same object without validating it again (as the reference's
+        loop does). Then every call that is not denied goes to ``before_tool_call``, which so sees the
+        arguments that will run. Edited arguments that fail validation raise
+        :class:`~agentcore.tools.ToolValidationError`, and the loop turns that into the call's
+        error result."""
         from ._loop_types import BeforeToolCallResult
 
         denied = {call_id: d.reason or ERR_DENIED for call_id, d in self.decisions.items() if not d.approved}
+        edited = {i: d.args for i, d in self.decisions.items() if d.approved and d.args is not None}
 
         def hook(context: Any, signal: Any) -> Any:
-            reason = denied.get(context.tool_call.id)
+            call = context.tool_call
+            reason = denied.get(call.id)
             if reason is not None:
                 return BeforeToolCallResult(block=True, reason=reason)
+            if call.id in edited:
+                _replace_args(context, edited[call.id])
             if before_tool_call is None:
                 return None
             return before_tool_call(context, signal)
@@ -182,6 +220,23 @@ class Resumption:
         return hook
 
 
+def _replace_args(context: Any, edited: Any) -> None:
+    """Put the validated ``edited`` arguments into ``context.args``, the object ``execute`` gets."""
+    call = context.tool_call
+    tool = find_tool(getattr(context.context, "tools", None), call.name)
+    if tool is None:  # not while ``context.context`` is the loop's: the call's tool came from it
+        raise ValueError(f"Tool {call.name} not found to validate the edited arguments of call {call.id}")
+    args = _tools.validate_tool_arguments(tool, edited)
+    target = context.args
+    if not isinstance(target, dict) or not isinstance(args, dict):
+        raise TypeError(
+            f"the edited arguments of call {call.id} ({call.name}) cannot replace its prepared "
+            f"arguments: both must be JSON objects, not {type(target).__name__} and {type(args).__name__}"
+        )
+    target.clear()
+    target.update(args)
+
+
 # =========================================================================== the agent's side
 
 
@@ -190,8 +245,8 @@ ERR_UNKNOWN_ID = (
     "pending: {pending}. See agent.pending_approvals"
 )
 ERR_UNDECIDED = (
-    "continue_(): {count} tool call(s) still wait for a decision ({calls}); call "
-    "agent.approve(id) or agent.deny(id) for each of them, then continue_()"
+    "{method}: {count} tool call(s) still wait for a decision ({calls}); call "
+    "agent.approve(id) or agent.deny(id) for each of them, then {method}"
 )
 ERR_PENDING_PROMPT = (
     "{method}(): {count} tool call(s) wait for approval ({calls}); decide each with "
@@ -249,8 +304,9 @@ class Approvals:
         if pending:
             raise RuntimeError(ERR_PENDING_PROMPT.format(method=method, count=len(pending), calls=_describe(pending)))
 
-    def resumption(self, messages: Sequence[Any]) -> Optional[Resumption]:
-        """The :class:`Resumption` for ``continue_()``, or None when nothing waits.
+    def resumption(self, messages: Sequence[Any], method: str = "continue_()") -> Optional[Resumption]:
+        """The :class:`Resumption` for ``continue_()`` (or ``method``, as errors name it), or None
+        when nothing waits.
 
         Raises RuntimeError when a waiting call is undecided, or when the transcript's last
         assistant message is not the one holding the waiting calls."""
@@ -261,7 +317,7 @@ class Approvals:
             return None
         undecided = [p for p in pending if p.tool_call_id not in decisions]
         if undecided:
-            raise RuntimeError(ERR_UNDECIDED.format(count=len(undecided), calls=_describe(undecided)))
+            raise RuntimeError(ERR_UNDECIDED.format(method=method, count=len(undecided), calls=_describe(undecided)))
         owner = _last_assistant(messages)
         ids = {getattr(b, "id", None) for b in getattr(owner, "content", ()) if isinstance(b, ToolCall)}
         if owner is None or any(p.tool_call_id not in ids for p in pending):
@@ -392,19 +448,18 @@ def _last_assistant(messages: Sequence[Any]) -> Any:
 
 
 def validated_args(tool: Any, args: Any, call_id: str) -> Any:
-    """Edited ``args`` for ``approve()``, prepared and validated against ``tool``'s schema.
+    """Edited ``args`` for ``approve()``, validated against ``tool``'s schema (a coerced copy).
 
-    Raises ValueError saying the call is still pending when they do not match."""
-    from .tools import validate_tool_arguments
-
+    They have the shape of ``PendingApproval.args``: ``prepare_arguments`` is not applied (it
+    already ran on the model's arguments and will not run on these). Raises ValueError saying the
+    call is still pending when they do not match the schema."""
     try:
-        raw = args
-        if tool.prepare_arguments is not None:
-            raw = tool.prepare_arguments(raw)
-        return validate_tool_arguments(tool, raw)
+        return _tools.validate_tool_arguments(tool, args)
     except Exception as exc:  # noqa: BLE001 - reported with what to do
         raise ValueError(
             f"approve({call_id!r}): the edited arguments were rejected, so the call is "
-            f"still pending; approve it again with valid args, or deny it.\n"
+            f"still pending; approve it again with args in the shape of its "
+            f"agent.pending_approvals entry (the tool's schema; prepare_arguments is not "
+            f"applied to them), or deny it.\n"
             f"{exception_message(exc)}"
         ) from None

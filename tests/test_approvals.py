@@ -168,6 +168,88 @@ def test_the_edit_note_follows_an_after_tool_call_override():
     assert [b.text for b in results["c"].content] == ["deleted /y"]
 
 
+class _ArgvTool:
+    """A ``run`` tool whose ``prepare_arguments`` is not idempotent (``{"cmd"}`` -> ``{"argv"}``),
+    recording what the shim and ``execute`` were given."""
+
+    SCHEMA = {
+        "type": "object",
+        "properties": {"argv": {"type": "array", "items": {"type": "string"}}},
+        "required": ["argv"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self):
+        self.shim_inputs = []
+        self.executed = []
+        self.tool = AgentTool(
+            "run", "Run argv.", self.SCHEMA, self._execute, prepare_arguments=self._shim, requires_approval=True
+        )
+
+    def _shim(self, raw):
+        self.shim_inputs.append(raw)
+        return {"argv": raw["cmd"].split()}
+
+    def _execute(self, tool_call_id, args, signal, on_update):
+        self.executed.append(args)
+        return AgentToolResult(content="ran " + " ".join(args["argv"]))
+
+
+def _paused_argv_agent(**kwargs):
+    argv = _ArgvTool()
+    agent, scripted = _agent(
+        [response(call("run", {"cmd": "rm -r build"}, id="r")), text("ok")], tools=[argv.tool], **kwargs
+    )
+    agent.prompt("clean")
+    return agent, argv
+
+
+def test_pending_args_of_a_prepared_call_are_the_prepared_shape_and_run_unchanged():
+    agent, argv = _paused_argv_agent()
+    assert agent.pending_approvals == [PendingApproval("r", "run", {"argv": ["rm", "-r", "build"]})]
+    agent.approve("r")
+    agent.continue_()
+    result = _tool_results(agent)["r"]
+    assert (result.is_error, [b.text for b in result.content]) == (False, ["ran rm -r build"])
+    assert argv.executed == [{"argv": ["rm", "-r", "build"]}]
+    # the shim only ever saw what the model sent, never its own output
+    assert argv.shim_inputs and all(raw == {"cmd": "rm -r build"} for raw in argv.shim_inputs)
+
+
+def test_edited_args_take_the_pending_shape_and_skip_prepare_arguments():
+    seen = []
+    agent, argv = _paused_argv_agent(before_tool_call=lambda ctx, signal: seen.append(dict(ctx.args)))
+    with pytest.raises(ValueError, match="still pending") as info:
+        agent.approve("r", args={"cmd": "rm -r build/tmp"})  # the model's shape is not the schema's
+    assert "pending_approvals" in str(info.value) and 'Validation failed for tool "run"' in str(info.value)
+    assert agent.pending_approvals[0].args == {"argv": ["rm", "-r", "build"]}
+
+    agent.approve("r", args={"argv": ["rm", "-r", "build/tmp"]})
+    events = []
+    agent.subscribe(events.append)
+    agent.continue_()
+    assert [e.args for e in events if e.type == "tool_execution_start"] == [{"cmd": "rm -r build"}]  # the block's
+    result = _tool_results(agent)["r"]
+    assert result.is_error is False
+    assert [b.text for b in result.content] == [
+        "ran rm -r build/tmp",
+        '[The user edited the arguments before approving this call; it ran with: {"argv": ["rm", "-r", "build/tmp"]}]',
+    ]
+    assert argv.executed == [{"argv": ["rm", "-r", "build/tmp"]}]
+    assert seen == [{"argv": ["rm", "-r", "build/tmp"]}]  # before_tool_call sees what will run
+    assert all(raw == {"cmd": "rm -r build"} for raw in argv.shim_inputs)
+
+
+def test_denying_a_prepared_call_never_executes_it():
+    agent, argv = _paused_argv_agent()
+    agent.deny("r", "not today")
+    agent.continue_()
+    result = _tool_results(agent)["r"]
+    assert (result.is_error, result.content[0].text) == (True, "not today")
+    assert argv.executed == []
+    assert agent.messages[-1].content[0].text == "ok"
+
+
 def test_approve_with_edited_args_that_fail_validation_stays_pending():
     agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
     agent.prompt("go")
@@ -456,3 +538,63 @@ def test_the_low_level_loop_pauses_and_resumes_with_a_resumption():
     list(resumed)
     roles = [(m.role, getattr(m, "is_error", None)) for m in resumed.result()]
     assert roles == [("toolResult", True), ("assistant", None)]
+
+
+def _loop_run(tools, decisions=None):
+    """Pause (and, given ``decisions``, resume) a ``shell`` call through ``agent_loop`` directly."""
+    from agentcore import AgentContext, AgentLoopConfig, UserMessage, agent_loop, agent_loop_continue
+    from agentcore.approvals import Resumption
+
+    scripted = ScriptedModel([response(call("shell", {"command": "rm -r /"}, id="s")), text("ok")])
+    context = AgentContext("", [], tools)
+    config = AgentLoopConfig(model=scripted.model)
+    stream = agent_loop([UserMessage("go")], context, config, stream_fn=scripted.stream_fn)
+    events = list(stream)
+    context.messages = list(stream.result())
+    if decisions is not None:
+        resumed = agent_loop_continue(
+            context, config, stream_fn=scripted.stream_fn, resume=Resumption(context.messages[-1], decisions)
+        )
+        events += list(resumed)
+        context.messages += resumed.result()
+    return events, context.messages
+
+
+def _named_shell(ran, label, requires_approval):
+    def execute(tool_call_id, args, signal, on_update):
+        ran.append(label)
+        return AgentToolResult(content=label)
+
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    return AgentTool("shell", label, schema, execute, requires_approval=requires_approval)
+
+
+def test_a_call_waits_when_the_first_tool_of_its_name_requires_approval():
+    from agentcore.approvals import ApprovalDecision
+
+    ran = []
+    tools = [_named_shell(ran, "dangerous", True), _named_shell(ran, "harmless", False)]
+    events, messages = _loop_run(tools)
+    assert [e.tool_call_id for e in events if e.type == "tool_approval_request"] == ["s"]
+    assert "tool_execution_start" not in _types(events)
+    assert ran == [] and messages[-1].role == "assistant"
+
+    events, messages = _loop_run(tools, {"s": ApprovalDecision(True)})
+    assert ran == ["dangerous"]  # the tool the loop runs is the one that was approved
+
+
+def test_a_call_runs_at_once_when_the_first_tool_of_its_name_needs_no_approval():
+    ran = []
+    events, _ = _loop_run([_named_shell(ran, "harmless", False), _named_shell(ran, "dangerous", True)])
+    assert "tool_approval_request" not in _types(events)
+    assert ran == ["harmless"]
+
+
+def test_edited_args_given_to_the_low_level_resumption_are_validated_before_running():
+    from agentcore.approvals import ApprovalDecision
+
+    ran = []
+    events, messages = _loop_run([_named_shell(ran, "dangerous", True)], {"s": ApprovalDecision(True, {"command": []})})
+    result = next(m for m in messages if m.role == "toolResult")
+    assert result.is_error and result.content[0].text.startswith('Validation failed for tool "shell"')
+    assert ran == []
