@@ -725,15 +725,26 @@ class Agent:
         become error results, then the loop goes on. RuntimeError (naming the calls) while a
         waiting call is undecided.
         """
+        return self._continue(wait)
+
+    def _continue(self, wait: bool, setup: Optional[_RunSetup] = None, *, resume_only: str = "") -> Optional[List[Any]]:
+        """:meth:`continue_`, with a run ``setup`` as prompt runs take (``agentcore.structured``
+        finishes an ask paused for approval this way). ``resume_only``: the caller's name; the
+        run must then resume an approval pause (RuntimeError, with nothing run, when none waits)."""
         if wait:
-            self._warn_if_blocking_event_loop("continue_")
+            self._warn_if_blocking_event_loop(resume_only or "continue_")
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_CONTINUE_BUSY)
-            resume = self._approvals.resumption(self._state.messages)
+            resume = self._approvals.resumption(self._state.messages, resume_only or "continue_()")
+            if resume is None and resume_only:
+                raise RuntimeError(
+                    f"{resume_only}: no tool call waits for approval any more (continue_() or reset() "
+                    "settled them), so the paused run cannot be resumed"
+                )
             prompts, skip = self._continue_prompts() if resume is None else (None, False)
             run = self._begin_run()
-        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, resume=resume)
+        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, setup=setup, resume=resume)
 
     def _continue_prompts(self) -> Tuple[Optional[List[Any]], bool]:
         """The prompts of a continue run (None: continue from the transcript) and whether they

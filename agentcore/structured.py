@@ -20,12 +20,19 @@ How an ask runs (one ordinary run, so events, transcript and session records are
   structured outputs (tools may be present) and ``google-generative-ai`` without tools.
   ``model.compat["supportsStructuredOutputs"]`` (True/False) overrides the choice for any api.
 * **tool** (every other case): a ``final_result`` tool whose parameters are the schema; its call
-  ends the run (``terminate``). A final text answer that happens to be valid JSON is accepted too.
+  ends the run (``terminate``). A final text answer that happens to be valid JSON is accepted too
+  (see :meth:`OutputSpec.check_text`: for a wrapped type, the value itself or the wire object).
 
 The agent's tools stay usable in both modes. An answer that fails validation goes back to the model
 with the validation errors (native: as a follow-up user message; tool: as the tool's error result)
 up to ``retries`` times; then :class:`OutputValidationError`. An aborted or failed run raises
 :class:`AskError` with the run's error message; the transcript stays valid in every case.
+
+A run that pauses because tool calls wait for approval (a tool with ``requires_approval``, see
+:mod:`agentcore.approvals`) raises :class:`AskPaused`, an :class:`AskError` carrying the waiting
+calls; after ``agent.approve()``/``agent.deny()``, :meth:`AskPaused.resume` runs the paused turn
+on with this ask's ``final_result`` tool, turn hook and schema, and returns the answer
+(:func:`resume_ask` does the same for an agent opened on the session elsewhere).
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ __all__ = [
     "OutputSpec",
     "OutputValidationError",
     "AskError",
+    "AskPaused",
+    "resume_ask",
     "output_spec",
     "parse_concise_schema",
     "schema_name",
@@ -85,6 +94,52 @@ class AskError(RuntimeError):
         self.stop_reason = stop_reason
 
 
+class AskPaused(AskError):
+    """An ``ask`` run paused: tool calls wait for approval (tools with ``requires_approval``).
+
+    ``pending_approvals`` lists the waiting calls (as ``agent.pending_approvals`` did when the run
+    paused); ``stop_reason`` is the paused response's (``"toolUse"``). Decide each call with ``agent.approve(id)`` or
+    ``agent.deny(id, reason)``, then call :meth:`resume` to finish the ask. ``agent.continue_()``
+    would go on as a plain run, without the ``final_result`` tool the model answers with.
+    """
+
+    def __init__(self, ask: _Ask, pending: Sequence[Any], stop_reason: Optional[str] = None) -> None:
+        calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
+        super().__init__(
+            f"ask(): the run paused for approval of {calls}; decide each with agent.approve(id) or "
+            f"agent.deny(id, reason), then call resume() on this exception to get the answer",
+            stop_reason,
+        )
+        self.pending_approvals: List[Any] = list(pending)
+        self._ask = ask
+
+    def resume(self) -> Any:
+        """Run the paused ask on once every waiting call is decided; return the validated answer.
+
+        Approved calls execute and denied ones get an error result (as with ``continue_()``),
+        then the model goes on with this ask's ``final_result`` tool (tool mode) or schema
+        (native mode), its turn hook and what is left of its ``retries``. Blocks like ``ask()``.
+
+        Raises what ``ask()`` raises (a new :class:`AskPaused` when the model's next calls wait
+        for approval again), and RuntimeError, with nothing run, when a waiting call is still
+        undecided, when a run is active, or when no call waits any more (``continue_()`` or
+        ``reset()`` settled them). Once the answer is known it is returned again.
+        """
+        ask = self._ask
+        if ask.done:
+            return ask.value
+        return ask.outcome(ask.resume_run())
+
+
+def resume_ask(agent: Any, output_type: Any, *, retries: int = 2) -> Any:
+    """Finish an ``ask`` that paused for approval when its :class:`AskPaused` is not at hand (the
+    agent was opened on the session in another process): :meth:`AskPaused.resume` with the
+    ``output_type`` given again and ``retries`` counted afresh. Raises what ``resume()`` raises,
+    and TypeError/ValueError (before anything runs) as ``ask()`` does for a bad output type."""
+    ask = prepare_ask(agent, output_type, retries)
+    return ask.outcome(ask.resume_run())
+
+
 # --------------------------------------------------------------------------- output types
 
 
@@ -120,6 +175,45 @@ class OutputSpec:
             return self.convert(value)
         except Exception as exc:  # noqa: BLE001 - a pydantic validator or a dataclass __post_init__
             raise OutputValidationError([f"{type(exc).__name__}: {exc}"], None) from None
+
+    def check_text(self, text: str) -> Any:
+        """Validate a final text answer and return the Python value.
+
+        The text is JSON (a surrounding Markdown code fence is dropped). For an object type it is
+        the object. For a wrapped type it is the value itself (``42``, ``["a"]``, ``"hi"``,
+        ``true``), or the wire object (``{"result": 42}``, what native structured output gives),
+        which is tried first. For a string type (``str``, a ``Literal`` or ``Enum`` of strings) a
+        text that is not such a JSON value is the string itself, stripped (``Paris``).
+
+        Raises :class:`OutputValidationError` (``raw`` None) with the errors of the first reading
+        tried; a wrapped value's paths start at ``result`` (the ``final_result`` argument).
+        """
+        try:
+            parsed = parse_answer(text)
+        except OutputValidationError:
+            if self._takes_plain_text:
+                return self.check({_WRAP_KEY: text.strip()})
+            raise
+        if not self.wrapped:
+            return self.check(parsed)
+        readings = [{_WRAP_KEY: parsed}]
+        if isinstance(parsed, dict) and set(parsed) == {_WRAP_KEY}:
+            readings.insert(0, parsed)
+        if self._takes_plain_text:
+            readings.append({_WRAP_KEY: text.strip()})
+        failure: Optional[OutputValidationError] = None
+        for reading in readings:
+            try:
+                return self.check(reading)
+            except OutputValidationError as exc:
+                failure = failure or exc
+        assert failure is not None
+        raise failure
+
+    @property
+    def _takes_plain_text(self) -> bool:
+        kind = self.schema.get("type")
+        return self.wrapped and (kind == "string" or (isinstance(kind, list) and "string" in kind))
 
 
 def _never(*_: Any) -> AgentToolResult:  # the checker tool is never executed
@@ -295,10 +389,11 @@ def parse_answer(text: str) -> Any:
 
 class _Ask:
     """The state of one ``ask``: the final-result tool, the turn hook counting failed answers,
-    and the follow-up correction after a failed native answer."""
+    and the follow-up correction after a failed native answer. It outlives an approval pause:
+    :meth:`AskPaused.resume` runs the rest of the ask with the same state."""
 
-    def __init__(self, spec: OutputSpec, retries: int, native: bool) -> None:
-        self.spec, self.retries, self.native = spec, retries, native
+    def __init__(self, agent: Any, spec: OutputSpec, retries: int, native: bool) -> None:
+        self.agent, self.spec, self.retries, self.native = agent, spec, retries, native
         self.failures = 0
         self.errors: List[str] = []
         self.raw: Optional[str] = None
@@ -361,7 +456,7 @@ class _Ask:
         text = "".join(b.text for b in ctx.message.content if isinstance(b, TextContent))
         self.raw = text
         try:
-            self.value, self.done = self.spec.check(parse_answer(text)), True
+            self.value, self.done = self.spec.check_text(text), True
             return True
         except OutputValidationError as exc:
             self.errors = exc.errors
@@ -379,7 +474,10 @@ class _Ask:
         return tools, self.wrap_config(config)
 
     def outcome(self, messages: List[Any]) -> Any:
-        """The validated value of the finished run; raises OutputValidationError or AskError."""
+        """The validated value of the settled run. Raises OutputValidationError (retries used
+        up), AskPaused (calls wait for approval) or AskError (aborted, failed, or stopped by the
+        agent's ``should_stop_after_turn``). An answer given in the batch that paused is returned;
+        the other calls then stay in ``agent.pending_approvals``."""
         if self.done:
             return self.value
         if self.exhausted:
@@ -391,7 +489,18 @@ class _Ask:
             raise AskError(
                 f"ask(): the run {what} before an answer: {getattr(last, 'error_message', None) or reason}", reason
             )
+        pending = self.agent.pending_approvals
+        if pending:
+            owner = next((m for m in reversed(messages) if getattr(m, "role", None) == "assistant"), None)
+            raise AskPaused(self, pending, getattr(owner, "stop_reason", None))
         raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook ended it)", reason)
+
+    def resume_run(self) -> List[Any]:
+        """``agent.continue_()`` after an approval pause, with this ask's :meth:`setup`; the new
+        messages. RuntimeError before anything runs (see :meth:`AskPaused.resume`)."""
+        messages = self.agent._continue(True, self.setup, resume_only="resume()")
+        assert messages is not None  # wait=True
+        return messages
 
     def _errors_of(self, arguments: Any, result: Any) -> List[str]:
         try:
@@ -405,8 +514,10 @@ class _Ask:
         errors = "\n".join(f"- {e}" for e in self.errors)
         if self.native:
             how = "Reply again with only the corrected JSON."
+        elif self.spec.wrapped:
+            how = f'Call the {FINAL_RESULT_TOOL} tool with the corrected answer as its "{_WRAP_KEY}" argument.'
         else:
-            how = f"Call the {FINAL_RESULT_TOOL} tool with the corrected answer."
+            how = f"Call the {FINAL_RESULT_TOOL} tool with the corrected answer as its arguments."
         return f"Your answer does not match the required JSON schema:\n{errors}\n{how}"
 
 
@@ -417,4 +528,4 @@ def prepare_ask(agent: Any, output_type: Any, retries: int) -> _Ask:
         raise ValueError(f"ask(retries=...) must be an integer >= 0, not {retries!r}")
     spec = output_spec(output_type)
     native = supports_native(agent.state.model, has_tools=bool(agent.state.tools))
-    return _Ask(spec, retries, native)
+    return _Ask(agent, spec, retries, native)

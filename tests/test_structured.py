@@ -13,14 +13,21 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, TypedDict
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 import pytest
 from _servers import Reply, ScriptedServer, sse
 
 from agentcore import Agent, AgentToolResult, AskError, OutputValidationError, TextContent, tool
 from agentcore.session import Session
-from agentcore.structured import FINAL_RESULT_TOOL, output_spec, parse_concise_schema, supports_native
+from agentcore.structured import (
+    FINAL_RESULT_TOOL,
+    AskPaused,
+    output_spec,
+    parse_concise_schema,
+    resume_ask,
+    supports_native,
+)
 from agentcore.testing import ScriptedModel, error, text, tool_call
 from agentcore.types import Model
 
@@ -141,6 +148,65 @@ def test_schemas_of_python_types_come_from_the_tool_schema_code():
 def test_a_markdown_fenced_answer_is_accepted():
     scripted = _native(ScriptedModel([text('```json\n{"x": 1, "y": 2}\n```')]))
     assert Agent(scripted.model).ask("q", Point) == {"x": 1, "y": 2}
+
+
+# (output_type, a final text answer, the value ask returns): JSON text of a non-object type is
+# the value itself; the {"result": ...} wire object is accepted too
+TEXT_ANSWERS = [
+    pytest.param(int, "42", 42, id="int"),
+    pytest.param(List[str], '["a", "b"]', ["a", "b"], id="list-of-str"),
+    pytest.param(str, '"hi"', "hi", id="str-json"),
+    pytest.param(bool, "true", True, id="bool"),
+    pytest.param(int, '{"result": 42}', 42, id="int-wire-object"),
+    pytest.param(List[str], '```json\n["a"]\n```', ["a"], id="fenced"),
+]
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["tool", "native"])
+@pytest.mark.parametrize("output_type,answer,expected", TEXT_ANSWERS)
+def test_a_json_text_answer_of_a_non_object_type_is_the_value(output_type, answer, expected, native):
+    scripted = ScriptedModel([text(answer), text("never asked")])
+    if native:
+        _native(scripted)
+    agent = Agent(scripted.model)
+    assert agent.ask("q", output_type) == expected
+    assert scripted.calls == 1  # accepted at once, no correction sent
+    assert [m.role for m in agent.state.messages] == ["user", "assistant"]
+
+
+def test_a_plain_text_answer_of_a_string_type_is_the_string():
+    scripted = ScriptedModel([text("  Paris\n"), text("no"), text("42")])
+    agent = Agent(scripted.model)
+    assert agent.ask("Capital of France?", str) == "Paris"
+    assert agent.ask("Is it raining?", Literal["yes", "no"]) == "no"
+    assert agent.ask("A number as text?", str) == "42"  # JSON, but not a string: the text itself
+    assert scripted.calls == 3
+
+
+def test_a_plain_text_answer_outside_a_literal_is_corrected():
+    scripted = ScriptedModel([text("maybe"), tool_call(FINAL_RESULT_TOOL, {"result": "yes"})])
+    agent = Agent(scripted.model)
+    assert agent.ask("Is it raining?", Literal["yes", "no"]) == "yes"
+    correction = agent.state.messages[2].text
+    assert "result: must be equal to one of the allowed values" in correction
+    assert "not JSON" not in correction
+
+
+def test_a_text_answer_that_fails_gets_a_correction_the_model_can_act_on():
+    scripted = ScriptedModel([text('"four"'), tool_call(FINAL_RESULT_TOOL, {"result": 4})])
+    agent = Agent(scripted.model)
+    assert agent.ask("2+2?", int) == 4
+    correction = agent.state.messages[2]
+    assert correction.role == "user"
+    assert "result: must be integer" in correction.text and "root" not in correction.text
+    assert f'Call the {FINAL_RESULT_TOOL} tool with the corrected answer as its "result" argument' in correction.text
+
+
+def test_retries_exhausted_on_text_answers_report_the_value_errors():
+    scripted = ScriptedModel([text('["a", {"b": 1}]'), text('["a", {"b": 2}]')])
+    with pytest.raises(OutputValidationError) as caught:
+        Agent(scripted.model).ask("q", List[str], retries=1)
+    assert caught.value.errors == ["result/1: must be string"] and caught.value.raw == '["a", {"b": 2}]'
 
 
 def test_bad_output_types_fail_before_any_request():
@@ -311,6 +377,123 @@ def test_a_failed_run_raises_ask_error():
     with pytest.raises(AskError, match="failed.*upstream is down") as caught:
         agent.ask("q", int)
     assert caught.value.stop_reason == "error" and not agent.state.is_streaming
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+LOOKUPS: List[str] = []  # the queries lookup ran
+
+
+@tool(requires_approval=True)
+def lookup(q: str) -> str:
+    """Look a fact up."""
+    LOOKUPS.append(q)
+    return "42"
+
+
+def _pausing(*answers: Any, native: bool = False) -> Tuple[Agent, ScriptedModel]:
+    """An agent whose model first calls ``lookup`` (id L1, approval required), then ``answers``."""
+    LOOKUPS.clear()
+    scripted = ScriptedModel([tool_call("lookup", {"q": "x"}, id="L1"), *answers])
+    if native:
+        _native(scripted)
+    return Agent(scripted.model, tools=[lookup]), scripted
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["tool", "native"])
+def test_an_ask_that_pauses_for_approval_raises_ask_paused_and_resume_finishes_it(native):
+    answer = text('{"result": 42}') if native else tool_call(FINAL_RESULT_TOOL, {"result": 42})
+    agent, scripted = _pausing(answer, native=native)
+    with pytest.raises(AskPaused) as caught:
+        agent.ask("what?", int)
+    paused = caught.value
+    assert isinstance(paused, AskError) and paused.stop_reason == "toolUse"
+    assert [p.tool_call_id for p in paused.pending_approvals] == ["L1"]
+    assert "paused for approval of lookup L1" in str(paused) and "agent.approve(id)" in str(paused)
+    assert "should_stop_after_turn" not in str(paused)
+    assert LOOKUPS == [] and scripted.calls == 1
+    agent.approve("L1")
+    assert paused.resume() == 42
+    assert LOOKUPS == ["x"] and scripted.calls == 2
+    if native:
+        assert scripted.options[1]["output_schema"] == output_spec(int).wire_schema
+    else:
+        assert [t.name for t in scripted.contexts[1].tools] == ["lookup", FINAL_RESULT_TOOL]
+    assert scripted.contexts[1].messages[-1].text == "42"  # the approved call's result
+    assert agent.pending_approvals == [] and [t.name for t in agent.state.tools] == ["lookup"]
+    assert agent.options.output_schema is None
+    _assert_valid_transcript(agent.state.messages)
+    assert paused.resume() == 42  # the answer again; nothing runs
+    assert scripted.calls == 2
+
+
+def test_a_denied_call_goes_back_to_the_model_and_resume_returns_its_answer():
+    agent, scripted = _pausing(tool_call(FINAL_RESULT_TOOL, {"result": 7}))
+    with pytest.raises(AskPaused) as caught:
+        agent.ask("what?", int)
+    agent.deny("L1", "not today")
+    assert caught.value.resume() == 7
+    assert LOOKUPS == []
+    result = scripted.contexts[1].messages[-1]
+    assert result.role == "toolResult" and result.is_error and "not today" in result.text
+    _assert_valid_transcript(agent.state.messages)
+
+
+def test_resume_before_a_decision_is_refused_and_runs_nothing():
+    agent, scripted = _pausing(tool_call(FINAL_RESULT_TOOL, {"result": 42}))
+    with pytest.raises(AskPaused) as caught:
+        agent.ask("what?", int)
+    with pytest.raises(RuntimeError, match=r"still wait for a decision \(lookup L1\).*then resume\(\)"):
+        caught.value.resume()
+    assert scripted.calls == 1 and [p.tool_call_id for p in agent.pending_approvals] == ["L1"]
+    agent.approve("L1")
+    assert caught.value.resume() == 42
+
+
+def test_a_resumed_ask_that_pauses_again_raises_a_new_ask_paused():
+    agent, scripted = _pausing(
+        tool_call("lookup", {"q": "y"}, id="L2"),
+        "It is 42.",  # a text answer: corrected, counted against the same retries
+        tool_call(FINAL_RESULT_TOOL, {"result": 42}),
+    )
+    with pytest.raises(AskPaused) as first:
+        agent.ask("what?", int, retries=1)
+    agent.approve("L1")
+    with pytest.raises(AskPaused) as second:
+        first.value.resume()
+    assert [p.tool_call_id for p in second.value.pending_approvals] == ["L2"]
+    agent.approve("L2")
+    assert second.value.resume() == 42
+    assert LOOKUPS == ["x", "y"] and scripted.calls == 4
+
+
+def test_resume_after_continue_settled_the_calls_is_refused():
+    agent, _ = _pausing(text("plain"), text("never asked"))
+    with pytest.raises(AskPaused) as caught:
+        agent.ask("what?", int)
+    agent.approve("L1")
+    agent.continue_()  # a plain run: the ask's answer tool is not part of it
+    with pytest.raises(RuntimeError, match=r"resume\(\): no tool call waits for approval any more"):
+        caught.value.resume()
+
+
+def test_resume_ask_finishes_a_paused_ask_from_its_session(tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    LOOKUPS.clear()
+    first = ScriptedModel([tool_call("lookup", {"q": "x"}, id="L1")])
+    with Session.create(path) as session:
+        with pytest.raises(AskPaused):
+            Agent(first.model, tools=[lookup], session=session).ask("what?", int)
+    later = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": 42})])
+    with Session.open(path) as session:  # as another process would, the next day
+        again = Agent(later.model, tools=[lookup], session=session)
+        assert [p.tool_call_id for p in again.pending_approvals] == ["L1"]
+        again.approve("L1")
+        assert resume_ask(again, int) == 42
+        assert [t.name for t in later.contexts[0].tools] == ["lookup", FINAL_RESULT_TOOL]
+        _assert_valid_transcript(again.state.messages)
+    assert LOOKUPS == ["x"]
 
 
 def test_ask_while_a_run_is_active_is_refused():
