@@ -71,6 +71,7 @@ from .types import (
     Model,
     PromptInput,
     TextContent,
+    ThinkingLevel,
     Usage,
     UserMessage,
     message_from_dict,
@@ -159,9 +160,47 @@ class _ActiveRun:
     on_settled: List[Callable[[], None]] = field(default_factory=list)
 
 
+_LEVELS = tuple(level.value for level in ThinkingLevel)
+
+
 def _level(value: Any) -> str:
-    """A thinking level as a string; None means "off" (not the level "None")."""
-    return "off" if value is None else str(value)
+    """A thinking level as a string; None means "off" (not the level "None"). Raises ValueError
+    (with the close matches) for anything but a :class:`~agentcore.types.ThinkingLevel` value: a
+    typo would otherwise reach the provider as its reasoning setting."""
+    if value is None:
+        return "off"
+    level = str(value)
+    if level not in _LEVELS:
+        import difflib
+
+        close = difflib.get_close_matches(level, _LEVELS, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"thinking_level must be one of {', '.join(_LEVELS)}, not {value!r}{hint}")
+    return level
+
+
+def _checked_function(value: Any, name: str) -> Any:
+    """``value`` when it is None or callable; TypeError naming the option otherwise (a
+    non-callable hook would fail only at the next run, as a tool error the model sees)."""
+    if value is not None and not callable(value):
+        raise TypeError(f"Agent({name}=...) must be a function or None, not {type(value).__name__}")
+    return value
+
+
+def _checked_messages(value: Any, where: str) -> List[Any]:
+    """``value`` as a transcript list. TypeError for a str or mapping (not a list of messages)
+    and for an item without a ``role`` (a message object, a reference dict or a custom message
+    with a ``role``): a string would become one message per character."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{where} must be a list of messages, not {type(value).__name__}")
+    messages = list(value)
+    for index, message in enumerate(messages):
+        if role_of(message) is None:
+            raise TypeError(
+                f"{where} item {index} has no 'role' (it is {type(message).__name__}): give message "
+                "objects (UserMessage, AssistantMessage, ...) or their dicts"
+            )
+    return messages
 
 
 _log = logging.getLogger(__name__)
@@ -330,24 +369,30 @@ class Agent:
         self._plugins = AgentPlugins(self._plugin_args)
         if isinstance(model, str):
             model = self._model_named(model)
+        elif model is not None and not all(hasattr(model, name) for name in ("id", "api", "provider")):
+            raise TypeError(
+                f"Agent(model=...) takes a Model, a 'provider/id' string or None, not {type(model).__name__}"
+            )
+        if session is not None and not callable(getattr(session, "build_context", None)):
+            raise TypeError(f"Agent(session=...) takes a Session or None, not {type(session).__name__}")
         self._state = AgentState(
             system_prompt,
             model if model is not None else Model.placeholder(),
             _level(thinking_level),
             self._checked_tools(tools or ()),
-            messages or (),
+            _checked_messages(messages, "Agent(messages=...)") if messages else (),
         )
         self._warned_event_loop = False
         check_api_key(api_key, "Agent()")
         self.api_key = api_key
-        self.get_api_key = get_api_key
-        self.stream_fn = stream_fn
-        self.convert_to_llm = convert_to_llm
-        self.transform_context = transform_context
-        self.before_tool_call = before_tool_call
-        self.after_tool_call = after_tool_call
-        self.should_stop_after_turn = should_stop_after_turn
-        self.prepare_next_turn = prepare_next_turn
+        self.get_api_key = _checked_function(get_api_key, "get_api_key")
+        self.stream_fn = _checked_function(stream_fn, "stream_fn")
+        self.convert_to_llm = _checked_function(convert_to_llm, "convert_to_llm")
+        self.transform_context = _checked_function(transform_context, "transform_context")
+        self.before_tool_call = _checked_function(before_tool_call, "before_tool_call")
+        self.after_tool_call = _checked_function(after_tool_call, "after_tool_call")
+        self.should_stop_after_turn = _checked_function(should_stop_after_turn, "should_stop_after_turn")
+        self.prepare_next_turn = _checked_function(prepare_next_turn, "prepare_next_turn")
         self.tool_execution = check_tool_execution(tool_execution)
         self.options = _agent_options(options, stream_options, lambda: self._plugins.manager().provider_options())
         self.session = session
@@ -478,6 +523,7 @@ class Agent:
         if isinstance(items, (str, Mapping)) or not isinstance(items, Iterable):
             raise TypeError(f"tools must be a list of tools, not {type(items).__name__}")
         checked: List[Any] = []
+        seen: Dict[str, int] = {}
         for index, item in enumerate(items):
             if isinstance(item, str):
                 self._plugins.manager().get_tool(item)  # UnknownToolError listing close matches
@@ -490,13 +536,22 @@ class Agent:
                 from .tools import tool
 
                 item = tool(item)  # TypeError naming the parameter when a hint has no JSON schema
+            name = item if isinstance(item, str) else item.name
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"tools item {index} has no name (a non-empty string): {name!r}")
+            if name in seen:  # the model calls tools by name: a second one would be unreachable
+                raise ValueError(
+                    f"tools items {seen[name]} and {index} are both named {name!r}: tool names must be unique"
+                )
+            seen[name] = index
             checked.append(item)
         return checked
 
     messages = property(
         lambda self: self._state.messages,
-        lambda self, value: setattr(self._state, "messages", value),
-        doc="Shortcut for ``state.messages`` (assigning copies the list).",
+        lambda self, value: setattr(self._state, "messages", _checked_messages(value, "agent.messages")),
+        doc="Shortcut for ``state.messages`` (assigning copies the list and checks that every item "
+        "is a message: TypeError otherwise).",
     )
 
     # ------------------------------------------------------------------ listeners
@@ -507,6 +562,8 @@ class Agent:
 
         Raises TypeError for an ``async def`` listener (it would never run: listeners are called,
         not awaited); use a plain function, or :meth:`events` to consume events elsewhere."""
+        if not callable(listener):
+            raise TypeError(f"subscribe() takes a function, not {type(listener).__name__}")
         if inspect.iscoroutinefunction(listener):
             raise TypeError(
                 f"subscribe() got an async listener ({getattr(listener, '__qualname__', listener)!r}); "

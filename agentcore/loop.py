@@ -38,7 +38,7 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import approvals as _approvals
 from . import tools as _tools

@@ -43,7 +43,7 @@ class AgentToolResult:
     text block, a reference dict block (``{"type": "text", "text": ...}``) as its block, a single
     block as a one-item list. ``added_tool_names`` is None or a list of tool names. Anything else
     (a number, bytes, ``None`` items, an unknown block) makes the call an error result that names
-    the problem (:func:`result_blocks`): the run goes on and the call still gets its result.
+    the problem: the run goes on and the call still gets its result.
     """
 
     content: List[Any] = field(default_factory=list)

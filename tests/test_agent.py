@@ -1050,6 +1050,65 @@ def test_steer_and_follow_up_refuse_non_messages() -> None:
 
 # agent-loop §2.12/§2.6: queue modes are "one-at-a-time" or "all", tool execution "parallel" or
 # "sequential". A typo ("All", "sequental") used to mean the default silently.
+def test_a_thinking_level_typo_is_refused_with_a_did_you_mean() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(ValueError, match=r"thinking_level must be one of off, .*not 'hgih'; did you mean 'high'\?"):
+        Agent(scripted.model, thinking_level="hgih")
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, thinking_level="low")
+    with pytest.raises(ValueError, match="not 'bogus'"):
+        agent.thinking_level = "bogus"
+    assert agent.thinking_level == "low"
+    agent.thinking_level = None  # "off", as before
+    assert agent.thinking_level == "off"
+
+
+def _echo_tool(name: str) -> AgentTool:
+    return AgentTool(name, "d", {"type": "object", "properties": {}}, lambda i, a, s, u: AgentToolResult(content=name))
+
+
+def test_constructor_arguments_of_the_wrong_kind_are_refused_naming_them() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(TypeError, match=r"Agent\(model=...\) takes a Model, a 'provider/id' string or None, not int"):
+        Agent(5)
+    with pytest.raises(TypeError, match="not dict"):
+        Agent({"id": "x"})
+    with pytest.raises(TypeError, match=r"Agent\(session=...\) takes a Session or None, not int"):
+        Agent(scripted.model, session=5)
+    for name in ("stream_fn", "get_api_key", "before_tool_call", "should_stop_after_turn", "convert_to_llm"):
+        with pytest.raises(TypeError, match=rf"Agent\({name}=...\) must be a function or None, not int"):
+            Agent(scripted.model, **{name: 5})
+    with pytest.raises(TypeError, match=r"subscribe\(\) takes a function, not NoneType"):
+        Agent(scripted.model).subscribe(None)  # type: ignore[arg-type]
+
+
+def test_messages_must_be_a_list_of_messages() -> None:
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(TypeError, match=r"Agent\(messages=...\) must be a list of messages, not str"):
+        Agent(scripted.model, messages="hello")
+    with pytest.raises(TypeError, match=r"Agent\(messages=...\) item 1 has no 'role' \(it is int\)"):
+        Agent(scripted.model, messages=[UserMessage("hi"), 5])
+    agent = Agent(
+        scripted.model, stream_fn=scripted.stream_fn, messages=[{"role": "user", "content": "hi", "timestamp": 1}]
+    )
+    with pytest.raises(TypeError, match=r"agent.messages must be a list of messages, not str"):
+        agent.messages = "abc"
+    assert len(agent.messages) == 1  # unchanged
+
+
+def test_tool_names_must_be_unique_and_non_empty() -> None:
+    """The model calls tools by name: a second tool of one name could never be reached, and the
+    loop and the approval check would have to agree on which one runs."""
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(ValueError, match=r"tools items 0 and 1 are both named 'shell': tool names must be unique"):
+        Agent(scripted.model, tools=[_echo_tool("shell"), _echo_tool("shell")])
+    agent = Agent(scripted.model, tools=[_echo_tool("a")])
+    with pytest.raises(ValueError, match="both named 'read'"):
+        agent.tools = ["read", _echo_tool("read")]  # a registered name and an object
+    with pytest.raises(TypeError, match="tools item 0 has no name"):
+        Agent(scripted.model, tools=[_echo_tool("")])
+    assert [t.name for t in agent.tools] == ["a"]
+
+
 def test_mode_typos_raise_instead_of_meaning_the_default() -> None:
     scripted = ScriptedModel([text("ok")])
     with pytest.raises(ValueError, match="queue mode"):

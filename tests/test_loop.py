@@ -1004,7 +1004,11 @@ def test_strings_and_reference_dict_blocks_in_result_content_are_text_blocks() -
         "Returns strings and dict blocks.",
         {"type": "object", "properties": {}},
         lambda call_id, args, signal, on_update: AgentToolResult(
-            content=["plain", {"type": "text", "text": "dict"}, {"type": "image", "data": "AAAA", "mimeType": "image/png"}]
+            content=[
+                "plain",
+                {"type": "text", "text": "dict"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            ]
         ),
     )
     scripted = ScriptedModel([tool_call("mixed", {}), text("ok")])
