@@ -1237,3 +1237,96 @@ def test_a_wire_request_repr_hides_credential_headers():  # issue 17: keys never
     assert "api.example" in text and "'model': 'm'" in text
     with_url_secrets = repr(WireRequest("https://u:pw-0123456789@h/v1?api_key=zz-0123456789", {}, {}))
     assert "0123456789" not in with_url_secrets and "u:***@h/v1?api_key=***" in with_url_secrets
+
+
+@pytest.mark.parametrize("status", [301, 302, 307, 308])
+@pytest.mark.parametrize("api, header", [("anthropic-messages", "x-api-key"), ("openai-completions", "authorization")])
+def test_a_redirect_is_an_error_and_the_key_goes_nowhere_else(status, api, header):
+    """requests keeps x-api-key (and x-goog-api-key, api-key) on a redirect to another host, and
+    makes a 301/302 POST a bodiless GET: provider requests never follow one."""
+    with ScriptedServer() as origin, ScriptedServer() as elsewhere:
+        target = elsewhere.url.replace("127.0.0.1", "localhost") + "/v1/moved"
+        origin.enqueue(Reply(status=status, headers={"Location": target + "?token=tok-0123456789"}, body=""))
+        model = Model(id="m", api=api, provider="p", base_url=origin.url + "/v1")
+        result = complete(model, _ctx(), api_key=KEY, max_retries=2)
+        assert elsewhere.requests == [] and len(origin.requests) == 1  # not followed, not retried
+        assert origin.requests[0].headers.get(header, "").endswith(KEY)
+        assert result.stop_reason == "error"
+        assert result.error_message.startswith(f"{status} ")
+        assert "do not follow redirects" in result.error_message and "/v1/moved?token=***" in result.error_message
+        assert KEY not in result.error_message and "0123456789" not in result.error_message
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "openai-completions", "openai-responses"])
+def test_an_answer_is_complete_at_its_terminal_event_even_if_the_body_stays_open(server, api):
+    """After [DONE], message_stop or response.completed the answer is whole; a server (or proxy)
+    that then keeps the body open must not turn it into a read-timeout error."""
+    body = APIS[api][1]
+    size = len(body.encode() if isinstance(body, str) else body)
+    server.enqueue(Reply(body=body, stall_after=size), Reply(body=body))
+    try:
+        types, result = _api_run(server, api, timeout=(5, 20), max_retries=0)
+    finally:
+        server.release.set()
+    assert result.stop_reason == "stop" and result.text == "fine" and result.error_message is None
+    assert types[-1] == "done" and "text_end" in types
+    types, result = _api_run(server, api)  # the held connection was not reused: a new one works
+    assert result.text == "fine" and len(server.requests) == 2
+
+
+def test_a_connect_read_timeout_list_is_used_as_the_pair(server):  # the option's docs write [connect, read]
+    server.enqueue(Reply(body=_text_body("a")), Reply(body=_text_body("b")))
+    assert complete(_model(server), _ctx(), api_key=KEY, timeout=[5, 10]).text == "a"
+    from agentcore import Agent
+
+    agent = Agent(_model(server), api_key=KEY, timeout=[5, 10], max_retries=0)
+    assert agent.prompt("hi")[-1].text == "b"
+
+
+def test_credentials_in_the_base_url_never_reach_the_error_text(server):
+    """A server that echoes what it received (the Basic header requests builds from user:password,
+    or the password) must not put them into the transcript."""
+    import base64
+
+    token = base64.b64encode(b"alice:Hunter2Secret99").decode()
+    echo = f"bad credentials Basic {token} (user alice, password Hunter2Secret99)"
+    server.enqueue(Reply(status=401, content_type="application/json", body=json.dumps({"error": {"message": echo}})))
+    base = server.url.replace("http://", "http://alice:Hunter2Secret99@") + "/v1"
+    model = Model(id="m", api="openai-completions", provider="local", base_url=base)
+    result = complete(model, _ctx(), max_retries=0)
+    assert server.requests[0].headers["authorization"] == f"Basic {token}"  # requests sent it
+    assert result.stop_reason == "error" and result.error_message.startswith("401 bad credentials Basic ***")
+    for secret in ("Hunter2Secret99", token):
+        assert secret not in result.error_message and secret not in json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_200_json_error_or_html_page_is_reported_in_its_own_words(server, api):
+    """Not "the connection was probably cut, retry": what the server said, and that it was no
+    event stream. A JSON-labelled body that is an event stream still streams."""
+    error = json.dumps({"error": {"message": "The model `foo` does not exist"}})
+    server.enqueue(
+        Reply(body=error, content_type="application/json"),
+        Reply(body="<html><body>Proxy login required</body></html>", content_type="text/html; charset=utf-8"),
+        Reply(body=APIS[api][1], content_type="application/json"),
+    )
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "error" and result.error_message.startswith("200 ")
+    assert "does not exist" in result.error_message and "(the server answered application/json" in result.error_message
+    assert "cut" not in result.error_message
+    types, result = _api_run(server, api, max_retries=0)
+    assert "Proxy login required" in result.error_message and "text/html, not an event stream" in result.error_message
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "stop" and result.text == "fine"
+
+
+def test_wrong_model_and_signal_arguments_are_named(server):
+    with pytest.raises(TypeError, match=r"stream\(\) takes a Model or a 'provider/id' string, not NoneType"):
+        stream(None, _ctx())  # type: ignore[arg-type]
+    result = complete(_model(server), _ctx(), api_key=KEY, signal="yes")
+    assert result.stop_reason == "error" and server.requests == []
+    assert result.error_message == "the signal option must be an AbortSignal or a threading.Event, not str"
+    import threading
+
+    server.enqueue(Reply(body=_text_body("ok")))
+    assert complete(_model(server), _ctx(), api_key=KEY, signal=threading.Event()).text == "ok"

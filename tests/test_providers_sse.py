@@ -175,3 +175,22 @@ def test_oversize_arguments_parse_completely():  # synthetic: oversize tool argu
     for i in range(0, len(doc), 4096):
         parser.feed(doc[i : i + 4096])
     assert parser.value()["content"] == content
+
+
+def test_a_long_line_split_into_many_chunks_is_one_event():  # joined once, when the line ends
+    pieces = [b"data: "] + [b"x" * 4096] * 1024 + [b"\n", b"\n"]  # 4 MB in 4 KB chunks
+    (event,) = list(iter_sse(pieces))
+    assert event.data == "x" * 4096 * 1024
+
+
+def test_an_event_that_never_ends_is_an_error_not_unbounded_memory(monkeypatch):
+    from agentcore.providers import sse as sse_module
+
+    monkeypatch.setattr(sse_module, "MAX_EVENT_BYTES", 10_000)
+    endless_line = iter([b"data: "] + [b"y" * 1000] * 20)
+    with pytest.raises(sse_module.SSEEventTooLarge, match="exceeded .* before it ended"):
+        list(iter_sse(endless_line))
+    endless_event = iter([b"data: a\n"] * 3000)  # lines, but never the blank line
+    with pytest.raises(sse_module.SSEEventTooLarge):
+        list(iter_sse(endless_event))
+    assert [e.data for e in iter_sse([b"data: " + b"z" * 9000 + b"\n\n"])] == ["z" * 9000]  # under the cap

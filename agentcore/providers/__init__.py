@@ -49,11 +49,24 @@ def get_api_provider(api: str) -> Optional[Any]:
 
 
 def _resolve_model(model: Any) -> Model:
+    """A Model from a Model or a ``"provider/id"`` string. Raises ``UnknownModelError`` (with the
+    close matches) for a string that names no model and TypeError for anything else: a wrong
+    argument, before anything is sent, not a model failure."""
     if isinstance(model, str):
         from .. import plugins
 
         return plugins.get_model(model)
+    if not all(hasattr(model, name) for name in ("id", "api", "provider")):
+        raise TypeError(f"stream() takes a Model or a 'provider/id' string, not {type(model).__name__}")
     return model
+
+
+def _signal_problem(signal: Any) -> Optional[str]:
+    """Why the ``signal`` option cannot be watched, or None (None, an AbortSignal or anything with
+    ``aborted``, a ``threading.Event``)."""
+    if signal is None or hasattr(signal, "aborted") or hasattr(signal, "is_set"):
+        return None
+    return f"the signal option must be an AbortSignal or a threading.Event, not {type(signal).__name__}"
 
 
 def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> AssistantMessageEventStream:
@@ -70,9 +83,15 @@ def stream(model: Union[Model, str], context: AgentContext, **options: Any) -> A
     agentcore plugin does), they are checked the way ``Agent()`` checks them, before any request:
     an unknown name (with a did-you-mean), a value of the wrong type or an impossible one ends the
     stream with an ``error`` event whose message names the option (a stream never raises). A
-    provider that declares nothing receives the keywords unchecked, as before.
+    provider that declares nothing receives the keywords unchecked, as before. A ``signal`` that
+    is neither an :class:`~agentcore.signals.AbortSignal` nor a ``threading.Event`` ends it the
+    same way. What does raise is a wrong ``model`` argument: ``UnknownModelError`` (with close
+    matches) for a string that names no model, TypeError for anything but a Model or a string.
     """
     model = _resolve_model(model)
+    problem = _signal_problem(options.get("signal"))
+    if problem is not None:
+        return _error_stream(model, problem)
     provider = get_api_provider(model.api)
     if provider is None:
         return _error_stream(

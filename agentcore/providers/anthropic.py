@@ -532,6 +532,11 @@ class AnthropicStreamState:
     def _message_stop(self, data: Mapping[str, Any]) -> None:
         self._stopped = True
 
+    @property
+    def terminal(self) -> bool:
+        """``message_stop`` arrived: nothing of the response is left to read."""
+        return self._stopped
+
     # -- usage ----------------------------------------------------------------------------------
     def _apply_usage(self, raw: Mapping[str, Any], only_present: bool) -> None:
         usage = self.output.usage

@@ -45,6 +45,7 @@ from .failures import (
     is_secret_header,
     redact,
     secret_header_values,
+    secret_url_values,
     signal_aborted,
 )
 from .retries import RetryBudget, retry_or_raise, transient
@@ -360,7 +361,9 @@ class StateHandler(WireHandler):
 
     ``data`` is the event's JSON (``"[DONE]"`` is passed as the plain string); malformed JSON ends
     the stream with an error naming the offending text. ``finish()`` runs when the body ended and
-    raises if the response is incomplete. The state pushes its events through ``writer.push``.
+    raises if the response is incomplete. The state pushes its events through ``writer.push``. A
+    state whose ``terminal`` attribute is true has seen the API's last event (``message_stop``,
+    ``response.completed``): reading stops waiting for the body after it.
     """
 
     def __init__(self, state: Any) -> None:
@@ -368,8 +371,9 @@ class StateHandler(WireHandler):
 
     def on_event(self, event: Any) -> bool:
         data = event.data
-        self.state.handle(event.event, data if data == "[DONE]" else parse_json_event(data))
-        return False
+        state = self.state
+        state.handle(event.event, data if data == "[DONE]" else parse_json_event(data))
+        return getattr(state, "terminal", False) is True
 
     def on_end(self, terminal_seen: bool) -> None:
         self.state.finish()
@@ -433,6 +437,7 @@ class WireProvider:
             data = encode_body(request.body, model, options)
             headers = merge_headers(request.headers, model.headers, options.get("headers"))
             secrets.extend(secret_header_values(headers))
+            secrets.extend(secret_url_values(request.url))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
             while True:
                 response = http.open_stream(
@@ -493,13 +498,16 @@ class WireProvider:
             handler = self.new_handler(model, writer, options)
             on_event = handler.on_event
             terminal = False
-            after_terminal = 0
-            for sse_event in iter_sse(http.iter_body(response)):
-                if terminal:  # drain what follows the terminal event so the connection is reused
-                    after_terminal += 1
-                    if after_terminal > _MAX_EVENTS_AFTER_TERMINAL:
-                        break
-                    continue
+            body = http.iter_body(response)
+            kind = str(response.headers.get("content-type") or "").lower()
+            captured: Optional[List[bytes]] = None
+            if "json" in kind or "html" in kind:  # not an event stream: keep its text to report
+                captured = []
+                body = _kept(body, captured)
+            events = iter_sse(body)
+            seen = False
+            for sse_event in events:
+                seen = True
                 terminal = bool(on_event(sse_event))  # events already received count
                 if pending:
                     if len(pending) == 1:  # the usual case: one event per SSE event
@@ -507,12 +515,20 @@ class WireProvider:
                     else:
                         yield from pending
                         pending.clear()
-                if abort_seen or (polled and signal.aborted):
+                if abort_seen or (polled and signal.aborted) or terminal:
                     break
             else:
                 fully_read = not (signal is not None and signal.aborted)
+            if terminal and not abort_seen:
+                fully_read = _drain(events, response)
             if signal is not None and signal.aborted:
                 raise http.RequestAborted(ABORTED_MESSAGE)
+            if captured is not None and not seen:  # a 200 JSON error or HTML page: say what it said
+                text = b"".join(captured).decode("utf-8", "replace")
+                raise ProviderError(
+                    f"{http.format_http_error(response.status_code, text, self.error_style)} "
+                    f"(the server answered {kind.split(';')[0]}, not an event stream)"
+                )
             handler.on_end(terminal)
             writer.close_open_blocks()
             if pending:
@@ -525,6 +541,46 @@ class WireProvider:
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16
+#: Seconds the rest of a body may take to arrive after the API's terminal event.
+_DRAIN_SECONDS = 0.5
+
+
+def _kept(body: Iterator[bytes], kept: List[bytes], limit: int = 256 * 1024) -> Iterator[bytes]:
+    """``body``'s chunks, the first ``limit`` bytes of them also appended to ``kept``."""
+    size = 0
+    for chunk in body:
+        if size < limit:
+            kept.append(chunk[: limit - size])
+            size += len(kept[-1])
+        yield chunk
+
+
+def _drain(events: Iterator[Any], response: Any) -> bool:
+    """Read what follows the terminal event (the chunked body's end, a trailing ``[DONE]``) so
+    the connection can go back to the pool; True when the body ended. The answer is complete
+    already, so a server that keeps the body open (or sends more than a few events) costs at most
+    :data:`_DRAIN_SECONDS` and that one connection, never the answer: False, and it is closed."""
+    from .._compat import response_socket
+
+    sock = response_socket(response)
+    if sock is None:
+        return False
+    try:
+        previous = sock.gettimeout()
+        sock.settimeout(_DRAIN_SECONDS)
+    except OSError:
+        return False
+    try:
+        for count, _ in enumerate(events, 1):
+            if count > _MAX_EVENTS_AFTER_TERMINAL:
+                return False
+    except Exception:  # noqa: BLE001 - a timeout or reset after the answer: just do not reuse it
+        return False
+    try:
+        sock.settimeout(previous)  # the pool's next request sets its own, but be exact
+    except OSError:
+        return False
+    return True
 
 
 class _EventSignal:
@@ -561,12 +617,15 @@ def as_signal(signal: Any) -> Any:
 
 
 def request_timeout(options: Mapping[str, Any]) -> Any:
-    """The ``requests`` timeout of the ``timeout_ms`` (wins) or ``timeout`` option, or None."""
+    """The ``requests`` timeout of the ``timeout_ms`` (wins) or ``timeout`` option, or None. A
+    ``[connect, read]`` list (how JSON and the option's docs write it) becomes the tuple requests
+    needs: it unpacks only tuples and refuses a list on every request."""
     timeout_ms = options.get("timeout_ms")
     if timeout_ms:
         seconds = float(timeout_ms) / 1000.0
         return (min(10.0, seconds), seconds)
-    return options.get("timeout")
+    timeout = options.get("timeout")
+    return tuple(timeout) if isinstance(timeout, list) else timeout
 
 
 _as_signal = as_signal

@@ -23,6 +23,7 @@ __all__ = [
     "describe_error",
     "redact",
     "secret_forms",
+    "secret_url_values",
     "is_secret_header",
     "secret_header_values",
     "add_diagnostic",
@@ -128,6 +129,29 @@ def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
             scheme, _, token = value.partition(" ")
             if token and scheme.lower() in ("bearer", "basic", "token"):
                 values.append(token)
+    return values
+
+
+def secret_url_values(url: str) -> List[str]:
+    """The credentials a request URL carries, for :func:`redact`: the password of its user info
+    (as written and decoded), the ``Basic`` token requests builds from ``user:password``, and the
+    values of secret-looking query parameters (``key``, ``token``, ``secret``, ``password``...)."""
+    import base64
+    from urllib.parse import parse_qsl, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError:
+        return []
+    values: List[str] = []
+    if password:
+        user = unquote(parts.username or "")
+        values += [password, unquote(password)]
+        values.append(base64.b64encode(f"{user}:{unquote(password)}".encode("latin-1", "replace")).decode("ascii"))
+    secret_words = ("key", "token", "secret", "password", "auth", "sig", "credential")
+    values += [value for name, value in query if value and any(word in name.lower() for word in secret_words)]
     return values
 
 

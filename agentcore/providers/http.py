@@ -192,7 +192,7 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
 def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeout: Any, signal: Any) -> Any:
     """POST with ``stream=True`` on this thread; an abort shuts the in-use socket down."""
     if signal is None:
-        return session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
+        return session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout, allow_redirects=False)
     box: Dict[str, Any] = {}
 
     def on_abort(_reason: Any) -> None:
@@ -208,7 +208,9 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
     _current.box = box
     signal.add_listener(on_abort)
     try:
-        response = session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout)
+        response = session.post(
+            url, data=body, headers=dict(headers), stream=True, timeout=timeout, allow_redirects=False
+        )
     except Exception:
         if signal.aborted:
             raise RequestAborted("Request was aborted") from None
@@ -220,6 +222,22 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
         response.close()
         raise RequestAborted("Request was aborted")
     return response
+
+
+def _redirect_error(response: Any) -> str:
+    """The error of a redirected provider request. Redirects are not followed: requests keeps
+    every header but ``Authorization`` on a redirect to another host (``x-api-key``,
+    ``x-goog-api-key``, ``api-key`` would go along) and turns a 301/302 POST into a GET without
+    its body, so the answer could only be a leaked key or a wrong request."""
+    from .._safe import redact_url
+
+    location = response.headers.get("location")
+    where = f" to {redact_url(location)}" if location else ""
+    return (
+        f"{response.status_code} {response.reason or 'Redirect'}{where}: provider requests do not follow "
+        "redirects (the API key would go to the new address); set the base URL to the address "
+        "that answers"
+    )
 
 
 def _describe_connection_error(exc: BaseException, url: str) -> str:
@@ -324,6 +342,11 @@ def open_stream(
             on_response(response.status_code, dict(response.headers))
         if 200 <= response.status_code < 300:
             return response
+        if 300 <= response.status_code < 400:  # never followed: see _redirect_error
+            response.close()
+            if log is not None:
+                log.give_up(attempt, f"status {response.status_code}")
+            raise ProviderHTTPError(_redirect_error(response), response.status_code)
         error_body = _read_abortable(response, signal)
         response.close()
         if signal is not None and signal.aborted:

@@ -357,6 +357,11 @@ class ResponsesStreamState:
         if handler is not None:
             handler(self, data)
 
+    @property
+    def terminal(self) -> bool:
+        """``response.completed`` (or ``incomplete``/``failed``) arrived: nothing is left to read."""
+        return self._terminal
+
     def finish(self) -> None:
         if not self._terminal:
             raise ProviderError("OpenAI Responses stream ended without response.completed")

@@ -11,7 +11,10 @@ arrives. It follows the WHATWG event-stream rules with the provider-friendly cho
 * lines starting with ``:`` are comments/keep-alives and ignored; ``field:value`` strips one
   leading space of the value; several ``data:`` lines join with ``\\n``;
 * an event without data lines is not dispatched (only ``event:``/``id:`` lines, or keep-alives);
-* an event still pending at end of input is flushed (servers often omit the final blank line).
+* an event still pending at end of input is flushed (servers often omit the final blank line);
+* an event (or a line) longer than :data:`MAX_EVENT_BYTES` raises :class:`SSEEventTooLarge`, the
+  one error the parser raises: a server that never ends a line would otherwise grow memory
+  without bound. A long line costs linear time (its chunks are joined once, when it ends).
 
 The parser splits on bytes and decodes one event at a time: line ends are ASCII and never part of
 a multi-byte UTF-8 sequence, so this equals decoding the whole stream first. ``str`` chunks are
@@ -22,7 +25,15 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-__all__ = ["SSEEvent", "iter_sse"]
+__all__ = ["MAX_EVENT_BYTES", "SSEEvent", "SSEEventTooLarge", "iter_sse"]
+
+#: The longest event the parser accepts (bytes): far above any provider's (a base64 image in one
+#: ``data:`` line is a few MB), far below what would exhaust memory.
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+
+
+class SSEEventTooLarge(ValueError):
+    """An event (or a line) exceeded :data:`MAX_EVENT_BYTES` before it ended."""
 
 
 class SSEEvent(NamedTuple):
@@ -89,6 +100,8 @@ def _as_bytes(chunk: Union[bytes, bytearray, memoryview, str]) -> bytes:
 def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEvent]:
     """Parse an event stream incrementally; see the module docstring for the exact rules."""
     rest = b""  # bytes after the last event boundary: normalised, except maybe one final \r
+    held: List[bytes] = []  # chunks without a line end that follow ``rest``: joined when one comes
+    held_size = 0
     last_id: Optional[str] = None
     at_start = True  # a UTF-8 BOM may still come (it is not part of the first field)
 
@@ -108,9 +121,20 @@ def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEven
                 continue
         if rest:
             if _LF not in chunk and _CR not in chunk and rest[-1] != _CR:
-                rest += chunk  # no line end: no event can complete, skip re-splitting the buffer
+                # no line end: no event can complete; hold the chunk (joining now would copy the
+                # whole pending line per chunk: quadratic for a multi-MB line)
+                held.append(chunk)
+                held_size += len(chunk)
+                if len(rest) + held_size > MAX_EVENT_BYTES:
+                    raise SSEEventTooLarge(_too_large())
                 continue
-            chunk = rest + chunk
+            if held:
+                held.append(chunk)
+                chunk = rest + b"".join(held)
+                held.clear()
+                held_size = 0
+            else:
+                chunk = rest + chunk
         if at_start:
             if len(chunk) < 3 and _BOM.startswith(chunk):
                 rest = chunk  # maybe a BOM split across chunks
@@ -122,6 +146,8 @@ def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEven
             chunk = _normalize(chunk)
         blocks = chunk.split(b"\n\n")
         rest = blocks.pop()
+        if len(rest) > MAX_EVENT_BYTES:
+            raise SSEEventTooLarge(_too_large())
         for block in blocks:
             if block[:6] == b"data: " and _LF not in block:  # the common one-line event
                 yield _new_event(SSEEvent, ("message", _decode(block[6:]), last_id))
@@ -130,9 +156,19 @@ def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEven
                 yield from events
 
     # end of input: finish a pending line and flush a pending event
+    if held:
+        rest += b"".join(held)
     if at_start and rest[:3] == _BOM:
         rest = rest[3:]
     if rest:
         text = _decode(rest)
         events, last_id = _parse_lines(text.replace("\r", "\n").split("\n"), last_id)
         yield from events
+
+
+def _too_large() -> str:
+    return (
+        f"a server-sent event exceeded {MAX_EVENT_BYTES // (1024 * 1024)} MB before it ended (a line "
+        "without its end, or an event without its blank line): the stream is not an event stream "
+        "this client can read"
+    )
