@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional
 
 from ._loop_types import merge_after_tool_call
-from ._util import awaited, field_of
+from ._util import accepts_signal, awaited, field_of
 from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -152,7 +152,18 @@ class _CallablesPlugin:
         return f"<{self.name}>"
 
 
+def _with_or_without_signal(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """``fn`` called as ``fn(ctx, signal)``, or as ``fn(ctx)`` when it takes one required
+    positional argument (as ``should_stop_after_turn`` and listeners may): a one-argument hook
+    would otherwise fail every call with a TypeError the model sees as the tool's result."""
+    if accepts_signal(fn):
+        return fn
+    return lambda context, signal: fn(context)
+
+
 def _before_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    fn = _with_or_without_signal(fn)
+
     def before_tool_call(context: Any, signal: Any) -> Any:
         verdict = awaited(fn(context, signal))
         # The reference's callable answers {block: false} to allow; as a hook that is "no verdict",
@@ -163,6 +174,8 @@ def _before_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
 
 
 def _after_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    fn = _with_or_without_signal(fn)
+
     def after_tool_call(context: Any, signal: Any) -> Any:
         return awaited(fn(context, signal))
 
@@ -170,6 +183,8 @@ def _after_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
 
 
 def _transform_impl(fn: Callable[..., Any]) -> Callable[[List[Any], Any], None]:
+    fn = _with_or_without_signal(fn)
+
     def transform_context(messages: List[Any], signal: Any) -> None:
         result = awaited(fn(list(messages), signal))
         if result is not None:
@@ -197,10 +212,10 @@ def callables_plugin(
     Register the result on that agent's own manager only, so the hooks never leak into other
     agents. The callables keep the reference's shapes and may be ``async def``:
 
-    * ``before_tool_call(ctx, signal)``: a result that blocks is the hook's verdict; any other
+    * ``before_tool_call(ctx, signal)`` (or ``(ctx)``): a result that blocks is the verdict; any other
       result (``{"block": False}``, None) means "no verdict", so later implementations still run;
-    * ``after_tool_call(ctx, signal)``: its override is the hook's result;
-    * ``transform_context(messages, signal) -> list | None``: a returned list replaces the
+    * ``after_tool_call(ctx, signal)`` (or ``(ctx)``): its override is the hook's result;
+    * ``transform_context(messages, signal)`` (or ``(messages)``) ``-> list | None``: a returned list replaces the
       ``messages`` list in place, so implementations called after it see it.
 
     The Agent's list-level ``convert_to_llm=`` is not a hook implementation: it is the fallback

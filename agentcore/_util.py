@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .types import _is_mapping
 
@@ -36,3 +36,18 @@ def field_of(obj: Any, name: str, key: Optional[str] = None, default: Any = None
     if _is_mapping(obj):  # isinstance(obj, typing.Mapping) costs ~1 us; this is a set lookup for ours
         return obj.get(name if key is None else key, default)
     return getattr(obj, name, default)
+
+
+def accepts_signal(fn: Callable[..., Any]) -> bool:
+    """True when ``fn`` takes a second *required* positional argument: the
+    ``listener(event, signal)`` form. Parameters with defaults and ``*args`` are left alone, so
+    ``subscribe(print)`` prints just the event."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # some builtins have no signature: call with one argument
+        return False
+    required = 0
+    for p in params:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
+            required += 1
+    return required >= 2

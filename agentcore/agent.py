@@ -53,6 +53,7 @@ from . import loop as _loop
 from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
+from ._util import accepts_signal as _accepts_signal
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -235,21 +236,6 @@ def _listener_key(listener: Any) -> Any:
     except TypeError:
         return ("agentcore-listener-id", id(listener))
     return listener
-
-
-def _accepts_signal(fn: Callable[..., Any]) -> bool:
-    """True when ``fn`` takes a second *required* positional argument: the
-    ``listener(event, signal)`` form. Parameters with defaults and ``*args`` are left alone, so
-    ``subscribe(print)`` prints just the event."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):  # some builtins have no signature: call with one argument
-        return False
-    required = 0
-    for p in params:
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
-            required += 1
-    return required >= 2
 
 
 def _with_signal(fn: Optional[Callable[..., Any]], signal: AbortSignal) -> Optional[Callable[[Any], Any]]:

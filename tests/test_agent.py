@@ -1910,3 +1910,34 @@ def test_each_agent_has_options_of_its_own():  # Agent() copies its defaults (no
     first.options.provider_options = {"zone": "a"}
     assert first.options is not second.options
     assert (second.temperature, second.options.provider_options, second.options.transport) == (None, None, "auto")
+
+
+def test_one_argument_tool_hooks_are_called_with_the_context_alone() -> None:
+    """before_tool_call(ctx), after_tool_call(ctx) and transform_context(messages), as Python
+    users write them: each used to fail every call with a TypeError the model saw."""
+    seen: List[str] = []
+
+    def before(ctx):
+        seen.append("before " + ctx.tool_call.name)
+
+    def after(ctx):
+        seen.append("after " + ctx.tool_call.name)
+        return {"content": "replaced"}
+
+    def transform(messages):
+        seen.append(f"transform {len(messages)}")
+        return None
+
+    scripted = ScriptedModel([tool_call("echo", {"x": 1}), text("ok")])
+    agent = Agent(
+        scripted.model,
+        tools=[_echo_tool("echo")],
+        stream_fn=scripted.stream_fn,
+        before_tool_call=before,
+        after_tool_call=after,
+        transform_context=transform,
+    )
+    agent.prompt("go")
+    result = agent.messages[2]
+    assert not result.is_error and result.content[0].text == "replaced"
+    assert seen == ["transform 1", "before echo", "after echo", "transform 3"]
