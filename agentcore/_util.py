@@ -18,14 +18,45 @@ __all__ = ["awaited", "field_of"]
 def awaited(value: Any) -> Any:
     """``value``, or the result of running it to completion when it is a coroutine.
 
-    The coroutine runs with ``asyncio.run`` on the calling thread, so this raises RuntimeError when
-    that thread already runs an event loop (agentcore calls hooks and tools on its own threads).
+    The coroutine runs with ``asyncio.run`` on the calling thread. When that thread already runs an
+    event loop (``prompt()`` called from a coroutine on a worker thread, where agentcore runs the
+    loop, and a lone tool, on the caller's thread), it runs on a new loop in a helper thread
+    instead, and the calling thread waits for it: its own loop is blocked by the synchronous call
+    either way. The coroutine's exception is raised here in both cases.
     """
     if inspect.iscoroutine(value):
         import asyncio  # only when someone handed agentcore an ``async def``
 
-        return asyncio.run(value)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(value)
+        return _run_elsewhere(value)
     return value
+
+
+def _run_elsewhere(coroutine: Any) -> Any:
+    """``asyncio.run(coroutine)`` on a helper thread (with this context's variables); its result."""
+    import asyncio
+    import contextvars
+    import threading
+
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, asyncio.run(coroutine)))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            outcome.append((False, exc))
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(run,), name="agentcore-await", daemon=True)
+    thread.start()
+    thread.join()
+    ok, result = outcome[0]
+    if ok:
+        return result
+    raise result
 
 
 def field_of(obj: Any, name: str, key: Optional[str] = None, default: Any = None) -> Any:

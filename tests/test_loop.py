@@ -1043,6 +1043,41 @@ def test_a_block_reason_that_is_not_a_string_still_blocks_with_a_text_result(cap
     assert "reason of type int" in caplog.text
 
 
+# prompt() called from a coroutine on a worker thread (asyncio.run there): agentcore runs the loop,
+# and a lone tool, on that thread, whose event loop is running, so asyncio.run() of an async tool
+# or hook failed ("cannot be called from a running event loop").
+def test_async_tools_and_hooks_work_under_a_running_loop_on_a_worker_thread() -> None:
+    import asyncio
+    import warnings
+
+    @tool
+    async def fetch(name: str) -> str:
+        """Fetch a greeting."""
+        await asyncio.sleep(0)
+        return "hello " + name
+
+    async def before(ctx, signal):
+        await asyncio.sleep(0)
+        seen.append(ctx.tool_call.name)
+
+    seen: List[str] = []
+    results: List[Any] = []
+
+    async def main() -> None:
+        scripted = ScriptedModel([tool_call("fetch", {"name": "ada"}), text("ok")])
+        agent = Agent(scripted.model, tools=[fetch], stream_fn=scripted.stream_fn, before_tool_call=before)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # "prompt() blocks this thread's event loop"
+            agent.prompt("go")
+        results.extend(_tool_results(agent))
+
+    worker = threading.Thread(target=lambda: asyncio.run(main()))
+    worker.start()
+    worker.join()
+    (result,) = results
+    assert not result.is_error and result.content[0].text == "hello ada" and seen == ["fetch"]
+
+
 # @tool on an ``async def`` function (common when porting async code): its coroutine used to be
 # reported as a successful result whose text was "<coroutine object ...>", never awaited.
 def test_async_tool_functions_are_awaited() -> None:
