@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from .types import _is_mapping
 
@@ -41,7 +41,7 @@ def _run_elsewhere(coroutine: Any) -> Any:
     import contextvars
     import threading
 
-    outcome: list = []
+    outcome: List[Tuple[bool, Any]] = []
 
     def run() -> None:
         try:

@@ -380,7 +380,7 @@ class Agent:
         self.should_stop_after_turn = _checked_function(should_stop_after_turn, "should_stop_after_turn")
         self.prepare_next_turn = _checked_function(prepare_next_turn, "prepare_next_turn")
         self.tool_execution = check_tool_execution(tool_execution)
-        self.options = _agent_options(options, stream_options, lambda: self._plugins.manager().provider_options())
+        self._options = _agent_options(options, stream_options, self._declared_options)
         self.session = session
         self._steering = _MessageQueue(steering_mode)
         self._follow_ups = _MessageQueue(follow_up_mode)
@@ -532,6 +532,22 @@ class Agent:
             seen[name] = index
             checked.append(item)
         return checked
+
+    def _declared_options(self) -> Mapping[str, Any]:
+        return self._plugins.manager().provider_options()
+
+    @property
+    def options(self) -> StreamOptions:
+        """The provider options of every run (read at the start of each). Assigning a
+        :class:`~agentcore.options.StreamOptions` uses it as is; a mapping of option names is
+        checked and converted as ``Agent(options=...)`` is (TypeError naming a bad name)."""
+        return self._options
+
+    @options.setter
+    def options(self, value: Union[StreamOptions, Mapping[str, Any]]) -> None:
+        if not isinstance(value, StreamOptions):
+            value = _agent_options(value, {}, self._declared_options)
+        self._options = value
 
     messages = property(
         lambda self: self._state.messages,

@@ -1941,3 +1941,16 @@ def test_one_argument_tool_hooks_are_called_with_the_context_alone() -> None:
     result = agent.messages[2]
     assert not result.is_error and result.content[0].text == "replaced"
     assert seen == ["transform 1", "before echo", "after echo", "transform 3"]
+
+
+def test_assigning_options_takes_a_mapping_and_checks_it() -> None:
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.options = {"temperature": 0.2, "max_tokens": 100}  # used to fail the next run: no .session_id
+    assert agent.temperature == 0.2 and agent.options.max_tokens == 100
+    assert agent.prompt("go")[-1].text == "ok"
+    with pytest.raises(TypeError, match=r"unknown option 'temprature' \(did you mean 'temperature'\?\)"):
+        agent.options = {"temprature": 1}
+    with pytest.raises(TypeError, match="takes a StreamOptions or a mapping"):
+        agent.options = 5  # type: ignore[assignment]
+    assert agent.temperature == 0.2
