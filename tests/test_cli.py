@@ -676,6 +676,21 @@ def test_a_locked_session_says_what_a_command_line_user_can_do(monkeypatch, tmp_
         assert "writing" in err
 
 
+def test_the_locked_session_advice_quotes_a_path_with_spaces(monkeypatch, tmp_path):
+    import shlex
+
+    from agentcore import Session
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = str(tmp_path / "my notes" / "busy chat.jsonl")
+    assert _in_process("run", "--model", "scripted", "--session", path, "one")[0] == 0
+    with Session.open(path):
+        code, out, err = _in_process("run", "--model", "scripted", "--session", path, "two")
+    assert code == 2 and f"agentcore sessions show {shlex.quote(path)} (or export)" in err
+    assert shlex.split(err.split("To read it meanwhile: ")[1])[:4] == ["agentcore", "sessions", "show", path]
+
+
 def test_sessions_show_and_export_accept_an_id_prefix(monkeypatch, tmp_path):
     from agentcore.session import SessionRepository
 
@@ -830,6 +845,33 @@ def test_sqlite_session_is_resumed(monkeypatch, tmp_path):
     shown = _in_process("sessions", "show", db)[1]
     assert "model: scripted/scripted-demo" in shown and "messages: 4" in shown
     assert shown.index("You said: one") < shown.index("You said: two")
+
+
+@pytest.mark.parametrize("made_by", ["touch", "sqlite3 without tables"])
+def test_an_empty_sqlite_file_is_a_new_session(monkeypatch, tmp_path, made_by):
+    """``touch empty.db; agentcore run --session empty.db`` was refused with "cannot list
+    sessions (no such table: sessions)" although an empty .db is documented as new."""
+    import sqlite3
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "empty.db"
+    if made_by == "touch":
+        db.touch()
+    else:
+        connection = sqlite3.connect(db)
+        connection.execute("PRAGMA user_version = 3")  # a database file with a header and no table
+        connection.close()
+    code, out, err = _in_process("run", "--model", "scripted", "--session", "empty.db", "one")
+    assert code == 0, err
+    assert _in_process("run", "--session", "empty.db", "two")[0] == 0  # resumed, not made again
+    shown = _in_process("sessions", "show", str(db))[1]
+    assert "messages: 4" in shown and shown.index("You said: one") < shown.index("You said: two")
+    connection = sqlite3.connect(tmp_path / "foreign.db")
+    connection.execute("CREATE TABLE notes (body TEXT)")
+    connection.close()
+    code, out, err = _in_process("run", "--model", "scripted", "--session", "foreign.db", "hi")
+    assert code == 2 and "not an agentcore session database" in err  # a table of another program: left alone
 
 
 def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):

@@ -230,6 +230,25 @@ def test_logs_query_searches_prompts_and_answers(here):
     assert code == 0 and out == "" and "no conversations matching" in err
 
 
+def test_logs_sums_the_token_counts_as_sessions_show_does(here):
+    """Usage without ``totalTokens`` (the reference's files): logs said ``tokens: 0`` while
+    ``sessions show`` summed the parts (session spec §10); the stored total is not used."""
+    path = _library_session("count my tokens", "counted")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for entry in lines:
+        usage = entry.get("message", {}).get("usage")
+        if usage:
+            usage.update(input=10, output=5, cacheRead=3, cacheWrite=2)
+            del usage["totalTokens"]
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    [found] = logs_json()
+    assert (found["totalTokens"], found["inputTokens"], found["outputTokens"]) == (20, 15, 5)
+    code, out, err = run_cli("logs")
+    assert code == 0 and "tokens: 20 (15 in, 5 out)" in out, err
+    code, out, err = run_cli("sessions", "show", str(path))
+    assert code == 0 and "tokens: 20 " in out, err
+
+
 def test_logs_finds_library_sessions_changes_and_deletions_after_the_index_exists(here):
     first = _library_session("first question", "first answer")
     assert len(logs_json()) == 1  # the index now exists
@@ -388,6 +407,24 @@ def test_s_with_an_id_nothing_has_says_a_new_session_starts(here):
     assert code == 0 and "no session has" not in err
 
 
+def test_s_with_an_invalid_id_is_refused_without_announcing_a_new_session(here):
+    """``-s 'a b'`` said "recording a new session of that id", then "invalid session id"."""
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "a b", "hi")
+    assert (code, out) == (2, "") and "invalid session id 'a b'" in err
+    assert "no session has" not in err and err.count("\n") == 1
+    assert session_files() == []
+
+
+@pytest.mark.parametrize("name", ["Notes.JSONL", "Notes.Jsonl", "Notes.DB"])
+def test_s_takes_a_session_file_suffix_in_any_case(here, name):
+    """``.DB`` named a file but ``Notes.JSONL`` was taken for an id (``..._Notes.JSONL.jsonl`` in
+    the sessions directory)."""
+    code, out, err = run_cli("run", "--model", "scripted", "-s", name, "hi")
+    assert code == 0, err
+    assert (here / name).is_file() and session_files() == []
+    assert run_cli("sessions", "show", name)[1].count("You said: hi") == 1
+
+
 def test_logs_cwd_with_none_here_says_this_directory(here, tmp_path, monkeypatch):
     """``logs --cwd`` where nothing was logged said "no conversations logged in <sessions dir>",
     as if the logs were empty."""
@@ -493,6 +530,29 @@ def test_keys_set_reads_stdin_stores_a_0600_file_and_list_shows_names_only(here)
     assert run_cli("keys", "set", "groq", SECRET)[0] == 2  # never from argv: argparse refuses it
     assert run_cli("keys", "set", "groq", stdin="\n")[0] == 2  # empty: nothing stored
     assert json.loads(path.read_text()) == {"groq": SECRET}
+
+
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])  # a UTF-8 locale's stdin; the C locale's
+def test_keys_set_refuses_a_key_that_is_not_utf8_and_leaves_the_file_alone(here, errors):
+    assert run_cli("keys", "set", "groq", stdin=SECRET + "\n")[0] == 0
+    before = (config_dir() / "keys.json").read_bytes()
+    stdin = io.TextIOWrapper(io.BytesIO(b"sk-\xff\xfe-SECRET\n"), encoding="utf-8", errors=errors)
+    code, out, err = run_cli("keys", "set", "anthropic", stdin=stdin)
+    assert (code, out) == (2, "") and "the key is not UTF-8 text" in err, err
+    assert err.count("\n") == 1 and "Error" not in err and "SECRET" not in err
+    assert (config_dir() / "keys.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("key", ["sk-a\rb-SECRET", "sk-a\x00b-SECRET", "sk-a\x1bb-SECRET"])
+def test_keys_set_refuses_a_key_with_a_control_character(here, key):
+    """Stored, such a key failed every later run ("api_key contains a line break")."""
+    stdin = io.TextIOWrapper(io.BytesIO(key.encode() + b"\n"), encoding="utf-8", newline="\n")  # as sys.stdin
+    code, out, err = run_cli("keys", "set", "anthropic", stdin=stdin)
+    assert code == 2 and "contains a line break or another control character" in err, err
+    assert err.count("\n") == 1 and "SECRET" not in err
+    assert not (config_dir() / "keys.json").exists()
+    assert run_cli("keys", "set", "anthropic", stdin="  sk-fine \r\n")[0] == 0  # surrounding whitespace: stripped
+    assert json.loads((config_dir() / "keys.json").read_text()) == {"anthropic": "sk-fine"}
 
 
 def test_the_keys_file_is_created_with_0600_even_under_umask_0(here, monkeypatch):

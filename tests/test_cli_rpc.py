@@ -401,6 +401,33 @@ def test_fork_get_tree_and_navigate_tree(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_clone_sent_during_navigate_tree_copies_the_branch_it_moved_to(rpc, tmp_path):
+    """Piped ``navigate_tree`` then ``clone``: the clone waits for the move (it used to copy the
+    branch from before it, and the agent went on there)."""
+    with ScriptedServer([answer("first"), answer("second"), stalled("the summary")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"))
+        for text in ("one", "two"):
+            child.call({"type": "prompt", "message": text})
+            child.read_until(is_type("agent_end"))
+        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+        child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
+        assert server.body_started.wait(WAIT)  # the branch summary is being written: the move is not done
+        child.send({"id": "c", "type": "clone"})
+        child.send({"id": "s", "type": "get_state"})
+        server.release.set()
+        lines = child.read_until(lambda o: o.get("id") == "s")
+    responses = {o["id"]: o for o in lines if o["type"] == "response"}
+    assert [o["id"] for o in lines if o["type"] == "response"] == ["n", "c", "s"]
+    moved = responses["n"]["data"]
+    assert moved["moved"] is True and moved["summaryEntryId"]
+    state = responses["s"]["data"]
+    assert state["sessionFile"] != str(tmp_path / "tree.jsonl")
+    assert child.close().returncode == 0
+    with Session.open(state["sessionFile"], read_only=True) as clone:
+        messages = clone.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "branchSummary"]
+
+
 # --------------------------------------------------------------------------- approvals
 
 
@@ -587,6 +614,40 @@ def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
     assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
     assert lines[2]["data"] == {"commands": []}
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():
+    """docs/rpc.rst: the id is a string or a number. Objects and booleans used to be echoed,
+    and 1e400 came back as null; a number "type" was said to be "a a number"."""
+    commands = [
+        '{"type": "get_commands", "id": {"a": 1}}',
+        '{"type": "get_commands", "id": true}',
+        '{"type": "get_commands", "id": [1]}',
+        '{"type": "get_commands", "id": 1e400}',
+        '{"type": 5, "id": 7}',
+        '{"type": "get_commands", "id": 2.5}',
+        '{"type": "get_commands", "id": "ok"}',
+    ]
+    out, err = io.StringIO(), io.StringIO()
+    status = main(
+        ["rpc", "--model", "scripted", "--no-session"], stdin=io.StringIO("\n".join(commands)), stdout=out, stderr=err
+    )
+    assert status == 0, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(o["command"], o["success"], o.get("id")) for o in lines] == [
+        ("get_commands", False, None),
+        ("get_commands", False, None),
+        ("get_commands", False, None),
+        ("get_commands", False, None),
+        ("parse", False, 7),
+        ("get_commands", True, 2.5),
+        ("get_commands", True, "ok"),
+    ]
+    errors = [o.get("error", "") for o in lines]
+    assert all('"id" must be a string or a number' in e for e in errors[:3])
+    assert "an object" in errors[0] and "a boolean" in errors[1] and "an array" in errors[2]
+    assert '"id" is a number too large' in errors[3]
+    assert errors[4].startswith('the command has a number as its "type"')
 
 
 def test_approve_with_edited_args_then_continue(rpc, tmp_path):

@@ -56,16 +56,36 @@ def cmd_keys_set(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
 
 def _read_key(name: str, stdin: TextIO, err: TextIO) -> str:
+    """The key typed or piped, stripped; UsageError (naming the problem, never the key) when it
+    is not UTF-8 text or holds a control character: stored, it would fail every later run."""
+    from ..providers.base import ProviderError, clean_api_key
+
+    not_utf8 = UsageError(f"keys set {name}: the key is not UTF-8 text; nothing was stored")
+    try:
+        key = _read_raw_key(name, stdin, err)
+    except UnicodeDecodeError:  # a strict stdin
+        raise not_utf8 from None
+    if any("\ud800" <= c <= "\udfff" for c in key):  # undecodable bytes of a surrogateescape stdin
+        raise not_utf8
+    try:
+        return clean_api_key(key, "the key") or ""
+    except ProviderError as exc:
+        raise UsageError(f"keys set {name}: {exc}; nothing was stored") from None
+
+
+def _read_raw_key(name: str, stdin: TextIO, err: TextIO) -> str:
     if _isatty(stdin):
         import getpass
 
         try:
-            return getpass.getpass(f"Enter key for {name}: ", stream=err).strip()
+            return getpass.getpass(f"Enter key for {name}: ", stream=err)
         except EOFError:
             return ""
     try:
-        return (stdin.readline() or "").strip()
-    except (OSError, ValueError):
+        return stdin.readline() or ""
+    except UnicodeDecodeError:
+        raise
+    except (OSError, ValueError):  # a closed stdin
         return ""
 
 

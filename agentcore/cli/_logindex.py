@@ -25,11 +25,13 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ..session.context import UsageTotals
+
 __all__ = ["Conversation", "LogIndex", "INDEX_FILE", "BUSY_TIMEOUT", "read_conversation", "fts5_available"]
 
 INDEX_FILE = "logs.db"
 BUSY_TIMEOUT = 10.0
-_SCHEMA = 1  # PRAGMA user_version; another value: the database is rebuilt
+_SCHEMA = 2  # PRAGMA user_version; another value: the database is rebuilt (2: tokens by spec §10)
 _COLUMNS = (
     "id",
     "path",
@@ -94,10 +96,6 @@ def _text(content: Any) -> str:
     )
 
 
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
-
-
 def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     """``(conversation, searchable text)`` of a JSONL session file; None when it has no valid
     header (not a session file). Lines that do not decode (a line being written) are skipped.
@@ -120,8 +118,9 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     first = ""
     texts: List[str] = []
     count = 0
-    tokens = [0.0, 0.0, 0.0]
-    cost = 0.0
+    # the rule of ``sessions show`` (session spec §10): the parts are summed, the stored
+    # totalTokens is ignored, usage with a missing count or cost is skipped
+    usage = UsageTotals()
     for raw in lines[1:]:
         if not raw.strip():
             continue
@@ -134,6 +133,9 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
         kind = entry.get("type")
         if kind == "model_change" and entry.get("provider") and entry.get("modelId"):
             model = f"{entry['provider']}/{entry['modelId']}"
+            continue
+        if kind in ("compaction", "branch_summary"):
+            usage.add(entry.get("usage"))
             continue
         message = entry.get("message") if kind == "message" else None
         if not isinstance(message, dict):
@@ -148,16 +150,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
             texts.append(_text(message.get("content")))
             if message.get("provider") and message.get("model"):
                 model = f"{message['provider']}/{message['model']}"
-            usage = message.get("usage")
-            if isinstance(usage, dict):
-                tokens[0] += (
-                    _number(usage.get("input")) + _number(usage.get("cacheRead")) + _number(usage.get("cacheWrite"))
-                )
-                tokens[1] += _number(usage.get("output"))
-                tokens[2] += _number(usage.get("totalTokens"))
-                cost_info = usage.get("cost")
-                if isinstance(cost_info, dict):
-                    cost += _number(cost_info.get("total"))
+            usage.add(message.get("usage"))
     conversation = Conversation(
         id=header["id"],
         path=path,
@@ -167,10 +160,10 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
         model=model,
         first_prompt=first,
         messages=count,
-        input_tokens=int(tokens[0]),
-        output_tokens=int(tokens[1]),
-        total_tokens=int(tokens[2]),
-        cost=cost,
+        input_tokens=int(usage.cached + usage.uncached),
+        output_tokens=int(usage.total - usage.cached - usage.uncached),
+        total_tokens=int(usage.total),
+        cost=float(usage.cost),
     )
     return conversation, "\n".join(t for t in texts if t)
 

@@ -91,6 +91,7 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
         directory = _sessions_dir(options)
         options.session = _expand_prefix(options.session, directory)
         if _is_new_id(options.session, directory):  # a mistyped prefix must not pass unnoticed
+            _check_new_id(options.session)  # before saying a session of that id is recorded
             err.write(
                 f"agentcore: -s {options.session}: no session has this id or starts with it; "
                 "recording a new session of that id (`agentcore logs` lists the ids)\n"
@@ -167,6 +168,17 @@ def _is_new_id(value: str, directory: str) -> bool:
         return False
     pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}.jsonl")
     return not glob.glob(pattern)
+
+
+def _check_new_id(value: str) -> None:
+    """UsageError when ``value`` cannot be the id of a new session (the repository's rule)."""
+    from ..session.repository import _ID_PATTERN
+
+    if not _ID_PATTERN.match(value):
+        raise UsageError(
+            f"-s {value}: invalid session id {value!r}: use letters, digits, '.', '_' and '-', starting "
+            "and ending with a letter or digit (or give a path ending in .jsonl or .db)"
+        )
 
 
 def _cwd_of(path: str) -> str:

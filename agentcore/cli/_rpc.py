@@ -20,7 +20,9 @@ Behaviour, and how it fails:
   swallow command lines). Diagnostics go to stderr.
 * Commands are handled in order on the reader thread, except those that may take long (``bash``,
   ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
-  ``abort_bash`` are read meanwhile.
+  ``abort_bash`` are read meanwhile. A command that moves to another session or reads it waits
+  for a running ``compact``/``navigate_tree`` first (``Command.after``), so piped commands see
+  its result. An ``id`` must be a string or a finite number.
 * End of input: the run in progress (with its queued steering and follow-up messages) and a
   running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
   (flushed) and the command exits 0. SIGTERM, also while finishing, aborts the run and awaits its
@@ -30,6 +32,7 @@ Behaviour, and how it fails:
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -154,6 +157,9 @@ class RpcServer:
         # a run was started and its agent_end not yet written (changed under the output lock)
         self.running = False
         self.busy_with: Optional[str] = None  # "compact" / "navigate_tree" from dispatch to response
+        # the latest compact/navigate_tree worker and its command: a command whose Command.after
+        # names it waits for it to end (response written) before it runs
+        self.busy_worker: Optional[Tuple[str, threading.Thread]] = None
         # an abort arrived after the latest compact was dispatched: the compaction_start event
         # aborts it (an abort read before the compaction made the agent busy would be lost)
         self.abort_requested = False
@@ -297,11 +303,13 @@ class RpcServer:
 
     def dispatch(self, command: Dict[str, Any]) -> None:
         request_id = command.get("id")
-        if request_id is not None and not isinstance(request_id, (str, int, float)):
-            request_id = json_safe(request_id)
         kind = command.get("type")
+        bad_id = _bad_id(request_id)
+        if bad_id is not None:
+            self.out.send(response(kind if isinstance(kind, str) and kind else "parse", None, error=bad_id))
+            return
         if not isinstance(kind, str) or not kind:
-            problem = "has no" if kind is None else f"has a {_json_kind(kind)} as its"
+            problem = "has no" if kind is None else "has an empty" if kind == "" else f"has {_json_kind(kind)} as its"
             self.out.send(
                 response("parse", request_id, error=f'the command {problem} "type"; e.g. {{"type": "get_state"}}')
             )
@@ -312,6 +320,7 @@ class RpcServer:
         if spec is None:
             self.out.send(response(kind, request_id, error=_unknown_command(kind, list(self.commands))))
             return
+        self.wait_for_busy(spec.after)
         try:
             spec.check(command)
         except RpcError as exc:
@@ -328,9 +337,22 @@ class RpcServer:
                 target=self._run, args=(spec, command, kind, request_id), name=f"rpc-{kind}", daemon=True
             )
             self.workers = [w for w in self.workers if w.is_alive()] + [worker]
+            if spec.busy:
+                self.busy_worker = (kind, worker)
             worker.start()
         else:
             self._run(spec, command, kind, request_id)
+
+    def wait_for_busy(self, kinds: Tuple[str, ...]) -> None:
+        """Wait until the running ``compact``/``navigate_tree``, when ``kinds`` names it, has
+        ended and answered: a ``clone`` sent after ``navigate_tree`` copies the branch it moved
+        to. The reader thread waits (commands read meanwhile, ``abort`` too, wait their turn);
+        in steps, so that SIGTERM, raised in this (main) thread, is handled."""
+        running = self.busy_worker
+        if running is None or running[0] not in kinds:
+            return
+        while running[1].is_alive():
+            running[1].join(1.0)
 
     def _run(self, spec: Any, command: Dict[str, Any], kind: str, request_id: Any) -> None:
         error: Optional[str] = None
@@ -463,6 +485,17 @@ NULL: Any = object()
 def _not_json(name: str) -> Any:
     """``json.loads`` accepts NaN and Infinity; JSON (and the reference's parser) does not."""
     raise ValueError(f"{name} is not a JSON value")
+
+
+def _bad_id(request_id: Any) -> Optional[str]:
+    """Why ``request_id`` cannot be a command's ``id`` (a string or a finite number), or None."""
+    if request_id is None or isinstance(request_id, str):
+        return None
+    if isinstance(request_id, (int, float)) and not isinstance(request_id, bool):
+        if isinstance(request_id, int) or math.isfinite(request_id):
+            return None
+        return 'the command\'s "id" is a number too large for a double; send a string or a smaller number'
+    return f'the command\'s "id" must be a string or a number, not {_json_kind(request_id)}'
 
 
 def _json_kind(value: Any) -> str:

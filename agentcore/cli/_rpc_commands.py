@@ -58,6 +58,9 @@ class Command:
     fields: Tuple[Field, ...] = ()
     slow: bool = False  # answered from a worker thread so that abort can be read meanwhile
     busy: bool = False  # the agent counts as busy from dispatch to response (server.busy_with)
+    # the busy commands (compact, navigate_tree) this one waits for when it is read while they
+    # run: the commands that move to another session or read the session see their result
+    after: Tuple[str, ...] = ()
 
     def check(self, command: Dict[str, Any]) -> None:
         """RpcError naming the first missing or mistyped field (null counts as absent)."""
@@ -473,6 +476,9 @@ def cmd_abort_retry(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 _LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+#: what the session commands wait for. get_state waits for navigate_tree only: a compaction
+#: in progress is what its isCompacting reports.
+_AFTER = ("compact", "navigate_tree")
 
 COMMANDS: Dict[str, Command] = {
     # prompting
@@ -483,7 +489,7 @@ COMMANDS: Dict[str, Command] = {
     "follow_up": Command(cmd_follow_up, (_MESSAGE, _IMAGES)),
     "abort": Command(cmd_abort),
     "continue": Command(cmd_continue),
-    "new_session": Command(cmd_new_session, (Field("parentSession", required=False),)),
+    "new_session": Command(cmd_new_session, (Field("parentSession", required=False),), after=_AFTER),
     # approvals
     "approve": Command(
         cmd_approve,
@@ -494,8 +500,8 @@ COMMANDS: Dict[str, Command] = {
     ),
     "get_pending_approvals": Command(cmd_get_pending_approvals),
     # state
-    "get_state": Command(cmd_get_state),
-    "get_messages": Command(cmd_get_messages),
+    "get_state": Command(cmd_get_state, after=("navigate_tree",)),
+    "get_messages": Command(cmd_get_messages, after=_AFTER),
     # model
     "set_model": Command(cmd_set_model, (Field("provider"), Field("modelId"))),
     "cycle_model": Command(cmd_cycle_model),
@@ -515,17 +521,17 @@ COMMANDS: Dict[str, Command] = {
     "bash": Command(cmd_bash, (Field("command"),), slow=True),
     "abort_bash": Command(cmd_abort_bash),
     # session
-    "get_session_stats": Command(cmd_get_session_stats),
-    "export_html": Command(cmd_export_html, (Field("outputPath", required=False),)),
-    "switch_session": Command(cmd_switch_session, (Field("sessionPath"),)),
-    "fork": Command(cmd_fork, (Field("entryId"),)),
-    "clone": Command(cmd_clone),
-    "get_fork_messages": Command(cmd_get_fork_messages),
-    "get_last_assistant_text": Command(cmd_get_last_assistant_text),
-    "set_session_name": Command(cmd_set_session_name, (Field("name"),)),
+    "get_session_stats": Command(cmd_get_session_stats, after=_AFTER),
+    "export_html": Command(cmd_export_html, (Field("outputPath", required=False),), after=_AFTER),
+    "switch_session": Command(cmd_switch_session, (Field("sessionPath"),), after=_AFTER),
+    "fork": Command(cmd_fork, (Field("entryId"),), after=_AFTER),
+    "clone": Command(cmd_clone, after=_AFTER),
+    "get_fork_messages": Command(cmd_get_fork_messages, after=_AFTER),
+    "get_last_assistant_text": Command(cmd_get_last_assistant_text, after=_AFTER),
+    "set_session_name": Command(cmd_set_session_name, (Field("name"),), after=_AFTER),
     "get_commands": Command(cmd_get_commands),
     # the tree (agentcore additions)
-    "get_tree": Command(cmd_get_tree),
+    "get_tree": Command(cmd_get_tree, after=_AFTER),
     "navigate_tree": Command(
         cmd_navigate_tree,
         (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, overload
 
@@ -379,8 +380,8 @@ _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def is_session_path(value: str) -> bool:
-    """True when ``--session`` names a file (a path separator or a session-file suffix)."""
-    return "/" in value or os.sep in value or value.endswith(".jsonl") or value.lower().endswith(_SQLITE_SUFFIXES)
+    """True when ``--session`` names a file (a path separator or a session-file suffix, in any case)."""
+    return "/" in value or os.sep in value or value.lower().endswith((".jsonl",) + _SQLITE_SUFFIXES)
 
 
 def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
@@ -420,18 +421,45 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
         raise UsageError(
             f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
             "this session: finish or quit it first, or start a separate one with --session new. "
-            f"To read it meanwhile: agentcore sessions show {value} (or export)"
+            f"To read it meanwhile: agentcore sessions show {shlex.quote(value)} (or export)"
         ) from None
     except SessionError as exc:
         raise UsageError(f"--session {value}: {exc}") from None
 
 
 def _open_sqlite(path: str) -> Any:
+    """The session of the database at ``path``; a new one when the file is missing, empty (0
+    bytes, ``touch x.db``) or a database without tables."""
     from ..session import Session, SqliteSessionStorage
 
-    if os.path.exists(path) and SqliteSessionStorage.list_sessions(path):
+    if not _is_empty_database(path) and SqliteSessionStorage.list_sessions(path):
         return Session(SqliteSessionStorage(path))
     return Session(SqliteSessionStorage.create(path))
+
+
+def _is_empty_database(path: str) -> bool:
+    """True for a missing or 0-byte file and a SQLite database without tables; a file SQLite
+    cannot read is left to the session storage (which says what is wrong with it)."""
+    import pathlib
+    import sqlite3
+
+    try:
+        if os.path.getsize(path) == 0:
+            return True
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        connection = sqlite3.connect(pathlib.Path(path).as_uri() + "?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error:
+        return False
+    finally:
+        connection.close()
 
 
 # --------------------------------------------------------------------------- the agent
