@@ -82,6 +82,12 @@ def _open_jsonl(url: str, *, read_only: bool = False, create: bool = False) -> A
 
 
 def _open_sqlite(url: str, *, read_only: bool = False, create: bool = False) -> Any:
+    """The session of a ``sqlite:`` URL. Without ``create`` a missing database file is
+    ``not_found`` and nothing is created (``sqlite3`` would otherwise make the file, and a session in
+    it), so a mistyped path never leaves a new database behind; an existing database follows
+    :class:`SqliteSessionStorage`'s rules."""
+    import os
+
     from .session.sqlite import SqliteSessionStorage
 
     params = query_params(url, ["session", "fsync"])
@@ -90,6 +96,11 @@ def _open_sqlite(url: str, *, read_only: bool = False, create: bool = False) -> 
     fsync = params.get("fsync", "never")
     from .session.errors import SessionError
 
+    if not create and not os.path.exists(path):
+        where = os.path.abspath(path)
+        raise SessionError(
+            "not_found", f"{where}: no such session database (open_session(url, create=True) creates it)", path=where
+        )
     try:
         return SqliteSessionStorage(path, session_id, read_only=read_only, fsync=fsync)
     except SessionError as exc:

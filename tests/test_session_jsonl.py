@@ -232,13 +232,27 @@ def test_torn_last_line_is_truncated(tmp_path, torn):  # session §12 E42
         assert [e.id for e in s.entries()] == ["first", nxt]
 
 
-def test_torn_last_line_with_newline_is_repaired_too(tmp_path):  # brief: invalid JSON on the last line
-    path = tmp_path / "torn2.jsonl"
+@pytest.mark.parametrize("read_only", [False, True])
+@pytest.mark.parametrize("damaged", [b'{"type":"mess\n', b'{"type":"custom","id":"c","customType":"x",}\n'])
+def test_complete_invalid_last_line_is_corruption_not_a_torn_write(tmp_path, read_only, damaged):  # §4.4
+    path = tmp_path / "damaged.jsonl"
     write_lines(path, [V3_HEADER, v3_entry("first", None)])
-    prefix = path.read_bytes()
-    path.write_bytes(prefix + b'{"type":"mess\n')
+    content = path.read_bytes() + damaged  # ends in "\n": written whole, so not cut short by a crash
+    path.write_bytes(content)
+    with pytest.raises(SessionError) as info:
+        Session.open(path, read_only=read_only)
+    assert info.value.code == "invalid_entry" and info.value.line == 3 and f"{path}:3" in str(info.value)
+    assert "not an interrupted write" in str(info.value)
+    assert path.read_bytes() == content
+
+
+def test_torn_last_line_after_blank_lines_is_still_repaired(tmp_path):  # only the missing "\n" makes it torn
+    path = tmp_path / "torn3.jsonl"
+    write_lines(path, [V3_HEADER, v3_entry("first", None)])
+    prefix = path.read_bytes() + b"\n"
+    path.write_bytes(prefix + b'{"type":"custom","id":"c",')
     with Session.open(path) as s:
-        assert len(s.entries()) == 1
+        assert [e.id for e in s.entries()] == ["first"]
     assert path.read_bytes() == prefix
 
 
@@ -326,6 +340,50 @@ def test_failed_append_is_rolled_back(tmp_path, monkeypatch):  # one whole line 
     s.close()
     with Session.open(tmp_path / "s.jsonl") as again:
         assert [e.id for e in again.entries()] == [first, second]
+
+
+def _foreign_line(entry_id, parent):
+    entry = {"type": "custom", "id": entry_id, "parentId": parent, "timestamp": "2030-01-01T00:00:00.000Z"}
+    return encode_line(dict(entry, customType="other", data=1))
+
+
+def test_appends_after_another_writer_are_read_back(tmp_path):  # the reference appends without a lock
+    path = tmp_path / "ext.jsonl"
+    s = Session.create(path, cwd="/w")
+    first = s.append_message(U("A"))
+    with open(path, "a") as other:  # another process's append: a plain O_APPEND write, no lock
+        other.write(_foreign_line("other001", first).decode())
+    second = s.append_message(U("B"))
+    third = s.append_message(U("C"))
+    s.storage._cache.clear()  # read B and C back from the file, not from the decode cache
+    assert [s.get_entry(i).message.content[0].text for i in (second, third)] == ["B", "C"]
+    assert [m.content[0].text for m in s.build_context().messages] == ["A", "B", "C"]
+    assert [s.storage._nodes[i].line for i in (first, second, third)] == [2, 4, 5]  # line numbers count it
+    s.close()
+    with Session.open(path) as again:
+        assert [e.id for e in again.entries()] == [first, "other001", second, third]
+
+
+@pytest.mark.parametrize("fails", ["write", "fsync"])
+def test_failed_append_never_cuts_another_writers_lines(tmp_path, monkeypatch, fails):
+    path = tmp_path / "ext.jsonl"
+    s = Session.create(path, cwd="/w", fsync="always")
+    first = s.append_message(U("A"))
+    foreign = _foreign_line("other001", first)
+    with open(path, "ab") as other:
+        other.write(foreign)
+    before = path.read_bytes()
+
+    def refuse(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, fails, refuse)
+    with pytest.raises(SessionError) as info:
+        s.append_message(U("lost"))
+    monkeypatch.undo()
+    assert info.value.code == "storage" and s.leaf_id == first
+    assert path.read_bytes() == before  # the other writer's line is kept; only our own bytes are cut
+    s.close()
 
 
 @pytest.mark.parametrize("policy", ["never", "always", "close"])
@@ -713,6 +771,60 @@ def test_repository_delete(tmp_path):  # session §12 F53
     held.close()
     repo.delete("held")
     assert repo.list() == []
+
+
+def test_repository_delete_refuses_what_is_not_its_session(tmp_path):  # session §12 F53
+    repo = SessionRepository(tmp_path / "repo")
+    kept = repo.create(cwd="/p", session_id="kept")
+    kept.close()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    precious = outside / "precious.txt"
+    precious.write_text("keep me")
+    foreign = Session.create(outside / "other.jsonl", cwd="/p")  # a session, but of no repository
+    foreign.close()
+    notes = Path(kept.path).parent / "notes.jsonl"  # inside, but not a session file
+    notes.write_text('{"todo": 1}\n')
+    inner_dir = Path(kept.path).parent / "dir.jsonl"
+    inner_dir.mkdir()
+    for path, why in [
+        (precious, "not inside the repository"),
+        (outside / "other.jsonl", "not inside the repository"),
+        (outside, "not inside the repository"),
+        (notes, "not a session header"),
+        (inner_dir, "not a file"),
+    ]:
+        with pytest.raises(SessionError) as info:
+            repo.delete(str(path))
+        assert info.value.code == "invalid_session" and str(path) in str(info.value), path
+        assert why in str(info.value) and "nothing was deleted" in str(info.value)
+    assert precious.read_text() == "keep me" and notes.exists() and inner_dir.is_dir()
+    assert (outside / "other.jsonl").exists()
+    repo.delete(kept.path)  # a session file of the repository, by path
+    assert not os.path.exists(kept.path)
+
+
+def test_repository_list_counts_messages_of_any_valid_file(tmp_path):  # not only compact, "type" first
+    repo = SessionRepository(tmp_path)
+    with repo.create(cwd="/p", session_id="loose") as s:
+        s.append_message(U("one"))
+        s.append_message(A("two"))
+        s.append_custom("note", 1)
+        s.set_name("loose one")
+        path = Path(s.path)
+    compact = repo.list()[0]
+    lines = path.read_bytes().splitlines()
+    rewritten = [lines[0]]
+    for line in lines[1:]:
+        entry = json.loads(line)
+        entry = {"id": entry.pop("id"), **entry}  # another key order, and spaces after ":" and ","
+        rewritten.append(json.dumps(entry).encode())
+    path.write_bytes(b"\n".join(rewritten) + b"\n")
+    with Session.open(path, read_only=True) as again:  # still a valid session file
+        assert len(again.entries()) == 4
+    info = repo.list()[0]
+    assert (compact.message_count, compact.name) == (2, "loose one")
+    assert (info.message_count, info.name) == (2, "loose one")
 
 
 def test_fork(tmp_path):  # session §12 F54 (+ C35 label handling)

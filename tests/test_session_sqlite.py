@@ -113,6 +113,37 @@ def test_opening_a_new_or_empty_database_creates_a_session(tmp_path):  # issue 1
     assert len(SqliteSessionStorage.list_sessions(db)) == 1
 
 
+@pytest.mark.parametrize(
+    "schema",
+    [
+        "CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users(name) VALUES ('ann');",
+        "CREATE TABLE sessions(token TEXT PRIMARY KEY, user_id INTEGER);",  # our table's name, not ours
+        "CREATE TABLE schema_version(version INTEGER); INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE sessions(token TEXT);",
+    ],
+)
+def test_a_database_of_something_else_is_refused_untouched(tmp_path, schema):
+    db = tmp_path / "app.db"
+    conn = sqlite3.connect(db)
+    conn.executescript(schema)
+    conn.close()
+    content = db.read_bytes()
+    for attempt in (
+        lambda: SqliteSessionStorage(db),
+        lambda: SqliteSessionStorage(db, "abc"),
+        lambda: SqliteSessionStorage(db, read_only=True),
+        lambda: SqliteSessionStorage.create(db, cwd="/w"),
+    ):
+        with pytest.raises(SessionError) as info:
+            attempt()
+        assert info.value.code == "invalid_session" and info.value.path == str(db)
+        assert f"{db}: not an agentcore session database" in str(info.value)
+    assert db.read_bytes() == content and not os.path.exists(f"{db}-wal")
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # not switched to WAL
+    conn.close()
+
+
 def test_several_sessions_error_lists_a_few_ids(tmp_path):  # issue 10 item 5
     db = tmp_path / "many.db"
     for n in range(8):

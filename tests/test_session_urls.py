@@ -72,10 +72,23 @@ def test_sqlite_url_with_session_id(tmp_path):
 
 def test_sqlite_url_without_session_follows_the_database_rules(tmp_path):
     db = tmp_path / "one.db"
-    with open_session(f"sqlite://{db}") as s:  # a new database gets a new session
+    with open_session(f"sqlite://{db}", create=True) as s:  # a new database gets a new session
         sid = s.id
     with open_session(f"sqlite://{db}") as s:  # a database of one session opens it
         assert s.id == sid
+
+
+@pytest.mark.parametrize("query", ["", "?session=abc"])
+def test_sqlite_url_of_a_missing_database_creates_nothing_without_create(tmp_path, query):
+    db = tmp_path / "typo.db"
+    for read_only in (False, True):
+        with pytest.raises(SessionError) as info:
+            open_session(f"sqlite://{db}{query}", read_only=read_only)
+        assert info.value.code == "not_found" and str(db) in str(info.value) and "create=True" in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # no database file, no -wal/-shm
+    with open_session(f"sqlite://{db}{query}", create=True) as s:  # create=True still makes it
+        assert s.id == "abc" or not query
+    assert db.exists()
 
 
 def test_memory_url():

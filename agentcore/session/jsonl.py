@@ -7,8 +7,12 @@ Line 1 is the header, every other line one entry. Opening a file:
   (``read_only=True``, repository listing) never lock;
 * validates strictly: a bad header is ``invalid_session``; a malformed line before the last one is
   ``invalid_entry`` naming ``file:line``, and the file is left untouched;
-* repairs a crash: if only the LAST line is not valid JSON (a torn append) the file is truncated to
-  the complete lines before it; a valid last line without its newline gets one;
+* repairs a crash: if only the LAST line is not valid JSON and lacks its final newline (a torn
+  append: each append is one write of a whole line including its ``\n``, and a JSON line holds no
+  raw newline, so a torn tail never ends in one) the file is truncated to the complete lines before
+  it; a valid last line without its newline gets one. A last line that ends in ``\n`` but is not
+  valid JSON is damage, not a crash: ``invalid_entry`` naming ``file:line``, the file untouched
+  (read-only opens alike);
 * migrates versions 1 and 2 to 3 with an atomic rewrite (temp file, fsync, ``os.replace``, fsync of
   the directory); the original stays intact if anything fails.
 
@@ -17,9 +21,12 @@ read back from the file (by offset, on the descriptor opened at load, so a later
 matter) and decoded on first read. ``verify=True`` parses every line at open instead, so a damaged
 payload is reported then rather than when first read. A file cut short under an open session makes
 the lost entries ``invalid_session`` when read; reads after :meth:`close` reopen the file by path.
-Each append is one ``os.write`` of a whole line on an ``O_APPEND`` descriptor; a failed write is
-rolled back by truncating to the previous size. ``fsync``: ``"never"`` (default, what the reference
-does), ``"always"`` (after every append) or ``"close"``.
+Each append is one ``os.write`` of a whole line on an ``O_APPEND`` descriptor, and the line's offset
+is read back from the descriptor afterwards (one ``lseek``), so lines another process appended in
+between (the reference takes no lock) do not shift where this handle reads its own lines; a failed
+write is rolled back by truncating the bytes it wrote, only while nothing follows them.
+``fsync``: ``"never"`` (default, what the reference does), ``"always"`` (after every append) or
+``"close"``.
 
 Logging (logger ``agentcore.session.jsonl``): DEBUG for each open and create (path, entry
 count), WARNING when a torn last line was cut off (the entry it held is lost).
@@ -255,7 +262,14 @@ class JsonlSessionStorage(SessionStorage):
         if last > first:
             try:
                 tail = json.loads(lines[last])
-            except ValueError:
+            except ValueError as exc:
+                if last < len(lines) - 1:  # the line ends in "\n": a whole line, so damage, not a crash
+                    raise self._fail(
+                        "invalid_entry",
+                        last + 1,
+                        f"not JSON ({exc}); the line is complete (it ends in a newline), so it is damage, not "
+                        "an interrupted write: the file is left unchanged, repair or remove that line",
+                    ) from None
                 torn = True  # a crash cut the final append short; everything before it is intact
             else:
                 problem = (
@@ -380,20 +394,54 @@ class JsonlSessionStorage(SessionStorage):
     # ------------------------------------------------------------------ writing
 
     def _write(self, line: bytes, entry: SessionEntry) -> None:
-        if self._fd is None:
+        """Append ``line`` at the real end of the file and record where it landed.
+
+        Another process may append to the file between our appends (the reference runtime takes no
+        lock), so the line's offset is taken from the descriptor after the ``O_APPEND`` write (one
+        ``lseek``), not from the size this handle last saw; lines written by others in between are
+        counted so that line numbers in later messages stay right. A failed write or fsync removes
+        only the bytes this append wrote, and only while they are still the end of the file: a line
+        another writer put after them is never truncated away (the partial line then stays, and
+        the next open reports it as ``invalid_entry``). Raises ``SessionError("storage")``.
+        """
+        fd = self._fd
+        if fd is None:
             raise self._fail("storage", None, "the session is closed")
+        start = -1
         try:
-            _write_all(self._fd, line)
+            written = os.write(fd, line)
+            end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND wrote at the real end: ours ends here
+            start = end - written
+            if written < len(line):  # a short write (a full disk, a signal): write the rest
+                _write_all(fd, line[written:])
+                end = os.lseek(fd, 0, os.SEEK_CUR)
             if self.fsync == "always":
-                os.fsync(self._fd)
+                os.fsync(fd)
         except OSError as exc:
-            try:  # never leave half a line that later appends would follow
-                os.ftruncate(self._fd, self._size)
-            except OSError:
-                pass
+            if start >= 0:
+                self._undo(fd, start)
             raise self._fail("storage", None, f"append failed ({exc.strerror}); the entry was not recorded") from exc
-        self._size += len(line)
+        if start != self._size:  # another writer appended (or truncated) since our last line
+            self._lines += self._foreign_lines(fd, start)
+        self._size = end
         self._lines += 1
+
+    def _undo(self, fd: int, start: int) -> None:
+        """Cut a failed append's bytes (from ``start``) if nothing was appended after them."""
+        try:
+            if os.fstat(fd).st_size == os.lseek(fd, 0, os.SEEK_CUR):
+                os.ftruncate(fd, start)  # never leave half a line that later appends would follow
+        except OSError:
+            pass
+
+    def _foreign_lines(self, fd: int, start: int) -> int:
+        """How many lines another writer added between our previous line and ``start``."""
+        if start < self._size:
+            return 0  # the file was cut short meanwhile; reads of lost lines report it
+        try:
+            return _read_span(fd, self._size, start - self._size).count(b"\n")
+        except OSError:  # pragma: no cover - only line numbers in messages depend on it
+            return 0
 
     def append(self, entry: SessionEntry) -> None:
         super().append(entry)
@@ -401,7 +449,7 @@ class JsonlSessionStorage(SessionStorage):
         node.line = self._lines
         if node.raw is not None and self._fd is not None:  # read back from the file like loaded lines
             node.size = len(node.raw)
-            node.at = self._size - node.size - 1
+            node.at = self._size - node.size - 1  # _write set _size to the real end of this line
             node.raw = None
 
     # ------------------------------------------------------------------ reading back

@@ -9,12 +9,14 @@ is cheap and safe while other processes write.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
+import stat
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Set, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
 from .errors import SessionError
@@ -25,7 +27,8 @@ from .storage import clean_name
 __all__ = ["SessionRepository", "SessionInfo"]
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_MESSAGE_LINE = b'\n{"type":"message"'
+_TYPED_LINE = b'\n{"type":"'  # how every line our writer (and the reference) produces starts
+_MESSAGE_LINE = b'\n{"type":"message"'  # the closing quote: the type is exactly "message"
 _INFO_LINE = b'\n{"type":"session_info"'
 
 
@@ -57,26 +60,61 @@ def _info(path: str) -> Optional[SessionInfo]:
         modified = os.stat(path).st_mtime
     except (SessionError, OSError):
         return None
-    name = None
-    at = data.rfind(_INFO_LINE)
-    if at >= 0:
-        import json
-
-        end = data.find(b"\n", at + 1)
-        try:
-            name = clean_name(json.loads(data[at + 1 : end if end >= 0 else None]).get("name"))
-        except ValueError:
-            name = None
+    starts = data.count(b"\n") - data.endswith(b"\n")  # lines after the first
+    if data.count(_TYPED_LINE) == starts:  # every line compact with "type" first: count by bytes
+        messages, name = data.count(_MESSAGE_LINE), _last_name(data)
+    else:
+        messages, name = _scan(data)
     return SessionInfo(
         id=header["id"],
         path=path,
         cwd=header["cwd"],
         created=header["timestamp"],
         name=name,
-        message_count=data.count(_MESSAGE_LINE),
+        message_count=messages,
         parent_session=header.get("parentSession"),
         modified=modified,
     )
+
+
+def _last_name(data: bytes) -> Optional[str]:
+    """The session name of the last ``session_info`` line of a file whose lines all start ``{"type":"``."""
+    at = data.rfind(_INFO_LINE)
+    if at < 0:
+        return None
+    end = data.find(b"\n", at + 1)
+    try:
+        return clean_name(json.loads(data[at + 1 : end if end >= 0 else None]).get("name"))
+    except ValueError:
+        return None
+
+
+def _scan(data: bytes) -> Tuple[int, Optional[str]]:
+    """Message count and session name of any file, line by line: lines that start ``{"type":"``
+    are judged by their bytes, others (another writer's key order or spacing) are parsed. A line
+    that is not a JSON object counts for nothing (listing never fails on a damaged file)."""
+    messages = 0
+    name: Optional[str] = None
+    for line in data.split(b"\n"):
+        if line.startswith(b'{"type":"'):
+            if line.startswith(b'{"type":"message"'):
+                messages += 1
+                continue
+            if not line.startswith(b'{"type":"session_info"'):
+                continue
+        elif not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("type") == "message":
+            messages += 1
+        elif entry.get("type") == "session_info":
+            name = clean_name(entry.get("name"))
+    return messages, name
 
 
 class SessionRepository:
@@ -185,20 +223,48 @@ class SessionRepository:
         return opened
 
     def delete(self, session: Union[str, SessionInfo]) -> None:
-        """Delete a session file. Deleting a missing session does nothing; an open writer: locked error."""
+        """Delete a session file of this repository, given by id, path or listing entry.
+
+        Only a regular file inside :attr:`directory` whose first line is a session header is
+        deleted; any other path (outside the repository, a directory, a file that is not a session)
+        raises ``SessionError("invalid_session")`` naming it and why, and nothing is deleted.
+        Deleting a missing session does nothing; a session open for writing raises
+        :class:`SessionLockedError` (the file stays).
+        """
         try:
             path = self.path_of(session)
         except SessionError:
             return
+        self._check_inside(path)
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
             return
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise self._refuse(path, "it is not a file")
+            try:
+                read_header(path)
+            except SessionError as exc:
+                if exc.code == "not_found":
+                    return
+                raise self._refuse(path, "its first line is not a session header") from None
             _lock(fd, path)
             os.unlink(path)
         finally:
             os.close(fd)
+
+    def _check_inside(self, path: str) -> None:
+        root = os.path.realpath(self.directory)
+        real = os.path.realpath(path)
+        if real == root or os.path.commonpath([root, real]) != root:
+            raise self._refuse(path, f"it is not inside the repository {self.directory}")
+
+    @staticmethod
+    def _refuse(path: str, why: str) -> SessionError:
+        return SessionError(
+            "invalid_session", f"{path}: not a session file of this repository ({why}); nothing was deleted", path=path
+        )
 
     def fork(
         self,

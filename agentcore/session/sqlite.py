@@ -14,6 +14,9 @@ in memory, so no query here needs ``parent_id``; an index on it (databases made 
 version have ``entries_by_parent``, left as it is) costs a fourth B-tree page per append, about a
 quarter of a bare INSERT's time (``benchmarks/session_scale.py``).
 
+Opening checks the schema before changing anything: a new or empty database gets the tables (and
+WAL), one of another application is refused untouched (:func:`_check_schema`).
+
 The database runs in WAL mode. ``fsync``: ``"never"``/``"close"`` use ``synchronous=NORMAL``
 (committed appends survive a process crash; an OS crash or power loss may lose the latest ones but
 leaves the database intact), ``"always"`` uses ``synchronous=FULL``. ``synchronous=OFF`` is not
@@ -75,6 +78,13 @@ CREATE TABLE IF NOT EXISTS writer_leases(
     session_id TEXT PRIMARY KEY, owner TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL,
     acquired_ms INTEGER NOT NULL);
 """
+#: The columns of our tables (a database whose table of that name lacks one is not ours).
+_COLUMNS = {
+    "schema_version": {"version"},
+    "sessions": {"id", "header", "cwd", "created", "parent_session"},
+    "entries": {"session_id", "seq", "id", "parent_id", "type", "timestamp", "role", "payload"},
+    "writer_leases": {"session_id", "owner", "pid", "host", "acquired_ms"},
+}
 _EAGER_SQL = ",".join(f"'{t}'" for t in sorted(EAGER_TYPES))
 
 
@@ -120,28 +130,81 @@ def _set_wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.05)
 
 
+def _check_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a database that is not ours, before anything changes it (no WAL switch, no tables).
+
+    A database without any schema object (a new or 0-byte file) is fine: it gets the schema. One
+    with objects must have our ``schema_version`` table at our version, and each of our tables it
+    has must have our columns; anything else is ``invalid_session`` naming the file (a database of
+    another application, opened by mistake). A newer schema version is ``storage``.
+    """
+    names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE name NOT GLOB 'sqlite_*'")]
+    if not names:
+        return
+    if "schema_version" not in names:
+        shown = ", ".join(sorted(names)[:5]) + (", ..." if len(names) > 5 else "")
+        raise SessionError(
+            "invalid_session",
+            f"{path}: not an agentcore session database (it holds {shown} and no schema_version table); "
+            "it was left unchanged: give a new or empty file, or a database made by SqliteSessionStorage",
+            path=path,
+        )
+    for table, wanted in _COLUMNS.items():
+        if table in names:
+            columns = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            missing = sorted(wanted - columns)
+            if missing:
+                raise SessionError(
+                    "invalid_session",
+                    f"{path}: not an agentcore session database (its table {table} has no column "
+                    f"{', '.join(missing)}); it was left unchanged",
+                    path=path,
+                )
+    row = conn.execute("SELECT version FROM schema_version").fetchone()
+    if row is not None and row[0] != SCHEMA_VERSION:
+        raise SessionError(
+            "storage",
+            f"{path}: unsupported session schema version {row[0]} (this library uses {SCHEMA_VERSION})",
+            path=path,
+        )
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    """Create the missing tables and the version row, in one transaction (concurrent openers agree)."""
+    with conn:
+        conn.execute("BEGIN IMMEDIATE")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if conn.execute("SELECT version FROM schema_version").fetchone() is None:
+            conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
+
+
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
+    """A connection to the session database at ``path``; writable ones get WAL and the schema.
+
+    The schema is checked first (:func:`_check_schema`): a database of something else raises
+    ``SessionError`` and is left byte-identical. SQLite failures are ``storage``.
+    """
     try:
         if read_only:
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            _set_wal(conn)
-        conn.execute("PRAGMA busy_timeout=5000")
-        if not read_only:
-            conn.executescript(_SCHEMA)
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise SessionError(
-                    "storage",
-                    f"{path}: unsupported session schema version {row[0]} (this library uses {SCHEMA_VERSION})",
-                    path=path,
-                )
-        return conn
     except sqlite3.Error as exc:
         raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
+    try:
+        conn.execute("PRAGMA busy_timeout=5000")
+        _check_schema(conn, path)
+        if not read_only:
+            _set_wal(conn)
+            _create_schema(conn)
+        return conn
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise SessionError("storage", f"{path}: cannot open the session database ({exc})", path=path) from exc
+        raise
 
 
 #: WAL pages a writing handle lets its appends write before it starts a background checkpoint
@@ -226,7 +289,9 @@ class SqliteSessionStorage(SessionStorage):
     with several raises ``SessionError("not_found")`` listing some of their ids (choose with
     ``session_id=``, list them with :meth:`list_sessions`). ``read_only=True`` never creates: an
     empty or missing database is ``not_found``. An unknown ``session_id`` is ``not_found`` (create
-    it with :meth:`create`), so a mistyped id never starts a new session.
+    it with :meth:`create`), so a mistyped id never starts a new session. A database with tables
+    but without the session schema (another application's) is ``invalid_session`` and is left
+    byte-identical, writable open or not (checked before the WAL switch and the schema).
     """
 
     def __init__(

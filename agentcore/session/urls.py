@@ -5,8 +5,8 @@ another process or machine and reopen it there:
 
 * ``jsonl:///abs/path/file.jsonl`` (or ``jsonl:relative/file.jsonl``): one JSONL session file.
 * ``sqlite:///abs/path/sessions.db?session=ID``: one session of a SQLite database; without
-  ``session=`` the database's own rules apply (a new or empty database gets a new session, one with
-  a single session opens it).
+  ``session=`` the database's own rules apply (an empty database gets a new session, one with a
+  single session opens it); a missing file is ``not_found`` unless ``create=True``.
 * ``memory:`` (optionally ``memory:?session=ID``): a new in-memory session.
 * any scheme a plugin registers through the ``register_storages`` hook, e.g. ``postgresql://`` from
   ``agentcore-postgres``.
