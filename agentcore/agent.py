@@ -538,9 +538,10 @@ class Agent:
 
     @property
     def options(self) -> StreamOptions:
-        """The provider options of every run (read at the start of each). Assigning a
-        :class:`~agentcore.options.StreamOptions` uses it as is; a mapping of option names is
-        checked and converted as ``Agent(options=...)`` is (TypeError naming a bad name)."""
+        """The provider options of the agent's next runs, one :class:`~agentcore.options.StreamOptions`
+        (read at the start of each run); each option is also an attribute of the agent
+        (``agent.temperature = 0.2``). Assigning a StreamOptions uses it as is; a mapping of option
+        names is checked and converted as ``Agent(options=...)`` is (TypeError naming a bad name)."""
         return self._options
 
     @options.setter

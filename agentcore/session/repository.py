@@ -225,7 +225,7 @@ class SessionRepository:
     def delete(self, session: Union[str, SessionInfo]) -> None:
         """Delete a session file of this repository, given by id, path or listing entry.
 
-        Only a regular file inside :attr:`directory` whose first line is a session header is
+        Only a regular file inside the repository's ``directory`` whose first line is a session header is
         deleted; any other path (outside the repository, a directory, a file that is not a session)
         raises ``SessionError("invalid_session")`` naming it and why, and nothing is deleted.
         Deleting a missing session does nothing; a session open for writing raises
