@@ -59,8 +59,17 @@ class Redactor:
         for value in list(found):  # "Bearer <key>" headers: the key alone too
             if isinstance(value, str) and " " in value:
                 found.append(value.split(" ", 1)[1])
-        unique = {s for s in found if isinstance(s, str) and len(s) >= _MIN_SECRET_LEN}
-        return sorted(unique, key=len, reverse=True)  # longest first
+        from agentcore.providers.failures import secret_forms
+
+        # every form a text may show a secret in: stripped (a key read from a file keeps its
+        # newline), repr- and JSON-escaped (content is redacted after json.dumps, where a quote or
+        # backslash in the key is escaped), ensure_ascii=False JSON included
+        unique = set()
+        for value in found:
+            if isinstance(value, str):
+                unique.update(secret_forms(value))
+                unique.add(json.dumps(value, ensure_ascii=False)[1:-1])
+        return sorted((s for s in unique if len(s) >= _MIN_SECRET_LEN), key=len, reverse=True)  # longest first
 
     def __call__(self, text: str) -> str:
         if self._sources is not None:

@@ -10,6 +10,7 @@ import textwrap
 from typing import Any, List
 
 import agentcore_otel
+import pytest
 from conftest import Otel, add, local_model, make_usage
 
 from agentcore import Agent, AgentTool, AgentToolResult, TextContent
@@ -147,6 +148,25 @@ def test_keys_and_auth_headers_never_reach_any_exported_attribute(
     assert "[REDACTED]" in exported
     for secret in (SECRET_KEY, SECRET_HEADER, SECRET_MODEL_HEADER, "env-secret-abcdefgh12345"):
         assert secret not in exported
+
+
+@pytest.mark.parametrize("key", ["sk-live-abcdef123456\n", 'sk-"quoted"\\back-1234'])
+def test_a_key_with_whitespace_or_json_escapes_is_redacted_in_every_form(otel_sdk: Otel, key: str) -> None:
+    """A key read from a file keeps its newline, and text shows it stripped; a key with a quote or
+    backslash is escaped in the captured JSON. Both forms must be masked."""
+    otel_sdk.instrument(capture_content=True)
+
+    def fail(i: str, a: Any, s: Any, u: Any) -> AgentToolResult:
+        raise RuntimeError("Incorrect API key provided: " + key.strip())
+
+    failing = AgentTool("fail", "Fails.", {"type": "object", "properties": {}}, fail)
+    model = ScriptedModel([response(call("fail", {})), "done"])
+    agent = Agent(model.model, stream_fn=model.stream_fn, api_key=key, tools=[failing])
+    agent.prompt(f"my key is {key.strip()}")
+    exported = _everything_exported(otel_sdk)
+    assert "[REDACTED]" in exported
+    for form in (key, key.strip(), json.dumps(key)[1:-1]):
+        assert form not in exported
 
 
 # --------------------------------------------------------------------------- environment switch
