@@ -225,7 +225,7 @@ class Connection:
         try:
             return await self.client.call_tool(tool, arguments or {}, progress_callback=callback)
         except SdkMCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
+            if _lost_connection(exc) or not self.alive:
                 raise await self.lost(f"during the call to tool {tool!r}") from None
             raise MCPToolError(
                 self._redact(
@@ -239,6 +239,15 @@ class Connection:
         except Exception as exc:
             if not self.alive or _is_transport_error(exc):
                 raise await self.lost(f"during the call to tool {tool!r} ({_describe(exc)})") from None
+            if type(exc).__name__ == "ValidationError":  # pydantic: the SDK could not read the result
+                raise MCPToolError(
+                    self._redact(
+                        f"MCP server {self.name!r}: tool {tool!r} returned a result that is not valid MCP: "
+                        f"{_first_validation_error(exc)}"
+                    ),
+                    server=self.name,
+                    tool=tool,
+                ) from None
             raise
 
     async def list_tools(self) -> List[Any]:
@@ -252,7 +261,7 @@ class Connection:
                 if not cursor:
                     break
         except SdkMCPError as exc:
-            if exc.code == mcp_types.CONNECTION_CLOSED or not self.alive:
+            if _lost_connection(exc) or not self.alive:
                 raise await self.lost("while listing its tools") from None
             raise MCPServerError(
                 self._redact(f"MCP server {self.name!r}: tools/list failed: {exc.message}"), server=self.name
@@ -307,6 +316,27 @@ def _describe(exc: BaseException) -> str:
         return f"{exc.message} (JSON-RPC error {exc.code})"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _first_validation_error(exc: Any) -> str:
+    """The first problem of a pydantic ValidationError, as "where: what" (its whole text is long)."""
+    try:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "result"
+        return f"{where}: {first.get('msg', 'invalid')} ({exc.error_count()} problem(s))"
+    except Exception:  # noqa: BLE001 - any other shape: the first line of its text
+        return str(exc).splitlines()[0]
+
+
+def _lost_connection(exc: Any) -> bool:
+    """Whether an SDK ``MCPError`` is the SDK saying the connection is gone, not the server's
+    answer. Both use code -32000 (``CONNECTION_CLOSED`` is the JSON-RPC "server error" code many
+    servers send for their own failures), so the SDK's own messages tell them apart: "Connection
+    closed" and its streamable-HTTP "SSE stream ..." ones."""
+    message = str(getattr(exc, "message", "") or "")
+    return exc.code == mcp_types.CONNECTION_CLOSED and (
+        message == "Connection closed" or message.startswith("SSE stream ")
+    )
 
 
 def _is_transport_error(exc: BaseException) -> bool:

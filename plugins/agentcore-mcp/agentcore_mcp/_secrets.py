@@ -9,7 +9,7 @@ plugin shows: exception messages, reprs, logged server stderr.
 from __future__ import annotations
 
 from typing import Iterable, List, Mapping, Optional
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from agentcore.providers.failures import secret_forms
 
@@ -39,9 +39,11 @@ class Secrets:
             values.extend(part for part in str(header_value).split() if len(part) >= 8)
         if url:
             parts = urlsplit(url)
-            if parts.password:
-                values.append(parts.password)
+            if parts.password:  # as written (logs print the URL) and decoded (what is sent)
+                values += [parts.password, unquote(parts.password)]
             values.extend(v for _, v in parse_qsl(parts.query) if v)
+            # the query values as written too: httpx and the SDK log the URL percent-encoded
+            values.extend(raw for _, _, raw in (p.partition("=") for p in parts.query.split("&")) if raw)
         return cls(values)
 
     def redact(self, text: str) -> str:

@@ -78,6 +78,22 @@ def test_nothing_listening_is_a_connection_error_naming_the_url_without_secrets(
     assert "Authorization" in text
 
 
+def test_percent_encoded_secrets_in_the_url_never_reach_the_logs(http_server, caplog):
+    """httpx and the SDK log the URL as written: a query value and a password percent-encoded
+    there must be masked in that form too, not only decoded."""
+    from urllib.parse import quote
+
+    caplog.set_level(logging.DEBUG)
+    query_secret, password = "s3cr3t/key+val==", "pa@ss:w0rd"
+    base = http_server.url.replace("http://", f"http://user:{quote(password, safe='')}@")
+    url = f"{base}?api_key={quote(query_secret, safe='')}"
+    with MCPServer.http(url, name="q") as server:
+        assert server.call_tool("echo", {"text": "ok"}).content == [TextContent("ok")]
+    assert caplog.text  # httpx's request records were emitted
+    for form in (query_secret, quote(query_secret, safe=""), password, quote(password, safe="")):
+        assert form not in caplog.text
+
+
 def test_headers_are_sent(http_server):
     # the test server ignores auth; a header that httpx refuses would fail the handshake
     with MCPServer.http(http_server.url, headers={"Authorization": "Bearer abc123456"}) as server:

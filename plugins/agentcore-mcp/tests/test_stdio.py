@@ -288,3 +288,37 @@ def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
     )
     pgid, child = (int(x) for x in out.stdout.split())
     assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)
+
+
+def _raw_server(mode: str):
+    import os
+    import sys
+
+    from agentcore_mcp import MCPServer
+
+    script = os.path.join(os.path.dirname(__file__), "raw_jsonrpc_server.py")
+    return MCPServer.stdio(sys.executable, [script], name="raw", env={"MODE": mode, "TOKEN": "tok-0123456789"})
+
+
+def test_a_server_error_of_code_32000_is_the_tools_error_not_a_lost_connection():
+    """-32000 is also the SDK's own "connection closed" code: the server's own error must not
+    tear the session down, and its message must reach the caller (its secrets masked)."""
+    from agentcore_mcp import MCPToolError
+
+    with _raw_server("server-error") as server:
+        with pytest.raises(MCPToolError) as info:
+            server.call_tool("t", {})
+        message = str(info.value)
+        assert message.startswith("MCP server 'raw': tool 't' failed: backend unavailable: ")
+        assert "(JSON-RPC error -32000)" in message and "tok-0123456789" not in message
+        assert server.restarts == 0
+
+
+def test_a_result_that_is_not_valid_mcp_is_a_tool_error_naming_the_server():
+    from agentcore_mcp import MCPToolError
+
+    with _raw_server("not-a-list") as server:
+        with pytest.raises(
+            MCPToolError, match=r"MCP server 'raw': tool 't' returned a result that is not valid MCP: content"
+        ):
+            server.call_tool("t", {})
