@@ -9,8 +9,8 @@ is libpq's (``sslmode``, ``options``, ``connect_timeout``, ...) and goes to the 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from typing import Any, Callable, List, Optional, Tuple
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 from agentcore import hookimpl
 from agentcore.session.urls import StorageScheme
@@ -19,12 +19,21 @@ __all__ = ["open_url", "register_storages", "split_session_url"]
 
 
 def split_session_url(url: str) -> Tuple[str, Optional[str]]:
-    """``(dsn, session_id)``: the URL without its ``session`` parameter, and that parameter."""
+    """``(dsn, session_id)``: the URL without its ``session`` parameter, and that parameter.
+
+    The other parameters stay exactly as written: libpq decodes ``%20`` but not ``+``, so
+    re-encoding them (``options=-c%20search_path%3Dx`` as ``-c+search_path...``) would change
+    what the server is told."""
     parts = urlsplit(url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    session_ids = [value for key, value in query if key == "session"]
-    rest = [(key, value) for key, value in query if key != "session"]
-    dsn = urlunsplit(parts._replace(query=urlencode(rest)))
+    session_ids: List[str] = []
+    rest: List[str] = []
+    for piece in parts.query.split("&") if parts.query else ():
+        key, _, value = piece.partition("=")
+        if unquote_plus(key) == "session":
+            session_ids.append(unquote_plus(value))
+        else:
+            rest.append(piece)
+    dsn = urlunsplit(parts._replace(query="&".join(rest)))
     return dsn, (session_ids[-1] or None) if session_ids else None
 
 

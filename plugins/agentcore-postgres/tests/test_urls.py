@@ -45,6 +45,19 @@ def test_split_session_url():
         "abc",
     )
     assert split_session_url("postgres://h/db") == ("postgres://h/db", None)
+    # the other parameters exactly as written: libpq reads %20 as a space but not +
+    assert split_session_url("postgresql://h/db?options=-c%20statement_timeout%3D4321&session=a%20b") == (
+        "postgresql://h/db?options=-c%20statement_timeout%3D4321",
+        "a b",
+    )
+
+
+def test_libpq_options_with_spaces_reach_the_server_through_a_session_url(pg_dsn, pm):
+    url = as_url(pg_dsn, options="-c statement_timeout=4321", session="opts")
+    assert "options=-c%20statement_timeout%3D4321" in url
+    with Session(open_storage(url, create=True, plugin_manager=pm)) as s:
+        shown = s.storage._conn.execute("SHOW statement_timeout").fetchone()[0]  # the storage's connection
+    assert shown == "4321ms"
 
 
 def test_open_by_url(pg_dsn, pm, password):
