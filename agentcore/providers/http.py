@@ -11,6 +11,8 @@
   raises :class:`ProviderHTTPError` whose message is the provider's own error text (spec §9).
   When a ``signal`` is given, waiting for the response headers and retry sleeps return within
   milliseconds of an abort by raising :class:`RequestAborted`.
+* :func:`send_abortable` sends any request whose connect and header wait an abort interrupts (on a
+  session from :func:`get_session`).
 * :func:`iter_body` yields body bytes as they arrive; :func:`close_response` unblocks a read that
   is waiting on the socket, and :func:`close_on_abort` does so when an abort signal fires: the
   public way for tools and plugins to make their own HTTP reads abortable (agentcore-web uses it).
@@ -72,6 +74,7 @@ __all__ = [
     "pool_maxsize",
     "set_pool_maxsize",
     "close_on_abort",
+    "send_abortable",
     "transport_errors",
 ]
 
@@ -190,9 +193,36 @@ def _should_retry(status: Optional[int], headers: Mapping[str, str]) -> bool:
 
 
 def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeout: Any, signal: Any) -> Any:
-    """POST with ``stream=True`` on this thread; an abort shuts the in-use socket down."""
-    if signal is None:
-        return session.post(url, data=body, headers=dict(headers), stream=True, timeout=timeout, allow_redirects=False)
+    """POST with ``stream=True`` on this thread, redirects not followed; abortable (see
+    :func:`send_abortable`)."""
+    return send_abortable(
+        session,
+        "POST",
+        url,
+        signal,
+        data=body,
+        headers=dict(headers),
+        stream=True,
+        timeout=timeout,
+        allow_redirects=False,
+    )
+
+
+def send_abortable(session: Any, method: str, url: str, signal: Any, **kwargs: Any) -> Any:
+    """``session.request(method, url, **kwargs)`` that an abort of ``signal`` interrupts while it
+    connects and while it waits for the response headers (which a plain request does not: an
+    unresponsive host holds it for the whole timeout). Returns the response; raises
+    :class:`RequestAborted` when the signal fired, else what requests raises.
+
+    ``session`` must come from :func:`get_session` for the connect and header wait to be
+    interruptible (its connections note their sockets); any other session is sent as is, and so
+    is every request when ``signal`` is None. For tools and plugins that make their own requests
+    (agentcore-web's fetch); read the body under :func:`close_on_abort`.
+    """
+    if signal is None or not hasattr(signal, "add_listener"):
+        return session.request(method, url, **kwargs)
+    if signal.aborted:
+        raise RequestAborted("Request was aborted")
     box: Dict[str, Any] = {}
 
     def on_abort(_reason: Any) -> None:
@@ -208,9 +238,7 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
     _current.box = box
     signal.add_listener(on_abort)
     try:
-        response = session.post(
-            url, data=body, headers=dict(headers), stream=True, timeout=timeout, allow_redirects=False
-        )
+        response = session.request(method, url, **kwargs)
     except Exception:
         if signal.aborted:
             raise RequestAborted("Request was aborted") from None

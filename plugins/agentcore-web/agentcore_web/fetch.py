@@ -14,7 +14,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 from urllib.parse import urlparse
 
-from agentcore.providers.http import close_on_abort, iter_body
+from agentcore.providers.http import RequestAborted, close_on_abort, get_session, iter_body, send_abortable
 from agentcore.tools import AgentTool, AgentToolResult, tool
 from agentcore.types import TextContent
 
@@ -90,10 +90,14 @@ def fetch_text(
         raise FetchError(f"cannot fetch {url!r}: only absolute http:// and https:// URLs are supported")
     if signal is not None and signal.aborted:
         raise FetchError("Operation aborted")
-    http = session or requests
+    # the pooled session of the core: an abort interrupts the connect and the wait for headers too
+    http = session or get_session("agentcore-web")
     try:
-        response = http.get(
+        response = send_abortable(
+            http,
+            "GET",
             url,
+            signal,
             timeout=timeout,
             stream=True,
             allow_redirects=True,
@@ -102,6 +106,8 @@ def fetch_text(
                 "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
             },
         )
+    except RequestAborted:
+        raise FetchError("Operation aborted") from None
     except requests.Timeout:
         raise FetchError(f"{url} timed out after {timeout:g} s") from None
     except requests.RequestException as exc:

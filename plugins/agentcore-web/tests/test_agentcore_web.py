@@ -186,6 +186,32 @@ def test_abort_while_waiting_for_headers_is_not_reported_as_a_short_page(base_ur
     assert str(outcome.get("error")) == "Operation aborted"
 
 
+def test_abort_interrupts_the_wait_for_headers_that_never_come(base_url: str) -> None:
+    """Headers withheld until after the fetch must have returned: the abort alone ends the wait
+    (a plain requests.get would hold the run for the whole 30 s timeout)."""
+    controller = AbortController()
+    outcome: Dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers", controller.signal)
+        except Exception as exc:
+            outcome["error"] = exc
+
+    _Handler.headers_gate.clear()
+    _Handler.headers_requested.clear()
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        assert _Handler.headers_requested.wait(10)
+        controller.abort()
+        thread.join(5)  # the handler withholds the headers for 10 s
+        assert not thread.is_alive(), "the abort did not interrupt the wait for headers"
+    finally:
+        _Handler.headers_gate.set()  # let the server's handler finish
+    assert str(outcome.get("error")) == "Operation aborted"
+
+
 def test_already_aborted_signal_fails_before_any_request() -> None:
     controller = AbortController()
     controller.abort()
