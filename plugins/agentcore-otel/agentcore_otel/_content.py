@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
 #: Longest captured attribute value (characters); longer JSON is cut and marked.
 MAX_CONTENT_CHARS = 16384
@@ -64,7 +64,7 @@ class Redactor:
         # every form a text may show a secret in: stripped (a key read from a file keeps its
         # newline), repr- and JSON-escaped (content is redacted after json.dumps, where a quote or
         # backslash in the key is escaped), ensure_ascii=False JSON included
-        unique = set()
+        unique: Set[str] = set()
         for value in found:
             if isinstance(value, str):
                 unique.update(secret_forms(value))
