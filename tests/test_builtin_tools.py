@@ -282,6 +282,13 @@ def test_write_creates_parents_and_reports_bytes(tmp_path):
     assert result.details["bytes"] == 7
 
 
+def test_write_refuses_a_path_that_names_a_folder(tmp_path):
+    write = create_write_tool(str(tmp_path))
+    with pytest.raises(IsADirectoryError, match="newdir/ ends with a '/', so it names a folder"):
+        run(write, path="newdir/", content="x")
+    assert not (tmp_path / "newdir").exists()  # not a file called newdir
+
+
 def test_write_replaces_atomically_and_leaves_no_temp_files(tmp_path, monkeypatch):
     target = tmp_path / "keep.txt"
     target.write_text("old\n")
@@ -482,6 +489,15 @@ def test_ls_limit_and_errors(tree):
         run(ls, path="missing")
     (tree / "empty").mkdir()
     assert text(run(ls, path="empty")) == "(empty directory)"
+
+
+def test_ls_lists_a_folder_with_a_symlink_loop_and_a_link_to_a_folder(tree):
+    (tree / "src" / "loop").symlink_to("loop")  # is_dir() raises ELOOP on it
+    (tree / "src" / "to_pkg").symlink_to("pkg")
+    listing = text(run(create_ls_tool(str(tree)), path="src"))
+    assert listing == "loop\nmain.py\nnotes.md\npkg/\nto_pkg/"
+    with pytest.raises(FileNotFoundError, match="src/loop is a symbolic link that leads nowhere"):
+        run(create_read_tool(str(tree)), path="src/loop")
 
 
 # --------------------------------------------------------------------------- find

@@ -93,10 +93,13 @@ class PathResolver:
 
 def require_file(target: str, shown: str, directory_hint: str) -> None:
     """Raise ``IsADirectoryError`` (``"{shown} is a directory{directory_hint}"``) for a folder and
-    ``FileNotFoundError`` (``"File not found: {shown}"``) when nothing exists at ``target``."""
+    ``FileNotFoundError`` when nothing can be read at ``target``: ``"File not found: {shown}"``, or,
+    for a symbolic link that leads nowhere (a loop, a missing target), a message saying so."""
     if os.path.isdir(target):
         raise IsADirectoryError(f"{shown} is a directory{directory_hint}")
     if not os.path.exists(target):
+        if os.path.islink(target):
+            raise FileNotFoundError(f"{shown} is a symbolic link that leads nowhere (a loop or a missing target)")
         raise FileNotFoundError(f"File not found: {shown}")
 
 

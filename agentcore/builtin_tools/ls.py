@@ -43,7 +43,7 @@ def create_ls_tool(
         if not os.path.isdir(target):
             raise NotADirectoryError(f"{shown} is not a directory; use read for files")
         with os.scandir(target) as it:
-            entries = sorted(((e.name, e.is_dir()) for e in it), key=lambda x: (x[0].lower(), x[0]))
+            entries = sorted(((e.name, _is_dir(e)) for e in it), key=lambda x: (x[0].lower(), x[0]))
         names = [name + "/" if is_dir else name for name, is_dir in entries]
         details: Dict[str, Any] = {"entries": len(names)}
         if not names:
@@ -78,3 +78,13 @@ def create_ls_tool(
         },
         execute=execute,
     )
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether an entry is a folder (following links); False for one that cannot be followed (a
+    symlink loop, a link into a folder this process may not enter), listed as a plain name
+    instead of failing the whole listing."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -74,6 +74,8 @@ def create_write_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) 
             raise ValueError("content must be a string: pass the complete new file content")
         if os.path.isdir(target):
             raise IsADirectoryError(f"{shown} is a directory; pass a file path")
+        if isinstance(shown, str) and shown.endswith(("/", os.sep)):  # resolve() drops the slash
+            raise IsADirectoryError(f"{shown} ends with a '/', so it names a folder; pass a file path")
         if signal is not None:
             signal.raise_if_aborted()
         data = content.encode("utf-8")
