@@ -96,14 +96,31 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-_CODE = re.compile(r"(```[\s\S]*?```|~~~[\s\S]*?~~~|`[^`\n]*`)")
+# What CommonMark itself shows literally, and nothing more: a fenced block whose fences start a
+# line (at most 3 spaces in) and match, and a code span on one line (a backtick run, not
+# backslash-escaped, closed by a run of the same length; a span across lines could begin inside
+# an indented code block, after which the next line may be raw HTML). Anything this
+# takes for code that a renderer does not (an inline ~~~...~~~, an escaped backtick, a fence
+# indented 4 spaces) would reach the page as raw HTML, so the rules err towards escaping.
+_CODE = re.compile(
+    r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n`]*\n[\s\S]*?\n {0,3}(?P=fence)[ \t]*$"
+    r"|(?<![`\\])(?P<ticks>`+)(?!`)[^\n]+?(?<!`)(?P=ticks)(?!`)",
+    re.MULTILINE,
+)
 
 
 def _md_text(text: str) -> str:
     """Markdown prose with HTML neutralised outside code (Jupyter's Markdown renderer would render
-    it); code spans and fenced blocks stay as they are, since Markdown shows them literally."""
-    parts = _CODE.split(text)
-    return "".join(part if i % 2 else html.escape(part, quote=False) for i, part in enumerate(parts))
+    it); code spans and fenced blocks stay as they are, since Markdown shows them literally
+    (see ``_CODE`` for what counts as code)."""
+    out: List[str] = []
+    position = 0
+    for match in _CODE.finditer(text):
+        out.append(html.escape(text[position : match.start()], quote=False))
+        out.append(match.group(0))
+        position = match.end()
+    out.append(html.escape(text[position:], quote=False))
+    return "".join(out)
 
 
 def _fence(body: str, lang: str = "") -> str:

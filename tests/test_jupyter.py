@@ -85,6 +85,20 @@ def test_markdown_escapes_html_outside_code_and_keeps_code_literal():
     assert "`a<b`" in md and "if a < b:" in md
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see ~~~<img src=x onerror=alert(1)>~~~",  # ~~~ fences only at the start of a line
+        "\\`<img src=x onerror=alert(1)>`",  # an escaped backtick opens no code span
+        "    ```\n<img src=x onerror=alert(1)>\n    ```",  # 4 spaces: an indented block, then raw HTML
+        "`a\n\n<img src=x onerror=alert(1)>`",  # a blank line ends the paragraph, and the span
+    ],
+)
+def test_markdown_escapes_html_that_only_looks_like_code(text):
+    md = message_to_markdown(UserMessage(text))
+    assert "<img" not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+
+
 def test_markdown_tool_calls_and_results_use_fences_that_cannot_be_closed_early():
     message = _assistant(ToolCall(id="1", name="bash", arguments={"command": "echo ```"}))
     md = message_to_markdown(message)
