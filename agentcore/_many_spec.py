@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import pickle
+import uuid
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple, Union
 
@@ -152,12 +153,17 @@ class AgentTask:
     """One unit of work for :func:`~agentcore.many.run_many`: run ``prompt`` on an agent built from
     ``spec``. ``session``: a session URL (``jsonl:///path``, ``sqlite:///path?session=ID``,
     ``memory:``...) opened on the worker, or None. ``id``: yours, to match results (any picklable
-    value); None is allowed."""
+    value); None is allowed.
+
+    Each task made (``AgentTask(...)``, ``dataclasses.replace``) draws a random submission token
+    that its pickled copies keep: the worker recognises its own earlier attempt (a scheduler
+    running it again) by this token when ``id`` is None. It is not part of equality or the repr."""
 
     spec: AgentSpec
     prompt: str
     session: Optional[str] = None
     id: Any = None
+    _token: str = field(default_factory=lambda: uuid.uuid4().hex, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         # the session URL may carry a database password (postgresql://user:secret@host/...): a

@@ -2,16 +2,21 @@
 agent, run the prompt, close the session, return a picklable :class:`TaskResult`.
 
 Re-runs are safe: a task records ``agentcore.run_many`` custom entries around its run (``start``
-with the task id, attempt and a digest of the prompt; ``end`` with whether it succeeded). A
-scheduler runs a task again when a worker died while running it, or after it finished but before
-its result reached the client (Dask recomputes lost results). The new attempt looks at this
-task's last attempt on the session's current branch:
+with the task id, the task's submission token, attempt and a digest of the prompt; ``end`` with
+whether it succeeded). A scheduler runs a task again when a worker died while running it, or after
+it finished but before its result reached the client (Dask recomputes lost results). The new
+attempt looks at the last attempt on the session's current branch (the last ``start``, of any
+task) and asks whether it is an attempt of *this* task: with an ``id``, the same id and the same
+prompt; with ``id=None``, the same submission token (the same ``AgentTask`` object, or the copies
+a scheduler unpickles from it; a new ``AgentTask`` never matches, even with the same prompt).
 
-* finished successfully, same prompt: nothing runs; the recorded messages are the result (the
+* same task, finished successfully: nothing runs; the recorded messages are the result (the
   session is not extended with a duplicate conversation, the model is not paid twice);
-* unfinished or failed: the session's leaf moves back to where that attempt began (a ``leaf``
-  entry: the earlier attempt stays in the file as an abandoned branch, nothing is rewritten) and
-  the task runs from the transcript the first attempt saw.
+* same task, unfinished or failed: the session's leaf moves back to where that attempt began (a
+  ``leaf`` entry: the earlier attempt stays in the file as an abandoned branch, nothing is
+  rewritten) and the task runs from the transcript the first attempt saw;
+* anything else (no attempt, another task, the same id with another prompt): the task continues
+  the session after what is there; nothing is ever moved back past another task's attempt.
 
 Every failure is caught and returned as ``TaskResult.error``; an exception that does not survive
 :mod:`pickle` (a provider's exception holding a socket...) is replaced by :class:`TaskError`
@@ -107,25 +112,51 @@ class _Resume:
     recorded: Optional[List[Any]] = None  # the messages of a finished attempt, to return as they are
 
 
+@dataclass
+class _Attempt:
+    start: Any  # the ``start`` entry
+    end: Optional[Dict[str, Any]] = None  # the data of its ``end`` entry
+    messages: List[Any] = field(default_factory=list)  # recorded between the two
+
+
 def _resume_point(session: Any, task: Any) -> _Resume:
     """Where this attempt starts (see the module docstring); moves the leaf back when needed."""
-    task_id, digest = _jsonable(task.id), _digest(task.prompt)
-    attempt, start, end, messages = 0, None, None, []  # type: ignore[var-annotated]
+    last = _last_attempt(session)
+    if last is None or not _is_attempt_of(last.start.data, task):
+        return _Resume(1)
+    number = int(last.start.data.get("attempt", 0))
+    if last.end is not None and last.end.get("ok"):
+        return _Resume(number, recorded=last.messages)
+    session.move_to(last.start.parent_id)
+    return _Resume(number + 1)
+
+
+def _last_attempt(session: Any) -> Optional[_Attempt]:
+    """The last attempt recorded on the current branch, with its end and messages."""
+    last: Optional[_Attempt] = None
     for entry in session.get_branch():
         data = getattr(entry, "data", None)
-        if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict) and data.get("task") == task_id:
+        if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict):
             if data.get("event") == "start":
-                attempt, start, end, messages = int(data.get("attempt", 0)), entry, None, []
-            elif data.get("event") == "end" and start is not None:
-                end = data
-        elif start is not None and end is None and getattr(entry, "type", None) == "message":
-            messages.append(entry.message)
-    if start is None:
-        return _Resume(1)
-    if end is not None and end.get("ok") and start.data.get("prompt") == digest:
-        return _Resume(attempt, recorded=messages)
-    session.move_to(start.parent_id)
-    return _Resume(attempt + 1)
+                last = _Attempt(entry)
+            elif data.get("event") == "end" and last is not None and last.end is None and _same_run(data, last):
+                last.end = data
+        elif last is not None and last.end is None and getattr(entry, "type", None) == "message":
+            last.messages.append(entry.message)
+    return last
+
+
+def _same_run(end: Dict[str, Any], attempt: _Attempt) -> bool:
+    start = attempt.start.data
+    return end.get("task") == start.get("task") and end.get("token") == start.get("token")
+
+
+def _is_attempt_of(start: Dict[str, Any], task: Any) -> bool:
+    """Whether ``start`` began an attempt of ``task``: the same id and prompt, or, without an id,
+    the same submission (a marker that records no prompt matches on its id)."""
+    if task.id is None:
+        return start.get("task") is None and start.get("token") == task._token
+    return start.get("task") == _jsonable(task.id) and start.get("prompt", _digest(task.prompt)) == _digest(task.prompt)
 
 
 def _digest(prompt: str) -> str:
@@ -192,6 +223,7 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
                 {
                     "event": "start",
                     "task": _jsonable(task.id),
+                    "token": task._token,
                     "attempt": resume.attempt,
                     "prompt": _digest(task.prompt),
                 },
@@ -203,7 +235,9 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
                 local.remove(agent)
         error = _run_error(messages)
         if session is not None:
-            session.append_custom(MARKER, {"event": "end", "task": _jsonable(task.id), "ok": error is None})
+            session.append_custom(
+                MARKER, {"event": "end", "task": _jsonable(task.id), "token": task._token, "ok": error is None}
+            )
         return TaskResult(task, messages, error, sum_usage(messages))
     except Exception as exc:
         return TaskResult(task, messages, _portable(exc), sum_usage(messages))

@@ -246,6 +246,95 @@ def test_rerun_after_a_failed_attempt_branches_back(spec, tmp_path):
         assert_complete(session, 5)
 
 
+def conversation(context: Any) -> List[str]:
+    """A model request's messages as ``role: text``."""
+    return [f"{m.role}: {m.text}" for m in context.messages]
+
+
+def open_sqlite(tmp_path: Path) -> Session:
+    return Session(SqliteSessionStorage(tmp_path / "s.db", "S", read_only=True))
+
+
+@pytest.mark.parametrize("ids", [(None, None), (1, 1), ("a", "b")], ids=["no ids", "same id", "other ids"])
+def test_a_later_task_with_another_prompt_continues_the_session(tmp_path, ids):
+    """A finished attempt is never rewound: the next task's model sees the earlier conversation."""
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans1"), text("ans2")])
+    spec, url = AgentSpec(scripted.model), f"sqlite:///{tmp_path / 's.db'}?session=S"
+    [first] = run_many([AgentTask(spec, "step 1", session=url, id=ids[0])], progress=False)
+    [second] = run_many([AgentTask(spec, "step 2", session=url, id=ids[1])], progress=False)
+    assert first.ok and second.ok and [m.text for m in second.messages] == ["step 2", "ans2"]
+    assert conversation(scripted.contexts[1]) == ["user: step 1", "assistant: ans1", "user: step 2"]
+    with open_sqlite(tmp_path) as session:
+        assert len(session.entries()) == len(session.get_branch())  # no abandoned branch
+        assert [m["event"] for m in branch_markers(session)] == ["start", "end", "start", "end"]
+
+
+def test_a_new_task_without_id_runs_its_prompt_again_into_the_session(tmp_path):
+    """Only the submission itself is recognised: a new AgentTask with the same prompt is new work."""
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans1"), text("ans2")])
+    spec, url = AgentSpec(scripted.model), f"sqlite:///{tmp_path / 's.db'}?session=S"
+    list(run_many([AgentTask(spec, "again", session=url)], progress=False))
+    [second] = run_many([AgentTask(spec, "again", session=url)], progress=False)
+    assert scripted.calls == 2 and second.messages[-1].text == "ans2"
+    assert conversation(scripted.contexts[1]) == ["user: again", "assistant: ans1", "user: again"]
+
+
+def test_the_same_submission_delivered_twice_runs_once(tmp_path):
+    """What a scheduler does after losing a result: run the task's pickled copy again."""
+    from agentcore._many_worker import run_task
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans1"), text("ans2")])
+    task = AgentTask(AgentSpec(scripted.model), "once", session=f"sqlite:///{tmp_path / 's.db'}?session=S")
+    first = run_task(task)
+    again = run_task(pickle.loads(pickle.dumps(task)))
+    assert first.ok and again.ok and scripted.calls == 1
+    assert [m.text for m in again.messages] == [m.text for m in first.messages] == ["once", "ans1"]
+    with open_sqlite(tmp_path) as session:
+        assert [m["event"] for m in branch_markers(session)] == ["start", "end"]
+
+
+def test_an_interrupted_attempt_is_rewound_only_for_its_own_submission(tmp_path):
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans1"), text("ans2")])
+    spec = AgentSpec(scripted.model)
+    mine, other = tmp_path / "mine.jsonl", tmp_path / "other.jsonl"
+    task = AgentTask(spec, "go", session=f"jsonl:///{mine}")
+    for path, token in ((mine, task._token), (other, "another-submission")):
+        with Session.create(path) as session:  # a worker died after the prompt was recorded
+            session.append_custom("agentcore.run_many", {"event": "start", "task": None, "token": token, "attempt": 1})
+            session.append_message(helpers_user("go"))
+    [rerun] = run_many([task], progress=False)
+    assert rerun.ok and conversation(scripted.contexts[0]) == ["user: go"]  # from where attempt 1 began
+    with Session.open(mine, read_only=True) as session:
+        assert [(m["event"], m.get("attempt")) for m in branch_markers(session)] == [("start", 2), ("end", None)]
+        assert len(session.entries()) > len(session.get_branch())  # attempt 1 is kept aside
+    [new] = run_many([AgentTask(spec, "go", session=f"jsonl:///{other}")], progress=False)
+    assert new.ok and conversation(scripted.contexts[1]) == ["user: go", "user: go"]  # after what is there
+    with Session.open(other, read_only=True) as session:
+        assert len(session.entries()) == len(session.get_branch())
+
+
+def test_a_failed_task_run_again_later_does_not_rewind_past_another_task(tmp_path):
+    """Only the last attempt on the branch is ever rewound: task 2's conversation stays in context."""
+    from agentcore.testing import ScriptedModel, error, text
+
+    scripted = ScriptedModel([error("overloaded"), text("two"), text("one")])
+    spec, url = AgentSpec(scripted.model), f"sqlite:///{tmp_path / 's.db'}?session=S"
+    [failed] = run_many([AgentTask(spec, "task 1", session=url, id=1)], progress=False)
+    list(run_many([AgentTask(spec, "task 2", session=url, id=2)], progress=False))
+    [retried] = run_many([AgentTask(spec, "task 1", session=url, id=1)], progress=False)
+    assert not failed.ok and retried.ok and retried.messages[-1].text == "one"
+    assert "assistant: two" in conversation(scripted.contexts[2])
+    with open_sqlite(tmp_path) as session:
+        assert len(session.entries()) == len(session.get_branch())
+
+
 def describe(session: Session) -> str:
     return "; ".join(
         f"{e.type}:{getattr(e, 'custom_type', '')}{getattr(e, 'data', '') or ''}"
