@@ -1395,3 +1395,136 @@ def test_summary_request_options_by_model():
     other = Model(id="claude", api="anthropic-messages", provider="anthropic")
     assert summary_request_options(options, azure, other) == {"max_retries": 5}
     assert summary_request_options(None, azure, azure) == {}
+
+
+# =========================================================================== checked settings, checked summaries
+
+
+@pytest.mark.parametrize("value", ["off", True, 0, "false", 1.0, ["enabled"]])
+def test_agent_compaction_refuses_anything_but_settings_none_false_or_a_mapping(value):  # session §7.1
+    with pytest.raises(TypeError) as refused:
+        Agent(ScriptedModel(["x"]).model, compaction=value)
+    message = str(refused.value)
+    assert message.startswith("Agent(compaction=...) takes a CompactionSettings")
+    assert "None for the defaults or False for no automatic compaction" in message
+    assert f"not {value!r} ({type(value).__name__})" in message
+
+
+def test_agent_compaction_takes_a_mapping_of_setting_names_with_the_same_checks():  # session §7.1
+    agent = Agent(ScriptedModel(["x"]).model, compaction={"reserve_tokens": 10, "keep_recent_tokens": 5})
+    assert agent.compactor.settings == CompactionSettings(reserve_tokens=10, keep_recent_tokens=5)
+    with pytest.raises(TypeError, match=r"unknown compaction setting 'reserveTokens'; the settings are enabled, "):
+        Agent(ScriptedModel(["x"]).model, compaction={"reserveTokens": 10})
+    with pytest.raises(TypeError, match=r"CompactionSettings\(reserve_tokens=\.\.\.\) takes an int >= 1"):
+        Agent(ScriptedModel(["x"]).model, compaction={"reserve_tokens": "10"})
+    assert Agent(ScriptedModel(["x"]).model, compaction=False).compactor.settings.enabled is False
+    with pytest.raises(TypeError, match=r"^Compactor\(settings=\.\.\.\) takes a CompactionSettings"):
+        Compactor(agent, "off")
+
+
+@pytest.mark.parametrize(
+    "fields, error, text",
+    [
+        ({"enabled": "no"}, TypeError, "CompactionSettings(enabled=...) takes True or False"),
+        ({"enabled": None}, TypeError, "CompactionSettings(enabled=...) takes True or False"),
+        ({"reserve_tokens": "100"}, TypeError, "CompactionSettings(reserve_tokens=...) takes an int >= 1"),
+        ({"reserve_tokens": None}, TypeError, "CompactionSettings(reserve_tokens=...) takes an int >= 1"),
+        ({"reserve_tokens": True}, TypeError, "not True (bool)"),
+        ({"reserve_tokens": float("nan")}, TypeError, "not nan (float)"),
+        ({"reserve_tokens": 0}, ValueError, "CompactionSettings(reserve_tokens=...) must be >= 1"),
+        ({"keep_recent_tokens": 1.5}, TypeError, "CompactionSettings(keep_recent_tokens=...) takes an int >= 0"),
+        ({"keep_recent_tokens": -1}, ValueError, "CompactionSettings(keep_recent_tokens=...) must be >= 0"),
+    ],
+)
+def test_compaction_settings_are_checked_when_made(fields, error, text):  # session §7.1
+    with pytest.raises(error) as refused:
+        CompactionSettings(**fields)
+    assert type(refused.value) is error and text in str(refused.value)
+
+
+def test_the_smallest_settings_still_ask_for_some_output():  # session §7.5 maxTokens, never 0
+    CompactionSettings(reserve_tokens=1, keep_recent_tokens=0)  # the limits themselves are allowed
+    scripted = ScriptedModel(["s"])
+    generate_summary([U("x")], model(), 1, stream_fn=scripted.stream_fn)
+    assert scripted.options[0]["max_tokens"] == 1
+
+
+def _three_long_answers(with_session: bool, summaries: List[Any]) -> tuple:
+    scripted = ScriptedModel(["a " * 400, "b " * 400, "c " * 400, *summaries])
+    session = Session.in_memory() if with_session else None
+    agent = Agent(
+        scripted.model,
+        stream_fn=scripted.stream_fn,
+        session=session,
+        compaction=CompactionSettings(keep_recent_tokens=50),
+    )
+    for question in ("one", "two", "three"):
+        agent.prompt(question)
+    return agent, session
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+@pytest.mark.parametrize(
+    "summaries, reason",
+    [
+        (["", ""], "Summarization failed: the model returned an empty summary"),
+        ([" \n\t ", "prefix"], "Summarization failed: the model returned an empty summary"),
+        (["history", "  "], "Turn prefix summarization failed: the model returned an empty summary"),
+        ([text("## Goal\nhalf a summ", stop_reason="length"), "prefix"], "cut off at its output limit"),
+        (["history", text("## Original Request", stop_reason="length")], "Turn prefix summarization failed"),
+    ],
+)
+def test_an_empty_or_cut_off_summary_fails_and_leaves_the_history(with_session, summaries, reason):  # §7.5
+    agent, session = _three_long_answers(with_session, summaries)
+    before = list(agent.state.messages)
+    entries = len(session.entries()) if session is not None else 0
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == "summarization_failed" and reason in str(failed.value)
+    assert "nothing was compacted" in str(failed.value)
+    assert agent.state.messages == before and not any(m.role == "compactionSummary" for m in before)
+    if session is not None:
+        assert len(session.entries()) == entries and session.get_branch()[-1].type == "message"
+
+
+def test_a_cut_off_summary_says_which_limit_it_reached():  # session §7.5 maxTokens = 0.8 * reserve
+    with pytest.raises(CompactionError) as failed:
+        generate_summary(
+            [U("x")], model(), 1000, stream_fn=ScriptedModel([text("## Go", stop_reason="length")]).stream_fn
+        )
+    assert "max_tokens=800" in str(failed.value) and "reserve_tokens" in str(failed.value)
+
+
+def test_a_whitespace_summary_from_the_summarize_hook_fails_too():  # hookspecs.summarize
+    class Blank:
+        @hookimpl
+        def summarize(self):
+            return "   "
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(Blank())
+    scripted = ScriptedModel(["never asked"])
+    with pytest.raises(CompactionError) as failed:
+        generate_summary([U("x")], model(), 1000, stream_fn=scripted.stream_fn, plugins=pm)
+    assert failed.value.code == "summarization_failed" and "the summarize hook returned an empty summary" in str(
+        failed.value
+    )
+    assert scripted.calls == 0
+
+
+def test_an_empty_automatic_summary_is_reported_and_the_run_goes_on(make_agent):  # session §7.3 threshold
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    brain = Brain(lambda ctx, n: "fine", window=4000, summary_text=lambda n: "")
+    agent = make_agent(
+        brain, messages=history, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000)
+    )
+    new = agent.prompt("next")
+    assert new[-1].text == "fine" and brain.summary_contexts  # the summary was asked for, the run went on
+    end = next(e for e in agent.seen if e.type == "compaction_end")
+    assert end.result is None and end.messages is None
+    assert end.error_message.startswith("Summarization failed: the model returned an empty summary")
+    assert not any(m.role == "compactionSummary" for m in agent.state.messages)
+    assert agent.state.messages[: len(history)] == history

@@ -491,6 +491,7 @@ def summarize_with_model(
     signal: Any = None,
     thinking_level: Optional[str] = None,
     failure_prefix: str = "Summarization failed",
+    require_complete: bool = False,
     **options: Any,
 ) -> Tuple[str, Optional[Usage]]:
     """Send one summary request and return ``(text, usage)``.
@@ -498,6 +499,9 @@ def summarize_with_model(
     ``reasoning`` is requested only for a reasoning model with a level other than ``"off"``.
     Raises ``CompactionError("aborted")`` when the request was aborted and
     ``CompactionError("summarization_failed", "<failure_prefix>: <error>")`` when it failed.
+    With ``require_complete`` (what compaction asks: its summary replaces the history) an answer
+    cut off at ``max_tokens`` (``stop_reason == "length"``) or without text (empty or only
+    whitespace) fails the same way.
     """
     stream_fn = stream_fn or _default_stream_fn()
     request = {k: v for k, v in options.items() if v is not None}
@@ -516,7 +520,27 @@ def summarize_with_model(
     if message.stop_reason == "error":
         raise CompactionError("summarization_failed", f"{failure_prefix}: {message.error_message or 'unknown error'}")
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+    if require_complete and message.stop_reason == "length":
+        raise CompactionError(
+            "summarization_failed",
+            (
+                f"{failure_prefix}: the summary was cut off at its output limit (max_tokens={max_tokens}), "
+                "so nothing was compacted; raise CompactionSettings.reserve_tokens (the limit is a share "
+                "of it, capped by the model's max_tokens) or use a compaction_model with a larger output"
+            ),
+        )
+    if require_complete:
+        _require_text(text, failure_prefix, "the model")
     return text, message.usage
+
+
+def _require_text(text: str, failure_prefix: str, source: str) -> None:
+    """Refuse a summary without text: stored, it would replace the history with nothing."""
+    if not text.strip():
+        raise CompactionError(
+            "summarization_failed",
+            f"{failure_prefix}: {source} returned an empty summary, so nothing was compacted",
+        )
 
 
 def generate_summary(
@@ -536,9 +560,12 @@ def generate_summary(
 
     A plugin's ``summarize`` hook is asked first (``kind="compaction"``); its text is used as is.
     Otherwise one request with ``max_tokens = min(0.8 * reserve_tokens, model.max_tokens)``.
+    A summary without text (from the hook or the model) or cut off at ``max_tokens`` raises
+    ``CompactionError("summarization_failed")``: it would replace the history it summarises.
     """
     hooked = hook_summary(plugins, list(messages), previous_summary, custom_instructions, "compaction", model, signal)
     if hooked is not None:
+        _require_text(hooked, "Summarization failed", "the summarize hook")
         return hooked, None
     instructions = UPDATE_SUMMARY_INSTRUCTIONS if previous_summary else SUMMARY_INSTRUCTIONS
     prompt = build_summary_prompt(serialize_conversation(messages), instructions, previous_summary, custom_instructions)
@@ -549,12 +576,13 @@ def generate_summary(
         stream_fn=stream_fn,
         signal=signal,
         thinking_level=thinking_level,
+        require_complete=True,
         **options,
     )
 
 
 def _cap(fraction: float, reserve_tokens: int, model: Any) -> int:
-    cap = int(math.floor(fraction * reserve_tokens))
+    cap = max(int(math.floor(fraction * reserve_tokens)), 1)  # never a request for no output
     model_max = getattr(model, "max_tokens", 0) or 0
     return min(cap, model_max) if model_max > 0 else cap
 
@@ -573,6 +601,7 @@ def _turn_prefix_summary(
 ) -> Tuple[str, Optional[Usage]]:
     hooked = hook_summary(plugins, list(messages), None, custom_instructions, "turn_prefix", model, signal)
     if hooked is not None:
+        _require_text(hooked, "Turn prefix summarization failed", "the summarize hook")
         return hooked, None
     prompt = build_summary_prompt(serialize_conversation(messages), TURN_PREFIX_INSTRUCTIONS, None, custom_instructions)
     return summarize_with_model(
@@ -583,6 +612,7 @@ def _turn_prefix_summary(
         signal=signal,
         thinking_level=thinking_level,
         failure_prefix="Turn prefix summarization failed",
+        require_complete=True,
         **options,
     )
 
@@ -604,7 +634,8 @@ def compact(
     A split turn makes two requests, one after the other: the history (or, when only the turn
     prefix is new, the previous summary is reused) and the turn prefix; they are joined under a
     "Turn Context" heading; ``custom_instructions`` apply to both. Raises
-    :class:`CompactionError` (see the module docstring). The ``before_compaction`` hook is not
+    :class:`CompactionError` (see the module docstring); ``summarization_failed`` also when any
+    part of the summary is empty or only whitespace, or was cut off at its ``max_tokens``. The ``before_compaction`` hook is not
     asked here: the caller asks it first (:func:`run_before_compaction`).
     """
     if not preparation.first_kept_entry_id:

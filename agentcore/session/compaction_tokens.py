@@ -59,6 +59,10 @@ class CompactionSettings:
     ``compact()`` works either way. Compaction triggers when the context uses more than
     ``context_window - reserve_tokens`` tokens, keeping roughly the newest ``keep_recent_tokens``
     tokens of history verbatim. The summary request may use up to 80% of ``reserve_tokens``.
+
+    Checked when made: ``enabled`` is a bool, ``reserve_tokens`` an int > 0 and
+    ``keep_recent_tokens`` an int >= 0 (bools are not token counts); anything else raises
+    TypeError or ValueError naming the field.
     """
 
     enabled: bool = True
@@ -66,8 +70,26 @@ class CompactionSettings:
     keep_recent_tokens: int = 20000
 
     def __post_init__(self) -> None:
-        if self.reserve_tokens < 0 or self.keep_recent_tokens < 0:
-            raise ValueError("CompactionSettings: reserve_tokens and keep_recent_tokens must be >= 0")
+        reserve, keep = self.reserve_tokens, self.keep_recent_tokens
+        if type(self.enabled) is bool and type(reserve) is int and type(keep) is int and reserve > 0 and keep >= 0:
+            return  # the usual case, in a few type checks (every Agent() makes one)
+        if not isinstance(self.enabled, bool):
+            raise TypeError(
+                "CompactionSettings(enabled=...) takes True or False (automatic compaction on or off), "
+                f"not {self.enabled!r} ({type(self.enabled).__name__})"
+            )
+        _check_tokens("reserve_tokens", reserve, 1, "tokens kept free for the summary and the reply")
+        _check_tokens("keep_recent_tokens", keep, 0, "tokens of recent history kept verbatim")
+
+
+def _check_tokens(name: str, value: Any, minimum: int, meaning: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(
+            f"CompactionSettings({name}=...) takes an int >= {minimum} ({meaning}), "
+            f"not {value!r} ({type(value).__name__})"
+        )
+    if value < minimum:
+        raise ValueError(f"CompactionSettings({name}=...) must be >= {minimum} ({meaning}), not {value}")
 
 
 @dataclass(frozen=True)

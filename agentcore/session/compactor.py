@@ -36,7 +36,8 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
+from dataclasses import fields as dataclass_fields
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._loop_types import AgentLoopTurnUpdate
 from .._util import awaited, field_of
@@ -61,6 +62,7 @@ from .compaction import (
     run_before_compaction,
 )
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
+from .compaction_tokens import CompactionSettings as _Settings  # for type checks: tests may patch the default factory
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 
 __all__ = [
@@ -207,6 +209,31 @@ def summary_request_options(options: Any, agent_model: Any, summary_model: Any) 
     }
 
 
+_SETTING_NAMES = tuple(f.name for f in dataclass_fields(_Settings))
+
+
+def _checked_settings(settings: Any, where: str) -> CompactionSettings:
+    """``settings`` (anything but None) as a :class:`CompactionSettings`, or a TypeError naming
+    ``where`` and what it takes."""
+    if settings is False:
+        return _Settings(enabled=False)
+    if isinstance(settings, _Settings):
+        return settings
+    if isinstance(settings, Mapping) and all(isinstance(key, str) for key in settings):
+        unknown = sorted(set(settings) - set(_SETTING_NAMES))
+        if unknown:
+            raise TypeError(
+                f"{where}: unknown compaction setting {', '.join(map(repr, unknown))}; "
+                f"the settings are {', '.join(_SETTING_NAMES)}"
+            )
+        return _Settings(**settings)
+    raise TypeError(
+        f"{where} takes a CompactionSettings, a mapping of its fields ({', '.join(_SETTING_NAMES)}), "
+        f"None for the defaults or False for no automatic compaction, not {settings!r} "
+        f"({type(settings).__name__})"
+    )
+
+
 def _weak_or_strong(obj: Any) -> Callable[[], Any]:
     """A callable returning ``obj``: a weak reference when it takes one, else a strong one."""
     if obj is None:
@@ -220,7 +247,9 @@ def _weak_or_strong(obj: Any) -> Callable[[], Any]:
 class Compactor:
     """Compaction for one agent.
 
-    ``settings``: a :class:`CompactionSettings`, or False to switch automatic compaction off.
+    ``settings``: a :class:`CompactionSettings`, a mapping of its field names (made into one, with
+    the same checks), None for the defaults, or False to switch automatic compaction off; anything
+    else raises TypeError.
     ``model``/``stream_fn``: the model and stream function for summaries (default: the agent's
     model, and the agent's ``stream_fn`` when no separate model is given, else the default stream
     function). ``emit``: callable receiving the compaction events (the Agent passes the function
@@ -247,9 +276,13 @@ class Compactor:
     ) -> None:
         self._weak = owned_by_agent
         self.agent = agent
-        if settings is False:
-            settings = CompactionSettings(enabled=False)
-        self.settings: CompactionSettings = settings if settings is not None else CompactionSettings()
+        if settings is None:
+            settings = CompactionSettings()
+        elif type(settings) is not _Settings:
+            settings = _checked_settings(
+                settings, "Agent(compaction=...)" if owned_by_agent else "Compactor(settings=...)"
+            )
+        self.settings: CompactionSettings = settings
         self.model = model
         self.stream_fn = stream_fn
         self.emit = emit
