@@ -146,18 +146,24 @@ def test_only_http_urls_are_accepted() -> None:
         _run(create_fetch_url_tool(), "file:///etc/passwd")
 
 
-def test_abort_closes_the_response_of_a_stalled_download(base_url: str) -> None:
-    controller = AbortController()
+def _fetch_in_thread(url: str, controller: AbortController) -> Tuple[threading.Thread, Dict[str, Any]]:
+    """Fetch ``url`` on a started thread; its ``result`` or ``error`` lands in the returned dict."""
     outcome: Dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            _run(create_fetch_url_tool(timeout=30), base_url + "/slow", controller.signal)
+            outcome["result"] = _run(create_fetch_url_tool(timeout=30), url, controller.signal)
         except Exception as exc:  # the outcome is checked on the test thread
             outcome["error"] = exc
 
     thread = threading.Thread(target=worker)
     thread.start()
+    return thread, outcome
+
+
+def test_abort_closes_the_response_of_a_stalled_download(base_url: str) -> None:
+    controller = AbortController()
+    thread, outcome = _fetch_in_thread(base_url + "/slow", controller)
     assert _Handler.slow_started.wait(10)
     controller.abort()
     thread.join(10)
@@ -167,16 +173,7 @@ def test_abort_closes_the_response_of_a_stalled_download(base_url: str) -> None:
 
 def test_abort_while_waiting_for_headers_is_not_reported_as_a_short_page(base_url: str) -> None:
     controller = AbortController()
-    outcome: Dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers", controller.signal)
-        except Exception as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=worker)
-    thread.start()
+    thread, outcome = _fetch_in_thread(base_url + "/late-headers", controller)
     assert _Handler.headers_requested.wait(10)
     controller.abort()  # before the response exists: the listener closes it once registered
     _Handler.headers_gate.set()
@@ -190,18 +187,9 @@ def test_abort_interrupts_the_wait_for_headers_that_never_come(base_url: str) ->
     """Headers withheld until after the fetch must have returned: the abort alone ends the wait
     (a plain requests.get would hold the run for the whole 30 s timeout)."""
     controller = AbortController()
-    outcome: Dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            outcome["result"] = _run(create_fetch_url_tool(timeout=30), base_url + "/late-headers", controller.signal)
-        except Exception as exc:
-            outcome["error"] = exc
-
     _Handler.headers_gate.clear()
     _Handler.headers_requested.clear()
-    thread = threading.Thread(target=worker)
-    thread.start()
+    thread, outcome = _fetch_in_thread(base_url + "/late-headers", controller)
     try:
         assert _Handler.headers_requested.wait(10)
         controller.abort()
