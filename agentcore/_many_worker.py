@@ -156,7 +156,8 @@ def _is_attempt_of(start: Dict[str, Any], task: Any) -> bool:
     the same submission (a marker that records no prompt matches on its id)."""
     if task.id is None:
         return start.get("task") is None and start.get("token") == task._token
-    return start.get("task") == _jsonable(task.id) and start.get("prompt", _digest(task.prompt)) == _digest(task.prompt)
+    digest = _digest(task.prompt)
+    return start.get("task") == _jsonable(task.id) and start.get("prompt", digest) == digest
 
 
 def _digest(prompt: str) -> str:

@@ -24,6 +24,8 @@ __all__ = [
     "redact",
     "secret_forms",
     "secret_url_values",
+    "is_secret_query_name",
+    "SECRET_QUERY_WORDS",
     "is_secret_header",
     "secret_header_values",
     "add_diagnostic",
@@ -132,6 +134,16 @@ def secret_header_values(headers: Mapping[str, Any]) -> List[str]:
     return values
 
 
+#: Words that make a URL query parameter a credential (``?api_key=``, ``?token=``, ``?sig=``).
+SECRET_QUERY_WORDS = ("key", "token", "secret", "password", "auth", "sig", "credential")
+
+
+def is_secret_query_name(name: str) -> bool:
+    """Whether a query parameter of this name holds a credential (see :data:`SECRET_QUERY_WORDS`)."""
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_QUERY_WORDS)
+
+
 def secret_url_values(url: str) -> List[str]:
     """The credentials a request URL carries, for :func:`redact`: the password of its user info
     (as written and decoded), the ``Basic`` token requests builds from ``user:password``, and the
@@ -150,8 +162,7 @@ def secret_url_values(url: str) -> List[str]:
         user = unquote(parts.username or "")
         values += [password, unquote(password)]
         values.append(base64.b64encode(f"{user}:{unquote(password)}".encode("latin-1", "replace")).decode("ascii"))
-    secret_words = ("key", "token", "secret", "password", "auth", "sig", "credential")
-    values += [value for name, value in query if value and any(word in name.lower() for word in secret_words)]
+    values += [value for name, value in query if value and is_secret_query_name(name)]
     return values
 
 

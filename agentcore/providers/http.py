@@ -415,7 +415,6 @@ def open_stream(
 _log = logging.getLogger(__name__)
 
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-goog-request-id", "x-amzn-requestid", "cf-ray")
-_SECRET_QUERY = ("key", "token", "secret", "password", "auth", "sig", "credential")
 
 
 class _RequestLog:
@@ -477,6 +476,8 @@ def _loggable_url(url: str, secrets: List[str]) -> str:
     any known secret) replaced by ``***``; their values join ``secrets``."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+    from .failures import is_secret_query_name, redact
+
     try:
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
@@ -484,15 +485,13 @@ def _loggable_url(url: str, secrets: List[str]) -> str:
             secrets.extend(p for p in parts.netloc.rsplit("@", 1)[0].split(":") if p)
         query = []
         for name, value in parse_qsl(parts.query, keep_blank_values=True):
-            if any(word in name.lower() for word in _SECRET_QUERY):
+            if is_secret_query_name(name):
                 secrets.append(value)
                 value = "***"
             query.append((name, value))
         text = urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="*"), ""))
     except ValueError:
         return "<unparseable URL>"
-    from .failures import redact
-
     return redact(text, secrets)
 
 
