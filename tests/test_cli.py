@@ -874,6 +874,52 @@ def test_an_empty_sqlite_file_is_a_new_session(monkeypatch, tmp_path, made_by):
     assert code == 2 and "not an agentcore session database" in err  # a table of another program: left alone
 
 
+def test_a_session_url_chooses_one_session_of_a_database(monkeypatch, tmp_path):
+    """A .db holding several sessions could not be used from the command line at all (the error
+    gave Python advice); ``--session`` now takes a session URL, and the error names one."""
+    from agentcore.session import SqliteSessionStorage
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "team chats.db"
+    for session_id in ("alpha", "beta"):
+        SqliteSessionStorage.create(db, session_id=session_id).close()
+    code, out, err = _in_process("run", "--model", "scripted", "--session", str(db), "hi")
+    url = "sqlite://" + str(db).replace(" ", "%20") + "?session=ID"
+    assert code == 2 and "holds 2 sessions (" in err and f"--session '{url}'" in err, err
+    assert "SqliteSessionStorage" not in err
+    code, out, err = _in_process("sessions", "show", str(db))
+    assert code == 2 and f"--session '{url}'" in err
+    chosen = url.replace("=ID", "=beta")
+    code, out, err = _in_process("run", "--model", "scripted", "--session", chosen, "to beta")
+    assert code == 0, err
+    assert _in_process("run", "--session", chosen, "again")[0] == 0  # resumed, model from the session
+    shown = _in_process("sessions", "show", chosen)[1]
+    assert "session beta" in shown and "messages: 4" in shown and "You said: to beta" in shown
+    with SqliteSessionStorage(db, "alpha", read_only=True) as alpha:
+        assert alpha.message_count == 0  # the other session is untouched
+    code, out, err = _in_process("run", "--model", "scripted", "--session", url.replace("=ID", "=gamma"), "new")
+    assert code == 0, err  # a new id in the URL: a new session of the database, as with an id
+    assert {info.id for info in SqliteSessionStorage.list_sessions(db)} == {"alpha", "beta", "gamma"}
+    code, out, err = _in_process("sessions", "show", url.replace("=ID", "=nope"))
+    assert code == 2 and "nope" in err  # reading never creates
+    code, out, err = _in_process("run", "--model", "scripted", "--session", chosen.replace("session=", "sesion="), "x")
+    assert code == 2 and "unknown query parameter" in err
+
+
+def test_session_urls_of_every_built_in_scheme(monkeypatch, tmp_path):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _in_process("run", "--model", "scripted", "--session", f"jsonl://{tmp_path}/u.jsonl", "one")
+    assert code == 0, err
+    assert "You said: one" in _in_process("sessions", "show", str(tmp_path / "u.jsonl"))[1]
+    code, out, err = _in_process("run", "--model", "scripted", "--session", "memory:", "two")
+    assert code == 0 and "You said: two" in out and ": memory]" in err
+    # a name that only looks like a URL (no storage has that scheme) is still a file
+    code, out, err = _in_process("run", "--model", "scripted", "--session", "notes:1.jsonl", "three")
+    assert code == 0 and (tmp_path / "notes:1.jsonl").exists()
+
+
 def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     from agentcore.session import compactor as compactor_module
     from agentcore.session.compaction_tokens import CompactionSettings

@@ -289,6 +289,26 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_switch_session_takes_a_session_url_and_never_creates(rpc, tmp_path):
+    from agentcore.session import SqliteSessionStorage
+
+    db = tmp_path / "many.db"
+    for session_id in ("alpha", "beta"):
+        SqliteSessionStorage.create(db, session_id=session_id).close()
+    child = rpc("--model", "scripted")
+    missing = child.call({"type": "switch_session", "sessionPath": f"sqlite://{db}?session=gamma"})
+    assert missing["success"] is False and "gamma" in missing["error"]
+    switched = child.call({"type": "switch_session", "sessionPath": f"sqlite://{db}?session=beta"})
+    assert switched["success"], switched
+    assert child.call({"type": "get_state"})["data"]["sessionId"] == "beta"
+    child.call({"type": "prompt", "message": "into beta"})
+    child.read_until(is_type("agent_end"))
+    assert child.close().returncode == 0
+    assert {info.id for info in SqliteSessionStorage.list_sessions(db)} == {"alpha", "beta"}
+    with SqliteSessionStorage(db, "beta", read_only=True) as beta:
+        assert beta.message_count == 2
+
+
 def test_set_model_and_available_models_use_keys_stored_by_keys_set(rpc, env, tmp_path):
     """``agentcore keys set groq`` then ``set_model`` groq: refused with "no API key ... store
     one with: agentcore keys set groq" (the key just stored), and get_available_models and

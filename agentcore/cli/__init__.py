@@ -73,7 +73,8 @@ def _common_options() -> argparse.ArgumentParser:
         "-s",
         "--session",
         metavar="PATH|ID",
-        help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, or 'new'",
+        help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, 'new', or a session URL "
+        "(sqlite:///path.db?session=ID)",
     )
     group.add_argument(
         "--sessions-dir",

@@ -10,7 +10,14 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, TextIO
 
-from ._setup import UsageError, default_sessions_dir, is_session_path
+from ._setup import (
+    UsageError,
+    default_sessions_dir,
+    is_session_path,
+    is_session_url,
+    open_session_url,
+    several_sessions,
+)
 from ._usage import UsageTally, usage_table
 
 __all__ = ["cmd_models", "cmd_plugins", "cmd_sessions_list", "cmd_sessions_show", "cmd_sessions_export", "format_table"]
@@ -201,11 +208,16 @@ def _open_for_reading(args: Any) -> Any:
 
     ref = args.session
     try:
+        if is_session_url(ref):
+            return open_session_url(ref, read_only=True)
         if is_session_path(ref):
             path = os.path.abspath(os.path.expanduser(ref))
             if path.lower().endswith((".db", ".sqlite", ".sqlite3")):
                 from ..session import SqliteSessionStorage
 
+                sessions = SqliteSessionStorage.list_sessions(path) if os.path.isfile(path) else []
+                if len(sessions) > 1:
+                    raise UsageError(several_sessions(path, [info.id for info in sessions]))
                 return Session(SqliteSessionStorage(path, read_only=True))
             return Session.open(path, read_only=True)
         repo = _repository(args)
@@ -215,7 +227,7 @@ def _open_for_reading(args: Any) -> Any:
             if exc.code != "not_found":
                 raise
             return repo.open(_unique_prefix(repo, ref, exc), read_only=True)
-    except SessionError as exc:
+    except (SessionError, ValueError) as exc:
         raise UsageError(f"{exc} (see `agentcore sessions list --all`)") from None
 
 

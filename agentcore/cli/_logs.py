@@ -26,7 +26,7 @@ import time
 from typing import Any, Dict, Optional, TextIO
 
 from ._config import config_path
-from ._setup import UsageError, default_sessions_dir, is_session_path
+from ._setup import UsageError, default_sessions_dir, is_session_path, is_session_url
 
 __all__ = [
     "NO_LOG_ENV",
@@ -142,7 +142,7 @@ def _expand_prefix(value: str, directory: str) -> str:
     """``value`` itself (a path, ``new``, or an exact id), else the full id of the one session whose
     id starts with it. Several: UsageError listing them. None: ``value`` (a new session of that id).
     """
-    if value == "new" or is_session_path(value) or not os.path.isdir(directory):
+    if value == "new" or is_session_path(value) or is_session_url(value) or not os.path.isdir(directory):
         return value
     pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}*.jsonl")
     ids: Dict[str, str] = {}
@@ -164,7 +164,7 @@ def _expand_prefix(value: str, directory: str) -> str:
 def _is_new_id(value: str, directory: str) -> bool:
     """True when ``value`` is an id (not ``new``, not a file path) that no session of
     ``directory`` has yet."""
-    if value == "new" or is_session_path(value):
+    if value == "new" or is_session_path(value) or is_session_url(value):
         return False
     pattern = os.path.join(glob.escape(directory), "*", f"*_{glob.escape(value)}.jsonl")
     return not glob.glob(pattern)

@@ -200,24 +200,39 @@ def cmd_new_session(server: RpcServer, command: Dict[str, Any]) -> Any:
 def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     """Continue in an existing session (a file, or an id in the sessions directory); a missing
     one is an error, never created."""
-    from ._setup import is_session_path, open_session
+    from ._setup import is_session_path, is_session_url, open_session, open_session_url
 
     value = command["sessionPath"]
     path = os.path.abspath(os.path.expanduser(value))
-    if is_session_path(value):
-        if not os.path.exists(path):
-            raise RpcError(f"switch_session: no session file {path}")
-        if server.session is not None and server.session.path == path:
-            return {"cancelled": False}
-    else:
+    if is_session_url(value):
         from ..session import SessionError
+        from ..session.urls import redact_url
 
-        try:
-            path = _repository(server).path_of(value)
-        except SessionError as exc:
-            raise RpcError(f"switch_session: {exc}") from None
+        def opener() -> Any:
+            try:
+                return open_session_url(value, create=False)
+            except (SessionError, ValueError) as exc:
+                raise UsageError(f"{redact_url(value)}: {exc}") from None
+
+    else:
+        if is_session_path(value):
+            if not os.path.exists(path):
+                raise RpcError(f"switch_session: no session file {path}")
+            if server.session is not None and server.session.path == path:
+                return {"cancelled": False}
+        else:
+            from ..session import SessionError
+
+            try:
+                path = _repository(server).path_of(value)
+            except SessionError as exc:
+                raise RpcError(f"switch_session: {exc}") from None
+
+        def opener() -> Any:
+            return open_session(path, server.context.options.sessions_dir)
+
     try:
-        _switch(server, lambda: open_session(path, server.context.options.sessions_dir), keep_model=False)
+        _switch(server, opener, keep_model=False)
     except UsageError as exc:
         raise RpcError(f"switch_session: {exc}".replace("--session ", "")) from None
     return {"cancelled": False}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, overload
@@ -380,8 +381,39 @@ _SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def is_session_path(value: str) -> bool:
-    """True when ``--session`` names a file (a path separator or a session-file suffix, in any case)."""
+    """True when ``--session`` names a file (a path separator or a session-file suffix, in any case)
+    and is not a session URL (see :func:`is_session_url`)."""
+    if is_session_url(value):
+        return False
     return "/" in value or os.sep in value or value.lower().endswith((".jsonl",) + _SQLITE_SUFFIXES)
+
+
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+
+
+def is_session_url(value: str) -> bool:
+    """True when ``--session`` is a session URL: ``scheme:...`` for a scheme a session storage is
+    registered for (``jsonl:``, ``sqlite:``, ``memory:``, a plugin's ``postgresql:``). Anything
+    else, ``notes:1.jsonl`` or ``C:\\x.jsonl`` included, is a path or an id. Scans the plugins
+    only for a value that starts like a URL."""
+    match = _URL_SCHEME.match(value)
+    if match is None:
+        return False
+    from ..plugins import default_plugin_manager
+
+    return match.group(1).lower() in default_plugin_manager().registry("storage")
+
+
+def open_session_url(value: str, *, read_only: bool = False, create: bool = True) -> Any:
+    """The session a ``--session`` URL names, created when missing (``create``, and not
+    ``read_only``).
+
+    Raises ``ValueError`` (a malformed URL, an unknown query parameter) and ``SessionError``
+    (``not_found`` when reading a missing session, a locked one, ...); neither message holds
+    the URL's password."""
+    from ..session.urls import open_session as open_url
+
+    return open_url(value, read_only=read_only, create=create and not read_only)
 
 
 def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
@@ -393,8 +425,12 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
     created for the current directory otherwise.
     """
     from ..session import Session, SessionError, SessionLockedError
+    from ..session.urls import redact_url
 
+    shown = redact_url(value)
     try:
+        if is_session_url(value):
+            return open_session_url(value)
         if is_session_path(value):
             path = os.path.abspath(os.path.expanduser(value))
             if path.lower().endswith(_SQLITE_SUFFIXES):
@@ -419,12 +455,12 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
         # holds the lock, then say what a command-line user can do
         where = str(exc).split(";", 1)[0]
         raise UsageError(
-            f"--session {value}: {where}. Another agentcore chat or run (or a program) is writing "
+            f"--session {shown}: {where}. Another agentcore chat or run (or a program) is writing "
             "this session: finish or quit it first, or start a separate one with --session new. "
-            f"To read it meanwhile: agentcore sessions show {shlex.quote(value)} (or export)"
+            f"To read it meanwhile: agentcore sessions show {shlex.quote(shown)} (or export)"
         ) from None
-    except SessionError as exc:
-        raise UsageError(f"--session {value}: {exc}") from None
+    except (SessionError, ValueError) as exc:
+        raise UsageError(f"--session {shown}: {exc}") from None
 
 
 def _open_sqlite(path: str) -> Any:
@@ -432,9 +468,23 @@ def _open_sqlite(path: str) -> Any:
     bytes, ``touch x.db``) or a database without tables."""
     from ..session import Session, SqliteSessionStorage
 
-    if not _is_empty_database(path) and SqliteSessionStorage.list_sessions(path):
-        return Session(SqliteSessionStorage(path))
-    return Session(SqliteSessionStorage.create(path))
+    if _is_empty_database(path):
+        return Session(SqliteSessionStorage.create(path))
+    sessions = SqliteSessionStorage.list_sessions(path)
+    if not sessions:
+        return Session(SqliteSessionStorage.create(path))
+    if len(sessions) > 1:
+        raise UsageError(several_sessions(path, [info.id for info in sessions]))
+    return Session(SqliteSessionStorage(path))
+
+
+def several_sessions(path: str, ids: Sequence[str]) -> str:
+    """What to tell a user whose ``--session`` names a database holding several sessions."""
+    import urllib.parse
+
+    shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+    url = "sqlite://" + urllib.parse.quote(path) + "?session=ID"
+    return f"{path} holds {len(ids)} sessions ({shown}); choose one with --session {shlex.quote(url)}"
 
 
 def _is_empty_database(path: str) -> bool:

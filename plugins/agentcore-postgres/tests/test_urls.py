@@ -103,3 +103,41 @@ def test_the_entry_point_makes_open_session_find_the_scheme(pg_dsn, tmp_path):
     assert out.stdout.split() == ["PostgresSessionStorage", "entry-point"]
     with Session(PostgresSessionStorage(pg_dsn, "entry-point", read_only=True)) as s:
         assert [e.message.content[0].text for e in s.entries()] == ["via entry point"]
+
+
+def test_the_command_line_records_into_a_postgres_session_url(pg_dsn, password, tmp_path):
+    """``agentcore run --session postgresql://...?session=ID`` (the plugin found by its entry
+    point): the run is recorded in that session, resumed by the next run, and no output shows
+    the password, also when the server refuses it."""
+    dist = tmp_path / "agentcore_postgres-0.1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: agentcore-postgres\nVersion: 0.1.0\n")
+    (dist / "entry_points.txt").write_text("[agentcore]\npostgres = agentcore_postgres.plugin\n")
+    env = dict(
+        os.environ,
+        AGENTCORE_SESSIONS_DIR=str(tmp_path / "sessions"),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(PLUGIN), str(tmp_path)]),
+    )
+    env.pop("AGENTCORE_DISABLE_PLUGIN_AUTOLOAD", None)
+    env.pop("AGENTCORE_MODEL", None)
+    url = as_url(pg_dsn, session="from-cli")
+
+    def cli(*argv):
+        return subprocess.run(
+            [sys.executable, "-m", "agentcore", *argv], env=env, cwd=str(tmp_path), capture_output=True, text=True
+        )
+
+    first = cli("run", "--model", "scripted", "--session", url, "first prompt")
+    assert first.returncode == 0, first.stderr
+    again = cli("run", "--session", url, "second prompt")  # the model comes from the session
+    assert again.returncode == 0, again.stderr
+    for done in (first, again):
+        assert password not in done.stdout + done.stderr and quote(password, safe="") not in done.stderr
+    assert "[session from-cli: postgresql://" in first.stderr  # where it is recorded, without the password
+    with Session(PostgresSessionStorage(pg_dsn, "from-cli", read_only=True)) as s:
+        texts = [m.content[0].text for m in s.build_context().messages if m.role == "user"]
+    assert texts == ["first prompt", "second prompt"]
+    wrong = url.replace(quote(password, safe=""), "not-the-password-77", 1)
+    refused = cli("run", "--model", "scripted", "--session", wrong, "x")
+    assert refused.returncode == 2 and "not-the-password-77" not in refused.stderr, refused.stderr
+    assert "--session postgresql://" in refused.stderr
