@@ -204,6 +204,23 @@ def test_damaged_payload_is_reported_with_its_line(tmp_path):  # lazy decode kee
         assert info.value.line == 3 and f"{path}:3" in str(info.value)
 
 
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_migrated_file_reports_the_line_the_entry_is_on(tmp_path, read_only):
+    """Opening a v2 file for writing rewrites it as v3 without its blank lines; errors found later
+    named the line the entry had before the rewrite."""
+    path = tmp_path / "v2.jsonl"
+    bad = dict(v3_entry("a2", "a1"), message={"role": "assistant", "content": 42, "timestamp": 1})
+    lines = [dict(V1_HEADER, version=2), v3_entry("a1", None), bad]
+    path.write_bytes(b"\n\n".join(json.dumps(o).encode() for o in lines) + b"\n")  # a blank line between each
+    with Session.open(path, read_only=read_only) as s:
+        with pytest.raises(SessionError) as info:
+            s.get_entry("a2")
+    on_disk = path.read_bytes().split(b"\n")
+    assert info.value.code == "invalid_entry" and b'"a2"' in on_disk[info.value.line - 1]
+    assert f"{path}:{info.value.line}:" in str(info.value)
+    assert info.value.line == (5 if read_only else 3)  # read only: the file is not rewritten
+
+
 # --------------------------------------------------------------------------- E. persistence and repair
 
 

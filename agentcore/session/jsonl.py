@@ -361,6 +361,9 @@ class JsonlSessionStorage(SessionStorage):
         self._lines = len(encoded) + 1
         if not self.read_only:
             self._rewrite(encode_line(new_header) + b"".join(encoded))
+            # errors found from now on name the line of the rewritten file (header, then one entry per line)
+            for number, node in enumerate(self._order, 2):
+                node.line = number
 
     def _rewrite(self, content: bytes) -> None:
         """Replace the file atomically with ``content``, keeping the lock (the temp file is locked first)."""
