@@ -34,6 +34,7 @@ from typing import (
     Any,
     Callable,
     Dict,
+    Generic,
     Iterable,
     Iterator,
     List,
@@ -188,6 +189,32 @@ def _checked_function(value: Any, name: str) -> Any:
     return value
 
 
+_F = TypeVar("_F")
+
+
+class _FunctionAttribute(Generic[_F]):
+    """An Agent attribute that holds a function or None (a hook, ``get_api_key``, ``stream_fn``):
+    assigning anything else raises TypeError naming the attribute, as the constructor does. Kept
+    in the instance ``__dict__`` under its own name, so ``vars(agent)`` shows it."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, obj: None, owner: Optional[type] = None) -> _FunctionAttribute[_F]: ...
+    @overload
+    def __get__(self, obj: Agent, owner: Optional[type] = None) -> _F: ...
+    def __get__(self, obj: Optional[Agent], owner: Optional[type] = None) -> Any:
+        if obj is None:
+            return self
+        return obj.__dict__.get(self.name)
+
+    def __set__(self, obj: Agent, value: _F) -> None:
+        if value is not None and not callable(value):
+            raise TypeError(f"Agent.{self.name} must be a function or None, not {type(value).__name__}")
+        obj.__dict__[self.name] = value
+
+
 def _checked_messages(value: Any, where: str) -> List[Any]:
     """``value`` as a transcript list. TypeError for a str or mapping (not a list of messages)
     and for an item without a ``role`` (a message object, a reference dict or a custom message
@@ -313,7 +340,9 @@ def _option_property(name: str) -> property:
 class Agent:
     """A stateful agent: ``prompt()`` runs the loop on a run thread and returns the new messages.
 
-    Every keyword option is also a public mutable attribute, read at the start of each run.
+    Every keyword option is also a public mutable attribute, read at the start of each run; the
+    function attributes (hooks, ``get_api_key``, ``stream_fn``) refuse a value that is neither a
+    function nor None (TypeError).
     Provider options (every field of :class:`~agentcore.options.StreamOptions`: ``temperature``,
     ``max_tokens``, ``timeout``, ``max_retries``, ``tool_choice``, ``headers`` ...) are given as
     keywords or as one ``options=StreamOptions(...)`` value (keywords win); they live in
@@ -323,6 +352,16 @@ class Agent:
     :attr:`state` (and are mirrored as attributes). Tools may be :class:`~agentcore.tools.AgentTool`
     objects or names resolved through the tool registry at run start.
     """
+
+    # functions (or None), checked when assigned: a non-callable would fail only at the next run
+    get_api_key: _FunctionAttribute[Optional[GetApiKey]] = _FunctionAttribute()
+    stream_fn: _FunctionAttribute[Optional[StreamFn]] = _FunctionAttribute()
+    convert_to_llm: _FunctionAttribute[Optional[ConvertToLlm]] = _FunctionAttribute()
+    transform_context: _FunctionAttribute[Optional[TransformContextHook]] = _FunctionAttribute()
+    before_tool_call: _FunctionAttribute[Optional[BeforeToolCallHook]] = _FunctionAttribute()
+    after_tool_call: _FunctionAttribute[Optional[AfterToolCallHook]] = _FunctionAttribute()
+    should_stop_after_turn: _FunctionAttribute[Optional[ShouldStopAfterTurnHook]] = _FunctionAttribute()
+    prepare_next_turn: _FunctionAttribute[Optional[PrepareNextTurnHook]] = _FunctionAttribute()
 
     def __init__(
         self,

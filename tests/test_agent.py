@@ -1081,6 +1081,43 @@ def test_constructor_arguments_of_the_wrong_kind_are_refused_naming_them() -> No
         Agent(scripted.model).subscribe(None)  # type: ignore[arg-type]
 
 
+FUNCTION_ATTRIBUTES = (
+    "get_api_key",
+    "stream_fn",
+    "convert_to_llm",
+    "transform_context",
+    "before_tool_call",
+    "after_tool_call",
+    "should_stop_after_turn",
+    "prepare_next_turn",
+)
+
+
+@pytest.mark.parametrize("name", FUNCTION_ATTRIBUTES)
+def test_a_function_attribute_refuses_a_value_that_is_not_one(name) -> None:
+    """``agent.before_tool_call = 5`` was accepted; the next run then gave the model the tool error
+    "'int' object is not callable" (or failed the run, for transform_context)."""
+    scripted = ScriptedModel([text("ok")])
+    agent = Agent(scripted.model)
+    with pytest.raises(TypeError, match=rf"Agent\.{name} must be a function or None, not int"):
+        setattr(agent, name, 5)
+    assert getattr(agent, name) is None  # unchanged
+    hook = lambda *args: None  # noqa: E731
+    setattr(agent, name, hook)
+    assert getattr(agent, name) is hook and vars(agent)[name] is hook
+    setattr(agent, name, None)
+    assert getattr(agent, name) is None
+
+
+def test_a_hook_assigned_after_construction_is_used() -> None:
+    seen = []
+    scripted = ScriptedModel([tool_call("echo", {}), text("done")])
+    agent = Agent(scripted.model, tools=[_echo_tool("echo")])
+    agent.before_tool_call = lambda ctx, signal=None: seen.append(ctx.tool_call.name)
+    agent.prompt("go")
+    assert seen == ["echo"]
+
+
 def test_messages_must_be_a_list_of_messages() -> None:
     scripted = ScriptedModel([text("ok")])
     with pytest.raises(TypeError, match=r"Agent\(messages=...\) must be a list of messages, not str"):
