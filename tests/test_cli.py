@@ -1354,6 +1354,48 @@ def word_plugin(monkeypatch: pytest.MonkeyPatch) -> _WordPlugin:
     return plugin
 
 
+def test_a_provider_with_ambient_credentials_starts_without_a_key(monkeypatch):
+    """``aws configure`` writes a default profile that no environment variable names; the CLI
+    refused such a setup ("no API key for provider amazon-bedrock") before the provider, which
+    would have found the profile, was asked. A provider declaring ``ambient_credentials = True``
+    is now left to find them (and to say what is missing)."""
+    from agentcore.cli._setup import UsageError, check_api_key
+    from agentcore.plugins import default_plugin_manager
+    from agentcore.providers.base import ENV_API_KEYS
+    from agentcore.types import Model
+
+    for name in ENV_API_KEYS["amazon-bedrock"] + ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+        monkeypatch.delenv(name, raising=False)
+    model = Model(id="m", name="m", api="test-cloud-converse", provider="amazon-bedrock", base_url="")
+    with pytest.raises(UsageError, match='no API key for provider "amazon-bedrock"'):
+        check_api_key(model, None)  # no provider serves the API: refused early, as before
+
+    class Cloud:
+        api = "test-cloud-converse"
+        ambient_credentials = False
+
+        def stream(self, model: Any, context: Any, **options: Any) -> Any:
+            raise AssertionError("not called")
+
+    cloud = Cloud()
+
+    class Plugin:
+        @hookimpl
+        def register_providers(self, register: Any) -> None:
+            register(cloud)
+
+    default_plugin_manager().register(Plugin(), name="cloud")  # the autouse fixture resets it
+    with pytest.raises(UsageError):
+        check_api_key(model, None)  # a provider that does not say so is checked as before
+    cloud.ambient_credentials = "yes"  # type: ignore[assignment]  # only True counts
+    with pytest.raises(UsageError):
+        check_api_key(model, None)
+    cloud.ambient_credentials = True
+    check_api_key(model, None)
+
+
 def test_a_plugin_option_appears_in_run_and_chat_help(word_plugin, capsys):
     for command in ("run", "chat", "rpc"):
         assert main([command, "--help"], stdout=io.StringIO(), stderr=io.StringIO()) == 0

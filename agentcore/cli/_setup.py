@@ -341,12 +341,25 @@ def check_api_key(model: Any, api_key: Optional[str]) -> None:
 
     provider = str(getattr(model, "provider", ""))
     names = ENV_API_KEYS.get(provider)
-    if names and not get_env_api_key(provider):
+    if names and not get_env_api_key(provider) and not finds_own_credentials(model):
         also = f" (or {' or '.join(names[1:])})" if len(names) > 1 else ""
         raise UsageError(
             f'no API key for provider "{provider}": export {names[0]}=...{also}, '
             f"name another variable with --api-key-env NAME, or store one with: agentcore keys set {provider}"
         )
+
+
+def finds_own_credentials(model: Any) -> bool:
+    """True when the provider of ``model``'s wire API declares ``ambient_credentials = True``: it
+    resolves credentials itself (a cloud's chain: a default profile, an instance role, ADC), which
+    no environment check here can foresee; its own error names what is missing."""
+    from ..plugins import UnknownProviderError, get_provider
+
+    try:
+        provider = get_provider(str(getattr(model, "api", "")))
+    except UnknownProviderError:
+        return False
+    return getattr(provider, "ambient_credentials", False) is True
 
 
 @overload
