@@ -335,6 +335,8 @@ def _run_loop(run: _Run, new_messages: List[Any], resume: Optional[_approvals.Re
             emit(TurnEndEvent(message, tool_results))
             run.turn_open = False
             if batch.awaiting:  # the pause: the run settles; approve/deny, then continue_()
+                if signal.aborted:  # came while the others ran: the run is aborted, the waiting calls abandoned
+                    return _finish_aborted(run, new_messages)
                 emit(AgentEndEvent(new_messages))
                 return None
             _apply_turn_update(run, message, tool_results, new_messages)

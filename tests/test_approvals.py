@@ -390,6 +390,40 @@ def test_parallel_tools_still_run_concurrently_beside_a_waiting_call():
     assert [p.tool_call_id for p in agent.pending_approvals] == ["b"]
 
 
+@pytest.mark.parametrize("execution", ["parallel", "sequential"])
+def test_an_abort_while_the_others_run_ends_the_run_aborted_not_paused(execution):
+    """An abort that came while the batch's other calls ran was reported as a pause: no aborted
+    message, no error, the call still pending (and ``ask()`` raised AskPaused)."""
+    started = threading.Event()
+
+    def slow(tool_call_id, args, signal, on_update):
+        started.set()
+        signal.wait(10)
+        return AgentToolResult(content="stopped early" if signal.aborted else "finished")
+
+    waiter = AgentTool("slow", "x", {"type": "object", "properties": {}}, slow)
+    agent, scripted = _agent(
+        [response(call("slow", {}, id="s1"), call("delete", {"path": "/x"}, id="d1")), text("never")],
+        tools=[waiter, delete],
+        tool_execution=execution,
+    )
+    events = []
+    agent.subscribe(events.append)
+    runner = threading.Thread(target=agent.prompt, args=("go",))
+    runner.start()
+    assert started.wait(10)
+    agent.abort()
+    runner.join(10)
+    assert not runner.is_alive()
+    last = agent.messages[-1]
+    assert last.role == "assistant" and last.stop_reason == "aborted"
+    assert agent.state.error_message and agent.pending_approvals == []
+    assert _tool_results(agent)["s1"].content[0].text == "stopped early"
+    assert scripted.calls == 1 and _types(events)[-2:] == ["turn_end", "agent_end"]
+    with pytest.raises(Exception, match="Cannot continue from message role: assistant"):
+        agent.continue_()  # nothing is left waiting: the next prompt starts afresh
+
+
 # --------------------------------------------------------------------------- sessions
 
 
