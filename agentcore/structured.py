@@ -167,7 +167,7 @@ class OutputSpec:
         if self._checker is None:
             self._checker = AgentTool(self.name, "", self.wire_schema, _never)
         try:
-            validated = validate_tool_arguments(self._checker, wire_value)
+            validated = validate_tool_arguments(self._checker, wire_value, coerce_null=False)
         except ToolValidationError as exc:
             raise OutputValidationError(_error_lines(str(exc)), None) from None
         value = validated[_WRAP_KEY] if self.wrapped else validated

@@ -337,14 +337,16 @@ _cache_lock = threading.Lock()
 _fallback_cache: Dict[int, Any] = {}
 
 
-def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
+def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = True) -> Any:
     """Validate ``args`` against ``tool.parameters`` and return a validated, coerced deep copy.
 
     Types are coerced first, as the reference (AJV ``coerceTypes``) does: a numeric string becomes a
     number or integer, ``"true"``/``"false"`` a boolean, a number or boolean a string, ``null`` the
     empty value of the expected type, and a scalar a one-item list where an array is expected. The
     validator (JSON Schema draft 2020-12 unless the schema names another ``$schema``) is compiled
-    once per tool and reused.
+    once per tool and reused. ``coerce_null=False`` leaves every ``null`` as it is, so it fails
+    where the schema does not allow null (structured output: a null answer is not a zero or an
+    empty string the model meant).
 
     Raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
     ``Validation failed for tool "<name>":``, followed by one ``  - <path>: <message>`` line per
@@ -355,7 +357,7 @@ def validate_tool_arguments(tool: AgentTool, args: Any) -> Any:
     cloned = _json_copy(args)
     if simple_check is not None and simple_check(cloned):
         return cloned  # every value has its schema's type already: coercion would change nothing
-    cloned = _coerce(schema, cloned, schema)
+    cloned = _coerce(schema, cloned, schema, 0, coerce_null)
     if (simple_check is not None and simple_check(cloned)) or validator.is_valid(cloned):
         return cloned
     lines = [f'Validation failed for tool "{tool.name}":']
@@ -496,9 +498,10 @@ def _resolve(schema: Any, root: Dict[str, Any]) -> Any:
     return node
 
 
-def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0) -> Any:
-    """Coerce ``value`` (a fresh copy, mutated in place) toward ``schema``; never raises."""
-    if not isinstance(schema, dict) or depth > 32:
+def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0, nulls: bool = True) -> Any:
+    """Coerce ``value`` (a fresh copy, mutated in place) toward ``schema``; never raises.
+    ``nulls=False``: a ``null`` is never coerced (it has no parts to coerce either)."""
+    if not isinstance(schema, dict) or depth > 32 or (value is None and not nulls):
         return value
     schema = _resolve(schema, root)
     types = schema.get("type")
@@ -513,27 +516,27 @@ def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0) -> An
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            value = _coerce_union(branches, value, root, depth)
+            value = _coerce_union(branches, value, root, depth, nulls)
     for sub in schema.get("allOf") or ():
-        value = _coerce(sub, value, root, depth + 1)
+        value = _coerce(sub, value, root, depth + 1, nulls)
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         for k in list(value):
             sub = props.get(k, extra if isinstance(extra, dict) else None)
             if sub is not None:
-                value[k] = _coerce(sub, value[k], root, depth + 1)
+                value[k] = _coerce(sub, value[k], root, depth + 1, nulls)
     elif isinstance(value, list):
         prefix = schema.get("prefixItems") or []
         items = schema.get("items")
         for i, item in enumerate(value):
             sub = prefix[i] if i < len(prefix) else items
             if isinstance(sub, dict):
-                value[i] = _coerce(sub, item, root, depth + 1)
+                value[i] = _coerce(sub, item, root, depth + 1, nulls)
     return value
 
 
-def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: int) -> Any:
+def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: int, nulls: bool = True) -> Any:
     resolved = [_resolve(b, root) for b in branches]
 
     def matches(branch: Any) -> bool:
@@ -544,12 +547,12 @@ def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: 
 
     for branch in resolved:  # a branch of the value's own type: only coerce inside it
         if matches(branch):
-            return _coerce(branch, value, root, depth + 1)
+            return _coerce(branch, value, root, depth + 1, nulls)
     for branch in resolved:  # otherwise the first branch whose type the value coerces to
         t = branch.get("type") if isinstance(branch, dict) else None
         for json_type in [t] if isinstance(t, str) else (t or []):
             if _coerce_scalar(value, json_type) is not _NO:
-                return _coerce(branch, value, root, depth + 1)
+                return _coerce(branch, value, root, depth + 1, nulls)
     return value
 
 

@@ -209,6 +209,33 @@ def test_retries_exhausted_on_text_answers_report_the_value_errors():
     assert caught.value.errors == ["result/1: must be string"] and caught.value.raw == '["a", {"b": 2}]'
 
 
+@pytest.mark.parametrize(
+    "output_type,null_answer,good_answer,expected",
+    [
+        pytest.param(int, "null", "7", 7, id="int"),
+        pytest.param(bool, "null", "true", True, id="bool"),
+        pytest.param(Person, '{"name": "Ann", "age": null}', '{"name": "Ann", "age": 40}', None, id="dataclass"),
+        pytest.param(Person, '{"name": null, "age": 3}', '{"name": "Bo", "age": 3}', None, id="dataclass-str"),
+        pytest.param({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                     '{"n": null}', '{"n": 1}', {"n": 1}, id="schema-dict"),
+    ],
+)  # fmt: skip
+def test_a_null_answer_is_corrected_not_made_an_empty_value(output_type, null_answer, good_answer, expected):
+    """``ask(int)`` answered ``null`` returned 0 (``bool``: False, a dataclass field: 0 or ""), as
+    tool arguments are coerced, without a correction: a value the model never gave."""
+    scripted = ScriptedModel([text(null_answer), text(good_answer)])
+    agent = Agent(scripted.model)
+    value = agent.ask("q", output_type)
+    assert scripted.calls == 2  # the null went back to the model
+    assert "must be" in agent.state.messages[2].text  # the correction names the problem
+    if expected is not None:
+        assert value == expected
+    else:
+        assert isinstance(value, Person) and value.age in (3, 40) and value.name in ("Ann", "Bo")
+    nullable = ScriptedModel([text('{"name": "Cy", "age": 5, "nickname": null}')])
+    assert Agent(nullable.model).ask("q", Person).nickname is None  # Optional: null is a value
+
+
 def test_bad_output_types_fail_before_any_request():
     scripted = ScriptedModel([text("never")])
     agent = Agent(scripted.model)
