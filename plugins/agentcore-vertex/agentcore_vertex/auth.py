@@ -2,8 +2,14 @@
 
 :class:`TokenSource` wraps one ``google.auth.credentials.Credentials`` object and hands out its
 access token, refreshing it *before* it expires (``margin``, 5 minutes by default) so a token never
-runs out in the middle of a long streamed response. Refreshes are serialised by a lock: many
-threads asking at once cause one refresh, and they all get the new token.
+runs out in the middle of a long streamed response. :meth:`TokenSource.apply` adds every header the
+credentials add to a request (``authorization``, and ``x-goog-user-project`` for a quota project).
+
+A refresh runs on a helper (daemon) thread, one at a time: many threads asking at once cause one
+refresh and all get its token. Each caller waits for it or for its abort signal, whichever comes
+first; an aborted caller raises :class:`~agentcore.providers.http.RequestAborted` while the refresh
+goes on, and the next caller waits for that same refresh (and uses its token) instead of starting
+another.
 
 ``google.auth`` is imported on first use, never when the plugin is loaded. Tokens, refresh tokens
 and client secrets never appear in a repr or an exception message.
@@ -13,14 +19,18 @@ from __future__ import annotations
 
 import datetime
 import threading
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, MutableMapping, Optional, Sequence
 
-from agentcore.providers.base import ProviderError, redact
+from agentcore.providers.base import ABORTED_MESSAGE, ProviderError, as_signal, redact, signal_aborted
+from agentcore.providers.http import RequestAborted
 
 __all__ = ["SCOPES", "VertexAuthError", "TokenSource"]
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 DEFAULT_MARGIN = datetime.timedelta(minutes=5)
+#: How often a caller waiting for a refresh checks its abort signal (a ``threading.Event`` signal
+#: has no listeners that could wake it).
+ABORT_POLL_SECONDS = 0.05
 _ADC_HELP = (
     "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
     "service-account key file, or pass api_key= (GOOGLE_CLOUD_API_KEY) for Vertex AI express mode"
@@ -36,8 +46,30 @@ def _utcnow() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
+class _Refresh:
+    """One refresh on its helper thread: ``done`` is set when it ended, ``error`` says why it failed."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: Optional[str] = None
+
+
+def _wait(refresh: _Refresh, signal: Any) -> None:
+    """Block until ``refresh`` ends; raise :class:`RequestAborted` if ``signal`` fires first, and
+    :class:`VertexAuthError` (a new one for each caller) if the refresh failed."""
+    if signal is None:
+        refresh.done.wait()
+    else:
+        while not refresh.done.wait(ABORT_POLL_SECONDS):
+            if signal_aborted(signal):
+                raise RequestAborted(ABORTED_MESSAGE)
+    if refresh.error is not None:
+        raise VertexAuthError(refresh.error)
+
+
 class TokenSource:
-    """Access tokens of ``credentials``, refreshed ``margin`` before expiry; thread-safe.
+    """Access tokens and request headers of ``credentials``, refreshed ``margin`` before expiry;
+    thread-safe.
 
     ``request`` is the google-auth transport used to refresh (default:
     ``google.auth.transport.requests.Request()``); ``clock`` returns the current naive UTC time
@@ -60,6 +92,7 @@ class TokenSource:
         self._clock = clock
         self._lock = threading.Lock()
         self._rejected = False
+        self._refreshing: Optional[_Refresh] = None  # the refresh under way, if any
 
     @classmethod
     def from_adc(cls, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> TokenSource:
@@ -85,24 +118,60 @@ class TokenSource:
         project = getattr(credentials, "project_id", None)  # service-account keys name their project
         return cls(with_scopes_if_required(credentials, list(scopes)), project, **kwargs)
 
-    def token(self) -> str:
+    def token(self, signal: Any = None) -> str:
         """A valid access token (refreshing first when it expires within ``margin``).
 
-        Raises :class:`VertexAuthError` when the refresh fails or yields no token.
+        ``signal`` (an abort signal or ``threading.Event``) ends the wait for a refresh with
+        :class:`RequestAborted`; the refresh itself goes on (see the module docstring). Raises
+        :class:`VertexAuthError` when the refresh fails or yields no token.
         """
+        self._ensure_fresh(signal)
+        return self._current_token()
+
+    def apply(self, headers: MutableMapping[str, str], signal: Any = None) -> None:
+        """Add the credentials' headers to ``headers``: ``authorization`` with a valid token (as
+        :meth:`token`, which also says how it fails) and whatever else google-auth's
+        ``credentials.apply`` adds, e.g. ``x-goog-user-project`` for a quota project."""
+        self._ensure_fresh(signal)
+        self.credentials.apply(headers, token=self._current_token())
+
+    def invalidate(self) -> None:
+        """The server rejected the current token (HTTP 401): the next :meth:`token` or :meth:`apply` refreshes."""
         with self._lock:
-            if self._rejected or self._needs_refresh():
-                self._refresh()
-                self._rejected = False
-            token = getattr(self.credentials, "token", None)
+            self._rejected = True
+
+    def _ensure_fresh(self, signal: Any) -> None:
+        """Start a refresh when the token is missing, rejected or about to expire (unless one is
+        under way already), then wait for the one under way; see :func:`_wait` for failures."""
+        with self._lock:
+            refresh = self._refreshing
+            if refresh is None and (self._rejected or self._needs_refresh()):
+                refresh = self._refreshing = _Refresh()
+                name = "agentcore-vertex-token-refresh"
+                threading.Thread(target=self._run_refresh, args=(refresh,), name=name, daemon=True).start()
+        if refresh is not None:
+            _wait(refresh, as_signal(signal))
+
+    def _current_token(self) -> str:
+        token = getattr(self.credentials, "token", None)
         if not token:
             raise VertexAuthError(f"Vertex AI: the Google Cloud credentials gave no access token; {_ADC_HELP}")
         return str(token)
 
-    def invalidate(self) -> None:
-        """The server rejected the current token (HTTP 401): the next :meth:`token` refreshes."""
-        with self._lock:
-            self._rejected = True
+    def _run_refresh(self, refresh: _Refresh) -> None:
+        """The helper thread's body: refresh, record the outcome, let the next caller start anew."""
+        refreshed = False
+        try:
+            self._refresh()
+            refreshed = True
+        except VertexAuthError as exc:
+            refresh.error = str(exc)
+        finally:
+            with self._lock:
+                self._refreshing = None
+                if refreshed:
+                    self._rejected = False
+            refresh.done.set()
 
     def _needs_refresh(self) -> bool:
         credentials = self.credentials

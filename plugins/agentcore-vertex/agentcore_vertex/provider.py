@@ -8,18 +8,23 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
   streamGenerateContent?alt=sse``; ``base`` is the model's ``base_url`` with ``{location}``
   filled in (catalog models: ``https://{location}-aiplatform.googleapis.com``), and the ``global``
   location's host is ``https://aiplatform.googleapis.com``.
-* Auth: an ``Authorization: Bearer`` token from Application Default Credentials (see
-  :mod:`agentcore_vertex.auth`), or, with an API key (``api_key=`` or ``GOOGLE_CLOUD_API_KEY``),
-  Vertex AI express mode: ``x-goog-api-key`` and the project-less URL
+* Auth, first match wins: an ``api_key`` option chooses Vertex AI express mode; credentials given
+  (option ``credentials``, else the provider's own) choose their token; then
+  ``GOOGLE_CLOUD_API_KEY`` chooses express mode; else Application Default Credentials. With
+  credentials, the headers they add go on the request (``credentials.apply``: ``Authorization:
+  Bearer``, ``x-goog-user-project`` for a quota project; see :mod:`agentcore_vertex.auth`). Express
+  mode sends ``x-goog-api-key`` to the project-less URL
   ``{base}/v1/publishers/google/models/{model}:streamGenerateContent?alt=sse``.
 * Project: option ``project`` > the provider's ``project`` > ``GOOGLE_CLOUD_PROJECT`` >
   ``GCLOUD_PROJECT`` > the project the credentials name. Location: option ``location`` > the
   provider's ``location`` > the region of a concrete ``base_url`` (``https://europe-west4-aiplatform
   .googleapis.com``) > ``GOOGLE_CLOUD_LOCATION``. Missing either ends the stream with an error
-  naming what to set.
+  naming what to set. Express mode needs neither and ignores ``GOOGLE_CLOUD_LOCATION``: it uses
+  the ``global`` host unless the options, the provider or a concrete ``base_url`` name a location.
 
 Failures (missing configuration, no credentials, a failed refresh, HTTP errors) end the stream with
-an ``error`` event, as for every wire API; tokens and keys never appear in its message. With ADC, a
+an ``error`` event, as for every wire API; tokens and keys never appear in its message. An abort
+while the token refreshes ends it at once with the usual ``aborted`` result. With credentials, a
 ``401`` before any content refreshes the token and retries once.
 """
 
@@ -133,7 +138,8 @@ def request_url(model: Any, location: str, project: Optional[str] = None) -> str
 class VertexProvider(WireProvider):
     """The ``google-vertex`` provider registered by the plugin.
 
-    ``credentials`` (a google-auth credentials object) replaces Application Default Credentials;
+    ``credentials`` (a google-auth credentials object) replaces Application Default Credentials and
+    wins over ``GOOGLE_CLOUD_API_KEY`` (only an ``api_key`` option still chooses express mode);
     ``project``/``location`` set defaults below the per-request options. The ADC token source is
     created on the first request and kept by this provider instance; credentials passed per request
     (option ``credentials``) get their own source, kept while the object lives.
@@ -143,6 +149,9 @@ class VertexProvider(WireProvider):
     error_style = "google"
     #: The options this provider reads beyond agentcore's StreamOptions: ``Agent(project=...)``,
     #: ``-o location global`` and ``stream(..., credentials=...)`` all reach it.
+    #: credentials come from the provider's own chain (ADC, a service account, an attached
+    #: account): the command line's key-variable check leaves them to it
+    ambient_credentials = True
     stream_options = {
         "project": "Google Cloud project (else the provider's, GOOGLE_CLOUD_PROJECT, the credentials')",
         "location": "Vertex AI location, e.g. us-central1 or global (else GOOGLE_CLOUD_LOCATION)",
@@ -161,6 +170,7 @@ class VertexProvider(WireProvider):
         self.project = project
         self.location = location
         self.scopes = tuple(scopes)
+        self._has_credentials = credentials is not None
         self._lock = threading.Lock()
         self._default: Optional[TokenSource] = (
             TokenSource.for_credentials(credentials, self.scopes) if credentials is not None else None
@@ -168,13 +178,20 @@ class VertexProvider(WireProvider):
         self._sources: weakref.WeakKeyDictionary[Any, TokenSource] = weakref.WeakKeyDictionary()
 
     def stream(self, model: Any, context: Any, **options: Any) -> Any:
-        # Vertex auth does not depend on the model's provider name: without a key, use ADC. The
-        # marker keeps the skeleton's provider-name key lookup from failing before we get to it.
+        # Vertex auth does not depend on the model's provider name: without a key, use credentials.
+        # The marker keeps the skeleton's provider-name key lookup from failing before we get to it.
         if not options.get("api_key"):
-            options["api_key"] = os.environ.get(API_KEY_ENV) or AUTHENTICATED
+            options["api_key"] = self._ambient_key(options) or AUTHENTICATED
         if options["api_key"] != AUTHENTICATED:
             return super().stream(model, context, **options)
         return ProviderStream(self._retry_rejected_token(model, context, options))
+
+    def _ambient_key(self, options: Mapping[str, Any]) -> Optional[str]:
+        """``GOOGLE_CLOUD_API_KEY``, or None when credentials were given (option or constructor):
+        the environment's key is a fallback and never overrides credentials chosen in code."""
+        if options.get("credentials") is not None or self._has_credentials:
+            return None
+        return os.environ.get(API_KEY_ENV)
 
     def _retry_rejected_token(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         """ADC mode: a 401 before any content means the token was revoked or rotated before its
@@ -210,14 +227,14 @@ class VertexProvider(WireProvider):
         body = build_request_body(model, context, **options)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         location_option = options.get("location") or self.location
-        if api_key and api_key != AUTHENTICATED:  # express mode
-            location = resolve_location(model, location_option, default="global")
+        if api_key and api_key != AUTHENTICATED:  # express mode: GOOGLE_CLOUD_LOCATION is ADC's
+            location = resolve_location(model, location_option, env={}, default="global")
             headers["x-goog-api-key"] = api_key
             return WireRequest(request_url(model, location), headers, body)
         location = resolve_location(model, location_option)
         source = self.token_source(options.get("credentials"))
         project = resolve_project(options.get("project") or self.project, credentials_project=source.project)
-        headers["authorization"] = f"Bearer {source.token()}"
+        source.apply(headers, options.get("signal"))
         return WireRequest(request_url(model, location, project), headers, body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:

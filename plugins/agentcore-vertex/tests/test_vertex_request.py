@@ -14,6 +14,7 @@ from agentcore_vertex.provider import resolve_location, resolve_project
 from vertex_helpers import FakeCredentials
 
 from agentcore.providers.google import build_request_body
+from agentcore.providers.http import RequestAborted
 from agentcore.types import AgentContext, Model, UserMessage
 
 TEMPLATE = "https://{location}-aiplatform.googleapis.com"
@@ -91,6 +92,32 @@ def test_api_key_is_express_mode_without_project():
     request = _request(provider, api_key="AQ.express-key-123")
     assert request.url == "https://aiplatform.googleapis.com/v1" + PATH
     assert request.headers["x-goog-api-key"] == "AQ.express-key-123" and "authorization" not in request.headers
+
+
+def test_express_mode_ignores_google_cloud_location(monkeypatch):
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")  # set for ADC requests
+    provider = VertexProvider()
+    assert _request(provider, api_key="AQ.k").url == "https://aiplatform.googleapis.com/v1" + PATH
+    # a location given in code or by a concrete base_url still picks the regional host
+    regional = "https://europe-west4-aiplatform.googleapis.com/v1" + PATH
+    assert _request(provider, api_key="AQ.k", location="europe-west4").url == regional
+    assert _request(VertexProvider(location="europe-west4"), api_key="AQ.k").url == regional
+    concrete = dataclasses.replace(FLASH, base_url="https://europe-west4-aiplatform.googleapis.com")
+    assert _request(provider, concrete, api_key="AQ.k").url == regional
+
+
+def test_every_header_of_the_credentials_is_sent():  # x-goog-user-project: the quota project
+    creds = google.oauth2.credentials.Credentials(token="ya29.user-token", quota_project_id="billing-proj")
+    request = _request(VertexProvider(creds, project="my-proj", location="us-central1"))
+    applied = {}
+    creds.apply(applied)
+    assert applied.items() <= request.headers.items()
+    assert request.headers == {
+        "authorization": "Bearer ya29.user-token",
+        "x-goog-user-project": "billing-proj",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+    }
 
 
 def test_stream_takes_the_key_from_google_cloud_api_key(monkeypatch):
@@ -177,6 +204,33 @@ def test_many_threads_share_one_refresh():
     assert tokens == ["ya29.only"] * 8 and creds.refreshes == 1
 
 
+def test_an_abort_ends_the_wait_for_a_refresh_not_the_refresh():
+    creds = FakeCredentials("ya29.late-token")
+    creds.hold = threading.Event()
+    source = TokenSource(creds, request=object())
+    aborted = threading.Event()  # a threading.Event signal: polled, it has no listeners
+    outcome = []
+
+    def ask():
+        try:
+            outcome.append(source.token(aborted))
+        except RequestAborted as exc:
+            outcome.append(exc)
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    try:
+        assert creds.refresh_started.wait(10)
+        aborted.set()
+        asker.join(5)
+        assert not asker.is_alive(), "the abort waited for the refresh"
+        assert [str(o) for o in outcome] == ["Request was aborted"]
+    finally:
+        creds.hold.set()
+    # the refresh went on; the next caller gets its token, with no second refresh
+    assert source.token() == "ya29.late-token" and creds.refreshes == 1
+
+
 def test_refresh_failure_is_clear_and_never_shows_the_token():
     creds = FakeCredentials("ya29.secret-old-token", lifetime=datetime.timedelta(seconds=0))
     source = TokenSource(creds, request=object())
@@ -193,3 +247,26 @@ def test_reprs_never_show_tokens():
     provider = VertexProvider(creds, project="p", location="us-central1")
     assert "ya29" not in repr(provider) and "ya29" not in repr(provider.token_source())
     assert repr(provider) == "<VertexProvider api='google-vertex' project='p' location='us-central1'>"
+
+
+def test_the_command_line_leaves_credentials_to_the_provider(monkeypatch):
+    """A service-account file with ``-o project``/``-o location`` (the README's form), an attached
+    account or ADC without GOOGLE_CLOUD_LOCATION: the CLI's key-variable check refused them all
+    ("no API key for provider google-vertex") before the provider, which finds them, was asked."""
+    from agentcore_vertex import plugin
+
+    from agentcore.cli._setup import check_api_key
+    from agentcore.plugins import default_plugin_manager
+
+    for name in ("GOOGLE_CLOUD_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_LOCATION"):
+        monkeypatch.delenv(name, raising=False)
+    manager = default_plugin_manager()
+    if manager.registry("provider").get("google-vertex") is None:  # not installed: register it as pip would
+        manager.register(plugin, name="vertex-under-test")
+    try:
+        model = next(m for m in manager.models("google-vertex"))
+        assert VertexProvider.ambient_credentials is True
+        check_api_key(model, None)  # no UsageError
+    finally:
+        if manager.get_plugin("vertex-under-test") is not None:
+            manager.unregister(name="vertex-under-test")

@@ -4,7 +4,9 @@ format), HTTP errors, abort, an end-to-end Agent run with tool calls, and no tok
 from __future__ import annotations
 
 import json
+import threading
 
+import google.auth
 import google.oauth2.credentials
 import pytest
 from agentcore_vertex import VertexProvider
@@ -331,6 +333,85 @@ def test_express_mode_sends_the_key_and_no_bearer(server):
     assert result.text == "ok"
     assert request.path == "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
     assert request.headers["x-goog-api-key"] == "AQ.express-key-0123456789" and "authorization" not in request.headers
+
+
+def test_credentials_given_in_code_win_over_google_cloud_api_key(server, monkeypatch):
+    """GOOGLE_CLOUD_API_KEY is a fallback: credentials passed to the provider or as the option
+    keep their bearer token and project path; only an api_key option still means express mode."""
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", "AQ.ambient-key-0123456789")
+    server.replies += [Reply(body=OK_BODY) for _ in range(4)]
+    model, ctx = _model(server), AgentContext(messages=[UserMessage(content="hi")])
+    creds = google.oauth2.credentials.Credentials(token=TOKEN)
+    where = {"project": "my-proj", "location": "us-central1"}
+    _run(VertexProvider(creds, **where), model, ctx)
+    _run(VertexProvider(), model, ctx, credentials=creds, **where)
+    _run(VertexProvider(creds, **where), model, ctx, api_key="AQ.explicit-key-0123456789")
+    _run(VertexProvider(), model, ctx)
+    express = "/v1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
+    assert [r.path for r in server.requests] == [_vertex_path("gemini-2.0-flash")] * 2 + [express] * 2
+    assert [(r.headers.get("authorization"), r.headers.get("x-goog-api-key")) for r in server.requests] == [
+        (f"Bearer {TOKEN}", None),
+        (f"Bearer {TOKEN}", None),
+        (None, "AQ.explicit-key-0123456789"),
+        (None, "AQ.ambient-key-0123456789"),
+    ]
+
+
+@pytest.mark.parametrize("where", ["adc-file", "environment"])
+def test_the_quota_project_of_adc_user_credentials_is_sent(server, monkeypatch, tmp_path, where):
+    """User ADC after ``gcloud auth application-default set-quota-project`` (the file names it)
+    or with GOOGLE_CLOUD_QUOTA_PROJECT: the refreshed token and x-goog-user-project both go out."""
+    info = {
+        "type": "authorized_user",
+        "client_id": "client-id.apps.googleusercontent.com",
+        "client_secret": "client-secret-0123456789",
+        "refresh_token": "1//refresh-token-0123456789",
+    }
+    if where == "adc-file":
+        info["quota_project_id"] = "billing-proj"
+    else:
+        monkeypatch.setenv("GOOGLE_CLOUD_QUOTA_PROJECT", "billing-proj")
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps(info), encoding="utf-8")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(adc))
+    credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    credentials = credentials.with_token_uri(f"{server.url}/token")  # user ADC files always name Google's
+    grant = {"access_token": TOKEN, "expires_in": 3600, "token_type": "Bearer"}
+    server.replies += [Reply(body=json.dumps(grant), content_type="application/json"), Reply(body=OK_BODY)]
+    provider = VertexProvider(credentials, project="my-proj", location="us-central1")
+    result, _ = _run(provider, _model(server), AgentContext(messages=[UserMessage(content="hi")]))
+    token_request, vertex_request = server.requests
+    assert result.text == "ok" and token_request.path == "/token"
+    assert vertex_request.headers["authorization"] == f"Bearer {TOKEN}"
+    assert vertex_request.headers["x-goog-user-project"] == "billing-proj"
+
+
+def test_abort_while_the_token_refreshes_ends_the_stream_at_once(server):
+    """A slow refresh (an unreachable token endpoint waits up to google-auth's 120 s) does not hold
+    an aborted stream; the refresh goes on, and the next stream uses its token."""
+    creds = FakeCredentials("ya29.slow-token")
+    creds.hold = threading.Event()
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    server.replies.append(Reply(body=OK_BODY))
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    controller = AbortController()
+    results = []
+    first = threading.Thread(
+        target=lambda: results.append(_run(provider, _model(server), ctx, signal=controller.signal)), daemon=True
+    )
+    first.start()
+    try:
+        assert creds.refresh_started.wait(10)
+        controller.abort()
+        first.join(5)
+        assert not first.is_alive(), "the stream waited for the refresh to return"
+    finally:
+        creds.hold.set()
+    ((aborted, types),) = results
+    assert types == ["error"] and aborted.stop_reason == "aborted" and aborted.error_message == "Request was aborted"
+    result, _ = _run(provider, _model(server), ctx)
+    assert result.text == "ok" and creds.refreshes == 1
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.slow-token"]
 
 
 def test_loading_the_plugin_imports_no_wire_code_and_no_google_auth():
