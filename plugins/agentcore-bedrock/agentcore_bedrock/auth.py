@@ -5,7 +5,8 @@
   (``https://bedrock-runtime.<region>.amazonaws.com``). None of them: :class:`BedrockConfigError`.
 * Endpoint: ``endpoint_url=`` option, else the model's ``base_url`` when it is not a standard
   ``bedrock-runtime.<region>.amazonaws.com`` host (a proxy, a VPC endpoint, a local test server),
-  else ``https://bedrock-runtime.<region>.amazonaws.com`` for the resolved region.
+  else ``https://bedrock-runtime.<region>.amazonaws.com`` for the resolved region
+  (``bedrock-runtime-fips.<region>...`` when the model's ``base_url`` is a FIPS host).
 * Authentication, first that applies: a Bedrock API key (``api_key=`` or
   ``AWS_BEARER_TOKEN_BEDROCK``) sent as ``Authorization: Bearer``; ``AWS_BEDROCK_SKIP_AUTH=1``
   (proxies that add their own credentials: signed with dummy keys, as the reference does); else
@@ -15,19 +16,25 @@
 
 botocore sessions are cached per profile (:data:`_credentials`): resolving the chain can cost a
 metadata-service round trip, and botocore refreshes temporary credentials itself. Tests reset it
-with :func:`clear_credentials_cache`. Secrets never appear in messages or reprs.
+with :func:`clear_credentials_cache`. Secrets never appear in messages or reprs:
+:attr:`SignedRequest.secrets` holds the secret key, the session token, every credential header
+value (``Authorization`` whole) and the SigV4 signature alone, for the error messages' redaction;
+while SigV4 signs with ``botocore.auth`` at DEBUG, a filter scoped to that one signature turns
+the secrets of botocore's canonical-request and signature records into ``***``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
-from agentcore.providers.base import clean_api_key
+from agentcore.providers.base import clean_api_key, redact, secret_header_values
 
 __all__ = [
     "BedrockConfigError",
@@ -44,7 +51,7 @@ __all__ = [
 SIGNING_NAME = "bedrock"
 BEARER_TOKEN_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 _AUTHENTICATED = "<authenticated>"  # the core's marker for "ambient credentials exist"
-_STANDARD_HOST = re.compile(r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
+_STANDARD_HOST = re.compile(r"^bedrock-runtime(-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 
 _NO_CREDENTIALS = (
     "no AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
@@ -77,9 +84,14 @@ class SignedRequest:
         return f"SignedRequest(url={self.url!r}, headers={sorted(self.headers)!r}, region={self.region!r})"
 
 
+def _standard_host(url: str) -> Optional[re.Match[str]]:
+    """The match of a standard ``bedrock-runtime[-fips].<region>.amazonaws.com`` host, or None."""
+    return _STANDARD_HOST.match((urlsplit(url).hostname or "") if url else "")
+
+
 def _region_of_url(url: str) -> Optional[str]:
-    match = _STANDARD_HOST.match((urlsplit(url).hostname or "") if url else "")
-    return match.group(1) if match else None
+    match = _standard_host(url)
+    return match.group(2) if match else None
 
 
 def resolve_region(model: Any, options: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> str:
@@ -109,15 +121,18 @@ def _profile_region(profile: Optional[str]) -> Optional[str]:
 
 
 def endpoint_url(model: Any, region: str, options: Mapping[str, Any]) -> str:
-    """The endpoint base URL (no trailing slash)."""
+    """The endpoint base URL (no trailing slash). A standard ``base_url`` follows ``region`` and
+    keeps its FIPS choice: ``bedrock-runtime-fips.<region>.amazonaws.com`` stays a FIPS host."""
     explicit = options.get("endpoint_url")
     if explicit:
         return str(explicit).rstrip("/")
     base = (getattr(model, "base_url", "") or "").rstrip("/")
-    if base and _region_of_url(base) is None:
+    match = _standard_host(base)
+    if base and match is None:
         return base
+    fips = (match.group(1) or "") if match else ""
     suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
-    return f"https://bedrock-runtime.{region}{suffix}"
+    return f"https://bedrock-runtime{fips}.{region}{suffix}"
 
 
 def request_url(base: str, model_id: str) -> str:
@@ -220,9 +235,60 @@ def sign_request(
     from botocore.awsrequest import AWSRequest
 
     request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
-    SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
-    secrets = [s for s in (credentials.secret_key, credentials.token) if s]
-    return SignedRequest(url, dict(request.headers.items()), body, secrets, region)
+    secrets = [s for s in (credentials.secret_key, credentials.token) if s] + secret_header_values(headers)
+    with _redacted_signing_logs(secrets):
+        SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
+    signed = dict(request.headers.items())
+    secrets += secret_header_values(signed)  # the Authorization value and x-amz-security-token
+    secrets.append(signature_parts(signed["Authorization"])[2])  # a server may echo the signature alone
+    return SignedRequest(url, signed, body, secrets, region)
+
+
+# --------------------------------------------------------------------------- botocore's DEBUG records
+
+_SIGNING_LOGGER = "botocore.auth"
+_filters_lock = threading.Lock()
+
+
+class _SigningLogRedactor(logging.Filter):
+    """Rewrites the records of ``botocore.auth`` while one request is signed: at DEBUG botocore
+    logs the canonical request (every signed header value, ``x-amz-security-token`` too) and the
+    signature. The known ``secrets`` become ``***`` and the ``Signature:`` record loses its value;
+    every record is kept (a filter that drops nothing, so handlers still see the signing steps)."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        super().__init__(_SIGNING_LOGGER)
+        self._secrets = [s for s in secrets if s]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a record botocore formatted badly: leave it to the handler's error path
+            return True
+        if text.startswith("Signature:"):
+            text = "Signature:\n***"
+        record.msg, record.args = redact(text, self._secrets), None
+        return True
+
+
+@contextmanager
+def _redacted_signing_logs(secrets: Iterable[str]) -> Iterator[None]:
+    """While the body runs, :class:`_SigningLogRedactor` filters ``botocore.auth``'s records; it
+    is removed afterwards, also when signing raises. Nothing is installed unless that logger
+    would emit DEBUG records. The logger's filter list is replaced, never changed in place, so a
+    record being filtered on another thread meanwhile still sees every filter it started with."""
+    logger = logging.getLogger(_SIGNING_LOGGER)
+    if not logger.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    redactor = _SigningLogRedactor(secrets)
+    with _filters_lock:
+        logger.filters = [*logger.filters, redactor]
+    try:
+        yield
+    finally:
+        with _filters_lock:
+            logger.filters = [f for f in logger.filters if f is not redactor]
 
 
 def signature_parts(authorization: str) -> Tuple[str, List[str], str]:

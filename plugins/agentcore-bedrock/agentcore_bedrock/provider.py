@@ -12,6 +12,10 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   connect, retries of connection errors, 408/409/429/5xx with ``retry-after``, ``max_retries``).
   AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``) become
   ``"<status> <ErrorType>: <message>"``.
+* A 2xx answer whose ``Content-Type`` is neither ``application/vnd.amazon.eventstream`` nor
+  ``application/octet-stream`` (a proxy's JSON or HTML) is read (at most 256 KiB) and reported as
+  ``"200 <message> (the server answered application/json, not an event stream)"``, as the core's
+  wire APIs report theirs; an answer without a ``Content-Type`` is left to the decoder.
 * The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
   ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
@@ -64,6 +68,8 @@ API = "bedrock-converse-stream"
 _DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-json serializer sends
 
 
+_EVENT_STREAM = "application/vnd.amazon.eventstream"
+_MAX_BODY_TEXT = 256 * 1024  # of a 2xx answer that is not an event stream, read to report it
 _GAVE_UP = re.compile(r" \(gave up after \d+ attempts?, max_retries=\d+\)$")
 
 
@@ -89,6 +95,36 @@ def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, 
     return f"{status} {kind}: {text}" if kind else f"{status} {text}"
 
 
+def _not_an_event_stream(response: Any, signal: Any) -> Optional[str]:
+    """The error text of a 2xx answer that is not an AWS event stream (a proxy's or gateway's
+    JSON or HTML), or None when it is one, or says nothing of its type (then the decoder judges).
+    Reads at most :data:`_MAX_BODY_TEXT` bytes of the body, stopping early on an abort."""
+    kind = str(response.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if kind in ("", _EVENT_STREAM, "application/octet-stream"):
+        return None
+    kept: List[bytes] = []
+    size = 0
+    for chunk in http.iter_body(response):
+        kept.append(chunk[: _MAX_BODY_TEXT - size])
+        size += len(kept[-1])
+        if size >= _MAX_BODY_TEXT or signal_aborted(signal):
+            break
+    text = b"".join(kept).decode("utf-8", "replace")
+    status = response.status_code
+    message = format_aws_error(http.format_http_error(status, text, "raw"), status, response.headers)
+    return f"{message} (the server answered {kind}, not an event stream)"
+
+
+def _check_event_stream(response: Any, signal: Any) -> None:
+    """Raise :class:`ProviderError` (:func:`_not_an_event_stream`'s text) unless the 2xx answer
+    can be an event stream; an abort while reading raises :class:`~agentcore.providers.http.RequestAborted`."""
+    problem = _not_an_event_stream(response, signal)
+    if signal_aborted(signal):
+        raise http.RequestAborted(ABORTED_MESSAGE)
+    if problem is not None:
+        raise ProviderError(problem)
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, (BedrockConfigError, EventStreamError, ValueError)):
         return str(exc)
@@ -101,6 +137,9 @@ class BedrockProvider:
     api = API
     #: The options this provider reads beyond agentcore's StreamOptions: ``Agent(region=...)``,
     #: ``-o region eu-west-1`` and ``stream(..., region=...)`` all reach it.
+    #: credentials come from botocore's chain (a default profile, SSO, an instance or container
+    #: role): the command line's key-variable check leaves them to it
+    ambient_credentials = True
     stream_options = {
         "region": "AWS region of the endpoint (else AWS_REGION, AWS_DEFAULT_REGION, the profile's)",
         "profile": "AWS profile for the credentials and region (else AWS_PROFILE)",
@@ -195,6 +234,7 @@ class BedrockProvider:
         fully_read = False
         try:
             with http.close_on_abort(response, signal):
+                _check_event_stream(response, signal)
                 decoder = EventStreamDecoder()
                 for chunk in http.iter_body(response):
                     for message in decoder.feed(chunk):

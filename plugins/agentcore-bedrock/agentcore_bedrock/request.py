@@ -4,9 +4,13 @@ Follows the reference (pi-ai's ``amazon-bedrock`` provider) and the AWS Converse
 
 * ``system``: one text block, plus a ``cachePoint`` for models with prompt caching;
 * ``messages``: user text/images, assistant text / ``reasoningContent`` / ``toolUse``, tool results
-  as ``toolResult`` blocks (consecutive results share one user message, as Bedrock requires);
-  blank texts and empty assistant turns are dropped (Bedrock rejects them); a ``cachePoint`` ends
-  the last user message for models with prompt caching;
+  as ``toolResult`` blocks; blank texts and empty turns are dropped (Bedrock rejects them), and
+  neighbouring messages of one role are merged into one (Bedrock requires alternating roles: tool
+  results and a steering message after them, or two user messages around a dropped failed turn,
+  become one user message, its ``toolResult`` blocks first); a ``cachePoint`` ends the last user
+  message for models with prompt caching;
+* images only for models with ``"image"`` in ``model.input``: for others they are dropped (as
+  every core wire API does), a tool result left without content saying that an image was omitted;
 * ``inferenceConfig``: ``maxTokens`` (``max_tokens=`` or ``min(model.max_tokens, 32000)``, raised
   for the thinking budget) and ``temperature`` (not while Claude thinks: it must be 1 then);
 * ``toolConfig``: ``toolSpec`` with the parameters as ``inputSchema.json``; ``tool_choice=``
@@ -16,7 +20,8 @@ Follows the reference (pi-ai's ``amazon-bedrock`` provider) and the AWS Converse
 * ``requestMetadata`` from ``request_metadata=``.
 
 Only the reference's cases are special-cased by model id (Claude's signatures and caching).
-Unsupported images raise :class:`ValueError` naming the MIME type.
+An image of a type Bedrock does not take raises :class:`ValueError` naming the MIME type (for a
+model that takes images; others never see them).
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ __all__ = [
     "supports_prompt_caching",
     "supports_adaptive_thinking",
     "REDACTED_TEXT",
+    "OMITTED_IMAGE_TEXT",
     "DEFAULT_BUDGETS",
 ]
 
 REDACTED_TEXT = "[Reasoning redacted]"
+OMITTED_IMAGE_TEXT = "(image omitted: this model does not accept images)"
 DEFAULT_BUDGETS = reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
 _IMAGE_FORMATS = {
     "image/jpeg": "jpeg",
@@ -115,7 +122,13 @@ def _image(block: ImageContent) -> Dict[str, Any]:
     return {"image": {"format": image_format, "source": {"bytes": block.data}}}
 
 
-def _user_blocks(content: Any) -> List[Dict[str, Any]]:
+def _accepts_images(model: Any) -> bool:
+    """Whether ``model`` takes image input (``"image"`` in ``model.input``), as the core decides."""
+    return "image" in tuple(getattr(model, "input", ()) or ())
+
+
+def _user_blocks(content: Any, allow_images: bool) -> List[Dict[str, Any]]:
+    """Non-blank texts and, when ``allow_images``, images; possibly empty."""
     if isinstance(content, str):
         return [{"text": sanitize_surrogates(content)}] if content.strip() else []
     blocks = []
@@ -123,7 +136,7 @@ def _user_blocks(content: Any) -> List[Dict[str, Any]]:
         if isinstance(block, TextContent):
             if block.text.strip():
                 blocks.append({"text": sanitize_surrogates(block.text)})
-        elif isinstance(block, ImageContent):
+        elif isinstance(block, ImageContent) and allow_images:
             blocks.append(_image(block))
     return blocks
 
@@ -157,13 +170,21 @@ def _reasoning_block(block: ThinkingContent, claude: bool) -> List[Dict[str, Any
     return [{"reasoningContent": {"reasoningText": {"text": text, "signature": block.thinking_signature}}}]
 
 
-def _tool_result(message: Any) -> Dict[str, Any]:
+def _tool_result(message: Any, allow_images: bool) -> Dict[str, Any]:
+    """One ``toolResult`` block; without ``allow_images`` its images are dropped, and a result that
+    held nothing else says so (:data:`OMITTED_IMAGE_TEXT`) rather than going out empty."""
     content = []
+    omitted = False
     for block in message.content:
         if isinstance(block, ImageContent):
-            content.append(_image(block))
+            if allow_images:
+                content.append(_image(block))
+            else:
+                omitted = True
         elif isinstance(block, TextContent):
             content.append({"text": sanitize_surrogates(block.text)})
+    if omitted and not content:
+        content.append({"text": OMITTED_IMAGE_TEXT})
     return {
         "toolResult": {
             "toolUseId": message.tool_call_id,
@@ -173,33 +194,35 @@ def _tool_result(message: Any) -> Dict[str, Any]:
     }
 
 
+def _append(out: List[Dict[str, Any]], role: str, blocks: List[Dict[str, Any]]) -> None:
+    """Add ``blocks`` as a ``role`` message, or to the last message when it has that role already
+    (Bedrock answers 400 "A conversation must alternate between user and assistant roles" to
+    neighbouring messages of one role). Nothing is added for no blocks: Bedrock rejects empty
+    messages."""
+    if not blocks:
+        return
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": role, "content": blocks})
+
+
 def convert_messages(
     model: Any, messages: List[Any], cache_point: Optional[Dict[str, Any]] = None
 ) -> List[Dict[str, Any]]:
-    """Agent messages -> Converse ``messages`` (see the module docstring)."""
+    """Agent messages -> Converse ``messages`` with alternating roles (see the module docstring).
+
+    Raises :class:`ValueError` for an image type Bedrock does not accept."""
+    allow_images = _accepts_images(model)
     out: List[Dict[str, Any]] = []
-    results: List[Dict[str, Any]] = []
-
-    def flush_results() -> None:
-        if results:
-            out.append({"role": "user", "content": list(results)})
-            results.clear()
-
     for message in transform_messages(messages, model, normalize_tool_call_id):
         role = role_of(message)
         if role == "toolResult":
-            results.append(_tool_result(message))
-            continue
-        flush_results()
-        if role == "user":
-            blocks = _user_blocks(message.content)
+            _append(out, "user", [_tool_result(message, allow_images)])
+        elif role == "user":
+            _append(out, "user", _user_blocks(message.content, allow_images))
         elif role == "assistant":
-            blocks = _assistant_blocks(message, model)
-        else:
-            continue
-        if blocks:
-            out.append({"role": role, "content": blocks})
-    flush_results()
+            _append(out, "assistant", _assistant_blocks(message, model))
     if cache_point and out and out[-1]["role"] == "user" and supports_prompt_caching(model):
         out[-1]["content"].append(dict(cache_point))
     return out

@@ -13,15 +13,19 @@ Events (``:message-type`` ``event``, named by ``:event-type``, JSON payloads):
 * ``metadata``: usage (input, output, cache read/write, total) with the cost from the model's prices.
 
 Blocks are routed by Bedrock's ``contentBlockIndex``. Exceptions (``:message-type`` ``exception``,
-named by ``:exception-type``) raise :class:`BedrockStreamException`; a stream that ends without
-``messageStop`` raises :class:`~agentcore.providers.base.ProviderError` in :meth:`finish`.
+named by ``:exception-type``) raise :class:`BedrockStreamException` (the payload's JSON
+``message``, or the payload itself when it is plain text); a stream that ends without
+``messageStop`` raises :class:`~agentcore.providers.base.ProviderError` in :meth:`finish`. So does
+a payload of the wrong shape, before it changes the output, naming the event and the field:
+``malformed Bedrock contentBlockDelta event: delta.text is the number 5, expected a string``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from agentcore.providers.base import ProviderError, StreamWriter, parse_json_event
+from agentcore.providers.base import MAPPINGS, ProviderError, StreamWriter, parse_json_event
 from agentcore.types import TextContent, ThinkingContent, ToolCall, Usage
 
 from .eventstream import EventStreamMessage
@@ -77,14 +81,91 @@ def map_stop_reason(reason: Optional[str]) -> str:
     return _STOP_REASONS.get(reason or "", "error")
 
 
-def _payload(message: EventStreamMessage, what: str) -> Any:
-    if not message.payload:
-        return {}
+def _payload_text(message: EventStreamMessage, what: str) -> str:
     try:
-        text = message.payload.decode("utf-8")
+        return message.payload.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ProviderError(f"Bedrock {what} event payload is not UTF-8: {exc}") from None
-    return parse_json_event(text, f"Bedrock {what} event")  # the core's fast path for one small object
+
+
+def _payload(message: EventStreamMessage, what: str) -> Mapping[str, Any]:
+    """The JSON object of an event frame (``{}`` for none); :class:`ProviderError` naming the event
+    when it is not UTF-8, not JSON, or JSON of another shape."""
+    if not message.payload:
+        return {}
+    data = parse_json_event(_payload_text(message, what), f"Bedrock {what} event")  # the core's fast path
+    if not isinstance(data, MAPPINGS):
+        raise ProviderError(f"malformed Bedrock {what} event: the payload is {_kind(data)}, not a JSON object")
+    return data
+
+
+def _exception_text(message: EventStreamMessage, name: str) -> str:
+    """An exception frame's message: its JSON ``message``, or the payload itself when that is not
+    a JSON object (``Rate exceeded`` as plain text), so the exception keeps its name and retry."""
+    text = _payload_text(message, name).strip()
+    try:
+        data = json.loads(text) if text else {}
+    except ValueError:
+        return text
+    if not isinstance(data, MAPPINGS):
+        return text
+    return str(data.get("message") or data.get("Message") or "")
+
+
+def _kind(value: Any) -> str:
+    """How a malformed field reads in an error: ``null``, ``a list``, ``the string 'oops'``..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, MAPPINGS) else f"a {type(value).__name__}"
+
+
+def _malformed(event: str, field: str, value: Any, expected: str) -> ProviderError:
+    return ProviderError(f"malformed Bedrock {event} event: {field} is {_kind(value)}, expected {expected}")
+
+
+def _object(data: Mapping[str, Any], key: str, event: str, within: str = "") -> Mapping[str, Any]:
+    """``data[key]`` as an object; ``{}`` when absent or null. Raises :class:`ProviderError` naming
+    ``event`` and the field (``within`` + ``key``) for another type."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, MAPPINGS):
+        raise _malformed(event, within + key, value, "an object")
+    return value
+
+
+def _text(data: Mapping[str, Any], key: str, event: str, within: str = "") -> Optional[str]:
+    """``data[key]`` as a string, None when absent or null. Raises like :func:`_object`."""
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise _malformed(event, within + key, value, "a string")
+
+
+def _integer(data: Mapping[str, Any], key: str, event: str, default: int, within: str = "") -> int:
+    """``data[key]`` as an integer (a whole number, or digits in a string); ``default`` when absent.
+    Raises like :func:`_object` for null and anything else."""
+    value = data.get(key, default)
+    if type(value) is int:  # what Bedrock sends; bool, a subclass of int, is not a count
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    raise _malformed(event, within + key, value, "an integer")
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    """A token count of a ``metadata`` event's ``usage``: absent or null is 0, else an integer."""
+    return 0 if usage.get(key) is None else _integer(usage, key, "metadata", 0, "usage.")
 
 
 class BedrockStreamState:
@@ -108,9 +189,7 @@ class BedrockStreamState:
         kind = message.message_type
         if kind == "exception":
             name = str(message.headers.get(":exception-type") or "exception")
-            data = _payload(message, name)
-            text = data.get("message") or data.get("Message") or "" if isinstance(data, Mapping) else str(data)
-            raise BedrockStreamException(name, str(text))
+            raise BedrockStreamException(name, _exception_text(message, name))
         if kind == "error":
             code = message.headers.get(":error-code") or "error"
             raise ProviderError(
@@ -118,8 +197,13 @@ class BedrockStreamState:
             )
         name = str(message.headers.get(":event-type") or "")
         handler = _HANDLERS.get(name)
-        if handler is not None:
-            handler(self, _payload(message, name))
+        if handler is None:
+            return
+        data = _payload(message, name)
+        try:
+            handler(self, data)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a shape no check above foresaw
+            raise ProviderError(f"malformed Bedrock {name} event: {type(exc).__name__}: {exc}") from exc
 
     def finish(self) -> None:
         """The body ended: raise unless ``messageStop`` arrived; apply an error stop reason."""
@@ -141,19 +225,22 @@ class BedrockStreamState:
         self.started = True
 
     def _block_start(self, data: Mapping[str, Any]) -> None:
-        tool_use = (data.get("start") or {}).get("toolUse")
-        if not isinstance(tool_use, Mapping):
+        tool_use = _object(data, "start", "contentBlockStart").get("toolUse")
+        if not isinstance(tool_use, MAPPINGS):
             return
-        index = self.writer.start_tool_call(str(tool_use.get("toolUseId") or ""), str(tool_use.get("name") or ""))
-        self._blocks[int(data.get("contentBlockIndex", index))] = index
+        api_index = _integer(data, "contentBlockIndex", "contentBlockStart", len(self.output.content))
+        call_id = _text(tool_use, "toolUseId", "contentBlockStart", "start.toolUse.") or ""
+        name = _text(tool_use, "name", "contentBlockStart", "start.toolUse.") or ""
+        index = self.writer.start_tool_call(call_id, name)
+        self._blocks[api_index] = index
 
     def _block_delta(self, data: Mapping[str, Any]) -> None:
-        api_index = int(data.get("contentBlockIndex", 0))
-        delta = data.get("delta") or {}
+        api_index = _integer(data, "contentBlockIndex", "contentBlockDelta", 0)
+        delta = _object(data, "delta", "contentBlockDelta")
         index = self._blocks.get(api_index)
         block = self.output.content[index] if index is not None else None
         writer = self.writer
-        text = delta.get("text")
+        text = _text(delta, "text", "contentBlockDelta", "delta.")
         if text is not None:
             if block is None:
                 index = self._blocks[api_index] = writer.start_text()
@@ -161,13 +248,15 @@ class BedrockStreamState:
             if isinstance(block, TextContent):
                 writer.append_text(index, text)
             return
-        tool_use = delta.get("toolUse")
-        if isinstance(tool_use, Mapping):
+        tool_use = _object(delta, "toolUse", "contentBlockDelta", "delta.")
+        if tool_use:
             if isinstance(block, ToolCall):
-                writer.append_tool_arguments(index, str(tool_use.get("input") or ""))
+                writer.append_tool_arguments(
+                    index, _text(tool_use, "input", "contentBlockDelta", "delta.toolUse.") or ""
+                )
             return
-        reasoning = delta.get("reasoningContent")
-        if isinstance(reasoning, Mapping):
+        reasoning = _object(delta, "reasoningContent", "contentBlockDelta", "delta.")
+        if reasoning:
             self._reasoning(api_index, index, block, reasoning)
 
     def _reasoning(self, api_index: int, index: Optional[int], block: Any, reasoning: Mapping[str, Any]) -> None:
@@ -187,32 +276,34 @@ class BedrockStreamState:
             block.thinking = block.thinking or REDACTED_TEXT
             block.thinking_signature = (block.thinking_signature or "") + str(redacted)
             return
-        if reasoning.get("text"):
-            writer.append_thinking(index, str(reasoning["text"]))
-        if reasoning.get("signature"):
-            block.thinking_signature = (block.thinking_signature or "") + str(reasoning["signature"])
+        text = _text(reasoning, "text", "contentBlockDelta", "delta.reasoningContent.")
+        if text:
+            writer.append_thinking(index, text)
+        signature = _text(reasoning, "signature", "contentBlockDelta", "delta.reasoningContent.")
+        if signature:
+            block.thinking_signature = (block.thinking_signature or "") + signature
 
     def _block_stop(self, data: Mapping[str, Any]) -> None:
-        index = self._blocks.pop(int(data.get("contentBlockIndex", -1)), None)
+        index = self._blocks.pop(_integer(data, "contentBlockIndex", "contentBlockStop", -1), None)
         if index is not None:
             self.writer.end_block(index)
 
     def _message_stop(self, data: Mapping[str, Any]) -> None:
+        self._stop_reason = _text(data, "stopReason", "messageStop")
         self.stopped = True
-        self._stop_reason = data.get("stopReason")
         self.output.stop_reason = map_stop_reason(self._stop_reason)
 
     def _metadata(self, data: Mapping[str, Any]) -> None:
-        raw = data.get("usage")
-        if not isinstance(raw, Mapping):
+        raw = _object(data, "usage", "metadata")
+        if not raw:
             return
         usage = Usage(
-            input=int(raw.get("inputTokens") or 0),
-            output=int(raw.get("outputTokens") or 0),
-            cache_read=int(raw.get("cacheReadInputTokens") or 0),
-            cache_write=int(raw.get("cacheWriteInputTokens") or 0),
+            input=_count(raw, "inputTokens"),
+            output=_count(raw, "outputTokens"),
+            cache_read=_count(raw, "cacheReadInputTokens"),
+            cache_write=_count(raw, "cacheWriteInputTokens"),
         )
-        usage.total_tokens = int(raw.get("totalTokens") or 0) or (
+        usage.total_tokens = _count(raw, "totalTokens") or (
             usage.input + usage.output + usage.cache_read + usage.cache_write
         )
         self.writer.update_usage(usage)

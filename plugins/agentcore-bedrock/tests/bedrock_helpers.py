@@ -9,7 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 from agentcore_bedrock.eventstream import encode_message
@@ -71,6 +71,7 @@ class Reply:
     headers: Dict[str, str] = field(default_factory=dict)
     chunk_size: int = 0  # 0: one write
     stall_after: Optional[int] = None  # write this many bytes, then wait for server.release
+    echo: Optional[Callable[[Received], bytes]] = None  # the body made from the request (a proxy echoing it)
 
 
 @dataclass
@@ -117,7 +118,7 @@ class Server:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                data = reply.body
+                data = reply.echo(server.requests[-1]) if reply.echo is not None else reply.body
                 size = reply.chunk_size or len(data) or 1
                 sent = 0
                 try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from bedrock_helpers import Reply, Server, event, load_recording, recorded_body, text_stream
+from bedrock_helpers import Reply, Server, event, exception, load_recording, recorded_body, text_stream
 
 from agentcore import Agent, get_model, tool
 from agentcore.plugins import get_provider
@@ -93,6 +93,18 @@ def test_agent_replays_the_recorded_tool_conversation(server: Server, aws_env: d
     assert server.requests[1].json()["messages"] == recorded  # byte-for-byte the conversation the service saw
 
 
+def test_a_failed_turn_does_not_wedge_the_conversation(server: Server, aws_env: dict) -> None:
+    # the failed answer is not replayed (spec §6), so "hi" and "hello?" would be two user messages
+    # in a row, which Bedrock refuses (400 ValidationException) on every later request
+    server.enqueue(Reply(body=exception("modelStreamErrorException", "The model stream failed")))
+    server.enqueue(Reply(body=text_stream("Hello!")))
+    agent = Agent(model=_local(server))
+    assert agent.prompt("hi")[-1].stop_reason == "error"
+    answer = agent.prompt("hello?")[-1]
+    assert (answer.stop_reason, answer.content) == ("stop", [TextContent("Hello!")])
+    assert server.requests[1].json()["messages"] == [{"role": "user", "content": [{"text": "hi"}, {"text": "hello?"}]}]
+
+
 def test_importing_the_plugin_stays_light() -> None:
     import subprocess
     import sys
@@ -130,3 +142,40 @@ def test_a_portable_agent_spec_carries_the_plugin_s_options() -> None:
     spec = AgentSpec("amazon-bedrock/amazon.nova-micro-v1:0", options={"region": "eu-west-3", "max_tokens": 10})
     built = pickle.loads(pickle.dumps(spec)).build()  # as a worker process gets it
     assert built.options.provider_options == {"region": "eu-west-3"} and built.options.max_tokens == 10
+
+
+def test_the_command_line_runs_on_a_default_profile(server: Server, aws_env: dict, monkeypatch, tmp_path) -> None:
+    """``aws configure`` writes a [default] profile that no environment variable names; the command
+    line refused it ("no API key for provider amazon-bedrock") before the provider, whose botocore
+    chain finds it, was asked."""
+    import io
+
+    from agentcore.cli import main
+
+    credentials = tmp_path / "credentials"
+    credentials.write_text(
+        f"[default]\naws_access_key_id = {aws_env['AWS_ACCESS_KEY_ID']}\naws_secret_access_key = s3cr3t-from-file\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    server.enqueue(Reply(body=text_stream("from the profile")))
+    out, err = io.StringIO(), io.StringIO()
+    argv = [
+        "run",
+        "--no-log",
+        "--model",
+        "amazon-bedrock/amazon.nova-micro-v1:0",
+        "-o",
+        "endpoint_url",
+        server.url,
+        "hi",
+    ]
+    code = main(argv, stdin=io.StringIO(""), stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert "from the profile" in out.getvalue()
+    assert (
+        "Credential=" + aws_env["AWS_ACCESS_KEY_ID"] in server.requests[0].headers["Authorization"]
+    )  # signed with the profile
+    assert "s3cr3t-from-file" not in out.getvalue() + err.getvalue()

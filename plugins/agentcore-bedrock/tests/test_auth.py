@@ -3,6 +3,8 @@ signature with botocore, session tokens, the bearer API key, regions and endpoin
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, Dict
 
 import pytest
@@ -173,3 +175,56 @@ def test_reprs_hold_no_secrets(aws_env: Dict[str, str]) -> None:
     )
     assert "secret-bearer-token-1" not in repr(signed)
     assert repr(BedrockProvider()) == "<BedrockProvider api='bedrock-converse-stream'>"
+
+
+def test_a_fips_endpoint_stays_fips(monkeypatch: pytest.MonkeyPatch, aws_env: Dict[str, str]) -> None:
+    fips = Model(
+        id="amazon.nova-micro-v1:0",
+        api="bedrock-converse-stream",
+        provider="amazon-bedrock",
+        base_url="https://bedrock-runtime-fips.us-east-1.amazonaws.com",
+    )
+    monkeypatch.delenv("AWS_REGION")
+    assert resolve_region(fips, {}) == "us-east-1"
+    assert endpoint_url(fips, "us-east-1", {}) == "https://bedrock-runtime-fips.us-east-1.amazonaws.com"
+    # the endpoint follows the region, and stays a FIPS one
+    assert endpoint_url(fips, "us-west-2", {}) == "https://bedrock-runtime-fips.us-west-2.amazonaws.com"
+
+
+TOKEN = "IQoJb3JpZ2luX2VjEXAMPLESESSIONTOKEN0123456789abcdef"
+
+
+def _echo_authorization(request: Received) -> bytes:
+    """A 403 body like a proxy's that repeats the Authorization header and the signature alone."""
+    authorization = request.headers["Authorization"]
+    _, _, signature = signature_parts(authorization)
+    text = f"The request signature we calculated does not match. Got header: {authorization}; got {signature}"
+    return json.dumps({"message": text}).encode()
+
+
+def test_an_echoed_signature_never_appears_in_errors(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    server.enqueue(Reply(403, content_type="application/json", echo=_echo_authorization))
+    message = BedrockProvider().stream(local_model(server), CONTEXT).result()
+    _, _, signature = signature_parts(server.requests[0].headers["Authorization"])
+    assert message.error_message.startswith("403 The request signature we calculated does not match.")
+    assert signature not in message.error_message and "Signature=" not in message.error_message
+    assert message.error_message.endswith("Got header: ***; got ***")
+
+
+def test_debug_logs_hold_no_signing_secrets(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # at DEBUG botocore.auth logs the canonical request (with x-amz-security-token) and the signature
+    monkeypatch.setenv("AWS_SESSION_TOKEN", TOKEN)
+    auth_logger = logging.getLogger("botocore.auth")
+    before = list(auth_logger.filters)
+    caplog.set_level(logging.DEBUG)
+    requests = [_send(server), _send(server)]
+    signatures = [signature_parts(r.headers["Authorization"])[2] for r in requests]
+    assert "CanonicalRequest" in caplog.text and "x-amz-security-token:***" in caplog.text  # the steps stay
+    for secret in [TOKEN, SECRET_KEY, *signatures]:
+        assert secret not in caplog.text
+    assert auth_logger.filters == before  # the redacting filter lasts one signature, never accumulates

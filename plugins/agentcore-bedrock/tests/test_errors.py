@@ -222,6 +222,87 @@ def test_malformed_json_payload_is_named(server: Server, aws_env: dict) -> None:
     assert message.error_message.endswith("'{\"delta\": '")
 
 
+@pytest.mark.parametrize(
+    "body, text",
+    [
+        (
+            b'{"message":"Bedrock proxy: model access not granted for this account"}',
+            "200 Bedrock proxy: model access not granted for this account",
+        ),
+        (b"{}", "200 {}"),
+    ],
+)
+def test_a_200_json_answer_is_reported_not_decoded(server: Server, aws_env: dict, body: bytes, text: str) -> None:
+    # a proxy or gateway answering JSON with status 200 is not a corrupt event stream
+    server.enqueue(Reply(body=body, content_type="application/json"))
+    message, events = _run(local_model(server), max_retries=0)
+    assert message.error_message == f"{text} (the server answered application/json, not an event stream)"
+    assert (message.stop_reason, message.content, _kinds(events)) == ("error", [], ["error"])
+
+
+def _start() -> bytes:
+    return event("messageStart", {"role": "assistant"})
+
+
+def _raw(name: str, payload: bytes) -> bytes:
+    from agentcore_bedrock.eventstream import encode_message
+
+    return encode_message({":event-type": name, ":content-type": "application/json", ":message-type": "event"}, payload)
+
+
+def _delta(delta: Any, index: Any = 0) -> bytes:
+    return event("contentBlockDelta", {"contentBlockIndex": index, "delta": delta})
+
+
+@pytest.mark.parametrize(
+    "body, text",
+    [
+        (_raw("contentBlockDelta", b"[1,2]"), "contentBlockDelta event: the payload is a list, not a JSON object"),
+        (_delta({"text": "x"}, None), "contentBlockDelta event: contentBlockIndex is null, expected an integer"),
+        (_delta("oops"), "contentBlockDelta event: delta is the string 'oops', expected an object"),
+        (_delta({"text": 5}), "contentBlockDelta event: delta.text is the number 5, expected a string"),
+        (
+            _delta({"toolUse": [1]}),
+            "contentBlockDelta event: delta.toolUse is a list, expected an object",
+        ),
+        (
+            event("contentBlockStart", {"contentBlockIndex": 0, "start": "toolUse"}),
+            "contentBlockStart event: start is the string 'toolUse', expected an object",
+        ),
+        (
+            event("messageStop", {"stopReason": ["end_turn"]}),
+            "messageStop event: stopReason is a list, expected a string",
+        ),
+        (
+            event("messageStop", {"stopReason": "end_turn"}) + event("metadata", {"usage": {"inputTokens": "n/a"}}),
+            "metadata event: usage.inputTokens is the string 'n/a', expected an integer",
+        ),
+    ],
+)
+def test_malformed_event_payloads_are_named(server: Server, aws_env: dict, body: bytes, text: str) -> None:
+    server.enqueue(Reply(body=_start() + body))
+    message, events = _run(local_model(server), max_retries=0)
+    assert (message.stop_reason, message.error_message) == ("error", f"malformed Bedrock {text}")
+    assert message.content == [] and _kinds(events) == ["start", "error"]  # nothing half-made is left
+    assert AssistantMessage.from_dict(message.to_dict()) == message  # a transcript a session can keep
+
+
+def test_an_exception_frame_with_a_plain_text_payload_keeps_its_name(server: Server, aws_env: dict) -> None:
+    from agentcore_bedrock.eventstream import encode_message
+
+    headers = {
+        ":exception-type": "throttlingException",
+        ":content-type": "application/json",
+        ":message-type": "exception",
+    }
+    server.enqueue(Reply(body=encode_message(headers, b"Rate exceeded")), Reply(body=text_stream("ok")))
+    message, _ = _run(local_model(server))
+    assert (message.stop_reason, message.content) == ("stop", [TextContent("ok")])  # retried like a JSON one
+    server.enqueue(Reply(body=encode_message(headers, b"Rate exceeded")))
+    message, _ = _run(local_model(server), max_retries=0)
+    assert message.error_message == "Throttling error: Rate exceeded (gave up after 1 attempt, max_retries=0)"
+
+
 def test_stream_without_message_stop(server: Server, aws_env: dict) -> None:
     server.enqueue(
         Reply(

@@ -38,7 +38,8 @@ def _model(model_id: str, **fields: Any) -> Model:
 
 
 CLAUDE = _model("us.anthropic.claude-sonnet-4-5-20250929-v1:0", reasoning=True, max_tokens=64000)
-NOVA = _model("us.amazon.nova-micro-v1:0", max_tokens=10000)
+NOVA = _model("us.amazon.nova-micro-v1:0", max_tokens=10000)  # text only, like the catalog's
+NOVA_LITE = _model("us.amazon.nova-lite-v1:0", max_tokens=10000, input=("text", "image"))
 
 
 def _asst(model: Model, *content: Any, stop_reason: str = "stop") -> AssistantMessage:
@@ -71,7 +72,7 @@ def test_images_tools_and_tool_results() -> None:
         UserMessage(
             [TextContent("What is here?"), ImageContent(data="aGVsbG8=", mime_type="image/png"), TextContent("   ")]
         ),
-        _asst(NOVA, TextContent("Let me check."), TextContent(""), call_a, call_b, stop_reason="toolUse"),
+        _asst(NOVA_LITE, TextContent("Let me check."), TextContent(""), call_a, call_b, stop_reason="toolUse"),
         ToolResultMessage(tool_call_id="tooluse_a", tool_name="get_weather", content=[TextContent("sunny")]),
         ToolResultMessage(
             tool_call_id="tooluse_b",
@@ -80,7 +81,7 @@ def test_images_tools_and_tool_results() -> None:
             is_error=True,
         ),
     ]
-    body = build_request_body(NOVA, AgentContext(messages=messages, tools=[TOOL]), tool_choice="any")
+    body = build_request_body(NOVA_LITE, AgentContext(messages=messages, tools=[TOOL]), tool_choice="any")
     assert body["messages"] == [
         {
             "role": "user",
@@ -141,7 +142,7 @@ def test_images_tools_and_tool_results() -> None:
 def test_unsupported_image_type_is_a_clear_error() -> None:
     context = AgentContext(messages=[UserMessage([ImageContent(data="AAAA", mime_type="image/tiff")])])
     with pytest.raises(ValueError, match="image/tiff"):
-        build_request_body(NOVA, context)
+        build_request_body(NOVA_LITE, context)
 
 
 def test_thinking_replay_per_model_family() -> None:
@@ -190,10 +191,70 @@ def test_failed_and_empty_assistant_turns_are_not_replayed() -> None:
         UserMessage("again"),
     ]
     body = build_request_body(CLAUDE, AgentContext(messages=history), cache_retention="none")
-    assert body["messages"] == [
-        {"role": "user", "content": [{"text": "q"}]},
-        {"role": "user", "content": [{"text": "again"}]},
+    assert body["messages"] == [{"role": "user", "content": [{"text": "q"}, {"text": "again"}]}]  # roles alternate
+
+
+def _roles(model: Model, messages: Any) -> Any:
+    body = build_request_body(model, AgentContext(messages=messages), cache_retention="none")
+    return [(m["role"], [next(iter(block)) for block in m["content"]]) for m in body["messages"]]
+
+
+@pytest.mark.parametrize(
+    "dropped",
+    [
+        _asst(NOVA, TextContent("par"), stop_reason="error"),
+        _asst(NOVA, stop_reason="aborted"),
+        _asst(NOVA, TextContent("  ")),  # a blank answer
+        _asst(NOVA, ThinkingContent(thinking=" ", thinking_signature="")),  # nothing left to send
+    ],
+)
+def test_a_dropped_assistant_turn_leaves_alternating_roles(dropped: AssistantMessage) -> None:
+    # Bedrock answers 400 "A conversation must alternate between user and assistant roles"
+    assert _roles(NOVA, [UserMessage("hi"), dropped, UserMessage("again")]) == [("user", ["text", "text"])]
+
+
+def test_a_steer_after_tool_results_joins_their_user_message() -> None:
+    call = ToolCall(id="t1", name="get_weather", arguments={"city": "Paris"})
+    history = [
+        UserMessage("hi"),
+        _asst(NOVA, call, stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="t1", tool_name="get_weather", content=[TextContent("sunny")]),
+        UserMessage("also Rome"),
+        _asst(NOVA, TextContent("ok"), stop_reason="error"),
+        UserMessage("and Oslo"),
     ]
+    assert _roles(NOVA, history) == [
+        ("user", ["text"]),
+        ("assistant", ["toolUse"]),
+        ("user", ["toolResult", "text", "text"]),  # results first, then the steering texts
+    ]
+    cached = build_request_body(CLAUDE, AgentContext(messages=history))["messages"]
+    assert len(cached) == 3 and cached[-1]["content"][-1] == {"cachePoint": {"type": "default"}}  # once, at the end
+    assert [b for m in cached for b in m["content"]].count({"cachePoint": {"type": "default"}}) == 1
+
+
+def test_images_are_dropped_for_a_text_only_model() -> None:  # as every core wire API does (spec §10)
+    image = ImageContent(data="aGVsbG8=", mime_type="image/png")
+    call = ToolCall(id="t1", name="read", arguments={"path": "chart.png"})
+    history = [
+        UserMessage([TextContent("what is this"), image]),
+        _asst(NOVA, call, stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="t1", tool_name="read", content=[TextContent("Read chart.png"), image]),
+        UserMessage([image]),  # nothing left: merged away, not sent empty
+    ]
+    messages = build_request_body(NOVA, AgentContext(messages=history))["messages"]
+    assert "image" not in str(messages).replace("image omitted", "")
+    assert messages[2] == {
+        "role": "user",
+        "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "Read chart.png"}], "status": "success"}}],
+    }
+    only_image = ToolResultMessage(tool_call_id="t1", tool_name="read", content=[image])
+    result = build_request_body(NOVA, AgentContext(messages=history[:2] + [only_image]))["messages"][2]
+    assert result["content"][0]["toolResult"]["content"] == [
+        {"text": "(image omitted: this model does not accept images)"}
+    ]
+    vision = build_request_body(NOVA_LITE, AgentContext(messages=history))["messages"]
+    assert str(vision).count("'image': {'format': 'png'") == 3
 
 
 @pytest.mark.parametrize(
