@@ -302,6 +302,40 @@ def test_ctrl_c_during_run_exits_130(env, tmp_path, sigint_handled):
     assert "interrupted" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_sigterm_during_a_run_records_the_aborted_answer_and_exits_143(env, tmp_path, command):
+    """A supervisor, ``timeout`` or a CI runner stopping the command with SIGTERM killed it with the
+    partial answer lost and the session ending at the user message; the next turn then sent two
+    user messages in a row. SIGTERM now stops the command as Ctrl-C does."""
+    from agentcore.session import Session
+
+    first_event = sse(_chunk({"content": "partial"}))
+    stalled = Reply(
+        body=first_event + sse(_chunk({"content": " never"}), _chunk(finish="stop"), done=True),
+        stall_after=len(first_event),
+    )
+    path = tmp_path / "term.jsonl"
+    with ScriptedServer([stalled]) as server:
+        argv = [command, *local(server), "--session", str(path)] + (["long answer please"] if command == "run" else [])
+        stdin = subprocess.DEVNULL if command == "run" else subprocess.PIPE
+        proc = spawn(*argv, env=env, cwd=tmp_path, stdin=stdin)
+        try:
+            if command == "chat":
+                proc.stdin.write("long answer please\n")
+                proc.stdin.flush()
+            read_until(proc, "partial")  # the answer is streaming and the server stalls
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 143, err
+    assert "terminated" in err and "Traceback" not in err
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"]
+    assert messages[-1].stop_reason == "aborted" and messages[-1].content[0].text == "partial"
+
+
 def test_ctrl_c_tests_pass_when_the_test_process_ignores_sigint(env):
     """Issue 10 item 14: run as a background job (``pytest ... &``), the test process inherits SIGINT
     as ignored; the Ctrl-C tests used to hang 30 s and fail. The ``sigint_handled`` fixture gives

@@ -159,3 +159,44 @@ def test_off_the_main_thread_it_changes_nothing():
         """
     )
     assert done.stdout.strip() == "[True]", done.stderr
+
+
+@needs_syscall_file
+def test_a_sigterm_another_thread_took_raises_terminated_in_the_main_thread():
+    done = _run(
+        """
+        def term_on_helper():
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        with interrupts_reach_main_thread():
+            print(blocked_main_thread_takes(term_on_helper))
+        """
+    )
+    assert done.stdout.strip() == "interrupted", done.stderr  # a Terminated is a KeyboardInterrupt
+
+
+def test_sigterm_is_terminated_and_left_as_found_and_a_handler_of_the_caller_stands():
+    done = _run(
+        """
+        from agentcore.cli._interrupts import Terminated
+        with interrupts_reach_main_thread():
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                while True:
+                    pass
+            except Terminated:
+                print("terminated")
+            seen = []
+            previous = signal.signal(signal.SIGTERM, lambda *a: seen.append("own"))  # as agentcore rpc does
+            os.kill(os.getpid(), signal.SIGTERM)
+            while not seen:
+                pass
+            signal.signal(signal.SIGTERM, previous)
+            print(seen)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with interrupts_reach_main_thread():
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN  # an ignored SIGTERM stays ignored
+        print("ok")
+        """
+    )
+    assert done.stdout.split("\n")[:3] == ["terminated", "['own']", "ok"], done.stderr

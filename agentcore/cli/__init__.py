@@ -31,15 +31,16 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Text
 from .._safe import describe_exception
 from ._commands import add_commands, add_logging_options, sessions_dir_option
 from ._hooks import add_plugin_options
-from ._interrupts import interrupts_reach_main_thread
+from ._interrupts import Terminated, interrupts_reach_main_thread
 from ._setup import MODEL_ENV, CliOptions, UsageError
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_ERROR", "EXIT_USAGE", "EXIT_INTERRUPTED", "EXIT_TERMINATED"]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM: stopped by a supervisor, after the run was aborted and recorded
 
 _EPILOG = f"""\
 model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
@@ -354,6 +355,9 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
                 if approver is not None:
                     new = approver.settle(setup.agent, new)
                 status = run_outcome(new)
+        except Terminated:
+            text.note("[terminated: run aborted]")
+            return EXIT_TERMINATED
         except KeyboardInterrupt:
             text.note("[interrupted: run aborted]")
             return EXIT_INTERRUPTED
@@ -515,6 +519,9 @@ def main(
         err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
         err.write("\n")
         return EXIT_USAGE
+    except Terminated:
+        err.write("\nagentcore: terminated\n")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         err.write("\nagentcore: interrupted\n")
         return EXIT_INTERRUPTED

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 from ..providers.reasoning import clamp_to_model, supported_levels
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
 from ._context import ContextFile, describe_context
+from ._interrupts import Terminated
 from ._keys import stored_key
 from ._names import uncatalogued_notice
 from ._render import TextPrinter, run_outcome
@@ -119,6 +120,8 @@ class Chat:
                         break
                     continue
                 self._prompt(line)
+            except Terminated:  # SIGTERM: leave (whatever ran was aborted and recorded)
+                raise
             except KeyboardInterrupt:  # at the prompt (or between runs): keep chatting
                 self.text.note("(Ctrl-C: use /quit or Ctrl-D to leave)")
 
@@ -160,6 +163,9 @@ class Chat:
             new = self.agent.prompt(prompt_with(attached, line), attached.images or None)
             if self.approver is not None:
                 new = self.approver.settle(self.agent, new)
+        except Terminated:
+            self.text.note("[terminated: run aborted]")
+            raise
         except KeyboardInterrupt:
             self.text.note("[interrupted: run aborted; back at the prompt]")
             self.status = 0
@@ -349,9 +355,11 @@ class Chat:
         except CompactionError as exc:
             self._say(f"not compacted: {exc}")
             return
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             compactor.abort("interrupted")
             self._say("compaction interrupted; the conversation is unchanged")
+            if isinstance(exc, Terminated):
+                raise
             return
         self._say(
             f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
