@@ -931,8 +931,9 @@ class Agent:
         """Subscribe a consumer-side iterator to every event from now on (fed by a ``queue.Queue``).
 
         Unlike listeners, the consumer never slows the run down. Iteration blocks until the next
-        event; it ends after ``close()`` (also on leaving a ``with`` block) or, with
-        ``until_agent_end=True``, after the next ``agent_end``. Handy for a UI thread::
+        event; it ends after ``close()`` (also on leaving a ``with`` block; events still queued
+        are dropped) or, with ``until_agent_end=True``, right after the next ``agent_end`` (events
+        of a later run, even ones already queued, are not included). Handy for a UI thread::
 
             with agent.events() as events:
                 agent.prompt("hi", wait=False)
@@ -1334,21 +1335,24 @@ class EventSubscription:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._closed = object()
         self._until_agent_end = until_agent_end
+        self._ended = False
         self._unsubscribe = agent.subscribe(self._queue.put)
 
     def close(self) -> None:
-        """Stop receiving events; a blocked iteration ends."""
+        """Stop receiving events; a blocked iteration ends, and events still queued are dropped."""
+        self._ended = True
         self._unsubscribe()
         self._queue.put(self._closed)
 
     def __iter__(self) -> Iterator[Any]:
-        while True:
+        while not self._ended:
             item = self._queue.get()
             if item is self._closed:
                 return
             yield item
             if self._until_agent_end and item.type == "agent_end":
-                self.close()
+                self.close()  # events of later runs already queued are not this iteration's
+                return
 
     def __enter__(self) -> EventSubscription:
         return self

@@ -318,6 +318,19 @@ def test_events_iterator_receives_a_runs_events_from_another_thread():  # DESIGN
     assert agent.wait_for_idle(5)
 
 
+def test_events_until_agent_end_stops_at_the_first_agent_end_with_later_runs_queued():
+    """Two runs that finished before the consumer read anything: the iterator yielded both (its
+    stop marker went behind the events already queued)."""
+    scripted = ScriptedModel([ScriptedModel.text("one"), ScriptedModel.text("two")])
+    agent = Agent(scripted.model)
+    events = agent.events(until_agent_end=True)
+    agent.prompt("first")
+    agent.prompt("second")
+    types = [event.type for event in events]
+    assert types.count("agent_start") == 1 and types[-1] == "agent_end"
+    assert list(events) == []  # closed: nothing more, and no later event is received
+
+
 def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown_roles():
     # A resumed, compacted session starts with a summary message: the model must see it.
     from agentcore import BashExecutionMessage, CompactionSummaryMessage
