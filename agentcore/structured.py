@@ -406,14 +406,26 @@ class _Ask:
             "the arguments; do not answer in text.",
             spec.wire_schema,
             self._execute,
+            prepare_arguments=self._refuse_nulls,
         )
 
     @property
     def exhausted(self) -> bool:
         return self.failures > self.retries
 
+    def _refuse_nulls(self, raw: Any) -> Any:
+        """``prepare_arguments`` of the tool: the loop validates tool arguments with the reference's
+        coercion, which makes ``null`` the empty value of its type (0, "", False); an answer's null
+        must fail instead. Raises :class:`ToolValidationError` (the call's error result, which the
+        model sees) unless ``raw`` is valid without null coercion; returns ``raw`` unchanged."""
+        validate_tool_arguments(self.tool, raw, coerce_null=False)
+        return raw
+
     def _execute(self, tool_call_id: str, args: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
-        value = self.spec.check(args)  # a conversion failure becomes the call's error result
+        try:
+            value = self.spec.check(args)
+        except OutputValidationError as exc:  # the call's error result: the problems, for the model
+            raise ValueError("; ".join(exc.errors)) from None
         self.value, self.done = value, True
         return AgentToolResult([TextContent("Final answer recorded.")], details={}, terminate=True)
 

@@ -236,6 +236,27 @@ def test_a_null_answer_is_corrected_not_made_an_empty_value(output_type, null_an
     assert Agent(nullable.model).ask("q", Person).nickname is None  # Optional: null is a value
 
 
+def test_a_null_in_the_final_result_call_is_corrected_not_made_an_empty_value():
+    """The loop validated final_result's arguments with the tool-argument coercion first, so
+    ``{"name": "Ann", "age": null}`` became ``age=0`` before the output type saw it."""
+    scripted = ScriptedModel(
+        [
+            tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": None}),
+            tool_call(FINAL_RESULT_TOOL, {"name": "Ann", "age": 40}),
+        ]
+    )
+    agent = Agent(scripted.model)
+    assert agent.ask("q", Person).age == 40
+    refused = agent.state.messages[2]
+    assert refused.role == "toolResult" and refused.is_error and "age: must be integer" in refused.content[0].text
+    wrapped = ScriptedModel(
+        [tool_call(FINAL_RESULT_TOOL, {"result": None}), tool_call(FINAL_RESULT_TOOL, {"result": 3})]
+    )
+    assert Agent(wrapped.model).ask("q", int) == 3 and wrapped.calls == 2
+    optional = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": None})])
+    assert Agent(optional.model).ask("q", Optional[int]) is None  # null is a value of Optional[int]
+
+
 def test_bad_output_types_fail_before_any_request():
     scripted = ScriptedModel([text("never")])
     agent = Agent(scripted.model)
@@ -270,7 +291,9 @@ def test_pydantic_model():
     )
     movie = Agent(scripted.model).ask("q", Movie)
     assert isinstance(movie, Movie) and (movie.title, movie.year) == ("Dune", 1965)
-    assert "year is in the future" in scripted.contexts[1].messages[-1].text  # a pydantic validator
+    correction = scripted.contexts[1].messages[-1].text
+    assert "year is in the future" in correction  # a pydantic validator
+    assert "attempt(s)" not in correction  # the problems alone, not the text of a final failure
 
 
 def test_ask_never_imports_pydantic_for_other_types():
