@@ -19,7 +19,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["FunctionSchema", "function_schema", "type_schema", "to_python", "parse_docstring"]
+__all__ = ["FunctionSchema", "function_schema", "type_schema", "to_python", "parse_docstring", "is_pydantic_model"]
 
 _NONE = type(None)
 _UNION_TYPES: Tuple[Any, ...] = (typing.Union,)
@@ -131,11 +131,46 @@ def _is_typeddict(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
 
 
+def is_pydantic_model(tp: Any) -> bool:
+    """Whether ``tp`` is a pydantic v2 model class (duck-typed: pydantic is never imported here)."""
+    return (
+        isinstance(tp, type)
+        and callable(getattr(tp, "model_json_schema", None))
+        and callable(getattr(tp, "model_validate", None))
+    )
+
+
+def _pydantic_schema(tp: Any) -> Dict[str, Any]:
+    """A pydantic model's own JSON schema with its ``$defs`` references inlined, so it can sit
+    inside another schema (a ``$ref`` resolves against the root document). TypeError for a
+    recursive model, as for a recursive dataclass."""
+    schema = tp.model_json_schema()
+    defs = schema.get("$defs") or {}
+
+    def inline(node: Any, seen: Tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [inline(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/") :]
+            if name in seen or name not in defs:
+                raise TypeError(f"{tp.__qualname__}: recursive or unresolvable model reference {ref!r}")
+            rest = {key: inline(value, seen) for key, value in node.items() if key != "$ref"}
+            return {**inline(defs[name], seen + (name,)), **rest}
+        return {key: inline(value, seen) for key, value in node.items() if key != "$defs"}
+
+    return inline(schema, ())
+
+
 def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
     """The JSON schema of one annotation (see :func:`agentcore.tools.tool` for the supported set)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if tp is Any or tp is inspect.Parameter.empty or tp is object:
         return {}
+    if is_pydantic_model(tp):
+        return _pydantic_schema(tp)
     if origin is typing.Annotated:
         schema = dict(type_schema(args[0], _seen))
         for meta in args[1:]:
@@ -241,7 +276,11 @@ def _strip_required(hint: Any) -> Any:
 
 
 def to_python(tp: Any, value: Any) -> Any:
-    """Convert validated JSON ``value`` to annotation ``tp`` (Enum, dataclass, tuple, set, int)."""
+    """Convert validated JSON ``value`` to annotation ``tp`` (Enum, dataclass, pydantic model,
+    tuple, set, int). A union's value becomes its first member whose schema it matches (a JSON
+    string, number or boolean that a plain ``str``/``int``/``float``/``bool`` member matches stays
+    as it is); one no member matches is left as it is. May raise what a class's constructor raises
+    (a pydantic validator, a dataclass ``__post_init__``)."""
     if value is None:
         return None
     origin, args = typing.get_origin(tp), typing.get_args(tp)
@@ -249,7 +288,9 @@ def to_python(tp: Any, value: Any) -> Any:
         return to_python(args[0], value)
     if origin in _UNION_TYPES:
         members = [a for a in args if a is not _NONE]
-        return to_python(members[0], value) if len(members) == 1 else value
+        return to_python(members[0], value) if len(members) == 1 else _union_to_python(members, value)
+    if is_pydantic_model(tp):
+        return tp.model_validate(value)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp(value)
     if tp is int and isinstance(value, float) and value.is_integer():
@@ -267,6 +308,23 @@ def to_python(tp: Any, value: Any) -> Any:
             return {k: to_python(_strip_required(hints.get(k, Any)), v) for k, v in value.items()}
         if origin in _DICT_ORIGINS and len(args) == 2:
             return {k: to_python(args[1], v) for k, v in value.items()}
+    return value
+
+
+def _union_to_python(members: List[Any], value: Any) -> Any:
+    import jsonschema  # on first use: ``import agentcore`` stays light
+
+    for member in members:
+        if member in (str, int, float, bool) and not isinstance(value, (dict, list)):
+            if jsonschema.Draft202012Validator(type_schema(member)).is_valid(value):
+                return value  # JSON's own scalar: 3 stays 3 for Union[float, int]
+            continue
+        try:
+            schema = type_schema(member)
+        except TypeError:
+            continue
+        if jsonschema.Draft202012Validator(schema).is_valid(value):
+            return to_python(member, value)
     return value
 
 

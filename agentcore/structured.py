@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ._toolschema import to_python, type_schema
+from ._toolschema import is_pydantic_model, to_python, type_schema
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
 from .types import TextContent, ToolCall, UserMessage
 
@@ -233,7 +233,7 @@ def output_spec(output_type: Any) -> OutputSpec:
         schema: Dict[str, Any] = dict(output_type)
         name = str(schema.get("title") or "output")
         convert: Callable[[Any], Any] = _identity
-    elif _is_pydantic_model(output_type):
+    elif is_pydantic_model(output_type):
         schema = output_type.model_json_schema()
         name = output_type.__name__
         convert = output_type.model_validate
@@ -266,14 +266,6 @@ def output_spec(output_type: Any) -> OutputSpec:
 
 def _identity(value: Any) -> Any:
     return value
-
-
-def _is_pydantic_model(tp: Any) -> bool:
-    return (
-        isinstance(tp, type)
-        and callable(getattr(tp, "model_json_schema", None))
-        and callable(getattr(tp, "model_validate", None))
-    )
 
 
 def _is_object_schema(schema: Dict[str, Any]) -> bool:

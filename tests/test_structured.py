@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
 import pytest
 from _servers import Reply, ScriptedServer, sse
@@ -294,6 +294,61 @@ def test_pydantic_model():
     correction = scripted.contexts[1].messages[-1].text
     assert "year is in the future" in correction  # a pydantic validator
     assert "attempt(s)" not in correction  # the problems alone, not the text of a final failure
+
+
+@dataclass
+class Cat:
+    meows: int
+
+
+@dataclass
+class Dog:
+    barks: int
+
+
+@dataclass
+class Pets:
+    pets: List[Union[Cat, Dog]]
+    best: Union[float, int, Color] = 0
+
+
+def test_union_members_become_their_classes():
+    """``List[Union[Cat, Dog]]`` items stayed dicts (as did a top-level union of classes)."""
+    scripted = ScriptedModel(
+        [
+            tool_call(FINAL_RESULT_TOOL, {"pets": [{"meows": 1}, {"barks": 2}], "best": 3}),
+            tool_call(FINAL_RESULT_TOOL, {"pets": [], "best": "red"}),
+            tool_call(FINAL_RESULT_TOOL, {"result": {"barks": 5}}),
+        ]
+    )
+    agent = Agent(scripted.model)
+    pets = agent.ask("q", Pets)
+    assert pets.pets == [Cat(1), Dog(2)] and pets.best == 3 and type(pets.best) is int  # JSON's own scalar
+    assert agent.ask("q", Pets).best is Color.RED
+    assert agent.ask("q", Union[Cat, Dog]) == Dog(5)
+
+
+def test_pydantic_models_inside_other_types():
+    pydantic = pytest.importorskip("pydantic", reason="pydantic is not installed (it is optional)")
+
+    class Street(pydantic.BaseModel):
+        name: str
+
+    class Addr(pydantic.BaseModel):
+        city: str
+        street: Street
+
+    scripted = ScriptedModel(
+        [
+            tool_call(FINAL_RESULT_TOOL, {"result": [{"city": "Oslo", "street": {"name": "Main"}}]}),
+            tool_call(FINAL_RESULT_TOOL, {"result": None}),
+        ]
+    )
+    agent = Agent(scripted.model)
+    found = agent.ask("q", List[Addr])  # refused before anything ran: "has no JSON schema"
+    assert found == [Addr(city="Oslo", street=Street(name="Main"))] and isinstance(found[0].street, Street)
+    assert agent.ask("q", Optional[Addr]) is None
+    assert "$ref" not in json.dumps(output_spec(List[Addr]).wire_schema)  # inlined: resolvable anywhere
 
 
 def test_ask_never_imports_pydantic_for_other_types():
