@@ -9,7 +9,7 @@ import logging
 import psycopg
 import pytest
 from agentcore_postgres import PostgresSessionStorage
-from agentcore_postgres.dsn import parse_dsn
+from agentcore_postgres.dsn import _secrets_of, display_name, parse_dsn, scrub
 from agentcore_postgres.schema import SCHEMA_VERSION, migrate, schema_version
 from conftest import with_schema
 
@@ -205,3 +205,72 @@ def test_secret_parameters_besides_the_password_are_scrubbed():
     assert url.display == "postgresql://u@h/db"
     assert url.scrub("pw/x tls k+y tls%20k+y") == "*** *** ***"
     assert parse_dsn("host=h password=a\\\\b").scrub("said 'a\\\\b' and a\\b") == "said '***' and ***"
+
+
+@pytest.mark.parametrize(
+    "dsn, shown, pieces",
+    [
+        # libpq ends the password at the first "@" (host "sq7z@127.0.0.1"), URL parsers at the last
+        (
+            "postgresql://agentcore:hunter2@sq7z@127.0.0.1:1/db",
+            "postgresql://agentcore@127.0.0.1:1/db",
+            ("hunter2", "sq7z"),
+        ),
+        ("postgres://:hunter2@sq7z@[::1]:1/db", "postgres://[::1]:1/db", ("hunter2", "sq7z")),
+        ("postgresql://me@srv9:hunter2@127.0.0.1:1/db", "postgresql://me@127.0.0.1:1/db", ("hunter2", "srv9")),
+        # libpq: host "u", port "pa7", database "sq9@127.0.0.1:1/db"; URL parsers the same
+        ("postgresql://u:pa7/sq9@127.0.0.1:1/db", "postgresql://u@127.0.0.1:1/db", ("pa7", "sq9")),
+        ("postgresql://u:pa7@127.0.0.1/sq9@127.0.0.1:1/db", "postgresql://u@127.0.0.1:1/db", ("pa7", "sq9")),
+        # libpq's password "pa7?sq9" (or "pa7#sq9"); URL parsers: host "u", port "pa7", no password
+        (
+            "postgresql://u:pa7?sq9@127.0.0.1:1/db?sslpassword=tls8x",
+            "postgresql://u@127.0.0.1:1/db",
+            ("pa7", "sq9", "tls8x"),
+        ),
+        ("postgresql://u:pa7#sq9@127.0.0.1:1/db", "postgresql://u@127.0.0.1:1/db", ("pa7", "sq9")),
+    ],
+)
+def test_a_url_whose_parsers_disagree_on_the_password_is_refused_before_connecting(dsn, shown, pieces):
+    """Nothing listens on port 1: a ValueError, not a failure to connect, proves nothing was tried."""
+    for opener in (lambda: PostgresSessionStorage(dsn), lambda: open_session(dsn, create=True)):
+        with pytest.raises(ValueError) as info:
+            opener()
+        message = str(info.value)
+        assert message.startswith(f"invalid PostgreSQL DSN {shown}: "), message
+        assert "percent-encode '@'" in message and "%40" in message
+        for piece in pieces:
+            assert piece not in message and piece not in repr(info.value), message
+
+
+def test_only_a_user_info_with_unencoded_at_slash_question_or_hash_signs_is_refused():
+    with pytest.raises(ValueError) as info:
+        parse_dsn("postgresql://agentcore:hunter2@ss@127.0.0.1:1/db")
+    assert str(info.value) == (
+        "invalid PostgreSQL DSN postgresql://agentcore@127.0.0.1:1/db: libpq and URL parsers end its user "
+        "name and password in different places; percent-encode '@' in the password (and user name) as %40"
+    )
+    assert parse_dsn("postgresql://me%40srv:hunter2%40sq7z@h/d%40b").display == "postgresql://me@srv@h/d@b"
+    assert parse_dsn("postgresql://u:pa7%2Fsq9%3Fx%23y@h/db").scrub("pa7/sq9?x#y") == "***"
+    assert parse_dsn("postgresql://u:pw@h/db?application_name=me@work").display == "postgresql://u@h/db"
+    assert parse_dsn("postgresql://h/db?application_name=me@work").display == "postgresql://h/db"
+    assert parse_dsn("host=h password=pa7@sq9/x?y#z").scrub("pa7@sq9/x?y#z") == "***"
+
+
+def test_every_piece_of_a_misread_user_info_is_a_secret():
+    """In depth, should an ambiguous URL get past the refusal: a driver quotes what libpq took for
+    the host, the tail of the password."""
+    secrets = _secrets_of("postgresql://agentcore:hunter2@sq7z@127.0.0.1:1/db")
+    said = "failed to resolve host 'sq7z@127.0.0.1' for agentcore (hunter2, hunter2@sq7z)"
+    assert scrub(said, tuple(secrets)) == "failed to resolve host '***@127.0.0.1' for agentcore (***, ***)"
+    assert "" not in secrets and "agentcore" not in secrets
+    assert {"pa7", "sq9"} <= set(_secrets_of("postgresql://u:pa7:sq9@h/db"))
+    assert {"pa7/sq9", "pa7?sq9", "pa7#sq9"} <= {
+        s for d in ("u:pa7/sq9@h/db", "u:pa7?sq9@h/db", "u:pa7#sq9@h/db") for s in _secrets_of(f"postgresql://{d}")
+    }
+
+
+def test_a_host_holding_an_at_sign_is_never_shown():
+    assert display_name({"user": "u", "host": "sq7z@127.0.0.1,h2", "port": "1", "dbname": "db"}) == (
+        "postgresql://u@***,h2:1/db"
+    )
+    assert parse_dsn("host=sq7z@127.0.0.1 user=u").display == "postgresql://u@***/"
