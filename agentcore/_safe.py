@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import math
 from enum import Enum
-from typing import Any, Dict, Set
+from typing import Any, Dict, Optional, Set, Tuple
 
 __all__ = ["exception_message", "describe_exception", "json_safe", "redact_url", "safe_repr"]
 
@@ -158,14 +158,38 @@ def _safe_key(key: Any) -> str:
     return safe_repr(key)
 
 
+def ambiguous_userinfo(url: str) -> Optional[Tuple[str, str, str]]:
+    """``(scheme://, user info, rest)`` of a URL whose password holds an unencoded ``/``, ``?`` or
+    ``#`` (``postgresql://u:pa/ss@h/db``): URL parsers end the authority there, read the password's
+    start as a port and find no password at all, so what they redact leaves it whole. Detected when
+    the authority they see is ``name:not-a-port`` with an ``@`` later in the URL; the user info is
+    then taken to run to the last ``@`` (hiding too much rather than too little). None otherwise."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    end = min([rest.find(c) for c in "/?#" if c in rest] or [len(rest)])
+    authority = rest[:end]
+    at = rest.rfind("@")
+    if "@" in authority or at < end or ":" not in authority or authority.startswith("["):
+        return None
+    if authority.rsplit(":", 1)[1].isdigit():  # host:port and an "@" in the path or query
+        return None
+    return head + sep, rest[:at], rest[at + 1 :]
+
+
 def redact_url(url: str) -> str:
     """``url`` with its secrets replaced by ``***``: the password of its authority
-    (``user:secret@host``) and the values of secret-looking query parameters (libpq's
+    (``user:secret@host``, also one holding an unencoded ``/``, ``?`` or ``#``: see
+    :func:`ambiguous_userinfo`) and the values of secret-looking query parameters (libpq's
     ``password=``, ``sslpassword=``, a ``token=`` or ``key=``). Never raises: a URL that cannot be
     parsed is ``"<unparsable URL>"``. (What reprs, session records and task descriptions show.)"""
     import re
     from urllib.parse import urlsplit, urlunsplit
 
+    split = ambiguous_userinfo(url) if isinstance(url, str) else None
+    if split is not None:
+        head, userinfo, rest = split
+        url = f"{head}{userinfo.split(':', 1)[0]}:***@{rest}"
     secret_query = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)  # re caches it
     try:
         parts = urlsplit(url)

@@ -177,6 +177,29 @@ def test_redact_url():
     assert redact_url("postgresql://me:p%40ss@h/db") == "postgresql://me:***@h/db"
 
 
+@pytest.mark.parametrize(
+    "url, secret, shown",
+    [
+        ("postgresql://me:pa?ss@h/db?session=1", "pa?ss", "postgresql://me:***@h/db?session=1"),
+        ("postgresql://me:pa/ss@h/db", "pa/ss", "postgresql://me:***@h/db"),
+        ("https://me:pa#ss@proxy.example/v1", "pa#ss", "https://me:***@proxy.example/v1"),
+    ],
+)
+def test_a_password_with_an_unencoded_delimiter_is_hidden_whole(url, secret, shown):
+    """URL parsers end the authority at an unencoded "/", "?" or "#", read the password's start as
+    a port and see no password at all: redact_url left the URL as it was."""
+    from agentcore.providers.failures import redact, secret_url_values
+
+    assert redact_url(url) == shown
+    assert secret in secret_url_values(url)
+    assert redact(f"could not connect to {url}", secret_url_values(url), min_length=1).count(secret) == 0
+
+
+def test_an_at_sign_in_a_path_or_query_is_not_taken_for_a_password():
+    for url in ("https://host/users/me@x.com", "https://host:8080/me@x", "http://h/?email=a@b"):
+        assert redact_url(url) == url
+
+
 def test_registering_the_builtin_schemes_imports_no_session_module():
     code = (
         "import sys, agentcore.plugins as p\n"

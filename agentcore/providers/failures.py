@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
+from .._safe import ambiguous_userinfo
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Diagnostic, now_ms
 
@@ -151,13 +152,19 @@ def secret_url_values(url: str) -> List[str]:
     import base64
     from urllib.parse import parse_qsl, unquote, urlsplit
 
+    values: List[str] = []
+    split = ambiguous_userinfo(url) if isinstance(url, str) else None
+    if split is not None:  # a password with an unencoded "/", "?" or "#": URL parsers see none
+        secret = split[1].split(":", 1)[1]
+        for candidate in {secret, secret.split("@", 1)[0]}:
+            values += [candidate, unquote(candidate)]
+        url = f"{split[0]}{split[1].split(':', 1)[0]}@{split[2]}"
     try:
         parts = urlsplit(url)
         password = parts.password
         query = parse_qsl(parts.query, keep_blank_values=True)
     except ValueError:
-        return []
-    values: List[str] = []
+        return values
     if password:
         user = unquote(parts.username or "")
         values += [password, unquote(password)]
