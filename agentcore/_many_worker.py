@@ -18,6 +18,13 @@ a scheduler unpickles from it; a new ``AgentTask`` never matches, even with the 
 * anything else (no attempt, another task, the same id with another prompt): the task continues
   the session after what is there; nothing is ever moved back past another task's attempt.
 
+Tasks of one ``run_many`` call that name the same session run one after another (a
+:class:`Lineup`: their keys in the caller's order, and this task's place). The task's own attempt
+is then looked for in the longest run of attempts that ends the branch and is, in order, attempts
+of the first tasks of its lineup: a re-run of the whole call skips each task that finished, and
+rewinds to the first that did not (the ones after it run again after it). A task alone on its
+session has a lineup of one, which is the rule above.
+
 Every failure is caught and returned as ``TaskResult.error``; an exception that does not survive
 :mod:`pickle` (a provider's exception holding a socket...) is replaced by :class:`TaskError`
 carrying its type name, message and traceback text.
@@ -29,11 +36,11 @@ import pickle
 import threading
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .types import Usage
 
-__all__ = ["TaskResult", "TaskError", "run_task", "open_session_url", "LocalRuns", "MARKER"]
+__all__ = ["TaskResult", "TaskError", "run_task", "open_session_url", "LocalRuns", "Lineup", "attempt_key", "MARKER"]
 
 MARKER = "agentcore.run_many"
 
@@ -106,6 +113,21 @@ def open_session_url(url: str) -> Any:
     return open_session(url, create=True)
 
 
+@dataclass(frozen=True)
+class Lineup:
+    """The tasks of one ``run_many`` call on one session, which run one after another: their
+    :func:`attempt_key` in the caller's order, and ``index``, this task's place among them."""
+
+    keys: Tuple[Dict[str, Any], ...]
+    index: int = 0
+
+
+def attempt_key(task: Any) -> Dict[str, Any]:
+    """What a ``start`` entry records to recognise ``task``'s attempts: id, submission token and
+    a digest of the prompt."""
+    return {"task": _jsonable(task.id), "token": task._token, "prompt": _digest(task.prompt)}
+
+
 @dataclass
 class _Resume:
     attempt: int = 1
@@ -119,31 +141,42 @@ class _Attempt:
     messages: List[Any] = field(default_factory=list)  # recorded between the two
 
 
-def _resume_point(session: Any, task: Any) -> _Resume:
+def _resume_point(session: Any, lineup: Lineup) -> _Resume:
     """Where this attempt starts (see the module docstring); moves the leaf back when needed."""
-    last = _last_attempt(session)
-    if last is None or not _is_attempt_of(last.start.data, task):
+    own = _own_attempt(_attempts(session), lineup)
+    if own is None:
         return _Resume(1)
-    number = int(last.start.data.get("attempt", 0))
-    if last.end is not None and last.end.get("ok"):
-        return _Resume(number, recorded=last.messages)
-    session.move_to(last.start.parent_id)
+    number = int(own.start.data.get("attempt", 0))
+    if own.end is not None and own.end.get("ok"):
+        return _Resume(number, recorded=own.messages)
+    session.move_to(own.start.parent_id)
     return _Resume(number + 1)
 
 
-def _last_attempt(session: Any) -> Optional[_Attempt]:
-    """The last attempt recorded on the current branch, with its end and messages."""
-    last: Optional[_Attempt] = None
+def _own_attempt(attempts: List[_Attempt], lineup: Lineup) -> Optional[_Attempt]:
+    """This task's attempt in the longest run of ``attempts`` that ends them and is, in order, an
+    attempt of each of the first tasks of ``lineup``; None when no such run reaches this task."""
+    for count in range(min(len(lineup.keys), len(attempts)), lineup.index, -1):
+        tail = attempts[len(attempts) - count :]
+        if all(_is_attempt_of(attempt.start.data, key) for attempt, key in zip(tail, lineup.keys)):
+            return tail[lineup.index]
+    return None
+
+
+def _attempts(session: Any) -> List[_Attempt]:
+    """The attempts recorded on the current branch, in order, with their ends and messages."""
+    attempts: List[_Attempt] = []
     for entry in session.get_branch():
         data = getattr(entry, "data", None)
+        last = attempts[-1] if attempts else None
         if getattr(entry, "custom_type", None) == MARKER and isinstance(data, dict):
             if data.get("event") == "start":
-                last = _Attempt(entry)
+                attempts.append(_Attempt(entry))
             elif data.get("event") == "end" and last is not None and last.end is None and _same_run(data, last):
                 last.end = data
         elif last is not None and last.end is None and getattr(entry, "type", None) == "message":
             last.messages.append(entry.message)
-    return last
+    return attempts
 
 
 def _same_run(end: Dict[str, Any], attempt: _Attempt) -> bool:
@@ -151,13 +184,13 @@ def _same_run(end: Dict[str, Any], attempt: _Attempt) -> bool:
     return end.get("task") == start.get("task") and end.get("token") == start.get("token")
 
 
-def _is_attempt_of(start: Dict[str, Any], task: Any) -> bool:
-    """Whether ``start`` began an attempt of ``task``: the same id and prompt, or, without an id,
-    the same submission (a marker that records no prompt matches on its id)."""
-    if task.id is None:
-        return start.get("task") is None and start.get("token") == task._token
-    digest = _digest(task.prompt)
-    return start.get("task") == _jsonable(task.id) and start.get("prompt", digest) == digest
+def _is_attempt_of(start: Dict[str, Any], key: Dict[str, Any]) -> bool:
+    """Whether ``start`` began an attempt of the task with :func:`attempt_key` ``key``: the same id
+    and prompt, or, without an id, the same submission (a marker that records no prompt matches on
+    its id)."""
+    if key["task"] is None:
+        return start.get("task") is None and start.get("token") == key["token"]
+    return start.get("task") == key["task"] and start.get("prompt", key["prompt"]) == key["prompt"]
 
 
 def _digest(prompt: str) -> str:
@@ -203,8 +236,9 @@ class TaskAborted(Exception):
     """The task was cancelled (``run_many`` was interrupted or closed) before it finished."""
 
 
-def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
-    """Run ``task`` here; never raises (except KeyboardInterrupt/SystemExit), see module docs."""
+def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Lineup] = None) -> TaskResult:
+    """Run ``task`` here; never raises (except KeyboardInterrupt/SystemExit), see module docs.
+    ``lineup``: where it stands among its call's tasks on its session (None: alone)."""
     if local is not None and local.cancelled.is_set():
         return TaskResult(task, error=TaskAborted("cancelled before it started"))
     session = None
@@ -212,23 +246,15 @@ def run_task(task: Any, local: Optional[LocalRuns] = None) -> TaskResult:
     try:
         if task.session is not None:
             session = open_session_url(task.session)
-        resume = _resume_point(session, task) if session is not None else _Resume(1)
+        key = attempt_key(task)
+        resume = _resume_point(session, lineup or Lineup((key,))) if session is not None else _Resume(1)
         if resume.recorded is not None:
             return TaskResult(task, resume.recorded, None, sum_usage(resume.recorded))
         agent = task.spec.build(session=session)
         if local is not None and not local.add(agent):
             return TaskResult(task, error=TaskAborted("cancelled before it started"))
         if session is not None:
-            session.append_custom(
-                MARKER,
-                {
-                    "event": "start",
-                    "task": _jsonable(task.id),
-                    "token": task._token,
-                    "attempt": resume.attempt,
-                    "prompt": _digest(task.prompt),
-                },
-            )
+            session.append_custom(MARKER, {"event": "start", **key, "attempt": resume.attempt})
         try:
             messages = list(agent.prompt(task.prompt) or [])
         finally:

@@ -5,8 +5,13 @@ that the same tasks run on a thread pool in this process, a ``ProcessPoolExecuto
 tools, one GIL per process) or a Dask cluster (``Client.get_executor()``): agentcore does not
 schedule anything itself. Dask is never imported here.
 
+Tasks that name the same session URL run one after another, in the caller's order (two agents
+cannot write one session at once): the first is submitted with the others, each next one when
+the iterator, having yielded the result of the one before it, is asked for the next result.
+
 Cancellation (``KeyboardInterrupt`` while iterating, or closing the iterator): tasks that have
-not started are cancelled (their futures, or, on threads, they return at once). What is running:
+not started are cancelled (their futures, or, on threads, they return at once), and tasks still
+waiting for an earlier task on their session are never submitted. What is running:
 
 * on a ``ThreadPoolExecutor`` (the default), each running agent is aborted (``agent.abort()``:
   the provider request and tools see the signal), and ``run_many`` waits for them to settle, so
@@ -20,12 +25,21 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set, Union
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Union
 
 from ._many_progress import ManyProgress, make_reporter
 from ._many_spec import AgentSpec, AgentTask, SpecNotPortableError, check_portable
-from ._many_worker import LocalRuns, TaskAborted, TaskError, TaskResult, _portable, run_task
+from ._many_worker import (
+    Lineup,
+    LocalRuns,
+    TaskAborted,
+    TaskError,
+    TaskResult,
+    _portable,
+    attempt_key,
+    run_task,
+)
 
 __all__ = [
     "AgentSpec",
@@ -60,12 +74,19 @@ def run_many(
 ) -> Iterator[TaskResult]:
     """Run every task on ``executor``; yield a :class:`TaskResult` for each as it finishes.
 
-    Every task is submitted before ``run_many`` returns; the iterator yields the results.
-    ``executor``: any ``concurrent.futures.Executor``; None: a thread pool of
+    Every task that can start is submitted before ``run_many`` returns; the iterator yields the
+    results. ``executor``: any ``concurrent.futures.Executor``; None: a thread pool of
     ``min(DEFAULT_MAX_THREADS, len(tasks))`` threads, shut down at the end. Every task is checked
     before anything is submitted: a task that is not an :class:`AgentTask` is a TypeError, one that
     cannot be pickled is :exc:`~agentcore.many.SpecNotPortableError` naming the field (``tools[0]``...), even on
     threads, so that what runs here also runs on a cluster.
+
+    Tasks naming the same session URL (the same string, as given) run one after another in the
+    order given, each continuing the conversation of the one before it: the first is submitted at
+    once, each next one once the iterator has yielded the result of the one before it (whatever
+    its outcome) and is asked for more, so closing the iterator after a result leaves the tasks
+    that would continue that session unstarted. Tasks without a session, or on different
+    sessions, run in parallel.
 
     A failing task (unknown model, provider error, a worker process that died...) yields a result
     whose ``error`` is set, picklable; the others go on. ``KeyboardInterrupt`` or closing the
@@ -90,38 +111,94 @@ def _run(
     tasks: List[AgentTask], executor: Optional[Executor], report: Optional[Callable[[ManyProgress], Any]]
 ) -> Iterator[TaskResult]:
     owned = executor is None
-    if executor is None:
-        executor = ThreadPoolExecutor(
+    pool = (
+        executor
+        if executor is not None
+        else ThreadPoolExecutor(
             max_workers=max(1, min(DEFAULT_MAX_THREADS, len(tasks))), thread_name_prefix="agentcore-many"
         )
-    local = LocalRuns() if isinstance(executor, ThreadPoolExecutor) else None
-    counts = _Counts(len(tasks), time.monotonic(), isinstance(executor, (ThreadPoolExecutor, ProcessPoolExecutor)))
-    futures: Dict[Future[Any], AgentTask] = {}
-    pending: Set[Future[Any]] = set()
+    )
+    local = LocalRuns() if isinstance(pool, ThreadPoolExecutor) else None
+    counts = _Counts(len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)))
+    plan = _plan(tasks)
+    futures: Dict[Future[Any], int] = {}  # submitted and not yet yielded: the task's index
     settled = True
+
+    def submit(index: int) -> None:
+        futures[pool.submit(run_task, tasks[index], local, plan.lineups[index])] = index
+
+    def settle(result: TaskResult) -> TaskResult:
+        counts.add(result)
+        _emit(report, counts.snapshot(futures))
+        return result
+
+    def start_next(index: int) -> Iterator[TaskResult]:
+        """Submit the task that continues ``index``'s session; one the executor refuses (a broken
+        pool) fails, and the task after it on that session is tried."""
+        follower = plan.after.get(index)
+        while follower is not None:
+            try:
+                submit(follower)
+                return
+            except Exception as exc:
+                yield settle(TaskResult(tasks[follower], error=_portable(exc)))
+            follower = plan.after.get(follower)
+
     try:
-        for task in tasks:
-            future = executor.submit(run_task, task, local) if local is not None else executor.submit(run_task, task)
-            futures[future] = task
-            pending.add(future)
-        yield None  # type: ignore[misc]  # primed by run_many: everything is submitted
-        while pending:
-            done, pending = wait(pending, timeout=_TICK, return_when=FIRST_COMPLETED)
+        for index in plan.first:
+            submit(index)
+        yield None  # type: ignore[misc]  # primed by run_many: everything that can start is submitted
+        while futures:
+            done, _ = wait(futures, timeout=_TICK, return_when=FIRST_COMPLETED)
             for future in done:
-                result = _result_of(future, futures.pop(future))
-                counts.add(result)
-                _emit(report, counts.snapshot(pending))
-                yield result
+                index = futures.pop(future)
+                yield settle(_result_of(future, tasks[index]))
+                # submitted only now that the caller wants more: closing the iterator after a
+                # task's result leaves the tasks that continue its session unstarted
+                yield from start_next(index)
             if not done:
-                _emit(report, counts.snapshot(pending))
-        _emit(report, counts.snapshot(pending, finished=True))
+                _emit(report, counts.snapshot(futures))
+        _emit(report, counts.snapshot(futures, finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
-        settled = _cancel(pending, local)
-        _emit(report, counts.snapshot(pending, finished=True))
+        settled = _cancel(futures, local)
+        _emit(report, counts.snapshot(futures, finished=True))
         raise
     finally:
         if owned:
-            executor.shutdown(wait=settled, cancel_futures=True)
+            pool.shutdown(wait=settled, cancel_futures=True)
+
+
+@dataclass
+class _Plan:
+    """What to submit at once (``first``: indices into the tasks, in the caller's order) and, for
+    a task on a session, the index of the task that continues that session (``after``) and its
+    :class:`~agentcore._many_worker.Lineup` (``lineups``, None without a session)."""
+
+    first: List[int]
+    after: Dict[int, int]
+    lineups: List[Optional[Lineup]]
+
+
+def _plan(tasks: List[AgentTask]) -> _Plan:
+    """Tasks on the same session URL (compared as given) form a chain in the caller's order; only
+    the first of each chain, and every task without a session, starts at once."""
+    plan = _Plan([], {}, [None] * len(tasks))
+    chains: Dict[str, List[int]] = {}
+    for index, task in enumerate(tasks):
+        if task.session is None:
+            plan.first.append(index)
+            continue
+        chain = chains.setdefault(task.session, [])
+        if chain:
+            plan.after[chain[-1]] = index
+        else:
+            plan.first.append(index)
+        chain.append(index)
+    for chain in chains.values():
+        keys = tuple(attempt_key(tasks[index]) for index in chain)
+        for place, index in enumerate(chain):
+            plan.lineups[index] = Lineup(keys, place)
+    return plan
 
 
 def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: ManyProgress) -> None:
@@ -129,7 +206,7 @@ def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: ManyProgres
         report(snapshot)
 
 
-def _cancel(pending: Set[Future[Any]], local: Optional[LocalRuns]) -> bool:
+def _cancel(pending: Collection[Future[Any]], local: Optional[LocalRuns]) -> bool:
     """Cancel what has not started, abort what runs on threads; True when all of it settled."""
     for future in pending:
         future.cancel()
@@ -175,10 +252,10 @@ class _Counts:
         self.output_tokens += result.usage.output
         self.cost += result.usage.cost.total
 
-    def snapshot(self, pending: Set[Future[Any]], finished: bool = False) -> ManyProgress:
+    def snapshot(self, pending: Collection[Future[Any]], finished: bool = False) -> ManyProgress:
         # Futures of a thread or process pool say when they run; Dask's never do (they go from
         # pending to done), so there "running" counts every task in flight.
-        running = sum(1 for f in pending if f.running()) if self.reports_running else len(pending)
+        running = sum(1 for f in pending if (f.running() if self.reports_running else not f.done()))
         return ManyProgress(
             self.total,
             self.done,

@@ -13,6 +13,7 @@ import os
 import pickle
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
@@ -534,6 +535,175 @@ def test_dask_close_cancels_tasks_that_have_not_started(spec, tmp_path, dask_cli
         time.sleep(0.05)
     started = [g for g in gates if Path(str(g) + ".started").exists()]
     assert 1 <= len(started) <= 8 + 8  # what was running (and prefetched) at close, not all 40
+
+
+# --------------------------------------------------------------------------- one session, one call
+
+
+def free_and_chained(tmp_path: Path, spec: AgentSpec) -> List[AgentTask]:
+    """Three steps on one JSONL session, interleaved with two tasks without a session."""
+    url = f"jsonl:///{tmp_path / 's.jsonl'}"
+    return [
+        AgentTask(spec, "step 1", session=url, id=1),
+        AgentTask(spec, "free 1", id="f1"),
+        AgentTask(spec, "step 2", session=url, id=2),
+        AgentTask(spec, "free 2", id="f2"),
+        AgentTask(spec, "step 3", session=url, id=3),
+    ]
+
+
+def test_tasks_on_one_session_run_in_the_order_given_beside_the_others(tmp_path):
+    """docs/many.rst "Sessions carry on": a later task of the same call sees the earlier conversation."""
+    from agentcore.testing import ScriptedModel, text
+
+    meet = threading.Barrier(3)  # step 1 and both free tasks get past it only by running at once
+
+    def answer(context: Any) -> Any:
+        prompt = context.messages[-1].text
+        if prompt in ("step 1", "free 1", "free 2"):
+            meet.wait(10)
+        return text(f"ans {prompt}")
+
+    scripted = ScriptedModel([answer] * 5)
+    tasks = free_and_chained(tmp_path, AgentSpec(scripted.model))
+    snapshots: List[Any] = []
+    results = list(run_many(tasks, progress=snapshots.append))
+    assert all(r.ok for r in results), [r.error for r in results if r.error]
+    assert [r.task.id for r in results if r.task.session] == [1, 2, 3]
+    steps = ["user: step 1", "assistant: ans step 1", "user: step 2", "assistant: ans step 2", "user: step 3"]
+    assert [conversation(c) for c in scripted.contexts if "step" in conversation(c)[-1]] == [
+        steps[:1],
+        steps[:3],
+        steps,
+    ]
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert conversation(session.build_context()) == steps + ["assistant: ans step 3"]
+        assert [(m["event"], m["task"]) for m in branch_markers(session)] == [
+            (event, n) for n in (1, 2, 3) for event in ("start", "end")
+        ]
+        assert len(session.entries()) == len(session.get_branch())
+    assert all(s.pending >= 0 and s.running <= 3 for s in snapshots)  # one step at a time, plus two
+    final = snapshots[-1]
+    assert (final.done, final.failed, final.running, final.pending, final.finished) == (5, 0, 0, 0, True)
+
+
+def test_running_the_same_call_again_skips_finished_steps_and_redoes_from_a_failed_one(tmp_path):
+    from agentcore.testing import ScriptedModel, error, text
+
+    scripted = ScriptedModel([text("ans 1"), error("overloaded"), text("ans 3")])
+    spec, url = AgentSpec(scripted.model), f"sqlite:///{tmp_path / 's.db'}?session=S"
+
+    def the_call() -> Dict[Any, TaskResult]:
+        tasks = [AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2, 3)]
+        return {r.task.id: r for r in run_many(tasks, progress=False)}
+
+    first = the_call()
+    assert first[1].ok and not first[2].ok and first[3].ok
+    scripted.push(text("ans 2"), text("ans 3 again"))
+    again = the_call()
+    assert all(r.ok for r in again.values()) and scripted.calls == 5  # step 1 was not run again
+    assert [m.text for m in again[1].messages] == ["step 1", "ans 1"]  # its recorded result
+    steps = ["user: step 1", "assistant: ans 1", "user: step 2", "assistant: ans 2"]
+    with open_sqlite(tmp_path) as session:
+        assert conversation(session.build_context()) == steps + ["user: step 3", "assistant: ans 3 again"]
+        assert [(m["event"], m["task"], m.get("attempt")) for m in branch_markers(session)] == [
+            ("start", 1, 1),
+            ("end", 1, None),
+            ("start", 2, 2),  # rewound to where its failed attempt began
+            ("end", 2, None),
+            ("start", 3, 1),  # after the new step 2: the first step 3 is aside with the failed step 2
+            ("end", 3, None),
+        ]
+        entries = len(session.entries())
+        assert entries > len(session.get_branch())
+    third = the_call()
+    assert all(r.ok for r in third.values()) and scripted.calls == 5  # all finished: nothing runs
+    assert third[3].messages[-1].text == "ans 3 again"
+    with open_sqlite(tmp_path) as session:
+        assert len(session.entries()) == entries
+
+
+@pytest.mark.parametrize("stop", ["close", "ctrl-c"])
+def test_stopping_after_a_result_leaves_the_next_task_on_its_session_unstarted(tmp_path, stop):
+    from agentcore.testing import ScriptedModel, text
+
+    reported = threading.Event()  # run_many reported progress while step 1 ran: a second task on
+    # the session, had it started alongside, would have failed to open it by then
+
+    def step_1(context: Any) -> Any:
+        assert reported.wait(10)
+        return text("ans 1")
+
+    scripted = ScriptedModel([step_1, text("ans 2")])
+    spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [AgentTask(spec, "step 1", session=url, id=1), AgentTask(spec, "step 2", session=url, id=2)]
+    snapshots: List[Any] = []
+
+    def progress(snapshot: Any) -> None:
+        snapshots.append(snapshot)
+        reported.set()
+        if stop == "ctrl-c" and snapshot.done + snapshot.failed and not snapshot.finished:
+            raise KeyboardInterrupt
+
+    if stop == "close":
+        results = run_many(tasks, progress=progress)
+        first = next(results)
+        results.close()
+        assert first.task is tasks[0] and first.ok
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            list(run_many(tasks, progress=progress))
+    assert scripted.calls == 1
+    final = snapshots[-1]
+    assert (final.done, final.failed, final.running, final.pending, final.finished) == (1, 0, 0, 1, True)
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert [(m["event"], m["task"]) for m in branch_markers(session)] == [("start", 1), ("end", 1)]
+
+
+class _RefusingPool(ThreadPoolExecutor):
+    """Refuses every submission after the first (as a broken process pool does)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.submitted = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.submitted += 1
+        if self.submitted > 1:
+            raise RuntimeError("the pool is broken")
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_a_next_task_the_executor_refuses_fails_and_so_do_the_ones_after_it(tmp_path):
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans 1")])
+    spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2, 3)]
+    with _RefusingPool() as pool:
+        results = list(run_many(tasks, executor=pool, progress=False))
+    assert [(r.task.id, r.ok) for r in results] == [(1, True), (2, False), (3, False)]
+    assert all(isinstance(r.error, RuntimeError) and "broken" in str(r.error) for r in results[1:])
+
+
+@pytest.mark.parametrize("where", ["process pool", "dask"])
+def test_tasks_on_one_session_run_in_order_on_worker_processes(spec, tmp_path, worker_path, request, where):
+    jsonl, sqlite = f"jsonl:///{tmp_path / 's.jsonl'}", f"sqlite:///{tmp_path / 's.db'}?session=S"
+    tasks = [add_task(spec, i, jsonl if i < 3 else sqlite) for i in (0, 3, 1, 4, 2, 5)]
+    if where == "dask":
+        results = list(run_many(tasks, executor=request.getfixturevalue("dask_client").get_executor(), progress=False))
+    else:
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(run_many(tasks, executor=pool, progress=False))
+    assert all(r.ok for r in results), [r.error for r in results if r.error]
+    jsonl_session = Session.open(tmp_path / "s.jsonl", read_only=True)
+    sqlite_session = Session(SqliteSessionStorage(tmp_path / "s.db", "S", read_only=True))
+    for session, ids in ((jsonl_session, [0, 1, 2]), (sqlite_session, [3, 4, 5])):
+        with session:
+            answers = [m.text for m in session.build_context().messages if m.role == "assistant" and m.text]
+            assert answers == [f"result {i + 1000}" for i in ids]
+            assert [m["task"] for m in branch_markers(session)] == [i for i in ids for _ in range(2)]
+            assert len(session.entries()) == len(session.get_branch())
 
 
 # --------------------------------------------------------------------------- progress
