@@ -8,6 +8,7 @@ written. The CLI side (``agentcore run --session``) is in test_cli.py.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -207,3 +208,29 @@ def test_the_resumed_local_model_reaches_its_server(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_settings_are_recorded_again_on_a_branch_that_lacks_them(tmp_path):
+    """After the leaf moved to an earlier entry (chat's /branch, rpc navigate_tree), the recorder
+    still compared with the settings of the branch it had left, so the model and thinking level in
+    use were never recorded on the new branch: resuming it gave the old model (or none) and "off"."""
+    other_model = dataclasses.replace(LOCAL, id="other-model")
+    scripted = ScriptedModel(["one", "two", "three"])
+    path = tmp_path / "branches.jsonl"
+    with Session.create(str(path)) as session:
+        agent = Agent(LOCAL, stream_fn=scripted.stream_fn, session=session)
+        agent.prompt("first")
+        first_answer = session.leaf_id
+        agent.state.model = other_model
+        agent.state.thinking_level = "high"
+        agent.prompt("second")
+        session.move_to(first_answer)  # back to before the second prompt, as /branch 1 does
+        agent.state.messages = session.build_context().messages
+        agent.prompt("third, on the new branch")
+        context = session.build_context()
+    assert context.thinking_level == "high"
+    assert context.model is not None and context.model.model_id == "other-model"
+    assert [m.role for m in context.messages] == ["user", "assistant", "user", "assistant"]
+    with Session.open(str(path)) as session:
+        resumed = Agent(session=session)
+        assert resumed.state.model.id == "other-model" and resumed.state.thinking_level == "high"

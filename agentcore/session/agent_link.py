@@ -147,6 +147,20 @@ def _model_changes(session: Session, provider: str, model_id: str) -> Iterator[A
             yield entry
 
 
+def _settings_at_leaf(session: Session) -> Tuple[str, Optional[Tuple[str, str]]]:
+    """The thinking level and ``(provider, model id)`` the session records at its current leaf,
+    as :meth:`Session.build_context` resolves them, without decoding the branch's messages."""
+    from .context import _resolve_state
+
+    storage = session.storage
+    if storage.leaf_id is None:
+        return "off", None
+    path = storage.path_to_root(storage.leaf_id)
+    path.reverse()
+    thinking, model, _ = _resolve_state(storage, path)
+    return thinking, None if model is None else (model.provider, model.model_id)
+
+
 def _recorded_fields(entry: Any) -> Dict[str, Any]:
     """The endpoint fields (as :func:`model_endpoint` writes them) on a ``model_change`` entry."""
     extra = getattr(entry, "extra", None) or {}
@@ -236,25 +250,33 @@ def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
     (:func:`agentcore._safe.json_safe`) instead of failing the run, with one ``RuntimeWarning`` per
     attached session; the agent's own transcript keeps the original objects.
     """
-    context = session.build_context()
-    recorded: List[Any] = [
-        context.thinking_level,
-        None if context.model is None else (context.model.provider, context.model.model_id),
-    ]
-    # (model, endpoint fields) last recorded: the endpoint counts only while recorded[1] is that model
-    # (an assistant message of another model replaces recorded[1])
+    # What the session records at the leaf the agent writes under: the thinking level, the model
+    # (provider, id) and (model, endpoint fields) of its newest model_change (the endpoint counts
+    # only while recorded[1] is that model: an assistant message of another model replaces it).
+    # Read again whenever the leaf moved elsewhere (a branch switch, navigate_tree), since that
+    # branch may record other settings or none.
+    recorded: List[Any] = [None, None]
     endpoint_of: List[Any] = [None]
-    if context.model is not None:
-        newest = next(_model_changes(session, context.model.provider, context.model.model_id), None)
-        if newest is not None:
-            endpoint_of[0] = (recorded[1], _recorded_fields(newest))
+    seen_leaf: List[Any] = [None]
 
+    def read_recorded() -> None:
+        recorded[0], recorded[1] = _settings_at_leaf(session)
+        endpoint_of[0] = None
+        if recorded[1] is not None:
+            newest = next(_model_changes(session, *recorded[1]), None)
+            if newest is not None:
+                endpoint_of[0] = (recorded[1], _recorded_fields(newest))
+        seen_leaf[0] = session.leaf_id
+
+    read_recorded()
     this = weakref.ref(agent)  # the agent holds this listener: no cycle through it
 
     def record_settings() -> None:
         agent = this()
         if agent is None:  # pragma: no cover - the agent runs this listener itself
             return
+        if session.leaf_id != seen_leaf[0]:
+            read_recorded()
         level = str(agent.state.thinking_level)
         if level != recorded[0]:
             session.append_thinking_level_change(level)
@@ -296,5 +318,6 @@ def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
         append(message)
         if getattr(message, "role", None) == "assistant":
             recorded[1] = (str(message.provider), str(message.model))
+        seen_leaf[0] = session.leaf_id
 
     return agent.subscribe(listener)
