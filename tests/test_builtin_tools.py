@@ -7,8 +7,9 @@ import base64
 import os
 import shutil
 import stat
+import threading
 from pathlib import Path
-from typing import Any, List
+from typing import Any, Callable, List
 
 import pluggy
 import pytest
@@ -368,6 +369,14 @@ def test_edit_ambiguous_text_reports_the_count_and_changes_nothing(source):
     assert source.read_bytes() == before
 
 
+def test_edit_counts_overlapping_occurrences_as_ambiguous(tmp_path):
+    # str.count counted "}\n}\n" once in "    }\n}\n}\n" (matches at 4 and 6 overlap), so the edit went through
+    (tmp_path / "f.js").write_text("    }\n}\n}\n")
+    with pytest.raises(EditError, match="Found 2 occurrences of oldText in f.js"):
+        run(create_edit_tool(str(tmp_path)), path="f.js", edits=[{"oldText": "}\n}\n", "newText": "}\n"}])
+    assert (tmp_path / "f.js").read_text() == "    }\n}\n}\n"
+
+
 def test_edit_missing_text_reports_not_found(source):
     with pytest.raises(EditError, match="Could not find oldText in mod.py"):
         run(create_edit_tool(str(source.parent)), path="mod.py", edits=[{"oldText": "return 3", "newText": "x"}])
@@ -407,6 +416,35 @@ def test_edit_keeps_crlf_line_endings_and_the_bom(tmp_path):
     path.write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\nthree\r\n")
     run(create_edit_tool(str(tmp_path)), path="win.txt", edits=[{"oldText": "two\nthree", "newText": "2\n3"}])
     assert path.read_bytes() == b"\xef\xbb\xbfone\r\n2\r\n3\r\n"
+
+
+def test_edit_of_a_mixed_line_ending_file_changes_only_the_edited_text(tmp_path):
+    # the file was LF-normalised for matching and written back with LF: the CRLF of line 2 and the
+    # lone CR inside the string literal were rewritten, and the diff (of normalised text) hid it
+    path = tmp_path / "gen.py"
+    path.write_bytes(b"a = 1\nb = 2\r\ns = 'x\ry'\nlast = 0\n")
+    result = run(create_edit_tool(str(tmp_path)), path="gen.py", edits=[{"oldText": "last = 0", "newText": "last = 1"}])
+    assert path.read_bytes() == b"a = 1\nb = 2\r\ns = 'x\ry'\nlast = 1\n"
+    assert " b = 2\r\n s = 'x\ry'\n-last = 0\n+last = 1\n" in result.details["diff"]
+    assert result.details["firstChangedLine"] == 4
+
+
+def test_an_edit_of_a_mixed_file_that_misses_a_crlf_says_why(tmp_path):
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"one\r\ntwo\nthree\n")
+    with pytest.raises(Exception, match=r"mixes CRLF and LF line endings") as info:
+        run(create_edit_tool(str(tmp_path)), path="mixed.txt", edits=[{"oldText": "one\ntwo", "newText": "x"}])
+    assert "Could not find oldText" in str(info.value)
+    assert path.read_bytes() == b"one\r\ntwo\nthree\n"
+    run(create_edit_tool(str(tmp_path)), path="mixed.txt", edits=[{"oldText": "one\r\ntwo", "newText": "x"}])
+    assert path.read_bytes() == b"x\nthree\n"
+
+
+def test_edit_of_a_crlf_file_keeps_a_lone_carriage_return(tmp_path):
+    path = tmp_path / "win.py"
+    path.write_bytes(b"s = 'x\ry'\r\nlast = 0\r\n")
+    run(create_edit_tool(str(tmp_path)), path="win.py", edits=[{"oldText": "last = 0\n", "newText": "last = 1\nend\n"}])
+    assert path.read_bytes() == b"s = 'x\ry'\r\nlast = 1\r\nend\r\n"
 
 
 def test_edit_prepare_arguments_accepts_top_level_and_snake_case(source):
@@ -600,6 +638,14 @@ def test_grep_backends_agree_on_a_larger_tree(tmp_path):
     assert python == rg and python.count("\n") == 5 * 5 * 8 - 1
 
 
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_dollar_matches_at_the_end_of_crlf_lines_with_both_backends(tmp_path, use_rg):
+    # ripgrep saw "foo\r" and found nothing for foo$; the Python backend strips "\r\n" and matched
+    (tmp_path / "win.txt").write_bytes(b"def foo\r\nfoo bar\r\nunix foo\n")
+    result = run(create_grep_tool(str(tmp_path), use_rg=use_rg), pattern="foo$")
+    assert text(result) == "win.txt:1:def foo\nwin.txt:3:unix foo"
+
+
 def test_grep_does_not_leave_the_root_through_symlinks(tree):
     outside = tree.parent / "outside.txt"
     outside.write_text("needle outside\n")
@@ -641,6 +687,81 @@ def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch
     worker.join(10)
     assert not worker.is_alive(), "grep hung: ripgrep blocked on a full stderr pipe"
     assert "a.txt:1:hello" in box[0].content[0].text
+
+
+# --------------------------------------------------------------------------- special files
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes (os.mkfifo) need a POSIX system")
+
+
+def _call_guarded(fifo: Path, call: Callable[[], Any]) -> Any:
+    """``call()`` on a thread; fails instead of hanging when it blocks opening ``fifo``."""
+    box: List[Any] = []
+
+    def go() -> None:
+        try:
+            box.append(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            box.append(exc)
+
+    worker = threading.Thread(target=go, daemon=True)
+    worker.start()
+    worker.join(10)  # a hang guard, not a timing: the fixed tools never open the pipe
+    if worker.is_alive():
+        # the reader is blocked in open(): a writer opening and closing the pipe releases it
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail(f"blocked opening the named pipe {fifo.name}")
+    return box[0]
+
+
+@pytest.fixture
+def with_fifo(tmp_path):
+    (tmp_path / "a.txt").write_text("needle\n")
+    os.mkfifo(tmp_path / "pipe")
+    return tmp_path
+
+
+@needs_fifo
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_skips_a_named_pipe_in_the_tree(with_fifo, use_rg):
+    # the Python backend blocked forever in open() on the FIFO, and abort could not stop it
+    result = _call_guarded(
+        with_fifo / "pipe", lambda: run(create_grep_tool(str(with_fifo), use_rg=use_rg), pattern="needle")
+    )
+    assert text(result) == "a.txt:1:needle"
+
+
+@needs_fifo
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_refuses_a_named_pipe_as_its_path(with_fifo, use_rg):
+    grep = create_grep_tool(str(with_fifo), use_rg=use_rg)
+    result = _call_guarded(with_fifo / "pipe", lambda: run(grep, pattern="needle", path="pipe"))
+    assert isinstance(result, ValueError) and "pipe is a named pipe (FIFO), not a regular file" in str(result)
+
+
+@needs_fifo
+@pytest.mark.parametrize(
+    "make_tool, args",
+    [
+        pytest.param(create_read_tool, {}, id="read"),
+        pytest.param(create_edit_tool, {"edits": [{"oldText": "a", "newText": "b"}]}, id="edit"),
+        pytest.param(create_write_tool, {"content": "x"}, id="write"),
+    ],
+)
+def test_file_tools_refuse_a_named_pipe_naming_what_it_is(with_fifo, make_tool, args):
+    # read and edit blocked forever opening it; write replaced the pipe with a plain file
+    result = _call_guarded(with_fifo / "pipe", lambda: make_tool(str(with_fifo)).execute("c", {"path": "pipe", **args}))
+    assert isinstance(result, ValueError), result
+    assert "pipe is a named pipe (FIFO), not a regular file" in str(result)
+    assert stat.S_ISFIFO(os.stat(with_fifo / "pipe").st_mode)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="needs the /dev/null character device")
+def test_read_and_edit_refuse_a_device():
+    for tool, args in ((create_read_tool("/"), {}), (create_edit_tool("/"), {"oldText": "a", "newText": "b"})):
+        with pytest.raises(ValueError, match="/dev/null is a character device, not a regular file"):
+            tool.execute("c", {"path": "/dev/null", **args})
 
 
 # --------------------------------------------------------------------------- through the agent loop

@@ -250,6 +250,40 @@ def test_bash_long_crlf_output_never_shows_a_cut_first_line():
         assert info["outputLines"] == len(shown) and info["totalLines"] == lines
 
 
+def test_output_cut_with_an_unterminated_last_line_is_saved(tmp_path):
+    # newlines were counted instead of lines: 100 lines plus "tail" (101 lines) were cut to 100
+    # without spilling to a file, and the notice said "Full output: None"
+    tool = create_bash_tool(cwd=str(tmp_path), max_lines=100)
+    result = tool.execute("c1", {"command": "seq 1 100; printf tail"}, None, None)
+    path = result.details["fullOutputPath"]
+    try:
+        assert path is not None and "None" not in result.content[0].text
+        assert result.content[0].text.endswith(f"[Showing lines 2-101 of 101. Full output: {path}]")
+        assert Path(path).read_text() == "".join(f"{i}\n" for i in range(1, 101)) + "tail"
+    finally:
+        if path:
+            os.unlink(path)
+
+
+def test_output_that_grows_when_decoded_is_still_saved_when_cut():
+    # invalid UTF-8 becomes U+FFFD (3 bytes each): 400 raw bytes fit the 1000-byte budget, the
+    # decoded text does not, so the cut happened without the output ever being saved
+    from agentcore.builtin_tools.bash import _Output, _render
+
+    output = _Output(max_lines=1000, max_bytes=1000)
+    output.append(b"\xff" * 400)
+    try:
+        cut, path = output.snapshot()
+        text, details = _render(cut, path)
+        assert path is not None and details["fullOutputPath"] == path and text.endswith(f"Full output: {path}]")
+        output.close()
+        assert Path(path).read_bytes() == b"\xff" * 400
+    finally:
+        output.close()
+        if output.path:
+            os.unlink(output.path)
+
+
 def test_short_output_has_no_file(tmp_path):
     result = create_bash_tool(cwd=str(tmp_path)).execute("c1", {"command": "echo hi"}, None, None)
     assert "fullOutputPath" not in result.details and "truncation" not in result.details

@@ -13,10 +13,19 @@ tool runs in ``cwd`` but is never confined: a shell can reach anything the proce
 from __future__ import annotations
 
 import os
+import stat
 import threading
-from typing import Dict, Optional
+from typing import IO, Dict, Optional
 
-__all__ = ["PathOutsideRootError", "PathResolver", "file_lock", "require_file"]
+__all__ = [
+    "NotARegularFileError",
+    "PathOutsideRootError",
+    "PathResolver",
+    "file_lock",
+    "open_regular_file",
+    "require_file",
+    "special_file_kind",
+]
 
 
 class PathOutsideRootError(PermissionError):
@@ -101,6 +110,62 @@ def require_file(target: str, shown: str, directory_hint: str) -> None:
         if os.path.islink(target):
             raise FileNotFoundError(f"{shown} is a symbolic link that leads nowhere (a loop or a missing target)")
         raise FileNotFoundError(f"File not found: {shown}")
+
+
+class NotARegularFileError(ValueError):
+    """A path names a named pipe, a device or a socket: reading it could block forever."""
+
+
+def _kind(mode: int) -> Optional[str]:
+    """What a non-regular, non-folder file is, from its ``st_mode``; None for a regular file or folder."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def special_file_kind(target: str) -> Optional[str]:
+    """``"a named pipe (FIFO)"``, ``"a character device"``... for an existing special file (links
+    followed); None for a regular file, a folder or nothing at all."""
+    try:
+        return _kind(os.stat(target).st_mode)
+    except OSError:
+        return None
+
+
+def _refuse(kind: Optional[str], shown: str) -> None:
+    if kind is not None:
+        raise NotARegularFileError(
+            f"{shown} is {kind}, not a regular file; the file tools only open regular files (use bash for it)"
+        )
+
+
+# Opening a FIFO for reading blocks until a writer appears (an abort cannot interrupt that);
+# O_NONBLOCK makes the open return at once, so the check after it also closes the race with a
+# FIFO swapped in after the stat. Windows has neither FIFOs nor the flag.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def open_regular_file(target: str, shown: str) -> IO[bytes]:
+    """Open ``target`` for reading in binary mode; raise :class:`NotARegularFileError` (naming what
+    it is) instead of opening a named pipe, a device or a socket."""
+    _refuse(_kind(os.stat(target).st_mode), shown)  # before open(): opening a device can act on it
+    fd = os.open(target, os.O_RDONLY | _NONBLOCK | getattr(os, "O_BINARY", 0))
+    try:
+        _refuse(_kind(os.fstat(fd).st_mode), shown)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 _locks_guard = threading.Lock()

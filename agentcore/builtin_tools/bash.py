@@ -72,6 +72,16 @@ class _Output:
         self.path: Optional[str] = None
         self._cut_mid_line = False  # the tail was trimmed inside a line: its first line is a fragment
 
+    def _lines(self) -> int:
+        """Lines so far, counted as ``truncate_tail`` counts them: an unterminated last line counts."""
+        return self._newlines + (0 if self._ends_with_newline or not self.total_bytes else 1)
+
+    def _spill(self) -> IO[bytes]:
+        fd, self.path = tempfile.mkstemp(prefix="agentcore-bash-", suffix=".log")
+        self._file = os.fdopen(fd, "wb")
+        self._file.write(bytes(self._tail))  # not trimmed yet: this is all output so far
+        return self._file
+
     def append(self, chunk: bytes) -> None:
         self.total_bytes += len(chunk)
         self._newlines += chunk.count(b"\n")
@@ -79,10 +89,8 @@ class _Output:
         self._tail += chunk
         if self._file is not None:
             self._file.write(chunk)
-        elif self.total_bytes > self.max_bytes or self._newlines > self.max_lines:
-            fd, self.path = tempfile.mkstemp(prefix="agentcore-bash-", suffix=".log")
-            self._file = os.fdopen(fd, "wb")
-            self._file.write(bytes(self._tail))  # not trimmed yet: this is all output so far
+        elif self.total_bytes > self.max_bytes or self._lines() > self.max_lines:
+            self._spill()
         if self._file is not None and len(self._tail) > 4 * self._keep:
             drop = len(self._tail) - self._keep
             self._cut_mid_line = self._tail[drop - 1] != 10  # 10: b"\n"
@@ -101,11 +109,13 @@ class _Output:
                 tail = tail[newline + 1 :]
         text = tail.decode("utf-8", "replace").replace("\r\n", "\n")
         cut = truncate_tail(text, self.max_lines, self.max_bytes)
+        if cut.truncated and self._file is None:  # e.g. invalid UTF-8 grew when decoded: save it all
+            self._spill().flush()
         if self._file is not None:
             cut.truncated = True
             cut.truncated_by = cut.truncated_by or "bytes"
             cut.total_bytes = self.total_bytes
-            cut.total_lines = self._newlines + (0 if self._ends_with_newline or not self.total_bytes else 1)
+            cut.total_lines = self._lines()
         return cut, self.path
 
     def close(self) -> None:

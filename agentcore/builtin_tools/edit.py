@@ -6,9 +6,13 @@ also accepts ``old_text``/``new_text`` keys and a single top-level ``oldText``/`
 Every ``oldText`` is looked up in the file as it was before this call (not after earlier edits of
 the same call) and must occur exactly once; edits must not overlap. If any edit fails (not found,
 found several times, overlapping, empty, or no change at all) the tool raises and the file is not
-touched. Line endings are compared as ``\\n`` and the file keeps its own (CRLF files stay CRLF) and
-its UTF-8 byte-order mark. The file is replaced atomically. ``details`` carries a unified
-``diff`` (difflib) and ``firstChangedLine`` (1-based, in the new file).
+touched. Bytes outside the replaced text are written back exactly as they were, and the UTF-8
+byte-order mark is kept. Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
+``\\n`` in the edits both match a CRLF and new lines get CRLF; in a file without CRLF, ``\\r\\n``
+in the edits is read as ``\\n``; in a file mixing both, the edits must match the file's bytes
+(``\\r\\n`` where it has CRLF). A lone ``\\r`` is never changed. The file is replaced atomically.
+``details`` carries a unified ``diff`` (difflib) of the bytes written and ``firstChangedLine``
+(1-based, in the new file).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
-from ._paths import PathResolver, file_lock, require_file
+from ._paths import PathResolver, file_lock, open_regular_file, require_file
 from .write import atomic_write
 
 __all__ = ["create_edit_tool", "normalize_edit_arguments", "apply_edits", "EditError"]
@@ -64,23 +68,41 @@ def normalize_edit_arguments(raw: Any) -> Any:
 
 
 def _lf(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\r\n", "\n")  # never a lone "\r": it may be data (a string literal)
 
 
-def _line_ending(text: str) -> str:
-    """The file's line ending, judged by its first line break (the reference rule)."""
-    i = text.find("\n")
-    return "\r\n" if i > 0 and text[i - 1] == "\r" else "\n"
+def _line_endings(text: str) -> str:
+    """``"crlf"`` when every line break is CRLF, ``"lf"`` when none is, ``"mixed"`` otherwise.
+
+    Only for ``"crlf"`` can the text be matched LF-normalised and restored byte for byte.
+    """
+    crlf = text.count("\r\n")
+    if not crlf:
+        return "lf"
+    return "crlf" if crlf == text.count("\n") else "mixed"
+
+
+def _occurrences(content: str, old: str) -> int:
+    """How often ``old`` occurs in ``content``, overlapping matches included (``str.count`` skips
+    them: ``"}\\n}\\n"`` occurs twice in ``"}\\n}\\n}\\n"``, which would make the edit ambiguous)."""
+    count, at = 0, content.find(old)
+    while at >= 0:
+        count += 1
+        at = content.find(old, at + 1)
+    return count
 
 
 def _label(i: int, count: int) -> str:
     return "oldText" if count == 1 else f"edits[{i}].oldText"
 
 
-def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the file") -> Tuple[str, int]:
-    """Apply ``edits`` to LF-normalised ``content``; return the new text and how many were applied.
+def apply_edits(
+    content: str, edits: List[Mapping[str, Any]], shown: str = "the file", *, lf_edits: bool = True
+) -> Tuple[str, int]:
+    """Apply ``edits`` to ``content``; return the new text and how many were applied.
 
-    Raises :class:`EditError` naming the failing edit.
+    With ``lf_edits`` (for LF-normalised ``content``) a CRLF in ``oldText``/``newText`` is read as
+    ``\\n``; without it the texts are used as given. Raises :class:`EditError` naming the failing edit.
     """
     if not edits:
         raise EditError("no edits given: pass edits=[{oldText, newText}, ...]")
@@ -91,11 +113,12 @@ def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the 
         old, new = edit.get("oldText"), edit.get("newText")
         if not isinstance(old, str) or not isinstance(new, str):
             raise EditError(f"edits[{i}] needs string oldText and newText")
-        old, new = _lf(old), _lf(new)
+        if lf_edits:
+            old, new = _lf(old), _lf(new)
         name = _label(i, len(edits))
         if not old:
             raise EditError(f"{name} is empty in {shown}; quote the exact text to replace")
-        count = content.count(old)
+        count = _occurrences(content, old)
         if count == 0:
             raise EditError(
                 f"Could not find {name} in {shown}. It must match exactly, including whitespace "
@@ -123,8 +146,16 @@ def apply_edits(content: str, edits: List[Mapping[str, Any]], shown: str = "the 
     return result, len(spans)
 
 
+def _lines(text: str) -> List[str]:
+    """Lines ending in ``\\n`` (kept), as ``read`` numbers them; unlike ``str.splitlines`` a lone
+    ``\\r`` (or ``\\f``, ``\\u2028``...) does not start a new line."""
+    lines = text.split("\n")
+    last = lines.pop()
+    return [line + "\n" for line in lines] + ([last] if last else [])
+
+
 def _diff(old: str, new: str, shown: str) -> Tuple[str, Optional[int]]:
-    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    old_lines, new_lines = _lines(old), _lines(new)
     diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=3))
     # The first line where the texts differ (what a Myers diff reports). Not SequenceMatcher with
     # autojunk=False: it is about quadratic on files with many repeated lines.
@@ -153,7 +184,7 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
             signal.raise_if_aborted()
         require_file(target, shown, "; pass a file path")
         with file_lock(target):
-            with open(target, "rb") as f:
+            with open_regular_file(target, shown) as f:
                 raw = f.read()
             try:
                 text = raw.decode("utf-8")
@@ -161,17 +192,27 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
                 raise EditError(f"{shown} is not UTF-8 text; edit it with bash instead") from None
             bom = "\ufeff" if text.startswith("\ufeff") else ""
             body = text[len(bom) :]
-            ending = _line_ending(body)
-            old = _lf(body)
+            endings = _line_endings(body)
             edits = args.get("edits")
             if not isinstance(edits, list):
                 raise EditError("edits must be a list of {oldText, newText} objects")
-            new, count = apply_edits(old, edits, shown)
+            if endings == "crlf":
+                new, count = apply_edits(_lf(body), edits, shown)
+                new = new.replace("\n", "\r\n")
+            else:
+                try:
+                    new, count = apply_edits(body, edits, shown, lf_edits=endings == "lf")
+                except EditError as exc:
+                    if endings == "mixed" and str(exc).startswith("Could not find"):
+                        raise EditError(
+                            f"{exc} Note: {shown} mixes CRLF and LF line endings, so oldText must have "
+                            "\\r\\n where the file has CRLF (read shows where)."
+                        ) from None
+                    raise
             if signal is not None:
                 signal.raise_if_aborted()
-            final = bom + (new.replace("\n", "\r\n") if ending == "\r\n" else new)
-            atomic_write(target, final.encode("utf-8"))
-        diff, first = _diff(old, new, shown)
+            atomic_write(target, (bom + new).encode("utf-8"))
+        diff, first = _diff(body, new, shown)
         noun = "edit" if count == 1 else "edits"
         details: Dict[str, Any] = {"diff": diff, "firstChangedLine": first}
         return AgentToolResult(

@@ -3,13 +3,15 @@
 Uses ripgrep (``rg``) when it is on PATH and a pure-Python search otherwise; both give the same
 format and, for ordinary patterns, the same lines in the same order: paths relative to the working
 directory, files in walk order (sorted by name, depth first), dot files included, ``.gitignore``
-NOT honoured, version-control folders, symlinks and binary files (a NUL byte early on) skipped.
+NOT honoured, version-control folders, symlinks, binary files (a NUL byte early on) and special
+files (named pipes, devices, sockets: reading one could block forever) skipped.
 Regex dialects differ at the edges (ripgrep's Rust syntax has no look-around or backreferences;
 Python's ``re`` has them); ``literal=true`` avoids the question.
 
 Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`), ``ignoreCase``,
 ``literal``, ``limit`` (default 100 matches, then a notice). Lines longer than 500 characters are
-cut. Fails (raises) for an invalid regex, a missing path, a path outside ``root``, or an abort.
+cut. Fails (raises) for an invalid regex, a missing path, a path that is a special file, a path
+outside ``root``, or an abort.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
 from ._listing import listing_result, take_at_most
-from ._paths import PathResolver
+from ._paths import NotARegularFileError, PathResolver, open_regular_file, special_file_kind
 from ._walk import VCS_DIRS, compile_glob, walk
 
 __all__ = ["create_grep_tool"]
@@ -50,7 +52,7 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
         )
     for path in files:
         try:
-            with open(path, "rb") as f:
+            with open_regular_file(path, path) as f:
                 if b"\x00" in f.read(8192):
                     continue
                 f.seek(0)
@@ -58,7 +60,7 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
                     line = raw.decode("utf-8", "replace").rstrip("\r\n")
                     if regex.search(line):
                         yield path, number, line
-        except OSError:
+        except (OSError, NotARegularFileError):  # named pipes, devices and sockets are skipped, as rg does
             continue
 
 
@@ -66,7 +68,8 @@ def _rg_search(
     rg: str, target: str, pattern: str, glob: Optional[str], ignore_case: bool, literal: bool, signal: Any
 ) -> Iterator[Match]:
     is_file = os.path.isfile(target)
-    argv = [rg, "--json", "--sort", "path", "--hidden", "--no-ignore", "--no-config"]
+    # --crlf: "$" matches before "\r\n" as it does in the Python search, which drops line ends
+    argv = [rg, "--json", "--sort", "path", "--hidden", "--no-ignore", "--no-config", "--crlf"]
     argv += [arg for name in sorted(VCS_DIRS) for arg in ("-g", f"!{name}")]
     if ignore_case:
         argv.append("-i")
@@ -160,6 +163,9 @@ def create_grep_tool(
         literal = bool(args.get("literal"))
         if not os.path.exists(target):
             raise FileNotFoundError(f"Path not found: {shown}")
+        kind = special_file_kind(target)
+        if kind is not None:
+            raise NotARegularFileError(f"{shown} is {kind}, not a regular file or a folder; grep searches files")
         rg = _find_rg()
         if rg is not None:
             matches = _rg_search(rg, target, pattern, glob, ignore_case, literal, signal)

@@ -6,7 +6,8 @@
   were shown and which ``offset`` continues. ``details["truncation"]`` describes a cut.
 * PNG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) come back as a
   short text note plus an :class:`~agentcore.types.ImageContent` with base64 data.
-* Failures raise: a missing file, a folder, an offset past the end, a path outside ``root``, an
+* Failures raise: a missing file, a folder, a named pipe, device or socket (which could block
+  forever), an offset past the end, a path outside ``root``, an
   image larger than ``max_image_bytes``, and binary files (a NUL byte or mostly control
   characters in the first 8 KB), which are refused with a hint to use bash instead.
 """
@@ -20,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 from ..tools import AgentTool, AgentToolResult
 from ..types import ImageContent, TextContent
 from ._args import positive_int
-from ._paths import PathResolver, require_file
+from ._paths import PathResolver, open_regular_file, require_file
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, truncate_head
 
 __all__ = ["create_read_tool", "detect_image_mime_type", "is_binary"]
@@ -75,7 +76,7 @@ def create_read_tool(
         if signal is not None:
             signal.raise_if_aborted()
         require_file(target, shown, ", not a file; use ls to list it")
-        with open(target, "rb") as f:
+        with open_regular_file(target, shown) as f:
             head = f.read(_SNIFF)
             mime = detect_image_mime_type(head)
             if mime is not None:

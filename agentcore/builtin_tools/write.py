@@ -4,7 +4,8 @@ Missing parent folders are created. The content (UTF-8) goes to a temp file in t
 which then replaces the target with ``os.replace``: readers see the old file or the new one, never
 half of it, and a failure leaves the old file untouched. An existing file keeps its permission
 bits; a new one gets the usual ``0o666 & ~umask``. Writing through a symlink replaces the file it
-points to, not the link. Fails (raises) for a path outside ``root`` or a folder.
+points to, not the link. Fails (raises) for a path outside ``root``, a folder, or a named pipe,
+device or socket (which ``os.replace`` would swap for a plain file).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
-from ._paths import PathResolver, file_lock
+from ._paths import NotARegularFileError, PathResolver, file_lock, special_file_kind
 
 __all__ = ["create_write_tool", "atomic_write"]
 
@@ -76,6 +77,9 @@ def create_write_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) 
             raise IsADirectoryError(f"{shown} is a directory; pass a file path")
         if isinstance(shown, str) and shown.endswith(("/", os.sep)):  # resolve() drops the slash
             raise IsADirectoryError(f"{shown} ends with a '/', so it names a folder; pass a file path")
+        kind = special_file_kind(target)
+        if kind is not None:  # os.replace would swap the pipe or device node for a plain file
+            raise NotARegularFileError(f"{shown} is {kind}, not a regular file; write only replaces regular files")
         if signal is not None:
             signal.raise_if_aborted()
         data = content.encode("utf-8")
