@@ -19,7 +19,15 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["FunctionSchema", "function_schema", "type_schema", "to_python", "parse_docstring", "is_pydantic_model"]
+__all__ = [
+    "FunctionSchema",
+    "function_schema",
+    "in_class_body",
+    "type_schema",
+    "to_python",
+    "parse_docstring",
+    "is_pydantic_model",
+]
 
 _NONE = type(None)
 _UNION_TYPES: Tuple[Any, ...] = (typing.Union,)
@@ -61,8 +69,8 @@ def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> Functio
     properties: Dict[str, Any] = {}
     required: List[str] = []
     used: Dict[str, Any] = {}
-    for pname, param in inspect.signature(fn).parameters.items():
-        if pname in skip or pname in ("self", "cls"):
+    for index, (pname, param) in enumerate(inspect.signature(fn).parameters.items()):
+        if pname in skip or (index == 0 and pname in ("self", "cls") and in_class_body(fn)):
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise TypeError(f"@tool {qualname}: *{pname} is not supported; give every tool argument a name and a type")
@@ -86,6 +94,14 @@ def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> Functio
         schema["required"] = required
     schema["additionalProperties"] = False
     return FunctionSchema(description, schema, used)
+
+
+def in_class_body(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` was defined in a class body (a method whose first parameter is the instance
+    or class): its ``__qualname__`` names an enclosing scope, and that scope is not a function's
+    ``<locals>``."""
+    parts = getattr(fn, "__qualname__", "").split(".")
+    return len(parts) >= 2 and parts[-2] != "<locals>"
 
 
 def _json_default(value: Any) -> Any:
@@ -124,6 +140,8 @@ def _enum_schema(values: List[Any]) -> Dict[str, Any]:
 def _nullable(schema: Dict[str, Any]) -> Dict[str, Any]:
     if set(schema) == {"type"} and isinstance(schema["type"], str):
         return {"type": [schema["type"], "null"]}
+    if set(schema) == {"anyOf"}:  # Union[A, B, None]: one flat anyOf, null a branch of its own
+        return {"anyOf": [*schema["anyOf"], {"type": "null"}]}
     return {"anyOf": [schema, {"type": "null"}]}
 
 
@@ -187,8 +205,8 @@ def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
             type_schema(members[0], _seen) if len(members) == 1 else {"anyOf": [type_schema(a, _seen) for a in members]}
         )
         return _nullable(schema) if len(members) < len(args) else schema
-    if origin is typing.Literal:
-        return _enum_schema(list(args))
+    if origin is typing.Literal:  # an Enum member stands for its value (to_python turns it back)
+        return _enum_schema([a.value if isinstance(a, enum.Enum) else a for a in args])
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _enum_schema([m.value for m in tp])
     if tp is bool:
@@ -241,8 +259,10 @@ def _class_schema(tp: Any, seen: Tuple[Any, ...]) -> Dict[str, Any]:
     required: List[str] = []
     if _is_typeddict(tp):
         for key, hint in hints.items():
-            properties[key] = type_schema(_strip_required(hint), seen)
-        required = [k for k in hints if k in tp.__required_keys__]
+            inner, marked = _split_required(hint)
+            properties[key] = type_schema(inner, seen)
+            if marked if marked is not None else key in tp.__required_keys__:
+                required.append(key)
     else:
         for f in dataclasses.fields(tp):
             if not f.init:
@@ -261,15 +281,31 @@ def _class_schema(tp: Any, seen: Tuple[Any, ...]) -> Dict[str, Any]:
     schema: Dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = required
+    if not _is_typeddict(tp):  # the constructor takes no other keys (as structured output's _closed)
+        schema["additionalProperties"] = False
     return schema
 
 
-def _strip_required(hint: Any) -> Any:
+def _split_required(hint: Any) -> Tuple[Any, Optional[bool]]:
+    """``(type, True/False/None)`` for a TypedDict key's hint: the type without its ``Required`` or
+    ``NotRequired`` wrapper (looked for through ``Annotated``, in either nesting order, whose
+    metadata is kept), and whether the wrapper says required (None: no wrapper, ``__total__``
+    decides). ``__required_keys__`` alone is wrong when the annotations are strings (``from
+    __future__ import annotations``): the wrappers are only seen once the hints are resolved."""
     origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        args = typing.get_args(hint)
+        inner, marked = _split_required(args[0])
+        return (typing.Annotated[(inner, *args[1:])], marked) if marked is not None else (hint, None)
     names = {getattr(origin, "_name", None), getattr(origin, "__name__", None)}
     if origin is not None and names & {"Required", "NotRequired"}:
-        return typing.get_args(hint)[0]
-    return hint
+        inner, _ = _split_required(typing.get_args(hint)[0])
+        return inner, "Required" in names
+    return hint, None
+
+
+def _strip_required(hint: Any) -> Any:
+    return _split_required(hint)[0]
 
 
 # --------------------------------------------------------------------------- JSON -> Python
@@ -289,6 +325,8 @@ def to_python(tp: Any, value: Any) -> Any:
     if origin in _UNION_TYPES:
         members = [a for a in args if a is not _NONE]
         return to_python(members[0], value) if len(members) == 1 else _union_to_python(members, value)
+    if origin is typing.Literal:
+        return _literal_to_python(args, value)
     if is_pydantic_model(tp):
         return tp.model_validate(value)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -308,6 +346,15 @@ def to_python(tp: Any, value: Any) -> Any:
             return {k: to_python(_strip_required(hints.get(k, Any)), v) for k, v in value.items()}
         if origin in _DICT_ORIGINS and len(args) == 2:
             return {k: to_python(args[1], v) for k, v in value.items()}
+    return value
+
+
+def _literal_to_python(args: Tuple[Any, ...], value: Any) -> Any:
+    """The ``Literal`` argument ``value`` stands for: an Enum member for its value, else as is."""
+    for arg in args:
+        plain = arg.value if isinstance(arg, enum.Enum) else arg
+        if plain == value and isinstance(plain, bool) is isinstance(value, bool):
+            return arg
     return value
 
 

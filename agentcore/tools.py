@@ -104,13 +104,34 @@ _INJECTED = ("signal", "on_update", "tool_call_id")
 
 @dataclass
 class FunctionTool(AgentTool):
-    """An :class:`AgentTool` made by :func:`tool`; calling it calls the original function."""
+    """An :class:`AgentTool` made by :func:`tool`; calling it calls the original function.
+
+    ``@tool`` on a method in a class body makes a descriptor: ``instance.method`` is a tool bound to
+    that instance (made once per instance and attribute), whose schema has no ``self``;
+    ``Class.method`` is the unbound tool."""
 
     function: Optional[Callable[..., Any]] = field(default=None, repr=False, compare=False)
+    _info: Any = field(default=None, init=False, repr=False, compare=False)
+    _attribute: Optional[str] = field(default=None, init=False, repr=False, compare=False)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         assert self.function is not None
         return self.function(*args, **kwargs)
+
+    def __set_name__(self, owner: Any, name: str) -> None:
+        self._attribute = name
+
+    def __get__(self, instance: Any, owner: Any = None) -> FunctionTool:
+        if instance is None or self._info is None or self.function is None:
+            return self  # class access, or not a method: the tool itself
+        bound_fn = self.function.__get__(instance, owner)
+        bound = dataclasses.replace(self, execute=_make_execute(bound_fn, self._info), function=bound_fn)
+        if self._attribute is not None:
+            try:  # later look-ups find it in the instance dict: one tool (and validator) per instance
+                vars(instance)[self._attribute] = bound
+            except TypeError:  # a class with __slots__: a new bound tool per look-up
+                pass
+        return bound
 
 
 @overload
@@ -163,22 +184,30 @@ def tool(
     The function is called with the validated arguments, converted back to ``Enum`` members and
     dataclass instances where annotated so. Its return value becomes the result: an
     ``AgentToolResult`` as is; a ``str`` one text block; a content block (or a list of them) as
-    content; ``None`` no content; anything else JSON text of it with the value as ``details``
+    content, ``str`` items of such a list as text blocks; ``None`` no content; anything else JSON text of it with the value as ``details``
     (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise. An ``async def``
     function is run to completion with ``asyncio.run`` on the tool's thread.
 
     ``requires_approval=True`` (or a callable ``args -> bool``) makes its calls wait for
     ``agent.approve()``/``agent.deny()`` instead of executing (see :mod:`agentcore.approvals`).
 
-    Raises ``TypeError`` at decoration time for ``*args``/``**kwargs`` or an unsupported annotation.
+    Raises ``TypeError`` at decoration time for ``*args``/``**kwargs``, an unsupported annotation
+    or a generator function. On a method in a class body, ``self``/``cls`` is left out of the schema
+    and ``instance.method`` is a tool bound to the instance (see :class:`FunctionTool`); elsewhere
+    parameters named ``self`` or ``cls`` are ordinary parameters.
     """
 
     def decorate(fn: Callable[..., Any]) -> FunctionTool:
-        from ._toolschema import function_schema
+        from ._toolschema import function_schema, in_class_body
 
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(
+                f"@tool {getattr(fn, '__qualname__', fn)!r} is a generator function: a tool returns "
+                f"its result once; return a list or a string, or stream progress with on_update"
+            )
         info = function_schema(fn, skip=_INJECTED)
         tool_name = name or fn.__name__
-        return FunctionTool(
+        made = FunctionTool(
             name=tool_name,
             description=description if description is not None else info.description,
             parameters=info.schema,
@@ -189,6 +218,10 @@ def tool(
             requires_approval=requires_approval,
             function=fn,
         )
+        method = in_class_body(fn) and next(iter(inspect.signature(fn).parameters), None) in ("self", "cls")
+        if method:  # bound by FunctionTool.__get__ when looked up on an instance
+            made._info = info
+        return made
 
     if func is not None:
         return decorate(func)
@@ -213,10 +246,25 @@ def _make_execute(fn: Callable[..., Any], info: Any) -> ToolExecute:
         extra = {"signal": signal, "on_update": on_update, "tool_call_id": tool_call_id}
         for pname in injected:
             kwargs[pname] = extra[pname]
-        positional = [kwargs.pop(n) for n in positional_only if n in kwargs]
+        positional = _positional_values(positional_only, kwargs, params)
         return to_tool_result(fn(*positional, **kwargs))
 
     return execute
+
+
+def _positional_values(names: List[str], kwargs: Dict[str, Any], params: Mapping[str, Any]) -> List[Any]:
+    """The positional-only arguments, taken out of ``kwargs``; one left out before a given one is
+    filled with its default, so later values keep their places."""
+    given = [i for i, n in enumerate(names) if n in kwargs]
+    values: List[Any] = []
+    for pname in names[: given[-1] + 1] if given else ():
+        if pname in kwargs:
+            values.append(kwargs.pop(pname))
+        elif params[pname].default is not params[pname].empty:
+            values.append(params[pname].default)
+        else:
+            break  # a required one is missing: the call fails naming it
+    return values
 
 
 def to_tool_result(value: Any) -> AgentToolResult:
@@ -232,8 +280,12 @@ def to_tool_result(value: Any) -> AgentToolResult:
         return AgentToolResult(content=[TextContent(value)])
     if isinstance(value, blocks):
         return AgentToolResult(content=[value])
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, blocks) for v in value):
-        return AgentToolResult(content=list(value))
+    if (
+        isinstance(value, (list, tuple))
+        and any(isinstance(v, blocks) for v in value)
+        and all(isinstance(v, (str,) + blocks) for v in value)
+    ):  # blocks, maybe with captions: content, read as AgentToolResult.content is
+        return AgentToolResult(content=result_blocks(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         try:
             value = dataclasses.asdict(value)
@@ -539,11 +591,16 @@ def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0, nulls
 def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: int, nulls: bool = True) -> Any:
     resolved = [_resolve(b, root) for b in branches]
 
-    def matches(branch: Any) -> bool:
-        t = branch.get("type") if isinstance(branch, dict) else None
-        if t is None:
-            return isinstance(branch, dict) and "const" not in branch and "enum" not in branch
-        return any(_json_type_matches(value, x) for x in ([t] if isinstance(t, str) else t))
+    def matches(branch: Any, level: int = 0) -> bool:
+        if not isinstance(branch, dict) or level > 32:
+            return False
+        t = branch.get("type")
+        if t is not None:
+            return any(_json_type_matches(value, x) for x in ([t] if isinstance(t, str) else t))
+        nested = [_resolve(b, root) for key in ("anyOf", "oneOf") for b in branch.get(key) or ()]
+        if nested:  # a union inside the union: the value's type must be one of its branches'
+            return any(matches(b, level + 1) for b in nested)
+        return "const" not in branch and "enum" not in branch
 
     for branch in resolved:  # a branch of the value's own type: only coerce inside it
         if matches(branch):
@@ -611,4 +668,30 @@ def _ajv_message(error: Any) -> str:
         return "must match exactly one schema in oneOf"
     if kind in _AJV_BOUNDS:
         return _AJV_BOUNDS[kind].format(expected)
+    if kind == "uniqueItems" and isinstance(error.instance, list):
+        later, earlier = _duplicate_items(error.instance)
+        return f"must NOT have duplicate items (items ## {later} and {earlier} are identical)"
     return error.message
+
+
+def _duplicate_items(items: List[Any]) -> Tuple[int, int]:
+    """The indices AJV names for a ``uniqueItems`` failure: scanning from the end, the first item
+    equal to a later one, and the nearest such later one (``[1, 1]``: ``(1, 0)``)."""
+    seen: Dict[str, int] = {}
+    for index in range(len(items) - 1, -1, -1):
+        key = json.dumps(_json_equal_form(items[index]), sort_keys=True, default=str)
+        if key in seen:
+            return seen[key], index
+        seen[key] = index
+    return 1, 0  # jsonschema found a duplicate this canonical form missed
+
+
+def _json_equal_form(value: Any) -> Any:
+    """``value`` with JSON equality made Python equality of its dump: 1.0 is 1, True is not 1."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_json_equal_form(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_equal_form(v) for k, v in value.items()}
+    return value

@@ -47,6 +47,21 @@ class Required(TypedDict):
     id: int
 
 
+if sys.version_info >= (3, 11):  # typing.Required/NotRequired; this module's annotations are strings
+    from typing import NotRequired
+    from typing import Required as RequiredKey
+
+    class Query(TypedDict):
+        text: str
+        limit: NotRequired[int]
+        tag: Annotated[NotRequired[str], "A tag."]
+
+    class Filter(TypedDict, total=False):
+        field: RequiredKey[str]
+        value: str
+        op: NotRequired[Annotated[str, "An operator."]]
+
+
 def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str, Any]:
     """The property schema @tool makes for one parameter annotated ``annotation``."""
 
@@ -73,7 +88,7 @@ def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str,
         (Any, {}),
         (Optional[int], {"type": ["integer", "null"]}),
         (Union[int, str], {"anyOf": [{"type": "integer"}, {"type": "string"}]}),
-        (Union[int, str, None], {"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}),
+        (Union[int, str, None], {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}),
         (list, {"type": "array"}),
         (List[str], {"type": "array", "items": {"type": "string"}}),
         (list[int], {"type": "array", "items": {"type": "integer"}}),
@@ -103,6 +118,7 @@ def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str,
                     "y": {"type": "number", "default": 0.0, "description": "Vertical position."},
                 },
                 "required": ["x"],
+                "additionalProperties": False,
             },
         ),
         (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
@@ -361,6 +377,8 @@ def _props(**props: Any) -> Dict[str, Any]:
         ({"type": ["integer", "null"]}, "4", 4),
         ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, "4", 4),
         ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, None, None),
+        ({"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}, None, None),
+        ({"anyOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}, {"type": "null"}]}, "x", "x"),
         ({"$ref": "#/$defs/n", "$defs": {"n": {"type": "integer"}}}, "8", 8),
     ],
 )
@@ -606,3 +624,156 @@ def test_return_values_json_refuses_still_make_a_result() -> None:  # issue 10 i
         ):
             result = to_tool_result(value)
             assert shown in result.content[0].text
+
+
+def test_null_for_an_optional_union_reaches_the_function_as_none() -> None:
+    @tool
+    def lookup(
+        key: Union[int, str, None] = None,
+        name: Union[str, int, None] = None,
+        ids: Optional[Union[List[int], int]] = None,
+    ) -> str:
+        """Look something up."""
+        return f"{key!r} {name!r} {ids!r}"
+
+    args = validate_tool_arguments(lookup, {"key": None, "name": None, "ids": None})
+    assert lookup.execute("c1", args, None, None).content[0].text == "None None None"
+    assert validate_tool_arguments(lookup, {"key": "7", "ids": "3"}) == {"key": "7", "ids": [3]}
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="typing.Required/NotRequired are Python 3.11+")
+def test_typeddict_required_and_not_required_with_string_annotations() -> None:
+    query = _schema_of(Query)
+    assert query["required"] == ["text"]
+    assert query["properties"]["tag"] == {"type": "string", "description": "A tag."}
+    filt = _schema_of(Filter)
+    assert filt["required"] == ["field"]
+    assert filt["properties"]["op"] == {"type": "string", "description": "An operator."}
+
+    @tool
+    def search(q: Query, f: Filter) -> str:
+        """Search."""
+        return repr((q, f))
+
+    args = validate_tool_arguments(search, {"q": {"text": "hi"}, "f": {"field": "a"}})
+    assert search.execute("c1", args, None, None).content[0].text == "({'text': 'hi'}, {'field': 'a'})"
+
+
+def test_typeddict_not_required_inside_annotated_from_typing_extensions() -> None:
+    te = pytest.importorskip("typing_extensions")
+    opts = te.TypedDict(
+        "opts",
+        {
+            "name": str,
+            "tag": Annotated[te.NotRequired[str], "A tag."],
+            "note": te.NotRequired[Annotated[str, "A note."]],
+        },
+    )
+    schema = _schema_of(opts)
+    assert schema["required"] == ["name"]
+    assert schema["properties"]["tag"] == {"type": "string", "description": "A tag."}
+    assert schema["properties"]["note"] == {"type": "string", "description": "A note."}
+
+
+def test_parameters_named_self_or_cls_of_a_plain_function_stay_in_the_schema() -> None:
+    @tool
+    def classify(text: str, cls: str, self: str = "me") -> str:
+        """Label a text."""
+        return f"{text} -> {cls} by {self}"
+
+    assert list(classify.parameters["properties"]) == ["text", "cls", "self"]
+    args = validate_tool_arguments(classify, {"text": "hi", "cls": "greeting"})
+    assert classify.execute("c1", args, None, None).content[0].text == "hi -> greeting by me"
+
+
+class _Store:
+    def __init__(self, data: Dict[str, int]) -> None:
+        self.data = data
+
+    @tool
+    def get(self, key: str) -> str:
+        """Get a value."""
+        return str(self.data[key])
+
+
+def test_tool_on_a_method_binds_to_the_instance() -> None:
+    assert list(_Store.get.parameters["properties"]) == ["key"]
+    store = _Store({"a": 1})
+    bound = store.get
+    assert isinstance(bound, FunctionTool) and bound is store.get  # one bound tool per instance
+    assert bound.execute("c1", {"key": "a"}, None, None).content[0].text == "1"
+    assert _Store({"a": 2}).get.execute("c1", {"key": "a"}, None, None).content[0].text == "2"
+    assert bound("a") == "1" and _Store.get(store, "a") == "1"
+
+
+def test_a_skipped_positional_only_parameter_gets_its_default() -> None:
+    @tool
+    def scale(value: float = 1.0, factor: float = 2.0, /, offset: float = 0.0) -> str:
+        """Scale a value."""
+        return f"{value} {factor} {offset}"
+
+    assert scale.execute("c1", {"factor": 10}, None, None).content[0].text == "1.0 10.0 0.0"
+    assert scale.execute("c1", {"value": 3}, None, None).content[0].text == "3.0 2.0 0.0"
+    assert scale.execute("c1", {"offset": 1}, None, None).content[0].text == "1.0 2.0 1.0"
+
+
+def test_a_nested_dataclass_takes_no_extra_keys() -> None:
+    @tool
+    def plot(p: Point) -> str:
+        """Plot a point."""
+        return repr(p)
+
+    assert plot.parameters["properties"]["p"]["additionalProperties"] is False
+    with pytest.raises(ToolValidationError, match="p: must NOT have additional properties"):
+        validate_tool_arguments(plot, {"p": {"x": 1, "label": "A"}})
+
+
+def test_literal_of_an_enum_member_uses_its_value_and_converts_back() -> None:
+    import json
+
+    @tool
+    def run(mode: Literal[Color.RED], level: Literal[Level.HIGH, 3] = 3) -> str:
+        """Run."""
+        return repr((mode, level))
+
+    assert run.parameters["properties"]["mode"] == {"type": "string", "enum": ["red"]}
+    assert run.parameters["properties"]["level"]["enum"] == [2, 3]
+    json.dumps(run.parameters)
+    args = validate_tool_arguments(run, {"mode": "red", "level": 2})
+    assert run.execute("c1", args, None, None).content[0].text == repr((Color.RED, Level.HIGH))
+
+
+def test_duplicate_set_items_are_reported_in_the_reference_wording() -> None:
+    @tool
+    def tag(ids: set[int]) -> str:
+        """Tag."""
+        return repr(ids)
+
+    for ids, message in (([1, 1], "items ## 1 and 0"), ([3, 1, 2, 1], "items ## 3 and 1")):
+        with pytest.raises(ToolValidationError) as info:
+            validate_tool_arguments(tag, {"ids": ids})
+        assert str(info.value).splitlines()[1] == f"  - ids: must NOT have duplicate items ({message} are identical)"
+
+
+def test_a_returned_list_of_captions_and_blocks_is_content() -> None:
+    image = ImageContent(data="iVBORw0KGgo", mime_type="image/png")
+
+    @tool
+    def shot() -> list:
+        """Caption plus screenshot."""
+        return ["Here is the screen:", image]
+
+    result = shot.execute("c1", {}, None, None)
+    assert result.content == [TextContent("Here is the screen:"), image] and result.details is None
+
+
+def test_generator_functions_are_rejected_at_decoration() -> None:
+    def lines(n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
+
+    async def alines(n: int):  # type: ignore[no-untyped-def]
+        yield n
+
+    for fn in (lines, alines):
+        with pytest.raises(TypeError, match="is a generator function"):
+            tool(fn)
