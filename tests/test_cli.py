@@ -271,6 +271,24 @@ def test_a_key_from_the_providers_usual_variable_is_masked_in_tool_output(env, t
     assert SECRET not in done.stdout + done.stderr
 
 
+def test_chat_model_switch_masks_the_new_providers_stored_key(env, tmp_path):
+    """/model to a provider whose key ``keys set`` stored: that key is masked from then on (it
+    used to be printed in the tool output)."""
+    secret = "gsk-stored-for-chat-4242"
+    assert agentcore("keys", "set", "groq", stdin=secret + "\n", env=env).returncode == 0
+    (tmp_path / "leak.txt").write_text(f"key={secret}\n")
+    with ScriptedServer([tool_reply("bash", {"command": "cat leak.txt"}), answer("done")]) as server:
+        done = agentcore(
+            "chat", "--no-log", "--tools", "bash", "--base-url", server.url + "/v1", "--model", "llama3",
+            stdin="/model groq/llama-3.3-70b-versatile\nshow the file\n", env=env, cwd=tmp_path,
+        )  # fmt: skip
+        auth = server.requests[0].headers.get("authorization")
+    assert done.returncode == 0, done.stderr
+    assert auth == f"Bearer {secret}"
+    assert "key=***" in done.stderr
+    assert secret not in done.stdout + done.stderr
+
+
 def test_run_json_model_error_exits_1(env, tmp_path):
     with ScriptedServer(
         [Reply(status=400, content_type="application/json", body=json.dumps({"error": {"message": "bad request"}}))]
@@ -1202,6 +1220,50 @@ def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
     lines = [json.loads(line) for line in open(path)]
     results = [e["message"] for e in lines if e.get("type") == "message" and e["message"]["role"] == "toolResult"]
     assert results[0]["toolCallId"] == "c1" and results[0]["isError"] is False
+
+
+def _session_left_waiting(path: str) -> None:
+    """A session paused with a call waiting (what Ctrl-C at the question leaves), made through the API."""
+    from agentcore import Agent, Session
+    from agentcore.cli._approve import TerminalApprover
+    from agentcore.testing import ScriptedModel, call, response
+
+    scripted = ScriptedModel([response(call("ls", {"path": "."}, id="c1"))])
+    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=["ls"], session=Session.create(path))
+    TerminalApprover.require_approval(agent)
+    agent.prompt("look")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
+    agent.session.close()
+
+
+def test_chat_without_approve_on_a_session_left_waiting_keeps_chatting(env, tmp_path):
+    """The first prompt used to end the REPL with "agentcore: RuntimeError: prompt(): 1 tool
+    call(s) wait for approval", the line lost; now it is not sent, with a notice saying how to
+    decide the calls; the REPL goes on."""
+    path = str(tmp_path / "s.jsonl")
+    _session_left_waiting(path)
+    done = agentcore(
+        "--model", "scripted", "chat", "--session", path, "--tools", "ls",
+        env=env, cwd=tmp_path, stdin="hello there\n/session\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeError" not in done.stdout + done.stderr
+    notice = next(line for line in done.stdout.splitlines() if line.startswith("Not sent:"))
+    assert 'ls {"path": "."}' in notice and f"agentcore chat --approve -s {path}" in notice
+    assert f"path: {path}" in done.stdout  # /session still ran: the REPL kept going
+    lines = [json.loads(line) for line in open(path)]
+    users = [e["message"] for e in lines if e.get("type") == "message" and e["message"]["role"] == "user"]
+    assert [m["content"][0]["text"] for m in users] == ["look"]
+
+
+def test_run_without_approve_on_a_session_left_waiting_is_a_usage_error(env, tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    _session_left_waiting(path)
+    done = agentcore("--model", "scripted", "run", "--session", path, "--tools", "ls", "and now?", env=env)
+    assert done.returncode == 2
+    assert "RuntimeError" not in done.stderr
+    assert done.stderr.startswith("agentcore run: nothing sent: 1 tool call(s) of this session wait for approval")
+    assert f"agentcore run --approve -s {path}" in done.stderr
 
 
 # --------------------------------------------------------------------------- -v and usage (issue 15)

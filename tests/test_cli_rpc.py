@@ -289,6 +289,35 @@ def test_a_new_session_is_recorded_by_default(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_switch_session_to_the_current_session_by_id_is_a_no_op(rpc, tmp_path):
+    """By its id as by its path; by id it used to fail with "already open for writing"."""
+    child = rpc("--model", "scripted")
+    child.call({"type": "prompt", "message": "hi"})
+    child.read_until(is_type("agent_end"))
+    state = child.call({"type": "get_state"})["data"]
+    for value in (state["sessionId"], state["sessionFile"]):
+        switched = child.call({"type": "switch_session", "sessionPath": value})
+        assert switched["success"] and switched["data"] == {"cancelled": False}, switched
+    after = child.call({"type": "get_state"})["data"]
+    assert after["sessionFile"] == state["sessionFile"] and after["messageCount"] == 2
+    assert child.close().returncode == 0
+
+
+def test_new_session_under_no_session_stays_in_memory_after_a_switch(rpc, tmp_path):
+    """--no-session: a new_session after switch_session to a file is in memory; it used to be
+    created in the sessions directory."""
+    Session.create(tmp_path / "existing.jsonl").close()
+    child = rpc("--model", "scripted", "--no-session")
+    assert child.call({"type": "switch_session", "sessionPath": str(tmp_path / "existing.jsonl")})["success"]
+    assert child.call({"type": "new_session"})["data"] == {"cancelled": False}
+    child.call({"type": "prompt", "message": "not to be saved"})
+    child.read_until(is_type("agent_end"))
+    assert "sessionFile" not in child.call({"type": "get_state"})["data"]
+    assert child.close().returncode == 0
+    sessions = tmp_path / "sessions"
+    assert not sessions.exists() or not any(p.is_file() for p in sessions.rglob("*"))
+
+
 def test_switch_session_takes_a_session_url_and_never_creates(rpc, tmp_path):
     from agentcore.session import SqliteSessionStorage
 
@@ -421,6 +450,21 @@ def test_fork_get_tree_and_navigate_tree(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_fork_refuses_a_user_message_off_the_current_branch(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--session", str(tmp_path / "tree.jsonl"))
+    for text in ("one", "two"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    two = child.call({"type": "get_fork_messages"})["data"]["messages"][1]["entryId"]
+    child.call({"type": "navigate_tree", "targetId": two})  # to just before "two"
+    child.call({"type": "prompt", "message": "three"})
+    child.read_until(is_type("agent_end"))
+    off = child.call({"type": "fork", "entryId": two})
+    assert off["success"] is False and "is not a user message of this session" in off["error"]
+    assert child.call({"type": "get_state"})["data"]["sessionFile"] == str(tmp_path / "tree.jsonl")
+    assert child.close().returncode == 0
+
+
 def test_clone_sent_during_navigate_tree_copies_the_branch_it_moved_to(rpc, tmp_path):
     """Piped ``navigate_tree`` then ``clone``: the clone waits for the move (it used to copy the
     branch from before it, and the agent went on there)."""
@@ -446,6 +490,44 @@ def test_clone_sent_during_navigate_tree_copies_the_branch_it_moved_to(rpc, tmp_
     with Session.open(state["sessionFile"], read_only=True) as clone:
         messages = clone.build_context().messages
     assert [m.role for m in messages] == ["user", "assistant", "branchSummary"]
+
+
+@pytest.mark.parametrize("move", ["new_session", "clone"])
+def test_bash_run_during_a_run_stays_in_its_session_after_a_move(rpc, tmp_path, move):
+    """A bash result queued while a run is active joins the session it ran in; it used to leak
+    into the next session's first prompt."""
+    with ScriptedServer([stalled("partial"), answer("fresh")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "old.jsonl"))
+        child.call({"type": "prompt", "message": "first"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.call({"type": "bash", "command": "echo from-the-old-session"})["success"]
+        assert child.call({"type": move})["success"]
+        if move == "new_session":
+            child.call({"type": "prompt", "message": "hello new"})
+            child.read_until(is_type("agent_end"))
+            assert "from-the-old-session" not in server.requests[-1].body.decode()
+        new_file = child.call({"type": "get_state"})["data"]["sessionFile"]
+        assert child.close().returncode == 0
+    with Session.open(str(tmp_path / "old.jsonl"), read_only=True) as old:
+        assert [m.role for m in old.build_context().messages][-1] == "bashExecution"
+    if move == "clone":  # the clone copies the branch, the bash result with it, once
+        with Session.open(new_file, read_only=True) as clone:
+            assert [m.role for m in clone.build_context().messages].count("bashExecution") == 1
+
+
+def test_clone_during_a_run_copies_the_settled_branch(rpc, tmp_path):
+    """``clone`` aborts the run first; it used to read the leaf before that, so the clone ended
+    on the prompt without its (aborted) answer."""
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "old.jsonl"))
+        child.call({"type": "prompt", "message": "first"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.call({"type": "clone"})["success"]
+        clone_file = child.call({"type": "get_state"})["data"]["sessionFile"]
+        assert child.close().returncode == 0
+    with Session.open(clone_file, read_only=True) as clone:
+        messages = clone.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].stop_reason == "aborted"
 
 
 # --------------------------------------------------------------------------- approvals
@@ -518,6 +600,25 @@ def test_bash_joins_the_transcript_and_keys_are_never_printed(rpc, env):
     assert messages[0]["role"] == "bashExecution" and messages[0]["command"].startswith("echo key=")
     finished = child.close()
     assert SECRET not in json.dumps(child.seen) and SECRET not in finished.stderr
+
+
+def test_every_known_key_is_masked_from_the_start(rpc, env, tmp_path):
+    """docs/rpc.rst: keys are masked in every line. A provider's key used to be masked only once
+    that provider was selected."""
+    stored = "gsk-stored-in-keys-json-6161"
+    keyed = subprocess.run(
+        [sys.executable, "-m", "agentcore", "keys", "set", "groq"],
+        input=stored + "\n", capture_output=True, text=True, env=env, cwd=str(tmp_path),
+    )  # fmt: skip
+    assert keyed.returncode == 0, keyed.stderr
+    env["OPENAI_API_KEY"] = "sk-openai-from-the-env-1234"
+    env["ANTHROPIC_API_KEY"] = "sk-ant-from-the-env-5678"
+    child = rpc("--model", "scripted", "--no-session")
+    done = child.call({"type": "bash", "command": f"echo $OPENAI_API_KEY $ANTHROPIC_API_KEY {stored}"})
+    assert done["data"]["output"] == "*** *** ***\n"
+    finished = child.close()
+    for secret in (stored, env["OPENAI_API_KEY"], env["ANTHROPIC_API_KEY"]):
+        assert secret not in json.dumps(child.seen) and secret not in finished.stderr
 
 
 NOISY_PLUGIN = """
@@ -644,6 +745,8 @@ def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():
         '{"type": "get_commands", "id": true}',
         '{"type": "get_commands", "id": [1]}',
         '{"type": "get_commands", "id": 1e400}',
+        '{"type": "get_commands", "id": 1' + "0" * 400 + "}",  # an int too large for a double too
+        '{"type": "get_commands", "id": ' + str(-(10**300)) + "}",
         '{"type": 5, "id": 7}',
         '{"type": "get_commands", "id": 2.5}',
         '{"type": "get_commands", "id": "ok"}',
@@ -659,6 +762,8 @@ def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():
         ("get_commands", False, None),
         ("get_commands", False, None),
         ("get_commands", False, None),
+        ("get_commands", False, None),
+        ("get_commands", True, -(10**300)),
         ("parse", False, 7),
         ("get_commands", True, 2.5),
         ("get_commands", True, "ok"),
@@ -666,8 +771,8 @@ def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():
     errors = [o.get("error", "") for o in lines]
     assert all('"id" must be a string or a number' in e for e in errors[:3])
     assert "an object" in errors[0] and "a boolean" in errors[1] and "an array" in errors[2]
-    assert '"id" is a number too large' in errors[3]
-    assert errors[4].startswith('the command has a number as its "type"')
+    assert '"id" is a number too large' in errors[3] and '"id" is a number too large' in errors[4]
+    assert errors[6].startswith('the command has a number as its "type"')
 
 
 def test_approve_with_edited_args_then_continue(rpc, tmp_path):
@@ -690,6 +795,27 @@ def test_approve_with_edited_args_then_continue(rpc, tmp_path):
     nothing = child.call({"type": "continue"})
     assert nothing["success"] is False and "continue" in nothing["error"]
     assert child.close().returncode == 0
+
+
+def test_continue_after_an_error_answer_retries(rpc, tmp_path):
+    """docs/rpc.rst: ``continue`` retries after an error. It used to answer "Cannot continue
+    from message role: assistant"; the failed answer stays in the session file, off the live
+    transcript."""
+    refused = Reply(status=400, content_type="application/json", body=json.dumps({"error": {"message": "nope"}}))
+    with ScriptedServer([refused, answer("second try")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "retry.jsonl"))
+        child.call({"type": "prompt", "message": "hello"})
+        assert child.read_until(is_type("agent_end"))[-1]["messages"][-1]["stopReason"] == "error"
+        child.send({"id": "again", "type": "continue"})
+        lines = child.read_until(is_type("agent_end"))
+        assert lines[0] == {"type": "response", "command": "continue", "success": True, "id": "again"}
+        messages = child.call({"type": "get_messages"})["data"]["messages"]
+        assert [(m["role"], m.get("stopReason")) for m in messages] == [("user", None), ("assistant", "stop")]
+        assert [m["role"] for m in server.requests[-1].json()["messages"]] == ["user"]
+        assert child.close().returncode == 0
+    with Session.open(tmp_path / "retry.jsonl", read_only=True) as session:
+        kept = session.build_context().messages
+    assert [getattr(m, "stop_reason", None) for m in kept] == [None, "error", "stop"]
 
 
 def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):

@@ -345,6 +345,12 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
         approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
+        if approver is None:
+            from ._approve import waiting_calls
+
+            waiting = waiting_calls(setup.agent, "run", setup.session)
+            if waiting is not None:  # the agent would refuse the prompt
+                raise UsageError(f"agentcore run: nothing sent: {waiting}")
         try:
             if approver is not None:
                 approver.settle(setup.agent, [])  # calls a resumed session left waiting

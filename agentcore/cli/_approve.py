@@ -16,12 +16,28 @@ import copy
 import json
 from typing import Any, Callable, List, Optional, Set, TextIO
 
-__all__ = ["TerminalApprover", "DENIED_AT_TERMINAL", "NO_ANSWER"]
+__all__ = ["TerminalApprover", "DENIED_AT_TERMINAL", "NO_ANSWER", "waiting_calls"]
 
 DENIED_AT_TERMINAL = "The user denied this tool call at the terminal"
 NO_ANSWER = "The tool call was not approved: no answer (end of input)"
 
 _YES, _NO, _ALWAYS = ("y", "yes"), ("n", "no"), ("a", "always")
+
+
+def waiting_calls(agent: Any, command: str, session: Any) -> Optional[str]:
+    """Without ``--approve``: what to say when the resumed session's tool calls wait for approval
+    (the agent refuses a prompt then), naming them and how to decide them. None when none waits."""
+    import shlex
+
+    pending = agent.pending_approvals
+    if not pending:
+        return None
+    calls = ", ".join(f"{p.tool_name} {json.dumps(p.args, ensure_ascii=False, default=str)[:80]}" for p in pending)
+    where = getattr(session, "path", None) or getattr(session, "id", None) or "SESSION"
+    return (
+        f"{len(pending)} tool call(s) of this session wait for approval ({calls}): decide them with "
+        f"agentcore {command} --approve -s {shlex.quote(str(where))}"
+    )
 
 
 class TerminalApprover:

@@ -12,6 +12,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from ..providers.reasoning import clamp_to_model, supported_levels
+from ._approve import waiting_calls
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
 from ._context import ContextFile, describe_context
 from ._interrupts import Terminated
@@ -155,6 +156,8 @@ class Chat:
         except UsageError as exc:
             self._say(f"{exc}. Not sent: /model switches, /attach clear drops the attachments")
             return
+        if self._refused_for_approvals():
+            return
         self._apply_branch()
         try:
             if self.approver is not None:
@@ -171,6 +174,15 @@ class Chat:
             self.status = 0
             return
         self.status = run_outcome(new)
+
+    def _refused_for_approvals(self) -> bool:
+        """Without --approve, a resumed session's waiting tool calls block a prompt (the agent
+        refuses it): say so, and that the line was not sent; the REPL goes on."""
+        waiting = None if self.approver is not None else waiting_calls(self.agent, "chat", self.session)
+        if waiting is None:
+            return False
+        self._say(f"Not sent: {waiting} (/quit first)")
+        return True
 
     def _say(self, text: str) -> None:
         self.out.write(text.rstrip("\n") + "\n")
@@ -211,11 +223,15 @@ class Chat:
 
     def _model(self, ref: str) -> None:
         if ref:
+            from ..providers.base import get_env_api_key
+
             model, stream_fn = resolve_model(ref, self.options.base_url)
             if stream_fn is None:  # a stored key is the new provider's (--api-key-env's: kept)
                 key = self.agent.api_key if self.setup.key_from_option else stored_key(model.provider)
                 check_api_key(model, key)
                 self.agent.api_key = key
+                self.text.mask(key)
+                self.text.mask(get_env_api_key(str(model.provider)))  # the key the provider will take
             notice = uncatalogued_notice(ref, model)
             if notice is not None:
                 self._say(notice)

@@ -13,12 +13,12 @@ environment variable (``OPENAI_API_KEY``, ...), then ``keys.json`` (:func:`store
 from __future__ import annotations
 
 import re
-from typing import Any, Optional, TextIO
+from typing import Any, List, Optional, TextIO
 
 from ._config import config_path, read_json_map, write_json_map
 from ._setup import UsageError
 
-__all__ = ["KEYS_FILE", "keys_path", "stored_key", "cmd_keys_set", "cmd_keys_list", "cmd_keys_path"]
+__all__ = ["KEYS_FILE", "keys_path", "stored_key", "stored_keys", "cmd_keys_set", "cmd_keys_list", "cmd_keys_path"]
 
 KEYS_FILE = "keys.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -36,6 +36,15 @@ def stored_key(provider: str) -> Optional[str]:
     if not provider or get_env_api_key(provider):
         return None
     return read_json_map(keys_path()).get(provider) or None
+
+
+def stored_keys() -> List[str]:
+    """Every key in the keys file (to mask them); none when it is missing or broken."""
+    try:
+        keys = read_json_map(keys_path())
+    except UsageError:
+        return []
+    return [key for key in keys.values() if isinstance(key, str) and key]
 
 
 def cmd_keys_set(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:

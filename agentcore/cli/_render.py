@@ -8,11 +8,12 @@ stdout (``agentcore run ... | head``) ends output quietly.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, TextIO
+import re
+from typing import Any, List, Optional, Pattern, TextIO
 
 from ..providers import failures
 
-__all__ = ["TextPrinter", "JsonPrinter", "run_outcome", "redact", "one_line"]
+__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "redact", "one_line"]
 
 _ARGS_LIMIT = 160
 _RESULT_LINES = 4
@@ -22,6 +23,26 @@ def redact(text: str, secret: Optional[str]) -> str:
     """``text`` with every occurrence of ``secret`` (of 4 or more characters, in each of its
     :func:`~agentcore.providers.failures.secret_forms`) replaced by ``***``."""
     return failures.redact(text, (secret,), min_length=4) if secret else text
+
+
+class Masker:
+    """Masks every secret :meth:`add` ed (API keys) as :func:`redact` does, in one pass over a text:
+    the pattern is built when a secret is added, not per line (output lines are many, keys few)."""
+
+    def __init__(self) -> None:
+        self.secrets: List[str] = []
+        self._pattern: Optional[Pattern[str]] = None
+
+    def add(self, secret: Optional[str]) -> None:
+        if not secret or secret in self.secrets:
+            return
+        self.secrets.append(secret)
+        forms = {form for s in self.secrets for form in failures.secret_forms(s) if len(form) >= 4}
+        if forms:  # longest first: a secret that contains another goes whole
+            self._pattern = re.compile("|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)))
+
+    def __call__(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub("***", text)
 
 
 def one_line(value: Any, limit: int = _ARGS_LIMIT) -> str:
@@ -74,7 +95,8 @@ class _Writer:
 class TextPrinter:
     """Human-readable output: the answer streams to ``out``; thinking, tools and errors go to ``err``.
 
-    ``secret`` (the API key, if any) is masked in everything written to ``err``. With ``stream``
+    ``secret`` (the API key, if any) and the keys given to :meth:`mask` later are masked in
+    everything written to ``err``. With ``stream``
     False (``--no-stream``) nothing is printed while a message streams: its thinking and text are
     printed once it is complete (the provider request streams all the same).
     """
@@ -90,7 +112,8 @@ class TextPrinter:
     ) -> None:
         self.out = _Writer(out)
         self.err = _Writer(err)
-        self.secret = secret
+        self.masker = Masker()
+        self.masker.add(secret)
         self.show_thinking = show_thinking
         self.stream = stream
         self._streamed_text = False
@@ -99,7 +122,11 @@ class TextPrinter:
         """A status line on ``err`` (the answer line is ended first)."""
         self.out.end_line()
         self.err.end_line()
-        self.err.write(redact(text, self.secret) + "\n")
+        self.err.write(self.masker(text) + "\n")
+
+    def mask(self, secret: Optional[str]) -> None:
+        """Mask ``secret`` (another API key: chat's /model switched provider) from now on."""
+        self.masker.add(secret)
 
     def __call__(self, event: Any) -> None:
         kind = event.type

@@ -40,7 +40,7 @@ import threading
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
 from .._safe import describe_exception, json_safe
-from ._render import redact
+from ._render import Masker
 
 __all__ = ["RpcOutput", "RpcError", "RpcServer", "cmd_rpc", "read_lines", "SHUTDOWN_WAIT"]
 
@@ -66,7 +66,7 @@ class RpcOutput:
 
     def __init__(self, stream: Any, secret: Optional[str] = None) -> None:
         self.stream = stream
-        self.secrets: List[str] = []
+        self.masker = Masker()
         self.mask(secret)
         # re-entrant: the prompt command holds it while starting a run, and a listener called on
         # the same thread must not deadlock (see RpcServer.send_after)
@@ -90,13 +90,22 @@ class RpcOutput:
 
     def mask(self, secret: Optional[str]) -> None:
         """Mask ``secret`` (an API key) in every later line."""
-        if secret and secret not in self.secrets:
-            self.secrets.append(secret)
+        self.masker.add(secret)
+
+    def mask_known_keys(self) -> None:
+        """Mask every provider key the environment holds and every key ``agentcore keys set``
+        stored (any of them may reach a line: bash output, a tool result, a server's echo)."""
+        from ..providers.base import ENV_API_KEYS
+        from ._keys import stored_keys
+
+        for names in ENV_API_KEYS.values():
+            for name in names:
+                self.mask(os.environ.get(name))
+        for key in stored_keys():
+            self.mask(key)
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = redact(text, secret)
-        return text
+        return self.masker(text)
 
 
 def read_lines(stream: Any) -> Iterator[bytes]:
@@ -492,7 +501,11 @@ def _bad_id(request_id: Any) -> Optional[str]:
     if request_id is None or isinstance(request_id, str):
         return None
     if isinstance(request_id, (int, float)) and not isinstance(request_id, bool):
-        if isinstance(request_id, int) or math.isfinite(request_id):
+        if isinstance(request_id, float):
+            fits = math.isfinite(request_id)
+        else:  # an int compares with a float exactly (math.isfinite would overflow converting it)
+            fits = abs(request_id) <= sys.float_info.max
+        if fits:
             return None
         return 'the command\'s "id" is a number too large for a double; send a string or a smaller number'
     return f'the command\'s "id" must be a string or a number, not {_json_kind(request_id)}'
@@ -613,7 +626,9 @@ def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     context = RpcContext.from_args(args)
     setup = initial_setup(context)
     with _StdioGuard(stdin, out) as (commands, protocol), _SigtermToException():
-        server = RpcServer(setup, RpcOutput(protocol, setup.api_key), err, context)
+        output = RpcOutput(protocol, setup.api_key)
+        output.mask_known_keys()
+        server = RpcServer(setup, output, err, context)
         where = setup.session.path if setup.session is not None and setup.session.path else "memory (not saved)"
         server.note(f"model {setup.agent.model.key}, session {where}; reading commands on stdin")
         return server.serve(read_lines(commands))

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
 
 from ..providers.reasoning import clamp_to_model, supported_levels
+from ..types import role_of
 from ._keys import stored_key
-from ._rpc import NULL, RpcError, RpcServer
+from ._rpc import NULL, SHUTDOWN_WAIT, RpcError, RpcServer
 from ._rpc_bash import cmd_abort_bash, cmd_bash, flush_bash
 from ._rpc_sessions import (
     cmd_clone,
@@ -160,10 +161,19 @@ def cmd_continue(server: RpcServer, command: Dict[str, Any]) -> Any:
     undecided = _undecided(server)
     if undecided:
         raise RpcError(f"continue: {len(undecided)} tool call(s) still wait for approve or deny: {_calls(undecided)}")
+    agent.wait_for_idle(SHUTDOWN_WAIT)  # a run whose agent_end was written may still be finishing
+    before = list(agent.messages)
+    if before and role_of(before[-1]) == "assistant" and before[-1].stop_reason in ("error", "aborted"):
+        # a retry: the failed answer leaves the live transcript and stays in the session file, as
+        # the reference's retry does (the provider conversion skips it on a resume anyway)
+        agent.messages = before[:-1]
     try:
         return server.send_after("continue", command.get("id"), lambda: agent.continue_(wait=False))
     except ValueError as exc:  # nothing to continue from
         raise RpcError(f"continue: {exc}") from None
+    except BaseException:
+        agent.messages = before  # nothing was started: the transcript stays as it was
+        raise
 
 
 # --------------------------------------------------------------------------- approvals (agentcore additions)

@@ -141,8 +141,12 @@ def _rebuilt(old: AgentSetup, session: Any, *, keep_model: bool, context: RpcCon
 
 def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: bool) -> None:
     """Abort the run (as the reference does), then serve an agent on ``make_session()``; the old
-    session is closed. A failure to make the session leaves everything as it was."""
+    session is closed. A failure to make the session leaves everything as it was. Bash results
+    waiting for the next prompt join the old session first: they belong where they ran."""
+    from ._rpc_bash import flush_bash
+
     settle(server)
+    flush_bash(server)
     session = make_session()
     try:
         setup = _rebuilt(server.setup, session, keep_model=keep_model, context=server.context)
@@ -189,7 +193,7 @@ def cmd_new_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     def make() -> Any:
         from ..session import Session
 
-        if server.session is not None and server.session.path is None:
+        if server.context.no_session:  # --no-session: in memory, even after a switch_session to a file
             return Session.in_memory()
         return _repository(server).create(parent_session=parent)
 
@@ -218,8 +222,6 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
         if is_session_path(value):
             if not os.path.exists(path):
                 raise RpcError(f"switch_session: no session file {path}")
-            if server.session is not None and server.session.path == path:
-                return {"cancelled": False}
         else:
             from ..session import SessionError
 
@@ -227,6 +229,9 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
                 path = _repository(server).path_of(value)
             except SessionError as exc:
                 raise RpcError(f"switch_session: {exc}") from None
+        current = server.session.path if server.session is not None else None
+        if current is not None and os.path.realpath(current) == os.path.realpath(path):
+            return {"cancelled": False}  # the current session (by its path or its id): nothing to do
 
         def opener() -> Any:
             return open_session(path, server.context.options.sessions_dir)
@@ -245,7 +250,7 @@ def cmd_fork(server: RpcServer, command: Dict[str, Any]) -> Any:
     from ..types import text_of
 
     session = _saved_session(server, "fork")
-    entry = session.get_entry(command["entryId"])
+    entry = next((e for e in session.get_branch() if e.id == command["entryId"]), None)
     if entry is None or entry.type != "message" or getattr(entry.message, "role", None) != "user":
         raise RpcError(
             f"fork: {command['entryId']!r} is not a user message of this session; get_fork_messages lists them"
@@ -259,12 +264,15 @@ def cmd_fork(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 def cmd_clone(server: RpcServer, command: Dict[str, Any]) -> Any:
     session = _saved_session(server, "clone")
-    leaf = session.leaf_id
     repo = _repository(server)
-    if leaf is None:
-        _switch(server, lambda: repo.create(parent_session=session.path), keep_model=True)
-    else:
-        _switch(server, lambda: repo.fork(session, leaf, position="at"), keep_model=True)
+
+    def make() -> Any:
+        leaf = session.leaf_id  # read once the run has settled: its last answer is on the branch
+        if leaf is None:
+            return repo.create(parent_session=session.path)
+        return repo.fork(session, leaf, position="at")
+
+    _switch(server, make, keep_model=True)
     return {"cancelled": False}
 
 
