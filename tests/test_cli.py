@@ -989,6 +989,29 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     assert "[compaction]" in shown and shown.index("[compaction]") < shown.index("You said: four")
 
 
+def test_the_usage_of_a_chat_and_a_run_counts_their_summary_requests(monkeypatch, tmp_path):
+    """``run -u`` and chat's ``/session`` ("this chat") left out the summary requests of a
+    compaction, which ``sessions show`` counts: the two disagreed by what compaction cost."""
+    from agentcore.cli._usage import UsageTally
+    from agentcore.session import compactor as compactor_module
+    from agentcore.session.compaction_tokens import CompactionSettings
+    from agentcore.types import Usage, UsageCost
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(compactor_module, "CompactionSettings", lambda: CompactionSettings(keep_recent_tokens=1))
+    script = "one\ntwo\n/compact\n/session\n/quit\n"
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", str(tmp_path / "c.jsonl"), stdin=script)
+    assert code == 0, err
+    this_chat = out[out.index("this chat") :]
+    assert "summaries" in this_chat  # the /compact request, beside the scripted model's responses
+    tally = UsageTally()
+    result = type("Result", (), {"usage": Usage(10, 2, 0, 0, 12, UsageCost(0.1, 0.2, 0, 0, 0.3)).to_dict()})()
+    tally.add_event(type("End", (), {"type": "compaction_end", "result": result})())
+    tally.add_event(type("End", (), {"type": "compaction_end", "result": None})())  # failed: nothing
+    assert tally.models["summaries"].cost == pytest.approx(0.3) and tally.models["summaries"].requests == 1
+
+
 @pytest.mark.parametrize(
     "argv, needle",
     [

@@ -350,6 +350,7 @@ class Chat:
         return self._compactor_obj
 
     def _compaction_event(self, event: Any) -> None:
+        self.usage.add_event(event)  # /compact's summary requests count in /session's "this chat"
         if event.type == "compaction_start":
             self.text.note(f"[compacting about {event.tokens_before} tokens]")
 

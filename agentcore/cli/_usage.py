@@ -79,6 +79,18 @@ class UsageTally:
             self.add(f"{message.provider}/{message.model}" if role == "assistant" else "tools", usage)
         return self
 
+    def add_event(self, event: Any) -> None:
+        """Count an agent event: a ``message_end`` as :meth:`add_messages`, a ``compaction_end``'s
+        summary requests (``result.usage``) under ``summaries``, as ``sessions show`` counts the
+        compaction entry; any other event counts nothing."""
+        kind = getattr(event, "type", None)
+        if kind == "message_end":
+            self.add_messages((event.message,))
+        elif kind == "compaction_end":
+            usage = getattr(getattr(event, "result", None), "usage", None)
+            if usage:
+                self.add("summaries", usage)
+
     def add(self, key: str, usage: Any) -> None:
         """Count ``usage`` (a Usage or its wire dict) under ``key``."""
         row = self.models.get(key)
@@ -106,15 +118,11 @@ class UsageTally:
 
 
 def count_usage(agent: Any) -> UsageTally:
-    """A tally kept current from ``agent``'s ``message_end`` events: every message of every run
-    after this call (compaction retries and ``ask`` retries included)."""
+    """A tally kept current from ``agent``'s events (:meth:`UsageTally.add_event`): every message
+    of every run after this call (compaction retries and ``ask`` retries included) and the summary
+    requests of its automatic compactions."""
     tally = UsageTally()
-
-    def listener(event: Any) -> None:
-        if event.type == "message_end":
-            tally.add_messages((event.message,))
-
-    agent.subscribe(listener)
+    agent.subscribe(tally.add_event)
     return tally
 
 
