@@ -1345,14 +1345,18 @@ class EventSubscription:
         self._queue.put(self._closed)
 
     def __iter__(self) -> Iterator[Any]:
-        while not self._ended:
-            item = self._queue.get()
-            if item is self._closed:
-                return
-            yield item
-            if self._until_agent_end and item.type == "agent_end":
-                self.close()  # events of later runs already queued are not this iteration's
-                return
+        try:
+            while not self._ended:
+                item = self._queue.get()
+                if item is self._closed:
+                    return
+                yield item
+                if self._until_agent_end and item.type == "agent_end":
+                    self.close()  # events of later runs already queued are not this iteration's
+                    return
+        except KeyboardInterrupt:  # the usual way out of a blocking loop in a notebook: unsubscribe,
+            self.close()  # or the agent would queue every later event for nobody
+            raise
 
     def __enter__(self) -> EventSubscription:
         return self

@@ -92,8 +92,13 @@ def _field(block: Any, name: str, key: Optional[str] = None) -> Any:
     return getattr(block, name, None)
 
 
+# Terminal control sequences (colours from git, pytest, ls) and other C0 controls but tab and line
+# breaks: HTML shows them as stray characters ("[31mRED[0m"), so they are dropped.
+_CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    return html.escape(_CONTROLS.sub("", str(text)), quote=True)
 
 
 # What CommonMark itself shows literally, and nothing more: a fenced block whose fences start a
@@ -533,13 +538,13 @@ def display_run(
     """
     show = display or _ipython_display
     live = LiveRun()
+    before = len(agent.state.messages)
+    events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
     handle = show(live.snapshot(), display_id=True)
     if handle is None:  # IPython outside a kernel prints instead of returning a handle: print the end
         handle = _PrintAtEnd(show)
     update: Callable[[Any], Any] = handle.update
     last = time.monotonic()
-    before = len(agent.state.messages)
-    events = agent.stream(prompt, images)
     try:
         for event in events:
             live.apply(event)
@@ -554,11 +559,13 @@ def display_run(
         agent.wait_for_idle()
         live.status = "interrupted: run aborted"
         live.streaming = None
+        live.tools.clear()  # their tool_execution_end events were not read: nothing runs any more
         live.messages = list(agent.state.messages[before:])  # incl. the aborted partial answer
         update(live.snapshot())
         raise
     except BaseException as exc:
         live.status = f"failed: {describe_exception(exc)}"
+        live.tools.clear()
         update(live.snapshot())
         raise
     else:

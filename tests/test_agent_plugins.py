@@ -331,6 +331,29 @@ def test_events_until_agent_end_stops_at_the_first_agent_end_with_later_runs_que
     assert list(events) == []  # closed: nothing more, and no later event is received
 
 
+def test_an_interrupted_events_loop_unsubscribes():
+    """Ctrl-C (a kernel interrupt) is the usual way out of a blocking ``for e in agent.events()``;
+    the subscription stayed and queued every later event for nobody."""
+    scripted = ScriptedModel([ScriptedModel.text("one")])
+    agent = Agent(scripted.model)
+    listeners = len(agent._listeners)
+    events = agent.events()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # what SIGINT raises in the main thread blocked in the queue's get
+
+    events._queue.get = interrupted  # type: ignore[method-assign]
+    try:
+        for _ in events:
+            pass
+    except KeyboardInterrupt:
+        pass
+    else:
+        raise AssertionError("the interrupt did not reach the loop")
+    assert len(agent._listeners) == listeners
+    agent.prompt("later")
+
+
 def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown_roles():
     # A resumed, compacted session starts with a summary message: the model must see it.
     from agentcore import BashExecutionMessage, CompactionSummaryMessage

@@ -257,6 +257,28 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
     roles = [m.role for m in agent.state.messages]
     assert roles[:3] == ["user", "assistant", "toolResult"] and "never reached" not in str(agent.state.messages)
     assert agent.state.messages[2].is_error is True
+    assert "(running)" not in fake.htmls[-1]  # the tool's box was left drawn as still running
+
+
+def test_display_run_of_a_busy_agent_shows_nothing_and_raises():
+    """The display was shown before the busy check, leaving an output stuck at *running*."""
+    release = threading.Event()
+    model = ScriptedModel([tool_call("work", {}), say("done")])
+    agent = Agent(model.model, tools=[_progress_tool(release, [])], stream_fn=model.stream_fn)
+    agent.prompt("first", wait=False)
+    fake = FakeDisplay()
+    try:
+        with pytest.raises(RuntimeError):
+            display_run(agent, "while busy", display=fake, throttle=0.0)
+        assert fake.display_calls == 0
+    finally:
+        release.set()
+        agent.wait_for_idle(10)
+
+
+def test_terminal_colour_codes_are_dropped_from_html():
+    html_text = transcript_to_html([UserMessage("plain \x1b[31mRED\x1b[0m text\x07 end")])
+    assert "RED" in html_text and "\x1b" not in html_text and "[31m" not in html_text and "\x07" not in html_text
 
 
 def test_display_run_uses_ipython_display_by_default(monkeypatch):
