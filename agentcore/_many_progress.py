@@ -30,6 +30,8 @@ class ManyProgress:
     cost: float
     elapsed: float
     finished: bool = False
+    #: the call was interrupted (Ctrl+C, or the iterator closed): ``pending`` tasks never finished
+    interrupted: bool = False
 
     @property
     def pending(self) -> int:
@@ -43,9 +45,10 @@ class ManyProgress:
         """``"37/200 done, 1 failed, 8 running | 12.3k tokens $0.0412 | 4.1 tasks/s | 9s"``."""
         tokens = self.input_tokens + self.output_tokens
         shown = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+        stopped = f" | interrupted: {self.pending} not finished" if self.interrupted else ""
         return (
             f"{self.done}/{self.total} done, {self.failed} failed, {self.running} running | "
-            f"{shown} tokens ${self.cost:.4f} | {self.rate:.1f} tasks/s | {self.elapsed:.0f}s"
+            f"{shown} tokens ${self.cost:.4f} | {self.rate:.1f} tasks/s | {self.elapsed:.0f}s{stopped}"
         )
 
     def _repr_html_(self) -> str:

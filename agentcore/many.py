@@ -161,7 +161,7 @@ def _run(
         _emit(report, counts.snapshot(futures, finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
         settled = _cancel(futures, local)
-        _emit(report, counts.snapshot(futures, finished=True))
+        _emit(report, counts.snapshot(futures, finished=True, interrupted=True))
         raise
     finally:
         if owned:
@@ -252,7 +252,9 @@ class _Counts:
         self.output_tokens += result.usage.output
         self.cost += result.usage.cost.total
 
-    def snapshot(self, pending: Collection[Future[Any]], finished: bool = False) -> ManyProgress:
+    def snapshot(
+        self, pending: Collection[Future[Any]], finished: bool = False, interrupted: bool = False
+    ) -> ManyProgress:
         # Futures of a thread or process pool say when they run; Dask's never do (they go from
         # pending to done), so there "running" counts every task in flight.
         running = sum(1 for f in pending if (f.running() if self.reports_running else not f.done()))
@@ -266,4 +268,5 @@ class _Counts:
             self.cost,
             time.monotonic() - self.start,
             finished,
+            interrupted,
         )

@@ -359,8 +359,11 @@ def test_keyboard_interrupt_aborts_running_thread_agents_and_cancels_the_rest(sp
     tasks = [AgentTask(blocking, 'many_block {"note": "x"}', session=sqlite_url(tmp_path, 0), id=0)]
     tasks += [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(1, 30)]
 
+    snapshots = []
+
     def interrupt(snapshot):
-        if helpers.STARTED.is_set():
+        snapshots.append(snapshot)
+        if helpers.STARTED.is_set() and not snapshot.finished:
             raise KeyboardInterrupt
 
     executor = ThreadPoolExecutor(max_workers=1)  # task 0 runs, the others wait behind it
@@ -371,6 +374,9 @@ def test_keyboard_interrupt_aborts_running_thread_agents_and_cancels_the_rest(sp
     finally:
         executor.shutdown(wait=True)
     assert not helpers.RELEASE.is_set()  # it ended because it was aborted, not released
+    last = snapshots[-1]  # the final line said "0/30 done, 0 failed, 0 running" and nothing more
+    assert last.finished and last.interrupted and last.pending == 30 - last.done - last.failed
+    assert f"interrupted: {last.pending} not finished" in last.line()
     with Session(SqliteSessionStorage(tmp_path / "sessions.db", "task-0", read_only=True)) as session:
         messages = session.build_context().messages
         assert messages[-1].role == "assistant" and messages[-1].stop_reason == "aborted"
