@@ -989,6 +989,22 @@ def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):
     assert "[compaction]" in shown and shown.index("[compaction]") < shown.index("You said: four")
 
 
+def test_sub_agent_usage_is_shown_but_not_in_the_total():
+    """A sub-agent's usage (on its tool result) was in the table's total of ``sessions show`` and in
+    ``run -u``, but not in the session's own totals (header, logs): two totals for one session."""
+    from agentcore.cli._usage import SUB_AGENTS, UsageTally, usage_lines
+    from agentcore.types import AssistantMessage, ToolResultMessage, Usage, UsageCost
+
+    lead = AssistantMessage([], "a", "p", "m", Usage(10, 2, 0, 0, 12, UsageCost(1.0, 2.0, 0, 0, 3.0)))
+    sub = ToolResultMessage("c1", "research", [], usage=Usage(5, 1, 0, 0, 6, UsageCost(0.2, 0.3, 0, 0, 0.5)))
+    tally = UsageTally().add_messages([lead, sub])
+    assert tally.models[SUB_AGENTS].cost == pytest.approx(0.5)
+    assert tally.total().cost == pytest.approx(3.0) and tally.total().requests == 1
+    lines = usage_lines(tally)
+    assert any(line.startswith(f"Token usage ({SUB_AGENTS})") for line in lines)
+    assert lines[-1].endswith("$3.0000")
+
+
 def test_the_usage_of_a_chat_and_a_run_counts_their_summary_requests(monkeypatch, tmp_path):
     """``run -u`` and chat's ``/session`` ("this chat") left out the summary requests of a
     compaction, which ``sessions show`` counts: the two disagreed by what compaction cost."""

@@ -3,8 +3,11 @@
 Usage is summed per model (``provider/id``) from assistant messages: uncached input, output,
 cache reads and writes, and the cost the provider computed from the model's prices (0 for a
 model without prices, such as a local server's). Tool results that carry usage (a sub-agent's)
-count under ``tools``, compaction and branch summaries under ``summaries``. Every assistant
-message counts as a response, a failed one with the zero usage it carries.
+are shown under ``tools (sub-agents)`` but left out of the total: the sub-agent's session records
+them, and the session's own totals (``get_session_stats``, the ``sessions show`` header,
+``agentcore logs``) do not count tool-result usage (spec session §10), so the total agrees with
+them. Compaction and branch summaries count under ``summaries``. Every assistant message counts
+as a response, a failed one with the zero usage it carries.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple
 
-__all__ = ["ModelUsage", "UsageTally", "count_usage", "usage_lines", "usage_table"]
+__all__ = ["ModelUsage", "UsageTally", "count_usage", "usage_lines", "usage_table", "SUB_AGENTS"]
+
+#: the row of tool results' usage (sub-agents), shown but not in the total
+SUB_AGENTS = "tools (sub-agents)"
 
 
 class _WireUsage(NamedTuple):
@@ -76,7 +82,7 @@ class UsageTally:
             usage = getattr(message, "usage", None)
             if usage is None or role not in ("assistant", "toolResult"):
                 continue
-            self.add(f"{message.provider}/{message.model}" if role == "assistant" else "tools", usage)
+            self.add(f"{message.provider}/{message.model}" if role == "assistant" else SUB_AGENTS, usage)
         return self
 
     def add_event(self, event: Any) -> None:
@@ -110,8 +116,11 @@ class UsageTally:
         return self
 
     def total(self) -> ModelUsage:
+        """The sum of every row but :data:`SUB_AGENTS` (see the module docstring)."""
         total = ModelUsage("total")
         for row in self.models.values():
+            if row.key == SUB_AGENTS:
+                continue
             for name in ("requests", "input", "output", "cache_read", "cache_write", "cost"):
                 setattr(total, name, getattr(total, name) + getattr(row, name))
         return total
