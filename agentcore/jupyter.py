@@ -8,7 +8,7 @@
   :func:`enable_rich_display` attaches the same methods to the message classes themselves.
 * :func:`display_run` runs a prompt and shows the streaming answer and tool progress in one
   output area that updates in place (``IPython.display.display(..., display_id=True)``), at most
-  once per ``throttle`` seconds. Interrupting the kernel aborts the run cleanly (tools get the
+  once per ``throttle`` seconds (IPython in a terminal prints the final view only). Interrupting the kernel aborts the run cleanly (tools get the
   abort signal, the transcript stays valid), shows that it was interrupted, and re-raises
   ``KeyboardInterrupt``.
 
@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import html
 import json
+import queue
 import re
+import threading
 import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ._data_urls import image_data_url
+from ._many_progress import _in_kernel
 from ._safe import describe_exception, json_safe
 from .tools import AgentToolResult
 from .types import message_from_dict, text_of
@@ -226,15 +229,16 @@ def tool_result_to_markdown(result: AgentToolResult, name: str = "tool") -> str:
 # --------------------------------------------------------------------------- HTML
 
 
-def _content_html(content: Any) -> List[str]:
+def _content_html(content: Any, thinking_open: bool = False) -> List[str]:
     parts: List[str] = []
+    details = "<details open>" if thinking_open else "<details>"
     for block in _blocks(content):
         kind = _field(block, "type")
         if kind == "text":
             parts.append(f'<div style="white-space: pre-wrap">{_esc(_field(block, "text") or "")}</div>')
         elif kind == "thinking":
             parts.append(
-                "<details><summary><i>thinking</i></summary>"
+                f"{details}<summary><i>thinking</i></summary>"
                 f'<div style="white-space: pre-wrap; color: #718096">{_esc(_field(block, "thinking") or "")}'
                 "</div></details>"
             )
@@ -258,6 +262,11 @@ def _box(role: str, title: str, body: Sequence[str], error: bool = False) -> str
 
 def message_to_html(message: Any) -> str:
     """One message as an HTML block (a coloured left border per role); all text is escaped."""
+    return _message_html(message)
+
+
+def _message_html(message: Any, thinking_open: bool = False) -> str:
+    """``message_to_html``; ``thinking_open`` draws thinking expanded (a message still streaming)."""
     message = _message(message)
     role = getattr(message, "role", None) or "message"
     title = _esc(_ROLE_TITLES.get(role, role))
@@ -270,7 +279,7 @@ def message_to_html(message: Any) -> str:
         return _box(role, title, [_pre(f"$ {message.command}\n{message.output}")])
     if role in ("compactionSummary", "branchSummary"):
         return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
-    body = _content_html(getattr(message, "content", None))
+    body = _content_html(getattr(message, "content", None), thinking_open)
     error_text = getattr(message, "error_message", None)
     if error_text:
         body.append(
@@ -431,8 +440,8 @@ class LiveRun:
 
     def html(self) -> str:
         parts = [message_to_html(m) for m in self.messages]
-        if self.streaming is not None:
-            parts.append(message_to_html(self.streaming))
+        if self.streaming is not None:  # thinking open, so it can be followed (closed once finished)
+            parts.append(_message_html(self.streaming, thinking_open=True))
         for progress in self.tools.values():
             title = f"{_esc(progress.name)} ({_esc(progress.status)})"
             parts.append(
@@ -510,6 +519,55 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
     return display(obj, display_id=display_id)  # type: ignore[no-untyped-call]
 
 
+_POLL = 0.05  # how long the cell's thread waits for an event at a time, so Ctrl+C is noticed
+_END = object()
+
+
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
+    """Helper thread: move the run's events into ``inbox``, then its outcome (``_END`` or why not)."""
+    try:
+        for event in events:
+            inbox.put(event)
+    except BaseException as exc:
+        inbox.put(_Failed(exc))
+    else:
+        inbox.put(_END)
+
+
+def _follow(events: Iterable[Any], live: LiveRun, update: Callable[[Any], Any], throttle: float) -> None:
+    """Apply the run's events to ``live`` and draw it at most once per ``throttle`` seconds, with
+    a trailing edge: a change not yet drawn is drawn ``throttle`` after the last drawing even when
+    no event follows (a long tool call stays shown as running). The run's iterator cannot wait
+    with a timeout, so a helper thread feeds a queue; the interrupt still lands on this thread."""
+    inbox: queue.Queue[Any] = queue.Queue()
+    threading.Thread(target=_forward, args=(events, inbox), name="agentcore-display", daemon=True).start()
+    last = time.monotonic()
+    pending = False
+    while True:
+        wait = max(0.0, last + throttle - time.monotonic()) if pending else _POLL
+        try:
+            item = inbox.get(timeout=min(wait, _POLL))
+        except queue.Empty:
+            item = None
+        if item is _END:
+            return
+        if isinstance(item, _Failed):
+            raise item.exc
+        if item is not None:
+            live.apply(item)
+            pending = True
+        now = time.monotonic()
+        if pending and now - last >= throttle:
+            update(live.snapshot())
+            last = now
+            pending = False
+
+
 class _RunMessages(list):  # type: ignore[type-arg]
     """The run's new messages: a plain list, except that as the last expression of a cell it shows
     nothing (the live display above already shows them; echoing the list repeats every message)."""
@@ -529,8 +587,11 @@ def display_run(
     """Run ``prompt`` on ``agent`` and show it live in one updating output area.
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
-    ``IPython.display.display``. Renders at most once per ``throttle`` seconds while events
-    arrive, and once more at the end. Returns the run's new messages (like ``agent.prompt``) as a
+    ``IPython.display.display``; outside a kernel (IPython in a terminal, which would print every
+    update) only the final view is shown. Renders at most once per ``throttle`` seconds, a change
+    not yet drawn ``throttle`` after the last rendering even when no event follows (a long tool
+    stays shown as running), and once more at the end. The thinking of the message still
+    streaming is drawn expanded, finished messages' collapsed. Returns the run's new messages (like ``agent.prompt``) as a
     list that IPython does not echo as a cell's last expression (``list(...)`` of it, or
     ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
@@ -540,18 +601,15 @@ def display_run(
     live = LiveRun()
     before = len(agent.state.messages)
     events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
-    handle = show(live.snapshot(), display_id=True)
-    if handle is None:  # IPython outside a kernel prints instead of returning a handle: print the end
+    if display is None and not _in_kernel():  # terminal IPython prints each update: print the end only
+        handle: Any = _PrintAtEnd(show)
+    else:
+        handle = show(live.snapshot(), display_id=True)
+    if handle is None:  # a display that prints instead of returning a handle: print the end
         handle = _PrintAtEnd(show)
     update: Callable[[Any], Any] = handle.update
-    last = time.monotonic()
     try:
-        for event in events:
-            live.apply(event)
-            now = time.monotonic()
-            if now - last >= throttle:
-                update(live.snapshot())
-                last = now
+        _follow(events, live, update, throttle)
     except KeyboardInterrupt:
         # The interrupt may land here rather than inside the event iterator (which would have
         # aborted already): abort and wait in any case; both are no-ops for a settled run.

@@ -22,7 +22,7 @@ from agentcore.jupyter import (
     transcript_to_html,
     transcript_to_markdown,
 )
-from agentcore.testing import ScriptedModel, tool_call
+from agentcore.testing import ScriptedModel, thinking, tool_call
 from agentcore.testing import text as say
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import (
@@ -373,3 +373,63 @@ def test_html_of_an_image_takes_only_allow_listed_types_and_valid_base64():
     ):
         rendered = html_of(data, mime)
         assert "<img" not in rendered and f"[image not shown: {why}" in rendered, rendered
+
+
+def test_a_change_within_the_throttle_is_drawn_without_waiting_for_the_next_event():
+    """The tool's "running" box was drawn only with the next event: seconds later for a long tool."""
+    shown = threading.Event()
+    fake = FakeDisplay(lambda html: shown.set() if "work (running)" in html and "step 1 of 2" in html else None)
+    waited: List[bool] = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("step 1 of 2")]))
+        waited.append(shown.wait(5))  # no event follows until the display showed the progress
+        return AgentToolResult(content=[TextContent("all done")])
+
+    tool = AgentTool("work", "does work", {"type": "object", "properties": {}}, execute)
+    model = ScriptedModel([tool_call("work", {}), say("finished")])
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    display_run(agent, "go", display=fake, throttle=0.5)
+    assert waited == [True]
+    assert "finished" in fake.htmls[-1] and "(running)" not in fake.htmls[-1]
+
+
+def test_ipython_outside_a_kernel_shows_only_the_final_view(monkeypatch):
+    """Terminal IPython returns a handle whose every update prints the whole transcript again."""
+    pytest.importorskip("IPython")
+    import IPython.display
+
+    import agentcore.jupyter
+
+    shown: List[Any] = []
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            shown.append(obj)
+
+    def display(obj: Any, display_id: bool = False) -> Handle:
+        shown.append(obj)
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    model = ScriptedModel([say("one two three four five six")])
+    display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
+    assert len(shown) == 1 and "one two three four five six" in shown[0]._repr_html_()
+    assert ">done<" in shown[0]._repr_html_()
+
+    shown.clear()  # in a kernel the output area updates in place
+    monkeypatch.setattr(agentcore.jupyter, "_in_kernel", lambda: True)
+    model.push(say("one two three four five six"))
+    display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
+    assert len(shown) > 2 and "running" in shown[0]._repr_html_()
+
+
+def test_the_streaming_messages_thinking_is_open_and_closed_once_finished():
+    """Thinking was drawn collapsed while streaming, and every update undid a manual expand."""
+    model = ScriptedModel([thinking("pondering deeply", "answer")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.0)
+    streaming = [h for h in fake.htmls if "pondering" in h and "answer" not in h]
+    assert streaming and all("<details open><summary><i>thinking" in h for h in streaming)
+    assert "<details open>" not in fake.htmls[-1] and "<details><summary><i>thinking" in fake.htmls[-1]
