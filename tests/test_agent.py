@@ -1081,15 +1081,10 @@ def test_constructor_arguments_of_the_wrong_kind_are_refused_naming_them() -> No
         Agent(scripted.model).subscribe(None)  # type: ignore[arg-type]
 
 
-FUNCTION_ATTRIBUTES = (
-    "get_api_key",
-    "stream_fn",
-    "convert_to_llm",
-    "transform_context",
-    "before_tool_call",
-    "after_tool_call",
-    "should_stop_after_turn",
-    "prepare_next_turn",
+# every Agent attribute that holds a function: the hooks, get_api_key and stream_fn
+FUNCTION_ATTRIBUTES = tuple(name for name, value in vars(Agent).items() if type(value).__name__ == "_FunctionAttribute")
+assert len(FUNCTION_ATTRIBUTES) == 8 and {"before_tool_call", "stream_fn", "prepare_next_turn"} <= set(
+    FUNCTION_ATTRIBUTES
 )
 
 

@@ -1229,17 +1229,7 @@ def test_chat_approve_always_stops_asking_for_that_tool(env, tmp_path):
 def test_run_approve_resumes_calls_a_session_left_waiting(env, tmp_path):
     path = str(tmp_path / "s.jsonl")
     (tmp_path / "only-file.txt").write_text("x")
-    # a session paused with a call waiting (what Ctrl-C at the question leaves), made through the API
-    from agentcore import Agent, Session
-    from agentcore.cli._approve import TerminalApprover
-    from agentcore.testing import ScriptedModel, call, response
-
-    scripted = ScriptedModel([response(call("ls", {"path": "."}, id="c1"))])
-    agent = Agent(model=scripted.model, stream_fn=scripted.stream_fn, tools=["ls"], session=Session.create(path))
-    TerminalApprover.require_approval(agent)
-    agent.prompt("look")
-    assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
-    agent.session.close()
+    _session_left_waiting(path)
     done = agentcore(
         "--model",
         "scripted",

@@ -338,16 +338,21 @@ def test_switch_session_takes_a_session_url_and_never_creates(rpc, tmp_path):
         assert beta.message_count == 2
 
 
+def _store_key(env, cwd, provider, secret):
+    """``agentcore keys set PROVIDER`` with ``secret`` on stdin (into the env's config dir)."""
+    stored = subprocess.run(
+        [sys.executable, "-m", "agentcore", "keys", "set", provider],
+        input=secret + "\n", capture_output=True, text=True, env=env, cwd=str(cwd),
+    )  # fmt: skip
+    assert stored.returncode == 0, stored.stderr
+
+
 def test_set_model_and_available_models_use_keys_stored_by_keys_set(rpc, env, tmp_path):
     """``agentcore keys set groq`` then ``set_model`` groq: refused with "no API key ... store
     one with: agentcore keys set groq" (the key just stored), and get_available_models and
     cycle_model left the provider out; chat's /model used the stored key all along."""
     secret = "gsk-stored-in-keys-json-5150"
-    stored = subprocess.run(
-        [sys.executable, "-m", "agentcore", "keys", "set", "groq"],
-        input=secret + "\n", capture_output=True, text=True, env=env, cwd=str(tmp_path),
-    )  # fmt: skip
-    assert stored.returncode == 0, stored.stderr
+    _store_key(env, tmp_path, "groq", secret)
     with ScriptedServer([answer("keyed answer")]) as server:
         child = rpc("--model", "scripted", "--no-session", "--base-url", server.url + "/v1")
         listed = child.call({"type": "get_available_models"})["data"]["models"]
@@ -606,11 +611,7 @@ def test_every_known_key_is_masked_from_the_start(rpc, env, tmp_path):
     """docs/rpc.rst: keys are masked in every line. A provider's key used to be masked only once
     that provider was selected."""
     stored = "gsk-stored-in-keys-json-6161"
-    keyed = subprocess.run(
-        [sys.executable, "-m", "agentcore", "keys", "set", "groq"],
-        input=stored + "\n", capture_output=True, text=True, env=env, cwd=str(tmp_path),
-    )  # fmt: skip
-    assert keyed.returncode == 0, keyed.stderr
+    _store_key(env, tmp_path, "groq", stored)
     env["OPENAI_API_KEY"] = "sk-openai-from-the-env-1234"
     env["ANTHROPIC_API_KEY"] = "sk-ant-from-the-env-5678"
     child = rpc("--model", "scripted", "--no-session")

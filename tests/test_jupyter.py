@@ -281,10 +281,11 @@ def test_terminal_colour_codes_are_dropped_from_html():
     assert "RED" in html_text and "\x1b" not in html_text and "[31m" not in html_text and "\x07" not in html_text
 
 
-def test_display_run_uses_ipython_display_by_default(monkeypatch):
+def _record_ipython_display(monkeypatch: Any) -> List[Any]:
+    """Replace ``IPython.display.display`` with one that records what it is given (and what its
+    handle's ``update`` is given); returns that list."""
     pytest.importorskip("IPython")
     import IPython.display
-    from IPython.core.formatters import DisplayFormatter
 
     shown: List[Any] = []
 
@@ -297,6 +298,13 @@ def test_display_run_uses_ipython_display_by_default(monkeypatch):
         return Handle()
 
     monkeypatch.setattr(IPython.display, "display", display)
+    return shown
+
+
+def test_display_run_uses_ipython_display_by_default(monkeypatch):
+    shown = _record_ipython_display(monkeypatch)
+    from IPython.core.formatters import DisplayFormatter
+
     model = ScriptedModel([say("hello <world>")])
     display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
     bundle, _ = DisplayFormatter().format(shown[-1])
@@ -396,22 +404,9 @@ def test_a_change_within_the_throttle_is_drawn_without_waiting_for_the_next_even
 
 def test_ipython_outside_a_kernel_shows_only_the_final_view(monkeypatch):
     """Terminal IPython returns a handle whose every update prints the whole transcript again."""
-    pytest.importorskip("IPython")
-    import IPython.display
-
+    shown = _record_ipython_display(monkeypatch)
     import agentcore.jupyter
 
-    shown: List[Any] = []
-
-    class Handle:
-        def update(self, obj: Any) -> None:
-            shown.append(obj)
-
-    def display(obj: Any, display_id: bool = False) -> Handle:
-        shown.append(obj)
-        return Handle()
-
-    monkeypatch.setattr(IPython.display, "display", display)
     model = ScriptedModel([say("one two three four five six")])
     display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
     assert len(shown) == 1 and "one two three four five six" in shown[0]._repr_html_()
