@@ -403,6 +403,32 @@ def test_usage_from_message_start_survives_a_truncated_stream():  # spec §7 ant
         state.finish()
 
 
+def test_one_hour_cache_writes_are_priced_at_twice_the_input_price():
+    """With cache_retention="long" Anthropic bills 1-hour writes at 2x the input price; all cache
+    writes were priced at the catalog's 5-minute cacheWrite rate (1.25x), 37.5% too low."""
+    sonnet = dataclasses.replace(HAIKU, cost=ModelCost(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75))
+    start = {
+        "type": "message_start",
+        "message": {
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 1,
+                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 100_000,
+                "cache_creation": {"ephemeral_5m_input_tokens": 40_000, "ephemeral_1h_input_tokens": 60_000},
+            }
+        },
+    }
+    delta = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}
+    _, out, _ = _feed([("message_start", start), ("message_delta", delta)], model=sonnet)
+    assert out.usage.cache_write == 100_000  # the token counts are the API's
+    assert out.usage.cost.cache_write == pytest.approx(40_000 * 3.75e-6 + 60_000 * 6.0e-6)  # 0.15 + 0.36
+    assert out.usage.cost.total == pytest.approx(10 * 3e-6 + 5 * 15e-6 + 0.51)
+    five_minutes = dict(start, message={"usage": dict(start["message"]["usage"], cache_creation=None)})
+    _, plain, _ = _feed([("message_start", five_minutes)], model=sonnet)
+    assert plain.usage.cost.cache_write == pytest.approx(100_000 * 3.75e-6)  # no split given: the catalog price
+
+
 def test_error_event_raises_with_payload():  # spec §5: event: error -> raise with the data text
     payload = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     with pytest.raises(ProviderError, match="overloaded_error"):

@@ -35,7 +35,7 @@ from .base import (
     tool_specs,
 )
 from .caching import cache_retention, cache_session_id
-from .models import calculate_cost
+from .models import calculate_cost, price_long_cache_writes
 from .retries import retryable_error
 from .transform import transform_messages
 
@@ -437,6 +437,7 @@ class AnthropicStreamState:
         self._blocks: Dict[int, int] = {}  # API block index -> index in output.content
         self._started = False
         self._stopped = False
+        self._cache_write_1h = 0  # of cache_write: tokens written with the 1-hour TTL
         self._stop_details: Optional[str] = None
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -552,7 +553,21 @@ class AnthropicStreamState:
             elif not only_present:
                 setattr(usage, attr, 0)
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
-        calculate_cost(self.model, usage)
+        split = raw.get("cache_creation")
+        if isinstance(split, Mapping) and split.get("ephemeral_1h_input_tokens") is not None:
+            self._cache_write_1h = _count_of(split.get("ephemeral_1h_input_tokens"))
+        elif not only_present:
+            self._cache_write_1h = 0
+        cost = calculate_cost(self.model, usage)
+        if self._cache_write_1h:
+            price_long_cache_writes(self.model, cost, min(self._cache_write_1h, usage.cache_write))
+
+
+def _count_of(value: Any) -> int:
+    try:
+        return max(0, int(value))
+    except (TypeError, ValueError):
+        return 0
 
 
 _HANDLERS: Dict[str, Callable[[AnthropicStreamState, Mapping[str, Any]], None]] = {

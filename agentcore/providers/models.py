@@ -15,7 +15,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..types import Model, Usage, UsageCost
 
-__all__ = ["catalog_models", "shared_catalog", "find_model", "calculate_cost", "supports_xhigh", "models_are_equal"]
+__all__ = [
+    "catalog_models",
+    "shared_catalog",
+    "find_model",
+    "calculate_cost",
+    "price_long_cache_writes",
+    "supports_xhigh",
+    "models_are_equal",
+]
 
 _lock = threading.Lock()
 _catalog: Optional[List[Model]] = None
@@ -86,6 +94,16 @@ def calculate_cost(model: Model, usage: Usage) -> UsageCost:
     cost.cache_write = _price(prices, "cache_write") / 1_000_000 * _count(usage, "cache_write")
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     usage.cost = cost
+    return cost
+
+
+def price_long_cache_writes(model: Model, cost: UsageCost, tokens: int) -> UsageCost:
+    """Re-price ``tokens`` of ``cost.cache_write`` written with Anthropic's 1-hour TTL
+    (``cache_retention="long"``): they are billed at twice the input price, while a catalog's
+    ``cacheWrite`` price is the 5-minute one (1.25x input). Updates ``cost.total``; returns ``cost``."""
+    prices = getattr(model, "cost", None)
+    cost.cache_write += tokens * (2 * _price(prices, "input") - _price(prices, "cache_write")) / 1_000_000
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     return cost
 
 
