@@ -362,16 +362,15 @@ def _union_to_python(members: List[Any], value: Any) -> Any:
     import jsonschema  # on first use: ``import agentcore`` stays light
 
     for member in members:
-        if member in (str, int, float, bool) and not isinstance(value, (dict, list)):
-            if jsonschema.Draft202012Validator(type_schema(member)).is_valid(value):
-                return value  # JSON's own scalar: 3 stays 3 for Union[float, int]
-            continue
         try:
             schema = type_schema(member)
         except TypeError:
             continue
-        if jsonschema.Draft202012Validator(schema).is_valid(value):
-            return to_python(member, value)
+        if not jsonschema.Draft202012Validator(schema).is_valid(value):
+            continue
+        if member in (str, int, float, bool):
+            return value  # JSON's own scalar: 3 stays 3 for Union[float, int]
+        return to_python(member, value)
     return value
 
 

@@ -13,21 +13,17 @@ from typing import Any, List, Optional, Pattern, TextIO
 
 from ..providers import failures
 
-__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "redact", "one_line"]
+__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line"]
 
 _ARGS_LIMIT = 160
 _RESULT_LINES = 4
 
 
-def redact(text: str, secret: Optional[str]) -> str:
-    """``text`` with every occurrence of ``secret`` (of 4 or more characters, in each of its
-    :func:`~agentcore.providers.failures.secret_forms`) replaced by ``***``."""
-    return failures.redact(text, (secret,), min_length=4) if secret else text
-
-
 class Masker:
-    """Masks every secret :meth:`add` ed (API keys) as :func:`redact` does, in one pass over a text:
-    the pattern is built when a secret is added, not per line (output lines are many, keys few)."""
+    """Masks every secret :meth:`add` ed (API keys of 4 characters or more, in each of their
+    :func:`~agentcore.providers.failures.secret_forms`) as ``failures.redact`` does, in one pass
+    over a text: the pattern is built when a secret is added, not per line (output lines are
+    many, keys few)."""
 
     def __init__(self) -> None:
         self.secrets: List[str] = []
