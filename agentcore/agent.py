@@ -965,8 +965,22 @@ class Agent:
     def navigate_tree(self, target_id: Optional[str], summarize: bool = False, **options: Any) -> Any:
         """Move the session to ``target_id`` (another branch point), optionally summarising the
         branch being left into a ``branch_summary`` entry, and reload the transcript from it.
-        Idle only. See :func:`agentcore.session.branch_summary.navigate_tree` for ``options``."""
-        return self._while_busy(lambda signal: self.compactor.navigate_tree(target_id, summarize, **options))
+        Idle only. ``abort()`` cancels the summary request (``CompactionError("aborted")``, nothing
+        written), as it cancels :meth:`compact`; so does a ``signal=`` given in ``options``. See
+        :func:`agentcore.session.branch_summary.navigate_tree` for ``options``."""
+        given = options.pop("signal", None)
+
+        def navigate(signal: AbortSignal) -> Any:
+            forward = self.abort  # the caller's signal aborts it as abort() does
+            if given is not None:
+                given.add_listener(forward)
+            try:
+                return self.compactor.navigate_tree(target_id, summarize, signal=signal, **options)
+            finally:
+                if given is not None:
+                    given.remove_listener(forward)
+
+        return self._while_busy(navigate)
 
     def _while_busy(self, work: Callable[[AbortSignal], Any]) -> Any:
         """Run ``work`` on this thread while the agent counts as busy (prompts are refused)."""

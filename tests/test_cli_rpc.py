@@ -919,3 +919,31 @@ def test_thinking_levels_follow_the_models_map(rpc, env, tmp_path):
     assert child.call({"type": "set_thinking_level", "level": "max"})["success"]  # not mapped: downward
     assert child.call({"type": "get_state"})["data"]["thinkingLevel"] == "xhigh"
     assert child.close().returncode == 0
+
+
+def test_abort_is_read_while_a_command_waits_for_navigate_tree(rpc, tmp_path):
+    """``navigate_tree`` (summarising), then ``clone`` (which waits for the move), then ``abort``:
+    the abort is read at once and stops the summary, instead of waiting behind the clone until
+    the summary has been written; the clone then answers, after the navigation."""
+    with ScriptedServer([answer("first"), answer("second"), stalled("the summary")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"))
+        for text in ("one", "two"):
+            child.call({"type": "prompt", "message": text})
+            child.read_until(is_type("agent_end"))
+        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+        child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
+        assert server.body_started.wait(WAIT)  # the branch summary is being written
+        child.send({"id": "c", "type": "clone"})
+        child.send({"id": "a", "type": "abort"})
+        lines = child.read_until(lambda o: o.get("id") == "a")  # the server is never released
+        child.send({"id": "s", "type": "get_state"})
+        lines += child.read_until(lambda o: o.get("id") == "s")
+        server.release.set()
+    responses = {o["id"]: o for o in lines if o["type"] == "response"}
+    assert sorted(responses) == ["a", "c", "n", "s"]
+    order = [o["id"] for o in lines if o["type"] == "response"]
+    assert order.index("n") < order.index("c") < order.index("s")  # the line kept its order
+    assert responses["a"]["success"] is True
+    assert responses["n"]["success"] is False and "abort" in responses["n"]["error"].lower()
+    assert responses["c"]["success"] is True
+    assert child.close().returncode == 0

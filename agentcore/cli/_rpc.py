@@ -22,7 +22,9 @@ Behaviour, and how it fails:
   ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
   ``abort_bash`` are read meanwhile. A command that moves to another session or reads it waits
   for a running ``compact``/``navigate_tree`` first (``Command.after``), so piped commands see
-  its result. An ``id`` must be a string or a finite number.
+  its result. It waits in a line served by its own thread, not on the reader: every command read
+  after it joins that line (order is kept), except ``abort`` and ``abort_bash``, which act at once
+  on what runs. An ``id`` must be a string or a finite number.
 * End of input: the run in progress (with its queued steering and follow-up messages) and a
   running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
   (flushed) and the command exits 0. SIGTERM, also while finishing, aborts the run and awaits its
@@ -37,7 +39,8 @@ import os
 import signal
 import sys
 import threading
-from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Set, TextIO, Tuple
+from collections import deque
+from typing import Any, BinaryIO, Callable, Deque, Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
 from .._safe import describe_exception, json_safe
 from ._render import Masker
@@ -46,6 +49,10 @@ __all__ = ["RpcOutput", "RpcError", "RpcServer", "cmd_rpc", "read_lines", "SHUTD
 
 #: Seconds the shutdown waits for an aborted run to settle before closing the session anyway.
 SHUTDOWN_WAIT = 30.0
+
+#: Commands never held back behind a command that waits for a compact/navigate_tree: they act on
+#: what runs when they are read.
+_NEVER_WAIT = frozenset(("abort", "abort_bash"))
 
 
 #: Compact strict JSON, one encoder for every line (``json.dumps`` with these arguments builds a
@@ -179,6 +186,12 @@ class RpcServer:
         self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
         self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false
         self.workers: List[threading.Thread] = []
+        # commands waiting for a running compact/navigate_tree, and the commands read after them,
+        # served in order by their own thread (``_line_worker``) while the reader reads on
+        self._line: Deque[Dict[str, Any]] = deque()
+        self._line_lock = threading.Lock()
+        self._line_worker: Optional[threading.Thread] = None
+        self._closing = False  # shutting down: the line takes nothing more
         self._unsubscribe: Callable[[], None] = lambda: None
         self.attach(setup)
 
@@ -271,17 +284,19 @@ class RpcServer:
         return 0
 
     def finish(self) -> None:
-        """Wait, without a bound, until the run and the slow commands have ended (end of input).
-        Polls so that SIGTERM, raised in this (main) thread, is handled promptly."""
+        """Wait, without a bound, until the run, the slow commands and the waiting line have ended
+        (end of input). Polls so that SIGTERM, raised in this (main) thread, is handled promptly."""
         if not self.agent.wait_for_idle(0) or any(worker.is_alive() for worker in self.workers):
             self.note("end of input: letting the work in progress finish (SIGTERM aborts it)")
-        while not self.agent.wait_for_idle(1.0):
-            pass
-        for worker in list(self.workers):
-            while worker.is_alive():
-                worker.join(1.0)
-        while not self.agent.wait_for_idle(1.0):  # a compact or navigate_tree may have started a run
-            pass
+        while True:
+            while not self.agent.wait_for_idle(1.0):
+                pass
+            alive = [worker for worker in self.workers if worker.is_alive()]
+            if not alive:  # nothing can start a run any more
+                return
+            for worker in alive:  # a compact, navigate_tree or waiting prompt may start a run
+                while worker.is_alive():
+                    worker.join(1.0)
 
     def handle_line(self, raw: bytes) -> None:
         """Parse and run one command line; every failure becomes an error response."""
@@ -329,7 +344,14 @@ class RpcServer:
         if spec is None:
             self.out.send(response(kind, request_id, error=_unknown_command(kind, list(self.commands))))
             return
-        self.wait_for_busy(spec.after)
+        if kind not in _NEVER_WAIT and self._wait_in_line(command, spec):
+            return
+        self._dispatch(command, spec)
+
+    def _dispatch(self, command: Dict[str, Any], spec: Any) -> None:
+        """Run a command whose turn it is (on the reader thread, or the waiting line's)."""
+        request_id = command.get("id")
+        kind = command["type"]
         try:
             spec.check(command)
         except RpcError as exc:
@@ -352,16 +374,46 @@ class RpcServer:
         else:
             self._run(spec, command, kind, request_id)
 
-    def wait_for_busy(self, kinds: Tuple[str, ...]) -> None:
-        """Wait until the running ``compact``/``navigate_tree``, when ``kinds`` names it, has
-        ended and answered: a ``clone`` sent after ``navigate_tree`` copies the branch it moved
-        to. The reader thread waits (commands read meanwhile, ``abort`` too, wait their turn);
-        in steps, so that SIGTERM, raised in this (main) thread, is handled."""
-        running = self.busy_worker
-        if running is None or running[0] not in kinds:
-            return
-        while running[1].is_alive():
-            running[1].join(1.0)
+    def _wait_in_line(self, command: Dict[str, Any], spec: Any) -> bool:
+        """Queue ``command`` when it must wait: behind the commands already waiting, or, when it
+        is the first, because its ``Command.after`` names the running ``compact``/``navigate_tree``
+        (a ``clone`` sent after ``navigate_tree`` copies the branch it moved to). The waiting line
+        is served by its own thread, so the reader reads on and ``abort`` reaches what runs.
+        False: nothing waits, run the command now."""
+        with self._line_lock:
+            if self._line_worker is None:
+                running = self.busy_worker
+                if running is None or running[0] not in spec.after or not running[1].is_alive():
+                    return False
+                worker = threading.Thread(target=self._serve_line, name="rpc-waiting", daemon=True)
+                self._line_worker = worker
+                self.workers = [w for w in self.workers if w.is_alive()] + [worker]
+                self._line.append(command)
+                worker.start()
+                return True
+            self._line.append(command)
+            return True
+
+    def _serve_line(self) -> None:
+        """The waiting line's thread: each command, in order, once what it waits for has
+        answered; the line closes when it is empty (later commands run on the reader again)."""
+        while True:
+            with self._line_lock:
+                if not self._line or self._closing:
+                    if self._line:
+                        self.note(f"shutting down: {len(self._line)} command(s) waiting in line were not run")
+                        self._line.clear()
+                    self._line_worker = None
+                    return
+                command = self._line.popleft()
+            spec = self.commands[command["type"]]
+            running = self.busy_worker
+            if running is not None and running[0] in spec.after:
+                running[1].join()
+            try:
+                self._dispatch(command, spec)
+            except Exception as exc:  # noqa: BLE001 - answered, and the line goes on
+                self.out.send(response(command["type"], command.get("id"), error=describe_exception(exc)))
 
     def _run(self, spec: Any, command: Dict[str, Any], kind: str, request_id: Any) -> None:
         error: Optional[str] = None
@@ -405,6 +457,8 @@ class RpcServer:
     def shutdown(self) -> None:
         """Abort what runs, wait for it (bounded), close the session. Never raises."""
         try:
+            with self._line_lock:
+                self._closing = True  # what still waits in line is not run
             from ._rpc_bash import stop_bash
 
             stop_bash(self)
