@@ -370,3 +370,66 @@ def test_navigate_to_a_leaf_entry_that_holds_a_branch(tmp_path):  # issue 10.4 c
     with Session.open(path) as s:
         outcome = navigate_tree(s, "L")  # move_to("L") accepts it too
         assert s.leaf_id == "L" and outcome.leaf_id == "L"
+
+
+# --------------------------------------------------------------------------- usage of failed summaries
+# session §8: a branch summary request the provider answered is billed even when it fails; its
+# usage reaches the caller in CompactionError.usage, and nothing is written to the session.
+
+from agentcore.testing import ScriptedResponse  # noqa: E402
+from agentcore.types import UsageCost  # noqa: E402
+
+BILLED = Usage(900, 120, 30, 0, 1050, UsageCost(0.0027, 0.0018, 0.00001, 0, 0.00451))
+
+
+def _figures(usage: Any) -> Any:
+    if usage is None:
+        return None
+    return (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens, usage.cost.total)
+
+
+@pytest.mark.parametrize(
+    "answer, code",
+    [
+        (ScriptedResponse([TextContent("## Goal")], "aborted", "stopped", usage=BILLED), "aborted"),
+        (ScriptedResponse([], "error", "overloaded", usage=BILLED), "summarization_failed"),
+    ],
+    ids=["aborted", "error"],
+)
+def test_a_failed_branch_summary_reports_the_usage_it_was_billed(answer, code):  # session §8 errors
+    s, ids = tree()
+    entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
+    with pytest.raises(CompactionError) as failed:
+        generate_branch_summary(entries, model(), stream_fn=ScriptedModel([answer]).stream_fn)
+    assert failed.value.code == code and _figures(failed.value.usage) == _figures(BILLED)
+    count = len(s.entries())
+    with pytest.raises(CompactionError) as navigated:
+        navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=ScriptedModel([answer]).stream_fn)
+    assert _figures(navigated.value.usage) == _figures(BILLED)
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"]  # nothing written
+
+
+def test_agent_navigation_failure_reports_the_usage_too():  # session §8 through agent.navigate_tree
+    from agentcore.agent import Agent
+
+    s, ids = tree()
+    failing = ScriptedResponse([TextContent("## Go")], "aborted", "stopped", usage=BILLED)
+    scripted = ScriptedModel([failing], model=model())
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=s)
+    with pytest.raises(CompactionError) as failed:
+        agent.navigate_tree(ids["target"], summarize=True)
+    assert failed.value.code == "aborted" and _figures(failed.value.usage) == _figures(BILLED)
+    assert s.leaf_id == ids["a3"] and len(agent.state.messages) == 6
+
+
+def test_a_failing_summarize_hook_has_no_usage_to_report():  # hookspecs.summarize: no model call
+    class Broken:
+        @hookimpl
+        def summarize(self):
+            raise RuntimeError("no")
+
+    s, ids = tree()
+    entries = collect_entries_for_branch_summary(s, ids["a3"], ids["target"]).entries
+    with pytest.raises(CompactionError) as failed:
+        generate_branch_summary(entries, model(), stream_fn=ScriptedModel([]).stream_fn, plugins=_pm(Broken()))
+    assert failed.value.usage is None

@@ -1528,3 +1528,191 @@ def test_an_empty_automatic_summary_is_reported_and_the_run_goes_on(make_agent):
     assert end.error_message.startswith("Summarization failed: the model returned an empty summary")
     assert not any(m.role == "compactionSummary" for m in agent.state.messages)
     assert agent.state.messages[: len(history)] == history
+
+
+# =========================================================================== usage of refused summaries
+# A summary request the provider answered is billed even when compaction refuses the answer (cut
+# off, empty, aborted): its usage reaches the caller through CompactionError.usage and the
+# compaction_end event (the session is left unchanged, so sessions show cannot count it).
+
+from agentcore.cli._usage import UsageTally, count_usage  # noqa: E402
+from agentcore.events import event_to_dict  # noqa: E402
+from agentcore.testing import ScriptedResponse  # noqa: E402
+from agentcore.types import UsageCost  # noqa: E402
+
+BILLED = Usage(1000, 300, 50, 20, 1370, UsageCost(0.003, 0.0045, 0.0001, 0.00005, 0.00765))
+PREFIX_BILLED = Usage(400, 100, 0, 10, 510, UsageCost(0.0012, 0.0015, 0, 0.00002, 0.00272))
+
+
+def _figures(usage: Any) -> tuple:
+    """The token counts and total cost of a Usage (or None), for comparing sums."""
+    if usage is None:
+        return None
+    return (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.total_tokens, usage.cost.total)
+
+
+def _sum(*usages: Usage) -> tuple:
+    return tuple(map(sum, zip(*(_figures(u) for u in usages))))
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+@pytest.mark.parametrize(
+    "refused, code",
+    [
+        (text("## Goal\nhalf a summ", stop_reason="length", usage=BILLED), "summarization_failed"),
+        (text(" \n ", usage=BILLED), "summarization_failed"),
+        (ScriptedResponse([TextContent("## Goal")], "aborted", "stopped", usage=BILLED), "aborted"),
+    ],
+    ids=["cut-off", "empty", "aborted"],
+)
+def test_a_refused_summary_reports_the_usage_it_was_billed(with_session, refused, code):  # §7.5 usage
+    agent, session = _three_long_answers(with_session, [refused, "prefix"])
+    entries = len(session.entries()) if session is not None else 0
+    seen: List[Any] = []
+    agent.subscribe(seen.append)
+    tally = count_usage(agent)
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == code
+    assert _figures(failed.value.usage) == _figures(BILLED)
+    end = [e for e in seen if e.type == "compaction_end"]
+    assert len(end) == 1 and end[0].result is None and _figures(end[0].usage) == _figures(BILLED)
+    summaries = tally.models["summaries"]
+    assert (summaries.requests, summaries.input, summaries.output) == (1, 1000, 300)
+    assert summaries.cost == pytest.approx(BILLED.cost.total)
+    if session is not None:  # nothing new is written: the session format follows the reference
+        assert len(session.entries()) == entries and session.get_branch()[-1].type == "message"
+
+
+@pytest.mark.parametrize(
+    "prefix_answer",
+    [
+        text("## Original Request", stop_reason="length", usage=PREFIX_BILLED),
+        text("", usage=PREFIX_BILLED),
+        ScriptedResponse([], "aborted", "stopped", usage=PREFIX_BILLED),
+        ScriptedResponse([], "error", "overloaded", usage=PREFIX_BILLED),
+    ],
+    ids=["cut-off", "empty", "aborted", "error"],
+)
+def test_a_failed_turn_prefix_request_reports_both_requests_usage(prefix_answer):  # §7.5 split turn usage
+    scripted = ScriptedModel([text("history", usage=BILLED), prefix_answer])
+    with pytest.raises(CompactionError) as failed:
+        compact(_split_preparation(1000), model(), scripted.stream_fn)
+    assert scripted.calls == 2
+    assert _figures(failed.value.usage) == pytest.approx(_sum(BILLED, PREFIX_BILLED))
+
+
+def test_a_turn_prefix_failing_without_an_answer_still_reports_the_history_usage():  # §7.5 split turn usage
+    def raising(model: Any, context: Any, **options: Any) -> Any:
+        raise ConnectionError("connection reset")
+
+    answers = iter([ScriptedModel([text("history", usage=BILLED)]).stream_fn, raising])
+    with pytest.raises(CompactionError) as failed:
+        compact(_split_preparation(1000), model(), lambda *a, **k: next(answers)(*a, **k))
+    assert "connection reset" in str(failed.value)
+    assert _figures(failed.value.usage) == _figures(BILLED)
+
+    class PrefixHookFails:
+        @hookimpl
+        def summarize(self, kind):
+            if kind == "turn_prefix":
+                raise RuntimeError("no prefix today")
+            return None
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    pm.register(PrefixHookFails())
+    scripted = ScriptedModel([text("history", usage=BILLED)])
+    with pytest.raises(CompactionError) as hooked:
+        compact(_split_preparation(1000), model(), scripted.stream_fn, plugins=pm)
+    assert "no prefix today" in str(hooked.value) and _figures(hooked.value.usage) == _figures(BILLED)
+
+
+def test_usage_is_none_only_when_no_response_came_back():  # CompactionError.usage
+    with pytest.raises(CompactionError) as aborted:  # a response, with the zero usage it reports
+        compact(_split_preparation(1000), model(), ScriptedModel([]).stream_fn, signal=_aborted_signal())
+    assert aborted.value.code == "aborted" and _figures(aborted.value.usage) == _figures(Usage())
+    prep = _split_preparation(1000)
+    prep.first_kept_entry_id = ""
+    with pytest.raises(CompactionError) as invalid:
+        compact(prep, model(), ScriptedModel(["x"]).stream_fn)
+    assert invalid.value.usage is None
+    assert repr(CompactionError("aborted", "stopped", usage=BILLED)) == (
+        "CompactionError(code='aborted', message='stopped')"
+    )
+
+
+def _aborted_signal() -> Any:
+    from agentcore.signals import AbortController
+
+    controller = AbortController()
+    controller.abort("before the request")
+    return controller.signal
+
+
+def test_a_failed_two_request_compaction_reaches_the_event_and_the_tally():  # §7.5 split turn, agent path
+    cut_off = text("## Original Request", stop_reason="length", usage=PREFIX_BILLED)
+    agent, _ = _three_long_answers(False, [text("history", usage=BILLED), cut_off])
+    seen: List[Any] = []
+    agent.subscribe(seen.append)
+    tally = count_usage(agent)
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    expected = _sum(BILLED, PREFIX_BILLED)
+    assert _figures(failed.value.usage) == pytest.approx(expected)
+    end = next(e for e in seen if e.type == "compaction_end")
+    assert _figures(end.usage) == pytest.approx(expected)
+    summaries = tally.models["summaries"]
+    assert (summaries.input, summaries.output, summaries.cache_write) == expected[:2] + (expected[3],)
+    assert summaries.cost == pytest.approx(expected[-1])
+
+
+def test_a_refused_automatic_summary_is_counted_by_the_runs_usage(make_agent):  # §7.3 threshold, run -u
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    brain = Brain(lambda ctx, n: "fine", window=4000, report_usage=True, summary_text=lambda n: "")
+    agent = make_agent(
+        brain, messages=history, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000)
+    )
+    tally = count_usage(agent)
+    assert agent.prompt("next")[-1].text == "fine"
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
+    assert ends and all(e.result is None and e.error_message for e in ends)
+    assert all(e.usage is not None and e.usage.input > 0 for e in ends)
+    assert event_to_dict(ends[0])["usage"]["input"] == ends[0].usage.input
+    assert tally.models["summaries"].input == sum(e.usage.input for e in ends)
+
+
+def test_a_successful_compaction_event_carries_its_usage_once():  # compaction_end.usage == result.usage
+    agent, _ = _three_long_answers(False, [text("history", usage=BILLED), text("prefix", usage=PREFIX_BILLED)])
+    seen: List[Any] = []
+    agent.subscribe(seen.append)
+    tally = count_usage(agent)
+    result = agent.compact()
+    end = next(e for e in seen if e.type == "compaction_end")
+    assert end.result is result and _figures(end.usage) == pytest.approx(_figures(Usage.from_dict(result.usage)))
+    assert tally.models["summaries"].input == BILLED.input + PREFIX_BILLED.input  # counted once, not twice
+
+
+def test_the_usage_tally_counts_a_failed_compactions_usage():  # UsageTally.add_event
+    tally = UsageTally()
+    tally.add_event(type("End", (), {"type": "compaction_end", "result": None, "usage": BILLED})())
+    tally.add_event(type("End", (), {"type": "compaction_end", "result": None, "usage": None})())
+    old_style = type("Result", (), {"usage": PREFIX_BILLED.to_dict()})()
+    tally.add_event(type("End", (), {"type": "compaction_end", "result": old_style})())  # no usage attribute
+    both = type("End", (), {"type": "compaction_end", "result": old_style, "usage": PREFIX_BILLED})()
+    tally.add_event(both)  # a success carries its usage twice: counted once
+    summaries = tally.models["summaries"]
+    assert (summaries.requests, summaries.input) == (3, BILLED.input + 2 * PREFIX_BILLED.input)
+
+
+def test_a_refused_summary_with_a_null_cost_still_fails_as_a_compaction_error():  # Usage.cost None round-trips
+    no_cost = Usage.from_dict(
+        {"input": 7, "output": 3, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 10, "cost": None}
+    )
+    scripted = ScriptedModel([text("history", usage=BILLED), text("", usage=no_cost)])
+    with pytest.raises(CompactionError) as failed:
+        compact(_split_preparation(1000), model(), scripted.stream_fn)
+    assert _figures(failed.value.usage)[:2] == (BILLED.input + 7, BILLED.output + 3)
+    assert failed.value.usage.cost.total == pytest.approx(BILLED.cost.total)

@@ -7,7 +7,9 @@ are shown under ``tools (sub-agents)`` but left out of the total: the sub-agent'
 them, and the session's own totals (``get_session_stats``, the ``sessions show`` header,
 ``agentcore logs``) do not count tool-result usage (spec session §10), so the total agrees with
 them. Compaction and branch summaries count under ``summaries``. Every assistant message counts
-as a response, a failed one with the zero usage it carries.
+as a response, a failed one with the zero usage it carries. A failed compaction's summary
+requests count too (from its ``compaction_end`` event's ``usage``): the provider billed them, but
+nothing was stored, so ``sessions show`` (which counts entries) does not see them.
 """
 
 from __future__ import annotations
@@ -87,13 +89,16 @@ class UsageTally:
 
     def add_event(self, event: Any) -> None:
         """Count an agent event: a ``message_end`` as :meth:`add_messages`, a ``compaction_end``'s
-        summary requests (``result.usage``) under ``summaries``, as ``sessions show`` counts the
-        compaction entry; any other event counts nothing."""
+        summary requests (its ``usage``, a failed or aborted compaction's too) under
+        ``summaries``, as ``sessions show`` counts the compaction entry; any other event counts
+        nothing. An event without ``usage`` (made elsewhere) counts its ``result.usage``."""
         kind = getattr(event, "type", None)
         if kind == "message_end":
             self.add_messages((event.message,))
         elif kind == "compaction_end":
-            usage = getattr(getattr(event, "result", None), "usage", None)
+            usage = getattr(event, "usage", None)
+            if usage is None:
+                usage = getattr(getattr(event, "result", None), "usage", None)
             if usage:
                 self.add("summaries", usage)
 
@@ -129,7 +134,7 @@ class UsageTally:
 def count_usage(agent: Any) -> UsageTally:
     """A tally kept current from ``agent``'s events (:meth:`UsageTally.add_event`): every message
     of every run after this call (compaction retries and ``ask`` retries included) and the summary
-    requests of its automatic compactions."""
+    requests of its compactions, failed ones included."""
     tally = UsageTally()
     agent.subscribe(tally.add_event)
     return tally

@@ -15,7 +15,8 @@ instructions and label (:class:`TreeDecision`).
 
 Failures: an unknown target raises ``SessionError("not_found")``; a failed summary raises
 :class:`~agentcore.session.compaction.CompactionError` (``aborted`` or ``summarization_failed``
-with "Branch summary failed: ..."), and the session is then left unchanged.
+with "Branch summary failed: ..."), and the session is then left unchanged. When the model had
+answered, the error's ``usage`` is what that request was billed: it is recorded nowhere else.
 """
 
 from __future__ import annotations
@@ -230,7 +231,9 @@ def generate_branch_summary(
 ) -> BranchSummaryResult:
     """Summarise an abandoned branch (spec §8). Without messages: ``"No content to summarize"``
     and no model call. With ``replace_instructions`` the custom text replaces the built-in
-    instructions; otherwise it is added as "Additional focus"."""
+    instructions; otherwise it is added as "Additional focus". A failed or aborted request raises
+    :class:`~agentcore.session.compaction.CompactionError` with the ``usage`` the response
+    reported (None when none came back)."""
     window = getattr(model, "context_window", 0) or _DEFAULT_WINDOW
     prep = prepare_branch_entries(entries, max(window - reserve_tokens, 0))
     read_files, modified_files = compute_file_lists(prep.file_ops)
@@ -357,7 +360,8 @@ def navigate_tree(
     The ``before_branch_summary`` hook of ``plugins`` is asked first: it may cancel (nothing is
     written, ``cancelled`` True), supply the summary, or override the instructions and label.
     Errors: unknown target ``SessionError("not_found")``; summary failures
-    :class:`~agentcore.session.compaction.CompactionError`; nothing is written on failure.
+    :class:`~agentcore.session.compaction.CompactionError` (its ``usage``: what the failed
+    request was billed); nothing is written on failure.
     """
     old_leaf = session.leaf_id
     if target_id == old_leaf:

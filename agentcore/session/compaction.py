@@ -20,6 +20,8 @@ result is stored with ``fromHook`` and makes no model call.
 
 Failures raise :class:`CompactionError` with a ``code``: ``aborted``, ``cancelled``,
 ``summarization_failed``, ``invalid_session``, ``nothing_to_compact`` or ``already_compacted``.
+Its ``usage`` sums the summary requests that were answered before the failure (the refused
+answer included): the provider billed them although nothing is stored.
 """
 
 from __future__ import annotations
@@ -77,11 +79,19 @@ _TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
 class CompactionError(Exception):
     """Compaction could not be done. ``code``: ``aborted``, ``cancelled`` (by a
     ``before_compaction`` hook), ``summarization_failed``, ``invalid_session``,
-    ``nothing_to_compact``, ``already_compacted``."""
+    ``nothing_to_compact``, ``already_compacted``.
 
-    def __init__(self, code: str, message: str) -> None:
+    ``usage`` is the summed :class:`~agentcore.types.Usage` of the summary requests that got a
+    response before the failure, the refused one included (a summary cut off at ``max_tokens``,
+    empty, aborted or failed still reports what the provider billed); None when no response came
+    back (no request was sent, the stream function raised, a hook failed). Nothing of a failed
+    compaction is stored, so this (or the ``compaction_end`` event carrying it) is the only
+    record of that usage."""
+
+    def __init__(self, code: str, message: str, *, usage: Optional[Usage] = None) -> None:
         super().__init__(message)
         self.code = code
+        self.usage = usage
 
     def __repr__(self) -> str:
         return f"CompactionError(code={self.code!r}, message={str(self)!r})"
@@ -444,6 +454,8 @@ def _add_usage(total: Optional[Usage], usage: Any) -> Optional[Usage]:
     total.cache_read += usage.cache_read
     total.cache_write += usage.cache_write
     total.total_tokens += usage.total_tokens
+    if usage.cost is None:  # a recorded null cost: the tokens still count
+        return total
     total.cost.input += usage.cost.input
     total.cost.output += usage.cost.output
     total.cost.cache_read += usage.cost.cache_read
@@ -501,7 +513,8 @@ def summarize_with_model(
     ``CompactionError("summarization_failed", "<failure_prefix>: <error>")`` when it failed.
     With ``require_complete`` (what compaction asks: its summary replaces the history) an answer
     cut off at ``max_tokens`` (``stop_reason == "length"``) or without text (empty or only
-    whitespace) fails the same way.
+    whitespace) fails the same way. When a response came back, the error's ``usage`` is the
+    usage it reported.
     """
     stream_fn = stream_fn or _default_stream_fn()
     request = {k: v for k, v in options.items() if v is not None}
@@ -515,10 +528,13 @@ def summarize_with_model(
         message = stream_fn(model, context, **request).result()
     except Exception as exc:  # a stream function must not raise; treat it as a failed request
         raise CompactionError("summarization_failed", f"{failure_prefix}: {exception_message(exc)}") from exc
+    billed = message.usage if isinstance(message.usage, Usage) else None  # refused or not, it was billed
     if message.stop_reason == "aborted":
-        raise CompactionError("aborted", message.error_message or "Summarization was aborted")
+        raise CompactionError("aborted", message.error_message or "Summarization was aborted", usage=billed)
     if message.stop_reason == "error":
-        raise CompactionError("summarization_failed", f"{failure_prefix}: {message.error_message or 'unknown error'}")
+        raise CompactionError(
+            "summarization_failed", f"{failure_prefix}: {message.error_message or 'unknown error'}", usage=billed
+        )
     text = "\n".join(b.text for b in message.content if isinstance(b, TextContent))
     if require_complete and message.stop_reason == "length":
         raise CompactionError(
@@ -528,18 +544,21 @@ def summarize_with_model(
                 "so nothing was compacted; raise CompactionSettings.reserve_tokens (the limit is a share "
                 "of it, capped by the model's max_tokens) or use a compaction_model with a larger output"
             ),
+            usage=billed,
         )
     if require_complete:
-        _require_text(text, failure_prefix, "the model")
+        _require_text(text, failure_prefix, "the model", billed)
     return text, message.usage
 
 
-def _require_text(text: str, failure_prefix: str, source: str) -> None:
-    """Refuse a summary without text: stored, it would replace the history with nothing."""
+def _require_text(text: str, failure_prefix: str, source: str, usage: Optional[Usage] = None) -> None:
+    """Refuse a summary without text: stored, it would replace the history with nothing.
+    ``usage``: what the refused answer was billed (None for a hook's text)."""
     if not text.strip():
         raise CompactionError(
             "summarization_failed",
             f"{failure_prefix}: {source} returned an empty summary, so nothing was compacted",
+            usage=usage,
         )
 
 
@@ -617,6 +636,48 @@ def _turn_prefix_summary(
     )
 
 
+def _summarize(
+    preparation: CompactionPreparation,
+    model: Any,
+    custom_instructions: Optional[str],
+    common: Dict[str, Any],
+    options: Dict[str, Any],
+) -> Tuple[str, Optional[Usage]]:
+    """The summary text of ``preparation`` (history, then a split turn's prefix) and the summed
+    usage of its requests. A failing part raises with the usage of every request answered so far
+    added to its ``CompactionError.usage``."""
+    reserve = preparation.settings.reserve_tokens
+    usage: Optional[Usage] = None
+    try:
+        if preparation.is_split_turn and not preparation.messages_to_summarize:
+            history = preparation.previous_summary or NO_PRIOR_HISTORY
+        else:
+            history, used = generate_summary(
+                preparation.messages_to_summarize,
+                model,
+                reserve,
+                previous_summary=preparation.previous_summary,
+                custom_instructions=custom_instructions,
+                **common,
+                **options,
+            )
+            usage = _add_usage(usage, used)
+        if not (preparation.is_split_turn and preparation.turn_prefix_messages):
+            return history, usage
+        prefix, used = _turn_prefix_summary(
+            preparation.turn_prefix_messages,
+            model,
+            reserve,
+            custom_instructions=custom_instructions,
+            **common,
+            **options,
+        )
+    except CompactionError as exc:
+        exc.usage = _add_usage(usage, exc.usage)  # a copy when only the failed request answered
+        raise
+    return history + SPLIT_TURN_SEPARATOR + prefix, _add_usage(usage, used)
+
+
 def compact(
     preparation: CompactionPreparation,
     model: Any,
@@ -636,7 +697,9 @@ def compact(
     "Turn Context" heading; ``custom_instructions`` apply to both. Raises
     :class:`CompactionError` (see the module docstring); ``summarization_failed`` also when any
     part of the summary is empty or only whitespace, or was cut off at its ``max_tokens``. The ``before_compaction`` hook is not
-    asked here: the caller asks it first (:func:`run_before_compaction`).
+    asked here: the caller asks it first (:func:`run_before_compaction`). A failure's
+    ``CompactionError.usage`` sums every request answered until then: when the turn-prefix
+    request fails, the history request's usage is in it too.
     """
     if not preparation.first_kept_entry_id:
         raise CompactionError(
@@ -648,34 +711,8 @@ def compact(
             "nothing_to_compact",
             "nothing to compact: the whole context fits in keep_recent_tokens; lower it to compact anyway",
         )
-    reserve = preparation.settings.reserve_tokens
     common = dict(stream_fn=stream_fn, signal=signal, thinking_level=thinking_level, plugins=plugins)
-    usage: Optional[Usage] = None
-    if preparation.is_split_turn and not preparation.messages_to_summarize:
-        history = preparation.previous_summary or NO_PRIOR_HISTORY
-    else:
-        history, used = generate_summary(
-            preparation.messages_to_summarize,
-            model,
-            reserve,
-            previous_summary=preparation.previous_summary,
-            custom_instructions=custom_instructions,
-            **common,
-            **options,
-        )
-        usage = _add_usage(usage, used)
-    summary = history
-    if preparation.is_split_turn and preparation.turn_prefix_messages:
-        prefix, used = _turn_prefix_summary(
-            preparation.turn_prefix_messages,
-            model,
-            reserve,
-            custom_instructions=custom_instructions,
-            **common,
-            **options,
-        )
-        usage = _add_usage(usage, used)
-        summary = history + SPLIT_TURN_SEPARATOR + prefix
+    summary, usage = _summarize(preparation, model, custom_instructions, common, options)
     read_files, modified_files = compute_file_lists(preparation.file_ops)
     summary += format_file_lists(read_files, modified_files)
     return CompactionResult(

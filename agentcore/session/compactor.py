@@ -28,7 +28,9 @@ it (stored with ``fromHook``, no model call); see :func:`agentcore.hookspecs.bef
 
 Progress is reported as :class:`CompactionStartEvent` / :class:`CompactionEndEvent` through the
 ``emit`` callable (the agent's listeners). Automatic compaction failures never fail the run: they
-are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompacted.
+are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompacted. Every
+``compaction_end`` carries the ``usage`` its summary requests were billed, a failed compaction's
+too (nothing of it is stored in the session).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from ..types import (
     AssistantMessage,
     CompactionSummaryMessage,
     ToolResultMessage,
+    Usage,
     UserMessage,
     now_ms,
     role_of,
@@ -99,7 +102,14 @@ class CompactionEndEvent:
     recovery, which leaves the run failed). ``will_retry`` is True when an overflowed turn is
     retried on the compacted context; ``result.from_hook`` tells a hook-supplied compaction.
     ``messages`` is the transcript after a successful compaction: the agent's reducer makes it
-    the agent's transcript (None when nothing changed)."""
+    the agent's transcript (None when nothing changed).
+
+    ``usage`` is the summed :class:`~agentcore.types.Usage` of this compaction's summary
+    requests, whatever the outcome: on success the same figures as ``result.usage``; after a
+    failure or an abort, what the answered requests were billed (``CompactionError.usage``),
+    although nothing was stored. None when no model answered (a hook-supplied summary, a
+    failure before any request). Summing ``usage`` over ``compaction_end`` events counts every
+    summary request once."""
 
     reason: str
     result: Optional[CompactionResult] = None
@@ -108,6 +118,7 @@ class CompactionEndEvent:
     error_message: Optional[str] = None
     cancelled: bool = False
     messages: Optional[List[Any]] = field(default=None, repr=False)
+    usage: Optional[Usage] = None
     type: ClassVar[str] = "compaction_end"
 
 
@@ -592,7 +603,8 @@ class Compactor:
             if messages and role_of(messages[0]) == "compactionSummary":
                 self._kept = (messages[0], len(messages) - 1)
         # in a run, the agent's reducer makes ``messages`` the transcript (one writer)
-        emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow", messages=list(messages)))
+        usage = Usage.from_dict(result.usage) if result.usage else None
+        emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow", messages=list(messages), usage=usage))
         return result, messages
 
     def _prepare(self, path: List[SessionEntry], reason: str, emit: Any) -> CompactionPreparation:
@@ -677,11 +689,16 @@ def _same_message(stored: Any, message: Any) -> bool:
 
 def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:
     """The ``compaction_end`` event of a compaction that raised ``exc``: an abort or a cancel is
-    not an error, except that a cancelled overflow recovery leaves the run failed."""
+    not an error, except that a cancelled overflow recovery leaves the run failed. It carries
+    the usage the failed compaction's answered requests were billed (``exc.usage``)."""
     aborted, cancelled = exc.code == "aborted", exc.code == "cancelled"
     quiet = aborted or (cancelled and reason != "overflow")
     return CompactionEndEvent(
-        reason, aborted=aborted, cancelled=cancelled, error_message=None if quiet else _failure(reason, exc)
+        reason,
+        aborted=aborted,
+        cancelled=cancelled,
+        error_message=None if quiet else _failure(reason, exc),
+        usage=exc.usage,
     )
 
 
