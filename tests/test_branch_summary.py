@@ -433,3 +433,40 @@ def test_a_failing_summarize_hook_has_no_usage_to_report():  # hookspecs.summari
     with pytest.raises(CompactionError) as failed:
         generate_branch_summary(entries, model(), stream_fn=ScriptedModel([]).stream_fn, plugins=_pm(Broken()))
     assert failed.value.usage is None
+
+
+def test_agent_abort_cancels_the_summary_of_a_navigation():  # agent.abort() as for compact()
+    """``agent.abort()`` during ``agent.navigate_tree(..., summarize=True)`` ends the summary
+    request: ``CompactionError("aborted")``, nothing written. It used to be ignored (the busy
+    signal was not passed on), so the navigation could not be stopped, from rpc's ``abort`` or
+    chat's Ctrl+C alike."""
+    import threading
+
+    from agentcore.agent import Agent
+
+    s, ids = tree()
+    scripted = ScriptedModel([" ".join(["slow"] * 200)], tokens_per_second=2, model=model())
+    started = threading.Event()
+
+    def stream_fn(*args: Any, **options: Any) -> Any:
+        started.set()
+        return scripted.stream_fn(*args, **options)
+
+    agent = Agent(scripted.model, stream_fn=stream_fn, session=s)
+    count = len(s.entries())
+    failures: List[BaseException] = []
+
+    def navigate() -> None:
+        try:
+            agent.navigate_tree(ids["target"], summarize=True)
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            failures.append(exc)
+
+    worker = threading.Thread(target=navigate)
+    worker.start()
+    assert started.wait(10)
+    agent.abort("stop")
+    worker.join(30)  # the summary alone would stream for 100 s
+    assert not worker.is_alive()
+    assert len(failures) == 1 and isinstance(failures[0], CompactionError) and failures[0].code == "aborted"
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"] and len(agent.state.messages) == 6

@@ -1442,6 +1442,29 @@ def test_compaction_settings_are_checked_when_made(fields, error, text):  # sess
     assert type(refused.value) is error and text in str(refused.value)
 
 
+@pytest.mark.parametrize(
+    "fields, error, text",
+    [
+        ({"enabled": "no"}, TypeError, "CompactionSettings(enabled=...) takes True or False"),
+        ({"reserve_tokens": 0}, ValueError, "CompactionSettings(reserve_tokens=...) must be >= 1"),
+        ({"keep_recent_tokens": 1.5}, TypeError, "CompactionSettings(keep_recent_tokens=...) takes an int >= 0"),
+    ],
+)
+def test_compaction_settings_are_checked_when_a_field_is_assigned(fields, error, text):  # session §7.1
+    """``agent.compactor.settings.reserve_tokens = 0`` was accepted, and the next threshold check
+    or summary request worked with it (a summary of max_tokens 0); it now raises as the
+    constructor does, and the field keeps its value."""
+    settings = Agent(ScriptedModel(["x"]).model).compactor.settings
+    before = CompactionSettings(settings.enabled, settings.reserve_tokens, settings.keep_recent_tokens)
+    ((name, value),) = fields.items()
+    with pytest.raises(error) as refused:
+        setattr(settings, name, value)
+    assert type(refused.value) is error and text in str(refused.value)
+    assert settings == before
+    settings.reserve_tokens = 4096  # a valid value is taken
+    assert settings.reserve_tokens == 4096
+
+
 def test_the_smallest_settings_still_ask_for_some_output():  # session §7.5 maxTokens, never 0
     CompactionSettings(reserve_tokens=1, keep_recent_tokens=0)  # the limits themselves are allowed
     scripted = ScriptedModel(["s"])

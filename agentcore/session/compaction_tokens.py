@@ -60,26 +60,37 @@ class CompactionSettings:
     ``context_window - reserve_tokens`` tokens, keeping roughly the newest ``keep_recent_tokens``
     tokens of history verbatim. The summary request may use up to 80% of ``reserve_tokens``.
 
-    Checked when made: ``enabled`` is a bool, ``reserve_tokens`` an int > 0 and
-    ``keep_recent_tokens`` an int >= 0 (bools are not token counts); anything else raises
-    TypeError or ValueError naming the field.
+    Checked when made and whenever a field is assigned later (``settings.reserve_tokens = 0``
+    raises as ``CompactionSettings(reserve_tokens=0)`` does, and the field keeps its value):
+    ``enabled`` is a bool, ``reserve_tokens`` an int > 0 and ``keep_recent_tokens`` an int >= 0
+    (bools are not token counts); anything else raises TypeError or ValueError naming the field.
     """
 
     enabled: bool = True
     reserve_tokens: int = 16384
     keep_recent_tokens: int = 20000
 
-    def __post_init__(self) -> None:
-        reserve, keep = self.reserve_tokens, self.keep_recent_tokens
-        if type(self.enabled) is bool and type(reserve) is int and type(keep) is int and reserve > 0 and keep >= 0:
-            return  # the usual case, in a few type checks (every Agent() makes one)
-        if not isinstance(self.enabled, bool):
-            raise TypeError(
-                "CompactionSettings(enabled=...) takes True or False (automatic compaction on or off), "
-                f"not {self.enabled!r} ({type(self.enabled).__name__})"
-            )
-        _check_tokens("reserve_tokens", reserve, 1, "tokens kept free for the summary and the reply")
-        _check_tokens("keep_recent_tokens", keep, 0, "tokens of recent history kept verbatim")
+    def __setattr__(self, name: str, value: Any) -> None:
+        check = _FIELD_CHECKS.get(name)
+        if check is not None:
+            check(value)
+        object.__setattr__(self, name, value)
+
+
+def _check_enabled(value: Any) -> None:
+    if type(value) is not bool:
+        raise TypeError(
+            "CompactionSettings(enabled=...) takes True or False (automatic compaction on or off), "
+            f"not {value!r} ({type(value).__name__})"
+        )
+
+
+def _token_check(name: str, minimum: int, meaning: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if type(value) is not int or value < minimum:  # the usual value passes in two tests
+            _check_tokens(name, value, minimum, meaning)
+
+    return check
 
 
 def _check_tokens(name: str, value: Any, minimum: int, meaning: str) -> None:
@@ -90,6 +101,13 @@ def _check_tokens(name: str, value: Any, minimum: int, meaning: str) -> None:
         )
     if value < minimum:
         raise ValueError(f"CompactionSettings({name}=...) must be >= {minimum} ({meaning}), not {value}")
+
+
+_FIELD_CHECKS = {
+    "enabled": _check_enabled,
+    "reserve_tokens": _token_check("reserve_tokens", 1, "tokens kept free for the summary and the reply"),
+    "keep_recent_tokens": _token_check("keep_recent_tokens", 0, "tokens of recent history kept verbatim"),
+}
 
 
 @dataclass(frozen=True)
