@@ -3,15 +3,18 @@
 Agents are recipes (:class:`AgentSpec`, :class:`AgentTask`, see :mod:`agentcore._many_spec`) so
 that the same tasks run on a thread pool in this process, a ``ProcessPoolExecutor`` (CPU-bound
 tools, one GIL per process) or a Dask cluster (``Client.get_executor()``): agentcore does not
-schedule anything itself. Dask is never imported here.
+schedule anything itself, except the order of the tasks on one session. Dask is never imported
+here.
 
 Tasks that name the same session URL run one after another, in the caller's order (two agents
-cannot write one session at once): the first is submitted with the others, each next one when
-the iterator, having yielded the result of the one before it, is asked for the next result.
+cannot write one session at once): the first is submitted with the others, each next one the
+moment the one before it completes, by a thread of ``run_many``'s own (:class:`_Scheduler`) that
+the futures' done-callbacks wake; how fast the caller consumes the results does not matter.
 
 Cancellation (``KeyboardInterrupt`` while iterating, or closing the iterator): tasks that have
 not started are cancelled (their futures, or, on threads, they return at once), and tasks still
-waiting for an earlier task on their session are never submitted. What is running:
+waiting for an earlier task on their session are never submitted (the task after one whose result
+was yielded is not waiting: it was submitted before that result was handed over). What is running:
 
 * on a ``ThreadPoolExecutor`` (the default), each running agent is aborted (``agent.abort()``:
   the provider request and tools see the signal), and ``run_many`` waits for them to settle, so
@@ -23,9 +26,11 @@ waiting for an earlier task on their session are never submitted. What is runnin
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
+from queue import Empty, SimpleQueue
 from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Union
 
 from ._many_progress import ManyProgress, make_reporter
@@ -83,10 +88,9 @@ def run_many(
 
     Tasks naming the same session URL (the same string, as given) run one after another in the
     order given, each continuing the conversation of the one before it: the first is submitted at
-    once, each next one once the iterator has yielded the result of the one before it (whatever
-    its outcome) and is asked for more, so closing the iterator after a result leaves the tasks
-    that would continue that session unstarted. Tasks without a session, or on different
-    sessions, run in parallel.
+    once, each next one as soon as the one before it completes (whatever its outcome), however
+    slowly the results are consumed; its result is yielded after the one before it. Tasks without
+    a session, or on different sessions, run in parallel.
 
     A failing task (unknown model, provider error, a worker process that died...) yields a result
     whose ``error`` is set, picklable; the others go on. ``KeyboardInterrupt`` or closing the
@@ -120,52 +124,133 @@ def _run(
     )
     local = LocalRuns() if isinstance(pool, ThreadPoolExecutor) else None
     counts = _Counts(len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)))
-    plan = _plan(tasks)
-    futures: Dict[Future[Any], int] = {}  # submitted and not yet yielded: the task's index
+    scheduler = _Scheduler(pool, tasks, local)
     settled = True
-
-    def submit(index: int) -> None:
-        futures[pool.submit(run_task, tasks[index], local, plan.lineups[index])] = index
-
-    def settle(result: TaskResult) -> TaskResult:
-        counts.add(result)
-        _emit(report, counts.snapshot(futures))
-        return result
-
-    def start_next(index: int) -> Iterator[TaskResult]:
-        """Submit the task that continues ``index``'s session; one the executor refuses (a broken
-        pool) fails, and the task after it on that session is tried."""
-        follower = plan.after.get(index)
-        while follower is not None:
-            try:
-                submit(follower)
-                return
-            except Exception as exc:
-                yield settle(TaskResult(tasks[follower], error=_portable(exc)))
-            follower = plan.after.get(follower)
-
     try:
-        for index in plan.first:
-            submit(index)
+        scheduler.start()
         yield None  # type: ignore[misc]  # primed by run_many: everything that can start is submitted
-        while futures:
-            done, _ = wait(futures, timeout=_TICK, return_when=FIRST_COMPLETED)
-            for future in done:
-                index = futures.pop(future)
-                yield settle(_result_of(future, tasks[index]))
-                # submitted only now that the caller wants more: closing the iterator after a
-                # task's result leaves the tasks that continue its session unstarted
-                yield from start_next(index)
-            if not done:
-                _emit(report, counts.snapshot(futures))
-        _emit(report, counts.snapshot(futures, finished=True))
+        for _ in tasks:  # every task finishes exactly once: completed, or refused by the executor
+            result = scheduler.next_result(_TICK)
+            while result is None:
+                _emit(report, counts.snapshot(scheduler.in_flight()))
+                result = scheduler.next_result(_TICK)
+            counts.add(result)
+            _emit(report, counts.snapshot(scheduler.in_flight()))
+            yield result
+        _emit(report, counts.snapshot([], finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
-        settled = _cancel(futures, local)
-        _emit(report, counts.snapshot(futures, finished=True, interrupted=True))
+        settled = _cancel(scheduler.stop(), local)
+        _emit(report, counts.snapshot([], finished=True, interrupted=True))
         raise
     finally:
+        scheduler.close()
         if owned:
             pool.shutdown(wait=settled, cancel_futures=True)
+
+
+class _Scheduler:
+    """Submits the tasks of one call: at :meth:`start`, every task without a session and the first
+    on each session; then each next task on a session the moment the one before it completes.
+
+    A future's done-callback runs on whatever thread completed it (a pool thread, a process pool's
+    manager thread, Dask's event loop), where an exception is logged and lost and where submitting
+    could stall the thread that completes futures; so it only queues the future (``_completed``)
+    for this scheduler's thread, which turns it into a result for :meth:`next_result`, then
+    submits the next task on its session. ``_lock`` guards what both threads touch: the futures
+    in flight and ``_stopped``, checked in the same hold as a submission so that nothing is
+    submitted after :meth:`stop`.
+    """
+
+    def __init__(self, pool: Executor, tasks: List[AgentTask], local: Optional[LocalRuns]) -> None:
+        self._pool = pool
+        self._tasks = tasks
+        self._local = local
+        self._plan = _plan(tasks)
+        self._lock = threading.Lock()
+        self._in_flight: Dict[Future[Any], int] = {}  # submitted and not yet completed: the task's index
+        self._stopped = False
+        self._completed: SimpleQueue[Optional[Future[Any]]] = SimpleQueue()  # None: the thread ends
+        self._results: SimpleQueue[Union[TaskResult, BaseException]] = SimpleQueue()
+        # joined by close(); a daemon so that an iterator dropped unclosed at exit cannot hang it
+        self._thread = threading.Thread(target=self._follow, name="agentcore-many-scheduler", daemon=True)
+
+    def start(self) -> None:
+        """Submit what can start at once; an executor refusing any of it raises."""
+        self._thread.start()
+        with self._lock:
+            for index in self._plan.first:
+                self._submit(index)
+
+    def next_result(self, timeout: float) -> Optional[TaskResult]:
+        """The result of the next task to finish, or None when none did within ``timeout`` seconds."""
+        try:
+            result = self._results.get(timeout=timeout)
+        except Empty:
+            return None
+        if isinstance(result, BaseException):
+            raise RuntimeError("run_many: the thread submitting the tasks failed") from result
+        return result
+
+    def in_flight(self) -> List[Future[Any]]:
+        with self._lock:
+            return list(self._in_flight)
+
+    def stop(self) -> List[Future[Any]]:
+        """Submit nothing more; return the futures still in flight (to cancel)."""
+        with self._lock:
+            self._stopped = True
+            return list(self._in_flight)
+
+    def close(self) -> None:
+        """Stop, and join the thread once it has handled the completions queued before."""
+        self.stop()
+        if self._thread.ident is not None:
+            self._completed.put(None)
+            self._thread.join()
+
+    def _submit(self, index: int) -> None:  # with _lock held
+        future = self._pool.submit(run_task, self._tasks[index], self._local, self._plan.lineups[index])
+        self._in_flight[future] = index
+        future.add_done_callback(self._completed.put)
+
+    def _follow(self) -> None:
+        try:
+            future = self._completed.get()
+            while future is not None:
+                self._complete(future)
+                future = self._completed.get()
+        except BaseException as exc:  # a bug here must reach the iterator, never leave it waiting
+            self._results.put(exc)
+
+    def _complete(self, future: Future[Any]) -> None:
+        """Submit the task after ``future``'s on its session, then hand over ``future``'s result and
+        those of the tasks the executor refused: once the consumer has a task's result, the next
+        task on its session is submitted (or failed), unless the call was stopped."""
+        with self._lock:
+            index = self._in_flight.pop(future)
+        task = self._tasks[index]
+        try:
+            result = _result_of(future, task)
+        except Exception as exc:  # the task's outcome is lost, not its place in the results
+            result = TaskResult(task, error=_portable(exc))
+        refused = self._start_next(index)
+        for finished in [result, *refused]:
+            self._results.put(finished)
+
+    def _start_next(self, index: int) -> List[TaskResult]:
+        """Submit the task that continues ``index``'s session; one the executor refuses (a broken
+        pool) fails, and the task after it on that session is tried. The failed ones' results."""
+        refused: List[TaskResult] = []
+        follower = self._plan.after.get(index)
+        with self._lock:
+            while follower is not None and not self._stopped:
+                try:
+                    self._submit(follower)
+                    break
+                except Exception as exc:
+                    refused.append(TaskResult(self._tasks[follower], error=_portable(exc)))
+                follower = self._plan.after.get(follower)
+        return refused
 
 
 @dataclass

@@ -629,41 +629,168 @@ def test_running_the_same_call_again_skips_finished_steps_and_redoes_from_a_fail
         assert len(session.entries()) == entries
 
 
-@pytest.mark.parametrize("stop", ["close", "ctrl-c"])
-def test_stopping_after_a_result_leaves_the_next_task_on_its_session_unstarted(tmp_path, stop):
+def test_the_next_task_on_a_session_starts_while_the_consumer_holds_the_result_before_it(tmp_path):
+    """docs/many.rst "Sessions carry on": a chain goes on at the pace of its tasks, not of the loop
+    consuming the results."""
     from agentcore.testing import ScriptedModel, text
 
-    reported = threading.Event()  # run_many reported progress while step 1 ran: a second task on
-    # the session, had it started alongside, would have failed to open it by then
+    release = threading.Event()  # what the consumer waits for after its first result: step 2's start
 
-    def step_1(context: Any) -> Any:
-        assert reported.wait(10)
-        return text("ans 1")
+    def step_2(context: Any) -> Any:
+        release.set()
+        return text("ans 2")
 
-    scripted = ScriptedModel([step_1, text("ans 2")])
+    scripted = ScriptedModel([text("ans 1"), step_2])
     spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
-    tasks = [AgentTask(spec, "step 1", session=url, id=1), AgentTask(spec, "step 2", session=url, id=2)]
+    before = set(threading.enumerate())
+    results = run_many([AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2)], progress=False)
+    first = next(results)
+    assert first.task.id == 1 and first.ok
+    assert release.wait(10), "step 2 waited for the consumer to ask for the next result"
+    [second] = list(results)
+    assert second.task.id == 2 and second.ok
+    assert conversation(scripted.contexts[1]) == ["user: step 1", "assistant: ans 1", "user: step 2"]
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("agentcore-many")]
+
+
+def test_two_sessions_go_on_side_by_side_while_the_consumer_holds_a_result(tmp_path):
+    from agentcore.testing import ScriptedModel, text
+
+    meet = threading.Barrier(3)  # both second steps and the consumer: passed only by all three at once
+
+    def answer(context: Any) -> Any:
+        prompt = context.messages[-1].text
+        if prompt.endswith(" 2"):
+            meet.wait(10)
+        return text(f"ans {prompt}")
+
+    scripted = ScriptedModel([answer] * 4)
+    spec = AgentSpec(scripted.model)
+    tasks = [
+        AgentTask(spec, f"{s} {n}", session=f"jsonl:///{tmp_path / s}.jsonl", id=f"{s}{n}")
+        for n in (1, 2)
+        for s in "ab"
+    ]
+    results = run_many(tasks, progress=False)
+    first = next(results)
+    meet.wait(10)  # BrokenBarrierError unless both sessions went on while the consumer held `first`
+    collected = [first] + list(results)
+    assert all(r.ok for r in collected), [r.error for r in collected if r.error]
+    assert [r.task.id for r in collected if r.task.id[0] == "a"] == ["a1", "a2"]
+    assert [r.task.id for r in collected if r.task.id[0] == "b"] == ["b1", "b2"]
+    for s in "ab":
+        with Session.open(tmp_path / f"{s}.jsonl", read_only=True) as session:
+            assert conversation(session.build_context()) == [
+                f"user: {s} 1",
+                f"assistant: ans {s} 1",
+                f"user: {s} 2",
+                f"assistant: ans {s} 2",
+            ]
+
+
+@pytest.mark.parametrize("where", ["process pool", "dask"])
+def test_the_next_task_on_a_session_starts_on_worker_processes_while_the_consumer_holds_a_result(
+    spec, tmp_path, worker_path, request, where
+):
+    gate, url = tmp_path / "gate", f"jsonl:///{tmp_path / 's.jsonl'}"
+    waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
+    tasks = [add_task(spec, 0, url), AgentTask(waiting, f'many_wait {{"path": "{gate}"}}', session=url, id=1)]
+
+    def consume(executor: Any) -> List[TaskResult]:
+        results = run_many(tasks, executor=executor, progress=False)
+        try:
+            first = next(results)
+            _wait_for_file(Path(str(gate) + ".started"), timeout=30)  # task 1 runs while we hold task 0's result
+        finally:
+            gate.touch()
+        return [first] + list(results)
+
+    if where == "dask":
+        collected = consume(request.getfixturevalue("dask_client").get_executor())
+    else:
+        with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+            collected = consume(pool)
+    assert [(r.task.id, r.ok) for r in collected] == [(0, True), (1, True)], [r.error for r in collected]
+    assert collected[1].messages[-1].text == "result released"
+
+
+@pytest.mark.parametrize("stop", ["close", "ctrl-c"])
+def test_stopping_after_a_result_aborts_the_next_task_on_its_session_and_never_starts_the_rest(tmp_path, stop):
+    """The task after a finished one has started by the time its predecessor's result is yielded:
+    stopping then aborts it like any running task (on threads); the task after it never starts."""
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    helpers.STARTED.clear()
+    helpers.RELEASE.clear()
+    scripted = ScriptedModel([text("ans 1"), tool_call("many_block", {"note": "step 2"}), text("ans 3")])
+    spec, url = AgentSpec(scripted.model, tools=("_many_helpers:many_block",)), f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2, 3)]
     snapshots: List[Any] = []
 
     def progress(snapshot: Any) -> None:
         snapshots.append(snapshot)
-        reported.set()
-        if stop == "ctrl-c" and snapshot.done + snapshot.failed and not snapshot.finished:
+        if stop == "ctrl-c" and helpers.STARTED.is_set() and not snapshot.finished:
             raise KeyboardInterrupt
 
     if stop == "close":
         results = run_many(tasks, progress=progress)
         first = next(results)
+        assert helpers.STARTED.wait(10)  # step 2 is in its tool while the consumer holds step 1
         results.close()
         assert first.task is tasks[0] and first.ok
     else:
         with pytest.raises(KeyboardInterrupt):
             list(run_many(tasks, progress=progress))
-    assert scripted.calls == 1
+    assert not helpers.RELEASE.is_set() and scripted.remaining == 1  # step 3 never reached the model
     final = snapshots[-1]
-    assert (final.done, final.failed, final.running, final.pending, final.finished) == (1, 0, 0, 1, True)
+    assert (final.done, final.failed, final.running, final.pending) == (1, 0, 0, 2)
+    assert final.finished and final.interrupted
     with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
-        assert [(m["event"], m["task"]) for m in branch_markers(session)] == [("start", 1), ("end", 1)]
+        assert [(m["event"], m["task"], m.get("ok")) for m in branch_markers(session)] == [
+            ("start", 1, None),
+            ("end", 1, True),
+            ("start", 2, None),
+            ("end", 2, False),
+        ]
+        assert session.build_context().messages[-1].stop_reason == "aborted"
+
+
+def test_what_fails_between_a_task_and_its_result_is_that_task_s_error_and_the_session_goes_on(tmp_path, monkeypatch):
+    """Completions are handled on run_many's own thread: an exception there becomes the task's
+    error (it neither vanishes nor hangs the iterator) and the next task on the session runs."""
+    from agentcore import many
+    from agentcore.testing import ScriptedModel, text
+
+    real = many._result_of
+
+    def lossy(future: Any, task: AgentTask) -> TaskResult:
+        if task.id == 1:
+            raise RuntimeError("lost on the way")
+        return real(future, task)
+
+    monkeypatch.setattr(many, "_result_of", lossy)
+    scripted = ScriptedModel([text("ans 1"), text("ans 2")])
+    spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
+    results = list(run_many([AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2)], progress=False))
+    assert [(r.task.id, r.ok) for r in results] == [(1, False), (2, True)]
+    assert isinstance(results[0].error, RuntimeError) and "lost on the way" in str(results[0].error)
+
+
+def test_a_progress_callback_that_raises_stops_the_call_with_its_exception(tmp_path):
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([text("ans 1"), text("ans 2"), text("ans 3")])
+    spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [AgentTask(spec, f"step {n}", session=url, id=n) for n in (1, 2, 3)]
+
+    def progress(snapshot: Any) -> None:
+        if snapshot.done and not snapshot.finished:
+            raise ValueError("the display broke")
+
+    before = set(threading.enumerate())
+    with pytest.raises(ValueError, match="the display broke"):
+        list(run_many(tasks, progress=progress))
+    assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("agentcore-many")]
 
 
 class _RefusingPool(ThreadPoolExecutor):
