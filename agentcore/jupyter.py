@@ -6,11 +6,13 @@
 * :class:`Transcript` (many messages) and :class:`MessageView` (one message or tool result) wrap
   them with ``_repr_html_``/``_repr_markdown_``, so the last expression of a cell renders.
   :func:`enable_rich_display` attaches the same methods to the message classes themselves.
-* :func:`display_run` runs a prompt and shows the streaming answer and tool progress in one
-  output area that updates in place (``IPython.display.display(..., display_id=True)``), at most
-  once per ``throttle`` seconds (IPython in a terminal prints the final view only). Interrupting the kernel aborts the run cleanly (tools get the
-  abort signal, the transcript stays valid), shows that it was interrupted, and re-raises
-  ``KeyboardInterrupt``.
+* :func:`display_run` runs a prompt and shows it live: each finished message in an output of its
+  own, sent once, and below them one output updated in place
+  (``IPython.display.display(..., display_id=True)``) with the streaming answer, tool progress and
+  the status, at most once per ``throttle`` seconds (IPython in a terminal prints the final view
+  only). A long run so costs each message once plus the redrawn tail, not the whole transcript
+  per update. Interrupting the kernel aborts the run cleanly (tools get the abort signal, the
+  transcript stays valid), shows that it was interrupted, and re-raises ``KeyboardInterrupt``.
 
 No asyncio: the run happens on the agent's run thread and the cell's thread consumes its events.
 IPython is imported only by :func:`display_run` when no ``display`` function is given.
@@ -173,7 +175,7 @@ def _pre(text: str) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
-def _content_markdown(content: Any) -> List[str]:
+def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None) -> List[str]:
     parts: List[str] = []
     for block in _blocks(content):
         kind = _field(block, "type")
@@ -186,15 +188,21 @@ def _content_markdown(content: Any) -> List[str]:
             mime, data = _image_parts(block)
             parts.append(f"![image](data:{mime};base64,{data})")
         elif kind == "toolCall":
+            arguments = _json(_field(block, "arguments") or {})
             parts.append(
                 f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
-                + _fence(_json(_field(block, "arguments") or {}), "json")
+                + _fence(clip(arguments) if clip else arguments, "json")
             )
     return parts
 
 
 def message_to_markdown(message: Any) -> str:
     """One message as Markdown: a bold role title, then its content (HTML in text is escaped)."""
+    return _message_markdown(message)
+
+
+def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None) -> str:
+    """``message_to_markdown``; ``clip`` shortens tool-call arguments (a message still streaming)."""
     message = _message(message)
     role = getattr(message, "role", None) or "message"
     title = _ROLE_TITLES.get(role, role)
@@ -209,7 +217,7 @@ def message_to_markdown(message: Any) -> str:
         return f"**{title}**\n\n" + _fence(f"$ {message.command}\n{message.output}")
     if role in ("compactionSummary", "branchSummary"):
         return f"**{title}**\n\n{_md_text(message.summary)}"
-    parts = [f"**{title}**"] + _content_markdown(getattr(message, "content", None))
+    parts = [f"**{title}**"] + _content_markdown(getattr(message, "content", None), clip)
     error = getattr(message, "error_message", None)
     if error:
         parts.append(f"**Error ({_md_text(str(message.stop_reason))}):** {_md_text(error)}")
@@ -229,9 +237,10 @@ def tool_result_to_markdown(result: AgentToolResult, name: str = "tool") -> str:
 # --------------------------------------------------------------------------- HTML
 
 
-def _content_html(content: Any, thinking_open: bool = False) -> List[str]:
+def _content_html(content: Any, clip: Optional[Callable[[str], str]] = None) -> List[str]:
+    """With ``clip`` (a message still streaming): thinking expanded, tool-call arguments clipped."""
     parts: List[str] = []
-    details = "<details open>" if thinking_open else "<details>"
+    details = "<details open>" if clip else "<details>"
     for block in _blocks(content):
         kind = _field(block, "type")
         if kind == "text":
@@ -245,8 +254,9 @@ def _content_html(content: Any, thinking_open: bool = False) -> List[str]:
         elif kind == "image":
             parts.append(_img_html(block))
         elif kind == "toolCall":
+            arguments = _json(_field(block, "arguments") or {})
             parts.append(
-                f"<div><b>→ {_esc(_field(block, 'name'))}</b>{_pre(_json(_field(block, 'arguments') or {}))}</div>"
+                f"<div><b>→ {_esc(_field(block, 'name'))}</b>{_pre(clip(arguments) if clip else arguments)}</div>"
             )
     return parts
 
@@ -265,8 +275,8 @@ def message_to_html(message: Any) -> str:
     return _message_html(message)
 
 
-def _message_html(message: Any, thinking_open: bool = False) -> str:
-    """``message_to_html``; ``thinking_open`` draws thinking expanded (a message still streaming)."""
+def _message_html(message: Any, clip: Optional[Callable[[str], str]] = None) -> str:
+    """``message_to_html``; with ``clip``, as a message still streaming (see ``_content_html``)."""
     message = _message(message)
     role = getattr(message, "role", None) or "message"
     title = _esc(_ROLE_TITLES.get(role, role))
@@ -279,7 +289,7 @@ def _message_html(message: Any, thinking_open: bool = False) -> str:
         return _box(role, title, [_pre(f"$ {message.command}\n{message.output}")])
     if role in ("compactionSummary", "branchSummary"):
         return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
-    body = _content_html(getattr(message, "content", None), thinking_open)
+    body = _content_html(getattr(message, "content", None), clip)
     error_text = getattr(message, "error_message", None)
     if error_text:
         body.append(
@@ -389,11 +399,14 @@ class _ToolProgress:
 
 class LiveRun:
     """What :func:`display_run` shows, rebuilt from agent events: the run's finished messages,
-    the assistant message being streamed, tools still in progress (with the tail of their partial
-    output), tool calls waiting for approval (with what to call to decide them) and a status
-    (``running``, ``done``, ``waiting for approval: ...``, ``interrupted`` or ``failed: ...``)."""
+    then its *tail*, everything that still changes: the assistant message being streamed, tools
+    still in progress (with the tail of their partial output), tool calls waiting for approval
+    (with what to call to decide them) and a status (``running``, ``done``, ``waiting for
+    approval: ...``, ``interrupted`` or ``failed: ...``). A finished message never changes again,
+    so a live display sends it once and redraws only the tail."""
 
-    tail_lines = 15
+    tail_lines = 15  # what the tail shows of a running tool's output or a streaming tool call's
+    tail_chars = 2000  # arguments: it is sent again with every drawing
 
     def __init__(self) -> None:
         self.messages: List[Any] = []
@@ -432,16 +445,28 @@ class LiveRun:
                     "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()"
                 )
 
+    def interrupt(self, transcript: Sequence[Any]) -> None:
+        """End the view of a run aborted before all its events were read: nothing streams or
+        runs any more, and the messages of ``transcript`` (the run's messages in the agent) whose
+        ``message_end`` was not read, the aborted partial answer among them, are added."""
+        self.status = "interrupted: run aborted"
+        self.streaming = None
+        self.tools.clear()  # their tool_execution_end events were not read: nothing runs any more
+        known = {id(message) for message in self.messages}  # perhaps shown already: kept as they are
+        self.messages.extend(message for message in transcript if id(message) not in known)
+
     def _tail(self, text: str) -> str:
         lines = text.splitlines()
-        if len(lines) <= self.tail_lines:
-            return text
-        return f"... ({len(lines) - self.tail_lines} lines above)\n" + "\n".join(lines[-self.tail_lines :])
+        if len(lines) > self.tail_lines:
+            text = f"... ({len(lines) - self.tail_lines} lines above)\n" + "\n".join(lines[-self.tail_lines :])
+        if len(text) > self.tail_chars:
+            text = f"... ({len(text) - self.tail_chars} characters above)\n" + text[-self.tail_chars :]
+        return text
 
-    def html(self) -> str:
-        parts = [message_to_html(m) for m in self.messages]
+    def _tail_html(self) -> List[str]:
+        parts = []
         if self.streaming is not None:  # thinking open, so it can be followed (closed once finished)
-            parts.append(_message_html(self.streaming, thinking_open=True))
+            parts.append(_message_html(self.streaming, clip=self._tail))
         for progress in self.tools.values():
             title = f"{_esc(progress.name)} ({_esc(progress.status)})"
             parts.append(
@@ -459,12 +484,12 @@ class LiveRun:
         parts.append(
             f'<div class="agentcore-status" style="color: {color}; font-size: 0.85em">{_esc(self.status)}</div>'
         )
-        return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
+        return parts
 
-    def markdown(self) -> str:
-        parts = [message_to_markdown(m) for m in self.messages]
+    def _tail_markdown(self) -> List[str]:
+        parts = []
         if self.streaming is not None:
-            parts.append(message_to_markdown(self.streaming))
+            parts.append(_message_markdown(self.streaming, clip=self._tail))
         for progress in self.tools.values():
             parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
         for call_id, waiting in self.approvals.items():
@@ -473,10 +498,25 @@ class LiveRun:
                 + _fence(_json(waiting.args), "json")
             )
         parts.append(f"*{_md_text(self.status)}*")
-        return "\n\n---\n\n".join(parts)
+        return parts
+
+    def html(self) -> str:
+        """The whole view as HTML: the finished messages, then the tail."""
+        parts = [message_to_html(m) for m in self.messages] + self._tail_html()
+        return '<div class="agentcore-transcript">' + "".join(parts) + "</div>"
+
+    def markdown(self) -> str:
+        """The whole view as Markdown."""
+        return "\n\n---\n\n".join([message_to_markdown(m) for m in self.messages] + self._tail_markdown())
 
     def snapshot(self) -> _Snapshot:
+        """The whole view, frozen."""
         return _Snapshot(self.html(), self.markdown())
+
+    def tail_snapshot(self) -> _Snapshot:
+        """The tail alone, frozen."""
+        html_text = '<div class="agentcore-transcript">' + "".join(self._tail_html()) + "</div>"
+        return _Snapshot(html_text, "\n\n---\n\n".join(self._tail_markdown()))
 
 
 class _Snapshot:
@@ -496,19 +536,53 @@ class _Snapshot:
         return html.unescape(self._markdown)
 
 
-class _PrintAtEnd:
-    """Stands in for a display handle where output cannot be updated: shows only the final view."""
+_BLANK = _Snapshot("", "")
 
-    def __init__(self, show: Callable[..., Any]) -> None:
+
+def _finished(message: Any) -> _Snapshot:
+    """A finished message as its own output shows it."""
+    return _Snapshot(transcript_to_html([message]), message_to_markdown(message))
+
+
+class _LiveOutput:
+    """Where :func:`display_run` draws a :class:`LiveRun`: one output per finished message, and
+    below them the tail, the only output updated in place. A drawing first moves each message
+    finished since the last one into the output the tail was in (sent once, never updated again;
+    the tail then goes to a new output below), then redraws the tail. So what a drawing sends is
+    the new messages and the tail, not the whole run again.
+
+    With ``at_end`` (IPython in a terminal, which prints every update, or a ``display`` returning
+    no handle) nothing is drawn until ``close``, which shows the whole final view once."""
+
+    def __init__(self, show: Callable[..., Any], live: LiveRun, at_end: bool) -> None:
         self._show = show
-        self._last: Any = None
+        self._live = live
+        self._at_end = at_end
+        self._current: Any = None  # the handle of the output to draw in next; None: not created yet
+        self._sent = 0  # how many of live.messages have their own output
 
-    def update(self, obj: Any) -> None:
-        self._last = obj
+    def draw(self) -> None:
+        messages = self._live.messages
+        while self._sent < len(messages) and self._open():
+            self._current.update(_finished(messages[self._sent]))
+            self._sent += 1
+            self._current = None  # that output is finished: the next one goes below it
+        if self._open():
+            self._current.update(self._live.tail_snapshot())
 
-    def flush(self) -> None:
-        if self._last is not None:
-            self._show(self._last)
+    def _open(self) -> bool:
+        """Open an output to draw in unless one is open (False: draw at the end only). It is
+        created empty and then filled: an interrupt landing inside ``display`` leaves at most an
+        empty output behind, never one drawn once and then forgotten (a tool shown running for
+        ever). An interrupt inside ``update`` is repaired by the next drawing, which redoes it."""
+        if self._current is None and not self._at_end:
+            self._current = self._show(_BLANK, display_id=True)
+            self._at_end = self._current is None  # a display that prints instead of returning a handle
+        return not self._at_end
+
+    def close(self) -> None:
+        if self._at_end:
+            self._show(self._live.snapshot())
 
 
 def _ipython_display(obj: Any, display_id: bool = True) -> Any:
@@ -539,11 +613,11 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
         inbox.put(_END)
 
 
-def _follow(events: Iterable[Any], live: LiveRun, update: Callable[[Any], Any], throttle: float) -> None:
-    """Apply the run's events to ``live`` and draw it at most once per ``throttle`` seconds, with
-    a trailing edge: a change not yet drawn is drawn ``throttle`` after the last drawing even when
-    no event follows (a long tool call stays shown as running). The run's iterator cannot wait
-    with a timeout, so a helper thread feeds a queue; the interrupt still lands on this thread."""
+def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], Any], throttle: float) -> None:
+    """Apply the run's events to ``live`` and ``draw`` it at most once per ``throttle`` seconds,
+    with a trailing edge: a change not yet drawn is drawn ``throttle`` after the last drawing even
+    when no event follows (a long tool call stays shown as running). The run's iterator cannot
+    wait with a timeout, so a helper thread feeds a queue; the interrupt still lands on this thread."""
     inbox: queue.Queue[Any] = queue.Queue()
     threading.Thread(target=_forward, args=(events, inbox), name="agentcore-display", daemon=True).start()
     last = time.monotonic()
@@ -563,7 +637,7 @@ def _follow(events: Iterable[Any], live: LiveRun, update: Callable[[Any], Any], 
             pending = True
         now = time.monotonic()
         if pending and now - last >= throttle:
-            update(live.snapshot())
+            draw()
             last = now
             pending = False
 
@@ -584,16 +658,19 @@ def display_run(
     display: Optional[Callable[..., Any]] = None,
     throttle: float = 0.1,
 ) -> List[Any]:
-    """Run ``prompt`` on ``agent`` and show it live in one updating output area.
+    """Run ``prompt`` on ``agent`` and show it live: each finished message in an output of its
+    own, sent once, and below them one output updated in place with what still changes (the
+    message being streamed, running tools, the status).
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
     ``IPython.display.display``; outside a kernel (IPython in a terminal, which would print every
-    update) only the final view is shown. Renders at most once per ``throttle`` seconds, a change
-    not yet drawn ``throttle`` after the last rendering even when no event follows (a long tool
+    update) only the final view is shown. Draws at most once per ``throttle`` seconds, a change
+    not yet drawn ``throttle`` after the last drawing even when no event follows (a long tool
     stays shown as running), and once more at the end. The thinking of the message still
-    streaming is drawn expanded, finished messages' collapsed. Returns the run's new messages (like ``agent.prompt``) as a
-    list that IPython does not echo as a cell's last expression (``list(...)`` of it, or
-    ``agent.messages``, shows them).
+    streaming is drawn expanded, finished messages' collapsed; a running tool's output and a
+    streaming tool call's arguments are drawn as their last lines. Returns the run's new messages
+    (like ``agent.prompt``) as a list that IPython does not echo as a cell's last expression
+    (``list(...)`` of it, or ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
     shows "interrupted" and re-raises; any other failure is shown and re-raised.
     """
@@ -601,37 +678,28 @@ def display_run(
     live = LiveRun()
     before = len(agent.state.messages)
     events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
-    if display is None and not _in_kernel():  # terminal IPython prints each update: print the end only
-        handle: Any = _PrintAtEnd(show)
-    else:
-        handle = show(live.snapshot(), display_id=True)
-    if handle is None:  # a display that prints instead of returning a handle: print the end
-        handle = _PrintAtEnd(show)
-    update: Callable[[Any], Any] = handle.update
+    output = _LiveOutput(show, live, at_end=display is None and not _in_kernel())
     try:
-        _follow(events, live, update, throttle)
+        output.draw()  # inside the try: the run has started, and an interrupt from now on aborts it
+        _follow(events, live, output.draw, throttle)
     except KeyboardInterrupt:
         # The interrupt may land here rather than inside the event iterator (which would have
         # aborted already): abort and wait in any case; both are no-ops for a settled run.
         agent.abort("interrupted")
         agent.wait_for_idle()
-        live.status = "interrupted: run aborted"
-        live.streaming = None
-        live.tools.clear()  # their tool_execution_end events were not read: nothing runs any more
-        live.messages = list(agent.state.messages[before:])  # incl. the aborted partial answer
-        update(live.snapshot())
+        live.interrupt(agent.state.messages[before:])  # incl. the aborted partial answer
+        output.draw()
         raise
     except BaseException as exc:
         live.status = f"failed: {describe_exception(exc)}"
         live.tools.clear()
-        update(live.snapshot())
+        output.draw()
         raise
     else:
         error = getattr(agent.state, "error_message", None)
         if error:
             live.status = f"failed: {error}"
-        update(live.snapshot())
+        output.draw()
     finally:
-        if isinstance(handle, _PrintAtEnd):
-            handle.flush()
+        output.close()
     return _RunMessages(live.messages)

@@ -151,33 +151,48 @@ def test_markdown_of_an_image_cannot_inject_html():
 
 
 class FakeHandle:
-    def __init__(self, display: FakeDisplay) -> None:
+    def __init__(self, display: FakeDisplay, index: int) -> None:
         self._display = display
+        self.index = index
 
     def update(self, obj: Any) -> None:
-        self._display.record(obj)
+        self._display.record(self.index, obj)
 
 
 class FakeDisplay:
-    """Records every rendering; ``on_html(html)`` may react (set events, raise)."""
+    """A notebook's output area: ``display(obj, display_id=True)`` appends an output and returns a
+    handle whose ``update(obj)`` replaces that output's content. Records every message sent
+    (``sent``: its HTML; ``payload``: the bytes of its HTML, Markdown and plain text, the three
+    formats IPython sends); ``on_html(html)`` may react (set events, raise) once it is recorded."""
 
     def __init__(self, on_html: Any = None) -> None:
-        self.htmls: List[str] = []
+        self.outputs: List[str] = []  # each output's current HTML, top to bottom
+        self.sent: List[str] = []
+        self.payload = 0
         self.display_calls = 0
         self.on_html = on_html
 
     def __call__(self, obj: Any, display_id: bool = False) -> FakeHandle:
         assert display_id is True
         self.display_calls += 1
-        self.record(obj)
-        return FakeHandle(self)
+        self.outputs.append("")
+        handle = FakeHandle(self, len(self.outputs) - 1)
+        self.record(handle.index, obj)
+        return handle
 
-    def record(self, obj: Any) -> None:
-        html = obj._repr_html_()
-        assert obj._repr_markdown_()
-        self.htmls.append(html)
+    def record(self, index: int, obj: Any) -> None:
+        html, markdown, plain = obj._repr_html_(), obj._repr_markdown_(), repr(obj)
+        assert bool(markdown) == bool(html)
+        self.outputs[index] = html
+        self.sent.append(html)
+        self.payload += sum(len(text.encode("utf-8")) for text in (html, markdown, plain))
         if self.on_html is not None:
             self.on_html(html)
+
+    @property
+    def view(self) -> str:
+        """What the notebook shows in the end: every output's last content, top to bottom."""
+        return "".join(self.outputs)
 
 
 def _progress_tool(release: threading.Event, saw_abort: List[bool]) -> AgentTool:
@@ -204,12 +219,17 @@ def test_display_run_shows_streaming_tool_progress_and_the_final_answer():
     model = ScriptedModel([tool_call("work", {}, text="Working <on> it."), say("Finished & done.")])
     agent = Agent(model.model, tools=[_progress_tool(release, saw_abort)], stream_fn=model.stream_fn)
     new = display_run(agent, "go", display=fake, throttle=0.0)
-    assert fake.display_calls == 1 and release.is_set() and saw_abort == [False]
-    final = fake.htmls[-1]
+    assert release.is_set() and saw_abort == [False]
+    final = fake.view
     assert "Working &lt;on&gt; it." in final and "Finished &amp; done." in final and "all done" in final
     assert "(running)" not in final and re.search(r'class="agentcore-status"[^>]*>done<', final)
     assert new == agent.state.messages
     assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def _drawings(fake: FakeDisplay) -> List[str]:
+    """The HTML of each drawing of the live view (each ends with the status line)."""
+    return [html for html in fake.sent if 'class="agentcore-status"' in html]
 
 
 def test_display_run_throttles_updates():
@@ -219,8 +239,8 @@ def test_display_run_throttles_updates():
     display_run(agent, "a", display=fast, throttle=0.0)
     model.push(say("one two three four five six"))
     display_run(agent, "b", display=slow, throttle=3600)
-    assert len(slow.htmls) == 2  # the first display and the final update only
-    assert len(fast.htmls) > len(slow.htmls)
+    assert len(_drawings(slow)) == 2  # the first drawing and the final one only
+    assert len(_drawings(fast)) > len(_drawings(slow))
 
 
 def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
@@ -253,11 +273,11 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
         display_run(agent, "go", display=fake, throttle=0.0)
     assert saw_abort == [True]
     assert not agent.state.is_streaming
-    assert "interrupted: run aborted" in fake.htmls[-1]
+    assert "interrupted: run aborted" in fake.view
     roles = [m.role for m in agent.state.messages]
     assert roles[:3] == ["user", "assistant", "toolResult"] and "never reached" not in str(agent.state.messages)
     assert agent.state.messages[2].is_error is True
-    assert "(running)" not in fake.htmls[-1]  # the tool's box was left drawn as still running
+    assert "(running)" not in fake.view  # the tool's box was left drawn as still running
 
 
 def test_display_run_of_a_busy_agent_shows_nothing_and_raises():
@@ -356,7 +376,7 @@ def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 
     agent = Agent(model.model, tools=[guarded], stream_fn=model.stream_fn)
     fake = FakeDisplay()
     display_run(agent, "go", display=fake, throttle=0.0)
-    final = fake.htmls[-1]
+    final = fake.view
     assert "rm (waiting for approval: id c1)" in final
     assert "&lt;b&gt;x&lt;/b&gt;" in final  # the args are escaped like everything else
     assert "agent.approve(id) or agent.deny(id, reason)" in final
@@ -399,7 +419,7 @@ def test_a_change_within_the_throttle_is_drawn_without_waiting_for_the_next_even
     agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
     display_run(agent, "go", display=fake, throttle=0.5)
     assert waited == [True]
-    assert "finished" in fake.htmls[-1] and "(running)" not in fake.htmls[-1]
+    assert "finished" in fake.view and "(running)" not in fake.view
 
 
 def test_ipython_outside_a_kernel_shows_only_the_final_view(monkeypatch):
@@ -416,7 +436,8 @@ def test_ipython_outside_a_kernel_shows_only_the_final_view(monkeypatch):
     monkeypatch.setattr(agentcore.jupyter, "_in_kernel", lambda: True)
     model.push(say("one two three four five six"))
     display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
-    assert len(shown) > 2 and "running" in shown[0]._repr_html_()
+    drawn = [obj._repr_html_() for obj in shown if obj._repr_html_()]
+    assert len(drawn) > 2 and ">running<" in drawn[0]
 
 
 def test_the_streaming_messages_thinking_is_open_and_closed_once_finished():
@@ -425,6 +446,109 @@ def test_the_streaming_messages_thinking_is_open_and_closed_once_finished():
     agent = Agent(model.model, stream_fn=model.stream_fn)
     fake = FakeDisplay()
     display_run(agent, "go", display=fake, throttle=0.0)
-    streaming = [h for h in fake.htmls if "pondering" in h and "answer" not in h]
+    streaming = [h for h in fake.sent if "pondering" in h and "answer" not in h]
     assert streaming and all("<details open><summary><i>thinking" in h for h in streaming)
-    assert "<details open>" not in fake.htmls[-1] and "<details><summary><i>thinking" in fake.htmls[-1]
+    assert "<details open>" not in fake.view and "<details><summary><i>thinking" in fake.view
+
+
+def _quick_tool() -> AgentTool:
+    return AgentTool(
+        "work", "does work", {"type": "object", "properties": {}}, lambda *a: AgentToolResult([TextContent("all done")])
+    )
+
+
+def test_each_finished_message_gets_its_own_output_in_transcript_order():
+    """Top to bottom as the user reads it: one output per finished message, then the status."""
+    model = ScriptedModel([tool_call("work", {}, text="Working."), say("Finished.")])
+    agent = Agent(model.model, tools=[_quick_tool()], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    new = display_run(agent, "go", display=fake, throttle=0.0)
+    *messages, status = fake.outputs
+    assert messages == [transcript_to_html([m]) for m in new]
+    assert "agentcore-message" not in status and re.search(r'class="agentcore-status"[^>]*>done<', status)
+
+
+def _long_run() -> tuple[Agent, List[str], str]:
+    """An agent scripted to call a tool 5 times (each result 50 KB, 1000 lines) and then stream a
+    20 KB answer in 10 pieces; returns it, the results and the answer."""
+    results = [f"RESULT {i}\n" + "\n".join(f"{i}:{n:04d} " + "x" * 44 for n in range(1000)) for i in range(5)]
+    answer = " ".join(f"part{n}-" + "y" * 2000 for n in range(10))
+
+    def execute(tool_call_id, args, signal, on_update):
+        return AgentToolResult(content=[TextContent(results[args["i"]])])
+
+    schema = {"type": "object", "properties": {"i": {"type": "integer"}}}
+    model = ScriptedModel([tool_call("read", {"i": i}) for i in range(5)] + [say(answer)], tokens_per_second=1e6)
+    agent = Agent(model.model, tools=[AgentTool("read", "reads", schema, execute)], stream_fn=model.stream_fn)
+    return agent, results, answer
+
+
+def test_finished_messages_are_sent_once_not_with_every_update():
+    """Every update re-sent the whole run: 5 tool results of 50 KB and a 20 KB answer cost some
+    34 MB of display messages, each result sent 64 times (the notebook choked, and so did iopub)."""
+    agent, results, answer = _long_run()
+    fake = FakeDisplay()
+    new = display_run(agent, "go", display=fake, throttle=0.0)  # every event drawn: the worst case
+    for i in range(5):
+        assert sum(f"RESULT {i}" in html for html in fake.sent) == 1, f"result {i} sent more than once"
+    content = sum(len(r) for r in results) + len(answer)
+    # each finished message once in three formats (3x), plus the answer redrawn as it grows (1.6x);
+    # it was 120x
+    assert fake.payload < 6 * content, f"{fake.payload} bytes of display messages for {content} bytes of content"
+    assert [m.role for m in new] == ["user"] + ["assistant", "toolResult"] * 5 + ["assistant"]
+    assert fake.outputs[:-1] == [transcript_to_html([m]) for m in new]  # all of it, in order
+
+
+def test_an_interrupt_anywhere_in_the_drawing_leaves_a_consistent_view():
+    """An interrupt inside ``display``/``update`` must not leave an output nobody updates (a tool
+    drawn as running forever), lose a finished message or show one twice."""
+
+    def run(interrupt_at: int) -> tuple[Agent, FakeDisplay, bool]:
+        sent = [0]
+
+        def on_html(html: str) -> None:
+            sent[0] += 1
+            if sent[0] == interrupt_at:
+                raise KeyboardInterrupt
+
+        model = ScriptedModel([tool_call("work", {}, text="Working."), say("Finished.")])
+        agent = Agent(model.model, tools=[_quick_tool()], stream_fn=model.stream_fn)
+        fake = FakeDisplay(on_html)
+        try:
+            display_run(agent, "go", display=fake, throttle=0.0)
+        except KeyboardInterrupt:
+            return agent, fake, True
+        return agent, fake, False
+
+    _, whole, interrupted = run(0)
+    assert not interrupted
+    for at in range(1, len(whole.sent) + 1):
+        agent, fake, interrupted = run(at)
+        assert interrupted and not agent.state.is_streaming, at
+        view = fake.view
+        assert "(running)" not in view and view.count('class="agentcore-status"') == 1, (at, view)
+        assert "interrupted: run aborted" in view or (at == len(whole.sent) and ">done<" in view), at
+        shown = [view.find(transcript_to_html([m])) for m in agent.state.messages]
+        assert -1 not in shown and shown == sorted(shown), (at, view)
+        assert all(view.count(transcript_to_html([m])) == 1 for m in agent.state.messages), (at, view)
+
+
+def test_what_is_redrawn_while_streaming_or_running_stays_short():
+    """A streaming tool call's long arguments (a file being written) and a running tool's long
+    output line were redrawn whole with every update for as long as they streamed or ran."""
+    body = "z" * 50_000
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update(AgentToolResult(content=[TextContent("w" * 50_000)]))  # one long line
+        return AgentToolResult(content=[TextContent("written")])
+
+    schema = {"type": "object", "properties": {"content": {"type": "string"}}}
+    model = ScriptedModel([tool_call("write", {"content": body}), say("ok")])
+    agent = Agent(model.model, tools=[AgentTool("write", "writes", schema, execute)], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.0)
+    drawings = _drawings(fake)
+    assert any("→ write" in html and "characters above" in html for html in drawings)  # the call streaming
+    assert any("write (running)" in html and "characters above" in html for html in drawings)
+    assert max(len(html) for html in drawings) < 5_000
+    assert fake.view.count(body) == 1 and "written" in fake.view  # the finished messages, whole

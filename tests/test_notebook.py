@@ -1,15 +1,18 @@
 """A notebook executed headless (issue 7 item 3): nbclient runs an ipykernel that drives an Agent
 with a tool against a scripted local OpenAI-compatible server; the test checks the cell outputs.
 
-The notebook is built here with nbformat. It streams a tool-using run with ``display_run`` (one
-updating output area), renders the transcript, is interrupted mid-stream (nbclient interrupts the
-kernel on a short timeout, as the user's stop button does) and then keeps working. Needs the
-``jupyter`` extra (nbclient, ipykernel, nbformat); skipped only when nbclient is not importable.
+The notebook is built here with nbformat. It streams a tool-using run with ``display_run`` (an
+output per finished message, one updating output below them), renders the transcript, is
+interrupted mid-stream (nbclient interrupts the kernel on a short timeout, as the user's stop
+button does), keeps working, and streams a long run whose display messages are counted. The
+tests read the notebook as saved and reopened. Needs the ``jupyter`` extra (nbclient, ipykernel,
+nbformat); skipped only when nbclient is not importable.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -52,6 +55,21 @@ print("streaming:", agent.state.is_streaming, "| pending tools:", len(agent.stat
       "| last:", last.role, last.stop_reason, repr(last.content[0].text if last.content else ""))
 """
 AGAIN = 'again = agent.display("Are you still there?")\nprint(again[-1].content[0].text)'
+LONG = '''\
+@tool
+def dump(i: int) -> str:
+    """Return file number i (50 KB).
+
+    Args:
+        i: Which file.
+    """
+    return f"RESULT {i}\\n" + "\\n".join(f"{i}:{n:04d} " + "x" * 44 for n in range(1000))
+
+reader = Agent(model, tools=[dump])
+read = display_run(reader, "Read all five files.", throttle=0)  # every event drawn: the worst case
+'''
+LONG_ANSWER = " ".join(f"part{n}-" + "y" * 2000 for n in range(10))  # 20 KB, streamed in 10 pieces
+RESULT_BYTES = 5 * len("RESULT 0\n" + "\n".join(f"0:{n:04d} " + "x" * 44 for n in range(1000)))
 
 
 def _chunk(delta: Optional[Dict[str, Any]] = None, finish: Optional[str] = None) -> Dict[str, Any]:
@@ -64,12 +82,9 @@ def _answer(text: str) -> Reply:
     return Reply(body=sse(*[_chunk({"content": p}) for p in pieces], _chunk(finish="stop"), done=True), chunk_size=17)
 
 
-def _tool_call() -> Reply:
-    call = {
-        "index": 0,
-        "id": "call_wc",
-        "function": {"name": "word_count", "arguments": json.dumps({"text": "the quick brown fox"})},
-    }
+def _tool_call(name: str = "word_count", arguments: Any = None, id: str = "call_wc") -> Reply:
+    arguments = {"text": "the quick brown fox"} if arguments is None else arguments
+    call = {"index": 0, "id": id, "function": {"name": name, "arguments": json.dumps(arguments)}}
     return Reply(body=sse(_chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), done=True))
 
 
@@ -89,6 +104,7 @@ def _notebook() -> Any:
         nbformat.v4.new_code_cell(INTERRUPTED, metadata={"tags": ["interrupt"]}),
         nbformat.v4.new_code_cell(STATE),
         nbformat.v4.new_code_cell(AGAIN),
+        nbformat.v4.new_code_cell(LONG),
     ]
     return nbformat.v4.new_notebook(
         cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -107,17 +123,38 @@ def _stdout(outputs: List[Any]) -> str:
     return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
+class _CountingClient(nbclient.NotebookClient):
+    """Keeps, per cell, the content of every display message the kernel sent, as JSON."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.display_messages: Dict[int, List[str]] = {}
+
+    def process_message(self, msg: Dict[str, Any], cell: Any, cell_index: int) -> Any:
+        if msg["msg_type"] in ("display_data", "update_display_data"):
+            self.display_messages.setdefault(cell_index, []).append(json.dumps(msg["content"]))
+        return super().process_message(msg, cell, cell_index)
+
+
+@dataclass
+class Executed:
+    cells: List[Any]  # as saved to disk and read back
+    requests: List[Any]  # what the scripted server received, in order
+    display_messages: Dict[int, List[str]]  # cell index -> the JSON of each display message it sent
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    """Run the notebook once against the scripted server; yields (cells, server requests)."""
+    """Run the notebook once against the scripted server, save it and read it back."""
     pytest.importorskip("ipykernel")
     work = tmp_path_factory.mktemp("notebook")
     replies = [_tool_call(), _answer("The text has <b>4</b> words."), _stalled(), _answer("Yes, still here.")]
+    replies += [_tool_call("dump", {"i": i}, id=f"call_dump{i}") for i in range(5)] + [_answer(LONG_ANSWER)]
     with ScriptedServer(replies) as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("AGENTCORE_NOTEBOOK_BASE_URL", server.url + "/v1")
         mp.setenv("PYTHONPATH", str(REPO))
         notebook = _notebook()
-        client = nbclient.NotebookClient(
+        client = _CountingClient(
             notebook,
             timeout_func=_timeout,
             interrupt_on_timeout=True,
@@ -128,35 +165,33 @@ def executed(tmp_path_factory):
         client.execute()
         stalled_reached = server.body_started.is_set()
         requests = [r.json() for r in server.requests]
-    nbformat.write(notebook, str(work / "agent_demo.ipynb"))  # kept for inspection on failure
+    saved = work / "agent_demo.ipynb"  # kept for inspection on failure
+    nbformat.write(notebook, str(saved))
     assert stalled_reached, "the interrupted cell never reached the model request"
-    return notebook.cells, requests
+    return Executed(nbformat.read(str(saved), as_version=4).cells, requests, client.display_messages)
 
 
 def test_setup_cells_run_without_errors(executed):
-    cells, _ = executed
-    setup = cells[1]
+    setup = executed.cells[1]
     assert [o for o in setup.outputs if o.output_type == "error"] == []
 
 
-def test_display_run_shows_the_tool_and_the_escaped_answer_in_one_output(executed):
-    cells, requests = executed
-    outputs = cells[2].outputs
+def test_display_run_shows_each_message_in_its_own_output_then_the_status(executed):
+    outputs = executed.cells[2].outputs
     displays = [o for o in outputs if o.output_type == "display_data"]
-    assert len(displays) == 1  # updated in place, not appended
-    html = _html(displays)
-    assert "word_count" in html and "the quick brown fox" in html  # the call and its arguments
-    assert "Tool result" in html and ">4<" in html.replace("\n", "")  # the tool's output
-    assert "The text has &lt;b&gt;4&lt;/b&gt; words." in html and "<b>4</b>" not in html
-    assert ">done<" in html
-    assert "The text has" in displays[0].data["text/markdown"]
-    tool_message = [m for m in requests[1]["messages"] if m["role"] == "tool"]
+    user, call, result, answer, status = [_html([d]) for d in displays]  # top to bottom, as the run went
+    assert "How many words" in user
+    assert "word_count" in call and "the quick brown fox" in call  # the call and its arguments
+    assert "Tool result" in result and ">4<" in result.replace("\n", "")  # the tool's output
+    assert "The text has &lt;b&gt;4&lt;/b&gt; words." in answer and "<b>4</b>" not in answer
+    assert ">done<" in status and "agentcore-message" not in status
+    assert "The text has" in displays[3].data["text/markdown"]
+    tool_message = [m for m in executed.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_message == [{"role": "tool", "tool_call_id": "call_wc", "content": "4"}]
 
 
 def test_transcript_renders_as_the_cell_result(executed):
-    cells, _ = executed
-    result = [o for o in cells[3].outputs if o.output_type == "execute_result"]
+    result = [o for o in executed.cells[3].outputs if o.output_type == "execute_result"]
     assert len(result) == 1
     html = result[0].data["text/html"]
     for text in ("How many words", "word_count", "The text has &lt;b&gt;4&lt;/b&gt; words."):
@@ -165,19 +200,43 @@ def test_transcript_renders_as_the_cell_result(executed):
 
 
 def test_interrupting_the_kernel_aborts_the_run_cleanly(executed):
-    cells, _ = executed
+    cells = executed.cells
     outputs = cells[4].outputs
     errors = [o for o in outputs if o.output_type == "error"]
     assert [e.ename for e in errors] == ["KeyboardInterrupt"]
     html = _html([o for o in outputs if o.output_type == "display_data"])
     assert "interrupted: run aborted" in html and "Once upon a time" in html and "THE END" not in html
+    assert html.count('class="agentcore-status"') == 1 and "(running)" not in html
     state = _stdout(cells[5].outputs)
     assert state.strip() == "streaming: False | pending tools: 0 | last: assistant aborted 'Once upon a time'"
 
 
 def test_the_agent_keeps_working_after_the_interrupt(executed):
-    cells, requests = executed
-    assert _stdout(cells[6].outputs).strip() == "Yes, still here."
-    assert len(requests) == 4
-    last_user = requests[3]["messages"][-1]
+    assert _stdout(executed.cells[6].outputs).strip() == "Yes, still here."
+    last_user = executed.requests[3]["messages"][-1]
     assert last_user["role"] == "user" and "Are you still there?" in json.dumps(last_user)
+
+
+def test_a_long_run_sends_each_finished_message_once(executed):
+    """Every update re-sent the whole run: with 5 tool results of 50 KB, each went through the
+    kernel's iopub channel with every later event: 35 MB for 280 KB of content."""
+    cells, sent = executed.cells, executed.display_messages[7]
+    assert [o for o in cells[7].outputs if o.output_type == "error"] == []
+    assert len(executed.requests) == 4 + 6  # the earlier cells' requests, then 5 tool calls and the answer
+    for i in range(5):
+        assert sum(f"RESULT {i}" in message for message in sent) == 1, f"result {i} sent more than once"
+    content = RESULT_BYTES + len(LONG_ANSWER)
+    payload = sum(len(message.encode("utf-8")) for message in sent)
+    # each finished message once in three formats (3x), plus the streaming answer redrawn with each
+    # of its ~12 events (up to 2.6x here), plus JSON escaping; it was 124x
+    assert payload < 8 * content, f"{payload} bytes of display messages for {content} bytes of content"
+
+
+def test_the_saved_notebook_shows_the_whole_long_run_in_order(executed):
+    displays = [o for o in executed.cells[7].outputs if o.output_type == "display_data"]
+    assert len(displays) == 1 + 2 * 5 + 1 + 1  # the prompt, 5 calls and results, the answer, the status
+    html = _html(displays)
+    where = [html.find(text) for text in ["Read all five files."] + [f"RESULT {i}" for i in range(5)]]
+    assert -1 not in where and where == sorted(where)
+    assert html.index("RESULT 4") < html.index("part9-") < html.index(">done<") and "(running)" not in html
+    assert all(d.data["text/markdown"] and d.data["text/plain"] for d in displays[:-1])
