@@ -5,6 +5,7 @@ Ctrl-C, sessions, models, plugins, the no-model message and the exit codes."""
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import json
 import os
@@ -18,6 +19,11 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 from _servers import Reply, ScriptedServer, sse
+
+try:
+    import resource as resource_module  # POSIX: the full-disk test limits the chat's file size
+except ImportError:  # pragma: no cover - Windows
+    resource_module = None
 
 from agentcore import plugins
 from agentcore.cli import main
@@ -970,6 +976,84 @@ def test_session_urls_of_every_built_in_scheme(monkeypatch, tmp_path):
     # a name that only looks like a URL (no storage has that scheme) is still a file
     code, out, err = _in_process("run", "--model", "scripted", "--session", "notes:1.jsonl", "three")
     assert code == 0 and (tmp_path / "notes:1.jsonl").exists()
+
+
+def _session_texts(path: Path) -> List[str]:
+    """The text of each message entry of the session file at ``path`` (it must open cleanly)."""
+    from agentcore.session import Session
+    from agentcore.types import text_of
+
+    with Session.open(path) as session:
+        return [text_of(e.message.content) for e in session.entries() if e.type == "message"]
+
+
+@pytest.mark.parametrize("disk", ["stays full", "fills up once"])
+def test_chat_ends_with_status_1_when_a_session_write_fails(monkeypatch, tmp_path, disk):
+    """A session write that failed mid-chat failed that turn, but when the run's failure could
+    still be recorded (the disk had room again) chat read the next line and answered it, ending
+    with status 0, while the file had lost the turn: a later resume lost it silently. chat now ends
+    as run does either way: the turn's outcome shown, an error naming the file and the reason, no
+    further line read, status 1, the file valid up to the failure."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "full.jsonl"
+    real_write = os.write
+    full: List[int] = []  # the session file's descriptor, once per write that ran out of space
+
+    def write(fd: int, data: Any) -> int:
+        data = bytes(data)
+        if not full and b"You said: second prompt" in data:  # the second answer's entry
+            full.append(fd)
+            return real_write(fd, data[:20])  # the disk fills up within the line: a short write
+        if full and fd == full[0] and (disk == "stays full" or len(full) == 1):
+            full.append(fd)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    stdin = io.StringIO("first prompt\nsecond prompt\nthird prompt\n/quit\n")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["chat", "--model", "scripted", "--session", str(path)], stdin=stdin, stdout=out, stderr=err)
+    monkeypatch.undo()
+    assert code == 1, err.getvalue()
+    assert stdin.read() == "third prompt\n/quit\n"  # the REPL read no line after the failure
+    assert "You said: second prompt" in out.getvalue()  # the turn's outcome was shown
+    assert "You said: third prompt" not in out.getvalue()
+    last = err.getvalue().strip().splitlines()[-1]
+    assert last.startswith("agentcore: ") and str(path) in last and "No space left on device" in last, last
+    texts = _session_texts(path)  # nothing half-written: the file opens, with the entries before it
+    assert texts[:3] == ["first prompt", texts[1], "second prompt"] and texts[1].startswith("You said: first")
+    # a write that succeeded again recorded the failure; a disk that stayed full recorded nothing more
+    assert len(texts) == (3 if disk == "stays full" else 4)
+
+
+@pytest.mark.skipif(not hasattr(resource_module, "prlimit"), reason="resource.prlimit (a full disk) is Linux")
+@pytest.mark.parametrize("room", [0, 1000])
+def test_chat_on_a_full_disk_stops_with_status_1(env, tmp_path, room):
+    """A real failure: after the first turn the chat process may not grow any file past the
+    session's size plus ``room`` bytes (RLIMIT_FSIZE: the kernel refuses the write with EFBIG,
+    "File too large", as a full disk refuses it with ENOSPC). With ``room`` the long second prompt
+    does not fit but the short failure record does, the case where chat used to chat on."""
+    path = tmp_path / "full.jsonl"
+    proc = spawn("chat", "--model", "scripted", "--session", str(path), env=env, cwd=tmp_path)
+    try:
+        proc.stdin.write("first prompt\n/session\n")
+        proc.stdin.flush()
+        shown = read_until(proc, "  leaf: ")  # /session runs once the first turn is recorded
+        limit = path.stat().st_size + room
+        resource_module.prlimit(proc.pid, resource_module.RLIMIT_FSIZE, (limit, limit))
+        rest, errors = proc.communicate("second prompt " * 200 + "\nthird prompt\n/quit\n", timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, errors
+    assert "You said: first prompt" in shown and "You said: third prompt" not in rest
+    last = errors.strip().splitlines()[-1]
+    assert last.startswith("agentcore: ") and str(path) in last and "File too large" in last, errors
+    texts = _session_texts(path)
+    assert texts[0] == "first prompt" and texts[1].startswith("You said: first prompt")
+    assert len(texts) == (2 if room == 0 else 3)  # with room: the failed turn's error message
 
 
 def test_chat_compact_summarises_into_the_session(monkeypatch, tmp_path):

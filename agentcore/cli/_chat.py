@@ -4,6 +4,11 @@ Ctrl-C during a run aborts it (tools get the abort signal, the transcript stays 
 to the prompt; Ctrl-C at the prompt only clears the line; Ctrl-D (end of input) or ``/quit`` leaves.
 Answers stream to stdout; tool activity, notices and the banner go to stderr, so piping stdin in
 and stdout out gives just the answers and command output.
+
+A session write that fails during a turn (a full disk) ends the chat as it ends ``run``: the turn's
+outcome is shown, then :class:`~agentcore.session.SessionError` leaves :meth:`Chat.run` and
+``main()`` prints it (the file and the reason) and exits with status 1. No further line is read,
+so the conversation never goes on beyond what the session file holds.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ _QUIT = object()
 
 
 class Chat:
-    """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0."""
+    """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0; it raises
+    ``SessionError`` when the session could not record a turn (see the module docstring)."""
 
     def __init__(
         self,
@@ -159,6 +165,9 @@ class Chat:
         if self._refused_for_approvals():
             return
         self._apply_branch()
+        from ..session import SessionError
+
+        new: List[Any] = []
         try:
             if self.approver is not None:
                 self.approver.settle(self.agent, [])  # calls a resumed session left waiting
@@ -172,8 +181,34 @@ class Chat:
         except KeyboardInterrupt:
             self.text.note("[interrupted: run aborted; back at the prompt]")
             self.status = 0
-            return
-        self.status = run_outcome(new)
+        except SessionError as exc:  # the run's failure could not be recorded either
+            raise self._unsaved(str(exc)) from exc
+        else:
+            self.status = run_outcome(new)
+        if self._lost_messages():
+            raise self._unsaved(_failure_of(new))
+
+    def _lost_messages(self) -> bool:
+        """True when the transcript holds messages the session does not: a session write failed
+        during the turn. The agent fails such a run and records that failure when it still can (a
+        short entry may fit where a long one did not), so the run alone raises nothing."""
+        session = self.session
+        return session is not None and len(self.agent.messages) > len(session.build_context().messages)
+
+    def _unsaved(self, reason: str) -> Exception:
+        """The ``SessionError`` that ends the chat after a failed session write, as it ends ``run``:
+        ``main()`` prints it (the file and ``reason``) and exits with status 1."""
+        from ..session import SessionError
+
+        path = getattr(self.session, "path", None)
+        if path and path not in reason:
+            reason = f"{path}: {reason}"
+        resume = f"; --session {path} resumes it" if path else ""
+        message = (
+            f"{reason}. The chat stopped: its conversation can no longer be saved. The session keeps "
+            f"every entry written before the failure{resume} once the cause is fixed"
+        )
+        return SessionError("storage", self.text.masker(message), path=path)
 
     def _refused_for_approvals(self) -> bool:
         """Without --approve, a resumed session's waiting tool calls block a prompt (the agent
@@ -382,6 +417,14 @@ class Chat:
             f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
             f"tokens summarised\nsummary: {_short(result.summary, 300)}"
         )
+
+
+def _failure_of(new: List[Any]) -> str:
+    """The error of the turn's failed answer (a session write error names the file and why)."""
+    for message in reversed(new):
+        if getattr(message, "role", None) == "assistant" and getattr(message, "error_message", None):
+            return str(message.error_message)
+    return "a session write failed"
 
 
 def _short(text: str, limit: int = 70) -> str:
