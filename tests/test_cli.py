@@ -1690,3 +1690,38 @@ def test_a_broken_user_models_file_is_one_plain_warning_line(env, tmp_path):
     assert f"{broken}: is not valid JSON" in warning_lines[0] and "PluginLoadWarning" not in listed.stderr
     plugins = agentcore("plugins", env=env)
     assert "fix that" in plugins.stderr and "uninstall" not in plugins.stderr
+
+
+def test_a_bare_model_id_of_several_providers_means_the_one_with_credentials(monkeypatch, tmp_path):
+    """``--model gpt-4o`` was refused as ambiguous even with only ``OPENAI_API_KEY`` set: with
+    the full catalog openai, azure-openai-responses, github-copilot and cloudflare-ai-gateway all
+    list that id (and most popular ids are alike). As llm and the reference do, the provider the
+    user has credentials for is taken; none or several is an error naming them."""
+    from agentcore.cli._setup import UsageError, resolve_model
+    from agentcore.providers.base import ENV_API_KEYS
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no stored keys
+    monkeypatch.delenv("AGENTCORE_CONFIG_DIR", raising=False)
+    for names in ENV_API_KEYS.values():
+        for name in names:
+            monkeypatch.delenv(name, raising=False)
+    with pytest.raises(UsageError, match="none has a key configured") as nothing:
+        resolve_model("gpt-4o")
+    assert "azure-openai-responses, " in str(nothing.value) and "--model PROVIDER/gpt-4o" in str(nothing.value)
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model, stream_fn = resolve_model("gpt-4o")
+    assert (model.provider, model.id, stream_fn) == ("openai", "gpt-4o", None)
+    model, _ = resolve_model("gpt-4o", "http://127.0.0.1:9/v1")  # --base-url still points it elsewhere
+    assert model.provider == "openai" and model.base_url == "http://127.0.0.1:9/v1"
+
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-test")
+    with pytest.raises(UsageError, match=r"credentials for \(azure-openai-responses, openai\)"):
+        resolve_model("gpt-4o")
+
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY")
+    code, _, err = _in_process("keys", "set", "anthropic", stdin="sk-ant-stored\n")
+    assert code == 0, err
+    model, _ = resolve_model("claude-sonnet-4-5")  # a stored key counts as the environment's does
+    assert model.provider == "anthropic"

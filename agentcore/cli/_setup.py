@@ -210,21 +210,62 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[A
     if ref == SCRIPTED:
         demo = ScriptedDemo()
         return demo.model, demo.stream_fn
-    from ..plugins import UnknownModelError, get_model
+    from ..plugins import UnknownModelError, get_model, models
 
     if base_url and ref.startswith(LOCAL_PREFIX) and len(ref) > len(LOCAL_PREFIX):
         return local_model(ref[len(LOCAL_PREFIX) :], base_url), None
     try:
         model = copy.deepcopy(get_model(ref))
-    except UnknownModelError as exc:
+    except UnknownModelError:
+        if "/" not in ref:
+            offered = [m for m in models() if m.id == ref]
+            if len(offered) > 1:  # a bare id of several providers: the one with credentials
+                model = copy.deepcopy(_configured_choice(ref, offered))
+                if base_url:
+                    model.base_url = base_url.rstrip("/")
+                return model, None
         if not base_url:
-            if "ambiguous" in str(exc):  # a bare id of several providers: the message lists them
-                raise UsageError(str(exc)) from None
             raise UsageError(_unknown_model(ref)) from None
         return local_model(ref, base_url), None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
+
+
+def _configured_choice(ref: str, offered: List[Any]) -> Any:
+    """The model a bare ``--model`` id means when several providers list it (``gpt-4o``: openai,
+    azure-openai-responses, github-copilot, ...): the one provider with credentials in sight (its
+    environment variable, a key stored with ``agentcore keys set``, or a cloud's credentials file
+    or variables), else the one that needs no key at all; as the reference picks among the models
+    it has credentials for. UsageError naming the candidates when that leaves none or several
+    (a cloud chain with nothing in sight, an instance role say, is not guessed: name it)."""
+    from ..providers.base import ENV_API_KEYS, get_env_api_key
+    from ._keys import stored_key
+
+    def configured(model: Any) -> bool:
+        provider = str(model.provider)
+        return bool(get_env_api_key(provider) or (ENV_API_KEYS.get(provider) and stored_key(provider)))
+
+    def keyless(model: Any) -> bool:
+        return not ENV_API_KEYS.get(str(model.provider)) and not finds_own_credentials(model)
+
+    for tier in ([m for m in offered if configured(m)], [m for m in offered if keyless(m)]):
+        if len(tier) == 1:
+            return tier[0]
+        if tier:
+            raise UsageError(
+                f"model id {ref!r} is offered by several providers you have credentials for "
+                f"({_providers_of(tier)}): name the one you mean, --model PROVIDER/{ref}"
+            )
+    raise UsageError(
+        f"model id {ref!r} is offered by several providers ({_providers_of(offered)}) and none has a "
+        f"key configured: export the key of the one you mean (or store it: agentcore keys set PROVIDER), "
+        f"or name it: --model PROVIDER/{ref}"
+    )
+
+
+def _providers_of(offered: List[Any]) -> str:
+    return ", ".join(sorted(str(m.provider) for m in offered))
 
 
 def _unknown_model(ref: str) -> str:
