@@ -470,17 +470,25 @@ def test_fork_refuses_a_user_message_off_the_current_branch(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def navigating(rpc: Callable[..., Rpc], server: ScriptedServer, tmp_path: Path) -> Rpc:
+    """A child that answered two prompts and was sent ``navigate_tree`` (id ``n``) back to the
+    second, summarising: its branch summary request is being written (``server``'s third reply
+    stalls until ``server.release``), so the move is not done."""
+    child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"))
+    for text in ("one", "two"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+    child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
+    assert server.body_started.wait(WAIT)
+    return child
+
+
 def test_clone_sent_during_navigate_tree_copies_the_branch_it_moved_to(rpc, tmp_path):
     """Piped ``navigate_tree`` then ``clone``: the clone waits for the move (it used to copy the
     branch from before it, and the agent went on there)."""
     with ScriptedServer([answer("first"), answer("second"), stalled("the summary")]) as server:
-        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"))
-        for text in ("one", "two"):
-            child.call({"type": "prompt", "message": text})
-            child.read_until(is_type("agent_end"))
-        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
-        child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
-        assert server.body_started.wait(WAIT)  # the branch summary is being written: the move is not done
+        child = navigating(rpc, server, tmp_path)
         child.send({"id": "c", "type": "clone"})
         child.send({"id": "s", "type": "get_state"})
         server.release.set()
@@ -926,13 +934,7 @@ def test_abort_is_read_while_a_command_waits_for_navigate_tree(rpc, tmp_path):
     the abort is read at once and stops the summary, instead of waiting behind the clone until
     the summary has been written; the clone then answers, after the navigation."""
     with ScriptedServer([answer("first"), answer("second"), stalled("the summary")]) as server:
-        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"))
-        for text in ("one", "two"):
-            child.call({"type": "prompt", "message": text})
-            child.read_until(is_type("agent_end"))
-        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
-        child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
-        assert server.body_started.wait(WAIT)  # the branch summary is being written
+        child = navigating(rpc, server, tmp_path)
         child.send({"id": "c", "type": "clone"})
         child.send({"id": "a", "type": "abort"})
         lines = child.read_until(lambda o: o.get("id") == "a")  # the server is never released
