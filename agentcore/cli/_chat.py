@@ -168,6 +168,7 @@ class Chat:
         from ..session import SessionError
 
         new: List[Any] = []
+        clean = False  # the turn ended with a good answer: every message was recorded
         try:
             if self.approver is not None:
                 self.approver.settle(self.agent, [])  # calls a resumed session left waiting
@@ -185,13 +186,16 @@ class Chat:
             raise self._unsaved(str(exc)) from exc
         else:
             self.status = run_outcome(new)
-        if self._lost_messages():
+            clean = self.status == 0
+        if not clean and self._lost_messages():
             raise self._unsaved(_failure_of(new))
 
     def _lost_messages(self) -> bool:
         """True when the transcript holds messages the session does not: a session write failed
         during the turn. The agent fails such a run and records that failure when it still can (a
-        short entry may fit where a long one did not), so the run alone raises nothing."""
+        short entry may fit where a long one did not), so the run alone raises nothing. Asked only
+        after a turn that failed or was interrupted: a write failure always fails the run, and
+        this rebuilds the session's context."""
         session = self.session
         return session is not None and len(self.agent.messages) > len(session.build_context().messages)
 
