@@ -1712,8 +1712,10 @@ def test_a_bare_model_id_of_several_providers_means_the_one_with_credentials(mon
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model, stream_fn = resolve_model("gpt-4o")
     assert (model.provider, model.id, stream_fn) == ("openai", "gpt-4o", None)
-    model, _ = resolve_model("gpt-4o", "http://127.0.0.1:9/v1")  # --base-url still points it elsewhere
-    assert model.provider == "openai" and model.base_url == "http://127.0.0.1:9/v1"
+    # with --base-url it stays a local server's model (llama.cpp or LiteLLM serving "gpt-4o"):
+    # never the cloud provider's, whose key would go to that server
+    model, _ = resolve_model("gpt-4o", "http://127.0.0.1:9/v1")
+    assert (model.provider, model.api, model.base_url) == ("local", "openai-completions", "http://127.0.0.1:9/v1")
 
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-test")
     with pytest.raises(UsageError, match=r"credentials for \(azure-openai-responses, openai\)"):

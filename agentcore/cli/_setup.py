@@ -217,16 +217,12 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[A
     try:
         model = copy.deepcopy(get_model(ref))
     except UnknownModelError:
-        if "/" not in ref:
-            offered = [m for m in models() if m.id == ref]
-            if len(offered) > 1:  # a bare id of several providers: the one with credentials
-                model = copy.deepcopy(_configured_choice(ref, offered))
-                if base_url:
-                    model.base_url = base_url.rstrip("/")
-                return model, None
-        if not base_url:
-            raise UsageError(_unknown_model(ref)) from None
-        return local_model(ref, base_url), None
+        if base_url:  # a local server's model (one that serves "gpt-4o" too): no cloud key sent
+            return local_model(ref, base_url), None
+        offered = [m for m in models() if m.id == ref] if "/" not in ref else []
+        if len(offered) > 1:  # a bare id of several providers: the one with credentials
+            return copy.deepcopy(_configured_choice(ref, offered)), None
+        raise UsageError(_unknown_model(ref)) from None
     if base_url:
         model.base_url = base_url.rstrip("/")
     return model, None
