@@ -949,3 +949,69 @@ def test_abort_is_read_while_a_command_waits_for_navigate_tree(rpc, tmp_path):
     assert responses["n"]["success"] is False and "abort" in responses["n"]["error"].lower()
     assert responses["c"]["success"] is True
     assert child.close().returncode == 0
+
+
+ABORT_BEFORE_NAVIGATION_BEGINS = """
+import threading
+from agentcore.agent import Agent
+from agentcore.cli import _rpc_commands
+
+handled = threading.Event()
+real_settle, real_navigate = _rpc_commands.settle, Agent.navigate_tree
+
+def settle(server):
+    real_settle(server)
+    handled.set()
+
+def navigate_tree(self, *args, **options):
+    assert handled.wait(30), "the abort was never handled"
+    return real_navigate(self, *args, **options)
+
+_rpc_commands.settle, Agent.navigate_tree = settle, navigate_tree
+"""
+
+
+def test_an_abort_read_before_navigate_tree_began_still_stops_its_summary(rpc, tmp_path):
+    """``navigate_tree`` then ``abort`` at once: the abort can be handled while the navigation's
+    worker has not yet made the agent busy (it first waits for the run before it to settle), when
+    ``agent.abort()`` finds nothing to abort. The abort used to be lost: the summary was written
+    and the branch moved. (The child's setup holds the navigation until the abort was handled.)"""
+    with ScriptedServer([answer("first"), answer("second"), answer("the summary")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"), setup=ABORT_BEFORE_NAVIGATION_BEGINS)
+        for text in ("one", "two"):
+            child.call({"type": "prompt", "message": text})
+            child.read_until(is_type("agent_end"))
+        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+        leaf = child.call({"type": "get_state"})["data"]["leafId"]
+        child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
+        child.send({"id": "a", "type": "abort"})
+        lines = child.read_until(lambda o: o.get("id") == "n")
+        state = child.call({"type": "get_state"})["data"]
+    navigated = lines[-1]
+    assert navigated["success"] is False and "abort" in navigated["error"].lower()
+    assert state["leafId"] == leaf  # nothing moved, no summary written
+    assert len(server.requests) == 2  # the summary request was never sent
+    assert child.close().returncode == 0
+
+
+def test_sigterm_answers_the_commands_waiting_in_line_and_runs_none(rpc, tmp_path):
+    """SIGTERM while ``clone`` and ``get_messages`` wait for a ``navigate_tree``: the navigation is
+    aborted and neither waiting command runs (a clone used to run during the shutdown, leaving a
+    new session file behind, while stderr said the waiting commands were not run); each gets an
+    error response, so a client waiting on its id is answered."""
+    with ScriptedServer([answer("first"), answer("second"), stalled("the summary")]) as server:
+        child = navigating(rpc, server, tmp_path)
+        child.send({"id": "c", "type": "clone"})
+        child.send({"id": "g", "type": "get_messages"})
+        child.call({"type": "abort_bash"})  # answered at once: the two before it are in line now
+        child.proc.send_signal(signal.SIGTERM)
+        done = child.close()
+        server.release.set()
+    assert done.returncode == 0, done.stderr
+    responses = {o["id"]: o for o in child.seen if o["type"] == "response" and o.get("id") in ("n", "c", "g")}
+    assert responses["n"]["success"] is False
+    for waiting in ("c", "g"):
+        assert responses[waiting]["success"] is False
+        assert "not run, the server shut down" in responses[waiting]["error"]
+    assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").rglob("*.jsonl"))
+    assert "2 command(s) waiting in line were not run" in done.stderr

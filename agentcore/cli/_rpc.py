@@ -179,6 +179,9 @@ class RpcServer:
         # an abort arrived after the latest compact was dispatched: the compaction_start event
         # aborts it (an abort read before the compaction made the agent busy would be lost)
         self.abort_requested = False
+        # the abort of the busy command in progress, made at its dispatch (so an abort read before
+        # its work began is not lost): navigate_tree passes its signal to the agent
+        self.busy_abort: Optional[Any] = None
         self.bash: Any = None  # the running `bash` command's process
         self.bash_cancelled = False
         self.bash_lock = threading.Lock()
@@ -361,8 +364,11 @@ class RpcServer:
             if self.busy_with is not None:
                 self.out.send(response(kind, request_id, error=f"{kind}: the agent is busy ({self.busy_with})"))
                 return
+            from ..signals import AbortController
+
             self.busy_with = kind  # here, on the reader thread: a prompt read next is queued or refused
             self.abort_requested = False
+            self.busy_abort = AbortController()
         if spec.slow:
             worker = threading.Thread(
                 target=self._run, args=(spec, command, kind, request_id), name=f"rpc-{kind}", daemon=True
@@ -400,20 +406,33 @@ class RpcServer:
         while True:
             with self._line_lock:
                 if not self._line or self._closing:
-                    if self._line:
-                        self.note(f"shutting down: {len(self._line)} command(s) waiting in line were not run")
-                        self._line.clear()
+                    self._drop_line()
                     self._line_worker = None
                     return
-                command = self._line.popleft()
+                command = self._line[0]
             spec = self.commands[command["type"]]
             running = self.busy_worker
             if running is not None and running[0] in spec.after:
                 running[1].join()
+            with self._line_lock:
+                if self._closing:  # SIGTERM while it waited: it is not run either
+                    continue
+                self._line.popleft()
             try:
                 self._dispatch(command, spec)
             except Exception as exc:  # noqa: BLE001 - answered, and the line goes on
                 self.out.send(response(command["type"], command.get("id"), error=describe_exception(exc)))
+
+    def _drop_line(self) -> None:  # with _line_lock held
+        """Shutting down: answer what still waits in line with an error, and run none of it."""
+        if not self._line:
+            return
+        self.note(f"shutting down: {len(self._line)} command(s) waiting in line were not run")
+        while self._line:
+            command = self._line.popleft()
+            self.out.send(
+                response(command["type"], command.get("id"), error=f"{command['type']}: not run, the server shut down")
+            )
 
     def _run(self, spec: Any, command: Dict[str, Any], kind: str, request_id: Any) -> None:
         error: Optional[str] = None
@@ -426,6 +445,7 @@ class RpcServer:
         finally:
             if spec.busy:  # before the response: a command sent on reading it must not see "busy"
                 self.busy_with = None
+                self.busy_abort = None
         if error is not None:
             self.out.send(response(kind, request_id, error=error))
             return

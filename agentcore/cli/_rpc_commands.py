@@ -148,8 +148,12 @@ def cmd_follow_up(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def cmd_abort(server: RpcServer, command: Dict[str, Any]) -> Any:
-    """Abort the run (or compaction) and answer once it has ended (its agent_end came first)."""
+    """Abort the run (or compaction, or tree summary) and answer once it has ended (its agent_end
+    came first)."""
     server.abort_requested = True
+    busy = server.busy_abort
+    if busy is not None:  # a navigate_tree dispatched but perhaps not begun yet
+        busy.abort("agentcore rpc: abort")
     settle(server)
 
 

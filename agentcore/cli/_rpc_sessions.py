@@ -380,6 +380,8 @@ def cmd_navigate_tree(server: RpcServer, command: Dict[str, Any]) -> Any:
         options["replace_instructions"] = command["replaceInstructions"]
     if command.get("label") is not None:
         options["label"] = command["label"]
+    if server.busy_abort is not None:  # an abort read before the agent became busy still stops it
+        options["signal"] = server.busy_abort.signal
     try:
         result = server.agent.navigate_tree(command.get("targetId"), bool(command.get("summarize")), **options)
     except (SessionError, CompactionError, RuntimeError) as exc:
