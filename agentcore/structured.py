@@ -43,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ._errors import PicklableError
 from ._toolschema import is_pydantic_model, to_python, type_schema
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
 from .types import TextContent, ToolCall, UserMessage
@@ -67,7 +68,7 @@ _NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]+")
 _FENCE = re.compile(r"^```[A-Za-z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
-class OutputValidationError(ValueError):
+class OutputValidationError(PicklableError, ValueError):
     """The model's answer did not validate after the retries.
 
     ``errors``: the validation errors of the last answer (``"<path>: <message>"`` strings);
@@ -83,7 +84,7 @@ class OutputValidationError(ValueError):
         super().__init__(f"the answer did not match the output type after {attempts} attempt(s): {shown}")
 
 
-class AskError(RuntimeError):
+class AskError(PicklableError, RuntimeError):
     """An ``ask`` run ended without an answer: aborted, failed, or stopped by a hook.
 
     ``stop_reason`` is the last assistant message's stop reason (``"aborted"``, ``"error"``, ...).

@@ -28,6 +28,7 @@ import threading
 import time
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple
 
+from .._errors import PicklableError
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._process import ShellProcess
@@ -38,7 +39,7 @@ __all__ = ["BashError", "create_bash_tool", "DEFAULT_TIMEOUT"]
 DEFAULT_TIMEOUT = 180.0
 
 
-class BashError(RuntimeError):
+class BashError(PicklableError, RuntimeError):
     """A command failed: ``reason`` is ``"exit"``, ``"timeout"`` or ``"aborted"``.
 
     ``str(error)`` is what the model sees (output, then the status line); ``exit_code`` (None when

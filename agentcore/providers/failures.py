@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
+from .._errors import PicklableError
 from .._safe import ambiguous_userinfo
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Diagnostic, now_ms
@@ -36,7 +37,7 @@ __all__ = [
 ABORTED_MESSAGE = "Request was aborted"
 
 
-class MissingApiKeyError(Exception):
+class MissingApiKeyError(PicklableError, Exception):
     """No API key for a provider that needs one. The message names the variable to set."""
 
     def __init__(self, provider: str, env_vars: Tuple[str, ...] = ()) -> None:
@@ -46,7 +47,7 @@ class MissingApiKeyError(Exception):
         self.env_vars = env_vars
 
 
-class ProviderError(Exception):
+class ProviderError(PicklableError, Exception):
     """A failure reported by the provider inside the stream (error event, bad stop reason...).
 
     ``retryable`` marks a transient failure the server reported in the stream (overloaded, rate

@@ -36,6 +36,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from .._errors import PicklableError
 from ..hookspecs import hookimpl
 from ..types import Model
 
@@ -52,7 +53,7 @@ _PROVIDER_KEYS = frozenset({"api", "baseUrl", "headers", "compat", "models"})
 _INPUTS = frozenset({"text", "image"})
 
 
-class UserModelsError(ValueError):
+class UserModelsError(PicklableError, ValueError):
     """The user's models file is malformed; the message names the file and the entry."""
 
     def __init__(self, path: Path, message: str) -> None:

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .._errors import PicklableError
 from .._safe import describe_exception, exception_message
 from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage
 from .compaction_prompts import (
@@ -76,7 +77,7 @@ _CUT_ROLES = frozenset(
 _TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
 
 
-class CompactionError(Exception):
+class CompactionError(PicklableError, Exception):
     """Compaction could not be done. ``code``: ``aborted``, ``cancelled`` (by a
     ``before_compaction`` hook), ``summarization_failed``, ``invalid_session``,
     ``nothing_to_compact``, ``already_compacted``.

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .._errors import PicklableError
+
 __all__ = ["SessionError", "SessionLockedError"]
 
 
-class SessionError(Exception):
+class SessionError(PicklableError, Exception):
     """A session operation failed. ``code`` says why; ``path``/``line`` locate file problems."""
 
     def __init__(self, code: str, message: str, *, path: Optional[str] = None, line: Optional[int] = None) -> None:

@@ -67,6 +67,9 @@ class SchemaTooNewError(Exception):
         )
         self.version = version
 
+    def __reduce__(self) -> Any:  # pickled as what it was made from (the default passes the message)
+        return (type(self), (self.version,))
+
 
 def schema_version(conn: Any) -> Optional[int]:
     """The tables' version, or None when there are none (no ``agentcore_schema_version`` table)."""
