@@ -18,8 +18,19 @@ __all__ = ["ManyProgress", "make_reporter"]
 
 @dataclass(frozen=True)
 class ManyProgress:
-    """One moment of a ``run_many`` call. Tokens and cost count finished tasks only (a worker
-    reports usage with its result); ``rate`` is finished tasks per second since the start."""
+    """One moment of a ``run_many`` call.
+
+    A task counts as ``done`` or ``failed`` as soon as it completes (``run_many``'s scheduler
+    thread has its result), whether or not the loop iterating ``run_many`` has received that
+    result yet, so a slow consumer does not make finished tasks look pending; ``running`` counts
+    the tasks started and not completed (on Dask, every task submitted and not completed: its
+    futures do not tell when they start); ``pending`` the rest. Tokens and cost sum the
+    ``TaskResult.usage`` of the completed tasks (a worker reports usage with its result),
+    compaction summaries included. ``rate`` is completed tasks per second since the start.
+    Snapshots are made and passed to the ``progress`` callable on the iterating thread only,
+    while it waits for the next result (at least every quarter second) and before each result is
+    yielded.
+    """
 
     total: int
     done: int
@@ -31,6 +42,9 @@ class ManyProgress:
     elapsed: float
     finished: bool = False
     #: the call was interrupted (Ctrl+C, or the iterator closed): ``pending`` tasks never finished
+    #: (never started, cancelled, or aborted by the interruption: a re-run runs them again; what
+    #: an aborted one was billed is in the tokens and cost); tasks that completed before it,
+    #: their results consumed or not, are ``done`` or ``failed``
     interrupted: bool = False
 
     @property

@@ -38,7 +38,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .types import Usage
+from .types import Usage, add_usage
 
 __all__ = ["TaskResult", "TaskError", "run_task", "open_session_url", "LocalRuns", "Lineup", "attempt_key", "MARKER"]
 
@@ -48,13 +48,29 @@ MARKER = "agentcore.run_many"
 @dataclass
 class TaskResult:
     """The outcome of one task: the run's new ``messages`` (empty when it failed before running),
-    ``error`` (None on success; an exception otherwise, always picklable) and the summed ``usage``
-    of the run's assistant messages."""
+    ``error`` (None on success; an exception otherwise, always picklable) and ``usage``, what the
+    task's model requests were billed: the summed usage of the run's assistant messages plus
+    ``summary_usage``.
+
+    ``summary_usage`` is the part of ``usage`` spent on compaction summaries: the summed ``usage``
+    of the ``compaction_end`` events of the task's run (automatic compactions on the threshold or
+    an overflow, failed and aborted ones included: their answered requests were billed although
+    nothing was stored). A result recorded by an earlier attempt (a re-run that skips a finished
+    task) counts the compactions stored in that attempt; a failed compaction stores nothing, so
+    it is not in a recorded result. Tool results' usage (a sub-agent's) is in neither: the
+    sub-agent's own session records it."""
 
     task: Any
     messages: List[Any] = field(default_factory=list)
     error: Optional[BaseException] = None
     usage: Usage = field(default_factory=Usage)
+    summary_usage: Usage = field(default_factory=Usage)
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        # a result pickled by a worker with an older agentcore (a Dask cluster upgraded client
+        # first) has no ``summary_usage``: it reported none
+        self.__dict__.update(state)
+        self.__dict__.setdefault("summary_usage", Usage())
 
     @property
     def ok(self) -> bool:
@@ -132,6 +148,7 @@ def attempt_key(task: Any) -> Dict[str, Any]:
 class _Resume:
     attempt: int = 1
     recorded: Optional[List[Any]] = None  # the messages of a finished attempt, to return as they are
+    summaries: Usage = field(default_factory=Usage)  # the usage of that attempt's stored compactions
 
 
 @dataclass
@@ -139,6 +156,7 @@ class _Attempt:
     start: Any  # the ``start`` entry
     end: Optional[Dict[str, Any]] = None  # the data of its ``end`` entry
     messages: List[Any] = field(default_factory=list)  # recorded between the two
+    summaries: Usage = field(default_factory=Usage)  # the usage of the compactions stored between them
 
 
 def _resume_point(session: Any, lineup: Lineup) -> _Resume:
@@ -148,7 +166,7 @@ def _resume_point(session: Any, lineup: Lineup) -> _Resume:
         return _Resume(1)
     number = int(own.start.data.get("attempt", 0))
     if own.end is not None and own.end.get("ok"):
-        return _Resume(number, recorded=own.messages)
+        return _Resume(number, recorded=own.messages, summaries=own.summaries)
     session.move_to(own.start.parent_id)
     return _Resume(number + 1)
 
@@ -176,6 +194,8 @@ def _attempts(session: Any) -> List[_Attempt]:
                 last.end = data
         elif last is not None and last.end is None and getattr(entry, "type", None) == "message":
             last.messages.append(entry.message)
+        elif last is not None and last.end is None and getattr(entry, "type", None) == "compaction":
+            add_usage(last.summaries, getattr(entry, "usage", None))
     return attempts
 
 
@@ -203,24 +223,26 @@ def _jsonable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
 
 
-def sum_usage(messages: List[Any]) -> Usage:
+def sum_usage(messages: List[Any], summaries: Optional[Usage] = None) -> Usage:
+    """The usage of the assistant ``messages``, plus ``summaries`` (a compaction's) when given."""
     total = Usage()
     for message in messages:
-        usage = getattr(message, "usage", None)
-        if getattr(message, "role", None) != "assistant" or usage is None:
-            continue
-        total.input += usage.input
-        total.output += usage.output
-        total.cache_read += usage.cache_read
-        total.cache_write += usage.cache_write
-        total.total_tokens += usage.total_tokens
-        cost = total.cost
-        cost.input += usage.cost.input
-        cost.output += usage.cost.output
-        cost.cache_read += usage.cost.cache_read
-        cost.cache_write += usage.cost.cache_write
-        cost.total += usage.cost.total
+        if getattr(message, "role", None) == "assistant":
+            add_usage(total, getattr(message, "usage", None))
+    if summaries is not None:
+        add_usage(total, summaries)
     return total
+
+
+class _SummaryUsage:
+    """A listener summing the ``usage`` of the ``compaction_end`` events it receives."""
+
+    def __init__(self) -> None:
+        self.total = Usage()
+
+    def __call__(self, event: Any) -> None:
+        if getattr(event, "type", None) == "compaction_end":
+            add_usage(self.total, getattr(event, "usage", None))
 
 
 def _portable(error: BaseException) -> BaseException:
@@ -243,21 +265,25 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
         return TaskResult(task, error=TaskAborted("cancelled before it started"))
     session = None
     messages: List[Any] = []
+    summaries = _SummaryUsage()  # the compactions of the run, failed ones included
     try:
         if task.session is not None:
             session = open_session_url(task.session)
         key = attempt_key(task)
         resume = _resume_point(session, lineup or Lineup((key,))) if session is not None else _Resume(1)
         if resume.recorded is not None:
-            return TaskResult(task, resume.recorded, None, sum_usage(resume.recorded))
+            recorded = resume.recorded
+            return TaskResult(task, recorded, None, sum_usage(recorded, resume.summaries), resume.summaries)
         agent = task.spec.build(session=session)
         if local is not None and not local.add(agent):
             return TaskResult(task, error=TaskAborted("cancelled before it started"))
         if session is not None:
             session.append_custom(MARKER, {"event": "start", **key, "attempt": resume.attempt})
+        unsubscribe = agent.subscribe(summaries)
         try:
             messages = list(agent.prompt(task.prompt) or [])
         finally:
+            unsubscribe()
             if local is not None:
                 local.remove(agent)
         error = _run_error(messages)
@@ -265,9 +291,9 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
             session.append_custom(
                 MARKER, {"event": "end", "task": _jsonable(task.id), "token": task._token, "ok": error is None}
             )
-        return TaskResult(task, messages, error, sum_usage(messages))
+        return TaskResult(task, messages, error, sum_usage(messages, summaries.total), summaries.total)
     except Exception as exc:
-        return TaskResult(task, messages, _portable(exc), sum_usage(messages))
+        return TaskResult(task, messages, _portable(exc), sum_usage(messages, summaries.total), summaries.total)
     finally:
         if session is not None:
             try:

@@ -124,7 +124,7 @@ def _run(
     )
     local = LocalRuns() if isinstance(pool, ThreadPoolExecutor) else None
     counts = _Counts(len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)))
-    scheduler = _Scheduler(pool, tasks, local)
+    scheduler = _Scheduler(pool, tasks, local, counts)
     settled = True
     try:
         scheduler.start()
@@ -132,15 +132,15 @@ def _run(
         for _ in tasks:  # every task finishes exactly once: completed, or refused by the executor
             result = scheduler.next_result(_TICK)
             while result is None:
-                _emit(report, counts.snapshot(scheduler.in_flight()))
+                _emit(report, scheduler.progress())
                 result = scheduler.next_result(_TICK)
-            counts.add(result)
-            _emit(report, counts.snapshot(scheduler.in_flight()))
+            _emit(report, scheduler.progress())
             yield result
-        _emit(report, counts.snapshot([], finished=True))
+        _emit(report, scheduler.progress(finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
         settled = _cancel(scheduler.stop(), local)
-        _emit(report, counts.snapshot([], finished=True, interrupted=True))
+        scheduler.close()  # counts the completions queued until now: the last snapshot is final
+        _emit(report, scheduler.progress(finished=True, interrupted=True))
         raise
     finally:
         scheduler.close()
@@ -157,14 +157,18 @@ class _Scheduler:
     could stall the thread that completes futures; so it only queues the future (``_completed``)
     for this scheduler's thread, which turns it into a result for :meth:`next_result`, then
     submits the next task on its session. ``_lock`` guards what both threads touch: the futures
-    in flight and ``_stopped``, checked in the same hold as a submission so that nothing is
-    submitted after :meth:`stop`.
+    in flight, ``_stopped`` (checked in the same hold as a submission so that nothing is
+    submitted after :meth:`stop`) and the progress counts (:class:`_Counts`), which this thread
+    updates as it completes a task, in the same hold as it takes the task's future out of
+    flight, so that a snapshot (:meth:`progress`, on the iterating thread) counts every task
+    once, whether or not the consumer has its result yet.
     """
 
-    def __init__(self, pool: Executor, tasks: List[AgentTask], local: Optional[LocalRuns]) -> None:
+    def __init__(self, pool: Executor, tasks: List[AgentTask], local: Optional[LocalRuns], counts: _Counts) -> None:
         self._pool = pool
         self._tasks = tasks
         self._local = local
+        self._counts = counts
         self._plan = _plan(tasks)
         self._lock = threading.Lock()
         self._in_flight: Dict[Future[Any], int] = {}  # submitted and not yet completed: the task's index
@@ -191,9 +195,10 @@ class _Scheduler:
             raise RuntimeError("run_many: the thread submitting the tasks failed") from result
         return result
 
-    def in_flight(self) -> List[Future[Any]]:
+    def progress(self, finished: bool = False, interrupted: bool = False) -> ManyProgress:
+        """A snapshot of the counts: the tasks completed so far, and those running."""
         with self._lock:
-            return list(self._in_flight)
+            return self._counts.snapshot(list(self._in_flight), finished, interrupted)
 
     def stop(self) -> List[Future[Any]]:
         """Submit nothing more; return the futures still in flight (to cancel)."""
@@ -223,19 +228,24 @@ class _Scheduler:
             self._results.put(exc)
 
     def _complete(self, future: Future[Any]) -> None:
-        """Submit the task after ``future``'s on its session, then hand over ``future``'s result and
-        those of the tasks the executor refused: once the consumer has a task's result, the next
-        task on its session is submitted (or failed), unless the call was stopped."""
+        """Submit the task after ``future``'s on its session, count ``future``'s result and those
+        of the tasks the executor refused, then hand them over: once the consumer has a task's
+        result, the next task on its session is submitted (or failed), unless the call was
+        stopped."""
         with self._lock:
-            index = self._in_flight.pop(future)
+            index = self._in_flight[future]
         task = self._tasks[index]
         try:
             result = _result_of(future, task)
         except Exception as exc:  # the task's outcome is lost, not its place in the results
             result = TaskResult(task, error=_portable(exc))
-        refused = self._start_next(index)
-        for finished in [result, *refused]:
-            self._results.put(finished)
+        finished = [result, *self._start_next(index)]
+        with self._lock:
+            del self._in_flight[future]
+            for outcome in finished:
+                self._counts.add(outcome, self._stopped)
+        for outcome in finished:
+            self._results.put(outcome)
 
     def _start_next(self, index: int) -> List[TaskResult]:
         """Submit the task that continues ``index``'s session; one the executor refuses (a broken
@@ -320,6 +330,8 @@ def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:
 
 
 class _Counts:
+    """The figures of :class:`ManyProgress`, kept by the scheduler thread (with its lock held)."""
+
     def __init__(self, total: int, start: float, reports_running: bool) -> None:
         self.total = total
         self.reports_running = reports_running
@@ -328,21 +340,26 @@ class _Counts:
         self.input_tokens = self.output_tokens = 0
         self.cost = 0.0
 
-    def add(self, result: TaskResult) -> None:
+    def add(self, result: TaskResult, stopped: bool) -> None:
+        """Count a completed task. After the call was ``stopped``, a task the stop aborted or
+        cancelled (:class:`TaskAborted`) did not finish: it stays out of ``done`` and ``failed``
+        (a re-run runs it again), though what it was billed counts."""
         if result.error is None:
             self.done += 1
-        else:
+        elif not (stopped and isinstance(result.error, TaskAborted)):
             self.failed += 1
         self.input_tokens += result.usage.input
         self.output_tokens += result.usage.output
         self.cost += result.usage.cost.total
 
     def snapshot(
-        self, pending: Collection[Future[Any]], finished: bool = False, interrupted: bool = False
+        self, in_flight: Collection[Future[Any]], finished: bool = False, interrupted: bool = False
     ) -> ManyProgress:
-        # Futures of a thread or process pool say when they run; Dask's never do (they go from
-        # pending to done), so there "running" counts every task in flight.
-        running = sum(1 for f in pending if (f.running() if self.reports_running else not f.done()))
+        # A task in flight runs from its start until the scheduler thread counts its completion
+        # (its future may be done a moment before). Futures of a thread or process pool say when
+        # they start; Dask's never do (they go from pending to done), so there "running" counts
+        # every task in flight.
+        running = sum(1 for f in in_flight if f.running() or f.done()) if self.reports_running else len(in_flight)
         return ManyProgress(
             self.total,
             self.done,

@@ -8,7 +8,9 @@ The tool takes ``{"task": str}``, prompts the sub-agent with the task and return
   ``keep_history=True`` every call prompts the template agent itself, one call at a time (a lock
   serialises them), so the history carries over.
 * Usage: the tokens and cost of every sub-agent response (and of its own tool results, nested
-  sub-agents included) are summed into the tool result's ``usage``.
+  sub-agents included) and of its compactions' summary requests (the ``usage`` of its
+  ``compaction_end`` events, a failed compaction's too) are summed into the tool result's
+  ``usage``.
 * Events: every event of the sub-agent's run reaches the parent's listeners as a
   ``tool_execution_update`` whose ``partial_result`` is an ``AgentToolResult`` with the text so
   far and ``details={"subagent": name, "event": event}``.
@@ -26,13 +28,14 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import os
 import re
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 from .tools import AgentTool, AgentToolResult
-from .types import TextContent, Usage, UsageCost
+from .types import TextContent, Usage, add_usage
 
 __all__ = ["subagent_tool", "TASK_PARAMETERS"]
 
@@ -72,8 +75,9 @@ class _SubAgent:
             else:
                 session = _child_session(parent, self.name, tool_call_id)
                 agent, link = _fresh_agent(self.template, session), _session_link(session)
+            summaries: List[Any] = []
             try:
-                messages = _run(agent, task, signal, self._updates(on_update))
+                messages = _run(agent, task, signal, self._updates(on_update), summaries)
             finally:
                 if not self.keep_history and agent.session is not None:
                     agent.session.close()
@@ -81,7 +85,9 @@ class _SubAgent:
         if link is not None:
             details["session"] = link
         return AgentToolResult(
-            content=[TextContent(_final_text(self.name, agent, messages))], details=details, usage=total_usage(messages)
+            content=[TextContent(_final_text(self.name, agent, messages))],
+            details=details,
+            usage=total_usage(messages, summaries),
         )
 
     def _updates(self, on_update: Any) -> Any:
@@ -98,8 +104,9 @@ class _SubAgent:
         return forward
 
 
-def _run(agent: Any, task: str, signal: Any, forward: Any) -> List[Any]:
-    """Prompt ``agent`` with ``task`` on this (tool) thread; return the run's messages.
+def _run(agent: Any, task: str, signal: Any, forward: Any, summaries: List[Any]) -> List[Any]:
+    """Prompt ``agent`` with ``task`` on this (tool) thread; return the run's messages, and append
+    to ``summaries`` the ``usage`` of its compactions (their ``compaction_end`` events).
 
     The messages are collected from ``message_end`` events, so a compaction that rewrites the
     transcript meanwhile does not confuse them. The parent's ``signal`` aborts the run, also when it
@@ -109,6 +116,8 @@ def _run(agent: Any, task: str, signal: Any, forward: Any) -> List[Any]:
     def listener(event: Any) -> None:
         if event.type == "message_end":
             messages.append(event.message)
+        elif event.type == "compaction_end" and getattr(event, "usage", None) is not None:
+            summaries.append(event.usage)
         forward(event)
 
     def on_abort(reason: Any) -> None:
@@ -152,18 +161,13 @@ def _text_of(message: Any) -> str:
     return "".join(b.text for b in getattr(message, "content", ()) or () if getattr(b, "type", None) == "text")
 
 
-def total_usage(messages: List[Any]) -> Usage:
-    """The sum of the ``usage`` of ``messages`` (responses and tool results), cost included."""
+def total_usage(messages: List[Any], summaries: Iterable[Any] = ()) -> Usage:
+    """The sum of the ``usage`` of ``messages`` (responses and tool results) and of the
+    :class:`~agentcore.types.Usage` objects in ``summaries`` (compactions'), cost included."""
     total = Usage()
-    for message in messages:
-        usage = getattr(message, "usage", None)
-        if not isinstance(usage, Usage):
-            continue
-        for name in ("input", "output", "cache_read", "cache_write", "total_tokens"):
-            setattr(total, name, getattr(total, name) + (getattr(usage, name) or 0))
-        if isinstance(usage.cost, UsageCost):
-            for f in ("input", "output", "cache_read", "cache_write", "total"):
-                setattr(total.cost, f, getattr(total.cost, f) + (getattr(usage.cost, f) or 0))
+    for usage in itertools.chain((getattr(m, "usage", None) for m in messages), summaries):
+        if isinstance(usage, Usage):
+            add_usage(total, usage)
     return total
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "UnknownMessage",
     "AgentContext",
     "now_ms",
+    "add_usage",
     "content_from_dict",
     "message_from_dict",
     "message_to_dict",
@@ -481,6 +482,49 @@ class Usage(_WireMixin):
 
 
 _USAGE_KEYS = frozenset(("input", "output", "cacheRead", "cacheWrite", "totalTokens", "cost"))
+
+
+#: (attribute, wire key) of the figures :func:`add_usage` sums: tokens, then cost
+_USAGE_TOKENS = (
+    ("input", "input"),
+    ("output", "output"),
+    ("cache_read", "cacheRead"),
+    ("cache_write", "cacheWrite"),
+    ("total_tokens", "totalTokens"),
+)
+_USAGE_COSTS = (
+    ("input", "input"),
+    ("output", "output"),
+    ("cache_read", "cacheRead"),
+    ("cache_write", "cacheWrite"),
+    ("total", "total"),
+)
+
+
+def add_usage(total: Usage, usage: Any) -> Usage:
+    """Add ``usage`` to ``total`` (in place) and return ``total``: tokens and cost.
+
+    ``usage`` is a :class:`Usage` (or an object with its attributes) or its wire dict (what a
+    session entry stores). None adds nothing, and so does a figure that is not a number (a
+    recorded null cost, a hand-edited file): sums of billed usage never fail on one odd report.
+    """
+    if usage is None:
+        return total
+    if _is_mapping(usage):
+        cost = usage.get("cost")
+        tokens = [usage.get(key) for _, key in _USAGE_TOKENS]
+        costs = [cost.get(key) for _, key in _USAGE_COSTS] if _is_mapping(cost) else []
+    else:
+        cost = getattr(usage, "cost", None)
+        tokens = [getattr(usage, attr, None) for attr, _ in _USAGE_TOKENS]
+        costs = [getattr(cost, attr, None) for attr, _ in _USAGE_COSTS] if cost is not None else []
+    for (attr, _), value in zip(_USAGE_TOKENS, tokens):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            setattr(total, attr, getattr(total, attr) + value)
+    for (attr, _), value in zip(_USAGE_COSTS, costs):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            setattr(total.cost, attr, getattr(total.cost, attr) + value)
+    return total
 
 
 @dataclass

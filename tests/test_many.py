@@ -898,3 +898,139 @@ def test_a_thread_task_after_cancel_returns_aborted_without_running(spec, server
     before = server.requests
     result = run_task(add_task(spec, 1), local)
     assert isinstance(result.error, TaskAborted) and server.requests == before
+
+
+# --------------------------------------------------------------------------- what a task cost
+
+
+SUMMARY_USAGE = (1000, 100, 0.5)  # input, output, cost of one summary request
+ANSWER_USAGE = (10, 5, 0.01)
+
+
+def priced(figures: Any) -> Any:
+    from agentcore import Usage, UsageCost
+
+    inp, out, cost = figures
+    return Usage(inp, out, 0, 0, inp + out, UsageCost(input=cost / 2, output=cost / 2, total=cost))
+
+
+def compacting_task(tmp_path: Path, summary: str) -> AgentTask:
+    """A task on a session whose history is over the compaction threshold of its model's window:
+    its run compacts before its first request (the default ``CompactionSettings``). Summary
+    requests answer ``summary`` (blank: the compaction fails, billed all the same)."""
+    import uuid
+
+    from agentcore import AssistantMessage, TextContent, UserMessage
+    from agentcore.session.compaction_prompts import SUMMARIZER_SYSTEM_PROMPT
+    from agentcore.testing import ScriptedModel, text
+
+    path = tmp_path / "s.jsonl"
+    with Session.create(path) as session:
+        for i in range(4):  # ~40k tokens: over 40000 - reserve_tokens, more than keep_recent_tokens
+            session.append_message(UserMessage(f"q{i} " + "q" * 40000))
+            session.append_message(
+                AssistantMessage([TextContent(f"a{i} " + "a" * 40000)], api="scripted", provider="scripted", model="m")
+            )
+
+    def answer(context: Any) -> Any:
+        if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
+            return text(summary, usage=priced(SUMMARY_USAGE))
+        return text("done", usage=priced(ANSWER_USAGE))
+
+    model = Model(id=f"small-{uuid.uuid4().hex}", api="scripted", provider="scripted", context_window=40000)
+    scripted = ScriptedModel([answer] * 4, model=model)
+    return AgentTask(AgentSpec(scripted.model), "next", session=f"jsonl://{path}", id="compacting")
+
+
+def figures(usage: Any) -> Any:
+    return (usage.input, usage.output, usage.cost.total)
+
+
+@pytest.mark.parametrize("outcome", ["compacted", "failed"])
+def test_a_task_s_usage_includes_its_compaction_summaries(tmp_path, outcome):
+    """docs/many.rst "What a task cost": the summary requests of a compaction (a failed one's too)
+    are billed calls of the task."""
+    task = compacting_task(tmp_path, "## Goal\nsummary" if outcome == "compacted" else "   ")
+    snapshots: List[Any] = []
+    [result] = list(run_many([task], progress=snapshots.append))
+    assert result.ok, result.error
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        compactions = [e for e in session.get_branch() if e.type == "compaction"]
+    assert len(compactions) == (1 if outcome == "compacted" else 0)
+    (inp, out, cost), answer = SUMMARY_USAGE, ANSWER_USAGE  # one summary request: the failed one was answered
+    assert figures(result.usage) == pytest.approx((answer[0] + inp, answer[1] + out, answer[2] + cost))
+    assert figures(result.summary_usage) == pytest.approx(SUMMARY_USAGE)
+    final = snapshots[-1]
+    assert (final.input_tokens, final.output_tokens) == (result.usage.input, result.usage.output)
+    assert final.cost == pytest.approx(result.usage.cost.total)
+
+
+def test_a_recorded_result_includes_the_summaries_stored_in_its_attempt(tmp_path):
+    task = compacting_task(tmp_path, "## Goal\nsummary")
+    [first] = list(run_many([task], progress=False))
+    [again] = list(run_many([task], progress=False))  # finished: its recorded result, nothing runs
+    assert task.spec.model._scripted.calls == 2  # the summary and the answer, once
+    assert [m.text for m in again.messages] == [m.text for m in first.messages]
+    assert figures(again.usage) == pytest.approx(figures(first.usage))
+    assert figures(again.summary_usage) == pytest.approx(figures(first.summary_usage)) == SUMMARY_USAGE
+
+
+def test_a_result_from_a_worker_without_summary_usage_still_reads():
+    from agentcore import Usage
+
+    result = TaskResult("task", usage=priced(ANSWER_USAGE))
+    del result.summary_usage  # what an older worker pickles
+    back = pickle.loads(pickle.dumps(result))
+    assert back.summary_usage == Usage() and figures(back.usage) == pytest.approx(ANSWER_USAGE)
+
+
+# --------------------------------------------------------------------------- progress counts completion
+
+
+class _RecordingPool(ThreadPoolExecutor):
+    """A thread pool that keeps the futures it returns (``futures``, in submission order)."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(max_workers=workers)
+        self.futures: List[Any] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        future = super().submit(fn, *args, **kwargs)
+        self.futures.append(future)
+        return future
+
+
+def test_a_task_counts_as_done_when_it_completes_not_when_its_result_is_consumed():
+    """docs/many.rst "Progress": with a slow consumer the counts still follow the tasks, so the
+    interrupted line names only what did not finish (what a re-run would run again)."""
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    helpers.STARTED.clear()
+    helpers.RELEASE.clear()
+    go = threading.Event()
+
+    def slow(context: Any) -> Any:
+        assert go.wait(10)
+        return text("b")
+
+    fast, held = ScriptedModel([text("a")]), ScriptedModel([slow])
+    blocked = ScriptedModel([tool_call("many_block", {"note": "c"}), text("never")])
+    tasks = [
+        AgentTask(AgentSpec(fast.model), "a", id="a"),
+        AgentTask(AgentSpec(held.model), "b", id="b"),
+        AgentTask(AgentSpec(blocked.model, tools=("_many_helpers:many_block",)), "c", id="c"),
+    ]
+    snapshots: List[Any] = []
+    with _RecordingPool(3) as pool:
+        results = run_many(tasks, executor=pool, progress=snapshots.append)
+        completed = threading.Event()
+        first = next(results)
+        assert first.task.id == "a"
+        # run_many's own done-callback was added first, so it has run when this one runs
+        pool.futures[1].add_done_callback(lambda future: completed.set())
+        go.set()
+        assert completed.wait(10) and helpers.STARTED.wait(10)
+        results.close()  # the consumer never asked for b's result: b completed all the same
+    final = snapshots[-1]
+    assert final.interrupted and (final.done, final.failed, final.running, final.pending) == (2, 0, 0, 1)
+    assert final.line().endswith("interrupted: 1 not finished")

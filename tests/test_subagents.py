@@ -196,3 +196,42 @@ def test_a_sub_agent_that_would_pause_for_approval_is_an_error():
     parent.prompt("go")
     result = _results(parent)["h"]
     assert result.is_error and "paused for approval of rm" in result.content[0].text
+
+
+def _compacting_worker(summary):
+    """A sub-agent whose transcript is over its compaction threshold: every call compacts before
+    its first request. Summary requests answer ``summary`` (blank: the compaction fails, billed
+    all the same) with usage ``_usage(100, 1.0)``; the task's answer has ``_usage(5, 0.25)``."""
+    from agentcore import AssistantMessage, CompactionSettings, Model, TextContent, UserMessage
+    from agentcore.session.compaction_prompts import SUMMARIZER_SYSTEM_PROMPT
+
+    def answer(context):
+        if context.system_prompt == SUMMARIZER_SYSTEM_PROMPT:
+            return text(summary, usage=_usage(100, 1.0))
+        return text("done", usage=_usage(5, 0.25))
+
+    worker = ScriptedModel([answer] * 4)
+    model = Model(id=worker.model.id, api="scripted", provider="scripted", context_window=4000)
+    history = []
+    for i in range(6):
+        history.append(UserMessage(f"q{i} " + "q" * 2000))
+        history.append(AssistantMessage([TextContent(f"a{i} " + "a" * 2000)], api="scripted", provider="scripted"))
+    sub = Agent(
+        model=model,
+        stream_fn=worker.stream_fn,
+        messages=history,
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
+    return sub, worker
+
+
+@pytest.mark.parametrize("outcome", ["compacted", "failed"])
+def test_usage_includes_the_sub_agent_s_compaction_summaries(outcome):
+    sub, worker = _compacting_worker("## Goal\nsummary" if outcome == "compacted" else "   ")
+    parent, _ = _parent([response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"))
+    parent.prompt("go")
+    result = _results(parent)["h"]
+    assert not result.is_error, result.content
+    assert worker.calls == 2  # one summary request, one answer
+    assert (result.usage.input, result.usage.output) == (105, 105)
+    assert result.usage.cost.total == pytest.approx(2 * (1.0 + 0.25))

@@ -395,3 +395,16 @@ def test_model_thinking_level_map_round_trips_with_null_levels():  # issue 17: M
     model = Model.from_dict(data)
     assert model.thinking_level_map == {"off": None, "minimal": None, "low": "low", "xhigh": "max"}
     assert model.to_dict() == data
+
+
+def test_add_usage_sums_reports_and_wire_dicts_and_skips_what_is_not_a_number():
+    from agentcore.types import add_usage
+
+    total = Usage(1, 2, 3, 4, 10, UsageCost(0.1, 0.2, 0.3, 0.4, 1.0))
+    assert add_usage(total, Usage(10, 20, 0, 0, 30, UsageCost(1.0, 2.0, 0, 0, 3.0))) is total
+    stored = {"input": 100, "output": 200, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 300, "cost": None}
+    add_usage(total, stored)  # a recorded null cost: the tokens count
+    add_usage(total, None)
+    add_usage(total, {"input": "7", "output": True, "totalTokens": None})  # a hand-edited file: nothing
+    assert (total.input, total.output, total.cache_read, total.cache_write, total.total_tokens) == (111, 222, 3, 4, 340)
+    assert total.cost.total == pytest.approx(4.0) and total.cost.input == pytest.approx(1.1)

@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._errors import PicklableError
 from .._safe import describe_exception, exception_message
-from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage
+from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage, add_usage
 from .compaction_prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
@@ -446,23 +446,11 @@ def _default_stream_fn() -> StreamFn:
 
 
 def _add_usage(total: Optional[Usage], usage: Any) -> Optional[Usage]:
+    """``total`` plus the summary request's ``usage`` (a new Usage when ``total`` is None: the
+    response's own is never changed); ``total`` when the request reported none."""
     if not isinstance(usage, Usage):
         return total
-    if total is None:
-        total = Usage()
-    total.input += usage.input
-    total.output += usage.output
-    total.cache_read += usage.cache_read
-    total.cache_write += usage.cache_write
-    total.total_tokens += usage.total_tokens
-    if usage.cost is None:  # a recorded null cost: the tokens still count
-        return total
-    total.cost.input += usage.cost.input
-    total.cost.output += usage.cost.output
-    total.cost.cache_read += usage.cost.cache_read
-    total.cost.cache_write += usage.cost.cache_write
-    total.cost.total += usage.cost.total
-    return total
+    return add_usage(total if total is not None else Usage(), usage)
 
 
 def hook_summary(
