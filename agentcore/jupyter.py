@@ -175,6 +175,11 @@ def _pre(text: str) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
+def _clipped(text: Any, clip: Optional[Callable[[str], str]]) -> str:
+    text = str(text or "")
+    return clip(text) if clip else text
+
+
 def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None) -> List[str]:
     parts: List[str] = []
     for block in _blocks(content):
@@ -182,7 +187,7 @@ def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None)
         if kind == "text":
             parts.append(_md_text(_field(block, "text") or ""))
         elif kind == "thinking":
-            thought = _field(block, "thinking") or ""
+            thought = _clipped(_field(block, "thinking"), clip)
             parts.append("> *thinking:* " + _md_text(thought).replace("\n", "\n> "))
         elif kind == "image":
             mime, data = _image_parts(block)
@@ -238,7 +243,8 @@ def tool_result_to_markdown(result: AgentToolResult, name: str = "tool") -> str:
 
 
 def _content_html(content: Any, clip: Optional[Callable[[str], str]] = None) -> List[str]:
-    """With ``clip`` (a message still streaming): thinking expanded, tool-call arguments clipped."""
+    """With ``clip`` (a message still streaming): thinking expanded and, as tool-call arguments,
+    clipped to its end (it is sent again with every drawing)."""
     parts: List[str] = []
     details = "<details open>" if clip else "<details>"
     for block in _blocks(content):
@@ -248,7 +254,7 @@ def _content_html(content: Any, clip: Optional[Callable[[str], str]] = None) -> 
         elif kind == "thinking":
             parts.append(
                 f"{details}<summary><i>thinking</i></summary>"
-                f'<div style="white-space: pre-wrap; color: #718096">{_esc(_field(block, "thinking") or "")}'
+                f'<div style="white-space: pre-wrap; color: #718096">{_esc(_clipped(_field(block, "thinking"), clip))}'
                 "</div></details>"
             )
         elif kind == "image":
@@ -526,6 +532,12 @@ class _Snapshot:
         self._html = html_text
         self._markdown = markdown_text
 
+    @property
+    def size(self) -> int:
+        """Characters a front end receives for it (HTML and Markdown; the plain text is about
+        the Markdown's size again)."""
+        return len(self._html) + 2 * len(self._markdown)
+
     def _repr_html_(self) -> str:
         return self._html
 
@@ -561,14 +573,21 @@ class _LiveOutput:
         self._current: Any = None  # the handle of the output to draw in next; None: not created yet
         self._sent = 0  # how many of live.messages have their own output
 
-    def draw(self) -> None:
+    def draw(self) -> int:
+        """Send what changed; returns how many characters that was (HTML and Markdown)."""
         messages = self._live.messages
+        sent = 0
         while self._sent < len(messages) and self._open():
-            self._current.update(_finished(messages[self._sent]))
+            finished = _finished(messages[self._sent])
+            self._current.update(finished)
+            sent += finished.size
             self._sent += 1
             self._current = None  # that output is finished: the next one goes below it
         if self._open():
-            self._current.update(self._live.tail_snapshot())
+            tail = self._live.tail_snapshot()
+            self._current.update(tail)
+            sent += tail.size
+        return sent
 
     def _open(self) -> bool:
         """Open an output to draw in unless one is open (False: draw at the end only). It is
@@ -594,6 +613,11 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
 
 
 _POLL = 0.05  # how long the cell's thread waits for an event at a time, so Ctrl+C is noticed
+#: characters a live view sends per second at most: a drawing of N characters waits
+#: ``N / _DRAW_BUDGET`` seconds before the next when that is longer than the throttle, so a long
+#: answer streamed for minutes is redrawn less often instead of sending its growing text ten
+#: times a second
+_DRAW_BUDGET = 200_000
 _END = object()
 
 
@@ -613,17 +637,20 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
         inbox.put(_END)
 
 
-def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], Any], throttle: float) -> None:
-    """Apply the run's events to ``live`` and ``draw`` it at most once per ``throttle`` seconds,
-    with a trailing edge: a change not yet drawn is drawn ``throttle`` after the last drawing even
-    when no event follows (a long tool call stays shown as running). The run's iterator cannot
-    wait with a timeout, so a helper thread feeds a queue; the interrupt still lands on this thread."""
+def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], int], throttle: float) -> None:
+    """Apply the run's events to ``live`` and ``draw`` it at most once per ``throttle`` seconds
+    (longer after a large drawing: see ``_DRAW_BUDGET``; ``draw`` returns the characters it
+    sent), with a trailing edge: a change not yet drawn is drawn that long after the last drawing
+    even when no event follows (a long tool call stays shown as running). The run's iterator
+    cannot wait with a timeout, so a helper thread feeds a queue; the interrupt still lands on
+    this thread."""
     inbox: queue.Queue[Any] = queue.Queue()
     threading.Thread(target=_forward, args=(events, inbox), name="agentcore-display", daemon=True).start()
     last = time.monotonic()
+    interval = throttle
     pending = False
     while True:
-        wait = max(0.0, last + throttle - time.monotonic()) if pending else _POLL
+        wait = max(0.0, last + interval - time.monotonic()) if pending else _POLL
         try:
             item = inbox.get(timeout=min(wait, _POLL))
         except queue.Empty:
@@ -636,8 +663,9 @@ def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], Any], throt
             live.apply(item)
             pending = True
         now = time.monotonic()
-        if pending and now - last >= throttle:
-            draw()
+        if pending and now - last >= interval:
+            sent = draw() or 0
+            interval = max(throttle, sent / _DRAW_BUDGET) if throttle > 0 else 0.0  # 0: every event
             last = now
             pending = False
 

@@ -552,3 +552,32 @@ def test_what_is_redrawn_while_streaming_or_running_stays_short():
     assert any("write (running)" in html and "characters above" in html for html in drawings)
     assert max(len(html) for html in drawings) < 5_000
     assert fake.view.count(body) == 1 and "written" in fake.view  # the finished messages, whole
+
+
+def test_a_long_streaming_thinking_is_redrawn_as_its_end():
+    """The thinking of the message being streamed was redrawn whole with every update, so a long
+    chain of thought cost its length again ten times a second; it is drawn as its end while it
+    streams, and whole once the message finished."""
+    thought = " ".join(f"step{n}" for n in range(8000))  # about 60 KB
+    model = ScriptedModel([thinking(thought, "the answer")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.0)
+    streaming = [html for html in _drawings(fake) if "<details open>" in html]
+    assert streaming and all(len(html) < 5_000 for html in streaming)
+    assert any("characters above" in html for html in streaming)
+    assert fake.view.count(thought) == 1  # the finished message, whole
+
+
+def test_a_long_streamed_answer_is_redrawn_less_often_as_it_grows():
+    """Each drawing of the tail sends the answer streamed so far: at a fixed ten times a second a
+    long answer cost quadratically more (a probe: 162x its size). A drawing now waits at least as
+    long as its size takes at the live view's budget, so a long answer is drawn less often."""
+    answer = " ".join(f"word{n}" for n in range(8000))  # about 70 KB, streamed for about a second
+    model = ScriptedModel([say(answer)], tokens_per_second=8000)
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.02)
+    content = len(answer.encode())
+    assert fake.view.count(answer) == 1
+    assert fake.payload < 15 * content, fake.payload / content  # a fixed 0.02 s throttle: about 50x
