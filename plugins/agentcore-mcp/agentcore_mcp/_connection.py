@@ -12,7 +12,8 @@ import asyncio
 import concurrent.futures
 import logging
 import sys
-from contextlib import AsyncExitStack
+import weakref
+from contextlib import AsyncExitStack, suppress
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import mcp_types
@@ -20,6 +21,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError as SdkMCPError
 
 from . import _stdio
+from ._listing import tolerant_tool_lists
 from ._secrets import Secrets, safe_url, watch_logs
 from .errors import MCPConnectionError, MCPServerError, MCPToolError
 
@@ -89,14 +91,24 @@ class Connection:
         self.transport_used: Optional[str] = None
         self.ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        # set by mark_dead: a caller waiting for ``ready`` gives up at once (``ready`` itself is
+        # only settled once the transport has shut the server down, which may take seconds)
+        self.stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.dead_reason: Optional[str] = None
+        self.closing = False  # the owner closed it: calls in flight say so, not "crashed"
         self._stop = asyncio.Event()  # not bound to a loop until first awaited (Python 3.10+)
-        self._on_tools_changed = on_tools_changed
+        self._task: Optional[asyncio.Task[Any]] = None
+        # weakly: the session task on the loop must not keep an abandoned MCPServer alive (its
+        # finalizer is what ends the session of a server nobody closed)
+        self._tools_changed_ref = weakref.WeakMethod(on_tools_changed)
 
     # ------------------------------------------------------------------ lifecycle (loop thread)
 
     async def run(self) -> None:
+        self._task = asyncio.current_task()
         try:
+            if self._stop.is_set():  # given up before the loop got to it
+                raise ConnectionError(self.dead_reason or "closed")
             async with AsyncExitStack() as stack:
                 await self._connect(stack)
                 if not self.ready.done():
@@ -160,7 +172,7 @@ class Connection:
 
     def _client(self, transport: Any) -> Any:
         return Client(
-            transport,
+            tolerant_tool_lists(transport, self.name, lambda: getattr(self.client, "protocol_version", None)),
             mode=self.spec.mode,
             message_handler=self._on_message,
             cache=None,
@@ -188,16 +200,26 @@ class Connection:
         task = asyncio.ensure_future(listen())
         stack.callback(task.cancel)
 
+    def _on_tools_changed(self) -> None:
+        callback = self._tools_changed_ref()
+        if callback is not None:
+            callback()
+
     async def _on_message(self, message: Any) -> None:
         root = getattr(message, "root", message)
         if isinstance(root, mcp_types.ToolListChangedNotification):
             self._on_tools_changed()
 
     def stop(self) -> None:
-        """Ask ``run`` to end the session (any thread)."""
+        """Ask ``run`` to end the session (any thread); a handshake in progress is cancelled."""
         from . import _loop
 
-        _loop.call_soon(self._stop.set)
+        _loop.call_soon(self._stop_now)
+
+    def _stop_now(self) -> None:  # loop thread
+        self._stop.set()
+        if self._task is not None and not self.ready.done():
+            self._task.cancel()  # still connecting: nothing else would end the wait for the server
 
     @property
     def alive(self) -> bool:
@@ -210,6 +232,9 @@ class Connection:
     def mark_dead(self, reason: str) -> None:
         if self.dead_reason is None:
             self.dead_reason = reason
+        if not self.stopped.done():
+            with suppress(concurrent.futures.InvalidStateError):  # two threads at once
+                self.stopped.set_result(None)
         self.stop()
 
     # ------------------------------------------------------------------ requests (loop thread)
@@ -248,7 +273,17 @@ class Connection:
                     server=self.name,
                     tool=tool,
                 ) from None
-            raise
+            # the SDK's own checks of the result (structuredContent against the tool's
+            # outputSchema) raise a bare RuntimeError of several lines; anything else too
+            what = (
+                "returned a result that does not match its outputSchema"
+                if isinstance(exc, RuntimeError) and "structured content" in str(exc).lower()
+                else "failed in the client"
+            )
+            detail = " ".join(_describe(exc).split("\n\n")[0].split())
+            raise MCPToolError(
+                self._redact(f"MCP server {self.name!r}: tool {tool!r} {what}: {detail}"), server=self.name, tool=tool
+            ) from None
 
     async def list_tools(self) -> List[Any]:
         tools: List[Any] = []
@@ -282,6 +317,9 @@ class Connection:
 
     async def lost(self, when: str) -> MCPServerError:
         """Mark the connection dead and build the error that says what happened."""
+        if self.closing:
+            self.mark_dead("closed")
+            return MCPServerError(f"MCP server {self.name!r} was closed {when}", server=self.name)
         words: List[str] = []
         if self.spec.kind == "stdio":
             await self.state.wait_exit(1.0)  # let the exit code arrive

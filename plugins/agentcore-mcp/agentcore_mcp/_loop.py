@@ -65,5 +65,7 @@ def submit(coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
 
 
 def call_soon(callback: Any, *args: Any) -> None:
-    """Run ``callback(*args)`` on the loop thread, soon (thread-safe)."""
-    get_loop().call_soon_threadsafe(callback, *args)
+    """Run ``callback(*args)`` on the loop thread, soon (thread-safe; takes no lock once the loop
+    runs, so a finalizer the garbage collector calls inside :func:`get_loop` cannot deadlock)."""
+    loop = _loop if _loop is not None else get_loop()
+    loop.call_soon_threadsafe(callback, *args)

@@ -74,16 +74,71 @@ def _load(path: str, previous: _Loaded | None) -> _Loaded:
         thread.start()
     for thread in threads:
         thread.join()
+    owners: Dict[str, str] = {}  # tool name -> the server whose tool has it
     for name, server in servers.items():
         outcome = results.get(name)
         loaded.servers[name] = server
         if isinstance(outcome, list):
-            loaded.tools.extend(outcome)
+            loaded.tools.extend(_unique(outcome, name, owners, path))
             continue
         loaded.errors[name] = str(outcome)
         server.close()
         warnings.warn(f"agentcore-mcp: {path}: server {name!r} skipped: {outcome}", RuntimeWarning, stacklevel=2)
     return loaded
+
+
+def _unique(tools: List[Any], server: str, owners: Dict[str, str], path: str) -> List[Any]:
+    """``tools`` without the names another server's tools took (an agent needs unique names,
+    and the registry would keep one silently); one warning per server whose tools are dropped."""
+    kept: List[Any] = []
+    dropped: Dict[str, List[str]] = {}
+    for tool in tools:
+        owner = owners.setdefault(tool.name, server)
+        if owner == server:
+            kept.append(tool)
+        else:
+            dropped.setdefault(owner, []).append(tool.name)
+    for owner, names in dropped.items():
+        warnings.warn(
+            f"agentcore-mcp: {path}: {_names(names)} of server {server!r} skipped: server {owner!r} "
+            f'has {_those(names)}; give one of them a "prefix"',
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return kept
+
+
+def _names(names: List[str]) -> str:
+    return f"tool {names[0]!r}" if len(names) == 1 else "tools " + ", ".join(map(repr, names))
+
+
+def _those(names: List[str]) -> str:
+    return "a tool of that name" if len(names) == 1 else "tools of those names"
+
+
+def unique_across(configs: List[List[Any]], paths: List[str]) -> List[Any]:
+    """The tools of several config files in order, a name taken by an earlier file skipped with
+    a warning (the same file twice adds nothing)."""
+    tools: List[Any] = []
+    owners: Dict[str, str] = {}  # tool name -> the config file it came from
+    for path, config in zip(paths, configs):
+        dropped: Dict[str, List[str]] = {}
+        for tool in config:
+            if any(tool is kept for kept in tools):
+                continue
+            owner = owners.setdefault(tool.name, path)
+            if owner == path:
+                tools.append(tool)
+            else:
+                dropped.setdefault(owner, []).append(tool.name)
+        for owner, names in dropped.items():
+            warnings.warn(
+                f"agentcore-mcp: {path}: {_names(names)} skipped: {owner} has {_those(names)}; "
+                'give the servers a "prefix"',
+                RuntimeWarning,
+                stacklevel=3,
+            )
+    return tools
 
 
 def close_all() -> None:

@@ -57,9 +57,6 @@ def cli_tools(args: Any, command: str) -> Optional[List[Any]]:
     paths = getattr(args, "mcp_configs", None) or []
     if not paths:
         return None
-    from ._registry import config_tools
+    from ._registry import config_tools, unique_across
 
-    tools: List[Any] = []
-    for path in paths:
-        tools.extend(config_tools(path))
-    return tools
+    return unique_across([config_tools(path) for path in paths], paths)

@@ -92,6 +92,12 @@ class MCPServer:
         # the tool-list state; never held while waiting, because the loop thread takes it too
         self._tools_lock = threading.Lock()
         self._conn: Optional[Connection] = None
+        self._starting: Optional[Connection] = None  # the connection whose handshake is awaited
+        # Ends the session (and process group) of a server dropped without close(): collected
+        # with the agent and tools that used it. Holds the connections, never the server.
+        self._live: List[Connection] = []
+        self._finalizer = weakref.finalize(self, _abandon, self._live)
+        self._finalizer.atexit = False  # type: ignore[misc]  # documented; at exit _close_open_servers closes
         self._closed = False
         self._restarts = 0
         self._mcp_tools: Optional[List[Any]] = None
@@ -173,43 +179,91 @@ class MCPServer:
         self._connection()
         return self
 
-    def _connection(self) -> Connection:
+    def _connection(self, signal: Any = None) -> Connection:
         with self._lock:
             if self._closed:
                 raise MCPConnectionError(f"MCP server {self.name!r} is closed", server=self.name)
             conn = self._conn
             if conn is not None and conn.alive:
                 return conn
-            if conn is not None:  # it died: a fresh one (the old one is already winding down)
-                _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
+            if conn is not None:  # it died, or its start failed: a fresh one once it is gone
+                if conn.ready.done() and conn.ready.exception() is None:
+                    _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
+                    self._restarts += 1
                 self._end(conn)
-                self._restarts += 1
+                self._conn = None
                 with self._tools_lock:
                     self._tools_stale = True
             conn = Connection(self.name, self._spec, self._tools_changed)
-            _loop.submit(conn.run())
-            try:
-                conn.ready.result(self.connect_timeout)
-            except concurrent.futures.TimeoutError:
-                conn.mark_dead("handshake timed out")
-                self._end(conn)
-                raise MCPConnectionError(
-                    f"MCP server {self.name!r} ({self._spec.describe()}) did not finish "
-                    f"the MCP handshake within {self.connect_timeout:g}s",
-                    server=self.name,
-                ) from None
-            self._conn = conn
+            self._live[:] = [conn]
+            # close() and interpreter exit end a start in progress too (never an orphan)
+            self._conn = self._starting = conn
+            if self._closed:  # close() ran between the check above and now
+                conn.closing = True
+                conn.mark_dead("closed")
             _track(self)
+            try:
+                _loop.submit(conn.run())
+                self._wait_ready(conn, signal)
+            finally:
+                self._starting = None
             return conn
+
+    def _wait_ready(self, conn: Connection, signal: Any) -> None:
+        """Wait for ``conn``'s handshake, at most ``connect_timeout``, returning early when the
+        run is aborted or the server closed. On failure the connection winds down on the loop
+        (``close()`` and the next call wait for that) and the error is raised at once."""
+        aborted: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def abort(_reason: Any = None) -> None:
+            if not aborted.done():
+                aborted.set_result(None)
+
+        if signal is not None:
+            signal.add_listener(abort)
+        try:
+            concurrent.futures.wait(
+                [conn.ready, conn.stopped, aborted], self.connect_timeout, concurrent.futures.FIRST_COMPLETED
+            )
+        finally:
+            if signal is not None:
+                signal.remove_listener(abort)
+        if conn.ready.done() and conn.ready.exception() is None:
+            return  # (a server that died right after the handshake: the call reports it)
+        if self._closed or conn.closing:
+            conn.mark_dead("closed")
+            raise MCPConnectionError(f"MCP server {self.name!r} was closed while it was starting", server=self.name)
+        if aborted.done():
+            conn.mark_dead("aborted while starting")
+            raise MCPAbortedError(
+                f"MCP server {self.name!r} ({self._spec.describe()}): the run was aborted while the "
+                "server was starting; it will be started again on the next call",
+                server=self.name,
+            )
+        if conn.ready.done():
+            error = conn.ready.exception()
+            assert error is not None
+            raise error
+        conn.mark_dead("handshake timed out")
+        raise MCPConnectionError(
+            f"MCP server {self.name!r} ({self._spec.describe()}) did not finish "
+            f"the MCP handshake within {self.connect_timeout:g}s",
+            server=self.name,
+        )
 
     def close(self) -> None:
         """End the session and (stdio) the process group: stdin closed, then SIGTERM and SIGKILL
         if it ignores that. Idempotent; afterwards every call raises :class:`MCPConnectionError`."""
+        self._closed = True
+        starting = self._starting
+        if starting is not None:  # the starting thread holds the lock: make it give up first
+            starting.closing = True
+            starting.mark_dead("closed")
         with self._lock:
-            self._closed = True
             conn, self._conn = self._conn, None
         _open_servers.discard(self)
         if conn is not None:
+            conn.closing = True
             self._end(conn)
 
     def _end(self, conn: Connection) -> None:
@@ -265,7 +319,27 @@ class MCPServer:
                 self._mcp_tools, self._tools_stale = listed, False
                 self._update_made()
         with self._tools_lock:
-            return [self._agent_tool(t, prefix) for t in self._mcp_tools or ()]
+            made = [(t.name, self._agent_tool(t, prefix)) for t in self._mcp_tools or ()]
+        return self._unique(made)
+
+    def _unique(self, made: List[Any]) -> List[AgentTool]:
+        """The tools without a second one whose name, made valid for model APIs, equals an
+        earlier one's (``a.b`` and ``a_b``): an agent refuses two tools of one name."""
+        first: Dict[str, str] = {}
+        kept: List[AgentTool] = []
+        for mcp_name, tool in made:
+            taken = first.setdefault(tool.name, mcp_name)
+            if taken == mcp_name:
+                kept.append(tool)
+            else:
+                _log.warning(
+                    "MCP server %r: tool %r skipped: its name as an agent tool, %r, is that of tool %r",
+                    self.name,
+                    mcp_name,
+                    tool.name,
+                    taken,
+                )
+        return kept
 
     def on_tools_changed(self, callback: Callable[[List[AgentTool]], None]) -> Callable[[], None]:
         """Call ``callback(tools)`` (unprefixed, refreshed) after each tool-list change the
@@ -292,7 +366,10 @@ class MCPServer:
             except Exception as exc:  # noqa: BLE001 - the next tools() call retries
                 with self._tools_lock:
                     self._refreshing = False
-                _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
+                if self._closed:  # closed by its owner meanwhile: nothing went wrong
+                    _log.debug("MCP server %r: tool-list refresh ended by close(): %s", self.name, exc)
+                else:
+                    _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
                 return
             for callback in list(self._listeners):
                 try:
@@ -355,7 +432,7 @@ class MCPServer:
                 server=self.name,
                 tool=name,
             )
-        conn = self._connection()
+        conn = self._connection(signal)
 
         def progress(p: float, total: Optional[float], message: Optional[str]) -> None:
             assert on_update is not None
@@ -379,6 +456,9 @@ class MCPServer:
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise self._timed_out(conn, name, limit) from None
+        except BaseException:  # KeyboardInterrupt in the caller's thread: the server stops too
+            future.cancel()
+            raise
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
@@ -412,8 +492,22 @@ class MCPServer:
             ) from None
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else ("connected" if self._conn is not None and self._conn.alive else "idle")
+        conn = self._conn
+        if self._closed:
+            state = "closed"
+        elif self._starting is not None:
+            state = "starting"
+        else:
+            state = "connected" if conn is not None and conn.alive else "idle"
         return f"MCPServer.{self._spec!r}[name={self.name!r}, {state}]"
+
+
+def _abandon(connections: List[Connection]) -> None:
+    """The finalizer of an MCPServer nobody closed (any thread, maybe inside the garbage
+    collector): its session ends on the loop, without waiting here."""
+    for conn in connections:
+        conn.closing = True
+        conn.mark_dead("closed")
 
 
 def _default_name(spec: Spec) -> str:

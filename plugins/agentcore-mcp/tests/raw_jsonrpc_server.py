@@ -1,6 +1,8 @@
 """A bare stdio MCP server that answers tools/call in one scripted way (``MODE``), for the
 failures an SDK-built server cannot produce: a JSON-RPC error of code -32000 (the generic
-"server error" many servers send) and results that are not valid MCP."""
+"server error" many servers send), results that are not valid MCP or (``MODE=bad-output``) not of the tool's output schema, and
+(``MODE=odd-schemas``)
+tool lists whose input schemas the SDK's strict validation refuses."""
 
 import json
 import os
@@ -34,8 +36,32 @@ for line in sys.stdin:
                 },
             }
         )
+    elif method == "tools/list" and MODE == "odd-schemas":
+        odd = [
+            {
+                "name": "no_params",
+                "description": "A schema of {}, as servers write for no parameters.",
+                "inputSchema": {},
+            },
+            {"name": "nullable", "inputSchema": {"type": ["object", "null"], "properties": {"x": {"type": "integer"}}}},
+            {"name": "stringy", "inputSchema": {"type": "string"}},
+            {"name": "dotted.name", "inputSchema": {"type": "object"}},
+            {"name": "dotted_name", "inputSchema": {"type": "object"}},
+            {"name": "fine", "inputSchema": {"type": "object", "properties": {"y": {"type": "string"}}}},
+        ]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": odd}})
+    elif method == "tools/list" and MODE == "bad-output":
+        typed = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+        tools = [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": typed}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+    elif method == "tools/call" and MODE == "bad-output":
+        content = [{"type": "text", "text": "n is one"}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "structuredContent": {"n": "one"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call" and MODE == "odd-schemas":
+        text = json.dumps(request["params"].get("arguments"))
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "tools/call" and MODE == "server-error":
         send(
             {

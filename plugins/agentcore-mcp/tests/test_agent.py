@@ -127,3 +127,22 @@ def test_many_agents_on_threads_share_one_server(two_servers):
     for t in threads:
         t.join()
     assert outputs == {i: str(i + 1) for i in range(4)}
+
+
+def test_a_server_nobody_closed_ends_when_its_agent_is_collected(marker_dir):
+    """A service that builds an agent per request and forgets close() must not pile up servers
+    until the interpreter exits: the server (and its process group) ends with the last reference."""
+    import gc
+
+    from conftest import alive, group_members
+
+    def use_and_forget():
+        server = MCPServer.stdio(sys.executable, [TEST_SERVER], env={"MARKER_DIR": str(marker_dir)}, name="forgotten")
+        scripted = ScriptedModel([tool_call("spawn_child", {}), text("done")])
+        agent = Agent(scripted.model, tools=server.tools(), stream_fn=scripted.stream_fn)
+        child = int(results_of(agent.prompt("go"))[0].content[0].text)
+        return server.pid, child
+
+    pgid, child = use_and_forget()
+    gc.collect()
+    assert eventually(lambda: not group_members(pgid) and not alive(child), within=10), "the server outlived its agent"

@@ -157,3 +157,26 @@ def test_agentcore_chat_with_mcp_config_has_the_servers_tools(marker_dir, tmp_pa
         timeout=60,
     )
     assert broken.returncode == 2 and "plugin 'mcp'" in broken.stderr, broken.stderr
+
+
+def test_the_same_tool_name_on_two_servers_warns_and_keeps_the_first(config, marker_dir, tmp_path):
+    """Without prefixes two servers may both have ``echo``: the registry would silently keep one and
+    the CLI's agent refuse the duplicate names ("tools items 3 and 20 are both named 'echo'")."""
+    import argparse
+
+    from agentcore_mcp import plugin
+
+    servers = {"a": server_entry(marker_dir, prefix=""), "b": server_entry(marker_dir, prefix="")}
+    config(servers)
+    with pytest.warns(
+        RuntimeWarning, match=r"tools 'echo', 'add', .* of server 'b' skipped: server 'a' has tools of those names"
+    ):
+        assert plugins.get_tool("echo").name == "echo"
+    _registry.close_all()
+    path = tmp_path / "cli.json"
+    path.write_text(json.dumps({"mcpServers": servers}))
+    parser = argparse.ArgumentParser()
+    plugin.add_cli_options(parser, "run")
+    with pytest.warns(RuntimeWarning, match="skipped"):
+        names = [t.name for t in plugin.cli_tools(parser.parse_args(["--mcp", str(path), "--mcp", str(path)]), "run")]
+    assert "echo" in names and len(names) == len(set(names))

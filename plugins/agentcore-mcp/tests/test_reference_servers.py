@@ -111,3 +111,18 @@ def test_close_leaves_no_node_process(node_bin):
     assert alive(pgid)
     server.close()
     assert eventually(lambda: not group_members(pgid), within=5)
+
+
+def test_closing_while_the_tool_list_refreshes_warns_about_nothing(node_bin, caplog):
+    """server-everything announces tools/list_changed right after the handshake, so closing at
+    once races the refresh that notification starts: the refresh must end quietly."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="agentcore_mcp")
+    for _ in range(3):
+        with MCPServer.stdio(str(node_bin / "mcp-server-everything"), ["stdio"], name="everything") as server:
+            server.tools()
+    for thread in threading.enumerate():
+        if thread.name.startswith("agentcore-mcp-refresh-"):
+            thread.join(10)
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith("agentcore_mcp")]

@@ -322,3 +322,139 @@ def test_a_result_that_is_not_valid_mcp_is_a_tool_error_naming_the_server():
             MCPToolError, match=r"MCP server 'raw': tool 't' returned a result that is not valid MCP: content"
         ):
             server.call_tool("t", {})
+
+
+# A process that starts but never speaks MCP (reads nothing, answers nothing), as a server does
+# while npx downloads it; it writes its pid to argv[1] so the test can look for it afterwards.
+MUTE = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)"
+
+
+def _mute_server(marker_dir, **kwargs):
+    import sys
+
+    pid_file = marker_dir / "mute-pid"
+    server = MCPServer.stdio(sys.executable, ["-c", MUTE, str(pid_file)], name="mute", **kwargs)
+    return server, pid_file
+
+
+def test_a_handshake_timeout_is_raised_at_the_limit_and_leaves_no_process(marker_dir):
+    import time
+
+    server, pid_file = _mute_server(marker_dir, connect_timeout=1)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match=r"(?s)'mute'.*did not finish the MCP handshake within 1s"):
+        server.connect()
+    assert time.monotonic() - started < 3, "the caller waited for the mute server's shutdown too"
+    pid = int(pid_file.read_text())
+    closing = time.monotonic()
+    server.close()
+    assert time.monotonic() - closing < 6
+    assert eventually(lambda: not group_members(pid), within=5), "the mute server was left running"
+
+
+def test_abort_while_the_server_is_starting_returns_at_once(marker_dir):
+    import time
+
+    controller = AbortController()
+    server, pid_file = _mute_server(marker_dir, connect_timeout=60)
+    abort_when_marked(controller, pid_file)
+    started = time.monotonic()
+    with pytest.raises(MCPAbortedError, match="(?s)'mute'.*aborted"):
+        server.call_tool("anything", {}, signal=controller.signal)
+    assert time.monotonic() - started < 5, "the abort waited for the handshake timeout"
+    pid = int(pid_file.read_text())
+    server.close()
+    assert eventually(lambda: not group_members(pid), within=5), "the mute server was left running"
+
+
+def test_close_from_another_thread_ends_a_start_in_progress(marker_dir):
+    import time
+
+    server, pid_file = _mute_server(marker_dir, connect_timeout=60)
+    failure = []
+    starter = threading.Thread(target=lambda: failure.append(pytest.raises(MCPConnectionError, server.tools)))
+    starter.start()
+    assert eventually(pid_file.exists)
+    started = time.monotonic()
+    server.close()
+    starter.join(10)
+    took = time.monotonic() - started
+    assert took < 6 and not starter.is_alive(), f"close() took {took:.1f}s: it waited for the handshake timeout"
+    assert "closed" in str(failure[0].value)
+    assert eventually(lambda: not group_members(int(pid_file.read_text())), within=5)
+
+
+def test_a_call_in_flight_when_the_server_is_closed_says_it_was_closed(test_server, marker_dir):
+    server = test_server(name="closing")
+    server.connect()
+    threading.Thread(
+        target=lambda: (eventually(lambda: (marker_dir / "started-c").exists(), 30), server.close()), daemon=True
+    ).start()
+    with pytest.raises(MCPServerError) as info:
+        server.call_tool("hang", {"tag": "c"}, timeout=30)
+    message = str(info.value)
+    assert "MCP server 'closing' was closed during the call to tool 'hang'" in message
+    assert "restarted" not in message
+
+
+def test_ctrl_c_during_a_direct_call_cancels_it_on_the_server(tmp_path, marker_dir):
+    """Outside an agent nothing aborts a signal: the KeyboardInterrupt itself must cancel."""
+    import signal as signals
+    import subprocess
+    import sys
+
+    script = tmp_path / "interrupted.py"
+    script.write_text(
+        "import sys, time\nfrom pathlib import Path\nfrom agentcore_mcp import MCPServer\n"
+        f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}], env={{'MARKER_DIR': {str(marker_dir)!r}}})\n"
+        "s.connect()\nprint('ready', flush=True)\n"
+        "try:\n    s.call_tool('hang', {'tag': 'k'}, timeout=60)\nexcept KeyboardInterrupt:\n    pass\n"
+        f"cancelled = Path({str(marker_dir / 'cancelled-k')!r})\n"
+        "for _ in range(1000):\n    if cancelled.exists(): break\n    time.sleep(0.01)\n"
+        "print('cancelled' if cancelled.exists() else 'still running', flush=True)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        assert eventually(lambda: (marker_dir / "started-k").exists(), within=30)
+        process.send_signal(signals.SIGINT)
+        assert process.stdout.readline().strip() == "cancelled"
+    finally:
+        process.kill()
+        process.wait(30)
+        process.stdout.close()
+
+
+def test_one_tool_with_an_odd_schema_never_costs_the_servers_other_tools(caplog):
+    """The SDK refuses a whole tools/list when one schema lacks ``"type": "object"``; other
+    clients read ``{}`` as "no parameters". Schemas whose intent is clear are repaired, the rest
+    (and a second tool whose name sanitises to a taken one) skipped with a warning naming them."""
+    caplog.set_level(logging.WARNING, logger="agentcore_mcp")
+    with _raw_server("odd-schemas") as server:
+        tools = {t.name: t for t in server.tools()}
+        assert set(tools) == {"no_params", "nullable", "dotted_name", "fine"}
+        assert tools["no_params"].parameters == {"type": "object", "properties": {}}
+        assert tools["nullable"].parameters["type"] == "object"
+        assert server.call_tool("nullable", {"x": 1}).content == [TextContent('{"x": 1}')]
+        assert server.call_tool("no_params", {}).content == [TextContent("{}")]
+    warned = caplog.text
+    assert "MCP server 'raw': tool 'stringy' skipped" in warned and '"type": "string"' in warned
+    assert "tool 'dotted_name' skipped" in warned and "'dotted.name'" in warned
+
+
+def test_a_result_that_breaks_the_tools_output_schema_is_a_tool_error_naming_the_server():
+    """The SDK checks structuredContent against the listed outputSchema and raises a bare,
+    multi-line RuntimeError; the model must read which server and tool, in one line."""
+    with _raw_server("bad-output") as server:
+        server.tools()
+        with pytest.raises(MCPToolError) as info:
+            server.call_tool("t", {})
+        message = str(info.value)
+        assert message.startswith("MCP server 'raw': tool 't' returned a result that does not match its")
+        assert "'one' is not of type 'integer'" in message and "\n" not in message
+        assert server.restarts == 0
