@@ -1330,3 +1330,79 @@ def test_wrong_model_and_signal_arguments_are_named(server):
 
     server.enqueue(Reply(body=_text_body("ok")))
     assert complete(_model(server), _ctx(), api_key=KEY, signal=threading.Event()).text == "ok"
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_threading_event_abort_ends_a_stalled_stream_at_once(server, api):  # providers §3 abort, §9
+    """A ``threading.Event`` signal was only checked between events: with the server silent after
+    its headers (or before them) the abort waited for the read timeout (600 s by default)."""
+    for reply in (Reply(body=APIS[api][1], stall_after=0), Reply(body=APIS[api][1], stall_before_headers=True)):
+        server.headers_sent.clear()
+        server.request_received.clear()
+        server.enqueue(reply)
+        event = threading.Event()
+        events = stream(_api_model(server, api), _ctx(), api_key=KEY, signal=event, timeout=(5, 30))
+        results: list = []
+        reader = threading.Thread(target=lambda s=events, r=results: r.append(s.result()), daemon=True)
+        reader.start()
+        (server.headers_sent if reply.stall_after == 0 else server.request_received).wait(5)
+        started = time.monotonic()
+        event.set()
+        reader.join(5)
+        assert not reader.is_alive() and time.monotonic() - started < 1.5
+        assert (results[0].stop_reason, results[0].error_message) == ("aborted", "Request was aborted")
+    server.release.set()
+
+
+def _cut_in_first_event(body: str) -> str:
+    """``body`` cut a few characters into the JSON of its first ``data:`` line (a clean end)."""
+    start = body.index("data: ") + len("data: ")
+    return body[: start + 12]
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_stream_that_ends_in_the_middle_of_an_event_says_so(server, api):  # bad input: clear errors
+    """A body that ends inside an event's JSON (a proxy or server that closes mid-answer) was
+    "malformed JSON in stream event": the message now says the stream was cut, and like a dropped
+    connection it is retried when nothing was streamed yet."""
+    good = APIS[api][1]
+    server.enqueue(Reply(body=_cut_in_first_event(good), chunk_size=5))
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "error" and types == ["start", "error"]
+    assert result.error_message.startswith("The response stream ended in the middle of an event")
+    assert "malformed JSON" in result.error_message  # and what was left of the event
+    server.enqueue(Reply(body=_cut_in_first_event(good)), Reply(body=good))
+    types, result = _api_run(server, api, max_retries=1)
+    assert (result.stop_reason, result.text, len(server.requests)) == ("stop", "fine", 3)
+
+
+_MISSHAPEN = {  # an event whose JSON is valid but whose parts have the wrong types
+    "anthropic-messages": 'event: message_start\ndata: {"type":"message_start","message":"oops"}\n\n',
+    "openai-completions": sse({"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "a", "function": "f"}]}}]}),
+    "openai-responses": _responses({"type": "response.completed", "response": {"usage": {"input_tokens": "many"}}}),
+    "google-generative-ai": _google({"candidates": {"0": {"content": {"parts": [{"text": "x"}]}}}}),
+}
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_an_event_of_an_unexpected_shape_is_named_not_a_python_error(server, api):  # bad input: clear errors
+    """Was e.g. "AttributeError: 'str' object has no attribute 'get'" or "KeyError: 0"."""
+    server.enqueue(Reply(body=_MISSHAPEN[api]))
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "error" and types[-1] == "error"
+    assert result.error_message.startswith("unexpected stream event from the server ("), result.error_message
+    data = _MISSHAPEN[api].split("data: ", 1)[1].strip()
+    assert data[:60] in result.error_message  # the offending event, as received
+    assert AssistantMessage.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+def test_tool_arguments_that_are_json_but_no_object_are_noted(server):  # writer: nothing lost silently
+    """``[1, 2]`` or ``"text"`` as a call's arguments became ``{}`` without a word (valid JSON,
+    so no repair was noted): the call runs with no arguments, and the diagnostic says why."""
+    call = {"index": 0, "id": "c", "function": {"name": "f", "arguments": "[1, 2]"}}
+    server.enqueue(Reply(body=sse(_chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), done=True)))
+    types, result = _run(server)
+    assert result.stop_reason == "toolUse" and result.content[0].arguments == {}
+    notes = [d for d in result.diagnostics or [] if d.type == "tool_arguments_repaired"]
+    assert len(notes) == 1 and notes[0].details["toolCallId"] == "c"
+    assert "a JSON array, not an object" in notes[0].error["message"]

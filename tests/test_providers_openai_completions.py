@@ -230,6 +230,29 @@ def test_parallel_tool_calls_by_id_and_index():  # spec §12 (c)
     assert types.count("toolcall_end") == 3 and message.stop_reason == "toolUse"
 
 
+def test_interleaved_parallel_tool_call_fragments_go_to_their_own_call():  # spec §12 (c), §3 rule 4
+    """Fragments of parallel calls that alternate (index 0, 1, 0, 1: the later ones without an id)
+    belonged to a new nameless call with an empty id; each goes to the call of its index."""
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"x":'}}]}),
+        _chunk({"tool_calls": [{"index": 1, "function": {"arguments": '{"y":'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": "1}"}}]}),
+        _chunk({"tool_calls": [{"index": 1, "function": {"arguments": "2}"}}]}),
+        _chunk({"content": "done"}),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
+    types, message = _replay(body)
+    calls = [(c.id, c.name, c.arguments) for c in message.content if isinstance(c, ToolCall)]
+    assert calls == [("a", "f", {"x": 1}), ("b", "g", {"y": 2})]
+    assert message.text == "done" and message.stop_reason == "toolUse" and not message.diagnostics
+    assert types.count("toolcall_start") == types.count("toolcall_end") == 2
+    assert types.index("toolcall_end") > len(types) - types[::-1].index("toolcall_delta") - 1  # ends follow deltas
+    assert types[types.index("text_start") - 2 : types.index("text_start")] == ["toolcall_end", "toolcall_end"]
+
+
 def test_toolcall_delta_partial_arguments():  # spec §12 composed example
     body = sse(
         _chunk({"tool_calls": [{"index": 0, "id": "call_w1", "function": {"name": "get_weather", "arguments": ""}}]}),

@@ -456,6 +456,40 @@ def test_in_stream_failure_and_truncated_stream_over_http():  # spec §9, §13 t
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "error"]
 
 
+def test_an_error_event_with_a_nested_error_object_is_reported_in_its_words():  # spec §9 responses errors
+    """The API also sends ``{"type": "error", "error": {"type", "code", "message"}}``: that was
+    reported as "Error Code None: None", losing the text overflow detection and retries need."""
+    from agentcore.providers import is_context_overflow
+
+    added = {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "m"}}
+    overflow = {
+        "type": "error",
+        "sequence_number": 2,
+        "error": {
+            "type": "invalid_request_error",
+            "code": "context_length_exceeded",
+            "message": "Your input exceeds the context window of this model.",
+            "param": "input",
+        },
+    }
+    busy = {"type": "error", "error": {"type": "server_error", "code": None, "message": "The server had an error"}}
+    fine = _sse(
+        added,
+        {"type": "response.output_text.delta", "output_index": 0, "delta": "ok"},
+        {"type": "response.completed", "response": {"status": "completed"}},
+    )
+    with ScriptedServer([Reply(body=_sse(added, overflow)), Reply(body=_sse(busy)), Reply(body=fine)]) as server:
+        ctx = AgentContext(messages=[UserMessage(content="hi")])
+        first, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k")
+        retried, _ = run_stream(wire.OpenAIResponsesProvider(), _served(server), ctx, api_key="k", max_retries=1)
+    assert first.stop_reason == "error"
+    assert first.error_message == (
+        "Error Code context_length_exceeded: Your input exceeds the context window of this model."
+    )
+    assert is_context_overflow(first)
+    assert retried.stop_reason == "stop" and retried.text == "ok" and len(server.requests) == 3  # server_error
+
+
 def test_agent_run_with_a_tool_end_to_end():  # issue 4: end-to-end Agent run per wire API
     from agentcore import Agent, tool
 

@@ -194,3 +194,11 @@ def test_an_event_that_never_ends_is_an_error_not_unbounded_memory(monkeypatch):
     with pytest.raises(sse_module.SSEEventTooLarge):
         list(iter_sse(endless_event))
     assert [e.data for e in iter_sse([b"data: " + b"z" * 9000 + b"\n\n"])] == ["z" * 9000]  # under the cap
+
+
+def test_an_event_flushed_at_the_end_of_input_is_marked_unterminated():  # a cut stream can be told apart
+    from agentcore.providers.sse import SSEEvent, UnterminatedSSEEvent
+
+    events = list(iter_sse([b"data: one\n\n", b'data: {"cut'])) + list(iter_sse([b"data: two\n\n"]))
+    assert events == [SSEEvent("message", "one"), SSEEvent("message", '{"cut'), SSEEvent("message", "two")]
+    assert [type(e) is UnterminatedSSEEvent for e in events] == [False, True, False]

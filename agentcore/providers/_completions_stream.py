@@ -35,6 +35,17 @@ def map_finish_reason(reason: Optional[str]) -> str:
     raise ProviderError(f"Unhandled stop reason: {reason}")
 
 
+def _complete_json(text: str) -> bool:
+    """Whether ``text`` is a whole JSON document (a tool call's arguments that are finished)."""
+    if not text.strip():
+        return False
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _int(value: Any) -> int:
     try:
         return int(value or 0)
@@ -81,6 +92,7 @@ class CompletionsHandler(WireHandler):
         self.finish_reason: Optional[str] = None
         self.saw_finish = False
         self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
+        self._open_calls: Dict[int, Any] = {}  # content index -> API index of calls not yet ended
         self._mistral_ids = bool(
             (compat if compat is not None else resolve_compat(model)).get("requiresMistralToolIds")
         )
@@ -135,13 +147,15 @@ class CompletionsHandler(WireHandler):
         if content:
             if type(content) is str:
                 if writer.current_kind != "text":
+                    if self._open_calls:
+                        self._end_tool_calls()
                     writer.end_current()
                     writer.start_text()
                 writer.append_text(writer.current, content)  # type: ignore[arg-type]
-            elif type(content) is list:  # Mistral: typed thinking/text chunks
-                feed_content_parts(writer, content)
-            elif type(content) is dict:  # a single typed chunk, not in a list
-                feed_content_parts(writer, [content])
+            elif type(content) is list or type(content) is dict:  # Mistral: typed thinking/text chunks
+                if self._open_calls:
+                    self._end_tool_calls()
+                feed_content_parts(writer, content if type(content) is list else [content])
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
             self._reasoning(delta)
         calls = delta.get("tool_calls")
@@ -159,6 +173,8 @@ class CompletionsHandler(WireHandler):
             value = delta.get(field)
             if value and type(value) is str:
                 if not (writer.current_kind == "thinking" and writer.block(writer.current).thinking_signature == field):  # type: ignore[arg-type]
+                    if self._open_calls:
+                        self._end_tool_calls()
                     writer.end_current()
                     writer.start_thinking(thinking_signature=field)
                 writer.append_thinking(writer.current, value)  # type: ignore[arg-type]
@@ -192,18 +208,56 @@ class CompletionsHandler(WireHandler):
             ):
                 same = False
         if not same:
-            writer.end_current()
-            if not call_id and self._mistral_ids:
-                call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
-            current = writer.start_tool_call(call_id, name)
-            self._tool_index[current] = api_index
-        else:
+            earlier = self._open_call(call_id, api_index)
+            if earlier is None:
+                current = self._start_call(call_id, name, api_index)
+            else:  # parallel calls streamed interleaved: a fragment of a call opened before
+                current = earlier
+                same = True
+        if same:
             block = writer.block(current)  # type: ignore[arg-type]
             if call_id:
                 block.id = call_id
             if name:
                 block.name = name
         writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
+
+    def _open_call(self, call_id: str, api_index: Any) -> Optional[int]:
+        """The still open call a fragment continues: the one of its ``index`` (unless the fragment
+        names another id), else the one of its id; None for a new call."""
+        writer = self.writer
+        for index, known_index in self._open_calls.items():
+            block_id = writer.block(index).id
+            if api_index is not None and known_index == api_index and (not call_id or call_id == block_id):
+                return index
+            if call_id and call_id == block_id:
+                return index
+        return None
+
+    def _start_call(self, call_id: str, name: str, api_index: Any) -> int:
+        """Open a tool call. Open calls whose arguments are complete JSON end first (calls
+        streamed one after another, the usual way); an incomplete one stays open, since its
+        remaining fragments may still come (parallel calls interleaved by some servers)."""
+        writer = self.writer
+        if writer.current_kind != "toolCall":
+            writer.end_current()
+        for index, known_index in list(self._open_calls.items()):
+            text = writer.tool_arguments_text(index)
+            if (api_index is not None and known_index == api_index) or _complete_json(text):
+                del self._open_calls[index]
+                writer.end_block(index)
+        if not call_id and self._mistral_ids:
+            call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
+        index = writer.start_tool_call(call_id, name)
+        self._tool_index[index] = api_index
+        self._open_calls[index] = api_index
+        return index
+
+    def _end_tool_calls(self) -> None:
+        """Other content follows the tool calls: end the calls still open, in content order."""
+        for index in sorted(self._open_calls):
+            self.writer.end_block(index)
+        self._open_calls.clear()
 
     def on_end(self, terminal_seen: bool) -> None:
         if not terminal_seen and not self.saw_finish:

@@ -26,6 +26,7 @@ import collections.abc
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
@@ -295,8 +296,15 @@ def parse_json_event(data: str, what: str = "stream event") -> Any:
     try:
         return _decode_json(data)
     except ValueError as exc:
-        snippet = data if len(data) <= 200 else data[:200] + "..."
-        raise ProviderError(f"malformed JSON in {what}: {exc}: {snippet!r}") from None
+        raise _MalformedJSON(f"malformed JSON in {what}: {exc}: {_snippet(data)!r}") from None
+
+
+class _MalformedJSON(ProviderError):
+    """:func:`parse_json_event` could not parse an event (the skeleton tells a cut stream apart)."""
+
+
+def _snippet(data: str) -> str:
+    return data if len(data) <= 200 else data[:200] + "..."
 
 
 def new_output(model: Any) -> AssistantMessage:
@@ -508,7 +516,15 @@ class WireProvider:
             seen = False
             for sse_event in events:
                 seen = True
-                terminal = bool(on_event(sse_event))  # events already received count
+                try:
+                    terminal = bool(on_event(sse_event))  # events already received count
+                except ProviderError as exc:
+                    cut = _cut_short(exc, sse_event)
+                    if cut is None:
+                        raise
+                    raise cut from None
+                except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+                    raise _misshapen(exc, sse_event) from None
                 if pending:
                     if len(pending) == 1:  # the usual case: one event per SSE event
                         yield pending.pop()
@@ -538,6 +554,28 @@ class WireProvider:
             if listener is not None:
                 signal.remove_listener(listener)
             http.release_response(response, fully_read)
+
+
+def _cut_short(exc: ProviderError, event: Any) -> Optional[ProviderError]:
+    """When ``exc`` is the unparseable JSON of an event the body ended inside, the error to
+    report instead: the stream was cut (a proxy or server closing mid-answer), retried like a
+    lost connection. None for any other error (it stands)."""
+    from .sse import UnterminatedSSEEvent
+
+    if isinstance(exc, _MalformedJSON) and isinstance(event, UnterminatedSSEEvent):
+        return ProviderError(
+            f"The response stream ended in the middle of an event (the connection was probably cut): {exc}",
+            retryable=True,
+        )
+    return None
+
+
+def _misshapen(exc: BaseException, event: Any) -> ProviderError:
+    """A handler failed on an event whose parts have unexpected types (a string where an object
+    belongs, say): name that and show the event, not just the Python error."""
+    return ProviderError(
+        f"unexpected stream event from the server ({type(exc).__name__}: {exc}): {_snippet(str(event.data))!r}"
+    )
 
 
 _MAX_EVENTS_AFTER_TERMINAL = 16
@@ -585,13 +623,19 @@ def _drain(events: Iterator[Any], response: Any) -> bool:
 
 class _EventSignal:
     """A ``threading.Event``-like abort flag (spec §3: "a threading.Event-like signal") seen as an
-    :class:`~agentcore.signals.AbortSignal`. It has no listeners, so it is checked before the
-    request, during retry sleeps and between stream events rather than interrupting a blocked read."""
+    :class:`~agentcore.signals.AbortSignal`. It is checked before the request, during retry sleeps
+    and between stream events; while a listener is registered (the skeleton registers one for
+    the connect, the header wait and each body read) a watcher thread waits on the event and
+    calls it, so an abort also ends a read blocked on a silent server within
+    :data:`_EVENT_POLL_SECONDS`. The watcher ends once no listener is left."""
 
     reason = None
 
     def __init__(self, event: Any) -> None:
         self._event = event
+        self._lock = threading.Lock()
+        self._listeners: List[Callable[[Any], None]] = []
+        self._watching = False
 
     @property
     def aborted(self) -> bool:
@@ -601,10 +645,40 @@ class _EventSignal:
         return bool(self._event.wait(timeout))
 
     def add_listener(self, listener: Callable[[Any], None]) -> None:
-        pass
+        """Call ``listener(None)`` once when the event is set; at once if it already is."""
+        if self._event.is_set():
+            listener(None)
+            return
+        with self._lock:
+            self._listeners.append(listener)
+            if self._watching:
+                return
+            self._watching = True
+        threading.Thread(target=self._watch, name="agentcore-abort-watch", daemon=True).start()
 
     def remove_listener(self, listener: Callable[[Any], None]) -> None:
-        pass
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def _watch(self) -> None:
+        while not self._event.wait(_EVENT_POLL_SECONDS):
+            with self._lock:
+                if not self._listeners:
+                    self._watching = False
+                    return
+        with self._lock:
+            listeners, self._listeners = self._listeners, []
+            self._watching = False
+        for listener in listeners:
+            try:
+                listener(None)
+            except Exception:  # noqa: BLE001 - like AbortSignal: a listener never breaks the abort
+                pass
+
+
+#: How often the watcher of a ``threading.Event`` signal checks whether it still has listeners.
+_EVENT_POLL_SECONDS = 0.05
 
 
 def as_signal(signal: Any) -> Any:

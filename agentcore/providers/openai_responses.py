@@ -542,8 +542,16 @@ class ResponsesStreamState:
                     block.thinking_signature = json.dumps(item, ensure_ascii=False)
 
     def _error(self, data: Mapping[str, Any]) -> None:
+        """``error``: its ``code`` and ``message`` are top-level, or in a nested ``error`` object
+        (``{"type": "error", "error": {"type", "code", "message"}}``, also sent by the API)."""
+        error = data.get("error")
+        fields = error if isinstance(error, MAPPINGS) and data.get("message") is None else data
+        code, message = fields.get("code"), fields.get("message")
+        kind = fields.get("type") if fields is not data else None  # the nested error's type
+        if message is None:
+            message = json.dumps(data, ensure_ascii=False)  # no text of its own: show the event
         raise ProviderError(
-            f"Error Code {data.get('code')}: {data.get('message')}", retryable=retryable_error(data.get("code"))
+            f"Error Code {code if code is not None else kind}: {message}", retryable=retryable_error(code, kind)
         )
 
     def _failed(self, data: Mapping[str, Any]) -> None:

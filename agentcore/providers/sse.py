@@ -11,7 +11,9 @@ arrives. It follows the WHATWG event-stream rules with the provider-friendly cho
 * lines starting with ``:`` are comments/keep-alives and ignored; ``field:value`` strips one
   leading space of the value; several ``data:`` lines join with ``\\n``;
 * an event without data lines is not dispatched (only ``event:``/``id:`` lines, or keep-alives);
-* an event still pending at end of input is flushed (servers often omit the final blank line);
+* an event still pending at end of input is flushed (servers often omit the final blank line) as
+  an :class:`UnterminatedSSEEvent`, so a consumer that cannot parse it can say the stream was
+  cut inside it rather than that the server sent bad data;
 * an event (or a line) longer than :data:`MAX_EVENT_BYTES` raises :class:`SSEEventTooLarge`, the
   one error the parser raises: a server that never ends a line would otherwise grow memory
   without bound. A long line costs linear time (its chunks are joined once, when it ends).
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-__all__ = ["MAX_EVENT_BYTES", "SSEEvent", "SSEEventTooLarge", "iter_sse"]
+__all__ = ["MAX_EVENT_BYTES", "SSEEvent", "SSEEventTooLarge", "UnterminatedSSEEvent", "iter_sse"]
 
 #: The longest event the parser accepts (bytes): far above any provider's (a base64 image in one
 #: ``data:`` line is a few MB), far below what would exhaust memory.
@@ -42,6 +44,13 @@ class SSEEvent(NamedTuple):
     event: str = "message"
     data: str = ""
     id: Optional[str] = None
+
+
+class UnterminatedSSEEvent(SSEEvent):
+    """An event flushed at the end of input, without the blank line that ends an event: either
+    the server left it out, or the stream was cut inside the event."""
+
+    __slots__ = ()
 
 
 _new_event = tuple.__new__  # builds an SSEEvent without the Python-level __new__ (hot path)
@@ -163,7 +172,8 @@ def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEven
     if rest:
         text = _decode(rest)
         events, last_id = _parse_lines(text.replace("\r", "\n").split("\n"), last_id)
-        yield from events
+        for event in events:
+            yield _new_event(UnterminatedSSEEvent, event)
 
 
 def _too_large() -> str:

@@ -30,6 +30,8 @@ from .partial_json import ToolArguments
 
 __all__ = ["StreamWriter"]
 
+_JSON_KINDS = {list: "array", str: "string", bool: "boolean", type(None): "null"}
+
 
 @dataclass
 class _OpenBlock:
@@ -55,8 +57,9 @@ class StreamWriter:
       complete response; an error leaves them open, spec §3 rule 6).
     * ``add_diagnostic`` appends a :class:`~agentcore.types.Diagnostic` to ``output.diagnostics``.
       The writer records one itself when a tool call's argument text was not valid JSON and the
-      lenient parser had to repair it (``"tool_arguments_repaired"``): the call still runs, with
-      the best-effort arguments, and the note says so.
+      lenient parser had to repair it, or was JSON but not an object (``"tool_arguments_repaired"``):
+      the call still runs, with the best-effort arguments (``{}`` for a non-object), and the note
+      says so.
 
     Blocks may be open at the same time (Anthropic and Responses interleave by index); ``current``
     is the most recently opened block still open, for APIs that stream one block at a time.
@@ -171,13 +174,22 @@ class StreamWriter:
 
     def _check_arguments(self, block: ToolCall, text: str) -> None:
         try:  # once per call, at its end: the strict parse says whether the lenient one repaired
-            json.loads(text)
+            value = json.loads(text)
         except ValueError as exc:
-            self.add_diagnostic(
-                "tool_arguments_repaired",
-                error={"name": "JSONDecodeError", "message": str(exc)},
-                details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
-            )
+            error = {"name": "JSONDecodeError", "message": str(exc)}
+        else:
+            if isinstance(value, dict):
+                return
+            kind = _JSON_KINDS.get(type(value), "number")
+            error = {
+                "name": "TypeError",
+                "message": f"the arguments are a JSON {kind}, not an object: the call gets {{}}",
+            }
+        self.add_diagnostic(
+            "tool_arguments_repaired",
+            error=error,
+            details={"toolCallId": block.id, "toolName": block.name, "argumentChars": len(text)},
+        )
 
     def add_diagnostic(
         self, type: str, error: Optional[Dict[str, Any]] = None, details: Optional[Dict[str, Any]] = None
