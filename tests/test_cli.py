@@ -1727,3 +1727,23 @@ def test_a_bare_model_id_of_several_providers_means_the_one_with_credentials(mon
     assert code == 0, err
     model, _ = resolve_model("claude-sonnet-4-5")  # a stored key counts as the environment's does
     assert model.provider == "anthropic"
+
+
+def test_a_plugin_tool_named_like_a_tools_tool_is_a_usage_error_naming_both():
+    """``-t ls`` with a plugin's ``cli_tools`` adding an ``ls`` too (an MCP server without a
+    prefix) failed the command with ``ValueError: tools items 0 and 1 are both named 'ls'``."""
+    from agentcore.cli._hooks import plugin_tools
+    from agentcore.cli._setup import UsageError
+    from agentcore.plugins import default_plugin_manager
+
+    default_plugin_manager().register(_WordPlugin(), name="word-plugin")
+    args = argparse.Namespace(word_plugin_word="x")
+    with pytest.raises(UsageError, match="plugin 'word-plugin' adds a tool named 'ls', the name of a --tools tool"):
+        plugin_tools(args, "run", taken=["ls"])
+    default_plugin_manager().register(_WordPlugin(), name="word-again")
+    with pytest.raises(
+        UsageError, match="plugin 'word-again' adds a tool named 'ls', the name of a tool of plugin 'word"
+    ):
+        plugin_tools(args, "run")
+    code, _, err = _in_process("run", "--model", "scripted", "-t", "ls", "--plugin-word", "x", "hi")
+    assert code == 2 and "the name of a --tools tool" in err and "Traceback" not in err

@@ -11,7 +11,7 @@ naming the plugin (exit status 2).
 from __future__ import annotations
 
 import argparse
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
 from ._setup import UsageError
 
@@ -42,13 +42,15 @@ def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:
             warn_once(f"cli:{impl.plugin_name}:{command}:{exc}", message)
 
 
-def plugin_tools(args: Any, command: str) -> List[Any]:
+def plugin_tools(args: Any, command: str, taken: Iterable[str] = ()) -> List[Any]:
     """The tools every plugin's ``cli_tools(args, command)`` supplies, concatenated in plugin
     registration order. Raises UsageError naming the plugin when one raises or returns something
-    other than None or a list of tools."""
+    other than None or a list of tools, or a tool whose name is ``taken`` (a ``--tools`` tool's)
+    or an earlier plugin's: an agent's tools need distinct names."""
     from .._safe import describe_exception
 
     tools: List[Any] = []
+    owners: Dict[str, str] = {tool: "--tools" for tool in taken}
     for impl in _impls("cli_tools"):
         name = impl.plugin_name
         try:
@@ -63,5 +65,15 @@ def plugin_tools(args: Any, command: str) -> List[Any]:
             raise UsageError(
                 f"plugin {name!r}: cli_tools must return None or a list of AgentTool, got {type(result).__name__}"
             )
-        tools.extend(result)
+        this = f"plugin {name!r}"
+        for tool in result:
+            owner = owners.get(tool.name)
+            if owner is not None:
+                other = {"--tools": "a --tools tool", this: "another of its tools"}.get(owner, f"a tool of {owner}")
+                raise UsageError(
+                    f"plugin {name!r} adds a tool named {tool.name!r}, the name of {other}: an agent's tools "
+                    "need distinct names; drop one, or rename the plugin's (an MCP server's \"prefix\", say)"
+                )
+            owners[tool.name] = this
+            tools.append(tool)
     return tools

@@ -628,7 +628,7 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     if args is not None:
         from ._hooks import plugin_tools
 
-        extra = plugin_tools(args, command)
+        extra = plugin_tools(args, command, taken=[tool.name for tool in tools])
     tools += extra
     created = False
     if options.session:
