@@ -1740,10 +1740,10 @@ def test_a_plugin_tool_named_like_a_tools_tool_is_a_usage_error_naming_both():
     args = argparse.Namespace(word_plugin_word="x")
     with pytest.raises(UsageError, match="plugin 'word-plugin' adds a tool named 'ls', the name of a --tools tool"):
         plugin_tools(args, "run", taken=["ls"])
-    default_plugin_manager().register(_WordPlugin(), name="word-again")
+    code, _, err = _in_process("run", "--model", "scripted", "-t", "ls", "--plugin-word", "x", "hi")
+    assert code == 2 and "the name of a --tools tool" in err and "Traceback" not in err
+    default_plugin_manager().register(_WordPlugin(), name="word-again")  # its --plugin-word clashes: no CLI after
     with pytest.raises(
         UsageError, match="plugin 'word-again' adds a tool named 'ls', the name of a tool of plugin 'word"
     ):
         plugin_tools(args, "run")
-    code, _, err = _in_process("run", "--model", "scripted", "-t", "ls", "--plugin-word", "x", "hi")
-    assert code == 2 and "the name of a --tools tool" in err and "Traceback" not in err
