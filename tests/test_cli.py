@@ -181,6 +181,43 @@ def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
     assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
+def test_run_reads_piped_utf8_whatever_the_locale_encoding(encoding, monkeypatch):
+    """Piped stdin is UTF-8 text whatever the locale says (Windows' cp1252, ``LC_ALL=C`` without
+    UTF-8 mode, ``PYTHONIOENCODING``): it was refused as "not UTF-8 text" or sent as mojibake."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    piped = io.TextIOWrapper(io.BytesIO("h\u00e9llo \U0001f389\r\nsecond\n".encode("utf-8")), encoding=encoding,
+                             errors="surrogateescape" if encoding == "ascii" else "strict")  # fmt: skip
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", "--model", "scripted", "--no-log"], stdin=piped, stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith("You said: h\u00e9llo \U0001f389\nsecond\n(This is the offline")
+
+
+def test_an_answer_stdout_cannot_encode_is_printed_whole_with_replacements(env, tmp_path):
+    """A stdout whose encoding lacks a character of the answer (``> answer.txt`` in Windows'
+    cp1252, an ASCII locale) cut the answer and the ``--json`` lines off there, silently and with
+    status 0; ``logs`` failed with a UnicodeEncodeError."""
+    ascii_env = {**env, "PYTHONIOENCODING": "ascii"}
+    done = agentcore("run", "--model", "scripted", "caf\u00e9 \U0001f389 ok", env=ascii_env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("You said: caf? ? ok\n(This is the offline scripted demo.")
+    events = agentcore("run", "--json", "--model", "scripted", "caf\u00e9", env=ascii_env, cwd=tmp_path)
+    assert events.returncode == 0 and json.loads(events.stdout.splitlines()[-1])["type"] == "agent_end"
+    logs = agentcore("logs", env=ascii_env, cwd=tmp_path)
+    assert logs.returncode == 0 and "> caf? ? ok" in logs.stdout, logs.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX locales: Windows passes argv as UTF-16")
+def test_a_prompt_word_is_utf8_in_an_ascii_locale(env, tmp_path):
+    """``LC_ALL=C`` without UTF-8 mode decodes argv as ASCII with surrogates: "r\u00e9sum\u00e9"
+    failed the request with a UnicodeEncodeError (status 1) instead of being sent."""
+    c_env = {**env, "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "utf-8"}
+    done = agentcore("run", "--model", "scripted", "r\u00e9sum\u00e9", env=c_env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("You said: r\u00e9sum\u00e9\n")
+
+
 def test_chat_skips_a_piped_line_that_is_not_text(env, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
@@ -598,6 +635,19 @@ def test_models_lists_the_catalog_and_filters_by_provider(env):
     assert unknown.returncode == 2 and "anthropic" in unknown.stderr
 
 
+def test_models_q_filters_as_llm_models_q_does():
+    """``llm models -q 4o`` finds models; ``agentcore models -q`` was a usage error. Every -q
+    must appear in the model's provider/id or name, case-insensitively."""
+    code, out, err = _in_process("models", "-q", "GPT-4o", "-q", "mini")
+    keys = [row.split()[0] for row in out.splitlines()[1:]]
+    assert code == 0 and "openai/gpt-4o-mini" in keys and "openai/gpt-4o" not in keys
+    assert all("gpt-4o" in key and "mini" in key for key in keys)
+    code, out, err = _in_process("models", "--json", "--provider", "anthropic", "--query", "sonnet-4-5")
+    assert code == 0 and {json.loads(line)["id"] for line in out.splitlines()} >= {"claude-sonnet-4-5"}
+    code, out, err = _in_process("models", "-q", "no-such-model-anywhere")
+    assert code == 0 and out == "" and "no models match -q no-such-model-anywhere" in err
+
+
 def test_plugins_lists_builtins_and_what_they_provide(env):
     done = agentcore("plugins", env=env)
     assert done.returncode == 0, done.stderr
@@ -813,6 +863,18 @@ def test_argparse_errors_exit_2(env):
     assert done.returncode == 2 and "unrecognized arguments" in done.stderr
 
 
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:8080/v1", "http://", "ftp://host/v1"])
+def test_a_base_url_that_is_not_an_http_url_is_a_usage_error(env, tmp_path, url):
+    """``--base-url 127.0.0.1:8080/v1`` (no scheme) was retried three times as a connection error
+    "talking to  (...)" and exited 1."""
+    done = agentcore("run", "--base-url", url, "--model", "llama3", "hi", env=env, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"argument --base-url: {url!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)" in (
+        done.stderr
+    )
+    assert "Connection error" not in done.stderr and "Traceback" not in done.stderr
+
+
 def test_base_url_with_a_catalog_model_keeps_its_api_and_changes_the_url(monkeypatch):
     from agentcore.cli._setup import resolve_model
 
@@ -852,6 +914,61 @@ def test_local_prefix_names_the_provider_and_is_stripped_with_base_url(env, tmp_
 def test_version(env):
     done = agentcore("--version", env=env)
     assert done.returncode == 0 and done.stdout.startswith("agentcore ")
+
+
+def test_a_prompt_without_run_says_to_add_run(capsys):
+    """``llm "hello"`` sends a prompt; ``agentcore "hello"`` only listed the commands."""
+    assert main(["--model", "scripted", "what is 2+2?"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'what is 2+2?'" in err
+    assert "to send a prompt: agentcore run PROMPT (agentcore chat for a conversation)" in err
+
+
+@pytest.mark.parametrize(
+    "argv, command",
+    [
+        (["logs", "-s"], "agentcore logs"),
+        (["aliases", "list", "--nope"], "agentcore aliases list"),
+        (["models", "--nope", "x"], "agentcore models"),
+    ],
+)
+def test_an_unknown_option_of_a_command_shows_that_commands_usage(capsys, argv, command):
+    """``agentcore logs -s`` said "unrecognized arguments: -s" under the top-level usage, which
+    lists ``-s PATH|ID``: the usage of the command the option was given to says what it takes."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: {command} ")
+    assert f"{command}: error: unrecognized arguments: {' '.join(argv[len(command.split()) - 1 :])}" in err
+
+
+def test_help_names_every_exit_status(capsys):
+    """The help's exit statuses left out 143 (stopped with SIGTERM), which docs/cli.rst lists."""
+    assert main(["--help"]) == 0
+    assert "exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted (Ctrl-C), 143 terminated" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["logs"], ["run", "--model", "scripted", "hi"]])
+def test_output_to_a_closed_pipe_ends_quietly(env, tmp_path, argv):
+    """``agentcore --version | true``: the reader is gone before the first write; ``--version``
+    showed a BrokenPipeError traceback and exited 1 (the other commands end quietly)."""
+    read, write = os.pipe()
+    os.close(read)  # a reader that went away before anything was written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
 
 
 def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):

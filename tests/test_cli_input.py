@@ -360,3 +360,15 @@ def test_base_url_with_a_near_catalog_id_is_sent_with_a_notice(env, tmp_path):
     assert sent == ["gpt-4o-mnii", "gpt-4o-mnii"]
     assert "not in the catalog" in typo.stderr and "did you mean 'openai/gpt-4o-mini'" in typo.stderr
     assert "not in the catalog" not in meant.stderr
+
+
+def test_base_url_with_a_bare_catalog_id_of_several_providers_has_no_typo_notice():
+    """``--base-url URL --model gpt-4o-mini`` (an id openai, azure-openai-responses ... all list)
+    is the local server's model, as documented; the notice said it "is not in the catalog" and
+    suggested gpt-4.1-mini."""
+    with ScriptedServer([answer("ok")]) as server:
+        status, out, err = _run("run", "--no-log", "--base-url", server.url + "/v1", "--model", "gpt-4o-mini", "hi")
+        sent = [r.json()["model"] for r in server.requests]
+    assert status == 0 and out == "ok\n", err
+    assert sent == ["gpt-4o-mini"]
+    assert "not in the catalog" not in err

@@ -264,6 +264,21 @@ def test_logs_finds_library_sessions_changes_and_deletions_after_the_index_exist
     assert [c["firstPrompt"] for c in logs_json("-n", "0")] == ["first question"]
 
 
+def test_a_session_with_a_lone_surrogate_does_not_break_logs(here):
+    """JSON may escape half an emoji ("\\ud83d", a string cut by a program); SQLite refused that
+    text and every ``logs`` command failed with "UnicodeEncodeError: ... surrogates not allowed"."""
+    _library_session("a fine question", "a fine answer")
+    odd = _library_session("odd", "answer")
+    lines = odd.read_text().splitlines()
+    user = json.loads(lines[-2])
+    user["message"]["content"] = [{"type": "text", "text": "half \ud83d an emoji"}]
+    odd.write_text("\n".join(lines[:-2] + [json.dumps(user), lines[-1]]) + "\n")
+    assert sorted(c["firstPrompt"] for c in logs_json("-n", "0")) == ["a fine question", "half ? an emoji"]
+    assert [c["firstPrompt"] for c in logs_json("-q", "emoji")] == ["half ? an emoji"]
+    code, out, err = run_cli("logs", "status")
+    assert code == 0 and "conversations: 2" in out, err
+
+
 def test_logs_index_is_updated_after_each_chat_turn(here):
     from agentcore.cli._logindex import LogIndex
 
@@ -683,6 +698,24 @@ def test_bare_keys_and_aliases_list_as_llm_does(here):
     assert (
         run_cli("aliases")[:2] == (0, run_cli("aliases", "list")[1]) and "fast: openai/gpt-4o" in run_cli("aliases")[1]
     )
+
+
+def test_s_with_a_sentence_points_an_llm_user_at_system(here):
+    """``llm -s TEXT`` is the system prompt; here ``-s`` is ``--session``, and the refusal of
+    ``-s "be terse"`` spoke of session ids only."""
+    code, out, err = run_cli("run", "--model", "scripted", "-s", "You are terse.", "hi")
+    assert code == 2 and "invalid session id" in err
+    assert "-s is --session; for a system prompt use --system 'You are terse.'" in err
+    assert not session_files()
+
+
+def test_bare_aliases_takes_json_as_aliases_list_does(here):
+    """``llm aliases --json`` lists as JSON; ``agentcore aliases --json`` was a usage error."""
+    assert run_cli("aliases", "set", "fast", "openai/gpt-4o")[0] == 0
+    assert json.loads(run_cli("aliases", "--json")[1]) == {"fast": "openai/gpt-4o"}
+    assert json.loads(run_cli("aliases", "list", "--json")[1]) == {"fast": "openai/gpt-4o"}
+    assert json.loads(run_cli("aliases", "--json", "list")[1]) == {"fast": "openai/gpt-4o"}
+    assert run_cli("aliases", "list")[1] == "fast: openai/gpt-4o\n"
 
 
 @pytest.mark.parametrize("before", [True, False])

@@ -16,7 +16,7 @@ of this directory, ``--no-stream`` prints answers whole); ``logs``, ``keys`` and
 in :mod:`agentcore.cli._commands` and the modules it names.
 
 Exit status: 0 ok, 1 the model request (or the run) failed, 2 usage or configuration error,
-130 interrupted. API keys are never printed.
+130 interrupted, 143 terminated (SIGTERM). API keys are never printed.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO
 
 from .._safe import describe_exception
 from ._commands import add_commands, add_logging_options, sessions_dir_option
@@ -46,7 +46,7 @@ _EPILOG = f"""\
 model selection: --model provider/id (see `agentcore models`), or {MODEL_ENV}=provider/id;
   --base-url URL --model ID (or local/ID) for a local OpenAI-compatible server: ID is sent as given,
   a local/ prefix is stripped; --model scripted for an offline demo.
-exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted."""
+exit status: 0 ok, 1 model/run error, 2 usage error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM)."""
 
 
 # --------------------------------------------------------------------------- parser
@@ -66,6 +66,7 @@ def _common_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--base-url",
         metavar="URL",
+        type=_http_url,
         help="endpoint URL; with an id not in the catalog (or local/ID): a local OpenAI-compatible server",
     )
     group.add_argument("--api-key-env", metavar="NAME", help="read the API key from environment variable NAME")
@@ -126,6 +127,35 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
+class _Parser(argparse.ArgumentParser):
+    """The top-level parser: a word that is not a command is most likely a prompt (``llm "hi"``)."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("argument COMMAND: invalid choice"):
+            message += "; to send a prompt: agentcore run PROMPT (agentcore chat for a conversation)"
+        super().error(message)
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: Any) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose: ``agentcore logs`` for ``logs -s``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _chosen_parser(chosen, args)
+    return parser
+
+
+def _http_url(value: str) -> str:
+    """``--base-url``: an http(s) URL with a host; anything else would be retried as a connection error."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)")
+    return value.strip()
+
+
 def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     """The argument parser of the ``agentcore`` command.
 
@@ -134,7 +164,7 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     False for the commands that build no agent, so that ``agentcore --help`` stays fast.
     """
     common = _common_options()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentcore",
         parents=[common],
         epilog=_EPILOG,
@@ -142,7 +172,7 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
         description="Run tool-using LLM agents from the terminal.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser)
 
     run = commands.add_parser(
         "run",
@@ -196,6 +226,13 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
 
     models = commands.add_parser("models", help="list the registered models")
     models.add_argument("--provider", metavar="NAME", help="only this provider's models")
+    models.add_argument(
+        "-q",
+        "--query",
+        action="append",
+        metavar="TEXT",
+        help="only the models whose provider/id or name contains TEXT (repeatable: every one)",
+    )
     models.add_argument("--json", action="store_true", help="one JSON object per model")
     models.set_defaults(handler=_lazy("cmd_models"))
 
@@ -291,11 +328,18 @@ def _read_prompt(args: Any, stdin: TextIO, required: bool = True) -> str:
 
 def _read_all(stdin: Any) -> str:
     """Everything on stdin; "" when there is no stdin (closed: ``<&-``). Undecodable bytes:
-    :class:`UsageError` (a binary file piped in by mistake)."""
+    :class:`UsageError` (a binary file piped in by mistake).
+
+    The bytes are decoded as UTF-8 whatever the locale's encoding (Windows' cp1252 would turn
+    UTF-8 text into mojibake, an ASCII locale would refuse it), with the text layer's newlines."""
     if stdin is None:
         return ""
     try:
-        text = stdin.read()
+        buffer = getattr(stdin, "buffer", None)
+        if buffer is not None:
+            text = buffer.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        else:
+            text = stdin.read()
         text.encode("utf-8")  # the C locale decodes with surrogateescape: undecodable bytes show here
     except UnicodeError:
         raise UsageError("stdin is not UTF-8 text: pipe text, not a binary file") from None
@@ -467,10 +511,15 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
 
 def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> None:
-    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id."""
+    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id (not
+    when it is one: a bare id several providers list, ``gpt-4o-mini``, is the server's model)."""
+    from ..plugins import models
     from ._names import uncatalogued_notice
 
-    notice = uncatalogued_notice(getattr(args, "model", None), model)
+    ref = getattr(args, "model", None)
+    if ref and ref.lower() in {str(m.id).lower() for m in models()}:
+        return
+    notice = uncatalogued_notice(ref, model)
     if notice is not None:
         note(notice)
 
@@ -500,25 +549,25 @@ def main(
     stdin = stdin if stdin is not None else sys.stdin
     out = stdout if stdout is not None else sys.stdout
     err = stderr if stderr is not None else sys.stderr
-    argv = list(argv) if argv is not None else sys.argv[1:]
+    argv = list(argv) if argv is not None else [_utf8_word(word) for word in sys.argv[1:]]
     # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
     parser = build_parser(plugin_options=bool({"run", "chat", "rpc"} & set(argv)))
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # said by the command they were given to, with its usage (not the top-level one)
+            _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
-    if getattr(args, "version", False):
-        from .. import __version__
-
-        out.write(f"agentcore {__version__}\n")
-        return EXIT_OK
-    handler = getattr(args, "handler", None)
+    handler = _print_version if getattr(args, "version", False) else getattr(args, "handler", None)
     if handler is None:
         parser.print_help(err)
         return EXIT_USAGE
     try:
         with _verbose_logging(err, getattr(args, "verbose", False)), _plain_warnings(err):
-            with interrupts_reach_main_thread():  # Ctrl-C at a readline prompt is never lost
+            with (
+                _replacing_unencodable(out if stdout is None else None),
+                interrupts_reach_main_thread(),
+            ):  # Ctrl-C at a readline prompt is never lost
                 return handler(args, stdin, out, err)
     except UsageError as exc:
         message = str(exc)
@@ -537,6 +586,42 @@ def main(
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
         err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
+
+
+def _utf8_word(word: str) -> str:
+    """A command-line word as UTF-8 text: an ASCII locale (``LC_ALL=C`` without UTF-8 mode) decodes
+    argv with surrogates for its non-ASCII bytes, which no request can send."""
+    if not any("\udc80" <= c <= "\udcff" for c in word):
+        return word
+    try:
+        return os.fsencode(word).decode("utf-8")
+    except UnicodeError:  # not UTF-8 either: left for the command to refuse
+        return word
+
+
+def _print_version(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    from .. import __version__
+
+    out.write(f"agentcore {__version__}\n")
+    out.flush()  # a reader that went away shows here, inside main's BrokenPipeError handling
+    return EXIT_OK
+
+
+@contextlib.contextmanager
+def _replacing_unencodable(stream: Any) -> Iterator[None]:
+    """While the command runs, ``stream`` (the process's stdout) writes ``?`` for a character its
+    encoding lacks (Windows' cp1252 into a file, an ASCII locale) instead of raising: the answer
+    and every ``--json`` line come out whole. Its error handler is restored afterwards."""
+    errors = getattr(stream, "errors", None)
+    if errors != "strict" or not hasattr(stream, "reconfigure"):
+        yield
+        return
+    stream.reconfigure(errors="replace")
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError, OSError):  # closed by then (a broken pipe)
+            stream.reconfigure(errors=errors)
 
 
 @contextlib.contextmanager

@@ -101,15 +101,19 @@ def add_commands(commands: Any) -> None:
     )
 
     aliases = commands.add_parser("aliases", help="short names for models (--model NAME); no action: list them")
+    # bare `aliases` lists, as `llm aliases` does, --json too
+    aliases.add_argument("--json", action="store_true", help="list them as one JSON object {name: model}")
     aliases_actions = aliases.add_subparsers(dest="aliases_action", metavar="ACTION")
-    # bare `aliases` lists, as `llm aliases` does
-    aliases.set_defaults(handler=_handler("_aliases", "cmd_aliases_list"), json=False)
+    aliases.set_defaults(handler=_handler("_aliases", "cmd_aliases_list"))
     alias_set = aliases_actions.add_parser("set", help="make NAME stand for a model")
     alias_set.add_argument("name", metavar="NAME")
     alias_set.add_argument("model", metavar="PROVIDER/ID")
     alias_set.set_defaults(handler=_handler("_aliases", "cmd_aliases_set"))
     alias_list = aliases_actions.add_parser("list", help="the aliases and their models")
-    alias_list.add_argument("--json", action="store_true", help="one JSON object {name: model}")
+    # SUPPRESS: `aliases --json list` keeps the --json given before the action
+    alias_list.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="one JSON object {name: model}"
+    )
     alias_list.set_defaults(handler=_handler("_aliases", "cmd_aliases_list"))
     alias_remove = aliases_actions.add_parser("remove", help="remove an alias")
     alias_remove.add_argument("name", metavar="NAME")

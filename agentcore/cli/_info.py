@@ -56,13 +56,20 @@ def _tokens(value: Any) -> str:
 
 
 def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
-    """``agentcore models [--provider P] [--json]``: the model registry (catalog and plugins)."""
+    """``agentcore models [--provider P] [-q TEXT ...] [--json]``: the model registry (catalog and
+    plugins); every ``-q`` must appear in a model's ``provider/id`` or name (as ``llm models -q``)."""
     from ..plugins import models
 
     found = models(args.provider) if args.provider else models()
     if args.provider and not found:
         known = sorted({m.provider for m in models()})
         raise UsageError(f"no models of provider {args.provider!r}; providers: {', '.join(known)}")
+    queries = [q.lower() for q in getattr(args, "query", None) or ()]
+    if queries:
+        found = [m for m in found if all(q in f"{m.key} {m.name or ''}".lower() for q in queries)]
+        if not found:
+            err.write(f"no models match -q {' -q '.join(args.query)} (`agentcore models` lists them all)\n")
+            return 0
     if getattr(args, "json", False):
         for model in found:
             out.write(json.dumps(model.to_dict(), ensure_ascii=False) + "\n")

@@ -88,12 +88,24 @@ class Conversation:
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
-        return content
+        return _storable(content)
     if not isinstance(content, list):
         return ""
-    return "\n".join(
-        str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"
+    return _storable(
+        "\n".join(
+            str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text"
+        )
     )
+
+
+def _storable(text: str) -> str:
+    """``text`` with ``?`` for a lone surrogate (JSON may escape half an emoji, ``"\\ud83d"``),
+    which SQLite cannot store: one such file would fail every ``agentcore logs``."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
@@ -152,12 +164,12 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
                 model = f"{message['provider']}/{message['model']}"
             usage.add(message.get("usage"))
     conversation = Conversation(
-        id=header["id"],
+        id=_storable(header["id"]),
         path=path,
-        cwd=str(header.get("cwd") or ""),
-        created=str(header.get("timestamp") or ""),
+        cwd=_storable(str(header.get("cwd") or "")),
+        created=_storable(str(header.get("timestamp") or "")),
         updated=updated,
-        model=model,
+        model=None if model is None else _storable(model),
         first_prompt=first,
         messages=count,
         input_tokens=int(usage.cached + usage.uncached),

@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import time
 from typing import Any, Dict, Optional, TextIO
 
@@ -175,9 +176,11 @@ def _check_new_id(value: str) -> None:
     from ..session.repository import _ID_PATTERN
 
     if not _ID_PATTERN.match(value):
+        # llm's -s is the system prompt: a sentence given to -s is most likely one
+        hint = f"; -s is --session; for a system prompt use --system {shlex.quote(value)}" if " " in value else ""
         raise UsageError(
             f"-s {value}: invalid session id {value!r}: use letters, digits, '.', '_' and '-', starting "
-            "and ending with a letter or digit (or give a path ending in .jsonl or .db)"
+            f"and ending with a letter or digit (or give a path ending in .jsonl or .db){hint}"
         )
 
 
