@@ -1864,3 +1864,16 @@ def test_a_plugin_tool_named_like_a_tools_tool_is_a_usage_error_naming_both():
         UsageError, match="plugin 'word-again' adds a tool named 'ls', the name of a tool of plugin 'word"
     ):
         plugin_tools(args, "run")
+
+
+def test_a_bare_model_id_with_api_key_env_is_never_guessed(monkeypatch, tmp_path):
+    """``--model gpt-4o --api-key-env MY_OPENAI_KEY`` with ``GH_TOKEN`` set (for ``gh``) picked
+    github-copilot and sent the OpenAI key to GitHub's endpoint: the named key's provider is not
+    known, so a bare id several providers list must be named."""
+    from agentcore.cli._setup import CliOptions, UsageError, build_agent
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-openai-only")
+    monkeypatch.setenv("GH_TOKEN", "gh-token")
+    with pytest.raises(UsageError, match="with --api-key-env name the one the key is for, --model PROVIDER/gpt-4o"):
+        build_agent(CliOptions(model="gpt-4o", api_key_env="MY_OPENAI_KEY"))

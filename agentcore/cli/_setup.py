@@ -175,7 +175,9 @@ def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
     return parsed
 
 
-def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[Any, Optional[Callable[..., Any]]]:
+def resolve_model(
+    ref: Optional[str], base_url: Optional[str] = None, *, key_given: bool = False
+) -> Tuple[Any, Optional[Callable[..., Any]]]:
     """``(model, stream_fn)`` for a ``--model`` value (``stream_fn`` is None for real providers).
 
     ``ref`` None falls back to ``AGENTCORE_MODEL``. With ``base_url`` a catalog model is pointed at
@@ -220,6 +222,11 @@ def resolve_model(ref: Optional[str], base_url: Optional[str] = None) -> Tuple[A
         if base_url:  # a local server's model (one that serves "gpt-4o" too): no cloud key sent
             return local_model(ref, base_url), None
         offered = [m for m in models() if m.id == ref] if "/" not in ref else []
+        if len(offered) > 1 and key_given:  # --api-key-env's key must never go to a guessed provider
+            raise UsageError(
+                f"model id {ref!r} is offered by several providers ({_providers_of(offered)}): with "
+                f"--api-key-env name the one the key is for, --model PROVIDER/{ref}"
+            ) from None
         if len(offered) > 1:  # a bare id of several providers: the one with credentials
             return copy.deepcopy(_configured_choice(ref, offered)), None
         raise UsageError(_unknown_model(ref)) from None
@@ -638,7 +645,9 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         resumed = None
         if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
             resumed = _session_model(session, options.base_url)
-        model, stream_fn = resumed or resolve_model(options.model, options.base_url)
+        model, stream_fn = resumed or resolve_model(
+            options.model, options.base_url, key_given=options.api_key_env is not None
+        )
         if stream_fn is None:
             api_key = api_key or _stored_key(model)
             check_api_key(model, api_key)
