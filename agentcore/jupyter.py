@@ -574,20 +574,19 @@ class _LiveOutput:
         self._sent = 0  # how many of live.messages have their own output
 
     def draw(self) -> int:
-        """Send what changed; returns how many characters that was (HTML and Markdown)."""
+        """Send what changed; returns how many characters of the tail it redrew (HTML and
+        Markdown): what the next drawing sends again. Finished messages, sent once, are not
+        counted."""
         messages = self._live.messages
-        sent = 0
         while self._sent < len(messages) and self._open():
-            finished = _finished(messages[self._sent])
-            self._current.update(finished)
-            sent += finished.size
+            self._current.update(_finished(messages[self._sent]))
             self._sent += 1
             self._current = None  # that output is finished: the next one goes below it
-        if self._open():
-            tail = self._live.tail_snapshot()
-            self._current.update(tail)
-            sent += tail.size
-        return sent
+        if not self._open():
+            return 0
+        tail = self._live.tail_snapshot()
+        self._current.update(tail)
+        return tail.size
 
     def _open(self) -> bool:
         """Open an output to draw in unless one is open (False: draw at the end only). It is
@@ -613,10 +612,11 @@ def _ipython_display(obj: Any, display_id: bool = True) -> Any:
 
 
 _POLL = 0.05  # how long the cell's thread waits for an event at a time, so Ctrl+C is noticed
-#: characters a live view sends per second at most: a drawing of N characters waits
-#: ``N / _DRAW_BUDGET`` seconds before the next when that is longer than the throttle, so a long
-#: answer streamed for minutes is redrawn less often instead of sending its growing text ten
-#: times a second
+#: characters a live view redraws per second at most: a drawing whose tail (what is redrawn in
+#: place) is N characters waits ``N / _DRAW_BUDGET`` seconds before the next when that is longer
+#: than the throttle, so a long answer streamed for minutes is redrawn less often instead of
+#: sending its growing text ten times a second. Finished messages do not count: each is sent
+#: once, so a large tool result must not hold back the drawings after it
 _DRAW_BUDGET = 200_000
 _END = object()
 
@@ -639,8 +639,8 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
 
 def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], int], throttle: float) -> None:
     """Apply the run's events to ``live`` and ``draw`` it at most once per ``throttle`` seconds
-    (longer after a large drawing: see ``_DRAW_BUDGET``; ``draw`` returns the characters it
-    sent), with a trailing edge: a change not yet drawn is drawn that long after the last drawing
+    (longer after a large tail: see ``_DRAW_BUDGET``; ``draw`` returns the characters of the tail
+    it redrew), with a trailing edge: a change not yet drawn is drawn that long after the last drawing
     even when no event follows (a long tool call stays shown as running). The run's iterator
     cannot wait with a timeout, so a helper thread feeds a queue; the interrupt still lands on
     this thread."""

@@ -581,3 +581,23 @@ def test_a_long_streamed_answer_is_redrawn_less_often_as_it_grows():
     content = len(answer.encode())
     assert fake.view.count(answer) == 1
     assert fake.payload < 15 * content, fake.payload / content  # a fixed 0.02 s throttle: about 50x
+
+
+def test_a_large_finished_message_does_not_hold_back_the_drawings_after_it():
+    """The redraw budget counted finished messages too: after a 1 MB tool result (sent once) the
+    live view waited some 15 seconds before drawing again, so the answer streamed after it showed
+    only when it had finished."""
+    big = "z" * 1_000_000
+    answer = " ".join(f"word{n}" for n in range(400))
+
+    def execute(tool_call_id, args, signal, on_update):
+        return AgentToolResult(content=[TextContent(big)])
+
+    model = ScriptedModel([tool_call("read", {}), say(answer)], tokens_per_second=800)  # about 0.5 s
+    tool = AgentTool("read", "reads", {"type": "object", "properties": {}}, execute)
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "go", display=fake, throttle=0.02)
+    partial = [html for html in _drawings(fake) if "word0 " in html and answer not in html]
+    assert len(partial) >= 3, f"{len(partial)} drawings of the answer while it streamed"
+    assert fake.view.count(answer) == 1 and sum(big in html for html in fake.sent) == 1
