@@ -303,6 +303,35 @@ def test_connection_refused_is_an_error_result():
     assert KEY not in result.error_message
 
 
+@pytest.mark.parametrize(
+    "base_url, reason",
+    [
+        ("http:///v1", "No host supplied"),
+        ("http://exa mple.com/v1", "invalid character"),
+        ("localhost:8080/v1", "No connection adapters"),
+        ("ftp://user:pa55word@host/v1", "No connection adapters"),
+    ],
+)
+def test_a_url_that_cannot_be_sent_fails_at_once_naming_it(base_url, reason):  # bad input: clear errors
+    # was retried max_retries times and called "Connection error talking to  ()"
+    model = Model(id="m", api="openai-completions", provider="local", base_url=base_url)
+    result = complete(model, _ctx(), api_key=KEY, max_retries=3, max_retry_delay_ms=60_000)
+    message = result.error_message
+    assert result.stop_reason == "error" and message.startswith("Cannot send the request to "), message
+    assert reason in message and "check the provider's base URL" in message and "gave up" not in message
+    assert "pa55word" not in message and KEY not in message
+
+
+def test_a_header_value_requests_refuses_is_named_not_quoted(server):  # secrets: requests quotes it
+    from agentcore.providers.http import ProviderHTTPError, open_stream
+
+    headers = {"Content-Type": "application/json", "x-api-key": f"{KEY}\n"}  # a wire module's own headers
+    with pytest.raises(ProviderHTTPError) as info:
+        open_stream(server.url + "/v1", b"{}", headers, session_name="local", max_retries=3)
+    assert "header 'x-api-key'" in str(info.value) and "trailing newline" in str(info.value)
+    assert KEY not in str(info.value) and server.requests == []
+
+
 def test_unparseable_retry_after_is_ignored_not_raised():
     # providers §9: Retry-After is seconds or an HTTP date; anything else must not turn a
     # retryable 429/503 into "ValueError: Invalid date value" (Python 3.9: a TypeError).

@@ -290,6 +290,35 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
     return f"Connection error talking to {host} ({where}): {reason} (is the server at {host} up and reachable?)"
 
 
+_VALID_HEADER_VALUE = re.compile(r"(?:\S[^\r\n]*)?")  # requests' own rule for a str value, fullmatch
+
+
+def _describe_unsendable(exc: BaseException, url: str, headers: Mapping[str, str]) -> str:
+    """The error text of a request that cannot be sent: a malformed URL (the URL shown as
+    :func:`_loggable_url` shows it) or header value. A header's value is never quoted: requests'
+    own message quotes it, and the common case is an API key read with its trailing newline."""
+    import requests
+
+    from .failures import redact
+
+    if isinstance(exc, requests.exceptions.InvalidHeader):
+        bad = [
+            name
+            for name, value in headers.items()
+            if not isinstance(value, (str, bytes))
+            or (isinstance(value, str) and not _VALID_HEADER_VALUE.fullmatch(value))
+        ]
+        which = f"header {bad[0]!r}" if bad else "a header"
+        return (
+            f"Cannot send the request: the value of {which} is not a valid HTTP header value (a line "
+            "break, or whitespace at its start: was the API key read with its trailing newline?)"
+        )
+    secrets: List[str] = []
+    shown = _loggable_url(url, secrets)
+    reason = redact(str(exc).replace(url, shown), secrets)
+    return f"Cannot send the request to {shown}: {reason} (check the provider's base URL)"
+
+
 _URLLIB3_PREFIX = re.compile(r"^(?:<[^<>]*>|\w+\(host=[^)]*\)): ")
 
 
@@ -354,6 +383,9 @@ def open_stream(
         except RequestAborted:
             raise
         except requests.exceptions.RequestException as exc:
+            if isinstance(exc, (ValueError, requests.exceptions.URLRequired)):
+                # a malformed URL or header value: no attempt can succeed, so none is retried
+                raise ProviderHTTPError(_describe_unsendable(exc, url, headers)) from None
             message = _describe_connection_error(exc, url)
             if budget.exhausted:
                 if log is not None:
