@@ -1834,6 +1834,20 @@ def test_a_bare_model_id_of_several_providers_means_the_one_with_credentials(mon
     model, _ = resolve_model("gpt-4o", "http://127.0.0.1:9/v1")
     assert (model.provider, model.api, model.base_url) == ("local", "openai-completions", "http://127.0.0.1:9/v1")
 
+    # a GitHub token is set for gh and CI, not to choose Copilot: OPENAI_API_KEY's provider wins
+    monkeypatch.setenv("GH_TOKEN", "gho-test")
+    model, _ = resolve_model("gpt-4o")
+    assert model.provider == "openai"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    model, _ = resolve_model("gpt-4o")  # alone it still counts
+    assert model.provider == "github-copilot"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("COPILOT_GITHUB_TOKEN", "gho-test")  # Copilot's own variable is a choice
+    with pytest.raises(UsageError, match=r"credentials for \(github-copilot, openai\)"):
+        resolve_model("gpt-4o")
+    monkeypatch.delenv("COPILOT_GITHUB_TOKEN")
+    monkeypatch.delenv("GH_TOKEN")
+
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "azure-test")
     with pytest.raises(UsageError, match=r"credentials for \(azure-openai-responses, openai\)"):
         resolve_model("gpt-4o")

@@ -237,22 +237,35 @@ def resolve_model(
 
 def _configured_choice(ref: str, offered: List[Any]) -> Any:
     """The model a bare ``--model`` id means when several providers list it (``gpt-4o``: openai,
-    azure-openai-responses, github-copilot, ...): the one provider with credentials in sight (its
-    environment variable, a key stored with ``agentcore keys set``, or a cloud's credentials file
-    or variables), else the one that needs no key at all; as the reference picks among the models
-    it has credentials for. UsageError naming the candidates when that leaves none or several
-    (a cloud chain with nothing in sight, an instance role say, is not guessed: name it)."""
+    azure-openai-responses, github-copilot, ...): the one provider with a key of its own in sight
+    (a variable only it reads, ``OPENAI_API_KEY`` say, or a key stored with ``agentcore keys
+    set``); else the one with any credentials in sight (also ``GH_TOKEN``/``GITHUB_TOKEN``, which
+    anyone using ``gh`` has set, and a cloud's credentials file or variables); else the one that
+    needs no key at all; as the reference picks among the models it has credentials for.
+    UsageError naming the candidates when the first tier that is not empty holds several, or all
+    are empty (a cloud chain with nothing in sight, an instance role say, is not guessed)."""
     from ..providers.base import ENV_API_KEYS, get_env_api_key
     from ._keys import stored_key
 
-    def configured(model: Any) -> bool:
+    def own_key(model: Any) -> bool:
         provider = str(model.provider)
-        return bool(get_env_api_key(provider) or (ENV_API_KEYS.get(provider) and stored_key(provider)))
+        names = ENV_API_KEYS.get(provider, ())
+        if any(os.environ.get(name) for name in names if name not in _SHARED_TOKENS):
+            return True
+        return bool(names and stored_key(provider))
+
+    def configured(model: Any) -> bool:
+        return own_key(model) or bool(get_env_api_key(str(model.provider)))
 
     def keyless(model: Any) -> bool:
         return not ENV_API_KEYS.get(str(model.provider)) and not finds_own_credentials(model)
 
-    for tier in ([m for m in offered if configured(m)], [m for m in offered if keyless(m)]):
+    tiers = (
+        [m for m in offered if own_key(m)],
+        [m for m in offered if configured(m)],
+        [m for m in offered if keyless(m)],
+    )
+    for tier in tiers:
         if len(tier) == 1:
             return tier[0]
         if tier:
@@ -265,6 +278,11 @@ def _configured_choice(ref: str, offered: List[Any]) -> Any:
         f"key configured: export the key of the one you mean (or store it: agentcore keys set PROVIDER), "
         f"or name it: --model PROVIDER/{ref}"
     )
+
+
+#: credentials a provider reads that are not for it alone: a GitHub token is set for ``gh`` and
+#: CI; with ``OPENAI_API_KEY`` also set, a bare ``gpt-4o`` means openai, not github-copilot
+_SHARED_TOKENS = frozenset({"GH_TOKEN", "GITHUB_TOKEN"})
 
 
 def _providers_of(offered: List[Any]) -> str:
