@@ -194,6 +194,18 @@ def test_run_reads_piped_utf8_whatever_the_locale_encoding(encoding, monkeypatch
     assert out.getvalue().startswith("You said: h\u00e9llo \U0001f389\nsecond\n(This is the offline")
 
 
+@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
+def test_chat_reads_piped_utf8_lines_whatever_the_locale_encoding(encoding, monkeypatch):
+    """chat read its piped lines in the locale's encoding: under Windows' cp1252 "h\u00e9llo" was
+    sent as mojibake (run's piped prompt was already read as UTF-8)."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    piped = io.TextIOWrapper(io.BytesIO("h\u00e9llo \U0001f389\r\n/quit\n".encode("utf-8")), encoding=encoding)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["chat", "--model", "scripted", "--no-log"], stdin=piped, stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert out.getvalue().startswith("You said: h\u00e9llo \U0001f389\n"), out.getvalue()
+
+
 def test_an_answer_stdout_cannot_encode_is_printed_whole_with_replacements(env, tmp_path):
     """A stdout whose encoding lacks a character of the answer (``> answer.txt`` in Windows'
     cp1252, an ASCII locale) cut the answer and the ``--json`` lines off there, silently and with

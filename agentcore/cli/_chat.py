@@ -142,8 +142,7 @@ class Chat:
             except KeyboardInterrupt:
                 self.out.write("\n")  # leave the prompt line before the notice
                 raise
-        line = self.stdin.readline()
-        return line if line else None
+        return _read_line(self.stdin)
 
     def read_answer(self) -> Optional[str]:
         """One answer line for ``--approve`` (None at end of input)."""
@@ -152,8 +151,10 @@ class Chat:
                 return input()
             except EOFError:
                 return None
-        line = self.stdin.readline()
-        return line if line else None
+        try:
+            return _read_line(self.stdin)
+        except UnicodeError:
+            return ""  # not text: no answer (the question is asked again)
 
     def _prompt(self, line: str) -> None:
         attached = self.attachments
@@ -455,3 +456,18 @@ def _resumed_line(messages: Any) -> str:
     if len(last) > 80:
         last = last[:77] + "..."
     return f"resumed: {len(messages)} messages" + (f"; last prompt: {last!r}" if last else "")
+
+
+def _read_line(stdin: Any) -> Optional[str]:
+    """One piped line as UTF-8 text whatever the locale's encoding (as ``run`` reads its piped
+    prompt: Windows' cp1252 would make UTF-8 text mojibake), with the text layer's newlines; None
+    at end of input. Raises UnicodeError for a line that is not UTF-8. A stream without a byte
+    layer (a StringIO) is read as text."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
+        line = stdin.readline()
+    else:
+        line = buffer.readline().decode("utf-8")
+        if line.endswith("\r\n"):
+            line = line[:-2] + "\n"
+    return line if line else None
