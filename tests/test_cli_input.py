@@ -372,3 +372,8 @@ def test_base_url_with_a_bare_catalog_id_of_several_providers_has_no_typo_notice
     assert status == 0 and out == "ok\n", err
     assert sent == ["gpt-4o-mini"]
     assert "not in the catalog" not in err
+    # chat's /model said it too (its own check had no such exception)
+    chat = ("chat", "--no-log", "--base-url", "http://127.0.0.1:9/v1", "--model", "llama3")
+    status, out, err = _run(*chat, stdin="/model gpt-4o-mini\n")
+    assert status == 0 and "model: local/gpt-4o-mini" in out, out + err
+    assert "not in the catalog" not in out + err

@@ -511,15 +511,11 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
 
 def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> None:
-    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id (not
-    when it is one: a bare id several providers list, ``gpt-4o-mini``, is the server's model)."""
-    from ..plugins import models
+    """Say so when ``--base-url`` sends a ``--model`` that looks like a typo of a catalog id
+    (:func:`~agentcore.cli._names.uncatalogued_notice`)."""
     from ._names import uncatalogued_notice
 
-    ref = getattr(args, "model", None)
-    if ref and ref.lower() in {str(m.id).lower() for m in models()}:
-        return
-    notice = uncatalogued_notice(ref, model)
+    notice = uncatalogued_notice(getattr(args, "model", None), model)
     if notice is not None:
         note(notice)
 

@@ -93,8 +93,14 @@ def did_you_mean(close: List[str]) -> str:
 def uncatalogued_notice(ref: Optional[str], model: Any) -> Optional[str]:
     """A notice when ``--base-url`` made a local model of ``ref``, an id that looks like a typo of
     a catalog model; None otherwise (``local/ID`` says the user meant it, a model resumed from a
-    session was chosen earlier: no ``ref``)."""
+    session was chosen earlier: no ``ref``; a catalog id itself, ``gpt-4o-mini`` which several
+    providers list, is the server's model as documented, not a typo)."""
     if not ref or getattr(model, "provider", None) != "local" or ref.startswith("local/"):
+        return None
+    from ..plugins import models
+
+    wanted = ref.strip().lower()
+    if any(str(m.id).lower() == wanted for m in models()):
         return None
     close = typos_of(ref)
     if not close:
