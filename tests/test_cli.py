@@ -206,6 +206,21 @@ def test_chat_reads_piped_utf8_lines_whatever_the_locale_encoding(encoding, monk
     assert out.getvalue().startswith("You said: h\u00e9llo \U0001f389\n"), out.getvalue()
 
 
+@pytest.mark.parametrize("encoding", ["ascii", "cp1252"])
+def test_a_callers_stdout_that_cannot_encode_the_answer_gets_it_whole(encoding, monkeypatch):
+    """main(stdout=...) with a strict stream (a file opened as cp1252): the first character it
+    lacks raised UnicodeEncodeError, which the writer took for a closed stream, dropping the
+    rest of the answer and every later line, with status 0."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding, errors="strict", newline="\n")
+    err = io.StringIO()
+    code = main(["run", "--model", "scripted", "--no-log", "party \U0001f389 time"], stdout=out, stderr=err)
+    out.flush()
+    assert code == 0, err.getvalue()
+    assert raw.getvalue().decode(encoding).startswith("You said: party ? time\n(This is the offline")
+
+
 def test_an_answer_stdout_cannot_encode_is_printed_whole_with_replacements(env, tmp_path):
     """A stdout whose encoding lacks a character of the answer (``> answer.txt`` in Windows'
     cp1252, an ASCII locale) cut the answer and the ``--json`` lines off there, silently and with

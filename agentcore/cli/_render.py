@@ -65,7 +65,9 @@ _encode_event = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
 
 class _Writer:
-    """Writes to a stream, flushes, and goes quiet once the reader has gone away."""
+    """Writes to a stream, flushes, and goes quiet once the reader has gone away. A character the
+    stream's encoding lacks is written as ``?`` (a strict stream raised UnicodeEncodeError, a
+    ValueError, and the rest of the output was dropped as if the reader had gone)."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -76,7 +78,11 @@ class _Writer:
         if not text or self.closed:
             return
         try:
-            self.stream.write(text)
+            try:
+                self.stream.write(text)
+            except UnicodeEncodeError as exc:  # nothing was written: the text is encoded first
+                encoding = getattr(self.stream, "encoding", None) or exc.encoding
+                self.stream.write(text.encode(encoding, "replace").decode(encoding))
             self.stream.flush()
         except (BrokenPipeError, ValueError):  # reader gone / stream closed
             self.closed = True
