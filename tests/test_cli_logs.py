@@ -409,6 +409,29 @@ def test_continue_resumes_the_latest_conversation_of_this_directory(here, tmp_pa
     assert len(session_files()) == 3
 
 
+def test_continue_resumes_with_the_system_prompt_it_was_given(here):
+    """``run --system X`` then ``run -c``: the continued run was sent without X (the session keeps
+    the model and the thinking level, not the system prompt), so a persona or a rule set for the
+    conversation was lost after its first turn; llm re-sends a conversation's system prompt."""
+    replies = [_answer(word) for word in ("one", "two", "three", "four", "five")]
+    with ScriptedServer(replies) as server:
+        local = ["--base-url", server.url + "/v1", "--model", "llama3"]
+        assert run_cli("run", *local, "--system", "You are a pirate.", "first")[0] == 0
+        assert run_cli("run", *local, "-c", "second")[0] == 0
+        assert run_cli("chat", *local, "-c", stdin="third\n")[0] == 0
+        assert run_cli("run", *local, "-c", "--system", "Be terse.", "fourth")[0] == 0
+        assert run_cli("run", *local, "-c", "fifth")[0] == 0
+        systems = []
+        for request in server.requests:
+            messages = request.json()["messages"]
+            systems.append(messages[0]["content"] if messages[0]["role"] == "system" else None)
+    assert systems == ["You are a pirate."] * 3 + ["Be terse."] * 2
+    [path] = session_files()
+    recorded = [json.loads(line) for line in path.read_text().splitlines()]
+    customs = [e["data"]["text"] for e in recorded if e.get("customType") == "agentcore.cli.system"]
+    assert customs == ["You are a pirate.", "Be terse."]  # recorded when it changed, not every turn
+
+
 def test_s_with_an_id_nothing_has_says_a_new_session_starts(here):
     """An id prefix that matches nothing starts a new session of that id (documented); a
     mistyped prefix used to do so silently, so the user thought they had resumed."""

@@ -370,6 +370,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     from ._context import apply_project_context
     from ._logs import build_logged, close_session
     from ._render import JsonPrinter, TextPrinter, run_outcome
+    from ._setup import record_system
     from ._usage import count_usage, usage_lines
 
     schema = _read_schema(args.schema) if getattr(args, "schema", None) else None
@@ -395,6 +396,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             waiting = waiting_calls(setup.agent, "run", setup.session)
             if waiting is not None:  # the agent would refuse the prompt
                 raise UsageError(f"agentcore run: nothing sent: {waiting}")
+        record_system(setup)
         try:
             if approver is not None:
                 approver.settle(setup.agent, [])  # calls a resumed session left waiting

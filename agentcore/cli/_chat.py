@@ -24,7 +24,16 @@ from ._interrupts import Terminated
 from ._keys import stored_key
 from ._names import uncatalogued_notice
 from ._render import TextPrinter, run_outcome
-from ._setup import AgentSetup, CliOptions, UsageError, check_api_key, check_thinking, resolve_model, resolve_tools
+from ._setup import (
+    AgentSetup,
+    CliOptions,
+    UsageError,
+    check_api_key,
+    check_thinking,
+    record_system,
+    resolve_model,
+    resolve_tools,
+)
 from ._usage import count_usage
 
 __all__ = ["Chat", "COMMANDS"]
@@ -166,6 +175,7 @@ class Chat:
         if self._refused_for_approvals():
             return
         self._apply_branch()
+        record_system(self.setup)
         from ..session import SessionError
 
         new: List[Any] = []

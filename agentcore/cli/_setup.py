@@ -630,6 +630,40 @@ class AgentSetup:
     plugin_tools: List[Any] = field(default_factory=list)  # from the cli_tools hook, for chat's /tools
     key_from_option: bool = False  # --api-key-env: chat's /model keeps that key for every model
     default_logged: bool = False  # a session created by default logging (agentcore.cli._logs)
+    system: Optional[str] = None  # the --system text in effect, given or resumed (None: none)
+
+
+#: the custom entry that records ``--system`` in a session (``data``: ``{"text": ...}``), so that
+#: ``-c``/``--session`` resume with it as they resume the model and the thinking level
+SYSTEM_ENTRY = "agentcore.cli.system"
+
+
+def recorded_system(session: Any) -> Optional[str]:
+    """The ``--system`` text the session's current branch recorded last (None: none recorded).
+    Reads the branch's ids and types only, decoding just its custom entries."""
+    storage = session.storage
+    leaf = session.leaf_id
+    if leaf is None:
+        return None
+    for entry_id in storage.path_to_root(leaf):
+        if storage.type_of(entry_id) != "custom":
+            continue
+        entry = storage.get_entry(entry_id)
+        if getattr(entry, "custom_type", None) == SYSTEM_ENTRY:
+            data = getattr(entry, "data", None)
+            text = data.get("text") if isinstance(data, dict) else None
+            return text if isinstance(text, str) else None
+    return None
+
+
+def record_system(setup: AgentSetup) -> None:
+    """Before a prompt: record the ``--system`` text in effect on the session's branch unless the
+    branch already ends with it (so a later ``-c`` resumes with it; a chat's ``/branch`` to an
+    earlier point records it again). Nothing without a session or a ``--system``."""
+    if setup.session is None or setup.system is None:
+        return
+    if recorded_system(setup.session) != setup.system:
+        setup.session.append_custom(SYSTEM_ENTRY, {"text": setup.system})
 
 
 def build_agent(options: CliOptions, args: Any = None, command: str = "run", session: Any = None) -> AgentSetup:
@@ -639,7 +673,8 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     hook follow the ``--tools`` tools (:func:`agentcore.cli._hooks.plugin_tools`).
 
     With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
-    level unless ``--thinking`` is given, and its last model unless ``--model`` is given) and records
+    level unless ``--thinking`` is given, its last model unless ``--model`` is given, and the
+    ``--system`` text it recorded unless ``--system`` is given: :func:`record_system`) and records
     every finished message. ``session`` (an open Session, e.g. the one default logging created)
     is used when ``options.session`` names none; it is closed when building fails. The API key is
     ``--api-key-env``'s, else the provider's variable's, else the keys file's
@@ -671,9 +706,12 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
             check_api_key(model, api_key)
         from ..agent import Agent
 
+        system = options.system
+        if system is None and session is not None:
+            system = recorded_system(session)
         agent = Agent(
             model,
-            system_prompt=options.system or "",
+            system_prompt=system or "",
             tools=tools,
             api_key=api_key,
             stream_fn=stream_fn,
@@ -691,7 +729,9 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         from ..providers import get_env_api_key
 
         secret = get_env_api_key(str(getattr(model, "provider", "")))
-    return AgentSetup(agent, session, secret, created, extra, key_from_option=options.api_key_env is not None)
+    return AgentSetup(
+        agent, session, secret, created, extra, key_from_option=options.api_key_env is not None, system=system
+    )
 
 
 def _stored_key(model: Any) -> Optional[str]:
