@@ -933,7 +933,9 @@ class Agent:
         Unlike listeners, the consumer never slows the run down. Iteration blocks until the next
         event; it ends after ``close()`` (also on leaving a ``with`` block; events still queued
         are dropped) or, with ``until_agent_end=True``, right after the next ``agent_end`` (events
-        of a later run, even ones already queued, are not included). Handy for a UI thread::
+        of a later run, even ones already queued, are not included). A subscription nothing
+        refers to any more unsubscribes (``for e in agent.events(): ... break``, a consumer
+        function that returned). Handy for a UI thread::
 
             with agent.events() as events:
                 agent.prompt("hi", wait=False)
@@ -1341,7 +1343,11 @@ del _name
 
 
 class EventSubscription:
-    """Iterator over an agent's events, returned by :meth:`Agent.events`."""
+    """Iterator over an agent's events, returned by :meth:`Agent.events`.
+
+    It unsubscribes on :meth:`close`, on leaving its ``with`` block, and when nothing refers to
+    it any more (``for e in agent.events(): break``, or a consumer function that returns): the
+    agent holds only its queue, so a subscription nobody can read never queues events for ever."""
 
     def __init__(self, agent: Agent, until_agent_end: bool) -> None:
         import queue
@@ -1350,12 +1356,13 @@ class EventSubscription:
         self._closed = object()
         self._until_agent_end = until_agent_end
         self._ended = False
-        self._unsubscribe = agent.subscribe(self._queue.put)
+        # the finalizer holds the unsubscribe callable (the agent and the queue), never self
+        self._unsubscribe = weakref.finalize(self, agent.subscribe(self._queue.put))
 
     def close(self) -> None:
         """Stop receiving events; a blocked iteration ends, and events still queued are dropped."""
         self._ended = True
-        self._unsubscribe()
+        self._unsubscribe()  # once: a finalizer runs at most once
         self._queue.put(self._closed)
 
     def __iter__(self) -> Iterator[Any]:

@@ -6,6 +6,7 @@ per-agent hooks never leak into other agents; built-ins and plugins register thr
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 from typing import Any, List
@@ -352,6 +353,34 @@ def test_an_interrupted_events_loop_unsubscribes():
         raise AssertionError("the interrupt did not reach the loop")
     assert len(agent._listeners) == listeners
     agent.prompt("later")
+
+
+def test_an_events_loop_left_early_without_with_unsubscribes():
+    """``for e in agent.events(until_agent_end=True): ... break`` (no ``with``, no ``close()``)
+    kept the subscription for ever: a thousand such consumers left a thousand queues that every
+    later event was copied into (5.5 million events queued for nobody, each run slower)."""
+    scripted = ScriptedModel()
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    listeners = len(agent._listeners)
+
+    def consume_first_message() -> str:
+        scripted.push(ScriptedModel.text("hello there"))
+        events = agent.events(until_agent_end=True)
+        agent.prompt("hi", wait=False)
+        for event in events:
+            if event.type == "message_end":
+                return event.message.role  # leaves the loop, and the function, early
+        raise AssertionError("no message_end")
+
+    for _ in range(3):
+        assert consume_first_message() == "user"
+        agent.wait_for_idle(10)
+    gc.collect()
+    assert len(agent._listeners) == listeners
+    scripted.push(ScriptedModel.text("x"))
+    with agent.events() as kept:  # a subscription still referred to keeps receiving
+        agent.prompt("again")
+        assert next(iter(kept)).type == "agent_start"
 
 
 def test_agent_default_converter_shows_summaries_and_bash_runs_and_drops_unknown_roles():
