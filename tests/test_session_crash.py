@@ -6,6 +6,7 @@ the file's growth, never a sleep alone.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -103,6 +104,37 @@ def test_second_writer_in_the_same_process_is_refused(tmp_path):
         Session.open(path)
     first.close()
     Session.open(path).close()
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_writer_collected_without_close_frees_the_session(tmp_path, kind):  # a notebook cell re-run
+    """A JSONL file's lock went with its descriptor, but an SQLite handle collected without
+    close() kept its writer lease until the process exited: re-running the cell that opened it
+    raised "open for writing by another Session in this process" until the kernel restarted."""
+    if kind == "jsonl":
+        path = tmp_path / "s.jsonl"
+        Session.create(path, cwd="/w").close()
+
+        def open_writer() -> Session:
+            return Session.open(path)
+    else:
+        path = tmp_path / "s.db"
+        Session(SqliteSessionStorage.create(path, session_id="t1")).close()
+
+        def open_writer() -> Session:
+            return Session(SqliteSessionStorage(path, session_id="t1"))
+
+    first = open_writer()
+    first.append_custom("from the first cell", 1)
+    with pytest.raises(SessionLockedError):
+        open_writer()  # while it is alive, a second writer is refused as before
+    del first
+    gc.collect()
+    again = open_writer()  # the re-run cell
+    again.append_custom("from the re-run", 2)
+    again.close()
+    with open_writer() as reopened:
+        assert [e.custom_type for e in reopened.entries()] == ["from the first cell", "from the re-run"]
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")

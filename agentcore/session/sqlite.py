@@ -45,6 +45,7 @@ import sys
 import threading
 import time
 import uuid
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -178,6 +179,21 @@ def _create_schema(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
         if conn.execute("SELECT version FROM schema_version").fetchone() is None:
             conn.execute("INSERT INTO schema_version(version) VALUES (?)", (SCHEMA_VERSION,))
+
+
+def _release_lease(conn: sqlite3.Connection, session_id: str, owner: str, pid: int) -> None:
+    """What :meth:`SqliteSessionStorage.close` does for a writing handle collected without it
+    (best effort: the database may be gone): drop its writer lease and close its connection. In a
+    forked child (another pid) nothing: the lease is the parent's, and so is the connection."""
+    if os.getpid() != pid:
+        return
+    try:
+        with conn:
+            conn.execute("DELETE FROM writer_leases WHERE session_id = ? AND owner = ?", (session_id, owner))
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.close()
 
 
 def _connect(path: str, read_only: bool) -> sqlite3.Connection:
@@ -318,6 +334,11 @@ class SqliteSessionStorage(SessionStorage):
             self.session_id = self._resolve_id(session_id)
             if not read_only:
                 self._acquire_lease()
+                # a handle collected without close() (a notebook cell re-run) releases its lease,
+                # as a JSONL file's lock goes with its descriptor; the finalizer never holds self
+                self._release = weakref.finalize(
+                    self, _release_lease, self._conn, self.session_id, self._owner, self._pid
+                )
             with process_state.gc_paused():
                 self._load()
         except sqlite3.Error as exc:  # e.g. a read-only open of a database that is not a session store
@@ -625,6 +646,9 @@ class SqliteSessionStorage(SessionStorage):
     def close(self) -> None:
         """Release the writer lease and the connection (checkpointing with ``fsync="close"``). Idempotent."""
         conn, self._conn = getattr(self, "_conn", None), None
+        release = getattr(self, "_release", None)
+        if release is not None:
+            release.detach()  # released below, after the checkpoint
         if conn is not None:
             if getattr(self, "_pid", None) == os.getpid():  # a forked child has no checkpoint thread
                 self._checkpointer.idle.wait(30)
