@@ -36,7 +36,7 @@ import pickle
 import threading
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .types import Usage, add_usage
 
@@ -118,6 +118,18 @@ class LocalRuns:
             agents = list(self._agents.values())
         for agent in agents:
             agent.abort("run_many cancelled")
+
+
+def _abort_if_cancelled(agent: Any, local: LocalRuns) -> Callable[[Any], None]:
+    """A listener that aborts the run at its ``agent_start`` when the call was cancelled before
+    the run began (between :meth:`LocalRuns.add` and ``prompt()``, the agent idle, abort_all's
+    ``abort()`` did nothing); once the run has begun, ``abort()`` reaches it."""
+
+    def listener(event: Any) -> None:
+        if event.type == "agent_start" and local.cancelled.is_set():
+            agent.abort("run_many cancelled")
+
+    return listener
 
 
 def open_session_url(url: str) -> Any:
@@ -280,10 +292,14 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
         if session is not None:
             session.append_custom(MARKER, {"event": "start", **key, "attempt": resume.attempt})
         unsubscribe = agent.subscribe(summaries)
+        if local is not None:  # abort_all() before the run began aborted an idle agent: a no-op
+            stop_late_start = agent.subscribe(_abort_if_cancelled(agent, local))
         try:
             messages = list(agent.prompt(task.prompt) or [])
         finally:
             unsubscribe()
+            if local is not None:
+                stop_late_start()
             if local is not None:
                 local.remove(agent)
         error = _run_error(messages)

@@ -900,6 +900,31 @@ def test_a_thread_task_after_cancel_returns_aborted_without_running(spec, server
     assert isinstance(result.error, TaskAborted) and server.requests == before
 
 
+def test_a_cancel_between_start_and_prompt_still_aborts_the_run(tmp_path, monkeypatch):
+    """Cancelling while a task had registered its agent but not yet prompted it (its session
+    writing the start marker: an fsync, a network database) aborted an idle agent, a no-op: the
+    task then ran to the end after run_many was closed, and close() waited for it."""
+    from agentcore._many_worker import MARKER, LocalRuns, run_task
+    from agentcore.testing import ScriptedModel
+
+    scripted = ScriptedModel(["never sent"])
+    local = LocalRuns()
+    write = Session.append_custom
+
+    def cancelled_meanwhile(self: Session, custom_type: str, data: Any = None) -> str:
+        if custom_type == MARKER and data.get("event") == "start":
+            local.abort_all()  # run_many is closed while the marker is being written
+        return write(self, custom_type, data)
+
+    monkeypatch.setattr(Session, "append_custom", cancelled_meanwhile)
+    task = AgentTask(AgentSpec(scripted.model), "talk", session=f"jsonl://{tmp_path}/a.jsonl", id=1)
+    result = run_task(task, local)
+    assert result.messages and result.messages[-1].stop_reason == "aborted"
+    assert scripted.calls == 0  # no request was made
+    with Session.open(tmp_path / "a.jsonl", read_only=True) as session:
+        assert session.build_context().messages[-1].stop_reason == "aborted"
+
+
 # --------------------------------------------------------------------------- what a task cost
 
 
