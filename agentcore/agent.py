@@ -1059,6 +1059,10 @@ class Agent:
         """Called under ``_run_lock`` after the busy check: mark the agent busy."""
         if self._active is not None:
             raise RuntimeError(ERR_DOUBLE_START)
+        if self.session is not None:  # another agent's run recording into it: refused
+            from .session.agent_link import claim_session_run
+
+            claim_session_run(self.session, self)
         run = _ActiveRun(AbortController())
         self._state._begin(run)
         return run
@@ -1217,6 +1221,10 @@ class Agent:
         finally:  # whatever failed above, the agent is idle again and its waiters wake up
             with self._run_lock:
                 self._state._end(run)
+                if self.session is not None:
+                    from .session.agent_link import release_session_run
+
+                    release_session_run(self.session, self)
             try:
                 for callback in run.on_settled:
                     callback()

@@ -1986,3 +1986,36 @@ def test_assigning_options_takes_a_mapping_and_checks_it() -> None:
     with pytest.raises(TypeError, match="takes a StreamOptions or a mapping"):
         agent.options = 5  # type: ignore[assignment]
     assert agent.temperature == 0.2
+
+
+def test_two_agents_on_one_session_take_turns_instead_of_interleaving():
+    """Two Agents attached to one Session and prompted from two threads wrote into one branch at
+    once: one agent's prompts were followed by the other's answers. A run is refused while
+    another agent's run records into the session; attaching twice (a notebook cell run again)
+    and taking turns still work."""
+    from agentcore import Session
+
+    session = Session.in_memory()
+    first_model = ScriptedModel([text("A")])
+    first = Agent(first_model.model, stream_fn=first_model.stream_fn, session=session)
+    second_model = ScriptedModel([text("B")])
+    second = Agent(second_model.model, stream_fn=second_model.stream_fn, session=session)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_tool(tool_call_id, args, signal, on_update):
+        entered.set()
+        release.wait(10)
+        return AgentToolResult([TextContent("done")])
+
+    first.tools = [AgentTool("wait", "waits", {"type": "object", "properties": {}}, slow_tool)]
+    first_model.responses.insert(0, tool_call("wait", {}))
+    first.prompt("a0", wait=False)
+    assert entered.wait(10)
+    with pytest.raises(RuntimeError, match="recording another Agent's run"):
+        second.prompt("b0")
+    assert second.state.messages == [] and not second.state.is_streaming  # nothing was started
+    release.set()
+    assert first.wait_for_idle(10)
+    assert [m.role for m in second.prompt("b1")] == ["user", "assistant"]  # its turn now
+    roles_and_texts = [(m.role, getattr(m, "text", None)) for m in session.build_context().messages]
+    assert [r for r, _ in roles_and_texts] == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]

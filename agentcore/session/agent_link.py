@@ -241,6 +241,37 @@ def _json_safe_message(message: Any) -> Any:
     return message_from_dict(json_safe(data))
 
 
+ERR_SESSION_BUSY = (
+    "this session is recording another Agent's run: one run per session at a time (two agents' "
+    "turns would interleave in one branch); wait for that run, or give this agent a session of its own"
+)
+
+
+def claim_session_run(session: Any, agent: Agent) -> None:
+    """Mark ``session`` as recording ``agent``'s run (the agent's run start). RuntimeError
+    (:data:`ERR_SESSION_BUSY`) while another agent's run records into it: several agents may be
+    attached to one session (a notebook cell that makes a new agent on it again), but their runs
+    take turns. A session without the claim (a duck-typed one) is not checked."""
+    lock = getattr(session, "_lock", None)
+    if lock is None or not hasattr(session, "_recording_run"):
+        return
+    with lock:
+        owner = session._recording_run() if session._recording_run is not None else None
+        if owner is not None and owner is not agent:
+            raise RuntimeError(ERR_SESSION_BUSY)
+        session._recording_run = weakref.ref(agent)
+
+
+def release_session_run(session: Any, agent: Agent) -> None:
+    """Undo :func:`claim_session_run` once ``agent``'s run has settled."""
+    lock = getattr(session, "_lock", None)
+    if lock is None or not hasattr(session, "_recording_run"):
+        return
+    with lock:
+        if session._recording_run is not None and session._recording_run() is agent:
+            session._recording_run = None
+
+
 def attach_session(agent: Agent, session: Session) -> Callable[[], None]:
     """Record ``agent``'s messages into ``session`` as they finish. Returns the unsubscribe function.
 

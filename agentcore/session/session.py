@@ -78,6 +78,8 @@ class Session:
         self._clock = clock or (lambda: int(time.time() * 1000))
         self._new_id = id_factory or new_entry_id
         self._lock = threading.RLock()
+        #: the agent whose run records into this session now (agentcore.session.agent_link)
+        self._recording_run: Optional[Callable[[], Any]] = None
 
     # ------------------------------------------------------------------ constructors
 
