@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import sys
 import weakref
@@ -28,6 +29,20 @@ from .errors import MCPConnectionError, MCPServerError, MCPToolError
 _log = logging.getLogger("agentcore_mcp")
 
 _LOST = (ConnectionError, OSError, EOFError)
+
+# MCP's (syslog's) log levels as logging's: "notice" has no level of its own, nor do the two above
+# "critical"
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+SERVER_LOGGER = "agentcore_mcp.server"  # + "." + the server's name: where its log messages go
 
 _GROUPS: Tuple[type, ...]
 if sys.version_info >= (3, 11):
@@ -62,7 +77,8 @@ class Spec:
         self.headers = dict(headers) if headers else None
         self.transport = transport  # http only: "auto" (Streamable HTTP, then SSE), "streamable-http", "sse"
         self.mode = "auto"  # the SDK's protocol negotiation; tests set "legacy" to force a 2025-era session
-        self.secrets = Secrets.of(self.env, self.headers, url)
+        # env and header values, the URL's password and query values, credentials in args
+        self.secrets = Secrets.of(self.env, self.headers, url, args=self.args)
         if kind == "http":
             watch_logs(self.secrets)
 
@@ -175,6 +191,11 @@ class Connection:
             tolerant_tool_lists(transport, self.name, lambda: getattr(self.client, "protocol_version", None)),
             mode=self.spec.mode,
             message_handler=self._on_message,
+            logging_callback=self._on_log,
+            # 2026-07-28+ servers send log messages only to requests that ask for them; ask for
+            # all of them, logging's levels and handlers decide what is kept (no effect on older
+            # sessions, whose servers send what they like)
+            log_level="debug",
             cache=None,
             client_info=mcp_types.Implementation(name="agentcore-mcp", version="0.1.0"),
         )
@@ -209,6 +230,25 @@ class Connection:
         root = getattr(message, "root", message)
         if isinstance(root, mcp_types.ToolListChangedNotification):
             self._on_tools_changed()
+
+    async def _on_log(self, params: mcp_types.LoggingMessageNotificationParams) -> None:
+        """A ``notifications/message`` of the server, logged on ``agentcore_mcp.server.<name>`` at
+        the matching level: its ``data`` as text (a string as it is, anything else as JSON),
+        prefixed with the server's logger name when it gives one, the server's secrets masked.
+        The record also carries ``mcp_level`` and ``mcp_logger``. Never raises into the SDK."""
+        try:
+            level = _LOG_LEVELS.get(str(params.level), logging.WARNING)
+            logger = logging.getLogger(f"{SERVER_LOGGER}.{self.name}")
+            if not logger.isEnabledFor(level):
+                return
+            data = params.data
+            # ASCII JSON: Secrets knows each secret's JSON-escaped form (ensure_ascii, as here)
+            text = data if isinstance(data, str) else json.dumps(data, default=str)
+            if params.logger:
+                text = f"{params.logger}: {text}"
+            logger.log(level, "%s", self._redact(text), extra={"mcp_level": params.level, "mcp_logger": params.logger})
+        except Exception as exc:  # noqa: BLE001 - a bad message must not disturb the session
+            _log.debug("MCP server %r: a log message could not be logged (%s)", self.name, type(exc).__name__)
 
     def stop(self) -> None:
         """Ask ``run`` to end the session (any thread); a handshake in progress is cancelled."""

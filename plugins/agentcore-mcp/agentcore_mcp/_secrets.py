@@ -1,17 +1,29 @@
-"""Keeping the values of ``env`` and ``headers`` out of reprs, errors and logs.
+"""Keeping the values of ``env``, ``headers`` and secret ``args`` out of reprs, errors and logs.
 
 Every value given as an environment variable or HTTP header of a server counts as a secret (an API
 key is the common case and there is no reliable way to tell which ones are keys). A URL's password
-and query-string values count too. :class:`Secrets` replaces each with ``***`` in any text the
-plugin shows: exception messages, reprs, logged server stderr.
+and query-string values count too. Of a stdio server's command-line arguments, these count:
+
+* in an argument that is a URL with user info or a query string
+  (``postgresql://user:hunter2@host/db``), its password and its query values, each as written and
+  percent-decoded;
+* the value of an option whose name looks secret (holds ``key``, ``token``, ``secret``,
+  ``password``, ``passwd``, ``auth`` or ``credential``, any case): ``--api-key VALUE`` (the next
+  argument, unless it is itself a ``--`` option), ``--token=VALUE``, and ``NAME=VALUE`` words
+  such as ``-e GITHUB_TOKEN=VALUE`` or libpq's ``"host=h password=VALUE"``.
+
+Other arguments (paths, package names, flags) stay visible. :class:`Secrets` replaces each secret
+with ``***`` in any text the plugin shows: exception messages, reprs, logged server stderr, the
+server's own log messages.
 """
 
 from __future__ import annotations
 
-from typing import Iterable, List, Mapping, Optional
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+import re
+from typing import Iterable, List, Mapping, Optional, Sequence
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from agentcore.providers.failures import secret_forms
+from agentcore.providers.failures import secret_forms, secret_url_values
 
 MASK = "***"
 
@@ -33,17 +45,17 @@ class Secrets:
         env: Optional[Mapping[str, str]] = None,
         headers: Optional[Mapping[str, str]] = None,
         url: Optional[str] = None,
+        args: Sequence[str] = (),
     ) -> Secrets:
+        """The secrets of a server: every value of ``env`` and ``headers`` (and the token of a
+        header such as ``Bearer abc``), the password and query values of ``url``, and those of a
+        stdio command line ``args`` described in the module docstring."""
         values: List[str] = list((env or {}).values()) + list((headers or {}).values())
         for header_value in (headers or {}).values():  # "Bearer abc": the token alone too
             values.extend(part for part in str(header_value).split() if len(part) >= 8)
         if url:
-            parts = urlsplit(url)
-            if parts.password:  # as written (logs print the URL) and decoded (what is sent)
-                values += [parts.password, unquote(parts.password)]
-            values.extend(v for _, v in parse_qsl(parts.query) if v)
-            # the query values as written too: httpx and the SDK log the URL percent-encoded
-            values.extend(raw for _, _, raw in (p.partition("=") for p in parts.query.split("&")) if raw)
+            values += _url_values(url)
+        values += _arg_values(args)
         return cls(values)
 
     def redact(self, text: str) -> str:
@@ -55,6 +67,60 @@ class Secrets:
 
     def __repr__(self) -> str:
         return f"Secrets(<{len(self._values)} values>)"
+
+
+# an option or NAME=VALUE word whose value is a credential (over-matching only masks a value)
+_SECRET_NAME = re.compile(r"key|token|secret|passw(?:or)?d|auth|credential", re.IGNORECASE)
+_OPTION = re.compile(r"--?([A-Za-z][\w.-]*)(=.*)?", re.DOTALL)  # -n, --name, --name=value
+_ASSIGNMENT = re.compile(r"([A-Za-z_][\w.-]*)=(.+)", re.DOTALL)  # NAME=value
+
+
+def _url_values(url: str) -> List[str]:
+    """The password of ``url`` (as written and decoded, also one holding an unencoded ``/``) and
+    all its query values, as written (httpx and the SDK log URLs percent-encoded) and decoded."""
+    values = secret_url_values(url)
+    try:
+        query = urlsplit(url).query
+    except ValueError:  # unparsable: its password, if any, came from secret_url_values
+        return values
+    values.extend(v for _, v in parse_qsl(query) if v)
+    values.extend(raw for _, _, raw in (p.partition("=") for p in query.split("&")) if raw)
+    return values
+
+
+def _is_url_with_secrets(text: str) -> bool:
+    """Whether ``text`` is a ``scheme://host...`` URL with user info or a query string."""
+    if "://" not in text:
+        return False
+    try:
+        parts = urlsplit(text)
+    except ValueError:  # a password read as a bad port ("u:pa]ss@h"): worth the try
+        return "@" in text
+    return bool(parts.scheme and parts.netloc and ("@" in text or parts.query))
+
+
+def _arg_values(args: Sequence[str]) -> List[str]:
+    """The secrets in a stdio command line ``args`` (see the module docstring)."""
+    values: List[str] = []
+    value_next = False  # the previous argument was a secret-named option without "=value"
+    for arg in map(str, args):
+        if value_next and not arg.startswith("--"):
+            values.append(arg)
+        value_next = False
+        option = _OPTION.fullmatch(arg)
+        if option is not None and _SECRET_NAME.search(option.group(1)):
+            if option.group(2) is None:
+                value_next = True
+            else:
+                values.append(option.group(2)[1:])  # "--token=VALUE", spaces and all
+        for word in re.split(r"[\s;]+", arg):  # "GITHUB_TOKEN=VALUE", "host=h password=VALUE"
+            assignment = _ASSIGNMENT.fullmatch(word)
+            if assignment is not None and _SECRET_NAME.search(assignment.group(1)):
+                values.append(assignment.group(2))
+        for candidate in (arg, arg.partition("=")[2]):  # "DSN" and "--dsn=DSN"
+            if _is_url_with_secrets(candidate):
+                values += _url_values(candidate)
+    return values
 
 
 def safe_url(url: str) -> str:

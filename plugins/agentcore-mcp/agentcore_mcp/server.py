@@ -123,7 +123,9 @@ class MCPServer:
         """A server started as ``command *args`` in ``cwd``, speaking JSON-RPC on stdin/stdout.
 
         Its environment is a safe minimum (HOME, PATH, USER, SHELL, TERM, LOGNAME) plus ``env``,
-        as desktop MCP clients do; the values of ``env`` never appear in reprs, errors or logs.
+        as desktop MCP clients do; the values of ``env``, and credentials in ``args`` (a URL's
+        password and query values, the value of ``--api-key``, ``--token=``, ``PASSWORD=``...:
+        see the README's "Secrets"), never appear in reprs, errors or logs.
         """
         if not isinstance(command, str) or not command:
             raise TypeError(f"MCPServer.stdio: command must be a non-empty string, not {command!r}")

@@ -7,7 +7,7 @@ the client cancels it, ``started-<tag>`` when it starts), ``slow`` (sleeps), ``f
 whole server: no pings answered), ``die`` (exits mid-call with code 3 after a line on stderr),
 ``wait_for``/``go`` (one call waits for the other, maybe on another server), ``add_tool`` (registers ``extra`` and announces tools/list_changed), ``pid``, ``env`` (one
 environment variable), ``spawn_child`` (a child in the server's process group that ignores
-SIGTERM and stdin EOF), ``image``, ``resource``.
+SIGTERM and stdin EOF), ``image``, ``resource``, ``log`` (sends a ``notifications/message``).
 """
 
 from __future__ import annotations
@@ -143,6 +143,16 @@ async def add_tool(ctx: Context, via: str = "both") -> str:
         except Exception:  # noqa: BLE001 - a 2026-era session announces through the bus above
             pass
     return "added"
+
+
+@server.tool()
+async def log(ctx: Context, message: str, level: str = "info", say_env: str = "", as_object: bool = False) -> str:
+    """Send one log message (logger ``test-logger``) at ``level``: ``message``, followed by the
+    value of environment variable ``say_env`` (as a careless server might), as a string or as
+    ``{"message": ...}``."""
+    text = f"{message} {say_env}={os.environ.get(say_env)}" if say_env else message
+    await ctx.log(level, {"message": text} if as_object else text, logger_name="test-logger")  # type: ignore[arg-type]
+    return "logged"
 
 
 @server.tool()

@@ -1,11 +1,11 @@
-"""load_config: the {"mcpServers": {...}} file format, ${VAR} expansion, clear errors."""
+"""load_config: the {"mcpServers": {...}} file format, ${VAR} expansion, clear errors; secrets in args."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from agentcore_mcp import MCPConfigError, MCPServer, load_config
+from agentcore_mcp import MCPConfigError, MCPConnectionError, MCPServer, load_config
 from agentcore_mcp.config import servers_from_config
 
 
@@ -96,3 +96,77 @@ def test_timeout_and_prefix_extensions(tmp_path):
     servers = load_config(path)
     assert servers["a"].timeout == 5 and servers["a"].config_prefix == ""
     assert servers["b"].timeout is None and servers["b"].config_prefix == "b"
+
+
+# ----------------------------------------------------------------------------- secrets in args
+
+# a server that prints its command line to stderr (as written and percent-decoded) and exits
+ECHO_ARGV_AND_EXIT = (
+    "import sys, urllib.parse; line = ' '.join(sys.argv[1:]); "
+    "print(line, urllib.parse.unquote(line), file=sys.stderr); sys.exit(2)"
+)
+ARG_SECRETS = ("hunter2-pw", "p@ss/word", "p%40ss%2Fword", "qs-secret-77", "sk-argkey-123", "tok-arg-456", "pw-789")
+
+
+def secret_args(path):
+    return [
+        str(path),
+        "${PG_DSN}",
+        "--db=mysql://admin:p%40ss%2Fword@db.example/app?sslkey=qs-secret-77",
+        "--api-key",
+        "sk-argkey-123",
+        "--token=tok-arg-456",
+        "--Password",
+        "pw-789",
+        "--verbose",
+    ]
+
+
+def test_credentials_in_args_stay_out_of_the_description_and_repr(tmp_path):
+    data = {"mcpServers": {"pg": {"command": "npx", "args": ["-y", "@mcp/server-postgres", *secret_args(tmp_path)]}}}
+    server = servers_from_config(data, environ={"PG_DSN": "postgresql://app:hunter2-pw@db.example/app"})["pg"]
+    shown = server._spec.describe() + repr(server) + repr(server._spec)
+    for secret in ARG_SECRETS:
+        assert secret not in shown
+    assert str(tmp_path) in shown and "@mcp/server-postgres" in shown and "--verbose" in shown
+    assert "postgresql://app:***@db.example/app" in shown and "--api-key ***" in shown and "--token=***" in shown
+
+
+@pytest.mark.parametrize("command", ["python", "/nonexistent/mcp-server"])
+def test_credentials_in_args_stay_out_of_connection_errors(tmp_path, command):
+    import sys
+
+    args = secret_args(tmp_path)
+    if command == "python":  # starts, prints its arguments to stderr, exits at once
+        command, args = sys.executable, ["-c", ECHO_ARGV_AND_EXIT, *args]
+    data = {"mcpServers": {"pg": {"command": command, "args": args}}}
+    server = servers_from_config(data, environ={"PG_DSN": "postgresql://app:hunter2-pw@db.example/app"})["pg"]
+    with pytest.raises(MCPConnectionError, match="could not be started") as info:
+        server.connect()
+    server.close()
+    message = str(info.value)
+    for secret in ARG_SECRETS:
+        assert secret not in message
+    assert str(tmp_path) in message and "--api-key ***" in message
+    if command == sys.executable:
+        assert "its stderr ended with" in message and message.count("--token=***") == 3  # command line, stderr x2
+
+
+def test_which_args_count_as_secrets():
+    from agentcore_mcp._secrets import Secrets
+
+    secrets = Secrets.of(
+        args=[
+            "run",
+            "-e",
+            "GITHUB_PERSONAL_ACCESS_TOKEN=ghp-abc123",  # docker run -e NAME=value
+            "host=db.example password=libpq-secret",  # a libpq keyword DSN
+            "--client-secret=two words",
+            "--auth",
+            "--no-color",  # an option after a secret one is not its value
+            "https://example.com/sse?region=eu-west&sig=a%2Bb",
+            "https://example.com/docs",
+        ]
+    )
+    text = "ghp-abc123 libpq-secret two words eu-west a%2Bb a+b --no-color db.example https://example.com/docs"
+    assert secrets.redact(text) == "*** *** *** *** *** *** --no-color db.example https://example.com/docs"

@@ -1,5 +1,5 @@
 """MCPServer over stdio against the test server: listing, mapping, progress, abort, timeouts,
-crashes, hangs, list_changed, close without orphans, secrets."""
+crashes, hangs, list_changed, close without orphans, secrets, the server's log messages."""
 
 from __future__ import annotations
 
@@ -458,3 +458,90 @@ def test_a_result_that_breaks_the_tools_output_schema_is_a_tool_error_naming_the
         assert message.startswith("MCP server 'raw': tool 't' returned a result that does not match its")
         assert "'one' is not of type 'integer'" in message and "\n" not in message
         assert server.restarts == 0
+
+
+class RecordWaiter(logging.Handler):
+    """A handler that lets a test wait for the next record (whose message holds ``match``): log
+    messages arrive on the loop thread, maybe after the tool's result."""
+
+    def __init__(self, match: str = "") -> None:
+        super().__init__(logging.DEBUG)
+        self.match = match
+        self.arrived = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.match in record.getMessage():
+            self.arrived.set()
+
+    def wait(self) -> bool:
+        arrived = self.arrived.wait(10)
+        self.arrived.clear()
+        return arrived
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # a 2025-era session; a 2026-07-28 one (opt-in per request)
+def test_the_servers_log_messages_reach_python_logging_with_secrets_masked(test_server, caplog, mode):
+    secret = "sk-log-0123456789abcdef"
+    name = "chatty"
+    logger = logging.getLogger(f"agentcore_mcp.server.{name}")
+    caplog.set_level(logging.DEBUG, logger=logger.name)
+    waiter = RecordWaiter()
+    logger.addHandler(waiter)
+    server = test_server(name=name, env={"API_KEY": secret})
+    server._spec.mode = mode
+    try:
+        with server:
+            for mcp_level, level in [
+                ("debug", logging.DEBUG),
+                ("info", logging.INFO),
+                ("notice", logging.INFO),
+                ("warning", logging.WARNING),
+                ("error", logging.ERROR),
+                ("alert", logging.CRITICAL),
+                ("emergency", logging.CRITICAL),
+            ]:
+                caplog.clear()
+                assert server.call_tool("log", {"message": f"at {mcp_level}", "level": mcp_level}).content == [
+                    TextContent("logged")
+                ]
+                assert waiter.wait(), f"no record for a {mcp_level} message"
+                (record,) = [r for r in caplog.records if r.name == logger.name]
+                assert (record.levelno, record.getMessage()) == (level, f"test-logger: at {mcp_level}")
+                assert record.mcp_level == mcp_level and record.mcp_logger == "test-logger"
+            caplog.clear()
+            server.call_tool("log", {"message": "using", "level": "warning", "say_env": "API_KEY"})
+            assert waiter.wait()
+            server.call_tool("log", {"message": "using", "level": "error", "say_env": "API_KEY", "as_object": True})
+            assert waiter.wait()
+    finally:
+        logger.removeHandler(waiter)
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == logger.name] == [
+        (logging.WARNING, "test-logger: using API_KEY=***"),
+        (logging.ERROR, 'test-logger: {"message": "using API_KEY=***"}'),
+    ]
+    assert secret not in caplog.text
+
+
+def test_a_failing_log_handler_never_disturbs_the_session(test_server, caplog):
+    """Whatever logging does with the record (here a filter that raises), the callback contains
+    it: the SDK sees no exception and the session goes on."""
+
+    def explode(record: logging.LogRecord) -> bool:
+        raise RuntimeError("a broken filter")
+
+    logger = logging.getLogger("agentcore_mcp.server.fragile")
+    logger.addFilter(explode)
+    caplog.set_level(logging.DEBUG, logger="agentcore_mcp")
+    caplog.set_level(logging.DEBUG, logger="mcp")
+    waiter = RecordWaiter("'fragile': a log message could not be logged (RuntimeError)")
+    plugin_logger = logging.getLogger("agentcore_mcp")
+    plugin_logger.addHandler(waiter)
+    try:
+        with test_server(name="fragile") as server:
+            assert server.call_tool("log", {"message": "boom"}).content == [TextContent("logged")]
+            assert waiter.wait()
+            assert server.call_tool("echo", {"text": "still here"}).content == [TextContent("still here")]
+    finally:
+        logger.removeFilter(explode)
+        plugin_logger.removeHandler(waiter)
+    assert "notification callback" not in caplog.text  # the SDK's containment never ran
