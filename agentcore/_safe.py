@@ -190,7 +190,8 @@ def redact_url(url: str) -> str:
     if split is not None:
         head, userinfo, rest = split
         url = f"{head}{userinfo.split(':', 1)[0]}:***@{rest}"
-    secret_query = re.compile(r"pass|secret|token|key|auth|credential", re.IGNORECASE)  # re caches it
+    # the words of providers.failures.SECRET_QUERY_WORDS (not imported: this module stays light)
+    secret_query = re.compile(r"pass|secret|token|key|auth|sig|credential", re.IGNORECASE)  # re caches it
     try:
         parts = urlsplit(url)
         if parts.password is None and not (parts.query and secret_query.search(parts.query)):

@@ -322,6 +322,38 @@ def test_a_url_that_cannot_be_sent_fails_at_once_naming_it(base_url, reason):  #
     assert "pa55word" not in message and KEY not in message
 
 
+@pytest.mark.parametrize(
+    "api, path",
+    [
+        ("openai-completions", "/v1/chat/completions"),
+        ("openai-responses", "/v1/responses"),
+        ("anthropic-messages", "/v1/v1/messages"),
+        ("google-generative-ai", "/v1/models/m:streamGenerateContent"),
+    ],
+)
+def test_a_base_url_with_a_query_keeps_it_after_the_endpoint_path(server, api, path):  # secrets
+    """``base_url=".../v1?key=K"`` (a gateway's key in the URL): the endpoint path was appended to
+    the text, so the request went to ``/v1`` with the query ``key=K/chat/completions``, and the
+    redaction knew the secret as that string: a server echoing ``K`` put it in the error
+    message and the session file."""
+    secret = "AIzaQUERYKEY0987654321"
+    server.enqueue(Reply(status=403, content_type="text/plain", body=f"forbidden for key {secret}"))
+    model = Model(id="m", api=api, provider="local", base_url=server.url + f"/v1?key={secret}")
+    result = complete(model, _ctx(), api_key=KEY, max_retries=0)
+    [request] = server.requests
+    assert request.path == path and f"key={secret}" in request.query.split("&")
+    assert result.stop_reason == "error" and "forbidden for key ***" in result.error_message
+    assert secret not in json.dumps(result.to_dict())
+
+
+def test_endpoint_url_joins_paths_and_queries():
+    from agentcore.providers.base import endpoint_url
+
+    assert endpoint_url("https://h/v1/", "chat/completions") == "https://h/v1/chat/completions"
+    assert endpoint_url("https://h/v1?key=K#frag", "/x?alt=sse") == "https://h/v1/x?key=K&alt=sse"
+    assert endpoint_url("https://u:pa?ss@h/v1", "x") == "https://u:pa?ss@h/v1/x"  # a "?" in a password
+
+
 def test_a_header_value_requests_refuses_is_named_not_quoted(server):  # secrets: requests quotes it
     from agentcore.providers.http import ProviderHTTPError, open_stream
 

@@ -336,6 +336,9 @@ def test_model_repr_masks_credentials_in_the_base_url():  # a proxy URL with use
     assert model.base_url == "https://me:sk-inurl-42@proxy/v1?key=k-99&v=2"  # only the repr masks it
     plain = Model(id="m", api="openai-completions", provider="p", base_url="http://127.0.0.1:8080/v1")
     assert "base_url='http://127.0.0.1:8080/v1'" in repr(plain)
+    # the words error messages mask, "sig" (an Azure SAS signature, a presigned URL) included
+    signed = Model(id="m", api="openai-completions", provider="p", base_url="https://h/v1?sig=SEKRET1&signature=S2")
+    assert "SEKRET1" not in repr(signed) and "S2" not in repr(signed)
 
 
 def test_user_message_text_like_assistant_text():  # issue 10 item 13

@@ -121,8 +121,9 @@ def normalize_tool_call_id(tool_call_id: str) -> str:
 
 def request_url(model: Any) -> str:
     """``{base_url}/v1/messages``; the base URL carries no ``/v1``."""
-    base = (getattr(model, "base_url", "") or "https://api.anthropic.com").rstrip("/")
-    return base + "/v1/messages"
+    from .base import endpoint_url
+
+    return endpoint_url(getattr(model, "base_url", "") or "https://api.anthropic.com", "v1/messages")
 
 
 def build_headers(

@@ -88,7 +88,9 @@ class AzureTarget:
 
     def url(self, path: str) -> str:
         """``<base>/<path>?api-version=<version>``."""
-        return f"{self.base_url}/{path.lstrip('/')}?api-version={quote(self.api_version, safe='')}"
+        from .base import endpoint_url
+
+        return endpoint_url(self.base_url, f"{path.lstrip('/')}?api-version={quote(self.api_version, safe='')}")
 
     def completions_url(self) -> str:
         """Chat completions: ``<base>/chat/completions`` on a ``/v1`` base URL (the v1 API takes the

@@ -75,6 +75,7 @@ __all__ = [
     "is_secret_header",
     "secret_header_values",
     "expand_url_variables",
+    "endpoint_url",
     "sanitize_surrogates",
     "tool_specs",
     "parse_json_event",
@@ -223,6 +224,25 @@ def expand_url_variables(url: str, model: Any = None, env: Optional[Mapping[str,
         names = ", ".join(dict.fromkeys(missing))
         raise ProviderError(f"the base URL of {label} needs {names}: set it in the environment ({url})")
     return _URL_VARIABLE.sub(lambda match: env[match.group(1)], url)
+
+
+def endpoint_url(base: str, path: str) -> str:
+    """``base`` (a model's base URL) with ``path`` appended to its path, the query string of
+    either kept after it: ``endpoint_url("https://h/v1?key=K", "chat/completions")`` is
+    ``https://h/v1/chat/completions?key=K`` (appending to the text sent ``key=K/chat/completions``
+    as the query, to path ``/v1``), ``endpoint_url(base, "models/m:x?alt=sse")`` joins
+    ``alt=sse`` after the base's query. A fragment is dropped (never sent). Every wire module
+    builds its request URL with it."""
+    from .._safe import ambiguous_userinfo
+
+    split = ambiguous_userinfo(base)  # a password holding "?" or "#" is not a query
+    head, rest = (split[0] + split[1] + "@", split[2]) if split is not None else ("", base)
+    rest = rest.partition("#")[0]
+    base_path, _, base_query = rest.partition("?")
+    extra_path, _, extra_query = path.partition("?")
+    url = head + base_path.rstrip("/") + "/" + extra_path.lstrip("/")
+    query = "&".join(q for q in (base_query, extra_query) if q)
+    return f"{url}?{query}" if query else url
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")

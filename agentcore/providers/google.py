@@ -118,8 +118,10 @@ def thinking_config(
 
 
 def request_url(model: Any) -> str:
-    base = (getattr(model, "base_url", "") or "https://generativelanguage.googleapis.com/v1beta").rstrip("/")
-    return f"{base}/models/{quote(model.id, safe='.-_/')}:streamGenerateContent?alt=sse"
+    from .base import endpoint_url
+
+    base = getattr(model, "base_url", "") or "https://generativelanguage.googleapis.com/v1beta"
+    return endpoint_url(base, f"models/{quote(model.id, safe='.-_/')}:streamGenerateContent?alt=sse")
 
 
 def build_headers(model: Any, api_key: str, options: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:

@@ -39,7 +39,15 @@ from ._completions_compat import _REASONING_FIELDS, resolve_compat
 from ._completions_stream import CompletionsHandler, map_finish_reason, parse_usage
 from ._mistral import MistralIdNormalizer, assistant_content_parts
 from ._mistral import mistral_tool_call_id as _mistral_id
-from .base import StreamWriter, WireHandler, WireProvider, WireRequest, sanitize_surrogates, tool_specs
+from .base import (
+    StreamWriter,
+    WireHandler,
+    WireProvider,
+    WireRequest,
+    endpoint_url,
+    sanitize_surrogates,
+    tool_specs,
+)
 from .caching import cache_retention, cache_session_id, prompt_cache_key, session_affinity_headers
 from .models import supports_xhigh
 from .transform import transform_messages
@@ -426,7 +434,7 @@ class OpenAICompletionsProvider(WireProvider):
 
     def build_request(self, model: Model, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
         compat = resolve_compat(model)
-        url = (model.base_url or "https://api.openai.com/v1").rstrip("/") + "/chat/completions"
+        url = endpoint_url(model.base_url or "https://api.openai.com/v1", "chat/completions")
         request = WireRequest(
             url,
             build_headers(model, context, api_key, options, compat),

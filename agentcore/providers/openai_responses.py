@@ -112,7 +112,9 @@ def _parse_text_signature(signature: Optional[str]) -> Optional[Dict[str, Any]]:
 
 
 def request_url(model: Any) -> str:
-    return (getattr(model, "base_url", "") or "https://api.openai.com/v1").rstrip("/") + "/responses"
+    from .base import endpoint_url
+
+    return endpoint_url(getattr(model, "base_url", "") or "https://api.openai.com/v1", "responses")
 
 
 def responses_compat(model: Any) -> Dict[str, Any]:

@@ -137,7 +137,9 @@ def endpoint_url(model: Any, region: str, options: Mapping[str, Any]) -> str:
 
 def request_url(base: str, model_id: str) -> str:
     """``{base}/model/{model id, percent-encoded}/converse-stream`` (``:`` and ``/`` of ARNs too)."""
-    return f"{base}/model/{quote(model_id, safe='')}/converse-stream"
+    from agentcore.providers.base import endpoint_url
+
+    return endpoint_url(base, f"model/{quote(model_id, safe='')}/converse-stream")
 
 
 # --------------------------------------------------------------------------- credentials
