@@ -296,24 +296,26 @@ _VALID_HEADER_VALUE = re.compile(r"(?:\S[^\r\n]*)?")  # requests' own rule for a
 def _describe_unsendable(exc: BaseException, url: str, headers: Mapping[str, str]) -> str:
     """The error text of a request that cannot be sent: a malformed URL (the URL shown as
     :func:`_loggable_url` shows it) or header value. A header's value is never quoted: requests'
-    own message quotes it, and the common case is an API key read with its trailing newline."""
+    own message quotes it (as http.client's does under older requests), and the common case is
+    an API key read with its trailing newline."""
     import requests
 
     from .failures import redact
 
-    if isinstance(exc, requests.exceptions.InvalidHeader):
-        bad = [
-            name
-            for name, value in headers.items()
-            if not isinstance(value, (str, bytes))
-            or (isinstance(value, str) and not _VALID_HEADER_VALUE.fullmatch(value))
-        ]
+    bad = [
+        name
+        for name, value in headers.items()
+        if not isinstance(value, (str, bytes))
+        or (isinstance(value, str) and not _VALID_HEADER_VALUE.fullmatch(value))
+        or (isinstance(value, bytes) and (b"\n" in value or b"\r" in value))
+    ]
+    if bad or isinstance(exc, requests.exceptions.InvalidHeader) or "header" in str(exc).lower():
         which = f"header {bad[0]!r}" if bad else "a header"
         return (
             f"Cannot send the request: the value of {which} is not a valid HTTP header value (a line "
             "break, or whitespace at its start: was the API key read with its trailing newline?)"
         )
-    secrets: List[str] = []
+    secrets: List[str] = [str(v) for v in headers.values() if len(str(v)) >= 8]  # what the reason may quote
     shown = _loggable_url(url, secrets)
     reason = redact(str(exc).replace(url, shown), secrets)
     return f"Cannot send the request to {shown}: {reason} (check the provider's base URL)"
@@ -382,9 +384,10 @@ def open_stream(
             response = _send(session, url, headers, body, timeout, signal)
         except RequestAborted:
             raise
-        except requests.exceptions.RequestException as exc:
+        except (requests.exceptions.RequestException, ValueError) as exc:
+            # a malformed URL or header value (requests' InvalidURL/InvalidHeader..., or, under
+            # older requests, http.client's own ValueError): no attempt can succeed, none is retried
             if isinstance(exc, (ValueError, requests.exceptions.URLRequired)):
-                # a malformed URL or header value: no attempt can succeed, so none is retried
                 raise ProviderHTTPError(_describe_unsendable(exc, url, headers)) from None
             message = _describe_connection_error(exc, url)
             if budget.exhausted:
