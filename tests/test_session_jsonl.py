@@ -946,3 +946,33 @@ def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path, index
             at += len(raw) + 1
         assert fast == index_state(reference, "at", "size")
         assert "f1" in opened.storage.child_ids(leaf_line["id"]) and opened.storage.leaf_id == "f3" != leaf_id
+
+
+@pytest.mark.parametrize("change", ["deleted", "replaced", "cut short"])
+def test_appends_to_a_file_deleted_replaced_or_cut_short_meanwhile_are_refused(tmp_path, change):
+    """A session file deleted while open took every later append into the unlinked inode without
+    a word (prompt() and close() reported nothing; the conversation was gone), and one cut short
+    by another program was appended to after its lost header (a file no open accepts)."""
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    session.append_custom("kept", 1)
+    if change == "deleted":
+        path.unlink()
+    elif change == "replaced":  # an editor's save: a new file renamed over the old
+        other = tmp_path / "other.jsonl"
+        other.write_bytes(path.read_bytes())
+        os.replace(other, path)
+    else:
+        os.truncate(path, 0)
+    with pytest.raises(SessionError, match=f"the file was {change}") as info:
+        session.append_custom("lost", 2)
+    assert info.value.code == "storage" and "the entry was not recorded" in str(info.value)
+    session.close()
+    if change == "replaced":
+        with Session.open(path) as reopened:  # the replacement is left as it was
+            assert [e.custom_type for e in reopened.entries()] == ["kept"]
+    elif change == "deleted":
+        assert not path.exists()
+    else:
+        assert path.read_bytes() == b""
+

@@ -410,6 +410,7 @@ class JsonlSessionStorage(SessionStorage):
         fd = self._fd
         if fd is None:
             raise self._fail("storage", None, "the session is closed")
+        self._check_still_the_file(fd)
         start = -1
         try:
             written = os.write(fd, line)
@@ -428,6 +429,35 @@ class JsonlSessionStorage(SessionStorage):
             self._lines += self._foreign_lines(fd, start)
         self._size = end
         self._lines += 1
+
+    def _check_still_the_file(self, fd: int) -> None:
+        """Refuse to append when the open file is no longer the session at :attr:`path`: deleted
+        (appends would go to a file nobody can open again: the whole conversation lost without a
+        word), replaced by another file at that path, or cut short by another program (appends
+        would follow a missing header). Raises ``SessionError("storage")``; an unreadable status
+        is left for the write itself to report."""
+        try:
+            status = os.fstat(fd)
+            try:
+                at_path: Optional[os.stat_result] = os.stat(self.path)
+            except FileNotFoundError:
+                at_path = None
+        except OSError:
+            return
+        if at_path is not None and (at_path.st_dev, at_path.st_ino) != (status.st_dev, status.st_ino):
+            problem = "was replaced by another file"
+        elif status.st_nlink == 0 or at_path is None:
+            problem = "was deleted"
+        elif status.st_size < self._size:
+            problem = f"was cut short by another program ({status.st_size} bytes of the {self._size} written)"
+        else:
+            return
+        raise self._fail(
+            "storage",
+            None,
+            f"the file {problem} while the session was open; the entry was not recorded (the agent "
+            "keeps its messages in memory: record them into a new session)",
+        )
 
     def _undo(self, fd: int, start: int) -> None:
         """Cut a failed append's bytes (from ``start``) if nothing was appended after them."""
