@@ -976,3 +976,35 @@ def test_appends_to_a_file_deleted_replaced_or_cut_short_meanwhile_are_refused(t
     else:
         assert path.read_bytes() == b""
 
+
+def _session_with_a_bad_message_line(tmp_path: Path, bad: bytes, last: bool = False) -> Path:
+    """A session of three messages whose second line's message text is replaced by ``bad``
+    (bytes inside the JSON string), or, with ``last``, followed by ``bad`` as a torn last line."""
+    path = tmp_path / "s.jsonl"
+    with Session.create(path, cwd="/w") as session:
+        for text in ("one", "MARK", "three"):
+            session.append_message(UserMessage(text))
+    data = path.read_bytes()
+    path.write_bytes(data + bad if last else data.replace(b"MARK", bad))
+    return path
+
+
+def test_a_message_line_that_is_not_utf8_is_named_not_a_bare_unicode_error(tmp_path):
+    path = _session_with_a_bad_message_line(tmp_path, b"caf\xff")
+    with Session.open(path, read_only=True) as session:  # the index reads the envelope only
+        with pytest.raises(SessionError, match=r"s\.jsonl:3: invalid entry: 'utf-8' codec") as info:
+            session.build_context()  # was a bare UnicodeDecodeError naming no file or line
+    assert info.value.code == "invalid_entry"
+
+
+def test_json_nested_too_deeply_is_an_invalid_line_and_a_torn_one_is_repaired(tmp_path):
+    deep = b"[" * 5000 + b"]" * 5000
+    path = _session_with_a_bad_message_line(tmp_path, b'", "x": ' + deep + b', "y": "')
+    with Session.open(path, read_only=True) as session:
+        with pytest.raises(SessionError, match=r"s\.jsonl:3: invalid entry: JSON nested too deeply"):
+            session.build_context()  # was a RecursionError
+    (tmp_path / "torn").mkdir()
+    torn = _session_with_a_bad_message_line(tmp_path / "torn", b'{"type":"message","x":' + b"[" * 5000, last=True)
+    with Session.open(torn) as session:  # a crash cut a deep line short: repaired like any torn line
+        assert [m.text for m in session.build_context().messages] == ["one", "MARK", "three"]
+

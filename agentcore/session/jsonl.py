@@ -98,6 +98,15 @@ def _lock(fd: int, path: str) -> None:
         ) from None
 
 
+def _loads_shallow(line: bytes) -> Any:
+    """``json.loads(line)``, a line nested too deeply to decode (RecursionError) being a ValueError
+    like any other line that is not JSON (a torn one is repaired, a whole one reported)."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -255,13 +264,15 @@ class JsonlSessionStorage(SessionStorage):
         try:
             header_data = json.loads(lines[first])
             header = header_from_dict(header_data, versions=(1, 2, 3))
+        except RecursionError:
+            raise self._fail("invalid_session", first + 1, "not a session file: JSON nested too deeply") from None
         except ValueError as exc:
             raise self._fail("invalid_session", first + 1, f"not a session file: {exc}") from None
         last = next(i for i in range(len(lines) - 1, first - 1, -1) if lines[i].strip())
         torn = False
         if last > first:
             try:
-                tail = json.loads(lines[last])
+                tail = _loads_shallow(lines[last])
             except ValueError as exc:
                 if last < len(lines) - 1:  # the line ends in "\n": a whole line, so damage, not a crash
                     raise self._fail(

@@ -387,7 +387,9 @@ class SessionStorage:
     def _parse(self, raw: Union[bytes, str], line: Optional[int], entry_id: Optional[str] = None) -> SessionEntry:
         try:
             return entry_from_dict(_parse_json(raw))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested ~1000 levels deep
+            if isinstance(exc, RecursionError):
+                exc = ValueError("JSON nested too deeply to read")
             where = self._where(line, entry_id)
             raise SessionError(
                 "invalid_entry",
@@ -624,7 +626,10 @@ class SessionStorage:
         its five keys, without decoding four strings and a dict per entry.
         """
         if node.type == "message":
-            text: str = raw.decode("utf-8", "surrogatepass") if type(raw) is bytes else raw  # type: ignore[assignment]
+            try:
+                text: str = raw.decode("utf-8", "surrogatepass") if type(raw) is bytes else raw  # type: ignore[assignment]
+            except UnicodeDecodeError:  # not UTF-8: _decode words the error with the line
+                return self._decode(node, raw)
             parent = node.parent
             if parent is not None:
                 prefix = f'{{"type":"message","id":"{node.id}","parentId":"{parent}","timestamp":"{node.ts}","message":'
@@ -645,7 +650,7 @@ class SessionStorage:
             ):
                 try:
                     message, end = _scan_once(text, start)
-                except (StopIteration, ValueError):
+                except (StopIteration, ValueError, RecursionError):
                     end = 0
                 if end == len(text) - 1:
                     try:
