@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import threading
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -702,3 +703,26 @@ def test_active_tool_names_of_the_wrong_type_are_tolerated(tmp_path):  # session
         file.write_text("\n".join(lines[:index] + [json.dumps(data)] + lines[index + 1 :]) + "\n", encoding="utf-8")
         with Session.open(str(file)) as session:
             assert session.build_context().active_tool_names == expected
+
+
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (
+            {"type": "compaction", "summary": 5, "firstKeptEntryId": None, "tokensBefore": 1},
+            "compaction entry: 'summary' must be a string, got a number",
+        ),
+        (
+            {"type": "branch_summary", "fromId": "root", "summary": ["a"]},
+            "branch_summary entry: 'summary' must be a string, got an array",
+        ),
+    ],
+)
+def test_fields_every_later_request_reads_are_checked_on_load(data, problem):
+    """A compaction's non-string summary passed the load and then failed every later prompt
+    ("can only concatenate str (not "int") to str", naming nothing)."""
+    from agentcore.session.entries import entry_from_dict
+
+    entry = {"id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z", **data}
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        entry_from_dict(entry)

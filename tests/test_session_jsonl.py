@@ -1007,4 +1007,3 @@ def test_json_nested_too_deeply_is_an_invalid_line_and_a_torn_one_is_repaired(tm
     torn = _session_with_a_bad_message_line(tmp_path / "torn", b'{"type":"message","x":' + b"[" * 5000, last=True)
     with Session.open(torn) as session:  # a crash cut a deep line short: repaired like any torn line
         assert [m.text for m in session.build_context().messages] == ["one", "MARK", "three"]
-

@@ -438,7 +438,7 @@ class CompactionEntry(SessionEntry):
     retained_tail: Optional[List[Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "compaction"
-    _checks = {"usage": "object", "retainedTail": "messages"}
+    _checks = {"summary": "str", "usage": "object", "retainedTail": "messages"}
     _payload = _fields(
         "summary", "first_kept_entry_id?", "tokens_before", "details?", "from_hook?", "usage?", "retained_tail?"
     )
@@ -457,7 +457,7 @@ class BranchSummaryEntry(SessionEntry):
     usage: Optional[Dict[str, Any]] = None
     extra: Dict[str, Any] = _extra()
     type: ClassVar[str] = "branch_summary"
-    _checks = {"usage": "object"}
+    _checks = {"summary": "str", "usage": "object"}
     _payload = _fields("from_id", "summary", "details?", "from_hook?", "usage?")
 
 
