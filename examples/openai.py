@@ -1,7 +1,7 @@
 """OpenAI Chat Completions with a tool, streamed to the terminal (openai-completions API).
 
 Needs ``OPENAI_API_KEY``; without it the script says so and exits 0.
-Run: ``OPENAI_API_KEY=sk-... python examples/openai.py``. ``AGENTCORE_MODEL`` picks another model id
+Run: ``OPENAI_API_KEY=sk-... python examples/openai.py``. ``OPENAI_MODEL`` picks another model id
 (default ``gpt-4o-mini``). The same code talks to Groq, xAI, OpenRouter or DeepSeek: change
 ``provider``/``base_url`` (for catalog models simply use ``get_model("groq/llama-3.3-70b-versatile")``).
 """
@@ -30,7 +30,7 @@ def main() -> int:
         print("Set OPENAI_API_KEY to run this example (https://platform.openai.com/api-keys).")
         return 0
     model = Model(
-        id=os.environ.get("AGENTCORE_MODEL", "gpt-4o-mini"),
+        id=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"),
         api="openai-completions",
         provider="openai",
         base_url="https://api.openai.com/v1",

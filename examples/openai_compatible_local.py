@@ -1,10 +1,10 @@
 """A local OpenAI-compatible server (Ollama, llama.cpp, vLLM, LM Studio) as the agent's model.
 
 Start a server first, e.g. ``ollama serve`` + ``ollama pull llama3.2`` (default below), or
-``llama-server -m model.gguf --port 8080 --jinja`` and set ``AGENTCORE_BASE_URL``. If nothing
+``llama-server -m model.gguf --port 8080 --jinja`` and set ``OPENAI_BASE_URL``. If nothing
 answers at the URL the script says so and exits 0.
 
-    AGENTCORE_BASE_URL=http://127.0.0.1:11434/v1 AGENTCORE_MODEL=llama3.2 python examples/openai_compatible_local.py
+    OPENAI_BASE_URL=http://127.0.0.1:11434/v1 OPENAI_MODEL=llama3.2 python examples/openai_compatible_local.py
 
 No API key is needed: the provider name "local" has no key variable, so no Authorization header
 is sent (pass ``api_key=`` if your server wants one). Loopback URLs get the local-server profile
@@ -41,15 +41,15 @@ def server_is_up(base_url: str) -> bool:
 
 
 def main() -> int:
-    base_url = os.environ.get("AGENTCORE_BASE_URL", "http://127.0.0.1:11434/v1")
+    base_url = os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
     if not server_is_up(base_url):
         print(
             f"No OpenAI-compatible server answers at {base_url}; start one (e.g. `ollama serve`) "
-            "or set AGENTCORE_BASE_URL."
+            "or set OPENAI_BASE_URL."
         )
         return 0
     model = Model(
-        id=os.environ.get("AGENTCORE_MODEL", "llama3.2"),
+        id=os.environ.get("OPENAI_MODEL", "llama3.2"),
         api="openai-completions",
         provider="local",
         base_url=base_url,

@@ -64,7 +64,7 @@ def test_provider_example_explains_what_to_configure(script, tmp_path):
     done = _run(
         script,
         tmp_path,
-        {"AGENTCORE_BASE_URL": "http://127.0.0.1:9/v1"} if script == "openai_compatible_local.py" else None,
+        {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"} if script == "openai_compatible_local.py" else None,
     )
     assert done.returncode == 0, done.stderr
     output = (done.stdout + done.stderr).lower()
