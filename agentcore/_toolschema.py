@@ -73,7 +73,10 @@ def function_schema(fn: Callable[..., Any], skip: Sequence[str] = ()) -> Functio
         if pname in skip or (index == 0 and pname in ("self", "cls") and in_class_body(fn)):
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"@tool {qualname}: *{pname} is not supported; give every tool argument a name and a type")
+            stars = "*" if param.kind == param.VAR_POSITIONAL else "**"
+            raise TypeError(
+                f"@tool {qualname}: {stars}{pname} is not supported; give every tool argument a name and a type"
+            )
         hint = hints.get(pname, Any)
         try:
             prop = type_schema(hint)

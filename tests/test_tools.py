@@ -139,6 +139,8 @@ def test_unsupported_annotations_fail_at_decoration_naming_the_parameter() -> No
         _schema_of(Dict[int, str])
     with pytest.raises(TypeError, match=r"\*args is not supported"):
         tool(lambda *args: "")
+    with pytest.raises(TypeError, match=r": \*\*opts is not supported"):  # it said "*opts"
+        tool(lambda **opts: "")
 
 
 def test_recursive_dataclass_is_rejected_clearly() -> None:
