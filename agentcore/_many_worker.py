@@ -300,7 +300,6 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
             unsubscribe()
             if local is not None:
                 stop_late_start()
-            if local is not None:
                 local.remove(agent)
         error = _run_error(messages)
         if session is not None:
