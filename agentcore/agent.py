@@ -989,6 +989,10 @@ class Agent:
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_DOUBLE_START)
+            if self.session is not None:  # compaction and tree moves write it too
+                from .session.agent_link import claim_session_run
+
+                claim_session_run(self.session, self)
             placeholder = _ActiveRun(AbortController(), streaming=False)
             placeholder.thread_ident = threading.get_ident()
             self._state._begin(placeholder)
@@ -997,6 +1001,10 @@ class Agent:
         finally:
             with self._run_lock:
                 self._state._end(placeholder)
+                if self.session is not None:
+                    from .session.agent_link import release_session_run
+
+                    release_session_run(self.session, self)
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:

@@ -2013,6 +2013,8 @@ def test_two_agents_on_one_session_take_turns_instead_of_interleaving():
     assert entered.wait(10)
     with pytest.raises(RuntimeError, match="recording another Agent's run"):
         second.prompt("b0")
+    with pytest.raises(RuntimeError, match="recording another Agent's run"):
+        second.compact()  # compaction writes the session too
     assert second.state.messages == [] and not second.state.is_streaming  # nothing was started
     release.set()
     assert first.wait_for_idle(10)
