@@ -655,7 +655,7 @@ class SessionStorage:
                 if end == len(text) - 1:
                     try:
                         return MessageEntry(node.id, node.parent, node.ts, message_from_dict(message), {})
-                    except ValueError:
+                    except (ValueError, RecursionError):  # RecursionError: a value nested too deep
                         pass  # _decode words the error with the line
         return self._decode(node, raw)
 
