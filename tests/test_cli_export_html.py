@@ -14,6 +14,7 @@ import io
 import json
 import re
 import struct
+import time
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
@@ -462,7 +463,12 @@ def browser() -> Iterator[Browser]:
 def _load(browser: Browser, page: Path) -> None:
     browser.console()  # drop what earlier pages logged
     browser.get(page.as_uri())
-    assert browser.execute("return document.readyState") == "complete"
+    # get() returns at the load event, but a large page on a loaded machine was seen still
+    # "loading" right after: wait for the state itself (a deadline, not a fixed sleep)
+    deadline = time.monotonic() + 30
+    while browser.execute("return document.readyState") != "complete":
+        assert time.monotonic() < deadline, "the page did not finish loading in 30 s"
+        time.sleep(0.05)
 
 
 def _errors(browser: Browser) -> List[Dict[str, Any]]:
