@@ -984,15 +984,27 @@ class Agent:
 
         return self._while_busy(navigate)
 
+    def _claim_session(self) -> None:
+        """Under ``_run_lock``, as a run (or compaction, or tree move) begins: claim the session it
+        records into; RuntimeError while another agent's run records into it (agent_link)."""
+        if self.session is not None:
+            from .session.agent_link import claim_session_run
+
+            claim_session_run(self.session, self)
+
+    def _release_session(self) -> None:
+        """Under ``_run_lock``, as that work ends: undo :meth:`_claim_session`."""
+        if self.session is not None:
+            from .session.agent_link import release_session_run
+
+            release_session_run(self.session, self)
+
     def _while_busy(self, work: Callable[[AbortSignal], Any]) -> Any:
         """Run ``work`` on this thread while the agent counts as busy (prompts are refused)."""
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_DOUBLE_START)
-            if self.session is not None:  # compaction and tree moves write it too
-                from .session.agent_link import claim_session_run
-
-                claim_session_run(self.session, self)
+            self._claim_session()  # compaction and tree moves write it too
             placeholder = _ActiveRun(AbortController(), streaming=False)
             placeholder.thread_ident = threading.get_ident()
             self._state._begin(placeholder)
@@ -1001,10 +1013,7 @@ class Agent:
         finally:
             with self._run_lock:
                 self._state._end(placeholder)
-                if self.session is not None:
-                    from .session.agent_link import release_session_run
-
-                    release_session_run(self.session, self)
+                self._release_session()
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
@@ -1067,10 +1076,7 @@ class Agent:
         """Called under ``_run_lock`` after the busy check: mark the agent busy."""
         if self._active is not None:
             raise RuntimeError(ERR_DOUBLE_START)
-        if self.session is not None:  # another agent's run recording into it: refused
-            from .session.agent_link import claim_session_run
-
-            claim_session_run(self.session, self)
+        self._claim_session()
         run = _ActiveRun(AbortController())
         self._state._begin(run)
         return run
@@ -1229,10 +1235,7 @@ class Agent:
         finally:  # whatever failed above, the agent is idle again and its waiters wake up
             with self._run_lock:
                 self._state._end(run)
-                if self.session is not None:
-                    from .session.agent_link import release_session_run
-
-                    release_session_run(self.session, self)
+                self._release_session()
             try:
                 for callback in run.on_settled:
                     callback()

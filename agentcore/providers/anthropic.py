@@ -31,6 +31,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    endpoint_url,
     sanitize_surrogates,
     tool_specs,
 )
@@ -121,8 +122,6 @@ def normalize_tool_call_id(tool_call_id: str) -> str:
 
 def request_url(model: Any) -> str:
     """``{base_url}/v1/messages``; the base URL carries no ``/v1``."""
-    from .base import endpoint_url
-
     return endpoint_url(getattr(model, "base_url", "") or "https://api.anthropic.com", "v1/messages")
 
 

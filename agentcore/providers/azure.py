@@ -32,7 +32,7 @@ from typing import Any, Dict, Mapping, Optional
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..types import Model
-from .base import ProviderError, WireRequest, describe_error
+from .base import ProviderError, WireRequest, describe_error, endpoint_url
 from .openai_responses import OpenAIResponsesProvider, build_request_body
 
 __all__ = [
@@ -88,8 +88,6 @@ class AzureTarget:
 
     def url(self, path: str) -> str:
         """``<base>/<path>?api-version=<version>``."""
-        from .base import endpoint_url
-
         return endpoint_url(self.base_url, f"{path.lstrip('/')}?api-version={quote(self.api_version, safe='')}")
 
     def completions_url(self) -> str:

@@ -36,6 +36,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    endpoint_url,
     sanitize_surrogates,
     tool_specs,
 )
@@ -118,8 +119,6 @@ def thinking_config(
 
 
 def request_url(model: Any) -> str:
-    from .base import endpoint_url
-
     base = getattr(model, "base_url", "") or "https://generativelanguage.googleapis.com/v1beta"
     return endpoint_url(base, f"models/{quote(model.id, safe='.-_/')}:streamGenerateContent?alt=sse")
 

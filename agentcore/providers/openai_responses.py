@@ -31,6 +31,7 @@ from .base import (
     StreamWriter,
     WireProvider,
     WireRequest,
+    endpoint_url,
     sanitize_surrogates,
     tool_specs,
 )
@@ -112,8 +113,6 @@ def _parse_text_signature(signature: Optional[str]) -> Optional[Dict[str, Any]]:
 
 
 def request_url(model: Any) -> str:
-    from .base import endpoint_url
-
     return endpoint_url(getattr(model, "base_url", "") or "https://api.openai.com/v1", "responses")
 
 
