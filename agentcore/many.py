@@ -21,7 +21,10 @@ was yielded is not waiting: it was submitted before that result was handed over)
   their sessions end with the aborted message, closed;
 * on a process pool or Dask, a running task cannot be reached from here: its future is cancelled
   (Dask forgets the result; a process pool lets the task finish in its worker process and drops
-  it). Its session stays valid (every entry is complete), possibly without an end.
+  it). Its session stays valid (every entry is complete), possibly without an end. Dask's
+  cancel is a message its scheduler and workers handle after ``close()`` returns: a task a
+  worker already holds may still start if one of its threads frees up before the message
+  arrives.
 """
 
 from __future__ import annotations
