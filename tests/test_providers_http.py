@@ -1466,3 +1466,40 @@ def test_tool_arguments_that_are_json_but_no_object_are_noted(server):  # writer
     notes = [d for d in result.diagnostics or [] if d.type == "tool_arguments_repaired"]
     assert len(notes) == 1 and notes[0].details["toolCallId"] == "c"
     assert "a JSON array, not an object" in notes[0].error["message"]
+
+
+@pytest.mark.parametrize(
+    "environment, session_proxies, request_proxies",
+    [
+        ({}, {}, None),
+        ({"HTTPS_PROXY": "http://proxy.example.com:3128"}, {}, None),
+        ({"HTTPS_PROXY": "http://proxy.example.com:3128"}, {"https": "http://own.example.com:8080"}, None),
+        ({"HTTPS_PROXY": "http://proxy.example.com:3128"}, {"https": None, "http": "http://h:1"}, None),
+        ({"HTTPS_PROXY": "http://proxy.example.com:3128", "NO_PROXY": "api.example.com"}, {}, None),
+        ({"HTTPS_PROXY": "http://proxy.example.com:3128"}, {}, {"https": "http://per-request:1"}),
+    ],
+)
+def test_provider_sessions_merge_proxies_exactly_as_requests_does(
+    environment, session_proxies, request_proxies, monkeypatch
+):
+    """The pooled sessions merge the environment's proxies with the session's without requests'
+    runtime-protocol checks, and the settings a request is sent with are requests' own."""
+    import requests
+
+    from agentcore.providers._http_pool import _session_class
+
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    fast, plain = _session_class()(), requests.Session()
+    fast.proxies.update(session_proxies)
+    plain.proxies.update(session_proxies)
+    url = "https://api.example.com/v1/chat/completions"
+    # as Session.request calls it: the request's proxies or {} (requests fills that dict in place)
+    ours = fast.merge_environment_settings(url, dict(request_proxies or {}), None, None, None)
+    theirs = requests.Session.merge_environment_settings(plain, url, dict(request_proxies or {}), None, None, None)
+    assert ours == theirs
+    assert type(ours["proxies"]) is type(theirs["proxies"])

@@ -14,6 +14,7 @@ import os
 import socket
 import sys
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from .._compat import (
@@ -125,6 +126,8 @@ def _session_class() -> Any:
       request with its own cookies, auth, params, files or JSON body (a provider sends none of
       them), or a session given auth, params or a headers object of another type, takes
       requests' own path.
+    * It merges the environment's proxies with the session's the way ``merge_setting`` does,
+      without its runtime-protocol check of each (two per request).
     """
     global _session_cls
     if _session_cls is None:
@@ -191,7 +194,7 @@ def _session_class() -> Any:
                 if verify is True or verify is None:  # what requests does with trust_env
                     verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or verify
                 return {
-                    "proxies": merge_setting(env_proxies, self.proxies),
+                    "proxies": _merge_proxies(env_proxies, self.proxies),
                     "stream": merge_setting(stream, self.stream),
                     "verify": merge_setting(verify, self.verify),
                     "cert": merge_setting(cert, self.cert),
@@ -199,6 +202,23 @@ def _session_class() -> Any:
 
         _session_cls = _Session
     return _session_cls
+
+
+def _merge_proxies(request_proxies: Any, session_proxies: Any) -> Any:
+    """``requests.sessions.merge_setting(request_proxies, session_proxies)`` for two plain dicts
+    (what a provider's session always has), without requests' check of each against a runtime
+    protocol (slow on Python 3.11, two per request): the session's items, then the request's, keys
+    whose value is None dropped, in an ``OrderedDict`` as requests returns. Anything else takes
+    ``merge_setting`` itself."""
+    if type(request_proxies) is not dict or type(session_proxies) is not dict:
+        from requests.sessions import merge_setting
+
+        return merge_setting(request_proxies, session_proxies)
+    merged = OrderedDict(session_proxies)
+    merged.update(request_proxies)
+    for key in [key for key, value in merged.items() if value is None]:
+        del merged[key]
+    return merged
 
 
 def _carries_credentials(headers: Any) -> bool:
