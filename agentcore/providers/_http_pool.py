@@ -211,8 +211,9 @@ def _merge_proxies(request_proxies: Any, session_proxies: Any) -> Any:
     whose value is None dropped, in an ``OrderedDict`` as requests returns. Anything else takes
     ``merge_setting`` itself."""
     if type(request_proxies) is not dict or type(session_proxies) is not dict:
-        from requests.sessions import merge_setting
+        from requests.sessions import merge_setting as _merge_setting
 
+        merge_setting: Callable[[Any, Any], Any] = _merge_setting  # untyped in requests' stubs
         return merge_setting(request_proxies, session_proxies)
     merged = OrderedDict(session_proxies)
     merged.update(request_proxies)
