@@ -5,9 +5,15 @@ absolute figures vary with load; the ratios are what to compare across runs):
   * append per entry, amortized (JSONL with fsync off; SQLite with the default durability)
       floors: a raw ``os.write`` of the line; a bare autocommit INSERT of the line
       targets: JSONL <= 100 us, SQLite <= 50 us
-  * open + build_context() (JSONL and SQLite)
+  * open + build_context() (JSONL and SQLite), in ``--rounds`` rounds (default 5), each of which
+    times the floor and both backends in a rotating order, on a heap holding nothing else of size
       floor: plain ``json.loads`` of the same lines, results kept, collector running as usual
-      target (issue 11 item 7, uncompacted): <= 1.0 s, i.e. about 1.0x that floor where it was set
+      figure: the median over the rounds of each round's ratio (wall time, then CPU time), and the
+      median seconds; the range of the ratios shows how much the machine moved meanwhile
+      target (issue 11 item 7, uncompacted): <= 1.0x that floor. The issue wrote it as "<= 1.0 s
+      (today 1.65 s and 1.55 s)" on a day the JSONL figure was 1.5x and the SQLite one 1.25x the
+      floor, i.e. when the floor took about 1.1-1.2 s; the strict reading of that day's numbers,
+      <= 0.91x (JSONL) and <= 0.81x (SQLite), is printed too
   * what the collector pause of bulk decodes is worth: open + build_context() with the pause and
     with it replaced by a no-op, each followed by the same allocation workload (which is where
     the collector catches up on what a pause left it); CPU seconds, median of 3
@@ -27,7 +33,7 @@ context window forces), a model/thinking change now and then, a few branches. ``
 builds one uncompacted branch instead, so build_context must decode all 100,000 messages (worst case,
 the one the issue 11 target is about).
 
-    python benchmarks/session_scale.py [--entries 100000] [--no-compaction] [--dir /tmp/x]
+    python benchmarks/session_scale.py [--entries 100000] [--no-compaction] [--rounds 5] [--dir /tmp/x]
 """
 
 from __future__ import annotations
@@ -141,13 +147,63 @@ def timed(fn):
     return result, time.perf_counter() - started
 
 
-def json_floor(lines) -> float:
-    """Seconds for plain ``json.loads`` of every line, results kept (what any decoder must at least do)."""
-    gc.collect()
-    decoded, seconds = timed(lambda: [json.loads(line) for line in lines])
-    del decoded
-    gc.collect()
-    return seconds
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+#: issue 11's "<= 1.0 s (today 1.65 s and 1.55 s)", read with that day's ratios to the floor
+#: (1.5x and 1.25x): 1.0 s / (1.65 s / 1.5) and 1.0 s / (1.55 s / 1.25)
+STRICT = {"JSONL": 1.0 / (1.65 / 1.5), "SQLite": 1.0 / (1.55 / 1.25)}
+
+
+def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
+    """open + build_context() of each backend against the json.loads floor, ``rounds`` times.
+
+    Each round measures the floor and every opener once, in an order rotated by one each round (so
+    no backend always runs right after another's teardown), each after a full collection and with
+    nothing else of size alive, and divides each backend's wall and CPU seconds by the floor's of
+    the same round. Printed: the median of those per-round ratios, their range, and the median
+    seconds. Per-round ratios cancel the machine's drift between rounds; their median discards a
+    round that a neighbour's load hit.
+    """
+    names = ["floor", *openers]
+    wall = {name: [] for name in names}
+    cpu = {name: [] for name in names}
+    messages = {}
+
+    def floor():
+        return [json.loads(line) for line in lines]
+
+    def run(name):
+        fn = floor if name == "floor" else openers[name]
+        gc.collect()
+        started, started_cpu = time.perf_counter(), time.process_time()
+        kept = fn()
+        wall[name].append(time.perf_counter() - started)
+        cpu[name].append(time.process_time() - started_cpu)
+        if name != "floor":
+            messages[name] = len(kept[1].messages)
+            kept[0].close()
+        del kept
+        gc.collect()
+
+    for index in range(rounds):
+        shift = index % len(names)
+        for name in names[shift:] + names[:shift]:
+            run(name)
+    print(
+        f"json.loads floor of the same {len(lines)} lines (collector running as usual): median "
+        f"{median(wall['floor']):.3f} s wall, {median(cpu['floor']):.3f} s CPU over {rounds} rounds"
+    )
+    for name in names[1:]:
+        ratios = [w / f for w, f in zip(wall[name], wall["floor"])]
+        cpu_ratios = [c / f for c, f in zip(cpu[name], cpu["floor"])]
+        goal = "[target <= 1.5 s]" if compaction else f"[target <= 1.0x; strict reading <= {STRICT[name]:.2f}x]"
+        print(
+            f"open + build_context {name}: {median(ratios):.2f}x the floor (rounds {min(ratios):.2f}-"
+            f"{max(ratios):.2f}x), CPU {median(cpu_ratios):.2f}x; median {median(wall[name]):.3f} s wall, "
+            f"{median(cpu[name]):.3f} s CPU; context of {messages[name]} messages  {goal}"
+        )
 
 
 def gc_pause_figure(opener, runs: int = 3) -> None:
@@ -188,9 +244,6 @@ def gc_pause_figure(opener, runs: int = 3) -> None:
             finally:
                 session_process_state.gc_paused = real
 
-    def median(values):
-        return sorted(values)[len(values) // 2]
-
     p_call, n_call = (median([r[0] for r in results[k]]) for k in ("paused", "not paused"))
     p_all, n_all = (median([r[0] + r[1] for r in results[k]]) for k in ("paused", "not paused"))
     print(
@@ -205,6 +258,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--no-compaction", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the open + build_context phase")
     parser.add_argument("--dir", default=None)
     args = parser.parse_args()
     workdir = Path(args.dir or tempfile.mkdtemp(prefix="session-scale-"))
@@ -242,22 +296,7 @@ def main() -> None:
         f"vs json loads+dumps of it {per_append / floor_json:.1f}x ({floor_json:.1f} us)"
     )
 
-    _, read_floor = timed(lambda: path.read_bytes().split(b"\n"))
-    loads_floor = json_floor(lines)
-    target = "[target <= 1.0 s, about 1.0x the json.loads floor]" if not compaction else "[target <= 1.5 s]"
-
-    def open_and_build_jsonl():
-        s = Session.open(path, read_only=True)
-        return s, s.build_context()
-
-    (s, context), jsonl_open = timed(open_and_build_jsonl)
-    print(
-        f"open + build_context JSONL: {jsonl_open:.3f} s  {target}  context has "
-        f"{len(context.messages)} messages; ratio vs json.loads of the same lines {jsonl_open / loads_floor:.2f}x "
-        f"({loads_floor:.3f} s), vs reading+splitting the file {jsonl_open / read_floor:.1f}x ({read_floor:.3f} s)"
-    )
-    s.close()
-    del s, context  # later phases must not pay for this one's objects (GC traverses live ones)
+    session = None  # the generator's index: nothing of size may stay alive for the phases below
     gc.collect()
     gc_pause_figure(lambda: Session.open(path, read_only=True))
 
@@ -299,21 +338,25 @@ def main() -> None:
         f"bulk import of all {len(lines)} lines {import_s:.1f} s"
     )
 
-    def open_and_build_sqlite():
-        s = Session(SqliteSessionStorage(db, "big", read_only=True))
-        return s, s.build_context()
+    small_session = small = conn = None
+    gc.collect()
 
-    gc.collect()
-    loads_floor = json_floor(lines)
-    (s, context), sqlite_open = timed(open_and_build_sqlite)
-    print(
-        f"open + build_context SQLite: {sqlite_open:.3f} s  {target}  context has "
-        f"{len(context.messages)} messages; ratio vs json.loads of the same lines {sqlite_open / loads_floor:.2f}x "
-        f"({loads_floor:.3f} s), vs the JSONL open {sqlite_open / jsonl_open:.2f}x"
+    def open_and_build(opener):
+        def opened():
+            s = opener()
+            return s, s.build_context()
+
+        return opened
+
+    open_build_rounds(
+        {
+            "JSONL": open_and_build(lambda: Session.open(path, read_only=True)),
+            "SQLite": open_and_build(lambda: Session(SqliteSessionStorage(db, "big", read_only=True))),
+        },
+        lines,
+        args.rounds,
+        compaction,
     )
-    s.close()
-    del s, context
-    gc.collect()
 
     for label, opener in (
         ("JSONL", lambda: Session.open(path, read_only=True)),
