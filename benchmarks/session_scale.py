@@ -157,7 +157,8 @@ STRICT = {"JSONL": 1.0 / (1.65 / 1.5), "SQLite": 1.0 / (1.55 / 1.25)}
 
 
 def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
-    """open + build_context() of each backend against the json.loads floor, ``rounds`` times.
+    """open + build_context() of each backend (``openers``: name -> a function opening its
+    Session) against the json.loads floor, ``rounds`` times.
 
     Each round measures the floor and every opener once, in an order rotated by one each round (so
     no backend always runs right after another's teardown), each after a full collection and with
@@ -174,11 +175,14 @@ def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
     def floor():
         return [json.loads(line) for line in lines]
 
+    def open_and_build(name):
+        s = openers[name]()
+        return s, s.build_context()
+
     def run(name):
-        fn = floor if name == "floor" else openers[name]
         gc.collect()
         started, started_cpu = time.perf_counter(), time.process_time()
-        kept = fn()
+        kept = floor() if name == "floor" else open_and_build(name)
         wall[name].append(time.perf_counter() - started)
         cpu[name].append(time.process_time() - started_cpu)
         if name != "floor":
@@ -298,7 +302,11 @@ def main() -> None:
 
     session = None  # the generator's index: nothing of size may stay alive for the phases below
     gc.collect()
-    gc_pause_figure(lambda: Session.open(path, read_only=True))
+    openers = {
+        "JSONL": lambda: Session.open(path, read_only=True),
+        "SQLite": lambda: Session(SqliteSessionStorage(db, "big", read_only=True)),  # db: filled by the import below
+    }
+    gc_pause_figure(openers["JSONL"])
 
     _, import_s = timed(lambda: SqliteSessionStorage.create(db, cwd="/bench", session_id="big", lines=lines).close())
     small = SqliteSessionStorage.create(db, cwd="/bench", session_id="appends")
@@ -341,27 +349,9 @@ def main() -> None:
     small_session = small = conn = None
     gc.collect()
 
-    def open_and_build(opener):
-        def opened():
-            s = opener()
-            return s, s.build_context()
+    open_build_rounds(openers, lines, args.rounds, compaction)
 
-        return opened
-
-    open_build_rounds(
-        {
-            "JSONL": open_and_build(lambda: Session.open(path, read_only=True)),
-            "SQLite": open_and_build(lambda: Session(SqliteSessionStorage(db, "big", read_only=True))),
-        },
-        lines,
-        args.rounds,
-        compaction,
-    )
-
-    for label, opener in (
-        ("JSONL", lambda: Session.open(path, read_only=True)),
-        ("SQLite", lambda: Session(SqliteSessionStorage(db, "big", read_only=True))),
-    ):
+    for label, opener in openers.items():
         tracemalloc.start()
         s = opener()
         loaded = tracemalloc.get_traced_memory()[0]

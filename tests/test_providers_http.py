@@ -1488,10 +1488,9 @@ def test_provider_sessions_merge_proxies_exactly_as_requests_does(
 
     from agentcore.providers._http_pool import _session_class
 
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+    for scheme in ("HTTPS", "HTTP", "ALL", "NO"):
+        monkeypatch.delenv(f"{scheme}_PROXY", raising=False)
+        monkeypatch.delenv(f"{scheme.lower()}_proxy", raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     fast, plain = _session_class()(), requests.Session()
