@@ -12,19 +12,23 @@ deltas ``DELAY`` seconds apart, so every request holds its connection for about
   (c) for reference, (b) with the pool capped at 32, the size agentcore used before;
   (d) and ``agentcore.providers.stream`` per thread without an Agent (the provider's share).
 
-Prints requests per second of each, the ratio b/a (target >= 0.95) and the number of connections
-urllib3 discarded ("Connection pool is full, discarding connection"; target 0 for b). Asserts
-nothing; the machine's other load moves the ratio by a few hundredths between runs. With a
-faster server (``delay_ms`` 10) the client's CPU becomes the bottleneck and the ratio measures
-the Agent's per-run CPU cost against bare requests instead (see end_to_end.py for that).
+(a), (b) and (d) run ``REPEATS`` times in a rotating order (a phase that always followed the same
+neighbour would inherit its cache and server state: on the 2-core machine a single pass once put the
+provider alone at 0.82x while the Agent, which does strictly more, read 0.92x). Prints the median
+requests per second of each, the median of the per-repeat ratios b/a with their range (target
+>= 0.95) and the most connections urllib3 discarded in any repeat ("Connection pool is full,
+discarding connection"; target 0 for b). Asserts nothing. With a faster server (``delay_ms`` 10)
+the client's CPU becomes the bottleneck and the ratio measures the Agent's per-run CPU cost against
+bare requests instead (see end_to_end.py for that).
 
-    python benchmarks/pool_concurrency.py [agents=200] [rounds=3] [events=20] [delay_ms=50]
+    python benchmarks/pool_concurrency.py [agents=200] [rounds=3] [events=20] [delay_ms=50] [repeats=5]
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import statistics
 import subprocess
 import sys
 import threading
@@ -144,7 +148,7 @@ def _threads(count, work):
     return elapsed
 
 
-def measure(base, agents, rounds, events, delay):
+def measure(base, agents, rounds, events, delay, repeats):
     url = base + "/chat/completions"
     discards = _Discards()
     logging.getLogger("urllib3.connectionpool").addHandler(discards)
@@ -170,16 +174,6 @@ def measure(base, agents, rounds, events, delay):
 
         return work
 
-    results = {}
-    _threads(agents, floor)  # warm-up: connections, imports
-    discards.count = 0
-    results["floor"] = (_threads(agents, floor), discards.count, _threads.cpu)
-
-    work = agent_work("bench-default")
-    _threads(agents, work)  # warm-up: the provider session opens its connections
-    discards.count = 0
-    results["agentcore"] = (_threads(agents, work), discards.count, _threads.cpu)
-
     from agentcore.providers import stream
     from agentcore.types import AgentContext, UserMessage
 
@@ -191,22 +185,31 @@ def measure(base, agents, rounds, events, delay):
             final = stream(provider_model, context).result()
             assert final.content[0].text.startswith("w0 "), final.error_message
 
-    _threads(agents, provider_work)
-    discards.count = 0
-    results["provider"] = (_threads(agents, provider_work), discards.count, _threads.cpu)
+    phases = {"floor": floor, "agentcore": agent_work("bench-default"), "provider": provider_work}
+    for work in phases.values():
+        _threads(agents, work)  # warm-up: connections, imports, the provider sessions' pools
+    samples = {key: [] for key in phases}
+    order = list(phases)
+    for repeat in range(repeats):
+        shift = repeat % len(order)  # rotating, so no phase always follows the same neighbour
+        for key in order[shift:] + order[:shift]:
+            discards.count = 0
+            samples[key].append((_threads(agents, phases[key]), discards.count, _threads.cpu))
 
     agentcore_http.set_pool_maxsize(32)
     try:
         work = agent_work("bench-32")
         _threads(agents, work)
         discards.count = 0
-        results["pool32"] = (_threads(agents, work), discards.count, _threads.cpu)
+        samples["pool32"] = [(_threads(agents, work), discards.count, _threads.cpu)]
     finally:
         agentcore_http.set_pool_maxsize(None)
 
     total = agents * rounds
-    floor_rps = total / results["floor"][0]
-    print(f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart:")
+    print(
+        f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart; "
+        f"{repeats} repeats in a rotating order (medians; (c) once):"
+    )
     labels = {
         "floor": "(a) floor: requests, pool sized for the load",
         "agentcore": f"(b) Agent per thread, default pool ({agentcore_http.pool_maxsize()})",
@@ -214,19 +217,28 @@ def measure(base, agents, rounds, events, delay):
         "provider": "(d) providers.stream per thread (no Agent)",
     }
     for key, label in labels.items():
-        seconds, count, cpu = results[key]
+        runs = samples[key]
+        seconds = statistics.median(run[0] for run in runs)
+        cpu = statistics.median(run[2] for run in runs)
         print(
-            f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {count:4d}   "
+            f"  {label:50s} {total / seconds:8.1f} req/s   discarded connections {max(run[1] for run in runs):4d}   "
             f"client CPU {cpu / total * 1000:5.2f} ms/request"
         )
-    ratio = (total / results["agentcore"][0]) / floor_rps
+
+    def ratios(key):
+        """Per-repeat throughput ratios of ``key`` against the floor of the same repeat."""
+        return sorted(floor_run[0] / run[0] for floor_run, run in zip(samples["floor"], samples[key]))
+
+    agent_ratios, provider_ratios = ratios("agentcore"), ratios("provider")
     print(
-        f"  ratio b/a = {ratio:.2f}   (target >= 0.95);  discards in b: {results['agentcore'][1]} (target 0);  "
-        f"provider alone d/a = {(total / results['provider'][0]) / floor_rps:.2f}"
+        f"  ratio b/a = {statistics.median(agent_ratios):.2f} (repeats {agent_ratios[0]:.2f}-{agent_ratios[-1]:.2f}; "
+        f"target >= 0.95);  discards in b: {max(run[1] for run in samples['agentcore'])} (target 0);  "
+        f"provider alone d/a = {statistics.median(provider_ratios):.2f} "
+        f"({provider_ratios[0]:.2f}-{provider_ratios[-1]:.2f})"
     )
 
 
-def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000):
+def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000, repeats=5):
     delay = delay_ms / 1000.0
     child = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(events), str(delay)],
@@ -236,7 +248,7 @@ def main(agents=200, rounds=3, events=EVENTS, delay_ms=DELAY * 1000):
     )
     try:
         port = int(child.stdout.readline())
-        measure(f"http://127.0.0.1:{port}/v1", agents, rounds, events, delay)
+        measure(f"http://127.0.0.1:{port}/v1", agents, rounds, events, delay, repeats)
     finally:
         child.stdin.close()
         child.wait(10)
@@ -246,4 +258,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         serve(int(sys.argv[2]), float(sys.argv[3]))
     else:
-        main(*[int(a) for a in sys.argv[1:5]])
+        main(*[int(a) for a in sys.argv[1:6]])
