@@ -12,7 +12,8 @@ fallback to SSE). ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, `
 ``url`` and ``headers`` are replaced from the environment, so keys need not live in the file.
 ``"disabled": true`` skips an entry. agentcore extensions: ``"timeout"`` (seconds per call),
 ``"prefix"`` (tool-name prefix used by the plugin's registry; default the server's name, ``""`` for
-none). Unknown keys are ignored, as other clients do.
+none), ``"maxOutputChars"`` (characters of text a tool result keeps, default 50,000, ``null`` for no
+limit). Unknown keys are ignored, as other clients do.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from typing import Any, Dict, Mapping, Optional
 
 from .errors import MCPConfigError
-from .server import DEFAULT_TIMEOUT, MCPServer
+from .server import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TIMEOUT, MCPServer, valid_max_output_chars
 
 __all__ = ["load_config", "servers_from_config"]
 
@@ -77,6 +78,9 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
         raise MCPConfigError(f'{where}: "timeout" must be a positive number of seconds or null, not {timeout!r}')
+    max_chars = entry.get("maxOutputChars", DEFAULT_MAX_OUTPUT_CHARS)
+    if not valid_max_output_chars(max_chars):
+        raise MCPConfigError(f'{where}: "maxOutputChars" must be a positive integer or null, not {max_chars!r}')
     kind = entry.get("type", entry.get("transport"))
     if "command" in entry and "url" in entry:
         raise MCPConfigError(f'{where}: give either "command" (stdio) or "url" (HTTP), not both')
@@ -95,6 +99,7 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
             cwd=None if cwd is None else _expand(_string(cwd, "cwd", where), "cwd", where, env),
             name=name,
             timeout=timeout,
+            max_output_chars=max_chars,
         )
     if "url" in entry:
         transport = {
@@ -116,6 +121,7 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
                 name=name,
                 transport=transport,
                 timeout=timeout,
+                max_output_chars=max_chars,
             )
         except ValueError as exc:
             raise MCPConfigError(f"{where}: {exc}") from None

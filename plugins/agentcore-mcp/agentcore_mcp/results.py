@@ -17,6 +17,12 @@ MCP                                    agentcore
 ``notifications/progress``             ``on_update(AgentToolResult(text, details={"progress",
                                        "total", "message"}))`` -> ``tool_execution_update``
 =====================================  ==========================================================
+
+Text is capped (``max_chars``; :class:`~agentcore_mcp.MCPServer` passes its ``max_output_chars``,
+50,000 by default, what the built-in ``read``/``bash`` tools and ``fetch_url`` keep too): the text
+blocks of a result, an error's text included, keep their first ``max_chars`` characters in order,
+later text blocks are dropped, and a last text block says how much was cut and how to see the rest.
+Images are not counted and stay. ``details`` (``structuredContent``) is not cut.
 """
 
 from __future__ import annotations
@@ -33,9 +39,14 @@ from .errors import MCPToolError
 
 
 def to_tool_result(
-    result: Any, server: str, tool: str, redact: Optional[Callable[[str], str]] = None
+    result: Any,
+    server: str,
+    tool: str,
+    redact: Optional[Callable[[str], str]] = None,
+    max_chars: Optional[int] = None,
 ) -> AgentToolResult:
-    """The ``AgentToolResult`` of an MCP ``CallToolResult``; raises :class:`MCPToolError` when the
+    """The ``AgentToolResult`` of an MCP ``CallToolResult``, its text cut to ``max_chars``
+    characters (None: not cut; see the module docstring); raises :class:`MCPToolError` when the
     result says ``isError`` (its text passed through ``redact``: the server's secrets masked)."""
     blocks: List[Any] = []
     for item in result.content or ():
@@ -45,6 +56,8 @@ def to_tool_result(
         text = "\n".join(b.text for b in blocks if isinstance(b, TextContent)).strip()
         if redact is not None:
             text = redact(text)
+        if max_chars is not None and len(text) > max_chars:
+            text = text[:max_chars] + truncation_notice(max_chars, len(text))
         raise MCPToolError(
             text or f"MCP tool {tool!r} on server {server!r} reported an error without a message",
             server=server,
@@ -52,7 +65,37 @@ def to_tool_result(
         )
     if structured is not None and not any(isinstance(b, TextContent) for b in blocks):
         blocks.append(TextContent(json.dumps(structured, ensure_ascii=False)))
+    if max_chars is not None:
+        blocks = cap_text(blocks, max_chars)
     return AgentToolResult(content=blocks, details=structured)
+
+
+def cap_text(blocks: List[Any], max_chars: int) -> List[Any]:
+    """``blocks`` with their text cut to ``max_chars`` characters in all (see the module
+    docstring); the same list when it holds no more than that."""
+    total = sum(len(b.text) for b in blocks if isinstance(b, TextContent))
+    if total <= max_chars:
+        return blocks
+    kept: List[Any] = []
+    left = max_chars
+    for block in blocks:
+        if isinstance(block, TextContent):
+            if left == 0:
+                continue
+            if len(block.text) > left:
+                block = TextContent(block.text[:left])
+            left -= len(block.text)
+        kept.append(block)
+    kept.append(TextContent(truncation_notice(max_chars, total).lstrip("\n")))
+    return kept
+
+
+def truncation_notice(shown: int, total: int) -> str:
+    """What a cut result ends with: the sizes, and how the model can see the rest."""
+    return (
+        f"\n\n[Output truncated: showing the first {shown:,} of {total:,} characters. "
+        "Ask the tool for less (a narrower query, a range, a page) to see the rest.]"
+    )
 
 
 def content_blocks(item: Any) -> List[Any]:

@@ -31,12 +31,15 @@ from ._connection import Connection, Spec
 from .errors import MCPAbortedError, MCPConnectionError, MCPServerError, MCPTimeoutError
 from .results import progress_update, to_tool_result
 
-__all__ = ["MCPServer", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT"]
+__all__ = ["MCPServer", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS"]
 
 _log = logging.getLogger("agentcore_mcp")
 
 DEFAULT_TIMEOUT = 300.0  # seconds one tools/call may take
 DEFAULT_CONNECT_TIMEOUT = 60.0  # seconds to start the server and finish the handshake
+# characters of text one tool result may bring into the transcript: what the built-in read/bash
+# tools and fetch_url keep too (a file or page read whole would otherwise fill the context window)
+DEFAULT_MAX_OUTPUT_CHARS = 50_000
 PING_TIMEOUT = 5.0  # after a timed-out call: is the server still answering?
 CLOSE_TIMEOUT = 10.0  # close() waits this long for a clean end, then kills
 
@@ -57,6 +60,11 @@ def _close_open_servers() -> None:
             _log.exception("closing MCP server %r at exit failed", server.name)
 
 
+def valid_max_output_chars(value: Any) -> bool:
+    """Whether ``value`` is a ``max_output_chars``: a positive integer (not a bool) or None."""
+    return value is None or (type(value) is not bool and isinstance(value, int) and value > 0)
+
+
 def _track(server: MCPServer) -> None:
     global _atexit_registered
     _open_servers.add(server)
@@ -73,7 +81,10 @@ class MCPServer:
     :meth:`tools` or a tool call. :meth:`close` ends the session and, for stdio, the process and
     its whole process group. ``name`` appears in every error message and log line; ``timeout`` is
     the default per-call limit in seconds (``None`` for none), ``connect_timeout`` the limit for
-    starting and the handshake.
+    starting and the handshake; ``max_output_chars`` the characters of text a tool result keeps,
+    the rest replaced by a note saying how much was cut (``None`` for no limit; see
+    :mod:`agentcore_mcp.results`). Raises ``ValueError`` for a ``max_output_chars`` that is not a
+    positive integer.
     """
 
     def __init__(
@@ -83,8 +94,14 @@ class MCPServer:
         name: Optional[str] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> None:
+        if not valid_max_output_chars(max_output_chars):
+            raise ValueError(
+                f"MCPServer: max_output_chars must be a positive integer or None, not {max_output_chars!r}"
+            )
         self._spec = spec
+        self.max_output_chars = max_output_chars
         self.name = name or _default_name(spec)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -119,6 +136,7 @@ class MCPServer:
         name: Optional[str] = None,
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> MCPServer:
         """A server started as ``command *args`` in ``cwd``, speaking JSON-RPC on stdin/stdout.
 
@@ -138,7 +156,7 @@ class MCPServer:
             cwd=None if cwd is None else str(cwd),
             env={str(k): str(v) for k, v in (env or {}).items()},
         )
-        return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout)
+        return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout, max_output_chars=max_output_chars)
 
     @classmethod
     def http(
@@ -150,6 +168,7 @@ class MCPServer:
         transport: str = "auto",
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> MCPServer:
         """A server at ``url`` over Streamable HTTP, falling back to the older HTTP+SSE transport
         when the server answers the Streamable HTTP POST with 400/404/405 (``transport="auto"``;
@@ -164,7 +183,7 @@ class MCPServer:
         except ValueError as exc:
             raise ValueError(f"MCPServer.http: {exc}") from None
         spec = Spec("http", url=url, headers=clean, transport=transport)
-        return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout)
+        return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout, max_output_chars=max_output_chars)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -464,7 +483,7 @@ class MCPServer:
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
-        return to_tool_result(result, self.name, name, self._spec.secrets.redact)
+        return to_tool_result(result, self.name, name, self._spec.secrets.redact, self.max_output_chars)
 
     def _timed_out(self, conn: Connection, tool: str, limit: Optional[float]) -> MCPServerError:
         message = f"MCP server {self.name!r}: tool {tool!r} gave no result within {limit:g}s; the request was cancelled"

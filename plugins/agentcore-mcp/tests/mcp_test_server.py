@@ -7,7 +7,8 @@ the client cancels it, ``started-<tag>`` when it starts), ``slow`` (sleeps), ``f
 whole server: no pings answered), ``die`` (exits mid-call with code 3 after a line on stderr),
 ``wait_for``/``go`` (one call waits for the other, maybe on another server), ``add_tool`` (registers ``extra`` and announces tools/list_changed), ``pid``, ``env`` (one
 environment variable), ``spawn_child`` (a child in the server's process group that ignores
-SIGTERM and stdin EOF), ``image``, ``resource``, ``log`` (sends a ``notifications/message``).
+SIGTERM and stdin EOF), ``image``, ``resource``, ``log`` (sends a ``notifications/message``),
+``big`` (text blocks of a given size).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TypedDict
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextResourceContents
+from mcp.types import EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
 
 server = MCPServer("agentcore-test")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 16).decode()
@@ -177,6 +178,12 @@ def spawn_child() -> int:
         stderr=subprocess.DEVNULL,
     )
     return child.pid
+
+
+@server.tool()
+def big(chars: int, blocks: int = 1) -> list:
+    """``blocks`` text blocks of ``chars`` characters each, block i made of the letter a + i."""
+    return [TextContent(type="text", text=chr(ord("a") + i) * chars) for i in range(blocks)]
 
 
 @server.tool()

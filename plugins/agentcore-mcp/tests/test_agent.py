@@ -105,6 +105,22 @@ def test_the_session_file_holds_no_secret(marker_dir, tmp_path):
     assert secret not in path.read_text()
 
 
+def test_a_huge_result_reaches_the_transcript_and_the_session_cut(two_servers, tmp_path):
+    alpha, _ = two_servers
+    scripted = ScriptedModel([tool_call("a_big", {"chars": 400_000}), text("read it")])
+    path = tmp_path / "s.jsonl"
+    agent = Agent(
+        scripted.model, tools=alpha.tools(prefix="a"), stream_fn=scripted.stream_fn, session=Session.create(path)
+    )
+    result = results_of(agent.prompt("go"))[0]
+    assert not result.is_error and result.content[0].text == "a" * 50_000
+    assert "showing the first 50,000 of 400,000 characters" in result.content[1].text
+    # what the model was sent next is the cut result too, and the session holds no more than that
+    sent = [m for m in scripted.contexts[-1].messages if m.role == "toolResult"][0]
+    assert sum(len(b.text) for b in sent.content) < 50_200
+    assert path.stat().st_size < 60_000
+
+
 def test_tools_by_name_through_the_registry_need_the_plugin_config(two_servers):
     alpha, _ = two_servers
     agent = Agent(ScriptedModel([]).model, tools=alpha.tools(prefix="a"))

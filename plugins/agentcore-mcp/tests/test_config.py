@@ -74,6 +74,9 @@ def test_a_missing_variable_is_named(tmp_path):
         ({"mcpServers": {"a": {"url": "ftp://h"}}}, "http:// or https://"),
         ({"mcpServers": {"a": {"url": "http://h", "type": "websocket"}}}, '"type" must be'),
         ({"mcpServers": {"a": {"command": "x", "timeout": -1}}}, '"timeout" must be a positive number'),
+        ({"mcpServers": {"a": {"command": "x", "maxOutputChars": 0}}}, '"maxOutputChars" must be a positive integer'),
+        ({"mcpServers": {"a": {"url": "http://h", "maxOutputChars": 2.5}}}, '"maxOutputChars" must be a positive'),
+        ({"mcpServers": {"a": {"command": "x", "maxOutputChars": True}}}, '"maxOutputChars" must be a positive'),
     ],
 )
 def test_malformed_files_name_file_server_and_key(tmp_path, data, message):
@@ -96,6 +99,22 @@ def test_timeout_and_prefix_extensions(tmp_path):
     servers = load_config(path)
     assert servers["a"].timeout == 5 and servers["a"].config_prefix == ""
     assert servers["b"].timeout is None and servers["b"].config_prefix == "b"
+
+
+def test_max_output_chars_extension(tmp_path):
+    path = write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "a": {"command": "x", "maxOutputChars": 1000},
+                "b": {"url": "http://h", "maxOutputChars": None},
+                "c": {"command": "y"},
+            }
+        },
+    )
+    servers = load_config(path)
+    assert servers["a"].max_output_chars == 1000 and servers["b"].max_output_chars is None
+    assert servers["c"].max_output_chars == 50_000
 
 
 # ----------------------------------------------------------------------------- secrets in args

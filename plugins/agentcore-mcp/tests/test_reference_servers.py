@@ -104,6 +104,14 @@ def test_filesystem_reads_lists_and_refuses_outside(filesystem):
         server.call_tool("read_text_file", {"path": "/etc/hostname"})
 
 
+def test_filesystem_a_large_file_reaches_the_model_cut_to_the_limit(filesystem):
+    server, root = filesystem
+    (root / "big.log").write_text("".join(f"line {i:06d} of the log\n" for i in range(10_000)))  # 230,000 chars
+    whole, note = server.call_tool("read_text_file", {"path": str(root / "big.log")}).content
+    assert whole.text.startswith("line 000000 of the log\n") and len(whole.text) == 50_000
+    assert note.text.startswith("[Output truncated: showing the first 50,000 of 230,000 characters.")
+
+
 def test_close_leaves_no_node_process(node_bin):
     server = MCPServer.stdio(str(node_bin / "mcp-server-everything"), ["stdio"], name="everything")
     server.connect()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import mcp_types as t
 import pytest
 from agentcore_mcp import MCPToolError
-from agentcore_mcp.results import content_blocks, progress_update, to_tool_result
+from agentcore_mcp.results import cap_text, content_blocks, progress_update, to_tool_result
 
 from agentcore.types import ImageContent, TextContent
 
@@ -61,3 +61,45 @@ def test_progress_update_text():
     assert progress_update(1, 4, None).content == [TextContent("progress 1/4")]
     assert progress_update(1, None, None).content == [TextContent("progress 1")]
     assert progress_update(2, 4, "halfway").details == {"progress": 2, "total": 4, "message": "halfway"}
+
+
+def _text(value):
+    return t.TextContent(type="text", text=value)
+
+
+def test_text_over_the_cap_is_cut_in_order_images_stay_and_a_note_says_how_much():
+    image = t.ImageContent(type="image", data=PNG, mime_type="image/png")
+    result = t.CallToolResult(content=[_text("a" * 30), image, _text("b" * 30), _text("c" * 10)])
+    out = to_tool_result(result, "s", "tool", max_chars=40)
+    assert out.content[:3] == [TextContent("a" * 30), ImageContent(PNG, "image/png"), TextContent("b" * 10)]
+    assert len(out.content) == 4  # the c block is dropped whole
+    note = out.content[3].text
+    assert (
+        note.startswith("[Output truncated: showing the first 40 of 70 characters.") and "Ask the tool for less" in note
+    )
+
+
+def test_text_within_the_cap_or_without_one_is_unchanged():
+    content = [_text("a" * 30), _text("b" * 40)]
+    for max_chars in (70, 1000, None):
+        out = to_tool_result(t.CallToolResult(content=content), "s", "tool", max_chars=max_chars)
+        assert out.content == [TextContent("a" * 30), TextContent("b" * 40)]
+    blocks = [TextContent("x")]
+    assert cap_text(blocks, 1) is blocks
+
+
+def test_the_json_text_of_structured_content_is_capped_but_details_are_whole():
+    data = {"rows": ["r" * 50] * 4}
+    out = to_tool_result(t.CallToolResult(content=[], structured_content=data), "s", "tool", max_chars=60)
+    assert out.details == data
+    assert out.content[0].text == '{"rows": ["' + "r" * 49 and "of 226 characters" in out.content[1].text
+
+
+def test_an_error_text_over_the_cap_is_cut_after_its_secrets_are_masked():
+    secret = "sk-" + "9" * 30
+    result = t.CallToolResult(content=[_text("e" * 5 + secret + "e" * 500)], is_error=True)
+    with pytest.raises(MCPToolError) as info:
+        to_tool_result(result, "srv", "tool", lambda s: s.replace(secret, "***"), max_chars=10)
+    message = str(info.value)
+    assert message.startswith("eeeee***ee\n\n[Output truncated: showing the first 10 of 508 characters.")
+    assert "9999" not in message

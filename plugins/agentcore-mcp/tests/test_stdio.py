@@ -65,6 +65,22 @@ def test_text_structured_image_resource_and_link_mapping(shared):
     assert link == TextContent("[resource link test://notes/2] note two: the second")
 
 
+def test_a_result_over_50000_characters_keeps_the_first_50000_and_says_so(shared):
+    result = shared.call_tool("big", {"chars": 30_000, "blocks": 3})
+    first, second, note = result.content
+    assert first.text == "a" * 30_000 and second.text == "b" * 20_000
+    assert note.text.startswith("[Output truncated: showing the first 50,000 of 90,000 characters.")
+    assert shared.call_tool("big", {"chars": 50_000}).content == [TextContent("a" * 50_000)]
+
+
+def test_max_output_chars_none_keeps_everything_and_bad_values_are_refused(test_server):
+    server = test_server(max_output_chars=None)
+    assert server.call_tool("big", {"chars": 70_000}).content == [TextContent("a" * 70_000)]
+    for bad in (0, -5, 1.5, True, "100"):
+        with pytest.raises(ValueError, match="max_output_chars must be a positive integer or None"):
+            MCPServer.stdio("server", max_output_chars=bad)
+
+
 def test_is_error_raises_with_the_servers_text(shared):
     server = shared
     with pytest.raises(MCPToolError, match="cannot do it: no reason"):
