@@ -5,6 +5,16 @@ things that one hides: the process id (to kill the whole process group on close,
 leader exited and left children behind), the exit code (to say "exited with code 3" when a call
 fails) and the tail of stderr (to say why). Shutdown follows the MCP lifecycle: close stdin, wait
 ``grace`` seconds, SIGTERM the group, wait, SIGKILL the group; every wait is bounded.
+
+That shutdown needs this process alive. For when it is not (SIGKILL, the OOM killer, a Jupyter
+kernel restarted by force, ``os._exit``), each server gets a *lifeline* (POSIX): a ``/bin/sh``
+watchdog in a session of its own that reads a pipe only this process writes to. The kernel closes
+the pipe when this process ends, however it ends; the watchdog then does what :func:`_stop` would
+have done: waits the grace period (the server saw stdin close at the same moment), SIGTERMs the
+group, waits, SIGKILLs it. A server that ignores stdin EOF, or children it left in its group, so
+never outlive the agent. On a normal close the watchdog is killed first and never signals. A
+child made with ``fork`` (a process pool, say) closes its inherited copies of the pipes at once, so
+it neither keeps a lifeline alive nor can cut one.
 """
 
 from __future__ import annotations
@@ -14,6 +24,8 @@ import collections
 import logging
 import os
 import signal
+import subprocess
+import weakref
 from contextlib import asynccontextmanager, suppress
 from typing import Any, AsyncIterator, Deque, Dict, List, Optional, Sequence, Tuple
 
@@ -103,6 +115,87 @@ def kill_group(pgid: Optional[int], sig: int = signal.SIGKILL) -> None:
         os.killpg(pgid, sig)
 
 
+# $1 the process group, $2 and $3 the waits; `read` returns at EOF: the writer, this process, ended
+# or closed it. A group already gone ends the watchdog before anything could signal a reused id.
+_LIFELINE_SCRIPT = (
+    'read -r _; sleep "$2"; kill -s TERM -- "-$1" 2>/dev/null || exit 0; sleep "$3"; kill -s KILL -- "-$1" 2>/dev/null'
+)
+
+
+class Lifeline:
+    """The watchdog of one server's process group (see the module docstring)."""
+
+    _live: weakref.WeakSet[Lifeline] = weakref.WeakSet()
+
+    def __init__(self, pgid: int) -> None:
+        read_end, self._write_end = os.pipe()  # not inherited by any other child (O_CLOEXEC)
+        try:
+            self._watchdog: Optional[subprocess.Popen[bytes]] = subprocess.Popen(
+                [
+                    "/bin/sh",
+                    "-c",
+                    _LIFELINE_SCRIPT,
+                    "agentcore-mcp-lifeline",
+                    str(pgid),
+                    f"{GRACE_SECONDS:g}",
+                    f"{TERM_SECONDS:g}",
+                ],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl+C in the terminal does not end it
+            )
+        except BaseException:
+            os.close(self._write_end)
+            raise
+        finally:
+            os.close(read_end)
+        Lifeline._live.add(self)
+
+    @property
+    def pid(self) -> Optional[int]:
+        return None if self._watchdog is None else self._watchdog.pid
+
+    def cut(self) -> None:
+        """End the watchdog without it signalling anything, then close the pipe. Idempotent."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is None:
+            return
+        with suppress(OSError):
+            watchdog.kill()
+        with suppress(OSError, subprocess.TimeoutExpired):
+            watchdog.wait(5)
+        os.close(self._write_end)
+
+    def _forget_in_child(self) -> None:
+        """In a forked child: close the inherited pipe, leave the parent's watchdog alone."""
+        if self._watchdog is not None:
+            self._watchdog = None
+            with suppress(OSError):
+                os.close(self._write_end)
+
+
+def _forget_lifelines_in_child() -> None:
+    for lifeline in list(Lifeline._live):
+        lifeline._forget_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lifelines_in_child)
+
+
+def start_lifeline(pgid: int, label: str) -> Optional[Lifeline]:
+    """A :class:`Lifeline` for group ``pgid``, or None where there is none (not POSIX, or no
+    ``/bin/sh`` could be started: logged as a warning naming the server; the server still runs)."""
+    if os.name != "posix":
+        return None
+    try:
+        return Lifeline(pgid)
+    except OSError as exc:
+        _log.warning("%s: no lifeline watchdog (%s); if this process is killed, the server may outlive it", label, exc)
+        return None
+
+
 def _watch_stderr(fd: int, state: ProcessState) -> None:
     """Read the server's stderr pipe from the loop (no thread), line by line into ``state``."""
     loop = asyncio.get_running_loop()
@@ -152,6 +245,7 @@ async def stdio_transport(
         os.close(err_w)
     state.process, state.pid = process, process.pid
     _watch_stderr(err_r, state)
+    lifeline = start_lifeline(process.pid, state.label)
 
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -187,7 +281,11 @@ async def stdio_transport(
             yield read_stream, write_stream
         finally:
             with anyio.CancelScope(shield=True):
-                await _stop(process, state)
+                try:
+                    await _stop(process, state)
+                finally:
+                    if lifeline is not None:
+                        lifeline.cut()
             tg.cancel_scope.cancel()
 
 

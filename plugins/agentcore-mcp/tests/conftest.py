@@ -51,6 +51,19 @@ def group_members(pgid: int) -> List[int]:
     return members
 
 
+def lifelines_of(pgid: int) -> List[int]:
+    """Live lifeline watchdogs (agentcore_mcp._stdio.Lifeline) of process group ``pgid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = Path(entry, "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"agentcore-mcp-lifeline" in argv and str(pgid).encode() in argv and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
 def eventually(predicate: Callable[[], bool], within: float = 10.0) -> bool:
     """Poll ``predicate`` until true or ``within`` seconds passed (for events in other processes,
     which a threading.Event cannot see); returns its last value."""

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError, MCPToolError
-from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members
+from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members, lifelines_of
 
 from agentcore.signals import AbortController
 from agentcore.types import ImageContent, TextContent
@@ -304,6 +304,68 @@ def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
     )
     pgid, child = (int(x) for x in out.stdout.split())
     assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)
+
+
+def test_a_killed_parent_leaves_no_orphan(tmp_path):
+    """SIGKILL leaves no atexit and no close: the lifeline watchdog ends the server's group, here
+    a child that ignores both stdin EOF and SIGTERM, within the grace and SIGTERM waits."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "killed.py"
+    script.write_text(
+        "import os, signal, sys\nfrom agentcore_mcp import MCPServer\n"
+        f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
+        "child = s.call_tool('spawn_child', {}).content[0].text\n"
+        "print(s.pid, child, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert out.returncode == -9, out.stderr
+    pgid, child = (int(x) for x in out.stdout.split())
+    assert eventually(lambda: not alive(child) and not group_members(pgid), within=15), group_members(pgid)
+    assert eventually(lambda: not lifelines_of(pgid), within=5)
+
+
+def test_the_lifeline_runs_with_the_server_and_a_close_ends_it_silently(test_server):
+    server = test_server()
+    child = int(server.call_tool("spawn_child", {}).content[0].text)
+    pgid = server.pid
+    (watchdog,) = lifelines_of(pgid)
+    assert group_members(watchdog) == [watchdog]  # a session of its own, outside the server's group
+    server.close()
+    assert not alive(watchdog) and not alive(child)
+
+
+def test_a_forked_child_closes_its_copy_of_the_lifeline(test_server):
+    import warnings
+
+    server = test_server()
+    server.connect()
+    (watchdog,) = lifelines_of(server.pid)
+    pipe = os.readlink(f"/proc/{watchdog}/fd/0")  # "pipe:[inode]", the read end
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads running
+        pid = os.fork()
+    if pid == 0:  # the child: only os calls, then out
+        held = [fd for fd in os.listdir("/proc/self/fd") if _readlink(f"/proc/self/fd/{fd}") == pipe]
+        os._exit(1 if held else 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the forked child kept the lifeline's pipe open"
+    assert alive(watchdog)  # and left the parent's watchdog alone
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
 
 
 def _raw_server(mode: str):
