@@ -4,16 +4,22 @@
 live line on stderr when stderr is a terminal, nothing otherwise (a log file or CI stays clean).
 ``progress=True`` forces the display (the stderr line when not in a kernel), ``False`` shows
 nothing, a callable receives every snapshot (on the thread iterating ``run_many``).
+
+The two displays are each a :class:`LiveDisplay`: ``run_many`` shows the first snapshot from the
+calling thread (so a notebook's output area belongs to the calling cell) and then also refreshes
+them from a thread of its own every quarter second, so the line keeps moving while the loop
+consuming the results is busy with one (a callable only hears from the iterating thread).
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, TextIO
 
-__all__ = ["ManyProgress", "make_reporter"]
+__all__ = ["ManyProgress", "LiveDisplay", "make_reporter"]
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class ManyProgress:
     compaction summaries included. ``rate`` is completed tasks per second since the start.
     Snapshots are made and passed to the ``progress`` callable on the iterating thread only,
     while it waits for the next result (at least every quarter second) and before each result is
-    yielded.
+    yielded; the built-in displays are refreshed in between too (see the module docstring).
     """
 
     total: int
@@ -73,42 +79,62 @@ class ManyProgress:
         )
 
 
-class _TerminalLine:
-    """Rewrites one line of ``stream`` (at most every ``throttle`` seconds, and at the end)."""
+class LiveDisplay:
+    """A display that may be called from two threads (the iterating one and ``run_many``'s
+    refresher): calls are serialised, and it draws at most every ``throttle`` seconds and always
+    the final snapshot; nothing is drawn after the final one."""
 
-    def __init__(self, stream: TextIO, throttle: float = 0.2) -> None:
-        self._stream = stream
+    def __init__(self, throttle: float = 0.2) -> None:
         self._throttle = throttle
         self._last = 0.0
+        self._lock = threading.Lock()
+        self._closed = False
 
     def __call__(self, snapshot: ManyProgress) -> None:
-        now = time.monotonic()
-        if not snapshot.finished and now - self._last < self._throttle:
-            return
-        self._last = now
+        with self._lock:
+            if self._closed:
+                return
+            now = time.monotonic()
+            if not snapshot.finished and self._drawn and now - self._last < self._throttle:
+                return
+            self._draw(snapshot)
+            self._last = now
+            self._closed = snapshot.finished
+
+    @property
+    def _drawn(self) -> bool:
+        return self._last > 0.0
+
+    def _draw(self, snapshot: ManyProgress) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class _TerminalLine(LiveDisplay):
+    """Rewrites one line of ``stream``."""
+
+    def __init__(self, stream: TextIO, throttle: float = 0.2) -> None:
+        super().__init__(throttle)
+        self._stream = stream
+
+    def _draw(self, snapshot: ManyProgress) -> None:
         self._stream.write("\r\x1b[2K" + snapshot.line() + ("\n" if snapshot.finished else ""))
         self._stream.flush()
 
 
-class _NotebookDisplay:
+class _NotebookDisplay(LiveDisplay):
     """One updating output area in a Jupyter kernel (through ``IPython.display``)."""
 
     def __init__(self, throttle: float = 0.2) -> None:
+        super().__init__(throttle)
         self._handle: Any = None
-        self._throttle = throttle
-        self._last = 0.0
 
-    def __call__(self, snapshot: ManyProgress) -> None:
+    def _draw(self, snapshot: ManyProgress) -> None:
         from IPython.display import display
 
-        now = time.monotonic()
         if self._handle is None:
             self._handle = display(snapshot, display_id=True)  # type: ignore[no-untyped-call]
-        elif snapshot.finished or now - self._last >= self._throttle:
-            self._handle.update(snapshot)
         else:
-            return
-        self._last = now
+            self._handle.update(snapshot)
 
 
 def _in_kernel() -> bool:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from queue import Empty, SimpleQueue
 from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Union
 
-from ._many_progress import ManyProgress, make_reporter
+from ._many_progress import LiveDisplay, ManyProgress, make_reporter
 from ._many_spec import AgentSpec, AgentTask, SpecNotPortableError, check_portable
 from ._many_worker import (
     Lineup,
@@ -128,9 +128,13 @@ def _run(
     local = LocalRuns() if isinstance(pool, ThreadPoolExecutor) else None
     counts = _Counts(len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)))
     scheduler = _Scheduler(pool, tasks, local, counts)
+    refresher: Optional[_Refresher] = None
     settled = True
     try:
         scheduler.start()
+        if isinstance(report, LiveDisplay):
+            report(scheduler.progress())  # drawn from the calling thread (a notebook cell's output)
+            refresher = _Refresher(report, scheduler)
         yield None  # type: ignore[misc]  # primed by run_many: everything that can start is submitted
         for _ in tasks:  # every task finishes exactly once: completed, or refused by the executor
             result = scheduler.next_result(_TICK)
@@ -139,16 +143,50 @@ def _run(
                 result = scheduler.next_result(_TICK)
             _emit(report, scheduler.progress())
             yield result
+        _stop_refreshing(refresher)
         _emit(report, scheduler.progress(finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
         settled = _cancel(scheduler.stop(), local)
         scheduler.close()  # counts the completions queued until now: the last snapshot is final
+        _stop_refreshing(refresher)
         _emit(report, scheduler.progress(finished=True, interrupted=True))
         raise
     finally:
+        _stop_refreshing(refresher)
         scheduler.close()
         if owned:
             pool.shutdown(wait=settled, cancel_futures=True)
+
+
+class _Refresher:
+    """Redraws a :class:`LiveDisplay` every ``_TICK`` seconds on a daemon thread of its own, so
+    it keeps moving while the consumer of the results is busy. A display that raises (a closed
+    stream, say) is not redrawn from here again; the iterating thread's next draw reports it."""
+
+    def __init__(self, display: LiveDisplay, scheduler: _Scheduler) -> None:
+        self._display = display
+        self._scheduler = scheduler
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="agentcore-many-progress", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(_TICK):
+            try:
+                self._display(self._scheduler.progress())
+            except Exception:  # noqa: BLE001 - see the class docstring
+                return
+
+    def stop(self) -> None:
+        """No redraw after this returns."""
+        self._stopped.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+
+def _stop_refreshing(refresher: Optional[_Refresher]) -> None:
+    if refresher is not None:
+        refresher.stop()
 
 
 class _Scheduler:

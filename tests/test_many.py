@@ -805,6 +805,73 @@ def test_a_progress_callback_that_raises_stops_the_call_with_its_exception(tmp_p
     assert not [t.name for t in set(threading.enumerate()) - before if t.name.startswith("agentcore-many")]
 
 
+class _Screen:
+    """A terminal stand-in for ``sys.stderr``: what was written, and a condition to wait on it."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.changed = threading.Condition()
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, data: str) -> int:
+        with self.changed:
+            self.text += data
+            self.changed.notify_all()
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def shows(self, words: str, within: float = 10.0) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: words in self.text.rsplit("\r", 1)[-1], within)
+
+
+def test_the_progress_line_moves_while_the_consumer_holds_a_result(monkeypatch):
+    from agentcore.testing import ScriptedModel, text
+
+    release = threading.Event()
+
+    def answer(context: Any) -> Any:
+        if context.messages[-1].text == "slow":
+            release.wait(10)
+        return text("ok")
+
+    screen = _Screen()
+    monkeypatch.setattr(sys, "stderr", screen)
+    scripted = ScriptedModel([answer, answer])
+    tasks = [AgentTask(AgentSpec(scripted.model), prompt, id=prompt) for prompt in ("fast", "slow")]
+    results = run_many(tasks)  # progress=None: the line, since "stderr" is a terminal
+    assert screen.shows("0/2 done") or screen.shows("1/2 done")  # drawn from the call itself
+    first = next(results)
+    assert first.task.id == "fast"
+    release.set()
+    # the consumer is busy with its first result: the line still reaches the second task's end
+    assert screen.shows("2/2 done, 0 failed, 0 running"), screen.text[-200:]
+    assert [r.task.id for r in results] == ["slow"]
+    assert screen.text.endswith("\n") and screen.text.count("\n") == 1  # nothing after the final line
+    assert "agentcore-many-progress" not in [t.name for t in threading.enumerate()]
+
+
+def test_a_progress_line_whose_stream_breaks_stops_the_call_with_its_error(monkeypatch):
+    from agentcore.testing import ScriptedModel, text
+
+    class Broken(_Screen):
+        def write(self, data: str) -> int:
+            if "1/2" in data or "2/2" in data:
+                raise OSError("the terminal went away")
+            return super().write(data)
+
+    monkeypatch.setattr(sys, "stderr", Broken())
+    scripted = ScriptedModel([text("a"), text("b")])
+    tasks = [AgentTask(AgentSpec(scripted.model), f"p{n}", id=n) for n in (1, 2)]
+    with pytest.raises(OSError, match="the terminal went away"):
+        list(run_many(tasks, progress=True))
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("agentcore-many")]
+
+
 class _RefusingPool(ThreadPoolExecutor):
     """Refuses every submission after the first (as a broken process pool does)."""
 

@@ -68,6 +68,37 @@ def dump(i: int) -> str:
 reader = Agent(model, tools=[dump])
 read = display_run(reader, "Read all five files.", throttle=0)  # every event drawn: the worst case
 '''
+MANY = """\
+import threading
+from agentcore import AgentSpec, AgentTask, run_many
+from agentcore.testing import ScriptedModel, text
+
+release, shown, published = threading.Event(), threading.Condition(), []
+publish = get_ipython().display_pub.publish
+
+def recording(data, *args, **kwargs):  # what the kernel publishes, to wait on it below
+    with shown:
+        published.append(str(data.get("text/plain", "")) + str(data.get("text/html", "")))
+        shown.notify_all()
+    return publish(data, *args, **kwargs)
+
+def answer(context):
+    if context.messages[-1].text == "slow":
+        release.wait(30)
+    return text("ok")
+
+get_ipython().display_pub.publish = recording
+scripted = ScriptedModel([answer, answer])
+results = run_many([AgentTask(AgentSpec(scripted.model), p, id=p) for p in ("fast", "slow")])
+first = next(results)
+release.set()
+with shown:  # busy with the first result: meanwhile the progress display reaches the end
+    seen = shown.wait_for(lambda: any("2/2 done" in p for p in published), 30)
+print("while busy the display showed 2/2 done:", seen)
+rest = list(results)
+get_ipython().display_pub.publish = publish
+print("results:", first.task.id, [r.task.id for r in rest])
+"""
 LONG_ANSWER = " ".join(f"part{n}-" + "y" * 2000 for n in range(10))  # 20 KB, streamed in 10 pieces
 RESULT_BYTES = 5 * len("RESULT 0\n" + "\n".join(f"0:{n:04d} " + "x" * 44 for n in range(1000)))
 
@@ -105,6 +136,7 @@ def _notebook() -> Any:
         nbformat.v4.new_code_cell(STATE),
         nbformat.v4.new_code_cell(AGAIN),
         nbformat.v4.new_code_cell(LONG),
+        nbformat.v4.new_code_cell(MANY),
     ]
     return nbformat.v4.new_notebook(
         cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -240,3 +272,19 @@ def test_the_saved_notebook_shows_the_whole_long_run_in_order(executed):
     assert -1 not in where and where == sorted(where)
     assert html.index("RESULT 4") < html.index("part9-") < html.index(">done<") and "(running)" not in html
     assert all(d.data["text/markdown"] and d.data["text/plain"] for d in displays[:-1])
+
+
+def test_run_many_progress_moves_while_the_consumer_is_busy(executed):
+    """The run_many display is refreshed from a thread of its own: the cell, busy with its first
+    result, sees the display reach the second task's end before it asks for that result."""
+    cell = executed.cells[8]
+    assert [o for o in cell.outputs if o.output_type == "error"] == []
+    assert _stdout(cell.outputs).splitlines() == [
+        "while busy the display showed 2/2 done: True",
+        "results: fast ['slow']",
+    ]
+    sent = executed.display_messages[8]
+    assert "0/2 done" in sent[0] or "1/2 done" in sent[0]  # the area, made by the calling thread
+    assert any("2/2 done, 0 failed, 0 running" in message for message in sent[1:])
+    displays = [o for o in cell.outputs if o.output_type == "display_data"]
+    assert len(displays) == 1 and "2/2 done" in _html(displays)  # one area, updated in place
