@@ -284,16 +284,19 @@ def test_abort_cancels_on_a_2025_era_session_too(test_server, marker_dir):
         assert server._conn.client.protocol_version not in ("2026-07-28",)
 
 
-def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
+def _server_then(tmp_path, ending: str):
+    """Run a script that starts the test server, has it spawn a child that ignores stdin EOF and
+    SIGTERM, prints both pids and then ends with ``ending`` (never closing the server); return the
+    finished process and the two pids."""
     import subprocess
     import sys
 
     script = tmp_path / "forgets_to_close.py"
     script.write_text(
-        "import sys\nfrom agentcore_mcp import MCPServer\n"
+        "import os, signal, sys\nfrom agentcore_mcp import MCPServer\n"
         f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
         "child = s.call_tool('spawn_child', {}).content[0].text\n"
-        "print(s.pid, child, flush=True)\n"
+        f"print(s.pid, child, flush=True)\n{ending}\n"
     )
     out = subprocess.run(
         [sys.executable, str(script)],
@@ -303,32 +306,19 @@ def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     pgid, child = (int(x) for x in out.stdout.split())
+    return out, pgid, child
+
+
+def test_interpreter_exit_without_close_leaves_no_orphan(tmp_path):
+    _, pgid, child = _server_then(tmp_path, "")
     assert eventually(lambda: not alive(child) and not group_members(pgid), within=5)
 
 
 def test_a_killed_parent_leaves_no_orphan(tmp_path):
     """SIGKILL leaves no atexit and no close: the lifeline watchdog ends the server's group, here
     a child that ignores both stdin EOF and SIGTERM, within the grace and SIGTERM waits."""
-    import subprocess
-    import sys
-
-    script = tmp_path / "killed.py"
-    script.write_text(
-        "import os, signal, sys\nfrom agentcore_mcp import MCPServer\n"
-        f"s = MCPServer.stdio(sys.executable, [{TEST_SERVER!r}])\n"
-        "child = s.call_tool('spawn_child', {}).content[0].text\n"
-        "print(s.pid, child, flush=True)\n"
-        "os.kill(os.getpid(), signal.SIGKILL)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+    out, pgid, child = _server_then(tmp_path, "os.kill(os.getpid(), signal.SIGKILL)")
     assert out.returncode == -9, out.stderr
-    pgid, child = (int(x) for x in out.stdout.split())
     assert eventually(lambda: not alive(child) and not group_members(pgid), within=15), group_members(pgid)
     assert eventually(lambda: not lifelines_of(pgid), within=5)
 
