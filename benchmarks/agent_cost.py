@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import end_to_end  # noqa: E402
 import requests  # noqa: E402
+from _rounds import round_orders  # noqa: E402
 from end_to_end import USAGE, _chunk, _events, agent_run, floor_run, floor_turn, multiply, provider_run  # noqa: E402
 
 from agentcore import Agent, Model, hookimpl  # noqa: E402
@@ -104,17 +105,12 @@ def _once(fn):
 
 
 def _interleaved(fns, runs):
-    """Median seconds of each function, calls interleaved so drift affects all equally.
-
-    The order rotates by one each round: a call right after another code path (the floor's
-    requests, say) runs with colder caches and pays for it (about 0.3 ms of a 4 ms run on the
-    2-core machine), so no function may always be the one that follows the same neighbour.
-    """
+    """Median seconds of each function, calls interleaved so drift affects all equally, in a
+    fresh order each round (see :func:`_rounds.round_orders`: a call right after the floor's
+    requests runs with colder caches and pays about 0.3 ms of a 4 ms run)."""
     samples = [[] for _ in fns]
-    order = list(range(len(fns)))
-    for round_ in range(runs):
-        shift = round_ % len(fns)
-        for index in order[shift:] + order[:shift]:
+    for order in round_orders(range(len(fns)), runs):
+        for index in order:
             samples[index].append(_once(fns[index]))
     return [statistics.median(s) for s in samples]
 

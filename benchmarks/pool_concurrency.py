@@ -12,9 +12,9 @@ deltas ``DELAY`` seconds apart, so every request holds its connection for about
   (c) for reference, (b) with the pool capped at 32, the size agentcore used before;
   (d) and ``agentcore.providers.stream`` per thread without an Agent (the provider's share).
 
-(a), (b) and (d) run ``REPEATS`` times in a rotating order (a phase that always followed the same
-neighbour would inherit its cache and server state: on the 2-core machine a single pass once put the
-provider alone at 0.82x while the Agent, which does strictly more, read 0.92x). Prints the median
+(a), (b) and (d) run ``REPEATS`` times, in a fresh order each time (a phase that always followed the
+same neighbour would inherit its cache and server state: on the 2-core machine a single pass once
+put the provider alone at 0.82x while the Agent, which does strictly more, read 0.92x). Prints the median
 requests per second of each, the median of the per-repeat ratios b/a with their range (target
 >= 0.95) and the most connections urllib3 discarded in any repeat ("Connection pool is full,
 discarding connection"; target 0 for b). Asserts nothing. With a faster server (``delay_ms`` 10)
@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import end_to_end  # noqa: E402  (its server handler)
 import requests  # noqa: E402
+from _rounds import round_orders  # noqa: E402
 
 from agentcore import Agent, Model  # noqa: E402
 from agentcore.providers import http as agentcore_http  # noqa: E402
@@ -189,10 +190,8 @@ def measure(base, agents, rounds, events, delay, repeats):
     for work in phases.values():
         _threads(agents, work)  # warm-up: connections, imports, the provider sessions' pools
     samples = {key: [] for key in phases}
-    order = list(phases)
-    for repeat in range(repeats):
-        shift = repeat % len(order)  # rotating, so no phase always follows the same neighbour
-        for key in order[shift:] + order[:shift]:
+    for order in round_orders(list(phases), repeats):  # no phase always follows the same one
+        for key in order:
             discards.count = 0
             samples[key].append((_threads(agents, phases[key]), discards.count, _threads.cpu))
 
@@ -208,7 +207,7 @@ def measure(base, agents, rounds, events, delay, repeats):
     total = agents * rounds
     print(
         f"{agents} concurrent agents x {rounds} rounds, each reply {events} events {delay * 1000:.0f} ms apart; "
-        f"{repeats} repeats in a rotating order (medians; (c) once):"
+        f"{repeats} repeats in shuffled orders (medians; (c) once):"
     )
     labels = {
         "floor": "(a) floor: requests, pool sized for the load",

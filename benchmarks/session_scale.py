@@ -6,7 +6,7 @@ absolute figures vary with load; the ratios are what to compare across runs):
       floors: a raw ``os.write`` of the line; a bare autocommit INSERT of the line
       targets: JSONL <= 100 us, SQLite <= 50 us
   * open + build_context() (JSONL and SQLite), in ``--rounds`` rounds (default 5), each of which
-    times the floor and both backends in a rotating order, on a heap holding nothing else of size
+    times the floor and both backends in a shuffled order, on a heap holding nothing else of size
       floor: plain ``json.loads`` of the same lines, results kept, collector running as usual
       figure: the median over the rounds of each round's ratio (wall time, then CPU time), and the
       median seconds; the range of the ratios shows how much the machine moved meanwhile
@@ -51,6 +51,9 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _rounds import round_orders  # noqa: E402
 
 import agentcore.session.process_state as session_process_state  # noqa: E402
 from agentcore.session import Session, SqliteSessionStorage  # noqa: E402
@@ -160,8 +163,8 @@ def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
     """open + build_context() of each backend (``openers``: name -> a function opening its
     Session) against the json.loads floor, ``rounds`` times.
 
-    Each round measures the floor and every opener once, in an order rotated by one each round (so
-    no backend always runs right after another's teardown), each after a full collection and with
+    Each round measures the floor and every opener once, in a fresh order (so no backend always
+    runs right after another's teardown; see :func:`_rounds.round_orders`), each after a full collection and with
     nothing else of size alive, and divides each backend's wall and CPU seconds by the floor's of
     the same round. Printed: the median of those per-round ratios, their range, and the median
     seconds. Per-round ratios cancel the machine's drift between rounds; their median discards a
@@ -191,9 +194,8 @@ def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
         del kept
         gc.collect()
 
-    for index in range(rounds):
-        shift = index % len(names)
-        for name in names[shift:] + names[:shift]:
+    for order in round_orders(names, rounds):
+        for name in order:
             run(name)
     print(
         f"json.loads floor of the same {len(lines)} lines (collector running as usual): median "
