@@ -186,13 +186,16 @@ if hasattr(os, "register_at_fork"):
 
 def start_lifeline(pgid: int, label: str) -> Optional[Lifeline]:
     """A :class:`Lifeline` for group ``pgid``, or None where there is none (not POSIX, or no
-    ``/bin/sh`` could be started: logged as a warning naming the server; the server still runs)."""
+    ``/bin/sh`` could be started: logged as a warning naming server ``label``; the server still
+    runs)."""
     if os.name != "posix":
         return None
     try:
         return Lifeline(pgid)
-    except OSError as exc:
-        _log.warning("%s: no lifeline watchdog (%s); if this process is killed, the server may outlive it", label, exc)
+    except (OSError, subprocess.SubprocessError) as exc:
+        _log.warning(
+            "MCP server %r: no lifeline watchdog (%s); if this process is killed, the server may outlive it", label, exc
+        )
         return None
 
 

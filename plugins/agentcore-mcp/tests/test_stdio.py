@@ -330,7 +330,23 @@ def test_the_lifeline_runs_with_the_server_and_a_close_ends_it_silently(test_ser
     (watchdog,) = lifelines_of(pgid)
     assert group_members(watchdog) == [watchdog]  # a session of its own, outside the server's group
     server.close()
-    assert not alive(watchdog) and not alive(child)
+    assert eventually(lambda: not alive(watchdog) and not alive(child), within=5)
+
+
+def test_without_a_lifeline_the_server_still_runs_and_a_warning_says_so(test_server, monkeypatch, caplog):
+    from agentcore_mcp import _stdio
+
+    def no_shell(pgid: int) -> None:
+        raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
+
+    monkeypatch.setattr(_stdio, "Lifeline", no_shell)
+    server = test_server(name="bare")
+    with caplog.at_level(logging.WARNING, logger="agentcore_mcp"):
+        assert server.call_tool("echo", {"text": "hi"}).content == [TextContent("hi")]
+    assert not lifelines_of(server.pid)
+    assert any(
+        "server 'bare'" in r.getMessage() and "no lifeline watchdog" in r.getMessage() for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]
 
 
 def test_a_forked_child_closes_its_copy_of_the_lifeline(test_server):
