@@ -50,7 +50,7 @@ PRINTS: Dict[str, List[str]] = {
         "10 km is 6.2 miles.",
     ],
     "events": ["Streaming works.", "agent_start", "message_update", "agent_end"],
-    "tools": ["['amount']", "6.21371", "cba"],
+    "tools": ["['amount']", "6.21371", "cba", "[Output truncated: showing the first 2000 of 51000 characters]"],
     "sessions": ["4", "hello"],
     "compaction": [
         "fix the parser",
