@@ -86,7 +86,7 @@ class LiveDisplay:
 
     def __init__(self, throttle: float = 0.2) -> None:
         self._throttle = throttle
-        self._last = 0.0
+        self._last: Optional[float] = None  # when it last drew, None before the first drawing
         self._lock = threading.Lock()
         self._closed = False
 
@@ -95,15 +95,11 @@ class LiveDisplay:
             if self._closed:
                 return
             now = time.monotonic()
-            if not snapshot.finished and self._drawn and now - self._last < self._throttle:
+            if not snapshot.finished and self._last is not None and now - self._last < self._throttle:
                 return
             self._draw(snapshot)
             self._last = now
             self._closed = snapshot.finished
-
-    @property
-    def _drawn(self) -> bool:
-        return self._last > 0.0
 
     def _draw(self, snapshot: ManyProgress) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
