@@ -152,10 +152,6 @@ class Lifeline:
             os.close(read_end)
         Lifeline._live.add(self)
 
-    @property
-    def pid(self) -> Optional[int]:
-        return None if self._watchdog is None else self._watchdog.pid
-
     def cut(self) -> None:
         """End the watchdog without it signalling anything, then close the pipe. Idempotent."""
         watchdog, self._watchdog = self._watchdog, None
