@@ -44,6 +44,7 @@ import gc
 import json
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -150,10 +151,6 @@ def timed(fn):
     return result, time.perf_counter() - started
 
 
-def median(values):
-    return sorted(values)[len(values) // 2]
-
-
 #: issue 11's "<= 1.0 s (today 1.65 s and 1.55 s)", read with that day's ratios to the floor
 #: (1.5x and 1.25x): 1.0 s / (1.65 s / 1.5) and 1.0 s / (1.55 s / 1.25)
 STRICT = {"JSONL": 1.0 / (1.65 / 1.5), "SQLite": 1.0 / (1.55 / 1.25)}
@@ -199,16 +196,16 @@ def open_build_rounds(openers, lines, rounds: int, compaction: bool) -> None:
             run(name)
     print(
         f"json.loads floor of the same {len(lines)} lines (collector running as usual): median "
-        f"{median(wall['floor']):.3f} s wall, {median(cpu['floor']):.3f} s CPU over {rounds} rounds"
+        f"{statistics.median(wall['floor']):.3f} s wall, {statistics.median(cpu['floor']):.3f} s CPU over {rounds} rounds"
     )
     for name in names[1:]:
         ratios = [w / f for w, f in zip(wall[name], wall["floor"])]
         cpu_ratios = [c / f for c, f in zip(cpu[name], cpu["floor"])]
         goal = "[target <= 1.5 s]" if compaction else f"[target <= 1.0x; strict reading <= {STRICT[name]:.2f}x]"
         print(
-            f"open + build_context {name}: {median(ratios):.2f}x the floor (rounds {min(ratios):.2f}-"
-            f"{max(ratios):.2f}x), CPU {median(cpu_ratios):.2f}x; median {median(wall[name]):.3f} s wall, "
-            f"{median(cpu[name]):.3f} s CPU; context of {messages[name]} messages  {goal}"
+            f"open + build_context {name}: {statistics.median(ratios):.2f}x the floor (rounds {min(ratios):.2f}-"
+            f"{max(ratios):.2f}x), CPU {statistics.median(cpu_ratios):.2f}x; median {statistics.median(wall[name]):.3f} s wall, "
+            f"{statistics.median(cpu[name]):.3f} s CPU; context of {messages[name]} messages  {goal}"
         )
 
 
@@ -250,8 +247,8 @@ def gc_pause_figure(opener, runs: int = 3) -> None:
             finally:
                 session_process_state.gc_paused = real
 
-    p_call, n_call = (median([r[0] for r in results[k]]) for k in ("paused", "not paused"))
-    p_all, n_all = (median([r[0] + r[1] for r in results[k]]) for k in ("paused", "not paused"))
+    p_call, n_call = (statistics.median([r[0] for r in results[k]]) for k in ("paused", "not paused"))
+    p_all, n_all = (statistics.median([r[0] + r[1] for r in results[k]]) for k in ("paused", "not paused"))
     print(
         f"collector pause of bulk decodes (JSONL, CPU s, median of {runs}): open + build_context "
         f"{p_call:.3f} s paused vs {n_call:.3f} s not = {p_call / n_call:.2f}x; counting a workload after "

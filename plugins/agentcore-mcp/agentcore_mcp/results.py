@@ -57,7 +57,7 @@ def to_tool_result(
         if redact is not None:
             text = redact(text)
         if max_chars is not None and len(text) > max_chars:
-            text = text[:max_chars] + truncation_notice(max_chars, len(text))
+            text = f"{text[:max_chars]}\n\n{truncation_notice(max_chars, len(text))}"
         raise MCPToolError(
             text or f"MCP tool {tool!r} on server {server!r} reported an error without a message",
             server=server,
@@ -86,14 +86,14 @@ def cap_text(blocks: List[Any], max_chars: int) -> List[Any]:
                 block = TextContent(block.text[:left])
             left -= len(block.text)
         kept.append(block)
-    kept.append(TextContent(truncation_notice(max_chars, total).lstrip("\n")))
+    kept.append(TextContent(truncation_notice(max_chars, total)))
     return kept
 
 
 def truncation_notice(shown: int, total: int) -> str:
     """What a cut result ends with: the sizes, and how the model can see the rest."""
     return (
-        f"\n\n[Output truncated: showing the first {shown:,} of {total:,} characters. "
+        f"[Output truncated: showing the first {shown:,} of {total:,} characters. "
         "Ask the tool for less (a narrower query, a range, a page) to see the rest.]"
     )
 
