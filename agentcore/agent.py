@@ -165,6 +165,10 @@ class _ActiveRun:
 _LEVELS = tuple(level.value for level in ThinkingLevel)
 
 
+def _always() -> bool:
+    return True
+
+
 def _level(value: Any) -> str:
     """A thinking level as a string; None means "off" (not the level "None"). Raises ValueError
     (with the close matches) for anything but a :class:`~agentcore.types.ThinkingLevel` value: a
@@ -1251,8 +1255,11 @@ class Agent:
                 process(event, run)
 
         # Only listeners and on_event observers see message_update events: without them the loop
-        # passes the live partial uncopied, once (the reducer keeps just that object).
-        emit.observed = lambda: bool(self._listeners) or self._observe_update is not None  # type: ignore[attr-defined]
+        # passes the live partial uncopied, once (the reducer keeps just that object). Observers
+        # are decided when the run starts (_build_loop_config ran); listeners may come and go, so
+        # the loop asks per token: the dict's own __len__ is the cheapest way to ask.
+        observed: Callable[[], object] = _always if self._observe_update is not None else self._listeners.__len__
+        emit.observed = observed  # type: ignore[attr-defined]
         return emit
 
     # ------------------------------------------------------------------ wiring points

@@ -486,7 +486,10 @@ def stream_assistant_response(
         kind = event.type
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
             # any intermediate event, known or not (one per streamed token)
-            new_partial = getattr(event, "partial", None)
+            try:
+                new_partial = event.partial
+            except AttributeError:  # a provider's own event type without a partial
+                new_partial = None
             if new_partial is not partial and new_partial is not None:
                 partial = new_partial
                 working[-1] = partial

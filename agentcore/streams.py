@@ -30,7 +30,7 @@ __all__ = ["EventStream", "AssistantMessageEventStream", "ProviderStream", "star
 
 T = TypeVar("T")
 
-_END = object()
+_END: Any = object()  # Any: compared by identity only, next() may return it
 
 
 class _Failure:
@@ -115,8 +115,11 @@ class EventStream(Generic[T]):
         return self._done.is_set()
 
 
+_TERMINAL = ("done", "error")  # the event types that complete a provider stream
+
+
 def _is_terminal(event: Any) -> bool:
-    return getattr(event, "type", None) in ("done", "error")
+    return getattr(event, "type", None) in _TERMINAL
 
 
 def _final_message(event: Any) -> Any:
@@ -171,23 +174,28 @@ class ProviderStream(AssistantMessageEventStream):
         self._slow = True
 
     def _pull(self) -> Any:
-        """The next event, or ``_END``; raises a :meth:`fail` exception. Called with ``_pull_lock`` held."""
+        """The next event, or ``_END``; raises a :meth:`fail` exception. Called with ``_pull_lock`` held.
+
+        :meth:`__iter__` has this body inlined (one call less per streamed token)."""
         if self._slow:
             return self._pull_slow()
-        try:
-            event = next(self._events)
-        except StopIteration:
+        event = next(self._events, _END)
+        if event is _END or event.type in _TERMINAL:
+            return self._settle(event)
+        return event
+
+    def _settle(self, event: Any) -> Any:
+        """What :meth:`_pull` returns for ``_END`` from the generator or a completing event."""
+        if event is _END:
             self._exhausted = True
             self.end(None)  # a generator that ended without done/error (WireProvider never does)
             return self._pull_slow()
-        kind = event.type
-        if kind == "done" or kind == "error":
-            with self._lock:
-                if self._closed:  # push/end/fail won the race: this event comes too late
-                    return self._pull_slow_locked()
-                self._result = event.message if kind == "done" else event.error
-                self._closed = self._slow = True
-                self._done.set()
+        with self._lock:
+            if self._closed:  # push/end/fail won the race: this event comes too late
+                return self._pull_slow_locked()
+            self._result = event.message if event.type == "done" else event.error
+            self._closed = self._slow = True
+            self._done.set()
         return event
 
     def _pull_slow(self) -> Any:
@@ -216,10 +224,15 @@ class ProviderStream(AssistantMessageEventStream):
 
     # -- consumer side -------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Any]:
-        lock, pull = self._pull_lock, self._pull
+        lock, events = self._pull_lock, self._events
         while True:
-            with lock:
-                event = pull()
+            with lock:  # _pull, inlined
+                if self._slow:
+                    event = self._pull_slow()
+                else:
+                    event = next(events, _END)
+                    if event is _END or event.type in _TERMINAL:
+                        event = self._settle(event)
             if event is _END:
                 return
             yield event

@@ -1394,6 +1394,27 @@ def test_stream_without_terminal_event_yields_an_error(user, mock_model, recorde
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
 
 
+def test_a_provider_event_without_partial_is_relayed_with_the_current_one(user, mock_model, recorder):
+    # a plugin provider may stream its own event types; one without .partial keeps the partial
+    from types import SimpleNamespace
+
+    from agentcore.types import AssistantMessage
+
+    partial = AssistantMessage(content=[TextContent("so far")])
+    final = AssistantMessage(content=[TextContent("so far")], stop_reason="stop")
+
+    def stream_fn(model, context, **options):
+        yield StartEvent(partial)
+        yield SimpleNamespace(type="heartbeat")
+        yield DoneEvent("stop", final)
+
+    result = run_agent_loop([user("x")], AgentContext(), AgentLoopConfig(mock_model), recorder, stream_fn=stream_fn)
+    updates = [e for e in recorder.events if e.type == "message_update"]
+    assert [u.assistant_message_event.type for u in updates] == ["heartbeat"]
+    assert updates[0].message.text == "so far" and updates[0].message is not partial  # a copy
+    assert result[-1] is final
+
+
 def test_message_updates_carry_copies(user, mock_model, recorder):  # agent-loop §8.3
     from agentcore.types import AssistantMessage
 

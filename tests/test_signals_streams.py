@@ -244,6 +244,15 @@ def test_provider_stream_push_end_and_fail_are_honoured():
         failing.result(timeout=1)
 
 
+def test_provider_stream_whose_generator_ends_without_done_ends_without_result():
+    def events():
+        yield StartEvent(AssistantMessage(content=[]))
+
+    stream = ProviderStream(events())
+    assert [e.type for e in stream] == ["start"]
+    assert stream.done and stream.result(timeout=0) is None and list(stream) == []
+
+
 def test_provider_stream_close_releases_the_generator():
     closed = threading.Event()
     stream = ProviderStream(_generator(AssistantMessage(content=[]), closed=closed))
