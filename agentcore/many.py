@@ -143,16 +143,15 @@ def _run(
                 result = scheduler.next_result(_TICK)
             _emit(report, scheduler.progress())
             yield result
-        _stop_refreshing(refresher)
         _emit(report, scheduler.progress(finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
         settled = _cancel(scheduler.stop(), local)
         scheduler.close()  # counts the completions queued until now: the last snapshot is final
-        _stop_refreshing(refresher)
         _emit(report, scheduler.progress(finished=True, interrupted=True))
         raise
     finally:
-        _stop_refreshing(refresher)
+        if refresher is not None:  # its draws after the final snapshot are no-ops (LiveDisplay)
+            refresher.stop()
         scheduler.close()
         if owned:
             pool.shutdown(wait=settled, cancel_futures=True)
@@ -182,11 +181,6 @@ class _Refresher:
         self._stopped.set()
         if self._thread is not threading.current_thread():
             self._thread.join()
-
-
-def _stop_refreshing(refresher: Optional[_Refresher]) -> None:
-    if refresher is not None:
-        refresher.stop()
 
 
 class _Scheduler:
