@@ -851,6 +851,69 @@ def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+NEXT_BASH_IN_THE_WINDOW = """
+import threading
+from agentcore.cli import _rpc
+
+window, second = threading.Event(), threading.Event()
+first = []  # the first bash's worker
+real_setattr, real_dispatch = _rpc.RpcServer.__setattr__, _rpc.RpcServer._dispatch
+
+class HeldLock:
+    \"\"\"The bash lock; the first bash's worker waits after its last release for the next bash.\"\"\"
+
+    def __init__(self, server, lock):
+        self.server, self.lock = server, lock
+
+    def __enter__(self):
+        self.lock.acquire()
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        worker = threading.current_thread()
+        if worker.name == "rpc-bash" and self.server.bash is None and not window.is_set():
+            first.append(worker)
+            window.set()
+            assert second.wait(30), "the second bash never started"
+
+def setattr_(self, name, value):
+    if name == "bash_lock":
+        value = HeldLock(self, value)
+    real_setattr(self, name, value)
+    if name == "bash_cancelled" and value is False and window.is_set():
+        second.set()
+
+def dispatch(self, command, spec):
+    if command.get("id") == "b2":  # read once the first bash no longer counts as running
+        assert window.wait(30)
+    return real_dispatch(self, command, spec)
+
+_rpc.RpcServer.__setattr__, _rpc.RpcServer._dispatch = setattr_, dispatch
+"""
+
+
+def test_an_aborted_bash_stays_cancelled_when_the_next_one_starts_at_once(rpc, tmp_path):
+    """``abort_bash``, then a new ``bash`` read just after the aborted one stopped counting as
+    running: the aborted one used to read its cancelled flag after the new one had reset it, and
+    answered with an exit code instead of ``cancelled``. (The child's setup holds the threads at
+    the two points of that window.)"""
+    child = rpc("--model", "scripted", "--no-session", setup=NEXT_BASH_IN_THE_WINDOW)
+    marker = tmp_path / "started"
+    child.send({"id": "b1", "type": "bash", "command": f"touch {marker}; sleep 120"})
+    deadline = time.monotonic() + WAIT
+    while not marker.exists():  # the shell is running (an observable fact, not a guessed delay)
+        assert time.monotonic() < deadline, "the bash command never started"
+        time.sleep(0.01)
+    child.send({"id": "a", "type": "abort_bash"})
+    child.send({"id": "b2", "type": "bash", "command": "echo second"})
+    lines = child.read_until(lambda o: o.get("id") == "b2")
+    responses = {o["id"]: o for o in lines if o["type"] == "response"}
+    assert responses["a"]["success"] is True
+    assert responses["b1"]["data"]["cancelled"] is True and responses["b1"]["data"]["exitCode"] is None
+    assert responses["b2"]["data"] == {"output": "second\n", "exitCode": 0, "cancelled": False, "truncated": False}
+    assert child.close().returncode == 0
+
+
 def test_export_html_writes_the_sessions_page(rpc, tmp_path):
     child = rpc("--model", "scripted", "--session", str(tmp_path / "e.jsonl"))
     child.call({"type": "prompt", "message": "export <me>"})
@@ -990,6 +1053,72 @@ def test_an_abort_read_before_navigate_tree_began_still_stops_its_summary(rpc, t
     navigated = lines[-1]
     assert navigated["success"] is False and "abort" in navigated["error"].lower()
     assert state["leafId"] == leaf  # nothing moved, no summary written
+    assert len(server.requests) == 2  # the summary request was never sent
+    assert child.close().returncode == 0
+
+
+NEXT_BUSY_COMMAND_IN_THE_WINDOW = """
+import threading
+from agentcore.agent import Agent
+from agentcore.cli import _rpc, _rpc_commands
+
+window, dispatched, handled = threading.Event(), threading.Event(), threading.Event()
+first = []  # the first navigation's worker, held where its command is no longer busy
+real_setattr, real_dispatch = _rpc.RpcServer.__setattr__, _rpc.RpcServer._dispatch
+real_settle, real_navigate = _rpc_commands.settle, Agent.navigate_tree
+
+def setattr_(self, name, value):
+    real_setattr(self, name, value)
+    worker = threading.current_thread()
+    if name == "busy_with" and value is None and worker.name == "rpc-navigate_tree" and not window.is_set():
+        first.append(worker)
+        window.set()
+        assert dispatched.wait(30), "the second navigate_tree was never dispatched"
+    elif name == "busy_abort" and value is not None and window.is_set():
+        dispatched.set()
+
+def dispatch(self, command, spec):
+    if command.get("id") == "n2":  # read while the first navigation's worker is still finishing
+        assert window.wait(30)
+    if command.get("id") == "a":  # whatever that worker does last, it has done
+        first[0].join(30)
+    return real_dispatch(self, command, spec)
+
+def settle(server):
+    real_settle(server)
+    handled.set()
+
+def navigate_tree(self, *args, **options):
+    if window.is_set():
+        assert handled.wait(30), "the abort was never handled"
+    return real_navigate(self, *args, **options)
+
+_rpc.RpcServer.__setattr__, _rpc.RpcServer._dispatch = setattr_, dispatch
+_rpc_commands.settle, Agent.navigate_tree = settle, navigate_tree
+"""
+
+
+def test_an_abort_of_a_busy_command_sent_as_the_last_one_answers_is_not_lost(rpc, tmp_path):
+    """A ``navigate_tree`` read just after the previous one stopped being busy, but before that
+    one's worker had finished, then ``abort``: the worker used to clear the abort made for the new
+    command after the new command had set it, so the abort was lost and the summary written.
+    (The child's setup holds the threads at the two points of that window.)"""
+    with ScriptedServer([answer("first"), answer("second"), answer("the summary")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"), setup=NEXT_BUSY_COMMAND_IN_THE_WINDOW)
+        for text in ("one", "two"):
+            child.call({"type": "prompt", "message": text})
+            child.read_until(is_type("agent_end"))
+        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+        leaf = child.call({"type": "get_state"})["data"]["leafId"]
+        child.send({"id": "n1", "type": "navigate_tree", "targetId": leaf})  # where it is: nothing moves
+        child.send({"id": "n2", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
+        child.send({"id": "a", "type": "abort"})
+        lines = child.read_until(lambda o: o.get("id") == "n2")
+        moved = child.call({"type": "get_state"})["data"]["leafId"]
+    responses = {o["id"]: o for o in lines if o["type"] == "response"}
+    assert responses["n1"]["success"] is True
+    assert responses["n2"]["success"] is False and "abort" in responses["n2"]["error"].lower()
+    assert moved == leaf  # the second navigation did not happen
     assert len(server.requests) == 2  # the summary request was never sent
     assert child.close().returncode == 0
 

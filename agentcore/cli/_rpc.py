@@ -444,8 +444,10 @@ class RpcServer:
             error = describe_exception(exc)
         finally:
             if spec.busy:  # before the response: a command sent on reading it must not see "busy"
-                self.busy_with = None
+                # In this order: once busy_with is None the reader may dispatch the next busy
+                # command, which sets busy_abort for itself; clearing it after that loses its abort.
                 self.busy_abort = None
+                self.busy_with = None
         if error is not None:
             self.out.send(response(kind, request_id, error=error))
             return

@@ -49,9 +49,9 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
             stop_bash(server)
         output, _ = process.communicate()
     finally:
-        with server.bash_lock:
+        with server.bash_lock:  # read together: once bash is None, a next bash resets the flag
             server.bash = None
-    cancelled = server.bash_cancelled
+            cancelled = server.bash_cancelled
     text = output.decode("utf-8", "replace")
     truncated = len(text) > BASH_OUTPUT_LIMIT
     full_path = None
