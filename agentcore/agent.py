@@ -458,7 +458,7 @@ class Agent:
             if restore_tools and getattr(context, "active_tool_names", None):
                 self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
-        self._approvals.attach_session(self, session)
+        self._approvals.attach_session(session)
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
@@ -846,7 +846,14 @@ class Agent:
                     "settled them), so the paused run cannot be resumed"
                 )
             prompts, skip = self._continue_prompts() if resume is None else (None, False)
-            run = self._begin_run()
+            try:
+                run = self._begin_run()
+            except BaseException:  # e.g. the session records another agent's run: nothing ran
+                self._steering.restore()
+                self._follow_ups.restore()
+                raise
+            if resume is not None:
+                self._approvals.resuming(resume)
         return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, setup=setup, resume=resume)
 
     def _continue_prompts(self) -> Tuple[Optional[List[Any]], bool]:
@@ -897,19 +904,22 @@ class Agent:
 
         events: queue.Queue[Any] = queue.Queue()
         done = object()
-        unsubscribe = self.subscribe(lambda event: events.put(event))
-        try:
-            messages = self._normalize_input(text_or_messages, images)
-            with self._run_lock:
-                if self._active is not None:
-                    raise RuntimeError(ERR_PROMPT_BUSY)
-                self._approvals.check_can_prompt("stream")
-                run = self._begin_run()
-                run.on_settled.append(lambda: events.put(done))
-                run.on_settled.append(unsubscribe)
-        except BaseException:
-            unsubscribe()
-            raise
+        messages = self._normalize_input(text_or_messages, images)
+        state = self._state
+        with self._run_lock:
+            if self._active is not None:
+                raise RuntimeError(ERR_PROMPT_BUSY)
+            self._approvals.check_can_prompt("stream")
+            run = self._begin_run()
+
+            def relay(event: Any) -> None:
+                # This run's events only: the agent is idle before this run's on_settled
+                # callbacks have unsubscribed, so the next run may already be emitting.
+                if state._run is run:
+                    events.put(event)
+
+            run.on_settled.append(lambda: events.put(done))
+            run.on_settled.append(self.subscribe(relay))  # before the run starts: no event missed
         self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
         return self._iterate_events(run, events, done)
 
@@ -1238,6 +1248,7 @@ class Agent:
             self._follow_ups.restore()
         finally:  # whatever failed above, the agent is idle again and its waiters wake up
             with self._run_lock:
+                self._approvals.resuming(None)
                 self._state._end(run)
                 self._release_session()
             try:

@@ -41,7 +41,7 @@ import dataclasses
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from . import tools as _tools
 from ._safe import exception_message, json_safe
@@ -244,6 +244,10 @@ ERR_UNKNOWN_ID = (
     "{method}({call_id!r}): no tool call with that id waits for approval; "
     "pending: {pending}. See agent.pending_approvals"
 )
+ERR_RESUMING = (
+    "{method}({call_id!r}): that call no longer waits: the run continue_() started is executing "
+    "it with the decision taken before"
+)
 ERR_UNDECIDED = (
     "{method}: {count} tool call(s) still wait for a decision ({calls}); call "
     "agent.approve(id) or agent.deny(id) for each of them, then {method}"
@@ -276,19 +280,20 @@ class Approvals:
         self._lock = threading.Lock()
         self._pending: Dict[str, PendingApproval] = {}
         self._decisions: Dict[str, ApprovalDecision] = {}
+        self._resuming: FrozenSet[str] = frozenset()  # the calls a resumed run is executing
         self._session: Any = None
 
     # -- reading
 
     @property
     def pending(self) -> List[PendingApproval]:
-        """The waiting calls, in the order they were requested."""
+        """The waiting calls, in the order they were requested (not those a resumed run executes)."""
         with self._lock:
-            return list(self._pending.values())
+            return [p for i, p in self._pending.items() if i not in self._resuming]
 
     def get(self, call_id: str) -> Optional[PendingApproval]:
         with self._lock:
-            return self._pending.get(call_id)
+            return None if call_id in self._resuming else self._pending.get(call_id)
 
     def __bool__(self) -> bool:
         return bool(self._pending)
@@ -327,8 +332,11 @@ class Approvals:
     # -- changing
 
     def decide(self, method: str, call_id: str, decision: ApprovalDecision) -> None:
-        """Record ``decision`` (the latest one counts). ValueError for an id that is not pending."""
+        """Record ``decision`` (the latest one counts). ValueError for an id that is not pending,
+        or that a resumed run is executing (its decision was taken when the run started)."""
         with self._lock:
+            if call_id in self._resuming:
+                raise ValueError(ERR_RESUMING.format(method=method, call_id=call_id))
             if call_id not in self._pending:
                 raise ValueError(
                     ERR_UNKNOWN_ID.format(method=method, call_id=call_id, pending=_describe(self._pending.values()))
@@ -346,9 +354,25 @@ class Approvals:
                 self._decisions[call_id] = decision
 
     def observe(self, event: Any) -> None:
-        """Follow the agent's events (called by its reducer, on the run thread)."""
+        """Follow the agent's events (called by its reducer, on the run thread).
+
+        A request is recorded in the attached session before the call becomes pending, so a
+        decision taken as soon as it shows up (from a listener, or another thread) is never on
+        disk before its request (:meth:`load` ignores a decision for a call not yet requested). A
+        failed write raises here, before anything changed: the run fails as for a listener error."""
         kind = event.type
         if kind == "tool_approval_request":
+            session = self._session
+            if session is not None:
+                session.append_custom(
+                    CUSTOM_TYPE,
+                    {
+                        "kind": "request",
+                        "toolCallId": event.tool_call_id,
+                        "toolName": event.tool_name,
+                        "args": json_safe(event.args),
+                    },
+                )
             with self._lock:
                 self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name, event.args)
                 self._decisions.pop(event.tool_call_id, None)
@@ -367,30 +391,24 @@ class Approvals:
             self._pending.clear()
             self._decisions.clear()
 
+    def resuming(self, resumption: Optional[Resumption]) -> None:
+        """The run that resumes ``resumption`` has begun (None: the agent's run has ended). Until
+        it ends, its calls are neither listed as pending nor open to a new decision: the run acts
+        on the decisions it started with. Calls it did not finish (an abort, a failed start) are
+        pending again afterwards, with their decisions."""
+        with self._lock:
+            self._resuming = frozenset(resumption.decisions) if resumption is not None else frozenset()
+
     # -- sessions
 
-    def attach_session(self, agent: Any, session: Any) -> Callable[[], None]:
-        """Load the session's waiting calls and decisions, and record new requests (and, through
-        :meth:`decide`, decisions) into it. Returns the function that stops recording."""
+    def attach_session(self, session: Any) -> Callable[[], None]:
+        """Load the session's waiting calls and decisions, and record new requests (through
+        :meth:`observe`) and decisions (through :meth:`decide`) into it. Returns the function that
+        stops recording."""
         self.load(session)
         self._session = session
 
-        def listener(event: Any) -> None:
-            if event.type == "tool_approval_request":
-                session.append_custom(
-                    CUSTOM_TYPE,
-                    {
-                        "kind": "request",
-                        "toolCallId": event.tool_call_id,
-                        "toolName": event.tool_name,
-                        "args": json_safe(event.args),
-                    },
-                )
-
-        unsubscribe = agent.subscribe(listener)
-
         def detach() -> None:
-            unsubscribe()
             if self._session is session:
                 self._session = None
 

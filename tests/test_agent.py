@@ -849,6 +849,34 @@ def test_stream_yields_events_until_settled():  # DESIGN §2: consumer-side iter
     assert agent._listeners == {}  # the stream's listener is gone
 
 
+def test_stream_yields_its_own_runs_events_only(monkeypatch):
+    """The agent is idle before a finished run's ``on_settled`` callbacks end its stream. A run
+    another thread started in that moment used to send its events into the first stream too (two
+    ``agent_end`` events, another prompt's messages). The test holds the first run there."""
+    scripted = ScriptedModel([text("first answer"), text("second answer")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    idle, go = threading.Event(), threading.Event()
+    begin_run = Agent._begin_run
+
+    def hold_first_run(self):
+        run = begin_run(self)
+        if not idle.is_set():
+            run.on_settled.insert(0, lambda: (idle.set(), go.wait(30)))
+        return run
+
+    monkeypatch.setattr(Agent, "_begin_run", hold_first_run)
+    events = agent.stream("one")
+    assert idle.wait(30)
+    second = []
+    other = threading.Thread(target=lambda: second.extend(agent.prompt("two")))
+    other.start()
+    other.join(30)
+    go.set()
+    texts = [e.message.text for e in events if e.type == "message_end"]
+    assert texts == ["one", "first answer"]
+    assert [m.text for m in second] == ["two", "second answer"]
+
+
 def test_stream_busy_error_raises_at_call_time():  # agent-loop §2.16
     gate = Gate()
     agent = Agent(stream_fn=gate.stream_fn)
@@ -2021,3 +2049,36 @@ def test_two_agents_on_one_session_take_turns_instead_of_interleaving():
     assert [m.role for m in second.prompt("b1")] == ["user", "assistant"]  # its turn now
     roles_and_texts = [(m.role, getattr(m, "text", None)) for m in session.build_context().messages]
     assert [r for r, _ in roles_and_texts] == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
+
+
+def test_a_continue_refused_at_its_start_keeps_the_queued_follow_up():
+    """``continue_()`` took the follow-up message from its queue, then was refused because another
+    agent's run recorded into the session: the message was gone from the queue and from every
+    later run. Nothing ran, so it stays queued."""
+    from agentcore import Session
+
+    session = Session.in_memory()
+    busy_model = ScriptedModel([tool_call("wait", {}), text("B")])
+    busy = Agent(busy_model.model, stream_fn=busy_model.stream_fn, session=session)
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_tool(tool_call_id, args, signal, on_update):
+        entered.set()
+        release.wait(30)
+        return AgentToolResult([TextContent("done")])
+
+    busy.tools = [AgentTool("wait", "waits", {"type": "object", "properties": {}}, slow_tool)]
+    scripted = ScriptedModel([text("first"), text("about X")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+    agent.prompt("hi")
+    busy.prompt("work", wait=False)
+    try:
+        assert entered.wait(30)
+        agent.follow_up("also X")
+        with pytest.raises(RuntimeError, match="recording another Agent's run"):
+            agent.continue_()
+        assert agent.has_queued_messages()
+    finally:
+        release.set()
+    assert busy.wait_for_idle(30)
+    assert [m.text for m in agent.continue_()] == ["also X", "about X"]

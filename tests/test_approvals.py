@@ -356,6 +356,65 @@ def test_approving_from_a_listener_during_the_run_is_taken_at_continue():
     assert _tool_results(agent)["b"].content[0].text == "deleted /x"
 
 
+def test_a_call_the_resumed_run_executes_takes_no_new_decision():
+    """``deny()`` while ``continue_()``'s run executes the approved call used to be accepted and
+    recorded, and ignored: the run acts on the decisions it started with. The call is no longer
+    waiting, so it is not listed and a decision is refused."""
+    inside, release = threading.Event(), threading.Event()
+
+    @tool(requires_approval=True)
+    def slow_delete(path: str) -> str:
+        """Delete a file."""
+        inside.set()
+        assert release.wait(30)
+        return f"deleted {path}"
+
+    agent, _ = _agent([response(call("slow_delete", {"path": "/x"}, id="b")), text("ok")], tools=[slow_delete])
+    agent.prompt("go")
+    agent.approve("b")
+    agent.continue_(wait=False)
+    try:
+        assert inside.wait(30)
+        assert agent.pending_approvals == []
+        with pytest.raises(ValueError, match="no longer waits"):
+            agent.deny("b", "changed my mind")
+    finally:
+        release.set()
+    assert agent.wait_for_idle(30)
+    assert _tool_results(agent)["b"].content[0].text == "deleted /x"
+
+
+def test_a_resumed_run_that_cannot_start_leaves_its_calls_waiting_and_decided(tmp_path):
+    """A continue_() refused at its start (the session records another agent's run) ran nothing:
+    the calls are pending again, with the decisions taken, and a later continue_() runs them."""
+    inside, release = threading.Event(), threading.Event()
+
+    @tool
+    def block() -> str:
+        """Wait until released."""
+        inside.set()
+        assert release.wait(30)
+        return "done"
+
+    session = Session.create(tmp_path / "s.jsonl")
+    busy = ScriptedModel([response(call("block", {})), text("done")])
+    other = Agent(model=busy.model, stream_fn=busy.stream_fn, tools=[block], session=session)
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")], session=session)
+    agent.prompt("go")
+    agent.approve("b")
+    other.prompt("work", wait=False)
+    try:
+        assert inside.wait(30)
+        with pytest.raises(RuntimeError, match="recording another Agent"):
+            agent.continue_()
+        assert [p.tool_call_id for p in agent.pending_approvals] == ["b"]
+    finally:
+        release.set()
+    assert other.wait_for_idle(30)
+    agent.continue_()
+    assert _tool_results(agent)["b"].content[0].text == "deleted /x"
+
+
 def test_reset_drops_pending_approvals():
     agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b"))])
     agent.prompt("go")
@@ -443,6 +502,35 @@ def test_session_records_requests_and_decisions_as_custom_entries(tmp_path):
         "assistant",
         "toolResult",
     }
+
+
+def test_a_decision_taken_as_the_call_shows_up_is_recorded_after_its_request(tmp_path):
+    """A plugin's ``on_event`` observer runs before the listeners. One that approves each call as
+    its request arrives used to have its decision written before the request (recorded by a
+    listener), and a reopened session dropped a decision for a call not yet requested."""
+    from agentcore.hookspecs import hookimpl
+
+    class AutoApprove:
+        @hookimpl
+        def on_event(self, event, agent):
+            if event.type == "tool_approval_request":
+                agent.approve(event.tool_call_id)
+
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent(
+        [response(call("delete", {"path": "/x"}, id="b"))], session=Session.create(path), plugins=[AutoApprove()]
+    )
+    agent.prompt("go")
+    agent.session.close()
+    kinds = [
+        line["data"]["kind"] for line in map(json.loads, path.read_text().splitlines()) if line["type"] == "custom"
+    ]
+    assert kinds == ["request", "decision"]
+    again, _ = _agent([text("ok")], session=Session.open(path))
+    assert again._approvals.undecided() == []
+    again.continue_()  # runs the call approved in the earlier process
+    assert _tool_results(again)["b"].content[0].text == "deleted /x"
+    again.session.close()
 
 
 def test_session_resume_in_the_same_process_sees_pending_and_decisions(tmp_path):
