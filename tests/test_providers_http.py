@@ -631,6 +631,29 @@ def test_abort_during_retry_sleep(server):
     assert result.stop_reason == "aborted" and elapsed < 5.0 and len(server.requests) == 1
 
 
+def test_an_abort_before_a_pooled_connection_is_picked_sends_nothing(server, monkeypatch):
+    """The abort came after the request's abort listener was in place but before a kept-alive
+    connection was taken from the pool: the listener found no socket to shut down, and the
+    request was sent anyway, waiting for the server (here: 30 s) instead of ending at once."""
+    from agentcore.providers.http import get_session
+
+    server.enqueue(Reply(body=_text_body("warm")))
+    assert complete(_model(server), _ctx(), api_key=KEY).text == "warm"  # leaves a connection in the pool
+    server.enqueue(Reply(body=_text_body("never"), stall_before_headers=True))
+    controller = AbortController()
+    session = get_session("local")
+    send = session.request
+
+    def abort_then_send(*args, **kwargs):
+        controller.abort()
+        return send(*args, **kwargs)
+
+    monkeypatch.setattr(session, "request", abort_then_send)
+    result = complete(_model(server), _ctx(), api_key=KEY, signal=controller.signal)
+    assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
+    assert len(server.requests) == 1  # the second request never reached the server
+
+
 def test_already_aborted_signal_sends_nothing(server):
     controller = AbortController()
     controller.abort()

@@ -257,9 +257,15 @@ _current = threading.local()  # .box: where this thread's next request notes its
 
 
 def _note_connection(connection: Any) -> None:
+    """Note the connection a request is about to be sent on (a pooled one has its socket already),
+    then refuse to send when the abort came before it was noted: the abort listener found nothing
+    to shut down then. Noted first, checked second, while the listener sets its flag first and
+    reads the connection second, so one of the two always sees the other."""
     box = getattr(_current, "box", None)
     if box is not None:
         box["connection"] = connection
+        if box.get("aborted"):
+            raise ConnectionAbortedError("the request was aborted before it was sent")
 
 
 def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
