@@ -112,6 +112,10 @@ class Connection:
         self.stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.dead_reason: Optional[str] = None
         self.closing = False  # the owner closed it: calls in flight say so, not "crashed"
+        # the owner's bookkeeping of the start (MCPServer, under its locks): how many callers
+        # wait for ``ready``, and when the handshake is due (``time.monotonic()``)
+        self.waiters = 0
+        self.handshake_due = 0.0
         self._stop = asyncio.Event()  # not bound to a loop until first awaited (Python 3.10+)
         self._task: Optional[asyncio.Task[Any]] = None
         # weakly: the session task on the loop must not keep an abandoned MCPServer alive (its

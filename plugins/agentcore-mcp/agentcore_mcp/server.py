@@ -20,8 +20,9 @@ import concurrent.futures
 import logging
 import re
 import threading
+import time
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from agentcore.providers.base import clean_header_value
 from agentcore.tools import AgentTool, AgentToolResult
@@ -105,11 +106,13 @@ class MCPServer:
         self.name = name or _default_name(spec)
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self._lock = threading.RLock()  # connection changes; held while starting or stopping one
+        # connection changes: held while one is replaced (a dead one ended, a new one started),
+        # never while a handshake is awaited
+        self._lock = threading.RLock()
+        self._waiting_lock = threading.Lock()  # the count of callers waiting for a start; never waits
         # the tool-list state; never held while waiting, because the loop thread takes it too
         self._tools_lock = threading.Lock()
         self._conn: Optional[Connection] = None
-        self._starting: Optional[Connection] = None  # the connection whose handshake is awaited
         # Ends the session (and process group) of a server dropped without close(): collected
         # with the agent and tools that used it. Holds the connections, never the server.
         self._live: List[Connection] = []
@@ -119,6 +122,9 @@ class MCPServer:
         self._restarts = 0
         self._mcp_tools: Optional[List[Any]] = None
         self._tools_stale = True
+        # bumped by each announced change and restart: a fetch that began before one is not fresh
+        self._tools_gen = 0
+        self._listed_gen = -1  # the generation at which the kept list's fetch began
         self._made: Dict[Any, AgentTool] = {}
         self._listeners: List[Callable[[List[AgentTool]], None]] = []
         self._refreshing = False
@@ -201,39 +207,66 @@ class MCPServer:
         return self
 
     def _connection(self, signal: Any = None) -> Connection:
+        """The live connection, started first when there is none (or it died). A caller that
+        finds a start in progress, another thread's or its own, waits for that one handshake with
+        its own ``signal``: the lock is held only while the connection changes, never during the
+        wait, so an abort returns at once wherever the caller waits."""
         with self._lock:
-            if self._closed:
-                raise MCPConnectionError(f"MCP server {self.name!r} is closed", server=self.name)
-            conn = self._conn
-            if conn is not None and conn.alive:
-                return conn
-            if conn is not None:  # it died, or its start failed: a fresh one once it is gone
-                if conn.ready.done() and conn.ready.exception() is None:
-                    _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
-                    self._restarts += 1
-                self._end(conn)
-                self._conn = None
-                with self._tools_lock:
-                    self._tools_stale = True
-            conn = Connection(self.name, self._spec, self._tools_changed)
-            self._live[:] = [conn]
-            # close() and interpreter exit end a start in progress too (never an orphan)
-            self._conn = self._starting = conn
-            if self._closed:  # close() ran between the check above and now
-                conn.closing = True
-                conn.mark_dead("closed")
-            _track(self)
-            try:
-                _loop.submit(conn.run())
-                self._wait_ready(conn, signal)
-            finally:
-                self._starting = None
-            return conn
+            conn, wait = self._current(signal)
+        if wait:
+            self._wait_ready(conn, signal)
+        return conn
+
+    def _current(self, signal: Any) -> Tuple[Connection, bool]:
+        """Under the lock: the ready connection (``False``: no wait), or the start to wait for
+        (``True``, this caller counted among its waiters): the one in progress, or a new one, the
+        dead one ended first. Raises when closed, or when ``signal`` was aborted meanwhile."""
+        if self._closed:
+            raise MCPConnectionError(f"MCP server {self.name!r} is closed", server=self.name)
+        if signal is not None and signal.aborted:  # while this caller waited for the lock
+            raise MCPAbortedError(
+                f"MCP server {self.name!r}: the run was aborted while the call waited for the server; nothing was sent",
+                server=self.name,
+            )
+        conn = self._conn
+        if conn is not None:
+            with self._waiting_lock:  # one look: a start that ends meanwhile is over, never lost
+                if _starting(conn):
+                    conn.waiters += 1
+                    return conn, True
+            if _handshake_done(conn) and conn.alive:
+                return conn, False
+            # it died, or its start failed: a fresh one once it is gone
+            if _handshake_done(conn):
+                _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
+                self._restarts += 1
+            self._end(conn)
+            self._conn = None
+            with self._tools_lock:
+                self._tools_gen += 1
+                self._tools_stale = True
+        return self._start(), True
+
+    def _start(self) -> Connection:
+        """Under the lock: a new connection, started on the loop, its starter its one waiter."""
+        conn = Connection(self.name, self._spec, self._tools_changed)
+        conn.waiters, conn.handshake_due = 1, time.monotonic() + self.connect_timeout
+        self._live[:] = [conn]
+        # close() and interpreter exit end a start in progress too (never an orphan)
+        self._conn = conn
+        if self._closed:  # close() ran between the check in _current and now
+            conn.closing = True
+            conn.mark_dead("closed")
+        _track(self)
+        _loop.submit(conn.run())
+        return conn
 
     def _wait_ready(self, conn: Connection, signal: Any) -> None:
-        """Wait for ``conn``'s handshake, at most ``connect_timeout``, returning early when the
-        run is aborted or the server closed. On failure the connection winds down on the loop
-        (``close()`` and the next call wait for that) and the error is raised at once."""
+        """Wait for ``conn``'s handshake until it is due (``connect_timeout`` after its start),
+        returning early when this caller's run is aborted or the server closed. An aborted caller
+        ends the start only when no other caller waits for it. On failure the connection winds
+        down on the loop (``close()`` and the next call wait for that) and the error is raised at
+        once."""
         aborted: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def abort(_reason: Any = None) -> None:
@@ -244,28 +277,34 @@ class MCPServer:
             signal.add_listener(abort)
         try:
             concurrent.futures.wait(
-                [conn.ready, conn.stopped, aborted], self.connect_timeout, concurrent.futures.FIRST_COMPLETED
+                [conn.ready, conn.stopped, aborted],
+                max(0.0, conn.handshake_due - time.monotonic()),
+                concurrent.futures.FIRST_COMPLETED,
             )
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
-        if conn.ready.done() and conn.ready.exception() is None:
+            with self._waiting_lock:  # one decision with the count: nobody joins a start given up
+                conn.waiters -= 1
+                if aborted.done() and conn.waiters == 0 and _starting(conn):
+                    conn.mark_dead("aborted while starting")
+        if _handshake_done(conn):
             return  # (a server that died right after the handshake: the call reports it)
         if self._closed or conn.closing:
             conn.mark_dead("closed")
             raise MCPConnectionError(f"MCP server {self.name!r} was closed while it was starting", server=self.name)
         if aborted.done():
-            conn.mark_dead("aborted while starting")
+            after = "it goes on for the other calls waiting" if _starting(conn) else "it starts on the next call"
             raise MCPAbortedError(
                 f"MCP server {self.name!r} ({self._spec.describe()}): the run was aborted while the "
-                "server was starting; it will be started again on the next call",
+                f"server was starting; {after}",
                 server=self.name,
             )
         if conn.ready.done():
             error = conn.ready.exception()
             assert error is not None
             raise error
-        conn.mark_dead("handshake timed out")
+        conn.mark_dead("handshake timed out")  # (another caller's wait may have ended it first)
         raise MCPConnectionError(
             f"MCP server {self.name!r} ({self._spec.describe()}) did not finish "
             f"the MCP handshake within {self.connect_timeout:g}s",
@@ -274,12 +313,9 @@ class MCPServer:
 
     def close(self) -> None:
         """End the session and (stdio) the process group: stdin closed, then SIGTERM and SIGKILL
-        if it ignores that. Idempotent; afterwards every call raises :class:`MCPConnectionError`."""
+        if it ignores that. Idempotent; afterwards every call raises :class:`MCPConnectionError`.
+        Callers waiting for a start in progress get that error at once."""
         self._closed = True
-        starting = self._starting
-        if starting is not None:  # the starting thread holds the lock: make it give up first
-            starting.closing = True
-            starting.mark_dead("closed")
         with self._lock:
             conn, self._conn = self._conn, None
         _open_servers.discard(self)
@@ -327,21 +363,32 @@ class MCPServer:
 
         Names are made valid for model APIs (characters outside ``A-Za-z0-9_-`` become ``_``, at
         most 64 characters). Description and input JSON schema are passed through. After the
-        server sent ``notifications/tools/list_changed`` the list is fetched again, and the
-        AgentTool objects returned before are updated in place (description, schema). Connects
-        first if needed.
+        server sent ``notifications/tools/list_changed`` the list is fetched again (also when
+        the notification arrived while a list was being fetched: that list may predate the
+        change), and the AgentTool objects returned before are updated in place (description,
+        schema). Connects first if needed.
         """
         conn = self._connection()
         with self._tools_lock:
             stale = self._tools_stale or self._mcp_tools is None
+            generation = self._tools_gen
         if stale:
             listed = self._wait(conn, conn.list_tools(), self.connect_timeout, "tools/list")
-            with self._tools_lock:
-                self._mcp_tools, self._tools_stale = listed, False
-                self._update_made()
+            self._keep_tools(listed, generation)
         with self._tools_lock:
             made = [(t.name, self._agent_tool(t, prefix)) for t in self._mcp_tools or ()]
         return self._unique(made)
+
+    def _keep_tools(self, listed: List[Any], generation: int) -> None:
+        """Keep a list whose fetch began at ``generation``, unless a list fetched later was kept
+        meanwhile. It is fresh only when no change was announced (and no restart happened) since
+        its fetch began; otherwise the flag stays up and the next ``tools()`` fetches again."""
+        with self._tools_lock:
+            if generation < self._listed_gen:
+                return
+            self._mcp_tools, self._listed_gen = listed, generation
+            self._tools_stale = generation != self._tools_gen
+            self._update_made()
 
     def _unique(self, made: List[Any]) -> List[AgentTool]:
         """The tools without a second one whose name, made valid for model APIs, equals an
@@ -365,40 +412,59 @@ class MCPServer:
     def on_tools_changed(self, callback: Callable[[List[AgentTool]], None]) -> Callable[[], None]:
         """Call ``callback(tools)`` (unprefixed, refreshed) after each tool-list change the
         server announces; on a short-lived thread of its own, so it may call this server.
-        Returns a function that unsubscribes."""
+        One refresh runs at a time and calls the callbacks in the order of the lists it fetched,
+        so the last list a callback got is the newest (a callback that blocks holds back the
+        lists of later changes, not ``tools()``). Returns a function that unsubscribes."""
         self._listeners.append(callback)
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
 
     def _tools_changed(self) -> None:  # loop thread
+        """The server announced a tool-list change: the list is stale, and a refresh thread
+        starts unless one runs (that one fetches and calls the callbacks again when it is done)."""
         with self._tools_lock:
+            self._tools_gen += 1
             self._tools_stale = True
-            if self._refreshing:  # the running refresh fetches again when it sees the flag
+            if self._refreshing:
                 return
             self._refreshing = True
+        threading.Thread(target=self._refresh, name=f"agentcore-mcp-refresh-{self.name}", daemon=True).start()
 
-        def refresh() -> None:
-            try:
-                while True:
-                    with self._tools_lock:
-                        if not self._tools_stale:
-                            self._refreshing = False
-                            break
-                    tools = self.tools()
-            except Exception as exc:  # noqa: BLE001 - the next tools() call retries
+    def _refresh(self) -> None:
+        """Fetch the list until it is fresh, call the callbacks with it, and start over while a
+        change arrived meanwhile. Stays "refreshing" until the callbacks returned, so an older
+        list never reaches them after a newer one."""
+        running = True
+        try:
+            while True:
+                self._call_listeners(self._fresh_tools())
+                with self._tools_lock:
+                    if not self._tools_stale:
+                        self._refreshing = running = False
+                        return
+        except Exception as exc:  # noqa: BLE001 - the next tools() call retries
+            if self._closed:  # closed by its owner meanwhile: nothing went wrong
+                _log.debug("MCP server %r: tool-list refresh ended by close(): %s", self.name, exc)
+            else:
+                _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
+        finally:
+            if running:  # failed (or a callback raised a BaseException): the next change refreshes
                 with self._tools_lock:
                     self._refreshing = False
-                if self._closed:  # closed by its owner meanwhile: nothing went wrong
-                    _log.debug("MCP server %r: tool-list refresh ended by close(): %s", self.name, exc)
-                else:
-                    _log.warning("MCP server %r: refreshing the tool list failed: %s", self.name, exc)
-                return
-            for callback in list(self._listeners):
-                try:
-                    callback(tools)
-                except Exception:  # noqa: BLE001
-                    _log.exception("MCP server %r: on_tools_changed callback failed", self.name)
 
-        threading.Thread(target=refresh, name=f"agentcore-mcp-refresh-{self.name}", daemon=True).start()
+    def _fresh_tools(self) -> List[AgentTool]:
+        """``tools()``, fetched again while a change arrived during the fetch."""
+        while True:
+            tools = self.tools()
+            with self._tools_lock:
+                if not self._tools_stale:
+                    return tools
+
+    def _call_listeners(self, tools: List[AgentTool]) -> None:
+        for callback in list(self._listeners):
+            try:
+                callback(tools)
+            except Exception:  # noqa: BLE001
+                _log.exception("MCP server %r: on_tools_changed callback failed", self.name)
 
     def _agent_tool(self, tool: Any, prefix: Optional[str]) -> AgentTool:
         key = (prefix, tool.name)
@@ -467,23 +533,35 @@ class MCPServer:
         if signal is not None:
             signal.add_listener(abort)
         try:
-            result = future.result(limit)
-        except concurrent.futures.CancelledError:
-            raise MCPAbortedError(
-                f"MCP server {self.name!r}: call to tool {name!r} was aborted; the server was told to cancel it",
-                server=self.name,
-                tool=name,
-            ) from None
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise self._timed_out(conn, name, limit) from None
-        except BaseException:  # KeyboardInterrupt in the caller's thread: the server stops too
-            future.cancel()
-            raise
+            result = self._outcome(future, conn, name, limit)
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
         return to_tool_result(result, self.name, name, self._spec.secrets.redact, self.max_output_chars)
+
+    def _outcome(
+        self, future: concurrent.futures.Future[Any], conn: Connection, tool: str, limit: Optional[float]
+    ) -> Any:
+        """The call's result within ``limit``, or the error saying it was aborted or timed out
+        (the request cancelled). A result that lands as the time runs out, too late for the
+        cancel, is the outcome after all: the call completed, so it is neither "cancelled" nor
+        a timeout."""
+        try:
+            return future.result(limit)
+        except concurrent.futures.CancelledError:
+            raise MCPAbortedError(
+                f"MCP server {self.name!r}: call to tool {tool!r} was aborted; the server was told to cancel it",
+                server=self.name,
+                tool=tool,
+            ) from None
+        except concurrent.futures.TimeoutError:
+            if future.cancel():
+                raise self._timed_out(conn, tool, limit) from None
+        except BaseException:  # KeyboardInterrupt in the caller's thread: the server stops too
+            future.cancel()
+            raise
+        # cancel() failed: the outcome is set, or being set on the loop thread this instant
+        return future.result()
 
     def _timed_out(self, conn: Connection, tool: str, limit: Optional[float]) -> MCPServerError:
         message = f"MCP server {self.name!r}: tool {tool!r} gave no result within {limit:g}s; the request was cancelled"
@@ -516,7 +594,7 @@ class MCPServer:
         conn = self._conn
         if self._closed:
             state = "closed"
-        elif self._starting is not None:
+        elif conn is not None and _starting(conn):
             state = "starting"
         else:
             state = "connected" if conn is not None and conn.alive else "idle"
@@ -529,6 +607,16 @@ def _abandon(connections: List[Connection]) -> None:
     for conn in connections:
         conn.closing = True
         conn.mark_dead("closed")
+
+
+def _handshake_done(conn: Connection) -> bool:
+    """Whether ``conn`` finished its handshake (it may have died since)."""
+    return conn.ready.done() and conn.ready.exception() is None
+
+
+def _starting(conn: Connection) -> bool:
+    """Whether ``conn``'s handshake is still awaited: neither finished nor given up."""
+    return not conn.ready.done() and not conn.stopped.done()
 
 
 def _default_name(spec: Spec) -> str:

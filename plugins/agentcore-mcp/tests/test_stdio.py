@@ -1,14 +1,19 @@
 """MCPServer over stdio against the test server: listing, mapping, progress, abort, timeouts,
-crashes, hangs, list_changed, close without orphans, secrets, the server's log messages."""
+crashes, hangs, list_changed, close without orphans, secrets, the server's log messages, and the
+races between them (pinned with events and monkeypatched seams, never with sleeps)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import logging
 import os
 import threading
 
 import pytest
 from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPTimeoutError, MCPToolError
+from agentcore_mcp import server as server_module
+from agentcore_mcp._connection import Connection
 from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members, lifelines_of
 
 from agentcore.signals import AbortController
@@ -139,6 +144,42 @@ def test_per_call_timeout_overrides_the_default(shared):
         server.call_tool("hang", {"tag": "u"}, timeout=0.3)
 
 
+@pytest.mark.parametrize("tool, args", [("echo", {"text": "done"}), ("fail", {"reason": "late"})])
+def test_an_outcome_that_lands_as_the_timeout_fires_is_the_outcome(test_server, monkeypatch, tool, args):
+    """The wait for the result times out at the very instant the result arrives, so the cancel
+    comes too late: the call completed (its side effects happened) and its outcome, a result or
+    the tool's error, is what the caller gets, not "the request was cancelled"."""
+    real_submit = server_module._loop.submit
+
+    class LandsAtTheLimit:
+        """The call's future; its first wait times out just as the outcome is in."""
+
+        def __init__(self, future):
+            self._future, self._first = future, True
+
+        def result(self, timeout=None):
+            if self._first:
+                self._first = False
+                concurrent.futures.wait([self._future])
+                raise concurrent.futures.TimeoutError
+            return self._future.result(timeout)
+
+        def __getattr__(self, name):
+            return getattr(self._future, name)
+
+    def submit(coro):
+        future = real_submit(coro)
+        return LandsAtTheLimit(future) if coro.__qualname__ == "Connection.call_tool" else future
+
+    with test_server(timeout=30) as server:
+        monkeypatch.setattr(server_module._loop, "submit", submit)
+        if tool == "echo":
+            assert server.call_tool(tool, args).content == [TextContent("done")]
+        else:
+            with pytest.raises(MCPToolError, match="cannot do it: late"):
+                server.call_tool(tool, args)
+
+
 def test_a_hung_server_is_named_and_restarted_on_the_next_call(test_server, monkeypatch):
     monkeypatch.setattr("agentcore_mcp.server.PING_TIMEOUT", 1.0)
     with test_server(timeout=0.5) as server:
@@ -210,6 +251,83 @@ def test_list_changed_refreshes_the_tool_list(test_server, via, mode):
         assert "extra" in seen[-1]
         assert "p_extra" in {t.name for t in server.tools(prefix="p")}
         assert server.call_tool("extra", {}).content == [TextContent("extra!")]
+
+
+def test_a_change_announced_while_the_list_is_fetched_is_fetched_too(test_server, monkeypatch):
+    """The server answers tools/list, then adds a tool and announces it before the client kept
+    that answer: the answer is outdated, so the refresh fetches again before it tells anyone."""
+    real_list_tools, real_changed = Connection.list_tools, MCPServer._tools_changed
+    pending = {}
+
+    async def list_tools(self):
+        tools = await real_list_tools(self)
+        if pending.pop("arm", False):  # answered; now the change and its announcement
+            announced = pending["announced"] = concurrent.futures.Future()
+            await self.client.call_tool("add_tool", {"via": "notification"})
+            await asyncio.wait_for(asyncio.wrap_future(announced), 30)
+        return tools
+
+    def tools_changed(self):
+        real_changed(self)
+        announced = pending.get("announced")
+        if announced is not None and not announced.done():
+            announced.set_result(None)
+
+    monkeypatch.setattr(Connection, "list_tools", list_tools)
+    monkeypatch.setattr(MCPServer, "_tools_changed", tools_changed)
+    server = test_server()
+    server._spec.mode = "legacy"  # plain notifications/tools/list_changed
+    with server:
+        assert "extra" not in {t.name for t in server.tools()}
+        seen, told = [], threading.Event()
+        server.on_tools_changed(lambda tools: (seen.append({t.name for t in tools}), told.set()))
+        pending["arm"] = True
+        server._tools_changed()  # a list_changed: the refresh's tools/list meets the one above
+        assert told.wait(30), "no refresh"
+        assert "extra" in seen[0], f"the tool announced during the fetch was lost: {sorted(seen[0])}"
+        assert "extra" in {t.name for t in server.tools()}
+
+
+def test_an_older_tool_list_never_reaches_the_callbacks_after_a_newer_one(test_server, monkeypatch):
+    """A change announced while the callbacks still get the previous list: the new list comes
+    after that delivery, never beside or before it, so the last list a callback got is the newest."""
+    real_changed = MCPServer._tools_changed
+    announced = threading.Event()
+
+    def tools_changed(self):
+        real_changed(self)
+        announced.set()
+
+    monkeypatch.setattr(MCPServer, "_tools_changed", tools_changed)
+    server = test_server(name="order")
+    server._spec.mode = "legacy"
+
+    def refreshes():
+        return [t for t in threading.enumerate() if t.name == "agentcore-mcp-refresh-order"]
+
+    with server:
+        server.tools()
+        first, release, lists = [], threading.Event(), []
+
+        def slow_first(tools):
+            if not first:
+                first.append(threading.current_thread())
+                assert release.wait(30)
+
+        server.on_tools_changed(slow_first)
+        server.on_tools_changed(lambda tools: lists.append({t.name for t in tools}))
+        server._tools_changed()  # delivery 1 (no 'extra'): held in the first callback
+        assert eventually(lambda: bool(first), within=30)
+        announced.clear()
+        server.call_tool("add_tool", {"via": "notification"})
+        assert announced.wait(30), "the change was not announced"
+        for thread in refreshes():  # a refresh running beside the held one delivers now
+            if thread is not first[0]:
+                thread.join(30)
+        release.set()
+        for thread in refreshes():
+            thread.join(30)
+        assert lists and "extra" in lists[-1], f"the callback got an outdated list last: {[sorted(x) for x in lists]}"
 
 
 def test_close_kills_the_process_group_even_children_that_ignore_sigterm(test_server):
@@ -466,6 +584,114 @@ def test_close_from_another_thread_ends_a_start_in_progress(marker_dir):
     assert took < 6 and not starter.is_alive(), f"close() took {took:.1f}s: it waited for the handshake timeout"
     assert "closed" in str(failure[0].value)
     assert eventually(lambda: not group_members(int(pid_file.read_text())), within=5)
+
+
+class _Waits:
+    """Which threads (by name) started waiting for a handshake; and the Connections made."""
+
+    def __init__(self, monkeypatch, *names):
+        self.started = {name: threading.Event() for name in names}
+        self.made = []
+        real_wait, real_connection = MCPServer._wait_ready, server_module.Connection
+
+        def wait_ready(server, conn, signal):
+            event = self.started.get(threading.current_thread().name)
+            if event is not None:
+                event.set()
+            return real_wait(server, conn, signal)
+
+        def connection(*args, **kwargs):
+            self.made.append(real_connection(*args, **kwargs))
+            return self.made[-1]
+
+        monkeypatch.setattr(MCPServer, "_wait_ready", wait_ready)
+        monkeypatch.setattr(server_module, "Connection", connection)
+
+
+def _in_thread(name, call, failures):
+    def run():
+        try:
+            call()
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            failures[name] = exc
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_abort_while_waiting_for_another_threads_start_returns_at_once(marker_dir, monkeypatch):
+    """B finds A's start in progress: B waits for that handshake with its own signal (not for a
+    lock A holds meanwhile), returns at once when aborted, and A's start goes on."""
+    waits = _Waits(monkeypatch, "A", "B")
+    server, pid_file = _mute_server(marker_dir, connect_timeout=60)
+    controller, failures = AbortController(), {}
+    try:
+        a = _in_thread("A", server.connect, failures)
+        assert waits.started["A"].wait(30) and eventually(pid_file.exists)
+        b = _in_thread("B", lambda: server.call_tool("anything", {}, signal=controller.signal), failures)
+        assert waits.started["B"].wait(10), "B never waited for the start itself (blocked behind A's wait)"
+        controller.abort()
+        b.join(10)
+        assert not b.is_alive(), "B's abort waited for A's start"
+        assert isinstance(failures["B"], MCPAbortedError) and "goes on" in str(failures["B"])
+        assert a.is_alive() and "starting" in repr(server), "B's abort ended A's start"
+    finally:
+        server.close()
+    a.join(10)
+    assert "closed" in str(failures["A"]) and len(waits.made) == 1
+    assert eventually(lambda: not group_members(int(pid_file.read_text())), within=5)
+
+
+def test_two_calls_aborted_while_the_server_starts_start_one_server(marker_dir, monkeypatch):
+    """Two parallel calls of one run wait for one start; the run is aborted: both return at once,
+    and the server is not started a second time for the call that came later."""
+    waits = _Waits(monkeypatch, "A", "B")
+    server, pid_file = _mute_server(marker_dir, connect_timeout=60)
+    controller, failures = AbortController(), {}
+    call = lambda: server.call_tool("anything", {}, signal=controller.signal)  # noqa: E731
+    try:
+        a = _in_thread("A", call, failures)
+        assert waits.started["A"].wait(30) and eventually(pid_file.exists)
+        b = _in_thread("B", call, failures)
+        assert waits.started["B"].wait(10), "B never waited for the start itself (blocked behind A's wait)"
+        controller.abort()
+        a.join(10), b.join(10)
+        assert not a.is_alive() and not b.is_alive()
+    finally:
+        server.close()
+    assert isinstance(failures["A"], MCPAbortedError) and isinstance(failures["B"], MCPAbortedError)
+    assert len(waits.made) == 1, f"{len(waits.made)} servers started for one aborted run"
+    assert eventually(lambda: not group_members(int(pid_file.read_text())), within=5)
+
+
+def test_a_call_aborted_while_it_waits_for_the_lock_starts_no_server(marker_dir, monkeypatch):
+    """The run is aborted after the call's first check, while it waits for the server's lock
+    (another thread replaces the connection): it raises without starting a server."""
+    waits = _Waits(monkeypatch)
+    server, pid_file = _mute_server(marker_dir, connect_timeout=60)
+    controller = AbortController()
+
+    class AbortOnEnter:
+        """The server's lock; the abort lands as the call takes it."""
+
+        def __init__(self, lock):
+            self._lock = lock
+
+        def __enter__(self):
+            controller.abort()
+            return self._lock.__enter__()
+
+        def __exit__(self, *exc):
+            return self._lock.__exit__(*exc)
+
+    server._lock = AbortOnEnter(server._lock)
+    try:
+        with pytest.raises(MCPAbortedError, match="(?s)'mute'.*aborted"):
+            server.call_tool("anything", {}, signal=controller.signal)
+    finally:
+        server.close()
+    assert waits.made == [] and not pid_file.exists(), "a server was started for an aborted call"
 
 
 def test_a_call_in_flight_when_the_server_is_closed_says_it_was_closed(test_server, marker_dir):
