@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import threading
 from dataclasses import fields, is_dataclass
@@ -495,6 +496,50 @@ def test_decodes_in_two_threads_share_one_pause():  # issue 11 item 6: the last 
     for t in threads:
         t.join(10)
     assert seen == {"during": False} and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("forker_paused", [False, True], ids=["forker-idle", "forker-paused-too"])
+def test_a_child_forked_during_another_threads_pause_gets_its_collector_back(forker_paused):
+    """The pause is a process-wide count: a child forked while another thread was inside a bulk
+    decode kept that thread's pause, which no thread of the child ever ends, so the child's
+    collector stayed disabled for good (each later decode there ended with the count above zero).
+    The child keeps only the forking thread's own pauses."""
+    import gc
+
+    from agentcore.session import process_state
+
+    inside, release = threading.Event(), threading.Event()
+
+    def decoder():  # another thread opening a session or building a context
+        with process_state.gc_paused():
+            inside.set()
+            release.wait(10)
+
+    def fork_inside_a_pause():
+        with process_state.gc_paused():
+            return os.fork()  # parent and child both leave the pause here
+
+    assert gc.isenabled()
+    thread = threading.Thread(target=decoder)
+    thread.start()
+    try:
+        assert inside.wait(10)
+        pid = fork_inside_a_pause() if forker_paused else os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through its exit status
+            code = 1
+            try:
+                with process_state.gc_paused():  # the child decodes something itself
+                    pass
+                code = 0 if gc.isenabled() and process_state._pause_depth == 0 else 3
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        thread.join(10)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's collector stays disabled"
+    assert gc.isenabled()
 
 
 def test_reset_process_state_empties_the_caches(tmp_path):  # issue 11 item 6: resettable singletons
