@@ -644,6 +644,31 @@ def test_non_json_payload_is_refused(backend, bad):  # session §12 E49
     s.close()
 
 
+@pytest.mark.parametrize(
+    "append, problem",
+    [
+        (lambda s, first: s.append_compaction("summary", first, 10, usage="lots"), "'usage' must be"),
+        (lambda s, first: s.append_compaction(5, first, 10), "'summary' must be a string"),
+        (lambda s, first: s.append_branch_summary(first, ["a"]), "'summary' must be a string"),
+    ],
+    ids=["compaction-usage", "compaction-summary", "branch-summary"],
+)
+def test_a_control_entry_its_reader_refuses_is_not_written(backend, append, problem):
+    """Control entries are decoded at load, strictly. One the reader refuses used to be written
+    first and checked after: append() raised ValueError, memory lacked the entry, the file or the
+    row had it, and every later open of the session failed with invalid_entry."""
+    s = backend.new()
+    first = s.append_message(U("hi"))
+    with pytest.raises(SessionError) as info:
+        append(s, first)
+    assert info.value.code == "invalid_payload" and problem in str(info.value)
+    assert ids(s.entries()) == [first] and s.leaf_id == first
+    second = s.append_message(U("after"))
+    s = backend.reopen(s)
+    assert ids(s.entries()) == [first, second]
+    s.close()
+
+
 def test_failed_write_records_nothing(backend, monkeypatch):  # session §12 E50
     s = backend.new()
 

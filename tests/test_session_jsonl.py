@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -1007,3 +1010,188 @@ def test_json_nested_too_deeply_is_an_invalid_line_and_a_torn_one_is_repaired(tm
     torn = _session_with_a_bad_message_line(tmp_path / "torn", b'{"type":"message","x":' + b"[" * 5000, last=True)
     with Session.open(torn) as session:  # a crash cut a deep line short: repaired like any torn line
         assert [m.text for m in session.build_context().messages] == ["one", "MARK", "three"]
+
+
+# --------------------------------------------------------------------------- writers racing a migration or a close
+
+
+@pytest.mark.parametrize("migrator", ["still open", "closed"])
+def test_an_opener_that_locks_after_another_writers_migration_opens_the_migrated_file(tmp_path, monkeypatch, migrator):
+    """Writer B opens a version 2 file, writer A opens it too, migrates it (a rewrite renamed over
+    the path), appends and (maybe) closes; only then does B take its lock: on the old, unlinked
+    file, which nobody locks any more. B migrated that stale content again over the path, and the
+    entry A's append had returned for was gone. B now opens the path again: locked while A is open,
+    A's file with A's entry once A closed."""
+    from agentcore.session import SessionLockedError, jsonl
+
+    path = tmp_path / "v2.jsonl"
+    write_lines(path, [dict(V3_HEADER, version=2), v3_entry("abc12345", None)])
+    real_lock = jsonl._lock
+    state = {}
+
+    def lock(fd, where):
+        if not state and where == str(path):  # B has opened the old file: run writer A now
+            state["armed"] = False
+            state["a"] = a = Session.open(path)
+            state["appended"] = a.append_message(U("written by A"))
+            if migrator == "closed":
+                a.close()
+        return real_lock(fd, where)
+
+    monkeypatch.setattr(jsonl, "_lock", lock)
+    if migrator == "still open":
+        with pytest.raises(SessionLockedError):
+            Session.open(path)  # B
+        state["a"].close()
+    else:
+        with Session.open(path) as b:
+            assert [e.id for e in b.entries()] == ["abc12345", state["appended"]]
+            b.append_message(U("written by B"))
+    monkeypatch.undo()
+    with Session.open(path, read_only=True) as reopened:
+        texts = [e.message.content[0].text for e in reopened.entries()[1:]]
+    assert texts == ["written by A"] + (["written by B"] if migrator == "closed" else [])
+
+
+class _AnnouncingLock:
+    """A lock that sets ``event`` when the thread named ``name`` tries to take it."""
+
+    def __init__(self, lock, name, event):
+        self.lock, self.name, self.event = lock, name, event
+
+    def acquire(self, *args, **kwargs):
+        if threading.current_thread().name == self.name:
+            self.event.set()
+        return self.lock.acquire(*args, **kwargs)
+
+    def release(self):
+        self.lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+@pytest.mark.parametrize("closer", ["Session.close", "storage.close"])
+def test_a_close_on_another_thread_waits_for_the_append_in_flight(tmp_path, closer):
+    """close() took no lock: on the caller's thread it closed the descriptor an append on the
+    agent's thread had already checked, and the append's os.write went to whatever file reused the
+    number (or failed). Now close() waits: the append in flight is recorded, then the file closes.
+    The append is held just before its write until close() is known to be waiting (its attempt to
+    take the lock) or has returned (the old behaviour)."""
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    storage = session.storage
+    first = session.append_message(U("one"))
+    in_write, close_progress = threading.Event(), threading.Event()
+    if closer == "Session.close":
+        session._lock = _AnnouncingLock(session._lock, "closer", close_progress)
+    else:
+        storage._io_lock = _AnnouncingLock(storage._io_lock, "closer", close_progress)
+    real_check = storage._check_still_the_file
+
+    def check(fd):  # the statement before os.write(fd, line)
+        real_check(fd)
+        in_write.set()
+        assert close_progress.wait(10)
+
+    storage._check_still_the_file = check
+    outcome = {}
+
+    def close():
+        (session.close if closer == "Session.close" else storage.close)()
+        close_progress.set()
+
+    def append():
+        try:
+            outcome["id"] = session.append_message(U("two"))
+        except Exception as exc:  # pragma: no cover - what this test exists to catch
+            outcome["error"] = exc
+
+    appender = threading.Thread(target=append)
+    appender.start()
+    assert in_write.wait(10)
+    closing = threading.Thread(target=close, name="closer")
+    closing.start()
+    appender.join(10)
+    closing.join(10)
+    assert "error" not in outcome, outcome
+    assert storage._fd is None  # closed after the append
+    with Session.open(path, read_only=True) as reopened:
+        assert [e.id for e in reopened.entries()] == [first, outcome["id"]]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_during_an_append_on_another_thread_closes_without_waiting(tmp_path):
+    """The parent's append held the storage's and the session's locks when the process forked: in
+    the child no thread will ever release them, so its close() must not wait for them."""
+    session = Session.create(tmp_path / "s.jsonl", cwd="/w")
+    storage = session.storage
+    writing, release = threading.Event(), threading.Event()
+    write = storage._write
+
+    def held_write(line, entry):
+        writing.set()
+        assert release.wait(30)
+        write(line, entry)
+
+    storage._write = held_write
+    appender = threading.Thread(target=session.append_message, args=(U("in flight"),))
+    appender.start()
+    try:
+        assert writing.wait(30)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports through the pipe
+            try:
+                session.close()
+                os.write(write_end, b"closed")
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        ready, _, _ = select.select([read_end], [], [], 30)
+        closed = os.read(read_end, 16) if ready else b""
+        os.close(read_end)
+        if not closed:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        assert closed == b"closed", "the child's close() waited for a lock held by the parent's thread"
+    finally:
+        release.set()
+        appender.join(30)
+    session.close()
+    assert [e.message.text for e in Session.open(tmp_path / "s.jsonl", read_only=True).entries()] == ["in flight"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_neither_appends_through_nor_unlocks_the_parents_handle(tmp_path):
+    """A handle belongs to the process that opened it: the child shares the parent's lock, so its
+    appends would go into the parent's session behind its back; they are refused, and the child's
+    close() releases nothing of the parent's."""
+    from agentcore.session import SessionLockedError
+
+    path = tmp_path / "s.jsonl"
+    session = Session.create(path, cwd="/w")
+    first = session.append_message(U("one"))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            try:
+                session.append_message(U("from the child"))
+            except SessionError as exc:
+                code = 0 if exc.code == "storage" and "forked child" in str(exc) else 2
+            session.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the child's append was not refused"
+    with pytest.raises(SessionLockedError):
+        Session.open(path)  # the parent still holds the lock
+    second = session.append_message(U("two"))
+    session.close()
+    with Session.open(path, read_only=True) as reopened:
+        assert [e.id for e in reopened.entries()] == [first, second]

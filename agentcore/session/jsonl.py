@@ -4,7 +4,9 @@ Line 1 is the header, every other line one entry. Opening a file:
 
 * takes an exclusive advisory lock (``flock``) for as long as the storage is open, so a second writer
   (another process, or another open handle) gets :class:`SessionLockedError` naming the file; readers
-  (``read_only=True``, repository listing) never lock;
+  (``read_only=True``, repository listing) never lock. The lock is taken on the file that is at the
+  path once locked: a file another writer replaced between our ``open`` and our lock (its migration
+  rewrite) is opened again, so a writer never works on a file that is no longer the session;
 * validates strictly: a bad header is ``invalid_session``; a malformed line before the last one is
   ``invalid_entry`` naming ``file:line``, and the file is left untouched;
 * repairs a crash: if only the LAST line is not valid JSON and lacks its final newline (a torn
@@ -27,6 +29,13 @@ between (the reference takes no lock) do not shift where this handle reads its o
 write is rolled back by truncating the bytes it wrote, only while nothing follows them.
 ``fsync``: ``"never"`` (default, what the reference does), ``"always"`` (after every append) or
 ``"close"``.
+
+Threads and processes: :meth:`~JsonlSessionStorage.close` waits for an append in flight on another
+thread (the storage's ``_io_lock``), so a line is never written to a descriptor number that close
+released and something else reused. A handle belongs to the process that opened it: in a forked
+child appends are refused (``SessionError("storage")``: the parent holds the lock and writes the
+session), reads work, and ``close()`` only closes the child's copies of the descriptors, which
+releases nothing of the parent's (an ``flock`` goes with the parent's descriptor).
 
 Logging (logger ``agentcore.session.jsonl``): DEBUG for each open and create (path, entry
 count), WARNING when a torn last line was cut off (the entry it held is lost).
@@ -67,6 +76,7 @@ _GAP = 1 << 16  # lines closer than this are read back with one pread ...
 _RUN = 1 << 20  # ... of at most about this many bytes (larger blocks cost page faults, not speed)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_OPEN_TRIES = 5  # opens of a writable file that another writer keeps replacing before we lock it
 
 
 def fsync_directory(directory: str) -> None:
@@ -96,6 +106,19 @@ def _lock(fd: int, path: str) -> None:
             "close it there first, or open it with read_only=True to read it",
             path=path,
         ) from None
+
+
+def _same_file(fd: int, path: str) -> bool:
+    """Whether ``fd`` is the file now at ``path`` (False when nothing is there); a status that
+    cannot be read is taken as yes (the write reports what is wrong)."""
+    try:
+        status = os.fstat(fd)
+        at_path = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:  # pragma: no cover - fstat of an open descriptor, stat of a path just opened
+        return True
+    return (status.st_dev, status.st_ino) == (at_path.st_dev, at_path.st_ino)
 
 
 def _loads_shallow(line: bytes) -> Any:
@@ -232,6 +255,20 @@ class JsonlSessionStorage(SessionStorage):
             except OSError as exc:
                 raise SessionError("storage", f"{self.path}: cannot read: {exc.strerror}", path=self.path) from exc
         else:
+            self._open_locked()
+            assert self._fd is not None
+            data = _read_all(self._fd)
+        with process_state.gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
+            self._load(data, verify)
+
+    def _open_locked(self) -> None:
+        """Open the file for appending (``self._fd``) and lock it, then make sure the locked file is
+        still the one at the path: another writer's migration rewrite (``os.replace``) between our
+        ``open`` and our lock leaves us holding the old, unlinked file, which nobody else locks any
+        more; writing to it, or migrating it again over the path, would lose what that writer
+        appended. Such a file is closed and the path opened again (at most ``_OPEN_TRIES`` times).
+        """
+        for _ in range(_OPEN_TRIES):
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _O_CLOEXEC | _O_BINARY)
             except FileNotFoundError:
@@ -246,9 +283,15 @@ class JsonlSessionStorage(SessionStorage):
                     path=self.path,
                 ) from exc
             _lock(self._fd, self.path)
-            data = _read_all(self._fd)
-        with process_state.gc_paused():  # the index is ~100 bytes of long-lived objects per entry, no cycles
-            self._load(data, verify)
+            if _same_file(self._fd, self.path):
+                return
+            fd, self._fd = self._fd, None
+            os.close(fd)  # replaced meanwhile: open what is at the path now
+        raise SessionLockedError(
+            f"{self.path} was replaced by another file each time it was opened (another writer is "
+            "rewriting it); try again once that writer is done",
+            path=self.path,
+        )
 
     def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:
         where = f"{self.path}:{line}" if line else self.path
@@ -417,10 +460,20 @@ class JsonlSessionStorage(SessionStorage):
         only the bytes this append wrote, and only while they are still the end of the file: a line
         another writer put after them is never truncated away (the partial line then stays, and
         the next open reports it as ``invalid_entry``). Raises ``SessionError("storage")``.
+
+        Runs under ``_io_lock`` (held by :meth:`append`), as :meth:`close` does: the descriptor read
+        here stays open until the line is written.
         """
         fd = self._fd
         if fd is None:
             raise self._fail("storage", None, "the session is closed")
+        if self._pid != os.getpid():
+            raise self._fail(
+                "storage",
+                None,
+                f"this handle was opened by process {self._pid}, which holds the file's lock; a forked "
+                "child cannot append through it: open the session in this process once the parent closed it",
+            )
         self._check_still_the_file(fd)
         start = -1
         try:
@@ -488,13 +541,14 @@ class JsonlSessionStorage(SessionStorage):
             return 0
 
     def append(self, entry: SessionEntry) -> None:
-        super().append(entry)
-        node = self._order[-1]
-        node.line = self._lines
-        if node.raw is not None and self._fd is not None:  # read back from the file like loaded lines
-            node.size = len(node.raw)
-            node.at = self._size - node.size - 1  # _write set _size to the real end of this line
-            node.raw = None
+        with self._io_lock:
+            super().append(entry)
+            node = self._order[-1]
+            node.line = self._lines
+            if node.raw is not None and self._fd is not None:  # read back from the file like loaded lines
+                node.size = len(node.raw)
+                node.at = self._size - node.size - 1  # _write set _size to the real end of this line
+                node.raw = None
 
     # ------------------------------------------------------------------ reading back
 
@@ -523,26 +577,27 @@ class JsonlSessionStorage(SessionStorage):
         if any(a > b for a, b in zip(ats, ats[1:])):  # type: ignore[operator]  # a branch read root first is sorted
             order.sort(key=ats.__getitem__)  # type: ignore[arg-type]  # no None: checked above
         out: List[Any] = [None] * len(nodes)
-        fd, temporary = self._reader()
-        try:
-            run: List[int] = []
-            first = end = 0
-            for index in order:
-                at: int = ats[index]  # type: ignore[assignment]
-                if run and (at > end + _GAP or at + nodes[index].size - first > _RUN):
+        with self._io_lock:  # close() on another thread must not close (and free) the descriptor read here
+            fd, temporary = self._reader()
+            try:
+                run: List[int] = []
+                first = end = 0
+                for index in order:
+                    at: int = ats[index]  # type: ignore[assignment]
+                    if run and (at > end + _GAP or at + nodes[index].size - first > _RUN):
+                        self._read_run(fd, [nodes[i] for i in run], run, out)
+                        run = []
+                    if not run:
+                        first = at
+                    run.append(index)
+                    end = max(end, at + nodes[index].size) if len(run) > 1 else at + nodes[index].size
+                if run:
                     self._read_run(fd, [nodes[i] for i in run], run, out)
-                    run = []
-                if not run:
-                    first = at
-                run.append(index)
-                end = max(end, at + nodes[index].size) if len(run) > 1 else at + nodes[index].size
-            if run:
-                self._read_run(fd, [nodes[i] for i in run], run, out)
-        except OSError as exc:
-            raise self._fail("storage", None, f"cannot read the session file ({exc.strerror})") from exc
-        finally:
-            if temporary:
-                os.close(fd)
+            except OSError as exc:
+                raise self._fail("storage", None, f"cannot read the session file ({exc.strerror})") from exc
+            finally:
+                if temporary:
+                    os.close(fd)
         return out
 
     def _read_run(self, fd: int, run: List[IndexNode], slots: List[int], out: List[Any]) -> None:
@@ -572,14 +627,20 @@ class JsonlSessionStorage(SessionStorage):
             os.close(fd)
 
     def close(self) -> None:
-        """fsync (policy ``"close"``/``"always"``), release the lock and close the file. Idempotent."""
-        if self._fd is not None and self.fsync in ("close", "always"):
-            try:
-                os.fsync(self._fd)
-            except OSError:  # pragma: no cover
-                pass
-        self._release()
-        super().close()
+        """fsync (policy ``"close"``/``"always"``), release the lock and close the file. Idempotent.
+
+        Waits for an append in flight on another thread. In a forked child only the child's copies
+        of the descriptors are closed: the parent keeps its lock.
+        """
+        with self._io_exclusion():
+            fd = self._fd
+            if fd is not None and self.fsync in ("close", "always") and self._pid == os.getpid():
+                try:
+                    os.fsync(fd)
+                except OSError:  # pragma: no cover
+                    pass
+            self._release()
+            super().close()
 
     def __del__(self) -> None:  # pragma: no cover - best effort for forgotten handles
         try:

@@ -9,7 +9,8 @@ is stored.
 ``Session`` is backend-agnostic: it assigns ids, parents and timestamps and validates input; the
 storage (:class:`MemorySessionStorage`, :class:`JsonlSessionStorage`, :class:`SqliteSessionStorage`)
 persists and indexes. A per-session lock makes appends from several threads safe (for example the
-agent's run thread and the caller's thread).
+agent's run thread and the caller's thread); :meth:`Session.close` takes it too, so a close on one
+thread waits for an append in progress on another (which is then recorded, or refused whole).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Session:
         self._clock = clock or (lambda: int(time.time() * 1000))
         self._new_id = id_factory or new_entry_id
         self._lock = threading.RLock()
+        self._pid = os.getpid()  # close() in a forked child does not wait for the parent's threads
         #: the agent whose run records into this session now (agentcore.session.agent_link)
         self._recording_run: Optional[Callable[[], Any]] = None
 
@@ -123,8 +125,16 @@ class Session:
         return cls(MemorySessionStorage(cwd=cwd, session_id=session_id), **kwargs)
 
     def close(self) -> None:
-        """Flush (per the fsync policy) and release the storage. Reads still work afterwards."""
-        self.storage.close()
+        """Flush (per the fsync policy) and release the storage. Reads still work afterwards.
+
+        Takes the session lock: an append in progress on another thread finishes first (not in a
+        forked child, where the lock may be held by a parent's thread that is not there).
+        """
+        if self._pid != os.getpid():
+            self.storage.close()
+            return
+        with self._lock:
+            self.storage.close()
 
     def __enter__(self) -> Session:
         return self

@@ -28,7 +28,17 @@ appends have written about as many WAL pages as SQLite's default threshold (1000
 ``PASSIVE`` checkpoint on a daemon thread over a short-lived connection of its own (one at a time
 per handle; :meth:`~SqliteSessionStorage.close` waits for it). Durability is the same (a commit is
 in the WAL either way); the WAL stays about as small as with SQLite's default. Without this an
-append paid about half of its time for the checkpoints (``benchmarks/session_scale.py``).
+append paid about half of its time for the checkpoints (``benchmarks/session_scale.py``). The
+checkpoint step never fails a committed append: when its thread cannot start (a thread limit, an
+append made during interpreter shutdown) it is skipped until the next threshold (DEBUG log).
+
+Threads and processes: :meth:`~SqliteSessionStorage.close` waits for an append in flight on
+another thread (the storage's ``_io_lock``; appends and reads use the connection read once under
+it), so an append is committed or refused with ``SessionError``, never cut off by the close. A
+handle belongs to the process that opened it: SQLite connections must not be used, nor even closed,
+in a forked child, so there appends and reads of stored payloads are refused
+(``SessionError("storage")``) and ``close()`` (or collecting the handle) only drops the child's
+reference to the connection, kept unclosed until the child exits: the parent's writer lease stays.
 
 Logging (logger ``agentcore.session.sqlite``): DEBUG for each open and create (path, session id,
 entry count).
@@ -101,6 +111,11 @@ class SqliteSessionInfo:
 
 
 _log = logging.getLogger(__name__)
+
+#: Connections a forked child inherited and let go of: never closed there (SQLite: "do not even
+#: call sqlite3_close() on a database connection from a child process if the connection was
+#: opened in the parent"), so kept referenced until the child exits.
+_INHERITED: List[sqlite3.Connection] = []
 
 
 def _pid_alive(pid: int) -> bool:
@@ -184,8 +199,10 @@ def _create_schema(conn: sqlite3.Connection) -> None:
 def _release_lease(conn: sqlite3.Connection, session_id: str, owner: str, pid: int) -> None:
     """What :meth:`SqliteSessionStorage.close` does for a writing handle collected without it
     (best effort: the database may be gone): drop its writer lease and close its connection. In a
-    forked child (another pid) nothing: the lease is the parent's, and so is the connection."""
+    forked child (another pid) nothing: the lease is the parent's, and so is the connection, which
+    is kept unclosed (:data:`_INHERITED`)."""
     if os.getpid() != pid:
+        _INHERITED.append(conn)
         return
     try:
         with conn:
@@ -259,7 +276,11 @@ class _Checkpointer:
                 _log.debug("checkpoint of %s failed: %s", self.path, exc)
             return
         self.idle.clear()
-        streams.start_daemon(self._run, "agentcore-sqlite-checkpoint")
+        try:
+            streams.start_daemon(self._run, "agentcore-sqlite-checkpoint")
+        except Exception as exc:  # no thread (a thread limit, interpreter shutdown): the append committed
+            self.idle.set()
+            _log.debug("cannot start a background checkpoint of %s (skipped until the next one): %s", self.path, exc)
 
     def _run(self) -> None:
         """One ``PASSIVE`` checkpoint over a short-lived connection (on a daemon thread). Best
@@ -323,7 +344,6 @@ class SqliteSessionStorage(SessionStorage):
         self._checkpointer = _Checkpointer(self.path, self._synchronous)
         self._owner = uuid.uuid4().hex
         self._seq = 0
-        self._pid = os.getpid()
         if read_only and not os.path.exists(self.path):
             raise SessionError("not_found", f"{self.path}: no such session database", path=self.path)
         self._conn: Optional[sqlite3.Connection] = _connect(self.path, read_only)
@@ -551,12 +571,29 @@ class SqliteSessionStorage(SessionStorage):
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
         return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
 
-    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
-        if self._conn is None:
+    def _connection(self) -> sqlite3.Connection:
+        """The connection, read once (the caller holds ``_io_lock``, as :meth:`close` does);
+        ``SessionError("storage")`` when closed, or in a forked child (it is the parent's)."""
+        conn = self._conn
+        if conn is None:
             raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
-        row = self._conn.execute(
-            "SELECT payload FROM entries WHERE session_id = ? AND id = ?", (self.session_id, node.id)
-        ).fetchone()
+        if self._pid != os.getpid():
+            raise SessionError(
+                "storage",
+                f"{self.path}: session {self.session_id} was opened by process {self._pid}; a forked child "
+                "cannot use that handle's connection (SQLite connections do not survive fork()): open the "
+                "session in this process (once the parent closed it, to write)",
+                path=self.path,
+            )
+        return conn
+
+    def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
+        with self._io_lock:
+            row = (
+                self._connection()
+                .execute("SELECT payload FROM entries WHERE session_id = ? AND id = ?", (self.session_id, node.id))
+                .fetchone()
+            )
         if row is None:
             raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path)
         return row[0]
@@ -566,28 +603,28 @@ class SqliteSessionStorage(SessionStorage):
         order (a branch read from its root), else ``IN`` lists of up to 500 sequence numbers."""
         if len(nodes) < 8:
             return [self._fetch_raw(node) for node in nodes]
-        if self._conn is None:
-            raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
         seqs = [node.line for node in nodes]
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
         payloads: Dict[int, str] = {}
-        if high - low < 2 * len(seqs):  # type: ignore[operator]
-            wanted = set(seqs)
-            for seq, payload in self._conn.execute(
-                "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                (self.session_id, low, high),
-            ):
-                if seq in wanted:
-                    payloads[seq] = payload
-        else:
-            for start in range(0, len(seqs), 500):
-                chunk = seqs[start : start + 500]
-                payloads.update(
-                    self._conn.execute(
-                        f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
-                        [self.session_id, *chunk],
+        with self._io_lock:
+            conn = self._connection()
+            if high - low < 2 * len(seqs):  # type: ignore[operator]
+                wanted = set(seqs)
+                for seq, payload in conn.execute(
+                    "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                    (self.session_id, low, high),
+                ):
+                    if seq in wanted:
+                        payloads[seq] = payload
+            else:
+                for start in range(0, len(seqs), 500):
+                    chunk = seqs[start : start + 500]
+                    payloads.update(
+                        conn.execute(
+                            f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
+                            [self.session_id, *chunk],
+                        )
                     )
-                )
         out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
@@ -601,13 +638,12 @@ class SqliteSessionStorage(SessionStorage):
     # ------------------------------------------------------------------ writing
 
     def _write(self, line: bytes, entry: SessionEntry) -> None:
-        if self._conn is None:
-            raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
+        conn = self._connection()  # under _io_lock (held by append): close() waits for this append
         seq = self._seq + 1
         row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
         try:
             # One autocommit statement: the row is written only while this handle holds the lease.
-            inserted = self._conn.execute(
+            inserted = conn.execute(
                 "INSERT INTO entries SELECT ?,?,?,?,?,?,?,? WHERE EXISTS (SELECT 1 FROM writer_leases "
                 "WHERE session_id = ? AND owner = ?)",
                 (*row, self.session_id, self._owner),
@@ -622,47 +658,57 @@ class SqliteSessionStorage(SessionStorage):
                 path=self.path,
             )
         self._seq = seq
-        self._checkpointer.appended(3 + len(line) // 4096, self._conn)
+        self._checkpointer.appended(3 + len(line) // 4096, conn)  # never raises: the row is committed
 
     def append(self, entry: SessionEntry) -> None:
-        super().append(entry)
-        self._order[-1].line = self._seq
+        with self._io_lock:
+            super().append(entry)
+            self._order[-1].line = self._seq
 
     def usage_totals(self) -> UsageTotals:
-        if self._usage is None and self._conn is not None:
-            totals = UsageTotals()
-            rows = self._conn.execute(
-                "SELECT payload FROM entries WHERE session_id = ? AND (type IN ('compaction','branch_summary') "
-                "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                (self.session_id,),
-            )
-            for (payload,) in rows:
-                totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
-            self._usage = totals
+        with self._io_lock:
+            conn = self._conn
+            if self._usage is None and conn is not None and self._pid == os.getpid():
+                totals = UsageTotals()
+                rows = conn.execute(
+                    "SELECT payload FROM entries WHERE session_id = ? AND (type IN ('compaction','branch_summary') "
+                    "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                    (self.session_id,),
+                )
+                for (payload,) in rows:
+                    totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
+                self._usage = totals
         return super().usage_totals()
 
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Release the writer lease and the connection (checkpointing with ``fsync="close"``). Idempotent."""
-        conn, self._conn = getattr(self, "_conn", None), None
-        release = getattr(self, "_release", None)
-        if release is not None:
-            release.detach()  # released below, after the checkpoint
-        if conn is not None:
-            if getattr(self, "_pid", None) == os.getpid():  # a forked child has no checkpoint thread
+        """Release the writer lease and the connection (checkpointing with ``fsync="close"``). Idempotent.
+
+        Waits for an append in flight on another thread. In a forked child nothing of the parent's
+        is touched: no lease delete, no checkpoint, and the connection is not closed (the child keeps
+        it, unused, until it exits: :data:`_INHERITED`)."""
+        with self._io_exclusion():
+            conn, self._conn = self._conn, None
+            release = getattr(self, "_release", None)
+            if release is not None:
+                release.detach()  # released below, after the checkpoint
+            if conn is not None and self._pid != os.getpid():
+                _INHERITED.append(conn)  # a forked child: the lease and the connection are the parent's
+                conn = None
+            if conn is not None:
                 self._checkpointer.idle.wait(30)
-            try:
-                if not self.read_only:
-                    with conn:
-                        conn.execute(
-                            "DELETE FROM writer_leases WHERE session_id = ? AND owner = ?",
-                            (getattr(self, "session_id", None), self._owner),
-                        )
-                    if self.fsync == "close":
-                        conn.execute("PRAGMA wal_checkpoint(FULL)")
-            except sqlite3.Error:  # pragma: no cover - best effort on shutdown
-                pass
-            finally:
-                conn.close()
-        super().close()
+                try:
+                    if not self.read_only:
+                        with conn:
+                            conn.execute(
+                                "DELETE FROM writer_leases WHERE session_id = ? AND owner = ?",
+                                (getattr(self, "session_id", None), self._owner),
+                            )
+                        if self.fsync == "close":
+                            conn.execute("PRAGMA wal_checkpoint(FULL)")
+                except sqlite3.Error:  # pragma: no cover - best effort on shutdown
+                    pass
+                finally:
+                    conn.close()
+            super().close()

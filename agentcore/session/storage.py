@@ -15,7 +15,11 @@ not held in memory, ``_fetch_raws(nodes)`` the same for many (batched), and ``cl
 (spec §3.2, §3.5): the leaf is folded over the entries in order (a ``leaf`` entry moves it to its
 ``targetId``, any other entry to itself); a duplicate id is ``invalid_entry``; a folded leaf that
 names a missing entry is ``invalid_session``. Storages are not thread-safe on their own; the Session
-serialises calls.
+serialises calls. One exclusion is the storage's own: :meth:`SessionStorage.append` holds
+``_io_lock`` (a re-entrant lock) around ``_write`` and the index update, and the built-in backends
+take it in ``close()`` and wherever they use their descriptor or connection, each reading it once,
+so a ``close()`` from another thread waits for an append in flight instead of closing what it
+writes to.
 
 The package's process-wide state (caches, the collector pause) is listed in
 :mod:`agentcore.session.process_state`.
@@ -23,9 +27,12 @@ The package's process-wide state (caches, the collector pause) is listed in
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
+import threading
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
@@ -223,6 +230,9 @@ class SessionStorage:
         self._usage: Optional[UsageTotals] = None
         self._cache: OrderedDict[str, SessionEntry] = OrderedDict()
         self._closed = False
+        # held by append around _write, and by a backend's close() and descriptor/connection use
+        self._io_lock = threading.RLock()
+        self._pid = os.getpid()  # the process that opened it (a forked child's copy is not its own)
 
     # ------------------------------------------------------------------ backend hooks
 
@@ -237,8 +247,18 @@ class SessionStorage:
         return [self._fetch_raw(node) for node in nodes]
 
     def close(self) -> None:
-        """Release files, locks and connections. Reads keep working on what is in memory."""
+        """Release files, locks and connections. Reads keep working on what is in memory.
+
+        A backend's override holds :meth:`_io_exclusion` (waiting for an append in flight) and
+        calls this.
+        """
         self._closed = True
+
+    def _io_exclusion(self) -> Any:
+        """``_io_lock`` for ``close()``, in the process that opened the storage; nothing in a forked
+        child, where the lock may have been held by a thread of the parent at the fork, which is
+        not there to release it (a child's ``close()`` must not hang; it appends nothing anyway)."""
+        return self._io_lock if self._pid == os.getpid() else contextlib.nullcontext()
 
     def __enter__(self) -> SessionStorage:
         return self
@@ -491,32 +511,47 @@ class SessionStorage:
         """Persist ``entry`` and index it; memory changes only after the write succeeded.
 
         The caller (Session) has set id, parent and timestamp. Raises ``invalid_payload`` for non-JSON
-        data and ``storage`` for write failures; in both cases nothing is recorded.
+        data, and for an entry decoded at load (a control entry, see :data:`EAGER_TYPES`) that the
+        reader would refuse (a compaction whose ``usage`` is not an object): such an entry is decoded
+        back before it is written, since once stored it would make the session fail to open.
+        Raises ``storage`` for write failures. In every case nothing is written or recorded.
+        Holds ``_io_lock`` throughout, so a backend's ``close()`` waits for it.
         """
-        if self.read_only:
-            raise SessionError(
-                "storage",
-                f"{self.path or 'session'} was opened read-only; open it without read_only=True to append",
-                path=self.path,
-            )
-        if self._closed:
-            raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
-        if entry.id in self._nodes:
-            raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
-        data = entry.to_dict()
-        line = encode_line(data)
-        self._write(line, entry)
-        raw = line[:-1]
-        stored = entry_from_dict(json.loads(raw)) if entry.type in EAGER_TYPES else None
-        node = self._node_for(stored or entry, None, None if stored is not None else raw)
-        self._add(node)
-        if self._usage is not None:
-            if stored is not None:
-                self._usage.add(usage_of_entry(stored))
-            elif node.type == "message" and node.role in ("assistant", None):
-                message = data.get("message")  # what was written: no need to decode the line again
-                if isinstance(message, dict) and message.get("role") == "assistant":
-                    self._usage.add(message.get("usage"))
+        with self._io_lock:
+            if self.read_only:
+                raise SessionError(
+                    "storage",
+                    f"{self.path or 'session'} was opened read-only; open it without read_only=True to append",
+                    path=self.path,
+                )
+            if self._closed:
+                raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
+            if entry.id in self._nodes:
+                raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
+            data = entry.to_dict()
+            line = encode_line(data)
+            raw = line[:-1]
+            stored: Optional[SessionEntry] = None
+            if entry.type in EAGER_TYPES:  # what a load would decode: check it reads back before writing
+                try:
+                    stored = entry_from_dict(json.loads(raw))
+                except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
+                    problem = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+                    raise SessionError(
+                        "invalid_payload",
+                        f"{self.path or 'session'}: cannot append: {problem}; the entry was not recorded",
+                        path=self.path,
+                    ) from None
+            self._write(line, entry)
+            node = self._node_for(stored or entry, None, None if stored is not None else raw)
+            self._add(node)
+            if self._usage is not None:
+                if stored is not None:
+                    self._usage.add(usage_of_entry(stored))
+                elif node.type == "message" and node.role in ("assistant", None):
+                    message = data.get("message")  # what was written: no need to decode the line again
+                    if isinstance(message, dict) and message.get("role") == "assistant":
+                        self._usage.add(message.get("usage"))
 
     # ------------------------------------------------------------------ reading
 

@@ -15,6 +15,16 @@ killed process, after the TCP keepalive for a vanished machine). Advisory locks 
 connection, so connect directly or through a session-mode pooler, never a transaction-mode one.
 ``read_only=True`` takes no lock and reads a snapshot as of opening.
 
+Threads and processes: :meth:`~PostgresSessionStorage.close` waits for an append in flight on
+another thread (the storage's ``_io_lock``; appends and reads use the connection read once under
+it), so the lock is never released, nor the connection closed, under an append: it is committed
+while the lock is held, or refused with ``SessionError``. A handle belongs to the process that
+opened it: a forked child shares the parent's server connection (its socket), so there it is never
+used: appends and reads of stored payloads are refused (``SessionError("storage")``), and
+``close()`` neither unlocks nor closes it (closing would end the parent's server session); the
+child keeps it, unused, until it exits (psycopg itself never closes a connection it collects in a
+forked child).
+
 The DSN's password never appears in reprs, errors or ``storage.path`` (which shows
 ``postgresql://user@host:port/db``). After connecting, the storage keeps the password only to
 scrub it from the driver's error messages, inside an object whose repr shows the display form.
@@ -57,6 +67,9 @@ _INSERT_NAMED = (
     "WITH e AS (" + _INSERT + " RETURNING 1) UPDATE agentcore_sessions SET name = %s "
     "WHERE id = %s AND EXISTS (SELECT 1 FROM e)"
 )
+#: Connections a forked child inherited and let go of: never used or closed there (closing sends
+#: the server the end of the parent's session over the shared socket), so kept until it exits.
+_INHERITED: List[Any] = []
 # The advisory lock key of a session: unique per table (its oid) and session id within a database.
 _LOCK_KEY = "hashtextextended('agentcore_sessions'::regclass::oid::text || '/' || %s, 0)"
 
@@ -398,30 +411,46 @@ class PostgresSessionStorage(SessionStorage):
     def _closed_error(self) -> SessionError:
         return SessionError("storage", f"{self.path}: session {self.session_id} is closed", path=self.path)
 
+    def _connection(self) -> Any:
+        """The connection, read once (the caller holds ``_io_lock``, as :meth:`close` does);
+        ``SessionError("storage")`` when closed, or in a forked child (the connection is the parent's)."""
+        conn = self._conn
+        if conn is None:
+            raise self._closed_error()
+        if self._pid != os.getpid():
+            raise SessionError(
+                "storage",
+                f"{self.path}: session {self.session_id} was opened by process {self._pid}; a forked child "
+                "cannot use that handle's server connection (it is the parent's): open the session in "
+                "this process (once the parent closed it, to write)",
+                path=self.path,
+            )
+        return conn
+
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         return self._fetch_raws([node])[0]
 
     def _fetch_raws(self, nodes: List[IndexNode]) -> List[Union[bytes, str]]:
         """Payloads of many entries in one query: a range scan when they are dense in ``seq`` order
         (a branch read from its root), else ``seq = ANY(array)``."""
-        if self._conn is None:
-            raise self._closed_error()
         seqs = [node.line for node in nodes]
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
-        try:
-            if high - low < 2 * len(seqs):  # type: ignore[operator]
-                rows = self._conn.execute(
-                    "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq BETWEEN %s AND %s",
-                    (self.session_id, low, high),
-                )
-            else:
-                rows = self._conn.execute(
-                    "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq = ANY(%s)",
-                    (self.session_id, seqs),
-                )
-            payloads: Dict[int, str] = dict(rows.fetchall())
-        except _psycopg().Error as exc:
-            raise self._db_error("cannot read entries", exc) from None
+        with self._io_lock:
+            conn = self._connection()
+            try:
+                if high - low < 2 * len(seqs):  # type: ignore[operator]
+                    rows = conn.execute(
+                        "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq BETWEEN %s AND %s",
+                        (self.session_id, low, high),
+                    )
+                else:
+                    rows = conn.execute(
+                        "SELECT seq, payload FROM agentcore_entries WHERE session_id = %s AND seq = ANY(%s)",
+                        (self.session_id, seqs),
+                    )
+                payloads: Dict[int, str] = dict(rows.fetchall())
+            except _psycopg().Error as exc:
+                raise self._db_error("cannot read entries", exc) from None
         out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
@@ -433,39 +462,41 @@ class PostgresSessionStorage(SessionStorage):
         return out
 
     def usage_totals(self) -> UsageTotals:
-        if self._usage is None and self._conn is not None:
-            totals = UsageTotals()
-            rows = self._conn.execute(
-                "SELECT payload FROM agentcore_entries WHERE session_id = %s AND (type IN ('compaction', "
-                "'branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                (self.session_id,),
-            )
-            for (payload,) in rows:
-                totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
-            self._usage = totals
+        with self._io_lock:
+            conn = self._conn
+            if self._usage is None and conn is not None and self._pid == os.getpid():
+                totals = UsageTotals()
+                rows = conn.execute(
+                    "SELECT payload FROM agentcore_entries WHERE session_id = %s AND (type IN ('compaction', "
+                    "'branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                    (self.session_id,),
+                )
+                for (payload,) in rows:
+                    totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
+                self._usage = totals
         return super().usage_totals()
 
     # ------------------------------------------------------------------ writing
 
     def _write(self, line: bytes, entry: SessionEntry) -> None:
-        if self._conn is None:
-            raise self._closed_error()
+        conn = self._connection()  # under _io_lock (held by append): close() waits for this append
         seq = self._seq + 1
         row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
         try:
             if entry.type == "message":
-                self._conn.execute(_INSERT_COUNTED, (*row, self.session_id))
+                conn.execute(_INSERT_COUNTED, (*row, self.session_id))
             elif entry.type == "session_info":
-                self._conn.execute(_INSERT_NAMED, (*row, clean_name(getattr(entry, "name", None)), self.session_id))
+                conn.execute(_INSERT_NAMED, (*row, clean_name(getattr(entry, "name", None)), self.session_id))
             else:
-                self._conn.execute(_INSERT, row)
+                conn.execute(_INSERT, row)
         except _psycopg().Error as exc:
             raise self._db_error("append failed; the entry was not recorded", exc) from None
         self._seq = seq
 
     def append(self, entry: SessionEntry) -> None:
-        super().append(entry)
-        self._order[-1].line = self._seq
+        with self._io_lock:
+            super().append(entry)
+            self._order[-1].line = self._seq
 
     # ------------------------------------------------------------------ closing
 
@@ -476,16 +507,23 @@ class PostgresSessionStorage(SessionStorage):
         The lock is released explicitly before the connection closes: the server drops a closed
         connection's locks only when its backend has exited, after ``close()`` returned, so a
         writer reopening the session at once could otherwise find it still locked.
+
+        Waits for an append in flight on another thread. In a forked child the connection is the
+        parent's: it is neither unlocked nor closed, only kept unused until the child exits.
         """
-        conn, self._conn = getattr(self, "_conn", None), None
-        if conn is not None:
-            try:
-                if not self.read_only and not conn.broken:
-                    conn.execute("SELECT pg_advisory_unlock_all()")
-            except Exception:  # best effort: closing the connection releases it anyway
-                pass
-            try:
-                conn.close()
-            except Exception:  # pragma: no cover - best effort on shutdown
-                pass
-        super().close()
+        with self._io_exclusion():
+            conn, self._conn = self._conn, None
+            if conn is not None and self._pid != os.getpid():
+                _INHERITED.append(conn)
+                conn = None
+            if conn is not None:
+                try:
+                    if not self.read_only and not conn.broken:
+                        conn.execute("SELECT pg_advisory_unlock_all()")
+                except Exception:  # best effort: closing the connection releases it anyway
+                    pass
+                try:
+                    conn.close()
+                except Exception:  # pragma: no cover - best effort on shutdown
+                    pass
+            super().close()
