@@ -1231,16 +1231,19 @@ class Agent:
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
         run.controller.abort(f"Run failed: {message.error_message}")
-        try:
-            for event in (
-                MessageStartEvent(message),
-                MessageEndEvent(message),
-                TurnEndEvent(message, []),
-                AgentEndEvent([message]),
-            ):
-                self._process_event(event, run)
-        except BaseException as again:  # noqa: BLE001 - a listener failed twice: the caller sees it
-            run.error = again
+        listeners = True
+        for event in (
+            MessageStartEvent(message),
+            MessageEndEvent(message),
+            TurnEndEvent(message, []),
+            AgentEndEvent([message]),
+        ):
+            try:
+                self._process_event(event, run, listeners)
+            except BaseException as again:  # noqa: BLE001 - a listener failed twice: the caller sees it
+                # The rest of the sequence still reaches the state and the plugins (a tracer ends
+                # its spans at agent_end), not the listeners: one of them fails on every event.
+                run.error, listeners = again, False
 
     def _finish_run(self, run: _ActiveRun) -> None:
         try:
@@ -1344,9 +1347,10 @@ class Agent:
 
         return hook
 
-    def _process_event(self, event: Any, run: Optional[_ActiveRun] = None) -> None:
-        """Reduce ``event`` into the state, then call the plugin observers and the listeners in
-        order (run thread). One call per streamed token: kept flat on purpose."""
+    def _process_event(self, event: Any, run: Optional[_ActiveRun] = None, listeners: bool = True) -> None:
+        """Reduce ``event`` into the state, then call the plugin observers and (unless
+        ``listeners`` is False) the listeners in order (run thread). One call per streamed token:
+        kept flat on purpose."""
         self._state.reduce(event)
         kind = event.type
         if kind == "message_update":
@@ -1359,7 +1363,7 @@ class Agent:
                 self._follow_ups.commit(event.message)
         if observe is not None:
             observe(event, self)
-        if self._listeners:
+        if self._listeners and listeners:
             self._call_listeners(event, run)
 
     def _call_listeners(self, event: Any, run: Optional[_ActiveRun]) -> None:

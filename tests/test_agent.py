@@ -744,6 +744,32 @@ def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-lo
     assert agent.state.messages[-1].text == "answer"
 
 
+def test_a_listener_raising_again_still_lets_state_and_plugins_see_the_run_end():  # agent-loop §3.4
+    """The failure sequence used to stop at the event the listener failed on again: agent_end never
+    reached the plugins (a tracer's run span stayed open, holding the agent) and the failure
+    message never reached the transcript. Only the listeners miss the rest now."""
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def on_event(self, event, agent):
+            seen.append(event.type)
+
+    scripted = ScriptedModel([text("answer")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, plugins=[Observer()])
+
+    def listener(event):
+        if event.type == "message_start":
+            raise ValueError("always broken")
+
+    agent.subscribe(listener)
+    with pytest.raises(ValueError, match="always broken"):
+        agent.prompt("hi")
+    assert seen[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
+    assert agent.state.messages[-1].error_message == "always broken"
+    assert agent.state.is_streaming is False
+
+
 def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
     import _thread
 

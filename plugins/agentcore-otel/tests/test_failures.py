@@ -152,3 +152,22 @@ def test_instrument_warns_when_agentcore_will_not_load_the_plugin(otel_sdk: Otel
     monkeypatch.setenv("AGENTCORE_DISABLE_PLUGIN_AUTOLOAD", "1")
     with pytest.warns(RuntimeWarning, match=r"plugins=\[agentcore_otel.plugin\]"):
         otel_sdk.instrument()
+
+
+def test_a_listener_failing_again_during_the_failure_still_ends_every_span(otel: Otel) -> None:
+    """A listener that raises on every assistant ``message_start`` fails the run, then fails again
+    while the failure is reported (``prompt()`` raises, as documented). The chat and agent spans used
+    to stay open, the run registered and the agent alive: ``agent_end`` never reached the plugin."""
+    model = ScriptedModel(["hello"])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+
+    def ui(event: Any) -> None:  # a UI listener with a bug in its "new answer" branch
+        if event.type == "message_start" and getattr(event.message, "role", None) == "assistant":
+            raise KeyError("bubble")
+
+    agent.subscribe(ui)
+    with pytest.raises(KeyError):
+        agent.prompt("hi")
+    spans = {span.name: span for span in otel.spans()}
+    assert sorted(spans) == sorted(["chat " + model.model.id, "invoke_agent"])
+    assert spans["invoke_agent"].status.status_code.name == "ERROR"
