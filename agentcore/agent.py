@@ -921,7 +921,7 @@ class Agent:
             run.on_settled.append(lambda: events.put(done))
             run.on_settled.append(self.subscribe(relay))  # before the run starts: no event missed
         self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
-        return self._iterate_events(run, events, done)
+        return _RunEvents(run, self._iterate_events(run, events, done))
 
     def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
         on_main = threading.current_thread() is threading.main_thread()
@@ -1381,6 +1381,28 @@ for _name in OPTION_NAMES:
     if _name != "reasoning":
         setattr(Agent, _name, _option_property(_name))
 del _name
+
+
+class _RunEvents:
+    """What :meth:`Agent.stream` returns: an iterator over one run's events that knows its run
+    (``_run``), so code of this package can act on that run and never on a later one of the agent
+    (``display_run``'s Ctrl+C)."""
+
+    __slots__ = ("_run", "_events")
+
+    def __init__(self, run: _ActiveRun, events: Iterator[AgentEvent]) -> None:
+        self._run = run
+        self._events = events
+
+    def __iter__(self) -> _RunEvents:
+        return self
+
+    def __next__(self) -> AgentEvent:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop iterating (as a generator's ``close``); the run goes on."""
+        self._events.close()  # type: ignore[attr-defined]
 
 
 class EventSubscription:

@@ -637,6 +637,15 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
         inbox.put(_END)
 
 
+def _run_error(messages: Sequence[Any]) -> Optional[str]:
+    """A run's error, read from its own messages as ``agent.state.error_message`` has it when the
+    run ends: the latest assistant message's that carries one."""
+    for message in reversed(messages):
+        if getattr(message, "role", None) == "assistant" and getattr(message, "error_message", None):
+            return str(message.error_message)
+    return None
+
+
 def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], int], throttle: float) -> None:
     """Apply the run's events to ``live`` and ``draw`` it at most once per ``throttle`` seconds
     (longer after a large tail: see ``_DRAW_BUDGET``; ``draw`` returns the characters of the tail
@@ -704,7 +713,6 @@ def display_run(
     """
     show = display or _ipython_display
     live = LiveRun()
-    before = len(agent.state.messages)
     events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
     output = _LiveOutput(show, live, at_end=display is None and not _in_kernel())
     try:
@@ -712,10 +720,12 @@ def display_run(
         _follow(events, live, output.draw, throttle)
     except KeyboardInterrupt:
         # The interrupt may land here rather than inside the event iterator (which would have
-        # aborted already): abort and wait in any case; both are no-ops for a settled run.
-        agent.abort("interrupted")
-        agent.wait_for_idle()
-        live.interrupt(agent.state.messages[before:])  # incl. the aborted partial answer
+        # aborted already): abort and wait in any case; both are no-ops for a settled run. This
+        # run's, never the agent's next one (another thread may have started it meanwhile).
+        run = events._run
+        run.controller.abort("interrupted")
+        run.settled.wait()
+        live.interrupt(run.result)  # its new messages, incl. the aborted partial answer
         output.draw()
         raise
     except BaseException as exc:
@@ -724,7 +734,7 @@ def display_run(
         output.draw()
         raise
     else:
-        error = getattr(agent.state, "error_message", None)
+        error = _run_error(live.messages)  # this run's: the agent may be running another one already
         if error:
             live.status = f"failed: {error}"
         output.draw()

@@ -280,6 +280,53 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
     assert "(running)" not in fake.view  # the tool's box was left drawn as still running
 
 
+def test_display_run_reports_its_own_run_when_another_starts_at_once(monkeypatch):
+    """The outcome and a late Ctrl+C used to go by the agent's state, which a run another thread
+    starts right after display_run's run settled has already taken over: a failed run was shown as
+    *done*, and the interrupt aborted (and showed) the other thread's run."""
+    from agentcore import jupyter
+    from agentcore.testing import error
+
+    started = threading.Event()
+
+    def waits_for_abort(tool_call_id, args, signal, on_update):
+        started.set()
+        signal.wait(30)
+        return AgentToolResult([TextContent("stopped")])
+
+    tool = AgentTool("wait", "Waits.", {"type": "object", "properties": {}}, waits_for_abort)
+    follow = jupyter._follow
+    interrupt = []
+
+    def follow_then_another_run(*args, **kwargs):
+        follow(*args, **kwargs)  # display_run's run has settled: the agent is idle
+        agent.prompt("another thread's task", wait=False)
+        assert started.wait(30)
+        if interrupt:
+            raise KeyboardInterrupt  # Ctrl+C, landing before display_run saw the end
+
+    monkeypatch.setattr(jupyter, "_follow", follow_then_another_run)
+    model = ScriptedModel([error("model exploded"), tool_call("wait", {})])
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    display_run(agent, "hi", display=fake, throttle=0.0)
+    assert "failed: model exploded" in fake.view
+    agent.abort()
+    assert agent.wait_for_idle(30)
+
+    started.clear()
+    interrupt.append(True)
+    model = ScriptedModel([say("mine"), tool_call("wait", {})])
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    with pytest.raises(KeyboardInterrupt):
+        display_run(agent, "again", display=fake, throttle=0.0)
+    assert agent.state.is_streaming  # the other thread's run was left alone
+    assert "another thread" not in fake.view
+    agent.abort()
+    assert agent.wait_for_idle(30)
+
+
 def test_display_run_of_a_busy_agent_shows_nothing_and_raises():
     """The display was shown before the busy check, leaving an output stuck at *running*."""
     release = threading.Event()
