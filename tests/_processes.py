@@ -1,11 +1,12 @@
-"""Process helpers shared by the tests that check a tool killed its whole process group."""
+"""Process helpers shared by the tests: a tool killed its whole process group; a session handle
+inherited by a forked child."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
-from typing import List
+from typing import Any, List
 
 
 def alive(pid: int) -> bool:
@@ -32,3 +33,24 @@ def wait_dead(pids: List[int], within: float = 1.0) -> List[int]:
         if not still or time.monotonic() >= deadline:
             return still
         time.sleep(0.01)
+
+
+def append_in_forked_child(session: Any, message: Any) -> bool:
+    """Fork; in the child append ``message`` to ``session`` (a handle opened by this process),
+    then close it. True when the child's append was refused as a forked child's
+    (``SessionError("storage")``) and its close() returned."""
+    from agentcore.session import SessionError
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            try:
+                session.append_message(message)
+            except SessionError as exc:
+                code = 0 if exc.code == "storage" and "forked child" in str(exc) else 2
+            session.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

@@ -2042,6 +2042,21 @@ def test_assigning_options_takes_a_mapping_and_checks_it() -> None:
     assert agent.temperature == 0.2
 
 
+def _held_in_a_tool(session, answer):
+    """An Agent on ``session`` whose first response calls a tool that waits: its run records into
+    the session from ``entered`` until ``release`` is set, then it answers ``answer``."""
+    model = ScriptedModel([tool_call("wait", {}), text(answer)])
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_tool(tool_call_id, args, signal, on_update):
+        entered.set()
+        release.wait(30)
+        return AgentToolResult([TextContent("done")])
+
+    tool = AgentTool("wait", "waits", {"type": "object", "properties": {}}, slow_tool)
+    return Agent(model.model, stream_fn=model.stream_fn, session=session, tools=[tool]), entered, release
+
+
 def test_two_agents_on_one_session_take_turns_instead_of_interleaving():
     """Two Agents attached to one Session and prompted from two threads wrote into one branch at
     once: one agent's prompts were followed by the other's answers. A run is refused while
@@ -2050,19 +2065,9 @@ def test_two_agents_on_one_session_take_turns_instead_of_interleaving():
     from agentcore import Session
 
     session = Session.in_memory()
-    first_model = ScriptedModel([text("A")])
-    first = Agent(first_model.model, stream_fn=first_model.stream_fn, session=session)
+    first, entered, release = _held_in_a_tool(session, "A")
     second_model = ScriptedModel([text("B")])
     second = Agent(second_model.model, stream_fn=second_model.stream_fn, session=session)
-    entered, release = threading.Event(), threading.Event()
-
-    def slow_tool(tool_call_id, args, signal, on_update):
-        entered.set()
-        release.wait(10)
-        return AgentToolResult([TextContent("done")])
-
-    first.tools = [AgentTool("wait", "waits", {"type": "object", "properties": {}}, slow_tool)]
-    first_model.responses.insert(0, tool_call("wait", {}))
     first.prompt("a0", wait=False)
     assert entered.wait(10)
     with pytest.raises(RuntimeError, match="recording another Agent's run"):
@@ -2084,16 +2089,7 @@ def test_a_continue_refused_at_its_start_keeps_the_queued_follow_up():
     from agentcore import Session
 
     session = Session.in_memory()
-    busy_model = ScriptedModel([tool_call("wait", {}), text("B")])
-    busy = Agent(busy_model.model, stream_fn=busy_model.stream_fn, session=session)
-    entered, release = threading.Event(), threading.Event()
-
-    def slow_tool(tool_call_id, args, signal, on_update):
-        entered.set()
-        release.wait(30)
-        return AgentToolResult([TextContent("done")])
-
-    busy.tools = [AgentTool("wait", "waits", {"type": "object", "properties": {}}, slow_tool)]
+    busy, entered, release = _held_in_a_tool(session, "B")
     scripted = ScriptedModel([text("first"), text("about X")])
     agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
     agent.prompt("hi")

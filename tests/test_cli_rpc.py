@@ -827,14 +827,20 @@ def test_continue_after_an_error_answer_retries(rpc, tmp_path):
     assert [getattr(m, "stop_reason", None) for m in kept] == [None, "error", "stop"]
 
 
-def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):
-    child = rpc("--model", "scripted", "--no-session")
-    marker = tmp_path / "started"
-    child.send({"id": "b", "type": "bash", "command": f"touch {marker}; sleep 120"})
+def start_long_bash(child: Rpc, request_id: str, tmp_path: Path) -> None:
+    """Send a ``bash`` command that runs for two minutes; return once its shell is running (an
+    observable fact, a file it creates, not a guessed delay)."""
+    marker = tmp_path / f"started-{request_id}"
+    child.send({"id": request_id, "type": "bash", "command": f"touch {marker}; sleep 120"})
     deadline = time.monotonic() + WAIT
-    while not marker.exists():  # the shell is running (an observable fact, not a guessed delay)
+    while not marker.exists():
         assert time.monotonic() < deadline, "the bash command never started"
         time.sleep(0.01)
+
+
+def test_abort_bash_kills_the_command_and_steer_is_queued(rpc, tmp_path):
+    child = rpc("--model", "scripted", "--no-session")
+    start_long_bash(child, "b", tmp_path)
     assert child.call({"type": "abort_bash"})["success"]
     done = child.read_until(lambda o: o.get("id") == "b")[-1]
     assert done["data"]["cancelled"] is True and done["data"]["exitCode"] is None
@@ -898,12 +904,7 @@ def test_an_aborted_bash_stays_cancelled_when_the_next_one_starts_at_once(rpc, t
     answered with an exit code instead of ``cancelled``. (The child's setup holds the threads at
     the two points of that window.)"""
     child = rpc("--model", "scripted", "--no-session", setup=NEXT_BASH_IN_THE_WINDOW)
-    marker = tmp_path / "started"
-    child.send({"id": "b1", "type": "bash", "command": f"touch {marker}; sleep 120"})
-    deadline = time.monotonic() + WAIT
-    while not marker.exists():  # the shell is running (an observable fact, not a guessed delay)
-        assert time.monotonic() < deadline, "the bash command never started"
-        time.sleep(0.01)
+    start_long_bash(child, "b1", tmp_path)
     child.send({"id": "a", "type": "abort_bash"})
     child.send({"id": "b2", "type": "bash", "command": "echo second"})
     lines = child.read_until(lambda o: o.get("id") == "b2")
@@ -1014,6 +1015,16 @@ def test_abort_is_read_while_a_command_waits_for_navigate_tree(rpc, tmp_path):
     assert child.close().returncode == 0
 
 
+def two_turns(child: Rpc):
+    """Prompt "one" and "two" (each to its agent_end); the user messages one may fork from, and
+    the leaf."""
+    for text in ("one", "two"):
+        child.call({"type": "prompt", "message": text})
+        child.read_until(is_type("agent_end"))
+    forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
+    return forks, child.call({"type": "get_state"})["data"]["leafId"]
+
+
 ABORT_BEFORE_NAVIGATION_BEGINS = """
 import threading
 from agentcore.agent import Agent
@@ -1041,11 +1052,7 @@ def test_an_abort_read_before_navigate_tree_began_still_stops_its_summary(rpc, t
     and the branch moved. (The child's setup holds the navigation until the abort was handled.)"""
     with ScriptedServer([answer("first"), answer("second"), answer("the summary")]) as server:
         child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"), setup=ABORT_BEFORE_NAVIGATION_BEGINS)
-        for text in ("one", "two"):
-            child.call({"type": "prompt", "message": text})
-            child.read_until(is_type("agent_end"))
-        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
-        leaf = child.call({"type": "get_state"})["data"]["leafId"]
+        forks, leaf = two_turns(child)
         child.send({"id": "n", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
         child.send({"id": "a", "type": "abort"})
         lines = child.read_until(lambda o: o.get("id") == "n")
@@ -1105,11 +1112,7 @@ def test_an_abort_of_a_busy_command_sent_as_the_last_one_answers_is_not_lost(rpc
     (The child's setup holds the threads at the two points of that window.)"""
     with ScriptedServer([answer("first"), answer("second"), answer("the summary")]) as server:
         child = rpc(*local(server), "--session", str(tmp_path / "tree.jsonl"), setup=NEXT_BUSY_COMMAND_IN_THE_WINDOW)
-        for text in ("one", "two"):
-            child.call({"type": "prompt", "message": text})
-            child.read_until(is_type("agent_end"))
-        forks = child.call({"type": "get_fork_messages"})["data"]["messages"]
-        leaf = child.call({"type": "get_state"})["data"]["leafId"]
+        forks, leaf = two_turns(child)
         child.send({"id": "n1", "type": "navigate_tree", "targetId": leaf})  # where it is: nothing moves
         child.send({"id": "n2", "type": "navigate_tree", "targetId": forks[1]["entryId"], "summarize": True})
         child.send({"id": "a", "type": "abort"})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 
 import pytest
 
@@ -684,6 +685,77 @@ def test_failed_write_records_nothing(backend, monkeypatch):  # session §12 E50
     kept = s.append_message(U("kept"))
     s = backend.reopen(s)
     assert ids(s.entries()) == [kept]
+    s.close()
+
+
+class _AnnouncingLock:
+    """A lock that sets ``event`` when the thread named ``name`` tries to take it."""
+
+    def __init__(self, lock, name, event):
+        self.lock, self.name, self.event = lock, name, event
+
+    def acquire(self, *args, **kwargs):
+        if threading.current_thread().name == self.name:
+            self.event.set()
+        return self.lock.acquire(*args, **kwargs)
+
+    def release(self):
+        self.lock.release()
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+@pytest.mark.parametrize("closer", ["Session.close", "storage.close"])
+def test_a_close_on_another_thread_waits_for_the_append_in_flight(backend, monkeypatch, closer):
+    """close() on the caller's thread took no lock: it closed what an append on the agent's thread
+    was writing to (JSONL: a descriptor number something else could reuse; SQLite, PostgreSQL: the
+    connection, or the writer lock under an INSERT on its way). Now close() waits and the append in
+    flight is recorded. The write is held until close() is known to be waiting (its attempt to take
+    the lock) or has returned (the old behaviour: the write then fails or goes astray)."""
+    s = backend.new()
+    storage = s.storage
+    first = s.append_message(U("one"))
+    writing, close_tried = threading.Event(), threading.Event()
+    if closer == "Session.close":
+        s._lock = _AnnouncingLock(s._lock, "closer", close_tried)
+    else:
+        storage._io_lock = _AnnouncingLock(storage._io_lock, "closer", close_tried)
+    write = storage._write
+
+    def held_write(line, entry):
+        writing.set()
+        assert close_tried.wait(10)
+        write(line, entry)
+
+    monkeypatch.setattr(storage, "_write", held_write)
+    outcome = {}
+
+    def append():
+        try:
+            outcome["id"] = s.append_message(U("two"))
+        except Exception as exc:  # pragma: no cover - what this test exists to catch
+            outcome["error"] = exc
+
+    def close():
+        (s.close if closer == "Session.close" else storage.close)()
+        close_tried.set()
+
+    appender = threading.Thread(target=append)
+    appender.start()
+    assert writing.wait(10)
+    closing = threading.Thread(target=close, name="closer")
+    closing.start()
+    appender.join(10)
+    closing.join(10)
+    assert "error" not in outcome, outcome
+    monkeypatch.undo()
+    s = backend.reopen(s)
+    assert ids(s.entries()) == [first, outcome["id"]]
     s.close()
 
 

@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _processes import append_in_forked_child
 
 from agentcore.session import Session, SessionError, SessionRepository
 from agentcore.session.entries import encode_line
@@ -1053,77 +1054,6 @@ def test_an_opener_that_locks_after_another_writers_migration_opens_the_migrated
     assert texts == ["written by A"] + (["written by B"] if migrator == "closed" else [])
 
 
-class _AnnouncingLock:
-    """A lock that sets ``event`` when the thread named ``name`` tries to take it."""
-
-    def __init__(self, lock, name, event):
-        self.lock, self.name, self.event = lock, name, event
-
-    def acquire(self, *args, **kwargs):
-        if threading.current_thread().name == self.name:
-            self.event.set()
-        return self.lock.acquire(*args, **kwargs)
-
-    def release(self):
-        self.lock.release()
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-
-@pytest.mark.parametrize("closer", ["Session.close", "storage.close"])
-def test_a_close_on_another_thread_waits_for_the_append_in_flight(tmp_path, closer):
-    """close() took no lock: on the caller's thread it closed the descriptor an append on the
-    agent's thread had already checked, and the append's os.write went to whatever file reused the
-    number (or failed). Now close() waits: the append in flight is recorded, then the file closes.
-    The append is held just before its write until close() is known to be waiting (its attempt to
-    take the lock) or has returned (the old behaviour)."""
-    path = tmp_path / "s.jsonl"
-    session = Session.create(path, cwd="/w")
-    storage = session.storage
-    first = session.append_message(U("one"))
-    in_write, close_progress = threading.Event(), threading.Event()
-    if closer == "Session.close":
-        session._lock = _AnnouncingLock(session._lock, "closer", close_progress)
-    else:
-        storage._io_lock = _AnnouncingLock(storage._io_lock, "closer", close_progress)
-    real_check = storage._check_still_the_file
-
-    def check(fd):  # the statement before os.write(fd, line)
-        real_check(fd)
-        in_write.set()
-        assert close_progress.wait(10)
-
-    storage._check_still_the_file = check
-    outcome = {}
-
-    def close():
-        (session.close if closer == "Session.close" else storage.close)()
-        close_progress.set()
-
-    def append():
-        try:
-            outcome["id"] = session.append_message(U("two"))
-        except Exception as exc:  # pragma: no cover - what this test exists to catch
-            outcome["error"] = exc
-
-    appender = threading.Thread(target=append)
-    appender.start()
-    assert in_write.wait(10)
-    closing = threading.Thread(target=close, name="closer")
-    closing.start()
-    appender.join(10)
-    closing.join(10)
-    assert "error" not in outcome, outcome
-    assert storage._fd is None  # closed after the append
-    with Session.open(path, read_only=True) as reopened:
-        assert [e.id for e in reopened.entries()] == [first, outcome["id"]]
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_child_forked_during_an_append_on_another_thread_closes_without_waiting(tmp_path):
     """The parent's append held the storage's and the session's locks when the process forked: in
@@ -1176,19 +1106,7 @@ def test_a_forked_child_neither_appends_through_nor_unlocks_the_parents_handle(t
     path = tmp_path / "s.jsonl"
     session = Session.create(path, cwd="/w")
     first = session.append_message(U("one"))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through its exit status
-        code = 1
-        try:
-            try:
-                session.append_message(U("from the child"))
-            except SessionError as exc:
-                code = 0 if exc.code == "storage" and "forked child" in str(exc) else 2
-            session.close()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child's append was not refused"
+    assert append_in_forked_child(session, U("from the child")), "the child's append was not refused"
     with pytest.raises(SessionLockedError):
         Session.open(path)  # the parent still holds the lock
     second = session.append_message(U("two"))

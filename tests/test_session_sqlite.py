@@ -9,6 +9,7 @@ import sqlite3
 import threading
 
 import pytest
+from _processes import append_in_forked_child
 
 from agentcore.session import JsonlSessionStorage, Session, SessionError, SqliteSessionStorage
 from agentcore.types import AssistantMessage, TextContent, Usage, UsageCost, UserMessage
@@ -265,7 +266,6 @@ def test_appends_leave_checkpoints_to_a_background_thread(tmp_path, monkeypatch)
     connection); a daemon thread runs them, one every _CHECKPOINT_PAGES pages, the writer catches
     up on its own connection every _CATCH_UP_PAGES, so the WAL stays bounded, and close() waits for
     a checkpoint in flight."""
-    import threading
 
     import agentcore.session.sqlite as sqlite_module
 
@@ -343,78 +343,6 @@ def test_a_checkpoint_thread_that_cannot_start_never_fails_the_committed_append(
         assert [e.id for e in again.entries()] == [first, second, third]
 
 
-class _AnnouncingLock:
-    """A lock that sets ``event`` when the thread named ``name`` tries to take it."""
-
-    def __init__(self, lock, name, event):
-        self.lock, self.name, self.event = lock, name, event
-
-    def acquire(self, *args, **kwargs):
-        if threading.current_thread().name == self.name:
-            self.event.set()
-        return self.lock.acquire(*args, **kwargs)
-
-    def release(self):
-        self.lock.release()
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-
-@pytest.mark.parametrize("closer", ["Session.close", "storage.close"])
-def test_a_close_on_another_thread_waits_for_the_append_in_flight(tmp_path, monkeypatch, closer):
-    """close() took no lock and _write read self._conn twice: a close on the caller's thread
-    between the two made the agent thread's append fail with AttributeError (not SessionError),
-    and could delete the lease under it. Now close() waits and the append is committed. The append
-    is held between its connection check and its INSERT until close() is known to be waiting (its
-    attempt to take the lock) or has returned (the old behaviour)."""
-    import agentcore.session.sqlite as sqlite_module
-
-    db = tmp_path / "s.db"
-    session = Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s"))
-    storage = session.storage
-    first = session.append_message(UserMessage("one", timestamp=1))
-    in_write, close_progress = threading.Event(), threading.Event()
-    if closer == "Session.close":
-        session._lock = _AnnouncingLock(session._lock, "closer", close_progress)
-    else:
-        storage._io_lock = _AnnouncingLock(storage._io_lock, "closer", close_progress)
-    real_row = sqlite_module.entry_row
-
-    def entry_row(*args):  # called by _write after it checked the connection, before the INSERT
-        in_write.set()
-        assert close_progress.wait(10)
-        return real_row(*args)
-
-    monkeypatch.setattr(sqlite_module, "entry_row", entry_row)
-    outcome = {}
-
-    def close():
-        (session.close if closer == "Session.close" else storage.close)()
-        close_progress.set()
-
-    def append():
-        try:
-            outcome["id"] = session.append_message(UserMessage("two", timestamp=2))
-        except Exception as exc:  # pragma: no cover - what this test exists to catch
-            outcome["error"] = exc
-
-    appender = threading.Thread(target=append)
-    appender.start()
-    assert in_write.wait(10)
-    closing = threading.Thread(target=close, name="closer")
-    closing.start()
-    appender.join(10)
-    closing.join(10)
-    assert "error" not in outcome, outcome
-    with Session(SqliteSessionStorage(db, "s")) as again:  # the lease was released after the append
-        assert [e.id for e in again.entries()] == [first, outcome["id"]]
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_neither_uses_nor_releases_the_parents_handle(tmp_path):
     """close() in a forked child deleted the parent's writer lease over the inherited connection:
@@ -426,19 +354,9 @@ def test_a_forked_child_neither_uses_nor_releases_the_parents_handle(tmp_path):
     db = tmp_path / "s.db"
     session = Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s"))
     first = session.append_message(UserMessage("one", timestamp=1))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through its exit status
-        code = 1
-        try:
-            try:
-                session.append_message(UserMessage("from the child", timestamp=2))
-            except SessionError as exc:
-                code = 0 if exc.code == "storage" and "forked child" in str(exc) else 2
-            session.close()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child's append was not refused"
+    assert append_in_forked_child(session, UserMessage("from the child", timestamp=2)), (
+        "the child's append was not refused"
+    )
     with pytest.raises(SessionLockedError):
         SqliteSessionStorage(db, "s")  # the parent still holds the lease
     second = session.append_message(UserMessage("two", timestamp=3))

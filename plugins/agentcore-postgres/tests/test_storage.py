@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 
 import psycopg
 import pytest
@@ -17,8 +16,12 @@ from agentcore_postgres import PostgresSessionInfo, PostgresSessionStorage
 from agentcore_postgres.storage import _LOCK_KEY
 from conftest import PLUGIN, ROOT
 
-from agentcore.session import Session, SessionError, SessionLockedError
-from agentcore.types import TextContent, UserMessage
+if str(ROOT / "tests") not in sys.path:  # the core's test helpers, as test_dask_cluster.py imports them
+    sys.path.append(str(ROOT / "tests"))
+from _processes import append_in_forked_child  # noqa: E402
+
+from agentcore.session import Session, SessionError, SessionLockedError  # noqa: E402
+from agentcore.types import TextContent, UserMessage  # noqa: E402
 
 
 def U(text):
@@ -188,79 +191,6 @@ def test_a_lost_connection_is_a_lost_lock(pg_dsn):
         assert [e.id for e in again.entries()] == [kept]
 
 
-class _AnnouncingLock:
-    """A lock that sets ``event`` when the thread named ``name`` tries to take it."""
-
-    def __init__(self, lock, name, event):
-        self.lock, self.name, self.event = lock, name, event
-
-    def acquire(self, *args, **kwargs):
-        if threading.current_thread().name == self.name:
-            self.event.set()
-        return self.lock.acquire(*args, **kwargs)
-
-    def release(self):
-        self.lock.release()
-
-    def __enter__(self):
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-
-@pytest.mark.parametrize("closer", ["Session.close", "storage.close"])
-def test_a_close_on_another_thread_waits_for_the_append_in_flight(pg_dsn, closer):
-    """close() took no lock: on the caller's thread it released the writer lock (and closed the
-    connection) while the agent thread's append was on its way to the INSERT, so the row could
-    commit without the lock, after a second writer had loaded the session (whose appends then all
-    failed), or the append failed with AttributeError. Now close() waits: the append commits under
-    the lock, then the lock goes. The INSERT is held until close() is known to be waiting (its
-    attempt to take the lock) or has returned (the old behaviour)."""
-    session = Session(PostgresSessionStorage.create(pg_dsn, cwd="/w"))
-    storage = session.storage
-    first = session.append_message(U("one"))
-    in_write, close_progress = threading.Event(), threading.Event()
-    if closer == "Session.close":
-        session._lock = _AnnouncingLock(session._lock, "closer", close_progress)
-    else:
-        storage._io_lock = _AnnouncingLock(storage._io_lock, "closer", close_progress)
-    conn = storage._conn
-    real_execute = conn.execute
-
-    def execute(query, *args, **kwargs):
-        if "INSERT INTO agentcore_entries" in str(query):
-            in_write.set()
-            assert close_progress.wait(10)
-        return real_execute(query, *args, **kwargs)
-
-    conn.execute = execute
-    outcome = {}
-
-    def close():
-        (session.close if closer == "Session.close" else storage.close)()
-        close_progress.set()
-
-    def append():
-        try:
-            outcome["id"] = session.append_message(U("two"))
-        except Exception as exc:  # pragma: no cover - what this test exists to catch
-            outcome["error"] = exc
-
-    appender = threading.Thread(target=append)
-    appender.start()
-    assert in_write.wait(10)
-    closing = threading.Thread(target=close, name="closer")
-    closing.start()
-    appender.join(10)
-    closing.join(10)
-    assert "error" not in outcome, outcome
-    with Session(PostgresSessionStorage(pg_dsn, session.id)) as again:  # unlocked once the append was in
-        assert [e.id for e in again.entries()] == [first, outcome["id"]]
-        again.append_message(U("three"))  # its seq follows the committed append's
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_neither_uses_nor_releases_the_parents_connection(pg_dsn):
     """A forked child shares the parent's server connection (its socket). Its close() ran
@@ -269,19 +199,7 @@ def test_a_forked_child_neither_uses_nor_releases_the_parents_connection(pg_dsn)
     refuses to use the connection at all, and its close() touches nothing."""
     session = Session(PostgresSessionStorage.create(pg_dsn, cwd="/w"))
     first = session.append_message(U("one"))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through its exit status
-        code = 1
-        try:
-            try:
-                session.append_message(U("from the child"))
-            except SessionError as exc:
-                code = 0 if exc.code == "storage" and "forked child" in str(exc) else 2
-            session.close()
-        finally:
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the child's append was not refused"
+    assert append_in_forked_child(session, U("from the child")), "the child's append was not refused"
     with pytest.raises(SessionLockedError):
         PostgresSessionStorage(pg_dsn, session.id)  # the parent still holds the lock
     second = session.append_message(U("two"))  # and its server session
