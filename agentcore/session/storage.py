@@ -511,7 +511,7 @@ class SessionStorage:
         """Persist ``entry`` and index it; memory changes only after the write succeeded.
 
         The caller (Session) has set id, parent and timestamp. Raises ``invalid_payload`` for non-JSON
-        data, and for an entry decoded at load (a control entry, see :data:`EAGER_TYPES`) that the
+        data, and for an entry decoded at load (a control entry, see ``EAGER_TYPES``) that the
         reader would refuse (a compaction whose ``usage`` is not an object): such an entry is decoded
         back before it is written, since once stored it would make the session fail to open.
         Raises ``storage`` for write failures. In every case nothing is written or recorded.
