@@ -165,6 +165,23 @@ class _ActiveRun:
 _LEVELS = tuple(level.value for level in ThinkingLevel)
 
 
+def _abort_and_settle(run: _ActiveRun) -> None:
+    """After a Ctrl+C in the waiting caller: abort ``run`` and wait until it has settled, so its
+    end (the aborted answer, the tools' results) is recorded before the caller re-raises. A further
+    KeyboardInterrupt meanwhile (a second key press, or a relayed signal crossing the first) is
+    absorbed: one interrupt, one settled run. Every built-in tool ends at once on the abort."""
+    try:
+        run.controller.abort(_INTERRUPTED)
+    except KeyboardInterrupt:  # it landed while the abort told the listeners: all were told
+        pass
+    while True:
+        try:
+            run.settled.wait()
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 def _always() -> bool:
     return True
 
@@ -935,8 +952,7 @@ class Agent:
                     break
                 yield item
         except KeyboardInterrupt:
-            run.controller.abort(_INTERRUPTED)
-            run.settled.wait()
+            _abort_and_settle(run)
             raise
         if run.error is not None:
             raise run.error
@@ -1142,8 +1158,7 @@ class Agent:
             else:
                 run.settled.wait()
         except KeyboardInterrupt:
-            run.controller.abort(_INTERRUPTED)
-            run.settled.wait()
+            _abort_and_settle(run)
             raise
         return self._outcome(run)
 

@@ -722,9 +722,10 @@ def display_run(
         # The interrupt may land here rather than inside the event iterator (which would have
         # aborted already): abort and wait in any case; both are no-ops for a settled run. This
         # run's, never the agent's next one (another thread may have started it meanwhile).
+        from .agent import _abort_and_settle
+
         run = events._run
-        run.controller.abort("interrupted")
-        run.settled.wait()
+        _abort_and_settle(run)
         live.interrupt(run.result)  # its new messages, incl. the aborted partial answer
         output.draw()
         raise

@@ -93,8 +93,14 @@ class AbortSignal:
             self._reason = reason
             self._event.set()
             listeners, self._listeners = self._listeners, []
+        interrupted: Optional[BaseException] = None
         for callback in listeners:
-            self._call(callback)
+            try:
+                self._call(callback)
+            except BaseException as exc:  # noqa: BLE001 - a Ctrl+C meanwhile: raised once all were told
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted  # (each listener was taken off: none would ever be called again)
         return True
 
     def _call(self, callback: Callable[[Any], Any]) -> None:

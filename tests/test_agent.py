@@ -799,6 +799,42 @@ def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DES
     assert agent.state.messages[-1].text == "fine"
 
 
+def test_a_second_interrupt_while_the_aborted_run_settles_is_absorbed(sigint_handled):  # DESIGN §2
+    """A second Ctrl+C (or the CLI's relayed SIGINT crossing the first) while prompt() aborted the
+    run used to escape from the abort, so later abort listeners were never called (a parallel
+    call never heard of it), and from the wait, so prompt() raised with the run still going and
+    the CLI closed the session before the aborted answer was recorded."""
+    import _thread
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt delivery needs the main thread")
+    first_listening, heard = threading.Event(), []
+
+    def interrupts_again(tool_call_id, args, signal, on_update):
+        signal.add_listener(lambda _reason: _thread.interrupt_main())  # the second Ctrl+C
+        first_listening.set()
+        signal.wait(10)
+        return AgentToolResult([TextContent("stopped")])
+
+    def listens(tool_call_id, args, signal, on_update):
+        assert first_listening.wait(10)
+        told = threading.Event()
+        signal.add_listener(lambda _reason: told.set())  # told after the listener above
+        _thread.interrupt_main()  # the first Ctrl+C
+        heard.append(told.wait(10))
+        return AgentToolResult([TextContent("stopped")])
+
+    tools = [noop_tool("interrupts_again", interrupts_again), noop_tool("listens", listens)]
+    scripted = ScriptedModel([response(call("interrupts_again", {}), call("listens", {})), text("never")])
+    agent = Agent(scripted.model, tools=tools, stream_fn=scripted.stream_fn)
+    with pytest.raises(KeyboardInterrupt):
+        agent.prompt("go")
+    assert agent.state.is_streaming is False  # settled before prompt() raised
+    assert heard == [True]
+    assert roles(agent.state.messages) == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert agent.state.messages[-1].stop_reason == "aborted"
+
+
 def test_concurrent_prompts_exactly_one_runs():  # agent-loop §8.1 thread-safe busy check
     gate = Gate()
     agent = Agent(stream_fn=gate.stream_fn)

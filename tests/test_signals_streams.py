@@ -35,6 +35,23 @@ def test_listeners_run_once_on_the_aborting_thread():  # agent-loop §8.2
     assert calls == [("why", aborter.ident)]
 
 
+def test_an_interrupt_in_one_listener_still_tells_the_others():  # agent-loop §8.2
+    """A KeyboardInterrupt (a Ctrl+C landing while the abort ran a listener) used to leave the
+    later listeners uncalled, and they were already taken off: a tool waiting on one ran on."""
+    controller = AbortController()
+    calls = []
+
+    def interrupted(reason):
+        calls.append("first")
+        raise KeyboardInterrupt
+
+    controller.signal.add_listener(interrupted)
+    controller.signal.add_listener(lambda reason: calls.append("second"))
+    with pytest.raises(KeyboardInterrupt):
+        controller.abort("stop")
+    assert calls == ["first", "second"] and controller.signal.aborted
+
+
 def test_listener_added_after_abort_runs_at_once_and_removal_works():  # agent-loop §8.2
     controller = AbortController()
     removed = []

@@ -17,7 +17,7 @@ import pytest
 from _processes import wait_dead
 
 from agentcore.builtin_tools import BashError, create_bash_tool
-from agentcore.signals import AbortController
+from agentcore.signals import AbortController, AbortSignal
 from agentcore.tools import AgentToolResult
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX-only")
@@ -144,6 +144,45 @@ def test_abort_kills_the_whole_process_group(tmp_path):
         controller.abort()
         worker.join(10)
         _cleanup(pids)
+
+
+class _DeafSignal(AbortSignal):
+    """A signal whose listeners are never called: an abort whose call of them was cut short."""
+
+    def add_listener(self, callback):
+        pass
+
+    def remove_listener(self, callback):
+        pass
+
+
+def test_an_abort_whose_listener_call_was_missed_still_ends_the_command(tmp_path):
+    """The tool learnt of an abort only through its listener. When the abort's call of the
+    listeners was cut short (a Ctrl+C landing while it told an earlier one), the command ran on to
+    its end or timeout, and survived a CLI that exited. The flag is checked too now."""
+    signal = _DeafSignal()
+    started = threading.Event()
+    outcome: List[BaseException] = []
+
+    def on_update(partial: AgentToolResult) -> None:
+        if "started" in partial.content[0].text:
+            started.set()
+
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+
+    def run() -> None:
+        try:
+            tool.execute("c1", {"command": "echo started; exec sleep 100"}, signal, on_update)
+        except BaseException as exc:  # recorded for the main thread
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(10)
+    signal._abort("stop")
+    worker.join(10)
+    assert not worker.is_alive(), "the command ran on after the abort"
+    assert len(outcome) == 1 and isinstance(outcome[0], BashError) and outcome[0].reason == "aborted"
 
 
 def test_already_aborted_signal_runs_nothing(tmp_path):

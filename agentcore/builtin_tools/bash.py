@@ -222,7 +222,7 @@ def create_bash_tool(
             signal.add_listener(on_abort)
         try:
             try:
-                outcome = _pump(process, output, limit, stop, on_update)
+                outcome = _pump(process, output, limit, stop, signal, on_update)
             except BaseException:  # on_update raised (or an interrupt): never leave the command running
                 process.kill_group(kill_grace)
                 process.reap()
@@ -242,6 +242,7 @@ def create_bash_tool(
         output: _Output,
         limit: Optional[float],
         stop: threading.Event,
+        signal: Any,
         on_update: Optional[Callable[[AgentToolResult], None]],
     ) -> Optional[str]:
         deadline = None if limit is None else time.monotonic() + limit
@@ -259,8 +260,8 @@ def create_bash_tool(
             if dirty and on_update is not None and time.monotonic() - last_update >= update_interval:
                 _emit(output, on_update)
                 last_update, dirty = time.monotonic(), False
-            if stop.is_set():
-                return "aborted"
+            if stop.is_set() or (signal is not None and signal.aborted):  # the flag too: a listener
+                return "aborted"  # can be skipped (a Ctrl+C while the abort called the others)
             if deadline is not None and time.monotonic() >= deadline:
                 return "timeout"
             if process.exited():
