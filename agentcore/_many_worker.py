@@ -38,9 +38,21 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ._safe import exception_message
 from .types import Usage, add_usage
 
-__all__ = ["TaskResult", "TaskError", "run_task", "open_session_url", "LocalRuns", "Lineup", "attempt_key", "MARKER"]
+__all__ = [
+    "TaskResult",
+    "TaskError",
+    "run_task",
+    "run_task_pickled",
+    "result_from_worker",
+    "open_session_url",
+    "LocalRuns",
+    "Lineup",
+    "attempt_key",
+    "MARKER",
+]
 
 MARKER = "agentcore.run_many"
 
@@ -258,12 +270,51 @@ class _SummaryUsage:
 
 
 def _portable(error: BaseException) -> BaseException:
+    """``error`` if it survives :mod:`pickle`, else a :class:`TaskError` with its type name,
+    message and traceback text (read even when the exception's ``str()`` raises)."""
     try:
         pickle.loads(pickle.dumps(error))
         return error
     except Exception:
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        return TaskError(type(error).__name__, str(error), text)
+        try:
+            text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        except Exception:  # noqa: BLE001 - formatting calls str() too; the type name is kept
+            text = ""
+        return TaskError(type(error).__name__, exception_message(error), text)
+
+
+def run_task_pickled(task: Any, lineup: Optional[Lineup] = None) -> bytes:
+    """:func:`run_task` for a worker in another process (a process pool, a Dask worker), its
+    result pickled here. A result that cannot cross (a tool's ``details`` holding a lock) is that
+    task's error, without its messages (its session, if any, has them), where it used to break the
+    process pool or, on Dask, leave the future (and results fetched with it) never completed. The
+    client reads it with :func:`result_from_worker`."""
+    result = run_task(task, None, lineup)
+    try:
+        return pickle.dumps(result)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure of the run's objects
+        problem = TaskError(
+            type(exc).__name__,
+            f"the task's result cannot be pickled to return it from the worker ({exception_message(exc)}); "
+            "its messages are in its session, if it has one",
+        )
+        return pickle.dumps(TaskResult(task, [], problem, result.usage, result.summary_usage))
+
+
+def result_from_worker(data: bytes, task: Any) -> Any:
+    """What a :func:`run_task_pickled` returned (a :class:`TaskResult`); one this process cannot
+    unpickle (a class only the workers can import) is that task's error."""
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - whatever the unpickling of the run's objects raises
+        return TaskResult(
+            task,
+            error=TaskError(
+                type(exc).__name__,
+                f"the task's result cannot be unpickled here ({exception_message(exc)}); "
+                "its messages are in its session, if it has one",
+            ),
+        )
 
 
 class TaskAborted(Exception):

@@ -46,7 +46,9 @@ from ._many_worker import (
     TaskResult,
     _portable,
     attempt_key,
+    result_from_worker,
     run_task,
+    run_task_pickled,
 )
 
 __all__ = [
@@ -249,7 +251,12 @@ class _Scheduler:
             self._thread.join()
 
     def _submit(self, index: int) -> None:  # with _lock held
-        future = self._pool.submit(run_task, self._tasks[index], self._local, self._plan.lineups[index])
+        task, lineup = self._tasks[index], self._plan.lineups[index]
+        future: Future[Any]
+        if self._local is None:  # another process: the result travels pickled (run_task_pickled)
+            future = self._pool.submit(run_task_pickled, task, lineup)
+        else:
+            future = self._pool.submit(run_task, task, self._local, lineup)
         self._in_flight[future] = index
         future.add_done_callback(self._completed.put)
 
@@ -357,6 +364,8 @@ def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:
     if error is not None:
         return TaskResult(task, error=_portable(error))
     result = future.result()
+    if isinstance(result, bytes):  # from another process
+        result = result_from_worker(result, task)
     return (
         replace(result, task=task)
         if isinstance(result, TaskResult)

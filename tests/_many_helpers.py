@@ -48,6 +48,22 @@ def many_wait(path: str) -> str:
     return "released"
 
 
+class _Locked:
+    """A tool's result detail that cannot be pickled (it holds a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "_Locked()"
+
+
+@tool
+def many_unpicklable() -> Any:
+    """Return an object that cannot be pickled (it ends up in the tool result's details)."""
+    return _Locked()
+
+
 #: thread-pool tests: set when a many_block call started; many_block returns when RELEASE is set
 #: or its run is aborted
 STARTED = threading.Event()

@@ -23,7 +23,7 @@ import _many_helpers as helpers
 import pytest
 
 from agentcore import AgentSpec, AgentTask, Model, TaskResult, run_many
-from agentcore.many import SpecNotPortableError, TaskAborted
+from agentcore.many import SpecNotPortableError, TaskAborted, TaskError
 from agentcore.options import StreamOptions
 from agentcore.session import Session
 from agentcore.session.sqlite import SqliteSessionStorage
@@ -202,6 +202,20 @@ def test_a_failing_task_yields_its_error_and_the_others_go_on(spec, tmp_path):
     assert isinstance(results["bad-url"].error, ValueError) and "ftp" in str(results["bad-url"].error)
     for result in results.values():
         pickle.loads(pickle.dumps(result))  # errors included: a result always crosses processes
+
+
+def test_an_error_that_cannot_travel_nor_be_printed_keeps_its_type():
+    """An exception pickle refuses becomes a TaskError; one whose str() raised too escaped from
+    run_task as that RuntimeError, and its own type was lost."""
+    from agentcore._many_worker import _portable
+
+    class BadStr(Exception):  # a local class: pickle cannot find it
+        def __str__(self) -> str:
+            raise RuntimeError("str() failed")
+
+    error = _portable(BadStr())
+    assert isinstance(error, TaskError) and error.kind == "BadStr"
+    assert "could not be read" in error.message
 
 
 def test_rerun_after_an_interrupted_attempt_branches_back(spec, tmp_path):
@@ -479,6 +493,34 @@ def test_dask_cluster_runs_many_tasks_into_sqlite_sessions(spec, tmp_path, dask_
     for i in range(n):
         with Session(SqliteSessionStorage(tmp_path / "sessions.db", f"task-{i}", read_only=True)) as session:
             assert_complete(session, i)
+
+
+def test_a_result_that_cannot_travel_back_is_that_tasks_error(spec, tmp_path, dask_client):
+    """A tool result holding something pickle refuses: Dask failed to send the TaskResult back,
+    the future never completed and run_many waited for good, losing a healthy task fetched with
+    it. The worker now pickles the result itself; one that cannot travel is that task's error,
+    its messages being in its session."""
+    light = AgentSpec(
+        spec.model, tools=("_many_helpers:many_add", "_many_helpers:many_unpicklable"), get_api_key=helpers.api_key
+    )
+    bad = AgentTask(light, "many_unpicklable {}", session=sqlite_url(tmp_path, 99), id=99)
+    tasks = [bad] + [add_task(light, i) for i in range(3)]
+    results: List[Any] = []
+    done = threading.Event()
+
+    def consume() -> None:
+        results.extend(run_many(tasks, executor=dask_client.get_executor(), progress=False))
+        done.set()
+
+    threading.Thread(target=consume, daemon=True).start()
+    assert done.wait(120), "run_many never finished"
+    by_id = {r.task.id: r for r in results}
+    assert sorted(by_id) == [0, 1, 2, 99]
+    assert all(by_id[i].ok for i in range(3)), [by_id[i].error for i in range(3)]
+    assert "cannot be pickled to return it" in str(by_id[99].error) and by_id[99].messages == []
+    with Session(SqliteSessionStorage(tmp_path / "sessions.db", "task-99", read_only=True)) as session:
+        roles = [m.role for m in session.build_context().messages]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
 
 
 def test_dask_worker_killed_mid_run_reruns_its_tasks_and_corrupts_no_session(spec, tmp_path, dask_client):
