@@ -265,6 +265,27 @@ def test_retryable_status_then_success(server, status):  # issue 4: retries with
     assert result.text == "recovered" and types[0] == "start" and len(server.requests) == 2
 
 
+def test_headers_given_as_a_function_are_made_anew_for_every_attempt(server):
+    """A credential that carries its time (an AWS SigV4 signature) must be made for each attempt:
+    a retry after a long wait would otherwise send a stale one, which the server refuses."""
+    from agentcore.providers.http import open_stream
+
+    server.enqueue(
+        Reply(status=503, headers={"retry-after-ms": "1"}, body='{"error":{"message":"busy"}}'),
+        Reply(body=_text_body("recovered")),
+    )
+    made = []
+
+    def headers():
+        made.append(f"signature-{len(made)}")
+        return {"Content-Type": "application/json", "Authorization": made[-1]}
+
+    response = open_stream(server.url + "/v1/chat/completions", b"{}", headers, session_name="local")
+    response.close()
+    assert made == ["signature-0", "signature-1"]
+    assert [r.headers["authorization"] for r in server.requests] == made
+
+
 def test_retries_are_bounded_and_report_the_last_error(server):
     for _ in range(3):
         server.enqueue(Reply(status=500, headers={"retry-after": "0"}, body=""))

@@ -37,7 +37,7 @@ import logging
 import re
 import socket
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
 from .._compat import (
     http_client_read1,
@@ -344,7 +344,7 @@ def _root_reason(exc: BaseException) -> str:
 def open_stream(
     url: str,
     body: bytes,
-    headers: Mapping[str, str],
+    headers: Union[Mapping[str, str], Callable[[], Mapping[str, str]]],
     *,
     session_name: str,
     signal: Any = None,
@@ -357,6 +357,10 @@ def open_stream(
     retry: Optional[RetryBudget] = None,
 ) -> Any:
     """POST ``body`` and return the open streaming response (2xx); see the module docstring.
+
+    ``headers`` may be a function returning them: it is called before every attempt, for a
+    credential that must be made anew each time (an AWS SigV4 signature carries its time, and AWS
+    refuses one more than five minutes old, which a retry after a stalled attempt would send).
 
     ``model`` (the model id) only labels the DEBUG log records, with ``session_name`` as the
     provider. ``retry`` is the request's :class:`RetryBudget` when the caller also retries
@@ -373,22 +377,34 @@ def open_stream(
         budget.signal = signal
     retries, cap_ms = budget.max_retries, budget.cap_ms
     timeout = DEFAULT_TIMEOUT if timeout is None else timeout
-    log = _RequestLog(url, headers, session_name, model, retries) if _log.isEnabledFor(logging.DEBUG) else None
+    make_headers: Optional[Callable[[], Mapping[str, str]]] = None
+    if callable(headers):
+        make_headers = headers
+        sent: Mapping[str, str] = make_headers()
+    else:
+        sent = headers
+    log = _RequestLog(url, sent, session_name, model, retries) if _log.isEnabledFor(logging.DEBUG) else None
+    fresh = True  # ``sent`` was made for the attempt about to be sent
     while True:
         attempt = budget.attempt
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
+        if make_headers is not None and not fresh:  # made anew for every retry
+            sent = make_headers()
+            if log is not None:
+                log.add_secrets(sent)
+        fresh = False
         if log is not None:
             log.request(attempt)
         try:
-            response = _send(session, url, headers, body, timeout, signal)
+            response = _send(session, url, sent, body, timeout, signal)
         except RequestAborted:
             raise
         except (requests.exceptions.RequestException, ValueError) as exc:
             # a malformed URL or header value (requests' InvalidURL/InvalidHeader..., or, under
             # older requests, http.client's own ValueError): no attempt can succeed, none is retried
             if isinstance(exc, (ValueError, requests.exceptions.URLRequired)):
-                raise ProviderHTTPError(_describe_unsendable(exc, url, headers)) from None
+                raise ProviderHTTPError(_describe_unsendable(exc, url, sent)) from None
             message = _describe_connection_error(exc, url)
             if budget.exhausted:
                 if log is not None:
@@ -467,6 +483,12 @@ class _RequestLog:
         self.label = f"provider={provider} model={model or '-'}"
         self.retries = retries
         self.started = 0.0
+
+    def add_secrets(self, headers: Mapping[str, str]) -> None:
+        """The secret values of a later attempt's headers (made anew: a new signature)."""
+        from .failures import secret_header_values
+
+        self.secrets.extend(secret_header_values(headers))
 
     def _redact(self, text: str) -> str:
         from .failures import redact

@@ -13,7 +13,11 @@ uint16 length, timestamps are int64 milliseconds, UUIDs 16 bytes).
 network) and returns the complete :class:`EventStreamMessage` objects they finish. A frame that
 cannot be right (lengths out of range, a CRC mismatch, a header that runs past its section, an
 unknown header type) raises :class:`EventStreamError` naming what failed and where; the decoder
-then refuses further input, since nothing after a corrupt frame can be trusted.
+then refuses further input, since nothing after a corrupt frame can be trusted. The good frames
+before it are never lost: when a piece of input completes some frames and then reaches a corrupt
+one, :meth:`~EventStreamDecoder.feed` returns the good frames and keeps the error, which the next
+:meth:`~EventStreamDecoder.feed`, :meth:`~EventStreamDecoder.check` or
+:meth:`~EventStreamDecoder.close` raises (so a reader handles them first, whatever the chunking).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import struct
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 __all__ = ["EventStreamDecoder", "EventStreamError", "EventStreamMessage", "encode_message"]
 
@@ -119,18 +123,38 @@ class EventStreamDecoder:
 
     :meth:`close` checks that the body did not end inside a frame. Bytes are copied only while a
     frame is incomplete; complete frames are parsed straight from the buffer.
+
+    A corrupt frame after good ones in the same :meth:`feed` is reported after them: that call
+    returns the good frames and keeps the error (:attr:`error`), raised by the next :meth:`feed`,
+    :meth:`check` or :meth:`close`. Call :meth:`check` after handling a feed's frames to report
+    it at once, without waiting for more input.
     """
 
     def __init__(self) -> None:
         self._buffer = bytearray()
         self._consumed = 0  # bytes of the stream already decoded (for error positions)
         self._failed = False
+        self._error: Optional[EventStreamError] = None  # found after good frames, not raised yet
         # raw header bytes -> parsed headers: a stream repeats a handful of header sets (one per
         # event type), so each is parsed once; bounded, per decoder
         self._headers: Dict[bytes, Dict[str, Any]] = {}
 
+    @property
+    def error(self) -> Optional[EventStreamError]:
+        """The corrupt frame's error found after good frames by the last :meth:`feed`, until raised."""
+        return self._error
+
+    def check(self) -> None:
+        """Raise the error :meth:`feed` kept (see :attr:`error`), if any; it is raised once."""
+        error = self._error
+        if error is not None:
+            self._error = None
+            raise error
+
     def feed(self, data: bytes) -> List[EventStreamMessage]:
-        """Decode every message completed by ``data``; raise :class:`EventStreamError` if corrupt."""
+        """Decode every message completed by ``data``; raise :class:`EventStreamError` if corrupt
+        (after returning the good frames before the corrupt one: see the class docstring)."""
+        self.check()
         if self._failed:
             raise EventStreamError("event-stream decoder already failed on a corrupt frame")
         buffer = self._buffer
@@ -150,9 +174,12 @@ class EventStreamDecoder:
                     break
                 messages.append(self._message(view, pos, total, headers_length))
                 pos += total
-        except EventStreamError:
+        except EventStreamError as exc:
             self._failed = True
-            raise
+            if not messages:
+                raise
+            self._error = exc  # the good frames first; the next feed(), check() or close() raises it
+            return messages
         finally:
             view.release()  # a bytearray with an exported view cannot be resized
         self._consumed += pos
@@ -163,7 +190,9 @@ class EventStreamDecoder:
         return messages
 
     def close(self) -> None:
-        """The body ended: raise :class:`EventStreamError` if it stopped inside a frame."""
+        """The body ended: raise the kept error (:meth:`check`), or :class:`EventStreamError` if it
+        stopped inside a frame."""
+        self.check()
         if self._buffer and not self._failed:
             raise EventStreamError(
                 f"event stream ended inside a frame ({len(self._buffer)} bytes of an "

@@ -7,7 +7,10 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
 
 * Request: :mod:`agentcore_bedrock.request` builds the body, ``on_payload`` may replace it,
   headers are layered (defaults < ``model.headers`` < ``headers=``) and then signed
-  (:mod:`agentcore_bedrock.auth`), so every header sent is covered by the signature.
+  (:mod:`agentcore_bedrock.auth`), so every header sent is covered by the signature. Every HTTP
+  attempt is signed anew (``open_stream`` takes the headers as a function): SigV4 signatures
+  carry their time (``X-Amz-Date``) and AWS refuses one more than 5 minutes old, which a retry
+  after a stalled attempt (the 600 s read timeout) would otherwise send.
 * HTTP through :func:`agentcore.providers.http.open_stream` (pooled connections, abortable
   connect, retries of connection errors, 408/409/429/5xx with ``retry-after``, ``max_retries``).
   AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``) become
@@ -17,7 +20,8 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   ``"200 <message> (the server answered application/json, not an event stream)"``, as the core's
   wire APIs report theirs; an answer without a ``Content-Type`` is left to the decoder.
 * The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
-  ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
+  a corrupt frame is reported after the good frames before it are handled, however the bytes
+  were chunked, so their content is kept. ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
   that arrives before any content is retried like HTTP 429/5xx, from the same
   :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
@@ -71,14 +75,19 @@ _DEFAULT_HEADERS = {"Content-Type": "application/json"}  # what botocore's rest-
 _EVENT_STREAM = "application/vnd.amazon.eventstream"
 _MAX_BODY_TEXT = 256 * 1024  # of a 2xx answer that is not an event stream, read to report it
 _GAVE_UP = re.compile(r" \(gave up after \d+ attempts?, max_retries=\d+\)$")
+_DELAY_REFUSED = re.compile(r"Server requested \S+ retry delay \(max: \S+\)\. ")
 
 
 def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, str]) -> str:
     """``"403 AccessDeniedException: <message>"`` from ``"<status> <JSON body>"``; other texts
-    unchanged. The attempt count the core appends after retries is kept at the end."""
+    unchanged. The attempt count the core appends after retries is kept at the end, and the
+    core's ``"Server requested Ns retry delay (max: Ms). "`` at the start."""
     note = _GAVE_UP.search(message)
     if note is not None:
         return format_aws_error(message[: note.start()], status, headers) + note.group(0)
+    delay = _DELAY_REFUSED.match(message)
+    if delay is not None:
+        return delay.group(0) + format_aws_error(message[delay.end() :], status, headers)
     if status is None or not message.startswith(f"{status} "):
         return message
     try:
@@ -171,12 +180,18 @@ class BedrockProvider:
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(secret_header_values(headers))
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
-            while True:
+
+            def signed_headers() -> Mapping[str, str]:  # before every HTTP attempt: SigV4 carries its time
                 signed = sign_request(url, headers, data, region, options)
                 secrets.extend(signed.secrets)
+                return signed.headers
+
+            while True:
                 state = BedrockStreamState(model, writer)
                 try:
-                    yield from self._attempt(signed, state, writer, pending, signal, options, started, budget)
+                    yield from self._attempt(
+                        url, data, signed_headers, state, writer, pending, signal, options, started, budget
+                    )
                     break
                 except Exception as exc:  # transient and no content yet: try again, else it stands
                     retryable = transient(exc) and not state.has_content
@@ -196,7 +211,9 @@ class BedrockProvider:
 
     def _attempt(
         self,
-        signed: Any,
+        url: str,
+        data: bytes,
+        signed_headers: Callable[[], Mapping[str, str]],
         state: BedrockStreamState,
         writer: StreamWriter,
         pending: List[Any],
@@ -205,8 +222,9 @@ class BedrockProvider:
         started: List[bool],
         budget: RetryBudget,
     ) -> Iterator[Any]:
-        """One HTTP exchange: open, decode every frame, finish; yields the events it produced
-        (``start`` before the first of them unless ``started`` says an earlier attempt sent it)."""
+        """One HTTP exchange: open (``open_stream``'s retries, each attempt signed anew by
+        ``signed_headers``), decode every frame, finish; yields the events it produced (``start``
+        before the first of them unless ``started`` says an earlier attempt sent it)."""
         seen: Dict[str, Any] = {}
         user_on_response: Optional[Callable[[int, Dict[str, str]], Any]] = options.get("on_response")
 
@@ -217,9 +235,9 @@ class BedrockProvider:
 
         try:
             response = http.open_stream(
-                signed.url,
-                signed.body,
-                signed.headers,
+                url,
+                data,
+                signed_headers,
                 session_name="amazon-bedrock",
                 signal=signal,
                 timeout=request_timeout(options),
@@ -245,6 +263,7 @@ class BedrockProvider:
                         if pending:
                             yield from pending
                             pending.clear()
+                    decoder.check()  # a corrupt frame after the good ones: reported once they are handled
                     if signal_aborted(signal):
                         break
                 else:

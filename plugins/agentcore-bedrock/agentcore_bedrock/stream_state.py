@@ -261,7 +261,11 @@ class BedrockStreamState:
 
     def _reasoning(self, api_index: int, index: Optional[int], block: Any, reasoning: Mapping[str, Any]) -> None:
         writer = self.writer
-        redacted = reasoning.get("redactedContent")
+        # every field checked before the output changes (no block opened for a malformed delta)
+        within = "delta.reasoningContent."
+        redacted = _text(reasoning, "redactedContent", "contentBlockDelta", within)  # base64 text
+        text = _text(reasoning, "text", "contentBlockDelta", within)
+        signature = _text(reasoning, "signature", "contentBlockDelta", within)
         if block is None:
             if redacted is not None:
                 index = writer.start_thinking(thinking_signature="", redacted=True, thinking=REDACTED_TEXT)
@@ -274,12 +278,10 @@ class BedrockStreamState:
         if redacted is not None:
             block.redacted = True
             block.thinking = block.thinking or REDACTED_TEXT
-            block.thinking_signature = (block.thinking_signature or "") + str(redacted)
+            block.thinking_signature = (block.thinking_signature or "") + redacted
             return
-        text = _text(reasoning, "text", "contentBlockDelta", "delta.reasoningContent.")
         if text:
             writer.append_thinking(index, text)
-        signature = _text(reasoning, "signature", "contentBlockDelta", "delta.reasoningContent.")
         if signature:
             block.thinking_signature = (block.thinking_signature or "") + signature
 

@@ -228,3 +228,39 @@ def test_debug_logs_hold_no_signing_secrets(
     for secret in [TOKEN, SECRET_KEY, *signatures]:
         assert secret not in caplog.text
     assert auth_logger.filters == before  # the redacting filter lasts one signature, never accumulates
+
+
+def test_every_http_attempt_is_signed_anew(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SigV4 signature carries its time (X-Amz-Date) and AWS refuses one older than 5 minutes,
+    which a retry after long retry-after waits or a stalled attempt (the 600 s read timeout)
+    would send if the first attempt's headers were resent: each HTTP attempt is signed again,
+    after the previous answer, and the secrets of every signature are redacted."""
+    import agentcore_bedrock.provider as provider_module
+
+    steps: list = []
+    real_sign = provider_module.sign_request
+
+    def sign(*args: Any, **kwargs: Any) -> Any:
+        signed = real_sign(*args, **kwargs)
+        steps.append(("sign", signed.headers["Authorization"]))
+        return signed
+
+    monkeypatch.setattr(provider_module, "sign_request", sign)
+    busy = Reply(503, b'{"message": "busy"}', "application/json", headers={"retry-after": "0"})
+    server.enqueue(busy, busy, Reply(403, content_type="application/json", echo=_echo_authorization))
+    stream = BedrockProvider().stream(
+        local_model(server), CONTEXT, max_retries=3, on_response=lambda status, _: steps.append(("answer", status))
+    )
+    message = stream.result()
+    assert [step[0] for step in steps] == ["sign", "answer"] * 3
+    assert [step[1] for step in steps if step[0] == "answer"] == [503, 503, 403]
+    sent = [step[1] for step in steps if step[0] == "sign"]
+    assert [r.headers["Authorization"] for r in server.requests] == sent  # each request its own signing
+    for request in server.requests:
+        assert signature_parts(request.headers["Authorization"])[2] == _expected_signature(
+            request, server.url + request.path, "us-east-1"
+        )
+    assert message.error_message.startswith("403 The request signature we calculated does not match.")
+    assert message.error_message.endswith("Got header: ***; got ***")  # the last signature, redacted too

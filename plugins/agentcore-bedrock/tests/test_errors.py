@@ -45,6 +45,37 @@ def test_corrupt_frame_mid_stream_keeps_the_partial_text(server: Server, aws_env
     assert _kinds(events) == ["start", "text_start", "text_delta", "error"]  # the open block is not closed
 
 
+def _good_then_corrupt() -> Tuple[bytes, bytes]:
+    good = event("messageStart", {"role": "assistant"}) + event(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hello, here is the partial answer"}}
+    )
+    bad = bytearray(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": " more"}}))
+    bad[-1] ^= 0xFF  # the message CRC
+    return good, bytes(bad)
+
+
+@pytest.mark.parametrize("then", ["end", "more frames", "silence"])
+def test_a_corrupt_frame_in_the_same_read_as_good_ones_keeps_them(server: Server, aws_env: dict, then: str) -> None:
+    """Good frames and a corrupt one arrive in one HTTP chunk (one read): the good ones are handled
+    before the error is reported, as when they arrive in separate reads, and at once (the next
+    read is not awaited: "silence" would hit the 2 s read timeout instead)."""
+    good, bad = _good_then_corrupt()
+    if then == "end":
+        server.enqueue(Reply(body=good + bad))
+    elif then == "more frames":
+        server.enqueue(Reply(body=good + bad + text_stream()))
+    else:
+        server.enqueue(Reply(body=good + bad, stall_after=len(good + bad)))
+    message, events = _run(local_model(server), timeout=(5, 2))
+    assert (message.stop_reason, message.error_message) == (
+        "error",
+        f"event-stream message CRC mismatch in the frame at byte {len(good)} (the frame is corrupt)",
+    )
+    assert message.content == [TextContent("Hello, here is the partial answer")]
+    assert _kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert len(server.requests) == 1
+
+
 def test_truncated_body_is_an_error(server: Server, aws_env: dict) -> None:
     server.enqueue(Reply(body=text_stream()[:-7]))
     message, _ = _run(local_model(server))
@@ -265,6 +296,18 @@ def _delta(delta: Any, index: Any = 0) -> bytes:
             _delta({"toolUse": [1]}),
             "contentBlockDelta event: delta.toolUse is a list, expected an object",
         ),
+        (  # checked before the thinking block is opened
+            _delta({"reasoningContent": {"text": 5}}),
+            "contentBlockDelta event: delta.reasoningContent.text is the number 5, expected a string",
+        ),
+        (
+            _delta({"reasoningContent": {"text": "ok", "signature": ["s"]}}),
+            "contentBlockDelta event: delta.reasoningContent.signature is a list, expected a string",
+        ),
+        (
+            _delta({"reasoningContent": {"redactedContent": {"data": "b3Bh"}}}),
+            "contentBlockDelta event: delta.reasoningContent.redactedContent is an object, expected a string",
+        ),
         (
             event("contentBlockStart", {"contentBlockIndex": 0, "start": "toolUse"}),
             "contentBlockStart event: start is the string 'toolUse', expected an object",
@@ -285,6 +328,29 @@ def test_malformed_event_payloads_are_named(server: Server, aws_env: dict, body:
     assert (message.stop_reason, message.error_message) == ("error", f"malformed Bedrock {text}")
     assert message.content == [] and _kinds(events) == ["start", "error"]  # nothing half-made is left
     assert AssistantMessage.from_dict(message.to_dict()) == message  # a transcript a session can keep
+
+
+def test_a_malformed_reasoning_delta_changes_nothing(server: Server, aws_env: dict) -> None:
+    """As the first event (no messageStart) it opens no thinking block, so the stream is one
+    ``error`` event; into an open thinking block it appends none of its valid fields."""
+    server.enqueue(Reply(body=_delta({"reasoningContent": {"text": 5}})))
+    message, events = _run(local_model(server), max_retries=0)
+    assert message.error_message == (
+        "malformed Bedrock contentBlockDelta event: delta.reasoningContent.text is the number 5, expected a string"
+    )
+    assert (message.content, _kinds(events)) == ([], ["error"])
+    from agentcore.types import ThinkingContent
+
+    body = (
+        _start()
+        + _delta({"reasoningContent": {"text": "a"}})
+        + _delta({"reasoningContent": {"text": "b", "signature": 7}})
+    )
+    server.enqueue(Reply(body=body))
+    message, events = _run(local_model(server), max_retries=0)
+    assert message.error_message.endswith("delta.reasoningContent.signature is the number 7, expected a string")
+    assert message.content == [ThinkingContent("a", thinking_signature="")]
+    assert _kinds(events) == ["start", "thinking_start", "thinking_delta", "error"]
 
 
 def test_an_exception_frame_with_a_plain_text_payload_keeps_its_name(server: Server, aws_env: dict) -> None:
@@ -455,6 +521,56 @@ def test_a_silent_server_hits_the_read_timeout(server: Server, aws_env: dict) ->
     server.release.set()
     assert message.stop_reason == "error" and message.error_message.startswith("Timed out while streaming")
     assert _kinds(events) == ["error"] and len(server.requests) == 1
+
+
+def test_a_retry_after_above_the_cap_fails_at_once(server: Server, aws_env: dict) -> None:
+    busy = Reply(
+        status=503,
+        content_type="application/json",
+        body=b'{"message": "busy"}',
+        headers={"retry-after": "120", "x-amzn-ErrorType": "ServiceUnavailableException"},
+    )
+    server.enqueue(busy)
+    message, _ = _run(local_model(server))
+    assert message.error_message == (
+        "Server requested 120s retry delay (max: 60s). 503 ServiceUnavailableException: busy"
+    )
+    assert len(server.requests) == 1
+    server.enqueue(  # a higher cap: the server's delay is honoured (0 s here), then the retry succeeds
+        Reply(503, b'{"message": "busy"}', "application/json", headers={"retry-after-ms": "0"}),
+        Reply(body=text_stream("ok")),
+    )
+    message, _ = _run(local_model(server), max_retry_delay_ms=1)
+    assert message.content == [TextContent("ok")] and len(server.requests) == 3
+
+
+def test_x_should_retry_overrides_the_status(server: Server, aws_env: dict) -> None:
+    server.enqueue(Reply(503, b'{"message": "busy"}', "application/json", headers={"x-should-retry": "false"}))
+    message, _ = _run(local_model(server))
+    assert message.error_message == "503 busy" and len(server.requests) == 1  # no "gave up": not retryable
+    server.enqueue(
+        Reply(400, b'{"message": "try again"}', "application/json", headers={"x-should-retry": "true"}),
+        Reply(body=text_stream("ok")),
+    )
+    message, _ = _run(local_model(server), max_retry_delay_ms=0)
+    assert message.content == [TextContent("ok")] and len(server.requests) == 3
+
+
+def test_abort_ends_the_http_retry_sleep(server: Server, aws_env: dict) -> None:
+    import time
+
+    server.enqueue(Reply(503, b'{"message": "busy"}', "application/json", headers={"retry-after": "30"}))
+    controller = AbortController()
+    seen = threading.Event()
+    aborter = threading.Thread(target=lambda: (seen.wait(30), controller.abort()))
+    aborter.start()
+    began = time.monotonic()
+    message, events = _run(
+        local_model(server), signal=controller.signal, on_response=lambda *_: seen.set(), max_retry_delay_ms=0
+    )
+    aborter.join()
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
+    assert len(server.requests) == 1 and time.monotonic() - began < 20  # not the 30 s the server asked for
 
 
 def test_max_retries_retries_exactly_n_times_then_names_the_attempts(server: Server, aws_env: dict) -> None:

@@ -81,8 +81,15 @@ def test_bad_prelude_crc_is_named_with_its_position() -> None:
     bad = bytearray(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "x"}}))
     bad[9] ^= 0xFF  # inside the prelude CRC
     decoder = EventStreamDecoder()
+    assert len(decoder.feed(good)) == 1
     with pytest.raises(EventStreamError, match=rf"prelude CRC mismatch in the frame at byte {len(good)}"):
-        decoder.feed(good + bytes(bad))
+        decoder.feed(bytes(bad))
+    with pytest.raises(EventStreamError, match="already failed"):
+        decoder.feed(good)
+    decoder = EventStreamDecoder()  # after a good frame in the same input: reported after it
+    assert [f.headers[":event-type"] for f in decoder.feed(good + bytes(bad))] == ["messageStart"]
+    with pytest.raises(EventStreamError, match=rf"prelude CRC mismatch in the frame at byte {len(good)}"):
+        decoder.feed(good)
     with pytest.raises(EventStreamError, match="already failed"):
         decoder.feed(good)
 
@@ -92,6 +99,34 @@ def test_bad_message_crc_is_named() -> None:
     data[-10] ^= 0x01  # a payload byte: only the message CRC can notice
     with pytest.raises(EventStreamError, match="message CRC mismatch in the frame at byte 0"):
         _frames(bytes(data), 5)
+
+
+@pytest.mark.parametrize("corrupt_at", [-1, 9])  # the message CRC, the prelude CRC
+def test_good_frames_before_a_corrupt_one_in_the_same_feed_are_returned(corrupt_at: int) -> None:
+    """One network read holding good frames and then a corrupt one: the good frames come back and
+    the error is kept for check(), close() or the next feed(), raised once (then "already
+    failed"), so the partial answer they carry is never dropped."""
+    good = event("messageStart", {"role": "assistant"}) + event(
+        "contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "partial"}}
+    )
+    bad = bytearray(event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": " more"}}))
+    bad[corrupt_at] ^= 0xFF
+    decoder = EventStreamDecoder()
+    frames = decoder.feed(good + bytes(bad) + event("messageStop", {"stopReason": "end_turn"}))
+    assert [f.headers[":event-type"] for f in frames] == ["messageStart", "contentBlockDelta"]
+    assert frames[1].payload == b'{"contentBlockIndex": 0, "delta": {"text": "partial"}}'
+    assert isinstance(decoder.error, EventStreamError)
+    with pytest.raises(EventStreamError, match=f"CRC mismatch in the frame at byte {len(good)}"):
+        decoder.check()
+    assert decoder.error is None
+    decoder.check()  # raised once
+    with pytest.raises(EventStreamError, match="already failed"):
+        decoder.feed(b"")
+
+    decoder = EventStreamDecoder()  # the body ends right after: close() reports it
+    assert len(decoder.feed(good + bytes(bad))) == 2
+    with pytest.raises(EventStreamError, match="CRC mismatch"):
+        decoder.close()
 
 
 def test_truncated_stream_is_an_error_at_close() -> None:
