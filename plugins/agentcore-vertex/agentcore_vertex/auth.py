@@ -9,7 +9,16 @@ A refresh runs on a helper (daemon) thread, one at a time: many threads asking a
 refresh and all get its token. Each caller waits for it or for its abort signal, whichever comes
 first; an aborted caller raises :class:`~agentcore.providers.http.RequestAborted` while the refresh
 goes on, and the next caller waits for that same refresh (and uses its token) instead of starting
-another.
+another. When the helper thread cannot be started (``RuntimeError: can't start new thread``, a
+process or container thread limit), the refresh runs on the calling thread instead (that wait is
+not abortable), and the source stays usable.
+
+The early refresh (within ``margin`` of the expiry) is advisory, as in google-auth and botocore:
+when it fails while the current token is still valid (present, not expired, not rejected by the
+server), the current token is used and the failure is logged (WARNING on the
+``agentcore_vertex.auth`` logger, when logging is configured; never the token); the next call tries
+again. A refresh that fails when the token is missing, expired or rejected raises
+:class:`VertexAuthError`.
 
 ``google.auth`` is imported on first use, never when the plugin is loaded. Tokens, refresh tokens
 and client secrets never appear in a repr or an exception message.
@@ -18,6 +27,7 @@ and client secrets never appear in a repr or an exception message.
 from __future__ import annotations
 
 import datetime
+import logging
 import threading
 from typing import Any, Callable, List, MutableMapping, Optional, Sequence
 
@@ -31,6 +41,8 @@ DEFAULT_MARGIN = datetime.timedelta(minutes=5)
 #: How often a caller waiting for a refresh checks its abort signal (a ``threading.Event`` signal
 #: has no listeners that could wake it).
 ABORT_POLL_SECONDS = 0.05
+_log = logging.getLogger(__name__)
+_THREAD_NAME = "agentcore-vertex-token-refresh"
 _ADC_HELP = (
     "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
     "service-account key file, or pass api_key= (GOOGLE_CLOUD_API_KEY) for Vertex AI express mode"
@@ -123,7 +135,8 @@ class TokenSource:
 
         ``signal`` (an abort signal or ``threading.Event``) ends the wait for a refresh with
         :class:`RequestAborted`; the refresh itself goes on (see the module docstring). Raises
-        :class:`VertexAuthError` when the refresh fails or yields no token.
+        :class:`VertexAuthError` when the refresh fails or yields no token, unless the refresh
+        was an early one and the current token is still valid (then that token is returned).
         """
         self._ensure_fresh(signal)
         return self._current_token()
@@ -142,15 +155,43 @@ class TokenSource:
 
     def _ensure_fresh(self, signal: Any) -> None:
         """Start a refresh when the token is missing, rejected or about to expire (unless one is
-        under way already), then wait for the one under way; see :func:`_wait` for failures."""
+        under way already), then wait for the one under way; see :func:`_wait` for failures. A
+        failed refresh raises only when the current token cannot be used any more
+        (:meth:`_usable`): an early refresh is advisory."""
+        inline = False
         with self._lock:
             refresh = self._refreshing
             if refresh is None and (self._rejected or self._needs_refresh()):
                 refresh = self._refreshing = _Refresh()
-                name = "agentcore-vertex-token-refresh"
-                threading.Thread(target=self._run_refresh, args=(refresh,), name=name, daemon=True).start()
-        if refresh is not None:
+                thread = threading.Thread(target=self._run_refresh, args=(refresh,), name=_THREAD_NAME, daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # "can't start new thread": nothing will run this refresh
+                    inline = True
+                    _log.debug("could not start the token refresh thread (%s): refreshing on the calling thread", exc)
+        if refresh is None:
+            return
+        if inline:  # still recorded as under way: other callers wait for this one
+            self._run_refresh(refresh)
+        try:
             _wait(refresh, as_signal(signal))
+        except VertexAuthError as exc:
+            with self._lock:
+                usable = self._usable()
+                expiry = getattr(self.credentials, "expiry", None)
+            if not usable:
+                raise
+            if _log.hasHandlers():  # else the request goes on quietly (logging's last resort would print it)
+                _log.warning("early refresh failed, using the current token until it expires (%s): %s", expiry, exc)
+
+    def _usable(self) -> bool:
+        """Whether the current token may still be sent: present, not rejected by the server and
+        not expired (a token without an expiry does not expire). Call with the lock held."""
+        credentials = self.credentials
+        if self._rejected or not getattr(credentials, "token", None):
+            return False
+        expiry = getattr(credentials, "expiry", None)
+        return expiry is None or expiry > self._now(expiry)
 
     def _current_token(self) -> str:
         token = getattr(self.credentials, "token", None)
@@ -180,10 +221,14 @@ class TokenSource:
         expiry = getattr(credentials, "expiry", None)
         if expiry is None:  # a token without an expiry (e.g. one passed in by hand)
             return False
+        return expiry - self._now(expiry) <= self.margin
+
+    def _now(self, expiry: datetime.datetime) -> datetime.datetime:
+        """The clock's time, comparable with ``expiry`` (aware when it is)."""
         now = self._clock()
         if expiry.tzinfo is not None and now.tzinfo is None:
             now = now.replace(tzinfo=datetime.timezone.utc)
-        return expiry - now <= self.margin
+        return now
 
     def _refresh(self) -> None:
         request = self._request

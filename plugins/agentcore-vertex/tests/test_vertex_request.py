@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import logging
 import threading
 
 import google.oauth2.credentials
@@ -240,6 +241,67 @@ def test_refresh_failure_is_clear_and_never_shows_the_token():
     message = str(info.value)
     assert message.startswith("Vertex AI: could not refresh the Google Cloud access token: RefreshError")
     assert "ya29.secret-old-token" not in message and "***" in message
+
+
+def test_a_failed_early_refresh_keeps_the_still_valid_token(caplog):
+    """The refresh 5 minutes before expiry is advisory (as in google-auth and botocore): when it
+    fails, the current token, still valid, is used and the failure logged without it; the next
+    call tries again. Once the token expired, or the server rejected it, the failure stands."""
+    clock = [NOW]
+    # one token: every later refresh fails, and its message quotes the old token
+    creds = FakeCredentials("ya29.still-valid", lifetime=datetime.timedelta(minutes=60), now=lambda: clock[0])
+    source = TokenSource(creds, clock=lambda: clock[0], request=object())
+    assert source.token() == "ya29.still-valid" and creds.refreshes == 1
+    clock[0] = NOW + datetime.timedelta(minutes=56)  # 4 minutes left: inside the margin
+    caplog.set_level(logging.WARNING, logger="agentcore_vertex.auth")
+    assert source.token() == "ya29.still-valid"
+    headers = {}
+    source.apply(headers)
+    assert headers["authorization"] == "Bearer ya29.still-valid"
+    assert creds.refreshes == 3 and source._refreshing is None  # each call tried again
+    assert [r.levelno for r in caplog.records] == [logging.WARNING] * 2
+    assert "could not refresh the Google Cloud access token: RefreshError" in caplog.records[0].getMessage()
+    assert "ya29.still-valid" not in caplog.text
+    clock[0] = NOW + datetime.timedelta(minutes=60)  # expired: no token left to fall back on
+    with pytest.raises(VertexAuthError, match="could not refresh"):
+        source.token()
+    clock[0] = NOW + datetime.timedelta(minutes=56)
+    source.invalidate()  # the server rejected it: not usable either
+    with pytest.raises(VertexAuthError, match="could not refresh"):
+        source.token()
+
+
+def test_a_refresh_thread_that_cannot_start_refreshes_on_the_calling_thread(monkeypatch):
+    """Starting the helper thread can fail (a pid or thread limit): the refresh then runs on the
+    calling thread, and the source is never left waiting for a refresh that does not run."""
+    creds = FakeCredentials("ya29.inline", "ya29.threaded", lifetime=datetime.timedelta(seconds=0))
+    source = TokenSource(creds, request=object())
+    real_start = threading.Thread.start
+    refreshed_on = []
+    real_refresh = creds.refresh
+
+    def refresh(request):
+        refreshed_on.append(threading.current_thread())
+        real_refresh(request)
+
+    def failing_start(thread):
+        if thread.name == "agentcore-vertex-token-refresh":
+            raise RuntimeError("can't start new thread")
+        return real_start(thread)
+
+    creds.refresh = refresh
+    with monkeypatch.context() as patch:
+        patch.setattr(threading.Thread, "start", failing_start)
+        assert source.token() == "ya29.inline"
+        assert refreshed_on == [threading.current_thread()] and source._refreshing is None
+    # threads start again: the next refresh (the token expired at once) runs on its helper thread
+    assert source.token(threading.Event()) == "ya29.threaded"
+    assert refreshed_on[1] is not threading.current_thread() and source._refreshing is None
+    with monkeypatch.context() as patch:  # an inline refresh that fails is the caller's error, once
+        patch.setattr(threading.Thread, "start", failing_start)
+        with pytest.raises(VertexAuthError, match="could not refresh"):
+            source.token()
+        assert source._refreshing is None
 
 
 def test_reprs_never_show_tokens():
