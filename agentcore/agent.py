@@ -1246,19 +1246,23 @@ class Agent:
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
         run.controller.abort(f"Run failed: {message.error_message}")
-        listeners = True
         for event in (
             MessageStartEvent(message),
             MessageEndEvent(message),
             TurnEndEvent(message, []),
             AgentEndEvent([message]),
         ):
+            if run.error is not None:
+                # A listener failed twice: the rest of the sequence still reaches the state, the
+                # plugins (a tracer ends its spans at agent_end) and every listener (the session's
+                # records the failure message), their further exceptions only logged.
+                self._process_event(event, run, listeners=False)
+                self._call_listeners_quietly(event, run)
+                continue
             try:
-                self._process_event(event, run, listeners)
-            except BaseException as again:  # noqa: BLE001 - a listener failed twice: the caller sees it
-                # The rest of the sequence still reaches the state and the plugins (a tracer ends
-                # its spans at agent_end), not the listeners: one of them fails on every event.
-                run.error, listeners = again, False
+                self._process_event(event, run)
+            except BaseException as again:  # noqa: BLE001 - the caller sees it
+                run.error = again
 
     def _finish_run(self, run: _ActiveRun) -> None:
         try:
@@ -1380,6 +1384,17 @@ class Agent:
             observe(event, self)
         if self._listeners and listeners:
             self._call_listeners(event, run)
+
+    def _call_listeners_quietly(self, event: Any, run: _ActiveRun) -> None:
+        """:meth:`_call_listeners`, each listener's exception logged instead of raised."""
+        for listener, with_signal in list(self._listeners.values()):
+            try:
+                if with_signal:
+                    listener(event, run.controller.signal)
+                else:
+                    listener(event)
+            except Exception as exc:  # noqa: BLE001 - the run's failure is already reported
+                _log.debug("listener %r raised again while a failed run ended: %s", listener, exception_message(exc))
 
     def _call_listeners(self, event: Any, run: Optional[_ActiveRun]) -> None:
         """The listeners subscribed when the event arrived, in subscription order."""

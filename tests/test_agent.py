@@ -747,7 +747,8 @@ def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-lo
 def test_a_listener_raising_again_still_lets_state_and_plugins_see_the_run_end():  # agent-loop §3.4
     """The failure sequence used to stop at the event the listener failed on again: agent_end never
     reached the plugins (a tracer's run span stayed open, holding the agent) and the failure
-    message never reached the transcript. Only the listeners miss the rest now."""
+    message never reached the transcript nor the session. The rest reaches everyone now, the failing
+    listener's further exceptions only logged."""
     seen = []
 
     class Observer:
@@ -755,19 +756,27 @@ def test_a_listener_raising_again_still_lets_state_and_plugins_see_the_run_end()
         def on_event(self, event, agent):
             seen.append(event.type)
 
+    from agentcore import Session
+
+    session = Session.in_memory()
     scripted = ScriptedModel([text("answer")])
-    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, plugins=[Observer()])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, plugins=[Observer()], session=session)
 
     def listener(event):
         if event.type == "message_start":
             raise ValueError("always broken")
 
-    agent.subscribe(listener)
+    agent.subscribe(listener)  # after the session's recorder
+    ended = []
+    agent.subscribe(lambda event: ended.append(event.type) if event.type == "agent_end" else None)
     with pytest.raises(ValueError, match="always broken"):
         agent.prompt("hi")
     assert seen[-4:] == ["message_start", "message_end", "turn_end", "agent_end"]
     assert agent.state.messages[-1].error_message == "always broken"
     assert agent.state.is_streaming is False
+    assert ended == ["agent_end"]  # the other listeners get the rest of the sequence
+    recorded = session.build_context().messages
+    assert recorded[-1].role == "assistant" and recorded[-1].error_message == "always broken"
 
 
 def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
