@@ -1257,7 +1257,7 @@ class Agent:
                 # plugins (a tracer ends its spans at agent_end) and every listener (the session's
                 # records the failure message), their further exceptions only logged.
                 self._process_event(event, run, listeners=False)
-                self._call_listeners_quietly(event, run)
+                self._call_listeners(event, run, quiet=True)
                 continue
             try:
                 self._process_event(event, run)
@@ -1385,25 +1385,20 @@ class Agent:
         if self._listeners and listeners:
             self._call_listeners(event, run)
 
-    def _call_listeners_quietly(self, event: Any, run: _ActiveRun) -> None:
-        """:meth:`_call_listeners`, each listener's exception logged instead of raised."""
+    def _call_listeners(self, event: Any, run: Optional[_ActiveRun], quiet: bool = False) -> None:
+        """The listeners subscribed when the event arrived, in subscription order. ``quiet``: a
+        listener's exception is logged (DEBUG) and the others still called (a failed run's end)."""
+        signal = run.controller.signal if run is not None else self._idle_signal
         for listener, with_signal in list(self._listeners.values()):
             try:
                 if with_signal:
-                    listener(event, run.controller.signal)
+                    listener(event, signal)
                 else:
                     listener(event)
-            except Exception as exc:  # noqa: BLE001 - the run's failure is already reported
+            except Exception as exc:
+                if not quiet:
+                    raise
                 _log.debug("listener %r raised again while a failed run ended: %s", listener, exception_message(exc))
-
-    def _call_listeners(self, event: Any, run: Optional[_ActiveRun]) -> None:
-        """The listeners subscribed when the event arrived, in subscription order."""
-        signal = run.controller.signal if run is not None else self._idle_signal
-        for listener, with_signal in list(self._listeners.values()):
-            if with_signal:
-                listener(event, signal)
-            else:
-                listener(event)
 
 
 # Every stream option but ``reasoning`` (derived from thinking_level) is also an Agent attribute.

@@ -467,13 +467,7 @@ class JsonlSessionStorage(SessionStorage):
         fd = self._fd
         if fd is None:
             raise self._fail("storage", None, "the session is closed")
-        if self._pid != os.getpid():
-            raise self._fail(
-                "storage",
-                None,
-                f"this handle was opened by process {self._pid}, which holds the file's lock; a forked "
-                "child cannot append through it: open the session in this process once the parent closed it",
-            )
+        self._check_owner("the file's lock")
         self._check_still_the_file(fd)
         start = -1
         try:

@@ -15,6 +15,7 @@ thread waits for an append in progress on another (which is then recorded, or re
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -130,10 +131,7 @@ class Session:
         Takes the session lock: an append in progress on another thread finishes first (not in a
         forked child, where the lock may be held by a parent's thread that is not there).
         """
-        if self._pid != os.getpid():
-            self.storage.close()
-            return
-        with self._lock:
+        with self._lock if self._pid == os.getpid() else contextlib.nullcontext():
             self.storage.close()
 
     def __enter__(self) -> Session:

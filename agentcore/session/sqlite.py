@@ -577,14 +577,7 @@ class SqliteSessionStorage(SessionStorage):
         conn = self._conn
         if conn is None:
             raise SessionError("storage", f"{self.path}: the session is closed", path=self.path)
-        if self._pid != os.getpid():
-            raise SessionError(
-                "storage",
-                f"{self.path}: session {self.session_id} was opened by process {self._pid}; a forked child "
-                "cannot use that handle's connection (SQLite connections do not survive fork()): open the "
-                "session in this process (once the parent closed it, to write)",
-                path=self.path,
-            )
+        self._check_owner("its SQLite connection (connections do not survive fork())")
         return conn
 
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:

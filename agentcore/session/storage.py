@@ -254,6 +254,18 @@ class SessionStorage:
         """
         self._closed = True
 
+    def _check_owner(self, holding: str) -> None:
+        """``SessionError("storage")`` in a forked child: ``holding`` (the file's lock, the
+        connection) is the parent's, so the child must open the session itself."""
+        if self._pid != os.getpid():
+            raise SessionError(
+                "storage",
+                f"{self.path or 'session'}: this handle was opened by process {self._pid}, which holds "
+                f"{holding}; a forked child cannot use it: open the session in this process (once the "
+                "parent closed it, to write)",
+                path=self.path,
+            )
+
     def _io_exclusion(self) -> Any:
         """``_io_lock`` for ``close()``, in the process that opened the storage; nothing in a forked
         child, where the lock may have been held by a thread of the parent at the fork, which is

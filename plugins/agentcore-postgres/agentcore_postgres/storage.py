@@ -417,14 +417,7 @@ class PostgresSessionStorage(SessionStorage):
         conn = self._conn
         if conn is None:
             raise self._closed_error()
-        if self._pid != os.getpid():
-            raise SessionError(
-                "storage",
-                f"{self.path}: session {self.session_id} was opened by process {self._pid}; a forked child "
-                "cannot use that handle's server connection (it is the parent's): open the session in "
-                "this process (once the parent closed it, to write)",
-                path=self.path,
-            )
+        self._check_owner("its server connection")
         return conn
 
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
