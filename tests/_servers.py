@@ -186,7 +186,8 @@ def _make_handler(server: ScriptedServer) -> type:
             data = reply.data
             try:
                 self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
+                if reply.content_type:  # "": no Content-Type header at all
+                    self.send_header("Content-Type", reply.content_type)
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 if reply.chunked:

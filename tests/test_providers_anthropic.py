@@ -353,11 +353,33 @@ def test_images_in_user_and_tool_results():  # spec §10 anthropic
     assert body["messages"][0]["content"] == [{"type": "text", "text": "look"}]
 
 
+def test_a_tool_result_image_with_a_blank_caption_sends_no_empty_text_block():  # spec §10 anthropic
+    """A tool returning an image with an empty caption sent ``{"type": "text", "text": ""}`` next
+    to it, which the API refuses (400 "text content blocks must be non-empty")."""
+    img = ImageContent(data="AAAA", mime_type="image/png")
+    call = ToolCall(id="toolu_9", name="shot", arguments={})
+    result = ToolResultMessage(
+        tool_call_id="toolu_9", tool_name="shot", content=[TextContent(""), img, TextContent(" ")]
+    )
+    ctx = AgentContext(messages=[UserMessage(content="look"), _assistant([call]), result])
+    content = wire.build_request_body(HAIKU, ctx, cache_retention="none")["messages"][2]["content"][0]["content"]
+    assert content == [
+        {"type": "text", "text": "(see attached image)"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+    ]
+
+
 def test_unpaired_surrogates_are_removed():  # spec §5 unicode hygiene
     ctx = AgentContext(system_prompt="sys\ud800", messages=[UserMessage(content="a\udc00b")])
     body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
     assert body["system"][0]["text"] == "sys" and body["messages"][0]["content"] == "ab"
     json.dumps(body).encode("utf-8")  # encodable
+
+
+def test_a_surrogate_pair_in_the_history_is_joined_not_dropped():  # an emoji cut over two deltas
+    ctx = AgentContext(messages=[UserMessage(content="a\ud83d\ude00b\udc00")])
+    body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
+    assert body["messages"][0]["content"] == "a\U0001f600b"
 
 
 # --------------------------------------------------------------------------- synthetic streams
@@ -447,6 +469,28 @@ def test_refusal_and_unknown_stop_reasons_are_errors():  # spec §8 anthropic
     bad = {"type": "message_delta", "delta": {"stop_reason": "weird"}, "usage": {}}
     with pytest.raises(ProviderError, match="Unhandled stop reason: weird"):
         _feed([_START, ("message_delta", bad)])
+
+
+def test_context_window_stop_reason_keeps_the_answer_as_length():  # spec §8 anthropic
+    """``model_context_window_exceeded`` (the answer ran into the context window) is a stop
+    reason the API documents: the answer so far is a "length" stop, not an unhandled error."""
+    events = [
+        _START,
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}),
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Part"}},
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "model_context_window_exceeded"}, "usage": {}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    state, out, _ = _feed(events)
+    state.finish()
+    assert out.stop_reason == "length" and out.text == "Part"
 
 
 def test_redacted_thinking_and_streamed_arguments():  # spec §14 stream handling

@@ -1422,6 +1422,19 @@ def test_a_200_json_error_or_html_page_is_reported_in_its_own_words(server, api)
     assert "Proxy login required" in result.error_message and "text/html, not an event stream" in result.error_message
     types, result = _api_run(server, api, max_retries=0)
     assert result.stop_reason == "stop" and result.text == "fine"
+    # plain text, or no content type at all: still what it said, never "ended without any event"
+    server.enqueue(
+        Reply(body="Service temporarily unavailable", content_type="text/plain"),
+        Reply(body="upstream connect error", content_type=""),
+        Reply(body=APIS[api][1], content_type=""),  # an event stream whoever labelled it
+    )
+    types, result = _api_run(server, api, max_retries=0)
+    assert "Service temporarily unavailable" in result.error_message
+    assert "(the server answered text/plain, not an event stream)" in result.error_message
+    types, result = _api_run(server, api, max_retries=0)
+    assert "upstream connect error" in result.error_message and "without a content type" in result.error_message
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "stop" and result.text == "fine"
 
 
 def test_wrong_model_and_signal_arguments_are_named(server):

@@ -8,6 +8,7 @@ import pytest
 from _servers import Reply, ScriptedServer, load_recording, sse
 
 from agentcore.providers import stream
+from agentcore.providers.base import encode_body
 from agentcore.providers.openai_completions import (
     OpenAICompletionsProvider,
     build_headers,
@@ -251,6 +252,46 @@ def test_interleaved_parallel_tool_call_fragments_go_to_their_own_call():  # spe
     assert types.count("toolcall_start") == types.count("toolcall_end") == 2
     assert types.index("toolcall_end") > len(types) - types[::-1].index("toolcall_delta") - 1  # ends follow deltas
     assert types[types.index("text_start") - 2 : types.index("text_start")] == ["toolcall_end", "toolcall_end"]
+
+
+def test_parallel_tool_calls_sharing_one_id_stay_apart():  # spec §12 (c), §3 rule 4
+    """DeepSeek and GLM give parallel calls (indexes 0 and 1) the same id: the second call's
+    fragments went into the first (its name replaced, its arguments "{...}{...}" repaired to the
+    first object), so one call was lost. Each index is its own call, with an id of its own."""
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "call_0", "function": {"name": "f", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 0, "id": "call_0", "function": {"arguments": '{"x": 1}'}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "call_0", "function": {"name": "g", "arguments": ""}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "call_0", "function": {"arguments": '{"y": 2}'}}]}),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
+    types, message = _replay(body, chunk_size=5)
+    calls = [(c.id, c.name, c.arguments) for c in message.tool_calls]
+    assert calls == [("call_0", "f", {"x": 1}), ("call_0_2", "g", {"y": 2})]
+    assert types.count("toolcall_end") == 2 and not message.diagnostics and message.stop_reason == "toolUse"
+
+
+def test_nan_in_streamed_arguments_does_not_poison_the_next_request():  # spec §12 (c), §5
+    """A model wrote ``NaN`` in a tool call's arguments: the call kept a float nan, so the next
+    request replaying it carried ``NaN`` (not JSON: the API refuses every later turn)."""
+    args = '{"value": NaN, "limit": 1e999, "n": 3}'
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": args}}]}),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
+    _, message = _replay(body)
+    assert message.tool_calls[0].arguments == {"value": None, "limit": None, "n": 3}
+    result = ToolResultMessage(tool_call_id="c1", tool_name="f", content=[TextContent("ok")])
+    context = AgentContext(messages=[UserMessage("q"), message, result])
+    model = Model(id="m", api=API, provider="local", base_url="http://127.0.0.1:9/v1")
+    sent = encode_body(build_request_body(model, context, {}), model, {})
+
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+
+    json.loads(sent, parse_constant=refuse)
 
 
 def test_toolcall_delta_partial_arguments():  # spec §12 composed example
@@ -952,6 +993,30 @@ def test_repaired_tool_arguments_are_noted():  # a stream parse problem recovere
     assert note.details == {"toolCallId": "c1", "toolName": "calc", "argumentChars": 10}
     _, clean = _replay(sse(_chunk({"tool_calls": [good]}, finish="tool_calls"), done=True))
     assert clean.diagnostics is None and "diagnostics" not in clean.to_dict()
+
+
+def test_arguments_with_nan_or_nested_too_deeply_are_noted_not_fatal():  # the strict check's own limits
+    nan = {"index": 0, "id": "c1", "function": {"name": "calc", "arguments": '{"e": NaN, "f": 1e999}'}}
+    deep = {"index": 1, "id": "c2", "function": {"name": "calc", "arguments": "[" * 100_000}}
+    _, message = _replay(sse(_chunk({"tool_calls": [nan]}), _chunk({"tool_calls": [deep]}, finish="tool_calls")))
+    assert message.stop_reason == "toolUse", message.error_message
+    assert [c.arguments for c in message.tool_calls] == [{"e": None, "f": None}, {}]
+    first, second = message.diagnostics
+    assert (first.type, first.error["name"], first.details["toolCallId"]) == (
+        "tool_arguments_repaired",
+        "JSONDecodeError",
+        "c1",
+    )
+    assert "NaN is not JSON" in first.error["message"]
+    assert (second.error["name"], second.details["toolCallId"]) == ("RecursionError", "c2")
+
+
+def test_an_emoji_split_over_two_deltas_is_one_character():  # two \\u escapes, one per chunk
+    first = 'data: {"choices": [{"index": 0, "delta": {"content": "hi \\ud83d"}}]}\n\n'
+    second = 'data: {"choices": [{"index": 0, "delta": {"content": "\\ude00!"}, "finish_reason": "stop"}]}\n\n'
+    _, message = _replay(first + second)
+    assert message.stop_reason == "stop" and message.content == [TextContent("hi \U0001f600!")]
+    message.content[0].text.encode("utf-8")  # printable: no lone surrogates left
 
 
 def test_deepseek_thinking_format_sends_thinking_type_and_mapped_effort():  # issue 17: catalog compat

@@ -209,6 +209,42 @@ def test_fc_id_omitted_for_a_different_model_of_the_same_provider():  # spec §1
     assert "id" not in items[1] and items[1]["call_id"] == "call_1"
 
 
+def test_replayed_message_items_never_repeat_an_id():  # spec §13 input items
+    """A Claude turn with thinking and text, replayed to GPT-5.5, became two message items both
+    named ``msg_1`` (the thinking turns into text): the API answers 400 "Duplicate item found
+    with id msg_1". A stored id repeated later in the conversation is renamed the same way."""
+    claude = AssistantMessage(
+        content=[
+            ThinkingContent(thinking="Check the file.", thinking_signature="sig"),
+            TextContent(text="I'll read it."),
+            ToolCall(id="toolu_1", name="read", arguments={}),
+        ],
+        api="anthropic-messages",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        usage=Usage(),
+        stop_reason="toolUse",
+    )
+    own = AssistantMessage(
+        content=[TextContent(text="Done.", text_signature='{"v":1,"id":"msg_1"}')],
+        api=API,
+        provider="openai",
+        model=GPT55.id,
+        usage=Usage(),
+        stop_reason="stop",
+    )
+    result = ToolResultMessage(tool_call_id="toolu_1", tool_name="read", content=[TextContent("x")])
+    context = AgentContext(messages=[UserMessage(content="q"), claude, result, own, UserMessage(content="more")])
+    items = wire.build_request_body(GPT55, context)["input"]
+    ids = [item["id"] for item in items if item.get("type") == "message"]
+    assert [i["content"][0]["text"] for i in items if i.get("type") == "message"] == [
+        "Check the file.",
+        "I'll read it.",
+        "Done.",
+    ]
+    assert len(ids) == len(set(ids)) == 3 and all(i.startswith("msg_") and len(i) <= 64 for i in ids)
+
+
 def test_id_normalizer_for_foreign_pipe_ids():  # spec §6 openai-responses normalisation
     normalize = wire.make_id_normalizer(GPT55)
     assert normalize("call.1|item:2") == "call_1|fc_item_2"

@@ -168,6 +168,27 @@ def test_incremental_parser_matches_one_shot_on_every_prefix():
         assert parser.value() == json.loads(doc)
 
 
+def test_nan_and_infinity_in_arguments_become_null():  # providers §5: arguments are JSON
+    """Python's decoder accepts NaN, Infinity and 1e999 (as inf); a tool call holding them could
+    not be saved in a session, and every later request replaying it was invalid JSON (400)."""
+    text = '{"x": NaN, "y": Infinity, "z": -Infinity, "big": 1e999, "ok": 1.5, "n": [NaN]}'
+    expected = {"x": None, "y": None, "z": None, "big": None, "ok": 1.5, "n": [None]}
+    parser = PartialJsonParser()
+    for i in range(0, len(text), 3):
+        parser.feed(text[i : i + 3])
+    assert parse_streaming_json(text) == parser.value() == expected
+    assert parse_streaming_json('{"ok": 2, "x": NaN') == {"ok": 2, "x": None}
+    json.dumps(parser.value(), allow_nan=False)  # what sessions and request bodies need
+
+
+def test_arguments_nested_too_deeply_never_raise():  # providers §5: never raises
+    """A model repeating "[" until its token limit: the decoder's RecursionError escaped the
+    parser (and ended the whole response in an error instead of a best-effort {})."""
+    for text in ('{"a": ' + "[" * 50_000, '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"):
+        parser = PartialJsonParser(text)
+        assert parse_streaming_json(text) == parser.value() == {}
+
+
 def test_oversize_arguments_parse_completely():  # synthetic: oversize tool arguments
     content = "x" * 2_000_000
     doc = json.dumps({"path": "big.txt", "content": content})

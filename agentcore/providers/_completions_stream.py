@@ -2,8 +2,9 @@
 
 :class:`CompletionsHandler` turns each chat-completion chunk into :class:`~agentcore.providers.writer.StreamWriter`
 calls: text, reasoning in any of the known fields (or Mistral's typed thinking chunks), streamed
-tool calls, usage (:func:`parse_usage`) and the finish reason (:func:`map_finish_reason`). A chunk
-carrying an ``error`` raises :class:`~agentcore.providers.failures.ProviderError` (retryable when it
+tool calls (each ``index`` is its own call, also when a server repeats one id across parallel
+calls: the repeated id gets a suffix), usage (:func:`parse_usage`) and the finish reason
+(:func:`map_finish_reason`). A chunk carrying an ``error`` raises :class:`~agentcore.providers.failures.ProviderError` (retryable when it
 is a transient server error); a stream that ends without a finish reason raises too. Public
 through :mod:`agentcore.providers.openai_completions`.
 """
@@ -15,7 +16,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from ..types import Model, ToolCall, Usage
 from ._completions_compat import _REASONING_FIELDS, resolve_compat
-from ._mistral import feed_content_parts, stream_tool_call_id
+from ._mistral import feed_content_parts, mistral_tool_call_id, stream_tool_call_id
 from .base import ProviderError, StreamWriter, WireHandler, parse_json_event
 from .retries import retryable_error
 
@@ -93,6 +94,7 @@ class CompletionsHandler(WireHandler):
         self.saw_finish = False
         self._tool_index: Dict[int, Optional[int]] = {}  # content index -> API tool_calls index
         self._open_calls: Dict[int, Any] = {}  # content index -> API index of calls not yet ended
+        self._api_ids: Dict[int, str] = {}  # content index -> the id the API gave the call ("" if none)
         self._mistral_ids = bool(
             (compat if compat is not None else resolve_compat(model)).get("requiresMistralToolIds")
         )
@@ -201,9 +203,8 @@ class CompletionsHandler(WireHandler):
         current = writer.current
         same = writer.current_kind == "toolCall"
         if same:
-            block = writer.block(current)  # type: ignore[arg-type]
             known_index = self._tool_index.get(current)  # type: ignore[arg-type]
-            if (call_id and call_id != block.id) or (
+            if (call_id and call_id != self._api_ids.get(current)) or (  # type: ignore[arg-type]
                 api_index is not None and known_index is not None and api_index != known_index
             ):
                 same = False
@@ -216,21 +217,24 @@ class CompletionsHandler(WireHandler):
                 same = True
         if same:
             block = writer.block(current)  # type: ignore[arg-type]
-            if call_id:
-                block.id = call_id
+            if call_id and call_id != self._api_ids.get(current):  # type: ignore[arg-type]
+                self._api_ids[current] = call_id  # type: ignore[index]
+                block.id = self._unique_id(call_id, current)  # type: ignore[arg-type]
             if name:
                 block.name = name
         writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
 
     def _open_call(self, call_id: str, api_index: Any) -> Optional[int]:
         """The still open call a fragment continues: the one of its ``index`` (unless the fragment
-        names another id), else the one of its id; None for a new call."""
-        writer = self.writer
+        names another id), else the one of its id when the fragment or that call has no index;
+        None for a new call."""
         for index, known_index in self._open_calls.items():
-            block_id = writer.block(index).id
-            if api_index is not None and known_index == api_index and (not call_id or call_id == block_id):
+            api_id = self._api_ids.get(index, "")
+            if api_index is not None and known_index == api_index and (not call_id or call_id == api_id):
                 return index
-            if call_id and call_id == block_id:
+            # an id names the call only when no index says otherwise: DeepSeek and GLM give
+            # parallel calls (indexes 0, 1) the same id
+            if call_id and call_id == api_id and (api_index is None or known_index is None):
                 return index
         return None
 
@@ -248,10 +252,31 @@ class CompletionsHandler(WireHandler):
                 writer.end_block(index)
         if not call_id and self._mistral_ids:
             call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
-        index = writer.start_tool_call(call_id, name)
+        index = writer.start_tool_call(self._unique_id(call_id, len(writer.output.content)), name)
+        self._api_ids[index] = call_id
         self._tool_index[index] = api_index
         self._open_calls[index] = api_index
         return index
+
+    def _unique_id(self, call_id: str, index: int) -> str:
+        """The id the call at content ``index`` gets: the API's own, unless another call of this
+        message has it already (DeepSeek and GLM send one id for parallel calls): each result
+        must name its own call, and the API refuses a repeated id when the conversation is sent
+        back, so such a call gets ``{id}_2`` (``_3``...; for Mistral a fresh 9-character id).
+        An empty id stays empty (a server that sends none)."""
+        if not call_id:
+            return call_id
+        content = self.writer.output.content
+        taken = {b.id for i, b in enumerate(content) if i != index and isinstance(b, ToolCall)}
+        attempt = 0
+        candidate = call_id
+        while candidate in taken:
+            attempt += 1
+            if self._mistral_ids:
+                candidate = mistral_tool_call_id(f"{call_id}:{index}", attempt)
+            else:
+                candidate = f"{call_id}_{attempt + 1}"
+        return candidate
 
     def _end_tool_calls(self) -> None:
         """Other content follows the tool calls: end the calls still open, in content order."""

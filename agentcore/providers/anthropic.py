@@ -168,18 +168,19 @@ def _image_block(image: ImageContent) -> Dict[str, Any]:
 
 
 def _tool_result_content(message: ToolResultMessage, allow_images: bool) -> Any:
-    """A plain string when the result is text only, else text/image blocks (placeholder text if none)."""
+    """A plain string when the result is text only, else text/image blocks: blank texts are left
+    out (the API refuses an empty text block), and a placeholder text leads when none is left."""
     texts = [b for b in message.content if isinstance(b, TextContent)]
     images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
     if not images:
         return sanitize_surrogates("\n".join(b.text for b in texts))
     blocks: List[Dict[str, Any]] = []
     for block in message.content:
-        if isinstance(block, TextContent):
+        if isinstance(block, TextContent) and block.text.strip():
             blocks.append({"type": "text", "text": sanitize_surrogates(block.text)})
         elif isinstance(block, ImageContent):
             blocks.append(_image_block(block))
-    if not texts:
+    if not any(b["type"] == "text" for b in blocks):
         blocks.insert(0, {"type": "text", "text": "(see attached image)"})
     return blocks
 
@@ -405,6 +406,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 _STOP_REASONS = {
     "end_turn": "stop",
     "max_tokens": "length",
+    "model_context_window_exceeded": "length",  # cut off by the context window, not max_tokens
     "tool_use": "toolUse",
     "pause_turn": "stop",
     "stop_sequence": "stop",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from .._compat import json_scanner
+from .._surrogates import HAS_SURROGATE, fix_surrogates
 from ..events import DoneEvent, StartEvent
 from ..options import header_problem
 from ..streams import ProviderStream
@@ -245,14 +246,17 @@ def endpoint_url(base: str, path: str) -> str:
     return f"{url}?{query}" if query else url
 
 
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
 def sanitize_surrogates(text: str) -> str:
-    """``text`` without unpaired UTF-16 surrogates, which every API rejects (spec §5)."""
+    """``text`` without unpaired UTF-16 surrogates, which every API rejects (spec §5). A high
+    surrogate followed by a low one (an emoji a provider split into two escapes, over two
+    deltas) is joined into its character, not dropped."""
     if not text:
         return text
-    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
+    return fix_surrogates(text, _dropped) if HAS_SURROGATE.search(text) else text
+
+
+def _dropped(_surrogate: str) -> str:
+    return ""
 
 
 def merge_headers(*layers: Optional[Mapping[str, Any]]) -> Dict[str, str]:
@@ -529,7 +533,7 @@ class WireProvider:
             body = http.iter_body(response)
             kind = str(response.headers.get("content-type") or "").lower()
             captured: Optional[List[bytes]] = None
-            if "json" in kind or "html" in kind:  # not an event stream: keep its text to report
+            if "event-stream" not in kind:  # (maybe) not an event stream: keep its text to report
                 captured = []
                 body = _kept(body, captured)
             events = iter_sse(body)
@@ -559,11 +563,12 @@ class WireProvider:
                 fully_read = _drain(events, response)
             if signal is not None and signal.aborted:
                 raise http.RequestAborted(ABORTED_MESSAGE)
-            if captured is not None and not seen:  # a 200 JSON error or HTML page: say what it said
+            if captured is not None and not seen:  # a 200 JSON error, HTML or text page: say what it said
                 text = b"".join(captured).decode("utf-8", "replace")
+                answered = kind.split(";")[0].strip() or "without a content type"
                 raise ProviderError(
                     f"{http.format_http_error(response.status_code, text, self.error_style)} "
-                    f"(the server answered {kind.split(';')[0]}, not an event stream)"
+                    f"(the server answered {answered}, not an event stream)"
                 )
             handler.on_end(terminal)
             writer.close_open_blocks()

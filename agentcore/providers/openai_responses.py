@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set
 
 from ..types import (
     AssistantMessage,
@@ -156,7 +156,28 @@ def _user_item(message: UserMessage, allow_images: bool) -> Optional[Dict[str, A
     return {"role": "user", "content": parts} if parts else None
 
 
-def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[Dict[str, Any]]:
+def _unique_message_id(msg_id: str, used: Set[str]) -> str:
+    """``msg_id``, or a variant of it no earlier item of the request has: the API refuses a
+    request whose input repeats an item id (400 "Duplicate item found with id msg_1")."""
+    candidate = msg_id
+    attempt = 1
+    while candidate in used:
+        attempt += 1
+        candidate = f"{msg_id}_{attempt}"
+        if len(candidate) > 64:
+            candidate = f"msg_{_short_hash(f'{msg_id}:{attempt}')}"
+    used.add(candidate)
+    return candidate
+
+
+def _assistant_items(
+    message: AssistantMessage, model: Any, index: int, used: Optional[Set[str]] = None
+) -> List[Dict[str, Any]]:
+    """The input items of one assistant message. A text block without a stored message id gets
+    ``msg_{index}``; ids already in ``used`` (the message ids of the request so far, updated
+    here) get a fresh variant, so a replayed turn with two text blocks (another provider's
+    thinking turned into text, then its text) does not repeat an id."""
+    used = set() if used is None else used
     items: List[Dict[str, Any]] = []
     different_model = message.model != model.id and message.provider == model.provider and message.api == model.api
     skipped_thinking = False
@@ -175,6 +196,7 @@ def _assistant_items(message: AssistantMessage, model: Any, index: int) -> List[
             msg_id = parsed.get("id") or f"msg_{index}"
             if len(msg_id) > 64:
                 msg_id = f"msg_{_short_hash(msg_id)}"
+            msg_id = _unique_message_id(msg_id, used)
             item = {
                 "type": "message",
                 "role": "assistant",
@@ -225,6 +247,7 @@ def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
             }
         )
     messages = transform_messages(list(context.messages or []), model, make_id_normalizer(model))
+    message_ids: Set[str] = set()
     for index, message in enumerate(messages):
         role = role_of(message)
         if role == "user":
@@ -232,7 +255,7 @@ def convert_messages(model: Any, context: Any) -> List[Dict[str, Any]]:
             if item:
                 items.append(item)
         elif role == "assistant":
-            items.extend(_assistant_items(message, model, index))
+            items.extend(_assistant_items(message, model, index, message_ids))
         elif role == "toolResult":
             items.append(_tool_output_item(message, allow_images))
     return items

@@ -8,12 +8,16 @@
 * incomplete JSON is repaired: open strings, arrays and objects are closed, a dangling key, colon
   or trailing comma is dropped, a truncated string value is kept as far as it goes; a truncated
   number or literal (``tru``) is dropped when it cannot stand on its own;
-* anything else (not an object, or beyond repair) gives ``{}``.
+* ``NaN``, ``Infinity`` and numbers too large for a float (``1e999``) become ``null``: they are
+  not JSON, and a request replaying such arguments would be refused by every API (and a session
+  could not store them);
+* anything else (not an object, nested too deeply to parse, or beyond repair) gives ``{}``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Dict, List, Optional
 
@@ -21,7 +25,17 @@ __all__ = ["parse_streaming_json", "PartialJsonParser", "ToolArguments", "REPARS
 
 _CLOSERS = {"{": "}", "[": "]"}
 _PARTIAL_UNICODE_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
-_decoder = json.JSONDecoder(strict=False)
+
+
+def _finite_float(text: str) -> Optional[float]:
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+_decoder = json.JSONDecoder(strict=False, parse_constant=lambda _name: None, parse_float=_finite_float)
+#: What the decoder raises for text it cannot parse: a syntax error, or nesting deeper than the
+#: interpreter's recursion limit (a model repeating "[[[[" until its token limit)
+_UNPARSEABLE = (ValueError, RecursionError)
 
 
 def _loads(text: str) -> Any:
@@ -34,7 +48,7 @@ def parse_streaming_json(text: str) -> Dict[str, Any]:
         return {}
     try:
         value = _loads(text)
-    except ValueError:
+    except _UNPARSEABLE:
         scanner = _Scanner()
         scanner.feed(text)
         value = scanner.repair(text)
@@ -78,7 +92,7 @@ class PartialJsonParser:
             return {}
         try:
             value = _loads(text)
-        except ValueError:
+        except _UNPARSEABLE:
             value = self._scanner.repair(text)
         return value if isinstance(value, dict) else {}
 
@@ -225,7 +239,7 @@ class _Scanner:
         for candidate in candidates:
             try:
                 return _loads(candidate)
-            except ValueError:
+            except _UNPARSEABLE:
                 continue
         return None
 

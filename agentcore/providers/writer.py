@@ -10,9 +10,11 @@ parsed leniently and noted as a diagnostic.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
+from .._surrogates import join_surrogate_pairs
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -37,6 +39,19 @@ _JSON_KINDS = {list: "array", str: "string", bool: "boolean", type(None): "null"
 class _OpenBlock:
     kind: str  # "text" | "thinking" | "toolCall"
     args: Optional[ToolArguments] = None
+
+
+def _refuse_constant(name: str) -> Any:
+    """``NaN``/``Infinity``: Python's parser takes them, JSON does not (the lenient parse made them null)."""
+    raise ValueError(f"{name} is not JSON (it became null)")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number as a float; one too large for a float (``1e999``) was made null too."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text} is too large for a number (it became null)")
+    return value
 
 
 class StreamWriter:
@@ -116,13 +131,23 @@ class StreamWriter:
 
     # -- streaming -------------------------------------------------------------------------
     def append_text(self, index: int, delta: str) -> None:
+        """Append a text delta. A delta starting with the low half of a surrogate pair whose high
+        half ended the previous one (an emoji a provider sent as two escapes, one per delta) is
+        joined into the character in the block's text; the events carry the deltas as sent."""
         block = self.output.content[index]
-        block.text += delta
+        if delta and "\udc00" <= delta[0] <= "\udfff":
+            block.text = join_surrogate_pairs(block.text + delta)
+        else:
+            block.text += delta
         self._push(TextDeltaEvent(index, delta, self.output))
 
     def append_thinking(self, index: int, delta: str) -> None:
+        """Append a thinking delta; a split surrogate pair is joined as in :meth:`append_text`."""
         block = self.output.content[index]
-        block.thinking += delta
+        if delta and "\udc00" <= delta[0] <= "\udfff":
+            block.thinking = join_surrogate_pairs(block.thinking + delta)
+        else:
+            block.thinking += delta
         self._push(ThinkingDeltaEvent(index, delta, self.output))
 
     def append_tool_arguments(self, index: int, fragment: str) -> None:
@@ -174,9 +199,11 @@ class StreamWriter:
 
     def _check_arguments(self, block: ToolCall, text: str) -> None:
         try:  # once per call, at its end: the strict parse says whether the lenient one repaired
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
         except ValueError as exc:
             error = {"name": "JSONDecodeError", "message": str(exc)}
+        except RecursionError:  # a model repeating "[[[[" until its token limit
+            error = {"name": "RecursionError", "message": "the arguments are nested too deeply to parse"}
         else:
             if isinstance(value, dict):
                 return

@@ -16,12 +16,12 @@ from __future__ import annotations
 import calendar
 import json
 import os
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
+from .._surrogates import fix_surrogates
 from ..types import _json_type, message_from_dict, message_to_dict
 from .errors import SessionError
 
@@ -229,20 +229,14 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:  # surrogate code points, e.g. an emoji split across two stream deltas
-        return (_SURROGATE.sub(_unsurrogate, text) + "\n").encode("utf-8")
+        return (fix_surrogates(text, _escaped) + "\n").encode("utf-8")
 
 
 # A surrogate pair (two code points in a Python str) or a lone surrogate; they can only occur
 # inside JSON strings, where JSON.stringify (the reference writer) joins the first into its
 # character and writes the second as a \uXXXX escape. Both read back to the same str.
-_SURROGATE = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
-
-
-def _unsurrogate(match: re.Match[str]) -> str:
-    found = match.group()
-    if len(found) == 2:
-        return found.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
-    return f"\\u{ord(found):04x}"
+def _escaped(surrogate: str) -> str:
+    return f"\\u{ord(surrogate):04x}"
 
 
 # --------------------------------------------------------------------------- entry model
