@@ -251,12 +251,45 @@ def _array_schema(tp: Any, origin: Any, args: Tuple[Any, ...], seen: Tuple[Any, 
     if args and args[0] is not Any:
         schema["items"] = type_schema(args[0], seen)
     if origin in _SET_ORIGINS:
+        if args and not _hashable(args[0]):  # to_python could never build the set: fail now, not per call
+            raise TypeError(
+                f"{tp!r}: the items of a set must be hashable and {args[0]!r} is not; "
+                f"use list[...] (or a frozen dataclass)"
+            )
         schema["uniqueItems"] = True
     return schema
 
 
+def _hashable(tp: Any) -> bool:
+    """Whether the values :func:`to_python` makes of annotation ``tp`` can go in a set (lists,
+    dicts, TypedDicts, sets and classes without ``__hash__``, e.g. a dataclass that is not frozen,
+    cannot)."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _hashable(args[0])
+    if origin in _UNION_TYPES:
+        return all(_hashable(a) for a in args)
+    if origin is typing.Literal:
+        return True
+    if origin is tuple:
+        return all(_hashable(a) for a in args if a is not Ellipsis and a != ())
+    kind = origin or tp
+    if kind in _LIST_ORIGINS or kind in (set, dict) or origin in _DICT_ORIGINS or _is_typeddict(tp):
+        return False
+    return not isinstance(kind, type) or getattr(kind, "__hash__", None) is not None
+
+
 def _class_schema(tp: Any, seen: Tuple[Any, ...]) -> Dict[str, Any]:
-    hints = typing.get_type_hints(tp, include_extras=True)
+    """The object schema of a dataclass or TypedDict. TypeError naming the class when its field
+    annotations do not resolve (a string hint naming a class local to a function, or one
+    imported only under ``TYPE_CHECKING``): the caller adds the parameter or output type."""
+    try:
+        hints = typing.get_type_hints(tp, include_extras=True)
+    except Exception as exc:  # noqa: BLE001 - NameError, AttributeError, a SyntaxError in a string hint
+        raise TypeError(
+            f"cannot resolve the field types of {tp.__qualname__} ({type(exc).__name__}: {exc}); "
+            f"the classes its annotations name must be importable from its module {tp.__module__!r}"
+        ) from None
     _, docs = parse_docstring(inspect.getdoc(tp) or "")
     properties: Dict[str, Any] = {}
     required: List[str] = []

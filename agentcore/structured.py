@@ -45,6 +45,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._errors import PicklableError
 from ._toolschema import is_pydantic_model, to_python, type_schema
+from ._util import awaited
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
 from .types import TextContent, ToolCall, UserMessage
 
@@ -250,15 +251,18 @@ def output_spec(output_type: Any) -> OutputSpec:
 
     wrapped = not _is_object_schema(schema)
     if wrapped:
+        inner = schema if "$id" in schema else _rebased(schema)  # an "$id" makes "#" mean itself
         wire: Dict[str, Any] = {
             "type": "object",
-            "properties": {_WRAP_KEY: schema},
+            "properties": {_WRAP_KEY: inner},
             "required": [_WRAP_KEY],
             "additionalProperties": False,
         }
-        for key in ("$defs", "definitions"):  # keep "$ref": "#/$defs/..." resolvable
-            if key in schema:
-                wire[key] = schema[key]
+        # keep "$ref": "#/$defs/..." resolvable, and the draft the schema is written in (a
+        # draft-07 tuple "items" is no valid 2020-12 schema, so every answer would fail)
+        for key in ("$schema", "$defs", "definitions"):
+            if key in inner:
+                wire[key] = inner[key]
     else:
         wire = dict(schema)
     wire["title"] = schema_name({"title": name})
@@ -267,6 +271,32 @@ def output_spec(output_type: Any) -> OutputSpec:
 
 def _identity(value: Any) -> Any:
     return value
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # their values are data, not schemas
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _rebased(schema: Any) -> Any:
+    """``schema`` with its local references that point outside ``$defs``/``definitions`` (``"#"``
+    for a recursive list, ``"#/items"``) moved under ``#/properties/result``, where the wrapped
+    schema sits: in the wire schema ``"#"`` is the wrapper object. ``$defs`` references stay, as
+    the wire schema carries the ``$defs`` at its root too."""
+    if isinstance(schema, list):
+        return [_rebased(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: Dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):  # names to schemas: a name is no keyword
+            out[key] = {name: _rebased(sub) for name, sub in value.items()}
+        else:
+            out[key] = value if key in _DATA_KEYWORDS else _rebased(value)
+    ref = out.get("$ref")
+    if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
+        if not ref.startswith(("#/$defs/", "#/definitions/")):
+            out["$ref"] = f"#/properties/{_WRAP_KEY}" + ref[1:]
+    return out
 
 
 def _is_object_schema(schema: Dict[str, Any]) -> bool:
@@ -424,13 +454,17 @@ class _Ask:
 
     def wrap_config(self, config: Any) -> Any:
         """The loop configuration of the ask's run: the schema option (native), the turn hook and
-        the follow-up poll (chained after the agent's own)."""
+        the follow-up poll (chained after the agent's own). The turn hook checks the turn's answer,
+        then calls the agent's own ``should_stop_after_turn`` (awaited when ``async``) on every
+        turn; either ends the run, and an answer of that turn is kept."""
         user_stop, user_follow_ups = config.should_stop_after_turn, config.get_follow_up_messages
 
         def should_stop(ctx: Any) -> bool:
-            if user_stop is not None and user_stop(ctx):
-                return True
-            return self._after_turn(ctx)
+            # the turn's answer is checked first: a hook that ends the run on the turn that
+            # answered (a budget, a turn limit) must not lose a valid answer
+            answered = self._after_turn(ctx)
+            stop = bool(awaited(user_stop(ctx))) if user_stop is not None else False  # may be async
+            return answered or stop
 
         def follow_ups() -> List[Any]:
             if self.correction is not None:

@@ -192,7 +192,8 @@ def tool(
     ``agent.approve()``/``agent.deny()`` instead of executing (see :mod:`agentcore.approvals`).
 
     Raises ``TypeError`` at decoration time for ``*args``/``**kwargs``, an unsupported annotation
-    or a generator function. On a method in a class body, ``self``/``cls`` is left out of the schema
+    (also a set of unhashable items, a dataclass whose field types do not resolve) or a generator
+    function. On a method in a class body, ``self``/``cls`` is left out of the schema
     and ``instance.method`` is a tool bound to the instance (see :class:`FunctionTool`); elsewhere
     parameters named ``self`` or ``cls`` are ordinary parameters.
     """
@@ -402,7 +403,10 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
 
     Raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
     ``Validation failed for tool "<name>":``, followed by one ``  - <path>: <message>`` line per
-    error, a blank line, ``Received arguments:`` and the received arguments as JSON.
+    error, a blank line, ``Received arguments:`` and the received arguments as JSON. A failed
+    ``anyOf``/``oneOf`` (an ``Optional[...]`` or union) is preceded by its branches' errors, with
+    their full paths (``item/qty: must be integer``); an ``additionalProperties: false`` error names
+    the unexpected keys.
     """
     schema = tool.parameters or {}
     validator, simple_check = _validator_for(tool, schema)
@@ -413,7 +417,7 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
     if (simple_check is not None and simple_check(cloned)) or validator.is_valid(cloned):
         return cloned
     lines = [f'Validation failed for tool "{tool.name}":']
-    lines += [f"  - {_error_path(e)}: {_ajv_message(e)}" for e in validator.iter_errors(cloned)]
+    lines += _error_lines(validator.iter_errors(cloned))
     lines += ["", "Received arguments:", json.dumps(args, indent=2, default=str, ensure_ascii=False)]
     raise ToolValidationError("\n".join(lines))
 
@@ -531,10 +535,15 @@ def _coerce_scalar(value: Any, json_type: str) -> Any:
     return _NO
 
 
-def _exact_int(value: str) -> int:
+def _exact_int(value: str) -> Any:
     """The integer of a string matching ``_COERCE_INT``, exactly (``int(float(...))`` would turn
-    "12345678901234567891", say an id, into 12345678901234567168)."""
-    return int(value.strip().split(".", 1)[0])
+    "12345678901234567891", say an id, into 12345678901234567168); ``_NO`` for one with more digits
+    than Python converts (``sys.get_int_max_str_digits()``): it is not coerced, so it fails
+    validation like any other non-number instead of raising out of the validator."""
+    try:
+        return int(value.strip().split(".", 1)[0])
+    except ValueError:
+        return _NO
 
 
 def _resolve(schema: Any, root: Dict[str, Any]) -> Any:
@@ -581,6 +590,8 @@ def _coerce(schema: Any, value: Any, root: Dict[str, Any], depth: int = 0, nulls
     elif isinstance(value, list):
         prefix = schema.get("prefixItems") or []
         items = schema.get("items")
+        if isinstance(items, list):  # draft 2019-09 and older: a list "items" is the tuple form
+            prefix, items = items, schema.get("additionalItems")
         for i, item in enumerate(value):
             sub = prefix[i] if i < len(prefix) else items
             if isinstance(sub, dict):
@@ -616,9 +627,22 @@ def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: 
 # -- error text in the reference (AJV) wording
 
 
+def _error_lines(errors: Iterable[Any]) -> List[str]:
+    """One ``  - <path>: <message>`` line per error, as AJV (``allErrors``) lists them: a failed
+    ``anyOf``/``oneOf`` first lists the errors of its branches (``item/qty: must be integer``,
+    ``item: must be null``), so the model learns what is wrong inside ``Optional[Item]``, then
+    itself. A line that repeats an earlier one (two branches missing the same key) is left out."""
+    lines: List[str] = []
+    for error in errors:
+        if error.validator in ("anyOf", "oneOf") and error.context:
+            lines += _error_lines(error.context)
+        lines.append(f"  - {_error_path(error)}: {_ajv_message(error)}")
+    return list(dict.fromkeys(lines))
+
+
 def _error_path(error: Any) -> str:
-    if error.path:
-        return "/".join(str(p) for p in error.path)
+    if error.absolute_path:  # a branch error of anyOf/oneOf: its path from the root, not the union
+        return "/".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
         return _missing_property(error) or "root"
     return "root"
@@ -653,7 +677,8 @@ def _ajv_message(error: Any) -> str:
     if kind == "required":
         return f"must have required property '{_missing_property(error) or '?'}'"
     if kind == "additionalProperties" and expected is False:
-        return "must NOT have additional properties"
+        extra = ", ".join(repr(name) for name in _additional_properties(error))
+        return "must NOT have additional properties" + (f" ({extra})" if extra else "")
     if kind == "enum":
         return "must be equal to one of the allowed values"
     if kind == "const":
@@ -672,6 +697,21 @@ def _ajv_message(error: Any) -> str:
         later, earlier = _duplicate_items(error.instance)
         return f"must NOT have duplicate items (items ## {later} and {earlier} are identical)"
     return error.message
+
+
+def _additional_properties(error: Any) -> List[str]:
+    """The keys of an ``additionalProperties: false`` failure that the schema does not name (AJV
+    reports each as ``params.additionalProperty``): the model learns which argument to drop."""
+    schema, instance = error.schema, error.instance
+    if not isinstance(schema, dict) or not isinstance(instance, dict):
+        return []
+    named = schema.get("properties") or {}
+    patterns = list(schema.get("patternProperties") or {})
+    return [
+        str(key)
+        for key in instance
+        if key not in named and not any(re.search(pattern, str(key)) for pattern in patterns)
+    ]
 
 
 def _duplicate_items(items: List[Any]) -> Tuple[int, int]:

@@ -257,6 +257,86 @@ def test_a_null_in_the_final_result_call_is_corrected_not_made_an_empty_value():
     assert Agent(optional.model).ask("q", Optional[int]) is None  # null is a value of Optional[int]
 
 
+def test_a_bad_value_inside_an_optional_field_is_named_for_the_model():
+    """``Optional[Address]``-style fields failed with only ``address: must match a schema in
+    anyOf``; the model was not told which value to fix and spent its retries guessing."""
+
+    @dataclass
+    class Order:
+        item: str
+        shipping: Optional[Point] = None
+
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"item": "pen", "shipping": {"x": "far", "y": 2}})])
+    agent = Agent(scripted.model)
+    with pytest.raises(OutputValidationError) as caught:
+        agent.ask("q", Order, retries=0)
+    assert caught.value.errors[0] == "shipping/x: must be integer"
+    assert "  - shipping/x: must be integer" in agent.state.messages[-1].content[0].text
+
+
+def test_a_number_string_too_long_for_python_is_corrected_not_a_failed_run():
+    """``int()`` refuses more than 4300 digits: the coercion's ValueError escaped the ask's turn
+    hook and failed the run (AskError) instead of going back to the model."""
+    digits = "9" * 5000
+    native = _native(ScriptedModel([text(json.dumps(digits)), text("42")]))
+    assert Agent(native.model).ask("q", int) == 42 and native.calls == 2
+    tool_mode = ScriptedModel(
+        [tool_call(FINAL_RESULT_TOOL, {"result": digits}), tool_call(FINAL_RESULT_TOOL, {"result": 42})]
+    )
+    agent = Agent(tool_mode.model)
+    assert agent.ask("q", int) == 42
+    assert "result: must be integer" in agent.state.messages[2].content[0].text
+
+
+def test_a_draft_07_schema_of_a_non_object_value_keeps_its_draft():
+    """Wrapping an array schema as ``{"result": ...}`` dropped its ``$schema``: a draft-07 tuple
+    ``items`` was then read as draft 2020-12, an invalid schema, and every answer failed."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "array",
+        "items": [{"type": "string"}, {"type": "integer"}],
+        "additionalItems": False,
+    }
+    assert output_spec(schema).wire_schema["$schema"] == schema["$schema"]
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": ["Dune", "1965"]})])
+    assert Agent(scripted.model).ask("q", schema, retries=0) == ["Dune", 1965]
+    native = _native(ScriptedModel([text('["Dune", 1965, "extra"]'), text('["Dune", 1965]')]))
+    agent = Agent(native.model)
+    assert agent.ask("q", schema) == ["Dune", 1965] and native.calls == 2
+    assert "- result: Additional items are not allowed ('extra' was unexpected)" in agent.state.messages[2].text
+
+
+def test_a_recursive_schema_of_a_non_object_value_still_refers_to_itself():
+    """Wrapped as ``{"result": ...}``, a ``"$ref": "#"`` pointed at the wrapper object: a nested
+    list could never validate, whatever the model answered."""
+    nested = {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}}
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": [1, [2, ["3"]]]})])
+    assert Agent(scripted.model).ask("q", nested, retries=0) == [1, [2, [3]]]
+    native = _native(ScriptedModel([text('[1, [2, [{"x": 1}]]]'), text("[[4]]")]))
+    agent = Agent(native.model)
+    assert agent.ask("q", nested) == [[4]] and native.calls == 2
+    assert "- result/1/1/0: must be integer" in agent.state.messages[2].text
+    assert output_spec(nested).schema == nested  # the value's own schema is left as it is
+
+
+def test_a_dataclass_whose_field_types_do_not_resolve_is_refused_naming_them():
+    """A field annotated with a class local to a function (string annotations) raised a bare
+    NameError out of ``ask()``."""
+
+    @dataclass
+    class Line:
+        qty: int
+
+    @dataclass
+    class Order:  # this module's annotations are strings: "Line" is no module-level name
+        line: Line
+
+    scripted = ScriptedModel([text("never")])
+    with pytest.raises(TypeError, match=r"output_type .*Order.* no JSON schema: .*name 'Line' is not defined"):
+        Agent(scripted.model).ask("q", Order)
+    assert scripted.calls == 0
+
+
 def test_bad_output_types_fail_before_any_request():
     scripted = ScriptedModel([text("never")])
     agent = Agent(scripted.model)
@@ -474,6 +554,32 @@ def test_an_aborted_ask_raises_ask_error_and_leaves_the_transcript_valid():
     assert caught.value.stop_reason == "aborted"
     _assert_valid_transcript(agent.state.messages)
     assert agent.state.messages[-1].stop_reason == "aborted" and scripted.calls == 1
+
+
+def test_the_agents_own_turn_hook_neither_hides_an_answer_nor_stops_when_async():
+    """The ask chained the agent's should_stop_after_turn before checking the turn's answer, and
+    called it without awaiting: an ``async def`` hook's coroutine counted as "stop" after the first
+    turn, and a hook ending the run on the turn that answered (a budget) lost the answer."""
+    turns: List[int] = []
+
+    async def keep_going(ctx: Any) -> bool:
+        turns.append(len(ctx.new_messages))
+        return False
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look up."""
+        return "42"
+
+    scripted = ScriptedModel([tool_call("lookup", {"q": "x"}), tool_call(FINAL_RESULT_TOOL, {"result": 42})])
+    agent = Agent(scripted.model, tools=[lookup], should_stop_after_turn=keep_going)
+    assert agent.ask("q", int) == 42 and len(turns) == 2
+    native = _native(ScriptedModel([text("42")]))
+    budget_spent = Agent(native.model, should_stop_after_turn=lambda ctx: True)
+    assert budget_spent.ask("q", int) == 42
+    stopped = Agent(_native(ScriptedModel([text("many")])).model, should_stop_after_turn=lambda ctx: True)
+    with pytest.raises(AskError, match="should_stop_after_turn"):
+        stopped.ask("q", int)
 
 
 def test_a_failed_run_raises_ask_error():

@@ -6,13 +6,16 @@ from __future__ import annotations
 import dataclasses
 import enum
 import sys
-from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
 import pytest
 
 from agentcore.signals import AbortController
 from agentcore.tools import AgentTool, AgentToolResult, FunctionTool, ToolValidationError, tool, validate_tool_arguments
 from agentcore.types import ImageContent, TextContent
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 
 class Color(enum.Enum):
@@ -36,6 +39,11 @@ class Point:
 
     x: float
     y: float = 0.0
+
+
+@dataclasses.dataclass
+class _Parcel:
+    weight: Decimal  # imported for type checkers only: no runtime name
 
 
 class Options(TypedDict, total=False):
@@ -458,11 +466,93 @@ def test_validation_message_format():  # agent-loop §2.7 / §2.16
             "  - n: must be >= 1",
             "  - inner: must have required property 'k'",
             "  - path: must have required property 'path'",
-            "  - root: must NOT have additional properties",
+            "  - root: must NOT have additional properties ('oops')",
         ]
     )
     assert lines[lines.index("") + 1] == "Received arguments:"
     assert "\n".join(lines[lines.index("") + 2 :]) == '{\n  "n": 0,\n  "inner": {},\n  "oops": 1\n}'
+
+
+def test_errors_inside_a_union_name_the_path_of_the_wrong_value() -> None:
+    """``Optional[Point]`` with a bad coordinate said only ``p: must match a schema in anyOf``: the
+    model could not tell what to fix. As AJV does, the branches' errors come first."""
+
+    @tool
+    def plot(p: Optional[Point] = None, n: Union[int, List[int]] = 0) -> str:
+        """Plot."""
+        return "ok"
+
+    with pytest.raises(ToolValidationError) as info:
+        validate_tool_arguments(plot, {"p": {"x": "left"}, "n": [1, "two"]})
+    errors = str(info.value).split("\n\n")[0].splitlines()[1:]
+    assert errors == [
+        "  - p/x: must be number",
+        "  - p: must be null",
+        "  - p: must match a schema in anyOf",
+        "  - n: must be integer",
+        "  - n/1: must be integer",
+        "  - n: must match a schema in anyOf",
+    ]
+
+
+def test_an_extra_argument_is_named() -> None:
+    schema = _props(path={"type": "string"}, limit={"type": "integer"}) | {"additionalProperties": False}
+    with pytest.raises(ToolValidationError) as info:
+        validate_tool_arguments(_t(schema), {"path": "a", "limt": 5, "x": 1})
+    assert str(info.value).splitlines()[1] == "  - root: must NOT have additional properties ('limt', 'x')"
+
+
+def test_a_number_string_too_long_for_python_fails_validation_instead_of_raising() -> None:
+    """``int()`` refuses strings of more than 4300 digits: the coercion raised that ValueError out
+    of the validator (an ``ask`` answer then failed the whole run instead of being corrected)."""
+    digits = "9" * 5000
+    for json_type in ("integer", "number"):
+        with pytest.raises(ToolValidationError, match=f"  - n: must be {json_type}"):
+            validate_tool_arguments(_t(_props(n={"type": json_type})), {"n": digits})
+
+
+def test_numbers_given_as_strings_are_coerced_in_a_draft_07_tuple() -> None:
+    """Draft 2019-09 and older write a tuple as a list ``items`` (2020-12: ``prefixItems``); its
+    positions were never coerced, so ``"5"`` failed where the 2020-12 form took it as 5."""
+    schema = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}},
+    }
+    assert validate_tool_arguments(_t(schema), {"pair": [7, "5"]}) == {"pair": ["7", 5]}
+    rest = {"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "integer"}}
+    draft_07 = _props(xs=rest) | {"$schema": "http://json-schema.org/draft-07/schema#"}
+    assert validate_tool_arguments(_t(draft_07), {"xs": ["a", "1", "2"]}) == {"xs": ["a", 1, 2]}
+
+
+def test_a_set_of_unhashable_items_fails_at_decoration() -> None:
+    """``set[Point]`` (a dataclass that is not frozen) passed decoration and then failed every
+    call with ``unhashable type: 'Point'`` after the arguments had validated."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Pin:
+        x: int
+
+    def pin(points: Any) -> str:
+        """Pin points."""
+        return repr(points)
+
+    for annotation in (set[Point], frozenset[List[int]], set[Optional[Point]], set[Options]):
+        pin.__annotations__["points"] = annotation
+        with pytest.raises(TypeError, match=r"parameter 'points': .*the items of a set must be hashable"):
+            tool(pin)
+    pin.__annotations__["points"] = set[Pin]
+    assert tool(pin).execute("c1", {"points": [{"x": 1}]}, None, None).content[0].text == repr({Pin(1)})
+
+
+def test_a_dataclass_whose_field_types_do_not_resolve_fails_at_decoration_naming_it() -> None:
+    """A field type imported only for type checkers raised a bare NameError from deep inside."""
+    with pytest.raises(TypeError, match=r"@tool .*ship, parameter 'parcel': .*_Parcel .*name 'Decimal' is not defined"):
+
+        @tool
+        def ship(parcel: _Parcel) -> str:
+            """Ship a parcel."""
+            return "ok"
 
 
 def test_type_error_wording_and_paths_inside_arrays() -> None:
