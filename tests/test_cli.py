@@ -11,8 +11,10 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -1918,3 +1920,145 @@ def test_a_bare_model_id_with_api_key_env_is_never_guessed(monkeypatch, tmp_path
     monkeypatch.setenv("GH_TOKEN", "gh-token")
     with pytest.raises(UsageError, match="with --api-key-env name the one the key is for, --model PROVIDER/gpt-4o"):
         build_agent(CliOptions(model="gpt-4o", api_key_env="MY_OPENAI_KEY"))
+
+
+# --------------------------------------------------------------------------- keys and aliases files
+
+
+def _config_file(name: str) -> Path:
+    return Path(os.environ["AGENTCORE_CONFIG_DIR"]) / name
+
+
+def test_two_keys_set_at_once_both_keep_their_key(monkeypatch):
+    """Two ``agentcore keys set`` run at once each read keys.json, then wrote their copy back: the
+    key of the one that wrote first was lost. The first is held just before it writes, the second
+    runs meanwhile (until it waits for the file's lock, or to its end)."""
+    import fcntl
+
+    from agentcore.cli import _config
+    from agentcore.cli._keys import cmd_keys_set
+
+    first_writing, release, second_progressed = threading.Event(), threading.Event(), threading.Event()
+    create_temp, flock = _config._create_temp, fcntl.flock
+
+    def held_create_temp(directory: str, mode: int) -> Any:
+        if threading.current_thread().name == "first":
+            first_writing.set()
+            assert release.wait(30)
+        return create_temp(directory, mode)
+
+    def watched_flock(fd: int, operation: int) -> None:
+        if threading.current_thread().name == "second" and operation & fcntl.LOCK_EX:
+            second_progressed.set()  # about to wait for the first's lock
+        flock(fd, operation)
+
+    monkeypatch.setattr(_config, "_create_temp", held_create_temp)
+    monkeypatch.setattr(fcntl, "flock", watched_flock)
+    codes: Dict[str, int] = {}
+
+    def keys_set(provider: str, key: str) -> None:
+        try:
+            args = argparse.Namespace(name=provider)
+            codes[provider] = cmd_keys_set(args, io.StringIO(key + "\n"), io.StringIO(), io.StringIO())
+        finally:
+            if provider == "anthropic":
+                second_progressed.set()  # or finished without waiting
+
+    first = threading.Thread(target=keys_set, args=("openai", "sk-one"), name="first")
+    second = threading.Thread(target=keys_set, args=("anthropic", "sk-two"), name="second")
+    first.start()
+    assert first_writing.wait(30)
+    second.start()
+    assert second_progressed.wait(30)
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert codes == {"openai": 0, "anthropic": 0}
+    assert json.loads(_config_file("keys.json").read_text()) == {"openai": "sk-one", "anthropic": "sk-two"}
+
+
+def test_a_symlinked_keys_file_stays_a_link_and_its_target_gets_the_key(tmp_path):
+    """A keys.json that is a symbolic link (a dotfiles manager's) was replaced by a regular file:
+    the dotfile kept the old keys and later edits of it were silently ignored."""
+    dotfile = tmp_path / "dotfiles" / "keys.json"
+    dotfile.parent.mkdir()
+    dotfile.write_text('{"openai": "sk-one"}')
+    link = _config_file("keys.json")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(dotfile)
+    assert _in_process("keys", "set", "groq", stdin="sk-two\n")[0] == 0
+    assert link.is_symlink() and link.resolve() == dotfile.resolve()
+    assert json.loads(dotfile.read_text()) == {"groq": "sk-two", "openai": "sk-one"}
+    assert stat.S_IMODE(dotfile.stat().st_mode) == 0o600
+
+
+def test_a_keys_file_nested_too_deeply_is_a_usage_error_naming_it():
+    """A corrupt keys.json of nested brackets made json raise RecursionError: a bare
+    ``agentcore: RecursionError`` (exit 1) that did not name the file."""
+    path = _config_file("keys.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[" * 200_000)
+    code, out, err = _in_process("keys", "list")
+    assert code == 2 and f"{path}: cannot read it" in err and "fix or delete the file" in err
+    assert path.read_text() == "[" * 200_000
+
+
+@pytest.mark.parametrize(
+    "aliases, typed, needle",
+    [
+        ({"a": "b", "b": "a"}, "a", "the aliases a -> b -> a in "),
+        ({"self": "self"}, "self", "the aliases self -> self in "),
+        ({"fast": "quick", "quick": "fast", "x": "fast"}, "x", "the aliases fast -> quick -> fast in "),
+        ({"blank": " "}, "blank", "the alias blank in "),
+    ],
+)
+def test_an_alias_loop_or_an_empty_alias_is_a_usage_error_naming_the_file(aliases, typed, needle, monkeypatch):
+    """A hand-edited aliases.json with ``a -> b -> a`` made ``--model a`` fail with ``agentcore:
+    RecursionError`` (exit 1); an empty value said ``unknown model 'blank' (did you mean
+    'blank'?)``."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    path = _config_file("aliases.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(aliases))
+    code, out, err = _in_process("run", "--model", typed, "hi")
+    assert code == 2, err
+    assert needle in err and str(path) in err and "agentcore aliases set" in err
+    assert "RecursionError" not in err and "did you mean" not in err
+    path.write_text(json.dumps({**aliases, typed: "offline", "offline": "scripted"}))  # the chain ends at a model
+    code, out, err = _in_process("run", "--model", typed, "hi")
+    assert code == 0 and "You said: hi" in out, err
+
+
+def test_chat_and_keys_set_with_stdin_closed_end_cleanly(monkeypatch):
+    """With descriptor 0 closed (``agentcore chat <&-``, a service started without stdin) Python's
+    ``sys.stdin`` is None: chat and ``keys set`` failed with ``agentcore: AttributeError: 'NoneType'
+    object has no attribute 'readline'``. Chat ends as at end of input; keys set stores nothing."""
+    monkeypatch.setattr(sys, "stdin", None)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["chat", "--model", "scripted", "--no-log"], stdout=out, stderr=err) == 0
+    assert "AttributeError" not in err.getvalue()
+    err = io.StringIO()
+    assert main(["keys", "set", "openai"], stdout=io.StringIO(), stderr=err) == 2
+    assert "the key is empty; nothing was stored" in err.getvalue()
+    assert not _config_file("keys.json").exists()
+
+
+def test_a_cut_emoji_never_stops_the_output_half_way(env, tmp_path):
+    """A lone surrogate (an emoji a provider cut in two) in a session or a streamed answer ended
+    ``sessions show`` and ``run`` half-way with ``agentcore: UnicodeEncodeError`` (exit 1) where
+    stdout is UTF-8 with ``surrogateescape`` (UTF-8 mode, the C locale): it shows as ``?``."""
+    from agentcore import Session
+    from agentcore.types import UserMessage
+
+    path = tmp_path / "cut.jsonl"
+    with Session.create(str(path)) as session:
+        session.append_message(UserMessage(content=[TextContent(text="cut \ud83d emoji")], timestamp=1))
+        session.append_message(UserMessage(content=[TextContent(text="after it")], timestamp=2))
+    utf8_mode = dict(env, PYTHONUTF8="1")  # stdout: UTF-8 with surrogateescape
+    shown = agentcore("sessions", "show", str(path), env=utf8_mode)
+    assert shown.returncode == 0, shown.stderr
+    assert "cut ? emoji" in shown.stdout and "after it" in shown.stdout
+    with ScriptedServer([answer("half \ud83d", " and the rest")]) as server:
+        ran = agentcore("run", *local(server), "hi", env=utf8_mode)
+    assert ran.returncode == 0, ran.stderr
+    assert "half ? and the rest" in ran.stdout

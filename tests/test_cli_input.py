@@ -377,3 +377,28 @@ def test_base_url_with_a_bare_catalog_id_of_several_providers_has_no_typo_notice
     status, out, err = _run(*chat, stdin="/model gpt-4o-mini\n")
     assert status == 0 and "model: local/gpt-4o-mini" in out, out + err
     assert "not in the catalog" not in out + err
+
+
+def test_chat_in_a_removed_working_directory_loads_no_context_and_goes_on(tmp_path, monkeypatch):
+    """A shell left in a directory another terminal removed: ``os.getcwd()`` fails, and chat (and
+    ``run --tools``) stopped with ``agentcore: FileNotFoundError`` (exit 1) looking for AGENTS.md."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    status, out, err = _run("chat", "--model", "scripted", "--no-log", stdin="hi\n/context\n")
+    assert status == 0, err
+    assert "You said: hi" in out and "no project context loaded" in out
+    assert "[context: none loaded: the working directory cannot be read" in err
+
+
+def test_attach_of_a_url_says_only_local_files_are_attached(tmp_path, monkeypatch):
+    """``llm -a URL`` fetches the URL; here ``-a https://...`` said ``no such file
+    (/cwd/https:/example.com/cat.png)``, a path the user never typed."""
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _run("run", "--model", "scripted", "-a", "https://example.com/cat.png", "x")
+    assert status == 2 and out == ""
+    assert "--attach https://example.com/cat.png: only local files can be attached, not URLs" in err
+    assert "https:/example.com" not in err
+    status, out, err = _run("chat", "--model", "scripted", "--no-log", stdin="/attach http://example.com/a.txt\n")
+    assert status == 0 and "/attach http://example.com/a.txt: only local files can be attached" in out

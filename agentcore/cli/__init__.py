@@ -608,10 +608,13 @@ def _print_version(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 @contextlib.contextmanager
 def _replacing_unencodable(stream: Any) -> Iterator[None]:
     """While the command runs, ``stream`` (the process's stdout) writes ``?`` for a character its
-    encoding lacks (Windows' cp1252 into a file, an ASCII locale) instead of raising: the answer
-    and every ``--json`` line come out whole. Its error handler is restored afterwards."""
+    encoding lacks (Windows' cp1252 into a file, an ASCII locale) or that no encoding can write (a
+    lone surrogate: an emoji a provider cut in two, in an answer or a session) instead of raising:
+    the answer and every ``--json`` line come out whole. That covers ``surrogateescape`` streams
+    too (the C locale's and UTF-8 mode's stdout), where an undecodable byte of a file name then
+    shows as ``?``. Its error handler is restored afterwards."""
     errors = getattr(stream, "errors", None)
-    if errors != "strict" or not hasattr(stream, "reconfigure"):
+    if errors not in ("strict", "surrogateescape") or not hasattr(stream, "reconfigure"):
         yield
         return
     stream.reconfigure(errors="replace")

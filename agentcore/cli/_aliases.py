@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, TextIO, Tuple
 
-from ._config import config_path, read_json_map, write_json_map
+from ._config import config_path, read_json_map, update_json_map
 from ._setup import SCRIPTED, UsageError
 
 __all__ = [
@@ -42,12 +42,33 @@ def load_aliases() -> Dict[str, str]:
 def resolve_alias(ref: str) -> Tuple[str, Optional[str]]:
     """``(model ref, alias name or None)``: the target of ``ref`` when it is an alias, else ``ref``.
 
-    Reads the aliases file (absent: no aliases); a ref containing ``/`` is never an alias.
+    Reads the aliases file (absent: no aliases); a ref containing ``/`` is never an alias. An
+    alias a hand edit pointed at another alias is followed to the model at the end, so the ref
+    returned is never an alias itself. :class:`UsageError` naming the file when an alias names no
+    model (an empty value) or the aliases form a loop (``a -> b -> a``).
     """
     if "/" in ref:
         return ref, None
-    target = read_json_map(aliases_path()).get(ref)
-    return (target, ref) if target else (ref, None)
+    path = aliases_path()
+    aliases = read_json_map(path)
+    chain = [ref]
+    while chain[-1] in aliases:
+        name = chain[-1]
+        target = aliases[name].strip()
+        if not target:
+            raise UsageError(
+                f"--model {ref}: the alias {name} in {path} names no model; set it: agentcore aliases set {name} provider/id"
+            )
+        if target in chain:
+            loop = " -> ".join(chain[chain.index(target) :] + [target])
+            raise UsageError(
+                f"--model {ref}: the aliases {loop} in {path} form a loop; point one at a model: "
+                f"agentcore aliases set {name} provider/id"
+            )
+        chain.append(target)
+        if "/" in target:
+            break
+    return (chain[-1], ref) if len(chain) > 1 else (ref, None)
 
 
 def cmd_aliases_set(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -60,10 +81,7 @@ def cmd_aliases_set(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     if target != SCRIPTED and "/" not in target:
         raise UsageError(f"aliases set {name} {target}: give the model as provider/id (`agentcore models` lists them)")
     _warn_unknown_model(target, err)
-    path = aliases_path()
-    aliases = read_json_map(path)
-    aliases[name] = target
-    write_json_map(path, aliases)
+    update_json_map(aliases_path(), lambda aliases: aliases.update({name: target}))
     err.write(f"alias {name} -> {target}\n")
     return 0
 
@@ -105,13 +123,14 @@ def cmd_aliases_list(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
 def cmd_aliases_remove(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """``agentcore aliases remove NAME``; an unknown name is a usage error (exit 2)."""
-    path = aliases_path()
-    aliases = read_json_map(path)
-    if args.name not in aliases:
-        known = ", ".join(sorted(aliases)) or "none"
-        raise UsageError(f"aliases remove {args.name}: no such alias (aliases: {known})")
-    del aliases[args.name]
-    write_json_map(path, aliases)
+
+    def remove(aliases: Dict[str, str]) -> None:
+        if args.name not in aliases:
+            known = ", ".join(sorted(aliases)) or "none"
+            raise UsageError(f"aliases remove {args.name}: no such alias (aliases: {known})")
+        del aliases[args.name]
+
+    update_json_map(aliases_path(), remove)
     err.write(f"removed alias {args.name}\n")
     return 0
 

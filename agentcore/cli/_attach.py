@@ -14,7 +14,7 @@ attachments come before the prompt text, in command-line order. ``-`` reads stdi
 sniffed the same way; its name is ``<stdin>``).
 
 Every problem is a :class:`~agentcore.cli._setup.UsageError` naming the file (exit 2, nothing
-sent): a missing or unreadable file, a directory, a file over :data:`MAX_ATTACHMENT_BYTES`, bytes
+sent): a missing or unreadable file (a URL is not fetched: the message says to download it), a directory, a file over :data:`MAX_ATTACHMENT_BYTES`, bytes
 that are neither a supported image nor UTF-8 text (the message names the sniffed type, e.g.
 ``application/pdf``), and an image for a model whose ``input`` lacks ``"image"``
 (:func:`check_model_input`; providers would otherwise drop the image silently).
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, List, Optional, Sequence, Tuple
 
@@ -48,6 +49,8 @@ __all__ = [
 MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
 #: The name ``-a -`` gives stdin in the ``<file name=...>`` block.
 STDIN_NAME = "<stdin>"
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # other well-known signatures, named in the error for a file that is neither image nor text
 _OTHER_MAGIC: Tuple[Tuple[bytes, str], ...] = (
@@ -174,6 +177,11 @@ def read_attachment(path: str, stdin: Any = None, flag: str = "--attach") -> Att
             with open(name, "rb") as handle:
                 data = _read_limited(handle, path, flag)
         except FileNotFoundError:
+            if _URL.match(path):  # llm attaches URLs; here a URL was read as a relative path
+                raise UsageError(
+                    f"{flag} {path}: only local files can be attached, not URLs; download it first "
+                    "(curl -o FILE URL) and attach FILE"
+                ) from None
             raise UsageError(f"{flag} {path}: no such file ({name})") from None
         except OSError as exc:
             raise UsageError(f"{flag} {path}: cannot read it ({exc.strerror or exc})") from None

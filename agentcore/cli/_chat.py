@@ -471,8 +471,11 @@ def _resumed_line(messages: Any) -> str:
 def _read_line(stdin: Any) -> Optional[str]:
     """One piped line as UTF-8 text whatever the locale's encoding (as ``run`` reads its piped
     prompt: Windows' cp1252 would make UTF-8 text mojibake), with the text layer's newlines; None
-    at end of input. Raises UnicodeError for a line that is not UTF-8. A stream without a byte
-    layer (a StringIO) is read as text."""
+    at end of input, and for no stdin at all (None: descriptor 0 closed, ``<&-``). Raises
+    UnicodeError for a line that is not UTF-8. A stream without a byte layer (a StringIO) is read
+    as text."""
+    if stdin is None:
+        return None
     buffer = getattr(stdin, "buffer", None)
     if buffer is None:
         line = stdin.readline()

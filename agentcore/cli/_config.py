@@ -7,19 +7,31 @@ default parent). It holds ``keys.json`` (:mod:`agentcore.cli._keys`), ``aliases.
 Files are replaced atomically: the new content goes to a temporary file created in the same
 directory with its final permissions (``os.open(..., O_CREAT | O_EXCL, mode)``, so a key file is
 never readable by others, not even for a moment), then ``os.replace`` puts it in place. A reader
-therefore sees the old file or the new one, never half of one.
+therefore sees the old file or the new one, never half of one. A file that is a symbolic link (a
+dotfiles manager's) is replaced at the link's target, so the link stays a link.
+
+A change (``keys set``, ``aliases set``/``remove``) reads, changes and writes the file under an
+exclusive lock (:func:`update_json_map`: ``flock`` on a ``.NAME.lock`` file beside it), so two
+commands run at once both land: neither writes back a copy read before the other's change. The
+lock is advisory and POSIX-only; readers take none (they see a whole file either way).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
-from typing import Dict, Tuple
+from typing import Callable, Dict, Iterator, Tuple
 
 from ._setup import UsageError
 
-__all__ = ["CONFIG_DIR_ENV", "config_dir", "config_path", "read_json_map", "write_json_map"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock (changes are rare and made by hand)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["CONFIG_DIR_ENV", "config_dir", "config_path", "read_json_map", "write_json_map", "update_json_map"]
 
 CONFIG_DIR_ENV = "AGENTCORE_CONFIG_DIR"
 
@@ -45,7 +57,7 @@ def read_json_map(path: str) -> Dict[str, str]:
             data = json.load(handle)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
         raise UsageError(f"{path}: cannot read it ({_reason(exc)}); fix or delete the file") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise UsageError(f'{path}: expected a JSON object of strings ({{"name": "value"}}); fix or delete the file')
@@ -55,11 +67,14 @@ def read_json_map(path: str) -> Dict[str, str]:
 def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> None:
     """Replace ``path`` atomically with ``data`` as JSON; the file has permissions ``mode``.
 
-    The directory is created (``0700``) when missing. The temporary file is created with ``mode``
-    already (never wider), and its mode is set again explicitly so a restrictive umask cannot make
-    it unreadable to its owner. Failure: :class:`UsageError` naming the path; the old file is kept.
+    The directory is created (``0700``) when missing. A ``path`` that is a symbolic link is
+    replaced at its target (the link stays). The temporary file is created with ``mode`` already
+    (never wider), and its mode is set again explicitly so a restrictive umask cannot make it
+    unreadable to its owner. Failure: :class:`UsageError` naming the path; the old file is kept.
+    A read-change-write must hold the file's lock: :func:`update_json_map`.
     """
-    directory = os.path.dirname(path) or "."
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    directory = os.path.dirname(target) or "."
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         fd, temp = _create_temp(directory, mode)
@@ -72,13 +87,69 @@ def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> Non
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temp, path)
+        os.replace(temp, target)
     except OSError as exc:
         _unlink(temp)
         raise UsageError(f"{path}: cannot write it ({_reason(exc)})") from None
     except BaseException:
         _unlink(temp)
         raise
+
+
+def update_json_map(path: str, change: Callable[[Dict[str, str]], None], *, mode: int = 0o644) -> Dict[str, str]:
+    """Apply ``change`` to the map stored at ``path`` and write the result back, under the file's
+    exclusive lock; returns the map written.
+
+    ``change`` receives the current map (:func:`read_json_map`: ``{}`` without a file) and mutates
+    it; when it raises, nothing is written and the exception propagates. Another process changing
+    the same file waits for the lock (a blocking ``flock``; Ctrl-C interrupts the wait), then reads
+    the file this one wrote. Failure to take the lock or write: :class:`UsageError` naming the path.
+    """
+    with _locked(path):
+        data = read_json_map(path)
+        change(data)
+        write_json_map(path, data, mode=mode)
+    return data
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """Hold the exclusive lock of ``path``: a ``flock`` on ``.NAME.lock`` in its directory (a file
+    of its own, since ``path`` itself is replaced by every write)."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    directory, name = os.path.split(path)
+    lock_path = os.path.join(directory, f".{name}.lock")
+    try:
+        os.makedirs(directory or ".", mode=0o700, exist_ok=True)
+        fd = _open_lock_file(lock_path)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot lock it ({lock_path}: {_reason(exc)})") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:  # a filesystem without locks
+            raise UsageError(f"{path}: cannot lock it ({lock_path}: {_reason(exc)})") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _open_lock_file(lock_path: str) -> int:
+    """The lock file opened for writing: created (``0600``, O_EXCL) or, when it exists, opened as
+    it is (never through a planted symlink)."""
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        try:
+            return os.open(lock_path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        try:
+            return os.open(lock_path, flags)
+        except FileNotFoundError:  # removed in between: create it again
+            continue
+    raise FileExistsError(f"{lock_path} keeps appearing and disappearing")
 
 
 def _create_temp(directory: str, mode: int) -> Tuple[int, str]:

@@ -19,7 +19,8 @@ The system prompt then ends with a section framed as the reference frames it::
     ...the file's text...
 
 A file that cannot be read or is not UTF-8 text is skipped with a notice, as is one larger than
-:data:`MAX_CONTEXT_BYTES`: bad project files never stop the command.
+:data:`MAX_CONTEXT_BYTES`, and a working directory that was removed loads none (with a notice):
+bad project files never stop the command.
 """
 
 from __future__ import annotations
@@ -82,8 +83,15 @@ def find_context_files(
     """The context files for ``cwd`` (default: the working directory), outermost first.
 
     ``home`` defaults to ``$HOME``; ``note`` receives a line for each file skipped (unreadable,
-    not UTF-8, too large)."""
-    cwd = cwd or os.getcwd()
+    not UTF-8, too large), and one when the working directory no longer exists (removed under the
+    shell that is still in it): no files then."""
+    if not cwd:
+        try:
+            cwd = os.getcwd()
+        except OSError as exc:
+            if note is not None:
+                note(f"[context: none loaded: the working directory cannot be read ({exc.strerror or exc})]")
+            return []
     home = home if home is not None else os.path.expanduser("~")
     found: List[ContextFile] = []
     for directory in _context_dirs(cwd, home):

@@ -2,7 +2,8 @@
 
 The file maps a provider name to its key (``{"openai": "sk-..."}``) and is created with
 permissions ``0600`` (see :func:`agentcore.cli._config.write_json_map`: never readable by others,
-not even while it is written). ``keys set`` reads the key from a hidden prompt (``getpass``) or,
+not even while it is written). ``keys set`` changes it under a lock, so two run at once both store
+their key. ``keys set`` reads the key from a hidden prompt (``getpass``) or,
 when stdin is piped, from its first line: never from the command line, where it would land in the
 shell history and the process list. ``keys list`` prints the names only; no command prints a key.
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional, TextIO
 
-from ._config import config_path, read_json_map, write_json_map
+from ._config import config_path, read_json_map, update_json_map
 from ._setup import UsageError
 
 __all__ = ["KEYS_FILE", "keys_path", "stored_key", "stored_keys", "cmd_keys_set", "cmd_keys_list", "cmd_keys_path"]
@@ -56,9 +57,7 @@ def cmd_keys_set(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     if not key:
         raise UsageError(f"keys set {name}: the key is empty; nothing was stored")
     path = keys_path()
-    keys = read_json_map(path)
-    keys[name] = key
-    write_json_map(path, keys, mode=0o600)
+    update_json_map(path, lambda keys: keys.update({name: key}), mode=0o600)  # locked: a concurrent set is kept
     _warn_unknown_provider(name, err)
     err.write(f"stored the key of {name} in {path}\n")
     return 0
@@ -82,7 +81,10 @@ def _read_key(name: str, stdin: TextIO, err: TextIO) -> str:
         raise UsageError(f"keys set {name}: {exc}; nothing was stored") from None
 
 
-def _read_raw_key(name: str, stdin: TextIO, err: TextIO) -> str:
+def _read_raw_key(name: str, stdin: Optional[TextIO], err: TextIO) -> str:
+    """The line typed or piped; "" when there is none (end of input, a closed stdin: ``<&-``)."""
+    if stdin is None:  # Python's sys.stdin when descriptor 0 is closed
+        return ""
     if _isatty(stdin):
         import getpass
 
