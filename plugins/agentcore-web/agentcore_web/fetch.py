@@ -1,20 +1,30 @@
 """The ``fetch_url`` tool: GET one http(s) URL and return its text (HTML made readable).
 
-Limits: a connect/read ``timeout`` per network wait plus an overall deadline of the same length
-for the body, and ``max_bytes`` for the body. Failures raise :class:`FetchError` with a message the
-model can act on: a non-2xx status, binary content, a body over the limit, a timeout, or an abort
-(the response is closed as soon as the run's abort signal fires).
+Limits: a connect/read ``timeout`` per network wait, a deadline of the same length for the whole
+wait for the response headers (redirects included) and another for the body (the connection is
+closed when one passes, even in the middle of a read, so a server trickling bytes cannot hold the
+tool longer), and
+``max_bytes`` for the body (read at most 16 KB at a time, compressed or not, so the limit stops the
+download however the server sends it). Failures raise :class:`FetchError` with a message the model
+can act on: a non-2xx status, binary content, a body over the limit, a timeout, or an abort (the
+response is closed as soon as the run's abort signal fires).
+
+The credentials of a ``user:password@`` URL are sent (as Basic auth, by requests) but never shown:
+results and errors show the URL with ``***@``. Cookies a server sets are kept for the redirects of
+one fetch only, never for the next fetch (another run's, possibly another user's).
 """
 
 from __future__ import annotations
 
 import re
 import socket
-import time
-from typing import Any, Dict, Optional, Tuple
+import threading
+from http.cookiejar import DefaultCookiePolicy
+from typing import Any, Dict, Iterator, Optional, Tuple
 from urllib.parse import urlparse
 
 from agentcore.providers.http import RequestAborted, close_on_abort, get_session, iter_body, send_abortable
+from agentcore.signals import AbortController
 from agentcore.tools import AgentTool, AgentToolResult, tool
 from agentcore.types import TextContent
 
@@ -32,6 +42,9 @@ _TEXT_TYPES = re.compile(
 )
 
 
+_NO_COOKIES = DefaultCookiePolicy(allowed_domains=[])  # the shared session keeps none
+
+
 class FetchError(RuntimeError):
     """The URL could not be fetched as text; the message says why and what to try."""
 
@@ -43,7 +56,28 @@ def _content_type(headers: Any) -> Tuple[str, Optional[str]]:
     return mime, match.group(1) if match else None
 
 
-def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal: Any) -> bytes:
+def _body_chunks(response: Any) -> Iterator[bytes]:
+    """The body as it arrives, at most ``_CHUNK`` bytes at a time both read and decoded.
+
+    Not :func:`iter_body`: it yields a chunked body one whole HTTP chunk at a time, so one chunk
+    of a gigabyte was read into memory (or gzip-inflated) before ``max_bytes`` was checked, and a
+    trickle inside one chunk never came back to check the deadline either."""
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is not None:  # urllib3 2: whatever arrived, chunked or not, decoded to at most n bytes
+        while True:
+            data = read1(_CHUNK, decode_content=True)
+            if not data:
+                return
+            yield data
+    elif getattr(raw, "chunked", False) and hasattr(raw, "read_chunked"):  # urllib3 1.26
+        yield from raw.read_chunked(_CHUNK, decode_content=True)
+    else:
+        yield from iter_body(response, _CHUNK)
+
+
+def _read_body(response: Any, url: str, max_bytes: int, stop: Any) -> bytes:
+    """The body; raises :class:`_Stopped` once ``stop`` (the run's abort, or the deadline) fired."""
     declared = response.headers.get("Content-Length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise FetchError(
@@ -51,22 +85,22 @@ def _read_body(response: Any, url: str, max_bytes: int, deadline: float, signal:
             f"{max_bytes} bytes; fetch a smaller page or a more specific URL"
         )
     body = bytearray()
-    # iter_body returns whatever arrived (iter_content(n) waits for n bytes, so a server sending a
-    # byte at a time held the tool far past its deadline)
-    for chunk in iter_body(response, _CHUNK):
-        if signal is not None and signal.aborted:
-            raise FetchError("Operation aborted")
+    for chunk in _body_chunks(response):
+        if stop.aborted:
+            raise _Stopped()
         body += chunk
         if len(body) > max_bytes:
             raise FetchError(
                 f"{url} is too large: the body exceeds the limit of {max_bytes} bytes; "
                 f"fetch a smaller page or a more specific URL"
             )
-        if time.monotonic() > deadline:
-            raise FetchError(f"{url} timed out while reading the body")
-    if signal is not None and signal.aborted:  # closed by the abort: the body is incomplete
-        raise FetchError("Operation aborted")
+    if stop.aborted:  # the response was closed under the read: the body is incomplete
+        raise _Stopped()
     return bytes(body)
+
+
+class _Stopped(Exception):
+    """The fetch's stop signal fired: the run was aborted or a deadline passed."""
 
 
 def fetch_text(
@@ -78,26 +112,78 @@ def fetch_text(
     session: Any = None,
 ) -> Dict[str, Any]:
     """Fetch ``url`` and return ``{"url", "final_url", "status", "content_type", "title", "text",
-    "bytes"}``; HTML is converted with :func:`~agentcore_web.readable.html_to_text`.
+    "bytes"}``; HTML is converted with :func:`~agentcore_web.readable.html_to_text`. ``url`` and
+    ``final_url`` show a ``user:password@`` as ``***@``; links in the text carry no user info.
 
-    Raises :class:`FetchError` for a non-http(s) URL, a network error or timeout, a non-2xx status,
-    binary content, a body over ``max_bytes`` and an abort of ``signal``.
+    ``timeout`` bounds every network wait, the whole wait for the final response's headers
+    (connect, redirects and headers however slowly they trickle in) and, counted anew from the
+    headers, the whole body: at most twice ``timeout`` in all. (A ``session`` not from
+    :func:`~agentcore.providers.http.get_session` cannot be interrupted before the headers: its
+    waits are bounded by ``timeout`` each, and the aborts and deadlines act from the body on.)
+
+    Raises :class:`FetchError` for a URL that is not an absolute http(s) URL string, a network
+    error or timeout, a non-2xx status, binary content, a body over ``max_bytes`` and an abort of
+    ``signal``; its message never contains the URL's user info.
     """
-    import requests
-
-    parsed = urlparse(url)
+    if not isinstance(url, str):
+        raise FetchError(f"url must be a string holding an absolute http:// or https:// URL, not {type(url).__name__}")
+    shown = _shown(url)
+    try:
+        parsed = urlparse(url)
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        raise FetchError(f"cannot fetch {shown!r}: {_scrub(str(exc), url)}") from None
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise FetchError(f"cannot fetch {url!r}: only absolute http:// and https:// URLs are supported")
+        raise FetchError(f"cannot fetch {shown!r}: only absolute http:// and https:// URLs are supported")
     if signal is not None and signal.aborted:
         raise FetchError("Operation aborted")
     # the pooled session of the core: an abort interrupts the connect and the wait for headers too
-    http = session or get_session("agentcore-web")
+    http = session
+    if http is None:
+        http = get_session("agentcore-web")
+        http.cookies.set_policy(_NO_COOKIES)  # kept within one fetch's redirects only
+    # one stop for the request: the run's abort and the deadlines both fire it, and it closes
+    # the socket or response, so a wait blocked on the network returns at once
+    stop = AbortController()
+    watch = signal is not None and hasattr(signal, "add_listener")
+
+    def on_abort(_reason: Any) -> None:
+        stop.abort("aborted")
+
+    if watch:
+        signal.add_listener(on_abort)
+    try:
+        return _fetch(http, url, shown, timeout, max_bytes, stop)
+    finally:
+        if watch:
+            signal.remove_listener(on_abort)
+
+
+_DEADLINE = "deadline"
+
+
+def _deadline(stop: AbortController, seconds: float) -> threading.Timer:
+    """A started timer that stops the fetch with reason :data:`_DEADLINE` after ``seconds``."""
+    timer = threading.Timer(seconds, stop.abort, args=(_DEADLINE,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _fetch(http: Any, url: str, shown: str, timeout: float, max_bytes: int, stop: AbortController) -> Dict[str, Any]:
+    """:func:`fetch_text` once the URL was checked. ``stop`` is aborted by the run's abort or a
+    deadline, whichever comes first (its reason says which)."""
+    import requests
+
+    def stopped(doing: str) -> FetchError:
+        return FetchError(f"{shown} timed out {doing}" if stop.signal.reason == _DEADLINE else "Operation aborted")
+
+    timer = _deadline(stop, timeout)
     try:
         response = send_abortable(
             http,
             "GET",
             url,
-            signal,
+            stop.signal,
             timeout=timeout,
             stream=True,
             allow_redirects=True,
@@ -107,54 +193,117 @@ def fetch_text(
             },
         )
     except RequestAborted:
-        raise FetchError("Operation aborted") from None
+        raise stopped(f"after {timeout:g} s") from None
     except requests.Timeout:
-        raise FetchError(f"{url} timed out after {timeout:g} s") from None
+        raise FetchError(f"{shown} timed out after {timeout:g} s") from None
     except requests.RequestException as exc:
-        raise FetchError(f"cannot fetch {url}: {type(exc).__name__}: {exc}") from None
+        raise FetchError(f"cannot fetch {shown}: {type(exc).__name__}: {_scrub(str(exc), url)}") from None
+    finally:
+        timer.cancel()
 
+    if not stop.signal.aborted:  # (else the response is closed at once below)
+        timer = _deadline(stop, timeout)  # the body's own deadline
     try:
-        # an abort closes the response from the aborting thread, so a blocked read returns at once
-        with close_on_abort(response, signal):
-            return _finish(response, url, max_bytes, time.monotonic() + timeout, signal)
+        # a stop closes the response from the stopping thread, so a blocked read returns at once
+        with close_on_abort(response, stop.signal):
+            return _finish(response, shown, max_bytes, stop.signal)
     except FetchError:
         raise
-    except Exception as exc:  # the connection was closed under us, or a decode failure
-        if signal is not None and signal.aborted:
-            raise FetchError("Operation aborted") from None
+    except Exception as exc:  # _Stopped; the connection was closed under us; a decode failure
+        if stop.signal.aborted:
+            raise stopped("while reading the body") from None
         if "Timeout" in type(exc).__name__ or isinstance(exc, socket.timeout):
-            raise FetchError(f"{url} timed out while reading the body") from None
-        raise FetchError(f"cannot read {url}: {type(exc).__name__}: {exc}") from None
+            raise FetchError(f"{shown} timed out while reading the body") from None
+        raise FetchError(f"cannot read {shown}: {type(exc).__name__}: {_scrub(str(exc), url)}") from None
     finally:
+        timer.cancel()
         response.close()
 
 
-def _finish(response: Any, url: str, max_bytes: int, deadline: float, signal: Any) -> Dict[str, Any]:
+def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any]:
+    """The page of a response; ``url`` is the requested URL as messages show it."""
     if not 200 <= response.status_code < 300:
         raise FetchError(f"HTTP {response.status_code} {response.reason or ''} for {url}".replace("  ", " "))
     mime, charset = _content_type(response.headers)
     if mime and not _TEXT_TYPES.match(mime):
         raise FetchError(f"{url} returned binary content ({mime}); fetch_url reads text and HTML only")
-    body = _read_body(response, url, max_bytes, deadline, signal)
-    if not mime and b"\x00" in body[:1024]:
-        raise FetchError(f"{url} returned binary content (no content type); fetch_url reads text only")
-    if not _known(charset) and (mime in ("text/html", "application/xhtml+xml") or not mime):
+    body = _read_body(response, url, max_bytes, stop)
+    html = mime in ("text/html", "application/xhtml+xml")
+    bom = _bom_charset(body)
+    if bom is not None:
+        charset = bom  # a byte order mark outranks the header, as in browsers
+    elif not _known(charset) and (html or not mime):
         charset = _html_charset(body)  # <meta charset>, when the header names none
-    text = (
-        body.decode(charset or "utf-8", errors="replace") if _known(charset) else body.decode("utf-8", errors="replace")
-    )
+    encoding = charset if charset is not None and _known(charset) else "utf-8"
+    if b"\x00" in body[:1024] and not encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")):
+        # a NUL byte is in no text (but UTF-16/32): a PDF or an image served as text/plain or as
+        # nothing, which would reach the model as a page of replacement characters
+        declared = f"declared as {mime}" if mime else "no content type"
+        raise FetchError(f"{url} returned binary content ({declared}); fetch_url reads text and HTML only")
+    text = body.decode(encoding, errors="replace")
+    final_url = response.url or url
     title = None
-    if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:2048].lower()):
-        title, text = html_to_text(text, response.url or url)
+    if html or (not mime and "<html" in text[:2048].lower()):
+        title, text = html_to_text(text, _shown(final_url, mask=""))
     return {
         "url": url,
-        "final_url": response.url or url,
+        "final_url": _shown(final_url),
         "status": response.status_code,
         "content_type": mime or None,
         "title": title,
         "text": text,
         "bytes": len(body),
     }
+
+
+def _userinfo(url: str) -> Optional[str]:
+    """The user info (``user:password``) of ``url``'s authority, or None. A password holding an
+    unencoded ``/``, ``?`` or ``#`` (which ends the authority for URL parsers) is taken to run to
+    the last ``@``: hiding too much rather than too little."""
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    end = min([rest.find(c) for c in "/?#" if c in rest] or [len(rest)])
+    authority = rest[:end]
+    if "@" in authority:
+        return authority.rpartition("@")[0] or None  # "http://@host/" has none
+    at = rest.rfind("@")
+    if at > end and ":" in authority and not authority.startswith("["):
+        if not authority.rsplit(":", 1)[1].isdigit():  # not host:port with an "@" in the path
+            return rest[:at]
+    return None
+
+
+def _shown(url: str, mask: str = "***@") -> str:
+    """``url`` as results and errors show it: its user info replaced by ``mask``."""
+    info = _userinfo(url)
+    if info is None:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{mask}{rest[len(info) + 1 :]}"
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` (an exception's message, which may quote the URL) without ``url``'s user info."""
+    info = _userinfo(url)
+    if info is None:
+        return text
+    text = text.replace(url, _shown(url)).replace(info, "***")
+    rest = url.partition("://")[2]
+    parsed_authority = re.split(r"[/?#]", rest, maxsplit=1)[0]  # "user:pa" of "user:pa/ss@host"
+    if parsed_authority and "@" not in parsed_authority:
+        text = text.replace(parsed_authority, "***")
+    password = info.partition(":")[2]
+    return text.replace(password, "***") if len(password) >= 3 else text
+
+
+def _bom_charset(body: bytes) -> Optional[str]:
+    """The encoding a byte order mark at the start of ``body`` names (UTF-8, UTF-16), or None."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-sig"
+    if body.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"  # the codec reads the mark and drops it
+    return None
 
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([\w.:-]+)""", re.I)
@@ -173,15 +322,17 @@ def _html_charset(body: bytes) -> Optional[str]:
 
 
 def _known(charset: Optional[str]) -> bool:
+    """Whether ``charset`` names a text encoding (``base64``, ``hex``, ``rot13``... are codecs,
+    but ``bytes.decode`` refuses them: a page declaring one is read as UTF-8)."""
     import codecs
 
     if not charset:
         return False
     try:
-        codecs.lookup(charset)
+        info = codecs.lookup(charset)
     except LookupError:
         return False
-    return True
+    return getattr(info, "_is_text_encoding", True) is not False
 
 
 def create_fetch_url_tool(

@@ -1,8 +1,11 @@
 """HTML to readable plain text with the standard library's ``html.parser``.
 
-Scripts, styles and other invisible elements are dropped; headings become ``#`` lines, list items
-``- `` lines, links ``[text](absolute url)``, images their ``[image: alt]`` text; ``<pre>`` keeps
-its whitespace; everything else is collapsed into paragraphs.
+Scripts, styles, the ``<head>`` and other invisible elements are dropped; headings become ``#``
+lines, list items ``- `` lines, links ``[text](absolute url)``, images their ``[image: alt]`` text;
+``<pre>`` keeps its whitespace; everything else is collapsed into paragraphs. The head ends where
+HTML ends it: at ``</head>``, or, as ``</head>`` may be omitted, at ``<body>``, any other body
+element or text outside its elements. The title is the first ``<title>`` outside ``<svg>`` and
+the other skipped elements; links resolve against the first ``<base href>``, else the page's URL.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from urllib.parse import urljoin
 
 __all__ = ["html_to_text"]
 
-_SKIP = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "head", "title"}
+_SKIP = {"script", "style", "noscript", "template", "svg", "canvas", "iframe", "object", "title"}
+# what a <head> holds; any other start tag ends an unclosed head (its end tag is optional)
+_HEAD_CONTENT = {"title", "meta", "link", "style", "script", "noscript", "base", "template"}
 _BLOCK = {
     "p",
     "div",
@@ -54,6 +59,8 @@ class _Readable(HTMLParser):
         self.parts: List[str] = []
         self.title: Optional[str] = None
         self._skip_depth = 0
+        self._in_head = False
+        self._base_seen = False
         self._pre_depth = 0
         self._in_title = False
         self._title_parts: List[str] = []
@@ -79,8 +86,15 @@ class _Readable(HTMLParser):
     # -- parser callbacks
 
     def handle_starttag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
-        if tag == "title":
-            self._in_title = True
+        if tag == "head":
+            self._in_head = True
+            return
+        if self._in_head and tag not in _HEAD_CONTENT:
+            self._in_head = False
+        if tag == "title" and self.title is None and not self._skip_depth:
+            self._in_title = True  # the document's title: not an <svg> icon's, not a later one
+        if tag == "base" and not self._base_seen:
+            self._base(dict(attrs).get("href"))
         if tag in _SKIP:
             if tag not in _VOID:
                 self._skip_depth += 1
@@ -117,8 +131,16 @@ class _Readable(HTMLParser):
         if tag not in _VOID:
             self.handle_endtag(tag)
 
+    def _base(self, href: Optional[str]) -> None:
+        if href and not href.lower().startswith(("javascript:", "data:")):
+            self._base_seen = True
+            self.base_url = urljoin(self.base_url, href.strip())
+
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
+        if tag == "head":
+            self._in_head = False
+            return
+        if tag == "title" and self._in_title:
             self._in_title = False
             self.title = re.sub(r"\s+", " ", "".join(self._title_parts)).strip() or None
         if tag in _SKIP:
@@ -149,12 +171,15 @@ class _Readable(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self._title_parts.append(data)
-        if not self._skip_depth:
+        if self._in_head and not self._skip_depth and data.strip():
+            self._in_head = False  # text cannot be in a head: it starts the body, as in a browser
+        if not self._skip_depth and not self._in_head:
             self._text(data)
 
 
 def html_to_text(html: str, base_url: str = "") -> Tuple[Optional[str], str]:
-    """``(title, text)`` of an HTML document; relative links are resolved against ``base_url``."""
+    """``(title, text)`` of an HTML document; relative links are resolved against its first
+    ``<base href>`` (itself resolved against ``base_url``), else against ``base_url``."""
     parser = _Readable(base_url)
     parser.feed(html)
     parser.close()

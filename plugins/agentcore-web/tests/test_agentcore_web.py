@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 import pytest
-from agentcore_web import FetchError, create_fetch_url_tool, html_to_text
+from agentcore_web import FetchError, create_fetch_url_tool, fetch_text, html_to_text
 
 from agentcore.signals import AbortController
 
@@ -24,6 +25,10 @@ class _Handler(BaseHTTPRequestHandler):
     slow_started = threading.Event()
     headers_requested = threading.Event()
     headers_gate = threading.Event()
+    drip_stop = threading.Event()
+    header_drip_stop = threading.Event()
+    huge_chunk_done = threading.Event()
+    huge_chunk_sent: Dict[str, Any] = {}
 
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         pass
@@ -48,6 +53,55 @@ class _Handler(BaseHTTPRequestHandler):
             started.set()
         type(self).release.wait(10)
 
+    def _chunked_head(self, ctype: str = "text/plain") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _drip_one_chunk(self) -> None:
+        """One 100000-byte chunk, a byte every 50 ms until ``drip_stop`` (then the rest at once)."""
+        self._chunked_head()
+        self.wfile.write(b"%x\r\n" % 100000)
+        sent = 0
+        try:
+            while sent < 100000 and not type(self).drip_stop.wait(0.05):
+                self.wfile.write(b"d")
+                self.wfile.flush()
+                sent += 1
+            self.wfile.write(b"d" * (100000 - sent) + b"\r\n0\r\n\r\n")
+        except OSError:  # the client gave up
+            pass
+
+    def _drip_headers(self) -> None:
+        """A header line a byte every 50 ms (each wait far below any read timeout) until
+        ``header_drip_stop``, then the end of the headers."""
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Slow: ")
+        try:
+            while not type(self).header_drip_stop.wait(0.05):
+                self.wfile.write(b"s")
+                self.wfile.flush()
+            self.wfile.write(b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        except OSError:  # the client gave up
+            pass
+
+    def _huge_chunk(self) -> None:
+        """One 64 MB chunk; records whether all of it could be sent before the client hung up."""
+        self._chunked_head()
+        size, block = 64 * 2**20, b"h" * 2**16
+        self.wfile.write(b"%x\r\n" % size)
+        sent = 0
+        try:
+            while sent < size:
+                self.wfile.write(block)
+                sent += len(block)
+            self.wfile.write(b"\r\n0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass
+        type(self).huge_chunk_sent["all"] = sent >= size
+        type(self).huge_chunk_done.set()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         routes: Dict[str, Tuple[int, str, bytes]] = {
             "/page.html": (200, "text/html; charset=utf-8", PAGE),
@@ -56,7 +110,24 @@ class _Handler(BaseHTTPRequestHandler):
             "/missing": (404, "text/html", b"<h1>nope</h1>"),
             "/image.png": (200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 64),
             "/big": (200, "text/plain", b"x" * 5000),
+            "/no-head-end.html": (200, "text/html", b"<html><head><title>T</title><body><p>Hello</p></body></html>"),
+            "/codec-charset": (200, "text/plain; charset=base64", b"plain words"),
+            "/pdf-as-text": (200, "text/plain", b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\x00\x01\x02stream"),
+            "/utf16-text": (200, "text/plain", "\ufeffcaf\xe9 \u2013 ok".encode("utf-16-le")),
+            "/set-cookie": (200, "text/plain", b"cookie set"),
+            "/echo-cookie": (200, "text/plain", b""),
         }
+        if self.path in ("/set-cookie", "/login"):
+            self.send_response(200 if self.path == "/set-cookie" else 302)
+            self.send_header("Set-Cookie", "sid=run-a-session; Path=/")
+            if self.path == "/login":
+                self.send_header("Location", "/echo-cookie")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path == "/echo-cookie":
+            self._send(200, "text/plain", ("cookie: " + (self.headers.get("Cookie") or "none")).encode())
+            return
         if self.path == "/redirect":
             self.send_response(302)
             self.send_header("Location", "/page.html")
@@ -72,6 +143,12 @@ class _Handler(BaseHTTPRequestHandler):
             type(self).headers_requested.set()
             type(self).headers_gate.wait(10)
             self._stall(started=None)
+        elif self.path == "/drip-chunk":
+            self._drip_one_chunk()
+        elif self.path == "/drip-headers":
+            self._drip_headers()
+        elif self.path == "/huge-chunk":
+            self._huge_chunk()
         elif self.path == "/slow":
             self._stall(started=type(self).slow_started)
         elif self.path in routes:
@@ -88,6 +165,8 @@ def base_url() -> Iterator[str]:
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     _Handler.release.set()
+    _Handler.drip_stop.set()
+    _Handler.header_drip_stop.set()
     server.shutdown()
     server.server_close()
 
@@ -213,3 +292,128 @@ def test_html_to_text_resolves_links_and_drops_invisible_parts() -> None:
     )
     assert title == "T"
     assert text == "a [b](https://example.org/x)"
+
+
+def test_head_without_its_end_tag_does_not_swallow_the_page(base_url: str) -> None:
+    """``</head>`` is optional in HTML: the body starts at ``<body>`` (or any body element, or
+    text) all the same, instead of the whole page being dropped with the head."""
+    result = _run(create_fetch_url_tool(), base_url + "/no-head-end.html")
+    assert result.content[0].text.endswith("Title: T\n\nHello")
+    assert html_to_text("<head><title>T</title><p>one</p>")[1] == "one"
+    assert html_to_text("<html><head><meta charset=utf-8>\nloose text")[1] == "loose text"
+
+
+def test_title_is_the_documents_not_an_svg_icons() -> None:
+    title, text = html_to_text(
+        "<head><title>Docs</title></head><body><svg><title>Close</title><path/></svg><p>x</p><title>late</title></body>"
+    )
+    assert (title, text) == ("Docs", "x")
+
+
+def test_links_resolve_against_the_base_element() -> None:
+    page = '<head><base href="/v2/guide/"><title>T</title></head><a href="intro.html">Intro</a>'
+    assert html_to_text(page, "https://example.org/start")[1] == "[Intro](https://example.org/v2/guide/intro.html)"
+
+
+def test_a_trickle_inside_one_chunk_ends_at_the_deadline(base_url: str) -> None:
+    """A chunked body read a whole HTTP chunk at a time never came back to check the deadline:
+    a server sending one byte per 50 ms of a 100000-byte chunk held the tool for 83 minutes."""
+    outcome: Dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            _run(create_fetch_url_tool(timeout=0.5), base_url + "/drip-chunk")
+        except Exception as exc:  # checked on the test thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        thread.join(10)
+        assert not thread.is_alive(), "the download ran past its deadline"
+    finally:
+        _Handler.drip_stop.set()
+        thread.join(10)
+    assert str(outcome["error"]).endswith("/drip-chunk timed out while reading the body")
+
+
+def test_headers_trickling_in_end_at_the_deadline(base_url: str) -> None:
+    """Each byte of the headers arrives well within the read timeout, so only a deadline for the
+    whole wait ends it (a header line may be 64 KB: at a byte per 50 ms, almost an hour)."""
+    outcome: Dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            _run(create_fetch_url_tool(timeout=0.5), base_url + "/drip-headers")
+        except Exception as exc:  # checked on the test thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    try:
+        thread.join(10)
+        assert not thread.is_alive(), "the wait for headers ran past its deadline"
+    finally:
+        _Handler.header_drip_stop.set()
+        thread.join(10)
+    assert str(outcome["error"]).endswith("/drip-headers timed out after 0.5 s")
+
+
+def test_max_bytes_stops_reading_inside_one_huge_chunk(base_url: str) -> None:
+    """The limit is checked every 16 KB, not after a whole HTTP chunk (a 64 MB one was read, or
+    a gzip-compressed one inflated, into memory first)."""
+    with pytest.raises(FetchError, match="exceeds the limit of 1000 bytes"):
+        _run(create_fetch_url_tool(max_bytes=1000), base_url + "/huge-chunk")
+    assert _Handler.huge_chunk_done.wait(10)
+    assert _Handler.huge_chunk_sent == {"all": False}, "the client read the whole chunk"
+
+
+def test_url_credentials_are_never_shown(base_url: str) -> None:
+    secret_base = base_url.replace("http://", "http://agent:s3cret-pw@")
+    tool = create_fetch_url_tool()
+    result = _run(tool, secret_base + "/redirect")  # a relative redirect keeps the credentials
+    shown = result.content[0].text + repr(result.details)
+    assert "s3cret-pw" not in shown and "agent" not in shown
+    assert result.details["final_url"] == base_url.replace("http://", "http://***@") + "/page.html"
+    assert f"[relative link]({base_url}/docs/intro.html)" in result.content[0].text
+    for url, error in [
+        (secret_base + "/missing", "HTTP 404 Not Found for http://***@127.0.0.1"),
+        ("http://agent:s3cret-pw@127.0.0.1:99999/", "InvalidURL"),
+        ("http://agent:s3cret/pw@127.0.0.1:9/x", "cannot fetch"),
+        ("http://agent:s3cret-pw@[::1/", "Invalid IPv6 URL"),
+    ]:
+        with pytest.raises(FetchError, match=re.escape(error)) as caught:
+            _run(tool, url)
+        assert "s3cret" not in str(caught.value), str(caught.value)
+
+
+def test_a_charset_naming_a_non_text_codec_reads_as_utf8(base_url: str) -> None:
+    # "base64" is a codec, but not one bytes.decode accepts: the page was unreadable
+    assert _run(create_fetch_url_tool(), base_url + "/codec-charset").content[0].text.endswith("\n\nplain words")
+
+
+def test_binary_served_as_text_is_refused(base_url: str) -> None:
+    with pytest.raises(FetchError, match=r"/pdf-as-text returned binary content \(declared as text/plain\)"):
+        _run(create_fetch_url_tool(), base_url + "/pdf-as-text")
+
+
+def test_a_byte_order_mark_names_the_encoding(base_url: str) -> None:
+    text = _run(create_fetch_url_tool(), base_url + "/utf16-text").content[0].text
+    assert text.endswith("\n\ncaf\xe9 \u2013 ok")
+
+
+def test_cookies_last_one_fetch_only(base_url: str) -> None:
+    """A cookie one run's fetch received is not sent by the next fetch (another run's, possibly
+    another user's: the tool's session is shared by the process); within one fetch's redirects
+    it is."""
+    tool = create_fetch_url_tool()
+    assert _run(tool, base_url + "/login").content[0].text.endswith("cookie: sid=run-a-session")
+    _run(tool, base_url + "/set-cookie")
+    assert _run(create_fetch_url_tool(), base_url + "/echo-cookie").content[0].text.endswith("cookie: none")
+
+
+def test_malformed_url_arguments_are_named() -> None:
+    with pytest.raises(FetchError, match="url must be a string .* not int"):
+        fetch_text(5)  # type: ignore[arg-type]
+    with pytest.raises(FetchError, match=r"cannot fetch 'http://\[::1/': Invalid IPv6 URL"):
+        fetch_text("http://[::1/")
