@@ -273,6 +273,34 @@ def test_read_a_few_lines_of_a_huge_file_keeps_memory_bounded(tmp_path):
     assert peak < 4_000_000, f"peak {peak} bytes for a 10-line answer"
 
 
+def test_read_of_a_file_with_one_huge_line_keeps_memory_bounded(tmp_path):
+    # every line was read whole (`for raw in f`), decoded, numbered and encoded again: a 1 GB
+    # minified bundle or JSON dump on one line took ~4 GB to say "line 1 is too long", and ~2 GB
+    # just to skip it with offset=2
+    import tracemalloc
+
+    with open(tmp_path / "bundle.js", "wb") as f:
+        f.write(b"\xef\xbb\xbf" + b"x" * 20_000_000 + b"\r\nsecond\n")
+    tool = create_read_tool(str(tmp_path))
+    tracemalloc.start()
+    try:
+        first = run(tool, path="bundle.js")
+        second = run(tool, path="bundle.js", offset=2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert text(first).startswith("[Line 1 is 19.1MB, over the 50.0KB limit. Use bash: sed -n '1p' bundle.js")
+    assert first.details["truncation"]["totalBytes"] == len("     1\t") + 20_000_000 + 1 + len("     2\tsecond")
+    assert text(second) == "     2\tsecond"
+    assert peak < 4_000_000, f"peak {peak} bytes to read past one long line"
+
+
+def test_read_long_line_hint_quotes_a_path_with_spaces(tmp_path):
+    (tmp_path / "my notes.txt").write_text("x" * 500 + "\n")
+    result = run(create_read_tool(str(tmp_path), max_bytes=100), path="my notes.txt")
+    assert "Use bash: sed -n '1p' 'my notes.txt' | head -c 100]" in text(result)
+
+
 # --------------------------------------------------------------------------- write
 
 
@@ -322,6 +350,89 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path):
 def test_write_refuses_a_directory(tmp_path):
     with pytest.raises(IsADirectoryError):
         run(create_write_tool(str(tmp_path)), path=".", content="x")
+
+
+needs_non_root = pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="permission bits do not bind root"
+)
+
+
+def test_write_under_a_file_says_which_parent_is_a_file(tmp_path):
+    (tmp_path / "notes").write_text("a file, not a folder\n")
+    write = create_write_tool(str(tmp_path))
+    for path in ("notes/today.txt", "notes/2026/today.txt"):  # was "File exists: .../notes", a riddle
+        with pytest.raises(NotADirectoryError, match=r"notes is a file, not a folder"):
+            run(write, path=path, content="x")
+    assert (tmp_path / "notes").read_text() == "a file, not a folder\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give files away")
+def test_write_and_edit_keep_the_owner_and_group_of_the_file_they_replace(tmp_path):
+    # the temp file that replaces the target belonged to the process: an agent running as root (a
+    # container on a bind mount) left every file it touched owned by root, unwritable by its user
+    target = tmp_path / "shared.txt"
+    target.write_text("one\n")
+    os.chown(target, 1234, 5678)
+    target.chmod(0o664)
+    run(create_write_tool(str(tmp_path)), path="shared.txt", content="two\n")
+    run(create_edit_tool(str(tmp_path)), path="shared.txt", edits=[{"oldText": "two", "newText": "three"}])
+    info = target.stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (1234, 5678, 0o664)
+    assert target.read_text() == "three\n"
+
+
+@needs_non_root
+def test_write_and_edit_refuse_a_read_only_file(tmp_path):
+    # os.replace swaps the directory entry, so the 0o444 bits were bypassed: open(path, "w")
+    # fails with EACCES, the tools silently replaced the protected file (and kept it 0o444)
+    target = tmp_path / "locked.txt"
+    target.write_text("keep me\n")
+    target.chmod(0o444)
+    with pytest.raises(PermissionError, match=r"locked.txt is read-only \(mode 444\); it was not changed"):
+        run(create_write_tool(str(tmp_path)), path="locked.txt", content="overwritten\n")
+    with pytest.raises(PermissionError, match="read-only"):
+        run(create_edit_tool(str(tmp_path)), path="locked.txt", edits=[{"oldText": "keep", "newText": "lose"}])
+    assert target.read_text() == "keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locked.txt"]
+
+
+@needs_non_root
+def test_write_into_a_read_only_folder_names_the_folder(tmp_path):
+    folder = tmp_path / "frozen"
+    folder.mkdir()
+    (folder / "f.txt").write_text("old\n")
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(PermissionError, match=r"cannot create files in .*frozen, so .*f.txt cannot be written"):
+            run(create_write_tool(str(tmp_path)), path="frozen/f.txt", content="new\n")
+    finally:
+        folder.chmod(0o755)
+    assert (folder / "f.txt").read_text() == "old\n"
+
+
+@needs_non_root
+@pytest.mark.parametrize(
+    "make_tool,args",
+    [
+        (create_read_tool, {"path": "hidden/f.txt"}),
+        (create_edit_tool, {"path": "hidden/f.txt", "edits": [{"oldText": "a", "newText": "b"}]}),
+        (create_ls_tool, {"path": "hidden/sub"}),
+        (create_find_tool, {"pattern": "*", "path": "hidden/sub"}),
+        (lambda cwd: create_grep_tool(cwd, use_rg=False), {"pattern": "a", "path": "hidden/f.txt"}),
+    ],
+)
+def test_a_path_behind_an_unsearchable_folder_is_denied_not_missing(tmp_path, make_tool, args):
+    # os.path.exists() is False when stat() fails with EACCES: the tools said "File not found"
+    # about a file that exists, and the model went looking elsewhere
+    hidden = tmp_path / "hidden"
+    (hidden / "sub").mkdir(parents=True)
+    (hidden / "f.txt").write_text("a\n")
+    hidden.chmod(0o000)
+    try:
+        with pytest.raises(PermissionError, match=r"Permission denied: cannot reach hidden/"):
+            make_tool(str(tmp_path)).execute("c", args, None, None)
+    finally:
+        hidden.chmod(0o755)
 
 
 # --------------------------------------------------------------------------- edit
@@ -440,6 +551,16 @@ def test_an_edit_of_a_mixed_file_that_misses_a_crlf_says_why(tmp_path):
     assert path.read_bytes() == b"x\nthree\n"
 
 
+def test_the_mixed_line_ending_hint_points_to_a_way_of_seeing_the_crlfs(tmp_path):
+    # it said "(read shows where)", but read strips the "\r" from every line it shows
+    (tmp_path / "mixed file.txt").write_bytes(b"one\r\ntwo\nthree\n")
+    assert "\r" not in text(run(create_read_tool(str(tmp_path)), path="mixed file.txt"))
+    with pytest.raises(EditError) as info:
+        run(create_edit_tool(str(tmp_path)), path="mixed file.txt", edits=[{"oldText": "one\ntwo", "newText": "x"}])
+    assert "read shows where" not in str(info.value)
+    assert str(info.value).endswith("grep -n $'\\r$' 'mixed file.txt'")
+
+
 def test_edit_of_a_crlf_file_keeps_a_lone_carriage_return(tmp_path):
     path = tmp_path / "win.py"
     path.write_bytes(b"s = 'x\ry'\r\nlast = 0\r\n")
@@ -529,6 +650,18 @@ def test_ls_limit_and_errors(tree):
     assert text(run(ls, path="empty")) == "(empty directory)"
 
 
+def test_ls_cut_at_50kb_says_how_many_entries_were_shown(tmp_path):
+    # the notice said "500 of 600 entries shown. Use limit=1000 for more" over ~340 entries: the
+    # byte cap had cut the rest, and a higher limit could never show them
+    for i in range(600):
+        (tmp_path / f"{i:04d}_{'n' * 145}").touch()
+    result = run(create_ls_tool(str(tmp_path)))
+    body, notice = text(result).split("\n\n")
+    shown = len(body.splitlines())
+    assert shown < 500 and result.details["truncation"]["outputLines"] == shown
+    assert notice == f"[output cut at 50KB: {shown} of 600 entries shown; use find with a pattern to see the others]"
+
+
 def test_ls_lists_a_folder_with_a_symlink_loop_and_a_link_to_a_folder(tree):
     (tree / "src" / "loop").symlink_to("loop")  # is_dir() raises ELOOP on it
     (tree / "src" / "to_pkg").symlink_to("pkg")
@@ -560,11 +693,38 @@ def test_find_limit_and_no_results(tree):
     assert text(run(find, pattern="*.rs")) == "No files found matching pattern *.rs"
 
 
+def test_find_cut_at_50kb_does_not_claim_the_limit_was_shown(tmp_path):
+    # "[1000 results limit reached. Use limit=2000 for more]" under ~600 paths: the 50KB cap had
+    # dropped the rest, so the model took 600 for 1000 and raising the limit showed nothing new
+    folder = tmp_path / "a_fairly_long_folder_name"
+    folder.mkdir()
+    for i in range(1100):
+        (folder / f"a_long_descriptive_file_name_{i:05d}.txt").touch()
+    result = run(create_find_tool(str(tmp_path)), pattern="*.txt")
+    body, notice = text(result).split("\n\n")
+    shown = len(body.splitlines())
+    assert shown < 1000 and result.details["truncation"]["outputLines"] == shown
+    assert notice == f"[output cut at 50KB: {shown} of 1000+ results shown; refine the pattern or path]"
+    assert result.details["limitReached"] == 1000
+
+
 def test_find_stops_on_abort(tree):
     controller = AbortController()
     controller.abort()
     with pytest.raises(AbortError):
         create_find_tool(str(tree)).execute("c", {"pattern": "*"}, controller.signal, None)
+
+
+def test_an_invalid_glob_is_a_clear_error_naming_it(tree):
+    # "[z-a]" raised re.error "bad character range z-a at position 5" (of a regex the user never
+    # wrote) and "[!]" raised "bad escape \Z at position 8"
+    with pytest.raises(ValueError, match=r"Invalid glob '\[z-a\]': bad character range"):
+        run(create_find_tool(str(tree)), pattern="[z-a]")
+    with pytest.raises(ValueError, match=r"Invalid glob '\[z-a\]'"):
+        run(create_grep_tool(str(tree), use_rg=False), pattern="needle", glob="[z-a]")
+    (tree / "[!]").write_text("needle\n")  # no closing bracket after "[!]": the brackets are literal
+    assert text(run(create_find_tool(str(tree)), pattern="[!]")) == "[!]"
+    assert compile_glob("[!]a]")("b") and not compile_glob("[!]a]")("]")
 
 
 @pytest.mark.parametrize(
@@ -605,6 +765,14 @@ def test_grep_formats_path_line_text_and_skips_git_and_binaries(tree, use_rg):
 
 
 @pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_of_a_binary_file_named_as_its_path_says_it_is_binary(tree, use_rg):
+    # the Python search answered "No matches found for needle" about a file holding "needle";
+    # ripgrep searched it anyway and sent its raw NUL and control bytes to the model
+    with pytest.raises(ValueError, match=r"Cannot search data.bin: it is a binary file .*Search it with bash"):
+        run(create_grep_tool(str(tree), use_rg=use_rg), pattern="needle", path="data.bin")
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
 def test_grep_options(tree, use_rg):
     grep = create_grep_tool(str(tree), use_rg=use_rg)
     assert text(run(grep, pattern="needle", ignoreCase=True, glob="*.py")) == (
@@ -623,6 +791,17 @@ def test_grep_options(tree, use_rg):
 def test_grep_invalid_regex_is_a_clear_error(tree, use_rg):
     with pytest.raises(ValueError, match="literal=true"):
         run(create_grep_tool(str(tree), use_rg=use_rg), pattern="(unclosed")
+
+
+def test_grep_python_search_of_one_file_honours_an_abort(tmp_path):
+    # with a file as its path the Python search never looked at the signal: an aborted grep of a
+    # multi-GB log ran to the end and came back as an ordinary result
+    (tmp_path / "app.log").write_text("nothing here\n" * 10_000)
+    controller = AbortController()
+    controller.abort()
+    tool = create_grep_tool(str(tmp_path), use_rg=False)
+    with pytest.raises(AbortError):
+        tool.execute("c", {"pattern": "zzz", "path": "app.log"}, controller.signal, None)
 
 
 def test_grep_backends_agree_on_a_larger_tree(tmp_path):

@@ -2,7 +2,8 @@
 
 At most ``most`` lines are taken from a lazy source, so a walk or a search stops as soon as the
 limit is passed; the text is then cut at :data:`~._truncate.DEFAULT_MAX_BYTES` on a line boundary.
-A final notice says which limit was hit and how to see more; ``details`` records it
+A final notice says which limit was hit and how to see more (when the byte cap cut the text, how
+many lines were shown of how many: a higher ``limit`` would not help); ``details`` records it
 (``limitReached``, ``truncation``).
 """
 
@@ -31,11 +32,15 @@ def listing_result(lines: List[str], details: Dict[str, Any], most: int, more: b
     """``lines`` (non-empty) joined and byte-capped, with a notice; ``noun`` names them (``"matches"``)."""
     cut = truncate_head("\n".join(lines), len(lines), DEFAULT_MAX_BYTES)
     text = cut.content
-    if more:
-        text += f"\n\n[{most} {noun} limit reached. Use limit={most * 2} for more, or refine the pattern]"
-        details["limitReached"] = most
-    elif cut.truncated:
-        text += f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB; refine the pattern or path]"
-    if cut.truncated:
+    if cut.truncated:  # a higher limit would not show more: say how many were shown
+        found = f"{len(lines)}+" if more else str(len(lines))
+        text += (
+            f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB: {cut.output_lines} of {found} {noun} shown; "
+            "refine the pattern or path]"
+        )
         details["truncation"] = cut.to_dict()
+    elif more:
+        text += f"\n\n[{most} {noun} limit reached. Use limit={most * 2} for more, or refine the pattern]"
+    if more:
+        details["limitReached"] = most
     return AgentToolResult(content=[TextContent(text)], details=details)

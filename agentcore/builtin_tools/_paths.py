@@ -24,6 +24,7 @@ __all__ = [
     "file_lock",
     "open_regular_file",
     "require_file",
+    "require_reachable",
     "special_file_kind",
 ]
 
@@ -100,10 +101,25 @@ class PathResolver:
         )
 
 
+def require_reachable(target: str, shown: str) -> None:
+    """Raise ``PermissionError`` when ``target`` cannot be looked at because a folder on its path
+    may not be searched by this process (``os.path.exists`` would call it missing)."""
+    try:
+        os.stat(target)
+    except PermissionError:
+        raise PermissionError(
+            f"Permission denied: cannot reach {shown} (a folder on its path is not searchable by this process)"
+        ) from None
+    except (OSError, ValueError):
+        pass  # missing, a loop, a NUL in the name...: the callers' own checks name these
+
+
 def require_file(target: str, shown: str, directory_hint: str) -> None:
-    """Raise ``IsADirectoryError`` (``"{shown} is a directory{directory_hint}"``) for a folder and
-    ``FileNotFoundError`` when nothing can be read at ``target``: ``"File not found: {shown}"``, or,
-    for a symbolic link that leads nowhere (a loop, a missing target), a message saying so."""
+    """Raise ``IsADirectoryError`` (``"{shown} is a directory{directory_hint}"``) for a folder,
+    ``PermissionError`` when a folder on the path may not be searched, and ``FileNotFoundError``
+    when nothing can be read at ``target``: ``"File not found: {shown}"``, or, for a symbolic link
+    that leads nowhere (a loop, a missing target), a message saying so."""
+    require_reachable(target, shown)
     if os.path.isdir(target):
         raise IsADirectoryError(f"{shown} is a directory{directory_hint}")
     if not os.path.exists(target):

@@ -44,14 +44,18 @@ def _translate(pattern: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "]") else i + 1)
+            j = i + 1  # a "]" right after "[" or "[!" is a member, not the end
+            j += j < n and pattern[j] == "!"
+            j += j < n and pattern[j] == "]"
+            end = pattern.find("]", j)
             if end < 0:
                 out.append(re.escape(c))
             else:
                 body = pattern[i + 1 : end]
                 negate = body.startswith("!")
                 body = body[1:] if negate else body
-                out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
+                body = body.replace("\\", "\\\\").replace("[", "\\[")
+                out.append("[" + ("^" if negate else "") + body + "]")
                 i = end
         elif c == "{":
             end = _closing_brace(pattern, i)
@@ -96,11 +100,16 @@ def _split_top_level(body: str) -> List[str]:
 
 
 def compile_glob(pattern: str) -> Callable[[str], bool]:
-    """A predicate over relative ``/``-separated paths (see the module docstring for the rules)."""
+    """A predicate over relative ``/``-separated paths (see the module docstring for the rules).
+
+    Raises ``ValueError`` naming the pattern when it cannot be compiled (``[z-a]``)."""
     pattern = pattern.strip()
     if pattern.startswith("./"):
         pattern = pattern[2:]
-    regex = re.compile(glob_to_regex(pattern.lstrip("/")))
+    try:
+        regex = re.compile(glob_to_regex(pattern.lstrip("/")))
+    except re.error as exc:  # "[z-a]": the regex error alone would not say it is about the glob
+        raise ValueError(f"Invalid glob {pattern!r}: {exc.msg}; fix the pattern") from None
     if "/" in pattern:
         return lambda rel: regex.match(rel) is not None
     return lambda rel: regex.match(rel.rsplit("/", 1)[-1]) is not None

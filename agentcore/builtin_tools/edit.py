@@ -10,7 +10,8 @@ touched. Bytes outside the replaced text are written back exactly as they were, 
 byte-order mark is kept. Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
 ``\\n`` in the edits both match a CRLF and new lines get CRLF; in a file without CRLF, ``\\r\\n``
 in the edits is read as ``\\n``; in a file mixing both, the edits must match the file's bytes
-(``\\r\\n`` where it has CRLF). A lone ``\\r`` is never changed. The file is replaced atomically.
+(``\\r\\n`` where it has CRLF). A lone ``\\r`` is never changed. The file is replaced atomically;
+a file this process may not write is refused (``PermissionError``), not replaced.
 ``details`` carries a unified ``diff`` (difflib) of the bytes written and ``firstChangedLine``
 (1-based, in the new file).
 """
@@ -18,6 +19,7 @@ in the edits is read as ``\\n``; in a file mixing both, the edits must match the
 from __future__ import annotations
 
 import difflib
+import shlex
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
@@ -204,9 +206,10 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
                     new, count = apply_edits(body, edits, shown, lf_edits=endings == "lf")
                 except EditError as exc:
                     if endings == "mixed" and str(exc).startswith("Could not find"):
-                        raise EditError(
+                        raise EditError(  # read hides the "\r", so it cannot show where they are
                             f"{exc} Note: {shown} mixes CRLF and LF line endings, so oldText must have "
-                            "\\r\\n where the file has CRLF (read shows where)."
+                            "\\r\\n where the file has CRLF; read does not show them, list the CRLF lines "
+                            f"with bash: grep -n $'\\r$' {shlex.quote(shown)}"
                         ) from None
                     raise
             if signal is not None:

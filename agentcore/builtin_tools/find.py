@@ -4,7 +4,8 @@ Paths come back one per line, relative to the working directory (``/`` separator
 in ``/``), in walk order (sorted by name, depth first). Version-control folders are skipped; see
 :mod:`agentcore.builtin_tools._walk` for the glob rules. At most ``limit`` results (default 1000)
 are listed, with a notice when there were more. Fails (raises) for a missing folder, a path that
-is not a folder, a path outside ``root``, or an abort.
+is not a folder, a path outside ``root``, one behind a folder this process may not search
+(``PermissionError``), an invalid glob (``ValueError`` naming it), or an abort.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
 from ._listing import listing_result, take_at_most
-from ._paths import PathResolver
+from ._paths import PathResolver, require_reachable
 from ._walk import compile_glob, walk
 
 __all__ = ["create_find_tool"]
@@ -42,6 +43,7 @@ def create_find_tool(
         shown = args.get("path") or "."
         top = paths.resolve(shown)
         most = positive_int(args, "limit") or limit
+        require_reachable(top, shown)
         if not os.path.isdir(top):
             raise FileNotFoundError(f"Path not found or not a directory: {shown}")
         matches = compile_glob(pattern)

@@ -4,14 +4,16 @@ Uses ripgrep (``rg``) when it is on PATH and a pure-Python search otherwise; bot
 format and, for ordinary patterns, the same lines in the same order: paths relative to the working
 directory, files in walk order (sorted by name, depth first), dot files included, ``.gitignore``
 NOT honoured, version-control folders, symlinks, binary files (a NUL byte early on) and special
-files (named pipes, devices, sockets: reading one could block forever) skipped.
+files (named pipes, devices, sockets: reading one could block forever) skipped. A binary file
+given as ``path`` is refused (raises) rather than reported as having no matches.
 Regex dialects differ at the edges (ripgrep's Rust syntax has no look-around or backreferences;
 Python's ``re`` has them); ``literal=true`` avoids the question.
 
 Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`), ``ignoreCase``,
 ``literal``, ``limit`` (default 100 matches, then a notice). Lines longer than 500 characters are
-cut. Fails (raises) for an invalid regex, a missing path, a path that is a special file, a path
-outside ``root``, or an abort.
+cut. Fails (raises) for an invalid regex or glob, a missing path, a path that is a special file
+or a binary file, a path outside ``root``, one behind a folder this process may not search
+(``PermissionError``), or an abort (checked between files and every few thousand lines).
 """
 
 from __future__ import annotations
@@ -29,15 +31,22 @@ from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
 from ._listing import listing_result, take_at_most
-from ._paths import NotARegularFileError, PathResolver, open_regular_file, special_file_kind
+from ._paths import NotARegularFileError, PathResolver, open_regular_file, require_reachable, special_file_kind
 from ._walk import VCS_DIRS, compile_glob, walk
 
 __all__ = ["create_grep_tool"]
 
 DEFAULT_GREP_LIMIT = 100
 MAX_LINE_CHARS = 500
+_ABORT_EVERY = 4096  # lines searched between abort checks
+_SNIFF = 8192  # bytes looked at for a NUL byte: a file with one early on is binary and skipped
 
 Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
+
+
+def _is_binary(path: str, shown: str) -> bool:
+    with open_regular_file(path, shown) as f:
+        return b"\x00" in f.read(_SNIFF)
 
 
 def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], signal: Any) -> Iterator[Match]:
@@ -51,12 +60,16 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
             if not is_dir and not os.path.islink(path) and (accept is None or accept(rel))
         )
     for path in files:
+        if signal is not None:
+            signal.raise_if_aborted()
         try:
             with open_regular_file(path, path) as f:
-                if b"\x00" in f.read(8192):
+                if b"\x00" in f.read(_SNIFF):
                     continue
                 f.seek(0)
                 for number, raw in enumerate(f, 1):
+                    if signal is not None and number % _ABORT_EVERY == 0:  # one huge file must not outlast an abort
+                        signal.raise_if_aborted()
                     line = raw.decode("utf-8", "replace").rstrip("\r\n")
                     if regex.search(line):
                         yield path, number, line
@@ -161,11 +174,17 @@ def create_grep_tool(
         glob = args.get("glob") or None
         ignore_case = bool(args.get("ignoreCase") or args.get("ignore_case"))
         literal = bool(args.get("literal"))
+        require_reachable(target, shown)
         if not os.path.exists(target):
             raise FileNotFoundError(f"Path not found: {shown}")
         kind = special_file_kind(target)
         if kind is not None:
             raise NotARegularFileError(f"{shown} is {kind}, not a regular file or a folder; grep searches files")
+        if os.path.isfile(target) and _is_binary(target, shown):  # "No matches" would be false
+            raise ValueError(
+                f"Cannot search {shown}: it is a binary file (a NUL byte in its first {_SNIFF // 1024} KB) and grep "
+                "skips binary files. Search it with bash instead (grep -a, strings)."
+            )
         rg = _find_rg()
         if rg is not None:
             matches = _rg_search(rg, target, pattern, glob, ignore_case, literal, signal)

@@ -1,7 +1,9 @@
 """The ``ls`` tool: the entries of one folder, sorted case-insensitively, folders marked with ``/``.
 
 Dot files are included. At most ``limit`` entries (default 500) are listed, followed by a notice
-when there were more. Fails (raises) for a missing path, a file, or a path outside ``root``.
+when there were more (or, when the 50KB output cap cut the list, how many were shown). Fails
+(raises) for a missing path, a file, a path outside ``root``, or one behind a folder this process
+may not search (``PermissionError``, not "not found").
 Symlinks are listed, never followed out of ``root``.
 """
 
@@ -13,7 +15,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
-from ._paths import PathResolver
+from ._paths import PathResolver, require_reachable
 from ._truncate import DEFAULT_MAX_BYTES, truncate_head
 
 __all__ = ["create_ls_tool"]
@@ -38,6 +40,7 @@ def create_ls_tool(
         most = positive_int(args, "limit") or limit
         if signal is not None:
             signal.raise_if_aborted()
+        require_reachable(target, shown)
         if not os.path.exists(target):
             raise FileNotFoundError(f"Path not found: {shown}")
         if not os.path.isdir(target):
@@ -51,15 +54,16 @@ def create_ls_tool(
         shown_names = names[:most]
         cut = truncate_head("\n".join(shown_names), len(shown_names), DEFAULT_MAX_BYTES)
         text = cut.content
-        notices = []
         if len(names) > most:
-            notices.append(f"{most} of {len(names)} entries shown. Use limit={most * 2} for more")
             details["limitReached"] = most
-        if cut.truncated:
-            notices.append(f"output cut at {DEFAULT_MAX_BYTES // 1024}KB")
+        if cut.truncated:  # fewer than `most` shown, and a higher limit would not show more
+            text += (
+                f"\n\n[output cut at {DEFAULT_MAX_BYTES // 1024}KB: {cut.output_lines} of {len(names)} entries "
+                "shown; use find with a pattern to see the others]"
+            )
             details["truncation"] = cut.to_dict()
-        if notices:
-            text += "\n\n[" + "; ".join(notices) + "]"
+        elif len(names) > most:
+            text += f"\n\n[{most} of {len(names)} entries shown. Use limit={most * 2} for more]"
         return AgentToolResult(content=[TextContent(text)], details=details)
 
     return AgentTool(

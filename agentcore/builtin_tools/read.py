@@ -6,17 +6,23 @@
   were shown and which ``offset`` continues. ``details["truncation"]`` describes a cut.
 * PNG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) come back as a
   short text note plus an :class:`~agentcore.types.ImageContent` with base64 data.
+* However long a line is, at most 64 KB of it (``max_bytes`` + 2 when that is more) is held in
+  memory; a line over ``max_bytes`` is never shown, the notice says how to see it. Aborts are
+  checked every few thousand lines.
 * Failures raise: a missing file, a folder, a named pipe, device or socket (which could block
-  forever), an offset past the end, a path outside ``root``, an
-  image larger than ``max_image_bytes``, and binary files (a NUL byte or mostly control
-  characters in the first 8 KB), which are refused with a hint to use bash instead.
+  forever), a file behind a folder this process may not search (``PermissionError``), an offset
+  past the end, a path outside ``root``, an image larger than ``max_image_bytes``, and binary
+  files (a NUL byte or mostly control characters in the first 8 KB), which are refused with a
+  hint to use bash instead.
 """
 
 from __future__ import annotations
 
 import base64
+import codecs
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional
+import shlex
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import ImageContent, TextContent
@@ -27,6 +33,10 @@ from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, format_size, trunca
 __all__ = ["create_read_tool", "detect_image_mime_type", "is_binary"]
 
 _SNIFF = 8192
+_LINE_CAP = 64 * 1024  # bytes of one line held in memory (at least max_bytes + 2)
+_ABORT_EVERY = 4096  # lines between abort checks
+_CHUNK = 1024 * 1024  # bytes read at a time to count the lines outside the range
+_BOM = b"\xef\xbb\xbf"
 
 
 def detect_image_mime_type(head: bytes) -> Optional[str]:
@@ -50,6 +60,80 @@ def is_binary(head: bytes) -> bool:
         return False
     control = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13, 27))
     return control / len(head) > 0.3
+
+
+def _only_bom(f: IO[bytes]) -> bool:
+    """True when the file holds nothing but a UTF-8 byte-order mark (it then has no lines)."""
+    head = f.read(len(_BOM) + 1)
+    f.seek(0)
+    return head == _BOM
+
+
+def _pass_lines(f: IO[bytes], most: Optional[int], signal: Any) -> int:
+    """Read past up to ``most`` lines (all when None) a chunk at a time, stopping just after the
+    last one; return how many were passed (a last line without a newline counts)."""
+    passed = 0
+    partial = False  # bytes after the last newline seen
+    while most is None or passed < most:
+        if signal is not None:
+            signal.raise_if_aborted()
+        at = f.tell()
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            return passed + partial
+        newlines = chunk.count(b"\n")
+        if most is not None and passed + newlines >= most:
+            end = -1
+            for _ in range(most - passed):
+                end = chunk.index(b"\n", end + 1)
+            f.seek(at + end + 1)
+            return most
+        passed += newlines
+        partial = not chunk.endswith(b"\n")
+    return passed
+
+
+def _decode_line(f: IO[bytes], raw: bytes, cap: int, first: bool, signal: Any) -> Tuple[str, int]:
+    """A line read with ``f.readline(cap)`` as ``(text, size)``: decoded (invalid UTF-8 replaced),
+    without the line break, trailing carriage returns or (``first`` line) the byte-order mark, and
+    the UTF-8 size of all of that. A line longer than ``cap`` is read to its end a piece at a time:
+    ``text`` is then only its beginning (over ``max_bytes``, it is never shown) but ``size`` is whole.
+    """
+    if raw.endswith(b"\n") or len(raw) < cap:  # shorter than cap without "\n": the end of the file
+        text = raw.decode("utf-8", "replace")
+        if first and text.startswith("\ufeff"):
+            text = text[1:]
+        text = text[:-1] if text.endswith("\n") else text
+        text = text.rstrip("\r")
+        return text, len(text.encode("utf-8"))
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    head = decoder.decode(raw)
+    rest, end = _read_past(f, cap, signal, decoder, head)
+    size = len(head.encode("utf-8")) + rest
+    if first and head.startswith("\ufeff"):
+        size -= 3
+    if end.endswith("\n"):
+        end = end[:-1]
+        size -= 1
+    size -= len(end) - len(end.rstrip("\r"))
+    return head, size
+
+
+def _read_past(f: IO[bytes], cap: int, signal: Any, decoder: Any, tail: str) -> Tuple[int, str]:
+    """Read to the end of the current line ``cap`` bytes at a time; return the UTF-8 size of what
+    was read once decoded, and the line's last ``cap`` characters (``tail`` being what came
+    before), which hold the line break."""
+    size = 0
+    while True:
+        if signal is not None:
+            signal.raise_if_aborted()
+        chunk = f.readline(cap)
+        last = len(chunk) < cap or chunk.endswith(b"\n")
+        piece = decoder.decode(chunk, final=last)
+        size += len(piece.encode("utf-8"))
+        tail = (tail + piece)[-cap:]
+        if last:
+            return size, tail
 
 
 def create_read_tool(
@@ -88,7 +172,7 @@ def create_read_tool(
                     f"supported image (png, jpg, gif, webp). Inspect it with bash instead (file, xxd, strings)."
                 )
             f.seek(0)
-            return _text(f, shown, offset, limit)
+            return _text(f, shown, offset, limit, signal)
 
     def _image(f: Any, head: bytes, mime: str, shown: str) -> AgentToolResult:
         size = os.fstat(f.fileno()).st_size
@@ -104,7 +188,7 @@ def create_read_tool(
             details={"mimeType": mime, "bytes": len(data)},
         )
 
-    def _text(f: Any, shown: str, offset: Optional[int], limit: Optional[int]) -> AgentToolResult:
+    def _text(f: Any, shown: str, offset: Optional[int], limit: Optional[int], signal: Any) -> AgentToolResult:
         # One pass over the lines in bounded memory: only the lines that can be shown are kept
         # (a multi-GB log read with offset/limit must not be loaded whole); the rest are counted.
         start = (offset or 1) - 1
@@ -113,26 +197,31 @@ def create_read_tool(
         used = 0  # bytes of the numbered text so far, counted as truncate_head counts them
         full = False
         first_size = 0
-        total = 0
-        for raw in f:
-            if total == 0 and raw == b"\xef\xbb\xbf":  # a file holding only a byte-order mark is empty
+        # A line longer than the cap cannot be shown whole anyway: only its first cap bytes are kept.
+        cap = max(max_bytes + 2, _LINE_CAP)
+        empty = _only_bom(f)
+        readline = f.readline
+        index = 0 if empty else _pass_lines(f, start, signal)  # lines before the range: only counted
+        while not empty and (stop is None or index < stop):  # at the end already if index < start
+            if signal is not None and index % _ABORT_EVERY == 0:
+                signal.raise_if_aborted()
+            raw = readline(cap)
+            if not raw:
                 break
-            index = total
-            total += 1
-            if index < start or (stop is not None and index >= stop):
-                continue
-            line = raw.decode("utf-8", "replace")
-            if index == 0 and line.startswith("\ufeff"):
-                line = line[1:]
-            if line.endswith("\n"):
-                line = line[:-1]
+            if index and raw[-1:] == b"\n":  # the common case, inline: a whole line, not the first
+                line = raw[:-1].decode("utf-8", "replace").rstrip("\r")
+                size = len(line.encode("utf-8"))
+            else:
+                line, size = _decode_line(f, raw, cap, index == 0, signal)
             if index == start:
-                first_size = len(line.encode("utf-8"))
-            numbered_line = f"{index + 1:>6}\t{line.rstrip(chr(13))}"
-            used += len(numbered_line.encode("utf-8")) + (1 if index > start else 0)
+                first_size = size
+            number = index + 1
+            used += (7 if number < 1_000_000 else len(str(number)) + 1) + size + (index > start)  # "{:>6}\t"
+            index = number
             if not full:
-                kept.append(numbered_line)
+                kept.append(f"{number:>6}\t{line}")
                 full = len(kept) > max_lines or used > max_bytes
+        total = index + (_pass_lines(f, None, signal) if stop is not None and index == stop else 0)
         if total == 0:
             if offset is not None and offset > 1:
                 raise ValueError(f"Offset {offset} is beyond end of file ({shown} is empty)")
@@ -146,10 +235,9 @@ def create_read_tool(
         details: Dict[str, Any] = {"totalLines": total}
         first = start + 1
         if cut.first_line_exceeds_limit:
-            size = format_size(first_size)
             out = (
-                f"[Line {first} is {size}, over the {format_size(max_bytes)} limit. "
-                f"Use bash: sed -n '{first}p' {shown} | head -c {max_bytes}]"
+                f"[Line {first} is {format_size(first_size)}, over the {format_size(max_bytes)} limit. "
+                f"Use bash: sed -n '{first}p' {shlex.quote(shown)} | head -c {max_bytes}]"
             )
             details["truncation"] = cut.to_dict()
         elif cut.truncated:

@@ -3,9 +3,11 @@
 Missing parent folders are created. The content (UTF-8) goes to a temp file in the same folder,
 which then replaces the target with ``os.replace``: readers see the old file or the new one, never
 half of it, and a failure leaves the old file untouched. An existing file keeps its permission
-bits; a new one gets the usual ``0o666 & ~umask``. Writing through a symlink replaces the file it
-points to, not the link. Fails (raises) for a path outside ``root``, a folder, or a named pipe,
-device or socket (which ``os.replace`` would swap for a plain file).
+bits, and its owner and group as far as the process may set them (root always can); a new one
+gets the usual ``0o666 & ~umask``. Writing through a symlink replaces the file it points to, not
+the link. Fails (raises) for a path outside ``root``, a folder, a named pipe,
+device or socket (which ``os.replace`` would swap for a plain file), an existing file this process
+may not write (read-only), or a folder it may not create files in.
 """
 
 from __future__ import annotations
@@ -33,22 +35,64 @@ def _umask() -> int:
     return 0o022
 
 
+def _writable(path: str) -> bool:
+    if os.access in os.supports_effective_ids:
+        return os.access(path, os.W_OK, effective_ids=True)
+    return os.access(path, os.W_OK)
+
+
+def _keep_owner(tmp: str, existing: os.stat_result) -> None:
+    """Give the temp file the owner and group of the file it replaces, as far as allowed: root
+    editing a user's file must not leave it owned by root; others can usually keep the group."""
+    if not hasattr(os, "chown"):
+        return
+    for uid in (existing.st_uid, -1):
+        try:
+            os.chown(tmp, uid, existing.st_gid)
+            return
+        except OSError:
+            continue
+
+
 def atomic_write(path: str, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, ``os.replace``)."""
+    """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, ``os.replace``).
+
+    Raises ``NotADirectoryError`` when a file stands where a parent folder should be, and
+    ``PermissionError`` for an existing file this process may not write (``os.replace``
+    would otherwise swap a read-only file for a new one) and for a folder it may not create the
+    temp file in; the file is then left as it was.
+    """
     target = os.path.realpath(path)
     folder = os.path.dirname(target)
-    os.makedirs(folder, exist_ok=True)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        os.makedirs(folder, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # "File exists: a" for a/b.txt would be a riddle
+        blocker = folder
+        while not os.path.lexists(blocker):
+            blocker = os.path.dirname(blocker)
+        raise NotADirectoryError(f"Cannot write {path}: {blocker} is a file, not a folder") from None
+    try:
+        existing: Optional[os.stat_result] = os.stat(target)
     except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+        existing = None
+    mode = 0o666 & ~_umask() if existing is None else stat.S_IMODE(existing.st_mode)
+    if existing is not None and not _writable(target):
+        raise PermissionError(f"Permission denied: {path} is read-only (mode {mode:o}); it was not changed")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+    except PermissionError:
+        raise PermissionError(
+            f"Permission denied: cannot create files in {folder}, so {path} cannot be written "
+            "(the new content goes to a temporary file there first)"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
+        if existing is not None:
+            _keep_owner(tmp, existing)
+        os.chmod(tmp, mode)  # after chown, which clears set-user-ID bits
         os.replace(tmp, target)
     except BaseException:
         try:
