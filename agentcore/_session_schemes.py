@@ -54,6 +54,10 @@ def _local_path(url: str) -> str:
             f"{parts.scheme}: URL names host {parts.hostname or '?'!r}; only local files are "
             f"supported (write {parts.scheme}:///absolute/path)"
         )
+    if parts.fragment:  # a "#" in a file name ends the URL's path: "x#y.jsonl" would open "x"
+        raise ValueError(
+            f"{parts.scheme}: URL has a '#' (the path would end before it); write it as %23 in a file name"
+        )
     path = unquote(parts.path)
     if not path:
         raise ValueError(f"{parts.scheme}: URL has no path (write {parts.scheme}:///absolute/path)")

@@ -988,9 +988,10 @@ class Agent:
 
         Idle only (RuntimeError while a run is active; a prompt started meanwhile gets the busy
         error). With a session the summary is stored as a ``compaction`` entry and the transcript
-        is rebuilt from the session. ``abort()`` cancels it. Returns the ``CompactionResult``;
-        raises ``CompactionError`` (``nothing_to_compact``, ``already_compacted``, ``aborted``,
-        ``summarization_failed``).
+        is rebuilt from the session. ``abort()`` cancels it, until the summary is stored (nothing
+        is). Returns the ``CompactionResult``; raises ``CompactionError`` (``nothing_to_compact``,
+        ``already_compacted``, ``aborted``, ``summarization_failed``, ``storage``: the session
+        could not be written, the cause chained).
         """
         return self._while_busy(lambda signal: self.compactor.compact(instructions, signal=signal))
 

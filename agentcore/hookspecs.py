@@ -312,8 +312,9 @@ def before_compaction(
 
     Combination: first result wins: implementations are called in call order until one returns
     something other than None; later ones are not called. An exception, or a result of another
-    type, fails that compaction with ``CompactionError("summarization_failed")`` (an automatic one
-    is reported in the ``compaction_end`` event); the session is left unchanged.
+    type, or ``details`` that are not JSON (a set, NaN), fails that compaction with
+    ``CompactionError("summarization_failed")`` (an automatic one is reported in the
+    ``compaction_end`` event); the session is left unchanged.
     """
 
 
@@ -344,8 +345,8 @@ def before_branch_summary(
 
     Combination: first result wins: implementations are called in call order until one returns
     something other than None; later ones are not called. An exception, or a result of another
-    type, fails the navigation with ``CompactionError("summarization_failed")``; nothing is
-    written.
+    type, ``details`` that are not JSON or a ``label`` that is not a string, fails the navigation
+    with ``CompactionError("summarization_failed")``; nothing is written.
     """
 
 

@@ -470,3 +470,66 @@ def test_agent_abort_cancels_the_summary_of_a_navigation():  # agent.abort() as 
     assert not worker.is_alive()
     assert len(failures) == 1 and isinstance(failures[0], CompactionError) and failures[0].code == "aborted"
     assert len(s.entries()) == count and s.leaf_id == ids["a3"] and len(agent.state.messages) == 6
+
+
+# --------------------------------------------------------------------------- nothing half-written
+
+
+@pytest.mark.parametrize("answer", ["", "  \n "], ids=["empty", "whitespace"])
+def test_an_empty_branch_summary_writes_nothing(answer):  # session §8 generation: a summary that says nothing
+    """A model answering without text used to store a branch summary that was only the preamble
+    ("This is what happened there:" and nothing after it), and the navigation went through."""
+    s, ids = tree()
+    count = len(s.entries())
+    scripted = ScriptedModel([ScriptedResponse([TextContent(answer)], "stop", usage=BILLED)])
+    with pytest.raises(CompactionError) as failed:
+        navigate_tree(s, ids["target"], summarize=True, model=model(), stream_fn=scripted.stream_fn)
+    assert failed.value.code == "summarization_failed" and "empty summary" in str(failed.value)
+    assert _figures(failed.value.usage) == _figures(BILLED)
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"]
+
+
+def test_an_abort_after_the_branch_summary_came_back_writes_nothing():  # abort before the write
+    """An abort that lands after the summary answered, before the move: the navigation used to
+    go through (leaf moved, summary stored) as if the abort had not happened."""
+    from agentcore.signals import AbortController
+
+    s, ids = tree()
+    count = len(s.entries())
+    controller = AbortController()
+    scripted = ScriptedModel([ScriptedResponse([TextContent("## Goal")], "stop", usage=BILLED)])
+
+    def aborting(*args: Any, **options: Any) -> Any:
+        stream = scripted.stream_fn(*args, **options)
+        stream.result()
+        controller.abort("stop")  # complete answer, nothing written yet
+        return stream
+
+    with pytest.raises(CompactionError) as aborted:
+        navigate_tree(
+            s, ids["target"], summarize=True, model=model(), stream_fn=aborting, signal=controller.signal, label="x"
+        )
+    assert aborted.value.code == "aborted" and _figures(aborted.value.usage) == _figures(BILLED)
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"] and s.get_label(ids["target"]) is None
+
+
+@pytest.mark.parametrize(
+    "hook_answer, label, error, text_",
+    [
+        ({"summary": "hooked", "details": {"files": {"a.py"}}}, None, CompactionError, "details that are not JSON"),
+        ({"summary": "hooked", "details": [float("nan")]}, None, CompactionError, "details that are not JSON"),
+        ({"label": 5}, "x", CompactionError, "label that is not a string"),
+        (None, 5, TypeError, "takes a string or None"),
+    ],
+    ids=["set-details", "nan-details", "hook-label", "caller-label"],
+)
+def test_what_the_session_cannot_store_is_refused_before_the_move(hook_answer, label, error, text_):
+    """A hook's details that are not JSON, or a label that is not a string, used to be refused by
+    the session only after ``move_to`` had written the leaf move: the session was moved, with no
+    summary or label, and the caller got a bare ``SessionError``."""
+    s, ids = tree()
+    count = len(s.entries())
+    plugins = _pm(BeforeBranch(hook_answer)) if hook_answer is not None else None
+    with pytest.raises(error, match=text_):
+        navigate_tree(s, ids["target"], summarize=label is None, plugins=plugins, label=label, model=model())
+    assert len(s.entries()) == count and s.leaf_id == ids["a3"]

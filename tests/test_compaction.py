@@ -11,7 +11,7 @@ import pytest
 
 from agentcore import hookspecs
 from agentcore.hookspecs import hookimpl
-from agentcore.session import Session
+from agentcore.session import Session, SessionError
 from agentcore.session.compaction import (
     CompactionError,
     compact,
@@ -1739,3 +1739,94 @@ def test_a_refused_summary_with_a_null_cost_still_fails_as_a_compaction_error():
         compact(_split_preparation(1000), model(), scripted.stream_fn)
     assert _figures(failed.value.usage)[:2] == (BILLED.input + 7, BILLED.output + 3)
     assert failed.value.usage.cost.total == pytest.approx(BILLED.cost.total)
+
+
+# =========================================================================== writing the compaction
+# What a compaction writes must be storable, the write must be able to fail without failing the
+# run, and an abort before the write means nothing is written.
+
+
+def test_hook_details_the_session_cannot_store_fail_only_the_compaction(make_agent):  # hookspecs.before_compaction
+    """A hook-supplied compaction whose ``details`` are not JSON (a set) used to reach the session
+    write: a bare ``SessionError("entry is not pure JSON")``, a ``compaction_start`` without its
+    ``compaction_end``, and in a run every turn failed with that text as the assistant's error."""
+    hook = BeforeCompaction(CompactionDecision(summary="from the hook", details={"files": {"a.py"}}))
+    session = Session.in_memory()
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    for message in history:
+        session.append_message(message)
+    agent = make_agent(
+        brain,
+        session=session,
+        plugins=[hook],
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
+    count = len(session.entries())
+    new = agent.prompt("next")  # over the threshold: compacted before the request
+    assert new[-1].text == "fine" and hook.calls  # the run went on, uncompacted
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
+    assert ends and kinds(agent) == ["compaction_start", "compaction_end"] * len(ends)  # before the run, after the turn
+    assert all("before_compaction hook returned details that are not JSON" in e.error_message for e in ends)
+    assert not any(e.type == "compaction" for e in session.entries()[count:])
+    with pytest.raises(CompactionError) as manual:
+        agent.compact()
+    assert manual.value.code == "summarization_failed" and "not JSON" in str(manual.value)
+    assert not any(e.type == "compaction" for e in session.entries())
+
+
+def test_a_session_write_failure_fails_the_compaction_with_its_end_event(make_agent, tmp_path):  # close-during-use
+    """The session closed (or its disk full) while the summary streamed: the write raised a
+    ``SessionError`` past the compactor, so listeners saw ``compaction_start`` and never
+    ``compaction_end``, and an automatic compaction failed the run."""
+    session = Session.create(str(tmp_path / "s.jsonl"))
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+    inner = brain.stream_fn
+
+    def closing(model: Any, context: Any, **options: Any) -> Any:
+        stream = inner(model, context, **options)
+        stream.result()
+        session.close()  # another thread closed the session meanwhile
+        return stream
+
+    agent.compactor.stream_fn = closing
+    agent.compactor.model = brain.model
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == "storage" and "could not be written" in str(failed.value)
+    assert isinstance(failed.value.__cause__, SessionError)
+    assert kinds(agent) == ["compaction_start", "compaction_end"]
+    assert "could not be written" in agent.seen[-1].error_message
+    with Session.open(str(tmp_path / "s.jsonl"), read_only=True) as reopened:
+        assert not any(e.type == "compaction" for e in reopened.entries())
+
+
+def test_an_abort_after_the_summary_came_back_stores_nothing(make_agent):  # abort before the write
+    """``agent.abort()`` that lands after the summary answered but before it is stored used to be
+    ignored: the compaction was stored and ``compact()`` returned as if not aborted."""
+    session = Session.in_memory()
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+    inner = brain.stream_fn
+
+    def aborting(model: Any, context: Any, **options: Any) -> Any:
+        stream = inner(model, context, **options)
+        stream.result()
+        agent.compactor.abort("the user pressed Ctrl+C")  # the answer is complete, not yet stored
+        return stream
+
+    agent.compactor.stream_fn = aborting
+    agent.compactor.model = brain.model
+    before = [e.id for e in session.entries()]
+    with pytest.raises(CompactionError) as aborted:
+        agent.compact()
+    assert aborted.value.code == "aborted" and brain.summary_contexts
+    assert [e.id for e in session.entries()] == before
+    assert agent.state.messages[0].role == "user"
+    end = agent.seen[-1]
+    assert (end.type, end.aborted, end.result, end.error_message) == ("compaction_end", True, None, None)

@@ -224,3 +224,71 @@ def test_redact_url_hides_query_passwords_too():  # libpq takes password= in the
     assert "pw1" not in shown and "pw2" not in shown and "pw3" not in shown
     assert "sslmode=require" in shown and "session=s1" in shown and "u:***@db:5432" in shown
     assert redact_url("jsonl:///tmp/a.jsonl") == "jsonl:///tmp/a.jsonl"
+
+
+def test_a_hash_in_a_local_session_url_is_refused_not_cut(tmp_path):  # "#" ends a URL's path
+    cut = tmp_path / "x"
+    with pytest.raises(ValueError, match="%23"):
+        open_session(f"jsonl://{tmp_path}/x#y.jsonl", create=True)
+    assert not cut.exists()  # used to create the session at .../x
+    with open_session(f"jsonl://{tmp_path}/x%23y.jsonl", create=True) as session:
+        assert session.path == str(tmp_path / "x#y.jsonl")
+
+
+# --------------------------------------------------------------------------- the repository's ids
+
+
+def test_a_session_id_never_names_a_session_whose_id_ends_with_it(tmp_path):  # session §9.5 open/delete
+    """Files are ``<created>_<id>.jsonl``: looking up "main" used to match ``..._a_main.jsonl``
+    too, so ``delete("main")`` deleted session "a_main" and ``create(session_id="main")`` was
+    refused as already existing."""
+    from agentcore.session import SessionRepository
+
+    repo = SessionRepository(tmp_path / "repo")
+    repo.create(str(tmp_path), "a_main").close()
+    repo.delete("main")  # no session "main": nothing happens
+    assert [info.id for info in repo.list()] == ["a_main"]
+    with pytest.raises(SessionError) as missing:
+        repo.open("main")
+    assert missing.value.code == "not_found"
+    with repo.create(str(tmp_path), "main") as created:
+        assert created.id == "main"
+    with repo.open("main", read_only=True) as opened:
+        assert opened.id == "main"
+    assert sorted(info.id for info in repo.list()) == ["a_main", "main"]
+
+
+def test_an_id_shared_by_two_cwds_is_ambiguous_not_a_silent_pick(tmp_path):  # session §9.5
+    """``open``/``delete`` by an id that sessions of two cwds share used to take the first file in
+    sorted order: another project's session was opened, or deleted."""
+    from agentcore.session import SessionRepository
+
+    repo = SessionRepository(tmp_path / "repo")
+    for cwd in ("proj-a", "proj-b"):
+        repo.create(str(tmp_path / cwd), "main").close()
+    for call in (repo.open, repo.delete, repo.path_of):
+        with pytest.raises(SessionError) as ambiguous:
+            call("main")
+        assert ambiguous.value.code == "invalid_query" and "ambiguous" in str(ambiguous.value)
+        assert "proj-a" in str(ambiguous.value) and "proj-b" in str(ambiguous.value)
+    assert len(repo.list()) == 2  # nothing deleted
+    for info in repo.list():  # a listing entry still names one of them exactly
+        with repo.open(info, read_only=True) as opened:
+            assert opened.cwd == info.cwd
+
+
+def test_listing_skips_a_named_pipe_instead_of_blocking(tmp_path):  # session §9.5 list
+    import threading
+
+    from agentcore.session import SessionRepository
+
+    repo = SessionRepository(tmp_path / "repo")
+    repo.create(str(tmp_path), "real").close()
+    (info,) = repo.list()
+    os.mkfifo(os.path.join(os.path.dirname(info.path), "2026-01-01T00-00-00-000Z_pipe.jsonl"))
+    listed = []
+    lister = threading.Thread(target=lambda: listed.append(repo.list()), daemon=True)
+    lister.start()
+    lister.join(30)  # an open() of the pipe would wait for a writer forever
+    assert not lister.is_alive(), "listing blocked on a named pipe"
+    assert [i.id for i in listed[0]] == ["real"]

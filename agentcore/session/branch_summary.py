@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .._safe import describe_exception
-from ..types import CompactionSummaryMessage, role_of, text_of
-from .compaction import CompactionError, hook_summary, summarize_with_model
+from ..types import CompactionSummaryMessage, Usage, role_of, text_of
+from .compaction import CompactionError, _json_details, hook_summary, summarize_with_model
 from .compaction_prompts import (
     BRANCH_SUMMARY_INSTRUCTIONS,
     BRANCH_SUMMARY_PREAMBLE,
@@ -231,9 +231,10 @@ def generate_branch_summary(
 ) -> BranchSummaryResult:
     """Summarise an abandoned branch (spec §8). Without messages: ``"No content to summarize"``
     and no model call. With ``replace_instructions`` the custom text replaces the built-in
-    instructions; otherwise it is added as "Additional focus". A failed or aborted request raises
-    :class:`~agentcore.session.compaction.CompactionError` with the ``usage`` the response
-    reported (None when none came back)."""
+    instructions; otherwise it is added as "Additional focus". A failed or aborted request, or an
+    answer without text, raises :class:`~agentcore.session.compaction.CompactionError`
+    (``aborted`` or ``summarization_failed``) with the ``usage`` the response reported (None when
+    none came back). An answer cut off at its ``max_tokens`` is kept."""
     window = getattr(model, "context_window", 0) or _DEFAULT_WINDOW
     prep = prepare_branch_entries(entries, max(window - reserve_tokens, 0))
     read_files, modified_files = compute_file_lists(prep.file_ops)
@@ -259,6 +260,12 @@ def generate_branch_summary(
             failure_prefix="Branch summary failed",
             **options,
         )
+        if not text.strip():  # stored, it would announce a summary and say nothing
+            raise CompactionError(
+                "summarization_failed",
+                "Branch summary failed: the model returned an empty summary, so nothing was written",
+                usage=used,
+            )
         usage = used.to_dict() if used is not None else None
     summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_lists(read_files, modified_files)
     return BranchSummaryResult(summary, read_files, modified_files, usage)
@@ -358,11 +365,16 @@ def navigate_tree(
     non-empty abandoned branch, a ``branch_summary`` entry (``details`` = file lists, ``usage``)
     is appended under the new position and becomes the leaf. ``label`` labels the target.
     The ``before_branch_summary`` hook of ``plugins`` is asked first: it may cancel (nothing is
-    written, ``cancelled`` True), supply the summary, or override the instructions and label.
+    written, ``cancelled`` True), supply the summary (its ``details`` must be JSON, else
+    ``summarization_failed``), or override the instructions and label.
     Errors: unknown target ``SessionError("not_found")``; summary failures
     :class:`~agentcore.session.compaction.CompactionError` (its ``usage``: what the failed
-    request was billed); nothing is written on failure.
+    request was billed); an abort of ``signal`` at any point before the move, also after the
+    summary came back, is ``CompactionError("aborted")``; a ``label`` that is not a string is a
+    TypeError (a hook's: ``summarization_failed``); nothing is written on failure.
     """
+    if label is not None and not isinstance(label, str):  # refused before the move, not after it
+        raise TypeError(f"navigate_tree(label=...) takes a string or None, not {type(label).__name__}")
     old_leaf = session.leaf_id
     if target_id == old_leaf:
         return NavigationResult(old_leaf, moved=False)
@@ -403,10 +415,17 @@ def navigate_tree(
         if decision.replace_instructions is not None:
             replace_instructions = bool(decision.replace_instructions)
         if decision.label is not None:
+            if not isinstance(decision.label, str):
+                raise CompactionError(
+                    "summarization_failed",
+                    f"Branch summary failed: the before_branch_summary hook returned a label that is not "
+                    f"a string ({type(decision.label).__name__}); nothing was written",
+                )
             label = decision.label
     summary: Optional[BranchSummaryResult] = None
     if summarize and collected.entries:
         if decision is not None and decision.summary is not None:
+            _json_details(decision.details, "Branch summary failed: the before_branch_summary hook")
             summary = BranchSummaryResult(decision.summary, from_hook=True, hook_details=decision.details)
         else:
             summary = generate_branch_summary(
@@ -421,6 +440,13 @@ def navigate_tree(
                 plugins=plugins,
                 **options,
             )
+    if signal is not None and getattr(signal, "aborted", False):  # came after the summary: write nothing
+        billed = summary.usage if summary is not None else None
+        raise CompactionError(
+            "aborted",
+            "Navigation aborted before anything was written",
+            usage=Usage.from_dict(billed) if billed else None,
+        )
     editor_text = _editor_text(target) if target is not None else None
     new_leaf = target.parent_id if editor_text is not None and target is not None else target_id
     summary_id = session.move_to(new_leaf, _summary_spec(summary))

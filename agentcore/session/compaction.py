@@ -19,7 +19,8 @@ or supply the whole result (:func:`run_before_compaction`, :class:`CompactionDec
 result is stored with ``fromHook`` and makes no model call.
 
 Failures raise :class:`CompactionError` with a ``code``: ``aborted``, ``cancelled``,
-``summarization_failed``, ``invalid_session``, ``nothing_to_compact`` or ``already_compacted``.
+``summarization_failed``, ``invalid_session``, ``nothing_to_compact``, ``already_compacted`` or
+``storage`` (the session could not be written: raised by the Compactor, the cause chained).
 Its ``usage`` sums the summary requests that were answered before the failure (the refused
 answer included): the provider billed them although nothing is stored.
 """
@@ -80,7 +81,7 @@ _TURN_START_ROLES = frozenset({"user", "developer", "bashExecution"})
 class CompactionError(PicklableError, Exception):
     """Compaction could not be done. ``code``: ``aborted``, ``cancelled`` (by a
     ``before_compaction`` hook), ``summarization_failed``, ``invalid_session``,
-    ``nothing_to_compact``, ``already_compacted``.
+    ``nothing_to_compact``, ``already_compacted``, ``storage`` (the session could not be written).
 
     ``usage`` is the summed :class:`~agentcore.types.Usage` of the summary requests that got a
     response before the failure, the refused one included (a summary cut off at ``max_tokens``,
@@ -394,8 +395,9 @@ def run_before_compaction(
     Returns None to go on with the built-in compaction, or the hook-supplied
     :class:`CompactionResult` (``from_hook=True``, ``usage`` None). Raises
     ``CompactionError("cancelled")`` when the hook cancels, and
-    ``CompactionError("summarization_failed")`` when it raises or returns something else than
-    None, a :class:`CompactionDecision`, a :class:`CompactionResult` or a dict.
+    ``CompactionError("summarization_failed")`` when it raises, returns something else than
+    None, a :class:`CompactionDecision`, a :class:`CompactionResult` or a dict, or supplies
+    ``details`` that are not JSON (the session could not store them).
     """
     hook = getattr(getattr(plugins, "hook", None), "before_compaction", None)
     if hook is None:
@@ -436,7 +438,24 @@ def run_before_compaction(
     tokens_before = _decision_field(decision, "tokens_before")
     if not isinstance(tokens_before, int) or isinstance(tokens_before, bool):
         tokens_before = preparation.tokens_before
-    return CompactionResult(summary, str(first_kept), tokens_before, _decision_field(decision, "details"), None, True)
+    details = _decision_field(decision, "details")
+    _json_details(details, "Compaction failed: the before_compaction hook")
+    return CompactionResult(summary, str(first_kept), tokens_before, details, None, True)
+
+
+def _json_details(details: Any, who: str) -> None:
+    """Refuse hook-supplied ``details`` the session cannot store (a set, NaN, an object):
+    ``CompactionError("summarization_failed", "<who> returned details that are not JSON ...")``,
+    raised before anything is written, instead of a session error halfway through the write."""
+    from .entries import encode_line
+    from .errors import SessionError
+
+    try:
+        encode_line({"details": details})
+    except SessionError as exc:
+        raise CompactionError(
+            "summarization_failed", f"{who} returned details that are not JSON ({exc}); return JSON values only"
+        ) from None
 
 
 def _default_stream_fn() -> StreamFn:

@@ -27,8 +27,11 @@ Before anything is summarised the ``before_compaction`` hook may cancel the comp
 it (stored with ``fromHook``, no model call); see :func:`agentcore.hookspecs.before_compaction`.
 
 Progress is reported as :class:`CompactionStartEvent` / :class:`CompactionEndEvent` through the
-``emit`` callable (the agent's listeners). Automatic compaction failures never fail the run: they
-are reported in ``CompactionEndEvent.error_message`` and the run goes on uncompacted. Every
+``emit`` callable (the agent's listeners); every ``compaction_start`` is followed by one
+``compaction_end``. Automatic compaction failures never fail the run, a session that cannot be
+written included (``CompactionError("storage")``): they are reported in
+``CompactionEndEvent.error_message`` and the run goes on uncompacted. An abort is honoured until
+the compaction is stored: one that arrives after the summary came back stores nothing. Every
 ``compaction_end`` carries the ``usage`` its summary requests were billed, a failed compaction's
 too (nothing of it is stored in the session).
 """
@@ -67,6 +70,7 @@ from .compaction import (
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .compaction_tokens import CompactionSettings as _Settings  # for type checks: tests may patch the default factory
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
+from .errors import SessionError
 
 __all__ = [
     "Compactor",
@@ -340,7 +344,9 @@ class Compactor:
 
         Requires an idle agent (RuntimeError otherwise). Raises :class:`CompactionError`:
         ``nothing_to_compact`` (empty transcript, or everything fits ``keep_recent_tokens``),
-        ``already_compacted``, ``aborted`` (see :meth:`abort`) or ``summarization_failed``.
+        ``already_compacted``, ``aborted`` (see :meth:`abort`; also when the abort came after the
+        summary, before it was stored: nothing is stored), ``summarization_failed``, or
+        ``storage`` (the session could not be written; the exception's cause says why).
         """
         if getattr(self.agent.state, "is_streaming", False):
             raise RuntimeError(ERR_COMPACT_BUSY)
@@ -594,6 +600,7 @@ class Compactor:
                         plugins=self._plugins(),
                         **options,
                     )
+                _honour_abort(signal, result)
                 messages = self._store(result, preparation, path, session)
             except CompactionError as exc:
                 emit(_end_event(reason, exc))
@@ -631,16 +638,22 @@ class Compactor:
         self, result: CompactionResult, preparation: CompactionPreparation, path: List[SessionEntry], session: Any
     ) -> List[Any]:
         if session is not None:
-            if path and session.leaf_id != path[-1].id:
-                session.move_to(path[-1].id)  # leaves the overflow error on an abandoned branch
-            session.append_compaction(
-                result.summary,
-                result.first_kept_entry_id,
-                result.tokens_before,
-                result.details,
-                usage=result.usage,
-                from_hook=True if result.from_hook else None,
-            )
+            try:
+                if path and session.leaf_id != path[-1].id:
+                    session.move_to(path[-1].id)  # leaves the overflow error on an abandoned branch
+                session.append_compaction(
+                    result.summary,
+                    result.first_kept_entry_id,
+                    result.tokens_before,
+                    result.details,
+                    usage=result.usage,
+                    from_hook=True if result.from_hook else None,
+                )
+            except SessionError as exc:  # closed, full disk ...: this compaction failed, not the run
+                usage = Usage.from_dict(result.usage) if result.usage else None
+                raise CompactionError(
+                    "storage", f"Compaction failed: the session could not be written: {exc}", usage=usage
+                ) from exc
             return list(session.build_context().messages)
         summary = CompactionSummaryMessage(result.summary, result.tokens_before, now_ms())
         self._details = (summary, result.details, result.from_hook)
@@ -685,6 +698,14 @@ def _same_message(stored: Any, message: Any) -> bool:
         and getattr(stored, "stop_reason", None) == stop
         and getattr(stored, "timestamp", None) == getattr(message, "timestamp", None)
     )
+
+
+def _honour_abort(signal: Any, result: CompactionResult) -> None:
+    """An abort that arrived after the summary came back, before it was stored: nothing is
+    stored (``CompactionError("aborted")`` with the usage the summary was billed)."""
+    if signal is not None and getattr(signal, "aborted", False):
+        usage = Usage.from_dict(result.usage) if result.usage else None
+        raise CompactionError("aborted", "Compaction aborted before the summary was stored", usage=usage)
 
 
 def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:

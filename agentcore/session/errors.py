@@ -1,7 +1,8 @@
 """Session errors: one exception type with a stable ``code`` (spec session.md §5).
 
 Codes: ``not_found``, ``already_exists``, ``invalid_session``, ``invalid_entry``, ``invalid_payload``,
-``invalid_fork_target``, ``storage``. Messages name the file, line or entry id they are about and what
+``invalid_fork_target``, ``invalid_query`` (an ambiguous or malformed lookup, e.g. a session id
+that sessions of several cwds share), ``storage``. Messages name the file, line or entry id they are about and what
 to do next; they never contain message contents.
 """
 

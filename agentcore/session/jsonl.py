@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -168,15 +169,19 @@ def _read_span(fd: int, at: int, size: int) -> bytes:
 def read_header(path: str) -> Dict[str, Any]:
     """The parsed first line of a session file, without locking or reading further.
 
-    Raises ``invalid_session`` if the first line is not a session header, ``not_found`` if missing.
+    Raises ``invalid_session`` if the first line is not a session header or ``path`` is no regular
+    file (a named pipe there would block the caller forever), ``not_found`` if missing.
     """
     try:
-        with open(path, "rb") as handle:
-            first = handle.readline()
-            while first and not first.strip():
-                first = handle.readline()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_CLOEXEC | _O_BINARY)
     except FileNotFoundError:
         raise SessionError("not_found", f"{path}: no such session file", path=path) from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SessionError("invalid_session", f"{path}: not a regular file, not a session", path=path)
+        first = handle.readline()
+        while first and not first.strip():
+            first = handle.readline()
     try:
         data = json.loads(first)
         header_from_dict(data, versions=(1, 2, 3))

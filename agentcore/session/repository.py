@@ -133,7 +133,9 @@ class SessionRepository:
     def _find(self, session_id: str, cwd: Optional[str] = None) -> List[str]:
         base = glob.escape(self.session_dir(cwd)) if cwd else os.path.join(glob.escape(self.directory), "*")
         pattern = os.path.join(base, f"*_{glob.escape(session_id)}.jsonl")
-        return sorted(glob.glob(pattern))
+        # ``<created>_<id>.jsonl``: ``created`` has no ``_``, an id may (``*_main`` also matches ``a_main``)
+        name = f"{session_id}.jsonl"
+        return sorted(p for p in glob.glob(pattern) if os.path.basename(p).partition("_")[2] == name)
 
     def create(
         self,
@@ -194,7 +196,11 @@ class SessionRepository:
         return infos
 
     def path_of(self, session: Union[str, SessionInfo]) -> str:
-        """The file of a session given by id, path or :class:`SessionInfo`; ``not_found`` if none."""
+        """The file of a session given by id, path or :class:`SessionInfo`; ``not_found`` if none.
+
+        An id names the session with exactly that id in any cwd directory; when sessions of several
+        cwds share it, ``SessionError("invalid_query")`` lists their files (pass the path or a
+        :class:`SessionInfo` instead): an id never picks one of them silently."""
         if isinstance(session, SessionInfo):
             return session.path
         if os.sep in session or session.endswith(".jsonl"):
@@ -204,6 +210,13 @@ class SessionRepository:
         found = self._find(session)
         if not found:
             raise SessionError("not_found", f"no session {session!r} in {self.directory}")
+        if len(found) > 1:
+            raise SessionError(
+                "invalid_query",
+                f"session id {session!r} is ambiguous: {len(found)} files in {self.directory} have it "
+                f"({', '.join(os.path.relpath(p, self.directory) for p in found)}); give the path or a "
+                "SessionInfo from list(cwd) instead",
+            )
         return found[0]
 
     def open(self, session: Union[str, SessionInfo], *, read_only: bool = False) -> Session:
@@ -229,12 +242,15 @@ class SessionRepository:
         deleted; any other path (outside the repository, a directory, a file that is not a session)
         raises ``SessionError("invalid_session")`` naming it and why, and nothing is deleted.
         Deleting a missing session does nothing; a session open for writing raises
-        :class:`SessionLockedError` (the file stays).
+        :class:`SessionLockedError` (the file stays); an id several cwds share raises
+        ``invalid_query`` (see :meth:`path_of`) and nothing is deleted.
         """
         try:
             path = self.path_of(session)
-        except SessionError:
-            return
+        except SessionError as exc:
+            if exc.code == "not_found":
+                return
+            raise
         self._check_inside(path)
         try:
             fd = os.open(path, os.O_RDONLY)
