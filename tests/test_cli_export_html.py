@@ -14,6 +14,7 @@ import io
 import json
 import re
 import struct
+import sys
 import time
 import zlib
 from html.parser import HTMLParser
@@ -436,6 +437,45 @@ def test_html_export_of_deep_chains_and_deep_forks_does_not_recurse():
         session.append_message(_assistant([TextContent(f"dead end {i}")]))
     text = session_to_html(session)
     assert text.count("<article") == 2200 and len(re.findall(r"<details class=\"branch[ \"]", text)) == 2 * 1099
+
+
+def test_html_export_of_a_cost_past_a_float_range(tmp_path):
+    """A usage cost written as a 400-digit integer (JSON allows it) failed the whole export with
+    "OverflowError: int too large to convert to float"; the page now renders, the cost shown as
+    infinite."""
+    path = tmp_path / "costly.jsonl"
+    with Session.create(path, session_id="costly") as session:
+        session.append_message(UserMessage("how much?"))
+        session.append_message(_assistant([TextContent("a lot")]))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    entry = json.loads(lines[-1])
+    entry["message"]["usage"]["cost"]["total"] = 10**400
+    lines[-1] = json.dumps(entry)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text, _ = export_html(path, tmp_path)
+    assert "a lot" in text and "$inf" in text
+
+
+@pytest.mark.parametrize("where", ["details", "arguments"])
+def test_html_export_of_a_value_nested_hundreds_deep(tmp_path, where):
+    """Another writer's tool result details or call arguments nested some 400 levels deep:
+    json.loads reads them, but the export's JSON-safe copy recursed past Python's limit, and
+    "agentcore: RecursionError" ended the export (the fallback for an unrenderable entry recursed
+    the same way). The value is now a placeholder and the rest of the page renders."""
+    path = tmp_path / "deep.jsonl"
+    with Session.create(path, session_id="deep") as session:
+        session.append_message(UserMessage("go deep"))
+        session.append_message(_assistant([ToolCall("c1", "probe", {"x": "@@"})], stop_reason="toolUse"))
+        session.append_message(ToolResultMessage("c1", "probe", [TextContent("deep-result-text")], details="@@"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    depth = sys.getrecursionlimit() * 2 // 5  # json.loads reads it; two frames a level did not
+    deep = "[" * depth + '"bottom"' + "]" * depth
+    target = -1 if where == "details" else -2
+    lines[target] = lines[target].replace('"@@"', deep)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text, _ = export_html(path, tmp_path)
+    assert "[nested too deeply to show]" in text and "shown as stored" not in text
+    assert "deep-result-text" in text and "go deep" in text and text.count("<article") == 3
 
 
 def test_html_export_of_an_empty_session(tmp_path):

@@ -309,6 +309,132 @@ def test_a_corrupt_or_foreign_index_is_rebuilt(here):
     assert [c["firstPrompt"] for c in logs_json()] == ["survives"]
 
 
+def _damage_table(database: Path, table: str) -> None:
+    """Overwrite the root page of ``table`` in ``database`` (its schema page stays intact, so
+    opening it succeeds and only a read of that table finds the damage)."""
+    with sqlite3.connect(str(database)) as connection:
+        page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+        [root] = connection.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    connection.close()
+    with open(database, "r+b") as handle:
+        handle.seek((root - 1) * page_size)
+        handle.write(b"\xff" * page_size)
+
+
+@pytest.mark.parametrize("table, query", [("conversations", None), ("texts_config", "answer")])
+def test_an_index_damaged_past_its_schema_is_rebuilt(here, table, query):
+    """A corrupt page that opening the database does not read (a table's, the full-text index's)
+    failed every `agentcore logs` with "the logs index ... cannot be used: database disk image is
+    malformed" (or "vtable constructor failed: texts"), status 2, though the index is a cache of
+    the files that is rebuilt when corrupt."""
+    for n in range(3):
+        _library_session(f"question {n}", f"answer {n}")
+    assert len(logs_json("-n", "0")) == 3  # the index exists and is current
+    _damage_table(sessions_dir() / "logs.db", table)
+    argv = ("-n", "0") if query is None else ("-n", "0", "-q", query)
+    assert sorted(c["firstPrompt"] for c in logs_json(*argv)) == ["question 0", "question 1", "question 2"]
+    code, out, err = run_cli("logs", "status")
+    assert code == 0 and "conversations: 3" in out, err
+    with sqlite3.connect(str(sessions_dir() / "logs.db")) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    connection.close()
+
+
+def _usage_line_of(path: Path, change: Any) -> None:
+    """Rewrite the assistant message's usage of the session file ``path`` with ``change(usage)``."""
+    lines = path.read_text().splitlines()
+    entry = json.loads(lines[-1])
+    change(entry["message"]["usage"])
+    lines[-1] = json.dumps(entry)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(lambda path: _usage_line_of(path, lambda u: u.update(input=float("nan"))), id="NaN"),
+        pytest.param(lambda path: _usage_line_of(path, lambda u: u.update(output=float("inf"))), id="Infinity"),
+        pytest.param(lambda path: _usage_line_of(path, lambda u: u.update(cacheRead=10**20)), id="past-64-bits"),
+        pytest.param(lambda path: _usage_line_of(path, lambda u: u["cost"].update(total=10**400)), id="cost-10e400"),
+        pytest.param(
+            lambda path: path.open("a").write('{"type":"custom","data":' + "[" * 5000 + "]" * 5000 + "}\n"),
+            id="nested-too-deep",
+        ),
+    ],
+)
+def test_one_session_file_with_odd_numbers_or_deep_nesting_does_not_break_logs(here, damage):
+    """One file whose usage holds NaN, an infinity or a number past 64 bits (Python's json writes
+    and reads them), or a line nested too deeply to decode, failed every `agentcore logs` (and
+    `logs status`) with ValueError, OverflowError or RecursionError, status 1. The odd usage is
+    left out of the sums (as a usage with a missing count), the odd line skipped."""
+    _library_session("a fine question", "a fine answer")
+    odd = _library_session("an odd question", "an odd answer")
+    damage(odd)
+    found = {c["firstPrompt"]: c for c in logs_json("-n", "0")}
+    assert sorted(found) == ["a fine question", "an odd question"]
+    assert (found["a fine question"]["totalTokens"], found["a fine question"]["cost"]) == (15, 0.25)
+    assert found["an odd question"]["messages"] == 2
+    if "custom" not in odd.read_text():  # the usage was left out
+        assert (found["an odd question"]["totalTokens"], found["an odd question"]["cost"]) == (0, 0)
+    code, out, err = run_cli("logs", "status")
+    assert code == 0 and "conversations: 2" in out, err
+
+
+def test_a_session_file_modified_after_2262_is_listed(here):
+    """An mtime past 2262 (`touch -d 2300-01-01`, a clock that was wrong) has more nanoseconds than
+    SQLite's 64-bit INTEGER holds: every `agentcore logs` failed with "OverflowError: Python int
+    too large to convert to SQLite INTEGER"."""
+    _library_session("of today", "answer")
+    future = _library_session("from the future", "answer")
+    when = 10_500_000_000  # 2302-09-23
+    os.utime(future, (when, when))
+    if os.stat(future).st_mtime_ns < 2**63:
+        pytest.skip("this file system cannot store an mtime past 2262")
+    found = logs_json("-n", "0")
+    assert [c["firstPrompt"] for c in found] == ["of today", "from the future"]  # the newest last
+    assert found[-1]["updated"].startswith("2302-")
+    code, out, err = run_cli("logs", "-n", "1")
+    assert code == 0 and "# 2302-" in out and "> from the future" in out, err
+    with open(future, "a") as handle:  # a change of such a file is still seen (by its size)
+        handle.write("\n")
+    os.utime(future, (when, when))
+    assert len(logs_json("-n", "0")) == 2
+
+
+def test_logs_count_past_64_bits_lists_them_all(here):
+    """`-n 100000000000000000000` failed with "OverflowError: Python int too large to convert to
+    SQLite INTEGER", status 1; a count above every conversation's is all of them."""
+    for n in range(2):
+        _library_session(f"question {n}", "answer")
+    assert len(logs_json("-n", str(10**20))) == 2
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [(["logs", "--cwd"], "logs --cwd"), (["run", "--model", "scripted", "-c", "again"], "-c/--continue")],
+)
+def test_logs_cwd_and_continue_in_a_deleted_directory_say_so(here, monkeypatch, argv, option):
+    """A shell still in a directory that was removed: `logs --cwd` and `run -c` ended with
+    "agentcore: FileNotFoundError: [Errno 2] No such file or directory" (no file named), status 1."""
+    _library_session("a question", "an answer")
+    gone = here / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    code, out, err = run_cli(*argv)
+    assert code == 2 and out == ""
+    assert f"agentcore: {option}: the current directory cannot be read" in err and "was it deleted?" in err
+
+
+def test_logs_query_that_is_not_utf8_is_a_usage_error(here):
+    """A byte of argv that is not UTF-8 (a Latin-1 terminal) reaches ``-q`` as a lone surrogate:
+    SQLite could not bind it and `agentcore logs` ended with a bare UnicodeEncodeError, status 1."""
+    _library_session("caf\u00e9 question", "answer")
+    code, out, err = run_cli("logs", "-q", "caf\udce9")
+    assert code == 2 and out == ""
+    assert "logs -q 'caf\\udce9': the search text is not UTF-8" in err and "Error" not in err
+
+
 def test_index_writes_from_several_processes_wait_for_each_other(here):
     """Every writer opens its own connection; BEGIN IMMEDIATE with a busy timeout serialises them."""
     from agentcore.cli._logindex import LogIndex
@@ -354,6 +480,90 @@ def test_a_locked_index_is_a_warning_not_a_failed_run(here, monkeypatch):
     assert listed[0] == 0 and len(json.loads(listed[1])) == 2
     assert "cannot use the logs index" in listed[2] and "reading the session files instead" in listed[2]
     assert len(logs_json("-n", "0")) == 2  # the next logs call picks the file up
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a child process is POSIX")
+def test_ctrl_c_while_the_index_is_locked_ends_the_run_at_once(here):
+    """After the answer the run updates the index; while another process held ``logs.db`` that
+    update waited out SQLite's 10-second busy timeout, which ignores signals: a Ctrl+C took ~10 s
+    to end `agentcore run`. The wait is now in slices that look at the run's abort signal."""
+    import signal
+
+    assert run_cli("run", "--model", "scripted", "first")[0] == 0  # creates logs.db
+    holder = sqlite3.connect(str(sessions_dir() / "logs.db"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from agentcore.cli import main; sys.exit(main())"]
+            + ["run", "--model", "scripted", "second"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "You said: second\n"
+            child.send_signal(signal.SIGINT)  # the run is ending: its index update waits for the lock
+            _, err = child.communicate(timeout=5)  # the busy timeout is 10 s
+        finally:
+            child.kill()
+            child.wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert child.returncode == 130, err
+    assert "warning: the logs index was not updated (database is locked)" in err
+
+
+#: runs the CLI, saying "connected" on stderr once it has opened an SQLite database (logs.db)
+_SAYS_CONNECTED = (
+    "import sqlite3, sys\n"
+    "real = sqlite3.connect\n"
+    "def connect(*args, **kwargs):\n"
+    "    connection = real(*args, **kwargs)\n"
+    "    sys.stderr.write('connected\\n'); sys.stderr.flush()\n"
+    "    return connection\n"
+    "sqlite3.connect = connect\n"
+    "from agentcore.cli import main\n"
+    "sys.exit(main())\n"
+)
+
+
+def _wait_until_sleeping(pid: int) -> None:
+    """Return once process ``pid`` sleeps in nanosleep (Linux's /proc/PID/wchan says so)."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while "nanosleep" not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < deadline, "the child never waited for the lock"
+        time.sleep(0.001)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/wchan"), reason="needs Linux's /proc/PID/wchan")
+def test_ctrl_c_while_logs_waits_for_a_locked_index_ends_it_at_once(here):
+    """`agentcore logs` waiting for a ``logs.db`` another process holds sat in SQLite's busy
+    timeout, which ignores signals: Ctrl+C took seconds (up to 10) to end it."""
+    import signal
+
+    _library_session("a question", "an answer")
+    assert len(logs_json()) == 1  # creates logs.db
+    holder = sqlite3.connect(str(sessions_dir() / "logs.db"), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", _SAYS_CONNECTED, "logs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert child.stderr is not None and child.stderr.readline() == "connected\n"
+            _wait_until_sleeping(child.pid)  # in SQLite's busy wait (a Ctrl+C before it always worked)
+            child.send_signal(signal.SIGINT)
+            _, err = child.communicate(timeout=3)
+        finally:
+            child.kill()
+            child.wait()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert child.returncode == 130 and "agentcore: interrupted" in err, err
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE (the full disk) is POSIX")

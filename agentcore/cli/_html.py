@@ -21,7 +21,8 @@ The page is safe to open and to share:
 * element ids are the renderer's own counters (``e-1``, ``e-2``...), never entry ids from the file.
 
 Rendering is iterative (an explicit stack), so neither a 100k-entry chain nor deeply nested forks
-hit Python's recursion limit; the page nests one level per fork, not per entry.
+hit Python's recursion limit; the page nests one level per fork, not per entry. A JSON value (tool
+arguments, details, custom data) nested too deeply to walk shows as ``[nested too deeply to show]``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ CSP = (
     "base-uri 'none'; form-action 'none'"
 )
 
+_TOO_DEEP = "[nested too deeply to show]"
 _WHITESPACE = re.compile(r"\s+")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?\Z")
 _PREVIEW = 90
@@ -67,9 +69,14 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _json_text(value: Any) -> str:
-    """Indented JSON of any value (its JSON-safe form, so it never raises), not yet escaped."""
-    return json.dumps(json_safe(value), indent=2, ensure_ascii=False)
+def _json_text(value: Any, indent: Optional[int] = 2) -> str:
+    """JSON of any value (its JSON-safe form), indented, not yet escaped. Never raises: a value
+    nested past Python's recursion limit (another writer's file; ``json.loads`` reads a few
+    hundred levels that ``json_safe`` and the indenting encoder cannot walk) is :data:`_TOO_DEEP`."""
+    try:
+        return json.dumps(json_safe(value), indent=indent, ensure_ascii=False)
+    except RecursionError:
+        return _TOO_DEEP
 
 
 def _script_json(value: Any) -> str:
@@ -146,7 +153,7 @@ def _tool_call(block: Any) -> str:
     name = str(_field(block, "name") or "?")
     arguments = _field(block, "arguments")
     args_text = _json_text(arguments if arguments is not None else {})
-    one_line = json.dumps(json_safe(arguments), ensure_ascii=False) if arguments else ""
+    one_line = _json_text(arguments, indent=None) if arguments else ""
     return (
         f'<details class="tool-call"><summary>\u2192 call <b>{_esc(name)}</b> '
         f"<code>{_esc(_preview(one_line))}</code></summary>"

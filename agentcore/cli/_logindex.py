@@ -9,7 +9,14 @@ The session files are the truth; the index is a cache of them. :meth:`LogIndex.u
 one file (the CLI calls it after each run and chat turn); :meth:`LogIndex.refresh` brings the
 whole index up to date by comparing each file's ``mtime_ns`` and size with the row (new files,
 changed files, deleted files), so sessions written by the library directly are found as well. A
-missing, corrupt or older-schema database is rebuilt from the files.
+missing, corrupt or older-schema database is rebuilt from the files, also when the damage only
+shows in a later read or write (a page of a table, not the schema): :meth:`LogIndex.refresh`,
+:meth:`LogIndex.update` and :meth:`LogIndex.latest` then delete the database, build it anew and
+do their work once more.
+
+One file never fails the whole index: a line that is not JSON (torn, nested too deeply to
+decode) is skipped, a usage holding NaN, an infinity or a count past 64 bits is left out of the
+sums, and a modification time past 2262 (beyond SQLite's 64-bit nanoseconds) is stored clamped.
 
 Several processes may write at once: every write is one short transaction (``BEGIN IMMEDIATE``)
 and waits up to :data:`BUSY_TIMEOUT` seconds for another writer. Errors surface as
@@ -20,18 +27,21 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
 
 from ..session.context import UsageTotals
 
-__all__ = ["Conversation", "LogIndex", "INDEX_FILE", "BUSY_TIMEOUT", "read_conversation", "fts5_available"]
+__all__ = ["Conversation", "LogIndex", "INDEX_FILE", "BUSY_TIMEOUT", "read_conversation", "fts5_available", "busy"]
 
 INDEX_FILE = "logs.db"
 BUSY_TIMEOUT = 10.0
 _SCHEMA = 2  # PRAGMA user_version; another value: the database is rebuilt (2: tokens by spec §10)
+_T = TypeVar("_T")
+_INT64_MAX = 2**63 - 1  # the largest INTEGER SQLite stores; a larger Python int is an OverflowError
 _COLUMNS = (
     "id",
     "path",
@@ -110,7 +120,9 @@ def _storable(text: str) -> str:
 
 def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     """``(conversation, searchable text)`` of a JSONL session file; None when it has no valid
-    header (not a session file). Lines that do not decode (a line being written) are skipped.
+    header (not a session file). Lines that do not decode (a line being written, one nested too
+    deeply) are skipped, and so is a usage with a number that cannot be summed
+    (:func:`_add_usage`); token sums past 64 bits are clamped.
 
     The text is every user prompt and assistant answer (text blocks), in file order."""
     try:
@@ -122,7 +134,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     lines = data.split(b"\n")
     try:
         header = json.loads(lines[0])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply to decode
         return None
     if not isinstance(header, dict) or header.get("type") != "session" or not isinstance(header.get("id"), str):
         return None
@@ -138,7 +150,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
             continue
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # torn by a writer, or nested too deeply to decode
             continue
         if not isinstance(entry, dict):
             continue
@@ -147,7 +159,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
             model = f"{entry['provider']}/{entry['modelId']}"
             continue
         if kind in ("compaction", "branch_summary"):
-            usage.add(entry.get("usage"))
+            _add_usage(usage, entry.get("usage"))
             continue
         message = entry.get("message") if kind == "message" else None
         if not isinstance(message, dict):
@@ -162,7 +174,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
             texts.append(_text(message.get("content")))
             if message.get("provider") and message.get("model"):
                 model = f"{message['provider']}/{message['model']}"
-            usage.add(message.get("usage"))
+            _add_usage(usage, message.get("usage"))
     conversation = Conversation(
         id=_storable(header["id"]),
         path=path,
@@ -172,12 +184,45 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
         model=None if model is None else _storable(model),
         first_prompt=first,
         messages=count,
-        input_tokens=int(usage.cached + usage.uncached),
-        output_tokens=int(usage.total - usage.cached - usage.uncached),
-        total_tokens=int(usage.total),
+        input_tokens=_int64(usage.cached + usage.uncached),
+        output_tokens=_int64(usage.total - usage.cached - usage.uncached),
+        total_tokens=_int64(usage.total),
         cost=float(usage.cost),
     )
     return conversation, "\n".join(t for t in texts if t)
+
+
+def _storable_number(value: Any) -> bool:
+    """False for NaN, an infinity and an integer past 64 bits (JSON allows ``1e400`` and a
+    400-digit count, Python's json reads ``NaN``): summed, one of them failed every
+    ``agentcore logs`` with ValueError or OverflowError."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return not isinstance(value, int) or -_INT64_MAX <= value <= _INT64_MAX
+
+
+def _add_usage(totals: UsageTotals, usage: Any) -> None:
+    """``totals.add(usage)``, leaving out a usage with a number that cannot be summed and stored
+    (see :func:`_storable_number`), as the sums leave out one with a missing count."""
+    if isinstance(usage, dict):
+        cost = usage.get("cost")
+        numbers = [usage.get(key) for key in ("input", "output", "cacheRead", "cacheWrite")]
+        numbers.append(cost.get("total") if isinstance(cost, dict) else None)
+        if not all(_storable_number(n) for n in numbers):
+            return
+    totals.add(usage)
+
+
+def _int64(value: float) -> int:
+    """``value`` as an integer SQLite stores: a sum past 64 bits is clamped to the largest one."""
+    return max(-_INT64_MAX - 1, min(_INT64_MAX, int(value)))
+
+
+def _stat_key(stat: os.stat_result) -> Tuple[int, int]:
+    """``(mtime_ns, size)`` as stored and compared: an mtime past 2262 (``touch -d 2300-01-01``, a
+    clock that was wrong) does not fit SQLite's 64 bits and is clamped; the size still tells a
+    change of such a file."""
+    return _int64(stat.st_mtime_ns), stat.st_size
 
 
 # --------------------------------------------------------------------------- the database
@@ -211,13 +256,19 @@ class LogIndex:
 
     ``in_memory``: a private index in memory instead of ``logs.db`` (for a sessions directory
     whose index cannot be opened: read-only, or locked by a stuck writer); it starts empty, so
-    :meth:`refresh` reads every file. Use as a context manager or call :meth:`close`."""
+    :meth:`refresh` reads every file. ``busy_timeout``: how long each statement waits for another
+    writer (default :data:`BUSY_TIMEOUT`), for a caller that waits in shorter slices to check for
+    an interrupt between them. Use as a context manager or call :meth:`close`."""
 
-    def __init__(self, directory: str, *, in_memory: bool = False) -> None:
+    def __init__(self, directory: str, *, in_memory: bool = False, busy_timeout: Optional[float] = None) -> None:
         self.directory = os.path.abspath(directory)
         self.path = ":memory:" if in_memory else os.path.join(self.directory, INDEX_FILE)
+        self.busy_timeout = BUSY_TIMEOUT if busy_timeout is None else busy_timeout
         self.fts = True
         self._db: Any = None
+        # what a write read before it found the database locked, by (path, mtime_ns, size): a
+        # caller trying again (agentcore.cli._logs waits in slices) does not read the files anew
+        self._read: Dict[Tuple[str, int, int], Optional[Tuple[Conversation, str]]] = {}
         self._open()
 
     # ------------------------------------------------------------------ open
@@ -233,20 +284,41 @@ class LogIndex:
             self.close()
             if self.path == ":memory:":
                 raise
-            for suffix in ("", "-journal", "-wal", "-shm"):
-                try:
-                    os.unlink(self.path + suffix)
-                except FileNotFoundError:
-                    pass
-            self._connect()
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Delete the database (and its journals) and create it anew, empty."""
+        self.close()
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            try:
+                os.unlink(self.path + suffix)
+            except FileNotFoundError:
+                pass
+        self._connect()
+
+    def _repairing(self, action: Callable[[], _T], *, refill: bool) -> _T:
+        """``action()``; when it finds the database damaged (a corrupt page of a table or of the
+        full-text index, which opening does not read), the database is rebuilt (``refill``: and
+        filled from the files) and ``action`` runs once more."""
+        import sqlite3
+
+        try:
+            return action()
+        except sqlite3.DatabaseError as exc:
+            if self.path == ":memory:" or not _corrupt(exc):
+                raise
+        self._rebuild()
+        if refill:
+            self._refresh()
+        return action()
 
     def _connect(self) -> None:
         import sqlite3
 
         if self.path != ":memory:":
             os.makedirs(self.directory, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT, isolation_level=None)
-        self._db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        self._db = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
+        self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         version = self._db.execute("PRAGMA user_version").fetchone()[0]
         tables = {row[0]: row[1] or "" for row in self._db.execute("SELECT name, sql FROM sqlite_master")}
         if version == _SCHEMA and "conversations" in tables and "texts" in tables:
@@ -279,6 +351,7 @@ class LogIndex:
             raise
 
     def close(self) -> None:
+        self._read.clear()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -292,17 +365,25 @@ class LogIndex:
     # ------------------------------------------------------------------ writes
 
     def update(self, path: str) -> None:
-        """Re-read one session file into the index (a file that is gone is removed from it)."""
+        """Re-read one session file into the index (a file that is gone is removed from it).
+        A damaged database is rebuilt first (the other files return at the next :meth:`refresh`)."""
+        self._repairing(lambda: self._update(path), refill=False)
+
+    def _update(self, path: str) -> None:
         path = os.path.abspath(path)
         try:
             stat = os.stat(path)
         except FileNotFoundError:
             self._write([], [path])
             return
-        self._write([(path, stat.st_mtime_ns, stat.st_size)], [])
+        self._write([(path, *_stat_key(stat))], [])
 
     def refresh(self) -> int:
-        """Bring the index up to date with the files; returns how many files were (re)read."""
+        """Bring the index up to date with the files; returns how many files were (re)read.
+        A damaged database is rebuilt and filled from every file."""
+        return self._repairing(self._refresh, refill=False)
+
+    def _refresh(self) -> int:
         known = {row[0]: (row[1], row[2]) for row in self._db.execute("SELECT path, mtime_ns, size FROM conversations")}
         changed: List[Tuple[str, int, int]] = []
         seen = set()
@@ -312,8 +393,9 @@ class LogIndex:
             except OSError:
                 continue
             seen.add(path)
-            if known.get(path) != (stat.st_mtime_ns, stat.st_size):
-                changed.append((path, stat.st_mtime_ns, stat.st_size))
+            key = _stat_key(stat)
+            if known.get(path) != key:
+                changed.append((path, *key))
         gone = [path for path in known if path not in seen]
         if changed or gone:
             self._write(changed, gone)
@@ -322,8 +404,10 @@ class LogIndex:
     def _write(self, files: Iterable[Tuple[str, int, int]], gone: Iterable[str]) -> None:
         read = []
         for path, mtime_ns, size in files:  # read the files before taking the write lock
-            found = read_conversation(path)
-            read.append((path, mtime_ns, size, found))
+            key = (path, mtime_ns, size)
+            if key not in self._read:
+                self._read[key] = read_conversation(path)
+            read.append((path, mtime_ns, size, self._read[key]))
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -360,6 +444,7 @@ class LogIndex:
                 )
                 db.execute("INSERT INTO texts (rowid, body) VALUES (?, ?)", (cursor.lastrowid, text))
             db.execute("COMMIT")
+            self._read.clear()
         except BaseException:
             _rollback(db)
             raise
@@ -377,7 +462,11 @@ class LogIndex:
     ) -> List[Conversation]:
         """Conversations with at least one message, most recently updated first; with ``query``
         only those whose prompts or answers contain every word of it (FTS5), or the text as typed
-        (LIKE, case-insensitive for ASCII, when FTS5 is missing). ``limit`` None: all."""
+        (LIKE, case-insensitive for ASCII, when FTS5 is missing). ``limit`` None (or one past
+        SQLite's 64-bit integers): all. A damaged database is rebuilt from the files first."""
+        return self._repairing(lambda: self._latest(limit, query, cwd), refill=True)
+
+    def _latest(self, limit: Optional[int], query: Optional[str], cwd: Optional[str]) -> List[Conversation]:
         select = ", ".join(f"c.{name}" for name in _COLUMNS)
         where = ["c.messages > 0"]
         params: List[Any] = []
@@ -395,7 +484,7 @@ class LogIndex:
             where.append("c.cwd = ?")
             params.append(cwd)
         sql = f"SELECT {select} FROM {source} WHERE {' AND '.join(where)} ORDER BY c.updated DESC, c.rowid DESC"
-        if limit is not None:
+        if limit is not None and limit <= _INT64_MAX:
             sql += " LIMIT ?"
             params.append(limit)
         return [Conversation(*row) for row in self._db.execute(sql, params)]
@@ -409,6 +498,17 @@ def _rollback(db: Any) -> None:
         db.execute("ROLLBACK")
 
 
+def busy(exc: Exception) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked": another connection holds the lock."""
+    name = str(getattr(exc, "sqlite_errorname", ""))  # Python 3.11+
+    return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in str(exc).lower()
+
+
 def _corrupt(exc: Exception) -> bool:
+    """Whether ``exc`` says the database is damaged (SQLITE_CORRUPT, SQLITE_NOTADB, a table or the
+    full-text index's own tables missing), not locked or unwritable."""
+    name = str(getattr(exc, "sqlite_errorname", ""))  # Python 3.11+
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return True
     text = str(exc).lower()
-    return "malformed" in text or "not a database" in text or "no such table" in text
+    return any(words in text for words in ("malformed", "not a database", "no such table", "vtable constructor failed"))

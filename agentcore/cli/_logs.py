@@ -14,6 +14,8 @@ prefix of a session id (an ambiguous one lists the candidates).
 
 After each run or chat turn the conversation's row in the ``logs.db`` index is updated
 (:mod:`agentcore.cli._logindex`); ``agentcore logs`` refreshes the index from the files first.
+While another process holds the index, both wait for it up to ``BUSY_TIMEOUT`` seconds, in short
+slices: a Ctrl+C (the run's abort) ends the wait at once, SQLite's own wait would ignore it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 import re
 import shlex
 import time
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Callable, Dict, Optional, TextIO, TypeVar
 
 from ._config import config_path
 from ._setup import UsageError, default_sessions_dir, is_session_path, is_session_url
@@ -127,7 +129,7 @@ def _latest_here(directory: str) -> str:
     """The path of the most recently updated session of this directory that holds a message."""
     from ..session import SessionRepository
 
-    cwd = os.getcwd()
+    cwd = _current_directory("-c/--continue")
     if not os.path.isdir(directory):
         raise UsageError(f"-c/--continue: no conversation to continue in {cwd} (nothing logged in {directory} yet)")
     infos = [info for info in SessionRepository(directory).list(cwd) if info.message_count]
@@ -137,6 +139,18 @@ def _latest_here(directory: str) -> str:
             "of every directory, resume one with -s ID"
         )
     return max(infos, key=lambda info: info.modified).path
+
+
+def _current_directory(option: str) -> str:
+    """``os.getcwd()``; a UsageError naming ``option`` when the directory is gone (removed while
+    the shell was in it), instead of a bare FileNotFoundError without a file name."""
+    try:
+        return os.getcwd()
+    except OSError as exc:
+        raise UsageError(
+            f"{option}: the current directory cannot be read ({exc.strerror or exc}; was it deleted?): "
+            "cd to an existing directory"
+        ) from None
 
 
 def _expand_prefix(value: str, directory: str) -> str:
@@ -206,14 +220,56 @@ def _index_warning(err: TextIO, exc: BaseException) -> None:
     err.write(f"agentcore: warning: the logs index was not updated ({exc}); `agentcore logs` rebuilds it\n")
 
 
-def _update_index(session: Any, directory: str, err: TextIO) -> None:
+#: how long at a time a command waits for another process holding the index: SQLite's own wait
+#: (the busy timeout) ignores signals, so a Ctrl+C (or the run's abort) waited out the whole
+#: :data:`~agentcore.cli._logindex.BUSY_TIMEOUT`; between slices it lands at once
+_LOCK_SLICE = 0.1
+
+_T = TypeVar("_T")
+
+
+def _index(directory: str) -> Any:
+    """A :class:`~agentcore.cli._logindex.LogIndex` whose statements wait one slice for a lock."""
+    from . import _logindex
+
+    return _logindex.LogIndex(directory, busy_timeout=min(_LOCK_SLICE, _logindex.BUSY_TIMEOUT))
+
+
+def _patiently(action: Callable[[], _T], signal: Any = None) -> _T:
+    """``action()`` (work on an :func:`_index`), tried again while it fails because another
+    process holds the index, for up to ``BUSY_TIMEOUT`` seconds of waiting; then, or once
+    ``signal`` is aborted, its last error is raised. A KeyboardInterrupt lands between two tries.
+    (A :class:`~agentcore.cli._logindex.LogIndex` keeps what it read for its next try.)"""
     import sqlite3
 
-    from ._logindex import LogIndex
+    from . import _logindex
+
+    deadline = None  # from the first "locked": reading the files before it is not waiting
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not _logindex.busy(exc) or (signal is not None and signal.aborted):
+                raise
+            deadline = deadline if deadline is not None else time.monotonic() + _logindex.BUSY_TIMEOUT
+            if time.monotonic() >= deadline:
+                raise
+
+
+def _opened(directory: str, signal: Any = None) -> Any:
+    """An :func:`_index` of ``directory``, opened as :func:`_patiently` waits."""
+    return _patiently(lambda: _index(directory), signal)
+
+
+def _update_index(session: Any, directory: str, err: TextIO, signal: Any = None) -> None:
+    """Re-read ``session``'s file into the index, waiting for another process that holds it as
+    :func:`_patiently` does (``signal``: the run's; its abort ends the wait). A failure is a
+    warning on ``err`` (the next ``agentcore logs`` catches up), never an exception."""
+    import sqlite3
 
     try:
-        with LogIndex(directory) as index:
-            index.update(session.path)
+        with _opened(directory, signal) as index:
+            _patiently(lambda: index.update(session.path), signal)
     except (sqlite3.Error, OSError) as exc:
         _index_warning(err, exc)
 
@@ -233,7 +289,7 @@ def watch_session(setup: Any, options: Any, err: TextIO, *, logged: bool) -> Non
 
     def listener(event: Any) -> None:
         if getattr(event, "type", None) == "agent_end":
-            _update_index(session, directory, err)
+            _update_index(session, directory, err, setup.agent.signal)  # the run's: a Ctrl+C ends the wait
 
     setup.agent.subscribe(listener)
 
@@ -264,11 +320,13 @@ def _open_index(args: Any, err: TextIO) -> Any:
     directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
     index = None
     try:
-        index = LogIndex(directory)
-        index.refresh()
-    except (sqlite3.OperationalError, OSError) as exc:
+        index = _opened(directory)
+        _patiently(index.refresh)
+    except BaseException as exc:
         if index is not None:
             index.close()
+        if not isinstance(exc, (sqlite3.OperationalError, OSError)):
+            raise
         err.write(f"note: cannot use the logs index in {directory} ({exc}); reading the session files instead\n")
         index = LogIndex(directory, in_memory=True)
         index.refresh()
@@ -284,6 +342,10 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
 
     if args.count < 0:
         raise UsageError(f"logs -n {args.count}: give a count of 0 (all) or more")
+    if args.query is not None and not _is_utf8(args.query):  # bytes the terminal's encoding is not UTF-8 for
+        raise UsageError(
+            f"logs -q {ascii(args.query)}: the search text is not UTF-8 (the logs are); type it in a UTF-8 terminal"
+        )
     directory = getattr(args, "sessions_dir", None) or default_sessions_dir()
     if not os.path.isdir(directory):
         if args.json:
@@ -291,8 +353,9 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         err.write(f"no conversations logged yet in {directory}\n")
         return 0
     try:
+        cwd = _current_directory("logs --cwd") if args.cwd else None
         with _open_index(args, err) as index:
-            found = index.latest(args.count or None, args.query, os.getcwd() if args.cwd else None)
+            found = _patiently(lambda: index.latest(args.count or None, args.query, cwd))
     except sqlite3.Error as exc:
         raise UsageError(f"the logs index {os.path.join(directory, 'logs.db')} cannot be used: {exc}") from None
     found.reverse()  # like llm logs: the selected conversations oldest first, the newest last
@@ -301,13 +364,21 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         return 0
     if not found:
         what = f"matching {args.query!r}" if args.query else "logged"
-        where = f"of this directory ({os.getcwd()}) " if args.cwd else ""
+        where = f"of this directory ({cwd}) " if args.cwd else ""
         hint = "; without --cwd: those of every directory" if args.cwd else ""
         err.write(f"no conversations {what} {where}in {directory}{hint}\n")
         return 0
     for conversation in found:
         out.write(_describe(conversation) + "\n")
     return 0
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: a byte of argv that did not decode
+        return False
+    return True
 
 
 #: the ``<file name="...">...</file>`` blocks -a/--attach puts before a prompt (agentcore.cli._attach)
@@ -396,12 +467,10 @@ def _count(directory: str) -> Optional[int]:
 
     if not os.path.isdir(directory):
         return None
-    from ._logindex import LogIndex
-
     try:
-        with LogIndex(directory) as index:
-            index.refresh()
-            return len(index.latest(None))
+        with _opened(directory) as index:
+            _patiently(index.refresh)
+            return len(_patiently(lambda: index.latest(None)))
     except (sqlite3.Error, OSError):
         return None
 

@@ -14,6 +14,7 @@ nothing was stored, so ``sessions show`` (which counts entries) does not see the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple
 
@@ -177,4 +178,11 @@ def _int(value: Any) -> int:
 
 
 def _float(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    """A cost as a float; 0 for what is not a number, an infinity for an integer past a float's
+    range (a 400-digit cost in a file: ``float()`` raised OverflowError and failed the export)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
