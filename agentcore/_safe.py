@@ -56,6 +56,10 @@ def safe_repr(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: how deep :func:`json_safe` follows containers; deeper ones become ``"<nested too deeply>"``
+MAX_JSON_DEPTH = 200
+
+
 def json_safe(value: Any) -> Any:
     """A plain-JSON form of ``value``; values JSON can hold come back equal (often the same object).
 
@@ -69,7 +73,9 @@ def json_safe(value: Any) -> Any:
     - ``bytes``, ``bytearray``, ``memoryview``: ``{"type": "bytes", "base64": "..."}``;
     - an ``Enum``: its value; an object with ``to_dict()`` (messages, blocks): that dict, made safe;
     - anything else (a socket, ``object()``, a dataclass): its ``repr()`` string, cut to 200
-      characters (``<TypeName object>`` when ``repr`` raises); a reference cycle: ``"<cycle>"``.
+      characters (``<TypeName object>`` when ``repr`` raises); a reference cycle: ``"<cycle>"``;
+    - a container nested deeper than :data:`MAX_JSON_DEPTH` levels: ``"<nested too deeply>"``
+      (a session line must read back, and Python's JSON reader stops near 1000 levels).
 
     Never raises.
     """
@@ -94,6 +100,8 @@ def _safe(value: Any, active: Set[int]) -> Any:
     marker = id(value)
     if marker in active:
         return "<cycle>"
+    if len(active) >= MAX_JSON_DEPTH:  # ``active`` holds the containers around this value
+        return "<nested too deeply>"
     active.add(marker)
     try:
         if isinstance(value, dict):

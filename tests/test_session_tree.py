@@ -350,3 +350,39 @@ def test_recorder_stores_a_json_safe_form_of_values_json_cannot_hold(tmp_path): 
         "assistant"
     ]
     reopened.close()
+
+
+def test_recorder_stores_details_nested_too_deeply_in_a_readable_form(tmp_path):  # issue 10 item 2 (class)
+    """Details nested 600 levels deep made the append raise RecursionError: the run failed and
+    the session kept the tool call without its result."""
+    import warnings
+
+    from agentcore.agent import Agent
+    from agentcore.testing import ScriptedModel, call, response, text
+    from agentcore.tools import AgentToolResult, tool
+
+    deep: list = []
+    inner = deep
+    for _ in range(600):
+        inner.append([])
+        inner = inner[0]
+
+    @tool
+    def nest() -> object:
+        """A result whose details are nested very deeply."""
+        return AgentToolResult(content="ok", details={"deep": deep})
+
+    scripted = ScriptedModel([response(call("nest", {}, "c-n")), text("done")])
+    path = tmp_path / "deep.jsonl"
+    session = Session.create(path, cwd="/w")
+    agent = Agent(scripted.model, tools=[nest], stream_fn=scripted.stream_fn, session=session)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent.prompt("go")
+    assert agent.state.messages[-1].text == "done" and agent.state.messages[-1].stop_reason == "stop"
+    assert [w.category for w in caught] == [RuntimeWarning]
+    session.close()
+    reopened = Session.open(path)
+    (result,) = [m for m in reopened.build_context().messages if m.role == "toolResult"]
+    assert result.content[0].text == "ok" and "<nested too deeply>" in json.dumps(result.details)
+    reopened.close()

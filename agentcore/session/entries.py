@@ -216,14 +216,17 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
     """The UTF-8 bytes of one JSONL line (with its ``\\n``), numbers formatted as JavaScript does.
 
     Raises ``SessionError("invalid_payload")`` for values JSON cannot carry exactly: NaN/Infinity,
-    cycles, bytes, sets, non-string keys or arbitrary objects. Nothing is written in that case.
+    cycles, bytes, sets, non-string keys or arbitrary objects, and for nesting too deep to encode
+    (hundreds of levels). Nothing is written in that case.
     """
     normalizer = _Normalizer()
-    data = normalizer.value(obj)
     try:
+        data = normalizer.value(obj)
         text = _ENCODER.encode(data)
     except (TypeError, ValueError) as exc:
         raise SessionError("invalid_payload", f"entry is not pure JSON: {exc}") from None
+    except RecursionError:
+        raise SessionError("invalid_payload", "entry is nested too deeply to encode") from None
     if normalizer.numbers:
         text = normalizer.finish(text)
     try:

@@ -523,8 +523,8 @@ class SessionStorage:
         """Persist ``entry`` and index it; memory changes only after the write succeeded.
 
         The caller (Session) has set id, parent and timestamp. Raises ``invalid_payload`` for non-JSON
-        data, and for an entry decoded at load (a control entry, see ``EAGER_TYPES``) that the
-        reader would refuse (a compaction whose ``usage`` is not an object): such an entry is decoded
+        data (also data nested too deeply to encode), and for an entry decoded at load (a control
+        entry, see ``EAGER_TYPES``) that the reader would refuse (a compaction whose ``usage`` is not an object): such an entry is decoded
         back before it is written, since once stored it would make the session fail to open.
         Raises ``storage`` for write failures. In every case nothing is written or recorded.
         Holds ``_io_lock`` throughout, so a backend's ``close()`` waits for it.
@@ -540,8 +540,16 @@ class SessionStorage:
                 raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
             if entry.id in self._nodes:
                 raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
-            data = entry.to_dict()
-            line = encode_line(data)
+            try:
+                data = entry.to_dict()
+                line = encode_line(data)
+            except RecursionError:  # a tool result's details nested hundreds of levels deep, say
+                raise SessionError(
+                    "invalid_payload",
+                    f"{self.path or 'session'}: cannot append: the entry is nested too deeply to store; "
+                    "the entry was not recorded",
+                    path=self.path,
+                ) from None
             raw = line[:-1]
             stored: Optional[SessionEntry] = None
             if entry.type in EAGER_TYPES:  # what a load would decode: check it reads back before writing
