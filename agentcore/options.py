@@ -256,6 +256,9 @@ def parse_cli_option(
 #: provider and come back as an HTTP 400, or, for retries and timeouts, misbehave locally)
 _POSITIVE = frozenset({"max_tokens", "timeout", "timeout_ms"})
 _NOT_NEGATIVE = frozenset({"temperature", "max_retries", "max_retry_delay_ms", "thinking_budget_tokens"})
+#: the longest timeout, in seconds (about 31 years): a socket cannot wait much longer (10**10 s is
+#: an OverflowError on the first read); in code, a ``(connect, None)`` pair sets no read limit
+_MAX_TIMEOUT_S = 10**9
 #: options whose word values form a closed set (the union over the providers that read them)
 _WORDS: Dict[str, Tuple[str, ...]] = {
     "cache_retention": ("none", "short", "long"),
@@ -263,14 +266,20 @@ _WORDS: Dict[str, Tuple[str, ...]] = {
     "azure_auth": ("api-key", "bearer"),
     "tool_choice": ("auto", "none", "any", "required"),  # or a JSON object, which is not checked
 }
+#: the thinking levels (``reasoning``, any case; "", "off" and "none" are off) and the levels a
+#: ``thinking_budgets`` entry may name (a provider looks a budget up by the level it sends)
+_THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+_REASONING_WORDS = ("off", "none", "") + _THINKING_LEVELS
 
 
 def check_value(name: str, value: Any, where: str) -> None:
     """Raise TypeError when ``value`` is not of option ``name``'s type (a number, an integer,
     true/false, seconds or ``(connect, read)``, a mapping, a callable, a word) and ValueError
     when it cannot be right (the command line's rules: ``max_tokens`` above 0, ``temperature``
-    not negative, ``transport`` one of its words ...). None (not set) is always fine; so is any
-    value of ``tool_choice``. The message names the option and never shows a ``headers`` value."""
+    not negative, ``timeout`` at most 10**9 seconds, ``transport`` one of its words, ``reasoning``
+    a thinking level in any case or off, ``thinking_budgets`` integer budgets of thinking levels
+    ...). None (not set) is always fine; so is any value of ``tool_choice``. The message names the
+    option and never shows a ``headers`` value."""
     if value is None or name not in _FIELDS:
         return
     kind = _KINDS[name]
@@ -362,11 +371,34 @@ def _out_of_range(name: str, value: Any) -> Optional[str]:
         return "must be greater than 0"
     if name in _NOT_NEGATIVE and any(isinstance(n, (int, float)) and n < 0 for n in numbers):
         return "must be 0 or more"
+    limit = {"timeout": (_MAX_TIMEOUT_S, "seconds"), "timeout_ms": (_MAX_TIMEOUT_S * 1000, "milliseconds")}.get(name)
+    if limit and any(isinstance(n, (int, float)) and n > limit[0] for n in numbers):
+        return f"must be at most {limit[0]:.0e} {limit[1]}"
+    if name == "reasoning" and isinstance(value, str) and value.strip().lower() not in _REASONING_WORDS:
+        close = difflib.get_close_matches(value.strip().lower(), _THINKING_LEVELS, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"choose one of off, {', '.join(_THINKING_LEVELS)}, or None for off{hint}"
+    if name == "thinking_budgets" and isinstance(value, Mapping):
+        return _budgets_problem(value)
     words = _WORDS.get(name)
     if words and isinstance(value, str) and value not in words:
         close = difflib.get_close_matches(value, words, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         return f"choose one of {', '.join(words)}{hint}"
+    return None
+
+
+def _budgets_problem(budgets: Mapping[Any, Any]) -> Optional[str]:
+    """Why a ``thinking_budgets`` mapping cannot be right (a level it names, or a budget that is
+    no integer), or None. A provider would otherwise fail deep inside ``int(budget)``, or ignore
+    a misspelt level."""
+    for level, budget in budgets.items():
+        if level not in _THINKING_LEVELS:
+            close = difflib.get_close_matches(str(level), _THINKING_LEVELS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return f"{level!r} is not a thinking level; use {', '.join(_THINKING_LEVELS)}{hint}"
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            return f"the budget of {level!r} must be an integer number of tokens, not {_short(budget)}"
     return None
 
 

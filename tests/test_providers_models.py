@@ -221,6 +221,33 @@ def test_user_models_extend_and_override_the_catalog(user_models):  # issue 17: 
         ),
         ({"providers": {"p": {"models": [{"id": "m", "input": ["audio"]}]}}}, "providers['p'][\"models\"][0] (p/m)"),
         ({"models": [{"id": "x", "provider": "p", "api": "a", "headers": "Bearer sk-1"}]}, '"headers" must be'),
+        # malformed values that used to load (NaN prices make every cost NaN), or crashed with a
+        # bare TypeError/RecursionError, or failed only at request time without naming the file
+        (
+            '{"models": [{"id": "x", "provider": "p", "api": "a", "cost": {"input": NaN}}]}',
+            '"cost.input" must be a finite',
+        ),
+        ('{"models": [{"id": "x", "provider": "p", "api": "a", "cost": {"output": 1e400}}]}', '"cost.output" must be'),
+        ({"models": [{"id": "x", "provider": "p", "api": "a", "input": [["text"]]}]}, '"input" must be a list of'),
+        ({"providers": {"openai": {"baseUrl": "http://h/v1", "models": [{"id": ["gpt-4o"]}]}}}, '"id" is required'),
+        ("[" * 100_000 + "]" * 100_000, "is nested too deeply to be read as JSON"),
+        (
+            {
+                "models": [
+                    {"id": "x", "provider": "p", "api": "a", "headers": {"X-Key": "sk-secret-value\r\nX-Evil: 1"}}
+                ]
+            },
+            "models[0] (p/x): header 'X-Key' has a line break",
+        ),
+        ({"models": [{"id": "x", "provider": "p", "api": "a", "headers": {"X Key": "v"}}]}, "'X Key' is not an HTTP"),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "a", "thinkingLevelMap": {"high": 5}}]},
+            '"thinkingLevelMap.high" must be a string or null, got 5',
+        ),
+        (
+            {"models": [{"id": "x", "provider": "p", "api": "a", "thinkingLevelMap": {"hihg": "max"}}]},
+            "\"thinkingLevelMap\" has unknown level 'hihg'",
+        ),
     ],
 )
 def test_malformed_user_models_name_the_file_and_entry(user_models, document, expected):  # issue 17
@@ -351,3 +378,80 @@ def test_a_provider_block_without_models_re_points_the_catalog_provider(user_mod
     path = user_models({"providers": {"deepsek": {"baseUrl": "http://127.0.0.1:9/v1"}}})
     with pytest.raises(UserModelsError, match=r"providers\['deepsek'\]: the catalog has no models of provider"):
         load_user_models(path)
+
+
+def test_a_user_file_with_a_bom_is_read(user_models):  # Windows editors (Notepad, PowerShell) write one
+    path = user_models("")
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"models": USER_FILE["models"][:1]}).encode("utf-8"))
+    assert [m.key for m in load_user_models(path)] == ["ollama/llama3.2"]
+
+
+def test_a_model_given_twice_is_an_error_naming_both_entries(user_models):
+    # the registry keeps the first registration of a key: the second entry was silently ignored
+    first = {"id": "m", "provider": "p", "api": "openai-completions", "contextWindow": 1000}
+    path = user_models({"models": [first], "providers": {"p": {"api": "openai-completions", "models": [{"id": "m"}]}}})
+    with pytest.raises(UserModelsError) as caught:
+        load_user_models(path)
+    assert str(caught.value) == f"{path}: providers['p'][\"models\"][0] (p/m) repeats models[0]: give each model once"
+
+
+def test_a_provider_block_also_re_points_a_catalog_model_listed_at_top_level(user_models):
+    # {"providers": {"openai": {"baseUrl": proxy}}} with a top-level entry changing one openai model's
+    # contextWindow: that model went to api.openai.com instead of the proxy (its override was dropped)
+    user_models(
+        {
+            "models": [{"provider": "openai", "id": "gpt-4o", "contextWindow": 1000, "headers": {"X-B": "mine"}}],
+            "providers": {"openai": {"baseUrl": "https://proxy.example/v1", "headers": {"X-A": "a", "X-B": "b"}}},
+        }
+    )
+    model = agentcore.get_model("openai/gpt-4o")
+    assert (model.base_url, model.context_window, model.headers) == (
+        "https://proxy.example/v1",
+        1000,
+        {"X-A": "a", "X-B": "mine"},
+    )
+    assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://proxy.example/v1"
+
+
+# --------------------------------------------------------------------------- stream options
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [  # used to pass the checks: a provider then failed in int(budget) or in the socket
+        # ("OverflowError: timestamp out of range for platform time_t"), or used "medium" silently
+        ({"thinking_budgets": {"high": "lots"}}, "thinking_budgets {'high': 'lots'}: the budget of 'high' must be an"),
+        ({"thinking_budgets": {"low": True}}, "the budget of 'low' must be an integer number of tokens, not True"),
+        ({"thinking_budgets": {"hihg": 30000}}, "'hihg' is not a thinking level; use minimal, low, medium, high"),
+        ({"reasoning": "hihg"}, "reasoning 'hihg': choose one of off, minimal, low, medium, high, xhigh, max"),
+        ({"timeout": 1e12}, "timeout 1000000000000.0: must be at most 1e+09 seconds"),
+        ({"timeout": (10, 1e12)}, "timeout (10, 1000000000000.0): must be at most 1e+09 seconds"),
+        ({"timeout_ms": 10**15}, "timeout_ms 1000000000000000: must be at most 1e+12 milliseconds"),
+    ],
+)
+def test_stream_options_refuse_budgets_and_levels_no_provider_can_use(options, expected):
+    from agentcore.options import StreamOptions, parse_cli_option
+    from agentcore.providers import complete
+    from agentcore.types import AgentContext, UserMessage
+
+    with pytest.raises(ValueError, match="StreamOptions\\(\\): ") as caught:
+        StreamOptions(**options)
+    assert expected in str(caught.value)
+    model = Model(id="m", api="anthropic-messages", provider="p", base_url="http://127.0.0.1:9", reasoning=True)
+    message = complete(model, AgentContext(messages=[UserMessage("hi")]), max_retries=0, **options)
+    assert message.stop_reason == "error" and message.error_message.startswith("stream(): ")
+    assert expected in message.error_message
+    ((name, value),) = options.items()
+    if name != "reasoning":  # -o NAME VALUE (reasoning is --thinking's)
+        with pytest.raises(ValueError, match=f"-o/--option {name} .*(must be|not a thinking level)"):
+            parse_cli_option(name, json.dumps(value))
+
+
+def test_stream_options_keep_every_thinking_level_and_budget():
+    from agentcore.options import StreamOptions
+
+    for level in ("off", "None", "", "minimal", "low", "Medium", "high", "xhigh", "max"):
+        assert StreamOptions(reasoning=level).reasoning == level
+    budgets = {"minimal": 512, "low": 1024, "medium": None, "high": -1, "xhigh": 40000, "max": 64000}
+    assert StreamOptions(thinking_budgets=budgets).thinking_budgets == budgets
+    assert StreamOptions(timeout=(10, 10**9), timeout_ms=10**12).timeout == (10, 10**9)

@@ -19,12 +19,17 @@ one line re-points a catalog model. Any other entry is a new model and needs ``i
 and ``api``. Under ``providers``, ``api``, ``baseUrl``, ``headers`` and ``compat`` are defaults
 for that provider's listed models, and ``baseUrl``/``headers``/``compat`` also apply to every
 catalog model of that provider the block does not list (``{"providers": {"anthropic": {"baseUrl":
-...}}}`` routes all of them through a proxy, as in the reference). Entries are registered by this
-built-in plugin after every installed plugin, so they win.
+...}}}`` routes all of them through a proxy, as in the reference), a top-level entry of such a
+model included (its own keys win). A ``provider/id`` may be given once: a second entry is an error
+naming both. Entries are registered by this built-in plugin after every installed plugin, so they
+win. The file is UTF-8, with or without a BOM.
 
 A malformed file raises :class:`UserModelsError` naming the file and the entry (``models[2]
-(ollama/llama3)``); through the registry the error is reported like any failing plugin (a warning,
-``agentcore plugins``), the catalog stays usable, and none of the file's models is registered.
+(ollama/llama3)``): a field of the wrong type, a price that is negative or not finite, a header
+that HTTP cannot carry (named, its value never shown), a ``thinkingLevelMap`` level that does not
+exist or a value that is neither a string nor null. Through the registry the error is reported
+like any failing plugin (a warning, ``agentcore plugins``), the catalog stays usable, and none of
+the file's models is registered.
 API keys do not belong in the file (``apiKey`` is refused): use the provider's environment
 variable, ``api_key=`` or ``get_api_key``.
 """
@@ -32,12 +37,14 @@ variable, ``api_key=`` or ``get_api_key``.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .._errors import PicklableError
 from ..hookspecs import hookimpl
+from ..options import header_problem
 from ..types import Model
 
 __all__ = ["MODELS_ENV", "UserModelsError", "user_models_path", "load_user_models", "register_models"]
@@ -51,6 +58,7 @@ _MAPPINGS = ("headers", "compat", "thinkingLevelMap")
 _ENTRY_KEYS = frozenset(_STRINGS + _COUNTS + _MAPPINGS + ("reasoning", "input", "cost"))
 _PROVIDER_KEYS = frozenset({"api", "baseUrl", "headers", "compat", "models"})
 _INPUTS = frozenset({"text", "image"})
+_LEVELS = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
 class UserModelsError(PicklableError, ValueError):
@@ -86,7 +94,7 @@ def load_user_models(path: Optional[Path] = None) -> List[Model]:
         from_env = MODELS_ENV in os.environ
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors write one) is no content
     except FileNotFoundError:
         if from_env:
             raise UserModelsError(path, f"does not exist (${MODELS_ENV}; set it empty for no file)") from None
@@ -97,11 +105,17 @@ def load_user_models(path: Optional[Path] = None) -> List[Model]:
         document = json.loads(text)
     except ValueError as exc:
         raise UserModelsError(path, f"is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise UserModelsError(path, "is nested too deeply to be read as JSON") from None
     return [_model(path, label, entry) for label, entry in _entries(path, document)]
 
 
 def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
-    """``(label, entry dict with provider defaults applied)`` for every entry of the document."""
+    """``(label, entry dict with provider defaults applied)`` for every entry of the document.
+
+    A ``provider/id`` given twice is an error naming both entries. A provider block's catalog
+    defaults (``baseUrl``/``headers``/``compat``) go under a top-level entry of the same catalog
+    model rather than beside it (two registrations of one key would keep only the first)."""
     if isinstance(document, list):
         document = {"models": document}
     if not isinstance(document, dict):
@@ -110,6 +124,7 @@ def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
     if unknown:
         raise UserModelsError(path, f'unknown top-level key(s) {unknown}: use "models" and/or "providers"')
     out: List[Tuple[str, Any]] = []
+    generated: List[Tuple[str, Any]] = []
     models = document.get("models", [])
     if not isinstance(models, list):
         raise UserModelsError(path, '"models" must be a list of model objects')
@@ -134,7 +149,40 @@ def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
             if isinstance(entry, dict):
                 entry = {**defaults, "provider": name, **entry}
             out.append((f'{where}["models"][{i}]', entry))
-        out.extend(_catalog_overrides(path, where, name, defaults, entries))
+        generated.extend(_catalog_overrides(path, where, name, defaults, entries))
+    return _combine(path, out, generated)
+
+
+def _key(entry: Any) -> Optional[Tuple[str, str]]:
+    if isinstance(entry, dict) and isinstance(entry.get("provider"), str) and isinstance(entry.get("id"), str):
+        return entry["provider"], entry["id"]
+    return None
+
+
+def _combine(path: Path, explicit: List[Tuple[str, Any]], generated: List[Tuple[str, Any]]) -> List[Tuple[str, Any]]:
+    """``explicit`` entries (each ``provider/id`` at most once) and the ``generated`` catalog
+    overrides of provider blocks, an override of an explicit entry's model folded under it."""
+    seen: Dict[Tuple[str, str], int] = {}
+    for index, (label, entry) in enumerate(explicit):
+        key = _key(entry)
+        if key is None:
+            continue
+        if key in seen:
+            first = explicit[seen[key]][0]
+            raise UserModelsError(path, f"{label} ({key[0]}/{key[1]}) repeats {first}: give each model once")
+        seen[key] = index
+    out = list(explicit)
+    for label, override in generated:
+        key = _key(override)
+        if key is None or key not in seen:
+            out.append((label, override))
+            continue
+        first, entry = out[seen[key]]
+        merged = {**override, **entry}
+        for name in ("headers", "compat"):  # key by key, the entry's own winning
+            if isinstance(override.get(name), dict) and isinstance(entry.get(name), dict):
+                merged[name] = {**override[name], **entry[name]}
+        out[seen[key]] = (first, merged)
     return out
 
 
@@ -150,7 +198,7 @@ def _catalog_overrides(
         return []
     from .models import catalog_models
 
-    listed = {e.get("id") for e in entries if isinstance(e, dict)}
+    listed = {e.get("id") for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)}
     targets = [m for m in catalog_models(provider) if m.id not in listed]
     if not targets and not entries:
         raise UserModelsError(
@@ -208,7 +256,7 @@ def _check_fields(entry: Dict[str, Any], fail: Callable[[str], UserModelsError])
     if "reasoning" in entry and not isinstance(entry["reasoning"], bool):
         raise fail(f'"reasoning" must be true or false, got {entry["reasoning"]!r}')
     kinds = entry.get("input", ["text"])
-    if not isinstance(kinds, list) or not kinds or not set(kinds) <= _INPUTS:
+    if not isinstance(kinds, list) or not kinds or not all(isinstance(k, str) and k in _INPUTS for k in kinds):
         raise fail(f'"input" must be a list of "text" and "image", got {kinds!r}')
     cost = entry.get("cost", {})
     if not isinstance(cost, dict):
@@ -216,14 +264,22 @@ def _check_fields(entry: Dict[str, Any], fail: Callable[[str], UserModelsError])
     for price, value in cost.items():
         if price not in _PRICES:
             raise fail(f'"cost" has unknown price {price!r}; allowed: {list(_PRICES)}')
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise fail(f'"cost.{price}" must be a number >= 0, got {value!r}')
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise fail(f'"cost.{price}" must be a finite number >= 0, got {value!r}')
     for key in _MAPPINGS:
         if entry.get(key) is not None and not isinstance(entry[key], dict):
             raise fail(f'"{key}" must be an object, got {type(entry[key]).__name__}')  # never echo headers
     for header, value in (entry.get("headers") or {}).items():
         if not isinstance(value, str):
             raise fail(f'header "{header}" must be a string')
+        problem = header_problem(header, value)  # names the header, never shows the value
+        if problem:
+            raise fail(problem)
+    for level, value in (entry.get("thinkingLevelMap") or {}).items():
+        if level not in _LEVELS:
+            raise fail(f'"thinkingLevelMap" has unknown level {level!r}; allowed: {list(_LEVELS)}')
+        if value is not None and not isinstance(value, str):
+            raise fail(f'"thinkingLevelMap.{level}" must be a string or null, got {value!r}')
 
 
 @hookimpl
