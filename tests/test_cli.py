@@ -1018,6 +1018,19 @@ def test_chat_commands_without_a_session_in_process(monkeypatch, tmp_path):
     assert "model: scripted/scripted-demo (scripted)" in out
 
 
+def test_models_json_output_masks_credentials(env, tmp_path):
+    models = tmp_path / "models.json"
+    guarded = {"id": "guarded", "provider": "cli-guarded", "api": "openai-completions"}
+    guarded.update(baseUrl="https://user:pw-Secret-42@proxy.example/v1", headers={"x-api-key": "sk-Secret-42"})
+    models.write_text(json.dumps({"models": [guarded]}), encoding="utf-8")
+    listed = agentcore("models", "--json", "-q", "guarded", env=dict(env, AGENTCORE_MODELS=str(models)))
+    assert listed.returncode == 0, listed.stderr
+    (line,) = listed.stdout.splitlines()
+    shown = json.loads(line)
+    assert "Secret-42" not in listed.stdout
+    assert shown["headers"] == {"x-api-key": "***"} and "proxy.example" in shown["baseUrl"]
+
+
 def test_chat_thinking_moves_to_a_level_the_models_map_supports(monkeypatch, tmp_path):
     models = tmp_path / "models.json"
     thinker = {"id": "thinker", "provider": "chat-local", "api": "openai-completions"}

@@ -993,6 +993,31 @@ def test_thinking_levels_follow_the_models_map(rpc, env, tmp_path):
     assert child.close().returncode == 0
 
 
+def test_model_replies_never_carry_a_models_json_credential(rpc, env, tmp_path):
+    """A models.json header ``Authorization: Bearer ...`` and a ``user:password@`` base URL were
+    sent back whole by get_state, set_model and get_available_models."""
+    models = tmp_path / "models.json"
+    proxied = {"id": "guarded", "provider": "rpc-guarded", "api": "openai-completions"}
+    proxied.update(
+        baseUrl="http://user:pw-Secret-42@127.0.0.1:9/v1",
+        headers={"Authorization": "Bearer sk-Secret-42", "X-Team": "blue"},
+    )
+    models.write_text(json.dumps({"models": [proxied]}), encoding="utf-8")
+    env["AGENTCORE_MODELS"] = str(models)
+    env["RPC_GUARDED_API_KEY"] = "not-used"
+    child = rpc("--model", "rpc-guarded/guarded", "--no-session", "--api-key-env", "RPC_GUARDED_API_KEY")
+    replies = [
+        child.call({"type": "get_state"}),
+        child.call({"type": "get_available_models"}),
+        child.call({"type": "set_model", "provider": "rpc-guarded", "modelId": "guarded"}),
+    ]
+    assert all(reply["success"] for reply in replies), replies
+    assert "Secret-42" not in json.dumps(replies)
+    model = replies[0]["data"]["model"]
+    assert model["headers"] == {"Authorization": "***", "X-Team": "blue"} and "127.0.0.1:9" in model["baseUrl"]
+    assert child.close().returncode == 0
+
+
 def test_abort_is_read_while_a_command_waits_for_navigate_tree(rpc, tmp_path):
     """``navigate_tree`` (summarising), then ``clone`` (which waits for the move), then ``abort``:
     the abort is read at once and stops the summary, instead of waiting behind the clone until

@@ -72,7 +72,7 @@ def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
             return 0
     if getattr(args, "json", False):
         for model in found:
-            out.write(json.dumps(model.to_dict(), ensure_ascii=False) + "\n")
+            out.write(json.dumps(shown_model_dict(model), ensure_ascii=False) + "\n")
         return 0
     rows = []
     for m in found:
@@ -283,6 +283,22 @@ def describe_message(message: Any, limit: Optional[int] = None) -> str:
     if error:
         parts.append(f"(error: {error})")
     return "\n".join(parts)
+
+
+def shown_model_dict(model: Any) -> Dict[str, Any]:
+    """``model.to_dict()`` for output a user or another program reads (``models --json``, the rpc
+    replies): credentials in ``baseUrl`` masked (``redact_url``) and the value of every credential
+    header (``Authorization``, ``x-api-key`` ..., from a ``models.json``) shown as ``***``."""
+    from .._safe import redact_url
+    from ..providers.failures import is_secret_header
+
+    data = model.to_dict()
+    if isinstance(data.get("baseUrl"), str):
+        data["baseUrl"] = redact_url(data["baseUrl"])
+    headers = data.get("headers")
+    if isinstance(headers, dict):
+        data["headers"] = {name: "***" if is_secret_header(str(name)) else value for name, value in headers.items()}
+    return data
 
 
 def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 from ..providers.reasoning import clamp_to_model, supported_levels
 from ..types import role_of
+from ._info import shown_model_dict
 from ._keys import stored_key
 from ._rpc import NULL, SHUTDOWN_WAIT, RpcError, RpcServer
 from ._rpc_bash import cmd_abort_bash, cmd_bash, flush_bash
@@ -239,7 +240,7 @@ def cmd_get_pending_approvals(server: RpcServer, command: Dict[str, Any]) -> Any
 
 
 def _model_dict(model: Any) -> Any:
-    return model.to_dict() if model is not None else None
+    return shown_model_dict(model) if model is not None else None
 
 
 def cmd_get_state(server: RpcServer, command: Dict[str, Any]) -> Any:
@@ -338,7 +339,7 @@ def cmd_set_model(server: RpcServer, command: Dict[str, Any]) -> Any:
     except UsageError as exc:
         raise RpcError(f"Model not found: {provider}/{model_id}: {exc}") from None
     _use_model(server, model, stream_fn)
-    return model.to_dict()
+    return shown_model_dict(model)
 
 
 def _use_model(server: RpcServer, model: Any, stream_fn: Any) -> None:
@@ -403,7 +404,7 @@ def _has_stored_key(provider: str) -> bool:
 
 
 def cmd_get_available_models(server: RpcServer, command: Dict[str, Any]) -> Any:
-    return {"models": [m.to_dict() for m in _available_models(server)]}
+    return {"models": [shown_model_dict(m) for m in _available_models(server)]}
 
 
 def cmd_cycle_model(server: RpcServer, command: Dict[str, Any]) -> Any:
@@ -415,7 +416,7 @@ def cmd_cycle_model(server: RpcServer, command: Dict[str, Any]) -> Any:
     index = next(i for i, m in enumerate(available) if m is server.agent.model)
     model = copy.deepcopy(available[(index + 1) % len(available)])
     _use_model(server, model, None)
-    return {"model": model.to_dict(), "thinkingLevel": str(server.agent.thinking_level), "isScoped": False}
+    return {"model": shown_model_dict(model), "thinkingLevel": str(server.agent.thinking_level), "isScoped": False}
 
 
 def cmd_set_thinking_level(server: RpcServer, command: Dict[str, Any]) -> Any:
