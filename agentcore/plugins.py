@@ -334,8 +334,12 @@ class AgentPluginManager(pluggy.PluginManager):
         """A registered model: ``get_model("provider/id")`` or ``get_model("provider", "id")``.
 
         A bare id (no ``/``) is accepted when exactly one provider has a model of that id. Raises
-        :class:`UnknownModelError` (a KeyError) listing close matches.
+        :class:`UnknownModelError` (a KeyError) listing close matches, and TypeError naming the
+        argument for a ``ref`` or ``model_id`` that is not a string.
         """
+        for name, value in (("ref", ref), ("model_id", model_id)):
+            if not isinstance(value, str) and not (name == "model_id" and value is None):
+                raise TypeError(f'get_model({name}=...) takes a "provider/id" string, not {type(value).__name__}')
         table = self.registry("model")
         key = f"{ref}/{model_id}" if model_id is not None else ref
         entry = table.get(key)

@@ -373,6 +373,9 @@ def test_get_model_forms_and_errors() -> None:
     assert str(err.value).startswith("unknown model 'fakeprov/m-3' (did you mean 'fakeprov/m-1'")
     with pytest.raises(UnknownProviderError, match="unknown provider api 'fake-apj' \\(did you mean 'fake-api'"):
         pm.get_provider("fake-apj")
+    for bad in ((None,), (5,), ("fakeprov", 5)):  # used to be "argument of type 'NoneType' is not iterable"
+        with pytest.raises(TypeError, match=r"get_model\((ref|model_id)=\.\.\.\) takes a \"provider/id\" string"):
+            pm.get_model(*bad)
 
 
 def test_failing_register_hook_is_reported_and_other_plugins_still_register() -> None:
