@@ -7,10 +7,10 @@ Every event is a dataclass with ``.type`` holding the reference string (``"agent
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Set
 
 from ._safe import json_safe
-from .types import AssistantMessage, ToolCall, _plain
+from .types import AssistantMessage, ToolCall
 
 if TYPE_CHECKING:
     from .tools import AgentToolResult
@@ -61,24 +61,57 @@ def event_to_dict(event: Any) -> Dict[str, Any]:
     Values JSON cannot hold (NaN, bytes, sets, arbitrary objects in a tool result) are given in
     their JSON-safe form (:func:`agentcore._safe.json_safe`), so ``json.dumps(..., allow_nan=False)``
     of the result never fails."""
+    return json_safe(_event_fields(event, set()))
+
+
+def _event_fields(event: Any, active: Set[int]) -> Dict[str, Any]:
     out: Dict[str, Any] = {"type": event.type}
     for f in fields(event):
         if f.name == "type":
             continue
-        out[_camel(f.name)] = _event_value(getattr(event, f.name))
-    return json_safe(out)
+        out[_camel(f.name)] = _event_value(getattr(event, f.name), active)
+    return out
 
 
-def _event_value(value: Any) -> Any:
-    """Like ``_plain``, also for dataclasses without ``to_dict``: a nested stream event
-    (``assistant_message_event``) or a tool result (``AgentToolResult``)."""
-    if is_dataclass(value) and not isinstance(value, type) and not hasattr(value, "to_dict"):
-        if hasattr(value, "type"):
-            return event_to_dict(value)
-        return {_camel(f.name): _event_value(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [_event_value(v) for v in value]
-    return _plain(value)
+def _event_value(value: Any, active: Set[int]) -> Any:
+    """The plain form of a field: dataclasses without ``to_dict`` (a nested stream event, a tool
+    result) as dicts, lists item by item, messages and blocks by ``to_dict``. Anything else (a dict
+    of tool details, an odd object) is left to ``json_safe``, which also marks reference cycles;
+    ``active`` holds the containers being converted, so a cycle through them ends as ``"<cycle>"``."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    container = isinstance(value, (list, tuple)) or (is_dataclass(value) and not isinstance(value, type))
+    if container and not hasattr(value, "to_dict"):
+        marker = id(value)
+        if marker in active:
+            return "<cycle>"
+        active.add(marker)
+        try:
+            if isinstance(value, (list, tuple)):
+                return [_event_value(v, active) for v in value]
+            if hasattr(value, "type"):
+                return _event_fields(value, active)
+            return {_camel(f.name): _event_value(getattr(value, f.name), active) for f in fields(value)}
+        finally:
+            active.discard(marker)
+    if hasattr(value, "_wire"):  # a message or block: its JSON shape
+        try:
+            return value.to_dict()
+        except RecursionError:  # a reference cycle in a field (tool details): json_safe marks it
+            return _wire_fields(value)
+    return value
+
+
+def _wire_fields(value: Any) -> Dict[str, Any]:
+    """The JSON keys of a message or block with their values as they are, for ``json_safe``."""
+    tag_key, tag_value = value._tag
+    out: Dict[str, Any] = {tag_key: tag_value} if tag_key else {}
+    for attr, key, kind in value._wire:
+        item = getattr(value, attr)
+        if item is not None or kind != "opt":
+            out[key] = item
+    return out
 
 
 # --------------------------------------------------------------------------- agent events

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Iterable, List, Optional
 
 from ._util import field_of
-from .types import TextContent, UserMessage, role_of
+from .types import TextContent, UserMessage, _is_mapping, content_from_dict, role_of
 
 __all__ = [
     "DROP",
@@ -93,11 +93,23 @@ def bash_execution_to_text(message: Any) -> str:
     return text
 
 
+def _block(block: Any) -> Any:
+    """A block of a custom message's content as a block object: a dict block (a custom message
+    given as a dict) is read, since providers send block objects only; one that does not read is
+    kept as it is (the converters never raise)."""
+    if not _is_mapping(block):
+        return block
+    try:
+        return content_from_dict(block)
+    except (TypeError, ValueError):
+        return block
+
+
 def _user(text_or_blocks: Any, timestamp: Any) -> UserMessage:
     if isinstance(text_or_blocks, str):
         content: Any = [TextContent(text_or_blocks)]
     else:
-        content = list(text_or_blocks or [])
+        content = [_block(b) for b in text_or_blocks or []]
     if timestamp is None:
         return UserMessage(content=content)
     return UserMessage(content=content, timestamp=timestamp)

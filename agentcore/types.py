@@ -3,7 +3,10 @@
 Every type is a dataclass with snake_case attributes. ``to_dict()`` writes the reference JSON shape
 (camelCase keys, ``role``/``type`` discriminators) and ``from_dict()`` reads it back. Keys a type does
 not know are kept in ``extra`` and written back unchanged, and optional keys that were absent in the
-input stay absent on output, so ``message_from_dict(d).to_dict() == d`` for reference session files.
+input stay absent on output while their attribute keeps the default the reader gave it (a value set
+afterwards is written), so ``message_from_dict(d).to_dict() == d`` for reference session files.
+``from_dict`` raises ``ValueError`` naming the key (and the block, ``content[2]: ...``) when a
+required key is missing or a value has a type its readers cannot use; other odd values are kept.
 
 Reading a long session decodes every message, so the common shapes (a plain ``dict`` holding exactly
 the keys a writer always produces, nothing unknown) take a direct constructor call in ``from_dict``;
@@ -15,7 +18,7 @@ from __future__ import annotations
 import collections.abc as _abc
 import copy
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
@@ -99,8 +102,9 @@ class StopReason(_StrEnum):
 #   "req"  always written;
 #   "opt"  written only when not None;
 #   "flag" written only when truthy (e.g. ``redacted``);
-# A key absent from the input dict is remembered in ``_absent`` and not written back, so files
-# written by other implementations survive a round trip unchanged.
+# A key absent from the input dict is remembered in ``_absent`` and not written back while its
+# attribute still holds the value the reader filled in (see ``_as_read``), so files written by other
+# implementations survive a round trip unchanged and a value set after reading is still written.
 
 _Wire = Tuple[Tuple[str, str, str], ...]
 
@@ -139,10 +143,10 @@ class _WireMixin:
         if tag_key:
             out[tag_key] = getattr(self, tag_key, tag_value)
         for attr, key, kind in self._wire:
-            if key in absent:
-                continue
             value = getattr(self, attr)
             if kind == "opt" and value is None:
+                continue
+            if key in absent and self._as_read(attr, value):
                 continue
             if kind == "flag" and not value:
                 continue
@@ -153,10 +157,26 @@ class _WireMixin:
                 out.setdefault(k, copy.deepcopy(v))
         return out
 
+    def _as_read(self, attr: str, value: Any) -> bool:
+        """True while ``value`` of ``attr`` (whose key was absent from the input) is still what the
+        reader filled in: the field's default. A made-up read time (``timestamp``) counts as
+        unchanged, since it cannot be told from a time set later."""
+        f = self.__dataclass_fields__[attr]  # type: ignore[attr-defined]
+        if f.default is not MISSING:
+            expected = f.default
+        elif f.default_factory is now_ms:
+            return True
+        elif f.default_factory is not MISSING:
+            expected = f.default_factory()
+        else:  # a required field: never absent (the reader refuses that)
+            return False
+        return type(value) is type(expected) and value == expected
+
     @classmethod
     def _kwargs_from(cls, d: Mapping[str, Any], convert: Mapping[str, Any] = {}) -> Dict[str, Any]:
         """Constructor arguments from JSON ``d``. Raises ``ValueError`` naming the key when ``d``
-        is not an object, a ``_str_keys`` value is not a string or a converter refuses a value."""
+        is not an object, a required key is missing, a ``_str_keys`` value is not a string or a
+        converter refuses a value."""
         if type(d) is not dict and not _is_mapping(d):
             raise ValueError(f"{cls._json_name or cls.__name__} must be a JSON object, got {_json_type(d)}")
         for key in cls._str_keys:
@@ -181,6 +201,19 @@ class _WireMixin:
         if not known.issuperset(d):
             kwargs["extra"] = {k: copy.deepcopy(v) for k, v in d.items() if k not in known}
         if absent:
+            required = cls.__dict__.get("_required_keys")
+            if required is None:
+                no_default = {
+                    f.name
+                    for f in fields(cls)  # type: ignore[arg-type]
+                    if f.default is MISSING and f.default_factory is MISSING
+                }
+                required = tuple(key for attr, key, _ in cls._wire if attr in no_default)
+                cls._required_keys = required  # type: ignore[attr-defined]
+            for key in required:
+                if key not in d:
+                    where = f"{cls._json_name}: " if cls._json_name else ""
+                    raise ValueError(f"{where}the required key {key!r} is missing")
             shape = frozenset(absent)
             kwargs["_absent"] = _ABSENT_SETS.setdefault(shape, shape)  # one shared set per shape
         return kwargs
@@ -319,7 +352,14 @@ class ImageContent(_WireMixin):
     _absent: FrozenSet[str] = _absent()
     type: ClassVar[str] = "image"
     _tag = ("type", "image")
+    _json_name = "an 'image' block"
     _wire = (("data", "data", "req"), ("mime_type", "mimeType", "req"))
+
+    def __repr__(self) -> str:
+        # the size, not the data: an image is megabytes of base64 in a notebook, a log or a traceback
+        data = self.data
+        size = f"{len(data)} characters" if isinstance(data, (str, bytes, bytearray)) else type(data).__name__
+        return f"{type(self).__qualname__}(data=<{size}>, mime_type={self.mime_type!r})"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ImageContent:
@@ -377,33 +417,36 @@ _BLOCKS: Dict[str, Any] = {
 
 
 def content_from_dict(d: Any) -> Any:
-    """Read one content block; an unknown block type is returned as the plain dict it was."""
-    if type(d) is dict:
-        cls = _BLOCKS.get(d.get("type"))  # type: ignore[arg-type]
-        return cls.from_dict(d) if cls is not None else dict(d)
+    """Read one content block; an unknown block type (or a ``type`` that is not a string) is
+    returned as the plain dict it was, a value that is not an object as it is. ``ValueError``
+    naming the key when a known block is malformed (a required key missing, a text not a string)."""
     if _is_mapping(d):
-        cls = _BLOCKS.get(d.get("type"))
-        if cls is not None:
-            return cls.from_dict(d)
-        return dict(d)
+        kind = d.get("type")
+        cls = _BLOCKS.get(kind) if type(kind) is str else None  # a list "type" is unknown, not a crash
+        return cls.from_dict(d) if cls is not None else dict(d)
     return d
 
 
 def _blocks(value: Any) -> Any:
+    """A ``content`` value read back: block dicts as block objects. ``ValueError`` naming the block
+    (``content[2]: a 'toolCall' block: ...``) when one is malformed."""
     if type(value) is list:  # content_from_dict inlined: one call per message, not per block
         out: List[Any] = []
         append = out.append
-        for block in value:
-            if type(block) is dict:
-                kind = block.get("type")
-                # TextContent.from_dict's fast path, inlined (the text read once: this runs per block)
-                if kind == "text" and block.keys() == _TEXT_KEYS and type(text := block["text"]) is str:
-                    append(TextContent(text, None, {}, _NO_TEXT_SIGNATURE))
-                    continue
-                cls = _BLOCKS.get(kind)  # type: ignore[arg-type]
-                append(cls.from_dict(block) if cls is not None else dict(block))
-            else:
-                append(content_from_dict(block))
+        try:
+            for block in value:
+                if type(block) is dict:
+                    kind = block.get("type")
+                    # TextContent.from_dict's fast path, inlined (the text read once: this runs per block)
+                    if kind == "text" and block.keys() == _TEXT_KEYS and type(text := block["text"]) is str:
+                        append(TextContent(text, None, {}, _NO_TEXT_SIGNATURE))
+                        continue
+                    cls = _BLOCKS.get(kind) if type(kind) is str else None
+                    append(cls.from_dict(block) if cls is not None else dict(block))
+                else:
+                    append(content_from_dict(block))
+        except ValueError as exc:
+            raise ValueError(f"content[{len(out)}]: {exc}") from None  # len(out): the failing block
         return out
     if isinstance(value, str) or value is None:
         return value
@@ -613,6 +656,11 @@ class Model(_WireMixin):
                 parts.append(f"{f.name}={value!r}")
         return f"{type(self).__qualname__}({', '.join(parts)})"
 
+    def _as_read(self, attr: str, value: Any) -> bool:
+        if attr == "name":  # an absent name reads as the id
+            return value == self.id
+        return super()._as_read(attr, value)
+
     @property
     def key(self) -> str:
         """``"provider/id"``, the form :func:`agentcore.get_model` accepts."""
@@ -768,7 +816,10 @@ class AssistantMessage(_WireMixin):
 
     @property
     def text(self) -> str:
-        """All text blocks joined (thinking and tool calls left out)."""
+        """All text blocks joined (thinking and tool calls left out); a ``str`` content (another
+        writer's shape) as it is."""
+        if isinstance(self.content, str):
+            return self.content
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     def copy(self) -> AssistantMessage:
@@ -844,6 +895,9 @@ class ToolResultMessage(_WireMixin):
 
     @property
     def text(self) -> str:
+        """All text blocks joined (images left out); a ``str`` content as it is."""
+        if isinstance(self.content, str):
+            return self.content
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     @classmethod
@@ -1080,7 +1134,9 @@ def text_of(content: Union[str, Sequence[Any], None]) -> str:
         if isinstance(block, TextContent):
             parts.append(block.text)
         elif _is_mapping(block) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
+            text = block.get("text")
+            if text is not None:  # a null text is no text, not "None"
+                parts.append(str(text))
     return "".join(parts)
 
 

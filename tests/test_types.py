@@ -411,3 +411,109 @@ def test_add_usage_sums_reports_and_wire_dicts_and_skips_what_is_not_a_number():
     add_usage(total, {"input": "7", "output": True, "totalTokens": None})  # a hand-edited file: nothing
     assert (total.input, total.output, total.cache_read, total.cache_write, total.total_tokens) == (111, 222, 3, 4, 340)
     assert total.cost.total == pytest.approx(4.0) and total.cost.input == pytest.approx(1.1)
+
+
+# --------------------------------------------------------------------------- review: decoding edge cases
+
+
+def test_image_repr_shows_the_size_not_the_base64_data():  # reprs never carry an image's data
+    image = ImageContent("QUJD" * 250_000, "image/png")  # a 1 MB screenshot
+    assert repr(image) == "ImageContent(data=<1000000 characters>, mime_type='image/png')"
+    message = UserMessage([TextContent("see"), image], timestamp=1)
+    assert "QUJDQUJD" not in repr(message) and len(repr(message)) < 200
+    assert message.to_dict()["content"][1]["data"] == image.data  # only the repr leaves it out
+
+
+def test_missing_required_keys_are_named_by_their_json_key():  # STYLE: errors name the problem
+    with pytest.raises(ValueError, match=r"^malformed 'toolResult' message: the required key 'toolName' is missing$"):
+        message_from_dict({"role": "toolResult", "toolCallId": "c1", "content": [], "isError": False, "timestamp": 1})
+    assistant = copy.deepcopy(SYNTHETIC[3])
+    del assistant["content"][3]["id"]
+    with pytest.raises(ValueError, match=r"content\[3\]: a 'toolCall' block: the required key 'id' is missing$"):
+        message_from_dict(assistant)
+    user = {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image", "mimeType": "image/png"}]}
+    with pytest.raises(ValueError, match=r"content\[1\]: an 'image' block: the required key 'data' is missing$"):
+        message_from_dict(user)
+    with pytest.raises(ValueError, match=r"^a 'text' block: the required key 'text' is missing$"):
+        TextContent.from_dict({"type": "text"})  # a plugin's block: ValueError, not a bare TypeError
+
+
+def test_a_block_whose_type_is_not_a_string_is_kept_as_an_unknown_block():  # spec §1: unknown blocks kept
+    data = {"role": "user", "content": [{"type": ["text"], "text": "x"}, {"type": 5}], "timestamp": 1}
+    message = message_from_dict(copy.deepcopy(data))
+    assert message.content == data["content"] and message.to_dict() == data
+
+
+def test_values_set_after_reading_are_written():  # nothing is lost: absent keys stay absent only unchanged
+    assistant = message_from_dict(copy.deepcopy(SYNTHETIC[4]))  # read without responseId or diagnostics
+    result = message_from_dict(
+        {"role": "toolResult", "toolCallId": "c", "toolName": "t", "content": [], "isError": False, "timestamp": 1}
+    )
+    call = ToolCall.from_dict({"type": "toolCall", "id": "c", "name": "n", "arguments": {}})
+    thinking = ThinkingContent.from_dict({"type": "thinking", "thinking": "x"})
+    assert message_from_dict({"role": "user", "content": "x"}).to_dict() == {"role": "user", "content": "x"}
+    assistant.response_id = "resp-1"
+    assistant.diagnostics = [Diagnostic("stream_recovery", timestamp=2)]
+    result.details = {"diff": "+x"}
+    result.usage = Usage(1, 2, 0, 0, 3)
+    call.thought_signature = "g"
+    thinking.thinking_signature = "sig"
+    assert assistant.to_dict()["responseId"] == "resp-1"
+    assert assistant.to_dict()["diagnostics"] == [{"type": "stream_recovery", "timestamp": 2}]
+    assert result.to_dict()["details"] == {"diff": "+x"} and result.to_dict()["usage"]["totalTokens"] == 3
+    assert call.to_dict()["thoughtSignature"] == "g" and thinking.to_dict()["thinkingSignature"] == "sig"
+    partial = message_from_dict({"role": "bashExecution", "command": "ls", "output": "", "timestamp": 1})
+    partial.exit_code, partial.cancelled = 130, True
+    assert partial.to_dict() == {
+        "role": "bashExecution",
+        "command": "ls",
+        "output": "",
+        "exitCode": 130,
+        "cancelled": True,
+        "timestamp": 1,
+    }
+
+
+def test_text_of_a_null_text_block_is_empty():  # a hand-edited block: not the word "None"
+    assert text_of([{"type": "text", "text": None}, {"type": "text", "text": "a"}, {"type": "text"}]) == "a"
+
+
+def test_text_of_a_string_content_is_that_string():  # another writer's assistant/tool-result shape
+    base = copy.deepcopy(SYNTHETIC[4])
+    base["content"] = "plain answer"
+    assert message_from_dict(base).text == "plain answer"
+    result = {"role": "toolResult", "toolCallId": "c", "toolName": "t", "content": "out", "isError": False}
+    assert message_from_dict(result).text == "out"
+
+
+def test_custom_message_dict_blocks_become_block_objects_for_the_model():  # agent-loop §1.5 custom
+    image = {"type": "image", "data": "aGk=", "mimeType": "image/png"}
+    custom = {"role": "custom", "customType": "memo", "content": [{"type": "text", "text": "remember"}, image]}
+    converted = convert_message(custom)  # e.g. added by a transform_context plugin
+    assert converted.content == [TextContent("remember"), ImageContent("aGk=", "image/png")]
+    odd = convert_message({"role": "custom", "content": [{"type": "text"}, {"type": "audio"}]})
+    assert odd.content == [{"type": "text"}, {"type": "audio"}]  # converters never raise
+    from agentcore.providers.openai_completions import convert_messages
+
+    sent = convert_messages(Model(id="m", api="openai-completions", provider="p"), AgentContext("", [converted]), {})
+    assert sent == [{"role": "user", "content": "remember"}]  # the model sees it (images: not declared)
+
+
+def test_event_to_dict_survives_reference_cycles():  # event_to_dict never fails
+    from agentcore.events import MessageEndEvent, ToolExecutionEndEvent, ToolExecutionStartEvent, event_to_dict
+    from agentcore.tools import AgentToolResult
+
+    tree: dict = {"name": "root", "children": []}
+    tree["children"].append({"name": "leaf", "parent": tree})  # a tool's details with back references
+    loop: list = [1]
+    loop.append(loop)
+    events = [
+        ToolExecutionStartEvent("c", "t", {"items": loop}),
+        ToolExecutionEndEvent("c", "t", AgentToolResult(content=[TextContent("ok")], details=tree)),
+        MessageEndEvent(ToolResultMessage("c", "t", [TextContent("ok")], details=tree, timestamp=1)),
+    ]
+    start, end, message = [json.loads(json.dumps(event_to_dict(e), allow_nan=False)) for e in events]
+    assert start["args"] == {"items": [1, "<cycle>"]}
+    assert end["result"]["details"]["children"][0] == {"name": "leaf", "parent": "<cycle>"}
+    assert message["message"]["content"] == [{"type": "text", "text": "ok"}]
+    assert message["message"]["details"]["children"][0]["parent"] == "<cycle>"
