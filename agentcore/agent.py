@@ -77,6 +77,7 @@ from .types import (
     Usage,
     UserMessage,
     message_from_dict,
+    now_ms,
     role_of,
 )
 
@@ -687,7 +688,8 @@ class Agent:
     @staticmethod
     def _as_message(message: Any, method: str = "prompt") -> Any:
         """A str as a user message, a dict in the reference JSON shape (``{"role": "user", ...}``)
-        read with ``message_from_dict``, anything else as it is. TypeError for a dict without a
+        read with ``message_from_dict`` (stamped with the current time when it has no
+        ``timestamp``), anything else as it is. TypeError for a dict without a
         known role or one that is malformed (it would be stored raw, or silently dropped)."""
         if isinstance(message, str):
             return UserMessage(content=[TextContent(message)])
@@ -699,6 +701,8 @@ class Agent:
                     f"{method}() got a dict message that {problem}; a message dict needs "
                     f"one of the roles {', '.join(_MESSAGE_ROLES)}"
                 )
+            if "timestamp" not in message:  # stamped now, and so written: a reload keeps the time
+                message = {**message, "timestamp": now_ms()}
             try:
                 return message_from_dict(message)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -234,3 +234,20 @@ def test_settings_are_recorded_again_on_a_branch_that_lacks_them(tmp_path):
     with Session.open(str(path)) as session:
         resumed = Agent(session=session)
         assert resumed.state.model.id == "other-model" and resumed.state.thinking_level == "high"
+
+
+def test_a_prompt_dict_without_a_timestamp_keeps_its_time_on_resume(tmp_path):
+    """``prompt({"role": "user", ...})`` without a timestamp was stamped in memory but written
+    without one, so a resumed session showed the time it was loaded instead."""
+    from agentcore.testing import text
+
+    scripted = ScriptedModel([text("ok")])
+    path = tmp_path / "stamped.jsonl"
+    with Session.create(path, cwd="/w") as session:
+        agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+        agent.prompt({"role": "user", "content": "hi"})
+        stamped = agent.state.messages[0].timestamp
+    line = json.loads(path.read_text("utf-8").splitlines()[-2])
+    assert line["message"]["role"] == "user" and line["message"]["timestamp"] == stamped
+    with Session.open(path, read_only=True) as reopened:
+        assert reopened.build_context().messages[0].timestamp == stamped
