@@ -56,6 +56,15 @@ def safe_repr(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+#: integers longer than this many bits (about 4000 digits) cannot be written in decimal: Python
+#: refuses to convert past 4300 digits (``sys.set_int_max_str_digits``)
+_MAX_INT_BITS = 13_000
+
+
+def _huge(value: int) -> str:
+    return f"<integer of {value.bit_length()} bits>"
+
+
 #: how deep :func:`json_safe` follows containers; deeper ones become ``"<nested too deeply>"``
 MAX_JSON_DEPTH = 200
 
@@ -65,7 +74,8 @@ def json_safe(value: Any) -> Any:
 
     The form, documented in README.rst (Sessions):
 
-    - ``str``, ``int``, ``bool``, ``None`` and finite floats: as they are;
+    - ``str``, ``int``, ``bool``, ``None`` and finite floats: as they are (an integer too long to
+      write in decimal, past about 4000 digits: ``"<integer of N bits>"``);
     - NaN and +/-Infinity: ``None`` (as ``JSON.stringify`` writes them: ``null``);
     - ``dict``: a dict; ``str`` keys as they are, numbers/bool/None keys as ``json.dumps`` writes
       them (``1`` -> ``"1"``, ``True`` -> ``"true"``), other keys as their ``repr()``;
@@ -84,12 +94,14 @@ def json_safe(value: Any) -> Any:
 
 def _safe(value: Any, active: Set[int]) -> Any:
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
+    if kind is str or kind is bool or value is None:
         return value
+    if kind is int:
+        return value if value.bit_length() <= _MAX_INT_BITS else _huge(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else None
     if isinstance(value, (str, int)) and not isinstance(value, Enum):  # str/int subclasses
-        return str(value) if isinstance(value, str) else int(value)
+        return str(value) if isinstance(value, str) else _safe(int(value), active)
     if isinstance(value, (bytes, bytearray, memoryview)):
         try:
             return {"type": "bytes", "base64": base64.b64encode(bytes(value)).decode("ascii")}

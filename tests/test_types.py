@@ -517,3 +517,16 @@ def test_event_to_dict_survives_reference_cycles():  # event_to_dict never fails
     assert end["result"]["details"]["children"][0] == {"name": "leaf", "parent": "<cycle>"}
     assert message["message"]["content"] == [{"type": "text", "text": "ok"}]
     assert message["message"]["details"]["children"][0]["parent"] == "<cycle>"
+
+
+def test_event_to_dict_of_an_integer_too_long_for_decimal_still_dumps():  # event_to_dict never fails
+    """A calculator tool's ``2**20000`` in its details passed through ``json_safe``, and the
+    ``json.dumps`` of ``agentcore run --json`` then failed (Python writes at most 4300 digits)."""
+    from agentcore.events import ToolExecutionEndEvent, event_to_dict
+    from agentcore.tools import AgentToolResult
+
+    event = ToolExecutionEndEvent(
+        "c", "calc", AgentToolResult(content=[TextContent("big")], details={"n": 2**20000, "m": 7})
+    )
+    shown = json.loads(json.dumps(event_to_dict(event)))
+    assert shown["result"]["details"] == {"n": "<integer of 20001 bits>", "m": 7}
