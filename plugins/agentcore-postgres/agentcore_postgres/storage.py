@@ -4,7 +4,9 @@ Same semantics as agentcore's SQLite storage: each row's ``payload`` is byte for
 line of the entry, rows are ordered by ``seq`` (append order), and the tree index is rebuilt from
 the rows at open (message payloads are fetched when first read, in batches). Every append is one
 autocommit statement, so it is one transaction: a writer killed at any moment leaves only complete
-entries, and memory is updated only after the server confirmed the commit.
+entries, and memory is updated only after the server confirmed the commit. An append interrupted
+(Ctrl+C) after the server committed it stays stored, and the handle's next append follows it (see
+:meth:`PostgresSessionStorage._write`).
 
 One writer per session, across machines: a writer holds a session-level advisory lock
 (``pg_try_advisory_lock``) on its own connection for as long as it is open. A second writer gets
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 from dataclasses import dataclass
@@ -45,7 +48,6 @@ from agentcore.session.entries import (
     SessionEntry,
     SessionHeader,
     encode_line,
-    entry_from_dict,
     header_from_dict,
     new_header,
 )
@@ -134,6 +136,30 @@ def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
         raise SessionError("storage", f"{display}: {exc}", path=display) from None
 
 
+# What PostgreSQL text cannot hold: NUL, and lone surrogates (a non-UTF-8 file name as os.getcwd()
+# returns it, half of an emoji a model sent in two pieces); psycopg raises a bare UnicodeEncodeError
+# for the latter.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _column_text(text: str) -> str:
+    """``text`` as the ``cwd`` and ``name`` columns (what listing shows and filters on) hold it: NUL and
+    lone surrogates written as their JSON escapes (``\\u0000``, ``\\udcff``); the session header and
+    the entries keep the exact text."""
+    if not _UNSTORABLE.search(text):
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")  # pairs: characters
+    return _UNSTORABLE.sub(lambda found: f"\\u{ord(found.group()):04x}", joined)
+
+
+def _check_id(display: str, what: str, value: Optional[str]) -> None:
+    """``ValueError`` naming ``value`` when PostgreSQL text cannot store it (ids are keys: never rewritten)."""
+    if value is not None and _UNSTORABLE.search(value):
+        raise ValueError(
+            f"{display}: {what} {value!r} holds a NUL character or a lone surrogate, which PostgreSQL text cannot store"
+        )
+
+
 def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bool, rows: Iterable[tuple] = ()) -> str:
     """Insert a session row (and entry ``rows``) in one transaction; ``already_exists`` unless ``exist_ok``."""
     with conn.transaction():
@@ -143,7 +169,7 @@ def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bo
             (
                 header.id,
                 encode_line(header.to_dict())[:-1].decode("utf-8"),
-                header.cwd,
+                _column_text(header.cwd),
                 header.timestamp,
                 header.parent_session,
             ),
@@ -166,19 +192,38 @@ def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bo
 
 
 def _db_error(
-    display: str, dsn_scrub: Any, conn: Any, session_id: Optional[str], what: str, exc: BaseException
+    display: str,
+    dsn_scrub: Any,
+    conn: Any,
+    session_id: Optional[str],
+    what: str,
+    exc: BaseException,
+    *,
+    locked: bool = False,
+    appending: bool = False,
 ) -> SessionError:
-    """A password-free ``SessionError`` for a database failure (the driver's words, scrubbed). A
-    lost connection is a ``SessionLockedError``: the writer lock went with it."""
+    """A password-free ``SessionError("storage")`` for a database failure (the driver's words,
+    scrubbed). A lost connection (``conn`` broken or closed: the caller passes the connection as it
+    was when the statement failed) is said to be one; for a writer that held the session's lock
+    (``locked``) it is a ``SessionLockedError``, the lock went with it. ``appending``: the failed
+    statement was an append, which a lost connection may have committed or not; any other failure
+    recorded nothing."""
     detail = dsn_scrub(str(exc).strip())
     if isinstance(exc, _psycopg().OperationalError) and (conn is None or conn.broken or conn.closed):
-        return SessionLockedError(
-            f"{display}: session {session_id}: {what}: the connection to the server was lost ({detail}), "
-            "and with it the writer lock; reopen the session (the last append may or may not have been "
-            "recorded)",
+        outcome = "; the entry may or may not have been recorded" if appending else ""
+        if locked:
+            return SessionLockedError(
+                f"{display}: session {session_id}: {what}: the connection to the server was lost ({detail}), "
+                f"and with it the writer lock{outcome}; reopen the session (it shows what was recorded)",
+                path=display,
+            )
+        return SessionError(
+            "storage",
+            f"{display}: session {session_id}: {what}: the connection to the server was lost ({detail}){outcome}",
             path=display,
         )
-    return SessionError("storage", f"{display}: {what}: {detail}", path=display)
+    outcome = "; the entry was not recorded" if appending else ""
+    return SessionError("storage", f"{display}: {what}{outcome}: {detail}", path=display)
 
 
 class PostgresSessionStorage(SessionStorage):
@@ -191,8 +236,9 @@ class PostgresSessionStorage(SessionStorage):
 
     Opening as a writer creates or upgrades the tables (see :mod:`agentcore_postgres.schema`).
     Errors: ``SessionLockedError`` when another connection writes the session; ``SessionError``
-    ``"storage"`` for connection and database failures (and a schema newer than this library);
-    ``ValueError`` for a DSN libpq cannot parse.
+    ``"storage"`` for connection and database failures, a timeout among them (and a schema newer
+    than this library); ``ValueError`` for a DSN libpq cannot parse, or a session id holding a NUL
+    or a lone surrogate (PostgreSQL text cannot store them).
     """
 
     def __init__(
@@ -206,11 +252,14 @@ class PostgresSessionStorage(SessionStorage):
     ) -> None:
         super().__init__()
         parsed = parse_dsn(dsn)
+        _check_id(parsed.display, "session id", session_id)
         self.path = parsed.display
         self.read_only = read_only
         self._scrub = parsed.scrub
         self._seq = 0
         self._conn: Any = None
+        self._locked = False  # a writer, open: holding the session's lock (on ``_conn``)
+        self._seq_unknown = False  # an append was interrupted: read the last seq back before the next
         if read_only and session_id is None:
             raise SessionError(
                 "not_found",
@@ -230,9 +279,11 @@ class PostgresSessionStorage(SessionStorage):
             if not read_only:
                 self._acquire_lock()
             self._load()
+            self._locked = not read_only
         except psycopg.Error as exc:
+            error = self._db_error("cannot open the session", exc)  # before close(): is the connection lost?
             self.close()
-            raise self._db_error("cannot open the session", exc) from None
+            raise error from None
         except BaseException:
             self.close()
             raise
@@ -245,9 +296,16 @@ class PostgresSessionStorage(SessionStorage):
 
     # ------------------------------------------------------------------ helpers
 
-    def _db_error(self, what: str, exc: BaseException) -> SessionError:
+    def _db_error(self, what: str, exc: BaseException, *, appending: bool = False) -> SessionError:
         return _db_error(
-            self.path or "postgresql", self._scrub, self._conn, getattr(self, "session_id", None), what, exc
+            self.path or "postgresql",
+            self._scrub,
+            self._conn,
+            getattr(self, "session_id", None),
+            what,
+            exc,
+            locked=self._locked,
+            appending=appending,
         )
 
     def _where(self, line: Optional[int], entry_id: Optional[str] = None) -> str:
@@ -331,8 +389,19 @@ class PostgresSessionStorage(SessionStorage):
         transaction.
         """
         parsed = parse_dsn(dsn)
+        _check_id(parsed.display, "session id", session_id)
+        _check_id(parsed.display, "parent session id", parent_session)
         header = new_header(cwd, session_id, parent_session, metadata)
         rows = import_rows(header.id, lines, parsed.display)
+        for seq, row in enumerate(rows, 1):
+            if any(_UNSTORABLE.search(text) for text in row[2:7] if text is not None):
+                raise SessionError(
+                    "invalid_entry",
+                    f"{parsed.display}: imported line {seq}: entry {row[2]!r} holds a NUL character or a lone "
+                    "surrogate in its id, parent id, type, timestamp or role, which PostgreSQL text cannot store; "
+                    "nothing imported",
+                    line=seq,
+                )
         conn = _connect(parsed)
         try:
             _prepare_schema(conn, parsed.display, False)
@@ -371,10 +440,12 @@ class PostgresSessionStorage(SessionStorage):
             where, args = [], []
             if cwd is not None:
                 where.append("cwd = %s")
-                args.append(os.path.abspath(cwd))
+                args.append(_column_text(os.path.abspath(cwd)))
             if name:
                 where.append("name ILIKE %s")
-                args.append("%" + name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+                args.append(
+                    "%" + _column_text(name).replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                )
             sql = (
                 "SELECT id, cwd, created, parent_session, name, message_count FROM agentcore_sessions"
                 + (" WHERE " + " AND ".join(where) if where else "")
@@ -455,35 +526,58 @@ class PostgresSessionStorage(SessionStorage):
         return out
 
     def usage_totals(self) -> UsageTotals:
+        """Token and cost sums over the whole session, read with one query the first time.
+
+        A database failure is ``SessionError("storage")`` (a lost connection says so), a stored
+        payload that is not a valid entry ``SessionError("invalid_entry")`` naming its seq, as
+        when the entry itself is read; nothing is kept then, so a later call reads again."""
         with self._io_lock:
             conn = self._conn
             if self._usage is None and conn is not None and self._pid == os.getpid():
                 totals = UsageTotals()
-                rows = conn.execute(
-                    "SELECT payload FROM agentcore_entries WHERE session_id = %s AND (type IN ('compaction', "
-                    "'branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                    (self.session_id,),
-                )
-                for (payload,) in rows:
-                    totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
+                try:
+                    rows = conn.execute(
+                        "SELECT seq, id, payload FROM agentcore_entries WHERE session_id = %s AND (type IN "
+                        "('compaction', 'branch_summary') OR (type = 'message' AND (role = 'assistant' OR "
+                        "role IS NULL)))",
+                        (self.session_id,),
+                    ).fetchall()
+                except _psycopg().Error as exc:
+                    raise self._db_error("cannot read the usage totals", exc) from None
+                for seq, entry_id, payload in rows:
+                    totals.add(usage_of_entry(self._parse(payload, seq, entry_id)))
                 self._usage = totals
         return super().usage_totals()
 
     # ------------------------------------------------------------------ writing
 
     def _write(self, line: bytes, entry: SessionEntry) -> None:
+        """Insert the entry's row at the next ``seq``. An append interrupted by an exception that is
+        not the driver's (Ctrl+C: psycopg cancels the statement, and re-raises even when the server
+        had already committed it) leaves the next ``seq`` unknown: the next append reads it back
+        first, so it neither collides with a row committed unconfirmed nor leaves a gap. Such a row
+        stays in the session (the handle goes on without it; reopening shows it as a branch)."""
         conn = self._connection()  # under _io_lock (held by append): close() waits for this append
-        seq = self._seq + 1
-        row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
         try:
+            if self._seq_unknown:
+                found = conn.execute(
+                    "SELECT coalesce(max(seq), 0) FROM agentcore_entries WHERE session_id = %s", (self.session_id,)
+                ).fetchone()
+                self._seq, self._seq_unknown = found[0], False
+            seq = self._seq + 1
+            row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
             if entry.type == "message":
                 conn.execute(_INSERT_COUNTED, (*row, self.session_id))
             elif entry.type == "session_info":
-                conn.execute(_INSERT_NAMED, (*row, clean_name(getattr(entry, "name", None)), self.session_id))
+                name = clean_name(getattr(entry, "name", None))
+                conn.execute(_INSERT_NAMED, (*row, name if name is None else _column_text(name), self.session_id))
             else:
                 conn.execute(_INSERT, row)
         except _psycopg().Error as exc:
-            raise self._db_error("append failed; the entry was not recorded", exc) from None
+            raise self._db_error("append failed", exc, appending=True) from None
+        except BaseException:
+            self._seq_unknown = True  # interrupted: committed or not, the server knows
+            raise
         self._seq = seq
 
     def append(self, entry: SessionEntry) -> None:
@@ -506,6 +600,7 @@ class PostgresSessionStorage(SessionStorage):
         """
         with self._io_exclusion():
             conn, self._conn = self._conn, None
+            self._locked = False
             if conn is not None and self._pid != os.getpid():
                 _INHERITED.append(conn)
                 conn = None

@@ -191,6 +191,119 @@ def test_a_lost_connection_is_a_lost_lock(pg_dsn):
         assert [e.id for e in again.entries()] == [kept]
 
 
+def test_a_lost_connection_says_the_append_may_have_been_recorded(pg_dsn):
+    """The connection can drop after the server committed the row and before the client heard: the
+    error must not claim the entry was not recorded (a caller would append it again)."""
+    s = Session(PostgresSessionStorage.create(pg_dsn, cwd="/w"))
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid(s.storage),))
+    with pytest.raises(SessionLockedError) as info:
+        s.append_message(U("lost"))
+    message = str(info.value)
+    assert "may or may not have been recorded" in message and "was not recorded" not in message, message
+    s.close()
+
+
+class _InterruptedAfterCommit:
+    """The storage's connection, raising KeyboardInterrupt once after an INSERT returned: what
+    psycopg does when Ctrl+C lands after the server committed (it cancels, waits for the result,
+    re-raises). On a real server that window is a synchronous-replication wait (reproduced with
+    ``synchronous_standby_names`` set, which a shared test server must not be given)."""
+
+    def __init__(self, conn):
+        self._conn, self.armed = conn, True
+
+    def execute(self, sql, *args, **kwargs):
+        result = self._conn.execute(sql, *args, **kwargs)
+        if self.armed and "INSERT" in sql:
+            self.armed = False
+            raise KeyboardInterrupt
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
+
+
+def test_an_append_interrupted_after_its_commit_does_not_wedge_the_session(pg_dsn):
+    """The next append reused the committed row's seq: every append after it failed on the
+    primary key until the session was reopened."""
+    s = Session(PostgresSessionStorage.create(pg_dsn, cwd="/w"))
+    s.append_message(U("one"))
+    real = s.storage._conn
+    s.storage._conn = _InterruptedAfterCommit(real)
+    with pytest.raises(KeyboardInterrupt):
+        s.append_message(U("two"))
+    s.storage._conn = real
+    s.append_message(U("three"))
+    s.append_message(U("four"))
+    assert [text_of(e) for e in s.entries()] == ["one", "three", "four"]
+    s.close()
+    with Session(PostgresSessionStorage(pg_dsn, s.id, read_only=True)) as again:
+        assert [text_of(e) for e in again.entries()] == ["one", "two", "three", "four"]  # nothing lost
+        assert [m.content[0].text for m in again.build_context().messages] == ["one", "three", "four"]
+    [info] = [i for i in PostgresSessionStorage.list_sessions(pg_dsn, cwd="/w", limit=1000) if i.id == s.id]
+    assert info.message_count == 4
+
+
+def test_a_reader_losing_its_connection_is_not_told_of_a_writer_lock(pg_dsn):
+    with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as writer:
+        writer.append_message(U("one"))
+    with Session(PostgresSessionStorage(pg_dsn, writer.id, read_only=True)) as reader:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid(reader.storage),))
+        with pytest.raises(SessionError) as info:
+            reader.build_context()  # the message payload is fetched now
+        assert not isinstance(info.value, SessionLockedError) and info.value.code == "storage"
+        assert "connection to the server was lost" in str(info.value) and "writer lock" not in str(info.value)
+
+
+def with_lock_timeout(dsn):
+    options = psycopg.conninfo.conninfo_to_dict(dsn).get("options", "")
+    return psycopg.conninfo.make_conninfo(dsn, options=f"{options} -clock_timeout=100")
+
+
+def test_a_timeout_while_opening_is_a_storage_error_not_a_locked_session(pg_dsn):
+    """A statement or lock timeout during open (the connection is fine) was reported as a lost
+    connection and a ``SessionLockedError``, which the command line words as another writer."""
+    sid = PostgresSessionStorage.create(pg_dsn, cwd="/w").session_id
+    wait_for_lock_release(pg_dsn, sid)
+    with psycopg.connect(pg_dsn) as blocker:
+        blocker.execute("LOCK TABLE agentcore_entries IN ACCESS EXCLUSIVE MODE")  # the load waits for it
+        for read_only in (False, True):
+            with pytest.raises(SessionError) as info:
+                PostgresSessionStorage(with_lock_timeout(pg_dsn), sid, read_only=read_only)
+            message = str(info.value)
+            assert not isinstance(info.value, SessionLockedError) and info.value.code == "storage", message
+            assert "cannot open the session" in message and "lock timeout" in message, message
+            assert "connection to the server was lost" not in message, message
+    with Session(PostgresSessionStorage(pg_dsn, sid)) as s:  # the failed opens left no lock behind
+        s.append_message(U("after"))
+
+
+def test_usage_totals_failures_are_session_errors(pg_dsn):
+    """The usage query raised the driver's own exceptions, and a corrupt payload a bare ValueError."""
+    from agentcore.types import AssistantMessage
+
+    with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as s:
+        s.append_message(U("q"))
+        answer = s.append_message(AssistantMessage([TextContent("a")], timestamp=1))
+    with Session(PostgresSessionStorage(with_lock_timeout(pg_dsn), s.id)) as again:
+        with psycopg.connect(pg_dsn) as blocker:
+            blocker.execute("LOCK TABLE agentcore_entries IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(SessionError) as info:
+                again.get_session_stats()
+            assert info.value.code == "storage" and "lock timeout" in str(info.value)
+        assert again.get_session_stats().message_count == 2  # nothing was kept: read again
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(
+            "UPDATE agentcore_entries SET payload = '{broken' WHERE session_id = %s AND id = %s", (s.id, answer)
+        )
+    with Session(PostgresSessionStorage(pg_dsn, s.id)) as broken:
+        with pytest.raises(SessionError) as info:
+            broken.get_session_stats()
+        assert info.value.code == "invalid_entry" and f"entry {answer}, seq 2" in str(info.value)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_neither_uses_nor_releases_the_parents_connection(pg_dsn):
     """A forked child shares the parent's server connection (its socket). Its close() ran
@@ -246,6 +359,23 @@ def test_create_with_lines_is_one_transaction(pg_dsn):
     assert info.value.code == "not_found"  # rolled back: no half-made session
 
 
+def test_ids_postgresql_text_cannot_hold_are_refused_by_name(pg_dsn):
+    """A lone surrogate reached the driver, which raised a bare UnicodeEncodeError."""
+    for sid in ("id\udcffx", "id\x00x"):
+        with pytest.raises(ValueError, match="holds a NUL character or a lone surrogate"):
+            PostgresSessionStorage(pg_dsn, sid, create=True)
+        with pytest.raises(ValueError, match="session id"):
+            PostgresSessionStorage.create(pg_dsn, sid)
+    with pytest.raises(ValueError, match="parent session id"):
+        PostgresSessionStorage.create(pg_dsn, parent_session="p\udcff")
+    line = b'{"type":"message","id":"a\\ud800","parentId":null,"timestamp":"2025-01-01T00:00:00.000Z",' + (
+        b'"message":{"role":"user","content":"x","timestamp":1}}'
+    )
+    with pytest.raises(SessionError) as info:
+        PostgresSessionStorage.create(pg_dsn, lines=[line])
+    assert info.value.code == "invalid_entry" and "imported line 1" in str(info.value)
+
+
 # --------------------------------------------------------------------------- listing and deleting
 
 
@@ -297,3 +427,18 @@ def test_delete_session(pg_dsn):
     assert info.value.code == "not_found"
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM agentcore_entries WHERE session_id = 'to-delete'").fetchone()[0] == 0
+
+
+def test_a_cwd_or_name_postgresql_text_cannot_hold_is_listed_escaped(fresh_dsn):
+    """A non-UTF-8 directory (os.getcwd() gives lone surrogates) made opening raise a bare
+    UnicodeEncodeError; a name with NUL or half an emoji made set_name fail. The header and the
+    entries keep the exact text; the listing columns hold JSON escapes, and listing filters alike."""
+    cwd = "/srv/caf\udce9"
+    with Session(PostgresSessionStorage(fresh_dsn, cwd=cwd)) as s:
+        s.append_message(U("x"))
+        s.set_name("half \ud83d and nul \x00")
+    with Session(PostgresSessionStorage(fresh_dsn, s.id, read_only=True)) as again:
+        assert again.storage.header.cwd == cwd and again.name == "half \ud83d and nul \x00"
+    [info] = PostgresSessionStorage.list_sessions(fresh_dsn, cwd=cwd)
+    assert (info.id, info.cwd, info.name) == (s.id, "/srv/caf\\udce9", "half \\ud83d and nul \\u0000")
+    assert [i.id for i in PostgresSessionStorage.list_sessions(fresh_dsn, name="\ud83d and nul \x00")] == [s.id]
