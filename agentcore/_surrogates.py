@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-__all__ = ["HAS_SURROGATE", "fix_surrogates", "join_surrogate_pairs"]
+__all__ = ["HAS_SURROGATE", "escape_lone_surrogates", "fix_surrogates", "join_surrogate_pairs"]
 
 #: matches when a text holds any surrogate (the fast check before :func:`fix_surrogates`)
 HAS_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -34,3 +34,13 @@ def fix_surrogates(text: str, lone: Callable[[str], str]) -> str:
 def join_surrogate_pairs(text: str) -> str:
     """``text`` with every surrogate pair joined into its character; lone surrogates are kept."""
     return fix_surrogates(text, str)
+
+
+def escape_lone_surrogates(text: str) -> str:
+    """``text`` with every surrogate pair joined and every lone surrogate written as its JSON
+    escape (``\\udcff``, six characters): what a JSON reader turns back into the same ``str``."""
+    return fix_surrogates(text, _json_escape)
+
+
+def _json_escape(surrogate: str) -> str:
+    return f"\\u{ord(surrogate):04x}"

@@ -363,3 +363,39 @@ def test_a_forked_child_neither_uses_nor_releases_the_parents_handle(tmp_path):
     session.close()
     with Session(SqliteSessionStorage(db, "s", read_only=True)) as again:
         assert [e.id for e in again.entries()] == [first, second]
+
+
+def test_usage_totals_of_a_corrupt_row_name_it(tmp_path):
+    """A damaged assistant payload (decoded lazily, so opening works) made usage totals raise a
+    bare JSONDecodeError; it is ``invalid_entry`` naming the entry, and nothing is cached."""
+    db = str(tmp_path / "u.db")
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="u")) as session:
+        session.append_message(UserMessage("q", timestamp=1))
+        answer_id = session.append_message(
+            AssistantMessage([TextContent("a")], api="x", provider="p", model="m", usage=Usage(1, 2), timestamp=2)
+        )
+    with sqlite3.connect(db) as raw:
+        raw.execute("UPDATE entries SET payload = '{broken' WHERE id = ?", (answer_id,))
+    storage = SqliteSessionStorage(db, "u", read_only=True)
+    try:
+        for _ in range(2):  # a failed call caches nothing: the second reads (and fails) again
+            with pytest.raises(SessionError) as failed:
+                storage.usage_totals()
+            assert failed.value.code == "invalid_entry" and answer_id in str(failed.value)
+    finally:
+        storage.close()
+
+
+def test_a_cwd_sqlite_text_cannot_hold_is_listed_escaped(tmp_path):
+    """``os.getcwd()`` in a directory whose name is not UTF-8 holds a lone surrogate: creating a
+    session there raised UnicodeEncodeError. The header keeps the exact text; the listing column
+    holds its JSON escape. An id holding one is refused by name."""
+    db = str(tmp_path / "c.db")
+    with Session(SqliteSessionStorage.create(db, cwd="/tmp/caf\udce9", session_id="c")) as session:
+        assert session.cwd == "/tmp/caf\udce9"
+    (info,) = SqliteSessionStorage.list_sessions(db)
+    assert info.cwd == "/tmp/caf\\udce9"
+    with Session(SqliteSessionStorage(db, "c", read_only=True)) as reopened:
+        assert reopened.cwd == "/tmp/caf\udce9"
+    with pytest.raises(ValueError, match="session_id 'x\\\\udcff' holds a lone surrogate"):
+        SqliteSessionStorage.create(db, session_id="x\udcff")

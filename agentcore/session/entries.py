@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
-from .._surrogates import fix_surrogates
+from .._surrogates import escape_lone_surrogates
 from ..types import _json_type, message_from_dict, message_to_dict
 from .errors import SessionError
 
@@ -232,14 +232,10 @@ def encode_line(obj: Mapping[str, Any]) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:  # surrogate code points, e.g. an emoji split across two stream deltas
-        return (fix_surrogates(text, _escaped) + "\n").encode("utf-8")
-
-
-# A surrogate pair (two code points in a Python str) or a lone surrogate; they can only occur
-# inside JSON strings, where JSON.stringify (the reference writer) joins the first into its
-# character and writes the second as a \uXXXX escape. Both read back to the same str.
-def _escaped(surrogate: str) -> str:
-    return f"\\u{ord(surrogate):04x}"
+        # a surrogate pair (two code points in a Python str) or a lone surrogate can only occur
+        # inside JSON strings, where JSON.stringify (the reference writer) joins the first into its
+        # character and writes the second as a \uXXXX escape. Both read back to the same str.
+        return (escape_lone_surrogates(text) + "\n").encode("utf-8")
 
 
 # --------------------------------------------------------------------------- entry model

@@ -60,13 +60,13 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from .. import streams
+from .._surrogates import escape_lone_surrogates
 from . import process_state
 from .context import UsageTotals, usage_of_entry
 from .entries import (
     SessionEntry,
     SessionHeader,
     encode_line,
-    entry_from_dict,
     header_from_dict,
     new_header,
 )
@@ -303,6 +303,16 @@ class _CreatedMeanwhile(Exception):
     """Another opener created the first session of an empty database first."""
 
 
+def _listable(text: str) -> str:
+    """``text`` as SQLite can store it: a lone surrogate (a directory whose name is not UTF-8 read
+    by ``os.getcwd()``) written as its JSON escape (``\\udcff``); the header keeps the exact text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return escape_lone_surrogates(text)
+    return text
+
+
 def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[Tuple[Any, ...]]) -> None:
     """Insert a session row and its entry rows (inside the caller's transaction)."""
     conn.execute(
@@ -310,7 +320,7 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[
         (
             header.id,
             encode_line(header.to_dict())[:-1].decode("utf-8"),
-            header.cwd,
+            _listable(header.cwd),
             header.timestamp,
             header.parent_session,
         ),
@@ -388,6 +398,9 @@ class SqliteSessionStorage(SessionStorage):
         """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
         path = os.path.abspath(os.fspath(db_path))
         header = new_header(cwd, session_id, parent_session, metadata)
+        for what, value in (("session_id", header.id), ("parent_session", header.parent_session)):
+            if value is not None and _listable(value) != value:
+                raise ValueError(f"{what} {value!r} holds a lone surrogate, which SQLite text cannot store")
         rows = import_rows(header.id, lines, path)  # a bad line is reported before the database is touched
         conn = _connect(path, False)
         try:
@@ -663,14 +676,19 @@ class SqliteSessionStorage(SessionStorage):
             conn = self._conn
             if self._usage is None and conn is not None and self._pid == os.getpid():
                 totals = UsageTotals()
-                rows = conn.execute(
-                    "SELECT payload FROM entries WHERE session_id = ? AND (type IN ('compaction','branch_summary') "
-                    "OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                    (self.session_id,),
-                )
-                for (payload,) in rows:
-                    totals.add(usage_of_entry(entry_from_dict(json.loads(payload))))
-                self._usage = totals
+                try:
+                    rows = conn.execute(
+                        "SELECT seq, id, payload FROM entries WHERE session_id = ? AND (type IN "
+                        "('compaction','branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                        (self.session_id,),
+                    ).fetchall()
+                except sqlite3.Error as exc:
+                    raise SessionError(
+                        "storage", f"{self.path}: cannot read the usage totals ({exc})", path=self.path
+                    ) from exc
+                for seq, entry_id, payload in rows:  # a corrupt row: invalid_entry naming it
+                    totals.add(usage_of_entry(self._parse(payload, seq, entry_id)))
+                self._usage = totals  # only once every row was read: a failed call reads again
         return super().usage_totals()
 
     # ------------------------------------------------------------------ closing
