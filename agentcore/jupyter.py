@@ -12,7 +12,8 @@
   the status, at most once per ``throttle`` seconds (IPython in a terminal prints the final view
   only). A long run so costs each message once plus the redrawn tail, not the whole transcript
   per update. Interrupting the kernel aborts the run cleanly (tools get the abort signal, the
-  transcript stays valid), shows that it was interrupted, and re-raises ``KeyboardInterrupt``.
+  transcript stays valid), shows that it was interrupted, and re-raises ``KeyboardInterrupt``;
+  a display that fails aborts the run the same way before its error is re-raised.
 
 No asyncio: the run happens on the agent's run thread and the cell's thread consumes its events.
 IPython is imported only by :func:`display_run` when no ``display`` function is given.
@@ -20,7 +21,9 @@ IPython is imported only by :func:`display_run` when no ``display`` function is 
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import json
 import queue
 import re
@@ -31,7 +34,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 from ._data_urls import image_data_url
 from ._many_progress import _in_kernel
 from ._safe import describe_exception, json_safe
-from .tools import AgentToolResult
+from .tools import AgentToolResult, to_tool_result
 from .types import message_from_dict, text_of
 
 __all__ = [
@@ -102,35 +105,159 @@ def _field(block: Any, name: str, key: Optional[str] = None) -> Any:
 _CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
+# What a terminal must not be sent from a model's or a tool's text (the plain-text view is printed
+# as it is by IPython in a terminal): escape sequences (CSI, OSC with its terminator, two-character
+# ones) that move the cursor, clear or retitle the screen, and every control character but tab and
+# line feed (a carriage return or backspace overwrites what was shown; C1 U+009B is a CSI too).
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> str:
+    """``text`` as valid Unicode, which a kernel can send (it encodes every message as UTF-8):
+    surrogate halves that make a pair (JSON ``\\ud83d\\ude00`` from a provider) are joined, a lone
+    one becomes U+FFFD."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _esc(text: Any) -> str:
     return html.escape(_CONTROLS.sub("", str(text)), quote=True)
 
 
-# What CommonMark itself shows literally, and nothing more: a fenced block whose fences start a
-# line (at most 3 spaces in) and match, and a code span on one line (a backtick run, not
-# backslash-escaped, closed by a run of the same length; a span across lines could begin inside
-# an indented code block, after which the next line may be raw HTML). Anything this
-# takes for code that a renderer does not (an inline ~~~...~~~, an escaped backtick, a fence
-# indented 4 spaces) would reach the page as raw HTML, so the rules err towards escaping.
-_CODE = re.compile(
-    r"^ {0,3}(?P<fence>`{3,}|~{3,})[^\n`]*\n[\s\S]*?\n {0,3}(?P=fence)[ \t]*$"
-    r"|(?<![`\\])(?P<ticks>`+)(?!`)[^\n]+?(?<!`)(?P=ticks)(?!`)",
-    re.MULTILINE,
-)
+# Markdown text is made safe by escaping HTML everywhere except where CommonMark shows text
+# literally, and only where any renderer must agree that it does: a fenced block (its opening
+# fence at the start of a line, closed by the first later line of 0-3 spaces and a run of the
+# same character at least as long), and code spans on one line in a paragraph whose every
+# backtick run pairs up on its own line. Every other line that a fence could start or end at
+# gets a backslash before its fence, so no renderer opens or closes a fence there (an unclosed
+# fence would turn what follows, a tool's output fence included, inside out, and a fence
+# indented 1-3 spaces may belong to a list item or not). Lines are handled in one pass: an
+# answer of a megabyte of odd fences or backticks renders in linear time.
+_LINE_END = re.compile(r"\r\n?")
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_CLOSING_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\Z")
+_BACKTICKS = re.compile(r"`+")
+
+
+class _Closers:
+    """Where fenced blocks may close: per fence character, the closing-fence lines (index and
+    run length) and the longest run from each of them on."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines: Dict[str, List[int]] = {"`": [], "~": []}
+        self.lengths: Dict[str, List[int]] = {"`": [], "~": []}
+        for index, line in enumerate(lines):
+            match = _CLOSING_FENCE.match(line)
+            if match:
+                run = match.group(1)
+                self.lines[run[0]].append(index)
+                self.lengths[run[0]].append(len(run))
+        self.longest = {c: list(itertools.accumulate(reversed(n), max))[::-1] for c, n in self.lengths.items()}
+
+    def after(self, index: int, run: str) -> Optional[int]:
+        """The line that closes a block opened with ``run`` on line ``index`` (None: unclosed)."""
+        char, lines, lengths = run[0], self.lines[run[0]], self.lengths[run[0]]
+        at = bisect.bisect_right(lines, index)
+        if at == len(lines) or self.longest[char][at] < len(run):
+            return None
+        while lengths[at] < len(run):  # lines inside the block: each is passed over once
+            at += 1
+        return lines[at]
 
 
 def _md_text(text: str) -> str:
-    """Markdown prose with HTML neutralised outside code (Jupyter's Markdown renderer would render
-    it); code spans and fenced blocks stay as they are, since Markdown shows them literally
-    (see ``_CODE`` for what counts as code)."""
+    """Markdown text (at the start of a line, followed by a line break or the end) with HTML
+    neutralised wherever a Markdown renderer would let it through; fenced blocks and code spans
+    stay as they are, since Markdown shows them literally (see above for what counts)."""
+    lines = _LINE_END.sub("\n", text).split("\n")
+    closers = _Closers(lines)
+    out: List[Optional[str]] = []
+    paragraph: List[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        fence = _FENCE_LINE.match(line)
+        if fence:
+            run = fence.group(1)
+            info = line[fence.end() :]
+            end = None
+            if fence.start(1) == 0 and not (run[0] == "`" and "`" in info):
+                end = closers.after(index, run)
+            if end is not None:
+                out.append(_md_paragraph(paragraph))
+                paragraph = []
+                out.append("\n".join(lines[index : end + 1]))
+                index = end + 1
+                continue
+            line = line[: fence.start(1)] + "\\" + line[fence.start(1) :]  # no fence starts or ends here
+        if line.strip(" \t"):
+            paragraph.append(line)
+        else:
+            out.append(_md_paragraph(paragraph))
+            paragraph = []
+            out.append(line)
+        index += 1
+    out.append(_md_paragraph(paragraph))
+    return "\n".join(part for part in out if part is not None)
+
+
+def _md_paragraph(lines: Sequence[str]) -> Optional[str]:
+    """Lines of one paragraph, HTML escaped outside code spans. Its spans are kept only when every
+    backtick run in it opens or closes one on its own line (CommonMark pairs a run with the next
+    run of the same length, also on a later line): then any renderer finds the same spans."""
+    if not lines:
+        return None
+    text = "\n".join(lines)
+    spans = _code_spans(text)
+    if spans is None:
+        return html.escape(text, quote=False)
     out: List[str] = []
     position = 0
-    for match in _CODE.finditer(text):
-        out.append(html.escape(text[position : match.start()], quote=False))
-        out.append(match.group(0))
-        position = match.end()
+    for start, end in spans:
+        out.append(html.escape(text[position:start], quote=False))
+        out.append(text[start:end])
+        position = end
     out.append(html.escape(text[position:], quote=False))
     return "".join(out)
+
+
+def _code_spans(text: str) -> Optional[List[tuple[int, int]]]:
+    """The code spans of ``text`` (start, end), or None unless every backtick run pairs with the
+    next run of its length on the same line, not opened after a backslash, with no ``|`` inside
+    (a table cell would end there)."""
+    runs = [(m.start(), m.end()) for m in _BACKTICKS.finditer(text)]
+    following: List[Optional[int]] = [None] * len(runs)
+    last: Dict[int, int] = {}
+    for i in range(len(runs) - 1, -1, -1):
+        length = runs[i][1] - runs[i][0]
+        following[i] = last.get(length)
+        last[length] = i
+    spans = []
+    i = 0
+    while i < len(runs):
+        start = runs[i][0]
+        closing = following[i]
+        if closing is None or (start > 0 and text[start - 1] == "\\"):
+            return None
+        end = runs[closing][1]
+        if "\n" in text[start:end] or "|" in text[start:end]:
+            return None
+        spans.append((start, end))
+        i = closing + 1
+    return spans
+
+
+def _md_inline(text: Any) -> str:
+    """Text inside a line of Markdown (a name, an error, the status), with Markdown around it on
+    the same line: its line breaks become spaces (no fence or block can start in it) and all of
+    its HTML is escaped."""
+    return html.escape(" ".join(_LINE_END.sub("\n", str(text)).split("\n")), quote=False)
 
 
 def _fence(body: str, lang: str = "") -> str:
@@ -188,14 +315,14 @@ def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None)
             parts.append(_md_text(_field(block, "text") or ""))
         elif kind == "thinking":
             thought = _clipped(_field(block, "thinking"), clip)
-            parts.append("> *thinking:* " + _md_text(thought).replace("\n", "\n> "))
+            parts.append("> *thinking:*\n> " + _md_text(thought).replace("\n", "\n> "))
         elif kind == "image":
             mime, data = _image_parts(block)
             parts.append(f"![image](data:{mime};base64,{data})")
         elif kind == "toolCall":
             arguments = _json(_field(block, "arguments") or {})
             parts.append(
-                f"**→ {_md_text(str(_field(block, 'name')))}**\n\n"
+                f"**→ {_md_inline(_field(block, 'name'))}**\n\n"
                 + _fence(clip(arguments) if clip else arguments, "json")
             )
     return parts
@@ -203,7 +330,7 @@ def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None)
 
 def message_to_markdown(message: Any) -> str:
     """One message as Markdown: a bold role title, then its content (HTML in text is escaped)."""
-    return _message_markdown(message)
+    return _unicode(_message_markdown(message))
 
 
 def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None) -> str:
@@ -213,7 +340,7 @@ def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None)
     title = _ROLE_TITLES.get(role, role)
     if role == "toolResult":
         status = " (error)" if getattr(message, "is_error", False) else ""
-        head = f"**{title}: {_md_text(str(message.tool_name))}{status}**"
+        head = f"**{title}: {_md_inline(message.tool_name)}{status}**"
         body = [_fence(text_of(message.content))] + [
             p for p in _content_markdown([b for b in message.content if _field(b, "type") == "image"])
         ]
@@ -225,7 +352,7 @@ def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None)
     parts = [f"**{title}**"] + _content_markdown(getattr(message, "content", None), clip)
     error = getattr(message, "error_message", None)
     if error:
-        parts.append(f"**Error ({_md_text(str(message.stop_reason))}):** {_md_text(error)}")
+        parts.append(f"**Error ({_md_inline(message.stop_reason)}):** {_md_inline(error)}")
     return "\n\n".join(parts)
 
 
@@ -236,7 +363,7 @@ def transcript_to_markdown(messages: Iterable[Any]) -> str:
 
 def tool_result_to_markdown(result: AgentToolResult, name: str = "tool") -> str:
     """An :class:`AgentToolResult` (e.g. a partial result) as Markdown."""
-    return f"**{_md_text(name)}**\n\n" + _fence(text_of(result.content))
+    return _unicode(f"**{_md_inline(name)}**\n\n" + _fence(text_of(result.content)))
 
 
 # --------------------------------------------------------------------------- HTML
@@ -278,7 +405,7 @@ def _box(role: str, title: str, body: Sequence[str], error: bool = False) -> str
 
 def message_to_html(message: Any) -> str:
     """One message as an HTML block (a coloured left border per role); all text is escaped."""
-    return _message_html(message)
+    return _unicode(_message_html(message))
 
 
 def _message_html(message: Any, clip: Optional[Callable[[str], str]] = None) -> str:
@@ -313,8 +440,8 @@ def transcript_to_html(messages: Iterable[Any]) -> str:
 def tool_result_to_html(result: AgentToolResult, name: str = "tool", error: bool = False) -> str:
     """An :class:`AgentToolResult` (e.g. a partial result) as an HTML block."""
     images = [_img_html(b) for b in result.content if _field(b, "type") == "image"]
-    return _box(
-        "toolResult", _esc(name) + (" (error)" if error else ""), [_pre(text_of(result.content))] + images, error
+    return _unicode(
+        _box("toolResult", _esc(name) + (" (error)" if error else ""), [_pre(text_of(result.content))] + images, error)
     )
 
 
@@ -403,6 +530,19 @@ class _ToolProgress:
         self.text = ""
 
 
+def _partial_text(partial: Any) -> str:
+    """The text of a tool's partial result: an :class:`AgentToolResult`, or what a ``@tool``
+    function may return (``on_update("50%")`` passes a string through as it is)."""
+    if isinstance(partial, AgentToolResult):
+        return text_of(partial.content)
+    if isinstance(partial, str):
+        return partial
+    try:
+        return text_of(to_tool_result(partial).content)
+    except Exception:  # noqa: BLE001 - progress that cannot be shown is not shown
+        return ""
+
+
 class LiveRun:
     """What :func:`display_run` shows, rebuilt from agent events: the run's finished messages,
     then its *tail*, everything that still changes: the assistant message being streamed, tools
@@ -437,7 +577,7 @@ class LiveRun:
         elif kind == "tool_execution_start":
             self.tools[event.tool_call_id] = _ToolProgress(event.tool_name, event.args)
         elif kind == "tool_execution_update" and event.tool_call_id in self.tools:
-            self.tools[event.tool_call_id].text = text_of(event.partial_result.content)
+            self.tools[event.tool_call_id].text = _partial_text(event.partial_result)
         elif kind == "tool_execution_end" and event.tool_call_id in self.tools:
             progress = self.tools[event.tool_call_id]
             progress.status = "error" if event.is_error else "done"
@@ -497,13 +637,13 @@ class LiveRun:
         if self.streaming is not None:
             parts.append(_message_markdown(self.streaming, clip=self._tail))
         for progress in self.tools.values():
-            parts.append(f"**{_md_text(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
+            parts.append(f"**{_md_inline(progress.name)} ({progress.status})**\n\n" + _fence(self._tail(progress.text)))
         for call_id, waiting in self.approvals.items():
             parts.append(
-                f"**{_md_text(waiting.name)} (waiting for approval: id {_md_text(call_id)})**\n\n"
+                f"**{_md_inline(waiting.name)} (waiting for approval: id {_md_inline(call_id)})**\n\n"
                 + _fence(_json(waiting.args), "json")
             )
-        parts.append(f"*{_md_text(self.status)}*")
+        parts.append(f"*{_md_inline(self.status)}*")
         return parts
 
     def html(self) -> str:
@@ -529,8 +669,8 @@ class _Snapshot:
     """A frozen rendering handed to ``display``/``update`` (the live view keeps changing)."""
 
     def __init__(self, html_text: str, markdown_text: str) -> None:
-        self._html = html_text
-        self._markdown = markdown_text
+        self._html = _unicode(html_text)
+        self._markdown = _unicode(markdown_text)
 
     @property
     def size(self) -> int:
@@ -545,7 +685,7 @@ class _Snapshot:
         return self._markdown
 
     def __repr__(self) -> str:  # plain-text front ends (IPython in a terminal)
-        return html.unescape(self._markdown)
+        return _TERMINAL_CONTROLS.sub("", html.unescape(self._markdown))
 
 
 _BLANK = _Snapshot("", "")
@@ -603,12 +743,14 @@ class _LiveOutput:
             self._show(self._live.snapshot())
 
 
-def _ipython_display(obj: Any, display_id: bool = True) -> Any:
+def _ipython_display() -> Callable[..., Any]:
+    """``IPython.display.display``; ImportError (saying what to install) without IPython, raised
+    before the run starts rather than after it has run unseen."""
     try:
         from IPython.display import display
     except ImportError:
         raise ImportError("display_run needs IPython (pip install ipython), or pass display=") from None
-    return display(obj, display_id=display_id)  # type: ignore[no-untyped-call]
+    return display
 
 
 _POLL = 0.05  # how long the cell's thread waits for an event at a time, so Ctrl+C is noticed
@@ -635,6 +777,21 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
         inbox.put(_Failed(exc))
     else:
         inbox.put(_END)
+
+
+def _stop(run: Any, reason: str) -> None:
+    """Abort ``run`` (a no-op once it has settled) and wait until it has settled; a
+    KeyboardInterrupt meanwhile does not cut the wait short (its transcript is written then)."""
+    try:
+        run.controller.abort(reason)
+    except KeyboardInterrupt:
+        pass
+    while True:
+        try:
+            run.settled.wait()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _run_error(messages: Sequence[Any]) -> Optional[str]:
@@ -700,18 +857,23 @@ def display_run(
     message being streamed, running tools, the status).
 
     ``display(obj, display_id=True)`` must return a handle with ``update(obj)``; it defaults to
-    ``IPython.display.display``; outside a kernel (IPython in a terminal, which would print every
-    update) only the final view is shown. Draws at most once per ``throttle`` seconds, a change
-    not yet drawn ``throttle`` after the last drawing even when no event follows (a long tool
-    stays shown as running), and once more at the end. The thinking of the message still
+    ``IPython.display.display`` (without IPython: ImportError, before the run starts); outside a
+    kernel (IPython in a terminal, which would print every update) only the final view is shown,
+    as plain text without a model's or a tool's terminal control sequences. Draws at most once
+    per ``throttle`` seconds, a change not yet drawn ``throttle`` after the last drawing even when
+    no event follows (a long tool stays shown as running), and once more at the end. The thinking of the message still
     streaming is drawn expanded, finished messages' collapsed; a running tool's output and a
     streaming tool call's arguments are drawn as their last lines. Returns the run's new messages
     (like ``agent.prompt``) as a list that IPython does not echo as a cell's last expression
     (``list(...)`` of it, or ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
-    shows "interrupted" and re-raises; any other failure is shown and re-raised.
+    shows "interrupted" and re-raises; any other failure (the run's own, or the display's: a
+    ``display`` or handle that raised) likewise aborts the run if it still runs, waits for it to
+    settle, shows "failed: ..." (if the display still can) and re-raises, so the agent is never
+    left busy with a run nobody sees. A tool's progress that is not an ``AgentToolResult`` (a
+    string passed to ``on_update``) is shown as its text.
     """
-    show = display or _ipython_display
+    show = display or _ipython_display()
     live = LiveRun()
     events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
     output = _LiveOutput(show, live, at_end=display is None and not _in_kernel())
@@ -730,9 +892,17 @@ def display_run(
         output.draw()
         raise
     except BaseException as exc:
+        # The run's own failure (it has settled), or the display's (a front end that failed, an
+        # event it cannot show): the run must not go on unseen, with the agent busy and its tools
+        # running, after the cell has failed; nor may a failing display hide why.
+        run = events._run
+        _stop(run, f"the live display failed: {describe_exception(exc)}")
+        live.interrupt(run.result)
         live.status = f"failed: {describe_exception(exc)}"
-        live.tools.clear()
-        output.draw()
+        try:
+            output.draw()
+        except Exception:  # noqa: BLE001 - the display is what failed: the first error is the one to see
+            pass
         raise
     else:
         error = _run_error(live.messages)  # this run's: the agent may be running another one already

@@ -10,6 +10,7 @@ timeout), never for time to pass.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -22,7 +23,13 @@ from typing import Dict, List, Optional
 import pytest
 import test_cli
 from _servers import Reply, ScriptedServer, sse
-from test_cli import answer, local
+from test_cli import answer, local, tool_reply
+
+from agentcore import Agent
+from agentcore.cli._render import TextPrinter
+from agentcore.testing import ScriptedModel, thinking, tool_call
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import TextContent
 
 pty = pytest.importorskip("pty")
 termios = pytest.importorskip("termios")
@@ -255,3 +262,56 @@ def test_sigint_reaches_the_chat_through_the_terminal(terminal):
     assert termios.tcgetattr(term.master)[6][termios.VINTR] == CTRL_C.encode()
     term.type(CTRL_D)
     assert term.wait() == 0
+
+
+# --------------------------------------------------------------------------- what reaches the terminal
+
+SCREEN_CONTROLS = ["\x1b[2J", "\x1b[H", "\x1b]0;", "\x1b]8;;", "\x08", "\x9b"]
+
+
+def test_escape_sequences_from_the_model_and_a_tool_never_reach_the_terminal(terminal):
+    """A model's answer or a tool's output that holds terminal controls (clear the screen, move the
+    cursor home, retitle the window, a hyperlink, a carriage return or backspaces that overwrite
+    what was shown) is printed as its text alone: the chat shows what was said, it is not
+    rewritten by it."""
+    command = r"printf 'tool-start\033[2J\033[H\033]0;pwned-title\007 tool-end\rHIDDEN\b\b\bXY\n'"
+    with ScriptedServer(
+        [
+            answer("model-start\x1b[2J\x1b[H\x1b]0;pwned-title\x07", " \x1b]8;;http://x\x07link\x1b]8;;\x07 model-end"),
+            tool_reply("bash", {"command": command}),
+            answer("after \x9b2J the tool"),
+        ]
+    ) as server:
+        term = terminal("chat", *local(server), "--tools", "bash")
+        term.at_prompt()
+        term.type("first\r")
+        term.expect("model-start link model-end")
+        term.at_prompt()
+        term.type("second\r")
+        term.expect("tool-start tool-end")
+        term.expect("HIDDENXY")  # the carriage return is a line break, the backspaces are dropped
+        term.expect("after 2J the tool")
+        term.at_prompt()
+        term.type(CTRL_D)
+        assert term.wait() == 0
+    shown = [c for c in SCREEN_CONTROLS if c in term.output]
+    assert not shown, f"terminal controls reached the terminal: {shown!r}"
+
+
+def test_the_printer_masks_the_key_in_thinking_and_behind_colour_codes():
+    """Everything on stderr is masked, the streamed thinking too, and a key that a tool printed
+    with a colour code inside it is masked, not put back together by dropping the code."""
+    key = "sk-test-SECRET-1234"
+    colored = AgentTool(
+        name="env",
+        description="Print the environment.",
+        parameters={"type": "object", "properties": {}},
+        execute=lambda *_: AgentToolResult([TextContent("KEY=sk-test-\x1b[1mSECRET\x1b[0m-1234")]),
+    )
+    model = ScriptedModel([tool_call("env", {}), thinking(f"the key is {key}", "done")])
+    agent = Agent(model.model, tools=[colored], stream_fn=model.stream_fn)
+    out, err = io.StringIO(), io.StringIO()
+    agent.subscribe(TextPrinter(out, err, secret=key))
+    agent.prompt("go")
+    assert "the key is ***" in err.getvalue() and "KEY=***" in err.getvalue()
+    assert "SECRET" not in err.getvalue() + out.getvalue()

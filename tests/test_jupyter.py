@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from typing import Any, List
 
 import pytest
@@ -147,6 +148,69 @@ def test_markdown_of_an_image_cannot_inject_html():
     )
 
 
+IMG = "<img src=x onerror=alert(1)>"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"```\nx\n````\n{IMG}\n```",  # a longer fence closes the block: the HTML is after it
+        f"- a\n\n  ```\n{IMG}\n```",  # the list item's block ends with the item, before the HTML
+        f"- ```\n  ```\n  {IMG}\n  ```",  # the item's block is closed by the indented fence
+        f"~~~ `x`\nq\n~~~\n{IMG}\n~~~",  # backticks are allowed in a ~~~ fence's info string
+        f"`x\n`{IMG}`y`",  # a code span across a line break pairs the runs the other way
+        f"```\rx\r````\r{IMG}\r```",  # a lone carriage return ends a line too
+        f"| `a |{IMG}` |\n|---|---|",  # a table cell ends at the pipe, inside what looks like a span
+    ],
+)
+def test_markdown_escapes_html_that_a_renderer_shows_outside_code(text):
+    # CommonMark: a closing fence is at least as long as the opening one; a container's fence ends
+    # with the container; spans pair across line breaks. Each of these showed the image as HTML.
+    for markdown in (
+        message_to_markdown(UserMessage(text)),
+        message_to_markdown(_assistant(ThinkingContent(text), TextContent("ok"))),
+        message_to_markdown(_assistant(ToolCall(id="1", name=text, arguments={}))),
+    ):
+        assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;" in markdown
+
+
+@pytest.mark.parametrize("text", ["```\nx\n```", "```\nx\n```\nok", "one\n```", "```python\nprint(1)", "~~~\r"])
+def test_markdown_text_on_a_line_of_its_own_cannot_open_or_leave_open_a_fence(text):
+    """Text after a title on the same line (a tool or tool-result name, an error, the thinking's
+    label) is not at the start of a line, so a fence in its first line is text to a renderer; and
+    a fence never closed would swallow what follows up to the next fence, such as a tool output's,
+    and show that output as HTML. So no fence is left open."""
+    result = ToolResultMessage(tool_call_id="1", tool_name="t", content=[TextContent(IMG)])
+    messages = [
+        _assistant(ThinkingContent(text), TextContent(text), ToolCall(id="1", name=text, arguments={})),
+        _assistant(stop_reason="error", error_message=text),
+        ToolResultMessage(tool_call_id="1", tool_name=text, content=[TextContent("x")]),
+        result,
+    ]
+    markdown = transcript_to_markdown(messages)
+    assert markdown.endswith(message_to_markdown(result))
+    assert "<img" not in markdown[: -len(message_to_markdown(result))]
+    fences = re.findall(r"^ {0,3}(`{3,}|~{3,})", markdown, re.MULTILINE)
+    assert len(fences) % 2 == 0, markdown  # every fence that opens a block closes one
+
+
+def test_markdown_keeps_fenced_blocks_and_code_spans_literal():
+    text = "use `a<b` and ``x`y`` here\n\n```py\nif a < b:\n```\n\n~~~~\n<b>\n~~~~~\nafter <b>"
+    markdown = message_to_markdown(UserMessage(text))
+    assert "`a<b`" in markdown and "``x`y``" in markdown and "```py\nif a < b:\n```" in markdown
+    assert "~~~~\n<b>\n~~~~~" in markdown and "after &lt;b&gt;" in markdown
+
+
+def test_markdown_of_a_long_text_of_odd_fences_takes_linear_time():
+    # Every line opened a fence that no later line closed: each was searched to the end of the
+    # text, so a 60 KB answer took seconds (a megabyte, hours) on every drawing of a live run.
+    for unit in ("```a\n", "````\n```x\n", "`x``x```"):
+        text = unit * (60_000 // len(unit))
+        started = time.perf_counter()
+        markdown = message_to_markdown(_assistant(TextContent(text)))
+        assert time.perf_counter() - started < 2.0 and len(markdown) >= len(text)
+
+
 # --------------------------------------------------------------------------- display_run
 
 
@@ -280,6 +344,60 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
     assert "(running)" not in fake.view  # the tool's box was left drawn as still running
 
 
+def test_a_failing_display_aborts_the_run_before_its_error_is_raised():
+    """The front end fails while a tool runs: display_run re-raises that error, but only once the
+    run was aborted and has settled (the tool got the abort signal, the transcript is complete),
+    so the next cell can prompt the agent instead of finding it busy with a run nobody sees."""
+    release = threading.Event()
+    started = threading.Event()
+    saw_abort: List[bool] = []
+
+    def on_html(html: str) -> None:
+        if "work (running)" in html:
+            assert started.wait(10), "the tool never started"
+            raise ConnectionError("the front end went away")
+
+    model = ScriptedModel([tool_call("work", {}), say("second answer")])
+    tool = _progress_tool(release, saw_abort)
+    original = tool.execute
+
+    def execute(*args: Any) -> Any:
+        args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
+        started.set()
+        return original(*args)
+
+    tool.execute = execute
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    with pytest.raises(ConnectionError, match="the front end went away"):
+        display_run(agent, "go", display=FakeDisplay(on_html), throttle=0.0)
+    assert saw_abort == [True] and not agent.state.is_streaming
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert agent.state.messages[-1].stop_reason == "aborted" and agent.state.messages[2].is_error
+    assert agent.prompt("again")[-1].content[0].text == "second answer"
+
+
+def test_a_tools_progress_given_as_a_string_is_shown():
+    """``on_update("...")`` with the string a ``@tool`` function may return: the loop passes it
+    through, and the display showed it by failing the cell (``'str' object has no attribute``)."""
+    release = threading.Event()
+
+    def execute(tool_call_id, args, signal, on_update):
+        on_update("halfway <there>")
+        release.wait(10)
+        return AgentToolResult(content=[TextContent("all done")])
+
+    def on_html(html: str) -> None:
+        if "halfway &lt;there&gt;" in html:
+            release.set()
+
+    fake = FakeDisplay(on_html)
+    tool = AgentTool("work", "does work", {"type": "object", "properties": {}}, execute)
+    model = ScriptedModel([tool_call("work", {}), say("Finished.")])
+    agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
+    display_run(agent, "go", display=fake, throttle=0.0)
+    assert release.is_set() and "Finished." in fake.view and "all done" in fake.view
+
+
 def test_display_run_reports_its_own_run_when_another_starts_at_once(monkeypatch):
     """The outcome and a late Ctrl+C used to go by the agent's state, which a run another thread
     starts right after display_run's run settled has already taken over: a failed run was shown as
@@ -377,6 +495,18 @@ def test_display_run_uses_ipython_display_by_default(monkeypatch):
     bundle, _ = DisplayFormatter().format(shown[-1])
     assert "hello &lt;world&gt;" in bundle["text/html"]
     assert "hello &lt;world&gt;" in bundle["text/markdown"]
+
+
+def test_display_run_without_ipython_says_so_before_running(monkeypatch):
+    """In a plain Python process without IPython, the whole run (model requests, tools) ran unseen
+    and only then did display_run fail for want of IPython, losing what it returns."""
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    monkeypatch.setitem(sys.modules, "IPython.display", None)
+    model = ScriptedModel([say("never requested")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    with pytest.raises(ImportError, match=r"display_run needs IPython \(pip install ipython\), or pass display="):
+        display_run(agent, "hi")
+    assert agent.messages == [] and not agent.state.is_streaming
 
 
 def test_importing_the_module_does_not_import_ipython():
@@ -485,6 +615,68 @@ def test_ipython_outside_a_kernel_shows_only_the_final_view(monkeypatch):
     display_run(Agent(model.model, stream_fn=model.stream_fn), "hi", throttle=0.0)
     drawn = [obj._repr_html_() for obj in shown if obj._repr_html_()]
     assert len(drawn) > 2 and ">running<" in drawn[0]
+
+
+def test_text_with_surrogates_can_be_sent_by_a_kernel():
+    """A kernel sends each display as UTF-8 JSON (jupyter_client's packer): a surrogate in a
+    message (a pair split into JSON escapes by a provider, or a lone half) made every drawing and
+    ``Transcript`` fail with UnicodeEncodeError, and the answer was never shown."""
+    packer = pytest.importorskip("jupyter_client.session").json_packer
+    sent: List[bytes] = []
+
+    class Handle:
+        def update(self, obj: Any) -> None:
+            sent.append(packer({"text/html": obj._repr_html_(), "text/markdown": obj._repr_markdown_()}))
+
+    def display(obj: Any, display_id: bool = False) -> Handle:
+        Handle().update(obj)
+        return Handle()
+
+    model = ScriptedModel([say("smile \ud83d\ude00 and a lone \ud800 half")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    display_run(agent, "hi", display=display, throttle=0.0)
+    transcript = Transcript(agent.messages)
+    shown = packer({"text/html": transcript._repr_html_(), "text/markdown": transcript._repr_markdown_()})
+    assert "smile \U0001f600 and a lone \ufffd half" in shown.decode("utf-8")
+    assert any("smile \U0001f600" in data.decode("utf-8") for data in sent)
+
+
+TERMINAL_SCRIPT = r"""
+from agentcore import Agent
+from agentcore.jupyter import display_run
+from agentcore.testing import ScriptedModel, text, tool_call
+from agentcore.tools import AgentTool, AgentToolResult
+from agentcore.types import TextContent
+
+def colours(tool_call_id, args, signal, on_update):
+    return AgentToolResult([TextContent("tool \x1b[31mred\x1b[0m out\x1b]0;retitled\x07put\rHIDE\x08\x08X")])
+
+tool = AgentTool("colours", "colours", {"type": "object", "properties": {}}, colours)
+model = ScriptedModel([tool_call("colours", {}), text("model \x1b[2J\x1b[Hanswer \x9b31m end")])
+display_run(Agent(model.model, tools=[tool], stream_fn=model.stream_fn), "hi")
+"""
+
+
+def test_ipython_in_a_terminal_prints_no_escape_sequence_from_a_model_or_a_tool(tmp_path):
+    """The final view a terminal IPython prints is plain text: an escape sequence in a model's
+    answer or a tool's output (clear the screen, move the cursor, retitle the window, overwrite
+    with a carriage return or backspaces) went to the terminal as it was."""
+    pytest.importorskip("IPython")
+    import os
+    import subprocess
+    from pathlib import Path
+
+    script = tmp_path / "run.py"
+    script.write_text(TERMINAL_SCRIPT, encoding="utf-8")
+    repo = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "IPYTHONDIR": str(tmp_path / "ipython"), "PYTHONPATH": repo}
+    argv = [sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--HistoryManager.enabled=False"]
+    command = f"exec(open({str(script)!r}).read())"
+    done = subprocess.run(argv + ["-c", command], capture_output=True, env=env, timeout=120, cwd=str(tmp_path))
+    printed = done.stdout.decode("utf-8", "replace")
+    assert done.returncode == 0 and "*done*" in printed, printed + done.stderr.decode("utf-8", "replace")
+    assert "model answer 31m end" in printed and "tool red output" in printed
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", printed), repr(printed)
 
 
 def test_the_streaming_messages_thinking_is_open_and_closed_once_finished():

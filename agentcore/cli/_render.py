@@ -2,18 +2,21 @@
 
 Both printers are agent listeners (called on the run thread, one event at a time). They write and
 flush per event so the answer appears as it streams. A printer never raises on odd events; a closed
-stdout (``agentcore run ... | head``) ends output quietly.
+stdout (``agentcore run ... | head``) ends output quietly. The text printer writes what a model or a
+tool produced without its terminal control sequences and control characters (see
+:func:`terminal_text`): an answer or a tool's output could otherwise clear the screen, retitle the
+window or overwrite what was shown.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, List, Optional, Pattern, TextIO
+from typing import Any, Callable, List, Optional, Pattern, TextIO
 
 from ..providers import failures
 
-__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line"]
+__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line", "terminal_text"]
 
 _ARGS_LIMIT = 160
 _RESULT_LINES = 4
@@ -60,6 +63,26 @@ def _text_of(content: Any) -> str:
         return ""
 
 
+# Escape sequences (CSI such as colours and cursor moves, OSC such as window titles and hyperlinks
+# with their terminator, other two-character escapes: an unterminated OSC loses its ESC only, so
+# no text after it is dropped), then every C0 control but tab and line
+# feed (a carriage return or backspace overwrites what was shown), DEL and the C1 controls (some
+# terminals take U+009B as CSI).
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[ -~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to write to a terminal: escape sequences and control characters dropped (tab
+    and line feed kept; ``\\r\\n`` becomes ``\\n``), so model or tool output cannot move the
+    cursor, clear or retitle the screen, or hide what was shown."""
+    return _TERMINAL_CONTROLS.sub("", text)
+
+
 #: ``json.dumps(value, ensure_ascii=False, default=str)`` without a new encoder per event.
 _encode_event = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
@@ -69,12 +92,15 @@ class _Writer:
     stream's encoding lacks is written as ``?`` (a strict stream raised UnicodeEncodeError, a
     ValueError, and the rest of the output was dropped as if the reader had gone)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, clean: Optional[Callable[[str], str]] = None) -> None:
         self.stream = stream
+        self.clean = clean  # applied to every text before it is written
         self.closed = False
         self.last_char = "\n"
 
     def write(self, text: str) -> None:
+        if self.clean is not None and text:
+            text = self.clean(text)
         if not text or self.closed:
             return
         try:
@@ -97,8 +123,9 @@ class _Writer:
 class TextPrinter:
     """Human-readable output: the answer streams to ``out``; thinking, tools and errors go to ``err``.
 
+    Everything is written as :func:`terminal_text` (no escape sequences or control characters);
     ``secret`` (the API key, if any) and the keys given to :meth:`mask` later are masked in
-    everything written to ``err``. With ``stream``
+    everything written to ``err``, the streamed thinking included. With ``stream``
     False (``--no-stream``) nothing is printed while a message streams: its thinking and text are
     printed once it is complete (the provider request streams all the same).
     """
@@ -112,9 +139,9 @@ class TextPrinter:
         show_thinking: bool = True,
         stream: bool = True,
     ) -> None:
-        self.out = _Writer(out)
-        self.err = _Writer(err)
         self.masker = Masker()
+        self.out = _Writer(out, terminal_text)
+        self.err = _Writer(err, lambda text: self.masker(terminal_text(text)))
         self.masker.add(secret)
         self.show_thinking = show_thinking
         self.stream = stream
@@ -124,7 +151,7 @@ class TextPrinter:
         """A status line on ``err`` (the answer line is ended first)."""
         self.out.end_line()
         self.err.end_line()
-        self.err.write(self.masker(text) + "\n")
+        self.err.write(text + "\n")
 
     def mask(self, secret: Optional[str]) -> None:
         """Mask ``secret`` (another API key: chat's /model switched provider) from now on."""
