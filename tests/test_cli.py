@@ -2075,3 +2075,40 @@ def test_a_cut_emoji_never_stops_the_output_half_way(env, tmp_path):
         ran = agentcore("run", *local(server), "hi", env=utf8_mode)
     assert ran.returncode == 0, ran.stderr
     assert "half ? and the rest" in ran.stdout
+
+
+def test_run_stops_when_the_reader_of_its_output_is_gone(env, tmp_path):
+    """``agentcore run ... | head -1``: output ended quietly, but the run went on (the model kept
+    streaming, tools kept running) for a reader that was no longer there."""
+    marker = tmp_path / "tool-ran"
+    first = Reply(
+        body=sse(
+            _chunk({"content": "line one\n"}),
+            _chunk({"content": "line two\n"}),
+            _chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "c1",
+                            "function": {"name": "bash", "arguments": json.dumps({"command": f"touch {marker}"})},
+                        }
+                    ]
+                }
+            ),
+            _chunk(finish="tool_calls"),
+            done=True,
+        ),
+        stall_after=len(sse(_chunk({"content": "line one\n"}))),
+    )
+    with ScriptedServer([first, answer("done")]) as server:
+        child = spawn("run", *local(server), "--tools", "bash", "go", env=env, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        assert "line one" in read_until(child, "line one")
+        child.stdout.close()  # the reader goes away, as head does after its line
+        server.release.set()  # the rest of the answer arrives: its first write finds the pipe closed
+        child.wait(60)
+        requests = len(server.requests)
+    errors = child.stderr.read()
+    assert not marker.exists(), "the tool ran after the reader had gone"
+    assert requests == 1 and "Traceback" not in errors, errors
+    assert child.returncode == 0 and "[aborted]" not in errors  # how a pipe ends, not a failure

@@ -369,7 +369,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     from ._attach import check_model_input, prompt_with, read_attachments
     from ._context import apply_project_context
     from ._logs import build_logged, close_session
-    from ._render import JsonPrinter, TextPrinter, run_outcome
+    from ._render import JsonPrinter, TextPrinter, abort_when_closed, run_outcome
     from ._setup import record_system
     from ._usage import count_usage, usage_lines
 
@@ -386,7 +386,10 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         apply_project_context(setup.agent, args, "run", text.note)
         _note_uncatalogued(args, setup.agent.model, text.note)
         prompt, images = prompt_with(attached, prompt), attached.images or None
-        setup.agent.subscribe(JsonPrinter(out, stream=stream) if args.json else text)
+        printer = JsonPrinter(out, stream=stream) if args.json else text
+        setup.agent.subscribe(printer)
+        if schema is None:  # stdout carries the answer as it streams: a reader gone ends the run
+            abort_when_closed(setup.agent, printer)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
         approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
@@ -406,7 +409,8 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
                 new = setup.agent.prompt(prompt, images)
                 if approver is not None:
                     new = approver.settle(setup.agent, new)
-                status = run_outcome(new)
+                # a reader gone ended the run (abort_when_closed): that is how a pipe ends, not a failure
+                status = EXIT_OK if printer.out.closed else run_outcome(new)
         except Terminated:
             text.note("[terminated: run aborted]")
             return EXIT_TERMINATED

@@ -23,7 +23,7 @@ from ._context import ContextFile, describe_context
 from ._interrupts import Terminated
 from ._keys import stored_key
 from ._names import uncatalogued_notice
-from ._render import TextPrinter, run_outcome
+from ._render import TextPrinter, abort_when_closed, run_outcome
 from ._setup import (
     AgentSetup,
     CliOptions,
@@ -76,7 +76,9 @@ class Chat:
         self.out = out
         self.err = err
         self.text = TextPrinter(out, err, secret=setup.api_key)
-        self.agent.subscribe(printer or self.text)
+        self._printer: Any = printer or self.text
+        self.agent.subscribe(self._printer)
+        abort_when_closed(self.agent, self._printer)  # stdout gone: the run ends too
         self.usage = count_usage(self.agent)  # the running cost /session shows
         self.status = 0
         self.approver: Any = None  # --approve: a TerminalApprover (agentcore.cli._approve)
@@ -136,6 +138,8 @@ class Chat:
                         break
                     continue
                 self._prompt(line)
+                if self._printer.out.closed:  # the reader of stdout is gone (chat ... | head): leave
+                    break
             except Terminated:  # SIGTERM: leave (whatever ran was aborted and recorded)
                 raise
             except KeyboardInterrupt:  # at the prompt (or between runs): keep chatting

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Optional, Pattern, TextIO
 
 from ..providers import failures
 
-__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line", "terminal_text"]
+__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line", "terminal_text", "abort_when_closed"]
 
 _ARGS_LIMIT = 160
 _RESULT_LINES = 4
@@ -234,3 +234,23 @@ def run_outcome(new_messages: Any) -> int:
         if getattr(message, "role", None) == "assistant":
             return 1 if getattr(message, "stop_reason", None) in ("error", "aborted") else 0
     return 0
+
+
+def abort_when_closed(agent: Any, printer: Any) -> None:
+    """Abort ``agent``'s run as soon as ``printer``'s stdout is gone (``agentcore run ... | head``:
+    the reader closed the pipe). Output already ends quietly then; without this the model would
+    go on streaming, and tools running, for a reader that is no longer there. Subscribe it after
+    the printer, so the write that finds the pipe closed comes first. The abort is not reported
+    (no ``[aborted]`` note): it is how a pipe ends, as for every command whose reader leaves."""
+    writer = printer.out
+    aborted = [False]
+
+    def listener(_event: Any) -> None:
+        if writer.closed and not aborted[0]:
+            aborted[0] = True
+            quiet = getattr(printer, "err", None)
+            if isinstance(quiet, _Writer):
+                quiet.closed = True  # nothing more about this run: its reader is gone
+            agent.abort()
+
+    agent.subscribe(listener)
