@@ -210,6 +210,56 @@ def test_prompt_while_streaming_needs_a_streaming_behaviour(rpc):
         assert child.close().returncode == 0
 
 
+HOLD_AT_AGENT_END = """
+import sys
+from agentcore.cli import _rpc
+_on_event = _rpc.RpcServer._on_event
+held = []
+def holding(self, event):
+    if event.type == "agent_end" and not held:  # the run's loop has taken its last look at the queues
+        held.append(event)
+        sys.stderr.write("held at agent_end\\n")
+        sys.stderr.flush()
+        with open(FIFO) as fifo:
+            fifo.read()
+    _on_event(self, event)
+_rpc.RpcServer._on_event = holding
+"""
+
+
+@pytest.mark.parametrize("command", ["prompt", "steer", "follow_up"])
+def test_a_message_queued_as_the_run_ends_is_answered_by_a_next_run(rpc, tmp_path, command):
+    """A message queued after the run's last look at its queues but before its agent_end (the
+    run still counts as active) was answered success and then never delivered: no run took it,
+    and at end of input it was gone. A run now starts for it once the ending run has settled."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    child = rpc("--model", "scripted", "--no-session", setup=f"FIFO = {str(fifo)!r}" + HOLD_AT_AGENT_END)
+    child.call({"type": "prompt", "message": "first question"})
+    assert child.proc.stderr is not None
+    note = ""
+    while "held at agent_end" not in note:
+        note = child.proc.stderr.readline().decode()
+        assert note, "agentcore rpc exited before the run ended"
+    late: Dict[str, Any] = {"id": "late", "type": command, "message": "a late question"}
+    if command == "prompt":
+        late["streamingBehavior"] = "followUp"
+    child.send(late)
+    update, queued = child.read_until(lambda o: o.get("id") == "late")[-2:]
+    assert queued["success"] is True and update["type"] == "queue_update"
+    with open(fifo, "w"):
+        pass  # let the first run end
+    first = child.read_until(is_type("agent_end"))[-1]
+    assert [m["role"] for m in first["messages"]] == ["user", "assistant"]
+    second = child.read_until(is_type("agent_end"))
+    assert second[0]["type"] == "agent_start"
+    assert second[-1]["messages"][0]["content"][0]["text"] == "a late question"
+    assert "a late question" in second[-1]["messages"][-1]["content"][0]["text"]
+    assert any(o["type"] == "queue_update" and not o["steering"] and not o["followUp"] for o in second)
+    assert child.call({"type": "get_state"})["data"]["pendingMessageCount"] == 0
+    assert child.close().returncode == 0
+
+
 # --------------------------------------------------------------------------- malformed input
 
 
@@ -345,6 +395,52 @@ def _store_key(env, cwd, provider, secret):
         input=secret + "\n", capture_output=True, text=True, env=env, cwd=str(cwd),
     )  # fmt: skip
     assert stored.returncode == 0, stored.stderr
+
+
+def test_a_switch_session_that_cannot_open_leaves_the_run_going(rpc, tmp_path):
+    """switch_session aborted the run before it opened the other session: a path that is not a
+    session (a typo, a directory, another file) failed, and the answer streaming meanwhile was
+    lost with it. The session is now opened first; the run goes on and ends normally."""
+    (tmp_path / "notes.jsonl").write_text("not a session\n")
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "current.jsonl"))
+        child.call({"type": "prompt", "message": "a long answer"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        for target in (tmp_path / "notes.jsonl", tmp_path):
+            failed = child.call({"type": "switch_session", "sessionPath": str(target)})
+            assert failed["success"] is False and str(target) in failed["error"]
+        state = child.call({"type": "get_state"})["data"]
+        assert state["isStreaming"] is True and state["sessionFile"] == str(tmp_path / "current.jsonl")
+        server.release.set()
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert end["messages"][-1]["stopReason"] == "stop"
+        assert end["messages"][-1]["content"][0]["text"] == "partial never"
+        assert child.close().returncode == 0
+
+
+def test_switch_session_to_another_providers_model_never_sends_it_the_api_key_env_key(rpc, env, tmp_path):
+    """switch_session resumes the session's model, and the new agent took the old agent's key
+    with it: the --api-key-env key meant for OpenAI went to the endpoint of the session's local
+    model, in its Authorization header. set_model's rule now holds: that key for its provider only."""
+    with ScriptedServer([answer("recorded"), answer("resumed")]) as server:
+        local_path = tmp_path / "local.jsonl"
+        child = rpc(*local(server), "--session", str(local_path))
+        child.call({"type": "prompt", "message": "hi"})
+        child.read_until(is_type("agent_end"))
+        assert child.close().returncode == 0
+        openai_path = tmp_path / "openai.jsonl"
+        with Session.create(str(openai_path)) as session:
+            session.append_model_change("openai", "gpt-4o")
+        env["RPC_TEST_KEY"] = SECRET
+        child = rpc("--api-key-env", "RPC_TEST_KEY", "--session", str(openai_path))
+        assert child.call({"type": "get_state"})["data"]["model"]["provider"] == "openai"
+        assert child.call({"type": "switch_session", "sessionPath": str(local_path)})["success"] is True
+        assert child.call({"type": "get_state"})["data"]["model"]["provider"] == "local"
+        child.call({"type": "prompt", "message": "again"})
+        assert child.read_until(is_type("agent_end"))[-1]["messages"][-1]["content"][0]["text"] == "resumed"
+        assert child.close().returncode == 0
+    assert len(server.requests) == 2
+    assert all(SECRET not in json.dumps(request.headers) for request in server.requests)
 
 
 def test_set_model_and_available_models_use_keys_stored_by_keys_set(rpc, env, tmp_path):
@@ -693,6 +789,31 @@ def test_compact_streams_its_events_and_answers_with_the_result(rpc):
     assert child.close().returncode == 0
 
 
+def test_a_prompt_sent_during_compact_runs_after_it_and_is_never_lost(rpc):
+    """A prompt read while a compact runs (no run is active) used to be queued as a follow-up and
+    answered success, and then never ran: nothing takes a queued message without a run, and at
+    end of input it was gone. It now waits for the compaction and runs after it."""
+    body = sse(_chunk({"content": "## Goal\nsummary"}), _chunk(finish="stop"), done=True)
+    summary = Reply(body=body, stall_before_headers=True)
+    replies = [answer("a1"), answer("a2"), answer("a3"), summary] + [answer("the answer")] * 3
+    with ScriptedServer(replies) as server:
+        child = rpc(*local(server), "--no-session", setup=SMALL_COMPACTION)
+        for text in ("one", "two", "three"):
+            child.call({"type": "prompt", "message": text})
+            child.read_until(is_type("agent_end"))
+        child.send({"id": "c", "type": "compact"})
+        child.read_until(is_type("compaction_start"))  # the summary request now stalls
+        child.send({"id": "p", "type": "prompt", "message": "sent during compact", "streamingBehavior": "followUp"})
+        server.release.set()
+        lines = child.read_until(is_type("agent_end"))
+        responses = [(o["id"], o["success"]) for o in lines if o["type"] == "response"]
+        assert responses == [("c", True), ("p", True)]
+        assert [m["role"] for m in lines[-1]["messages"]][-2:] == ["user", "assistant"]
+        assert lines[-1]["messages"][-2]["content"][0]["text"] == "sent during compact"
+        assert child.call({"type": "get_state"})["data"]["pendingMessageCount"] == 0
+        assert child.close().returncode == 0
+
+
 def test_end_of_input_mid_run_lets_the_run_finish_then_exits_0(rpc, tmp_path):
     """``printf '{"type":"prompt",...}' | agentcore rpc`` prints the answer: closing stdin is not
     an abort (it used to abort the run, so a piped prompt never got its answer)."""
@@ -782,6 +903,43 @@ def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():
     assert "an object" in errors[0] and "a boolean" in errors[1] and "an array" in errors[2]
     assert '"id" is a number too large' in errors[3] and '"id" is a number too large' in errors[4]
     assert errors[6].startswith('the command has a number as its "type"')
+
+
+def test_prompt_images_that_are_not_base64_images_of_their_mime_type_are_refused():
+    """Any ``data`` string and any ``mimeType`` (even a number, turned into "5") used to be
+    accepted: the bad image was recorded in the session, and a provider refuses it on that request
+    and on every later one, which resends it."""
+    import base64
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 16).decode()
+    jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 16).decode()
+    bad = [
+        {"type": "image", "data": "not base64!", "mimeType": "image/png"},
+        {"type": "image", "data": "data:image/png;base64," + png, "mimeType": "image/png"},
+        {"type": "image", "data": png, "mimeType": 5},
+        {"type": "image", "data": base64.b64encode(b"plain text").decode(), "mimeType": "text/plain"},
+        {"type": "image", "data": base64.b64encode(b"plain text").decode(), "mimeType": "image/png"},
+        {"type": "image", "data": jpeg, "mimeType": "image/png"},
+    ]
+    commands = [{"type": "steer", "id": i, "message": "look", "images": [image]} for i, image in enumerate(bad)]
+    commands.append(
+        {"type": "prompt", "id": "ok", "message": "look", "images": [{"data": png, "mimeType": "image/png"}]}
+    )
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.StringIO("".join(json.dumps(c) + "\n" for c in commands))
+    assert main(["rpc", "--model", "scripted", "--no-session"], stdin=stdin, stdout=out, stderr=err) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    responses = [o for o in lines if o["type"] == "response"]
+    assert [(o["id"], o["success"]) for o in responses] == [(i, False) for i in range(len(bad))] + [("ok", True)]
+    errors = [o["error"] for o in responses[:-1]]
+    assert all(e.startswith("steer: images[0]: ") for e in errors)
+    assert "not valid base64" in errors[0] and "without a data: URL prefix" in errors[1]
+    assert "mimeType must be one of image/png" in errors[2] and "not 5" in errors[2] and "'text/plain'" in errors[3]
+    assert "not a PNG, JPEG, GIF or WebP image" in errors[4]
+    assert errors[5] == 'steer: images[0]: data is an image/jpeg image, not image/png: send "mimeType": "image/jpeg"'
+    assert not any(o["type"] == "queue_update" for o in lines)  # nothing was queued
+    sent = next(o for o in lines if o["type"] == "message_end")["message"]
+    assert sent["content"][1] == {"type": "image", "data": png, "mimeType": "image/png"}
 
 
 def test_approve_with_edited_args_then_continue(rpc, tmp_path):

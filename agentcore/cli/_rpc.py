@@ -20,11 +20,17 @@ Behaviour, and how it fails:
   swallow command lines). Diagnostics go to stderr.
 * Commands are handled in order on the reader thread, except those that may take long (``bash``,
   ``compact``, ``navigate_tree``), which answer from a worker thread so that ``abort`` and
-  ``abort_bash`` are read meanwhile. A command that moves to another session or reads it waits
-  for a running ``compact``/``navigate_tree`` first (``Command.after``), so piped commands see
-  its result. It waits in a line served by its own thread, not on the reader: every command read
+  ``abort_bash`` are read meanwhile. A command that moves to another session or reads it, and a
+  ``prompt``, waits for a running ``compact``/``navigate_tree`` first (``Command.after``), so
+  piped commands see its result and a prompt is run after it (never queued while no run could
+  take it). It waits in a line served by its own thread, not on the reader: every command read
   after it joins that line (order is kept), except ``abort`` and ``abort_bash``, which act at once
   on what runs. An ``id`` must be a string or a finite number.
+* A message queued during a run (``prompt`` with ``streamingBehavior``, ``steer``,
+  ``follow_up``) that arrives after the run's loop took its last look at the queues, just
+  before its ``agent_end``, starts a run of its own once that run has settled (when it ended
+  normally; after an abort, an error or an approval pause it waits for the next prompt or
+  ``continue``, as a message queued while idle does).
 * End of input: the run in progress (with its queued steering and follow-up messages) and a
   running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
   (flushed) and the command exits 0. SIGTERM, also while finishing, aborts the run and awaits its
@@ -189,6 +195,8 @@ class RpcServer:
         self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
         self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false
         self.workers: List[threading.Thread] = []
+        # the thread that starts a run for messages queued as the last run ended (_resume_late)
+        self.resumer: Optional[threading.Thread] = None
         # commands waiting for a running compact/navigate_tree, and the commands read after them,
         # served in order by their own thread (``_line_worker``) while the reader reads on
         self._line: Deque[Dict[str, Any]] = deque()
@@ -231,8 +239,44 @@ class RpcServer:
             self.out.send(data)
         if kind == "message_end" and self.queued:
             self._delivered(event.message)
+        elif kind == "agent_end" and self.agent.has_queued_messages():
+            self._start_resumer()
         elif kind == "compaction_start" and self.abort_requested and getattr(event, "reason", None) == "manual":
             self.agent.abort("agentcore rpc: abort")
+
+    def _start_resumer(self) -> None:
+        """The run ends with messages still queued: they came after its loop took its last look
+        at the queues (the run still counted as active, so the prompt/steer/follow_up was
+        accepted). Start a run for them once this one has settled (on the run thread the agent
+        is still busy); :meth:`finish` waits for it."""
+        resumer = threading.Thread(target=self._resume_late, args=(self.agent,), name="rpc-resume", daemon=True)
+        self.resumer = resumer
+        resumer.start()
+
+    def _resume_late(self, agent: Any) -> None:
+        """Continue ``agent`` for its queued messages when the run ended normally (not aborted,
+        failed or waiting for approvals: then they wait for the next prompt or ``continue``, as
+        messages queued while idle do) and nothing else took them meanwhile: a prompt run started
+        by the client delivers them itself, a session move or a shutdown drops them."""
+        from ..types import role_of
+
+        if not agent.wait_for_idle(SHUTDOWN_WAIT):
+            return
+        with self._line_lock, self.out.lock:  # _line_lock: a shutdown (``_closing``) is not raced
+            if self._closing or agent is not self.agent or self.running or self.busy_with is not None:
+                return
+            messages = agent.messages
+            last: Any = messages[-1] if messages else None
+            if role_of(last) != "assistant" or last.stop_reason in ("aborted", "error"):
+                return
+            if agent.pending_approvals or not agent.has_queued_messages():
+                return
+            try:
+                agent.continue_(wait=False)
+            except (RuntimeError, ValueError) as exc:  # a run began meanwhile (it takes them), or none left
+                self.note(f"queued messages wait for the next prompt: {describe_exception(exc)}")
+                return
+            self.running = True
 
     def _delivered(self, message: Any) -> None:
         """A queued steering/follow-up message reached the transcript: tell the client."""
@@ -294,7 +338,7 @@ class RpcServer:
         while True:
             while not self.agent.wait_for_idle(1.0):
                 pass
-            alive = [worker for worker in self.workers if worker.is_alive()]
+            alive = [worker for worker in self.workers + [self.resumer] if worker is not None and worker.is_alive()]
             if not alive:  # nothing can start a run any more
                 return
             for worker in alive:  # a compact, navigate_tree or waiting prompt may start a run

@@ -91,19 +91,46 @@ _MESSAGE = Field("message")
 _IMAGES = Field("images", list, required=False)
 
 
+_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
 def _user_message(command: Dict[str, Any]) -> Any:
-    """The command's ``message`` and ``images`` (ImageContent dicts) as a UserMessage."""
+    """The command's ``message`` and ``images`` (ImageContent dicts) as a UserMessage.
+
+    RpcError naming the image when one is not ``{"data": BASE64, "mimeType": ...}`` with valid
+    base64 of a PNG, JPEG, GIF or WebP image of that mime type: a bad image would be accepted,
+    recorded in the session and then refused by the provider on every later request."""
     from ..types import ImageContent, TextContent, UserMessage
 
     blocks: List[Any] = [TextContent(command["message"])]
     for index, image in enumerate(command.get("images") or ()):
+        where = f"{command['type']}: images[{index}]"
         if not isinstance(image, dict) or not isinstance(image.get("data"), str) or not image.get("mimeType"):
-            raise RpcError(
-                f"{command['type']}: images[{index}] must be "
-                '{"type": "image", "data": "<base64>", "mimeType": "image/png"}'
-            )
-        blocks.append(ImageContent(image["data"], str(image["mimeType"])))
+            raise RpcError(f'{where} must be {{"type": "image", "data": "<base64>", "mimeType": "image/png"}}')
+        _check_image(where, image["data"], image["mimeType"])
+        blocks.append(ImageContent(image["data"], image["mimeType"]))
     return UserMessage(content=blocks)
+
+
+def _check_image(where: str, data: str, mime_type: Any) -> None:
+    """RpcError unless ``data`` is base64 of an image of the kind ``mime_type`` names."""
+    import base64
+    import binascii
+
+    from ..builtin_tools.read import detect_image_mime_type
+
+    if mime_type not in _IMAGE_TYPES:
+        raise RpcError(f"{where}: mimeType must be one of {', '.join(_IMAGE_TYPES)}, not {mime_type!r:.80}")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        prefix = " (send the base64 alone, without a data: URL prefix)" if data.startswith("data:") else ""
+        raise RpcError(f"{where}: data is not valid base64{prefix}") from None
+    found = detect_image_mime_type(raw[:16])
+    if found is None:
+        raise RpcError(f"{where}: data is not a PNG, JPEG, GIF or WebP image")
+    if found != mime_type:
+        raise RpcError(f'{where}: data is an {found} image, not {mime_type}: send "mimeType": "{found}"')
 
 
 def _queue(server: RpcServer, kind: str, message: Any) -> None:
@@ -497,8 +524,12 @@ _AFTER = ("compact", "navigate_tree")
 
 COMMANDS: Dict[str, Command] = {
     # prompting
+    # a prompt read during a compact/navigate_tree waits for it: queued meanwhile, it would be
+    # answered success and then never run (no run is active to take it)
     "prompt": Command(
-        cmd_prompt, (_MESSAGE, _IMAGES, Field("streamingBehavior", required=False, choices=("steer", "followUp")))
+        cmd_prompt,
+        (_MESSAGE, _IMAGES, Field("streamingBehavior", required=False, choices=("steer", "followUp"))),
+        after=_AFTER,
     ),
     "steer": Command(cmd_steer, (_MESSAGE, _IMAGES)),
     "follow_up": Command(cmd_follow_up, (_MESSAGE, _IMAGES)),

@@ -110,21 +110,24 @@ def _require_approval(agent: Any) -> None:
 def _rebuilt(old: AgentSetup, session: Any, *, keep_model: bool, context: RpcContext) -> AgentSetup:
     """An agent like ``old.agent`` (tools, prompt, key, options, queue modes, compaction) on
     ``session``. ``keep_model``: the old model and thinking level; else the session's recorded
-    model (unless ``--model`` was given) and level."""
+    model (unless ``--model`` was given) and level; a recorded model of another provider takes
+    that provider's key (:func:`_key_for`), never the old one."""
     from ..agent import Agent
     from ._setup import _session_model
 
     agent = old.agent
-    model, stream_fn = agent.model, agent.stream_fn
+    model, stream_fn, api_key = agent.model, agent.stream_fn, agent.api_key
     if not keep_model and not context.options.model:
         resumed = _session_model(session, context.options.base_url)
         if resumed is not None:
             model, stream_fn = resumed
+            if model.provider != agent.model.provider:
+                api_key = _key_for(context, model, stream_fn)
     new = Agent(
         model,
         system_prompt=agent.system_prompt,
         tools=agent.tools,
-        api_key=agent.api_key,
+        api_key=api_key,
         stream_fn=stream_fn,
         session=session,
         options=agent.options,
@@ -139,15 +142,41 @@ def _rebuilt(old: AgentSetup, session: Any, *, keep_model: bool, context: RpcCon
     return AgentSetup(new, session, old.api_key, len(session.storage) == 0, old.plugin_tools)
 
 
-def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: bool) -> None:
+def _key_for(context: RpcContext, model: Any, stream_fn: Any) -> Optional[str]:
+    """The key for a session's model of another provider, as ``set_model`` picks it: the
+    ``--api-key-env`` key only for its own provider (never sent to another company's endpoint),
+    else the one ``agentcore keys set`` stored, else None (the provider reads its variable)."""
+    from ._keys import stored_key
+
+    key_provider, key = context.cli_key
+    if key and model.provider == key_provider:
+        return key
+    if stream_fn is not None:
+        return None
+    try:
+        return stored_key(str(model.provider))
+    except UsageError:  # a broken keys file: the provider's variable, or its missing-key error
+        return None
+
+
+def _switch(server: RpcServer, make_session: Callable[[], Any], *, keep_model: bool, open_first: bool = False) -> None:
     """Abort the run (as the reference does), then serve an agent on ``make_session()``; the old
-    session is closed. A failure to make the session leaves everything as it was. Bash results
-    waiting for the next prompt join the old session first: they belong where they ran."""
+    session is closed. A failure to make the session leaves everything as it was; with
+    ``open_first`` (a session that does not depend on the current one's branch) it is made before
+    the abort, so a session that cannot be opened does not cost the running answer either. Bash
+    results waiting for the next prompt join the old session first: they belong where they ran."""
     from ._rpc_bash import flush_bash
 
-    settle(server)
-    flush_bash(server)
-    session = make_session()
+    session = make_session() if open_first else None
+    try:
+        settle(server)
+        flush_bash(server)
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
+    if session is None:
+        session = make_session()
     try:
         setup = _rebuilt(server.setup, session, keep_model=keep_model, context=server.context)
     except BaseException:
@@ -237,7 +266,7 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
             return open_session(path, server.context.options.sessions_dir)
 
     try:
-        _switch(server, opener, keep_model=False)
+        _switch(server, opener, keep_model=False, open_first=True)
     except UsageError as exc:
         raise RpcError(f"switch_session: {exc}".replace("--session ", "")) from None
     return {"cancelled": False}
