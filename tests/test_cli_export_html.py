@@ -474,7 +474,7 @@ def test_html_export_of_a_value_nested_hundreds_deep(tmp_path, where):
     lines[target] = lines[target].replace('"@@"', deep)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     text, _ = export_html(path, tmp_path)
-    assert "[nested too deeply to show]" in text and "shown as stored" not in text
+    assert "&lt;nested too deeply&gt;" in text and "shown as stored" not in text
     assert "deep-result-text" in text and "go deep" in text and text.count("<article") == 3
 
 

@@ -22,7 +22,7 @@ The page is safe to open and to share:
 
 Rendering is iterative (an explicit stack), so neither a 100k-entry chain nor deeply nested forks
 hit Python's recursion limit; the page nests one level per fork, not per entry. A JSON value (tool
-arguments, details, custom data) nested too deeply to walk shows as ``[nested too deeply to show]``.
+arguments, details, custom data) nested more than 200 levels deep shows as ``<nested too deeply>``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ CSP = (
     "base-uri 'none'; form-action 'none'"
 )
 
-_TOO_DEEP = "[nested too deeply to show]"
 _WHITESPACE = re.compile(r"\s+")
 _ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?\Z")
 _PREVIEW = 90
@@ -70,13 +69,9 @@ def _esc(value: Any) -> str:
 
 
 def _json_text(value: Any, indent: Optional[int] = 2) -> str:
-    """JSON of any value (its JSON-safe form), indented, not yet escaped. Never raises: a value
-    nested past Python's recursion limit (another writer's file; ``json.loads`` reads a few
-    hundred levels that ``json_safe`` and the indenting encoder cannot walk) is :data:`_TOO_DEEP`."""
-    try:
-        return json.dumps(json_safe(value), indent=indent, ensure_ascii=False)
-    except RecursionError:
-        return _TOO_DEEP
+    """JSON of any value (its JSON-safe form, so it never raises: a value nested past 200 levels,
+    which another writer's file may hold, shows as ``"<nested too deeply>"``), not yet escaped."""
+    return json.dumps(json_safe(value), indent=indent, ensure_ascii=False)
 
 
 def _script_json(value: Any) -> str:
