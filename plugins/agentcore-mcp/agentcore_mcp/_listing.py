@@ -6,8 +6,17 @@ without parameters) makes the whole listing, and so the server, unusable. The st
 the SDK and the transport (any of them) pass through :func:`tolerant_tool_lists`: an answer to a
 ``tools/list`` request that the protocol would refuse has each tool repaired where the intent is
 clear (no ``type``, or ``["object", "null"]``: an object) and the others dropped (``"type":
-"string"``: MCP arguments are always an object), each drop logged as a warning naming the tool.
-A valid answer passes untouched.
+"string"``: MCP arguments are always an object). Two kinds of tool the protocol accepts are
+dropped too, from any answer, because an agent could not use them and they would cost the others:
+a second tool of a name already listed, on that page or an earlier page of the same listing (an
+agent refuses two tools of one name; the first is kept), and one whose ``inputSchema`` is not a valid JSON schema (agentcore refuses every call of
+it, and a provider refuses every request that lists it, whatever tool the model wants). Each drop
+is logged as a warning naming the tool and why. A description longer than
+:data:`MAX_DESCRIPTION_CHARS` is cut there, with a note saying so (logged too): it goes with every
+model request, and one of megabytes (generated from API docs) fills the context window, failing
+every request. An answer without such tools passes untouched.
+The check runs on a worker thread (checking a schema takes milliseconds), not on the plugin's
+event loop.
 """
 
 from __future__ import annotations
@@ -26,6 +35,10 @@ _log = logging.getLogger("agentcore_mcp")
 
 _FALLBACK_VERSION = "2025-11-25"  # what the SDK assumes before the handshake settles one
 
+#: characters of a tool's description kept: ten times a long hand-written one (the built-in
+#: tools' are under 2,000); the rest of a longer one is cut (see the module docstring)
+MAX_DESCRIPTION_CHARS = 20_000
+
 
 @asynccontextmanager
 async def tolerant_tool_lists(
@@ -34,19 +47,21 @@ async def tolerant_tool_lists(
     """``transport`` (an async context manager of ``(read_stream, write_stream)``) with its
     ``tools/list`` answers repaired; ``version()`` is the negotiated protocol version."""
     async with transport as (read_stream, write_stream):
-        pending: Set[Any] = set()  # ids of the tools/list requests sent and not yet answered
+        # the tools/list requests sent and not yet answered: id -> the cursor asked for
+        pending: Dict[Any, Optional[str]] = {}
         yield _Reader(read_stream, pending, server, version), _Writer(write_stream, pending)
 
 
 class _Writer:
-    def __init__(self, inner: Any, pending: Set[Any]) -> None:
+    def __init__(self, inner: Any, pending: Dict[Any, Optional[str]]) -> None:
         self._inner = inner
         self._pending = pending
 
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
         if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/list":
-            self._pending.add(message.id)
+            cursor = (message.params or {}).get("cursor")
+            self._pending[message.id] = cursor if isinstance(cursor, str) else None
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -63,19 +78,31 @@ class _Writer:
 
 
 class _Reader:
-    def __init__(self, inner: Any, pending: Set[Any], server: str, version: Callable[[], Optional[str]]) -> None:
+    def __init__(
+        self, inner: Any, pending: Dict[Any, Optional[str]], server: str, version: Callable[[], Optional[str]]
+    ) -> None:
         self._inner = inner
         self._pending = pending
         self._server = server
         self._version = version
+        # the names listed so far by each listing that goes on, by the cursor of its next page
+        self._listed: Dict[str, Set[Any]] = {}
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
         message = getattr(item, "message", None)
         if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)) and message.id in self._pending:
-            self._pending.discard(message.id)
+            cursor = self._pending.pop(message.id)
+            names = self._listed.pop(cursor, set()) if cursor is not None else set()
             if isinstance(message, mcp_types.JSONRPCResponse):
-                message.result = repaired(message.result, self._server, self._version() or _FALLBACK_VERSION)
+                version = self._version() or _FALLBACK_VERSION
+                result = await anyio.to_thread.run_sync(repaired, message.result, self._server, version, names)
+                message.result = result
+                following = result.get("nextCursor")
+                if isinstance(following, str) and following:
+                    if len(self._listed) >= 16:  # listings given up half-way: forget them
+                        self._listed.clear()
+                    self._listed[following] = names
         return item
 
     def __aiter__(self) -> _Reader:
@@ -100,22 +127,77 @@ class _Reader:
         return getattr(self._inner, name)
 
 
-def repaired(result: Dict[str, Any], server: str, version: str) -> Dict[str, Any]:
-    """A ``tools/list`` ``result`` the protocol accepts: ``result`` itself when it already does,
-    else a copy with each tool repaired or dropped (logged)."""
-    if _valid(result, version) or not isinstance(result.get("tools"), list):
+def repaired(result: Dict[str, Any], server: str, version: str, names: Optional[Set[Any]] = None) -> Dict[str, Any]:
+    """A ``tools/list`` ``result`` the protocol accepts, each of whose tools an agent can use:
+    ``result`` itself when it already is, else a copy with each tool repaired or dropped (logged;
+    see the module docstring). ``names`` are those listed on the listing's earlier pages; the
+    names this page keeps are added to it."""
+    tools = result.get("tools")
+    if not isinstance(tools, list):
         return result
+    valid = _valid(result, version)
     kept: List[Any] = []
-    for tool in result["tools"]:
-        fixed, problem = _repaired_tool(tool)
-        if fixed is not None and not _valid({"tools": [fixed]}, version):
+    names = set() if names is None else names
+    changed = not valid
+    for tool in tools:
+        fixed, problem = (tool, "") if valid else _repaired_tool(tool)
+        if fixed is not None and not valid and not _valid({"tools": [fixed]}, version):
             fixed, problem = None, "it is not a valid MCP tool"
+        if fixed is not None:
+            problem = _unusable(fixed, names)
+            if problem:
+                fixed = None
         if fixed is None:
             name = tool.get("name") if isinstance(tool, dict) else None
             _log.warning("MCP server %r: tool %r skipped: %s", server, name, problem)
+            changed = True
             continue
+        names.add(fixed.get("name"))
+        fixed = _short_description(fixed, server)
+        changed = changed or fixed is not tool
         kept.append(fixed)
-    return {**result, "tools": kept}
+    return {**result, "tools": kept} if changed else result
+
+
+def _short_description(tool: Dict[str, Any], server: str) -> Dict[str, Any]:
+    """``tool`` itself, or a copy with its description cut to :data:`MAX_DESCRIPTION_CHARS`."""
+    description = tool.get("description")
+    if not isinstance(description, str) or len(description) <= MAX_DESCRIPTION_CHARS:
+        return tool
+    _log.warning(
+        "MCP server %r: the description of tool %r has %d characters; only the first %d are kept",
+        server,
+        tool.get("name"),
+        len(description),
+        MAX_DESCRIPTION_CHARS,
+    )
+    note = f"\n\n[Description cut: showing the first {MAX_DESCRIPTION_CHARS:,} of {len(description):,} characters.]"
+    return {**tool, "description": description[:MAX_DESCRIPTION_CHARS] + note}
+
+
+def _unusable(tool: Dict[str, Any], names: Set[Any]) -> str:
+    """Why an agent cannot use ``tool`` (a valid MCP tool), given the ``names`` kept before it;
+    empty when it can."""
+    if tool.get("name") in names:
+        return "the server lists another tool of that name before it"
+    return _schema_problem(tool.get("inputSchema") or {})
+
+
+def _schema_problem(schema: Dict[str, Any]) -> str:
+    """Why ``schema`` is not a JSON schema of its dialect (draft 2020-12 unless it names another
+    ``$schema``), as agentcore checks a tool's schema before a call; empty when it is one."""
+    from jsonschema import Draft202012Validator, validators  # on first use: it takes a while
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        validators.validator_for(schema, default=Draft202012Validator).check_schema(schema)
+    except SchemaError as exc:
+        where = "/".join(str(part) for part in exc.path) or "its root"
+        message = exc.message if len(exc.message) <= 200 else exc.message[:199] + "\u2026"
+        return f"its inputSchema is not a valid JSON schema (at {where}: {message})"
+    except Exception as exc:  # noqa: BLE001 - one the checker cannot even read (nested too deep...)
+        return f"its inputSchema cannot be checked as a JSON schema ({type(exc).__name__})"
+    return ""
 
 
 def _repaired_tool(tool: Any) -> Tuple[Optional[Dict[str, Any]], str]:

@@ -2,7 +2,8 @@
 
 Every value given as an environment variable or HTTP header of a server counts as a secret (an API
 key is the common case and there is no reliable way to tell which ones are keys). A URL's password
-and query-string values count too. Of a stdio server's command-line arguments, these count:
+and query-string values count too (of a password holding an unencoded ``/``, also the part before
+it, which URL parsers quote as a port). Of a stdio server's command-line arguments, these count:
 
 * in an argument that is a URL with user info or a query string
   (``postgresql://user:hunter2@host/db``), its password and its query values, each as written and
@@ -76,9 +77,11 @@ _ASSIGNMENT = re.compile(r"([A-Za-z_][\w.-]*)=(.+)", re.DOTALL)  # NAME=value
 
 
 def _url_values(url: str) -> List[str]:
-    """The password of ``url`` (as written and decoded, also one holding an unencoded ``/``) and
-    all its query values, as written (httpx and the SDK log URLs percent-encoded) and decoded."""
+    """The password of ``url`` (as written and decoded, also one holding an unencoded ``/``, and
+    then its start too) and all its query values, as written (httpx and the SDK log URLs
+    percent-encoded) and decoded."""
     values = secret_url_values(url)
+    values += _password_start(url)
     try:
         query = urlsplit(url).query
     except ValueError:  # unparsable: its password, if any, came from secret_url_values
@@ -86,6 +89,18 @@ def _url_values(url: str) -> List[str]:
     values.extend(v for _, v in parse_qsl(query) if v)
     values.extend(raw for _, _, raw in (p.partition("=") for p in query.split("&")) if raw)
     return values
+
+
+def _password_start(url: str) -> List[str]:
+    """Of a password with an unencoded ``/``, ``?`` or ``#`` (``http://u:pa/ss@h``), the part
+    before it, which URL parsers read as the port and quote so in their errors (httpx's "Invalid
+    port: 'pa'"); nothing for any other URL."""
+    _, sep, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if not sep or "@" in authority or "@" not in rest or ":" not in authority:
+        return []
+    start = authority.rsplit(":", 1)[1]
+    return [start] if start and not start.isdigit() else []
 
 
 def _is_url_with_secrets(text: str) -> bool:
@@ -124,11 +139,17 @@ def _arg_values(args: Sequence[str]) -> List[str]:
 
 
 def safe_url(url: str) -> str:
-    """``url`` for display: no user info, query values masked."""
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port:
-        netloc += f":{parts.port}"
+    """``url`` for display: no user info, query values masked. Never raises: of a URL whose host
+    or port cannot be read (``http://[::1/``, a port over 65535, a password with an unencoded
+    ``/`` read as the port), only the scheme is shown."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.hostname or ""
+        if parts.port:
+            netloc += f":{parts.port}"
+    except ValueError:  # its text may hold a password: none of it is shown
+        scheme = url.partition(":")[0] if re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", url) else "?"
+        return f"{scheme}://<a URL whose host or port cannot be read>"
     query = "&".join(f"{k}={MASK}" for k, _ in parse_qsl(parts.query, keep_blank_values=True))
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 

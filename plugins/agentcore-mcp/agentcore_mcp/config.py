@@ -10,18 +10,24 @@ An entry with ``command`` (and optional ``args``, ``env``, ``cwd``) is a stdio s
 transport, ``"http"``/``"streamable-http"`` Streamable HTTP; otherwise Streamable HTTP with a
 fallback to SSE). ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``cwd``,
 ``url`` and ``headers`` are replaced from the environment, so keys need not live in the file.
+Numbers and booleans in ``args``, ``env`` and ``headers`` are passed as JSON writes them (``true``,
+``8080``), as desktop clients pass them. The file may start with a UTF-8 byte-order mark.
 ``"disabled": true`` skips an entry. agentcore extensions: ``"timeout"`` (seconds per call),
 ``"prefix"`` (tool-name prefix used by the plugin's registry; default the server's name, ``""`` for
 none), ``"maxOutputChars"`` (characters of text a tool result keeps, default 50,000, ``null`` for no
-limit). Unknown keys are ignored, as other clients do.
+limit; ``"timeout"`` is at most about 290 years, ``null`` for no limit). Unknown keys are
+ignored, as other clients do.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import threading
 from typing import Any, Dict, Mapping, Optional
+from urllib.parse import urlsplit
 
 from .errors import MCPConfigError
 from .server import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TIMEOUT, MCPServer, valid_max_output_chars
@@ -36,12 +42,14 @@ def load_config(path: str | os.PathLike[str]) -> Dict[str, MCPServer]:
 
     Each :class:`MCPServer` starts on first use; close them when done (``with`` or ``close()``).
     Raises :class:`MCPConfigError` naming the file, the server and the key for a file that is
-    missing, not JSON, or malformed, and for a ``${VAR}`` that is not set (the value of a set
-    variable never appears in a message).
+    missing, not JSON, or malformed (a value of the wrong type, a ``"command"`` that is empty once
+    its variables are replaced, a ``"url"`` whose host or port cannot be read, a ``"timeout"``
+    that is not a finite positive number), and for a ``${VAR}`` that is not set (the value of a
+    set variable never appears in a message).
     """
     where = os.fspath(path)
     try:
-        with open(where, encoding="utf-8") as fh:
+        with open(where, encoding="utf-8-sig") as fh:  # a BOM, as Windows editors write, is no error
             data = json.load(fh)
     except FileNotFoundError:
         raise MCPConfigError(f"MCP config {where}: no such file") from None
@@ -76,8 +84,11 @@ def servers_from_config(
 
 def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]) -> MCPServer:
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise MCPConfigError(f'{where}: "timeout" must be a positive number of seconds or null, not {timeout!r}')
+    if timeout is not None and not _valid_timeout(timeout):
+        raise MCPConfigError(
+            f'{where}: "timeout" must be a positive number of seconds (at most {threading.TIMEOUT_MAX:.0f}) '
+            f"or null for no limit, not {timeout!r}"
+        )
     max_chars = entry.get("maxOutputChars", DEFAULT_MAX_OUTPUT_CHARS)
     if not valid_max_output_chars(max_chars):
         raise MCPConfigError(f'{where}: "maxOutputChars" must be a positive integer or null, not {max_chars!r}')
@@ -87,16 +98,16 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
     if "command" in entry:
         if kind not in (None, "stdio"):
             raise MCPConfigError(f'{where}: "type" {kind!r} does not go with "command"')
-        command = _expand(_string(entry["command"], "command", where), "command", where, env)
+        command = _expanded_string(entry["command"], "command", where, env)
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
             raise MCPConfigError(f'{where}: "args" must be a list of strings')
         cwd = entry.get("cwd")
         return MCPServer.stdio(
             command,
-            [_expand(str(a), "args", where, env) for a in args],
+            [_expand(_text(a), "args", where, env) for a in args],
             env=_mapping(entry.get("env"), "env", where, env),
-            cwd=None if cwd is None else _expand(_string(cwd, "cwd", where), "cwd", where, env),
+            cwd=None if cwd is None else _expanded_string(cwd, "cwd", where, env),
             name=name,
             timeout=timeout,
             max_output_chars=max_chars,
@@ -113,7 +124,14 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
             raise MCPConfigError(
                 f'{where}: "type" must be "http", "streamable-http" or "sse" for a "url", not {kind!r}'
             )
-        url = _expand(_string(entry["url"], "url", where), "url", where, env)
+        url = _expanded_string(entry["url"], "url", where, env)
+        try:
+            urlsplit(url).port  # noqa: B018 - reads host and port; raises for what no client can reach
+        except ValueError:  # its text may quote a password: not shown
+            raise MCPConfigError(
+                f'{where}: "url" has a host or port that cannot be read (percent-encode a "/", "@" or '
+                '":" in a user name or password)'
+            ) from None
         try:
             return MCPServer.http(
                 url,
@@ -135,10 +153,38 @@ def _prefix(name: str, entry: Dict[str, Any], where: str) -> str:
     return prefix
 
 
+def _valid_timeout(value: Any) -> bool:
+    """A positive, finite number of seconds that a thread can wait (NaN, Infinity and ``1e10``
+    are valid JSON for Python, and a wait for them fails with ``OverflowError``)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and 0 < value <= threading.TIMEOUT_MAX
+    )
+
+
 def _string(value: Any, key: str, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise MCPConfigError(f'{where}: "{key}" must be a non-empty string')
     return value
+
+
+def _expanded_string(value: Any, key: str, where: str, env: Mapping[str, str]) -> str:
+    """A non-empty string, its ``${VAR}``s replaced; still non-empty afterwards."""
+    text = _expand(_string(value, key, where), key, where, env)
+    if not text:
+        raise MCPConfigError(f'{where}: "{key}" is empty once its ${{VAR}}s are replaced')
+    return text
+
+
+def _text(value: Any) -> str:
+    """A JSON string, number or boolean as JSON writes it (and a desktop client passes it)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
 
 
 def _mapping(value: Any, key: str, where: str, env: Mapping[str, str]) -> Optional[Dict[str, str]]:
@@ -146,7 +192,7 @@ def _mapping(value: Any, key: str, where: str, env: Mapping[str, str]) -> Option
         return None
     if not isinstance(value, dict) or not all(isinstance(v, (str, int, float, bool)) for v in value.values()):
         raise MCPConfigError(f'{where}: "{key}" must be an object of strings')
-    return {str(k): _expand(str(v), f"{key}.{k}", where, env) for k, v in value.items()}
+    return {str(k): _expand(_text(v), f"{key}.{k}", where, env) for k, v in value.items()}
 
 
 def _expand(text: str, key: str, where: str, env: Mapping[str, str]) -> str:

@@ -4,15 +4,21 @@
 MCP                                    agentcore
 =====================================  ==========================================================
 ``text``                               ``TextContent(text)``
-``image`` (base64 + mimeType)          ``ImageContent(data, mime_type)``
+``image`` (base64 + mimeType)          ``ImageContent(data, mime_type)`` for PNG, JPEG, GIF and
+                                       WebP with valid base64 (what every provider accepts); else
+                                       ``TextContent("[image <mime>, N bytes base64, not shown:
+                                       <why>]")``, since a provider refuses every later request of
+                                       a conversation holding such an image
 ``audio``                              ``TextContent("[audio <mime>, N bytes base64]")``
 ``resource`` with ``text``             ``TextContent("[resource <uri>]\\n<text>")``
-``resource`` with an image ``blob``    ``ImageContent(blob, mime_type)``
+``resource`` with an image ``blob``    ``ImageContent(blob, mime_type)`` (PNG, JPEG, GIF, WebP with
+                                       valid base64 as above)
 ``resource`` with another ``blob``     ``TextContent("[resource <uri> (<mime>), N bytes base64]")``
 ``resource_link``                      ``TextContent("[resource link <uri>] <name>: <description>")``
 ``structuredContent``                  ``details`` (the object); also a JSON text block when the
                                        content has no text block of its own
-``isError: true``                      :class:`MCPToolError` raised with the server's text, which
+``isError: true``                      :class:`MCPToolError` raised with the server's text (the
+                                       ``structuredContent`` as JSON when there is no text), which
                                        the agent loop turns into an error tool result
 ``notifications/progress``             ``on_update(AgentToolResult(text, details={"progress",
                                        "total", "message"}))`` -> ``tool_execution_update``
@@ -30,6 +36,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any, Callable, Dict, List, Optional
 
 from agentcore.tools import AgentToolResult
@@ -54,6 +61,8 @@ def to_tool_result(
     structured = getattr(result, "structured_content", None)
     if result.is_error:
         text = "\n".join(b.text for b in blocks if isinstance(b, TextContent)).strip()
+        if not text and structured is not None:  # an error told only as data: still the model's to read
+            text = json.dumps(structured, ensure_ascii=False)
         if redact is not None:
             text = redact(text)
         if max_chars is not None and len(text) > max_chars:
@@ -104,7 +113,7 @@ def content_blocks(item: Any) -> List[Any]:
     if kind == "text":
         return [TextContent(item.text)]
     if kind == "image":
-        return [ImageContent(item.data, item.mime_type)]
+        return [_image_block(item.data, item.mime_type)]
     if kind == "audio":
         return [TextContent(f"[audio {item.mime_type}, {len(item.data)} bytes base64]")]
     if kind == "resource_link":
@@ -124,17 +133,36 @@ def _resource_block(res: Any) -> Any:
     if text is not None:
         return TextContent(f"[resource {uri}]\n{text}")
     blob = getattr(res, "blob", "") or ""
-    if mime and mime.startswith("image/") and _is_base64(blob):
-        return ImageContent(blob, mime)
+    if _image_problem(blob, mime) is None:
+        return _image_block(blob, mime)
     return TextContent(f"[resource {uri} ({mime or 'application/octet-stream'}), {len(blob)} bytes base64]")
 
 
-def _is_base64(data: str) -> bool:
+#: the image types every provider accepts (Anthropic, OpenAI and Gemini alike); the built-in
+#: ``read`` tool attaches no other
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _image_block(data: str, mime: Optional[str]) -> Any:
+    """An ``ImageContent`` for an image a provider accepts (type lower-cased, line breaks taken
+    out of the base64), else a text block saying what the image was and why it is not shown."""
+    problem = _image_problem(data, mime)
+    if problem is not None:
+        return TextContent(f"[image {mime}, {len(data)} bytes base64, not shown: {problem}]")
+    return ImageContent(_WHITESPACE.sub("", data), str(mime).strip().lower())
+
+
+def _image_problem(data: str, mime: Optional[str]) -> Optional[str]:
+    """Why a provider would refuse the image, or None when it is fine."""
+    if not isinstance(mime, str) or mime.strip().lower() not in IMAGE_TYPES:
+        return "models accept only PNG, JPEG, GIF and WebP images"
+    compact = _WHITESPACE.sub("", data)
     try:
-        base64.b64decode(data, validate=True)
+        base64.b64decode(compact, validate=True)
     except (binascii.Error, ValueError):
-        return False
-    return True
+        return "its data is not valid base64"
+    return None if compact else "it is empty"
 
 
 def progress_update(progress: float, total: Optional[float], message: Optional[str]) -> AgentToolResult:

@@ -77,6 +77,13 @@ def test_a_missing_variable_is_named(tmp_path):
         ({"mcpServers": {"a": {"command": "x", "maxOutputChars": 0}}}, '"maxOutputChars" must be a positive integer'),
         ({"mcpServers": {"a": {"url": "http://h", "maxOutputChars": 2.5}}}, '"maxOutputChars" must be a positive'),
         ({"mcpServers": {"a": {"command": "x", "maxOutputChars": True}}}, '"maxOutputChars" must be a positive'),
+        # valid JSON for Python's reader; a wait that long fails with a bare OverflowError
+        ({"mcpServers": {"a": {"command": "x", "timeout": float("nan")}}}, '"timeout" must be a positive number'),
+        ({"mcpServers": {"a": {"command": "x", "timeout": float("inf")}}}, '"timeout" must be a positive number'),
+        ({"mcpServers": {"a": {"command": "x", "timeout": 1e10}}}, r'"timeout" .* \(at most 9223372036\)'),
+        ({"mcpServers": {"a": {"command": "${AGENTCORE_MCP_TEST_UNSET:-}"}}}, '"command" is empty once its'),
+        ({"mcpServers": {"a": {"url": "http://[::1/mcp"}}}, '"url" has a host or port that cannot be read'),
+        ({"mcpServers": {"a": {"url": "http://h:99999/mcp"}}}, '"url" has a host or port that cannot be read'),
     ],
 )
 def test_malformed_files_name_file_server_and_key(tmp_path, data, message):
@@ -84,6 +91,21 @@ def test_malformed_files_name_file_server_and_key(tmp_path, data, message):
     with pytest.raises(MCPConfigError, match=message) as info:
         load_config(path)
     assert str(path) in str(info.value)
+
+
+def test_a_url_whose_password_has_a_slash_is_refused_without_showing_it(tmp_path):
+    path = write(tmp_path, {"mcpServers": {"a": {"url": "http://user:s3c/ret-9876@h/mcp"}}})
+    with pytest.raises(MCPConfigError, match='"url" has a host or port that cannot be read') as info:
+        load_config(path)
+    assert "s3c" not in str(info.value)
+
+
+def test_a_byte_order_mark_and_json_numbers_and_booleans_are_read_as_desktop_clients_do(tmp_path):
+    path = tmp_path / "mcp.json"
+    data = {"mcpServers": {"a": {"command": "x", "args": ["--port", 8080, 1.0, True], "env": {"DEBUG": False}}}}
+    path.write_text("\ufeff" + json.dumps(data), encoding="utf-8")
+    spec = load_config(path)["a"]._spec
+    assert spec.args == ["--port", "8080", "1", "true"] and spec.env == {"DEBUG": "false"}
 
 
 def test_a_missing_file_is_named(tmp_path):

@@ -126,3 +126,18 @@ def test_secrets_are_masked_however_an_error_quotes_them():
     secrets = Secrets.of(env={"API_TOKEN": "env-secret-789\n"}, headers={"X-Key": "hdr-secret-456"})
     text = "refused b'env-secret-789\\n' and \"hdr-secret-456\" and env-secret-789"
     assert secrets.redact(text) == "refused b'***' and \"***\" and ***"
+
+
+@pytest.mark.parametrize("url", ["http://user:s3c/ret-9876@127.0.0.1:9/mcp", "http://[::1/mcp", "http://h:99999/mcp"])
+def test_a_url_whose_host_or_port_cannot_be_read_fails_at_once_and_unseen(url):
+    """Showing such a URL raised (urlsplit's ValueError quoting the password's start as the port):
+    the repr failed, and the start's failure was lost, so ``connect`` waited its whole timeout
+    and then raised that bare ValueError."""
+    server = MCPServer.http(url, name="odd", connect_timeout=5)
+    try:
+        assert repr(server) == "MCPServer.http('http://<a URL whose host or port cannot be read>')[name='odd', idle]"
+        with pytest.raises(MCPConnectionError, match=r"^MCP server 'odd' \(http://<a URL whose host or port") as info:
+            server.connect()
+        assert "s3c" not in str(info.value) and "s3c" not in repr(server)
+    finally:
+        server.close()

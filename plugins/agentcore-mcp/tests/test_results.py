@@ -103,3 +103,35 @@ def test_an_error_text_over_the_cap_is_cut_after_its_secrets_are_masked():
     message = str(info.value)
     assert message.startswith("eeeee***ee\n\n[Output truncated: showing the first 10 of 508 characters.")
     assert "9999" not in message
+
+
+def test_an_image_a_provider_would_refuse_becomes_a_note_not_an_image():
+    # an SVG, or data that is not base64, in the transcript makes the provider refuse every later
+    # request of the conversation (HTTP 400), so it never becomes an ImageContent
+    svg = t.ImageContent(type="image", data="PHN2Zz48L3N2Zz4=", mime_type="image/svg+xml")
+    assert content_blocks(svg) == [
+        TextContent(
+            "[image image/svg+xml, 16 bytes base64, not shown: models accept only PNG, JPEG, GIF and WebP images]"
+        )
+    ]
+    broken = t.ImageContent(type="image", data="!!not base64", mime_type="image/png")
+    assert content_blocks(broken) == [
+        TextContent("[image image/png, 12 bytes base64, not shown: its data is not valid base64]")
+    ]
+    empty = t.ImageContent(type="image", data="", mime_type="image/png")
+    assert content_blocks(empty) == [TextContent("[image image/png, 0 bytes base64, not shown: it is empty]")]
+    # line-wrapped base64 and an upper-case type are what providers take once normalised
+    wrapped = t.ImageContent(type="image", data=PNG[:4] + "\r\n" + PNG[4:], mime_type=" Image/PNG")
+    assert content_blocks(wrapped) == [ImageContent(PNG, "image/png")]
+    blob = t.EmbeddedResource(
+        type="resource",
+        resource=t.BlobResourceContents(uri="file:///a.svg", blob="PHN2Zz48L3N2Zz4=", mime_type="image/svg+xml"),
+    )
+    assert content_blocks(blob) == [TextContent("[resource file:///a.svg (image/svg+xml), 16 bytes base64]")]
+
+
+def test_an_error_given_only_as_structured_content_keeps_it_as_its_message():
+    result = t.CallToolResult(content=[], structured_content={"error": "quota exceeded"}, is_error=True)
+    with pytest.raises(MCPToolError) as info:
+        to_tool_result(result, "srv", "tool")
+    assert str(info.value) == '{"error": "quota exceeded"}'
