@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import weakref
@@ -250,12 +252,17 @@ async def stdio_transport(
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
     async def stdout_reader() -> None:
-        buffer = b""
+        pending: List[bytes] = []  # the pieces of a line not yet ended: joined once, at its end
         try:
             async with read_writer:
                 async for chunk in process.stdout:  # type: ignore[union-attr]  # opened with a pipe
-                    lines = (buffer + chunk).split(b"\n")
-                    buffer = lines.pop()
+                    if b"\n" not in chunk:  # a long message arrives in many chunks: linear, not quadratic
+                        pending.append(chunk)
+                        continue
+                    lines = chunk.split(b"\n")
+                    pending.append(lines[0])
+                    lines[0] = b"".join(pending)
+                    pending = [lines.pop()]
                     for line in lines:
                         if line.strip():
                             await read_writer.send(_parse(line))
@@ -289,10 +296,35 @@ async def stdio_transport(
 
 
 def _parse(line: bytes) -> Any:
+    """One JSON-RPC message, or the ``ValueError`` the session reports (the connection goes on).
+
+    A lone surrogate escape (``"\\ud800"``, half an emoji a server cut) is refused by the SDK's
+    strict JSON reader, which would leave the call it answers waiting for its whole timeout; such a
+    message is read with Python's reader instead, each lone surrogate becoming U+FFFD."""
+    adapter = mcp_types.jsonrpc_message_adapter
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as exc:  # handed to the session, which reports it; the connection goes on
-        return exc
+        return SessionMessage(adapter.validate_json(line, by_name=False))
+    except ValueError as exc:
+        if b"\\u" not in line:
+            return exc
+        try:
+            data = _without_lone_surrogates(json.loads(line))
+            return SessionMessage(adapter.validate_python(data, by_name=False))
+        except (ValueError, RecursionError):
+            return exc
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins the pairs: what is left is lone
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
 
 
 async def _stop(process: Any, state: ProcessState) -> None:

@@ -1,8 +1,11 @@
 """A bare stdio MCP server that answers tools/call in one scripted way (``MODE``), for the
 failures an SDK-built server cannot produce: a JSON-RPC error of code -32000 (the generic
-"server error" many servers send), results that are not valid MCP or (``MODE=bad-output``) not of the tool's output schema, and
-(``MODE=odd-schemas``)
-tool lists whose input schemas the SDK's strict validation refuses."""
+"server error" many servers send), results that are not valid MCP or (``MODE=bad-output``) not of the tool's output schema,
+(``MODE=odd-schemas``) tool lists whose input schemas the SDK's strict validation refuses, and
+(``MODE=unusable-tools``) a valid tool list (of two pages) no agent could use whole: tools of one name and
+a schema that is not JSON schema, (``MODE=long-description``) a description of megabytes, a result
+holding half an emoji as a lone surrogate escape (``MODE=cut-emoji``) and one of megabytes
+(``MODE=big-result``)."""
 
 import json
 import os
@@ -50,6 +53,23 @@ for line in sys.stdin:
             {"name": "fine", "inputSchema": {"type": "object", "properties": {"y": {"type": "string"}}}},
         ]
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": odd}})
+    elif method == "tools/list" and MODE == "unusable-tools":  # two pages
+        if (request.get("params") or {}).get("cursor") != "page-2":
+            tools = [
+                {"name": "dup", "description": "the first", "inputSchema": {"type": "object"}},
+                {"name": "dup", "description": "the second", "inputSchema": {"type": "object"}},
+                {"name": "bad_schema", "inputSchema": {"type": "object", "properties": {"x": {"type": "nonsense"}}}},
+            ]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools, "nextCursor": "page-2"}})
+        else:
+            tools = [
+                {"name": "fine", "inputSchema": {"type": "object", "properties": {"y": {"type": "string"}}}},
+                {"name": "dup", "description": "the third", "inputSchema": {"type": "object"}},
+            ]
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
+    elif method == "tools/list" and MODE == "long-description":  # generated from API docs, say
+        tools = [{"name": "verbose", "description": "word " * 1_000_000, "inputSchema": {"type": "object"}}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
     elif method == "tools/list" and MODE == "bad-output":
         typed = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
         tools = [{"name": "t", "inputSchema": {"type": "object"}, "outputSchema": typed}]
@@ -59,7 +79,7 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "structuredContent": {"n": "one"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}})
-    elif method == "tools/call" and MODE == "odd-schemas":
+    elif method == "tools/call" and MODE in ("odd-schemas", "unusable-tools"):
         text = json.dumps(request["params"].get("arguments"))
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "tools/call" and MODE == "server-error":
@@ -70,6 +90,11 @@ for line in sys.stdin:
                 "error": {"code": -32000, "message": "backend unavailable: " + os.environ["TOKEN"]},
             }
         )
+    elif method == "tools/call" and MODE == "cut-emoji":  # json.dumps writes the lone half as "\ud83d"
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "half \ud83d here"}]}})
+    elif method == "tools/call" and MODE == "big-result":  # one line of megabytes: many pipe reads
+        text = "".join(f"{i:09d}\n" for i in range(300_000))
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "tools/call" and MODE == "not-a-list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": "notalist"}})
     elif method.startswith("tools/"):

@@ -16,7 +16,9 @@ from agentcore_mcp import server as server_module
 from agentcore_mcp._connection import Connection
 from conftest import TEST_SERVER, abort_when_marked, alive, eventually, group_members, lifelines_of
 
+from agentcore import Agent
 from agentcore.signals import AbortController
+from agentcore.testing import ScriptedModel
 from agentcore.types import ImageContent, TextContent
 
 
@@ -492,14 +494,16 @@ def _readlink(path: str) -> str:
         return ""
 
 
-def _raw_server(mode: str):
+def _raw_server(mode: str, **options):
     import os
     import sys
 
     from agentcore_mcp import MCPServer
 
     script = os.path.join(os.path.dirname(__file__), "raw_jsonrpc_server.py")
-    return MCPServer.stdio(sys.executable, [script], name="raw", env={"MODE": mode, "TOKEN": "tok-0123456789"})
+    return MCPServer.stdio(
+        sys.executable, [script], name="raw", env={"MODE": mode, "TOKEN": "tok-0123456789"}, **options
+    )
 
 
 def test_a_server_error_of_code_32000_is_the_tools_error_not_a_lost_connection():
@@ -526,9 +530,29 @@ def test_a_result_that_is_not_valid_mcp_is_a_tool_error_naming_the_server():
             server.call_tool("t", {})
 
 
+def test_a_result_holding_a_lone_surrogate_arrives_at_once():
+    """The SDK's strict JSON reader refuses a lone ``\\ud83d`` (half an emoji): the message was
+    dropped and the call waited for its whole timeout. It is read with U+FFFD in its place."""
+    with _raw_server("cut-emoji") as server:
+        server.timeout = 30
+        result = server.call_tool("t", {})
+    assert result.content[0].text == "half \ufffd here"
+
+
+def test_a_result_of_megabytes_arrives_whole():  # one line over many pipe reads, joined once
+    with _raw_server("big-result", max_output_chars=None) as server:
+        result = server.call_tool("t", {})
+        assert server.restarts == 0
+    assert result.content[0].text == "".join(f"{i:09d}\n" for i in range(300_000))
+
+
 # A process that starts but never speaks MCP (reads nothing, answers nothing), as a server does
 # while npx downloads it; it writes its pid to argv[1] so the test can look for it afterwards.
-MUTE = "import os, sys, time\nopen(sys.argv[1], 'w').write(str(os.getpid()))\ntime.sleep(120)"
+# the pid file appears whole (a test that waits for it to exist reads it at once)
+MUTE = (
+    "import os, sys, time\nwith open(sys.argv[1] + '.tmp', 'w') as f:\n    f.write(str(os.getpid()))\n"
+    "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\ntime.sleep(120)"
+)
 
 
 def _mute_server(marker_dir, **kwargs):
@@ -755,6 +779,33 @@ def test_one_tool_with_an_odd_schema_never_costs_the_servers_other_tools(caplog)
     warned = caplog.text
     assert "MCP server 'raw': tool 'stringy' skipped" in warned and '"type": "string"' in warned
     assert "tool 'dotted_name' skipped" in warned and "'dotted.name'" in warned
+
+
+def test_a_second_tool_of_a_name_and_a_schema_that_is_not_json_schema_are_skipped(caplog):
+    """A valid listing no agent could use whole: three tools named ``dup``, the third on the
+    second page (an Agent refuses two tools of one name, so every tool of the server was lost)
+    and a schema that is not JSON schema (agentcore refuses every call of it; a provider refuses
+    every request listing it). The first ``dup`` stays; each skip is a warning naming the tool
+    and why."""
+    caplog.set_level(logging.WARNING, logger="agentcore_mcp")
+    with _raw_server("unusable-tools") as server:
+        tools = server.tools()
+        assert [(t.name, t.description) for t in tools] == [("dup", "the first"), ("fine", "fine")]
+        Agent(ScriptedModel([]).model, tools=tools)  # no "tool names must be unique"
+        assert server.call_tool("fine", {"y": "z"}).content == [TextContent('{"y": "z"}')]
+    warned = caplog.text
+    assert warned.count("MCP server 'raw': tool 'dup' skipped: the server lists another tool of that name before") == 2
+    assert "tool 'bad_schema' skipped: its inputSchema is not a valid JSON schema (at properties/x/type:" in warned
+
+
+def test_a_description_of_megabytes_is_cut_with_a_note(caplog):
+    """It goes with every model request: 5 MB would fill any context window, failing them all."""
+    caplog.set_level(logging.WARNING, logger="agentcore_mcp")
+    with _raw_server("long-description") as server:
+        (tool,) = server.tools()
+    note = "\n\n[Description cut: showing the first 20,000 of 5,000,000 characters.]"
+    assert tool.description == ("word " * 1_000_000)[:20_000] + note
+    assert "the description of tool 'verbose' has 5000000 characters; only the first 20000 are kept" in caplog.text
 
 
 def test_a_result_that_breaks_the_tools_output_schema_is_a_tool_error_naming_the_server():
