@@ -166,13 +166,14 @@ class _ActiveRun:
 _LEVELS = tuple(level.value for level in ThinkingLevel)
 
 
-def _abort_and_settle(run: _ActiveRun) -> None:
+def _abort_and_settle(run: _ActiveRun, reason: Any = None) -> None:
     """After a Ctrl+C in the waiting caller: abort ``run`` and wait until it has settled, so its
     end (the aborted answer, the tools' results) is recorded before the caller re-raises. A further
     KeyboardInterrupt meanwhile (a second key press, or a relayed signal crossing the first) is
-    absorbed: one interrupt, one settled run. Every built-in tool ends at once on the abort."""
+    absorbed: one interrupt, one settled run. Every built-in tool ends at once on the abort.
+    ``reason``: the abort's reason (default: an interrupt). A no-op abort for a settled run."""
     try:
-        run.controller.abort(_INTERRUPTED)
+        run.controller.abort(_INTERRUPTED if reason is None else reason)
     except KeyboardInterrupt:  # it landed while the abort told the listeners: all were told
         pass
     while True:

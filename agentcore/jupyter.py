@@ -779,21 +779,6 @@ def _forward(events: Iterable[Any], inbox: queue.Queue[Any]) -> None:
         inbox.put(_END)
 
 
-def _stop(run: Any, reason: str) -> None:
-    """Abort ``run`` (a no-op once it has settled) and wait until it has settled; a
-    KeyboardInterrupt meanwhile does not cut the wait short (its transcript is written then)."""
-    try:
-        run.controller.abort(reason)
-    except KeyboardInterrupt:
-        pass
-    while True:
-        try:
-            run.settled.wait()
-            return
-        except KeyboardInterrupt:
-            continue
-
-
 def _run_error(messages: Sequence[Any]) -> Optional[str]:
     """A run's error, read from its own messages as ``agent.state.error_message`` has it when the
     run ends: the latest assistant message's that carries one."""
@@ -895,8 +880,10 @@ def display_run(
         # The run's own failure (it has settled), or the display's (a front end that failed, an
         # event it cannot show): the run must not go on unseen, with the agent busy and its tools
         # running, after the cell has failed; nor may a failing display hide why.
+        from .agent import _abort_and_settle
+
         run = events._run
-        _stop(run, f"the live display failed: {describe_exception(exc)}")
+        _abort_and_settle(run, f"the live display failed: {describe_exception(exc)}")
         live.interrupt(run.result)
         live.status = f"failed: {describe_exception(exc)}"
         try:

@@ -271,6 +271,20 @@ def _progress_tool(release: threading.Event, saw_abort: List[bool]) -> AgentTool
     return AgentTool("work", "does work", {"type": "object", "properties": {}}, execute)
 
 
+def _abortable_progress_tool(release: threading.Event, saw_abort: List[bool], started: threading.Event) -> AgentTool:
+    """:func:`_progress_tool` that sets ``started`` when it runs and is woken by an abort."""
+    tool = _progress_tool(release, saw_abort)
+    original = tool.execute
+
+    def execute(*args: Any) -> Any:
+        args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
+        started.set()
+        return original(*args)
+
+    tool.execute = execute
+    return tool
+
+
 def test_display_run_shows_streaming_tool_progress_and_the_final_answer():
     release = threading.Event()
     saw_abort: List[bool] = []
@@ -323,15 +337,7 @@ def test_keyboard_interrupt_aborts_the_run_cleanly_and_reraises():
 
     fake = FakeDisplay(on_html)
     model = ScriptedModel([tool_call("work", {}), say("never reached")])
-    tool = _progress_tool(release, saw_abort)
-    original = tool.execute
-
-    def execute(*args: Any) -> Any:
-        args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
-        started.set()
-        return original(*args)
-
-    tool.execute = execute
+    tool = _abortable_progress_tool(release, saw_abort, started)
     agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
     with pytest.raises(KeyboardInterrupt):
         display_run(agent, "go", display=fake, throttle=0.0)
@@ -358,15 +364,7 @@ def test_a_failing_display_aborts_the_run_before_its_error_is_raised():
             raise ConnectionError("the front end went away")
 
     model = ScriptedModel([tool_call("work", {}), say("second answer")])
-    tool = _progress_tool(release, saw_abort)
-    original = tool.execute
-
-    def execute(*args: Any) -> Any:
-        args[2].add_listener(lambda _reason: release.set())  # abort wakes the tool
-        started.set()
-        return original(*args)
-
-    tool.execute = execute
+    tool = _abortable_progress_tool(release, saw_abort, started)
     agent = Agent(model.model, tools=[tool], stream_fn=model.stream_fn)
     with pytest.raises(ConnectionError, match="the front end went away"):
         display_run(agent, "go", display=FakeDisplay(on_html), throttle=0.0)

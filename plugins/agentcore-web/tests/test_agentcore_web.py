@@ -315,14 +315,14 @@ def test_links_resolve_against_the_base_element() -> None:
     assert html_to_text(page, "https://example.org/start")[1] == "[Intro](https://example.org/v2/guide/intro.html)"
 
 
-def test_a_trickle_inside_one_chunk_ends_at_the_deadline(base_url: str) -> None:
-    """A chunked body read a whole HTTP chunk at a time never came back to check the deadline:
-    a server sending one byte per 50 ms of a 100000-byte chunk held the tool for 83 minutes."""
+def _fetch_failure(url: str, stop: threading.Event, what: str) -> BaseException:
+    """The error of a ``timeout=0.5`` fetch of ``url`` (a server dripping until ``stop``), which
+    must end within 10 s: ``what`` ran past its deadline otherwise."""
     outcome: Dict[str, Any] = {}
 
     def worker() -> None:
         try:
-            _run(create_fetch_url_tool(timeout=0.5), base_url + "/drip-chunk")
+            _run(create_fetch_url_tool(timeout=0.5), url)
         except Exception as exc:  # checked on the test thread
             outcome["error"] = exc
 
@@ -330,33 +330,25 @@ def test_a_trickle_inside_one_chunk_ends_at_the_deadline(base_url: str) -> None:
     thread.start()
     try:
         thread.join(10)
-        assert not thread.is_alive(), "the download ran past its deadline"
+        assert not thread.is_alive(), f"{what} ran past its deadline"
     finally:
-        _Handler.drip_stop.set()
+        stop.set()
         thread.join(10)
-    assert str(outcome["error"]).endswith("/drip-chunk timed out while reading the body")
+    return outcome["error"]
+
+
+def test_a_trickle_inside_one_chunk_ends_at_the_deadline(base_url: str) -> None:
+    """A chunked body read a whole HTTP chunk at a time never came back to check the deadline:
+    a server sending one byte per 50 ms of a 100000-byte chunk held the tool for 83 minutes."""
+    error = _fetch_failure(base_url + "/drip-chunk", _Handler.drip_stop, "the download")
+    assert str(error).endswith("/drip-chunk timed out while reading the body")
 
 
 def test_headers_trickling_in_end_at_the_deadline(base_url: str) -> None:
     """Each byte of the headers arrives well within the read timeout, so only a deadline for the
     whole wait ends it (a header line may be 64 KB: at a byte per 50 ms, almost an hour)."""
-    outcome: Dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            _run(create_fetch_url_tool(timeout=0.5), base_url + "/drip-headers")
-        except Exception as exc:  # checked on the test thread
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    try:
-        thread.join(10)
-        assert not thread.is_alive(), "the wait for headers ran past its deadline"
-    finally:
-        _Handler.header_drip_stop.set()
-        thread.join(10)
-    assert str(outcome["error"]).endswith("/drip-headers timed out after 0.5 s")
+    error = _fetch_failure(base_url + "/drip-headers", _Handler.header_drip_stop, "the wait for headers")
+    assert str(error).endswith("/drip-headers timed out after 0.5 s")
 
 
 def test_max_bytes_stops_reading_inside_one_huge_chunk(base_url: str) -> None:
