@@ -825,7 +825,7 @@ def _execute_and_finalize(
         kind, index, payload = mailbox.get()
         call = prepared[index].call
         if kind == "update":
-            emit(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, payload))
+            emit(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, _as_partial(payload)))
             continue
         remaining -= 1
         result, is_error = payload
@@ -912,6 +912,18 @@ def _start_worker(
                 mailbox.put(("done", index, payload))
 
     start_daemon(contextvars.copy_context().run, "agentcore-tool-" + item.call.name, work)
+
+
+def _as_partial(value: Any) -> Any:
+    """What ``on_update`` was given, as the ``AgentToolResult`` a ``tool_execution_update``
+    carries: a ``str`` ("50% done"), blocks or data converted by the rules of a final result. A
+    value that cannot be converted is passed on as it is (a progress report never fails a call)."""
+    if isinstance(value, AgentToolResult):
+        return value
+    try:
+        return _tools.to_tool_result(value)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return value
 
 
 def _as_tool_result(value: Any) -> AgentToolResult:

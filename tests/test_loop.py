@@ -761,6 +761,22 @@ def test_updates_are_emitted_between_start_and_end(user, asst, mock_llm, mock_mo
     assert update.args == {"n": 1} and update.partial_result.content[0].text == "half"
 
 
+def test_progress_given_as_a_string_is_an_agent_tool_result(user, asst, mock_llm, mock_model, recorder):
+    """``on_update("50% done")`` reached listeners as a bare string, so ``run --json`` printed
+    ``"partialResult": "50% done"`` where the documented shape is a result object."""
+    from agentcore.events import event_to_dict
+
+    def progress(tool_call_id, args, signal, on_update):
+        on_update("50% done")
+        return "done"
+
+    tool = AgentTool("progress", "", {"type": "object"}, progress)
+    _one_call_run(asst, mock_llm, mock_model, user, [tool], [ToolCall("t1", "progress", {})], recorder)
+    (update,) = recorder.of("tool_execution_update")
+    assert isinstance(update.partial_result, AgentToolResult) and update.partial_result.content[0].text == "50% done"
+    assert event_to_dict(update)["partialResult"]["content"] == [{"type": "text", "text": "50% done"}]
+
+
 def test_after_tool_call_merges_field_by_field(user, asst, mock_llm, mock_model, recorder):  # agent-loop §2.8
     def execute(tool_call_id, args, signal, on_update):
         return AgentToolResult([TextContent("raw")], details={"keep": 1}, added_tool_names=["extra"])
