@@ -22,7 +22,6 @@ ignored, as other clients do.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import threading
@@ -30,7 +29,7 @@ from typing import Any, Dict, Mapping, Optional
 from urllib.parse import urlsplit
 
 from .errors import MCPConfigError
-from .server import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TIMEOUT, MCPServer, valid_max_output_chars
+from .server import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TIMEOUT, MCPServer, valid_max_output_chars, valid_timeout
 
 __all__ = ["load_config", "servers_from_config"]
 
@@ -84,7 +83,7 @@ def servers_from_config(
 
 def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]) -> MCPServer:
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
-    if timeout is not None and not _valid_timeout(timeout):
+    if timeout is not None and not valid_timeout(timeout):
         raise MCPConfigError(
             f'{where}: "timeout" must be a positive number of seconds (at most {threading.TIMEOUT_MAX:.0f}) '
             f"or null for no limit, not {timeout!r}"
@@ -151,17 +150,6 @@ def _prefix(name: str, entry: Dict[str, Any], where: str) -> str:
     if not isinstance(prefix, str):
         raise MCPConfigError(f'{where}: "prefix" must be a string')
     return prefix
-
-
-def _valid_timeout(value: Any) -> bool:
-    """A positive, finite number of seconds that a thread can wait (NaN, Infinity and ``1e10``
-    are valid JSON for Python, and a wait for them fails with ``OverflowError``)."""
-    return (
-        not isinstance(value, bool)
-        and isinstance(value, (int, float))
-        and math.isfinite(value)
-        and 0 < value <= threading.TIMEOUT_MAX
-    )
 
 
 def _string(value: Any, key: str, where: str) -> str:

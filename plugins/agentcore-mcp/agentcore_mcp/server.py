@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import logging
+import math
 import re
 import threading
 import time
@@ -61,6 +62,18 @@ def _close_open_servers() -> None:
             _log.exception("closing MCP server %r at exit failed", server.name)
 
 
+def valid_timeout(value: Any) -> bool:
+    """Whether ``value`` is a number of seconds a thread can wait: positive, finite, at most
+    ``threading.TIMEOUT_MAX`` (NaN, Infinity and ``1e10`` are refused: a wait for them fails at
+    once, or with ``OverflowError``, on every call)."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and 0 < value <= threading.TIMEOUT_MAX
+    )
+
+
 def valid_max_output_chars(value: Any) -> bool:
     """Whether ``value`` is a ``max_output_chars``: a positive integer (not a bool) or None."""
     return value is None or (type(value) is not bool and isinstance(value, int) and value > 0)
@@ -97,6 +110,12 @@ class MCPServer:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
     ) -> None:
+        for option, value in (("timeout", timeout), ("connect_timeout", connect_timeout)):
+            if not (value is None and option == "timeout") and not valid_timeout(value):
+                raise ValueError(
+                    f"MCPServer: {option} must be a positive number of seconds (at most "
+                    f"{threading.TIMEOUT_MAX:.0f}){' or None' if option == 'timeout' else ''}, not {value!r}"
+                )
         if not valid_max_output_chars(max_output_chars):
             raise ValueError(
                 f"MCPServer: max_output_chars must be a positive integer or None, not {max_output_chars!r}"

@@ -88,6 +88,19 @@ def test_max_output_chars_none_keeps_everything_and_bad_values_are_refused(test_
             MCPServer.stdio("server", max_output_chars=bad)
 
 
+
+def test_timeouts_no_wait_can_use_are_refused_by_name():
+    """``MCPServer(timeout=nan)`` made every call time out at once ("within nans"), and ``inf`` or
+    ``1e10`` failed each call with OverflowError; the config file already refused them."""
+    for option in ("timeout", "connect_timeout"):
+        for bad in (float("nan"), float("inf"), 1e10, 0, -1, True, "30"):
+            with pytest.raises(ValueError, match=f"MCPServer: {option} must be a positive number of seconds"):
+                MCPServer.stdio("server", **{option: bad})
+    with pytest.raises(ValueError, match="connect_timeout"):
+        MCPServer.stdio("server", connect_timeout=None)
+    MCPServer.stdio("server", timeout=None).close()  # None: no limit for a call
+
+
 def test_is_error_raises_with_the_servers_text(shared):
     server = shared
     with pytest.raises(MCPToolError, match="cannot do it: no reason"):
