@@ -88,7 +88,6 @@ def test_max_output_chars_none_keeps_everything_and_bad_values_are_refused(test_
             MCPServer.stdio("server", max_output_chars=bad)
 
 
-
 def test_timeouts_no_wait_can_use_are_refused_by_name():
     """``MCPServer(timeout=nan)`` made every call time out at once ("within nans"), and ``inf`` or
     ``1e10`` failed each call with OverflowError; the config file already refused them."""
