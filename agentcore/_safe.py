@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import math
+import re
 from enum import Enum
 from typing import Any, Dict, Optional, Set, Tuple
 
-__all__ = ["exception_message", "describe_exception", "json_safe", "redact_url", "safe_repr"]
+__all__ = ["exception_message", "describe_exception", "json_safe", "redact_url", "safe_repr", "terminal_text"]
 
 
 def _type_name(obj: Any) -> str:
@@ -231,3 +232,24 @@ def redact_url(url: str) -> str:
         return urlunsplit(parts)
     except (TypeError, ValueError):
         return "<unparsable URL>"
+
+
+# Escape sequences (CSI such as colours and cursor moves, OSC such as window titles and hyperlinks
+# with their terminator, other two-character escapes: an unterminated OSC loses its ESC only, so
+# no text after it is dropped), then every C0 control but tab and line
+# feed (a carriage return or backspace overwrites what was shown), DEL and the C1 controls (some
+# terminals take U+009B as CSI).
+_TERMINAL_CONTROLS = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[ -~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` safe to write to a terminal: escape sequences and control characters dropped (tab
+    and line feed kept; ``\\r\\n`` becomes ``\\n``), so model or tool output cannot move the
+    cursor, clear or retitle the screen, or hide what was shown (the CLI's printer, and the
+    notebook's plain-text view that IPython prints in a terminal)."""
+    return _TERMINAL_CONTROLS.sub("", text)

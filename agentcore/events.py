@@ -99,19 +99,8 @@ def _event_value(value: Any, active: Set[int]) -> Any:
         try:
             return value.to_dict()
         except RecursionError:  # a reference cycle in a field (tool details): json_safe marks it
-            return _wire_fields(value)
+            return value._raw_dict()
     return value
-
-
-def _wire_fields(value: Any) -> Dict[str, Any]:
-    """The JSON keys of a message or block with their values as they are, for ``json_safe``."""
-    tag_key, tag_value = value._tag
-    out: Dict[str, Any] = {tag_key: tag_value} if tag_key else {}
-    for attr, key, kind in value._wire:
-        item = getattr(value, attr)
-        if item is not None or kind != "opt":
-            out[key] = item
-    return out
 
 
 # --------------------------------------------------------------------------- agent events

@@ -33,7 +33,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from ._data_urls import image_data_url
 from ._many_progress import _in_kernel
-from ._safe import describe_exception, json_safe
+from ._safe import describe_exception, json_safe, terminal_text
+from ._surrogates import HAS_SURROGATE, fix_surrogates
 from .tools import AgentToolResult, to_tool_result
 from .types import message_from_dict, text_of
 
@@ -105,25 +106,15 @@ def _field(block: Any, name: str, key: Optional[str] = None) -> Any:
 _CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-# What a terminal must not be sent from a model's or a tool's text (the plain-text view is printed
-# as it is by IPython in a terminal): escape sequences (CSI, OSC with its terminator, two-character
-# ones) that move the cursor, clear or retitle the screen, and every control character but tab and
-# line feed (a carriage return or backspace overwrites what was shown; C1 U+009B is a CSI too).
-_TERMINAL_CONTROLS = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _unicode(text: str) -> str:
     """``text`` as valid Unicode, which a kernel can send (it encodes every message as UTF-8):
     surrogate halves that make a pair (JSON ``\\ud83d\\ude00`` from a provider) are joined, a lone
     one becomes U+FFFD."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return fix_surrogates(text, _replacement) if HAS_SURROGATE.search(text) else text
+
+
+def _replacement(_surrogate: str) -> str:
+    return "\ufffd"
 
 
 def _esc(text: Any) -> str:
@@ -685,7 +676,7 @@ class _Snapshot:
         return self._markdown
 
     def __repr__(self) -> str:  # plain-text front ends (IPython in a terminal)
-        return _TERMINAL_CONTROLS.sub("", html.unescape(self._markdown))
+        return terminal_text(html.unescape(self._markdown))
 
 
 _BLANK = _Snapshot("", "")

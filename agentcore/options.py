@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple, Union
 
+from .types import ThinkingLevel
+
 __all__ = [
     "StreamOptions",
     "OPTION_NAMES",
@@ -268,7 +270,7 @@ _WORDS: Dict[str, Tuple[str, ...]] = {
 }
 #: the thinking levels (``reasoning``, any case; "", "off" and "none" are off) and the levels a
 #: ``thinking_budgets`` entry may name (a provider looks a budget up by the level it sends)
-_THINKING_LEVELS = ("minimal", "low", "medium", "high", "xhigh", "max")
+_THINKING_LEVELS = tuple(level.value for level in ThinkingLevel if level is not ThinkingLevel.OFF)
 _REASONING_WORDS = ("off", "none", "") + _THINKING_LEVELS
 
 

@@ -157,6 +157,18 @@ class _WireMixin:
                 out.setdefault(k, copy.deepcopy(v))
         return out
 
+    def _raw_dict(self) -> Dict[str, Any]:
+        """The JSON keys with their values as they are (not copied, not converted): for a caller
+        that makes them JSON-safe itself when :meth:`to_dict` cannot copy a value (a reference
+        cycle, a socket in a tool result's details)."""
+        tag_key, tag_value = self._tag
+        out: Dict[str, Any] = {tag_key: getattr(self, tag_key, tag_value)} if tag_key else {}
+        for attr, key, kind in self._wire:
+            value = getattr(self, attr)
+            if value is not None or kind != "opt":
+                out[key] = value
+        return out
+
     def _as_read(self, attr: str, value: Any) -> bool:
         """True while ``value`` of ``attr`` (whose key was absent from the input) is still what the
         reader filled in: the field's default. A made-up read time (``timestamp``) counts as

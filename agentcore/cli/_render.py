@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any, Callable, List, Optional, Pattern, TextIO
 
+from .._safe import terminal_text
 from ..providers import failures
 
 __all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line", "terminal_text", "abort_when_closed"]
@@ -61,26 +62,6 @@ def _text_of(content: Any) -> str:
         return text_of(content)
     except Exception:  # an odd block: show nothing rather than fail the run
         return ""
-
-
-# Escape sequences (CSI such as colours and cursor moves, OSC such as window titles and hyperlinks
-# with their terminator, other two-character escapes: an unterminated OSC loses its ESC only, so
-# no text after it is dropped), then every C0 control but tab and line
-# feed (a carriage return or backspace overwrites what was shown), DEL and the C1 controls (some
-# terminals take U+009B as CSI).
-_TERMINAL_CONTROLS = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
-    r"|\x1b[ -~]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
-)
-
-
-def terminal_text(text: str) -> str:
-    """``text`` safe to write to a terminal: escape sequences and control characters dropped (tab
-    and line feed kept; ``\\r\\n`` becomes ``\\n``), so model or tool output cannot move the
-    cursor, clear or retitle the screen, or hide what was shown."""
-    return _TERMINAL_CONTROLS.sub("", text)
 
 
 #: ``json.dumps(value, ensure_ascii=False, default=str)`` without a new encoder per event.

@@ -233,11 +233,7 @@ def _json_safe_message(message: Any) -> Any:
     try:
         data = message_to_dict(message)
     except Exception:  # noqa: BLE001 - a to_dict that cannot copy a value (deepcopy of a socket)
-        data = {"role": role_of(message)}
-        for attr, key, kind in getattr(message, "_wire", ()):
-            value = getattr(message, attr, None)
-            if value is not None or kind != "opt":
-                data[key] = value
+        data = message._raw_dict() if hasattr(message, "_raw_dict") else {"role": role_of(message)}
     return message_from_dict(json_safe(data))
 
 

@@ -62,7 +62,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 from .. import streams
 from .._surrogates import escape_lone_surrogates
 from . import process_state
-from .context import UsageTotals, usage_of_entry
+from .context import UsageTotals
 from .entries import (
     SessionEntry,
     SessionHeader,
@@ -672,24 +672,21 @@ class SqliteSessionStorage(SessionStorage):
             self._order[-1].line = self._seq
 
     def usage_totals(self) -> UsageTotals:
-        with self._io_lock:
-            conn = self._conn
-            if self._usage is None and conn is not None and self._pid == os.getpid():
-                totals = UsageTotals()
-                try:
-                    rows = conn.execute(
-                        "SELECT seq, id, payload FROM entries WHERE session_id = ? AND (type IN "
-                        "('compaction','branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
-                        (self.session_id,),
-                    ).fetchall()
-                except sqlite3.Error as exc:
-                    raise SessionError(
-                        "storage", f"{self.path}: cannot read the usage totals ({exc})", path=self.path
-                    ) from exc
-                for seq, entry_id, payload in rows:  # a corrupt row: invalid_entry naming it
-                    totals.add(usage_of_entry(self._parse(payload, seq, entry_id)))
-                self._usage = totals  # only once every row was read: a failed call reads again
-        return super().usage_totals()
+        with self._io_lock:  # the query and the kept totals as one
+            return super().usage_totals()
+
+    def _usage_rows(self) -> Optional[List[Tuple[int, str, Union[bytes, str]]]]:
+        conn = self._conn
+        if conn is None or self._pid != os.getpid():
+            return None
+        try:
+            return conn.execute(
+                "SELECT seq, id, payload FROM entries WHERE session_id = ? AND (type IN "
+                "('compaction','branch_summary') OR (type = 'message' AND (role = 'assistant' OR role IS NULL)))",
+                (self.session_id,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise SessionError("storage", f"{self.path}: cannot read the usage totals ({exc})", path=self.path) from exc
 
     # ------------------------------------------------------------------ closing
 

@@ -802,14 +802,30 @@ class SessionStorage:
         return self._messages
 
     def usage_totals(self) -> UsageTotals:
-        """Token and cost sums over the whole session (all branches), computed once then kept current."""
+        """Token and cost sums over the whole session (all branches), computed once then kept current.
+
+        From :meth:`_usage_rows` when the backend gives them (one query), else by walking the
+        index. A row that is not a valid entry is ``SessionError("invalid_entry")`` naming it;
+        nothing is kept after a failure, so a later call computes again."""
         if self._usage is None:
             totals = UsageTotals()
-            for node in self._order:
-                if node.type in ("compaction", "branch_summary"):
-                    totals.add(usage_of_entry(node.entry))
-                elif node.type == "message" and node.role in ("assistant", None):
-                    entry = node.entry or self._cache.get(node.id) or self._decode(node)
-                    totals.add(usage_of_entry(entry))
+            rows = self._usage_rows()
+            if rows is not None:
+                for line, entry_id, raw in rows:
+                    totals.add(usage_of_entry(self._parse(raw, line, entry_id)))
+            else:
+                for node in self._order:
+                    if node.type in ("compaction", "branch_summary"):
+                        totals.add(usage_of_entry(node.entry))
+                    elif node.type == "message" and node.role in ("assistant", None):
+                        entry = node.entry or self._cache.get(node.id) or self._decode(node)
+                        totals.add(usage_of_entry(entry))
             self._usage = totals
         return self._usage
+
+    def _usage_rows(self) -> Optional[Iterable[Tuple[int, str, Union[bytes, str]]]]:
+        """``(line, entry id, raw entry)`` of every entry whose usage counts (compactions, branch
+        summaries, assistant messages), read at once by a database backend; None (the default,
+        and a backend that cannot query now): :meth:`usage_totals` walks the index instead.
+        Raises ``SessionError`` when the read fails."""
+        return None

@@ -40,10 +40,10 @@ import re
 import socket
 import sys
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from agentcore.session import SessionError, SessionLockedError, SessionStorage
-from agentcore.session.context import UsageTotals, usage_of_entry
+from agentcore.session.context import UsageTotals
 from agentcore.session.entries import (
     SessionEntry,
     SessionHeader,
@@ -531,23 +531,22 @@ class PostgresSessionStorage(SessionStorage):
         A database failure is ``SessionError("storage")`` (a lost connection says so), a stored
         payload that is not a valid entry ``SessionError("invalid_entry")`` naming its seq, as
         when the entry itself is read; nothing is kept then, so a later call reads again."""
-        with self._io_lock:
-            conn = self._conn
-            if self._usage is None and conn is not None and self._pid == os.getpid():
-                totals = UsageTotals()
-                try:
-                    rows = conn.execute(
-                        "SELECT seq, id, payload FROM agentcore_entries WHERE session_id = %s AND (type IN "
-                        "('compaction', 'branch_summary') OR (type = 'message' AND (role = 'assistant' OR "
-                        "role IS NULL)))",
-                        (self.session_id,),
-                    ).fetchall()
-                except _psycopg().Error as exc:
-                    raise self._db_error("cannot read the usage totals", exc) from None
-                for seq, entry_id, payload in rows:
-                    totals.add(usage_of_entry(self._parse(payload, seq, entry_id)))
-                self._usage = totals
-        return super().usage_totals()
+        with self._io_lock:  # the query and the kept totals as one
+            return super().usage_totals()
+
+    def _usage_rows(self) -> Optional[List[Tuple[int, str, Any]]]:
+        conn = self._conn
+        if conn is None or self._pid != os.getpid():
+            return None
+        try:
+            return conn.execute(
+                "SELECT seq, id, payload FROM agentcore_entries WHERE session_id = %s AND (type IN "
+                "('compaction', 'branch_summary') OR (type = 'message' AND (role = 'assistant' OR "
+                "role IS NULL)))",
+                (self.session_id,),
+            ).fetchall()
+        except _psycopg().Error as exc:
+            raise self._db_error("cannot read the usage totals", exc) from None
 
     # ------------------------------------------------------------------ writing
 
