@@ -254,6 +254,24 @@ def main(argv: List[str]) -> None:
     for index, case in enumerate(CASES):
         bare, full = times[2 * index], times[2 * index + 1]
         print(f"{case.name:30} {bare:8.2f} {full:8.2f} {full / bare:6.2f}x")
+    long_answer(CASES, deltas * 20)
+
+
+def long_answer(cases: List[Case], deltas: int) -> None:
+    """A long answer's per-delta cost stays the short one's: the ratio at 20x the deltas (about
+    a megabyte of text) should match the table's (a block's text copied per delta made it grow
+    with the answer: about 20x here)."""
+    pieces_by_case = [chunks(case.body(deltas)) for case in cases]
+    fns: List[Callable[[], Any]] = []
+    for case, pieces in zip(cases, pieces_by_case):
+        fns.append(lambda p=pieces: floor(p))
+        fns.append(lambda m=case.model, p=pieces: parse(m, p))
+    times = [t / deltas * 1e6 for t in _interleaved(fns, 3)]
+    size = len(parse(cases[0].model, pieces_by_case[0]).content[-1].text) / 1e6  # type: ignore[union-attr]
+    print(f"long answer: {deltas} deltas (about {size:.1f} MB of text), median of 3, us per delta")
+    for index, case in enumerate(cases):
+        bare, full = times[2 * index], times[2 * index + 1]
+        print(f"{case.name:30} {bare:8.2f} {full:8.2f} {full / bare:6.2f}x")
 
 
 if __name__ == "__main__":

@@ -138,7 +138,12 @@ class StreamWriter:
         if delta and "\udc00" <= delta[0] <= "\udfff":
             block.text = join_surrogate_pairs(block.text + delta)
         else:
-            block.text += delta
+            # ``block.text += delta`` copies the whole text per delta (quadratic: a 1 MB answer
+            # took seconds); CPython grows a str in place when a local holds its only reference
+            text = block.text
+            block.text = ""
+            text += delta
+            block.text = text
         self._push(TextDeltaEvent(index, delta, self.output))
 
     def append_thinking(self, index: int, delta: str) -> None:
@@ -146,8 +151,11 @@ class StreamWriter:
         block = self.output.content[index]
         if delta and "\udc00" <= delta[0] <= "\udfff":
             block.thinking = join_surrogate_pairs(block.thinking + delta)
-        else:
-            block.thinking += delta
+        else:  # grown in place, as in append_text
+            thinking = block.thinking
+            block.thinking = ""
+            thinking += delta
+            block.thinking = thinking
         self._push(ThinkingDeltaEvent(index, delta, self.output))
 
     def append_tool_arguments(self, index: int, fragment: str) -> None:
