@@ -11,9 +11,10 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Set
 
 import pytest
 from _servers import Reply, ScriptedServer, sse
@@ -1065,12 +1066,62 @@ def test_an_aborted_bash_stays_cancelled_when_the_next_one_starts_at_once(rpc, t
     start_long_bash(child, "b1", tmp_path)
     child.send({"id": "a", "type": "abort_bash"})
     child.send({"id": "b2", "type": "bash", "command": "echo second"})
-    lines = child.read_until(lambda o: o.get("id") == "b2")
+    answered: Set[str] = set()  # responses are matched by id: under load b2's may come before b1's
+
+    def both_answered(o: Dict[str, Any]) -> bool:
+        if o.get("type") == "response":
+            answered.add(o.get("id"))
+        return {"b1", "b2"} <= answered
+
+    lines = child.read_until(both_answered)
     responses = {o["id"]: o for o in lines if o["type"] == "response"}
     assert responses["a"]["success"] is True
     assert responses["b1"]["data"]["cancelled"] is True and responses["b1"]["data"]["exitCode"] is None
     assert responses["b2"]["data"] == {"output": "second\n", "exitCode": 0, "cancelled": False, "truncated": False}
     assert child.close().returncode == 0
+
+
+def test_two_bash_results_flushed_at_once_each_join_the_transcript_once():
+    """Two ``bash`` commands ending together flush at once: both saw a waiting result, one took
+    the last, and the other's ``pop`` failed (an error response for a command that had run), or
+    one's read-modify-write of the transcript lost the other's message. The list below holds
+    the loop's checks of both threads together, the window both used to enter."""
+    from types import SimpleNamespace
+
+    from agentcore.cli._rpc_bash import flush_bash
+
+    both_checked = threading.Barrier(2)
+
+    class Waiting(list):  # type: ignore[type-arg]
+        def __bool__(self) -> bool:
+            waiting = len(self) > 0
+            if waiting:
+                try:
+                    both_checked.wait(0.5)  # only reached together without the flush lock
+                except threading.BrokenBarrierError:
+                    pass
+            return waiting
+
+    server = SimpleNamespace(
+        pending_bash=Waiting(["m1"]),
+        agent=SimpleNamespace(messages=[]),
+        session=None,
+        bash_flush_lock=threading.Lock(),
+    )
+    errors: List[BaseException] = []
+
+    def flush() -> None:
+        try:
+            flush_bash(server)  # type: ignore[arg-type]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=flush) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert errors == [] and server.agent.messages == ["m1"]
 
 
 def test_export_html_writes_the_sessions_page(rpc, tmp_path):

@@ -192,6 +192,7 @@ class RpcServer:
         self.bash_cancelled = False
         self.bash_lock = threading.Lock()
         self.pending_bash: List[Any] = []  # bash results waiting for the next prompt (run active)
+        self.bash_flush_lock = threading.Lock()  # one flush_bash at a time: none is lost or doubled
         self.decided: Set[str] = set()  # tool-call ids approved/denied through the protocol
         self.retries_on: Optional[int] = None  # max_retries before set_auto_retry false
         self.workers: List[threading.Thread] = []

@@ -78,12 +78,14 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def flush_bash(server: RpcServer) -> None:
-    """Add the waiting bash results to the transcript (and the session), oldest first."""
-    while server.pending_bash:
-        message = server.pending_bash.pop(0)
-        server.agent.messages = list(server.agent.messages) + [message]
-        if server.session is not None:
-            server.session.append_message(message)
+    """Add the waiting bash results to the transcript (and the session), oldest first. Two
+    commands finishing together (two flushes at once) add each result exactly once."""
+    with server.bash_flush_lock:
+        while server.pending_bash:
+            message = server.pending_bash.pop(0)
+            server.agent.messages = list(server.agent.messages) + [message]
+            if server.session is not None:
+                server.session.append_message(message)
 
 
 def stop_bash(server: RpcServer) -> None:
