@@ -347,3 +347,120 @@ def test_default_timeout_applies_and_zero_disables_it(tmp_path):
         tool.execute("c1", {"command": "sleep 30"}, None, None)
     result = tool.execute("c2", {"command": "sleep 0.5; echo done", "timeout": 0}, None, None)
     assert result.content[0].text == "done"
+
+
+class _AbortOnRead(AbortSignal):
+    """Aborts itself the first time ``aborted`` is read once ``armed``, waits for the shell
+    (``pid``) to die of the SIGTERM that sends, and answers False: the flag as it was read just
+    before the abort landed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = threading.Event()
+        self.pid = 0
+
+    @property
+    def aborted(self) -> bool:
+        if self.armed.is_set() and not self._event.is_set():
+            self._abort("stop")
+            os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # the shell died of the SIGTERM
+            return False
+        return self._event.is_set()
+
+
+def test_an_abort_landing_between_the_checks_is_reported_as_an_abort(tmp_path):
+    """The run loop checked the abort flag, then whether the shell had exited. An abort between
+    the two (its SIGTERM killed the shell at once) made a plain exit of it: the result said
+    ``Command was killed by signal 15`` with reason "exit" instead of ``Command aborted``."""
+    signal = _AbortOnRead()
+
+    def on_update(partial: AgentToolResult) -> None:
+        found = _pids(partial.content[0].text)
+        if found and not signal.armed.is_set():
+            signal.pid = found[0]
+            signal.armed.set()
+
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+    with pytest.raises(BashError) as info:
+        tool.execute("c1", {"command": 'echo "pid:$$"; exec sleep 100'}, signal, on_update)
+    assert info.value.reason == "aborted" and str(info.value).endswith("Command aborted")
+    assert info.value.exit_code is None and info.value.details["exitCode"] is None
+
+
+def test_a_group_gone_at_sigterm_is_not_waited_for_the_whole_grace(tmp_path):
+    """After SIGTERM the tool waited for the group to go, but the shell (kept unreaped until the
+    last signal) still counted as a member as a zombie: every timeout and abort took the whole
+    ``kill_grace``, however fast the command quit. A member that ignores SIGTERM still gets
+    SIGKILL once the grace is over."""
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0, kill_grace=20.0)
+    started = time.monotonic()
+    with pytest.raises(BashError, match="timed out after 0.2 seconds"):
+        tool.execute("c1", {"command": GRANDCHILDREN, "timeout": 0.2}, None, None)
+    assert time.monotonic() - started < 10.0  # not the 20 s grace
+
+    stubborn = "trap '' TERM; sleep 100 & echo \"pid:$!\"; wait"  # the ignored SIGTERM is inherited
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0, kill_grace=0.2)
+    pids: List[int] = []
+    try:
+        with pytest.raises(BashError, match="timed out after 0.2 seconds") as info:
+            tool.execute("c2", {"command": stubborn, "timeout": 0.2}, None, None)
+        pids = _pids(info.value.output)
+        assert len(pids) == 1 and wait_dead(pids) == []
+    finally:
+        _cleanup(pids)
+
+
+@pytest.mark.parametrize(
+    "env, error, named",
+    [
+        ({"PORT": 8080}, TypeError, "env['PORT'] is int, not str"),
+        ({"API_KEY": "sk-live-1234\0"}, ValueError, "env['API_KEY']: the value contains a NUL byte"),
+        ({"API_KEY=sk-live-1234": "x"}, ValueError, "name starting 'API_KEY' contains '='"),
+    ],
+)
+def test_an_unusable_env_is_refused_naming_the_variable_not_its_value(tmp_path, env, error, named):
+    """An env the OS refuses failed every call, deep in subprocess, with "expected str, bytes or
+    os.PathLike object, not int", "embedded null byte" or "illegal environment variable name":
+    no variable named. It is refused when the tool is made, naming the variable only."""
+    with pytest.raises(error) as info:
+        create_bash_tool(cwd=str(tmp_path), env=env)
+    assert named in str(info.value) and "sk-live" not in str(info.value)
+    changing: dict = {}
+    tool = create_bash_tool(cwd=str(tmp_path), env=changing)
+    changing.update(env)  # changed after the tool was made: refused when a call reads it
+    with pytest.raises(error) as info:
+        tool.execute("c1", {"command": "true"}, None, None)
+    assert named in str(info.value) and "sk-live" not in str(info.value)
+
+
+def test_a_ctrl_c_during_the_kill_grace_still_kills_the_group(tmp_path):
+    """A second Ctrl+C landing while the tool gave the group its ``kill_grace`` after SIGTERM
+    (the impatient user) ended the wait before SIGKILL was sent: a command that survives SIGTERM
+    ran on after the tool had gone."""
+    import _thread
+
+    termed = tmp_path / "termed"
+    survivor = f"trap 'touch {termed}' TERM; while :; do sleep 0.05; done"
+    command = f'sh -c "{survivor}" & echo "pid:$!"; wait'
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0, kill_grace=30.0)
+    seen: List[str] = []
+
+    def interrupt_once_terminated() -> None:  # the grace has begun once the survivor saw SIGTERM
+        deadline = time.monotonic() + 10
+        while not termed.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_once_terminated)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tool.execute("c1", {"command": command, "timeout": 0.5}, None, lambda p: seen.append(p.content[0].text))
+    finally:
+        interrupter.join()
+    pids = _pids("".join(seen))
+    try:
+        assert termed.exists() and len(pids) == 1
+        assert wait_dead(pids) == [], "the command outlived the interrupted kill"
+    finally:
+        _cleanup(pids)

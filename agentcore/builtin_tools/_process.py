@@ -2,7 +2,8 @@
 
 POSIX: the command starts a new session (``start_new_session=True``), so its process group holds
 the shell and every child it starts (background jobs included, unless they call ``setsid``
-themselves). ``kill_group`` sends SIGTERM to the group, gives it ``grace`` seconds, then SIGKILL.
+themselves). ``kill_group`` sends SIGTERM to the group, gives it ``grace`` seconds (less once no
+member runs: Linux's ``/proc`` tells zombies apart), then SIGKILL, also when that wait is interrupted.
 The shell is reaped only after the final signal, so its pid (the group id) cannot be reused by an
 unrelated process while signals are still being sent.
 
@@ -86,27 +87,35 @@ class ShellProcess:
                 )
 
     def group_alive(self) -> bool:
-        """True while any process of the group exists (zombies included)."""
+        """True while a process of the group runs. Zombies do not count where ``/proc`` tells
+        them apart (Linux): the shell stays an unreaped zombie until the last signal was sent.
+        Elsewhere any member counts, zombies included."""
         if not _POSIX:  # pragma: no cover - Windows
             return not self.exited()
         try:
             os.killpg(self.pid, 0)
         except (ProcessLookupError, PermissionError):
             return False
-        return True
+        running = _group_running(self.pid)
+        return True if running is None else running
 
     def kill_group(self, grace: float = 0.3) -> None:
-        """SIGTERM the group, wait up to ``grace`` seconds for it to go, then SIGKILL it."""
+        """SIGTERM the group, wait up to ``grace`` seconds for it to go, then SIGKILL it. SIGKILL
+        is sent even when the wait is interrupted (a second Ctrl+C), which then propagates."""
         if not _POSIX:  # pragma: no cover - Windows
             self.signal_group(0)
             return
-        self.signal_group(_signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if self.exited() and not self.group_alive():
-                break
-            time.sleep(0.01)
-        self.signal_group(_signal.SIGKILL)
+        try:
+            self.signal_group(_signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            pause = 0.005
+            while time.monotonic() < deadline:
+                if self.exited() and not self.group_alive():
+                    break
+                time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+                pause = min(pause * 2, 0.05)  # a group ignoring SIGTERM is not scanned 100 times a second
+        finally:
+            self.signal_group(_signal.SIGKILL)
 
     def reap(self) -> int:
         """Wait for the shell and return its exit code (negative: killed by that signal)."""
@@ -115,6 +124,41 @@ class ShellProcess:
             self._reaped = True
         self._reader.close()
         return code
+
+
+def _group_running(pgid: int) -> Optional[bool]:
+    """Whether a process of group ``pgid`` is running (not a zombie), from ``/proc``; None when
+    ``/proc`` cannot say (not Linux, or not this process's PID namespace: the group leader, an
+    unreaped child of ours, must be listed)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return None
+    leader_seen = False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)  # not open(): a scan is 2.5x faster
+        except OSError:  # gone meanwhile
+            continue
+        try:
+            stat = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        fields = stat[stat.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
+        try:
+            state, group = fields[0], int(fields[2])
+        except (IndexError, ValueError):
+            return None
+        if group != pgid:
+            continue
+        if state not in (b"Z", b"X"):
+            return True
+        leader_seen = leader_seen or int(name) == pgid
+    return False if leader_seen else None
 
 
 class _SelectorReader:

@@ -13,9 +13,13 @@ Behaviour (and failure semantics, since a tool reports failure by raising):
   is the output followed by ``Command exited with code N``), like the reference tool. Pass
   ``raise_on_error=False`` to get a normal result with the code in ``details["exitCode"]`` instead.
 * Timeout (the ``timeout`` argument in seconds, else the tool's default; 0 disables it) and abort
-  kill the whole process group (SIGTERM, then SIGKILL after ``kill_grace`` seconds, well within
-  one second) and raise :class:`BashError` ending in ``Command timed out after N seconds`` or
-  ``Command aborted``. Background jobs of a command that finished normally are left running.
+  kill the whole process group (SIGTERM, then SIGKILL after ``kill_grace`` seconds, or as soon as
+  every process of the group is gone, on Linux; SIGKILL is sent even when that wait is interrupted)
+  and raise :class:`BashError` ending in ``Command timed out after N seconds`` or
+  ``Command aborted`` (also when the abort's SIGTERM is what ended the shell). Background jobs of a
+  command that finished normally are left running.
+* ``env`` must map strings to strings the OS accepts (no ``=`` in a name, no NUL byte); otherwise
+  TypeError or ValueError names the variable, never its value.
 """
 
 from __future__ import annotations
@@ -165,6 +169,24 @@ def _timeout_of(args: Mapping[str, Any], default: Optional[float]) -> Optional[f
     return float(value) or None
 
 
+def _env_error(env: Mapping[str, str]) -> Optional[Exception]:
+    """Why ``env`` cannot be a process environment, naming the variable and never its value (it
+    may be a key); None when it can."""
+    for key, value in env.items():
+        if not isinstance(key, str):
+            return TypeError(f"env: a variable name is {type(key).__name__}, not str: pass names as strings")
+        if not key:
+            return ValueError("env: a variable name is empty")
+        if "=" in key or "\0" in key:
+            shown = key.partition("=")[0].partition("\0")[0]  # "NAME=value" given as a name: show NAME
+            return ValueError(f"env: the variable name starting {shown!r} contains '=' or a NUL byte")
+        if not isinstance(value, str):
+            return TypeError(f"env[{key!r}] is {type(value).__name__}, not str: pass values as strings")
+        if "\0" in value:
+            return ValueError(f"env[{key!r}]: the value contains a NUL byte, which no environment can hold")
+    return None
+
+
 def create_bash_tool(
     cwd: Optional[str] = None,
     *,
@@ -180,11 +202,15 @@ def create_bash_tool(
 ) -> AgentTool:
     """A ``bash`` tool running in ``cwd`` (the process's current directory at call time when None).
 
-    ``timeout`` is the default limit in seconds (None or 0: none); ``env`` adds to ``os.environ``;
+    ``timeout`` is the default limit in seconds (None or 0: none); ``env`` adds to ``os.environ``
+    (string names and values; anything else raises TypeError or ValueError naming the variable,
+    never showing its value, here and when a later change of the mapping reaches a call);
     ``shell`` defaults to ``bash`` on PATH, else ``/bin/sh``. See the module docstring for output,
     truncation and error behaviour.
     """
-
+    problem = None if env is None else _env_error(env)
+    if problem is not None:
+        raise problem
     fixed_cwd = None if cwd is None else os.path.abspath(os.path.expanduser(os.fspath(cwd)))
 
     def execute(
@@ -201,7 +227,11 @@ def create_bash_tool(
             raise BashError("Command aborted", "aborted", None, "", {})
         workdir = fixed_cwd if fixed_cwd is not None else os.getcwd()
         full_env = dict(os.environ)
-        full_env.update(env or {})
+        if env:
+            problem = _env_error(env)
+            if problem is not None:
+                raise problem
+            full_env.update(env)
         process = ShellProcess([shell or _default_shell(), "-c", command], workdir, full_env)
         return _run(process, limit, signal, on_update)
 
@@ -260,11 +290,14 @@ def create_bash_tool(
             if dirty and on_update is not None and time.monotonic() - last_update >= update_interval:
                 _emit(output, on_update)
                 last_update, dirty = time.monotonic(), False
+            # Whether the shell exited is asked before the abort flag: an abort landing between
+            # the two would otherwise make its own SIGTERM look like the command's plain death.
+            exited = process.exited()
             if stop.is_set() or (signal is not None and signal.aborted):  # the flag too: a listener
                 return "aborted"  # can be skipped (a Ctrl+C while the abort called the others)
             if deadline is not None and time.monotonic() >= deadline:
                 return "timeout"
-            if process.exited():
+            if exited:
                 if dirty and on_update is not None:
                     _emit(output, on_update)
                 return None
