@@ -246,14 +246,15 @@ def test_tool_results_images_and_errors():  # spec §10 google, §15 tool result
     ]
     contents = wire.build_request_body(PRO25, AgentContext(messages=msgs))["contents"]
     assert contents[0]["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
-    assert contents[2]["parts"] == [
-        {"functionResponse": {"name": "shot", "response": {"output": "(see attached image)"}}}
+    assert contents[2]["parts"] == [  # both results share one user turn, the image follows it
+        {"functionResponse": {"name": "shot", "response": {"output": "(see attached image)"}}},
+        {"functionResponse": {"name": "boom", "response": {"error": "bad"}}},
     ]
     assert contents[3] == {
         "role": "user",
         "parts": [{"text": "Tool result image:"}, {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}],
     }
-    assert contents[4]["parts"] == [{"functionResponse": {"name": "boom", "response": {"error": "bad"}}}]
+    assert len(contents) == 4
     nested = wire.build_request_body(GEMINI3, AgentContext(messages=msgs))["contents"]
     assert nested[2]["parts"][0]["functionResponse"]["parts"] == [
         {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
@@ -262,6 +263,52 @@ def test_tool_results_images_and_errors():  # spec §10 google, §15 tool result
     claude = Model(id="claude-sonnet-4-5", api=API, provider="google-vertex", input=("text",))
     ids = wire.build_request_body(claude, AgentContext(messages=msgs))["contents"]
     assert ids[1]["parts"][0]["functionCall"]["id"] == "c1" and ids[2]["parts"][0]["functionResponse"]["id"] == "c1"
+
+
+def test_parallel_results_with_images_stay_one_turn_before_the_images():  # spec §10 google, §15 tool results
+    # Gemini answers 400 "Please ensure that the number of function response parts is equal to the
+    # number of function call parts of the function call turn" when an image turn splits the batch
+    img = ImageContent(data="QUJD", mime_type="image/png")
+    calls = [ToolCall(id=f"c{i}", name="shot", arguments={"n": i}) for i in range(3)]
+    prev = AssistantMessage(
+        content=calls, api=API, provider="google", model=FLASH2.id, usage=Usage(), stop_reason="toolUse"
+    )
+    results = [
+        ToolResultMessage(tool_call_id="c0", tool_name="shot", content=[img]),
+        ToolResultMessage(tool_call_id="c1", tool_name="shot", content=[TextContent("none")]),
+        ToolResultMessage(tool_call_id="c2", tool_name="shot", content=[TextContent("two"), img]),
+    ]
+    msgs = [UserMessage(content="go"), prev, *results, UserMessage(content="and now?")]
+    contents = wire.build_request_body(FLASH2, AgentContext(messages=msgs))["contents"]
+    assert [c["role"] for c in contents] == ["user", "model", "user", "user", "user", "user"]
+    assert [p["functionResponse"]["response"]["output"] for p in contents[2]["parts"]] == [
+        "(see attached image)",
+        "none",
+        "two",
+    ]
+    image = {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
+    assert contents[3]["parts"] == contents[4]["parts"] == [{"text": "Tool result image:"}, image]
+    assert contents[5]["parts"] == [{"text": "and now?"}]
+    ended = wire.build_request_body(FLASH2, AgentContext(messages=msgs[:-1]))["contents"]
+    assert len(ended) == 5 and len(ended[2]["parts"]) == 3  # a batch that ends the context too
+
+
+def test_empty_texts_are_not_sent_as_parts():  # spec §15 conversion; Gemini refuses {"text": ""}
+    # 400 "GenerateContentRequest.contents[0].parts[0].data: required oneof field 'data' must have
+    # one initialized field"
+    img = ImageContent(data="QUJD", mime_type="image/png")
+    msgs = [
+        UserMessage(content=""),
+        UserMessage(content=[TextContent(""), img, TextContent("\ud800")]),  # a lone surrogate is dropped
+        UserMessage(content=[TextContent(""), TextContent("real")]),
+    ]
+    body = wire.build_request_body(FLASH2, AgentContext(messages=msgs, system_prompt="\udc00"))
+    assert body["contents"] == [
+        {"role": "user", "parts": [{"inlineData": {"mimeType": "image/png", "data": "QUJD"}}]},
+        {"role": "user", "parts": [{"text": "real"}]},
+    ]
+    assert "systemInstruction" not in body
+    assert all(p.get("text") != "" for c in body["contents"] for p in c["parts"])
 
 
 # --------------------------------------------------------------------------- synthetic streams
@@ -489,6 +536,36 @@ def test_raw_thinking_override_is_an_option_of_the_agent_and_of_the_command_line
         {"includeThoughts": True, "thinkingBudget": 512},
         {"includeThoughts": True, "thinkingBudget": 32768},
     ]
+
+
+def test_thinking_enabled_and_budget_tokens_options_reach_gemini():  # StreamOptions: "Anthropic/Google"
+    from agentcore import Agent
+
+    body = 'data: {"candidates": [{"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}]}\r\n\r\n'
+    with ScriptedServer([Reply(body=body) for _ in range(3)]) as server:
+        model = _served(server, "gemini-2.5-pro", reasoning=True)
+        Agent(model, api_key="g", thinking_level="high", thinking_budget_tokens=512).prompt("hi")
+        Agent(model, api_key="g", thinking_level="high", thinking_enabled=False).prompt("hi")
+        Agent(model, api_key="g", thinking_enabled=True, thinking_budget_tokens=0).prompt("hi")
+        configs = [r.json().get("generationConfig", {}).get("thinkingConfig") for r in server.requests]
+    assert configs == [
+        {"includeThoughts": True, "thinkingBudget": 512},
+        None,  # switched off, whatever the thinking level says
+        {"includeThoughts": True, "thinkingBudget": 0},
+    ]
+    ctx = AgentContext(messages=[UserMessage("q")])
+    with pytest.raises(ProviderError, match="budget_tokens must be a whole number of tokens, got 'lots'"):
+        wire.build_request_body(PRO25, ctx, thinking={"enabled": True, "budget_tokens": "lots"})
+
+
+def test_tool_choice_object_is_sent_as_the_tool_config():  # StreamOptions tool_choice: "or the API's object"
+    ctx = AgentContext(messages=[UserMessage(content="hi")], tools=TOOLS)
+    only = {"mode": "ANY", "allowedFunctionNames": ["get_capital"]}
+    body = wire.build_request_body(FLASH2, ctx, tool_choice=only)
+    assert body["toolConfig"] == {"functionCallingConfig": only}
+    whole = {"functionCallingConfig": {"mode": "NONE"}}
+    assert wire.build_request_body(FLASH2, ctx, tool_choice=whole)["toolConfig"] == whole
+    assert "toolConfig" not in wire.build_request_body(FLASH2, ctx)
 
 
 def test_output_schema_becomes_response_json_schema():  # issue 13: native structured output

@@ -133,12 +133,15 @@ def _inline(image: ImageContent) -> Dict[str, Any]:
 
 
 def _user_parts(message: UserMessage, allow_images: bool) -> List[Dict[str, Any]]:
-    if isinstance(message.content, str):
-        return [{"text": sanitize_surrogates(message.content)}]
+    """The parts of a user turn. Empty texts are left out: Gemini rejects a ``{"text": ""}`` part
+    ("required oneof field 'data' must have one initialized field")."""
+    blocks = [TextContent(message.content)] if isinstance(message.content, str) else message.content
     parts: List[Dict[str, Any]] = []
-    for block in message.content:
+    for block in blocks:
         if isinstance(block, TextContent):
-            parts.append({"text": sanitize_surrogates(block.text)})
+            text = sanitize_surrogates(block.text)
+            if text:
+                parts.append({"text": text})
         elif isinstance(block, ImageContent) and allow_images:
             parts.append(_inline(block))
     return parts
@@ -208,11 +211,21 @@ def _normalize_id_for(model: Any) -> Callable[[str], str]:
 
 
 def convert_messages(model: Any, messages: List[Any]) -> List[Dict[str, Any]]:
-    """Agent messages -> Gemini ``contents`` (roles ``user`` and ``model``)."""
+    """Agent messages -> Gemini ``contents`` (roles ``user`` and ``model``).
+
+    The results of one batch of tool calls share one user turn: Gemini rejects a request whose
+    function-call turn is not answered by exactly as many function responses in the next turn.
+    Tool-result images a model before Gemini 3 cannot take inside a function response follow the
+    whole batch, as user turns of their own.
+    """
     allow_images = "image" in tuple(getattr(model, "input", ()) or ())
     contents: List[Dict[str, Any]] = []
+    image_turns: List[List[Dict[str, Any]]] = []  # of the current batch of tool results
     for message in transform_messages(messages, model, _normalize_id_for(model)):
         role = role_of(message)
+        if role != "toolResult" and image_turns:
+            contents.extend({"role": "user", "parts": parts} for parts in image_turns)
+            image_turns = []
         if role == "user":
             parts = _user_parts(message, allow_images)
             if parts:
@@ -229,7 +242,8 @@ def convert_messages(model: Any, messages: List[Any]) -> List[Dict[str, Any]]:
             else:
                 contents.append({"role": "user", "parts": [response_part]})
             if image_turn:
-                contents.append({"role": "user", "parts": image_turn})
+                image_turns.append(image_turn)
+    contents.extend({"role": "user", "parts": parts} for parts in image_turns)
     return contents
 
 
@@ -243,38 +257,68 @@ def convert_tools(context: Any) -> Optional[List[Dict[str, Any]]]:
 _TOOL_MODES = {"auto": "AUTO", "none": "NONE", "any": "ANY", "required": "ANY"}
 
 
+def _budget(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ProviderError(f"{where} must be a whole number of tokens, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ProviderError(f"{where} must be a whole number of tokens, got {value!r}") from None
+
+
+def _thinking_request(model: Any, options: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The ``thinkingConfig`` of a request, or None to send none.
+
+    The raw ``thinking`` dict wins; then ``thinking_enabled`` (False: none, whatever ``reasoning``
+    says; None: on when ``reasoning`` names a level) and ``thinking_budget_tokens`` (the budget of
+    thinking that is on, instead of the level's); then ``reasoning`` alone (:func:`thinking_config`).
+    A budget that is not a whole number raises :class:`ProviderError` naming the option.
+    """
+    raw = options.get("thinking")
+    if isinstance(raw, Mapping):
+        if not (raw.get("enabled") and model.reasoning):
+            return None
+        config: Dict[str, Any] = {"includeThoughts": True}
+        if raw.get("level") is not None:
+            config["thinkingLevel"] = raw["level"]
+        elif raw.get("budget_tokens") is not None:
+            config["thinkingBudget"] = _budget(raw["budget_tokens"], 'the "thinking" option\'s budget_tokens')
+        return config
+    level = reasoning.normalize_level(options.get("reasoning"))
+    enabled, budget = options.get("thinking_enabled"), options.get("thinking_budget_tokens")
+    if enabled is False:
+        return None
+    if enabled is None and budget is None:
+        return thinking_config(model, level, options.get("thinking_budgets"))
+    if not model.reasoning or (enabled is None and level is None):
+        return None
+    if budget is not None:
+        return {"includeThoughts": True, "thinkingBudget": _budget(budget, "thinking_budget_tokens")}
+    return thinking_config(model, level, options.get("thinking_budgets")) or {"includeThoughts": True}
+
+
 def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
     """The JSON body of one streaming request.
 
     Options used: ``temperature``, ``max_tokens`` (``maxOutputTokens``, only when given),
     ``reasoning`` (level or None), ``thinking_budgets``, ``thinking`` (raw override dict with
-    ``enabled``/``budget_tokens``/``level``), ``tool_choice`` (auto/none/any), ``output_schema``
+    ``enabled``/``budget_tokens``/``level``), ``thinking_enabled``/``thinking_budget_tokens``
+    (see :func:`_thinking_request`), ``tool_choice`` (auto/none/any, or the
+    API's ``toolConfig`` or ``functionCallingConfig`` object, sent as given), ``output_schema``
     (``generationConfig.responseJsonSchema`` with ``responseMimeType`` application/json).
     """
     body: Dict[str, Any] = {"contents": convert_messages(model, list(context.messages or []))}
-    if context.system_prompt:
-        body["systemInstruction"] = {"parts": [{"text": sanitize_surrogates(context.system_prompt)}]}
+    system_prompt = sanitize_surrogates(context.system_prompt or "")
+    if system_prompt:  # an empty text part is refused, as in a user turn
+        body["systemInstruction"] = {"parts": [{"text": system_prompt}]}
     generation: Dict[str, Any] = {}
     if options.get("temperature") is not None:
         generation["temperature"] = options["temperature"]
     if options.get("max_tokens"):
         generation["maxOutputTokens"] = int(options["max_tokens"])
-    raw = options.get("thinking")
-    config: Optional[Dict[str, Any]]
-    if isinstance(raw, Mapping):
-        if raw.get("enabled") and model.reasoning:
-            config = {"includeThoughts": True}
-            if raw.get("level") is not None:
-                config["thinkingLevel"] = raw["level"]
-            elif raw.get("budget_tokens") is not None:
-                config["thinkingBudget"] = int(raw["budget_tokens"])
-            generation["thinkingConfig"] = config
-    else:
-        config = thinking_config(
-            model, reasoning.normalize_level(options.get("reasoning")), options.get("thinking_budgets")
-        )
-        if config:
-            generation["thinkingConfig"] = config
+    config = _thinking_request(model, options)
+    if config:
+        generation["thinkingConfig"] = config
     if options.get("output_schema"):  # native structured output (Agent.ask)
         generation["responseMimeType"] = "application/json"
         generation["responseJsonSchema"] = options["output_schema"]
@@ -286,6 +330,11 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         choice = options.get("tool_choice")
         if isinstance(choice, str) and choice:
             body["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_MODES.get(choice, "AUTO")}}
+        elif isinstance(choice, Mapping) and choice:  # the API's own object, e.g. allowedFunctionNames
+            tool_config = dict(choice)
+            if "functionCallingConfig" not in tool_config:
+                tool_config = {"functionCallingConfig": tool_config}
+            body["toolConfig"] = tool_config
     return body
 
 
