@@ -12,7 +12,7 @@ import logging
 from typing import Any, Dict
 
 import pytest
-from _servers import Reply, ScriptedServer
+from _servers import Reply, ScriptedServer, sse
 from _servers import load_recording as find_recording
 from _wire_replay import MULTIPLY, first_user_text, load_recording, replay_pure, responses_tool_results, run_stream
 
@@ -158,6 +158,56 @@ def test_missing_endpoint_and_bad_options_are_clear_errors(monkeypatch):  # issu
     monkeypatch.delenv("AZURE_OPENAI_API_KEY")
     keyless = stream(_responses_model(), _ctx(), azure_resource_name="r").result()
     assert "AZURE_OPENAI_API_KEY" in keyless.error_message
+
+
+def test_resource_name_option_wins_over_the_base_url_variable():  # docs/providers.rst: options win
+    env = {"AZURE_OPENAI_BASE_URL": "https://env-res.openai.azure.com", "AZURE_OPENAI_RESOURCE_NAME": "env-name"}
+    target = azure.resolve_target(_responses_model(), {"azure_resource_name": "option-res"}, env=env)
+    assert target.url("responses") == "https://option-res.openai.azure.com/openai/v1/responses?api-version=v1"
+    assert azure.resolve_target(_responses_model(), {}, env=env).resource == "env-res"
+    both = {"azure_resource_name": "option-res", "azure_base_url": "https://url-res.openai.azure.com"}
+    assert azure.resolve_target(_responses_model(), both, env=env).resource == "url-res"
+
+
+def test_resource_name_that_is_a_url_or_host_is_a_clear_error(monkeypatch):  # issue 17: bad input
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    for value in ("https://myres.openai.azure.com", "myres.openai.azure.com", "my res"):
+        result = stream(_responses_model(), _ctx(), azure_resource_name=value).result()
+        assert result.stop_reason == "error" and result.error_message.startswith(
+            f"Invalid Azure OpenAI resource name from azure_resource_name=: {value!r}"
+        )
+        assert "azure_base_url= or AZURE_OPENAI_BASE_URL" in result.error_message
+    monkeypatch.setenv("AZURE_OPENAI_RESOURCE_NAME", "https://me:pw-1234567@myres.openai.azure.com/")
+    from_env = stream(_responses_model(), _ctx()).result()
+    assert "resource name from AZURE_OPENAI_RESOURCE_NAME: 'https://myres.openai.azure.com/'" in (
+        from_env.error_message
+    )
+    assert "pw-1234567" not in from_env.error_message
+
+
+def test_endpoint_url_copied_from_the_portal_is_cut_to_its_base_url():  # issue 17: target URIs
+    chat = "https://myres.openai.azure.com/openai/deployments/chat-prod/chat/completions?api-version=2024-10-21"
+    target = azure.resolve_target(_chat_model(), {"azure_base_url": chat}, env={})
+    assert target.completions_url() == chat and target.api_version == "2024-10-21"
+    responses = "https://myres.cognitiveservices.azure.com/openai/responses?api-version=2025-04-01-preview"
+    target = azure.resolve_target(_responses_model(), {}, env={"AZURE_OPENAI_BASE_URL": responses})
+    assert target.url("responses") == responses
+    v1 = azure.resolve_target(
+        _responses_model(base_url="https://myres.openai.azure.com/openai/v1/chat/completions"), {}, env={}
+    )
+    assert v1.url("responses") == "https://myres.openai.azure.com/openai/v1/responses?api-version=v1"
+    forced = azure.resolve_target(_chat_model(), {"azure_base_url": chat, "azure_api_version": "v1"}, env={})
+    assert forced.api_version == "v1"  # the option still wins
+
+
+def test_api_version_in_the_base_url_is_sent(monkeypatch):  # issue 17: api-version of a pasted URL
+    monkeypatch.setenv("AZURE_OPENAI_API_VERSION", "2024-10-21")
+    with ScriptedServer([Reply(body=_text_events("ok"))]) as server:
+        model = _responses_model(base_url=server.url + "/openai/v1?api-version=preview")
+        result = stream(model, _ctx(), api_key=KEY).result()
+        (request,) = server.requests
+    assert result.text == "ok"
+    assert (request.path, request.query) == ("/openai/v1/responses", "api-version=preview")
 
 
 def test_entra_id_token_from_get_api_key_is_sent_as_bearer():  # issue 17: bearer from get_api_key
@@ -319,6 +369,24 @@ def test_rejected_credential_names_resource_and_never_the_key(monkeypatch, caplo
     assert KEY not in repr(model) and KEY not in repr(azure.resolve_target(model, {"api_key": KEY}, env={}))
     assert "POST http://127.0.0.1" in caplog.text  # the request log ran, without either credential
     assert KEY not in caplog.text and TOKEN not in caplog.text
+
+
+def test_azure_key_variable_serves_deployments_of_any_provider_name(monkeypatch):  # issue 17: credentials
+    denied = json.dumps({"error": {"code": "401", "message": "Access denied due to invalid subscription key."}})
+    chunk = {"id": "c", "choices": [{"index": 0, "delta": {"content": "hey"}, "finish_reason": "stop"}]}
+    replies = [Reply(status=401, body=denied, content_type="application/json"), Reply(body=sse(chunk, done=True))]
+    with ScriptedServer(replies) as server:
+        model = Model(
+            id="gpt-4o", api="openai-completions", provider="my-azure", compat={"azure": True}, base_url=server.url
+        )
+        keyless = stream(model, _ctx()).result()
+        monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+        keyed = stream(model, _ctx()).result()
+        first, second = server.requests
+    assert "api-key" not in first.headers and "authorization" not in first.headers
+    assert "no credential was sent; set AZURE_OPENAI_API_KEY" in keyless.error_message
+    assert "credential was rejected" not in keyless.error_message
+    assert keyed.text == "hey" and second.headers["api-key"] == KEY
 
 
 def test_abort_mid_stream_keeps_partial_text():  # issue 17: abort mid-stream

@@ -5,22 +5,29 @@ The Responses stream is parsed by :mod:`agentcore.providers.openai_responses` (t
 builds the request), and chat completions stay the ``openai-completions`` API, whose provider asks
 :func:`adapt_completions_request` to point a request at Azure when :func:`is_azure` says so.
 
-Where a request goes (:func:`resolve_target`; the reference's variables and defaults):
+Where a request goes (:func:`resolve_target`; the reference's variables and defaults, except that an
+option always wins over a variable):
 
-* base URL: option ``azure_base_url`` > ``$AZURE_OPENAI_BASE_URL`` > option ``azure_resource_name`` /
-  ``$AZURE_OPENAI_RESOURCE_NAME`` (``https://<name>.openai.azure.com/openai/v1``) > ``Model.base_url``;
-  an Azure host given without a path (or with ``/openai``) gets ``/openai/v1``, or ``/openai`` under
-  a dated ``api-version`` (the pre-v1 API, whose chat completions go to ``/deployments/<name>``);
+* base URL: option ``azure_base_url`` > option ``azure_resource_name`` > ``$AZURE_OPENAI_BASE_URL`` >
+  ``$AZURE_OPENAI_RESOURCE_NAME`` (a resource name gives ``https://<name>.openai.azure.com/openai/v1``)
+  > ``Model.base_url``. An Azure host given without a path (or with ``/openai``) gets ``/openai/v1``,
+  or ``/openai`` under a dated ``api-version`` (the pre-v1 API, whose chat completions go to
+  ``/deployments/<name>``); an endpoint URL copied from the Azure portal (``.../chat/completions?
+  api-version=...``, ``.../responses?api-version=...``) is cut back to its base URL, keeping its
+  ``api-version``. A resource name that is a URL or a host name, or holds characters no resource
+  name has, is an error naming where it came from;
 * deployment: option ``azure_deployment_name`` > ``$AZURE_OPENAI_DEPLOYMENT_NAME_MAP`` (``model-id=
   deployment`` pairs, comma separated) > the model id; it is sent as the body's ``model`` (and, for
   chat completions under a base URL that is not a ``/v1`` one, in the ``/deployments/<name>`` path);
-* ``api-version`` query: option ``azure_api_version`` > ``$AZURE_OPENAI_API_VERSION`` > ``"v1"``.
+* ``api-version`` query: option ``azure_api_version`` > the ``api-version`` query of the base URL >
+  ``$AZURE_OPENAI_API_VERSION`` > ``"v1"``.
 
 Credentials (:func:`auth_headers`): the key (``api_key=``, the agent's ``get_api_key``, or
-``$AZURE_OPENAI_API_KEY``) goes in the ``api-key`` header; a Microsoft Entra ID access token (a JWT,
-``eyJ...``, or a value starting with ``Bearer``) goes in ``Authorization: Bearer``. Option
-``azure_auth`` (``"api-key"`` or ``"bearer"``) forces one. Keys never appear in errors, logs or
-reprs: the skeleton redacts every credential header value from error messages.
+``$AZURE_OPENAI_API_KEY`` whatever the model's provider is called) goes in the ``api-key`` header;
+a Microsoft Entra ID access token (a JWT, ``eyJ...``, or a value starting with ``Bearer``) goes in
+``Authorization: Bearer``. Option ``azure_auth`` (``"api-key"`` or ``"bearer"``) forces one. Keys
+never appear in errors, logs or reprs: the skeleton redacts every credential header value from
+error messages.
 """
 
 from __future__ import annotations
@@ -29,10 +36,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, quote, urlsplit, urlunsplit
 
 from ..types import Model
-from .base import ProviderError, WireRequest, describe_error, endpoint_url
+from .base import ProviderError, WireRequest, clean_api_key, describe_error, endpoint_url
 from .openai_responses import OpenAIResponsesProvider, build_request_body
 
 __all__ = [
@@ -56,6 +63,10 @@ DEFAULT_API_VERSION = "v1"
 AZURE_PROVIDERS = frozenset({"azure-openai-responses", "azure-openai"})
 
 _AZURE_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".ai.azure.com")
+#: Azure resource (custom subdomain) names: letters, digits and hyphens, starting with a letter or digit
+_RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
+#: Endpoint paths a URL copied from the portal ends in, after its base URL
+_ENDPOINT_PATHS = ("/chat/completions", "/responses")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 _MISSING_BASE_URL = (
     "Azure OpenAI base URL is required: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME, "
@@ -127,20 +138,49 @@ def _display(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
 
 
-def _normalize_base_url(base_url: str, v1: bool) -> str:
+def _split_base_url(base_url: str) -> SplitResult:
+    """The parts of an http(s) base URL; :class:`ProviderError` for anything else."""
     trimmed = base_url.strip().rstrip("/")
     try:
-        parts = urlsplit(trimmed)
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        parts: Optional[SplitResult] = urlsplit(trimmed)
+        valid = parts is not None and parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # an unparseable host or port
+        parts, valid = None, False
+    if parts is None or not valid:
         raise ProviderError(
             f"Invalid Azure OpenAI base URL: {_display(trimmed)!r} (expected https://<resource>.openai.azure.com)"
         )
+    return parts
+
+
+def _url_api_version(parts: SplitResult) -> Optional[str]:
+    """The ``api-version`` query of a base URL (an endpoint URL copied from the portal has one)."""
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if name.lower() == "api-version" and value.strip():
+            return value.strip()
+    return None
+
+
+def _normalize_base_url(parts: SplitResult, v1: bool) -> str:
     path = parts.path.rstrip("/")
-    if parts.hostname.endswith(_AZURE_HOST_SUFFIXES) and path in ("", "/openai", "/openai/v1/responses"):
-        return urlunsplit((parts.scheme, parts.netloc, "/openai/v1" if v1 else "/openai", "", ""))
+    if (parts.hostname or "").endswith(_AZURE_HOST_SUFFIXES):
+        base = next((path[: -len(e)] for e in _ENDPOINT_PATHS if path.endswith(e)), path)  # a portal "target URI"
+        if base in ("", "/openai") or (base != path and base == "/openai/v1"):
+            base = "/openai/v1" if v1 else "/openai"
+        path = base
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def _resource_base_url(resource: str, source: str) -> str:
+    """``https://<resource>.openai.azure.com``; :class:`ProviderError` naming ``source`` when
+    ``resource`` is a URL, a host name or no resource name at all."""
+    if not _RESOURCE_NAME.match(resource):
+        shown = _display(resource) if "://" in resource else resource
+        raise ProviderError(
+            f"Invalid Azure OpenAI resource name from {source}: {shown!r} (expected the <name> of "
+            "https://<name>.openai.azure.com; give a whole URL as azure_base_url= or AZURE_OPENAI_BASE_URL)"
+        )
+    return f"https://{resource}.openai.azure.com"
 
 
 def _option(options: Mapping[str, Any], name: str) -> Optional[str]:
@@ -153,31 +193,45 @@ def resolve_target(
 ) -> AzureTarget:
     """The :class:`AzureTarget` of ``model`` under ``options`` (see the module docstring).
 
-    Raises :class:`ProviderError` naming the variables to set when no base URL can be found, or
-    when the one found is not an http(s) URL.
+    Raises :class:`ProviderError` naming the variables to set when no base URL can be found, when
+    the one found is not an http(s) URL, or when a resource name is not one.
     """
     env = os.environ if env is None else env
+    parts = _split_base_url(_find_base_url(model, options, env))
     api_version = (
         _option(options, "azure_api_version")
+        or _url_api_version(parts)
         or (env.get("AZURE_OPENAI_API_VERSION") or "").strip()
         or DEFAULT_API_VERSION
     )
-    base_url = _option(options, "azure_base_url") or (env.get("AZURE_OPENAI_BASE_URL") or "").strip()
-    if not base_url:
-        resource = _option(options, "azure_resource_name") or (env.get("AZURE_OPENAI_RESOURCE_NAME") or "").strip()
-        if resource:
-            base_url = f"https://{resource}.openai.azure.com"
-    base_url = base_url or (model.base_url or "").strip()
-    if not base_url:
-        raise ProviderError(_MISSING_BASE_URL)
     deployment = (
         _option(options, "azure_deployment_name")
         or parse_deployment_map(env.get("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")).get(model.id)
         or model.id
     )
     return AzureTarget(
-        _normalize_base_url(base_url, _is_v1(api_version)), deployment, api_version, _auth_kind(credential, options)
+        _normalize_base_url(parts, _is_v1(api_version)), deployment, api_version, _auth_kind(credential, options)
     )
+
+
+def _find_base_url(model: Model, options: Mapping[str, Any], env: Mapping[str, str]) -> str:
+    """The base URL as given: options first, then variables, then ``Model.base_url``."""
+    base_url = _option(options, "azure_base_url")
+    if base_url:
+        return base_url
+    resource = _option(options, "azure_resource_name")
+    if resource:
+        return _resource_base_url(resource, "azure_resource_name=")
+    base_url = (env.get("AZURE_OPENAI_BASE_URL") or "").strip()
+    if base_url:
+        return base_url
+    resource = (env.get("AZURE_OPENAI_RESOURCE_NAME") or "").strip()
+    if resource:
+        return _resource_base_url(resource, "AZURE_OPENAI_RESOURCE_NAME")
+    base_url = (model.base_url or "").strip()
+    if not base_url:
+        raise ProviderError(_MISSING_BASE_URL)
+    return base_url
 
 
 def _auth_kind(credential: str, options: Mapping[str, Any]) -> str:
@@ -204,6 +258,16 @@ def auth_headers(credential: Optional[str], options: Mapping[str, Any]) -> Dict[
     return {"api-key": credential}
 
 
+def _credential(api_key: Optional[str]) -> str:
+    """``api_key``, else ``$AZURE_OPENAI_API_KEY``, else "". The skeleton looked up the variables of
+    the model's own provider: a model of another provider marked ``compat={"azure": True}`` (or
+    served through another provider name) still finds the Azure key. :class:`ProviderError` (not
+    showing the key) when the variable holds a line break."""
+    if api_key:
+        return api_key
+    return clean_api_key(os.environ.get("AZURE_OPENAI_API_KEY"), "the AZURE_OPENAI_API_KEY variable") or ""
+
+
 def adapt_completions_request(
     request: WireRequest, model: Model, options: Mapping[str, Any], api_key: Optional[str]
 ) -> WireRequest:
@@ -211,9 +275,10 @@ def adapt_completions_request(
     ``api-version``, the deployment as the body's ``model``, the Azure credential header instead of
     the OpenAI bearer one. The body is otherwise the chat-completions body, without ``store``
     (dated api-versions before 2024-10 reject it) unless ``compat["supportsStore"]`` is true."""
-    target = resolve_target(model, options, credential=api_key or "")
+    credential = _credential(api_key)
+    target = resolve_target(model, options, credential=credential)
     headers = {k: v for k, v in request.headers.items() if k.lower() != "authorization"}
-    headers.update(auth_headers(api_key, options))
+    headers.update(auth_headers(credential, options))
     body = dict(request.body)
     body["model"] = target.deployment
     if (model.compat or {}).get("supportsStore") is not True:
@@ -234,7 +299,8 @@ def explain_failure(exc: BaseException, model: Model, options: Mapping[str, Any]
     if status not in (401, 403, 404):
         return message
     try:
-        target = resolve_target(model, options, credential=api_key or "")
+        credential = _credential(api_key)
+        target = resolve_target(model, options, credential=credential)
     except ProviderError:
         return message
     where = f'Azure OpenAI resource "{target.resource}" ({_display(target.base_url)}), deployment "{target.deployment}"'
@@ -242,6 +308,11 @@ def explain_failure(exc: BaseException, model: Model, options: Mapping[str, Any]
         hint = (
             f"{where}, api-version {target.api_version}: check the deployment name "
             "(azure_deployment_name= or AZURE_OPENAI_DEPLOYMENT_NAME_MAP) and the resource"
+        )
+    elif not credential:
+        hint = (
+            f"{where}: no credential was sent; set AZURE_OPENAI_API_KEY, or pass api_key= or get_api_key "
+            "(a Microsoft Entra ID token)"
         )
     else:
         sent = "an api-key header" if target.auth == "api-key" else "an Authorization: Bearer token"
@@ -264,11 +335,12 @@ class AzureOpenAIResponsesProvider(OpenAIResponsesProvider):
     error_style = "openai"
 
     def build_request(self, model: Any, context: Any, options: Dict[str, Any], api_key: Optional[str]) -> WireRequest:
-        target = resolve_target(model, options, credential=api_key or "")
+        credential = _credential(api_key)
+        target = resolve_target(model, options, credential=credential)
         body = build_request_body(model, context, **options)
         body["model"] = target.deployment
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        headers.update(auth_headers(api_key, options))
+        headers.update(auth_headers(credential, options))
         return WireRequest(target.url("responses"), headers, body)
 
     def describe_failure(
