@@ -41,7 +41,7 @@ import dataclasses
 import json
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
 
 from . import tools as _tools
 from ._safe import exception_message, json_safe
@@ -278,6 +278,9 @@ class Approvals:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # held by decide() from its check to its record, and by resuming() as it takes the
+        # decisions: a decision is either in the resumed run or refused, never silently dropped
+        self._deciding = threading.Lock()
         self._pending: Dict[str, PendingApproval] = {}
         self._decisions: Dict[str, ApprovalDecision] = {}
         self._resuming: FrozenSet[str] = frozenset()  # the calls a resumed run is executing
@@ -292,6 +295,8 @@ class Approvals:
             return [p for i, p in self._pending.items() if i not in self._resuming]
 
     def get(self, call_id: str) -> Optional[PendingApproval]:
+        if not isinstance(call_id, str):
+            return None
         with self._lock:
             return None if call_id in self._resuming else self._pending.get(call_id)
 
@@ -332,8 +337,20 @@ class Approvals:
     # -- changing
 
     def decide(self, method: str, call_id: str, decision: ApprovalDecision) -> None:
-        """Record ``decision`` (the latest one counts). ValueError for an id that is not pending,
-        or that a resumed run is executing (its decision was taken when the run started)."""
+        """Record ``decision`` (the latest one counts). TypeError for an id that is not a str,
+        ValueError for an id that is not pending, or that a resumed run is executing (its decision
+        was taken when the run started). A ``continue_()`` that starts meanwhile waits for this
+        call to return and runs with the decision it recorded."""
+        if not isinstance(call_id, str):
+            hint = " (its tool_call_id)" if isinstance(call_id, PendingApproval) else ""
+            raise TypeError(
+                f"{method}() takes the id of a waiting tool call as a str, not a "
+                f"{type(call_id).__name__}{hint}; see agent.pending_approvals"
+            )
+        with self._deciding:
+            self._decide(method, call_id, decision)
+
+    def _decide(self, method: str, call_id: str, decision: ApprovalDecision) -> None:
         with self._lock:
             if call_id in self._resuming:
                 raise ValueError(ERR_RESUMING.format(method=method, call_id=call_id))
@@ -394,10 +411,21 @@ class Approvals:
     def resuming(self, resumption: Optional[Resumption]) -> None:
         """The run that resumes ``resumption`` has begun (None: the agent's run has ended). Until
         it ends, its calls are neither listed as pending nor open to a new decision: the run acts
-        on the decisions it started with. Calls it did not finish (an abort, a failed start) are
-        pending again afterwards, with their decisions."""
-        with self._lock:
-            self._resuming = frozenset(resumption.decisions) if resumption is not None else frozenset()
+        on the decisions it started with. Calls it did not finish because it failed before the
+        loop began are pending again afterwards, with their decisions; an abort (or a run failure)
+        ends it with an assistant message, which abandons the calls still without a result (see
+        :meth:`observe`).
+
+        A decision being recorded meanwhile (:meth:`decide` on another thread) is waited for and
+        put into ``resumption``: the run acts on the latest decision of each call."""
+        if resumption is None:
+            with self._lock:
+                self._resuming = frozenset()
+            return
+        with self._deciding, self._lock:
+            for call_id, decision in resumption.decisions.items():
+                resumption.decisions[call_id] = self._decisions.get(call_id, decision)
+            self._resuming = frozenset(resumption.decisions)
 
     # -- sessions
 
@@ -416,18 +444,20 @@ class Approvals:
 
     def load(self, session: Any) -> None:
         """Replace the book with the requests and decisions on ``session``'s current branch
-        made after its last assistant message whose calls have no tool result on it yet."""
+        made after its last assistant message whose calls have no tool result after it yet (a
+        result of an earlier turn does not count: some providers reuse call ids across turns)."""
         pending: Dict[str, PendingApproval] = {}
         decisions: Dict[str, ApprovalDecision] = {}
         storage = getattr(session, "storage", None)
         count_of = getattr(storage, "count_of", None)
         if count_of is None or count_of("custom"):
-            settled = set()
+            settled: Set[str] = set()
             for entry in session.get_branch():
                 if entry.type == "message":
                     if getattr(entry.message, "role", None) == "assistant":
                         pending.clear()  # requests of earlier turns can never run now
                         decisions.clear()
+                        settled.clear()  # nor do their results settle this turn's calls (ids recur)
                     call_id = getattr(entry.message, "tool_call_id", None)
                     if call_id is not None:
                         settled.add(call_id)

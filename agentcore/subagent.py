@@ -5,8 +5,9 @@ The tool takes ``{"task": str}``, prompts the sub-agent with the task and return
 * A fresh agent per call, built from the template agent's settings (model, system prompt, tools,
   thinking level, hooks, stream options, constructor plugins, compaction settings) and starting
   from a copy of its transcript: two calls, parallel or not, never share a transcript. With
-  ``keep_history=True`` every call prompts the template agent itself, one call at a time (a lock
-  serialises them), so the history carries over.
+  ``keep_history=True`` every call prompts the template agent itself, one call at a time (a call
+  waits for the one before to end), so the history carries over. Such a tool called from within
+  its own agent's run (directly or through other sub-agents) could never start: it raises at once.
 * Usage: the tokens and cost of every sub-agent response (and of its own tool results, nested
   sub-agents included) and of its compactions' summary requests (the ``usage`` of its
   ``compaction_end`` events, a failed compaction's too) are summed into the tool result's
@@ -14,8 +15,9 @@ The tool takes ``{"task": str}``, prompts the sub-agent with the task and return
 * Events: every event of the sub-agent's run reaches the parent's listeners as a
   ``tool_execution_update`` whose ``partial_result`` is an ``AgentToolResult`` with the text so
   far and ``details={"subagent": name, "event": event}``.
-* Abort: the parent's abort aborts the sub-agent's run. A sub-agent run that fails, is aborted or
-  pauses for an approval raises, so the parent gets an error result (never a hung parent).
+* Abort: the parent's abort aborts the sub-agent's run, and ends at once a ``keep_history`` call
+  still waiting for the one before. A sub-agent run that fails, is aborted or pauses for an
+  approval raises, so the parent gets an error result (never a hung parent).
 * Sessions: when the parent agent has a session, a fresh sub-agent records its run in a session
   of its own, linked from the result's ``details["session"]``: a JSONL file next to the parent's
   (``<parent>.<tool name>-<call id>.jsonl``, its header's ``parentSession`` naming the parent
@@ -32,8 +34,10 @@ import itertools
 import os
 import re
 import threading
-from typing import Any, Dict, Iterable, List, Optional
+from contextvars import ContextVar
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
+from .signals import AbortController, AbortSignal
 from .tools import AgentTool, AgentToolResult
 from .types import TextContent, Usage, add_usage
 
@@ -45,6 +49,10 @@ TASK_PARAMETERS: Dict[str, Any] = {
     "required": ["task"],
     "additionalProperties": False,
 }
+
+# The sub-agent tools whose runs enclose the current one (outermost first): a sub-agent's run and
+# its tool calls execute in copies of the calling tool's contextvars context.
+_calling: ContextVar[Tuple[Any, ...]] = ContextVar("agentcore_subagent_calls", default=())
 
 
 def subagent_tool(agent: Any, name: str, description: str, *, keep_history: bool = False) -> AgentTool:
@@ -64,23 +72,35 @@ class _SubAgent:
         self.template = template
         self.name = name
         self.keep_history = keep_history
-        self._lock = threading.Lock()  # serialises keep_history calls on the one agent
+        self._turn = threading.Condition()  # serialises keep_history calls on the one agent
+        self._busy = False
 
-    def execute(self, tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+    def execute(self, tool_call_id: str, args: Any, signal: Optional[AbortSignal], on_update: Any) -> AgentToolResult:
         task = args["task"]
-        parent = _running_parent()
-        with self._lock if self.keep_history else contextlib.nullcontext():
-            if self.keep_history:
-                agent, link = self.template, _session_link(self.template.session)
-            else:
-                session = _child_session(parent, self.name, tool_call_id)
-                agent, link = _fresh_agent(self.template, session), _session_link(session)
-            summaries: List[Any] = []
-            try:
-                messages = _run(agent, task, signal, self._updates(on_update), summaries)
-            finally:
-                if not self.keep_history and agent.session is not None:
-                    agent.session.close()
+        signal = signal if signal is not None else AbortController().signal
+        chain, parent = _calling.get(), _running_parent()
+        if self.keep_history and (self in chain or parent is self.template):
+            raise RuntimeError(
+                f"sub-agent {self.name!r} (keep_history=True) was called from within its own run; its "
+                f"agent is busy with the call that led here, so this call could never start. Give the "
+                f"agent a tool made with keep_history=False to let it call itself"
+            )
+        token = _calling.set(chain + (self,))  # the sub-agent's run copies this context
+        try:
+            with self._one_at_a_time(signal) if self.keep_history else contextlib.nullcontext():
+                if self.keep_history:
+                    agent, link = self.template, _session_link(self.template.session)
+                else:
+                    session = _child_session(parent, self.name, tool_call_id)
+                    agent, link = _fresh_agent(self.template, session), _session_link(session)
+                summaries: List[Any] = []
+                try:
+                    messages = _run(agent, task, signal, self._updates(on_update), summaries)
+                finally:
+                    if not self.keep_history and agent.session is not None:
+                        agent.session.close()
+        finally:
+            _calling.reset(token)
         details: Dict[str, Any] = {"subagent": self.name, "messages": len(messages)}
         if link is not None:
             details["session"] = link
@@ -90,11 +110,40 @@ class _SubAgent:
             usage=total_usage(messages, summaries),
         )
 
+    @contextlib.contextmanager
+    def _one_at_a_time(self, signal: AbortSignal) -> Iterator[None]:
+        """Hold the keep_history agent for one call; waiting for an earlier call to end stops
+        (RuntimeError) as soon as ``signal`` is aborted."""
+
+        def wake(reason: Any) -> None:
+            with self._turn:
+                self._turn.notify_all()
+
+        with self._turn:
+            if self._busy:
+                signal.add_listener(wake)
+                try:
+                    while self._busy and not signal.aborted:
+                        self._turn.wait()
+                finally:
+                    signal.remove_listener(wake)
+            if signal.aborted:
+                raise RuntimeError(f"aborted while sub-agent {self.name!r} was busy with another call")
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._busy = False
+                self._turn.notify_all()
+
     def _updates(self, on_update: Any) -> Any:
         """A listener passing the sub-agent's events to the parent as partial results."""
         name = self.name
 
         def forward(event: Any) -> None:
+            if on_update is None:  # execute() called directly, without a progress callback
+                return
             message = getattr(event, "message", None)
             text = _text_of(message) if getattr(message, "role", None) == "assistant" else ""
             on_update(
@@ -223,7 +272,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def _child_session(parent: Any, name: str, tool_call_id: str) -> Any:
     """A new session for a fresh sub-agent next to ``parent``'s session, or None (no parent
-    session, or one that is neither JSONL nor SQLite)."""
+    session, or one that is neither JSONL nor SQLite). It syncs to disk as the parent's does
+    (its storage's ``fsync`` setting)."""
     session = getattr(parent, "session", None)
     storage = getattr(session, "storage", None)
     path = getattr(storage, "path", None)
@@ -233,8 +283,13 @@ def _child_session(parent: Any, name: str, tool_call_id: str) -> Any:
     from .session.jsonl import JsonlSessionStorage
 
     metadata = {"subagent": name, "toolCallId": tool_call_id, "parentSessionId": session.id}
+    fsync = getattr(storage, "fsync", "never")  # as durable as the parent's record
     if isinstance(storage, SqliteSessionStorage):
-        return Session(SqliteSessionStorage.create(path, cwd=session.cwd, parent_session=session.id, metadata=metadata))
+        return Session(
+            SqliteSessionStorage.create(
+                path, cwd=session.cwd, parent_session=session.id, metadata=metadata, fsync=fsync
+            )
+        )
     if not isinstance(storage, JsonlSessionStorage):
         return None
     stem = path[: -len(".jsonl")] if path.endswith(".jsonl") else path
@@ -243,7 +298,7 @@ def _child_session(parent: Any, name: str, tool_call_id: str) -> Any:
     while os.path.exists(candidate):  # the same call id again (a resumed or repeated run)
         n += 1
         candidate = f"{base}-{n}.jsonl"
-    return Session.create(candidate, cwd=session.cwd, parent_session=path, metadata=metadata)
+    return Session.create(candidate, cwd=session.cwd, parent_session=path, metadata=metadata, fsync=fsync)
 
 
 def _session_link(session: Any) -> Optional[Dict[str, Any]]:

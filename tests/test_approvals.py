@@ -384,6 +384,58 @@ def test_a_call_the_resumed_run_executes_takes_no_new_decision():
     assert _tool_results(agent)["b"].content[0].text == "deleted /x"
 
 
+def test_a_decision_being_recorded_as_continue_starts_is_the_one_that_runs(tmp_path):
+    """``deny()`` on one thread, still writing its record, while ``continue_()`` starts on another:
+    the run used to execute the call with the earlier approval, and ``deny()`` then returned as if
+    it had been taken. ``continue_()`` now waits for the decision and runs with it."""
+    ran, writing = threading.Event(), threading.Event()
+
+    @tool(requires_approval=True)
+    def remove(path: str) -> str:
+        """Delete a file."""
+        ran.set()
+        return f"deleted {path}"
+
+    session = Session.create(tmp_path / "s.jsonl")
+    agent, _ = _agent([response(call("remove", {"path": "/x"}, id="b")), text("ok")], tools=[remove], session=session)
+    agent.prompt("go")
+    agent.approve("b")
+    record = session.append_custom
+
+    def slow_record(custom_type, data):
+        if data.get("kind") == "decision":
+            writing.set()
+            ran.wait(0.5)  # the old code ran the call meanwhile; now continue_() waits for us
+        return record(custom_type, data)
+
+    session.append_custom = slow_record
+    denied = []
+    change_mind = threading.Thread(target=lambda: denied.append(agent.deny("b", "changed my mind")))
+    change_mind.start()
+    assert writing.wait(30)
+    agent.continue_()
+    change_mind.join(30)
+    assert denied == [None]  # deny() returned: so it must be the decision that counted
+    assert not ran.is_set()
+    result = _tool_results(agent)["b"]
+    assert result.is_error and result.content[0].text == "changed my mind"
+
+
+def test_a_decision_for_an_id_that_is_not_a_str_names_the_problem():
+    agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("ok")])
+    agent.prompt("go")
+    pending = agent.pending_approvals[0]
+    with pytest.raises(TypeError, match=r"approve\(\) takes the id .* str, not a PendingApproval \(its tool_call_id\)"):
+        agent.approve(pending)
+    with pytest.raises(TypeError, match=r"deny\(\) takes the id of a waiting tool call as a str, not a list"):
+        agent.deny(["b"])
+    with pytest.raises(TypeError, match=r"approve\(\) takes .* not a list"):
+        agent.approve(["b"], args={"path": "/y"})
+    agent.approve(pending.tool_call_id)
+    agent.continue_()
+    assert _tool_results(agent)["b"].content[0].text == "deleted /x"
+
+
 def test_a_resumed_run_that_cannot_start_leaves_its_calls_waiting_and_decided(tmp_path):
     """A continue_() refused at its start (the session records another agent's run) ran nothing:
     the calls are pending again, with the decisions taken, and a later continue_() runs them."""
@@ -617,6 +669,26 @@ def test_resume_in_fresh_processes(tmp_path, kind):
     assert resumed["results"] == {"b": ["deleted /x", False], "c": ["keep it", True]}
     assert resumed["last"] == "all done"
     assert resumed["pending"] == []
+
+
+def test_a_call_id_an_earlier_turn_used_still_waits_after_a_resume(tmp_path):
+    """Some servers reuse call ids across turns (a Mistral call without an id gets one derived
+    from its index). The earlier turn's result used to settle the waiting call on load, so a
+    reopened session lost it; in memory it was waiting all along."""
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent(
+        [response(call("listing", {"path": "/"}, id="call_0")), response(call("delete", {"path": "/x"}, id="call_0"))],
+        session=Session.create(path),
+    )
+    agent.prompt("go")
+    agent.approve("call_0")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["call_0"]
+    agent.session.close()
+    again, _ = _agent([text("done")], session=Session.open(path))
+    assert again.pending_approvals == [PendingApproval("call_0", "delete", {"path": "/x"})]
+    again.continue_()  # with the approval taken in the first process
+    assert [m.content[0].text for m in again.messages if m.role == "toolResult"] == ["listed /", "deleted /x"]
+    again.session.close()
 
 
 def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):

@@ -235,3 +235,102 @@ def test_usage_includes_the_sub_agent_s_compaction_summaries(outcome):
     assert worker.calls == 2  # one summary request, one answer
     assert (result.usage.input, result.usage.output) == (105, 105)
     assert result.usage.cost.total == pytest.approx(2 * (1.0 + 0.25))
+
+
+def test_a_keep_history_sub_agent_called_from_its_own_run_is_an_error_not_a_hang():
+    worker = ScriptedModel([response(call("me", {"task": "again"}, id="inner")), text("gave up"), text("x")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    me = sub.as_tool("me", "x", keep_history=True)
+    sub.tools = [me]
+    parent, _ = _parent([response(call("me", {"task": "t"}, id="outer")), text("ok")], me)
+    parent.prompt("go", wait=False)
+    assert parent.wait_for_idle(10), "the nested call waited for the call that led to it"
+    inner = next(m for m in sub.messages if m.role == "toolResult")
+    assert inner.is_error and "called from within its own run" in inner.content[0].text
+    assert _results(parent)["outer"].content[0].text == "gave up"
+
+
+def test_parent_abort_ends_a_keep_history_call_waiting_for_the_one_before():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(tool_call_id, args, signal, on_update):
+        started.set()
+        release.wait(30)  # ignores the abort: the second call must not wait for it
+        return AgentToolResult(content="late")
+
+    worker = ScriptedModel([response(call("slow", {})), text("first done")])
+    sub = Agent(
+        model=worker.model,
+        stream_fn=worker.stream_fn,
+        tools=[AgentTool("slow", "x", {"type": "object", "properties": {}}, slow)],
+    )
+    helper = sub.as_tool("helper", "h", keep_history=True)
+    entered = threading.Event()
+
+    def entering(tool_call_id, args, signal, on_update):
+        entered.set()  # the abort comes once the call executes: it waits for the first one
+        return helper.execute(tool_call_id, args, signal, on_update)
+
+    first, _ = _parent([response(call("helper", {"task": "one"}, id="h1")), text("ok")], helper)
+    second, _ = _parent(
+        [response(call("helper", {"task": "two"}, id="h2")), text("ok")],
+        AgentTool("helper", "h", helper.parameters, entering),
+    )
+    first.prompt("go", wait=False)
+    assert started.wait(10)
+    second.prompt("go", wait=False)
+    assert entered.wait(10)
+    second.abort("stop")
+    try:
+        assert second.wait_for_idle(10), "the abort waited for the other parent's call"
+        result = _results(second)["h2"]
+        assert result.is_error and "aborted while sub-agent 'helper' was busy" in result.content[0].text
+    finally:
+        release.set()
+        assert first.wait_for_idle(10)
+    assert not _results(first)["h1"].is_error
+    assert [m.content[0].text for m in sub.messages if m.role == "user"] == ["one"]
+
+
+def test_execute_called_directly_needs_neither_signal_nor_on_update():
+    worker = ScriptedModel([text("direct answer")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    result = sub.as_tool("helper", "h").execute("id", {"task": "t"}, None, None)
+    assert result.content[0].text == "direct answer"
+
+
+def test_a_keep_history_tool_of_the_agent_itself_says_why_it_cannot_run():
+    worker = ScriptedModel([response(call("me", {"task": "again"}, id="inner")), text("done")])
+    agent = Agent(model=worker.model, stream_fn=worker.stream_fn)
+    agent.tools = [agent.as_tool("me", "x", keep_history=True)]
+    agent.prompt("go")
+    inner = _results(agent)["inner"]
+    assert inner.is_error and "called from within its own run" in inner.content[0].text
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_the_sub_agent_s_session_syncs_to_disk_as_the_parent_s_does(tmp_path, kind):
+    from agentcore.agent import running_agent
+
+    seen = []
+
+    def note(tool_call_id, args, signal, on_update):
+        seen.append(running_agent().session.storage.fsync)
+        return AgentToolResult(content="noted")
+
+    worker = ScriptedModel([response(call("note", {})), text("sub answer")])
+    sub = Agent(
+        model=worker.model,
+        stream_fn=worker.stream_fn,
+        tools=[AgentTool("note", "x", {"type": "object", "properties": {}}, note)],
+    )
+    if kind == "jsonl":
+        session = Session.create(tmp_path / "parent.jsonl", fsync="always")
+    else:
+        session = Session(SqliteSessionStorage.create(tmp_path / "s.db", fsync="close"))
+    parent, _ = _parent(
+        [response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"), session=session
+    )
+    parent.prompt("go")
+    assert not _results(parent)["h"].is_error
+    assert seen == [session.storage.fsync]
