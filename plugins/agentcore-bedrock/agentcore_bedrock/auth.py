@@ -2,11 +2,13 @@
 
 * Region: ``region=`` option > ``AWS_REGION`` > ``AWS_DEFAULT_REGION`` > the profile's configured
   region (``~/.aws/config``) > the region named in the model's ``base_url``
-  (``https://bedrock-runtime.<region>.amazonaws.com``). None of them: :class:`BedrockConfigError`.
+  (``https://bedrock-runtime.<region>.amazonaws.com``). None of them, or a value that is not a
+  region name (``eu west 1``, a URL): :class:`BedrockConfigError` naming where it came from.
 * Endpoint: ``endpoint_url=`` option, else the model's ``base_url`` when it is not a standard
   ``bedrock-runtime.<region>.amazonaws.com`` host (a proxy, a VPC endpoint, a local test server),
   else ``https://bedrock-runtime.<region>.amazonaws.com`` for the resolved region
-  (``bedrock-runtime-fips.<region>...`` when the model's ``base_url`` is a FIPS host).
+  (``bedrock-runtime-fips.<region>...`` when the model's ``base_url`` is a FIPS host). A custom
+  endpoint that is not an ``http(s)://host`` URL: :class:`BedrockConfigError` naming it.
 * Authentication, first that applies: a Bedrock API key (``api_key=`` or
   ``AWS_BEARER_TOKEN_BEDROCK``) sent as ``Authorization: Bearer``; ``AWS_BEDROCK_SKIP_AUTH=1``
   (proxies that add their own credentials: signed with dummy keys, as the reference does); else
@@ -51,6 +53,7 @@ __all__ = [
 SIGNING_NAME = "bedrock"
 BEARER_TOKEN_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 _AUTHENTICATED = "<authenticated>"  # the core's marker for "ambient credentials exist"
+_REGION_NAME = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$")  # botocore's own rule
 _STANDARD_HOST = re.compile(r"^bedrock-runtime(-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$")
 
 _NO_CREDENTIALS = (
@@ -94,15 +97,35 @@ def _region_of_url(url: str) -> Optional[str]:
     return match.group(2) if match else None
 
 
+def _checked_region(value: Any, source: str) -> str:
+    """``value`` stripped, or :class:`BedrockConfigError` naming ``source`` when it cannot be a
+    region name (it becomes a host name and the SigV4 scope: ``eu west 1``, ``eu-west-1/`` or a
+    URL would fail later as an unreadable connection or URL error)."""
+    region = str(value).strip()
+    if not _REGION_NAME.match(region):
+        raise BedrockConfigError(
+            f"AWS region {region!r} (from {source}) is not a region name: use one such as us-east-1 or eu-west-1"
+        )
+    return region
+
+
 def resolve_region(model: Any, options: Mapping[str, Any], env: Optional[Mapping[str, str]] = None) -> str:
-    """The region to call and sign for (see the module docstring for the order)."""
+    """The region to call and sign for (see the module docstring for the order). A value that is
+    not a region name (letters, digits and inner dashes) raises :class:`BedrockConfigError`
+    naming where it came from (``region=``, ``AWS_REGION``, ``AWS_DEFAULT_REGION``, the profile)."""
     env = os.environ if env is None else env
-    for value in (options.get("region"), env.get("AWS_REGION"), env.get("AWS_DEFAULT_REGION")):
+    sources = (
+        (options.get("region"), "region="),
+        (env.get("AWS_REGION"), "AWS_REGION"),
+        (env.get("AWS_DEFAULT_REGION"), "AWS_DEFAULT_REGION"),
+    )
+    for value, source in sources:
         if value and str(value).strip():
-            return str(value).strip()
-    region = _profile_region(options.get("profile"))
-    if region:
-        return region
+            return _checked_region(value, source)
+    profile = options.get("profile")
+    region = _profile_region(profile)
+    if region and str(region).strip():
+        return _checked_region(region, f"the region of AWS profile {profile or env.get('AWS_PROFILE') or 'default'!r}")
     region = _region_of_url(getattr(model, "base_url", "") or "")
     if region:
         return region
@@ -120,16 +143,43 @@ def _profile_region(profile: Optional[str]) -> Optional[str]:
         return None
 
 
+def _checked_endpoint(url: str, source: str) -> str:
+    """``url`` without surrounding whitespace and trailing slashes, or :class:`BedrockConfigError`
+    naming ``source`` (credentials in the URL shown as ``***``) when it is not an ``http(s)://host``
+    URL: SigV4 signing would otherwise fail inside botocore with an ``AttributeError``."""
+    given = url.strip()
+    url = given.rstrip("/")
+    problem = None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        problem = str(exc)
+    else:
+        if parts.scheme.lower() not in ("http", "https"):
+            problem = "it needs http:// or https://"
+        elif not parts.hostname:
+            problem = "it names no host"
+    if problem is not None:
+        from agentcore.providers.failures import secret_url_values
+
+        shown = redact(given, secret_url_values(given))
+        raise BedrockConfigError(f"the Amazon Bedrock endpoint {shown!r} (from {source}) is not usable: {problem}")
+    return url
+
+
 def endpoint_url(model: Any, region: str, options: Mapping[str, Any]) -> str:
     """The endpoint base URL (no trailing slash). A standard ``base_url`` follows ``region`` and
-    keeps its FIPS choice: ``bedrock-runtime-fips.<region>.amazonaws.com`` stays a FIPS host."""
+    keeps its FIPS choice: ``bedrock-runtime-fips.<region>.amazonaws.com`` stays a FIPS host.
+    An ``endpoint_url=`` or custom ``base_url`` that is not an ``http(s)://host`` URL raises
+    :class:`BedrockConfigError` naming it."""
     explicit = options.get("endpoint_url")
     if explicit:
-        return str(explicit).rstrip("/")
-    base = (getattr(model, "base_url", "") or "").rstrip("/")
+        return _checked_endpoint(str(explicit), "endpoint_url=")
+    base = (getattr(model, "base_url", "") or "").strip()
     match = _standard_host(base)
     if base and match is None:
-        return base
+        return _checked_endpoint(base, f"the base_url of model {getattr(model, 'id', '?')!r}")
     fips = (match.group(1) or "") if match else ""
     suffix = ".amazonaws.com.cn" if region.startswith("cn-") else ".amazonaws.com"
     return f"https://bedrock-runtime{fips}.{region}{suffix}"

@@ -13,22 +13,27 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   after a stalled attempt (the 600 s read timeout) would otherwise send.
 * HTTP through :func:`agentcore.providers.http.open_stream` (pooled connections, abortable
   connect, retries of connection errors, 408/409/429/5xx with ``retry-after``, ``max_retries``).
-  AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``) become
-  ``"<status> <ErrorType>: <message>"``.
+  AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``, in any letter case) become
+  ``"<status> <ErrorType>: <message>"``. Credentials in ``endpoint_url`` (a query key, a
+  password) are redacted from error messages like the request's credential headers.
 * A 2xx answer whose ``Content-Type`` is neither ``application/vnd.amazon.eventstream`` nor
   ``application/octet-stream`` (a proxy's JSON or HTML) is read (at most 256 KiB) and reported as
   ``"200 <message> (the server answered application/json, not an event stream)"``, as the core's
   wire APIs report theirs; an answer without a ``Content-Type`` is left to the decoder.
 * The body is decoded frame by frame as it arrives (:class:`~agentcore_bedrock.eventstream.EventStreamDecoder`);
   a corrupt frame is reported after the good frames before it are handled, however the bytes
-  were chunked, so their content is kept. ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
+  were chunked, so their content is kept. A body that ends inside a frame (a proxy closing
+  mid-answer) is retried like a lost connection while no content was streamed, as the core's
+  wire APIs retry an SSE event cut short. ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
   that arrives before any content is retried like HTTP 429/5xx, from the same
   :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
   attempt, whatever failed; sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an
   abort ends the sleep).
 * Abort: the signal's listener shuts the response's socket down
-  (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once.
+  (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once; the
+  signal is also checked before each frame is handled, so no event follows an abort even when
+  one read brought many frames (the content stays what was streamed before it).
 
 Options: everything :func:`~agentcore_bedrock.request.build_request_body` reads, plus ``signal``,
 ``api_key`` (a Bedrock API key), ``region``, ``profile``, ``endpoint_url``, ``headers``,
@@ -58,6 +63,7 @@ from agentcore.providers.base import (
     secret_header_values,
     signal_aborted,
 )
+from agentcore.providers.failures import secret_url_values
 from agentcore.providers.retries import RetryBudget, retry_or_raise, transient
 from agentcore.streams import ProviderStream
 
@@ -97,11 +103,21 @@ def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, 
     if not isinstance(data, Mapping):
         return message
     text = data.get("message") or data.get("Message")
-    kind = (headers.get("x-amzn-ErrorType") or headers.get("x-amzn-errortype") or "").split(":", 1)[0]
+    kind = str(_header(headers, "x-amzn-ErrorType") or "").split(":", 1)[0]
     kind = kind or str(data.get("__type") or "").rsplit("#", 1)[-1]
     if not text:
         return message
     return f"{status} {kind}: {text}" if kind else f"{status} {text}"
+
+
+def _header(headers: Mapping[str, str], name: str) -> Optional[str]:
+    """The value of header ``name`` in any letter case (HTTP/2 lowercases names, a Go proxy sends
+    ``X-Amzn-Errortype``), also from a plain ``dict`` of a response's headers."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    lowered = name.lower()
+    return next((v for k, v in headers.items() if str(k).lower() == lowered), None)
 
 
 def _not_an_event_stream(response: Any, signal: Any) -> Optional[str]:
@@ -179,6 +195,7 @@ class BedrockProvider:
             data = encode_body(body, model, options)
             headers = merge_headers(_DEFAULT_HEADERS, getattr(model, "headers", None), options.get("headers"))
             secrets.extend(secret_header_values(headers))
+            secrets.extend(secret_url_values(url))  # a gateway key in endpoint_url's query, a proxy password
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
 
             def signed_headers() -> Mapping[str, str]:  # before every HTTP attempt: SigV4 carries its time
@@ -256,6 +273,8 @@ class BedrockProvider:
                 decoder = EventStreamDecoder()
                 for chunk in http.iter_body(response):
                     for message in decoder.feed(chunk):
+                        if signal_aborted(signal):  # between frames: one read may hold many
+                            break
                         state.handle(message)
                         if not started and (state.started or pending):
                             started.append(True)
@@ -263,14 +282,18 @@ class BedrockProvider:
                         if pending:
                             yield from pending
                             pending.clear()
-                    decoder.check()  # a corrupt frame after the good ones: reported once they are handled
                     if signal_aborted(signal):
                         break
+                    decoder.check()  # a corrupt frame after the good ones: reported once they are handled
                 else:
                     fully_read = not signal_aborted(signal)
                 if signal_aborted(signal):
                     raise http.RequestAborted(ABORTED_MESSAGE)
-                decoder.close()
+                decoder.check()
+                try:
+                    decoder.close()
+                except EventStreamError as exc:  # the body ended inside a frame: cut, as a lost connection
+                    raise ProviderError(f"{exc} (the connection was probably cut)", retryable=True) from None
             state.finish()
             writer.close_open_blocks()
             if pending:

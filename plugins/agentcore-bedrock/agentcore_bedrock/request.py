@@ -14,7 +14,9 @@ Follows the reference (pi-ai's ``amazon-bedrock`` provider) and the AWS Converse
 * ``inferenceConfig``: ``maxTokens`` (``max_tokens=`` or ``min(model.max_tokens, 32000)``, raised
   for the thinking budget) and ``temperature`` (not while Claude thinks: it must be 1 then);
 * ``toolConfig``: ``toolSpec`` with the parameters as ``inputSchema.json``; ``tool_choice=``
-  ``"auto"``/``"any"``/``"none"`` (no tools sent)/``{"type": "tool", "name": ...}``;
+  ``"auto"``/``"any"`` (or ``"required"``)/``"none"`` (no tools sent)/``{"type": "tool", "name": ...}``
+  (OpenAI's ``{"type": "function", "function": {"name": ...}}`` too); another value raises
+  :class:`ValueError` naming it;
 * ``additionalModelRequestFields``: Claude thinking (a token budget, or adaptive thinking with an
   effort on Claude 4.6+), and the interleaved-thinking beta for budget thinking;
 * ``requestMetadata`` from ``request_metadata=``.
@@ -240,10 +242,44 @@ def system_blocks(
     return blocks
 
 
+_TOOL_CHOICE_WORDS = {"auto": "auto", "any": "any", "required": "any", "none": "none"}
+
+
+def _tool_choice(tool_choice: Any) -> Any:
+    """``tool_choice`` as ``"auto"``, ``"any"``, ``"none"``, ``{"tool": name}`` or None (not set).
+
+    Takes the words every provider takes (``"required"`` is ``"any"``), Anthropic's objects
+    (``{"type": "auto"|"any"|"none"}``, ``{"type": "tool", "name": ...}``) and OpenAI's
+    (``{"type": "function", "function": {"name": ...}}``). Anything else raises
+    :class:`ValueError` naming it: ignoring it would let the model answer without the tool the
+    caller asked for."""
+    if tool_choice is None or tool_choice == "":
+        return None
+    if isinstance(tool_choice, str):
+        word = _TOOL_CHOICE_WORDS.get(tool_choice.strip().lower())
+        if word is not None:
+            return word
+    elif isinstance(tool_choice, Mapping):
+        kind = tool_choice.get("type")
+        if isinstance(kind, str) and kind in _TOOL_CHOICE_WORDS:
+            return _TOOL_CHOICE_WORDS[kind]
+        function = tool_choice.get("function")
+        name = function.get("name") if kind == "function" and isinstance(function, Mapping) else tool_choice.get("name")
+        if kind in ("tool", "function") and isinstance(name, str) and name:
+            return {"tool": name}
+    raise ValueError(
+        f'Bedrock cannot use tool_choice {tool_choice!r}: use "auto", "any" (or "required"), "none" '
+        'or {"type": "tool", "name": "<tool name>"}'
+    )
+
+
 def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any]]:
-    """The ``toolConfig`` field, or None without tools or with ``tool_choice="none"``."""
+    """The ``toolConfig`` field, or None without tools or with ``tool_choice="none"``.
+
+    Raises :class:`ValueError` for a ``tool_choice`` Bedrock cannot express (see :func:`_tool_choice`)."""
+    choice = _tool_choice(tool_choice)
     specs = tool_specs(context)
-    if not specs or tool_choice == "none":
+    if not specs or choice == "none":
         return None
     config: Dict[str, Any] = {
         "tools": [
@@ -257,10 +293,10 @@ def tool_config(context: Any, tool_choice: Any = None) -> Optional[Dict[str, Any
             for name, description, schema in specs
         ]
     }
-    if tool_choice in ("auto", "any"):
-        config["toolChoice"] = {tool_choice: {}}
-    elif isinstance(tool_choice, Mapping) and tool_choice.get("type") == "tool":
-        config["toolChoice"] = {"tool": {"name": tool_choice["name"]}}
+    if choice in ("auto", "any"):
+        config["toolChoice"] = {choice: {}}
+    elif isinstance(choice, Mapping):
+        config["toolChoice"] = {"tool": {"name": choice["tool"]}}
     return config
 
 

@@ -264,3 +264,61 @@ def test_every_http_attempt_is_signed_anew(
         )
     assert message.error_message.startswith("403 The request signature we calculated does not match.")
     assert message.error_message.endswith("Got header: ***; got ***")  # the last signature, redacted too
+
+
+@pytest.mark.parametrize(
+    "options, env, named",
+    [
+        ({"region": "eu west 1"}, {}, "AWS region 'eu west 1' (from region=)"),
+        ({"region": "eu-west-1:443"}, {}, "AWS region 'eu-west-1:443' (from region=)"),
+        ({}, {"AWS_REGION": "https://eu-west-1"}, "AWS region 'https://eu-west-1' (from AWS_REGION)"),
+        ({}, {"AWS_DEFAULT_REGION": "eu-west-1/"}, "AWS region 'eu-west-1/' (from AWS_DEFAULT_REGION)"),
+    ],
+)
+def test_a_region_that_is_not_a_region_name_is_named(
+    server: Server, aws_env: Dict[str, str], monkeypatch: pytest.MonkeyPatch, options: Any, env: Any, named: str
+) -> None:
+    # they became host names: a URL parse error without the region ("Port could not be cast to
+    # integer value as '443.amazonaws.com'") or a DNS failure of "bedrock-runtime.https"
+    monkeypatch.delenv("AWS_REGION")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    catalog = Model(
+        id="m",
+        api="bedrock-converse-stream",
+        provider="amazon-bedrock",
+        base_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
+    message = BedrockProvider().stream(catalog, CONTEXT, max_retries=0, **options).result()
+    assert message.stop_reason == "error"
+    assert message.error_message == f"{named} is not a region name: use one such as us-east-1 or eu-west-1"
+
+
+@pytest.mark.parametrize(
+    "endpoint, problem",
+    [
+        ("bedrock.example.com", "it needs http:// or https://"),
+        ("ftp://proxy.example", "it needs http:// or https://"),
+        ("http://", "it names no host"),
+        ("http://user:proxy-password-123@:8080", "it names no host"),
+        ("http://proxy.example:port", "Port could not be cast to integer value as 'port'"),
+    ],
+)
+def test_an_endpoint_that_is_not_an_http_url_is_named(
+    server: Server, aws_env: Dict[str, str], endpoint: str, problem: str
+) -> None:
+    # SigV4 signing failed inside botocore: "AttributeError: 'NoneType' object has no attribute 'split'"
+    message = BedrockProvider().stream(local_model(server), CONTEXT, endpoint_url=endpoint).result()
+    shown = endpoint.replace("proxy-password-123", "***")
+    assert message.error_message == (
+        f"the Amazon Bedrock endpoint {shown!r} (from endpoint_url=) is not usable: {problem}"
+    )
+    assert server.requests == []
+    model = local_model(server, base_url=endpoint)
+    message = BedrockProvider().stream(model, CONTEXT).result()
+    assert f"{shown!r} (from the base_url of model 'us.amazon.nova-micro-v1:0')" in message.error_message
+
+
+def test_an_endpoint_with_surrounding_whitespace_is_used(server: Server, aws_env: Dict[str, str]) -> None:
+    request = _send(server, endpoint_url=f"  {server.url}/\n")  # a value read from a file
+    assert request.path == "/model/us.amazon.nova-micro-v1%3A0/converse-stream"

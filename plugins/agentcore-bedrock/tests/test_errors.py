@@ -598,3 +598,75 @@ def test_silence_after_the_headers_before_content_is_retried(server: Server, aws
     server.release.set()
     assert message.stop_reason == "error" and message.content == [TextContent("par")]
     assert message.error_message.startswith("Timed out while streaming") and len(server.requests) == 3
+
+
+@pytest.mark.parametrize("header", ["X-Amzn-Errortype", "X-AMZN-ERRORTYPE"])
+def test_the_aws_error_type_is_read_in_any_letter_case(server: Server, aws_env: dict, header: str) -> None:
+    # a proxy that canonicalises header names (Go's net/http sends X-Amzn-Errortype) lost the type
+    server.enqueue(
+        Reply(
+            status=403,
+            content_type="application/json",
+            headers={header: "AccessDeniedException:http://internal.amazon.com/coral/"},
+            body=json.dumps({"message": "You don't have access to the model with the specified model ID."}).encode(),
+        )
+    )
+    message, _ = _run(local_model(server))
+    assert message.error_message == (
+        "403 AccessDeniedException: You don't have access to the model with the specified model ID."
+    )
+
+
+def test_a_key_in_the_endpoint_url_never_appears_in_errors(server: Server, aws_env: dict) -> None:
+    # a gateway that takes its key in the query and echoes the path it could not route
+    key = "gw-key-0123456789abcdef"
+    server.enqueue(
+        Reply(
+            status=404,
+            content_type="application/json",
+            echo=lambda request: json.dumps({"message": f"no route for POST {request.path}"}).encode(),
+        )
+    )
+    message, _ = _run(local_model(server), endpoint_url=f"{server.url}/gateway?api_key={key}")
+    assert server.requests[0].path.endswith(f"?api_key={key}")  # sent, and signed with it
+    assert message.error_message == (
+        "404 no route for POST /gateway/model/us.amazon.nova-micro-v1%3A0/converse-stream?api_key=***"
+    )
+    assert key not in str(message.diagnostics)
+
+
+def test_no_event_follows_an_abort_within_one_read(server: Server, aws_env: dict) -> None:
+    # agent-loop: an abort is checked between frames, not only between reads (one read can bring
+    # many frames: a buffering proxy, a fast model)
+    deltas = [event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": f"w{i} "}}) for i in range(40)]
+    end = event("contentBlockStop", {"contentBlockIndex": 0}) + event("messageStop", {"stopReason": "end_turn"})
+    body = event("messageStart", {"role": "assistant"}) + b"".join(deltas) + end
+    server.enqueue(Reply(body=body))  # one HTTP chunk, one read
+    controller = AbortController()
+    stream = BedrockProvider().stream(local_model(server), CONTEXT, signal=controller.signal)
+    after_abort = []
+    for item in stream:
+        if controller.signal.aborted:
+            after_abort.append(item.type)
+        elif item.type == "text_delta":
+            controller.abort()
+    message = stream.result()
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
+    assert message.content == [TextContent("w0 ")]
+    assert after_abort == ["error"]
+
+
+def test_a_body_cut_inside_a_frame_before_content_is_retried(server: Server, aws_env: dict) -> None:
+    # as the core's wire APIs retry an SSE event cut short (a proxy closing mid-answer); after
+    # content the partial answer stands (test_truncated_body_is_an_error)
+    start = event("messageStart", {"role": "assistant"})
+    cut = start + event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "lost"}})[:20]
+    server.enqueue(Reply(body=cut), Reply(body=text_stream("after retry")))
+    message, events = _run(local_model(server))
+    assert (message.stop_reason, message.content) == ("stop", [TextContent("after retry")])
+    assert len(server.requests) == 2 and _kinds(events).count("start") == 1
+    (retry,) = message.diagnostics or []
+    assert retry.type == "provider_retry" and retry.error["message"] == (
+        f"event stream ended inside a frame (20 bytes of an incomplete message at byte {len(start)}) "
+        "(the connection was probably cut)"
+    )

@@ -347,3 +347,24 @@ def test_surrogates_are_removed_and_metadata_passes_through() -> None:
     assert body["system"] == [{"text": "sys"}]
     assert body["messages"][0]["content"] == [{"text": "hi there"}]
     assert body["requestMetadata"] == {"team": "a"}
+
+
+@pytest.mark.parametrize(
+    "choice, expected",
+    [
+        ("required", {"any": {}}),  # the generic word (agentcore.options) forces a tool here too
+        ({"type": "any"}, {"any": {}}),
+        ({"type": "function", "function": {"name": "get_weather"}}, {"tool": {"name": "get_weather"}}),
+    ],
+)
+def test_every_documented_tool_choice_is_sent(choice: Any, expected: Any) -> None:
+    context = AgentContext(messages=[UserMessage("weather?")], tools=[TOOL])
+    assert build_request_body(NOVA, context, tool_choice=choice)["toolConfig"]["toolChoice"] == expected
+
+
+@pytest.mark.parametrize("choice", [{"type": "tool"}, "always", {"type": "function", "function": "get_weather"}])
+def test_a_tool_choice_bedrock_cannot_send_is_named(choice: Any) -> None:
+    # {"type": "tool"} without a name was a bare KeyError: 'name'; other values were dropped silently
+    context = AgentContext(messages=[UserMessage("weather?")], tools=[TOOL])
+    with pytest.raises(ValueError, match=r"^Bedrock cannot use tool_choice .*: use \"auto\", \"any\""):
+        build_request_body(NOVA, context, tool_choice=choice)
