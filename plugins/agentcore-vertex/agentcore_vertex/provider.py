@@ -21,11 +21,15 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
   .googleapis.com``) > ``GOOGLE_CLOUD_LOCATION``. Missing either ends the stream with an error
   naming what to set. Express mode needs neither and ignores ``GOOGLE_CLOUD_LOCATION``: it uses
   the ``global`` host unless the options, the provider or a concrete ``base_url`` name a location.
+  Surrounding whitespace of either is dropped (a variable from a file with CRLF line ends); a
+  project may be a project number (an int); a location must be letters, digits and dashes (it is
+  part of the host name), and anything else is named in a configuration error.
 
 Failures (missing configuration, no credentials, a failed refresh, HTTP errors) end the stream with
 an ``error`` event, as for every wire API; tokens and keys never appear in its message. An abort
 while the token refreshes ends it at once with the usual ``aborted`` result. With credentials, a
-``401`` before any content refreshes the token and retries once.
+``401`` before any content refreshes the token and retries once (unless a refresh replaced the
+rejected token meanwhile: the retry then carries the new one).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ LOCATION_ENV = "GOOGLE_CLOUD_LOCATION"
 AUTHENTICATED = "<authenticated>"  # the core's marker for ambient credentials (providers spec §19)
 _REGIONAL_HOST = re.compile(r"^https?://([a-z0-9-]+)-aiplatform\.googleapis\.com(?:/|$)")
 _GLOBAL_HOST = re.compile(r"^https?://aiplatform\.googleapis\.com(?:/|$)")
+_SENT_TOKEN = "_vertex_sent_token"  # option: where build_request notes the token it sent
 
 
 class VertexConfigError(ProviderError):
@@ -80,25 +85,51 @@ def _base_location(model: Any) -> Optional[str]:
     return "global" if _GLOBAL_HOST.match(base) else None
 
 
+_LOCATION_NAME = re.compile(r"[A-Za-z0-9-]+")
+
+
+def _setting(value: Any, name: str, numbers: bool = False) -> Optional[str]:
+    """A project or location setting without surrounding whitespace (a variable read from a file
+    with CRLF line ends keeps its ``\\r``), or None when that leaves nothing. With ``numbers``
+    an int counts (a project number). Raises :class:`VertexConfigError` for any other type."""
+    if value is None:
+        return None
+    if numbers and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise VertexConfigError(f"Vertex AI: {name} must be a string, not {type(value).__name__}")
+    return value.strip() or None
+
+
 def resolve_location(
     model: Any, location: Optional[str] = None, env: Optional[Mapping[str, str]] = None, default: Optional[str] = None
 ) -> str:
     """The location to use (see the module docstring for the order), else ``default``.
 
-    Raises :class:`VertexConfigError` when none is found and there is no ``default``, or when
-    ``location`` contradicts the region of the model's concrete ``base_url``.
+    Surrounding whitespace is dropped. Raises :class:`VertexConfigError` when none is found and
+    there is no ``default``, when ``location`` contradicts the region of the model's concrete
+    ``base_url``, when it is not a string, or when the location found is no location name
+    (letters, digits and dashes: it is part of the host name).
     """
     env = os.environ if env is None else env
+    location = _setting(location, "location")
     fixed = _base_location(model)
     if location and fixed and location != fixed:
         raise VertexConfigError(
             f"Vertex AI: location={location!r} but the model's base_url "
             f"{model.base_url!r} is the endpoint of location {fixed!r}"
         )
-    found = location or fixed or env.get(LOCATION_ENV) or default
+    from_env = _setting(env.get(LOCATION_ENV), LOCATION_ENV)
+    found = location or fixed or from_env or default
     if not found:
         raise VertexConfigError(
             f"Vertex AI needs a location: set {LOCATION_ENV} (e.g. us-central1 or global) or pass location="
+        )
+    if not _LOCATION_NAME.fullmatch(found):
+        where = "location=" if found == location else f"{LOCATION_ENV}=" if found == from_env else "location "
+        raise VertexConfigError(
+            f"Vertex AI: {where}{found!r} is not a location name (letters, digits and dashes, "
+            "e.g. us-central1 or global)"
         )
     return found
 
@@ -106,9 +137,13 @@ def resolve_location(
 def resolve_project(
     project: Optional[str] = None, env: Optional[Mapping[str, str]] = None, credentials_project: Optional[str] = None
 ) -> str:
-    """The project to use; raises :class:`VertexConfigError` naming the variables when none is found."""
+    """The project to use (an id, or a project number given as an int); raises
+    :class:`VertexConfigError` naming the variables when none is found, or naming the value that
+    is neither a string nor a number."""
     env = os.environ if env is None else env
-    found = project or next((env[name] for name in PROJECT_ENV if env.get(name)), None) or credentials_project
+    project = _setting(project, "project", numbers=True)
+    from_env = next((_setting(env[name], name) for name in PROJECT_ENV if _setting(env.get(name), name)), None)
+    found = project or from_env or credentials_project
     if not found:
         raise VertexConfigError(
             "Vertex AI needs a Google Cloud project: set GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT) or pass project="
@@ -133,6 +168,19 @@ def request_url(model: Any, location: str, project: Optional[str] = None) -> str
 
 
 # --------------------------------------------------------------------------- the provider
+
+
+class _SentToken:
+    """The token the last request of a stream carried, so a 401 rejects that token and not one a
+    refresh put in its place meanwhile. Its repr never shows it."""
+
+    __slots__ = ("token",)
+
+    def __init__(self) -> None:
+        self.token: Optional[str] = None
+
+    def __repr__(self) -> str:
+        return "<_SentToken>"
 
 
 class VertexProvider(WireProvider):
@@ -198,6 +246,7 @@ class VertexProvider(WireProvider):
         expiry; refresh it and ask once more (as google-auth's AuthorizedSession does), with the
         retries the first attempt left of ``max_retries``."""
         statuses: List[int] = []
+        sent = _SentToken()
         user_hook = options.get("on_response")
 
         def on_response(status: int, headers: Dict[str, str]) -> None:
@@ -206,6 +255,7 @@ class VertexProvider(WireProvider):
                 user_hook(status, headers)
 
         options = dict(options, on_response=on_response)
+        options[_SENT_TOKEN] = sent
         first = super().stream(model, context, **options)
         try:
             events = iter(first)
@@ -216,7 +266,7 @@ class VertexProvider(WireProvider):
                 return
         finally:
             first.close()
-        self.token_source(options.get("credentials")).invalidate()
+        self.token_source(options.get("credentials")).invalidate(sent.token)
         # the retry with a fresh token is an auth step, outside the budget; what the first stream
         # spent on transient failures (one HTTP answer per attempt) is not given back
         allowed = RetryBudget(options.get("max_retries")).max_retries  # the default and the floor at 0
@@ -234,7 +284,10 @@ class VertexProvider(WireProvider):
         location = resolve_location(model, location_option)
         source = self.token_source(options.get("credentials"))
         project = resolve_project(options.get("project") or self.project, credentials_project=source.project)
-        source.apply(headers, options.get("signal"))
+        token = source.apply(headers, options.get("signal"))
+        sent = options.get(_SENT_TOKEN)
+        if isinstance(sent, _SentToken):
+            sent.token = token
         return WireRequest(request_url(model, location, project), headers, body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:

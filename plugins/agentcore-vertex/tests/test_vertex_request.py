@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import logging
 import threading
 
@@ -12,8 +13,9 @@ import google.oauth2.credentials
 import pytest
 from agentcore_vertex import TokenSource, VertexAuthError, VertexConfigError, VertexProvider, endpoint_base
 from agentcore_vertex.provider import resolve_location, resolve_project
-from vertex_helpers import FakeCredentials
+from vertex_helpers import FakeCredentials, Reply
 
+from agentcore import AbortController
 from agentcore.providers.google import build_request_body
 from agentcore.providers.http import RequestAborted
 from agentcore.types import AgentContext, Model, UserMessage
@@ -80,6 +82,38 @@ def test_missing_project_or_location_names_what_to_set():
     with pytest.raises(VertexConfigError, match=r"set GOOGLE_CLOUD_PROJECT \(or GCLOUD_PROJECT\) or pass project="):
         resolve_project(env={})
     assert resolve_project(env={}, credentials_project="adc-proj") == "adc-proj"
+
+
+def test_odd_project_and_location_values_are_named_or_cleaned(monkeypatch):
+    """A project number given as an int is a project; a value of another type is named instead of
+    failing inside URL quoting (``TypeError: quote_from_bytes() expected bytes``). Whitespace around a
+    setting (an .env file with CRLF line ends) is dropped; a location that still cannot be part of
+    a host name says so instead of failing as an unresolvable host."""
+    provider = VertexProvider(google.oauth2.credentials.Credentials(token="ya29.t"))
+    url = _request(provider, project=123456789012, location="us-central1").url
+    assert url.startswith(
+        "https://us-central1-aiplatform.googleapis.com/v1/projects/123456789012/locations/us-central1/"
+    )
+    for options, message in [
+        ({"project": ["p"], "location": "us-central1"}, "Vertex AI: project must be a string, not list"),
+        ({"project": "p", "location": 5}, "Vertex AI: location must be a string, not int"),
+        ({"project": "p", "location": "us central1"}, "Vertex AI: location='us central1' is not a location name"),
+        ({"project": "p", "location": "europe-west4/x"}, "Vertex AI: location='europe-west4/x' is not a location name"),
+    ]:
+        with pytest.raises(VertexConfigError) as info:
+            _request(provider, **options)
+        assert str(info.value).startswith(message)
+        result = provider.stream(FLASH, CTX, **options).result()
+        assert result.stop_reason == "error" and result.error_message.startswith(message)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "env-proj\r")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "global\r")
+    assert _request(provider).url == "https://aiplatform.googleapis.com/v1/projects/env-proj/locations/global" + PATH
+    assert (
+        "/projects/opt/locations/europe-west4/" in _request(provider, project=" opt ", location=" europe-west4\n").url
+    )
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us_central1")
+    with pytest.raises(VertexConfigError, match=r"GOOGLE_CLOUD_LOCATION='us_central1' is not a location name"):
+        _request(provider)
 
 
 def test_custom_base_url_keeps_its_path_and_version():
@@ -161,6 +195,52 @@ def test_no_adc_is_a_clear_error_event(monkeypatch):
     assert result.error_message.startswith("Vertex AI: no Google Cloud credentials found")
     assert "gcloud auth application-default login" in result.error_message
     assert "GOOGLE_APPLICATION_CREDENTIALS" in result.error_message
+
+
+FAKE_KEY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj"
+
+
+def test_an_unreadable_key_file_never_shows_the_key(monkeypatch, tmp_path):
+    """A service-account key saved as UTF-16 (PowerShell's ``>``) is not valid JSON: google-auth
+    wraps the UnicodeDecodeError, whose repr holds the whole file, key included. The message
+    names the file and the decoding error, never the bytes, in the message or the diagnostic."""
+    info = {
+        "type": "service_account",
+        "project_id": "p",
+        "private_key": f"-----BEGIN PRIVATE KEY-----\n{FAKE_KEY}\n-----END PRIVATE KEY-----\n",
+        "client_email": "runner@p.iam.gserviceaccount.com",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps(info), encoding="utf-16")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    result = VertexProvider().stream(FLASH, CTX, project="p", location="us-central1").result()
+    stored = json.dumps(result.to_dict())  # what a session file keeps, diagnostics included
+    assert "\\\\x00" not in stored and "MIIEv" not in stored.replace("\\\\x00", "")  # the file's UTF-16 bytes
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith(f"Vertex AI: no Google Cloud credentials found (File {key_file} is not")
+    assert "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0" in result.error_message
+
+
+@pytest.mark.parametrize("content", ["[]", '"key"', "null", None])
+def test_a_credentials_file_google_auth_trips_over_is_a_clear_auth_error(monkeypatch, tmp_path, content):
+    """JSON that is no object (google-auth: AttributeError) or a directory (IsADirectoryError):
+    a VertexAuthError naming the file and saying how to set credentials up."""
+    path = tmp_path / "adc.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    with pytest.raises(VertexAuthError) as info:
+        TokenSource.from_adc()
+    message = str(info.value)
+    assert message.startswith(
+        f"Vertex AI: could not load the Google Cloud credentials (GOOGLE_APPLICATION_CREDENTIALS={path}): "
+    )
+    assert "gcloud auth application-default login" in message
+    result = VertexProvider().stream(FLASH, CTX, project="p", location="us-central1").result()
+    assert result.error_message == message
 
 
 # --------------------------------------------------------------------------- token life cycle
@@ -302,6 +382,81 @@ def test_a_refresh_thread_that_cannot_start_refreshes_on_the_calling_thread(monk
         with pytest.raises(VertexAuthError, match="could not refresh"):
             source.token()
         assert source._refreshing is None
+
+
+def _user_credentials(server):
+    return google.oauth2.credentials.Credentials(
+        None,
+        refresh_token="1//refresh-token-0123456789",
+        client_id="client-id.apps.googleusercontent.com",
+        client_secret="client-secret-0123456789",
+        token_uri=f"{server.url}/token",
+    )
+
+
+GRANT = '{"access_token": "ya29.granted-token", "expires_in": 3600, "token_type": "Bearer"}'
+
+
+def _no_refresh_thread(monkeypatch):
+    real_start = threading.Thread.start
+
+    def failing_start(thread):
+        if thread.name == "agentcore-vertex-token-refresh":
+            raise RuntimeError("can't start new thread")
+        return real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", failing_start)
+
+
+def test_an_abort_ends_an_inline_refresh_at_once(server, monkeypatch):
+    """No helper thread (a thread limit): the refresh runs on the calling thread, and an abort
+    still ends it at once, here while the token endpoint holds its answer back (google-auth
+    waits up to 120 s). A caller that waited for that refresh starts another and gets its token."""
+    held = Reply(body=GRANT, content_type="application/json", stall_after=0)
+    server.replies += [held, Reply(body=GRANT, content_type="application/json")]
+    source = TokenSource(_user_credentials(server))
+    controller = AbortController()
+    outcome, waited = [], []
+
+    def ask():
+        try:
+            outcome.append(source.token(controller.signal))
+        except Exception as exc:  # noqa: BLE001 - the test looks at what it was
+            outcome.append(exc)
+
+    _no_refresh_thread(monkeypatch)
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    try:
+        assert server.stalled.wait(10)
+        waiter = threading.Thread(target=lambda: waited.append(source.token()), daemon=True)
+        waiter.start()  # waits for the held refresh
+        controller.abort()
+        asker.join(5)
+        assert not asker.is_alive(), "the abort waited for the inline refresh"
+        waiter.join(10)
+    finally:
+        server.release.set()
+    assert [type(o).__name__ for o in outcome] == ["RequestAborted"]
+    assert waited == ["ya29.granted-token"] and source._refreshing is None
+    source.invalidate()  # an inline refresh with a signal that does not fire: the token, as usual
+    server.replies.append(Reply(body=GRANT.replace("granted", "third"), content_type="application/json"))
+    assert source.token(AbortController().signal) == "ya29.third-token"
+    assert [r.path for r in server.requests] == ["/token"] * 3
+
+
+def test_an_inline_refresh_for_an_aborted_request_asks_nothing(monkeypatch):
+    """A signal that fired already (a ``threading.Event`` too: it is checked before each request
+    google-auth makes) ends an inline refresh before it reaches the token endpoint."""
+    creds = google.oauth2.credentials.Credentials(None, refresh_token="r", client_id="c", client_secret="s")
+    creds.refresh = lambda request: request("https://token.invalid/token", method="POST")
+    source = TokenSource(creds)
+    fired = threading.Event()
+    fired.set()
+    _no_refresh_thread(monkeypatch)
+    with pytest.raises(RequestAborted):
+        source.token(fired)
+    assert source._refreshing is None
 
 
 def test_reprs_never_show_tokens():

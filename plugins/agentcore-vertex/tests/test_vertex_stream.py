@@ -323,6 +323,39 @@ def test_the_refresh_retry_keeps_what_is_left_of_max_retries(server):
     assert len(server.requests) == 4
 
 
+def test_a_late_401_for_a_replaced_token_keeps_the_fresh_one(server):
+    """Two requests sent with the same token both get 401. The first refreshes and retries; the
+    second's 401 comes after that refresh and is about the old token: it retries with the fresh
+    one instead of throwing it away (a refresh that fails then would fail a request the fresh
+    token serves, and every request waiting for it)."""
+    creds = FakeCredentials("ya29.revoked", "ya29.fresh")  # a third refresh fails
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    late_401 = Reply(401, UNAUTHENTICATED, "application/json", stall_after=0)
+    server.replies += [
+        late_401,
+        Reply(401, UNAUTHENTICATED, "application/json"),
+        Reply(body=OK_BODY),
+        Reply(body=OK_BODY),
+    ]
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    late = []
+    second = threading.Thread(target=lambda: late.append(_run(provider, _model(server), ctx)), daemon=True)
+    second.start()
+    try:
+        assert server.stalled.wait(10)  # its 401 is on the way, not read yet
+        first, _ = _run(provider, _model(server), ctx)
+        assert first.text == "ok"
+    finally:
+        server.release.set()
+    second.join(10)
+    ((result, types),) = late
+    assert result.text == "ok" and types[-1] == "done", result.error_message
+    assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.revoked"] * 2 + [
+        "Bearer ya29.fresh"
+    ] * 2
+    assert creds.refreshes == 2
+
+
 def test_express_mode_sends_the_key_and_no_bearer(server):
     server.replies.append(Reply(body=OK_BODY))
     model = _model(server)
