@@ -14,6 +14,10 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
+from agentcore.tools import result_blocks
+
+from ._semconv import clean
+
 #: Longest captured attribute value (characters); longer JSON is cut and marked.
 MAX_CONTENT_CHARS = 16384
 #: Values shorter than this are not treated as secrets (too likely to collide with real text).
@@ -87,12 +91,14 @@ def _header_values(headers: Any) -> List[Any]:
 
 
 def to_json(value: Any, redact: Redactor) -> str:
-    """``value`` as compact JSON (non-JSON values as their ``str``), redacted and capped."""
+    """``value`` as compact JSON (non-JSON values as their ``str``), redacted and capped; lone
+    surrogates are written as JSON escapes (see :func:`~agentcore_otel._semconv.clean`), so the
+    text stays valid JSON of the same value and every exporter can encode it."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_fallback)
     except (TypeError, ValueError):  # circular structures, NaN checks of exotic types
         text = json.dumps(_fallback(value))
-    return _cap(redact(text))
+    return _cap(clean(redact(text)))
 
 
 def _fallback(value: Any) -> str:
@@ -133,11 +139,19 @@ def _parts(content: Any) -> List[Dict[str, Any]]:
 
 
 def result_text(content: Any) -> str:
-    """The text of a tool result's content blocks (other blocks as ``[image]`` etc.)."""
+    """The text of a tool result's content blocks (other blocks as ``[image]`` etc.).
+
+    ``content`` is taken as agentcore reads ``AgentToolResult.content`` (a list of blocks, a
+    ``str``, a single block, reference dict blocks); content agentcore rejects is described by
+    agentcore's error text. Never raises."""
     if isinstance(content, str):
         return content
+    try:
+        blocks = result_blocks(content)
+    except Exception as exc:  # noqa: BLE001 - the call is an error result saying the same
+        return _fallback(exc)
     out: List[str] = []
-    for block in content or ():
+    for block in blocks:
         text = getattr(block, "text", None)
         out.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
     return "\n".join(out)

@@ -100,7 +100,8 @@ class _Attached:
 
 
 class _Usage:
-    """Running token and cost totals of one run (assistant messages and tool results)."""
+    """Running token and cost totals of one run: the responses to its model requests and the
+    results of its tool calls (never those of messages the run was given: a prompt's history)."""
 
     __slots__ = ("input", "output", "cache_read", "cache_write", "cost")
 
@@ -146,10 +147,13 @@ class RunTrace:
         self.usage = _Usage()
         self.turns = 0
         self.chat: Optional[_Chat] = None
+        self.requested = False  # a model request was sent whose response has not ended yet
         # open tool spans by tool_call_id; a list because models do repeat ids within a batch
         # (ends then match first-started first)
         self.tools: Dict[str, List[Tuple[Any, float, str]]] = {}
         self.tool_attached: Optional[Tuple[Any, _Attached]] = None  # see _make_current
+        # ended calls whose tool-result message is due: only those results' usage counts
+        self.results_due: Dict[str, int] = {}
         self.tool_descriptions: Optional[Dict[str, str]] = None
         self.last_failure: Optional[Tuple[str, str]] = None  # (error.type, message)
 
@@ -161,7 +165,7 @@ class RunTrace:
             attrs[sc.AGENT_NAME] = self.name
         description = getattr(agent, "description", None)
         if isinstance(description, str) and description:
-            attrs[sc.AGENT_DESCRIPTION] = description
+            attrs[sc.AGENT_DESCRIPTION] = sc.clean(description)
         conversation = _conversation_id(agent)
         if conversation:
             attrs[sc.CONVERSATION_ID] = conversation
@@ -194,7 +198,7 @@ class RunTrace:
             if role == "assistant":
                 self.end_chat(message)
             elif role == "toolResult":
-                self.usage.add(getattr(message, "usage", None))
+                self._count_result(message)
         elif kind == "tool_execution_start":
             self.start_tool(event)
         elif kind == "tool_execution_end":
@@ -208,6 +212,7 @@ class RunTrace:
 
     def start_chat(self, messages: List[Any]) -> None:
         """Open the ``chat`` span of the model request about to be sent (``transform_context``)."""
+        self.requested = True
         if self.chat is not None:  # a request that never produced message_end
             self._end_chat_span(self.chat, None, sc.ERROR_OTHER, "no response was recorded")
         agent = self.agent
@@ -237,15 +242,19 @@ class RunTrace:
         self.chat = _Chat(span, attached, metric_attrs)
 
     def end_chat(self, message: Any) -> None:
-        """The response ``message`` finished: close its chat span, count its usage."""
+        """An assistant ``message`` ended: the response to the open request (close its chat span,
+        count its usage), or one the run was given (a prompt's or a steering message, not counted),
+        or the failure message of a run that failed before any request."""
         usage = getattr(message, "usage", None)
-        self.usage.add(usage)
         stop_reason = getattr(message, "stop_reason", None)
         failure = sc.error_type(stop_reason, getattr(message, "error_message", None))
         description = self._describe(message) if failure is not None else ""
         self.last_failure = (failure, description) if failure is not None else None
+        if self.requested:  # not a message the run was given
+            self.requested = False
+            self.usage.add(usage)
         chat, self.chat = self.chat, None
-        if chat is None:  # a failure before any request (no span), or instrumented mid-run
+        if chat is None:  # a given message, a failure before any request, or no span could start
             return
         try:
             self._set_response_attributes(chat, message, usage, stop_reason)
@@ -257,11 +266,10 @@ class RunTrace:
         response_model = getattr(message, "response_model", None) or getattr(message, "model", None)
         attrs: Dict[str, Any] = {sc.RESPONSE_FINISH_REASONS: (reason,)}
         if response_model:
-            attrs[sc.RESPONSE_MODEL] = str(response_model)
-            chat.metric_attrs[sc.RESPONSE_MODEL] = str(response_model)
+            attrs[sc.RESPONSE_MODEL] = chat.metric_attrs[sc.RESPONSE_MODEL] = sc.clean(response_model)
         response_id = getattr(message, "response_id", None)
         if response_id:
-            attrs[sc.RESPONSE_ID] = str(response_id)
+            attrs[sc.RESPONSE_ID] = sc.clean(response_id)
         if usage is not None:
             attrs.update(sc.usage_attributes(usage))
             if usage.cost is not None:
@@ -297,11 +305,11 @@ class RunTrace:
     def start_tool(self, event: Any) -> None:
         """Open the ``execute_tool`` span of one call, as a child of this run's agent span (the
         call may execute on any worker thread: the span is found again by its tool_call_id)."""
-        name = str(event.tool_name)
+        name = sc.clean(event.tool_name)
         attrs: Dict[str, Any] = {
             sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL,
             sc.TOOL_NAME: name,
-            sc.TOOL_CALL_ID: str(event.tool_call_id),
+            sc.TOOL_CALL_ID: sc.clean(event.tool_call_id),
             sc.TOOL_TYPE: "function",
         }
         description = self._tool_description(name)
@@ -333,27 +341,44 @@ class RunTrace:
         self.tool_attached = (span, _Attached(trace.set_span_in_context(span, self.context)))
 
     def end_tool(self, event: Any) -> None:
+        """Close the span of the call that ended, with its error status or its captured result.
+        The span ends and its duration is recorded even when reading the result fails."""
         pending = self.tools.get(event.tool_call_id)
         if not pending:  # started before instrument() was called
             return
+        self.results_due[event.tool_call_id] = self.results_due.get(event.tool_call_id, 0) + 1
         span, started, name = pending.pop(0)
         if not pending:
             del self.tools[event.tool_call_id]
         if self.tool_attached is not None and self.tool_attached[0] is span:
             self.tool_attached[1].detach()
             self.tool_attached = None
-        result = event.result
         metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name}
-        text = content.result_text(getattr(result, "content", None))
-        if event.is_error:
-            failure = sc.ERROR_ABORTED if self.signal is not None and self.signal.aborted else sc.ERROR_TOOL
-            span.set_attribute(sc.ERROR_TYPE, failure)
-            span.set_status(Status(StatusCode.ERROR, self._cap(self.redact(text))))
-            metric_attrs[sc.ERROR_TYPE] = failure
-        elif self.telemetry.capture_content:
-            span.set_attribute(sc.TOOL_CALL_RESULT, content.to_json(text, self.redact))
-        span.end()
-        self.telemetry.tool_duration.record(time.perf_counter() - started, metric_attrs)
+        try:
+            text = content.result_text(getattr(event.result, "content", None))
+            if event.is_error:
+                failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_TOOL
+                span.set_attribute(sc.ERROR_TYPE, failure)
+                span.set_status(Status(StatusCode.ERROR, self._cap(self.redact(text))))
+                metric_attrs[sc.ERROR_TYPE] = failure
+            elif self.telemetry.capture_content:
+                span.set_attribute(sc.TOOL_CALL_RESULT, content.to_json(text, self.redact))
+        finally:
+            span.end()
+            self.telemetry.tool_duration.record(time.perf_counter() - started, metric_attrs)
+
+    def _count_result(self, message: Any) -> None:
+        """Count the usage of a tool-result message (a sub-agent's, say) when it is the result of
+        a call of this run, not one of the messages the run was given."""
+        call_id: Any = getattr(message, "tool_call_id", None)
+        due = self.results_due.get(call_id, 0)
+        if not due:
+            return
+        if due == 1:
+            del self.results_due[call_id]
+        else:
+            self.results_due[call_id] = due - 1
+        self.usage.add(getattr(message, "usage", None))
 
     def _tool_description(self, name: str) -> Optional[str]:
         if self.tool_descriptions is None:
@@ -362,7 +387,7 @@ class RunTrace:
                 tool_name = getattr(tool, "name", None)
                 text = getattr(tool, "description", None)
                 if isinstance(tool_name, str) and isinstance(text, str) and text:
-                    found[tool_name] = text
+                    found[sc.clean(tool_name)] = sc.clean(text)
             self.tool_descriptions = found
         return self.tool_descriptions.get(name)
 
@@ -432,23 +457,25 @@ class RunTrace:
 
     @staticmethod
     def _cap(text: str) -> str:
+        """A status description: encodable (see :func:`~agentcore_otel._semconv.clean`), cut."""
+        text = sc.clean(text)
         return text if len(text) <= _MAX_DESCRIPTION else text[:_MAX_DESCRIPTION] + "..."
 
 
 def _agent_name(agent: Any) -> Optional[str]:
     """``agent.name`` when the application set one (agentcore agents have no name by default)."""
     name = getattr(agent, "name", None)
-    return name if isinstance(name, str) and name else None
+    return sc.clean(name) if isinstance(name, str) and name else None
 
 
 def _conversation_id(agent: Any) -> Optional[str]:
     """The agent's ``session_id``, else the id of its attached session, else None."""
     session_id = getattr(agent, "session_id", None)
     if isinstance(session_id, str) and session_id:
-        return session_id
+        return sc.clean(session_id)
     session = getattr(agent, "session", None)
     try:
         value = getattr(session, "id", None) if session is not None else None
     except Exception:  # noqa: BLE001 - a storage without a header yet
         return None
-    return value if isinstance(value, str) and value else None
+    return sc.clean(value) if isinstance(value, str) and value else None

@@ -106,11 +106,27 @@ ERROR_OTHER = "_OTHER"
 _STATUS_PREFIX = re.compile(r"^(?:Server requested .*?\)\. )?([1-5]\d\d)\b")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean(value: Any) -> str:
+    """``str(value)`` as text every exporter can encode: a surrogate pair joined into its
+    character, a lone surrogate (a non-UTF-8 file name, half of an emoji a provider split) written
+    as its JSON escape (``\\udcff``). Such a ``str`` fails UTF-8 encoding: the OTLP exporter drops
+    an attribute holding one, and a span name or status description holding one fails the export
+    of the whole batch."""
+    text = value if isinstance(value, str) else str(value)
+    if _SURROGATE.search(text) is None:
+        return text
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")  # pairs -> characters
+    return joined.encode("utf-8", "backslashreplace").decode("utf-8")  # lone ones -> \\udcff
+
+
 def provider_name(provider: Optional[str]) -> str:
     """The ``gen_ai.provider.name`` value for an agentcore ``Model.provider``."""
     if not provider:
         return "unknown"
-    return _PROVIDERS.get(provider, provider)
+    return _PROVIDERS.get(provider) or clean(provider)
 
 
 def finish_reason(stop_reason: Optional[str]) -> str:
@@ -172,7 +188,7 @@ def usage_attributes(usage: Any) -> Dict[str, Any]:
 def model_attributes(model: Any) -> Tuple[str, Dict[str, Any]]:
     """``(model id, attributes)`` identifying the request model of ``model`` (an agentcore
     ``Model``): provider name, request model and server address/port."""
-    model_id = str(getattr(model, "id", "") or "unknown")
+    model_id = clean(getattr(model, "id", "") or "unknown")
     attrs: Dict[str, Any] = {
         PROVIDER_NAME: provider_name(getattr(model, "provider", None)),
         REQUEST_MODEL: model_id,

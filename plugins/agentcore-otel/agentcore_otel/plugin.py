@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, List, Optional, Set
+from typing import Any, Generator, List, Optional, Set
 
 from agentcore.hookspecs import hookimpl
 
@@ -36,13 +36,22 @@ def _report(where: str) -> None:
         )
 
 
-@hookimpl
-def on_lifecycle_event(event: Any, agent: Any) -> None:
-    """Feed the event to the traced run of ``agent`` (or start one on ``agent_start``).
+@hookimpl(wrapper=True)
+def on_lifecycle_event(event: Any, agent: Any) -> Generator[None, Any, Any]:
+    """Feed the event to the traced run of ``agent`` (or start one on ``agent_start``), then let
+    the other implementations see it.
 
     ``on_lifecycle_event``, not ``on_event``: the telemetry records nothing per streamed token, so
-    agentcore does not call this module (nor copy the partial message) for ``message_update``.
+    agentcore does not call this module (nor copy the partial message) for ``message_update``. A
+    wrapper, so the event reaches the telemetry before any other implementation is called: one
+    of them raising ends the pluggy call for those after it, and must not keep ``agent_end`` from
+    ending the run's spans. Their exception propagates unchanged (agentcore logs it).
     """
+    _observe(event, agent)
+    return (yield)
+
+
+def _observe(event: Any, agent: Any) -> None:
     kind = event.type
     run = _state.runs.get(id(agent))
     try:

@@ -10,6 +10,7 @@ from conftest import Otel, add, local_model
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agentcore import Agent, AgentTool, AgentToolResult
+from agentcore.hookspecs import hookimpl
 from agentcore.testing import ScriptedModel, call, error, response
 
 # --------------------------------------------------------------------------- failures
@@ -171,3 +172,30 @@ def test_a_listener_failing_again_during_the_failure_still_ends_every_span(otel:
     spans = {span.name: span for span in otel.spans()}
     assert sorted(spans) == sorted(["chat " + model.model.id, "invoke_agent"])
     assert spans["invoke_agent"].status.status_code.name == "ERROR"
+
+
+class _FailingObserver:
+    """Another plugin's lifecycle observer that raises on ``agent_end`` (a metrics backend down)."""
+
+    @hookimpl
+    def on_lifecycle_event(self, event: Any, agent: Any) -> None:
+        if event.type == "agent_end":
+            raise RuntimeError("metrics backend down")
+
+
+def test_another_plugins_failing_observer_does_not_keep_the_run_open(otel: Otel, caplog: Any) -> None:
+    """A plugin registered after this one is called before it; its exception ends the pluggy call.
+    ``agent_end`` used to never reach the telemetry: the agent span stayed open, the run stayed
+    registered (keeping the agent alive), and the next run ended it as abandoned."""
+    from agentcore_otel import _state as state
+
+    model = ScriptedModel(["hi", "again"])
+    agent = Agent(model.model, stream_fn=model.stream_fn, plugins=[_FailingObserver()])
+    with caplog.at_level("ERROR", logger="agentcore.plugins"):
+        agent.prompt("hello")
+    assert any("on_lifecycle_event hook failed" in r.getMessage() for r in caplog.records)  # still reported
+    root = otel.one("invoke_agent")
+    assert root.status.status_code is StatusCode.UNSET
+    assert state.runs == {} and state.by_signal == {}
+    agent.prompt("more")
+    assert [s.status.status_code for s in otel.named("invoke_agent")] == [StatusCode.UNSET] * 2

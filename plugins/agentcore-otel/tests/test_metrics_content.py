@@ -236,3 +236,34 @@ def test_readme_console_example_runs_and_prints_the_span_tree() -> None:
     assert "It is 5." in out.stdout
     for name in ('"name": "invoke_agent Calculator"', '"name": "execute_tool add"', '"name": "chat '):
         assert name in out.stdout
+
+
+def test_tool_results_in_every_accepted_shape_end_their_span_with_their_text(otel_sdk: Otel) -> None:
+    """``AgentToolResult.content`` may be a single block or hold reference dict blocks (agentcore
+    normalises them for the transcript; the event carries them as returned). A single block used to
+    leave the tool span unended and unexported (TypeError), a dict block was recorded as
+    ``[content]``."""
+    otel_sdk.instrument(capture_content=True)
+    shapes = {
+        "single": TextContent("one block"),
+        "dicts": [{"type": "text", "text": "a dict block"}],
+        "bare": "plain text",
+    }
+    tools = [
+        AgentTool(
+            name,
+            "Returns a result.",
+            {"type": "object", "properties": {}},
+            lambda i, a, s, u, c=c: AgentToolResult(content=c),
+        )
+        for name, c in shapes.items()
+    ]
+    model = ScriptedModel([response(*(call(name, {}, id=name) for name in shapes)), "done"])
+    Agent(model.model, tools=tools, stream_fn=model.stream_fn).prompt("go")
+    recorded = {
+        span.attributes["gen_ai.tool.name"]: json.loads(span.attributes["gen_ai.tool.call.result"])
+        for span in otel_sdk.named("execute_tool ")
+    }
+    assert recorded == {"single": "one block", "dicts": "a dict block", "bare": "plain text"}
+    durations = otel_sdk.points("gen_ai.execute_tool.duration")
+    assert sorted(p.attributes["gen_ai.tool.name"] for p in durations) == ["bare", "dicts", "single"]

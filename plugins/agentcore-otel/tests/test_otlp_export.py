@@ -4,6 +4,8 @@ the protobuf payloads with opentelemetry-proto."""
 from __future__ import annotations
 
 import gzip
+import json
+import os
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -149,3 +151,47 @@ def test_spans_and_metrics_travel_over_otlp_http(receiver: Tuple[Receiver, str])
         "gen_ai.execute_tool.duration",
         "gen_ai.invoke_agent.duration",
     } <= metric_names
+
+
+def test_lone_surrogates_never_cost_the_export_of_a_batch(receiver: Tuple[Receiver, str], tmp_path: Any) -> None:
+    """A non-UTF-8 file name decodes to a lone surrogate (``\\udcff``), and a model may send one
+    as a JSON escape. Recorded as they are, the OTLP exporter cannot encode them: it used to drop
+    the captured messages, and a span name or status description with one failed the export of
+    the whole batch (every span of the run lost)."""
+    state, base = receiver
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(otlp_trace.OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=10))
+    )
+    (tmp_path / os.fsdecode(b"notes-\xff.txt")).write_text("hello", encoding="utf-8")
+
+    @tool
+    def list_files() -> str:
+        """List the working directory."""
+        return "\n".join(os.listdir(tmp_path))
+
+    agentcore_otel.instrument(tracer_provider, capture_content=True)
+    try:
+        # the model calls the tool, then a tool whose name it sent as a broken escape
+        model = ScriptedModel([response(call("list_files", {}), call("ls\udcff", {})), text("one file")])
+        Agent(model.model, tools=[list_files], stream_fn=model.stream_fn).prompt("which files?")
+    finally:
+        agentcore_otel.uninstrument()
+    assert tracer_provider.force_flush(10_000)
+    assert state.got_traces.wait(10)
+    tracer_provider.shutdown()
+
+    spans: Dict[str, Any] = {}
+    for path, message in state.received:
+        for resource_spans in message.resource_spans if path == "/v1/traces" else ():
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    spans.setdefault(span.name, []).append(span)
+    chat = "chat " + model.model.id
+    assert sorted(spans) == [chat, "execute_tool list_files", "execute_tool ls\\udcff", "invoke_agent"]
+    assert spans["execute_tool ls\\udcff"][0].status.message == "Tool ls\\udcff not found"
+    listed = {a.key: _value(a.value) for a in spans["execute_tool list_files"][0].attributes}
+    assert json.loads(listed["gen_ai.tool.call.result"]) == os.fsdecode(b"notes-\xff.txt")  # the same text
+    sent = {a.key: _value(a.value) for a in spans[chat][1].attributes}["gen_ai.input.messages"]
+    results = [m["parts"][0]["response"] for m in json.loads(sent) if m["role"] == "tool"]
+    assert results == [os.fsdecode(b"notes-\xff.txt"), "Tool ls\udcff not found"]

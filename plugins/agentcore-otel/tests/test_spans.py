@@ -345,3 +345,29 @@ def test_a_sub_agent_run_nests_under_the_tool_call_that_started_it(otel: Otel) -
     # the sub-agent's cost rolls up (through the tool result's usage) into the lead's total
     assert child_span.attributes["agentcore.usage.cost"] == pytest.approx(0.001)
     assert lead_span.attributes["agentcore.usage.cost"] == pytest.approx(0.011)
+
+
+def test_run_totals_count_only_what_the_run_spent_not_the_history_it_was_given(otel: Otel) -> None:
+    """``prompt([...])`` with an earlier exchange (an answer and a sub-agent's tool result, each
+    with its usage): their ``message_end`` events come first. Their tokens and cost used to be
+    added to the run's totals on the agent span."""
+    from agentcore import AssistantMessage, ToolResultMessage, UserMessage
+
+    earlier_call = AssistantMessage(
+        content=[tool_call_response("add", {"a": 1, "b": 1}, id="old").content[0]],
+        stop_reason="toolUse",
+        usage=make_usage(1000, 500, cost=1.0),
+    )
+    earlier_result = ToolResultMessage(
+        tool_call_id="old", tool_name="add", content=[TextContent("2")], usage=make_usage(300, 30, cost=0.5)
+    )
+    history = [UserMessage(content=[TextContent("1+1?")]), earlier_call, earlier_result]
+    model = ScriptedModel(
+        [response(call("add", {"a": 2, "b": 2}, id="new"), usage=make_usage(10, 5, cost=0.01)), text("4")]
+    )
+    agent = Agent(model.model, tools=[add], stream_fn=model.stream_fn)
+    agent.prompt(history + [UserMessage(content=[TextContent("and 2+2?")])])
+    root = otel.one("invoke_agent")
+    assert root.attributes["gen_ai.usage.input_tokens"] == 10
+    assert root.attributes["gen_ai.usage.output_tokens"] == 5
+    assert root.attributes["agentcore.usage.cost"] == pytest.approx(0.01)
