@@ -532,6 +532,8 @@ def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party 
         "netrc host",
         "netrc host, own auth",
         "netrc host, x-api-key",
+        "url login",
+        "url login, own auth",
         "session headers",
         "session cookie",
         "request params",
@@ -541,7 +543,8 @@ def test_a_provider_that_declares_no_options_gets_any_keyword():  # third-party 
 def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_path, monkeypatch):
     """The pooled sessions' cheaper preparation (no protocol checks of empty merges) gives the
     request requests' own Session.prepare_request gives, whatever the session carries, except that
-    a .netrc entry does not replace the provider's own Authorization header."""
+    neither a .netrc entry nor the URL's user:password@ replaces the provider's own Authorization
+    header (a Bedrock SigV4 signature sent through a proxy URL with a login became Basic auth)."""
     import requests
 
     from agentcore.providers._http_pool import _session_class
@@ -551,7 +554,8 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     monkeypatch.setenv("NETRC", str(netrc))
     fast, plain = _session_class()(), requests.Session()
     host = "netrc.example.com" if case.startswith("netrc host") else "api.example.com"
-    own_auth = {"Authorization": "Bearer k"} if case != "netrc host" else {}
+    own_auth = {"Authorization": "Bearer k"} if case not in ("netrc host", "url login") else {}
+    login = "proxy-user:pw-1@" if case.startswith("url login") else ""
     if case == "netrc host, x-api-key":
         own_auth = {"x-api-key": "k"}
     for session in (fast, plain):
@@ -565,13 +569,14 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     extra = {"params": {"q": "1"}} if case == "request params" else {}
     request = requests.Request(
         "post",
-        f"https://{host}/v1/chat/completions",
+        f"https://{login}{host}/v1/chat/completions",
         data=b'{"model":"m"}',
         headers={**own_auth, "Content-Type": "application/json", "X-Drop": None},
         **extra,
     )
     ours, theirs = fast.prepare_request(request), requests.Session.prepare_request(plain, request)
-    if case == "netrc host, own auth":  # the one difference: the provider's credentials win over the file
+    if case in ("netrc host, own auth", "url login, own auth"):  # the one difference: the provider's
+        # credentials win over the file's and the URL's
         assert theirs.headers["Authorization"].startswith("Basic ") and ours.headers["Authorization"] == "Bearer k"
         theirs.headers["Authorization"] = "Bearer k"
     if case == "netrc host, x-api-key":  # nor is a second credential added to the provider's
@@ -587,7 +592,7 @@ def test_provider_sessions_prepare_requests_exactly_as_requests_does(case, tmp_p
     assert ours._cookies.get_dict() == theirs._cookies.get_dict()
     if case == "session cookie":
         assert ours.headers["Cookie"] == "__cf_bm=cookie-1"
-    if case == "netrc host":  # no credentials of the request's own: the file's login is used
+    if case in ("netrc host", "url login"):  # no credentials of the request's own: the file's or URL's login
         assert ours.headers["Authorization"].startswith("Basic ")
     if case == "session headers":
         assert "Accept-Encoding" not in ours.headers and ours.headers["X-Team"] == "t-1"
