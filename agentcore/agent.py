@@ -1004,8 +1004,9 @@ class Agent:
         """Move the session to ``target_id`` (another branch point), optionally summarising the
         branch being left into a ``branch_summary`` entry, and reload the transcript from it.
         Idle only. ``abort()`` cancels the summary request (``CompactionError("aborted")``, nothing
-        written), as it cancels :meth:`compact`; so does a ``signal=`` given in ``options``. See
-        :func:`agentcore.session.branch_summary.navigate_tree` for ``options``."""
+        written), as it cancels :meth:`compact`; so does a ``signal=`` given in ``options``. The
+        calls waiting for approval become those of the branch moved to (none, or the ones still
+        waiting on it). See :func:`agentcore.session.branch_summary.navigate_tree` for ``options``."""
         given = options.pop("signal", None)
 
         def navigate(signal: AbortSignal) -> Any:
@@ -1013,10 +1014,13 @@ class Agent:
             if given is not None:
                 given.add_listener(forward)
             try:
-                return self.compactor.navigate_tree(target_id, summarize, signal=signal, **options)
+                outcome = self.compactor.navigate_tree(target_id, summarize, signal=signal, **options)
             finally:
                 if given is not None:
                     given.remove_listener(forward)
+            if self.session is not None:  # the calls waiting for approval are the new branch's
+                self._approvals.load(self.session)
+            return outcome
 
         return self._while_busy(navigate)
 

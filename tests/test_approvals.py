@@ -691,6 +691,29 @@ def test_a_call_id_an_earlier_turn_used_still_waits_after_a_resume(tmp_path):
     again.session.close()
 
 
+def test_a_tree_move_brings_the_waiting_calls_of_the_branch_moved_to(tmp_path):
+    """``navigate_tree`` reloaded the transcript but not the approvals: after moving off a paused
+    branch the call still waited, ``prompt()`` was refused, and a decision for it then made
+    ``continue_()`` fail ("the transcript was replaced"), leaving ``reset()`` as the only way out."""
+    agent, _ = _agent(
+        [text("hi"), response(call("delete", {"path": "/x"}, id="d")), text("done")],
+        session=Session.create(tmp_path / "s.jsonl"),
+    )
+    agent.prompt("hello")
+    agent.prompt("go")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["d"]
+    branch = agent.session.get_branch()
+    greeted = next(e.id for e in branch if e.type == "message" and e.message.role == "assistant")
+    paused = branch[-1].id
+    agent.navigate_tree(greeted)
+    assert agent.pending_approvals == []
+    agent.prompt("something else")  # refused while the other branch's call counted as waiting
+    assert agent.messages[-1].content[0].text == "done"
+    agent.navigate_tree(paused)  # back on the paused branch: its call waits again
+    assert agent.pending_approvals == [PendingApproval("d", "delete", {"path": "/x"})]
+    agent.session.close()
+
+
 def test_a_later_assistant_message_drops_abandoned_requests(tmp_path):
     path = tmp_path / "s.jsonl"
     agent, _ = _agent([response(call("delete", {"path": "/x"}, id="b")), text("later")], session=Session.create(path))
