@@ -2,8 +2,9 @@
 
 ``progress=None`` (the default) picks a display: an updating output area in a Jupyter kernel, a
 live line on stderr when stderr is a terminal, nothing otherwise (a log file or CI stays clean).
-``progress=True`` forces the display (the stderr line when not in a kernel), ``False`` shows
-nothing, a callable receives every snapshot (on the thread iterating ``run_many``).
+``progress=True`` forces the display (the stderr line when not in a kernel; nothing when there
+is no stderr, ``sys.stderr is None`` under pythonw), ``False`` shows nothing, a callable
+receives every snapshot (on the thread iterating ``run_many``).
 
 The two displays are each a :class:`LiveDisplay`: ``run_many`` shows the first snapshot from the
 calling thread (so a notebook's output area belongs to the calling cell) and then also refreshes
@@ -155,6 +156,8 @@ def make_reporter(progress: Any) -> Optional[Callable[[ManyProgress], Any]]:
     if _in_kernel():
         return _NotebookDisplay()
     stream = sys.stderr
-    if progress is True or (stream is not None and getattr(stream, "isatty", lambda: False)()):
+    if stream is None:  # pythonw, a service: nowhere to draw the line
+        return None
+    if progress is True or getattr(stream, "isatty", lambda: False)():
         return _TerminalLine(stream)
     return None

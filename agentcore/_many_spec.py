@@ -50,7 +50,8 @@ class AgentSpec:
     """A picklable recipe for an :class:`~agentcore.agent.Agent`.
 
     ``model``: ``"provider/id"`` (looked up in the worker's model registry) or a ``Model``.
-    ``tools``: registry names (``"read"``, ``"bash"``, a plugin's tool), importable paths
+    ``system_prompt``: a str (or None); anything else is a ``TypeError``. ``tools``: registry
+    names (``"read"``, ``"bash"``, a plugin's tool), importable paths
     ``"package.module:attr"`` (a module-level ``@tool``), or tool objects that the standard
     :mod:`pickle` can carry. ``options``: a :class:`~agentcore.options.StreamOptions` or a mapping of
     its field names (checked now: an unknown name is a ``TypeError`` with a did-you-mean).
@@ -77,11 +78,15 @@ class AgentSpec:
         object.__setattr__(self, "plugins", tuple(self.plugins or ()))
         if not isinstance(self.model, str) and not hasattr(self.model, "api"):
             raise TypeError(f'AgentSpec.model must be "provider/id" or a Model, not {type(self.model).__name__}')
+        if self.system_prompt is not None and not isinstance(self.system_prompt, str):
+            # checked here: on the worker it fails every task, deep inside the provider's request
+            hint = " (tools go in tools=...)" if isinstance(self.system_prompt, (list, tuple)) else ""
+            raise TypeError(f"AgentSpec.system_prompt must be a str, not {type(self.system_prompt).__name__}{hint}")
         for index, plugin in enumerate(self.plugins):
             if not isinstance(plugin, str) or not plugin:
+                given = "an empty name" if isinstance(plugin, str) else f"a {type(plugin).__name__}"
                 raise SpecNotPortableError(
-                    f"plugins[{index}]",
-                    f'name plugins by entry-point name or "package.module:attr", not a {type(plugin).__name__}',
+                    f"plugins[{index}]", f'name plugins by entry-point name or "package.module:attr", not {given}'
                 )
         if self.options is not None and not isinstance(self.options, StreamOptions):
             if not isinstance(self.options, Mapping):
@@ -197,7 +202,9 @@ def _fails_pickle(value: Any) -> Optional[str]:
     try:
         pickle.loads(pickle.dumps(value))
     except Exception as exc:  # pickling raises many types (PicklingError, TypeError, AttributeError)
-        return f"{type(exc).__name__}: {exc}"
+        from ._safe import exception_message  # an object's own __reduce__ may raise anything
+
+        return f"{type(exc).__name__}: {exception_message(exc)}"
     return None
 
 

@@ -8,7 +8,10 @@ it finished but before its result reached the client (Dask recomputes lost resul
 attempt looks at the last attempt on the session's current branch (the last ``start``, of any
 task) and asks whether it is an attempt of *this* task: with an ``id``, the same id and the same
 prompt; with ``id=None``, the same submission token (the same ``AgentTask`` object, or the copies
-a scheduler unpickles from it; a new ``AgentTask`` never matches, even with the same prompt).
+a scheduler unpickles from it; a new ``AgentTask`` never matches, even with the same prompt). An
+id that is no str, number, bool or None is recorded as its ``repr`` taken by ``run_many`` in the
+caller's process: a call made again in another process knows it only if that repr is stable
+(a dataclass's, not an address).
 
 * same task, finished successfully: nothing runs; the recorded messages are the result (the
   session is not extended with a duplicate conversation, the model is not paid twice);
@@ -46,6 +49,7 @@ __all__ = [
     "TaskError",
     "run_task",
     "run_task_pickled",
+    "run_task_from_bytes",
     "result_from_worker",
     "open_session_url",
     "LocalRuns",
@@ -125,11 +129,19 @@ class LocalRuns:
             self._agents.pop(id(agent), None)
 
     def abort_all(self) -> None:
+        """Abort every agent; a KeyboardInterrupt that one ``abort()`` raises (a Ctrl+C while its
+        listeners were told) is raised once all of them were aborted."""
         with self._lock:
             self.cancelled.set()
             agents = list(self._agents.values())
+        interrupted: Optional[BaseException] = None
         for agent in agents:
-            agent.abort("run_many cancelled")
+            try:
+                agent.abort("run_many cancelled")
+            except BaseException as exc:  # noqa: BLE001 - raised below, after the others
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
 
 
 def _abort_if_cancelled(agent: Any, local: LocalRuns) -> Callable[[Any], None]:
@@ -240,7 +252,9 @@ def _is_attempt_of(start: Dict[str, Any], key: Dict[str, Any]) -> bool:
 def _digest(prompt: str) -> str:
     import hashlib
 
-    return hashlib.sha256(prompt.encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: a prompt may hold lone surrogates (text read with surrogateescape), which the
+    # agent sends escaped; any other prompt digests as plain UTF-8, as recorded sessions expect
+    return hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _jsonable(value: Any) -> Any:
@@ -301,6 +315,24 @@ def run_task_pickled(task: Any, lineup: Optional[Lineup] = None) -> bytes:
         return pickle.dumps(TaskResult(task, [], problem, result.usage, result.summary_usage))
 
 
+def run_task_from_bytes(data: bytes) -> bytes:
+    """:func:`run_task_pickled` for a ``ProcessPoolExecutor``: the task and its lineup arrive as
+    ``pickle.dumps((task, lineup))`` and are unpickled here, so that a task this process cannot
+    load (a function defined under ``if __name__ == "__main__":``, which a spawned worker never
+    runs; a class it cannot import) is that task's error. Left to the pool, the unpickling failure
+    would kill the worker process and break the pool for every task."""
+    try:
+        task, lineup = pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001 - whatever unpickling the task's objects raises
+        problem = TaskError(
+            type(exc).__name__,
+            f"the task cannot be unpickled in the worker process ({exception_message(exc)}); what it "
+            "names must be importable there (defined at module level, outside `if __name__ == '__main__':`)",
+        )
+        return pickle.dumps(TaskResult(None, error=problem))  # run_many puts the caller's task back
+    return run_task_pickled(task, lineup)
+
+
 def result_from_worker(data: bytes, task: Any) -> Any:
     """What a :func:`run_task_pickled` returned (a :class:`TaskResult`); one this process cannot
     unpickle (a class only the workers can import) is that task's error."""
@@ -323,7 +355,8 @@ class TaskAborted(Exception):
 
 def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Lineup] = None) -> TaskResult:
     """Run ``task`` here; never raises (except KeyboardInterrupt/SystemExit), see module docs.
-    ``lineup``: where it stands among its call's tasks on its session (None: alone)."""
+    ``lineup``: where it stands among its call's tasks on its session (None: alone); its markers
+    record the lineup's key for it, made by the caller from the caller's own task object."""
     if local is not None and local.cancelled.is_set():
         return TaskResult(task, error=TaskAborted("cancelled before it started"))
     session = None
@@ -332,7 +365,8 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
     try:
         if task.session is not None:
             session = open_session_url(task.session)
-        key = attempt_key(task)
+        # the caller's key: an id's repr may be an address, which differs in this unpickled copy
+        key = lineup.keys[lineup.index] if lineup is not None else attempt_key(task)
         resume = _resume_point(session, lineup or Lineup((key,))) if session is not None else _Resume(1)
         if resume.recorded is not None:
             recorded = resume.recorded
@@ -355,7 +389,7 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
         error = _run_error(messages)
         if session is not None:
             session.append_custom(
-                MARKER, {"event": "end", "task": _jsonable(task.id), "token": task._token, "ok": error is None}
+                MARKER, {"event": "end", "task": key["task"], "token": key["token"], "ok": error is None}
             )
         return TaskResult(task, messages, error, sum_usage(messages, summaries.total), summaries.total)
     except Exception as exc:

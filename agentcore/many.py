@@ -6,10 +6,11 @@ tools, one GIL per process) or a Dask cluster (``Client.get_executor()``): agent
 schedule anything itself, except the order of the tasks on one session. Dask is never imported
 here.
 
-Tasks that name the same session URL run one after another, in the caller's order (two agents
-cannot write one session at once): the first is submitted with the others, each next one the
-moment the one before it completes, by a thread of ``run_many``'s own (:class:`_Scheduler`) that
-the futures' done-callbacks wake; how fast the caller consumes the results does not matter.
+Tasks that name the same session URL (but ``memory:``, a new session each time) run one after
+another, in the caller's order (two agents cannot write one session at once): the first is
+submitted with the others, each next one the moment the one before it completes, by a thread
+of ``run_many``'s own (:class:`_Scheduler`) that the futures' done-callbacks wake; how fast the
+caller consumes the results does not matter.
 
 Cancellation (``KeyboardInterrupt`` while iterating, or closing the iterator): tasks that have
 not started are cancelled (their futures, or, on threads, they return at once), and tasks still
@@ -17,8 +18,9 @@ waiting for an earlier task on their session are never submitted (the task after
 was yielded is not waiting: it was submitted before that result was handed over). What is running:
 
 * on a ``ThreadPoolExecutor`` (the default), each running agent is aborted (``agent.abort()``:
-  the provider request and tools see the signal), and ``run_many`` waits for them to settle, so
-  their sessions end with the aborted message, closed;
+  the provider request and tools see the signal), and ``run_many`` waits for them to settle
+  (at most ``_CANCEL_GRACE`` seconds; a second Ctrl+C ends the wait), so their sessions end
+  with the aborted message, closed;
 * on a process pool or Dask, a running task cannot be reached from here: its future is cancelled
   (Dask forgets the result; a process pool lets the task finish in its worker process and drops
   it). Its session stays valid (every entry is complete), possibly without an end. Dask's
@@ -29,9 +31,10 @@ was yielded is not waiting: it was submitted before that result was handed over)
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from queue import Empty, SimpleQueue
 from typing import Any, Callable, Collection, Dict, Iterable, Iterator, List, Optional, Union
@@ -48,6 +51,7 @@ from ._many_worker import (
     attempt_key,
     result_from_worker,
     run_task,
+    run_task_from_bytes,
     run_task_pickled,
 )
 
@@ -85,9 +89,9 @@ def run_many(
     """Run every task on ``executor``; yield a :class:`TaskResult` for each as it finishes.
 
     Every task that can start is submitted before ``run_many`` returns; the iterator yields the
-    results. ``executor``: any ``concurrent.futures.Executor``; None: a thread pool of
-    ``min(DEFAULT_MAX_THREADS, len(tasks))`` threads, shut down at the end. Every task is checked
-    before anything is submitted: a task that is not an :class:`AgentTask` is a TypeError, one that
+    results. ``executor``: any ``concurrent.futures.Executor`` (anything else is a TypeError);
+    None: a thread pool of ``min(DEFAULT_MAX_THREADS, len(tasks))`` threads, shut down at the
+    end. Every task is checked before anything is submitted: a task that is not an :class:`AgentTask` is a TypeError, one that
     cannot be pickled is :exc:`~agentcore.many.SpecNotPortableError` naming the field (``tools[0]``...), even on
     threads, so that what runs here also runs on a cluster.
 
@@ -95,13 +99,20 @@ def run_many(
     order given, each continuing the conversation of the one before it: the first is submitted at
     once, each next one as soon as the one before it completes (whatever its outcome), however
     slowly the results are consumed; its result is yielded after the one before it. Tasks without
-    a session, or on different sessions, run in parallel.
+    a session, on different sessions or on ``memory:`` (a new session at each open: they share
+    nothing) run in parallel.
 
-    A failing task (unknown model, provider error, a worker process that died...) yields a result
-    whose ``error`` is set, picklable; the others go on. ``KeyboardInterrupt`` or closing the
-    iterator cancels the rest (see the module docstring for what can be aborted where) and returns
-    promptly; KeyboardInterrupt is re-raised. ``progress``: see :mod:`agentcore._many_progress`.
+    A failing task (unknown model, provider error, a worker process that died, a task that a
+    process pool's worker cannot unpickle...) yields a result whose ``error`` is set, picklable;
+    the others go on. ``KeyboardInterrupt`` or closing the iterator cancels the rest (see the
+    module docstring for what can be aborted where) and returns promptly; KeyboardInterrupt is
+    re-raised (a second one while aborted thread agents settle stops the wait for them). ``progress``: see :mod:`agentcore._many_progress`.
     """
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError(
+            "run_many: executor must be a concurrent.futures.Executor (a thread or process pool, "
+            f"Dask's client.get_executor()), not {type(executor).__name__}"
+        )
     items = list(tasks)
     for index, task in enumerate(items):
         if not isinstance(task, AgentTask):
@@ -147,7 +158,8 @@ def _run(
             yield result
         _emit(report, scheduler.progress(finished=True))
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
-        settled = _cancel(scheduler.stop(), local)
+        settled = False  # a second Ctrl+C while _cancel waits: shutting down must not wait either
+        settled = _cancel(scheduler, local)
         scheduler.close()  # counts the completions queued until now: the last snapshot is final
         _emit(report, scheduler.progress(finished=True, interrupted=True))
         raise
@@ -208,6 +220,7 @@ class _Scheduler:
         self._counts = counts
         self._plan = _plan(tasks)
         self._lock = threading.Lock()
+        self._handled = threading.Condition(self._lock)  # notified as a completion is counted
         self._in_flight: Dict[Future[Any], int] = {}  # submitted and not yet completed: the task's index
         self._stopped = False
         self._completed: SimpleQueue[Optional[Future[Any]]] = SimpleQueue()  # None: the thread ends
@@ -243,6 +256,13 @@ class _Scheduler:
             self._stopped = True
             return list(self._in_flight)
 
+    def wait_counted(self, futures: Collection[Future[Any]], timeout: float) -> bool:
+        """Wait until this scheduler's thread has counted the completion of each of ``futures``
+        (a future is done, and its waiters woken, before its done-callback queues it here); False
+        when ``timeout`` seconds passed first."""
+        with self._handled:
+            return self._handled.wait_for(lambda: not any(f in self._in_flight for f in futures), timeout)
+
     def close(self) -> None:
         """Stop, and join the thread once it has handled the completions queued before."""
         self.stop()
@@ -253,10 +273,12 @@ class _Scheduler:
     def _submit(self, index: int) -> None:  # with _lock held
         task, lineup = self._tasks[index], self._plan.lineups[index]
         future: Future[Any]
-        if self._local is None:  # another process: the result travels pickled (run_task_pickled)
-            future = self._pool.submit(run_task_pickled, task, lineup)
-        else:
+        if self._local is not None:
             future = self._pool.submit(run_task, task, self._local, lineup)
+        elif isinstance(self._pool, ProcessPoolExecutor):  # unpickled by the worker's own code
+            future = self._pool.submit(run_task_from_bytes, pickle.dumps((task, lineup)))
+        else:  # another process: the result travels pickled (run_task_pickled)
+            future = self._pool.submit(run_task_pickled, task, lineup)
         self._in_flight[future] = index
         future.add_done_callback(self._completed.put)
 
@@ -286,6 +308,7 @@ class _Scheduler:
             del self._in_flight[future]
             for outcome in finished:
                 self._counts.add(outcome, self._stopped)
+            self._handled.notify_all()
         for outcome in finished:
             self._results.put(outcome)
 
@@ -318,11 +341,12 @@ class _Plan:
 
 def _plan(tasks: List[AgentTask]) -> _Plan:
     """Tasks on the same session URL (compared as given) form a chain in the caller's order; only
-    the first of each chain, and every task without a session, starts at once."""
+    the first of each chain, and every task without a session or on a ``memory:`` one (a new
+    session each time), starts at once."""
     plan = _Plan([], {}, [None] * len(tasks))
     chains: Dict[str, List[int]] = {}
     for index, task in enumerate(tasks):
-        if task.session is None:
+        if task.session is None or _new_at_each_open(task.session):
             plan.first.append(index)
             continue
         chain = chains.setdefault(task.session, [])
@@ -338,21 +362,27 @@ def _plan(tasks: List[AgentTask]) -> _Plan:
     return plan
 
 
+def _new_at_each_open(url: str) -> bool:
+    """Whether ``url`` opens a new session every time (``memory:``, ``memory:?session=ID``): the
+    tasks naming it share no conversation, so nothing orders them."""
+    return url.partition(":")[0].strip().lower() == "memory"
+
+
 def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: ManyProgress) -> None:
     if report is not None:
         report(snapshot)
 
 
-def _cancel(pending: Collection[Future[Any]], local: Optional[LocalRuns]) -> bool:
-    """Cancel what has not started, abort what runs on threads; True when all of it settled."""
+def _cancel(scheduler: _Scheduler, local: Optional[LocalRuns]) -> bool:
+    """Stop ``scheduler``, cancel what has not started, abort what runs on threads; True when all
+    of it settled, its completions counted (so that the final snapshot includes them)."""
+    pending = scheduler.stop()
     for future in pending:
         future.cancel()
     if local is None:
         return True
     local.abort_all()
-    running = [f for f in pending if not f.cancelled()]
-    _, still = wait(running, timeout=_CANCEL_GRACE)
-    return not still
+    return scheduler.wait_counted([f for f in pending if not f.cancelled()], _CANCEL_GRACE)
 
 
 def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:

@@ -81,6 +81,48 @@ def many_block(note: str, signal: Any = None) -> str:
     return "released"
 
 
+#: set when a many_stubborn call saw its run aborted; many_stubborn returns only when RELEASE is set
+ABORT_SEEN = threading.Event()
+
+
+@tool
+def many_stubborn(note: str, signal: Any = None) -> str:
+    """Ignore the abort signal (a tool that cannot be stopped): wait for RELEASE, noting the abort."""
+    STARTED.set()
+    while not RELEASE.wait(0.02):
+        if signal is not None and signal.aborted:
+            ABORT_SEEN.set()
+    return "released"
+
+
+#: many_touchy calls started, and those that saw their run aborted; TOUCHY_CHANGED is notified
+TOUCHY = {"started": 0, "aborted": 0}
+TOUCHY_CHANGED = threading.Condition()
+
+
+def _count(what: str) -> None:
+    with TOUCHY_CHANGED:
+        TOUCHY[what] += 1
+        TOUCHY_CHANGED.notify_all()
+
+
+@tool
+def many_touchy(note: str, signal: Any = None) -> str:
+    """Like many_block, but delivering its run's abort raises KeyboardInterrupt on the aborting
+    thread (a second Ctrl+C landing while the abort is delivered)."""
+
+    def interrupted(reason: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.add_listener(interrupted)
+    _count("started")
+    while not RELEASE.is_set():
+        if signal.wait(0.02):
+            _count("aborted")
+            return "aborted"
+    return "released"
+
+
 class _Plugin:
     @hookimpl
     def register_tools(self, register: Any) -> None:
@@ -91,6 +133,10 @@ class _Plugin:
 
 
 plugin = _Plugin()
+
+
+class Record:
+    """A task id as a user's own object: picklable, its repr the default one (an address)."""
 
 
 def api_key(provider: str) -> str:

@@ -106,9 +106,26 @@ def test_spec_build_resolves_names_in_this_process(spec):
     assert agent.model.base_url == spec.model.base_url
 
 
+class _Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no message")
+
+
+class _KeyVault:
+    """A get_api_key whose pickling raises an exception that cannot be printed (it used to
+    escape check_portable as that RuntimeError, naming no field)."""
+
+    def __call__(self, provider: str) -> str:
+        return "k"
+
+    def __reduce__(self) -> Any:
+        raise _Unreadable()
+
+
 @pytest.mark.parametrize(
     "change, field",
     [
+        (dict(get_api_key=_KeyVault()), "get_api_key"),
         (dict(tools=(lambda a: a,)), "tools[0]"),
         (dict(tools=("many_add", helpers.many_spin)), "tools[1]"),  # a @tool object: name it by path
         (dict(options=StreamOptions(on_payload=lambda body: body)), "options.on_payload"),
@@ -149,6 +166,28 @@ def test_spec_refuses_keys_plugin_objects_and_unknown_options(server):
         run_many(["not a task"])
     with pytest.raises(TypeError, match="session URL"):
         AgentTask(AgentSpec("openai/gpt-4o-mini"), "hi", session=Session.in_memory())
+
+
+def test_an_executor_that_is_no_executor_is_refused_before_anything_runs():
+    """``executor=4`` (max_workers meant) used to fail deep in the scheduler with AttributeError."""
+    with pytest.raises(TypeError, match="executor must be a concurrent.futures.Executor .*, not int"):
+        run_many([AgentTask(AgentSpec("openai/gpt-4o-mini"), "hi")], executor=4)
+
+
+def test_a_spec_whose_system_prompt_is_no_text_is_refused_naming_the_field(server):
+    """Tools given positionally land in ``system_prompt``: every task used to fail on the worker
+    with the provider's "expected string or bytes-like object, got 'tuple'"."""
+    with pytest.raises(TypeError, match=r"AgentSpec.system_prompt must be a str, not tuple \(tools go in tools="):
+        AgentSpec(server.model(), ("many_add",))
+    with pytest.raises(TypeError, match="AgentSpec.system_prompt must be a str, not int"):
+        AgentSpec(server.model(), 5)
+    assert AgentSpec(server.model(), None).system_prompt is None  # as an Agent takes it: no prompt
+
+
+def test_an_empty_plugin_name_is_refused_as_empty():
+    with pytest.raises(SpecNotPortableError, match="not an empty name") as info:
+        AgentSpec("openai/gpt-4o-mini", plugins=("",))
+    assert info.value.field == "plugins[0]" and "not a str" not in str(info.value)
 
 
 def test_unknown_plugin_entry_point_fails_the_task_with_a_clear_error(server):
@@ -428,6 +467,46 @@ def test_process_pool_spawn_runs_tasks_into_jsonl_sessions(spec, tmp_path, worke
             assert_complete(session, i)
 
 
+def test_a_task_its_worker_process_cannot_unpickle_fails_alone_and_the_pool_goes_on(spec, tmp_path, worker_path):
+    """What pickles here may not load in a spawned worker (a function defined under ``if __name__
+    == "__main__":``, a scripted model): that task's error names the cause, where the process
+    pool used to break and fail every task with BrokenProcessPool."""
+    from agentcore.testing import ScriptedModel, text
+
+    local_only = AgentSpec(ScriptedModel([text("never")]).model)  # loads only in this process
+    tasks = [AgentTask(local_only, "hi", session=f"jsonl:///{tmp_path / 'x.jsonl'}", id="x")]
+    tasks += [add_task(spec, i, f"jsonl:///{tmp_path / f'{i}.jsonl'}") for i in range(3)]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = {r.task.id: r for r in run_many(tasks, executor=pool, progress=False)}
+        [after] = run_many([add_task(spec, 3)], executor=pool, progress=False)  # the pool still works
+    failed = results.pop("x")
+    assert isinstance(failed.error, TaskError) and failed.error.kind == "LookupError"
+    assert "cannot be unpickled in the worker" in str(failed.error) and "another process" in str(failed.error)
+    assert failed.task is tasks[0] and not (tmp_path / "x.jsonl").exists()
+    assert all(r.ok for r in results.values()) and after.ok, [r.error for r in results.values()]
+    for i in range(3):
+        with Session.open(tmp_path / f"{i}.jsonl", read_only=True) as session:
+            assert_complete(session, i)
+
+
+def test_a_call_run_again_on_worker_processes_knows_its_finished_tasks_by_any_id(spec, server, tmp_path, worker_path):
+    """An id is recorded as its repr, which for a user's object is an address: each worker used to
+    record the address of its own unpickled copy, so the call run again did not know its finished
+    tasks (its keys are this process's) and ran them into the session a second time."""
+    url = f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [AgentTask(spec, f'many_add {{"a": {i}, "b": 1000}}', session=url, id=helpers.Record()) for i in range(2)]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        assert all(r.ok for r in run_many(tasks, executor=pool, progress=False))
+        requests = server.requests
+        with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+            entries = len(session.entries())
+        again = list(run_many(tasks, executor=pool, progress=False))
+    assert all(r.ok for r in again) and [r.messages[-1].text for r in again] == ["result 1000", "result 1001"]
+    assert server.requests == requests  # the model was not asked again
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert len(session.entries()) == entries
+
+
 def test_process_pool_close_cancels_queued_tasks(spec, server, tmp_path, worker_path):
     gate = tmp_path / "gate"
     waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
@@ -645,6 +724,27 @@ def test_tasks_on_one_session_run_in_the_order_given_beside_the_others(tmp_path)
     assert all(s.pending >= 0 and s.running <= 3 for s in snapshots)  # one step at a time, plus two
     final = snapshots[-1]
     assert (final.done, final.failed, final.running, final.pending, final.finished) == (5, 0, 0, 0, True)
+
+
+def test_tasks_on_memory_sessions_run_side_by_side_each_on_a_session_of_its_own():
+    """``memory:`` opens a new session each time: tasks naming it share nothing, so they run at
+    once (they used to run one after another, as steps of one conversation they never were)."""
+    from agentcore.testing import ScriptedModel, text
+
+    meet = threading.Barrier(3)  # passed only by the three tasks at the model at once
+
+    def answer(context: Any) -> Any:
+        meet.wait(10)
+        return text(f"ans {context.messages[-1].text}")
+
+    scripted = ScriptedModel([answer] * 3)
+    spec = AgentSpec(scripted.model)
+    urls = ("memory:", "memory:?session=m", "memory:")
+    tasks = [AgentTask(spec, f"p{n}", session=url, id=n) for n, url in enumerate(urls, 1)]
+    results = {r.task.id: r for r in run_many(tasks, progress=False)}
+    assert all(r.ok for r in results.values()), [r.error for r in results.values()]
+    assert sorted(conversation(c)[0] for c in scripted.contexts) == ["user: p1", "user: p2", "user: p3"]
+    assert all(len(c.messages) == 1 for c in scripted.contexts)  # nobody saw another's conversation
 
 
 def test_running_the_same_call_again_skips_finished_steps_and_redoes_from_a_failed_one(tmp_path):
@@ -963,6 +1063,17 @@ def test_tasks_on_one_session_run_in_order_on_worker_processes(spec, tmp_path, w
 # --------------------------------------------------------------------------- progress
 
 
+def test_progress_true_without_a_stderr_runs_the_tasks_without_a_line(monkeypatch):
+    """``sys.stderr is None`` (pythonw, a service): the forced line used to write to None, which
+    raised AttributeError from the first draw and aborted the whole call."""
+    from agentcore.testing import ScriptedModel, text
+
+    monkeypatch.setattr(sys, "stderr", None)
+    scripted = ScriptedModel([text("a"), text("b")])
+    tasks = [AgentTask(AgentSpec(scripted.model), f"p{n}", id=n) for n in (1, 2)]
+    assert sorted(r.task.id for r in run_many(tasks, progress=True) if r.ok) == [1, 2]
+
+
 def test_progress_choices_and_the_terminal_line(monkeypatch):
     import io
 
@@ -1180,3 +1291,159 @@ def test_a_task_counts_as_done_when_it_completes_not_when_its_result_is_consumed
     final = snapshots[-1]
     assert final.interrupted and (final.done, final.failed, final.running, final.pending) == (2, 0, 0, 1)
     assert final.line().endswith("interrupted: 1 not finished")
+
+
+# --------------------------------------------------------------------------- odd input
+
+
+def test_prompts_and_ids_with_lone_surrogates_run_record_and_rerun_like_any_other(tmp_path):
+    """Text read with ``surrogateescape`` (a file name that is no UTF-8) runs on an Agent: in a
+    call it used to fail the task, and on a session the whole call, with a bare UnicodeEncodeError
+    from the attempt key's digest."""
+    from agentcore.testing import ScriptedModel, text
+
+    scripted = ScriptedModel([lambda context: text(f"ans {context.messages[-1].text}")] * 3)
+    spec, url = AgentSpec(scripted.model), f"jsonl:///{tmp_path / 's.jsonl'}"
+    tasks = [
+        AgentTask(spec, "read caf\udce9.txt", session=url, id=1),
+        AgentTask(spec, "then \udcff", session=url, id="step-\udcff"),
+        AgentTask(spec, "free \udcff", id=3),
+    ]
+    results = {r.task.id: r for r in run_many(tasks, progress=False)}
+    assert all(r.ok for r in results.values()), [r.error for r in results.values()]
+    assert results["step-\udcff"].messages[-1].text == "ans then \udcff"
+    again = {r.task.id: r for r in run_many(tasks[:2], progress=False)}
+    assert all(r.ok for r in again.values()) and scripted.calls == 3  # both recognised as finished
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert conversation(session.build_context()) == [
+            "user: read caf\udce9.txt",
+            "assistant: ans read caf\udce9.txt",
+            "user: then \udcff",
+            "assistant: ans then \udcff",
+        ]
+
+
+# --------------------------------------------------------------------------- a second Ctrl+C
+
+
+def test_a_second_ctrl_c_while_aborted_agents_settle_does_not_wait_for_a_stubborn_tool():
+    """A tool that ignores its abort is waited for at most the grace period; a second Ctrl+C in
+    that wait used to leave the call waiting for the tool without any bound (it shut the default
+    pool down with ``wait=True``)."""
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    for event in (helpers.STARTED, helpers.RELEASE, helpers.ABORT_SEEN):
+        event.clear()
+    scripted = ScriptedModel([tool_call("many_stubborn", {"note": "x"}), text("never")])
+    spec = AgentSpec(scripted.model, tools=("_many_helpers:many_stubborn",))
+    returned, waited_for_the_tool = threading.Event(), threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def second_ctrl_c() -> None:
+        if helpers.ABORT_SEEN.wait(10):  # the first Ctrl+C aborted the run: run_many now waits
+            signal.pthread_kill(main, signal.SIGINT)
+        if not returned.wait(5):  # a bound on the failure only: release the tool so the test ends
+            waited_for_the_tool.set()
+        helpers.RELEASE.set()
+
+    def first_ctrl_c(snapshot: Any) -> None:
+        if helpers.STARTED.is_set() and not snapshot.finished:
+            raise KeyboardInterrupt
+
+    pressing = threading.Thread(target=second_ctrl_c)
+    pressing.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(run_many([AgentTask(spec, "go", id=1)], progress=first_ctrl_c))
+        returned.set()
+    finally:
+        helpers.RELEASE.set()
+        pressing.join()
+    assert helpers.ABORT_SEEN.is_set()
+    assert not waited_for_the_tool.is_set(), "run_many waited for the tool that ignores its abort"
+    for thread in threading.enumerate():  # the released tool ends its task on the pool's thread
+        if thread.name.startswith("agentcore-many"):
+            thread.join(10)
+
+
+class _LateCallbackPool(ThreadPoolExecutor):
+    """Each future's first done-callback (added before run_many's) waits for ``late`` (at most
+    half a second): a thread completing a future runs its callbacks after it wakes the waiters."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=1)
+        self.late = threading.Event()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(lambda done: self.late.wait(0.5))
+        return future
+
+
+def test_an_interrupted_call_counts_what_its_aborted_agents_were_billed():
+    """The final snapshot of an interrupted call counts each task the interruption aborted (what
+    it was billed): it used to be drawn as soon as the task's future was done, before run_many's
+    done-callback had queued it, so the task and its tokens were left out."""
+    from agentcore.testing import ScriptedModel, call, response, text
+    from agentcore.types import Usage
+
+    helpers.STARTED.clear()
+    helpers.RELEASE.clear()
+    billed = Usage(input=100, output=20)
+    scripted = ScriptedModel([response(call("many_block", {"note": "x"}), usage=billed), text("never")])
+    spec = AgentSpec(scripted.model, tools=("_many_helpers:many_block",))
+    snapshots: List[Any] = []
+    pool = _LateCallbackPool()
+
+    def interrupt(snapshot: Any) -> None:
+        snapshots.append(snapshot)
+        if snapshot.finished:
+            pool.late.set()
+        elif helpers.STARTED.is_set():
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(run_many([AgentTask(spec, "go", id=1)], executor=pool, progress=interrupt))
+    finally:
+        pool.shutdown(wait=True)
+    assert not helpers.RELEASE.is_set()  # the task ended because it was aborted
+    final = snapshots[-1]
+    assert final.interrupted and (final.done, final.failed, final.pending) == (0, 0, 1)
+    assert (final.input_tokens, final.output_tokens) == (100, 20)
+
+
+def test_a_ctrl_c_while_one_agent_is_aborted_still_aborts_the_others():
+    """A second Ctrl+C landing while the first one's abort reaches an agent (the abort re-raises
+    it once that agent's listeners were told) used to leave every later agent running."""
+    from agentcore.testing import ScriptedModel, text, tool_call
+
+    helpers.RELEASE.clear()
+    helpers.TOUCHY.update(started=0, aborted=0)
+    specs = [
+        AgentSpec(
+            ScriptedModel([tool_call("many_touchy", {"note": n}), text("never")]).model,
+            tools=("_many_helpers:many_touchy",),
+        )
+        for n in "ab"
+    ]
+
+    def first_ctrl_c(snapshot: Any) -> None:
+        if helpers.TOUCHY["started"] == 2 and not snapshot.finished:
+            raise KeyboardInterrupt
+
+    pool = ThreadPoolExecutor(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            list(
+                run_many(
+                    [AgentTask(spec, "go", id=n) for n, spec in enumerate(specs)], executor=pool, progress=first_ctrl_c
+                )
+            )
+        with helpers.TOUCHY_CHANGED:
+            both = helpers.TOUCHY_CHANGED.wait_for(lambda: helpers.TOUCHY["aborted"] == 2, 5)
+    finally:
+        helpers.RELEASE.set()
+        pool.shutdown(wait=True)
+    assert both, helpers.TOUCHY
