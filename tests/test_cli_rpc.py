@@ -211,6 +211,30 @@ def test_prompt_while_streaming_needs_a_streaming_behaviour(rpc):
         assert child.close().returncode == 0
 
 
+@pytest.mark.parametrize("move", ["new_session", "switch_session"])
+def test_a_session_move_tells_the_client_its_queued_messages_are_gone(rpc, tmp_path, move):
+    """Messages queued for the run a session move aborts stay with the old agent; the client was
+    never told, so its queue display kept them for ever."""
+    other = tmp_path / "other.jsonl"
+    Session.create(other).close()
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--sessions-dir", str(tmp_path / "sessions"))
+        child.call({"type": "prompt", "message": "first"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        child.send({"id": "q", "type": "follow_up", "message": "then this"})
+        child.read_until(lambda o: o.get("id") == "q")
+        command: Dict[str, Any] = {"id": "m", "type": move}
+        if move == "switch_session":
+            command["sessionPath"] = str(other)
+        child.send(command)
+        lines = child.read_until(lambda o: o.get("id") == "m")
+        assert lines[-1]["success"] is True
+        assert {"type": "queue_update", "steering": [], "followUp": []} in lines
+        assert child.call({"type": "get_state"})["data"]["pendingMessageCount"] == 0
+        server.release.set()
+        assert child.close().returncode == 0
+
+
 HOLD_AT_AGENT_END = """
 import sys
 from agentcore.cli import _rpc

@@ -218,14 +218,19 @@ class RpcServer:
         return self.setup.session
 
     def attach(self, setup: Any) -> None:
-        """Serve ``setup``'s agent: its events are streamed from now on (the previous agent's not)."""
+        """Serve ``setup``'s agent: its events are streamed from now on (the previous agent's not).
+        Messages still queued for the previous agent (a session move) are dropped with it, and a
+        ``queue_update`` with empty queues tells the client so."""
         self._unsubscribe()
         self.setup = setup
         self.out.mask(setup.api_key)
         with self.queued_lock:
+            dropped = bool(getattr(self, "queued", None))
             self.queued = []
         self.decided = set()
         self._unsubscribe = setup.agent.subscribe(self._on_event)
+        if dropped:
+            self.send_queue_update()
 
     def _on_event(self, event: Any) -> None:
         kind = event.type
