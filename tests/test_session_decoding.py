@@ -771,3 +771,57 @@ def test_fields_every_later_request_reads_are_checked_on_load(data, problem):
     entry = {"id": "e1", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z", **data}
     with pytest.raises(ValueError, match=re.escape(problem)):
         entry_from_dict(entry)
+
+
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+def test_a_malformed_custom_message_block_is_an_invalid_entry_naming_where(tmp_path, backend):
+    """A custom_message whose block another writer got wrong passed the load and failed
+    build_context with a bare ValueError naming the block but not the file, line or entry."""
+    from agentcore.session import SessionError, SqliteSessionStorage
+
+    lines = _library_session_lines(tmp_path)
+    index = next(i for i, line in enumerate(lines) if '"custom_message"' in line)
+    data = json.loads(lines[index])
+    data["content"] = [{"type": "text", "text": "fine"}, {"type": "image", "mimeType": "image/png"}]
+    bad = lines[:index] + [json.dumps(data)] + lines[index + 1 :]
+    if backend == "jsonl":
+        file = tmp_path / "bad.jsonl"
+        file.write_text("\n".join(bad) + "\n", encoding="utf-8")
+        opener = lambda: Session.open(str(file))  # noqa: E731
+        where = f"{file}:{index + 1}:"
+    else:
+        import sqlite3
+
+        file = tmp_path / "bad.db"  # the import checks its lines: the row is changed afterwards
+        SqliteSessionStorage.create(file, session_id="s", lines=[line.encode() for line in lines[1:]]).close()
+        with sqlite3.connect(file) as conn:
+            conn.execute("UPDATE entries SET payload = ? WHERE id = ?", (json.dumps(data), data["id"]))
+        conn.close()
+        opener = lambda: Session(SqliteSessionStorage(file, "s"))  # noqa: E731
+        where = f"entry {data['id']}"
+    with pytest.raises(SessionError) as caught:
+        with opener() as session:
+            session.build_context()
+    assert caught.value.code in ("invalid_entry", "invalid_payload"), caught.value
+    assert where in str(caught.value) and "content[1]: an 'image' block: the required key 'data'" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ([{"type": "image", "mimeType": "image/png"}], "content[0]: an 'image' block: the required key 'data'"),
+        ([TextContent("ok"), {"type": "text", "text": 3}], "content[1]: a 'text' block: 'text' must be a string"),
+        (5, "content must be a string or a list of blocks, not int"),
+    ],
+)
+def test_a_malformed_custom_message_is_refused_before_it_is_written(tmp_path, content, problem):
+    """append_custom_message wrote any content; a malformed block then failed every later context
+    of the session (every prompt of an agent on it)."""
+    from agentcore.session import SessionError
+
+    with Session.create(str(tmp_path / "s.jsonl")) as session:
+        session.append_message(UserMessage("hi"))
+        with pytest.raises(SessionError, match=re.escape(problem)) as caught:
+            session.append_custom_message("note", content)
+        assert caught.value.code == "invalid_payload"
+        assert len(session.storage) == 1 and [m.role for m in session.build_context().messages] == ["user"]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Set, Tuple, Type
 
 from .._surrogates import escape_lone_surrogates
-from ..types import _json_type, message_from_dict, message_to_dict
+from ..types import _blocks, _json_type, message_from_dict, message_to_dict
 from .errors import SessionError
 
 __all__ = [
@@ -466,9 +466,19 @@ class CustomEntry(SessionEntry):
     _payload = _fields("custom_type", "data?")
 
 
+def checked_custom_content(value: Any) -> Any:
+    """``value`` as given (the stored JSON), once its blocks read back as a custom message's
+    content does; ``ValueError`` naming the block (``content[1]: an 'image' block: ...``) when one
+    is malformed, so a bad line is reported with its file and line when it is read, not when a
+    context is built from it."""
+    _blocks(value)
+    return value
+
+
 @dataclass
 class CustomMessageEntry(SessionEntry):
-    """An application message that enters the context as a ``custom`` message."""
+    """An application message that enters the context as a ``custom`` message. Its ``content``
+    is kept as stored; a malformed block makes the entry invalid (see :func:`checked_custom_content`)."""
 
     custom_type: str
     content: Any
@@ -478,6 +488,7 @@ class CustomMessageEntry(SessionEntry):
     type: ClassVar[str] = "custom_message"
     _checks = {"content": "content"}
     _payload = _fields("custom_type", "content", "display", "details?")
+    _decoders = {"content": checked_custom_content}
 
 
 @dataclass

@@ -38,6 +38,7 @@ from .entries import (
     SessionHeader,
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
+    checked_custom_content,
     iso_from_ms,
     new_entry_id,
 )
@@ -243,9 +244,21 @@ class Session:
         return self._append(lambda i, p, t: CustomEntry(i, p, t, custom_type, data))
 
     def append_custom_message(self, custom_type: str, content: Any, display: bool = True, details: Any = None) -> str:
-        """Append an application message that the model sees as a user message."""
+        """Append an application message that the model sees as a user message. ``content``: a
+        string or a list of blocks (objects or their dicts); anything else, or a malformed block,
+        is ``SessionError("invalid_payload")`` naming it, and nothing is written (a stored one
+        would fail every later context)."""
         if not isinstance(content, str):
+            if not isinstance(content, (list, tuple)):
+                raise SessionError(
+                    "invalid_payload",
+                    f"append_custom_message: content must be a string or a list of blocks, not {type(content).__name__}",
+                )
             content = [message_to_dict(b) if hasattr(b, "to_dict") else b for b in content]
+            try:
+                checked_custom_content(content)
+            except ValueError as exc:
+                raise SessionError("invalid_payload", f"append_custom_message: {exc}; nothing was written") from None
         return self._append(lambda i, p, t: CustomMessageEntry(i, p, t, custom_type, content, bool(display), details))
 
     def append_label(self, target_id: str, label: Optional[str]) -> str:
