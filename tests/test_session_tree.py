@@ -214,6 +214,28 @@ def test_children_and_leaf_entries():  # session §5: leaf entries are not tree 
     assert s.move_to(a) is None and len(s.entries()) == 3  # moving to the current leaf writes nothing
 
 
+@pytest.mark.parametrize(
+    "summary, problem",
+    [
+        ({"summary": "s", "usage": "lots"}, "'usage' must be an object"),
+        ({"summary": "s", "details": [float("nan")]}, "nan is not JSON"),
+    ],
+)
+def test_a_summary_the_storage_refuses_leaves_the_leaf_where_it_was(tmp_path, summary, problem):
+    """move_to wrote the leaf move, then the branch summary was refused: the session was moved
+    without its summary (what a reader of the file then resumes on)."""
+    s = Session.create(str(tmp_path / "s.jsonl"))
+    a = s.append_message(UserMessage("a", timestamp=1))
+    b = s.append_message(UserMessage("b", timestamp=2))
+    with pytest.raises(SessionError, match=problem) as caught:
+        s.move_to(a, summary)
+    assert caught.value.code == "invalid_payload"
+    assert len(s.entries()) == 2 and s.leaf_id == b
+    s.close()
+    with Session.open(str(tmp_path / "s.jsonl")) as reopened:
+        assert reopened.leaf_id == b
+
+
 # --------------------------------------------------------------------------- agent link
 
 

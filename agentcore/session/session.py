@@ -289,12 +289,25 @@ class Session:
 
         With ``summary`` (text, or a dict with ``summary`` and optional ``details``, ``usage``,
         ``from_hook``) a ``branch_summary`` entry is appended under the new position (its ``from_id``
-        is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None.
+        is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None. A
+        summary the storage would refuse (``invalid_payload``: details that are not JSON, a usage
+        that is not an object) is refused before the move is written: nothing is.
         Unknown ``entry_id``: ``not_found`` and nothing is written.
         """
         with self._lock:
             if entry_id is not None and (entry_id not in self.storage or not self.storage.is_tree_node(entry_id)):
                 raise SessionError("not_found", f"cannot move to {entry_id!r}: no such entry")
+            spec: Dict[str, Any] = {}
+            if summary is not None:
+                spec = {"summary": summary} if isinstance(summary, str) else dict(summary)
+                source = entry_id if entry_id is not None else "root"
+                probe = BranchSummaryEntry(
+                    "summary-check", entry_id, iso_from_ms(self._clock()), source, str(spec.get("summary", "")),
+                    spec.get("details"), spec.get("from_hook", spec.get("fromHook")), spec.get("usage"),
+                )  # fmt: skip
+                check = getattr(self.storage, "_encoded", None)  # a SessionStorage's (append's own check)
+                if check is not None:
+                    check(probe)  # invalid_payload now, before the leaf move is written
             if entry_id != self.storage.leaf_id:
                 # Parented at its target, not at the leaf we leave: a reader that does not know
                 # ``leaf`` entries (the reference's SessionManager takes the last entry as the leaf
@@ -303,7 +316,6 @@ class Session:
                 self._append(lambda i, p, t: LeafEntry(i, entry_id, t, entry_id))
             if summary is None:
                 return None
-            spec: Dict[str, Any] = {"summary": summary} if isinstance(summary, str) else dict(summary)
             return self.append_branch_summary(
                 entry_id,
                 str(spec.get("summary", "")),

@@ -540,28 +540,8 @@ class SessionStorage:
                 raise SessionError("storage", f"{self.path or 'session'} is closed", path=self.path)
             if entry.id in self._nodes:
                 raise SessionError("already_exists", f"entry id {entry.id!r} already exists", path=self.path)
-            try:
-                data = entry.to_dict()
-                line = encode_line(data)
-            except RecursionError:  # a tool result's details nested hundreds of levels deep, say
-                raise SessionError(
-                    "invalid_payload",
-                    f"{self.path or 'session'}: cannot append: the entry is nested too deeply to store; "
-                    "the entry was not recorded",
-                    path=self.path,
-                ) from None
+            data, line, stored = self._encoded(entry)
             raw = line[:-1]
-            stored: Optional[SessionEntry] = None
-            if entry.type in EAGER_TYPES:  # what a load would decode: check it reads back before writing
-                try:
-                    stored = entry_from_dict(json.loads(raw))
-                except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
-                    problem = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
-                    raise SessionError(
-                        "invalid_payload",
-                        f"{self.path or 'session'}: cannot append: {problem}; the entry was not recorded",
-                        path=self.path,
-                    ) from None
             self._write(line, entry)
             node = self._node_for(stored or entry, None, None if stored is not None else raw)
             self._add(node)
@@ -572,6 +552,34 @@ class SessionStorage:
                     message = data.get("message")  # what was written: no need to decode the line again
                     if isinstance(message, dict) and message.get("role") == "assistant":
                         self._usage.add(message.get("usage"))
+
+    def _encoded(self, entry: SessionEntry) -> Tuple[Dict[str, Any], bytes, Optional[SessionEntry]]:
+        """``(dict, line, decoded)`` of ``entry`` as :meth:`append` writes it: ``decoded`` is the
+        entry read back from its line for a control entry (``EAGER_TYPES``, decoded at load), else
+        None. ``SessionError("invalid_payload")`` for what cannot be stored or read back; nothing
+        is written here, so a caller may check an entry before a write that must not happen alone."""
+        try:
+            data = entry.to_dict()
+            line = encode_line(data)
+        except RecursionError:  # a tool result's details nested hundreds of levels deep, say
+            raise SessionError(
+                "invalid_payload",
+                f"{self.path or 'session'}: cannot append: the entry is nested too deeply to store; "
+                "the entry was not recorded",
+                path=self.path,
+            ) from None
+        stored: Optional[SessionEntry] = None
+        if entry.type in EAGER_TYPES:  # what a load would decode: check it reads back before writing
+            try:
+                stored = entry_from_dict(json.loads(line[:-1]))
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to read
+                problem = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
+                raise SessionError(
+                    "invalid_payload",
+                    f"{self.path or 'session'}: cannot append: {problem}; the entry was not recorded",
+                    path=self.path,
+                ) from None
+        return data, line, stored
 
     # ------------------------------------------------------------------ reading
 
