@@ -15,9 +15,9 @@ plugin object for that agent's own manager. Both are public through :mod:`agentc
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from ._loop_types import merge_after_tool_call
+from ._loop_types import _OVERRIDE_FIELDS, merge_after_tool_call
 from ._util import accepts_signal, awaited, field_of
 from .hookspecs import hookimpl
 
@@ -35,6 +35,26 @@ ERR_TRANSFORM_RETURNED = (
     "sees the change (a wrapper's `yield` gives their results, a list of None: change `messages` "
     "in place after it and return None). An Agent's transform_context= callable may return a list."
 )
+
+
+def _implementers(pm: Any, hook_name: str) -> str:
+    """``"plugin 'a'"`` / ``"plugins 'a', 'b'"``: who implements ``hook_name``, in call order (the
+    plugin registered last first). pluggy does not say which implementation gave which result,
+    so a wrong result is reported with every candidate; usually there is one."""
+    names = [i.plugin_name for i in reversed(getattr(pm.hook, hook_name).get_hookimpls())]
+    names = list(dict.fromkeys(names))
+    return ("plugin " if len(names) == 1 else "plugins ") + ", ".join(repr(n) for n in names)
+
+
+def _checked(pm: Any, hook_name: str, value: Any, fields: Tuple[str, ...], expected: str) -> Any:
+    """``value`` when it is None, a mapping or an object with one of ``fields``; else TypeError
+    naming the hook, the type (never the value: it may hold secrets) and the implementers."""
+    if value is None or isinstance(value, Mapping) or any(hasattr(value, f) for f in fields):
+        return value
+    raise TypeError(
+        f"a {hook_name} hook returned a {type(value).__name__}, not {expected} "
+        f"(implemented by {_implementers(pm, hook_name)})"
+    )
 
 
 def _as_results(answer: Any) -> List[Any]:
@@ -67,14 +87,29 @@ class AgentHooks:
         return bool(getattr(self.pm.hook, hook_name).get_hookimpls())
 
     def before_tool_call(self, context: Any, signal: Any = None) -> Any:
-        """The first non-None result (the first verdict), or None: ``pm.hook.before_tool_call``."""
-        return awaited(self.pm.hook.before_tool_call(context=context, signal=signal))
+        """The first non-None result (the first verdict), or None: ``pm.hook.before_tool_call``.
+
+        Raises TypeError naming the hook and its plugins when that result is not a verdict (a
+        ``BeforeToolCallResult``, a dict, an object with ``block``): it ended the chain, so the
+        plugins after it never had their say, and running the call would ignore all of them.
+        """
+        verdict = awaited(self.pm.hook.before_tool_call(context=context, signal=signal))
+        return _checked(self.pm, "before_tool_call", verdict, ("block",), "a BeforeToolCallResult, a dict or None")
 
     def after_tool_call(self, context: Any, signal: Any = None) -> Any:
         """Every implementation's override merged field by field in call order (see
-        :func:`merge_after_tool_call`), or None."""
+        :func:`merge_after_tool_call`), or None.
+
+        Raises TypeError naming the hook and its plugins for an override that is not an
+        ``AfterToolCallResult``, a dict or an object with one of its fields (a string meant as the
+        new content, say): silently keeping the result would hide what the plugin meant to change.
+        """
         results = _as_results(self.pm.hook.after_tool_call(context=context, signal=signal))
-        return merge_after_tool_call([awaited(r) for r in results])
+        overrides = [
+            _checked(self.pm, "after_tool_call", awaited(r), _OVERRIDE_FIELDS, "an AfterToolCallResult, a dict or None")
+            for r in results
+        ]
+        return merge_after_tool_call(overrides)
 
     def transform_context(self, messages: List[Any], signal: Any = None) -> List[Any]:
         """A copy of ``messages`` after every implementation changed it in place, in call order.
@@ -88,7 +123,10 @@ class AgentHooks:
         for result in _as_results(self.pm.hook.transform_context(messages=working, signal=signal)):
             result = awaited(result)
             if result is not None and result is not working:
-                raise TypeError(ERR_TRANSFORM_RETURNED.format(kind=type(result).__name__))
+                raise TypeError(
+                    ERR_TRANSFORM_RETURNED.format(kind=type(result).__name__)
+                    + f" (implemented by {_implementers(self.pm, 'transform_context')})"
+                )
         return working
 
     def convert_to_llm(self, messages: Iterable[Any]) -> List[Any]:
@@ -96,7 +134,9 @@ class AgentHooks:
         ``DROP`` leaves it out, a list stands for several messages), then the list converter.
 
         A None answer (no implementation claimed the message and the built-in converter is not
-        registered) keeps the message for the list converter; without one it is left out.
+        registered) keeps the message for the list converter; without one it is left out. Raises
+        TypeError naming the hook and its plugins for an answer that is not a message (an object
+        or dict with a ``role``), a list of them, ``DROP`` or None.
         """
         from .messages import DROP
 
@@ -111,32 +151,63 @@ class AgentHooks:
             elif result is DROP:
                 continue
             elif isinstance(result, (list, tuple)):
-                out.extend(result)
+                out.extend(self._message(item) for item in result)
             else:
-                out.append(result)
+                out.append(self._message(result))
         if keep:
             return list(awaited(self.list_converter(out)))  # type: ignore[misc]
         return out
+
+    def _message(self, value: Any) -> Any:
+        """``value`` when it is a message (an object or dict with a ``role``); else TypeError
+        naming the hook: a provider would drop what it cannot convert without a word."""
+        if isinstance(getattr(value, "role", None), str) or (isinstance(value, Mapping) and "role" in value):
+            return value
+        raise TypeError(
+            f"a convert_to_llm hook returned a {type(value).__name__}, not a message (an object with a "
+            f"role), a list of messages, DROP or None (implemented by {_implementers(self.pm, 'convert_to_llm')})"
+        )
 
     def on_event(self, event: Any, agent: Any = None) -> None:
         """``pm.hook.on_event``; an exception is logged (the run is unaffected). As in any pluggy
         call, the observers after the failing one in call order do not see that event."""
         try:
             self.pm.hook.on_event(event=event, agent=agent)
-        except Exception:
-            _log_observer_failure("on_event", event)
+        except Exception as exc:
+            _log_observer_failure(self.pm, "on_event", event, exc)
 
     def on_lifecycle_event(self, event: Any, agent: Any = None) -> None:
         """``pm.hook.on_lifecycle_event`` (never called for ``message_update`` by the agent); an
         exception is logged, as for :meth:`on_event`."""
         try:
             self.pm.hook.on_lifecycle_event(event=event, agent=agent)
-        except Exception:
-            _log_observer_failure("on_lifecycle_event", event)
+        except Exception as exc:
+            _log_observer_failure(self.pm, "on_lifecycle_event", event, exc)
 
 
-def _log_observer_failure(hook_name: str, event: Any) -> None:
-    _log.exception("agentcore: an %s hook failed for %s event", hook_name, getattr(event, "type", type(event).__name__))
+def _raiser(pm: Any, hook_name: str, exc: BaseException) -> str:
+    """``"plugin 'x'"``: the implementation of ``hook_name`` whose frame is the innermost in
+    ``exc``'s traceback (the one that raised, or called what raised), else every implementer."""
+    plugin_of = {}
+    for impl in getattr(pm.hook, hook_name).get_hookimpls():
+        code = getattr(getattr(impl.function, "__func__", impl.function), "__code__", None)
+        if code is not None:
+            plugin_of[code] = impl.plugin_name
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        found = plugin_of.get(tb.tb_frame.f_code, found)
+        tb = tb.tb_next
+    return f"plugin {found!r}" if found is not None else _implementers(pm, hook_name)
+
+
+def _log_observer_failure(pm: Any, hook_name: str, event: Any, exc: BaseException) -> None:
+    _log.exception(
+        "agentcore: the %s hook of %s failed for %s event",
+        hook_name,
+        _raiser(pm, hook_name, exc),
+        getattr(event, "type", type(event).__name__),
+    )
 
 
 # --------------------------------------------------------------------------- constructor callables

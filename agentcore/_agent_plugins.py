@@ -16,6 +16,7 @@ for a hook nobody implements, so the common case pays nothing for pluggy.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, Iterable, Optional, Tuple
 
 from ._agent_hooks import AgentHooks, callables_plugin
@@ -46,10 +47,11 @@ ADAPTER_NAME = "agentcore.agent-callables"
 class AgentPlugins:
     """The manager of one agent: the shared one until the agent needs its own."""
 
-    __slots__ = ("_own", "_adapter", "_adapted")
+    __slots__ = ("_own", "_adapter", "_adapted", "_lock")
 
     def __init__(self, plugins: Iterable[Any] = ()) -> None:
         self._own: Any = None
+        self._lock = threading.Lock()  # one own manager, however many threads ask for it at once
         self._adapter: Any = None
         self._adapted: Tuple[Any, ...] = (None, None, None)
         plugins = list(plugins or ())
@@ -65,12 +67,17 @@ class AgentPlugins:
         return _shared_agent_manager()
 
     def own(self) -> Any:
-        """The agent's own manager, created on first call."""
-        if self._own is None:
-            from .plugins import create_plugin_manager
+        """The agent's own manager, created on first call (once: two threads asking at the same
+        time, say ``agent.plugins.register(...)`` while a run starts, get the same manager)."""
+        pm = self._own
+        if pm is None:
+            with self._lock:
+                pm = self._own
+                if pm is None:
+                    from .plugins import create_plugin_manager
 
-            self._own = create_plugin_manager()
-        return self._own
+                    pm = self._own = create_plugin_manager()
+        return pm
 
     def hooks_for_run(
         self, before_tool_call: Any, after_tool_call: Any, transform_context: Any, convert_to_llm: Any

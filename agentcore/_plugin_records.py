@@ -90,7 +90,19 @@ class _Loaded:
     error: Optional[str] = None
 
 
+#: What each kind of registered object must be able to do: the method the registry's users call.
+_METHODS = {
+    "tool": ("execute", "execute(tool_call_id, args, signal, on_update)"),
+    "provider": ("stream", "stream(model, context, **options)"),
+    "storage": ("open", "open(url, *, read_only, create)"),
+}
+
+
 def _registry_key(kind: str, obj: Any) -> str:
+    """The registry key of ``obj`` as a ``kind``; TypeError naming what is missing when ``obj``
+    has no usable key or lacks the method callers use (a provider without ``stream`` would
+    otherwise replace a working one and fail every model request). Messages name the object's
+    type and key, never its repr: a provider's repr may hold its API key."""
     if kind == "tool":
         key = getattr(obj, "name", None)
     elif kind == "provider":
@@ -108,5 +120,8 @@ def _registry_key(kind: str, obj: Any) -> str:
             "model": "non-empty .provider and .id",
             "storage": "a non-empty .scheme",
         }[kind]
-        raise TypeError(f"cannot register {obj!r} as a {kind}: it needs {need}")
+        raise TypeError(f"cannot register a {type(obj).__name__} object as a {kind}: it needs {need}")
+    method = _METHODS.get(kind)
+    if method is not None and not callable(getattr(obj, method[0], None)):
+        raise TypeError(f"cannot register {kind} {key!r} ({type(obj).__name__}): it needs a callable .{method[1]}")
     return key

@@ -69,7 +69,9 @@ def before_tool_call(
     Combination: first result wins (``firstresult``): implementations are called in call order
     until one returns a verdict; later ones are not called. An Agent's ``before_tool_call=``
     callable is adapted so that a result that does not block counts as None. An exception becomes
-    an error tool result for that call; the batch continues.
+    an error tool result for that call; the batch continues. So does a result of another type
+    (``True``, a string): it ended the chain before the later implementations had their say, so
+    the call does not run and the error names the hook and the plugins implementing it.
     """
 
 
@@ -96,7 +98,8 @@ def after_tool_call(
     the last one called wins (:func:`agentcore.plugins.merge_after_tool_call`). To see and change
     what the others decided, write a wrapper (``@hookimpl(wrapper=True)``: ``overrides = yield``,
     return the list to use). An exception turns the result into an error result with that
-    message; the batch continues.
+    message; the batch continues. So does an override of another type (a string, say), with an
+    error naming the hook and the plugins implementing it.
     """
 
 
@@ -138,7 +141,8 @@ def convert_to_llm(message: Any) -> Optional[Any]:
     anything else is dropped. An Agent's ``convert_to_llm=`` callable (the reference's list-level
     converter) replaces the built-in converter in that agent's manager: the messages nobody
     claimed (a None answer) reach it unchanged, and it receives the whole list once. An exception
-    fails the run.
+    fails the run, and so does an answer of another type (a string: providers would drop it
+    silently), with an error naming the hook and the plugins implementing it.
     """
 
 
@@ -154,7 +158,11 @@ def register_tools(register: Callable[[AgentTool], None]) -> None:
     Combination: every implementation runs, in plugin registration order. For a duplicate name,
     the tool of the plugin registered later wins (a plugin cannot replace its own earlier tool);
     :func:`agentcore.plugins.registry_entries` shows the winner. An exception is reported for that
-    plugin (warning and ``plugins_info``); the tools it registered before raising are kept.
+    plugin (warning and ``plugins_info``); the tools it registered before raising are kept. So is
+    registering an object that is not a tool (no non-empty ``name``, or no callable ``execute``:
+    it is not registered), returning something instead of calling ``register`` (a list of tools,
+    say: it is ignored) and a generator implementation (``yield``: it never runs). An ``async def``
+    implementation runs to completion. The same holds for every ``register_*`` hook.
     """
 
 
@@ -165,7 +173,9 @@ def register_providers(register: Callable[[Any], None]) -> None:
     When: as :func:`register_tools`, for the provider registry (first ``get_provider``, i.e. the
     first model request of a process). A provider has ``api`` (the wire API name, e.g.
     ``"openai-completions"``) and ``stream(model, context, **options)`` returning an iterable of
-    stream events with ``result()``; it must accept and ignore unknown options.
+    stream events with ``result()``; it must accept and ignore unknown options. An object without a
+    non-empty ``api`` or a callable ``stream`` is refused (reported as below), so it never replaces
+    a working provider.
 
     Combination: every implementation runs, in registration order; for a duplicate ``api`` the
     later-registered plugin wins. Exceptions are reported as for :func:`register_tools`.
@@ -192,7 +202,7 @@ def register_storages(register: Callable[[Any], None]) -> None:
     When: as :func:`register_tools`, for the storage registry: the first
     :func:`agentcore.open_session` call of a process (and ``agentcore plugins``). ``register``
     takes an :class:`agentcore.session.urls.StorageScheme` (anything with a non-empty ``scheme``,
-    e.g. ``"postgresql"``, and ``open(url, *, read_only, create)`` returning a
+    e.g. ``"postgresql"``, and a callable ``open(url, *, read_only, create)`` returning a
     :class:`~agentcore.session.SessionStorage` for that URL or raising ``SessionError``/``ValueError``
     naming the problem, never echoing a password). Schemes are compared in lower case.
 
@@ -216,7 +226,7 @@ def on_event(event: AgentEvent, agent: Agent) -> None:
 
     Combination: every implementation is called, in call order. An exception ends that pluggy
     call (as in any pluggy hook, the observers after it in call order miss that event); the agent
-    logs it (logger ``agentcore.plugins``) and the run is unaffected. An observer that must not
+    logs it (logger ``agentcore.plugins``, naming the plugin that raised) and the run is unaffected. An observer that must not
     disturb the others catches its own exceptions.
 
     Cost: ``message_update`` comes once per streamed token, so an implementation of this hook

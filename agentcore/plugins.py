@@ -36,6 +36,7 @@ here, their documented path.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
@@ -57,6 +58,7 @@ from ._plugin_records import (
     _registry_key,
 )
 from ._safe import describe_exception
+from ._util import awaited
 from .hookspecs import PROJECT_NAME
 
 if TYPE_CHECKING:
@@ -253,7 +255,7 @@ class AgentPluginManager(pluggy.PluginManager):
                 table[key] = dataclasses.replace(old, shadowed=old.shadowed + (source,))
 
         try:
-            impl.function(*[register for _ in impl.argnames])
+            _check_register_result(kind, awaited(impl.function(*[register for _ in impl.argnames])))
         except Exception as exc:
             message = f"{_REGISTER_HOOKS[kind]} failed: {describe_exception(exc)}"
             _loading.warn_once(f"reg:{source}:{kind}:{exc}", f"agentcore: plugin {source!r}: {message}")
@@ -400,6 +402,24 @@ class AgentPluginManager(pluggy.PluginManager):
                 PluginInfo(rec.name, rec.distribution, rec.version, (), rec.error, rec.builtin, rec.entry_point)
             )
         return infos
+
+
+def _check_register_result(kind: str, result: Any) -> None:
+    """Raise TypeError for what a ``register_*`` implementation returned instead of calling
+    ``register``: its objects would be lost without a word (an ``async def`` implementation's
+    coroutine was awaited already)."""
+    if inspect.isgenerator(result):
+        result.close()  # never started: nothing it would register ran
+        raise TypeError(
+            f"the implementation is a generator (it uses yield), so it never ran: call register({kind}) "
+            f"for each {kind} without yield (wrappers do not apply to {_REGISTER_HOOKS[kind]})"
+        )
+    if result is None or (isinstance(result, (list, tuple)) and all(item is None for item in result)):
+        return  # ``return [register(t) for t in ...]`` registered them all
+    raise TypeError(
+        f"it returned a {type(result).__name__}, which is ignored: call register({kind}) for each {kind} "
+        f"and return None"
+    )
 
 
 def _failed_plugins_hint() -> str:

@@ -458,3 +458,60 @@ def test_a_resumed_agent_gets_its_own_copy_of_the_recorded_catalog_model():
     assert agent.state.model.id == "claude-sonnet-4-5"
     agent.state.model.base_url = "http://127.0.0.1:1/changed"
     assert get_model("anthropic/claude-sonnet-4-5").base_url != "http://127.0.0.1:1/changed"
+
+
+def test_a_before_tool_call_verdict_of_the_wrong_type_refuses_the_call_and_names_the_plugins():
+    class SaysTrue:  # meant "block"; it ended the chain, so the blocker registered before never ran
+        @hookimpl
+        def before_tool_call(self, context, signal):
+            return True
+
+    executed: List[Any] = []
+    blocker = Blocker("never consulted")
+    agent = Agent(_tool_then_text().model, tools=[_echo_tool(executed)], plugins=[blocker, SaysTrue()])
+    agent.prompt("go")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert executed == [] and result.is_error
+    assert "before_tool_call hook returned a bool" in result.content[0].text
+    assert "plugins 'SaysTrue', 'Blocker'" in result.content[0].text
+
+
+def test_a_convert_to_llm_answer_that_is_not_a_message_fails_the_run_naming_the_hook():
+    class AnswersText:  # a string is no message: providers would drop it without a word
+        @hookimpl
+        def convert_to_llm(self, message):
+            return "hello" if getattr(message, "role", None) == "user" else None
+
+    scripted = ScriptedModel([text("never asked")])
+    agent = Agent(scripted.model, plugins=[AnswersText()])
+    agent.prompt("go")
+    assert "convert_to_llm hook returned a str" in agent.state.error_message
+    assert "'AnswersText'" in agent.state.error_message
+    assert [m.role for m in agent.state.messages] == ["user", "assistant"]  # the transcript stays valid
+
+
+def test_two_threads_asking_for_an_agents_own_manager_get_the_same_one(monkeypatch):
+    from agentcore import plugins
+
+    real = plugins.create_plugin_manager
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_first(*args, **kwargs):
+        if not entered.is_set():
+            entered.set()
+            release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plugins, "create_plugin_manager", slow_first)
+    agent = Agent()
+    got: List[Any] = []
+    first = threading.Thread(target=lambda: got.append(agent.plugins))
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=lambda: got.append(agent.plugins))
+    second.start()
+    second.join(0.5)  # fixed: waits for the first thread's manager; before: built a second one
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(got) == 2 and got[0] is got[1] is agent.plugins

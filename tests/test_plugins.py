@@ -402,6 +402,84 @@ def test_registering_an_object_without_a_name_is_a_clear_error() -> None:
         create_plugin_manager([Nameless()]).tools()
 
 
+def test_register_hooks_that_are_async_generators_or_return_their_objects() -> None:
+    class Async:  # an async def implementation runs to completion (hookspecs module docstring)
+        @hookimpl
+        async def register_tools(self, register: Any) -> None:
+            register(_tool("from-async", "x"))
+
+    class Yields:  # a misused wrapper shape: the body never runs
+        @hookimpl
+        def register_tools(self, register: Any) -> Any:
+            register(_tool("from-generator", "x"))
+            yield
+
+    class Returns:  # the tools are returned instead of registered
+        @hookimpl
+        def register_tools(self, register: Any) -> Any:
+            return [_tool("returned", "x")]
+
+    with pytest.warns(PluginLoadWarning) as record:
+        pm = create_plugin_manager([Async(), Yields(), Returns()])
+        names = [t.name for t in pm.tools()]
+    assert "from-async" in names and "from-generator" not in names and "returned" not in names
+    errors = {i.name: i.error for i in pm.plugins_info() if i.name in ("Async", "Yields", "Returns")}
+    assert errors["Async"] is None
+    assert "register_tools failed: TypeError: the implementation is a generator" in errors["Yields"]
+    assert "register_tools failed: TypeError: it returned a list, which is ignored" in errors["Returns"]
+    messages = " ".join(str(w.message) for w in record)
+    assert "plugin 'Yields'" in messages and "plugin 'Returns'" in messages
+
+
+def test_a_provider_or_tool_that_cannot_work_is_refused_and_the_builtin_stays() -> None:
+    class NoStream:  # a typo'd method name
+        api = "openai-completions"
+
+        def strem(self, model: Any, context: Any, **options: Any) -> Any:
+            raise NotImplementedError
+
+    class Plugin:
+        @hookimpl
+        def register_providers(self, register: Any) -> None:
+            register(NoStream())
+
+        @hookimpl
+        def register_tools(self, register: Any) -> None:
+            register(AgentTool("no-exec", "", {"type": "object"}, None))  # type: ignore[arg-type]
+
+    with pytest.warns(PluginLoadWarning) as record:
+        pm = create_plugin_manager([Plugin()])
+        assert type(pm.get_provider("openai-completions")).__name__ == "OpenAICompletionsProvider"
+        with pytest.raises(UnknownToolError):
+            pm.get_tool("no-exec")
+    error = [i for i in pm.plugins_info() if i.name == "Plugin"][0].error
+    assert "cannot register provider 'openai-completions' (NoStream): it needs a callable .stream(" in error
+    assert "cannot register tool 'no-exec' (AgentTool): it needs a callable .execute(" in error
+    assert "plugin 'Plugin': register_providers failed" in " ".join(str(w.message) for w in record)
+
+
+def test_a_refused_registration_never_shows_the_objects_repr() -> None:
+    @dataclass
+    class Keyed:  # a provider holding its key, with a typo'd api attribute
+        API: str = "typo-api"
+        api_key: str = "sk-secret-0123"
+
+    class KeyedPlugin:
+        @hookimpl
+        def register_providers(self, register: Any) -> None:
+            register(Keyed())
+
+    with pytest.warns(PluginLoadWarning) as record:
+        pm = create_plugin_manager([KeyedPlugin()])
+        pm.providers()
+    error = [i for i in pm.plugins_info() if i.name == "KeyedPlugin"][0].error
+    assert (
+        error
+        == "register_providers failed: TypeError: cannot register a Keyed object as a provider: it needs a non-empty .api"
+    )
+    assert not [w for w in record if "sk-secret" in str(w.message)]
+
+
 # --------------------------------------------------------------------------- combination rules
 # Each rule is checked through plain pluggy (``pm.hook.X``) with two plugins, and the agent's
 # adapter (AgentHooks) gives the same answer: the marker is the rule (issue 11 §2).
@@ -528,6 +606,37 @@ def test_transform_context_returning_a_new_list_is_a_clear_error() -> None:
         AgentHooks(_plain_manager(OldStyle())).transform_context([1, 2], None)
 
 
+def test_transform_context_returning_a_new_list_names_the_plugin() -> None:
+    class ReturnsAList:
+        @hookimpl
+        def transform_context(self, messages: List[Any], signal: Any) -> Any:
+            return list(messages)
+
+    pm = plugins.AgentPluginManager()  # names plugins after their class
+    pm.register(ReturnsAList())
+    with pytest.raises(TypeError, match="implemented by plugin 'ReturnsAList'"):
+        AgentHooks(pm).transform_context([1, 2], None)
+
+
+def test_after_tool_call_override_of_the_wrong_type_is_an_error_naming_the_plugin() -> None:
+    class Redacts:  # meant "replace the content with this text"; it used to be ignored silently
+        @hookimpl
+        def after_tool_call(self, context: Any, signal: Any) -> Any:
+            return "[redacted]"
+
+    class Fine:
+        @hookimpl
+        def after_tool_call(self, context: Any, signal: Any) -> Any:
+            return {"details": {"k": 1}}
+
+    pm = plugins.AgentPluginManager()  # names plugins after their class
+    pm.register(Fine())
+    pm.register(Redacts())
+    with pytest.raises(TypeError, match="after_tool_call hook returned a str.*plugins 'Redacts', 'Fine'"):
+        AgentHooks(pm).after_tool_call(_Ctx(result=AgentToolResult()), None)
+    assert AgentHooks(_plain_manager(Fine())).after_tool_call(_Ctx(), None) == {"details": {"k": 1}}
+
+
 def test_convert_to_llm_first_result_per_message_builtin_last() -> None:
     class Notes:  # converts its own custom role, leaves the rest to others
         @hookimpl
@@ -598,6 +707,25 @@ def test_on_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pyte
         hooks.on_event("evt-2", "agent")
     assert seen == [("evt-0", "agent"), ("evt-1", "agent"), ("evt-2", "agent")]
     assert "observer bug" in caplog.text and "on_event" in caplog.text
+
+
+def test_a_failing_observer_is_named_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    class Quiet:
+        @hookimpl
+        def on_event(self, event: Any, agent: Any) -> None:
+            pass
+
+    class Exploding:  # registered between two others: the log names it, not its neighbours
+        @hookimpl
+        def on_event(self, event: Any, agent: Any) -> None:
+            {}["missing"]
+
+    pm = plugins.AgentPluginManager()  # names plugins after their class
+    for plugin in (Quiet(), Exploding(), Quiet()):
+        pm.register(plugin)
+    with caplog.at_level("ERROR", logger="agentcore.plugins"):
+        AgentHooks(pm).on_event(type("Evt", (), {"type": "turn_start"})(), "agent")
+    assert "the on_event hook of plugin 'Exploding' failed for turn_start event" in caplog.text
 
 
 def test_on_lifecycle_event_calls_every_observer_and_the_agent_logs_a_failure(caplog: pytest.LogCaptureFixture) -> None:
