@@ -98,9 +98,24 @@ def _event_value(value: Any, active: Set[int]) -> Any:
     if hasattr(value, "_wire"):  # a message or block: its JSON shape
         try:
             return value.to_dict()
-        except RecursionError:  # a reference cycle in a field (tool details): json_safe marks it
-            return value._raw_dict()
+        except RecursionError:  # a reference cycle in a field (tool details, tool-call arguments)
+            return _raw_fields(value, active)
     return value
+
+
+def _raw_fields(value: Any, active: Set[int]) -> Any:
+    """The JSON shape of a message or block whose ``to_dict`` met a reference cycle: its keys with
+    each value converted like a field, so nested blocks keep their shape (a tool call stays a
+    ``toolCall`` block) and only the cycle itself ends as ``"<cycle>"`` (marked by ``json_safe``
+    inside plain dicts and lists)."""
+    marker = id(value)
+    if marker in active:
+        return "<cycle>"
+    active.add(marker)
+    try:
+        return {key: _event_value(item, active) for key, item in value._raw_dict().items()}
+    finally:
+        active.discard(marker)
 
 
 # --------------------------------------------------------------------------- agent events

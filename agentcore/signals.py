@@ -7,9 +7,10 @@ provider can close a blocked HTTP response and a tool can kill its subprocess.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Deque, Optional
 
 __all__ = ["AbortController", "AbortSignal", "AbortError"]
 
@@ -46,7 +47,7 @@ class AbortSignal:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._reason: Any = None
-        self._listeners: List[Callable[[Any], Any]] = []
+        self._listeners: Deque[Callable[[Any], Any]] = collections.deque()  # not yet called
 
     @property
     def aborted(self) -> bool:
@@ -79,7 +80,10 @@ class AbortSignal:
         self._call(callback)
 
     def remove_listener(self, callback: Callable[[Any], Any]) -> None:
-        """Forget ``callback``; does nothing if it was not registered or already called."""
+        """Forget ``callback``; does nothing if it was not registered or already called.
+
+        Also while an abort is notifying (from another listener or another thread): a callback
+        removed before its turn is not called."""
         with self._lock:
             try:
                 self._listeners.remove(callback)
@@ -92,10 +96,15 @@ class AbortSignal:
                 return False
             self._reason = reason
             self._event.set()
-            listeners, self._listeners = self._listeners, []
+        # Listeners are taken one at a time, so one removed meanwhile (by an earlier listener or
+        # another thread) is not called; one added meanwhile runs at once on its adding thread.
         interrupted: Optional[BaseException] = None
-        for callback in listeners:
+        while True:
             try:
+                with self._lock:
+                    if not self._listeners:
+                        break
+                    callback = self._listeners.popleft()
                 self._call(callback)
             except BaseException as exc:  # noqa: BLE001 - a Ctrl+C meanwhile: raised once all were told
                 interrupted = interrupted or exc

@@ -149,6 +149,9 @@ class ProviderStream(AssistantMessageEventStream):
       ``end(result)`` and ``fail(exc)`` finish it early (``fail``: iteration and ``result()``
       re-raise ``exc``); once complete, pushes are ignored. The generator is closed (releasing its
       connection) by the next read after that, or by :meth:`close`;
+    * a generator that raises fails the stream with that exception, as ``fail`` would: the read
+      that met it raises it, and so do every later iteration and ``result()`` (also one waiting
+      with a timeout on another thread);
     * ``done`` is True once the result is known.
 
     Reads are serialised: with several consumers each event goes to whichever pulled it.
@@ -179,10 +182,30 @@ class ProviderStream(AssistantMessageEventStream):
         :meth:`__iter__` has this body inlined (one call less per streamed token)."""
         if self._slow:
             return self._pull_slow()
-        event = next(self._events, _END)
+        try:
+            event = next(self._events, _END)
+        except BaseException as exc:  # noqa: BLE001 - the producer died: the stream fails with it
+            self._generator_failed(exc)
+            return self._pull_slow()
         if event is _END or event.type in _TERMINAL:
             return self._settle(event)
+        if self._closed:  # completed (close/push/end/fail) while this read was in flight: too late
+            return self._pull_slow()
         return event
+
+    def _generator_failed(self, exc: BaseException) -> None:
+        """The generator raised ``exc`` (and is finished): the stream fails with it, as by
+        :meth:`fail`, so that every later read and ``result()`` re-raise it instead of reporting a
+        stream that ended without result. Raises ``exc`` unless the stream was already complete."""
+        with self._lock:
+            self._exhausted = self._slow = True
+            if self._closed:  # push/end/fail completed it first: the pushed items are still read
+                return
+            self._closed = True
+            self._error = exc
+            self._unread.append(_Failure(exc))
+            self._done.set()
+        raise exc
 
     def _settle(self, event: Any) -> Any:
         """What :meth:`_pull` returns for ``_END`` from the generator or a completing event."""
@@ -230,9 +253,16 @@ class ProviderStream(AssistantMessageEventStream):
                 if self._slow:
                     event = self._pull_slow()
                 else:
-                    event = next(events, _END)
-                    if event is _END or event.type in _TERMINAL:
-                        event = self._settle(event)
+                    try:
+                        event = next(events, _END)
+                    except BaseException as exc:  # noqa: BLE001 - see _pull
+                        self._generator_failed(exc)
+                        event = self._pull_slow()
+                    else:
+                        if event is _END or event.type in _TERMINAL:
+                            event = self._settle(event)
+                        elif self._closed:  # see _pull
+                            event = self._pull_slow()
             if event is _END:
                 return
             yield event
@@ -273,11 +303,21 @@ class ProviderStream(AssistantMessageEventStream):
         return super().result(timeout)
 
     def close(self) -> None:
-        """Stop reading and release the connection; a stream not yet complete ends without result."""
-        with self._pull_lock:
-            with self._lock:
-                self._close_events()
+        """Stop reading and release the connection; a stream not yet complete ends without result.
+
+        Returns at once, also while another thread is reading (a read blocked on the network, or
+        the helper thread of ``result(timeout)``): the stream is complete when ``close`` returns
+        (``result()`` gives None, the event being read is dropped, iterators stop), and the thread
+        reading closes the generator as soon as its read returns."""
         self.end(None)
+        if not self._pull_lock.acquire(blocking=False):
+            return  # end() set _slow: the reader's next step is _pull_slow, which closes the generator
+        try:
+            with self._lock:
+                if not self._exhausted:
+                    self._close_events()
+        finally:
+            self._pull_lock.release()
 
 
 # --------------------------------------------------------------------------- reusable daemon threads

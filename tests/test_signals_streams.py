@@ -295,3 +295,158 @@ def test_a_dropped_provider_stream_releases_its_generator_without_gc():
     finally:
         if enabled:
             gc.enable()
+
+
+# --------------------------------------------------------------------------- review: listeners, failures, close, cycles
+
+
+def test_a_listener_removed_while_the_abort_notifies_is_not_called():  # agent-loop §8.2
+    # the abort used to take every listener at once and call each: one removed meanwhile (here by
+    # an earlier listener; a tool that finished and dropped its "kill my process" callback) still ran
+    controller = AbortController()
+    calls = []
+
+    def later(reason):
+        calls.append("later")
+
+    def first(reason):
+        calls.append("first")
+        controller.signal.remove_listener(later)
+        controller.signal.remove_listener(first)  # itself, while running: no error
+
+    controller.signal.add_listener(first)
+    controller.signal.add_listener(later)
+    assert controller.abort("stop") is True
+    assert calls == ["first"]
+    controller.signal.add_listener(calls.append)  # added after the abort: at once, exactly once
+    assert calls == ["first", "stop"]
+
+
+def _failing_generator(final, gate=None):
+    yield StartEvent(final)
+    if gate is not None:
+        gate.wait(5)
+    raise RuntimeError("producer bug")
+
+
+def test_provider_stream_whose_generator_raises_fails_for_every_reader():  # agent-loop §8.3
+    # the exception reached only the reader that met it: the stream stayed open, and the next
+    # iteration or result() reported a stream that ended without result (None)
+    final = AssistantMessage(content=[], stop_reason="stop")
+    stream = ProviderStream(_failing_generator(final))
+    with pytest.raises(RuntimeError, match="producer bug"):
+        list(stream)
+    assert stream.done
+    with pytest.raises(RuntimeError, match="producer bug"):
+        stream.result()
+    with pytest.raises(RuntimeError, match="producer bug"):
+        list(stream)
+
+
+def test_provider_stream_result_with_timeout_reports_a_generator_failure():  # agent-loop §8.3
+    # result(timeout) reads on a helper thread: the failure went to threading.excepthook and the
+    # caller got TimeoutError, at every later call too, however long it waited
+    final, gate = AssistantMessage(content=[], stop_reason="stop"), threading.Event()
+    stream = ProviderStream(_failing_generator(final, gate))
+    with pytest.raises(TimeoutError):
+        stream.result(timeout=0.01)
+    gate.set()
+    with pytest.raises(RuntimeError, match="producer bug"):
+        stream.result(timeout=10)
+    with pytest.raises(RuntimeError, match="producer bug"):
+        stream.result(timeout=0)
+    assert [e.type for e in _events_until_failure(stream)] == ["start"]
+
+
+def _events_until_failure(stream):
+    seen = []
+    with pytest.raises(RuntimeError, match="producer bug"):
+        for event in stream:
+            seen.append(event)
+    return seen
+
+
+def test_provider_stream_close_returns_while_another_thread_is_reading():
+    # close() waited for the reader's lock, so it hung as long as the network read it meant to stop
+    final, gate, reading, closed = AssistantMessage(content=[]), threading.Event(), threading.Event(), threading.Event()
+
+    def events():
+        try:
+            yield StartEvent(final)
+            reading.set()
+            gate.wait(10)  # a stalled response
+            yield TextDeltaEvent(0, "late", final)
+            yield DoneEvent("stop", final)
+        finally:
+            closed.set()
+
+    stream, received = ProviderStream(events()), []
+    reader = threading.Thread(target=lambda: received.extend(e.type for e in stream))
+    reader.start()
+    assert reading.wait(5)
+    closer_returned = threading.Event()
+    threading.Thread(target=lambda: (stream.close(), closer_returned.set())).start()
+    try:
+        assert closer_returned.wait(5), "close() blocked behind the stalled read"
+        assert stream.done and stream.result(timeout=0) is None
+    finally:
+        gate.set()
+        reader.join(5)
+    assert received == ["start"]  # the event read during close() is dropped
+    assert closed.is_set()  # the reader closed the generator once its read returned
+
+
+def test_event_to_dict_of_every_event_type_with_odd_values():  # DESIGN §3 events, --json / rpc
+    # a reference cycle in tool-call arguments used to turn the whole toolCall block of a message
+    # into its repr() string: the call's id, name and arguments were lost to JSON readers
+    import json
+
+    from agentcore import events as ev
+    from agentcore.tools import AgentToolResult
+    from agentcore.types import (
+        TextContent,
+        ThinkingContent,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        message_from_dict,
+    )
+
+    cycle: dict = {"n": 1}
+    cycle["self"] = cycle
+    odd = {"nan": float("nan"), "huge": 1 << 20000, "lone": "a\ud800b", "cycle": cycle, "bytes": b"\xff"}
+    call = ToolCall("call_1", "lookup", {"query": "x\udc00", "cycle": cycle})
+    message = AssistantMessage(
+        content=[TextContent("hi\ud83d"), ThinkingContent("t"), call],
+        stop_reason="toolUse",
+        usage=Usage(input=1 << 20000),
+    )
+    result = AgentToolResult(content=[TextContent("r")], details=odd)
+    tool_message = ToolResultMessage(tool_call_id="call_1", tool_name="lookup", content=[TextContent("r")], details=odd)
+    user = UserMessage("q\udfff")
+    events = [
+        ev.AgentStartEvent(), ev.AgentEndEvent([user, message, tool_message]), ev.TurnStartEvent(),
+        ev.TurnEndEvent(message, [tool_message]), ev.MessageStartEvent(message),
+        ev.MessageUpdateEvent(message, ev.TextDeltaEvent(0, "d\ud800", message)), ev.MessageEndEvent(message),
+        ev.ToolExecutionStartEvent("call_1", "lookup", odd), ev.ToolExecutionUpdateEvent("call_1", "lookup", odd, result),
+        ev.ToolExecutionEndEvent("call_1", "lookup", result, True), ev.ToolApprovalRequestEvent("call_1", "lookup", odd),
+        ev.StartEvent(message), ev.TextStartEvent(0, message), ev.TextDeltaEvent(0, "x", message),
+        ev.TextEndEvent(0, "x", message), ev.ThinkingStartEvent(1, message), ev.ThinkingDeltaEvent(1, "t", message),
+        ev.ThinkingEndEvent(1, "t", message), ev.ToolCallStartEvent(2, message), ev.ToolCallDeltaEvent(2, "{", message),
+        ev.ToolCallEndEvent(2, call, message), ev.DoneEvent("toolUse", message), ev.ErrorEvent("error", message),
+        ev.GenericStreamEvent("final_answer_delta", message, 0, "d", {"odd": odd}),
+    ]  # fmt: skip
+    for event in events:
+        data = json.loads(json.dumps(ev.event_to_dict(event), allow_nan=False))
+        assert data["type"] == event.type
+        for key in ("message", "partial", "error"):
+            if isinstance(data.get(key), dict) and data[key].get("role") == "assistant":
+                back = message_from_dict(data[key])
+                assert isinstance(back.content[2], ToolCall), event.type
+                assert back.content[2].id == "call_1" and back.content[2].arguments["cycle"] == {
+                    "n": 1,
+                    "self": "<cycle>",
+                }
+    done = json.loads(json.dumps(ev.event_to_dict(ev.MessageEndEvent(message))))["message"]
+    assert done["usage"]["input"] == "<integer of 20001 bits>" and done["content"][0]["text"] == "hi\ud83d"
