@@ -171,7 +171,9 @@ def merge_after_tool_call(overrides: Any) -> Any:
 
     Fields that are not None apply in order, so for a field set by several implementations the
     last one called wins. Returns an override of the type of the last one that set something (a
-    dict stays a dict), or None when nothing was overridden. A single override passes unchanged.
+    dict stays a dict) when that type can hold every field set, else an
+    :class:`AfterToolCallResult`; None when nothing was overridden. A single override passes
+    unchanged.
     """
     if not isinstance(overrides, (list, tuple)):
         return overrides
@@ -186,7 +188,10 @@ def merge_after_tool_call(overrides: Any) -> Any:
         return None
     if isinstance(last, Mapping):
         return {**last, **combined}
-    return dataclasses.replace(last, **combined) if dataclasses.is_dataclass(last) else last  # type: ignore[type-var]
+    if dataclasses.is_dataclass(last) and combined.keys() <= {f.name for f in dataclasses.fields(last) if f.init}:
+        return dataclasses.replace(last, **combined)  # type: ignore[type-var]
+    # an AgentToolResult has no is_error, an object of its own no replace(): keep every field set
+    return AfterToolCallResult(**combined)
 
 
 @dataclass

@@ -104,6 +104,9 @@ ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before con
 ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
 ERR_DOUBLE_START = "Agent is already processing."
 ERR_NOTHING_TO_CONTINUE = "No messages to continue from"
+ERR_EMPTY_PROMPT = (
+    "prompt() got an empty list of messages: give at least one (continue_() runs from the transcript as it is)"
+)
 ERR_WAIT_FROM_RUN_THREAD = (
     "wait_for_idle() was called from the agent's run thread or one of its tool threads (a "
     "listener, hook or tool); it would wait for itself forever. Return instead, or wait from "
@@ -773,7 +776,8 @@ class Agent:
 
         Raises RuntimeError at once when a run is active, TypeError for input that is not a str,
         a message (a dict in the reference JSON shape is read with ``message_from_dict``) or a list
-        of them. Warns once (RuntimeWarning) when waiting would block a running asyncio loop.
+        of them, ValueError for an empty list. Warns once (RuntimeWarning) when waiting would block
+        a running asyncio loop.
         """
         return self._start_prompt(self._normalize_input(text_or_messages, images), wait=wait)
 
@@ -1057,16 +1061,31 @@ class Agent:
             placeholder.settled.set()
 
     def wait_for_idle(self, timeout: Optional[float] = None) -> bool:
-        """Wait until the current run settled (``agent_end`` listeners included); True when idle.
+        """Wait until the current run settled (``agent_end`` listeners included); True when idle,
+        False when ``timeout`` (seconds) passed first.
 
-        Raises RuntimeError when called from the run thread (it would wait for itself).
+        A KeyboardInterrupt while waiting (Ctrl+C after ``prompt(wait=False)``) aborts the run,
+        waits for it to settle and is re-raised, as when ``prompt()`` waits. Raises RuntimeError
+        when called from the run thread (it would wait for itself).
         """
         run = self._active
         if run is None:
             return True
         if run.thread_ident == threading.get_ident() or _loop.running_tool_signal() is run.controller.signal:
             raise RuntimeError(ERR_WAIT_FROM_RUN_THREAD)
-        return run.settled.wait(timeout)
+        if threading.current_thread() is not threading.main_thread():  # no Ctrl+C lands here
+            return run.settled.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while True:  # short waits so a pending Ctrl+C is noticed
+                left = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
+                if run.settled.wait(left):
+                    return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+        except KeyboardInterrupt:
+            _abort_and_settle(run)
+            raise
 
     def abort(self, reason: Any = None) -> None:
         """Abort the active run (tools and the provider see the signal); no-op when idle."""
@@ -1098,6 +1117,8 @@ class Agent:
                 "prompt(images=...) goes with a str prompt; put the images into the message's content instead"
             )
         if isinstance(value, (list, tuple)):
+            if not value:  # the model would answer its own last message, or get no message at all
+                raise ValueError(ERR_EMPTY_PROMPT)
             # A str item is one user message (as with steer()); an item without a role would reach
             # the transcript and be silently left out of what the model sees.
             items = [self._as_message(item) for item in value]

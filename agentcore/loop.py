@@ -38,7 +38,7 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import approvals as _approvals
 from . import tools as _tools
@@ -469,9 +469,9 @@ def stream_assistant_response(
     if cfg.transform_context is not None:
         transformed = awaited(cfg.transform_context(messages, signal))
         if transformed is not None:
-            messages = transformed
+            messages = _hook_messages(transformed, "transform_context")
     convert = cfg.convert_to_llm or default_convert_to_llm
-    llm_context = AgentContext(ctx.system_prompt, list(convert(messages)), ctx.tools)
+    llm_context = AgentContext(ctx.system_prompt, _hook_messages(convert(messages), "convert_to_llm"), ctx.tools)
     stream = stream_fn(cfg.model, llm_context, **_stream_options(cfg, signal))
 
     partial: Optional[AssistantMessage] = None
@@ -520,6 +520,16 @@ def stream_assistant_response(
         emit(MessageStartEvent(final.copy()))
     emit(MessageEndEvent(final))
     return final
+
+
+def _hook_messages(value: Any, hook: str) -> List[Any]:
+    """What ``transform_context``/``convert_to_llm`` returned, as a new list. TypeError naming the
+    hook for anything but a list (or other iterable) of messages: a forgotten ``return`` would
+    otherwise fail the run with "'NoneType' object is not iterable", and a str would become one
+    message per character."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{hook} must return a list of messages, not {type(value).__name__}")
+    return list(value)
 
 
 def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]:
@@ -619,11 +629,14 @@ class _Outcome:
         kind: Optional[str] = None,
         started: Optional[float] = None,
     ) -> None:
-        try:  # a malformed result (content=42) is the call's error result, never a failed run
+        # a malformed result (content=42, or content that fails when read) is the call's error
+        # result, never a failed run
+        try:
             self._content = _tools.result_blocks(result.content)
             self._added = _tools.result_tool_names(result.added_tool_names)
-        except ValueError as exc:
-            result, is_error, kind = _error_result(f"Tool {call.name} returned an invalid result: {exc}"), True, None
+        except Exception as exc:  # noqa: BLE001 - see above
+            text = f"Tool {call.name} returned an invalid result: {exception_message(exc)}"
+            result, is_error, kind = _error_result(text), True, None
             self._content, self._added = list(result.content), None
         self.call = call
         self.result = result
@@ -928,10 +941,16 @@ def _as_partial(value: Any) -> Any:
 
 def _as_tool_result(value: Any) -> AgentToolResult:
     """An AgentToolResult as is; other return values (str, blocks, None, JSON-able data) are
-    converted with the same rules as ``@tool`` functions (:func:`agentcore.tools.to_tool_result`)."""
-    if isinstance(value, AgentToolResult):
-        return value
-    return _tools.to_tool_result(value)
+    converted with the same rules as ``@tool`` functions (:func:`agentcore.tools.to_tool_result`).
+
+    ``content`` given as an iterator (a generator) is read into a list here, inside the call: an
+    exception it raises is the tool's failure (an error result), and ``after_tool_call``, the
+    ``tool_execution_end`` listeners and the transcript all see the same blocks."""
+    result = value if isinstance(value, AgentToolResult) else _tools.to_tool_result(value)
+    if isinstance(result.content, Iterator):
+        result = copy.copy(result)
+        result.content = list(result.content)
+    return result
 
 
 def _finalize(

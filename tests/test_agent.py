@@ -808,6 +808,32 @@ def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DES
     assert agent.state.messages[-1].text == "fine"
 
 
+def test_keyboard_interrupt_in_wait_for_idle_aborts_the_run(sigint_handled):  # DESIGN §2, docs/threads.rst
+    """prompt(wait=False) then wait_for_idle(): Ctrl+C in that wait used to leave the run going
+    (the tool never heard of it, the model was called again) with the agent busy behind the
+    caller's back."""
+    import _thread
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("KeyboardInterrupt delivery needs the main thread")
+    tool_saw_abort = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        _thread.interrupt_main()
+        tool_saw_abort.append(signal.wait(5))
+        return AgentToolResult([TextContent("stopped")])
+
+    scripted = ScriptedModel([tool_call("interrupting", {}), text("never")])
+    agent = Agent(scripted.model, tools=[noop_tool("interrupting", execute)], stream_fn=scripted.stream_fn)
+    agent.prompt("go", wait=False)
+    with pytest.raises(KeyboardInterrupt):
+        agent.wait_for_idle()
+    assert tool_saw_abort == [True]
+    assert agent.state.is_streaming is False and agent.signal is None
+    assert roles(agent.state.messages) == ["user", "assistant", "toolResult", "assistant"]
+    assert agent.state.messages[-1].stop_reason == "aborted" and scripted.calls == 1
+
+
 def test_a_second_interrupt_while_the_aborted_run_settles_is_absorbed(sigint_handled):  # DESIGN §2
     """A second Ctrl+C (or the CLI's relayed SIGINT crossing the first) while prompt() aborted the
     run used to escape from the abort, so later abort listeners were never called (a parallel
@@ -1050,6 +1076,22 @@ def test_prompt_list_of_strings_reaches_the_model_and_bad_items_raise() -> None:
     with pytest.raises(TypeError, match="item 1"):
         agent.prompt(["fine", 42])
     assert not agent.state.is_streaming and len(agent.messages) == 3
+
+
+# An empty prompt list used to start a run anyway: the model answered its own last message (two
+# assistant messages in a row) or, on a new agent, was called with no message at all.
+def test_an_empty_prompt_list_is_refused_before_anything_runs() -> None:
+    scripted = ScriptedModel([text("first"), text("unexpected")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    for empty in ([], ()):
+        with pytest.raises(ValueError, match="empty list of messages"):
+            agent.prompt(empty)
+    assert scripted.calls == 0 and agent.messages == []
+    agent.prompt("hi")
+    with pytest.raises(ValueError, match="continue_"):
+        agent.prompt([], wait=False)
+    assert scripted.calls == 1 and roles(agent.messages) == ["user", "assistant"]
+    assert not agent.state.is_streaming
 
 
 # agent-loop §3.6 step 2: images join a *string* prompt. With a message (or list) they used to be

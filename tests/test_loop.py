@@ -110,6 +110,33 @@ def test_custom_message_filtered_by_convert_to_llm(user, asst, mock_llm, mock_mo
     assert [m.role for m in llm.contexts[0].messages] == ["user"]
 
 
+# A converter that forgot its `return` failed the run with "'NoneType' object is not iterable",
+# and a transform_context returning a str sent the model one "message" per character.
+@pytest.mark.parametrize(
+    "hooks, problem",
+    [
+        ({"convert_to_llm": lambda messages: None}, "convert_to_llm must return a list of messages, not NoneType"),
+        (
+            {"transform_context": lambda messages, signal: "hi"},
+            "transform_context must return a list of messages, not str",
+        ),
+    ],
+)
+def test_a_conversion_hook_returning_no_list_is_an_error_naming_it(user, asst, mock_llm, mock_model, hooks, problem):
+    llm = mock_llm([asst("ok")])
+    with pytest.raises(TypeError) as caught:
+        run_agent_loop(
+            [user("Hello")],
+            AgentContext("", [], []),
+            AgentLoopConfig(mock_model, **hooks),
+            lambda e: None,
+            None,
+            llm.stream_fn,
+        )
+    assert str(caught.value) == problem
+    assert llm.calls == 0
+
+
 def test_transform_context_runs_before_convert(user, asst, mock_llm, mock_model):  # §5 scenario 4
     llm = mock_llm([asst("ok")])
     seen = {}
@@ -934,6 +961,42 @@ def test_dict_after_override_is_honoured_with_other_plugins(plugins: List[Any]) 
     assert result.content[0].text == "ran a"
 
 
+# Overrides of several plugins merge field by field. When the last one was an AgentToolResult
+# (an object with some of the fields) an earlier is_error made the merge raise, and the call's
+# result became "AgentToolResult.__init__() got an unexpected keyword argument 'is_error'"; a
+# last override of a type of its own replaced the earlier ones instead of adding to them.
+class _Rewrite:  # an override object of its own, with one of the fields
+    def __init__(self) -> None:
+        self.content = ["rewritten"]
+
+
+class _Rewriter:
+    def __init__(self, override: Any) -> None:
+        self.override = override
+
+    @hookimpl
+    def after_tool_call(self, context: Any, signal: Any) -> Any:
+        return self.override
+
+
+@pytest.mark.parametrize(
+    "last", [AgentToolResult(content=["rewritten"]), _Rewrite()], ids=["agent-tool-result", "own-object"]
+)
+def test_overrides_of_several_plugins_merge_whatever_the_last_ones_type(last: Any) -> None:
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    agent = Agent(
+        scripted.model,
+        tools=[echo],
+        stream_fn=scripted.stream_fn,
+        plugins=[_Rewriter(last)],  # called after the agent's own hook
+        after_tool_call=lambda ctx, signal: AfterToolCallResult(is_error=True, details={"marked": True}),
+    )
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert [b.text for b in result.content] == ["rewritten"]
+    assert result.is_error is True and result.details == {"marked": True}
+
+
 # agent-loop §2.8 tool-result message: content is a block list. A bare string returned as
 # ``AgentToolResult(content="done")`` (or set by after_tool_call) must not become one block per
 # character, which no provider or session can encode.
@@ -1009,6 +1072,73 @@ def test_a_malformed_tool_result_is_the_calls_error_result(tmp_path, content, ad
     assert result.is_error and result.content[0].text.startswith("Tool bad returned an invalid result: " + problem)
     assert agent.messages[-1].text == "went on"
     assert [e.message.role for e in session.get_branch() if e.type == "message"] == [m.role for m in agent.messages]
+
+
+# Result content given as a generator was read only when the result message was built: after
+# after_tool_call (which may read it first, leaving nothing for the transcript) and outside any
+# exception handling, so a generator that raised failed the whole run with the call unanswered.
+def test_result_content_given_as_a_generator_is_read_once_inside_the_call() -> None:
+    def lines(fail: bool) -> Any:
+        yield "first"
+        if fail:
+            raise RuntimeError("disk vanished")
+        yield TextContent("second")
+
+    lazy = AgentTool(
+        "lazy",
+        "Returns its content as a generator.",
+        {"type": "object", "properties": {"fail": {"type": "boolean"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult(content=lines(args["fail"])),
+    )
+    seen: List[Any] = []
+
+    def after(ctx: Any, signal: Any) -> None:  # an observer, as a tracing plugin is
+        seen.append([getattr(b, "text", b) for b in ctx.result.content])
+
+    scripted = ScriptedModel([response(call("lazy", {"fail": False}), call("lazy", {"fail": True})), text("went on")])
+    agent = Agent(scripted.model, tools=[lazy], stream_fn=scripted.stream_fn, after_tool_call=after)
+    ends: List[Any] = []
+    agent.subscribe(lambda event: ends.append(event) if event.type == "tool_execution_end" else None)
+    agent.prompt("go")
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    ok, failed = _tool_results(agent)
+    assert not ok.is_error and [b.text for b in ok.content] == ["first", "second"]
+    assert failed.is_error and [b.text for b in failed.content] == ["disk vanished"]
+    assert sorted(seen) == [["disk vanished"], ["first", "second"]]
+    assert sorted([getattr(b, "text", b) for b in e.result.content] for e in ends) == sorted(seen)
+    assert agent.messages[-1].text == "went on"
+
+
+# An override whose content fails when read (its own exception, even one whose str() raises) is
+# the call's error result, as a malformed one is.
+def test_an_override_whose_content_fails_when_read_is_the_calls_error_result() -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    class Broken:
+        def __iter__(self) -> Any:
+            raise Unprintable()
+
+    echo_tool = AgentTool(
+        "echo",
+        "Echo.",
+        {"type": "object", "properties": {}},
+        lambda call_id, args, signal, on_update: "echoed",
+    )
+    scripted = ScriptedModel([tool_call("echo", {}), text("went on")])
+    agent = Agent(
+        scripted.model,
+        tools=[echo_tool],
+        stream_fn=scripted.stream_fn,
+        after_tool_call=lambda ctx, signal: AfterToolCallResult(content=Broken()),
+    )
+    agent.prompt("go")
+    assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
+    (result,) = _tool_results(agent)
+    assert result.is_error and result.content[0].text.startswith("Tool echo returned an invalid result: ")
+    assert "Unprintable" in result.content[0].text
+    assert agent.messages[-1].text == "went on"
 
 
 def test_strings_and_reference_dict_blocks_in_result_content_are_text_blocks() -> None:
