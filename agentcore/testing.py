@@ -23,10 +23,11 @@ Without ``stream_fn=``, ``Agent(scripted.model)`` works too: this module is a bu
 registers a provider for ``api="scripted"``, which routes each call to the ``ScriptedModel`` that
 owns the model (looked up by ``model.id``; every instance gets a unique id).
 
-The stream function follows the provider contract: it never raises for model failures (except for
-a scripted exception), it ends with an ``error`` event when the signal is already aborted (without
-using up a response), when it is aborted while streaming (with ``tokens_per_second``) and when the
-responses are exhausted (``"No more scripted responses"``).
+The stream function follows the provider contract: it returns a
+:class:`~agentcore.streams.ProviderStream` (``result(timeout=None)``, ``close()``), it never raises
+for model failures (except for a scripted exception), it ends with an ``error`` event when the
+signal is already aborted (without using up a response), when it is aborted while streaming (with
+``tokens_per_second``) and when the responses are exhausted (``"No more scripted responses"``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
@@ -53,6 +55,7 @@ from .events import (
     ToolCallStartEvent,
 )
 from .hookspecs import hookimpl
+from .streams import ProviderStream
 from .types import (
     AgentContext,
     AssistantMessage,
@@ -145,9 +148,9 @@ def error(message: str, stop_reason: str = "error") -> ScriptedResponse:
 class ScriptedModel:
     """Replays scripted responses through the stream-function contract.
 
-    ``tokens_per_second`` streams text and thinking word by word at that rate and honours the
-    abort signal between words. Attributes for assertions: ``calls`` (every call, including
-    aborted ones and calls after the responses ran out), ``contexts`` (copies of the
+    ``tokens_per_second`` streams text and thinking word by word at that rate (also without a
+    ``signal``) and honours the abort signal between words. Attributes for assertions: ``calls``
+    (every call, including aborted ones and calls after the responses ran out), ``contexts`` (copies of the
     :class:`AgentContext` each call received), ``options`` (the keyword options of each call).
     Thread-safe: several agents may share one instance.
     """
@@ -301,7 +304,7 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
         partial.content.append(_with_body(block, so_far))
         yield start(index, partial.copy())
         for chunk in _chunks(body, delay):
-            if delay and signal is not None and signal.wait(delay):
+            if delay and _pause(signal, delay):
                 yield _aborted(partial)
                 return
             so_far += chunk
@@ -313,6 +316,14 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
         yield _aborted(partial)
         return
     yield DoneEvent(final.stop_reason, final)
+
+
+def _pause(signal: Any, delay: float) -> bool:
+    """Wait ``delay`` seconds (the token rate); True as soon as ``signal`` is aborted."""
+    if signal is None:
+        time.sleep(delay)
+        return False
+    return bool(signal.wait(delay))
 
 
 def _with_body(block: Any, body: str) -> Any:
@@ -329,9 +340,14 @@ def _aborted(partial: AssistantMessage) -> ErrorEvent:
 
 
 def _json(value: Any) -> str:
+    """The arguments as the JSON text a provider streams; values JSON cannot hold (a date, a set,
+    NaN) in their JSON-safe form, so scripting such arguments never breaks the stream (the tool
+    still receives the arguments as scripted, from the ``toolcall_end`` block)."""
     import json
 
-    return json.dumps(value)
+    from ._safe import json_safe
+
+    return json.dumps(json_safe(value), allow_nan=False)
 
 
 def _scripted_by_id(model_id: str) -> ScriptedModel:
@@ -372,25 +388,7 @@ def register_providers(register: Callable[[Any], None]) -> None:
     register(ScriptedProvider())
 
 
-class _ScriptedStream:
-    """An iterable of stream events with ``result()`` (the final message), produced lazily on the
-    consumer's thread: with a token rate, waiting happens in ``signal.wait`` so abort is prompt."""
-
-    def __init__(self, events: Iterator[Any]) -> None:
-        self._events = events
-        self._final: Optional[AssistantMessage] = None
-
-    def __iter__(self) -> Iterator[Any]:
-        for event in self._events:
-            if event.type == "done":
-                self._final = event.message
-            elif event.type == "error":
-                self._final = event.error
-            yield event
-
-    def result(self) -> AssistantMessage:
-        """The final message; consumes the remaining events if iteration has not finished."""
-        for _ in self:
-            pass
-        assert self._final is not None
-        return self._final
+class _ScriptedStream(ProviderStream):
+    """The scripted events as a :class:`~agentcore.streams.ProviderStream`, the type real providers
+    return (``result(timeout=None)``, ``close()``, reads from several threads), produced lazily by
+    the reading thread: with a token rate, waiting happens in ``signal.wait`` so abort is prompt."""

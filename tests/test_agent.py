@@ -1407,6 +1407,57 @@ def test_scripted_error_and_pre_aborted_calls():
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_end", "done"]
 
 
+def test_scripted_stream_is_a_provider_stream():
+    """The scripted stream's result() took no timeout: code written against a provider's
+    ``stream(...).result(timeout=...)`` failed with TypeError against the scripted model."""
+    from agentcore.streams import ProviderStream
+    from agentcore.types import AgentContext
+
+    scripted = ScriptedModel(["hello there"])
+    stream = scripted.stream_fn(scripted.model, AgentContext())
+    assert isinstance(stream, ProviderStream)
+    assert stream.result(timeout=5).content[0].text == "hello there"
+    assert [e.type for e in stream] == ["start", "text_start", "text_delta", "text_end", "done"]
+
+
+def test_scripted_tool_call_with_arguments_json_cannot_hold_still_streams():
+    """The toolcall_delta text was json.dumps(arguments): a date (or a set) raised TypeError in
+    the middle of the stream, and result() then failed with a bare AssertionError."""
+    import datetime
+
+    from agentcore.types import AgentContext
+
+    when = datetime.date(2024, 1, 2)
+    scripted = ScriptedModel([response(call("book", {"when": when, "tags": {"a"}}, id="c1"))])
+    stream = scripted.stream_fn(scripted.model, AgentContext())
+    events = list(stream)
+    assert [e.type for e in events][-2:] == ["toolcall_end", "done"]
+    assert '"when": "datetime.date(2024, 1, 2)"' in events[2].delta
+    assert stream.result(timeout=0).content[0].arguments["when"] is when  # the tool gets them as scripted
+
+
+def test_scripted_token_rate_paces_without_a_signal_and_aborts_promptly():
+    """Without a signal the token rate was ignored (its only wait was ``signal.wait``)."""
+    import time
+
+    from agentcore.signals import AbortController
+    from agentcore.types import AgentContext
+
+    scripted = ScriptedModel(["a b c d e"], tokens_per_second=50)
+    started = time.monotonic()
+    assert scripted.stream_fn(scripted.model, AgentContext()).result().content[0].text == "a b c d e"
+    assert time.monotonic() - started >= 4 / 50  # five words: at least four pauses of 1/50 s
+
+    slow = ScriptedModel(["one two three"], tokens_per_second=0.01)  # 100 s a word
+    controller = AbortController()
+    stream = slow.stream_fn(slow.model, AgentContext(), signal=controller.signal)
+    iterator = iter(stream)
+    assert [next(iterator).type, next(iterator).type] == ["start", "text_start"]
+    threading.Thread(target=controller.abort).start()  # while the stream waits out the first word
+    final = stream.result(timeout=10)
+    assert final.stop_reason == "aborted" and final.content[0].text == ""
+
+
 def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN §3: tools as names
     (tmp_path / "marker.txt").write_text("x")
     scripted = ScriptedModel([tool_call("ls", {"path": str(tmp_path)}), text("listed")])
