@@ -93,6 +93,21 @@ def test_orphans_before_next_assistant_and_trailing_calls_left_alone():
     assert [m.role for m in out] == ["user", "assistant", "toolResult", "assistant"]  # trailing "b" untouched
 
 
+def test_a_batch_cut_short_at_the_end_gets_its_missing_results():
+    """A process killed while a batch ran leaves ``[assistant(a, b), toolResult(a)]``: call b
+    stayed unanswered at the end, and every ``continue_()`` was refused by the provider (OpenAI
+    and Anthropic answer 400 for a call without its result)."""
+    calls = _assistant([ToolCall("a", "f", {}), ToolCall("b", "g", {})], stop="toolUse")
+    out = transform_messages([UserMessage("q"), calls, ToolResultMessage("a", "f", [TextContent("1")])], TARGET)
+    assert [(m.role, getattr(m, "tool_call_id", None)) for m in out] == [
+        ("user", None),
+        ("assistant", None),
+        ("toolResult", "a"),
+        ("toolResult", "b"),
+    ]
+    assert out[3].is_error and out[3].content == [TextContent("No result provided")]
+
+
 def test_reference_dicts_are_accepted():
     out = transform_messages([{"role": "user", "content": "hi", "timestamp": 1}], TARGET)
     assert isinstance(out[0], UserMessage) and out[0].content == "hi"

@@ -15,7 +15,9 @@ Pass 1, per message ("same model" = same ``provider``, ``api`` and ``model`` id 
 
 Pass 2: assistant messages that ended in ``error``/``aborted`` are dropped, and tool calls left
 without results when the next assistant or user message arrives get a synthetic error result
-("No result provided") inserted right there. Tool calls at the very end are left alone.
+("No result provided") inserted right there. Tool calls at the very end are left alone, unless
+some of their results follow (a batch cut short, say by a killed process, whose other calls nothing
+will answer): those get the synthetic result too, at the end.
 """
 
 from __future__ import annotations
@@ -135,6 +137,10 @@ def _pass_two(messages: List[Any]) -> List[Any]:
             _flush_orphans(pending, out)
             pending = []
         out.append(message)
+    if pending and out and role_of(out[-1]) == "toolResult":
+        # calls of a batch whose other results were recorded (a process killed while it ran):
+        # nothing will answer them, and an unanswered call fails every request (continue_())
+        _flush_orphans(pending, out)
     return out
 
 
