@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from ._loop_types import _OVERRIDE_FIELDS, merge_after_tool_call
-from ._util import accepts_signal, awaited, field_of
+from ._util import accepts_signal, awaited, field_of, hook_messages
 from .hookspecs import hookimpl
 
 if TYPE_CHECKING:
@@ -258,8 +258,8 @@ def _transform_impl(fn: Callable[..., Any]) -> Callable[[List[Any], Any], None]:
 
     def transform_context(messages: List[Any], signal: Any) -> None:
         result = awaited(fn(list(messages), signal))
-        if result is not None:
-            messages[:] = list(result)
+        if result is not None:  # a str or a number is refused naming the hook, as by the loop
+            messages[:] = hook_messages(result, "transform_context")
 
     return transform_context
 

@@ -1,18 +1,19 @@
-"""Two tiny helpers every part of the core needs, defined once.
+"""Tiny helpers every part of the core needs, defined once.
 
 * :func:`awaited` runs a hook's or tool's coroutine to completion (``async def`` callables are
   accepted everywhere a callable is; agentcore itself never runs an event loop otherwise);
-* :func:`field_of` reads a field of a result object or of the plain dict a user returned instead.
+* :func:`field_of` reads a field of a result object or of the plain dict a user returned instead;
+* :func:`hook_messages` checks that a context hook returned a list of messages.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from .types import _is_mapping
 
-__all__ = ["awaited", "field_of"]
+__all__ = ["awaited", "field_of", "hook_messages"]
 
 
 def awaited(value: Any) -> Any:
@@ -82,3 +83,13 @@ def accepts_signal(fn: Callable[..., Any]) -> bool:
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty:
             required += 1
     return required >= 2
+
+
+def hook_messages(value: Any, hook: str) -> List[Any]:
+    """What ``transform_context``/``convert_to_llm`` returned, as a new list. TypeError naming the
+    hook for anything but a list (or other iterable) of messages: a forgotten ``return`` would
+    otherwise fail the run with "'NoneType' object is not iterable", and a str would become one
+    message per character."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{hook} must return a list of messages, not {type(value).__name__}")
+    return list(value)

@@ -38,7 +38,7 @@ import queue
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import approvals as _approvals
 from . import tools as _tools
@@ -56,7 +56,7 @@ from ._loop_types import (
     merge_after_tool_call,
 )
 from ._safe import exception_message
-from ._util import awaited, field_of
+from ._util import awaited, field_of, hook_messages
 from .events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -469,9 +469,9 @@ def stream_assistant_response(
     if cfg.transform_context is not None:
         transformed = awaited(cfg.transform_context(messages, signal))
         if transformed is not None:
-            messages = _hook_messages(transformed, "transform_context")
+            messages = hook_messages(transformed, "transform_context")
     convert = cfg.convert_to_llm or default_convert_to_llm
-    llm_context = AgentContext(ctx.system_prompt, _hook_messages(convert(messages), "convert_to_llm"), ctx.tools)
+    llm_context = AgentContext(ctx.system_prompt, hook_messages(convert(messages), "convert_to_llm"), ctx.tools)
     stream = stream_fn(cfg.model, llm_context, **_stream_options(cfg, signal))
 
     partial: Optional[AssistantMessage] = None
@@ -520,16 +520,6 @@ def stream_assistant_response(
         emit(MessageStartEvent(final.copy()))
     emit(MessageEndEvent(final))
     return final
-
-
-def _hook_messages(value: Any, hook: str) -> List[Any]:
-    """What ``transform_context``/``convert_to_llm`` returned, as a new list. TypeError naming the
-    hook for anything but a list (or other iterable) of messages: a forgotten ``return`` would
-    otherwise fail the run with "'NoneType' object is not iterable", and a str would become one
-    message per character."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise TypeError(f"{hook} must return a list of messages, not {type(value).__name__}")
-    return list(value)
 
 
 def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]:

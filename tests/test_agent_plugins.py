@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Any, List
 
+import pytest
 from _echo import ECHO_SCHEMA
 
 from agentcore import (
@@ -106,6 +107,18 @@ def test_transform_context_of_agent_and_plugin_chain():
     sent = [str(m.content) for m in scripted.contexts[0].messages]
     assert "note from plugin" in sent[-1]
     assert not any("secret" in s for s in sent)
+
+
+@pytest.mark.parametrize("answer", ["a forgotten list", 5])
+def test_an_agent_transform_context_returning_no_list_fails_the_run_naming_it(answer):
+    """The constructor callable's answer went through ``list()``: a str emptied the context
+    into one message per character (the model got nonsense), a number failed with a bare
+    TypeError."""
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    agent = Agent(scripted.model, transform_context=lambda messages, signal: answer)
+    agent.prompt("hello")
+    assert scripted.calls == 0
+    assert agent.state.error_message == f"transform_context must return a list of messages, not {type(answer).__name__}"
 
 
 def test_convert_to_llm_plugin_claims_custom_messages_and_the_builtin_drops_the_rest():
