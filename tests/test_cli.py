@@ -2112,3 +2112,147 @@ def test_run_stops_when_the_reader_of_its_output_is_gone(env, tmp_path):
     assert not marker.exists(), "the tool ran after the reader had gone"
     assert requests == 1 and "Traceback" not in errors, errors
     assert child.returncode == 0 and "[aborted]" not in errors  # how a pipe ends, not a failure
+
+
+# --------------------------------------------------------------------------- chat: odd input and its end
+
+
+def test_chat_branch_with_a_digit_int_cannot_read_is_a_message_not_the_end(monkeypatch, tmp_path):
+    """``/branch ²`` (a superscript two: ``str.isdigit`` says yes, ``int()`` says no) ended the chat
+    with ``agentcore: ValueError: invalid literal for int()`` and status 1."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    script = "/branch 1\none\n/branch \u00b2\n/branch \u2460\ntwo\n/quit\n"
+    code, out, err = _in_process("chat", "--model", "scripted", "--no-log", stdin=script)
+    assert code == 0, err
+    assert "/branch 1: no prompts yet on this branch" in out
+    assert "/branch \u00b2: give a prompt number from 1 to 1" in out and "/branch \u2460: give" in out
+    assert "You said: two" in out and "ValueError" not in err
+
+
+def test_chat_whose_reader_went_away_exits_0_as_run_does(env, tmp_path):
+    """``agentcore chat ... | head -1``: the run aborted by the closed pipe made chat exit 1 with no
+    message, where ``run`` (and the docs) treat a reader gone as how a pipe ends, status 0."""
+    read, write = os.pipe()
+    os.close(read)  # a reader that went away before anything was written
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
+            input="hello\nagain\n", stdout=write, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=str(tmp_path), timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_chat_with_an_unreadable_stdin_leaves_with_a_notice(env, tmp_path):
+    """Descriptor 0 open for writing only (``agentcore chat 0>FILE``): chat ended with ``agentcore:
+    OSError: [Errno 9] Bad file descriptor`` and status 1, where a closed stdin ends as at end of
+    input."""
+    with open(tmp_path / "write-only", "wb") as write_only:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", "chat", "--model", "scripted"],
+            stdin=write_only, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "[stdin cannot be read (Bad file descriptor): leaving]" in done.stderr
+    assert "OSError" not in done.stderr
+
+
+def test_chat_reads_a_script_that_starts_with_a_byte_order_mark(env, tmp_path):
+    """A chat script saved with a UTF-8 byte order mark (Notepad): its first line, ``/tools``, did not
+    start with ``/`` and went to the model as a prompt."""
+    done = subprocess.run(
+        [sys.executable, "-m", "agentcore", "chat", "--model", "scripted", "--no-log"],
+        input=b"\xef\xbb\xbf/tools\r\nhello\r\n", capture_output=True, env=env, cwd=str(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[:2] == ["tools: none", "You said: hello"]
+
+
+class _SubAgentPlugin:
+    """A ``ls`` tool (the scripted demo calls it) whose result carries a sub-agent's usage."""
+
+    @hookimpl
+    def cli_tools(self, args: Any, command: str) -> Any:
+        from agentcore.types import Usage, UsageCost
+
+        def execute(call_id: str, params: Any, signal: Any = None, on_update: Any = None) -> AgentToolResult:
+            usage = Usage(5, 1, 0, 0, 6, UsageCost(0.2, 0.3, 0, 0, 0.5))
+            return AgentToolResult(content=[TextContent(text="a.txt")], usage=usage)
+
+        return [AgentTool("ls", "list files (a sub-agent)", {"type": "object", "properties": {}}, execute)]
+
+
+def test_chat_session_counts_the_responses_without_the_sub_agents_results(monkeypatch, tmp_path):
+    """/session's "this chat: N responses" counted a sub-agent's tool result as a response (its row
+    was renamed ``tools (sub-agents)``, the filter still said ``tools``), while the tokens and cost
+    beside it leave sub-agents out."""
+    from agentcore.plugins import default_plugin_manager
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    default_plugin_manager().register(_SubAgentPlugin(), name="sub-agent-plugin")  # the autouse fixture resets it
+    code, out, err = _in_process("chat", "--model", "scripted", "--no-log", stdin="list the files\n/session\n")
+    assert code == 0, err
+    assert "[tool] ls ok" in err
+    # the demo's two responses (the ls call, the answer); the sub-agent's row is listed apart
+    assert "this chat: 2 responses, 0 input, 0 output, 0 cache read, 0 cache write, $0.0000" in out
+    assert "tools (sub-agents): 5 input, 1 output, 0 cache read, 0 cache write, $0.5000" in out
+
+
+def test_chat_compact_prints_the_summary_without_terminal_escapes(monkeypatch, tmp_path):
+    """/compact printed the model's summary as it came: an escape sequence in it (here one that
+    retitles the window) reached the terminal, which the answer printer never lets through."""
+    from agentcore.session import compactor as compactor_module
+    from agentcore.session.compaction_tokens import CompactionSettings
+
+    monkeypatch.setattr(compactor_module, "CompactionSettings", lambda: CompactionSettings(keep_recent_tokens=1))
+    monkeypatch.chdir(tmp_path)
+    summary = answer("## Goal\x1b]0;pwned\x07 count \x1b[2Jto three")  # the history's, then the turn prefix's
+    with ScriptedServer([answer("A1"), answer("A2"), answer("A3"), summary, summary]) as server:
+        script = "one\ntwo\nthree\n/compact\n/quit\n"
+        code, out, err = _in_process("chat", *local(server), "--session", str(tmp_path / "c.jsonl"), stdin=script)
+    assert code == 0, err
+    assert "summary: ## Goal count to three" in out
+    assert "\x1b" not in out and "\x07" not in out
+
+
+def _interrupt_after_storing(original: Any) -> Any:
+    """Session.append_compaction that stores the entry, then takes a Ctrl-C (as a SIGINT landing
+    right after the write, before the chat's transcript was reloaded from the session)."""
+
+    def append_compaction(session: Any, *args: Any, **kwargs: Any) -> Any:
+        entry_id = original(session, *args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+        return entry_id
+
+    return append_compaction
+
+
+def test_chat_ctrl_c_as_compact_stores_its_summary_keeps_chat_and_session_alike(monkeypatch, tmp_path, sigint_handled):
+    """A Ctrl-C after the compaction entry was written, before the transcript was rebuilt from it:
+    chat said "compaction interrupted; the conversation is unchanged" while the session held the
+    summary, and went on sending the whole uncompacted conversation. Compaction now runs on a
+    worker the Ctrl-C aborts and waits for: both are compacted, and chat says so."""
+    from agentcore.session import Session
+    from agentcore.session import compactor as compactor_module
+    from agentcore.session.compaction_tokens import CompactionSettings
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(compactor_module, "CompactionSettings", lambda: CompactionSettings(keep_recent_tokens=1))
+    monkeypatch.setattr(Session, "append_compaction", _interrupt_after_storing(Session.append_compaction))
+    path = tmp_path / "c.jsonl"
+    summaries = [answer("the summary"), answer("the turn's start")]
+    with ScriptedServer([answer("A1"), answer("A2"), answer("A3"), *summaries, answer("A4")]) as server:
+        script = "one\ntwo\nthree\n/compact\nfour\n/quit\n"
+        code, out, err = _in_process("chat", *local(server), "--session", str(path), stdin=script)
+        last = server.requests[-1].json()["messages"]
+    assert code == 0, err
+    assert "compacted: 6 -> " in out and "the conversation is unchanged" not in out
+    # the request after it starts from the summary: "one", "two" and their answers are not sent again
+    assert [m["content"] for m in last][1:] == ["A3", "four"]
+    assert "<summary>\nthe summary" in last[0]["content"]

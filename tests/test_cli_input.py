@@ -402,3 +402,58 @@ def test_attach_of_a_url_says_only_local_files_are_attached(tmp_path, monkeypatc
     assert "https:/example.com" not in err
     status, out, err = _run("chat", "--model", "scripted", "--no-log", stdin="/attach http://example.com/a.txt\n")
     assert status == 0 and "/attach http://example.com/a.txt: only local files can be attached" in out
+
+
+def test_attach_of_a_url_never_shows_its_password_or_token(tmp_path, monkeypatch):
+    """The URL error repeated the URL as typed: the password of its user info (``user:TOKEN@``) or
+    a presigned query's signature was printed (and kept in CI logs)."""
+    monkeypatch.chdir(tmp_path)
+    url = "https://me:ghp_SECRET1@raw.example.com/cat.png?X-Amz-Signature=SECRET2&size=2"
+    status, out, err = _run("run", "--model", "scripted", "-a", url, "x")
+    assert status == 2 and "SECRET" not in err
+    shown = "https://me:***@raw.example.com/cat.png?X-Amz-Signature=***&size=2"
+    assert f"--attach {shown}: only local files can be attached" in err
+    status, out, err = _run("chat", "--model", "scripted", "--no-log", stdin="/attach https://u:SECRET3@h.example/a\n")
+    assert status == 0 and "SECRET" not in out + err
+    assert "/attach https://u:***@h.example/a: only local files can be attached" in out
+
+
+def test_attach_dash_with_an_empty_or_unreadable_stdin_is_a_usage_error(env, tmp_path):
+    """``curl ... | agentcore run -a - "describe it"`` with curl failing sent an empty ``<stdin>``
+    file (status 0, a paid answer about nothing); a stdin open for writing only failed with
+    ``agentcore: OSError: [Errno 9] Bad file descriptor`` (status 1)."""
+    argv = [sys.executable, "-m", "agentcore", "run", "--model", "scripted", "-a", "-", "describe it"]
+    empty = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60
+    )
+    assert empty.returncode == 2 and empty.stdout == ""
+    assert "--attach -: stdin is empty (did the command piping the file fail?); nothing was sent" in empty.stderr
+    with open(tmp_path / "write-only", "wb") as write_only:
+        unreadable = subprocess.run(
+            argv, stdin=write_only, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60
+        )
+    assert unreadable.returncode == 2 and unreadable.stdout == ""
+    assert "--attach -: cannot read stdin (Bad file descriptor)" in unreadable.stderr
+
+
+def test_attach_dash_with_stdin_closed_is_a_usage_error(monkeypatch):
+    """``agentcore run -a - PROMPT <&-`` (descriptor 0 closed: ``sys.stdin`` is None) sent an empty
+    ``<stdin>`` file."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.setattr(sys, "stdin", None)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["run", "--model", "scripted", "--no-log", "-a", "-", "hi"], stdout=out, stderr=err) == 2
+    assert out.getvalue() == ""
+    assert "--attach -: there is no stdin (it is closed)" in err.getvalue()
+
+
+def test_a_base_url_password_never_shows_in_the_notice_or_model_command():
+    """A proxy's ``--base-url https://user:PASSWORD@host/v1?api-key=KEY``: the did-you-mean notice
+    ("sent to URL as given") and chat's ``/model`` printed the URL whole, password and key."""
+    url = "http://user:SECRET1@127.0.0.1:9/v1?api-key=SECRET2"
+    status, out, err = _run("chat", "--no-log", "--base-url", url, "--model", "gpt-4o-mnii", stdin="/model\n")
+    assert status == 0, err
+    assert "SECRET" not in out + err
+    shown = "http://user:***@127.0.0.1:9/v1?api-key=***"
+    assert f"[model 'gpt-4o-mnii' is not in the catalog: sent to {shown} as given" in err
+    assert f"model: local/gpt-4o-mnii (openai-completions, {shown})" in out

@@ -14,9 +14,11 @@ attachments come before the prompt text, in command-line order. ``-`` reads stdi
 sniffed the same way; its name is ``<stdin>``).
 
 Every problem is a :class:`~agentcore.cli._setup.UsageError` naming the file (exit 2, nothing
-sent): a missing or unreadable file (a URL is not fetched: the message says to download it), a directory, a file over :data:`MAX_ATTACHMENT_BYTES`, bytes
-that are neither a supported image nor UTF-8 text (the message names the sniffed type, e.g.
-``application/pdf``), and an image for a model whose ``input`` lacks ``"image"``
+sent): a missing or unreadable file (a URL is not fetched: the message says to download it, and
+shows the URL as :func:`~agentcore._safe.redact_url` does, without a password or a query token),
+a directory, a file over :data:`MAX_ATTACHMENT_BYTES`, a stdin (``-``) that is closed, unreadable
+or empty, bytes that are neither a supported image nor UTF-8 text (the message names the sniffed
+type, e.g. ``application/pdf``), and an image for a model whose ``input`` lacks ``"image"``
 (:func:`check_model_input`; providers would otherwise drop the image silently).
 """
 
@@ -28,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, List, Optional, Sequence, Tuple
 
+from .._safe import redact_url
 from ._setup import UsageError
 
 __all__ = [
@@ -152,12 +155,24 @@ def _check_size(data: bytes, what: str, flag: str = "--attach") -> bytes:
 
 
 def _stdin_bytes(stdin: Any) -> bytes:
-    """All of stdin as bytes (its binary buffer when it has one: images arrive intact)."""
+    """All of stdin as bytes (its binary buffer when it has one: images arrive intact).
+
+    UsageError when there is no stdin (descriptor 0 closed: ``<&-``), when it cannot be read
+    (``0>FILE``), and when it is empty: a producer that failed (``curl ... | agentcore run -a -``)
+    would otherwise send an empty file for the model to describe."""
+    if stdin is None:
+        raise UsageError("--attach -: there is no stdin (it is closed); pipe the file in, or attach it by name")
     buffer = getattr(stdin, "buffer", None)
-    if buffer is not None:
-        return _read_limited(buffer, "-")
-    text = stdin.read() if stdin is not None else ""
-    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+    try:
+        if buffer is not None:
+            data = buffer.read(MAX_ATTACHMENT_BYTES + 1)
+        else:
+            text = stdin.read()
+            data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+    except (OSError, ValueError) as exc:  # write-only, or closed in-process
+        raise UsageError(f"--attach -: cannot read stdin ({getattr(exc, 'strerror', None) or exc})") from None
+    if not data:
+        raise UsageError("--attach -: stdin is empty (did the command piping the file fail?); nothing was sent")
     return _check_size(data, "-")
 
 
@@ -179,7 +194,7 @@ def read_attachment(path: str, stdin: Any = None, flag: str = "--attach") -> Att
         except FileNotFoundError:
             if _URL.match(path):  # llm attaches URLs; here a URL was read as a relative path
                 raise UsageError(
-                    f"{flag} {path}: only local files can be attached, not URLs; download it first "
+                    f"{flag} {redact_url(path)}: only local files can be attached, not URLs; download it first "
                     "(curl -o FILE URL) and attach FILE"
                 ) from None
             raise UsageError(f"{flag} {path}: no such file ({name})") from None

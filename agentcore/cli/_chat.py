@@ -1,7 +1,11 @@
 """``agentcore chat``: a REPL over one Agent. Lines are prompts; lines starting with ``/`` are commands.
 
 Ctrl-C during a run aborts it (tools get the abort signal, the transcript stays valid) and returns
-to the prompt; Ctrl-C at the prompt only clears the line; Ctrl-D (end of input) or ``/quit`` leaves.
+to the prompt; during ``/compact`` it aborts the compaction and waits for it to end, so the session
+and the conversation are both compacted (the summary was already stored) or both unchanged; Ctrl-C
+at the prompt only clears the line; Ctrl-D (end of input), a stdin that cannot be read (with a
+notice) or ``/quit`` leaves, and so does a reader of stdout that went away (``chat | head``: status
+0, as for ``run``).
 Answers stream to stdout; tool activity, notices and the banner go to stderr, so piping stdin in
 and stdout out gives just the answers and command output.
 
@@ -13,9 +17,12 @@ so the conversation never goes on beyond what the session file holds.
 
 from __future__ import annotations
 
+import contextvars
 import os
+import threading
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
+from .._safe import redact_url, terminal_text
 from ..providers.reasoning import clamp_to_model, supported_levels
 from ._approve import waiting_calls
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
@@ -56,8 +63,9 @@ _QUIT = object()
 
 
 class Chat:
-    """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0; it raises
-    ``SessionError`` when the session could not record a turn (see the module docstring)."""
+    """The REPL. ``run()`` returns the exit status: 1 when the last run failed, else 0 (0 too when
+    the reader of stdout went away); it raises ``SessionError`` when the session could not record
+    a turn (see the module docstring)."""
 
     def __init__(
         self,
@@ -139,6 +147,7 @@ class Chat:
                     continue
                 self._prompt(line)
                 if self._printer.out.closed:  # the reader of stdout is gone (chat ... | head): leave
+                    self.status = 0  # how a pipe ends, not a failure (as for run)
                     break
             except Terminated:  # SIGTERM: leave (whatever ran was aborted and recorded)
                 raise
@@ -146,16 +155,24 @@ class Chat:
                 self.text.note("(Ctrl-C: use /quit or Ctrl-D to leave)")
 
     def _read(self) -> Optional[str]:
-        if self.interactive:
-            try:
-                return input("> ")
-            except EOFError:
-                self.out.write("\n")
-                return None
-            except KeyboardInterrupt:
-                self.out.write("\n")  # leave the prompt line before the notice
-                raise
-        return _read_line(self.stdin)
+        """The next line; None at end of input, and when stdin cannot be read (said in a notice).
+        Raises UnicodeError for a piped line that is not UTF-8 (the loop skips it)."""
+        try:
+            if self.interactive:
+                try:
+                    return input("> ")
+                except EOFError:
+                    self.out.write("\n")
+                    return None
+                except KeyboardInterrupt:
+                    self.out.write("\n")  # leave the prompt line before the notice
+                    raise
+            return _read_line(self.stdin)
+        except UnicodeError:
+            raise
+        except (OSError, ValueError) as exc:  # descriptor 0 write-only (0>FILE), closed, a terminal hung up
+            self.text.note(f"[stdin cannot be read ({getattr(exc, 'strerror', None) or exc}): leaving]")
+            return None
 
     def read_answer(self) -> Optional[str]:
         """One answer line for ``--approve`` (None at end of input)."""
@@ -239,7 +256,9 @@ class Chat:
         return True
 
     def _say(self, text: str) -> None:
-        self.out.write(text.rstrip("\n") + "\n")
+        """A command's answer on stdout, as :func:`terminal_text`: it may quote a model's text (the
+        /compact summary) or a session's prompts, whose escape sequences must not reach the terminal."""
+        self.out.write(terminal_text(text.rstrip("\n")) + "\n")
         self.out.flush()
 
     def _banner(self) -> None:
@@ -292,7 +311,8 @@ class Chat:
             self.agent.model = model
             self.agent.stream_fn = stream_fn
         model = self.agent.model
-        self._say(f"model: {model.key} ({model.api}{', ' + model.base_url if model.base_url else ''})")
+        url = f", {redact_url(model.base_url)}" if model.base_url else ""  # a proxy's user:password@ too
+        self._say(f"model: {model.key} ({model.api}{url})")
 
     def _tools(self, spec: str) -> None:
         if spec:
@@ -344,9 +364,8 @@ class Chat:
     def _running_cost(self) -> str:
         """The ``this chat:`` lines of /session: the usage of the runs since the chat started."""
         rows = list(self.usage.models.values())
-        total = self.usage.total()
-        responses = sum(row.requests for row in rows if row.key != "tools")
-        text = f"  this chat: {responses} responses, {total.describe()}"
+        total = self.usage.total()  # sub-agents' tool results are shown below, not counted here
+        text = f"  this chat: {total.requests} responses, {total.describe()}"
         if len(rows) > 1:
             text += "".join(f"\n    {row.key}: {row.describe()}" for row in rows)
         return text
@@ -375,7 +394,10 @@ class Chat:
                 self._say(f"{n:>3}. {_short(text_of(message.content))}")
             self._say("/branch N goes back to just before prompt N; the next prompt starts a new branch")
             return
-        if not arg.isdigit() or not 1 <= int(arg) <= len(prompts):
+        if not prompts:
+            raise UsageError(f"/branch {arg}: no prompts yet on this branch")
+        # isdecimal, not isdigit: int() refuses a superscript or circled digit ("²", "①")
+        if not arg.isdecimal() or not 1 <= int(arg) <= len(prompts):
             raise UsageError(f"/branch {arg}: give a prompt number from 1 to {len(prompts)} (/branch lists them)")
         where, message = prompts[int(arg) - 1]
         if self.session is not None:  # the leaf moves to the prompt's parent with the next prompt
@@ -421,21 +443,55 @@ class Chat:
 
         self._apply_branch()
         before = len(self.agent.messages)
+        result, error, interrupt = _compact_interruptibly(compactor, instructions or None)
+        if isinstance(error, CompactionError):
+            aborted = interrupt is not None and error.code == "aborted"
+            self._say("compaction interrupted; the conversation is unchanged" if aborted else f"not compacted: {error}")
+        elif error is not None:
+            raise error
+        else:  # done, even when the Ctrl-C came too late to stop it: the summary was stored
+            self._say(
+                f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
+                f"tokens summarised\nsummary: {_short(result.summary, 300)}"
+            )
+        if isinstance(interrupt, Terminated):
+            raise interrupt
+
+
+def _compact_interruptibly(compactor: Any, instructions: Optional[str]) -> Tuple[Any, Any, Any]:
+    """``compactor.compact(instructions)`` on a worker thread while this (the main) thread waits:
+    ``(result, error, interrupt)``. A Ctrl-C (or SIGTERM) while waiting aborts the compaction and
+    waits for it to end, so the session and the transcript are both compacted or both unchanged:
+    the interrupt could otherwise land between storing the summary and reloading the transcript.
+    ``interrupt`` is the first KeyboardInterrupt taken, or a :class:`Terminated` taken after it
+    (further ones are absorbed), else None."""
+    from ..signals import AbortController
+
+    controller = AbortController()
+    context = contextvars.copy_context()  # the worker sees what this thread set (as a run thread does)
+    outcome: Dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
         try:
-            result = compactor.compact(instructions or None)
-        except CompactionError as exc:
-            self._say(f"not compacted: {exc}")
-            return
+            outcome["result"] = context.run(compactor.compact, instructions, signal=controller.signal)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    interrupt: Optional[KeyboardInterrupt] = None
+    threading.Thread(target=work, name="agentcore-compact", daemon=True).start()
+    while True:
+        try:
+            while not done.wait(0.05):  # short waits: a pending Ctrl-C is noticed
+                pass
+            break
         except KeyboardInterrupt as exc:
-            compactor.abort("interrupted")
-            self._say("compaction interrupted; the conversation is unchanged")
-            if isinstance(exc, Terminated):
-                raise
-            return
-        self._say(
-            f"compacted: {before} -> {len(self.agent.messages)} messages, about {result.tokens_before} "
-            f"tokens summarised\nsummary: {_short(result.summary, 300)}"
-        )
+            if interrupt is None or isinstance(exc, Terminated):  # a SIGTERM after a Ctrl-C still ends chat
+                interrupt = exc
+            controller.abort("interrupted")
+    return outcome.get("result"), outcome.get("error"), interrupt
 
 
 def _failure_of(new: List[Any]) -> str:
@@ -476,8 +532,9 @@ def _read_line(stdin: Any) -> Optional[str]:
     """One piped line as UTF-8 text whatever the locale's encoding (as ``run`` reads its piped
     prompt: Windows' cp1252 would make UTF-8 text mojibake), with the text layer's newlines; None
     at end of input, and for no stdin at all (None: descriptor 0 closed, ``<&-``). Raises
-    UnicodeError for a line that is not UTF-8. A stream without a byte layer (a StringIO) is read
-    as text."""
+    UnicodeError for a line that is not UTF-8, and OSError/ValueError for a stdin that cannot be
+    read. A byte order mark starting a line is dropped (a script saved with one keeps its first
+    ``/command`` a command). A stream without a byte layer (a StringIO) is read as text."""
     if stdin is None:
         return None
     buffer = getattr(stdin, "buffer", None)
@@ -487,4 +544,6 @@ def _read_line(stdin: Any) -> Optional[str]:
         line = buffer.readline().decode("utf-8")
         if line.endswith("\r\n"):
             line = line[:-2] + "\n"
+    if line.startswith("\ufeff"):  # a byte order mark (a script saved by Notepad): not part of the line
+        line = line[1:] or "\n"
     return line if line else None

@@ -94,7 +94,8 @@ def uncatalogued_notice(ref: Optional[str], model: Any) -> Optional[str]:
     """A notice when ``--base-url`` made a local model of ``ref``, an id that looks like a typo of
     a catalog model; None otherwise (``local/ID`` says the user meant it, a model resumed from a
     session was chosen earlier: no ``ref``; a catalog id itself, ``gpt-4o-mini`` which several
-    providers list, is the server's model as documented, not a typo)."""
+    providers list, is the server's model as documented, not a typo). The server's URL is shown
+    without its secrets (:func:`~agentcore._safe.redact_url`)."""
     if not ref or getattr(model, "provider", None) != "local" or ref.startswith("local/"):
         return None
     from ..plugins import models
@@ -105,7 +106,9 @@ def uncatalogued_notice(ref: Optional[str], model: Any) -> Optional[str]:
     close = typos_of(ref)
     if not close:
         return None
-    return (
-        f"[model {ref!r} is not in the catalog: sent to {model.base_url} as given{did_you_mean(close)}; "
+    from .._safe import redact_url
+
+    return (  # the URL without a proxy's user:password@ or ?key=
+        f"[model {ref!r} is not in the catalog: sent to {redact_url(model.base_url)} as given{did_you_mean(close)}; "
         f"write local/{ref} to silence this]"
     )
