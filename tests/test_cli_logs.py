@@ -279,6 +279,25 @@ def test_a_session_with_a_lone_surrogate_does_not_break_logs(here):
     assert code == 0 and "conversations: 2" in out, err
 
 
+def test_a_directory_whose_name_is_not_utf8_logs_like_any_other(here, monkeypatch):
+    """The session of a run in ``caf\xe9`` lives in a folder named after it, a path Python reads
+    with a lone surrogate, which SQLite text cannot store: the run's index update made every
+    logged ``run`` and ``chat`` there exit 1, and every later ``logs`` failed."""
+    odd = os.path.join(os.fsencode(str(here)), b"caf\xe9")
+    os.mkdir(odd)
+    monkeypatch.chdir(odd)
+    code, out, err = run_cli("run", "--model", "scripted", "a question from an odd place")
+    assert code == 0, err
+    monkeypatch.chdir(here)
+    assert run_cli("run", "--model", "scripted", "a question from here")[0] == 0
+    found = {c["firstPrompt"]: c for c in logs_json("-n", "0")}
+    assert set(found) == {"a question from an odd place", "a question from here"}
+    path = found["a question from an odd place"]["path"]
+    assert os.path.exists(path) and os.fsencode(os.path.dirname(os.path.dirname(path))) == os.fsencode(str(sessions_dir()))
+    os.unlink(path)  # a deleted file leaves the index on the next look
+    assert [c["firstPrompt"] for c in logs_json("-n", "0")] == ["a question from here"]
+
+
 def test_logs_index_is_updated_after_each_chat_turn(here):
     from agentcore.cli._logindex import LogIndex
 

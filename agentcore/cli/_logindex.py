@@ -31,7 +31,7 @@ import math
 import os
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar, Union
 
 from ..session.context import UsageTotals
 
@@ -116,6 +116,23 @@ def _storable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def _db_path(path: str) -> Union[str, bytes]:
+    """``path`` as the index stores it: its text, or its bytes (``os.fsencode``) when it holds a
+    name that is not UTF-8 (a session of a directory such as ``caf\xe9``: SQLite text cannot hold
+    the lone surrogates Python reads such a name into, and one such file failed every ``logs``
+    and every logged ``run``)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _path_of(stored: Union[str, bytes]) -> str:
+    """The path :func:`_db_path` stored."""
+    return os.fsdecode(stored) if isinstance(stored, bytes) else stored
 
 
 def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
@@ -384,7 +401,10 @@ class LogIndex:
         return self._repairing(self._refresh, refill=False)
 
     def _refresh(self) -> int:
-        known = {row[0]: (row[1], row[2]) for row in self._db.execute("SELECT path, mtime_ns, size FROM conversations")}
+        known = {
+            _path_of(row[0]): (row[1], row[2])
+            for row in self._db.execute("SELECT path, mtime_ns, size FROM conversations")
+        }
         changed: List[Tuple[str, int, int]] = []
         seen = set()
         for path in glob.glob(os.path.join(glob.escape(self.directory), "*", "*.jsonl")):
@@ -417,7 +437,8 @@ class LogIndex:
                 self._delete(path)
                 if found is None:  # not a session file: remember its stat so it is not re-read
                     db.execute(
-                        "INSERT INTO conversations (path, mtime_ns, size) VALUES (?, ?, ?)", (path, mtime_ns, size)
+                        "INSERT INTO conversations (path, mtime_ns, size) VALUES (?, ?, ?)",
+                        (_db_path(path), mtime_ns, size),
                     )
                     continue
                 c, text = found
@@ -426,7 +447,7 @@ class LogIndex:
                     "messages, input_tokens, output_tokens, total_tokens, cost) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
-                        path,
+                        _db_path(path),
                         mtime_ns,
                         size,
                         c.id,
@@ -450,7 +471,7 @@ class LogIndex:
             raise
 
     def _delete(self, path: str) -> None:
-        row = self._db.execute("SELECT rowid FROM conversations WHERE path = ?", (path,)).fetchone()
+        row = self._db.execute("SELECT rowid FROM conversations WHERE path = ?", (_db_path(path),)).fetchone()
         if row is not None:
             self._db.execute("DELETE FROM texts WHERE rowid = ?", (row[0],))
             self._db.execute("DELETE FROM conversations WHERE rowid = ?", (row[0],))
@@ -487,7 +508,7 @@ class LogIndex:
         if limit is not None and limit <= _INT64_MAX:
             sql += " LIMIT ?"
             params.append(limit)
-        return [Conversation(*row) for row in self._db.execute(sql, params)]
+        return [Conversation(row[0], _path_of(row[1]), *row[2:]) for row in self._db.execute(sql, params)]
 
 
 def _rollback(db: Any) -> None:

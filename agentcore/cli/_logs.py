@@ -270,7 +270,7 @@ def _update_index(session: Any, directory: str, err: TextIO, signal: Any = None)
     try:
         with _opened(directory, signal) as index:
             _patiently(lambda: index.update(session.path), signal)
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite3.Error, OSError, ValueError) as exc:  # ValueError: text SQLite cannot take, say
         _index_warning(err, exc)
 
 
