@@ -183,6 +183,20 @@ def test_run_refuses_binary_stdin_with_a_clear_error(env, tmp_path):
     assert done.returncode == 2 and b"stdin is not UTF-8 text" in done.stderr and b"Traceback" not in done.stderr
 
 
+def test_run_refuses_a_stdin_larger_than_any_prompt(env, tmp_path, monkeypatch):
+    """``yes | agentcore run`` read stdin whole: memory grew until the process was killed."""
+    import io
+
+    from agentcore.cli import main
+    from agentcore.cli._attach import MAX_ATTACHMENT_BYTES
+
+    monkeypatch.chdir(tmp_path)
+    stdin = io.TextIOWrapper(io.BytesIO(b"y\n" * (MAX_ATTACHMENT_BYTES // 2 + 1)), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["run", "--no-log", "--model", "scripted", "count the lines"], stdin=stdin, stdout=out, stderr=err)
+    assert code == 2 and "stdin is larger than 20 MiB" in err.getvalue() and out.getvalue() == ""
+
+
 @pytest.mark.parametrize("encoding", ["ascii", "latin-1", "cp1252"])
 def test_run_reads_piped_utf8_whatever_the_locale_encoding(encoding, monkeypatch):
     """Piped stdin is UTF-8 text whatever the locale says (Windows' cp1252, ``LC_ALL=C`` without
@@ -732,6 +746,13 @@ def _in_process(*argv: str, stdin: str = "") -> tuple:
     out, err = io.StringIO(), io.StringIO()
     code = main(list(argv), stdin=io.StringIO(stdin), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def test_a_base_url_without_a_model_is_refused_without_its_password(monkeypatch):
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, out, err = _in_process("run", "--base-url", "http://me:pw-secret-1@127.0.0.1:9/v1?key=k-secret-2", "hi")
+    assert code == 2 and "needs --model ID" in err
+    assert "pw-secret-1" not in err and "k-secret-2" not in err
 
 
 @pytest.mark.parametrize(

@@ -328,18 +328,30 @@ def _read_prompt(args: Any, stdin: TextIO, required: bool = True) -> str:
 
 def _read_all(stdin: Any) -> str:
     """Everything on stdin; "" when there is no stdin (closed: ``<&-``). Undecodable bytes:
-    :class:`UsageError` (a binary file piped in by mistake).
+    :class:`UsageError` (a binary file piped in by mistake); so is more than
+    :data:`~agentcore.cli._attach.MAX_ATTACHMENT_BYTES` (``yes | agentcore run`` grew memory until the
+    process was killed: no model takes a prompt that long).
 
     The bytes are decoded as UTF-8 whatever the locale's encoding (Windows' cp1252 would turn
     UTF-8 text into mojibake, an ASCII locale would refuse it), with the text layer's newlines."""
+    from ._attach import MAX_ATTACHMENT_BYTES
+
     if stdin is None:
         return ""
     try:
         buffer = getattr(stdin, "buffer", None)
         if buffer is not None:
-            text = buffer.read().decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            data = buffer.read(MAX_ATTACHMENT_BYTES + 1)
+            too_long = len(data) > MAX_ATTACHMENT_BYTES
+            text = "" if too_long else data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
         else:
-            text = stdin.read()
+            text = stdin.read(MAX_ATTACHMENT_BYTES + 1)
+            too_long = len(text) > MAX_ATTACHMENT_BYTES
+        if too_long:
+            raise UsageError(
+                f"stdin is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MiB, more than any model takes as "
+                "a prompt: pipe an excerpt (head -c ...), or attach the file (-a FILE)"
+            )
         text.encode("utf-8")  # the C locale decodes with surrogateescape: undecodable bytes show here
     except UnicodeError:
         raise UsageError("stdin is not UTF-8 text: pipe text, not a binary file") from None

@@ -204,8 +204,10 @@ def resolve_model(
                 ) from None
     if not ref:
         if base_url:
-            raise UsageError(
-                f"--base-url {base_url} needs --model ID: the model name the server expects "
+            from .._safe import redact_url
+
+            raise UsageError(  # the URL without a proxy's user:password@ or ?key=
+                f"--base-url {redact_url(base_url)} needs --model ID: the model name the server expects "
                 "(llama.cpp accepts any name; Ollama wants e.g. llama3)"
             )
         raise UsageError(NO_MODEL_HELP)
