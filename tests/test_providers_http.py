@@ -6,8 +6,10 @@ retries and Retry-After, connection reset, malformed events, early end, aborts, 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import logging
 import threading
 import time
 from typing import Any
@@ -1564,3 +1566,166 @@ def test_provider_sessions_merge_proxies_exactly_as_requests_does(
     theirs = requests.Session.merge_environment_settings(plain, url, dict(request_proxies or {}), None, None, None)
     assert ours == theirs
     assert type(ours["proxies"]) is type(theirs["proxies"])
+
+
+# --------------------------------------------------------------------------- review: transport edge cases
+
+
+def test_a_server_delay_too_long_to_sleep_waits_for_the_abort(server):  # providers §22: 0 disables the cap
+    # Event.wait/time.sleep raise OverflowError past ~292 years: "retry-after: 1e300" (or a date in
+    # the year 9999) with the cap disabled ended the request with a bare OverflowError
+    from agentcore.providers.http import RequestAborted, open_stream
+
+    class Watched:  # the real signal, noting when the retry sleep starts
+        def __getattr__(self, name):
+            return getattr(controller.signal, name)
+
+        def wait(self, timeout=None):
+            sleeping.set()
+            return controller.signal.wait(timeout)
+
+    for value in ("1e300", "Fri, 31 Dec 9999 23:59:59 GMT"):
+        controller, sleeping = AbortController(), threading.Event()
+        server.enqueue(Reply(status=429, headers={"retry-after": value}, body="slow down"))
+        thread = _abort_when(sleeping, controller, {})
+        with pytest.raises(RequestAborted):
+            open_stream(server.url + "/v1", b"{}", {}, session_name="local", signal=Watched(), max_retry_delay_ms=0)
+        thread.join()
+    assert len(server.requests) == 2
+
+
+def test_a_negative_retry_after_is_ignored_not_taken_for_at_once():  # providers §9: seconds or a date
+    # "-5" was read as 0 s: the retries of a 429/503 went out at once, without the back-off
+    assert retry_delay_from_headers({"retry-after": "-5"}) is None
+    assert retry_delay_from_headers({"retry-after-ms": "-1", "retry-after": "2"}) == 2.0
+    assert retry_delay_from_headers({"retry-after": "0"}) == 0.0  # "now" is a delay
+    past = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() - 3600))
+    assert retry_delay_from_headers({"retry-after": past}) == 0.0  # the time to retry has come
+
+
+@pytest.mark.parametrize(
+    "content_type, body, expected",
+    [
+        ("text/plain; charset=no-such-charset", b"bad request", "400 bad request"),  # was LookupError
+        ("text/plain; charset=base64", b"bad request", "400 bad request"),  # not a text encoding
+        ("text/plain", "modèle inconnu".encode(), "400 modèle inconnu"),  # was "modÃ¨le" (ISO-8859-1)
+        ("text/html", "<p>modèle</p>".encode("latin-1"), "400 <p>modèle</p>"),  # not UTF-8: requests' guess
+        ('text/plain; charset="ISO-8859-1"', "modèle".encode("latin-1"), "400 modèle"),
+        ("application/json", b'{"error": {"message": "caf\xc3\xa9 \xff"}}', "400 café \ufffd"),
+        (
+            "application/json; charset=utf-8",
+            b'\xef\xbb\xbf{"error": {"message": "no such model"}}',
+            "400 no such model",
+        ),
+    ],
+)
+def test_an_error_body_is_read_in_its_own_charset(server, content_type, body, expected):  # providers §9
+    server.enqueue(Reply(status=400, content_type=content_type, body=body))
+    _, result = _run(server, max_retries=0)
+    assert result.stop_reason == "error" and result.error_message == expected
+
+
+def test_a_password_with_an_unencoded_slash_never_reaches_the_error_or_the_log(caplog):  # secrets
+    # the URL parsers end the authority at the "/": the error quoted "'user:Xk39f' is not a valid
+    # host or port" (the password's start) and the DEBUG log showed the whole URL
+    caplog.set_level(logging.DEBUG, logger="agentcore.providers.http")
+    for password in ("Xk39fjs8a/Jd02p", "Xk39fjs8a?Jd02p", "Xk39fjs8a#Jd02p"):
+        model = Model(
+            id="m", api="openai-completions", provider="local", base_url=f"http://user:{password}@127.0.0.1:1/v1"
+        )
+        result = complete(model, _ctx(), api_key=KEY, max_retries=0)
+        message = result.error_message
+        assert message.startswith("Cannot send the request to http://127.0.0.1:1/v1/chat/completions"), message
+        assert "password in the URL holds an unencoded" in message
+        assert "Xk39f" not in message and "Xk39f" not in caplog.text and "Jd02p" not in caplog.text
+
+
+def test_an_open_stream_error_never_carries_a_key_the_server_echoes(server):  # secrets: exception messages
+    from agentcore.providers.http import ProviderHTTPError, open_stream
+
+    server.enqueue(Reply(status=401, content_type="text/plain", body=f"invalid x-api-key {KEY}"))
+    server.enqueue(Reply(status=307, headers={"location": f"http://elsewhere.example/{KEY}/v1"}))
+    for _ in range(2):
+        with pytest.raises(ProviderHTTPError) as info:
+            open_stream(server.url + "/v1", b"{}", {"x-api-key": KEY}, session_name="local", max_retries=0)
+        assert KEY not in str(info.value) and "***" in str(info.value)
+
+
+def test_a_proxy_that_cannot_be_reached_is_named_not_the_server(monkeypatch):  # bad input: clear errors
+    # the error said "('Unable to connect to proxy', NewConnectionError(...)) (is the server at
+    # api.example up and reachable?)": the user was sent to check the wrong machine
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with ScriptedServer() as gone:
+        port = gone.url.rsplit(":", 1)[1]
+    monkeypatch.setenv("http_proxy", f"http://puser:proxysecret99@127.0.0.1:{port}")
+    model = Model(id="m", api="openai-completions", provider="proxy-test", base_url="http://127.0.0.1:9/v1")
+    message = complete(model, _ctx(), api_key=KEY, max_retries=0).error_message
+    assert message.startswith(
+        f"Connection error talking to 127.0.0.1:9 (/v1/chat/completions) through the proxy at 127.0.0.1:{port}: "
+    )
+    assert "Connection refused" in message and "is the proxy up" in message and "is the server" not in message
+    assert "proxysecret99" not in message and "Unable to connect to proxy" not in message
+
+
+@contextlib.contextmanager
+def _hanging_listener():
+    """The address of a listener whose accept queue is full: connect() to it hangs (what an
+    unreachable or firewalled host does), all on 127.0.0.1."""
+    import socket as socket_module
+
+    listener = socket_module.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    address = listener.getsockname()
+    fillers = []
+    try:
+        for _ in range(8):
+            filler = socket_module.socket()
+            fillers.append(filler)
+            filler.setblocking(False)
+            try:
+                filler.connect(address)
+            except BlockingIOError:
+                pass
+        yield address
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+def test_a_host_whose_first_address_times_out_is_reached_on_the_next(server, monkeypatch):  # requests' rules
+    # with a signal, connections are opened by agentcore (abortable): a connect timeout on the first
+    # address ended the request, where urllib3 goes on to the next (a dual-stack host whose IPv6
+    # route is dead answers on IPv4)
+    import socket as socket_module
+
+    answering = ("127.0.0.1", int(server.url.rsplit(":", 1)[1]))
+    resolve = socket_module.getaddrinfo
+    with _hanging_listener() as hanging:
+
+        def two_addresses(host, *args, **kwargs):  # what DNS answers for a dual-stack name
+            if host != "dual.test":
+                return resolve(host, *args, **kwargs)
+            return [(socket_module.AF_INET, socket_module.SOCK_STREAM, 6, "", a) for a in (hanging, answering)]
+
+        monkeypatch.setattr(socket_module, "getaddrinfo", two_addresses)
+        server.enqueue(Reply(body=_text_body("reached")))
+        model = Model(id="m", api="openai-completions", provider="dual", base_url=f"http://dual.test:{answering[1]}/v1")
+        result = complete(model, _ctx(), api_key=KEY, signal=AbortController().signal, max_retries=0, timeout=(0.3, 10))
+    assert (result.stop_reason, result.text) == ("stop", "reached"), result.error_message
+
+
+@pytest.mark.parametrize("abortable", [False, True])
+def test_a_connect_timeout_says_so_without_python_reprs(abortable):  # bad input: clear errors
+    # was "...: (<NotingHTTPConnection(host='127.0.0.1', port=N) at 0x7f...>, 'Connection to
+    # 127.0.0.1 timed out. (connect timeout=0.3)')"
+    signal = AbortController().signal if abortable else None
+    with _hanging_listener() as (host, port):
+        model = Model(id="m", api="openai-completions", provider="local", base_url=f"http://{host}:{port}/v1")
+        result = complete(model, _ctx(), api_key=KEY, signal=signal, max_retries=0, timeout=(0.3, 10))
+    assert result.error_message == (
+        f"Request timed out talking to 127.0.0.1:{port} (/v1/chat/completions): Connection to 127.0.0.1 timed out. "
+        "(connect timeout=0.3) (gave up after 1 attempt, max_retries=0)"
+    )

@@ -223,3 +223,33 @@ def test_an_event_flushed_at_the_end_of_input_is_marked_unterminated():  # a cut
     events = list(iter_sse([b"data: one\n\n", b'data: {"cut'])) + list(iter_sse([b"data: two\n\n"]))
     assert events == [SSEEvent("message", "one"), SSEEvent("message", '{"cut'), SSEEvent("message", "two")]
     assert [type(e) is UnterminatedSSEEvent for e in events] == [False, True, False]
+
+
+def test_an_event_of_many_lines_in_many_chunks_costs_linear_time():  # joined once, when the event ends
+    # each line-sized chunk was appended to the whole pending event and the result searched again:
+    # a 2 MB event of 100-byte lines took 30 s (4 MB: 130 s; the 64 MB cap: hours)
+    import time
+
+    line = b"data: " + b"x" * 93 + b"\n"
+    count = 2 * 1024 * 1024 // len(line)
+    started = time.perf_counter()
+    (event,) = list(iter_sse([line] * count + [b"\n"]))
+    elapsed = time.perf_counter() - started
+    assert event.data == "\n".join(["x" * 93] * count)
+    assert elapsed < 5.0, f"a 2 MB event of {count} lines took {elapsed:.1f} s"
+
+
+def test_an_event_ended_by_cr_cr_is_dispatched_at_once():  # providers §5: \r ends a line
+    # a final \r waited for the next chunk (a \n might follow), so a bare-CR server's event stayed
+    # pending while the body stayed open, and at the end of input it was called unterminated
+    from agentcore.providers.sse import UnterminatedSSEEvent
+
+    def chunks():
+        yield b"data: first\r\r"
+        raise AssertionError("the parser read ahead before yielding the first event")
+
+    assert next(iter_sse(chunks())) == SSEEvent("message", "first", None)
+    events = list(iter_sse([b"data: a\r", b"\r", b"\ndata: b\r\r"]))
+    assert events == [SSEEvent("message", "a"), SSEEvent("message", "b")]
+    assert not any(isinstance(e, UnterminatedSSEEvent) for e in events)
+    assert _events([b"data: x\r", b"\n", b"\r\n"]) == [("message", "x", None)]  # one \r\n across chunks

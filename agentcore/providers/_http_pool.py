@@ -281,7 +281,9 @@ def _note_connection(connection: Any) -> None:
 def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     """Open the TCP connection like urllib3 does, but note each socket *before* it connects, so
     an abort can shut it down while ``connect()`` is blocked (an unreachable or firewalled host
-    would otherwise hold an aborted run for the whole connect timeout).
+    would otherwise hold an aborted run for the whole connect timeout). Like urllib3, each
+    address of the host is tried in turn, after a refusal or a connect timeout alike (a host
+    whose IPv6 address is unreachable answers on its IPv4 one).
 
     Threads that are not sending an abortable request use urllib3's own code unchanged.
     """
@@ -311,12 +313,7 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
             if connection.source_address:
                 sock.bind(connection.source_address)
             sock.connect(address)
-        except socket.timeout as exc:
-            sock.close()
-            raise ConnectTimeoutError(
-                connection, f"Connection to {connection.host} timed out. (connect timeout={connection.timeout})"
-            ) from exc
-        except OSError as exc:
+        except OSError as exc:  # a timeout too: the next address may answer (urllib3 tries them all)
             sock.close()
             error = exc
             continue
@@ -324,6 +321,10 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
             box.pop("socket", None)
         sys.audit("http.client.connect", connection, connection.host, connection.port)
         return sock
+    if isinstance(error, socket.timeout):  # the last address timed out: urllib3 says so the same way
+        raise ConnectTimeoutError(
+            connection, f"Connection to {connection.host} timed out. (connect timeout={connection.timeout})"
+        ) from error
     raise NewConnectionError(connection, f"Failed to establish a new connection: {error}")
 
 

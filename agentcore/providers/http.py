@@ -5,10 +5,13 @@
 * :func:`open_stream` POSTs and returns the streaming ``requests.Response`` once the headers
   arrived with a 2xx status. It retries connection errors and statuses 408, 409, 429 and >= 500
   (a ``x-should-retry: true|false`` header overrides) before any body byte was consumed, sleeping
-  ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date) when given, else
-  ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter. A server-requested delay above
-  ``max_retry_delay_ms`` (default 60000; 0 disables the cap) fails at once. Every other failure
-  raises :class:`ProviderHTTPError` whose message is the provider's own error text (spec §9).
+  ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date; a negative or unparseable value
+  is ignored) when given, else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter. A
+  server-requested delay above ``max_retry_delay_ms`` (default 60000; 0 disables the cap: any
+  delay is then slept, an abort still ends it) fails at once. Every other failure raises
+  :class:`ProviderHTTPError` whose message is the provider's own error text (spec §9; the
+  body read in its declared charset, else UTF-8, at most 4000 characters), the request's keys
+  replaced by ``***``.
   When a ``signal`` is given, waiting for the response headers and retry sleeps return within
   milliseconds of an abort by raising :class:`RequestAborted`.
 * :func:`send_abortable` sends any request whose connect and header wait an abort interrupts (on a
@@ -148,17 +151,21 @@ def _truncate(text: str) -> str:
 
 
 def retry_delay_from_headers(headers: Mapping[str, str]) -> Optional[float]:
-    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after``), or None."""
+    """Seconds the server asked us to wait (``retry-after-ms``, ``retry-after``), or None.
+
+    A value that is no delay (negative, infinite, NaN, unparseable) is ignored like a missing
+    one (the default back-off applies), never taken for "retry at once"; an HTTP date in the past
+    is 0 (the time to retry has come)."""
     value = headers.get("retry-after-ms")
     if value:
         seconds = _finite(value)
-        if seconds is not None:
-            return max(0.0, seconds / 1000.0)
+        if seconds is not None and seconds >= 0:
+            return seconds / 1000.0
     value = headers.get("retry-after")
     if value:
         seconds = _finite(value)
         if seconds is not None:
-            return max(0.0, seconds)
+            return seconds if seconds >= 0 else None
         try:  # an HTTP date; anything unparseable is ignored (ValueError, or TypeError on 3.9)
             parsed = email.utils.parsedate_to_datetime(value.strip())
         except (TypeError, ValueError, IndexError, OverflowError):
@@ -272,7 +279,8 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
     """The error text of a failed connection: the host, the request's path (secret-looking query
     values and user info as ``***``) and the root reason (``[Errno 111] Connection refused``,
     ``Failed to resolve 'host'``, ``Read timed out``), without urllib3's wrappers (pool and
-    connection object reprs, "Max retries exceeded"), then what to check."""
+    connection object reprs, "Max retries exceeded"), then what to check (the proxy, with its
+    ``host:port``, when the failure was reaching the environment's proxy)."""
     from urllib.parse import urlsplit
 
     from .failures import redact
@@ -287,7 +295,31 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
 
     if isinstance(exc, requests.exceptions.Timeout):
         return f"Request timed out talking to {host} ({where}): {reason}"
+    if isinstance(exc, requests.exceptions.ProxyError):  # the proxy failed, not the server
+        proxy = _proxy_address(exc)
+        return (
+            f"Connection error talking to {host} ({where}) through the proxy{f' at {proxy}' if proxy else ''}: "
+            f"{reason} (is the proxy up and reachable? It comes from HTTPS_PROXY / HTTP_PROXY / ALL_PROXY; "
+            "NO_PROXY names the hosts reached without it)"
+        )
     return f"Connection error talking to {host} ({where}): {reason} (is the server at {host} up and reachable?)"
+
+
+def _proxy_address(exc: BaseException) -> Optional[str]:
+    """``host:port`` of the proxy a requests ``ProxyError`` failed to reach (its user info never
+    shown), when urllib3 says which; else None."""
+    current: Any = exc
+    for _ in range(6):
+        conn = getattr(current, "conn", None)
+        host, port = getattr(conn, "host", None), getattr(conn, "port", None)
+        if isinstance(host, str) and host:
+            return f"{host}:{port}" if port else host
+        current = getattr(current, "reason", None) or next(
+            (arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)), None
+        )
+        if current is None:
+            break
+    return None
 
 
 _VALID_HEADER_VALUE = re.compile(r"(?:\S[^\r\n]*)?")  # requests' own rule for a str value, fullmatch
@@ -317,6 +349,13 @@ def _describe_unsendable(exc: BaseException, url: str, headers: Mapping[str, str
         )
     secrets: List[str] = [str(v) for v in headers.values() if len(str(v)) >= 8]  # what the reason may quote
     shown = _loggable_url(url, secrets)
+    from .._safe import ambiguous_userinfo
+
+    if ambiguous_userinfo(url) is not None:  # the reason would quote the password's start as a port
+        return (
+            f"Cannot send the request to {shown}: the password in the URL holds an unencoded '/', '?' "
+            "or '#' (percent-encode it: %2F, %3F, %23)"
+        )
     reason = redact(str(exc).replace(url, shown), secrets)
     return f"Cannot send the request to {shown}: {reason} (check the provider's base URL)"
 
@@ -330,14 +369,18 @@ def _root_reason(exc: BaseException) -> str:
     timeout that says what went wrong, prefixed with the repr of a pool or connection object."""
     current: BaseException = exc
     for _ in range(5):  # requests error -> MaxRetryError -> its reason; bounded against cycles
-        inner = current.args[0] if current.args and isinstance(current.args[0], BaseException) else None
+        # urllib3's ProxyError and ProtocolError are ("what failed", the error): the error says why
+        inner = next((arg for arg in current.args if isinstance(arg, BaseException)), None)
         reason = getattr(current, "reason", None)
         if isinstance(reason, BaseException):
             inner = reason
         if inner is None or inner is current:
             break
         current = inner
-    text = _URLLIB3_PREFIX.sub("", str(current)).strip() or type(current).__name__
+    args = current.args
+    # urllib3's ConnectTimeoutError is (connection, message): its str() is the pair's repr
+    text = args[-1] if len(args) > 1 and isinstance(args[-1], str) and not isinstance(args[0], str) else str(current)
+    text = _URLLIB3_PREFIX.sub("", text).strip() or type(current).__name__
     return text
 
 
@@ -425,12 +468,12 @@ def open_stream(
             response.close()
             if log is not None:
                 log.give_up(attempt, f"status {response.status_code}")
-            raise ProviderHTTPError(_redirect_error(response), response.status_code)
+            raise ProviderHTTPError(_redact_request_secrets(_redirect_error(response), url, sent), response.status_code)
         error_body = _read_abortable(response, signal)
         response.close()
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
-        message = format_http_error(response.status_code, error_body, error_style)
+        message = _redact_request_secrets(format_http_error(response.status_code, error_body, error_style), url, sent)
         retryable = _should_retry(response.status_code, response.headers)
         if budget.exhausted or not retryable:
             if log is not None:
@@ -461,6 +504,14 @@ def open_stream(
                 "retry-after" if server_delay is not None else "backoff",
             )
         budget.wait(delay)
+
+
+def _redact_request_secrets(text: str, url: str, headers: Mapping[str, str]) -> str:
+    """``text`` (a server's words) without the request's credentials: a server may echo the key
+    it rejected, and the error's message must never carry it."""
+    from .failures import redact, secret_header_values, secret_url_values
+
+    return redact(text, secret_header_values(headers) + secret_url_values(url))
 
 
 _log = logging.getLogger(__name__)
@@ -529,12 +580,19 @@ class _RequestLog:
 
 
 def _loggable_url(url: str, secrets: List[str]) -> str:
-    """``url`` without user info, and with the values of secret-looking query parameters (and
-    any known secret) replaced by ``***``; their values join ``secrets``."""
+    """``url`` without user info (also one whose password holds an unencoded ``/``, ``?`` or
+    ``#``), and with the values of secret-looking query parameters (and any known secret)
+    replaced by ``***``; their values join ``secrets``."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+    from .._safe import ambiguous_userinfo
     from .failures import is_secret_query_name, redact
 
+    split = ambiguous_userinfo(url)
+    if split is not None:  # a password with an unencoded "/", "?" or "#": parsers see no user info
+        head, userinfo, after = split
+        secrets.extend(p for p in userinfo.split(":", 1) if p)
+        url = head + after
     try:
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
@@ -563,7 +621,24 @@ def _read_error_body(response: Any) -> str:
         raw = response.raw.read(256 * 1024, decode_content=True)
     except Exception:  # a broken error body still leaves the status to report
         return ""
-    return raw.decode(response.encoding or "utf-8", errors="replace") if raw else ""
+    return _decode_error_body(raw, response.headers.get("content-type") or "", response.encoding) if raw else ""
+
+
+def _decode_error_body(raw: bytes, content_type: str, fallback: Optional[str]) -> str:
+    """The text of an error body: in the charset its ``Content-Type`` names (when Python knows
+    it), else UTF-8 when it is valid UTF-8 (what servers send; requests' ISO-8859-1 default for
+    ``text/*`` would garble it), else ``fallback`` (requests' guess from the headers); undecodable
+    bytes become U+FFFD and a leading byte order mark is dropped. Never raises (an unknown charset
+    name is ignored)."""
+    declared = re.search(r";\s*charset\s*=\s*[\"']?([^\"';\s]+)", content_type, re.IGNORECASE)
+    candidates = [declared.group(1)] if declared else ["utf-8", fallback]
+    for index, name in enumerate(candidates):
+        try:
+            if name:
+                return raw.decode(name, errors="replace" if declared or index else "strict").lstrip("\ufeff")
+        except (LookupError, ValueError):  # no such (text) encoding, or not valid UTF-8
+            continue
+    return raw.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
 # --------------------------------------------------------------------------- reading

@@ -105,13 +105,26 @@ class RetryBudget:
         return f"{message} (gave up after {attempts} attempt{plural}, max_retries={self.max_retries})"
 
 
-def _sleep(seconds: float, signal: Any) -> None:
-    if signal is None:
-        time.sleep(seconds)
-    elif signal.wait(seconds):
-        from .http import RequestAborted
+#: The longest single wait: ``time.sleep`` and ``Event.wait`` raise OverflowError past about 292
+#: years, and a server may ask for more (``retry-after: 1e300`` with the cap disabled).
+_SLEEP_SLICE = 3600.0
 
-        raise RequestAborted("Request was aborted")
+
+def _sleep(seconds: float, signal: Any) -> None:
+    """Sleep ``seconds`` (any finite length: in slices), ending at once when ``signal`` fires."""
+    deadline = time.monotonic() + seconds
+    remaining = seconds
+    while True:
+        step = min(max(remaining, 0.0), _SLEEP_SLICE)
+        if signal is None:
+            time.sleep(step)
+        elif signal.wait(step):
+            from .http import RequestAborted
+
+            raise RequestAborted("Request was aborted")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
 
 
 _RETRYABLE_CODES = frozenset(

@@ -6,8 +6,9 @@ arrives. It follows the WHATWG event-stream rules with the provider-friendly cho
 
 * bytes are decoded as UTF-8 (a character may straddle chunks); invalid bytes become U+FFFD, the
   parser never raises on bad input;
-* lines end with ``\\r\\n``, ``\\n`` or ``\\r`` (a ``\\r`` at the end of a chunk waits for the next
-  chunk to know whether a ``\\n`` follows);
+* lines end with ``\\r\\n``, ``\\n`` or ``\\r`` (a ``\\r`` ends its line at once; a ``\\n`` that
+  follows it, even in the next chunk, belongs to it: an event ending in ``\\r\\r`` is dispatched
+  without waiting for more input);
 * lines starting with ``:`` are comments/keep-alives and ignored; ``field:value`` strips one
   leading space of the value; several ``data:`` lines join with ``\\n``;
 * an event without data lines is not dispatched (only ``event:``/``id:`` lines, or keep-alives);
@@ -16,7 +17,7 @@ arrives. It follows the WHATWG event-stream rules with the provider-friendly cho
   cut inside it rather than that the server sent bad data;
 * an event (or a line) longer than :data:`MAX_EVENT_BYTES` raises :class:`SSEEventTooLarge`, the
   one error the parser raises: a server that never ends a line would otherwise grow memory
-  without bound. A long line costs linear time (its chunks are joined once, when it ends).
+  without bound. A long line or event costs linear time in its length.
 
 The parser splits on bytes and decodes one event at a time: line ends are ASCII and never part of
 a multi-byte UTF-8 sequence, so this equals decoding the whole stream first. ``str`` chunks are
@@ -93,13 +94,6 @@ def _parse_lines(lines: List[str], last_id: Optional[str]) -> Tuple[List[SSEEven
     return events, last_id
 
 
-def _normalize(buffer: bytes) -> bytes:
-    """``\\r\\n`` and ``\\r`` become ``\\n``; a final ``\\r`` stays (it may be half of ``\\r\\n``)."""
-    if buffer[-1] == _CR:
-        return buffer[:-1].replace(b"\r\n", b"\n").replace(b"\r", b"\n") + b"\r"
-    return buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-
-
 def _as_bytes(chunk: Union[bytes, bytearray, memoryview, str]) -> bytes:
     if isinstance(chunk, str):
         return chunk.encode("utf-8", "surrogatepass")
@@ -108,70 +102,71 @@ def _as_bytes(chunk: Union[bytes, bytearray, memoryview, str]) -> bytes:
 
 def iter_sse(chunks: Iterable[Union[bytes, bytearray, str]]) -> Iterator[SSEEvent]:
     """Parse an event stream incrementally; see the module docstring for the exact rules."""
-    rest = b""  # bytes after the last event boundary: normalised, except maybe one final \r
-    held: List[bytes] = []  # chunks without a line end that follow ``rest``: joined when one comes
-    held_size = 0
+    pending = bytearray()  # the event in progress, line ends as \n (appending is amortised linear)
+    after_cr = False  # the last chunk ended with \r: a \n starting the next one belongs to it
+    head = b""  # the first bytes while they may still be a UTF-8 BOM split across chunks
     last_id: Optional[str] = None
-    at_start = True  # a UTF-8 BOM may still come (it is not part of the first field)
+    at_start = True
 
     for chunk in chunks:
         if type(chunk) is not bytes:
             chunk = _as_bytes(chunk)
-        elif not rest and chunk[:6] == b"data: ":
+        elif not pending and not head and chunk[:6] == b"data: ":
             # fast path: the chunk is exactly one one-line data event (how most APIs send)
             data = chunk[6:-2]
             if chunk[-1] == _LF == chunk[-2] and _LF not in data and _CR not in data:
-                at_start = False
+                at_start = after_cr = False
                 try:
                     text = data.decode()
                 except UnicodeDecodeError:
                     text = data.decode("utf-8", "replace")
                 yield _new_event(SSEEvent, ("message", text, last_id))
                 continue
-        if rest:
-            if _LF not in chunk and _CR not in chunk and rest[-1] != _CR:
-                # no line end: no event can complete; hold the chunk (joining now would copy the
-                # whole pending line per chunk: quadratic for a multi-MB line)
-                held.append(chunk)
-                held_size += len(chunk)
-                if len(rest) + held_size > MAX_EVENT_BYTES:
-                    raise SSEEventTooLarge(_too_large())
-                continue
-            if held:
-                held.append(chunk)
-                chunk = rest + b"".join(held)
-                held.clear()
-                held_size = 0
-            else:
-                chunk = rest + chunk
         if at_start:
+            chunk = head + chunk
             if len(chunk) < 3 and _BOM.startswith(chunk):
-                rest = chunk  # maybe a BOM split across chunks
+                head = chunk  # maybe a BOM split across chunks
                 continue
             at_start = False
+            head = b""
             if chunk[:3] == _BOM:
                 chunk = chunk[3:]
+        if after_cr and chunk:
+            after_cr = False
+            if chunk[0] == _LF:
+                chunk = chunk[1:]
         if _CR in chunk:
-            chunk = _normalize(chunk)
+            after_cr = chunk[-1] == _CR
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not chunk:
+            continue
+        if pending and chunk[0] == _LF and pending[-1] == _LF:  # a blank line across chunks
+            chunk = chunk[1:]
+            events, last_id = _parse_lines(_decode(bytes(pending)).split("\n"), last_id)
+            yield from events
+            pending.clear()
         blocks = chunk.split(b"\n\n")
         rest = blocks.pop()
-        if len(rest) > MAX_EVENT_BYTES:
-            raise SSEEventTooLarge(_too_large())
-        for block in blocks:
-            if block[:6] == b"data: " and _LF not in block:  # the common one-line event
-                yield _new_event(SSEEvent, ("message", _decode(block[6:]), last_id))
-            else:
-                events, last_id = _parse_lines(_decode(block).split("\n"), last_id)
-                yield from events
+        if blocks:
+            if pending:
+                pending += blocks[0]
+                blocks[0] = bytes(pending)
+                pending.clear()
+            for block in blocks:
+                if block[:6] == b"data: " and _LF not in block:  # the common one-line event
+                    yield _new_event(SSEEvent, ("message", _decode(block[6:]), last_id))
+                else:
+                    events, last_id = _parse_lines(_decode(block).split("\n"), last_id)
+                    yield from events
+        if rest:
+            pending += rest
+            if len(pending) > MAX_EVENT_BYTES:
+                raise SSEEventTooLarge(_too_large())
 
-    # end of input: finish a pending line and flush a pending event
-    if held:
-        rest += b"".join(held)
-    if at_start and rest[:3] == _BOM:
-        rest = rest[3:]
-    if rest:
-        text = _decode(rest)
-        events, last_id = _parse_lines(text.replace("\r", "\n").split("\n"), last_id)
+    # end of input: flush a pending event (and a pending line)
+    pending += head  # a lone start of a BOM is text
+    if pending:
+        events, last_id = _parse_lines(_decode(bytes(pending)).split("\n"), last_id)
         for event in events:
             yield _new_event(UnterminatedSSEEvent, event)
 
