@@ -43,6 +43,10 @@ _log = logging.getLogger("agentcore_mcp.stdio")
 GRACE_SECONDS = 2.0  # for the server to exit on its own once stdin is closed
 TERM_SECONDS = 2.0  # after SIGTERM to the group, before SIGKILL
 _POLL = 0.01
+#: The longest message a server may send (one line of JSON): a server writing without end (a bug,
+#: a binary dumped to stdout) would otherwise grow memory until the process is killed. Past it the
+#: connection is closed and the call fails saying so; the server is restarted on the next call.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
 
 class ProcessState:
@@ -54,6 +58,7 @@ class ProcessState:
         self.pid: Optional[int] = None
         self.process: Any = None
         self.stdout_closed = False
+        self.refused: Optional[str] = None  # why the reader stopped reading the server (too large)
         self.stderr_tail: Deque[str] = collections.deque(maxlen=20)
 
     @property
@@ -251,18 +256,28 @@ async def stdio_transport(
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
+    def too_large() -> None:
+        state.refused = f"sent a message larger than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
+
     async def stdout_reader() -> None:
         pending: List[bytes] = []  # the pieces of a line not yet ended: joined once, at its end
+        pending_size = 0
         try:
-            async with read_writer:
+            async with read_writer:  # leaving it ends the session: the calls fail as on a lost server
                 async for chunk in process.stdout:  # type: ignore[union-attr]  # opened with a pipe
                     if b"\n" not in chunk:  # a long message arrives in many chunks: linear, not quadratic
                         pending.append(chunk)
+                        pending_size += len(chunk)
+                        if pending_size > MAX_MESSAGE_BYTES:
+                            return too_large()
                         continue
                     lines = chunk.split(b"\n")
                     pending.append(lines[0])
                     lines[0] = b"".join(pending)
+                    if len(lines[0]) > MAX_MESSAGE_BYTES:
+                        return too_large()
                     pending = [lines.pop()]
+                    pending_size = len(pending[0])
                     for line in lines:
                         if line.strip():
                             await read_writer.send(_parse(line))
@@ -351,7 +366,10 @@ async def _stop(process: Any, state: ProcessState) -> None:
 
 
 def describe_exit(state: ProcessState) -> List[str]:
-    """Words for how the process ended: ``["exited with code 3"]``, ``["was killed by SIGKILL"]``."""
+    """Words for how the process ended: ``["exited with code 3"]``, ``["was killed by SIGKILL"]``,
+    or why agentcore stopped reading it (``["sent a message larger than 64 MiB"]``)."""
+    if state.refused is not None:
+        return [state.refused]
     code = state.returncode
     if code is None:
         return ["closed its stdout"] if state.stdout_closed else []

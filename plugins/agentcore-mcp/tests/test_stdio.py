@@ -918,3 +918,14 @@ def test_a_failing_log_handler_never_disturbs_the_session(test_server, caplog):
         logger.removeFilter(explode)
         plugin_logger.removeHandler(waiter)
     assert "notification callback" not in caplog.text  # the SDK's containment never ran
+
+
+def test_a_message_larger_than_the_limit_closes_the_connection_saying_so(monkeypatch):
+    """A server writing one line without end (a bug, a binary dumped to stdout) grew memory
+    until the agent's process was killed: the reader kept every byte of the unfinished line."""
+    from agentcore_mcp import MCPServerError, _stdio
+
+    monkeypatch.setattr(_stdio, "MAX_MESSAGE_BYTES", 1024 * 1024)  # the big result is about 3 MB
+    with _raw_server("big-result") as server:
+        with pytest.raises(MCPServerError, match=r"MCP server 'raw' sent a message larger than 1 MiB during"):
+            server.call_tool("t", {})
