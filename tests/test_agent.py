@@ -779,12 +779,14 @@ def test_a_listener_raising_again_still_lets_state_and_plugins_see_the_run_end()
     assert recorded[-1].role == "assistant" and recorded[-1].error_message == "always broken"
 
 
-def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
+def _interrupting_agent():
+    """An agent whose one tool raises a Ctrl+C in the main thread and records whether its signal
+    fired within 5 s: ``(agent, scripted, tool_saw_abort)``."""
     import _thread
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("KeyboardInterrupt delivery needs the main thread")
-    tool_saw_abort = []
+    tool_saw_abort: List[bool] = []
 
     def execute(tool_call_id, args, signal, on_update):
         _thread.interrupt_main()
@@ -793,6 +795,11 @@ def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DES
 
     scripted = ScriptedModel([tool_call("interrupting", {}), text("never")])
     agent = Agent(scripted.model, tools=[noop_tool("interrupting", execute)], stream_fn=scripted.stream_fn)
+    return agent, scripted, tool_saw_abort
+
+
+def test_keyboard_interrupt_during_prompt_aborts_cleanly(sigint_handled):  # DESIGN §2: Ctrl+C in the waiting caller
+    agent, scripted, tool_saw_abort = _interrupting_agent()
     with pytest.raises(KeyboardInterrupt):
         agent.prompt("go")
     assert tool_saw_abort == [True]
@@ -812,19 +819,7 @@ def test_keyboard_interrupt_in_wait_for_idle_aborts_the_run(sigint_handled):  # 
     """prompt(wait=False) then wait_for_idle(): Ctrl+C in that wait used to leave the run going
     (the tool never heard of it, the model was called again) with the agent busy behind the
     caller's back."""
-    import _thread
-
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("KeyboardInterrupt delivery needs the main thread")
-    tool_saw_abort = []
-
-    def execute(tool_call_id, args, signal, on_update):
-        _thread.interrupt_main()
-        tool_saw_abort.append(signal.wait(5))
-        return AgentToolResult([TextContent("stopped")])
-
-    scripted = ScriptedModel([tool_call("interrupting", {}), text("never")])
-    agent = Agent(scripted.model, tools=[noop_tool("interrupting", execute)], stream_fn=scripted.stream_fn)
+    agent, scripted, tool_saw_abort = _interrupting_agent()
     agent.prompt("go", wait=False)
     with pytest.raises(KeyboardInterrupt):
         agent.wait_for_idle()
