@@ -533,3 +533,38 @@ def test_what_the_session_cannot_store_is_refused_before_the_move(hook_answer, l
     with pytest.raises(error, match=text_):
         navigate_tree(s, ids["target"], summarize=label is None, plugins=plugins, label=label, model=model())
     assert len(s.entries()) == count and s.leaf_id == ids["a3"]
+
+
+def test_agent_navigation_asks_get_api_key_only_for_a_summary_and_awaits_it():  # docs: hooks may be async def
+    """``agent.navigate_tree`` asked ``get_api_key`` even without a summary, so an application's
+    hook that raised for the summary model's provider blocked a plain move; and an ``async def``
+    hook's coroutine object was sent as the summary request's ``api_key``."""
+    from agentcore.agent import Agent
+
+    s, ids = tree()
+    scripted = ScriptedModel(["what happened"], model=model())
+    sent: List[Any] = []
+
+    def stream_fn(model_: Any, context: Any, **options: Any) -> Any:
+        sent.append(options.get("api_key"))
+        return scripted.stream_fn(model_, context, **options)
+
+    def refusing(provider: str) -> str:
+        raise KeyError(provider)
+
+    agent = Agent(scripted.model, stream_fn=stream_fn, session=s, get_api_key=refusing)
+    outcome = agent.navigate_tree(ids["target"])  # no summary: no request, no key
+    assert outcome.leaf_id == ids["common"] and agent.navigate_tree(ids["a3"]).leaf_id == ids["a3"]
+    with pytest.raises(CompactionError) as failed:
+        agent.navigate_tree(ids["target"], summarize=True)
+    assert failed.value.code == "summarization_failed" and "get_api_key('scripted') raised KeyError" in str(
+        failed.value
+    )
+    assert s.leaf_id == ids["a3"] and sent == []  # nothing written, nothing sent
+
+    async def get_api_key(provider: str) -> str:
+        return f"key-for-{provider}"
+
+    agent.get_api_key = get_api_key
+    agent.navigate_tree(ids["target"], summarize=True)
+    assert sent == ["key-for-scripted"] and s.get_entry(s.leaf_id).type == "branch_summary"

@@ -14,6 +14,7 @@ from agentcore.hookspecs import hookimpl
 from agentcore.session import Session, SessionError
 from agentcore.session.compaction import (
     CompactionError,
+    CutPoint,
     compact,
     find_cut_point,
     find_turn_start_index,
@@ -1560,6 +1561,7 @@ def test_an_empty_automatic_summary_is_reported_and_the_run_goes_on(make_agent):
 
 from agentcore.cli._usage import UsageTally, count_usage  # noqa: E402
 from agentcore.events import event_to_dict  # noqa: E402
+from agentcore.streams import AssistantMessageEventStream  # noqa: E402
 from agentcore.testing import ScriptedResponse  # noqa: E402
 from agentcore.types import UsageCost  # noqa: E402
 
@@ -1830,3 +1832,280 @@ def test_an_abort_after_the_summary_came_back_stores_nothing(make_agent):  # abo
     assert agent.state.messages[0].role == "user"
     end = agent.seen[-1]
     assert (end.type, end.aborted, end.result, end.error_message) == ("compaction_end", True, None, None)
+
+
+# =========================================================================== odd inputs and interruptions
+# Figures JSON reads as infinity, the application's get_api_key, hooks choosing odd values, a
+# summary stream without an answer and Ctrl+C: each fails (or survives) one compaction, cleanly.
+
+
+def test_a_usage_that_json_reads_as_infinity_does_not_fail_every_prompt(tmp_path):  # session §7.2 valid usage
+    """A session line whose usage holds a number beyond float range (``1e400``, which JSON reads as
+    infinity) or NaN made the threshold check raise ``OverflowError: cannot convert float infinity
+    to integer``: every later prompt of that session failed with that text."""
+    path = str(tmp_path / "s.jsonl")
+    with Session.create(path) as session:
+        session.append_message(U("hello"))
+        session.append_message(A("hi", 1, 1, total=2))
+    with open(path, encoding="utf-8") as handle:
+        content = handle.read()
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(content.replace('"totalTokens":2', '"totalTokens":1e400'))
+    for figure in (float("inf"), float("nan")):
+        estimate = estimate_context_tokens([A("hi", 3, 4, total=figure)])
+        assert (estimate.usage_tokens, estimate.last_usage_index) == (7, 0)  # the parts, as for no total
+        assert estimate_context_tokens([A("hi", figure, 4)]).usage_tokens == 4
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    with Session.open(path) as session:
+        agent = Agent(brain.model, stream_fn=brain.stream_fn, session=session)
+        new = agent.prompt("next")
+    assert new[-1].stop_reason == "stop" and new[-1].text == "fine"
+
+
+def test_an_async_get_api_key_gives_summary_requests_its_key(make_agent):  # docs: hooks may be async def
+    """The loop awaits an ``async def get_api_key``; summary requests were sent with the coroutine
+    object as their ``api_key`` (and the coroutine was never awaited)."""
+
+    async def get_api_key(provider: str) -> str:
+        return f"key-for-{provider}"
+
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    agent = make_agent(
+        brain,
+        get_api_key=get_api_key,
+        session=Session.in_memory(),
+        compaction=CompactionSettings(keep_recent_tokens=100),
+    )
+    _talk(agent, "one", "two")
+    agent.compact()
+    assert brain.summary_options and all(o["api_key"] == "key-for-scripted" for o in brain.summary_options)
+
+
+def test_a_raising_get_api_key_fails_only_the_compaction(make_agent):  # session §7.3: failures never fail the run
+    """``get_api_key`` raising for the summary model's provider (one the application has no key for)
+    escaped the compactor: ``compaction_start`` without ``compaction_end``, a bare KeyError from
+    ``agent.compact()``, and an automatic compaction failed the run."""
+    summarizer = Model(id="small", api="other", provider="other", context_window=200000, max_tokens=4096)
+    keys = {"scripted": "sk-agent"}
+
+    def get_api_key(provider: str) -> str:
+        return keys[provider]  # KeyError for "other"
+
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    agent = make_agent(
+        brain,
+        messages=history,
+        get_api_key=get_api_key,
+        compaction_model=summarizer,
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
+    new = agent.prompt("next")  # over the threshold: the compaction fails, the run goes on
+    assert new[-1].text == "fine" and brain.summary_contexts == []
+    assert kinds(agent)[:2] == ["compaction_start", "compaction_end"]
+    end = next(e for e in agent.seen if e.type == "compaction_end")
+    assert "get_api_key('other') raised KeyError" in end.error_message
+    agent.seen.clear()
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == "summarization_failed" and isinstance(failed.value.__cause__, KeyError)
+    assert kinds(agent) == ["compaction_start", "compaction_end"]
+    assert agent.state.messages[0].role == "user"
+
+
+def test_a_whitespace_summary_from_before_compaction_replaces_nothing(make_agent):  # hookspecs.before_compaction
+    """A hook-supplied summary of only whitespace (its own model said nothing) was stored: the
+    history was replaced by an empty summary, although the same text from the ``summarize`` hook
+    or the model fails the compaction."""
+    session = Session.in_memory()
+    hook = BeforeCompaction(CompactionDecision(summary=" \n\t"))
+    agent = make_agent(
+        Brain(lambda ctx, n: f"answer {n} " + "x" * 300),
+        session=session,
+        plugins=[hook],
+        compaction=CompactionSettings(keep_recent_tokens=100),
+    )
+    _talk(agent, "one", "two")
+    before = [e.id for e in session.entries()]
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == "summarization_failed" and "before_compaction hook returned an empty" in str(
+        failed.value
+    )
+    assert [e.id for e in session.entries()] == before and agent.state.messages[0].role == "user"
+    assert kinds(agent) == ["compaction_start", "compaction_end"] and agent.seen[-1].error_message
+
+
+def test_a_summary_stream_that_ends_without_an_answer_fails_the_compaction(make_agent):  # session §7.5 errors
+    """A stream function whose stream ended without a done or error event (``result()`` None) made
+    ``compact()`` raise ``AttributeError: 'NoneType' object has no attribute 'usage'`` with no
+    ``compaction_end``; the loop reports such a stream as an error."""
+    session = Session.in_memory()
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+
+    def ended(model: Any, context: Any, **options: Any) -> Any:
+        stream = AssistantMessageEventStream()
+        stream.end()
+        return stream
+
+    agent.compactor.stream_fn, agent.compactor.model = ended, brain.model
+    before = [e.id for e in session.entries()]
+    with pytest.raises(CompactionError) as failed:
+        agent.compact()
+    assert failed.value.code == "summarization_failed" and "ended without a done or error event" in str(failed.value)
+    assert [e.id for e in session.entries()] == before
+    assert kinds(agent) == ["compaction_start", "compaction_end"] and agent.seen[-1].error_message
+
+
+def test_ctrl_c_during_a_manual_compaction_still_ends_it(make_agent):  # compaction_start is always ended
+    """A KeyboardInterrupt while ``agent.compact()`` waited for the summary propagated without a
+    ``compaction_end``: a listener showing "compacting..." never learnt it stopped."""
+    session = Session.in_memory()
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 300)
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=100))
+    _talk(agent, "one", "two")
+
+    def interrupted(model: Any, context: Any, **options: Any) -> Any:
+        raise KeyboardInterrupt  # Ctrl+C lands on the caller's thread, in the request
+
+    agent.compactor.stream_fn, agent.compactor.model = interrupted, brain.model
+    before = [e.id for e in session.entries()]
+    with pytest.raises(KeyboardInterrupt):
+        agent.compact()
+    assert kinds(agent) == ["compaction_start", "compaction_end"]
+    end = agent.seen[-1]
+    assert (end.aborted, end.result, end.error_message) == (True, None, None)
+    assert [e.id for e in session.entries()] == before and not agent.state.is_streaming
+    agent.compactor.stream_fn = brain.stream_fn
+    assert agent.compact().summary  # the next one works
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_a_hook_keeping_from_a_tool_result_never_keeps_it_without_its_call(make_agent, with_session):  # §7.4 4a
+    """A hook's ``first_kept_entry_id`` naming a tool result: the session's context drops that
+    result (its call was summarised), but without a session the transcript started with the
+    orphan result, which a provider refuses on every later request."""
+    history = [
+        U("q1"),
+        A(content=[ToolCall("c1", "read", {"path": "a.py"})], stop="toolUse"),
+        ToolResultMessage("c1", "read", [TextContent("contents of a.py")]),
+        A("read it"),
+        U("q2"),
+        A("a2"),
+    ]
+    options: dict = {}
+    if with_session:
+        session = Session.in_memory()
+        for message in history:
+            session.append_message(message)
+        ids = [e.id for e in session.entries()]
+        options["session"] = session
+    else:
+        ids = [f"m{i}" for i in range(len(history))]  # the ids the hook sees without a session
+        options["messages"] = list(history)
+    hook = BeforeCompaction(lambda preparation: CompactionDecision(summary="from the hook", first_kept_entry_id=ids[2]))
+    settings = CompactionSettings(keep_recent_tokens=1)
+    agent = make_agent(Brain(lambda ctx, n: "fine"), plugins=[hook], compaction=settings, **options)
+    agent.compact()
+    assert [m.role for m in agent.state.messages] == ["compactionSummary", "assistant", "user", "assistant"]
+
+
+@pytest.mark.parametrize("stamp", [float("nan"), float("inf"), 10**20])
+def test_a_message_timestamp_that_is_no_time_does_not_fail_the_run(make_agent, stamp):  # session §7.3 threshold
+    """Without a session the compactor gives each transcript message a made-up entry stamped with
+    its ``timestamp``: NaN, infinity or a time past what ``gmtime`` takes raised ``ValueError``/
+    ``OverflowError``/``OSError`` there, before ``compaction_start``, and every prompt over the
+    threshold failed with that text."""
+    history: List[Any] = []
+    for i in range(6):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    history[2] = U("q1 " + "q" * 2000, timestamp=stamp)
+    brain = Brain(lambda ctx, n: "fine", window=4000)
+    agent = make_agent(
+        brain, messages=history, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000)
+    )
+    new = agent.prompt("next")
+    assert (new[-1].stop_reason, new[-1].text) == ("stop", "fine")
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
+    assert kinds(agent)[:2] == ["compaction_start", "compaction_end"] and ends[0].result is not None
+    assert agent.state.messages[0].role == "compactionSummary"
+
+
+def test_newest_tool_results_over_the_budget_still_leave_something_to_compact():  # session §7.4 step 4c
+    """When the newest tool results alone reach ``keep_recent_tokens``, no valid cut follows them and
+    the reference falls back to the first valid cut: everything is kept and there is nothing to
+    compact, whatever the settings. The cut is now the call that made those results."""
+    path = Path()
+    path.msg(U("old question " + "q" * 400))
+    path.msg(A("old answer " + "a" * 400))
+    path.msg(U("read the big files"))
+    path.msg(A(content=[ToolCall("c1", "read", {"path": "a.py"}), ToolCall("c2", "read", {"path": "b.py"})]))
+    path.msg(ToolResultMessage("c1", "read", [TextContent("x" * 4000)]))
+    path.msg(ToolResultMessage("c2", "read", [TextContent("y" * 4000)]))
+    for budget in (0, 10, 1500):
+        assert find_cut_point(path.entries, 0, 6, budget) == CutPoint(3, 2, True)  # the call, a split turn
+    preparation = prepare_compaction(path.entries, CompactionSettings(keep_recent_tokens=10))
+    assert preparation is not None and not preparation.empty
+    assert [m.role for m in preparation.messages_to_summarize] == ["user", "assistant"]
+    assert [m.role for m in preparation.turn_prefix_messages] == ["user"]
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_an_overflow_right_after_big_tool_results_is_recovered(make_agent, with_session):  # session §7.3 overflow
+    """A turn read two big files; the next request overflowed. The recovery found "nothing to
+    compact: the whole context fits in keep_recent_tokens" (the newest results alone reached the
+    budget) and the run failed, although everything before that turn could be summarised."""
+
+    def plan(ctx: Any, n: int) -> Any:
+        if n == 1:
+            return [ToolCall("c1", "read", {"path": "a.py"}), ToolCall("c2", "read", {"path": "b.py"})]
+        if n == 2 and not any(getattr(m, "role", None) == "compactionSummary" for m in ctx.messages):
+            return ("error", OVERFLOW)
+        return f"answer {n} " + "x" * 400
+
+    read = AgentTool(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult([TextContent(args["path"] + " " + "z" * 40000)]),
+    )
+    brain = Brain(plan)
+    options = {"session": Session.in_memory()} if with_session else {}
+    agent = make_agent(brain, tools=[read], compaction=CompactionSettings(keep_recent_tokens=1000), **options)
+    agent.prompt("one")
+    new = agent.prompt("read both files")
+    ends = [e for e in agent.seen if e.type == "compaction_end"]
+    assert len(ends) == 1 and ends[0].error_message is None and ends[0].result is not None
+    assert new[-1].stop_reason == "stop" and new[-1].text.startswith("answer 3")
+    roles = [m.role for m in agent.state.messages]
+    assert roles == ["compactionSummary", "assistant", "toolResult", "toolResult", "assistant"]
+
+
+def test_a_recoverable_length_stop_with_tool_calls_is_compacted_before_the_next_request(make_agent):  # §7.3 v4
+    """A response cut off by a full context in the middle of a tool call: its call is rejected and
+    the run goes on, so the recovery at the end of the run never sees it. The turn hook still left
+    it "to the recovery" and sent the next request on the full context (a wasted request that
+    overflows or is cut off again)."""
+
+    def plan(ctx: Any, n: int) -> Any:
+        if n == 2:
+            cut = _cut_off(brain, 40)
+            cut.content = [TextContent("writing it"), ToolCall("w1", "write", {"path": "big.py", "content": "..."})]
+            return cut
+        return f"answer {n} " + "x" * 400
+
+    brain = Brain(plan, window=4000)
+    agent = make_agent(brain, compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=10))
+    _talk(agent, "one", "two")
+    new = agent.prompt("three")
+    assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")][:2] == [
+        ("compaction_start", "threshold"),
+        ("compaction_end", "threshold"),
+    ]
+    after_cut = brain.agent_contexts[3].messages  # the request after the rejected call
+    assert after_cut[0].role == "user" and "<summary>" in after_cut[0].content[0].text
+    assert new[-1].text.startswith("answer 3")

@@ -33,7 +33,16 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._errors import PicklableError
 from .._safe import describe_exception, exception_message
-from ..types import AgentContext, BranchSummaryMessage, CustomMessage, TextContent, Usage, UserMessage, add_usage
+from ..types import (
+    AgentContext,
+    AssistantMessage,
+    BranchSummaryMessage,
+    CustomMessage,
+    TextContent,
+    Usage,
+    UserMessage,
+    add_usage,
+)
 from .compaction_prompts import (
     NO_PRIOR_HISTORY,
     SPLIT_TURN_SEPARATOR,
@@ -196,8 +205,12 @@ def find_cut_point(
 
     Walking back from the newest message, the cut is the first valid cut position at or after the
     message where the kept messages reach ``keep_recent_tokens``. Tool results are never valid cut
-    positions, so a call and its result stay on the same side. Settings and other non-message
-    entries right before the cut are kept with it.
+    positions, so a call and its result stay on the same side. When only tool results follow
+    that message (the newest results alone reach the budget, as after a turn that read big
+    files), the cut is the newest valid position before it, the call that made them: keeping
+    everything instead (the reference's fallback) would leave nothing to compact while the
+    context overflows. Settings and other non-message entries right before the cut are kept
+    with it.
     """
     cuts = [i for i in range(start_index, end_index) if _is_valid_cut(entries[i])]
     if not cuts:
@@ -210,7 +223,7 @@ def find_cut_point(
             continue
         total += estimate_tokens(entry.message)
         if total >= keep_recent_tokens:
-            cut = next((c for c in cuts if c >= index), cuts[0])
+            cut = next((c for c in cuts if c >= index), cuts[-1])  # else only tool results follow
             break
     while cut > start_index:
         previous = entries[cut - 1]
@@ -346,8 +359,9 @@ class CompactionDecision:
     ``cancel=True``: no compaction (``reason`` says why, for the error message). Otherwise a
     non-empty ``summary`` supplies the whole compaction: it is stored as is (no model call, no
     file lists appended) with ``fromHook`` set; ``first_kept_entry_id`` and ``tokens_before``
-    default to the preparation's, ``details`` is stored but never trusted for file tracking.
-    Neither: the built-in compaction proceeds.
+    default to the preparation's, ``details`` is stored but never trusted for file tracking; a
+    summary of only whitespace fails the compaction (``summarization_failed``). Neither: the
+    built-in compaction proceeds.
     """
 
     cancel: bool = False
@@ -396,7 +410,8 @@ def run_before_compaction(
     :class:`CompactionResult` (``from_hook=True``, ``usage`` None). Raises
     ``CompactionError("cancelled")`` when the hook cancels, and
     ``CompactionError("summarization_failed")`` when it raises, returns something else than
-    None, a :class:`CompactionDecision`, a :class:`CompactionResult` or a dict, or supplies
+    None, a :class:`CompactionDecision`, a :class:`CompactionResult` or a dict, supplies a
+    summary of only whitespace (stored, it would replace the history with nothing) or supplies
     ``details`` that are not JSON (the session could not store them).
     """
     hook = getattr(getattr(plugins, "hook", None), "before_compaction", None)
@@ -434,6 +449,7 @@ def run_before_compaction(
     summary = _decision_field(decision, "summary")
     if not isinstance(summary, str) or not summary:
         return None
+    _require_text(summary, "Compaction failed", "the before_compaction hook")
     first_kept = _decision_field(decision, "first_kept_entry_id") or preparation.first_kept_entry_id
     tokens_before = _decision_field(decision, "tokens_before")
     if not isinstance(tokens_before, int) or isinstance(tokens_before, bool):
@@ -518,7 +534,8 @@ def summarize_with_model(
 
     ``reasoning`` is requested only for a reasoning model with a level other than ``"off"``.
     Raises ``CompactionError("aborted")`` when the request was aborted and
-    ``CompactionError("summarization_failed", "<failure_prefix>: <error>")`` when it failed.
+    ``CompactionError("summarization_failed", "<failure_prefix>: <error>")`` when it failed
+    (the stream function raised, or its stream ended without a done or error event).
     With ``require_complete`` (what compaction asks: its summary replaces the history) an answer
     cut off at ``max_tokens`` (``stop_reason == "length"``) or without text (empty or only
     whitespace) fails the same way. When a response came back, the error's ``usage`` is the
@@ -536,6 +553,13 @@ def summarize_with_model(
         message = stream_fn(model, context, **request).result()
     except Exception as exc:  # a stream function must not raise; treat it as a failed request
         raise CompactionError("summarization_failed", f"{failure_prefix}: {exception_message(exc)}") from exc
+    if not isinstance(message, AssistantMessage):  # a stream that ended without done or error
+        if signal is not None and getattr(signal, "aborted", False):
+            raise CompactionError("aborted", "Summarization was aborted")
+        raise CompactionError(
+            "summarization_failed",
+            f"{failure_prefix}: the model stream ended without a done or error event, so no summary came back",
+        )
     billed = message.usage if isinstance(message.usage, Usage) else None  # refused or not, it was billed
     if message.stop_reason == "aborted":
         raise CompactionError("aborted", message.error_message or "Summarization was aborted", usage=billed)

@@ -133,8 +133,17 @@ def js_length(text: Any) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def _count(value: Any) -> bool:
+    """True for a figure a usage report can count: an int, or a finite float (not a bool; not
+    NaN or infinity, which JSON gives for a number like ``1e400`` in a session file)."""
+    if type(value) is int:
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def usage_tokens(usage: Any) -> int:
-    """Tokens of one usage report (object or reference dict): its total, else the sum of parts."""
+    """Tokens of one usage report (object or reference dict): its total, else the sum of parts.
+    Figures that are not counts (text, None, a bool, NaN, infinity) are skipped."""
     if usage is None:
         return 0
     if type(usage) is Usage:  # the usual report, read without the dict-or-object getter
@@ -144,7 +153,7 @@ def usage_tokens(usage: Any) -> int:
         parts: Tuple[Any, ...] = (usage.input, usage.output, usage.cache_read, usage.cache_write)
     else:
         total = field_of(usage, "total_tokens", "totalTokens", 0)
-    if isinstance(total, (int, float)) and not isinstance(total, bool) and total:
+    if _count(total) and total:
         return int(total)
     if type(usage) is not Usage:
         parts = (
@@ -153,7 +162,7 @@ def usage_tokens(usage: Any) -> int:
             field_of(usage, "cache_read", "cacheRead", 0),
             field_of(usage, "cache_write", "cacheWrite", 0),
         )
-    return int(sum(p for p in parts if isinstance(p, (int, float)) and not isinstance(p, bool)))
+    return int(sum(p for p in parts if _count(p)))
 
 
 def calculate_context_tokens(usage: Any) -> int:

@@ -15,7 +15,9 @@ entry and the transcript is rebuilt with ``session.build_context()``):
   "length"`` although it used less output than its cap while the context was over the threshold
   (the context, not the output cap, was exhausted: spec §7.3, v4), :meth:`Compactor.recover_overflow`
   takes that response out of the transcript (a session keeps it on an abandoned branch), compacts
-  once and returns the context the Agent continues from. A second overflow gives up with a
+  once and returns the context the Agent continues from. (A recoverable ``length`` stop cut off in
+  a tool call does not end the run, its call is rejected: the threshold check after that turn
+  compacts before the next request.) A second overflow gives up with a
   :class:`CompactionEndEvent` whose ``error_message`` says what to do (:meth:`Compactor.retried`).
 
 The run body is the Agent's (``Agent._run_body``): it calls these steps at documented points and
@@ -28,7 +30,8 @@ it (stored with ``fromHook``, no model call); see :func:`agentcore.hookspecs.bef
 
 Progress is reported as :class:`CompactionStartEvent` / :class:`CompactionEndEvent` through the
 ``emit`` callable (the agent's listeners); every ``compaction_start`` is followed by one
-``compaction_end``. Automatic compaction failures never fail the run, a session that cannot be
+``compaction_end`` (also when something else than a :class:`CompactionError` stops it: a
+KeyboardInterrupt in ``agent.compact()`` ends it ``aborted`` and is re-raised). Automatic compaction failures never fail the run, a session that cannot be
 written included (``CompactionError("storage")``): they are reported in
 ``CompactionEndEvent.error_message`` and the run goes on uncompacted. An abort is honoured until
 the compaction is stored: one that arrives after the summary came back stores nothing. Every
@@ -45,8 +48,10 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._loop_types import AgentLoopTurnUpdate
+from .._safe import describe_exception
 from .._util import awaited, field_of
 from ..messages import convert_message
+from ..options import check_api_key
 from ..signals import AbortController
 from ..types import (
     AgentContext,
@@ -69,6 +74,7 @@ from .compaction import (
 )
 from .compaction_tokens import CompactionSettings, ContextTokenCounter, should_compact, usage_tokens
 from .compaction_tokens import CompactionSettings as _Settings  # for type checks: tests may patch the default factory
+from .context import repair_tool_results
 from .entries import CompactionEntry, MessageEntry, SessionEntry, iso_from_ms
 from .errors import SessionError
 
@@ -345,7 +351,9 @@ class Compactor:
         Requires an idle agent (RuntimeError otherwise). Raises :class:`CompactionError`:
         ``nothing_to_compact`` (empty transcript, or everything fits ``keep_recent_tokens``),
         ``already_compacted``, ``aborted`` (see :meth:`abort`; also when the abort came after the
-        summary, before it was stored: nothing is stored), ``summarization_failed``, or
+        summary, before it was stored: nothing is stored), ``summarization_failed`` (also when the
+        agent's ``get_api_key``, awaited if ``async``, raised for the summary model's provider or
+        returned something else than a string or None), or
         ``storage`` (the session could not be written; the exception's cause says why).
         """
         if getattr(self.agent.state, "is_streaming", False):
@@ -374,7 +382,8 @@ class Compactor:
 
     def navigate_tree(self, target_id: Optional[str], summarize: bool = False, **kwargs: Any) -> Any:
         """``navigate_tree`` on the agent's session with the agent's summary model, then reload the
-        transcript from the session. Idle only; needs ``agent.session``."""
+        transcript from the session. Idle only; needs ``agent.session``. The agent's
+        ``get_api_key`` is asked (for the summary model) only when ``summarize`` is true."""
         from .branch_summary import navigate_tree
 
         session = getattr(self.agent, "session", None)
@@ -382,7 +391,8 @@ class Compactor:
             raise ValueError("navigate_tree needs an agent with a session (Agent(session=...))")
         if getattr(self.agent.state, "is_streaming", False):
             raise RuntimeError("Cannot navigate while the agent is running: call wait_for_idle() first.")
-        model, stream_fn, options = self._summary_model()
+        # only a summary needs the summary model (and its key: get_api_key is not asked otherwise)
+        model, stream_fn, options = self._summary_model() if summarize else (None, None, {})
         kwargs.setdefault("plugins", self._plugins())
         kwargs.setdefault("reserve_tokens", self.settings.reserve_tokens)
         kwargs.setdefault("thinking_level", str(self.agent.state.thinking_level))
@@ -492,7 +502,9 @@ class Compactor:
                 not self.settings.enabled
                 or signal.aborted
                 or getattr(ctx.message, "stop_reason", None) == "aborted"
-                or self._recoverable_length(ctx.message, config)  # left to the recovery
+                # the run ends with it: left to the recovery, which drops it (with tool calls, whose
+                # rejected results go back to the model, the run goes on: compact before that request)
+                or (self._recoverable_length(ctx.message, config) and not ctx.tool_results)
                 or not self.needs_compaction()
             ):
                 return update
@@ -530,7 +542,7 @@ class Compactor:
         key = getattr(agent, "api_key", None) if same_provider else None
         get_key = getattr(agent, "get_api_key", None)
         if get_key is not None:
-            key = get_key(model.provider) or key
+            key = _hook_api_key(get_key, model.provider) or key
         if key:
             options["api_key"] = key
         return model, stream_fn, options
@@ -559,7 +571,7 @@ class Compactor:
         parent = None
         for index, message in enumerate(messages):
             entry_id = f"m{index}"
-            stamp = iso_from_ms(getattr(message, "timestamp", 0) or 0)
+            stamp = _synthetic_stamp(message)
             if role_of(message) == "compactionSummary":
                 ours = message is summary_message
                 entry: SessionEntry = CompactionEntry(
@@ -604,6 +616,9 @@ class Compactor:
                 messages = self._store(result, preparation, path, session)
             except CompactionError as exc:
                 emit(_end_event(reason, exc))
+                raise
+            except BaseException as exc:  # Ctrl+C in agent.compact() ...: listeners still get the end
+                emit(_interrupted_event(reason, exc))
                 raise
             if reason == "manual":  # idle: the transcript is the agent's only copy
                 self.agent.state.messages = messages
@@ -662,7 +677,8 @@ class Compactor:
             ids = [entry.id for entry in path]
             first = ids.index(result.first_kept_entry_id) if result.first_kept_entry_id in ids else len(path)
         kept = [entry.message for entry in path[first:] if isinstance(entry, MessageEntry)]
-        return [summary] + kept
+        # as the session's build_context does: a hook may keep from a tool result, whose call is gone
+        return [summary] + repair_tool_results(kept)
 
 
 def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[Any], Any], Any]:
@@ -688,6 +704,16 @@ _SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
 _STANDARD_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
 
 
+def _synthetic_stamp(message: Any) -> str:
+    """The ISO timestamp of a made-up entry for ``message``: its own ``timestamp`` (ms), or the
+    epoch when that is no time ``iso_from_ms`` can write (NaN, text, nanoseconds, years past
+    9999): the preparation orders by entry, never by these stamps."""
+    try:
+        return iso_from_ms(getattr(message, "timestamp", 0) or 0)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return iso_from_ms(0)
+
+
 def _same_message(stored: Any, message: Any) -> bool:
     """The session's copy of ``message`` (the object itself, or an equal failed/cut-off response)."""
     if stored is message:
@@ -698,6 +724,21 @@ def _same_message(stored: Any, message: Any) -> bool:
         and getattr(stored, "stop_reason", None) == stop
         and getattr(stored, "timestamp", None) == getattr(message, "timestamp", None)
     )
+
+
+def _hook_api_key(get_key: Callable[[str], Any], provider: Any) -> Optional[str]:
+    """The key the agent's ``get_api_key`` gives for the summary model's ``provider``, awaited when
+    it is an ``async def`` (as the loop does). A raising hook or a result that is not a string or
+    None fails the summary (``CompactionError("summarization_failed")``), not the caller's run."""
+    where = f"get_api_key({provider!r})"
+    try:
+        key = awaited(get_key(provider))
+        check_api_key(key, where, "its result")
+    except Exception as exc:  # noqa: BLE001 - the application's hook: a failed summary, nothing else
+        raise CompactionError(
+            "summarization_failed", f"Summarization failed: {where} raised {describe_exception(exc)}"
+        ) from exc
+    return key
 
 
 def _honour_abort(signal: Any, result: CompactionResult) -> None:
@@ -721,6 +762,15 @@ def _end_event(reason: str, exc: CompactionError) -> CompactionEndEvent:
         error_message=None if quiet else _failure(reason, exc),
         usage=exc.usage,
     )
+
+
+def _interrupted_event(reason: str, exc: BaseException) -> CompactionEndEvent:
+    """The ``compaction_end`` event of a compaction stopped by something else than a
+    :class:`CompactionError`: a KeyboardInterrupt (Ctrl+C while ``agent.compact()`` waits for the
+    summary) is an abort; anything else an error naming it."""
+    if isinstance(exc, KeyboardInterrupt):
+        return CompactionEndEvent(reason, aborted=True)
+    return CompactionEndEvent(reason, error_message=f"Compaction failed: {describe_exception(exc)}")
 
 
 def _failure(reason: str, exc: CompactionError) -> str:
