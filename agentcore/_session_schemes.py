@@ -8,9 +8,11 @@ entry point; its module, :mod:`agentcore.session.urls`, documents the URL forms.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
 
 from .hookspecs import hookimpl
 
@@ -47,7 +49,16 @@ def query_params(url: str, allowed: List[str]) -> Dict[str, str]:
     return params
 
 
+_WINDOWS = os.name == "nt"
+_DRIVE_URL_PATH = re.compile(r"/[A-Za-z]:([/\\]|$)")
+
+
 def _local_path(url: str) -> str:
+    """The file a ``jsonl:``/``sqlite:`` URL names: ``scheme:///abs/path``, ``scheme:rel/path``,
+    ``scheme:~/path`` (the home directory, as a shell would expand it), on Windows also
+    ``scheme:///C:/path``. Percent-escapes are decoded to the bytes they stand for (``%FF`` is
+    the byte 0xFF of a file name that is not UTF-8, as ``pathlib.Path.as_uri`` writes it).
+    ``ValueError`` for a host, a ``#``, no path, or a NUL character (``%00``)."""
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost"):  # named by host only: the netloc may hold a password
         raise ValueError(
@@ -58,9 +69,21 @@ def _local_path(url: str) -> str:
         raise ValueError(
             f"{parts.scheme}: URL has a '#' (the path would end before it); write it as %23 in a file name"
         )
-    path = unquote(parts.path)
+    raw = parts.path
+    if _WINDOWS and _DRIVE_URL_PATH.match(raw):  # file-URL form of a drive: /C:/x is C:/x
+        raw = raw[1:]
+    try:
+        path = os.fsdecode(unquote_to_bytes(os.fsencode(raw)))
+    except UnicodeError:
+        raise ValueError(
+            f"{parts.scheme}: URL path is not a file name of this system (its escapes are not UTF-8)"
+        ) from None
     if not path:
         raise ValueError(f"{parts.scheme}: URL has no path (write {parts.scheme}:///absolute/path)")
+    if "\x00" in path:
+        raise ValueError(f"{parts.scheme}: URL path holds a NUL character (%00), which no file name can")
+    if path.startswith("~") and not parts.netloc:
+        path = os.path.expanduser(path)
     return path
 
 
@@ -90,12 +113,15 @@ def _open_sqlite(url: str, *, read_only: bool = False, create: bool = False) -> 
     ``not_found`` and nothing is created (``sqlite3`` would otherwise make the file, and a session in
     it), so a mistyped path never leaves a new database behind; an existing database follows
     :class:`SqliteSessionStorage`'s rules."""
-    import os
-
     from .session.sqlite import SqliteSessionStorage
 
     params = query_params(url, ["session", "fsync"])
     path = _local_path(url)
+    if path in (":memory:", "/:memory:"):  # SQLite's own name would be a file here, never memory
+        raise ValueError(
+            "sqlite: URL names ':memory:', which would be a file of that name; "
+            "for a session held in memory only write memory: (or memory:?session=ID)"
+        )
     session_id = params.get("session") or None
     fsync = params.get("fsync", "never")
     from .session.errors import SessionError

@@ -251,3 +251,24 @@ def test_a_prompt_dict_without_a_timestamp_keeps_its_time_on_resume(tmp_path):
     assert line["message"]["role"] == "user" and line["message"]["timestamp"] == stamped
     with Session.open(path, read_only=True) as reopened:
         assert reopened.build_context().messages[0].timestamp == stamped
+
+
+def test_a_recorded_thinking_level_this_library_lacks_does_not_break_every_run(tmp_path):
+    """A session whose thinking level is another program's (``"ultra"``), ``null`` or in another
+    case (``"HIGH"``) was restored as is: the Agent was built, then every prompt() failed with
+    ``ValueError: thinking_level must be one of ...`` that did not mention the session."""
+    from agentcore.testing import text
+
+    path = tmp_path / "levels.jsonl"
+    with Session.create(str(path)) as session:
+        session.append_thinking_level_change("HIGH")
+    with Session.open(str(path)) as session:
+        assert Agent(LOCAL, session=session).state.thinking_level == "high"
+        session.append_thinking_level_change("ultra")
+    scripted = ScriptedModel([text("answered")])
+    with Session.open(str(path)) as session:
+        with pytest.warns(RuntimeWarning, match=r"levels\.jsonl records thinking level 'ultra'.*keeps 'off'"):
+            agent = Agent(LOCAL, stream_fn=scripted.stream_fn, session=session)
+        messages = agent.prompt("go on")
+        assert messages[-1].stop_reason == "stop" and messages[-1].text == "answered"
+        assert session.build_context().thinking_level == "off"  # what the agent ran with

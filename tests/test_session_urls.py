@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -292,3 +293,193 @@ def test_listing_skips_a_named_pipe_instead_of_blocking(tmp_path):  # session §
     lister.join(30)  # an open() of the pipe would wait for a writer forever
     assert not lister.is_alive(), "listing blocked on a named pipe"
     assert [i.id for i in listed[0]] == ["real"]
+
+
+def test_a_deeply_nested_file_in_the_directory_is_skipped_not_a_crash(tmp_path):  # session §9.5 list
+    """``json`` raises RecursionError (not ValueError) for a line nested ~1000 levels deep: one such
+    file among the sessions made ``list()`` raise, ``delete`` of it raise RecursionError instead of
+    refusing, and ``create`` of an id it carries raise too."""
+    from agentcore.session import SessionRepository
+
+    repo = SessionRepository(tmp_path / "repo")
+    with repo.create(str(tmp_path), "real") as session:
+        session.append_message(U("hi"))
+        session.set_name("kept")
+    folder = repo.session_dir(str(tmp_path))
+    deep_header = os.path.join(folder, "2026-01-01T00-00-00-000Z_deep.jsonl")
+    with open(deep_header, "w") as handle:
+        handle.write("[" * 100_000 + "\n")
+    header = json.dumps({"type": "session", "version": 3, "id": "nested", "timestamp": "t", "cwd": str(tmp_path)})
+    header += "\n"
+    for name, line in (("a", '{"type":"session_info","name":'), ("b", ' {"type":"session_info","name":')):
+        with open(os.path.join(folder, f"2026-01-01T00-00-00-000Z_nested-{name}.jsonl"), "w") as handle:
+            handle.write(header + line + "[" * 100_000 + "}\n")
+    for cwd in (None, str(tmp_path)):
+        listed = {info.id: (info.name, info.message_count) for info in repo.list(cwd)}
+        assert listed == {"real": ("kept", 1), "nested": (None, 0)}
+    with pytest.raises(SessionError) as refused:
+        repo.delete(deep_header)
+    assert refused.value.code == "invalid_session" and os.path.exists(deep_header)
+    with pytest.raises(SessionError) as claimed:
+        repo.create(str(tmp_path), "deep")  # a file with that id is there, and it is no session
+    assert claimed.value.code == "invalid_session" and "deep.jsonl" in str(claimed.value)
+
+
+def test_listing_leaves_out_a_last_line_still_being_written(tmp_path):  # session §9.5, §13 readers
+    """Another process appends a ``session_info`` line (or a message) while we list: its unfinished
+    line used to hide the session's name and count as a message, unlike opening the session."""
+    from agentcore.session import Session, SessionRepository
+
+    repo = SessionRepository(tmp_path / "repo")
+    with repo.create(str(tmp_path), "busy") as session:
+        session.append_message(U("hi"))
+        session.set_name("first name")
+        path = session.path
+    for torn in (
+        b'{"type":"session_info","id":"x1","parentId":null,"timestamp":"t","name":"sec',
+        b'{"type":"message","id"',
+    ):
+        with open(path, "ab") as handle:
+            handle.write(torn)
+        (info,) = repo.list()
+        with Session.open(path, read_only=True) as opened:
+            assert (info.name, info.message_count) == (opened.name, opened.get_session_stats().message_count)
+        assert (info.name, info.message_count) == ("first name", 1)
+        with open(path, "rb+") as handle:  # the writer's next attempt starts over
+            handle.truncate(os.path.getsize(path) - len(torn))
+
+
+def test_a_cwd_too_long_for_a_directory_name_still_gets_sessions(tmp_path):  # session §9.3 naming
+    """The encoded cwd is one directory name: a cwd of some 250 characters made ``create`` fail
+    with a bare ``OSError: File name too long`` (so ``agentcore chat`` could not start there)."""
+    from agentcore.session import SessionRepository
+    from agentcore.session.repository import encode_cwd
+
+    repo = SessionRepository(tmp_path / "repo")
+    deep = "/" + "/".join(["a-rather-long-directory-name"] * 10)
+    other = deep[:-1] + "X"  # the same start: the hash keeps them apart
+    with repo.create(deep, "one") as first, repo.create(other, "two") as second:
+        assert len(os.fsencode(os.path.basename(os.path.dirname(first.path)))) <= 255
+        assert os.path.dirname(first.path) != os.path.dirname(second.path)
+    assert [info.id for info in repo.list(deep)] == ["one"]
+    assert [info.id for info in repo.list(other)] == ["two"]
+    assert encode_cwd("/home/u/proj") == "--home-u-proj--"  # short ones as before
+    assert len(os.fsencode(encode_cwd("/" + "ü" * 300))) <= 255
+
+
+@pytest.mark.parametrize(
+    "item, error, words",
+    [
+        ("not an entry", TypeError, "entries[1] must be a SessionEntry or a dict, not str"),
+        (None, TypeError, "entries[1] must be a SessionEntry or a dict, not NoneType"),
+        (
+            {"type": "custom", "parentId": None, "timestamp": "t"},
+            SessionError,
+            "entries[1]: invalid entry: an entry needs",
+        ),
+        (
+            {"type": "model_change", "id": "m", "parentId": "a", "timestamp": "t"},
+            SessionError,
+            "entries[1]: invalid entry",
+        ),
+        (
+            {"type": "custom", "id": "c", "parentId": "a", "timestamp": "t", "data": float("nan")},
+            SessionError,
+            "entries[1]: nan",
+        ),
+    ],
+)
+def test_memory_storage_prefill_errors_name_the_item(item, error, words):  # session §9.2
+    """A bad pre-filled entry raised ``ValueError: dictionary update sequence element #0 ...``,
+    ``TypeError: 'NoneType' object is not iterable``, or a message about "entry None" and a file
+    to repair (a list has neither), never saying which item was wrong."""
+    first = {"type": "custom", "id": "a", "parentId": None, "timestamp": "t", "customType": "x"}
+    with pytest.raises(error) as info:
+        MemorySessionStorage(entries=[first, item])
+    assert words in str(info.value) and "file" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- local paths in URLs
+
+
+def test_a_url_of_a_file_name_that_is_not_utf8_opens_that_file(tmp_path):
+    """``%FF`` (how ``Path.as_uri()`` and ``quote(os.fsencode(path))`` write byte 0xFF) was decoded
+    as U+FFFD: the URL named another file, so the session was "not found", or a new empty one
+    was created beside it with ``create=True``."""
+    from urllib.parse import quote
+
+    path = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"caf\xe9.jsonl"))  # Latin-1 name
+    with agentcore.Session.create(path) as session:
+        first = session.append_message(U("hi"))
+    url = "jsonl://" + quote(os.fsencode(path))
+    assert "%E9" in url
+    with open_session(url) as reopened:
+        assert reopened.path == path and [e.id for e in reopened.entries()] == [first]
+    with open_session(url, create=True) as again:
+        assert again.path == path
+    assert os.listdir(os.fsencode(str(tmp_path))) == [b"caf\xe9.jsonl"]
+
+
+def test_a_tilde_url_starts_in_the_home_directory(tmp_path, monkeypatch):
+    """``jsonl:~/notes.jsonl`` (as ``--session jsonl:~/notes.jsonl``: no shell expands a ``~``
+    after ``jsonl:``) named a directory called ``~`` in the current directory."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    with open_session("jsonl:~/notes.jsonl", create=True) as session:
+        assert session.path == str(home / "notes.jsonl")
+    with open_session("sqlite:~/sessions.db?session=s1", create=True) as session:
+        assert session.path == str(home / "sessions.db")
+    assert sorted(os.listdir(tmp_path)) == ["home"]
+
+
+def test_a_nul_in_a_url_path_is_named(tmp_path):
+    """``%00`` reached ``os.open``: ``ValueError: embedded null byte``, saying nothing of the URL."""
+    for url in (f"jsonl://{tmp_path}/a%00b.jsonl", f"sqlite://{tmp_path}/a%00b.db?session=s"):
+        with pytest.raises(ValueError, match=r"URL path holds a NUL character \(%00\)"):
+            open_session(url, create=True)
+
+
+@pytest.mark.parametrize("url", ["sqlite::memory:", "sqlite:///:memory:?session=s1"])
+def test_sqlite_memory_urls_are_refused_not_made_a_file(tmp_path, monkeypatch, url):
+    """SQLite's ``:memory:`` name, in a URL, created a file named ``:memory:`` in the current
+    directory (holding the conversation the user meant to keep in memory)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="write memory:"):
+        open_session(url, create=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_drive_url_names_the_drive_on_windows(monkeypatch):
+    """``jsonl:///C:/Users/me/s.jsonl`` (the file-URL form of a drive path) gave the path
+    ``/C:/Users/me/s.jsonl``, which Windows reads as a directory ``C:`` on the current drive
+    (``ntpath.abspath`` makes it ``\\C:\\Users\\me\\s.jsonl``, an invalid name)."""
+    from agentcore import _session_schemes
+
+    monkeypatch.setattr(_session_schemes, "_WINDOWS", True)
+    assert _session_schemes._local_path("jsonl:///C:/Users/me/a%20b.jsonl") == "C:/Users/me/a b.jsonl"
+    assert _session_schemes._local_path("sqlite:///d:?session=x") == "d:"
+    assert _session_schemes._local_path("jsonl:///srv/C:/x.jsonl") == "/srv/C:/x.jsonl"
+    monkeypatch.setattr(_session_schemes, "_WINDOWS", False)  # elsewhere /C: is a directory name
+    assert _session_schemes._local_path("jsonl:///C:/Users/me/x.jsonl") == "/C:/Users/me/x.jsonl"
+
+
+def test_an_unknown_scheme_names_the_plugins_that_failed_to_load():  # the tools' lookups do too
+    """A storage plugin whose ``register_storages`` failed (or that failed to import) left its
+    scheme unknown, and the message said to install the plugin: it is installed, and broken."""
+
+    class BrokenPostgres:
+        @hookimpl
+        def register_storages(self, register):
+            raise RuntimeError("psycopg is not installed")
+
+    pm = create_plugin_manager([BrokenPostgres()])
+    with pytest.warns(Warning, match="psycopg is not installed"):
+        with pytest.raises(ValueError) as info:
+            open_storage("pgx://db/x?session=1", plugin_manager=pm)
+    text = str(info.value)
+    assert "unknown session URL scheme 'pgx' (known: jsonl:, memory:" in text
+    assert "failed to load" in text and "psycopg is not installed" in text
+    with pytest.raises(ValueError, match="install the plugin that provides it"):
+        open_storage("nope:x", plugin_manager=create_plugin_manager())

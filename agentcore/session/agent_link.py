@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 from .._safe import exception_message, json_safe
 from ..plugins import UnknownModelError
-from ..types import message_from_dict, message_to_dict, role_of
+from ..types import ThinkingLevel, message_from_dict, message_to_dict, role_of
 from .errors import SessionError
 from .session import Session
 
@@ -63,6 +63,11 @@ def restore_agent(agent: Agent, session: Session) -> SessionContext:
     ``"unknown"``), through :func:`session_model`. When that fails the error propagates
     (:class:`UnresolvedModelError`) unless the agent has a ``stream_fn``, which answers without a
     resolvable model; nothing is changed in ``agent`` or written to the session before it is raised.
+
+    A recorded thinking level is taken in any case (``"High"`` is ``"high"``); one that is no
+    :class:`~agentcore.types.ThinkingLevel` (another program's, or ``null``) is not taken: the
+    agent keeps its level, a ``RuntimeWarning`` names the recorded value, and the level the agent
+    runs with is recorded at its next message.
     """
     context = session.build_context()
     state = agent.state
@@ -73,11 +78,38 @@ def restore_agent(agent: Agent, session: Session) -> SessionContext:
         except UnresolvedModelError:
             if getattr(agent, "stream_fn", None) is None:
                 raise
+    level = _known_level(context.thinking_level)
+    if level is None:
+        warnings.warn(
+            WARN_UNKNOWN_LEVEL.format(
+                level=context.thinking_level,
+                where=session.path or "the session",
+                known=", ".join(_LEVELS),
+                kept=state.thinking_level,
+            ),
+            RuntimeWarning,
+            stacklevel=2,
+        )
     state.messages = list(context.messages)
-    state.thinking_level = context.thinking_level
+    if level is not None:
+        state.thinking_level = level
     if model is not None:
         state.model = model
     return context
+
+
+_LEVELS = tuple(level.value for level in ThinkingLevel)
+
+WARN_UNKNOWN_LEVEL = (
+    "agentcore: {where} records thinking level {level!r}, which is none of {known}; "
+    "the agent keeps {kept!r} (pass thinking_level= to choose another)"
+)
+
+
+def _known_level(value: Any) -> Optional[str]:
+    """``value`` as a thinking level (any case), or None when it is none."""
+    level = value.strip().lower() if isinstance(value, str) else None
+    return level if level in _LEVELS else None
 
 
 def session_model(session: Session, ref: Any = None, *, plugins: Any = None) -> Any:

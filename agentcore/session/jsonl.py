@@ -185,8 +185,9 @@ def read_header(path: str) -> Dict[str, Any]:
     try:
         data = json.loads(first)
         header_from_dict(data, versions=(1, 2, 3))
-    except ValueError as exc:
-        raise SessionError("invalid_session", f"{path}:1: not a session file: {exc}", path=path) from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: a first line nested ~1000 deep
+        reason = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else exc
+        raise SessionError("invalid_session", f"{path}:1: not a session file: {reason}", path=path) from None
     return data
 
 

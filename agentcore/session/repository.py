@@ -2,13 +2,17 @@
 
 ``<root>/--<cwd with / \\ : replaced by ->--/<created, : and . replaced by ->_<id>.jsonl``. Two cwds can
 encode to the same directory name (``/a/b-c`` and ``/a-b/c``); listing by cwd therefore also checks
-the header's ``cwd``. Listing reads only each file's bytes (no JSON parse of messages, no lock), so it
-is cheap and safe while other processes write.
+the header's ``cwd``. A cwd whose directory name would pass the file-name limit (255 bytes) is cut
+short and ends in a hash of the whole cwd instead (``--<start of the name>-<16 hex digits>--``).
+Listing reads only each file's bytes (no JSON parse of messages, no lock), so it is cheap and safe
+while other processes write: a last line still being written (no newline yet, not JSON yet) is
+left out, as opening the session would.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -46,17 +50,55 @@ class SessionInfo:
     modified: float
 
 
+_NAME_MAX = 255  # bytes in one file name (ext4, APFS, NTFS...)
+
+
 def encode_cwd(cwd: str) -> str:
-    """The directory name of a cwd: ``/home/u/proj`` -> ``--home-u-proj--``."""
+    """The directory name of a cwd: ``/home/u/proj`` -> ``--home-u-proj--``.
+
+    A name longer than a file name may be (255 bytes) keeps its start and ends in 16 hex digits of
+    the SHA-256 of the cwd, so a deep cwd still gets a directory of its own."""
     stripped = re.sub(r"^[/\\]", "", cwd)
-    return "--" + re.sub(r"[/\\:]", "-", stripped) + "--"
+    encoded = re.sub(r"[/\\:]", "-", stripped)
+    name = "--" + encoded + "--"
+    if len(os.fsencode(name)) <= _NAME_MAX:
+        return name
+    digest = hashlib.sha256(os.fsencode(cwd)).hexdigest()[:16]
+    room = _NAME_MAX - len(f"---{digest}--")
+    head = encoded[:room]
+    while len(os.fsencode(head)) > room:  # multi-byte characters: whole ones only
+        head = head[:-1]
+    return f"--{head}-{digest}--"
+
+
+def _loads(line: bytes) -> Any:
+    """The JSON value of ``line``; ValueError also for nesting too deep to parse."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
+def _complete(data: bytes) -> bytes:
+    """``data`` without a last line that another writer has not finished: no newline yet and not
+    JSON yet (what opening the session drops as a torn append)."""
+    if data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n") + 1
+    if not data[cut:].strip():
+        return data
+    try:
+        _loads(data[cut:])
+    except ValueError:
+        return data[:cut]
+    return data
 
 
 def _info(path: str) -> Optional[SessionInfo]:
     try:
         header = read_header(path)
         with open(path, "rb") as handle:
-            data = handle.read()
+            data = _complete(handle.read())
         modified = os.stat(path).st_mtime
     except (SessionError, OSError):
         return None
@@ -84,7 +126,7 @@ def _last_name(data: bytes) -> Optional[str]:
         return None
     end = data.find(b"\n", at + 1)
     try:
-        return clean_name(json.loads(data[at + 1 : end if end >= 0 else None]).get("name"))
+        return clean_name(_loads(data[at + 1 : end if end >= 0 else None]).get("name"))
     except ValueError:
         return None
 
@@ -105,7 +147,7 @@ def _scan(data: bytes) -> Tuple[int, Optional[str]]:
         elif not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = _loads(line)
         except ValueError:
             continue
         if not isinstance(entry, dict):
@@ -161,7 +203,7 @@ class SessionRepository:
         session_id = session_id or new_session_id()
         claim = f"{cwd}\0{session_id}"
         with self._claims_lock:
-            if claim in self._claims or any(read_header(p).get("cwd") == cwd for p in self._find(session_id, cwd)):
+            if claim in self._claims or any(self._cwd_of(p) == cwd for p in self._find(session_id, cwd)):
                 raise SessionError("already_exists", f"a session {session_id!r} already exists for {cwd}")
             self._claims.add(claim)
         try:
@@ -183,6 +225,16 @@ class SessionRepository:
         finally:
             with self._claims_lock:
                 self._claims.discard(claim)
+
+    @staticmethod
+    def _cwd_of(path: str) -> Optional[str]:
+        """The header cwd of a session file; None when the file went away meanwhile."""
+        try:
+            return read_header(path).get("cwd")
+        except SessionError as exc:
+            if exc.code == "not_found":
+                return None
+            raise
 
     def list(self, cwd: Optional[str] = None) -> List[SessionInfo]:
         """Sessions (of one cwd, or all), newest first. Files without a valid header are skipped."""

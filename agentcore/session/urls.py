@@ -11,16 +11,19 @@ another process or machine and reopen it there:
 * any scheme a plugin registers through the ``register_storages`` hook, e.g. ``postgresql://`` from
   ``agentcore-postgres``.
 
-Paths are percent-decoded (``%20`` for a space). The built-in schemes take one optional query
+Paths are percent-decoded (``%20`` for a space; ``%FF`` is byte 0xFF of a file name that is not
+UTF-8, as ``pathlib.Path.as_uri()`` writes it); ``jsonl:~/file.jsonl`` starts in the home directory,
+and on Windows ``jsonl:///C:/dir/file.jsonl`` names drive C:. ``sqlite::memory:`` is refused (it
+would be a file named ``:memory:``): write ``memory:``. The built-in schemes take one optional query
 parameter besides ``session``: ``fsync`` (``never``, ``always``, ``close``; see the storages).
 Unknown query parameters are refused, so a mistyped one is never ignored silently.
 
 The built-in schemes are plugin ``agentcore._session_schemes`` (outside this package, so that
 registering them imports no session module).
 
-Errors: a malformed URL, an unknown scheme (the message lists the known ones) or an unknown query
-parameter is a ``ValueError``; a missing session is ``SessionError("not_found")`` unless
-``create=True``. Messages never contain the URL's password.
+Errors: a malformed URL (a host, a ``#``, a NUL), an unknown scheme (the message lists the known
+ones) or an unknown query parameter is a ``ValueError``; a missing session is
+``SessionError("not_found")`` unless ``create=True``. Messages never contain the URL's password.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def open_storage(
     """The storage named by ``url`` (see the module docstring), from the storage registry.
 
     ``plugin_manager`` defaults to the process-wide default manager (built-ins and entry-point
-    plugins); the first call loads the entry points.
+    plugins); the first call loads the entry points. The ``ValueError`` for an unknown scheme lists
+    the known ones and names the plugins that failed to load (one of them may provide it).
     """
     scheme = _scheme_of(url)
     if plugin_manager is None:
@@ -64,10 +68,7 @@ def open_storage(
     entry = table.get(scheme)
     if entry is None:
         known = ", ".join(f"{key}:" for key in sorted(table)) or "none"
-        raise ValueError(
-            f"unknown session URL scheme {scheme!r} (known: {known}); install the plugin that "
-            "provides it (see `agentcore plugins`)"
-        )
+        raise ValueError(f"unknown session URL scheme {scheme!r} (known: {known}); {_missing_hint(plugin_manager)}")
     storage = entry.value.open(url, read_only=read_only, create=create)
     if not isinstance(storage, SessionStorage):
         raise TypeError(
@@ -75,6 +76,22 @@ def open_storage(
             f"{type(storage).__name__}, not a SessionStorage"
         )
     return storage
+
+
+def _missing_hint(plugin_manager: Any) -> str:
+    """What to do about a scheme no plugin registers: fix the plugins that failed to import or that
+    implement ``register_storages`` and failed (one of them may be the one providing it), else
+    install one."""
+    info = getattr(plugin_manager, "plugins_info", None)
+    infos = info() if callable(info) else []
+    failed = [i for i in infos if i.error and (not i.hooks or "register_storages" in i.hooks)]
+    if not failed:
+        return "install the plugin that provides it (see `agentcore plugins`)"
+    shown = "; ".join(f"{i.name!r} ({i.error})" for i in failed[:3]) + ("; ..." if len(failed) > 3 else "")
+    return (
+        f"{len(failed)} plugin(s) failed to load and may provide it: {shown}. Fix or uninstall them "
+        "(`agentcore plugins` lists the errors), or install the plugin that provides it"
+    )
 
 
 def open_session(url: str, *, read_only: bool = False, create: bool = False, **session_kwargs: Any) -> Session:
