@@ -8,6 +8,7 @@ import os
 import re
 import select
 import signal
+import stat
 import threading
 from pathlib import Path
 
@@ -338,6 +339,29 @@ def test_migration_failure_leaves_original(tmp_path, monkeypatch):  # atomic rew
         Session.open(path)
     assert info.value.code == "storage" and "unchanged" in str(info.value)
     assert path.read_bytes() == content and not list(tmp_path.glob("*.tmp"))
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits and symlinks")
+def test_migration_keeps_a_symlink_a_link_and_a_private_file_private(tmp_path):
+    """The migration rewrote ``path + ".tmp"`` (opened with O_TRUNC, following a link planted
+    there) and renamed it over the path: a symlinked session became a regular file (its target
+    stayed version 1 and never saw the new entries), and a 0600 file became 0644."""
+    target = tmp_path / "private" / "v1.jsonl"
+    target.parent.mkdir()
+    write_lines(target, [V1_HEADER, user_entry("one")])
+    target.chmod(0o600)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    planted = tmp_path / "elsewhere.txt"
+    planted.write_text("keep me")
+    (tmp_path / "private" / "v1.jsonl.tmp").symlink_to(planted)  # what the old name would have followed
+    with Session.open(link) as s:
+        s.append_message(U("two"))
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert json.loads(target.read_text().splitlines()[0])["version"] == 3
+    assert len(target.read_text().splitlines()) == 3  # the header, "one" and the new "two"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert planted.read_text() == "keep me"
 
 
 def test_failed_append_is_rolled_back(tmp_path, monkeypatch):  # one whole line or nothing

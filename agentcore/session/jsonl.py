@@ -48,6 +48,7 @@ import logging
 import os
 import stat
 import sys
+import uuid
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import process_state
@@ -164,6 +165,14 @@ def _read_span(fd: int, at: int, size: int) -> bytes:
         at += len(chunk)
         size -= len(chunk)
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _set_mode(fd: int, path: str, mode: int) -> None:
+    """Give the file open as ``fd`` the permission bits ``mode``."""
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
+    else:  # pragma: no cover - Windows before 3.13
+        os.chmod(path, mode)
 
 
 def read_header(path: str) -> Dict[str, Any]:
@@ -426,15 +435,21 @@ class JsonlSessionStorage(SessionStorage):
                 node.line = number
 
     def _rewrite(self, content: bytes) -> None:
-        """Replace the file atomically with ``content``, keeping the lock (the temp file is locked first)."""
-        temp = self.path + ".tmp"
+        """Replace the file atomically with ``content``, keeping the lock (the temp file is locked
+        first). A symlinked session stays a link (its target is rewritten) and the file keeps its
+        permission bits (a private 0600 file stays private); the temp file is a new one of a name
+        of its own (``O_EXCL``: never a file or link someone put there)."""
+        target = os.path.realpath(self.path)
+        temp = f"{target}.{uuid.uuid4().hex[:12]}.tmp"
         fd = -1
         try:
-            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | _O_CLOEXEC | _O_BINARY, 0o644)
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+            fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | _O_CLOEXEC | _O_BINARY, mode & 0o777)
+            _set_mode(fd, temp, mode)  # exactly the original's, whatever the umask took away
             _lock(fd, temp)
             _write_all(fd, content)
             os.fsync(fd)
-            os.replace(temp, self.path)
+            os.replace(temp, target)
         except BaseException as exc:
             if fd >= 0:
                 os.close(fd)
@@ -449,7 +464,7 @@ class JsonlSessionStorage(SessionStorage):
                     f"cannot rewrite the file in version {CURRENT_VERSION} ({exc.strerror}); the original is unchanged",
                 ) from exc
             raise
-        fsync_directory(os.path.dirname(self.path))
+        fsync_directory(os.path.dirname(target))
         old, self._fd = self._fd, fd
         if old is not None:
             os.close(old)
