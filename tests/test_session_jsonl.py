@@ -364,6 +364,20 @@ def test_migration_keeps_a_symlink_a_link_and_a_private_file_private(tmp_path):
     assert planted.read_text() == "keep me"
 
 
+def test_a_v1_line_migration_cannot_write_names_its_line(tmp_path):
+    """A v1 line holding ``1e999`` (which JSON reads as infinity) failed the migration with "inf is
+    not JSON", naming neither the file nor the line."""
+    path = tmp_path / "v1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one")])
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(user_entry("two"))[:-1] + ', "cost": 1e999}\n')
+    content = path.read_bytes()
+    with pytest.raises(SessionError) as info:
+        Session.open(path)
+    assert info.value.code == "invalid_entry" and str(info.value).startswith(f"{path}:3: cannot migrate it (inf")
+    assert path.read_bytes() == content
+
+
 def test_failed_append_is_rolled_back(tmp_path, monkeypatch):  # one whole line or nothing
     s = Session.create(tmp_path / "s.jsonl", cwd="/w")
     first = s.append_message(U("first"))

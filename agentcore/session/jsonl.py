@@ -407,11 +407,12 @@ class JsonlSessionStorage(SessionStorage):
                 continue
             try:
                 entry = json.loads(lines[index])
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested ~1000 levels deep
+                reason = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
                 raise self._fail(
                     "invalid_entry",
                     index + 1,
-                    f"not JSON ({exc}); the file is left unchanged, repair or remove that line",
+                    f"not JSON ({reason}); the file is left unchanged, repair or remove that line",
                 ) from None
             if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
                 raise self._fail(
@@ -422,7 +423,15 @@ class JsonlSessionStorage(SessionStorage):
             entries.append(entry)
             numbers.append(index + 1)
         new_header, new_entries, _ = migrate(header_data, entries)
-        encoded = [encode_line(e) for e in new_entries]
+        encoded = []
+        for entry, number in zip(new_entries, numbers):
+            try:
+                encoded.append(encode_line(entry))
+            except (ValueError, RecursionError, SessionError) as exc:  # 1e999 reads as inf: not JSON
+                reason = "nested too deeply to store" if isinstance(exc, RecursionError) else exc
+                raise self._fail(
+                    "invalid_entry", number, f"cannot migrate it ({reason}); the file is left unchanged"
+                ) from None
         self.header = header_from_dict(new_header)
         for line, number in zip(encoded, numbers):
             self._index_line(line[:-1], number)
