@@ -7,6 +7,7 @@ and the same tools work on your own files. Run: ``python examples/coding_agent.p
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +30,7 @@ def main() -> int:
                     {"path": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]},
                     text="add() subtracts; fixing it.",
                 ),
-                tool_call("bash", {"command": f"{sys.executable} calc.py"}, text="Checking the result."),
+                tool_call("bash", {"command": f"{shlex.quote(sys.executable)} calc.py"}, text="Checking the result."),
                 text("Fixed: add() now adds, and calc.py prints 2 + 3 = 5."),
             ]
         )
@@ -43,7 +44,8 @@ def main() -> int:
         agent.subscribe(show)
         agent.prompt("calc.py prints the wrong sum. Fix it and check.")
         fixed = Path(workdir, "calc.py").read_text()
-    ok = "return a + b" in fixed and agent.state.error_message is None
+    failed = [m for m in agent.state.messages if m.role == "toolResult" and m.is_error]
+    ok = "return a + b" in fixed and agent.state.error_message is None and not failed
     return 0 if ok else 1
 
 

@@ -1,8 +1,6 @@
-"""agentcore quickstart: a tool-using agent whose streamed events are printed.
-
-Offline by default (a scripted model plays the LLM). For a real model set AGENTCORE_MODEL=provider/id
-plus that provider's key variable, or OPENAI_BASE_URL (and OPENAI_MODEL) for a local server.
-"""
+"""agentcore quickstart: a tool-using agent whose streamed events are printed. Offline by default (a
+scripted model plays the LLM). For a real model set AGENTCORE_MODEL=provider/id plus that provider's
+key variable, or OPENAI_BASE_URL (and OPENAI_MODEL) for a local server; a failed request exits 1."""
 
 import ast
 import operator
@@ -37,7 +35,7 @@ def calculate(expression: str) -> str:
 def choose_model():
     """A configured real model if any, else the offline scripted one."""
     try:
-        if os.environ.get("AGENTCORE_MODEL"):
+        if os.environ.get("AGENTCORE_MODEL", "scripted") not in ("", "scripted"):  # as the CLI reads it
             from agentcore import get_model
 
             return get_model(os.environ["AGENTCORE_MODEL"])
@@ -73,7 +71,8 @@ def main():
     agent.subscribe(show)
     agent.prompt("What is 123 * 456?")
     print(f"{len(agent.state.messages)} messages in the transcript")
+    return 1 if agent.state.messages[-1].stop_reason == "error" else 0  # the error is printed above
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

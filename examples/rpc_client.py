@@ -17,14 +17,27 @@ agent = subprocess.Popen(
 )
 
 
+def stop(why):
+    """End the client with a message (agentcore rpc prints its own reason on stderr)."""
+    try:
+        agent.stdin.close()
+    except BrokenPipeError:
+        pass
+    raise SystemExit(f"{why} (agentcore rpc exited with status {agent.wait()})")
+
+
 def send(command):
-    agent.stdin.write(json.dumps(command).encode() + b"\n")
-    agent.stdin.flush()
+    try:
+        agent.stdin.write(json.dumps(command).encode() + b"\n")
+        agent.stdin.flush()
+    except BrokenPipeError:  # it exited: a missing key, an unknown model ...
+        stop("agentcore rpc is gone")
 
 
 def lines():
     for line in agent.stdout:
         yield json.loads(line)
+    stop("agentcore rpc ended before answering")
 
 
 def answer(message):
@@ -32,14 +45,17 @@ def answer(message):
     send({"type": "prompt", "message": message, "id": "p"})
     for event in lines():
         if event["type"] == "response" and not event["success"]:
-            raise SystemExit(f"refused: {event['error']}")
+            stop(f"refused: {event['error']}")
         if event["type"] == "message_update":
             delta = event["assistantMessageEvent"]
             if delta["type"] == "text_delta":
                 print(delta["delta"], end="", flush=True)
         if event["type"] == "agent_end":
             print()
-            return event["messages"][-1].get("stopReason")
+            last = event["messages"][-1]
+            if last.get("stopReason") == "error":  # the request failed: say why
+                stop(f"error: {last.get('errorMessage')}")
+            return last.get("stopReason")
 
 
 def request(command):
@@ -48,7 +64,7 @@ def request(command):
     for event in lines():
         if event["type"] == "response" and event.get("id") == "r":
             if not event["success"]:
-                raise SystemExit(f"{command['type']} failed: {event['error']}")
+                stop(f"{command['type']} failed: {event['error']}")
             return event.get("data")
 
 

@@ -6,7 +6,7 @@ that block only, and belongs to exactly one of two kinds:
 * offline sections: blocks run in order in one namespace per section (later blocks of a section
   continue earlier ones, as the README reads), in a temporary working directory; what the README's
   comments say a block prints is asserted;
-* hosted providers: blocks that call Anthropic or Groq run with the key variables removed and
+* hosted providers: blocks that call a hosted model (Anthropic) run with the key variables removed and
   every socket connection refused (the ``offline`` fixture), so they end in the documented "no API
   key" error without touching the network;
 
@@ -99,6 +99,9 @@ def _check_output(section: str, out: str, namespace: Dict[str, Any], check_shout
 
 @pytest.mark.parametrize("marker", HOSTED)
 def test_hosted_provider_block_ends_with_missing_key(marker, offline, capsys):
-    run_block(marker, {"__name__": "readme"})
+    namespace: Dict[str, Any] = {"__name__": "readme"}
+    run_block(marker, namespace)
     assert offline == []
-    assert "agent_end" in capsys.readouterr().out  # the run ended (in the "no API key" error)
+    assert "agent_end" in capsys.readouterr().out  # the run ended ...
+    last = namespace["messages"][-1]  # ... as the README says: an error naming the variable to set
+    assert last.stop_reason == "error" and "ANTHROPIC_API_KEY" in last.error_message
