@@ -408,7 +408,7 @@ class JsonlSessionStorage(SessionStorage):
             try:
                 entry = json.loads(lines[index])
             except (ValueError, RecursionError) as exc:  # RecursionError: nested ~1000 levels deep
-                reason = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
+                reason = "nested too deeply to read" if isinstance(exc, RecursionError) else str(exc)
                 raise self._fail(
                     "invalid_entry",
                     index + 1,
@@ -428,9 +428,9 @@ class JsonlSessionStorage(SessionStorage):
             try:
                 encoded.append(encode_line(entry))
             except (ValueError, RecursionError, SessionError) as exc:  # 1e999 reads as inf: not JSON
-                reason = "nested too deeply to store" if isinstance(exc, RecursionError) else exc
+                problem = "nested too deeply to store" if isinstance(exc, RecursionError) else str(exc)
                 raise self._fail(
-                    "invalid_entry", number, f"cannot migrate it ({reason}); the file is left unchanged"
+                    "invalid_entry", number, f"cannot migrate it ({problem}); the file is left unchanged"
                 ) from None
         self.header = header_from_dict(new_header)
         for line, number in zip(encoded, numbers):
