@@ -233,7 +233,8 @@ def parse_cli_option(
     value is parsed to the option's type (numbers, ``true``/``false``, JSON for objects/lists; a
     plain word stays a string). A name that is no :class:`StreamOptions` field but one the
     installed providers declare (``declared()``, e.g. Bedrock's ``region``) is parsed as JSON, or
-    kept as a word. Raises ValueError naming the problem."""
+    kept as a word. Raises ValueError naming the problem; the value of a secret option (one kept
+    out of reprs: ``headers`` may hold an ``Authorization``) is never quoted in it."""
     name = key.strip().replace("-", "_")
     spec = _FIELDS.get(name)
     if spec is None:
@@ -244,13 +245,14 @@ def parse_cli_option(
     if spec.metadata["not_cli"]:
         raise ValueError(f"-o/--option {key}: {name} {spec.metadata['not_cli']}")
     kind = _kind(name)
+    shown = repr(text) if spec.repr else "(value not shown)"
     try:
         value = _parse(kind, text)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f"-o/--option {key} {text!r}: expected {kind} ({exc})") from None
+        raise ValueError(f"-o/--option {key} {shown}: expected {kind} ({exc})") from None
     problem = _out_of_range(name, value)
     if problem:
-        raise ValueError(f"-o/--option {key} {text!r}: {problem}")
+        raise ValueError(f"-o/--option {key} {shown}: {problem}")
     return name, value
 
 

@@ -2277,3 +2277,218 @@ def test_chat_ctrl_c_as_compact_stores_its_summary_keeps_chat_and_session_alike(
     # the request after it starts from the summary: "one", "two" and their answers are not sent again
     assert [m["content"] for m in last][1:] == ["A3", "four"]
     assert "<summary>\nthe summary" in last[0]["content"]
+
+
+# --------------------------------------------------------------------------- options, tools and session files
+
+
+def test_a_malformed_headers_option_is_refused_without_showing_its_value(monkeypatch):
+    """``-o headers '{"Authorization": "Bearer sk-..."'`` (a quote lost) printed the whole value,
+    the key in it, in the usage error: the value of ``headers`` is never shown."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    for value in ('{"Authorization": "Bearer ' + SECRET + '"', '["Authorization: Bearer ' + SECRET + '"]'):
+        code, _, err = _in_process("run", "--model", "scripted", "-o", "headers", value, "hi")
+        assert code == 2 and "-o/--option headers" in err and "expected a JSON object" in err
+        assert SECRET not in err
+
+
+def test_a_headers_option_no_request_can_send_is_a_usage_error_naming_it(monkeypatch):
+    """``-o headers '{"Bad Name": "x"}'`` passed the command line's checks and failed the command
+    with ``ValueError: Agent(): headers: ...`` (status 1); it is a usage error of ``-o`` (status 2)."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, _, err = _in_process("run", "--model", "scripted", "-o", "headers", '{"Bad Name": "' + SECRET + '"}', "hi")
+    assert code == 2, err
+    assert err == "agentcore: -o/--option: headers: 'Bad Name' is not an HTTP header name\n"
+
+
+def test_a_tool_named_twice_in_tools_is_taken_once_in_run_and_chat(monkeypatch):
+    """``--tools read,read`` failed ``run`` with ``ValueError: tools items 0 and 1 are both named
+    'read'`` (status 1), and chat's ``/tools read,read`` ended the whole chat the same way."""
+    from agentcore.cli._setup import resolve_tools
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    assert [t.name for t in resolve_tools("read, ls,read,,ls")] == ["read", "ls"]
+    code, out, err = _in_process("run", "--model", "scripted", "--no-context", "-t", "ls,ls", "hi")
+    assert code == 0, err
+    assert "The ls tool answered" in out
+    code, out, err = _in_process(
+        "chat", "--model", "scripted", "--no-context", stdin="/tools read,read\n/tools\n/quit\n"
+    )
+    assert code == 0, err
+    listed = [line for line in (out + err).splitlines() if line.startswith("tools: ")]
+    assert listed == ["tools: read", "tools: read"]
+
+
+def test_an_alias_to_a_bare_model_id_with_api_key_env_is_never_guessed(monkeypatch, tmp_path):
+    """An alias a hand edit pointed at a bare id (``{"fast": "gpt-4o"}``) lost ``--api-key-env``'s
+    guard: with ``GH_TOKEN`` set, ``--model fast --api-key-env MY_OPENAI_KEY`` picked
+    github-copilot and would have sent the OpenAI key to GitHub."""
+    from agentcore.cli._setup import CliOptions, UsageError, build_agent
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-openai-only")
+    monkeypatch.setenv("GH_TOKEN", "gh-token")
+    path = _config_file("aliases.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"fast": "gpt-4o"}', encoding="utf-8")
+    with pytest.raises(UsageError, match="alias for gpt-4o: .*with --api-key-env name the one the key is for"):
+        build_agent(CliOptions(model="fast", api_key_env="MY_OPENAI_KEY"))
+
+
+def test_api_key_env_empty_or_holding_a_line_break_is_a_usage_error(monkeypatch):
+    """``--api-key-env "$UNSET_NAME"`` (an empty name) was ignored, so the provider's usual
+    variable was sent instead of the key meant; a key with a line break failed only at the request
+    (status 1, naming ``api_key``). Both are refused first, naming the option and the variable."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, _, err = _in_process("run", "--model", "scripted", "--api-key-env", "", "hi")
+    assert code == 2 and "--api-key-env needs the name of an environment variable" in err
+    monkeypatch.setenv("MY_KEY", SECRET + "\nsecond-line")
+    code, _, err = _in_process("run", "--model", "scripted", "--api-key-env", "MY_KEY", "hi")
+    assert code == 2 and "--api-key-env MY_KEY: the key in MY_KEY contains a line break" in err
+    assert SECRET not in err
+
+
+def test_sessions_show_and_list_print_no_terminal_escapes(monkeypatch, tmp_path):
+    """``sessions show`` wrote the stored answers and prompts with their escape sequences (a model
+    or a tool's ``\\x1b]0;...`` retitled the terminal, ``\\x1b[2J`` cleared it), which ``run`` and
+    ``chat`` drop when they print the same text."""
+    from agentcore.session import Session, SessionRepository
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    path = tmp_path / "evil.jsonl"
+    code, _, err = _in_process(
+        "run", "--model", "scripted", "--session", str(path), "evil \x1b[2J\x1b]0;pwned\x07 text"
+    )
+    assert code == 0, err
+    with Session.open(str(path)) as session:
+        session.set_name("name \x1b[31mred")
+    code, out, err = _in_process("sessions", "show", str(path))
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[user]\nevil  text" in out and "name: name red" in out
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _in_process("run", "--model", "scripted", "--session", "named-1", "hi")
+    assert code == 0, err
+    with SessionRepository(os.environ["AGENTCORE_SESSIONS_DIR"]).open("named-1") as session:
+        session.set_name("\x1b]0;title\x07listed")
+    code, out, err = _in_process("sessions", "list")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out and "listed" in out
+
+
+def test_a_session_file_with_a_malformed_line_is_a_usage_error_naming_it(monkeypatch, tmp_path):
+    """A session whose header is fine but whose line 2 is not a valid entry failed ``sessions
+    show``/``export`` and ``run --session`` with ``SessionError: ...`` and status 1, while a bad
+    header was a usage error (status 2): the file is the user's to repair, so both are status 2."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    path = tmp_path / "broken.jsonl"
+    header = {"type": "session", "version": 3, "id": "b-1", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+    line = {
+        "type": "message",
+        "id": "a1",
+        "parentId": None,
+        "timestamp": "t",
+        "message": {"role": "user", "content": 5},
+    }
+    compact = (",", ":")  # as agentcore writes them: such lines are decoded when first read, not at open
+    text = json.dumps(header, separators=compact) + "\n" + json.dumps(line, separators=compact) + "\n"
+    path.write_text(text, encoding="utf-8")
+    before = path.read_bytes()
+    for argv in (
+        ["sessions", "show", str(path)],
+        ["sessions", "export", str(path), "--format", "html"],
+        ["run", "--model", "scripted", "--session", str(path), "hi"],
+    ):
+        code, _, err = _in_process(*argv)
+        assert code == 2, (argv, err)
+        assert f"{path}:2: invalid entry" in err and "SessionError" not in err
+    assert path.read_bytes() == before
+
+
+def test_models_lists_a_plugin_model_with_odd_fields_with_the_others():
+    """A plugin's model registered with ``cost=None`` (a free local server) ended ``agentcore
+    models`` with ``AttributeError: 'NoneType' object has no attribute 'input'``, and one whose
+    ``compat`` holds a set ended ``models --json`` with a TypeError: no model was listed."""
+    from agentcore.plugins import default_plugin_manager
+    from agentcore.types import Model
+
+    class Odd:
+        @hookimpl
+        def register_models(self, register: Any) -> None:
+            register(Model(id="free", api="openai-completions", provider="odd", base_url="http://x", cost=None))
+            register(
+                Model(id="setty", api="openai-completions", provider="odd", base_url="http://x", compat={"s": {1}})
+            )
+
+    default_plugin_manager().register(Odd(), name="odd")  # the autouse fixture resets it
+    code, out, err = _in_process("models", "--provider", "odd")
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["MODEL", "odd/free", "odd/setty"]
+    assert out.splitlines()[1].split() == ["odd/free", "openai-completions", "128k", "-", "-/-", "free"]
+    code, out, err = _in_process("models", "--provider", "odd", "--json")
+    assert code == 0, err
+    listed = [json.loads(line) for line in out.splitlines()]
+    assert [m["id"] for m in listed] == ["free", "setty"] and listed[1]["compat"] == {"s": "{1}"}
+
+
+def test_a_mistyped_model_or_a_missing_key_starts_no_plugin_tools_and_closes_the_given_session(monkeypatch, tmp_path):
+    """The plugins' ``cli_tools`` ran before the model and its key were checked, so ``--mcp
+    servers.json --model gpt-4o-mnii`` started every MCP server only to say the model is unknown;
+    and a ``--tools``/``-o`` mistake left the session build_agent was given (default logging's)
+    open, locked, though the docstring promises it is closed when building fails."""
+    from agentcore.cli._setup import CliOptions, UsageError, build_agent
+    from agentcore.plugins import default_plugin_manager
+    from agentcore.session import Session
+
+    calls: List[str] = []
+
+    class Recording:
+        @hookimpl
+        def cli_tools(self, args: Any, command: str) -> Any:
+            calls.append(command)
+            return None
+
+    default_plugin_manager().register(Recording(), name="recording")  # the autouse fixture resets it
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    args = argparse.Namespace()
+    with pytest.raises(UsageError, match="unknown model 'gpt-4o-mnii'"):
+        build_agent(CliOptions(model="gpt-4o-mnii"), args, "run")
+    with pytest.raises(UsageError, match='no API key for provider "openai"'):
+        build_agent(CliOptions(model="openai/gpt-4o"), args, "run")
+    assert calls == []
+    build_agent(CliOptions(model="scripted"), args, "run")
+    assert calls == ["run"]
+
+    for number, options in enumerate([CliOptions(tools="nosuch"), CliOptions(option=[["x", "1"]])]):
+        path = str(tmp_path / f"given-{number}.jsonl")
+        given = Session.create(path)
+        with pytest.raises(UsageError):
+            build_agent(options, args, "run", session=given)
+        Session.open(path).close()  # the given session let go of the file: it opens for writing
+
+
+def test_a_plugin_failing_with_an_unprintable_exception_never_breaks_the_command(capsys):
+    """A plugin whose ``add_cli_options`` raised an exception whose ``__str__`` raises too crashed
+    every ``agentcore run`` with a traceback while the parser was built (the warning's
+    once-only key used ``str(exc)``); it is now the usual warning, and its ``cli_tools`` a usage
+    error naming the plugin."""
+    from agentcore.plugins import PluginLoadWarning, default_plugin_manager
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("cannot say")
+
+    class Plugin:
+        @hookimpl
+        def add_cli_options(self, parser: Any, command: str) -> None:
+            raise Unprintable()
+
+        @hookimpl
+        def cli_tools(self, args: Any, command: str) -> Any:
+            raise Unprintable()
+
+    default_plugin_manager().register(Plugin(), name="unprintable")  # the autouse fixture resets it
+    with pytest.warns(PluginLoadWarning, match="plugin 'unprintable': add_cli_options failed: Unprintable"):
+        code, _, err = _in_process("run", "--model", "scripted", "hi")
+    assert code == 2 and err.startswith("agentcore: plugin 'unprintable': cli_tools failed: Unprintable")

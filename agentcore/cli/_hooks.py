@@ -38,8 +38,9 @@ def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:
         try:
             _call(impl, {"parser": parser, "command": command})
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
+            # describe_exception, never str(exc): an exception whose __str__ raises must not break the parser
             message = f"agentcore: plugin {impl.plugin_name!r}: add_cli_options failed: {describe_exception(exc)}"
-            warn_once(f"cli:{impl.plugin_name}:{command}:{exc}", message)
+            warn_once(f"cli:{impl.plugin_name}:{command}:{message}", message)
 
 
 def plugin_tools(args: Any, command: str, taken: Iterable[str] = ()) -> List[Any]:

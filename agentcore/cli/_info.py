@@ -6,9 +6,10 @@ problem the user can fix raises :class:`~agentcore.cli._setup.UsageError` (exit 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
 
 from ._setup import (
     UsageError,
@@ -57,8 +58,11 @@ def _tokens(value: Any) -> str:
 
 def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore models [--provider P] [-q TEXT ...] [--json]``: the model registry (catalog and
-    plugins); every ``-q`` must appear in a model's ``provider/id`` or name (as ``llm models -q``)."""
+    plugins); every ``-q`` must appear in a model's ``provider/id`` or name (as ``llm models -q``).
+    A plugin model's odd fields (``cost=None``, a value JSON cannot hold) are shown as best they
+    can be (``-``, their ``str()``) rather than ending the listing."""
     from ..plugins import models
+    from ..types import ModelCost
 
     found = models(args.provider) if args.provider else models()
     if args.provider and not found:
@@ -71,12 +75,12 @@ def cmd_models(args: Any, out: TextIO, err: TextIO) -> int:
             err.write(f"no models match -q {' -q '.join(args.query)} (`agentcore models` lists them all)\n")
             return 0
     if getattr(args, "json", False):
-        for model in found:
-            out.write(json.dumps(shown_model_dict(model), ensure_ascii=False) + "\n")
+        for model in found:  # default=str: a plugin's odd value (a set in compat) ends no listing
+            out.write(json.dumps(shown_model_dict(model), ensure_ascii=False, default=str) + "\n")
         return 0
     rows = []
     for m in found:
-        cost = m.cost
+        cost = m.cost if m.cost is not None else ModelCost()  # a plugin's model may say cost=None: free
         rows.append(
             [
                 m.key,
@@ -180,7 +184,8 @@ def _repository(args: Any) -> Any:
 
 
 def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
-    """``agentcore sessions list [--all]``: sessions of this directory (or all), newest first."""
+    """``agentcore sessions list [--all]``: sessions of this directory (or all), newest first (the
+    table without terminal escape sequences: a name or a directory may hold them)."""
     repo = _repository(args)
     infos = repo.list(None if args.all else os.getcwd())
     if getattr(args, "json", False):
@@ -205,8 +210,10 @@ def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
         where = repo.directory if args.all else f"{os.getcwd()} in {repo.directory}"
         err.write(f"no sessions for {where}; start one with: agentcore chat --session new\n")
         return 0
+    from .._safe import terminal_text
+
     rows = [[i.id, i.created, str(i.message_count), i.name or "", i.path] for i in infos]
-    out.write(format_table(rows, ["ID", "CREATED", "MESSAGES", "NAME", "PATH"]))
+    out.write(terminal_text(format_table(rows, ["ID", "CREATED", "MESSAGES", "NAME", "PATH"])))
     return 0
 
 
@@ -236,6 +243,25 @@ def _open_for_reading(args: Any) -> Any:
             return repo.open(_unique_prefix(repo, ref, exc), read_only=True)
     except (SessionError, ValueError) as exc:
         raise UsageError(f"{exc} (see `agentcore sessions list --all`)") from None
+
+
+#: the codes of a :class:`~agentcore.session.SessionError` about what the file holds (a line that
+#: is not a valid entry, a file that is not a session): the user's to repair, as a usage error
+_CORRUPT = ("invalid_entry", "invalid_session")
+
+
+@contextlib.contextmanager
+def _corrupt_is_usage() -> Iterator[None]:
+    """A session file found corrupt while it is read (a malformed line past the header) is a
+    UsageError naming the file and line (exit 2, as a corrupt header is), not a failure (exit 1)."""
+    from ..session import SessionError
+
+    try:
+        yield
+    except SessionError as exc:
+        if exc.code not in _CORRUPT:
+            raise
+        raise UsageError(str(exc)) from None
 
 
 def _unique_prefix(repo: Any, prefix: str, not_found: Exception) -> Any:
@@ -302,32 +328,39 @@ def shown_model_dict(model: Any) -> Dict[str, Any]:
 
 
 def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
-    """``agentcore sessions show ID|PATH``: header facts, totals and the current branch."""
-    with _open_for_reading(args) as session:
+    """``agentcore sessions show ID|PATH``: header facts, totals and the current branch, written
+    without terminal escape sequences and control characters (:func:`~agentcore._safe.terminal_text`),
+    as ``run`` and ``chat`` print the same answers and tool output."""
+    from .._safe import terminal_text
+
+    def write(text: str) -> None:
+        out.write(terminal_text(text))
+
+    with _corrupt_is_usage(), _open_for_reading(args) as session:
         stats = session.get_session_stats()
         context = session.build_context()
-        out.write(
+        write(
             f"session {session.id}\n  path: {session.path}\n  cwd: {session.cwd}\n"
             f"  created: {session.header.timestamp}\n"
         )
         if session.name:
-            out.write(f"  name: {session.name}\n")
+            write(f"  name: {session.name}\n")
         if context.model is not None:
-            out.write(f"  model: {context.model.key}\n")
-        out.write(
+            write(f"  model: {context.model.key}\n")
+        write(
             f"  messages: {stats.message_count} (all branches)  tokens: {stats.total_tokens}  "
             f"cost: ${stats.cost_total:.4f}\n"
         )
         tally = UsageTally().add_entries(session.entries())
         if tally.models:
-            out.write("\nusage per model (all branches):\n" + usage_table(tally))
-        out.write("\n")
+            write("\nusage per model (all branches):\n" + usage_table(tally))
+        write("\n")
         for entry in session.get_branch():
             if entry.type == "message":
-                out.write(describe_message(entry.message) + "\n\n")
+                write(describe_message(entry.message) + "\n\n")
             elif entry.type in ("compaction", "branch_summary"):
                 title = "compaction" if entry.type == "compaction" else "branch summary"
-                out.write(f"[{title}]\n{entry.summary}\n\n")
+                write(f"[{title}]\n{entry.summary}\n\n")
     return 0
 
 
@@ -355,7 +388,7 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     """
     from ..types import message_to_dict
 
-    with _open_for_reading(args) as session:
+    with _corrupt_is_usage(), _open_for_reading(args) as session:
         fmt = args.format
         if fmt == "html":
             from ._html import session_to_html

@@ -161,15 +161,18 @@ class CliOptions:
 
 
 def stream_options(pairs: Optional[List[Any]]) -> Dict[str, Any]:
-    """The provider options of ``-o KEY VALUE`` pairs, parsed to their types; UsageError naming the
-    problem for an unknown key (with a did-you-mean) or a value of the wrong type."""
-    from ..options import installed_provider_options, parse_cli_option
+    """The provider options of ``-o KEY VALUE`` pairs, parsed to their types and checked as
+    ``Agent()`` checks them (a header name that is no HTTP token, say); UsageError naming the
+    problem for an unknown key (with a did-you-mean) or a value of the wrong type. The value of a
+    secret option (``headers``: it may hold an ``Authorization``) is never shown in the message."""
+    from ..options import check_value, installed_provider_options, parse_cli_option
 
     parsed = {}
     for key, value in pairs or ():
         try:
             name, typed = parse_cli_option(key, value, installed_provider_options)
-        except ValueError as exc:
+            check_value(name, typed, "-o/--option")
+        except (TypeError, ValueError) as exc:  # a secret option's value is never quoted in it
             raise UsageError(str(exc)) from None
         parsed[name] = typed
     return parsed
@@ -184,8 +187,10 @@ def resolve_model(
     that URL, and an id the catalog does not know becomes a local OpenAI-compatible model: a
     ``local/`` prefix only names that provider and is stripped (``local/llama3`` sends ``llama3``,
     ``local/openai/gpt-4o`` sends ``openai/gpt-4o`` even though the catalog knows that id); any other
-    id is sent to the server verbatim (vLLM serves names like ``Qwen/Qwen2.5-7B-Instruct``). Raises
-    :class:`UsageError` when nothing is configured or the model is unknown.
+    id is sent to the server verbatim (vLLM serves names like ``Qwen/Qwen2.5-7B-Instruct``). With
+    ``key_given`` (``--api-key-env``) a bare id several providers list is refused, not guessed,
+    whether given directly or as an alias's target. Raises :class:`UsageError` when nothing is
+    configured or the model is unknown.
     """
     ref = ref or os.environ.get(MODEL_ENV) or None
     if ref is not None:
@@ -196,7 +201,7 @@ def resolve_model(
         target, alias = resolve_alias(ref)
         if alias is not None:
             try:
-                return resolve_model(target, base_url)
+                return resolve_model(target, base_url, key_given=key_given)
             except UsageError as exc:
                 raise UsageError(
                     f"--model {alias} is an alias for {target}: {exc} "
@@ -316,7 +321,9 @@ def local_model(model_id: str, base_url: str) -> Any:
 
 def resolve_tools(spec: Optional[str], extra: Sequence[Any] = ()) -> List[Any]:
     """The tools named in a comma list (``"read,bash"``): those of ``extra`` (chat's plugin CLI
-    tools) by name first, else the registry's; ``None``/``""``/``"none"``: none."""
+    tools) by name first, else the registry's; ``None``/``""``/``"none"``: none. Empty items are
+    skipped and a name given twice is taken once (an agent's tools need distinct names).
+    UsageError with a did-you-mean for an unknown name."""
     if not spec or spec.strip().lower() == "none":
         return []
     from ..plugins import UnknownToolError, get_tool
@@ -324,9 +331,11 @@ def resolve_tools(spec: Optional[str], extra: Sequence[Any] = ()) -> List[Any]:
 
     offered = {getattr(t, "name", None): t for t in extra}
     tools = []
+    seen = set()
     for name in (part.strip() for part in spec.split(",")):
-        if not name:
+        if not name or name in seen:
             continue
+        seen.add(name)
         if name in offered:
             tools.append(offered[name])
             continue
@@ -384,16 +393,26 @@ def _broken_plugins_hint() -> str:
 
 
 def read_api_key(env_name: Optional[str]) -> Optional[str]:
-    """The key in environment variable ``env_name`` (None when not asked for). Never printed."""
-    if not env_name:
+    """The key in environment variable ``env_name`` (None when not asked for). Never printed.
+    UsageError when ``env_name`` is given but empty (``--api-key-env "$UNSET"``: the key the user
+    meant is not silently replaced by the provider's usual variable), names no set variable, or
+    the key holds a line break or another control character (no provider could send it)."""
+    if env_name is None:
         return None
+    if not env_name.strip():
+        raise UsageError("--api-key-env needs the name of an environment variable, e.g. --api-key-env MY_OPENAI_KEY")
     value = os.environ.get(env_name, "").strip()
     if not value:
         raise UsageError(
             f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
             f"export it first (export {env_name}=...)"
         )
-    return value
+    from ..providers.base import ProviderError, clean_api_key
+
+    try:
+        return clean_api_key(value, f"--api-key-env {env_name}: the key in {env_name}")
+    except ProviderError as exc:  # refused before anything is sent, naming the variable (never the key)
+        raise UsageError(str(exc)) from None
 
 
 def check_api_key(model: Any, api_key: Optional[str]) -> None:
@@ -672,31 +691,28 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     """An Agent for ``run``/``chat``: model, tools, key, thinking level, system prompt, session.
 
     With ``args`` (the parsed command line) the tools of the plugins' ``cli_tools(args, command)``
-    hook follow the ``--tools`` tools (:func:`agentcore.cli._hooks.plugin_tools`).
+    hook follow the ``--tools`` tools (:func:`agentcore.cli._hooks.plugin_tools`); the hook is
+    called once the model and its key are found, so a mistyped ``--model`` or a missing key
+    starts no plugin's servers (``--mcp``).
 
     With a session the agent resumes from it (``Agent(session=...)``: its messages, its thinking
     level unless ``--thinking`` is given, its last model unless ``--model`` is given, and the
     ``--system`` text it recorded unless ``--system`` is given: :func:`record_system`) and records
     every finished message. ``session`` (an open Session, e.g. the one default logging created)
-    is used when ``options.session`` names none; it is closed when building fails. The API key is
+    is used when ``options.session`` names none; it is closed when building fails. A ``--session``
+    file with a malformed entry is a UsageError naming the file and the line. The API key is
     ``--api-key-env``'s, else the provider's variable's, else the keys file's
     (:func:`agentcore.cli._keys.stored_key`). Raises :class:`UsageError`.
     """
-    thinking = check_thinking(options.thinking)
-    extra_options = stream_options(options.option)
-    api_key = read_api_key(options.api_key_env)
-    tools = resolve_tools(options.tools)
-    extra: List[Any] = []
-    if args is not None:
-        from ._hooks import plugin_tools
-
-        extra = plugin_tools(args, command, taken=[tool.name for tool in tools])
-    tools += extra
     created = False
-    if options.session:
-        session = open_session(options.session, options.sessions_dir)
-        created = len(session.storage) == 0
     try:
+        thinking = check_thinking(options.thinking)
+        extra_options = stream_options(options.option)
+        api_key = read_api_key(options.api_key_env)
+        tools = resolve_tools(options.tools)
+        if options.session:
+            session = open_session(options.session, options.sessions_dir)
+            created = len(session.storage) == 0
         resumed = None
         if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
             resumed = _session_model(session, options.base_url)
@@ -706,6 +722,12 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         if stream_fn is None:
             api_key = api_key or _stored_key(model)
             check_api_key(model, api_key)
+        extra: List[Any] = []
+        if args is not None:  # after the model and key checks: a plugin's tools may start servers
+            from ._hooks import plugin_tools
+
+            extra = plugin_tools(args, command, taken=[tool.name for tool in tools])
+        tools += extra
         from ..agent import Agent
 
         system = options.system
@@ -722,9 +744,13 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         )
         if thinking is not None:
             agent.thinking_level = thinking  # beats the level recorded in the session
-    except BaseException:
+    except BaseException as exc:
         if session is not None:
             session.close()
+        if _is_corrupt(exc) and options.session:  # a malformed line past the header: exit 2, as a bad header
+            from ..session.urls import redact_url
+
+            raise UsageError(f"--session {redact_url(options.session)}: {exc}") from None
         raise
     secret = api_key
     if secret is None:  # the key the provider will take from its usual variable is masked too
@@ -734,6 +760,13 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     return AgentSetup(
         agent, session, secret, created, extra, key_from_option=options.api_key_env is not None, system=system
     )
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    """True for a SessionError about what a session file holds (a line that is no valid entry)."""
+    from ..session import SessionError
+
+    return isinstance(exc, SessionError) and exc.code in ("invalid_entry", "invalid_session")
 
 
 def _stored_key(model: Any) -> Optional[str]:
