@@ -38,7 +38,7 @@ class AgentState:
     """
 
     __slots__ = (
-        "system_prompt",
+        "_system_prompt",
         "model",
         "thinking_level",
         "_tools",
@@ -61,6 +61,21 @@ class AgentState:
         self._streaming_message: Any = None
         self._pending_tool_calls: FrozenSet[str] = frozenset()
         self._error_message: Optional[str] = None
+
+    @property
+    def system_prompt(self) -> str:
+        return self._system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: Optional[str]) -> None:
+        """A str (None: ""); anything else is a TypeError here, where every later request would
+        fail with one naming nothing (``Agent(model, [tool])`` put the tools here)."""
+        if value is None:
+            value = ""
+        elif not isinstance(value, str):
+            hint = " (tools go in tools=...)" if isinstance(value, (list, tuple)) else ""
+            raise TypeError(f"system_prompt must be a str, not {type(value).__name__}{hint}")
+        self._system_prompt = value
 
     @property
     def tools(self) -> List[Any]:

@@ -393,7 +393,7 @@ class Agent:
         self,
         model: Union[Model, str, None] = None,
         system_prompt: str = "",
-        tools: Iterable[Any] = (),
+        tools: Optional[Iterable[Any]] = None,
         messages: Iterable[Any] = (),
         thinking_level: str = "off",
         *,
@@ -464,7 +464,8 @@ class Agent:
             self, compaction, model=compaction_model, emit=self._process_event, owned_by_agent=True
         )
         if session is not None:
-            self._attach_session(session, restore=not messages, restore_tools=not tools)
+            # tools=None (not given) takes the session's recorded tools; tools=[] means none of them
+            self._attach_session(session, restore=not messages, restore_tools=tools is None)
 
     def _attach_session(self, session: Any, *, restore: bool, restore_tools: bool) -> None:
         """Resume from ``session.build_context()`` (messages unless given, the recorded thinking

@@ -1463,6 +1463,21 @@ def test_tools_given_by_name_resolve_through_the_registry(tmp_path):  # DESIGN Â
     assert agent.state.tools == ["ls"]  # the state keeps what was given
 
 
+def test_a_system_prompt_that_is_no_text_is_refused_where_it_is_given():
+    """``Agent(model, [tool])`` put the tools into the system prompt: the agent was built, and
+    every run then failed with "expected string or bytes-like object, got 'list'"."""
+    scripted = ScriptedModel([text("ok")])
+    with pytest.raises(TypeError, match=r"system_prompt must be a str, not list \(tools go in tools=\.\.\.\)"):
+        Agent(scripted.model, [noop_tool("t", lambda *a: "x")], stream_fn=scripted.stream_fn)
+    agent = Agent(scripted.model, None, stream_fn=scripted.stream_fn)
+    assert agent.system_prompt == ""
+    for target in (agent, agent.state):
+        with pytest.raises(TypeError, match="system_prompt must be a str, not int"):
+            target.system_prompt = 5
+    agent.prompt("hi")
+    assert agent.messages[-1].text == "ok"
+
+
 def test_unknown_tool_names_fail_at_construction_and_assignment():  # issue 10 item 10
     from agentcore.plugins import UnknownToolError
 

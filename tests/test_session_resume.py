@@ -272,3 +272,20 @@ def test_a_recorded_thinking_level_this_library_lacks_does_not_break_every_run(t
         messages = agent.prompt("go on")
         assert messages[-1].stop_reason == "stop" and messages[-1].text == "answered"
         assert session.build_context().thinking_level == "off"  # what the agent ran with
+
+
+def test_an_explicit_empty_tool_list_never_takes_the_sessions_tools(tmp_path):
+    """``Agent(session=..., tools=[])`` read the empty list as "not given" and took the tools the
+    session recorded, bash included: a caller who asked for no tools got a shell for the model."""
+    from agentcore.testing import call, response, text
+
+    session = Session.create(tmp_path / "s.jsonl")
+    session.append_active_tools_change(["bash"])
+    marker = tmp_path / "pwned.txt"
+    scripted = ScriptedModel([response(call("bash", {"command": f"echo pwned > '{marker}'"})), text("done")])
+    agent = Agent(scripted.model, session=session, tools=[], stream_fn=scripted.stream_fn)
+    assert agent.state.tools == []
+    agent.prompt("go")
+    assert not marker.exists() and "bash not found" in agent.messages[2].content[0].text
+    assert Agent(scripted.model, session=session, stream_fn=scripted.stream_fn).state.tools == ["bash"]  # not given
+    session.close()

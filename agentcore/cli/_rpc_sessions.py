@@ -126,7 +126,7 @@ def _rebuilt(old: AgentSetup, session: Any, *, keep_model: bool, context: RpcCon
     new = Agent(
         model,
         system_prompt=agent.system_prompt,
-        tools=agent.tools,
+        tools=agent.tools or None,  # none: the new session's recorded tools, if it has some
         api_key=api_key,
         stream_fn=stream_fn,
         session=session,

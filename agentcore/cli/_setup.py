@@ -736,7 +736,7 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         agent = Agent(
             model,
             system_prompt=system or "",
-            tools=tools,
+            tools=tools if tools or options.tools is not None else None,  # None: the session's recorded tools
             api_key=api_key,
             stream_fn=stream_fn,
             session=session,
