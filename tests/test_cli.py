@@ -2492,3 +2492,45 @@ def test_a_plugin_failing_with_an_unprintable_exception_never_breaks_the_command
     with pytest.warns(PluginLoadWarning, match="plugin 'unprintable': add_cli_options failed: Unprintable"):
         code, _, err = _in_process("run", "--model", "scripted", "hi")
     assert code == 2 and err.startswith("agentcore: plugin 'unprintable': cli_tools failed: Unprintable")
+
+
+def test_chat_on_a_session_with_recorded_tools_starts(monkeypatch, tmp_path):
+    """A session recording its active tools gives the agent their names; the chat banner read
+    ``.name`` of each and the chat ended at once with "'str' object has no attribute 'name'"."""
+    from agentcore.session import Session
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "t.jsonl"
+    with Session.create(path) as session:
+        session.append_active_tools_change(["read", "ls"])
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", str(path), stdin="/tools\n/quit\n")
+    assert code == 0, err
+    assert "tools: read, ls" in err and "read, ls" in out
+
+
+def test_chat_model_switch_with_api_key_env_never_guesses_the_provider(monkeypatch, tmp_path):
+    """``/model gpt-4o`` in a chat started with ``--api-key-env`` picked a provider among those
+    listing the id (github-copilot, with ``GH_TOKEN`` set) and kept sending the option's key."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-openai-only")
+    monkeypatch.setenv("GH_TOKEN", "gh-token")
+    script = "/model gpt-4o\n/model\n/quit\n"
+    code, out, err = _in_process(
+        "chat", "--no-log", "--model", "scripted", "--api-key-env", "MY_OPENAI_KEY", stdin=script
+    )
+    assert code == 0, err
+    assert "offered by several providers" in out and "with --api-key-env name the one the key is for" in out
+    assert out.rstrip().endswith("model: scripted/scripted-demo (scripted)")  # the switch did not happen
+
+
+def test_a_base_url_that_is_no_url_is_refused_without_its_password(monkeypatch, capsys):
+    """The --base-url check quoted the value whole: a URL without its scheme, or with a mistyped
+    one, printed its password and query key."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    for given in ("me:pw-SECRET-1@127.0.0.1:8080/v1", "htp://me:pw-SECRET-1@host/v1?key=k-SECRET-2"):
+        code = _in_process("run", "--base-url", given, "--model", "llama3", "hi")[0]
+        err = capsys.readouterr().err  # argparse writes its own errors to sys.stderr
+        assert code == 2 and "is not an http:// or https:// URL" in err
+        assert "SECRET" not in err

@@ -152,7 +152,12 @@ def _http_url(value: str) -> str:
 
     parts = urlsplit(value.strip())
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)")
+        from .._safe import redact_url
+
+        shown = redact_url(value.strip())  # a URL's password and key-like query values as ***
+        if "://" not in shown and "@" in shown.split("/", 1)[0]:  # no scheme: user:password@ is no URL part
+            shown = "***@" + shown.split("@", 1)[1]
+        raise argparse.ArgumentTypeError(f"{shown!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)")
     return value.strip()
 
 

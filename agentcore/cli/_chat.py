@@ -263,7 +263,7 @@ class Chat:
 
     def _banner(self) -> None:
         model = self.agent.model
-        tools = ", ".join(t.name for t in self.agent.tools) or "none"
+        tools = ", ".join(getattr(t, "name", str(t)) for t in self.agent.tools) or "none"  # a name restored
         where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
         files = len(self.context_files)
         context = f", context: {files} file{'s' if files != 1 else ''} (/context)" if files else ""
@@ -298,7 +298,8 @@ class Chat:
         if ref:
             from ..providers.base import get_env_api_key
 
-            model, stream_fn = resolve_model(ref, self.options.base_url)
+            # with --api-key-env's key, a bare id several providers list is refused, never guessed
+            model, stream_fn = resolve_model(ref, self.options.base_url, key_given=self.setup.key_from_option)
             if stream_fn is None:  # a stored key is the new provider's (--api-key-env's: kept)
                 key = self.agent.api_key if self.setup.key_from_option else stored_key(model.provider)
                 check_api_key(model, key)
