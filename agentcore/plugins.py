@@ -199,6 +199,17 @@ class AgentPluginManager(pluggy.PluginManager):
             err = self._run_register(kind, impl, table)
             if err:
                 errors[impl.plugin_name] = err
+        hook_name = _REGISTER_HOOKS[kind]
+        for impl in getattr(self.hook, hook_name).get_hookimpls():
+            if impl.hookwrapper or getattr(impl, "wrapper", False):  # skipped above: say so, never silently
+                message = (
+                    f"{hook_name} is implemented as a wrapper, which a register_* hook never calls: "
+                    "drop wrapper=True (call register() for each object)"
+                )
+                _loading.warn_once(
+                    f"reg:{impl.plugin_name}:{kind}:wrapper", f"agentcore: plugin {impl.plugin_name!r}: {message}"
+                )
+                errors.setdefault(impl.plugin_name, message)
         return table, errors
 
     def _base(self, kind: str, impls: List[Any]) -> Tuple[int, Dict[str, RegistryEntry], Dict[str, str]]:

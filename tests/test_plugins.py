@@ -431,6 +431,23 @@ def test_register_hooks_that_are_async_generators_or_return_their_objects() -> N
     assert "plugin 'Yields'" in messages and "plugin 'Returns'" in messages
 
 
+def test_a_register_hook_written_as_a_wrapper_is_reported_not_dropped_silently() -> None:
+    """register_* hooks take plain implementations; a wrapper was skipped without a word, so its
+    tool never existed and ``Agent(tools=["zap"])`` said only "unknown tool"."""
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def register_tools(self, register: Any) -> Any:
+            register(_tool("zap", "x"))
+            return (yield)
+
+    with pytest.warns(PluginLoadWarning, match="plugin 'Wraps': register_tools is implemented as a wrapper"):
+        pm = create_plugin_manager([Wraps()])
+        assert "zap" not in [t.name for t in pm.tools()]
+    info = {i.name: i.error for i in pm.plugins_info()}
+    assert "register_tools is implemented as a wrapper" in (info["Wraps"] or "")
+
+
 def test_a_provider_or_tool_that_cannot_work_is_refused_and_the_builtin_stays() -> None:
     class NoStream:  # a typo'd method name
         api = "openai-completions"
