@@ -2038,7 +2038,8 @@ def test_a_message_timestamp_that_is_no_time_does_not_fail_the_run(make_agent, s
 def test_newest_tool_results_over_the_budget_still_leave_something_to_compact():  # session §7.4 step 4c
     """When the newest tool results alone reach ``keep_recent_tokens``, no valid cut follows them and
     the reference falls back to the first valid cut: everything is kept and there is nothing to
-    compact, whatever the settings. The cut is now the call that made those results."""
+    compact, whatever the settings. That stays the rule on the threshold; when the context
+    overflowed, the cut is the call that made those results."""
     path = Path()
     path.msg(U("old question " + "q" * 400))
     path.msg(A("old answer " + "a" * 400))
@@ -2047,8 +2048,10 @@ def test_newest_tool_results_over_the_budget_still_leave_something_to_compact():
     path.msg(ToolResultMessage("c1", "read", [TextContent("x" * 4000)]))
     path.msg(ToolResultMessage("c2", "read", [TextContent("y" * 4000)]))
     for budget in (0, 10, 1500):
-        assert find_cut_point(path.entries, 0, 6, budget) == CutPoint(3, 2, True)  # the call, a split turn
-    preparation = prepare_compaction(path.entries, CompactionSettings(keep_recent_tokens=10))
+        assert find_cut_point(path.entries, 0, 6, budget, overflowing=True) == CutPoint(3, 2, True)  # the call
+        assert find_cut_point(path.entries, 0, 6, budget) == CutPoint(0, -1, False)  # the reference's rule
+    assert prepare_compaction(path.entries, CompactionSettings(keep_recent_tokens=10)).empty  # type: ignore[union-attr]
+    preparation = prepare_compaction(path.entries, CompactionSettings(keep_recent_tokens=10), overflowing=True)
     assert preparation is not None and not preparation.empty
     assert [m.role for m in preparation.messages_to_summarize] == ["user", "assistant"]
     assert [m.role for m in preparation.turn_prefix_messages] == ["user"]

@@ -199,7 +199,12 @@ def find_turn_start_index(entries: Sequence[SessionEntry], entry_index: int, sta
 
 
 def find_cut_point(
-    entries: Sequence[SessionEntry], start_index: int, end_index: int, keep_recent_tokens: int
+    entries: Sequence[SessionEntry],
+    start_index: int,
+    end_index: int,
+    keep_recent_tokens: int,
+    *,
+    overflowing: bool = False,
 ) -> CutPoint:
     """Choose the first entry to keep in ``entries[start_index:end_index]`` (spec §7.4 step 4).
 
@@ -207,10 +212,11 @@ def find_cut_point(
     message where the kept messages reach ``keep_recent_tokens``. Tool results are never valid cut
     positions, so a call and its result stay on the same side. When only tool results follow
     that message (the newest results alone reach the budget, as after a turn that read big
-    files), the cut is the newest valid position before it, the call that made them: keeping
-    everything instead (the reference's fallback) would leave nothing to compact while the
-    context overflows. Settings and other non-message entries right before the cut are kept
-    with it.
+    files), the cut is the first valid position, keeping everything (the reference's rule: a
+    compaction on the threshold then has nothing to do) unless ``overflowing`` (the provider
+    said the context overflowed, and keeping everything leaves the retry nothing to gain): then
+    it is the newest valid position before that message, the call that made the results.
+    Settings and other non-message entries right before the cut are kept with it.
     """
     cuts = [i for i in range(start_index, end_index) if _is_valid_cut(entries[i])]
     if not cuts:
@@ -223,7 +229,8 @@ def find_cut_point(
             continue
         total += estimate_tokens(entry.message)
         if total >= keep_recent_tokens:
-            cut = next((c for c in cuts if c >= index), cuts[-1])  # else only tool results follow
+            fallback = cuts[-1] if overflowing else cuts[0]  # only tool results follow (see above)
+            cut = next((c for c in cuts if c >= index), fallback)
             break
     while cut > start_index:
         previous = entries[cut - 1]
@@ -260,9 +267,13 @@ class CompactionPreparation:
 
 
 def prepare_compaction(
-    path_entries: Sequence[SessionEntry], settings: Optional[CompactionSettings] = None
+    path_entries: Sequence[SessionEntry],
+    settings: Optional[CompactionSettings] = None,
+    *,
+    overflowing: bool = False,
 ) -> Optional[CompactionPreparation]:
-    """Decide what a compaction of the root→leaf ``path_entries`` summarises (spec §7.4).
+    """Decide what a compaction of the root→leaf ``path_entries`` summarises (spec §7.4;
+    ``overflowing``: for a context-overflow recovery, see :func:`find_cut_point`).
 
     Returns None for an empty path or a path ending in a compaction. When everything fits in
     ``keep_recent_tokens`` both message lists are empty (check :attr:`CompactionPreparation.empty`;
@@ -283,7 +294,7 @@ def prepare_compaction(
             boundary_start = ids.index(previous.first_kept_entry_id)
     kept = kept_message_count(path, prev_index) if previous is not None else None
     tokens_before = live_context_tokens(path_context_messages(path), kept).tokens
-    cut = find_cut_point(path, boundary_start, len(path), settings.keep_recent_tokens)
+    cut = find_cut_point(path, boundary_start, len(path), settings.keep_recent_tokens, overflowing=overflowing)
     first_kept = path[cut.first_kept_entry_index]
     if not first_kept.id:
         raise CompactionError(

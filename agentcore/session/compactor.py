@@ -498,18 +498,19 @@ class Compactor:
             update = previous(ctx) if previous is not None else None
             if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
+            full = self._recoverable_length(ctx.message, config)  # the context ran out mid-answer
             if (
                 not self.settings.enabled
                 or signal.aborted
                 or getattr(ctx.message, "stop_reason", None) == "aborted"
                 # the run ends with it: left to the recovery, which drops it (with tool calls, whose
                 # rejected results go back to the model, the run goes on: compact before that request)
-                or (self._recoverable_length(ctx.message, config) and not ctx.tool_results)
+                or (full and not ctx.tool_results)
                 or not self.needs_compaction()
             ):
                 return update
             try:
-                _, messages = self._compact("threshold", None, emit, signal)
+                _, messages = self._compact("threshold", None, emit, signal, overflowing=full)
             except CompactionError:
                 return update
             new_context = AgentContext(ctx.context.system_prompt, list(messages), ctx.context.tools)
@@ -591,12 +592,21 @@ class Compactor:
         return entries
 
     def _compact(
-        self, reason: str, instructions: Optional[str], emit: Any, signal: Any, drop_last: Any = None
+        self,
+        reason: str,
+        instructions: Optional[str],
+        emit: Any,
+        signal: Any,
+        drop_last: Any = None,
+        *,
+        overflowing: bool = False,
     ) -> Tuple[CompactionResult, List[Any]]:
+        """``overflowing``: the context ran out (besides ``reason == "overflow"``): the cut may
+        fall back to the call of the newest tool results (see :func:`find_cut_point`)."""
         emit = emit or (lambda event: None)
         with self._lock:
             path, session = self._path(drop_last)
-            preparation = self._prepare(path, reason, emit)
+            preparation = self._prepare(path, reason, emit, overflowing or reason == "overflow")
             emit(CompactionStartEvent(reason, preparation.tokens_before))
             try:
                 result = run_before_compaction(self._plugins(), preparation, path, instructions, reason, signal)
@@ -629,9 +639,11 @@ class Compactor:
         emit(CompactionEndEvent(reason, result, will_retry=reason == "overflow", messages=list(messages), usage=usage))
         return result, messages
 
-    def _prepare(self, path: List[SessionEntry], reason: str, emit: Any) -> CompactionPreparation:
+    def _prepare(
+        self, path: List[SessionEntry], reason: str, emit: Any, overflowing: bool = False
+    ) -> CompactionPreparation:
         try:
-            preparation = prepare_compaction(path, self.settings)
+            preparation = prepare_compaction(path, self.settings, overflowing=overflowing)
             if preparation is None:
                 code, text = (
                     ("already_compacted", "already compacted: nothing happened since the last compaction")
