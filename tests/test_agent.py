@@ -779,16 +779,33 @@ def test_a_listener_raising_again_still_lets_state_and_plugins_see_the_run_end()
     assert recorded[-1].role == "assistant" and recorded[-1].error_message == "always broken"
 
 
-def _interrupting_agent():
-    """An agent whose one tool raises a Ctrl+C in the main thread and records whether its signal
-    fired within 5 s: ``(agent, scripted, tool_saw_abort)``."""
+def _interrupting_agent(waiting_in: str = "prompt"):
+    """An agent whose one tool raises a Ctrl+C in the main thread once that thread waits inside
+    the function ``waiting_in`` (so it never lands before the test expects it: after
+    ``prompt(wait=False)`` the tool may run before the main thread reached ``wait_for_idle``) and
+    records whether its signal fired within 5 s: ``(agent, scripted, tool_saw_abort)``."""
     import _thread
+    import sys
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("KeyboardInterrupt delivery needs the main thread")
+    main = threading.main_thread().ident
     tool_saw_abort: List[bool] = []
 
+    def main_waits_in() -> bool:
+        frame = sys._current_frames().get(main)  # type: ignore[arg-type]
+        while frame is not None:
+            if frame.f_code.co_name == waiting_in:
+                return True
+            frame = frame.f_back
+        return False
+
     def execute(tool_call_id, args, signal, on_update):
+        pause = threading.Event()  # never set: a sleep that is no busy loop
+        for _ in range(2000):  # at most 10 s: the main thread's stack, until it waits in waiting_in
+            if main_waits_in():
+                break
+            pause.wait(0.005)
         _thread.interrupt_main()
         tool_saw_abort.append(signal.wait(5))
         return AgentToolResult([TextContent("stopped")])
@@ -819,7 +836,7 @@ def test_keyboard_interrupt_in_wait_for_idle_aborts_the_run(sigint_handled):  # 
     """prompt(wait=False) then wait_for_idle(): Ctrl+C in that wait used to leave the run going
     (the tool never heard of it, the model was called again) with the agent busy behind the
     caller's back."""
-    agent, scripted, tool_saw_abort = _interrupting_agent()
+    agent, scripted, tool_saw_abort = _interrupting_agent(waiting_in="wait_for_idle")
     agent.prompt("go", wait=False)
     with pytest.raises(KeyboardInterrupt):
         agent.wait_for_idle()
