@@ -293,7 +293,9 @@ def test_a_directory_whose_name_is_not_utf8_logs_like_any_other(here, monkeypatc
     found = {c["firstPrompt"]: c for c in logs_json("-n", "0")}
     assert set(found) == {"a question from an odd place", "a question from here"}
     path = found["a question from an odd place"]["path"]
-    assert os.path.exists(path) and os.fsencode(os.path.dirname(os.path.dirname(path))) == os.fsencode(str(sessions_dir()))
+    assert os.path.exists(path) and os.fsencode(os.path.dirname(os.path.dirname(path))) == os.fsencode(
+        str(sessions_dir())
+    )
     os.unlink(path)  # a deleted file leaves the index on the next look
     assert [c["firstPrompt"] for c in logs_json("-n", "0")] == ["a question from here"]
 
