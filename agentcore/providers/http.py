@@ -310,7 +310,7 @@ def _proxy_address(exc: BaseException) -> Optional[str]:
     shown), when urllib3 says which; else None."""
     current: Any = exc
     for _ in range(6):
-        conn = getattr(current, "conn", None)
+        conn = getattr(current, "conn", None) or getattr(current, "pool", None)  # urllib3 2 / 1.26
         host, port = getattr(conn, "host", None), getattr(conn, "port", None)
         if isinstance(host, str) and host:
             return f"{host}:{port}" if port else host
