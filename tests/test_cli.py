@@ -406,6 +406,31 @@ def test_ctrl_c_during_run_exits_130(env, tmp_path, sigint_handled):
     assert "interrupted" in err and "Traceback" not in err
 
 
+def test_an_interrupted_run_still_prints_its_usage_with_u(env, tmp_path, sigint_handled):
+    """``run -u`` printed nothing after Ctrl+C, although the requests before it were billed."""
+    usage = {"prompt_tokens": 1234, "completion_tokens": 56}
+    call = {"index": 0, "id": "call_1", "function": {"name": "ls", "arguments": json.dumps({"path": "."})}}
+    first = Reply(
+        body=sse(
+            _chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), {"choices": [], "usage": usage}, done=True
+        )
+    )
+    streaming = sse(_chunk({"content": "partial"}))
+    second = Reply(body=streaming + sse(_chunk(finish="stop"), done=True), stall_after=len(streaming))
+    with ScriptedServer([first, second]) as server:
+        proc = spawn(
+            "run", *local(server), "-u", "-t", "ls", "list it", env=env, cwd=tmp_path, stdin=subprocess.DEVNULL
+        )
+        try:
+            read_until(proc, "partial")  # the second answer streams; the server stalls
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "1,234" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", ["run", "chat"])
 def test_sigterm_during_a_run_records_the_aborted_answer_and_exits_143(env, tmp_path, command):
     """A supervisor, ``timeout`` or a CI runner stopping the command with SIGTERM killed it with the

@@ -428,13 +428,11 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
                     new = approver.settle(setup.agent, new)
                 # a reader gone ended the run (abort_when_closed): that is how a pipe ends, not a failure
                 status = EXIT_OK if printer.out.closed else run_outcome(new)
-        except Terminated:
-            text.note("[terminated: run aborted]")
-            return EXIT_TERMINATED
-        except KeyboardInterrupt:
-            text.note("[interrupted: run aborted]")
-            return EXIT_INTERRUPTED
-        if tally is not None:  # after the answer, on stderr: stdout stays the answer alone
+        except KeyboardInterrupt as exc:  # Ctrl+C, or Terminated (SIGTERM)
+            terminated = isinstance(exc, Terminated)
+            text.note("[terminated: run aborted]" if terminated else "[interrupted: run aborted]")
+            status = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+        if tally is not None:  # after the answer, on stderr (an aborted run's requests were billed too)
             for line in usage_lines(tally):
                 text.note(line)
         return status
