@@ -3,17 +3,20 @@
 * :func:`awaited` runs a hook's or tool's coroutine to completion (``async def`` callables are
   accepted everywhere a callable is; agentcore itself never runs an event loop otherwise);
 * :func:`field_of` reads a field of a result object or of the plain dict a user returned instead;
-* :func:`hook_messages` checks that a context hook returned a list of messages.
+* :func:`hook_messages` checks that a context hook returned a list of messages;
+* :func:`wait_interruptibly` waits for an event so that a Ctrl+C in the main thread lands.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
+import time
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from .types import _is_mapping
 
-__all__ = ["awaited", "field_of", "hook_messages"]
+__all__ = ["awaited", "field_of", "hook_messages", "wait_interruptibly"]
 
 
 def awaited(value: Any) -> Any:
@@ -93,3 +96,18 @@ def hook_messages(value: Any, hook: str) -> List[Any]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"{hook} must return a list of messages, not {type(value).__name__}")
     return list(value)
+
+
+def wait_interruptibly(event: threading.Event, timeout: Optional[float] = None) -> bool:
+    """``event.wait(timeout)``; on the main thread in short waits, so that a pending Ctrl+C (a
+    KeyboardInterrupt, raised from here) is noticed at once rather than when the event is set.
+    True when the event is set, False when ``timeout`` seconds passed first."""
+    if threading.current_thread() is not threading.main_thread():  # no Ctrl+C lands there
+        return event.wait(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
+        if event.wait(left):
+            return True
+        if deadline is not None and time.monotonic() >= deadline:
+            return False

@@ -55,6 +55,7 @@ from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, 
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
 from ._util import accepts_signal as _accepts_signal
+from ._util import wait_interruptibly
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -1074,16 +1075,8 @@ class Agent:
             return True
         if run.thread_ident == threading.get_ident() or _loop.running_tool_signal() is run.controller.signal:
             raise RuntimeError(ERR_WAIT_FROM_RUN_THREAD)
-        if threading.current_thread() is not threading.main_thread():  # no Ctrl+C lands here
-            return run.settled.wait(timeout)
-        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            while True:  # short waits so a pending Ctrl+C is noticed
-                left = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
-                if run.settled.wait(left):
-                    return True
-                if deadline is not None and time.monotonic() >= deadline:
-                    return False
+            return wait_interruptibly(run.settled, timeout)
         except KeyboardInterrupt:
             _abort_and_settle(run)
             raise
@@ -1184,11 +1177,7 @@ class Agent:
                 raise
             if not wait:
                 return None
-            if threading.current_thread() is threading.main_thread():
-                while not run.settled.wait(0.05):  # short waits so a pending Ctrl+C is noticed
-                    pass
-            else:
-                run.settled.wait()
+            wait_interruptibly(run.settled)
         except KeyboardInterrupt:
             _abort_and_settle(run)
             raise

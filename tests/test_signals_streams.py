@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 
 import pytest
 
+from agentcore import events as ev
 from agentcore.events import DoneEvent, ErrorEvent, StartEvent, TextDeltaEvent
 from agentcore.signals import AbortController, AbortError, AbortSignal
 from agentcore.streams import AssistantMessageEventStream, EventStream, ProviderStream
-from agentcore.types import AssistantMessage
+from agentcore.tools import AgentToolResult
+from agentcore.types import (
+    AssistantMessage,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    message_from_dict,
+)
 
 # --------------------------------------------------------------------------- signals
 
@@ -399,20 +411,6 @@ def test_provider_stream_close_returns_while_another_thread_is_reading():
 def test_event_to_dict_of_every_event_type_with_odd_values():  # DESIGN §3 events, --json / rpc
     # a reference cycle in tool-call arguments used to turn the whole toolCall block of a message
     # into its repr() string: the call's id, name and arguments were lost to JSON readers
-    import json
-
-    from agentcore import events as ev
-    from agentcore.tools import AgentToolResult
-    from agentcore.types import (
-        TextContent,
-        ThinkingContent,
-        ToolCall,
-        ToolResultMessage,
-        Usage,
-        UserMessage,
-        message_from_dict,
-    )
-
     cycle: dict = {"n": 1}
     cycle["self"] = cycle
     odd = {"nan": float("nan"), "huge": 1 << 20000, "lone": "a\ud800b", "cycle": cycle, "bytes": b"\xff"}

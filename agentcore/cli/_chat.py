@@ -23,6 +23,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, TextIO, Tuple
 
 from .._safe import redact_url, terminal_text
+from .._util import wait_interruptibly
 from ..providers.reasoning import clamp_to_model, supported_levels
 from ._approve import waiting_calls
 from ._attach import Attachments, attach_command, check_model_input, prompt_with
@@ -485,8 +486,7 @@ def _compact_interruptibly(compactor: Any, instructions: Optional[str]) -> Tuple
     threading.Thread(target=work, name="agentcore-compact", daemon=True).start()
     while True:
         try:
-            while not done.wait(0.05):  # short waits: a pending Ctrl-C is noticed
-                pass
+            wait_interruptibly(done)
             break
         except KeyboardInterrupt as exc:
             if interrupt is None or isinstance(exc, Terminated):  # a SIGTERM after a Ctrl-C still ends chat

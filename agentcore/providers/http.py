@@ -308,17 +308,11 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
 def _proxy_address(exc: BaseException) -> Optional[str]:
     """``host:port`` of the proxy a requests ``ProxyError`` failed to reach (its user info never
     shown), when urllib3 says which; else None."""
-    current: Any = exc
-    for _ in range(6):
-        conn = getattr(current, "conn", None) or getattr(current, "pool", None)  # urllib3 2 / 1.26
+    for link in _error_chain(exc):
+        conn = getattr(link, "conn", None) or getattr(link, "pool", None)  # urllib3 2 / 1.26
         host, port = getattr(conn, "host", None), getattr(conn, "port", None)
         if isinstance(host, str) and host:
             return f"{host}:{port}" if port else host
-        current = getattr(current, "reason", None) or next(
-            (arg for arg in getattr(current, "args", ()) if isinstance(arg, BaseException)), None
-        )
-        if current is None:
-            break
     return None
 
 
@@ -363,20 +357,27 @@ def _describe_unsendable(exc: BaseException, url: str, headers: Mapping[str, str
 _URLLIB3_PREFIX = re.compile(r"^(?:<[^<>]*>|\w+\(host=[^)]*\)): ")
 
 
-def _root_reason(exc: BaseException) -> str:
-    """The innermost reason of a requests/urllib3 connection failure, as text: requests wraps
-    urllib3's MaxRetryError, whose ``reason`` is the NewConnectionError, NameResolutionError or
-    timeout that says what went wrong, prefixed with the repr of a pool or connection object."""
-    current: BaseException = exc
-    for _ in range(5):  # requests error -> MaxRetryError -> its reason; bounded against cycles
-        # urllib3's ProxyError and ProtocolError are ("what failed", the error): the error says why
+def _error_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the errors it wraps, outermost first: requests' error -> urllib3's MaxRetryError
+    -> its ``reason`` (NewConnectionError, a timeout...). urllib3's ProxyError and ProtocolError are
+    ("what failed", the error): the error is the next link. Bounded against cycles."""
+    current = exc
+    for _ in range(6):
+        yield current
         inner = next((arg for arg in current.args if isinstance(arg, BaseException)), None)
         reason = getattr(current, "reason", None)
         if isinstance(reason, BaseException):
             inner = reason
         if inner is None or inner is current:
-            break
+            return
         current = inner
+
+
+def _root_reason(exc: BaseException) -> str:
+    """The innermost reason of a requests/urllib3 connection failure, as text: requests wraps
+    urllib3's MaxRetryError, whose ``reason`` is the NewConnectionError, NameResolutionError or
+    timeout that says what went wrong, prefixed with the repr of a pool or connection object."""
+    current = list(_error_chain(exc))[-1]
     args = current.args
     # urllib3's ConnectTimeoutError is (connection, message): its str() is the pair's repr
     text = args[-1] if len(args) > 1 and isinstance(args[-1], str) and not isinstance(args[0], str) else str(current)
