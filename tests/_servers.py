@@ -39,6 +39,7 @@ class Reply:
     chunk_size: int = 0  # 0: the whole body in one write
     chunked: bool = True  # False: Content-Length framing
     reset_after: Optional[int] = None  # send this many body bytes, then reset the connection
+    close_after: Optional[int] = None  # send this many body bytes, then close the connection cleanly
     stall_before_headers: bool = False  # wait for server.release before answering at all
     stall_after: Optional[int] = None  # send this many body bytes, then wait for server.release
 
@@ -205,6 +206,8 @@ def _make_handler(server: ScriptedServer) -> type:
             limit = len(data)
             if reply.reset_after is not None:
                 limit = min(limit, reply.reset_after)
+            if reply.close_after is not None:
+                limit = min(limit, reply.close_after)
             if reply.stall_after is not None:
                 limit = min(limit, reply.stall_after)
             step = reply.chunk_size or max(1, limit)
@@ -214,6 +217,9 @@ def _make_handler(server: ScriptedServer) -> type:
                 self.close_connection = True
                 self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 self.connection.close()  # linger 0: the peer sees a reset
+                return
+            if reply.close_after is not None:
+                self.close_connection = True  # the peer reads the bytes sent, then the end of the stream
                 return
             if reply.stall_after is not None:
                 server.body_started.set()

@@ -160,6 +160,27 @@ def test_http_errors_carry_the_provider_message(server, status, body, expected):
     assert KEY not in result.error_message and len(server.requests) == 1  # 4xx are not retried
 
 
+def test_an_error_body_that_does_not_inflate_is_reported_as_unreadable(server):  # providers §9
+    # a gzip error body that fails to decompress was reported as "(no body)", as if the server
+    # had sent none: the message now says it could not be read, and why
+    server.enqueue(
+        Reply(
+            status=400, body=b"not gzip at all", content_type="application/json", headers={"Content-Encoding": "gzip"}
+        )
+    )
+    _, result = _run(server)
+    assert result.error_message.startswith("400 status code (no body) (the body could not be read: DecodeError")
+    assert len(server.requests) == 1
+
+
+def test_an_error_body_cut_short_keeps_what_arrived_and_says_so(server):  # providers §9
+    body = json.dumps({"error": {"message": "quota exceeded for this project"}}) + " " * 200
+    server.enqueue(Reply(status=403, body=body, content_type="text/plain", chunked=False, close_after=40))
+    _, result = _run(server)
+    assert result.error_message.startswith('403 {"error": {"message": "quota exceeded')
+    assert "(the body was cut short: " in result.error_message and len(server.requests) == 1
+
+
 def test_a_key_echoed_by_the_server_never_reaches_the_error_message(server):  # secrets stay out
     echo = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}. Bearer {KEY}"}})
     server.enqueue(Reply(status=401, body=echo, content_type="application/json"))

@@ -470,11 +470,14 @@ def open_stream(
             if log is not None:
                 log.give_up(attempt, f"status {response.status_code}")
             raise ProviderHTTPError(_redact_request_secrets(_redirect_error(response), url, sent), response.status_code)
-        error_body = _read_abortable(response, signal)
+        error_body, unread = _read_abortable(response, signal)
         response.close()
         if signal is not None and signal.aborted:
             raise RequestAborted("Request was aborted")
-        message = _redact_request_secrets(format_http_error(response.status_code, error_body, error_style), url, sent)
+        message = format_http_error(response.status_code, error_body, error_style)
+        if unread is not None:
+            message += f" ({unread})"
+        message = _redact_request_secrets(message, url, sent)
         retryable = _should_retry(response.status_code, response.headers)
         if budget.exhausted or not retryable:
             if log is not None:
@@ -611,18 +614,47 @@ def _loggable_url(url: str, secrets: List[str]) -> str:
     return redact(text, secrets)
 
 
-def _read_abortable(response: Any, signal: Any) -> str:
-    """The error body; an abort meanwhile closes the response so a stalled read returns at once."""
+def _read_abortable(response: Any, signal: Any) -> Tuple[str, Optional[str]]:
+    """The error body (see :func:`_read_error_body`); an abort meanwhile closes the response so a
+    stalled read returns at once."""
     with close_on_abort(response, signal):
         return _read_error_body(response)
 
 
-def _read_error_body(response: Any) -> str:
+_MAX_ERROR_BODY = 256 * 1024
+
+
+def _read_error_body(response: Any) -> Tuple[str, Optional[str]]:
+    """The text of an error response's body (at most 256 KB of it) and, when the body could not
+    be read to its end, why: ``"the body could not be read: ..."`` when none of it arrived (a
+    gzip body that does not inflate, a connection reset), ``"the body was cut short: ..."`` after
+    the part that did (also when fewer bytes came than ``Content-Length`` declared). Never raises:
+    a broken error body still leaves the status to report."""
+    chunks: List[bytes] = []
+    size = 0
+    failure: Optional[BaseException] = None
+    read = getattr(response.raw, "read1", None) or response.raw.read  # read1: what arrived (urllib3 2)
     try:
-        raw = response.raw.read(256 * 1024, decode_content=True)
-    except Exception:  # a broken error body still leaves the status to report
-        return ""
-    return _decode_error_body(raw, response.headers.get("content-type") or "", response.encoding) if raw else ""
+        while size < _MAX_ERROR_BODY:
+            data = read(min(65536, _MAX_ERROR_BODY - size), decode_content=True)
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+    except Exception as exc:  # noqa: BLE001 - reported in the message, never raised
+        failure = exc
+    raw = b"".join(chunks)
+    text = _decode_error_body(raw, response.headers.get("content-type") or "", response.encoding) if raw else ""
+    how = "was cut short" if text.strip() else "could not be read"
+    if failure is not None:
+        from .._safe import describe_exception
+
+        return text, f"the body {how}: {describe_exception(failure)}"
+    declared = response.headers.get("content-length") or ""
+    encoding = (response.headers.get("content-encoding") or "identity").strip().lower()
+    if size < _MAX_ERROR_BODY and encoding == "identity" and declared.isdigit() and size < int(declared):
+        return text, f"the body {how}: {size} of {declared} bytes arrived"  # urllib3 1.26 does not raise
+    return text, None
 
 
 def _decode_error_body(raw: bytes, content_type: str, fallback: Optional[str]) -> str:
