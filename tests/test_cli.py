@@ -2493,6 +2493,36 @@ def test_a_mistyped_model_or_a_missing_key_starts_no_plugin_tools_and_closes_the
         Session.open(path).close()  # the given session let go of the file: it opens for writing
 
 
+def test_a_mistyped_model_or_a_missing_key_creates_no_session(monkeypatch, tmp_path):
+    """``--session notes.jsonl`` (or a .db, ``new``, an unknown id) with a mistyped ``--model``
+    or no key created the session before the model was checked, leaving an empty one behind.
+    An existing session is still opened first (its recorded model is resumed)."""
+    from agentcore.cli._setup import CliOptions, UsageError, build_agent
+    from agentcore.session import Session
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    sessions = tmp_path / "sessions"
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(sessions))
+    monkeypatch.chdir(tmp_path)
+    for value in ["notes.jsonl", "notes.db", "new", "some-id"]:
+        for model, error in [
+            ("gpt-4o-mnii", "unknown model"),
+            (None, "no model configured"),
+            ("openai/gpt-4o", "no API key"),
+        ]:
+            with pytest.raises(UsageError, match=error):
+                build_agent(CliOptions(model=model, session=value), None, "run")
+    assert sorted(os.listdir(tmp_path)) == [] and not sessions.exists()
+
+    kept = tmp_path / "kept.jsonl"
+    with Session.create(str(kept)) as session:
+        session.append_model_change("scripted", "scripted")
+    setup = build_agent(CliOptions(session=str(kept)), None, "run")  # resumed: no key needed
+    assert setup.agent.state.model.provider == "scripted" and not setup.created_session
+    setup.session.close()
+
+
 def test_a_plugin_failing_with_an_unprintable_exception_never_breaks_the_command(capsys):
     """A plugin whose ``add_cli_options`` raised an exception whose ``__str__`` raises too crashed
     every ``agentcore run`` with a traceback while the parser was built (the warning's

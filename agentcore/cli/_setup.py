@@ -710,18 +710,20 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         extra_options = stream_options(options.option)
         api_key = read_api_key(options.api_key_env)
         tools = resolve_tools(options.tools)
+        checked = None
         if options.session:
+            if _session_missing(options.session, options.sessions_dir):
+                # a new session resumes nothing: a mistyped --model or a missing key fails before
+                # the file is created, so it leaves no empty session behind
+                checked = _checked_model(options, api_key)
             session = open_session(options.session, options.sessions_dir)
             created = len(session.storage) == 0
-        resumed = None
-        if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
-            resumed = _session_model(session, options.base_url)
-        model, stream_fn = resumed or resolve_model(
-            options.model, options.base_url, key_given=options.api_key_env is not None
-        )
-        if stream_fn is None:
-            api_key = api_key or _stored_key(model)
-            check_api_key(model, api_key)
+        if checked is None:
+            resumed = None
+            if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
+                resumed = _session_model(session, options.base_url)
+            checked = _checked_model(options, api_key, resumed)
+        model, stream_fn, api_key = checked
         extra: List[Any] = []
         if args is not None:  # after the model and key checks: a plugin's tools may start servers
             from ._hooks import plugin_tools
@@ -760,6 +762,49 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     return AgentSetup(
         agent, session, secret, created, extra, key_from_option=options.api_key_env is not None, system=system
     )
+
+
+def _checked_model(
+    options: CliOptions, api_key: Optional[str], resumed: Optional[Tuple[Any, Any]] = None
+) -> Tuple[Any, Optional[Callable[..., Any]], Optional[str]]:
+    """``(model, stream_fn, api_key)``: ``resumed`` or the model ``--model`` (or the default)
+    names, with its key (``api_key``, else the keys file's) checked. Raises :class:`UsageError`."""
+    model, stream_fn = resumed or resolve_model(
+        options.model, options.base_url, key_given=options.api_key_env is not None
+    )
+    if stream_fn is None:
+        api_key = api_key or _stored_key(model)
+        check_api_key(model, api_key)
+    return model, stream_fn, api_key
+
+
+def _session_missing(value: str, sessions_dir: Optional[str]) -> bool:
+    """True when ``--session value`` names a session :func:`open_session` would create: a missing
+    (or empty) file, ``new``, or an id the sessions directory does not hold. False for a session
+    URL (its storage alone can tell) and whenever in doubt."""
+    from ..session import SessionError
+
+    if is_session_url(value):
+        return False
+    if is_session_path(value):
+        path = os.path.abspath(os.path.expanduser(value))
+        if path.lower().endswith(_SQLITE_SUFFIXES):
+            return _is_empty_database(path)
+        return not os.path.lexists(path)
+    if value == "new":
+        return True
+    from ..session import SessionRepository
+
+    directory = sessions_dir or default_sessions_dir()
+    if not os.path.isdir(directory):
+        return True  # (a SessionRepository would create it)
+    try:
+        SessionRepository(directory).path_of(value)
+    except SessionError as exc:
+        return exc.code == "not_found"
+    except (OSError, ValueError):
+        return False
+    return False
 
 
 def _is_corrupt(exc: BaseException) -> bool:
