@@ -9,7 +9,7 @@ import pytest
 from _wire_replay import event_types, load_recording, replay_pure, tool_result
 
 from agentcore.providers import anthropic as wire
-from agentcore.providers.base import ProviderError, StreamWriter
+from agentcore.providers.base import ProviderError, StreamWriter, encode_body
 from agentcore.types import (
     AgentContext,
     AssistantMessage,
@@ -313,6 +313,7 @@ def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, bl
             ThinkingContent(thinking="[Reasoning redacted]", thinking_signature="opaque", redacted=True),
             ThinkingContent(thinking="   ", thinking_signature="sig"),
             ThinkingContent(thinking="unsigned thought"),
+            ThinkingContent(thinking=" ", thinking_signature=""),
             TextContent(text="  "),
             TextContent(text="answer"),
             ToolCall(id="toolu_1", name="t", arguments={"a": 1}),
@@ -323,6 +324,7 @@ def test_assistant_replay_rules():  # spec §14 messages: redacted, unsigned, bl
     )
     assert body["messages"][1]["content"] == [
         {"type": "redacted_thinking", "data": "opaque"},
+        {"type": "thinking", "thinking": "   ", "signature": "sig"},  # signed: sent back as it came
         {"type": "text", "text": "unsigned thought"},
         {"type": "text", "text": "answer"},
         {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {"a": 1}},
@@ -367,6 +369,125 @@ def test_a_tool_result_image_with_a_blank_caption_sends_no_empty_text_block():  
         {"type": "text", "text": "(see attached image)"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
     ]
+
+
+def test_a_signed_thought_without_text_is_sent_back_in_the_tool_loop():  # spec §6: signed thinking is kept
+    """With ``display: "omitted"`` (Opus 4.7's default) a thinking block streams no text, only its
+    signature. It was dropped from the next request as "blank", so the tool loop's assistant turn
+    started with ``tool_use``: the API wants the turn's thinking blocks back unmodified ("a final
+    assistant message must start with a thinking block") and the reasoning was lost."""
+    opus47 = dataclasses.replace(OPUS46, id="claude-opus-4-7")
+    _, first, _ = _feed(
+        [
+            _START,
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQB"}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_7", "name": "fixed_version", "input": {}},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}}),
+            ("message_stop", {"type": "message_stop"}),
+        ],
+        model=opus47,
+    )
+    first.stop_reason = "toolUse"
+    result = ToolResultMessage(tool_call_id="toolu_7", tool_name="fixed_version", content=[TextContent("0.32")])
+    ctx = AgentContext(messages=[UserMessage(content="q"), first, result], tools=[TOOL])
+    body = wire.build_request_body(opus47, ctx, reasoning="high", cache_retention="none")
+    assert body["messages"][1]["content"] == [
+        {"type": "thinking", "thinking": "", "signature": "EqQB"},
+        {"type": "tool_use", "id": "toolu_7", "name": "fixed_version", "input": {}},
+    ]
+
+
+def test_opus_47_and_later_models_think_adaptively():  # spec §22: adaptive thinking beyond Opus 4.6
+    """Opus 4.7 refuses ``thinking: {type: "enabled", budget_tokens}`` (400 "thinking.type.enabled
+    is not supported for this model"): every reasoning request to it failed. Claude 4.6 and later
+    take adaptive thinking and an effort; older ids, dated ones included, keep the token budget."""
+    ctx = AgentContext(messages=[UserMessage(content="hi")], tools=[TOOL])
+    for model_id in ("claude-opus-4-7", "claude-opus-4.7", "claude-sonnet-5", "claude-opus-4-8-20270101"):
+        model = dataclasses.replace(OPUS46, id=model_id)
+        body = wire.build_request_body(model, ctx, reasoning="medium")
+        assert body["thinking"] == {"type": "adaptive"}, model_id
+        assert body["output_config"] == {"effort": "medium"}
+        assert "interleaved-thinking" not in wire.build_headers(model, "k", {}, ctx).get("anthropic-beta", "")
+    assert wire.build_request_body(dataclasses.replace(OPUS46, id="claude-opus-4-8"), ctx, reasoning="max")[
+        "output_config"
+    ] == {"effort": "max"}
+    for model_id in ("claude-opus-4-20250514", "claude-3-7-sonnet-20250219", "claude-sonnet-4-5", HAIKU.id):
+        body = wire.build_request_body(dataclasses.replace(HAIKU, id=model_id), ctx, reasoning="medium")
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 8192}, model_id
+
+
+def test_tool_choice_required_is_anthropics_any():  # options: "any"/"required" are one choice
+    """``tool_choice="required"`` (a value the options accept, OpenAI's word) was sent as
+    ``{"type": "required"}``, which Anthropic refuses with a 400; its word is ``"any"``."""
+    ctx = _with_tools("a")
+    assert wire.build_request_body(HAIKU, ctx, tool_choice="required")["tool_choice"] == {"type": "any"}
+    assert wire.build_request_body(HAIKU, ctx, tool_choice="any")["tool_choice"] == {"type": "any"}
+    named = {"type": "tool", "name": "a"}
+    assert wire.build_request_body(HAIKU, ctx, tool_choice=named)["tool_choice"] == named
+
+
+def test_a_blank_system_prompt_is_left_out():  # spec §14: no blank text blocks
+    """A whitespace-only system prompt (a template that rendered nothing) was sent as a system
+    text block, which the API refuses ("text content blocks must contain non-whitespace text")."""
+    body = wire.build_request_body(HAIKU, AgentContext(system_prompt=" \n", messages=[UserMessage("q")]))
+    assert "system" not in body
+    oauth = wire.build_request_body(
+        HAIKU, AgentContext(system_prompt="\n", messages=[UserMessage("q")]), api_key="sk-ant-oat01-x"
+    )
+    assert [b["text"] for b in oauth["system"]] == ["You are Claude Code, Anthropic's official CLI for Claude."]
+
+
+def test_tool_arguments_cut_inside_an_emoji_escape_still_encode():  # spec §5 unicode hygiene
+    """A tool call cut by ``max_tokens`` between the two halves of an escaped emoji keeps half a
+    surrogate pair in its lenient arguments. Replayed as ``tool_use.input`` it made the body
+    impossible to encode (bare ``UnicodeEncodeError``) on every later turn of the conversation."""
+    fragment = '{"text": "smile \\ud83d'
+    _, cut, _ = _feed(
+        [
+            _START,
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": "toolu_8", "name": "say", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": fragment},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    assert cut.stop_reason == "length" and cut.content[0].arguments == {"text": "smile \ud83d"}
+    ctx = AgentContext(messages=[UserMessage(content="q"), cut, UserMessage(content="go on")])
+    body = wire.build_request_body(HAIKU, ctx, cache_retention="none")
+    assert body["messages"][1]["content"][0]["input"] == {"text": "smile "}
+    assert encode_body(body, HAIKU, {})  # no UnicodeEncodeError
+    assert cut.content[0].arguments == {"text": "smile \ud83d"}  # the history itself is not changed
 
 
 def test_unpaired_surrogates_are_removed():  # spec §5 unicode hygiene

@@ -11,7 +11,8 @@ are ignored with their deltas.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Mapping, Optional
+import re
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..types import (
     AssistantMessage,
@@ -63,9 +64,24 @@ _REDACTED_TEXT = "[Reasoning redacted]"
 # --------------------------------------------------------------------------- model traits
 
 
+#: ``opus-4-7``, ``sonnet-4.6``, ``opus-5``: the family and version of a Claude model id (one or two
+#: digits each, so the date of ``claude-opus-4-20250514`` is no minor version)
+_CLAUDE_VERSION = re.compile(r"(opus|sonnet|haiku)-(\d{1,2})(?:[-.](\d{1,2}))?(?!\d)")
+
+
+def _claude_version(model_id: str) -> Optional[Tuple[str, int, int]]:
+    """``(family, major, minor)`` of a Claude 4+ style id (``claude-opus-4-7``), or None."""
+    match = _CLAUDE_VERSION.search(model_id or "")
+    if match is None:
+        return None
+    return match.group(1), int(match.group(2)), int(match.group(3) or 0)
+
+
 def _is_adaptive(model_id: str) -> bool:
-    """Models that take ``thinking: {type: adaptive}`` plus an effort instead of a token budget."""
-    return any(tag in model_id for tag in ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"))
+    """Models that take ``thinking: {type: adaptive}`` plus an effort instead of a token budget:
+    Opus and Sonnet 4.6 and every later Claude (Opus 4.7 refuses ``type: enabled`` with a 400)."""
+    version = _claude_version(model_id)
+    return version is not None and version[1:] >= (4, 6)
 
 
 def _is_oauth_token(api_key: str) -> bool:
@@ -78,7 +94,8 @@ def _effort_for(level: str, model_id: str) -> str:
     if level == "medium":
         return "medium"
     if level in ("xhigh", "max"):
-        return "max" if ("opus-4-6" in model_id or "opus-4.6" in model_id) else "high"
+        version = _claude_version(model_id)
+        return "max" if version is not None and version[0] == "opus" and version[1:] >= (4, 6) else "high"
     return "high"
 
 
@@ -206,12 +223,13 @@ def _assistant_blocks(message: AssistantMessage) -> List[Dict[str, Any]]:
         elif isinstance(block, ThinkingContent):
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
-            elif not block.thinking.strip():
-                continue
             elif not (block.thinking_signature or "").strip():
                 # an unsigned thought (aborted stream) is rejected as thinking: replay it as text
-                blocks.append({"type": "text", "text": sanitize_surrogates(block.thinking)})
+                if block.thinking.strip():
+                    blocks.append({"type": "text", "text": sanitize_surrogates(block.thinking)})
             else:
+                # signed, even with blank text: ``display: "omitted"`` (Opus 4.7's default) streams
+                # no thinking text, only the signature, and a tool loop must send the block back
                 blocks.append(
                     {
                         "type": "thinking",
@@ -220,8 +238,23 @@ def _assistant_blocks(message: AssistantMessage) -> List[Dict[str, Any]]:
                     }
                 )
         elif isinstance(block, ToolCall):
-            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments or {}})
+            arguments = _without_lone_surrogates(block.arguments or {})
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
     return blocks
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` (parsed tool arguments) with :func:`sanitize_surrogates` applied to every string,
+    keys included. Arguments cut inside a ``\\ud83d\\ude00`` escape (a ``max_tokens`` stop, a
+    lenient parse) hold half an emoji, which UTF-8 cannot encode: the request body could not be
+    written, and every later turn of the conversation failed the same way."""
+    if isinstance(value, str):
+        return sanitize_surrogates(value)
+    if isinstance(value, Mapping):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    return value
 
 
 def convert_messages(
@@ -330,8 +363,12 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     Options used: ``max_tokens``, ``temperature`` (dropped while thinking), ``reasoning`` (level or
     None), ``thinking_budgets``, ``thinking_enabled``/``thinking_budget_tokens``/``effort`` (raw
     overrides), ``cache_retention`` (cache breakpoints on the system prompt, the last tool and the
-    last user message; raises ValueError for a bad value), ``metadata`` (``user_id``), ``tool_choice``, ``api_key`` (only to
-    detect OAuth tokens, never written into the body), ``output_schema`` (``output_config.format``).
+    last user message; raises ValueError for a bad value), ``metadata`` (``user_id``), ``tool_choice``
+    (a word becomes ``{"type": word}``, OpenAI's ``"required"`` Anthropic's ``"any"``; an object is
+    sent as is), ``api_key`` (only to detect OAuth tokens, never written into the body),
+    ``output_schema`` (``output_config.format``). A blank system prompt is left out (the API
+    refuses a blank text block). Thinking is adaptive (an effort, no budget) on Opus/Sonnet 4.6
+    and every later Claude, a token budget on older models.
     """
     compat = anthropic_compat(model)
     cache_control = _cache_control(model, cache_retention(options))
@@ -354,7 +391,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     system: List[Dict[str, Any]] = []
     if _is_oauth_token(options.get("api_key") or ""):
         system.append({"type": "text", "text": _CLAUDE_CODE_IDENTITY})
-    if context.system_prompt:
+    if context.system_prompt and context.system_prompt.strip():  # the API refuses a blank text block
         system.append({"type": "text", "text": sanitize_surrogates(context.system_prompt)})
     if system:
         if cache_control:
@@ -393,7 +430,10 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         body["metadata"] = {"user_id": metadata["user_id"]}
     tool_choice = options.get("tool_choice")
     if tool_choice:
-        body["tool_choice"] = {"type": tool_choice} if isinstance(tool_choice, str) else dict(tool_choice)
+        if isinstance(tool_choice, str):  # "required" is OpenAI's word for Anthropic's "any"
+            body["tool_choice"] = {"type": "any" if tool_choice == "required" else tool_choice}
+        else:
+            body["tool_choice"] = dict(tool_choice)
     schema = options.get("output_schema")
     if schema:  # native structured output (Agent.ask), next to a possible effort
         fmt = {"type": "json_schema", "schema": {k: v for k, v in schema.items() if k != "title"}}
