@@ -238,23 +238,8 @@ def _assistant_blocks(message: AssistantMessage) -> List[Dict[str, Any]]:
                     }
                 )
         elif isinstance(block, ToolCall):
-            arguments = _without_lone_surrogates(block.arguments or {})
-            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": arguments})
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments or {}})
     return blocks
-
-
-def _without_lone_surrogates(value: Any) -> Any:
-    """``value`` (parsed tool arguments) with :func:`sanitize_surrogates` applied to every string,
-    keys included. Arguments cut inside a ``\\ud83d\\ude00`` escape (a ``max_tokens`` stop, a
-    lenient parse) hold half an emoji, which UTF-8 cannot encode: the request body could not be
-    written, and every later turn of the conversation failed the same way."""
-    if isinstance(value, str):
-        return sanitize_surrogates(value)
-    if isinstance(value, Mapping):
-        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_lone_surrogates(item) for item in value]
-    return value
 
 
 def convert_messages(

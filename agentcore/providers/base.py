@@ -347,14 +347,20 @@ def new_output(model: Any) -> AssistantMessage:
 
 def encode_body(body: Dict[str, Any], model: Any, options: Mapping[str, Any]) -> bytes:
     """The request bytes of ``body``: the ``on_payload(body, model)`` option may return a
-    replacement (None keeps it), then compact UTF-8 JSON. What ``on_payload`` raises propagates
-    (the skeleton turns it into the stream's error event)."""
+    replacement (None keeps it), then compact UTF-8 JSON, every string without lone surrogates
+    (:func:`sanitize_surrogates`: UTF-8 cannot encode them, and a wire module may have missed one,
+    say in tool arguments cut inside an escaped emoji). What ``on_payload`` raises propagates (the
+    skeleton turns it into the stream's error event)."""
     on_payload = options.get("on_payload")
     if on_payload is not None:
         replaced = on_payload(body, model)
         if replaced is not None:
             body = replaced
-    return _encode_body(body).encode("utf-8")
+    text = _encode_body(body)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (tool arguments cut inside an escaped emoji...)
+        return sanitize_surrogates(text).encode("utf-8")  # (only ever inside a JSON string)
 
 
 # --------------------------------------------------------------------------- wire interface
