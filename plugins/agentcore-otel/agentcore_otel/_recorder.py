@@ -126,13 +126,17 @@ class _Usage:
 
 
 class _Chat:
-    __slots__ = ("span", "attached", "started", "metric_attrs")
+    __slots__ = ("span", "attached", "started", "metric_attrs", "model", "server")
 
-    def __init__(self, span: Any, attached: _Attached, metric_attrs: Dict[str, Any]) -> None:
+    def __init__(
+        self, span: Any, attached: _Attached, metric_attrs: Dict[str, Any], model: Any, server: Dict[str, Any]
+    ) -> None:
         self.span = span
         self.attached = attached
         self.started = time.perf_counter()
         self.metric_attrs = metric_attrs
+        self.model = model  # the agent's model when the request was about to be sent
+        self.server = server  # server.address/port: set on the span as it ends (see _name_request_model)
 
 
 class RunTrace:
@@ -218,6 +222,7 @@ class RunTrace:
         agent = self.agent
         model_id, attrs = sc.model_attributes(agent.state.model)
         metric_attrs = dict(attrs)
+        server = {key: attrs.pop(key) for key in _SERVER_KEYS if key in attrs}
         metric_attrs[sc.OPERATION_NAME] = sc.OP_CHAT
         attrs[sc.OPERATION_NAME] = sc.OP_CHAT
         temperature = getattr(agent, "temperature", None)
@@ -239,7 +244,7 @@ class RunTrace:
             f"{sc.OP_CHAT} {model_id}", context=self.context, kind=SpanKind.CLIENT, attributes=attrs
         )
         attached = _Attached(trace.set_span_in_context(span, self.context))
-        self.chat = _Chat(span, attached, metric_attrs)
+        self.chat = _Chat(span, attached, metric_attrs, agent.state.model, server)
 
     def end_chat(self, message: Any) -> None:
         """An assistant ``message`` ended: the response to the open request (close its chat span,
@@ -257,6 +262,7 @@ class RunTrace:
         if chat is None:  # a given message, a failure before any request, or no span could start
             return
         try:
+            _name_request_model(chat, message)
             self._set_response_attributes(chat, message, usage, stop_reason)
         finally:  # the span ends and the context is restored even if an attribute failed
             self._end_chat_span(chat, usage, failure, description)
@@ -281,6 +287,8 @@ class RunTrace:
     def _end_chat_span(self, chat: _Chat, usage: Any, failure: Optional[str], description: str) -> None:
         span = chat.span
         metric_attrs = chat.metric_attrs
+        if chat.server:
+            span.set_attributes(chat.server)
         if failure is not None:
             span.set_attribute(sc.ERROR_TYPE, failure)
             span.set_status(Status(StatusCode.ERROR, description))
@@ -479,3 +487,43 @@ def _conversation_id(agent: Any) -> Optional[str]:
     except Exception:  # noqa: BLE001 - a storage without a header yet
         return None
     return sc.clean(value) if isinstance(value, str) and value else None
+
+
+def _name_request_model(chat: _Chat, message: Any) -> None:
+    """Rename ``chat`` after the model its response names, when that is not the agent's model the
+    span was opened with: a ``prepare_next_turn`` hook may switch the model of the next request,
+    which the agent's state (all a ``transform_context`` hook sees) does not show. The span's name,
+    its provider and request model attributes and its metrics' attributes then follow the
+    response's ``provider``/``model``; the server attributes (set as the span ends) come from the
+    catalog's model of that name, and are left out when the catalog does not know it."""
+    provider = getattr(message, "provider", None)
+    model_id = getattr(message, "model", None)
+    opened = chat.model
+    if not isinstance(provider, str) or not isinstance(model_id, str) or "unknown" in (provider, model_id):
+        return  # (an AssistantMessage built without them, as a stream function may)
+    if provider == getattr(opened, "provider", None) and model_id == getattr(opened, "id", None):
+        return
+    from agentcore.providers.models import find_model
+
+    found = find_model(provider, model_id)
+    name, attrs = sc.model_attributes(found if found is not None else _Named(provider, model_id))
+    chat.server = {key: attrs.pop(key) for key in _SERVER_KEYS if key in attrs}
+    chat.span.update_name(f"{sc.OP_CHAT} {name}")
+    chat.span.set_attributes(attrs)
+    for key in _SERVER_KEYS:
+        chat.metric_attrs.pop(key, None)
+    chat.metric_attrs.update(attrs)
+    chat.metric_attrs.update(chat.server)
+
+
+_SERVER_KEYS = (sc.SERVER_ADDRESS, sc.SERVER_PORT)
+
+
+class _Named:
+    """A model known by provider and id only (no base URL: no server attributes)."""
+
+    __slots__ = ("provider", "id")
+
+    def __init__(self, provider: str, model_id: str) -> None:
+        self.provider = provider
+        self.id = model_id

@@ -371,3 +371,31 @@ def test_run_totals_count_only_what_the_run_spent_not_the_history_it_was_given(o
     assert root.attributes["gen_ai.usage.input_tokens"] == 10
     assert root.attributes["gen_ai.usage.output_tokens"] == 5
     assert root.attributes["agentcore.usage.cost"] == pytest.approx(0.01)
+
+
+def test_a_model_switched_by_prepare_next_turn_names_its_chat_span(otel: Otel) -> None:
+    """A ``prepare_next_turn`` hook may switch the model of the next request; the agent's state
+    keeps the old one, so the chat span of the switched request was named after the old model,
+    with its provider and server (and the metrics counted its tokens under the old model)."""
+    from agentcore import Model
+    from agentcore.providers.models import find_model
+
+    bigger = find_model("anthropic", "claude-sonnet-4-5")
+    assert bigger is not None
+    model = ScriptedModel([response(call("add", {"a": 1, "b": 2}), usage=make_usage(10, 2)), "3"])
+    switched: List[Model] = []
+
+    def escalate(ctx: Any, signal: Any) -> Any:
+        switched.append(bigger)
+        return {"model": bigger}
+
+    agent = Agent(model.model, tools=[add], stream_fn=model.stream_fn, prepare_next_turn=escalate)
+    agent.prompt("add")
+    first, second = sorted(otel.named("chat "), key=lambda span: span.start_time)
+    assert first.name == f"chat {model.model.id}" and first.attributes["gen_ai.provider.name"] == "scripted"
+    assert "server.address" not in first.attributes  # the scripted model has no base URL
+    assert second.name == "chat claude-sonnet-4-5"
+    assert second.attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert second.attributes["gen_ai.provider.name"] == "anthropic"
+    assert second.attributes["server.address"] == "api.anthropic.com"
+    assert agent.state.model.id == model.model.id and switched
