@@ -272,6 +272,23 @@ def test_parallel_tool_calls_sharing_one_id_stay_apart():  # spec §12 (c), §3 
     assert types.count("toolcall_end") == 2 and not message.diagnostics and message.stop_reason == "toolUse"
 
 
+def test_a_tool_call_id_that_arrives_late_names_the_call_of_its_index():  # spec §12 (c), §3 rule 4
+    """A server that names a call in a later fragment of the same ``index`` (no id on the first):
+    the call was split in two, an unnamed one with ``{"a":`` (repaired to ``{}``) and a nameless
+    one with ``1}``, so the tool ran with the wrong arguments or not at all."""
+    body = sse(
+        _chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": '{"a":'}}]}),
+        _chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": "1}"}}]}),
+        _chunk({"tool_calls": [{"index": 1, "function": {"name": "g", "arguments": "{}"}}]}),
+        _chunk({"tool_calls": [{"index": 1, "id": "call_2", "function": {"arguments": ""}}]}),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
+    types, message = _replay(body, chunk_size=5)
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [("call_1", "f", {"a": 1}), ("call_2", "g", {})]
+    assert types.count("toolcall_start") == types.count("toolcall_end") == 2 and not message.diagnostics
+
+
 def test_nan_in_streamed_arguments_does_not_poison_the_next_request():  # spec §12 (c), §5
     """A model wrote ``NaN`` in a tool call's arguments: the call kept a float nan, so the next
     request replaying it carried ``NaN`` (not JSON: the API refuses every later turn)."""
@@ -346,6 +363,8 @@ def test_openrouter_reasoning_details_become_thought_signature():  # spec §12 (
     [
         ("length", "length", None),
         ("content_filter", "error", "content filter"),
+        ("model_length", "length", None),  # Mistral: the context window is full (spec §8 mistral)
+        ("error", "error", "(finish_reason 'error'): it reported an error"),  # Mistral
         ("weird_reason", "error", "Unhandled stop reason: weird_reason"),
     ],
 )
@@ -356,6 +375,21 @@ def test_finish_reasons(finish, stop, error):  # spec §8
         assert types[-1] == "error" and error in message.error_message
     else:
         assert types[-1] == "done"
+
+
+def test_a_refusal_is_the_answer_text():  # spec §12 stream consumption (a)
+    """OpenAI streams a refusal in ``delta.refusal`` (no ``content``): it was dropped, so the turn
+    ended as an empty "stop" message and the user never saw why (Responses keeps it as text)."""
+    body = sse(
+        _chunk({"role": "assistant", "content": None, "refusal": ""}),
+        _chunk({"refusal": "I can't help"}),
+        _chunk({"refusal": " with that."}),
+        _chunk(finish="stop"),
+        done=True,
+    )
+    types, message = _replay(body, output_schema={"type": "object"})
+    assert message.content == [TextContent("I can't help with that.")] and message.stop_reason == "stop"
+    assert types == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
 
 
 def test_usage_inside_choice_and_cost():  # spec §7: Moonshot-style usage
@@ -575,6 +609,38 @@ def test_replay_shapes_tool_history_images_and_names():  # spec §10, §12 messa
     assert text_only["messages"] == []  # images dropped for a text-only model; the empty message skipped
 
 
+def test_tool_result_images_follow_the_bridge_when_an_assistant_must_follow_tool_results():  # spec §12
+    """``requiresAssistantAfterToolResult``: the user message carrying a tool result's images came
+    straight after the tool message, the very order such a server refuses (the reference puts
+    its "I have processed the tool results." turn first); no second bridge before the next user."""
+    compat = {"requiresAssistantAfterToolResult": True}
+    model = _model(provider="x", base_url="https://x.example/v1", input=("text", "image"), compat=compat)
+    image = ImageContent(data="QUJD", mime_type="image/png")
+    ctx = AgentContext(
+        messages=[
+            UserMessage("look"),
+            AssistantMessage(
+                [ToolCall("c1", "shot", {})], api=API, provider="x", model=model.id, stop_reason="toolUse"
+            ),
+            ToolResultMessage("c1", "shot", [image]),
+            UserMessage("thanks"),
+        ]
+    )
+    roles = [(m["role"], m["content"]) for m in build_request_body(model, ctx, {})["messages"]]
+    assert roles[2:] == [
+        ("tool", "(see attached image)"),
+        ("assistant", "I have processed the tool results."),
+        (
+            "user",
+            [
+                {"type": "text", "text": "Attached image(s) from tool result:"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        ),
+        ("user", "thanks"),
+    ]
+
+
 def test_same_model_reasoning_is_replayed_under_its_field_and_tools_empty_list():
     model = _model(provider="local", base_url="http://localhost:8080/v1", id="qwq")
     prior = AssistantMessage(
@@ -722,6 +788,30 @@ def test_a_bad_cache_retention_ends_the_stream_with_a_clear_error():  # issue 17
     assert result.stop_reason == "error" and direct.stop_reason == "error"
     assert result.error_message == "stream(): cache_retention 'forever': choose one of none, short, long"
     assert direct.error_message == "ValueError: cache_retention option is 'forever': use one of 'none', 'short', 'long'"
+
+
+def _gemini_calls_of_a_long_tool(name):
+    """Two parallel calls from Gemini with the ids the Google provider makes up (``{name}_{ms}_{n}``),
+    and their results."""
+    ids = [f"{name}_1796647726339_1", f"{name}_1796647726339_2"]
+    calls = [ToolCall(id=i, name=name, arguments={"n": n}) for n, i in enumerate(ids)]
+    turn = AssistantMessage(calls, api="google-generative-ai", provider="google", model="gemini", stop_reason="toolUse")
+    results = [ToolResultMessage(i, name, [TextContent(f"result {n}")]) for n, i in enumerate(ids)]
+    return AgentContext(messages=[UserMessage("q"), turn, *results])
+
+
+def test_ids_cut_to_40_characters_stay_distinct():  # spec §6 openai-completions
+    """Two calls of one long-named tool (an MCP tool, say) made by Gemini, replayed to OpenAI: cut
+    to 40 characters both ids were the same, so the two results could not be told apart (and
+    the API got one id twice). The second id now differs, within 40 characters, and its result
+    follows it; the same id always gets the same replacement."""
+    ctx = _gemini_calls_of_a_long_tool("mcp__github__create_pull_request_review_comment")
+    messages = build_request_body(_model(), ctx, {})["messages"]
+    ids = [c["id"] for c in messages[1]["tool_calls"]]
+    assert len(set(ids)) == 2 and all(len(i) <= 40 for i in ids)
+    assert ids[0] == "mcp__github__create_pull_request_review_"  # the spec's cut when nothing collides
+    assert [(m["tool_call_id"], m["content"]) for m in messages[2:]] == [(ids[0], "result 0"), (ids[1], "result 1")]
+    assert build_request_body(_model(), ctx, {})["messages"] == messages
 
 
 def test_tool_call_id_normalisation():  # spec §6

@@ -196,6 +196,36 @@ def test_replay_of_reasoning_text_and_foreign_ids():  # spec §13 input items
     assert items[5] == {"type": "function_call_output", "call_id": "call_1", "output": "2"}
 
 
+def test_a_reasoning_item_without_encrypted_content_is_not_replayed():  # spec §13 input items
+    """Thinking off: the body asks for no ``reasoning.encrypted_content``, yet the model reasons
+    and streams a bare reasoning item. Replayed as ``{"id": "rs_1", ...}`` with ``store: false``,
+    OpenAI answers 400 "Item with id 'rs_1' not found. Items are not persisted when `store` is
+    set to false" for every later turn of the session. Such an item (and its call's fc_ id)
+    stays out; one with encrypted content still goes back."""
+    assert "include" not in wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q")]))
+    state, out, _ = _feed(
+        [
+            {"type": "response.output_item.added", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+            {"type": "response.output_item.done", "output_index": 0, "item": {"type": "reasoning", "id": "rs_1"}},
+            {"type": "response.output_item.added", "output_index": 1, "item": {**_CALL, "arguments": ""}},
+            {"type": "response.output_item.done", "output_index": 1, "item": _CALL},
+            {"type": "response.completed", "response": {"status": "completed"}},
+        ]
+    )
+    state.finish()
+    result = ToolResultMessage(tool_call_id="call_1|fc_1", tool_name="multiply", content=[TextContent("2")])
+    items = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q"), out, result]))["input"]
+    assert [item.get("type") for item in items] == [None, "function_call", "function_call_output"]
+    assert "id" not in items[1] and items[1]["call_id"] == "call_1"
+    encrypted = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
+    out.content[0].thinking_signature = json.dumps(encrypted)
+    items = wire.build_request_body(GPT55, AgentContext(messages=[UserMessage("q"), out, result]))["input"]
+    assert items[1] == encrypted and items[2]["id"] == "fc_1"
+
+
+_CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "multiply", "arguments": '{"a":1}'}
+
+
 def test_fc_id_omitted_for_a_different_model_of_the_same_provider():  # spec §13
     other = AssistantMessage(
         content=[ToolCall(id="call_1|fc_1", name="t", arguments={})],
@@ -250,6 +280,26 @@ def test_id_normalizer_for_foreign_pipe_ids():  # spec §6 openai-responses norm
     assert normalize("call.1|item:2") == "call_1|fc_item_2"
     assert normalize("plain") == "plain"
     assert wire.make_id_normalizer(Model(id="x", provider="azure"))("a.b|c") == "a.b|c"
+
+
+def test_long_foreign_call_ids_fit_in_64_characters_and_stay_distinct():  # spec §6 openai-responses
+    """Gemini's made-up ids (``{tool name}_{ms}_{n}``) of a long tool name went to OpenAI as they
+    were: 400 "Invalid 'input[1].call_id': string too long ... maximum length 64". Cut to 64,
+    two calls of the tool would share one id: the second gets a hashed ending instead."""
+    name = "mcp__github_enterprise__create_pull_request_review_comment"
+    ids = [f"{name}_1796647726339_1", f"{name}_1796647726339_2"]
+    calls = [ToolCall(id=i, name=name, arguments={"n": n}) for n, i in enumerate(ids)]
+    turn = AssistantMessage(calls, api="google-generative-ai", provider="google", model="gemini", stop_reason="toolUse")
+    results = [ToolResultMessage(i, name, [TextContent(f"result {n}")]) for n, i in enumerate(ids)]
+    ctx = AgentContext(messages=[UserMessage("q"), turn, *results])
+    items = wire.build_request_body(GPT55, ctx)["input"]
+    call_ids = [item["call_id"] for item in items[1:3]]
+    assert len(set(call_ids)) == 2 and all(len(i) <= 64 for i in call_ids)
+    assert [(item["call_id"], item["output"]) for item in items[3:]] == [
+        (call_ids[0], "result 0"),
+        (call_ids[1], "result 1"),
+    ]
+    assert wire.build_request_body(GPT55, ctx)["input"] == items
 
 
 def test_images_in_user_and_tool_output():  # spec §10 responses

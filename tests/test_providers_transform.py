@@ -111,3 +111,29 @@ def test_a_batch_cut_short_at_the_end_gets_its_missing_results():
 def test_reference_dicts_are_accepted():
     out = transform_messages([{"role": "user", "content": "hi", "timestamp": 1}], TARGET)
     assert isinstance(out[0], UserMessage) and out[0].content == "hi"
+
+
+def test_ids_a_normaliser_cuts_alike_stay_apart_and_their_results_follow():  # §6 pass 1
+    """Google makes up ``{tool name}_{ms}_{n}`` ids; for a long (MCP) tool name two calls of one
+    turn came out of a 64-character cut as one id, so Anthropic or Bedrock got a duplicate
+    ``tool_use`` id and the two results could no longer be told apart."""
+    from agentcore.providers.anthropic import normalize_tool_call_id
+
+    name = "mcp__github__create_pull_request_review_comment_on_a_line"
+    first, second = f"{name}_1733000000000_0", f"{name}_1733000000000_1"
+    google = dict(api="google-generative-ai", provider="google", model="gemini-2.5-pro")
+    messages = [
+        UserMessage("review"),
+        _assistant([ToolCall(first, name, {"n": 1}), ToolCall(second, name, {"n": 2})], stop="toolUse", **google),
+        ToolResultMessage(tool_call_id=second, tool_name=name, content=[TextContent("two")]),
+        ToolResultMessage(tool_call_id=first, tool_name=name, content=[TextContent("one")]),
+        _assistant([ToolCall(first, name, {"n": 1})], stop="toolUse", **google),  # an id seen again
+    ]
+    out = transform_messages(messages, TARGET, normalize_tool_call_id)
+    sent = [call.id for call in out[1].content]
+    assert len(set(sent)) == 2 and all(len(i) <= 64 for i in sent)
+    assert sent[0] == normalize_tool_call_id(first)  # the first keeps the plain cut
+    assert out[2].tool_call_id == sent[1] and out[3].tool_call_id == sent[0]
+    assert out[4].content[0].id == sent[0]  # the same original id, the same id sent
+    again = transform_messages(messages, TARGET, normalize_tool_call_id)
+    assert [call.id for call in again[1].content] == sent  # deterministic: prompt caches hold

@@ -1,9 +1,10 @@
 """Stream handling of the ``openai-completions`` wire API (providers spec §12 "Stream consumption").
 
 :class:`CompletionsHandler` turns each chat-completion chunk into :class:`~agentcore.providers.writer.StreamWriter`
-calls: text, reasoning in any of the known fields (or Mistral's typed thinking chunks), streamed
-tool calls (each ``index`` is its own call, also when a server repeats one id across parallel
-calls: the repeated id gets a suffix), usage (:func:`parse_usage`) and the finish reason
+calls: text (OpenAI's ``refusal`` text too), reasoning in any of the known fields (or Mistral's
+typed thinking chunks), streamed tool calls (each ``index`` is its own call, also when a server
+repeats one id across parallel calls: the repeated id gets a suffix; an id first sent in a later
+fragment names the call of its ``index``), usage (:func:`parse_usage`) and the finish reason
 (:func:`map_finish_reason`). A chunk carrying an ``error`` raises :class:`~agentcore.providers.failures.ProviderError` (retryable when it
 is a transient server error); a stream that ends without a finish reason raises too. Public
 through :mod:`agentcore.providers.openai_completions`.
@@ -24,14 +25,16 @@ __all__ = ["CompletionsHandler", "map_finish_reason", "parse_usage"]
 
 
 def map_finish_reason(reason: Optional[str]) -> str:
-    """Spec §8; raises :class:`ProviderError` for a value no server is known to send."""
+    """Spec §8, with Mistral's values (its endpoint speaks this API here): ``model_length`` (the
+    context window is full) is ``length`` and ``error`` is ``error``. Raises
+    :class:`ProviderError` for a value no server is known to send."""
     if reason is None or reason in ("stop", "end"):
         return "stop"
-    if reason == "length":
+    if reason in ("length", "model_length"):
         return "length"
     if reason in ("tool_calls", "function_call"):
         return "toolUse"
-    if reason == "content_filter":
+    if reason in ("content_filter", "error"):
         return "error"
     raise ProviderError(f"Unhandled stop reason: {reason}")
 
@@ -148,16 +151,14 @@ class CompletionsHandler(WireHandler):
         content = delta.get("content")
         if content:
             if type(content) is str:
-                if writer.current_kind != "text":
-                    if self._open_calls:
-                        self._end_tool_calls()
-                    writer.end_current()
-                    writer.start_text()
-                writer.append_text(writer.current, content)  # type: ignore[arg-type]
+                self._text(content)
             elif type(content) is list or type(content) is dict:  # Mistral: typed thinking/text chunks
                 if self._open_calls:
                     self._end_tool_calls()
                 feed_content_parts(writer, content if type(content) is list else [content])
+        refusal = delta.get("refusal")
+        if refusal and type(refusal) is str:  # OpenAI's refusal comes instead of content: it is the answer
+            self._text(refusal)
         if "reasoning_content" in delta or "reasoning" in delta or "reasoning_text" in delta:
             self._reasoning(delta)
         calls = delta.get("tool_calls")
@@ -168,6 +169,15 @@ class CompletionsHandler(WireHandler):
         details = delta.get("reasoning_details")
         if details:
             self._reasoning_details(details)
+
+    def _text(self, text: str) -> None:
+        writer = self.writer
+        if writer.current_kind != "text":
+            if self._open_calls:
+                self._end_tool_calls()
+            writer.end_current()
+            writer.start_text()
+        writer.append_text(writer.current, text)  # type: ignore[arg-type]
 
     def _reasoning(self, delta: Dict[str, Any]) -> None:
         writer = self.writer
@@ -201,13 +211,7 @@ class CompletionsHandler(WireHandler):
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments)  # some servers send the object itself
         current = writer.current
-        same = writer.current_kind == "toolCall"
-        if same:
-            known_index = self._tool_index.get(current)  # type: ignore[arg-type]
-            if (call_id and call_id != self._api_ids.get(current)) or (  # type: ignore[arg-type]
-                api_index is not None and known_index is not None and api_index != known_index
-            ):
-                same = False
+        same = writer.current_kind == "toolCall" and self._continues(current, call_id, api_index)  # type: ignore[arg-type]
         if not same:
             earlier = self._open_call(call_id, api_index)
             if earlier is None:
@@ -224,13 +228,25 @@ class CompletionsHandler(WireHandler):
                 block.name = name
         writer.append_tool_arguments(current, arguments or "")  # type: ignore[arg-type]
 
+    def _continues(self, index: int, call_id: str, api_index: Any) -> bool:
+        """Whether a fragment continues the call at content ``index``: no other ``index`` and no
+        other id. An id for a call that has none yet continues the call of its ``index`` (a
+        server that names the call in a later fragment); without an index it is a new call."""
+        known_index = self._tool_index.get(index)
+        if api_index is not None and known_index is not None and api_index != known_index:
+            return False
+        api_id = self._api_ids.get(index, "")
+        if not call_id or call_id == api_id:
+            return True
+        return not api_id and api_index is not None and known_index == api_index
+
     def _open_call(self, call_id: str, api_index: Any) -> Optional[int]:
         """The still open call a fragment continues: the one of its ``index`` (unless the fragment
-        names another id), else the one of its id when the fragment or that call has no index;
-        None for a new call."""
+        names another id than the call's own), else the one of its id when the fragment or that
+        call has no index; None for a new call."""
         for index, known_index in self._open_calls.items():
             api_id = self._api_ids.get(index, "")
-            if api_index is not None and known_index == api_index and (not call_id or call_id == api_id):
+            if api_index is not None and known_index == api_index and self._continues(index, call_id, api_index):
                 return index
             # an id names the call only when no index says otherwise: DeepSeek and GLM give
             # parallel calls (indexes 0, 1) the same id
@@ -250,10 +266,11 @@ class CompletionsHandler(WireHandler):
             if (api_index is not None and known_index == api_index) or _complete_json(text):
                 del self._open_calls[index]
                 writer.end_block(index)
+        block_id = call_id
         if not call_id and self._mistral_ids:
-            call_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
-        index = writer.start_tool_call(self._unique_id(call_id, len(writer.output.content)), name)
-        self._api_ids[index] = call_id
+            block_id = stream_tool_call_id(call_id, api_index)  # Mistral needs one to match the result
+        index = writer.start_tool_call(self._unique_id(block_id, len(writer.output.content)), name)
+        self._api_ids[index] = call_id  # "" until the server names the call
         self._tool_index[index] = api_index
         self._open_calls[index] = api_index
         return index
@@ -294,7 +311,5 @@ class CompletionsHandler(WireHandler):
         if output.stop_reason == "stop" and any(isinstance(b, ToolCall) for b in output.content):
             output.stop_reason = "toolUse"  # servers that omit finish_reason (or say "stop") for tool calls
         if output.stop_reason == "error" and not output.error_message:
-            output.error_message = (
-                f"The provider stopped the response (finish_reason "
-                f"{self.finish_reason!r}), e.g. because of its content filter."
-            )
+            why = "it reported an error" if self.finish_reason == "error" else "e.g. because of its content filter"
+            output.error_message = f"The provider stopped the response (finish_reason {self.finish_reason!r}): {why}."

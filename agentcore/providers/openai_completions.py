@@ -72,23 +72,27 @@ _AZURE_PROVIDERS = ("azure-openai", "azure-openai-responses")  # azure.AZURE_PRO
 # --------------------------------------------------------------------------- tool-call ids
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_MAX_ID = 40  # OpenAI: "Expected a string with maximum length 40"
 
 
 def normalize_tool_call_id(tool_call_id: str, model: Model, compat: Optional[Mapping[str, Any]] = None) -> str:
-    """The id a tool call from another model gets on this endpoint (spec §6)."""
+    """The id a tool call from another model gets on this endpoint (spec §6). Two ids this cuts
+    alike are kept apart by :func:`~agentcore.providers.transform.transform_messages`."""
     compat = compat if compat is not None else resolve_compat(model)
     if compat.get("requiresMistralToolIds"):
         return _mistral_id(tool_call_id)
     if "|" in tool_call_id:
-        return _ID_UNSAFE.sub("_", tool_call_id.split("|", 1)[0])[:40]
+        return _ID_UNSAFE.sub("_", tool_call_id.split("|", 1)[0])[:_MAX_ID]
     if model.provider == "openai":
-        return tool_call_id[:40]
+        return tool_call_id[:_MAX_ID]
     return tool_call_id
 
 
 def _id_normalizer(model: Model, compat: Mapping[str, Any]) -> Any:
     if not compat.get("requiresMistralToolIds"):
-        return lambda tool_call_id: normalize_tool_call_id(tool_call_id, model, compat)
+        return lambda tool_call_id: normalize_tool_call_id(
+            tool_call_id, model, compat
+        )  # (transform_messages keeps ids apart)
     return MistralIdNormalizer()  # memoised per request, collisions re-hashed
 
 
@@ -202,6 +206,8 @@ def convert_messages(model: Model, context: Any, compat: Mapping[str, Any]) -> L
     def flush_images() -> None:
         nonlocal last_role
         if pending_images:
+            if compat.get("requiresAssistantAfterToolResult"):  # this user message follows tool results too
+                out.append({"role": "assistant", "content": _BRIDGE_TEXT})
             out.append(
                 {
                     "role": "user",

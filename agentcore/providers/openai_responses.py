@@ -56,6 +56,7 @@ __all__ = [
 API = "openai-responses"
 _ID_NORMALIZING_PROVIDERS = frozenset({"openai", "openai-codex", "opencode", "azure-openai-responses"})
 _SERVICE_TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
+_MAX_CALL_ID = 64  # "Invalid 'input[n].call_id': string too long. Expected ... maximum length 64"
 
 
 # --------------------------------------------------------------------------- ids and signatures
@@ -66,17 +67,39 @@ def _sanitize_id(value: str) -> str:
 
 
 def make_id_normalizer(model: Any) -> Callable[[str], str]:
-    """Tool-call id normaliser for replaying foreign ``call|item`` ids to OpenAI (spec §6)."""
+    """Tool-call id normaliser for replaying foreign ids to OpenAI (spec §6), for one request:
+    ``call|item`` ids get both halves sanitised and cut to 64 characters; an id without ``|``
+    longer than OpenAI's 64-character ``call_id`` limit (Google's ``{tool name}_{ms}_{n}``) is
+    cut too. Two ids whose call ids come out alike keep them apart: the second call id keeps 55
+    characters and gets ``_`` and 8 hex digits of a hash of the whole id."""
+    new_ids: Dict[str, str] = {}
+    owners: Dict[str, str] = {}
 
-    def normalize(tool_call_id: str) -> str:
-        if model.provider not in _ID_NORMALIZING_PROVIDERS or "|" not in tool_call_id:
-            return tool_call_id
+    def cut(tool_call_id: str) -> str:
+        if "|" not in tool_call_id:
+            return tool_call_id[:_MAX_CALL_ID]
         call_id, item_id = tool_call_id.split("|", 1)
         call_id = _sanitize_id(call_id)
         item_id = _sanitize_id(item_id)
         if not item_id.startswith("fc"):
             item_id = "fc_" + item_id
-        return f"{call_id[:64].rstrip('_')}|{item_id[:64].rstrip('_')}"
+        return f"{call_id[:_MAX_CALL_ID].rstrip('_')}|{item_id[:64].rstrip('_')}"
+
+    def normalize(tool_call_id: str) -> str:
+        if model.provider not in _ID_NORMALIZING_PROVIDERS:
+            return tool_call_id
+        known = new_ids.get(tool_call_id)
+        if known is not None:
+            return known
+        new = first = cut(tool_call_id)
+        attempt = 0
+        while owners.get(new.split("|", 1)[0], tool_call_id) != tool_call_id:  # results match on the call id
+            attempt += 1
+            call_id, bar, item_id = first.partition("|")
+            new = f"{call_id[: _MAX_CALL_ID - 9]}_{_short_hash(f'{tool_call_id}:{attempt}')[:8]}{bar}{item_id}"
+        new_ids[tool_call_id] = new
+        owners[new.split("|", 1)[0]] = tool_call_id
+        return new
 
     return normalize
 
@@ -176,7 +199,9 @@ def _assistant_items(
     """The input items of one assistant message. A text block without a stored message id gets
     ``msg_{index}``; ids already in ``used`` (the message ids of the request so far, updated
     here) get a fresh variant, so a replayed turn with two text blocks (another provider's
-    thinking turned into text, then its text) does not repeat an id."""
+    thinking turned into text, then its text) does not repeat an id. A reasoning item that
+    cannot be replayed (:func:`_replayable`) is left out, and so are the ``fc_`` ids of the
+    turn's calls (their reasoning item is missing)."""
     used = set() if used is None else used
     items: List[Dict[str, Any]] = []
     different_model = message.model != model.id and message.provider == model.provider and message.api == model.api
@@ -187,7 +212,7 @@ def _assistant_items(
                 item = json.loads(block.thinking_signature) if block.thinking_signature else None
             except ValueError:
                 item = None
-            if isinstance(item, dict):
+            if isinstance(item, dict) and _replayable(item):
                 items.append(item)
             else:
                 skipped_thinking = True
@@ -218,6 +243,17 @@ def _assistant_items(
             )
             items.append(call)
     return items
+
+
+def _replayable(item: Dict[str, Any]) -> bool:
+    """Whether a stored reasoning item can go back in a ``store: false`` request: only with its
+    ``encrypted_content`` (or its own reasoning text, as some compatible servers send it). A bare
+    ``{"id": "rs_..."}`` (a turn streamed without ``include``, e.g. with thinking off) makes
+    OpenAI look the id up and refuse every later request: "Item with id 'rs_...' not found.
+    Items are not persisted when `store` is set to false"."""
+    if item.get("type") != "reasoning":
+        return True
+    return bool(item.get("encrypted_content")) or bool(item.get("content"))
 
 
 def _tool_output_item(message: ToolResultMessage, allow_images: bool) -> Dict[str, Any]:

@@ -11,7 +11,10 @@ Pass 1, per message ("same model" = same ``provider``, ``api`` and ``model`` id 
   (no ``<thinking>`` tags, so models do not imitate them);
 * assistant text: the same model keeps its signature, another model gets a fresh text block;
 * tool calls for another model lose ``thought_signature`` and get ``normalize_id(id)``; tool
-  results that follow are rewritten to the new id.
+  results that follow are rewritten to the new id. Two different ids that ``normalize_id`` makes
+  alike (cut to the same 40 or 64 characters: Google's ``{tool name}_{ms}_{n}`` ids of a long
+  tool name) stay apart: the later one keeps all but 9 of those characters and ends in ``_`` and
+  8 hex digits of a hash of its own id (no longer, and in the ``[A-Za-z0-9_]`` every API takes).
 
 Pass 2: assistant messages that ended in ``error``/``aborted`` are dropped, and tool calls left
 without results when the next assistant or user message arrives get a synthetic error result
@@ -23,6 +26,7 @@ will answer): those get the synthetic result too, at the end.
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any, Callable, Dict, List, Optional
 
 from ..types import (
@@ -59,12 +63,13 @@ def _as_message(message: Any) -> Any:
 
 
 def _pass_one(messages: List[Any], model: Any, normalize_id: Optional[Callable[[str], str]]) -> List[Any]:
-    remapped: Dict[str, str] = {}
+    remapped: Dict[str, str] = {}  # original id -> the id sent
+    owners: Dict[str, str] = {}  # the id sent -> its original id
     out: List[Any] = []
     for message in messages:
         role = role_of(message)
         if role == "assistant":
-            out.append(_transform_assistant(message, model, normalize_id, remapped))
+            out.append(_transform_assistant(message, model, normalize_id, remapped, owners))
         elif role == "toolResult" and message.tool_call_id in remapped:
             clone = copy.copy(message)
             clone.tool_call_id = remapped[message.tool_call_id]
@@ -75,13 +80,17 @@ def _pass_one(messages: List[Any], model: Any, normalize_id: Optional[Callable[[
 
 
 def _transform_assistant(
-    message: AssistantMessage, model: Any, normalize_id: Optional[Callable[[str], str]], remapped: Dict[str, str]
+    message: AssistantMessage,
+    model: Any,
+    normalize_id: Optional[Callable[[str], str]],
+    remapped: Dict[str, str],
+    owners: Dict[str, str],
 ) -> AssistantMessage:
     same = is_same_model(message, model)
     blocks: List[Any] = []
     changed = False
     for block in message.content:
-        new = _transform_block(block, same, normalize_id, remapped)
+        new = _transform_block(block, same, normalize_id, remapped, owners)
         if new is not block:
             changed = True
         if new is not None:
@@ -94,7 +103,11 @@ def _transform_assistant(
 
 
 def _transform_block(
-    block: Any, same: bool, normalize_id: Optional[Callable[[str], str]], remapped: Dict[str, str]
+    block: Any,
+    same: bool,
+    normalize_id: Optional[Callable[[str], str]],
+    remapped: Dict[str, str],
+    owners: Dict[str, str],
 ) -> Any:
     """The block to replay (``block`` itself when unchanged), or None to drop it."""
     if isinstance(block, ThinkingContent):
@@ -111,14 +124,27 @@ def _transform_block(
         return TextContent(text=block.text)
     if isinstance(block, ToolCall):
         if same:
+            owners.setdefault(block.id, block.id)
             return block
         new_id = normalize_id(block.id) if normalize_id is not None else block.id
+        new_id = _distinct(new_id, block.id, owners)
         if new_id != block.id:
             remapped[block.id] = new_id
         if new_id == block.id and block.thought_signature is None:
             return block
         return ToolCall(id=new_id, name=block.name, arguments=block.arguments)
     return block
+
+
+def _distinct(new_id: str, original: str, owners: Dict[str, str]) -> str:
+    """``new_id``, or a variant of it when another id of the request was already sent as it."""
+    candidate = new_id
+    attempt = 0
+    while owners.setdefault(candidate, original) != original:
+        attempt += 1
+        digest = hashlib.sha256(f"{original}:{attempt}".encode("utf-8", "surrogatepass")).hexdigest()
+        candidate = f"{new_id[: max(len(new_id) - 9, 0)]}_{digest[:8]}"
+    return candidate
 
 
 def _pass_two(messages: List[Any]) -> List[Any]:
