@@ -1,9 +1,10 @@
 """Agents as recipes: :class:`AgentSpec` and :class:`AgentTask`, data that can travel to a worker.
 
 A spec names everything instead of holding it: the model as ``"provider/id"`` or a
-:class:`~agentcore.types.Model` (never a key), tools by registry name (or a tool object that the
-standard :mod:`pickle` can carry by reference, such as a module-level ``@tool``), plugins by
-entry-point name or importable path ``"package.module:attr"``. A worker process rebuilds the agent
+:class:`~agentcore.types.Model` (never a key), tools by registry name or importable path
+``"package.module:attr"`` (a module-level ``@tool``: the decorated object is not the module's
+function, so :mod:`pickle` cannot carry it by reference) or as a tool object the standard
+:mod:`pickle` can carry, plugins by entry-point name or ``"package.module:attr"``. A worker process rebuilds the agent
 with :meth:`AgentSpec.build`, resolving keys from *its* environment (or the spec's picklable
 ``get_api_key``), and tools and plugins from *its* installed packages.
 

@@ -108,10 +108,13 @@ def in_class_body(fn: Callable[..., Any]) -> bool:
 
 
 def _json_default(value: Any) -> Any:
+    """``value`` as a schema ``default``, or None when it has no JSON form: not only an object
+    ``json.dumps`` refuses but also NaN and infinity (``limit: float = math.inf``), which it would
+    write as ``NaN``/``Infinity``, no JSON, so every request carrying the schema would be refused."""
     if isinstance(value, enum.Enum):
         value = value.value
     try:
-        json.dumps(value)
+        json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         return None
     return value
@@ -350,8 +353,9 @@ def _strip_required(hint: Any) -> Any:
 def to_python(tp: Any, value: Any) -> Any:
     """Convert validated JSON ``value`` to annotation ``tp`` (Enum, dataclass, pydantic model,
     tuple, set, int). A union's value becomes its first member whose schema it matches (a JSON
-    string, number or boolean that a plain ``str``/``int``/``float``/``bool`` member matches stays
-    as it is); one no member matches is left as it is. May raise what a class's constructor raises
+    string, number or boolean that a plain ``str``/``float``/``bool`` member matches stays as it
+    is, an integral float an ``int`` member matches becomes an int, as for a plain ``int``); one
+    no member matches is left as it is. May raise what a class's constructor raises
     (a pydantic validator, a dataclass ``__post_init__``)."""
     if value is None:
         return None
@@ -404,9 +408,9 @@ def _union_to_python(members: List[Any], value: Any) -> Any:
             continue
         if not jsonschema.Draft202012Validator(schema).is_valid(value):
             continue
-        if member in (str, int, float, bool):
+        if member in (str, float, bool):
             return value  # JSON's own scalar: 3 stays 3 for Union[float, int]
-        return to_python(member, value)
+        return to_python(member, value)  # int: 3.0 (JSON says it is an integer) becomes 3
     return value
 
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._errors import PicklableError
+from ._safe import describe_exception
 from ._toolschema import is_pydantic_model, to_python, type_schema
 from ._util import awaited
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
@@ -176,7 +177,8 @@ class OutputSpec:
         try:
             return self.convert(value)
         except Exception as exc:  # noqa: BLE001 - a pydantic validator or a dataclass __post_init__
-            raise OutputValidationError([f"{type(exc).__name__}: {exc}"], None) from None
+            # never str(exc) itself: one whose __str__ raises would fail the run, not the answer
+            raise OutputValidationError([describe_exception(exc)], None) from None
 
     def check_text(self, text: str) -> Any:
         """Validate a final text answer and return the Python value.
@@ -185,7 +187,9 @@ class OutputSpec:
         the object. For a wrapped type it is the value itself (``42``, ``["a"]``, ``"hi"``,
         ``true``), or the wire object (``{"result": 42}``, what native structured output gives),
         which is tried first. For a string type (``str``, a ``Literal`` or ``Enum`` of strings) a
-        text that is not such a JSON value is the string itself, stripped (``Paris``).
+        text that is not such a JSON value is the string itself, stripped (``Paris``), and a JSON
+        number is the string as written (``3.10`` is ``"3.10"``, not ``"3.1"``), unless the type
+        takes numbers too.
 
         Raises :class:`OutputValidationError` (``raw`` None) with the errors of the first reading
         tried; a wrapped value's paths start at ``result`` (the ``final_result`` argument).
@@ -201,7 +205,10 @@ class OutputSpec:
         readings = [{_WRAP_KEY: parsed}]
         if isinstance(parsed, dict) and set(parsed) == {_WRAP_KEY}:
             readings.insert(0, parsed)
-        if self._takes_plain_text:
+        if self._takes_plain_text and self._spells_a_number(parsed):
+            # the text as written: the JSON number 3.10 would make the string "3.1"
+            readings.insert(0, {_WRAP_KEY: _unfenced(text)})
+        elif self._takes_plain_text:
             readings.append({_WRAP_KEY: text.strip()})
         failure: Optional[OutputValidationError] = None
         for reading in readings:
@@ -216,6 +223,13 @@ class OutputSpec:
     def _takes_plain_text(self) -> bool:
         kind = self.schema.get("type")
         return self.wrapped and (kind == "string" or (isinstance(kind, list) and "string" in kind))
+
+    def _spells_a_number(self, parsed: Any) -> bool:
+        """Whether a JSON number answer is the spelling of a string (the type takes no number)."""
+        kind = self.schema.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        is_number = isinstance(parsed, (int, float)) and not isinstance(parsed, bool)
+        return is_number and "number" not in kinds and "integer" not in kinds
 
 
 def _never(*_: Any) -> AgentToolResult:  # the checker tool is never executed
@@ -399,15 +413,21 @@ def supports_native(model: Any, has_tools: bool) -> bool:
 
 def parse_answer(text: str) -> Any:
     """The JSON value of a text answer (a surrounding Markdown code fence is dropped).
-    Raises OutputValidationError when it is not JSON."""
-    stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
+    Raises OutputValidationError when it is not JSON, or nests too deeply for the parser (a
+    model stuck repeating ``[``): a failed answer, never a failed run."""
     try:
-        return json.loads(stripped)
+        return json.loads(_unfenced(text))
     except ValueError as exc:
         raise OutputValidationError([f"the answer is not JSON ({exc})"], None) from None
+    except RecursionError:
+        raise OutputValidationError(["the answer is not JSON (it nests too deeply)"], None) from None
+
+
+def _unfenced(text: str) -> str:
+    """``text`` stripped, without a surrounding Markdown code fence."""
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    return fenced.group(1).strip() if fenced else stripped
 
 
 class _Ask:
@@ -423,6 +443,7 @@ class _Ask:
         self.done = False
         self.value: Any = None
         self.correction: Optional[UserMessage] = None
+        self.stopped_by_hook = False  # the agent's own should_stop_after_turn ended the run
         self.tool = AgentTool(
             FINAL_RESULT_TOOL,
             "Give the final answer. Call this exactly once, when you are done, with the answer as "
@@ -464,6 +485,7 @@ class _Ask:
             # answered (a budget, a turn limit) must not lose a valid answer
             answered = self._after_turn(ctx)
             stop = bool(awaited(user_stop(ctx))) if user_stop is not None else False  # may be async
+            self.stopped_by_hook = stop
             return answered or stop
 
         def follow_ups() -> List[Any]:
@@ -478,11 +500,15 @@ class _Ask:
         return dataclasses.replace(config, **changes)
 
     def _after_turn(self, ctx: Any) -> bool:
-        """True (stop the run) once there is an answer or the retries are used up."""
+        """True (stop the run) once there is an answer or the retries are used up. A turn whose
+        answer failed after the run was aborted (the abort kept ``final_result`` from running) is
+        no failed attempt: False, and the loop ends the run as aborted (``AskError``)."""
         if self.done:
             return True
         calls = [b for b in ctx.message.content if isinstance(b, ToolCall)]
         finals = [c for c in calls if c.name == FINAL_RESULT_TOOL and not self.native]
+        if finals and self._aborted():
+            return False
         if finals:  # each failed: the error results already tell the model what was wrong
             results = {r.tool_call_id: r for r in ctx.tool_results}
             last = finals[-1]
@@ -499,11 +525,17 @@ class _Ask:
             return True
         except OutputValidationError as exc:
             self.errors = exc.errors
+        if self._aborted():
+            return False
         self.failures += 1
         if self.exhausted:
             return True
         self.correction = UserMessage(content=[TextContent(self._correction_text())])
         return False
+
+    def _aborted(self) -> bool:
+        signal = getattr(self.agent, "signal", None)  # the run's: the turn hook runs inside it
+        return bool(signal is not None and signal.aborted)
 
     def setup(self, tools: List[Any], config: Any) -> Tuple[List[Any], Any]:
         """The tools and loop configuration of the ask's run (the Agent calls this when it
@@ -514,8 +546,9 @@ class _Ask:
 
     def outcome(self, messages: List[Any]) -> Any:
         """The validated value of the settled run. Raises OutputValidationError (retries used
-        up), AskPaused (calls wait for approval) or AskError (aborted, failed, or stopped by the
-        agent's ``should_stop_after_turn``). An answer given in the batch that paused is returned;
+        up), AskPaused (calls wait for approval) or AskError (aborted, failed, stopped by the
+        agent's ``should_stop_after_turn`` or by a tool batch whose results all asked to terminate;
+        the message says which). An answer given in the batch that paused is returned;
         the other calls then stay in ``agent.pending_approvals``."""
         if self.done:
             return self.value
@@ -532,7 +565,13 @@ class _Ask:
         if pending:
             owner = next((m for m in reversed(messages) if getattr(m, "role", None) == "assistant"), None)
             raise AskPaused(self, pending, getattr(owner, "stop_reason", None))
-        raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook ended it)", reason)
+        if self.stopped_by_hook:
+            raise AskError("ask(): the run stopped before an answer (a should_stop_after_turn hook ended it)", reason)
+        raise AskError(
+            "ask(): the run stopped before an answer: every result of the last tool batch asked to end "
+            "the run (terminate=True, from a tool or a before_tool_call block)",
+            reason,
+        )
 
     def resume_run(self) -> List[Any]:
         """``agent.continue_()`` after an approval pause, with this ask's :meth:`setup`; the new

@@ -184,7 +184,8 @@ def tool(
     The function is called with the validated arguments, converted back to ``Enum`` members and
     dataclass instances where annotated so. Its return value becomes the result: an
     ``AgentToolResult`` as is; a ``str`` one text block; a content block (or a list of them) as
-    content, ``str`` items of such a list as text blocks; ``None`` no content; anything else JSON text of it with the value as ``details``
+    content, ``str`` items and reference dict blocks (``{"type": "text", "text": ...}``) of such a
+    list as their blocks; ``None`` no content; anything else JSON text of it with the value as ``details``
     (dataclasses via ``asdict``, unknown objects via ``str``). To fail, raise. An ``async def``
     function is run to completion with ``asyncio.run`` on the tool's thread.
 
@@ -284,8 +285,9 @@ def to_tool_result(value: Any) -> AgentToolResult:
     if (
         isinstance(value, (list, tuple))
         and any(isinstance(v, blocks) for v in value)
-        and all(isinstance(v, (str,) + blocks) for v in value)
-    ):  # blocks, maybe with captions: content, read as AgentToolResult.content is
+        and all(isinstance(v, (str,) + blocks) or _is_block_dict(v) for v in value)
+    ):  # blocks, maybe with captions (reference dict blocks too): content, read as
+        # AgentToolResult.content is; never an image's base64 data dumped as text
         return AgentToolResult(content=result_blocks(value))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         try:
@@ -293,6 +295,10 @@ def to_tool_result(value: Any) -> AgentToolResult:
         except Exception:  # noqa: BLE001 - a field deepcopy cannot copy (a socket): keep the object
             pass
     return AgentToolResult(content=[TextContent(_result_text(value))], details=value)
+
+
+def _is_block_dict(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("type") in ("text", "image")
 
 
 def result_blocks(content: Any) -> List[Any]:
@@ -395,9 +401,10 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
 
     Types are coerced first, as the reference (AJV ``coerceTypes``) does: a numeric string becomes a
     number or integer, ``"true"``/``"false"`` a boolean, a number or boolean a string, ``null`` the
-    empty value of the expected type, and a scalar a one-item list where an array is expected. The
-    validator (JSON Schema draft 2020-12 unless the schema names another ``$schema``) is compiled
-    once per tool and reused. ``coerce_null=False`` leaves every ``null`` as it is, so it fails
+    empty value of the expected type, and a scalar a one-item list where an array is expected; an
+    object or array that several branches of a union may describe is coerced toward the first
+    branch it then satisfies. The validator (JSON Schema draft 2020-12 unless the schema names
+    another ``$schema``) is compiled once per tool and reused. ``coerce_null=False`` leaves every ``null`` as it is, so it fails
     where the schema does not allow null (structured output: a null answer is not a zero or an
     empty string the model meant).
 
@@ -613,15 +620,36 @@ def _coerce_union(branches: List[Any], value: Any, root: Dict[str, Any], depth: 
             return any(matches(b, level + 1) for b in nested)
         return "const" not in branch and "enum" not in branch
 
-    for branch in resolved:  # a branch of the value's own type: only coerce inside it
-        if matches(branch):
-            return _coerce(branch, value, root, depth + 1, nulls)
+    candidates = [branch for branch in resolved if matches(branch)]
+    if len(candidates) > 1 and isinstance(value, (dict, list)):
+        return _coerce_container_union(candidates, value, root, depth, nulls)
+    if candidates:  # a branch of the value's own type: only coerce inside it
+        return _coerce(candidates[0], value, root, depth + 1, nulls)
     for branch in resolved:  # otherwise the first branch whose type the value coerces to
         t = branch.get("type") if isinstance(branch, dict) else None
         for json_type in [t] if isinstance(t, str) else (t or []):
             if _coerce_scalar(value, json_type) is not _NO:
                 return _coerce(branch, value, root, depth + 1, nulls)
     return value
+
+
+def _coerce_container_union(
+    branches: List[Any], value: Any, root: Dict[str, Any], depth: int, nulls: bool = True
+) -> Any:
+    """An object or array ``value`` that several branches of a union may describe
+    (``Union[TextItem, CountItem]``): coerced toward the first branch it then satisfies, as
+    reference AJV, which coerces inside each branch it tries in order, ends up. Coercing toward
+    the first object branch alone turned ``{"kind": "count", "value": 5}`` into ``"value": "5"``,
+    valid for no branch. One valid for no branch is coerced toward the first (whose errors are
+    then reported, as before)."""
+    from jsonschema import Draft202012Validator, validators
+
+    validator = validators.validator_for(root, default=Draft202012Validator)(root)
+    for branch in branches:
+        coerced = _coerce(branch, _json_copy(value), root, depth + 1, nulls)
+        if validator.evolve(schema=branch).is_valid(coerced):
+            return coerced
+    return _coerce(branches[0], value, root, depth + 1, nulls)
 
 
 # -- error text in the reference (AJV) wording

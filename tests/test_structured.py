@@ -183,6 +183,58 @@ def test_a_plain_text_answer_of_a_string_type_is_the_string():
     assert scripted.calls == 3
 
 
+@pytest.mark.parametrize("answer", ["3.10", "1.0", "1e3", "```\n3.10\n```"])
+def test_a_number_answer_of_a_string_type_is_the_text_as_written(answer):
+    """``ask("Latest Python?", str)`` answered ``3.10`` returned "3.1": the text was read as a
+    JSON number first, and the number coerced back to a string."""
+    scripted = ScriptedModel([text(answer), text(answer)])
+    agent = Agent(scripted.model)
+    expected = answer.strip("`\n")
+    assert agent.ask("Latest Python?", str) == expected
+    assert agent.ask("Latest Python?", Optional[str]) == expected
+    assert scripted.calls == 2
+    assert output_spec({"type": ["string", "number"]}).check_text("3.10") == 3.1  # it takes numbers: one
+
+
+def test_an_answer_nested_too_deeply_to_parse_is_corrected_not_a_failed_run():
+    """A model stuck repeating ``[`` made json.loads raise RecursionError out of the turn hook:
+    the run failed (an error message after the answer) instead of the answer being corrected."""
+    scripted = ScriptedModel([text("[" * 5000), text("[1]")])
+    agent = Agent(scripted.model)
+    assert agent.ask("q", List[int]) == [1]
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "user", "assistant"]
+    assert "nests too deeply" in agent.state.messages[2].text
+
+
+class _Unprintable(ValueError):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@dataclass
+class Positive:
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise _Unprintable()
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["tool", "native"])
+def test_a_refused_answer_whose_error_cannot_be_printed_is_corrected_not_a_failed_run(native):
+    """The output type's constructor raised an exception whose __str__ raises: formatting it for
+    the correction raised out of the turn hook and the run failed (AskError)."""
+    if native:
+        scripted = _native(ScriptedModel([text('{"n": -1}'), text('{"n": 2}')]))
+    else:
+        scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"n": -1}), tool_call(FINAL_RESULT_TOOL, {"n": 2})])
+    agent = Agent(scripted.model)
+    assert agent.ask("q", Positive) == Positive(2)
+    correction = agent.state.messages[2]
+    assert correction.role == ("user" if native else "toolResult") and len(agent.state.messages) == 4 + (not native)
+    assert "_Unprintable" in correction.content[0].text
+
+
 def test_a_plain_text_answer_outside_a_literal_is_corrected():
     scripted = ScriptedModel([text("maybe"), tool_call(FINAL_RESULT_TOOL, {"result": "yes"})])
     agent = Agent(scripted.model)
@@ -408,6 +460,27 @@ def test_union_members_become_their_classes():
     assert agent.ask("q", Union[Cat, Dog]) == Dog(5)
 
 
+@dataclass
+class Note:
+    kind: Literal["note"]
+    body: str
+
+
+@dataclass
+class Score:
+    kind: Literal["score"]
+    body: int
+
+
+def test_an_answer_for_a_later_class_of_a_union_is_accepted():
+    """Coercion went into the first object branch only: ``{"kind": "score", "body": 5}`` got
+    body "5" (for Note) and matched neither class; every such answer failed."""
+    scripted = ScriptedModel([tool_call(FINAL_RESULT_TOOL, {"result": {"kind": "score", "body": 5}})])
+    agent = Agent(scripted.model)
+    assert agent.ask("q", Union[Note, Score], retries=0) == Score("score", 5)
+    assert output_spec(Union[Note, Score]).check_text('{"kind": "score", "body": 5}') == Score("score", 5)
+
+
 def test_pydantic_models_inside_other_types():
     pydantic = pytest.importorskip("pydantic", reason="pydantic is not installed (it is optional)")
 
@@ -556,6 +629,29 @@ def test_an_aborted_ask_raises_ask_error_and_leaves_the_transcript_valid():
     assert agent.state.messages[-1].stop_reason == "aborted" and scripted.calls == 1
 
 
+@pytest.mark.parametrize("retries", [0, 2])
+def test_an_abort_that_keeps_final_result_from_running_is_no_failed_attempt(retries):
+    """An abort in a batch before its final_result call (a sequential tool) counted as a failed
+    answer: on the last retry ask raised OutputValidationError("the final_result call failed")
+    and the run ended without its aborted message."""
+    holder: Dict[str, Agent] = {}
+
+    def stop(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        holder["agent"].abort("user pressed stop")
+        return AgentToolResult([TextContent("stopped")])
+
+    from agentcore import AgentTool
+    from agentcore.testing import call, response
+
+    stopper = AgentTool("stop", "stop", {"type": "object"}, stop, execution_mode="sequential")
+    scripted = ScriptedModel([response(call("stop", {}), call(FINAL_RESULT_TOOL, {"result": 1}))])
+    agent = holder["agent"] = Agent(scripted.model, tools=[stopper])
+    with pytest.raises(AskError, match="aborted.*user pressed stop") as caught:
+        agent.ask("q", int, retries=retries)
+    assert caught.value.stop_reason == "aborted"
+    assert agent.state.messages[-1].stop_reason == "aborted" and scripted.calls == 1
+
+
 def test_the_agents_own_turn_hook_neither_hides_an_answer_nor_stops_when_async():
     """The ask chained the agent's should_stop_after_turn before checking the turn's answer, and
     called it without awaiting: an ``async def`` hook's coroutine counted as "stop" after the first
@@ -580,6 +676,21 @@ def test_the_agents_own_turn_hook_neither_hides_an_answer_nor_stops_when_async()
     stopped = Agent(_native(ScriptedModel([text("many")])).model, should_stop_after_turn=lambda ctx: True)
     with pytest.raises(AskError, match="should_stop_after_turn"):
         stopped.ask("q", int)
+
+
+def test_a_tool_batch_that_ends_the_run_is_named_not_blamed_on_a_hook():
+    """A tool result with terminate=True ended the ask's run; AskError said a
+    should_stop_after_turn hook ended it, and the agent had none to look for."""
+
+    @tool
+    def handoff() -> AgentToolResult:
+        """Hand the task to a human."""
+        return AgentToolResult([TextContent("handed off")], terminate=True)
+
+    scripted = ScriptedModel([tool_call("handoff", {}), text("never asked")])
+    with pytest.raises(AskError, match=r"terminate=True") as caught:
+        Agent(scripted.model, tools=[handoff]).ask("q", int)
+    assert "should_stop_after_turn" not in str(caught.value) and scripted.calls == 1
 
 
 def test_a_failed_run_raises_ask_error():

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
+import math
 import sys
 from typing import TYPE_CHECKING, Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
@@ -869,3 +871,98 @@ def test_generator_functions_are_rejected_at_decoration() -> None:
     for fn in (lines, alines):
         with pytest.raises(TypeError, match="is a generator function"):
             tool(fn)
+
+
+@dataclasses.dataclass
+class _Range:
+    low: float = -math.inf
+    high: float = math.inf
+
+
+def test_a_nan_or_infinite_default_is_left_out_of_the_schema() -> None:
+    """``limit: float = math.inf`` became ``"default": Infinity`` (json.dumps writes it), no JSON:
+    every request carrying the tool's schema was refused by the provider."""
+
+    @tool
+    def search(query: str, max_price: float = math.inf, ratio: float = math.nan, span: Optional[_Range] = None) -> str:
+        """Search."""
+        return query
+
+    props = search.parameters["properties"]
+    json.dumps(search.parameters, allow_nan=False)  # strict JSON, as an HTTP body must be
+    assert props["max_price"] == {"type": "number"} and props["ratio"] == {"type": "number"}
+    assert props["span"]["anyOf"][0]["properties"] == {"low": {"type": "number"}, "high": {"type": "number"}}
+
+
+def test_an_integral_float_for_an_int_member_of_a_union_becomes_an_int() -> None:
+    """``n: Union[int, str]`` got the float 3.0 for the JSON ``3.0`` (``n: int`` and
+    ``Optional[int]`` got 3): ``range(n)`` then failed inside the tool."""
+
+    @tool
+    def repeat(n: Union[int, str], weights: List[Union[int, float]]) -> str:
+        """Repeat."""
+        return repr((n, weights))
+
+    args = validate_tool_arguments(repeat, {"n": 3.0, "weights": [2.0, 2.5]})
+    assert repeat.execute("c1", args, None, None).content[0].text == "(3, [2, 2.5])"
+
+
+@dataclasses.dataclass
+class _TextItem:
+    kind: Literal["text"]
+    value: str
+
+
+@dataclasses.dataclass
+class _CountItem:
+    kind: Literal["count"]
+    value: int
+
+
+def test_a_value_valid_for_a_later_object_branch_of_a_union_is_accepted() -> None:
+    """Coercion went into the first object branch only: ``{"kind": "count", "value": 5}`` had its
+    5 made "5" for ``_TextItem`` and then matched neither branch, so the model could never pass a
+    ``_CountItem``."""
+
+    @tool
+    def add(item: Union[_TextItem, _CountItem], more: List[Union[_TextItem, _CountItem]]) -> str:
+        """Add."""
+        return repr((item, more))
+
+    args = {
+        "item": {"kind": "count", "value": 5},
+        "more": [{"kind": "count", "value": "6"}, {"kind": "text", "value": 7}],
+    }
+    valid = validate_tool_arguments(add, args)
+    assert valid == {
+        "item": {"kind": "count", "value": 5},
+        "more": [{"kind": "count", "value": 6}, {"kind": "text", "value": "7"}],
+    }
+    text = add.execute("c1", valid, None, None).content[0].text
+    assert (
+        text
+        == "(_CountItem(kind='count', value=5), [_CountItem(kind='count', value=6), _TextItem(kind='text', value='7')])"
+    )
+    with pytest.raises(ToolValidationError, match="item/value: must be integer"):  # valid for none: as before
+        validate_tool_arguments(add, {"item": {"kind": "count", "value": "five"}, "more": []})
+
+
+def test_a_returned_list_of_blocks_with_reference_dict_captions_is_content() -> None:
+    """``[image, {"type": "text", "text": ...}]`` (a caption as AgentToolResult.content takes it)
+    became one text block: the JSON of the list, the image's base64 data as text for the model."""
+    image = ImageContent(data="iVBORw0KGgo", mime_type="image/png")
+
+    @tool
+    def shot() -> list:
+        """Screenshot plus caption."""
+        return [image, {"type": "text", "text": "The login screen."}]
+
+    result = shot.execute("c1", {}, None, None)
+    assert result.content == [image, TextContent("The login screen.")] and result.details is None
+
+    @tool
+    def rows() -> list:
+        """Data that merely looks like blocks, with no block object: stays data."""
+        return [{"type": "text", "text": "a"}]
+
+    assert rows.execute("c2", {}, None, None).details == [{"type": "text", "text": "a"}]
