@@ -28,7 +28,9 @@ from agentcore.builtin_tools import (
     create_read_tool,
     create_write_tool,
 )
+from agentcore.builtin_tools import read as read_module
 from agentcore.builtin_tools import write as write_module
+from agentcore.builtin_tools._paths import file_lock
 from agentcore.builtin_tools._walk import compile_glob
 from agentcore.signals import AbortController, AbortError
 from agentcore.tools import validate_tool_arguments
@@ -192,6 +194,29 @@ def test_read_offset_past_the_end_is_an_error(lines_file):
         run(create_read_tool(str(lines_file.parent)), path="lines.txt", offset=31)
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 2.5, 0, "3"])
+def test_a_count_that_is_not_a_whole_number_is_refused_naming_it(lines_file, value):
+    # json.loads reads Infinity and NaN; int() of them raised OverflowError / "cannot convert
+    # float NaN to integer", naming neither the argument nor what to pass instead
+    with pytest.raises(ValueError, match=r"limit must be a whole number of at least 1, got"):
+        run(create_read_tool(str(lines_file.parent)), path=lines_file.name, limit=value)
+
+
+def test_read_shows_a_utf16_text_file_instead_of_calling_it_binary(tmp_path, monkeypatch):
+    # its NUL bytes made it "a binary file ... Inspect it with bash instead", though grep finds
+    # lines in it (ripgrep reads UTF-16 after its byte-order mark)
+    (tmp_path / "le.txt").write_bytes("\ufeffbuild ok\r\nnaïve 🚀\r\n".encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes("\ufeffone\ntwo".encode("utf-16-be"))
+    read = create_read_tool(str(tmp_path))
+    assert text(run(read, path="le.txt")) == "     1\tbuild ok\n     2\tnaïve 🚀"
+    assert text(run(read, path="be.txt", offset=2)) == "     2\ttwo"
+    monkeypatch.setattr(read_module, "_UTF16_MAX", 20)  # converted in memory: bounded
+    with pytest.raises(
+        ValueError, match=r"le.txt: it is UTF-16 text of 42B, more than the 20B read converts; convert it"
+    ):
+        run(read, path="le.txt")
+
+
 def test_read_refuses_binary_files_clearly(tmp_path):
     (tmp_path / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(200))
     with pytest.raises(ValueError, match=r"Cannot read blob.bin: it is a binary file .*Inspect it with bash"):
@@ -339,6 +364,68 @@ def test_write_replaces_atomically_and_leaves_no_temp_files(tmp_path, monkeypatc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
 
+def test_write_and_edit_handle_a_file_name_near_the_length_limit(tmp_path):
+    # the temp file was named ".{name}.XXXXXXXX.tmp": 15 bytes over a 245-byte name, so both tools
+    # failed with "File name too long" naming a file the user never asked for
+    name = "é" * 100 + "a" * 41 + ".txt"  # 245 bytes in UTF-8, under the usual 255
+    run(create_write_tool(str(tmp_path)), path=name, content="one\n")
+    run(create_edit_tool(str(tmp_path)), path=name, edits=[{"oldText": "one", "newText": "two"}])
+    assert (tmp_path / name).read_text(encoding="utf-8") == "two\n"
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+
+
+def test_write_aborted_while_waiting_for_the_file_lock_writes_nothing(tmp_path):
+    # the abort was checked only before taking the per-file lock: a write queued behind another
+    # call on the same file went ahead after the user had aborted
+    target = tmp_path / "shared.txt"
+    target.write_text("old\n")
+    controller = AbortController()
+    checked = threading.Event()
+
+    class WatchedSignal:
+        def __getattr__(self, name):
+            return getattr(controller.signal, name)
+
+        def raise_if_aborted(self):
+            checked.set()
+            controller.signal.raise_if_aborted()
+
+    box: List[BaseException] = []
+
+    def call():
+        try:
+            create_write_tool(str(tmp_path)).execute("c", {"path": "shared.txt", "content": "new\n"}, WatchedSignal())
+        except BaseException as exc:
+            box.append(exc)
+
+    lock = file_lock(str(target))
+    with lock:  # another edit or write of the same file is running
+        worker = threading.Thread(target=call)
+        worker.start()
+        assert checked.wait(10)
+        controller.abort()
+    worker.join(10)
+    assert not worker.is_alive()
+    assert len(box) == 1 and isinstance(box[0], AbortError)
+    assert target.read_text() == "old\n"
+
+
+def test_write_and_edit_name_a_lone_surrogate_and_change_nothing(tmp_path):
+    # json.loads turns a model's "\\ud83d" (half an emoji's escape pair) into a lone surrogate;
+    # the tools raised a bare UnicodeEncodeError counting characters of the whole new file
+    target = tmp_path / "notes.txt"
+    target.write_text("one\ntwo\n")
+    with pytest.raises(ValueError, match=r"^content holds an unpaired UTF-16 surrogate '\\ud83d' \(line 2\)"):
+        run(create_write_tool(str(tmp_path)), path="notes.txt", content="one\nbroken \ud83d\n")
+    with pytest.raises(EditError, match=r"^edits\[1\]\.newText holds an unpaired UTF-16 surrogate '\\ude00'"):
+        run(
+            create_edit_tool(str(tmp_path)),
+            path="notes.txt",
+            edits=[{"oldText": "one", "newText": "1"}, {"oldText": "two", "newText": "\ude00"}],
+        )
+    assert target.read_text() == "one\ntwo\n"
+
+
 def test_write_through_a_symlink_keeps_the_link(tmp_path):
     (tmp_path / "real.txt").write_text("old")
     (tmp_path / "alias.txt").symlink_to(tmp_path / "real.txt")
@@ -433,6 +520,25 @@ def test_a_path_behind_an_unsearchable_folder_is_denied_not_missing(tmp_path, ma
             make_tool(str(tmp_path)).execute("c", args, None, None)
     finally:
         hidden.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    "make_tool,args",
+    [
+        (create_read_tool, {"path": "a\0b.txt"}),
+        (create_write_tool, {"path": "a\0b.txt", "content": "x"}),
+        (create_edit_tool, {"path": "a\0b.txt", "edits": [{"oldText": "a", "newText": "b"}]}),
+        (create_ls_tool, {"path": "a\0b"}),
+        (create_find_tool, {"pattern": "*", "path": "a\0b"}),
+        (lambda cwd: create_grep_tool(cwd, use_rg=False), {"pattern": "a", "path": "a\0b.txt"}),
+    ],
+)
+def test_a_path_with_a_nul_character_is_refused_naming_it(tmp_path, make_tool, args):
+    # read said "File not found" (the file may well exist without the NUL), write a bare
+    # "embedded null byte" that named neither the argument nor the path
+    with pytest.raises(ValueError, match=r"path 'a\\x00b(\.txt)?' contains a NUL character"):
+        make_tool(str(tmp_path)).execute("c", args, None, None)
+    assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- edit
@@ -568,6 +674,18 @@ def test_edit_of_a_crlf_file_keeps_a_lone_carriage_return(tmp_path):
     assert path.read_bytes() == b"s = 'x\ry'\r\nlast = 1\r\nend\r\n"
 
 
+def test_edit_diff_of_a_file_without_a_final_newline_marks_it_as_diff_does(tmp_path):
+    # difflib leaves a last line without its "\n", so the removed and the added line were glued
+    # together ("-last+LAST"): a diff no viewer shows right and patch rejects
+    (tmp_path / "f.txt").write_bytes(b"first\nlast")
+    result = run(create_edit_tool(str(tmp_path)), path="f.txt", edits=[{"oldText": "last", "newText": "LAST"}])
+    assert result.details["diff"] == (
+        "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n first\n"
+        "-last\n\\ No newline at end of file\n+LAST\n\\ No newline at end of file\n"
+    )
+    assert (tmp_path / "f.txt").read_bytes() == b"first\nLAST"
+
+
 def test_edit_prepare_arguments_accepts_top_level_and_snake_case(source):
     tool = create_edit_tool(str(source.parent))
     raw = {"path": "mod.py", "oldText": "def f():", "newText": "def top():"}
@@ -685,6 +803,17 @@ def test_find_path_patterns_folders_and_search_path(tree):
     assert text(run(find, pattern="*.{md,py}", path="src")) == "src/main.py\nsrc/notes.md\nsrc/pkg/util.py"
 
 
+def test_find_pattern_ending_in_a_slash_matches_folders_only(tree):
+    # find writes folders as "pkg/", so a model asks for "pkg/"; no relative path ends in "/",
+    # and the answer was "No files found matching pattern pkg/" for a folder that is there
+    (tree / "src" / "pkg" / "src").write_text("a file called src\n")
+    find = create_find_tool(str(tree))
+    assert text(run(find, pattern="pkg/")) == "src/pkg/"
+    assert text(run(find, pattern="src/")) == "src/"  # not the file src/pkg/src
+    assert text(run(find, pattern="src/*/")) == "src/pkg/"
+    assert text(run(find, pattern="**/")) == "src/\nsrc/pkg/"
+
+
 def test_find_limit_and_no_results(tree):
     find = create_find_tool(str(tree))
     assert text(run(find, pattern="*", limit=2)) == (
@@ -787,10 +916,114 @@ def test_grep_options(tree, use_rg):
     assert text(run(grep, pattern="haystack")) == "No matches found for haystack"
 
 
+@pytest.mark.parametrize(
+    "make_tool,args,expected",
+    [
+        pytest.param(create_ls_tool, {}, "bad\nname.txt\nz.txt", id="ls"),
+        pytest.param(create_find_tool, {"pattern": "*.txt"}, "bad\nname.txt\nz.txt", id="find"),
+        *(
+            pytest.param(
+                lambda cwd, rg=p.values[0]: create_grep_tool(cwd, use_rg=rg),
+                {"pattern": "needle"},
+                "bad\nname.txt:1:needle\nz.txt:1:needle",
+                id=f"grep-{p.id}",
+                marks=p.marks,
+            )
+            for p in BACKENDS
+        ),
+    ],
+)
+def test_listings_with_a_newline_in_a_file_name_lose_nothing(tmp_path, make_tool, args, expected):
+    # the list was cut at as many lines as it had entries: the name's own newline made one line
+    # more, so the last entry was dropped under a false "[output cut at 50KB: 2 of 2 ... shown]"
+    (tmp_path / "bad\nname.txt").write_text("needle\n")
+    (tmp_path / "z.txt").write_text("needle\n")
+    result = make_tool(str(tmp_path)).execute("c", args, None, None)
+    assert text(result) == expected
+    assert "truncation" not in result.details
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+@pytest.mark.parametrize("glob", ["./src/*.py", " src/*.py "])
+def test_grep_reads_a_glob_with_a_leading_dot_slash_or_spaces_like_find(tree, use_rg, glob):
+    # find and the Python search drop "./" and surrounding spaces; ripgrep was handed the glob
+    # as given, matched no file and answered "No matches found"
+    grep = create_grep_tool(str(tree), use_rg=use_rg)
+    assert text(run(grep, pattern="needle", glob=glob)) == "src/main.py:2:needle = 1"
+
+
+@needs_non_root
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_without_matches_in_a_folder_with_an_unreadable_file_finds_nothing(tree, use_rg):
+    # ripgrep exits with 2 after skipping a file it may not read; with no match the tool took that
+    # for a bad regex: "grep failed: ./secret.txt: Permission denied ...; check the regex"
+    secret = tree / "src" / "secret.txt"
+    secret.write_text("needle\n")
+    secret.chmod(0o000)
+    try:
+        grep = create_grep_tool(str(tree), use_rg=use_rg)
+        assert text(run(grep, pattern="haystack")) == "No matches found for haystack"
+        assert "src/main.py:2:needle = 1" in text(run(grep, pattern="needle"))
+    finally:
+        secret.chmod(0o644)
+
+
 @pytest.mark.parametrize("use_rg", BACKENDS)
 def test_grep_invalid_regex_is_a_clear_error(tree, use_rg):
     with pytest.raises(ValueError, match="literal=true"):
         run(create_grep_tool(str(tree), use_rg=use_rg), pattern="(unclosed")
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_invalid_glob_is_named_as_the_glob_not_the_regex(tree, use_rg):
+    # ripgrep's "error parsing glob" came with the advice "check the regex or pass literal=true"
+    with pytest.raises(ValueError, match=r"glob '\[z-a\]'") as caught:
+        run(create_grep_tool(str(tree), use_rg=use_rg), pattern="needle", glob="[z-a]")
+    assert "regex" not in str(caught.value) and "literal" not in str(caught.value)
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_ignores_a_utf8_byte_order_mark_like_ripgrep(tmp_path, use_rg):
+    # ripgrep drops the BOM; the Python search kept it in line 1, so "^import" missed the first
+    # line of a file saved by a Windows editor and the line came back as "\ufeffimport os"
+    (tmp_path / "a.py").write_bytes(b"\xef\xbb\xbfimport os\nimport sys\n")
+    grep = create_grep_tool(str(tmp_path), use_rg=use_rg)
+    assert text(run(grep, pattern="^import")) == "a.py:1:import os\na.py:2:import sys"
+    assert text(run(grep, pattern="os$", path="a.py")) == "a.py:1:import os"
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_searches_utf16_files_with_a_byte_order_mark_like_ripgrep(tmp_path, use_rg):
+    # ripgrep reads them as UTF-16 text; the Python search skipped them as binary (NUL bytes), and
+    # both refused one named as the path: "it is a binary file", for a file rg can search
+    (tmp_path / "out.txt").write_bytes("\ufeffbuild ok\r\nneedle found\r\n".encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes("\ufeffone\nneedle two".encode("utf-16-be"))
+    grep = create_grep_tool(str(tmp_path), use_rg=use_rg)
+    assert text(run(grep, pattern="^needle")) == "be.txt:2:needle two\nout.txt:2:needle found"
+    assert text(run(grep, pattern="found$", path="out.txt")) == "out.txt:2:needle found"
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_glob_with_a_leading_bang_excludes_files_and_folders(tree, use_rg):
+    # ripgrep reads "!*.md" as "all but *.md" (and "!pkg" as "not inside pkg"); the Python search
+    # took the "!" literally, matched no file and answered "No matches found"
+    grep = create_grep_tool(str(tree), use_rg=use_rg)
+    assert text(run(grep, pattern="needle", glob="!*.md")) == (
+        "README:1:needle (the readme)\nsrc/main.py:2:needle = 1\nsrc/pkg/util.py:1:def needle():"
+    )
+    assert text(run(grep, pattern="needle", glob="!pkg")) == (
+        "README:1:needle (the readme)\nsrc/main.py:2:needle = 1\nsrc/notes.md:1:a needle in markdown"
+    )
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+@pytest.mark.parametrize("literal", [False, True])
+def test_grep_pattern_spanning_lines_is_refused_saying_why(tree, use_rg, literal):
+    # the Python search answered "No matches found" for text that is there (lines are matched one
+    # at a time); ripgrep failed with advice to use a --multiline flag the tool does not have
+    grep = create_grep_tool(str(tree), use_rg=use_rg)
+    with pytest.raises(ValueError, match=r"^pattern contains a line break, but grep matches one line at a time"):
+        run(grep, pattern="import os\nneedle = 1", literal=literal)
 
 
 def test_grep_python_search_of_one_file_honours_an_abort(tmp_path):
@@ -866,6 +1099,34 @@ def test_grep_with_ripgrep_does_not_hang_on_lots_of_stderr(tmp_path, monkeypatch
     worker.join(10)
     assert not worker.is_alive(), "grep hung: ripgrep blocked on a full stderr pipe"
     assert "a.txt:1:hello" in box[0].content[0].text
+
+
+def test_grep_with_ripgrep_skips_an_unreadable_file_instead_of_failing(tmp_path, monkeypatch):
+    # what rg 13 prints, run as a user who may not read src/secret.txt, for a pattern found
+    # nowhere: its summary, one error line, exit code 2. The tool raised "grep failed: ...
+    # Permission denied ...; check the regex" for every search without a match.
+    # (The same case with a real unreadable file: the @needs_non_root test above.)
+    import json
+    import sys
+
+    summary = {"type": "summary", "data": {"stats": {"matches": 0, "searches": 0}}}
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "rg"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        f"print({json.dumps(json.dumps(summary))})\n"
+        "sys.stderr.write('./src/secret.txt: Permission denied (os error 13)\\n')\n"
+        "sys.exit(2)\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + os.pathsep + os.environ.get("PATH", ""))
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / "src" / "a.txt").write_text("hello\n")
+    tool = create_grep_tool(str(work), use_rg=True)
+    assert text(run(tool, pattern="haystack")) == "No matches found for haystack"
 
 
 # --------------------------------------------------------------------------- special files

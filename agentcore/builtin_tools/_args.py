@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import math
+from typing import Any, Mapping, Optional, Type
 
-__all__ = ["positive_int"]
+__all__ = ["positive_int", "utf8"]
 
 
 def positive_int(args: Mapping[str, Any], key: str) -> Optional[int]:
@@ -12,6 +13,25 @@ def positive_int(args: Mapping[str, Any], key: str) -> Optional[int]:
     value = args.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < 1:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)  # int() of inf or NaN raises its own, unnamed error
+        or value != int(value)
+        or value < 1
+    ):
         raise ValueError(f"{key} must be a whole number of at least 1, got {value!r}")
     return int(value)
+
+
+def utf8(text: str, what: str, error: Type[ValueError] = ValueError) -> bytes:
+    """``text`` encoded as UTF-8; raises ``error`` naming ``what`` for a lone surrogate (a model's
+    ``\\ud83d`` escape without its partner), which UTF-8 cannot encode."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        raise error(
+            f"{what} holds an unpaired UTF-16 surrogate {text[exc.start]!r} (line {line}), which UTF-8 "
+            "cannot encode; write the character itself, not half of its \\u escape pair"
+        ) from None

@@ -1,7 +1,8 @@
 """A capped list of result lines (``find`` paths, ``grep`` matches) as one tool result.
 
 At most ``most`` lines are taken from a lazy source, so a walk or a search stops as soon as the
-limit is passed; the text is then cut at :data:`~._truncate.DEFAULT_MAX_BYTES` on a line boundary.
+limit is passed; the text is then cut at :data:`~._truncate.DEFAULT_MAX_BYTES` between two lines
+(whole results: a file name holding a newline is one result).
 A final notice says which limit was hit and how to see more (when the byte cap cut the text, how
 many lines were shown of how many: a higher ``limit`` would not help); ``details`` records it
 (``limitReached``, ``truncation``).
@@ -13,7 +14,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 
 from ..tools import AgentToolResult
 from ..types import TextContent
-from ._truncate import DEFAULT_MAX_BYTES, truncate_head
+from ._truncate import DEFAULT_MAX_BYTES, truncate_items
 
 __all__ = ["take_at_most", "listing_result"]
 
@@ -30,7 +31,7 @@ def take_at_most(items: Iterable[str], most: int) -> Tuple[List[str], bool]:
 
 def listing_result(lines: List[str], details: Dict[str, Any], most: int, more: bool, noun: str) -> AgentToolResult:
     """``lines`` (non-empty) joined and byte-capped, with a notice; ``noun`` names them (``"matches"``)."""
-    cut = truncate_head("\n".join(lines), len(lines), DEFAULT_MAX_BYTES)
+    cut = truncate_items(lines, DEFAULT_MAX_BYTES)
     text = cut.content
     if cut.truncated:  # a higher limit would not show more: say how many were shown
         found = f"{len(lines)}+" if more else str(len(lines))

@@ -61,10 +61,12 @@ class PathResolver:
     def resolve(self, path: str) -> str:
         """The absolute, normalised path for ``path``; raises :class:`PathOutsideRootError`.
 
-        ``~`` is expanded. Raises ``ValueError`` for an empty path.
+        ``~`` is expanded. Raises ``ValueError`` for an empty path and one holding a NUL character.
         """
         if not isinstance(path, str) or not path.strip():
             raise ValueError("path is empty: pass a file or folder path relative to the working directory")
+        if "\0" in path:  # no file name can hold one: the tools said "File not found" or "embedded null byte"
+            raise ValueError(f"path {path!r} contains a NUL character, which no file name can hold")
         joined = os.path.normpath(os.path.join(self.cwd(), os.path.expanduser(path)))
         if self._root is not None:
             self._check_inside(joined, path)

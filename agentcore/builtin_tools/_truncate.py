@@ -1,9 +1,11 @@
 """Cutting tool output to what a model can take: at most N lines and N bytes (UTF-8).
 
-``truncate_head`` keeps the beginning (file contents, search results); ``truncate_tail`` keeps the
-end (command output, where the error usually is). Both cut at line boundaries, except when a single
-line is larger than the byte budget: the tail keeps the end of that line (``last_line_partial``),
-the head keeps nothing (``first_line_exceeds_limit``) so the caller can say how to read it.
+``truncate_head`` keeps the beginning (file contents); ``truncate_tail`` keeps the end (command
+output, where the error usually is). Both cut at line boundaries, except when a single line is
+larger than the byte budget: the tail keeps the end of that line (``last_line_partial``), the head
+keeps nothing (``first_line_exceeds_limit``) so the caller can say how to read it.
+``truncate_items`` keeps the first whole items of a list (search results, folder entries), which
+may hold a line break of their own.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "Truncation",
     "truncate_head",
+    "truncate_items",
     "truncate_tail",
     "format_size",
     "count_lines",
@@ -121,6 +124,33 @@ def truncate_head(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int 
         len(kept),
         _nbytes(content),
         max_lines,
+        max_bytes,
+        first_line_exceeds_limit=not kept,
+    )
+
+
+def truncate_items(items: List[str], max_bytes: int = DEFAULT_MAX_BYTES) -> Truncation:
+    """``items`` joined by ``\n``, keeping whole items from the start within ``max_bytes``.
+
+    Counts (``total_lines``, ``output_lines``) are of items, and no line limit applies: an item
+    may hold a ``\n`` itself (a file name can), which :func:`truncate_head` would count as two
+    lines, dropping the last item under a limit of ``len(items)`` lines.
+    """
+    kept, by = _take(items, len(items), max_bytes)
+    text = "\n".join(items)
+    total = _nbytes(text)
+    if by is None:
+        return Truncation(text, False, None, len(items), total, len(items), total, len(items), max_bytes)
+    content = "\n".join(kept)
+    return Truncation(
+        content,
+        True,
+        by,
+        len(items),
+        total,
+        len(kept),
+        _nbytes(content),
+        len(items),
         max_bytes,
         first_line_exceeds_limit=not kept,
     )

@@ -16,7 +16,7 @@ import os
 import re
 from typing import Any, Callable, Iterator, List, Tuple
 
-__all__ = ["VCS_DIRS", "glob_to_regex", "compile_glob", "walk"]
+__all__ = ["VCS_DIRS", "glob_to_regex", "compile_glob", "normalize_glob", "walk"]
 
 VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})
 
@@ -99,13 +99,18 @@ def _split_top_level(body: str) -> List[str]:
     return parts
 
 
+def normalize_glob(pattern: str) -> str:
+    """``pattern`` without surrounding whitespace and a leading ``./`` (``./src/*.py`` is
+    ``src/*.py``), as :func:`compile_glob` reads it; ripgrep must be given the same text."""
+    pattern = pattern.strip()
+    return pattern[2:] if pattern.startswith("./") else pattern
+
+
 def compile_glob(pattern: str) -> Callable[[str], bool]:
     """A predicate over relative ``/``-separated paths (see the module docstring for the rules).
 
     Raises ``ValueError`` naming the pattern when it cannot be compiled (``[z-a]``)."""
-    pattern = pattern.strip()
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
+    pattern = normalize_glob(pattern)
     try:
         regex = re.compile(glob_to_regex(pattern.lstrip("/")))
     except re.error as exc:  # "[z-a]": the regex error alone would not say it is about the glob

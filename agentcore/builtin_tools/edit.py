@@ -5,14 +5,15 @@ also accepts ``old_text``/``new_text`` keys and a single top-level ``oldText``/`
 
 Every ``oldText`` is looked up in the file as it was before this call (not after earlier edits of
 the same call) and must occur exactly once; edits must not overlap. If any edit fails (not found,
-found several times, overlapping, empty, or no change at all) the tool raises and the file is not
-touched. Bytes outside the replaced text are written back exactly as they were, and the UTF-8
-byte-order mark is kept. Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
+found several times, overlapping, empty, no change at all, or a ``newText`` holding a lone UTF-16
+surrogate, which UTF-8 cannot encode) the tool raises and the file is not touched. Bytes outside
+the replaced text are written back exactly as they were, and the UTF-8 byte-order mark is kept. Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
 ``\\n`` in the edits both match a CRLF and new lines get CRLF; in a file without CRLF, ``\\r\\n``
 in the edits is read as ``\\n``; in a file mixing both, the edits must match the file's bytes
 (``\\r\\n`` where it has CRLF). A lone ``\\r`` is never changed. The file is replaced atomically;
 a file this process may not write is refused (``PermissionError``), not replaced.
-``details`` carries a unified ``diff`` (difflib) of the bytes written and ``firstChangedLine``
+``details`` carries a unified ``diff`` (difflib) of the bytes written, a last line without a line
+break marked ``\\ No newline at end of file`` as ``diff -u`` marks it, and ``firstChangedLine``
 (1-based, in the new file).
 """
 
@@ -24,6 +25,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
+from ._args import utf8
 from ._paths import PathResolver, file_lock, open_regular_file, require_file
 from .write import atomic_write
 
@@ -118,6 +120,7 @@ def apply_edits(
         if lf_edits:
             old, new = _lf(old), _lf(new)
         name = _label(i, len(edits))
+        utf8(new, f"edits[{i}].newText", EditError)  # before anything is matched or written
         if not old:
             raise EditError(f"{name} is empty in {shown}; quote the exact text to replace")
         count = _occurrences(content, old)
@@ -158,7 +161,10 @@ def _lines(text: str) -> List[str]:
 
 def _diff(old: str, new: str, shown: str) -> Tuple[str, Optional[int]]:
     old_lines, new_lines = _lines(old), _lines(new)
-    diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=3))
+    diff = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"  # as diff -u marks it
+        for line in difflib.unified_diff(old_lines, new_lines, f"a/{shown}", f"b/{shown}", n=3)
+    )
     # The first line where the texts differ (what a Myers diff reports). Not SequenceMatcher with
     # autojunk=False: it is about quadratic on files with many repeated lines.
     if old_lines == new_lines:

@@ -2,10 +2,12 @@
 
 Paths come back one per line, relative to the working directory (``/`` separators, folders ending
 in ``/``), in walk order (sorted by name, depth first). Version-control folders are skipped; see
-:mod:`agentcore.builtin_tools._walk` for the glob rules. At most ``limit`` results (default 1000)
-are listed, with a notice when there were more. Fails (raises) for a missing folder, a path that
-is not a folder, a path outside ``root``, one behind a folder this process may not search
-(``PermissionError``), an invalid glob (``ValueError`` naming it), or an abort.
+:mod:`agentcore.builtin_tools._walk` for the glob rules. A pattern ending in ``/`` matches only
+folders (``tests/`` finds every folder named ``tests``, ``src/*/`` the folders in ``src``). At
+most ``limit`` results (default 1000) are listed, with a notice when there were more. Fails
+(raises) for a missing folder, a path that is not a folder, a path outside ``root``, one behind a
+folder this process may not search (``PermissionError``), an invalid glob (``ValueError`` naming
+it), or an abort.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ def create_find_tool(
         require_reachable(top, shown)
         if not os.path.isdir(top):
             raise FileNotFoundError(f"Path not found or not a directory: {shown}")
-        matches = compile_glob(pattern)
+        folders_only = pattern.rstrip().endswith("/")  # "tests/", as the results write folders
+        matches = compile_glob(pattern.rstrip().rstrip("/") if folders_only else pattern)
         found, more = take_at_most(
-            (paths.display(path) + ("/" if is_dir else "") for rel, path, is_dir in walk(top, signal) if matches(rel)),
+            (
+                paths.display(path) + ("/" if is_dir else "")
+                for rel, path, is_dir in walk(top, signal)
+                if (is_dir or not folders_only) and matches(rel)
+            ),
             most,
         )
         if not found:
@@ -62,7 +69,8 @@ def create_find_tool(
         label="find",
         description=(
             "Find files by glob pattern ('*.py' matches names at any depth, 'src/**/*.ts' matches paths "
-            f"under the search folder). Skips .git and other VCS folders. At most {limit} results unless "
+            "under the search folder; a pattern ending in '/' matches folders only). Skips .git and other "
+            f"VCS folders. At most {limit} results unless "
             "limit is given; paths are relative to the working directory."
         ),
         parameters={

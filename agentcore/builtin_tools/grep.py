@@ -2,37 +2,42 @@
 
 Uses ripgrep (``rg``) when it is on PATH and a pure-Python search otherwise; both give the same
 format and, for ordinary patterns, the same lines in the same order: paths relative to the working
-directory, files in walk order (sorted by name, depth first), dot files included, ``.gitignore``
-NOT honoured, version-control folders, symlinks, binary files (a NUL byte early on) and special
-files (named pipes, devices, sockets: reading one could block forever) skipped. A binary file
-given as ``path`` is refused (raises) rather than reported as having no matches.
+directory, files in walk order (sorted by name, depth first), text after a byte-order mark read as
+ripgrep reads it (UTF-8 or UTF-16; ``^`` matches after the mark), dot files included,
+``.gitignore`` NOT honoured, version-control folders, symlinks, binary files (a NUL byte early on,
+in a file without a UTF-16 byte-order mark) and special files (named pipes, devices, sockets:
+reading one could block forever) skipped. A binary file given as ``path`` is refused (raises)
+rather than reported as having no matches.
 Regex dialects differ at the edges (ripgrep's Rust syntax has no look-around or backreferences;
 Python's ``re`` has them); ``literal=true`` avoids the question.
 
-Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`), ``ignoreCase``,
+Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`; ``!`` in front excludes
+what it matches, folders included), ``ignoreCase``,
 ``literal``, ``limit`` (default 100 matches, then a notice). Lines longer than 500 characters are
-cut. Fails (raises) for an invalid regex or glob, a missing path, a path that is a special file
-or a binary file, a path outside ``root``, one behind a folder this process may not search
-(``PermissionError``), or an abort (checked between files and every few thousand lines).
+cut. Files in a searched folder that cannot be read are skipped. Fails (raises) for an invalid
+regex or glob, a pattern holding a line break (lines are matched one at a time), a missing path, a path that is a special file or a binary file, a path outside
+``root``, one behind a folder this process may not search (``PermissionError``), or an abort
+(checked between files and every few thousand lines).
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import tempfile
-from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
 from ._listing import listing_result, take_at_most
 from ._paths import NotARegularFileError, PathResolver, open_regular_file, require_reachable, special_file_kind
-from ._walk import VCS_DIRS, compile_glob, walk
+from ._walk import VCS_DIRS, compile_glob, normalize_glob, walk
 
 __all__ = ["create_grep_tool"]
 
@@ -40,20 +45,56 @@ DEFAULT_GREP_LIMIT = 100
 MAX_LINE_CHARS = 500
 _ABORT_EVERY = 4096  # lines searched between abort checks
 _SNIFF = 8192  # bytes looked at for a NUL byte: a file with one early on is binary and skipped
+_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little and big endian
 
 Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
 
 
-def _is_binary(path: str, shown: str) -> bool:
+def _is_binary(head: bytes) -> bool:
+    """A NUL byte in a file's first bytes, unless a UTF-16 byte-order mark starts them: ripgrep
+    reads such a file as UTF-16 text, and so does the Python search."""
+    return b"\x00" in head and not head.startswith(_UTF16_BOMS)
+
+
+def _sniff(path: str, shown: str) -> bytes:
     with open_regular_file(path, shown) as f:
-        return b"\x00" in f.read(_SNIFF)
+        return f.read(_SNIFF)
+
+
+def _lines(f: IO[bytes], head: bytes) -> Iterator[str]:
+    """The lines of the file ``f`` (which starts with ``head``), decoded as ripgrep decodes them:
+    UTF-16 after its byte-order mark, else UTF-8 without one; bad bytes replaced, ends dropped."""
+    if head.startswith(_UTF16_BOMS):
+        text = io.TextIOWrapper(f, encoding="utf-16", errors="replace", newline="\n")
+        for line in text:
+            yield line.rstrip("\r\n")
+        return
+    for number, raw in enumerate(f):
+        if not number and raw.startswith(_BOM):  # rg drops it too: "^import" must match line 1
+            raw = raw[len(_BOM) :]
+        yield raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _glob_filter(glob: str) -> Callable[[str], bool]:
+    """Whether a file (relative path) passes ``glob``; ``!`` in front excludes what the rest
+    matches, and everything inside a folder it matches (``!node_modules``), as ripgrep's ``-g``."""
+    if not glob.startswith("!"):
+        return compile_glob(glob)
+    reject = compile_glob(glob[1:])
+
+    def accept(rel: str) -> bool:
+        parts = rel.split("/")
+        return not any(reject("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+    return accept
 
 
 def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], signal: Any) -> Iterator[Match]:
     if os.path.isfile(target):
         files: Iterator[str] = iter([target])
     else:
-        accept = compile_glob(glob) if glob else None
+        accept = _glob_filter(glob) if glob else None
         files = (
             path
             for rel, path, is_dir in walk(target, signal)
@@ -64,13 +105,13 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
             signal.raise_if_aborted()
         try:
             with open_regular_file(path, path) as f:
-                if b"\x00" in f.read(_SNIFF):
+                head = f.read(_SNIFF)
+                if _is_binary(head):
                     continue
                 f.seek(0)
-                for number, raw in enumerate(f, 1):
+                for number, line in enumerate(_lines(f, head), 1):
                     if signal is not None and number % _ABORT_EVERY == 0:  # one huge file must not outlast an abort
                         signal.raise_if_aborted()
-                    line = raw.decode("utf-8", "replace").rstrip("\r\n")
                     if regex.search(line):
                         yield path, number, line
         except (OSError, NotARegularFileError):  # named pipes, devices and sockets are skipped, as rg does
@@ -104,27 +145,28 @@ def _rg_search(
     kill = lambda _reason=None: proc.kill()  # noqa: E731 - unblocks the read on abort
     if signal is not None:
         signal.add_listener(kill)
-    found = 0
+    searched = False  # rg's closing summary came: the search ran
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
             event = json.loads(raw)
+            searched = searched or event.get("type") == "summary"
             if event.get("type") != "match":
                 continue
             data = event["data"]
             path = _rg_text(data["path"])
             full = path if is_file else os.path.normpath(os.path.join(target, path))
-            found += 1
             yield full, int(data["line_number"]), _rg_text(data["lines"]).rstrip("\r\n")
         if signal is not None:
             signal.raise_if_aborted()
         proc.wait()
-        if proc.returncode == 2 and not found:  # errors next to matches are unreadable files: ignored
+        # 2 also follows the summary when some files could not be read: they are skipped, as the
+        # Python search skips them. Without a summary rg searched nothing: a bad regex or glob.
+        if proc.returncode == 2 and not searched:
             errors.seek(0)
             err = errors.read(4096).decode("utf-8", "replace").strip()
-            raise ValueError(
-                f"grep failed: {err or 'ripgrep exited with code 2'}; check the regex or pass literal=true"
-            )
+            hint = "fix the glob" if glob and "glob" in err else "check the regex or pass literal=true"
+            raise ValueError(f"grep failed: {err or 'ripgrep exited with code 2'}; {hint}")
     finally:
         if signal is not None:
             signal.remove_listener(kill)
@@ -168,10 +210,18 @@ def create_grep_tool(
         pattern = args.get("pattern")
         if not isinstance(pattern, str) or not pattern:
             raise ValueError("pattern is empty: pass a regular expression (or literal=true for plain text)")
+        if "\n" in pattern:  # Python found "No matches", rg failed advising a --multiline flag we lack
+            raise ValueError(
+                "pattern contains a line break, but grep matches one line at a time; search for a single "
+                "line of the text (read the file to see the lines around it)"
+            )
         shown = args.get("path") or "."
         target = paths.resolve(shown)
         most = positive_int(args, "limit") or limit
-        glob = args.get("glob") or None
+        glob = args.get("glob")
+        if glob is not None and not isinstance(glob, str):
+            raise ValueError(f"glob must be a string such as '*.py', got {glob!r}")
+        glob = normalize_glob(glob) if glob else None  # ripgrep took "./src/*.py" to match nothing
         ignore_case = bool(args.get("ignoreCase") or args.get("ignore_case"))
         literal = bool(args.get("literal"))
         require_reachable(target, shown)
@@ -180,7 +230,7 @@ def create_grep_tool(
         kind = special_file_kind(target)
         if kind is not None:
             raise NotARegularFileError(f"{shown} is {kind}, not a regular file or a folder; grep searches files")
-        if os.path.isfile(target) and _is_binary(target, shown):  # "No matches" would be false
+        if os.path.isfile(target) and _is_binary(_sniff(target, shown)):  # "No matches" would be false
             raise ValueError(
                 f"Cannot search {shown}: it is a binary file (a NUL byte in its first {_SNIFF // 1024} KB) and grep "
                 "skips binary files. Search it with bash instead (grep -a, strings)."

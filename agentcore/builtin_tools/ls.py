@@ -16,7 +16,7 @@ from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
 from ._paths import PathResolver, require_reachable
-from ._truncate import DEFAULT_MAX_BYTES, truncate_head
+from ._truncate import DEFAULT_MAX_BYTES, truncate_items
 
 __all__ = ["create_ls_tool"]
 
@@ -52,7 +52,7 @@ def create_ls_tool(
         if not names:
             return AgentToolResult(content=[TextContent("(empty directory)")], details=details)
         shown_names = names[:most]
-        cut = truncate_head("\n".join(shown_names), len(shown_names), DEFAULT_MAX_BYTES)
+        cut = truncate_items(shown_names, DEFAULT_MAX_BYTES)
         text = cut.content
         if len(names) > most:
             details["limitReached"] = most

@@ -4,6 +4,7 @@
   starting at ``offset`` (1-based line number) for at most ``limit`` lines, and never more than
   ``max_lines`` lines / ``max_bytes`` bytes; when it stops early, a final notice says which lines
   were shown and which ``offset`` continues. ``details["truncation"]`` describes a cut.
+* A file starting with a UTF-16 byte-order mark is read as UTF-16 text (up to 16 MB).
 * PNG, JPEG, GIF and WebP files (recognised by their first bytes, not their name) come back as a
   short text note plus an :class:`~agentcore.types.ImageContent` with base64 data.
 * However long a line is, at most 64 KB of it (``max_bytes`` + 2 when that is more) is held in
@@ -11,15 +12,16 @@
   checked every few thousand lines.
 * Failures raise: a missing file, a folder, a named pipe, device or socket (which could block
   forever), a file behind a folder this process may not search (``PermissionError``), an offset
-  past the end, a path outside ``root``, an image larger than ``max_image_bytes``, and binary
-  files (a NUL byte or mostly control characters in the first 8 KB), which are refused with a
-  hint to use bash instead.
+  past the end, a path outside ``root``, an image larger than ``max_image_bytes``, a UTF-16 file
+  over 16 MB, and binary files (a NUL byte or mostly control characters in the first 8 KB, no
+  UTF-16 byte-order mark), which are refused with a hint to use bash instead.
 """
 
 from __future__ import annotations
 
 import base64
 import codecs
+import io
 import os
 import shlex
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -37,6 +39,8 @@ _LINE_CAP = 64 * 1024  # bytes of one line held in memory (at least max_bytes + 
 _ABORT_EVERY = 4096  # lines between abort checks
 _CHUNK = 1024 * 1024  # bytes read at a time to count the lines outside the range
 _BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little and big endian
+_UTF16_MAX = 16 * 1024 * 1024  # bytes of a UTF-16 file converted in memory
 
 
 def detect_image_mime_type(head: bytes) -> Optional[str]:
@@ -136,6 +140,20 @@ def _read_past(f: IO[bytes], cap: int, signal: Any, decoder: Any, tail: str) -> 
             return size, tail
 
 
+def _utf16_as_utf8(f: IO[bytes], shown: str) -> IO[bytes]:
+    """The UTF-16 text file ``f`` (from its byte-order mark on) as UTF-8 bytes in memory, invalid
+    code units replaced; raises ``ValueError`` for one over :data:`_UTF16_MAX` bytes."""
+    size = os.fstat(f.fileno()).st_size
+    if size > _UTF16_MAX:
+        raise ValueError(
+            f"Cannot read {shown}: it is UTF-16 text of {format_size(size)}, more than the "
+            f"{format_size(_UTF16_MAX)} read converts; convert it with bash first "
+            f"(iconv -f UTF-16 -t UTF-8 {shlex.quote(shown)} > converted.txt)"
+        )
+    f.seek(0)
+    return io.BytesIO(f.read().decode("utf-16", "replace").encode("utf-8"))
+
+
 def create_read_tool(
     cwd: Optional[str] = None,
     *,
@@ -165,6 +183,8 @@ def create_read_tool(
             mime = detect_image_mime_type(head)
             if mime is not None:
                 return _image(f, head, mime, shown)
+            if head.startswith(_UTF16_BOMS):  # NUL bytes, but text: read it as UTF-8
+                return _text(_utf16_as_utf8(f, shown), shown, offset, limit, signal)
             if is_binary(head):
                 size = os.fstat(f.fileno()).st_size
                 raise ValueError(

@@ -5,7 +5,8 @@ which then replaces the target with ``os.replace``: readers see the old file or 
 half of it, and a failure leaves the old file untouched. An existing file keeps its permission
 bits, and its owner and group as far as the process may set them (root always can); a new one
 gets the usual ``0o666 & ~umask``. Writing through a symlink replaces the file it points to, not
-the link. Fails (raises) for a path outside ``root``, a folder, a named pipe,
+the link. Fails (raises) for content holding a lone UTF-16 surrogate (``ValueError`` naming it:
+UTF-8 cannot encode one), a path outside ``root``, a folder, a named pipe,
 device or socket (which ``os.replace`` would swap for a plain file), an existing file this process
 may not write (read-only), or a folder it may not create files in.
 """
@@ -19,6 +20,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
+from ._args import utf8
 from ._paths import NotARegularFileError, PathResolver, file_lock, special_file_kind
 
 __all__ = ["create_write_tool", "atomic_write"]
@@ -54,6 +56,16 @@ def _keep_owner(tmp: str, existing: os.stat_result) -> None:
             continue
 
 
+_TEMP_NAME_BYTES = 64  # of the target's name kept in the temp file's name
+
+
+def _temp_prefix(target: str) -> str:
+    """``.{name}.`` for the temp file beside ``target``, the name cut short: a name near the
+    255-byte limit plus the temp file's own 15 bytes would not fit (``File name too long``)."""
+    name = os.fsencode(os.path.basename(target))[:_TEMP_NAME_BYTES]
+    return "." + os.fsdecode(name) + "."
+
+
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, ``os.replace``).
 
@@ -79,7 +91,7 @@ def atomic_write(path: str, data: bytes) -> None:
     if existing is not None and not _writable(target):
         raise PermissionError(f"Permission denied: {path} is read-only (mode {mode:o}); it was not changed")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=folder)
     except PermissionError:
         raise PermissionError(
             f"Permission denied: cannot create files in {folder}, so {path} cannot be written "
@@ -126,8 +138,10 @@ def create_write_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) 
             raise NotARegularFileError(f"{shown} is {kind}, not a regular file; write only replaces regular files")
         if signal is not None:
             signal.raise_if_aborted()
-        data = content.encode("utf-8")
+        data = utf8(content, "content")
         with file_lock(target):
+            if signal is not None:  # again: an abort may have come while another call held the lock
+                signal.raise_if_aborted()
             atomic_write(target, data)
         return AgentToolResult(
             content=[TextContent(f"Successfully wrote {len(data)} bytes to {shown}")],
