@@ -112,6 +112,7 @@ class Connection:
         self.stopped: concurrent.futures.Future[None] = concurrent.futures.Future()
         self.dead_reason: Optional[str] = None
         self.closing = False  # the owner closed it: calls in flight say so, not "crashed"
+        self.session_gone = False  # Streamable HTTP: the server answered 404 to our session id
         # the owner's bookkeeping of the start (MCPServer, under its locks): how many callers
         # wait for ``ready``, and when the handshake is due (``time.monotonic()``)
         self.waiters = 0
@@ -179,16 +180,31 @@ class Connection:
             raise ConnectionError(f"Streamable HTTP: {_describe(first)}; HTTP+SSE: {_describe(exc)}") from None
         self.transport_used = "sse"
 
+    # No read timeout on the HTTP streams: the SDK's default (300 s without an event) ended any
+    # call that ran longer, whatever its ``timeout``, as a "closed connection"; the per-call
+    # timeout (and the liveness probe after it) is the one limit of a call, as over stdio.
+
     def _sse(self) -> Any:
         from mcp.client.sse import sse_client
 
-        return sse_client(str(self.spec.url), headers=self.spec.headers)
+        return sse_client(str(self.spec.url), headers=self.spec.headers, sse_read_timeout=None)  # type: ignore[arg-type]
 
     def _streamable(self) -> Any:
+        import httpx2
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
+        from mcp.shared._httpx_utils import MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 
-        return streamable_http_client(str(self.spec.url), http_client=create_mcp_http_client(headers=self.spec.headers))
+        timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=None)
+        http_client = create_mcp_http_client(headers=self.spec.headers, timeout=timeout)
+        http_client.event_hooks["response"].append(self._on_http_response)
+        return streamable_http_client(str(self.spec.url), http_client=http_client)
+
+    async def _on_http_response(self, response: Any) -> None:
+        """Note a session the server no longer knows: by the Streamable HTTP spec, a 404 to a
+        request carrying the session id (a server that restarted or ended the session). The
+        SDK turns it into an ordinary JSON-RPC error, which would fail every later call too."""
+        if response.status_code == 404 and "mcp-session-id" in response.request.headers:
+            self.session_gone = True
 
     def _client(self, transport: Any) -> Any:
         return Client(
@@ -294,7 +310,7 @@ class Connection:
         try:
             return await self.client.call_tool(tool, arguments or {}, progress_callback=callback)
         except SdkMCPError as exc:
-            if _lost_connection(exc) or not self.alive:
+            if self._lost(exc):
                 raise await self.lost(f"during the call to tool {tool!r}") from None
             raise MCPToolError(
                 self._redact(
@@ -340,7 +356,7 @@ class Connection:
                 if not cursor:
                     break
         except SdkMCPError as exc:
-            if _lost_connection(exc) or not self.alive:
+            if self._lost(exc):
                 raise await self.lost("while listing its tools") from None
             raise MCPServerError(
                 self._redact(f"MCP server {self.name!r}: tools/list failed: {exc.message}"), server=self.name
@@ -359,6 +375,13 @@ class Connection:
         else:
             await self.client.send_ping()
 
+    def _lost(self, exc: SdkMCPError) -> bool:
+        """Whether an SDK error of a request means the session is gone, not the server's answer:
+        the connection closed, or the server no longer knows the session (any error but "method
+        not found", which a server may also send with HTTP status 404)."""
+        gone = self.session_gone and exc.code != mcp_types.METHOD_NOT_FOUND
+        return gone or _lost_connection(exc) or not self.alive
+
     async def lost(self, when: str) -> MCPServerError:
         """Mark the connection dead and build the error that says what happened."""
         if self.closing:
@@ -368,7 +391,12 @@ class Connection:
         if self.spec.kind == "stdio":
             await self.state.wait_exit(1.0)  # let the exit code arrive
             words = _stdio.describe_exit(self.state)
-        what = " and ".join(words) if words else "closed the connection"
+        if words:
+            what = " and ".join(words)
+        elif self.session_gone:
+            what = "no longer knows this session (HTTP 404: it restarted or ended the session)"
+        else:
+            what = "closed the connection"
         message = f"MCP server {self.name!r} {what} {when}; it will be restarted on the next call"
         stderr = self.state.stderr_text()
         if stderr:

@@ -1,4 +1,5 @@
-"""Reading a ``tools/list`` answer as other clients do: one odd tool never costs the others.
+"""Reading ``tools/list`` and ``tools/call`` answers as other clients do: one odd tool never
+costs the others, nor one odd content block the rest of a result.
 
 The SDK validates a ``tools/list`` result as a whole and strictly (every ``inputSchema`` must say
 ``"type": "object"``), so a single tool written with ``{}`` as its schema (common for tools
@@ -15,7 +16,11 @@ is logged as a warning naming the tool and why. A description longer than
 :data:`MAX_DESCRIPTION_CHARS` is cut there, with a note saying so (logged too): it goes with every
 model request, and one of megabytes (generated from API docs) fills the context window, failing
 every request. An answer without such tools passes untouched.
-The check runs on a worker thread (checking a schema takes milliseconds), not on the plugin's
+The answers to ``tools/call`` pass through :func:`~agentcore_mcp.results.repaired_call_result`
+there too: the SDK refuses a whole result for one content block it cannot read (a type of a later
+protocol, a ``resource`` with neither ``text`` nor ``blob``), so such a block becomes a text block
+naming it and the others reach the agent.
+The checks run on a worker thread (checking a schema takes milliseconds), not on the plugin's
 event loop.
 """
 
@@ -30,6 +35,8 @@ import anyio
 import mcp_types
 from mcp_types.methods import validate_server_result
 from pydantic import ValidationError
+
+from .results import repaired_call_result
 
 _log = logging.getLogger("agentcore_mcp")
 
@@ -49,19 +56,25 @@ async def tolerant_tool_lists(
     async with transport as (read_stream, write_stream):
         # the tools/list requests sent and not yet answered: id -> the cursor asked for
         pending: Dict[Any, Optional[str]] = {}
-        yield _Reader(read_stream, pending, server, version), _Writer(write_stream, pending)
+        calls: Set[Any] = set()  # the ids of the tools/call requests sent and not yet answered
+        yield _Reader(read_stream, pending, calls, server, version), _Writer(write_stream, pending, calls)
 
 
 class _Writer:
-    def __init__(self, inner: Any, pending: Dict[Any, Optional[str]]) -> None:
+    def __init__(self, inner: Any, pending: Dict[Any, Optional[str]], calls: Set[Any]) -> None:
         self._inner = inner
         self._pending = pending
+        self._calls = calls
 
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
         if isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/list":
             cursor = (message.params or {}).get("cursor")
             self._pending[message.id] = cursor if isinstance(cursor, str) else None
+        elif isinstance(message, mcp_types.JSONRPCRequest) and message.method == "tools/call":
+            self._calls.add(message.id)
+        elif isinstance(message, mcp_types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self._calls.discard((message.params or {}).get("requestId"))  # its answer, if any, is dropped
         await self._inner.send(item)
 
     async def aclose(self) -> None:
@@ -79,10 +92,16 @@ class _Writer:
 
 class _Reader:
     def __init__(
-        self, inner: Any, pending: Dict[Any, Optional[str]], server: str, version: Callable[[], Optional[str]]
+        self,
+        inner: Any,
+        pending: Dict[Any, Optional[str]],
+        calls: Set[Any],
+        server: str,
+        version: Callable[[], Optional[str]],
     ) -> None:
         self._inner = inner
         self._pending = pending
+        self._calls = calls
         self._server = server
         self._version = version
         # the names listed so far by each listing that goes on, by the cursor of its next page
@@ -91,7 +110,20 @@ class _Reader:
     async def receive(self) -> Any:
         item = await self._inner.receive()
         message = getattr(item, "message", None)
-        if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)) and message.id in self._pending:
+        if not isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+            return item
+        if message.id in self._calls:
+            self._calls.discard(message.id)
+            if isinstance(message, mcp_types.JSONRPCResponse):
+                version = self._version() or _FALLBACK_VERSION
+                try:
+                    message.result = await anyio.to_thread.run_sync(repaired_call_result, message.result, version)
+                except Exception as exc:  # noqa: BLE001 - the SDK reads it as it is; the session goes on
+                    _log.debug(
+                        "MCP server %r: a tools/call result could not be checked (%s)", self._server, type(exc).__name__
+                    )
+            return item
+        if message.id in self._pending:
             cursor = self._pending.pop(message.id)
             names = self._listed.pop(cursor, set()) if cursor is not None else set()
             if isinstance(message, mcp_types.JSONRPCResponse):

@@ -15,6 +15,10 @@ MCP                                    agentcore
                                        valid base64 as above)
 ``resource`` with another ``blob``     ``TextContent("[resource <uri> (<mime>), N bytes base64]")``
 ``resource_link``                      ``TextContent("[resource link <uri>] <name>: <description>")``
+another type, or an invalid block      ``TextContent("[MCP content of type '<type>' not shown:
+                                       <why>]")`` (a future type, or say a ``resource`` with
+                                       neither ``text`` nor ``blob``); the result's other
+                                       blocks stay (see :func:`repaired_call_result`)
 ``structuredContent``                  ``details`` (the object); also a JSON text block when the
                                        content has no text block of its own
 ``isError: true``                      :class:`MCPToolError` raised with the server's text (the
@@ -38,6 +42,10 @@ import binascii
 import json
 import re
 from typing import Any, Callable, Dict, List, Optional
+
+import mcp_types
+from mcp_types.methods import validate_server_result
+from pydantic import ValidationError
 
 from agentcore.tools import AgentToolResult
 from agentcore.types import ImageContent, TextContent
@@ -175,3 +183,74 @@ def progress_update(progress: float, total: Optional[float], message: Optional[s
         text = f"progress {progress:g}"
     details: Dict[str, Any] = {"progress": progress, "total": total, "message": message}
     return AgentToolResult(content=[TextContent(text)], details=details)
+
+
+#: the content types of MCP and the SDK's model of each (for saying what is wrong with one)
+_CONTENT_MODELS = {
+    "text": "TextContent",
+    "image": "ImageContent",
+    "audio": "AudioContent",
+    "resource_link": "ResourceLink",
+    "resource": "EmbeddedResource",
+}
+
+
+def repaired_call_result(result: Any, version: str) -> Any:
+    """A raw ``tools/call`` ``result`` the SDK accepts although some of its content blocks are
+    of a type it does not know (a later protocol's) or not valid MCP: ``result`` itself when it
+    is valid, else a copy with each such block replaced by a text block naming its type and the
+    problem (the SDK validates a result as a whole, so one such block would otherwise cost the
+    whole result). A result that is invalid for another reason is returned unchanged: the SDK's
+    error then says what is wrong with it."""
+    content = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(content, list) or _call_result_valid(result, version):
+        return result
+    if not _call_result_valid({**result, "content": []}, version):
+        return result  # something other than a block is wrong
+    blocks = [
+        block if _call_result_valid({**result, "content": [block]}, version) else _unknown_block_note(block)
+        for block in content
+    ]
+    fixed = {**result, "content": blocks}
+    return fixed if _call_result_valid(fixed, version) else result
+
+
+def _call_result_valid(result: Dict[str, Any], version: str) -> bool:
+    """Whether the SDK reads ``result`` as a ``CallToolResult`` of protocol ``version``."""
+    try:
+        validate_server_result("tools/call", version, result)
+    except ValidationError:
+        return False
+    except (KeyError, ValueError):  # a version the SDK has no table for: the model decides
+        pass
+    try:
+        mcp_types.CallToolResult.model_validate(result, by_name=False)
+    except ValidationError:
+        return False
+    return True
+
+
+def _unknown_block_note(block: Any) -> Dict[str, str]:
+    """The text block that stands for a content ``block`` the SDK would refuse."""
+    if not isinstance(block, dict):
+        text = f"[MCP content not shown: it is not an object ({json.dumps(block)[:40]})]"
+    else:
+        kind = block.get("type")
+        if isinstance(kind, str) and kind in _CONTENT_MODELS:
+            why = f"it is not valid MCP ({_block_problem(block, _CONTENT_MODELS[kind])})"
+        else:
+            why = "this client does not know that type"
+        text = f"[MCP content of type {kind!r} not shown: {why}]"
+    return {"type": "text", "text": text}
+
+
+def _block_problem(block: Dict[str, Any], model: str) -> str:
+    """The first problem the SDK finds with ``block``, as ``"where: what"``."""
+    try:
+        getattr(mcp_types, model).model_validate(block, by_name=False)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        # the union's branch names (TextResourceContents...) say nothing to a reader
+        where = ".".join(str(p) for p in first.get("loc", ()) if not str(p)[:1].isupper()) or "the block"
+        return f"{where}: {first.get('msg', 'invalid')}"
+    return "not accepted in this protocol version"

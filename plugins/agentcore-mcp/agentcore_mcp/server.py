@@ -5,8 +5,9 @@ on a future of the plugin's private event loop (:mod:`agentcore_mcp._loop`) and 
 itself. Thread-safe: tool calls from the agent's parallel tool threads run concurrently on one
 session.
 
-Failure semantics, per call: a crash, a closed connection or a hang (no result within ``timeout``
-and no answer to a liveness probe after it: ``ping``, or ``tools/list`` on 2026-07-28 sessions)
+Failure semantics, per call: a crash, a closed connection, a Streamable HTTP session the server
+no longer knows (HTTP 404 to its session id: the server restarted) or a hang (no result within
+``timeout`` and no answer to a liveness probe after it: ``ping``, or ``tools/list`` on 2026-07-28 sessions)
 raises :class:`MCPServerError` naming the server and what happened, and drops the session; the
 next call starts the server again. A call that merely took too long raises :class:`MCPTimeoutError` and the session stays. Aborting the run's signal cancels
 the request on the server (``notifications/cancelled``) and raises :class:`MCPAbortedError` at
@@ -380,12 +381,13 @@ class MCPServer:
     def tools(self, prefix: Optional[str] = None) -> List[AgentTool]:
         """The server's tools as AgentTools, named ``<prefix>_<name>`` when ``prefix`` is given.
 
-        Names are made valid for model APIs (characters outside ``A-Za-z0-9_-`` become ``_``, at
-        most 64 characters). Description and input JSON schema are passed through. After the
-        server sent ``notifications/tools/list_changed`` the list is fetched again (also when
-        the notification arrived while a list was being fetched: that list may predate the
-        change), and the AgentTool objects returned before are updated in place (description,
-        schema). Connects first if needed.
+        Names are made valid for model APIs (characters outside ``A-Za-z0-9_-`` become ``_``, a
+        ``_`` goes before a first character that is not a letter, at most 64 characters).
+        Description and input JSON schema are passed through. After the server sent
+        ``notifications/tools/list_changed`` the list is fetched again (also when the
+        notification arrived while a list was being fetched: that list may predate the change),
+        and the AgentTool objects returned before are updated in place (description, schema).
+        Connects first if needed.
         """
         conn = self._connection()
         with self._tools_lock:
@@ -527,11 +529,18 @@ class MCPServer:
 
         ``signal`` (an agentcore ``AbortSignal``) cancels the request on the server when aborted;
         ``on_update`` receives progress as partial ``AgentToolResult``s; ``timeout`` overrides the
-        server's default (``None``: no limit). Raises :class:`MCPToolError` (``isError`` or a
-        refused call), :class:`MCPAbortedError`, :class:`MCPTimeoutError`, :class:`MCPServerError`
-        (crash or hang: the server is restarted on the next call) or :class:`MCPConnectionError`.
+        server's default (``None``: no limit); one no wait can use (not positive, NaN, infinite,
+        not a number) raises ``ValueError`` before anything is sent. Raises :class:`MCPToolError`
+        (``isError`` or a refused call), :class:`MCPAbortedError`, :class:`MCPTimeoutError`,
+        :class:`MCPServerError` (crash, hang, or an HTTP session the server no longer knows: the
+        server is restarted, or reconnected to, on the next call) or :class:`MCPConnectionError`.
         """
         limit = self.timeout if timeout == "default" else timeout
+        if limit is not None and not valid_timeout(limit):  # before anything is sent
+            raise ValueError(
+                f"MCPServer.call_tool: timeout must be a positive number of seconds (at most "
+                f"{threading.TIMEOUT_MAX:.0f}) or None, not {limit!r} (server {self.name!r}, tool {name!r})"
+            )
         if signal is not None and signal.aborted:
             raise MCPAbortedError(
                 f"MCP server {self.name!r}: call to tool {name!r} not sent, the run was aborted",
@@ -654,8 +663,14 @@ def _default_name(spec: Spec) -> str:
 
 
 def _tool_name(prefix: Optional[str], name: str) -> str:
+    """The agent tool name of MCP tool ``name``: what every provider accepts, ``[A-Za-z0-9_-]``,
+    at most 64, and a letter or ``_`` first (Gemini refuses every request naming a tool that
+    starts with a digit or ``-``, such as ``2fa_check`` or, with prefix ``1password``, any)."""
     full = name if not prefix else (prefix + name if prefix.endswith(("_", "-")) else f"{prefix}_{name}")
-    return _TOOL_NAME.sub("_", full)[:64] or "_"
+    valid = _TOOL_NAME.sub("_", full)
+    if not re.match(r"[A-Za-z_]", valid):  # (also the empty name: "_")
+        valid = "_" + valid
+    return valid[:64]
 
 
 def _description(tool: Any) -> str:

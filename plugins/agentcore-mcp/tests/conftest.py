@@ -123,20 +123,30 @@ class HttpServerProcess:
     """mcp_test_server.py in ``http`` or ``sse`` mode on 127.0.0.1, a random free port."""
 
     def __init__(self, mode: str, marker_dir: Path) -> None:
+        self.mode = mode
+        self.marker_dir = marker_dir
         self.port = free_port()
-        env = {**os.environ, "MARKER_DIR": str(marker_dir)}
+        path = "/mcp" if mode == "http" else "/sse"
+        self.url = f"http://127.0.0.1:{self.port}{path}"
+        self._launch()
+
+    def _launch(self) -> None:
+        env = {**os.environ, "MARKER_DIR": str(self.marker_dir)}
         self.process = subprocess.Popen(
-            [sys.executable, TEST_SERVER, mode, str(self.port)],
+            [sys.executable, TEST_SERVER, self.mode, str(self.port)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        path = "/mcp" if mode == "http" else "/sse"
-        self.url = f"http://127.0.0.1:{self.port}{path}"
         if not eventually(self._accepting, within=30):
             self.stop()
-            raise RuntimeError(f"the {mode} test server did not start listening on port {self.port}")
+            raise RuntimeError(f"the {self.mode} test server did not start listening on port {self.port}")
+
+    def restart(self) -> None:
+        """Kill the server and start a new one on the same port (it knows no earlier session)."""
+        self.stop()
+        self._launch()
 
     def _accepting(self) -> bool:
         if self.process.poll() is not None:

@@ -4,14 +4,15 @@ failures an SDK-built server cannot produce: a JSON-RPC error of code -32000 (th
 (``MODE=odd-schemas``) tool lists whose input schemas the SDK's strict validation refuses, and
 (``MODE=unusable-tools``) a valid tool list (of two pages) no agent could use whole: tools of one name and
 a schema that is not JSON schema, (``MODE=long-description``) a description of megabytes, a result
-holding half an emoji as a lone surrogate escape (``MODE=cut-emoji``) and one of megabytes
-(``MODE=big-result``)."""
+holding half an emoji as a lone surrogate escape (``MODE=cut-emoji``), one of megabytes
+(``MODE=big-result``) and one with content blocks the SDK cannot read (``MODE=unknown-block``)."""
 
 import json
 import os
 import sys
 
 MODE = os.environ.get("MODE", "")
+MODE_ERROR = os.environ.get("IS_ERROR") == "1"  # MODE=unknown-block: the result says isError
 
 
 def send(message: dict) -> None:
@@ -95,6 +96,14 @@ for line in sys.stdin:
     elif method == "tools/call" and MODE == "big-result":  # one line of megabytes: many pipe reads
         text = "".join(f"{i:09d}\n" for i in range(300_000))
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": text}]}})
+    elif method == "tools/call" and MODE == "unknown-block":  # a later protocol's type, a broken resource
+        content = [
+            {"type": "text", "text": "before"},
+            {"type": "audio2", "data": "AAAA", "mimeType": "audio/x"},
+            {"type": "resource", "resource": {"uri": "file:///r.txt"}},
+            {"type": "text", "text": "after"},
+        ]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": content, "isError": MODE_ERROR}})
     elif method == "tools/call" and MODE == "not-a-list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": "notalist"}})
     elif method.startswith("tools/"):

@@ -6,7 +6,7 @@ import logging
 import threading
 
 import pytest
-from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPToolError
+from agentcore_mcp import MCPAbortedError, MCPConnectionError, MCPServer, MCPServerError, MCPToolError
 from conftest import abort_when_marked, eventually, free_port
 
 from agentcore.signals import AbortController
@@ -43,6 +43,42 @@ def test_list_changed_over_http(http_server):
         server.call_tool("add_tool", {})
         assert changed.wait(10)
         assert "extra" in {t.name for t in server.tools()}
+
+
+def test_a_server_restarted_under_a_2025_era_session_is_reconnected(http_server):
+    """A restarted server answers the old session id with HTTP 404, which the SDK reports as an
+    ordinary JSON-RPC error: the call says the session is gone, and the next one reconnects
+    (before, every later call failed with "Session not found")."""
+    server = MCPServer.http(http_server.url, name="web")
+    server._spec.mode = "legacy"  # a session id: 2026-07-28 sessions are stateless
+    with server:
+        assert server.call_tool("echo", {"text": "one"}).content == [TextContent("one")]
+        http_server.restart()
+        with pytest.raises(MCPServerError, match="'web' no longer knows this session \\(HTTP 404"):
+            server.call_tool("echo", {"text": "two"})
+        assert server.call_tool("echo", {"text": "three"}).content == [TextContent("three")]
+        assert server.restarts == 1
+
+
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_a_call_longer_than_the_sdks_stream_read_timeout_gets_its_result(transport, request, monkeypatch):
+    """The SDK's HTTP streams time out after 300 s without an event: a tool that worked longer,
+    within its own ``timeout``, failed as "closed the connection" and the session restarted.
+    Here that SDK default is 1 s, the tool works 3 s."""
+    import mcp.client.sse
+    import mcp.shared._httpx_utils
+
+    monkeypatch.setattr(mcp.shared._httpx_utils, "MCP_DEFAULT_SSE_READ_TIMEOUT", 1.0)
+    sse_client = mcp.client.sse.sse_client
+
+    def short_sse_client(url, headers=None, timeout=5.0, sse_read_timeout=1.0, **kwargs):
+        return sse_client(url, headers, timeout, sse_read_timeout, **kwargs)
+
+    monkeypatch.setattr(mcp.client.sse, "sse_client", short_sse_client)
+    url = request.getfixturevalue("http_server" if transport == "streamable-http" else "sse_server").url
+    with MCPServer.http(url, name="web", transport=transport, timeout=30) as server:
+        assert server.call_tool("slow", {"seconds": 3}).content == [TextContent("slept")]
+        assert server.restarts == 0
 
 
 def test_falls_back_to_http_sse_for_an_old_server(sse_server):

@@ -135,3 +135,31 @@ def test_an_error_given_only_as_structured_content_keeps_it_as_its_message():
     with pytest.raises(MCPToolError) as info:
         to_tool_result(result, "srv", "tool")
     assert str(info.value) == '{"error": "quota exceeded"}'
+
+
+def test_blocks_the_sdk_cannot_read_become_notes_and_the_rest_stays():
+    from agentcore_mcp.results import repaired_call_result
+
+    fine = {"type": "text", "text": "kept"}
+    raw = {"content": [fine, {"type": "video", "url": "x"}, 7, {"type": "text", "text": 5}], "isError": False}
+    for version in ("2025-06-18", "2025-11-25"):
+        fixed = repaired_call_result(raw, version)
+        assert [b["text"] for b in fixed["content"]] == [
+            "kept",
+            "[MCP content of type 'video' not shown: this client does not know that type]",
+            "[MCP content not shown: it is not an object (7)]",
+            "[MCP content of type 'text' not shown: it is not valid MCP (text: Input should be a valid string)]",
+        ]
+        assert t.CallToolResult.model_validate(fixed, by_name=False).content[0].text == "kept"
+    modern = {**raw, "resultType": "complete"}
+    assert repaired_call_result(modern, "2026-07-28")["resultType"] == "complete"
+    assert len(repaired_call_result(modern, "2026-07-28")["content"]) == 4
+    valid = {"content": [fine]}
+    assert repaired_call_result(valid, "2025-11-25") is valid
+    odd = repaired_call_result({"content": [{"type": {"x": 1}}, {"text": "no type"}]}, "2025-11-25")
+    assert [b["text"] for b in odd["content"]] == [
+        "[MCP content of type {'x': 1} not shown: this client does not know that type]",
+        "[MCP content of type None not shown: this client does not know that type]",
+    ]
+    broken = {"content": [{"type": "video"}], "isError": "maybe"}  # wrong beyond its blocks: the SDK says what
+    assert repaired_call_result(broken, "2025-11-25") is broken

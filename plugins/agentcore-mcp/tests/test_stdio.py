@@ -54,6 +54,18 @@ def test_prefix_names_tools_and_calls_reach_the_original_name(shared):
     assert result.details == {"result": 42}
 
 
+def test_tool_names_start_with_a_letter_or_underscore_as_gemini_requires(test_server):
+    """A name starting with a digit (prefix ``1password``, a tool ``2fa_check``) made Gemini refuse
+    every request of the agent (HTTP 400: a function name must start with a letter or ``_``)."""
+    import re
+
+    server = test_server()
+    tools = server.tools(prefix="1password")
+    assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", t.name) for t in tools)
+    echo = next(t for t in tools if t.name == "_1password_echo")
+    assert echo.execute("c1", {"text": "hi"}).content == [TextContent("hi")]
+
+
 def test_the_same_agent_tool_object_is_returned_each_time(shared):
     server = shared
     assert server.tools()[0] is server.tools()[0]
@@ -98,6 +110,20 @@ def test_timeouts_no_wait_can_use_are_refused_by_name():
     with pytest.raises(ValueError, match="connect_timeout"):
         MCPServer.stdio("server", connect_timeout=None)
     MCPServer.stdio("server", timeout=None).close()  # None: no limit for a call
+
+
+def test_a_per_call_timeout_no_wait_can_use_is_refused_before_anything_is_sent(test_server):
+    """``call_tool(timeout=inf)`` (or ``1e10``, ``"30"``) sent the request, so the tool ran, and
+    then failed with a bare OverflowError or TypeError; ``nan`` and ``-1`` timed out at once."""
+    server = test_server()
+    for bad in (float("nan"), float("inf"), 1e10, 0, -1, True, "30"):
+        with pytest.raises(ValueError, match=r"MCPServer.call_tool: timeout must be a positive number of seconds"):
+            server.call_tool("echo", {"text": "x"}, timeout=bad)
+    assert server.pid is None, "a call was sent"
+    server.timeout = float("inf")  # the default, set on the object
+    with pytest.raises(ValueError, match=r"not inf \(server 'testsrv', tool 'echo'\)"):
+        server.call_tool("echo", {"text": "x"})
+    assert server.pid is None
 
 
 def test_is_error_raises_with_the_servers_text(shared):
@@ -506,16 +532,15 @@ def _readlink(path: str) -> str:
         return ""
 
 
-def _raw_server(mode: str, **options):
+def _raw_server(mode: str, env_extra=None, **options):
     import os
     import sys
 
     from agentcore_mcp import MCPServer
 
     script = os.path.join(os.path.dirname(__file__), "raw_jsonrpc_server.py")
-    return MCPServer.stdio(
-        sys.executable, [script], name="raw", env={"MODE": mode, "TOKEN": "tok-0123456789"}, **options
-    )
+    env = {"MODE": mode, "TOKEN": "tok-0123456789", **(env_extra or {})}
+    return MCPServer.stdio(sys.executable, [script], name="raw", env=env, **options)
 
 
 def test_a_server_error_of_code_32000_is_the_tools_error_not_a_lost_connection():
@@ -540,6 +565,29 @@ def test_a_result_that_is_not_valid_mcp_is_a_tool_error_naming_the_server():
             MCPToolError, match=r"MCP server 'raw': tool 't' returned a result that is not valid MCP: content"
         ):
             server.call_tool("t", {})
+
+
+def test_a_content_block_the_sdk_cannot_read_costs_only_itself():
+    """The SDK refuses a whole result for one block of a type it does not know (a later
+    protocol's) or a malformed one: the other blocks arrive, and a note names each such block."""
+    with _raw_server("unknown-block") as server:
+        result = server.call_tool("t", {})
+        assert server.restarts == 0
+    assert [b.text for b in result.content] == [
+        "before",
+        "[MCP content of type 'audio2' not shown: this client does not know that type]",
+        "[MCP content of type 'resource' not shown: it is not valid MCP (resource.text: Field required)]",
+        "after",
+    ]
+
+
+def test_an_error_result_with_a_block_the_sdk_cannot_read_keeps_its_message():
+    from agentcore_mcp import MCPToolError
+
+    with _raw_server("unknown-block", env_extra={"IS_ERROR": "1"}) as server:
+        with pytest.raises(MCPToolError) as info:
+            server.call_tool("t", {})
+    assert str(info.value).startswith("before\n[MCP content of type 'audio2' not shown")
 
 
 def test_a_result_holding_a_lone_surrogate_arrives_at_once():
