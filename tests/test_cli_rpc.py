@@ -285,6 +285,104 @@ def test_a_message_queued_as_the_run_ends_is_answered_by_a_next_run(rpc, tmp_pat
     assert child.close().returncode == 0
 
 
+NOTE_THE_ABORT = """
+from agentcore.cli import _rpc_commands
+real_settle = _rpc_commands.settle
+def settle(server):
+    sys.stderr.write("abort read\\n")
+    sys.stderr.flush()
+    real_settle(server)
+_rpc_commands.settle = settle
+"""
+
+
+def test_an_abort_sent_during_the_run_also_stops_the_run_for_a_late_message(rpc, tmp_path):
+    """A follow-up queued after the run's last look at its queues, then ``abort`` before its
+    ``agent_end``: the abort came too late to change the run's answer (it ended normally), and a
+    new run used to start for the late message anyway, though the user had aborted. An abort
+    during a run leaves queued messages for the next prompt; the late message waits too."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    setup = f"FIFO = {str(fifo)!r}" + HOLD_AT_AGENT_END + NOTE_THE_ABORT
+    child = rpc("--model", "scripted", "--no-session", setup=setup)
+    child.call({"type": "prompt", "message": "first question"})
+    assert child.proc.stderr is not None
+    note = ""
+    while "held at agent_end" not in note:
+        note = child.proc.stderr.readline().decode()
+        assert note, "agentcore rpc exited before the run ended"
+    child.call({"type": "follow_up", "message": "a late question"})
+    child.send({"id": "a", "type": "abort"})  # the reader waits in it for the run to end
+    while "abort read" not in note:
+        note = child.proc.stderr.readline().decode()
+        assert note, "agentcore rpc exited before the abort was read"
+    with open(fifo, "w"):
+        pass  # let the run end
+    lines = child.read_until(lambda o: o.get("id") == "a")
+    assert lines[-1]["success"] is True
+    assert child.close().returncode == 0  # end of input waits for whatever would start a run
+    assert [o["type"] for o in child.seen].count("agent_start") == 1
+    updates = [o for o in child.seen if o["type"] == "queue_update"]
+    assert updates[-1]["followUp"] == ["a late question"]  # still waiting for the next prompt
+
+
+PROMPT_RACES_THE_LATE_RUN = (
+    HOLD_AT_AGENT_END
+    + """
+import threading
+started, checked = threading.Event(), threading.Event()
+prompts = []
+real_send_after, real_resume = _rpc.RpcServer.send_after, _rpc.RpcServer._resume_late
+real_start_resumer = _rpc.RpcServer._start_resumer
+
+def start_resumer(self):
+    real_start_resumer(self)
+    started.set()
+
+def send_after(self, kind, request_id, start, data=_rpc._NO_DATA):
+    prompts.append(kind)
+    if prompts.count("prompt") == 2:  # the second prompt found no run going
+        assert started.wait(30), "no run was to start for the late message"
+        checked.set()
+        self.resumer.join(30)  # the run for the late message starts now
+    return real_send_after(self, kind, request_id, start, data)
+
+def resume_late(self, agent):
+    assert checked.wait(30), "the prompt was never read"
+    return real_resume(self, agent)
+
+_rpc.RpcServer.send_after, _rpc.RpcServer._resume_late = send_after, resume_late
+_rpc.RpcServer._start_resumer = start_resumer
+"""
+)
+
+
+def test_a_queued_prompt_read_as_a_late_run_starts_is_queued_not_refused(rpc, tmp_path):
+    """A ``prompt`` with ``streamingBehavior`` read just as the run for a late message starts
+    (it found no run going, then that run began before its own could): it used to be refused
+    with the agent's "Use steer() or follow_up()" RuntimeError, though the client had asked for
+    exactly that, and the message was lost. It is queued for the run that began."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    child = rpc("--model", "scripted", "--no-session", setup=f"FIFO = {str(fifo)!r}" + PROMPT_RACES_THE_LATE_RUN)
+    child.call({"type": "prompt", "message": "first question"})
+    assert child.proc.stderr is not None
+    note = ""
+    while "held at agent_end" not in note:
+        note = child.proc.stderr.readline().decode()
+        assert note, "agentcore rpc exited before the run ended"
+    child.call({"type": "follow_up", "message": "a late question"})
+    with open(fifo, "w"):
+        pass  # let the first run end: a run starts for the late question
+    child.read_until(is_type("agent_end"))
+    queued = child.call({"type": "prompt", "message": "and this", "streamingBehavior": "followUp"})
+    assert queued["success"] is True, queued
+    assert child.close().returncode == 0
+    asked = [o["messages"] for o in child.seen if o["type"] == "agent_end"][-1]
+    texts = [m["content"][0]["text"] for m in asked if m["role"] == "user"]
+    assert texts[-2:] == ["a late question", "and this"]
+
+
 # --------------------------------------------------------------------------- malformed input
 
 
@@ -376,6 +474,29 @@ def test_switch_session_to_the_current_session_by_id_is_a_no_op(rpc, tmp_path):
     after = child.call({"type": "get_state"})["data"]
     assert after["sessionFile"] == state["sessionFile"] and after["messageCount"] == 2
     assert child.close().returncode == 0
+
+
+@pytest.mark.parametrize("store", ["jsonl", "sqlite"])
+def test_switch_session_to_the_current_session_by_url_is_a_no_op(rpc, tmp_path, store):
+    """The current session named by its URL (for a SQLite database holding several sessions the
+    only way to name one) used to be opened a second time, which fails on its writer lock: "open
+    for writing by another Session in this process; close it there first"."""
+    path = tmp_path / ("cur.jsonl" if store == "jsonl" else "cur.db")
+    child = rpc("--model", "scripted", "--session", str(path))
+    child.call({"type": "prompt", "message": "remember me"})
+    child.read_until(is_type("agent_end"))
+    state = child.call({"type": "get_state"})["data"]
+    url = f"jsonl://{path}" if store == "jsonl" else f"sqlite://{path}?session={state['sessionId']}"
+    switched = child.call({"type": "switch_session", "sessionPath": url})
+    assert switched["success"] is True, switched
+    assert child.call({"type": "get_state"})["data"]["messageCount"] == 2
+    child.call({"type": "prompt", "message": "still here"})
+    child.read_until(is_type("agent_end"))
+    assert child.close().returncode == 0
+    opened = Session.open(path, read_only=True) if store == "jsonl" else None
+    if opened is not None:
+        with opened as session:
+            assert len(session.build_context().messages) == 4
 
 
 def test_new_session_under_no_session_stays_in_memory_after_a_switch(rpc, tmp_path):
@@ -736,6 +857,26 @@ def test_bash_joins_the_transcript_and_keys_are_never_printed(rpc, env):
     assert SECRET not in json.dumps(child.seen) and SECRET not in finished.stderr
 
 
+def test_a_long_bash_output_keeps_its_full_copy_under_a_non_utf8_locale(rpc, env):
+    """Past 50,000 characters the whole output goes to a temporary file. It was written in the
+    locale's encoding: under an ASCII locale (or any that lacks U+FFFD, the decoded form of a
+    byte that is not UTF-8) the ``bash`` command failed with a UnicodeEncodeError, its output
+    never joined the transcript and a partial file was left behind. The file holds the output's
+    bytes as the command wrote them."""
+    env.update(LC_ALL="C", PYTHONUTF8="0", PYTHONCOERCECLOCALE="0")
+    child = rpc("--model", "scripted", "--no-session")
+    done = child.call({"type": "bash", "command": "head -c 60000 /dev/zero | tr '\\0' '\\351'; echo; echo end"})
+    assert done["success"] is True, done
+    data = done["data"]
+    assert data["truncated"] is True and data["output"].endswith("\ufffd\nend\n")
+    with open(data["fullOutputPath"], "rb") as handle:
+        assert handle.read() == b"\xe9" * 60000 + b"\nend\n"
+    os.unlink(data["fullOutputPath"])
+    messages = child.call({"type": "get_messages"})["data"]["messages"]
+    assert messages[0]["role"] == "bashExecution" and messages[0]["fullOutputPath"] == data["fullOutputPath"]
+    assert child.close().returncode == 0
+
+
 def test_every_known_key_is_masked_from_the_start(rpc, env, tmp_path):
     """docs/rpc.rst: keys are masked in every line. A provider's key used to be masked only once
     that provider was selected."""
@@ -862,6 +1003,30 @@ def test_end_of_input_mid_run_lets_the_run_finish_then_exits_0(rpc, tmp_path):
     assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].text == "partial never"
 
 
+def test_a_client_that_closed_both_pipes_mid_run_gets_the_run_aborted(rpc, tmp_path):
+    """The client went away (a crashed editor closes stdin and stdout): nobody reads the answer,
+    so the run is aborted, the session closed and the process exits 0. It used to be let finish
+    as at a plain end of input, running tools and paid requests unattended, for ever when the
+    model stalled."""
+    path = tmp_path / "gone.jsonl"
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "stream then stall"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.proc.stdin is not None and child.proc.stdout is not None
+        child.proc.stdout.close()
+        child.proc.stdin.close()
+        try:
+            status = child.proc.wait(timeout=WAIT)
+        finally:
+            server.release.set()
+    assert status == 0
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert messages[-1].stop_reason == "aborted"
+    assert child.proc.stderr is not None and "closed its output" in child.proc.stderr.read().decode()
+
+
 def test_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path):
     path = tmp_path / "mid.jsonl"
     with ScriptedServer([stalled("partial")]) as server:
@@ -890,6 +1055,21 @@ def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
     assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
     assert lines[2]["data"] == {"commands": []}
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_byte_order_mark_at_the_start_of_the_input_is_skipped():
+    """A commands file saved with a UTF-8 BOM (Notepad, PowerShell's ``Set-Content -Encoding
+    UTF8``) piped in: its first command used to be refused ("Unexpected UTF-8 BOM (decode using
+    utf-8-sig)") and never run. A BOM anywhere else is still an error."""
+    out, err = io.StringIO(), io.StringIO()
+    commands = '\ufeff{"type": "get_commands", "id": 1}\n\ufeff{"type": "get_commands", "id": 2}\n'
+    status = main(["rpc", "--model", "scripted", "--no-session"], stdin=io.StringIO(commands), stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(o["command"], o["success"], o.get("id")) for o in lines] == [
+        ("get_commands", True, 1),
+        ("parse", False, None),
+    ]
 
 
 def test_an_id_that_is_not_a_string_or_a_finite_number_is_refused():

@@ -10,9 +10,10 @@ the differences from the reference are in :mod:`agentcore.cli._rpc_commands`,
 Behaviour, and how it fails:
 
 * Lines are split on LF only (a trailing CR is dropped), so U+2028/U+2029 inside JSON strings
-  are data; blank lines are skipped. A line that is not UTF-8 or not JSON, not an object, an
-  unknown ``type`` or a missing/mistyped field gets an error response naming the problem (with
-  the ``id`` when one could be read) and the process reads on.
+  are data; blank lines and a UTF-8 BOM at the start of the input are skipped. A line that is
+  not UTF-8 or not JSON, not an object, an unknown ``type`` or a missing/mistyped field gets an
+  error response naming the problem (with the ``id`` when one could be read) and the process
+  reads on.
 * Output lines are written under one lock (responses come from the reader thread, events from
   the run thread), each flushed, each valid JSON (:func:`agentcore._safe.json_safe`), the API key
   masked. Nothing else reaches stdout: ``print()`` in a tool or plugin and the output of child
@@ -29,12 +30,13 @@ Behaviour, and how it fails:
 * A message queued during a run (``prompt`` with ``streamingBehavior``, ``steer``,
   ``follow_up``) that arrives after the run's loop took its last look at the queues, just
   before its ``agent_end``, starts a run of its own once that run has settled (when it ended
-  normally; after an abort, an error or an approval pause it waits for the next prompt or
-  ``continue``, as a message queued while idle does).
+  normally and no ``abort`` was read since it began; after an abort, an error or an approval
+  pause it waits for the next prompt or ``continue``, as a message queued while idle does).
 * End of input: the run in progress (with its queued steering and follow-up messages) and a
   running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
-  (flushed) and the command exits 0. SIGTERM, also while finishing, aborts the run and awaits its
-  end (up to :data:`SHUTDOWN_WAIT` seconds) instead.
+  (flushed) and the command exits 0; when the client has closed stdout too (it went away, nobody
+  reads the answer), they are aborted instead, as on SIGTERM. SIGTERM, also while finishing,
+  aborts the run and awaits its end (up to :data:`SHUTDOWN_WAIT` seconds) instead.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from typing import Any, BinaryIO, Callable, Deque, Dict, Iterator, List, Optiona
 from .._safe import describe_exception, json_safe
 from ._render import Masker
 
-__all__ = ["RpcOutput", "RpcError", "RpcServer", "cmd_rpc", "read_lines", "SHUTDOWN_WAIT"]
+__all__ = ["RpcOutput", "RpcError", "RunStarted", "RpcServer", "cmd_rpc", "read_lines", "SHUTDOWN_WAIT"]
 
 #: Seconds the shutdown waits for an aborted run to settle before closing the session anyway.
 SHUTDOWN_WAIT = 30.0
@@ -68,6 +70,11 @@ _encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",",
 
 class RpcError(Exception):
     """A command failed; the message goes into the error response as it is (say what to send)."""
+
+
+class RunStarted(RpcError):
+    """:meth:`RpcServer.send_after` found a run begun since the command checked for one (the run
+    for messages queued as the last run ended): nothing was started."""
 
 
 class RpcOutput:
@@ -101,6 +108,25 @@ class RpcOutput:
             except (BrokenPipeError, ValueError, OSError):
                 self.closed = True
 
+    def gone(self) -> bool:
+        """True once the reader has gone away: a write failed, or the stream is a pipe or socket
+        whose other end was closed (seen without writing, so a run that is silent, a stalled
+        model or a long tool, is noticed too). False for a stream without a file descriptor."""
+        if self.closed:
+            return True
+        try:
+            fd = self.stream.fileno()
+        except (AttributeError, ValueError, OSError):
+            return False
+        try:
+            import select
+
+            poller = select.poll()
+            poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
+            return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+        except (AttributeError, ValueError, OSError):  # no poll() (Windows), a closed fd
+            return False
+
     def mask(self, secret: Optional[str]) -> None:
         """Mask ``secret`` (an API key) in every later line."""
         self.masker.add(secret)
@@ -123,14 +149,21 @@ class RpcOutput:
 
 def read_lines(stream: Any) -> Iterator[bytes]:
     """The LF-terminated records of ``stream`` (bytes; a text stream is read through its buffer),
-    without the LF and one trailing CR. The last record may lack its LF."""
+    without the LF and one trailing CR, and without a UTF-8 byte order mark at the start of the
+    stream (a file saved by a Windows editor; RFC 8259 lets a parser ignore it). The last record
+    may lack its LF."""
     binary: BinaryIO = getattr(stream, "buffer", stream)
+    first = True
     while True:
         raw = binary.readline()
         if not raw:
             return
         if isinstance(raw, str):  # a text stream without .buffer (an in-process caller's StringIO)
             raw = raw.encode("utf-8", "surrogateescape")
+        if first:
+            first = False
+            if raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
         if raw.endswith(b"\n"):
             raw = raw[:-1]
         if raw.endswith(b"\r"):
@@ -198,6 +231,11 @@ class RpcServer:
         self.workers: List[threading.Thread] = []
         # the thread that starts a run for messages queued as the last run ended (_resume_late)
         self.resumer: Optional[threading.Thread] = None
+        # abort commands read so far, and their count when the latest run began (both changed
+        # under the output lock): an abort read during a run also cancels the run _resume_late
+        # would start for its late messages
+        self.aborts = 0
+        self.aborts_at_start = 0
         # commands waiting for a running compact/navigate_tree, and the commands read after them,
         # served in order by their own thread (``_line_worker``) while the reader reads on
         self._line: Deque[Dict[str, Any]] = deque()
@@ -242,6 +280,7 @@ class RpcServer:
                 self.running = False
             elif kind == "agent_start":
                 self.running = True
+                self.aborts_at_start = self.aborts
             self.out.send(data)
         if kind == "message_end" and self.queued:
             self._delivered(event.message)
@@ -262,14 +301,19 @@ class RpcServer:
     def _resume_late(self, agent: Any) -> None:
         """Continue ``agent`` for its queued messages when the run ended normally (not aborted,
         failed or waiting for approvals: then they wait for the next prompt or ``continue``, as
-        messages queued while idle do) and nothing else took them meanwhile: a prompt run started
-        by the client delivers them itself, a session move or a shutdown drops them."""
+        messages queued while idle do), no ``abort`` was read since it began (one that came too
+        late to change its answer still stops this run) and nothing else took them meanwhile: a
+        prompt run started by the client delivers them itself, a session move or a shutdown drops
+        them."""
         from ..types import role_of
 
         if not agent.wait_for_idle(SHUTDOWN_WAIT):
             return
         with self._line_lock, self.out.lock:  # _line_lock: a shutdown (``_closing``) is not raced
             if self._closing or agent is not self.agent or self.running or self.busy_with is not None:
+                return
+            if self.aborts != self.aborts_at_start:
+                self.note("queued messages wait for the next prompt: the run was aborted")
                 return
             messages = agent.messages
             last: Any = messages[-1] if messages else None
@@ -338,18 +382,31 @@ class RpcServer:
 
     def finish(self) -> None:
         """Wait, without a bound, until the run, the slow commands and the waiting line have ended
-        (end of input). Polls so that SIGTERM, raised in this (main) thread, is handled promptly."""
+        (end of input). Polls so that SIGTERM, raised in this (main) thread, is handled promptly.
+        When the client has closed stdout too (it went away: nobody can read the answer), stop
+        waiting at once and leave the work in progress to :meth:`shutdown`, which aborts it."""
         if not self.agent.wait_for_idle(0) or any(worker.is_alive() for worker in self.workers):
+            if self._client_gone():
+                return
             self.note("end of input: letting the work in progress finish (SIGTERM aborts it)")
         while True:
             while not self.agent.wait_for_idle(1.0):
-                pass
+                if self._client_gone():
+                    return
             alive = [worker for worker in self.workers + [self.resumer] if worker is not None and worker.is_alive()]
             if not alive:  # nothing can start a run any more
                 return
             for worker in alive:  # a compact, navigate_tree or waiting prompt may start a run
                 while worker.is_alive():
                     worker.join(1.0)
+                    if self._client_gone():
+                        return
+
+    def _client_gone(self) -> bool:
+        if not self.out.gone():
+            return False
+        self.note("end of input and the client closed its output: aborting the work in progress")
+        return True
 
     def handle_line(self, raw: bytes) -> None:
         """Parse and run one command line; every failure becomes an error response."""
@@ -515,10 +572,16 @@ class RpcServer:
 
         A run whose ``agent_end`` was written may still be finishing (its last listeners, the
         session append): that is waited for first, so a command sent right after ``agent_end``
-        is not refused as busy."""
+        is not refused as busy. :class:`RunStarted` (nothing started) when a run began after the
+        caller checked that none was going: the one :meth:`_resume_late` starts for messages
+        queued as the last run ended (it is not waited for: ``abort`` must be read meanwhile)."""
         if not self.running and self.busy_with is None:
-            self.agent.wait_for_idle(SHUTDOWN_WAIT)
+            waited = 0.0
+            while not self.running and waited < SHUTDOWN_WAIT and not self.agent.wait_for_idle(0.05):
+                waited += 0.05
         with self.out.lock:
+            if self.running:
+                raise RunStarted(f"{kind}: the agent is processing (a run began meanwhile); wait for agent_end")
             start()
             self.running = True
             self.out.send(response(kind, request_id, data=data))

@@ -3,7 +3,8 @@
 
 The command runs in its own process group (``abort_bash`` and the server's shutdown kill the
 group); its output is read whole, and past :data:`BASH_OUTPUT_LIMIT` characters only the tail is
-kept in the message while the whole output goes to a temporary file.
+kept in the message while the whole output, its bytes as the command wrote them, goes to a
+temporary file.
 """
 
 from __future__ import annotations
@@ -55,10 +56,10 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
     text = output.decode("utf-8", "replace")
     truncated = len(text) > BASH_OUTPUT_LIMIT
     full_path = None
-    if truncated:
-        with tempfile.NamedTemporaryFile("w", prefix="agentcore-bash-", suffix=".log", delete=False) as handle:
-            handle.write(text)
+    if truncated:  # its bytes: a text file in the locale's encoding may not hold the decoded text
+        with tempfile.NamedTemporaryFile("wb", prefix="agentcore-bash-", suffix=".log", delete=False) as handle:
             full_path = handle.name
+            handle.write(output)
         text = text[-BASH_OUTPUT_LIMIT:]
     message = BashExecutionMessage(
         command=command["command"],

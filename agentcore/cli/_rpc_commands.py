@@ -18,7 +18,7 @@ from ..providers.reasoning import clamp_to_model, supported_levels
 from ..types import role_of
 from ._info import shown_model_dict
 from ._keys import stored_key
-from ._rpc import NULL, SHUTDOWN_WAIT, RpcError, RpcServer
+from ._rpc import NULL, SHUTDOWN_WAIT, RpcError, RpcServer, RunStarted
 from ._rpc_bash import cmd_abort_bash, cmd_bash, flush_bash
 from ._rpc_sessions import (
     cmd_clone,
@@ -151,20 +151,29 @@ def _check_no_pending_approvals(server: RpcServer, command: str) -> None:
 
 
 def cmd_prompt(server: RpcServer, command: Dict[str, Any]) -> Any:
+    """Start a run, or queue the message while one goes (``streamingBehavior``; without it an
+    error). A run that begins between the check and the start (the one for messages queued as
+    the last run ended) counts as going: the message is queued for it, or refused."""
     message = _user_message(command)
-    behaviour = command.get("streamingBehavior")
     agent = server.agent
     if server.running or server.busy_with is not None:
-        if behaviour is None:
-            doing = "processing" if server.running else f"busy ({server.busy_with})"
-            raise RpcError(
-                f"Agent is already {doing}. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
-            )
-        _queue(server, "steer" if behaviour == "steer" else "followUp", message)
-        return None
+        return _queue_or_refuse(server, command, message)
     _check_no_pending_approvals(server, "prompt")
     flush_bash(server)
-    return server.send_after("prompt", command.get("id"), lambda: agent.prompt(message, wait=False))
+    try:
+        return server.send_after("prompt", command.get("id"), lambda: agent.prompt(message, wait=False))
+    except RunStarted:
+        return _queue_or_refuse(server, command, message)
+
+
+def _queue_or_refuse(server: RpcServer, command: Dict[str, Any], message: Any) -> None:
+    behaviour = command.get("streamingBehavior")
+    if behaviour is None:
+        doing = "processing" if server.running else f"busy ({server.busy_with})"
+        raise RpcError(
+            f"Agent is already {doing}. Specify streamingBehavior ('steer' or 'followUp') to queue the message."
+        )
+    _queue(server, "steer" if behaviour == "steer" else "followUp", message)
 
 
 def cmd_steer(server: RpcServer, command: Dict[str, Any]) -> Any:
@@ -177,7 +186,10 @@ def cmd_follow_up(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 def cmd_abort(server: RpcServer, command: Dict[str, Any]) -> Any:
     """Abort the run (or compaction, or tree summary) and answer once it has ended (its agent_end
-    came first)."""
+    came first). Messages queued for it wait for the next prompt, also those that came too late
+    for it (no run starts for them, :meth:`RpcServer._resume_late`)."""
+    with server.out.lock:  # counted before the abort: a run the resumer starts after this is stopped
+        server.aborts += 1
     server.abort_requested = True
     busy = server.busy_abort
     if busy is not None:  # a navigate_tree dispatched but perhaps not begun yet

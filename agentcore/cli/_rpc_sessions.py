@@ -231,8 +231,9 @@ def cmd_new_session(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
-    """Continue in an existing session (a file, or an id in the sessions directory); a missing
-    one is an error, never created."""
+    """Continue in an existing session (a file, an id in the sessions directory, or a session
+    URL); a missing one is an error, never created. The current session, named any of these
+    ways, is a no-op."""
     from ._setup import is_session_path, is_session_url, open_session, open_session_url
 
     value = command["sessionPath"]
@@ -240,6 +241,9 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     if is_session_url(value):
         from ..session import SessionError
         from ..session.urls import redact_url
+
+        if _is_current_session(server, value):
+            return {"cancelled": False}  # opening it again would fail: this process holds its lock
 
         def opener() -> Any:
             try:
@@ -270,6 +274,27 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     except UsageError as exc:
         raise RpcError(f"switch_session: {exc}".replace("--session ", "")) from None
     return {"cancelled": False}
+
+
+def _is_current_session(server: RpcServer, url: str) -> bool:
+    """Whether the session URL ``url`` names the session served now (same storage path and id),
+    read without taking its lock; False when it cannot be opened (the switch then says why)."""
+    from ._setup import open_session_url
+
+    current = server.session
+    if current is None or current.path is None:
+        return False
+    try:
+        other = open_session_url(url, read_only=True)
+    except Exception:  # noqa: BLE001 - not the current one; the real open reports the problem
+        return False
+    try:
+        same_path = other.path == current.path or (
+            other.path is not None and os.path.realpath(other.path) == os.path.realpath(current.path)
+        )
+        return bool(same_path and other.id == current.id)
+    finally:
+        other.close()
 
 
 def cmd_fork(server: RpcServer, command: Dict[str, Any]) -> Any:
