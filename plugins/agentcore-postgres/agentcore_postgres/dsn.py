@@ -15,7 +15,7 @@ database ``ss@h/db``. Either way a piece of the password would be shown as somet
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote, unquote_plus, urlsplit
 
 from agentcore.providers.failures import secret_forms
@@ -136,7 +136,7 @@ def scrub(text: str, secrets: Tuple[str, ...]) -> str:
     return text
 
 
-def display_name(params: dict) -> str:
+def display_name(params: Dict[str, Any]) -> str:
     """``postgresql://user@host:port/dbname`` from libpq parameters (password never included).
 
     A host holding ``@`` is shown as ``***``: no host name has one, a misread user info does."""

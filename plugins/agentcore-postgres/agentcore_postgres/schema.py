@@ -12,8 +12,9 @@ Tables live in the connection's current schema (``search_path``; choose one with
 
 :func:`migrate` brings the tables to :data:`SCHEMA_VERSION` inside one transaction holding a
 transaction-level advisory lock, so concurrent openers (many workers starting at once) migrate
-once. A database whose version is newer than this library's is refused with an error saying to
-upgrade ``agentcore-postgres``; nothing is changed then.
+once (that transaction is read committed even where the server's ``default_transaction_isolation``
+is ``repeatable read`` or ``serializable``). A database whose version is newer than this library's
+is refused with an error saying to upgrade ``agentcore-postgres``; nothing is changed then.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ MIGRATIONS: Dict[int, List[str]] = {
     ],
 }
 
+#: The first statement of a transaction that must see what others committed while it waited.
+READ_COMMITTED = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
 # Any constant: the transaction-level advisory lock key that serialises migrations.
 _MIGRATION_LOCK = 0x6167_6E74_636F_7265 & 0x7FFF_FFFF_FFFF_FFFF
 
@@ -83,10 +87,15 @@ def schema_version(conn: Any) -> Optional[int]:
 def migrate(conn: Any, target: int = SCHEMA_VERSION) -> int:
     """Create or upgrade the tables to ``target`` (one transaction); returns the version found.
 
-    ``conn`` is an autocommit psycopg connection. Raises :class:`SchemaTooNewError` (nothing
-    changed) when the tables are newer than ``target``.
+    ``conn`` is an autocommit psycopg connection; the transaction is read committed whatever the
+    server's default isolation, so it sees the tables a concurrent migration committed. Raises
+    :class:`SchemaTooNewError` (nothing changed) when the tables are newer than ``target``.
     """
     with conn.transaction():
+        # Read committed whatever the server's default_transaction_isolation: a repeatable-read or
+        # serializable snapshot taken before the lock was granted would not see the tables another
+        # opener created meanwhile, and this one would create them again.
+        conn.execute(READ_COMMITTED)
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
         found = schema_version(conn)
         if found is None:

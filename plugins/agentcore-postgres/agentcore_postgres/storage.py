@@ -54,7 +54,7 @@ from agentcore.session.entries import (
 from agentcore.session.storage import EAGER_TYPES, IndexNode, clean_name, entry_row, import_rows
 
 from .dsn import Dsn, parse_dsn
-from .schema import SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
+from .schema import READ_COMMITTED, SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
 
 __all__ = ["PostgresSessionStorage", "PostgresSessionInfo"]
 
@@ -160,9 +160,24 @@ def _check_id(display: str, what: str, value: Optional[str]) -> None:
         )
 
 
-def _insert_session(conn: Any, display: str, header: SessionHeader, exist_ok: bool, rows: Iterable[tuple] = ()) -> str:
-    """Insert a session row (and entry ``rows``) in one transaction; ``already_exists`` unless ``exist_ok``."""
+def _unstorable_column(row: Tuple[Any, ...]) -> Optional[Tuple[str, str]]:
+    """``(name, value)`` of the first index column of an entry ``row`` (id, parent id, type,
+    timestamp, message role) that PostgreSQL text cannot store, or None (the payload is JSON, whose
+    escapes make any text storable)."""
+    for name, text in zip(("id", "parent id", "type", "timestamp", "message role"), row[2:7]):
+        if text is not None and _UNSTORABLE.search(text):
+            return name, text
+    return None
+
+
+def _insert_session(
+    conn: Any, display: str, header: SessionHeader, exist_ok: bool, rows: Iterable[Tuple[Any, ...]] = ()
+) -> str:
+    """Insert a session row (and entry ``rows``) in one transaction; ``already_exists`` unless ``exist_ok``
+    (read committed whatever the server's default isolation: a session another opener created
+    meanwhile is a conflict to report, never a serialization failure)."""
     with conn.transaction():
+        conn.execute(READ_COMMITTED)
         cursor = conn.execute(
             "INSERT INTO agentcore_sessions(id, header, cwd, created, parent_session) VALUES (%s,%s,%s,%s,%s) "
             "ON CONFLICT (id) DO NOTHING",
@@ -394,7 +409,7 @@ class PostgresSessionStorage(SessionStorage):
         header = new_header(cwd, session_id, parent_session, metadata)
         rows = import_rows(header.id, lines, parsed.display)
         for seq, row in enumerate(rows, 1):
-            if any(_UNSTORABLE.search(text) for text in row[2:7] if text is not None):
+            if _unstorable_column(row) is not None:
                 raise SessionError(
                     "invalid_entry",
                     f"{parsed.display}: imported line {seq}: entry {row[2]!r} holds a NUL character or a lone "
@@ -555,8 +570,20 @@ class PostgresSessionStorage(SessionStorage):
         not the driver's (Ctrl+C: psycopg cancels the statement, and re-raises even when the server
         had already committed it) leaves the next ``seq`` unknown: the next append reads it back
         first, so it neither collides with a row committed unconfirmed nor leaves a gap. Such a row
-        stays in the session (the handle goes on without it; reopening shows it as a branch)."""
+        stays in the session (the handle goes on without it; reopening shows it as a branch).
+
+        An entry whose id, parent id, type, timestamp or message role holds a NUL or a lone surrogate
+        (a message dict with such a ``role``, say) is ``SessionError("invalid_payload")`` naming it,
+        before anything is sent: those columns are PostgreSQL text, which cannot hold them."""
         conn = self._connection()  # under _io_lock (held by append): close() waits for this append
+        unstorable = _unstorable_column(entry_row(self.session_id, 0, entry, ""))
+        if unstorable is not None:  # the driver: a bare UnicodeEncodeError for a lone surrogate
+            raise SessionError(
+                "invalid_payload",
+                f"{self.path}: cannot append entry {entry.id!r}: its {unstorable[0]} {unstorable[1]!r} holds a "
+                "NUL character or a lone surrogate, which PostgreSQL text cannot store; the entry was not recorded",
+                path=self.path,
+            )
         try:
             if self._seq_unknown:
                 found = conn.execute(

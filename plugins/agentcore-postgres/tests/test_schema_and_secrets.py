@@ -117,6 +117,77 @@ def test_concurrent_first_openers_migrate_once(pg_server_dsn, fresh_dsn):
     assert len(PostgresSessionStorage.list_sessions(fresh_dsn)) == 4
 
 
+def with_isolation(dsn, isolation):
+    """``dsn`` whose transactions default to ``isolation`` (as a server configured so makes them)."""
+    options = psycopg.conninfo.conninfo_to_dict(dsn)["options"]
+    setting = isolation.replace(" ", "\\ ")  # a space inside one -c option is escaped
+    dsn = psycopg.conninfo.make_conninfo(dsn, options=f"{options} -cdefault_transaction_isolation={setting}")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert conn.execute("SHOW default_transaction_isolation").fetchone()[0] == isolation
+    return dsn
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_concurrent_first_openers_migrate_once_whatever_the_default_isolation(fresh_dsn, isolation):
+    """A database whose default_transaction_isolation is not read committed: the migration's
+    snapshot predated its lock, so every opener but the first created the tables again ("relation
+    already exists")."""
+    import threading
+
+    dsn = with_isolation(fresh_dsn, isolation)
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def open_one(n):
+        barrier.wait()
+        try:
+            PostgresSessionStorage(dsn, f"c{n}", create=True).close()
+        except Exception as exc:  # pragma: no cover - the failure is reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and version_of(fresh_dsn) == 2
+    assert len(PostgresSessionStorage.list_sessions(dsn)) == 4
+
+
+def test_a_session_created_meanwhile_is_already_exists_whatever_the_default_isolation(fresh_dsn):
+    """Under a serializable default the creator's snapshot predated the other creator's commit, so
+    it got "could not serialize access" (a storage error) instead of already_exists."""
+    import threading
+    import time
+
+    dsn = with_isolation(fresh_dsn, "serializable")
+    PostgresSessionStorage(dsn, "warm", create=True).close()  # the tables exist
+    errors = []
+    with psycopg.connect(dsn) as other:  # a transaction: the other creator, not yet committed
+        other.execute("INSERT INTO agentcore_sessions(id, header, cwd, created) VALUES ('same', '{}', '/w', 'x')")
+        creator = threading.Thread(target=lambda: errors.append(catch(PostgresSessionStorage.create, dsn, "same")))
+        creator.start()
+        with psycopg.connect(dsn, autocommit=True) as watcher:  # until the creator waits for that row
+            deadline = time.monotonic() + 30
+            while not watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE 'INSERT INTO agentcore_sessions%%'"
+            ).fetchone()[0]:
+                assert time.monotonic() < deadline and creator.is_alive()
+                time.sleep(0.01)
+        other.commit()
+        creator.join()
+    assert errors[0].code == "already_exists", errors[0]
+
+
+def catch(function, *args):
+    try:
+        function(*args)
+    except SessionError as exc:
+        return exc
+    raise AssertionError("no error")
+
+
 # --------------------------------------------------------------------------- secrets
 
 

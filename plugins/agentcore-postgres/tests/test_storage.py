@@ -442,3 +442,21 @@ def test_a_cwd_or_name_postgresql_text_cannot_hold_is_listed_escaped(fresh_dsn):
     [info] = PostgresSessionStorage.list_sessions(fresh_dsn, cwd=cwd)
     assert (info.id, info.cwd, info.name) == (s.id, "/srv/caf\\udce9", "half \\ud83d and nul \\u0000")
     assert [i.id for i in PostgresSessionStorage.list_sessions(fresh_dsn, name="\ud83d and nul \x00")] == [s.id]
+
+
+def test_an_entry_column_postgresql_text_cannot_hold_is_refused_by_name(pg_dsn):
+    """A message role holding a lone surrogate (a JSON client's "\\udcff") reached the driver, which
+    raised a bare UnicodeEncodeError; a NUL got the server's words, naming no field."""
+    s = Session(PostgresSessionStorage(pg_dsn, cwd="/w"))
+    try:
+        for role in ("r\udcff", "r\x00"):
+            with pytest.raises(SessionError) as info:
+                s.append_message({"role": role, "content": "x", "timestamp": 1})
+            assert info.value.code == "invalid_payload"
+            assert f"message role {role!r}" in str(info.value) and "not recorded" in str(info.value)
+        kept = s.append_message(U("after"))
+        assert s.storage.entry_ids() == [kept]
+    finally:
+        s.close()
+    with PostgresSessionStorage(pg_dsn, s.id, read_only=True) as reader:
+        assert reader.entry_ids() == [kept] and text_of(reader.get_entry(kept)) == "after"
