@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import bisect
 import html
-import itertools
 import json
+import math
+import numbers
 import queue
 import re
 import threading
@@ -122,44 +123,74 @@ def _esc(text: Any) -> str:
 
 
 # Markdown text is made safe by escaping HTML everywhere except where CommonMark shows text
-# literally, and only where any renderer must agree that it does: a fenced block (its opening
-# fence at the start of a line, closed by the first later line of 0-3 spaces and a run of the
-# same character at least as long), and code spans on one line in a paragraph whose every
-# backtick run pairs up on its own line. Every other line that a fence could start or end at
-# gets a backslash before its fence, so no renderer opens or closes a fence there (an unclosed
-# fence would turn what follows, a tool's output fence included, inside out, and a fence
-# indented 1-3 spaces may belong to a list item or not). Lines are handled in one pass: an
-# answer of a megabyte of odd fences or backticks renders in linear time.
+# literally, and only where any renderer must agree that it does: a fenced block, and code spans
+# on one line in a paragraph whose every backtick run pairs up on its own line.
+# A fenced block is kept when its opening fence starts a line after 0-3 spaces and, whatever the
+# line is in (the document, or a list item whose text starts at most where the fence does), the
+# same later line closes it and every line up to there stays in it. So the closing line is the
+# first of the fence's character, at least as long, indented at most 3 more than the opening
+# fence; it must be indented 0-3 spaces, no less than the opening one; and no line between is
+# indented less than the opening fence (it would end a list item, and the block with it).
+# Every other line that a fence could start or end at gets a backslash before its fence, so no
+# renderer opens or closes a fence there (an unclosed fence would turn what follows, a tool's
+# output fence included, inside out). A fence no backslash reaches (after a list marker, or
+# indented 4 or more) may open a block in a list item: after one, no indented fence is kept
+# (CommonMark ends the item at the next line that is not indented; marked does not).
+# Lines are handled in one pass each way: an answer of a megabyte of odd fences or backticks
+# renders in linear time (and a log).
 _LINE_END = re.compile(r"\r\n?")
 _FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,})")
-_CLOSING_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*\Z")
+_CLOSING_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})[ \t]*\Z")
+_OTHER_FENCE = re.compile(r"[ \t]*(?:(?:[-*+]|[0-9]{1,9}[.)])[ \t]+)*(?:`{3,}|~{3,})")
 _BACKTICKS = re.compile(r"`+")
 
 
+def _indent(line: str) -> int:
+    """The column ``line``'s text starts at after its spaces and tabs (CommonMark: a tab goes to
+    the next multiple of 4)."""
+    return len(line[: len(line) - len(line.lstrip(" \t"))].expandtabs(4))
+
+
 class _Closers:
-    """Where fenced blocks may close: per fence character, the closing-fence lines (index and
-    run length) and the longest run from each of them on."""
+    """For each line a fenced block may open on (a fence after 0-3 spaces), the line that closes
+    it wherever the line is (see above), if one does."""
 
     def __init__(self, lines: Sequence[str]) -> None:
-        self.lines: Dict[str, List[int]] = {"`": [], "~": []}
-        self.lengths: Dict[str, List[int]] = {"`": [], "~": []}
-        for index, line in enumerate(lines):
-            match = _CLOSING_FENCE.match(line)
-            if match:
-                run = match.group(1)
-                self.lines[run[0]].append(index)
-                self.lengths[run[0]].append(len(run))
-        self.longest = {c: list(itertools.accumulate(reversed(n), max))[::-1] for c, n in self.lengths.items()}
-
-    def after(self, index: int, run: str) -> Optional[int]:
-        """The line that closes a block opened with ``run`` on line ``index`` (None: unclosed)."""
-        char, lines, lengths = run[0], self.lines[run[0]], self.lengths[run[0]]
-        at = bisect.bisect_right(lines, index)
-        if at == len(lines) or self.longest[char][at] < len(run):
-            return None
-        while lengths[at] < len(run):  # lines inside the block: each is passed over once
-            at += 1
-        return lines[at]
+        self.end: Dict[int, int] = {}
+        # per fence character and deepest indentation: the closing-fence lines below the current
+        # one that no nearer line at least as long hides (indexes, and minus their lengths: sorted)
+        below: Dict[tuple[str, int], tuple[List[int], List[int]]] = {
+            (char, deepest): ([], []) for char in "`~" for deepest in range(3, 7)
+        }
+        shallower: List[Optional[int]] = [None] * 4  # [n]: the next non-blank line indented less than n
+        for index in range(len(lines) - 1, -1, -1):
+            line = lines[index]
+            text = line.lstrip(" \t")
+            if not text:
+                continue
+            column = len(line[: len(line) - len(text)].expandtabs(4))
+            if text[0] in "`~":
+                fence = _FENCE_LINE.match(line)
+                if fence:
+                    run = fence.group(1)
+                    indexes, lengths = below[(run[0], column + 3)]
+                    at = bisect.bisect_right(lengths, -len(run))  # those at least as long come first
+                    end = indexes[at - 1] if at else None
+                    stop = shallower[column] if column else None
+                    if end is not None and _indent(lines[end]) <= 3 and (stop is None or end < stop):
+                        self.end[index] = end
+                closing = _CLOSING_FENCE.match(line)
+                if closing:
+                    run = closing.group(1)
+                    for deepest in range(max(3, column), 7):
+                        indexes, lengths = below[(run[0], deepest)]
+                        while lengths and -lengths[-1] <= len(run):
+                            indexes.pop()
+                            lengths.pop()
+                        indexes.append(index)
+                        lengths.append(-len(run))
+            for depth in range(min(column, 3) + 1, 4):
+                shallower[depth] = index
 
 
 def _md_text(text: str) -> str:
@@ -170,6 +201,7 @@ def _md_text(text: str) -> str:
     closers = _Closers(lines)
     out: List[Optional[str]] = []
     paragraph: List[str] = []
+    in_list_fence = False  # a fence that no backslash reaches may have opened a block in a list item
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -178,8 +210,8 @@ def _md_text(text: str) -> str:
             run = fence.group(1)
             info = line[fence.end() :]
             end = None
-            if fence.start(1) == 0 and not (run[0] == "`" and "`" in info):
-                end = closers.after(index, run)
+            if not (run[0] == "`" and "`" in info) and not (fence.start(1) and in_list_fence):
+                end = closers.end.get(index)
             if end is not None:
                 out.append(_md_paragraph(paragraph))
                 paragraph = []
@@ -187,6 +219,8 @@ def _md_text(text: str) -> str:
                 index = end + 1
                 continue
             line = line[: fence.start(1)] + "\\" + line[fence.start(1) :]  # no fence starts or ends here
+        elif _OTHER_FENCE.match(line):
+            in_list_fence = True
         if line.strip(" \t"):
             paragraph.append(line)
         else:
@@ -198,6 +232,17 @@ def _md_text(text: str) -> str:
     return "\n".join(part for part in out if part is not None)
 
 
+_LEADING_TABS = re.compile(r"^[ \t]*\t", re.MULTILINE)
+
+
+def _tabs_expanded(text: str) -> str:
+    """``text`` with the tabs before each line's text made spaces (to the next multiple of 4). In
+    a block quote ("> " before each line) a tab reaches the next multiple of 4 from 2 columns
+    further on, so it indents the line less than the same line on its own: a line that is no
+    closing fence in the text would close a fence in the quote, and what follows show as HTML."""
+    return _LEADING_TABS.sub(lambda m: m.group().expandtabs(4), _LINE_END.sub("\n", text))
+
+
 def _md_paragraph(lines: Sequence[str]) -> Optional[str]:
     """Lines of one paragraph, HTML escaped outside code spans. Its spans are kept only when every
     backtick run in it opens or closes one on its own line (CommonMark pairs a run with the next
@@ -207,15 +252,26 @@ def _md_paragraph(lines: Sequence[str]) -> Optional[str]:
     text = "\n".join(lines)
     spans = _code_spans(text)
     if spans is None:
-        return html.escape(text, quote=False)
+        return _md_escape(text)
     out: List[str] = []
     position = 0
     for start, end in spans:
-        out.append(html.escape(text[position:start], quote=False))
+        out.append(_md_escape(text[position:start]))
         out.append(text[start:end])
         position = end
-    out.append(html.escape(text[position:], quote=False))
+    out.append(_md_escape(text[position:]))
     return "".join(out)
+
+
+# A link's address that runs script when clicked ("[docs](javascript:...)", or ``javascript\:``,
+# which a renderer unescapes): a zero-width space after its "java" or "vb" makes it a relative
+# address, and shows the same.
+_SCRIPT_SCHEME = re.compile(r"(?i)(java|vb)(script\\?:)")
+
+
+def _md_escape(text: str) -> str:
+    """Markdown text outside code with its HTML escaped and no link to a script address."""
+    return _SCRIPT_SCHEME.sub("\\1\u200b\\2", html.escape(text, quote=False))
 
 
 def _code_spans(text: str) -> Optional[List[tuple[int, int]]]:
@@ -248,7 +304,7 @@ def _md_inline(text: Any) -> str:
     """Text inside a line of Markdown (a name, an error, the status), with Markdown around it on
     the same line: its line breaks become spaces (no fence or block can start in it) and all of
     its HTML is escaped."""
-    return html.escape(" ".join(_LINE_END.sub("\n", str(text)).split("\n")), quote=False)
+    return _md_escape(" ".join(_LINE_END.sub("\n", str(text)).split("\n")))
 
 
 def _fence(body: str, lang: str = "") -> str:
@@ -299,24 +355,40 @@ def _clipped(text: Any, clip: Optional[Callable[[str], str]]) -> str:
 
 
 def _content_markdown(content: Any, clip: Optional[Callable[[str], str]] = None) -> List[str]:
+    """The Markdown of each block (parts to join with blank lines). Text blocks next to each other
+    are made safe as one text: the Markdown has them one after the other, so a list item (and a
+    fenced block in it) that one leaves open goes on in the next."""
     parts: List[str] = []
+    texts: List[str] = []
     for block in _blocks(content):
         kind = _field(block, "type")
         if kind == "text":
-            parts.append(_md_text(_field(block, "text") or ""))
-        elif kind == "thinking":
-            thought = _clipped(_field(block, "thinking"), clip)
-            parts.append("> *thinking:*\n> " + _md_text(thought).replace("\n", "\n> "))
-        elif kind == "image":
-            mime, data = _image_parts(block)
-            parts.append(f"![image](data:{mime};base64,{data})")
-        elif kind == "toolCall":
-            arguments = _json(_field(block, "arguments") or {})
-            parts.append(
-                f"**→ {_md_inline(_field(block, 'name'))}**\n\n"
-                + _fence(clip(arguments) if clip else arguments, "json")
-            )
+            texts.append(str(_field(block, "text") or ""))
+            continue
+        part = _block_markdown(block, kind, clip)
+        if part is not None:
+            if texts:
+                parts.append(_md_text("\n\n".join(texts)))
+                texts = []
+            parts.append(part)
+    if texts:
+        parts.append(_md_text("\n\n".join(texts)))
     return parts
+
+
+def _block_markdown(block: Any, kind: Any, clip: Optional[Callable[[str], str]]) -> Optional[str]:
+    """A block other than text as Markdown, each starting a line of its own at the start of the
+    line (so it ends any list item before it); None for a kind not shown."""
+    if kind == "thinking":
+        thought = _clipped(_field(block, "thinking"), clip)
+        return "> *thinking:*\n> " + _md_text(_tabs_expanded(thought)).replace("\n", "\n> ")
+    if kind == "image":
+        mime, data = _image_parts(block)
+        return f"![image](data:{mime};base64,{data})"
+    if kind == "toolCall":
+        arguments = _json(_field(block, "arguments") or {})
+        return f"**→ {_md_inline(_field(block, 'name'))}**\n\n" + _fence(clip(arguments) if clip else arguments, "json")
+    return None
 
 
 def message_to_markdown(message: Any) -> str:
@@ -328,7 +400,7 @@ def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None)
     """``message_to_markdown``; ``clip`` shortens tool-call arguments (a message still streaming)."""
     message = _message(message)
     role = getattr(message, "role", None) or "message"
-    title = _ROLE_TITLES.get(role, role)
+    title = _md_inline(_ROLE_TITLES.get(role, role))  # an unknown role (a newer session's) is as written
     if role == "toolResult":
         status = " (error)" if getattr(message, "is_error", False) else ""
         head = f"**{title}: {_md_inline(message.tool_name)}{status}**"
@@ -812,6 +884,20 @@ def _follow(events: Iterable[Any], live: LiveRun, draw: Callable[[], int], throt
             pending = False
 
 
+def _seconds(throttle: Any) -> float:
+    """``display_run``'s ``throttle``, checked before the run starts: TypeError or ValueError
+    naming it for anything but a number of seconds >= 0 (a wrong one failed only once the run
+    was under way, aborting it; NaN never drew until the end)."""
+    if isinstance(throttle, bool) or not isinstance(throttle, numbers.Real):
+        raise TypeError(
+            f"display_run: throttle must be a number of seconds (0: draw every event), not {type(throttle).__name__}"
+        )
+    seconds = float(throttle)
+    if math.isnan(seconds) or seconds < 0:
+        raise ValueError(f"display_run: throttle must be a number of seconds >= 0 (0: draw every event), not {seconds}")
+    return seconds
+
+
 class _RunMessages(list):  # type: ignore[type-arg]
     """The run's new messages: a plain list, except that as the last expression of a cell it shows
     nothing (the live display above already shows them; echoing the list repeats every message)."""
@@ -837,7 +923,9 @@ def display_run(
     kernel (IPython in a terminal, which would print every update) only the final view is shown,
     as plain text without a model's or a tool's terminal control sequences. Draws at most once
     per ``throttle`` seconds, a change not yet drawn ``throttle`` after the last drawing even when
-    no event follows (a long tool stays shown as running), and once more at the end. The thinking of the message still
+    no event follows (a long tool stays shown as running), and once more at the end (a
+    ``throttle`` that is no number of seconds >= 0 raises TypeError or ValueError before the run
+    starts). The thinking of the message still
     streaming is drawn expanded, finished messages' collapsed; a running tool's output and a
     streaming tool call's arguments are drawn as their last lines. Returns the run's new messages
     (like ``agent.prompt``) as a list that IPython does not echo as a cell's last expression
@@ -849,10 +937,13 @@ def display_run(
     left busy with a run nobody sees. A tool's progress that is not an ``AgentToolResult`` (a
     string passed to ``on_update``) is shown as its text.
     """
+    throttle = _seconds(throttle)
     show = display or _ipython_display()
     live = LiveRun()
-    events = agent.stream(prompt, images)  # first: a busy agent or bad input raises before any output
     output = _LiveOutput(show, live, at_end=display is None and not _in_kernel())
+    # Then start the run, right before the try: a busy agent or bad input raises before any
+    # output, and an interrupt landing once the run has started aborts it.
+    events = agent.stream(prompt, images)
     try:
         output.draw()  # inside the try: the run has started, and an interrupt from now on aborts it
         _follow(events, live, output.draw, throttle)

@@ -158,6 +158,12 @@ IMG = "<img src=x onerror=alert(1)>"
         f"- a\n\n  ```\n{IMG}\n```",  # the list item's block ends with the item, before the HTML
         f"- ```\n  ```\n  {IMG}\n  ```",  # the item's block is closed by the indented fence
         f"~~~ `x`\nq\n~~~\n{IMG}\n~~~",  # backticks are allowed in a ~~~ fence's info string
+        f"1. a\n\n   ```\n{IMG}\n   ```",  # a line less indented than the fence ends the item, and it
+        f"1. a\n   ```\n      ```\n   {IMG}\n   ```",  # 6 spaces close the item's block, not a block at 3
+        f"- ```\n  ````x\n  ```\n  {IMG}\n  ````",  # the item's own block is closed before the HTML
+        f"- a\n\n    ```\n  ````x\n  ```\n  {IMG}\n  ````",  # 4 spaces open a block in the item too
+        f"- a\n\n \t```\n  ````x\n  ```\n  {IMG}\n  ````",  # so does a tab
+        f"- a\n\n \t```\n  ~~~~x\n{IMG}\n  ````\n   {IMG}\n   ````",  # marked: a line not indented stays in it
         f"`x\n`{IMG}`y`",  # a code span across a line break pairs the runs the other way
         f"```\rx\r````\r{IMG}\r```",  # a lone carriage return ends a line too
         f"| `a |{IMG}` |\n|---|---|",  # a table cell ends at the pipe, inside what looks like a span
@@ -201,10 +207,81 @@ def test_markdown_keeps_fenced_blocks_and_code_spans_literal():
     assert "~~~~\n<b>\n~~~~~" in markdown and "after &lt;b&gt;" in markdown
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. Install it:\n\n   ```bash\n   pip install 'a<2'\n   ```\n2. Run it",
+        "1. Install it:\n   ```bash\n   pip install 'a<2'\n   ```\n2. Run it",
+        "- Install it:\n  ```bash\n  pip install 'a<2'\n\n  ```\n- Run it",
+        "Install it:\n\n  ```bash\n  pip install 'a<2'\n  ```",
+    ],
+)
+def test_markdown_shows_a_fence_indented_in_a_list_item_as_code(text):
+    # CommonMark: a fence may be indented 0-3 spaces, and one in a list item is indented like the
+    # item's text. Such a block was shown as text: fences escaped ("\```"), its code as HTML
+    # entities ("pip install &#x27;a&lt;2&#x27;" in the notebook).
+    for markdown in (
+        message_to_markdown(UserMessage(text)),
+        message_to_markdown(_assistant(ThinkingContent(text), TextContent("ok"))),
+    ):
+        assert "\\`" not in markdown and "&lt;" not in markdown
+        fence = re.search(r"^(?:> )?( *)```bash\n(?:> )?\1pip install 'a<2'\n", markdown, re.MULTILINE)
+        assert fence is not None, markdown
+
+
+def test_text_blocks_one_after_another_are_made_safe_as_one_text():
+    # The Markdown puts them one after the other: a list item's block the first leaves open goes
+    # on in the second, so the second's indented fence is no fence of its own there.
+    message = _assistant(TextContent("Steps:\n- ```"), TextContent(f"  ````x\n  ```\n  {IMG}\n  ````"))
+    markdown = message_to_markdown(message)
+    assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;" in markdown
+    assert (
+        message_to_markdown(_assistant(TextContent("a <b>"), TextContent("c"))) == "**Assistant**\n\na &lt;b&gt;\n\nc"
+    )
+
+
+def test_the_title_of_a_message_of_an_unknown_role_is_escaped():
+    # A message of a role this version does not know (a newer session file's, kept as read) is
+    # titled with its role: the HTML escaped it, the Markdown put it in as it was.
+    message = {"role": IMG, "content": "x", "timestamp": 1}
+    assert "<img" not in transcript_to_html([message])
+    assert message_to_markdown(message) == "**&lt;img src=x onerror=alert(1)&gt;**"
+
+
+def test_a_tab_in_the_thinking_cannot_close_its_fence_inside_the_quote():
+    # The thinking is a block quote ("> " before each line). There a tab before a fence reaches
+    # column 4 from column 2, so "\t```" is indented 2, a closing fence, while in the text it is
+    # indented 4, code: the fence was kept as a block and the quote closed it before the HTML.
+    markdown = message_to_markdown(_assistant(ThinkingContent(f"```\n\t```\n{IMG}\n```"), TextContent("ok")))
+    assert f"> ```\n>     ```\n> {IMG}\n> ```" in markdown and "\t" not in markdown
+
+
+def test_a_link_in_the_markdown_cannot_run_script():
+    # "Every piece of message text is escaped": yet "[docs](javascript:...)" in an answer, an error
+    # or a tool's name became a live link (<a href="javascript:...">) in the Markdown view; a
+    # backslash before the colon is removed by the renderer, so it counts as well.
+    text = "[docs](javascript:alert(1)) and\n\n[ref]: JavaScript\\:alert(2)\n\n[x][ref] [y](VBScript:msgbox(3))"
+    markdown = transcript_to_markdown(
+        [
+            UserMessage(text),
+            _assistant(
+                ThinkingContent(text),
+                ToolCall(id="1", name=text, arguments={}),
+                stop_reason="error",
+                error_message=text,
+            ),
+        ]
+    )
+    assert not re.search(r"(?i)(java|vb)script\\?:", markdown)
+    assert markdown.count("java\u200bscript:") == 4 and markdown.count("Java\u200bScript\\:") == 4
+    kept = message_to_markdown(UserMessage("`javascript:void(0)` in code\n```js\nlocation = 'javascript:x'\n```"))
+    assert "`javascript:void(0)`" in kept and "location = 'javascript:x'" in kept
+
+
 def test_markdown_of_a_long_text_of_odd_fences_takes_linear_time():
     # Every line opened a fence that no later line closed: each was searched to the end of the
     # text, so a 60 KB answer took seconds (a megabyte, hours) on every drawing of a live run.
-    for unit in ("```a\n", "````\n```x\n", "`x``x```"):
+    for unit in ("```a\n", "````\n```x\n", "`x``x```", "   ````x\n   ```\n", "  ```a\n  x\n", "- ```\n  ```\n"):
         text = unit * (60_000 // len(unit))
         started = time.perf_counter()
         markdown = message_to_markdown(_assistant(TextContent(text)))
@@ -504,6 +581,44 @@ def test_display_run_without_ipython_says_so_before_running(monkeypatch):
     with pytest.raises(ImportError, match=r"display_run needs IPython \(pip install ipython\), or pass display="):
         display_run(agent, "hi")
     assert agent.messages == [] and not agent.state.is_streaming
+
+
+@pytest.mark.parametrize("throttle", [None, "0.1", float("nan"), -1])
+def test_a_wrong_throttle_is_named_before_the_run_starts(throttle):
+    """A throttle that is no number of seconds failed deep in the drawing loop ("'>=' not
+    supported between instances of 'float' and 'NoneType'") once the run was under way, so the
+    model had been asked and the run was aborted; NaN never drew until the end."""
+    model = ScriptedModel([say("never requested")])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    fake = FakeDisplay()
+    with pytest.raises((TypeError, ValueError), match=r"display_run: throttle must be a number of seconds"):
+        display_run(agent, "hi", display=fake, throttle=throttle)
+    assert agent.messages == [] and fake.display_calls == 0
+
+
+def test_an_interrupt_while_the_display_is_set_up_leaves_no_run_going(monkeypatch):
+    """The run started before the live output was set up, outside the ``try`` that aborts it: an
+    interrupt landing there (the kernel interrupted just after the cell started) left the run
+    going unseen, the agent busy and its tools running."""
+    _record_ipython_display(monkeypatch)
+    release, started = threading.Event(), threading.Event()
+    saw_abort: List[bool] = []
+    model = ScriptedModel([tool_call("work", {}), say("never reached")])
+    agent = Agent(model.model, tools=[_abortable_progress_tool(release, saw_abort, started)], stream_fn=model.stream_fn)
+
+    def in_kernel() -> bool:  # what display_run asks while setting up: the interrupt lands here
+        if agent.state.is_streaming:
+            assert started.wait(10), "the tool never started"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jupyter, "_in_kernel", in_kernel)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            display_run(agent, "go")
+        assert not agent.state.is_streaming and saw_abort in ([], [True])
+    finally:
+        release.set()
+        agent.wait_for_idle(10)
 
 
 def test_importing_the_module_does_not_import_ipython():
