@@ -315,6 +315,9 @@ def result_blocks(content: Any) -> List[Any]:
     blocks: List[Any] = []
     for index, item in enumerate(content):
         if isinstance(item, (TextContent, ImageContent)):
+            wrong = _wrong_block_field(item)
+            if wrong is not None:
+                raise ValueError(f"content[{index}] is {type(item).__name__} whose {wrong}")
             blocks.append(item)
         elif isinstance(item, str):
             blocks.append(TextContent(item))
@@ -326,6 +329,19 @@ def result_blocks(content: Any) -> List[Any]:
         else:
             raise ValueError(f"content[{index}] is {_kind(item)}, not a text or image block")
     return blocks
+
+
+def _wrong_block_field(block: Any) -> Optional[str]:
+    """What is wrong with a block object's fields (``TextContent(b"...")``: the transcript, the
+    session and every view expect a str), or None."""
+    if isinstance(block, TextContent):
+        fields = {"text": block.text}
+    else:
+        fields = {"data": block.data, "mime_type": block.mime_type}
+    for name, value in fields.items():
+        if not isinstance(value, str):
+            return f"{name} is {_kind(value)}, not a str"
+    return None
 
 
 def result_tool_names(names: Any) -> Optional[List[str]]:

@@ -32,7 +32,7 @@ from agentcore.signals import AbortController
 from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel, call, response, text, tool_call
 from agentcore.tools import AgentTool, AgentToolResult, tool
-from agentcore.types import AgentContext, TextContent, ToolCall, UserMessage
+from agentcore.types import AgentContext, ImageContent, TextContent, ToolCall, UserMessage
 
 
 def collect(stream) -> List[Any]:
@@ -1050,6 +1050,8 @@ def test_string_result_content_becomes_one_text_block() -> None:
         (b"raw", None, "'content' must be a list of text and image blocks or a string, not bytes b'raw'"),
         ([{"type": "toolCall", "id": "x"}], None, "content[0] is a dict, not a text or image block"),
         ([{"type": "text", "text": 5}], None, "content[0]: "),
+        ([TextContent(b"\xff")], None, "content[0] is TextContent whose text is bytes b'\\xff', not a str"),
+        ([ImageContent(data=b"x", mime_type="image/png")], None, "content[0] is ImageContent whose data is bytes"),
         ("ok", 5, "'added_tool_names' must be a list of tool names (strings), not int 5"),
     ],
 )
