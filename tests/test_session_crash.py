@@ -182,3 +182,28 @@ def test_lock_of_a_killed_process_is_taken_over(tmp_path, kind):  # jsonl: flock
     with _open_writer(kind, path) as s:
         s.append_custom("x", 1)
         assert len(s.entries()) == 1
+
+
+def test_a_lease_an_earlier_process_with_this_pid_left_is_taken_over(tmp_path):  # sqlite lease
+    """A lease naming this pid and host was always taken for another Session of this process: one
+    left by a process that crashed and had the same pid (a container's PID 1, restarted with its
+    hostname) locked the session against every later writer, for ever."""
+    import socket
+    import sqlite3
+
+    path = _create(tmp_path, "sqlite")
+    with Session(SqliteSessionStorage(path)) as first:
+        session_id = first.id
+    conn = sqlite3.connect(path)
+    with conn:  # what the crashed process left: its lease, never deleted
+        conn.execute(
+            "INSERT INTO writer_leases VALUES (?,?,?,?,?)",
+            (session_id, "token-of-the-earlier-process", os.getpid(), socket.gethostname(), 1),
+        )
+    conn.close()
+    with _open_writer("sqlite", path) as s:
+        s.append_custom("x", 1)
+        with pytest.raises(SessionLockedError, match="another Session in this process"):
+            _open_writer("sqlite", path)  # a live handle of this process still locks it
+    with _open_writer("sqlite", path) as s:
+        assert len(s.entries()) == 1

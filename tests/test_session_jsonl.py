@@ -1151,3 +1151,264 @@ def test_a_forked_child_neither_appends_through_nor_unlocks_the_parents_handle(t
     session.close()
     with Session.open(path, read_only=True) as reopened:
         assert [e.id for e in reopened.entries()] == [first, second]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+@pytest.mark.parametrize("bits, umask", [(0o600, 0o022), (0o640, 0o077), (0o400, 0o022)])
+def test_a_fork_keeps_the_source_files_permission_bits_from_the_start(tmp_path, monkeypatch, bits, umask):
+    """A fork was created with the umask's bits: a session made private (0600) forked into a
+    world-readable file (and one the umask made stricter than the source lost its group bits)."""
+    repo = SessionRepository(tmp_path)
+    src = repo.create(cwd="/p", session_id="src")
+    src.append_message(U("u"))
+    src.close()
+    source = repo.path_of("src")
+    os.chmod(source, bits)
+    seen = []
+    link = os.link
+
+    def watching_link(temp, path, *args, **kwargs):
+        seen.append(stat.S_IMODE(os.stat(temp).st_mode))  # the bits the file has once it is at path
+        return link(temp, path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", watching_link)
+    old = os.umask(umask)
+    try:
+        with Session.open(source, read_only=True) as opened:
+            forks = [repo.fork("src"), repo.fork(opened)]
+        for fork in forks:
+            expected = bits | 0o600  # the owner keeps read and write: a fork is appended to
+            assert stat.S_IMODE(os.stat(fork.path).st_mode) == expected
+            assert seen.pop() == expected
+            fork.append_message(U("more"))
+            fork.close()
+    finally:
+        os.umask(old)
+
+
+def test_two_creates_of_one_path_never_overwrite_the_winner(tmp_path, monkeypatch):
+    """Both creates wrote the temp file ``<path>.<pid>.tmp`` (opened with truncation): the loser
+    truncated and rewrote the winner's file through that name (a hard link to it until the winner
+    unlinked it), so the winner's session held the loser's header; a link planted there was
+    followed."""
+    path = tmp_path / "s.jsonl"
+    planted = tmp_path / "elsewhere.txt"
+    planted.write_text("keep me")
+    os.symlink(planted, f"{path}.{os.getpid()}.tmp")  # the name the old temp file had
+    linked, loser_done = threading.Event(), threading.Event()
+    link = os.link
+
+    def ordered_link(temp, target, *args, **kwargs):
+        if not linked.is_set():  # the winner: published, not yet done
+            link(temp, target, *args, **kwargs)
+            linked.set()
+            assert loser_done.wait(10)
+            return None
+        try:
+            return link(temp, target, *args, **kwargs)
+        finally:
+            loser_done.set()
+
+    monkeypatch.setattr(os, "link", ordered_link)
+    results = {}
+
+    def create(name):
+        try:
+            results[name] = Session.create(path, cwd="/p", session_id=name)
+        except SessionError as exc:
+            results[name] = exc
+            loser_done.set()  # a loser stopped before its link
+
+    winner = threading.Thread(target=create, args=("winner",))
+    winner.start()
+    assert linked.wait(10)
+    create("loser")
+    winner.join(10)
+    monkeypatch.undo()
+    assert isinstance(results["loser"], SessionError) and results["loser"].code == "already_exists"
+    session = results["winner"]
+    assert session.id == "winner" and json.loads(path.read_text())["id"] == "winner"
+    session.close()
+    assert planted.read_text() == "keep me"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp") and not p.is_symlink()] == []
+
+
+def test_a_fork_through_a_label_entry_keeps_its_path_whole(tmp_path):  # session §12 C35, F54
+    """Label entries on the path were dropped from a fork but the entry after one kept it as its
+    parent: the fork named a missing parent and neither its context nor its branch could be read."""
+    repo = SessionRepository(tmp_path)
+    src = repo.create(cwd="/p", session_id="src")
+    u1 = src.append_message(U("u1"))
+    src.append_label(u1, "start")  # a tree node under u1: what follows hangs under the label
+    a1 = src.append_message(A("a1"))
+    src.append_label(a1, "answer")
+    src.append_label(a1, "answer, renamed")
+    u2 = src.append_message(U("u2"))
+    for fork, last in ((repo.fork(src, u2, position="at"), u2), (repo.fork(src, u2), a1)):
+        messages = [e for e in fork.entries() if e.type == "message"]
+        assert [e.id for e in messages] == [u1, a1, u2][: [u1, a1, u2].index(last) + 1]
+        assert [e.parent_id for e in messages] == [None, u1, a1][: len(messages)]
+        assert json.loads(fork.storage.raw_line(a1)) == dict(json.loads(src.storage.raw_line(a1)), parentId=u1)
+        assert fork.labels == {u1: "start", a1: "answer, renamed"}
+        fork.close()
+        with repo.open(fork.id) as reopened:
+            assert [m.content[0].text for m in reopened.build_context().messages] == [
+                m.content[0].text for m in reopened.build_context(last).messages
+            ]
+            assert [e.id for e in reopened.get_branch() if e.type == "message"] == [e.id for e in messages]
+    src.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_a_named_pipe_at_the_path_is_not_a_session_and_never_blocks_the_open(tmp_path):
+    """A read-only open of a named pipe blocked until some process opened it for writing (for
+    ever, in a session directory); a writable open called it "an empty file"."""
+    path = tmp_path / "pipe.jsonl"
+    os.mkfifo(path)
+    outcome = {}
+
+    def open_it(read_only):
+        try:
+            Session.open(path, read_only=read_only)
+        except SessionError as exc:
+            outcome[read_only] = exc
+
+    for read_only in (True, False):
+        opener = threading.Thread(target=open_it, args=(read_only,), daemon=True)
+        opener.start()
+        opener.join(10)
+        blocked = opener.is_alive()
+        if blocked:  # in open(): a writer end lets it go
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+            opener.join(10)
+        assert not blocked
+        assert outcome[read_only].code == "invalid_session", outcome
+        assert "not a regular file" in str(outcome[read_only]) and str(path) in str(outcome[read_only])
+    outcome.clear()
+
+    def delete_it():
+        try:
+            SessionRepository(tmp_path).delete(str(path))
+        except SessionError as exc:
+            outcome["delete"] = exc
+
+    deleter = threading.Thread(target=delete_it, daemon=True)
+    deleter.start()
+    deleter.join(10)
+    blocked = deleter.is_alive()
+    if blocked:
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        deleter.join(10)
+    assert not blocked
+    assert outcome["delete"].code == "invalid_session" and "not a file" in str(outcome["delete"])
+    assert stat.S_ISFIFO(os.stat(path).st_mode)
+
+
+def test_delete_never_removes_a_file_a_writer_migrated_and_holds_meanwhile(tmp_path, monkeypatch):  # §12 F53
+    """``delete`` opened the file, then locked it: when a writer's migration replaced the file in
+    between, the lock taken was the old file's (free once the writer let it go) and the new file,
+    open for writing, was unlinked under the writer."""
+    import agentcore.session.repository as repository_module
+
+    repo = SessionRepository(tmp_path)
+    directory = tmp_path / "--w--"
+    directory.mkdir()
+    path = directory / "2025-01-01T00-00-00-000Z_sess-1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one")])
+    writers = []
+    read_header = repository_module.read_header
+
+    def migrated_meanwhile(name):
+        if not writers:
+            writers.append(Session.open(path))  # migrates: a new file at the path, locked by it
+        return read_header(name)
+
+    monkeypatch.setattr(repository_module, "read_header", migrated_meanwhile)
+    with pytest.raises(SessionError) as info:
+        repo.delete("sess-1")
+    assert "open for writing" in str(info.value)
+    writer = writers[0]
+    writer.append_message(U("two"))
+    writer.close()
+    with Session.open(path, read_only=True) as reopened:
+        texts = [
+            m.content if isinstance(m.content, str) else m.content[0].text for m in reopened.build_context().messages
+        ]
+        assert texts == ["one", "two"]
+
+
+@pytest.mark.parametrize(
+    "lines, code",
+    [
+        ([b"not json"], "invalid_entry"),
+        ([encode_line(v3_entry("a1", None))[:-1]] * 2, "invalid_entry"),  # a duplicate id
+        (
+            [encode_line({"type": "leaf", "id": "l1", "parentId": None, "timestamp": "t", "targetId": "x"})],
+            "invalid_session",
+        ),
+    ],
+)
+def test_a_create_from_lines_that_make_no_session_leaves_no_file(tmp_path, lines, code):
+    """The file was published before it was opened: lines that do not make a session left a file
+    that listing shows and no open accepts (SQLite checks them before the database is touched)."""
+    repo = SessionRepository(tmp_path)
+    with pytest.raises(SessionError) as info:
+        repo.create(cwd="/p", session_id="s", lines=lines)
+    assert repo.list() == [] and not list(tmp_path.rglob("*.jsonl"))
+    assert info.value.code == code and "not created" in str(info.value)
+
+
+def test_creates_of_one_id_by_two_repositories_make_one_session(tmp_path, monkeypatch):  # session §12 F52
+    """Only creates through one repository object were kept apart: two processes (two CLIs given
+    the same ``--session`` id, two repository objects) both found no file, both created one (the
+    names differ by their creation time) and the id was ambiguous for ever after."""
+    import agentcore.session.repository as repository_module
+
+    both_checked = threading.Barrier(2, timeout=2)  # times out when the other is kept waiting
+    stamp = repository_module.iso_from_ms
+    apart = iter(range(2))  # the creates run a millisecond apart: two file names
+
+    def after_the_check(ms):  # called once a create found no session of that id
+        try:
+            both_checked.wait()
+        except threading.BrokenBarrierError:
+            pass
+        return stamp(ms + next(apart))
+
+    monkeypatch.setattr(repository_module, "iso_from_ms", after_the_check)
+    results = []
+
+    def create():
+        try:
+            results.append(SessionRepository(tmp_path).create(cwd="/p", session_id="dup"))
+        except SessionError as exc:
+            results.append(exc.code)
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    monkeypatch.undo()
+    assert len(SessionRepository(tmp_path).list(cwd="/p")) == 1
+    assert sorted(r if isinstance(r, str) else "ok" for r in results) == ["already_exists", "ok"]
+    for result in results:
+        if not isinstance(result, str):
+            result.close()
+
+
+@pytest.mark.parametrize("field", ["id", "parentId", "timestamp"])
+@pytest.mark.parametrize("read_only", [True, False])
+def test_an_envelope_that_is_not_utf8_is_named_not_a_bare_unicode_error(tmp_path, field, read_only):
+    """The index read the envelope of a line before the last with a regular expression and decoded
+    its id, parent and timestamp bytes as UTF-8 unchecked: a byte from another encoding there (a
+    file edited by hand) failed the open with a bare UnicodeDecodeError naming no file or line."""
+    entry = v3_entry("b1", "a1")
+    entry[field] = "caf\udcff"  # written below as the byte 0xff
+    bad = json.dumps(entry, separators=(",", ":")).encode().replace(b"\\udcff", b"\xff")
+    path = tmp_path / "s.jsonl"
+    lines = [json.dumps(o, separators=(",", ":")).encode() for o in (V3_HEADER, v3_entry("a1", None))]
+    path.write_bytes(b"\n".join([*lines, bad, json.dumps(v3_entry("c1", "a1")).encode(), b""]))
+    with pytest.raises(SessionError, match=r"s\.jsonl:3: invalid entry: 'utf-8' codec") as info:
+        Session.open(path, read_only=read_only)
+    assert info.value.code == "invalid_entry" and info.value.line == 3

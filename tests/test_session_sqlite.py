@@ -4,6 +4,7 @@ run against SQLite in test_session_conformance.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -399,3 +400,78 @@ def test_a_cwd_sqlite_text_cannot_hold_is_listed_escaped(tmp_path):
         assert reopened.cwd == "/tmp/caf\udce9"
     with pytest.raises(ValueError, match="session_id 'x\\\\udcff' holds a lone surrogate"):
         SqliteSessionStorage.create(db, session_id="x\udcff")
+
+
+@pytest.mark.parametrize("directory", ["c#-project", "what?", "100%25", "a b"])
+def test_read_only_opens_and_listing_of_a_path_a_uri_would_misread(tmp_path, directory):
+    """Read-only opens pass the path in a ``file:`` URI, unescaped: ``#`` or ``?`` ended its path
+    (and dropped ``mode=ro``: an empty database was created at the cut-off path) and ``%25`` was
+    decoded, so a database in such a directory could not be opened read-only or listed."""
+    db = tmp_path / directory / "s.db"
+    db.parent.mkdir()
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as s:
+        s.append_message(UserMessage([TextContent("one")], timestamp=1))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with Session(SqliteSessionStorage(db, read_only=True)) as reader:
+        assert [m.content[0].text for m in reader.build_context().messages] == ["one"]
+    assert [(i.id, i.message_count) for i in SqliteSessionStorage.list_sessions(db)] == [("s", 1)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing created beside it
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_a_payload_that_is_not_utf8_names_its_entry(tmp_path, read_only):  # session.md §3.5, §9.4
+    """A payload row whose text is not UTF-8 (another program wrote it) made every read of it a
+    bare sqlite3.OperationalError ("Could not decode to UTF-8 column") naming no database or entry."""
+    db = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="s")) as s:
+        ids = [s.append_message(UserMessage([TextContent(f"m{n}")], timestamp=1)) for n in range(10)]
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE entries SET payload = CAST(X'7BFF7D' AS TEXT) WHERE id = ?", (ids[3],))
+    conn.close()
+    with Session(SqliteSessionStorage(db, "s", read_only=read_only)) as reader:
+        for read in (lambda: reader.get_entry(ids[3]), reader.build_context):  # one row, then in bulk
+            with pytest.raises(SessionError) as info:
+                read()
+            assert info.value.code == "invalid_entry"
+            assert f"entry {ids[3]}, seq 4" in str(info.value) and str(db) in str(info.value)
+        assert reader.get_entry(ids[4]).message.content[0].text == "m4"
+
+
+def _line(entry):
+    return json.dumps(entry, separators=(",", ":")).encode()
+
+
+_IMPORTED = {
+    "type": "message",
+    "id": "a1",
+    "parentId": None,
+    "timestamp": "2025-01-01T00:00:01.000Z",
+    "message": {"role": "user", "content": "x", "timestamp": 1},
+}
+_MISSING_MOVE = {
+    "type": "leaf",
+    "id": "l1",
+    "parentId": None,
+    "timestamp": "2025-01-01T00:00:01.000Z",
+    "targetId": "zz",
+}
+
+
+@pytest.mark.parametrize(
+    "lines, code, problem",
+    [
+        ([_line(_IMPORTED)] * 2, "invalid_entry", "imported line 2: entry a1: duplicate entry id 'a1'"),
+        ([_line(_MISSING_MOVE)], "invalid_session", "leaf points at missing entry 'zz'"),
+    ],
+)
+def test_a_create_from_lines_that_make_no_session_writes_nothing(tmp_path, lines, code, problem):
+    """A duplicate entry id among the imported lines was reported as "a session with id 's'
+    already exists" (the UNIQUE constraint of the entries table); a leaf move to a missing entry
+    was committed: a listed session that no open accepts."""
+    db = tmp_path / "s.db"
+    SqliteSessionStorage.create(db, cwd="/w", session_id="other").close()
+    with pytest.raises(SessionError) as info:
+        SqliteSessionStorage.create(db, cwd="/w", session_id="s", lines=lines)
+    assert [i.id for i in SqliteSessionStorage.list_sessions(db)] == ["other"]
+    assert info.value.code == code and problem in str(info.value) and "not created" in str(info.value)

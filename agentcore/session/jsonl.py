@@ -78,6 +78,7 @@ _GAP = 1 << 16  # lines closer than this are read back with one pread ...
 _RUN = 1 << 20  # ... of at most about this many bytes (larger blocks cost page faults, not speed)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _OPEN_TRIES = 5  # opens of a writable file that another writer keeps replacing before we lock it
 
 
@@ -182,7 +183,7 @@ def read_header(path: str) -> Dict[str, Any]:
     file (a named pipe there would block the caller forever), ``not_found`` if missing.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_CLOEXEC | _O_BINARY)
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY)
     except FileNotFoundError:
         raise SessionError("not_found", f"{path}: no such session file", path=path) from None
     with os.fdopen(fd, "rb") as handle:
@@ -240,8 +241,39 @@ class JsonlSessionStorage(SessionStorage):
     ) -> JsonlSessionStorage:
         """Write a new session file (header, then optional raw entry ``lines``) atomically and open it.
 
-        An existing file at ``path`` is ``already_exists``; nothing is overwritten.
+        An existing file at ``path`` is ``already_exists``; nothing is overwritten. The file gets
+        the umask's permission bits. ``lines`` that do not make a valid session (a line that is not
+        an entry, a duplicate id, a leaf move to a missing entry) raise the ``invalid_entry`` or
+        ``invalid_session`` an open would, naming the line, and no file is left at ``path``.
         """
+        return cls._create(
+            path,
+            cwd=cwd,
+            session_id=session_id,
+            fsync=fsync,
+            parent_session=parent_session,
+            metadata=metadata,
+            timestamp=timestamp,
+            lines=lines,
+            mode=None,
+        )
+
+    @classmethod
+    def _create(
+        cls,
+        path: Any,
+        *,
+        cwd: Optional[str],
+        session_id: Optional[str],
+        fsync: str,
+        parent_session: Optional[str],
+        metadata: Optional[Dict[str, Any]],
+        timestamp: Optional[str],
+        lines: Iterable[bytes],
+        mode: Optional[int],
+    ) -> JsonlSessionStorage:
+        """:meth:`create`, the new file having the permission bits ``mode`` (None: the umask's) from
+        the moment it is at ``path`` (a copy of a private session is never readable by others)."""
         import time
 
         path = os.path.abspath(os.fspath(path))
@@ -254,16 +286,34 @@ class JsonlSessionStorage(SessionStorage):
         )
         body = [encode_line(header.to_dict())]
         body.extend(line if line.endswith(b"\n") else line + b"\n" for line in lines)
-        publish_new(path, b"".join(body))
+        _publish(path, b"".join(body), mode)
+        try:
+            storage = cls(path, fsync=fsync)
+        except SessionError as exc:
+            if exc.code not in ("invalid_entry", "invalid_session"):
+                raise  # not about what we wrote (a writer that locked it meanwhile): the file stays
+            try:
+                os.unlink(path)  # the lines do not make a session: leave no file that cannot open
+            except OSError:  # pragma: no cover - the directory became read-only meanwhile
+                raise exc from None
+            raise SessionError(
+                exc.code,
+                f"{path}: not created: the entry lines given do not make a valid session (line 1 "
+                f"would be the header, lines[0] line 2): {exc}; no file was left",
+                path=path,
+                line=exc.line,
+            ) from None
         _log.debug("created session file %s id=%s", path, header.id)
-        return cls(path, fsync=fsync)
+        return storage
 
     # ------------------------------------------------------------------ opening
 
     def _open(self, verify: bool) -> None:
         if self.read_only:
             try:
-                self._rfd = os.open(self.path, os.O_RDONLY | _O_CLOEXEC | _O_BINARY)
+                # O_NONBLOCK: a named pipe at the path would block the open until a writer came
+                self._rfd = os.open(self.path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY)
+                self._check_regular(self._rfd)
                 data = _read_all(self._rfd)
             except FileNotFoundError:
                 raise SessionError("not_found", f"{self.path}: no such session file", path=self.path) from None
@@ -297,6 +347,7 @@ class JsonlSessionStorage(SessionStorage):
                     "check permissions or open with read_only=True",
                     path=self.path,
                 ) from exc
+            self._check_regular(self._fd)
             _lock(self._fd, self.path)
             if _same_file(self._fd, self.path):
                 return
@@ -307,6 +358,12 @@ class JsonlSessionStorage(SessionStorage):
             "rewriting it); try again once that writer is done",
             path=self.path,
         )
+
+    def _check_regular(self, fd: int) -> None:
+        """``invalid_session`` unless ``fd`` is a regular file (a named pipe, a device or a
+        directory at the path is not a session, and reading one could block or never end)."""
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise self._fail("invalid_session", None, "not a regular file, not a session")
 
     def _fail(self, code: str, line: Optional[int], problem: str) -> SessionError:
         where = f"{self.path}:{line}" if line else self.path
@@ -678,15 +735,35 @@ _log = logging.getLogger(__name__)
 
 def publish_new(path: str, content: bytes) -> None:
     """Create ``path`` with ``content`` atomically; ``already_exists`` if it exists. No temp file remains."""
+    _publish(path, content, None)
+
+
+def _publish(path: str, content: bytes, mode: Optional[int]) -> None:
+    """:func:`publish_new`, the file having the permission bits ``mode`` (None: the umask's).
+
+    The content is written to a temp file of a name of its own (``O_EXCL``: never a file or link
+    someone put there, nor another thread's temp file) that gets ``mode`` before it is linked to
+    ``path``, so the file is never laxer than ``mode`` at ``path``."""
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         raise SessionError("not_found", f"{directory}: no such directory for the session file", path=path)
-    temp = f"{path}.{os.getpid()}.tmp"
+    temp = f"{path}.{uuid.uuid4().hex[:12]}.tmp"
+    fd = -1
     try:
-        with open(temp, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
+        fd = os.open(
+            temp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_CLOEXEC | _O_BINARY,
+            0o666 if mode is None else 0o600,  # the owner only, until the bits are set
+        )
+        if mode is not None:
+            try:
+                _set_mode(fd, temp, mode)  # exactly these, whatever the umask took away
+            except OSError:  # a filesystem without permission bits (FAT): it stays owner-only
+                pass
+        _write_all(fd, content)
+        os.fsync(fd)
+        written, fd = fd, -1
+        os.close(written)
         try:
             os.link(temp, path)  # fails if path exists: never overwrite a session
         except FileExistsError:
@@ -702,6 +779,8 @@ def publish_new(path: str, content: bytes) -> None:
     except OSError as exc:
         raise SessionError("storage", f"{path}: cannot create the session file ({exc.strerror})", path=path) from exc
     finally:
+        if fd >= 0:
+            os.close(fd)
         try:
             os.unlink(temp)
         except OSError:

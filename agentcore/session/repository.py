@@ -11,6 +11,7 @@ left out, as opening the session would.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -20,13 +21,18 @@ import stat
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
-from .errors import SessionError
-from .jsonl import JsonlSessionStorage, _lock, read_header
+from .errors import SessionError, SessionLockedError
+from .jsonl import _O_CLOEXEC, _O_NONBLOCK, _OPEN_TRIES, JsonlSessionStorage, _lock, _same_file, read_header
 from .session import Session
 from .storage import clean_name
+
+try:  # pragma: no cover - platform dependent
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory locks
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["SessionRepository", "SessionInfo"]
 
@@ -191,8 +197,22 @@ class SessionRepository:
         """A new session for ``cwd`` (default: the current directory).
 
         ``session_id`` must match ``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`` (``invalid_payload``); an
-        id already used in the same cwd is ``already_exists``.
+        id already used in the same cwd is ``already_exists``, also when another process or
+        repository object creates it at the same moment (creation takes a lock on the cwd's
+        directory for the check and the new file).
         """
+        return self._create(cwd, session_id, metadata, parent_session, lines, None)
+
+    def _create(
+        self,
+        cwd: Optional[str],
+        session_id: Optional[str],
+        metadata: Optional[Dict[str, Any]],
+        parent_session: Optional[str],
+        lines: Iterable[bytes],
+        mode: Optional[int],
+    ) -> Session:
+        """:meth:`create` of a file with the permission bits ``mode`` (None: the umask's)."""
         cwd = os.path.abspath(cwd if cwd is not None else os.getcwd())
         if session_id is not None and not _ID_PATTERN.match(session_id):
             raise SessionError(
@@ -207,20 +227,24 @@ class SessionRepository:
                 raise SessionError("already_exists", f"a session {session_id!r} already exists for {cwd}")
             self._claims.add(claim)
         try:
-            created = iso_from_ms(int(time.time() * 1000))
             directory = self.session_dir(cwd)
             os.makedirs(directory, exist_ok=True)
-            path = os.path.join(directory, f"{re.sub(r'[:.]', '-', created)}_{session_id}.jsonl")
-            storage = JsonlSessionStorage.create(
-                path,
-                cwd=cwd,
-                session_id=session_id,
-                fsync=self.fsync,
-                parent_session=parent_session,
-                metadata=metadata,
-                timestamp=created,
-                lines=lines,
-            )
+            with _directory_lock(directory):  # other processes and repository objects: one at a time
+                if any(self._cwd_of(p) == cwd for p in self._find(session_id, cwd)):
+                    raise SessionError("already_exists", f"a session {session_id!r} already exists for {cwd}")
+                created = iso_from_ms(int(time.time() * 1000))
+                path = os.path.join(directory, f"{re.sub(r'[:.]', '-', created)}_{session_id}.jsonl")
+                storage = JsonlSessionStorage._create(
+                    path,
+                    cwd=cwd,
+                    session_id=session_id,
+                    fsync=self.fsync,
+                    parent_session=parent_session,
+                    metadata=metadata,
+                    timestamp=created,
+                    lines=lines,
+                    mode=mode,
+                )
             return Session(storage)
         finally:
             with self._claims_lock:
@@ -304,23 +328,33 @@ class SessionRepository:
                 return
             raise
         self._check_inside(path)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            return
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise self._refuse(path, "it is not a file")
+        for _ in range(_OPEN_TRIES):
             try:
-                read_header(path)
-            except SessionError as exc:
-                if exc.code == "not_found":
+                fd = os.open(path, os.O_RDONLY | _O_NONBLOCK)
+            except FileNotFoundError:
+                return
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise self._refuse(path, "it is not a file")
+                try:
+                    read_header(path)
+                except SessionError as exc:
+                    if exc.code == "not_found":
+                        return
+                    raise self._refuse(path, "its first line is not a session header") from None
+                _lock(fd, path)
+                # a writer's migration may have replaced the file meanwhile: the lock we hold is
+                # then the old file's, and the one at the path may be open for writing
+                if _same_file(fd, path):
+                    os.unlink(path)
                     return
-                raise self._refuse(path, "its first line is not a session header") from None
-            _lock(fd, path)
-            os.unlink(path)
-        finally:
-            os.close(fd)
+            finally:
+                os.close(fd)
+        raise SessionLockedError(
+            f"{path} was replaced by another file each time it was opened (another writer is rewriting "
+            "it); nothing was deleted, try again once that writer is done",
+            path=path,
+        )
 
     def _check_inside(self, path: str) -> None:
         root = os.path.realpath(self.directory)
@@ -350,12 +384,16 @@ class SessionRepository:
         ends at its parent, so the fork re-asks that question. Label entries on the path are replaced
         by fresh ones for the labels of copied entries. Unknown or unsuitable entry:
         ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
+        The new file has the source file's permission bits (a private 0600 session forks into a
+        private file, never readable by others even for a moment), its owner keeping read and
+        write; a source without a file gives the umask's.
         """
         src = source if isinstance(source, Session) else self.open(source, read_only=True)
         owned = src is not source
         try:
             lines = self._fork_lines(src, entry_id, position)
-            return self.create(cwd if cwd is not None else src.cwd, session_id, parent_session=src.path, lines=lines)
+            target_cwd = cwd if cwd is not None else src.cwd
+            return self._create(target_cwd, session_id, None, src.path, lines, _mode_of(src.path))
         finally:
             if owned:
                 src.close()
@@ -380,7 +418,7 @@ class SessionRepository:
         else:
             path = storage.path_to_root(entry_id)[::-1]
         kept = [i for i in path if storage.type_of(i) != "label"]
-        lines = [_fork_line(storage, i) for i in kept]
+        lines = [_fork_line(storage, i, p) for i, p in zip(kept, [None, *kept])]
         parent = kept[-1] if kept else None
         used = set(kept)
         for target in kept:
@@ -395,12 +433,48 @@ class SessionRepository:
         return lines
 
 
-def _fork_line(storage: Any, entry_id: str) -> bytes:
-    """The line of a path entry for a fork. A ``leaf`` entry is on a path only when another writer
-    appended under it; in the copy it targets its own parent (where the path runs), because its
-    target may be on a branch the fork does not copy and the fork would not open."""
-    if storage.type_of(entry_id) != "leaf":
+@contextlib.contextmanager
+def _directory_lock(directory: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``directory`` (blocking; nothing on platforms without it), so
+    that "no session has this id" stays true until the new file is in place, across processes.
+    Only session creation takes it, each for the time of one check and one file publication."""
+    if fcntl is None:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _mode_of(path: Optional[str]) -> Optional[int]:
+    """The permission bits a copy of the session file at ``path`` gets: the source's, the owner
+    keeping read and write (a fork is a session to append to); None (the umask's) without a file."""
+    if path is None:
+        return None
+    try:
+        return (stat.S_IMODE(os.stat(path).st_mode) & 0o777) | 0o600
+    except OSError:
+        return None
+
+
+def _fork_line(storage: Any, entry_id: str, parent: Optional[str]) -> bytes:
+    """The line of a path entry for a fork, hanging under ``parent`` (the copied entry before it
+    on the path, None for the first).
+
+    An entry whose parent on the path is not copied (a ``label`` entry: labels are re-created at
+    the end) is re-parented to the copied entry before it, its line otherwise unchanged, so the
+    fork's path is whole. A ``leaf`` entry is on a path only when another writer appended under
+    it; in the copy it targets its own parent (where the path runs), because its target may be on
+    a branch the fork does not copy and the fork would not open."""
+    if storage.type_of(entry_id) == "leaf":
+        entry = storage.get_entry(entry_id)
+        return encode_line(LeafEntry(entry.id, parent, entry.timestamp, parent).to_dict())[:-1]
+    if storage.parent_of(entry_id) == parent:
         return storage.raw_line(entry_id)
-    entry = storage.get_entry(entry_id)
-    moved = LeafEntry(entry.id, entry.parent_id, entry.timestamp, entry.parent_id)
-    return encode_line(moved.to_dict())[:-1]
+    storage.get_entry(entry_id)  # a damaged line is reported here, naming its file and line
+    data = json.loads(storage.raw_line(entry_id))
+    data["parentId"] = parent
+    return encode_line(data)[:-1]

@@ -7,7 +7,9 @@ updated only after it committed.
 
 One writer per session: opening for writing takes a lease row (``writer_leases``) naming this
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
-by a crashed process on this host is taken over. ``read_only=True`` takes no lease.
+by a crashed process on this host is taken over, also when that process had this process's pid (a
+container's PID 1 restarted: this process knows the leases its own handles hold). ``read_only=True``
+takes no lease.
 
 Indexes are the two keys only: ``(session_id, seq)`` and ``(session_id, id)``. The tree is indexed
 in memory, so no query here needs ``parent_id``; an index on it (databases made before this
@@ -49,6 +51,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pathlib
 import socket
 import sqlite3
 import sys
@@ -57,7 +60,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from .. import streams
 from .._surrogates import escape_lone_surrogates
@@ -116,6 +119,12 @@ _log = logging.getLogger(__name__)
 #: call sqlite3_close() on a database connection from a child process if the connection was
 #: opened in the parent"), so kept referenced until the child exits.
 _INHERITED: List[sqlite3.Connection] = []
+
+#: Owner tokens of the writer leases this process holds (added before a lease is written, dropped
+#: when it is released): a lease that names this pid and host with another token was left by an
+#: earlier process that had the same pid (a container's PID 1 after a crash and restart), not by
+#: another Session of this one, and is taken over like any lease of a process that is gone.
+_OWNERS: Set[str] = set()
 
 
 def _pid_alive(pid: int) -> bool:
@@ -204,6 +213,7 @@ def _release_lease(conn: sqlite3.Connection, session_id: str, owner: str, pid: i
     if os.getpid() != pid:
         _INHERITED.append(conn)
         return
+    _OWNERS.discard(owner)
     try:
         with conn:
             conn.execute("DELETE FROM writer_leases WHERE session_id = ? AND owner = ?", (session_id, owner))
@@ -221,7 +231,10 @@ def _connect(path: str, read_only: bool) -> sqlite3.Connection:
     """
     try:
         if read_only:
-            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+            # the path percent-encoded: a "#", "?" or "%" in it would end or change the URI's path
+            # (and lose "mode=ro": a read-only open that creates a database somewhere else)
+            uri = f"{pathlib.Path(path).as_uri()}?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
         else:
             conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as exc:
@@ -328,6 +341,25 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[
     conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
 
 
+def _check_tree(path: str, rows: List[Tuple[Any, ...]]) -> None:
+    """Refuse imported entry rows that an open would refuse (a duplicate entry id, a leaf move to
+    a missing entry): ``invalid_entry`` / ``invalid_session`` naming the imported line; nothing is
+    written then (a committed session that cannot be opened would stay listed for good)."""
+    probe = SessionStorage()  # the index an open builds, without a database
+    try:
+        for row in rows:
+            probe._index_line(row[7], row[1])
+        probe._finish_load()
+    except SessionError as exc:
+        where = f"imported line {exc.line}: " if exc.line else ""
+        raise SessionError(
+            exc.code,
+            f"{path}: not created: the entry lines given do not make a valid session ({where}{exc}); nothing imported",
+            path=path,
+            line=exc.line,
+        ) from None
+
+
 class SqliteSessionStorage(SessionStorage):
     """One session inside a SQLite database. Open with ``SqliteSessionStorage(db, session_id)``.
 
@@ -395,13 +427,19 @@ class SqliteSessionStorage(SessionStorage):
         metadata: Optional[Dict[str, Any]] = None,
         lines: Iterable[bytes] = (),
     ) -> SqliteSessionStorage:
-        """Add a new session to the database (created if missing); ``already_exists`` for a used id."""
+        """Add a new session to the database (created if missing); ``already_exists`` for a used id.
+
+        Entry ``lines`` (JSONL lines, imported in order) that are not entries, or that would not
+        open as a session (a duplicate entry id, a leaf move to a missing entry), raise
+        ``invalid_entry`` / ``invalid_session`` naming the imported line, before the database is
+        touched."""
         path = os.path.abspath(os.fspath(db_path))
         header = new_header(cwd, session_id, parent_session, metadata)
         for what, value in (("session_id", header.id), ("parent_session", header.parent_session)):
             if value is not None and _listable(value) != value:
                 raise ValueError(f"{what} {value!r} holds a lone surrogate, which SQLite text cannot store")
         rows = import_rows(header.id, lines, path)  # a bad line is reported before the database is touched
+        _check_tree(path, rows)  # and so are lines that would not open as a session
         conn = _connect(path, False)
         try:
             with conn:
@@ -505,22 +543,27 @@ class SqliteSessionStorage(SessionStorage):
                 "SELECT owner, pid, host FROM writer_leases WHERE session_id = ?", (self.session_id,)
             ).fetchone()
             if row is not None and row[0] != self._owner:
-                stale = row[2] == host and row[1] != os.getpid() and not _pid_alive(row[1])
+                this_process = row[1] == os.getpid() and row[2] == host
+                if this_process:  # ours only while one of our handles holds it (see _OWNERS)
+                    stale = row[0] not in _OWNERS
+                else:
+                    stale = row[2] == host and not _pid_alive(row[1])
                 if not stale:
-                    who = (
-                        "another Session in this process"
-                        if row[1] == os.getpid() and row[2] == host
-                        else f"process {row[1]} on {row[2]}"
-                    )
+                    who = "another Session in this process" if this_process else f"process {row[1]} on {row[2]}"
                     raise SessionLockedError(
                         f"{self.path}: session {self.session_id} is open for writing by {who}; close it "
                         "there first, or open with read_only=True",
                         path=self.path,
                     )
-            conn.execute(
-                "INSERT OR REPLACE INTO writer_leases VALUES (?,?,?,?,?)",
-                (self.session_id, self._owner, os.getpid(), host, int(time.time() * 1000)),
-            )
+            _OWNERS.add(self._owner)  # before the commit: another opener waits for it, then sees ours
+            try:
+                conn.execute(
+                    "INSERT OR REPLACE INTO writer_leases VALUES (?,?,?,?,?)",
+                    (self.session_id, self._owner, os.getpid(), host, int(time.time() * 1000)),
+                )
+            except BaseException:
+                _OWNERS.discard(self._owner)
+                raise
 
     def _load(self) -> None:
         assert self._conn is not None
@@ -593,13 +636,23 @@ class SqliteSessionStorage(SessionStorage):
         self._check_owner("its SQLite connection (connections do not survive fork())")
         return conn
 
+    # Payloads are read as their bytes (CAST AS BLOB): a row whose text is not UTF-8 (written by
+    # another program) is then an ``invalid_entry`` naming it, where sqlite3 would raise a bare
+    # OperationalError ("Could not decode to UTF-8 column") naming neither database nor entry.
+
+    def _read_failed(self, exc: sqlite3.Error) -> SessionError:
+        return SessionError("storage", f"{self.path}: cannot read session {self.session_id} ({exc})", path=self.path)
+
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         with self._io_lock:
-            row = (
-                self._connection()
-                .execute("SELECT payload FROM entries WHERE session_id = ? AND id = ?", (self.session_id, node.id))
-                .fetchone()
-            )
+            conn = self._connection()
+            try:
+                row = conn.execute(
+                    "SELECT CAST(payload AS BLOB) FROM entries WHERE session_id = ? AND id = ?",
+                    (self.session_id, node.id),
+                ).fetchone()
+            except sqlite3.Error as exc:
+                raise self._read_failed(exc) from exc
         if row is None:
             raise SessionError("invalid_session", f"{self._where(node.line, node.id)}: row vanished", path=self.path)
         return row[0]
@@ -611,26 +664,30 @@ class SqliteSessionStorage(SessionStorage):
             return [self._fetch_raw(node) for node in nodes]
         seqs = [node.line for node in nodes]
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
-        payloads: Dict[int, str] = {}
+        payloads: Dict[int, bytes] = {}
         with self._io_lock:
             conn = self._connection()
-            if high - low < 2 * len(seqs):  # type: ignore[operator]
-                wanted = set(seqs)
-                for seq, payload in conn.execute(
-                    "SELECT seq, payload FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
-                    (self.session_id, low, high),
-                ):
-                    if seq in wanted:
-                        payloads[seq] = payload
-            else:
-                for start in range(0, len(seqs), 500):
-                    chunk = seqs[start : start + 500]
-                    payloads.update(
-                        conn.execute(
-                            f"SELECT seq, payload FROM entries WHERE session_id = ? AND seq IN ({','.join('?' * len(chunk))})",
-                            [self.session_id, *chunk],
+            try:
+                if high - low < 2 * len(seqs):  # type: ignore[operator]
+                    wanted = set(seqs)
+                    for seq, payload in conn.execute(
+                        "SELECT seq, CAST(payload AS BLOB) FROM entries WHERE session_id = ? AND seq BETWEEN ? AND ?",
+                        (self.session_id, low, high),
+                    ):
+                        if seq in wanted:
+                            payloads[seq] = payload
+                else:
+                    for start in range(0, len(seqs), 500):
+                        chunk = seqs[start : start + 500]
+                        payloads.update(
+                            conn.execute(
+                                "SELECT seq, CAST(payload AS BLOB) FROM entries WHERE session_id = ? AND seq IN "
+                                f"({','.join('?' * len(chunk))})",
+                                [self.session_id, *chunk],
+                            )
                         )
-                    )
+            except sqlite3.Error as exc:
+                raise self._read_failed(exc) from exc
         out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
@@ -706,6 +763,7 @@ class SqliteSessionStorage(SessionStorage):
                 conn = None
             if conn is not None:
                 self._checkpointer.idle.wait(30)
+                _OWNERS.discard(self._owner)
                 try:
                     if not self.read_only:
                         with conn:

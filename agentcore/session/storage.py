@@ -79,10 +79,12 @@ EAGER_TYPES = frozenset(
 # The reference writes the envelope keys first, in this order; lines that match are indexed without a
 # JSON parse. Anything else is parsed in full.
 # The strings exclude quotes, backslashes and control characters, so their bytes are their JSON
-# value (what _decode_known relies on when it checks a line's envelope as text).
+# value (what _decode_known relies on when it checks a line's envelope as text), and bytes past
+# ASCII: a line whose envelope is not UTF-8 then takes the full parser, which names its line (a
+# hand-edited or damaged file), and the strings decode without error.
 _ENVELOPE = re.compile(
-    rb'\{"type":"([A-Za-z_]+)","id":"([^"\\\x00-\x1f]+)","parentId":(?:null|"([^"\\\x00-\x1f]*)"),'
-    rb'"timestamp":"([^"\\\x00-\x1f]+)"(?:,"message":\{"role":"([A-Za-z]+)")?'
+    rb'\{"type":"([A-Za-z_]+)","id":"([^"\\\x00-\x1f\x80-\xff]+)","parentId":(?:null|"([^"\\\x00-\x1f\x80-\xff]*)"),'
+    rb'"timestamp":"([^"\\\x00-\x1f\x80-\xff]+)"(?:,"message":\{"role":"([A-Za-z]+)")?'
 )
 
 _CACHE_SIZE = 4096
