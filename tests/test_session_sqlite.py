@@ -475,3 +475,18 @@ def test_a_create_from_lines_that_make_no_session_writes_nothing(tmp_path, lines
         SqliteSessionStorage.create(db, cwd="/w", session_id="s", lines=lines)
     assert [i.id for i in SqliteSessionStorage.list_sessions(db)] == ["other"]
     assert info.value.code == code and problem in str(info.value) and "not created" in str(info.value)
+
+
+def test_an_entry_column_sqlite_text_cannot_hold_is_refused_by_name(tmp_path):
+    """A message role holding a lone surrogate (legal JSON: an rpc client's ``"\\udcff"``) made
+    the append fail with a bare UnicodeEncodeError from sqlite3; the session stays writable."""
+    from agentcore.session import Session, SessionError, SqliteSessionStorage
+
+    path = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(path)) as session:
+        with pytest.raises(SessionError, match=r"message role 'r\\udcff' holds a lone surrogate") as caught:
+            session.append_message({"role": "r\udcff", "content": "x", "timestamp": 1})
+        assert caught.value.code == "invalid_payload"
+        session.append_message({"role": "user", "content": "fine", "timestamp": 2})
+    with Session(SqliteSessionStorage(path, read_only=True)) as reopened:
+        assert [m.role for m in reopened.build_context().messages] == ["user"]

@@ -63,7 +63,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from .. import streams
-from .._surrogates import escape_lone_surrogates
+from .._surrogates import HAS_SURROGATE, escape_lone_surrogates
 from . import process_state
 from .context import UsageTotals
 from .entries import (
@@ -704,6 +704,14 @@ class SqliteSessionStorage(SessionStorage):
         conn = self._connection()  # under _io_lock (held by append): close() waits for this append
         seq = self._seq + 1
         row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
+        for name, value in zip(("id", "parent id", "type", "timestamp", "message role"), row[2:7]):
+            if value is not None and HAS_SURROGATE.search(value):  # sqlite3: a bare UnicodeEncodeError
+                raise SessionError(
+                    "invalid_payload",
+                    f"{self.path}: cannot append entry {entry.id!r}: its {name} {value!r} holds a lone "
+                    "surrogate, which SQLite text cannot store; the entry was not recorded",
+                    path=self.path,
+                )
         try:
             # One autocommit statement: the row is written only while this handle holds the lease.
             inserted = conn.execute(
