@@ -9,9 +9,16 @@ download however the server sends it). Failures raise :class:`FetchError` with a
 can act on: a non-2xx status, binary content, a body over the limit, a timeout, or an abort (the
 response is closed as soon as the run's abort signal fires).
 
-The credentials of a ``user:password@`` URL are sent (as Basic auth, by requests) but never shown:
-results and errors show the URL with ``***@``. Cookies a server sets are kept for the redirects of
-one fetch only, never for the next fetch (another run's, possibly another user's).
+Redirects (at most :data:`MAX_REDIRECTS`, to http(s) URLs only) are followed here, not by requests,
+and no ambient credential is ever sent: not the ``~/.netrc`` (``$NETRC``) entry of a host, which
+requests would send to the first URL and to the host of every redirect. The credentials of a
+``user:password@`` URL are sent (as Basic auth) to that URL's host only, never after a redirect to
+another one, and never shown: results and errors show the URL with ``***@``. Cookies a server sets
+are kept for the redirects of one fetch only, never for the next fetch (another run's, possibly
+another user's). Proxies come from the environment as for any requests call.
+
+Charsets are read as browsers read them: a byte order mark, else the ``Content-Type`` charset,
+else (HTML) ``<meta charset>``, else UTF-8; an ISO-8859-1 or US-ASCII label means windows-1252.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import re
 import socket
 import threading
 from http.cookiejar import DefaultCookiePolicy
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 from urllib.parse import urlparse
 
 from agentcore.providers.http import RequestAborted, close_on_abort, get_session, iter_body, send_abortable
@@ -117,12 +124,18 @@ def fetch_text(
 
     ``timeout`` bounds every network wait, the whole wait for the final response's headers
     (connect, redirects and headers however slowly they trickle in) and, counted anew from the
-    headers, the whole body: at most twice ``timeout`` in all. (A ``session`` not from
-    :func:`~agentcore.providers.http.get_session` cannot be interrupted before the headers: its
-    waits are bounded by ``timeout`` each, and the aborts and deadlines act from the body on.)
+    headers, the whole body: at most twice ``timeout`` in all. An abort of ``signal`` or a
+    deadline ends the fetch at once in every phase, the host name's resolution included (the
+    request is left to finish on a helper thread, which closes its late response). (A ``session``
+    not from :func:`~agentcore.providers.http.get_session` keeps its connection open until its own
+    ``timeout`` in that case: only the pooled session's sockets are shut down by an abort.)
+
+    Redirects are followed with the URL's own credentials only (see the module's docstring): a
+    redirect's body is never read.
 
     Raises :class:`FetchError` for a URL that is not an absolute http(s) URL string, a network
-    error or timeout, a non-2xx status, binary content, a body over ``max_bytes`` and an abort of
+    error or timeout, a non-2xx status, a redirect loop (more than :data:`MAX_REDIRECTS`) or a
+    redirect to a non-http(s) URL, binary content, a body over ``max_bytes`` and an abort of
     ``signal``; its message never contains the URL's user info.
     """
     if not isinstance(url, str):
@@ -179,19 +192,7 @@ def _fetch(http: Any, url: str, shown: str, timeout: float, max_bytes: int, stop
 
     timer = _deadline(stop, timeout)
     try:
-        response = send_abortable(
-            http,
-            "GET",
-            url,
-            stop.signal,
-            timeout=timeout,
-            stream=True,
-            allow_redirects=True,
-            headers={
-                "User-Agent": "agentcore-web/0.1 (+fetch_url tool)",
-                "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
-            },
-        )
+        response = _follow_abortably(http, url, shown, timeout, stop)
     except RequestAborted:
         raise stopped(f"after {timeout:g} s") from None
     except requests.Timeout:
@@ -220,6 +221,157 @@ def _fetch(http: Any, url: str, shown: str, timeout: float, max_bytes: int, stop
         response.close()
 
 
+MAX_REDIRECTS = 20
+"""How many redirects one fetch follows (as browsers do); one more is reported as a loop."""
+
+_HEADERS = {
+    "User-Agent": "agentcore-web/0.1 (+fetch_url tool)",
+    "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
+}
+
+
+def _follow_abortably(http: Any, url: str, shown: str, timeout: float, stop: AbortController) -> Any:
+    """:func:`_follow` on a helper thread, waited for until it returns or ``stop`` fires
+    (raising :class:`RequestAborted` then). The pooled session interrupts a connect and the wait
+    for headers, but not the resolution of the host name, which ignores aborts and deadlines: a
+    slow resolver held the tool for its own timeouts (seconds per name server and attempt). The
+    helper, left to finish, closes the response it gets too late; a wait interrupted otherwise
+    (Ctrl+C) fires ``stop`` so that the helper's request ends too."""
+    lock = threading.Lock()
+    wake = threading.Event()
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["response"] = _follow(http, url, shown, timeout, stop.signal)
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        with lock:
+            outcome["done"] = True
+            abandoned = outcome.get("abandoned", False)
+        wake.set()
+        if abandoned and "response" in outcome:
+            outcome["response"].close()
+
+    def on_stop(_reason: Any) -> None:
+        wake.set()
+
+    stop.signal.add_listener(on_stop)
+    try:
+        threading.Thread(target=run, name="agentcore-web fetch", daemon=True).start()
+        wake.wait()
+    finally:
+        stop.signal.remove_listener(on_stop)
+        with lock:
+            done = outcome.get("done", False)
+            outcome["abandoned"] = not done
+        if not done:
+            stop.abort("aborted")  # no-op after an abort or a deadline
+    if not done:
+        raise RequestAborted("Request was aborted")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["response"]
+
+
+def _follow(http: Any, url: str, shown: str, timeout: float, signal: Any) -> Any:
+    """The response of ``url`` once its redirects are followed (at most :data:`MAX_REDIRECTS`).
+
+    Redirects are followed here, not by requests, which would send credentials the model never
+    gave: the ``~/.netrc`` (``$NETRC``) entry of the host, to the first URL and again to the host
+    of every redirect. Only the URL's own ``user:password@`` is sent, as Basic auth, and only to
+    its host (a redirect to another host drops it). A redirect's body is not read (requests read
+    all of it, past ``max_bytes``). Cookies set on the way are sent within this chain only.
+    Raises :class:`FetchError` for a redirect loop or a redirect to a non-http(s) URL.
+    """
+    import requests
+    from requests.cookies import RequestsCookieJar
+    from requests.cookies import extract_cookies_to_jar as _extract
+
+    # untyped in requests' stubs
+    extract_cookies_to_jar: Callable[[Any, Any, Any], None] = _extract
+    should_strip_auth: Callable[[Any, str, str], bool] = requests.Session.should_strip_auth
+
+    jar = RequestsCookieJar()
+    auth = _url_auth(url)
+    current = url
+    for _hop in range(MAX_REDIRECTS + 1):
+        response = send_abortable(
+            http,
+            "GET",
+            current,
+            signal,
+            timeout=timeout,
+            stream=True,
+            allow_redirects=False,
+            headers=dict(_HEADERS),
+            cookies=jar,
+            auth=auth or _no_auth,  # an auth of its own: requests never consults .netrc then
+            hooks={"response": _close_redirect},
+        )
+        extract_cookies_to_jar(jar, response.request, response.raw)
+        target = requests.Session.get_redirect_target(http, response) if response.is_redirect else None
+        if not target:
+            return response
+        response.close()
+        try:
+            target = _redirect_url(response.url or current, target)
+            scheme = urlparse(target).scheme.lower()
+        except ValueError as exc:  # "Invalid IPv6 URL"
+            raise FetchError(f"{shown} redirected to an invalid URL {_brief(_shown(target))!r}: {exc}") from None
+        if scheme not in ("http", "https"):
+            raise FetchError(
+                f"{shown} redirected to {_brief(_shown(target))}: fetch_url follows only http:// and https:// URLs"
+            )
+        if should_strip_auth(http, current, target):
+            auth = None  # another host: the credentials stay with theirs
+        auth = _url_auth(target) or auth
+        current = target
+    raise FetchError(
+        f"{shown} redirected more than {MAX_REDIRECTS} times (last to {_brief(_shown(current))}): "
+        "a redirect loop; try the address the page should end at"
+    )
+
+
+def _no_auth(prepared: Any) -> Any:
+    """An auth that adds nothing: given as a request's own, it keeps requests from applying the
+    host's ``.netrc`` entry (and the URL's user info, which :func:`_url_auth` applies instead)."""
+    return prepared
+
+
+def _url_auth(url: str) -> Any:
+    """Basic auth from ``url``'s ``user:password@`` (as requests decodes it), or None."""
+    from requests.auth import HTTPBasicAuth
+    from requests.utils import get_auth_from_url
+
+    user, password = get_auth_from_url(url)
+    return HTTPBasicAuth(user, password) if user or password else None
+
+
+def _close_redirect(response: Any, **_kwargs: Any) -> None:
+    """Response hook: close a redirect before requests drains its body (``Session.send`` reads
+    all of it, however large, to release the connection)."""
+    if response.is_redirect:
+        response.raw.close()
+
+
+def _redirect_url(base: str, location: str) -> str:
+    """The absolute URL a redirect's ``Location`` names, resolved as requests resolves it."""
+    from urllib.parse import urljoin
+
+    from requests.utils import requote_uri
+
+    if location.startswith("//"):
+        location = f"{urlparse(base).scheme}:{location}"
+    if not urlparse(location).netloc:
+        return urljoin(base, requote_uri(location))
+    return requote_uri(location)
+
+
+def _brief(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any]:
     """The page of a response; ``url`` is the requested URL as messages show it."""
     if not 200 <= response.status_code < 300:
@@ -234,7 +386,7 @@ def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any
         charset = bom  # a byte order mark outranks the header, as in browsers
     elif not _known(charset) and (html or not mime):
         charset = _html_charset(body)  # <meta charset>, when the header names none
-    encoding = charset if charset is not None and _known(charset) else "utf-8"
+    encoding = _whatwg(charset) if charset is not None and _known(charset) else "utf-8"
     if b"\x00" in body[:1024] and not encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")):
         # a NUL byte is in no text (but UTF-16/32): a PDF or an image served as text/plain or as
         # nothing, which would reach the model as a page of replacement characters
@@ -319,6 +471,16 @@ def _html_charset(body: bytes) -> Optional[str]:
     declared = match.group(1).decode("ascii")
     # a meta tag readable as ASCII cannot be in UTF-16/32: HTML treats that declaration as UTF-8
     return "utf-8" if declared.lower().startswith(("utf-16", "utf-32")) else declared
+
+
+def _whatwg(charset: str) -> str:
+    """The codec that reads a page labelled ``charset`` as browsers do: the Encoding Standard
+    reads ``iso-8859-1``, ``latin1`` and ``us-ascii`` labels as windows-1252, whose bytes
+    0x80-0x9F are the curly quotes, dashes and euro sign such pages hold (ISO-8859-1 makes them
+    invisible control characters; ASCII, replacement characters)."""
+    import codecs
+
+    return "cp1252" if codecs.lookup(charset).name in ("iso8859-1", "ascii") else charset
 
 
 def _known(charset: Optional[str]) -> bool:

@@ -6,13 +6,14 @@ lines, list items ``- `` lines, links ``[text](absolute url)``, images their ``[
 HTML ends it: at ``</head>``, or, as ``</head>`` may be omitted, at ``<body>``, any other body
 element or text outside its elements. The title is the first ``<title>`` outside ``<svg>`` and
 the other skipped elements; links resolve against the first ``<base href>``, else the page's URL.
+A ``<meta http-equiv="refresh">`` redirect is not followed but named at the top of the text.
 """
 
 from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 from urllib.parse import urljoin
 
 __all__ = ["html_to_text"]
@@ -58,6 +59,7 @@ class _Readable(HTMLParser):
         self.base_url = base_url
         self.parts: List[str] = []
         self.title: Optional[str] = None
+        self.refresh: Optional[str] = None  # the URL of the first <meta http-equiv="refresh">
         self._skip_depth = 0
         self._in_head = False
         self._base_seen = False
@@ -95,6 +97,8 @@ class _Readable(HTMLParser):
             self._in_title = True  # the document's title: not an <svg> icon's, not a later one
         if tag == "base" and not self._base_seen:
             self._base(dict(attrs).get("href"))
+        if tag == "meta" and self.refresh is None:
+            self.refresh = _refresh_target(dict(attrs))
         if tag in _SKIP:
             if tag not in _VOID:
                 self._skip_depth += 1
@@ -177,13 +181,34 @@ class _Readable(HTMLParser):
             self._text(data)
 
 
+_REFRESH = re.compile(r"""\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*)""", re.I | re.S)
+
+
+def _refresh_target(attrs: Dict[str, Optional[str]]) -> Optional[str]:
+    """The URL a ``<meta http-equiv="refresh" content="5; url=...">`` sends the reader to, or None
+    (no such meta, or one that only reloads the page)."""
+    if (attrs.get("http-equiv") or "").strip().lower() != "refresh":
+        return None
+    match = _REFRESH.match(attrs.get("content") or "")
+    if not match:
+        return None
+    quote, url = match.groups()
+    if quote and quote in url:
+        url = url[: url.index(quote)]
+    url = url.strip()
+    return url if url and not url.lower().startswith(("javascript:", "data:")) else None
+
+
 def html_to_text(html: str, base_url: str = "") -> Tuple[Optional[str], str]:
     """``(title, text)`` of an HTML document; relative links are resolved against its first
-    ``<base href>`` (itself resolved against ``base_url``), else against ``base_url``."""
+    ``<base href>`` (itself resolved against ``base_url``), else against ``base_url``. A page
+    that redirects with ``<meta http-equiv="refresh">`` starts with ``[Redirects to <url>]``."""
     parser = _Readable(base_url)
     parser.feed(html)
     parser.close()
     text = "".join(parser.parts)
+    if parser.refresh is not None:
+        text = f"[Redirects to {urljoin(parser.base_url, parser.refresh)}]\n\n{text}"
     text = re.sub(r"[ \t]+\n", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text).strip()
     return parser.title, text

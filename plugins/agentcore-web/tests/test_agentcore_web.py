@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 from agentcore_web import FetchError, create_fetch_url_tool, fetch_text, html_to_text
@@ -29,6 +30,9 @@ class _Handler(BaseHTTPRequestHandler):
     header_drip_stop = threading.Event()
     huge_chunk_done = threading.Event()
     huge_chunk_sent: Dict[str, Any] = {}
+    redirect_body_done = threading.Event()
+    redirect_body_sent: Dict[str, Any] = {}
+    authorizations: List[Tuple[int, str, Optional[str]]] = []  # (server port, path, header)
 
     def log_message(self, *args: Any) -> None:  # keep test output quiet
         pass
@@ -102,6 +106,25 @@ class _Handler(BaseHTTPRequestHandler):
         type(self).huge_chunk_sent["all"] = sent >= size
         type(self).huge_chunk_done.set()
 
+    def _huge_body_redirect(self) -> None:
+        """A redirect to /plain.txt with a 64 MB body; records whether all of it could be sent."""
+        size, block = 64 * 2**20, b"r" * 2**16
+        self.send_response(302)
+        self.send_header("Location", "/plain.txt")
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(size))
+        self.end_headers()
+        sent = 0
+        try:
+            while sent < size:
+                self.wfile.write(block)
+                sent += len(block)
+            self.wfile.flush()
+        except OSError:
+            pass
+        type(self).redirect_body_sent["all"] = sent >= size
+        type(self).redirect_body_done.set()
+
     def do_GET(self) -> None:  # noqa: N802 - http.server API
         routes: Dict[str, Tuple[int, str, bytes]] = {
             "/page.html": (200, "text/html; charset=utf-8", PAGE),
@@ -115,6 +138,13 @@ class _Handler(BaseHTTPRequestHandler):
             "/pdf-as-text": (200, "text/plain", b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\x00\x01\x02stream"),
             "/utf16-text": (200, "text/plain", "\ufeffcaf\xe9 \u2013 ok".encode("utf-16-le")),
             "/set-cookie": (200, "text/plain", b"cookie set"),
+            "/latin1-quotes": (200, "text/html; charset=ISO-8859-1", b"<p>\x93quoted\x94 \x96 caf\xe9 \x80 5</p>"),
+            "/ascii-labelled": (200, "text/plain; charset=us-ascii", b"it\x92s"),
+            "/moved.html": (
+                200,
+                "text/html",
+                b'<html><head><meta http-equiv="Refresh" content="0; URL=\'new/home.html\'"></head><body></body></html>',
+            ),
             "/echo-cookie": (200, "text/plain", b""),
         }
         if self.path in ("/set-cookie", "/login"):
@@ -127,6 +157,24 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/echo-cookie":
             self._send(200, "text/plain", ("cookie: " + (self.headers.get("Cookie") or "none")).encode())
+            return
+        type(self).authorizations.append((self.server.server_address[1], self.path, self.headers.get("Authorization")))
+        if self.path.startswith("http://example.invalid/"):  # a request to this server as a proxy
+            self.path = self.path[len("http://example.invalid") :]
+        if self.path.startswith("/to/"):  # /to/<location>: a redirect there
+            self.send_response(302)
+            self.send_header("Location", self.path[len("/to/") :])
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path == "/loop":
+            self.send_response(301)
+            self.send_header("Location", "/loop")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path == "/redirect-with-huge-body":
+            self._huge_body_redirect()
             return
         if self.path == "/redirect":
             self.send_response(302)
@@ -157,8 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, "text/plain", b"unknown")
 
 
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
+def _serve() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -169,6 +216,17 @@ def base_url() -> Iterator[str]:
     _Handler.header_drip_stop.set()
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    yield from _serve()
+
+
+@pytest.fixture(scope="module")
+def other_url() -> Iterator[str]:
+    """A second server (another port: another origin) with the same routes."""
+    yield from _serve()
 
 
 def _run(tool: Any, url: str, signal: Any = None) -> Any:
@@ -409,3 +467,118 @@ def test_malformed_url_arguments_are_named() -> None:
         fetch_text(5)  # type: ignore[arg-type]
     with pytest.raises(FetchError, match=r"cannot fetch 'http://\[::1/': Invalid IPv6 URL"):
         fetch_text("http://[::1/")
+
+
+def test_netrc_credentials_are_never_sent(
+    base_url: str, other_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """requests sends the ~/.netrc entry of the host ($NETRC names the file) and re-applies it
+    for the host of every redirect: a page the model fetched (or a redirect a page injected)
+    read the user's stored credentials back into the transcript. Only the URL's own user info
+    is sent, and only to its own host."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login stored-user password netrc-secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    _Handler.authorizations.clear()
+    port, other_port = int(base_url.rsplit(":", 1)[1]), int(other_url.rsplit(":", 1)[1])
+    tool = create_fetch_url_tool()
+    _run(tool, base_url + "/plain.txt")
+    _run(tool, base_url + "/to/" + other_url + "/plain.txt")  # to another origin
+    _run(tool, base_url.replace("http://", "http://agent:s3cret-pw@") + "/to/" + other_url + "/plain.txt")
+    _run(tool, base_url.replace("http://", "http://agent:s3cret-pw@") + "/to//plain.txt")  # the same host
+    given = "Basic " + base64.b64encode(b"agent:s3cret-pw").decode()
+    assert _Handler.authorizations == [
+        (port, "/plain.txt", None),
+        (port, f"/to/{other_url}/plain.txt", None),
+        (other_port, "/plain.txt", None),
+        (port, f"/to/{other_url}/plain.txt", given),
+        (other_port, "/plain.txt", None),
+        (port, "/to//plain.txt", given),
+        (port, "/plain.txt", given),
+    ]
+
+
+def test_a_redirects_body_is_not_read(base_url: str) -> None:
+    """requests read the whole body of every redirect into memory, whatever ``max_bytes`` said
+    (a 302 with an endless body held the tool until the deadline and filled the memory)."""
+    result = _run(create_fetch_url_tool(max_bytes=1000), base_url + "/redirect-with-huge-body")
+    assert result.content[0].text.endswith("caf\xe9")
+    assert _Handler.redirect_body_done.wait(10)
+    assert _Handler.redirect_body_sent == {"all": False}, "the client read the whole redirect body"
+
+
+def test_redirect_loops_and_other_schemes_are_named(base_url: str) -> None:
+    with pytest.raises(FetchError, match=r"/loop redirected more than 20 times .*: a redirect loop"):
+        _run(create_fetch_url_tool(), base_url + "/loop")
+    secret_base = base_url.replace("http://", "http://agent:s3cret-pw@")
+    with pytest.raises(FetchError) as caught:
+        _run(create_fetch_url_tool(), secret_base + "/to/file:///etc/passwd")
+    assert str(caught.value) == (
+        f"{base_url.replace('http://', 'http://***@')}/to/file:///etc/passwd redirected to file:///etc/passwd: "
+        "fetch_url follows only http:// and https:// URLs"
+    )
+
+
+def test_proxies_from_the_environment_are_used_for_every_redirect(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local server acts as the proxy of example.invalid: it receives each hop's URL."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", base_url)
+    monkeypatch.setenv("http_proxy", base_url)
+    _Handler.authorizations.clear()
+    port = int(base_url.rsplit(":", 1)[1])
+    result = _run(create_fetch_url_tool(), "http://example.invalid/to/http://example.invalid/plain.txt")
+    assert result.details["final_url"] == "http://example.invalid/plain.txt"
+    assert _Handler.authorizations == [
+        (port, "http://example.invalid/to/http://example.invalid/plain.txt", None),
+        (port, "http://example.invalid/plain.txt", None),
+    ]
+
+
+def test_latin1_and_ascii_labels_read_as_windows_1252(base_url: str) -> None:
+    """Browsers read an ISO-8859-1 or US-ASCII label as windows-1252 (the Encoding Standard):
+    such pages hold its curly quotes, dashes and euro sign, which ISO-8859-1 turned into
+    invisible C1 control characters and ASCII into replacement characters."""
+    text = _run(create_fetch_url_tool(), base_url + "/latin1-quotes").content[0].text
+    assert text.endswith("\n\n\u201cquoted\u201d \u2013 caf\xe9 \u20ac 5")
+    assert _run(create_fetch_url_tool(), base_url + "/ascii-labelled").content[0].text.endswith("\n\nit\u2019s")
+
+
+def test_a_meta_refresh_names_where_the_page_went(base_url: str) -> None:
+    """A page that only redirects with <meta http-equiv="refresh"> came back empty: the model
+    could not tell where the content moved."""
+    text = _run(create_fetch_url_tool(), base_url + "/moved.html").content[0].text
+    assert text == f"URL: {base_url}/moved.html\n\n[Redirects to {base_url}/new/home.html]"
+    assert html_to_text('<meta http-equiv="refresh" content="30">reloads')[1] == "reloads"
+
+
+def test_abort_and_deadline_end_a_slow_name_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resolving the host name ignored the abort and the deadline: the fetch waited for the
+    resolver (seconds per name server and attempt). The resolver is replaced by one that waits
+    for the test, the only way to hold a lookup without a DNS server."""
+    import socket
+
+    entered, release = threading.Event(), threading.Event()
+    real = socket.getaddrinfo
+
+    def slow_getaddrinfo(*args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_getaddrinfo)
+    try:
+        controller = AbortController()
+        thread, outcome = _fetch_in_thread("http://slow-dns.invalid/", controller)
+        assert entered.wait(10)
+        controller.abort()
+        thread.join(5)
+        assert not thread.is_alive(), "the abort did not end the wait for the resolver"
+        assert str(outcome.get("error")) == "Operation aborted"
+        with pytest.raises(FetchError, match=r"^http://slow-dns.invalid/ timed out after 0.2 s$"):
+            _run(create_fetch_url_tool(timeout=0.2), "http://slow-dns.invalid/")
+    finally:
+        release.set()
