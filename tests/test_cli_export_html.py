@@ -485,6 +485,70 @@ def test_html_export_of_an_empty_session(tmp_path):
     assert "This session has no entries." in text and "<dt>messages</dt><dd>0 on 0 branches</dd>" in text
 
 
+def test_export_onto_the_session_file_itself_is_refused_and_keeps_it(tmp_path):
+    # `-o` naming the file being exported (here by a symlink) wrote the page over the session
+    # and reported "wrote html to ...": the conversation was gone, `sessions show` then exit 2
+    path = tmp_path / "demo.jsonl"
+    with Session.create(path, session_id="demo-session") as session:
+        fill_demo(session)
+    before = path.read_bytes()
+    (tmp_path / "alias.jsonl").symlink_to(path)
+    for fmt in ("html", "jsonl"):
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["sessions", "export", str(path), "--format", fmt, "-o", str(tmp_path / "alias.jsonl")]
+        assert main(argv, stdout=out, stderr=err) == 2
+        assert "that is the session file being exported" in err.getvalue() and "wrote" not in err.getvalue()
+        assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_export_of_a_nan_usage_names_the_entry_instead_of_writing_invalid_json(tmp_path, fmt):
+    # Python's json reads NaN and Infinity from another writer's file: `--format json` printed
+    # them as NaN/Infinity (which jq and every other JSON reader reject) and `jsonl` ended with
+    # "agentcore: SessionError: inf is not JSON" (status 1, no file, no entry named)
+    path = tmp_path / "nan.jsonl"
+    with Session.create(path, session_id="nan-session") as session:
+        session.append_message(UserMessage("hello", timestamp=1))
+        answer = session.append_message(_assistant([TextContent("hi")]))
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines[-1]["message"]["usage"]["input"] = float("inf")
+    lines[-1]["message"]["usage"]["cost"]["total"] = float("nan")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["sessions", "export", str(path), "--format", fmt], stdout=out, stderr=err) == 2
+    assert out.getvalue() == ""
+    assert f"{path}: entry {answer} cannot be exported as {fmt.upper()}: it holds a value JSON cannot" in err.getvalue()
+
+
+_FAILING_WRITE = """
+import resource, sys
+from agentcore.cli import main
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a disk that fills up past 4 KiB
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_an_export_that_fails_half_way_leaves_the_previous_file_whole(tmp_path):
+    # `-o` opened the file with "w": the old export was truncated before the new one was written,
+    # so a full disk (or a Ctrl+C) left neither, only the first 4 KiB of the new page
+    import subprocess
+
+    path = tmp_path / "demo.jsonl"
+    with Session.create(path, session_id="demo-session") as session:
+        fill_demo(session)
+    target = tmp_path / "page.html"
+    target.write_text("previous export\n", encoding="utf-8")
+    target.chmod(0o640)
+    argv = ["sessions", "export", str(path), "--format", "html", "-o", str(target)]
+    done = subprocess.run([sys.executable, "-c", _FAILING_WRITE, *argv], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and f"-o {target}: cannot write it (File too large)" in done.stderr
+    assert target.read_text(encoding="utf-8") == "previous export\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.jsonl", "page.html"]  # no temp file left
+    text, _ = export_html(path, tmp_path)  # then written whole, keeping the file's mode
+    assert text.endswith("</html>\n") and (target.stat().st_mode & 0o777) == 0o640
+
+
 # --------------------------------------------------------------------------- in a real browser
 
 

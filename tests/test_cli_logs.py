@@ -300,6 +300,26 @@ def test_a_directory_whose_name_is_not_utf8_logs_like_any_other(here, monkeypatc
     assert [c["firstPrompt"] for c in logs_json("-n", "0")] == ["a question from here"]
 
 
+def test_logs_cwd_in_a_directory_whose_name_is_not_utf8_lists_its_conversations(here, monkeypatch):
+    """The index stored such a session's cwd with ``?`` for the odd byte, and ``logs --cwd`` run
+    there passed the directory's name to SQLite as it was: "agentcore: UnicodeEncodeError:
+    ... surrogates not allowed", exit 1 (a ``caf?`` folder would have matched it besides)."""
+    odd = os.path.join(os.fsencode(str(here)), b"caf\xe9")
+    os.mkdir(odd)
+    monkeypatch.chdir(odd)
+    assert run_cli("run", "--model", "scripted", "a question from an odd place")[0] == 0
+    found = logs_json("--cwd")
+    assert [c["firstPrompt"] for c in found] == ["a question from an odd place"]
+    assert os.fsencode(found[0]["cwd"]) == odd
+    monkeypatch.chdir(here)
+    assert run_cli("run", "--model", "scripted", "a question from here")[0] == 0
+    assert [c["firstPrompt"] for c in logs_json("--cwd")] == ["a question from here"]
+    os.mkdir(os.path.join(str(here), "caf?"))
+    monkeypatch.chdir(os.path.join(str(here), "caf?"))  # not the same directory
+    code, out, err = run_cli("logs", "--cwd")
+    assert code == 0 and out == "" and "no conversations logged of this directory" in err
+
+
 def test_logs_index_is_updated_after_each_chat_turn(here):
     from agentcore.cli._logindex import LogIndex
 
@@ -432,11 +452,16 @@ def test_logs_count_past_64_bits_lists_them_all(here):
 
 @pytest.mark.parametrize(
     "argv, option",
-    [(["logs", "--cwd"], "logs --cwd"), (["run", "--model", "scripted", "-c", "again"], "-c/--continue")],
+    [
+        (["logs", "--cwd"], "logs --cwd"),
+        (["run", "--model", "scripted", "-c", "again"], "-c/--continue"),
+        (["sessions", "list"], "sessions list"),
+    ],
 )
 def test_logs_cwd_and_continue_in_a_deleted_directory_say_so(here, monkeypatch, argv, option):
-    """A shell still in a directory that was removed: `logs --cwd` and `run -c` ended with
-    "agentcore: FileNotFoundError: [Errno 2] No such file or directory" (no file named), status 1."""
+    """A shell still in a directory that was removed: `logs --cwd`, `run -c` and `sessions list`
+    ended with "agentcore: FileNotFoundError: [Errno 2] No such file or directory" (no file
+    named), status 1."""
     _library_session("a question", "an answer")
     gone = here / "gone"
     gone.mkdir()

@@ -7,6 +7,7 @@ problem the user can fix raises :class:`~agentcore.cli._setup.UsageError` (exit 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
@@ -185,9 +186,13 @@ def _repository(args: Any) -> Any:
 
 def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore sessions list [--all]``: sessions of this directory (or all), newest first (the
-    table without terminal escape sequences: a name or a directory may hold them)."""
+    table without terminal escape sequences: a name or a directory may hold them). Without
+    ``--all`` in a directory that was deleted: a UsageError saying so."""
+    from ._logs import _current_directory
+
     repo = _repository(args)
-    infos = repo.list(None if args.all else os.getcwd())
+    cwd = None if args.all else _current_directory("sessions list")
+    infos = repo.list(cwd)
     if getattr(args, "json", False):
         for i in infos:
             out.write(
@@ -207,7 +212,7 @@ def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
             )
         return 0
     if not infos:
-        where = repo.directory if args.all else f"{os.getcwd()} in {repo.directory}"
+        where = repo.directory if cwd is None else f"{cwd} in {repo.directory}"
         err.write(f"no sessions for {where}; start one with: agentcore chat --session new\n")
         return 0
     from .._safe import terminal_text
@@ -277,10 +282,6 @@ def _unique_prefix(repo: Any, prefix: str, not_found: Exception) -> Any:
             "of the id:\n" + format_table(rows, ["ID", "CREATED", "CWD"]).rstrip("\n")
         )
     return matches[0]
-
-
-def _branch_messages(session: Any) -> List[Any]:
-    return [e.message for e in session.get_branch() if e.type == "message"]
 
 
 def describe_message(message: Any, limit: Optional[int] = None) -> str:
@@ -367,6 +368,65 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
 EXPORT_FORMATS = ("markdown", "html", "json", "jsonl")
 
 
+def _check_not_the_source(output: str, source: Any) -> None:
+    """UsageError when ``-o`` names the session file being exported (the same file by another
+    name, a symlink or a hard link too): writing the page over it destroyed the session."""
+    if not isinstance(source, str) or not source:
+        return
+    try:
+        same = os.path.samefile(output, source)
+    except (OSError, ValueError):  # no such file yet (ValueError: a NUL in the name)
+        return
+    if same:
+        raise UsageError(
+            f"-o {output}: that is the session file being exported ({source}); writing the export "
+            "over it would destroy the session: choose another file"
+        )
+
+
+def _write_output(path: str, text: str) -> None:
+    """Write ``text`` (UTF-8) to the ``-o`` file atomically: a temp file beside it replaces it
+    (:func:`~agentcore.builtin_tools.write.atomic_write`: through a symlink, keeping an existing
+    file's mode), so a failure (a full disk, Ctrl+C) leaves the previous file whole and no half
+    export. The folder must exist (it is not created). Something else than a regular file (a
+    named pipe, ``/dev/stdout``) is written to in place, as ``os.replace`` would swap it for a
+    file. Raises ``OSError``."""
+    import stat
+
+    from ..builtin_tools.write import atomic_write
+
+    data = text.encode("utf-8")
+    try:
+        mode: Optional[int] = os.stat(path).st_mode  # through links: /dev/stdout is a pipe's
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):  # atomic_write would create it: a typo must not make folders
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    atomic_write(target, data)
+
+
+@contextlib.contextmanager
+def _unexportable(session: Any, entry: Any, what: str) -> Iterator[None]:
+    """A value JSON cannot carry in ``entry`` (NaN or an infinity, which Python's json reads from
+    another writer's file) is a UsageError naming the file and the entry (exit 2), not invalid
+    JSON on stdout (``--format json``) nor a bare ``SessionError`` (``jsonl``)."""
+    from ..session import SessionError
+
+    try:
+        yield
+    except (ValueError, SessionError) as exc:
+        raise UsageError(
+            f"{session.path or session.id}: entry {entry.id} cannot be exported as {what}: it holds a value "
+            f"JSON cannot carry ({exc}); --format markdown or html show it"
+        ) from None
+
+
 def _note_empty_branch(session: Any, err: TextIO) -> None:
     """Say why an export of the current branch is empty when other branches hold messages."""
     total = session.get_session_stats().message_count
@@ -385,10 +445,17 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     whole tree, every branch (see :mod:`._html`); ``json``: the current branch's messages as a JSON
     array of reference message dicts; ``jsonl``: every entry of the session (all branches) as
     reference JSONL, header first.
+
+    ``-o FILE`` replaces ``FILE`` atomically (:func:`_write_output`: a failure leaves the previous
+    file whole); ``-o`` naming the exported session file itself is a UsageError (exit 2), as is a
+    file that cannot be written. Without ``-o`` the text goes to ``out``.
     """
     from ..types import message_to_dict
 
     with _corrupt_is_usage(), _open_for_reading(args) as session:
+        source = session.path
+        if args.output:
+            _check_not_the_source(args.output, source)
         fmt = args.format
         if fmt == "html":
             from ._html import session_to_html
@@ -399,13 +466,19 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
 
             # the session files' own encoding: compact, JavaScript numbers, surrogates escaped
             lines = [encode_line(session.header.to_dict())]
-            lines += [encode_line(e.to_dict()) for e in session.entries()]
+            for entry in session.entries():
+                with _unexportable(session, entry, "JSONL"):
+                    lines.append(encode_line(entry.to_dict()))
             text = b"".join(lines).decode("utf-8")
         else:
-            messages = _branch_messages(session)
+            entries = [e for e in session.get_branch() if e.type == "message"]
+            messages = [e.message for e in entries]
             if not messages:
                 _note_empty_branch(session, err)
             if fmt == "json":
+                for entry in entries:  # NaN would be written as NaN, which no JSON reader takes
+                    with _unexportable(session, entry, "JSON"):
+                        json.dumps(message_to_dict(entry.message), allow_nan=False)
                 text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
             else:
                 from ..jupyter import transcript_to_markdown
@@ -421,8 +494,7 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                 )
     if args.output:
         try:
-            with open(args.output, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            _write_output(args.output, text)
         except OSError as exc:  # a path the user gave: a usage error naming it, not a traceback name
             raise UsageError(f"-o {args.output}: cannot write it ({exc.strerror or exc})") from None
         err.write(f"wrote {fmt} to {args.output}\n")

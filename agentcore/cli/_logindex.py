@@ -39,7 +39,7 @@ __all__ = ["Conversation", "LogIndex", "INDEX_FILE", "BUSY_TIMEOUT", "read_conve
 
 INDEX_FILE = "logs.db"
 BUSY_TIMEOUT = 10.0
-_SCHEMA = 2  # PRAGMA user_version; another value: the database is rebuilt (2: tokens by spec §10)
+_SCHEMA = 3  # PRAGMA user_version; another value: the database is rebuilt (2: tokens by spec §10, 3: cwd as bytes)
 _T = TypeVar("_T")
 _INT64_MAX = 2**63 - 1  # the largest INTEGER SQLite stores; a larger Python int is an OverflowError
 _COLUMNS = (
@@ -135,6 +135,17 @@ def _path_of(stored: Union[str, bytes]) -> str:
     return os.fsdecode(stored) if isinstance(stored, bytes) else stored
 
 
+def _db_cwd(cwd: str) -> Union[str, bytes]:
+    """A session's working directory as the index stores and compares it: as :func:`_db_path`
+    does, so that ``logs --cwd`` run in a directory whose name is not UTF-8 finds its sessions
+    (stored with ``?`` in its place, the query failed with UnicodeEncodeError and exit 1); a lone
+    surrogate no file name holds (half an emoji in a header written by another program) as ``?``."""
+    try:
+        return _db_path(cwd)
+    except UnicodeEncodeError:
+        return _storable(cwd)
+
+
 def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     """``(conversation, searchable text)`` of a JSONL session file; None when it has no valid
     header (not a session file). Lines that do not decode (a line being written, one nested too
@@ -195,7 +206,7 @@ def read_conversation(path: str) -> Optional[Tuple[Conversation, str]]:
     conversation = Conversation(
         id=_storable(header["id"]),
         path=path,
-        cwd=_storable(str(header.get("cwd") or "")),
+        cwd=str(header.get("cwd") or ""),  # stored as _db_cwd says
         created=_storable(str(header.get("timestamp") or "")),
         updated=updated,
         model=None if model is None else _storable(model),
@@ -451,7 +462,7 @@ class LogIndex:
                         mtime_ns,
                         size,
                         c.id,
-                        c.cwd,
+                        _db_cwd(c.cwd),
                         c.created,
                         c.updated,
                         c.model,
@@ -503,12 +514,13 @@ class LogIndex:
                 params.append(_like_pattern(query.strip()))
         if cwd is not None:
             where.append("c.cwd = ?")
-            params.append(cwd)
+            params.append(_db_cwd(cwd))
         sql = f"SELECT {select} FROM {source} WHERE {' AND '.join(where)} ORDER BY c.updated DESC, c.rowid DESC"
         if limit is not None and limit <= _INT64_MAX:
             sql += " LIMIT ?"
             params.append(limit)
-        return [Conversation(row[0], _path_of(row[1]), *row[2:]) for row in self._db.execute(sql, params)]
+        rows = self._db.execute(sql, params)
+        return [Conversation(row[0], _path_of(row[1]), _path_of(row[2]), *row[3:]) for row in rows]
 
 
 def _rollback(db: Any) -> None:
