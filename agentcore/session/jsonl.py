@@ -287,6 +287,7 @@ class JsonlSessionStorage(SessionStorage):
         body = [encode_line(header.to_dict())]
         body.extend(line if line.endswith(b"\n") else line + b"\n" for line in lines)
         _publish(path, b"".join(body), mode)
+        _log.debug("created session file %s id=%s", path, header.id)
         try:
             storage = cls(path, fsync=fsync)
         except SessionError as exc:
@@ -303,7 +304,6 @@ class JsonlSessionStorage(SessionStorage):
                 path=path,
                 line=exc.line,
             ) from None
-        _log.debug("created session file %s id=%s", path, header.id)
         return storage
 
     # ------------------------------------------------------------------ opening
