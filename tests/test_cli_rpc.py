@@ -252,6 +252,16 @@ _rpc.RpcServer._on_event = holding
 """
 
 
+def _wait_for_note(child: Any, words: str = "held at agent_end") -> None:
+    """Read the child's stderr until a line holds ``words`` (default: its run is held at
+    agent_end, the HOLD_AT_AGENT_END setup)."""
+    assert child.proc.stderr is not None
+    note = ""
+    while words not in note:
+        note = child.proc.stderr.readline().decode()
+        assert note, f"agentcore rpc exited before writing {words!r}"
+
+
 @pytest.mark.parametrize("command", ["prompt", "steer", "follow_up"])
 def test_a_message_queued_as_the_run_ends_is_answered_by_a_next_run(rpc, tmp_path, command):
     """A message queued after the run's last look at its queues but before its agent_end (the
@@ -261,11 +271,7 @@ def test_a_message_queued_as_the_run_ends_is_answered_by_a_next_run(rpc, tmp_pat
     os.mkfifo(fifo)
     child = rpc("--model", "scripted", "--no-session", setup=f"FIFO = {str(fifo)!r}" + HOLD_AT_AGENT_END)
     child.call({"type": "prompt", "message": "first question"})
-    assert child.proc.stderr is not None
-    note = ""
-    while "held at agent_end" not in note:
-        note = child.proc.stderr.readline().decode()
-        assert note, "agentcore rpc exited before the run ended"
+    _wait_for_note(child)
     late: Dict[str, Any] = {"id": "late", "type": command, "message": "a late question"}
     if command == "prompt":
         late["streamingBehavior"] = "followUp"
@@ -306,16 +312,10 @@ def test_an_abort_sent_during_the_run_also_stops_the_run_for_a_late_message(rpc,
     setup = f"FIFO = {str(fifo)!r}" + HOLD_AT_AGENT_END + NOTE_THE_ABORT
     child = rpc("--model", "scripted", "--no-session", setup=setup)
     child.call({"type": "prompt", "message": "first question"})
-    assert child.proc.stderr is not None
-    note = ""
-    while "held at agent_end" not in note:
-        note = child.proc.stderr.readline().decode()
-        assert note, "agentcore rpc exited before the run ended"
+    _wait_for_note(child)
     child.call({"type": "follow_up", "message": "a late question"})
     child.send({"id": "a", "type": "abort"})  # the reader waits in it for the run to end
-    while "abort read" not in note:
-        note = child.proc.stderr.readline().decode()
-        assert note, "agentcore rpc exited before the abort was read"
+    _wait_for_note(child, "abort read")
     with open(fifo, "w"):
         pass  # let the run end
     lines = child.read_until(lambda o: o.get("id") == "a")
@@ -366,11 +366,7 @@ def test_a_queued_prompt_read_as_a_late_run_starts_is_queued_not_refused(rpc, tm
     os.mkfifo(fifo)
     child = rpc("--model", "scripted", "--no-session", setup=f"FIFO = {str(fifo)!r}" + PROMPT_RACES_THE_LATE_RUN)
     child.call({"type": "prompt", "message": "first question"})
-    assert child.proc.stderr is not None
-    note = ""
-    while "held at agent_end" not in note:
-        note = child.proc.stderr.readline().decode()
-        assert note, "agentcore rpc exited before the run ended"
+    _wait_for_note(child)
     child.call({"type": "follow_up", "message": "a late question"})
     with open(fifo, "w"):
         pass  # let the first run end: a run starts for the late question
