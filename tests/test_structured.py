@@ -199,7 +199,7 @@ def test_a_number_answer_of_a_string_type_is_the_text_as_written(answer):
 def test_an_answer_nested_too_deeply_to_parse_is_corrected_not_a_failed_run():
     """A model stuck repeating ``[`` made json.loads raise RecursionError out of the turn hook:
     the run failed (an error message after the answer) instead of the answer being corrected."""
-    scripted = ScriptedModel([text("[" * 5000), text("[1]")])
+    scripted = ScriptedModel([text("[" * 100_000), text("[1]")])  # past every version's parser limit
     agent = Agent(scripted.model)
     assert agent.ask("q", List[int]) == [1]
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "user", "assistant"]
