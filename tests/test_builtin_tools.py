@@ -217,6 +217,21 @@ def test_read_shows_a_utf16_text_file_instead_of_calling_it_binary(tmp_path, mon
         run(read, path="le.txt")
 
 
+def test_edit_changes_a_utf16_file_that_read_shows_keeping_its_encoding(tmp_path):
+    # read shows a file with a UTF-16 byte-order mark as text; edit refused it as "not UTF-8
+    # text", so the model could see the lines but not change them
+    (tmp_path / "le.txt").write_bytes("\ufeffbuild ok\r\nnaïve 🚀\r\n".encode("utf-16-le"))
+    (tmp_path / "be.txt").write_bytes("\ufeffone\ntwo".encode("utf-16-be"))
+    edit = create_edit_tool(str(tmp_path))
+    run(edit, path="le.txt", edits=[{"oldText": "build ok\nnaïve", "newText": "build failed\nnaïve"}])
+    run(edit, path="be.txt", edits=[{"oldText": "two", "newText": "deux"}])
+    assert (tmp_path / "le.txt").read_bytes() == "\ufeffbuild failed\r\nnaïve 🚀\r\n".encode("utf-16-le")
+    assert (tmp_path / "be.txt").read_bytes() == "\ufeffone\ndeux".encode("utf-16-be")
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe\x00\xd8")  # a lone surrogate: no UTF-16 text
+    with pytest.raises(ValueError, match="bad.txt is not UTF-16 text; edit it with bash"):
+        run(edit, path="bad.txt", edits=[{"oldText": "x", "newText": "y"}])
+
+
 def test_read_refuses_binary_files_clearly(tmp_path):
     (tmp_path / "blob.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(200))
     with pytest.raises(ValueError, match=r"Cannot read blob.bin: it is a binary file .*Inspect it with bash"):

@@ -7,7 +7,9 @@ Every ``oldText`` is looked up in the file as it was before this call (not after
 the same call) and must occur exactly once; edits must not overlap. If any edit fails (not found,
 found several times, overlapping, empty, no change at all, or a ``newText`` holding a lone UTF-16
 surrogate, which UTF-8 cannot encode) the tool raises and the file is not touched. Bytes outside
-the replaced text are written back exactly as they were, and the UTF-8 byte-order mark is kept. Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
+the replaced text are written back exactly as they were, and the UTF-8 byte-order mark is kept
+(a file starting with a UTF-16 byte-order mark, which ``read`` shows as text, is edited as UTF-16
+and keeps its mark and byte order). Line endings: in a file whose line breaks are all CRLF, ``\\r\\n`` and
 ``\\n`` in the edits both match a CRLF and new lines get CRLF; in a file without CRLF, ``\\r\\n``
 in the edits is read as ``\\n``; in a file mixing both, the edits must match the file's bytes
 (``\\r\\n`` where it has CRLF). A lone ``\\r`` is never changed. The file is replaced atomically;
@@ -151,6 +153,16 @@ def apply_edits(
     return result, len(spans)
 
 
+def _encoding_of(raw: bytes) -> Tuple[str, bytes]:
+    """``(codec, byte-order mark)`` of a file's bytes: UTF-16 (little or big endian) after its
+    mark, as ``read`` shows such a file; else UTF-8 (whose own mark stays in the text)."""
+    if raw.startswith(b"\xff\xfe"):
+        return "utf-16-le", raw[:2]
+    if raw.startswith(b"\xfe\xff"):
+        return "utf-16-be", raw[:2]
+    return "utf-8", b""
+
+
 def _lines(text: str) -> List[str]:
     """Lines ending in ``\\n`` (kept), as ``read`` numbers them; unlike ``str.splitlines`` a lone
     ``\\r`` (or ``\\f``, ``\\u2028``...) does not start a new line."""
@@ -194,10 +206,12 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
         with file_lock(target):
             with open_regular_file(target, shown) as f:
                 raw = f.read()
+            codec, mark = _encoding_of(raw)
             try:
-                text = raw.decode("utf-8")
+                text = raw[len(mark) :].decode(codec)
             except UnicodeDecodeError:
-                raise EditError(f"{shown} is not UTF-8 text; edit it with bash instead") from None
+                name = "UTF-8" if codec == "utf-8" else "UTF-16"
+                raise EditError(f"{shown} is not {name} text; edit it with bash instead") from None
             bom = "\ufeff" if text.startswith("\ufeff") else ""
             body = text[len(bom) :]
             endings = _line_endings(body)
@@ -220,7 +234,7 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
                     raise
             if signal is not None:
                 signal.raise_if_aborted()
-            atomic_write(target, (bom + new).encode("utf-8"))
+            atomic_write(target, mark + (bom + new).encode(codec))
         diff, first = _diff(body, new, shown)
         noun = "edit" if count == 1 else "edits"
         details: Dict[str, Any] = {"diff": diff, "firstChangedLine": first}
