@@ -165,6 +165,18 @@ class _ActiveRun:
     result: List[Any] = field(default_factory=list)
     error: Optional[BaseException] = None
     on_settled: List[Callable[[], None]] = field(default_factory=list)
+    #: None until decided once: True when a thread began executing the run, False when the
+    #: caller cancelled it before any did (a Ctrl+C while it was being started)
+    began: Optional[bool] = None
+    _began_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def decide(self, begin: bool) -> bool:
+        """Decide whether the run executes, once: the first caller's ``begin`` wins (the run
+        thread as it starts, or the interrupted caller cancelling it); returns the decision."""
+        with self._began_lock:
+            if self.began is None:
+                self.began = begin
+            return self.began
 
 
 _LEVELS = tuple(level.value for level in ThinkingLevel)
@@ -793,7 +805,11 @@ class Agent:
                 raise RuntimeError(ERR_PROMPT_BUSY)
             self._approvals.check_can_prompt("prompt")
             run = self._begin_run()
-        return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
+        try:
+            return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
+        except KeyboardInterrupt:
+            self._interrupted(run)
+            raise
 
     @overload
     def ask(
@@ -882,7 +898,11 @@ class Agent:
                 raise
             if resume is not None:
                 self._approvals.resuming(resume)
-        return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, setup=setup, resume=resume)
+        try:
+            return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, setup=setup, resume=resume)
+        except KeyboardInterrupt:
+            self._interrupted(run)
+            raise
 
     def _continue_prompts(self) -> Tuple[Optional[List[Any]], bool]:
         """The prompts of a continue run (None: continue from the transcript) and whether they
@@ -925,8 +945,9 @@ class Agent:
 
         The run starts at once (busy errors raise here). Events are handed over through a
         ``queue.Queue``, so the consumer does not slow the run down; iteration ends when the run
-        has settled. A KeyboardInterrupt while iterating aborts the run, waits, and re-raises.
-        Leaving the loop early does not stop the run (call :meth:`abort`).
+        has settled. A KeyboardInterrupt while iterating, or while ``stream()`` itself starts the
+        run, aborts the run, waits for it to settle, and re-raises (a run no thread began yet
+        never executes). Leaving the loop early does not stop the run (call :meth:`abort`).
         """
         import queue
 
@@ -948,8 +969,12 @@ class Agent:
 
             run.on_settled.append(lambda: events.put(done))
             run.on_settled.append(self.subscribe(relay))  # before the run starts: no event missed
-        self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
-        return _RunEvents(run, self._iterate_events(run, events, done))
+        try:
+            self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
+            return _RunEvents(run, self._iterate_events(run, events, done))
+        except KeyboardInterrupt:  # nobody would iterate: the run must not go on unwatched
+            self._interrupted(run)
+            raise
 
     def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
         on_main = threading.current_thread() is threading.main_thread()
@@ -1155,6 +1180,7 @@ class Agent:
             context = AgentContext(self._state.system_prompt, list(self._state.messages), tools)
             stream_fn = self.stream_fn or _loop._default_stream_fn or registry_stream_fn(self._plugins.manager())
         except BaseException:
+            run.decide(False)
             self._finish_run(run)
             raise
 
@@ -1168,20 +1194,28 @@ class Agent:
             # saving two thread hand-overs (and, with many agents at once, one thread each).
             caller_context.run(self._run_with_lifecycle, run, body)
             return self._outcome(run)
+        # a reused daemon thread; a Ctrl+C can land in here already (the callers' _interrupted)
         try:
-            # a reused daemon thread; a Ctrl+C can land here already: the run may be executing tools
-            try:
-                start_daemon(caller_context.run, "agentcore-run", self._run_with_lifecycle, run, body)
-            except Exception:  # no thread could be started: the agent must not stay busy
+            start_daemon(caller_context.run, "agentcore-run", self._run_with_lifecycle, run, body)
+        except Exception:  # no thread could be started: the agent must not stay busy
+            if not run.decide(False):
                 self._finish_run(run)
-                raise
-            if not wait:
-                return None
-            wait_interruptibly(run.settled)
-        except KeyboardInterrupt:
-            _abort_and_settle(run)
             raise
+        if not wait:
+            return None
+        wait_interruptibly(run.settled)
         return self._outcome(run)
+
+    def _interrupted(self, run: _ActiveRun) -> None:
+        """A KeyboardInterrupt in the caller while it started or waited for ``run``: a run a thread
+        already began is aborted and waited for (:func:`_abort_and_settle`); one no thread began
+        yet (the Ctrl+C landed inside ``start_daemon``, before the task was handed over, or before
+        the thread took it) is cancelled: it never executes, nothing is recorded, and the agent is
+        idle again (waiting for it would wait for ever when no thread will ever run it)."""
+        if run.decide(False):
+            _abort_and_settle(run)
+        elif not run.settled.is_set():  # not already settled by _launch's own failure path
+            self._finish_run(run)
 
     def _run_body(
         self,
@@ -1234,6 +1268,8 @@ class Agent:
         return run.result
 
     def _run_with_lifecycle(self, run: _ActiveRun, body: Callable[[], List[Any]]) -> None:
+        if not run.decide(True):  # the caller was interrupted first and settled the run itself
+            return
         run.thread_ident = threading.get_ident()
         started = time.perf_counter()
         if _log.isEnabledFor(logging.DEBUG):
@@ -1407,10 +1443,15 @@ class Agent:
             self._call_listeners(event, run)
 
     def _call_listeners(self, event: Any, run: Optional[_ActiveRun], quiet: bool = False) -> None:
-        """The listeners subscribed when the event arrived, in subscription order. ``quiet``: a
-        listener's exception is logged (DEBUG) and the others still called (a failed run's end)."""
+        """The listeners subscribed when the event arrived, in subscription order, except those
+        unsubscribed meanwhile (an earlier listener's teardown of a later one: it must not be
+        called after that, as in the reference). ``quiet``: a listener's exception is logged
+        (DEBUG) and the others still called (a failed run's end)."""
         signal = run.controller.signal if run is not None else self._idle_signal
-        for listener, with_signal in list(self._listeners.values()):
+        subscribed = self._listeners
+        for key, (listener, with_signal) in list(subscribed.items()):
+            if key not in subscribed:
+                continue
             try:
                 if with_signal:
                     listener(event, signal)

@@ -80,6 +80,7 @@ from .types import (
     AssistantMessage,
     Model,
     TextContent,
+    ThinkingLevel,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -402,7 +403,13 @@ def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
     return list(getter() or [])
 
 
+_THINKING_LEVELS = tuple(level.value for level in ThinkingLevel)
+
+
 def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> None:
+    """Call ``prepare_next_turn`` and apply its update. TypeError (ValueError for an unknown
+    thinking level) naming the field when the update holds something the next request cannot
+    use: the run fails with that message instead of one about a missing attribute."""
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
@@ -412,12 +419,28 @@ def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[
     context = field_of(update, "context")
     model = field_of(update, "model")
     level = field_of(update, "thinking_level")
+    _check_turn_update(context, model, level)
     if context is not None:
         run.ctx = context
     if model is not None:
         run.cfg.model = model
     if level is not None:
         run.cfg.reasoning = None if str(level) == "off" else str(level)
+
+
+def _check_turn_update(context: Any, model: Any, level: Any) -> None:
+    if context is not None and not isinstance(getattr(context, "messages", None), list):
+        raise TypeError(
+            f"prepare_next_turn returned a context that is a {type(context).__name__}, "
+            "not an AgentContext (with a list of messages)"
+        )
+    if model is not None and not all(hasattr(model, name) for name in ("id", "api", "provider")):
+        hint = " (look a 'provider/id' name up with agentcore.get_model())" if isinstance(model, str) else ""
+        raise TypeError(f"prepare_next_turn returned a model that is a {type(model).__name__}, not a Model{hint}")
+    if level is not None and str(level) not in _THINKING_LEVELS:
+        raise ValueError(
+            f"prepare_next_turn returned the thinking_level {level!r}: give one of {', '.join(_THINKING_LEVELS)}"
+        )
 
 
 def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> bool:

@@ -882,6 +882,96 @@ def test_a_second_interrupt_while_the_aborted_run_settles_is_absorbed(sigint_han
     assert agent.state.messages[-1].stop_reason == "aborted"
 
 
+class _CtrlCOnEntering:
+    """A Ctrl+C that lands in this thread just as ``function`` is entered (a KeyboardInterrupt
+    from its first line), as a real one may between any two bytecodes of the main thread."""
+
+    def __init__(self, function: Any) -> None:
+        import sys
+
+        self._code, self._sys, self.landed = function.__code__, sys, False
+
+    def _trace(self, frame, event, arg):
+        if event == "call" and frame.f_code is self._code and not self.landed:
+            self.landed = True
+            raise KeyboardInterrupt  # a trace function's exception is raised in the traced code
+        return None
+
+    def __enter__(self) -> _CtrlCOnEntering:
+        self._previous = self._sys.gettrace()
+        self._sys.settrace(self._trace)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._sys.settrace(self._previous)
+
+
+def test_ctrl_c_as_stream_returns_aborts_and_settles_the_run():  # DESIGN §2, docs/threads.rst
+    """A Ctrl+C between stream() starting the run and returning its iterator used to leave the
+    run going with nobody watching: the agent stayed busy, the model kept streaming."""
+    from agentcore.agent import _RunEvents
+
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    try:
+        with _CtrlCOnEntering(_RunEvents.__init__) as ctrl_c, pytest.raises(KeyboardInterrupt):
+            agent.stream("go")
+        assert ctrl_c.landed
+        assert agent.state.is_streaming is False and agent.signal is None  # settled before the raise
+        if agent.state.messages:  # the run had begun: it ended aborted, the transcript valid
+            assert roles(agent.state.messages) == ["user", "assistant"]
+            assert agent.state.messages[-1].stop_reason == "aborted"
+    finally:
+        agent.abort()
+        gate.release.set()
+        agent.wait_for_idle(10)
+
+
+def test_ctrl_c_before_the_run_thread_got_the_run_cancels_it():  # DESIGN §2, docs/threads.rst
+    """A Ctrl+C landing inside start_daemon before the run was handed to a thread used to make
+    prompt() wait for ever for a run that no thread would ever execute."""
+    from agentcore import agent as agent_module
+
+    scripted = ScriptedModel([text("never"), text("fine")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    finished, hung = threading.Event(), []
+
+    def watchdog() -> None:  # on the old code: release the caller stuck waiting, and say so
+        if not finished.wait(10):
+            hung.append(True)
+            run = agent._active
+            if run is not None:
+                run.settled.set()
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    try:
+        with _CtrlCOnEntering(agent_module.start_daemon), pytest.raises(KeyboardInterrupt):
+            agent.prompt("go")
+    finally:
+        finished.set()
+    assert hung == []
+    assert agent.state.is_streaming is False and agent.signal is None
+    assert agent.state.messages == [] and scripted.calls == 0  # nothing ran, nothing recorded
+    assert agent.prompt("again")[-1].text == "never"  # the agent is usable; the run never ran
+
+
+@pytest.mark.parametrize("method", ["prompt", "stream", "continue_"])
+def test_ctrl_c_before_launch_leaves_the_agent_idle(method):  # DESIGN §2
+    """A Ctrl+C right after the busy flag was set, before the run was launched, used to leave the
+    agent busy for ever ("Agent is already processing" on every later prompt)."""
+    scripted = ScriptedModel([text("one"), text("two")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    if method == "continue_":
+        agent.prompt("first")
+        agent.follow_up("queued")
+    with _CtrlCOnEntering(Agent._launch), pytest.raises(KeyboardInterrupt):
+        getattr(agent, method)(*(() if method == "continue_" else ("go",)))
+    assert agent.state.is_streaming is False and agent.signal is None
+    assert agent.has_queued_messages() == (method == "continue_")  # the drained follow-up is back
+    agent.prompt("again")
+    assert agent.state.messages[-1].role == "assistant"
+
+
 def test_concurrent_prompts_exactly_one_runs():  # agent-loop §8.1 thread-safe busy check
     gate = Gate()
     agent = Agent(stream_fn=gate.stream_fn)
@@ -1149,6 +1239,29 @@ def test_run_thread_start_failure_leaves_the_agent_idle(monkeypatch: pytest.Monk
 
 # agent-loop §3.4: subscribe() takes any callable. A callable dataclass instance (unhashable, as
 # dataclasses with eq=True are) used to make subscribe() raise TypeError.
+def test_a_listener_unsubscribed_by_an_earlier_one_is_not_called_for_that_event():  # agent-loop §3.4
+    """A listener tearing down a later one (closing its log file and unsubscribing it) used to see
+    that later listener still called with the same event: its write to the closed file raised and
+    turned a good run into a failure run."""
+    import io
+
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    log = io.StringIO()
+
+    def teardown(event):
+        if event.type == "agent_end":
+            log.close()
+            unsubscribe_writer()
+
+    agent.subscribe(teardown)
+    unsubscribe_writer = agent.subscribe(lambda event: log.write(event.type + "\n"))
+    agent.prompt("go")
+    assert agent.state.error_message is None
+    assert roles(agent.state.messages) == ["user", "assistant"]
+    assert agent.state.messages[-1].stop_reason == "stop"
+
+
 def test_unhashable_callable_listener_can_subscribe_and_unsubscribe() -> None:
     from dataclasses import dataclass, field
 

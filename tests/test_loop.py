@@ -478,6 +478,33 @@ def test_prepare_next_turn_model_and_thinking_level(user, asst, echo, mock_llm, 
     assert config.model is mock_model and config.reasoning == "low"  # the caller's config is untouched
 
 
+@pytest.mark.parametrize(
+    "update, error",
+    [
+        (AgentLoopTurnUpdate(model="openai/gpt-4o"), "returned a model that is a str, not a Model"),
+        (AgentLoopTurnUpdate(context=[]), "returned a context that is a list, not an AgentContext"),
+        ({"context": {"messages": []}}, "returned a context that is a dict, not an AgentContext"),
+        (AgentLoopTurnUpdate(thinking_level="hgih"), "returned the thinking_level 'hgih'"),
+    ],
+)
+def test_prepare_next_turn_unusable_update_names_the_field(
+    update, error, user, asst, echo, mock_llm, mock_model, tool_call_block
+):
+    # agent-loop §2.3 step 8: a model name, a message list or a typo used to fail the next request
+    # with "'str' object has no attribute 'api'" (or reach the provider as its reasoning setting)
+    reasoning: List[Any] = []
+
+    def stream_fn(model, context, **options):
+        reasoning.append(options.get("reasoning"))
+        return llm.stream_fn(model, context, **options)
+
+    llm = mock_llm([asst([tool_call_block("a", "t1")], "toolUse"), asst("done")])
+    config = AgentLoopConfig(mock_model, prepare_next_turn=lambda ctx: update)
+    with pytest.raises((TypeError, ValueError), match=error):
+        run_agent_loop([user("x")], AgentContext("", [], [echo.tool]), config, lambda e: None, stream_fn=stream_fn)
+    assert reasoning == [None]  # no request was made with the unusable update
+
+
 def test_should_stop_after_turn(user, asst, echo, mock_llm, mock_model, tool_call_block, recorder):
     # agent-loop §5 scenario 15
     polls = {"steering": 0, "follow": 0}
