@@ -200,6 +200,26 @@ def test_endpoint_url_copied_from_the_portal_is_cut_to_its_base_url():  # issue 
     assert forced.api_version == "v1"  # the option still wins
 
 
+def test_a_deployment_url_from_the_portal_names_the_deployment_for_every_api():  # issue 17: target URIs
+    # the portal shows a deployment's chat URL: a Responses request went to .../deployments/<name>/responses
+    # (no such endpoint) with the model id as "model", and a 404 named the model id as the deployment
+    chat = "https://myres.openai.azure.com/openai/deployments/chat-prod/chat/completions?api-version=2025-04-01-preview"
+    request = azure.AzureOpenAIResponsesProvider().build_request(
+        _responses_model(), _ctx(), {"azure_base_url": chat}, KEY
+    )
+    assert request.url == "https://myres.openai.azure.com/openai/responses?api-version=2025-04-01-preview"
+    assert request.body["model"] == "chat-prod"
+    target = azure.resolve_target(_chat_model(), {"azure_base_url": chat}, env={})
+    assert (target.deployment, target.completions_url()) == ("chat-prod", chat)
+    v1 = azure.resolve_target(_chat_model(), {"azure_base_url": chat, "azure_api_version": "v1"}, env={})
+    assert (v1.deployment, v1.completions_url()) == (
+        "chat-prod",
+        "https://myres.openai.azure.com/openai/v1/chat/completions?api-version=v1",
+    )
+    named = azure.resolve_target(_chat_model(), {"azure_base_url": chat, "azure_deployment_name": "other"}, env={})
+    assert named.completions_url().startswith("https://myres.openai.azure.com/openai/deployments/other/")
+
+
 def test_api_version_in_the_base_url_is_sent(monkeypatch):  # issue 17: api-version of a pasted URL
     monkeypatch.setenv("AZURE_OPENAI_API_VERSION", "2024-10-21")
     with ScriptedServer([Reply(body=_text_events("ok"))]) as server:
@@ -208,6 +228,18 @@ def test_api_version_in_the_base_url_is_sent(monkeypatch):  # issue 17: api-vers
         (request,) = server.requests
     assert result.text == "ok"
     assert (request.path, request.query) == ("/openai/v1/responses", "api-version=preview")
+
+
+def test_query_parameters_of_the_base_url_are_sent(monkeypatch):  # a gateway's subscription-key
+    # the base URL lost its query: an API Management gateway answered 401 to every request
+    with ScriptedServer([Reply(body=_text_events("ok"))]) as server:
+        base = server.url + "/openai/v1?subscription-key=s3cr3t-gw&api-version=preview"
+        result = stream(_responses_model(base_url=base), _ctx(), api_key=KEY).result()
+        (request,) = server.requests
+    assert result.text == "ok"
+    assert (request.path, request.query) == ("/openai/v1/responses", "subscription-key=s3cr3t-gw&api-version=preview")
+    target = azure.resolve_target(_responses_model(base_url=base), {}, env={})
+    assert "s3cr3t-gw" not in repr(target) and "subscription-key=***" in repr(target)
 
 
 def test_entra_id_token_from_get_api_key_is_sent_as_bearer():  # issue 17: bearer from get_api_key

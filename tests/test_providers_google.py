@@ -192,6 +192,40 @@ def test_thinking_level_map_clamps_before_the_family_rules():  # issue 17: Model
     assert wire.thinking_config(pro, "max")["thinkingBudget"] == 8192  # max unmapped: down past high
 
 
+def test_flash_lite_minimal_budget_is_one_the_model_accepts():  # spec §11 google
+    # Gemini 2.5 Flash-Lite takes budgets of 512 to 24576: minimal used to send 128 (a 400)
+    from agentcore.providers.models import find_model
+
+    lite = find_model("google", "gemini-2.5-flash-lite")
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    body = wire.build_request_body(lite, ctx, reasoning="minimal")
+    assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True, "thinkingBudget": 512}
+    assert wire.thinking_config(lite, "high")["thinkingBudget"] == 24576
+
+
+def test_thinking_levels_of_the_model_map_are_sent_as_the_thinking_level():  # catalog thinkingLevelMap
+    # gemma-4 maps minimal to "MINIMAL" and high to "HIGH": every level used to send thinkingBudget -1
+    from agentcore.providers.models import find_model
+
+    gemma = find_model("google", "gemma-4-31b-it")
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    sent = {
+        level: wire.build_request_body(gemma, ctx, reasoning=level)["generationConfig"]["thinkingConfig"]
+        for level in ("minimal", "medium", "xhigh")
+    }
+    assert sent == {
+        "minimal": {"includeThoughts": True, "thinkingLevel": "MINIMAL"},
+        "medium": {"includeThoughts": True, "thinkingLevel": "HIGH"},  # unsupported: the next level up
+        "xhigh": {"includeThoughts": True, "thinkingLevel": "HIGH"},
+    }
+    mine = Model(id="gemma-4-e4b-it", api=API, provider="google", reasoning=True)  # a user's, without a map
+    assert wire.thinking_config(mine, "low") == {"includeThoughts": True, "thinkingLevel": "MINIMAL"}
+    custom = Model(  # a level the family rule would send as HIGH
+        id="gemini-3.1-pro-preview", api=API, provider="google", reasoning=True, thinking_level_map={"medium": "MEDIUM"}
+    )
+    assert wire.thinking_config(custom, "medium")["thinkingLevel"] == "MEDIUM"
+
+
 def test_url_headers_and_generation_config():  # spec §15 request
     assert wire.request_url(FLASH2) == f"{BASE}/models/gemini-2.0-flash:streamGenerateContent?alt=sse"
     assert wire.build_headers(FLASH2, "g-key")["x-goog-api-key"] == "g-key"
@@ -369,6 +403,20 @@ def test_safety_finish_reason_and_truncated_stream_are_errors():  # spec §8 goo
     state, _, _ = _feed([{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}}])
     with pytest.raises(ProviderError, match="blocked the prompt: PROHIBITED_CONTENT"):
         state.finish()
+
+
+@pytest.mark.parametrize("reason", ["MALFORMED_FUNCTION_CALL", "SAFETY", "OTHER"])
+def test_error_finish_reason_after_a_function_call_is_an_error_not_tool_use(reason):  # spec §8 google
+    # the call before the failure made the turn "toolUse": the agent ran it and the failure was lost
+    call = {"functionCall": {"name": "get_capital", "args": {"country": "France"}}}
+    finish = {"candidates": [{"content": {"parts": []}, "finishReason": reason, "finishMessage": "cut"}]}
+    state, out, _ = _feed([{"candidates": [{"content": {"parts": [call]}}]}, finish])
+    with pytest.raises(ProviderError, match=f"finish reason {reason}: cut"):
+        state.finish()
+    assert out.stop_reason == "error" and [b.name for b in out.content] == ["get_capital"]  # kept, not run
+    state, out, _ = _feed([{"candidates": [{"content": {"parts": [call]}, "finishReason": "MAX_TOKENS"}]}])
+    state.finish()
+    assert out.stop_reason == "toolUse"  # a whole call before the token limit still runs
 
 
 def test_error_chunk_raises():  # spec §9 google errors keep status and message

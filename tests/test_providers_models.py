@@ -413,6 +413,48 @@ def test_a_provider_block_also_re_points_a_catalog_model_listed_at_top_level(use
     assert agentcore.get_model("openai/gpt-4o-mini").base_url == "https://proxy.example/v1"
 
 
+def test_a_key_given_twice_in_one_object_is_an_error_not_a_lost_block(user_models):
+    # json.loads keeps the last of two equal keys: the first "my-vllm" block (and its model) vanished
+    first, second = (
+        {"api": "openai-completions", "baseUrl": f"http://{h}:8000/v1", "models": [{"id": i}]}
+        for h, i in (("gpu1", "a"), ("gpu2", "b"))
+    )
+    text = f'{{"providers": {{"my-vllm": {json.dumps(first)}, "my-vllm": {json.dumps(second)}}}}}'
+    path = user_models(text)
+    with pytest.raises(UserModelsError) as caught:
+        load_user_models(path)
+    assert str(caught.value) == (
+        f"{path}: the key 'my-vllm' appears twice in one object: give each key once (JSON keeps only the last one)"
+    )
+    path = user_models('{"models": [], "models": [{"id": "x", "provider": "p", "api": "a"}]}')
+    with pytest.raises(UserModelsError, match="the key 'models' appears twice"):
+        load_user_models(path)
+
+
+def test_a_listed_model_keeps_the_headers_and_compat_of_its_provider_block(user_models):
+    # the block's headers were replaced by the model's own: X-Org (an org/proxy header) was not sent
+    path = user_models(
+        {
+            "providers": {
+                "openai": {
+                    "headers": {"X-Org": "acme", "X-B": "block"},
+                    "models": [{"id": "gpt-4o", "headers": {"X-Trace": "1", "X-B": "mine"}}],
+                },
+                "my-vllm": {
+                    "api": "openai-completions",
+                    "baseUrl": "http://gpu:8000/v1",
+                    "compat": {"supportsDeveloperRole": False},
+                    "models": [{"id": "q", "compat": {"supportsStore": False}}],
+                },
+            }
+        }
+    )
+    loaded = {m.key: m for m in load_user_models(path)}
+    assert loaded["openai/gpt-4o"].headers == {"X-Org": "acme", "X-B": "mine", "X-Trace": "1"}
+    assert loaded["openai/gpt-4o-mini"].headers == {"X-Org": "acme", "X-B": "block"}  # not listed: the block's
+    assert loaded["my-vllm/q"].compat == {"supportsDeveloperRole": False, "supportsStore": False}
+
+
 # --------------------------------------------------------------------------- stream options
 
 

@@ -14,9 +14,12 @@ option always wins over a variable):
   or ``/openai`` under a dated ``api-version`` (the pre-v1 API, whose chat completions go to
   ``/deployments/<name>``); an endpoint URL copied from the Azure portal (``.../chat/completions?
   api-version=...``, ``.../responses?api-version=...``) is cut back to its base URL, keeping its
-  ``api-version``. A resource name that is a URL or a host name, or holds characters no resource
-  name has, is an error naming where it came from;
-* deployment: option ``azure_deployment_name`` > ``$AZURE_OPENAI_DEPLOYMENT_NAME_MAP`` (``model-id=
+  ``api-version``, and a deployment's URL (``.../openai/deployments/<name>/...``) to its resource's,
+  ``<name>`` becoming the deployment (Responses requests too). Other query parameters of a base URL
+  (a gateway's ``subscription-key``) are sent with every request. A resource name that is a URL or
+  a host name, or holds characters no resource name has, is an error naming where it came from;
+* deployment: option ``azure_deployment_name`` > the deployment of an Azure base URL's
+  ``/openai/deployments/<name>`` > ``$AZURE_OPENAI_DEPLOYMENT_NAME_MAP`` (``model-id=
   deployment`` pairs, comma separated) > the model id; it is sent as the body's ``model`` (and, for
   chat completions under a base URL that is not a ``/v1`` one, in the ``/deployments/<name>`` path);
 * ``api-version`` query: option ``azure_api_version`` > the ``api-version`` query of the base URL >
@@ -35,8 +38,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
-from urllib.parse import SplitResult, parse_qsl, quote, urlsplit, urlunsplit
+from typing import Any, Dict, Mapping, Optional, Tuple
+from urllib.parse import SplitResult, parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from ..types import Model
 from .base import ProviderError, WireRequest, clean_api_key, describe_error, endpoint_url
@@ -67,6 +70,7 @@ _AZURE_HOST_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".a
 _RESOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")
 #: Endpoint paths a URL copied from the portal ends in, after its base URL
 _ENDPOINT_PATHS = ("/chat/completions", "/responses")
+_DEPLOYMENT_PATH = re.compile(r"^/openai/deployments/([^/]+)$")
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 _MISSING_BASE_URL = (
     "Azure OpenAI base URL is required: set AZURE_OPENAI_BASE_URL or AZURE_OPENAI_RESOURCE_NAME, "
@@ -91,6 +95,14 @@ class AzureTarget:
     api_version: str
     auth: str = field(default="api-key")  # "api-key" | "bearer": how the credential is sent
 
+    def __repr__(self) -> str:  # a base URL's password or subscription-key query never shows
+        from .._safe import redact_url
+
+        return (
+            f"AzureTarget(base_url={redact_url(self.base_url)!r}, deployment={self.deployment!r}, "
+            f"api_version={self.api_version!r}, auth={self.auth!r})"
+        )
+
     @property
     def resource(self) -> str:
         """The resource name (the first label of an Azure host), else the host, for messages."""
@@ -98,7 +110,7 @@ class AzureTarget:
         return host.split(".", 1)[0] if host.endswith(_AZURE_HOST_SUFFIXES) else host
 
     def url(self, path: str) -> str:
-        """``<base>/<path>?api-version=<version>``."""
+        """``<base>/<path>?api-version=<version>``, after the base URL's other query parameters."""
         return endpoint_url(self.base_url, f"{path.lstrip('/')}?api-version={quote(self.api_version, safe='')}")
 
     def completions_url(self) -> str:
@@ -161,14 +173,31 @@ def _url_api_version(parts: SplitResult) -> Optional[str]:
     return None
 
 
-def _normalize_base_url(parts: SplitResult, v1: bool) -> str:
+def _normalize_base_url(parts: SplitResult, v1: bool) -> Tuple[str, Optional[str]]:
+    """The base URL of an Azure request, and the deployment its path names, if any.
+
+    On an Azure host, a portal "target URI" loses its endpoint path, and a deployment's
+    ``/openai/deployments/<name>`` becomes the resource's ``/openai`` (``/openai/v1``) with
+    ``<name>`` returned: the deployment is the body's ``model`` (and the path of dated chat
+    completions), whichever API the request is for."""
     path = parts.path.rstrip("/")
+    deployment = None
     if (parts.hostname or "").endswith(_AZURE_HOST_SUFFIXES):
         base = next((path[: -len(e)] for e in _ENDPOINT_PATHS if path.endswith(e)), path)  # a portal "target URI"
+        named = _DEPLOYMENT_PATH.match(base)
+        if named:
+            deployment, base = unquote(named.group(1)), "/openai"
         if base in ("", "/openai") or (base != path and base == "/openai/v1"):
             base = "/openai/v1" if v1 else "/openai"
         path = base
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    return urlunsplit((parts.scheme, parts.netloc, path, _query_without_api_version(parts.query), "")), deployment
+
+
+def _query_without_api_version(query: str) -> str:
+    """A base URL's query without its ``api-version`` (sent from :attr:`AzureTarget.api_version`):
+    a gateway's own parameters (API Management's ``subscription-key``) go with every request."""
+    kept = [p for p in query.split("&") if p and p.partition("=")[0].strip().lower() != "api-version"]
+    return "&".join(kept)
 
 
 def _resource_base_url(resource: str, source: str) -> str:
@@ -204,14 +233,14 @@ def resolve_target(
         or (env.get("AZURE_OPENAI_API_VERSION") or "").strip()
         or DEFAULT_API_VERSION
     )
+    base_url, url_deployment = _normalize_base_url(parts, _is_v1(api_version))
     deployment = (
         _option(options, "azure_deployment_name")
+        or url_deployment
         or parse_deployment_map(env.get("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")).get(model.id)
         or model.id
     )
-    return AzureTarget(
-        _normalize_base_url(parts, _is_v1(api_version)), deployment, api_version, _auth_kind(credential, options)
-    )
+    return AzureTarget(base_url, deployment, api_version, _auth_kind(credential, options))
 
 
 def _find_base_url(model: Model, options: Mapping[str, Any], env: Mapping[str, str]) -> str:

@@ -63,6 +63,8 @@ _GEMINI3_PRO = re.compile(r"gemini-3(\.\d+)?-pro")
 _GEMINI3_FLASH = re.compile(r"gemini-3(\.\d+)?-flash")
 _BUDGETS_25_PRO = {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768}
 _BUDGETS_25_FLASH = {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576}
+_BUDGETS_25_FLASH_LITE = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}  # takes 512 to 24576
+_GEMMA4 = re.compile(r"gemma-?4")
 _tool_call_counter = itertools.count(1)
 
 
@@ -92,22 +94,36 @@ def _valid_signature(signature: Optional[str]) -> bool:
 def thinking_config(
     model: Any, level: Optional[str], budgets: Optional[Mapping[str, int]] = None
 ) -> Optional[Dict[str, Any]]:
-    """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported."""
+    """``generationConfig.thinkingConfig`` for ``level`` (spec §11), None when off or unsupported.
+
+    The model's thinking-level map comes first: it moves an unsupported level to a supported one,
+    and a string it gives the level (the catalog's ``"LOW"``, ``"MINIMAL"`` ...) is sent as the
+    ``thinkingLevel``. Then the family rules: Gemini 3 Pro and Gemma 4 take two levels, Gemini 3
+    Flash four, and other models a ``thinkingBudget`` (``budgets`` win over the defaults; Gemini 2.5
+    Flash-Lite's smallest is 512, the least it accepts).
+    """
     if level is None or not getattr(model, "reasoning", False):
         return None
     level = reasoning.clamp_to_model(model, level)  # the model's thinking-level map first
     if level == "off":
         return None
+    mapped = reasoning.mapped_effort(model, level)
+    if mapped:
+        return {"includeThoughts": True, "thinkingLevel": mapped}
     level = reasoning.clamp_level(level)
     model_id = model.id.lower()
     if _GEMINI3_PRO.search(model_id):
         return {"includeThoughts": True, "thinkingLevel": "LOW" if level in ("minimal", "low") else "HIGH"}
+    if _GEMMA4.search(model_id):
+        return {"includeThoughts": True, "thinkingLevel": "MINIMAL" if level in ("minimal", "low") else "HIGH"}
     if _GEMINI3_FLASH.search(model_id):
         return {"includeThoughts": True, "thinkingLevel": level.upper()}
     if budgets and budgets.get(level) is not None:
         budget = int(budgets[level])
     elif "2.5-pro" in model_id:
         budget = _BUDGETS_25_PRO.get(level, 8192)
+    elif "2.5-flash-lite" in model_id:
+        budget = _BUDGETS_25_FLASH_LITE.get(level, 8192)
     elif "2.5-flash" in model_id:
         budget = _BUDGETS_25_FLASH.get(level, 8192)
     else:
@@ -355,7 +371,8 @@ class GoogleStreamState:
 
     One text or thinking block is open at a time; switching kind closes it. :meth:`finish` closes
     the open block and raises :class:`ProviderError` when no chunk carried a finish reason
-    (a truncated stream) or the finish reason is an error (safety, recitation ...).
+    (a truncated stream) or the finish reason is an error (safety, recitation, a malformed function
+    call ...), even after whole function calls: those stay in the error message, never run.
     """
 
     def __init__(self, model: Any, writer: StreamWriter) -> None:
@@ -390,7 +407,9 @@ class GoogleStreamState:
             self._finish_reason = str(candidate["finishReason"])
             self._finish_message = candidate.get("finishMessage")
             self.output.stop_reason = map_finish_reason(self._finish_reason)
-            if any(isinstance(b, ToolCall) for b in self.output.content):
+            # an error reason wins over the calls that came before it: MALFORMED_FUNCTION_CALL after
+            # a good call, SAFETY after a call, must not run the calls as if the turn were whole
+            if self.output.stop_reason != "error" and any(isinstance(b, ToolCall) for b in self.output.content):
                 self.output.stop_reason = "toolUse"
         if isinstance(data.get("usageMetadata"), MAPPINGS):
             self._apply_usage(data["usageMetadata"])

@@ -20,8 +20,10 @@ and ``api``. Under ``providers``, ``api``, ``baseUrl``, ``headers`` and ``compat
 for that provider's listed models, and ``baseUrl``/``headers``/``compat`` also apply to every
 catalog model of that provider the block does not list (``{"providers": {"anthropic": {"baseUrl":
 ...}}}`` routes all of them through a proxy, as in the reference), a top-level entry of such a
-model included (its own keys win). A ``provider/id`` may be given once: a second entry is an error
-naming both. Entries are registered by this built-in plugin after every installed plugin, so they
+model included. A model's own keys win over these defaults, ``headers`` and ``compat`` key by key
+(a model adding one header keeps the block's others). A ``provider/id`` may be given once: a second
+entry is an error naming both; so is a key given twice in one JSON object (a second ``providers``
+block of one name), which JSON would otherwise keep only the last of. Entries are registered by this built-in plugin after every installed plugin, so they
 win. The file is UTF-8, with or without a BOM.
 
 A malformed file raises :class:`UserModelsError` naming the file and the entry (``models[2]
@@ -102,12 +104,29 @@ def load_user_models(path: Optional[Path] = None) -> List[Model]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserModelsError(path, f"cannot be read: {exc}") from None
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_object)
+    except _RepeatedKey as exc:
+        raise UserModelsError(path, f"{exc}: give each key once (JSON keeps only the last one)") from None
     except ValueError as exc:
         raise UserModelsError(path, f"is not valid JSON: {exc}") from None
     except RecursionError:
         raise UserModelsError(path, "is nested too deeply to be read as JSON") from None
     return [_model(path, label, entry) for label, entry in _entries(path, document)]
+
+
+class _RepeatedKey(ValueError):
+    """A JSON object of the file names one key twice."""
+
+
+def _object(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """A JSON object, refusing a repeated key: ``json`` would keep the last one and silently drop
+    the first (a second ``"providers"`` block of one name, a second ``"models"`` list)."""
+    out: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
 
 
 def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
@@ -147,7 +166,7 @@ def _entries(path: Path, document: Any) -> List[Tuple[str, Any]]:
         defaults = {k: v for k, v in settings.items() if k != "models"}
         for i, entry in enumerate(entries):
             if isinstance(entry, dict):
-                entry = {**defaults, "provider": name, **entry}
+                entry = _with_defaults(entry, {**defaults, "provider": name})
             out.append((f'{where}["models"][{i}]', entry))
         generated.extend(_catalog_overrides(path, where, name, defaults, entries))
     return _combine(path, out, generated)
@@ -178,12 +197,17 @@ def _combine(path: Path, explicit: List[Tuple[str, Any]], generated: List[Tuple[
             out.append((label, override))
             continue
         first, entry = out[seen[key]]
-        merged = {**override, **entry}
-        for name in ("headers", "compat"):  # key by key, the entry's own winning
-            if isinstance(override.get(name), dict) and isinstance(entry.get(name), dict):
-                merged[name] = {**override[name], **entry[name]}
-        out[seen[key]] = (first, merged)
+        out[seen[key]] = (first, _with_defaults(entry, override))
     return out
+
+
+def _with_defaults(entry: Dict[str, Any], defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """``entry`` over ``defaults``; ``headers`` and ``compat`` merged key by key, the entry's own winning."""
+    merged = {**defaults, **entry}
+    for name in ("headers", "compat"):
+        if isinstance(defaults.get(name), dict) and isinstance(entry.get(name), dict):
+            merged[name] = {**defaults[name], **entry[name]}
+    return merged
 
 
 def _catalog_overrides(
