@@ -16,6 +16,7 @@ would carry may capture state that does not exist on the worker) and raises
 
 from __future__ import annotations
 
+import copy
 import importlib
 import pickle
 import uuid
@@ -126,7 +127,10 @@ class AgentSpec:
         ``session``: a :class:`~agentcore.session.Session` (or None) the agent resumes from and
         records into. Raises ``UnknownModelError``/``UnknownToolError`` (listing close matches) when
         this process's registry lacks the model or a tool, ``ImportError``/``LookupError`` naming the
-        plugin that cannot be loaded.
+        plugin that cannot be loaded. A tool object of the recipe is given to the agent as a
+        shallow copy, as a worker process gets a copy of its own: running the agent never changes
+        the recipe (a tool caches its compiled schema validator on itself, which pickle cannot
+        carry, so the recipe could not be submitted again).
         """
         from .agent import Agent
 
@@ -138,10 +142,7 @@ class AgentSpec:
             for plugin in (resolve_plugin(name, index) for index, name in enumerate(self.plugins))
             if not any(plugin is obj for obj in autoloaded)
         ]
-        tools = [
-            _import_path(item, f"tools[{index}]") if isinstance(item, str) and ":" in item else item
-            for index, item in enumerate(self.tools)
-        ]
+        tools = [_built_tool(item, index) for index, item in enumerate(self.tools)]
         return Agent(
             self.model,
             self.system_prompt,
@@ -242,6 +243,14 @@ def check_portable(task: AgentTask) -> None:
         error = SpecNotPortableError("id", problem)
         error.args = (f"AgentTask.id cannot be sent to a worker: {problem}",)
         raise error
+
+
+def _built_tool(item: Any, index: int) -> Any:
+    """What :meth:`AgentSpec.build` gives the agent for ``tools[index]``: a registry name as is, the
+    object an importable path names, a shallow copy of a tool object (see ``build``)."""
+    if isinstance(item, str):
+        return _import_path(item, f"tools[{index}]") if ":" in item else item
+    return copy.copy(item)
 
 
 def resolve_plugin(name: str, index: int = 0) -> Any:

@@ -386,7 +386,7 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
             if local is not None:
                 stop_late_start()
                 local.remove(agent)
-        error = _run_error(messages)
+        error = _run_error(messages) or _paused_error(agent)
         if session is not None:
             session.append_custom(
                 MARKER, {"event": "end", "task": key["task"], "token": key["token"], "ok": error is None}
@@ -400,6 +400,22 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
                 session.close()
             except Exception:  # the result (or the first error) matters more than a close failure
                 pass
+
+
+def _paused_error(agent: Any) -> Optional[BaseException]:
+    """The failure of a run that paused for approval (a tool with ``requires_approval``): nobody
+    can decide for a task, so it did not finish, and its ``end`` marker must not say it did (a
+    re-run would skip it). Its session keeps the waiting calls for a person to decide there."""
+    pending = agent.pending_approvals
+    if not pending:
+        return None
+    calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
+    return TaskError(
+        "ApprovalPending",
+        f"the run paused for approval of {calls}; a run_many task cannot wait for a decision: give "
+        "the spec tools without requires_approval, or open the task's session, approve or deny "
+        "each call and continue_() there",
+    )
 
 
 def _run_error(messages: List[Any]) -> Optional[BaseException]:

@@ -24,7 +24,10 @@ then ``turn_end`` (with the results so far) and ``agent_end``. The resumed run e
 ``turn_end`` for the same assistant message (with the resumed results), then goes on as usual.
 The tool events of a call carry its block's (the model's) arguments, edited or not; the result of
 an edited call ends with a note giving the arguments that ran (:meth:`Resumption.annotate`).
-The tool results of the resumed calls follow the others in the transcript.
+The tool results of the resumed calls follow the others in the transcript. They finish the paused
+batch: a resumed result asking to ``terminate`` ends the run only when the batch's calls that ran
+before the pause asked for it too (which only the pausing process knows: after a reload, a batch
+with such calls goes on to the model).
 
 Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.approval"``
 (data ``{"kind": "request", "toolCallId", "toolName", "args"}`` or ``{"kind": "decision",
@@ -37,6 +40,7 @@ pause: the calls were abandoned, e.g. by an abort) drops the waiting calls, in m
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import threading
@@ -119,7 +123,9 @@ def split_batch(
     Each call is judged by the tool the loop would execute for it (:func:`find_tool`), on its
     arguments prepared and validated as the loop does. A call whose arguments fail preparation or
     validation runs now: the loop turns it into the usual error result, and nobody is asked about a
-    call that could not run anyway."""
+    call that could not run anyway. ``prepare_arguments`` is given a copy of the model's arguments:
+    the loop prepares the call's own arguments again when it runs, so a shim that changes its input
+    in place must find them as the model sent them."""
     runnable: List[ToolCall] = []
     waiting: List[PendingApproval] = []
     for call in calls:
@@ -130,7 +136,7 @@ def split_batch(
         try:
             raw = call.arguments
             if tool.prepare_arguments is not None:
-                raw = tool.prepare_arguments(raw)
+                raw = tool.prepare_arguments(_copy_of(raw))
             args = _tools.validate_tool_arguments(tool, raw)
         except Exception:  # noqa: BLE001 - the loop reports it as the call's error result
             runnable.append(call)
@@ -142,15 +148,31 @@ def split_batch(
     return runnable, waiting
 
 
+def _copy_of(arguments: Any) -> Any:
+    """A deep copy of a call's arguments (parsed JSON); themselves when they cannot be copied."""
+    try:
+        return copy.deepcopy(arguments)
+    except Exception:  # noqa: BLE001 - not JSON: judged on the originals, as before
+        return arguments
+
+
 @dataclass
 class Resumption:
     """The decisions ``continue_()`` resumes a paused run with.
 
     ``message`` is the assistant message whose calls were waiting; ``decisions`` maps each waiting
-    call id to its :class:`ApprovalDecision`."""
+    call id to its :class:`ApprovalDecision`.
+
+    The resumed calls finish the paused batch, so a result asking to ``terminate`` ends the run only
+    when the results of the batch's other calls (those that ran before the pause) asked for it too
+    (the loop's rule for a batch). Only the agent's :class:`Approvals` book saw those results:
+    it tells the Resumption it makes (see :meth:`annotate`); one built by hand trusts the resumed
+    results alone."""
 
     message: Any
     decisions: Dict[str, ApprovalDecision]
+    #: False: a call of the paused batch that ran before the pause did not ask to terminate
+    _others_terminate: bool = dataclasses.field(default=True, init=False, repr=False, compare=False)
 
     def calls(self) -> List[ToolCall]:
         """The decided tool call blocks of ``message``, in source order and unchanged.
@@ -192,15 +214,21 @@ class Resumption:
     def annotate(self, after_tool_call: Optional[Callable[..., Any]]) -> Optional[Callable[..., Any]]:
         """``after_tool_call`` for the resumed run: the result of a call approved with edited
         arguments ends with a note giving them. The transcript's tool call keeps the model's own
-        arguments, so without it the model would believe those ran."""
+        arguments, so without it the model would believe those ran. When a call of the paused
+        batch that ran before the pause did not ask to ``terminate``, no resumed result does either
+        (the batch goes on to the model, as it would have without the pause)."""
         edited = {i: d.args for i, d in self.decisions.items() if d.approved and d.args is not None}
-        if not edited:
+        if not edited and self._others_terminate:
             return after_tool_call
         from ._loop_types import AfterToolCallResult, merge_after_tool_call
         from ._util import field_of
 
+        go_on = not self._others_terminate
+
         def hook(context: Any, signal: Any) -> Any:
             override = None if after_tool_call is None else merge_after_tool_call(after_tool_call(context, signal))
+            if go_on:
+                override = _no_terminate(override)
             call_id = context.tool_call.id
             if call_id not in edited:
                 return override
@@ -218,6 +246,17 @@ class Resumption:
             return dataclasses.replace(override, content=blocks)
 
         return hook
+
+
+def _no_terminate(override: Any) -> Any:
+    """``override`` (an ``after_tool_call`` answer, or None) also setting ``terminate`` to False."""
+    from ._loop_types import AfterToolCallResult
+
+    if override is None:
+        return AfterToolCallResult(terminate=False)
+    if isinstance(override, dict):
+        return {**override, "terminate": False}
+    return dataclasses.replace(override, terminate=False)
 
 
 def _replace_args(context: Any, edited: Any) -> None:
@@ -284,6 +323,8 @@ class Approvals:
         self._pending: Dict[str, PendingApproval] = {}
         self._decisions: Dict[str, ApprovalDecision] = {}
         self._resuming: FrozenSet[str] = frozenset()  # the calls a resumed run is executing
+        # the calls of the latest batch whose result asked to terminate (known in this process only)
+        self._terminating: Set[str] = set()
         self._session: Any = None
 
     # -- reading
@@ -332,7 +373,10 @@ class Approvals:
         ids = {getattr(b, "id", None) for b in getattr(owner, "content", ()) if isinstance(b, ToolCall)}
         if owner is None or any(p.tool_call_id not in ids for p in pending):
             raise RuntimeError(ERR_NOT_IN_TRANSCRIPT.format(calls=_describe(pending)))
-        return Resumption(owner, {p.tool_call_id: decisions[p.tool_call_id] for p in pending})
+        resumption = Resumption(owner, {p.tool_call_id: decisions[p.tool_call_id] for p in pending})
+        with self._lock:  # after a reload nothing is known of the others: the batch goes on
+            resumption._others_terminate = (ids - set(resumption.decisions)) <= self._terminating
+        return resumption
 
     # -- changing
 
@@ -393,11 +437,18 @@ class Approvals:
             with self._lock:
                 self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name, event.args)
                 self._decisions.pop(event.tool_call_id, None)
+        elif kind == "tool_execution_end":
+            if getattr(event.result, "terminate", None) is True:
+                with self._lock:
+                    self._terminating.add(event.tool_call_id)
+        elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
+            with self._lock:  # a new batch
+                self._terminating.clear()
+            if self._pending:  # a later response: the waiting calls can never run now
+                self.clear()
         elif kind == "message_end" and self._pending:
             role = getattr(event.message, "role", None)
-            if role == "assistant":  # a later response: the waiting calls can never run now
-                self.clear()
-            elif role == "toolResult":
+            if role == "toolResult":
                 call_id = str(getattr(event.message, "tool_call_id", ""))
                 with self._lock:
                     self._pending.pop(call_id, None)
@@ -407,6 +458,7 @@ class Approvals:
         with self._lock:
             self._pending.clear()
             self._decisions.clear()
+            self._terminating.clear()
 
     def resuming(self, resumption: Optional[Resumption]) -> None:
         """The run that resumes ``resumption`` has begun (None: the agent's run has ended). Until
@@ -468,6 +520,7 @@ class Approvals:
             decisions = {i: d for i, d in decisions.items() if i in pending}
         with self._lock:
             self._pending, self._decisions = pending, decisions
+            self._terminating = set()  # nothing known of the loaded batch's results
 
 
 def _fold(data: Any, pending: Dict[str, PendingApproval], decisions: Dict[str, ApprovalDecision]) -> None:

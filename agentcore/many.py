@@ -103,7 +103,8 @@ def run_many(
     nothing) run in parallel.
 
     A failing task (unknown model, provider error, a worker process that died, a task that a
-    process pool's worker cannot unpickle...) yields a result whose ``error`` is set, picklable;
+    process pool's worker cannot unpickle, a run that paused for the approval of a tool call:
+    nobody can decide there...) yields a result whose ``error`` is set, picklable;
     the others go on. ``KeyboardInterrupt`` or closing the iterator cancels the rest (see the
     module docstring for what can be aborted where) and returns promptly; KeyboardInterrupt is
     re-raised (a second one while aborted thread agents settle stops the wait for them). ``progress``: see :mod:`agentcore._many_progress`.

@@ -240,6 +240,37 @@ def test_edited_args_take_the_pending_shape_and_skip_prepare_arguments():
     assert all(raw == {"cmd": "rm -r build"} for raw in argv.shim_inputs)
 
 
+def _pop_cmd(raw):
+    raw["argv"] = raw.pop("cmd").split()  # changes the model's arguments in place
+    return raw
+
+
+def _run_argv(tool_call_id, args, signal, on_update):
+    return "ran " + " ".join(args["argv"])
+
+
+def _argv_rule(args):
+    return args["argv"][0] == "rm"
+
+
+@pytest.mark.parametrize("rule", [True, _argv_rule], ids=["waits", "rule-says-no"])
+def test_a_shim_that_changes_its_input_in_place_runs_as_without_approval(rule):
+    """Judging a call ran ``prepare_arguments`` on the block's own arguments, and the loop then
+    prepared those again: a shim that pops the model's key failed the call with KeyError 'cmd'
+    (whether it waited or not), where the same tool without requires_approval runs."""
+    schema = {"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}}}
+    schema["required"] = ["argv"]
+    runner = AgentTool("run", "x", schema, _run_argv, prepare_arguments=_pop_cmd, requires_approval=rule)
+    agent, _ = _agent([response(call("run", {"cmd": "ls -l"}, id="r")), text("ok")], tools=[runner])
+    agent.prompt("go")
+    if rule is True:
+        assert agent.pending_approvals == [PendingApproval("r", "run", {"argv": ["ls", "-l"]})]
+        agent.approve("r")
+        agent.continue_()
+    result = _tool_results(agent)["r"]
+    assert (result.is_error, result.content[0].text) == (False, "ran ls -l")
+
+
 def test_denying_a_prepared_call_never_executes_it():
     agent, argv = _paused_argv_agent()
     agent.deny("r", "not today")
@@ -533,6 +564,55 @@ def test_an_abort_while_the_others_run_ends_the_run_aborted_not_paused(execution
     assert scripted.calls == 1 and _types(events)[-2:] == ["turn_end", "agent_end"]
     with pytest.raises(Exception, match="Cannot continue from message role: assistant"):
         agent.continue_()  # nothing is left waiting: the next prompt starts afresh
+
+
+def _finisher(tool_call_id, args, signal, on_update):
+    return AgentToolResult(content="finished", terminate=True)
+
+
+#: a call whose result asks the loop not to call the model again
+FINISH = AgentTool("finish", "x", {"type": "object", "properties": {}}, _finisher)
+GUARDED_FINISH = AgentTool(
+    "guarded_finish", "x", {"type": "object", "properties": {}}, _finisher, requires_approval=True
+)
+
+
+@pytest.mark.parametrize("other", ["listing", "finish"])
+def test_a_resumed_call_that_terminates_ends_the_run_only_if_the_whole_batch_did(other):
+    """A batch ends the run only when every result asks to terminate. The resumed calls finish the
+    paused batch, but their results alone decided: the run ended after them although the call that
+    ran before the pause wanted the model to go on, and the model never answered."""
+    arguments = {"path": "/"} if other == "listing" else {}
+    agent, scripted = _agent(
+        [response(call(other, arguments, id="o"), call("guarded_finish", {}, id="g")), text("summed up")],
+        tools=[listing, FINISH, GUARDED_FINISH],
+    )
+    agent.prompt("go")
+    agent.approve("g")
+    agent.continue_()
+    if other == "listing":
+        assert scripted.calls == 2 and agent.messages[-1].content[0].text == "summed up"
+    else:  # every call of the batch asked to terminate: the run ends after the batch
+        assert scripted.calls == 1 and agent.messages[-1].role == "toolResult"
+
+
+def test_after_a_reload_a_resumed_call_that_terminates_lets_the_batch_go_on(tmp_path):
+    """What the calls that ran before the pause asked is not in the session: a resumed batch with
+    such calls goes on to the model, as a batch does unless every result asks to terminate."""
+    path = tmp_path / "s.jsonl"
+    tools = [FINISH, GUARDED_FINISH]
+    agent, _ = _agent(
+        [response(call("finish", {}, id="o"), call("guarded_finish", {}, id="g"))],
+        tools=tools,
+        session=Session.create(path),
+    )
+    agent.prompt("go")
+    agent.session.close()
+    again, scripted = _agent([text("summed up")], tools=tools, session=Session.open(path))
+    again.approve("g")
+    again.continue_()
+    assert scripted.calls == 1 and again.messages[-1].content[0].text == "summed up"
+    again.session.close()
 
 
 # --------------------------------------------------------------------------- sessions

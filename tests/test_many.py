@@ -22,7 +22,7 @@ from typing import Any, Dict, List
 import _many_helpers as helpers
 import pytest
 
-from agentcore import AgentSpec, AgentTask, Model, TaskResult, run_many
+from agentcore import Agent, AgentSpec, AgentTask, Model, TaskResult, run_many
 from agentcore.many import SpecNotPortableError, TaskAborted, TaskError
 from agentcore.options import StreamOptions
 from agentcore.session import Session
@@ -1447,3 +1447,66 @@ def test_a_ctrl_c_while_one_agent_is_aborted_still_aborts_the_others():
         helpers.RELEASE.set()
         pool.shutdown(wait=True)
     assert both, helpers.TOUCHY
+
+
+# --------------------------------------------------------------------------- tool objects and approvals
+
+
+def _add_object(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> Any:
+    return str(args["a"] + args["b"])
+
+
+def _tool_object(name: str, requires_approval: bool = False) -> Any:
+    """A tool object a recipe carries (pickled by reference to this module's ``_add_object``)."""
+    from agentcore import AgentTool
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
+    return AgentTool(name, "Add two integers.", schema, _add_object, requires_approval=requires_approval)
+
+
+ADD_OBJECT = _tool_object("add_object")
+GUARDED_ADD = _tool_object("guarded_add", requires_approval=True)  # waits for a person's approval
+
+
+def test_a_recipe_s_tool_object_runs_on_worker_processes(server, tmp_path, worker_path):
+    """docs/many.rst: tools may be "tool objects that the standard pickle can carry". Running one
+    cached its compiled schema validator on the worker's copy, which the worker then pickled back
+    inside the result's task: every such task failed with "Can't pickle local object"."""
+    spec = AgentSpec(server.model(), tools=(ADD_OBJECT,), get_api_key=helpers.api_key)
+    tasks = [AgentTask(spec, f'add_object {{"a": {i}, "b": 1000}}', id=i) for i in range(2)]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = sorted(run_many(tasks, executor=pool, progress=False), key=lambda r: r.task.id)
+    assert all(r.ok for r in results), [r.error for r in results]
+    assert [r.messages[-1].text for r in results] == ["result 1000", "result 1001"]
+    assert [r.task for r in results] == tasks and results[0].task is tasks[0]
+
+
+def test_a_recipe_with_a_tool_object_can_be_submitted_again_after_running_on_threads(server):
+    """Running on threads used the recipe's own tool object, which then held its compiled validator:
+    the next run_many with the same recipe refused it as SpecNotPortableError (tools[0])."""
+    tool = _tool_object("add_object")
+    spec = AgentSpec(server.model(), tools=(tool,), get_api_key=helpers.api_key)
+    for i in range(2):
+        [result] = list(run_many([AgentTask(spec, f'add_object {{"a": {i}, "b": 1}}')], progress=False))
+        assert result.ok and result.messages[-1].text == f"result {i + 1}", result.error
+    pickle.dumps(tool)
+
+
+def test_a_task_whose_run_pauses_for_approval_fails_and_a_rerun_does_not_skip_it(tmp_path):
+    """A run_many task has nobody to approve its calls: a run that paused did not finish. It was
+    ok, and its end marker said so, so running the call again skipped it as done."""
+    from agentcore.testing import ScriptedModel, call, response
+
+    scripted = ScriptedModel([response(call("guarded_add", {"a": 1, "b": 2}, id="g1"))] * 2)
+    url = f"jsonl://{tmp_path / 's.jsonl'}"
+    task = AgentTask(AgentSpec(scripted.model, tools=(GUARDED_ADD,)), "add 1 and 2", session=url, id="add")
+    [result] = list(run_many([task], progress=False))
+    assert not result.ok
+    assert isinstance(result.error, TaskError) and result.error.kind == "ApprovalPending"
+    assert "guarded_add g1" in str(result.error) and "requires_approval" in str(result.error)
+    pickle.loads(pickle.dumps(result))
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert branch_markers(session)[-1]["ok"] is False
+        assert [p.tool_call_id for p in Agent(scripted.model, session=session).pending_approvals] == ["g1"]
+    [again] = list(run_many([task], progress=False))  # not skipped as finished: it runs again
+    assert scripted.calls == 2 and not again.ok
