@@ -95,6 +95,14 @@ class AgentTool:
                 f"args -> bool, not {type(self.requires_approval).__name__}"
             )
 
+    def __getstate__(self) -> Dict[str, Any]:
+        """The pickled state: the fields, without the argument validator cached on the tool when
+        it first validated (a compiled jsonschema validator holds local functions pickle refuses,
+        so a tool an agent had used could no longer travel to a worker); a copy compiles its own."""
+        state = dict(self.__dict__)
+        state.pop("_agentcore_validator", None)
+        return state
+
 
 # --------------------------------------------------------------------------- @tool
 

@@ -966,3 +966,22 @@ def test_a_returned_list_of_blocks_with_reference_dict_captions_is_content() -> 
         return [{"type": "text", "text": "a"}]
 
     assert rows.execute("c2", {}, None, None).details == [{"type": "text", "text": "a"}]
+
+
+def _echo(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> AgentToolResult:
+    return AgentToolResult(content=[TextContent(str(args.get("n")))])
+
+
+ECHO = AgentTool("echo", "Echo n.", {"type": "object", "properties": {"n": {"type": "integer"}}}, _echo)
+
+
+def test_a_tool_that_validated_arguments_still_pickles():
+    """The compiled validator cached on a tool when it first validated holds local functions, so a
+    tool an agent had used could no longer be pickled: run_many refused it (SpecNotPortableError)
+    and process pools failed. Its copy compiles its own validator."""
+    import pickle
+
+    assert validate_tool_arguments(ECHO, {"n": "3"}) == {"n": 3}  # caches the validator on ECHO
+    copy = pickle.loads(pickle.dumps(ECHO))
+    assert copy.name == "echo" and validate_tool_arguments(copy, {"n": "4"}) == {"n": 4}
+    assert "_agentcore_validator" in vars(ECHO)  # the original keeps its cache
