@@ -92,6 +92,20 @@ def test_prepare_branch_entries_skips_results_tracks_files_and_budget():  # sess
     assert [m.role for m in squeezed.messages] == ["branchSummary", "user", "assistant"]
 
 
+def test_a_reserve_as_large_as_the_window_still_limits_what_is_sent():  # session §8 budget
+    s = Session.in_memory()
+    for i in range(20):
+        s.append_message(U(f"question {i} " + "q" * 4000))  # about 1000 tokens each
+        s.append_message(A(f"answer {i}"))
+    scripted = ScriptedModel(["what happened"])
+    small = model(window=8000)  # the default reserve (16384) is larger than the whole window
+    generate_branch_summary(s.get_branch(), small, stream_fn=scripted.stream_fn)
+    prompt = scripted.contexts[0].messages[0].content[0].text
+    assert "question 19 " in prompt  # the newest messages are sent ...
+    assert "question 0 " not in prompt  # ... not the whole branch, which cannot fit
+    assert len(prompt) // 4 < 8000
+
+
 def test_hook_written_branch_details_are_not_trusted():  # session §8 pass 1 (fromHook)
     s = Session.in_memory()
     s.append_branch_summary(None, "by a plugin", {"readFiles": ["x.py"]}, from_hook=True)

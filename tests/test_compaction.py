@@ -147,6 +147,14 @@ def test_should_compact_is_strict_and_switchable():  # session §12 scenario 65
     assert not should_compact(95000, 100000, CompactionSettings(enabled=False, reserve_tokens=10000))
 
 
+def test_a_reserve_as_large_as_the_window_compacts_at_half_the_window():  # session §7.1 settings vs the model
+    settings = CompactionSettings()  # reserve 16384: more than a small model's whole window
+    assert not should_compact(1, 8000, settings)  # not "compact before every request"
+    assert not should_compact(4000, 8000, settings)
+    assert should_compact(4001, 8000, settings)
+    assert should_compact(8193, 16384, settings) and not should_compact(8192, 16384, settings)
+
+
 def test_get_last_assistant_usage_skips_failed_and_empty():  # session §12 scenario 66
     assert get_last_assistant_usage([U("a"), A(inp=100, out=50), U("b"), A(inp=200, out=100)]).input == 200
     assert get_last_assistant_usage([U("a"), A(inp=100, out=50), A(inp=200, stop="aborted")]).input == 100
@@ -325,6 +333,26 @@ def test_cut_never_separates_a_tool_call_from_its_result():  # session §7.4 ste
         assert p.entries[cut.first_kept_entry_index].message.role != "toolResult"
 
 
+def test_a_custom_message_written_during_a_tool_batch_is_no_cut():  # session §7.4 step 4a, §6 step 6
+    s = Session.in_memory()
+    s.append_message(U("read both"))
+    calls = [ToolCall("c1", "read", {"path": "a.py"}), ToolCall("c2", "read", {"path": "b.py"})]
+    s.append_message(A(content=calls, stop="toolUse"))
+    s.append_message(ToolResultMessage("c1", "read", [TextContent("A-CONTENT " * 100)]))
+    s.append_custom_message("note", "a tool reported progress while c2 ran")
+    s.append_message(ToolResultMessage("c2", "read", [TextContent("B-CONTENT " * 100)]))
+    s.append_message(A("done"))
+    path = s.get_branch()
+    for budget in range(781, 0, -20):
+        prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=budget))
+        first_kept = prep.first_kept_entry_index
+        assert first_kept in (0, 1, 5), budget  # never after the calls and before c2's result
+        if first_kept == 5:  # the whole batch is summarised, c2's result included
+            summarised = prep.messages_to_summarize + prep.turn_prefix_messages
+            assert "B-CONTENT" in serialize_conversation(summarised)
+            assert prep.turn_prefix_messages[0].role == "user"  # the turn starts at "read both"
+
+
 def _compacted_path() -> Path:
     base = 1735689600000  # TS in Unix ms: message times are realistic around the compaction
     p = Path()
@@ -353,6 +381,23 @@ def test_messages_kept_by_a_compaction_are_summarised_by_the_next():  # session 
     texts = [m.content[0].text for m in prep.messages_to_summarize]
     assert texts[:2] == ["u2", "a2"]  # kept by c1, now summarised
     assert "u1" not in texts  # already inside "First summary"
+
+
+def test_messages_a_compaction_retained_in_its_entry_are_summarised_by_the_next():  # session §6 step 3, §7.4 step 2
+    s = Session.in_memory()
+    s.append_message(U("old"))
+    s.append_compaction("S", None, 5, retained_tail=[U("RETAINED " * 2000), A("answer")])  # a v4 checkpoint
+    s.append_message(U("hi"))
+    s.append_message(A("hello"))
+    prep = prepare_compaction(s.get_branch(), CompactionSettings())  # "hi"/"hello" fit keep_recent_tokens
+    assert not prep.empty  # the 4000-token tail is history, not "nothing to compact"
+    assert [m.content[0].text[:8] for m in prep.messages_to_summarize] == ["RETAINED", "answer"]
+    scripted = ScriptedModel(["the new summary"])
+    result = compact(prep, model(), scripted.stream_fn)
+    assert "RETAINED" in prompt_of(scripted) and "<previous-summary>\nS\n" in prompt_of(scripted)
+    s.append_compaction(result.summary, result.first_kept_entry_id, result.tokens_before, result.details)
+    texts = [getattr(m, "summary", None) or m.content[0].text for m in s.build_context().messages]
+    assert texts == ["the new summary", "hi", "hello"]
 
 
 def test_split_turn_with_prior_details():  # session §12 scenario 74
@@ -745,6 +790,30 @@ def test_compaction_without_a_session_keeps_file_details(make_agent):  # session
     assert second.summary.count("<read-files>") == 1
 
 
+@pytest.mark.parametrize("with_session", [False, True])
+def test_a_second_compaction_without_a_session_ignores_the_kept_messages_usage(make_agent, with_session):
+    # session §13 pitfall 3: the messages a compaction kept still carry the usage of the larger
+    # context before it; without a session too, the next compaction must not report that size
+    def plan(ctx, n):
+        return ("error", "server exploded") if "five" in str(ctx.messages[-1].content) else "answer " + "x" * 400
+
+    brain = Brain(plan, report_usage=True)
+    session = Session.in_memory() if with_session else None
+    agent = make_agent(brain, session=session, compaction=CompactionSettings(keep_recent_tokens=300))
+    for text_ in ("one " * 300, "two " * 300, "three " * 300, "four"):
+        agent.prompt(text_)
+    first = agent.compact()
+    agent.prompt("five")  # fails: no new usage since the compaction
+    agent.compactor.settings.keep_recent_tokens = 10
+    live = agent.compactor.context_tokens()
+    assert live < first.tokens_before // 2
+    second = agent.compact()
+    assert second.tokens_before == live  # not the pre-compaction usage of a kept answer
+    with pytest.raises(CompactionError) as again:  # as with a session: nothing new to compact
+        agent.compact()
+    assert again.value.code == "already_compacted"
+
+
 def test_manual_compaction_can_be_aborted(make_agent):  # session §7.5 error mapping: aborted
     brain = Brain(
         lambda ctx, n: "answer " + "x" * 200, tokens_per_second=20, summary_text=lambda n: " ".join(["word"] * 200)
@@ -866,6 +935,17 @@ def test_compaction_off_switch(make_agent):  # session §7.3 "skip if disabled"
     assert agent.compactor.settings.enabled is False
     agent.compactor.settings = CompactionSettings(enabled=False, keep_recent_tokens=10)
     assert agent.compact().summary  # manual compaction still works
+
+
+def test_a_small_window_with_the_default_reserve_does_not_compact_every_turn(make_agent):  # session §7.1
+    brain = Brain(lambda ctx, n: f"answer {n} " + "x" * 400, window=8000)  # reserve 16384 > window
+    agent = make_agent(brain, compaction=CompactionSettings(keep_recent_tokens=200))
+    for text_ in ("one", "two", "three"):
+        agent.prompt(text_ + " " + "y" * 400)
+    assert kinds(agent) == [] and brain.summary_contexts == []  # about 700 tokens of 8000 in use
+    assert [m.role for m in agent.messages] == ["user", "assistant"] * 3
+    agent.prompt("big " + "z" * 14000)  # now over half the window: compacted before the request
+    assert kinds(agent) == ["compaction_start", "compaction_end"] and len(brain.summary_contexts) == 1
 
 
 def test_a_separate_summary_model(make_agent):  # issue 6: "or a model given for summaries"
@@ -1421,6 +1501,26 @@ def test_agent_compaction_takes_a_mapping_of_setting_names_with_the_same_checks(
     assert Agent(ScriptedModel(["x"]).model, compaction=False).compactor.settings.enabled is False
     with pytest.raises(TypeError, match=r"^Compactor\(settings=\.\.\.\) takes a CompactionSettings"):
         Compactor(agent, "off")
+
+
+def test_settings_assigned_to_a_compactor_later_are_taken_and_checked_as_when_made(make_agent):  # session §7.1
+    brain = Brain(lambda ctx, n: "answer " + "x" * 400)
+    agent = make_agent(brain)
+    agent.compactor.settings = {"keep_recent_tokens": 10}  # as Agent(compaction=...) takes it
+    assert agent.compactor.settings == CompactionSettings(keep_recent_tokens=10)
+    agent.prompt("one")  # the run reads the settings: no "'dict' object has no attribute 'enabled'"
+    agent.prompt("two")
+    assert [m.role for m in agent.messages] == ["user", "assistant"] * 2
+    assert agent.compact().summary  # and compaction keeps 10 tokens
+    agent.compactor.settings = False
+    assert agent.compactor.settings.enabled is False
+    agent.compactor.settings = None
+    assert agent.compactor.settings == CompactionSettings()
+    with pytest.raises(TypeError, match=r"^Compactor\.settings = \.\.\. takes a CompactionSettings"):
+        agent.compactor.settings = "off"
+    with pytest.raises(TypeError, match=r"unknown compaction setting 'keepRecentTokens'"):
+        agent.compactor.settings = {"keepRecentTokens": 10}
+    assert agent.compactor.settings == CompactionSettings()  # unchanged by a refused assignment
 
 
 @pytest.mark.parametrize(

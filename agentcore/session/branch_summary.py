@@ -229,14 +229,15 @@ def generate_branch_summary(
     plugins: Any = None,
     **options: Any,
 ) -> BranchSummaryResult:
-    """Summarise an abandoned branch (spec §8). Without messages: ``"No content to summarize"``
+    """Summarise an abandoned branch (spec §8). The newest messages are sent, as many as fit in
+    the model's context window (128000 when unknown) less ``reserve_tokens`` (half the window when
+    the reserve is not smaller than the window). Without messages: ``"No content to summarize"``
     and no model call. With ``replace_instructions`` the custom text replaces the built-in
     instructions; otherwise it is added as "Additional focus". A failed or aborted request, or an
     answer without text, raises :class:`~agentcore.session.compaction.CompactionError`
     (``aborted`` or ``summarization_failed``) with the ``usage`` the response reported (None when
     none came back). An answer cut off at its ``max_tokens`` is kept."""
-    window = getattr(model, "context_window", 0) or _DEFAULT_WINDOW
-    prep = prepare_branch_entries(entries, max(window - reserve_tokens, 0))
+    prep = prepare_branch_entries(entries, _token_budget(model, reserve_tokens))
     read_files, modified_files = compute_file_lists(prep.file_ops)
     if not prep.messages:
         return BranchSummaryResult(NO_CONTENT_SUMMARY, read_files, modified_files)
@@ -269,6 +270,15 @@ def generate_branch_summary(
         usage = used.to_dict() if used is not None else None
     summary = BRANCH_SUMMARY_PREAMBLE + text + format_file_lists(read_files, modified_files)
     return BranchSummaryResult(summary, read_files, modified_files, usage)
+
+
+def _token_budget(model: Any, reserve_tokens: int) -> int:
+    """Tokens of messages a branch summary request may carry: the model's context window (128000
+    when unknown) less ``reserve_tokens``; half the window when the reserve leaves nothing (a
+    small model with the default reserve), since a budget of 0 would mean "no limit"."""
+    window = getattr(model, "context_window", 0) or _DEFAULT_WINDOW
+    budget = window - reserve_tokens
+    return budget if budget > 0 else max(window // 2, 1)
 
 
 def _editor_text(entry: SessionEntry) -> Optional[str]:

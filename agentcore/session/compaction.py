@@ -4,9 +4,11 @@ Three steps, each usable on its own:
 
 1. :func:`prepare_compaction` (pure) looks at a root→leaf path of session entries and decides what
    to summarise: everything from the previous compaction's first kept entry (so messages kept by
-   one compaction are summarised by the next one; spec §7.4 fix of the reference's boundary bug)
-   up to a cut point chosen by :func:`find_cut_point` that keeps about ``keep_recent_tokens`` of
-   recent history and never separates a tool call from its result. When the cut falls inside a
+   one compaction are summarised by the next one; spec §7.4 fix of the reference's boundary bug;
+   a compaction that kept its messages inside its entry, a ``retained_tail``, has them summarised
+   first) up to a cut point chosen by :func:`find_cut_point` that keeps about
+   ``keep_recent_tokens`` of recent history and never separates a tool call from its results
+   (nor a result from its call when other entries were written between them). When the cut falls inside a
    turn, the start of that turn is summarised separately (a *split turn*).
 2. :func:`compact` asks a model for the summary (an update of the previous summary when there is
    one) and appends the ``<read-files>``/``<modified-files>`` lists gathered from ``read``/
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from .._errors import PicklableError
 from .._safe import describe_exception, exception_message
@@ -39,6 +41,7 @@ from ..types import (
     BranchSummaryMessage,
     CustomMessage,
     TextContent,
+    ToolCall,
     Usage,
     UserMessage,
     add_usage,
@@ -186,10 +189,41 @@ def _is_valid_cut(entry: SessionEntry) -> bool:
     return isinstance(entry, (BranchSummaryEntry, CustomMessageEntry))
 
 
-def find_turn_start_index(entries: Sequence[SessionEntry], entry_index: int, start_index: int) -> int:
+def _inside_tool_batches(entries: Sequence[SessionEntry], start_index: int, end_index: int) -> Set[int]:
+    """Indices in ``entries[start_index:end_index]`` after an assistant's tool call and up to its
+    last result: a cut there would keep a result without its call (``build_context`` drops such a
+    result, and it is not summarised either). Entries written between a call and its results (a
+    custom message a tool sent while the batch ran, a later result of a parallel batch) are
+    inside too."""
+    owners: Dict[Any, int] = {}
+    inside: Set[int] = set()
+    for index in range(start_index, end_index):
+        entry = entries[index]
+        if not isinstance(entry, MessageEntry):
+            continue
+        role = _role(entry)
+        if role == "assistant":
+            for block in getattr(entry.message, "content", None) or ():
+                call_id = getattr(block, "id", None) if isinstance(block, ToolCall) else None
+                if isinstance(call_id, Hashable):
+                    owners[call_id] = index
+        elif role == "toolResult":
+            call_id = getattr(entry.message, "tool_call_id", None)
+            owner = owners.get(call_id) if isinstance(call_id, Hashable) else None
+            if owner is not None:
+                inside.update(range(owner + 1, index + 1))
+    return inside
+
+
+def find_turn_start_index(
+    entries: Sequence[SessionEntry], entry_index: int, start_index: int, *, skip: Collection[int] = ()
+) -> int:
     """The nearest index ≤ ``entry_index`` and ≥ ``start_index`` that starts a turn (a user,
-    developer or shell-run message, a branch summary or a custom message entry), else -1."""
+    developer or shell-run message, a branch summary or a custom message entry), else -1.
+    Indices in ``skip`` (those inside a tool batch) start no turn."""
     for index in range(entry_index, start_index - 1, -1):
+        if index in skip:
+            continue
         entry = entries[index]
         if isinstance(entry, (BranchSummaryEntry, CustomMessageEntry)):
             return index
@@ -210,15 +244,17 @@ def find_cut_point(
 
     Walking back from the newest message, the cut is the first valid cut position at or after the
     message where the kept messages reach ``keep_recent_tokens``. Tool results are never valid cut
-    positions, so a call and its result stay on the same side. When only tool results follow
-    that message (the newest results alone reach the budget, as after a turn that read big
+    positions, nor is anything between a tool call and its last result (a custom message written
+    while the batch ran), so a call and its results stay on the same side; a split turn's start is
+    never inside a batch either. When only tool results follow that message (the newest results alone reach the budget, as after a turn that read big
     files), the cut is the first valid position, keeping everything (the reference's rule: a
     compaction on the threshold then has nothing to do) unless ``overflowing`` (the provider
     said the context overflowed, and keeping everything leaves the retry nothing to gain): then
     it is the newest valid position before that message, the call that made the results.
     Settings and other non-message entries right before the cut are kept with it.
     """
-    cuts = [i for i in range(start_index, end_index) if _is_valid_cut(entries[i])]
+    inside = _inside_tool_batches(entries, start_index, end_index)
+    cuts = [i for i in range(start_index, end_index) if _is_valid_cut(entries[i]) and i not in inside]
     if not cuts:
         return CutPoint(start_index, -1, False)
     cut = cuts[0]
@@ -239,7 +275,7 @@ def find_cut_point(
         cut -= 1
     if _role(entries[cut]) in ("user", "developer"):
         return CutPoint(cut, -1, False)
-    turn_start = find_turn_start_index(entries, cut, start_index)
+    turn_start = find_turn_start_index(entries, cut, start_index, skip=inside)
     return CutPoint(cut, turn_start, turn_start != -1)
 
 
@@ -275,9 +311,12 @@ def prepare_compaction(
     """Decide what a compaction of the root→leaf ``path_entries`` summarises (spec §7.4;
     ``overflowing``: for a context-overflow recovery, see :func:`find_cut_point`).
 
-    Returns None for an empty path or a path ending in a compaction. When everything fits in
-    ``keep_recent_tokens`` both message lists are empty (check :attr:`CompactionPreparation.empty`;
-    :func:`compact` refuses such a preparation). Raises ``CompactionError("invalid_session")`` when the entry
+    The history starts at the previous compaction's first kept entry; when that compaction kept
+    its messages inside its entry instead (``retained_tail``, which ``build_context`` shows after
+    its summary), those messages open ``messages_to_summarize`` and the entries after the
+    compaction follow. Returns None for an empty path or a path ending in a compaction. When
+    everything fits in ``keep_recent_tokens`` (and no retained tail waits) both message lists are
+    empty (check :attr:`CompactionPreparation.empty`; :func:`compact` refuses such a preparation). Raises ``CompactionError("invalid_session")`` when the entry
     to keep has no id (an unmigrated session).
     """
     settings = settings or CompactionSettings()
@@ -287,10 +326,15 @@ def prepare_compaction(
     prev_index = next((i for i in range(len(path) - 1, -1, -1) if isinstance(path[i], CompactionEntry)), -1)
     previous: Optional[CompactionEntry] = path[prev_index] if prev_index >= 0 else None  # type: ignore[assignment]
     boundary_start = 0
+    # messages a previous compaction kept inside its entry (a v4 checkpoint): in the context they
+    # follow its summary, before every entry after it, so they are the oldest history to summarise
+    retained: List[Any] = []
     if previous is not None:
         boundary_start = prev_index + 1
         ids = [e.id for e in path]
-        if previous.first_kept_entry_id and previous.first_kept_entry_id in ids:
+        if previous.retained_tail is not None:  # build_context ignores first_kept_entry_id then
+            retained = list(previous.retained_tail)
+        elif previous.first_kept_entry_id and previous.first_kept_entry_id in ids:
             boundary_start = ids.index(previous.first_kept_entry_id)
     kept = kept_message_count(path, prev_index) if previous is not None else None
     tokens_before = live_context_tokens(path_context_messages(path), kept).tokens
@@ -302,7 +346,9 @@ def prepare_compaction(
             "the entry to keep after compaction has no id: the session needs migration (open it with Session.open)",
         )
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _messages_of([e for e in path[boundary_start:history_end] if not isinstance(e, CompactionEntry)])
+    to_summarize = retained + _messages_of(
+        [e for e in path[boundary_start:history_end] if not isinstance(e, CompactionEntry)]
+    )
     prefix = (
         _messages_of(
             [e for e in path[cut.turn_start_index : cut.first_kept_entry_index] if not isinstance(e, CompactionEntry)]

@@ -57,7 +57,8 @@ class CompactionSettings:
 
     ``enabled`` switches automatic compaction (threshold and overflow) on or off; a manual
     ``compact()`` works either way. Compaction triggers when the context uses more than
-    ``context_window - reserve_tokens`` tokens, keeping roughly the newest ``keep_recent_tokens``
+    ``context_window - reserve_tokens`` tokens (half the window when ``reserve_tokens`` is not
+    smaller than it, see :func:`should_compact`), keeping roughly the newest ``keep_recent_tokens``
     tokens of history verbatim. The summary request may use up to 80% of ``reserve_tokens``.
 
     Checked when made and whenever a field is assigned later (``settings.reserve_tokens = 0``
@@ -415,8 +416,14 @@ class ContextTokenCounter:
 def should_compact(tokens: int, context_window: int, settings: CompactionSettings) -> bool:
     """True when compaction is enabled and ``tokens > context_window - reserve_tokens`` (strict).
 
-    An unknown window (``context_window <= 0``, e.g. the placeholder model) never triggers.
+    An unknown window (``context_window <= 0``, e.g. the placeholder model) never triggers. When
+    ``reserve_tokens`` is not smaller than the window (a small model with the default reserve)
+    that threshold would be 0 or less and compact before every request, however little the
+    context holds: the threshold is then half the window.
     """
     if context_window <= 0:
         return False
-    return bool(settings.enabled) and tokens > context_window - settings.reserve_tokens
+    threshold = context_window - settings.reserve_tokens
+    if threshold <= 0:
+        threshold = context_window // 2
+    return bool(settings.enabled) and tokens > threshold

@@ -8,7 +8,8 @@ entry and the transcript is rebuilt with ``session.build_context()``):
 * **threshold**: before a run's first request (a prompt or ``continue_()``,
   :meth:`Compactor.before_run`) and after every turn (the ``prepare_next_turn`` of
   :meth:`Compactor.turn_hooks`, chained after the agent's own), when the context uses more than
-  ``context_window - reserve_tokens``, it compacts and the run goes on with the compacted context.
+  ``context_window - reserve_tokens`` (half the window when the reserve is not smaller than the
+  window), it compacts and the run goes on with the compacted context.
   The check is incremental (:class:`~agentcore.session.compaction_tokens.ContextTokenCounter`):
   its cost grows with the messages added since the last check, not with the transcript;
 * **overflow**: when a run ends with a context-overflow error, or with ``stop_reason ==
@@ -255,6 +256,15 @@ def _checked_settings(settings: Any, where: str) -> CompactionSettings:
     )
 
 
+def _settings_of(settings: Any, where: str) -> CompactionSettings:
+    """``settings`` as given to the constructor or assigned later, made a :class:`CompactionSettings`."""
+    if settings is None:
+        return CompactionSettings()
+    if type(settings) is _Settings:
+        return settings
+    return _checked_settings(settings, where)
+
+
 def _weak_or_strong(obj: Any) -> Callable[[], Any]:
     """A callable returning ``obj``: a weak reference when it takes one, else a strong one."""
     if obj is None:
@@ -297,13 +307,9 @@ class Compactor:
     ) -> None:
         self._weak = owned_by_agent
         self.agent = agent
-        if settings is None:
-            settings = CompactionSettings()
-        elif type(settings) is not _Settings:
-            settings = _checked_settings(
-                settings, "Agent(compaction=...)" if owned_by_agent else "Compactor(settings=...)"
-            )
-        self.settings: CompactionSettings = settings
+        self._settings = _settings_of(
+            settings, "Agent(compaction=...)" if owned_by_agent else "Compactor(settings=...)"
+        )
         self.model = model
         self.stream_fn = stream_fn
         self.emit = emit
@@ -320,6 +326,17 @@ class Compactor:
 
     def __repr__(self) -> str:
         return f"Compactor(settings={self.settings!r})"
+
+    @property
+    def settings(self) -> CompactionSettings:
+        """The :class:`CompactionSettings` in use. Assigning takes what the constructor takes (a
+        mapping of field names, None for the defaults, False for no automatic compaction), checked
+        at once: anything else raises TypeError and the settings stay as they were."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Any) -> None:
+        self._settings = _settings_of(settings, "Compactor.settings = ...")
 
     @property
     def agent(self) -> Any:
@@ -405,7 +422,8 @@ class Compactor:
 
     def needs_compaction(self, messages: Optional[Sequence[Any]] = None) -> bool:
         """True when automatic compaction is on and ``messages`` (default: the transcript) use more
-        than ``context_window - reserve_tokens`` tokens.
+        than ``context_window - reserve_tokens`` tokens (half the window when the reserve is not
+        smaller than it: :func:`~agentcore.session.compaction_tokens.should_compact`).
 
         Incremental: the figures of the previous call are reused while the transcript only grew
         (see :class:`~agentcore.session.compaction_tokens.ContextTokenCounter`). Usage from before
@@ -567,10 +585,14 @@ class Compactor:
         return self._synthetic_path(messages), None
 
     def _synthetic_path(self, messages: Sequence[Any]) -> List[SessionEntry]:
+        """Entries ``m0``, ``m1`` ... for a transcript without a session. The messages this
+        compactor's newest compaction kept are placed before its entry, as a session stores them,
+        so the next preparation knows they predate it (their usage is stale)."""
         summary_message, details, from_hook = self._details
         entries: List[SessionEntry] = []
         parent = None
-        for index, message in enumerate(messages):
+        for index in _synthetic_order(messages, summary_message, self._kept):
+            message = messages[index]
             entry_id = f"m{index}"
             stamp = _synthetic_stamp(message)
             if role_of(message) == "compactionSummary":
@@ -714,6 +736,19 @@ def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[An
 _SUMMARY_ROLES = frozenset({"compactionSummary", "branchSummary"})
 #: Message classes that are never summaries (checked by exact type, before the generic role read).
 _STANDARD_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
+
+
+def _synthetic_order(messages: Sequence[Any], summary: Any, kept: Tuple[Any, Optional[int]]) -> List[int]:
+    """Transcript indices in entry order: the ``kept[1]`` messages after ``summary`` (when it is
+    this compactor's newest, ``kept[0]``) move before it; otherwise the transcript's order."""
+    order = list(range(len(messages)))
+    recorded, count = kept
+    if summary is None or recorded is not summary or not count or count < 0:
+        return order
+    at = next((i for i, message in enumerate(messages) if message is summary), None)
+    if at is None or at + count >= len(messages):  # the transcript was changed since
+        return order
+    return order[:at] + order[at + 1 : at + 1 + count] + [at] + order[at + 1 + count :]
 
 
 def _synthetic_stamp(message: Any) -> str:
