@@ -2212,3 +2212,40 @@ def test_a_recoverable_length_stop_with_tool_calls_is_compacted_before_the_next_
     after_cut = brain.agent_contexts[3].messages  # the request after the rejected call
     assert after_cut[0].role == "user" and "<summary>" in after_cut[0].content[0].text
     assert new[-1].text.startswith("answer 3")
+
+
+def test_an_async_prepare_next_turn_keeps_its_update_when_the_turn_compacts(make_agent):  # agent-loop §5
+    """The compactor chains the agent's ``prepare_next_turn`` and called it without awaiting: with
+    an ``async def`` hook, a turn that compacted dropped the hook's coroutine unrun (its update
+    lost, "coroutine was never awaited")."""
+    window, settings = 16000, CompactionSettings(reserve_tokens=4000, keep_recent_tokens=3000)
+
+    def plan(ctx, n):
+        if n == 0:
+            return [TextContent("reading"), ToolCall("c1", "read", {"path": "big.py"})]
+        return "done"
+
+    read = AgentTool(
+        "read",
+        "read a file",
+        {"type": "object", "properties": {"path": {"type": "string"}}},
+        lambda call_id, args, signal, on_update: AgentToolResult([TextContent("line of code\n" * 4000)]),
+    )
+    ran: List[str] = []
+
+    async def escalate(ctx: Any, signal: Any) -> Any:
+        ran.append(ctx.message.stop_reason)
+        return {"thinking_level": "high"}
+
+    brain = Brain(plan, window=window, report_usage=True)
+    agent = make_agent(brain, tools=[read], compaction=settings, prepare_next_turn=escalate)
+    agent.prompt("read big.py")
+    assert [e.reason for e in agent.seen if e.type == "compaction_end"] == ["threshold"]
+    assert ran == ["toolUse", "stop"]  # the hook ran after the compacting turn too
+    scripted = brain.scripted
+    levels = [
+        o.get("reasoning")
+        for c, o in zip(scripted.contexts, scripted.options)
+        if c.system_prompt != SUMMARIZER_SYSTEM_PROMPT
+    ]
+    assert levels == [None, "high"]  # the request after the compacting turn took the hook's level

@@ -513,7 +513,7 @@ class Compactor:
         previous = config.prepare_next_turn
 
         def hook(ctx: Any) -> Any:
-            update = previous(ctx) if previous is not None else None
+            update = awaited(previous(ctx)) if previous is not None else None  # an async def hook too
             if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
             full = self._recoverable_length(ctx.message, config)  # the context ran out mid-answer
