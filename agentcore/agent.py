@@ -795,15 +795,18 @@ class Agent:
         """
         return self._start_prompt(self._normalize_input(text_or_messages, images), wait=wait)
 
-    def _start_prompt(self, messages: List[Any], *, wait: bool, setup: Optional[_RunSetup] = None) -> Any:
+    def _start_prompt(
+        self, messages: List[Any], *, wait: bool, setup: Optional[_RunSetup] = None, method: str = "prompt"
+    ) -> Any:
         """``prompt()`` after its input was read; ``setup`` adjusts the run's tools and loop
-        configuration once they are prepared (``ask()`` adds its answer tool and turn hook)."""
+        configuration once they are prepared (``ask()`` adds its answer tool and turn hook);
+        ``method`` is the public method errors name."""
         if wait:
-            self._warn_if_blocking_event_loop("prompt")
+            self._warn_if_blocking_event_loop(method)
         with self._run_lock:
             if self._active is not None:
                 raise RuntimeError(ERR_PROMPT_BUSY)
-            self._approvals.check_can_prompt("prompt")
+            self._approvals.check_can_prompt(method)
             run = self._begin_run()
         try:
             return self._launch(run, messages, skip_initial_steering_poll=False, wait=wait, setup=setup)
@@ -853,7 +856,7 @@ class Agent:
         from .structured import prepare_ask
 
         ask = prepare_ask(self, output_type, retries)
-        messages = self._start_prompt(self._normalize_input(prompt, images), wait=True, setup=ask.setup)
+        messages = self._start_prompt(self._normalize_input(prompt, images), wait=True, setup=ask.setup, method="ask")
         return ask.outcome(messages)
 
     @overload

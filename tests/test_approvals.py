@@ -308,6 +308,8 @@ def test_errors_name_what_to_do():
         agent.prompt("something else")
     with pytest.raises(RuntimeError, match=r"stream\(\)"):
         agent.stream("something else")
+    with pytest.raises(RuntimeError, match=r"^ask\(\): 1 tool call\(s\) wait"):  # it said "prompt()"
+        agent.ask("something else", int)
     assert [m.role for m in agent.messages] == ["user", "assistant"]  # nothing changed
 
 
