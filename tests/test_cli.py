@@ -2589,3 +2589,83 @@ def test_a_base_url_that_is_no_url_is_refused_without_its_password(monkeypatch, 
         err = capsys.readouterr().err  # argparse writes its own errors to sys.stderr
         assert code == 2 and "is not an http:// or https:// URL" in err
         assert "SECRET" not in err
+
+
+def test_run_approve_with_stdin_closed_or_unreadable_denies_as_at_end_of_input(env, tmp_path):
+    """``agentcore run --approve PROMPT`` reads its answers from stdin; with descriptor 0 closed
+    (``<&-``) or open for writing only (``0>FILE``) it failed with ``agentcore: AttributeError:
+    'NoneType' object has no attribute 'readline'`` (or ``OSError``) and status 1. No answer can
+    come: the call is denied as at end of input and the run ends with the model's answer."""
+    (tmp_path / "only-file.txt").write_text("x")
+    argv = [sys.executable, "-m", "agentcore", "run", "--model", "scripted", "--tools", "ls", "--approve", "look"]
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *argv], capture_output=True, text=True, env=env, cwd=str(tmp_path),
+        timeout=60,
+    )  # fmt: skip
+    with open(tmp_path / "write-only", "wb") as write_only:
+        unreadable = subprocess.run(
+            argv, stdin=write_only, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60
+        )
+    for done in (closed, unreadable):
+        assert done.returncode == 0, done.stderr
+        assert "[no answer: denied]" in done.stderr
+        assert "no answer (end of input)" in done.stdout  # the demo model quotes the tool's result
+        assert "only-file.txt" not in done.stdout
+
+
+def test_chat_json_keeps_stdout_json_lines_when_commands_answer(quiet_home):
+    """``printf 'hi\\n/model\\n' | agentcore chat --json | jq .``: the answers of chat's commands
+    (``model: ...``, ``unknown command ...``) were printed on stdout among the event lines, and
+    the first one ended ``jq`` with a parse error. They go to stderr; stdout is JSON lines only."""
+    code, out, err = _in_process("chat", "--json", "--model", "scripted", stdin="hi\n/model\n/nope\n/tools\n")
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]  # every stdout line is a JSON object
+    assert events[0]["type"] == "agent_start" and events[-1]["type"] == "agent_end"
+    assert "model: scripted/scripted-demo (scripted)" in err
+    assert "unknown command /nope" in err and "tools: none" in err
+
+
+def test_run_approve_with_schema_asks_about_the_calls_and_prints_the_answer(env, tmp_path):
+    """``run --approve --schema``: the ask's run paused for approval and the command ended at once
+    with ``[error] ask(): the run paused for approval of ls call_1; ...`` and status 1, never asking.
+    The call is asked about like any run's, and the answer printed."""
+    (tmp_path / "only-file.txt").write_text("x")
+    replies = [tool_reply("ls", {"path": "."}), answer('{"name": ', '"only-file.txt"}')]
+    with ScriptedServer(replies) as server:
+        done = agentcore(
+            "run", *local(server), "--tools", "ls", "--approve", "--schema", "name", "which file?",
+            env=env, cwd=tmp_path, stdin="y\n",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '[approve] ls {"path": "."}' in done.stderr and "paused for approval" not in done.stderr
+    assert "only-file.txt" in done.stderr  # the tool ran: its result is shown
+    assert json.loads(done.stdout) == {"name": "only-file.txt"}
+
+
+def test_run_approve_shows_the_arguments_without_terminal_controls(quiet_home):
+    """The approval question quoted the model's arguments as JSON, which escapes the C0 controls
+    but not DEL or the C1 ones: U+009B (CSI to some terminals) reached the terminal in the very
+    line the user decides on, where it could move the cursor over what is shown."""
+    with ScriptedServer([tool_reply("ls", {"path": "\x9b2J\x9b1Ainnocent\x7f"}), answer("ok")]) as server:
+        code, out, err = _in_process("run", *local(server), "--tools", "ls", "--approve", "look", stdin="n\n")
+    assert code == 0, err
+    assert '[approve] ls {"path": "2J1Ainnocent"}' in err
+    assert "\x9b" not in err and "\x7f" not in err
+
+
+def test_run_with_stdout_or_stderr_closed_runs_to_the_end(quiet_home, monkeypatch):
+    """``agentcore run ... 2>&-`` (or ``>&-``: a service started without them; Python's
+    ``sys.stderr``/``sys.stdout`` is None) failed at the first note or answer with an
+    ``AttributeError`` that could not be reported either (status 1, the run cut off before its
+    tool ran). The output goes nowhere and the run ends as usual."""
+    (quiet_home / "work").mkdir()
+    monkeypatch.chdir(quiet_home / "work")
+    (quiet_home / "work" / "only-file.txt").write_text("x")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", None)
+    assert main(["run", "--model", "scripted", "--tools", "ls", "look"], stdin=io.StringIO(), stdout=out) == 0
+    assert "the first is 'only-file.txt'" in out.getvalue()  # the tool ran, the answer is whole
+    monkeypatch.setattr(sys, "stdout", None)
+    err = io.StringIO()
+    assert main(["run", "--model", "scripted", "--tools", "ls", "look"], stdin=io.StringIO(), stderr=err) == 0
+    assert "[tool] ls ok" in err.getvalue()

@@ -315,3 +315,51 @@ def test_the_printer_masks_the_key_in_thinking_and_behind_colour_codes():
     agent.prompt("go")
     assert "the key is ***" in err.getvalue() and "KEY=***" in err.getvalue()
     assert "SECRET" not in err.getvalue() + out.getvalue()
+
+
+def _stream_thinking(printer: TextPrinter, pieces: List[str], *, end: bool = True, reason: str = "stop") -> None:
+    """Feed ``printer`` a thinking block streamed as ``pieces`` (as a provider's deltas arrive),
+    then the message's end (``end`` False: the stream stopped inside the thinking)."""
+    from agentcore.events import (
+        MessageEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ThinkingStartEvent,
+    )
+    from agentcore.types import AssistantMessage, ThinkingContent
+
+    message = AssistantMessage(content=[ThinkingContent("".join(pieces))], stop_reason=reason)
+    printer(MessageStartEvent(message))
+    printer(MessageUpdateEvent(message, ThinkingStartEvent(0, message)))
+    for piece in pieces:
+        printer(MessageUpdateEvent(message, ThinkingDeltaEvent(0, piece, message)))
+    if end:
+        printer(MessageUpdateEvent(message, ThinkingEndEvent(0, "".join(pieces), message)))
+    printer(MessageEndEvent(message))
+
+
+def test_a_key_streamed_over_several_thinking_deltas_is_masked():
+    """A model streams a key it read a few characters per delta: masking each delta alone showed
+    the key whole on stderr. The thinking around it still streams, and nothing is lost."""
+    key = "sk-test-SECRET-1234"
+    thought = f"the .env file says OPENAI_API_KEY={key} so the setup is fine"
+    pieces = [thought[i : i + 3] for i in range(0, len(thought), 3)]
+    out, err = io.StringIO(), io.StringIO()
+    _stream_thinking(TextPrinter(out, err, secret=key), pieces)
+    assert "SECRET" not in err.getvalue() + out.getvalue()
+    assert err.getvalue() == "[thinking] the .env file says OPENAI_API_KEY=*** so the setup is fine\n"
+
+
+def test_the_held_back_end_of_streamed_thinking_is_shown_when_the_stream_stops():
+    """The end of a delta that might begin the key is held back, and shown when the message ends
+    without its thinking_end (an aborted or failed stream): masked when it is the start of the key,
+    as it is when no key followed."""
+    key = "sk-test-SECRET-1234"
+    out, err = io.StringIO(), io.StringIO()
+    _stream_thinking(TextPrinter(out, err, secret=key), ["checking sk", "-test-SEC"], end=False, reason="aborted")
+    assert err.getvalue() == "[thinking] checking ***\n[aborted]\n"
+    out, err = io.StringIO(), io.StringIO()
+    _stream_thinking(TextPrinter(out, err, secret=key), ["asks", " for sk"], end=True)
+    assert err.getvalue() == "[thinking] asks for sk\n"

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO, cast
 
 from .._safe import describe_exception
 from ._commands import add_commands, add_logging_options, sessions_dir_option
@@ -409,7 +410,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             abort_when_closed(setup.agent, printer)
         if setup.session is not None and setup.created_session:
             text.note(f"[session {setup.session.id}: {setup.session.path or 'memory'}]")
-        approver = _approver(args, setup.agent, lambda: stdin.readline() or None, err)
+        approver = _approver(args, setup.agent, _answer_reader(stdin), err)
         if approver is None:
             from ._approve import waiting_calls
 
@@ -421,7 +422,9 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             if approver is not None:
                 approver.settle(setup.agent, [])  # calls a resumed session left waiting
             if schema is not None:
-                status = _ask(setup.agent, prompt, schema, out, text, one_line=args.json, images=images)
+                status = _ask(
+                    setup.agent, prompt, schema, out, text, one_line=args.json, images=images, approver=approver
+                )
             else:
                 new = setup.agent.prompt(prompt, images)
                 if approver is not None:
@@ -484,18 +487,38 @@ def _ask(
     *,
     one_line: bool = False,
     images: Optional[List[Any]] = None,
+    approver: Any = None,
 ) -> int:
     """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
-    after the event lines of ``--json``)."""
-    from ..structured import AskError, OutputValidationError
+    after the event lines of ``--json``). With ``approver`` (``--approve``) the calls the ask's
+    run pauses for are asked about and the ask goes on, until it has its answer."""
+    from ..structured import AskError, AskPaused, OutputValidationError
 
     try:
-        value = agent.ask(prompt, schema, images=images)
+        try:
+            value = agent.ask(prompt, schema, images=images)
+        except AskPaused as paused:
+            if approver is None:
+                raise
+            value = _resume_approved(agent, paused, approver)
     except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
         text.note(f"[error] {exc}")
         return EXIT_ERROR
     out.write(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False) + "\n")
     return EXIT_OK
+
+
+def _resume_approved(agent: Any, paused: Any, approver: Any) -> Any:
+    """The answer of an ``ask`` that ``paused`` for approval: ``approver`` decides the waiting
+    calls and the ask resumes, as often as its runs pause again."""
+    from ..structured import AskPaused
+
+    while True:
+        approver.decide(agent)
+        try:
+            return paused.resume()
+        except AskPaused as again:
+            paused = again
 
 
 def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
@@ -541,6 +564,25 @@ def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> 
         note(notice)
 
 
+def _answer_reader(stdin: Any) -> Callable[[], Optional[str]]:
+    """``run --approve``'s answer lines, read from stdin as chat reads its lines (UTF-8 whatever
+    the locale). None at end of input, and for a stdin that is closed (``<&-``) or cannot be read
+    (``0>FILE``): the calls left are denied as at end of input (the command once failed there with
+    ``agentcore: AttributeError``/``OSError``, status 1). A line that is not UTF-8 is no answer:
+    the question is asked again."""
+    from ._chat import _read_line
+
+    def read() -> Optional[str]:
+        try:
+            return _read_line(stdin)
+        except UnicodeError:
+            return ""
+        except (OSError, ValueError):
+            return None
+
+    return read
+
+
 def _approver(args: Any, agent: Any, read_line: Callable[[], Optional[str]], err: TextIO) -> Any:
     """With ``--approve``: a :class:`~agentcore.cli._approve.TerminalApprover`, the agent's tools
     requiring approval. Else None."""
@@ -562,10 +604,13 @@ def main(
     stdout: Optional[TextIO] = None,
     stderr: Optional[TextIO] = None,
 ) -> int:
-    """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+
+    A process started with descriptor 1 or 2 closed (``>&-``, ``2>&-``: ``sys.stdout`` or
+    ``sys.stderr`` is None) writes what would go there nowhere, as to ``/dev/null``."""
     stdin = stdin if stdin is not None else sys.stdin
-    out = stdout if stdout is not None else sys.stdout
-    err = stderr if stderr is not None else sys.stderr
+    out: TextIO = stdout if stdout is not None else (sys.stdout or _discard())
+    err: TextIO = stderr if stderr is not None else (sys.stderr or _discard())
     argv = list(argv) if argv is not None else [_utf8_word(word) for word in sys.argv[1:]]
     # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
     parser = build_parser(plugin_options=bool({"run", "chat", "rpc"} & set(argv)))
@@ -603,6 +648,18 @@ def main(
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
         err.write(f"agentcore: {describe_exception(exc)}\n")
         return EXIT_ERROR
+
+
+class _Discard(io.TextIOBase):
+    """The stream of a closed descriptor 1 or 2: takes every write and keeps nothing (with None,
+    the first note of a run failed it with ``AttributeError``, and the error message failed too)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def _discard() -> TextIO:
+    return cast(TextIO, _Discard())
 
 
 def _utf8_word(word: str) -> str:

@@ -2,9 +2,10 @@
 
 The agent's tools are given ``requires_approval=True`` (copies; the registry's objects are shared),
 so a run pauses with its calls in ``agent.pending_approvals`` (see :mod:`agentcore.approvals`).
-:meth:`TerminalApprover.settle` then asks about each call on stderr, reading one answer line per
-call: ``y``/``yes`` approves, ``n``/``no`` denies, ``a``/``always`` approves this call and every
-later call of the same tool without asking. End of input denies what is left (the model is told
+:meth:`TerminalApprover.settle` then asks about each call on stderr (its arguments as JSON without
+terminal control characters, cut at 300 characters), reading one answer line per call:
+``y``/``yes`` approves, ``n``/``no`` denies, ``a``/``always`` approves this call and every later
+call of the same tool without asking. End of input denies what is left (the model is told
 so). It continues the run and repeats until no call waits, so a run ends only with an answer.
 Ctrl-C while asking leaves the calls pending: with ``--session`` they are saved, and the next
 ``agentcore run/chat --session ... --approve`` asks about them first.
@@ -15,6 +16,8 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any, Callable, List, Optional, Set, TextIO
+
+from .._safe import terminal_text
 
 __all__ = ["TerminalApprover", "DENIED_AT_TERMINAL", "NO_ANSWER", "waiting_calls"]
 
@@ -63,17 +66,23 @@ class TerminalApprover:
         """Decide every pending call, continue, and repeat; returns all the new messages."""
         messages = list(new_messages or ())
         while agent.pending_approvals:
-            for pending in agent.pending_approvals:
-                self._decide(agent, pending)
+            self.decide(agent)
             messages.extend(agent.continue_() or ())
         return messages
+
+    def decide(self, agent: Any) -> None:
+        """Decide every call that waits now, asking about each, without continuing the run (an
+        ``ask`` that paused goes on with its own ``resume()``: ``run --approve --schema``)."""
+        for pending in agent.pending_approvals:
+            self._decide(agent, pending)
 
     def _decide(self, agent: Any, pending: Any) -> None:
         if pending.tool_name in self.always:
             self._note(f"[approved {pending.tool_name} (always)]")
             agent.approve(pending.tool_call_id)
             return
-        args = json.dumps(pending.args, ensure_ascii=False, default=str)
+        # JSON escapes the C0 controls, not DEL or the C1 ones (U+009B is CSI to some terminals)
+        args = terminal_text(json.dumps(pending.args, ensure_ascii=False, default=str))
         if len(args) > 300:
             args = args[:297] + "..."
         while True:

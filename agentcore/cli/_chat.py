@@ -7,7 +7,8 @@ at the prompt only clears the line; Ctrl-D (end of input), a stdin that cannot b
 notice) or ``/quit`` leaves, and so does a reader of stdout that went away (``chat | head``: status
 0, as for ``run``).
 Answers stream to stdout; tool activity, notices and the banner go to stderr, so piping stdin in
-and stdout out gives just the answers and command output.
+and stdout out gives just the answers and command output. With ``--json`` stdout carries only the
+event lines (one JSON object each), and the answers of commands go to stderr.
 
 A session write that fails during a turn (a full disk) ends the chat as it ends ``run``: the turn's
 outcome is shown, then :class:`~agentcore.session.SessionError` leaves :meth:`Chat.run` and
@@ -86,6 +87,8 @@ class Chat:
         self.err = err
         self.text = TextPrinter(out, err, secret=setup.api_key)
         self._printer: Any = printer or self.text
+        # a printer of its own (--json): stdout carries only its event lines, command answers go to stderr
+        self._answers = out if printer is None else err
         self.agent.subscribe(self._printer)
         abort_when_closed(self.agent, self._printer)  # stdout gone: the run ends too
         self.usage = count_usage(self.agent)  # the running cost /session shows
@@ -257,10 +260,11 @@ class Chat:
         return True
 
     def _say(self, text: str) -> None:
-        """A command's answer on stdout, as :func:`terminal_text`: it may quote a model's text (the
-        /compact summary) or a session's prompts, whose escape sequences must not reach the terminal."""
-        self.out.write(terminal_text(text.rstrip("\n")) + "\n")
-        self.out.flush()
+        """A command's answer on stdout (on stderr with ``--json``: its stdout is JSON lines only,
+        one per event), as :func:`terminal_text`: it may quote a model's text (the /compact
+        summary) or a session's prompts, whose escape sequences must not reach the terminal."""
+        self._answers.write(terminal_text(text.rstrip("\n")) + "\n")
+        self._answers.flush()
 
     def _banner(self) -> None:
         model = self.agent.model

@@ -44,6 +44,44 @@ class Masker:
     def __call__(self, text: str) -> str:
         return text if self._pattern is None else self._pattern.sub("***", text)
 
+    def held(self, text: str) -> int:
+        """The length of the longest end of ``text`` that begins a secret (in one of its forms)
+        without completing it: what a stream must hold back until its next piece shows whether
+        the secret follows (0 when nothing needs holding)."""
+        longest = 0
+        for secret in self.secrets:
+            for form in failures.secret_forms(secret):
+                if len(form) < 4:
+                    continue
+                for size in range(min(len(form) - 1, len(text)), longest, -1):
+                    if text.endswith(form[:size]):
+                        longest = size
+                        break
+        return longest
+
+
+class _MaskedStream:
+    """Masks the secrets of a text that arrives in pieces (streamed thinking): a model streams a
+    key it read a few characters per delta, so masking each delta alone would show it whole. The
+    end of a piece that may begin a secret is held back until the next piece (or :meth:`flush`)."""
+
+    def __init__(self, masker: Masker) -> None:
+        self.masker = masker
+        self.pending = ""
+
+    def feed(self, text: str) -> str:
+        """The part of ``pending + text`` that can be shown now, masked."""
+        text = self.masker(self.pending + text)  # complete secrets first: their ends are not held
+        hold = self.masker.held(text)
+        self.pending = text[len(text) - hold :] if hold else ""
+        return text[: len(text) - hold]
+
+    def flush(self) -> str:
+        """What was held back, the stream having ended: the start of a secret cut off there is
+        masked too (4 characters or more; a shorter one is ordinary text such as ``sk``)."""
+        text, self.pending = self.pending, ""
+        return "***" if len(text) >= 4 else text
+
 
 def one_line(value: Any, limit: int = _ARGS_LIMIT) -> str:
     """A compact single-line JSON-ish rendering, cut at ``limit`` characters."""
@@ -106,7 +144,8 @@ class TextPrinter:
 
     Everything is written as :func:`terminal_text` (no escape sequences or control characters);
     ``secret`` (the API key, if any) and the keys given to :meth:`mask` later are masked in
-    everything written to ``err``, the streamed thinking included. With ``stream``
+    everything written to ``err``, the streamed thinking included (a key streamed over several
+    deltas too: the end of a delta that may begin a key waits for the next one). With ``stream``
     False (``--no-stream``) nothing is printed while a message streams: its thinking and text are
     printed once it is complete (the provider request streams all the same).
     """
@@ -124,6 +163,7 @@ class TextPrinter:
         self.out = _Writer(out, terminal_text)
         self.err = _Writer(err, lambda text: self.masker(terminal_text(text)))
         self.masker.add(secret)
+        self._thinking = _MaskedStream(self.masker)  # the streamed thinking, masked across its deltas
         self.show_thinking = show_thinking
         self.stream = stream
         self._streamed_text = False
@@ -161,11 +201,18 @@ class TextPrinter:
             self.out.end_line()
             self.err.write("[thinking] ")
         elif kind == "thinking_delta" and self.show_thinking:
-            self.err.write(inner.delta)
+            self.err.write(self._thinking.feed(terminal_text(getattr(inner, "delta", "") or "")))
         elif kind == "thinking_end" and self.show_thinking:
-            self.err.end_line()
+            self._end_thinking()
+
+    def _end_thinking(self) -> None:
+        """Show what the streamed thinking held back (a possible start of a secret) and end its line."""
+        self.err.write(self._thinking.flush())
+        self.err.end_line()
 
     def _assistant_end(self, message: Any) -> None:
+        if self._thinking.pending:  # the message ended (an error, an abort) inside its thinking
+            self._end_thinking()
         if not self.stream and self.show_thinking:
             self._whole_thinking(message)
         if not self._streamed_text:  # --no-stream, or a provider that did not stream: the whole text now
