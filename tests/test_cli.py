@@ -2669,3 +2669,23 @@ def test_run_with_stdout_or_stderr_closed_runs_to_the_end(quiet_home, monkeypatc
     err = io.StringIO()
     assert main(["run", "--model", "scripted", "--tools", "ls", "look"], stdin=io.StringIO(), stderr=err) == 0
     assert "[tool] ls ok" in err.getvalue()
+
+
+def test_chat_model_switch_keeps_the_api_key_env_key_with_its_provider(monkeypatch, tmp_path):
+    """``chat --api-key-env MY_OPENAI_KEY --model openai/...`` then ``/model anthropic/...`` sent
+    the OpenAI key to Anthropic: the option's key stays with the provider it was given for, and
+    another provider takes its own key (here none: the switch is refused, saying so)."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no stored keys
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MY_OPENAI_KEY", "sk-openai-only")
+    script = "/model anthropic/claude-sonnet-4-5\n/model\n/model openai/gpt-4o-mini\n/quit\n"
+    code, out, err = _in_process(
+        "chat", "--no-log", "--model", "openai/gpt-4o", "--api-key-env", "MY_OPENAI_KEY", stdin=script
+    )
+    assert code == 0, err
+    assert 'no API key for provider "anthropic"' in out
+    lines = [line.split(" (")[0] for line in out.splitlines() if line.startswith("model: ")]
+    assert lines == ["model: openai/gpt-4o", "model: openai/gpt-4o-mini"]  # refused, then the key's own provider

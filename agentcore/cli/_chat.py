@@ -94,6 +94,14 @@ class Chat:
         self.usage = count_usage(self.agent)  # the running cost /session shows
         self.status = 0
         self.approver: Any = None  # --approve: a TerminalApprover (agentcore.cli._approve)
+        # --api-key-env's key stays with the provider it was given for (the first model's, or the
+        # first one switched to from a model that needs no key): /model to another provider takes
+        # that provider's own key, never sending one vendor's key to another (--base-url: one
+        # endpoint, the key goes with it)
+        self._option_key = setup.agent.api_key if setup.key_from_option else None
+        self._option_provider = (
+            setup.agent.model.provider if self._option_key is not None and setup.agent.stream_fn is None else None
+        )
         self._compactor_obj: Any = None
         # /branch N in a session: the prompt entry to move back before, applied (written) only when
         # the next prompt or /compact needs it, as the reference does: quitting right after /branch
@@ -305,9 +313,14 @@ class Chat:
 
             # with --api-key-env's key, a bare id several providers list is refused, never guessed
             model, stream_fn = resolve_model(ref, self.options.base_url, key_given=self.setup.key_from_option)
-            if stream_fn is None:  # a stored key is the new provider's (--api-key-env's: kept)
-                key = self.agent.api_key if self.setup.key_from_option else stored_key(model.provider)
+            if stream_fn is None:  # the new provider's key (--api-key-env's only for its own provider)
+                own = self._option_key is not None and (
+                    self.options.base_url or self._option_provider in (None, model.provider)
+                )
+                key = self._option_key if own else stored_key(model.provider)
                 check_api_key(model, key)
+                if own:
+                    self._option_provider = model.provider
                 self.agent.api_key = key
                 self.text.mask(key)
                 self.text.mask(get_env_api_key(str(model.provider)))  # the key the provider will take

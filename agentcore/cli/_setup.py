@@ -649,7 +649,7 @@ class AgentSetup:
     api_key: Optional[str] = None
     created_session: bool = False
     plugin_tools: List[Any] = field(default_factory=list)  # from the cli_tools hook, for chat's /tools
-    key_from_option: bool = False  # --api-key-env: chat's /model keeps that key for every model
+    key_from_option: bool = False  # --api-key-env: chat's /model keeps that key for its provider
     default_logged: bool = False  # a session created by default logging (agentcore.cli._logs)
     system: Optional[str] = None  # the --system text in effect, given or resumed (None: none)
 
