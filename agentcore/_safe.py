@@ -238,18 +238,20 @@ def redact_url(url: str) -> str:
 # with their terminator, other two-character escapes: an unterminated OSC loses its ESC only, so
 # no text after it is dropped), then every C0 control but tab and line
 # feed (a carriage return or backspace overwrites what was shown), DEL and the C1 controls (some
-# terminals take U+009B as CSI).
+# terminals take U+009B as CSI), and the bidirectional embeddings, overrides and isolates
+# (U+202A-U+202E, U+2066-U+2069: "Trojan Source" text that reads one way and is another, in an
+# approval question say; right-to-left script needs none of them to show).
 _TERMINAL_CONTROLS = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[ -~]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 )
 
 
 def terminal_text(text: str) -> str:
-    """``text`` safe to write to a terminal: escape sequences and control characters dropped (tab
-    and line feed kept; ``\\r\\n`` becomes ``\\n``), so model or tool output cannot move the
-    cursor, clear or retitle the screen, or hide what was shown (the CLI's printer, and the
+    """``text`` safe to write to a terminal: escape sequences, control characters and bidirectional
+    overrides dropped (tab and line feed kept; ``\\r\\n`` becomes ``\\n``), so model or tool output
+    cannot move the cursor, clear or retitle the screen, or hide or disguise what was shown (the CLI's printer, and the
     notebook's plain-text view that IPython prints in a terminal)."""
     return _TERMINAL_CONTROLS.sub("", text)

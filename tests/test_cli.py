@@ -2651,6 +2651,11 @@ def test_run_approve_shows_the_arguments_without_terminal_controls(quiet_home):
     assert code == 0, err
     assert '[approve] ls {"path": "2J1Ainnocent"}' in err
     assert "\x9b" not in err and "\x7f" not in err
+    # a right-to-left override shows "report‮fdp.exe" as "reportexe.pdf" where bidi is drawn
+    with ScriptedServer([tool_reply("ls", {"path": "report\u202efdp.exe"}), answer("ok")]) as server:
+        code, out, err = _in_process("run", *local(server), "--tools", "ls", "--approve", "look", stdin="n\n")
+    assert code == 0, err
+    assert '[approve] ls {"path": "reportfdp.exe"}' in err and "\u202e" not in err
 
 
 def test_run_with_stdout_or_stderr_closed_runs_to_the_end(quiet_home, monkeypatch):
