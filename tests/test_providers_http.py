@@ -1750,3 +1750,236 @@ def test_a_connect_timeout_says_so_without_python_reprs(abortable):  # bad input
         f"Request timed out talking to 127.0.0.1:{port} (/v1/chat/completions): Connection to 127.0.0.1 timed out. "
         "(connect timeout=0.3) (gave up after 1 attempt, max_retries=0)"
     )
+
+
+@contextlib.contextmanager
+def _slow_resolver(monkeypatch, name: str):
+    """``socket.getaddrinfo`` that blocks on ``name`` until released (a resolver whose name
+    servers do not answer: seconds per server and attempt); other names resolve as before.
+    Yields (entered, release) events."""
+    import socket as socket_module
+
+    resolve = socket_module.getaddrinfo
+    entered, release = threading.Event(), threading.Event()
+
+    def blocking(host, *args, **kwargs):
+        if host != name:
+            return resolve(host, *args, **kwargs)
+        entered.set()
+        release.wait(30)
+        raise socket_module.gaierror(socket_module.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket_module, "getaddrinfo", blocking)
+    try:
+        yield entered, release
+    finally:
+        release.set()
+
+
+def test_an_abort_ends_a_blocked_name_resolution_at_once(monkeypatch):  # aborts are honoured promptly
+    # the host name was resolved on the sending thread before any socket existed: an abort found
+    # nothing to shut down and the run waited for the resolver (here 30 s)
+    with _slow_resolver(monkeypatch, "slow-dns.test") as (entered, _release):
+        model = Model(id="m", api="openai-completions", provider="slowdns", base_url="http://slow-dns.test:9/v1")
+        controller, finished, result = AbortController(), threading.Event(), {}
+
+        def consume():
+            result["message"] = complete(model, _ctx(), api_key=KEY, signal=controller.signal, timeout=(60, 60))
+            finished.set()
+
+        threading.Thread(target=consume, daemon=True).start()
+        assert entered.wait(10)
+        started = time.monotonic()
+        controller.abort()
+        assert finished.wait(5), "the abort did not end the name resolution"
+        assert time.monotonic() - started < 5.0
+    assert (result["message"].stop_reason, result["message"].error_message) == ("aborted", "Request was aborted")
+
+
+def test_a_name_resolution_slower_than_the_connect_timeout_times_out(monkeypatch):  # deadlines
+    with _slow_resolver(monkeypatch, "slow-dns.test") as (entered, _release):
+        model = Model(id="m", api="openai-completions", provider="slowdns", base_url="http://slow-dns.test:9/v1")
+        finished, result = threading.Event(), {}
+
+        def consume():
+            result["message"] = complete(
+                model, _ctx(), api_key=KEY, signal=AbortController().signal, max_retries=0, timeout=(0.3, 60)
+            )
+            finished.set()
+
+        threading.Thread(target=consume, daemon=True).start()
+        assert entered.wait(10)
+        assert finished.wait(10), "the resolution outlived the connect timeout"
+    assert result["message"].stop_reason == "error"
+    assert result["message"].error_message == (
+        "Request timed out talking to slow-dns.test:9 (/v1/chat/completions): resolving slow-dns.test timed out. "
+        "(connect timeout=0.3) (gave up after 1 attempt, max_retries=0)"
+    )
+
+
+@pytest.mark.parametrize("declared", ["7fffffffffffffff", "1000000"])
+def test_events_in_one_huge_http_chunk_arrive_before_it_ends(declared):  # nothing lost, no Python errors
+    # a chunked body was read one whole HTTP chunk at a time: a chunk declared larger than memory
+    # failed with "OverflowError: byte string is too large" (or tried to allocate it), and the
+    # events of a big chunk stayed unseen until its last byte came
+    import socket as socket_module
+
+    event = 'data: {"choices":[{"index":0,"delta":{"content":"early"}}]}\n\n'
+    padding = ": padding\n" * 7000  # an SSE comment: more than one 64 KB read
+    seen, served = threading.Event(), threading.Event()
+    listener = socket_module.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve():
+        connection, _ = listener.accept()
+        with connection:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += connection.recv(65536)
+            connection.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + declared.encode()
+                + b"\r\n"
+                + (event + padding).encode()
+            )
+            seen.wait(10)  # the chunk goes on and on; the client must not wait for its end
+        served.set()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        port = listener.getsockname()[1]
+        model = Model(id="m", api="openai-completions", provider="onechunk", base_url=f"http://127.0.0.1:{port}/v1")
+        events = stream(model, _ctx(), api_key=KEY, max_retries=0)
+        types = []
+        for item in events:
+            types.append(item.type)
+            if item.type == "text_delta":
+                seen.set()
+        result = events.result()
+        assert served.wait(10)
+    finally:
+        listener.close()
+    assert seen.is_set() and result.text == "early", result.error_message
+    assert result.stop_reason == "error" and result.error_message.startswith("Connection lost while streaming")
+
+
+_URLLIB3_1 = __import__("urllib3").__version__.startswith("1.")
+
+
+@pytest.mark.parametrize(
+    "reply, options, expected",
+    [
+        (
+            Reply(reset_after=70, chunked=False),
+            {},
+            "Connection lost while streaming the response: Connection reset by peer",
+        ),
+        pytest.param(
+            Reply(close_after=70, chunked=False),
+            {},
+            "Connection lost while streaming the response: 70 bytes read, 113 more expected",
+            marks=pytest.mark.skipif(
+                _URLLIB3_1,
+                reason="urllib3 1.26 does not enforce Content-Length: a body cut short ends the stream "
+                "mid-event, which test_a_stream_that_ends_in_the_middle_of_an_event_says_so covers",
+            ),
+        ),
+        (Reply(stall_after=70), {"timeout": (5, 0.3)}, "Timed out while streaming the response: Read timed out."),
+    ],
+)
+def test_a_connection_lost_mid_stream_is_told_without_python_reprs(server, reply, options, expected):
+    # was 'Connection lost while streaming the response: ("Connection broken: ConnectionResetError(104,
+    # \'Connection reset by peer\')", ConnectionResetError(104, ...))' and "Timed out while streaming the
+    # response: _Pool(host='127.0.0.1', port=N): Read timed out."
+    reply.body = 'data: {"choices":[{"index":0,"delta":{"content":"hello"}}]}\n\n' * 3
+    server.enqueue(reply)
+    result = complete(_model(server), _ctx(), api_key=KEY, max_retries=0, **options)
+    assert (result.stop_reason, result.text, result.error_message) == ("error", "hello", expected)
+
+
+def test_a_failure_whose_str_raises_still_ends_the_stream_with_an_error(server):  # nothing is lost
+    # describe_error called str() on it: the second exception escaped the stream's iteration
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+    def on_response(status, headers):
+        raise Unprintable()
+
+    server.enqueue(Reply(body=_text_body("never")))
+    events = stream(_model(server), _ctx(), api_key=KEY, on_response=on_response)
+    assert [e.type for e in events] == ["error"]
+    result = events.result()
+    assert result.stop_reason == "error"
+    assert result.error_message == "Unprintable (its message could not be read: str() raised RuntimeError)"
+
+
+def test_an_integer_argument_too_long_for_python_is_null_and_noted(server):  # writer: nothing lost silently
+    # the call's arguments became {} (its other arguments lost) and the note quoted Python's advice
+    # to call sys.set_int_max_str_digits()
+    arguments = '{"path": "a.txt", "n": ' + "7" * 5000 + "}"
+    call = {"index": 0, "id": "c", "function": {"name": "f", "arguments": arguments}}
+    server.enqueue(Reply(body=sse(_chunk({"tool_calls": [call]}), _chunk(finish="tool_calls"), done=True)))
+    types, result = _run(server)
+    assert result.stop_reason == "toolUse" and result.content[0].arguments == {"path": "a.txt", "n": None}
+    notes = [d for d in result.diagnostics or [] if d.type == "tool_arguments_repaired"]
+    assert [note.error["message"] for note in notes] == ["an integer of 5000 digits is too long (it became null)"]
+
+
+def test_an_abort_ends_a_stalled_tls_handshake_at_once():  # aborts are honoured promptly
+    # the socket was forgotten once TCP connected: a server (or a middlebox, or a proxy's CONNECT)
+    # that accepts the connection and never answers the TLS hello held the aborted run for the whole
+    # connect timeout
+    import socket as socket_module
+
+    listener = socket_module.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    accepted, done = threading.Event(), threading.Event()
+
+    def accept():
+        connection, _ = listener.accept()
+        accepted.set()
+        done.wait(30)
+        connection.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        port = listener.getsockname()[1]
+        model = Model(id="m", api="openai-completions", provider="tls", base_url=f"https://127.0.0.1:{port}/v1")
+        controller, finished, result = AbortController(), threading.Event(), {}
+
+        def consume():
+            result["message"] = complete(model, _ctx(), api_key=KEY, signal=controller.signal, timeout=(30, 30))
+            finished.set()
+
+        threading.Thread(target=consume, daemon=True).start()
+        assert accepted.wait(10)
+        started = time.monotonic()
+        controller.abort()
+        assert finished.wait(5), "the abort did not end the TLS handshake"
+        assert time.monotonic() - started < 5.0
+    finally:
+        done.set()
+        listener.close()
+    assert (result["message"].stop_reason, result["message"].error_message) == ("aborted", "Request was aborted")
+
+
+def test_an_abort_ends_the_wait_for_headers_through_a_proxy(monkeypatch):  # aborts are honoured promptly
+    # requests' proxy managers made their own pools, with urllib3's connections: behind HTTP(S)_PROXY
+    # no connect and no wait for the response headers was abortable (here: the proxy stalls 30 s)
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with ScriptedServer() as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        proxy.enqueue(Reply(body=_text_body("never"), stall_before_headers=True))
+        model = Model(id="m", api="openai-completions", provider="proxied", base_url="http://model.test/v1")
+        controller, stamp = AbortController(), {}
+        thread = _abort_when(proxy.request_received, controller, stamp)
+        result = complete(model, _ctx(), api_key=KEY, signal=controller.signal)
+        elapsed = time.perf_counter() - stamp["t"]
+        thread.join()
+        assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
+        assert elapsed < 5.0, "the abort did not interrupt the wait through the proxy"
+        assert proxy.requests[0].path == "/v1/chat/completions"

@@ -253,3 +253,17 @@ def test_an_event_ended_by_cr_cr_is_dispatched_at_once():  # providers §5: \r e
     assert events == [SSEEvent("message", "a"), SSEEvent("message", "b")]
     assert not any(isinstance(e, UnterminatedSSEEvent) for e in events)
     assert _events([b"data: x\r", b"\n", b"\r\n"]) == [("message", "x", None)]  # one \r\n across chunks
+
+
+def test_an_integer_too_long_for_python_becomes_null_not_an_empty_call():  # providers §5: best effort
+    """Python refuses to convert an integer of more than 4300 digits: the decoder's ValueError made
+    the whole arguments ``{}`` (every other argument lost), where a too large float becomes null."""
+    huge = "9" * 5000
+    text = '{"path": "a.txt", "n": ' + huge + ', "m": [-' + huge + ", 7]}"
+    parser = PartialJsonParser()
+    for i in range(0, len(text), 7):
+        parser.feed(text[i : i + 7])
+    expected = {"path": "a.txt", "n": None, "m": [None, 7]}
+    assert parse_streaming_json(text) == parser.value() == expected
+    assert parse_streaming_json(text[:-4]) == {"path": "a.txt", "n": None, "m": [None]}
+    assert parse_streaming_json('{"n": ' + "1" * 4300 + "}") == {"n": int("1" * 4300)}

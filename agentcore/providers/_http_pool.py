@@ -2,9 +2,10 @@
 
 One ``requests.Session`` per provider name keeps connections alive between requests; its adapter
 keeps up to :func:`pool_maxsize` connections per host. The adapter's connections tell the sending
-thread which socket a request uses (through ``_current.box``, set by ``http._send``), so an abort
-listener on another thread can shut the socket down while ``connect()`` or the wait for response
-headers is blocked. The public names are re-exported by :mod:`agentcore.providers.http`, their
+thread which socket a request uses (through ``_current.box``, set by ``http.send_abortable``), so
+an abort listener on another thread can shut the socket down while ``connect()`` (the name
+resolution, the TCP connect, a proxy's CONNECT, the TLS handshake) or the wait for response
+headers is blocked; connections through an HTTP(S) proxy too. The public names are re-exported by :mod:`agentcore.providers.http`, their
 documented path. Importing this module imports neither ``requests`` nor ``urllib3``.
 """
 
@@ -274,16 +275,28 @@ def _note_connection(connection: Any) -> None:
     box = getattr(_current, "box", None)
     if box is not None:
         box["connection"] = connection
+        _forget_handshake(box)  # the connection's own socket is the one to shut down from now on
         if box.get("aborted"):
             raise ConnectionAbortedError("the request was aborted before it was sent")
+
+
+def _forget_handshake(box: Dict[str, Any]) -> None:
+    """Close the duplicate of a new connection's socket noted by :func:`_new_abortable_conn`
+    (under the box's lock: the abort listener may be shutting the connection down through it)."""
+    if box.get("handshake") is not None:
+        with box["lock"]:
+            handshake = box.pop("handshake", None)
+            if handshake is not None:
+                handshake.close()
 
 
 def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     """Open the TCP connection like urllib3 does, but note each socket *before* it connects, so
     an abort can shut it down while ``connect()`` is blocked (an unreachable or firewalled host
-    would otherwise hold an aborted run for the whole connect timeout). Like urllib3, each
-    address of the host is tried in turn, after a refusal or a connect timeout alike (a host
-    whose IPv6 address is unreachable answers on its IPv4 one).
+    would otherwise hold an aborted run for the whole connect timeout). The host name is resolved
+    first, abortably too (see :func:`_resolve`). Like urllib3, each address of the host is tried
+    in turn, after a refusal or a connect timeout alike (a host whose IPv6 address is unreachable
+    answers on its IPv4 one).
 
     Threads that are not sending an abortable request use urllib3's own code unchanged.
     """
@@ -294,10 +307,7 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     from urllib3.util.connection import allowed_gai_family
 
     host, port = connection_address(connection)
-    try:
-        addresses = socket.getaddrinfo(host, port, allowed_gai_family(), socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise name_resolution_error(connection, exc) from exc
+    addresses = _resolve(connection, host, port, allowed_gai_family(), box)
     error: Optional[BaseException] = None
     for family, kind, proto, _name, address in addresses:
         sock = socket.socket(family, kind, proto)
@@ -320,6 +330,7 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
         finally:
             box.pop("socket", None)
         sys.audit("http.client.connect", connection, connection.host, connection.port)
+        _note_handshake(connection, sock, box)
         return sock
     if isinstance(error, socket.timeout):  # the last address timed out: urllib3 says so the same way
         raise ConnectTimeoutError(
@@ -328,11 +339,95 @@ def _new_abortable_conn(connection: Any, default: Callable[[], Any]) -> Any:
     raise NewConnectionError(connection, f"Failed to establish a new connection: {error}")
 
 
+def _note_handshake(connection: Any, sock: socket.socket, box: Dict[str, Any]) -> None:
+    """Keep a connected socket where an abort can shut it down until the request is sent:
+    ``connect()`` goes on with a proxy's CONNECT exchange and the TLS handshake, which a server
+    (or a middlebox) that accepted the connection and then went silent holds for the whole
+    connect timeout. A duplicate of the socket is noted: wrapping it for TLS detaches ``sock``
+    itself, and shutting the duplicate down ends the connection under both. Noted first,
+    checked second (as in :func:`_note_connection`)."""
+    from urllib3.exceptions import NewConnectionError
+
+    box["handshake"] = sock.dup()
+    if box.get("aborted"):
+        _forget_handshake(box)
+        sock.close()
+        raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
+
+
+def _resolve(connection: Any, host: str, port: int, family: int, box: Dict[str, Any]) -> Any:
+    """``socket.getaddrinfo`` of ``host`` for an abortable connect.
+
+    ``getaddrinfo`` blocks (seconds per name server and attempt with a slow resolver) before any
+    socket exists for an abort to shut down, and nothing interrupts it: a host name is resolved
+    on a daemon thread while the sender waits on an event that the abort listener also sets
+    (through ``box["wake"]``). An abort ends the wait at once (``NewConnectionError``: "aborted");
+    so does the connect timeout (``ConnectTimeoutError``: "resolving <host> timed out"): the
+    resolution may take as long as the connect timeout, and the connect that follows as long
+    again. A result that comes later is dropped. An IP address is resolved on this thread (no
+    lookup happens). Raises urllib3's name resolution error when the name does not resolve.
+    """
+    from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+
+    if _is_ip_address(host):
+        return _getaddrinfo(connection, host, port, family)
+    done = threading.Event()
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["addresses"] = _getaddrinfo(connection, host, port, family)
+        except BaseException as exc:  # noqa: BLE001 - handed to the sender, which raises it
+            outcome["error"] = exc
+        done.set()
+
+    box["wake"] = done  # noted first, checked second (the listener sets its flag, then wakes)
+    try:
+        if not box.get("aborted"):
+            threading.Thread(target=run, name=f"agentcore-resolve-{host}", daemon=True).start()
+            done.wait(_connect_timeout(connection))
+    finally:
+        box.pop("wake", None)
+    if box.get("aborted"):
+        raise NewConnectionError(connection, "Failed to establish a new connection: aborted")
+    if not done.is_set():
+        raise ConnectTimeoutError(
+            connection, f"resolving {connection.host} timed out. (connect timeout={connection.timeout})"
+        )
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["addresses"]
+
+
+def _getaddrinfo(connection: Any, host: str, port: int, family: int) -> Any:
+    try:
+        return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise name_resolution_error(connection, exc) from exc
+
+
+def _is_ip_address(host: str) -> bool:
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
+
+
+def _connect_timeout(connection: Any) -> Optional[float]:
+    """Seconds a connect of ``connection`` may take (None: no limit), as its socket would get."""
+    timeout = connection.timeout
+    return socket.getdefaulttimeout() if is_default_timeout(timeout) else timeout
+
+
 _adapter_cls: Any = None
 
 
 def _adapter_class() -> Any:
-    """An HTTPAdapter whose connections tell the sending thread which socket a request uses.
+    """An HTTPAdapter whose connections tell the sending thread which socket a request uses
+    (direct ones and those through an HTTP(S) proxy).
 
     That lets an abort listener (running on another thread) shut the socket down while the
     sender is blocked waiting for response headers, without a helper thread per request.
@@ -354,6 +449,14 @@ def _adapter_class() -> Any:
             def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
                 super().init_poolmanager(*args, **kwargs)
                 self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+
+            def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+                # an HTTP(S) proxy's manager makes pools of its own: ours, so that a request
+                # through $HTTPS_PROXY is as abortable as a direct one (SOCKS ones keep theirs)
+                manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+                if not proxy.lower().startswith("socks"):
+                    manager.pool_classes_by_scheme = {"http": _Pool, "https": _TLSPool}
+                return manager
 
         _adapter_cls = _Adapter
     return _adapter_cls

@@ -9,10 +9,11 @@ message, the session file or a log, so a key a server echoes back is never kept.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .._errors import PicklableError
-from .._safe import ambiguous_userinfo
+from .._safe import ambiguous_userinfo, describe_exception, exception_message
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Diagnostic, now_ms
 
@@ -236,15 +237,37 @@ def failure_diagnostic(
 def describe_error(exc: BaseException) -> str:
     """The ``error_message`` text for a failure of a stream: the provider's own message for
     provider, key and HTTP errors, a plain description of lost connections and timeouts, else
-    ``"<ExceptionType>: <text>"``. Callers redact secrets (:func:`redact`)."""
+    ``"<ExceptionType>: <text>"``. Callers redact secrets (:func:`redact`).
+
+    A lost connection or a timeout is told by its root reason (``Connection reset by peer``,
+    ``70 bytes read, 113 more expected``, ``Read timed out.``), without the reprs of urllib3's
+    wrappers (a ``("Connection broken: ...", ConnectionResetError(...))`` pair, a pool object)."""
     from . import http
 
     if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
-        return str(exc)
-    text = str(exc)
+        return exception_message(exc)
     name = type(exc).__name__
-    if "ChunkedEncodingError" in name or "ProtocolError" in name or "ConnectionError" in name:
-        return f"Connection lost while streaming the response: {text}"
+    if (
+        "ChunkedEncodingError" in name
+        or "ProtocolError" in name
+        or "ConnectionError" in name
+        or isinstance(exc, ConnectionError)  # urllib3 1.26 lets a bare ConnectionResetError through
+    ):
+        return f"Connection lost while streaming the response: {_root_reason(exc)}"
     if "Timeout" in name:
-        return f"Timed out while streaming the response: {text}"
-    return f"{name}: {text}" if text else name
+        return f"Timed out while streaming the response: {_root_reason(exc)}"
+    return describe_exception(exc)  # never raises, even for an exception whose str() does
+
+
+_INCOMPLETE_READ = re.compile(r"^IncompleteRead\((.*)\)$")
+
+
+def _root_reason(exc: BaseException) -> str:
+    """The innermost reason of a transport failure (its own text when there is none to tell)."""
+    from .http import _root_reason as root_reason
+
+    try:
+        reason = root_reason(exc)
+    except Exception:  # noqa: BLE001 - a wrapped error whose str() raises: say what we have
+        reason = ""
+    return _INCOMPLETE_READ.sub(r"\1", reason) or exception_message(exc)

@@ -14,8 +14,8 @@
   replaced by ``***``.
   When a ``signal`` is given, waiting for the response headers and retry sleeps return within
   milliseconds of an abort by raising :class:`RequestAborted`.
-* :func:`send_abortable` sends any request whose connect and header wait an abort interrupts (on a
-  session from :func:`get_session`).
+* :func:`send_abortable` sends any request whose connect (name resolution and TLS handshake
+  included) and header wait an abort interrupts (on a session from :func:`get_session`).
 * :func:`iter_body` yields body bytes as they arrive; :func:`close_response` unblocks a read that
   is waiting on the socket, and :func:`close_on_abort` does so when an abort signal fires: the
   public way for tools and plugins to make their own HTTP reads abortable (agentcore-web uses it).
@@ -39,6 +39,7 @@ import json
 import logging
 import re
 import socket
+import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple, Type, Union
 
@@ -50,6 +51,7 @@ from ._http_pool import (
     DEFAULT_POOL_MAXSIZE,
     POOL_MAXSIZE_ENV,
     _current,
+    _forget_handshake,
     get_session,
     pool_maxsize,
     set_pool_maxsize,
@@ -217,9 +219,11 @@ def _send(session: Any, url: str, headers: Mapping[str, str], body: bytes, timeo
 
 def send_abortable(session: Any, method: str, url: str, signal: Any, **kwargs: Any) -> Any:
     """``session.request(method, url, **kwargs)`` that an abort of ``signal`` interrupts while it
-    connects and while it waits for the response headers (which a plain request does not: an
-    unresponsive host holds it for the whole timeout). Returns the response; raises
-    :class:`RequestAborted` when the signal fired, else what requests raises.
+    connects, name resolution, a proxy's CONNECT and the TLS handshake included, and while it
+    waits for the response headers (which a plain request does not: a slow resolver or an
+    unresponsive host holds it for the whole timeout), also through an HTTP(S) proxy. The
+    connect timeout bounds the name resolution too (requests' ``ConnectTimeout``). Returns the
+    response; raises :class:`RequestAborted` when the signal fired, else what requests raises.
 
     ``session`` must come from :func:`get_session` for the connect and header wait to be
     interruptible (its connections note their sockets); any other session is sent as is, and so
@@ -230,17 +234,23 @@ def send_abortable(session: Any, method: str, url: str, signal: Any, **kwargs: A
         return session.request(method, url, **kwargs)
     if signal.aborted:
         raise RequestAborted("Request was aborted")
-    box: Dict[str, Any] = {}
+    box: Dict[str, Any] = {"lock": threading.Lock()}
 
     def on_abort(_reason: Any) -> None:
         box["aborted"] = True
-        # the socket still connecting, or the connection's socket waiting for response headers
-        for sock in (box.get("socket"), getattr(box.get("connection"), "sock", None)):
-            if isinstance(sock, socket.socket):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        wake = box.get("wake")  # a name resolution being waited for
+        if wake is not None:
+            wake.set()
+        # the socket still connecting, the new connection in its TLS handshake (or a proxy's
+        # CONNECT), or the connection's socket waiting for response headers
+        with box["lock"]:
+            sockets = (box.get("socket"), box.get("handshake"), getattr(box.get("connection"), "sock", None))
+            for sock in sockets:
+                if isinstance(sock, socket.socket):
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
 
     _current.box = box
     signal.add_listener(on_abort)
@@ -253,6 +263,7 @@ def send_abortable(session: Any, method: str, url: str, signal: Any, **kwargs: A
     finally:
         _current.box = None
         signal.remove_listener(on_abort)
+        _forget_handshake(box)
     if signal.aborted:
         response.close()
         raise RequestAborted("Request was aborted")
@@ -682,12 +693,14 @@ def iter_body(response: Any, chunk_size: int = 65536) -> Iterator[bytes]:
 
     A chunked body (how streaming APIs answer) yields one HTTP chunk at a time, as it completes:
     servers flush one or a few events per chunk, and urllib3's chunk reader does one buffered
-    read per chunk where ``read1`` goes through several layers. Other bodies use ``read1``.
-    A ``Content-Encoding`` (gzip, deflate: requests offers them) is decoded either way.
+    read per chunk where ``read1`` goes through several layers. A chunk larger than
+    ``chunk_size`` comes in pieces of ``chunk_size`` bytes (its events are not held back until
+    its end, and a chunk declared larger than memory is no ``OverflowError``). Other bodies use
+    ``read1``. A ``Content-Encoding`` (gzip, deflate: requests offers them) is decoded either way.
     """
     raw = response.raw
     if getattr(raw, "chunked", False) and _chunked_reads(raw):
-        yield from raw.read_chunked(None, decode_content=True)
+        yield from raw.read_chunked(chunk_size, decode_content=True)
         return
     read1 = getattr(raw, "read1", None)
     if read1 is None:  # urllib3 1.26

@@ -8,8 +8,9 @@
 * incomplete JSON is repaired: open strings, arrays and objects are closed, a dangling key, colon
   or trailing comma is dropped, a truncated string value is kept as far as it goes; a truncated
   number or literal (``tru``) is dropped when it cannot stand on its own;
-* ``NaN``, ``Infinity`` and numbers too large for a float (``1e999``) become ``null``: they are
-  not JSON, and a request replaying such arguments would be refused by every API (and a session
+* ``NaN``, ``Infinity``, numbers too large for a float (``1e999``) and integers longer than
+  Python converts (4300 digits) become ``null``: they are not JSON or not numbers Python can
+  hold, and a request replaying such arguments would be refused by every API (and a session
   could not store them);
 * anything else (not an object, nested too deeply to parse, or beyond repair) gives ``{}``.
 """
@@ -32,7 +33,17 @@ def _finite_float(text: str) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-_decoder = json.JSONDecoder(strict=False, parse_constant=lambda _name: None, parse_float=_finite_float)
+def _int_or_null(text: str) -> Optional[int]:
+    """A JSON integer, or None for one longer than Python converts (4300 digits by default)."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+_decoder = json.JSONDecoder(
+    strict=False, parse_constant=lambda _name: None, parse_float=_finite_float, parse_int=_int_or_null
+)
 #: What the decoder raises for text it cannot parse: a syntax error, or nesting deeper than the
 #: interpreter's recursion limit (a model repeating "[[[[" until its token limit)
 _UNPARSEABLE = (ValueError, RecursionError)

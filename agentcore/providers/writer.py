@@ -54,6 +54,14 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _int(text: str) -> int:
+    """A JSON integer; one longer than Python converts was made null too."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is too long (it became null)") from None
+
+
 class StreamWriter:
     """The one way a wire module builds its output: mutates the message, queues the events.
 
@@ -207,7 +215,7 @@ class StreamWriter:
 
     def _check_arguments(self, block: ToolCall, text: str) -> None:
         try:  # once per call, at its end: the strict parse says whether the lenient one repaired
-            value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+            value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int)
         except ValueError as exc:
             error = {"name": "JSONDecodeError", "message": str(exc)}
         except RecursionError:  # a model repeating "[[[[" until its token limit
