@@ -66,9 +66,9 @@ def _content_type(headers: Any) -> Tuple[str, Optional[str]]:
 def _body_chunks(response: Any) -> Iterator[bytes]:
     """The body as it arrives, at most ``_CHUNK`` bytes at a time both read and decoded.
 
-    Not :func:`iter_body`: it yields a chunked body one whole HTTP chunk at a time, so one chunk
-    of a gigabyte was read into memory (or gzip-inflated) before ``max_bytes`` was checked, and a
-    trickle inside one chunk never came back to check the deadline either."""
+    Not :func:`iter_body`: on urllib3 1.26 it waits for a chunk's bytes (up to its own read size)
+    before yielding, and a trickle inside one chunk would not come back to check the deadline;
+    ``read1`` returns whatever arrived."""
     raw = response.raw
     read1 = getattr(raw, "read1", None)
     if read1 is not None:  # urllib3 2: whatever arrived, chunked or not, decoded to at most n bytes
@@ -126,9 +126,10 @@ def fetch_text(
     (connect, redirects and headers however slowly they trickle in) and, counted anew from the
     headers, the whole body: at most twice ``timeout`` in all. An abort of ``signal`` or a
     deadline ends the fetch at once in every phase, the host name's resolution included (the
-    request is left to finish on a helper thread, which closes its late response). (A ``session``
-    not from :func:`~agentcore.providers.http.get_session` keeps its connection open until its own
-    ``timeout`` in that case: only the pooled session's sockets are shut down by an abort.)
+    pooled session's :func:`~agentcore.providers.http.send_abortable` sees to it). (A ``session``
+    not from :func:`~agentcore.providers.http.get_session` cannot be interrupted before the
+    headers: its waits are bounded by ``timeout`` each, and the aborts and deadlines act from the
+    body on.)
 
     Redirects are followed with the URL's own credentials only (see the module's docstring): a
     redirect's body is never read.
@@ -192,7 +193,7 @@ def _fetch(http: Any, url: str, shown: str, timeout: float, max_bytes: int, stop
 
     timer = _deadline(stop, timeout)
     try:
-        response = _follow_abortably(http, url, shown, timeout, stop)
+        response = _follow(http, url, shown, timeout, stop.signal)
     except RequestAborted:
         raise stopped(f"after {timeout:g} s") from None
     except requests.Timeout:
@@ -228,50 +229,6 @@ _HEADERS = {
     "User-Agent": "agentcore-web/0.1 (+fetch_url tool)",
     "Accept": "text/html,text/plain,application/json;q=0.9,*/*;q=0.5",
 }
-
-
-def _follow_abortably(http: Any, url: str, shown: str, timeout: float, stop: AbortController) -> Any:
-    """:func:`_follow` on a helper thread, waited for until it returns or ``stop`` fires
-    (raising :class:`RequestAborted` then). The pooled session interrupts a connect and the wait
-    for headers, but not the resolution of the host name, which ignores aborts and deadlines: a
-    slow resolver held the tool for its own timeouts (seconds per name server and attempt). The
-    helper, left to finish, closes the response it gets too late; a wait interrupted otherwise
-    (Ctrl+C) fires ``stop`` so that the helper's request ends too."""
-    lock = threading.Lock()
-    wake = threading.Event()
-    outcome: Dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["response"] = _follow(http, url, shown, timeout, stop.signal)
-        except BaseException as exc:  # handed to the waiting thread
-            outcome["error"] = exc
-        with lock:
-            outcome["done"] = True
-            abandoned = outcome.get("abandoned", False)
-        wake.set()
-        if abandoned and "response" in outcome:
-            outcome["response"].close()
-
-    def on_stop(_reason: Any) -> None:
-        wake.set()
-
-    stop.signal.add_listener(on_stop)
-    try:
-        threading.Thread(target=run, name="agentcore-web fetch", daemon=True).start()
-        wake.wait()
-    finally:
-        stop.signal.remove_listener(on_stop)
-        with lock:
-            done = outcome.get("done", False)
-            outcome["abandoned"] = not done
-        if not done:
-            stop.abort("aborted")  # no-op after an abort or a deadline
-    if not done:
-        raise RequestAborted("Request was aborted")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["response"]
 
 
 def _follow(http: Any, url: str, shown: str, timeout: float, signal: Any) -> Any:
