@@ -351,11 +351,18 @@ def start_daemon(target: Callable[..., Any], name: str, *args: Any) -> None:
     ``threading.local`` values.
     """
     task = (target, args, name)
-    with _idle_lock:
-        worker = _idle.pop() if _idle else None
-    if worker is not None:
-        worker.inbox.put(task)
-        return
+    worker: Optional[_Worker] = None
+    handed = False
+    try:
+        with _idle_lock:
+            worker = _idle.pop() if _idle else None
+        if worker is not None:
+            worker.inbox.put(task)
+            handed = True
+            return
+    finally:
+        if worker is not None and not handed:  # a KeyboardInterrupt between taking and handing over:
+            worker.inbox.put(None)  # the worker, no longer idle, would wait for a task for ever; it ends
     worker = _Worker()
     worker.inbox.put(task)
     threading.Thread(target=_serve, args=(worker,), name=name, daemon=True).start()

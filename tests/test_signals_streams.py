@@ -448,3 +448,43 @@ def test_event_to_dict_of_every_event_type_with_odd_values():  # DESIGN §3 even
                 }
     done = json.loads(json.dumps(ev.event_to_dict(ev.MessageEndEvent(message))))["message"]
     assert done["usage"]["input"] == "<integer of 20001 bits>" and done["content"][0]["text"] == "hi\ud83d"
+
+
+def test_a_ctrl_c_while_a_pooled_thread_is_handed_a_task_leaves_no_thread_waiting_for_ever():
+    """A KeyboardInterrupt between taking an idle worker and giving it its task stranded that
+    thread: no longer idle, it waited for a task for ever (one leaked thread per such Ctrl+C)."""
+    import time
+
+    from agentcore import streams
+
+    with streams._idle_lock:
+        before = set(map(id, streams._idle))
+    threads = []
+    streams.start_daemon(lambda: threads.append(threading.current_thread()), "agentcore-test")
+    deadline = time.monotonic() + 10
+    worker = None
+    while worker is None and time.monotonic() < deadline:  # the worker goes back to the idle list
+        with streams._idle_lock:
+            worker = next((w for w in streams._idle if id(w) not in before), None)
+    assert worker is not None and threads, "the worker never became idle"
+
+    class Interrupting:
+        """The worker's inbox, whose first ``put`` is hit by a Ctrl+C (just before the hand-over)."""
+
+        def __init__(self, real):
+            self.real, self.hit = real, False
+
+        def put(self, item):
+            if not self.hit:
+                self.hit = True
+                raise KeyboardInterrupt
+            self.real.put(item)
+
+        def get(self, *args, **kwargs):
+            return self.real.get(*args, **kwargs)
+
+    worker.inbox = Interrupting(worker.inbox)
+    with pytest.raises(KeyboardInterrupt):
+        streams.start_daemon(lambda: None, "agentcore-test")
+    threads[0].join(10)
+    assert not threads[0].is_alive(), "the worker taken from the idle list waits for a task for ever"
