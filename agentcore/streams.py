@@ -334,7 +334,7 @@ class _Worker:
     __slots__ = ("inbox",)
 
     def __init__(self) -> None:
-        self.inbox: queue.SimpleQueue[_Task] = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[Optional[_Task]] = queue.SimpleQueue()  # None: finish
 
 
 _idle: List[_Worker] = []

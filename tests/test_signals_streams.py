@@ -457,15 +457,17 @@ def test_a_ctrl_c_while_a_pooled_thread_is_handed_a_task_leaves_no_thread_waitin
 
     from agentcore import streams
 
-    with streams._idle_lock:
-        before = set(map(id, streams._idle))
+    with streams._idle_lock:  # an empty pool (its idle threads told to finish): the next worker is new
+        for idle in streams._idle:
+            idle.inbox.put(None)
+        streams._idle.clear()
     threads = []
     streams.start_daemon(lambda: threads.append(threading.current_thread()), "agentcore-test")
     deadline = time.monotonic() + 10
     worker = None
     while worker is None and time.monotonic() < deadline:  # the worker goes back to the idle list
         with streams._idle_lock:
-            worker = next((w for w in streams._idle if id(w) not in before), None)
+            worker = streams._idle[-1] if streams._idle else None
     assert worker is not None and threads, "the worker never became idle"
 
     class Interrupting:
