@@ -252,6 +252,47 @@ def _frozen_credentials(profile: Optional[str]) -> Any:
     return frozen
 
 
+def _abortable_credentials(profile: Optional[str], signal: Any) -> Any:
+    """:func:`_frozen_credentials` that an abort of ``signal`` interrupts: resolving or refreshing
+    them can block for seconds (a container or instance role's endpoint, an STS call) or for as
+    long as a ``credential_process`` runs, so they are resolved on a daemon thread while this one
+    waits for them or for the abort. Raises :class:`~agentcore.providers.http.RequestAborted` on
+    an abort (the thread finishes on its own and its credentials stay cached for the next run),
+    else what :func:`_frozen_credentials` raises."""
+    if signal is None or not hasattr(signal, "add_listener"):
+        return _frozen_credentials(profile)
+    from agentcore.providers.base import ABORTED_MESSAGE
+    from agentcore.providers.http import RequestAborted
+
+    if signal.aborted:
+        raise RequestAborted(ABORTED_MESSAGE)
+    done = threading.Event()
+    outcome: Dict[str, Any] = {}
+
+    def resolve() -> None:
+        try:
+            outcome["credentials"] = _frozen_credentials(profile)
+        except BaseException as exc:  # handed to the waiting thread
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    def on_abort(_reason: Any) -> None:
+        done.set()
+
+    signal.add_listener(on_abort)  # runs at once when already aborted
+    try:
+        threading.Thread(target=resolve, name="agentcore-bedrock-credentials", daemon=True).start()
+        done.wait()
+    finally:
+        signal.remove_listener(on_abort)
+    if "credentials" in outcome:
+        return outcome["credentials"]
+    if "error" in outcome:
+        raise outcome["error"]
+    raise RequestAborted(ABORTED_MESSAGE)
+
+
 def _bearer_token(options: Mapping[str, Any], env: Mapping[str, str]) -> Optional[str]:
     key = options.get("api_key")
     if key != _AUTHENTICATED:
@@ -268,9 +309,14 @@ def sign_request(
     region: str,
     options: Mapping[str, Any],
     env: Optional[Mapping[str, str]] = None,
+    signal: Any = None,
 ) -> SignedRequest:
     """Authenticate a POST of ``body`` to ``url`` (see the module docstring); every header given
-    is part of the signature, so add them all before calling. Raises :class:`BedrockConfigError`."""
+    is part of the signature, so add them all before calling. Raises :class:`BedrockConfigError`.
+
+    An abort of ``signal`` (an :class:`~agentcore.signals.AbortSignal`, or None) interrupts the
+    resolution of SigV4 credentials, which can block (a role's endpoint, an STS call, a
+    ``credential_process``): :class:`~agentcore.providers.http.RequestAborted` is raised at once."""
     env = os.environ if env is None else env
     token = _bearer_token(options, env)
     if token:
@@ -282,7 +328,7 @@ def sign_request(
 
         credentials: Any = ReadOnlyCredentials("dummy-access-key", "dummy-secret-key", None)
     else:
-        credentials = _frozen_credentials(options.get("profile") or None)
+        credentials = _abortable_credentials(options.get("profile") or None, signal)
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
 

@@ -30,7 +30,9 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
   attempt, whatever failed; sleeping ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter; an
   abort ends the sleep).
-* Abort: the signal's listener shuts the response's socket down
+* Abort: an abort interrupts the lookup of SigV4 credentials (a role's endpoint, an STS call or a
+  ``credential_process`` can block for seconds or longer: see :func:`~agentcore_bedrock.auth.sign_request`);
+  the signal's listener shuts the response's socket down
   (:func:`agentcore.providers.http.close_on_abort`), so a blocked read returns at once; the
   signal is also checked before each frame is handled, so no event follows an abort even when
   one read brought many frames (the content stays what was streamed before it).
@@ -199,7 +201,7 @@ class BedrockProvider:
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
 
             def signed_headers() -> Mapping[str, str]:  # before every HTTP attempt: SigV4 carries its time
-                signed = sign_request(url, headers, data, region, options)
+                signed = sign_request(url, headers, data, region, options, signal=signal)
                 secrets.extend(signed.secrets)
                 return signed.headers
 

@@ -2,9 +2,11 @@
 
 Follows the reference (pi-ai's ``amazon-bedrock`` provider) and the AWS ConverseStream API:
 
-* ``system``: one text block, plus a ``cachePoint`` for models with prompt caching;
+* ``system``: one text block, plus a ``cachePoint`` for models with prompt caching (none for a
+  blank system prompt);
 * ``messages``: user text/images, assistant text / ``reasoningContent`` / ``toolUse``, tool results
-  as ``toolResult`` blocks; blank texts and empty turns are dropped (Bedrock rejects them), and
+  as ``toolResult`` blocks (a result with no non-blank content says ``(no output)``); blank texts
+  and empty turns are dropped (Bedrock rejects them), and
   neighbouring messages of one role are merged into one (Bedrock requires alternating roles: tool
   results and a steering message after them, or two user messages around a dropped failed turn,
   become one user message, its ``toolResult`` blocks first); a ``cachePoint`` ends the last user
@@ -49,11 +51,13 @@ __all__ = [
     "supports_adaptive_thinking",
     "REDACTED_TEXT",
     "OMITTED_IMAGE_TEXT",
+    "EMPTY_RESULT_TEXT",
     "DEFAULT_BUDGETS",
 ]
 
 REDACTED_TEXT = "[Reasoning redacted]"
 OMITTED_IMAGE_TEXT = "(image omitted: this model does not accept images)"
+EMPTY_RESULT_TEXT = "(no output)"
 DEFAULT_BUDGETS = reasoning.DEFAULT_THINKING_BUDGETS  # the reference's Bedrock budgets are the same
 _IMAGE_FORMATS = {
     "image/jpeg": "jpeg",
@@ -162,19 +166,24 @@ def _reasoning_block(block: ThinkingContent, claude: bool) -> List[Dict[str, Any
         if claude and block.thinking_signature:
             return [{"reasoningContent": {"redactedContent": block.thinking_signature}}]
         return []
-    if not block.thinking.strip():
-        return []
     text = sanitize_surrogates(block.thinking)
+    signed = claude and bool((block.thinking_signature or "").strip())
+    if signed:
+        # even with blank text: Claude's omitted thinking display (Opus 4.7's default) streams only
+        # the signature, and a turn with tool calls must send its reasoning back
+        return [{"reasoningContent": {"reasoningText": {"text": text, "signature": block.thinking_signature}}}]
+    if not text.strip():
+        return []
     if not claude:  # other models reject the signature field
         return [{"reasoningContent": {"reasoningText": {"text": text}}}]
-    if not (block.thinking_signature or "").strip():
-        return [{"text": text}]  # Bedrock rejects unsigned Claude reasoning (an aborted stream)
-    return [{"reasoningContent": {"reasoningText": {"text": text, "signature": block.thinking_signature}}}]
+    return [{"text": text}]  # Bedrock rejects unsigned Claude reasoning (an aborted stream)
 
 
 def _tool_result(message: Any, allow_images: bool) -> Dict[str, Any]:
-    """One ``toolResult`` block; without ``allow_images`` its images are dropped, and a result that
-    held nothing else says so (:data:`OMITTED_IMAGE_TEXT`) rather than going out empty."""
+    """One ``toolResult`` block. Blank texts are left out (Bedrock refuses an empty text block, and
+    the result stays in the history, so every later request would fail). Without ``allow_images``
+    its images are dropped. A result left with no content says why rather than going out empty:
+    :data:`OMITTED_IMAGE_TEXT` when images were dropped, else :data:`EMPTY_RESULT_TEXT`."""
     content = []
     omitted = False
     for block in message.content:
@@ -183,10 +192,10 @@ def _tool_result(message: Any, allow_images: bool) -> Dict[str, Any]:
                 content.append(_image(block))
             else:
                 omitted = True
-        elif isinstance(block, TextContent):
+        elif isinstance(block, TextContent) and block.text.strip():
             content.append({"text": sanitize_surrogates(block.text)})
-    if omitted and not content:
-        content.append({"text": OMITTED_IMAGE_TEXT})
+    if not content:
+        content.append({"text": OMITTED_IMAGE_TEXT if omitted else EMPTY_RESULT_TEXT})
     return {
         "toolResult": {
             "toolUseId": message.tool_call_id,
@@ -233,8 +242,9 @@ def convert_messages(
 def system_blocks(
     model: Any, system_prompt: Optional[str], cache_point: Optional[Dict[str, Any]] = None
 ) -> Optional[List[Dict[str, Any]]]:
-    """The ``system`` field, or None without a system prompt."""
-    if not system_prompt:
+    """The ``system`` field, or None without a system prompt (or a blank one: Bedrock refuses an
+    empty text block)."""
+    if not system_prompt or not system_prompt.strip():
         return None
     blocks: List[Dict[str, Any]] = [{"text": sanitize_surrogates(system_prompt)}]
     if cache_point and supports_prompt_caching(model):

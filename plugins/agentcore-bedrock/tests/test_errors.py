@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, List, Tuple
 
 import pytest
@@ -445,6 +446,45 @@ def test_abort_mid_stream_closes_the_response_promptly(server: Server, aws_env: 
     assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
     assert message.content == [TextContent("Hel")]
     assert _kinds(events) == ["start", "text_start", "text_delta", "error"]
+
+
+def test_abort_interrupts_a_credential_lookup(server: Server, aws_env: dict, monkeypatch) -> None:
+    # a container role's endpoint that does not answer: botocore waits 2 s per attempt, 3 attempts
+    # (a credential_process can block for as long as it runs); the abort must not wait for it
+    asked, release = threading.Event(), threading.Event()
+
+    class Stalled(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server API
+            asked.set()
+            release.wait(30)
+
+    credentials = ThreadingHTTPServer(("127.0.0.1", 0), Stalled)
+    credentials.daemon_threads = True
+    threading.Thread(target=credentials.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    host, port = credentials.server_address[:2]
+    monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", f"http://{host}:{port}/credentials")
+    controller = AbortController()
+    results: List[AssistantMessage] = []
+    runner = threading.Thread(
+        target=lambda: results.append(_run(local_model(server), signal=controller.signal)[0]), daemon=True
+    )
+    try:
+        runner.start()
+        assert asked.wait(10)
+        controller.abort()
+        runner.join(3)  # botocore alone would hold the run for 8 s
+        assert not runner.is_alive()
+    finally:
+        release.set()
+        credentials.shutdown()
+        credentials.server_close()
+    assert (results[0].stop_reason, results[0].error_message) == ("aborted", "Request was aborted")
+    assert server.requests == []
 
 
 def test_abort_before_the_request_sends_nothing(server: Server, aws_env: dict) -> None:

@@ -183,6 +183,52 @@ def test_thinking_replay_per_model_family() -> None:
     assert converted[2]["content"][0]["toolResult"]["toolUseId"] == "call_x_y"
 
 
+def test_signed_claude_reasoning_with_blank_text_is_replayed() -> None:
+    # Claude's omitted thinking display (Opus 4.7's default) streams only a signature; with tools,
+    # Bedrock refuses the next request unless the toolUse turn carries its signed reasoning back
+    opus = _model("us.anthropic.claude-opus-4-7", reasoning=True, max_tokens=128000)
+    call = ToolCall(id="tooluse_1", name="get_weather", arguments={"city": "Paris"})
+    history = [
+        UserMessage("q"),
+        _asst(opus, ThinkingContent(thinking="", thinking_signature="c2ln"), call, stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="tooluse_1", tool_name="get_weather", content=[TextContent("sunny")]),
+    ]
+    body = build_request_body(opus, AgentContext(messages=history, tools=[TOOL]), reasoning="high")
+    assert body["messages"][1]["content"] == [
+        {"reasoningContent": {"reasoningText": {"text": "", "signature": "c2ln"}}},
+        {"toolUse": {"toolUseId": "tooluse_1", "name": "get_weather", "input": {"city": "Paris"}}},
+    ]
+
+
+def test_blank_tool_results_and_system_prompts_send_no_empty_text() -> None:
+    # Bedrock refuses empty text blocks, and the tool result stays in the history: every later
+    # request of the conversation would fail the same way
+    call_a = ToolCall(id="t1", name="get_weather", arguments={"city": "Paris"})
+    call_b = ToolCall(id="t2", name="get_weather", arguments={"city": "Rome"})
+    history = [
+        UserMessage("q"),
+        _asst(NOVA_LITE, call_a, call_b, stop_reason="toolUse"),
+        ToolResultMessage(tool_call_id="t1", tool_name="get_weather", content=[TextContent(""), TextContent(" \n")]),
+        ToolResultMessage(
+            tool_call_id="t2",
+            tool_name="get_weather",
+            content=[TextContent(""), ImageContent(data="AAAA", mime_type="image/png")],
+            is_error=True,
+        ),
+        ToolResultMessage(tool_call_id="t2", tool_name="get_weather", content=[]),
+    ]
+    body = build_request_body(NOVA_LITE, AgentContext(messages=history, system_prompt="  \n"))
+    assert "system" not in body
+    results = [block["toolResult"] for block in body["messages"][2]["content"]]
+    assert [r["content"] for r in results] == [
+        [{"text": "(no output)"}],
+        [{"image": {"format": "png", "source": {"bytes": "AAAA"}}}],
+        [{"text": "(no output)"}],
+    ]
+    text_only = build_request_body(NOVA, AgentContext(messages=history))["messages"][2]["content"][1]
+    assert text_only["toolResult"]["content"] == [{"text": "(image omitted: this model does not accept images)"}]
+
+
 def test_failed_and_empty_assistant_turns_are_not_replayed() -> None:
     history = [
         UserMessage("q"),
