@@ -840,6 +840,14 @@ def test_context_overflow_messages(message):  # providers §9
 
 def test_context_overflow_negative_and_silent():
     assert not is_context_overflow(_failed("401 Incorrect API key provided"))
+    # Bedrock's throttling says "too many tokens" too: compacting would throw history away for nothing
+    for throttled in (
+        "Throttling error: Too many tokens, please wait before trying again.",
+        "429 ThrottlingException: Too many tokens, please wait before trying again. (gave up after 3 attempts)",
+        "Service unavailable: too many tokens in flight",
+        "400 Rate limit reached for tokens per min: too many tokens",
+    ):
+        assert not is_context_overflow(_failed(throttled)), throttled
     assert not is_context_overflow(_failed("500 status code (no body)"))
     ok = AssistantMessage(stop_reason="stop", usage=Usage(input=120000, cache_read=10000))
     assert is_context_overflow(ok, context_window=128000)

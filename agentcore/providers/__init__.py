@@ -170,18 +170,28 @@ _OVERFLOW_PATTERNS = [
 ]
 _OVERFLOW = re.compile("|".join(f"(?:{p})" for p in _OVERFLOW_PATTERNS), re.IGNORECASE | re.DOTALL)
 _NO_BODY_OVERFLOW = re.compile(r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)", re.IGNORECASE)  # Cerebras
+# throttling that reads like an overflow (Bedrock's "Too many tokens, please wait before trying
+# again", as an in-stream "Throttling error: ..." or a "429 ThrottlingException: ..."): compacting
+# the conversation would not help, and would throw its history away for nothing
+_NOT_OVERFLOW = re.compile(
+    r"^(?:429\b|(?:Throttling error|Service unavailable):)|ThrottlingException|rate limit|too many requests",
+    re.IGNORECASE,
+)
 
 
 def is_context_overflow(message: Any, context_window: Optional[int] = None) -> bool:
     """True when ``message`` (an AssistantMessage) failed because the prompt was too long.
 
-    Recognises the overflow error texts of the known providers, and, when
+    Recognises the overflow error texts of the known providers (never a throttling error that
+    reads like one: a 429, "Throttling error:", a rate limit), and, when
     ``context_window`` is given, a "silent" overflow: a successful response whose
     ``input + cache_read`` exceeds it.
     """
     stop_reason = getattr(message, "stop_reason", None)
     if stop_reason == "error":
         text = getattr(message, "error_message", None) or ""
+        if _NOT_OVERFLOW.search(text.strip()):
+            return False
         return bool(_OVERFLOW.search(text) or _NO_BODY_OVERFLOW.match(text.strip()))
     if stop_reason == "stop" and context_window:
         usage = getattr(message, "usage", None)
