@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List
-from urllib.parse import parse_qs, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote_to_bytes, urlsplit
 
 from .hookspecs import hookimpl
 
@@ -38,15 +38,42 @@ class StorageScheme:
     description: str = ""
 
 
+_DROPPED = (("\t", "a tab", "%09"), ("\n", "a line break", "%0A"), ("\r", "a carriage return", "%0D"))
+
+
+def _split(url: str) -> SplitResult:
+    """``urlsplit(url)``, refusing what it would drop silently: a tab, CR or LF anywhere (urllib
+    removes them, so ``jsonl:/tmp/a<TAB>b.jsonl`` would open ``/tmp/ab.jsonl``, and
+    ``?session=a<LF>`` session ``a``). ``ValueError`` names the character and its escape, never
+    the URL (it may hold a password)."""
+    for char, name, escape in _DROPPED:
+        if char in url:
+            scheme = urlsplit(url).scheme or "session"
+            raise ValueError(
+                f"{scheme}: URL holds {name}, which a URL cannot carry (it would be dropped and "
+                f"another name used); write it as {escape}, or strip it if it came with the URL's text"
+            )
+    return urlsplit(url)
+
+
 def query_params(url: str, allowed: List[str]) -> Dict[str, str]:
-    """The query parameters of ``url`` (last value wins). ``ValueError`` names any not in ``allowed``."""
-    params = {key: values[-1] for key, values in parse_qs(urlsplit(url).query, keep_blank_values=True).items()}
-    unknown = sorted(set(params) - set(allowed))
+    """The query parameters of ``url``. ``ValueError`` names any not in ``allowed``, and any given
+    twice with different values (``?session=a&session=b``: neither is picked silently); the
+    same value repeated is that value. A tab, CR or LF in ``url`` is a ``ValueError`` too (see
+    :func:`_split`)."""
+    parts = _split(url)
+    found = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(found) - set(allowed))
     if unknown:
-        scheme = urlsplit(url).scheme
         known = ", ".join(allowed) if allowed else "none"
-        raise ValueError(f"{scheme}: URL: unknown query parameter(s) {', '.join(unknown)} (known: {known})")
-    return params
+        raise ValueError(f"{parts.scheme}: URL: unknown query parameter(s) {', '.join(unknown)} (known: {known})")
+    repeated = sorted(key for key, values in found.items() if len(set(values)) > 1)
+    if repeated:
+        raise ValueError(
+            f"{parts.scheme}: URL gives query parameter(s) {', '.join(repeated)} more than once with "
+            "different values; give each once"
+        )
+    return {key: values[-1] for key, values in found.items()}
 
 
 _WINDOWS = os.name == "nt"
@@ -58,8 +85,9 @@ def _local_path(url: str) -> str:
     ``scheme:~/path`` (the home directory, as a shell would expand it), on Windows also
     ``scheme:///C:/path``. Percent-escapes are decoded to the bytes they stand for (``%FF`` is
     the byte 0xFF of a file name that is not UTF-8, as ``pathlib.Path.as_uri`` writes it).
-    ``ValueError`` for a host, a ``#``, no path, or a NUL character (``%00``)."""
-    parts = urlsplit(url)
+    ``ValueError`` for a host, a ``#``, no path, a NUL character (``%00``), or a raw tab, CR or LF
+    (see :func:`_split`)."""
+    parts = _split(url)
     if parts.netloc not in ("", "localhost"):  # named by host only: the netloc may hold a password
         raise ValueError(
             f"{parts.scheme}: URL names host {parts.hostname or '?'!r}; only local files are "
@@ -147,7 +175,7 @@ def _open_sqlite(url: str, *, read_only: bool = False, create: bool = False) -> 
 def _open_memory(url: str, *, read_only: bool = False, create: bool = False) -> Any:
     from .session.memory import MemorySessionStorage
 
-    parts = urlsplit(url)
+    parts = _split(url)
     if parts.netloc or parts.path:
         raise ValueError("memory: URL takes no path (write memory: or memory:?session=ID)")
     params = query_params(url, ["session"])

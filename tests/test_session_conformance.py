@@ -524,6 +524,21 @@ def test_tool_result_repair(s):  # session §12 B29
     assert messages[1].tool_call_id == "c1"
 
 
+def test_a_call_id_reused_by_a_later_turn_keeps_each_result_in_its_turn(s):  # session §6 step 6
+    """A local server that numbers calls per response (``call_0`` every turn): every result went
+    after the LAST call with that id, so a resumed (or compacted) transcript had turn 1's call
+    without a result and turn 2's call with two."""
+    for path, seen in (("a", "A"), ("b", "B")):
+        s.append_message(U(f"read {path}"))
+        s.append_message(A("", content=[ToolCall("call_0", "read", {"path": path})], stop_reason="toolUse"))
+        s.append_custom_message("note", "between")  # still moved right after its own call
+        s.append_message(ToolResultMessage("call_0", "read", [TextContent(seen)]))
+        s.append_message(A(f"read {seen}"))
+    messages = s.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "toolResult", "custom", "assistant"] * 2
+    assert texts(messages)[2::5] == ["A", "B"]
+
+
 def test_convert_custom_roles():  # session §12 B30
     bash = BashExecutionMessage("ls", "x", exit_code=0, exclude_from_context=True)
     s = Session.in_memory()

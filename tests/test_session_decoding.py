@@ -218,20 +218,31 @@ def _result(call_id: str) -> ToolResultMessage:
 
 
 def _reference_repair(messages: List[Any]) -> List[Any]:
-    """session.md §6 step 4 written plainly: drop orphan results, move kept ones after their owner."""
-    owners = {}
-    for index, message in enumerate(messages):
-        if getattr(message, "role", None) == "assistant":
-            for call in message.tool_calls:
-                owners[call.id] = index
+    """session.md §6 step 4 written plainly: drop orphan results, move kept ones after their owner,
+    the nearest assistant before the result that made the call (else the last one that made it:
+    a result written before its call)."""
+    calls = [
+        (index, {call.id for call in message.tool_calls})
+        for index, message in enumerate(messages)
+        if getattr(message, "role", None) == "assistant"
+    ]
+
+    def owner(position: int, call_id: str) -> Any:
+        before = [index for index, ids in calls if index < position and call_id in ids]
+        anywhere = [index for index, ids in calls if call_id in ids]
+        return before[-1] if before else (anywhere[-1] if anywhere else None)
+
+    owners = {
+        position: owner(position, m.tool_call_id)
+        for position, m in enumerate(messages)
+        if getattr(m, "role", None) == "toolResult"
+    }
     out = []
     for index, message in enumerate(messages):
         if getattr(message, "role", None) == "toolResult":
             continue
         out.append(message)
-        out.extend(
-            m for m in messages if getattr(m, "role", None) == "toolResult" and owners.get(m.tool_call_id) == index
-        )
+        out.extend(messages[position] for position, found in owners.items() if found == index)
     return out
 
 
@@ -242,7 +253,7 @@ def _reference_repair(messages: List[Any]) -> List[Any]:
         "r(a) A(a) U",  # result before its call: moved after it
         "A(a) U r(a)",  # result after a later message: moved up
         "A(a) r(x) r(a)",  # orphan dropped
-        "A(a) r(a) A(a) r(a)",  # a repeated call id belongs to the later call
+        "A(a) r(a) A(a) r(a)",  # a repeated call id: each result stays with its nearest call
         "U {dict} r(a) A(a)",  # dict messages are never owners
     ],
 )

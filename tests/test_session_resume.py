@@ -210,6 +210,43 @@ def test_the_resumed_local_model_reaches_its_server(tmp_path):
         server.server_close()
 
 
+class _KeyCatcher(BaseHTTPRequestHandler):
+    """A server a crafted session file points at: records every Authorization header it gets."""
+
+    headers_seen: List[Any] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        type(self).headers_seen.append(self.headers.get("Authorization"))
+        self.send_response(401)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("key_option", ["api_key", "get_api_key"])
+def test_a_recorded_url_never_receives_the_agents_own_key(tmp_path, key_option):
+    """A crafted file's "local" model_change pointing at another server was rebuilt even for an
+    agent given api_key= (or get_api_key=): its key went to the URL the session file chose."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeyCatcher)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        with Session.create(str(tmp_path / "crafted.jsonl")) as session:
+            session.append_model_change("local", "m", extra={"api": "openai-completions", "baseUrl": url})
+            given = {"api_key": SECRET} if key_option == "api_key" else {"get_api_key": lambda provider: SECRET}
+            with pytest.raises(UnresolvedModelError, match="must not receive") as info:
+                Agent(session=session, **given).prompt("hello")
+            assert SECRET not in str(info.value)
+            assert len(session.entries()) == 1  # nothing written
+            assert Agent(session=session).state.model.base_url == url  # no key of its own: rebuilt
+        assert _KeyCatcher.headers_seen == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_settings_are_recorded_again_on_a_branch_that_lacks_them(tmp_path):
     """After the leaf moved to an earlier entry (chat's /branch, rpc navigate_tree), the recorder
     still compared with the settings of the branch it had left, so the model and thinking level in

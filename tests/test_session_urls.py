@@ -483,3 +483,34 @@ def test_an_unknown_scheme_names_the_plugins_that_failed_to_load():  # the tools
     assert "failed to load" in text and "psycopg is not installed" in text
     with pytest.raises(ValueError, match="install the plugin that provides it"):
         open_storage("nope:x", plugin_manager=create_plugin_manager())
+
+
+@pytest.mark.parametrize("char, escape", [("\t", "%09"), ("\n", "%0A"), ("\r", "%0D")])
+def test_a_tab_or_line_break_in_a_url_is_refused_not_dropped(tmp_path, char, escape):
+    # urllib drops tabs, CR and LF anywhere in a URL: the session of another name was opened
+    dropped = tmp_path / "ab.jsonl"
+    with pytest.raises(ValueError, match=escape):
+        open_session(f"jsonl://{tmp_path}/a{char}b.jsonl", create=True)
+    assert not dropped.exists()  # used to create the session at .../ab.jsonl
+    with pytest.raises(ValueError, match=escape):
+        open_session(f"memory:?session=ab{char}")
+    with pytest.raises(ValueError, match=escape) as info:
+        open_session(f"sqlite://{tmp_path}/db.sqlite?session=a{char}b&x=pw-SECRET", create=True)
+    assert "pw-SECRET" not in str(info.value)
+    assert not (tmp_path / "db.sqlite").exists()
+    with open_session(f"jsonl://{tmp_path}/a{escape}b.jsonl", create=True) as session:
+        assert session.path == str(tmp_path / f"a{char}b.jsonl")
+
+
+def test_a_query_parameter_given_twice_with_different_values_is_refused(tmp_path):
+    db = tmp_path / "db.sqlite"
+    with open_session(f"sqlite://{db}?session=a", create=True), open_session(f"sqlite://{db}?session=b", create=True):
+        pass
+    with pytest.raises(ValueError, match="session more than once"):  # which one? it used to open b
+        open_session(f"sqlite://{db}?session=a&session=b")
+    with pytest.raises(ValueError, match="fsync more than once"):
+        open_session(f"jsonl://{tmp_path}/x.jsonl?fsync=always&fsync=never", create=True)
+    with pytest.raises(ValueError, match="session more than once"):
+        open_session("memory:?session=a&session=b")
+    with open_session(f"sqlite://{db}?session=a&session=a") as same:  # the same value twice is that value
+        assert same.id == "a"

@@ -60,9 +60,12 @@ def restore_agent(agent: Agent, session: Session) -> SessionContext:
     """Put the session's current context into ``agent.state``; returns the :class:`SessionContext`.
 
     Messages and the thinking level always; the model only when the agent has none yet (its id is
-    ``"unknown"``), through :func:`session_model`. When that fails the error propagates
-    (:class:`UnresolvedModelError`) unless the agent has a ``stream_fn``, which answers without a
-    resolvable model; nothing is changed in ``agent`` or written to the session before it is raised.
+    ``"unknown"``), through :func:`session_model`, except that a model rebuilt from the session's
+    recorded endpoint is refused when the agent has a key of its own (``api_key=`` or
+    ``get_api_key=``): that key would go to a URL the session file chose. When that fails the error
+    propagates (:class:`UnresolvedModelError`, saying to pass ``model=``) unless the agent has a
+    ``stream_fn``, which answers without a resolvable model; nothing is changed in ``agent`` or
+    written to the session before it is raised.
 
     A recorded thinking level is taken in any case (``"High"`` is ``"high"``); one that is no
     :class:`~agentcore.types.ThinkingLevel` (another program's, or ``null``) is not taken: the
@@ -73,8 +76,9 @@ def restore_agent(agent: Agent, session: Session) -> SessionContext:
     state = agent.state
     model = None
     if context.model is not None and getattr(getattr(state, "model", None), "id", "unknown") == "unknown":
+        own_key = bool(getattr(agent, "api_key", None)) or getattr(agent, "get_api_key", None) is not None
         try:
-            model = session_model(session, context.model, plugins=getattr(agent, "plugins", None))
+            model = _session_model(session, context.model, getattr(agent, "plugins", None), own_key)
         except UnresolvedModelError:
             if getattr(agent, "stream_fn", None) is None:
                 raise
@@ -126,6 +130,12 @@ def session_model(session: Session, ref: Any = None, *, plugins: Any = None) -> 
        receive ``OPENAI_API_KEY`` and the like).
     3. Else :class:`UnresolvedModelError` saying what to pass.
     """
+    return _session_model(session, ref, plugins, False)
+
+
+def _session_model(session: Session, ref: Any, plugins: Any, own_key: bool) -> Any:
+    """:func:`session_model`; ``own_key``: the caller sends a key of its own (an agent's
+    ``api_key``/``get_api_key``), so a model rebuilt from a recorded URL is refused too."""
     if ref is None:
         ref = session.build_context().model
         if ref is None:
@@ -143,11 +153,16 @@ def session_model(session: Session, ref: Any = None, *, plugins: Any = None) -> 
     endpoint = _recorded_endpoint(session, ref.provider, ref.model_id)
     from ..providers.base import ENV_API_KEYS
 
-    if endpoint is not None and not ENV_API_KEYS.get(ref.provider):
+    if endpoint is not None and not ENV_API_KEYS.get(ref.provider) and not own_key:
         from ..types import Model
 
         return Model(id=ref.model_id, name=ref.model_id, provider=ref.provider, **endpoint)
-    if endpoint is not None:
+    if endpoint is not None and own_key and not ENV_API_KEYS.get(ref.provider):
+        why = (
+            "the session records an endpoint for it, but the agent has an API key of its own "
+            "(api_key= or get_api_key=), which a URL from a session file must not receive"
+        )
+    elif endpoint is not None:
         why = (
             f"the session records an endpoint for it, but provider {ref.provider!r} takes its API key "
             "from the environment, so a URL from a session file is not trusted"

@@ -15,7 +15,8 @@
    summaries as :class:`~agentcore.types.BranchSummaryMessage`, ``custom`` entries through
    ``projectors[custom_type]`` when given; everything else contributes nothing.
 4. Tool results whose call has no assistant message in the list are dropped, and kept results are
-   moved right after the assistant message that made the call (original relative order).
+   moved right after the assistant message that made the call (original relative order); a call
+   id reused by a later turn keeps each result with the nearest call before it.
 
 Only the path and the entries from the cut onward are decoded, so a long compacted session builds
 its context in time proportional to what the model will see.
@@ -259,40 +260,64 @@ def _call_key(result: Any) -> Any:
     return key if isinstance(key, Hashable) else None
 
 
+def _calls_of(message: Any) -> List[Any]:
+    """The tool-call ids an assistant message made (unhashable ones, another writer's lists, own
+    nothing)."""
+    if type(message) is AssistantMessage:
+        calls = [block for block in message.content if isinstance(block, ToolCall)]
+    else:
+        calls = list(getattr(message, "tool_calls", ()))
+    return [call.id for call in calls if isinstance(call.id, Hashable)]
+
+
+def _result_owners(messages: List[Any], roles: List[Any]) -> Dict[int, Optional[int]]:
+    """The index of each tool result's owner (None: no assistant made its call).
+
+    The owner is the nearest assistant message before the result that made its call, so a call id
+    used again in a later turn (a local server's ``call_0`` in every response) keeps each result
+    with its own turn; a result with no such assistant before it goes to the last one that made
+    the call."""
+    last_owner: Dict[Any, int] = {}
+    for index, role in enumerate(roles):
+        if role == "assistant":
+            for call_id in _calls_of(messages[index]):
+                last_owner[call_id] = index
+    owners: Dict[int, Optional[int]] = {}
+    so_far: Dict[Any, int] = {}
+    for index, role in enumerate(roles):
+        if role == "assistant":
+            for call_id in _calls_of(messages[index]):
+                so_far[call_id] = index
+        elif role == "toolResult":
+            key = _call_key(messages[index])
+            owners[index] = so_far.get(key, last_owner.get(key))
+    return owners
+
+
 def repair_tool_results(messages: List[Any]) -> List[Any]:
     """Drop tool results without an owning assistant call; put kept ones right after their owner.
 
-    A result's owner is the last assistant message in the list that made its call. When every
-    result already sits right after its owner (how sessions are written) the list is returned as is.
+    A result's owner is the nearest assistant message before it that made its call (the last one
+    in the list that did, when none precedes it); a call id several turns reuse thus keeps each
+    result in its own turn. When every result already sits right after its owner (how sessions
+    are written) the list is returned as is.
     """
     roles = [getattr(message, "role", None) for message in messages]
     if "toolResult" not in roles:
         return messages
-    owners: Dict[str, int] = {}
-    for index, role in enumerate(roles):
-        if role == "assistant":
-            message = messages[index]
-            if type(message) is AssistantMessage:
-                calls = [block for block in message.content if isinstance(block, ToolCall)]
-            else:
-                calls = list(getattr(message, "tool_calls", ()))
-            for call in calls:
-                if isinstance(call.id, Hashable):  # an unhashable id (another writer's list) owns nothing
-                    owners[call.id] = index
+    owners = _result_owners(messages, roles)
     last = -1
     for index, role in enumerate(roles):
         if role != "toolResult":
             last = index
-        elif owners.get(_call_key(messages[index])) != last:
+        elif owners[index] != last:
             break
     else:
         return messages
     results: Dict[int, List[Any]] = defaultdict(list)
-    for index, role in enumerate(roles):
-        if role == "toolResult":
-            owner = owners.get(_call_key(messages[index]))
-            if owner is not None:
-                results[owner].append(messages[index])
+    for index, owner in owners.items():
+        if owner is not None:
+            results[owner].append(messages[index])
     repaired: List[Any] = []
     for index, role in enumerate(roles):
         if role == "toolResult":

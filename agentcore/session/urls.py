@@ -16,13 +16,15 @@ UTF-8, as ``pathlib.Path.as_uri()`` writes it); ``jsonl:~/file.jsonl`` starts in
 and on Windows ``jsonl:///C:/dir/file.jsonl`` names drive C:. ``sqlite::memory:`` is refused (it
 would be a file named ``:memory:``): write ``memory:``. The built-in schemes take one optional query
 parameter besides ``session``: ``fsync`` (``never``, ``always``, ``close``; see the storages).
-Unknown query parameters are refused, so a mistyped one is never ignored silently.
+Unknown query parameters are refused, so a mistyped one is never ignored silently; so is one given
+twice with different values (``?session=a&session=b``), and a raw tab, CR or LF anywhere in the URL
+(urllib would drop it and name another file or session: write ``%09``, ``%0A``, ``%0D``).
 
 The built-in schemes are plugin ``agentcore._session_schemes`` (outside this package, so that
 registering them imports no session module).
 
-Errors: a malformed URL (a host, a ``#``, a NUL), an unknown scheme (the message lists the known
-ones) or an unknown query parameter is a ``ValueError``; a missing session is
+Errors: a malformed URL (a host, a ``#``, a NUL, a raw tab or line break), an unknown scheme (the
+message lists the known ones) or an unknown or conflicting query parameter is a ``ValueError``; a missing session is
 ``SessionError("not_found")`` unless ``create=True``. Messages never contain the URL's password.
 """
 
@@ -105,7 +107,7 @@ def open_session(url: str, *, read_only: bool = False, create: bool = False, **s
     ``session_kwargs`` go to :class:`Session` (``clock``, ``id_factory``).
 
     Raises ``ValueError`` for a malformed URL, an unknown scheme (listing the known ones) or an
-    unknown query parameter, and ``SessionError`` when the storage cannot open the session; no
+    unknown or conflicting query parameter, and ``SessionError`` when the storage cannot open the session; no
     message contains the URL's password. Close the session (or use ``with``) to release its lock.
     """
     return Session(open_storage(url, read_only=read_only, create=create), **session_kwargs)
