@@ -83,6 +83,18 @@ class Telemetry:
         run = RunTrace(self, agent)
         _state.add_run(agent, run)
 
+    def record_compaction(self, agent: Any, usage: Any) -> None:
+        """Record the token usage of a compaction's summary requests (``compaction_end``'s
+        ``usage``: every summary request once, failed and aborted compactions included) under the
+        model that answered them: the compactor's summary model, else the agent's."""
+        if usage is None or not (usage.input or usage.output or usage.cache_read or usage.cache_write):
+            return
+        compactor = getattr(agent, "compactor", None)
+        model = getattr(compactor, "model", None) or getattr(getattr(agent, "state", None), "model", None)
+        _, attrs = sc.model_attributes(model)
+        attrs[sc.OPERATION_NAME] = sc.OP_CHAT
+        _record_tokens(self.token_usage, usage, attrs)
+
 
 class _Attached:
     """A context attached on the run thread, detached from the same thread only."""
@@ -100,8 +112,9 @@ class _Attached:
 
 
 class _Usage:
-    """Running token and cost totals of one run: the responses to its model requests and the
-    results of its tool calls (never those of messages the run was given: a prompt's history)."""
+    """Running token and cost totals of one run: the responses to its model requests, the
+    results of its tool calls and the summary requests of its compactions (never those of
+    messages the run was given: a prompt's history)."""
 
     __slots__ = ("input", "output", "cache_read", "cache_write", "cost")
 
@@ -209,6 +222,10 @@ class RunTrace:
             self.end_tool(event)
         elif kind == "turn_start":
             self.turns += 1
+        elif kind == "compaction_end":  # a compaction during the run: its summary requests count
+            usage = getattr(event, "usage", None)
+            self.usage.add(usage)
+            self.telemetry.record_compaction(self.agent, usage)
         elif kind == "agent_end":
             self.finish(event)
 
@@ -301,12 +318,7 @@ class RunTrace:
         telemetry = self.telemetry
         telemetry.operation_duration.record(time.perf_counter() - chat.started, metric_attrs)
         if usage is not None and (usage.input or usage.output or usage.cache_read or usage.cache_write):
-            token_attrs = dict(chat.metric_attrs)
-            token_attrs[sc.TOKEN_TYPE] = "input"
-            telemetry.token_usage.record(sc.input_tokens(usage), token_attrs)
-            token_attrs = dict(token_attrs)
-            token_attrs[sc.TOKEN_TYPE] = "output"
-            telemetry.token_usage.record(int(usage.output or 0), token_attrs)
+            _record_tokens(telemetry.token_usage, usage, chat.metric_attrs)
 
     # ------------------------------------------------------------------ tool spans
 
@@ -468,6 +480,16 @@ class RunTrace:
         """A status description: encodable (see :func:`~agentcore_otel._semconv.clean`), cut."""
         text = sc.clean(text)
         return text if len(text) <= _MAX_DESCRIPTION else text[:_MAX_DESCRIPTION] + "..."
+
+
+def _record_tokens(histogram: Any, usage: Any, attrs: Dict[str, Any]) -> None:
+    """The two ``gen_ai.client.token.usage`` points (input, output) of one ``usage``."""
+    token_attrs = dict(attrs)
+    token_attrs[sc.TOKEN_TYPE] = "input"
+    histogram.record(sc.input_tokens(usage), token_attrs)
+    token_attrs = dict(token_attrs)
+    token_attrs[sc.TOKEN_TYPE] = "output"
+    histogram.record(int(usage.output or 0), token_attrs)
 
 
 def _agent_name(agent: Any) -> Optional[str]:

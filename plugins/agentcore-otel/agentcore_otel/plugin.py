@@ -63,6 +63,10 @@ def _observe(event: Any, agent: Any) -> None:
                 run.finish(None, abandoned=True)
         elif run is not None:
             run.on_event(kind, event)
+        elif kind == "compaction_end":  # before the run (threshold), between its two loops (overflow), manual
+            telemetry = _state.telemetry
+            if telemetry is not None:
+                telemetry.record_compaction(agent, getattr(event, "usage", None))
     except Exception:  # noqa: BLE001 - see _report
         _report(f"on_lifecycle_event({kind})")
 

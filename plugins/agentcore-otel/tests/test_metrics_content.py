@@ -13,8 +13,8 @@ import agentcore_otel
 import pytest
 from conftest import Otel, add, local_model, make_usage
 
-from agentcore import Agent, AgentTool, AgentToolResult, TextContent
-from agentcore.testing import ScriptedModel, call, response, text
+from agentcore import Agent, AgentTool, AgentToolResult, CompactionSettings, Model, TextContent
+from agentcore.testing import ScriptedModel, call, error, response, text
 
 SECRET_KEY = "sk-test-9f8e7d6c5b4a3210fedcba"
 SECRET_HEADER = "hdr-secret-0123456789abcdef"
@@ -55,6 +55,70 @@ def test_metrics_token_usage_and_durations(otel: Otel) -> None:
     (agent_duration,) = otel.points("gen_ai.invoke_agent.duration")
     assert agent_duration.count == 1
     assert agent_duration.attributes["gen_ai.operation.name"] == "invoke_agent"
+
+
+def _token_sums(otel: Otel) -> Any:
+    sums = {"input": 0, "output": 0}
+    for point in otel.points("gen_ai.client.token.usage"):
+        sums[point.attributes["gen_ai.token.type"]] += point.sum
+    return sums
+
+
+def test_a_compaction_during_the_run_counts_its_summary_request(otel: Otel) -> None:
+    # session §7.3 threshold: the tool turn's usage crosses the threshold, the turn hook compacts
+    small = Model(id="small", api="scripted", provider="scripted", base_url="", context_window=20000, max_tokens=1000)
+    model = ScriptedModel(
+        [
+            text("answer one " + "x" * 400, usage=make_usage(10, 1)),
+            response(call("add", {"a": 1, "b": 2}, id="t1"), usage=make_usage(19500, 10, cost=1.0)),
+            text("the summary", usage=make_usage(1000, 100, cost=0.5)),
+            text("3", usage=make_usage(30, 1)),
+        ],
+        model=small,
+    )
+    agent = Agent(
+        model.model,
+        tools=[add],
+        stream_fn=model.stream_fn,
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=10),
+    )
+    seen: List[str] = []
+    agent.subscribe(lambda event: seen.append(event.type))
+    agent.prompt("one")
+    agent.prompt("1+2")
+    assert model.remaining == 0 and seen.count("compaction_end") == 1
+
+    second = otel.named("invoke_agent")[-1]
+    assert second.attributes["gen_ai.usage.input_tokens"] == 19500 + 1000 + 30
+    assert second.attributes["gen_ai.usage.output_tokens"] == 10 + 100 + 1
+    assert second.attributes["agentcore.usage.cost"] == pytest.approx(1.5)
+    assert _token_sums(otel) == {"input": 10 + 19500 + 1000 + 30, "output": 1 + 10 + 100 + 1}
+
+
+def test_an_overflow_recovery_counts_its_summary_request(otel: Otel) -> None:
+    # session §7.3 overflow: compacted between the failed loop's agent_end and the retry's agent_start
+    model = ScriptedModel(
+        [
+            text("answer one " + "x" * 400, usage=make_usage(10, 1)),
+            text("answer two " + "x" * 400, usage=make_usage(10, 1)),
+            error("prompt is too long: 300000 tokens > 200000 maximum"),
+            text("the summary", usage=make_usage(1000, 100)),
+            text("the turn prefix summary", usage=make_usage(2000, 200)),
+            text("answer three", usage=make_usage(10, 1)),
+        ]
+    )
+    agent = Agent(model.model, stream_fn=model.stream_fn, compaction=CompactionSettings(keep_recent_tokens=10))
+    for prompt in ("one", "two", "three"):
+        agent.prompt(prompt)
+    assert model.remaining == 0 and agent.state.messages[-1].text == "answer three"
+    assert _token_sums(otel) == {"input": 10 + 10 + 1000 + 2000 + 10, "output": 1 + 1 + 100 + 200 + 1}
+    summary_points = [
+        p for p in otel.points("gen_ai.client.token.usage") if "gen_ai.response.model" not in p.attributes
+    ]
+    assert summary_points
+    for point in summary_points:
+        assert point.attributes["gen_ai.operation.name"] == "chat"
+        assert point.attributes["gen_ai.request.model"] == model.model.id
 
 
 # --------------------------------------------------------------------------- content capture and secrets

@@ -27,9 +27,11 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
 
 Failures (missing configuration, no credentials, a failed refresh, HTTP errors) end the stream with
 an ``error`` event, as for every wire API; tokens and keys never appear in its message. An abort
-while the token refreshes ends it at once with the usual ``aborted`` result. With credentials, a
-``401`` before any content refreshes the token and retries once (unless a refresh replaced the
-rejected token meanwhile: the retry then carries the new one).
+while Application Default Credentials are looked up (off Google Cloud, google-auth's probe of the
+metadata server may take seconds) or while the token refreshes ends it at once with the usual
+``aborted`` result; the look-up or refresh goes on, and the next request uses what it found.
+With credentials, a ``401`` before any content refreshes the token and retries once (unless a
+refresh replaced the rejected token meanwhile: the retry then carries the new one).
 """
 
 from __future__ import annotations
@@ -41,11 +43,11 @@ import weakref
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence
 from urllib.parse import quote
 
-from agentcore.providers.base import ProviderError, ProviderStream, StateHandler, WireProvider, WireRequest
+from agentcore.providers.base import ProviderError, ProviderStream, StateHandler, WireProvider, WireRequest, as_signal
 from agentcore.providers.google import GoogleStreamState, build_request_body
 from agentcore.providers.retries import RetryBudget
 
-from .auth import SCOPES, TokenSource
+from .auth import _ADC_HELP, SCOPES, TokenSource, VertexAuthError, _error_text, _Refresh, _wait
 
 __all__ = [
     "API",
@@ -67,6 +69,7 @@ AUTHENTICATED = "<authenticated>"  # the core's marker for ambient credentials (
 _REGIONAL_HOST = re.compile(r"^https?://([a-z0-9-]+)-aiplatform\.googleapis\.com(?:/|$)")
 _GLOBAL_HOST = re.compile(r"^https?://aiplatform\.googleapis\.com(?:/|$)")
 _SENT_TOKEN = "_vertex_sent_token"  # option: where build_request notes the token it sent
+_DISCOVERY_THREAD = "agentcore-vertex-adc-discovery"
 
 
 class VertexConfigError(ProviderError):
@@ -224,6 +227,7 @@ class VertexProvider(WireProvider):
             TokenSource.for_credentials(credentials, self.scopes) if credentials is not None else None
         )
         self._sources: weakref.WeakKeyDictionary[Any, TokenSource] = weakref.WeakKeyDictionary()
+        self._discovery: Optional[_Refresh] = None  # the ADC look-up under way, if any
 
     def stream(self, model: Any, context: Any, **options: Any) -> Any:
         # Vertex auth does not depend on the model's provider name: without a key, use credentials.
@@ -282,7 +286,7 @@ class VertexProvider(WireProvider):
             headers["x-goog-api-key"] = api_key
             return WireRequest(request_url(model, location), headers, body)
         location = resolve_location(model, location_option)
-        source = self.token_source(options.get("credentials"))
+        source = self.token_source(options.get("credentials"), options.get("signal"))
         project = resolve_project(options.get("project") or self.project, credentials_project=source.project)
         token = source.apply(headers, options.get("signal"))
         sent = options.get(_SENT_TOKEN)
@@ -293,13 +297,20 @@ class VertexProvider(WireProvider):
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
         return StateHandler(GoogleStreamState(model, writer))
 
-    def token_source(self, credentials: Any = None) -> TokenSource:
-        """The token source of ``credentials`` (default: the provider's, else ADC), created once."""
+    def token_source(self, credentials: Any = None, signal: Any = None) -> TokenSource:
+        """The token source of ``credentials`` (default: the provider's, else ADC), created once.
+
+        Finding Application Default Credentials may take seconds (off Google Cloud, google-auth
+        probes the metadata server: three attempts of up to 3 s each when nothing answers), so it
+        runs on a helper (daemon) thread, one look-up at a time, and ``signal`` (an abort signal
+        or ``threading.Event``) ends the wait with :class:`~agentcore.providers.http.RequestAborted`
+        while the look-up goes on: its source is kept for the next request. Raises
+        :class:`~agentcore_vertex.auth.VertexAuthError` when there are no credentials; a failed
+        look-up is not kept (the next request looks again). When no helper thread can start, the
+        look-up runs on the calling thread (not abortable)."""
+        if credentials is None:
+            return self._adc_source(signal)
         with self._lock:
-            if credentials is None:
-                if self._default is None:
-                    self._default = TokenSource.from_adc(self.scopes)
-                return self._default
             try:
                 source = self._sources.get(credentials)
             except TypeError:  # not weak-referenceable: a fresh source (its token lives on the object)
@@ -307,6 +318,50 @@ class VertexProvider(WireProvider):
             if source is None:
                 source = self._sources[credentials] = TokenSource.for_credentials(credentials, self.scopes)
             return source
+
+    def _adc_source(self, signal: Any) -> TokenSource:
+        """The provider's source, found by the ADC look-up under way or a new one (see
+        :meth:`token_source`)."""
+        with self._lock:
+            if self._default is not None:
+                return self._default
+            discovery = self._discovery
+            start = discovery is None
+            if discovery is None:
+                discovery = self._discovery = _Refresh()
+        if start:
+            thread = threading.Thread(target=self._discover, args=(discovery,), name=_DISCOVERY_THREAD, daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # "can't start new thread": look on this thread
+                self._discover(discovery)
+        _wait(discovery, as_signal(signal))  # raises VertexAuthError(discovery.error) when it failed
+        with self._lock:
+            source = self._default
+        if source is None:  # reset meanwhile (cannot happen today); say so rather than fail obscurely
+            raise VertexAuthError(f"Vertex AI: no Google Cloud credentials found; {_ADC_HELP}")
+        return source
+
+    def _discover(self, discovery: _Refresh) -> None:
+        """The ADC look-up (the helper thread's body): keep the source, or record why it failed."""
+        try:
+            source = TokenSource.from_adc(self.scopes)
+        except VertexAuthError as exc:
+            discovery.error = str(exc)
+        except BaseException as exc:  # noqa: BLE001 - google-auth missing or broken; KeyboardInterrupt inline
+            discovery.error = (
+                f"Vertex AI: could not load the Google Cloud credentials: {type(exc).__name__}: "
+                f"{_error_text(exc)}; {_ADC_HELP}"
+            )
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            with self._lock:
+                self._default = source
+        finally:
+            with self._lock:
+                self._discovery = None
+            discovery.done.set()
 
     def __repr__(self) -> str:
         return f"<VertexProvider api={self.api!r} project={self.project!r} location={self.location!r}>"

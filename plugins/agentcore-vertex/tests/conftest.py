@@ -25,4 +25,9 @@ def clean_google_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in GOOGLE_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "gcloud"))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")
+    # google-auth reads NO_GCE_CHECK once, when it first imports its metadata module, and only
+    # "true" counts: set both, or a test run on Google Cloud would find the machine's credentials
+    from google.auth.compute_engine import _metadata
+
+    monkeypatch.setenv("NO_GCE_CHECK", "true")
+    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", True)

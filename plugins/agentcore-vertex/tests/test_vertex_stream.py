@@ -4,6 +4,7 @@ format), HTTP errors, abort, an end-to-end Agent run with tool calls, and no tok
 from __future__ import annotations
 
 import json
+import socket
 import threading
 
 import google.auth
@@ -445,6 +446,52 @@ def test_abort_while_the_token_refreshes_ends_the_stream_at_once(server):
     result, _ = _run(provider, _model(server), ctx)
     assert result.text == "ok" and creds.refreshes == 1
     assert [r.headers["authorization"] for r in server.requests] == ["Bearer ya29.slow-token"]
+
+
+def test_abort_while_adc_probes_a_silent_metadata_server_ends_the_stream_at_once(monkeypatch):
+    """Off Google Cloud without ADC, google-auth probes the metadata server (three attempts of up
+    to 3 s each where nothing answers): an abort meanwhile ends the stream at once, the look-up
+    goes on by itself and still ends in the clear no-credentials error for the next request."""
+    from google.auth.compute_engine import _metadata
+
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    probed = threading.Event()
+    held = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(silent.accept()[0])
+            except OSError:  # closed by the test
+                return
+            probed.set()
+
+    threading.Thread(target=accept, daemon=True).start()
+    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", False)  # read from NO_GCE_CHECK at import
+    monkeypatch.setenv("GCE_METADATA_IP", f"127.0.0.1:{silent.getsockname()[1]}")
+    provider = VertexProvider(project="p", location="us-central1")
+    model = Model(id="gemini-2.0-flash", api="google-vertex", provider="google-vertex", base_url="")
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    controller = AbortController()
+    results = []
+    first = threading.Thread(
+        target=lambda: results.append(_run(provider, model, ctx, signal=controller.signal)), daemon=True
+    )
+    first.start()
+    try:
+        assert probed.wait(10)
+        controller.abort()
+        first.join(2)
+        assert not first.is_alive(), "the stream waited for the metadata-server probe"
+    finally:
+        silent.close()  # the probe's next attempts are refused: the look-up ends
+        for conn in held:
+            conn.close()
+    ((aborted, types),) = results
+    assert types == ["error"] and aborted.stop_reason == "aborted" and aborted.error_message == "Request was aborted"
+    result, _ = _run(provider, model, ctx)
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith("Vertex AI: no Google Cloud credentials found")
 
 
 def test_loading_the_plugin_imports_no_wire_code_and_no_google_auth():
