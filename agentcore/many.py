@@ -31,6 +31,7 @@ was yielded is not waiting: it was submitted before that result was handed over)
 
 from __future__ import annotations
 
+import contextvars
 import pickle
 import threading
 import time
@@ -219,6 +220,10 @@ class _Scheduler:
         self._tasks = tasks
         self._local = local
         self._counts = counts
+        # the caller's context (made in its thread: run_many primes the generator): tasks on this
+        # process's threads run in a copy of it, so a trace span around run_many is their parent,
+        # as it is of a prompt() (later tasks are submitted from the scheduler's own thread)
+        self._context = contextvars.copy_context()
         self._plan = _plan(tasks)
         self._lock = threading.Lock()
         self._handled = threading.Condition(self._lock)  # notified as a completion is counted
@@ -274,8 +279,8 @@ class _Scheduler:
     def _submit(self, index: int) -> None:  # with _lock held
         task, lineup = self._tasks[index], self._plan.lineups[index]
         future: Future[Any]
-        if self._local is not None:
-            future = self._pool.submit(run_task, task, self._local, lineup)
+        if self._local is not None:  # on this process's threads: in the caller's context (a trace span)
+            future = self._pool.submit(self._context.copy().run, run_task, task, self._local, lineup)
         elif isinstance(self._pool, ProcessPoolExecutor):  # unpickled by the worker's own code
             future = self._pool.submit(run_task_from_bytes, pickle.dumps((task, lineup)))
         else:  # another process: the result travels pickled (run_task_pickled)

@@ -210,6 +210,32 @@ def test_a_scripted_model_runs_on_threads_and_pickles_as_a_reference():
     assert sorted(r.messages[-1].text for r in results) == ["one", "two"]
 
 
+def test_tasks_on_threads_run_in_the_callers_context():
+    """A trace span (any contextvar) set around run_many did not reach the tasks on threads: each
+    run's span had no parent and started a trace of its own, where prompt() carries the caller's
+    context to its run. Later tasks are submitted from the scheduler's thread, so they count too."""
+    import contextvars
+
+    from agentcore.testing import ScriptedModel, text
+
+    current = contextvars.ContextVar("current_span", default=None)
+    seen: List[Any] = []
+
+    def answer(context: Any) -> Any:
+        seen.append(current.get())
+        return text("ok")
+
+    scripted = ScriptedModel([answer] * 4)
+    token = current.set("batch-span")
+    try:
+        tasks = [AgentTask(AgentSpec(scripted.model), f"q{n}", id=n) for n in range(4)]
+        results = list(run_many(tasks, executor=ThreadPoolExecutor(max_workers=1), progress=False))
+    finally:
+        current.reset(token)
+    assert [r.ok for r in results] == [True] * 4
+    assert seen == ["batch-span"] * 4
+
+
 def test_thread_pool_runs_tasks_into_sqlite_sessions(spec, tmp_path):
     tasks = [add_task(spec, i, sqlite_url(tmp_path, i)) for i in range(12)]
     snapshots = []
