@@ -2694,3 +2694,164 @@ def test_chat_model_switch_keeps_the_api_key_env_key_with_its_provider(monkeypat
     assert 'no API key for provider "anthropic"' in out
     lines = [line.split(" (")[0] for line in out.splitlines() if line.startswith("model: ")]
     assert lines == ["model: openai/gpt-4o", "model: openai/gpt-4o-mini"]  # refused, then the key's own provider
+
+
+# --------------------------------------------------------------------------- clisetup review (second look)
+
+
+def test_an_async_cli_plugin_adds_its_options_and_tools(monkeypatch):
+    """The hookspecs promise that an ``async def`` implementation's coroutine is run to completion,
+    but the CLI hooks called the implementations directly: an async ``add_cli_options`` never ran
+    (its option was unknown: "unrecognized arguments") and an async ``cli_tools`` was refused with
+    "cli_tools must return None or a list of AgentTool, got coroutine"."""
+    from agentcore.plugins import default_plugin_manager
+
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    sync = _WordPlugin()
+
+    class AsyncWordPlugin:
+        @hookimpl
+        async def add_cli_options(self, parser: Any, command: str) -> None:
+            sync.add_cli_options(parser, command)
+
+        @hookimpl
+        async def cli_tools(self, args: Any, command: str) -> Any:
+            return sync.cli_tools(args, command)
+
+    default_plugin_manager().register(AsyncWordPlugin(), name="async-word")  # the autouse fixture resets it
+    out, err = io.StringIO(), io.StringIO()
+    status = main(["run", "--no-log", "--model", "scripted", "--plugin-word", "kiwi", "hi"], stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    assert "the first is 'plugin says kiwi in run'" in out.getvalue()
+
+
+def test_session_path_under_a_file_is_a_usage_error_naming_it(tmp_path):
+    """``--session notes.txt/chat.jsonl`` (a parent that is a file) ended with ``agentcore:
+    FileExistsError: [Errno 17] File exists: '.../notes.txt'`` and status 1; so did ``--session
+    ID`` with ``--sessions-dir`` naming a file. Both are usage errors naming the session and the
+    file in the way."""
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("mine\n")
+    for argv in (
+        ["--session", str(blocker / "chat.jsonl")],
+        ["--session", str(blocker / "chat.db")],
+        ["--sessions-dir", str(blocker), "--session", "new"],
+    ):
+        err = io.StringIO()
+        status = main(["run", "--model", "scripted", *argv, "hi"], stdout=io.StringIO(), stderr=err)
+        assert status == 2, err.getvalue()
+        assert f"--session {argv[-1]}: {blocker}: not a directory" in err.getvalue()
+        assert "Error" not in err.getvalue()
+    assert blocker.read_text() == "mine\n"
+
+
+def test_session_database_in_a_new_directory_is_created_as_a_jsonl_file_is(tmp_path):
+    """``--session new/dir/chat.jsonl`` creates the directories, but ``--session new/dir/chat.db``
+    failed with "cannot open the session database (unable to open database file)", which does
+    not say that the directory is missing."""
+    path = tmp_path / "new" / "dir" / "chat.db"
+    for prompt in ("first", "second"):
+        err = io.StringIO()
+        status = main(["run", "--model", "scripted", "--session", str(path), prompt], stdout=io.StringIO(), stderr=err)
+        assert status == 0, err.getvalue()
+    from agentcore.session import Session, SqliteSessionStorage
+
+    with Session(SqliteSessionStorage(str(path), read_only=True)) as session:
+        texts = [getattr(m, "content", None) for m in session.build_context().messages if m.role == "user"]
+    assert len(texts) == 2
+
+
+def test_a_failed_start_leaves_no_empty_session_file_behind(tmp_path):
+    """A mistyped ``--model`` fails before ``--session`` creates its file, but a failure after it
+    (a plugin's ``cli_tools`` whose server does not start, a Ctrl-C meanwhile) left a header-only
+    session: one more file in the sessions directory for every failed ``--session new``. The file
+    made for the run is removed again; an existing session is left as it was."""
+    from agentcore.plugins import default_plugin_manager
+
+    class NoServer:
+        @hookimpl
+        def cli_tools(self, args: Any, command: str) -> Any:
+            raise RuntimeError("no server today")
+
+    sessions = tmp_path / "sessions"
+    existing = tmp_path / "kept.jsonl"
+    assert main(["run", "--model", "scripted", "--session", str(existing), "hi"], stdout=io.StringIO()) == 0
+    before = existing.read_bytes()
+    default_plugin_manager().register(NoServer(), name="no-server")  # the autouse fixture resets it
+    for value in ("new", "fresh-id", str(tmp_path / "new.jsonl"), str(tmp_path / "new.db"), str(existing)):
+        err = io.StringIO()
+        argv = ["run", "--model", "scripted", "--sessions-dir", str(sessions), "--session", value, "hi"]
+        status = main(argv, stdout=io.StringIO(), stderr=err)
+        assert status == 2, err.getvalue()
+        assert "cli_tools failed: RuntimeError: no server today" in err.getvalue()
+    assert [p.name for p in sessions.rglob("*") if p.is_file()] == []
+    assert not (tmp_path / "new.jsonl").exists() and not (tmp_path / "new.db").exists()
+    assert existing.read_bytes() == before
+
+
+def test_a_hand_edited_stored_key_that_cannot_be_sent_is_a_usage_error_naming_keys_json(monkeypatch):
+    """keys.json is edited by hand (as llm's is). A key left as spaces passed the CLI's key check
+    and failed the run with the library's "no API key ... or pass api_key=" (status 1); a key
+    holding a control character failed it with "api_key contains a line break", naming neither
+    the file nor the provider. Both are now usage errors saying what to type; the key is never
+    shown."""
+    from agentcore.cli._setup import CliOptions, UsageError, build_agent
+
+    for name in ("OPENAI_API_KEY", "AGENTCORE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    keys = _config_file("keys.json")
+    keys.parent.mkdir(parents=True, exist_ok=True)
+    keys.write_text(json.dumps({"openai": "   "}))
+    with pytest.raises(UsageError, match='no API key for provider "openai": .*agentcore keys set openai'):
+        build_agent(CliOptions(model="openai/gpt-4o-mini"))
+    keys.write_text(json.dumps({"openai": "sk-secret\x07tail"}))
+    with pytest.raises(UsageError) as caught:
+        build_agent(CliOptions(model="openai/gpt-4o-mini"))
+    assert str(caught.value).startswith(f"{keys}: the key of openai contains a line break or another control")
+    assert str(caught.value).endswith("store it again: agentcore keys set openai")
+    assert "sk-secret" not in str(caught.value)
+    keys.write_text(json.dumps({"openai": " sk-padded\n"}))  # surrounding whitespace is dropped, as for a typed key
+    assert build_agent(CliOptions(model="openai/gpt-4o-mini")).agent.api_key == "sk-padded"
+
+
+def test_an_empty_session_option_is_refused_not_replaced_by_a_new_conversation(tmp_path):
+    """``agentcore run --session "$SESSION"`` with the variable unset passed ``--session ""``,
+    which was taken as no ``--session`` at all: the prompt went without the conversation meant
+    and was logged as a new one (status 0). As ``--api-key-env ""``, it is now a usage error, and
+    the session default logging opened for it is removed again."""
+    sessions = tmp_path / "sessions"
+    for command in ("run", "chat"):
+        err = io.StringIO()
+        argv = [command, "--model", "scripted", "--sessions-dir", str(sessions), "--session", ""]
+        argv += ["hi"] if command == "run" else []  # chat reads its (empty) stdin
+        status = main(argv, stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err)
+        assert status == 2, err.getvalue()
+        assert err.getvalue().startswith("agentcore: --session needs a session: a .jsonl/.db path")
+    assert not sessions.exists() or [p for p in sessions.rglob("*") if p.is_file()] == []
+
+
+def test_a_session_directory_or_an_ambiguous_id_gets_command_line_advice(tmp_path):
+    """``--session DIR`` said "cannot open for writing (Is a directory); check permissions or open
+    with read_only=True", and an id two session files share said "give the path or a SessionInfo
+    from list(cwd) instead": advice for Python code (issue 10 item 13), none of it about the
+    command. They now say what to type."""
+    from agentcore.session import SessionRepository
+
+    sessions = tmp_path / "sessions"
+    with SessionRepository(str(sessions)).create(cwd=str(tmp_path / "a"), session_id="twice") as first:
+        copy = sessions / "elsewhere" / Path(first.path).name
+    copy.parent.mkdir()
+    copy.write_bytes(Path(first.path).read_bytes())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for value, needle in (
+        (str(folder), f"{folder} is a directory; name a session file in it (--session {folder / 'NAME.jsonl'})"),
+        ("twice", "session id 'twice' is ambiguous: 2 files in"),
+    ):
+        err = io.StringIO()
+        argv = ["run", "--model", "scripted", "--sessions-dir", str(sessions), "--session", value, "hi"]
+        assert main(argv, stdout=io.StringIO(), stderr=err) == 2
+        assert needle in err.getvalue()
+        for python_only in ("read_only=True", "SessionInfo", "list(cwd)"):
+            assert python_only not in err.getvalue()
+    assert err.getvalue().rstrip().endswith("give the path of the one you mean: --session PATH")

@@ -5,7 +5,8 @@ Each implementation is called on its own, in plugin registration order, so that 
 neither hides the others' options nor crashes the parser: a failing ``add_cli_options`` is reported
 as a :class:`~agentcore.plugins.PluginLoadWarning` naming the plugin; a failing ``cli_tools`` (or one
 returning something other than a list of tools) raises :class:`~agentcore.cli._setup.UsageError`
-naming the plugin (exit status 2).
+naming the plugin (exit status 2). An ``async def`` implementation is run to completion on the
+calling thread, as for every other hook.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def _impls(hook_name: str) -> List[Any]:
 
 
 def _call(impl: Any, kwargs: Dict[str, Any]) -> Any:
-    return impl.function(*[kwargs[name] for name in impl.argnames])
+    """The implementation's result; an ``async def`` one's coroutine is run to completion, as the
+    hookspecs promise for every hook (pluggy's own calls are not used here)."""
+    from .._util import awaited
+
+    return awaited(impl.function(*[kwargs[name] for name in impl.argnames]))
 
 
 def add_plugin_options(parser: argparse.ArgumentParser, command: str) -> None:

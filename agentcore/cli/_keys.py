@@ -30,13 +30,19 @@ def keys_path() -> str:
 
 
 def stored_key(provider: str) -> Optional[str]:
-    """The key stored for ``provider``, or None (no file, no entry, or the provider's environment
-    variable is set: the environment wins). A broken keys file: :class:`UsageError`."""
-    from ..providers.base import get_env_api_key
+    """The key stored for ``provider`` without surrounding whitespace, or None (no file, no entry,
+    an entry of whitespace only, or the provider's environment variable is set: the environment
+    wins). :class:`UsageError` naming the file (never the key) for a broken keys file and for a
+    key a hand edit left holding a control character (no provider could send it)."""
+    from ..providers.base import ProviderError, clean_api_key, get_env_api_key
 
     if not provider or get_env_api_key(provider):
         return None
-    return read_json_map(keys_path()).get(provider) or None
+    path = keys_path()
+    try:
+        return clean_api_key(read_json_map(path).get(provider), f"{path}: the key of {provider}")
+    except ProviderError as exc:
+        raise UsageError(f"{exc}; store it again: agentcore keys set {provider}") from None
 
 
 def stored_keys() -> List[str]:

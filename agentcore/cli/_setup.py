@@ -516,9 +516,11 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
     """Open or create the session named by ``--session``.
 
     A path ending in ``.jsonl`` (or containing a separator) is a JSONL file, created when missing;
-    ``.db``/``.sqlite`` is a SQLite database holding one session (created when empty). Anything else
-    is a session id in the sessions directory (``new`` makes a fresh id), opened when it exists and
-    created for the current directory otherwise.
+    ``.db``/``.sqlite`` is a SQLite database holding one session (created when empty). Either
+    file's missing directories are created. Anything else is a session id in the sessions directory
+    (``new`` makes a fresh id), opened when it exists and created for the current directory
+    otherwise. Raises :class:`UsageError` naming the session, also when a file or directory cannot
+    be created (a parent that is a file, a read-only directory).
     """
     from ..session import Session, SessionError, SessionLockedError
     from ..session.urls import redact_url
@@ -529,11 +531,18 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
             return open_session_url(value)
         if is_session_path(value):
             path = os.path.abspath(os.path.expanduser(value))
+            if not os.path.lexists(path):
+                os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+            if os.path.isdir(path):
+                raise UsageError(
+                    f"--session {shown}: {path} is a directory; name a session file in it "
+                    f"(--session {shlex.quote(os.path.join(path, 'NAME.jsonl'))}), or keep session ids "
+                    f"there: --sessions-dir {shlex.quote(path)} --session ID"
+                )
             if path.lower().endswith(_SQLITE_SUFFIXES):
                 return _open_sqlite(path)
             if os.path.exists(path):
                 return Session.open(path)
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
             return Session.create(path)
         from ..session import SessionRepository
 
@@ -556,7 +565,27 @@ def open_session(value: str, sessions_dir: Optional[str] = None) -> Any:
             f"To read it meanwhile: agentcore sessions show {shlex.quote(shown)} (or export)"
         ) from None
     except (SessionError, ValueError) as exc:
-        raise UsageError(f"--session {shown}: {exc}") from None
+        raise UsageError(f"--session {shown}: {_command_line_advice(exc)}") from None
+    except OSError as exc:  # a directory that cannot be made: a parent that is a file, no permission
+        raise UsageError(f"--session {shown}: {_os_problem(exc)}") from None
+
+
+def _command_line_advice(exc: Exception) -> str:
+    """The storage's message with its advice for Python code (``read_only=True``, a
+    ``SessionInfo``) replaced by what a command-line user can do."""
+    text = str(exc)
+    if getattr(exc, "code", None) == "invalid_query" and "; give the path" in text:  # an id of several files
+        return text.rsplit("; give the path", 1)[0] + "; give the path of the one you mean: --session PATH"
+    return text.replace("; check permissions or open with read_only=True", "; check its permissions")
+
+
+def _os_problem(exc: OSError) -> str:
+    """``PATH: what is wrong`` for an OSError of opening a session (``os.makedirs`` says only
+    "File exists" for a parent directory that is a file)."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    if isinstance(exc, FileExistsError) and exc.filename and not os.path.isdir(exc.filename):
+        return f"{where}not a directory, so the session cannot be created in it"
+    return f"{where}{exc.strerror or exc}"
 
 
 def _open_sqlite(path: str) -> Any:
@@ -699,25 +728,43 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     level unless ``--thinking`` is given, its last model unless ``--model`` is given, and the
     ``--system`` text it recorded unless ``--system`` is given: :func:`record_system`) and records
     every finished message. ``session`` (an open Session, e.g. the one default logging created)
-    is used when ``options.session`` names none; it is closed when building fails. A ``--session``
-    file with a malformed entry is a UsageError naming the file and the line. The API key is
-    ``--api-key-env``'s, else the provider's variable's, else the keys file's
-    (:func:`agentcore.cli._keys.stored_key`). Raises :class:`UsageError`.
+    is used when ``options.session`` names none; it is closed when building fails, and a session
+    file that ``--session`` created (a new path, ``new``, an id not yet recorded) is removed again,
+    whatever failed (a plugin's ``cli_tools``, Ctrl-C), so a failed start leaves no empty
+    session. An empty ``--session`` (``--session "$UNSET"``) is a UsageError, never a new
+    conversation in place of the one meant. A ``--session`` file with a malformed entry is a
+    UsageError naming the file and the line. The API key is ``--api-key-env``'s, else the
+    provider's variable's, else the keys file's (:func:`agentcore.cli._keys.stored_key`). Raises
+    :class:`UsageError`.
     """
     created = False
+    made: Optional[str] = None  # the file this call created for --session: removed on failure
     try:
+        if options.session is not None and not options.session.strip():
+            # "$UNSET" expanded to nothing: never a fresh conversation in place of the one meant
+            raise UsageError(
+                "--session needs a session: a .jsonl/.db path, an id of the sessions dir, 'new' or a "
+                "session URL (an unset variable's name expanded to nothing?)"
+            )
         thinking = check_thinking(options.thinking)
         extra_options = stream_options(options.option)
         api_key = read_api_key(options.api_key_env)
         tools = resolve_tools(options.tools)
         checked = None
         if options.session:
-            if _session_missing(options.session, options.sessions_dir):
+            missing = _session_missing(options.session, options.sessions_dir)
+            existed = False
+            if missing:
                 # a new session resumes nothing: a mistyped --model or a missing key fails before
                 # the file is created, so it leaves no empty session behind
                 checked = _checked_model(options, api_key)
+                existed = is_session_path(options.session) and os.path.lexists(
+                    os.path.abspath(os.path.expanduser(options.session))
+                )
             session = open_session(options.session, options.sessions_dir)
             created = len(session.storage) == 0
+            if missing and not existed and created:  # (never a file another run made meanwhile)
+                made = session.path
         if checked is None:
             resumed = None
             if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
@@ -749,6 +796,8 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
     except BaseException as exc:
         if session is not None:
             session.close()
+        if made:  # nor does a failure past it (a plugin's cli_tools, say): the new file goes again
+            _remove(made)
         if _is_corrupt(exc) and options.session:  # a malformed line past the header: exit 2, as a bad header
             from ..session.urls import redact_url
 
@@ -805,6 +854,13 @@ def _session_missing(value: str, sessions_dir: Optional[str]) -> bool:
     except (OSError, ValueError):
         return False
     return False
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _is_corrupt(exc: BaseException) -> bool:
