@@ -2855,3 +2855,23 @@ def test_a_session_directory_or_an_ambiguous_id_gets_command_line_advice(tmp_pat
         for python_only in ("read_only=True", "SessionInfo", "list(cwd)"):
             assert python_only not in err.getvalue()
     assert err.getvalue().rstrip().endswith("give the path of the one you mean: --session PATH")
+
+
+def test_a_recorded_endpoint_never_receives_the_commands_key(env, tmp_path):
+    """``run --api-key-env K --session crafted.jsonl``: a session whose ``model_change`` records a
+    local model at some URL made the command send K there (the docs promise a session file never
+    decides where a key is sent). It is refused, saying to pass --base-url; nothing is sent."""
+    from agentcore import Session
+
+    env["MY_KEY"] = SECRET
+    with ScriptedServer([answer("should not be asked")]) as elsewhere:
+        path = tmp_path / "crafted.jsonl"
+        with Session.create(str(path)) as session:
+            session.append_model_change(
+                "local", "llama3", extra={"api": "openai-completions", "baseUrl": elsewhere.url + "/v1"}
+            )
+            session.append_message({"role": "user", "content": "hi", "timestamp": 1})
+        done = agentcore("run", "--api-key-env", "MY_KEY", "--session", str(path), "again", env=env, cwd=tmp_path)
+        assert elsewhere.requests == []
+    assert done.returncode == 2, done.stderr
+    assert "--base-url" in done.stderr and SECRET not in done.stderr

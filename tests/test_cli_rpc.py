@@ -1581,3 +1581,22 @@ def test_sigterm_answers_the_commands_waiting_in_line_and_runs_none(rpc, tmp_pat
         assert "not run, the server shut down" in responses[waiting]["error"]
     assert not (tmp_path / "sessions").exists() or not list((tmp_path / "sessions").rglob("*.jsonl"))
     assert "2 command(s) waiting in line were not run" in done.stderr
+
+
+def test_switch_session_never_sends_the_key_to_an_endpoint_a_session_recorded(rpc, env, tmp_path):
+    """An rpc started with a local server and its key: switch_session to a session whose local
+    model records another URL. A session file never decides where a key is sent: with --base-url
+    the recorded URL is not used at all (the model goes to the given server, with its key)."""
+    env["RPC_TEST_KEY"] = SECRET
+    with ScriptedServer([answer("never")]) as elsewhere, ScriptedServer([answer("here")]) as server:
+        crafted = tmp_path / "crafted.jsonl"
+        with Session.create(str(crafted)) as session:
+            session.append_model_change(
+                "local", "llama3", extra={"api": "openai-completions", "baseUrl": elsewhere.url + "/v1"}
+            )
+        child = rpc(*local(server), "--api-key-env", "RPC_TEST_KEY", "--no-session")
+        assert child.call({"type": "switch_session", "sessionPath": str(crafted)})["success"] is True
+        child.call({"type": "prompt", "message": "hi"})
+        assert child.read_until(is_type("agent_end"))[-1]["messages"][-1]["content"][0]["text"] == "here"
+        assert child.close().returncode == 0
+        assert elsewhere.requests == []

@@ -118,7 +118,8 @@ def _rebuilt(old: AgentSetup, session: Any, *, keep_model: bool, context: RpcCon
     agent = old.agent
     model, stream_fn, api_key = agent.model, agent.stream_fn, agent.api_key
     if not keep_model and not context.options.model:
-        resumed = _session_model(session, context.options.base_url)
+        key_provider = agent.model.provider if agent.api_key is not None else None  # the key goes to it only
+        resumed = _session_model(session, context.options.base_url, key_provider=key_provider)
         if resumed is not None:
             model, stream_fn = resumed
             if model.provider != agent.model.provider:

@@ -640,13 +640,18 @@ def _is_empty_database(path: str) -> bool:
 # --------------------------------------------------------------------------- the agent
 
 
-def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any, Optional[Callable[..., Any]]]]:
+def _session_model(
+    session: Any, base_url: Optional[str], own_key: bool = False, key_provider: Optional[str] = None
+) -> Optional[Tuple[Any, Optional[Callable[..., Any]]]]:
     """``(model, stream_fn)`` resuming with the session's last model, or None when it records none.
 
     The scripted demo is the demo again; with ``--base-url`` a local server's model keeps its id
     (sent verbatim, never looked up in the catalog by bare id) at the new URL and a catalog model is
-    pointed there; otherwise :func:`~agentcore.session.agent_link.session_model` finds it in the
-    registry or rebuilds it from the endpoint the session recorded. UsageError when it cannot.
+    pointed there; otherwise the registry's model, or one rebuilt from the endpoint the session
+    recorded (:func:`~agentcore.session.agent_link.session_model`) unless a key would go with it
+    (``own_key``: ``--api-key-env``'s, whatever the provider; ``key_provider``: the provider an
+    agent's key is for, sent to that provider's models only; or a key stored for the recorded
+    provider): a session file never decides where a key is sent. UsageError when it cannot.
     """
     recorded = session.build_context().model
     if recorded is None:
@@ -657,10 +662,13 @@ def _session_model(session: Any, base_url: Optional[str]) -> Optional[Tuple[Any,
         if recorded.provider == "local":
             return local_model(recorded.model_id, base_url), None
         return resolve_model(recorded.key, base_url)
-    from ..session.agent_link import UnresolvedModelError, session_model
+    from ..session.agent_link import UnresolvedModelError
+    from ..session.agent_link import _session_model as resolve_recorded
 
+    # (recorded has .provider, as a model has)
+    own_key = own_key or recorded.provider == key_provider or bool(_stored_key(recorded))
     try:
-        return session_model(session, recorded), None
+        return resolve_recorded(session, recorded, None, own_key), None
     except UnresolvedModelError as exc:
         raise UsageError(
             f"--session: cannot resume with the session's model {recorded.key}: it is not in the catalog "
@@ -768,7 +776,7 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         if checked is None:
             resumed = None
             if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
-                resumed = _session_model(session, options.base_url)
+                resumed = _session_model(session, options.base_url, own_key=api_key is not None)
             checked = _checked_model(options, api_key, resumed)
         model, stream_fn, api_key = checked
         extra: List[Any] = []
