@@ -2875,3 +2875,19 @@ def test_a_recorded_endpoint_never_receives_the_commands_key(env, tmp_path):
         assert elsewhere.requests == []
     assert done.returncode == 2, done.stderr
     assert "--base-url" in done.stderr and SECRET not in done.stderr
+
+
+def test_a_ctrl_c_while_plugins_add_their_options_is_the_usual_interrupt(capsys):
+    """``main`` built its parser, which loads the plugins' options, outside the block that turns a
+    Ctrl-C into "agentcore: interrupted" (status 130): a slow plugin's add_cli_options interrupted
+    printed a raw KeyboardInterrupt traceback."""
+    from agentcore.plugins import default_plugin_manager
+
+    class Slow:
+        @hookimpl
+        def add_cli_options(self, parser: Any, command: str) -> None:
+            raise KeyboardInterrupt  # as a Ctrl-C landing while it works
+
+    default_plugin_manager().register(Slow(), name="slow")  # the autouse fixture resets it
+    code, _, err = _in_process("run", "--model", "scripted", "hi")
+    assert code == 130 and err.strip() == "agentcore: interrupted"

@@ -613,13 +613,16 @@ def main(
     err: TextIO = stderr if stderr is not None else (sys.stderr or _discard())
     argv = list(argv) if argv is not None else [_utf8_word(word) for word in sys.argv[1:]]
     # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
-    parser = build_parser(plugin_options=bool({"run", "chat", "rpc"} & set(argv)))
     try:
+        parser = build_parser(plugin_options=bool({"run", "chat", "rpc"} & set(argv)))
         args, unknown = parser.parse_known_args(argv)
         if unknown:  # said by the command they were given to, with its usage (not the top-level one)
             _chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except KeyboardInterrupt:  # while plugins load (a slow add_cli_options): no traceback
+        err.write("\nagentcore: interrupted\n")
+        return EXIT_INTERRUPTED
     handler = _print_version if getattr(args, "version", False) else getattr(args, "handler", None)
     if handler is None:
         parser.print_help(err)
