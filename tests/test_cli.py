@@ -2820,7 +2820,7 @@ def test_an_empty_session_option_is_refused_not_replaced_by_a_new_conversation(t
     and was logged as a new one (status 0). As ``--api-key-env ""``, it is now a usage error, and
     the session default logging opened for it is removed again."""
     sessions = tmp_path / "sessions"
-    for command in ("run", "chat"):
+    for command in ("run", "chat", "rpc"):  # (rpc replaced "" by "new")
         err = io.StringIO()
         argv = [command, "--model", "scripted", "--sessions-dir", str(sessions), "--session", ""]
         argv += ["hi"] if command == "run" else []  # chat reads its (empty) stdin

@@ -85,7 +85,7 @@ def initial_setup(context: RpcContext) -> AgentSetup:
         choose_session(options, args, sys.stderr)  # an id prefix given to -s, as run/chat take it
     if options.session and context.no_session:
         raise UsageError("agentcore rpc: give --session or --no-session, not both")
-    if not options.session and not context.no_session:
+    if options.session is None and not context.no_session:  # ("" is refused by build_agent, as in run)
         options = dataclasses.replace(options, session="new")
     setup = build_agent(options, args, "rpc")
     from ._context import apply_project_context
