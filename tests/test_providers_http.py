@@ -1789,19 +1789,26 @@ def test_an_abort_ends_a_blocked_name_resolution_at_once(monkeypatch):  # aborts
     # nothing to shut down and the run waited for the resolver (here 30 s)
     with _slow_resolver(monkeypatch, "slow-dns.test") as (entered, _release):
         model = Model(id="m", api="openai-completions", provider="slowdns", base_url="http://slow-dns.test:9/v1")
-        controller, finished, result = AbortController(), threading.Event(), {}
+        message = _aborted_once_blocked(model, entered, "the name resolution", timeout=(60, 60))
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
 
-        def consume():
-            result["message"] = complete(model, _ctx(), api_key=KEY, signal=controller.signal, timeout=(60, 60))
-            finished.set()
 
-        threading.Thread(target=consume, daemon=True).start()
-        assert entered.wait(10)
-        started = time.monotonic()
-        controller.abort()
-        assert finished.wait(5), "the abort did not end the name resolution"
-        assert time.monotonic() - started < 5.0
-    assert (result["message"].stop_reason, result["message"].error_message) == ("aborted", "Request was aborted")
+def _aborted_once_blocked(model: Model, blocked: threading.Event, what: str, timeout: Any) -> Any:
+    """The message of a request to ``model`` aborted once ``blocked`` is set (the request is stuck
+    in ``what``); fails unless the abort ends it within 5 s."""
+    controller, finished, result = AbortController(), threading.Event(), {}
+
+    def consume() -> None:
+        result["message"] = complete(model, _ctx(), api_key=KEY, signal=controller.signal, timeout=timeout)
+        finished.set()
+
+    threading.Thread(target=consume, daemon=True).start()
+    assert blocked.wait(10)
+    started = time.monotonic()
+    controller.abort()
+    assert finished.wait(5), f"the abort did not end {what}"
+    assert time.monotonic() - started < 5.0
+    return result["message"]
 
 
 def test_a_name_resolution_slower_than_the_connect_timeout_times_out(monkeypatch):  # deadlines
@@ -1956,22 +1963,11 @@ def test_an_abort_ends_a_stalled_tls_handshake_at_once():  # aborts are honoured
     try:
         port = listener.getsockname()[1]
         model = Model(id="m", api="openai-completions", provider="tls", base_url=f"https://127.0.0.1:{port}/v1")
-        controller, finished, result = AbortController(), threading.Event(), {}
-
-        def consume():
-            result["message"] = complete(model, _ctx(), api_key=KEY, signal=controller.signal, timeout=(30, 30))
-            finished.set()
-
-        threading.Thread(target=consume, daemon=True).start()
-        assert accepted.wait(10)
-        started = time.monotonic()
-        controller.abort()
-        assert finished.wait(5), "the abort did not end the TLS handshake"
-        assert time.monotonic() - started < 5.0
+        message = _aborted_once_blocked(model, accepted, "the TLS handshake", timeout=(30, 30))
     finally:
         done.set()
         listener.close()
-    assert (result["message"].stop_reason, result["message"].error_message) == ("aborted", "Request was aborted")
+    assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")
 
 
 def test_an_abort_ends_the_wait_for_headers_through_a_proxy(monkeypatch):  # aborts are honoured promptly
