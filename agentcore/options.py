@@ -233,14 +233,16 @@ def parse_cli_option(
     value is parsed to the option's type (numbers, ``true``/``false``, JSON for objects/lists; a
     plain word stays a string). A name that is no :class:`StreamOptions` field but one the
     installed providers declare (``declared()``, e.g. Bedrock's ``region``) is parsed as JSON, or
-    kept as a word. Raises ValueError naming the problem; the value of a secret option (one kept
-    out of reprs: ``headers`` may hold an ``Authorization``) is never quoted in it."""
+    kept as a word (``True``/``False`` in any case are booleans; ``null`` is refused, since it
+    would silently leave the option unset). Raises ValueError naming the problem; the value of a
+    secret option (one kept out of reprs: ``headers`` may hold an ``Authorization``) is never
+    quoted in it."""
     name = key.strip().replace("-", "_")
     spec = _FIELDS.get(name)
     if spec is None:
         names = declared() if declared is not None else {}
         if name in names:
-            return name, _parse("a word or JSON", text)
+            return name, _parse_declared(key, text)
         raise ValueError(_unknown(key, "-o/--option", set(OPTION_NAMES) | set(names)))
     if spec.metadata["not_cli"]:
         raise ValueError(f"-o/--option {key}: {name} {spec.metadata['not_cli']}")
@@ -439,9 +441,9 @@ def _parse(kind: str, text: str) -> Any:
         return lowered in ("true", "1", "yes", "on")
     if kind == "seconds or [connect, read]":
         value = json.loads(text)
-        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
+        if isinstance(value, list) and len(value) == 2 and all(_is_number(v) for v in value):
             return (float(value[0]), float(value[1]))
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if _is_number(value):
             return float(value)
         raise ValueError("not a number or a pair of numbers")
     if kind == "a JSON object":
@@ -455,6 +457,20 @@ def _parse(kind: str, text: str) -> Any:
         except ValueError:
             return text
     return text
+
+
+def _parse_declared(key: str, text: str) -> Any:
+    """The value of ``-o KEY VALUE`` for an option a provider declares (its type is not declared):
+    JSON, with ``True``/``False`` in any case a boolean too (JSON spells only ``true``/``false``,
+    and the string "False" would read as true), else the word as given. ``null`` is a ValueError:
+    it would silently mean "not set"; leaving the option out says that."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    value = _parse("a word or JSON", text)
+    if value is None:
+        raise ValueError(f"-o/--option {key} {text!r}: null is no value; leave the option out to keep it unset")
+    return value
 
 
 def replace(options: StreamOptions, **changes: Any) -> StreamOptions:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections.abc as _abc
 import copy
+import math
 import time
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
@@ -561,7 +562,9 @@ def add_usage(total: Usage, usage: Any) -> Usage:
 
     ``usage`` is a :class:`Usage` (or an object with its attributes) or its wire dict (what a
     session entry stores). None adds nothing, and so does a figure that is not a number (a
-    recorded null cost, a hand-edited file): sums of billed usage never fail on one odd report.
+    recorded null cost, a hand-edited file, NaN or infinity): sums of billed usage never fail on
+    one odd report. A ``total`` whose ``cost`` is None (read from a recorded null) gets a
+    :class:`UsageCost` when a cost is added.
     """
     if usage is None:
         return total
@@ -574,12 +577,22 @@ def add_usage(total: Usage, usage: Any) -> Usage:
         tokens = [getattr(usage, attr, None) for attr, _ in _USAGE_TOKENS]
         costs = [getattr(cost, attr, None) for attr, _ in _USAGE_COSTS] if cost is not None else []
     for (attr, _), value in zip(_USAGE_TOKENS, tokens):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if _is_figure(value):
             setattr(total, attr, getattr(total, attr) + value)
-    for (attr, _), value in zip(_USAGE_COSTS, costs):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            setattr(total.cost, attr, getattr(total.cost, attr) + value)
+    added = [(attr, value) for (attr, _), value in zip(_USAGE_COSTS, costs) if _is_figure(value)]
+    if added and total.cost is None:  # a total read with a recorded null cost: now it has one
+        total.cost = UsageCost()
+    for attr, value in added:
+        setattr(total.cost, attr, getattr(total.cost, attr) + value)
     return total
+
+
+def _is_figure(value: Any) -> bool:
+    """Whether a usage figure can be added: an int (not a bool) or a finite float (NaN or infinity
+    would turn every later sum into NaN)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 @dataclass

@@ -530,3 +530,49 @@ def test_event_to_dict_of_an_integer_too_long_for_decimal_still_dumps():  # even
     )
     shown = json.loads(json.dumps(event_to_dict(event)))
     assert shown["result"]["details"] == {"n": "<integer of 20001 bits>", "m": 7}
+
+
+# --------------------------------------------------------------------------- review: -o values
+
+
+def test_cli_timeout_pair_refuses_a_boolean():  # STYLE: bad input gets a clear error
+    from agentcore.options import parse_cli_option
+
+    with pytest.raises(ValueError, match=r"^-o/--option timeout '\[1, true\]': expected seconds or \[connect, read\]"):
+        parse_cli_option("timeout", "[1, true]")  # was accepted as (1.0, 1.0)
+    assert parse_cli_option("timeout", "[5, 60]") == ("timeout", (5.0, 60.0))
+
+
+def test_cli_declared_option_booleans_in_any_case_and_null_refused():  # -o NAME VALUE of a provider's option
+    from agentcore.options import parse_cli_option
+
+    def declared():
+        return {"interleaved_thinking": "Claude's interleaved thinking (default true)", "region": "AWS region"}
+
+    assert parse_cli_option("interleaved_thinking", "False", declared) == ("interleaved_thinking", False)
+    assert parse_cli_option("interleaved-thinking", " TRUE ", declared) == ("interleaved_thinking", True)
+    assert parse_cli_option("interleaved_thinking", "false", declared) == ("interleaved_thinking", False)
+    assert parse_cli_option("region", "eu-west-1", declared) == ("region", "eu-west-1")
+    assert parse_cli_option("region", '"null"', declared) == ("region", "null")  # JSON still says a word
+    with pytest.raises(ValueError, match=r"^-o/--option region 'null': null is no value"):
+        parse_cli_option("region", "null", declared)  # was None: silently not set
+
+
+def test_add_usage_skips_nan_and_infinity_and_fills_a_null_total_cost():  # nothing is lost: sums stay numbers
+    from agentcore.types import add_usage
+
+    total = Usage(1, 1, 0, 0, 2, UsageCost(0.5, 0, 0, 0, 0.5))
+    odd = {
+        "input": float("nan"),
+        "output": 3,
+        "totalTokens": float("inf"),
+        "cost": {"total": float("nan"), "input": 1.0},
+    }
+    add_usage(total, odd)  # a session line written with NaN (Python's json reads it back)
+    assert (total.input, total.output, total.total_tokens) == (1, 4, 2)
+    assert (total.cost.total, total.cost.input) == (0.5, 1.5)
+    read = message_from_dict({**copy.deepcopy(SYNTHETIC[4])}).usage
+    read.cost = None  # a recorded null cost
+    add_usage(read, Usage(1, 1, 0, 0, 2, UsageCost(0.1, 0.2, 0, 0, 0.3)))  # was AttributeError on None
+    assert read.cost.total == pytest.approx(0.3)
+    assert add_usage(Usage(), {"input": 2**20000}).input == 2**20000  # a huge int: no OverflowError
