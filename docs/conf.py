@@ -85,6 +85,9 @@ nitpick_ignore_regex = [
     ),
     # private helpers that appear in a signature (a return type) but are not API
     ("py:.*", r"(agentcore(\.\w+)*\.)?_\w+(\.\w+)*"),
+    # the agent's own book of waiting approvals (agent.approve()/deny()/pending_approvals are
+    # its public face), named in the docstring of the Resumption it makes
+    ("py:class", r"(agentcore\.approvals\.)?Approvals"),
     # the compaction engine's building blocks, named in lower-level docstrings; the documented
     # surface is Agent.compact(), the compaction hooks and the types above
     (

@@ -2,7 +2,8 @@
 
 Needs ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_OAUTH_TOKEN``); without it the script says so and exits 0.
 Run: ``ANTHROPIC_API_KEY=sk-ant-... python examples/anthropic.py``. Set ``AGENTCORE_MODEL`` to try
-another catalog model, e.g. ``anthropic/claude-sonnet-4-5``.
+another ``anthropic/`` catalog model, e.g. ``anthropic/claude-sonnet-4-5`` (any other value,
+such as the CLI's ``scripted``, an alias or another provider's model, is ignored).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from agentcore import Agent, get_model, tool
+from agentcore import Agent, UnknownModelError, get_model, tool
 
 
 @tool
@@ -27,7 +28,12 @@ def main() -> int:
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_OAUTH_TOKEN")):
         print("Set ANTHROPIC_API_KEY to run this example (https://console.anthropic.com/).")
         return 0
-    model = get_model(os.environ.get("AGENTCORE_MODEL", "anthropic/claude-haiku-4-5"))
+    wanted = os.environ.get("AGENTCORE_MODEL", "")  # the CLI's too: "scripted", an alias, ...
+    try:
+        model = get_model(wanted if wanted.startswith("anthropic/") else "anthropic/claude-haiku-4-5")
+    except UnknownModelError as exc:
+        print(f"AGENTCORE_MODEL={wanted}: {exc}")
+        return 2
     agent = Agent(
         model,
         system_prompt="Answer briefly. Use tools for counting.",

@@ -2,7 +2,7 @@
 
 Needs ``GEMINI_API_KEY``; without it the script says so and exits 0.
 Run: ``GEMINI_API_KEY=... python examples/gemini.py``. Set ``AGENTCORE_MODEL`` to try another
-catalog model, e.g. ``google/gemini-2.5-pro``.
+``google/`` catalog model, e.g. ``google/gemini-2.5-pro`` (any other value is ignored).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from agentcore import Agent, get_model, tool
+from agentcore import Agent, UnknownModelError, get_model, tool
 
 CAPITALS = {"france": "Paris", "japan": "Tokyo", "peru": "Lima"}
 TEMPERATURES = {"Paris": 18, "Tokyo": 24, "Lima": 21}
@@ -40,7 +40,12 @@ def main() -> int:
     if not os.environ.get("GEMINI_API_KEY"):
         print("Set GEMINI_API_KEY to run this example (https://aistudio.google.com/apikey).")
         return 0
-    model = get_model(os.environ.get("AGENTCORE_MODEL", "google/gemini-2.5-flash"))
+    wanted = os.environ.get("AGENTCORE_MODEL", "")  # the CLI's too: "scripted", an alias, ...
+    try:
+        model = get_model(wanted if wanted.startswith("google/") else "google/gemini-2.5-flash")
+    except UnknownModelError as exc:
+        print(f"AGENTCORE_MODEL={wanted}: {exc}")
+        return 2
     agent = Agent(
         model,
         system_prompt="You are a concise travel assistant.",

@@ -2,7 +2,7 @@
 
 Needs ``OPENAI_API_KEY``; without it the script says so and exits 0.
 Run: ``OPENAI_API_KEY=sk-... python examples/openai_responses.py``. Set ``AGENTCORE_MODEL`` to try
-another catalog model (``openai/...`` models use the ``openai-responses`` wire API).
+another ``openai/`` catalog model (they use the ``openai-responses`` wire API; any other value is ignored).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from agentcore import Agent, get_model, tool
+from agentcore import Agent, UnknownModelError, get_model, tool
 
 
 @tool
@@ -28,7 +28,12 @@ def main() -> int:
     if not os.environ.get("OPENAI_API_KEY"):
         print("Set OPENAI_API_KEY to run this example (https://platform.openai.com/api-keys).")
         return 0
-    model = get_model(os.environ.get("AGENTCORE_MODEL", "openai/gpt-5-mini"))
+    wanted = os.environ.get("AGENTCORE_MODEL", "")  # the CLI's too: "scripted", an alias, ...
+    try:
+        model = get_model(wanted if wanted.startswith("openai/") else "openai/gpt-5-mini")
+    except UnknownModelError as exc:
+        print(f"AGENTCORE_MODEL={wanted}: {exc}")
+        return 2
     # session_id becomes the prompt_cache_key, so the second turn can reuse the cached prefix
     agent = Agent(
         model,

@@ -3,6 +3,7 @@ to configure and exit 0 when no key or server is configured (DESIGN §1: runnabl
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -146,3 +147,37 @@ def test_coding_agent_fails_when_a_tool_call_fails(tmp_path):
     done = subprocess.run([sys.executable, "-c", run_it], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "<- bash [error]" in done.stdout
+
+
+# script -> (its key variable, the model it defaults to, that model's wire API)
+PROVIDER_DEFAULTS = {
+    "anthropic.py": ("ANTHROPIC_API_KEY", "anthropic/claude-haiku-4-5", "anthropic-messages"),
+    "gemini.py": ("GEMINI_API_KEY", "google/gemini-2.5-flash", "google-generative-ai"),
+    "openai_responses.py": ("OPENAI_API_KEY", "openai/gpt-5-mini", "openai-responses"),
+}
+
+
+@pytest.mark.parametrize("script", list(PROVIDER_DEFAULTS))
+def test_provider_example_ignores_the_clis_agentcore_model(script, tmp_path):
+    """``AGENTCORE_MODEL`` set for the CLI (``scripted``, an alias such as ``sonnet``) is no model of
+    the example's provider: the example runs its default model, here pointed by a models.json at a
+    port nobody listens on, and reports the failed request (it used to end in an UnknownModelError
+    traceback)."""
+    key, default, api = PROVIDER_DEFAULTS[script]
+    provider, model_id = default.split("/")
+    models = tmp_path / "models.json"
+    models.write_text(
+        json.dumps({"models": [{"id": model_id, "provider": provider, "api": api, "baseUrl": "http://127.0.0.1:9/v1"}]})
+    )
+    env = {key: "test-key", "AGENTCORE_MODELS": str(models), "AGENTCORE_MODEL": "scripted"}
+    done = _run(script, tmp_path, env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1 and "Connection error talking to 127.0.0.1:9" in done.stdout, done.stdout
+
+
+def test_provider_example_names_an_unknown_agentcore_model(tmp_path):
+    """A mistyped model of the example's provider is reported in one line, status 2, before any
+    request."""
+    done = _run("anthropic.py", tmp_path, {"ANTHROPIC_API_KEY": "test-key", "AGENTCORE_MODEL": "anthropic/claude-nope"})
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 2 and "AGENTCORE_MODEL=anthropic/claude-nope: unknown model" in done.stdout
