@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _cli import int_args
+
 from agentcore import AbortController, AgentContext, Model, UserMessage  # noqa: E402
 from agentcore.providers import stream  # noqa: E402
 
@@ -92,7 +94,7 @@ def floor() -> float:
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    (runs,) = int_args(__doc__, [("runs", 20)])
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

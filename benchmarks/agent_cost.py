@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import end_to_end  # noqa: E402
 import requests  # noqa: E402
+from _cli import int_args
 from _rounds import round_orders  # noqa: E402
 from end_to_end import USAGE, _chunk, _events, agent_run, floor_run, floor_turn, multiply, provider_run  # noqa: E402
 
@@ -222,4 +223,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         end_to_end.serve(_Handler)
     else:
-        end_to_end.with_server(__file__, _measure, int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+        end_to_end.with_server(__file__, _measure, *int_args(__doc__, [("runs", 100)]))

@@ -23,6 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _cli import int_args
+
 from agentcore import Agent, AgentTool, AgentToolResult  # noqa: E402
 from agentcore.loop import AgentLoopConfig, run_agent_loop  # noqa: E402
 from agentcore.testing import ScriptedModel, text, tool_call  # noqa: E402
@@ -129,7 +131,7 @@ def time_creation(runs: int):
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    (runs,) = int_args(__doc__, [("runs", 2000)])
     time_loop(50), time_agent(50)  # warm-up: imports, jsonschema validators, thread machinery
     loop_times, events = time_loop(runs)
     agent_times = time_agent(runs)

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import requests  # noqa: E402
+from _cli import int_args
 
 from agentcore import Agent, Model, tool  # noqa: E402
 from agentcore.providers.sse import iter_sse  # noqa: E402
@@ -280,4 +281,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--serve"]:
         serve()
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 100)
+        main(*int_args(__doc__, [("runs", 100)]))

@@ -12,11 +12,14 @@ Asserts nothing.
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _cli import int_args
 
 ROOT = Path(__file__).resolve().parents[1]
 # Bytecode goes to a private cache (warmed before timing) so the figures are those of an installed
@@ -61,7 +64,7 @@ def heavy_modules() -> str:
 
 
 def main() -> None:
-    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    (repeats,) = int_args(__doc__, [("repeats", 7)])
     subprocess.run([sys.executable, "-c", "import agentcore.agent, json"], env=_env(), check=True)  # warm
     agentcore_ms = statistics.median(cumulative_us("agentcore") for _ in range(repeats)) / 1000
     floor_ms = statistics.median(cumulative_us("json") for _ in range(repeats)) / 1000
@@ -74,4 +77,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        shutil.rmtree(_CACHE, ignore_errors=True)

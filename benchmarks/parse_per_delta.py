@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(_ROOT), str(_ROOT / "benchmarks")]
 
+from _cli import int_args  # noqa: E402
 from agent_cost import _interleaved  # noqa: E402  (medians of interleaved calls: load drift hits all)
 
 from agentcore.providers._plugin import builtin_provider  # noqa: E402
@@ -235,8 +236,7 @@ def _check(case: Case, pieces: List[bytes]) -> None:
 
 
 def main(argv: List[str]) -> None:
-    deltas = int(argv[0]) if argv else 2000
-    repeats = int(argv[1]) if len(argv) > 1 else 15
+    deltas, repeats = int_args(__doc__, [("deltas", 2000), ("repeats", 15)], argv)
     if RECORDING.exists():  # the real Mistral body parses into exactly one thinking and one text block
         recorded = json.loads(RECORDING.read_text(encoding="utf-8"))["interactions"][0]["response"]["body"]
         message = parse(CASES[1].model, chunks(recorded.encode("utf-8")))

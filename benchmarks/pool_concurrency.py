@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import end_to_end  # noqa: E402  (its server handler)
 import requests  # noqa: E402
+from _cli import int_args
 from _rounds import round_orders  # noqa: E402
 
 from agentcore import Agent, Model  # noqa: E402
@@ -257,4 +258,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--serve"]:
         serve(int(sys.argv[2]), float(sys.argv[3]))
     else:
-        main(*[int(a) for a in sys.argv[1:6]])
+        main(
+            *int_args(
+                __doc__,
+                [("agents", 200), ("rounds", 3), ("events", EVENTS), ("delay_ms", int(DELAY * 1000)), ("repeats", 5)],
+            )
+        )

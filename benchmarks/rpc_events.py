@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _cli import int_args
+
 from agentcore import Agent  # noqa: E402
 from agentcore.cli._rpc import RpcOutput, RpcServer  # noqa: E402
 from agentcore.cli._setup import AgentSetup  # noqa: E402
@@ -37,7 +39,7 @@ def per_event(events, write) -> float:
 
 
 def main() -> None:
-    words = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    (words,) = int_args(__doc__, [("words", 2000)])
     model = ScriptedModel([text(" ".join(["word"] * words))], tokens_per_second=1e9)
     agent = Agent(model.model, stream_fn=model.stream_fn)
     events = []
