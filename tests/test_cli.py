@@ -2891,3 +2891,20 @@ def test_a_ctrl_c_while_plugins_add_their_options_is_the_usual_interrupt(capsys)
     default_plugin_manager().register(Slow(), name="slow")  # the autouse fixture resets it
     code, _, err = _in_process("run", "--model", "scripted", "hi")
     assert code == 130 and err.strip() == "agentcore: interrupted"
+
+
+def test_run_approve_shows_the_end_of_long_arguments(quiet_home):
+    """The approval question cut the arguments after 300 characters, so ``ls`` followed by 300
+    spaces and ``; rm -rf ~`` showed only the ``ls``: the user approved what they could not see.
+    Long arguments now show their beginning and their end, saying how much is left out."""
+    command = "ls" + " " * 300 + "; rm -rf ~"
+    with ScriptedServer([tool_reply("bash", {"command": command}), answer("ok")]) as server:
+        code, out, err = _in_process("run", *local(server), "--tools", "bash", "--approve", "look", stdin="n\n")
+    assert code == 0, err
+    question = next(line for line in err.splitlines() if line.startswith("[approve] bash"))
+    assert "rm -rf ~" in question
+    huge = "x" * 5000 + "; rm -rf ~"
+    with ScriptedServer([tool_reply("bash", {"command": huge}), answer("ok")]) as server:
+        code, out, err = _in_process("run", *local(server), "--tools", "bash", "--approve", "look", stdin="n\n")
+    question = next(line for line in err.splitlines() if line.startswith("[approve] bash"))
+    assert "rm -rf ~" in question and "characters not shown]" in question and len(question) < 2100

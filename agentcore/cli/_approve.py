@@ -3,7 +3,9 @@
 The agent's tools are given ``requires_approval=True`` (copies; the registry's objects are shared),
 so a run pauses with its calls in ``agent.pending_approvals`` (see :mod:`agentcore.approvals`).
 :meth:`TerminalApprover.settle` then asks about each call on stderr (its arguments as JSON without
-terminal control characters, cut at 300 characters), reading one answer line per call:
+terminal control characters; past 2000 characters its beginning and its end with how much is
+left out between them, never just a beginning: a command's dangerous end must show), reading one
+answer line per call:
 ``y``/``yes`` approves, ``n``/``no`` denies, ``a``/``always`` approves this call and every later
 call of the same tool without asking. End of input denies what is left (the model is told
 so). It continues the run and repeats until no call waits, so a run ends only with an answer.
@@ -82,9 +84,7 @@ class TerminalApprover:
             agent.approve(pending.tool_call_id)
             return
         # JSON escapes the C0 controls, not DEL or the C1 ones (U+009B is CSI to some terminals)
-        args = terminal_text(json.dumps(pending.args, ensure_ascii=False, default=str))
-        if len(args) > 300:
-            args = args[:297] + "..."
+        args = _shown(terminal_text(json.dumps(pending.args, ensure_ascii=False, default=str)))
         while True:
             self.err.write(
                 f"[approve] {pending.tool_name} {args}\n  run it? [y]es / [n]o / [a]lways for {pending.tool_name}: "
@@ -111,3 +111,15 @@ class TerminalApprover:
     def _note(self, text: str) -> None:
         self.err.write(text + "\n")
         self.err.flush()
+
+
+_SHOWN = 2000  # characters of a call's arguments shown whole in the approval question
+
+
+def _shown(args: str) -> str:
+    """``args`` whole up to :data:`_SHOWN` characters, else its first 1200 and last 600 with the
+    count left out between them. Cut after 300 characters, ``ls <300 spaces>; rm -rf ~`` showed
+    only the ``ls``, and the user approved what they could not see."""
+    if len(args) <= _SHOWN:
+        return args
+    return f"{args[:1200]} ...[{len(args) - 1800} characters not shown]... {args[-600:]}"
