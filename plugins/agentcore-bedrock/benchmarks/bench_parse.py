@@ -18,6 +18,7 @@ Prints microseconds per delta and the ratios to the bare floor. Asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import json
 import struct
 import sys
@@ -109,7 +110,9 @@ def best_time(fn, pieces: list, runs: int) -> float:
 
 
 def main(argv: list) -> None:
-    deltas = int(argv[0]) if argv else 5000
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("deltas", nargs="?", type=int, default=5000, help="text deltas per stream (default 5000)")
+    deltas = parser.parse_args(argv).deltas  # --help prints the docstring; a bad size exits 2
     pieces = chunks(body(deltas))
     assert bare(pieces) == decoder_only(pieces) == deltas + 1
     runs = 15

@@ -16,6 +16,7 @@ events). Asserts nothing.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -89,8 +90,11 @@ def best(fn, repeats: int) -> float:
 
 
 def main(argv) -> None:
-    deltas = int(argv[0]) if argv else 2000
-    repeats = int(argv[1]) if len(argv) > 1 else 15
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("deltas", nargs="?", type=int, default=2000, help="text deltas per stream (default 2000)")
+    parser.add_argument("repeats", nargs="?", type=int, default=15, help="timed repeats (default 15)")
+    parsed = parser.parse_args(argv)  # --help prints the docstring; a bad size exits 2
+    deltas, repeats = parsed.deltas, parsed.repeats
     pieces = chunks(body(deltas))
     provider = VertexProvider()
     assert floor(pieces) == deltas and vertex(provider, pieces) == deltas + 2  # start, deltas, end
