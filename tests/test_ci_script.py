@@ -9,6 +9,7 @@ of their own, from a copy in a temporary folder: nothing is installed and no rea
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -189,7 +190,9 @@ def test_the_main_job_stays_offline_when_the_shell_configures_a_provider(tmp_pat
     (tmp_path / "repo" / "examples").symlink_to(ROOT / "examples")
     work = tmp_path / "work"
     (work / "venv" / "bin").mkdir(parents=True)
-    (work / "venv" / "bin" / "python").symlink_to(sys.executable)
+    python = work / "venv" / "bin" / "python"  # this interpreter, its virtual environment kept (a
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')  # symlink would lose it)
+    python.chmod(0o755)
     env = dict(
         os.environ,
         AGENTCORE_CI_WORK=str(work),
