@@ -21,6 +21,7 @@ break marked ``\\ No newline at end of file`` as ``diff -u`` marks it, and ``fir
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import shlex
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -156,9 +157,9 @@ def apply_edits(
 def _encoding_of(raw: bytes) -> Tuple[str, bytes]:
     """``(codec, byte-order mark)`` of a file's bytes: UTF-16 (little or big endian) after its
     mark, as ``read`` shows such a file; else UTF-8 (whose own mark stays in the text)."""
-    if raw.startswith(b"\xff\xfe"):
+    if raw.startswith(codecs.BOM_UTF16_LE):
         return "utf-16-le", raw[:2]
-    if raw.startswith(b"\xfe\xff"):
+    if raw.startswith(codecs.BOM_UTF16_BE):
         return "utf-16-be", raw[:2]
     return "utf-8", b""
 

@@ -38,6 +38,7 @@ from ._args import positive_int
 from ._listing import listing_result, take_at_most
 from ._paths import NotARegularFileError, PathResolver, open_regular_file, require_reachable, special_file_kind
 from ._walk import VCS_DIRS, compile_glob, normalize_glob, walk
+from .read import _BOM, _UTF16_BOMS
 
 __all__ = ["create_grep_tool"]
 
@@ -45,8 +46,6 @@ DEFAULT_GREP_LIMIT = 100
 MAX_LINE_CHARS = 500
 _ABORT_EVERY = 4096  # lines searched between abort checks
 _SNIFF = 8192  # bytes looked at for a NUL byte: a file with one early on is binary and skipped
-_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little and big endian
 
 Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
 

@@ -39,7 +39,7 @@ _LINE_CAP = 64 * 1024  # bytes of one line held in memory (at least max_bytes + 
 _ABORT_EVERY = 4096  # lines between abort checks
 _CHUNK = 1024 * 1024  # bytes read at a time to count the lines outside the range
 _BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # little and big endian
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)  # (grep reads files as read does)
 _UTF16_MAX = 16 * 1024 * 1024  # bytes of a UTF-16 file converted in memory
 
 

@@ -24,7 +24,7 @@ import os
 import secrets
 from typing import Callable, Dict, Iterator, Tuple
 
-from ._setup import UsageError
+from ._setup import UsageError, remove_quietly
 
 try:
     import fcntl
@@ -89,10 +89,10 @@ def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> Non
             os.fsync(handle.fileno())
         os.replace(temp, target)
     except OSError as exc:
-        _unlink(temp)
+        remove_quietly(temp)
         raise UsageError(f"{path}: cannot write it ({_reason(exc)})") from None
     except BaseException:
-        _unlink(temp)
+        remove_quietly(temp)
         raise
 
 
@@ -162,13 +162,6 @@ def _create_temp(directory: str, mode: int) -> Tuple[int, str]:
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name in {directory}")
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _reason(exc: BaseException) -> str:

@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable, Dict, Optional, TextIO, TypeVar
 
 from ._config import config_path
-from ._setup import UsageError, default_sessions_dir, is_session_path, is_session_url
+from ._setup import UsageError, default_sessions_dir, is_session_path, is_session_url, remove_quietly
 
 __all__ = [
     "NO_LOG_ENV",
@@ -303,7 +303,7 @@ def close_session(setup: Any, err: TextIO) -> None:
     empty = len(session.storage) == 0
     session.close()
     if getattr(setup, "default_logged", False) and empty:
-        _unlink(session.path)
+        remove_quietly(session.path)
 
 
 # --------------------------------------------------------------------------- agentcore logs
@@ -496,16 +496,7 @@ def build_logged(options: Any, args: Any, command: str, err: TextIO) -> Any:
         setup = build_agent(options, args, command, session=session)
     except BaseException:
         if session is not None:  # build_agent closed it
-            _unlink(session.path)
+            remove_quietly(session.path)
         raise
     watch_session(setup, options, err, logged=session is not None)
     return setup
-
-
-def _unlink(path: Optional[str]) -> None:
-    if not path:
-        return
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

@@ -805,7 +805,7 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
         if session is not None:
             session.close()
         if made:  # nor does a failure past it (a plugin's cli_tools, say): the new file goes again
-            _remove(made)
+            remove_quietly(made)
         if _is_corrupt(exc) and options.session:  # a malformed line past the header: exit 2, as a bad header
             from ..session.urls import redact_url
 
@@ -864,7 +864,10 @@ def _session_missing(value: str, sessions_dir: Optional[str]) -> bool:
     return False
 
 
-def _remove(path: str) -> None:
+def remove_quietly(path: Optional[str]) -> None:
+    """Remove the file at ``path`` (None or "": nothing), ignoring that it is gone or cannot go."""
+    if not path:
+        return
     try:
         os.unlink(path)
     except OSError:

@@ -74,7 +74,7 @@ from .entries import (
     new_header,
 )
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, IndexNode, SessionStorage, entry_row, import_rows
+from .storage import EAGER_TYPES, IndexNode, SessionStorage, entry_row, import_rows, unstorable_column
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -704,14 +704,14 @@ class SqliteSessionStorage(SessionStorage):
         conn = self._connection()  # under _io_lock (held by append): close() waits for this append
         seq = self._seq + 1
         row = entry_row(self.session_id, seq, entry, line[:-1].decode("utf-8"))
-        for name, value in zip(("id", "parent id", "type", "timestamp", "message role"), row[2:7]):
-            if value is not None and HAS_SURROGATE.search(value):  # sqlite3: a bare UnicodeEncodeError
-                raise SessionError(
-                    "invalid_payload",
-                    f"{self.path}: cannot append entry {entry.id!r}: its {name} {value!r} holds a lone "
-                    "surrogate, which SQLite text cannot store; the entry was not recorded",
-                    path=self.path,
-                )
+        unstorable = unstorable_column(row, HAS_SURROGATE)  # sqlite3: a bare UnicodeEncodeError
+        if unstorable is not None:
+            raise SessionError(
+                "invalid_payload",
+                f"{self.path}: cannot append entry {entry.id!r}: its {unstorable[0]} {unstorable[1]!r} holds a "
+                "lone surrogate, which SQLite text cannot store; the entry was not recorded",
+                path=self.path,
+            )
         try:
             # One autocommit statement: the row is written only while this handle holds the lease.
             inserted = conn.execute(

@@ -58,6 +58,7 @@ __all__ = [
     "EntryRow",
     "entry_row",
     "import_rows",
+    "unstorable_column",
     "clean_label",
     "clean_name",
 ]
@@ -188,6 +189,20 @@ def entry_row(session_id: str, seq: int, entry: SessionEntry, text: str) -> Entr
     """The row a database backend stores for ``entry``, whose encoded JSON line is ``text``."""
     role = getattr(getattr(entry, "message", None), "role", None)
     return (session_id, seq, entry.id, entry.parent_id, entry.type, entry.timestamp, role, text)
+
+
+_ROW_TEXT_COLUMNS = ("id", "parent id", "type", "timestamp", "message role")  # EntryRow[2:7]
+
+
+def unstorable_column(row: EntryRow, unstorable: re.Pattern[str]) -> Optional[Tuple[str, str]]:
+    """``(name, value)`` of the first index column of an entry ``row`` (id, parent id, type,
+    timestamp, message role) in which ``unstorable`` finds what the backend's text type cannot
+    hold (a lone surrogate, a NUL), or None. The payload column is JSON, whose escapes make any
+    text storable."""
+    for name, text in zip(_ROW_TEXT_COLUMNS, row[2:7]):
+        if text is not None and unstorable.search(text):
+            return name, text
+    return None
 
 
 def import_rows(session_id: str, lines: Iterable[bytes], where: str = "session") -> List[EntryRow]:

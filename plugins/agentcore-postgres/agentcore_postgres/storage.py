@@ -51,7 +51,7 @@ from agentcore.session.entries import (
     header_from_dict,
     new_header,
 )
-from agentcore.session.storage import EAGER_TYPES, IndexNode, clean_name, entry_row, import_rows
+from agentcore.session.storage import EAGER_TYPES, IndexNode, clean_name, entry_row, import_rows, unstorable_column
 
 from .dsn import Dsn, parse_dsn
 from .schema import READ_COMMITTED, SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
@@ -158,16 +158,6 @@ def _check_id(display: str, what: str, value: Optional[str]) -> None:
         raise ValueError(
             f"{display}: {what} {value!r} holds a NUL character or a lone surrogate, which PostgreSQL text cannot store"
         )
-
-
-def _unstorable_column(row: Tuple[Any, ...]) -> Optional[Tuple[str, str]]:
-    """``(name, value)`` of the first index column of an entry ``row`` (id, parent id, type,
-    timestamp, message role) that PostgreSQL text cannot store, or None (the payload is JSON, whose
-    escapes make any text storable)."""
-    for name, text in zip(("id", "parent id", "type", "timestamp", "message role"), row[2:7]):
-        if text is not None and _UNSTORABLE.search(text):
-            return name, text
-    return None
 
 
 def _insert_session(
@@ -409,7 +399,7 @@ class PostgresSessionStorage(SessionStorage):
         header = new_header(cwd, session_id, parent_session, metadata)
         rows = import_rows(header.id, lines, parsed.display)
         for seq, row in enumerate(rows, 1):
-            if _unstorable_column(row) is not None:
+            if unstorable_column(row, _UNSTORABLE) is not None:
                 raise SessionError(
                     "invalid_entry",
                     f"{parsed.display}: imported line {seq}: entry {row[2]!r} holds a NUL character or a lone "
@@ -576,7 +566,7 @@ class PostgresSessionStorage(SessionStorage):
         (a message dict with such a ``role``, say) is ``SessionError("invalid_payload")`` naming it,
         before anything is sent: those columns are PostgreSQL text, which cannot hold them."""
         conn = self._connection()  # under _io_lock (held by append): close() waits for this append
-        unstorable = _unstorable_column(entry_row(self.session_id, 0, entry, ""))
+        unstorable = unstorable_column(entry_row(self.session_id, 0, entry, ""), _UNSTORABLE)
         if unstorable is not None:  # the driver: a bare UnicodeEncodeError for a lone surrogate
             raise SessionError(
                 "invalid_payload",
