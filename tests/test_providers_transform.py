@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from agentcore.providers.transform import transform_messages
 from agentcore.types import (
     AssistantMessage,
@@ -137,3 +139,58 @@ def test_ids_a_normaliser_cuts_alike_stay_apart_and_their_results_follow():  # ย
     assert out[4].content[0].id == sent[0]  # the same original id, the same id sent
     again = transform_messages(messages, TARGET, normalize_tool_call_id)
     assert [call.id for call in again[1].content] == sent  # deterministic: prompt caches hold
+
+
+def test_tool_call_arguments_that_are_not_an_object_are_sent_as_one():  # ยง6 pass 1
+    """A session line written by another program (``"arguments": "{\\"path\\": \\"a\\"}"``) or a
+    ``ToolCall`` built in code with a list: every API refuses a tool call whose input is not an
+    object, so each later turn of the session failed. The stored message stays as it was."""
+    odd = ['{"path": "a"}', "[1, 2]", "not json", None, 7, ["x"], "[" * 100_000]
+    calls = [ToolCall(f"c{i}", "read", {}) for i in range(len(odd))]
+    for call, arguments in zip(calls, odd):
+        call.arguments = arguments
+    results = [ToolResultMessage(c.id, "read", [TextContent("ok")]) for c in calls]
+    for origin in (SAME, OTHER):
+        message = _assistant(calls, stop="toolUse", **origin)
+        out = transform_messages([UserMessage("q"), message, *results], TARGET, _upper)
+        sent = [block.arguments for block in out[1].content]
+        assert sent == [{"path": "a"}, {}, {}, {}, {}, {}, {}]
+        assert [c.arguments for c in message.content] == odd  # the input is not mutated
+    fine = _assistant([ToolCall("ok", "read", {"path": "b"})], stop="toolUse")
+    assert transform_messages([fine], TARGET)[0] is fine  # an object is not copied
+
+
+def test_every_wire_sends_a_decoded_object_for_arguments_read_as_text():
+    from agentcore.providers import anthropic, google, openai_completions, openai_responses
+    from agentcore.types import AgentContext, message_from_dict
+
+    stored = {
+        "role": "assistant",
+        "content": [{"type": "toolCall", "id": "call_1", "name": "read", "arguments": '{"path": "a"}'}],
+        "api": "x",
+        "provider": "x",
+        "model": "x",
+        "usage": {},
+        "stopReason": "toolUse",
+        "timestamp": 1,
+    }
+    messages = [UserMessage("q"), message_from_dict(stored), ToolResultMessage("call_1", "read", [TextContent("ok")])]
+    context = AgentContext(system_prompt="", messages=messages, tools=[])
+    bodies = {
+        "anthropic": anthropic.build_request_body(TARGET, context),
+        "google": google.build_request_body(
+            Model(id="g", api="google-generative-ai", provider="google", base_url=""), context
+        ),
+        "completions": openai_completions.build_request_body(
+            Model(id="o", api="openai-completions", provider="openai", base_url=""), context, {}
+        ),
+        "responses": openai_responses.build_request_body(
+            Model(id="r", api="openai-responses", provider="openai", base_url=""), context
+        ),
+    }
+    assert bodies["anthropic"]["messages"][1]["content"][0]["input"] == {"path": "a"}
+    assert bodies["google"]["contents"][1]["parts"][0]["functionCall"]["args"] == {"path": "a"}
+    call = bodies["completions"]["messages"][1]["tool_calls"][0]["function"]
+    assert json.loads(call["arguments"]) == {"path": "a"}
+    item = next(i for i in bodies["responses"]["input"] if i.get("type") == "function_call")
+    assert json.loads(item["arguments"]) == {"path": "a"}

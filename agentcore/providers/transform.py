@@ -15,6 +15,11 @@ Pass 1, per message ("same model" = same ``provider``, ``api`` and ``model`` id 
   alike (cut to the same 40 or 64 characters: Google's ``{tool name}_{ms}_{n}`` ids of a long
   tool name) stay apart: the later one keeps all but 9 of those characters and ends in ``_`` and
   8 hex digits of a hash of its own id (no longer, and in the ``[A-Za-z0-9_]`` every API takes).
+* tool call ``arguments`` that are not an object (a session file written by another program, a
+  hand-edited one, a ``ToolCall`` built in code) are sent as one: a JSON text of an object is
+  decoded, anything else is sent as ``{}`` (what a streamed call whose arguments were not an object
+  gets, spec §5). Every API refuses a request whose tool call input is not an object, so one such
+  call would fail every later turn of the session. The stored message is unchanged.
 
 Pass 2: assistant messages that ended in ``error``/``aborted`` are dropped, and tool calls left
 without results when the next assistant or user message arrives get a synthetic error result
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 from typing import Any, Callable, Dict, List, Optional
 
 from ..types import (
@@ -123,17 +129,39 @@ def _transform_block(
             return block
         return TextContent(text=block.text)
     if isinstance(block, ToolCall):
+        arguments = block.arguments
+        if type(arguments) is not dict:
+            arguments = _object_arguments(arguments)
         if same:
             owners.setdefault(block.id, block.id)
-            return block
+            if arguments is block.arguments:
+                return block
+            clone = copy.copy(block)
+            clone.arguments = arguments
+            return clone
         new_id = normalize_id(block.id) if normalize_id is not None else block.id
         new_id = _distinct(new_id, block.id, owners)
         if new_id != block.id:
             remapped[block.id] = new_id
-        if new_id == block.id and block.thought_signature is None:
+        if new_id == block.id and block.thought_signature is None and arguments is block.arguments:
             return block
-        return ToolCall(id=new_id, name=block.name, arguments=block.arguments)
+        return ToolCall(id=new_id, name=block.name, arguments=arguments)
     return block
+
+
+def _object_arguments(arguments: Any) -> Dict[str, Any]:
+    """``arguments`` (not a dict) as the object a request must carry: a mapping as a dict, the JSON
+    text of an object decoded, anything else (None, a list, a number, other text) ``{}``."""
+    if _is_mapping(arguments):
+        return dict(arguments)
+    if isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except (ValueError, RecursionError):
+            return {}
+        if type(decoded) is dict:
+            return decoded
+    return {}
 
 
 def _distinct(new_id: str, original: str, owners: Dict[str, str]) -> str:
