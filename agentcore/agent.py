@@ -23,6 +23,7 @@ import contextvars
 import copy
 import inspect
 import logging
+import os
 import sys
 import threading
 import time
@@ -434,11 +435,17 @@ class Agent:
         if isinstance(model, str):
             model = self._model_named(model)
         elif model is not None and not all(hasattr(model, name) for name in ("id", "api", "provider")):
+            hint = " (pass its .model)" if all(hasattr(getattr(model, "model", None), n) for n in ("id", "api")) else ""
             raise TypeError(
-                f"Agent(model=...) takes a Model, a 'provider/id' string or None, not {type(model).__name__}"
+                f"Agent(model=...) takes a Model, a 'provider/id' string or None, not {type(model).__name__}{hint}"
             )
         if session is not None and not callable(getattr(session, "build_context", None)):
-            raise TypeError(f"Agent(session=...) takes a Session or None, not {type(session).__name__}")
+            hint = (
+                " (open a file with Session.open(path) or Session.create(path), a URL with open_session(url))"
+                if isinstance(session, (str, os.PathLike))
+                else ""
+            )
+            raise TypeError(f"Agent(session=...) takes a Session or None, not {type(session).__name__}{hint}")
         self._state = AgentState(
             system_prompt,
             model if model is not None else Model.placeholder(),

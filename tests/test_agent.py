@@ -1340,6 +1340,11 @@ def test_constructor_arguments_of_the_wrong_kind_are_refused_naming_them() -> No
         Agent({"id": "x"})
     with pytest.raises(TypeError, match=r"Agent\(session=...\) takes a Session or None, not int"):
         Agent(scripted.model, session=5)
+    # the two mistakes a first script makes get told what to pass instead
+    with pytest.raises(TypeError, match=r"not ScriptedModel \(pass its \.model\)"):
+        Agent(scripted)
+    with pytest.raises(TypeError, match=r"not str \(open a file with Session\.open\(path\)"):
+        Agent(scripted.model, session="chat.jsonl")
     for name in ("stream_fn", "get_api_key", "before_tool_call", "should_stop_after_turn", "convert_to_llm"):
         with pytest.raises(TypeError, match=rf"Agent\({name}=...\) must be a function or None, not int"):
             Agent(scripted.model, **{name: 5})
