@@ -207,3 +207,62 @@ def test_a_lease_an_earlier_process_with_this_pid_left_is_taken_over(tmp_path): 
             _open_writer("sqlite", path)  # a live handle of this process still locks it
     with _open_writer("sqlite", path) as s:
         assert len(s.entries()) == 1
+
+
+def _zombie(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see a zombie")
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_killed_writer_not_yet_reaped_frees_the_session(tmp_path, kind):  # resume after the OOM killer
+    """A writer killed with SIGKILL stays a zombie until its parent waits for it (for ever under an
+    init that does not reap): its JSONL lock went with it, but its SQLite lease counted as held by
+    a live process, so resuming the session raised SessionLockedError "open for writing by process N"."""
+    path = _create(tmp_path, kind)
+    child = _spawn(HOLDER, kind, str(path))
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not _zombie(child.pid):  # killed, and not reaped: child.wait() comes last
+            assert time.monotonic() < deadline, "the killed child never became a zombie"
+            time.sleep(0.01)
+        with _open_writer(kind, path) as s:
+            s.append_custom("resumed", 1)
+    finally:
+        child.wait(timeout=30)
+        child.stdout.close()
+        child.stdin.close()
+    with _open_writer(kind, path) as s:
+        assert [e.custom_type for e in s.entries()] == ["resumed"]
+
+
+def test_a_session_another_process_writes_is_not_deleted_under_it(tmp_path):  # sqlite lease
+    """``SqliteSessionStorage.delete_session`` deleted a session whose writer lease a live process
+    held (a JSONL file open for writing is refused with SessionLockedError): the writer's next
+    append failed with "lost its writer lease; reopen the session", and there was nothing to reopen."""
+    path = _create(tmp_path, "sqlite")
+    with Session(SqliteSessionStorage(path)) as first:
+        session_id = first.id
+        first.append_custom("recorded", 1)
+    child = _spawn(HOLDER, "sqlite", str(path))
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        with pytest.raises(SessionLockedError, match=f"process {child.pid} on .*nothing was deleted"):
+            SqliteSessionStorage.delete_session(path, session_id)
+        with Session(SqliteSessionStorage(path, read_only=True)) as reader:
+            assert [e.custom_type for e in reader.entries()] == ["recorded"]
+    finally:
+        child.kill()  # the lease it leaves is stale, as every lease of a crashed process
+        child.wait(timeout=30)
+        child.stdout.close()
+        child.stdin.close()
+    with _open_writer("sqlite", path):  # a Session of this process holds it now
+        with pytest.raises(SessionLockedError, match="another Session in this process"):
+            SqliteSessionStorage.delete_session(path, session_id)
+    SqliteSessionStorage.delete_session(path, session_id)  # closed: deleted
+    assert SqliteSessionStorage.list_sessions(path) == []

@@ -326,3 +326,28 @@ def test_an_explicit_empty_tool_list_never_takes_the_sessions_tools(tmp_path):
     assert not marker.exists() and "bash not found" in agent.messages[2].content[0].text
     assert Agent(scripted.model, session=session, stream_fn=scripted.stream_fn).state.tools == ["bash"]  # not given
     session.close()
+
+
+@pytest.mark.parametrize("with_stream_fn", [True, False])
+def test_navigate_tree_on_a_resumed_agent_takes_a_summary_model(tmp_path, with_stream_fn):
+    """``agent.navigate_tree(..., model=..., stream_fn=...)`` (options documented by the
+    ``navigate_tree`` it forwards to) raised ``TypeError: navigate_tree() got multiple values for
+    keyword argument 'model'`` from inside the compactor, and wrote nothing."""
+    from agentcore.testing import text
+
+    path = tmp_path / "branch.jsonl"
+    scripted = ScriptedModel([text("a1"), text("a2")])
+    with Session.create(str(path)) as session:
+        agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+        agent.prompt("one")
+        first = session.leaf_id
+        agent.prompt("two")
+    summarizer = ScriptedModel([text("what the branch did")])
+    with Session.open(str(path)) as session:
+        resumed = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+        chosen = {"stream_fn": summarizer.stream_fn} if with_stream_fn else {}
+        outcome = resumed.navigate_tree(first, summarize=True, model=summarizer.model, **chosen)
+        assert summarizer.calls == 1 and scripted.calls == 2  # the summary came from the given model
+        assert outcome.summary is not None and "what the branch did" in outcome.summary.summary
+        assert session.get_entry(session.leaf_id).type == "branch_summary"
+        assert [m.role for m in resumed.state.messages] == ["user", "assistant", "branchSummary"]

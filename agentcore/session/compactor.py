@@ -400,7 +400,10 @@ class Compactor:
     def navigate_tree(self, target_id: Optional[str], summarize: bool = False, **kwargs: Any) -> Any:
         """``navigate_tree`` on the agent's session with the agent's summary model, then reload the
         transcript from the session. Idle only; needs ``agent.session``. The agent's
-        ``get_api_key`` is asked (for the summary model) only when ``summarize`` is true."""
+        ``get_api_key`` is asked (for the summary model) only when ``summarize`` is true.
+        ``model``/``stream_fn`` in ``kwargs`` choose the summary model and stream function for this
+        call (as for :meth:`_summary_model`: a model of another provider gets its own key and the
+        default stream function unless ``stream_fn`` is given)."""
         from .branch_summary import navigate_tree
 
         session = getattr(self.agent, "session", None)
@@ -409,7 +412,10 @@ class Compactor:
         if getattr(self.agent.state, "is_streaming", False):
             raise RuntimeError("Cannot navigate while the agent is running: call wait_for_idle() first.")
         # only a summary needs the summary model (and its key: get_api_key is not asked otherwise)
-        model, stream_fn, options = self._summary_model() if summarize else (None, None, {})
+        model, stream_fn = kwargs.pop("model", None), kwargs.pop("stream_fn", None)
+        options: Dict[str, Any] = {}
+        if summarize:
+            model, stream_fn, options = self._summary_model(model, stream_fn)
         kwargs.setdefault("plugins", self._plugins())
         kwargs.setdefault("reserve_tokens", self.settings.reserve_tokens)
         kwargs.setdefault("thinking_level", str(self.agent.state.thinking_level))
@@ -547,10 +553,19 @@ class Compactor:
     def _plugins(self) -> Any:
         return self.plugins if self.plugins is not None else getattr(self.agent, "plugins", None)
 
-    def _summary_model(self) -> Tuple[Any, Any, Dict[str, Any]]:
+    def _summary_model(self, given: Any = None, given_stream_fn: Any = None) -> Tuple[Any, Any, Dict[str, Any]]:
+        """The summary model, stream function and request options: ``given`` (one call's model),
+        else this compactor's ``model``, else the agent's. The stream function: ``given_stream_fn``,
+        else this compactor's (for its own model), else the agent's when the model is the agent's,
+        else the default one."""
         agent = self.agent
-        model = self.model or agent.state.model
-        stream_fn = self.stream_fn or (getattr(agent, "stream_fn", None) if self.model is None else None)
+        if given is None:
+            model = self.model or agent.state.model
+            own = self.stream_fn or (getattr(agent, "stream_fn", None) if self.model is None else None)
+        else:
+            model = given
+            own = getattr(agent, "stream_fn", None) if given is agent.state.model else None
+        stream_fn = given_stream_fn or own
         if stream_fn is None:
             from ..loop import get_default_stream_fn
 

@@ -7,9 +7,9 @@ updated only after it committed.
 
 One writer per session: opening for writing takes a lease row (``writer_leases``) naming this
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
-by a crashed process on this host is taken over, also when that process had this process's pid (a
-container's PID 1 restarted: this process knows the leases its own handles hold). ``read_only=True``
-takes no lease.
+by a crashed process on this host is taken over, also while that process is an unreaped zombie
+(killed, its parent not yet waiting for it) and when it had this process's pid (a container's PID 1
+restarted: this process knows the leases its own handles hold). ``read_only=True`` takes no lease.
 
 Indexes are the two keys only: ``(session_id, seq)`` and ``(session_id, id)``. The tree is indexed
 in memory, so no query here needs ``parent_id``; an index on it (databases made before this
@@ -128,6 +128,10 @@ _OWNERS: Set[str] = set()
 
 
 def _pid_alive(pid: int) -> bool:
+    """Whether ``pid`` still runs. A zombie is dead: a writer killed (SIGKILL, the OOM killer)
+    stays a zombie until its parent reaps it, for ever when it was re-parented to an init that
+    does not reap (some containers), yet ``os.kill(pid, 0)`` succeeds on it; its lease must be
+    taken over as that of any process that is gone (its JSONL ``flock`` went with it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -136,7 +140,30 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:  # pragma: no cover - e.g. Windows without the process
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _lease_holder(row: Tuple[Any, ...], host: str) -> Optional[str]:
+    """Who holds the writer lease ``row`` (``owner, pid, host``), or None when it is stale. A lease
+    naming this pid and host is ours only while one of our handles holds it (see ``_OWNERS``); one
+    of another host counts as held (its process cannot be asked)."""
+    owner, pid, lease_host = row[0], row[1], row[2]
+    if pid == os.getpid() and lease_host == host:
+        return "another Session in this process" if owner in _OWNERS else None
+    if lease_host == host and not _pid_alive(pid):
+        return None
+    return f"process {pid} on {lease_host}"
+
+
+def _zombie(pid: int) -> bool:
+    """True when ``/proc`` says ``pid`` is a zombie (False where there is no ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            status = stat_file.read()
+    except OSError:
+        return False
+    fields = status.rpartition(b")")[2].split()  # the name in parentheses may hold spaces or ")"
+    return bool(fields) and fields[0] == b"Z"
 
 
 def _set_wal(conn: sqlite3.Connection) -> None:
@@ -477,12 +504,27 @@ class SqliteSessionStorage(SessionStorage):
 
     @staticmethod
     def delete_session(db_path: Any, session_id: str) -> None:
-        """Remove a session and its entries in one transaction; ``not_found`` if there is none."""
+        """Remove a session and its entries in one transaction; ``not_found`` if there is none.
+
+        A session open for writing (its writer lease held by a live process, this one included)
+        raises :class:`SessionLockedError` and nothing is deleted, as a JSONL session's file stays
+        while it is locked: the writer's conversation would be gone under it. A lease left by a
+        process that is gone does not stop the delete."""
         path = os.path.abspath(os.fspath(db_path))
         conn = _connect(path, False)
         try:
             with conn:
                 conn.execute("BEGIN IMMEDIATE")
+                row = conn.execute(
+                    "SELECT owner, pid, host FROM writer_leases WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                who = _lease_holder(row, socket.gethostname()) if row is not None else None
+                if who is not None:
+                    raise SessionLockedError(
+                        f"{path}: session {session_id} is open for writing by {who}; close it there "
+                        "first: nothing was deleted",
+                        path=path,
+                    )
                 if conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount == 0:
                     raise SessionError("not_found", f"{path}: no session {session_id!r}", path=path)
                 conn.execute("DELETE FROM entries WHERE session_id = ?", (session_id,))
@@ -543,13 +585,8 @@ class SqliteSessionStorage(SessionStorage):
                 "SELECT owner, pid, host FROM writer_leases WHERE session_id = ?", (self.session_id,)
             ).fetchone()
             if row is not None and row[0] != self._owner:
-                this_process = row[1] == os.getpid() and row[2] == host
-                if this_process:  # ours only while one of our handles holds it (see _OWNERS)
-                    stale = row[0] not in _OWNERS
-                else:
-                    stale = row[2] == host and not _pid_alive(row[1])
-                if not stale:
-                    who = "another Session in this process" if this_process else f"process {row[1]} on {row[2]}"
+                who = _lease_holder(row, host)
+                if who is not None:
                     raise SessionLockedError(
                         f"{self.path}: session {self.session_id} is open for writing by {who}; close it "
                         "there first, or open with read_only=True",
