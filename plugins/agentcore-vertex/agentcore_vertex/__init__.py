@@ -9,7 +9,7 @@ the plugin (which happens whenever agentcore first builds a registry) imports no
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, List
 
 if TYPE_CHECKING:
     from .auth import SCOPES, TokenSource, VertexAuthError
@@ -36,5 +36,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def __dir__() -> list:
+def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__))

@@ -78,6 +78,23 @@ def _error_text(exc: BaseException) -> str:
     return ": ".join(parts)
 
 
+def _scope_list(scopes: Any) -> List[str]:
+    """``scopes`` as a list of OAuth scopes; a single string is one scope (``list()`` of it would be
+    its characters, each sent as a scope the token endpoint refuses). Raises ``TypeError`` naming
+    ``scopes`` for anything that is not a string or strings."""
+    if isinstance(scopes, str):
+        return [scopes]
+    try:
+        found = list(scopes)
+    except TypeError:
+        raise TypeError(f"Vertex AI: scopes must be a string or strings, not {type(scopes).__name__}") from None
+    wrong = next((scope for scope in found if not isinstance(scope, str)), None)
+    if wrong is not None or not found:
+        shown = "no scope" if not found else type(wrong).__name__
+        raise TypeError(f"Vertex AI: scopes must be a string or strings, got {shown}")
+    return found
+
+
 def _adc_file() -> str:
     """`` (GOOGLE_APPLICATION_CREDENTIALS=path)`` when that variable names the file, else ``""``."""
     path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
@@ -168,7 +185,8 @@ class TokenSource:
 
     @classmethod
     def from_adc(cls, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> TokenSource:
-        """Application Default Credentials: ``google.auth.default(scopes=...)``.
+        """Application Default Credentials: ``google.auth.default(scopes=...)`` (one scope may be
+        given as a string; anything else than strings is a ``TypeError`` naming ``scopes``).
 
         Raises :class:`VertexAuthError` saying how to set them up when there are none.
         """
@@ -176,7 +194,7 @@ class TokenSource:
         from google.auth.exceptions import DefaultCredentialsError
 
         try:
-            credentials, project = google.auth.default(scopes=list(scopes))
+            credentials, project = google.auth.default(scopes=_scope_list(scopes))
         except DefaultCredentialsError as exc:
             raise VertexAuthError(
                 f"Vertex AI: no Google Cloud credentials found ({_error_text(exc)}); {_ADC_HELP}"
@@ -191,11 +209,12 @@ class TokenSource:
     @classmethod
     def for_credentials(cls, credentials: Any, scopes: Sequence[str] = SCOPES, **kwargs: Any) -> TokenSource:
         """A source for credentials the caller built (service account, user, impersonated...);
-        scopes are added when the credentials need them."""
+        scopes are added when the credentials need them (``scopes`` as for :meth:`from_adc`)."""
         from google.auth.credentials import with_scopes_if_required
 
         project = getattr(credentials, "project_id", None)  # service-account keys name their project
-        return cls(with_scopes_if_required(credentials, list(scopes)), project, **kwargs)
+        scoped = with_scopes_if_required(credentials, _scope_list(scopes))  # type: ignore[no-untyped-call]
+        return cls(scoped, project, **kwargs)
 
     def token(self, signal: Any = None) -> str:
         """A valid access token (refreshing first when it expires within ``margin``).

@@ -8,7 +8,8 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
   streamGenerateContent?alt=sse``; ``base`` is the model's ``base_url`` with ``{location}``
   filled in (catalog models: ``https://{location}-aiplatform.googleapis.com``), and the ``global``
   location's host is ``https://aiplatform.googleapis.com``.
-* Auth, first match wins: an ``api_key`` option chooses Vertex AI express mode; credentials given
+* Auth, first match wins: an ``api_key`` option chooses Vertex AI express mode (a key of
+  whitespace only, here or in ``GOOGLE_CLOUD_API_KEY``, counts as none); credentials given
   (option ``credentials``, else the provider's own) choose their token; then
   ``GOOGLE_CLOUD_API_KEY`` chooses express mode; else Application Default Credentials. With
   credentials, the headers they add go on the request (``credentials.apply``: ``Authorization:
@@ -25,13 +26,22 @@ GoogleStreamState`): Vertex speaks the same wire format. What differs is where a
   project may be a project number (an int); a location must be letters, digits and dashes (it is
   part of the host name), and anything else is named in a configuration error.
 
+A ``credentials`` option that is no google-auth credentials object (``-o credentials PATH`` gives a
+string) ends the stream with an error naming the option; a key file goes in
+``GOOGLE_APPLICATION_CREDENTIALS``.
+
 Failures (missing configuration, no credentials, a failed refresh, HTTP errors) end the stream with
 an ``error`` event, as for every wire API; tokens and keys never appear in its message. An abort
 while Application Default Credentials are looked up (off Google Cloud, google-auth's probe of the
 metadata server may take seconds) or while the token refreshes ends it at once with the usual
 ``aborted`` result; the look-up or refresh goes on, and the next request uses what it found.
+When the ADC token can no longer be refreshed (expired or rejected, and the refresh fails: a
+revoked login, reauthentication required), that request fails and the next one looks the
+credentials up again, so a ``gcloud auth application-default login`` meanwhile is picked up.
 With credentials, a ``401`` before any content refreshes the token and retries once (unless a
-refresh replaced the rejected token meanwhile: the retry then carries the new one).
+refresh replaced the rejected token meanwhile: the retry then carries the new one). When that
+refresh fails (a bare access token has nothing to refresh it with), the error keeps the server's
+401 answer on its first line and says why the refresh failed on the next.
 """
 
 from __future__ import annotations
@@ -47,7 +57,7 @@ from agentcore.providers.base import ProviderError, ProviderStream, StateHandler
 from agentcore.providers.google import GoogleStreamState, build_request_body
 from agentcore.providers.retries import RetryBudget
 
-from .auth import _ADC_HELP, SCOPES, TokenSource, VertexAuthError, _error_text, _Refresh, _wait
+from .auth import _ADC_HELP, SCOPES, TokenSource, VertexAuthError, _error_text, _Refresh, _scope_list, _wait
 
 __all__ = [
     "API",
@@ -69,6 +79,7 @@ AUTHENTICATED = "<authenticated>"  # the core's marker for ambient credentials (
 _REGIONAL_HOST = re.compile(r"^https?://([a-z0-9-]+)-aiplatform\.googleapis\.com(?:/|$)")
 _GLOBAL_HOST = re.compile(r"^https?://aiplatform\.googleapis\.com(?:/|$)")
 _SENT_TOKEN = "_vertex_sent_token"  # option: where build_request notes the token it sent
+_REJECTED = "_vertex_rejected"  # option: the 401 error a retry follows, kept if its refresh fails
 _DISCOVERY_THREAD = "agentcore-vertex-adc-discovery"
 
 
@@ -173,14 +184,35 @@ def request_url(model: Any, location: str, project: Optional[str] = None) -> str
 # --------------------------------------------------------------------------- the provider
 
 
+def _not_credentials(credentials: Any, where: str) -> Optional[str]:
+    """Why ``credentials`` cannot be used (it is no google-auth credentials object: it lacks the
+    ``refresh`` and ``apply`` the token source calls), naming ``where`` it came from and saying
+    how to pass credentials; None when it can. The value is never shown (a string given on the
+    command line may be a token, a JSON object a key file's content)."""
+    if callable(getattr(credentials, "refresh", None)) and callable(getattr(credentials, "apply", None)):
+        return None
+    return (
+        f"Vertex AI: {where} must be a google-auth credentials object (e.g. "
+        f"google.oauth2.service_account.Credentials), not {type(credentials).__name__}; on the command line "
+        "set GOOGLE_APPLICATION_CREDENTIALS to a service-account key file instead, in code pass the object "
+        "built from it (credentials= or VertexProvider(credentials))"
+    )
+
+
+def _blank_to_none(key: Any) -> Any:
+    """``key``, or None when it is a string of whitespace only (no key: credentials are used)."""
+    return None if isinstance(key, str) and not key.strip() else key
+
+
 class _SentToken:
     """The token the last request of a stream carried, so a 401 rejects that token and not one a
     refresh put in its place meanwhile. Its repr never shows it."""
 
-    __slots__ = ("token",)
+    __slots__ = ("token", "source")
 
     def __init__(self) -> None:
         self.token: Optional[str] = None
+        self.source: Optional[TokenSource] = None  # the source it came from
 
     def __repr__(self) -> str:
         return "<_SentToken>"
@@ -191,9 +223,15 @@ class VertexProvider(WireProvider):
 
     ``credentials`` (a google-auth credentials object) replaces Application Default Credentials and
     wins over ``GOOGLE_CLOUD_API_KEY`` (only an ``api_key`` option still chooses express mode);
-    ``project``/``location`` set defaults below the per-request options. The ADC token source is
-    created on the first request and kept by this provider instance; credentials passed per request
-    (option ``credentials``) get their own source, kept while the object lives.
+    ``project``/``location`` set defaults below the per-request options; ``scopes`` are the OAuth
+    scopes asked for (a single string is one scope; other values raise ``TypeError``). The ADC
+    token source is created on the first request and kept by this provider instance until its
+    refresh fails with no usable token left (the next request then looks ADC up again); credentials
+    passed per request (option ``credentials``) get their own source, kept while the object lives.
+    Credentials that are no google-auth credentials object (a path or a key file's JSON from
+    ``-o credentials``) are refused naming where they came from: the constructor raises
+    ``TypeError``, a request ends with a :class:`~agentcore_vertex.auth.VertexAuthError` error
+    event. A service-account key file goes in ``GOOGLE_APPLICATION_CREDENTIALS``.
     """
 
     api = API
@@ -220,7 +258,11 @@ class VertexProvider(WireProvider):
     ) -> None:
         self.project = project
         self.location = location
-        self.scopes = tuple(scopes)
+        self.scopes = tuple(_scope_list(scopes))
+        if credentials is not None:
+            problem = _not_credentials(credentials, "VertexProvider(credentials)")
+            if problem:
+                raise TypeError(problem)
         self._has_credentials = credentials is not None
         self._lock = threading.Lock()
         self._default: Optional[TokenSource] = (
@@ -232,7 +274,7 @@ class VertexProvider(WireProvider):
     def stream(self, model: Any, context: Any, **options: Any) -> Any:
         # Vertex auth does not depend on the model's provider name: without a key, use credentials.
         # The marker keeps the skeleton's provider-name key lookup from failing before we get to it.
-        if not options.get("api_key"):
+        if not _blank_to_none(options.get("api_key")):
             options["api_key"] = self._ambient_key(options) or AUTHENTICATED
         if options["api_key"] != AUTHENTICATED:
             return super().stream(model, context, **options)
@@ -240,15 +282,18 @@ class VertexProvider(WireProvider):
 
     def _ambient_key(self, options: Mapping[str, Any]) -> Optional[str]:
         """``GOOGLE_CLOUD_API_KEY``, or None when credentials were given (option or constructor):
-        the environment's key is a fallback and never overrides credentials chosen in code."""
+        the environment's key is a fallback and never overrides credentials chosen in code. A
+        value of whitespace only (``GOOGLE_CLOUD_API_KEY=`` in a CRLF ``.env`` file leaves a
+        ``\\r``) is no key: Application Default Credentials are used."""
         if options.get("credentials") is not None or self._has_credentials:
             return None
-        return os.environ.get(API_KEY_ENV)
+        return _blank_to_none(os.environ.get(API_KEY_ENV))
 
     def _retry_rejected_token(self, model: Any, context: Any, options: Dict[str, Any]) -> Iterator[Any]:
         """ADC mode: a 401 before any content means the token was revoked or rotated before its
         expiry; refresh it and ask once more (as google-auth's AuthorizedSession does), with the
-        retries the first attempt left of ``max_retries``."""
+        retries the first attempt left of ``max_retries``. When that refresh fails, the error
+        event's message is the 401's, then (next line) the refresh failure."""
         statuses: List[int] = []
         sent = _SentToken()
         user_hook = options.get("on_response")
@@ -270,7 +315,9 @@ class VertexProvider(WireProvider):
                 return
         finally:
             first.close()
-        self.token_source(options.get("credentials")).invalidate(sent.token)
+        if sent.source is not None:
+            sent.source.invalidate(sent.token)
+        options[_REJECTED] = event.error.error_message  # redacted by the first stream
         # the retry with a fresh token is an auth step, outside the budget; what the first stream
         # spent on transient failures (one HTTP answer per attempt) is not given back
         allowed = RetryBudget(options.get("max_retries")).max_retries  # the default and the floor at 0
@@ -288,10 +335,18 @@ class VertexProvider(WireProvider):
         location = resolve_location(model, location_option)
         source = self.token_source(options.get("credentials"), options.get("signal"))
         project = resolve_project(options.get("project") or self.project, credentials_project=source.project)
-        token = source.apply(headers, options.get("signal"))
+        try:
+            token = source.apply(headers, options.get("signal"))
+        except VertexAuthError as exc:
+            if options.get("credentials") is None:
+                self._forget_adc(source)
+            rejected = options.get(_REJECTED)
+            if not rejected:
+                raise
+            raise VertexAuthError(f"{rejected}\n{exc}") from None  # the server's 401, then why no new token
         sent = options.get(_SENT_TOKEN)
         if isinstance(sent, _SentToken):
-            sent.token = token
+            sent.token, sent.source = token, source
         return WireRequest(request_url(model, location, project), headers, body)
 
     def new_handler(self, model: Any, writer: Any, options: Dict[str, Any]) -> StateHandler:
@@ -306,10 +361,15 @@ class VertexProvider(WireProvider):
         or ``threading.Event``) ends the wait with :class:`~agentcore.providers.http.RequestAborted`
         while the look-up goes on: its source is kept for the next request. Raises
         :class:`~agentcore_vertex.auth.VertexAuthError` when there are no credentials; a failed
-        look-up is not kept (the next request looks again). When no helper thread can start, the
-        look-up runs on the calling thread (not abortable)."""
+        look-up is not kept (the next request looks again), and when ``credentials`` is no
+        google-auth credentials object (no ``refresh``/``apply``: a string or JSON from the command
+        line), naming the option. When no helper thread can start, the look-up runs on the calling
+        thread (not abortable)."""
         if credentials is None:
             return self._adc_source(signal)
+        problem = _not_credentials(credentials, "the credentials option")
+        if problem:
+            raise VertexAuthError(problem)
         with self._lock:
             try:
                 source = self._sources.get(credentials)
@@ -341,6 +401,16 @@ class VertexProvider(WireProvider):
         if source is None:  # reset meanwhile (cannot happen today); say so rather than fail obscurely
             raise VertexAuthError(f"Vertex AI: no Google Cloud credentials found; {_ADC_HELP}")
         return source
+
+    def _forget_adc(self, source: TokenSource) -> None:
+        """``source`` gave no usable token (its refresh failed once the token was expired or
+        rejected): when it is the ADC source this provider found, drop it, so the next request
+        looks the credentials up again (after ``gcloud auth application-default login``, say)
+        instead of failing with the old ones until the process ends. Credentials given to the
+        constructor are kept: there is nothing else to look up."""
+        with self._lock:
+            if self._default is source and not self._has_credentials:
+                self._default = None
 
     def _discover(self, discovery: _Refresh) -> None:
         """The ADC look-up (the helper thread's body): keep the source, or record why it failed."""

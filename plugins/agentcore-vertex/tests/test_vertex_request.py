@@ -487,3 +487,48 @@ def test_the_command_line_leaves_credentials_to_the_provider(monkeypatch):
     finally:
         if manager.get_plugin("vertex-under-test") is not None:
             manager.unregister(name="vertex-under-test")
+
+
+@pytest.mark.parametrize(
+    "value", ["/secrets/vertex-runner.json", '{"type": "service_account", "private_key": "MIIEv-secret"}', "false"]
+)
+def test_credentials_from_the_command_line_are_refused_naming_the_option(monkeypatch, value):
+    """``-o credentials PATH`` (or a key file's JSON) is a string or a dict, no credentials object:
+    it failed inside the token refresh (``AttributeError: 'str' object has no attribute
+    'refresh'``) and turned off express mode. The error names the option and the ways that work,
+    never the value; the provider constructor refuses it at once."""
+    from agentcore.cli._setup import stream_options
+
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", "AQ.ambient-key-0123456789")
+    options = stream_options([("credentials", value), ("project", "p"), ("location", "us-central1")])
+    result = VertexProvider().stream(FLASH, CTX, **options).result()
+    kind = type(options["credentials"]).__name__
+    assert result.stop_reason == "error"
+    assert result.error_message.startswith(
+        f"Vertex AI: the credentials option must be a google-auth credentials object "
+        f"(e.g. google.oauth2.service_account.Credentials), not {kind}; "
+    )
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in result.error_message and "MIIEv" not in result.error_message
+    assert "vertex-runner" not in result.error_message
+    with pytest.raises(TypeError, match=r"^Vertex AI: VertexProvider\(credentials\) must be a google-auth"):
+        VertexProvider(options["credentials"])
+
+
+def test_a_single_scope_string_is_one_scope(monkeypatch):
+    """``scopes="https://.../cloud-platform"`` was split into its characters, each asked of the
+    token endpoint as a scope of its own (an ``invalid_scope`` refusal far from the cause)."""
+    calls = []
+
+    def fake_default(scopes=None, **kwargs):
+        calls.append(scopes)
+        return google.oauth2.credentials.Credentials(token="ya29.adc"), "adc-project"
+
+    monkeypatch.setattr("google.auth.default", fake_default)
+    scope = "https://www.googleapis.com/auth/cloud-platform"
+    provider = VertexProvider(scopes=scope, location="us-central1")
+    assert provider.scopes == (scope,)
+    _request(provider)
+    TokenSource.from_adc(scope)
+    assert calls == [[scope], [scope]]
+    with pytest.raises(TypeError, match="^Vertex AI: scopes must be a string or strings, got int"):
+        VertexProvider(scopes=[scope, 5])

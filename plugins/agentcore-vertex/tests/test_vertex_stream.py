@@ -305,6 +305,41 @@ def test_a_second_401_is_the_error(server):
     assert len(server.requests) == 2
 
 
+def test_a_rejected_token_that_cannot_be_refreshed_keeps_the_401(server):
+    """A bare access token (``gcloud auth print-access-token``) that expires during a long run:
+    the server's 401 and its text stay in the error, followed by why the refresh failed, instead
+    of a refresh error alone that never says the server rejected the token."""
+    creds = google.oauth2.credentials.Credentials(token=TOKEN)  # nothing to refresh it with
+    provider = VertexProvider(creds, project="my-proj", location="us-central1")
+    server.replies.append(Reply(401, UNAUTHENTICATED, "application/json"))
+    result, types = _run(provider, _model(server), AgentContext(messages=[UserMessage(content="hi")]))
+    first, second = result.error_message.split("\n")
+    assert types == ["error"] and result.stop_reason == "error" and len(server.requests) == 1
+    assert first.startswith("401 ") and "UNAUTHENTICATED" in first
+    assert second.startswith("Vertex AI: could not refresh the Google Cloud access token: RefreshError: ")
+    assert TOKEN not in result.error_message
+
+
+def test_adc_that_can_no_longer_refresh_is_looked_up_again(server, monkeypatch):
+    """Reauthentication required (a user ADC refresh token revoked or timed out): the error says to
+    run ``gcloud auth application-default login``, but the provider kept the old credentials for
+    the life of the process, so a long-running agent failed on every request even after that
+    login. A refresh failure that leaves no usable token drops the ADC source: the next request
+    looks the credentials up again and finds the new ones."""
+    stale, renewed = FakeCredentials(), FakeCredentials("ya29.after-login")  # stale: refresh fails
+    found = [stale, renewed]
+    monkeypatch.setattr("google.auth.default", lambda scopes=None, **kwargs: (found.pop(0), "adc-proj"))
+    provider = VertexProvider(location="us-central1")
+    server.replies.append(Reply(body=OK_BODY))
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    failed, _ = _run(provider, _model(server), ctx)
+    assert failed.error_message.startswith("Vertex AI: could not refresh the Google Cloud access token: RefreshError")
+    assert "gcloud auth application-default login" in failed.error_message and not server.requests
+    result, _ = _run(provider, _model(server), ctx)
+    assert result.text == "ok" and found == [] and stale.refreshes == 1
+    assert server.requests[0].headers["authorization"] == "Bearer ya29.after-login"
+
+
 def test_the_refresh_retry_keeps_what_is_left_of_max_retries(server):
     """503, 503, 401 spend two of max_retries=2 before the token is refreshed: the retried
     request gets no fresh budget, so its own 503 ends the stream (4 requests, not 6)."""
@@ -389,6 +424,25 @@ def test_credentials_given_in_code_win_over_google_cloud_api_key(server, monkeyp
         (None, "AQ.explicit-key-0123456789"),
         (None, "AQ.ambient-key-0123456789"),
     ]
+
+
+@pytest.mark.parametrize("blank", ["\r", "  "])
+def test_a_blank_google_cloud_api_key_leaves_adc_in_charge(server, monkeypatch, blank):
+    """``GOOGLE_CLOUD_API_KEY=`` in a CRLF ``.env`` file leaves ``"\\r"``: it chose express mode
+    with no key, and the request failed with "no API key for provider google-vertex" although
+    Application Default Credentials were there. A blank ``api_key`` option is no key either."""
+    monkeypatch.setenv("GOOGLE_CLOUD_API_KEY", blank)
+    monkeypatch.setattr(
+        "google.auth.default", lambda scopes=None, **kwargs: (google.oauth2.credentials.Credentials(token=TOKEN), "adc")
+    )
+    server.replies += [Reply(body=OK_BODY), Reply(body=OK_BODY)]
+    provider = VertexProvider(location="us-central1")
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    first, _ = _run(provider, _model(server), ctx)
+    second, _ = _run(provider, _model(server), ctx, api_key=blank)
+    assert (first.error_message, second.error_message) == (None, None)
+    adc_path = "/v1/projects/adc/locations/us-central1/publishers/google/models/gemini-2.0-flash:streamGenerateContent"
+    assert [(r.path, r.headers["authorization"]) for r in server.requests] == [(adc_path, f"Bearer {TOKEN}")] * 2
 
 
 @pytest.mark.parametrize("where", ["adc-file", "environment"])
