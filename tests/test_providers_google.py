@@ -604,6 +604,9 @@ def test_thinking_enabled_and_budget_tokens_options_reach_gemini():  # StreamOpt
     ctx = AgentContext(messages=[UserMessage("q")])
     with pytest.raises(ProviderError, match="budget_tokens must be a whole number of tokens, got 'lots'"):
         wire.build_request_body(PRO25, ctx, thinking={"enabled": True, "budget_tokens": "lots"})
+    for given in ("high", True):  # -o thinking high / -o thinking true: were silently ignored
+        with pytest.raises(ProviderError, match=r'"thinking" option must be an object .* use reasoning='):
+            wire.build_request_body(PRO25, ctx, thinking=given)
 
 
 def test_tool_choice_object_is_sent_as_the_tool_config():  # StreamOptions tool_choice: "or the API's object"

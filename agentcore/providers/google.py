@@ -288,9 +288,16 @@ def _thinking_request(model: Any, options: Mapping[str, Any]) -> Optional[Dict[s
     The raw ``thinking`` dict wins; then ``thinking_enabled`` (False: none, whatever ``reasoning``
     says; None: on when ``reasoning`` names a level) and ``thinking_budget_tokens`` (the budget of
     thinking that is on, instead of the level's); then ``reasoning`` alone (:func:`thinking_config`).
-    A budget that is not a whole number raises :class:`ProviderError` naming the option.
+    A budget that is not a whole number raises :class:`ProviderError` naming the option, and so
+    does a ``thinking`` that is not an object (``-o thinking high`` was silently ignored).
     """
     raw = options.get("thinking")
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ProviderError(
+            'the "thinking" option must be an object {"enabled": true, "budget_tokens": N} or '
+            f'{{"enabled": true, "level": "..."}}, not {type(raw).__name__}; for a thinking level '
+            "use reasoning= (--thinking on the command line)"
+        )
     if isinstance(raw, Mapping):
         if not (raw.get("enabled") and model.reasoning):
             return None
