@@ -15,9 +15,15 @@ caller's process: a call made again in another process knows it only if that rep
 
 * same task, finished successfully: nothing runs; the recorded messages are the result (the
   session is not extended with a duplicate conversation, the model is not paid twice);
-* same task, unfinished or failed: the session's leaf moves back to where that attempt began (a
-  ``leaf`` entry: the earlier attempt stays in the file as an abandoned branch, nothing is
-  rewritten) and the task runs from the transcript the first attempt saw;
+* same task, paused for approval (its ``end`` says ``paused``) and continued to an end in the
+  session since (a person approved or denied its calls and ran ``continue_()`` there: every tool
+  call of the last response has a result, and that response neither failed nor was aborted):
+  it finished there; nothing runs, and the messages of the attempt and of its continuation are
+  the result;
+* same task, unfinished or failed (a pause nobody continued to an end included): the session's
+  leaf moves back to where that attempt began (a ``leaf`` entry: the earlier attempt stays in the
+  file as an abandoned branch, nothing is rewritten) and the task runs from the transcript the
+  first attempt saw;
 * anything else (no attempt, another task, the same id with another prompt): the task continues
   the session after what is there; nothing is ever moved back past another task's attempt.
 
@@ -27,6 +33,10 @@ is then looked for in the longest run of attempts that ends the branch and is, i
 of the first tasks of its lineup: a re-run of the whole call skips each task that finished, and
 rewinds to the first that did not (the ones after it run again after it). A task alone on its
 session has a lineup of one, which is the rule above.
+
+A task whose session already has tool calls waiting for approval when it starts (the task before
+it on the session paused) fails at once (``TaskError`` of kind ``ApprovalPending``), recording
+nothing: its prompt cannot be sent before they are decided.
 
 Every failure is caught and returned as ``TaskResult.error``; an exception that does not survive
 :mod:`pickle` (a provider's exception holding a socket...) is replaced by :class:`TaskError`
@@ -193,6 +203,10 @@ class _Attempt:
     end: Optional[Dict[str, Any]] = None  # the data of its ``end`` entry
     messages: List[Any] = field(default_factory=list)  # recorded between the two
     summaries: Usage = field(default_factory=Usage)  # the usage of the compactions stored between them
+    # after the ``end`` of an attempt that paused for approval, up to the next ``start``: the run a
+    # person continued in the session (decisions taken, ``continue_()``), and its compactions
+    continued: List[Any] = field(default_factory=list)
+    continued_summaries: Usage = field(default_factory=Usage)
 
 
 def _resume_point(session: Any, lineup: Lineup) -> _Resume:
@@ -203,8 +217,32 @@ def _resume_point(session: Any, lineup: Lineup) -> _Resume:
     number = int(own.start.data.get("attempt", 0))
     if own.end is not None and own.end.get("ok"):
         return _Resume(number, recorded=own.messages, summaries=own.summaries)
+    if own.end is not None and own.end.get("paused") and _settled(own.messages + own.continued):
+        summaries = Usage()
+        add_usage(summaries, own.summaries)
+        add_usage(summaries, own.continued_summaries)
+        return _Resume(number, recorded=own.messages + own.continued, summaries=summaries)
     session.move_to(own.start.parent_id)
     return _Resume(number + 1)
+
+
+def _settled(messages: List[Any]) -> bool:
+    """Whether a run that paused for approval was continued to an end: its last assistant
+    message neither failed nor was aborted, and each of its tool calls has a result after it."""
+    for place in range(len(messages) - 1, -1, -1):
+        last = messages[place]
+        if getattr(last, "role", None) != "assistant":
+            continue
+        if _run_error([last]) is not None:
+            return False
+        calls = {
+            getattr(b, "id", None) for b in getattr(last, "content", ()) or () if getattr(b, "type", None) == "toolCall"
+        }
+        answered = {
+            getattr(m, "tool_call_id", None) for m in messages[place + 1 :] if getattr(m, "role", None) == "toolResult"
+        }
+        return calls <= answered
+    return False
 
 
 def _own_attempt(attempts: List[_Attempt], lineup: Lineup) -> Optional[_Attempt]:
@@ -232,6 +270,11 @@ def _attempts(session: Any) -> List[_Attempt]:
             last.messages.append(entry.message)
         elif last is not None and last.end is None and getattr(entry, "type", None) == "compaction":
             add_usage(last.summaries, getattr(entry, "usage", None))
+        elif last is not None and last.end is not None and last.end.get("paused"):
+            if getattr(entry, "type", None) == "message":
+                last.continued.append(entry.message)
+            elif getattr(entry, "type", None) == "compaction":
+                add_usage(last.continued_summaries, getattr(entry, "usage", None))
     return attempts
 
 
@@ -372,6 +415,9 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
             recorded = resume.recorded
             return TaskResult(task, recorded, None, sum_usage(recorded, resume.summaries), resume.summaries)
         agent = task.spec.build(session=session)
+        waiting = _waiting_error(agent)
+        if waiting is not None:  # prompt() would refuse: nothing is recorded, nothing runs
+            return TaskResult(task, error=waiting)
         if local is not None and not local.add(agent):
             return TaskResult(task, error=TaskAborted("cancelled before it started"))
         if session is not None:
@@ -386,11 +432,13 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
             if local is not None:
                 stop_late_start()
                 local.remove(agent)
+        paused = _run_error(messages) is None and bool(agent.pending_approvals)
         error = _run_error(messages) or _paused_error(agent)
         if session is not None:
-            session.append_custom(
-                MARKER, {"event": "end", "task": key["task"], "token": key["token"], "ok": error is None}
-            )
+            end = {"event": "end", "task": key["task"], "token": key["token"], "ok": error is None}
+            if paused:
+                end["paused"] = True
+            session.append_custom(MARKER, end)
         return TaskResult(task, messages, error, sum_usage(messages, summaries.total), summaries.total)
     except Exception as exc:
         return TaskResult(task, messages, _portable(exc), sum_usage(messages, summaries.total), summaries.total)
@@ -405,7 +453,8 @@ def run_task(task: Any, local: Optional[LocalRuns] = None, lineup: Optional[Line
 def _paused_error(agent: Any) -> Optional[BaseException]:
     """The failure of a run that paused for approval (a tool with ``requires_approval``): nobody
     can decide for a task, so it did not finish, and its ``end`` marker must not say it did (a
-    re-run would skip it). Its session keeps the waiting calls for a person to decide there."""
+    re-run would skip it, see :func:`_resume_point`). Its session keeps the waiting calls for a
+    person to decide there."""
     pending = agent.pending_approvals
     if not pending:
         return None
@@ -414,7 +463,22 @@ def _paused_error(agent: Any) -> Optional[BaseException]:
         "ApprovalPending",
         f"the run paused for approval of {calls}; a run_many task cannot wait for a decision: give "
         "the spec tools without requires_approval, or open the task's session, approve or deny "
-        "each call and continue_() there",
+        "each call and continue_() there (running the task again then returns that result)",
+    )
+
+
+def _waiting_error(agent: Any) -> Optional[BaseException]:
+    """The failure of a task whose session already has tool calls waiting for approval (an earlier
+    task on it paused, or a person's own run did): its prompt cannot run before they are decided."""
+    pending = agent.pending_approvals
+    if not pending:
+        return None
+    calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
+    return TaskError(
+        "ApprovalPending",
+        f"the task did not start: its session has tool calls waiting for approval ({calls}), left "
+        "by an earlier run on it (an earlier task that paused); open the session, approve or deny "
+        "each call and continue_() there, then run the task again",
     )
 
 

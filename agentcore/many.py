@@ -105,8 +105,10 @@ def run_many(
 
     A failing task (unknown model, provider error, a worker process that died, a task that a
     process pool's worker cannot unpickle, a run that paused for the approval of a tool call:
-    nobody can decide there...) yields a result whose ``error`` is set, picklable;
-    the others go on. ``KeyboardInterrupt`` or closing the iterator cancels the rest (see the
+    nobody can decide there; a task on a session whose calls already wait for approval...) yields
+    a result whose ``error`` is set, picklable; the others go on. A paused task that a person
+    continued to an end in its session is not run again: a re-run returns that result.
+    ``KeyboardInterrupt`` or closing the iterator cancels the rest (see the
     module docstring for what can be aborted where) and returns promptly; KeyboardInterrupt is
     re-raised (a second one while aborted thread agents settle stops the wait for them). ``progress``: see :mod:`agentcore._many_progress`.
     """

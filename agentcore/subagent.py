@@ -17,9 +17,13 @@ The tool takes ``{"task": str}``, prompts the sub-agent with the task and return
   far and ``details={"subagent": name, "event": event}``.
 * Abort: the parent's abort aborts the sub-agent's run, and ends at once a ``keep_history`` call
   still waiting for the one before. A sub-agent run that fails, is aborted or pauses for an
-  approval raises, so the parent gets an error result (never a hung parent).
+  approval raises, so the parent gets an error result (never a hung parent); its text ends with
+  where the run is recorded, when it has a session (a paused run's waiting calls can be approved
+  there and continued).
 * Sessions: when the parent agent has a session, a fresh sub-agent records its run in a session
-  of its own, linked from the result's ``details["session"]``: a JSONL file next to the parent's
+  of its own (after the copy of the template's transcript it starts from, so that an agent
+  resumed from that session sees what the sub-agent saw), linked from the result's
+  ``details["session"]``: a JSONL file next to the parent's
   (``<parent>.<tool name>-<call id>.jsonl``, its header's ``parentSession`` naming the parent
   file), or a new session in the parent's SQLite database (``{"path", "id"}``). A
   ``keep_history`` sub-agent records into its own session, if it has one. In-memory parents link
@@ -105,7 +109,7 @@ class _SubAgent:
         if link is not None:
             details["session"] = link
         return AgentToolResult(
-            content=[TextContent(_final_text(self.name, agent, messages))],
+            content=[TextContent(_final_text(self.name, agent, messages, link))],
             details=details,
             usage=total_usage(messages, summaries),
         )
@@ -187,23 +191,35 @@ def _run(agent: Any, task: str, signal: Any, forward: Any, summaries: List[Any])
     return messages
 
 
-def _final_text(name: str, agent: Any, messages: List[Any]) -> str:
+def _final_text(name: str, agent: Any, messages: List[Any], link: Optional[Dict[str, Any]] = None) -> str:
     """The text of the run's last assistant message; RuntimeError when the run did not end with
-    an answer (failed, aborted, or paused for approvals)."""
+    an answer (failed, aborted, or paused for approvals). Its message ends with where the run is
+    recorded when it has a session (``link``, see :func:`_session_link`): the error result carries
+    no ``details``, and a paused run's waiting calls can be decided there."""
+    where = _where(link)
     last = next((m for m in reversed(messages) if getattr(m, "role", None) == "assistant"), None)
     if last is None:
-        raise RuntimeError(f"sub-agent {name!r} produced no answer")
+        raise RuntimeError(f"sub-agent {name!r} produced no answer{where}")
     if last.stop_reason in ("error", "aborted"):
         what = "was aborted" if last.stop_reason == "aborted" else "failed"
-        raise RuntimeError(f"sub-agent {name!r} {what}: {last.error_message or 'no details'}")
+        raise RuntimeError(f"sub-agent {name!r} {what}: {last.error_message or 'no details'}{where}")
     pending = agent.pending_approvals
     if pending:
         calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
         raise RuntimeError(
             f"sub-agent {name!r} paused for approval of {calls}; a sub-agent cannot "
-            f"wait for approvals, give it tools without requires_approval"
+            f"wait for approvals, give it tools without requires_approval{where}"
         )
     return _text_of(last)
+
+
+def _where(link: Optional[Dict[str, Any]]) -> str:
+    """`` (its run is recorded in ...)`` for a sub-agent run with a session, else ``""``."""
+    if link is None:
+        return ""
+    if "id" in link:
+        return f" (its run is recorded in session {link['id']} of {link['path']})"
+    return f" (its run is recorded in {link['path']})"
 
 
 def _text_of(message: Any) -> str:
@@ -240,25 +256,49 @@ _COPIED = (
 
 
 def _fresh_agent(template: Any, session: Any) -> Any:
-    """A new Agent with ``template``'s settings and a copy of its transcript."""
+    """A new Agent with ``template``'s settings and a copy of its transcript, which is recorded
+    first into ``session`` (when given): the session then holds all the sub-agent saw, and an
+    agent resumed from it goes on from there. ``session`` is closed when this fails."""
     from .agent import Agent
 
+    history = list(template.messages)
     settings = {name: getattr(template, name) for name in _COPIED}
     compactor = template.compactor
-    agent = Agent(
-        model=template.model,
-        system_prompt=template.system_prompt,
-        tools=list(template.tools),
-        messages=list(template.messages),
-        thinking_level=template.thinking_level,
-        plugins=template._plugin_args,
-        compaction=compactor.settings,
-        compaction_model=compactor.model,
-        options=copy.copy(template.options),
-        session=session,
-        **settings,
-    )
-    return agent
+    try:
+        if session is not None:
+            _record_history(session, history)
+        return Agent(
+            model=template.model,
+            system_prompt=template.system_prompt,
+            tools=list(template.tools),
+            messages=history,
+            thinking_level=template.thinking_level,
+            plugins=template._plugin_args,
+            compaction=compactor.settings,
+            compaction_model=compactor.model,
+            options=copy.copy(template.options),
+            session=session,
+            **settings,
+        )
+    except BaseException:
+        if session is not None:
+            session.close()
+        raise
+
+
+def _record_history(session: Any, messages: List[Any]) -> None:
+    """Append ``messages`` to ``session``; one that JSON cannot carry in its JSON-safe form, as the
+    agent's recorder does (:func:`agentcore.session.agent_link.attach_session`)."""
+    from .session.agent_link import _json_safe_message
+    from .session.errors import SessionError
+
+    for message in messages:
+        try:
+            session.append_message(message)
+        except SessionError as exc:
+            if exc.code != "invalid_payload":
+                raise
+            session.append_message(_json_safe_message(message))
 
 
 def _running_parent() -> Any:

@@ -1536,3 +1536,75 @@ def test_a_task_whose_run_pauses_for_approval_fails_and_a_rerun_does_not_skip_it
         assert [p.tool_call_id for p in Agent(scripted.model, session=session).pending_approvals] == ["g1"]
     [again] = list(run_many([task], progress=False))  # not skipped as finished: it runs again
     assert scripted.calls == 2 and not again.ok
+
+
+def test_a_paused_task_continued_in_its_session_is_not_run_again(tmp_path):
+    """The ApprovalPending error says to approve the calls in the task's session and continue_()
+    there. Doing so and running the call again rewound the session past that work (abandoning the
+    decision and the answer), paid the model again and paused once more: the task never finished."""
+    from agentcore.testing import ScriptedModel, call, response, text
+
+    scripted = ScriptedModel(
+        [response(call("guarded_add", {"a": 1, "b": 2}, id="g1")), text("3", usage=priced((7, 7, 1.0)))]
+        + [response(call("guarded_add", {"a": 1, "b": 2}, id="g2"))]
+    )
+    url = f"jsonl://{tmp_path / 's.jsonl'}"
+    task = AgentTask(AgentSpec(scripted.model, tools=(GUARDED_ADD,)), "add 1 and 2", session=url, id="add")
+    [paused] = list(run_many([task], progress=False))
+    assert paused.error.kind == "ApprovalPending"
+    with Session.open(tmp_path / "s.jsonl") as session:
+        person = Agent(scripted.model, tools=[GUARDED_ADD], session=session)
+        person.approve("g1")
+        person.continue_()
+    [again] = list(run_many([task], progress=False))
+    assert again.ok, again.error
+    assert scripted.calls == 2  # the model was not asked again
+    assert [m.role for m in again.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert again.messages[-1].content[0].text == "3" and figures(again.usage) == (7, 7, 1.0)
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        assert [m.role for m in session.build_context().messages] == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_a_paused_task_nobody_continued_to_an_end_runs_again(tmp_path):
+    from agentcore.testing import ScriptedModel, call, response
+
+    scripted = ScriptedModel([response(call("guarded_add", {"a": 1, "b": 2}, id=f"g{i}")) for i in range(3)])
+    url = f"jsonl://{tmp_path / 's.jsonl'}"
+    task = AgentTask(AgentSpec(scripted.model, tools=(GUARDED_ADD,)), "add 1 and 2", session=url, id="add")
+    list(run_many([task], progress=False))
+    with Session.open(tmp_path / "s.jsonl") as session:  # approved, continued: it paused again
+        person = Agent(scripted.model, tools=[GUARDED_ADD], session=session)
+        person.approve("g0")
+        person.continue_()
+        assert [p.tool_call_id for p in person.pending_approvals] == ["g1"]
+    [again] = list(run_many([task], progress=False))
+    assert scripted.calls == 3 and again.error.kind == "ApprovalPending" and "g2" in str(again.error)
+
+
+def test_a_task_after_one_that_paused_on_its_session_fails_at_once_and_runs_once_it_is_decided(tmp_path):
+    """The second task on a session whose first task paused failed with prompt()'s advice to call
+    agent.approve() and continue_(), after recording a start marker: once a person had decided and
+    continued there, running the call again found that marker last and rewound the session past
+    the person's work, running the first task again."""
+    from agentcore.testing import ScriptedModel, call, response, text
+
+    scripted = ScriptedModel(
+        [response(call("guarded_add", {"a": 1, "b": 2}, id="g1")), text("3"), text("second answer")]
+    )
+    url = f"jsonl://{tmp_path / 's.jsonl'}"
+    spec = AgentSpec(scripted.model, tools=(GUARDED_ADD,))
+    tasks = [AgentTask(spec, "add 1 and 2", session=url, id="first"), AgentTask(spec, "then?", session=url, id="then")]
+    first, second = list(run_many(tasks, progress=False))
+    assert second.error.kind == "ApprovalPending" and "did not start" in str(second.error)
+    assert "guarded_add g1" in str(second.error) and scripted.calls == 1
+    with Session.open(tmp_path / "s.jsonl") as session:
+        assert [m["task"] for m in branch_markers(session)] == ["first", "first"]  # start and end
+        person = Agent(scripted.model, tools=[GUARDED_ADD], session=session)
+        person.approve("g1")
+        person.continue_()
+    first, second = list(run_many(tasks, progress=False))
+    assert first.ok and second.ok, (first.error, second.error)
+    assert scripted.calls == 3 and second.messages[-1].content[0].text == "second answer"
+    with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
+        texts = [m.role for m in session.build_context().messages]
+        assert texts == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]

@@ -198,6 +198,74 @@ def test_a_sub_agent_that_would_pause_for_approval_is_an_error():
     assert result.is_error and "paused for approval of rm" in result.content[0].text
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_paused_sub_agent_s_error_says_where_its_waiting_calls_are_recorded(tmp_path, kind):
+    """A fresh sub-agent that paused recorded its waiting calls in a session of its own, but the
+    parent's error result (no details) named no session: nobody could find them to decide."""
+    ran = []
+    guarded = AgentTool(
+        "rm", "x", {"type": "object", "properties": {}}, lambda *a: ran.append(1) or "removed", requires_approval=True
+    )
+    worker = ScriptedModel([response(call("rm", {}, id="r1")), text("cleaned up")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[guarded])
+    if kind == "jsonl":
+        session = Session.create(tmp_path / "parent.jsonl")
+    else:
+        session = Session(SqliteSessionStorage.create(tmp_path / "parent.db"))
+    parent, _ = _parent(
+        [response(call("helper", {"task": "t"}, id="h")), text("ok")], sub.as_tool("helper", "h"), session=session
+    )
+    parent.prompt("go")
+    error = _results(parent)["h"].content[0].text
+    assert _results(parent)["h"].is_error and "paused for approval of rm r1" in error
+    if kind == "jsonl":
+        path = str(tmp_path / "parent.helper-h.jsonl")
+        assert error.endswith(f"(its run is recorded in {path})")
+        child = Session.open(path)
+    else:
+        [child_id] = [i.id for i in SqliteSessionStorage.list_sessions(tmp_path / "parent.db") if i.id != session.id]
+        assert error.endswith(f"(its run is recorded in session {child_id} of {tmp_path / 'parent.db'})")
+        child = Session(SqliteSessionStorage(tmp_path / "parent.db", child_id))
+    with child:  # decided and continued there
+        resumed = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[guarded], session=child)
+        assert [p.tool_call_id for p in resumed.pending_approvals] == ["r1"]
+        resumed.approve("r1")
+        resumed.continue_()
+    assert ran == [1] and resumed.messages[-1].content[0].text == "cleaned up"
+
+
+def test_a_sub_agent_s_session_records_the_transcript_it_started_from(tmp_path):
+    """A fresh sub-agent starts from a copy of its template's transcript, but its session recorded
+    only the run: resumed from it (to decide the calls it paused for), the sub-agent went on
+    without the history it had been given, which the model then never saw again."""
+    from agentcore import AssistantMessage, TextContent, UserMessage
+
+    guarded = AgentTool("rm", "x", {"type": "object", "properties": {}}, lambda *a: "removed", requires_approval=True)
+    worker = ScriptedModel([response(call("rm", {}, id="r1")), text("cleaned up")])
+    primer = [
+        UserMessage("Only ever clean the build directory."),
+        AssistantMessage([TextContent("Understood.")], api="scripted", provider="scripted", model="m"),
+    ]
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[guarded], messages=primer)
+    parent, _ = _parent(
+        [response(call("helper", {"task": "clean"}, id="h")), text("ok")],
+        sub.as_tool("helper", "h"),
+        session=Session.create(tmp_path / "parent.jsonl"),
+    )
+    parent.prompt("go")
+    assert [m.role for m in worker.contexts[0].messages] == ["user", "assistant", "user"]
+    with Session.open(tmp_path / "parent.helper-h.jsonl") as child:
+        recorded = child.build_context().messages
+        assert [m.role for m in recorded] == ["user", "assistant", "user", "assistant"]
+        texts = [m.content if isinstance(m.content, str) else m.content[0].text for m in recorded[:3]]
+        assert texts == ["Only ever clean the build directory.", "Understood.", "clean"]
+        resumed = Agent(model=worker.model, stream_fn=worker.stream_fn, tools=[guarded], session=child)
+        resumed.approve("r1")
+        resumed.continue_()
+    assert [m.role for m in worker.contexts[1].messages] == ["user", "assistant", "user", "assistant", "toolResult"]
+    assert sub.messages == primer  # the template is untouched
+
+
 def _compacting_worker(summary):
     """A sub-agent whose transcript is over its compaction threshold: every call compacts before
     its first request. Summary requests answer ``summary`` (blank: the compaction fails, billed
