@@ -106,6 +106,10 @@ ERR_CONTINUE_BUSY = "Agent is already processing. Wait for completion before con
 ERR_RESET_BUSY = "Agent is already processing. Wait for completion before resetting."
 ERR_DOUBLE_START = "Agent is already processing."
 ERR_NOTHING_TO_CONTINUE = "No messages to continue from"
+ERR_INTERRUPTED_CALL = (
+    "No result: the run stopped before this tool call returned (the process running it ended), so it "
+    "was not run again; it may or may not have taken effect."
+)
 ERR_EMPTY_PROMPT = (
     "prompt() got an empty list of messages: give at least one (continue_() runs from the transcript as it is)"
 )
@@ -272,6 +276,26 @@ def _checked_messages(value: Any, where: str) -> List[Any]:
 
 
 _log = logging.getLogger(__name__)
+
+
+def _interrupted_batch(messages: Sequence[Any]) -> Optional[_approvals.Resumption]:
+    """The resumption that answers the last turn's unanswered tool calls with
+    :data:`ERR_INTERRUPTED_CALL`, when the transcript ends in that turn (its ``toolUse`` message,
+    then results of some of its calls at most): a process killed while they ran. None otherwise."""
+    answered = set()
+    for message in reversed(messages):
+        role = role_of(message)
+        if role == "toolResult":
+            answered.add(message.tool_call_id)
+            continue
+        if role != "assistant" or message.stop_reason != "toolUse":
+            return None
+        missing = [call.id for call in message.tool_calls if call.id not in answered]
+        if not missing:
+            return None
+        denied = _approvals.ApprovalDecision(False, None, ERR_INTERRUPTED_CALL)
+        return _approvals.Resumption(message, {call_id: denied for call_id in missing})
+    return None
 
 
 def _log_run_end(run: _ActiveRun, started: float) -> None:
@@ -881,6 +905,11 @@ class Agent:
         After an approval pause it resumes the paused turn: approved calls execute, denied ones
         become error results, then the loop goes on. RuntimeError (naming the calls) while a
         waiting call is undecided.
+
+        A transcript whose last turn's tool calls have no result and wait for no decision (a
+        session resumed after its process was killed while they ran) is continued too, with
+        nothing queued: each such call gets an error result saying it was interrupted (it is not
+        run again: it may have taken effect), recorded as any result, then the loop goes on.
         """
         return self._continue(wait)
 
@@ -899,6 +928,9 @@ class Agent:
                     f"{resume_only}: no tool call waits for approval any more (continue_() or reset() "
                     "settled them), so the paused run cannot be resumed"
                 )
+            decided = resume is not None  # the approval book's: it is told the run resumes it
+            if resume is None and not resume_only and not self.has_queued_messages():
+                resume = _interrupted_batch(self._state.messages)
             prompts, skip = self._continue_prompts() if resume is None else (None, False)
             try:
                 run = self._begin_run()
@@ -906,7 +938,7 @@ class Agent:
                 self._steering.restore()
                 self._follow_ups.restore()
                 raise
-            if resume is not None:
+            if decided:
                 self._approvals.resuming(resume)
         try:
             return self._launch(run, prompts, skip_initial_steering_poll=skip, wait=wait, setup=setup, resume=resume)

@@ -351,3 +351,47 @@ def test_navigate_tree_on_a_resumed_agent_takes_a_summary_model(tmp_path, with_s
         assert outcome.summary is not None and "what the branch did" in outcome.summary.summary
         assert session.get_entry(session.leaf_id).type == "branch_summary"
         assert [m.role for m in resumed.state.messages] == ["user", "assistant", "branchSummary"]
+
+
+@pytest.mark.parametrize("recorded_results", [0, 1])  # one call killed / a parallel batch cut short
+def test_continue_after_a_process_died_in_its_tool_calls_answers_them_without_running_them(tmp_path, recorded_results):
+    """A process killed while its tool calls ran leaves a session ending in their ``toolUse``
+    message (and the results of those that finished). ``continue_()`` on the resumed agent raised
+    "Cannot continue from message role: assistant" for the single call; now every unanswered call
+    gets an error result saying it was interrupted (recorded, never run again: it may have taken
+    effect), and the run goes on to the model."""
+    from agentcore import AgentTool, AgentToolResult
+    from agentcore.agent import ERR_INTERRUPTED_CALL
+    from agentcore.testing import text
+    from agentcore.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage, UserMessage
+
+    ran = []
+    tool = AgentTool(
+        "charge", "d", {"type": "object", "properties": {}}, lambda i, a, s, u: ran.append(i) or AgentToolResult("ok")
+    )
+    scripted = ScriptedModel([text("Checked: nothing more to do.")])
+    calls = [ToolCall("c1", "charge", {}), ToolCall("c2", "charge", {})]
+    path = tmp_path / "killed.jsonl"
+    with Session.create(str(path)) as session:  # what the killed process had written
+        session.append_message(UserMessage("charge twice"))
+        session.append_message(
+            AssistantMessage(calls, stop_reason="toolUse", api="scripted", provider="scripted", model=scripted.model.id)
+        )
+        for call in calls[:recorded_results]:
+            session.append_message(ToolResultMessage(call.id, "charge", [TextContent("charged")]))
+    with Session.open(str(path)) as session:
+        agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session, tools=[tool])
+        new = agent.continue_()
+        assert ran == []  # never run again
+        results = [m for m in new if m.role == "toolResult"]
+        assert [(r.tool_call_id, r.is_error, r.content[0].text) for r in results] == [
+            (c.id, True, ERR_INTERRUPTED_CALL) for c in calls[recorded_results:]
+        ]
+        assert new[-1].text == "Checked: nothing more to do."
+        sent = [m.role for m in scripted.contexts[0].messages]
+        assert sent == ["user", "assistant", "toolResult", "toolResult"]
+    with Session.open(str(path), read_only=True) as session:
+        stored = [m.role for m in session.build_context().messages]
+        assert stored == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+        with pytest.raises(ValueError, match="Cannot continue from message role: assistant"):
+            Agent(scripted.model, stream_fn=scripted.stream_fn, session=session).continue_()  # a plain answer: still
