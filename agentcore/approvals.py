@@ -31,11 +31,15 @@ with such calls goes on to the model).
 
 Sessions: every request and decision is a ``custom`` entry of type ``"agentcore.approval"``
 (data ``{"kind": "request", "toolCallId", "toolName", "args"}`` or ``{"kind": "decision",
-"toolCallId", "approved", "args"?, "reason"?}``): extension state the reference ignores, never a
+"toolCallId", "approved", "args"?, "reason"?}``, and ``{"kind": "started", "toolCallId"}`` when a
+resumed run is about to execute an approved call): extension state the reference ignores, never a
 message. :meth:`Approvals.load` folds them over the current branch, so an agent opened on the
 session in another process sees the same pending calls and decisions. A call whose tool result is
 on the branch is settled and no longer pending; a later assistant message (a response after the
 pause: the calls were abandoned, e.g. by an abort) drops the waiting calls, in memory and on load.
+A call marked started without a result after it (its process was killed while it ran) is not
+pending either: it never runs a second time on a human's one approval, and ``continue_()`` answers
+it as interrupted (see :meth:`agentcore.agent.Agent.continue_`).
 """
 
 from __future__ import annotations
@@ -437,6 +441,13 @@ class Approvals:
             with self._lock:
                 self._pending[event.tool_call_id] = PendingApproval(event.tool_call_id, event.tool_name, event.args)
                 self._decisions.pop(event.tool_call_id, None)
+        elif kind == "tool_execution_start":
+            session = self._session
+            with self._lock:
+                decision = self._decisions.get(event.tool_call_id) if event.tool_call_id in self._resuming else None
+            if session is not None and decision is not None and decision.approved:
+                # on disk before it runs: a process killed meanwhile must not run it again on reload
+                session.append_custom(CUSTOM_TYPE, {"kind": "started", "toolCallId": event.tool_call_id})
         elif kind == "tool_execution_end":
             if getattr(event.result, "terminate", None) is True:
                 with self._lock:
@@ -530,6 +541,9 @@ def _fold(data: Any, pending: Dict[str, PendingApproval], decisions: Dict[str, A
     call_id = data["toolCallId"]
     if data.get("kind") == "request":
         pending[call_id] = PendingApproval(call_id, str(data.get("toolName", "")), data.get("args"))
+        decisions.pop(call_id, None)
+    elif data.get("kind") == "started":  # a resumed run began it: never pending again
+        pending.pop(call_id, None)
         decisions.pop(call_id, None)
     elif data.get("kind") == "decision" and call_id in pending:
         reason = data.get("reason")

@@ -667,6 +667,40 @@ def test_a_decision_taken_as_the_call_shows_up_is_recorded_after_its_request(tmp
     again.session.close()
 
 
+def test_an_approved_call_a_killed_process_was_running_never_runs_again(tmp_path):
+    """A person approved one run of a side-effecting call. The process resuming it was killed
+    while the call ran (nothing of its result on disk), and an agent opened on the session then
+    ran the call a second time on ``continue_()``: the approval and its decision were all the
+    session said. The resumed run now marks the call started before it runs; the reload answers
+    it as interrupted."""
+    from agentcore.agent import ERR_INTERRUPTED_CALL
+
+    path, killed = tmp_path / "s.jsonl", tmp_path / "killed.jsonl"
+    charges = []
+
+    @tool(requires_approval=True)
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        charges.append(amount)
+        killed.write_bytes(path.read_bytes())  # what a process killed at this moment leaves
+        return "charged"
+
+    agent, _ = _agent(
+        [response(call("charge", {"amount": 5}, id="b")), text("done")], tools=[charge], session=Session.create(path)
+    )
+    agent.prompt("pay")
+    agent.approve("b")
+    agent.continue_()
+    agent.session.close()
+    assert charges == [5]
+    again, _ = _agent([text("It may have gone through; check first.")], tools=[charge], session=Session.open(killed))
+    assert again.pending_approvals == []  # nothing waits: the call was under way
+    again.continue_()
+    assert charges == [5]  # not charged twice
+    assert _tool_results(again)["b"].is_error and _tool_results(again)["b"].content[0].text == ERR_INTERRUPTED_CALL
+    again.session.close()
+
+
 def test_session_resume_in_the_same_process_sees_pending_and_decisions(tmp_path):
     path = tmp_path / "s.jsonl"
     agent, _ = _agent(
