@@ -27,6 +27,7 @@ the secrets of botocore's canonical-request and signature records into ``***``.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import os
 import re
@@ -310,13 +311,19 @@ def sign_request(
     options: Mapping[str, Any],
     env: Optional[Mapping[str, str]] = None,
     signal: Any = None,
+    clock_offset: float = 0.0,
 ) -> SignedRequest:
     """Authenticate a POST of ``body`` to ``url`` (see the module docstring); every header given
     is part of the signature, so add them all before calling. Raises :class:`BedrockConfigError`.
 
     An abort of ``signal`` (an :class:`~agentcore.signals.AbortSignal`, or None) interrupts the
     resolution of SigV4 credentials, which can block (a role's endpoint, an STS call, a
-    ``credential_process``): :class:`~agentcore.providers.http.RequestAborted` is raised at once."""
+    ``credential_process``): :class:`~agentcore.providers.http.RequestAborted` is raised at once.
+
+    ``clock_offset`` (seconds, the server's clock minus this machine's) moves the SigV4 time
+    (``X-Amz-Date`` and the credential scope): AWS refuses a signature more than 5 minutes from
+    its own clock, so a provider that learnt the offset from a refusal signs again with it. A
+    bearer token carries no time and ignores it."""
     env = os.environ if env is None else env
     token = _bearer_token(options, env)
     if token:
@@ -334,12 +341,35 @@ def sign_request(
 
     request = AWSRequest(method="POST", url=url, data=body, headers=dict(headers))
     secrets = [s for s in (credentials.secret_key, credentials.token) if s] + secret_header_values(headers)
+    if clock_offset:
+        signer = _clocked_sigv4_class()(credentials, SIGNING_NAME, region, clock_offset)
+    else:
+        signer = SigV4Auth(credentials, SIGNING_NAME, region)
     with _redacted_signing_logs(secrets):
-        SigV4Auth(credentials, SIGNING_NAME, region).add_auth(request)
+        signer.add_auth(request)
     signed = dict(request.headers.items())
     secrets += secret_header_values(signed)  # the Authorization value and x-amz-security-token
     secrets.append(signature_parts(signed["Authorization"])[2])  # a server may echo the signature alone
     return SignedRequest(url, signed, body, secrets, region)
+
+
+def _clocked_sigv4_class() -> Any:
+    """botocore's ``SigV4Auth`` signing at this machine's time plus an offset (made on use, only
+    after a refused signature time: botocore is imported lazily)."""
+    from botocore.auth import SIGV4_TIMESTAMP, SigV4Auth
+
+    class ClockedSigV4Auth(SigV4Auth):  # type: ignore[misc]
+        def __init__(self, credentials: Any, service_name: str, region_name: str, offset: float) -> None:
+            super().__init__(credentials, service_name, region_name)
+            self._offset = offset
+
+        def _modify_request_before_signing(self, request: Any) -> None:
+            # add_auth has just stamped the local time; every later step reads this one
+            now = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=self._offset)
+            request.context["timestamp"] = now.strftime(SIGV4_TIMESTAMP)
+            super()._modify_request_before_signing(request)
+
+    return ClockedSigV4Auth
 
 
 # --------------------------------------------------------------------------- botocore's DEBUG records

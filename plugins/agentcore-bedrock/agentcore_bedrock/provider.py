@@ -16,6 +16,12 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   AWS error bodies (``{"message": ...}`` + ``x-amzn-ErrorType``, in any letter case) become
   ``"<status> <ErrorType>: <message>"``. Credentials in ``endpoint_url`` (a query key, a
   password) are redacted from error messages like the request's credential headers.
+* Clock skew: AWS refuses a SigV4 signature more than 5 minutes off its clock (403
+  ``InvalidSignatureException`` "Signature expired" / "Signature not yet current"). The request
+  is then signed again once with the server's clock (its ``Date`` header, else the time the
+  message names), as botocore does, outside ``max_retries``, with a ``clock_skew`` diagnostic on
+  the message; the offset stays for the request's later attempts. A second refusal, or one that
+  does not say the server's time, is the error, its message naming the clock skew.
 * A 2xx answer whose ``Content-Type`` is neither ``application/vnd.amazon.eventstream`` nor
   ``application/octet-stream`` (a proxy's JSON or HTML) is read (at most 256 KiB) and reported as
   ``"200 <message> (the server answered application/json, not an event stream)"``, as the core's
@@ -24,7 +30,11 @@ fired) whose ``error_message`` says what failed, partial content kept (spec §3/
   a corrupt frame is reported after the good frames before it are handled, however the bytes
   were chunked, so their content is kept. A body that ends inside a frame (a proxy closing
   mid-answer) is retried like a lost connection while no content was streamed, as the core's
-  wire APIs retry an SSE event cut short. ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
+  wire APIs retry an SSE event cut short. A cut (the body ending inside a frame, a reset, a read
+  timeout) *after* ``messageStop`` loses at most the trailing ``metadata`` frame: the answer is
+  complete, so the turn ends with the stop reason ``messageStop`` gave, the usage known so far
+  (0 when the metadata frame was lost) and a ``stream_recovery`` diagnostic saying what was cut.
+  ``start`` is pushed with the first event, so an in-stream ``throttlingException``,
   ``serviceUnavailableException``, ``internalServerException`` or ``modelNotReadyException``
   that arrives before any content is retried like HTTP 429/5xx, from the same
   :class:`~agentcore.providers.retries.RetryBudget` (``max_retries``, default 2, counts every
@@ -45,8 +55,12 @@ Options: everything :func:`~agentcore_bedrock.request.build_request_body` reads,
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
 import re
+import time
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from agentcore.events import DoneEvent, StartEvent
@@ -61,6 +75,7 @@ from agentcore.providers.base import (
     error_event,
     merge_headers,
     new_output,
+    redact,
     request_timeout,
     secret_header_values,
     signal_aborted,
@@ -152,9 +167,97 @@ def _check_event_stream(response: Any, signal: Any) -> None:
         raise ProviderError(problem)
 
 
+def _note_cut_after_stop(
+    writer: StreamWriter, state: BedrockStreamState, exc: BaseException, secrets: List[str]
+) -> None:
+    """Record that the body was cut (reset, timed out, ended inside a frame) after ``messageStop``:
+    the answer and its stop reason are complete, only the trailing ``metadata`` frame (usage) may
+    be lost, so the turn ends as ``messageStop`` said, with the usage known so far (zero when the
+    metadata frame was lost) and a ``stream_recovery`` diagnostic saying what was cut."""
+    if state.usage_seen:
+        what = "after messageStop and its metadata frame"
+    else:
+        what = "after messageStop, before its metadata frame arrived: the usage is not known"
+    writer.add_diagnostic(
+        "stream_recovery",
+        error={"name": type(exc).__name__, "message": redact(describe_error(exc), secrets)},
+        details={"reason": f"the Bedrock event stream was cut {what}", "usageReceived": state.usage_seen},
+    )
+
+
+_SIGNATURE_TIME = re.compile(r"Signature expired|Signature not yet current")
+_SERVER_TIME = re.compile(r"\((\d{8}T\d{6}Z) [-+] 5 min\.\)")  # "... (20261207T160500Z - 5 min.)"
+
+
+@dataclass
+class _Clock:
+    """The server's clock minus this machine's (seconds) that one request signs with: 0 until AWS
+    refuses a signature's time, then learnt from that answer, once (``corrected``)."""
+
+    offset: float = 0.0
+    corrected: bool = False
+
+
+def _refused_time(status: Optional[int], message: str) -> bool:
+    """Whether an error is AWS refusing the signature's time: 403 ``InvalidSignatureException``
+    "Signature expired" / "Signature not yet current" (the clocks differ by more than 5 minutes)."""
+    return status == 403 and _SIGNATURE_TIME.search(message) is not None
+
+
+def _server_time(message: str, headers: Mapping[str, str]) -> Optional[float]:
+    """The server's time (Unix seconds) when it answered: its ``Date`` header, else the time AWS
+    names in the refusal's message; None when neither can be read."""
+    date = _header(headers, "Date")
+    if date:
+        try:
+            when = email.utils.parsedate_to_datetime(date)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            pass
+        else:
+            return (when if when.tzinfo else when.replace(tzinfo=datetime.timezone.utc)).timestamp()
+    match = _SERVER_TIME.search(message)
+    if match is None:
+        return None
+    when = datetime.datetime.strptime(match.group(1), "%Y%m%dT%H%M%SZ")
+    return when.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _correct_clock(clock: _Clock, status: Optional[int], message: str, headers: Mapping[str, str]) -> bool:
+    """Learn the clock offset from a refused signature time and say whether to sign again (once
+    per request, as botocore corrects a skewed clock); False for any other error, for a second
+    refusal, or when the answer does not say the server's time."""
+    if clock.corrected or not _refused_time(status, message):
+        return False
+    server = _server_time(message, headers)
+    if server is None:
+        return False
+    clock.offset, clock.corrected = server - time.time(), True
+    return True
+
+
+def _clock_hint(clock: _Clock, status: Optional[int], message: str) -> str:
+    """``message``, naming the clock skew when it is a refused signature time."""
+    if not _refused_time(status, message):
+        return message
+    if clock.corrected:
+        return (
+            f"{message} (this machine's clock is off: the request was signed again with the server's clock, "
+            f"{round(clock.offset):+d} s from this machine's, and still refused; correct the system clock)"
+        )
+    return f"{message} (this machine's clock is more than 5 minutes off AWS's: correct the system clock)"
+
+
 def _describe(exc: BaseException) -> str:
+    """The error message of a failure: the text alone of configuration, frame and value errors
+    (they name the problem), else :func:`describe_error`'s; never raises, also for an exception
+    (an ``on_payload`` hook's) whose ``str()`` raises or is empty."""
     if isinstance(exc, (BedrockConfigError, EventStreamError, ValueError)):
-        return str(exc)
+        try:
+            text = str(exc)
+        except Exception:  # noqa: BLE001 - describe_error names the type instead
+            text = ""
+        if text:
+            return text
     return describe_error(exc)
 
 
@@ -200,8 +303,10 @@ class BedrockProvider:
             secrets.extend(secret_url_values(url))  # a gateway key in endpoint_url's query, a proxy password
             budget = RetryBudget(options.get("max_retries"), options.get("max_retry_delay_ms"), signal)
 
+            clock = _Clock()
+
             def signed_headers() -> Mapping[str, str]:  # before every HTTP attempt: SigV4 carries its time
-                signed = sign_request(url, headers, data, region, options, signal=signal)
+                signed = sign_request(url, headers, data, region, options, signal=signal, clock_offset=clock.offset)
                 secrets.extend(signed.secrets)
                 return signed.headers
 
@@ -209,7 +314,18 @@ class BedrockProvider:
                 state = BedrockStreamState(model, writer)
                 try:
                     yield from self._attempt(
-                        url, data, signed_headers, state, writer, pending, signal, options, started, budget
+                        url,
+                        data,
+                        signed_headers,
+                        state,
+                        writer,
+                        pending,
+                        signal,
+                        options,
+                        started,
+                        budget,
+                        secrets,
+                        clock,
                     )
                     break
                 except Exception as exc:  # transient and no content yet: try again, else it stands
@@ -240,10 +356,14 @@ class BedrockProvider:
         options: Mapping[str, Any],
         started: List[bool],
         budget: RetryBudget,
+        secrets: List[str],
+        clock: _Clock,
     ) -> Iterator[Any]:
         """One HTTP exchange: open (``open_stream``'s retries, each attempt signed anew by
         ``signed_headers``), decode every frame, finish; yields the events it produced (``start``
-        before the first of them unless ``started`` says an earlier attempt sent it)."""
+        before the first of them unless ``started`` says an earlier attempt sent it). A body cut
+        after ``messageStop`` ends the turn normally (:func:`_note_cut_after_stop`); ``secrets``
+        redact that note."""
         seen: Dict[str, Any] = {}
         user_on_response: Optional[Callable[[int, Dict[str, str]], Any]] = options.get("on_response")
 
@@ -252,50 +372,67 @@ class BedrockProvider:
             if user_on_response is not None:
                 user_on_response(status, headers)
 
-        try:
-            response = http.open_stream(
-                url,
-                data,
-                signed_headers,
-                session_name="amazon-bedrock",
-                signal=signal,
-                timeout=request_timeout(options),
-                error_style="raw",
-                on_response=on_response,
-                retry=budget,
-            )
-        except http.ProviderHTTPError as exc:
-            raise http.ProviderHTTPError(
-                format_aws_error(str(exc), exc.status, seen.get("headers") or {}), exc.status
-            ) from None
+        while True:
+            try:
+                response = http.open_stream(
+                    url,
+                    data,
+                    signed_headers,
+                    session_name="amazon-bedrock",
+                    signal=signal,
+                    timeout=request_timeout(options),
+                    error_style="raw",
+                    on_response=on_response,
+                    retry=budget,
+                )
+                break
+            except http.ProviderHTTPError as exc:
+                headers = seen.get("headers") or {}
+                text = format_aws_error(str(exc), exc.status, headers)
+                if not _correct_clock(clock, exc.status, text, headers):
+                    raise http.ProviderHTTPError(_clock_hint(clock, exc.status, text), exc.status) from None
+                writer.add_diagnostic(
+                    "clock_skew",
+                    error={"name": "ProviderHTTPError", "message": redact(text, secrets), "code": exc.status},
+                    details={"offsetSeconds": round(clock.offset, 3)},
+                )
         fully_read = False
         try:
             with http.close_on_abort(response, signal):
                 _check_event_stream(response, signal)
                 decoder = EventStreamDecoder()
-                for chunk in http.iter_body(response):
-                    for message in decoder.feed(chunk):
-                        if signal_aborted(signal):  # between frames: one read may hold many
-                            break
-                        state.handle(message)
-                        if not started and (state.started or pending):
-                            started.append(True)
-                            yield StartEvent(writer.output)
-                        if pending:
-                            yield from pending
-                            pending.clear()
-                    if signal_aborted(signal):
-                        break
-                    decoder.check()  # a corrupt frame after the good ones: reported once they are handled
-                else:
-                    fully_read = not signal_aborted(signal)
-                if signal_aborted(signal):
-                    raise http.RequestAborted(ABORTED_MESSAGE)
-                decoder.check()
                 try:
-                    decoder.close()
-                except EventStreamError as exc:  # the body ended inside a frame: cut, as a lost connection
-                    raise ProviderError(f"{exc} (the connection was probably cut)", retryable=True) from None
+                    for chunk in http.iter_body(response):
+                        for message in decoder.feed(chunk):
+                            if signal_aborted(signal):  # between frames: one read may hold many
+                                break
+                            state.handle(message)
+                            if not started and (state.started or pending):
+                                started.append(True)
+                                yield StartEvent(writer.output)
+                            if pending:
+                                yield from pending
+                                pending.clear()
+                        if signal_aborted(signal):
+                            break
+                        decoder.check()  # a corrupt frame after the good ones: reported once they are handled
+                    else:
+                        fully_read = not signal_aborted(signal)
+                except http.transport_errors() as exc:  # reset, timed out: fatal unless the answer was complete
+                    if signal_aborted(signal) or not state.stopped:
+                        raise
+                    _note_cut_after_stop(writer, state, exc, secrets)
+                else:
+                    if signal_aborted(signal):
+                        raise http.RequestAborted(ABORTED_MESSAGE)
+                    decoder.check()
+                    try:
+                        decoder.close()
+                    except EventStreamError as exc:  # the body ended inside a frame: cut, as a lost connection
+                        cut = ProviderError(f"{exc} (the connection was probably cut)", retryable=True)
+                        if not state.stopped:
+                            raise cut from None
+                        _note_cut_after_stop(writer, state, cut, secrets)
             state.finish()
             writer.close_open_blocks()
             if pending:

@@ -178,6 +178,7 @@ class BedrockStreamState:
         self._blocks: Dict[int, int] = {}  # contentBlockIndex -> index in output.content
         self.started = False
         self.stopped = False
+        self.usage_seen = False  # a metadata event with usage arrived
         self._stop_reason: Optional[str] = None
 
     @property
@@ -309,6 +310,7 @@ class BedrockStreamState:
             usage.input + usage.output + usage.cache_read + usage.cache_write
         )
         self.writer.update_usage(usage)
+        self.usage_seen = True
 
 
 _HANDLERS: Dict[str, Callable[[BedrockStreamState, Mapping[str, Any]], None]] = {

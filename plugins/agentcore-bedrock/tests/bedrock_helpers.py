@@ -4,8 +4,13 @@ the recorded Bedrock streams from ``../shared/recordings`` (skipped cleanly when
 from __future__ import annotations
 
 import base64
+import calendar
+import email.utils
 import json
+import socket
+import struct
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -72,6 +77,9 @@ class Reply:
     chunk_size: int = 0  # 0: one write
     stall_after: Optional[int] = None  # write this many bytes, then wait for server.release
     echo: Optional[Callable[[Received], bytes]] = None  # the body made from the request (a proxy echoing it)
+    # after the body, wait for server.release (the client has read what it needs), then reset
+    # the connection (RST) instead of ending the chunked body
+    reset: bool = False
 
 
 @dataclass
@@ -94,6 +102,12 @@ class Server:
         self.release = threading.Event()
         self.stalled = threading.Event()
         self.lock = threading.Lock()
+        # a fake AWS clock: when set (seconds from this machine's), a request whose X-Amz-Date is
+        # more than 5 minutes off it gets AWS's 403 InvalidSignatureException; the Date header
+        # says date_offset (default clock_offset), or nothing when send_date is False
+        self.clock_offset: Optional[float] = None
+        self.date_offset: Optional[float] = None
+        self.send_date = True
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -102,16 +116,26 @@ class Server:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def date_time_string(self, timestamp: Optional[float] = None) -> str:
+                offset = server.clock_offset if server.date_offset is None else server.date_offset
+                return email.utils.formatdate(time.time() + (offset or 0), usegmt=True)
+
+            def send_header(self, keyword: str, value: str) -> None:
+                if keyword != "Date" or server.send_date:
+                    super().send_header(keyword, value)
+
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)
                 with server.lock:
                     server.requests.append(Received("POST", self.path, dict(self.headers.items()), body))
-                    reply = (
-                        server.replies.pop(0)
-                        if server.replies
-                        else Reply(404, b'{"message":"no reply"}', "application/json")
-                    )
+                    reply = server.refused_time(self.headers.get("X-Amz-Date") or "")
+                    if reply is None:
+                        reply = (
+                            server.replies.pop(0)
+                            if server.replies
+                            else Reply(404, b'{"message":"no reply"}', "application/json")
+                        )
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Transfer-Encoding", "chunked")
@@ -135,6 +159,12 @@ class Server:
                         server.stalled.set()
                         server.release.wait(30)
                         return
+                    if reply.reset:  # SO_LINGER 0: close() sends RST, the client's read fails
+                        server.release.wait(30)  # an RST discards what the client has not read yet
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        self.connection.close()
+                        self.close_connection = True
+                        return
                     self.wfile.write(b"0\r\n\r\n")
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -147,6 +177,28 @@ class Server:
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def refused_time(self, amz_date: str) -> Optional[Reply]:
+        """AWS's answer to a signature more than 5 minutes off the fake clock, else None."""
+        if self.clock_offset is None:
+            return None
+        now = time.time() + self.clock_offset
+        signed = calendar.timegm(time.strptime(amz_date, "%Y%m%dT%H%M%SZ"))
+        stamp = lambda t: time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(t))  # noqa: E731
+        if signed < now - 300:
+            text = f"Signature expired: {stamp(signed)} is now earlier than {stamp(now - 300)} ({stamp(now)} - 5 min.)"
+        elif signed > now + 300:
+            text = f"Signature not yet current: {stamp(signed)} is still later than {stamp(now + 300)} ({stamp(now)} + 5 min.)"
+        else:
+            return None
+        return Reply(
+            403,
+            json.dumps({"message": text}).encode(),
+            "application/json",
+            headers={
+                "x-amzn-ErrorType": "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/"
+            },
+        )
 
     @property
     def url(self) -> str:

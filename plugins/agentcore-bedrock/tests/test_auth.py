@@ -3,8 +3,11 @@ signature with botocore, session tokens, the bearer API key, regions and endpoin
 
 from __future__ import annotations
 
+import calendar
 import json
 import logging
+import re
+import time
 from typing import Any, Dict
 
 import pytest
@@ -15,7 +18,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from agentcore.types import AgentContext, Model, UserMessage
+from agentcore.types import AgentContext, Model, TextContent, UserMessage
 
 CONTEXT = AgentContext(messages=[UserMessage("hi")])
 
@@ -322,3 +325,103 @@ def test_an_endpoint_that_is_not_an_http_url_is_named(
 def test_an_endpoint_with_surrounding_whitespace_is_used(server: Server, aws_env: Dict[str, str]) -> None:
     request = _send(server, endpoint_url=f"  {server.url}/\n")  # a value read from a file
     assert request.path == "/model/us.amazon.nova-micro-v1%3A0/converse-stream"
+
+
+def _amz_time(request: Received) -> float:
+    return calendar.timegm(time.strptime(request.headers["X-Amz-Date"], "%Y%m%dT%H%M%SZ"))
+
+
+@pytest.mark.parametrize("skew", [3600.0, -3600.0], ids=["server ahead: expired", "server behind: not yet current"])
+def test_a_skewed_clock_is_corrected_once_with_the_server_date(
+    server: Server, aws_env: Dict[str, str], skew: float
+) -> None:
+    """AWS refuses a signature more than 5 minutes off its clock (403 InvalidSignatureException
+    "Signature expired" / "Signature not yet current"): the request is signed again once with
+    the clock of the answer's Date header, as botocore does, and succeeds; a diagnostic says so."""
+    server.clock_offset = skew
+    server.enqueue(Reply(body=text_stream("on time")))
+    message = BedrockProvider().stream(local_model(server), CONTEXT, max_retries=0).result()
+    assert (message.stop_reason, message.error_message) == ("stop", None)
+    assert message.content == [TextContent("on time")]
+    first, second = server.requests
+    assert abs(_amz_time(first) - time.time()) < 120  # this machine's clock
+    assert abs(_amz_time(second) - (time.time() + skew)) < 120  # the server's
+    assert second.headers["Authorization"] != first.headers["Authorization"]
+    scope = signature_parts(second.headers["Authorization"])[0]
+    assert scope.split("/")[1] == second.headers["X-Amz-Date"][:8]  # the credential scope moved too
+    url = server.url + second.path
+    assert signature_parts(second.headers["Authorization"])[2] == _expected_signature(second, url, "us-east-1")
+    (note,) = message.diagnostics or []
+    assert note.type == "clock_skew" and abs(note.details["offsetSeconds"] - skew) < 120
+    assert note.error["message"].startswith("403 InvalidSignatureException: Signature ")
+
+
+def test_a_skew_read_from_the_message_when_there_is_no_date_header(server: Server, aws_env: Dict[str, str]) -> None:
+    server.clock_offset, server.send_date = 3600.0, False
+    server.enqueue(Reply(body=text_stream("on time")))
+    message = BedrockProvider().stream(local_model(server), CONTEXT).result()
+    assert (message.stop_reason, message.content) == ("stop", [TextContent("on time")])
+    assert len(server.requests) == 2 and abs(_amz_time(server.requests[1]) - (time.time() + 3600)) < 120
+
+
+def test_a_skew_refused_again_is_signed_once_more_only_and_named(server: Server, aws_env: Dict[str, str]) -> None:
+    # the Date header lies (says this machine's time): the corrected signature is refused too
+    server.clock_offset, server.date_offset = 3600.0, 0.0
+    server.enqueue(Reply(body=text_stream()))
+    message = BedrockProvider().stream(local_model(server), CONTEXT, max_retries=5).result()
+    assert message.stop_reason == "error" and len(server.requests) == 2
+    assert message.error_message.startswith("403 InvalidSignatureException: Signature expired: ")
+    assert re.search(
+        r" \(this machine's clock is off: the request was signed again with the server's clock, "
+        r"[-+][01] s from this machine's, and still refused; correct the system clock\)$",
+        message.error_message,
+    )
+
+
+def test_other_403s_are_not_signed_again(server: Server, aws_env: Dict[str, str]) -> None:
+    server.enqueue(
+        Reply(
+            403,
+            b'{"message": "The request signature we calculated does not match the signature you provided."}',
+            "application/json",
+            headers={"x-amzn-ErrorType": "InvalidSignatureException"},
+        )
+    )
+    message = BedrockProvider().stream(local_model(server), CONTEXT).result()
+    assert message.error_message == (
+        "403 InvalidSignatureException: The request signature we calculated does not match the signature you provided."
+    )
+    assert len(server.requests) == 1
+    assert [d.type for d in message.diagnostics or []] == ["provider_error"]
+
+
+def test_a_refused_time_without_the_server_time_names_the_clock(server: Server, aws_env: Dict[str, str]) -> None:
+    server.send_date = False  # and the message names no time: nothing to correct with
+    body = b'{"message": "Signature expired"}'
+    server.enqueue(Reply(403, body, "application/json", headers={"x-amzn-ErrorType": "InvalidSignatureException"}))
+    message = BedrockProvider().stream(local_model(server), CONTEXT).result()
+    assert message.error_message == (
+        "403 InvalidSignatureException: Signature expired "
+        "(this machine's clock is more than 5 minutes off AWS's: correct the system clock)"
+    )
+    assert len(server.requests) == 1
+
+
+def _expired_echoing_the_signature(request: Received) -> bytes:
+    signature = signature_parts(request.headers["Authorization"])[2]
+    now = request.headers["X-Amz-Date"]
+    return json.dumps({"message": f"Signature expired: signature {signature} ({now} - 5 min.)"}).encode()
+
+
+def test_the_clock_skew_note_holds_no_signature(server: Server, aws_env: Dict[str, str]) -> None:
+    server.send_date = False
+    server.enqueue(
+        Reply(403, content_type="application/json", echo=_expired_echoing_the_signature),
+        Reply(body=text_stream("on time")),
+    )
+    message = BedrockProvider().stream(local_model(server), CONTEXT).result()
+    assert message.stop_reason == "stop" and len(server.requests) == 2
+    signature = signature_parts(server.requests[0].headers["Authorization"])[2]
+    (note,) = message.diagnostics or []
+    assert note.type == "clock_skew" and note.error["message"].startswith("403 Signature expired: signature *** (")
+    assert signature not in str(message.to_dict())

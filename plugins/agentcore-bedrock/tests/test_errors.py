@@ -77,11 +77,78 @@ def test_a_corrupt_frame_in_the_same_read_as_good_ones_keeps_them(server: Server
     assert len(server.requests) == 1
 
 
-def test_truncated_body_is_an_error(server: Server, aws_env: dict) -> None:
-    server.enqueue(Reply(body=text_stream()[:-7]))
-    message, _ = _run(local_model(server))
-    assert message.stop_reason == "error"
-    assert message.error_message.startswith("event stream ended inside a frame")
+def _run_releasing(server: Server, model: Any, **options: Any) -> Tuple[AssistantMessage, List[Any]]:
+    """:func:`_run`, setting ``server.release`` once a text delta arrived (its frames were read)."""
+    stream = BedrockProvider().stream(model, CONTEXT, **options)
+    events = []
+    for item in stream:
+        events.append(item)
+        if item.type == "text_delta":
+            server.release.set()
+    server.release.set()
+    return stream.result(), events
+
+
+def _answer_then_metadata(stop: str = "max_tokens") -> Tuple[bytes, bytes]:
+    """A finished answer up to its ``messageStop``, and the trailing ``metadata`` frame."""
+    answer = b"".join(
+        [
+            event("messageStart", {"role": "assistant"}),
+            event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "The whole answer"}}),
+            event("contentBlockStop", {"contentBlockIndex": 0}),
+            event("messageStop", {"stopReason": stop}),
+        ]
+    )
+    return answer, event("metadata", {"usage": {"inputTokens": 7, "outputTokens": 3, "totalTokens": 10}})
+
+
+@pytest.mark.parametrize("how", ["truncated", "reset"])
+def test_a_cut_before_message_stop_is_an_error(server: Server, aws_env: dict, how: str) -> None:
+    answer, metadata = _answer_then_metadata()
+    cut = answer[:-7]  # inside the messageStop frame: the answer is not known to be complete
+    server.enqueue(Reply(body=cut) if how == "truncated" else Reply(body=cut, reset=True, chunk_size=len(cut) - 20))
+    message, events = _run_releasing(server, local_model(server))
+    assert message.stop_reason == "error" and message.content == [TextContent("The whole answer")]
+    start = "event stream ended inside a frame" if how == "truncated" else "Connection lost while streaming"
+    assert message.error_message.startswith(start)
+    assert _kinds(events)[-1] == "error" and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "how", ["truncated metadata", "reset before metadata", "reset inside metadata", "silence before metadata"]
+)
+def test_a_cut_after_message_stop_keeps_the_finished_answer(server: Server, aws_env: dict, how: str) -> None:
+    """The connection lost after ``messageStop``, before or inside the trailing ``metadata`` frame
+    (usage): the answer is complete, so the turn ends with the stop reason ``messageStop`` gave,
+    usage unknown (0) and a diagnostic saying what was cut; it is not failed, nor retried."""
+    answer, metadata = _answer_then_metadata()
+    replies = {
+        "truncated metadata": Reply(body=answer + metadata[:-7]),
+        "reset before metadata": Reply(body=answer, reset=True),
+        "reset inside metadata": Reply(body=answer + metadata[:20], chunk_size=len(answer), reset=True),
+        "silence before metadata": Reply(body=answer + metadata, chunk_size=len(answer), stall_after=len(answer)),
+    }
+    server.enqueue(replies[how])
+    message, events = _run_releasing(server, local_model(server), timeout=(5, 0.3))
+    assert (message.stop_reason, message.error_message) == ("length", None)
+    assert message.content == [TextContent("The whole answer")]
+    assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (0, 0, 0)
+    assert _kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+    (note,) = message.diagnostics or []
+    assert note.type == "stream_recovery" and note.details["usageReceived"] is False
+    assert "cut after messageStop, before its metadata frame arrived" in note.details["reason"]
+    assert len(server.requests) == 1
+
+
+def test_a_cut_after_the_metadata_frame_keeps_the_usage(server: Server, aws_env: dict) -> None:
+    answer, metadata = _answer_then_metadata("end_turn")
+    server.enqueue(Reply(body=answer + metadata + event("metadata", {})[:9]))  # then a cut inside a frame
+    message, events = _run(local_model(server))
+    assert (message.stop_reason, message.content) == ("stop", [TextContent("The whole answer")])
+    assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (7, 3, 10)
+    (note,) = message.diagnostics or []
+    assert note.type == "stream_recovery" and note.details["usageReceived"] is True
+    assert _kinds(events)[-1] == "done" and len(server.requests) == 1
 
 
 def test_in_stream_validation_exception_is_not_retried(server: Server, aws_env: dict) -> None:
@@ -710,3 +777,26 @@ def test_a_body_cut_inside_a_frame_before_content_is_retried(server: Server, aws
         f"event stream ended inside a frame (20 bytes of an incomplete message at byte {len(start)}) "
         "(the connection was probably cut)"
     )
+
+
+class _Unprintable(ValueError):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+@pytest.mark.parametrize(
+    "error, text",
+    [
+        (_Unprintable(), "_Unprintable (its message could not be read: str() raised RuntimeError)"),
+        (ValueError(), "ValueError"),
+    ],
+)
+def test_a_hook_error_without_a_readable_message_still_ends_the_stream(
+    server: Server, aws_env: dict, error: Exception, text: str
+) -> None:
+    def on_payload(*_: Any) -> Any:
+        raise error
+
+    message, events = _run(local_model(server), on_payload=on_payload)
+    assert (message.stop_reason, message.error_message) == ("error", text)
+    assert _kinds(events) == ["error"] and server.requests == []
