@@ -1987,3 +1987,28 @@ def test_an_abort_ends_the_wait_for_headers_through_a_proxy(monkeypatch):  # abo
         assert (result.stop_reason, result.error_message) == ("aborted", "Request was aborted")
         assert elapsed < 5.0, "the abort did not interrupt the wait through the proxy"
         assert proxy.requests[0].path == "/v1/chat/completions"
+
+
+def test_an_on_response_hook_that_raises_closes_the_response_first(server):
+    """A caller's ``on_response`` hook that raised left the streaming response open: its
+    connection stayed checked out of the pool for as long as anything held the error (its
+    traceback holds the response), and a stalled body's server waited on it."""
+    from agentcore.providers.http import open_stream
+
+    server.enqueue(Reply(body=_text_body("never read"), stall_after=0))
+
+    def refuse(status, headers):
+        raise RuntimeError(f"refused {status}")
+
+    try:
+        with pytest.raises(RuntimeError, match="refused 200") as caught:
+            open_stream(server.url + "/v1", b"{}", {}, session_name="local", on_response=refuse)
+        tb = caught.value.__traceback__
+        frames = []
+        while tb is not None:
+            frames.append(tb.tb_frame)
+            tb = tb.tb_next
+        response = next(f.f_locals["response"] for f in frames if f.f_code.co_name == "open_stream")
+        assert response.raw.closed
+    finally:
+        server.release.set()

@@ -473,7 +473,11 @@ def open_stream(
         if log is not None:
             log.response(response)
         if on_response is not None:
-            on_response(response.status_code, dict(response.headers))
+            try:
+                on_response(response.status_code, dict(response.headers))
+            except BaseException:  # the caller's hook: its error stands, the connection is let go
+                response.close()
+                raise
         if 200 <= response.status_code < 300:
             return response
         if 300 <= response.status_code < 400:  # never followed: see _redirect_error
