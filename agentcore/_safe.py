@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import math
 import re
+import sys
 from enum import Enum
 from typing import Any, Dict, Optional, Set, Tuple
 
@@ -83,6 +84,9 @@ def json_safe(value: Any) -> Any:
     - ``list``, ``tuple``, ``set``, ``frozenset``: a list;
     - ``bytes``, ``bytearray``, ``memoryview``: ``{"type": "bytes", "base64": "..."}``;
     - an ``Enum``: its value; an object with ``to_dict()`` (messages, blocks): that dict, made safe;
+    - a ``datetime``, ``date`` or ``time``: its ISO 8601 text (``isoformat()``); a ``UUID``, a
+      ``pathlib`` path or a ``Decimal``: its ``str()`` (what ``@tool`` arguments of those types
+      take);
     - anything else (a socket, ``object()``, a dataclass): its ``repr()`` string, cut to 200
       characters (``<TypeName object>`` when ``repr`` raises); a reference cycle: ``"<cycle>"``;
     - a container nested deeper than :data:`MAX_JSON_DEPTH` levels: ``"<nested too deeply>"``
@@ -129,9 +133,27 @@ def _safe(value: Any, active: Set[int]) -> Any:
                 plain = None
             if isinstance(plain, dict):
                 return _safe_dict(plain, active)
-        return safe_repr(value)
+        text = _scalar_text(value)
+        return text if text is not None else safe_repr(value)
     finally:
         active.discard(marker)
+
+
+def _scalar_text(value: Any) -> Optional[str]:
+    """A date, time, UUID, path or decimal as text, else None. Their modules are looked up in
+    ``sys.modules``, never imported: a value of one means it is loaded."""
+    modules = sys.modules
+    try:
+        dates = modules.get("datetime")
+        if dates is not None and isinstance(value, (dates.date, dates.time)):
+            return str(value.isoformat())
+        for name, kind in (("uuid", "UUID"), ("pathlib", "PurePath"), ("decimal", "Decimal")):
+            module = modules.get(name)
+            if module is not None and isinstance(value, getattr(module, kind)):
+                return str(value)
+    except Exception:  # noqa: BLE001 - a subclass whose isoformat/str raises: the repr then
+        return None
+    return None
 
 
 def _safe_list(value: Any, active: Set[int]) -> Any:

@@ -2,8 +2,16 @@
 
 :func:`function_schema` reads a function's type hints and docstring; :func:`type_schema` maps one
 annotation; :func:`to_python` turns validated JSON back into the annotated Python types (``Enum``
-members, dataclass instances, tuples, sets). Unsupported annotations raise ``TypeError`` naming the
-parameter, at decoration time.
+members, dataclass instances, tuples, sets, dates and times, UUIDs, paths, decimals). Unsupported
+annotations raise ``TypeError`` naming the parameter, at decoration time.
+
+Values JSON has no type for are strings in ISO or canonical form: ``datetime.datetime``
+(``"format": "date-time"``, ``2026-01-02T15:04:05+00:00``; a ``Z`` suffix is read as UTC on every
+Python), ``datetime.date`` (``"date"``), ``datetime.time`` (``"time"``), ``uuid.UUID``
+(``"uuid"``) and any ``pathlib`` path; a ``decimal.Decimal`` is a number or a numeric string,
+converted from its text so that ``"0.10"`` keeps its digits. A value that does not parse raises
+``ValueError`` naming the form expected (the call's error result). Their modules are looked up in
+``sys.modules``, never imported here: an annotation with one of them means the caller imported it.
 """
 
 from __future__ import annotations
@@ -113,11 +121,19 @@ def _json_default(value: Any) -> Any:
     write as ``NaN``/``Infinity``, no JSON, so every request carrying the schema would be refused."""
     if isinstance(value, enum.Enum):
         value = value.value
+    elif not isinstance(value, (str, int, float, type(None))) and _text_scalar(type(value)) is not None:
+        value = _scalar_text(value)
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         return None
     return value
+
+
+def _scalar_text(value: Any) -> str:
+    """A date, time, UUID, path or decimal as the text its schema asks for."""
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else str(value)
 
 
 def _json_type(value: Any) -> Optional[str]:
@@ -237,10 +253,93 @@ def type_schema(tp: Any, _seen: Tuple[Any, ...] = ()) -> Dict[str, Any]:
         if tp in _seen:
             raise TypeError(f"recursive type {tp.__qualname__} is not supported; annotate with dict")
         return _class_schema(tp, _seen + (tp,))
+    scalar = _text_scalar(tp)
+    if scalar is not None:
+        return dict(scalar[0])
     raise TypeError(
         f"unsupported annotation {tp!r}; use str, int, float, bool, None, Optional, "
-        f"list, tuple, dict[str, ...], Literal, Enum, TypedDict, a dataclass or Any"
+        f"list, tuple, dict[str, ...], Literal, Enum, TypedDict, a dataclass, a date, time or "
+        f"datetime, UUID, a pathlib path, Decimal or Any"
     )
+
+
+_Scalar = Tuple[Dict[str, Any], Callable[[Any, Any], Any]]
+
+
+def _text_scalar(tp: Any) -> Optional[_Scalar]:
+    """The schema and the converter of a value JSON carries as text (see the module docstring),
+    or None when ``tp`` is none of them. The modules come from ``sys.modules``: never imported."""
+    if not isinstance(tp, type):
+        return None
+    modules = sys.modules
+    dates = modules.get("datetime")
+    if dates is not None:
+        if issubclass(tp, dates.datetime):  # before date: a datetime is a date
+            return {"type": "string", "format": "date-time"}, _parse_datetime
+        if issubclass(tp, dates.date):
+            return {"type": "string", "format": "date"}, _parse_iso("a date (2026-01-02)")
+        if issubclass(tp, dates.time):
+            return {"type": "string", "format": "time"}, _parse_iso("a time of day (15:04:05)")
+    uuids = modules.get("uuid")
+    if uuids is not None and issubclass(tp, uuids.UUID):
+        return {"type": "string", "format": "uuid"}, _parse_uuid
+    paths = modules.get("pathlib")
+    if paths is not None and issubclass(tp, paths.PurePath):
+        return {"type": "string"}, _make_path
+    decimals = modules.get("decimal")
+    if decimals is not None and issubclass(tp, decimals.Decimal):
+        return {"type": ["number", "string"]}, _parse_decimal
+    return None
+
+
+def _parse_iso(form: str) -> Callable[[Any, Any], Any]:
+    def parse(tp: Any, value: Any) -> Any:
+        try:
+            return tp.fromisoformat(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"expected {form} in ISO 8601 form, got {_shown(value)}") from None
+
+    return parse
+
+
+def _parse_datetime(tp: Any, value: Any) -> Any:
+    text = value[:-1] + "+00:00" if isinstance(value, str) and value[-1:] in ("Z", "z") else value
+    try:
+        return tp.fromisoformat(text)  # before 3.11 fromisoformat refuses the "Z" JSON writers use
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"expected a date and time in ISO 8601 form (2026-01-02T15:04:05+00:00), got {_shown(value)}"
+        ) from None
+
+
+def _parse_uuid(tp: Any, value: Any) -> Any:
+    try:
+        return tp(value)
+    except (TypeError, ValueError, AttributeError):
+        raise ValueError(f"expected a UUID (12345678-1234-5678-1234-567812345678), got {_shown(value)}") from None
+
+
+def _make_path(tp: Any, value: Any) -> Any:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a path as a string, got {_shown(value)}")
+    return tp(value)
+
+
+def _parse_decimal(tp: Any, value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"expected a decimal number, got {_shown(value)}")
+    try:
+        number = tp(value if isinstance(value, str) else repr(value))  # repr: 0.1 stays 0.1
+    except ArithmeticError:  # decimal.InvalidOperation
+        raise ValueError(f"expected a decimal number, got {_shown(value)}") from None
+    if not number.is_finite():
+        raise ValueError(f"expected a finite decimal number, got {_shown(value)}")
+    return number
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _array_schema(tp: Any, origin: Any, args: Tuple[Any, ...], seen: Tuple[Any, ...]) -> Dict[str, Any]:
@@ -375,6 +474,10 @@ def to_python(tp: Any, value: Any) -> Any:
         return int(value)
     if tp is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if isinstance(value, (str, int, float)) and isinstance(tp, type) and tp not in (str, int, float, bool):
+        scalar = _text_scalar(tp)
+        if scalar is not None:
+            return scalar[1](tp, value)
     if isinstance(value, list):
         return _list_to_python(tp, origin, args, value)
     if isinstance(value, dict):

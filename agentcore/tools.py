@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, overload
 
+from ._safe import exception_message
 from ._util import awaited
 from .signals import AbortSignal
 from .types import ImageContent, TextContent, content_from_dict
@@ -252,7 +253,13 @@ def _make_execute(fn: Callable[..., Any], info: Any) -> ToolExecute:
         kwargs: Dict[str, Any] = {}
         for pname, value in values.items():
             hint = info.hints.get(pname)
-            kwargs[pname] = to_python(hint, value) if hint is not None else value
+            if hint is None:
+                kwargs[pname] = value
+                continue
+            try:
+                kwargs[pname] = to_python(hint, value)
+            except ValueError as exc:  # a date that does not parse, a __post_init__ refusing it...
+                raise ValueError(f"argument {pname!r}: {exception_message(exc)}") from exc
         extra = {"signal": signal, "on_update": on_update, "tool_call_id": tool_call_id}
         for pname in injected:
             kwargs[pname] = extra[pname]

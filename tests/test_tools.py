@@ -4,10 +4,14 @@ values) and argument validation with the reference's coercion and error text (ag
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import decimal
 import enum
 import json
 import math
+import pathlib
 import sys
+import uuid
 from typing import TYPE_CHECKING, Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
 import pytest
@@ -132,6 +136,13 @@ def _schema_of(annotation: Any, default: Any = dataclasses.MISSING) -> Dict[str,
             },
         ),
         (Annotated[int, "How many."], {"type": "integer", "description": "How many."}),
+        (datetime.datetime, {"type": "string", "format": "date-time"}),
+        (datetime.date, {"type": "string", "format": "date"}),
+        (datetime.time, {"type": "string", "format": "time"}),
+        (uuid.UUID, {"type": "string", "format": "uuid"}),
+        (pathlib.Path, {"type": "string"}),
+        (decimal.Decimal, {"type": ["number", "string"]}),
+        (Optional[datetime.date], {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]}),
     ],
 )
 def test_schema_for_every_supported_annotation(annotation: Any, expected: Dict[str, Any]) -> None:
@@ -266,6 +277,78 @@ def test_execute_converts_arguments_and_injects_signal_update_and_call_id() -> N
     assert type(seen["count"]) is int
     assert updates[0].content[0].text == "halfway"
     assert "signal" not in act.parameters["properties"]
+
+
+def test_dates_times_uuids_paths_and_decimals_arrive_as_their_types() -> None:
+    """Annotating a parameter ``datetime.date`` (or a time, UUID, path, Decimal) was refused at
+    decoration ("unsupported annotation"): the model sends them as text, the function gets the
+    type, and a value that does not parse is an error naming the argument and the form."""
+    seen: Dict[str, Any] = {}
+
+    @tool
+    def book(
+        when: datetime.datetime,
+        day: datetime.date,
+        at: datetime.time,
+        ref: uuid.UUID,
+        folder: pathlib.Path,
+        amount: decimal.Decimal,
+        until: Optional[datetime.date] = datetime.date(2026, 12, 31),
+    ) -> str:
+        """Book."""
+        seen.update(when=when, day=day, at=at, ref=ref, folder=folder, amount=amount, until=until)
+        return "booked"
+
+    assert book.parameters["properties"]["until"]["default"] == "2026-12-31"  # a default JSON can hold
+    args = {
+        "when": "2026-01-02T03:04:05Z",  # the "Z" JSON writers use: refused by fromisoformat before 3.11
+        "day": "2026-01-02",
+        "at": "15:04",
+        "ref": "12345678123456781234567812345678",
+        "folder": "/srv/data",
+        "amount": 0.1,
+    }
+    assert book.execute("c", validate_tool_arguments(book, args)).content[0].text == "booked"
+    assert seen == {
+        "when": datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+        "day": datetime.date(2026, 1, 2),
+        "at": datetime.time(15, 4),
+        "ref": uuid.UUID("12345678-1234-5678-1234-567812345678"),
+        "folder": pathlib.Path("/srv/data"),
+        "amount": decimal.Decimal("0.1"),  # from its text: not 0.1000000000000000055511151231257827
+        "until": datetime.date(2026, 12, 31),
+    }
+    book.execute("c", validate_tool_arguments(book, {**args, "amount": "12.30", "until": None}))
+    assert str(seen["amount"]) == "12.30" and seen["until"] is None
+    for name, value, message in [
+        ("when", "tomorrow", r"argument 'when': expected a date and time in ISO 8601 form"),
+        ("day", "2026-13-40", r"argument 'day': expected a date \(2026-01-02\) in ISO 8601 form, got '2026-13-40'"),
+        ("ref", "not-a-uuid", r"argument 'ref': expected a UUID"),
+        ("amount", "NaN", r"argument 'amount': expected a finite decimal number, got 'NaN'"),
+        ("amount", "lots", r"argument 'amount': expected a decimal number, got 'lots'"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            book.execute("c", validate_tool_arguments(book, {**args, name: value}))
+
+
+@dataclasses.dataclass
+class Span:
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError("end before start")
+
+
+def test_a_dataclass_refusing_its_fields_is_named_by_the_argument() -> None:
+    @tool
+    def cut(span: Span) -> str:
+        """Cut."""
+        return "cut"
+
+    with pytest.raises(ValueError, match="^argument 'span': end before start$"):
+        cut.execute("c", validate_tool_arguments(cut, {"span": {"start": 5, "end": 1}}))
 
 
 @pytest.mark.parametrize(

@@ -532,6 +532,36 @@ def test_event_to_dict_of_an_integer_too_long_for_decimal_still_dumps():  # even
     assert shown["result"]["details"] == {"n": "<integer of 20001 bits>", "m": 7}
 
 
+def test_json_safe_writes_dates_uuids_paths_and_decimals_as_their_text():
+    """A tool's ``details`` holding a date went into the session (and ``run --json``) as its
+    repr, ``"datetime.date(2026, 1, 2)"``: no reader could use it, and the ``@tool`` arguments of
+    those types take the ISO/canonical text."""
+    import datetime
+    import decimal
+    import pathlib
+    import uuid
+
+    from agentcore._safe import json_safe
+
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    value = {
+        "when": when,
+        "day": when.date(),
+        "at": datetime.time(15, 4),
+        "ref": uuid.UUID(int=5),
+        "path": pathlib.PurePosixPath("/srv/data"),
+        "amount": decimal.Decimal("12.30"),
+    }
+    assert json_safe(value) == {
+        "when": "2026-01-02T03:04:05+00:00",
+        "day": "2026-01-02",
+        "at": "15:04:00",
+        "ref": "00000000-0000-0000-0000-000000000005",
+        "path": "/srv/data",
+        "amount": "12.30",
+    }
+
+
 # --------------------------------------------------------------------------- review: -o values
 
 
