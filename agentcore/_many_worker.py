@@ -455,13 +455,9 @@ def _paused_error(agent: Any) -> Optional[BaseException]:
     can decide for a task, so it did not finish, and its ``end`` marker must not say it did (a
     re-run would skip it, see :func:`_resume_point`). Its session keeps the waiting calls for a
     person to decide there."""
-    pending = agent.pending_approvals
-    if not pending:
-        return None
-    calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
-    return TaskError(
-        "ApprovalPending",
-        f"the run paused for approval of {calls}; a run_many task cannot wait for a decision: give "
+    return _approval_pending(
+        agent,
+        "the run paused for approval of {calls}; a run_many task cannot wait for a decision: give "
         "the spec tools without requires_approval, or open the task's session, approve or deny "
         "each call and continue_() there (running the task again then returns that result)",
     )
@@ -470,16 +466,21 @@ def _paused_error(agent: Any) -> Optional[BaseException]:
 def _waiting_error(agent: Any) -> Optional[BaseException]:
     """The failure of a task whose session already has tool calls waiting for approval (an earlier
     task on it paused, or a person's own run did): its prompt cannot run before they are decided."""
+    return _approval_pending(
+        agent,
+        "the task did not start: its session has tool calls waiting for approval ({calls}), left "
+        "by an earlier run on it (an earlier task that paused); open the session, approve or deny "
+        "each call and continue_() there, then run the task again",
+    )
+
+
+def _approval_pending(agent: Any, template: str) -> Optional[BaseException]:
+    """``TaskError("ApprovalPending", template)`` naming the agent's waiting calls, or None."""
     pending = agent.pending_approvals
     if not pending:
         return None
     calls = ", ".join(f"{p.tool_name} {p.tool_call_id}" for p in pending)
-    return TaskError(
-        "ApprovalPending",
-        f"the task did not start: its session has tool calls waiting for approval ({calls}), left "
-        "by an earlier run on it (an earlier task that paused); open the session, approve or deny "
-        "each call and continue_() there, then run the task again",
-    )
+    return TaskError("ApprovalPending", template.format(calls=calls))
 
 
 def _run_error(messages: List[Any]) -> Optional[BaseException]:
