@@ -419,6 +419,62 @@ def test_malformed_lines_get_a_clear_error_and_the_process_keeps_running(rpc):
     assert done.returncode == 0 and "Traceback" not in done.stderr
 
 
+SMALL_LINE_LIMIT = """
+from agentcore.cli import _rpc
+_rpc.MAX_LINE_BYTES = 4096
+"""
+
+
+def test_a_line_longer_than_the_limit_is_answered_at_once_and_dropped(rpc, tmp_path):
+    """A client that writes a line without end (no LF) made the server buffer all of it: no
+    answer, memory without bound. Past the limit it now gets one error naming the limit and the
+    length read so far, while the line is still coming; the rest is dropped, the next line is
+    served, and SIGTERM still ends a server reading a line."""
+    path = tmp_path / "long.jsonl"
+    child = rpc("--model", "scripted", "--session", str(path), setup=SMALL_LINE_LIMIT)
+    child.send(b'{"type": "prompt", "id": "huge", "message": "' + b"x" * 5000)  # no LF yet
+    error = child.read_until(is_type("response"))[-1]
+    assert error == {
+        "type": "response",
+        "command": "parse",
+        "success": False,
+        "error": "Failed to parse command: the line is longer than the limit of 4096 bytes (4 KiB): "
+        "4097 bytes read so far; the rest of the line is skipped",
+    }
+    child.send(b"y" * 200_000 + b'"}\n')  # the rest of that line: dropped, no second answer
+    assert child.call({"type": "get_state", "id": "next"})["success"] is True
+    assert [o.get("id") for o in child.seen] == [None, "next"]
+    end = child.call({"type": "prompt", "message": "x" * 4000, "id": "fits"})  # up to the limit is fine
+    assert end["success"] is True
+    child.read_until(is_type("agent_end"))
+    child.send(b'{"type": "prompt", "message": "half a line')  # SIGTERM while it reads a line
+    assert child.proc.stdin is not None
+    child.proc.send_signal(signal.SIGTERM)
+    assert child.proc.wait(timeout=WAIT) == 0
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[0].text == "x" * 4000
+
+
+def test_the_default_line_limit_is_64_mib():
+    """The documented limit (image attachments as base64 fit): a line of 64 MiB and one byte is
+    refused with one error, and the next line is served."""
+    from agentcore.cli import _rpc
+
+    out, err = io.StringIO(), io.StringIO()
+    commands = b'{"type": "get_state", "pad": "' + b"p" * (64 << 20) + b'"}\n{"type": "get_commands", "id": 2}\n'
+    stdin = io.TextIOWrapper(io.BytesIO(commands), encoding="utf-8")  # read through its buffer: no copy
+    status = main(["rpc", "--model", "scripted", "--no-session"], stdin=stdin, stdout=out, stderr=err)
+    assert status == 0, err.getvalue()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(o["command"], o["success"], o.get("id")) for o in lines] == [
+        ("parse", False, None),
+        ("get_commands", True, 2),
+    ]
+    assert "limit of 67108864 bytes (64 MiB): 67108865 bytes read so far" in lines[0]["error"]
+    assert _rpc.MAX_LINE_BYTES == 64 << 20
+
+
 # --------------------------------------------------------------------------- sessions and the tree
 
 
@@ -766,6 +822,25 @@ def test_bash_run_during_a_run_stays_in_its_session_after_a_move(rpc, tmp_path, 
             assert [m.role for m in clone.build_context().messages].count("bashExecution") == 1
 
 
+def test_a_bash_result_waiting_for_a_prompt_is_recorded_at_the_end(rpc, tmp_path):
+    """A bash command that finished during a run waits for the next prompt to join the
+    transcript; when none came (end of input), it was dropped: the client had its response, the
+    session never held it. The shutdown now records it."""
+    path = tmp_path / "bash.jsonl"
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "first"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        assert child.call({"type": "bash", "command": "echo ran-during-the-run"})["success"]
+        server.release.set()
+        child.read_until(is_type("agent_end"))
+        assert child.close().returncode == 0
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "bashExecution"]
+    assert messages[-1].output == "ran-during-the-run\n"
+
+
 def test_clone_during_a_run_copies_the_settled_branch(rpc, tmp_path):
     """``clone`` aborts the run first; it used to read the leaf before that, so the clone ended
     on the prompt without its (aborted) answer."""
@@ -870,6 +945,38 @@ def test_a_long_bash_output_keeps_its_full_copy_under_a_non_utf8_locale(rpc, env
     os.unlink(data["fullOutputPath"])
     messages = child.call({"type": "get_messages"})["data"]["messages"]
     assert messages[0]["role"] == "bashExecution" and messages[0]["fullOutputPath"] == data["fullOutputPath"]
+    assert child.close().returncode == 0
+
+
+def _peak_memory(pid: int) -> int:
+    """The process's peak resident set (VmHWM), in bytes."""
+    with open(f"/proc/{pid}/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak memory from /proc")
+def test_a_huge_bash_output_goes_to_the_file_not_into_memory(rpc, env, tmp_path):
+    """``bash`` read the command's whole output into memory (and decoded it whole) before keeping
+    its last 50,000 characters: 200 MB of output cost the server some 400 MB, and a command
+    that prints without end (``yes``) grew it until the machine ran out. Past the limit the
+    output now streams to the temporary file; the server keeps the tail only."""
+    env["TMPDIR"] = str(tmp_path)
+    child = rpc("--model", "scripted", "--no-session")
+    assert child.call({"type": "get_state"})["success"] is True
+    before = _peak_memory(child.proc.pid)
+    size = 200_000_000
+    done = child.call({"type": "bash", "command": f"yes 0123456789abcdef | head -c {size}; printf '\\351end'"})
+    grown = _peak_memory(child.proc.pid) - before
+    assert done["success"] is True, done
+    data = done["data"]
+    assert data["truncated"] is True and data["exitCode"] == 0
+    assert len(data["output"]) == 50_000 and data["output"].endswith("\ufffdend")
+    assert os.path.dirname(data["fullOutputPath"]) == str(tmp_path)
+    assert os.path.getsize(data["fullOutputPath"]) == size + 4
+    with open(data["fullOutputPath"], "rb") as handle:
+        assert handle.read(17) == b"0123456789abcdef\n"
+    assert grown < 64 << 20, f"the server grew by {grown >> 20} MiB"
     assert child.close().returncode == 0
 
 
@@ -1039,10 +1146,98 @@ def test_sigterm_mid_run_aborts_flushes_and_exits_0(rpc, tmp_path):
     assert [m.role for m in messages] == ["user", "assistant"] and messages[-1].stop_reason == "aborted"
 
 
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
+def test_a_signal_while_a_long_response_is_written_never_cuts_the_line(rpc, tmp_path, signum, status):
+    """SIGTERM or Ctrl-C while the server writes a long ``get_messages`` response to a client
+    that reads slowly: the signal interrupted the write, the handler raised in the middle of it
+    and the client got half a JSON object followed by the shutdown's lines. The response is now
+    written whole, then the server shuts down: exit 0 (130 after Ctrl-C), the session intact."""
+    path = tmp_path / "term.jsonl"
+    big = "x" * (100 << 10)  # more than a pipe holds (64 KiB), far less than the context window
+    child = rpc("--model", "scripted", "--session", str(path))
+    child.call({"type": "prompt", "message": big})
+    child.read_until(is_type("agent_end"))
+    child.send({"type": "get_messages", "id": "all"})
+    assert child.proc.stdout is not None
+    ready, _, _ = select.select([child.proc.stdout], [], [], WAIT)
+    assert ready
+    head = os.read(child.proc.stdout.fileno(), 100)  # the response has begun: the pipe holds 64 KiB at most
+    assert head.startswith(b'{"type":"response","command":"get_messages"')
+    child.proc.send_signal(signum)
+    rest, err = child.proc.communicate(timeout=WAIT)
+    lines = (head + rest).splitlines()
+    answer = json.loads(lines[0])  # whole, valid JSON
+    assert answer["id"] == "all" and [m["role"] for m in answer["data"]["messages"]] == ["user", "assistant"]
+    assert answer["data"]["messages"][0]["content"][0]["text"] == big
+    assert [json.loads(line) for line in lines[1:]] == []
+    assert child.proc.returncode == status, err.decode()
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant"] and messages[0].text == big
+
+
+def test_sigterm_sent_as_a_line_arrives_is_never_missed(rpc):
+    """A client writes (part of) a line and sends SIGTERM at once: the signal landed while the
+    reader was between two reads, in C code where Python's handler cannot run, and the next read
+    blocked with the handler pending: the server ran on until the client wrote again (for ever,
+    when it only waits for the exit). The reader now wakes up to run it."""
+    for _ in range(3):
+        child = rpc("--model", "scripted", "--no-session")
+        assert child.call({"type": "prompt", "message": "hello"})["success"] is True
+        child.read_until(is_type("agent_end"))
+        child.send(b'{"type": "prompt", "message": "half a line')
+        child.proc.send_signal(signal.SIGTERM)
+        assert child.proc.wait(timeout=WAIT) == 0
+
+
+HOLD_AT_CLOSE = """
+import sys
+from agentcore.cli import _rpc
+_close = _rpc.RpcServer.close_session
+def holding(self, session):
+    sys.stderr.write("held at close\\n")
+    sys.stderr.flush()
+    with open(FIFO) as fifo:
+        fifo.read()
+    _close(self, session)
+_rpc.RpcServer.close_session = holding
+"""
+
+
+def test_sigterm_while_the_session_closes_at_end_of_input_exits_0(rpc, tmp_path):
+    """SIGTERM after end of input, while the server closes the session (a supervisor's stop
+    landing late): the handler raised in the middle of the close, the exception escaped the
+    shutdown and the process died with a traceback and status 1. The shutdown now goes on."""
+    fifo = tmp_path / "hold"
+    os.mkfifo(fifo)
+    path = tmp_path / "late.jsonl"
+    child = rpc("--model", "scripted", "--session", str(path), setup=f"FIFO = {str(fifo)!r}" + HOLD_AT_CLOSE)
+    child.call({"type": "prompt", "message": "hello"})
+    child.read_until(is_type("agent_end"))
+    assert child.proc.stdin is not None
+    child.proc.stdin.close()
+    _wait_for_note(child, "held at close")
+    child.proc.send_signal(signal.SIGTERM)
+    while child.proc.poll() is None:  # let the close go on (if the child still waits for it)
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            break
+        except OSError:  # no reader: the signal interrupted the open (retried), or ended the child
+            try:
+                child.proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+    status = child.proc.wait(timeout=WAIT)
+    assert child.proc.stderr is not None
+    assert (status, "Traceback" in child.proc.stderr.read().decode()) == (0, False)
+    with Session.open(path, read_only=True) as session:
+        assert [m.role for m in session.build_context().messages] == ["user", "assistant"]
+
+
 def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
     """``main()`` called with text streams (an embedding program, a test): the protocol goes to
-    the given stdout, and the SIGTERM handler the server installs is removed afterwards."""
-    before = signal.getsignal(signal.SIGTERM)
+    the given stdout, and the SIGTERM and SIGINT handlers the server installs are removed afterwards."""
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     out, err = io.StringIO(), io.StringIO()
     commands = '{"type": "get_state", "id": 1}\nnot json\n{"type": "get_commands", "id": 2}\n'
     status = main(["rpc", "--model", "scripted", "--no-session"], stdin=io.StringIO(commands), stdout=out, stderr=err)
@@ -1050,7 +1245,7 @@ def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [(o.get("id"), o["success"]) for o in lines] == [(1, True), (None, False), (2, True)]
     assert lines[2]["data"] == {"commands": []}
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 
 
 def test_a_byte_order_mark_at_the_start_of_the_input_is_skipped():

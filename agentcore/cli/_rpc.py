@@ -13,10 +13,12 @@ Behaviour, and how it fails:
   are data; blank lines and a UTF-8 BOM at the start of the input are skipped. A line that is
   not UTF-8 or not JSON, not an object, an unknown ``type`` or a missing/mistyped field gets an
   error response naming the problem (with the ``id`` when one could be read) and the process
-  reads on.
+  reads on. stdin is read in chunks of 64 KiB; a line longer than :data:`MAX_LINE_BYTES` (64 MiB,
+  its LF not counted) gets one error response naming the limit and its length so far as soon as
+  the limit is passed, the rest of it is read and dropped, and the next line is served.
 * Output lines are written under one lock (responses come from the reader thread, events from
-  the run thread), each flushed, each valid JSON (:func:`agentcore._safe.json_safe`), the API key
-  masked. Nothing else reaches stdout: ``print()`` in a tool or plugin and the output of child
+  the run thread), each whole (a write a signal interrupted goes on), each flushed, each valid
+  JSON (:func:`agentcore._safe.json_safe`), the API key masked. Nothing else reaches stdout: ``print()`` in a tool or plugin and the output of child
   processes go to stderr while the server runs, and their stdin is /dev/null (a child cannot
   swallow command lines). Diagnostics go to stderr.
 * Commands are handled in order on the reader thread, except those that may take long (``bash``,
@@ -36,11 +38,16 @@ Behaviour, and how it fails:
   running ``bash``/``compact``/``navigate_tree`` are let finish, then the session is closed
   (flushed) and the command exits 0; when the client has closed stdout too (it went away, nobody
   reads the answer), they are aborted instead, as on SIGTERM. SIGTERM, also while finishing,
-  aborts the run and awaits its end (up to :data:`SHUTDOWN_WAIT` seconds) instead.
+  aborts the run and awaits its end (up to :data:`SHUTDOWN_WAIT` seconds) instead, then closes
+  the session and exits 0. It acts at once while the server waits for input or for the work to
+  finish; a command being handled is answered first (a line being written is finished, never
+  cut: the signal handler only sets a flag there). SIGINT (Ctrl-C) does the same and exits 130,
+  unless the server started with it ignored (a background job).
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -48,15 +55,36 @@ import signal
 import sys
 import threading
 from collections import deque
-from typing import Any, BinaryIO, Callable, Deque, Dict, Iterator, List, Optional, Set, TextIO, Tuple
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
 from .._safe import describe_exception, json_safe
 from ._render import Masker
 
-__all__ = ["RpcOutput", "RpcError", "RunStarted", "RpcServer", "cmd_rpc", "read_lines", "SHUTDOWN_WAIT"]
+__all__ = [
+    "RpcOutput",
+    "RpcError",
+    "RunStarted",
+    "RpcServer",
+    "cmd_rpc",
+    "read_lines",
+    "LineTooLong",
+    "SHUTDOWN_WAIT",
+    "MAX_LINE_BYTES",
+]
 
 #: Seconds the shutdown waits for an aborted run to settle before closing the session anyway.
 SHUTDOWN_WAIT = 30.0
+
+#: The longest command line read (bytes, its LF not counted): 64 MiB, room for a prompt with
+#: images as base64. A longer line gets one error response naming the limit, the rest of it is
+#: read and dropped, and the next line is served.
+MAX_LINE_BYTES = 64 << 20
+
+#: The most bytes read from stdin at once (a line is assembled from such chunks).
+_CHUNK = 1 << 16
+
+#: Seconds between the wake-ups of the main thread while it waits for stdin (see :func:`_chunks`).
+_WAKE = 0.2
 
 #: Commands never held back behind a command that waits for a compact/navigate_tree: they act on
 #: what runs when they are read.
@@ -103,7 +131,7 @@ class RpcOutput:
             if self.closed:
                 return
             try:
-                self.stream.write(data)
+                _write_all(self.stream, data)
                 self.stream.flush()
             except (BrokenPipeError, ValueError, OSError):
                 self.closed = True
@@ -147,32 +175,138 @@ class RpcOutput:
         return self.masker(text)
 
 
-def read_lines(stream: Any) -> Iterator[bytes]:
+class LineTooLong:
+    """What :func:`read_lines` yields for a line longer than its limit, as soon as the limit is
+    passed: ``length`` is the line's length read so far (bytes). The rest of the line is read and
+    dropped when the iteration goes on; the next line is read as usual."""
+
+    def __init__(self, length: int, limit: int) -> None:
+        self.length = length
+        self.limit = limit
+
+    def message(self) -> str:
+        limit = f"{self.limit} bytes"
+        if self.limit >= 1 << 10:
+            limit += f" ({_binary_size(self.limit)})"
+        return (
+            f"Failed to parse command: the line is longer than the limit of {limit}: "
+            f"{self.length} bytes read so far; the rest of the line is skipped"
+        )
+
+
+def _binary_size(count: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if count >= scale:
+            return f"{count / scale:g} {unit}"
+    return f"{count / (1 << 10):g} KiB"
+
+
+def _write_all(stream: Any, data: bytes) -> None:
+    """Write all of ``data``: an unbuffered file writes what the pipe takes before a signal
+    interrupts it and returns the count, and a line written in part is a broken line for the
+    client. A stream that returns no count (a text adapter) took it all."""
+    written = stream.write(data)
+    while written is not None and written < len(data):
+        data = data[written:]
+        written = stream.write(data)
+
+
+def read_lines(stream: Any, limit: Optional[int] = None) -> Iterator[Any]:
     """The LF-terminated records of ``stream`` (bytes; a text stream is read through its buffer),
     without the LF and one trailing CR, and without a UTF-8 byte order mark at the start of the
     stream (a file saved by a Windows editor; RFC 8259 lets a parser ignore it). The last record
-    may lack its LF."""
-    binary: BinaryIO = getattr(stream, "buffer", stream)
+    may lack its LF.
+
+    The stream is read in chunks of at most :data:`_CHUNK` bytes (:func:`_chunks`), and a line is
+    held in memory up to ``limit`` bytes (its LF not counted; default :data:`MAX_LINE_BYTES`,
+    read when the iteration starts): as soon as more has been read, a :class:`LineTooLong` is
+    yielded in its place and the rest of the line is read and dropped, so a client that writes
+    without end costs no memory."""
+    bound = MAX_LINE_BYTES if limit is None else limit
+    line = bytearray()  # the line so far, while it fits
+    state = {"size": 0, "over": False}  # its length read so far; past the limit (being dropped)
     first = True
+    for chunk in _chunks(stream, lambda: _CHUNK if state["over"] else min(_CHUNK, bound + 1 - state["size"])):
+        if first:
+            first = False
+            if chunk.startswith(b"\xef\xbb\xbf"):
+                chunk = chunk[3:]
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            stop = len(chunk) if end < 0 else end
+            state["size"] += stop - start
+            if not state["over"]:
+                if state["size"] > bound:
+                    state["over"] = True
+                    line.clear()
+                    yield LineTooLong(state["size"], bound)
+                else:
+                    line += chunk[start:stop]
+            if end < 0:
+                break
+            if not state["over"]:
+                yield _without_cr(line)
+            line.clear()
+            state["size"], state["over"] = 0, False
+            start = end + 1
+    if line:
+        yield _without_cr(line)
+
+
+def _without_cr(line: bytearray) -> bytes:
+    return bytes(line[:-1] if line.endswith(b"\r") else line)
+
+
+def _chunks(stream: Any, size: Callable[[], int]) -> Iterator[bytes]:
+    """The bytes of ``stream`` in chunks of at most ``size()`` bytes (asked before each read).
+
+    An unbuffered file (the server's stdin) is read with ``os.read`` once ``select`` says it is
+    readable, waking every :data:`_WAKE` seconds meanwhile: a SIGTERM that the kernel handed to
+    another thread, or that landed just before a blocking read began (while the main thread ran
+    C code), has its Python handler run only in the main thread at its next bytecode, which a
+    blocking read would put off until the client writes again. Other streams: ``readline`` with
+    a size (a line never spans two chunks)."""
+    fd: Optional[int] = None
+    if isinstance(stream, io.RawIOBase):
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError):
+            fd = None
+    if fd is not None:
+        while True:
+            _wait_readable(fd)
+            chunk = os.read(fd, size())
+            if not chunk:
+                return
+            yield chunk
+    binary: Any = getattr(stream, "buffer", stream)
     while True:
-        raw = binary.readline()
+        raw = binary.readline(size())
         if not raw:
             return
         if isinstance(raw, str):  # a text stream without .buffer (an in-process caller's StringIO)
             raw = raw.encode("utf-8", "surrogateescape")
-        if first:
-            first = False
-            if raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
         yield raw
 
 
+def _wait_readable(fd: int) -> None:
+    """Return once ``fd`` is readable (or at end of file), waking every :data:`_WAKE` seconds so
+    that a pending signal handler runs. Returns at once where ``select`` cannot wait for ``fd``
+    (a pipe on Windows): the read then blocks."""
+    import select
+
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], _WAKE)
+        except (OSError, ValueError):
+            return
+        if ready:
+            return
+
+
 class _Terminated(BaseException):
-    """Raised in the main thread by the SIGTERM handler: leave the read loop and shut down."""
+    """Raised in the main thread by the SIGTERM/SIGINT handler: leave the read loop and shut down."""
 
 
 def response(command: str, request_id: Any, *, data: Any = None, error: Optional[str] = None) -> Dict[str, Any]:
@@ -363,22 +497,30 @@ class RpcServer:
 
     # ------------------------------------------------------------------ the loop
 
-    def serve(self, lines: Iterator[bytes]) -> int:
+    def serve(self, lines: Iterator[Any], signals: Optional[_StopSignals] = None) -> int:
         """Handle every line until end of input, let the work in progress finish (the run with
-        its queued messages, a ``bash`` or ``compact``), then shut down. SIGTERM (also while
-        finishing) aborts instead. Returns 0."""
+        its queued messages, a ``bash`` or ``compact``), then shut down. A :class:`LineTooLong`
+        among ``lines`` gets an error response. SIGTERM or Ctrl-C (``signals``: the handlers
+        :func:`cmd_rpc` installed) aborts instead: at once while the server waits for a line or
+        for the work to finish, else once the command being handled has answered (a line being
+        written is never cut). Returns 0, or 130 when Ctrl-C stopped it."""
+        stop = signals if signals is not None else _StopSignals()
+        status = 0
         try:
-            for raw in lines:
-                if raw.strip():
+            for raw in stop.waiting(lines):
+                if isinstance(raw, LineTooLong):
+                    self.out.send(response("parse", None, error=raw.message()))
+                elif raw.strip():
                     self.handle_line(raw)
             # End of input is not an abort: ``printf '{"type":"prompt",...}' | agentcore rpc``
             # must print the answer; a client that wants to stop sends abort or SIGTERM.
-            self.finish()
+            stop.wait(self.finish)
         except _Terminated:
-            self.note("SIGTERM: aborting the run and closing the session")
+            self.note(f"{stop.name()}: aborting the run and closing the session")
+            status = stop.status()
         finally:
             self.shutdown()
-        return 0
+        return status
 
     def finish(self) -> None:
         """Wait, without a bound, until the run, the slow commands and the waiting line have ended
@@ -590,11 +732,13 @@ class RpcServer:
     # ------------------------------------------------------------------ shutdown
 
     def shutdown(self) -> None:
-        """Abort what runs, wait for it (bounded), close the session. Never raises."""
+        """Abort what runs, wait for it (bounded), record the ``bash`` results still waiting for
+        a next prompt (one that finished during a run: they join the session, not the void),
+        close the session. Never raises."""
         try:
             with self._line_lock:
                 self._closing = True  # what still waits in line is not run
-            from ._rpc_bash import stop_bash
+            from ._rpc_bash import flush_bash, stop_bash
 
             stop_bash(self)
             agent = self.agent
@@ -603,6 +747,8 @@ class RpcServer:
                 self.note(f"the run did not stop within {SHUTDOWN_WAIT:.0f} s of the abort; closing anyway")
             for worker in self.workers:
                 worker.join(SHUTDOWN_WAIT)
+            if self.pending_bash and agent.wait_for_idle(0):
+                flush_bash(self)
         except Exception as exc:  # noqa: BLE001 - shutting down: report, then close what we can
             self.note(f"shutdown: {describe_exception(exc)}")
         finally:
@@ -757,7 +903,7 @@ class _StdioGuard:
             os.dup2(2, 1)
             sys.stdout = sys.stderr
         if self._is_fd(self.stdin, 0, sys.stdin):
-            protocol_in = os.fdopen(os.dup(0), "rb")
+            protocol_in = os.fdopen(os.dup(0), "rb", buffering=0)  # read_lines waits for it with select()
             self.saved.append((0, os.dup(0)))
             null = os.open(os.devnull, os.O_RDONLY)
             os.dup2(null, 0)
@@ -780,44 +926,96 @@ class _TextBytes:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> int:
         self.stream.write(data.decode("utf-8"))
+        return len(data)
 
     def flush(self) -> None:
         self.stream.flush()
 
 
-class _SigtermToException:
-    """SIGTERM raises :class:`_Terminated` in the main thread while the server reads (main thread
-    only; the previous handler is restored on exit)."""
+class _StopSignals:
+    """SIGTERM, and SIGINT (Ctrl-C) unless it was ignored when the server started, end the server
+    (main thread only; the previous handlers are restored on exit).
 
-    def __enter__(self) -> None:
-        self.previous: Any = None
-        self.fired = False
+    The handler only raises :class:`_Terminated` while the main thread waits (:meth:`waiting`
+    for the next line, :meth:`wait` at end of input), where nothing is half done. Anywhere else
+    (a command being handled, a response being written) it records the signal in :attr:`fired`,
+    and the main thread stops when it next waits: a response is written whole, never cut by the
+    signal. Signals after the first are ignored (the shutdown it began is bounded). Inert when
+    not entered (an in-process caller on another thread)."""
+
+    def __init__(self) -> None:
+        self.fired: Optional[int] = None  # the signal that stops the server
+        self.interruptible = False
+        self.previous: Dict[int, Any] = {}
+
+    def __enter__(self) -> _StopSignals:
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, self._raise)
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                if signum == signal.SIGINT and signal.getsignal(signum) == signal.SIG_IGN:
+                    continue  # a parent that ignores Ctrl-C (a background job) keeps it ignored
+                self.previous[signum] = signal.signal(signum, self._handle)
+        return self
 
-    def _raise(self, signum: int, frame: Any) -> None:
-        if not self.fired:  # a second SIGTERM must not interrupt the shutdown the first one began
-            self.fired = True
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.fired is not None:  # a second signal must not interrupt the shutdown the first began
+            return
+        self.fired = signum
+        if self.interruptible:
+            self.interruptible = False
             raise _Terminated()
 
+    def name(self) -> str:
+        return signal.Signals(self.fired).name if self.fired is not None else "a signal"
+
+    def status(self) -> int:
+        """The exit status after the signal: 130 after Ctrl-C (as every command), else 0."""
+        return 130 if self.fired == signal.SIGINT else 0
+
+    def waiting(self, lines: Iterator[Any]) -> Iterator[Any]:
+        """The items of ``lines``, each read while a signal may interrupt the read."""
+        items = iter(lines)
+        while True:
+            item = self.wait(lambda: next(items, _END))
+            if item is _END:
+                return
+            yield item
+
+    def wait(self, call: Callable[[], Any]) -> Any:
+        """``call()`` (which only waits) with a signal raising :class:`_Terminated` in it, or
+        before it when the signal came meanwhile."""
+        self.interruptible = True
+        try:
+            if self.fired is not None:
+                raise _Terminated()
+            return call()
+        finally:
+            self.interruptible = False
+
     def __exit__(self, *exc: Any) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+        for signum, previous in self.previous.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+
+
+_END: Any = object()
 
 
 def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """``agentcore rpc``: serve the protocol until end of input; 0 on a clean end, 2 on a bad
-    command line (before anything is read)."""
+    """``agentcore rpc``: serve the protocol until end of input, SIGTERM or Ctrl-C.
+
+    Exit status 0 at end of input and on SIGTERM, 130 on SIGINT (Ctrl-C; both: the run aborted
+    and awaited, the session closed, every line written whole), 2 on a bad command line (before
+    anything is read). A command line longer than :data:`MAX_LINE_BYTES` (64 MiB) gets an error
+    response naming the limit, and the rest of it is dropped."""
     from ._rpc_sessions import RpcContext, initial_setup
 
     context = RpcContext.from_args(args)
     setup = initial_setup(context)
-    with _StdioGuard(stdin, out) as (commands, protocol), _SigtermToException():
+    with _StdioGuard(stdin, out) as (commands, protocol), _StopSignals() as signals:
         output = RpcOutput(protocol, setup.api_key)
         output.mask_known_keys()
         server = RpcServer(setup, output, err, context)
         where = setup.session.path if setup.session is not None and setup.session.path else "memory (not saved)"
         server.note(f"model {setup.agent.model.key}, session {where}; reading commands on stdin")
-        return server.serve(read_lines(commands))
+        return server.serve(read_lines(commands), signals)

@@ -2,18 +2,21 @@
 (not a tool call), whose output joins the transcript as a ``bashExecution`` message.
 
 The command runs in its own process group (``abort_bash`` and the server's shutdown kill the
-group); its output is read whole, and past :data:`BASH_OUTPUT_LIMIT` characters only the tail is
-kept in the message while the whole output, its bytes as the command wrote them, goes to a
-temporary file.
+group); its output is read in chunks as it comes. Past :data:`BASH_OUTPUT_LIMIT` characters only
+the tail is kept (in memory and in the message) while the whole output, its bytes as the command
+wrote them, goes to a temporary file: a command that prints without end (``yes``, a huge file)
+costs disk, not the server's memory. When reading fails (the temporary file cannot be written)
+the command's process group is killed and ``bash`` answers with the error.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 import signal
 import subprocess
 import tempfile
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 from ._rpc import SHUTDOWN_WAIT, RpcError, RpcServer
 
@@ -48,19 +51,20 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
             server.bash = process
         if server.bash_cancelled:  # abort_bash arrived while the process was being started
             stop_bash(server)
-        output, _ = process.communicate()
+        stdout: Any = process.stdout
+        try:
+            text, full_path = _read_output(stdout)
+        except BaseException:  # nobody reads the pipe any more: the command must not block on it
+            _kill(process)
+            raise
+        finally:
+            stdout.close()
+            process.wait()
     finally:
         with server.bash_lock:  # read together: once bash is None, a next bash resets the flag
             server.bash = None
             cancelled = server.bash_cancelled
-    text = output.decode("utf-8", "replace")
-    truncated = len(text) > BASH_OUTPUT_LIMIT
-    full_path = None
-    if truncated:  # its bytes: a text file in the locale's encoding may not hold the decoded text
-        with tempfile.NamedTemporaryFile("wb", prefix="agentcore-bash-", suffix=".log", delete=False) as handle:
-            full_path = handle.name
-            handle.write(output)
-        text = text[-BASH_OUTPUT_LIMIT:]
+    truncated = full_path is not None
     message = BashExecutionMessage(
         command=command["command"],
         output=text,
@@ -76,6 +80,45 @@ def cmd_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
     if full_path is not None:
         data["fullOutputPath"] = full_path
     return data
+
+
+def _read_output(stream: Any) -> Tuple[str, Optional[str]]:
+    """Read ``stream`` to its end: its text (decoded as UTF-8, bad bytes replaced), or its last
+    :data:`BASH_OUTPUT_LIMIT` characters and the temporary file holding all its bytes when it is
+    longer. Memory stays bounded: the bytes are kept only while the text fits."""
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    kept = bytearray()  # every byte so far, while the text fits the limit
+    tail = ""  # the text's last BASH_OUTPUT_LIMIT characters
+    length = 0
+    spill: Any = None  # the temporary file, once the text is past the limit
+    try:
+        while True:
+            chunk = stream.read1(1 << 16)
+            text = decoder.decode(chunk, final=not chunk)
+            length += len(text)
+            tail = (tail + text)[-BASH_OUTPUT_LIMIT:]
+            if spill is None:
+                kept += chunk
+                if length > BASH_OUTPUT_LIMIT:
+                    # its bytes: a text file in the locale's encoding may not hold the decoded text
+                    spill = tempfile.NamedTemporaryFile("wb", prefix="agentcore-bash-", suffix=".log", delete=False)
+                    spill.write(kept)
+                    kept = bytearray()
+            elif chunk:
+                spill.write(chunk)
+            if not chunk:
+                break
+    finally:
+        if spill is not None:
+            spill.close()
+    return tail, spill.name if spill is not None else None
+
+
+def _kill(process: Any) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def flush_bash(server: RpcServer) -> None:
@@ -99,10 +142,7 @@ def stop_bash(server: RpcServer) -> None:
         server.bash_cancelled = True
     if process is _STARTING:
         return
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    _kill(process)
 
 
 def cmd_abort_bash(server: RpcServer, command: Dict[str, Any]) -> Any:
