@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -411,12 +412,28 @@ def supports_native(model: Any, has_tools: bool) -> bool:
 # --------------------------------------------------------------------------- one ask
 
 
+def _not_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is too large")
+    return value
+
+
+_answer_decoder = json.JSONDecoder(parse_constant=_not_json_constant, parse_float=_json_float)
+
+
 def parse_answer(text: str) -> Any:
     """The JSON value of a text answer (a surrounding Markdown code fence is dropped).
-    Raises OutputValidationError when it is not JSON, or nests too deeply for the parser (a
+    Raises OutputValidationError when it is not JSON (``NaN``, ``Infinity`` and numbers too large
+    for a float, such as ``1e999``, are not: Python's parser would take them, and a ``float``
+    answer would be ``nan``, a ``str`` one ``"nan"``), or nests too deeply for the parser (a
     model stuck repeating ``[``): a failed answer, never a failed run."""
     try:
-        return json.loads(_unfenced(text))
+        return _answer_decoder.decode(_unfenced(text))
     except ValueError as exc:
         raise OutputValidationError([f"the answer is not JSON ({exc})"], None) from None
     except RecursionError:

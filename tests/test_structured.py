@@ -206,6 +206,26 @@ def test_an_answer_nested_too_deeply_to_parse_is_corrected_not_a_failed_run():
     assert "nests too deeply" in agent.state.messages[2].text
 
 
+@pytest.mark.parametrize("native", [False, True], ids=["tool", "native"])
+def test_an_answer_of_nan_infinity_or_1e999_is_corrected_not_returned(native):
+    """Python's parser takes NaN, Infinity and 1e999 (inf), which are not JSON: the text answer
+    ``{"name": NaN, ...}`` returned Person(name='nan') (the float coerced to a string), a float
+    answer was nan, and ``agentcore run --schema`` printed them as invalid JSON. In tool mode the
+    same arguments were already refused (they become null)."""
+    answers = ['{"name": NaN, "age": 3}', '{"name": "Ada", "age": Infinity}', '{"name": "Ada", "age": 1e999}']
+    scripted = ScriptedModel([text(a) for a in answers] + [text('{"name": "Ada", "age": 3}')])
+    agent = Agent((_native(scripted) if native else scripted).model)
+    assert agent.ask("q", Person, retries=3) == Person("Ada", 3)
+    corrections = [m.text for m in agent.state.messages if m.role == "user"][1:]
+    assert ["NaN is not a JSON value" in corrections[0], "Infinity is not" in corrections[1]] == [True, True]
+    assert "1e999 is too large" in corrections[2]
+    scripted = ScriptedModel([text("NaN"), text("-Infinity")])
+    agent = Agent((_native(scripted) if native else scripted).model)
+    with pytest.raises(OutputValidationError, match="-Infinity is not a JSON value"):
+        agent.ask("q", float, retries=1)
+    assert output_spec(str).check_text("NaN") == "NaN"  # a string type: the text itself
+
+
 class _Unprintable(ValueError):
     def __str__(self) -> str:
         raise RuntimeError("no text")

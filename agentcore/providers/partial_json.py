@@ -4,7 +4,8 @@
 
 * empty or whitespace text gives ``{}``;
 * complete JSON is parsed as is (raw control characters inside strings are accepted, since models
-  sometimes emit literal newlines);
+  sometimes emit literal newlines); the two halves of a UTF-16 surrogate pair in the text (an
+  emoji a provider split between two fragments) become the one character they encode;
 * incomplete JSON is repaired: open strings, arrays and objects are closed, a dangling key, colon
   or trailing comma is dropped, a truncated string value is kept as far as it goes; a truncated
   number or literal (``tru``) is dropped when it cannot stand on its own;
@@ -12,7 +13,10 @@
   Python converts (4300 digits) become ``null``: they are not JSON or not numbers Python can
   hold, and a request replaying such arguments would be refused by every API (and a session
   could not store them);
-* anything else (not an object, nested too deeply to parse, or beyond repair) gives ``{}``.
+* anything else (not an object, nested more than :data:`MAX_DEPTH` levels deep or too deeply for
+  the interpreter's recursion limit, or beyond repair) gives ``{}``. Once streamed text passes
+  :data:`MAX_DEPTH` (a model repeating ``[`` until its token limit) it is neither scanned nor
+  re-parsed any more: its value is ``{}`` at once, so each further fragment costs O(1).
 """
 
 from __future__ import annotations
@@ -22,10 +26,15 @@ import math
 import re
 from typing import Any, Dict, List, Optional
 
-__all__ = ["parse_streaming_json", "PartialJsonParser", "ToolArguments", "REPARSE_ALWAYS_BELOW"]
+from .._surrogates import HAS_SURROGATE, join_surrogate_pairs
+
+__all__ = ["parse_streaming_json", "PartialJsonParser", "ToolArguments", "REPARSE_ALWAYS_BELOW", "MAX_DEPTH"]
+
+MAX_DEPTH = 1000
+"""Open arrays/objects past which text is not parsed (``{}``): CPython's decoder cannot go deeper
+at the default recursion limit, and re-parsing such text per fragment cost seconds of CPU."""
 
 _CLOSERS = {"{": "}", "[": "]"}
-_PARTIAL_UNICODE_ESCAPE = re.compile(r"\\u[0-9a-fA-F]{0,3}$")
 
 
 def _finite_float(text: str) -> Optional[float]:
@@ -57,11 +66,13 @@ def parse_streaming_json(text: str) -> Dict[str, Any]:
     """Parse possibly incomplete JSON object text; see the module docstring."""
     if not text or not text.strip():
         return {}
+    scanner = _Scanner()
+    scanner.feed(text)
+    if scanner.too_deep:
+        return {}
     try:
-        value = _loads(text)
+        value = scanner.loads(text)
     except _UNPARSEABLE:
-        scanner = _Scanner()
-        scanner.feed(text)
         value = scanner.repair(text)
     return value if isinstance(value, dict) else {}
 
@@ -97,12 +108,19 @@ class PartialJsonParser:
             self._parts = ["".join(self._parts)]
         return self._parts[0] if self._parts else ""
 
+    @property
+    def too_deep(self) -> bool:
+        """True once the text nested more than :data:`MAX_DEPTH` levels: ``value()`` is ``{}``."""
+        return self._scanner.too_deep
+
     def value(self) -> Dict[str, Any]:
+        if self._scanner.too_deep:
+            return {}
         text = self.text
         if not text.strip():
             return {}
         try:
-            value = _loads(text)
+            value = self._scanner.loads(text)
         except _UNPARSEABLE:
             value = self._scanner.repair(text)
         return value if isinstance(value, dict) else {}
@@ -142,6 +160,11 @@ class ToolArguments:
             return self.value()
         return None
 
+    @property
+    def too_deep(self) -> bool:
+        """True once the text nested more than :data:`MAX_DEPTH` levels: the value is ``{}``."""
+        return self._parser.too_deep
+
     def value(self) -> Dict[str, Any]:
         self._parsed_at = len(self._parser)
         return self._parser.value()
@@ -162,9 +185,12 @@ class _Scanner:
         "in_string",
         "string_is_key",
         "escape",
+        "escape_at",
         "safe_end",
         "safe_stack",
         "finished",
+        "too_deep",
+        "surrogates",
     )
 
     def __init__(self) -> None:
@@ -174,13 +200,18 @@ class _Scanner:
         self.in_string = False
         self.string_is_key = False
         self.escape = False
+        self.escape_at = -1  # where the last escape sequence's backslash is (absolute)
         self.safe_end = -1  # text[:safe_end] + closers(safe_stack) is valid JSON
         self.safe_stack = ""
         self.finished = False  # the top-level value closed (or the text is unrepairable)
+        self.too_deep = False  # more than MAX_DEPTH containers were open at once: no value
+        self.surrogates = False  # the text holds a UTF-16 surrogate (maybe half of a split pair)
 
     def feed(self, chunk: str) -> None:
         base = self.pos
         self.pos += len(chunk)
+        if not self.surrogates and HAS_SURROGATE.search(chunk):
+            self.surrogates = True
         if self.finished:
             return
         i, n = 0, len(chunk)
@@ -196,6 +227,7 @@ class _Scanner:
                 i = m.start()
                 if chunk[i] == "\\":
                     self.escape = True
+                    self.escape_at = base + i
                 else:
                     self.in_string = False
                     if not self.string_is_key:
@@ -212,6 +244,9 @@ class _Scanner:
                 self.in_string = True
                 self.string_is_key = bool(stack) and stack[-1] == "{" and self.expect_key[-1]
             elif ch == "{" or ch == "[":
+                if len(stack) >= MAX_DEPTH:
+                    self.too_deep = self.finished = True
+                    return
                 self.stack = stack + ch
                 if ch == "{":
                     self.expect_key.append(True)
@@ -240,8 +275,7 @@ class _Scanner:
         candidates = []
         if not self.finished:
             if self.in_string and not self.string_is_key:
-                head = text[:-1] if self.escape else text  # a lone backslash cannot end a string
-                head = _PARTIAL_UNICODE_ESCAPE.sub("", head)
+                head = text[: self.escape_at] if self._in_escape(text) else text
                 candidates.append(head + '"' + _closing(self.stack))  # keep the truncated value
             elif not self.in_string:
                 candidates.append(text.rstrip() + _closing(self.stack))  # a trailing number may be whole
@@ -249,10 +283,23 @@ class _Scanner:
             candidates.append(text[: self.safe_end] + _closing(self.safe_stack))
         for candidate in candidates:
             try:
-                return _loads(candidate)
+                return self.loads(candidate)
             except _UNPARSEABLE:
                 continue
         return None
+
+    def loads(self, text: str) -> Any:
+        """Decode ``text`` (the fed text or a repair of it), a surrogate pair joined into its
+        character: a provider may split an emoji between two fragments, and json keeps the halves
+        as two code points, which no tool can write as UTF-8."""
+        return _loads(join_surrogate_pairs(text) if self.surrogates else text)
+
+    def _in_escape(self, text: str) -> bool:
+        """The text ends inside an escape sequence: ``\\`` or ``\\u`` with fewer than 4 digits
+        (the scanner knows where that backslash is: a ``\\\\u`` is an escaped backslash and a u)."""
+        if self.escape:
+            return True
+        return self.escape_at >= 0 and len(text) - self.escape_at < 6 and text[self.escape_at + 1] == "u"
 
 
 def _closing(stack: str) -> str:

@@ -62,6 +62,11 @@ def _int(text: str) -> int:
         raise ValueError(f"an integer of {len(text.lstrip('-'))} digits is too long (it became null)") from None
 
 
+def _splits_pair(text: str, delta: str) -> bool:
+    """Whether ``text`` ends with the high half of a surrogate pair and ``delta`` starts with the low."""
+    return bool(text and delta) and "\ud800" <= text[-1] <= "\udbff" and "\udc00" <= delta[0] <= "\udfff"
+
+
 class StreamWriter:
     """The one way a wire module builds its output: mutates the message, queues the events.
 
@@ -143,27 +148,27 @@ class StreamWriter:
         half ended the previous one (an emoji a provider sent as two escapes, one per delta) is
         joined into the character in the block's text; the events carry the deltas as sent."""
         block = self.output.content[index]
-        if delta and "\udc00" <= delta[0] <= "\udfff":
-            block.text = join_surrogate_pairs(block.text + delta)
+        # ``block.text += delta`` copies the whole text per delta (quadratic: a 1 MB answer took
+        # seconds); CPython grows a str in place when a local holds its only reference
+        text = block.text
+        block.text = ""
+        if _splits_pair(text, delta):  # only the two halves are joined: not the whole text again
+            text = text[:-1] + join_surrogate_pairs(text[-1] + delta)
         else:
-            # ``block.text += delta`` copies the whole text per delta (quadratic: a 1 MB answer
-            # took seconds); CPython grows a str in place when a local holds its only reference
-            text = block.text
-            block.text = ""
             text += delta
-            block.text = text
+        block.text = text
         self._push(TextDeltaEvent(index, delta, self.output))
 
     def append_thinking(self, index: int, delta: str) -> None:
         """Append a thinking delta; a split surrogate pair is joined as in :meth:`append_text`."""
         block = self.output.content[index]
-        if delta and "\udc00" <= delta[0] <= "\udfff":
-            block.thinking = join_surrogate_pairs(block.thinking + delta)
-        else:  # grown in place, as in append_text
-            thinking = block.thinking
-            block.thinking = ""
+        thinking = block.thinking  # grown in place, as in append_text
+        block.thinking = ""
+        if _splits_pair(thinking, delta):
+            thinking = thinking[:-1] + join_surrogate_pairs(thinking[-1] + delta)
+        else:
             thinking += delta
-            block.thinking = thinking
+        block.thinking = thinking
         self._push(ThinkingDeltaEvent(index, delta, self.output))
 
     def append_tool_arguments(self, index: int, fragment: str) -> None:
@@ -210,11 +215,14 @@ class StreamWriter:
             if args is not None and (args.text.strip() or not block.arguments):
                 block.arguments = args.value()
                 if args.text.strip():
-                    self._check_arguments(block, args.text)
+                    self._check_arguments(block, args)
             self._push(ToolCallEndEvent(index, block, self.output))
 
-    def _check_arguments(self, block: ToolCall, text: str) -> None:
+    def _check_arguments(self, block: ToolCall, args: ToolArguments) -> None:
+        text = args.text
         try:  # once per call, at its end: the strict parse says whether the lenient one repaired
+            if args.too_deep:  # not parsed at all; json alone might go deeper on some Pythons
+                raise RecursionError
             value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_int)
         except ValueError as exc:
             error = {"name": "JSONDecodeError", "message": str(exc)}
