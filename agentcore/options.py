@@ -252,6 +252,8 @@ def parse_cli_option(
         value = _parse(kind, text)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"-o/--option {key} {shown}: expected {kind} ({exc})") from None
+    except RecursionError:  # thousands of nested brackets: past the JSON parser's stack
+        raise ValueError(f"-o/--option {key} {shown}: expected {kind} (JSON nested too deeply)") from None
     problem = _out_of_range(name, value)
     if problem:
         raise ValueError(f"-o/--option {key} {shown}: {problem}")
@@ -454,7 +456,7 @@ def _parse(kind: str, text: str) -> Any:
     if kind == "a word or JSON":
         try:
             return json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return text
     return text
 

@@ -1016,3 +1016,9 @@ def test_interleaved_thinking_is_an_option_of_the_agent_and_of_stream():  # issu
         betas = [r.headers.get("anthropic-beta", "") for r in server.requests]
     assert ["interleaved-thinking" in b for b in betas] == [False, True, True]  # the default: on
     assert "interleaved_thinking" in wire.AnthropicProvider.stream_options
+
+
+def test_an_error_event_nested_too_deeply_is_still_the_error():  # spec §5
+    data = '{"type": "error", "error": ' + "[" * 100_000
+    error = wire.stream_error(data)
+    assert str(error) == data and not error.retryable

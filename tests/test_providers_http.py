@@ -2012,3 +2012,12 @@ def test_an_on_response_hook_that_raises_closes_the_response_first(server):
         assert response.raw.closed
     finally:
         server.release.set()
+
+
+def test_an_error_body_nested_too_deeply_to_parse_keeps_its_status(server):  # providers §9
+    """A proxy's error body of thousands of nested brackets: the parser's RecursionError escaped
+    the message builder, and the request failed with it instead of the HTTP status."""
+    server.enqueue(Reply(status=502, body='{"error": ' + "[" * 100_000, content_type="application/json"))
+    _, result = _run(server, max_retries=0)
+    assert result.stop_reason == "error" and result.error_message.startswith("502 ")
+    assert "RecursionError" not in result.error_message

@@ -1190,3 +1190,28 @@ def test_detected_compat_is_a_fresh_dict_per_call_and_follows_the_model():
     assert resolve_compat(qwen)["reasoningEffortMap"]["high"] == "default"
     local.compat = {"maxTokensField": "max_tokens"}  # explicit entries still win
     assert resolve_compat(local)["maxTokensField"] == "max_tokens"
+
+
+def test_a_call_nested_too_deeply_to_parse_then_another_call_keeps_the_response():  # spec §5
+    """When the next parallel call opens, the open one ends if its arguments are a whole JSON
+    document; that check let the parser's RecursionError out for a call a model had nested
+    thousands of ``[`` deep, and the whole response ended as an error instead of that call
+    getting ``{}`` (with the repaired note) and the other call its arguments."""
+    deep = '{"a": ' + "[" * 5000
+    body = sse(
+        _chunk(
+            {"tool_calls": [{"index": 0, "id": "c0", "type": "function", "function": {"name": "f", "arguments": deep}}]}
+        ),
+        _chunk(
+            {
+                "tool_calls": [
+                    {"index": 1, "id": "c1", "type": "function", "function": {"name": "g", "arguments": '{"b": 1}'}}
+                ]
+            }
+        ),
+        _chunk(finish="tool_calls"),
+        done=True,
+    )
+    _, message = _replay(body)
+    assert message.stop_reason == "toolUse", message.error_message
+    assert [(c.name, c.arguments) for c in message.tool_calls] == [("f", {}), ("g", {"b": 1})]

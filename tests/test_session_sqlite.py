@@ -477,6 +477,17 @@ def test_a_create_from_lines_that_make_no_session_writes_nothing(tmp_path, lines
     assert info.value.code == code and problem in str(info.value) and "not created" in str(info.value)
 
 
+def test_an_imported_line_nested_too_deeply_is_an_invalid_entry(tmp_path):
+    """A JSONL line of thousands of nested brackets: the import let the parser's RecursionError
+    out instead of naming the line."""
+    db = tmp_path / "s.db"
+    deep = b'{"type": "custom", "data": ' + b"[" * 100_000 + b"\n"
+    with pytest.raises(SessionError, match="imported line 2: invalid entry: JSON nested too deeply to read") as info:
+        SqliteSessionStorage.create(db, cwd="/w", session_id="s", lines=[_line(_IMPORTED), deep])
+    assert info.value.code == "invalid_entry" and info.value.line == 2
+    assert SqliteSessionStorage.list_sessions(db) == []
+
+
 def test_an_entry_column_sqlite_text_cannot_hold_is_refused_by_name(tmp_path):
     """A message role holding a lone surrogate (legal JSON: an rpc client's ``"\\udcff"``) made
     the append fail with a bare UnicodeEncodeError from sqlite3; the session stays writable."""

@@ -571,6 +571,10 @@ def test_cli_timeout_pair_refuses_a_boolean():  # STYLE: bad input gets a clear 
     with pytest.raises(ValueError, match=r"^-o/--option timeout '\[1, true\]': expected seconds or \[connect, read\]"):
         parse_cli_option("timeout", "[1, true]")  # was accepted as (1.0, 1.0)
     assert parse_cli_option("timeout", "[5, 60]") == ("timeout", (5.0, 60.0))
+    deep = "[" * 100_000  # nested past the parser's stack: a clear error, not a RecursionError
+    with pytest.raises(ValueError, match=r"^-o/--option metadata .*expected a JSON object \(JSON nested too deeply\)"):
+        parse_cli_option("metadata", deep)
+    assert parse_cli_option("region", deep, lambda: {"region": "AWS region"}) == ("region", deep)  # a word
 
 
 def test_cli_declared_option_booleans_in_any_case_and_null_refused():  # -o NAME VALUE of a provider's option

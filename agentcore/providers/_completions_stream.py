@@ -40,12 +40,13 @@ def map_finish_reason(reason: Optional[str]) -> str:
 
 
 def _complete_json(text: str) -> bool:
-    """Whether ``text`` is a whole JSON document (a tool call's arguments that are finished)."""
+    """Whether ``text`` is a whole JSON document (a tool call's arguments that are finished); text
+    nested too deeply for the parser is not (the writer's end gives it ``{}`` and a note)."""
     if not text.strip():
         return False
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 

@@ -644,7 +644,7 @@ def stream_error(data: Any) -> ProviderError:
     if isinstance(data, str):
         try:
             parsed = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
     error = parsed.get("error") if isinstance(parsed, MAPPINGS) else None
     kind = error.get("type") if isinstance(error, MAPPINGS) else None

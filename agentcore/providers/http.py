@@ -129,7 +129,7 @@ def format_http_error(status: int, body: str, style: str = "openai") -> str:
     if style == "openai":
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
             data = None
         error = data.get("error") if isinstance(data, dict) else None
         if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -172,7 +172,7 @@ def _reasoning_detail(signature: Optional[str]) -> Optional[Dict[str, Any]]:
         return None
     try:
         detail = json.loads(signature)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return detail if isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted" else None
 

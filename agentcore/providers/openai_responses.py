@@ -122,7 +122,7 @@ def _parse_text_signature(signature: Optional[str]) -> Optional[Dict[str, Any]]:
     if signature.startswith("{"):
         try:
             parsed = json.loads(signature)
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, dict) and parsed.get("v") == 1 and isinstance(parsed.get("id"), str):
             out = {"id": parsed["id"]}
@@ -210,7 +210,7 @@ def _assistant_items(
         if isinstance(block, ThinkingContent):
             try:
                 item = json.loads(block.thinking_signature) if block.thinking_signature else None
-            except ValueError:
+            except (ValueError, RecursionError):
                 item = None
             if isinstance(item, dict) and _replayable(item):
                 items.append(item)
@@ -595,7 +595,7 @@ class ResponsesStreamState:
             if isinstance(block, ThinkingContent) and block.thinking_signature:
                 try:
                     item = json.loads(block.thinking_signature)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(item, dict) and not item.get("encrypted_content") and item.get("id") in final:
                     item["encrypted_content"] = final[item["id"]]["encrypted_content"]

@@ -216,9 +216,10 @@ def import_rows(session_id: str, lines: Iterable[bytes], where: str = "session")
         try:
             text = line.rstrip(b"\n").decode("utf-8")
             entry = entry_from_dict(json.loads(text))
-        except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            reason = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else exc
             raise SessionError(
-                "invalid_entry", f"{where}: imported line {seq}: invalid entry: {exc}; nothing imported", line=seq
+                "invalid_entry", f"{where}: imported line {seq}: invalid entry: {reason}; nothing imported", line=seq
             ) from None
         rows.append(entry_row(session_id, seq, entry, text))
     return rows

@@ -115,7 +115,7 @@ def format_aws_error(message: str, status: Optional[int], headers: Mapping[str, 
         return message
     try:
         data = json.loads(message[len(str(status)) + 1 :])
-    except ValueError:
+    except (ValueError, RecursionError):
         return message
     if not isinstance(data, Mapping):
         return message

@@ -105,7 +105,7 @@ def _exception_text(message: EventStreamMessage, name: str) -> str:
     text = _payload_text(message, name).strip()
     try:
         data = json.loads(text) if text else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     if not isinstance(data, MAPPINGS):
         return text
