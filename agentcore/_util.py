@@ -4,7 +4,9 @@
   accepted everywhere a callable is; agentcore itself never runs an event loop otherwise);
 * :func:`field_of` reads a field of a result object or of the plain dict a user returned instead;
 * :func:`hook_messages` checks that a context hook returned a list of messages;
-* :func:`wait_interruptibly` waits for an event so that a Ctrl+C in the main thread lands.
+* :func:`wait_interruptibly` waits for an event so that a Ctrl+C in the main thread lands;
+  :class:`ctrl_c_raises` makes Ctrl+C raise there during a wait, also in a Jupyter cell with
+  top-level ``await``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from .types import _is_mapping
 
-__all__ = ["awaited", "field_of", "hook_messages", "wait_interruptibly"]
+__all__ = ["awaited", "ctrl_c_raises", "field_of", "hook_messages", "wait_interruptibly"]
 
 
 def awaited(value: Any) -> Any:
@@ -105,9 +107,39 @@ def wait_interruptibly(event: threading.Event, timeout: Optional[float] = None) 
     if threading.current_thread() is not threading.main_thread():  # no Ctrl+C lands there
         return event.wait(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        left = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
-        if event.wait(left):
-            return True
-        if deadline is not None and time.monotonic() >= deadline:
-            return False
+    with ctrl_c_raises():
+        while True:
+            left = 0.05 if deadline is None else min(0.05, max(deadline - time.monotonic(), 0.0))
+            if event.wait(left):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+
+class ctrl_c_raises:
+    """While the main thread blocks in a wait: Ctrl+C raises ``KeyboardInterrupt`` there, in a
+    Jupyter cell with top-level ``await`` too. For such a cell ipykernel replaces the SIGINT
+    handler with one that only asks its event loop to cancel the cell, and the loop runs nothing
+    while the cell blocks: interrupting the kernel did nothing until the run had ended (a tool
+    waiting for the abort signal waited out its own timeout). Python's own handler is installed
+    for the wait and the kernel's put back after it (so the cell is cancelled as before once it
+    awaits again). Anywhere else (another thread, another handler) it does nothing."""
+
+    __slots__ = ("_saved",)
+
+    def __enter__(self) -> None:
+        self._saved = None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        import signal
+
+        handler = signal.getsignal(signal.SIGINT)
+        if "_cancel_on_sigint" in getattr(handler, "__qualname__", ""):  # ipykernel's, for an async cell
+            self._saved = handler
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._saved is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._saved)

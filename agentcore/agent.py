@@ -965,7 +965,8 @@ class Agent:
     def _warn_if_blocking_event_loop(self, method: str) -> None:
         """Warn (once per agent) when this thread runs an asyncio loop that waiting would stall.
 
-        Jupyter cells are left alone: their kernel loop is meant to wait while a cell runs."""
+        Jupyter cells are left alone: their kernel loop (on the main thread) is meant to wait while
+        a cell runs. A loop of the user's own on another thread of a kernel is warned about."""
         if self._warned_event_loop or "asyncio" not in sys.modules:
             return  # no loop can be running when asyncio was never imported
         import asyncio
@@ -975,7 +976,11 @@ class Agent:
         except RuntimeError:
             return
         ipython = sys.modules.get("IPython")
-        if ipython is not None and getattr(ipython, "get_ipython", lambda: None)() is not None:
+        if (
+            threading.current_thread() is threading.main_thread()  # the kernel's loop runs there alone
+            and ipython is not None
+            and getattr(ipython, "get_ipython", lambda: None)() is not None
+        ):
             return
         self._warned_event_loop = True
         warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)

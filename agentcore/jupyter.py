@@ -12,7 +12,8 @@
   the status, at most once per ``throttle`` seconds (IPython in a terminal prints the final view
   only). A long run so costs each message once plus the redrawn tail, not the whole transcript
   per update. Interrupting the kernel aborts the run cleanly (tools get the abort signal, the
-  transcript stays valid), shows that it was interrupted, and re-raises ``KeyboardInterrupt``;
+  transcript stays valid), shows that it was interrupted, and re-raises ``KeyboardInterrupt``
+  (in a cell with top-level ``await`` too);
   a display that fails aborts the run the same way before its error is re-raised.
 
 No asyncio: the run happens on the agent's run thread and the cell's thread consumes its events.
@@ -22,6 +23,7 @@ IPython is imported only by :func:`display_run` when no ``display`` function is 
 from __future__ import annotations
 
 import bisect
+import contextvars
 import html
 import json
 import math
@@ -36,6 +38,7 @@ from ._data_urls import image_data_url
 from ._many_progress import _in_kernel
 from ._safe import describe_exception, json_safe, terminal_text
 from ._surrogates import HAS_SURROGATE, fix_surrogates
+from ._util import ctrl_c_raises
 from .tools import AgentToolResult, to_tool_result
 from .types import message_from_dict, text_of
 
@@ -270,8 +273,26 @@ _SCRIPT_SCHEME = re.compile(r"(?i)(java|vb)(script\\?:)")
 
 
 def _md_escape(text: str) -> str:
-    """Markdown text outside code with its HTML escaped and no link to a script address."""
+    """Markdown text outside code with its HTML escaped and no link to a script address; as it
+    is while the plain text is rendered (see :func:`_plain_text`)."""
+    if _PLAIN.get():
+        return text
     return _SCRIPT_SCHEME.sub("\\1\u200b\\2", html.escape(text, quote=False))
+
+
+#: True while :func:`_plain_text` renders: the Markdown's text is then left unescaped
+_PLAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("agentcore_jupyter_plain", default=False)
+
+
+def _plain_text(render: Callable[[], str]) -> str:
+    """What ``render`` (a Markdown rendering) returns with its text left as written: the plain
+    text a terminal shows. Unescaping the Markdown instead also unescaped what it shows
+    literally, so a tool's output ``&lt;p&gt; &amp;`` (an HTML file) was printed as ``<p> &``."""
+    token = _PLAIN.set(True)
+    try:
+        return render()
+    finally:
+        _PLAIN.reset(token)
 
 
 def _code_spans(text: str) -> Optional[List[tuple[int, int]]]:
@@ -411,7 +432,7 @@ def _message_markdown(message: Any, clip: Optional[Callable[[str], str]] = None)
     if role == "bashExecution":
         return f"**{title}**\n\n" + _fence(f"$ {message.command}\n{message.output}")
     if role in ("compactionSummary", "branchSummary"):
-        return f"**{title}**\n\n{_md_text(message.summary)}"
+        return f"**{title}**\n\n{_md_text(_clipped(message.summary, None))}"  # null in a session: none
     parts = [f"**{title}**"] + _content_markdown(getattr(message, "content", None), clip)
     error = getattr(message, "error_message", None)
     if error:
@@ -484,7 +505,7 @@ def _message_html(message: Any, clip: Optional[Callable[[str], str]] = None) -> 
     if role == "bashExecution":
         return _box(role, title, [_pre(f"$ {message.command}\n{message.output}")])
     if role in ("compactionSummary", "branchSummary"):
-        return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(message.summary)}</div>'])
+        return _box(role, title, [f'<div style="white-space: pre-wrap">{_esc(_clipped(message.summary, None))}</div>'])
     body = _content_html(getattr(message, "content", None), clip)
     error_text = getattr(message, "error_message", None)
     if error_text:
@@ -654,13 +675,17 @@ class LiveRun:
                     "agent.approve(id) or agent.deny(id, reason) each, then agent.continue_()"
                 )
 
-    def interrupt(self, transcript: Sequence[Any]) -> None:
+    def interrupt(self, transcript: Sequence[Any], waiting: Iterable[str] = ()) -> None:
         """End the view of a run aborted before all its events were read: nothing streams or
-        runs any more, and the messages of ``transcript`` (the run's messages in the agent) whose
-        ``message_end`` was not read, the aborted partial answer among them, are added."""
+        runs any more, only the calls of ``waiting`` (the ids the agent has pending) still wait
+        for approval (the abort abandoned the others: approving one fails), and the messages of
+        ``transcript`` (the run's messages in the agent) whose ``message_end`` was not read, the
+        aborted partial answer among them, are added."""
         self.status = "interrupted: run aborted"
         self.streaming = None
         self.tools.clear()  # their tool_execution_end events were not read: nothing runs any more
+        waiting = set(waiting)
+        self.approvals = {call_id: call for call_id, call in self.approvals.items() if call_id in waiting}
         known = {id(message) for message in self.messages}  # perhaps shown already: kept as they are
         self.messages.extend(message for message in transcript if id(message) not in known)
 
@@ -720,20 +745,25 @@ class LiveRun:
 
     def snapshot(self) -> _Snapshot:
         """The whole view, frozen."""
-        return _Snapshot(self.html(), self.markdown())
+        return _Snapshot(self.html(), self.markdown(), _plain_text(self.markdown))
 
     def tail_snapshot(self) -> _Snapshot:
         """The tail alone, frozen."""
         html_text = '<div class="agentcore-transcript">' + "".join(self._tail_html()) + "</div>"
-        return _Snapshot(html_text, "\n\n---\n\n".join(self._tail_markdown()))
+        return _Snapshot(
+            html_text,
+            "\n\n---\n\n".join(self._tail_markdown()),
+            _plain_text(lambda: "\n\n---\n\n".join(self._tail_markdown())),
+        )
 
 
 class _Snapshot:
     """A frozen rendering handed to ``display``/``update`` (the live view keeps changing)."""
 
-    def __init__(self, html_text: str, markdown_text: str) -> None:
+    def __init__(self, html_text: str, markdown_text: str, plain_text: str) -> None:
         self._html = _unicode(html_text)
         self._markdown = _unicode(markdown_text)
+        self._plain = terminal_text(_unicode(plain_text))
 
     @property
     def size(self) -> int:
@@ -747,16 +777,18 @@ class _Snapshot:
     def _repr_markdown_(self) -> str:
         return self._markdown
 
-    def __repr__(self) -> str:  # plain-text front ends (IPython in a terminal)
-        return terminal_text(html.unescape(self._markdown))
+    def __repr__(self) -> str:  # plain-text front ends (IPython in a terminal, text/plain)
+        return self._plain
 
 
-_BLANK = _Snapshot("", "")
+_BLANK = _Snapshot("", "", "")
 
 
 def _finished(message: Any) -> _Snapshot:
     """A finished message as its own output shows it."""
-    return _Snapshot(transcript_to_html([message]), message_to_markdown(message))
+    return _Snapshot(
+        transcript_to_html([message]), message_to_markdown(message), _plain_text(lambda: message_to_markdown(message))
+    )
 
 
 class _LiveOutput:
@@ -898,6 +930,11 @@ def _seconds(throttle: Any) -> float:
     return seconds
 
 
+def _waiting(agent: Any) -> List[str]:
+    """The ids of the calls that ``agent`` has waiting for approval."""
+    return [pending.tool_call_id for pending in getattr(agent, "pending_approvals", ())]
+
+
 class _RunMessages(list):  # type: ignore[type-arg]
     """The run's new messages: a plain list, except that as the last expression of a cell it shows
     nothing (the live display above already shows them; echoing the list repeats every message)."""
@@ -931,7 +968,9 @@ def display_run(
     (like ``agent.prompt``) as a list that IPython does not echo as a cell's last expression
     (``list(...)`` of it, or ``agent.messages``, shows them).
     ``KeyboardInterrupt`` (interrupting the kernel) aborts the run, waits for it to settle,
-    shows "interrupted" and re-raises; any other failure (the run's own, or the display's: a
+    shows "interrupted" and re-raises, also in a cell with top-level ``await`` (whose interrupt
+    ipykernel otherwise only delivers once the cell awaits again: after the run; its handler is
+    back when ``display_run`` returns); any other failure (the run's own, or the display's: a
     ``display`` or handle that raised) likewise aborts the run if it still runs, waits for it to
     settle, shows "failed: ..." (if the display still can) and re-raises, so the agent is never
     left busy with a run nobody sees. A tool's progress that is not an ``AgentToolResult`` (a
@@ -941,9 +980,15 @@ def display_run(
     show = display or _ipython_display()
     live = LiveRun()
     output = _LiveOutput(show, live, at_end=display is None and not _in_kernel())
-    # Then start the run, right before the try: a busy agent or bad input raises before any
-    # output, and an interrupt landing once the run has started aborts it.
-    events = agent.stream(prompt, images)
+    with ctrl_c_raises():  # in a cell with top-level await too
+        # Start the run right before following it: a busy agent or bad input raises before any
+        # output, and an interrupt landing once the run has started aborts it.
+        _show_run(agent, agent.stream(prompt, images), live, output, throttle)
+    return _RunMessages(live.messages)
+
+
+def _show_run(agent: Any, events: Any, live: LiveRun, output: _LiveOutput, throttle: float) -> None:
+    """``display_run`` once its run has started (``events``): follow and draw it to its end."""
     try:
         output.draw()  # inside the try: the run has started, and an interrupt from now on aborts it
         _follow(events, live, output.draw, throttle)
@@ -955,7 +1000,7 @@ def display_run(
 
         run = events._run
         _abort_and_settle(run)
-        live.interrupt(run.result)  # its new messages, incl. the aborted partial answer
+        live.interrupt(run.result, _waiting(agent))  # its new messages, incl. the aborted partial answer
         output.draw()
         raise
     except BaseException as exc:
@@ -966,7 +1011,7 @@ def display_run(
 
         run = events._run
         _abort_and_settle(run, f"the live display failed: {describe_exception(exc)}")
-        live.interrupt(run.result)
+        live.interrupt(run.result, _waiting(agent))
         live.status = f"failed: {describe_exception(exc)}"
         try:
             output.draw()
@@ -980,4 +1025,3 @@ def display_run(
         output.draw()
     finally:
         output.close()
-    return _RunMessages(live.messages)

@@ -55,6 +55,7 @@ from ._many_worker import (
     run_task_from_bytes,
     run_task_pickled,
 )
+from ._util import ctrl_c_raises
 
 __all__ = [
     "AgentSpec",
@@ -154,10 +155,11 @@ def _run(
             refresher = _Refresher(report, scheduler)
         yield None  # type: ignore[misc]  # primed by run_many: everything that can start is submitted
         for _ in tasks:  # every task finishes exactly once: completed, or refused by the executor
-            result = scheduler.next_result(_TICK)
-            while result is None:
-                _emit(report, scheduler.progress())
+            with ctrl_c_raises():  # in a notebook cell with top-level await too
                 result = scheduler.next_result(_TICK)
+                while result is None:
+                    _emit(report, scheduler.progress())
+                    result = scheduler.next_result(_TICK)
             _emit(report, scheduler.progress())
             yield result
         _emit(report, scheduler.progress(finished=True))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, List
 
@@ -1689,6 +1690,30 @@ def test_prompt_on_a_thread_running_an_event_loop_warns_once():  # issue 10 item
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         agent.prompt("no loop here, no warning")
+
+
+def test_in_a_kernel_only_the_cells_own_loop_is_left_unwarned(monkeypatch):  # issue 10 item 13
+    """Inside Jupyter every loop was exempt, so a user's own ``asyncio.run(main())`` on a worker
+    thread of a notebook, whose loop ``prompt()`` stalls, got no warning."""
+    import asyncio
+    import types
+    import warnings
+
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: object()))
+    scripted = ScriptedModel([text("a"), text("b")])
+
+    async def prompt_in_a_loop():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            Agent(scripted.model, stream_fn=scripted.stream_fn).prompt("hi")
+            return [w.category for w in caught]
+
+    assert asyncio.run(prompt_in_a_loop()) == []  # the main thread: a cell's loop
+    seen: List[Any] = []
+    worker = threading.Thread(target=lambda: seen.append(asyncio.run(prompt_in_a_loop())))
+    worker.start()
+    worker.join(30)
+    assert seen == [[RuntimeWarning]]
 
 
 def test_listener_arity_detection():  # agent-loop §3.4: listener(event) or listener(event, signal)

@@ -116,6 +116,18 @@ def test_reference_dicts_render_like_objects():
     assert transcript_to_markdown([user, user]) == "**User**\n\nhello\n\n---\n\n**User**\n\nhello"
 
 
+def test_a_summary_a_session_left_null_renders_as_an_empty_one():
+    """A ``compactionSummary``/``branchSummary`` entry whose summary is null (the types accept it)
+    failed the Markdown view with ``TypeError: expected string or bytes-like object`` from a
+    regular expression, and the HTML view showed "None"."""
+    compaction = {"role": "compactionSummary", "summary": None, "tokensBefore": 1, "timestamp": 1}
+    branch = {"role": "branchSummary", "summary": None, "fromId": "ab12cd34", "timestamp": 1}
+    assert transcript_to_markdown([compaction, branch]) == (
+        "**Compaction summary**\n\n\n\n---\n\n**Branch summary**\n\n"
+    )
+    assert "None" not in transcript_to_html([compaction, branch])
+
+
 def test_wrappers_and_rich_display_hooks():
     messages = [UserMessage(content="hi"), _assistant(TextContent("hello"))]
     assert Transcript(messages)._repr_html_() == transcript_to_html(messages)
@@ -672,6 +684,34 @@ def test_display_run_shows_pending_approvals_and_how_to_decide_them():  # issue 
     assert [p.tool_call_id for p in agent.pending_approvals] == ["c1"]
 
 
+def test_an_interrupt_shows_no_call_waiting_for_approval_that_the_abort_abandoned():
+    """The model calls a guarded tool and a slow one; the kernel is interrupted while the slow
+    one runs. The abort abandons the waiting call (``agent.approve`` of it fails), but the final
+    view still said "rm (waiting for approval: id c1)" and the status told how to decide it."""
+    started = threading.Event()
+
+    def slow(tool_call_id, args, signal, on_update):
+        started.set()
+        signal.wait(10)
+        return AgentToolResult(content=[TextContent("slow done")])
+
+    schema = {"type": "object", "properties": {}}
+    guarded = AgentTool("rm", "delete", schema, lambda *a: AgentToolResult(content=[]), requires_approval=True)
+    calls = _assistant(ToolCall("c1", "rm", {}), ToolCall("c2", "slow", {}), stop_reason="toolUse")
+    model = ScriptedModel([lambda context: calls, say("never reached")])
+    agent = Agent(model.model, tools=[guarded, AgentTool("slow", "waits", schema, slow)], stream_fn=model.stream_fn)
+
+    def on_html(html: str) -> None:
+        if "slow (running)" in html and started.wait(10):
+            raise KeyboardInterrupt  # as if the kernel were interrupted while rendering
+
+    fake = FakeDisplay(on_html)
+    with pytest.raises(KeyboardInterrupt):
+        display_run(agent, "go", display=fake, throttle=0.0)
+    assert agent.pending_approvals == []
+    assert "interrupted: run aborted" in fake.view and "waiting for approval" not in fake.view
+
+
 def test_html_of_an_image_takes_only_allow_listed_types_and_valid_base64():
     # The notebook HTML put any mime type and any data into the image's data: URL (escaped, but
     # e.g. image/svg+xml or text/html with unchecked data); like the HTML export, only png, jpeg,
@@ -789,6 +829,25 @@ def test_ipython_in_a_terminal_prints_no_escape_sequence_from_a_model_or_a_tool(
     assert done.returncode == 0 and "*done*" in printed, printed + done.stderr.decode("utf-8", "replace")
     assert "model answer 31m end" in printed and "tool red output" in printed
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", printed), repr(printed)
+
+
+def test_the_plain_text_shows_a_tools_output_and_code_as_they_are():
+    """The plain text (IPython in a terminal, a console's text/plain) was the Markdown with its
+    HTML unescaped, which also unescaped what the Markdown shows literally: a tool reading an
+    HTML file printed ``&lt;p&gt; &amp; &copy;`` as ``<p> & ©``, a code span ``&amp;`` as ``&``."""
+    page = "&lt;p&gt;Fish &amp; chips &copy; 2024"
+
+    def execute(tool_call_id, args, signal, on_update):
+        return AgentToolResult(content=[TextContent(page)])
+
+    tool = AgentTool("page", "reads a page", {"type": "object", "properties": {}}, execute)
+    model = ScriptedModel([tool_call("page", {"q": "&amp;"}), say("It says `&amp;`, so: Fish & chips <b>!</b>")])
+    shown: List[Any] = []
+    display_run(Agent(model.model, tools=[tool]), "Read it", display=lambda obj, display_id=False: shown.append(obj))
+    plain = repr(shown[-1])
+    assert f"```\n{page}\n```" in plain and '"q": "&amp;"' in plain
+    assert "It says `&amp;`, so: Fish & chips <b>!</b>" in plain
+    assert "&lt;b&gt;" in shown[-1]._repr_markdown_()  # the Markdown is escaped as before
 
 
 def test_the_streaming_messages_thinking_is_open_and_closed_once_finished():

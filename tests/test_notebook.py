@@ -99,6 +99,45 @@ rest = list(results)
 get_ipython().display_pub.publish = publish
 print("results:", first.task.id, [r.task.id for r in rest])
 """
+ASYNC_INTERRUPTED = """\
+import asyncio, signal, time
+from agentcore.testing import ScriptedModel, text, tool_call
+
+waited = []
+
+@tool
+def wait_for_abort(signal=None) -> str:
+    \"\"\"Wait until the run is aborted (60 s at most).\"\"\"
+    start = time.monotonic()
+    signal.wait(60)
+    waited.append((signal.aborted, time.monotonic() - start))
+    return "stopped"
+
+waiter = Agent(ScriptedModel([tool_call("wait_for_abort", {}), text("never reached"), text("quick")]).model,
+               tools=[wait_for_abort])
+await asyncio.sleep(0)  # top-level await: ipykernel runs the cell as a coroutine
+display_run(waiter, "Wait.")
+"""
+ASYNC_STATE = """\
+await asyncio.sleep(0)
+display_run(waiter, "Quick.")
+aborted, seconds = waited[0]
+print("aborted:", aborted, "| within 20 s:", seconds < 20, "| last:", waiter.messages[3].stop_reason,
+      "| handler:", signal.getsignal(signal.SIGINT).__qualname__.split(".")[-1])
+"""
+ASYNC_PROMPT_INTERRUPTED = """\
+waited.clear()
+prompter = Agent(ScriptedModel([tool_call("wait_for_abort", {}), text("never reached")]).model,
+                 tools=[wait_for_abort])
+await asyncio.sleep(0)
+prompter.prompt("Wait.")  # no display: the agent's own wait
+"""
+ASYNC_PROMPT_STATE = """\
+await asyncio.sleep(0)  # an async cell: ipykernel's handler is the one in place (put back)
+aborted, seconds = waited[0]
+print("aborted:", aborted, "| within 20 s:", seconds < 20, "| last:", prompter.messages[-1].stop_reason,
+      "| handler:", signal.getsignal(signal.SIGINT).__qualname__.split(".")[-1])
+"""
 LONG_ANSWER = " ".join(f"part{n}-" + "y" * 2000 for n in range(10))  # 20 KB, streamed in 10 pieces
 RESULT_BYTES = 5 * len("RESULT 0\n" + "\n".join(f"0:{n:04d} " + "x" * 44 for n in range(1000)))
 
@@ -137,6 +176,10 @@ def _notebook() -> Any:
         nbformat.v4.new_code_cell(AGAIN),
         nbformat.v4.new_code_cell(LONG),
         nbformat.v4.new_code_cell(MANY),
+        nbformat.v4.new_code_cell(ASYNC_INTERRUPTED, metadata={"tags": ["interrupt"]}),
+        nbformat.v4.new_code_cell(ASYNC_STATE),
+        nbformat.v4.new_code_cell(ASYNC_PROMPT_INTERRUPTED, metadata={"tags": ["interrupt"]}),
+        nbformat.v4.new_code_cell(ASYNC_PROMPT_STATE),
     ]
     return nbformat.v4.new_notebook(
         cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -288,3 +331,29 @@ def test_run_many_progress_moves_while_the_consumer_is_busy(executed):
     assert any("2/2 done, 0 failed, 0 running" in message for message in sent[1:])
     displays = [o for o in cell.outputs if o.output_type == "display_data"]
     assert len(displays) == 1 and "2/2 done" in _html(displays)  # one area, updated in place
+
+
+def test_interrupting_a_cell_with_top_level_await_aborts_the_run(executed):
+    """A cell with ``await`` in it runs as a coroutine, and ipykernel's interrupt then only asks
+    its event loop (blocked by the cell) to cancel it: the stop button did nothing, and the cell
+    went on until the tool gave up waiting for the abort 60 s later."""
+    outputs = executed.cells[9].outputs
+    assert [e.ename for e in outputs if e.output_type == "error"] == ["KeyboardInterrupt"]
+    html = _html([o for o in outputs if o.output_type == "display_data"])
+    assert "interrupted: run aborted" in html and "(running)" not in html
+    after = executed.cells[10]
+    assert [o for o in after.outputs if o.output_type == "error"] == []
+    # the kernel's own handler is back once display_run returns: the cell can be cancelled as before
+    assert _stdout(after.outputs).strip() == (
+        "aborted: True | within 20 s: True | last: aborted | handler: handle_sigint"
+    )
+
+
+def test_interrupting_agent_prompt_in_a_cell_with_top_level_await_aborts_the_run(executed):
+    """The same for ``agent.prompt`` without a display (and so ``continue_``, ``ask``,
+    ``wait_for_idle``, ``run_many``): its wait ignored the stop button until the run had ended."""
+    outputs = executed.cells[11].outputs
+    assert [e.ename for e in outputs if e.output_type == "error"] == ["KeyboardInterrupt"]
+    assert _stdout(executed.cells[12].outputs).strip() == (
+        "aborted: True | within 20 s: True | last: aborted | handler: handle_sigint"
+    )
