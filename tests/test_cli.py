@@ -506,6 +506,33 @@ def test_chat_via_stdin_keeps_the_conversation_and_answers_commands(env, tmp_pat
     assert "agentcore chat: model local/llama3" in done.stderr
 
 
+def test_chat_multi_sends_the_lines_up_to_end_as_one_prompt(monkeypatch, tmp_path):
+    """A snippet pasted into chat went out line by line: every line a prompt of its own, each a
+    full (billed) model turn answering a fragment. ``!multi`` ... ``!end`` (as in ``llm chat``)
+    sends the lines between as one prompt, kept as typed; ``!multi X`` ends at ``!end X`` only,
+    so the text may hold a line ``!end``; end of input inside a block sends nothing."""
+    from agentcore.session import Session
+
+    monkeypatch.chdir(tmp_path)
+    script = (
+        "!multi\ndef f():\n\n    return 1\n!end\n"
+        "!multi EOT\nthe marker:\n!end\nsaid\n!end EOT\n"
+        "!multi\n\n!end\n"
+        "!multi\nnever ended\n"
+    )
+    session = tmp_path / "chat.jsonl"
+    code, out, err = _in_process("chat", "--model", "scripted", "--session", str(session), stdin=script)
+    assert code == 0, err
+    with Session.open(str(session), read_only=True) as opened:
+        prompts = [m.content for m in opened.build_context().messages if m.role == "user"]
+    assert [p if isinstance(p, str) else p[0].text for p in prompts] == [
+        "def f():\n\n    return 1",
+        "the marker:\n!end\nsaid",
+    ]
+    assert "[nothing between !multi and !end: nothing sent]" in err
+    assert "[end of input before !end: the !multi prompt was not sent]" in err
+
+
 def test_chat_end_of_input_leaves_with_status_of_last_run(env, tmp_path):
     with ScriptedServer(
         [Reply(status=400, content_type="application/json", body=json.dumps({"error": {"message": "nope"}}))]
@@ -2060,6 +2087,25 @@ def test_a_keys_file_nested_too_deeply_is_a_usage_error_naming_it():
     code, out, err = _in_process("keys", "list")
     assert code == 2 and f"{path}: cannot read it" in err and "fix or delete the file" in err
     assert path.read_text() == "[" * 200_000
+
+
+def test_keys_and_aliases_files_saved_with_a_byte_order_mark_are_read(monkeypatch):
+    """keys.json and aliases.json are edited by hand; saved by Notepad they start with a UTF-8
+    byte order mark (and end lines in CRLF). Every command reading them then exited 2 with
+    "cannot read it (Unexpected UTF-8 BOM ...)": ``--model fast`` and even ``--model scripted``
+    (aliases are looked up first), ``keys set``, ``aliases set``. The mark is not part of the JSON."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    aliases, keys = _config_file("aliases.json"), _config_file("keys.json")
+    aliases.parent.mkdir(parents=True, exist_ok=True)
+    aliases.write_bytes(b'\xef\xbb\xbf{\r\n  "fast": "scripted"\r\n}\r\n')
+    keys.write_bytes(b'\xef\xbb\xbf{"openai": "sk-one"}\r\n')
+    code, out, err = _in_process("run", "--model", "fast", "hi")
+    assert code == 0 and "You said: hi" in out, err
+    assert _in_process("keys", "list") == (0, "openai\n", "")
+    assert _in_process("keys", "set", "groq", stdin="sk-two\n")[0] == 0
+    assert json.loads(keys.read_text()) == {"groq": "sk-two", "openai": "sk-one"}  # rewritten without the mark
+    assert _in_process("aliases", "set", "quick", "scripted")[0] == 0
+    assert json.loads(aliases.read_text()) == {"fast": "scripted", "quick": "scripted"}
 
 
 @pytest.mark.parametrize(

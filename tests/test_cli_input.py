@@ -120,6 +120,29 @@ def test_an_image_for_a_text_only_model_is_refused_before_anything_is_sent(env, 
     assert "Traceback" not in done.stderr
 
 
+def test_an_image_refused_for_the_model_leaves_no_new_session_file_behind(tmp_path, monkeypatch):
+    """``run``/``chat --session new.jsonl`` (or ``new``, an id not yet recorded, a .db) with an
+    image for a text-only model exited 2 but left the header-only session file it had just made:
+    one empty conversation in ``sessions list`` per refused start. The refusal comes after the
+    agent (and so the session) was built; the file made for the command goes again, as when
+    building fails, and an existing session is left as it was."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "shot.png").write_bytes(PNG)
+    sessions = tmp_path / "sessions"
+    existing = tmp_path / "kept.jsonl"
+    assert _run("run", "--model", "scripted", "--session", str(existing), "hi")[0] == 0
+    before = existing.read_bytes()
+    for command in ("run", "chat"):
+        for value in ("new", f"fresh-{command}", str(tmp_path / "new.jsonl"), str(tmp_path / "new.db"), str(existing)):
+            argv = [command, "--model", "scripted", "--sessions-dir", str(sessions), "--session", value]
+            status, _, err = _run(*argv, "-a", "shot.png", *(["what is it?"] if command == "run" else []))
+            assert status == 2, err
+            assert "scripted/scripted-demo takes no image input" in err
+    assert [p.name for p in sessions.rglob("*") if p.is_file()] == []
+    assert not (tmp_path / "new.jsonl").exists() and not (tmp_path / "new.db").exists()
+    assert existing.read_bytes() == before
+
+
 def test_an_image_for_a_local_server_model_is_sent(env, tmp_path):
     """A model the catalog does not know (``--base-url`` with a bare id) declares no input: the
     image is sent and the server decides."""

@@ -230,6 +230,35 @@ def test_logs_query_searches_prompts_and_answers(here):
     assert code == 0 and out == "" and "no conversations matching" in err
 
 
+def test_logs_query_finds_words_of_symbols_alone_such_as_an_emoji(here):
+    """FTS5's tokenizer indexes letters and digits only: ``logs -q 🎉`` (or ``-q =>``) was a
+    phrase of no token, which matched nothing, so a conversation holding it was reported as
+    "no conversations matching"; beside other words it was ignored (``-q "ship 🚀"`` found a
+    conversation without the rocket). Such a word is matched as typed."""
+    _library_session("party 🎉 time", "cheers")
+    _library_session("ship it", "the map is a => b")
+    _library_session("ship it 🚀", "done")
+    assert [c["firstPrompt"] for c in logs_json("-q", "🎉")] == ["party 🎉 time"]
+    assert [c["firstPrompt"] for c in logs_json("-q", "=>")] == ["ship it"]
+    assert [c["firstPrompt"] for c in logs_json("-q", "ship 🚀")] == ["ship it 🚀"]
+    assert [c["firstPrompt"] for c in logs_json("-q", "🚀 ship")] == ["ship it 🚀"]
+    assert logs_json("-q", "🎉 cheers nothing") == []
+
+
+def test_logs_writes_prompts_without_terminal_escape_sequences(here):
+    """``git diff --color=always | agentcore run "review"`` logs a prompt full of escape
+    sequences; ``agentcore logs`` wrote them to the terminal as they were (colours, and an OSC
+    sequence retitling the window or writing the clipboard), where ``sessions show`` drops them.
+    ``--json`` keeps the text (JSON escapes it)."""
+    piped = "\x1b[31m-old\x1b[0m \x1b]0;pwned\x07\x1b]52;c;Y2xpcA==\x07+new"
+    assert run_cli("run", "--model", "scripted", "review", stdin=piped)[0] == 0
+    code, out, err = run_cli("logs")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "> -old +new review" in out
+    assert logs_json()[0]["firstPrompt"] == piped + "\nreview"
+
+
 def test_logs_sums_the_token_counts_as_sessions_show_does(here):
     """Usage without ``totalTokens`` (the reference's files): logs said ``tokens: 0`` while
     ``sessions show`` summed the parts (session spec §10); the stored total is not used."""
@@ -470,6 +499,22 @@ def test_logs_cwd_and_continue_in_a_deleted_directory_say_so(here, monkeypatch, 
     code, out, err = run_cli(*argv)
     assert code == 2 and out == ""
     assert f"agentcore: {option}: the current directory cannot be read" in err and "was it deleted?" in err
+
+
+def test_a_run_in_a_deleted_directory_blames_the_directory_not_the_sessions_dir(here, monkeypatch):
+    """A shell still in a removed directory: the run answered unlogged (as it should) with the
+    warning "cannot write to <sessions dir> (No such file or directory); fix the directory, set
+    AGENTCORE_SESSIONS_DIR to another one": the sessions directory was fine, and that advice
+    changed nothing. The warning now names the current directory."""
+    sessions_dir().mkdir(parents=True, exist_ok=True)
+    gone = here / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    code, out, err = run_cli("run", "--model", "scripted", "hi")
+    assert code == 0 and "You said: hi" in out, err
+    assert "not logging this conversation: the current directory cannot be read" in err
+    assert "was it deleted?" in err and str(sessions_dir()) not in err and "AGENTCORE_SESSIONS_DIR" not in err
 
 
 def test_logs_query_that_is_not_utf8_is_a_usage_error(here):

@@ -223,7 +223,8 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
         help="JSON-lines protocol on stdin/stdout, for editors and other programs",
         description="Serve one agent over JSON lines: commands on stdin, responses and agent "
         "events on stdout, diagnostics on stderr (the reference coding agent's RPC mode; "
-        "see the rpc page of the docs). Without --session a new session is recorded.",
+        "see the rpc page of the docs). Without --session a new session is recorded. An input "
+        "line may hold 64 MiB.",
     )
     rpc.add_argument("--no-session", action="store_true", help="keep the session in memory only")
     rpc.set_defaults(handler=_lazy_rpc)
@@ -399,6 +400,7 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     # with --schema stdout carries only the JSON answer: the streamed text goes to stderr
     text = TextPrinter(out if schema is None else err, err, secret=setup.api_key, stream=stream)
     tally = count_usage(setup.agent) if getattr(args, "usage", False) else None
+    failed = False  # a failed start: a session file made for this run goes again (close_session)
     try:
         check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
         apply_project_context(setup.agent, args, "run", text.note)
@@ -439,8 +441,11 @@ def cmd_run(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
             for line in usage_lines(tally):
                 text.note(line)
         return status
+    except BaseException:
+        failed = True
+        raise
     finally:
-        close_session(setup, err)
+        close_session(setup, err, failed=failed)
 
 
 def _read_schema(value: str) -> Dict[str, Any]:
@@ -535,6 +540,7 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     options = CliOptions.from_args(args)
     setup = build_logged(options, args, "chat", err)
     stream = not getattr(args, "no_stream", False)
+    failed = False  # a failed start: a session file made for this chat goes again (close_session)
     try:
         check_model_input(setup.agent.model, attached, local=setup.agent.model.provider == "local")
         context = apply_project_context(setup.agent, args, "chat", lambda line: err.write(line + "\n"))
@@ -550,8 +556,11 @@ def cmd_chat(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         chat.attachments, chat.context_files = attached, context
         chat.approver = _approver(args, setup.agent, chat.read_answer, err)
         return chat.run()
+    except BaseException:
+        failed = True
+        raise
     finally:
-        close_session(setup, err)
+        close_session(setup, err, failed=failed)
 
 
 def _note_uncatalogued(args: Any, model: Any, note: Callable[[str], object]) -> None:

@@ -1,4 +1,7 @@
 """``agentcore chat``: a REPL over one Agent. Lines are prompts; lines starting with ``/`` are commands.
+A prompt of several lines (a pasted snippet) goes between a line ``!multi`` and a line ``!end``, as in
+``llm chat`` (``!multi X`` ends at ``!end X``, for a text holding a line ``!end``): the lines
+between are sent as one prompt; end of input before the end line sends nothing.
 
 Ctrl-C during a run aborts it (tools get the abort signal, the transcript stays valid) and returns
 to the prompt; during ``/compact`` it aborts the compaction and waits for it to end, so the session
@@ -59,7 +62,12 @@ COMMANDS: Dict[str, str] = {
     "/context": "the AGENTS.md/CLAUDE.md files in the system prompt, with their sizes",
     "/help": "this list",
     "/quit": "leave (Ctrl-D works too)",
+    "!multi ... !end": "a prompt of several lines (a pasted snippet): the lines between them, sent as one",
 }
+
+#: the lines that open and close a multi-line prompt, as in ``llm chat`` (``!multi X`` ... ``!end X``
+#: when the text itself holds a line ``!end``)
+_MULTI, _END = "!multi", "!end"
 
 _QUIT = object()
 
@@ -153,11 +161,19 @@ class Chat:
                 line = line.strip()
                 if not line:
                     continue
-                if line.startswith("/"):
+                if line.split()[0].lower() == _MULTI:
+                    line = self._read_block(line)
+                    if line is None:  # end of input inside the block
+                        break
+                    if not line:
+                        continue
+                    self._prompt(line)
+                elif line.startswith("/"):
                     if self._command(line) is _QUIT:
                         break
                     continue
-                self._prompt(line)
+                else:
+                    self._prompt(line)
                 if self._printer.out.closed:  # the reader of stdout is gone (chat ... | head): leave
                     self.status = 0  # how a pipe ends, not a failure (as for run)
                     break
@@ -166,13 +182,46 @@ class Chat:
             except KeyboardInterrupt:  # at the prompt (or between runs): keep chatting
                 self.text.note("(Ctrl-C: use /quit or Ctrl-D to leave)")
 
-    def _read(self) -> Optional[str]:
+    def _read_block(self, opening: str) -> Optional[str]:
+        """The prompt of a ``!multi`` block: the lines after ``opening`` up to the line ``!end``
+        (``!end X`` after ``!multi X``), kept as typed (indentation, blank lines inside), without
+        the blank lines around them; "" when there are none (said in a notice). None at end of
+        input before the end line: nothing is sent (a notice says so) and the chat leaves. A line
+        that is not UTF-8 is skipped with a notice. Ctrl-C drops the block (the loop's notice)."""
+        words = opening.split(None, 1)
+        token = words[1].strip() if len(words) > 1 else ""
+        end = f"{_END} {token}" if token else _END
+        lines: List[str] = []
+        while True:
+            try:
+                line = self._read("... ")
+                if line is not None:
+                    line.encode("utf-8")
+            except UnicodeError:
+                self.text.note("[skipped a line that is not UTF-8 text]")
+                continue
+            if line is None:
+                self.text.note(f"[end of input before {end}: the {_MULTI} prompt was not sent]")
+                return None
+            line = line[:-1] if line.endswith("\n") else line
+            if line.strip() == end:
+                break
+            lines.append(line.rstrip("\r"))
+        while lines and not lines[-1].strip():
+            lines.pop()
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        if not lines:
+            self.text.note(f"[nothing between {opening} and {end}: nothing sent]")
+        return "\n".join(lines)
+
+    def _read(self, prompt: str = "> ") -> Optional[str]:
         """The next line; None at end of input, and when stdin cannot be read (said in a notice).
         Raises UnicodeError for a piped line that is not UTF-8 (the loop skips it)."""
         try:
             if self.interactive:
                 try:
-                    return input("> ")
+                    return input(prompt)
                 except EOFError:
                     self.out.write("\n")
                     return None

@@ -50,10 +50,12 @@ def read_json_map(path: str) -> Dict[str, str]:
     """The ``{name: text}`` object stored at ``path``; ``{}`` when the file does not exist.
 
     A file that is not such an object (edited by hand and broken) is a :class:`UsageError` naming
-    the file, so that a bad keys or aliases file is never silently ignored or overwritten.
+    the file, so that a bad keys or aliases file is never silently ignored or overwritten. A byte
+    order mark before the JSON (Windows' Notepad saves one) is not part of it, as CRLF line ends
+    are not.
     """
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             data = json.load(handle)
     except FileNotFoundError:
         return {}

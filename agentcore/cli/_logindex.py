@@ -274,6 +274,13 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
+def _searchable(word: str) -> bool:
+    """Whether FTS5's default tokenizer (unicode61) finds ``word`` in a text: it holds a letter or
+    a digit. A word of symbols alone (an emoji, ``->``, ``==``) is no token: as a phrase it matched
+    nothing, alone, or was ignored beside other words."""
+    return any(char.isalnum() for char in word)
+
+
 def _like_pattern(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
@@ -493,7 +500,8 @@ class LogIndex:
         self, limit: Optional[int] = 3, query: Optional[str] = None, cwd: Optional[str] = None
     ) -> List[Conversation]:
         """Conversations with at least one message, most recently updated first; with ``query``
-        only those whose prompts or answers contain every word of it (FTS5), or the text as typed
+        only those whose prompts or answers contain every word of it (FTS5; a word of symbols
+        alone, such as an emoji, which FTS5 does not index, as typed), or the text as typed
         (LIKE, case-insensitive for ASCII, when FTS5 is missing). ``limit`` None (or one past
         SQLite's 64-bit integers): all. A damaged database is rebuilt from the files first."""
         return self._repairing(lambda: self._latest(limit, query, cwd), refill=True)
@@ -506,8 +514,15 @@ class LogIndex:
         if query is not None and query.strip():
             if self.fts:
                 source += " JOIN texts ON texts.rowid = c.rowid"
-                where.append("texts MATCH ?")
-                params.append(_fts_query(query))
+                words = query.split()
+                tokens = [word for word in words if _searchable(word)]
+                if tokens:
+                    where.append("texts MATCH ?")
+                    params.append(_fts_query(" ".join(tokens)))
+                for word in words:  # symbols alone (an emoji): matched as typed
+                    if not _searchable(word):
+                        where.append("texts.body LIKE ? ESCAPE '\\'")
+                        params.append(_like_pattern(word))
             else:
                 source += " JOIN texts t ON t.rowid = c.rowid"
                 where.append("t.body LIKE ? ESCAPE '\\'")

@@ -75,7 +75,8 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
     Resolves ``-c`` and an id prefix given to ``-s`` into ``options.session`` (then
     :func:`~agentcore.cli._setup.build_agent` opens it and None is returned). Without either, and
     with logging on, a new session in the sessions directory is created and returned; when that
-    fails the warning goes to ``err`` and None is returned (the command runs unlogged).
+    fails the warning goes to ``err`` and None is returned (the command runs unlogged). The warning
+    names what is wrong: the sessions directory, or a current directory that was deleted.
     """
     if getattr(args, "no_log", False) and (getattr(args, "continue_", False) or options.session):
         # -c/-s record into the session they name: honouring --no-log silently (the turns were
@@ -112,6 +113,14 @@ def choose_session(options: Any, args: Any, err: TextIO) -> Any:
             raise OSError(str(exc)) from None
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        try:
+            os.getcwd()  # a new session records it: a deleted one fails create() in any directory
+        except OSError as gone:
+            err.write(
+                "agentcore: warning: not logging this conversation: the current directory cannot be read "
+                f"({gone.strerror or gone}; was it deleted?); cd to an existing directory, or pass --no-log\n"
+            )
+            return None
         err.write(
             f"agentcore: warning: not logging this conversation: cannot write to {directory} ({reason}); "
             f"fix the directory, set {_env_name()} to another one, or pass --no-log\n"
@@ -294,9 +303,12 @@ def watch_session(setup: Any, options: Any, err: TextIO, *, logged: bool) -> Non
     setup.agent.subscribe(listener)
 
 
-def close_session(setup: Any, err: TextIO) -> None:
+def close_session(setup: Any, err: TextIO, *, failed: bool = False) -> None:
     """Close ``setup``'s session; a default-logged session that stayed empty (a chat quit before
-    its first prompt) is deleted rather than left behind as an empty conversation."""
+    its first prompt) is deleted rather than left behind as an empty conversation. With
+    ``failed`` (the command stopped before sending anything: an image for a model without image
+    input, say) the session file ``--session`` created for it (``setup.made``: a new path, ``new``,
+    an id not yet recorded) is deleted too when it stayed empty, as when building the agent fails."""
     session = setup.session
     if session is None:
         return
@@ -304,6 +316,8 @@ def close_session(setup: Any, err: TextIO) -> None:
     session.close()
     if getattr(setup, "default_logged", False) and empty:
         remove_quietly(session.path)
+    elif failed and empty:
+        remove_quietly(getattr(setup, "made", None))
 
 
 # --------------------------------------------------------------------------- agentcore logs
@@ -337,7 +351,9 @@ def _open_index(args: Any, err: TextIO) -> Any:
 
 def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """``agentcore logs [-n N] [-q TEXT] [--cwd] [--json]``: the latest conversations, oldest of
-    them first (the newest last, next to the prompt); ``--json``: one JSON array of them."""
+    them first (the newest last, next to the prompt), written without terminal escape sequences
+    and control characters (:func:`~agentcore._safe.terminal_text`, as ``sessions show`` writes
+    the same prompts); ``--json``: one JSON array of them."""
     import sqlite3
 
     if args.count < 0:
@@ -368,8 +384,10 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         hint = "; without --cwd: those of every directory" if args.cwd else ""
         err.write(f"no conversations {what} {where}in {directory}{hint}\n")
         return 0
-    for conversation in found:
-        out.write(_describe(conversation) + "\n")
+    from .._safe import terminal_text
+
+    for conversation in found:  # a prompt may hold escape sequences (a piped `git diff --color`)
+        out.write(terminal_text(_describe(conversation)) + "\n")
     return 0
 
 

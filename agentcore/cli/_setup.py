@@ -689,6 +689,7 @@ class AgentSetup:
     key_from_option: bool = False  # --api-key-env: chat's /model keeps that key for its provider
     default_logged: bool = False  # a session created by default logging (agentcore.cli._logs)
     system: Optional[str] = None  # the --system text in effect, given or resumed (None: none)
+    made: Optional[str] = None  # the file build_agent created for --session (a failed start removes it)
 
 
 #: the custom entry that records ``--system`` in a session (``data``: ``{"text": ...}``), so that
@@ -817,7 +818,14 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
 
         secret = get_env_api_key(str(getattr(model, "provider", "")))
     return AgentSetup(
-        agent, session, secret, created, extra, key_from_option=options.api_key_env is not None, system=system
+        agent,
+        session,
+        secret,
+        created,
+        extra,
+        key_from_option=options.api_key_env is not None,
+        system=system,
+        made=made,
     )
 
 
