@@ -15,7 +15,7 @@ import logging
 import sys
 import weakref
 from contextlib import AsyncExitStack, suppress
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import mcp_types
 from mcp import Client
@@ -67,6 +67,7 @@ class Spec:
         url: Optional[str] = None,
         headers: Optional[Dict[str, str]] = None,
         transport: str = "auto",
+        secrets: Sequence[str] = (),
     ) -> None:
         self.kind = kind
         self.command = command
@@ -77,8 +78,9 @@ class Spec:
         self.headers = dict(headers) if headers else None
         self.transport = transport  # http only: "auto" (Streamable HTTP, then SSE), "streamable-http", "sse"
         self.mode = "auto"  # the SDK's protocol negotiation; tests set "legacy" to force a 2025-era session
-        # env and header values, the URL's password and query values, credentials in args
-        self.secrets = Secrets.of(self.env, self.headers, url, args=self.args)
+        # env and header values, the URL's password and query values, credentials in args, and
+        # the caller's own (the values a config file's ${VAR}s brought in)
+        self.secrets = Secrets.of(self.env, self.headers, url, args=self.args, extra=[str(v) for v in secrets])
         if kind == "http":
             watch_logs(self.secrets)
 
@@ -86,7 +88,7 @@ class Spec:
         """The server's address for messages: the command line or the URL, secrets masked."""
         if self.kind == "stdio":
             return self.secrets.redact(" ".join([str(self.command), *map(str, self.args)]))
-        return safe_url(str(self.url))
+        return self.secrets.redact(safe_url(str(self.url)))
 
     def __repr__(self) -> str:
         if self.kind == "stdio":
@@ -99,8 +101,20 @@ class Spec:
 class Connection:
     """A session with the server; ``dead`` once it failed (the owner then starts a new one)."""
 
-    def __init__(self, name: str, spec: Spec, on_tools_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: Spec,
+        on_tools_changed: Callable[[], None],
+        *,
+        previous: Optional[Connection] = None,
+        previous_wait: float = 10.0,
+    ) -> None:
         self.name = name
+        # the dead connection this one replaces: run() starts the server again only once that
+        # one ended (at most ``previous_wait`` seconds, then what is left of it is killed)
+        self.previous = previous
+        self._previous_wait = previous_wait
         self.spec = spec
         self.state = _stdio.ProcessState(name, spec.secrets)
         self.client: Any = None
@@ -113,6 +127,9 @@ class Connection:
         self.dead_reason: Optional[str] = None
         self.closing = False  # the owner closed it: calls in flight say so, not "crashed"
         self.session_gone = False  # Streamable HTTP: the server answered 404 to our session id
+        # Streamable HTTP: "HTTP 401 Unauthorized" by the JSON-RPC id of a request the server
+        # refused so, until the SDK's error for it passes the reader (see _http_error)
+        self._http_errors: Dict[Any, str] = {}
         # the owner's bookkeeping of the start (MCPServer, under its locks): how many callers
         # wait for ``ready``, and when the handshake is due (``time.monotonic()``)
         self.waiters = 0
@@ -130,6 +147,7 @@ class Connection:
         try:
             if self._stop.is_set():  # given up before the loop got to it
                 raise ConnectionError(self.dead_reason or "closed")
+            await self._previous_gone()
             async with AsyncExitStack() as stack:
                 await self._connect(stack)
                 if not self.ready.done():
@@ -150,6 +168,31 @@ class Connection:
                 self.done.set_result(None)
             # the last word on orphans: whatever is left of the process group goes
             _stdio.kill_group(self.state.pid if self.state.pid and _stdio.group_alive(self.state.pid) else None)
+
+    async def _previous_gone(self) -> None:
+        """Wait until the connections this one replaces have ended (``previous``, and the one
+        that one replaced if a start aborted meanwhile left it ending; ``previous_wait`` seconds
+        in all), then kill what is left of their process groups: never two processes of one
+        server at once."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._previous_wait
+        for previous in self.ended_before():
+            # asyncio.wait, not wait_for: a timeout must not cancel the previous one's ``done``
+            await asyncio.wait([asyncio.wrap_future(previous.done)], timeout=max(0.0, deadline - loop.time()))
+            pid = previous.state.pid
+            if pid is not None and _stdio.group_alive(pid):
+                _log.warning("MCP server %r did not shut down within %ss; killing it", self.name, self._previous_wait)
+                _stdio.kill_group(pid)
+        self.previous = None  # ended: nothing to wait for, and no chain of dead sessions kept
+
+    def ended_before(self) -> List[Connection]:
+        """The connections this one replaces that may still be ending, newest first."""
+        chain: List[Connection] = []
+        previous = self.previous
+        while previous is not None:
+            chain.append(previous)
+            previous = previous.previous
+        return chain
 
     async def _connect(self, stack: AsyncExitStack) -> None:
         if self.spec.kind == "stdio":
@@ -202,13 +245,28 @@ class Connection:
     async def _on_http_response(self, response: Any) -> None:
         """Note a session the server no longer knows: by the Streamable HTTP spec, a 404 to a
         request carrying the session id (a server that restarted or ended the session). The
-        SDK turns it into an ordinary JSON-RPC error, which would fail every later call too."""
+        SDK turns it into an ordinary JSON-RPC error, which would fail every later call too.
+        Note the HTTP status of any refused request too: the SDK's error for it says only
+        "Server returned an error response" (an expired token's 401, a proxy's 502, a 429)."""
         if response.status_code == 404 and "mcp-session-id" in response.request.headers:
             self.session_gone = True
+        if response.status_code >= 400 and response.request.method == "POST":
+            request_id = _request_id(response.request)
+            if request_id is not None:
+                if len(self._http_errors) >= 256:  # errors of requests nobody waits for any more
+                    self._http_errors.clear()
+                reason = str(getattr(response, "reason_phrase", "") or "")
+                self._http_errors[request_id] = f"HTTP {response.status_code} {reason}".strip()
+
+    def _http_error(self, request_id: Any) -> Optional[str]:
+        """The HTTP status the server refused request ``request_id`` with (once), or None."""
+        return self._http_errors.pop(request_id, None)
 
     def _client(self, transport: Any) -> Any:
         return Client(
-            tolerant_tool_lists(transport, self.name, lambda: getattr(self.client, "protocol_version", None)),
+            tolerant_tool_lists(
+                transport, self.name, lambda: getattr(self.client, "protocol_version", None), self._http_error
+            ),
             mode=self.spec.mode,
             message_handler=self._on_message,
             logging_callback=self._on_log,
@@ -447,6 +505,15 @@ def _lost_connection(exc: Any) -> bool:
     return exc.code == mcp_types.CONNECTION_CLOSED and (
         message == "Connection closed" or message.startswith("SSE stream ")
     )
+
+
+def _request_id(request: Any) -> Any:
+    """The JSON-RPC id of an HTTP request's body, or None (a notification, not JSON)."""
+    try:
+        body = json.loads(request.content)
+    except Exception:  # noqa: BLE001 - a streamed or odd body: no id to note
+        return None
+    return body.get("id") if isinstance(body, dict) else None
 
 
 def _is_transport_error(exc: BaseException) -> bool:

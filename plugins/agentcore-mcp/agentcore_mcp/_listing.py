@@ -49,15 +49,21 @@ MAX_DESCRIPTION_CHARS = 20_000
 
 @asynccontextmanager
 async def tolerant_tool_lists(
-    transport: Any, server: str, version: Callable[[], Optional[str]]
+    transport: Any,
+    server: str,
+    version: Callable[[], Optional[str]],
+    http_error: Optional[Callable[[Any], Optional[str]]] = None,
 ) -> AsyncIterator[Tuple[Any, Any]]:
     """``transport`` (an async context manager of ``(read_stream, write_stream)``) with its
-    ``tools/list`` answers repaired; ``version()`` is the negotiated protocol version."""
+    ``tools/list`` answers repaired; ``version()`` is the negotiated protocol version.
+    ``http_error(id)``, when given, is the HTTP status the server refused request ``id`` with
+    (``"HTTP 401 Unauthorized"``) or None: the error answering that request then ends with it."""
     async with transport as (read_stream, write_stream):
         # the tools/list requests sent and not yet answered: id -> the cursor asked for
         pending: Dict[Any, Optional[str]] = {}
         calls: Set[Any] = set()  # the ids of the tools/call requests sent and not yet answered
-        yield _Reader(read_stream, pending, calls, server, version), _Writer(write_stream, pending, calls)
+        reader = _Reader(read_stream, pending, calls, server, version, http_error)
+        yield reader, _Writer(write_stream, pending, calls)
 
 
 class _Writer:
@@ -98,8 +104,10 @@ class _Reader:
         calls: Set[Any],
         server: str,
         version: Callable[[], Optional[str]],
+        http_error: Optional[Callable[[Any], Optional[str]]] = None,
     ) -> None:
         self._inner = inner
+        self._http_error = http_error
         self._pending = pending
         self._calls = calls
         self._server = server
@@ -112,6 +120,10 @@ class _Reader:
         message = getattr(item, "message", None)
         if not isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
             return item
+        if isinstance(message, mcp_types.JSONRPCError) and self._http_error is not None:
+            status = self._http_error(message.id)
+            if status:  # the SDK's error for an HTTP refusal says only "Server returned an error response"
+                message.error.message = f"{message.error.message} ({status})"
         if message.id in self._calls:
             self._calls.discard(message.id)
             if isinstance(message, mcp_types.JSONRPCResponse):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
 from .config import load_config
-from .server import MCPServer
+from .server import MCPServer, close_servers
 
 _log = logging.getLogger("agentcore_mcp")
 
@@ -142,13 +142,10 @@ def unique_across(configs: List[List[Any]], paths: List[str]) -> List[Any]:
 
 
 def close_all() -> None:
-    """Close every server started from a config file and forget them."""
+    """Close every server started from a config file (all at once, see
+    :func:`~agentcore_mcp.server.close_servers`) and forget them."""
     with _lock:
         loaded = list(_loaded.values())
         _loaded.clear()
-    for entry in loaded:
-        for server in entry.servers.values():
-            try:
-                server.close()
-            except Exception:  # noqa: BLE001 - at exit, close the rest
-                _log.exception("closing MCP server %r failed", server.name)
+    # all at once: at exit (Ctrl+C) the wait is the slowest server's, not the sum of them all
+    close_servers([server for entry in loaded for server in entry.servers.values()])

@@ -47,16 +47,19 @@ class Secrets:
         headers: Optional[Mapping[str, str]] = None,
         url: Optional[str] = None,
         args: Sequence[str] = (),
+        extra: Iterable[str] = (),
     ) -> Secrets:
         """The secrets of a server: every value of ``env`` and ``headers`` (and the token of a
-        header such as ``Bearer abc``), the password and query values of ``url``, and those of a
-        stdio command line ``args`` described in the module docstring."""
+        header such as ``Bearer abc``), the password and query values of ``url``, those of a
+        stdio command line ``args`` described in the module docstring, and every string of
+        ``extra``."""
         values: List[str] = list((env or {}).values()) + list((headers or {}).values())
         for header_value in (headers or {}).values():  # "Bearer abc": the token alone too
             values.extend(part for part in str(header_value).split() if len(part) >= 8)
         if url:
             values += _url_values(url)
         values += _arg_values(args)
+        values += extra
         return cls(values)
 
     def redact(self, text: str) -> str:

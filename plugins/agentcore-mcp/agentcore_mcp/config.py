@@ -9,7 +9,10 @@ An entry with ``command`` (and optional ``args``, ``env``, ``cwd``) is a stdio s
 ``url`` (and optional ``headers``) an HTTP server (``"type": "sse"`` forces the old HTTP+SSE
 transport, ``"http"``/``"streamable-http"`` Streamable HTTP; otherwise Streamable HTTP with a
 fallback to SSE). ``${VAR}`` and ``${VAR:-default}`` in ``command``, ``args``, ``env``, ``cwd``,
-``url`` and ``headers`` are replaced from the environment, so keys need not live in the file.
+``url`` and ``headers`` are replaced from the environment, so keys need not live in the file; the
+value a variable brings in counts as a secret of that server wherever it lands (masked as ``***``
+in reprs, errors and logs, like ``env`` and ``headers`` values), except the values of the variables
+every stdio server gets anyway (``HOME``, ``PATH``, ``USER``, ``SHELL``, ``TERM``, ``LOGNAME``).
 Numbers and booleans in ``args``, ``env`` and ``headers`` are passed as JSON writes them (``true``,
 ``8080``), as desktop clients pass them. The file may start with a UTF-8 byte-order mark.
 ``"disabled": true`` skips an entry. agentcore extensions: ``"timeout"`` (seconds per call),
@@ -25,7 +28,7 @@ import json
 import os
 import re
 import threading
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 from urllib.parse import urlsplit
 
 from .errors import MCPConfigError
@@ -34,6 +37,8 @@ from .server import DEFAULT_MAX_OUTPUT_CHARS, DEFAULT_TIMEOUT, MCPServer, valid_
 __all__ = ["load_config", "servers_from_config"]
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# variables whose values are no secret: every stdio server gets them (the SDK's safe environment)
+_PUBLIC_VARS = frozenset({"HOME", "PATH", "USER", "SHELL", "TERM", "LOGNAME"})
 
 
 def load_config(path: str | os.PathLike[str]) -> Dict[str, MCPServer]:
@@ -44,7 +49,7 @@ def load_config(path: str | os.PathLike[str]) -> Dict[str, MCPServer]:
     missing, not JSON, or malformed (a value of the wrong type, a ``"command"`` that is empty once
     its variables are replaced, a ``"url"`` whose host or port cannot be read, a ``"timeout"``
     that is not a finite positive number), and for a ``${VAR}`` that is not set (the value of a
-    set variable never appears in a message).
+    set variable never appears in a message, nor in any later error, repr or log of the server).
     """
     where = os.fspath(path)
     try:
@@ -81,7 +86,10 @@ def servers_from_config(
     return servers
 
 
-def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]) -> MCPServer:
+def _server(name: str, entry: Dict[str, Any], where: str, environ: Mapping[str, str]) -> MCPServer:
+    # the values the entry's ${VAR}s bring in: secrets of the server wherever they land (a token
+    # in "args" such as "Authorization: Bearer ${TOKEN}", a key in a URL's path)
+    env = _Environ(environ)
     timeout = entry.get("timeout", DEFAULT_TIMEOUT)
     if timeout is not None and not valid_timeout(timeout):
         raise MCPConfigError(
@@ -110,6 +118,7 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
             name=name,
             timeout=timeout,
             max_output_chars=max_chars,
+            secrets=env.used,
         )
     if "url" in entry:
         transport = {
@@ -139,6 +148,7 @@ def _server(name: str, entry: Dict[str, Any], where: str, env: Mapping[str, str]
                 transport=transport,
                 timeout=timeout,
                 max_output_chars=max_chars,
+                secrets=env.used,
             )
         except ValueError as exc:
             raise MCPConfigError(f"{where}: {exc}") from None
@@ -193,3 +203,27 @@ def _expand(text: str, key: str, where: str, env: Mapping[str, str]) -> str:
         raise MCPConfigError(f'{where}: "{key}" uses ${{{var}}}, which is not set in the environment')
 
     return _VAR.sub(replace, text)
+
+
+class _Environ(Mapping[str, str]):
+    """The environment as ``_expand`` reads it, noting the values it hands out in ``used``
+    (those of :data:`_PUBLIC_VARS` excepted)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.used: List[str] = []
+
+    def __getitem__(self, key: str) -> str:
+        value = self._environ[key]
+        if key not in _PUBLIC_VARS:
+            self.used.append(value)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._environ
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)

@@ -31,10 +31,10 @@ from agentcore.tools import AgentTool, AgentToolResult
 
 from . import _loop
 from ._connection import Connection, Spec
-from .errors import MCPAbortedError, MCPConnectionError, MCPServerError, MCPTimeoutError
-from .results import progress_update, to_tool_result
+from .errors import MCPAbortedError, MCPConnectionError, MCPServerError, MCPTimeoutError, MCPToolError
+from .results import progress_update, to_tool_result, truncation_notice
 
-__all__ = ["MCPServer", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS"]
+__all__ = ["MCPServer", "close_servers", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS"]
 
 _log = logging.getLogger("agentcore_mcp")
 
@@ -56,11 +56,26 @@ _atexit_registered = False
 
 
 def _close_open_servers() -> None:
-    for server in list(_open_servers):
+    close_servers(list(_open_servers))
+
+
+def close_servers(servers: Sequence[MCPServer]) -> None:
+    """Close ``servers`` at once: every shutdown begins before the first is waited for, so that
+    closing many takes as long as the slowest (a server that ignores stdin EOF takes seconds),
+    not the sum; no threads (interpreter exit, where this runs, may refuse new ones). A failure
+    is logged and the others are closed all the same."""
+    begun: List[Tuple[MCPServer, Optional[Connection]]] = []
+    for server in servers:
         try:
-            server.close()
-        except Exception:  # noqa: BLE001 - at exit, close the rest
-            _log.exception("closing MCP server %r at exit failed", server.name)
+            begun.append((server, server._begin_close()))
+        except Exception:  # noqa: BLE001 - close the rest
+            _log.exception("closing MCP server %r failed", server.name)
+    for server, conn in begun:
+        try:
+            if conn is not None:
+                server._end(conn)
+        except Exception:  # noqa: BLE001 - close the rest
+            _log.exception("closing MCP server %r failed", server.name)
 
 
 def valid_timeout(value: Any) -> bool:
@@ -163,13 +178,16 @@ class MCPServer:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
+        secrets: Sequence[str] = (),
     ) -> MCPServer:
         """A server started as ``command *args`` in ``cwd``, speaking JSON-RPC on stdin/stdout.
 
         Its environment is a safe minimum (HOME, PATH, USER, SHELL, TERM, LOGNAME) plus ``env``,
-        as desktop MCP clients do; the values of ``env``, and credentials in ``args`` (a URL's
+        as desktop MCP clients do; the values of ``env``, credentials in ``args`` (a URL's
         password and query values, the value of ``--api-key``, ``--token=``, ``PASSWORD=``...:
-        see the README's "Secrets"), never appear in reprs, errors or logs.
+        see the README's "Secrets") and the strings of ``secrets`` (any other secret, e.g. a
+        token inside an argument such as ``"Authorization: Bearer TOKEN"``) never appear in reprs,
+        errors or logs.
         """
         if not isinstance(command, str) or not command:
             raise TypeError(f"MCPServer.stdio: command must be a non-empty string, not {command!r}")
@@ -181,6 +199,7 @@ class MCPServer:
             args=[str(a) for a in args],
             cwd=None if cwd is None else str(cwd),
             env={str(k): str(v) for k, v in (env or {}).items()},
+            secrets=secrets,
         )
         return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout, max_output_chars=max_output_chars)
 
@@ -195,11 +214,13 @@ class MCPServer:
         timeout: Optional[float] = DEFAULT_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_output_chars: Optional[int] = DEFAULT_MAX_OUTPUT_CHARS,
+        secrets: Sequence[str] = (),
     ) -> MCPServer:
         """A server at ``url`` over Streamable HTTP, falling back to the older HTTP+SSE transport
         when the server answers the Streamable HTTP POST with 400/404/405 (``transport="auto"``;
         ``"streamable-http"`` or ``"sse"`` force one). ``headers`` (e.g. ``Authorization``) go with
-        every request and never appear in reprs, errors or logs."""
+        every request and never appear in reprs, errors or logs; nor do the URL's password and
+        query values, nor the strings of ``secrets`` (e.g. a key in the URL's path)."""
         if not isinstance(url, str) or not re.match(r"^https?://", url):
             raise ValueError(f"MCPServer.http: url must start with http:// or https://, not {url!r}")
         if transport not in ("auto", "streamable-http", "sse"):
@@ -208,7 +229,7 @@ class MCPServer:
             clean = {str(k): clean_header_value(str(k), v) for k, v in (headers or {}).items()}
         except ValueError as exc:
             raise ValueError(f"MCPServer.http: {exc}") from None
-        spec = Spec("http", url=url, headers=clean, transport=transport)
+        spec = Spec("http", url=url, headers=clean, transport=transport, secrets=secrets)
         return cls(spec, name=name, timeout=timeout, connect_timeout=connect_timeout, max_output_chars=max_output_chars)
 
     # ------------------------------------------------------------------ lifecycle
@@ -256,21 +277,26 @@ class MCPServer:
                     return conn, True
             if _handshake_done(conn) and conn.alive:
                 return conn, False
-            # it died, or its start failed: a fresh one once it is gone
+            # it died, or its start failed: a fresh one, which starts once the dead one is gone;
+            # waited for on the loop, never here: this lock is held, and an abort must be heard
             if _handshake_done(conn):
                 _log.info("MCP server %r %s; restarting it", self.name, conn.dead_reason or "is gone")
                 self._restarts += 1
-            self._end(conn)
+            conn.mark_dead(conn.dead_reason or "closed")
             self._conn = None
             with self._tools_lock:
                 self._tools_gen += 1
                 self._tools_stale = True
+            return self._start(previous=conn), True
         return self._start(), True
 
-    def _start(self) -> Connection:
-        """Under the lock: a new connection, started on the loop, its starter its one waiter."""
-        conn = Connection(self.name, self._spec, self._tools_changed)
-        conn.waiters, conn.handshake_due = 1, time.monotonic() + self.connect_timeout
+    def _start(self, previous: Optional[Connection] = None) -> Connection:
+        """Under the lock: a new connection, started on the loop, its starter its one waiter; it
+        waits (on the loop, up to ``CLOSE_TIMEOUT``) until ``previous`` has ended, then kills
+        what is left of it, and only then starts the server again."""
+        conn = Connection(self.name, self._spec, self._tools_changed, previous=previous, previous_wait=CLOSE_TIMEOUT)
+        due = self.connect_timeout + (CLOSE_TIMEOUT if previous is not None else 0.0)
+        conn.waiters, conn.handshake_due = 1, time.monotonic() + due
         self._live[:] = [conn]
         # close() and interpreter exit end a start in progress too (never an orphan)
         self._conn = conn
@@ -282,11 +308,12 @@ class MCPServer:
         return conn
 
     def _wait_ready(self, conn: Connection, signal: Any) -> None:
-        """Wait for ``conn``'s handshake until it is due (``connect_timeout`` after its start),
-        returning early when this caller's run is aborted or the server closed. An aborted caller
-        ends the start only when no other caller waits for it. On failure the connection winds
-        down on the loop (``close()`` and the next call wait for that) and the error is raised at
-        once."""
+        """Wait for ``conn``'s handshake until it is due (``connect_timeout`` after its start, plus
+        ``CLOSE_TIMEOUT`` for a restart, which first waits for the dead process to end), returning
+        early when this caller's run is aborted or the server closed. An aborted caller ends the
+        start only when no other caller waits for it. On failure the connection winds down on the
+        loop (``close()`` waits for that, and a restart starts the server only after it) and the
+        error is raised at once."""
         aborted: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def abort(_reason: Any = None) -> None:
@@ -335,25 +362,36 @@ class MCPServer:
         """End the session and (stdio) the process group: stdin closed, then SIGTERM and SIGKILL
         if it ignores that. Idempotent; afterwards every call raises :class:`MCPConnectionError`.
         Callers waiting for a start in progress get that error at once."""
+        conn = self._begin_close()
+        if conn is not None:
+            self._end(conn)
+
+    def _begin_close(self) -> Optional[Connection]:
+        """Mark the server closed and start ending its session without waiting; the connection
+        to wait for with :meth:`_end` (None when there was none)."""
         self._closed = True
         with self._lock:
             conn, self._conn = self._conn, None
         _open_servers.discard(self)
         if conn is not None:
             conn.closing = True
-            self._end(conn)
+            conn.mark_dead(conn.dead_reason or "closed")
+        return conn
 
     def _end(self, conn: Connection) -> None:
+        """End ``conn`` and the dead connections it replaced that may still be ending (a restart
+        waits for them on the loop): each waited for up to ``CLOSE_TIMEOUT``, then killed."""
         conn.mark_dead(conn.dead_reason or "closed")
-        try:
-            conn.done.result(CLOSE_TIMEOUT)
-        except concurrent.futures.TimeoutError:
-            _log.warning("MCP server %r did not shut down within %ss; killing it", self.name, CLOSE_TIMEOUT)
         from ._stdio import group_alive, kill_group
 
-        pid = conn.state.pid
-        if pid is not None and group_alive(pid):
-            kill_group(pid)
+        for ending in [conn, *conn.ended_before()]:
+            try:
+                ending.done.result(CLOSE_TIMEOUT)
+            except concurrent.futures.TimeoutError:
+                _log.warning("MCP server %r did not shut down within %ss; killing it", self.name, CLOSE_TIMEOUT)
+            pid = ending.state.pid
+            if pid is not None and group_alive(pid):
+                kill_group(pid)
 
     @property
     def closed(self) -> bool:
@@ -531,7 +569,8 @@ class MCPServer:
         ``on_update`` receives progress as partial ``AgentToolResult``s; ``timeout`` overrides the
         server's default (``None``: no limit); one no wait can use (not positive, NaN, infinite,
         not a number) raises ``ValueError`` before anything is sent. Raises :class:`MCPToolError`
-        (``isError`` or a refused call), :class:`MCPAbortedError`, :class:`MCPTimeoutError`,
+        (``isError`` or a refused call; its text cut to ``max_output_chars`` as a result's is),
+        :class:`MCPAbortedError`, :class:`MCPTimeoutError`,
         :class:`MCPServerError` (crash, hang, or an HTTP session the server no longer knows: the
         server is restarted, or reconnected to, on the next call) or :class:`MCPConnectionError`.
         """
@@ -562,6 +601,8 @@ class MCPServer:
             signal.add_listener(abort)
         try:
             result = self._outcome(future, conn, name, limit)
+        except MCPToolError as exc:  # a refused call: the server's message, as long as it likes
+            raise self._capped(exc) from None
         finally:
             if signal is not None:
                 signal.remove_listener(abort)
@@ -590,6 +631,16 @@ class MCPServer:
             raise
         # cancel() failed: the outcome is set, or being set on the loop thread this instant
         return future.result()
+
+    def _capped(self, error: MCPToolError) -> MCPToolError:
+        """``error`` with its text cut to ``max_output_chars`` as a result's is: the text of a
+        refused call (a JSON-RPC error's message) goes into the transcript like any result."""
+        text, limit = str(error), self.max_output_chars
+        if limit is None or len(text) <= limit:
+            return error
+        return MCPToolError(
+            f"{text[:limit]}\n\n{truncation_notice(limit, len(text))}", server=error.server, tool=error.tool
+        )
 
     def _timed_out(self, conn: Connection, tool: str, limit: Optional[float]) -> MCPServerError:
         message = f"MCP server {self.name!r}: tool {tool!r} gave no result within {limit:g}s; the request was cancelled"

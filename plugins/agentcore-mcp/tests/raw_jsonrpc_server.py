@@ -1,6 +1,6 @@
 """A bare stdio MCP server that answers tools/call in one scripted way (``MODE``), for the
 failures an SDK-built server cannot produce: a JSON-RPC error of code -32000 (the generic
-"server error" many servers send), results that are not valid MCP or (``MODE=bad-output``) not of the tool's output schema,
+"server error" many servers send; ``PAD=N`` makes its message N characters longer), results that are not valid MCP or (``MODE=bad-output``) not of the tool's output schema,
 (``MODE=odd-schemas``) tool lists whose input schemas the SDK's strict validation refuses, and
 (``MODE=unusable-tools``) a valid tool list (of two pages) no agent could use whole: tools of one name and
 a schema that is not JSON schema, (``MODE=long-description``) a description of megabytes, a result
@@ -88,7 +88,10 @@ for line in sys.stdin:
             {
                 "jsonrpc": "2.0",
                 "id": rid,
-                "error": {"code": -32000, "message": "backend unavailable: " + os.environ["TOKEN"]},
+                "error": {
+                    "code": -32000,
+                    "message": "backend unavailable: " + os.environ["TOKEN"] + "x" * int(os.environ.get("PAD", "0")),
+                },
             }
         )
     elif method == "tools/call" and MODE == "cut-emoji":  # json.dumps writes the lone half as "\ud83d"

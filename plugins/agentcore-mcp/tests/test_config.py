@@ -170,7 +170,9 @@ def test_credentials_in_args_stay_out_of_the_description_and_repr(tmp_path):
     for secret in ARG_SECRETS:
         assert secret not in shown
     assert str(tmp_path) in shown and "@mcp/server-postgres" in shown and "--verbose" in shown
-    assert "postgresql://app:***@db.example/app" in shown and "--api-key ***" in shown and "--token=***" in shown
+    assert "--api-key ***" in shown and "--token=***" in shown
+    # the DSN came from ${PG_DSN}: a variable's value is a secret whole, not only its password
+    assert f"{tmp_path} *** --db=mysql://admin:***@db.example/app" in shown
 
 
 @pytest.mark.parametrize("command", ["python", "/nonexistent/mcp-server"])
@@ -211,3 +213,32 @@ def test_which_args_count_as_secrets():
     )
     text = "ghp-abc123 libpq-secret two words eu-west a%2Bb a+b --no-color db.example https://example.com/docs"
     assert secrets.redact(text) == "*** *** *** *** *** *** --no-color db.example https://example.com/docs"
+
+
+def test_values_of_variables_are_secrets_wherever_they_land(tmp_path):
+    """A key moved out of the file into ${VAR} stays hidden in an argument no rule recognises
+    (mcp-remote's "--header" "Authorization: Bearer ${TOKEN}", a positional key) and in a URL's
+    path, in reprs and in the start error (command line and stderr alike)."""
+    import sys
+
+    environ = {"REMOTE_TOKEN": "sk-remote-0123456789", "TENANT_KEY": "tenant-0123456789", "HOME": "/home/me"}
+    data = {
+        "mcpServers": {
+            "remote": {
+                "command": sys.executable,
+                "args": ["-c", ECHO_ARGV_AND_EXIT, "--header", "Authorization: Bearer ${REMOTE_TOKEN}", "${HOME}/x"],
+            },
+            "web": {"url": "http://127.0.0.1:9/t/${TENANT_KEY}/mcp"},
+        }
+    }
+    servers = servers_from_config(data, environ=environ)
+    shown = [repr(server) for server in servers.values()]
+    for server in servers.values():
+        with pytest.raises(MCPConnectionError, match="could not be started") as info:
+            server.connect()
+        server.close()
+        shown.append(str(info.value))
+    text = "\n".join(shown)
+    assert "sk-remote-0123456789" not in text and "tenant-0123456789" not in text
+    assert "Authorization: Bearer ***" in text and "http://127.0.0.1:9/t/***/mcp" in text
+    assert "its stderr ended with" in shown[2] and "/home/me/x" in shown[2]  # HOME is no secret

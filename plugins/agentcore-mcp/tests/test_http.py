@@ -177,3 +177,89 @@ def test_a_url_whose_host_or_port_cannot_be_read_fails_at_once_and_unseen(url):
         assert "s3c" not in str(info.value) and "s3c" not in repr(server)
     finally:
         server.close()
+
+
+class _Gateway:
+    """A Streamable HTTP endpoint on 127.0.0.1 that answers JSON: the handshake and tools/list as
+    a server would, ``tools/call`` (and, with ``refuse_all``, every request) with HTTP ``status``
+    and a body that is no JSON-RPC error, as a proxy, a rate limiter or an auth layer does."""
+
+    def __init__(self, status: int, refuse_all: bool = False) -> None:
+        import http.server
+        import json
+
+        gateway = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                message = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+                if "id" not in message:  # a notification
+                    return self._send(202, b"")
+                if refuse_all or message["method"] == "tools/call":
+                    return self._send(status, b'{"error": "rate limited or expired"}')
+                result = {
+                    "initialize": {
+                        "protocolVersion": message.get("params", {}).get("protocolVersion"),
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "gateway", "version": "1"},
+                    },
+                    "tools/list": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]},
+                }.get(message["method"])
+                if result is None:
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}
+                else:
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+                self._send(200, json.dumps(answer).encode())
+
+            def do_GET(self) -> None:  # noqa: N802 - no SSE stream offered
+                self._send(405, b"")
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                self._send(200, b"")
+
+            def _send(self, code: int, body: bytes) -> None:
+                self.send_response(code)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                gateway.seen.append(code)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.seen: list = []
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/mcp"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.mark.parametrize(
+    "status, phrase", [(401, "Unauthorized"), (429, "Too Many Requests"), (503, "Service Unavailable")]
+)
+def test_an_http_refusal_names_its_status(status, phrase):
+    """The SDK reports a refused Streamable HTTP request (no JSON-RPC error in the body) only as
+    "Server returned an error response": an expired token, a rate limit and a proxy's 503 must
+    say which, at the handshake and for a call."""
+    refusing = _Gateway(status, refuse_all=True)
+    try:
+        server = MCPServer.http(
+            refusing.url, {"Authorization": "Bearer sk-gateway-123456"}, transport="streamable-http"
+        )
+        with pytest.raises(MCPConnectionError) as info:
+            server.connect()
+        server.close()
+    finally:
+        refusing.stop()
+    assert f"(HTTP {status} {phrase})" in str(info.value) and "sk-gateway-123456" not in str(info.value)
+    gateway = _Gateway(status)
+    try:
+        with MCPServer.http(gateway.url, name="gw", transport="streamable-http") as server:
+            with pytest.raises(MCPToolError, match=rf"MCP server 'gw': tool 't' failed: .*\(HTTP {status} {phrase}\)"):
+                server.call_tool("t", {})
+    finally:
+        gateway.stop()

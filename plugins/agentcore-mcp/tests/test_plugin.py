@@ -180,3 +180,26 @@ def test_the_same_tool_name_on_two_servers_warns_and_keeps_the_first(config, mar
     with pytest.warns(RuntimeWarning, match="skipped"):
         names = [t.name for t in plugin.cli_tools(parser.parse_args(["--mcp", str(path), "--mcp", str(path)]), "run")]
     assert "echo" in names and len(names) == len(set(names))
+
+
+def test_closing_the_config_servers_waits_for_the_slowest_not_the_sum(config, marker_dir):
+    """At exit (Ctrl+C included) every server of the file is closed: servers that ignore stdin EOF
+    (a wrapper script, a container) take the grace period each, so closing them one after the
+    other kept `agentcore run` hanging for servers x seconds after the answer."""
+    import shlex
+    import time
+
+    from agentcore_mcp._stdio import GRACE_SECONDS
+    from conftest import eventually, group_members
+
+    wrapped = f"{shlex.quote(sys.executable)} {shlex.quote(TEST_SERVER)}; sleep 600"  # sh waits on
+    entry = {"command": "sh", "args": ["-c", wrapped], "env": {"MARKER_DIR": str(marker_dir)}}
+    config({name: entry for name in ("s1", "s2", "s3")})
+    assert plugins.get_tool("s3_echo").name == "s3_echo"
+    servers = list(_registry._loaded[next(iter(_registry._loaded))].servers.values())
+    pgids = [server.pid for server in servers]
+    started = time.monotonic()
+    _registry.close_all()
+    elapsed = time.monotonic() - started
+    assert all(eventually(lambda pgid=pgid: not group_members(pgid)) for pgid in pgids)
+    assert elapsed < 3 * GRACE_SECONDS, f"closing 3 servers took {elapsed:.1f}s: one after the other"

@@ -231,6 +231,38 @@ def test_a_hung_server_is_named_and_restarted_on_the_next_call(test_server, monk
         assert eventually(lambda: not alive(first)), "the hung server was left running"
 
 
+def test_an_abort_while_a_hung_server_is_being_replaced_is_heard_at_once(marker_dir, monkeypatch):
+    """The call after a hang restarts the server, but the hung process (deaf to stdin EOF and
+    SIGTERM) takes seconds to end: the caller used to wait for that under the server's lock,
+    deaf to its run's abort (Ctrl+C) all that while. Now the new start waits for it on the loop."""
+    import shlex
+    import sys
+    import time
+
+    from agentcore_mcp._stdio import GRACE_SECONDS
+
+    monkeypatch.setattr("agentcore_mcp.server.PING_TIMEOUT", 1.0)
+    deaf = f"trap '' TERM; exec {shlex.quote(sys.executable)} {shlex.quote(TEST_SERVER)}"
+    with MCPServer.stdio("sh", ["-c", deaf], env={"MARKER_DIR": str(marker_dir)}, name="deaf", timeout=0.5) as server:
+        first = server.pid
+        with pytest.raises(MCPServerError, match="hung"):
+            server.call_tool("freeze", {"seconds": 60})
+        controller = AbortController()
+        aborted_at = []
+
+        def abort_soon() -> None:
+            aborted_at.append(time.monotonic())
+            controller.abort("Ctrl+C")
+
+        threading.Timer(0.3, abort_soon).start()
+        with pytest.raises(MCPAbortedError):
+            server.call_tool("echo", {"text": "x"}, signal=controller.signal)
+        waited = time.monotonic() - aborted_at[0]
+        assert waited < GRACE_SECONDS / 2, f"the abort was heard {waited:.1f}s late"
+        assert server.call_tool("echo", {"text": "back"}).content == [TextContent("back")]
+        assert server.pid != first and not alive(first)
+
+
 def test_a_crash_mid_call_names_server_exit_code_and_stderr_then_restarts(test_server):
     with test_server(name="crashy") as server:
         first = server.pid
@@ -555,6 +587,20 @@ def test_a_server_error_of_code_32000_is_the_tools_error_not_a_lost_connection()
         assert message.startswith("MCP server 'raw': tool 't' failed: backend unavailable: ")
         assert "(JSON-RPC error -32000)" in message and "tok-0123456789" not in message
         assert server.restarts == 0
+
+
+def test_a_refused_calls_long_message_is_cut_like_a_result():
+    """A JSON-RPC error's message goes into the transcript as the error result's text: one of
+    megabytes (a dump, a traceback) is cut at max_output_chars as an isError text is."""
+    from agentcore_mcp import MCPToolError
+
+    with _raw_server("server-error", {"PAD": "400000"}, max_output_chars=1000) as server:
+        with pytest.raises(MCPToolError) as info:
+            server.call_tool("t", {})
+    message = str(info.value)
+    assert message.startswith("MCP server 'raw': tool 't' failed: backend unavailable: ***xxx")
+    assert len(message) < 1200 and message.endswith("to see the rest.]")
+    assert "showing the first 1,000 of 400,08" in message and (info.value.server, info.value.tool) == ("raw", "t")
 
 
 def test_a_result_that_is_not_valid_mcp_is_a_tool_error_naming_the_server():
