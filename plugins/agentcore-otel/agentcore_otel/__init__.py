@@ -34,7 +34,9 @@ def instrument(
     recorded, content or not.
 
     Calling it again replaces the providers and options for runs that start afterwards; runs in
-    progress finish with the settings they started with. With
+    progress finish with the settings they started with. The first traced run registers an
+    ``atexit`` hook that ends, as errors, the spans of runs still in progress when the
+    interpreter exits (agentcore's run threads are daemons), so they are exported too. With
     ``AGENTCORE_DISABLE_PLUGIN_AUTOLOAD=1`` agentcore does not load this plugin by itself: a
     warning says so, and only agents given ``plugins=[agentcore_otel.plugin]`` are traced.
     """

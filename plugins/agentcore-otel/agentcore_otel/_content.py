@@ -14,6 +14,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set
 
+from agentcore.messages import DROP, LLM_ROLES, convert_message
 from agentcore.tools import result_blocks
 
 from ._semconv import clean
@@ -34,8 +35,10 @@ class Redactor:
     values (and the part after ``Bearer``), and the values of environment variables named like
     keys (``*_API_KEY``, ``*TOKEN*``, ``*SECRET*``, ...), where providers find their keys.
     The agent's values are taken when the run starts, the environment is read on first use (most
-    runs record no free text at all, so most never pay for it). Secrets shorter than 8 characters
-    are ignored. Never raises.
+    runs record no free text at all, so most never pay for it), a variable another thread removes
+    meanwhile left out. Secrets shorter than 8 characters are ignored. A call raises only if the
+    secrets could not be collected (nothing is then recorded from that text, and the next call
+    collects again): it never returns a text it could not redact.
     """
 
     __slots__ = ("_sources", "_secrets")
@@ -53,11 +56,10 @@ class Redactor:
         return cls(found, environment=True)
 
     def _collect(self) -> List[str]:
-        sources, self._sources = self._sources or [], None
         found: List[Any] = []
-        for source in sources:
+        for source in self._sources or ():
             if source is os.environ:
-                found.extend(v for k, v in os.environ.items() if _SECRET_ENV.search(k))
+                found.extend(_environment_secrets())
             else:
                 found.append(source)
         for value in list(found):  # "Bearer <key>" headers: the key alone too
@@ -78,10 +80,25 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._sources is not None:
             self._secrets = self._collect()
+            self._sources = None  # collected: only now (a failure above must not turn redaction off)
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return text
+
+
+def _environment_secrets() -> List[str]:
+    """The values of the environment variables named like keys. ``os.environ.items()`` raises
+    KeyError for a variable another thread removes while it runs; the keys are read as one
+    snapshot here (``os.environ`` copies them) and a value gone meanwhile is skipped."""
+    environ = os.environ
+    found: List[str] = []
+    for key in list(environ):
+        if _SECRET_ENV.search(key):
+            value = environ.get(key)
+            if value is not None:
+                found.append(value)
+    return found
 
 
 def _header_values(headers: Any) -> List[Any]:
@@ -158,8 +175,17 @@ def result_text(content: Any) -> str:
 
 
 def message_json(message: Any) -> Optional[Dict[str, Any]]:
-    """One agentcore message in the conventions' chat-message shape, None for custom roles."""
+    """One agentcore message in the conventions' chat-message shape, as the model is sent it: a
+    message of another role (a compaction or branch summary, an application's ``custom`` message,
+    a shell command the user ran) as the user message the Agent's default converter makes of it;
+    None for one that converter leaves out (an unknown role, a command excluded from context). A
+    ``convert_to_llm`` hook's own changes are not seen here."""
     role = getattr(message, "role", None)
+    if role not in LLM_ROLES:
+        converted = convert_message(message)
+        if converted is DROP or getattr(converted, "role", None) not in LLM_ROLES:
+            return None
+        message, role = converted, converted.role
     if role == "user":
         return {"role": "user", "parts": _parts(message.content)}
     if role == "assistant":
@@ -177,7 +203,7 @@ def message_json(message: Any) -> Optional[Dict[str, Any]]:
 
 
 def input_messages(messages: Sequence[Any]) -> List[Dict[str, Any]]:
-    """The conversation sent to the model (messages of custom roles left out)."""
+    """The conversation sent to the model (see :func:`message_json` for the other roles)."""
     out = (message_json(m) for m in messages)
     return [m for m in out if m is not None]
 

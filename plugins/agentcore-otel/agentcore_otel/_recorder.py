@@ -13,6 +13,10 @@ Span tree of a run::
     ├── execute_tool {tool}      (parallel calls are siblings, matched by tool_call_id)
     └── chat {model}
 
+A run that pauses for approvals lists the waiting call ids on its agent span
+(``agentcore.approval.pending``); the run that resumes them (``continue_()``) is a new trace whose
+agent span links to the paused one (link attribute ``agentcore.link.reason`` ``approval_resume``).
+
 While a run is active its ``invoke_agent`` span is the current span on the run thread (the
 ``chat`` span during a model request, the ``execute_tool`` span while a lone or sequential call
 executes), so spans made by an HTTP-client instrumentation or by code inside the run are parented
@@ -22,14 +26,15 @@ thread's context.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from . import _content as content
 from . import _semconv as sc
@@ -82,6 +87,7 @@ class Telemetry:
             previous.finish(None, abandoned=True)
         run = RunTrace(self, agent)
         _state.add_run(agent, run)
+        _register_exit_hook()
 
     def record_compaction(self, agent: Any, usage: Any) -> None:
         """Record the token usage of a compaction's summary requests (``compaction_end``'s
@@ -173,6 +179,7 @@ class RunTrace:
         self.results_due: Dict[str, int] = {}
         self.tool_descriptions: Optional[Dict[str, str]] = None
         self.last_failure: Optional[Tuple[str, str]] = None  # (error.type, message)
+        self.awaiting: List[str] = []  # ids of the calls this run left waiting for approval
 
         model = agent.state.model
         _, model_attrs = sc.model_attributes(model)
@@ -201,7 +208,9 @@ class RunTrace:
 
         parent = otel_context.get_current()  # the caller's span, when the core propagates it
         span_name = f"{sc.OP_INVOKE_AGENT} {self.name}" if self.name else sc.OP_INVOKE_AGENT
-        self.span = telemetry.tracer.start_span(span_name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs)
+        self.span = telemetry.tracer.start_span(
+            span_name, context=parent, kind=SpanKind.INTERNAL, attributes=attrs, links=_resume_links(agent)
+        )
         self.context = trace.set_span_in_context(self.span, parent)
         self.attached = _Attached(self.context)
 
@@ -222,6 +231,8 @@ class RunTrace:
             self.end_tool(event)
         elif kind == "turn_start":
             self.turns += 1
+        elif kind == "tool_approval_request":
+            self.awaiting.append(sc.clean(event.tool_call_id))
         elif kind == "compaction_end":  # a compaction during the run: its summary requests count
             usage = getattr(event, "usage", None)
             self.usage.add(usage)
@@ -313,12 +324,12 @@ class RunTrace:
             metric_attrs[sc.ERROR_TYPE] = failure
         try:
             span.end()
-        finally:
+        finally:  # the context is restored and the metrics recorded even if a processor raised
             chat.attached.detach()
-        telemetry = self.telemetry
-        telemetry.operation_duration.record(time.perf_counter() - chat.started, metric_attrs)
-        if usage is not None and (usage.input or usage.output or usage.cache_read or usage.cache_write):
-            _record_tokens(telemetry.token_usage, usage, chat.metric_attrs)
+            telemetry = self.telemetry
+            telemetry.operation_duration.record(time.perf_counter() - chat.started, metric_attrs)
+            if usage is not None and (usage.input or usage.output or usage.cache_read or usage.cache_write):
+                _record_tokens(telemetry.token_usage, usage, chat.metric_attrs)
 
     # ------------------------------------------------------------------ tool spans
 
@@ -351,7 +362,9 @@ class RunTrace:
         context (and an inline call on the run thread) sees its own ``execute_tool`` span: spans
         the tool makes, a sub-agent's run included, nest under it. A parallel batch emits every
         start before any call executes: the second start hands the context back to the agent
-        span, since no single tool span is right for all the workers.
+        span, since no single tool span is right for all the workers; when all but one of them
+        ended at once (a failed preflight: an unknown tool, invalid arguments, a blocked call),
+        :meth:`_make_lone_current` gives it to the one left to execute.
         """
         if self.tools:  # a parallel batch
             if self.tool_attached is not None:
@@ -359,6 +372,18 @@ class RunTrace:
                 self.tool_attached = None
             return
         self.tool_attached = (span, _Attached(trace.set_span_in_context(span, self.context)))
+
+    def _make_lone_current(self) -> None:
+        """After a call ended: when exactly one call of the batch is still open, its span becomes
+        the run thread's current span (see :meth:`_make_current`). During a parallel batch's
+        preflight that is before any worker copies the context; later it only affects the run
+        thread until that call ends too."""
+        if self.tool_attached is not None or len(self.tools) != 1:
+            return
+        (entries,) = self.tools.values()
+        if len(entries) == 1:
+            span = entries[0][0]
+            self.tool_attached = (span, _Attached(trace.set_span_in_context(span, self.context)))
 
     def end_tool(self, event: Any) -> None:
         """Close the span of the call that ended, with its error status or its captured result.
@@ -373,6 +398,7 @@ class RunTrace:
         if self.tool_attached is not None and self.tool_attached[0] is span:
             self.tool_attached[1].detach()
             self.tool_attached = None
+        self._make_lone_current()
         metric_attrs: Dict[str, Any] = {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name}
         try:
             text = content.result_text(getattr(event.result, "content", None))
@@ -413,19 +439,24 @@ class RunTrace:
 
     # ------------------------------------------------------------------ the end of the run
 
-    def finish(self, event: Any, abandoned: bool = False) -> None:
-        """Close everything still open and the agent span (``agent_end``, or an abandoned run).
+    def finish(self, event: Any, abandoned: bool = False, why: str = "the run was abandoned before agent_end") -> None:
+        """Close everything still open and the agent span (``agent_end``, or an abandoned run:
+        ``why`` is then its error description).
 
-        The run thread's context is restored whatever fails here (pooled threads must not keep
-        a finished run's span as their current span)."""
+        Every span is ended even when ending another one raised (a span processor or a meter
+        that fails): the first such exception is raised once all are ended. The run thread's
+        context is restored whatever fails here (pooled threads must not keep a finished run's
+        span as their current span)."""
         _state.remove_run(self.agent, self)
         chat, self.chat = self.chat, None
+        steps: List[Callable[[], None]] = []
+        if chat is not None:
+            failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_OTHER
+            steps.append(lambda: self._end_chat_span(chat, None, failure, "the run ended before the response"))
+        steps.append(self._end_open_tools)
+        steps.append(lambda: self._end_agent_span(abandoned, why))
         try:
-            if chat is not None:
-                failure = sc.ERROR_ABORTED if self._aborted() else sc.ERROR_OTHER
-                self._end_chat_span(chat, None, failure, "the run ended before the response")
-            self._end_open_tools()
-            self._end_agent_span(abandoned)
+            _run_all(steps)
         finally:
             if chat is not None:
                 chat.attached.detach()
@@ -438,31 +469,40 @@ class RunTrace:
             self.tool_attached = None
         open_tools = [entry for entries in self.tools.values() for entry in entries]
         self.tools.clear()
-        for span, started, name in open_tools:
+        _run_all(functools.partial(self._end_open_tool, *entry) for entry in open_tools)
+
+    def _end_open_tool(self, span: Any, started: float, name: str) -> None:
+        try:
             span.set_attribute(sc.ERROR_TYPE, sc.ERROR_ABORTED)
             span.set_status(Status(StatusCode.ERROR, "the run ended before the tool call finished"))
             span.end()
+        finally:
             self.telemetry.tool_duration.record(
                 time.perf_counter() - started,
                 {sc.OPERATION_NAME: sc.OP_EXECUTE_TOOL, sc.TOOL_NAME: name, sc.ERROR_TYPE: sc.ERROR_ABORTED},
             )
 
-    def _end_agent_span(self, abandoned: bool) -> None:
+    def _end_agent_span(self, abandoned: bool, why: str) -> None:
         span = self.span
         attrs = self.usage.attributes()
         attrs[sc.TURNS] = self.turns
+        if self.awaiting and not abandoned:
+            attrs[sc.APPROVAL_PENDING] = tuple(self.awaiting)
+            _remember_pause(self.agent, span.get_span_context(), self.awaiting)
         span.set_attributes(attrs)
         metric_attrs = self.metric_attrs
         failure = self.last_failure
         if abandoned:
-            failure = (sc.ERROR_OTHER, "the run was abandoned before agent_end")
+            failure = (sc.ERROR_OTHER, why)
         if failure is not None:
             span.set_attribute(sc.ERROR_TYPE, failure[0])
             span.set_status(Status(StatusCode.ERROR, failure[1]))
             metric_attrs = dict(metric_attrs)
             metric_attrs[sc.ERROR_TYPE] = failure[0]
-        span.end()
-        self.telemetry.agent_duration.record(time.perf_counter() - self.started, metric_attrs)
+        try:
+            span.end()
+        finally:
+            self.telemetry.agent_duration.record(time.perf_counter() - self.started, metric_attrs)
 
     # ------------------------------------------------------------------ helpers
 
@@ -482,6 +522,43 @@ class RunTrace:
         return text if len(text) <= _MAX_DESCRIPTION else text[:_MAX_DESCRIPTION] + "..."
 
 
+def _register_exit_hook() -> None:
+    """Once per process, at the first traced run: :func:`_end_open_runs` at interpreter exit.
+    Registered after the tracer provider that is in use was made, so it runs before that
+    provider's own exit hook flushes and shuts its processors down (``atexit`` runs in reverse)."""
+    with _state.lock:
+        if _state.exit_hook:
+            return
+        _state.exit_hook = True
+    atexit.register(_end_open_runs)
+
+
+def _end_open_runs() -> None:
+    """End the spans of the runs still in progress as the interpreter exits (agentcore's run
+    threads are daemons: their ``agent_end`` never comes), as abandoned runs, so they are
+    exported with the spans they parent."""
+    with _state.lock:
+        open_runs = list(_state.runs.values())
+    for run in open_runs:
+        try:
+            run.finish(None, abandoned=True, why="the process exited before the run ended")
+        except Exception:  # noqa: BLE001 - the others still end; nothing can be reported now
+            pass
+
+
+def _run_all(steps: Iterable[Callable[[], None]]) -> None:
+    """Call every step, also after one raised; then raise the first exception (see ``finish``)."""
+    first: Optional[Exception] = None
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:  # noqa: BLE001 - raised below, once every step ran
+            if first is None:
+                first = exc
+    if first is not None:
+        raise first
+
+
 def _record_tokens(histogram: Any, usage: Any, attrs: Dict[str, Any]) -> None:
     """The two ``gen_ai.client.token.usage`` points (input, output) of one ``usage``."""
     token_attrs = dict(attrs)
@@ -490,6 +567,41 @@ def _record_tokens(histogram: Any, usage: Any, attrs: Dict[str, Any]) -> None:
     token_attrs = dict(token_attrs)
     token_attrs[sc.TOKEN_TYPE] = "output"
     histogram.record(int(usage.output or 0), token_attrs)
+
+
+def _remember_pause(agent: Any, span_context: Any, waiting: List[str]) -> None:
+    """Keep the span context of ``agent``'s run that paused with ``waiting`` calls, for the run
+    that resumes them (see :func:`_resume_links`)."""
+    try:
+        with _state.lock:
+            _state.paused[agent] = (span_context, frozenset(waiting))
+    except TypeError:  # an agent that cannot be weakly referenced: no link
+        pass
+
+
+def _resume_links(agent: Any) -> List[Link]:
+    """A link to the run of ``agent`` that paused for the approvals the starting run resumes
+    (``continue_()`` after ``approve()``/``deny()``): the transcript still ends with the assistant
+    message holding the waiting calls. A run after ``reset()`` or after the calls were abandoned,
+    and an agent resumed from its session in another process, have none."""
+    try:
+        with _state.lock:
+            entry = _state.paused.pop(agent, None)
+    except TypeError:
+        return []
+    if entry is None:
+        return []
+    span_context, waiting = entry
+    messages = getattr(getattr(agent, "state", None), "messages", None) or ()
+    last = next((m for m in reversed(messages) if getattr(m, "role", None) == "assistant"), None)
+    calls = {
+        sc.clean(getattr(b, "id", ""))
+        for b in getattr(last, "content", None) or ()
+        if getattr(b, "type", None) == "toolCall"
+    }
+    if not waiting & calls:
+        return []
+    return [Link(span_context, {sc.LINK_REASON: sc.LINK_APPROVAL_RESUME})]
 
 
 def _agent_name(agent: Any) -> Optional[str]:

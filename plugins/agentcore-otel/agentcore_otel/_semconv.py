@@ -50,6 +50,11 @@ SERVER_PORT = "server.port"
 #: (``Usage.cost.total``), per request on chat spans and summed over the run on the agent span.
 COST_TOTAL = "agentcore.usage.cost"
 TURNS = "agentcore.turns"
+#: the ids of the calls a run left waiting for approval (it paused); on its agent span
+APPROVAL_PENDING = "agentcore.approval.pending"
+#: why a span links to another: the run resuming an approval pause links to the run that paused
+LINK_REASON = "agentcore.link.reason"
+LINK_APPROVAL_RESUME = "approval_resume"
 
 OP_CHAT = "chat"
 OP_INVOKE_AGENT = "invoke_agent"

@@ -7,6 +7,11 @@ and by the tests' fixture).
   A run started before ``uninstrument()`` is still finished by the telemetry it started with.
 * ``by_signal``: the same runs by ``id(agent.signal)``, for the ``transform_context`` hook, which
   receives the run's signal but not its agent.
+* ``paused``: per agent (weakly: an agent that is gone takes its entry with it), the span context
+  of its last run when that run paused for approvals, with the waiting call ids; the run that
+  resumes them (``continue_()``) links to it. One small entry per paused agent.
+* ``exit_hook``: whether the interpreter-exit hook that ends the spans of runs still in progress
+  is registered (once per process, at the first traced run; tests need no reset).
 
 No OpenTelemetry import here: the entry-point module reads this on every event.
 """
@@ -14,11 +19,14 @@ No OpenTelemetry import here: the entry-point module reads this on every event.
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Optional
+import weakref
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 telemetry: Optional[Any] = None
 runs: Dict[int, Any] = {}
 by_signal: Dict[int, Any] = {}
+exit_hook = False
+paused: weakref.WeakKeyDictionary[Any, Tuple[Any, FrozenSet[str]]] = weakref.WeakKeyDictionary()
 lock = threading.Lock()
 
 

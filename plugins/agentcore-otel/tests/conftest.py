@@ -60,6 +60,7 @@ def _reset() -> None:
     agentcore_otel.uninstrument()
     for run in list(_state.runs.values()):
         run.finish(None, abandoned=True)
+    _state.paused.clear()
 
 
 @pytest.fixture

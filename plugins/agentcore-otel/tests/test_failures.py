@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 from typing import Any
 
 import pytest
 from conftest import Otel, add, local_model
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 
 from agentcore import Agent, AgentTool, AgentToolResult
@@ -202,3 +206,82 @@ def test_another_plugins_failing_observer_does_not_keep_the_run_open(otel: Otel,
     assert state.runs == {} and state.by_signal == {}
     agent.prompt("more")
     assert [s.status.status_code for s in otel.named("invoke_agent")] == [StatusCode.UNSET] * 2
+
+
+class _FailsOnToolSpans(SpanProcessor):
+    """A span processor with a bug: raises while a tool span ends (it still ends: the SDK marks it
+    ended before calling the processors)."""
+
+    def on_end(self, span: Any) -> None:
+        if span.name.startswith("execute_tool "):
+            raise RuntimeError("processor bug")
+
+
+def test_a_span_processor_failing_on_one_span_still_ends_the_rest_of_the_run(otel: Otel) -> None:
+    """A listener fails the run while a tool call is open, so the agent's end closes the tool span
+    and the agent span. A span processor raising as the tool span ended used to stop there: the
+    agent span was never ended, so it and the trace's root never reached the exporter."""
+    otel.tracer_provider.add_span_processor(_FailsOnToolSpans())
+    model = ScriptedModel([response(call("add", {"a": 1, "b": 2}))])
+    agent = Agent(model.model, tools=[add], stream_fn=model.stream_fn)
+
+    def ui(event: Any) -> None:
+        if event.type == "tool_execution_start":
+            raise KeyError("no row for this call")
+
+    agent.subscribe(ui)
+    messages = agent.prompt("1+2")
+    assert messages[-1].stop_reason == "error"
+    root = otel.one("invoke_agent")
+    assert root.status.status_code is StatusCode.ERROR
+    assert [s.name for s in otel.spans()] == ["chat " + model.model.id, "execute_tool add", "invoke_agent"]
+    (point,) = otel.points("gen_ai.invoke_agent.duration")
+    assert point.attributes["error.type"] == "_OTHER"
+
+
+def test_spans_of_a_run_still_going_at_interpreter_exit_are_ended_and_exported(tmp_path: Any) -> None:
+    """A script (or a server) exits while an agent's run is in progress: agentcore's run thread is
+    a daemon, so ``agent_end`` never comes. The agent and tool spans were never ended, so the batch
+    processor's final flush had nothing to send but the finished chat span, whose parent (the
+    trace's root) no backend ever received."""
+    script = tmp_path / "exits.py"
+    script.write_text(
+        textwrap.dedent("""
+        import threading
+        import agentcore_otel
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+        from agentcore import Agent, AgentTool
+        from agentcore.testing import ScriptedModel, call, response
+
+        class Printer(SpanExporter):
+            def export(self, spans):
+                for span in spans:
+                    print(span.name, span.status.status_code.name, span.status.description, flush=True)
+                return SpanExportResult.SUCCESS
+
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(Printer()))
+        agentcore_otel.instrument(tracer_provider=provider)
+        started, never = threading.Event(), threading.Event()
+
+        def wait(tool_call_id, args, signal, on_update):
+            started.set()
+            never.wait()  # ignores its abort signal: still running when the process exits
+
+        waiter = AgentTool("wait", "Waits.", {"type": "object", "properties": {}}, wait)
+        model = ScriptedModel([response(call("wait", {}))])
+        Agent(model.model, tools=[waiter], stream_fn=model.stream_fn).prompt("go", wait=False)
+        assert started.wait(30)
+        print("exiting", flush=True)
+    """)
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "exiting"
+    assert sorted(lines[1:]) == [
+        "chat scripted-1 UNSET None",
+        "execute_tool wait ERROR the run ended before the tool call finished",
+        "invoke_agent ERROR the process exited before the run ended",
+    ]

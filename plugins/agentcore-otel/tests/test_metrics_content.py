@@ -13,7 +13,17 @@ import agentcore_otel
 import pytest
 from conftest import Otel, add, local_model, make_usage
 
-from agentcore import Agent, AgentTool, AgentToolResult, CompactionSettings, Model, TextContent
+from agentcore import (
+    Agent,
+    AgentTool,
+    AgentToolResult,
+    BashExecutionMessage,
+    CompactionSettings,
+    CompactionSummaryMessage,
+    CustomMessage,
+    Model,
+    TextContent,
+)
 from agentcore.testing import ScriptedModel, call, error, response, text
 
 SECRET_KEY = "sk-test-9f8e7d6c5b4a3210fedcba"
@@ -165,6 +175,28 @@ def test_capture_content_records_messages_and_tool_io(otel_sdk: Otel) -> None:
     assert json.loads(tool_span.attributes["gen_ai.tool.call.result"]) == "3"
 
 
+def test_captured_input_messages_include_the_custom_messages_the_model_was_sent(otel_sdk: Otel) -> None:
+    """A compaction summary, an application's custom message and a shell command the user ran reach
+    the model as user messages (the Agent's default converter). They used to be left out of
+    ``gen_ai.input.messages``: the recorded prompt lacked the summary the model answered from."""
+    otel_sdk.instrument(capture_content=True)
+    model = ScriptedModel(["It is 10:00 in Paris."])
+    agent = Agent(model.model, stream_fn=model.stream_fn)
+    agent.prompt(
+        [
+            CompactionSummaryMessage(summary="The user plans a trip to Paris."),
+            BashExecutionMessage(command="date", output="10:00", exclude_from_context=True),  # never sent
+            BashExecutionMessage(command="pwd", output="/home/trip"),
+            CustomMessage(custom_type="location", content="The user is in Paris."),
+            "What time is it?",
+        ]
+    )
+    sent = model.contexts[0].messages
+    assert len(sent) == 4 and "trip to Paris" in sent[0].content[0].text
+    captured = json.loads(otel_sdk.one("chat ").attributes["gen_ai.input.messages"])
+    assert captured == [{"role": "user", "parts": [{"type": "text", "content": m.content[0].text}]} for m in sent]
+
+
 def _everything_exported(otel: Otel) -> str:
     parts: List[str] = []
     for span in otel.spans():
@@ -231,6 +263,36 @@ def test_a_key_with_whitespace_or_json_escapes_is_redacted_in_every_form(otel_sd
     assert "[REDACTED]" in exported
     for form in (key, key.strip(), json.dumps(key)[1:-1]):
         assert form not in exported
+
+
+def test_a_variable_removed_while_the_environment_is_read_does_not_turn_redaction_off(
+    otel_sdk: Otel, monkeypatch: Any
+) -> None:
+    """Another thread removes an environment variable just as the redactor reads the key-like ones
+    (its first use in a run): ``os.environ.items()`` then raised KeyError for it. That request's
+    span was lost, and every later value of the run was recorded with no secret redacted, the
+    agent's own API key included."""
+    data = {key.encode(): value.encode() for key, value in os.environ.items()}
+    data[b"ZZ_ROTATED_TOKEN"] = b"old-token-abcdefgh"
+
+    def decode(raw: bytes) -> str:
+        data.pop(b"ZZ_ROTATED_TOKEN", None)  # the other thread's os.environ.pop(), mid-read
+        return raw.decode()
+
+    monkeypatch.setattr(os, "environ", os._Environ(data, str.encode, decode, str.encode, decode))
+    otel_sdk.instrument(capture_content=True)
+    echo_tool = AgentTool(
+        "echo",
+        "Echoes.",
+        {"type": "object", "properties": {"v": {"type": "string"}}},
+        lambda i, a, s, u: AgentToolResult(content=[TextContent(a["v"])]),
+    )
+    model = ScriptedModel([response(call("echo", {"v": SECRET_KEY})), "done"])
+    agent = Agent(model.model, stream_fn=model.stream_fn, api_key=SECRET_KEY, tools=[echo_tool])
+    agent.prompt(f"my key is {SECRET_KEY}")
+    exported = _everything_exported(otel_sdk)
+    assert "[REDACTED]" in exported and SECRET_KEY not in exported
+    assert len(otel_sdk.named("chat ")) == 2
 
 
 # --------------------------------------------------------------------------- environment switch

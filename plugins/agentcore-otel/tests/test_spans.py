@@ -399,3 +399,58 @@ def test_a_model_switched_by_prepare_next_turn_names_its_chat_span(otel: Otel) -
     assert second.attributes["gen_ai.provider.name"] == "anthropic"
     assert second.attributes["server.address"] == "api.anthropic.com"
     assert agent.state.model.id == model.model.id and switched
+
+
+@tool(requires_approval=True)
+def remove(path: str) -> str:
+    """Remove a file (a person approves each call)."""
+    return f"removed {path}"
+
+
+def test_a_run_resumed_after_an_approval_pause_links_to_the_run_that_paused(otel: Otel) -> None:
+    """The pausing run and the ``continue_()`` that runs the approved call are two agent runs, so
+    two traces. Nothing connected them: the resumed trace began with an ``execute_tool`` span no
+    request of its own asked for, and the paused one ended without saying a call was waiting."""
+    model = ScriptedModel([response(call("remove", {"path": "/tmp/x"}, id="r1"), call("add", {"a": 1, "b": 2})), "ok"])
+    agent = Agent(model.model, tools=[remove, add], stream_fn=model.stream_fn)
+    agent.prompt("clean up")
+    assert [p.tool_call_id for p in agent.pending_approvals] == ["r1"]
+    agent.approve("r1")
+    agent.continue_()
+    model.push("you are welcome")
+    agent.prompt("thanks")  # a later run, resuming nothing
+
+    paused, resumed, later = otel.named("invoke_agent")
+    assert paused.attributes["agentcore.approval.pending"] == ("r1",)
+    assert "agentcore.approval.pending" not in resumed.attributes
+    assert [link.context.span_id for link in resumed.links] == [paused.context.span_id]
+    assert resumed.links[0].attributes["agentcore.link.reason"] == "approval_resume"
+    assert otel.one("execute_tool remove").context.trace_id == resumed.context.trace_id
+    assert later.links == ()
+
+
+def test_a_run_after_a_reset_does_not_link_to_the_abandoned_pause(otel: Otel) -> None:
+    model = ScriptedModel([response(call("remove", {"path": "/tmp/x"}, id="r1")), "fresh start"])
+    agent = Agent(model.model, tools=[remove], stream_fn=model.stream_fn)
+    agent.prompt("clean up")
+    agent.reset()  # the waiting call is dropped with the transcript
+    agent.prompt("hello")
+    paused, fresh = otel.named("invoke_agent")
+    assert paused.attributes["agentcore.approval.pending"] == ("r1",)
+    assert fresh.links == ()
+
+
+def test_the_one_call_of_a_batch_left_to_execute_is_current_while_it_executes(otel: Otel) -> None:
+    """The model called a tool that does not exist beside a real one: the first call fails its
+    preflight (start and end events at once), so the other executes alone. Its span was left out
+    as the current span (the batch had looked parallel), so the spans it made (a sub-agent's run,
+    say) nested under the agent span instead of under its ``execute_tool`` span."""
+    tracer = otel.tracer_provider.get_tracer("user-tool")
+    model = ScriptedModel([response(call("work", {}, id="w1"), call("no_such_tool", {}, id="x1")), "done"])
+    Agent(model.model, tools=[_span_making_tool(tracer)], stream_fn=model.stream_fn).prompt("go")
+    assert otel.one("inside w1").parent.span_id == otel.one("execute_tool work").context.span_id
+    model = ScriptedModel([response(call("no_such_tool", {}, id="x2"), call("work", {}, id="w2")), "done"])
+    Agent(model.model, tools=[_span_making_tool(tracer)], stream_fn=model.stream_fn).prompt("go")
+    work = next(s for s in otel.named("execute_tool work") if s.attributes["gen_ai.tool.call.id"] == "w2")
+    assert otel.one("inside w2").parent.span_id == work.context.span_id
+    assert trace.get_current_span() is trace.INVALID_SPAN
