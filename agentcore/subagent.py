@@ -239,6 +239,10 @@ def total_usage(messages: List[Any], summaries: Iterable[Any] = ()) -> Usage:
 # --------------------------------------------------------------------------- building the fresh agent
 
 
+#: attributes an application may set on an agent to name it (agentcore-otel's
+#: ``gen_ai.agent.name``/``description``): a fresh sub-agent carries its template's
+_LABELS = ("name", "description")
+
 _COPIED = (
     "api_key",
     "get_api_key",
@@ -267,7 +271,7 @@ def _fresh_agent(template: Any, session: Any) -> Any:
     try:
         if session is not None:
             _record_history(session, history)
-        return Agent(
+        agent = Agent(
             model=template.model,
             system_prompt=template.system_prompt,
             tools=list(template.tools),
@@ -280,6 +284,10 @@ def _fresh_agent(template: Any, session: Any) -> Any:
             session=session,
             **settings,
         )
+        for label in _LABELS:  # an application's own labels (a tracer names the sub-agent's spans)
+            if label in vars(template):
+                setattr(agent, label, vars(template)[label])
+        return agent
     except BaseException:
         if session is not None:
             session.close()

@@ -43,6 +43,29 @@ def test_as_tool_prompts_the_agent_and_returns_its_final_text():
     assert sub.messages == []  # a fresh agent ran, not the template
 
 
+def test_a_fresh_sub_agent_carries_its_templates_name_and_description():
+    """An application names its agents (``agent.name = "Researcher"``, read by tracing plugins as
+    ``gen_ai.agent.name``); the fresh agent a call ran was nameless, so its spans were too."""
+    from agentcore.hookspecs import hookimpl
+
+    class Names:
+        def __init__(self):
+            self.seen = []
+
+        @hookimpl
+        def on_event(self, event, agent):
+            if event.type == "agent_start":
+                self.seen.append((getattr(agent, "name", None), getattr(agent, "description", None)))
+
+    names = Names()
+    worker = ScriptedModel([text("found")])
+    sub = Agent(model=worker.model, stream_fn=worker.stream_fn, plugins=[names])
+    sub.name, sub.description = "Researcher", "Looks things up"
+    parent, _ = _parent([response(call("research", {"task": "x"}, id="r")), text("ok")], sub.as_tool("research", "d"))
+    parent.prompt("go")
+    assert names.seen == [("Researcher", "Looks things up")]  # the fresh agent's own run
+
+
 def test_usage_rolls_up_into_the_tool_result():
     inner_tool = AgentTool(
         "noop",
