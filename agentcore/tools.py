@@ -439,7 +439,9 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
     where the schema does not allow null (structured output: a null answer is not a zero or an
     empty string the model meant).
 
-    Raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
+    A schema whose ``$ref`` does not resolve (a ``#/$defs/...`` that is missing, another
+    document: nothing is fetched) raises :class:`ToolValidationError` naming the tool and the
+    reference. Otherwise it raises :class:`ToolValidationError` (a ``ValueError``) whose first line is
     ``Validation failed for tool "<name>":``, followed by one ``  - <path>: <message>`` line per
     error, a blank line, ``Received arguments:`` and the received arguments as JSON. A failed
     ``anyOf``/``oneOf`` (an ``Optional[...]`` or union) is preceded by its branches' errors, with
@@ -452,10 +454,21 @@ def validate_tool_arguments(tool: AgentTool, args: Any, *, coerce_null: bool = T
     if simple_check is not None and simple_check(cloned):
         return cloned  # every value has its schema's type already: coercion would change nothing
     cloned = _coerce(schema, cloned, schema, 0, coerce_null)
-    if (simple_check is not None and simple_check(cloned)) or validator.is_valid(cloned):
-        return cloned
+    from referencing.exceptions import Unresolvable  # jsonschema's own dependency
+
+    try:
+        if (simple_check is not None and simple_check(cloned)) or validator.is_valid(cloned):
+            return cloned
+        errors = _error_lines(validator.iter_errors(cloned))
+    except Unresolvable as exc:  # a "$ref" to nowhere: resolved only when a value reaches it
+        detail = exception_message(exc)  # PointerToNowhere quotes the whole schema: cut
+        detail = detail if len(detail) <= 300 else detail[:300] + "..."
+        raise ToolValidationError(
+            f'Tool "{tool.name}" has a parameters schema with a "$ref" that cannot be resolved ({detail}). '
+            "Fix the tool's JSON schema."
+        ) from None
     lines = [f'Validation failed for tool "{tool.name}":']
-    lines += _error_lines(validator.iter_errors(cloned))
+    lines += errors
     lines += ["", "Received arguments:", json.dumps(args, indent=2, default=str, ensure_ascii=False)]
     raise ToolValidationError("\n".join(lines))
 

@@ -767,6 +767,21 @@ def test_invalid_schema_is_reported_with_the_tool_name() -> None:
         validate_tool_arguments(_t({"type": "objekt"}, "bad"), {})
 
 
+def test_a_schema_ref_that_does_not_resolve_is_reported_with_the_tool_name() -> None:
+    """An MCP server's schema with a ``$ref`` to a missing ``$defs`` entry (or another document)
+    failed every call with jsonschema's private ``_WrappedReferencingError`` quoting the schema."""
+    missing = _t({"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}, "x": "y" * 5000}, "bad")
+    with pytest.raises(
+        ToolValidationError, match=r'^Tool "bad" has a parameters schema with a "\$ref" that cannot'
+    ) as info:
+        validate_tool_arguments(missing, {"a": 1})
+    assert "/$defs/Missing" in str(info.value) and len(str(info.value)) < 500
+    remote = _t({"type": "object", "properties": {"a": {"$ref": "https://example.invalid/s.json"}}}, "far")
+    with pytest.raises(ToolValidationError, match=r'Tool "far" .*https://example.invalid/s.json'):
+        validate_tool_arguments(remote, {"a": 1})  # nothing is fetched
+    assert validate_tool_arguments(missing, {}) == {}  # a value that never reaches the $ref
+
+
 def test_import_agentcore_tools_does_not_import_jsonschema() -> None:
     import subprocess
 
