@@ -65,7 +65,8 @@ class StreamOptions:
     temperature: Optional[float] = _opt("sampling temperature")
     max_tokens: Optional[int] = _opt("output token cap")
     reasoning: Optional[str] = _opt(
-        "thinking level sent to the provider (an Agent derives it from thinking_level)", cli="use --thinking LEVEL"
+        "thinking level sent to the provider (an Agent derives it from thinking_level)",
+        cli="is set from the thinking level: use --thinking LEVEL",
     )
     thinking_budgets: Optional[Dict[str, int]] = _opt('token budget per thinking level, e.g. {"low": 2048}')
     session_id: Optional[str] = _opt("provider-side cache/affinity key (default: the Agent's session id)")
@@ -99,7 +100,7 @@ class StreamOptions:
     provider_options: Optional[Dict[str, Any]] = _opt(
         "options a plugin's provider reads, by name (Bedrock's region, Vertex's project ...): "
         "Agent(region=...) and -o region ... put a name an installed provider declares here",
-        cli="give the option's own name: -o NAME VALUE",
+        cli="holds the providers' own options: give each its own name, -o NAME VALUE",
     )
 
     def __post_init__(self) -> None:

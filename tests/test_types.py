@@ -571,6 +571,13 @@ def test_cli_timeout_pair_refuses_a_boolean():  # STYLE: bad input gets a clear 
     with pytest.raises(ValueError, match=r"^-o/--option timeout '\[1, true\]': expected seconds or \[connect, read\]"):
         parse_cli_option("timeout", "[1, true]")  # was accepted as (1.0, 1.0)
     assert parse_cli_option("timeout", "[5, 60]") == ("timeout", (5.0, 60.0))
+    # the options -o cannot set say why in a sentence ("reasoning use --thinking LEVEL" did not)
+    with pytest.raises(
+        ValueError, match=r"^-o/--option reasoning: reasoning is set from the thinking level: use --thinking"
+    ):
+        parse_cli_option("reasoning", "high")
+    with pytest.raises(ValueError, match=r"provider_options holds the providers' own options: give each its own name"):
+        parse_cli_option("provider_options", "{}")
     deep = "[" * 100_000  # nested past the parser's stack: a clear error, not a RecursionError
     with pytest.raises(ValueError, match=r"^-o/--option metadata .*expected a JSON object \(JSON nested too deeply\)"):
         parse_cli_option("metadata", deep)
