@@ -629,6 +629,23 @@ def test_a_local_server_session_resumes_without_base_url(env, tmp_path):
     assert len(changes) == 1 and changes[0]["baseUrl"] == server.url + "/v1"
 
 
+def test_a_resumed_session_keeps_its_model_over_the_agentcore_model_default(env, tmp_path):
+    """``run -c`` ("same conversation, same model") switched a conversation to whatever
+    ``AGENTCORE_MODEL`` named; as with ``llm -c``, the default is for new conversations only, and
+    ``--model`` still switches."""
+    env["AGENTCORE_MODEL"] = "scripted"
+    with ScriptedServer([answer("first"), answer("second")]) as server:
+        one = agentcore("run", *local(server), "--session", "keep", "remember 42", env=env, cwd=tmp_path)
+        two = agentcore("run", "--session", "keep", "what number?", env=env, cwd=tmp_path)
+        three = agentcore("run", "--model", "scripted", "--session", "keep", "and now?", env=env, cwd=tmp_path)
+        asked = [r.json()["model"] for r in server.requests]
+    assert one.returncode == 0 and two.returncode == 0 and three.returncode == 0, two.stderr + three.stderr
+    assert two.stdout == "second\n" and asked == ["llama3", "llama3"]  # the session's own model
+    assert "offline scripted demo" in three.stdout  # an explicit --model switches
+    fresh = agentcore("run", "a new one", env=env, cwd=tmp_path)
+    assert fresh.returncode == 0 and "offline scripted demo" in fresh.stdout  # the default, for new ones
+
+
 def test_a_session_whose_model_cannot_be_rebuilt_says_what_to_pass_and_writes_nothing(env, tmp_path):
     from agentcore import Session
 

@@ -776,8 +776,14 @@ def build_agent(options: CliOptions, args: Any = None, command: str = "run", ses
                 made = session.path
         if checked is None:
             resumed = None
-            if not options.model and not os.environ.get(MODEL_ENV) and session is not None:
-                resumed = _session_model(session, options.base_url, own_key=api_key is not None)
+            if not options.model and session is not None:
+                # a resumed conversation goes on with its own model (``llm -c`` does too); the
+                # AGENTCORE_MODEL default serves new ones, and one whose model cannot be resumed
+                try:
+                    resumed = _session_model(session, options.base_url, own_key=api_key is not None)
+                except UsageError:
+                    if not os.environ.get(MODEL_ENV):
+                        raise
             checked = _checked_model(options, api_key, resumed)
         model, stream_fn, api_key = checked
         extra: List[Any] = []
