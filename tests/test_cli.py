@@ -275,6 +275,23 @@ def test_chat_skips_a_piped_line_that_is_not_text(env, tmp_path):
     assert done.stdout.startswith(b"You said: hello\n")
 
 
+def test_chat_skips_a_piped_line_longer_than_its_limit_and_reads_on(monkeypatch):
+    """A piped line was read whole, however long (``run`` caps its piped prompt at 20 MiB): a
+    stream without a newline grew chat's memory without bound. A line past the limit is now read
+    to its end in chunks, dropped with a notice, and the next line is a prompt."""
+    import io
+
+    from agentcore.cli import _chat
+
+    monkeypatch.setattr(_chat, "MAX_LINE_BYTES", 1000)
+    stdin = io.TextIOWrapper(io.BytesIO(b"x" * 5000 + b"\nhello\n"), encoding="utf-8")
+    with pytest.raises(UnicodeError) as info:
+        _chat._read_line(stdin)
+    assert _chat._skipped(info.value).startswith("[skipped a line longer than")
+    assert _chat._read_line(stdin) == "hello\n"  # the long line was dropped to its end
+    assert _chat._read_line(stdin) is None
+
+
 def test_run_json_prints_every_event_as_a_json_line(env, tmp_path):
     with ScriptedServer([answer("Hi", " there")]) as server:
         done = agentcore("run", "--json", *local(server), "hi", env=env, cwd=tmp_path)

@@ -30,7 +30,7 @@ from .._safe import redact_url, terminal_text
 from .._util import wait_interruptibly
 from ..providers.reasoning import clamp_to_model, supported_levels
 from ._approve import waiting_calls
-from ._attach import Attachments, attach_command, check_model_input, prompt_with
+from ._attach import MAX_ATTACHMENT_BYTES, Attachments, attach_command, check_model_input, prompt_with
 from ._context import ContextFile, describe_context
 from ._interrupts import Terminated
 from ._keys import stored_key
@@ -153,8 +153,8 @@ class Chat:
                     line = self._read()
                     if line is not None:
                         line.encode("utf-8")  # undecodable bytes arrive as surrogates (C locale)
-                except UnicodeError:
-                    self.text.note("[skipped a line that is not UTF-8 text]")
+                except UnicodeError as exc:
+                    self.text.note(_skipped(exc))
                     continue
                 if line is None:
                     break
@@ -197,8 +197,8 @@ class Chat:
                 line = self._read("... ")
                 if line is not None:
                     line.encode("utf-8")
-            except UnicodeError:
-                self.text.note("[skipped a line that is not UTF-8 text]")
+            except UnicodeError as exc:
+                self.text.note(_skipped(exc))
                 continue
             if line is None:
                 self.text.note(f"[end of input before {end}: the {_MULTI} prompt was not sent]")
@@ -595,12 +595,27 @@ def _resumed_line(messages: Any) -> str:
     return f"resumed: {len(messages)} messages" + (f"; last prompt: {last!r}" if last else "")
 
 
+#: the longest piped line read as one prompt, as ``run`` caps its piped prompt (20 MiB)
+MAX_LINE_BYTES = MAX_ATTACHMENT_BYTES
+
+
+class _LineTooLong(UnicodeError):
+    """A piped line longer than :data:`MAX_LINE_BYTES`: skipped whole (it was read and dropped)."""
+
+
+def _skipped(exc: BaseException) -> str:
+    if isinstance(exc, _LineTooLong):
+        return f"[skipped a line longer than {MAX_LINE_BYTES >> 20} MiB]"
+    return "[skipped a line that is not UTF-8 text]"
+
+
 def _read_line(stdin: Any) -> Optional[str]:
     """One piped line as UTF-8 text whatever the locale's encoding (as ``run`` reads its piped
     prompt: Windows' cp1252 would make UTF-8 text mojibake), with the text layer's newlines; None
     at end of input, and for no stdin at all (None: descriptor 0 closed, ``<&-``). Raises
     UnicodeError for a line that is not UTF-8, and OSError/ValueError for a stdin that cannot be
-    read. A byte order mark starting a line is dropped (a script saved with one keeps its first
+    read; a line longer than :data:`MAX_LINE_BYTES` is read to its end, dropped, and raises
+    :class:`_LineTooLong` (a UnicodeError: skipped with its own notice). A byte order mark starting a line is dropped (a script saved with one keeps its first
     ``/command`` a command). A stream without a byte layer (a StringIO) is read as text."""
     if stdin is None:
         return None
@@ -608,7 +623,12 @@ def _read_line(stdin: Any) -> Optional[str]:
     if buffer is None:
         line = stdin.readline()
     else:
-        line = buffer.readline().decode("utf-8")
+        raw = buffer.readline(MAX_LINE_BYTES + 1)
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):  # held in memory whole: refused
+            while raw and not raw.endswith(b"\n"):
+                raw = buffer.readline(1 << 16)  # the rest of it, read and dropped
+            raise _LineTooLong(f"a line longer than {MAX_LINE_BYTES} bytes")
+        line = raw.decode("utf-8")
         if line.endswith("\r\n"):
             line = line[:-2] + "\n"
     if line.startswith("\ufeff"):  # a byte order mark (a script saved by Notepad): not part of the line
