@@ -7,6 +7,7 @@ import base64
 import os
 import shutil
 import stat
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, List
@@ -956,6 +957,32 @@ def test_listings_with_a_newline_in_a_file_name_lose_nothing(tmp_path, make_tool
     result = make_tool(str(tmp_path)).execute("c", args, None, None)
     assert text(result) == expected
     assert "truncation" not in result.details
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a file name may be any bytes on Linux")
+@pytest.mark.parametrize(
+    "make_tool,args,expected",
+    [
+        pytest.param(create_ls_tool, {}, "caf.txt\ncaf\ufffd.txt", id="ls"),
+        pytest.param(create_find_tool, {"pattern": "*.txt"}, "caf.txt\ncaf\ufffd.txt", id="find"),
+        *(
+            pytest.param(
+                lambda cwd, rg=p.values[0]: create_grep_tool(cwd, use_rg=rg),
+                {"pattern": "needle"},
+                "caf.txt:1:needle\ncaf\ufffd.txt:1:needle",
+                id=f"grep-{p.id}",
+                marks=p.marks,
+            )
+            for p in BACKENDS
+        ),
+    ],
+)
+def test_listings_show_a_name_that_is_not_utf8_without_making_it_another_name(tmp_path, make_tool, args, expected):
+    # "caf\xe9.txt" (Latin-1) came out as "caf\udce9.txt" (ripgrep aside), a lone surrogate every
+    # provider drops: the model was shown "caf.txt", the name of another file
+    (tmp_path / os.fsdecode(b"caf\xe9.txt")).write_text("needle\n")
+    (tmp_path / "caf.txt").write_text("needle\n")
+    assert text(make_tool(str(tmp_path)).execute("c", args, None, None)) == expected
 
 
 @pytest.mark.parametrize("use_rg", BACKENDS)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import re
 import signal as _signal
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -103,6 +105,36 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
         assert info.value.reason == "timeout" and info.value.exit_code is None
         assert wait_dead(pids) == []
         assert elapsed < 0.5 + 10.0  # killed promptly, not after the sleeps' 100 s
+    finally:
+        _cleanup(pids)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="sessions are listed from Linux's /proc")
+@pytest.mark.parametrize("how", ["timeout", "abort"])
+def test_timeout_and_abort_kill_a_child_that_made_its_own_process_group(tmp_path, how):
+    """``timeout 60 pytest; echo done`` (GNU timeout calls setpgid, as ``set -m`` jobs do) left
+    ``timeout`` and its command running after the tool's timeout or abort: only the shell's own
+    process group was signalled, not the rest of the command's session."""
+    own_group = (
+        f"{sys.executable} -c \"import os, time; os.setpgid(0, 0); print('pid:%d' % os.getpid(), flush=True); "
+        f'time.sleep(100)"; echo done'
+    )
+    controller = AbortController()
+
+    def on_update(partial: AgentToolResult) -> None:
+        if how == "abort" and _pids(partial.content[0].text):
+            controller.abort()
+
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0)
+    pids: List[int] = []
+    try:
+        with pytest.raises(BashError) as info:
+            tool.execute(
+                "c1", {"command": own_group, "timeout": 30 if how == "abort" else 1}, controller.signal, on_update
+            )
+        pids = _pids(info.value.output)
+        assert len(pids) == 1 and info.value.reason == ("aborted" if how == "abort" else "timeout")
+        assert wait_dead(pids) == []
     finally:
         _cleanup(pids)
 
@@ -464,3 +496,31 @@ def test_a_ctrl_c_during_the_kill_grace_still_kills_the_group(tmp_path):
         assert wait_dead(pids) == [], "the command outlived the interrupted kill"
     finally:
         _cleanup(pids)
+
+
+def test_a_command_longer_than_linux_takes_as_one_argument_still_runs(tmp_path):
+    """A 150 KB heredoc failed with "[Errno 7] Argument list too long: '/usr/bin/bash'": Linux
+    takes at most 128 KB in one argument. It is now sourced from a temp file, removed afterwards."""
+    body = ("x" * 99 + "\n") * 1500
+    command = f"cat > big.txt <<'EOF'\n{body}EOF\nwc -c < big.txt; exit 3"
+    tool = create_bash_tool(cwd=str(tmp_path))
+    before = set(Path(tempfile.gettempdir()).glob("agentcore-bash-*.sh"))
+    with pytest.raises(BashError) as info:
+        tool.execute("c1", {"command": command}, None, None)
+    assert info.value.exit_code == 3 and info.value.output == str(len(body))  # exit ends the script too
+    assert (tmp_path / "big.txt").read_text() == body
+    assert set(Path(tempfile.gettempdir()).glob("agentcore-bash-*.sh")) == before
+
+
+@pytest.mark.parametrize(
+    "command, named",
+    [
+        ("echo one\necho a\0b", r"^command contains a NUL character \(line 2\)"),
+        ("echo \ud83d", r"^command holds an unpaired UTF-16 surrogate '\\ud83d' \(line 1\)"),
+    ],
+)
+def test_a_command_no_shell_can_take_is_refused_saying_why(tmp_path, command, named):
+    # "embedded null byte" and a bare UnicodeEncodeError from inside subprocess, before
+    tool = create_bash_tool(cwd=str(tmp_path))
+    with pytest.raises(ValueError, match=named):
+        tool.execute("c1", {"command": command}, None, None)

@@ -25,6 +25,7 @@ __all__ = [
     "open_regular_file",
     "require_file",
     "require_reachable",
+    "shown_name",
     "special_file_kind",
 ]
 
@@ -81,17 +82,18 @@ class PathResolver:
         return real == root or os.path.commonpath([real, root]) == root
 
     def display(self, absolute: str) -> str:
-        """``absolute`` relative to the working directory when inside it (``/`` separators), else as is."""
+        """``absolute`` relative to the working directory when inside it (``/`` separators), else
+        as is; bytes of a name that are not UTF-8 shown as U+FFFD (see :func:`shown_name`)."""
         base = self.cwd()
         try:
             rel = os.path.relpath(absolute, base)
         except ValueError:  # another drive on Windows
-            return absolute
+            return shown_name(absolute)
         if rel == os.curdir:
             return "."
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            return absolute
-        return rel.replace(os.sep, "/")
+            return shown_name(absolute)
+        return shown_name(rel.replace(os.sep, "/"))
 
     def _check_inside(self, absolute: str, shown: str) -> None:
         if self.is_inside(absolute):
@@ -101,6 +103,17 @@ class PathResolver:
             f'path "{shown}" is outside the allowed root {root} (it resolves to '
             f"{os.path.realpath(absolute)}); use a path inside {root}"
         )
+
+
+def shown_name(name: str) -> str:
+    """A file name as a model can be shown it: a byte that is not UTF-8 (which Python keeps as a
+    lone surrogate, ``caf\\udce9.txt``) becomes U+FFFD, as ripgrep shows it. Providers drop lone
+    surrogates, so the model would otherwise see ``caf.txt``: another file's name."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def require_reachable(target: str, shown: str) -> None:

@@ -4,6 +4,9 @@ POSIX: the command starts a new session (``start_new_session=True``), so its pro
 the shell and every child it starts (background jobs included, unless they call ``setsid``
 themselves). ``kill_group`` sends SIGTERM to the group, gives it ``grace`` seconds (less once no
 member runs: Linux's ``/proc`` tells zombies apart), then SIGKILL, also when that wait is interrupted.
+On Linux every signal also reaches the other process groups of the command's session: ``timeout
+60 make`` puts itself and ``make`` in a group of their own (so do ``set -m`` jobs), which a signal
+to the shell's group alone would leave running.
 The shell is reaped only after the final signal, so its pid (the group id) cannot be reused by an
 unrelated process while signals are still being sent.
 
@@ -20,7 +23,7 @@ import signal as _signal
 import subprocess
 import threading
 import time
-from typing import IO, Dict, List, Optional
+from typing import IO, Dict, List, Optional, Tuple
 
 __all__ = ["ShellProcess"]
 
@@ -75,10 +78,12 @@ class ShellProcess:
             if self._reaped:
                 return
             if _POSIX:
-                try:
-                    os.killpg(self.pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                # The shell is unreaped here, so its pid (the session id) cannot have been reused.
+                for group in [self.pid, *_session_groups(self.pid)]:
+                    try:
+                        os.killpg(group, sig)
+                    except (ProcessLookupError, PermissionError):
+                        pass
             else:  # pragma: no cover - Windows
                 subprocess.run(
                     ["taskkill", "/T", "/F", "/PID", str(self.pid)],
@@ -87,17 +92,20 @@ class ShellProcess:
                 )
 
     def group_alive(self) -> bool:
-        """True while a process of the group runs. Zombies do not count where ``/proc`` tells
-        them apart (Linux): the shell stays an unreaped zombie until the last signal was sent.
-        Elsewhere any member counts, zombies included."""
+        """True while a process of the group runs (on Linux: of the session, which holds the
+        group and any group a member made). Zombies do not count where ``/proc`` tells them apart
+        (Linux): the shell stays an unreaped zombie until the last signal was sent. Elsewhere any
+        member of the group counts, zombies included."""
         if not _POSIX:  # pragma: no cover - Windows
             return not self.exited()
+        running = _session_running(self.pid)
+        if running is not None:
+            return running
         try:
             os.killpg(self.pid, 0)
         except (ProcessLookupError, PermissionError):
             return False
-        running = _group_running(self.pid)
-        return True if running is None else running
+        return True
 
     def kill_group(self, grace: float = 0.3) -> None:
         """SIGTERM the group, wait up to ``grace`` seconds for it to go, then SIGKILL it. SIGKILL
@@ -126,15 +134,15 @@ class ShellProcess:
         return code
 
 
-def _group_running(pgid: int) -> Optional[bool]:
-    """Whether a process of group ``pgid`` is running (not a zombie), from ``/proc``; None when
-    ``/proc`` cannot say (not Linux, or not this process's PID namespace: the group leader, an
-    unreaped child of ours, must be listed)."""
+def _session_scan(sid: int) -> Optional[List[Tuple[int, int, bool]]]:
+    """``(pid, process group, running)`` of every process in session ``sid`` (running: not a
+    zombie), from ``/proc``; None when ``/proc`` cannot say (not Linux, or not this process's PID
+    namespace: the session leader, an unreaped child of ours, must be listed)."""
     try:
         names = os.listdir("/proc")
     except OSError:
         return None
-    leader_seen = False
+    members: List[Tuple[int, int, bool]] = []
     for name in names:
         if not name.isdigit():
             continue
@@ -149,16 +157,26 @@ def _group_running(pgid: int) -> Optional[bool]:
         finally:
             os.close(fd)
         fields = stat[stat.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
-        try:
-            state, group = fields[0], int(fields[2])
+        try:  # state, parent, process group, session...
+            state, group, session = fields[0], int(fields[2]), int(fields[3])
         except (IndexError, ValueError):
             return None
-        if group != pgid:
-            continue
-        if state not in (b"Z", b"X"):
-            return True
-        leader_seen = leader_seen or int(name) == pgid
-    return False if leader_seen else None
+        if session == sid:
+            members.append((int(name), group, state not in (b"Z", b"X")))
+    return members if any(pid == sid for pid, _, _ in members) else None
+
+
+def _session_running(sid: int) -> Optional[bool]:
+    """Whether a process of session ``sid`` is running (not a zombie); None when ``/proc`` cannot say."""
+    members = _session_scan(sid)
+    return None if members is None else any(running for _, _, running in members)
+
+
+def _session_groups(sid: int) -> List[int]:
+    """The process groups of session ``sid`` other than its leader's, with a running member
+    (none where ``/proc`` cannot say)."""
+    members = _session_scan(sid) or []
+    return sorted({group for _, group, running in members if running and group != sid})
 
 
 class _SelectorReader:

@@ -3,7 +3,10 @@
 Behaviour (and failure semantics, since a tool reports failure by raising):
 
 * The command runs as ``<shell> -c <command>`` in the tool's working directory, in a new process
-  group, with stdin closed and stderr merged into stdout.
+  group, with stdin closed and stderr merged into stdout. A command over 100 KB (a big heredoc),
+  longer than Linux accepts as one argument, is written to a private temporary file that the
+  shell sources (``. file``), removed once the shell has ended. A command holding a NUL
+  character or a lone UTF-16 surrogate raises ``ValueError`` saying so.
 * Output streams through ``on_update`` as partial results (the output so far, tail-truncated),
   at most once per ``update_interval`` seconds, plus a final flush.
 * The result keeps the last ``max_lines`` lines / ``max_bytes`` bytes. When output is cut, all of it
@@ -25,6 +28,7 @@ Behaviour (and failure semantics, since a tool reports failure by raising):
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal as _sig
 import tempfile
@@ -160,6 +164,43 @@ def _default_shell() -> str:
     raise FileNotFoundError("no bash found on PATH; install bash or pass shell= to create_bash_tool()")
 
 
+#: Bytes of a command passed as ``-c`` text. Linux refuses a longer single argument (128 KB,
+#: ``MAX_ARG_STRLEN``: "Argument list too long"); a longer command (a big heredoc) is sourced from a
+#: temporary file instead.
+_ARG_BYTES = 100 * 1024
+
+
+def _command_bytes(command: str) -> bytes:
+    """``command`` as the OS gets it (as ``subprocess`` encodes it); ``ValueError`` naming the
+    problem for a NUL character or a lone UTF-16 surrogate, which no command line can hold."""
+    if "\0" in command:
+        line = command.count("\n", 0, command.index("\0")) + 1
+        raise ValueError(
+            f"command contains a NUL character (line {line}), which a shell command cannot hold; "
+            "to output one, write printf '\\0'"
+        )
+    try:
+        return os.fsencode(command)
+    except UnicodeEncodeError as exc:
+        line = command.count("\n", 0, exc.start) + 1
+        raise ValueError(
+            f"command holds an unpaired UTF-16 surrogate {command[exc.start]!r} (line {line}), which cannot "
+            "be encoded; write the character itself, not half of its \\u escape pair"
+        ) from None
+
+
+def _script_file(data: bytes) -> str:
+    """A private temporary file holding ``data``; the caller removes it."""
+    fd, path = tempfile.mkstemp(prefix="agentcore-bash-", suffix=".sh")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
 def _timeout_of(args: Mapping[str, Any], default: Optional[float]) -> Optional[float]:
     value = args.get("timeout")
     if value is None:
@@ -232,8 +273,15 @@ def create_bash_tool(
             if problem is not None:
                 raise problem
             full_env.update(env)
-        process = ShellProcess([shell or _default_shell(), "-c", command], workdir, full_env)
-        return _run(process, limit, signal, on_update)
+        data = _command_bytes(command)
+        script = _script_file(data) if len(data) > _ARG_BYTES and os.name == "posix" else None
+        try:
+            text = command if script is None else f". {shlex.quote(script)}"  # "." keeps $0 and exit
+            process = ShellProcess([shell or _default_shell(), "-c", text], workdir, full_env)
+            return _run(process, limit, signal, on_update)
+        finally:
+            if script is not None:  # the shell was reaped: nothing reads it any more
+                os.unlink(script)
 
     def _run(
         process: ShellProcess,

@@ -1,7 +1,8 @@
 """The ``find`` tool: files and folders matching a glob, under a folder.
 
 Paths come back one per line, relative to the working directory (``/`` separators, folders ending
-in ``/``), in walk order (sorted by name, depth first). Version-control folders are skipped; see
+in ``/``; bytes that are not UTF-8 shown as U+FFFD), in walk order (sorted by name, depth first).
+Version-control folders are skipped; see
 :mod:`agentcore.builtin_tools._walk` for the glob rules. A pattern ending in ``/`` matches only
 folders (``tests/`` finds every folder named ``tests``, ``src/*/`` the folders in ``src``). At
 most ``limit`` results (default 1000) are listed, with a notice when there were more. Fails

@@ -2,7 +2,8 @@
 
 Uses ripgrep (``rg``) when it is on PATH and a pure-Python search otherwise; both give the same
 format and, for ordinary patterns, the same lines in the same order: paths relative to the working
-directory, files in walk order (sorted by name, depth first), text after a byte-order mark read as
+directory (bytes of a name that are not UTF-8 shown as U+FFFD, as ripgrep shows them), files in
+walk order (sorted by name, depth first), text after a byte-order mark read as
 ripgrep reads it (UTF-8 or UTF-16; ``^`` matches after the mark), dot files included,
 ``.gitignore`` NOT honoured, version-control folders, symlinks, binary files (a NUL byte early on,
 in a file without a UTF-16 byte-order mark) and special files (named pipes, devices, sockets:

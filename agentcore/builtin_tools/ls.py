@@ -1,6 +1,8 @@
 """The ``ls`` tool: the entries of one folder, sorted case-insensitively, folders marked with ``/``.
 
-Dot files are included. At most ``limit`` entries (default 500) are listed, followed by a notice
+Dot files are included; bytes of a name that are not UTF-8 are shown as U+FFFD (Python's lone
+surrogate, which providers drop, would show the model another name). At most ``limit`` entries
+(default 500) are listed, followed by a notice
 when there were more (or, when the 50KB output cap cut the list, how many were shown). Fails
 (raises) for a missing path, a file, a path outside ``root``, or one behind a folder this process
 may not search (``PermissionError``, not "not found").
@@ -15,7 +17,7 @@ from typing import Any, Callable, Dict, Mapping, Optional
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import positive_int
-from ._paths import PathResolver, require_reachable
+from ._paths import PathResolver, require_reachable, shown_name
 from ._truncate import DEFAULT_MAX_BYTES, truncate_items
 
 __all__ = ["create_ls_tool"]
@@ -47,7 +49,7 @@ def create_ls_tool(
             raise NotADirectoryError(f"{shown} is not a directory; use read for files")
         with os.scandir(target) as it:
             entries = sorted(((e.name, _is_dir(e)) for e in it), key=lambda x: (x[0].lower(), x[0]))
-        names = [name + "/" if is_dir else name for name, is_dir in entries]
+        names = [shown_name(name) + ("/" if is_dir else "") for name, is_dir in entries]
         details: Dict[str, Any] = {"entries": len(names)}
         if not names:
             return AgentToolResult(content=[TextContent("(empty directory)")], details=details)
