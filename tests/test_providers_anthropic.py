@@ -215,9 +215,20 @@ def test_thinking_budget_raises_max_tokens_and_drops_temperature():  # spec §11
 def test_adaptive_thinking_for_opus_46():  # spec §11 adaptive models
     ctx = AgentContext(messages=[UserMessage(content="hi")])
     body = wire.build_request_body(OPUS46, ctx, reasoning="xhigh")
-    assert body["thinking"] == {"type": "adaptive"} and body["output_config"] == {"effort": "max"}
+    assert body["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert body["output_config"] == {"effort": "max"}
     assert wire.build_request_body(OPUS46, ctx, reasoning="minimal")["output_config"] == {"effort": "low"}
     assert "thinking" not in wire.build_request_body(OPUS46, ctx)
+
+
+def test_adaptive_thinking_asks_for_summarized_thinking():  # spec §22: display "summarized" by default
+    """Opus 4.7 and later default to ``display: "omitted"``: thinking blocks arrive with a
+    signature and no text, so ``reasoning="high"`` showed the user no thinking at all (Opus 4.6
+    and earlier default to "summarized"). Adaptive thinking asks for the summaries explicitly."""
+    ctx = AgentContext(messages=[UserMessage(content="hi")])
+    opus47 = dataclasses.replace(OPUS46, id="claude-opus-4-7")
+    assert wire.build_request_body(opus47, ctx, reasoning="high")["thinking"].get("display") == "summarized"
+    assert "display" not in wire.build_request_body(HAIKU, ctx, reasoning="high")["thinking"]  # budget models
 
 
 def test_thinking_level_map_effort_and_unsupported_levels():  # issue 17: Model.thinking_level_map
@@ -421,7 +432,7 @@ def test_opus_47_and_later_models_think_adaptively():  # spec §22: adaptive thi
     for model_id in ("claude-opus-4-7", "claude-opus-4.7", "claude-sonnet-5", "claude-opus-4-8-20270101"):
         model = dataclasses.replace(OPUS46, id=model_id)
         body = wire.build_request_body(model, ctx, reasoning="medium")
-        assert body["thinking"] == {"type": "adaptive"}, model_id
+        assert body["thinking"] == {"type": "adaptive", "display": "summarized"}, model_id
         assert body["output_config"] == {"effort": "medium"}
         assert "interleaved-thinking" not in wire.build_headers(model, "k", {}, ctx).get("anthropic-beta", "")
     assert wire.build_request_body(dataclasses.replace(OPUS46, id="claude-opus-4-8"), ctx, reasoning="max")[
@@ -440,6 +451,15 @@ def test_tool_choice_required_is_anthropics_any():  # options: "any"/"required" 
     assert wire.build_request_body(HAIKU, ctx, tool_choice="any")["tool_choice"] == {"type": "any"}
     named = {"type": "tool", "name": "a"}
     assert wire.build_request_body(HAIKU, ctx, tool_choice=named)["tool_choice"] == named
+
+
+def test_tool_choice_is_left_out_of_a_request_without_tools():  # spec §14 body
+    """A ``tool_choice`` with no tools to choose from (an agent's choice outliving its tools, a
+    sub-run without tools) was sent, which Anthropic refuses with a 400 ("tool_choice may only be
+    specified while providing tools"); stub tools of the history still take the caller's choice."""
+    body = wire.build_request_body(HAIKU, AgentContext(messages=[UserMessage(content="hi")]), tool_choice="any")
+    assert "tool_choice" not in body and "tools" not in body
+    assert wire.build_request_body(HAIKU, _with_tools("a"), tool_choice="auto")["tool_choice"] == {"type": "auto"}
 
 
 def test_a_blank_system_prompt_is_left_out():  # spec §14: no blank text blocks

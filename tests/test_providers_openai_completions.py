@@ -465,6 +465,20 @@ def test_body_basics_openai():  # spec §12 body
     }
 
 
+def test_tool_choice_any_is_openais_required_and_needs_tools():  # options: "any"/"required" are one choice
+    """``tool_choice="any"`` (a word the options accept) was sent as is, which OpenAI refuses with a
+    400 (supported: none, auto, required); and a choice without tools got a 400 "'tool_choice' is
+    only allowed when 'tools' are specified"."""
+    model = _model()
+    ctx = AgentContext(messages=[UserMessage("hi")], tools=[TOOL])
+    assert build_request_body(model, ctx, {"tool_choice": "any"})["tool_choice"] == "required"
+    assert build_request_body(model, ctx, {"tool_choice": "none"})["tool_choice"] == "none"
+    named = {"type": "function", "function": {"name": "calc"}}
+    assert build_request_body(model, ctx, {"tool_choice": named})["tool_choice"] == named
+    bare = build_request_body(model, AgentContext(messages=[UserMessage("hi")]), {"tool_choice": "auto"})
+    assert "tool_choice" not in bare and "tools" not in bare
+
+
 @pytest.mark.parametrize(
     "kw, expected",
     [

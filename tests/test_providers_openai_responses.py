@@ -137,6 +137,19 @@ def test_body_options_and_caching():  # spec §13 body, §18 caching
     assert "prompt_cache_key" not in none and "prompt_cache_retention" not in none
 
 
+def test_tool_choice_any_is_openais_required_and_needs_tools():  # options: "any"/"required" are one choice
+    """``tool_choice="any"`` (a word the options accept) was sent as is, which OpenAI refuses with a
+    400 (supported: none, auto, required); and a choice without tools (an agent whose tool_choice
+    outlives its tools) got a 400 "'tool_choice' is only allowed when 'tools' are specified"."""
+    tools = AgentContext(messages=[UserMessage(content="hi")], tools=[MULTIPLY])
+    assert wire.build_request_body(MINI, tools, tool_choice="any")["tool_choice"] == "required"
+    assert wire.build_request_body(MINI, tools, tool_choice="required")["tool_choice"] == "required"
+    named = {"type": "function", "name": "multiply"}
+    assert wire.build_request_body(MINI, tools, tool_choice=named)["tool_choice"] == named
+    bare = wire.build_request_body(MINI, AgentContext(messages=[UserMessage(content="hi")]), tool_choice="none")
+    assert "tool_choice" not in bare and "tools" not in bare
+
+
 def test_reasoning_levels_and_developer_role():  # spec §11 openai-responses
     ctx = AgentContext(system_prompt="sys", messages=[UserMessage(content="hi")])
     body = wire.build_request_body(GPT55, ctx, reasoning="xhigh")
@@ -224,6 +237,33 @@ def test_a_reasoning_item_without_encrypted_content_is_not_replayed():  # spec �
 
 
 _CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "multiply", "arguments": '{"a":1}'}
+
+
+def test_a_function_call_item_without_an_id_keeps_a_clean_call_id():  # spec §13 ids
+    """Compatible servers leave the item ``id`` out (llama.cpp's /v1/responses, Bedrock Mantle's
+    done items) or send ``"id": null`` in ``output_item.done`` (vLLM): the call's id became
+    ``"call_1|None"`` (overwriting the ``fc_1`` announced first) and ``"None"`` went back as the
+    item id of every later request. The announced id is kept; with none the id is left out."""
+    no_id = {k: v for k, v in _CALL.items() if k != "id"}
+    state, out, pushed = _feed(
+        [
+            {"type": "response.output_item.added", "output_index": 0, "item": {**_CALL, "arguments": ""}},
+            {"type": "response.output_item.done", "output_index": 0, "item": {**_CALL, "id": None}},
+            {"type": "response.output_item.added", "output_index": 1, "item": {**no_id, "call_id": "call_2"}},
+            {"type": "response.output_item.done", "output_index": 1, "item": {**no_id, "call_id": "call_2"}},
+            {"type": "response.completed", "response": {"status": "completed"}},
+        ]
+    )
+    state.finish()
+    assert [c.id for c in out.tool_calls] == ["call_1|fc_1", "call_2|"]
+    results = [
+        ToolResultMessage(tool_call_id=c.id, tool_name="multiply", content=[TextContent("2")]) for c in out.tool_calls
+    ]
+    for model in (GPT55, MINI):  # the same model, and another one (its ids normalised)
+        items = wire.build_request_body(model, AgentContext(messages=[UserMessage("q"), out, *results]))["input"]
+        calls = [(i["call_id"], i.get("id")) for i in items if i.get("type") == "function_call"]
+        assert calls == [("call_1", "fc_1" if model is GPT55 else None), ("call_2", None)], model.id
+        assert [i["call_id"] for i in items if i.get("type") == "function_call_output"] == ["call_1", "call_2"]
 
 
 def test_fc_id_omitted_for_a_different_model_of_the_same_provider():  # spec §13

@@ -350,9 +350,11 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     overrides), ``cache_retention`` (cache breakpoints on the system prompt, the last tool and the
     last user message; raises ValueError for a bad value), ``metadata`` (``user_id``), ``tool_choice``
     (a word becomes ``{"type": word}``, OpenAI's ``"required"`` Anthropic's ``"any"``; an object is
-    sent as is), ``api_key`` (only to detect OAuth tokens, never written into the body),
-    ``output_schema`` (``output_config.format``). A blank system prompt is left out (the API
-    refuses a blank text block). Thinking is adaptive (an effort, no budget) on Opus/Sonnet 4.6
+    sent as is; left out when the request has no tools, which the API refuses), ``api_key`` (only
+    to detect OAuth tokens, never written into the body), ``output_schema``
+    (``output_config.format``). A blank system prompt is left out (the API refuses a blank text
+    block). Thinking is adaptive (an effort, no budget, ``display:
+    "summarized"`` so Opus 4.7 and later stream their thinking summaries too) on Opus/Sonnet 4.6
     and every later Claude, a token budget on older models.
     """
     compat = anthropic_compat(model)
@@ -396,7 +398,9 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
 
     if thinking_on:
         if _is_adaptive(model.id):
-            body["thinking"] = {"type": "adaptive"}
+            # Opus 4.7 and later default to display "omitted" (signatures without thinking text):
+            # ask for the summaries a reasoning level is meant to show, as earlier models send them
+            body["thinking"] = {"type": "adaptive", "display": "summarized"}
             effort = options.get("effort") or (
                 (reasoning.mapped_effort(model, level) or _effort_for(level, model.id)) if level else None
             )
@@ -414,7 +418,7 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     if isinstance(metadata, Mapping) and metadata.get("user_id"):
         body["metadata"] = {"user_id": metadata["user_id"]}
     tool_choice = options.get("tool_choice")
-    if tool_choice:
+    if tool_choice and body.get("tools"):  # refused without tools (400)
         if isinstance(tool_choice, str):  # "required" is OpenAI's word for Anthropic's "any"
             body["tool_choice"] = {"type": "any" if tool_choice == "required" else tool_choice}
         else:

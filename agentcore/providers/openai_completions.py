@@ -323,7 +323,8 @@ def build_request_body(
 
     Prompt caching (issue 17): ``prompt_cache_key``/``prompt_cache_retention`` (see
     :func:`_prompt_cache_fields`) and, with ``compat.cacheControlFormat: "anthropic"``, Anthropic
-    cache breakpoints. Raises ValueError for a bad ``cache_retention``.
+    cache breakpoints. ``tool_choice`` is sent only with tools (servers refuse it without), the
+    options' ``"any"`` as ``"required"``. Raises ValueError for a bad ``cache_retention``.
     """
     compat = compat if compat is not None else resolve_compat(model)
     messages = convert_messages(model, context, compat)
@@ -355,8 +356,9 @@ def build_request_body(
         long_ok = retention == "long" and compat.get("supportsLongCacheRetention", True)
         cache_control = {"type": "ephemeral", "ttl": "1h"} if long_ok else {"type": "ephemeral"}
         _add_anthropic_cache_control(messages, body.get("tools"), cache_control)
-    if options.get("tool_choice") is not None:
-        body["tool_choice"] = options["tool_choice"]
+    choice = options.get("tool_choice")
+    if choice is not None and body.get("tools"):  # refused without tools (400)
+        body["tool_choice"] = "required" if choice == "any" else choice  # "any" is not OpenAI's word
     schema = options.get("output_schema")
     if schema:  # native structured output (Agent.ask)
         from ..structured import schema_name

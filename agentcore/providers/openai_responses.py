@@ -68,7 +68,8 @@ def _sanitize_id(value: str) -> str:
 
 def make_id_normalizer(model: Any) -> Callable[[str], str]:
     """Tool-call id normaliser for replaying foreign ids to OpenAI (spec §6), for one request:
-    ``call|item`` ids get both halves sanitised and cut to 64 characters; an id without ``|``
+    ``call|item`` ids get both halves sanitised and cut to 64 characters (``call|`` becomes the call
+    id alone, not an item id ``fc``); an id without ``|``
     longer than OpenAI's 64-character ``call_id`` limit (Google's ``{tool name}_{ms}_{n}``) is
     cut too. Two ids whose call ids come out alike keep them apart: the second call id keeps 55
     characters and gets ``_`` and 8 hex digits of a hash of the whole id."""
@@ -81,6 +82,8 @@ def make_id_normalizer(model: Any) -> Callable[[str], str]:
         call_id, item_id = tool_call_id.split("|", 1)
         call_id = _sanitize_id(call_id)
         item_id = _sanitize_id(item_id)
+        if not item_id:  # a call whose server sent no item id: there is none to send
+            return call_id[:_MAX_CALL_ID]
         if not item_id.startswith("fc"):
             item_id = "fc_" + item_id
         return f"{call_id[:_MAX_CALL_ID].rstrip('_')}|{item_id[:64].rstrip('_')}"
@@ -320,6 +323,12 @@ def _effort(level: str, model: Any) -> Optional[str]:
     return level
 
 
+def _openai_tool_choice(choice: Any) -> Any:
+    """``tool_choice`` as OpenAI's APIs take it: ``"any"`` (a word the options accept, Anthropic's
+    and Gemini's) is OpenAI's ``"required"``, which they refuse with a 400; anything else as given."""
+    return "required" if choice == "any" else choice
+
+
 def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, Any]:
     """The JSON body of one streaming request.
 
@@ -327,7 +336,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
     ``prompt_cache_retention: "24h"`` unless the compat's ``supportsLongCacheRetention`` is false;
     a bad value raises ValueError), ``max_tokens``,
     ``temperature``, ``service_tier``, ``reasoning`` (level or None), ``reasoning_effort`` /
-    ``reasoning_summary`` (raw overrides), ``tool_choice``, ``output_schema`` (``text.format``).
+    ``reasoning_summary`` (raw overrides), ``tool_choice`` (only with tools, which the API
+    requires; ``"any"`` becomes ``"required"``), ``output_schema`` (``text.format``).
     """
     body: Dict[str, Any] = {
         "model": model.id,
@@ -349,8 +359,8 @@ def build_request_body(model: Any, context: Any, **options: Any) -> Dict[str, An
         body["service_tier"] = options["service_tier"]
     if context.tools:
         body["tools"] = convert_tools(context)
-    if options.get("tool_choice"):
-        body["tool_choice"] = options["tool_choice"]
+    if options.get("tool_choice") and body.get("tools"):  # refused without tools (400)
+        body["tool_choice"] = _openai_tool_choice(options["tool_choice"])
     schema = options.get("output_schema")
     if schema:  # native structured output (Agent.ask)
         from ..structured import schema_name
@@ -389,6 +399,16 @@ class _Item:
         self.item = item
         self.index = index
         self.parts: List[Dict[str, Any]] = []
+
+
+def _call_block_id(item: Mapping[str, Any], added: Optional[Mapping[str, Any]] = None) -> str:
+    """``"{call_id}|{item id}"`` of a ``function_call`` item; an id the item lacks (servers that
+    send none, or ``null`` in ``output_item.done``) is the one ``added`` (the item as first
+    announced) had, else empty: never the text ``None``, which would be replayed as the id."""
+    added = added or {}
+    call_id = item.get("call_id") or added.get("call_id") or ""
+    item_id = item.get("id") or added.get("id") or ""
+    return f"{call_id}|{item_id}"
 
 
 class ResponsesStreamState:
@@ -448,7 +468,7 @@ class ResponsesStreamState:
             index = writer.start_text()
         elif kind == "function_call":
             index = writer.start_tool_call(
-                f"{item.get('call_id')}|{item.get('id')}",
+                _call_block_id(item),
                 str(item.get("name") or ""),
                 arguments_text=str(item.get("arguments") or ""),
             )
@@ -521,7 +541,7 @@ class ResponsesStreamState:
         elif kind == "function_call":
             if not self.writer.tool_arguments_text(entry.index).strip():  # nothing streamed: the item's
                 self.writer.set_tool_arguments_text(entry.index, str(item.get("arguments") or ""))
-            block.id = f"{item.get('call_id')}|{item.get('id')}"
+            block.id = _call_block_id(item, entry.item)
             block.name = str(item.get("name") or block.name)
         self.writer.end_block(entry.index)
 
