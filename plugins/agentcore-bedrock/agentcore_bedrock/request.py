@@ -366,7 +366,10 @@ def thinking_fields(
         return None, max_tokens
     assert level is not None
     if supports_adaptive_thinking(model):
-        return {"thinking": {"type": "adaptive"}, "output_config": {"effort": _effort(model, level)}}, max_tokens
+        return {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": _effort(model, level)},
+        }, max_tokens
     budgets = options.get("thinking_budgets")
     if options.get("thinking_budget_tokens"):  # an explicit budget for whatever level was asked
         budgets = {reasoning.clamp_level(level): int(options["thinking_budget_tokens"])}

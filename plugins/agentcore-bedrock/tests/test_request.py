@@ -352,7 +352,7 @@ def test_adaptive_thinking_on_claude_4_6_and_later() -> None:
     )
     body = build_request_body(opus46, AgentContext(messages=[UserMessage("q")]), reasoning="xhigh")
     assert body["additionalModelRequestFields"] == {
-        "thinking": {"type": "adaptive"},
+        "thinking": {"type": "adaptive", "display": "summarized"},
         "output_config": {"effort": "max"},
     }
     sonnet46 = _model("us.anthropic.claude-sonnet-4-6", reasoning=True, max_tokens=64000)
@@ -360,7 +360,10 @@ def test_adaptive_thinking_on_claude_4_6_and_later() -> None:
         fields = build_request_body(sonnet46, AgentContext(messages=[UserMessage("q")]), reasoning=level)[
             "additionalModelRequestFields"
         ]
-        assert fields == {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+        assert fields == {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": effort},
+        }
 
 
 @pytest.mark.parametrize(
