@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._util import field_of
 from .options import (
@@ -21,7 +21,7 @@ from .options import (
 )
 from .signals import AbortSignal
 from .tools import AgentToolResult
-from .types import AgentContext, AssistantMessage, Model, ToolCall, ToolResultMessage
+from .types import AgentContext, AssistantMessage, Model, ThinkingLevel, ToolCall, ToolResultMessage
 
 __all__ = [
     "AgentLoopConfig",
@@ -41,7 +41,8 @@ __all__ = [
 class AgentLoopConfig(StreamOptions):
     """Everything one run needs besides the context: the model, the hooks and the stream options.
 
-    Hooks (all optional):
+    Hooks (all optional; any of them may be ``async def``: the loop runs the coroutine to
+    completion on the run thread):
 
     * ``convert_to_llm(messages) -> messages`` (default: keep the standard roles);
     * ``transform_context(messages, signal) -> messages | None``, called before conversion;
@@ -218,6 +219,58 @@ class AgentLoopTurnUpdate:
     context: Optional[AgentContext] = None
     model: Optional[Model] = None
     thinking_level: Optional[str] = None
+
+
+_TURN_UPDATE_FIELDS = ("context", "model", "thinking_level")
+
+
+def turn_update_parts(update: Any) -> Tuple[Any, Any, Optional[str]]:
+    """``(context, model, thinking_level)`` of a ``prepare_next_turn`` answer that is not None,
+    each None when not given. TypeError (ValueError for an unknown thinking level) naming the
+    problem when ``update`` is no update (a ``Model`` or an ``AgentContext`` returned as the update
+    itself, a mapping with another key: ignored without a word before) or holds something the next
+    request cannot use (a context without a list of messages, a model name instead of a Model)."""
+    if isinstance(update, Mapping):
+        unknown = [key for key in update if key not in _TURN_UPDATE_FIELDS]
+        if unknown:
+            raise TypeError(
+                f"prepare_next_turn returned a mapping with the unknown key(s) {', '.join(map(repr, unknown))}: "
+                f"an update has {', '.join(_TURN_UPDATE_FIELDS)}"
+            )
+    elif not any(hasattr(update, name) for name in _TURN_UPDATE_FIELDS):
+        kind = type(update).__name__
+        hint = {"Model": "model", "AgentContext": "context"}.get(kind)
+        advice = f" (to switch to it, return AgentLoopTurnUpdate({hint}=...))" if hint else ""
+        raise TypeError(
+            f"prepare_next_turn returned a {kind}, not an AgentLoopTurnUpdate (or a mapping of its fields "
+            f"{', '.join(_TURN_UPDATE_FIELDS)}) or None{advice}"
+        )
+    context, model, level = field_of(update, "context"), field_of(update, "model"), field_of(update, "thinking_level")
+    if context is not None and not isinstance(getattr(context, "messages", None), list):
+        raise TypeError(
+            f"prepare_next_turn returned a context that is a {type(context).__name__}, "
+            "not an AgentContext (with a list of messages)"
+        )
+    if model is not None and not all(hasattr(model, name) for name in ("id", "api", "provider")):
+        hint = " (look a 'provider/id' name up with agentcore.get_model())" if isinstance(model, str) else ""
+        raise TypeError(f"prepare_next_turn returned a model that is a {type(model).__name__}, not a Model{hint}")
+    if level is not None and str(level) not in _THINKING_LEVELS:
+        raise ValueError(
+            f"prepare_next_turn returned the thinking_level {level!r}: give one of {', '.join(_THINKING_LEVELS)}"
+        )
+    return context, model, None if level is None else str(level)
+
+
+def switch_model(config: Any, model: Any, thinking_level: Optional[str]) -> None:
+    """Set a turn update's ``model`` and ``thinking_level`` (checked by :func:`turn_update_parts`;
+    None: unchanged) on a run's ``config``, as the next request uses them."""
+    if model is not None:
+        config.model = model
+    if thinking_level is not None:
+        config.reasoning = None if thinking_level == "off" else thinking_level
+
+
+_THINKING_LEVELS = tuple(level.value for level in ThinkingLevel)
 
 
 @dataclass

@@ -54,6 +54,8 @@ from ._loop_types import (
     ShouldStopAfterTurnContext,
     ToolBatchResult,
     merge_after_tool_call,
+    switch_model,
+    turn_update_parts,
 )
 from ._safe import exception_message
 from ._util import awaited, field_of, hook_messages
@@ -80,7 +82,6 @@ from .types import (
     AssistantMessage,
     Model,
     TextContent,
-    ThinkingLevel,
     ToolCall,
     ToolResultMessage,
     Usage,
@@ -400,47 +401,25 @@ def _run_tools(
 def _poll(getter: Optional[Callable[[], List[Any]]]) -> List[Any]:
     if getter is None:
         return []
-    return list(getter() or [])
-
-
-_THINKING_LEVELS = tuple(level.value for level in ThinkingLevel)
+    return list(awaited(getter()) or [])  # an ``async def`` getter too, as every hook
 
 
 def _apply_turn_update(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> None:
     """Call ``prepare_next_turn`` and apply its update. TypeError (ValueError for an unknown
     thinking level) naming the field when the update holds something the next request cannot
-    use: the run fails with that message instead of one about a missing attribute."""
+    use: the run fails with that message instead of one about a missing attribute. So does an
+    answer that is no update at all (a ``Model`` returned as it is, a mapping with an unknown key),
+    which would otherwise be ignored without a word (:func:`turn_update_parts`)."""
     hook = run.cfg.prepare_next_turn
     if hook is None:
         return
     update = awaited(hook(PrepareNextTurnContext(message, tool_results, run.ctx, new_messages)))
     if update is None:
         return
-    context = field_of(update, "context")
-    model = field_of(update, "model")
-    level = field_of(update, "thinking_level")
-    _check_turn_update(context, model, level)
+    context, model, level = turn_update_parts(update)
     if context is not None:
         run.ctx = context
-    if model is not None:
-        run.cfg.model = model
-    if level is not None:
-        run.cfg.reasoning = None if str(level) == "off" else str(level)
-
-
-def _check_turn_update(context: Any, model: Any, level: Any) -> None:
-    if context is not None and not isinstance(getattr(context, "messages", None), list):
-        raise TypeError(
-            f"prepare_next_turn returned a context that is a {type(context).__name__}, "
-            "not an AgentContext (with a list of messages)"
-        )
-    if model is not None and not all(hasattr(model, name) for name in ("id", "api", "provider")):
-        hint = " (look a 'provider/id' name up with agentcore.get_model())" if isinstance(model, str) else ""
-        raise TypeError(f"prepare_next_turn returned a model that is a {type(model).__name__}, not a Model{hint}")
-    if level is not None and str(level) not in _THINKING_LEVELS:
-        raise ValueError(
-            f"prepare_next_turn returned the thinking_level {level!r}: give one of {', '.join(_THINKING_LEVELS)}"
-        )
+    switch_model(run.cfg, model, level)
 
 
 def _should_stop(run: _Run, message: AssistantMessage, tool_results: List[Any], new_messages: List[Any]) -> bool:
@@ -494,7 +473,8 @@ def stream_assistant_response(
         if transformed is not None:
             messages = hook_messages(transformed, "transform_context")
     convert = cfg.convert_to_llm or default_convert_to_llm
-    llm_context = AgentContext(ctx.system_prompt, hook_messages(convert(messages), "convert_to_llm"), ctx.tools)
+    converted = awaited(convert(messages))  # an ``async def`` converter too, as every hook
+    llm_context = AgentContext(ctx.system_prompt, hook_messages(converted, "convert_to_llm"), ctx.tools)
     stream = stream_fn(cfg.model, llm_context, **_stream_options(cfg, signal))
 
     partial: Optional[AssistantMessage] = None

@@ -2249,3 +2249,98 @@ def test_an_async_prepare_next_turn_keeps_its_update_when_the_turn_compacts(make
         if c.system_prompt != SUMMARIZER_SYSTEM_PROMPT
     ]
     assert levels == [None, "high"]  # the request after the compacting turn took the hook's level
+
+
+def _switch_to(model: Model) -> Any:
+    """A ``prepare_next_turn`` that moves the rest of the run to ``model``."""
+    return lambda ctx, signal: {"model": model}
+
+
+def test_the_threshold_after_a_turn_is_the_model_prepare_next_turn_switched_to(make_agent):  # agent-loop §2.13
+    """The run goes on with a model of a smaller window: compacted for that window before the
+    request (the agent's own model would have let 3000 tokens through to a 4000-token window)."""
+    small = Model(id="small", api="scripted", provider="scripted", context_window=4000, max_tokens=1000)
+    history: List[Any] = []
+    for i in range(3):
+        history += [U(f"q{i} " + "q" * 2000), A(f"a{i} " + "a" * 2000)]
+    look = AgentTool("look", "look", {"type": "object"}, lambda call_id, args, signal, on_update: "ok")
+    brain = Brain(lambda ctx, n: [ToolCall("c1", "look", {})] if n == 0 else "done")
+    agent = make_agent(
+        brain,
+        tools=[look],
+        messages=history,
+        prepare_next_turn=_switch_to(small),
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
+    agent.prompt("next")
+    assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
+        ("compaction_start", "threshold"),
+        ("compaction_end", "threshold"),
+    ]
+    request = brain.agent_contexts[1].messages
+    assert "<summary>" in request[0].content[0].text
+    assert sum(estimate_tokens(m) for m in request) <= 4000 - 1000
+    assert agent.state.model is brain.model  # the switch is the run's, not the agent's
+
+
+def test_an_overflow_of_the_model_prepare_next_turn_switched_to_is_recovered(make_agent):  # session §7.3 overflow
+    """The model the run switched to overflows: compacted once and retried with that model."""
+    small = Model(id="small", api="scripted", provider="scripted", context_window=200000, max_tokens=1000)
+    look = AgentTool("look", "look", {"type": "object"}, lambda call_id, args, signal, on_update: "ok")
+
+    def plan(ctx: Any, n: int) -> Any:
+        if n == 1:  # a provider stamps its answer with the model it was asked
+            return AssistantMessage(
+                [], api="scripted", provider="scripted", model="small", stop_reason="error", error_message=OVERFLOW
+            )
+        return [ToolCall("c1", "look", {})] if n == 0 else f"answer {n} " + "x" * 400
+
+    brain = Brain(plan)
+    models: List[str] = []
+
+    def stream_fn(model: Any, context: Any, **options: Any) -> Any:
+        if context.system_prompt != SUMMARIZER_SYSTEM_PROMPT:
+            models.append(model.id)
+        return brain.stream_fn(model, context, **options)
+
+    agent = make_agent(
+        brain,
+        messages=[U("q " + "q" * 2000), A("a " + "a" * 2000)],
+        tools=[look],
+        prepare_next_turn=_switch_to(small),
+        compaction=CompactionSettings(keep_recent_tokens=10),
+    )
+    agent.stream_fn = stream_fn
+    new = agent.prompt("next")
+    assert [(e.type, e.reason) for e in agent.seen if e.type.startswith("compaction")] == [
+        ("compaction_start", "overflow"),
+        ("compaction_end", "overflow"),
+    ]
+    assert models == ["brain", "small", "small"]  # the retry goes on with the run's model
+    assert new[-1].text.startswith("answer 2")
+    assert not any(getattr(m, "stop_reason", None) == "error" for m in agent.state.messages)
+
+
+def test_a_model_returned_as_the_whole_turn_update_fails_the_run_when_compacting(make_agent):  # agent-loop §2.13
+    """``return small`` instead of ``{"model": small}``: the run fails naming the mistake at once,
+    also after a turn that compacts (the compaction's update used to replace the answer without a
+    word, and the run made one more request)."""
+    small = Model(id="small", api="scripted", provider="scripted", context_window=4000, max_tokens=1000)
+    history: List[Any] = []
+    for i in range(3):  # under the threshold before the run, over it after the tool's result
+        history += [U(f"q{i} " + "q" * 1600), A(f"a{i} " + "a" * 1600)]
+    look = AgentTool("look", "look", {"type": "object"}, lambda call_id, args, signal, on_update: "x" * 3000)
+    brain = Brain(lambda ctx, n: [ToolCall("c1", "look", {})] if n == 0 else "done", window=4000)
+    agent = make_agent(
+        brain,
+        tools=[look],
+        messages=history,
+        prepare_next_turn=lambda ctx, signal: small,
+        compaction=CompactionSettings(reserve_tokens=1000, keep_recent_tokens=1000),
+    )
+    agent.prompt("next")
+    last = agent.state.messages[-1]
+    assert last.stop_reason == "error" and "prepare_next_turn returned a Model, not an AgentLoopTurnUpdate" in (
+        last.error_message or ""
+    )
+    assert len(brain.agent_contexts) == 1  # no request after the unusable answer

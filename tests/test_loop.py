@@ -32,7 +32,7 @@ from agentcore.signals import AbortController
 from agentcore.streams import AssistantMessageEventStream
 from agentcore.testing import ScriptedModel, call, response, text, tool_call
 from agentcore.tools import AgentTool, AgentToolResult, tool
-from agentcore.types import AgentContext, ImageContent, TextContent, ToolCall, UserMessage
+from agentcore.types import AgentContext, ImageContent, Model, TextContent, ToolCall, UserMessage
 
 
 def collect(stream) -> List[Any]:
@@ -135,6 +135,53 @@ def test_a_conversion_hook_returning_no_list_is_an_error_naming_it(user, asst, m
         )
     assert str(caught.value) == problem
     assert llm.calls == 0
+
+
+def test_an_async_convert_to_llm_is_awaited(user, asst, mock_llm, mock_model):  # docs/agent.rst "Async tools and hooks"
+    # it failed every request with "convert_to_llm must return a list of messages, not coroutine"
+    llm = mock_llm([asst("ok")])
+
+    async def convert(messages):
+        return [m for m in messages if not isinstance(m, dict)]
+
+    stream = agent_loop(
+        [user("Hello")],
+        AgentContext("", [{"role": "notification"}], []),
+        AgentLoopConfig(mock_model, convert_to_llm=convert),
+        stream_fn=llm.stream_fn,
+    )
+    assert stream.result()[-1].text == "ok"
+    assert [m.role for m in llm.contexts[0].messages] == ["user"]
+
+
+def test_an_agents_async_convert_to_llm_is_awaited():  # docs/agent.rst "Async tools and hooks"
+    scripted = ScriptedModel(["fine"])
+    converted: List[int] = []
+
+    async def convert(messages):
+        converted.append(len(messages))
+        return list(messages)
+
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, convert_to_llm=convert)
+    agent.prompt("hi")
+    assert converted == [1] and agent.state.messages[-1].text == "fine"
+
+
+def test_async_queue_getters_are_awaited(user, asst, mock_llm, mock_model):  # agent-loop §2.12
+    # they failed the run with "'coroutine' object is not iterable"
+    llm = mock_llm([asst("first"), asst("second")])
+    queued = [[user("steer")], [user("follow up")]]
+
+    async def steering():
+        return queued.pop(0) if len(queued) == 2 else []
+
+    async def follow_ups():
+        return queued.pop(0) if queued else []
+
+    config = AgentLoopConfig(mock_model, get_steering_messages=steering, get_follow_up_messages=follow_ups)
+    new = run_agent_loop([user("hi")], AgentContext("", [], []), config, lambda e: None, stream_fn=llm.stream_fn)
+    assert [m.role for m in new] == ["user", "user", "assistant", "user", "assistant"]
+    assert [m.text for m in new if m.role == "assistant"] == ["first", "second"]
 
 
 def test_transform_context_runs_before_convert(user, asst, mock_llm, mock_model):  # §5 scenario 4
@@ -485,6 +532,14 @@ def test_prepare_next_turn_model_and_thinking_level(user, asst, echo, mock_llm, 
         (AgentLoopTurnUpdate(context=[]), "returned a context that is a list, not an AgentContext"),
         ({"context": {"messages": []}}, "returned a context that is a dict, not an AgentContext"),
         (AgentLoopTurnUpdate(thinking_level="hgih"), "returned the thinking_level 'hgih'"),
+        # the whole answer is no update: it used to be ignored without a word
+        (
+            Model(id="other", api="mock", provider="mock"),
+            r"returned a Model, not an AgentLoopTurnUpdate .*model=\.\.\.",
+        ),
+        (AgentContext("", []), r"returned a AgentContext, not an AgentLoopTurnUpdate .*context=\.\.\."),
+        ({"thinkingLevel": "high"}, "returned a mapping with the unknown key\\(s\\) 'thinkingLevel'"),
+        ("high", "returned a str, not an AgentLoopTurnUpdate"),
     ],
 )
 def test_prepare_next_turn_unusable_update_names_the_field(

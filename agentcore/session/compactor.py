@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .._loop_types import AgentLoopTurnUpdate
+from .._loop_types import AgentLoopTurnUpdate, switch_model, turn_update_parts
 from .._safe import describe_exception
 from .._util import awaited, field_of
 from ..messages import convert_message
@@ -436,9 +436,13 @@ class Compactor:
         the newest compaction is ignored, by entry order when this compactor made that compaction
         or can find it in the agent's session, else by timestamp.
         """
+        return self._over_threshold(messages, self.agent.state.model)
+
+    def _over_threshold(self, messages: Optional[Sequence[Any]], model: Any) -> bool:
+        """:meth:`needs_compaction` against the context window of ``model``."""
         if not self.settings.enabled:
             return False
-        window = getattr(self.agent.state.model, "context_window", 0) or 0
+        window = getattr(model, "context_window", 0) or 0
         if window <= 0:
             return False
         return should_compact(self.context_tokens(messages), window, self.settings)
@@ -480,7 +484,13 @@ class Compactor:
         """``(transform_context, prepare_next_turn)`` for the loop config of one run, chained
         after the config's own: the transform shows compaction and branch summaries to the model
         as user messages (whatever the converter); the turn hook compacts after a turn when the
-        context is over the threshold and hands the loop the compacted context."""
+        context is over the threshold of the model the next request goes to and hands the loop
+        the compacted context.
+
+        A model or thinking level the config's own ``prepare_next_turn`` switches to is also set
+        on ``config`` (built for this run alone), as the loop sets it on its working copy: the
+        threshold is that model's, :meth:`recover_overflow` recognises its overflow errors, and
+        the retry after a recovery goes on with it."""
         return (_summaries_as_user(config.transform_context), self._turn_hook(config, emit, signal))
 
     def before_run(self, context: AgentContext, prompts: Sequence[Any], emit: Any, signal: Any) -> AgentContext:
@@ -520,9 +530,12 @@ class Compactor:
 
         def hook(ctx: Any) -> Any:
             update = awaited(previous(ctx)) if previous is not None else None  # an async def hook too
+            full = self._recoverable_length(ctx.message, config)  # the context ran out mid-answer
+            if update is not None:  # checked here too: a compaction would replace it by its own
+                _, model, level = turn_update_parts(update)
+                switch_model(config, model, level)  # before the check: the next request's model
             if update is not None and field_of(update, "context") is not None:
                 return update  # another hook owns the context of this turn
-            full = self._recoverable_length(ctx.message, config)  # the context ran out mid-answer
             if (
                 not self.settings.enabled
                 or signal.aborted
@@ -530,7 +543,7 @@ class Compactor:
                 # the run ends with it: left to the recovery, which drops it (with tool calls, whose
                 # rejected results go back to the model, the run goes on: compact before that request)
                 or (full and not ctx.tool_results)
-                or not self.needs_compaction()
+                or not self._over_threshold(None, config.model)
             ):
                 return update
             try:
