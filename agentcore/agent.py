@@ -1336,10 +1336,18 @@ class Agent:
             self._finish_run(run)
 
     def _fail_run(self, run: _ActiveRun, exc: BaseException) -> None:
-        """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end."""
+        """Emit the failure sequence (spec §3.6): message_start/end, turn_end, agent_end.
+
+        When a response was streaming (a stream function that raised after its ``start``: the
+        loop lets that through), its ``message_start`` stands: the failure message keeps what had
+        streamed and only ends it, so every message_start has one message_end."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
+        partial = self._state.streaming_message
+        if role_of(partial) != "assistant":
+            partial = None
+        content = list(getattr(partial, "content", None) or ()) if partial is not None else []
         message = AssistantMessage(
-            content=[TextContent("")],
+            content=content or [TextContent("")],
             api=_field_text(model, "api"),
             provider=_field_text(model, "provider"),
             model=_field_text(model, "id"),
@@ -1350,12 +1358,8 @@ class Agent:
         run.result = [message]
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
         run.controller.abort(f"Run failed: {message.error_message}")
-        for event in (
-            MessageStartEvent(message),
-            MessageEndEvent(message),
-            TurnEndEvent(message, []),
-            AgentEndEvent([message]),
-        ):
+        sequence = (MessageEndEvent(message), TurnEndEvent(message, []), AgentEndEvent([message]))
+        for event in sequence if partial is not None else (MessageStartEvent(message), *sequence):
             if run.error is not None:
                 # A listener failed twice: the rest of the sequence still reaches the state, the
                 # plugins (a tracer ends its spans at agent_end) and every listener (the session's

@@ -2412,3 +2412,36 @@ def test_a_continue_refused_at_its_start_keeps_the_queued_follow_up():
         release.set()
     assert busy.wait_for_idle(30)
     assert [m.text for m in agent.continue_()] == ["also X", "about X"]
+
+
+def test_a_stream_function_that_raises_mid_answer_ends_the_started_message() -> None:
+    """A third-party stream function that raised after its ``start`` (the loop lets that through,
+    spec §2.15) left the partial's message_start without an end, and the failure sequence began a
+    second message: a UI drew two answers, one never finished, and what had streamed was lost."""
+    from agentcore.events import StartEvent, TextDeltaEvent, TextStartEvent
+    from agentcore.streams import ProviderStream
+    from agentcore.types import AssistantMessage, TextContent
+
+    scripted = ScriptedModel([])
+
+    def broken(model, context, **options):
+        def events():
+            partial = AssistantMessage([TextContent("")], api="x", provider="x", model="x")
+            yield StartEvent(partial)
+            yield TextStartEvent(0, partial)
+            partial.content[0].text = "Half an ans"
+            yield TextDeltaEvent(0, "Half an ans", partial)
+            raise ConnectionError("the socket went away")
+
+        return ProviderStream(events())
+
+    agent = Agent(scripted.model, stream_fn=broken)
+    seen: List[Any] = []
+    agent.subscribe(lambda event: seen.append(event))
+    new = agent.prompt("hi")
+    kinds = [e.type for e in seen if e.type in ("message_start", "message_end") and e.message.role == "assistant"]
+    assert kinds == ["message_start", "message_end"]
+    last = new[-1]
+    assert last.stop_reason == "error" and "the socket went away" in last.error_message
+    assert last.content[0].text == "Half an ans"  # what streamed is kept
+    assert agent.messages[-1] is last and agent.state.streaming_message is None

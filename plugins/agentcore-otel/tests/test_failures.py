@@ -160,14 +160,15 @@ def test_instrument_warns_when_agentcore_will_not_load_the_plugin(otel_sdk: Otel
 
 
 def test_a_listener_failing_again_during_the_failure_still_ends_every_span(otel: Otel) -> None:
-    """A listener that raises on every assistant ``message_start`` fails the run, then fails again
-    while the failure is reported (``prompt()`` raises, as documented). The chat and agent spans used
-    to stay open, the run registered and the agent alive: ``agent_end`` never reached the plugin."""
+    """A listener that raises on every assistant ``message_start`` and ``message_end`` fails the
+    run, then fails again while the failure is reported (the failure sequence ends the message that
+    was streaming; ``prompt()`` raises, as documented). The chat and agent spans used to stay open,
+    the run registered and the agent alive: ``agent_end`` never reached the plugin."""
     model = ScriptedModel(["hello"])
     agent = Agent(model.model, stream_fn=model.stream_fn)
 
-    def ui(event: Any) -> None:  # a UI listener with a bug in its "new answer" branch
-        if event.type == "message_start" and getattr(event.message, "role", None) == "assistant":
+    def ui(event: Any) -> None:  # a UI listener with a bug in its answer branches
+        if event.type in ("message_start", "message_end") and getattr(event.message, "role", None) == "assistant":
             raise KeyError("bubble")
 
     agent.subscribe(ui)
