@@ -74,7 +74,15 @@ from .entries import (
     new_header,
 )
 from .errors import SessionError, SessionLockedError
-from .storage import EAGER_TYPES, IndexNode, SessionStorage, entry_row, import_rows, unstorable_column
+from .storage import (
+    EAGER_TYPES,
+    IndexNode,
+    SessionStorage,
+    check_imported_rows,
+    entry_row,
+    import_rows,
+    unstorable_column,
+)
 
 __all__ = ["SqliteSessionStorage", "SqliteSessionInfo"]
 
@@ -368,25 +376,6 @@ def _insert_session(conn: sqlite3.Connection, header: SessionHeader, rows: List[
     conn.executemany("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?)", rows)
 
 
-def _check_tree(path: str, rows: List[Tuple[Any, ...]]) -> None:
-    """Refuse imported entry rows that an open would refuse (a duplicate entry id, a leaf move to
-    a missing entry): ``invalid_entry`` / ``invalid_session`` naming the imported line; nothing is
-    written then (a committed session that cannot be opened would stay listed for good)."""
-    probe = SessionStorage()  # the index an open builds, without a database
-    try:
-        for row in rows:
-            probe._index_line(row[7], row[1])
-        probe._finish_load()
-    except SessionError as exc:
-        where = f"imported line {exc.line}: " if exc.line else ""
-        raise SessionError(
-            exc.code,
-            f"{path}: not created: the entry lines given do not make a valid session ({where}{exc}); nothing imported",
-            path=path,
-            line=exc.line,
-        ) from None
-
-
 class SqliteSessionStorage(SessionStorage):
     """One session inside a SQLite database. Open with ``SqliteSessionStorage(db, session_id)``.
 
@@ -466,7 +455,7 @@ class SqliteSessionStorage(SessionStorage):
             if value is not None and _listable(value) != value:
                 raise ValueError(f"{what} {value!r} holds a lone surrogate, which SQLite text cannot store")
         rows = import_rows(header.id, lines, path)  # a bad line is reported before the database is touched
-        _check_tree(path, rows)  # and so are lines that would not open as a session
+        check_imported_rows(rows, path)  # and so are lines that would not open as a session
         conn = _connect(path, False)
         try:
             with conn:

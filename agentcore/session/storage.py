@@ -34,7 +34,7 @@ import re
 import sys
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from .._compat import json_scanner
 from ..types import message_from_dict
@@ -58,6 +58,7 @@ __all__ = [
     "EntryRow",
     "entry_row",
     "import_rows",
+    "check_imported_rows",
     "unstorable_column",
     "clean_label",
     "clean_name",
@@ -223,6 +224,26 @@ def import_rows(session_id: str, lines: Iterable[bytes], where: str = "session")
             ) from None
         rows.append(entry_row(session_id, seq, entry, text))
     return rows
+
+
+def check_imported_rows(rows: Sequence[EntryRow], where: str) -> None:
+    """Refuse rows from :func:`import_rows` that an open would refuse (a duplicate entry id, a leaf
+    move to a missing entry): ``SessionError`` ``invalid_entry`` / ``invalid_session`` naming
+    ``where`` and the imported line, to raise before anything is written (a committed session that
+    cannot be opened would stay listed for good). The database storages call it in ``create``."""
+    probe = SessionStorage()  # the index an open builds, without a database
+    try:
+        for row in rows:
+            probe._index_line(row[7], row[1])
+        probe._finish_load()
+    except SessionError as exc:
+        at = f"imported line {exc.line}: " if exc.line else ""
+        raise SessionError(
+            exc.code,
+            f"{where}: not created: the entry lines given do not make a valid session ({at}{exc}); nothing imported",
+            path=where,
+            line=exc.line,
+        ) from None
 
 
 class SessionStorage:

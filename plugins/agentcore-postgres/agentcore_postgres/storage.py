@@ -13,8 +13,11 @@ One writer per session, across machines: a writer holds a session-level advisory
 :class:`~agentcore.session.SessionLockedError` naming the holder (its ``application_name``: pid and
 host). The server releases the lock when the holder's connection ends, so a crashed or killed
 writer never holds it forever (as soon as the server notices the connection is gone: at once for a
-killed process, after the TCP keepalive for a vanished machine). Advisory locks belong to a server
-connection, so connect directly or through a session-mode pooler, never a transaction-mode one.
+killed process, after the server's TCP keepalive for a vanished machine: its ``tcp_keepalives_*``
+settings, about two hours by default on Linux, which ``options=-ctcp_keepalives_idle=60`` in the DSN
+shortens for this connection; libpq's ``keepalives_idle`` sets the client's probes, not the
+server's). Advisory locks belong to a server connection, so connect directly or through a
+session-mode pooler, never a transaction-mode one.
 ``read_only=True`` takes no lock and reads a snapshot as of opening.
 
 Threads and processes: :meth:`~PostgresSessionStorage.close` waits for an append in flight on
@@ -23,9 +26,10 @@ it), so the lock is never released, nor the connection closed, under an append: 
 while the lock is held, or refused with ``SessionError``. A handle belongs to the process that
 opened it: a forked child shares the parent's server connection (its socket), so there it is never
 used: appends and reads of stored payloads are refused (``SessionError("storage")``), and
-``close()`` neither unlocks nor closes it (closing would end the parent's server session); the
-child keeps it, unused, until it exits (psycopg itself never closes a connection it collects in a
-forked child).
+``close()`` neither unlocks nor closes it (closing would end the parent's server session). At the
+fork the child lets go of its copy of every such socket (the descriptor then points at
+``/dev/null``), so a writer killed while a forked worker of it runs loses its lock at once, not when
+the worker exits (psycopg itself never closes a connection it collects in a forked child).
 
 The DSN's password never appears in reprs, errors or ``storage.path`` (which shows
 ``postgresql://user@host:port/db``). After connecting, the storage keeps the password only to
@@ -39,6 +43,7 @@ import os
 import re
 import socket
 import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -51,7 +56,15 @@ from agentcore.session.entries import (
     header_from_dict,
     new_header,
 )
-from agentcore.session.storage import EAGER_TYPES, IndexNode, clean_name, entry_row, import_rows, unstorable_column
+from agentcore.session.storage import (
+    EAGER_TYPES,
+    IndexNode,
+    check_imported_rows,
+    clean_name,
+    entry_row,
+    import_rows,
+    unstorable_column,
+)
 
 from .dsn import Dsn, parse_dsn
 from .schema import READ_COMMITTED, SCHEMA_VERSION, SchemaTooNewError, migrate, schema_version
@@ -72,6 +85,9 @@ _INSERT_NAMED = (
 #: Connections a forked child inherited and let go of: never used or closed there (closing sends
 #: the server the end of the parent's session over the shared socket), so kept until it exits.
 _INHERITED: List[Any] = []
+#: Server connections this process opened (weakly: a collected or closed one drops out or is
+#: skipped); a forked child lets go of its copies of their sockets at once (:func:`_forget_sockets_in_child`).
+_OPENED: weakref.WeakSet[Any] = weakref.WeakSet()
 # The advisory lock key of a session: unique per table (its oid) and session id within a database.
 _LOCK_KEY = "hashtextextended('agentcore_sessions'::regclass::oid::text || '/' || %s, 0)"
 
@@ -102,11 +118,44 @@ def _connect(dsn: Dsn) -> Any:
     """An autocommit connection; ``SessionError("storage")`` (password-free) when it fails."""
     psycopg = _psycopg()
     try:
-        return psycopg.connect(dsn.conninfo, autocommit=True, application_name=_application_name())
+        conn = psycopg.connect(dsn.conninfo, autocommit=True, application_name=_application_name())
     except psycopg.Error as exc:
         raise SessionError(
             "storage", f"{dsn.display}: cannot connect to PostgreSQL: {dsn.scrub(str(exc).strip())}", path=dsn.display
         ) from None
+    _OPENED.add(conn)
+    return conn
+
+
+def _forget_sockets_in_child() -> None:
+    """In a forked child, point the descriptor of every server connection the parent had open at
+    ``/dev/null``. The child never uses them (they are the parent's), but its copies of their
+    sockets kept the parent's server sessions, and so its writer locks, alive after the parent
+    died: a writer killed while a forked worker of it ran left its session locked, naming a dead
+    pid, until that worker exited. Whatever psycopg may still send there goes nowhere."""
+    conns = list(_OPENED)
+    if not conns:
+        return
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+    except OSError:  # pragma: no cover - no /dev/null: keep the copies
+        return
+    try:
+        for conn in conns:
+            try:
+                fd = conn.pgconn.socket  # raises once the connection is closed
+            except Exception:
+                continue
+            try:
+                os.dup2(null, fd, inheritable=False)
+            except OSError:  # pragma: no cover - best effort
+                pass
+    finally:
+        os.close(null)
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=_forget_sockets_in_child)
 
 
 def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
@@ -190,10 +239,46 @@ def _insert_session(
         if rows:
             conn.cursor().executemany(_INSERT, rows)
             conn.execute(
-                "UPDATE agentcore_sessions SET message_count = %s WHERE id = %s",
-                (sum(1 for row in rows if row[4] == "message"), header.id),
+                "UPDATE agentcore_sessions SET message_count = %s, name = %s WHERE id = %s",
+                (sum(1 for row in rows if row[4] == "message"), _imported_name(rows), header.id),
             )
     return header.id
+
+
+def _imported_name(rows: List[Tuple[Any, ...]]) -> Optional[str]:
+    """The ``name`` column for imported entry ``rows``: the last ``session_info`` entry's name, as an
+    append of it sets the column (the rows were checked to be valid entries)."""
+    for row in reversed(rows):
+        if row[4] == "session_info":
+            name = clean_name(json.loads(row[7]).get("name"))
+            return name if name is None else _column_text(name)
+    return None
+
+
+def _lock_session(conn: Any, display: str, session_id: str, refusal: str = "") -> None:
+    """Take the session's writer lock (on ``conn``, until it is unlocked or the connection ends);
+    :class:`SessionLockedError` naming the holder when another connection has it (``refusal`` ends
+    that message; by default it says how to read the session meanwhile)."""
+    row = conn.execute(f"SELECT pg_try_advisory_lock({_LOCK_KEY}), {_LOCK_KEY}", (session_id, session_id)).fetchone()
+    if row[0]:
+        return
+    key = row[1]
+    holder = conn.execute(
+        "SELECT a.pid, a.application_name, a.client_addr::text FROM pg_locks l JOIN pg_stat_activity a "
+        "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
+        "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+        ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
+    ).fetchone()
+    if holder is None:
+        who = "another connection"
+    else:
+        pid, app, addr = holder
+        who = f"{app or 'a client'} (server backend {pid}{', from ' + addr if addr else ''})"
+    raise SessionLockedError(
+        f"{display}: session {session_id} is open for writing by {who}; close it there first"
+        + (refusal or ", or open with read_only=True (a crashed writer's lock is released when its connection ends)"),
+        path=display,
+    )
 
 
 def _db_error(
@@ -317,28 +402,7 @@ class PostgresSessionStorage(SessionStorage):
         return f"{self.path} (session {getattr(self, 'session_id', '?')}, entry {entry_id}, seq {line})"
 
     def _acquire_lock(self) -> None:
-        row = self._conn.execute(
-            f"SELECT pg_try_advisory_lock({_LOCK_KEY}), {_LOCK_KEY}", (self.session_id, self.session_id)
-        ).fetchone()
-        if row[0]:
-            return
-        key = row[1]
-        holder = self._conn.execute(
-            "SELECT a.pid, a.application_name, a.client_addr::text FROM pg_locks l JOIN pg_stat_activity a "
-            "ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s AND l.objid = %s "
-            "AND l.objsubid = 1 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF),
-        ).fetchone()
-        if holder is None:
-            who = "another connection"
-        else:
-            pid, app, addr = holder
-            who = f"{app or 'a client'} (server backend {pid}{', from ' + addr if addr else ''})"
-        raise SessionLockedError(
-            f"{self.path}: session {self.session_id} is open for writing by {who}; close it there first, or "
-            "open with read_only=True (a crashed writer's lock is released when its connection ends)",
-            path=self.path,
-        )
+        _lock_session(self._conn, self.path or "postgresql", self.session_id)
 
     def _load(self) -> None:
         row = self._conn.execute("SELECT header FROM agentcore_sessions WHERE id = %s", (self.session_id,)).fetchone()
@@ -391,7 +455,9 @@ class PostgresSessionStorage(SessionStorage):
         """Add a new session (with optional raw JSONL entry ``lines``) and open it for writing.
 
         A used ``session_id`` is ``already_exists``; the session and its lines are inserted in one
-        transaction.
+        transaction. Lines that are not valid entries, or that would not open as a session (a
+        duplicate entry id, a leaf move to a missing entry), are ``SessionError("invalid_entry")`` /
+        ``("invalid_session")`` naming the imported line, before anything is written.
         """
         parsed = parse_dsn(dsn)
         _check_id(parsed.display, "session id", session_id)
@@ -407,6 +473,7 @@ class PostgresSessionStorage(SessionStorage):
                     "nothing imported",
                     line=seq,
                 )
+        check_imported_rows(rows, parsed.display)
         conn = _connect(parsed)
         try:
             _prepare_schema(conn, parsed.display, False)
@@ -471,16 +538,30 @@ class PostgresSessionStorage(SessionStorage):
     def delete_session(dsn: str, session_id: str) -> None:
         """Remove a session and its entries in one transaction.
 
-        ``not_found`` if there is none; ``SessionLockedError`` while a writer has it open.
+        ``not_found`` if there is none. A session open for writing (its writer lock held by any
+        connection, of this process too) is :class:`SessionLockedError` and nothing is deleted: the
+        writer's conversation would be gone under it. The session is not read, so one whose
+        header or entries are corrupt (it cannot be opened) can still be deleted.
         """
-        storage = PostgresSessionStorage(dsn, session_id)  # takes the writer lock: nobody is writing it
+        parsed = parse_dsn(dsn)
+        _check_id(parsed.display, "session id", session_id)
+        conn = _connect(parsed)
         try:
-            with storage._conn.transaction():
-                storage._conn.execute("DELETE FROM agentcore_sessions WHERE id = %s", (session_id,))
+            _prepare_schema(conn, parsed.display, False)
+            _lock_session(conn, parsed.display, session_id, ": nothing was deleted")
+            with conn.transaction():
+                deleted = conn.execute("DELETE FROM agentcore_sessions WHERE id = %s", (session_id,)).rowcount
+            if not deleted:
+                raise SessionError("not_found", f"{parsed.display}: no session {session_id!r}", path=parsed.display)
         except _psycopg().Error as exc:
-            raise storage._db_error("cannot delete the session", exc) from None
+            raise _db_error(parsed.display, parsed.scrub, conn, session_id, "cannot delete the session", exc) from None
         finally:
-            storage.close()
+            try:
+                if not conn.broken:  # at once: the server drops a closed connection's locks only later
+                    conn.execute("SELECT pg_advisory_unlock_all()")
+            except Exception:  # best effort: closing the connection releases it anyway
+                pass
+            conn.close()
 
     # ------------------------------------------------------------------ reading back
 

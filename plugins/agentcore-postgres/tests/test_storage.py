@@ -21,6 +21,7 @@ if str(ROOT / "tests") not in sys.path:  # the core's test helpers, as test_dask
 from _processes import append_in_forked_child  # noqa: E402
 
 from agentcore.session import Session, SessionError, SessionLockedError  # noqa: E402
+from agentcore.session.entries import LeafEntry, encode_line  # noqa: E402
 from agentcore.types import TextContent, UserMessage  # noqa: E402
 
 
@@ -321,6 +322,44 @@ def test_a_forked_child_neither_uses_nor_releases_the_parents_connection(pg_dsn)
         assert [e.id for e in again.entries()] == [first, second]
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_killed_writers_lock_is_released_while_a_forked_child_of_it_runs(pg_dsn):
+    """The child's copy of the writer's socket kept the server session, and so the lock, alive:
+    the session stayed locked by a dead pid for as long as the child (a multiprocessing worker,
+    say) ran."""
+    sid = PostgresSessionStorage.create(pg_dsn, cwd="/w").session_id
+    wait_for_lock_release(pg_dsn, sid)
+    proc, _ = start_writer(
+        pg_dsn,
+        sid,
+        """
+        child = os.fork()
+        if child == 0:
+            sys.stdin.read()  # until the test closes the pipe
+            os._exit(0)
+        print(child, flush=True)
+        sys.stdin.read()
+    """,
+    )
+    child = int(proc.stdout.readline())
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("SET statement_timeout = '10s'")  # released at once now; this bounds the old wait
+            conn.execute(f"SELECT pg_advisory_lock({_LOCK_KEY})", (sid,))
+            conn.execute(f"SELECT pg_advisory_unlock({_LOCK_KEY})", (sid,))
+        with Session(PostgresSessionStorage(pg_dsn, sid)) as s:  # taken over while the child still runs
+            s.append_message(U("after the crash"))
+        os.kill(child, 0)
+    finally:
+        proc.stdin.close()
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 # --------------------------------------------------------------------------- creation and ids
 
 
@@ -353,10 +392,37 @@ def test_create_with_lines_is_one_transaction(pg_dsn):
         assert [s.storage.raw_line(i) for i in s.storage.entry_ids()] == lines  # byte for byte
     with pytest.raises(SessionError) as info:
         PostgresSessionStorage.create(pg_dsn, "dup-lines", lines=lines + lines)  # duplicate entry ids
-    assert info.value.code == "storage"
+    assert info.value.code == "invalid_entry" and info.value.line == 3
+    assert "imported line 3" in str(info.value) and "nothing imported" in str(info.value)
     with pytest.raises(SessionError) as info:
         PostgresSessionStorage(pg_dsn, "dup-lines")
-    assert info.value.code == "not_found"  # rolled back: no half-made session
+    assert info.value.code == "not_found"  # nothing written: no half-made session
+
+
+def test_an_imported_named_session_is_listed_and_found_by_its_name(fresh_dsn):
+    """Imported lines set the message count but not the name: a named session forked or imported
+    was listed unnamed, and list_sessions(name=...) never found it."""
+    with Session.in_memory() as source:
+        source.set_name("first name")
+        source.append_message(U("a"))
+        source.set_name("imported\r\nchat \x00")  # the last one wins, cleaned as an append cleans it
+        lines = [source.storage.raw_line(i) for i in source.storage.entry_ids()]
+    with PostgresSessionStorage.create(fresh_dsn, cwd="/w", lines=lines) as made:
+        pass
+    [info] = PostgresSessionStorage.list_sessions(fresh_dsn, name="CHAT")
+    assert (info.id, info.name, info.message_count) == (made.session_id, "imported chat \\u0000", 1)
+
+
+def test_imported_lines_that_would_not_open_are_refused_and_nothing_is_written(fresh_dsn):
+    """A leaf move to an entry the lines do not hold was committed, and the session it made could
+    never be opened (invalid_session), nor deleted, yet stayed listed; a duplicate entry id was the
+    server's unique-key violation, a storage error naming no line."""
+    leaf = LeafEntry(id="moved", parent_id=None, timestamp="2025-01-01T00:00:00.000Z", target_id="missing")
+    with pytest.raises(SessionError) as info:
+        PostgresSessionStorage.create(fresh_dsn, "dangling", cwd="/w", lines=[encode_line(leaf.to_dict())])
+    assert info.value.code == "invalid_session" and "missing" in str(info.value)
+    assert "nothing imported" in str(info.value)
+    assert PostgresSessionStorage.list_sessions(fresh_dsn) == []
 
 
 def test_ids_postgresql_text_cannot_hold_are_refused_by_name(pg_dsn):
@@ -427,6 +493,39 @@ def test_delete_session(pg_dsn):
     assert info.value.code == "not_found"
     with psycopg.connect(pg_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM agentcore_entries WHERE session_id = 'to-delete'").fetchone()[0] == 0
+
+
+def test_a_session_that_cannot_be_opened_can_be_deleted(pg_dsn):
+    """delete_session opened the session to lock it, so one whose header or an entry was corrupt
+    (invalid_session / invalid_entry on open) could never be deleted, as it can in SQLite."""
+    ids = []
+    for corrupt in (
+        "UPDATE agentcore_sessions SET header = 'not json' WHERE id = %s",
+        "INSERT INTO agentcore_entries VALUES (%s, 1, 'x', NULL, 'model_change', 't', NULL, '{cut')",
+    ):
+        with PostgresSessionStorage(pg_dsn, cwd="/w") as made:
+            ids.append(made.session_id)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(corrupt, (ids[-1],))
+        with pytest.raises(SessionError) as info:
+            PostgresSessionStorage(pg_dsn, ids[-1])
+        assert info.value.code in ("invalid_session", "invalid_entry")
+        PostgresSessionStorage.delete_session(pg_dsn, ids[-1])
+    with psycopg.connect(pg_dsn) as conn:
+        for table, column in (("agentcore_sessions", "id"), ("agentcore_entries", "session_id")):
+            query = f"SELECT count(*) FROM {table} WHERE {column} = ANY(%s)"
+            assert conn.execute(query, (ids,)).fetchone()[0] == 0
+
+
+def test_deleting_a_session_open_for_writing_deletes_nothing(pg_dsn):
+    with Session(PostgresSessionStorage(pg_dsn, cwd="/w")) as s:
+        kept = s.append_message(U("kept"))
+        with pytest.raises(SessionLockedError) as info:
+            PostgresSessionStorage.delete_session(pg_dsn, s.id)
+        assert "nothing was deleted" in str(info.value) and f"pid {os.getpid()}" in str(info.value)
+        s.append_message(U("still writable"))
+    with PostgresSessionStorage(pg_dsn, s.id) as again:  # the delete let go of the lock at once
+        assert again.entry_ids()[0] == kept and len(again) == 2
 
 
 def test_a_cwd_or_name_postgresql_text_cannot_hold_is_listed_escaped(fresh_dsn):
