@@ -18,7 +18,8 @@ are kept for the redirects of one fetch only, never for the next fetch (another 
 another user's). Proxies come from the environment as for any requests call.
 
 Charsets are read as browsers read them: a byte order mark, else the ``Content-Type`` charset,
-else (HTML) ``<meta charset>``, else UTF-8; an ISO-8859-1 or US-ASCII label means windows-1252.
+else (XML: feeds, XHTML) the ``<?xml encoding="..."?>`` declaration, else (HTML) ``<meta
+charset>``, else UTF-8; an ISO-8859-1 or US-ASCII label means windows-1252.
 """
 
 from __future__ import annotations
@@ -341,10 +342,12 @@ def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any
     bom = _bom_charset(body)
     if bom is not None:
         charset = bom  # a byte order mark outranks the header, as in browsers
+    elif not _known(charset) and (mime.endswith("xml") or not mime) and _xml_charset(body):
+        charset = _xml_charset(body)  # <?xml encoding="..."?> of a feed or XHTML, as RFC 7303 says
     elif not _known(charset) and (html or not mime):
         charset = _html_charset(body)  # <meta charset>, when the header names none
     encoding = _whatwg(charset) if charset is not None and _known(charset) else "utf-8"
-    if b"\x00" in body[:1024] and not encoding.lower().replace("_", "-").startswith(("utf-16", "utf-32")):
+    if b"\x00" in body[:1024] and not _codec_name(encoding).startswith(("utf-16", "utf-32")):
         # a NUL byte is in no text (but UTF-16/32): a PDF or an image served as text/plain or as
         # nothing, which would reach the model as a page of replacement characters
         declared = f"declared as {mime}" if mime else "no content type"
@@ -430,6 +433,19 @@ def _html_charset(body: bytes) -> Optional[str]:
     return "utf-8" if declared.lower().startswith(("utf-16", "utf-32")) else declared
 
 
+_XML_ENCODING = re.compile(rb"""<\?xml\s[^>]*?\bencoding\s*=\s*["']([\w.:-]+)["']""")
+
+
+def _xml_charset(body: bytes) -> Optional[str]:
+    """The encoding an XML declaration at the start of ``body`` names, or None. One readable as
+    ASCII cannot be UTF-16/32: such a declaration means UTF-8, as for ``<meta charset>``."""
+    match = _XML_ENCODING.match(body, 0, 512)
+    if not match:
+        return None
+    declared = match.group(1).decode("ascii")
+    return "utf-8" if declared.lower().startswith(("utf-16", "utf-32")) else declared
+
+
 def _whatwg(charset: str) -> str:
     """The codec that reads a page labelled ``charset`` as browsers do: the Encoding Standard
     reads ``iso-8859-1``, ``latin1`` and ``us-ascii`` labels as windows-1252, whose bytes
@@ -438,6 +454,13 @@ def _whatwg(charset: str) -> str:
     import codecs
 
     return "cp1252" if codecs.lookup(charset).name in ("iso8859-1", "ascii") else charset
+
+
+def _codec_name(encoding: str) -> str:
+    """The codec's own name (``UTF16LE``, ``U16`` and ``utf_16`` are all ``utf-16...``)."""
+    import codecs
+
+    return codecs.lookup(encoding).name
 
 
 def _known(charset: Optional[str]) -> bool:

@@ -7,10 +7,13 @@ HTML ends it: at ``</head>``, or, as ``</head>`` may be omitted, at ``<body>``, 
 element or text outside its elements. The title is the first ``<title>`` outside ``<svg>`` and
 the other skipped elements; links resolve against the first ``<base href>``, else the page's URL.
 A ``<meta http-equiv="refresh">`` redirect is not followed but named at the top of the text.
+A tag, comment or declaration that the document never ends is dropped with the rest, as browsers
+drop it; a ``<![`` that starts no marked section is skipped to its ``>``.
 """
 
 from __future__ import annotations
 
+import html.parser as _html_parser
 import re
 from html.parser import HTMLParser
 from typing import Dict, List, Optional, Tuple
@@ -172,6 +175,40 @@ class _Readable(HTMLParser):
             self.parts.append(" ")
         self.parts.append(f"[{text}]({url})")
 
+    def parse_html_declaration(self, i: int) -> int:
+        """``<!...>``; a ``<![`` that is no marked section (``<![ x]>``, ``<![0]>``) is skipped up
+        to its ``>`` as a bogus comment, as browsers skip it (``html.parser`` raised
+        ``AssertionError`` for it, losing the whole page)."""
+        try:
+            return int(super().parse_html_declaration(i))
+        except AssertionError:
+            return int(self.parse_bogus_comment(i, report=False))
+
+    def close(self) -> None:
+        """Finish the document, in time linear in the rest left unparsed.
+
+        ``HTMLParser.close`` handles an unfinished tail one ``<`` at a time, and scans to the end
+        of the document again for each: 100 KB of ``<a<a<a`` took 16 s (2 MB, hours), ignoring
+        the run's abort. A tail inside a tag, comment or declaration that the document never
+        ends is dropped, as browsers drop it; any other unfinished start tag (one that stops
+        short of the end) shows as text up to the next ``<``, as ``html.parser`` shows it.
+        """
+        while self.rawdata[:1] == "<" and (self.rawdata[1:2].isalpha() or self.rawdata[1:2] in ("/", "!", "?")):
+            tail = self.rawdata
+            if _runs_to_the_end(tail):
+                self.rawdata = ""
+                break
+            cut = tail.find("<", 1)
+            if cut < 0 or self.cdata_elem:  # (an unclosed <script> or <style>: its text, skipped)
+                break
+            self.rawdata = tail[:cut]
+            self.goahead(True)  # the unfinished start tag, as text
+            self.rawdata += tail[cut:]
+            self.goahead(False)  # on to the next unfinished construct
+            if len(self.rawdata) >= len(tail):
+                break
+        super().close()
+
     def handle_data(self, data: str) -> None:
         if self._in_title:
             self._title_parts.append(data)
@@ -179,6 +216,22 @@ class _Readable(HTMLParser):
             self._in_head = False  # text cannot be in a head: it starts the body, as in a browser
         if not self._skip_depth and not self._in_head:
             self._text(data)
+
+
+# how html.parser (before Python 3.13.4) reads a start tag: a tag it reads to the very end of
+# the document has no end
+_START_TAG = getattr(_html_parser, "locatestarttagend_tolerant", None)
+_COMMENT_END = re.compile(r"--!?\s*>")
+
+
+def _runs_to_the_end(tail: str) -> bool:
+    """Whether the construct ``tail`` starts with (``<x``, ``</``, ``<!``, ``<?``) never ends."""
+    if ">" not in tail or (tail.startswith("<!--") and _COMMENT_END.search(tail, 4) is None):
+        return True
+    if _START_TAG is None or not tail[1:2].isalpha():
+        return False
+    match = _START_TAG.match(tail)
+    return match is not None and match.end() == len(tail)
 
 
 _REFRESH = re.compile(r"""\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(["']?)(.*)""", re.I | re.S)

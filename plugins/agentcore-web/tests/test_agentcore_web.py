@@ -146,6 +146,13 @@ class _Handler(BaseHTTPRequestHandler):
                 b'<html><head><meta http-equiv="Refresh" content="0; URL=\'new/home.html\'"></head><body></body></html>',
             ),
             "/echo-cookie": (200, "text/plain", b""),
+            "/utf16-label": (200, "text/plain; charset=UTF16", "caf\xe9".encode("utf-16-le")),
+            "/feed.xml": (
+                200,
+                "application/rss+xml",
+                b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<rss><title>caf\xe9 \x93news\x94</title></rss>',
+            ),
+            "/odd-markup.html": (200, "text/html", b"<p>Index x<![0]> of the list</p><p>Read <![ endif ]>on</p>"),
         }
         if self.path in ("/set-cookie", "/login"):
             self.send_response(200 if self.path == "/set-cookie" else 302)
@@ -582,3 +589,40 @@ def test_abort_and_deadline_end_a_slow_name_resolution(monkeypatch: pytest.Monke
             _run(create_fetch_url_tool(timeout=0.2), "http://slow-dns.invalid/")
     finally:
         release.set()
+
+
+def test_a_bogus_marked_section_does_not_lose_the_page(base_url: str) -> None:
+    """``<![`` not followed by a marked-section keyword (``<![0]>``, ``<![ endif ]>``) made
+    html.parser raise AssertionError: the tool failed with "cannot read" for a page it had read,
+    and html_to_text raised. Browsers skip it as a bogus comment."""
+    text = _run(create_fetch_url_tool(), base_url + "/odd-markup.html").content[0].text
+    assert text.endswith("\n\nIndex x of the list\n\nRead on")
+    assert html_to_text("<p>a<![;b]>c</p><![unknown x]><p>d</p>")[1] == "ac\n\nd"
+
+
+def test_a_feeds_xml_declaration_names_its_encoding(base_url: str) -> None:
+    """An RSS feed served without a charset but declaring ``encoding="ISO-8859-1"`` in its XML
+    declaration (RFC 7303: the declaration counts when the header names none) was read as
+    UTF-8: every accented letter and curly quote became U+FFFD."""
+    text = _run(create_fetch_url_tool(), base_url + "/feed.xml").content[0].text
+    assert text.endswith("<rss><title>caf\xe9 \u201cnews\u201d</title></rss>")
+
+
+def test_an_unfinished_tail_is_read_in_linear_time() -> None:
+    """html.parser's close() scanned to the end of the document again for every "<" of an
+    unfinished tail: 100 KB of "<a<a<a" took 16 s (2 MB, the default limit, hours), and
+    nothing interrupts it, not the run's abort nor the deadline. Browsers drop a tag, comment
+    or declaration the document never ends; so does html_to_text, at once."""
+    import time
+
+    for tail in ("<a" * 50_000, "</" * 50_000, "<!--" + "<b" * 50_000):
+        started = time.monotonic()
+        assert html_to_text("<p>kept</p>" + tail) == (None, "kept")
+        assert time.monotonic() - started < 2, tail[:4]
+    assert html_to_text('x <a b="y <p>hello</p> more')[1] == 'x <a b="y\n\nhello\n\nmore'
+
+
+def test_a_utf16_label_without_a_hyphen_is_text(base_url: str) -> None:
+    """``charset=UTF16`` names UTF-16 as well as ``utf-16`` does, but only the hyphenated
+    spelling was exempt from the NUL-byte test: the text was refused as binary content."""
+    assert _run(create_fetch_url_tool(), base_url + "/utf16-label").content[0].text.endswith("\n\ncaf\xe9")
