@@ -30,8 +30,10 @@ class ManyProgress:
     A task counts as ``done`` or ``failed`` as soon as it completes (``run_many``'s scheduler
     thread has its result), whether or not the loop iterating ``run_many`` has received that
     result yet, so a slow consumer does not make finished tasks look pending; ``running`` counts
-    the tasks started and not completed (on Dask, every task submitted and not completed: its
-    futures do not tell when they start); ``pending`` the rest. Tokens and cost sum the
+    the tasks started and not completed (on a process pool, at most one per worker process:
+    the pool marks a task running already as it queues it for a process; on Dask,
+    every task submitted and not completed: its futures do not tell when they start);
+    ``pending`` the rest. Tokens and cost sum the
     ``TaskResult.usage`` of the completed tasks (a worker reports usage with its result),
     compaction summaries included. ``rate`` is completed tasks per second since the start.
     Snapshots are made and passed to the ``progress`` callable on the iterating thread only,

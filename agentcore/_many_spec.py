@@ -62,7 +62,9 @@ class AgentSpec:
     default the worker's environment supplies keys (``OPENAI_API_KEY``...).
 
     A key in the spec is refused: ``Authorization``-like headers in ``model.headers`` or
-    ``options.headers`` raise :exc:`~agentcore.many.SpecNotPortableError` at construction.
+    ``options.headers`` raise :exc:`~agentcore.many.SpecNotPortableError` at construction. The
+    repr shows options as a ``StreamOptions`` does, whether given as one or as a mapping: never
+    the headers, credential-like option names (``credentials``...) as ``***``.
     """
 
     model: Any
@@ -98,6 +100,16 @@ class AgentSpec:
             split_names(self.options, "AgentSpec.options", installed_provider_options)
             object.__setattr__(self, "options", dict(self.options))
         self._refuse_keys()
+
+    def __repr__(self) -> str:
+        # options given as a mapping are shown as a StreamOptions shows itself: never the headers
+        # (a header may carry a token the refusal above does not know), credential-like names
+        # masked; a spec's repr ends up in TaskResult reprs, logs and tracebacks
+        return (
+            f"AgentSpec(model={self.model!r}, system_prompt={self.system_prompt!r}, tools={self.tools!r}, "
+            f"thinking_level={self.thinking_level!r}, options={_options_repr(self.options)}, "
+            f"plugins={self.plugins!r})"
+        )
 
     def _refuse_keys(self) -> None:
         # credential headers (the providers' own list: gateway headers included) never travel in a
@@ -190,6 +202,16 @@ class AgentTask:
                 "AgentTask.session must be a session URL (str) so that any worker can open "
                 f"it, not {type(self.session).__name__}"
             )
+
+
+def _options_repr(options: Any) -> str:
+    """``options`` as :class:`~agentcore.options.StreamOptions` shows them (a mapping too)."""
+    if not isinstance(options, Mapping):
+        return repr(options)
+    from .options import _SECRET_WORDS, spread_provider_options
+
+    spread = spread_provider_options({k: v for k, v in options.items() if v is not None and k != "headers"})
+    return repr({k: "***" if _SECRET_WORDS & set(str(k).lower().split("_")) else v for k, v in spread.items()})
 
 
 def _option(options: Any, name: str) -> Any:

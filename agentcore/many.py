@@ -144,7 +144,9 @@ def _run(
         )
     )
     local = LocalRuns() if isinstance(pool, ThreadPoolExecutor) else None
-    counts = _Counts(len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)))
+    counts = _Counts(
+        len(tasks), time.monotonic(), isinstance(pool, (ThreadPoolExecutor, ProcessPoolExecutor)), _workers(pool)
+    )
     scheduler = _Scheduler(pool, tasks, local, counts)
     refresher: Optional[_Refresher] = None
     settled = True
@@ -158,16 +160,16 @@ def _run(
             with ctrl_c_raises():  # in a notebook cell with top-level await too
                 result = scheduler.next_result(_TICK)
                 while result is None:
-                    _emit(report, scheduler.progress())
+                    _emit(report, scheduler.progress)
                     result = scheduler.next_result(_TICK)
-            _emit(report, scheduler.progress())
+            _emit(report, scheduler.progress)
             yield result
-        _emit(report, scheduler.progress(finished=True))
+        _emit(report, scheduler.progress, finished=True)
     except BaseException:  # KeyboardInterrupt, GeneratorExit (close()), or a failing submit
         settled = False  # a second Ctrl+C while _cancel waits: shutting down must not wait either
         settled = _cancel(scheduler, local)
         scheduler.close()  # counts the completions queued until now: the last snapshot is final
-        _emit(report, scheduler.progress(finished=True, interrupted=True))
+        _emit(report, scheduler.progress, finished=True, interrupted=True)
         raise
     finally:
         if refresher is not None:  # its draws after the final snapshot are no-ops (LiveDisplay)
@@ -378,9 +380,11 @@ def _new_at_each_open(url: str) -> bool:
     return url.partition(":")[0].strip().lower() == "memory"
 
 
-def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: ManyProgress) -> None:
+def _emit(report: Optional[Callable[[ManyProgress], Any]], snapshot: Callable[..., ManyProgress], **how: bool) -> None:
+    """``report(snapshot(**how))``; nothing, not even the snapshot (a look at every future in
+    flight, under the scheduler's lock), when nobody is told (``progress=False``)."""
     if report is not None:
-        report(snapshot)
+        report(snapshot(**how))
 
 
 def _cancel(scheduler: _Scheduler, local: Optional[LocalRuns]) -> bool:
@@ -413,12 +417,20 @@ def _result_of(future: Future[Any], task: AgentTask) -> TaskResult:
     )
 
 
-class _Counts:
-    """The figures of :class:`ManyProgress`, kept by the scheduler thread (with its lock held)."""
+def _workers(pool: Executor) -> Optional[int]:
+    """How many tasks a process pool runs at once (its processes), None for other executors."""
+    workers = getattr(pool, "_max_workers", None) if isinstance(pool, ProcessPoolExecutor) else None
+    return workers if isinstance(workers, int) and workers > 0 else None
 
-    def __init__(self, total: int, start: float, reports_running: bool) -> None:
+
+class _Counts:
+    """The figures of :class:`ManyProgress`, kept by the scheduler thread (with its lock held).
+    ``workers``: the most tasks that can run at once, when the executor says (a process pool)."""
+
+    def __init__(self, total: int, start: float, reports_running: bool, workers: Optional[int] = None) -> None:
         self.total = total
         self.reports_running = reports_running
+        self.workers = workers
         self.start = start
         self.done = self.failed = 0
         self.input_tokens = self.output_tokens = 0
@@ -442,8 +454,12 @@ class _Counts:
         # A task in flight runs from its start until the scheduler thread counts its completion
         # (its future may be done a moment before). Futures of a thread or process pool say when
         # they start; Dask's never do (they go from pending to done), so there "running" counts
-        # every task in flight.
+        # every task in flight. A process pool marks a future running as it moves the task to its
+        # call queue, a task or more before a worker process takes it: there at most one task per
+        # process runs.
         running = sum(1 for f in in_flight if f.running() or f.done()) if self.reports_running else len(in_flight)
+        if self.workers is not None:
+            running = min(running, self.workers)
         return ManyProgress(
             self.total,
             self.done,

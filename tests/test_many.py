@@ -1608,3 +1608,40 @@ def test_a_task_after_one_that_paused_on_its_session_fails_at_once_and_runs_once
     with Session.open(tmp_path / "s.jsonl", read_only=True) as session:
         texts = [m.role for m in session.build_context().messages]
         assert texts == ["user", "assistant", "toolResult", "assistant", "user", "assistant"]
+
+
+def test_a_process_pool_reports_no_more_tasks_running_than_it_has_processes(spec, tmp_path, worker_path):
+    """A process pool marks a future running as it moves the task to its call queue, a task
+    beyond what its processes run: a pool of one process used to show "2 running" throughout."""
+    gate = tmp_path / "gate"
+    waiting = AgentSpec(**{**spec.__dict__, "tools": ("many_wait",)})
+    tasks = [AgentTask(waiting, f'many_wait {{"path": "{gate}"}}', id=i) for i in range(4)]
+    while_running: List[Any] = []
+
+    def progress(snapshot: Any) -> None:  # on the iterating thread, at least every quarter second
+        if not gate.exists() and Path(str(gate) + ".started").exists():
+            while_running.append(snapshot)  # task 0 runs in the only process, the others wait
+            gate.touch()
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        results = list(run_many(tasks, executor=pool, progress=progress))
+    assert all(r.ok for r in results), [r.error for r in results]
+    [snapshot] = while_running
+    assert (snapshot.running, snapshot.pending) == (1, 3), snapshot
+
+
+def test_a_spec_s_repr_shows_no_header_nor_credential_given_in_an_options_mapping(server):
+    """A StreamOptions never shows its headers and masks credential-like provider options; the
+    same options given to a spec as a mapping were shown as they are, in every task's and
+    result's repr (logs, tracebacks)."""
+    from agentcore.options import installed_provider_options
+
+    options: Dict[str, Any] = {"headers": {"X-Session": "hdr-secret"}, "temperature": 0.5}
+    credentials = "credentials" in installed_provider_options()  # the Vertex plugin's option
+    if credentials:
+        options["credentials"] = "cred-secret"
+    spec = AgentSpec(server.model(), options=options)
+    shown = repr(TaskResult(AgentTask(spec, "hi", id=1)))
+    assert "hdr-secret" not in shown and "cred-secret" not in shown and "'temperature': 0.5" in shown
+    assert not credentials or "'credentials': '***'" in shown
+    assert spec.option_kwargs()["headers"] == {"X-Session": "hdr-secret"}  # the agent still gets them
