@@ -1412,3 +1412,29 @@ def test_an_envelope_that_is_not_utf8_is_named_not_a_bare_unicode_error(tmp_path
     with pytest.raises(SessionError, match=r"s\.jsonl:3: invalid entry: 'utf-8' codec") as info:
         Session.open(path, read_only=read_only)
     assert info.value.code == "invalid_entry" and info.value.line == 3
+
+
+def test_a_fork_keeps_the_history_a_compaction_kept_from_a_label_entry(tmp_path):  # session §12 F54, §7.4
+    """The compaction cut takes the label entry before it along, so ``firstKeptEntryId`` can be a
+    label; a fork drops label entries, and its context lost every message the compaction kept."""
+    from agentcore.session.compaction import CompactionSettings, prepare_compaction
+
+    repo = SessionRepository(tmp_path)
+    src = repo.create(cwd="/p", session_id="src")
+    u1 = src.append_message(U("u1 " * 400))
+    src.append_message(A("a1 " * 400))
+    src.append_label(u1, "start")
+    u2 = src.append_message(U("u2 " * 400))
+    src.append_message(A("a2 " * 400))
+    preparation = prepare_compaction(src.get_branch(), CompactionSettings(keep_recent_tokens=500))
+    assert src.storage.type_of(preparation.first_kept_entry_id) == "label"
+    src.append_compaction("summary", preparation.first_kept_entry_id, preparation.tokens_before)
+    u3 = src.append_message(U("u3"))
+    expected = [type(m).__name__ for m in src.build_context().messages]
+    assert expected == ["CompactionSummaryMessage", "UserMessage", "AssistantMessage", "UserMessage"]
+    for fork in (repo.fork(src, u3, position="at"), repo.fork(src, u3)):
+        compaction = next(e for e in fork.entries() if e.type == "compaction")
+        assert compaction.first_kept_entry_id == u2
+        assert [type(m).__name__ for m in fork.build_context().messages][:3] == expected[:3]
+        fork.close()
+    src.close()

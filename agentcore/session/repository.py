@@ -382,8 +382,9 @@ class SessionRepository:
         Without ``entry_id`` every entry is copied (all branches). With it, the root→entry path is
         copied: ``position="at"`` ends at the entry; ``"before"`` (default) requires a user message and
         ends at its parent, so the fork re-asks that question. Label entries on the path are replaced
-        by fresh ones for the labels of copied entries. Unknown or unsuitable entry:
-        ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
+        by fresh ones for the labels of copied entries; a compaction whose kept history started at
+        such a label entry starts at the next copied entry, so the fork builds the same context.
+        Unknown or unsuitable entry: ``invalid_fork_target``. The new header's ``parentSession`` is the source file's path.
         The new file has the source file's permission bits (a private 0600 session forks into a
         private file, never readable by others even for a moment), its owner keeping read and
         write; a source without a file gives the umask's.
@@ -418,7 +419,16 @@ class SessionRepository:
         else:
             path = storage.path_to_root(entry_id)[::-1]
         kept = [i for i in path if storage.type_of(i) != "label"]
-        lines = [_fork_line(storage, i, p) for i, p in zip(kept, [None, *kept])]
+        # a dropped label may be where a compaction's kept history starts (the cut takes the
+        # non-message entries before it along): it then starts at the next entry that is copied
+        moved: Dict[str, str] = {}
+        following: Optional[str] = None
+        for node in reversed(path):
+            if storage.type_of(node) != "label":
+                following = node
+            elif following is not None:
+                moved[node] = following
+        lines = [_fork_line(storage, i, p, moved) for i, p in zip(kept, [None, *kept])]
         parent = kept[-1] if kept else None
         used = set(kept)
         for target in kept:
@@ -460,9 +470,12 @@ def _mode_of(path: Optional[str]) -> Optional[int]:
         return None
 
 
-def _fork_line(storage: Any, entry_id: str, parent: Optional[str]) -> bytes:
+def _fork_line(storage: Any, entry_id: str, parent: Optional[str], moved: Dict[str, str]) -> bytes:
     """The line of a path entry for a fork, hanging under ``parent`` (the copied entry before it
     on the path, None for the first).
+
+    A ``compaction`` whose ``firstKeptEntryId`` is a label entry of the path (not copied) keeps its
+    history from ``moved[that id]``, the next copied entry, which gives the fork the same context.
 
     An entry whose parent on the path is not copied (a ``label`` entry: labels are re-created at
     the end) is re-parented to the copied entry before it, its line otherwise unchanged, so the
@@ -472,9 +485,15 @@ def _fork_line(storage: Any, entry_id: str, parent: Optional[str]) -> bytes:
     if storage.type_of(entry_id) == "leaf":
         entry = storage.get_entry(entry_id)
         return encode_line(LeafEntry(entry.id, parent, entry.timestamp, parent).to_dict())[:-1]
-    if storage.parent_of(entry_id) == parent:
+    first_kept = None
+    if storage.type_of(entry_id) == "compaction":
+        kept_from = getattr(storage.get_entry(entry_id), "first_kept_entry_id", None)
+        first_kept = kept_from if isinstance(kept_from, str) else None  # another writer's odd value: as is
+    if storage.parent_of(entry_id) == parent and first_kept not in moved:
         return storage.raw_line(entry_id)
     storage.get_entry(entry_id)  # a damaged line is reported here, naming its file and line
     data = json.loads(storage.raw_line(entry_id))
     data["parentId"] = parent
+    if first_kept in moved:
+        data["firstKeptEntryId"] = moved[first_kept]
     return encode_line(data)[:-1]
