@@ -956,6 +956,28 @@ def test_sessions_show_and_export_accept_an_id_prefix(monkeypatch, tmp_path):
     assert code == 2 and "zzz" in err
 
 
+def test_export_of_a_compacted_branch_keeps_its_summary(monkeypatch, tmp_path):
+    """``sessions export --format markdown/json`` kept the branch's message entries only: the
+    transcript of a compacted session jumped from nothing to the kept turns, without the summary
+    the model was given (``sessions show`` prints it)."""
+    from agentcore.session import SessionRepository
+
+    monkeypatch.setenv("AGENTCORE_SESSIONS_DIR", str(tmp_path / "sessions"))
+    repo = SessionRepository(tmp_path / "sessions")
+    with repo.create(cwd=str(tmp_path), session_id="compacted") as session:
+        session.append_message({"role": "user", "content": "old question", "timestamp": 1})
+        kept = session.append_message({"role": "user", "content": "kept question", "timestamp": 2})
+        session.append_compaction("We talked about the old question.", kept, 100)
+        session.append_message({"role": "user", "content": "new question", "timestamp": 3})
+    code, out, err = _in_process("sessions", "export", "compacted", "--format", "json")
+    assert code == 0, err
+    exported = json.loads(out)
+    assert [m["role"] for m in exported] == ["user", "user", "compactionSummary", "user"]
+    assert exported[2]["summary"] == "We talked about the old question."
+    code, out, err = _in_process("sessions", "export", "compacted", "--format", "markdown")
+    assert code == 0 and "We talked about the old question." in out
+
+
 def test_chat_branch_then_quit_keeps_the_session_and_export_whole(monkeypatch, tmp_path):
     """Issue 10 item 13: after ``/branch 1`` the export was an empty document. A /branch is now
     written with the next prompt (as the reference does); quitting right after it changes nothing."""

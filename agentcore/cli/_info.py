@@ -10,7 +10,7 @@ import contextlib
 import errno
 import json
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO
+from typing import Any, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from ._setup import (
     UsageError,
@@ -368,6 +368,27 @@ def cmd_sessions_show(args: Any, out: TextIO, err: TextIO) -> int:
 EXPORT_FORMATS = ("markdown", "html", "json", "jsonl")
 
 
+def _branch_messages(session: Any) -> Tuple[List[Any], List[Any]]:
+    """The current branch's entries that read as messages, and those messages: the messages, an
+    application's custom messages, and the compaction and branch summaries (``compactionSummary``
+    / ``branchSummary`` messages, as ``sessions show`` prints them: a transcript of a compacted
+    session without its summary skips what the model was told)."""
+    from ..session.compaction import entry_to_message
+    from ..types import CompactionSummaryMessage
+
+    entries: List[Any] = []
+    messages: List[Any] = []
+    for entry in session.get_branch():
+        if entry.type == "compaction":
+            message: Any = CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms)
+        else:
+            message = entry_to_message(entry)
+        if message is not None:
+            entries.append(entry)
+            messages.append(message)
+    return entries, messages
+
+
 def _check_not_the_source(output: str, source: Any) -> None:
     """UsageError when ``-o`` names the session file being exported (the same file by another
     name, a symlink or a hard link too): writing the page over it destroyed the session."""
@@ -443,7 +464,8 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
 
     ``markdown``: the current branch as a readable transcript; ``html``: a standalone page of the
     whole tree, every branch (see :mod:`._html`); ``json``: the current branch's messages as a JSON
-    array of reference message dicts; ``jsonl``: every entry of the session (all branches) as
+    array of reference message dicts (both with the branch's compaction and branch summaries and
+    custom messages, see :func:`_branch_messages`); ``jsonl``: every entry of the session (all branches) as
     reference JSONL, header first.
 
     ``-o FILE`` replaces ``FILE`` atomically (:func:`_write_output`: a failure leaves the previous
@@ -471,14 +493,13 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                     lines.append(encode_line(entry.to_dict()))
             text = b"".join(lines).decode("utf-8")
         else:
-            entries = [e for e in session.get_branch() if e.type == "message"]
-            messages = [e.message for e in entries]
+            entries, messages = _branch_messages(session)
             if not messages:
                 _note_empty_branch(session, err)
             if fmt == "json":
-                for entry in entries:  # NaN would be written as NaN, which no JSON reader takes
+                for entry, message in zip(entries, messages):  # NaN would be written as NaN: no JSON
                     with _unexportable(session, entry, "JSON"):
-                        json.dumps(message_to_dict(entry.message), allow_nan=False)
+                        json.dumps(message_to_dict(message), allow_nan=False)
                 text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
             else:
                 from ..jupyter import transcript_to_markdown
