@@ -182,9 +182,11 @@ def tool(
     """Turn a typed, documented function into an :class:`AgentTool` (bare ``@tool`` or ``@tool(...)``).
 
     The JSON schema comes from the type hints: ``str``, ``int``, ``float``, ``bool``, ``None`` and
-    ``Optional[...]``, ``list[...]``/``List[...]``, ``tuple[...]``, ``dict[str, ...]``, ``Literal``,
-    ``Enum``, ``TypedDict`` and dataclasses (as objects), unions, ``Annotated[T, "description"]`` and
-    ``Any``; a parameter with a default is optional. The first docstring paragraph is the tool
+    ``Optional[...]``, ``list[...]``/``List[...]``, ``tuple[...]``, ``set[...]``, ``dict[str, ...]``,
+    ``Literal``, ``Enum``, ``TypedDict``, dataclasses and pydantic v2 models (as objects), unions,
+    ``Annotated[T, "description"]``, ``datetime``/``date``/``time``, ``UUID``, ``pathlib`` paths and
+    ``Decimal`` (as ISO or canonical text, converted back before the call: see
+    :mod:`agentcore._toolschema`) and ``Any``; a parameter with a default is optional. The first docstring paragraph is the tool
     description (unless ``description=`` is given); parameter descriptions come from a Google-style
     ``Args:`` section (or ``:param name:`` lines). Parameters named ``signal``, ``on_update`` and
     ``tool_call_id`` are not in the schema: the run's abort signal, the partial-result callback and

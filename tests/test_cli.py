@@ -1516,6 +1516,27 @@ def test_run_schema_from_a_file_and_a_home_path(quiet_home, tmp_path, monkeypatc
     assert code == 0 and json.loads(out) == {"n": 1}, err
 
 
+def test_a_byte_order_mark_is_no_part_of_a_piped_prompt_nor_of_a_schema_file(quiet_home, tmp_path, env):
+    """A file saved by Notepad starts with a byte order mark: piped into ``run`` it reached the
+    model and the session as U+FEFF, and a ``--schema`` file was read as concise fields."""
+    (tmp_path / "home").mkdir(exist_ok=True)
+    (tmp_path / "home" / "bom.json").write_bytes(
+        b'\xef\xbb\xbf{"type": "object", "properties": {"n": {"type": "integer"}}}'
+    )
+    code, out, err = _in_process("run", "--model", "scripted", "--schema", "~/bom.json", "hi")
+    assert code == 0 and json.loads(out) == {"n": 1}, err
+    done = subprocess.run(
+        [sys.executable, "-m", "agentcore", "run", "--model", "scripted", "--no-log"],
+        input=b"\xef\xbb\xbfhello from a file\n",
+        capture_output=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(b"You said: hello from a file")
+
+
 def test_run_schema_with_the_offline_demo(quiet_home):
     code, out, err = _in_process("run", "--model", "scripted", "--schema", "name, age int, tags list", "hi")
     assert code == 0, err

@@ -16,6 +16,7 @@ Convention for ``docs/*.rst`` (also stated in docs/development.rst):
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 import sys
 import textwrap
@@ -327,3 +328,54 @@ def test_cli_page_lists_every_environment_variable():
     table = _cli_reference().get("Environment variables", "")
     missing = sorted(n for n in names if f"``{n}" not in table)
     assert not missing, "docs/cli.rst, Environment variables, lacks: " + ", ".join(missing)
+
+
+def test_approvals_page_gives_every_entry_kind_a_session_records(tmp_path):
+    """Each ``agentcore.approval`` entry kind a paused, approved and resumed run writes to its
+    session (``request``, ``decision`` and the ``started`` mark that keeps a killed process from
+    running an approved call twice) is spelled out on the approvals page, for readers of the file."""
+    from agentcore import Agent, Session, tool
+    from agentcore.testing import ScriptedModel, call, response, text
+
+    @tool(requires_approval=True)
+    def remove(path: str) -> str:
+        """Remove a file."""
+        return f"removed {path}"
+
+    scripted = ScriptedModel([response(call("remove", {"path": "build"}, id="c1")), text("Done.")])
+    with Session.create(str(tmp_path / "s.jsonl")) as session:
+        agent = Agent(scripted.model, session=session, tools=[remove])
+        agent.prompt("clean up")
+        agent.approve("c1")
+        agent.continue_()
+        kinds = {
+            entry.data["kind"]
+            for entry in session.get_branch()
+            if entry.type == "custom" and entry.custom_type == "agentcore.approval"
+        }
+    assert kinds == {"request", "decision", "started"}
+    page = " ".join((DOCS / "approvals.rst").read_text(encoding="utf-8").split())
+    missing = sorted(kind for kind in kinds if f'{{"kind": "{kind}"' not in page)
+    assert not missing, f"docs/approvals.rst does not give the entries of kind {missing}"
+
+
+def test_logging_page_names_the_level_and_logger_of_a_failing_observer(caplog):
+    """An ``on_event`` hook that raises is logged (the run goes on); the logging page's bullet for
+    that record's level names its logger, so a reader configuring handlers knows to expect it."""
+    from agentcore import Agent, hookimpl
+    from agentcore.testing import ScriptedModel
+
+    class Broken:
+        @hookimpl
+        def on_event(self, event, agent):
+            raise RuntimeError("observer broke")
+
+    scripted = ScriptedModel(["hi"])
+    with caplog.at_level(logging.DEBUG, logger="agentcore"):
+        assert Agent(scripted.model, plugins=[Broken()]).prompt("x")[-1].text == "hi"
+    records = {(r.levelname, r.name) for r in caplog.records if "on_event hook" in r.getMessage()}
+    assert records == {("ERROR", "agentcore.plugins")}
+    page = (DOCS / "logging.rst").read_text(encoding="utf-8")
+    bullets = {m.group(1): m.group(2) for m in re.finditer(r"^\* ``([A-Z]+)``(.*?)(?=^\S|\Z)", page, re.M | re.S)}
+    missing = [f"{level}: {name}" for level, name in records if f"``{name}``" not in bullets.get(level, "")]
+    assert not missing, f"docs/logging.rst does not list {missing}"

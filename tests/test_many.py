@@ -564,7 +564,7 @@ def _wait_for_file(path: Path, timeout: float = 60.0) -> None:
 @pytest.fixture(scope="module")
 def dask_client():
     distributed = pytest.importorskip(
-        "distributed", reason="dask[distributed] is not installed (pip install agentcore[dask])"
+        "distributed", reason="dask[distributed] is not installed (pip install pyagentcore[dask])"
     )
     paths = [str(ROOT), helpers.TESTS_DIR] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     old = os.environ.get("PYTHONPATH")

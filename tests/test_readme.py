@@ -105,3 +105,15 @@ def test_hosted_provider_block_ends_with_missing_key(marker, offline, capsys):
     assert "agent_end" in capsys.readouterr().out  # the run ended ...
     last = namespace["messages"][-1]  # ... as the README says: an error naming the variable to set
     assert last.stop_reason == "error" and "ANTHROPIC_API_KEY" in last.error_message
+
+
+def test_chat_sentence_names_every_chat_command():
+    """The README's summary of ``agentcore chat`` names each of its commands (``/help`` and
+    ``/quit`` aside) and the ``!multi`` ... ``!end`` multi-line prompt, so a new one is not
+    left for readers of docs/cli.rst alone."""
+    from agentcore.cli._chat import COMMANDS
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    words = {command.split()[0] for command in COMMANDS} - {"/help", "/quit"}
+    missing = sorted(word for word in words if f"``{word}``" not in text)
+    assert not missing, f"README.rst's agentcore chat sentence lacks: {missing}"

@@ -350,7 +350,8 @@ def _read_all(stdin: Any) -> str:
         if buffer is not None:
             data = buffer.read(MAX_ATTACHMENT_BYTES + 1)
             too_long = len(data) > MAX_ATTACHMENT_BYTES
-            text = "" if too_long else data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+            # utf-8-sig: a byte order mark (a file saved by Notepad) is not part of the prompt
+            text = "" if too_long else data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n")
         else:
             text = stdin.read(MAX_ATTACHMENT_BYTES + 1)
             too_long = len(text) > MAX_ATTACHMENT_BYTES
@@ -468,7 +469,7 @@ def _read_schema(value: str) -> Dict[str, Any]:
         value = os.path.expanduser(stripped)
     if not value.lstrip().startswith("{") and os.path.isfile(value):
         try:
-            with open(value, encoding="utf-8") as handle:
+            with open(value, encoding="utf-8-sig") as handle:  # a byte order mark is not JSON
                 text = handle.read()
         except OSError as exc:
             raise UsageError(f"--schema {value}: cannot read it ({exc.strerror})") from None
