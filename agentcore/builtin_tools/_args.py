@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Optional, Type
+from typing import Any, Callable, Mapping, Optional, Type
 
 __all__ = ["positive_int", "utf8"]
 
@@ -24,11 +24,18 @@ def positive_int(args: Mapping[str, Any], key: str) -> Optional[int]:
     return int(value)
 
 
-def utf8(text: str, what: str, error: Type[ValueError] = ValueError) -> bytes:
-    """``text`` encoded as UTF-8; raises ``error`` naming ``what`` for a lone surrogate (a model's
-    ``\\ud83d`` escape without its partner), which UTF-8 cannot encode."""
+def _strict_utf8(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+def utf8(
+    text: str, what: str, error: Type[ValueError] = ValueError, encode: Callable[[str], bytes] = _strict_utf8
+) -> bytes:
+    """``text`` encoded as UTF-8 (by ``encode``: ``os.fsencode`` lets a file name's undecodable
+    bytes through); raises ``error`` naming ``what`` for a lone surrogate (a model's ``\\ud83d``
+    escape without its partner), which UTF-8 cannot encode."""
     try:
-        return text.encode("utf-8")
+        return encode(text)
     except UnicodeEncodeError as exc:
         line = text.count("\n", 0, exc.start) + 1
         raise error(

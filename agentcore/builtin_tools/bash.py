@@ -39,6 +39,7 @@ from typing import IO, Any, Callable, Dict, Mapping, Optional, Tuple
 from .._errors import PicklableError
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
+from ._args import utf8
 from ._process import ShellProcess
 from ._truncate import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Truncation, format_size, truncate_tail
 
@@ -179,14 +180,7 @@ def _command_bytes(command: str) -> bytes:
             f"command contains a NUL character (line {line}), which a shell command cannot hold; "
             "to output one, write printf '\\0'"
         )
-    try:
-        return os.fsencode(command)
-    except UnicodeEncodeError as exc:
-        line = command.count("\n", 0, exc.start) + 1
-        raise ValueError(
-            f"command holds an unpaired UTF-16 surrogate {command[exc.start]!r} (line {line}), which cannot "
-            "be encoded; write the character itself, not half of its \\u escape pair"
-        ) from None
+    return utf8(command, "command", encode=os.fsencode)  # as subprocess encodes it
 
 
 def _script_file(data: bytes) -> str:

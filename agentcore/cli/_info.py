@@ -374,15 +374,11 @@ def _branch_messages(session: Any) -> Tuple[List[Any], List[Any]]:
     / ``branchSummary`` messages, as ``sessions show`` prints them: a transcript of a compacted
     session without its summary skips what the model was told)."""
     from ..session.compaction import entry_to_message
-    from ..types import CompactionSummaryMessage
 
     entries: List[Any] = []
     messages: List[Any] = []
     for entry in session.get_branch():
-        if entry.type == "compaction":
-            message: Any = CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms)
-        else:
-            message = entry_to_message(entry)
+        message = entry_to_message(entry, compactions=True)
         if message is not None:
             entries.append(entry)
             messages.append(message)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .._safe import describe_exception
-from ..types import CompactionSummaryMessage, Usage, role_of, text_of
+from ..types import Usage, role_of, text_of
 from .compaction import CompactionError, _json_details, hook_summary, summarize_with_model
 from .compaction_prompts import (
     BRANCH_SUMMARY_INSTRUCTIONS,
@@ -182,9 +182,7 @@ def _branch_message(entry: SessionEntry) -> Optional[Any]:
 
     if isinstance(entry, MessageEntry) and role_of(entry.message) == "toolResult":
         return None
-    if isinstance(entry, CompactionEntry):
-        return CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms)
-    return entry_to_message(entry)
+    return entry_to_message(entry, compactions=True)
 
 
 def prepare_branch_entries(entries: Sequence[SessionEntry], token_budget: int = 0) -> BranchPreparation:

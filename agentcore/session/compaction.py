@@ -39,6 +39,7 @@ from ..types import (
     AgentContext,
     AssistantMessage,
     BranchSummaryMessage,
+    CompactionSummaryMessage,
     CustomMessage,
     TextContent,
     ToolCall,
@@ -120,10 +121,13 @@ def _role(entry: SessionEntry) -> Optional[str]:
     return None
 
 
-def entry_to_message(entry: SessionEntry) -> Optional[Any]:
+def entry_to_message(entry: SessionEntry, compactions: bool = False) -> Optional[Any]:
     """The message an entry contributes to a summary: a message entry's message, a
     ``custom_message`` as a custom message, a non-empty branch summary as a branch-summary
-    message; None for everything else (compactions, settings, labels, custom state)."""
+    message, with ``compactions`` a compaction as its summary message; None for everything else
+    (compactions by default, settings, labels, custom state)."""
+    if compactions and isinstance(entry, CompactionEntry):
+        return CompactionSummaryMessage(entry.summary, entry.tokens_before, entry.timestamp_ms)
     if isinstance(entry, MessageEntry):
         return entry.message
     if isinstance(entry, CustomMessageEntry):
