@@ -31,7 +31,7 @@ from agentcore.tools import AgentTool, AgentToolResult
 
 from . import _loop
 from ._connection import Connection, Spec
-from .errors import MCPAbortedError, MCPConnectionError, MCPServerError, MCPTimeoutError, MCPToolError
+from .errors import MCPAbortedError, MCPConnectionError, MCPError, MCPServerError, MCPTimeoutError, MCPToolError
 from .results import progress_update, to_tool_result, truncation_notice
 
 __all__ = ["MCPServer", "close_servers", "DEFAULT_TIMEOUT", "DEFAULT_CONNECT_TIMEOUT", "DEFAULT_MAX_OUTPUT_CHARS"]
@@ -600,7 +600,7 @@ class MCPServer:
         if signal is not None:
             signal.add_listener(abort)
         try:
-            result = self._outcome(future, conn, name, limit)
+            result = self._outcome(future, conn, name, limit, signal)
         except MCPToolError as exc:  # a refused call: the server's message, as long as it likes
             raise self._capped(exc) from None
         finally:
@@ -609,7 +609,7 @@ class MCPServer:
         return to_tool_result(result, self.name, name, self._spec.secrets.redact, self.max_output_chars)
 
     def _outcome(
-        self, future: concurrent.futures.Future[Any], conn: Connection, tool: str, limit: Optional[float]
+        self, future: concurrent.futures.Future[Any], conn: Connection, tool: str, limit: Optional[float], signal: Any
     ) -> Any:
         """The call's result within ``limit``, or the error saying it was aborted or timed out
         (the request cancelled). A result that lands as the time runs out, too late for the
@@ -625,7 +625,7 @@ class MCPServer:
             ) from None
         except concurrent.futures.TimeoutError:
             if future.cancel():
-                raise self._timed_out(conn, tool, limit) from None
+                raise self._timed_out(conn, tool, limit, signal) from None
         except BaseException:  # KeyboardInterrupt in the caller's thread: the server stops too
             future.cancel()
             raise
@@ -642,10 +642,28 @@ class MCPServer:
             f"{text[:limit]}\n\n{truncation_notice(limit, len(text))}", server=error.server, tool=error.tool
         )
 
-    def _timed_out(self, conn: Connection, tool: str, limit: Optional[float]) -> MCPServerError:
+    def _timed_out(self, conn: Connection, tool: str, limit: Optional[float], signal: Any) -> MCPError:
+        """The error for a call that gave no result within ``limit``: a liveness probe (up to
+        ``PING_TIMEOUT``) tells a slow tool (:class:`MCPTimeoutError`) from a hung server
+        (:class:`MCPServerError`, marked for a restart). An abort of ``signal`` during the probe
+        stops the wait at once (:class:`MCPAbortedError`); the server is then left as it is, since
+        nothing showed it hung (the next call finds out)."""
         message = f"MCP server {self.name!r}: tool {tool!r} gave no result within {limit:g}s; the request was cancelled"
+        probe = _loop.submit(conn.probe())
+
+        def stop(_reason: Any = None) -> None:
+            probe.cancel()
+
+        if signal is not None:
+            signal.add_listener(stop)
         try:
-            _loop.submit(conn.probe()).result(PING_TIMEOUT)
+            probe.result(PING_TIMEOUT)
+        except concurrent.futures.CancelledError:
+            return MCPAbortedError(
+                message + ", and the run was aborted while the server was being checked for a hang",
+                server=self.name,
+                tool=tool,
+            )
         except Exception:  # noqa: BLE001 - no pong: the server hangs
             conn.mark_dead("stopped answering")
             return MCPServerError(
@@ -654,6 +672,9 @@ class MCPServer:
                 server=self.name,
                 tool=tool,
             )
+        finally:
+            if signal is not None:
+                signal.remove_listener(stop)
         return MCPTimeoutError(message, server=self.name, tool=tool)
 
     def _wait(self, conn: Connection, coro: Any, limit: Optional[float], what: str) -> Any:

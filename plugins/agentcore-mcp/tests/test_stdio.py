@@ -1023,3 +1023,37 @@ def test_a_message_larger_than_the_limit_closes_the_connection_saying_so(monkeyp
     with _raw_server("big-result") as server:
         with pytest.raises(MCPServerError, match=r"MCP server 'raw' sent a message larger than 1 MiB during"):
             server.call_tool("t", {})
+
+
+def test_an_abort_during_the_liveness_probe_after_a_timeout_is_heard_at_once(test_server, monkeypatch):
+    """A call that timed out is followed by a ping (up to PING_TIMEOUT) to tell a slow tool from a
+    hung server; the run's abort used to go unheard for all of that wait. Now it ends the wait,
+    and the server, not shown to hang, is kept."""
+    probing = threading.Event()
+    real_probe = Connection.probe
+
+    async def probe(self):
+        probing.set()
+        return await real_probe(self)
+
+    monkeypatch.setattr(Connection, "probe", probe)
+    with test_server(timeout=0.5) as server:
+        first = server.pid
+        controller = AbortController()
+        outcome = []
+
+        def call() -> None:
+            try:
+                server.call_tool("freeze", {"seconds": 60}, signal=controller.signal)
+            except Exception as exc:  # noqa: BLE001 - inspected below
+                outcome.append(exc)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert probing.wait(30), "no liveness probe after the timeout"
+        controller.abort("Ctrl+C")
+        caller.join(server_module.PING_TIMEOUT / 2)
+        assert not caller.is_alive(), "the abort was not heard during the liveness probe"
+        assert isinstance(outcome[0], MCPAbortedError), outcome
+        assert "gave no result within 0.5s" in str(outcome[0]) and "aborted" in str(outcome[0])
+        assert server.pid == first, "a server not shown to hang was restarted"
