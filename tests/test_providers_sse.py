@@ -279,7 +279,9 @@ def test_deeply_nested_streamed_arguments_cost_bounded_work_per_fragment(monkeyp
 
     decoded = []
     real_loads = partial_json._loads
-    monkeypatch.setattr(partial_json, "_loads", lambda text: decoded.append(len(text)) or real_loads(text))
+    monkeypatch.setattr(
+        partial_json, "_loads", lambda text, *careful: decoded.append(len(text)) or real_loads(text, *careful)
+    )
     model = Model(id="m", name="m", api="openai-completions", provider="p")
     out = AssistantMessage(api=model.api, provider=model.provider, model=model.id)
     writer = StreamWriter(model, out, lambda event: None)
@@ -301,6 +303,56 @@ def test_deeply_nested_streamed_arguments_cost_bounded_work_per_fragment(monkeyp
         parser.feed(doc[i : i + 5])
     assert parser.value() == parse_streaming_json(doc) == json.loads(doc)
     assert parse_streaming_json('{"a": ' + "[" * 1001 + "]" * 1001 + "}") == {}
+
+
+@pytest.mark.parametrize(
+    "number, value",
+    [
+        ("1e999", None),  # an exponent of three digits, split anywhere
+        ("-2.5E+400", None),
+        ("9" * 215 + "e99", None),  # a long mantissa and a short exponent: beyond a float too
+        ("1" * 5000, None),  # beyond Python's integer digit limit
+        ("1" * 300, int("1" * 300)),  # a long integer that still converts
+        ("1.5e-05", 1.5e-05),
+        ("-0.25E+2", -25.0),
+        ("123456789012345678901234567890", 123456789012345678901234567890),
+    ],
+)
+def test_numbers_streamed_a_character_at_a_time_decode_as_when_whole(number, value):  # providers §5
+    """Numbers are decoded by the C scanner unless one could overflow a float or pass the integer
+    digit limit; the scanner must see such a number also when it is split between fragments."""
+    doc = '{"a": [1, ' + number + ', 2], "b": "x"}'
+    parser = PartialJsonParser()
+    for ch in doc:
+        parser.feed(ch)
+    assert parser.value() == parse_streaming_json(doc) == {"a": [1, value, 2], "b": "x"}
+
+
+def test_number_heavy_streamed_arguments_cost_few_decodes(monkeypatch):  # providers §5
+    """27 KB of numbers streamed a character at a time took 21 s of CPU: every fragment up to
+    16 KB was re-parsed, and each re-parse called Python once per number. Now the C scanner
+    decodes the numbers and past 4096 characters a re-parse waits for 1 % growth."""
+    from agentcore.providers import partial_json
+
+    decoded, careful = [], []
+    real_loads = partial_json._loads
+
+    def counting(text, *flag):
+        decoded.append(len(text))
+        careful.extend(f for f in flag if f)
+        return real_loads(text, *flag)
+
+    monkeypatch.setattr(partial_json, "_loads", counting)
+    doc = json.dumps({"values": list(range(3000)), "floats": [i / 7 for i in range(600)]})
+    args = partial_json.ToolArguments()
+    values = [args.feed(ch) for ch in doc]
+    assert args.value() == json.loads(doc)
+    assert not careful, "plain numbers took the careful decoder"
+    # every fragment up to 4096 characters is re-parsed, then at most one per 1 % / 10 % growth
+    assert all(v is not None for v in values[: partial_json.REPARSE_ALWAYS_BELOW])
+    parses = sum(v is not None for v in values)
+    assert parses < partial_json.REPARSE_ALWAYS_BELOW + 400, parses
+    assert sum(decoded) < 30_000_000, sum(decoded)  # before: 16,389 parses, 314 million characters
 
 
 def test_a_truncated_string_ending_in_an_escaped_backslash_and_u_is_kept():  # providers §5: best effort

@@ -58,8 +58,22 @@ _decoder = json.JSONDecoder(
 _UNPARSEABLE = (ValueError, RecursionError)
 
 
-def _loads(text: str) -> Any:
-    return _decoder.decode(text)
+#: The same decoder with the C scanner's own number parsing (no Python call per number, which
+#: made re-parsing number-heavy arguments cost seconds), for text the scanner saw no
+#: :data:`_EXPONENT` and no run of :data:`_LONG_RUN` digits in: a number with fewer integer digits
+#: and an exponent of at most two digits is below 10**308, so neither overflows a float nor
+#: passes Python's integer digit limit, and both decoders give the same value.
+_fast_decoder = json.JSONDecoder(strict=False, parse_constant=lambda _name: None)
+_LONG_RUN = 210
+_EXPONENT = re.compile(r"[0-9][eE][+-]?[0-9]{3}")  # an exponent of three digits or more
+_EXPONENT_SPAN = 6  # the longest text _EXPONENT matches
+_LONG_DIGITS = re.compile(rf"[0-9]{{{_LONG_RUN}}}")
+_DIGITS = "0123456789"
+
+
+def _loads(text: str, careful: bool = True) -> Any:
+    """Decode ``text``; ``careful=False`` takes the fast decoder (see above)."""
+    return (_decoder if careful else _fast_decoder).decode(text)
 
 
 def parse_streaming_json(text: str) -> Dict[str, Any]:
@@ -126,8 +140,11 @@ class PartialJsonParser:
         return value if isinstance(value, dict) else {}
 
 
-REPARSE_ALWAYS_BELOW = 16384
-"""Argument characters below which every fragment is re-parsed; above, only after 10 % growth."""
+REPARSE_ALWAYS_BELOW = 4096
+"""Argument characters up to which every fragment is re-parsed; beyond, only after some growth
+(see :class:`ToolArguments`)."""
+
+_REPARSE_SMALL_GROWTH_BELOW = 16384  # up to here, re-parse after 1 % growth; beyond, after 10 %
 
 
 class ToolArguments:
@@ -135,9 +152,11 @@ class ToolArguments:
 
     :meth:`feed` appends a fragment and returns the best-effort dict so far, or None when
     re-parsing was skipped: up to :data:`REPARSE_ALWAYS_BELOW` characters every fragment is
-    re-parsed; past it only once the text grew by 10 % since the last parse, so a call with
-    megabytes of arguments costs O(n log n) instead of O(n^2). :meth:`value` always parses
-    everything (use it when the call ends).
+    re-parsed; up to 16384 once the text grew by 1 % since the last parse (every 41 to 164
+    characters); beyond that once it grew by 10 %. So a call with megabytes of arguments costs
+    O(n log n) instead of O(n^2), and one of 16 KB streamed a character at a time costs about
+    a tenth of a second instead of seconds. :meth:`value` always parses everything (use it when
+    the call ends).
     """
 
     __slots__ = ("_parser", "_parsed_at")
@@ -156,7 +175,8 @@ class ToolArguments:
     def feed(self, fragment: str) -> Optional[Dict[str, Any]]:
         self._parser.feed(fragment or "")
         size = len(self._parser)
-        if size <= REPARSE_ALWAYS_BELOW or size >= self._parsed_at * 1.1:
+        growth = 1.01 if size <= _REPARSE_SMALL_GROWTH_BELOW else 1.1
+        if size <= REPARSE_ALWAYS_BELOW or size >= self._parsed_at * growth:
             return self.value()
         return None
 
@@ -191,6 +211,9 @@ class _Scanner:
         "finished",
         "too_deep",
         "surrogates",
+        "big_numbers",
+        "tail",
+        "digit_run",
     )
 
     def __init__(self) -> None:
@@ -206,12 +229,17 @@ class _Scanner:
         self.finished = False  # the top-level value closed (or the text is unrepairable)
         self.too_deep = False  # more than MAX_DEPTH containers were open at once: no value
         self.surrogates = False  # the text holds a UTF-16 surrogate (maybe half of a split pair)
+        self.big_numbers = False  # the text may hold a number a float or int cannot hold as is
+        self.tail = ""  # the text's last characters, for an exponent split between two fragments
+        self.digit_run = 0  # how many digits the text ends with
 
     def feed(self, chunk: str) -> None:
         base = self.pos
         self.pos += len(chunk)
         if not self.surrogates and HAS_SURROGATE.search(chunk):
             self.surrogates = True
+        if not self.big_numbers:
+            self._watch_numbers(chunk)
         if self.finished:
             return
         i, n = 0, len(chunk)
@@ -270,6 +298,25 @@ class _Scanner:
                 self.expect_key[-1] = False
             i += 1
 
+    def _watch_numbers(self, chunk: str) -> None:
+        """Set ``big_numbers`` once the text so far holds an exponent of three digits or more or a
+        run of :data:`_LONG_RUN` digits, also one split between fragments (strings included: such
+        text merely takes the careful decoder). Linear in the chunk."""
+        window = self.tail + chunk
+        lead = len(chunk) - len(chunk.lstrip(_DIGITS))
+        if (
+            _EXPONENT.search(window)
+            or self.digit_run + lead >= _LONG_RUN
+            or (lead < len(chunk) and _LONG_DIGITS.search(chunk))
+        ):
+            self.big_numbers = True
+            return
+        self.tail = window[-(_EXPONENT_SPAN - 1) :]
+        if lead == len(chunk):
+            self.digit_run += lead
+        else:
+            self.digit_run = len(chunk) - len(chunk.rstrip(_DIGITS))
+
     def repair(self, text: str) -> Any:
         """Close the incomplete document ``text`` (everything fed so far); None if impossible."""
         candidates = []
@@ -292,7 +339,7 @@ class _Scanner:
         """Decode ``text`` (the fed text or a repair of it), a surrogate pair joined into its
         character: a provider may split an emoji between two fragments, and json keeps the halves
         as two code points, which no tool can write as UTF-8."""
-        return _loads(join_surrogate_pairs(text) if self.surrogates else text)
+        return _loads(join_surrogate_pairs(text) if self.surrogates else text, self.big_numbers)
 
     def _in_escape(self, text: str) -> bool:
         """The text ends inside an escape sequence: ``\\`` or ``\\u`` with fewer than 4 digits
