@@ -995,6 +995,8 @@ class Agent:
         has settled. A KeyboardInterrupt while iterating, or while ``stream()`` itself starts the
         run, aborts the run, waits for it to settle, and re-raises (a run no thread began yet
         never executes). Leaving the loop early does not stop the run (call :meth:`abort`).
+        The iterator's ``close()`` may be called from any thread: an iteration blocked waiting for
+        the next event ends, and the run's later events are not queued for nobody.
         """
         import queue
 
@@ -1015,15 +1017,21 @@ class Agent:
                     events.put(event)
 
             run.on_settled.append(lambda: events.put(done))
-            run.on_settled.append(self.subscribe(relay))  # before the run starts: no event missed
+            unsubscribe = self.subscribe(relay)  # before the run starts: no event missed
+            run.on_settled.append(unsubscribe)
         try:
             self._launch(run, messages, skip_initial_steering_poll=False, wait=False)
-            return _RunEvents(run, self._iterate_events(run, events, done))
+            return _RunEvents(run, self._iterate_events(run, events, done, unsubscribe), events, unsubscribe)
         except KeyboardInterrupt:  # nobody would iterate: the run must not go on unwatched
             self._interrupted(run)
             raise
 
-    def _iterate_events(self, run: _ActiveRun, events: Any, done: object) -> Iterator[AgentEvent]:
+    def _iterate_events(
+        self, run: _ActiveRun, events: Any, done: object, unsubscribe: Callable[[], None]
+    ) -> Iterator[AgentEvent]:
+        """The events of ``run`` until ``done``; ends early at ``_CLOSED`` (:meth:`_RunEvents.close`
+        from another thread). Left in any way (closed, garbage-collected), it stops queueing the
+        run's events for nobody."""
         on_main = threading.current_thread() is threading.main_thread()
         try:
             while True:
@@ -1031,12 +1039,16 @@ class Agent:
                     item = events.get(timeout=0.05) if on_main else events.get()
                 except Exception:  # queue.Empty: poll again so Ctrl+C is noticed
                     continue
+                if item is _CLOSED:
+                    return
                 if item is done:
                     break
                 yield item
         except KeyboardInterrupt:
             _abort_and_settle(run)
             raise
+        finally:
+            unsubscribe()
         if run.error is not None:
             raise run.error
 
@@ -1340,11 +1352,15 @@ class Agent:
 
         When a response was streaming (a stream function that raised after its ``start``: the
         loop lets that through), its ``message_start`` stands: the failure message keeps what had
-        streamed and only ends it, so every message_start has one message_end."""
+        streamed and only ends it, so every message_start has one message_end. Any other message
+        whose ``message_start`` was emitted (a listener raised at the prompt's or a tool result's
+        start) gets its ``message_end`` first, so it is appended and recorded, not lost."""
         model = self._state.model  # read defensively: a broken model may be why the run failed
+        started = self._state._streaming_message  # the object message_start carried, not a copy
         partial = self._state.streaming_message
         if role_of(partial) != "assistant":
             partial = None
+        unended = () if partial is not None or started is None else (MessageEndEvent(started),)
         content = list(getattr(partial, "content", None) or ()) if partial is not None else []
         message = AssistantMessage(
             content=content or [TextContent("")],
@@ -1359,7 +1375,7 @@ class Agent:
         # Tools of a parallel batch may still be running: tell them the run is over (spec §8.4).
         run.controller.abort(f"Run failed: {message.error_message}")
         sequence = (MessageEndEvent(message), TurnEndEvent(message, []), AgentEndEvent([message]))
-        for event in sequence if partial is not None else (MessageStartEvent(message), *sequence):
+        for event in sequence if partial is not None else (*unended, MessageStartEvent(message), *sequence):
             if run.error is not None:
                 # A listener failed twice: the rest of the sequence still reaches the state, the
                 # plugins (a tracer ends its spans at agent_end) and every listener (the session's
@@ -1521,26 +1537,42 @@ for _name in OPTION_NAMES:
 del _name
 
 
+_CLOSED: Any = object()  # put in a stream()'s queue by _RunEvents.close: the iteration ends
+
+
 class _RunEvents:
     """What :meth:`Agent.stream` returns: an iterator over one run's events that knows its run
     (``_run``), so code of this package can act on that run and never on a later one of the agent
     (``display_run``'s Ctrl+C)."""
 
-    __slots__ = ("_run", "_events")
+    __slots__ = ("_run", "_events", "_queue", "_unsubscribe", "_closed")
 
-    def __init__(self, run: _ActiveRun, events: Iterator[AgentEvent]) -> None:
+    def __init__(
+        self, run: _ActiveRun, events: Iterator[AgentEvent], queue: Any, unsubscribe: Callable[[], None]
+    ) -> None:
         self._run = run
         self._events = events
+        self._queue = queue  # what the run's events are handed over through
+        self._unsubscribe = unsubscribe
+        self._closed = False
 
     def __iter__(self) -> _RunEvents:
         return self
 
     def __next__(self) -> AgentEvent:
+        if self._closed:
+            raise StopIteration
         return next(self._events)
 
     def close(self) -> None:
-        """Stop iterating (as a generator's ``close``); the run goes on."""
-        self._events.close()  # type: ignore[attr-defined]
+        """Stop iterating; the run goes on, its later events are not queued any more. Works from
+        any thread: an iteration waiting for the next event on another thread ends (without
+        raising a failed run's exception), and later ``next()`` calls raise StopIteration."""
+        self._closed = True
+        self._unsubscribe()
+        # Wakes an iteration blocked on another thread. The generator is not closed here: that
+        # raises ValueError in whichever thread is inside it; the garbage collector closes it.
+        self._queue.put(_CLOSED)
 
 
 class EventSubscription:

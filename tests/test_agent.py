@@ -727,6 +727,54 @@ def test_listener_exception_fails_the_run_once():  # agent-loop §3.4, §3.6
     assert agent.state.is_streaming is False
 
 
+def test_a_listener_raising_at_the_prompts_start_keeps_the_prompt():  # agent-loop §3.6
+    """The prompt's message_start was emitted, then the failure sequence began with a second
+    message_start: the prompt never got its message_end, so it vanished from the transcript and
+    the session (a transcript of one error message, the user's question lost)."""
+    from agentcore import Session
+
+    session = Session.in_memory()
+    scripted = ScriptedModel([text("answer")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn, session=session)
+    seen = []
+
+    def listener(event):
+        seen.append((event.type, getattr(getattr(event, "message", None), "role", None)))
+        if event.type == "message_start" and event.message.role == "user":
+            raise ValueError("ui broke")
+
+    agent.subscribe(listener)
+    new = agent.prompt("my question")
+    assert roles(agent.messages) == ["user", "assistant"]
+    assert agent.messages[0].text == "my question" and agent.messages[1].error_message == "ui broke"
+    assert new == [agent.messages[1]]
+    assert seen[2:] == [
+        ("message_start", "user"),
+        ("message_end", "user"),
+        ("message_start", "assistant"),
+        ("message_end", "assistant"),
+        ("turn_end", "assistant"),
+        ("agent_end", None),
+    ]
+    assert roles(session.build_context().messages) == ["user", "assistant"]
+
+
+def test_a_listener_raising_at_a_steering_messages_start_delivers_it_once():  # agent-loop §3.5, §3.6
+    scripted = ScriptedModel([text("first"), text("second")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.steer("steered")
+
+    def listener(event):
+        if event.type == "message_start" and getattr(event.message, "text", None) == "steered":
+            raise ValueError("ui broke")
+
+    unsubscribe = agent.subscribe(listener)
+    agent.prompt("hi")
+    assert [m.text for m in agent.messages[:2]] == ["hi", "steered"]
+    assert not agent.has_queued_messages()  # it reached the transcript: not queued again
+    unsubscribe()
+
+
 def test_listener_raising_again_during_failure_reaches_the_caller():  # agent-loop §3.4
     scripted = ScriptedModel([text("answer"), text("second")])
     agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
@@ -1075,6 +1123,61 @@ def test_stream_yields_its_own_runs_events_only(monkeypatch):
     texts = [e.message.text for e in events if e.type == "message_end"]
     assert texts == ["one", "first answer"]
     assert [m.text for m in second] == ["two", "second answer"]
+
+
+def test_a_stream_closed_from_another_thread_ends_the_blocked_iteration():  # docs/threads.rst
+    """close() of stream()'s iterator was a generator's close: called while the consumer thread
+    waited inside it for the next event, it raised "ValueError: generator already executing" and
+    the consumer stayed blocked until the run ended (a UI's cancel button could not stop it)."""
+    import time
+
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    events = agent.stream("go")
+    seen: List[str] = []
+    finished = threading.Event()
+
+    def consume() -> None:
+        for event in events:
+            seen.append(event.type)
+        finished.set()
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    try:
+        assert gate.started.wait(5)
+        deadline = time.monotonic() + 5  # until the consumer waits inside it for the answer's next event
+        while seen.count("message_start") < 2 or not events._events.gi_running:
+            assert time.monotonic() < deadline
+            threading.Event().wait(0.001)
+        events.close()
+        assert finished.wait(5) and agent.state.is_streaming  # ended while the run goes on
+        assert "agent_end" not in seen
+        assert len(agent._listeners) == 0  # the run's later events are not queued for nobody
+        with pytest.raises(StopIteration):
+            next(events)
+    finally:
+        agent.abort()
+        assert agent.wait_for_idle(5)
+    assert agent.messages[-1].stop_reason == "aborted"
+
+
+def test_a_stream_left_with_break_stops_queueing_the_runs_events():  # docs/events.rst
+    """The events of a run whose stream() loop was left used to be queued, one copy per streamed
+    token, for nobody until the run ended (as agent.events() already avoids)."""
+    import gc
+
+    gate = Gate()
+    agent = Agent(stream_fn=gate.stream_fn)
+    try:
+        for event in agent.stream("go"):
+            if event.type == "agent_start":
+                break
+        gc.collect()  # the abandoned iterator is collected (at once in CPython, without cycles)
+        assert agent.state.is_streaming and len(agent._listeners) == 0
+    finally:
+        agent.abort()
+        assert agent.wait_for_idle(5)
 
 
 def test_stream_busy_error_raises_at_call_time():  # agent-loop §2.16
