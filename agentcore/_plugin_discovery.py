@@ -6,8 +6,11 @@ Imported on the first plugin load, never at ``import agentcore``.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import re
-from typing import Any, Iterable, Optional, Tuple
+import types
+from typing import Any, Iterable, List, Optional, Tuple
 
 import pluggy
 
@@ -24,11 +27,59 @@ def _missing_module(exc: ModuleNotFoundError, module: str) -> bool:
 
 
 def _hooks_of(obj: Any, name: str) -> Tuple[str, ...]:
-    """Validate ``obj`` as a plugin on a scratch manager and return its hook names (or raise)."""
+    """Validate ``obj`` as a plugin on a scratch manager and return its hook names (or raise
+    ``pluggy.PluginValidationError``, also for an implementation of a hook that does not exist)."""
     scratch = pluggy.PluginManager(PROJECT_NAME)
     scratch.add_hookspecs(hookspecs)
     scratch.register(obj, name=name)
+    check_known_hooks(scratch, obj, name)
     return tuple(sorted(caller.name for caller in scratch.get_hookcallers(obj) or ()))
+
+
+def check_known_hooks(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
+    """Raise ``pluggy.PluginValidationError`` naming ``name`` for a registered ``plugin`` whose hooks
+    pluggy accepted but agentcore would never call correctly:
+
+    * an ``@hookimpl`` of a hook that has no spec (a misspelt ``register_tool``: nothing would ever
+      call it); one marked ``optionalhook=True`` is pluggy's way to say so on purpose and passes;
+    * a class whose hook implementations are methods (``plugins=[MyPlugin]``, or an entry point
+      naming ``module:MyPlugin``): pluggy would call them without ``self``, so every call would
+      fail with a TypeError about a missing argument. An instance is what to register.
+
+    Call after ``pm.register(plugin)``; ``pm`` is left as it is.
+    """
+    if inspect.isclass(plugin):
+        methods = sorted(
+            attr
+            for attr in dir(plugin)
+            if isinstance(inspect.getattr_static(plugin, attr, None), types.FunctionType)
+            and getattr(getattr(plugin, attr), f"{PROJECT_NAME}_impl", None) is not None
+        )
+        if methods:
+            raise pluggy.PluginValidationError(
+                plugin,
+                f"Plugin {name!r} is the class {plugin.__name__}, whose hook implementations "
+                f"({', '.join(methods)}) are methods: register an instance, {plugin.__name__}() (for an "
+                f"entry point, name a module attribute holding one: PLUGIN = {plugin.__name__}())",
+            )
+    unknown: List[str] = []
+    for caller in pm.get_hookcallers(plugin) or ():
+        if caller.has_spec():
+            continue
+        if any(impl.plugin is plugin and not impl.optionalhook for impl in caller.get_hookimpls()):
+            unknown.append(caller.name)
+    if not unknown:
+        return
+    known = [n for n in dir(pm.hook) if not n.startswith("_") and getattr(pm.hook, n).has_spec()]
+    described = []
+    for hook in sorted(unknown):
+        close = difflib.get_close_matches(hook, known, n=1, cutoff=0.6)
+        described.append(f"{hook!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise pluggy.PluginValidationError(
+        plugin,
+        f"Plugin {name!r} implements unknown hook(s) {', '.join(described)}, which agentcore never calls: "
+        f"rename them after a hook of agentcore.hookspecs (or mark one optionalhook=True on purpose)",
+    )
 
 
 def _agentcore_version() -> Optional[str]:

@@ -5,6 +5,8 @@ What :mod:`agentcore.plugins` builds its managers from: the built-in plugin modu
 converter) and the ``agentcore`` entry points, each imported once and remembered with its failure
 (warned once, :class:`PluginLoadWarning`), and the provider/model registrations shared by every
 manager holding those same plugins. :func:`forget` drops all of it (``plugins.reset_plugins``).
+A forked child gets fresh locks (this module's and every manager's, :data:`managers`), so a fork
+while another thread loads plugins or builds a registry never leaves the child waiting forever.
 Imported with :mod:`agentcore.plugins`, never at ``import agentcore``.
 """
 
@@ -15,6 +17,7 @@ import logging
 import os
 import threading
 import warnings
+import weakref
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from . import _DISTRIBUTION
@@ -56,6 +59,8 @@ class _DefaultConverter:
 
 
 lock = threading.RLock()  # guards the tables below and the managers of agentcore.plugins
+#: Every live manager, whose registry lock a forked child renews (see _after_fork_in_child).
+managers: weakref.WeakSet[Any] = weakref.WeakSet()
 _builtins: Optional[List[_Loaded]] = None
 _entry_points: Optional[List[_Loaded]] = None
 _warned: Set[Any] = set()
@@ -136,6 +141,27 @@ def load_entry_points() -> List[_Loaded]:
                 loaded.append(load_entry_point(ep, dist, version))
         _entry_points = loaded
         return loaded
+
+
+def _after_fork_in_child() -> None:
+    """Fresh locks for a forked child, whose only thread is the one that forked.
+
+    Another thread of the parent may have held the loading lock (scanning the installed
+    distributions) or a manager's registry lock (a ``register_tools`` hook connecting to its
+    servers) at the fork: the child would wait forever for a thread it does not have. Nothing it
+    guarded is lost: the loaded plugins and the tables are published whole, after they are built,
+    so the child builds what was in progress again. (A plugin module another thread was importing
+    at the fork stays half-imported in the child, and importing it there waits on CPython's own
+    module lock; forking a process whose threads import is unsafe in general.)
+    """
+    global lock
+    lock = threading.RLock()
+    for pm in list(managers):
+        pm._registry_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def forget() -> None:

@@ -45,7 +45,7 @@ import pluggy
 
 from . import _plugin_loading as _loading
 from . import hookspecs
-from ._plugin_discovery import ENTRY_POINT_GROUP
+from ._plugin_discovery import ENTRY_POINT_GROUP, check_known_hooks
 from ._plugin_loading import AUTOLOAD_ENV, PluginLoadWarning
 from ._plugin_records import (
     PluginInfo,
@@ -153,13 +153,26 @@ class AgentPluginManager(pluggy.PluginManager):
         self._registries: Dict[str, Dict[str, RegistryEntry]] = {}  # kind -> table, built on demand
         self._kind_errors: Dict[str, Dict[str, str]] = {}  # kind -> plugin name -> failure
         self._loaded_records: Dict[str, _Loaded] = {}
+        _loading.managers.add(self)  # its registry lock is renewed in a forked child
 
     def register(self, plugin: Any, name: Optional[str] = None) -> Optional[str]:
-        """Register ``plugin`` (named after its ``__name__``/``name``/class when ``name`` is None)."""
+        """Register ``plugin`` (named after its ``__name__``/``name``/class when ``name`` is None).
+
+        Raises ``pluggy.PluginValidationError`` naming the plugin, and registers nothing, for an
+        implementation pluggy refuses (an argument the hook does not have), of a hook that does
+        not exist (a misspelt ``register_tool``, which nothing would ever call), or for a class
+        whose hook implementations are methods (``plugins=[MyPlugin]`` where ``MyPlugin()`` was
+        meant: each call would fail for the missing ``self``).
+        """
         if name is None:
             name = _plugin_name(plugin, self)
         registered = super().register(plugin, name)
         if registered is not None:
+            try:
+                check_known_hooks(self, plugin, registered)
+            except pluggy.PluginValidationError:
+                super().unregister(plugin, registered)
+                raise
             self._order[registered] = next(self._counter)
             self._invalidate()
         return registered

@@ -47,7 +47,8 @@ def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatc
     plugins.reset_plugins()
     yield monkeypatch
     monkeypatch.undo()
-    for name in ("agentcore_broken_fixture", "agentcore_invalid_fixture", "agentcore_good_fixture"):
+    fixtures = ("agentcore_broken_fixture", "agentcore_invalid_fixture", "agentcore_good_fixture")
+    for name in fixtures + ("agentcore_typo_fixture", "agentcore_class_fixture"):
         sys.modules.pop(name, None)
     plugins.reset_plugins()
 
@@ -1015,3 +1016,187 @@ def test_an_unknown_tool_points_at_plugins_that_failed_to_load(with_fixture_dist
             plugins.get_tool("broken_fixture_tool")
     text = str(caught.value)
     assert "failed to load" in text and "'broken'" in text and "broken on purpose" in text
+
+
+# --------------------------------------------------------------------------- hooks pluggy accepts but nobody calls
+
+
+def _fake_dist(root: Path, dist: str, entry_points: str, module: str, code: str) -> None:
+    """An installed distribution as importlib.metadata sees it: a .dist-info and its module."""
+    info = root / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[agentcore]\n{entry_points}\n")
+    (root / f"{module}.py").write_text(code)
+
+
+_TYPO_PLUGIN = '''
+from agentcore.hookspecs import hookimpl
+from agentcore.tools import tool
+
+@tool
+def typo_fixture_tool() -> str:
+    """Never registered."""
+    return "x"
+
+@hookimpl
+def register_tool(register):
+    register(typo_fixture_tool)
+
+@hookimpl
+def before_tool_cal(context, signal):
+    return None
+'''
+
+
+def test_a_plugin_with_a_misspelt_hook_is_reported_not_silently_listed_as_working(
+    with_fixture_dists: Any, tmp_path: Path
+) -> None:
+    _fake_dist(
+        tmp_path, "agentcore-typo-fixture", "typo = agentcore_typo_fixture", "agentcore_typo_fixture", _TYPO_PLUGIN
+    )
+    with_fixture_dists.syspath_prepend(str(tmp_path))
+    with pytest.warns(PluginLoadWarning) as record:  # the fixture distribution's broken plugins warn too
+        typo = _info("typo")
+    assert any("'register_tool' (did you mean 'register_tools'?)" in str(w.message) for w in record)
+    assert typo.error is not None and typo.distribution == "agentcore-typo-fixture"
+    assert "Plugin 'typo' implements unknown hook(s)" in typo.error
+    assert "'before_tool_cal' (did you mean 'before_tool_call'?)" in typo.error
+    assert _info("good").error is None and plugins.get_tool("fixture_echo").name == "fixture_echo"
+
+
+class _MisspeltHook:
+    @hookimpl
+    def after_tool_cal(self, context: Any, signal: Any) -> None:
+        raise AssertionError("never called")
+
+
+class _OptionalHook:
+    @hookimpl(optionalhook=True)
+    def some_other_hosts_hook(self) -> None:
+        raise AssertionError("never called")
+
+
+def test_a_per_agent_plugin_with_a_misspelt_hook_is_refused_naming_it() -> None:
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel
+
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    with pytest.raises(pluggy.PluginValidationError, match="'after_tool_cal' \\(did you mean 'after_tool_call'\\?\\)"):
+        Agent(scripted.model, plugins=[_MisspeltHook()])
+    agent = Agent(scripted.model)
+    plugin = _MisspeltHook()
+    with pytest.raises(pluggy.PluginValidationError, match="Plugin '_MisspeltHook'"):
+        agent.plugins.register(plugin)
+    assert not agent.plugins.is_registered(plugin)
+    assert create_plugin_manager([_OptionalHook()]).has_plugin("_OptionalHook")  # pluggy's opt-out
+
+
+class _MethodsPlugin:
+    @hookimpl
+    def before_tool_call(self, context: Any, signal: Any) -> Any:
+        return BeforeToolCallResult(block=True, reason="refused by the plugin")
+
+
+class _StaticPlugin:
+    @staticmethod
+    @hookimpl
+    def before_tool_call(context: Any, signal: Any) -> Any:
+        return BeforeToolCallResult(block=True, reason="refused by the static plugin")
+
+
+def test_a_plugin_class_instead_of_an_instance_is_refused_naming_the_fix(
+    with_fixture_dists: Any, tmp_path: Path
+) -> None:
+    from agentcore import Agent
+    from agentcore.testing import ScriptedModel
+
+    code = "from agentcore.hookspecs import hookimpl\nclass Greet:\n    @hookimpl\n    def register_tools(self, register):\n        pass\n"
+    _fake_dist(
+        tmp_path, "agentcore-class-fixture", "cls = agentcore_class_fixture:Greet", "agentcore_class_fixture", code
+    )
+    with_fixture_dists.syspath_prepend(str(tmp_path))
+    with pytest.warns(PluginLoadWarning) as record:  # the fixture distribution's broken plugins warn too
+        info = _info("cls")
+    assert any("is the class Greet" in str(w.message) for w in record)
+    assert info.error is not None and "PLUGIN = Greet()" in info.error and info.hooks == ()
+    scripted = ScriptedModel([ScriptedModel.text("ok")])
+    # Without the check, every tool call failed with "missing 1 required positional argument".
+    with pytest.raises(pluggy.PluginValidationError, match="register an instance, _MethodsPlugin\\(\\)"):
+        Agent(scripted.model, plugins=[_MethodsPlugin])
+    Agent(scripted.model, plugins=[_MethodsPlugin(), _StaticPlugin])  # an instance, or staticmethods: fine
+
+
+# --------------------------------------------------------------------------- os.fork() during a load or a build
+
+
+def _child_status_after(fork_while: threading.Event, use: Any) -> int:
+    """Fork once ``fork_while`` is set; the child runs ``use()`` with a 10 s alarm and exits 0."""
+    assert fork_while.wait(10)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        import signal
+
+        signal.alarm(10)  # a hang is killed by SIGALRM: the parent sees the signal
+        try:
+            use()
+        except BaseException:
+            os._exit(3)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    return status
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_a_child_forked_while_another_thread_scans_the_plugins_loads_them_itself(fresh_plugins: Any) -> None:
+    from agentcore import _plugin_loading
+
+    scanning, release, first = threading.Event(), threading.Event(), [True]
+    real_scan = _plugin_loading._iter_entry_points
+
+    def slow_scan() -> Any:  # a large environment: the scan takes a while
+        if first[0]:
+            first[0] = False
+            scanning.set()
+            release.wait(10)
+        return real_scan()
+
+    fresh_plugins.setattr(_plugin_loading, "_iter_entry_points", slow_scan)
+    loader = threading.Thread(target=plugins.default_plugin_manager)
+    loader.start()
+    try:
+        status = _child_status_after(scanning, lambda: plugins.get_tool("read"))
+    finally:
+        release.set()
+        loader.join(10)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+class _SlowRegistration:
+    """A register_tools hook that connects to its servers first (as agentcore-mcp's does)."""
+
+    def __init__(self) -> None:
+        self.building, self.release, self.calls = threading.Event(), threading.Event(), 0
+
+    @hookimpl
+    def register_tools(self, register: Any) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            self.building.set()
+            self.release.wait(10)
+        register(_tool("served_tool", "served"))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_a_child_forked_while_another_thread_builds_a_registry_builds_it_itself() -> None:
+    slow = _SlowRegistration()
+    pm = create_plugin_manager([slow])
+    builder = threading.Thread(target=pm.tools)
+    builder.start()
+    try:
+        status = _child_status_after(slow.building, lambda: pm.get_tool("served_tool"))
+    finally:
+        slow.release.set()
+        builder.join(10)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert pm.get_tool("served_tool").name == "served_tool"
