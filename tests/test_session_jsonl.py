@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import select
@@ -88,6 +89,27 @@ def test_v1_file_is_migrated(tmp_path):  # session §12 D36
         assert [e.id for e in again.entries()] == [e.id for e in entries]
 
 
+def test_v1_entry_ids_are_the_same_on_every_open(tmp_path):
+    """A v1 file (the reference's, no ids) gets its entry ids at each read-only open and when a
+    writable open rewrites it: an id read in one open names the same entry in the next, so a
+    listing's reader can fork at it or move to it once the file is opened for writing."""
+    repo = SessionRepository(tmp_path / "repo")
+    directory = Path(repo.session_dir("/w"))
+    directory.mkdir(parents=True)
+    path = directory / "2025-01-01T00-00-00-000Z_sess-1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one"), user_entry("two"), user_entry("three")])
+    with repo.open("sess-1", read_only=True) as first:
+        ids = [e.id for e in first.entries()]
+    with repo.open("sess-1", read_only=True) as second:
+        assert [e.id for e in second.entries()] == ids
+    with repo.fork("sess-1", ids[2]) as fork:  # the fork opens the v1 source again
+        assert [e.id for e in fork.entries()] == ids[:2]
+    with repo.open("sess-1") as written:  # migrated and rewritten in version 3
+        assert [e.id for e in written.entries()] == ids
+        written.move_to(ids[0])
+    assert [json.loads(line).get("id") for line in path.read_bytes().splitlines()[1:4]] == ids
+
+
 def test_v2_keeps_ids_and_hook_messages_become_custom(tmp_path):  # session §12 D37
     path = tmp_path / "v2.jsonl"
     hook = {
@@ -136,6 +158,28 @@ def test_missing_or_bad_header_is_invalid_session(tmp_path, content):  # session
     with pytest.raises(SessionError) as missing:
         Session.open(tmp_path / "missing.jsonl")
     assert missing.value.code == "not_found"
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+@pytest.mark.parametrize(
+    "header, says",
+    [
+        (dict(V1_HEADER, version=4), "upgrade agentcore"),  # a newer agentcore's file
+        ({"kind": "header", "version": 4, "id": "s", "createdAt": 1, "cwd": "/w"}, "does not read"),  # pi v4
+    ],
+)
+def test_a_newer_format_is_refused_saying_what_to_do(tmp_path, read_only, header, says):
+    """A file in a format version this library does not read is a session file all the same: the
+    error names the file and the version and says what to do; the file is left as it was."""
+    path = tmp_path / "newer.jsonl"
+    write_lines(path, [header, v3_entry("a1", None)])
+    content = path.read_bytes()
+    with pytest.raises(SessionError) as info:
+        Session.open(path, read_only=read_only)
+    message = str(info.value)
+    assert info.value.code == "invalid_session" and f"{path}:1" in message
+    assert "format version 4" in message and says in message and "not a session file" not in message
+    assert path.read_bytes() == content
 
 
 def test_strict_loader(tmp_path):  # session §12 D40
@@ -252,6 +296,19 @@ def test_torn_last_line_is_truncated(tmp_path, torn):  # session §12 E42
         nxt = s.append_message(U("next"))
     with Session.open(path) as s:
         assert [e.id for e in s.entries()] == ["first", nxt]
+
+
+def test_torn_last_line_of_an_old_version_file_is_logged_when_the_rewrite_drops_it(tmp_path, caplog):
+    path = tmp_path / "torn-v1.jsonl"
+    write_lines(path, [V1_HEADER, user_entry("one")])
+    path.write_bytes(path.read_bytes() + b'{"type":"message","timest')
+    with caplog.at_level(logging.WARNING, logger="agentcore.session.jsonl"):
+        with Session.open(path) as s:
+            assert [e.message.content for e in s.entries()] == ["one"]
+    assert len(path.read_bytes().splitlines()) == 2 and path.read_bytes().endswith(b"}\n")  # v3, no torn line
+    assert [r.levelname for r in caplog.records] == ["WARNING"]
+    assert f"{path}: the last line was torn" in caplog.records[0].getMessage()
+    assert "line 3" in caplog.records[0].getMessage()
 
 
 @pytest.mark.parametrize("read_only", [False, True])
@@ -884,6 +941,28 @@ def test_repository_list_counts_messages_of_any_valid_file(tmp_path):  # not onl
     info = repo.list()[0]
     assert (compact.message_count, compact.name) == (2, "loose one")
     assert (info.message_count, info.name) == (2, "loose one")
+
+
+@pytest.mark.parametrize("layout", ["compact", "crlf", "loose"])
+@pytest.mark.parametrize("where", [2, 4])  # the second message line (lines follow it), the last line
+def test_repository_list_does_not_count_a_damaged_message_line(tmp_path, layout, where):
+    """A message line cut short (it ends in a newline, so opening the session reports it as damage)
+    is no message in the listing, whichever way the file's lines are counted."""
+    repo = SessionRepository(tmp_path)
+    with repo.create(cwd="/p", session_id="damaged") as s:
+        for text in ("one", "two", "three"):
+            s.append_message(U(text))
+        path = Path(s.path)
+    lines = path.read_bytes().split(b"\n")[:-1]
+    lines[where - 1] = lines[where - 1][:60]  # '{"type":"message","id":...' without its end
+    if layout == "loose":  # a header another writer formatted: the file is read line by line
+        lines[0] = json.dumps(json.loads(lines[0])).encode()
+    end = b"\r\n" if layout == "crlf" else b"\n"
+    path.write_bytes(end.join(lines) + end)
+    with pytest.raises(SessionError) as info:
+        Session.open(path, read_only=True)
+    assert info.value.code == "invalid_entry" and info.value.line == where
+    assert [i.message_count for i in repo.list()] == [2]
 
 
 def test_fork(tmp_path):  # session §12 F54 (+ C35 label handling)

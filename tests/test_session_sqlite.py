@@ -201,9 +201,13 @@ def test_unsupported_schema_version(tmp_path):
     db = tmp_path / "future.db"
     SqliteSessionStorage.create(db, cwd="/w", session_id="x").close()
     _execute(db, "UPDATE schema_version SET version = 99")
-    with pytest.raises(SessionError) as info:
-        SqliteSessionStorage(db, "x")
-    assert info.value.code == "storage" and "99" in str(info.value)
+    content = db.read_bytes()
+    for read_only in (False, True):
+        with pytest.raises(SessionError) as info:
+            SqliteSessionStorage(db, "x", read_only=read_only)
+        assert info.value.code == "storage" and str(db) in str(info.value) and "version 99" in str(info.value)
+        assert "upgrade agentcore" in str(info.value)  # what to do: it was written by a newer version
+    assert db.read_bytes() == content
 
 
 def test_corrupt_row_is_reported(tmp_path):

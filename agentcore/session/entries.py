@@ -666,19 +666,35 @@ def new_header(
     )
 
 
+class _UnsupportedVersionError(ValueError):
+    """A session header of a format version this library does not read (see :func:`header_from_dict`)."""
+
+
 def header_from_dict(d: Any, *, versions: Tuple[int, ...] = (CURRENT_VERSION,)) -> SessionHeader:
     """Validate and read a header. ``versions`` lists accepted versions (1 = no ``version`` key).
 
-    Raises ``ValueError`` naming the problem.
+    Raises ``ValueError`` naming the problem; ``_UnsupportedVersionError`` (a ValueError) for
+    the header of a session file in a format version this library does not read: a newer one
+    (``version`` above the ones accepted) or the reference's version-4 layout (``"kind":"header"``).
     """
+    accepted = ", ".join(map(str, versions))
+    if isinstance(d, dict) and d.get("kind") == "header" and "type" not in d:
+        raise _UnsupportedVersionError(
+            f'a session file in format version {d.get("version")!r} (lines tagged "kind", as the reference\'s '
+            f"version-4 files), which this library does not read (it reads versions {accepted}); "
+            "the file was left unchanged: open it with the program that wrote it, or start a new session"
+        )
     if not isinstance(d, dict) or d.get("type") != "session":
         raise ValueError('line 1 must be a session header ({"type":"session",...})')
     version = d.get("version", 1)
-    if version not in versions or isinstance(version, bool):
-        raise ValueError(
-            f"unsupported session format version {version!r} (this library reads "
-            f"versions {', '.join(map(str, versions))})"
+    if type(version) is int and version > max(versions):
+        raise _UnsupportedVersionError(
+            f"session format version {version}, newer than this library reads (versions {accepted}): "
+            "the file was written by a newer agentcore or another program and was left unchanged; "
+            "upgrade agentcore to open it"
         )
+    if version not in versions or isinstance(version, bool):
+        raise ValueError(f"unsupported session format version {version!r} (this library reads versions {accepted})")
     if not isinstance(d.get("id"), str) or not d["id"]:
         raise ValueError("the session header needs a non-empty string 'id'")
     if not isinstance(d.get("timestamp"), str) or not d["timestamp"]:

@@ -16,7 +16,10 @@ Line 1 is the header, every other line one entry. Opening a file:
   valid JSON is damage, not a crash: ``invalid_entry`` naming ``file:line``, the file untouched
   (read-only opens alike);
 * migrates versions 1 and 2 to 3 with an atomic rewrite (temp file, fsync, ``os.replace``, fsync of
-  the directory); the original stays intact if anything fails.
+  the directory); the original stays intact if anything fails. Read-only opens migrate in memory
+  only; the ids a version-1 file's entries get are the same on every open and in the rewrite;
+* refuses a header of a format version it does not read (a newer one, or the reference's
+  version-4 layout) with ``invalid_session`` naming the file, the version and what to do.
 
 Message payloads are indexed from their envelope at open; the line itself is not kept in memory but
 read back from the file (by offset, on the descriptor opened at load, so a later rename does not
@@ -56,6 +59,7 @@ from .entries import (
     CURRENT_VERSION,
     SessionEntry,
     SessionHeader,
+    _UnsupportedVersionError,
     check_envelope,
     encode_line,
     header_from_dict,
@@ -195,6 +199,8 @@ def read_header(path: str) -> Dict[str, Any]:
     try:
         data = json.loads(first)
         header_from_dict(data, versions=(1, 2, 3))
+    except _UnsupportedVersionError as exc:
+        raise SessionError("invalid_session", f"{path}:1: {exc}", path=path) from None
     except (ValueError, RecursionError) as exc:  # RecursionError: a first line nested ~1000 deep
         reason = "JSON nested too deeply to read" if isinstance(exc, RecursionError) else exc
         raise SessionError("invalid_session", f"{path}:1: not a session file: {reason}", path=path) from None
@@ -381,6 +387,8 @@ class JsonlSessionStorage(SessionStorage):
             header = header_from_dict(header_data, versions=(1, 2, 3))
         except RecursionError:
             raise self._fail("invalid_session", first + 1, "not a session file: JSON nested too deeply") from None
+        except _UnsupportedVersionError as exc:
+            raise self._fail("invalid_session", first + 1, str(exc)) from None
         except ValueError as exc:
             raise self._fail("invalid_session", first + 1, f"not a session file: {exc}") from None
         last = next(i for i in range(len(lines) - 1, first - 1, -1) if lines[i].strip())
@@ -416,6 +424,16 @@ class JsonlSessionStorage(SessionStorage):
         end = last if torn else last + 1
         if header.version < CURRENT_VERSION:
             self._load_migrating(header_data, lines, first, end)
+            if torn and not self.read_only:  # the rewrite left the torn line out: say so, as _repair does
+                _log.warning(
+                    "%s: the last line was torn (an interrupted write) and was left out when the file was "
+                    "rewritten in version %d: %d bytes of line %d dropped, the %d entries before it are intact",
+                    self.path,
+                    CURRENT_VERSION,
+                    len(lines[last]),
+                    last + 1,
+                    len(self),
+                )
         else:
             self.header = header
             at = sum(len(line) + 1 for line in lines[: first + 1])

@@ -27,7 +27,7 @@ from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_
 from .errors import SessionError, SessionLockedError
 from .jsonl import _O_CLOEXEC, _O_NONBLOCK, _OPEN_TRIES, JsonlSessionStorage, _lock, _same_file, read_header
 from .session import Session
-from .storage import clean_name
+from .storage import _ENVELOPE, clean_name
 
 try:  # pragma: no cover - platform dependent
     import fcntl
@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks
 __all__ = ["SessionRepository", "SessionInfo"]
 
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_TYPED_LINE = b'\n{"type":"'  # how every line our writer (and the reference) produces starts
+_TYPED_LINE = b'}\n{"type":"'  # how every line our writer (and the reference) produces ends, and the next starts
 _MESSAGE_LINE = b'\n{"type":"message"'  # the closing quote: the type is exactly "message"
 _INFO_LINE = b'\n{"type":"session_info"'
 
@@ -109,7 +109,9 @@ def _info(path: str) -> Optional[SessionInfo]:
     except (SessionError, OSError):
         return None
     starts = data.count(b"\n") - data.endswith(b"\n")  # lines after the first
-    if data.count(_TYPED_LINE) == starts:  # every line compact with "type" first: count by bytes
+    # every line compact with "type" first, and whole: each ends in "}" (a line cut short and
+    # followed by others is damage, not a message, and takes the line-by-line count)
+    if data.count(_TYPED_LINE) == starts and data.endswith((b"}\n", b"}")):
         messages, name = data.count(_MESSAGE_LINE), _last_name(data)
     else:
         messages, name = _scan(data)
@@ -138,17 +140,20 @@ def _last_name(data: bytes) -> Optional[str]:
 
 
 def _scan(data: bytes) -> Tuple[int, Optional[str]]:
-    """Message count and session name of any file, line by line: lines that start ``{"type":"``
-    are judged by their bytes, others (another writer's key order or spacing) are parsed. A line
+    """Message count and session name of any file, line by line: a message line whose envelope
+    opening the session reads without a parse (compact, envelope keys first, ending in ``}``) is
+    counted by its bytes, other lines (another writer's key order or spacing) are parsed. A line
     that is not a JSON object counts for nothing (listing never fails on a damaged file)."""
     messages = 0
     name: Optional[str] = None
     for line in data.split(b"\n"):
+        line = line.rstrip(b"\r")
         if line.startswith(b'{"type":"'):
             if line.startswith(b'{"type":"message"'):
-                messages += 1
-                continue
-            if not line.startswith(b'{"type":"session_info"'):
+                if line.endswith(b"}") and _ENVELOPE.match(line) is not None:
+                    messages += 1
+                    continue
+            elif not line.startswith(b'{"type":"session_info"'):
                 continue
         elif not line.strip():
             continue
@@ -261,7 +266,9 @@ class SessionRepository:
             raise
 
     def list(self, cwd: Optional[str] = None) -> List[SessionInfo]:
-        """Sessions (of one cwd, or all), newest first. Files without a valid header are skipped."""
+        """Sessions (of one cwd, or all), newest first. Files without a valid header (also those of
+        a format version this library does not read) are skipped. ``message_count`` counts the
+        message lines an open reads as entries: a damaged line (one cut short) counts for nothing."""
         if cwd is not None:
             cwd = os.path.abspath(cwd)
             paths = glob.glob(os.path.join(glob.escape(self.session_dir(cwd)), "*.jsonl"))

@@ -222,9 +222,12 @@ def _check_schema(conn: sqlite3.Connection, path: str) -> None:
                 )
     row = conn.execute("SELECT version FROM schema_version").fetchone()
     if row is not None and row[0] != SCHEMA_VERSION:
+        newer = type(row[0]) is int and row[0] > SCHEMA_VERSION
         raise SessionError(
             "storage",
-            f"{path}: unsupported session schema version {row[0]} (this library uses {SCHEMA_VERSION})",
+            f"{path}: unsupported session schema version {row[0]!r} (this library uses {SCHEMA_VERSION})"
+            + (": the database was written by a newer agentcore; upgrade agentcore to open it" if newer else "")
+            + "; the database was left unchanged",
             path=path,
         )
 
