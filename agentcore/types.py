@@ -21,7 +21,7 @@ import math
 import time
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, Union
 
 __all__ = [
     "ThinkingLevel",
@@ -110,8 +110,18 @@ class StopReason(_StrEnum):
 _Wire = Tuple[Tuple[str, str, str], ...]
 
 
-def _plain(value: Any) -> Any:
-    """Convert nested wire objects, lists and enums to plain JSON values."""
+#: Container depth from which :func:`_plain` watches for a reference cycle (below it, no cost).
+_CYCLE_CHECK_DEPTH = 64
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """Convert nested wire objects, lists and enums to plain JSON values.
+
+    A list or dict that contains itself (a tool's details or arguments built by code) raises
+    ``RecursionError("... reference cycle ...")`` once the walk is :data:`_CYCLE_CHECK_DEPTH`
+    containers deep, not at the interpreter's recursion limit: a finalizer the garbage collector
+    ran down there would fail for want of stack ("Exception ignored in ..."). Callers that meet
+    a cycle convert the value with :func:`agentcore._safe.json_safe` instead."""
     kind = type(value)
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value  # most values of a message: skip the attribute probes below
@@ -120,10 +130,31 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        if depth >= _CYCLE_CHECK_DEPTH:
+            return _plain_watched(value, depth, set())
+        return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        if depth >= _CYCLE_CHECK_DEPTH:
+            return _plain_watched(value, depth, set())
+        return {k: _plain(v, depth + 1) for k, v in value.items()}
     return value
+
+
+def _plain_watched(value: Any, depth: int, active: Set[int]) -> Any:
+    """:func:`_plain` past :data:`_CYCLE_CHECK_DEPTH`: ``active`` holds the containers being
+    converted, and meeting one of them again is a reference cycle."""
+    if not isinstance(value, (list, tuple, dict)) or hasattr(value, "to_dict"):
+        return _plain(value, depth)
+    marker = id(value)
+    if marker in active:
+        raise RecursionError("the value contains a reference cycle (a list or dict that holds itself)")
+    active.add(marker)
+    try:
+        if isinstance(value, dict):
+            return {k: _plain_watched(v, depth + 1, active) for k, v in value.items()}
+        return [_plain_watched(v, depth + 1, active) for v in value]
+    finally:
+        active.discard(marker)
 
 
 class _WireMixin:

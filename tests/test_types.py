@@ -519,6 +519,36 @@ def test_event_to_dict_survives_reference_cycles():  # event_to_dict never fails
     assert message["message"]["details"]["children"][0]["parent"] == "<cycle>"
 
 
+def test_a_reference_cycle_is_found_far_from_the_recursion_limit():  # event_to_dict, session appends
+    """A message whose tool details hold a cycle was recognised by running into the interpreter's
+    recursion limit: whatever ran down there (a finalizer the garbage collector started, a
+    ``to_dict`` of an object in the cycle) failed for want of stack, and pytest reported an
+    "Exception ignored in ..." from an unrelated object now and then. The walk now stops the
+    cycle within a few dozen levels."""
+    import sys
+
+    from agentcore.events import MessageEndEvent, event_to_dict
+
+    depths = []
+
+    class Probe:
+        def to_dict(self):
+            frame, depth = sys._getframe(), 0
+            while frame is not None:
+                frame, depth = frame.f_back, depth + 1
+            depths.append(depth)
+            return {"probe": True}
+
+    cycle: dict = {"probe": Probe()}
+    cycle["self"] = cycle
+    message = ToolResultMessage("c", "t", [TextContent("ok")], details=cycle, timestamp=1)
+    with pytest.raises(RecursionError, match="reference cycle"):
+        message.to_dict()
+    data = json.loads(json.dumps(event_to_dict(MessageEndEvent(message)), allow_nan=False))
+    assert data["message"]["details"] == {"probe": {"probe": True}, "self": "<cycle>"}
+    assert max(depths) < sys.getrecursionlimit() // 2, max(depths)
+
+
 def test_event_to_dict_of_an_integer_too_long_for_decimal_still_dumps():  # event_to_dict never fails
     """A calculator tool's ``2**20000`` in its details passed through ``json_safe``, and the
     ``json.dumps`` of ``agentcore run --json`` then failed (Python writes at most 4300 digits)."""
