@@ -547,6 +547,10 @@ def test_a_reference_cycle_is_found_far_from_the_recursion_limit():  # event_to_
     data = json.loads(json.dumps(event_to_dict(MessageEndEvent(message)), allow_nan=False))
     assert data["message"]["details"] == {"probe": {"probe": True}, "self": "<cycle>"}
     assert max(depths) < sys.getrecursionlimit() // 2, max(depths)
+    from agentcore import Session, SessionError
+
+    with pytest.raises(SessionError, match="the entry holds a reference cycle; the entry was not recorded"):
+        Session.in_memory().append_message(message)
 
 
 def test_event_to_dict_of_an_integer_too_long_for_decimal_still_dumps():  # event_to_dict never fails

@@ -600,11 +600,11 @@ class SessionStorage:
         try:
             data = entry.to_dict()
             line = encode_line(data)
-        except RecursionError:  # a tool result's details nested hundreds of levels deep, say
+        except RecursionError as exc:  # details nested hundreds of levels deep, or holding themselves
+            problem = "holds a reference cycle" if "reference cycle" in str(exc) else "is nested too deeply to store"
             raise SessionError(
                 "invalid_payload",
-                f"{self.path or 'session'}: cannot append: the entry is nested too deeply to store; "
-                "the entry was not recorded",
+                f"{self.path or 'session'}: cannot append: the entry {problem}; the entry was not recorded",
                 path=self.path,
             ) from None
         stored: Optional[SessionEntry] = None
