@@ -223,9 +223,11 @@ def ambiguous_userinfo(url: str) -> Optional[Tuple[str, str, str]]:
 def redact_url(url: str) -> str:
     """``url`` with its secrets replaced by ``***``: the password of its authority
     (``user:secret@host``, also one holding an unencoded ``/``, ``?`` or ``#``: see
-    :func:`ambiguous_userinfo`) and the values of secret-looking query parameters (libpq's
-    ``password=``, ``sslpassword=``, a ``token=`` or ``key=``). Never raises: a URL that cannot be
-    parsed is ``"<unparsable URL>"``. (What reprs, session records and task descriptions show.)"""
+    :func:`ambiguous_userinfo`; also of one written without its scheme, ``user:secret@proxy/v1``,
+    which URL parsers read as a scheme and a path) and the values of secret-looking query parameters
+    (libpq's ``password=``, ``sslpassword=``, a ``token=`` or ``key=``). Never raises: a URL that
+    cannot be parsed is ``"<unparsable URL>"``. (What reprs, session records and task descriptions
+    show.)"""
     import re
     from urllib.parse import urlsplit, urlunsplit
 
@@ -233,6 +235,8 @@ def redact_url(url: str) -> str:
     if split is not None:
         head, userinfo, rest = split
         url = f"{head}{userinfo.split(':', 1)[0]}:***@{rest}"
+    elif isinstance(url, str) and "://" not in url:
+        url = _schemeless_userinfo_redacted(url)
     # the words of providers.failures.SECRET_QUERY_WORDS (not imported: this module stays light)
     secret_query = re.compile(r"pass|secret|token|key|auth|sig|credential", re.IGNORECASE)  # re caches it
     try:
@@ -254,6 +258,18 @@ def redact_url(url: str) -> str:
         return urlunsplit(parts)
     except (TypeError, ValueError):
         return "<unparsable URL>"
+
+
+def _schemeless_userinfo_redacted(url: str) -> str:
+    """``user:secret@host/...`` (a URL missing its ``http://``) as ``user:***@host/...``; any
+    other text unchanged. Its authority is taken to run to the first ``/``, ``?`` or ``#``; a
+    backslash before the ``@`` marks a Windows path, not user info."""
+    end = min([url.find(c) for c in "/?#" if c in url] or [len(url)])
+    user, at, host = url[:end].rpartition("@")
+    name, colon, _ = user.partition(":")
+    if not (at and colon and name) or "\\" in user:
+        return url
+    return f"{name}:***@{host}{url[end:]}"
 
 
 # Escape sequences (CSI such as colours and cursor moves, OSC such as window titles and hyperlinks

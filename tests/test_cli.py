@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - Windows
     resource_module = None
 
 from agentcore import plugins
-from agentcore.cli import main
+from agentcore.cli import build_parser, main
 from agentcore.hookspecs import hookimpl
 from agentcore.tools import AgentTool, AgentToolResult
 from agentcore.types import TextContent
@@ -841,6 +841,33 @@ def test_a_base_url_without_a_model_is_refused_without_its_password(monkeypatch)
     assert "pw-secret-1" not in err and "k-secret-2" not in err
 
 
+def test_api_key_env_given_the_key_itself_never_quotes_it(monkeypatch):
+    """``--api-key-env "$OPENAI_API_KEY"`` (the variable expanded, a common slip in CI scripts)
+    quoted the key three times: ``--api-key-env sk-...: the environment variable sk-... is not set
+    or empty; export it first (export sk-...=...)``."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    code, out, err = _in_process("run", "--model", "openai/gpt-4o", "--api-key-env", "sk-proj-secret-1234", "hi")
+    assert code == 2 and "--api-key-env takes the name of an environment variable" in err, err
+    assert "secret-1234" not in out + err
+    monkeypatch.setenv("MY-ODD-NAME", "sk-from-odd-name")  # a set variable of any name still works
+    from agentcore.cli._setup import read_api_key
+
+    assert read_api_key("MY-ODD-NAME") == "sk-from-odd-name"
+    code, out, err = _in_process("run", "--model", "openai/gpt-4o", "--api-key-env", "UNSET_KEY_VAR", "hi")
+    assert code == 2 and "the environment variable UNSET_KEY_VAR is not set" in err  # a name is still named
+
+
+def test_a_base_url_that_cannot_be_parsed_is_refused_without_its_password(capsys):
+    """argparse quoted a value its type function failed on with ValueError whole: ``invalid
+    _http_url value: 'http://me:pw-secret-1@[bad/v1'``."""
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser(plugin_options=False).parse_args(["--base-url", "http://me:pw-secret-1@[::1/v1?key=k-secret-2"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert "argument --base-url: 'http://***@[::1/v1?***' is not a valid URL (Invalid IPv6 URL)" in err, err
+    assert "pw-secret-1" not in err and "k-secret-2" not in err
+
+
 @pytest.mark.parametrize(
     "argv, needle",
     [
@@ -1264,6 +1291,22 @@ def test_session_urls_of_every_built_in_scheme(monkeypatch, tmp_path):
     # a name that only looks like a URL (no storage has that scheme) is still a file
     code, out, err = _in_process("run", "--model", "scripted", "--session", "notes:1.jsonl", "three")
     assert code == 0 and (tmp_path / "notes:1.jsonl").exists()
+
+
+@pytest.mark.parametrize("url", ["redis://me:pw-secret-1@db.example/0", "postgresq://me:pw-secret-1@h/db"])
+def test_a_session_url_of_an_unknown_scheme_is_refused_never_made_a_file(monkeypatch, tmp_path, url):
+    """A DSN whose storage plugin is missing (or a misspelt scheme) was taken for a relative path:
+    ``run`` made ``./redis:/me:pw-secret-1@db.example/0``, wrote the conversation there and
+    ``-v`` logged the path; ``sessions show`` quoted it. It is now an error naming the scheme,
+    the password shown as ***."""
+    monkeypatch.delenv("AGENTCORE_MODEL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _in_process("-v", "run", "--model", "scripted", "--session", url, "hi")
+    assert code == 2 and "unknown session URL scheme" in err and "me:***@" in err, err
+    assert "pw-secret-1" not in out + err
+    assert list(tmp_path.iterdir()) == []  # no file, no directory
+    code, out, err = _in_process("sessions", "show", url)
+    assert code == 2 and "unknown session URL scheme" in err and "pw-secret-1" not in out + err
 
 
 def _session_texts(path: Path) -> List[str]:

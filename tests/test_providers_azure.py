@@ -160,6 +160,22 @@ def test_missing_endpoint_and_bad_options_are_clear_errors(monkeypatch):  # issu
     assert "AZURE_OPENAI_API_KEY" in keyless.error_message
 
 
+def test_a_base_url_missing_its_scheme_is_refused_without_its_password(monkeypatch):
+    """``me:password@res.openai.azure.com`` (``https://`` forgotten) is a scheme and a path to URL
+    parsers: the "Invalid Azure OpenAI base URL" error quoted it whole, password included, into
+    the transcript's error_message (and the session file); so did a resource name holding one."""
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    model = _responses_model()
+    model.base_url = "me:pw-1234567@res.openai.azure.com/openai/v1"
+    result = stream(model, _ctx()).result()
+    assert "Invalid Azure OpenAI base URL: 'me:***@res.openai.azure.com/openai/v1'" in result.error_message
+    assert "pw-1234567" not in result.error_message
+    monkeypatch.setenv("AZURE_OPENAI_RESOURCE_NAME", "me:pw-1234567@myres")
+    from_env = stream(_responses_model(), _ctx()).result()
+    assert "resource name from AZURE_OPENAI_RESOURCE_NAME: 'me:***@myres'" in from_env.error_message
+    assert "pw-1234567" not in from_env.error_message
+
+
 def test_resource_name_option_wins_over_the_base_url_variable():  # docs/providers.rst: options win
     env = {"AZURE_OPENAI_BASE_URL": "https://env-res.openai.azure.com", "AZURE_OPENAI_RESOURCE_NAME": "env-name"}
     target = azure.resolve_target(_responses_model(), {"azure_resource_name": "option-res"}, env=env)

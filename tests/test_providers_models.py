@@ -497,3 +497,21 @@ def test_stream_options_keep_every_thinking_level_and_budget():
     budgets = {"minimal": 512, "low": 1024, "medium": None, "high": -1, "xhigh": 40000, "max": 64000}
     assert StreamOptions(thinking_budgets=budgets).thinking_budgets == budgets
     assert StreamOptions(timeout=(10, 10**9), timeout_ms=10**12).timeout == (10, 10**9)
+
+
+@pytest.mark.parametrize(
+    "base_url, shown",
+    [
+        ("me:pw-secret-1@proxy.example:8080/v1", "me:***@proxy.example:8080/v1"),
+        ("me:pw-secret-1@proxy.example/v1?key=k-secret-2", "me:***@proxy.example/v1?key=***"),
+        ("me:pw-secret-1@proxy.example", "me:***@proxy.example"),
+    ],
+)
+def test_a_model_repr_hides_the_password_of_a_base_url_without_its_scheme(base_url, shown):
+    """``user:password@proxy/v1`` (``http://`` forgotten) is a scheme and a path to URL parsers, so
+    the repr of the model (printed in notebooks, logs, tracebacks) showed the password whole."""
+    model = Model(id="m", api="openai-completions", provider="p", base_url=base_url)
+    assert f"base_url={shown!r}" in repr(model)
+    assert "secret" not in repr(model)
+    for text in ("localhost:8080/v1", "me@host/v1", "notes.jsonl", "C:\\x:y@z.jsonl"):  # nothing to hide
+        assert repr(Model(id="m", base_url=text)).count(repr(text)) == 1

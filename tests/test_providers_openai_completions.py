@@ -1229,3 +1229,17 @@ def test_a_call_nested_too_deeply_to_parse_then_another_call_keeps_the_response(
     _, message = _replay(body)
     assert message.stop_reason == "toolUse", message.error_message
     assert [(c.name, c.arguments) for c in message.tool_calls] == [("f", {}), ("g", {"b": 1})]
+
+
+def test_a_base_url_missing_its_variable_is_named_without_its_credentials(monkeypatch):
+    """The "needs VAR: set it in the environment (<url>)" error quoted the URL as given, password
+    and ``?token=`` included, into the transcript's error_message (and the session file): the URL's
+    secrets were collected for redaction only once the URL was complete."""
+    monkeypatch.delenv("GW_ACCOUNT_ID", raising=False)
+    model = _model(base_url="https://me:pw-1234567@gw.example/{GW_ACCOUNT_ID}/v1?token=tk-7654321")
+    result = stream(model, AgentContext(messages=[UserMessage("hi")]), api_key="sk-test-key-123").result()
+    assert result.stop_reason == "error"
+    assert result.error_message == (
+        "the base URL of openai/gpt-x needs GW_ACCOUNT_ID: set it in the environment "
+        "(https://me:***@gw.example/{GW_ACCOUNT_ID}/v1/chat/completions?token=***)"
+    )

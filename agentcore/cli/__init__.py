@@ -151,15 +151,34 @@ def _http_url(value: str) -> str:
     """``--base-url``: an http(s) URL with a host; anything else would be retried as a connection error."""
     from urllib.parse import urlsplit
 
-    parts = urlsplit(value.strip())
+    try:
+        parts = urlsplit(value.strip())
+    except ValueError as exc:  # argparse would quote the whole value, password and all
+        raise argparse.ArgumentTypeError(f"{_shown_url(value)!r} is not a valid URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        from .._safe import redact_url
-
-        shown = redact_url(value.strip())  # a URL's password and key-like query values as ***
-        if "://" not in shown and "@" in shown.split("/", 1)[0]:  # no scheme: user:password@ is no URL part
-            shown = "***@" + shown.split("@", 1)[1]
-        raise argparse.ArgumentTypeError(f"{shown!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)")
+        raise argparse.ArgumentTypeError(
+            f"{_shown_url(value)!r} is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/v1)"
+        )
     return value.strip()
+
+
+def _shown_url(value: str) -> str:
+    """``--base-url``'s value as an error may quote it: its password and key-like query values as
+    ``***`` (:func:`~agentcore._safe.redact_url`); for a URL that cannot be parsed, its user info
+    and its whole query."""
+    from .._safe import redact_url
+
+    value = value.strip()
+    shown = redact_url(value)
+    if shown == "<unparsable URL>":
+        head, sep, rest = value.partition("://")
+        if not sep:
+            head, rest = "", head
+        rest, query, _ = rest.partition("?")
+        shown = head + sep + ("***@" + rest.rsplit("@", 1)[1] if "@" in rest else rest) + ("?***" if query else "")
+    elif "://" not in shown and "@" in shown.split("/", 1)[0]:  # no scheme: user:password@ is no URL part
+        shown = "***@" + shown.split("@", 1)[1]
+    return shown
 
 
 def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:

@@ -392,16 +392,27 @@ def _broken_plugins_hint() -> str:
     return "\n".join(lines)
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def read_api_key(env_name: Optional[str]) -> Optional[str]:
     """The key in environment variable ``env_name`` (None when not asked for). Never printed.
     UsageError when ``env_name`` is given but empty (``--api-key-env "$UNSET"``: the key the user
     meant is not silently replaced by the provider's usual variable), names no set variable, or
-    the key holds a line break or another control character (no provider could send it)."""
+    the key holds a line break or another control character (no provider could send it). An unset
+    name that no shell could export (``--api-key-env "$OPENAI_API_KEY"`` passes the key itself) is
+    refused without being quoted."""
     if env_name is None:
         return None
     if not env_name.strip():
         raise UsageError("--api-key-env needs the name of an environment variable, e.g. --api-key-env MY_OPENAI_KEY")
     value = os.environ.get(env_name, "").strip()
+    if not value and not _ENV_NAME.fullmatch(env_name):
+        raise UsageError(
+            "--api-key-env takes the name of an environment variable (letters, digits and _), e.g. "
+            "--api-key-env MY_OPENAI_KEY; the value given (not shown: it may be the key) names no set "
+            'variable. Was it "$MY_OPENAI_KEY"? Give the name without the $'
+        )
     if not value:
         raise UsageError(
             f"--api-key-env {env_name}: the environment variable {env_name} is not set or empty; "
@@ -489,12 +500,17 @@ _URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 
 def is_session_url(value: str) -> bool:
     """True when ``--session`` is a session URL: ``scheme:...`` for a scheme a session storage is
-    registered for (``jsonl:``, ``sqlite:``, ``memory:``, a plugin's ``postgresql:``). Anything
-    else, ``notes:1.jsonl`` or ``C:\\x.jsonl`` included, is a path or an id. Scans the plugins
-    only for a value that starts like a URL."""
+    registered for (``jsonl:``, ``sqlite:``, ``memory:``, a plugin's ``postgresql:``), and any
+    ``scheme://...``, registered or not: opening one of an unknown scheme is an error naming the
+    scheme (a DSN whose plugin is missing, ``postgresql://user:password@host/db``, is never taken
+    for a relative path, which would put its password in a file name). Anything else,
+    ``notes:1.jsonl`` or ``C:\\x.jsonl`` included, is a path or an id. Scans the plugins only for a
+    value that starts like a URL."""
     match = _URL_SCHEME.match(value)
     if match is None:
         return False
+    if value[match.end() :].startswith("//"):
+        return True
     from ..plugins import default_plugin_manager
 
     return match.group(1).lower() in default_plugin_manager().registry("storage")

@@ -142,9 +142,13 @@ def _is_v1(api_version: str) -> bool:
 
 
 def _display(url: str) -> str:
-    """``url`` for a message: without user info, query or fragment (they may carry credentials)."""
+    """``url`` for a message: without user info, query or fragment (they may carry credentials);
+    a password :func:`~agentcore._safe.redact_url` finds where URL parsers see none (one holding
+    an unencoded ``/``, a URL missing its ``https://``) as ``***``."""
+    from .._safe import redact_url
+
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(redact_url(url))
     except ValueError:
         return "<unparseable URL>"
     return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", ""))
@@ -204,7 +208,7 @@ def _resource_base_url(resource: str, source: str) -> str:
     """``https://<resource>.openai.azure.com``; :class:`ProviderError` naming ``source`` when
     ``resource`` is a URL, a host name or no resource name at all."""
     if not _RESOURCE_NAME.match(resource):
-        shown = _display(resource) if "://" in resource else resource
+        shown = _display(resource) if "://" in resource or "@" in resource else resource
         raise ProviderError(
             f"Invalid Azure OpenAI resource name from {source}: {shown!r} (expected the <name> of "
             "https://<name>.openai.azure.com; give a whole URL as azure_base_url= or AZURE_OPENAI_BASE_URL)"

@@ -214,16 +214,19 @@ def expand_url_variables(url: str, model: Any = None, env: Optional[Mapping[str,
 
     Catalog base URLs name per-account parts this way (Cloudflare's
     ``.../accounts/{CLOUDFLARE_ACCOUNT_ID}/ai/v1``). Raises :class:`ProviderError` naming the
-    model and the variables to set when one is unset; lower-case placeholders are left alone.
+    model and the variables to set when one is unset (the URL shown with its password and
+    key-like query values as ``***``); lower-case placeholders are left alone.
     """
     if "{" not in url:
         return url
     env = os.environ if env is None else env
     missing = [name for name in _URL_VARIABLE.findall(url) if not env.get(name)]
     if missing:
+        from .._safe import redact_url
+
         label = f"{model.provider}/{model.id}" if model is not None else "this model"
         names = ", ".join(dict.fromkeys(missing))
-        raise ProviderError(f"the base URL of {label} needs {names}: set it in the environment ({url})")
+        raise ProviderError(f"the base URL of {label} needs {names}: set it in the environment ({redact_url(url)})")
     return _URL_VARIABLE.sub(lambda match: env[match.group(1)], url)
 
 
