@@ -492,7 +492,151 @@ if TYPE_CHECKING:  # real types for checkers and IDEs; at run time names resolve
 
 _MODULE_OF: Dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = [name for names in _EXPORTS.values() for name in names] + ["__version__"]
+# Spelled out (the same names, in the same order, as _EXPORTS gives): mypy and pyright read only a
+# literal __all__, and `from agentcore import *` would define nothing for mypy without one.
+__all__ = [
+    # types
+    "TextContent",
+    "ThinkingContent",
+    "ImageContent",
+    "ToolCall",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "SystemMessage",
+    "BashExecutionMessage",
+    "CompactionSummaryMessage",
+    "BranchSummaryMessage",
+    "CustomMessage",
+    "UnknownMessage",
+    "Usage",
+    "UsageCost",
+    "Model",
+    "ModelCost",
+    "AgentContext",
+    "ThinkingLevel",
+    "ToolExecutionMode",
+    "QueueMode",
+    "StopReason",
+    "message_from_dict",
+    "message_to_dict",
+    # messages
+    "convert_to_llm",
+    "default_convert_to_llm",
+    "DROP",
+    # events
+    "AgentEvent",
+    "AgentStartEvent",
+    "AgentEndEvent",
+    "TurnStartEvent",
+    "TurnEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "MessageEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolExecutionEndEvent",
+    "ToolApprovalRequestEvent",
+    "event_to_dict",
+    # streams
+    "EventStream",
+    "AssistantMessageEventStream",
+    # signals
+    "AbortController",
+    "AbortSignal",
+    # tools
+    "AgentTool",
+    "AgentToolResult",
+    "FunctionTool",
+    "tool",
+    "validate_tool_arguments",
+    "ToolValidationError",
+    # loop
+    "agent_loop",
+    "agent_loop_continue",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "AgentLoopConfig",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "ShouldStopAfterTurnContext",
+    "PrepareNextTurnContext",
+    "AgentLoopTurnUpdate",
+    "set_default_stream_fn",
+    "get_default_stream_fn",
+    # agent
+    "Agent",
+    "AgentState",
+    "EventSubscription",
+    # structured
+    "OutputValidationError",
+    "AskError",
+    # approvals
+    "PendingApproval",
+    # many
+    "AgentSpec",
+    "AgentTask",
+    "TaskResult",
+    "run_many",
+    # hookspecs
+    "hookimpl",
+    "hookspec",
+    # plugins
+    "plugins_info",
+    "get_tool",
+    "get_provider",
+    "get_model",
+    "models",
+    "create_plugin_manager",
+    "AgentHooks",
+    "PluginInfo",
+    "UnknownToolError",
+    "UnknownProviderError",
+    "UnknownModelError",
+    # builtin_tools
+    "create_coding_tools",
+    "create_read_only_tools",
+    "PathOutsideRootError",
+    # providers
+    "stream",
+    "complete",
+    "is_context_overflow",
+    "calculate_cost",
+    "MissingApiKeyError",
+    "get_env_api_key",
+    # session
+    "Session",
+    "JsonlSessionStorage",
+    "SqliteSessionStorage",
+    "MemorySessionStorage",
+    "SessionRepository",
+    "SessionError",
+    "SessionLockedError",
+    "SessionContext",
+    "SessionStats",
+    "attach_session",
+    "restore_agent",
+    # session.urls
+    "open_session",
+    # session.compaction_tokens
+    "CompactionSettings",
+    # session.compaction
+    "CompactionError",
+    "CompactionDecision",
+    # session.branch_summary
+    "TreeDecision",
+    "TreePreparation",
+    # session.compactor
+    "Compactor",
+    "CompactionStartEvent",
+    "CompactionEndEvent",
+    # jupyter
+    "display_run",
+    "Transcript",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -95,6 +95,9 @@ if TYPE_CHECKING:
         TransformContextHook,
     )
     from .loop import StreamFn
+    from .options import Timeout
+    from .plugins import AgentPluginManager
+    from .session.compaction import CompactionResult
     from .tools import AgentTool
 
 __all__ = ["Agent", "AgentState", "EventSubscription"]
@@ -427,6 +430,38 @@ class Agent:
     should_stop_after_turn: _FunctionAttribute[Optional[ShouldStopAfterTurnHook]] = _FunctionAttribute()
     prepare_next_turn: _FunctionAttribute[Optional[PrepareNextTurnHook]] = _FunctionAttribute()
 
+    if TYPE_CHECKING:
+        # Every stream option but ``reasoning`` is also an attribute (a property set on the class
+        # after it, reading and writing ``self.options``); declared here for type checkers and IDEs.
+        temperature: Optional[float]
+        max_tokens: Optional[int]
+        thinking_budgets: Optional[Dict[str, int]]
+        session_id: Optional[str]
+        transport: Optional[str]
+        cache_retention: Optional[str]
+        headers: Optional[Dict[str, str]]
+        metadata: Optional[Dict[str, Any]]
+        timeout: Optional[Timeout]
+        timeout_ms: Optional[int]
+        max_retries: Optional[int]
+        max_retry_delay_ms: Optional[int]
+        tool_choice: Optional[Any]
+        service_tier: Optional[str]
+        reasoning_effort: Optional[str]
+        reasoning_summary: Optional[str]
+        azure_base_url: Optional[str]
+        azure_resource_name: Optional[str]
+        azure_deployment_name: Optional[str]
+        azure_api_version: Optional[str]
+        azure_auth: Optional[str]
+        thinking_enabled: Optional[bool]
+        thinking_budget_tokens: Optional[int]
+        effort: Optional[str]
+        output_schema: Optional[Dict[str, Any]]
+        on_payload: Optional[Callable[..., Any]]
+        on_response: Optional[Callable[..., Any]]
+        provider_options: Optional[Dict[str, Any]]
+
     def __init__(
         self,
         model: Union[Model, str, None] = None,
@@ -550,7 +585,7 @@ class Agent:
         return self._state._run
 
     @property
-    def plugins(self) -> Any:
+    def plugins(self) -> AgentPluginManager:
         """This agent's own plugin manager (an ``AgentPluginManager``), created on first use.
 
         An agent without plugins or hooks of its own shares one prebuilt manager with every such
@@ -587,29 +622,42 @@ class Agent:
         leak into other agents. Raises ``UnknownModelError`` listing close matches."""
         return copy.deepcopy(self._plugins.manager().get_model(name))
 
-    model = property(
-        lambda self: self._state.model,
-        lambda self, value: setattr(
-            self._state, "model", self._model_named(value) if isinstance(value, str) else value
-        ),
-        doc='Shortcut for ``state.model`` (a "provider/id" string is looked up, as in the constructor).',
-    )
-    system_prompt = property(
-        lambda self: self._state.system_prompt,
-        lambda self, value: setattr(self._state, "system_prompt", value),
-        doc="Shortcut for ``state.system_prompt``.",
-    )
-    thinking_level = property(
-        lambda self: self._state.thinking_level,
-        lambda self, value: setattr(self._state, "thinking_level", _level(value)),
-        doc="Shortcut for ``state.thinking_level``.",
-    )
-    tools = property(
-        lambda self: self._state.tools,
-        lambda self, value: setattr(self._state, "tools", self._checked_tools(value)),
-        doc="Shortcut for ``state.tools`` (assigning copies the list, checks every item "
-        "and wraps plain functions as ``@tool`` does).",
-    )
+    @property
+    def model(self) -> Model:
+        """Shortcut for ``state.model`` (a "provider/id" string is looked up, as in the constructor)."""
+        return self._state.model
+
+    @model.setter
+    def model(self, value: Union[Model, str]) -> None:
+        self._state.model = self._model_named(value) if isinstance(value, str) else value
+
+    @property
+    def system_prompt(self) -> str:
+        """Shortcut for ``state.system_prompt``."""
+        return self._state.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: Optional[str]) -> None:
+        self._state.system_prompt = value
+
+    @property
+    def thinking_level(self) -> str:
+        """Shortcut for ``state.thinking_level``."""
+        return self._state.thinking_level
+
+    @thinking_level.setter
+    def thinking_level(self, value: str) -> None:
+        self._state.thinking_level = _level(value)
+
+    @property
+    def tools(self) -> List[Any]:
+        """Shortcut for ``state.tools`` (assigning copies the list, checks every item and wraps plain
+        functions as ``@tool`` does)."""
+        return self._state.tools
+
+    @tools.setter
+    def tools(self, value: Iterable[Any]) -> None:
+        self._state.tools = self._checked_tools(value)
 
     def _checked_tools(self, items: Iterable[Any]) -> List[Any]:
         """``items`` as the tools list: tool objects as they are, names checked against the tool
@@ -660,12 +708,15 @@ class Agent:
             value = _agent_options(value, {}, self._declared_options)
         self._options = value
 
-    messages = property(
-        lambda self: self._state.messages,
-        lambda self, value: setattr(self._state, "messages", _checked_messages(value, "agent.messages")),
-        doc="Shortcut for ``state.messages`` (assigning copies the list and checks that every item "
-        "is a message: TypeError otherwise).",
-    )
+    @property
+    def messages(self) -> List[Any]:
+        """Shortcut for ``state.messages`` (assigning copies the list and checks that every item is a
+        message: TypeError otherwise)."""
+        return self._state.messages
+
+    @messages.setter
+    def messages(self, value: Iterable[Any]) -> None:
+        self._state.messages = _checked_messages(value, "agent.messages")
 
     # ------------------------------------------------------------------ listeners
 
@@ -985,9 +1036,7 @@ class Agent:
         self._warned_event_loop = True
         warnings.warn(WARN_BLOCKS_EVENT_LOOP.format(method=method), RuntimeWarning, stacklevel=3)
 
-    def stream(
-        self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None
-    ) -> Iterator[AgentEvent]:
+    def stream(self, text_or_messages: PromptInput, images: Optional[Sequence[ImageContent]] = None) -> _RunEvents:
         """Start a prompt run and return an iterator over its events.
 
         The run starts at once (busy errors raise here). Events are handed over through a
@@ -1078,7 +1127,7 @@ class Agent:
 
         return display_run(self, prompt, **options)
 
-    def compact(self, instructions: Optional[str] = None) -> Any:
+    def compact(self, instructions: Optional[str] = None) -> CompactionResult:
         """Summarise older history now so the conversation fits the context window again.
 
         Idle only (RuntimeError while a run is active; a prompt started meanwhile gets the busy

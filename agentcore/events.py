@@ -7,7 +7,7 @@ Every event is a dataclass with ``.type`` holding the reference string (``"agent
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Optional, Set
+from typing import TYPE_CHECKING, Any, ClassVar, Dict, List, Literal, Optional, Set
 
 from ._safe import json_safe
 from .types import AssistantMessage, ToolCall
@@ -129,44 +129,44 @@ class AgentEvent:
 
 @dataclass
 class AgentStartEvent(AgentEvent):
-    type: ClassVar[str] = "agent_start"
+    type: ClassVar[Literal["agent_start"]] = "agent_start"
 
 
 @dataclass
 class AgentEndEvent(AgentEvent):
     messages: List[Any] = field(default_factory=list)
-    type: ClassVar[str] = "agent_end"
+    type: ClassVar[Literal["agent_end"]] = "agent_end"
 
 
 @dataclass
 class TurnStartEvent(AgentEvent):
-    type: ClassVar[str] = "turn_start"
+    type: ClassVar[Literal["turn_start"]] = "turn_start"
 
 
 @dataclass
 class TurnEndEvent(AgentEvent):
     message: Optional[AssistantMessage] = None
     tool_results: List[ToolResultMessage] = field(default_factory=list)
-    type: ClassVar[str] = "turn_end"
+    type: ClassVar[Literal["turn_end"]] = "turn_end"
 
 
 @dataclass
 class MessageStartEvent(AgentEvent):
     message: Any = None
-    type: ClassVar[str] = "message_start"
+    type: ClassVar[Literal["message_start"]] = "message_start"
 
 
 @dataclass
 class MessageUpdateEvent(AgentEvent):
     message: Optional[AssistantMessage] = None  # the response so far
     assistant_message_event: Optional[AssistantMessageEvent] = None  # the provider event behind it
-    type: ClassVar[str] = "message_update"
+    type: ClassVar[Literal["message_update"]] = "message_update"
 
 
 @dataclass
 class MessageEndEvent(AgentEvent):
     message: Any = None
-    type: ClassVar[str] = "message_end"
+    type: ClassVar[Literal["message_end"]] = "message_end"
 
 
 @dataclass
@@ -174,7 +174,7 @@ class ToolExecutionStartEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
     args: Any = None
-    type: ClassVar[str] = "tool_execution_start"
+    type: ClassVar[Literal["tool_execution_start"]] = "tool_execution_start"
 
 
 @dataclass
@@ -183,7 +183,7 @@ class ToolExecutionUpdateEvent(AgentEvent):
     tool_name: str = ""
     args: Any = None
     partial_result: Optional[AgentToolResult] = None
-    type: ClassVar[str] = "tool_execution_update"
+    type: ClassVar[Literal["tool_execution_update"]] = "tool_execution_update"
 
 
 @dataclass
@@ -192,7 +192,7 @@ class ToolExecutionEndEvent(AgentEvent):
     tool_name: str = ""
     result: Optional[AgentToolResult] = None
     is_error: bool = False
-    type: ClassVar[str] = "tool_execution_end"
+    type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
 
 
 @dataclass
@@ -207,7 +207,7 @@ class ToolApprovalRequestEvent(AgentEvent):
     tool_call_id: str = ""
     tool_name: str = ""
     args: Any = None
-    type: ClassVar[str] = "tool_approval_request"
+    type: ClassVar[Literal["tool_approval_request"]] = "tool_approval_request"
 
 
 # --------------------------------------------------------------------------- provider stream events
@@ -222,14 +222,14 @@ class AssistantMessageEvent:
 @dataclass
 class StartEvent(AssistantMessageEvent):
     partial: AssistantMessage
-    type: ClassVar[str] = "start"
+    type: ClassVar[Literal["start"]] = "start"
 
 
 @dataclass
 class TextStartEvent(AssistantMessageEvent):
     content_index: int
     partial: AssistantMessage
-    type: ClassVar[str] = "text_start"
+    type: ClassVar[Literal["text_start"]] = "text_start"
 
 
 @dataclass
@@ -237,7 +237,7 @@ class TextDeltaEvent(AssistantMessageEvent):
     content_index: int
     delta: str
     partial: AssistantMessage
-    type: ClassVar[str] = "text_delta"
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
 
 
 @dataclass
@@ -245,14 +245,14 @@ class TextEndEvent(AssistantMessageEvent):
     content_index: int
     content: str
     partial: AssistantMessage
-    type: ClassVar[str] = "text_end"
+    type: ClassVar[Literal["text_end"]] = "text_end"
 
 
 @dataclass
 class ThinkingStartEvent(AssistantMessageEvent):
     content_index: int
     partial: AssistantMessage
-    type: ClassVar[str] = "thinking_start"
+    type: ClassVar[Literal["thinking_start"]] = "thinking_start"
 
 
 @dataclass
@@ -260,7 +260,7 @@ class ThinkingDeltaEvent(AssistantMessageEvent):
     content_index: int
     delta: str
     partial: AssistantMessage
-    type: ClassVar[str] = "thinking_delta"
+    type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
 
 
 @dataclass
@@ -268,14 +268,14 @@ class ThinkingEndEvent(AssistantMessageEvent):
     content_index: int
     content: str
     partial: AssistantMessage
-    type: ClassVar[str] = "thinking_end"
+    type: ClassVar[Literal["thinking_end"]] = "thinking_end"
 
 
 @dataclass
 class ToolCallStartEvent(AssistantMessageEvent):
     content_index: int
     partial: AssistantMessage
-    type: ClassVar[str] = "toolcall_start"
+    type: ClassVar[Literal["toolcall_start"]] = "toolcall_start"
 
 
 @dataclass
@@ -283,7 +283,7 @@ class ToolCallDeltaEvent(AssistantMessageEvent):
     content_index: int
     delta: str
     partial: AssistantMessage
-    type: ClassVar[str] = "toolcall_delta"
+    type: ClassVar[Literal["toolcall_delta"]] = "toolcall_delta"
 
 
 @dataclass
@@ -291,7 +291,7 @@ class ToolCallEndEvent(AssistantMessageEvent):
     content_index: int
     tool_call: ToolCall
     partial: AssistantMessage
-    type: ClassVar[str] = "toolcall_end"
+    type: ClassVar[Literal["toolcall_end"]] = "toolcall_end"
 
 
 @dataclass
@@ -300,7 +300,7 @@ class DoneEvent(AssistantMessageEvent):
 
     reason: str
     message: AssistantMessage
-    type: ClassVar[str] = "done"
+    type: ClassVar[Literal["done"]] = "done"
 
 
 @dataclass
@@ -309,7 +309,7 @@ class ErrorEvent(AssistantMessageEvent):
 
     reason: str
     error: AssistantMessage
-    type: ClassVar[str] = "error"
+    type: ClassVar[Literal["error"]] = "error"
 
 
 @dataclass

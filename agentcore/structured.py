@@ -42,7 +42,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, overload
 
 from ._errors import PicklableError
 from ._safe import describe_exception
@@ -50,6 +50,13 @@ from ._toolschema import is_pydantic_model, to_python, type_schema
 from ._util import awaited
 from .tools import AgentTool, AgentToolResult, ToolValidationError, validate_tool_arguments
 from .types import TextContent, ToolCall, UserMessage
+
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from .agent import Agent
+
+    _T = TypeVar("_T")  # the value type of resume_ask(agent, SomeClass)
 
 __all__ = [
     "OutputSpec",
@@ -135,7 +142,15 @@ class AskPaused(AskError):
         return ask.outcome(ask.resume_run())
 
 
-def resume_ask(agent: Any, output_type: Any, *, retries: int = 2) -> Any:
+@overload
+def resume_ask(agent: Agent, output_type: Type[_T], *, retries: int = 2) -> _T: ...
+
+
+@overload
+def resume_ask(agent: Agent, output_type: Any, *, retries: int = 2) -> Any: ...
+
+
+def resume_ask(agent: Agent, output_type: Any, *, retries: int = 2) -> Any:
     """Finish an ``ask`` that paused for approval when its :class:`AskPaused` is not at hand (the
     agent was opened on the session in another process): :meth:`AskPaused.resume` with the
     ``output_type`` given again and ``retries`` counted afresh. Raises what ``resume()`` raises,

@@ -15,7 +15,7 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union, overload
 
 from ._safe import exception_message
 from ._util import awaited
@@ -143,9 +143,24 @@ class FunctionTool(AgentTool):
         return bound
 
 
+if TYPE_CHECKING:
+    from typing import Generic
+
+    from typing_extensions import ParamSpec, TypeVar
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
+
+    class _CallableTool(FunctionTool, Generic[_P, _R]):
+        """What ``@tool`` returns, as type checkers see it: a :class:`FunctionTool` whose call
+        keeps the decorated function's signature and return type (no such class at run time)."""
+
+        def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+
+
 @overload
 def tool(
-    func: Callable[..., Any],
+    func: Callable[_P, _R],
     *,
     name: Optional[str] = None,
     label: Optional[str] = None,
@@ -153,7 +168,7 @@ def tool(
     execution_mode: Optional[str] = None,
     prepare_arguments: Optional[Callable[[Any], Any]] = None,
     requires_approval: Union[bool, Callable[[Any], bool]] = False,
-) -> FunctionTool: ...
+) -> _CallableTool[_P, _R]: ...
 
 
 @overload
@@ -166,7 +181,7 @@ def tool(
     execution_mode: Optional[str] = None,
     prepare_arguments: Optional[Callable[[Any], Any]] = None,
     requires_approval: Union[bool, Callable[[Any], bool]] = False,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+) -> Callable[[Callable[_P, _R]], _CallableTool[_P, _R]]: ...
 
 
 def tool(

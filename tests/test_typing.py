@@ -16,13 +16,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 import pytest
 
 from agentcore import (
     AbortSignal,
     Agent,
+    AgentEndEvent,
     AgentEvent,
     AgentTool,
     AgentToolResult,
@@ -30,15 +31,17 @@ from agentcore import (
     BeforeToolCallContext,
     BeforeToolCallResult,
     FunctionTool,
+    MessageUpdateEvent,
     Model,
     Session,
     SessionStats,
     TextContent,
+    ToolExecutionStartEvent,
     UserMessage,
     attach_session,
     tool,
 )
-from agentcore.options import StreamOptions
+from agentcore.options import OPTION_NAMES, StreamOptions
 from agentcore.testing import ScriptedModel, text, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,6 +133,95 @@ def test_typed_model_value() -> None:
     assert agent.state.model.id == "m"
 
 
+def test_typed_agent_attributes() -> None:
+    """The state shortcuts and the stream-option attributes have their real types."""
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    agent.temperature = 0.2
+    agent.timeout = (5.0, 60.0)
+    agent.max_tokens = None
+    agent.system_prompt = "Be brief."
+    agent.tools = [add]
+    model: Model = agent.model
+    prompt: str = agent.system_prompt
+    temperature: Optional[float] = agent.temperature
+    assert (model.id, prompt, temperature, agent.options.timeout) == (scripted.model.id, "Be brief.", 0.2, (5.0, 60.0))
+    agent.prompt("hello")
+    last = agent.messages[-1]
+    assert isinstance(last, AssistantMessage) and agent.tools == [add]
+
+
+def test_typed_tool_keeps_the_call_signature() -> None:
+    total: int = add(1, 2)
+    loud: str = shout("hi")
+    assert (total, loud) == (3, "HI")
+
+
+def test_typed_stream_can_be_closed() -> None:
+    """``stream()`` returns an iterator whose ``close()`` (documented: from any thread) type-checks."""
+    scripted = ScriptedModel([text("hi")])
+    agent = Agent(scripted.model, stream_fn=scripted.stream_fn)
+    events = agent.stream("hello")
+    first: AgentEvent = next(events)
+    events.close()
+    assert first.type == "agent_start" and list(events) == []
+    agent.wait_for_idle()
+
+
+def _describe(event: Union[MessageUpdateEvent, ToolExecutionStartEvent, AgentEndEvent]) -> str:
+    """Narrowing a union of events by ``event.type``, as the events guide does."""
+    if event.type == "tool_execution_start":
+        return f"-> {event.tool_name}({event.args})"
+    if event.type == "agent_end":
+        return f"{len(event.messages)} new messages"
+    return "update" if event.assistant_message_event is not None else "start"
+
+
+def test_typed_events_narrow_by_type() -> None:
+    scripted = ScriptedModel([tool_call("add", {"a": 1, "b": 2}), text("3")])
+    agent = Agent(scripted.model, tools=[add], stream_fn=scripted.stream_fn)
+    lines = [
+        _describe(event)
+        for event in agent.stream("add")
+        if isinstance(event, (MessageUpdateEvent, ToolExecutionStartEvent, AgentEndEvent))
+    ]
+    assert "-> add({'a': 1, 'b': 2})" in lines and lines[-1] == "4 new messages"
+
+
+def test_agent_declares_every_option_attribute_for_type_checkers() -> None:
+    """Every stream option but ``reasoning`` is an ``Agent`` attribute (a property set after the
+    class); its ``TYPE_CHECKING`` declaration in the class body must name each, with the type
+    ``StreamOptions`` gives it, or mypy and IDEs reject ``agent.temperature = 0.2``."""
+    tree = ast.parse((ROOT / "agentcore" / "agent.py").read_text())
+    agent_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Agent")
+    declared = {
+        inner.target.id: ast.unparse(inner.annotation)
+        for node in agent_class.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        for inner in node.body
+        if isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name)
+    }
+    expected = {name: StreamOptions.__annotations__[name] for name in OPTION_NAMES if name != "reasoning"}
+    assert declared == expected
+    assert all(hasattr(Agent, name) for name in declared)
+
+
+def test_all_is_a_literal_list_of_the_exports() -> None:
+    """Type checkers read ``__all__`` only as a literal list (mypy's ``from agentcore import *``
+    defined no name at all when it was computed); it must list what ``__getattr__`` resolves."""
+    import agentcore
+
+    tree = ast.parse((ROOT / "agentcore" / "__init__.py").read_text())
+    assigned = next(
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)
+    )
+    assert isinstance(assigned, ast.List)
+    literal = [ast.literal_eval(item) for item in assigned.elts]
+    assert literal == [name for names in agentcore._EXPORTS.values() for name in names] + ["__version__"]
+
+
 def test_every_public_name_is_visible_to_type_checkers() -> None:
     """``agentcore.__all__`` resolves lazily; a name missing from the ``TYPE_CHECKING`` imports
     next to ``__getattr__`` would be Any for mypy and IDEs (and ``X as X`` re-exports it)."""
@@ -152,8 +244,11 @@ def test_every_public_name_is_visible_to_type_checkers() -> None:
 
 #: Each line marked ``# wrong`` must be reported by mypy; no other line may be.
 WRONG_CALLS = textwrap.dedent("""
+    from typing import Union
     from agentcore import Agent, get_model, tool, AgentTool, Session, BeforeToolCallContext
+    from agentcore import AgentEndEvent, TurnEndEvent
     from agentcore.providers import complete
+    from agentcore.structured import resume_ask
 
     @tool
     def add(a: int, b: int) -> int:
@@ -180,6 +275,37 @@ WRONG_CALLS = textwrap.dedent("""
     complete(agent.state.model, "not a context")  # wrong
     answer: str = agent.ask("how many?", int)  # wrong
     agent.ask(123, int)  # wrong
+    agent.temperature = "hot"  # wrong
+    agent.max_tokens = 1.5  # wrong
+    agent.model = 3  # wrong
+    agent.system_prompt = 1  # wrong
+    agent.thinking_level = 2  # wrong
+    model_id: int = agent.model  # wrong
+    prompt_length: int = agent.system_prompt  # wrong
+    add("1", 2)  # wrong
+    sum_text: str = add(1, 2)  # wrong
+    word: str = resume_ask(agent, int)  # wrong
+    resume_ask("agent", int)  # wrong
+
+    def on_end(event: Union[AgentEndEvent, TurnEndEvent]) -> None:
+        if event.type == "agent_stop":  # wrong
+            pass
+        if event.type == "turn_end":
+            event.messages  # wrong
+""")
+
+#: Must check clean: the names ``from agentcore import *`` gives mypy (those of ``__all__``).
+STAR_IMPORT = textwrap.dedent("""
+    from agentcore import *
+
+    agent: Agent = Agent()
+    version: str = __version__
+
+    @tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    tools: list[AgentTool] = [add, *create_read_only_tools(".")]
 """)
 
 
@@ -194,6 +320,8 @@ def _mypy_command() -> List[str]:
 def test_wrong_calls_fail_the_type_check(tmp_path: Path) -> None:
     snippet = tmp_path / "wrong_calls.py"
     snippet.write_text(WRONG_CALLS)
+    star_import = tmp_path / "star_import.py"
+    star_import.write_text(STAR_IMPORT)
     env: Dict[str, str] = dict(os.environ, MYPYPATH=str(ROOT))
     proc = subprocess.run(
         _mypy_command()
@@ -206,6 +334,7 @@ def test_wrong_calls_fail_the_type_check(tmp_path: Path) -> None:
             "--hide-error-context",
             "--no-pretty",
             str(snippet),
+            str(star_import),
             str(Path(__file__)),
         ],
         cwd=ROOT,
