@@ -7,8 +7,10 @@ soon as it has something that must not leak into other agents: ``Agent(plugins=[
 constructor callable (``before_tool_call``, ``after_tool_call``, ``transform_context``,
 ``convert_to_llm``) set at run start, or any use of ``agent.plugins`` (which may register things).
 
-At the start of each run the callables are (re)adapted into one plugin of that own manager by
-:func:`~agentcore.plugins.callables_plugin`, registered last so it is called first; when the agent
+At the start of each run, and whenever the agent's own manager is read (``agent.plugins``) or one
+of the callables is set while no run is active, the callables are (re)adapted into one plugin of
+that own manager by :func:`~agentcore.plugins.callables_plugin`, registered last so it is called
+first (so ``agent.plugins.hook.X(...)`` answers as the next run will act); when the agent
 has a list-level ``convert_to_llm``, the built-in converter is taken out of its manager (that
 callable replaces it). The loop then receives plain-pluggy callables (:class:`AgentHooks`), or None
 for a hook nobody implements, so the common case pays nothing for pluggy.
@@ -47,11 +49,12 @@ ADAPTER_NAME = "agentcore.agent-callables"
 class AgentPlugins:
     """The manager of one agent: the shared one until the agent needs its own."""
 
-    __slots__ = ("_own", "_adapter", "_adapted", "_lock")
+    __slots__ = ("_own", "_adapter", "_adapted", "_lock", "_sync_lock")
 
     def __init__(self, plugins: Iterable[Any] = ()) -> None:
         self._own: Any = None
         self._lock = threading.Lock()  # one own manager, however many threads ask for it at once
+        self._sync_lock = threading.Lock()  # one adapter registered, whichever threads sync at once
         self._adapter: Any = None
         self._adapted: Tuple[Any, ...] = (None, None, None)
         plugins = list(plugins or ())
@@ -79,29 +82,42 @@ class AgentPlugins:
                     pm = self._own = create_plugin_manager()
         return pm
 
-    def hooks_for_run(
-        self, before_tool_call: Any, after_tool_call: Any, transform_context: Any, convert_to_llm: Any
-    ) -> AgentHooks:
-        """Sync the adapter plugin with the callables set now; the run's :class:`AgentHooks`."""
+    def has_own(self) -> bool:
+        """Whether the agent has its own manager already."""
+        return self._own is not None
+
+    def sync(self, before_tool_call: Any, after_tool_call: Any, transform_context: Any, convert_to_llm: Any) -> Any:
+        """Make the manager hold the callables set now: their adapter plugin (registered anew when
+        they changed) and the built-in converter exactly when no list-level ``convert_to_llm``
+        replaces it. Returns that manager: the agent's own one when it has callables, else the one
+        in use. Thread-safe."""
         wanted = (before_tool_call, after_tool_call, transform_context)
         if any(fn is not None for fn in wanted) or convert_to_llm is not None:
             pm = self.own()
         else:
             pm = self.manager()
-        if wanted != self._adapted:
-            if self._adapter is not None:
-                pm.unregister(self._adapter)
-            self._adapter = callables_plugin(
-                before_tool_call=before_tool_call,
-                after_tool_call=after_tool_call,
-                transform_context=transform_context,
-                name=ADAPTER_NAME,
-            )
-            if self._adapter is not None:
-                pm.register(self._adapter, name=ADAPTER_NAME)
-            self._adapted = wanted
-        if pm is self._own:
-            _place_default_converter(pm, present=convert_to_llm is None)
+        with self._sync_lock:
+            if wanted != self._adapted:
+                if self._adapter is not None:
+                    pm.unregister(self._adapter)
+                self._adapter = callables_plugin(
+                    before_tool_call=before_tool_call,
+                    after_tool_call=after_tool_call,
+                    transform_context=transform_context,
+                    name=ADAPTER_NAME,
+                )
+                if self._adapter is not None:
+                    pm.register(self._adapter, name=ADAPTER_NAME)
+                self._adapted = wanted
+            if pm is self._own:
+                _place_default_converter(pm, present=convert_to_llm is None)
+        return pm
+
+    def hooks_for_run(
+        self, before_tool_call: Any, after_tool_call: Any, transform_context: Any, convert_to_llm: Any
+    ) -> AgentHooks:
+        """:meth:`sync` with the callables set now; the run's :class:`AgentHooks`."""
+        pm = self.sync(before_tool_call, after_tool_call, transform_context, convert_to_llm)
         return AgentHooks(pm, convert_to_llm)
 
 

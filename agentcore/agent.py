@@ -262,6 +262,17 @@ class _FunctionAttribute(Generic[_F]):
         obj.__dict__[self.name] = value
 
 
+class _HookAttribute(_FunctionAttribute[_F]):
+    """A constructor callable that is also a hook (``before_tool_call``, ``after_tool_call``,
+    ``transform_context``, ``convert_to_llm``): assigning it while no run is active updates the
+    agent's own plugin manager at once, so ``agent.plugins.hook.X(...)`` answers as the next run
+    acts (a run in progress keeps the callables it started with)."""
+
+    def __set__(self, obj: Agent, value: _F) -> None:
+        super().__set__(obj, value)
+        obj._hooks_assigned()
+
+
 def _checked_messages(value: Any, where: str) -> List[Any]:
     """``value`` as a transcript list. TypeError for a str or mapping (not a list of messages)
     and for an item without a ``role`` (a message object, a reference dict or a custom message
@@ -423,10 +434,10 @@ class Agent:
     # functions (or None), checked when assigned: a non-callable would fail only at the next run
     get_api_key: _FunctionAttribute[Optional[GetApiKey]] = _FunctionAttribute()
     stream_fn: _FunctionAttribute[Optional[StreamFn]] = _FunctionAttribute()
-    convert_to_llm: _FunctionAttribute[Optional[ConvertToLlm]] = _FunctionAttribute()
-    transform_context: _FunctionAttribute[Optional[TransformContextHook]] = _FunctionAttribute()
-    before_tool_call: _FunctionAttribute[Optional[BeforeToolCallHook]] = _FunctionAttribute()
-    after_tool_call: _FunctionAttribute[Optional[AfterToolCallHook]] = _FunctionAttribute()
+    convert_to_llm: _HookAttribute[Optional[ConvertToLlm]] = _HookAttribute()
+    transform_context: _HookAttribute[Optional[TransformContextHook]] = _HookAttribute()
+    before_tool_call: _HookAttribute[Optional[BeforeToolCallHook]] = _HookAttribute()
+    after_tool_call: _HookAttribute[Optional[AfterToolCallHook]] = _HookAttribute()
     should_stop_after_turn: _FunctionAttribute[Optional[ShouldStopAfterTurnHook]] = _FunctionAttribute()
     prepare_next_turn: _FunctionAttribute[Optional[PrepareNextTurnHook]] = _FunctionAttribute()
 
@@ -592,7 +603,17 @@ class Agent:
         agent; reading this property gives it its own (built-ins and entry-point plugins), so
         ``agent.plugins.register(obj)`` affects this agent only.
         """
-        return self._plugins.own()
+        pm = self._plugins.own()
+        if self._active is None:  # as the next run will act; a run in progress keeps its callables
+            self._plugins.sync(self.before_tool_call, self.after_tool_call, self.transform_context, self.convert_to_llm)
+        return pm
+
+    def _hooks_assigned(self) -> None:
+        """A hook callable was assigned: bring the agent's own manager (if it has one yet) in line,
+        unless a run is active (its start syncs) or the constructor is still assigning them all."""
+        plugins = self.__dict__.get("_plugins")
+        if plugins is not None and plugins.has_own() and self._active is None and "_listeners" in self.__dict__:
+            plugins.sync(self.before_tool_call, self.after_tool_call, self.transform_context, self.convert_to_llm)
 
     @property
     def signal(self) -> Optional[AbortSignal]:

@@ -1457,7 +1457,9 @@ def test_constructor_arguments_of_the_wrong_kind_are_refused_naming_them() -> No
 
 
 # every Agent attribute that holds a function: the hooks, get_api_key and stream_fn
-FUNCTION_ATTRIBUTES = tuple(name for name, value in vars(Agent).items() if type(value).__name__ == "_FunctionAttribute")
+FUNCTION_ATTRIBUTES = tuple(
+    name for name, value in vars(Agent).items() if type(value).__name__ in ("_FunctionAttribute", "_HookAttribute")
+)
 assert len(FUNCTION_ATTRIBUTES) == 8 and {"before_tool_call", "stream_fn", "prepare_next_turn"} <= set(
     FUNCTION_ATTRIBUTES
 )

@@ -92,6 +92,34 @@ def test_constructor_callable_is_called_before_plugins_and_the_first_block_wins(
     assert agent.state.messages[-2].content[0].text == "blocked by agent"
 
 
+def test_agent_plugins_hook_answers_as_the_agent_acts_before_and_between_runs():  # issue 11 §2
+    """``agent.plugins.hook.before_tool_call(...)`` answered None before the first run of an agent
+    built with ``before_tool_call=`` (the callables were adapted at run start only), and with the
+    old callable after it was replaced, until the next run: not what the agent acts on."""
+
+    def deny(context, signal):
+        return BeforeToolCallResult(block=True, reason="denied")
+
+    scripted = _tool_then_text()
+    agent = Agent(scripted.model, tools=[_echo_tool([])], before_tool_call=deny)
+    pm = agent.plugins
+    assert pm.hook.before_tool_call(context=None, signal=None) == BeforeToolCallResult(block=True, reason="denied")
+    agent.before_tool_call = None
+    assert pm.hook.before_tool_call(context=None, signal=None) is None
+    agent.before_tool_call = deny
+    agent.prompt("go")
+    assert agent.state.messages[2].content[0].text == "denied"
+    assert pm.hook.before_tool_call(context=None, signal=None) == BeforeToolCallResult(block=True, reason="denied")
+
+    def seen_transform(messages, signal):
+        return messages[-1:]
+
+    agent.transform_context = seen_transform
+    kept = [UserMessage("a"), UserMessage("b")]
+    pm.hook.transform_context(messages=kept, signal=None)
+    assert [m.content for m in kept] == ["b"]
+
+
 def test_transform_context_of_agent_and_plugin_chain():
     class AddNote:
         @hookimpl
