@@ -241,11 +241,19 @@ class _Scheduler:
         self._thread = threading.Thread(target=self._follow, name="agentcore-many-scheduler", daemon=True)
 
     def start(self) -> None:
-        """Submit what can start at once; an executor refusing any of it raises."""
-        self._thread.start()
-        with self._lock:
-            for index in self._plan.first:
-                self._submit(index)
+        """Submit what can start at once, then start this scheduler's thread (also when the
+        executor refused a task: its error is raised, and the thread handles what was submitted
+        before it). The thread starts after the first submissions: a process pool started by
+        ``fork`` (Linux's default before Python 3.14) forks all its workers at the first, which
+        Python 3.12+ warns about (``DeprecationWarning: This process is multi-threaded, use of
+        fork() may lead to deadlocks in the child``) while a thread of ours runs. A future
+        completing meanwhile waits in ``_completed``."""
+        try:
+            with self._lock:
+                for index in self._plan.first:
+                    self._submit(index)
+        finally:
+            self._thread.start()
 
     def next_result(self, timeout: float) -> Optional[TaskResult]:
         """The result of the next task to finish, or None when none did within ``timeout`` seconds."""

@@ -426,6 +426,21 @@ def test_write_aborted_while_waiting_for_the_file_lock_writes_nothing(tmp_path):
     assert target.read_text() == "old\n"
 
 
+def test_the_per_file_locks_of_write_and_edit_do_not_pile_up(tmp_path):
+    # every file ever written or edited kept its lock in a process-wide dict for good: a
+    # long-lived process (a server, a kernel) writing many files grew without bound
+    from agentcore.builtin_tools import _paths
+
+    write, edit = create_write_tool(str(tmp_path)), create_edit_tool(str(tmp_path))
+    before = len(_paths._locks)
+    for i in range(50):
+        run(write, path=f"f{i}.txt", content="one\n")
+        run(edit, path=f"f{i}.txt", edits=[{"oldText": "one", "newText": "two"}])
+    assert len(_paths._locks) == before
+    lock = file_lock(str(tmp_path / "f1.txt"))  # while a call holds a file's lock, others get that one
+    assert file_lock(str(tmp_path / "f1.txt")) is lock and len(_paths._locks) == before + 1
+
+
 def test_write_and_edit_name_a_lone_surrogate_and_change_nothing(tmp_path):
     # json.loads turns a model's "\\ud83d" (half an emoji's escape pair) into a lone surrogate;
     # the tools raised a bare UnicodeEncodeError counting characters of the whole new file
@@ -1043,6 +1058,23 @@ def test_grep_searches_utf16_files_with_a_byte_order_mark_like_ripgrep(tmp_path,
     grep = create_grep_tool(str(tmp_path), use_rg=use_rg)
     assert text(run(grep, pattern="^needle")) == "be.txt:2:needle two\nout.txt:2:needle found"
     assert text(run(grep, pattern="found$", path="out.txt")) == "out.txt:2:needle found"
+
+
+def test_grep_of_a_utf16_file_leaves_no_unclosed_file_warning(tmp_path):
+    # the Python search left the UTF-16 file's text wrapper to the garbage collector, which closed
+    # the file under the tool and warned "ResourceWarning: unclosed file <_io.TextIOWrapper ...
+    # encoding='utf-16'>": an error (a failed test) under -W error or pytest's unraisable check
+    import gc
+    import warnings
+
+    (tmp_path / "out.txt").write_bytes("\ufeffbuild ok\r\nneedle found\r\n".encode("utf-16-le"))
+    grep = create_grep_tool(str(tmp_path), use_rg=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert text(run(grep, pattern="needle")) == "out.txt:2:needle found"
+        assert text(run(grep, pattern="o", limit=1)).startswith("out.txt:1:build ok\n\n[1 matches limit reached")
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 @pytest.mark.parametrize("use_rg", BACKENDS)

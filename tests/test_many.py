@@ -493,6 +493,29 @@ def test_process_pool_spawn_runs_tasks_into_jsonl_sessions(spec, tmp_path, worke
             assert_complete(session, i)
 
 
+def test_a_fork_started_process_pool_forks_before_run_many_starts_its_thread(spec, monkeypatch):
+    """Python 3.12+ warns "DeprecationWarning: This process is multi-threaded, use of fork() may
+    lead to deadlocks in the child" when a process forks with threads running: run_many started its
+    scheduler thread before the first submission, at which a ``fork`` pool (Linux's default
+    before Python 3.14) forks its workers. The forked child here exits at once: only the threads
+    alive at the fork matter, and nothing runs in a copy of this multi-threaded test process."""
+    seen: List[List[str]] = []
+    fork = os.fork
+
+    def watched_fork() -> int:
+        seen.append([t.name for t in threading.enumerate() if t.name.startswith("agentcore-many")])
+        pid = fork()
+        if pid == 0:
+            os._exit(0)
+        return pid
+
+    monkeypatch.setattr(os, "fork", watched_fork)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        [result] = run_many([add_task(spec, 1)], executor=pool, progress=False)
+    assert seen == [[]], "run_many's own thread was running when the pool forked its worker"
+    assert result.error is not None  # the worker died at once: the pool broke, the task failed
+
+
 def test_a_task_its_worker_process_cannot_unpickle_fails_alone_and_the_pool_goes_on(spec, tmp_path, worker_path):
     """What pickles here may not load in a spawned worker (a function defined under ``if __name__
     == "__main__":``, a scripted model): that task's error names the cause, where the process

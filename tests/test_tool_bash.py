@@ -498,6 +498,43 @@ def test_a_ctrl_c_during_the_kill_grace_still_kills_the_group(tmp_path):
         _cleanup(pids)
 
 
+def test_a_ctrl_c_during_the_kill_grace_reaps_the_shell_and_closes_its_pipe(tmp_path):
+    """The interrupt that ended the kill's grace also skipped reaping the shell: it stayed a zombie
+    and its output pipe an open descriptor until the garbage collector warned "ResourceWarning:
+    subprocess N is still running" (a leak per interrupted command in a long-lived kernel)."""
+    import _thread
+
+    termed = tmp_path / "termed"
+    survivor = f"trap 'touch {termed}' TERM; while :; do sleep 0.05; done"
+    command = f'echo "shell:$$"; sh -c "{survivor}" & echo "pid:$!"; wait'
+    tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0, kill_grace=30.0)
+    seen: List[str] = []
+    fds_before = len(os.listdir("/proc/self/fd"))
+
+    def interrupt_once_terminated() -> None:  # the grace has begun once the survivor saw SIGTERM
+        deadline = time.monotonic() + 10
+        while not termed.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_once_terminated)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as info:  # holds the frames, as a kernel's last traceback does
+            tool.execute("c1", {"command": command, "timeout": 0.5}, None, lambda p: seen.append(p.content[0].text))
+    finally:
+        interrupter.join()
+    assert info.traceback
+    output = "".join(seen)
+    pids = _pids(output)
+    try:
+        shell = int(re.findall(r"shell:(\d+)", output)[0])
+        assert not os.path.exists(f"/proc/{shell}"), "the interrupted shell was left unreaped (a zombie)"
+        assert len(os.listdir("/proc/self/fd")) == fds_before, "the shell's output pipe was left open"
+    finally:
+        _cleanup(pids)
+
+
 def test_a_command_longer_than_linux_takes_as_one_argument_still_runs(tmp_path):
     """A 150 KB heredoc failed with "[Errno 7] Argument list too long: '/usr/bin/bash'": Linux
     takes at most 128 KB in one argument. It is now sourced from a temp file, removed afterwards."""

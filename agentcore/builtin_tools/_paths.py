@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from typing import IO, Dict, Optional
+import weakref
+from typing import IO, Optional
 
 __all__ = [
     "NotARegularFileError",
@@ -200,11 +201,15 @@ def open_regular_file(target: str, shown: str) -> IO[bytes]:
 
 
 _locks_guard = threading.Lock()
-_locks: Dict[str, threading.Lock] = {}
+# weak values: a lock lives while a call holds or waits for it, so a long-lived process that
+# writes many different files does not keep one lock per file it ever wrote
+_locks: weakref.WeakValueDictionary[str, threading.Lock] = weakref.WeakValueDictionary()
 
 
 def file_lock(absolute: str) -> threading.Lock:
-    """A process-wide lock for one file, so parallel edit/write calls on it do not interleave."""
+    """A process-wide lock for one file, so parallel edit/write calls on it do not interleave.
+    Every caller holding (or waiting for) the lock of a file gets the same one; it is forgotten
+    once none does."""
     key = os.path.normcase(os.path.realpath(absolute))
     with _locks_guard:
         lock = _locks.get(key)

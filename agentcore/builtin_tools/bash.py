@@ -292,12 +292,12 @@ def create_bash_tool(
 
         if signal is not None:
             signal.add_listener(on_abort)
+        code: Optional[int] = None
         try:
             try:
                 outcome = _pump(process, output, limit, stop, signal, on_update)
             except BaseException:  # on_update raised (or an interrupt): never leave the command running
                 process.kill_group(kill_grace)
-                process.reap()
                 raise
             if outcome is not None:
                 process.kill_group(kill_grace)
@@ -305,9 +305,13 @@ def create_bash_tool(
             code = process.reap()
             return _finish(output, code, outcome, limit)
         finally:
-            if signal is not None:
-                signal.remove_listener(on_abort)
-            output.close()
+            try:
+                if code is None:  # an error or an interrupt (also one ending the kill's grace, after
+                    process.reap()  # SIGKILL was sent): the shell is reaped, its pipe closed all the same
+            finally:
+                if signal is not None:
+                    signal.remove_listener(on_abort)
+                output.close()
 
     def _pump(
         process: ShellProcess,

@@ -64,11 +64,18 @@ def _sniff(path: str, shown: str) -> bytes:
 
 def _lines(f: IO[bytes], head: bytes) -> Iterator[str]:
     """The lines of the file ``f`` (which starts with ``head``), decoded as ripgrep decodes them:
-    UTF-16 after its byte-order mark, else UTF-8 without one; bad bytes replaced, ends dropped."""
+    UTF-16 after its byte-order mark, else UTF-8 without one; bad bytes replaced, ends dropped.
+    ``f`` stays the caller's to close: a UTF-16 file's text wrapper is detached from it at the end
+    (left to the garbage collector, it closed ``f`` itself and warned ``ResourceWarning``, an
+    error under ``-W error``)."""
     if head.startswith(_UTF16_BOMS):
         text = io.TextIOWrapper(f, encoding="utf-16", errors="replace", newline="\n")
-        for line in text:
-            yield line.rstrip("\r\n")
+        try:
+            for line in text:
+                yield line.rstrip("\r\n")
+        finally:
+            if not f.closed:  # closed already: the wrapper has nothing left to warn about
+                text.detach()
         return
     for number, raw in enumerate(f):
         if not number and raw.startswith(_BOM):  # rg drops it too: "^import" must match line 1
