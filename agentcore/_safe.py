@@ -260,16 +260,26 @@ def redact_url(url: str) -> str:
         return "<unparsable URL>"
 
 
-def _schemeless_userinfo_redacted(url: str) -> str:
-    """``user:secret@host/...`` (a URL missing its ``http://``) as ``user:***@host/...``; any
-    other text unchanged. Its authority is taken to run to the first ``/``, ``?`` or ``#``; a
-    backslash before the ``@`` marks a Windows path, not user info."""
+def schemeless_userinfo(url: str) -> Optional[Tuple[str, str, str]]:
+    """``(name, secret, rest)`` of ``name:secret@host/...``, a URL missing its ``http://`` that URL
+    parsers read as a scheme and a path (so they see no password); None for any other text. Its
+    authority is taken to run to the first ``/``, ``?`` or ``#``; a backslash before the ``@``
+    marks a Windows path, not user info."""
+    if not isinstance(url, str) or "://" in url or "@" not in url:
+        return None
     end = min([url.find(c) for c in "/?#" if c in url] or [len(url)])
     user, at, host = url[:end].rpartition("@")
-    name, colon, _ = user.partition(":")
+    name, colon, secret = user.partition(":")
     if not (at and colon and name) or "\\" in user:
-        return url
-    return f"{name}:***@{host}{url[end:]}"
+        return None
+    return name, secret, host + url[end:]
+
+
+def _schemeless_userinfo_redacted(url: str) -> str:
+    """``user:secret@host/...`` (a URL missing its ``http://``) as ``user:***@host/...``; any
+    other text unchanged (see :func:`schemeless_userinfo`)."""
+    split = schemeless_userinfo(url)
+    return url if split is None else f"{split[0]}:***@{split[2]}"
 
 
 # Escape sequences (CSI such as colours and cursor moves, OSC such as window titles and hyperlinks

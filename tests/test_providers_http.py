@@ -2021,3 +2021,30 @@ def test_an_error_body_nested_too_deeply_to_parse_keeps_its_status(server):  # p
     _, result = _run(server, max_retries=0)
     assert result.stop_reason == "error" and result.error_message.startswith("502 ")
     assert "RecursionError" not in result.error_message
+
+
+def test_urllib3s_debug_log_of_a_request_never_shows_a_key_in_the_query(server, caplog):  # secrets: logs
+    """With DEBUG logging on (``logging.basicConfig(level=logging.DEBUG)``), urllib3 logs each
+    request line: ``"POST /v1/chat/completions?key=AIza... HTTP/1.1" 401``. Our own records hid the
+    key; urllib3's showed it (Google's ``?key=``, Azure API Management's ``subscription-key``)."""
+    caplog.set_level(logging.DEBUG)
+    server.enqueue(Reply(status=401, content_type="text/plain", body="no"))
+    model = Model(
+        id="m", api="openai-completions", provider="query-key", base_url=server.url + "/v1?key=AIzaQUERYSECRET42"
+    )
+    result = complete(model, _ctx(), api_key=KEY, max_retries=0)
+    assert result.stop_reason == "error"
+    assert server.requests[0].query == "key=AIzaQUERYSECRET42"  # the key was sent
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("urllib3")]
+    assert any('"POST /v1/chat/completions?key=*** HTTP/1.1" 401' in line for line in lines), lines
+    assert "AIzaQUERYSECRET42" not in caplog.text
+
+
+def test_a_base_url_without_its_scheme_never_shows_its_password(caplog):  # secrets
+    """``me:password@proxy:8080/v1`` (its ``http://`` forgotten) is read by URL parsers as a
+    scheme ``me`` and a path, so no password was found to hide: the error quoted it whole."""
+    caplog.set_level(logging.DEBUG)
+    model = Model(id="m", api="openai-completions", provider="local", base_url="me:pw-SECRET-1@127.0.0.1:1/v1")
+    result = complete(model, _ctx(), api_key=KEY, max_retries=0)
+    assert result.stop_reason == "error" and "127.0.0.1:1/v1/chat/completions" in result.error_message
+    assert "pw-SECRET-1" not in result.error_message and "pw-SECRET-1" not in caplog.text

@@ -206,7 +206,35 @@ def _session_class() -> Any:
                 }
 
         _session_cls = _Session
+        _hide_secrets_in_urllib3_logs()
     return _session_cls
+
+
+class _Urllib3RequestLineFilter:
+    """A ``logging`` filter of urllib3's loggers: the text arguments of its records that are a URL
+    or a request target (``"POST /v1beta/models/m:streamGenerateContent?key=AIza... HTTP/1.1"
+    401``, a retry's URL) have the values of secret-looking query parameters (Google's ``?key=``,
+    Azure API Management's ``subscription-key``) replaced by ``***``. Holds no state; runs only
+    for records that are emitted (DEBUG enabled)."""
+
+    def filter(self, record: Any) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and any(isinstance(a, str) and "?" in a and "=" in a for a in args):
+            from .._safe import redact_url
+
+            record.args = tuple(redact_url(a) if isinstance(a, str) and "?" in a and "=" in a else a for a in args)
+        return True
+
+
+def _hide_secrets_in_urllib3_logs() -> None:
+    """Add :class:`_Urllib3RequestLineFilter` to urllib3's request loggers, once per process
+    (called when the first provider session is built)."""
+    import logging
+
+    for name in ("urllib3.connectionpool", "urllib3.util.retry"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _Urllib3RequestLineFilter) for f in logger.filters):
+            logger.addFilter(_Urllib3RequestLineFilter())
 
 
 def _merge_proxies(request_proxies: Any, session_proxies: Any) -> Any:

@@ -13,7 +13,7 @@ import re
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from .._errors import PicklableError
-from .._safe import ambiguous_userinfo, describe_exception, exception_message
+from .._safe import ambiguous_userinfo, describe_exception, exception_message, schemeless_userinfo
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Diagnostic, now_ms
 
@@ -149,7 +149,7 @@ def is_secret_query_name(name: str) -> bool:
 
 def secret_url_values(url: str) -> List[str]:
     """The credentials a request URL carries, for :func:`redact`: the password of its user info
-    (as written and decoded), the ``Basic`` token requests builds from ``user:password``, and the
+    (as written and decoded; also of a URL written without its scheme), the ``Basic`` token requests builds from ``user:password``, and the
     values of secret-looking query parameters (``key``, ``token``, ``secret``, ``password``...)."""
     import base64
     from urllib.parse import parse_qsl, unquote, urlsplit
@@ -161,6 +161,10 @@ def secret_url_values(url: str) -> List[str]:
         for candidate in {secret, secret.split("@", 1)[0]}:
             values += [candidate, unquote(candidate)]
         url = f"{split[0]}{split[1].split(':', 1)[0]}@{split[2]}"
+    bare = schemeless_userinfo(url)
+    if bare is not None:  # "user:secret@proxy/v1", its http:// forgotten: parsers see no password
+        values += [bare[1], unquote(bare[1])] if bare[1] else []
+        url = bare[2]
     try:
         parts = urlsplit(url)
         password = parts.password

@@ -600,11 +600,11 @@ class _RequestLog:
 
 def _loggable_url(url: str, secrets: List[str]) -> str:
     """``url`` without user info (also one whose password holds an unencoded ``/``, ``?`` or
-    ``#``), and with the values of secret-looking query parameters (and any known secret)
+    ``#``, and one written without its scheme: ``user:secret@proxy/v1``), and with the values of secret-looking query parameters (and any known secret)
     replaced by ``***``; their values join ``secrets``."""
     from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-    from .._safe import ambiguous_userinfo
+    from .._safe import ambiguous_userinfo, schemeless_userinfo
     from .failures import is_secret_query_name, redact
 
     split = ambiguous_userinfo(url)
@@ -612,6 +612,10 @@ def _loggable_url(url: str, secrets: List[str]) -> str:
         head, userinfo, after = split
         secrets.extend(p for p in userinfo.split(":", 1) if p)
         url = head + after
+    bare = schemeless_userinfo(url)
+    if bare is not None:  # "user:secret@proxy/v1", its http:// forgotten: parsers see a scheme "user"
+        secrets.extend(p for p in bare[:2] if p)
+        url = bare[2]
     try:
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
