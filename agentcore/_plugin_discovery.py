@@ -92,11 +92,20 @@ def _agentcore_version() -> Optional[str]:
 
 
 def _iter_entry_points() -> Iterable[Tuple[Any, Optional[str], Optional[str]]]:
-    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution.
+    """Yield ``(entry_point, distribution name, version)`` for the group, once per distribution,
+    ordered by distribution name, then entry-point name: the registration order (and so which of
+    two plugins registering the same name wins) is the same on every machine, not the order a
+    directory listing of site-packages happens to give.
 
     Reads each distribution's small ``entry_points.txt`` first and parses the (slow) METADATA only
     of distributions that declare the group: this keeps a scan of a large environment cheap.
     """
+    found = list(_scan_entry_points())
+    found.sort(key=lambda item: (_normalize(item[1]), item[0].name))
+    return found
+
+
+def _scan_entry_points() -> Iterable[Tuple[Any, Optional[str], Optional[str]]]:
     from importlib.metadata import distributions
 
     seen = set()

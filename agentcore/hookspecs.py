@@ -6,7 +6,7 @@ on which thread), its arguments, what a return value means and how several imple
 
 *Call order* means pluggy's: the plugin registered last is called first (``tryfirst``/``trylast``
 move an implementation to the front/back). Registration order is: built-ins, then entry-point
-plugins, then the agent's own plugins (``Agent(plugins=...)``, its constructor callables, then
+plugins (by distribution name, then entry-point name), then the agent's own plugins (``Agent(plugins=...)``, its constructor callables, then
 anything added with ``agent.plugins.register``). An implementation may accept only some of the
 arguments.
 

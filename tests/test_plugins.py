@@ -40,6 +40,9 @@ FIXTURE_DISTS = Path(__file__).resolve().parent / "fixtures" / "plugin_dists"
 REPO = Path(__file__).resolve().parents[1]
 
 
+_ORDER_FIXTURES = ("agentcore_alpha_order_fixture", "agentcore_zeta_order_fixture")
+
+
 @pytest.fixture
 def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     """Re-scan entry points for this test and again afterwards (sys.path/env restored first)."""
@@ -48,7 +51,7 @@ def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatc
     yield monkeypatch
     monkeypatch.undo()
     fixtures = ("agentcore_broken_fixture", "agentcore_invalid_fixture", "agentcore_good_fixture")
-    for name in fixtures + ("agentcore_typo_fixture", "agentcore_class_fixture"):
+    for name in fixtures + ("agentcore_typo_fixture", "agentcore_class_fixture") + _ORDER_FIXTURES:
         sys.modules.pop(name, None)
     plugins.reset_plugins()
 
@@ -1200,3 +1203,43 @@ def test_a_child_forked_while_another_thread_builds_a_registry_builds_it_itself(
         builder.join(10)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     assert pm.get_tool("served_tool").name == "served_tool"
+
+
+_SAME_TOOL_PLUGIN = '''
+from agentcore.hookspecs import hookimpl
+from agentcore.tools import tool
+
+@tool(name="order_fixture_tool")
+def order_fixture_tool() -> str:
+    """Which plugin's tool is in effect."""
+    return "{label}"
+
+@hookimpl
+def register_tools(register):
+    register(order_fixture_tool)
+'''
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_two_plugins_registering_one_name_resolve_the_same_whatever_the_directory_order(
+    fresh_plugins: pytest.MonkeyPatch, tmp_path: Path, reverse: bool
+) -> None:
+    """Which of two installed plugins registering the same tool won ("registered later wins")
+    followed the order importlib.metadata lists distributions in: a directory listing of
+    site-packages, which differs between machines. Entry points load in distribution-name order."""
+    import importlib.metadata
+
+    for dist, label in (("agentcore-alpha-order-fixture", "alpha"), ("agentcore-zeta-order-fixture", "zeta")):
+        module = dist.replace("-", "_")
+        _fake_dist(tmp_path, dist, f"{label} = {module}", module, _SAME_TOOL_PLUGIN.replace("{label}", label))
+    fresh_plugins.syspath_prepend(str(tmp_path))
+    real = importlib.metadata.distributions
+
+    def listed(**kwargs: Any) -> Any:
+        ours = [d for d in real(**kwargs) if "order-fixture" in (d.metadata["Name"] or "")]
+        return sorted(ours, key=lambda d: str(d.metadata["Name"]), reverse=reverse)
+
+    fresh_plugins.setattr(importlib.metadata, "distributions", listed)
+    (entry,) = [e for e in plugins.registry_entries("tool") if e.key == "order_fixture_tool"]
+    assert (entry.source, entry.shadowed) == ("zeta", ("alpha",))
+    assert plugins.get_tool("order_fixture_tool").execute("c", {}, None, None).content[0].text == "zeta"
