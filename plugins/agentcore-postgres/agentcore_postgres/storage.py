@@ -293,8 +293,9 @@ def _db_error(
     appending: bool = False,
 ) -> SessionError:
     """A password-free ``SessionError("storage")`` for a database failure (the driver's words,
-    scrubbed). A lost connection (``conn`` broken or closed: the caller passes the connection as it
-    was when the statement failed) is said to be one; for a writer that held the session's lock
+    scrubbed), naming session ``session_id`` when there is one. A lost connection (``conn`` broken
+    or closed: the caller passes the connection as it was when the statement failed) is said to be
+    one; for a writer that held the session's lock
     (``locked``) it is a ``SessionLockedError``, the lock went with it. ``appending``: the failed
     statement was an append, which a lost connection may have committed or not; any other failure
     recorded nothing."""
@@ -313,7 +314,8 @@ def _db_error(
             path=display,
         )
     outcome = "; the entry was not recorded" if appending else ""
-    return SessionError("storage", f"{display}: {what}{outcome}: {detail}", path=display)
+    where = f"{display}: session {session_id}" if session_id is not None else display
+    return SessionError("storage", f"{where}: {what}{outcome}: {detail}", path=display)
 
 
 class PostgresSessionStorage(SessionStorage):
@@ -360,12 +362,16 @@ class PostgresSessionStorage(SessionStorage):
         psycopg = _psycopg()
         self._conn = _connect(parsed)
         try:
-            _prepare_schema(self._conn, self.path, read_only)
+            # the id first: an error while preparing or inserting names the session (a server
+            # serving many users must tell whose open failed)
+            header = None
             if session_id is None or create:
-                session_id = _insert_session(
-                    self._conn, self.path, new_header(cwd, session_id, None, None), exist_ok=create
-                )
+                header = new_header(cwd, session_id, None, None)
+                session_id = header.id
             self.session_id = session_id
+            _prepare_schema(self._conn, self.path, read_only)
+            if header is not None:
+                _insert_session(self._conn, self.path, header, exist_ok=create)
             if not read_only:
                 self._acquire_lock()
             self._load()

@@ -559,3 +559,52 @@ def test_an_entry_column_postgresql_text_cannot_hold_is_refused_by_name(pg_dsn):
         s.close()
     with PostgresSessionStorage(pg_dsn, s.id, read_only=True) as reader:
         assert reader.entry_ids() == [kept] and text_of(reader.get_entry(kept)) == "after"
+
+
+def _backend_waiting_for_a_lock(admin, within=30.0):
+    """The server pid of this process's connection that waits for a table lock, polled until there
+    is one (another process's state: no event to wait for)."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        row = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE %s AND wait_event_type = 'Lock'",
+            (f"agentcore pid {os.getpid()} %",),
+        ).fetchone()
+        if row:
+            return row[0]
+        time.sleep(0.01)
+    raise AssertionError("no connection of this process waited for the table lock")
+
+
+@pytest.mark.parametrize("failure", ["lock timeout", "lost connection"])
+def test_a_failed_open_names_the_session_even_while_creating_it(pg_dsn, failure):
+    """A server opening many users' sessions must tell whose open failed: one that failed while
+    the session row was being inserted (``create=True``) said ``session None`` when the connection
+    was lost, and named no session at all for any other database error."""
+    import threading
+
+    sid = f"created-{failure.replace(' ', '-')}-{os.getpid()}"
+    PostgresSessionStorage.create(pg_dsn, cwd="/w").close()  # the tables exist: the insert is what waits
+    errors = []
+
+    def open_it(dsn):
+        try:
+            PostgresSessionStorage(dsn, sid, create=True)
+        except SessionError as exc:
+            errors.append(exc)
+
+    with psycopg.connect(pg_dsn) as blocker, psycopg.connect(pg_dsn, autocommit=True) as admin:
+        blocker.execute("LOCK TABLE agentcore_sessions IN ACCESS EXCLUSIVE MODE")  # the insert waits for it
+        if failure == "lock timeout":
+            open_it(with_lock_timeout(pg_dsn))
+        else:
+            opener = threading.Thread(target=open_it, args=(pg_dsn,))
+            opener.start()
+            admin.execute("SELECT pg_terminate_backend(%s)", (_backend_waiting_for_a_lock(admin),))
+            opener.join(30)
+    [error] = errors
+    message = str(error)
+    assert f"session {sid}: cannot open the session" in message, message
+    assert "session None" not in message, message
