@@ -207,7 +207,11 @@ class Connection:
             self.transport_used = "sse"
             return
         try:
-            self.client = await stack.enter_async_context(self._client(self._streamable()))
+            http_client = self._http_client()
+            # the SDK closes an HTTP client it made, never one it was given: its connections
+            # (sockets, transports) would be left to the garbage collector
+            stack.push_async_callback(http_client.aclose)
+            self.client = await stack.enter_async_context(self._client(self._streamable(http_client)))
             self.transport_used = "streamable-http"
             return
         except Exception as exc:  # noqa: BLE001 - maybe a server that speaks only the old HTTP+SSE
@@ -232,14 +236,19 @@ class Connection:
 
         return sse_client(str(self.spec.url), headers=self.spec.headers, sse_read_timeout=None)  # type: ignore[arg-type]
 
-    def _streamable(self) -> Any:
+    def _http_client(self) -> Any:
+        """The HTTP client of a Streamable HTTP session (the caller closes it)."""
         import httpx2
-        from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import MCP_DEFAULT_TIMEOUT, create_mcp_http_client
 
         timeout = httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=None)
         http_client = create_mcp_http_client(headers=self.spec.headers, timeout=timeout)
         http_client.event_hooks["response"].append(self._on_http_response)
+        return http_client
+
+    def _streamable(self, http_client: Any) -> Any:
+        from mcp.client.streamable_http import streamable_http_client
+
         return streamable_http_client(str(self.spec.url), http_client=http_client)
 
     async def _on_http_response(self, response: Any) -> None:

@@ -22,6 +22,23 @@ def test_streamable_http_lists_and_calls(http_server):
             server.call_tool("fail", {"reason": "x"})
 
 
+def test_a_closed_streamable_http_session_leaves_no_socket_to_the_garbage_collector(http_server):
+    """The SDK closes an HTTP client only when it made it; ours was given, so every session's
+    connection was left open until the garbage collector found it ("ResourceWarning: unclosed
+    transport", an error under ``-W error`` and a socket per session in a long-lived process)."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(2):
+            with MCPServer.http(http_server.url, name="web") as server:
+                assert server.call_tool("add", {"a": 1, "b": 2}).content == [TextContent("3")]
+        gc.collect()
+    leaked = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert leaked == []
+
+
 def test_streamable_http_progress_and_abort(http_server, marker_dir):
     updates = []
     controller = AbortController()
