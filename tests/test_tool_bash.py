@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import List
+from typing import Any, List
 
 import pytest
 from _processes import wait_dead
@@ -509,7 +509,13 @@ def test_a_ctrl_c_during_the_kill_grace_reaps_the_shell_and_closes_its_pipe(tmp_
     command = f'echo "shell:$$"; sh -c "{survivor}" & echo "pid:$!"; wait'
     tool = create_bash_tool(cwd=str(tmp_path), update_interval=0.0, kill_grace=30.0)
     seen: List[str] = []
-    fds_before = len(os.listdir("/proc/self/fd"))
+    pipes: List[str] = []  # the shell's output pipe ("pipe:[inode]"), noted while the shell runs
+
+    def on_update(partial: Any) -> None:
+        seen.append(partial.content[0].text)
+        found = re.findall(r"shell:(\d+)", "".join(seen))
+        if found and not pipes:
+            pipes.append(os.readlink(f"/proc/{found[0]}/fd/1"))
 
     def interrupt_once_terminated() -> None:  # the grace has begun once the survivor saw SIGTERM
         deadline = time.monotonic() + 10
@@ -521,7 +527,7 @@ def test_a_ctrl_c_during_the_kill_grace_reaps_the_shell_and_closes_its_pipe(tmp_
     interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt) as info:  # holds the frames, as a kernel's last traceback does
-            tool.execute("c1", {"command": command, "timeout": 0.5}, None, lambda p: seen.append(p.content[0].text))
+            tool.execute("c1", {"command": command, "timeout": 0.5}, None, on_update)
     finally:
         interrupter.join()
     assert info.traceback
@@ -530,9 +536,20 @@ def test_a_ctrl_c_during_the_kill_grace_reaps_the_shell_and_closes_its_pipe(tmp_
     try:
         shell = int(re.findall(r"shell:(\d+)", output)[0])
         assert not os.path.exists(f"/proc/{shell}"), "the interrupted shell was left unreaped (a zombie)"
-        assert len(os.listdir("/proc/self/fd")) == fds_before, "the shell's output pipe was left open"
+        assert pipes and pipes[0].startswith("pipe:")
+        ours = {os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd") if _link(fd)}
+        assert pipes[0] not in ours, "the shell's output pipe was left open"
     finally:
         _cleanup(pids)
+
+
+def _link(fd: str) -> bool:
+    """Whether /proc/self/fd/``fd`` is still there to be read (a descriptor closed meanwhile is not)."""
+    try:
+        os.readlink(f"/proc/self/fd/{fd}")
+        return True
+    except OSError:
+        return False
 
 
 def test_a_command_longer_than_linux_takes_as_one_argument_still_runs(tmp_path):
