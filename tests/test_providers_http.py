@@ -2048,3 +2048,28 @@ def test_a_base_url_without_its_scheme_never_shows_its_password(caplog):  # secr
     result = complete(model, _ctx(), api_key=KEY, max_retries=0)
     assert result.stop_reason == "error" and "127.0.0.1:1/v1/chat/completions" in result.error_message
     assert "pw-SECRET-1" not in result.error_message and "pw-SECRET-1" not in caplog.text
+
+
+def test_a_provider_name_per_tenant_keeps_a_bounded_number_of_pooled_sessions(server):  # process-wide state
+    """Each provider name got its own pooled session, kept for ever: a server naming a provider per
+    tenant kept a session, a pool and an idle socket for every tenant it ever served. The least
+    recently used are closed beyond a cap; the ones in use stay."""
+    import os
+
+    from agentcore.providers import _http_pool
+
+    def fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    cap = getattr(_http_pool, "_MAX_SESSIONS", 64)
+    hot = _model(server, provider="tenant-hot")
+    before = fds()
+    for i in range(cap + 40):
+        server.enqueue(Reply(body=_text_body("ok")))
+        tenant = _model(server, provider=f"tenant-{i}")
+        assert complete(tenant, _ctx(), api_key=KEY).text == "ok"
+        server.enqueue(Reply(body=_text_body("ok")))
+        assert complete(hot, _ctx(), api_key=KEY).text == "ok"  # used all along: never evicted
+    names = list(_http_pool._sessions)
+    assert len(names) <= cap and "tenant-hot" in names and "tenant-0" not in names
+    assert fds() - before <= 2 * cap  # not one idle socket per tenant ever seen

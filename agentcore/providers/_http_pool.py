@@ -30,8 +30,14 @@ from .failures import is_secret_header as _is_secret_header
 
 __all__ = ["DEFAULT_POOL_MAXSIZE", "POOL_MAXSIZE_ENV", "pool_maxsize", "set_pool_maxsize", "get_session"]
 
-_sessions: Dict[str, Any] = {}
+#: provider name -> its pooled session, least recently used first (see :data:`_MAX_SESSIONS`)
+_sessions: OrderedDict[str, Any] = OrderedDict()
 _sessions_lock = threading.Lock()
+
+#: Pooled sessions kept at most: one per provider name, the least recently used closed beyond
+#: that (an application that names a provider per tenant would otherwise keep a session, its pool
+#: and idle sockets for every name it ever used).
+_MAX_SESSIONS = 64
 
 DEFAULT_POOL_MAXSIZE = 1024
 """Default cap on the idle connections kept per provider and host (see :func:`set_pool_maxsize`)."""
@@ -90,7 +96,10 @@ def _mount_adapter(session: Any) -> None:
 def get_session(name: str) -> Any:
     """The shared ``requests.Session`` of provider ``name`` (created on first use).
 
-    Its connection pool keeps up to :func:`pool_maxsize` connections per host for reuse.
+    Its connection pool keeps up to :func:`pool_maxsize` connections per host for reuse. At most
+    :data:`_MAX_SESSIONS` are kept: creating one more closes the least recently used (its idle
+    connections at once, one in use when its response is released; a request that still holds
+    it is served, its connections closed by the collector).
     """
     session = _sessions.get(name)
     if session is None:
@@ -100,6 +109,13 @@ def get_session(name: str) -> Any:
                 session = _session_class()()
                 _mount_adapter(session)
                 _sessions[name] = session
+                while len(_sessions) > _MAX_SESSIONS:
+                    _sessions.popitem(last=False)[1].close()
+                return session
+    try:
+        _sessions.move_to_end(name)  # one C call under the GIL: safe beside the creator's lock
+    except KeyError:  # evicted by another thread this instant: it still serves this request
+        pass
     return session
 
 
