@@ -15,7 +15,7 @@ A response is one of:
 * a ``str`` (a text answer), or a :class:`ScriptedResponse` built with :func:`text`,
   :func:`thinking`, :func:`tool_call`, :func:`response` or :func:`error`;
 * an :class:`~agentcore.types.AssistantMessage`, streamed as it is;
-* an exception instance, which the stream function *raises* (to test a broken provider);
+* an exception instance or class, which the stream function *raises* (to test a broken provider);
 * a callable ``response(context) -> any of the above``, evaluated at call time with the
   :class:`~agentcore.types.AgentContext` the model received.
 
@@ -28,11 +28,17 @@ The stream function follows the provider contract: it returns a
 for model failures (except for a scripted exception), it ends with an ``error`` event when the
 signal is already aborted (without using up a response), when it is aborted while streaming (with
 ``tokens_per_second``) and when the responses are exhausted (``"No more scripted responses"``).
+A scripted failure (stop reason "error"/"aborted") streams its content first, leaving the last
+block open, and always carries an ``error_message``.
+
+A :class:`ScriptedModel` serves only the process that made it: unpickled in another process (a
+spawned or forked worker) it raises ``LookupError`` instead of answering from a copy.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import threading
 import time
@@ -82,6 +88,7 @@ __all__ = [
 
 ABORTED_MESSAGE = "Request was aborted"
 EXHAUSTED_MESSAGE = "No more scripted responses"
+_UNKNOWN_ERROR_MESSAGE = "An unknown error occurred"  # a failed response scripted without a message
 
 _ids = itertools.count(1)
 _model_numbers = itertools.count(1)
@@ -99,8 +106,19 @@ class ScriptedResponse:
 
 
 def call(name: str, arguments: Optional[Dict[str, Any]] = None, id: Optional[str] = None) -> ToolCall:
-    """A tool-call block; ``id`` defaults to a unique ``call_<n>``."""
-    return ToolCall(id=id or f"call_{next(_ids)}", name=name, arguments=dict(arguments or {}))
+    """A tool-call block; ``id`` defaults to a unique ``call_<n>``. ``arguments`` is a dict of
+    argument names to values (the parsed JSON object a provider delivers), or anything ``dict()``
+    takes; a JSON string or another value is a TypeError naming the call."""
+    try:
+        if isinstance(arguments, (str, bytes)):
+            raise TypeError
+        values = dict(arguments or {})
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"call({name!r}): arguments must be a dict of argument names to values, "
+            f"not {type(arguments).__name__} (pass {{'a': 1}}, not its JSON text)"
+        ) from None
+    return ToolCall(id=id or f"call_{next(_ids)}", name=name, arguments=values)
 
 
 def response(*blocks: Any, stop_reason: Optional[str] = None, usage: Optional[Usage] = None) -> ScriptedResponse:
@@ -172,6 +190,7 @@ class ScriptedModel:
         )
         self.model._scripted = self  # type: ignore[attr-defined]  # lets the provider find us
         _instances[self.model.id] = self
+        self._pid = os.getpid()  # a forked child holds a copy of _instances: not this instance
         self.calls = 0
         self.contexts: List[AgentContext] = []
         self.options: List[Dict[str, Any]] = []
@@ -179,7 +198,8 @@ class ScriptedModel:
 
     def __reduce__(self) -> Any:
         # Pickled as a reference to this instance (its model id), so that a model holding it
-        # passes run_many's pickling check and runs on threads; it cannot serve another process.
+        # passes run_many's pickling check and runs on threads; it cannot serve another process,
+        # not even a forked one (its copy of the script would answer, unseen by this instance).
         return (_scripted_by_id, (self.model.id,))
 
     # handy constructors: ScriptedModel.text("hi") ...
@@ -212,9 +232,11 @@ class ScriptedModel:
             scripted = self.responses.pop(0) if self.responses else None
         if scripted is None:
             return _ScriptedStream(_failed(model, EXHAUSTED_MESSAGE, "error"))
+        if _is_exception_class(scripted):  # raised as ``raise ConnectionError`` does, not called
+            raise scripted
         if callable(scripted) and not isinstance(scripted, (ScriptedResponse, AssistantMessage)):
             scripted = scripted(context)
-        if isinstance(scripted, BaseException):
+        if isinstance(scripted, BaseException) or _is_exception_class(scripted):
             raise scripted
         message = _to_message(scripted, model)
         delay = 1.0 / self.tokens_per_second if self.tokens_per_second else 0.0
@@ -222,6 +244,10 @@ class ScriptedModel:
 
     def __repr__(self) -> str:
         return f"ScriptedModel(calls={self.calls}, remaining={len(self.responses)})"
+
+
+def _is_exception_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, BaseException)
 
 
 def _to_message(scripted: Any, model: Model) -> AssistantMessage:
@@ -269,8 +295,17 @@ def _chunks(value: str, delay: float) -> List[str]:
 
 
 def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]:
-    """Stream events of ``final``: start, per-block start/delta/end, then done or error."""
-    if final.stop_reason in ("error", "aborted"):
+    """Stream events of ``final``: start, per-block start/delta/end, then done or error.
+
+    A failed response (``stop_reason`` "error"/"aborted") fails as a real provider's stream does
+    (providers spec §3): without content it is a single ``error`` event (no ``start``, like an HTTP
+    failure); with content, its blocks stream first and the last one is left open (no ``*_end``)
+    when the ``error`` event ends the stream. Its ``error_message`` is never None."""
+    failed = final.stop_reason in ("error", "aborted")
+    if failed and not final.error_message:
+        final = final.copy()  # the scripted message itself is left as it is
+        final.error_message = ABORTED_MESSAGE if final.stop_reason == "aborted" else _UNKNOWN_ERROR_MESSAGE
+    if failed and not final.content:
         yield ErrorEvent(final.stop_reason, final)
         return
     partial = AssistantMessage(
@@ -288,7 +323,8 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
             partial.content.append(block)
             yield ToolCallStartEvent(index, partial.copy())
             yield ToolCallDeltaEvent(index, _json(block.arguments), partial.copy())
-            yield ToolCallEndEvent(index, block, partial.copy())
+            if not (failed and index == len(final.content) - 1):
+                yield ToolCallEndEvent(index, block, partial.copy())
             continue
         if not isinstance(block, (TextContent, ThinkingContent)):
             partial.content.append(block)  # an unknown block is passed through silently
@@ -311,9 +347,13 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
             partial.content[index] = _with_body(block, so_far)
             yield delta_cls(index, chunk, partial.copy())
         partial.content[index] = block
-        yield end(index, body, partial.copy())
+        if not (failed and index == len(final.content) - 1):
+            yield end(index, body, partial.copy())
     if signal is not None and signal.aborted:
         yield _aborted(partial)
+        return
+    if failed:
+        yield ErrorEvent(final.stop_reason, final)
         return
     yield DoneEvent(final.stop_reason, final)
 
@@ -352,7 +392,7 @@ def _json(value: Any) -> str:
 
 def _scripted_by_id(model_id: str) -> ScriptedModel:
     owner = _instances.get(model_id)
-    if owner is None:
+    if owner is None or owner._pid != os.getpid():
         raise LookupError(
             f"ScriptedModel {model_id!r} lives in another process: a scripted model "
             "serves only the process that made it (use a thread pool, or a loopback "
