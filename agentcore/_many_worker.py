@@ -367,10 +367,16 @@ def run_task_from_bytes(data: bytes) -> bytes:
     try:
         task, lineup = pickle.loads(data)
     except Exception as exc:  # noqa: BLE001 - whatever unpickling the task's objects raises
+        # a LookupError says itself what to do (a ScriptedModel serves only its own process)
+        hint = (
+            ""
+            if isinstance(exc, LookupError)
+            else "; what it names must be importable there (defined at module level, outside "
+            "`if __name__ == '__main__':`)"
+        )
         problem = TaskError(
             type(exc).__name__,
-            f"the task cannot be unpickled in the worker process ({exception_message(exc)}); what it "
-            "names must be importable there (defined at module level, outside `if __name__ == '__main__':`)",
+            f"the task cannot be unpickled in the worker process ({exception_message(exc)}){hint}",
         )
         return pickle.dumps(TaskResult(None, error=problem))  # run_many puts the caller's task back
     return run_task_pickled(task, lineup)

@@ -531,6 +531,7 @@ def test_a_task_its_worker_process_cannot_unpickle_fails_alone_and_the_pool_goes
     failed = results.pop("x")
     assert isinstance(failed.error, TaskError) and failed.error.kind == "LookupError"
     assert "cannot be unpickled in the worker" in str(failed.error) and "another process" in str(failed.error)
+    assert "module level" not in str(failed.error)  # the scripted model's own message says what to do
     assert failed.task is tasks[0] and not (tmp_path / "x.jsonl").exists()
     assert all(r.ok for r in results.values()) and after.ok, [r.error for r in results.values()]
     for i in range(3):
