@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Any, List
 
@@ -35,13 +36,25 @@ def wait_dead(pids: List[int], within: float = 1.0) -> List[int]:
         time.sleep(0.01)
 
 
+def fork() -> int:
+    """``os.fork()`` without Python 3.12+'s "This process is multi-threaded, use of fork() may lead
+    to deadlocks in the child" DeprecationWarning: the tests that call it fork a multi-threaded
+    process on purpose (what a forked child may and may not do is what they check)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"This process .* is multi-threaded", DeprecationWarning)
+        return _os_fork()  # the real one, also while a test watches os.fork
+
+
+_os_fork = getattr(os, "fork", None)
+
+
 def append_in_forked_child(session: Any, message: Any) -> bool:
     """Fork; in the child append ``message`` to ``session`` (a handle opened by this process),
     then close it. True when the child's append was refused as a forked child's
     (``SessionError("storage")``) and its close() returned."""
     from agentcore.session import SessionError
 
-    pid = os.fork()
+    pid = fork()
     if pid == 0:  # pragma: no cover - the child reports through its exit status
         code = 1
         try:

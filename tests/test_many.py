@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import _many_helpers as helpers
+import _processes
 import pytest
 
 from agentcore import Agent, AgentSpec, AgentTask, Model, TaskResult, run_many
@@ -500,11 +501,10 @@ def test_a_fork_started_process_pool_forks_before_run_many_starts_its_thread(spe
     before Python 3.14) forks its workers. The forked child here exits at once: only the threads
     alive at the fork matter, and nothing runs in a copy of this multi-threaded test process."""
     seen: List[List[str]] = []
-    fork = os.fork
 
     def watched_fork() -> int:
         seen.append([t.name for t in threading.enumerate() if t.name.startswith("agentcore-many")])
-        pid = fork()
+        pid = _processes.fork()
         if pid == 0:
             os._exit(0)
         return pid

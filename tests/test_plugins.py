@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Iterator, List
 
+import _processes
 import pluggy
 import pytest
 
@@ -1136,7 +1137,7 @@ def test_a_plugin_class_instead_of_an_instance_is_refused_naming_the_fix(
 def _child_status_after(fork_while: threading.Event, use: Any) -> int:
     """Fork once ``fork_while`` is set; the child runs ``use()`` with a 10 s alarm and exits 0."""
     assert fork_while.wait(10)
-    pid = os.fork()
+    pid = _processes.fork()
     if pid == 0:  # pragma: no cover - the child
         import signal
 

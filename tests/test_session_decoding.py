@@ -17,6 +17,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, Iterator, List
 
+import _processes
 import pytest
 
 from agentcore.session import MemorySessionStorage, Session, entry_from_dict
@@ -532,14 +533,14 @@ def test_a_child_forked_during_another_threads_pause_gets_its_collector_back(for
 
     def fork_inside_a_pause():
         with process_state.gc_paused():
-            return os.fork()  # parent and child both leave the pause here
+            return _processes.fork()  # parent and child both leave the pause here
 
     assert gc.isenabled()
     thread = threading.Thread(target=decoder)
     thread.start()
     try:
         assert inside.wait(10)
-        pid = fork_inside_a_pause() if forker_paused else os.fork()
+        pid = fork_inside_a_pause() if forker_paused else _processes.fork()
         if pid == 0:  # pragma: no cover - the child reports through its exit status
             code = 1
             try:

@@ -13,6 +13,7 @@ import stat
 import threading
 from pathlib import Path
 
+import _processes
 import pytest
 from _processes import append_in_forked_child
 
@@ -1191,7 +1192,7 @@ def test_a_child_forked_during_an_append_on_another_thread_closes_without_waitin
     try:
         assert writing.wait(30)
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        pid = _processes.fork()
         if pid == 0:  # pragma: no cover - the child reports through the pipe
             try:
                 session.close()
