@@ -616,6 +616,49 @@ def test_a_switch_session_that_cannot_open_leaves_the_run_going(rpc, tmp_path):
         assert child.close().returncode == 0
 
 
+def test_a_switch_session_to_a_damaged_session_leaves_the_run_going(rpc, tmp_path):
+    """switch_session to a session whose header opens but whose entry on line 2 is damaged: the
+    run was aborted for the switch before the conversation was read, then the read failed, so the
+    streaming answer was lost, and the error (a bare "SessionError: ...") did not name the
+    command. The conversation is now read before the abort: the run goes on and ends normally."""
+    damaged = tmp_path / "damaged.jsonl"
+    with Session.create(str(damaged)) as session:
+        for text in ("hello", "again"):
+            session.append_message({"role": "user", "content": text, "timestamp": 0})
+    lines = damaged.read_text(encoding="utf-8").splitlines()
+    entry = json.loads(lines[1])
+    entry["message"]["content"] = 5  # not the last line: the file opens, its conversation does not read
+    compact = json.dumps(entry, separators=(",", ":"))  # as the library writes its lines
+    damaged.write_text("\n".join([lines[0], compact, lines[2]]) + "\n", encoding="utf-8")
+    before = damaged.read_bytes()
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(tmp_path / "current.jsonl"))
+        child.call({"type": "prompt", "message": "a long answer"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        failed = child.call({"type": "switch_session", "sessionPath": str(damaged)})
+        assert failed["success"] is False
+        assert failed["error"].startswith("switch_session: ") and f"{damaged}:2: invalid entry" in failed["error"]
+        assert child.call({"type": "get_state"})["data"]["isStreaming"] is True
+        server.release.set()
+        end = child.read_until(is_type("agent_end"))[-1]
+        assert end["messages"][-1]["stopReason"] == "stop"
+        assert child.close().returncode == 0
+    assert damaged.read_bytes() == before  # left as it was
+
+
+def test_switch_session_to_a_session_another_process_writes_names_the_rpc_way_out(rpc, tmp_path):
+    """switch_session to a session locked by another writer: the error told the client to "start
+    a separate one with new" (the command line's ``--session new`` with its flag cut off). It now
+    names the command to send."""
+    busy = tmp_path / "busy.jsonl"
+    with Session.create(str(busy)):  # this process writes it: the child cannot take its lock
+        child = rpc("--model", "scripted", "--no-session")
+        failed = child.call({"type": "switch_session", "sessionPath": str(busy)})
+        assert failed["success"] is False and "already open for writing" in failed["error"]
+        assert 'start a separate one with {"type": "new_session"}' in failed["error"]
+        assert child.close().returncode == 0
+
+
 def test_switch_session_to_another_providers_model_never_sends_it_the_api_key_env_key(rpc, env, tmp_path):
     """switch_session resumes the session's model, and the new agent took the old agent's key
     with it: the --api-key-env key meant for OpenAI went to the endpoint of the session's local
@@ -1232,6 +1275,94 @@ def test_sigterm_while_the_session_closes_at_end_of_input_exits_0(rpc, tmp_path)
     assert (status, "Traceback" in child.proc.stderr.read().decode()) == (0, False)
     with Session.open(path, read_only=True) as session:
         assert [m.role for m in session.build_context().messages] == ["user", "assistant"]
+
+
+def test_sighup_mid_run_and_mid_bash_shuts_down_as_sigterm_does(rpc, tmp_path):
+    """SIGHUP (the terminal or the editor's session went away) while a run streams and a ``bash``
+    command runs: the default action killed the server at once, the bash command's process
+    group lived on (orphaned), and the session kept neither the aborted answer nor the bash
+    result. It now shuts down as on SIGTERM: the command killed, both recorded, status 0."""
+    path = tmp_path / "hup.jsonl"
+    fifo = tmp_path / "bash-pid"
+    os.mkfifo(fifo)
+    pid = None
+    with ScriptedServer([stalled("partial")]) as server:
+        child = rpc(*local(server), "--session", str(path))
+        child.call({"type": "prompt", "message": "stream forever"})
+        child.read_until(lambda o: o.get("assistantMessageEvent", {}).get("type") == "text_delta")
+        child.send({"id": "b", "type": "bash", "command": f"echo $$ > '{fifo}'; echo started; exec sleep 600"})
+        try:
+            with open(fifo) as pid_file:  # the command runs
+                pid = int(pid_file.read())
+            child.proc.send_signal(signal.SIGHUP)
+            done = child.close()
+            server.release.set()
+            assert done.returncode == 0, done.stderr
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)  # killed and reaped, not left running
+        finally:
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+    assert any(o["type"] == "agent_end" for o in child.seen)
+    assert [o["data"]["cancelled"] for o in child.seen if o.get("id") == "b"] == [True]
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert [m.role for m in messages] == ["user", "assistant", "bashExecution"]
+    assert messages[1].stop_reason == "aborted" and messages[2].cancelled is True
+
+
+def _wait_until_the_pipe_is_full(child: Rpc) -> None:
+    """Return once the child's stdout pipe is full but for at most a page (written in pieces of
+    a page, it may not fill to the byte): the writer of a longer line is blocked."""
+    import fcntl
+    import termios
+
+    assert child.proc.stdout is not None
+    fd = child.proc.stdout.fileno()
+    size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    held = bytearray(4)
+    deadline = time.monotonic() + WAIT
+    while fcntl.ioctl(fd, termios.FIONREAD, held) == 0 and int.from_bytes(held, sys.byteorder) < size - 4096:
+        assert time.monotonic() < deadline, "the pipe never filled"
+        select.select([], [], [], 0.01)  # poll the condition; nothing is ordered by this wait
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ and FIONREAD on a pipe: Linux")
+@pytest.mark.parametrize("writer", ["response", "run"])
+def test_sigterm_while_the_client_reads_nothing_stops_and_keeps_the_session(rpc, tmp_path, writer):
+    """A client that stopped reading (a hung editor) and then sends SIGTERM. A response blocked
+    on the full pipe kept the main thread in its write for ever: the signal was never acted on
+    and the process never exited. A run's event blocked there kept the run from ending: the
+    shutdown gave up after 30 s and closed the session without the prompt. Once stopping, a line
+    the client takes nothing of for STALLED_WAIT seconds now ends the output: exit 0, and the
+    session holds the prompt."""
+    path = tmp_path / "stalled.jsonl"
+    big = "x" * (100 << 10)  # a line longer than the pipe holds (64 KiB)
+    setup = "from agentcore.cli import _rpc\n_rpc.STALLED_WAIT = 0.5"
+    child = rpc("--model", "scripted", "--session", str(path), setup=setup)
+    if writer == "response":  # the main thread writes the 100 KiB get_state response
+        child.call({"type": "prompt", "message": "hello"})
+        child.read_until(is_type("agent_end"))
+        assert child.call({"type": "set_session_name", "name": big})["success"]
+        child.send({"id": "s", "type": "get_state"})
+    else:  # the run thread writes the 100 KiB message_start of the prompt
+        child.send({"id": "p", "type": "prompt", "message": big})
+    _wait_until_the_pipe_is_full(child)
+    started = time.monotonic()
+    child.proc.send_signal(signal.SIGTERM)
+    try:
+        status = child.proc.wait(timeout=WAIT)  # reading nothing meanwhile
+    except subprocess.TimeoutExpired:
+        pytest.fail("agentcore rpc never exited after SIGTERM while its client read nothing")
+    assert status == 0
+    assert time.monotonic() - started < 25  # not the 30 s the shutdown waits for a run that never ends
+    with Session.open(path, read_only=True) as session:
+        messages = session.build_context().messages
+    assert messages[0].role == "user"
+    assert messages[0].content[0].text == ("hello" if writer == "response" else big)
 
 
 def test_in_process_main_serves_text_streams_and_restores_sigterm(tmp_path):

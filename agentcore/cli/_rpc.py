@@ -42,7 +42,11 @@ Behaviour, and how it fails:
   the session and exits 0. It acts at once while the server waits for input or for the work to
   finish; a command being handled is answered first (a line being written is finished, never
   cut: the signal handler only sets a flag there). SIGINT (Ctrl-C) does the same and exits 130,
-  unless the server started with it ignored (a background job).
+  unless the server started with it ignored (a background job); SIGHUP (the terminal or the
+  client's session went away) is SIGTERM's twin (exit 0), unless ignored at start (``nohup``).
+  Once stopping (a signal, the shutdown), a client that reads nothing cannot hold the server up:
+  a line it takes nothing of for :data:`STALLED_WAIT` seconds (5) ends the output there, as a
+  closed pipe does, so the run ends, its transcript is recorded and the process exits.
 """
 
 from __future__ import annotations
@@ -51,9 +55,12 @@ import io
 import json
 import math
 import os
+import select
 import signal
+import stat
 import sys
 import threading
+import time
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Set, TextIO, Tuple
 
@@ -69,11 +76,17 @@ __all__ = [
     "read_lines",
     "LineTooLong",
     "SHUTDOWN_WAIT",
+    "STALLED_WAIT",
     "MAX_LINE_BYTES",
 ]
 
 #: Seconds the shutdown waits for an aborted run to settle before closing the session anyway.
 SHUTDOWN_WAIT = 30.0
+
+#: Seconds a line may wait for a client that reads nothing once the server is stopping (a signal,
+#: the shutdown): then output stops, as for a closed pipe, so a stalled client cannot hold up the
+#: shutdown (a blocked write would keep the run from ending and the signal from being acted on).
+STALLED_WAIT = 5.0
 
 #: The longest command line read (bytes, its LF not counted): 64 MiB, room for a prompt with
 #: images as base64. A longer line gets one error response naming the limit, the rest of it is
@@ -110,7 +123,9 @@ class RpcOutput:
 
     ``send`` never raises: an unserialisable value is written in its JSON-safe form, and once the
     reader has gone away (a closed pipe) output stops quietly. ``secret`` is masked in every line.
-    """
+    Once :meth:`stopping` was called, a line the client takes nothing of for :data:`STALLED_WAIT`
+    seconds (a client that stopped reading a pipe or socket) stops the output too: the line is
+    left cut, and nothing more is written."""
 
     def __init__(self, stream: Any, secret: Optional[str] = None) -> None:
         self.stream = stream
@@ -120,6 +135,17 @@ class RpcOutput:
         # the same thread must not deadlock (see RpcServer.send_after)
         self.lock = threading.RLock()
         self.closed = False
+        self.stopping_since: Optional[float] = None  # time.monotonic() when the server began to stop
+        self._fd = _pollable_fd(stream)  # written with poll(), so that a stalled client is noticed
+        if self._fd is not None:
+            self._poller = select.poll()
+            self._poller.register(self._fd, select.POLLOUT)
+
+    def stopping(self) -> None:
+        """The server is stopping: from now on, a write the client takes nothing of for
+        :data:`STALLED_WAIT` seconds is given up. Safe in a signal handler (sets one attribute)."""
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
 
     def send(self, obj: Dict[str, Any]) -> None:
         try:
@@ -131,10 +157,29 @@ class RpcOutput:
             if self.closed:
                 return
             try:
-                _write_all(self.stream, data)
-                self.stream.flush()
+                if self._fd is None:
+                    _write_all(self.stream, data)
+                    self.stream.flush()
+                else:
+                    self._write_polled(self._fd, data)
             except (BrokenPipeError, ValueError, OSError):
                 self.closed = True
+
+    def _write_polled(self, fd: int, data: bytes) -> None:
+        """Write ``data`` to the pipe or socket ``fd`` in pieces the client has room for (a write
+        of at most ``PIPE_BUF`` bytes, 4 KiB on Linux, to a pipe that ``poll`` reports writable
+        does not block), waiting with ``poll``; OSError (output stopped) when the server is
+        stopping and the client has taken nothing for :data:`STALLED_WAIT` seconds."""
+        poller = self._poller
+        view = memoryview(data)
+        while view:
+            if not poller.poll(0):
+                waiting = time.monotonic()
+                while not poller.poll(_WAKE_MS):
+                    since = self.stopping_since
+                    if since is not None and time.monotonic() - max(since, waiting) >= STALLED_WAIT:
+                        raise OSError(f"the client has read nothing for {STALLED_WAIT:g} s while the server stops")
+            view = view[os.write(fd, view[:_PIPE_BUF]) :]
 
     def gone(self) -> bool:
         """True once the reader has gone away: a write failed, or the stream is a pipe or socket
@@ -147,8 +192,6 @@ class RpcOutput:
         except (AttributeError, ValueError, OSError):
             return False
         try:
-            import select
-
             poller = select.poll()
             poller.register(fd, 0)  # POLLERR and POLLHUP are always reported
             return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
@@ -199,6 +242,28 @@ def _binary_size(count: int) -> str:
         if count >= scale:
             return f"{count / scale:g} {unit}"
     return f"{count / (1 << 10):g} KiB"
+
+
+#: The most bytes written to a pipe at once: a write no longer than ``PIPE_BUF`` to a pipe that
+#: ``poll`` reports writable does not block (Linux: 4096, a page; POSIX: at least 512).
+_PIPE_BUF = 4096 if sys.platform.startswith("linux") else 512
+_WAKE_MS = int(_WAKE * 1000)
+
+
+def _pollable_fd(stream: Any) -> Optional[int]:
+    """The descriptor of ``stream`` when it is an unbuffered file on a pipe or socket (the
+    server's stdout), which :meth:`RpcOutput._write_polled` writes; else None (a regular file, a
+    terminal, a buffered or in-memory stream: written as it is)."""
+    if not isinstance(stream, io.RawIOBase):
+        return None
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, ValueError, OSError):
+        return None
+    if not hasattr(select, "poll") or not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
+    return fd
 
 
 def _write_all(stream: Any, data: bytes) -> None:
@@ -294,8 +359,6 @@ def _wait_readable(fd: int) -> None:
     """Return once ``fd`` is readable (or at end of file), waking every :data:`_WAKE` seconds so
     that a pending signal handler runs. Returns at once where ``select`` cannot wait for ``fd``
     (a pipe on Windows): the read then blocks."""
-    import select
-
     while True:
         try:
             ready, _, _ = select.select([fd], [], [], _WAKE)
@@ -505,6 +568,7 @@ class RpcServer:
         for the work to finish, else once the command being handled has answered (a line being
         written is never cut). Returns 0, or 130 when Ctrl-C stopped it."""
         stop = signals if signals is not None else _StopSignals()
+        stop.on_stop = self.out.stopping
         status = 0
         try:
             for raw in stop.waiting(lines):
@@ -735,6 +799,7 @@ class RpcServer:
         """Abort what runs, wait for it (bounded), record the ``bash`` results still waiting for
         a next prompt (one that finished during a run: they join the session, not the void),
         close the session. Never raises."""
+        self.out.stopping()  # a client that reads nothing any more cannot hold the run up
         try:
             with self._line_lock:
                 self._closing = True  # what still waits in line is not run
@@ -935,8 +1000,9 @@ class _TextBytes:
 
 
 class _StopSignals:
-    """SIGTERM, and SIGINT (Ctrl-C) unless it was ignored when the server started, end the server
-    (main thread only; the previous handlers are restored on exit).
+    """SIGTERM, and SIGINT (Ctrl-C) and SIGHUP (the terminal or the client's session went away)
+    unless ignored when the server started, end the server (main thread only; the previous
+    handlers are restored on exit).
 
     The handler only raises :class:`_Terminated` while the main thread waits (:meth:`waiting`
     for the next line, :meth:`wait` at end of input), where nothing is half done. Anywhere else
@@ -949,12 +1015,18 @@ class _StopSignals:
         self.fired: Optional[int] = None  # the signal that stops the server
         self.interruptible = False
         self.previous: Dict[int, Any] = {}
+        # called first thing when a signal fires (RpcOutput.stopping: a write blocked on a client
+        # that reads nothing must not keep the main thread from stopping)
+        self.on_stop: Callable[[], None] = lambda: None
 
     def __enter__(self) -> _StopSignals:
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                if signum == signal.SIGINT and signal.getsignal(signum) == signal.SIG_IGN:
-                    continue  # a parent that ignores Ctrl-C (a background job) keeps it ignored
+            hangup = getattr(signal, "SIGHUP", None)  # not on Windows
+            for signum in (signal.SIGTERM, signal.SIGINT, hangup):
+                if signum is None:
+                    continue
+                if signum != signal.SIGTERM and signal.getsignal(signum) == signal.SIG_IGN:
+                    continue  # a parent that ignores Ctrl-C (a background job) or SIGHUP (nohup) keeps it so
                 self.previous[signum] = signal.signal(signum, self._handle)
         return self
 
@@ -962,6 +1034,7 @@ class _StopSignals:
         if self.fired is not None:  # a second signal must not interrupt the shutdown the first began
             return
         self.fired = signum
+        self.on_stop()
         if self.interruptible:
             self.interruptible = False
             raise _Terminated()
@@ -1004,8 +1077,9 @@ _END: Any = object()
 def cmd_rpc(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """``agentcore rpc``: serve the protocol until end of input, SIGTERM or Ctrl-C.
 
-    Exit status 0 at end of input and on SIGTERM, 130 on SIGINT (Ctrl-C; both: the run aborted
-    and awaited, the session closed, every line written whole), 2 on a bad command line (before
+    Exit status 0 at end of input and on SIGTERM or SIGHUP, 130 on SIGINT (Ctrl-C; each: the run
+    aborted and awaited, the session closed, every line written whole unless the client read
+    nothing of it for :data:`STALLED_WAIT` seconds), 2 on a bad command line (before
     anything is read). A command line longer than :data:`MAX_LINE_BYTES` (64 MiB) gets an error
     response naming the limit, and the rest of it is dropped."""
     from ._rpc_sessions import RpcContext, initial_setup

@@ -233,8 +233,9 @@ def cmd_new_session(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
     """Continue in an existing session (a file, an id in the sessions directory, or a session
-    URL); a missing one is an error, never created. The current session, named any of these
-    ways, is a no-op."""
+    URL); a missing one is an error, never created, and so is one that cannot be read (a damaged
+    entry: the error names its file and line): both are found before the run is aborted, which
+    then goes on. The current session, named any of these ways, is a no-op."""
     from ._setup import is_session_path, is_session_url, open_session, open_session_url
 
     value = command["sessionPath"]
@@ -248,7 +249,7 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
 
         def opener() -> Any:
             try:
-                return open_session_url(value, create=False)
+                return _readable(open_session_url(value, create=False))
             except (SessionError, ValueError) as exc:
                 raise UsageError(f"{redact_url(value)}: {exc}") from None
 
@@ -268,13 +269,32 @@ def cmd_switch_session(server: RpcServer, command: Dict[str, Any]) -> Any:
             return {"cancelled": False}  # the current session (by its path or its id): nothing to do
 
         def opener() -> Any:
-            return open_session(path, server.context.options.sessions_dir)
+            from ..session import SessionError
+
+            session = open_session(path, server.context.options.sessions_dir)
+            try:
+                return _readable(session)
+            except SessionError as exc:
+                raise UsageError(str(exc)) from None
 
     try:
         _switch(server, opener, keep_model=False, open_first=True)
     except UsageError as exc:
-        raise RpcError(f"switch_session: {exc}".replace("--session ", "")) from None
+        message = str(exc).replace("with --session new", 'with {"type": "new_session"}')
+        raise RpcError(f"switch_session: {message}".replace("--session ", "")) from None
     return {"cancelled": False}
+
+
+def _readable(session: Any) -> Any:
+    """``session``, once its conversation was read (as the agent built on it will): a damaged
+    entry (SessionError naming the file and line) is found before the run is aborted for the
+    switch, and the session is closed."""
+    try:
+        session.build_context()
+    except BaseException:
+        session.close()
+        raise
+    return session
 
 
 def _is_current_session(server: RpcServer, url: str) -> bool:
