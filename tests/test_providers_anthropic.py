@@ -149,6 +149,41 @@ def test_next_turn_body_has_recorded_shape():  # issue 4: multi-turn request sha
     assert body["tools"][0]["input_schema"] == {"type": "object", "properties": {}, "required": []}
 
 
+def test_definitions_the_properties_refer_to_are_kept():  # spec §14 tools
+    """A schema whose properties point into its ``$defs`` (a nested pydantic model, an MCP tool)
+    lost the definitions, and the API refuses a ``$ref`` to nowhere ("input_schema: JSON schema
+    is invalid"); definitions nothing refers to are still left out, as the spec says."""
+    point = {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}
+    nested = {
+        "name": "plot",
+        "description": "Plot points",
+        "parameters": {
+            "type": "object",
+            "properties": {"points": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
+            "required": ["points"],
+            "$defs": {"Point": point},
+        },
+    }
+    legacy = {
+        "name": "move",
+        "description": "Move to a point",
+        "parameters": {
+            "type": "object",
+            "properties": {"to": {"$ref": "#/definitions/P"}},
+            "definitions": {"P": point},
+        },
+    }
+    tools = wire.convert_tools(AgentContext(tools=[nested, legacy, TOOL]))
+    assert tools[0]["input_schema"] == {
+        "type": "object",
+        "properties": {"points": {"type": "array", "items": {"$ref": "#/$defs/Point"}}},
+        "required": ["points"],
+        "$defs": {"Point": point},
+    }
+    assert tools[1]["input_schema"]["definitions"] == {"P": point}
+    assert tools[2]["input_schema"] == {"type": "object", "properties": {}, "required": []}
+
+
 def test_parallel_tool_results_merge_into_one_user_message():  # spec §14 conversion
     rec = load_recording(API, "two-parallel-tool-calls-then-text")
     first, _ = _replay("two-parallel-tool-calls-then-text")
@@ -380,6 +415,25 @@ def test_a_tool_result_image_with_a_blank_caption_sends_no_empty_text_block():  
         {"type": "text", "text": "(see attached image)"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
     ]
+
+
+def test_an_error_result_without_text_is_sent_with_a_placeholder():  # spec §14 tool results
+    """An error result with no text (a hook that blocked a call with an empty reason, an image a
+    text-only model cannot take) was sent as ``content: ""``, which the API refuses (400
+    "content cannot be empty if `is_error` is true") on this and every later request."""
+    img = ImageContent(data="AAAA", mime_type="image/png")
+    calls = [ToolCall(id=f"toolu_{n}", name="f", arguments={}) for n in range(4)]
+    results = [
+        ToolResultMessage(tool_call_id="toolu_0", tool_name="f", content=[], is_error=True),
+        ToolResultMessage(tool_call_id="toolu_1", tool_name="f", content=[TextContent(" \n")], is_error=True),
+        ToolResultMessage(tool_call_id="toolu_2", tool_name="f", content=[img], is_error=True),
+        ToolResultMessage(tool_call_id="toolu_3", tool_name="f", content=[], is_error=False),
+    ]
+    ctx = AgentContext(messages=[UserMessage(content="go"), _assistant(calls), *results])
+    text_only = Model(id="claude-t", api=API, provider="anthropic", input=("text",))
+    blocks = wire.build_request_body(text_only, ctx, cache_retention="none")["messages"][2]["content"]
+    assert [b["content"] for b in blocks] == ["(the tool failed without output)"] * 3 + [""]
+    assert [b["is_error"] for b in blocks] == [True, True, True, False]
 
 
 def test_a_signed_thought_without_text_is_sent_back_in_the_tool_loop():  # spec §6: signed thinking is kept

@@ -722,6 +722,42 @@ def test_openrouter_anthropic_cache_control_and_routing():  # spec §12, §17; i
     assert body["messages"][-1]["content"][0]["cache_control"] == ttl
 
 
+def test_copilot_dynamic_headers():  # spec §17: X-Initiator, Openai-Intent, Copilot-Vision-Request
+    model = _model(provider="github-copilot", base_url="https://api.individual.githubcopilot.com")
+    call = ToolCall("call_1", "calc", {"e": "1"})
+    asked = AgentContext(messages=[UserMessage("hi")])
+    headers = build_headers(model, asked, "key")
+    assert headers["X-Initiator"] == "user" and headers["Openai-Intent"] == "conversation-edits"
+    assert "Copilot-Vision-Request" not in headers
+    img = ImageContent(data="AAAA", mime_type="image/png")
+    tool_loop = AgentContext(
+        messages=[
+            UserMessage("shoot"),
+            AssistantMessage([call], api=API, provider="github-copilot", model="gpt-x", stop_reason="toolUse"),
+            ToolResultMessage("call_1", "calc", [img]),
+        ]
+    )
+    headers = build_headers(model, tool_loop, "key")
+    assert headers["X-Initiator"] == "agent" and headers["Copilot-Vision-Request"] == "true"
+    assert "X-Initiator" not in build_headers(_model(), asked, "key")  # Copilot only
+
+
+def test_vercel_gateway_routing_and_compat_switches_for_tools_and_usage():  # spec §12 body, §17
+    routing = {"only": ["anthropic"], "order": ["anthropic", "bedrock"]}
+    model = _model(
+        provider="vercel-ai-gateway",
+        base_url="https://ai-gateway.vercel.sh/v1",
+        compat={"vercelGatewayRouting": routing, "supportsStrictMode": False, "supportsUsageInStreaming": False},
+    )
+    body = build_request_body(model, AgentContext(messages=[UserMessage("hi")], tools=[TOOL]), {})
+    assert body["providerOptions"] == {"gateway": routing}
+    assert "strict" not in body["tools"][0]["function"] and "stream_options" not in body
+    elsewhere = build_request_body(
+        _model(compat={"vercelGatewayRouting": routing}), AgentContext(messages=[UserMessage("hi")]), {}
+    )
+    assert "providerOptions" not in elsewhere  # only to the gateway's base URL
+
+
 def test_prompt_cache_key_and_retention():  # issue 17: the reference's prompt_cache_key rules
     ctx = AgentContext(messages=[UserMessage("hi")])
     openai = build_request_body(_model(), ctx, {"session_id": "sess-1"})

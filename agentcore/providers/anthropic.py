@@ -59,6 +59,7 @@ API = "anthropic-messages"
 ANTHROPIC_VERSION = "2023-06-01"
 _CLAUDE_CODE_IDENTITY = "You are Claude Code, Anthropic's official CLI for Claude."
 _REDACTED_TEXT = "[Reasoning redacted]"
+_EMPTY_ERROR_TEXT = "(the tool failed without output)"
 
 
 # --------------------------------------------------------------------------- model traits
@@ -186,11 +187,17 @@ def _image_block(image: ImageContent) -> Dict[str, Any]:
 
 def _tool_result_content(message: ToolResultMessage, allow_images: bool) -> Any:
     """A plain string when the result is text only, else text/image blocks: blank texts are left
-    out (the API refuses an empty text block), and a placeholder text leads when none is left."""
+    out (the API refuses an empty text block), and a placeholder text leads when none is left.
+
+    An error result with no text (a tool or hook that failed without saying why, images a
+    text-only model cannot take) says :data:`_EMPTY_ERROR_TEXT`: the API refuses the whole
+    request otherwise (400 "content cannot be empty if `is_error` is true"), and so every later
+    request of the session, which replays it."""
     texts = [b for b in message.content if isinstance(b, TextContent)]
     images = [b for b in message.content if isinstance(b, ImageContent)] if allow_images else []
     if not images:
-        return sanitize_surrogates("\n".join(b.text for b in texts))
+        text = sanitize_surrogates("\n".join(b.text for b in texts))
+        return _EMPTY_ERROR_TEXT if message.is_error and not text.strip() else text
     blocks: List[Dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent) and block.text.strip():
@@ -293,7 +300,10 @@ def _mark_last_block(message: Dict[str, Any], cache_control: Dict[str, str]) -> 
 def convert_tools(
     context: Any, *, eager_input_streaming: bool = False, cache_control: Optional[Dict[str, str]] = None
 ) -> List[Dict[str, Any]]:
-    """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14).
+    """Tool definitions; only ``properties`` and ``required`` of each schema are sent (spec §14),
+    plus its ``$defs`` (or ``definitions``) when those refer to them: a ``$ref`` to a definition
+    left behind makes the API refuse the request ("input_schema: JSON schema is invalid"), as
+    schemas of nested pydantic models and of MCP tools have.
 
     ``eager_input_streaming`` marks every tool for streamed arguments (what the fine-grained tool
     streaming beta did for the whole request); ``cache_control`` becomes a cache breakpoint on
@@ -303,15 +313,34 @@ def convert_tools(
         tool: Dict[str, Any] = {"name": name, "description": description}
         if eager_input_streaming:
             tool["eager_input_streaming"] = True
-        tool["input_schema"] = {
+        input_schema: Dict[str, Any] = {
             "type": "object",
             "properties": schema.get("properties") or {},
             "required": schema.get("required") or [],
         }
+        for key in ("$defs", "definitions"):
+            definitions = schema.get(key)
+            if isinstance(definitions, Mapping) and _refers_to(input_schema, f"#/{key}/"):
+                input_schema[key] = definitions
+        tool["input_schema"] = input_schema
         out.append(tool)
     if out and cache_control:
         out[-1]["cache_control"] = dict(cache_control)
     return out
+
+
+def _refers_to(node: Any, prefix: str, depth: int = 0) -> bool:
+    """Whether a ``$ref`` inside ``node`` (a JSON schema, nested at most 200 levels) starts with ``prefix``."""
+    if depth > 200:
+        return False
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(prefix):
+            return True
+        return any(_refers_to(value, prefix, depth + 1) for value in node.values())
+    if isinstance(node, (list, tuple)):
+        return any(_refers_to(value, prefix, depth + 1) for value in node)
+    return False
 
 
 def _declare_history_tools(body: Dict[str, Any]) -> None:
