@@ -168,6 +168,32 @@ def test_model_custom_and_tools_entries_store_their_payload(s):  # session §12 
     assert "data" not in json.loads(s.storage.raw_line(s.append_custom("empty")))  # data omitted when None
 
 
+@pytest.mark.parametrize(
+    "names,says",
+    [("read", "pass ['read']"), (["read", 3], "names[1] is a int"), ([None], "names[0] is a NoneType")],
+    ids=["one-string", "a-number", "none"],
+)
+def test_active_tools_must_be_names(s, names, says):  # session §2: activeToolNames is string[]
+    s.append_message(U("m"))
+    before = [e.id for e in s.entries()]
+    with pytest.raises(SessionError) as caught:
+        s.append_active_tools_change(names)
+    assert caught.value.code == "invalid_payload" and says in str(caught.value)
+    assert [e.id for e in s.entries()] == before and s.build_context().active_tool_names is None
+
+
+def test_a_custom_entry_needs_a_string_type(backend):  # session §2: custom entries carry customType: string
+    s = backend.new()
+    s.append_message(U("m"))
+    with pytest.raises(SessionError) as caught:
+        s.append_custom(5, {"k": 1})
+    assert caught.value.code == "invalid_payload" and "custom_type must be a string" in str(caught.value)
+    s = backend.reopen(s)  # nothing was written: the session still reads and builds its context
+    assert [e.type for e in s.entries()] == ["message"]
+    assert texts(s.build_context().messages) == ["m"]
+    s.close()
+
+
 def test_compaction_entry_fields(s):  # session §12 A5
     i1 = s.append_message(U("1"))
     i2 = s.append_message(A("2"))
@@ -412,6 +438,16 @@ def test_compaction_with_unknown_first_kept_keeps_nothing(s):  # session §6 ste
     s.append_compaction("S", "not-on-path", 10)
     s.append_message(U("u2"))
     assert texts(s.build_context().messages) == ["S", "u2"]
+
+
+def test_an_older_compaction_in_the_kept_range_contributes_nothing(s):  # session §6 step 3
+    u1 = s.append_message(U("u1"))
+    s.append_message(A("a1"))
+    s.append_compaction("C1", u1, 10)
+    s.append_message(U("u2"))
+    s.append_compaction("C2", u1, 20)  # keeps from before C1: C1 lies inside the kept range
+    s.append_message(U("u3"))
+    assert texts(s.build_context().messages) == ["C2", "u1", "a1", "u2", "u3"]
 
 
 def test_branch_selection(s):  # session §12 B21
@@ -808,6 +844,35 @@ def test_session_stats(backend):  # session §12 G60
         10.5,
     )
     s.close()
+
+
+def test_stats_follow_the_entry_rules(backend):  # session §10
+    """The stored totalTokens is ignored (the sum of the four counts is used), tool-result usage
+    is not counted, compaction usage is, and usage with a missing cost.total or a non-number
+    (a boolean) count is skipped whole; a reopen recomputes the same totals."""
+    s = backend.new()
+    s.append_message(A("a", usage=Usage(input=10, output=5, cache_read=3, cache_write=2, total_tokens=999)))
+    s.append_message(
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "t",
+            "content": [{"type": "text", "text": "r"}],
+            "isError": False,
+            "usage": {"input": 7, "output": 7, "cacheRead": 7, "cacheWrite": 7, "cost": {"total": 7}},
+            "timestamp": 1,
+        }
+    )
+    full = {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "cost": {"total": 0.25}}
+    s.append_compaction("C", None, 5, usage=full)
+    s.append_compaction("no cost total", None, 5, usage={**full, "cost": {"input": 1}})
+    s.append_branch_summary(None, "bool", usage={**full, "input": True})
+    expected = (2, 3 + 3, (10 + 2) + (1 + 4), 20 + 10, 0.25)
+    for session in (s, backend.reopen(s)):
+        stats = session.get_session_stats()
+        got = (stats.message_count, stats.cached_tokens, stats.uncached_tokens, stats.total_tokens, stats.cost_total)
+        assert got == expected
+    session.close()
 
 
 def test_stats_count_all_branches(s):  # session §10: whole file, all branches

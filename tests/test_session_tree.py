@@ -121,12 +121,17 @@ def test_time_and_id_helpers():  # session §3.1
         (1e21, "1e+21"),
         (-3e-06, "-0.000003"),
         (1.5e-10, "1.5e-10"),
+        # whole numbers from 1e16 on: the shortest digits padded with zeros, not the exact binary value
+        (2.0**60, "1152921504606847000"),
+        (-(2.0**60), "-1152921504606847000"),
+        (1.2345678901234568e20, "123456789012345680000"),
+        (2.0**54 + 4, "18014398509481988"),
     ],
 )
 def test_numbers_are_written_like_javascript(value, text):  # JSON.stringify compatibility
     assert js_number(value) == text
     assert encode_line({"v": value}) == f'{{"v":{text}}}\n'.encode()
-    assert json.loads(text) == value
+    assert float(json.loads(text)) == value  # the same number read back (JavaScript reads every number as a float)
 
 
 def test_injected_clock_and_ids():  # session §13: deterministic ids and times for tests

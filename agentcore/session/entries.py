@@ -120,9 +120,11 @@ def js_number(value: float) -> str:
     """A float as JavaScript's ``JSON.stringify`` writes it (``0.000009``, ``1e-7``, ``3``).
 
     Python's ``repr`` uses the same shortest digits but other exponent thresholds, so session lines
-    written here would otherwise differ from the reference (``9e-06`` for ``0.000009``).
+    written here would otherwise differ from the reference (``9e-06`` for ``0.000009``). Whole
+    numbers from 1e16 on are those shortest digits padded with zeros, as JavaScript writes them
+    (``1152921504606847000`` for ``2.0**60``), not the float's exact binary value.
     """
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) < 1e16:  # below 1e16 the shortest digits are the exact value
         return str(int(value))
     text = repr(value)
     if "e" not in text:
@@ -163,7 +165,7 @@ class _Normalizer:
         text = js_number(value)
         if text == repr(value):
             return value
-        if value.is_integer() and abs(value) < 1e21:
+        if value.is_integer() and abs(value) < 1e16:  # an int writes the same digits (see js_number)
             return int(value)
         if not self.nonce:
             self.nonce = os.urandom(6).hex()

@@ -197,9 +197,28 @@ class Session:
         return self._append(lambda i, p, t: ModelChangeEntry(i, p, t, provider, model_id, fields))
 
     def append_active_tools_change(self, names: Iterable[str]) -> str:
-        """Record the names of the tools offered to the model from now on (the list is copied)."""
-        copied = [str(n) for n in names]
-        return self._append(lambda i, p, t: ActiveToolsChangeEntry(i, p, t, copied))
+        """Record the names of the tools offered to the model from now on (the list is copied).
+
+        ``names`` is an iterable of strings; a single string (``"read"``, which would otherwise
+        become the tools ``r``, ``e``, ``a``, ``d``) or an item that is not a string (a tool object
+        instead of its name) is ``SessionError("invalid_payload")`` naming it, and nothing is written.
+        """
+        if isinstance(names, (str, bytes)):
+            raise SessionError(
+                "invalid_payload",
+                f"append_active_tools_change: names must be a list of tool names, not one {type(names).__name__} "
+                f"({names!r}); pass [{names!r}]; nothing was written",
+            )
+        copied = list(names)
+        for index, name in enumerate(copied):
+            if not isinstance(name, str):
+                raise SessionError(
+                    "invalid_payload",
+                    f"append_active_tools_change: names[{index}] is a {type(name).__name__}, not a tool name "
+                    "(a string); nothing was written",
+                )
+        plain = [str.__str__(name) for name in copied]  # a str subclass (an Enum) stored as its text
+        return self._append(lambda i, p, t: ActiveToolsChangeEntry(i, p, t, plain))
 
     def append_compaction(
         self,
@@ -240,7 +259,16 @@ class Session:
         return self._append(lambda i, p, t: BranchSummaryEntry(i, p, t, source, summary, details, from_hook, usage))
 
     def append_custom(self, custom_type: str, data: Any = None) -> str:
-        """Append application state (not sent to the model unless a projector maps it)."""
+        """Append application state (not sent to the model unless a projector maps it).
+
+        ``custom_type`` must be a string: anything else is ``SessionError("invalid_payload")`` and
+        nothing is written (a stored one would make every later read of the entry fail).
+        """
+        if not isinstance(custom_type, str):
+            raise SessionError(
+                "invalid_payload",
+                f"append_custom: custom_type must be a string, not {type(custom_type).__name__}; nothing was written",
+            )
         return self._append(lambda i, p, t: CustomEntry(i, p, t, custom_type, data))
 
     def append_custom_message(self, custom_type: str, content: Any, display: bool = True, details: Any = None) -> str:
