@@ -248,7 +248,10 @@ def model_endpoint(model: Any) -> Dict[str, Any]:
 
 
 def _safe_url(url: Any) -> Optional[str]:
-    if not isinstance(url, str) or not url:
+    """``url`` when it can be recorded as it is, else None: one with user info, a query or a
+    fragment (they may carry credentials), also where URL parsers see none (a password holding an
+    unencoded ``/``, a URL written without its scheme: any ``@`` or a missing ``://``)."""
+    if not isinstance(url, str) or not url or "@" in url or "://" not in url:
         return None
     from urllib.parse import urlsplit
 
