@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
-from ._loop_types import _OVERRIDE_FIELDS, merge_after_tool_call
+from ._loop_types import _OVERRIDE_FIELDS, check_verdict, merge_after_tool_call
 from ._util import accepts_signal, awaited, field_of, hook_messages
 from .hookspecs import hookimpl
 
@@ -236,7 +236,9 @@ def _before_impl(fn: Callable[..., Any]) -> Callable[[Any, Any], Any]:
     fn = _with_or_without_signal(fn)
 
     def before_tool_call(context: Any, signal: Any) -> Any:
-        verdict = awaited(fn(context, signal))
+        # an answer that is no verdict ({"blocked": True}, True) is a TypeError, as in the loop:
+        # filtered out as "allow" below, it would run the call the callable meant to block
+        verdict = check_verdict(awaited(fn(context, signal)))
         # The reference's callable answers {block: false} to allow; as a hook that is "no verdict",
         # so plugins called after it still get their say.
         return verdict if verdict is not None and field_of(verdict, "block") else None

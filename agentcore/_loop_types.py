@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from ._agent_state import check_tool_execution
 from ._util import field_of
 from .options import (
     OPTION_NAMES,
@@ -57,7 +58,9 @@ class AgentLoopConfig(StreamOptions):
     The stream options are the fields of :class:`~agentcore.options.StreamOptions` (this class
     extends it), given as keywords (``AgentLoopConfig(model, temperature=0.2)``) and/or as one
     value (``options=StreamOptions(...)``; keywords win). Options that are not None are passed to
-    the stream function as keyword arguments. An unknown keyword is a TypeError naming it.
+    the stream function as keyword arguments. An unknown keyword is a TypeError naming it; a
+    ``tool_execution`` other than "parallel" or "sequential" is a ValueError (a typo would
+    otherwise run a batch meant to be sequential in parallel).
     """
 
     model: Model  # type: ignore[misc]  # init=False: __init__ sets every field
@@ -100,7 +103,7 @@ class AgentLoopConfig(StreamOptions):
         self.prepare_next_turn = prepare_next_turn
         self.get_steering_messages = get_steering_messages
         self.get_follow_up_messages = get_follow_up_messages
-        self.tool_execution = tool_execution
+        self.tool_execution = check_tool_execution(tool_execution)
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         check_api_key(api_key, "AgentLoopConfig()")
@@ -165,6 +168,35 @@ class AfterToolCallResult:
 
 
 _OVERRIDE_FIELDS = ("content", "details", "usage", "terminate", "is_error")
+_VERDICT_FIELDS = ("block", "reason", "terminate")
+
+
+def _check_keys(value: Any, hook: str, allowed: Tuple[str, ...], kind: str) -> None:
+    """TypeError naming the keys of a mapping ``value`` that are none of ``allowed``: a misspelt
+    key (``"blocked"``, the reference's ``"isError"``) would otherwise be ignored without a word."""
+    if isinstance(value, Mapping):
+        unknown = [key for key in value if key not in allowed]
+        if unknown:
+            raise TypeError(
+                f"{hook} returned a mapping with the unknown key(s) {', '.join(map(repr, unknown))}: "
+                f"{kind} has {', '.join(allowed)}"
+            )
+
+
+def check_verdict(verdict: Any) -> Any:
+    """``verdict``, what ``before_tool_call`` returned, when it is None, a mapping of
+    :class:`BeforeToolCallResult` keys or an object with ``block``. TypeError naming the problem
+    otherwise (the type, never the value): the loop then makes the call an error result instead of
+    running a call the hook may have meant to block (``{"blocked": True}``, ``True``)."""
+    if verdict is None:
+        return None
+    if isinstance(verdict, Mapping):
+        _check_keys(verdict, "before_tool_call", _VERDICT_FIELDS, "a verdict")
+    elif not hasattr(verdict, "block"):
+        raise TypeError(
+            f"before_tool_call returned a {type(verdict).__name__}, not a BeforeToolCallResult, a dict or None"
+        )
+    return verdict
 
 
 def merge_after_tool_call(overrides: Any) -> Any:
@@ -174,13 +206,16 @@ def merge_after_tool_call(overrides: Any) -> Any:
     last one called wins. Returns an override of the type of the last one that set something (a
     dict stays a dict) when that type can hold every field set, else an
     :class:`AfterToolCallResult`; None when nothing was overridden. A single override passes
-    unchanged.
+    unchanged. TypeError naming the keys when a mapping override has a key that is none of
+    the override's fields (the loop turns it into the call's error result).
     """
     if not isinstance(overrides, (list, tuple)):
+        _check_keys(overrides, "after_tool_call", _OVERRIDE_FIELDS, "an override")
         return overrides
     combined: Dict[str, Any] = {}
     last: Any = None
     for override in overrides:
+        _check_keys(override, "after_tool_call", _OVERRIDE_FIELDS, "an override")
         fields = {n: field_of(override, n) for n in _OVERRIDE_FIELDS if field_of(override, n) is not None}
         if fields:
             combined.update(fields)

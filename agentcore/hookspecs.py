@@ -71,7 +71,10 @@ def before_tool_call(
     callable is adapted so that a result that does not block counts as None. An exception becomes
     an error tool result for that call; the batch continues. So does a result of another type
     (``True``, a string): it ended the chain before the later implementations had their say, so
-    the call does not run and the error names the hook and the plugins implementing it.
+    the call does not run and the error names the hook and the plugins implementing it. A dict
+    with a key that is none of ``block``, ``reason`` and ``terminate`` (a misspelt ``"blocked"``)
+    is refused the same way, also from an Agent's callable: taken as "no verdict", it would run
+    the call it meant to block.
     """
 
 
@@ -99,7 +102,9 @@ def after_tool_call(
     what the others decided, write a wrapper (``@hookimpl(wrapper=True)``: ``overrides = yield``,
     return the list to use). An exception turns the result into an error result with that
     message; the batch continues. So does an override of another type (a string, say), with an
-    error naming the hook and the plugins implementing it.
+    error naming the hook and the plugins implementing it, and a dict with a key that is none of
+    the fields above (the reference's spelling ``"isError"``): ignored, it would keep the result
+    the hook meant to change.
     """
 
 

@@ -53,6 +53,7 @@ from ._loop_types import (
     PrepareNextTurnContext,
     ShouldStopAfterTurnContext,
     ToolBatchResult,
+    check_verdict,
     merge_after_tool_call,
     switch_model,
     turn_update_parts,
@@ -459,7 +460,9 @@ def stream_assistant_response(
 
     The partial response sits at the end of ``ctx.messages`` while streaming and is replaced by
     the final message. ``message_start``/``message_update`` carry copies; ``message_end`` the
-    final object, which is returned.
+    final object, which is returned. TypeError naming the problem when ``stream_fn`` returns
+    something that cannot be iterated or yields an item without a ``type``; it escapes, as
+    any exception of ``stream_fn`` does.
 
     ``emit.observed()`` (an Agent's emitter has it; other sinks get every event) returning False
     means nobody but the sink's reducer sees ``message_update`` and the reducer keeps only the
@@ -476,6 +479,8 @@ def stream_assistant_response(
     converted = awaited(convert(messages))  # an ``async def`` converter too, as every hook
     llm_context = AgentContext(ctx.system_prompt, hook_messages(converted, "convert_to_llm"), ctx.tools)
     stream = stream_fn(cfg.model, llm_context, **_stream_options(cfg, signal))
+    if not isinstance(stream, Iterable):
+        raise _not_a_stream(stream)
 
     partial: Optional[AssistantMessage] = None
     final: Optional[AssistantMessage] = None
@@ -486,7 +491,10 @@ def stream_assistant_response(
     observed = getattr(emit, "observed", None)
     handed: Optional[AssistantMessage] = None  # the live partial the last update carried uncopied
     for event in stream:
-        kind = event.type
+        try:
+            kind = event.type
+        except AttributeError:
+            raise _not_an_event(event) from None
         if partial is not None and kind != "done" and kind != "error" and kind != "start":
             # any intermediate event, known or not (one per streamed token)
             try:
@@ -523,6 +531,26 @@ def stream_assistant_response(
         emit(MessageStartEvent(final.copy()))
     emit(MessageEndEvent(final))
     return final
+
+
+def _not_a_stream(value: Any) -> TypeError:
+    """The error for a ``stream_fn`` answer that cannot be iterated (a forgotten ``return``, an
+    ``async def``): named, instead of "'NoneType' object is not iterable"."""
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited, on purpose: no RuntimeWarning about it
+    return TypeError(
+        f"stream_fn returned a {type(value).__name__}, not an iterable of stream events "
+        "(start, text_delta, ..., then done or error)"
+    )
+
+
+def _not_an_event(value: Any) -> TypeError:
+    """The error for an item of the model stream without a ``type`` (a reference JSON dict, say);
+    its type is named, never its value (it may hold anything)."""
+    return TypeError(
+        f"stream_fn yielded a {type(value).__name__}, not a stream event (an object with a type: "
+        "start, text_delta, ..., then done or error)"
+    )
 
 
 def _stream_options(cfg: AgentLoopConfig, signal: AbortSignal) -> Dict[str, Any]:
@@ -756,7 +784,10 @@ def _prepare_tool_call(
 ) -> Any:
     """Lookup, prepare_arguments, validation, before_tool_call (spec §2.7).
 
-    Returns a :class:`_Prepared` call, or an immediate error :class:`_Outcome`.
+    Returns a :class:`_Prepared` call, or an immediate error :class:`_Outcome`: also when
+    ``before_tool_call`` answered something that is no verdict (a mapping with a key that is none
+    of ``block``/``reason``/``terminate``, a bool): the call does not run, its error result names
+    the problem.
     """
     tool = _find_tool(ctx, call.name)
     if tool is None:
@@ -770,7 +801,7 @@ def _prepare_tool_call(
             verdict = awaited(cfg.before_tool_call(BeforeToolCallContext(message, call, args, ctx), signal))
             if signal.aborted:
                 return _Outcome(call, _error_result(ERR_OPERATION_ABORTED), True, "aborted")
-            if verdict is not None and field_of(verdict, "block"):
+            if check_verdict(verdict) is not None and field_of(verdict, "block"):
                 reason = field_of(verdict, "reason")
                 if reason is not None and not isinstance(reason, str):  # still blocked: the verdict stands
                     _log.warning(
@@ -955,16 +986,18 @@ def _finalize(
     cfg: AgentLoopConfig,
     signal: AbortSignal,
 ) -> _Outcome:
-    """Apply ``after_tool_call`` overrides field by field (spec §2.8)."""
+    """Apply ``after_tool_call`` overrides field by field (spec §2.8). An override that cannot
+    be applied (a mapping with a key that is none of its fields) is the call's error result, as
+    an exception of the hook is."""
     if cfg.after_tool_call is None:
         return _Outcome(item.call, result, is_error, item.kind, item.started)
     try:
         override = awaited(
             cfg.after_tool_call(AfterToolCallContext(message, item.call, item.args, result, is_error, ctx), signal)
         )
+        override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     except Exception as exc:  # noqa: BLE001 - becomes an error result; the batch continues
         return _Outcome(item.call, _error_result(exception_message(exc)), True, None, item.started)
-    override = merge_after_tool_call(override)  # a list: pluggy's answer, applied in order
     if override is None:
         return _Outcome(item.call, result, is_error, item.kind, item.started)
     merged = dataclasses.replace(result)

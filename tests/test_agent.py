@@ -2550,3 +2550,31 @@ def test_a_stream_function_that_raises_mid_answer_ends_the_started_message() -> 
     assert last.stop_reason == "error" and "the socket went away" in last.error_message
     assert last.content[0].text == "Half an ans"  # what streamed is kept
     assert agent.messages[-1] is last and agent.state.streaming_message is None
+
+
+def test_prepare_next_turn_model_and_context_are_not_written_back():  # agent-loop §2.13, §8.7 item 8
+    import dataclasses
+
+    from agentcore.loop import AgentLoopTurnUpdate
+    from agentcore.types import AgentContext
+
+    scripted = ScriptedModel([tool_call("noop", {}), text("done")])
+    other = dataclasses.replace(scripted.model, id="other-model")
+    models: List[Any] = []
+
+    def stream_fn(model, context, **options):
+        models.append((model.id, context.system_prompt))
+        return scripted.stream_fn(model, context, **options)
+
+    def prepare(ctx, signal):
+        swapped = AgentContext("swapped prompt", list(ctx.context.messages), ctx.context.tools)
+        return AgentLoopTurnUpdate(context=swapped, model=other)
+
+    agent = Agent(
+        scripted.model, system_prompt="own prompt", tools=[noop_tool()], stream_fn=stream_fn, prepare_next_turn=prepare
+    )
+    agent.prompt("go")
+    assert models == [(scripted.model.id, "own prompt"), ("other-model", "swapped prompt")]
+    assert agent.state.model is scripted.model and agent.state.system_prompt == "own prompt"
+    # the transcript grows through message_end alone, whichever context the loop works on
+    assert roles(agent.state.messages) == ["user", "assistant", "toolResult", "assistant"]

@@ -556,3 +556,17 @@ def test_two_threads_asking_for_an_agents_own_manager_get_the_same_one(monkeypat
     first.join(10)
     second.join(10)
     assert len(got) == 2 and got[0] is got[1] is agent.plugins
+
+
+@pytest.mark.parametrize("answer", [{"blocked": True}, True])
+def test_an_agent_before_tool_call_answer_that_is_no_verdict_never_runs_the_call(answer):
+    """``Agent(before_tool_call=...)`` answering ``{"blocked": True}`` (a misspelt key) or ``True``
+    was taken as "no verdict" by the adapter and the call ran; as in the loop, it is now the
+    call's error result naming the problem."""
+    executed: List[Any] = []
+    scripted = _tool_then_text()
+    agent = Agent(scripted.model, tools=[_echo_tool(executed)], before_tool_call=lambda context, signal: answer)
+    agent.prompt("go")
+    result = [m for m in agent.state.messages if m.role == "toolResult"][0]
+    assert executed == [] and result.is_error
+    assert "before_tool_call" in result.content[0].text

@@ -1733,3 +1733,236 @@ def test_event_to_dict_survives_values_json_cannot_hold():  # issue 10 item 2 (c
     details = json.loads(text)["result"]["details"]
     assert details["nan"] is None and details["raw"] == {"type": "bytes", "base64": "aGk="}
     assert details["set"] == [1] and details["obj"].startswith("<object object")
+
+
+# --------------------------------------------------------------------------- bad hook answers, config typos
+
+
+def test_a_misspelt_tool_execution_mode_is_refused_naming_it(mock_model):  # agent-loop §2.6
+    # it used to mean "parallel" without a word: a batch meant to run one call at a time ran at once
+    with pytest.raises(ValueError, match='tool_execution must be "parallel" or "sequential", not \'sequental\''):
+        AgentLoopConfig(mock_model, tool_execution="sequental")
+    assert AgentLoopConfig(mock_model, tool_execution="sequential").tool_execution == "sequential"
+
+
+@pytest.mark.parametrize(
+    "verdict, problem",
+    [
+        ({"blocked": True, "reason": "no"}, "returned a mapping with the unknown key(s) 'blocked'"),
+        (True, "returned a bool, not a BeforeToolCallResult"),
+    ],
+)
+def test_a_before_tool_call_answer_that_is_no_verdict_never_runs_the_call(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block, verdict, problem
+):  # agent-loop §2.7c, §8.5
+    # a misspelt verdict used to be read as "not blocked": the guarded call ran
+    result, llm = _one_call_run(
+        asst,
+        mock_llm,
+        mock_model,
+        user,
+        [echo.tool],
+        [tool_call_block("rm -rf", "t1")],
+        recorder,
+        before_tool_call=lambda ctx, signal: verdict,
+    )
+    assert echo.executed == []
+    assert result[2].is_error is True and problem in result[2].text
+    assert llm.calls == 2  # an error result like any hook failure: the run goes on
+
+
+@pytest.mark.parametrize(
+    "override",
+    [{"isError": True}, [{"is_error": True}, {"contents": "x"}]],
+    ids=["reference-spelling", "one-of-several-plugins"],
+)
+def test_an_after_tool_call_override_with_an_unknown_key_is_the_calls_error_result(
+    user, asst, echo, mock_llm, mock_model, recorder, tool_call_block, override
+):  # agent-loop §2.8
+    # the key used to be ignored without a word: the executed result stood as if nothing was said
+    result, llm = _one_call_run(
+        asst,
+        mock_llm,
+        mock_model,
+        user,
+        [echo.tool],
+        [tool_call_block("a", "t1")],
+        recorder,
+        after_tool_call=lambda ctx, signal: override,
+    )
+    assert echo.executed == ["a"]
+    assert result[2].is_error is True and "after_tool_call returned a mapping with the unknown key(s)" in result[2].text
+    end = recorder.of("tool_execution_end")[0]
+    assert end.is_error is True and end.result.content == result[2].content
+    assert llm.calls == 2
+
+
+class _MisspeltBlock:
+    """A plugin whose verdict misspells ``block``."""
+
+    @hookimpl
+    def before_tool_call(self, context: Any, signal: Any) -> Any:
+        return {"blocked": True}
+
+
+def test_a_plugins_misspelt_verdict_never_runs_the_call() -> None:  # agent-loop §2.7c; hookspecs
+    scripted = ScriptedModel([tool_call("echo", {"x": "a"}), text("ok")])
+    ran: List[str] = []
+    guarded = AgentTool("echo", "", {"type": "object"}, lambda *a: ran.append("ran") or "ran")
+    agent = Agent(scripted.model, tools=[guarded], stream_fn=scripted.stream_fn, plugins=[_MisspeltBlock()])
+    agent.prompt("go")
+    (result,) = _tool_results(agent)
+    assert ran == []
+    assert result.is_error is True and "unknown key(s) 'blocked'" in result.content[0].text
+
+
+# --------------------------------------------------------------------------- rules pinned by no scenario
+
+
+@pytest.mark.parametrize("stop_reason", ["stop", "pending", "deferred"])
+def test_tool_calls_run_whatever_the_stop_reason_and_pending_deferred_act_like_stop(
+    user, asst, echo, mock_llm, mock_model, tool_call_block, stop_reason
+):  # agent-loop §2.3 step 6 (blocks, not "toolUse", drive execution), §2.5
+    llm = mock_llm([asst([tool_call_block("a", "t1")], stop_reason), asst("done", stop_reason)])
+    polls: List[str] = []
+    result = run_agent_loop(
+        [user("x")],
+        AgentContext("", [], [echo.tool]),
+        AgentLoopConfig(mock_model, get_follow_up_messages=lambda: polls.append("f") or []),
+        lambda e: None,
+        stream_fn=llm.stream_fn,
+    )
+    assert echo.executed == ["a"] and llm.calls == 2
+    assert [m.role for m in result] == ["user", "assistant", "toolResult", "assistant"]
+    assert polls == ["f"]  # the final response ends the run as "stop" does: one follow-up poll
+
+
+def test_turn_hooks_order_context_and_polling_points(
+    user, asst, echo, mock_llm, mock_model, tool_call_block, recorder
+):  # agent-loop §2.3 steps 7-11, §2.12, §2.13
+    order: List[str] = []
+    swapped: List[AgentContext] = []
+
+    def prepare(ctx):
+        order.append("prepare")
+        if swapped:
+            return None
+        swapped.append(AgentContext("second", list(ctx.context.messages), ctx.context.tools))
+        return AgentLoopTurnUpdate(context=swapped[0])
+
+    def should_stop(ctx):
+        order.append("stop?")
+        assert ctx.context is swapped[0]  # it sees the context prepare_next_turn handed over
+        return False
+
+    def emit(event):
+        recorder(event)
+        if event.type == "turn_end":
+            order.append("turn_end")
+
+    llm = mock_llm([asst([tool_call_block("a", "t1")], "toolUse"), asst("done")])
+    run_agent_loop(
+        [user("x")],
+        AgentContext("first", [], [echo.tool]),
+        AgentLoopConfig(
+            mock_model,
+            prepare_next_turn=prepare,
+            should_stop_after_turn=should_stop,
+            get_steering_messages=lambda: order.append("steer?") or [],
+            get_follow_up_messages=lambda: order.append("follow?") or [],
+        ),
+        emit,
+        stream_fn=llm.stream_fn,
+    )
+    # hooks after every completed turn (the last one too), prepare first; steering after them;
+    # follow-ups only when no tool call is left and steering came back empty
+    assert order == [
+        "steer?",
+        "turn_end",
+        "prepare",
+        "stop?",
+        "steer?",
+        "turn_end",
+        "prepare",
+        "stop?",
+        "steer?",
+        "follow?",
+    ]
+    # the swapped context is the working one from then on: the second answer was appended to it
+    assert [m.role for m in swapped[0].messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert llm.contexts[1].system_prompt == "second"
+
+
+def test_parallel_immediate_errors_end_first_and_results_keep_source_order(
+    user, asst, echo, mock_llm, mock_model, tool_call_block, recorder
+):  # agent-loop §2.9 parallel, §6
+    calls = [tool_call_block("a", "t1"), tool_call_block("b", "t2", name="nope"), tool_call_block("c", "t3")]
+    result, _ = _one_call_run(asst, mock_llm, mock_model, user, [echo.tool], calls, recorder)
+    batch = [
+        (e.type, getattr(e, "tool_call_id", None) or e.message.tool_call_id)
+        for e in recorder.events
+        if e.type.startswith("tool_execution") or (e.type == "message_start" and e.message.role == "toolResult")
+    ]
+    starts, rest = batch[:4], batch[4:]
+    # preflight in source order: the unknown tool's end comes at once, before any execution's end
+    assert starts == [
+        ("tool_execution_start", "t1"),
+        ("tool_execution_start", "t2"),
+        ("tool_execution_end", "t2"),
+        ("tool_execution_start", "t3"),
+    ]
+    assert sorted(rest[:2]) == [("tool_execution_end", "t1"), ("tool_execution_end", "t3")]
+    assert rest[2:] == [("message_start", "t1"), ("message_start", "t2"), ("message_start", "t3")]
+    assert [m.tool_call_id for m in result if m.role == "toolResult"] == ["t1", "t2", "t3"]
+
+
+def test_updates_carry_the_raw_arguments_and_the_block_stays_as_the_model_sent_it(
+    user, asst, mock_llm, mock_model, recorder
+):  # agent-loop §1.12, §2.7a, §2.8
+    received: List[Any] = []
+
+    def execute(tool_call_id, args, signal, on_update):
+        received.append(args)
+        on_update(AgentToolResult([TextContent("half")]))
+        return AgentToolResult([TextContent("done")])
+
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    shimmed = AgentTool("count", "", schema, execute, prepare_arguments=lambda raw: {"n": raw["legacy"]})
+    block = ToolCall("t1", "count", {"legacy": "5"})
+    _one_call_run(asst, mock_llm, mock_model, user, [shimmed], [block], recorder)
+    assert received == [{"n": 5}]  # shimmed, then validated (coerced)
+    assert recorder.of("tool_execution_start")[0].args == {"legacy": "5"}
+    assert recorder.of("tool_execution_update")[0].args == {"legacy": "5"}
+    assert block.arguments == {"legacy": "5"}
+
+
+def _returns_nothing(model, context, **options):
+    pass  # a forgotten return
+
+
+async def _async_stream_fn(model, context, **options):
+    return []
+
+
+def _yields_dicts(model, context, **options):
+    return [{"type": "done", "reason": "stop"}]  # the reference JSON shape, not event objects
+
+
+@pytest.mark.parametrize(
+    "stream_fn, problem",
+    [
+        (_returns_nothing, "stream_fn returned a NoneType, not an iterable of stream events"),
+        (_async_stream_fn, "stream_fn returned a coroutine, not an iterable of stream events"),
+        (_yields_dicts, "stream_fn yielded a dict, not a stream event"),
+    ],
+)
+def test_a_stream_fn_breaking_its_contract_fails_the_run_naming_the_problem(
+    user, mock_model, stream_fn, problem
+):  # agent-loop §1.11, §2.15 (a raising stream_fn escapes); standards: bad input
+    # the run used to fail with "'NoneType' object is not iterable" or "'dict' object has no attribute 'type'"
+    agent = Agent(mock_model, stream_fn=stream_fn)
+    agent.prompt("x")
+    last = agent.messages[-1]
+    assert last.stop_reason == "error" and last.error_message.startswith(problem)
+    with pytest.raises(TypeError, match=problem):
+        run_agent_loop([user("x")], AgentContext("", []), AgentLoopConfig(mock_model), lambda e: None, None, stream_fn)
