@@ -266,12 +266,7 @@ def turn_update_parts(update: Any) -> Tuple[Any, Any, Optional[str]]:
     itself, a mapping with another key: ignored without a word before) or holds something the next
     request cannot use (a context without a list of messages, a model name instead of a Model)."""
     if isinstance(update, Mapping):
-        unknown = [key for key in update if key not in _TURN_UPDATE_FIELDS]
-        if unknown:
-            raise TypeError(
-                f"prepare_next_turn returned a mapping with the unknown key(s) {', '.join(map(repr, unknown))}: "
-                f"an update has {', '.join(_TURN_UPDATE_FIELDS)}"
-            )
+        _check_keys(update, "prepare_next_turn", _TURN_UPDATE_FIELDS, "an update")
     elif not any(hasattr(update, name) for name in _TURN_UPDATE_FIELDS):
         kind = type(update).__name__
         hint = {"Model": "model", "AgentContext": "context"}.get(kind)
