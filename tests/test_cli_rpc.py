@@ -1322,7 +1322,7 @@ def _wait_until_the_pipe_is_full(child: Rpc) -> None:
 
     assert child.proc.stdout is not None
     fd = child.proc.stdout.fileno()
-    size = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    size = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))  # Linux's value; Python 3.10+ names it
     held = bytearray(4)
     deadline = time.monotonic() + WAIT
     while fcntl.ioctl(fd, termios.FIONREAD, held) == 0 and int.from_bytes(held, sys.byteorder) < size - 4096:
