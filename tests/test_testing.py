@@ -66,6 +66,7 @@ def test_failed_response_scripted_without_a_message_still_carries_one():  # prov
 
 
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # forks on purpose
 def test_scripted_model_refuses_a_forked_process_pool_instead_of_replaying_a_copy():
     # Linux's default ProcessPoolExecutor forks: each worker held a copy of the script and
     # answered from it ("A", "B", "A" for three tasks), while scripted.calls stayed 0 here.
