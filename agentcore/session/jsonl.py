@@ -207,6 +207,19 @@ def read_header(path: str) -> Dict[str, Any]:
     return data
 
 
+def _warn_torn(path: str, outcome: str, dropped: int, line: int, kept: int) -> None:
+    """The WARNING of a torn last line (an interrupted write) that was dropped: ``outcome`` says how."""
+    _log.warning(
+        "%s: the last line was torn (an interrupted write) and was %s: "
+        "%d bytes of line %d dropped, the %d entries before it are intact",
+        path,
+        outcome,
+        dropped,
+        line,
+        kept,
+    )
+
+
 class JsonlSessionStorage(SessionStorage):
     """One session in one JSONL file. Open with ``JsonlSessionStorage(path)``, make one with :meth:`create`."""
 
@@ -425,11 +438,9 @@ class JsonlSessionStorage(SessionStorage):
         if header.version < CURRENT_VERSION:
             self._load_migrating(header_data, lines, first, end)
             if torn and not self.read_only:  # the rewrite left the torn line out: say so, as _repair does
-                _log.warning(
-                    "%s: the last line was torn (an interrupted write) and was left out when the file was "
-                    "rewritten in version %d: %d bytes of line %d dropped, the %d entries before it are intact",
+                _warn_torn(
                     self.path,
-                    CURRENT_VERSION,
+                    f"left out when the file was rewritten in version {CURRENT_VERSION}",
                     len(lines[last]),
                     last + 1,
                     len(self),
@@ -455,14 +466,7 @@ class JsonlSessionStorage(SessionStorage):
             if torn:
                 keep = sum(len(line) + 1 for line in lines[:last])
                 os.ftruncate(self._fd, keep)
-                _log.warning(
-                    "%s: the last line was torn (an interrupted write) and was removed: "
-                    "%d bytes of line %d dropped, the %d entries before it are intact",
-                    self.path,
-                    len(data) - keep,
-                    last + 1,
-                    len(self),
-                )
+                _warn_torn(self.path, "removed", len(data) - keep, last + 1, len(self))
             elif not data.endswith(b"\n"):
                 _write_all(self._fd, b"\n")
             else:
