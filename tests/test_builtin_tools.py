@@ -736,6 +736,17 @@ def test_edit_missing_file(tmp_path):
         run(create_edit_tool(str(tmp_path)), path="gone.py", edits=[{"oldText": "a", "newText": "b"}])
 
 
+def test_edit_refuses_a_file_too_large_to_hold_in_memory(tmp_path):
+    # edit read the whole file: a sparse 10 GB disk image (NUL bytes are valid UTF-8) was loaded,
+    # decoded and copied until the process ran out of memory; a 300 MB log took 2.7 GB
+    image = tmp_path / "disk.img"
+    with open(image, "wb") as f:
+        f.truncate(32 * 1024 * 1024 + 1)  # sparse: one byte over the limit costs no disk
+    with pytest.raises(EditError, match=r"Cannot edit disk.img: it is 32.0MB, more than the 32.0MB edit loads"):
+        run(create_edit_tool(str(tmp_path)), path="disk.img", edits=[{"oldText": "a", "newText": "b"}])
+    assert image.stat().st_size == 32 * 1024 * 1024 + 1
+
+
 def test_edit_of_a_large_repetitive_file_is_fast(tmp_path):
     # edit computed firstChangedLine with difflib.SequenceMatcher(autojunk=False), which is about
     # quadratic when lines repeat ("}", blank lines): one edit of a 20,000-line file took ~8 s
@@ -1109,6 +1120,65 @@ def test_grep_python_search_of_one_file_honours_an_abort(tmp_path):
     tool = create_grep_tool(str(tmp_path), use_rg=False)
     with pytest.raises(AbortError):
         tool.execute("c", {"pattern": "zzz", "path": "app.log"}, controller.signal, None)
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_of_a_huge_single_line_holds_a_bounded_part_of_it(tmp_path, use_rg):
+    # both backends held a matching line whole, several times over (the Python search read it
+    # with one readline; ripgrep's JSON carries it and was read, parsed and decoded whole): a 300 MB
+    # minified bundle took 920 MB, a 2 GB line ran the process out of memory
+    import tracemalloc
+
+    with open(tmp_path / "bundle.js", "wb") as f:
+        f.write(b"var a=1;" * (3 * 1024 * 1024) + b"needle\n")  # 24 MB in one line
+        f.write("éé needle\n".encode())
+        f.write(b"x" * 3_000_000 + b"\n")  # long, no match
+        f.write(b"last needle")
+    grep = create_grep_tool(str(tmp_path), use_rg=use_rg)
+    tracemalloc.start()
+    try:
+        result = text(run(grep, pattern="needle$"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (
+        result
+        == f"bundle.js:1:{('var a=1;' * 63)[:500]}... [line truncated]\nbundle.js:2:éé needle\nbundle.js:4:last needle"
+    )
+    assert peak < 12 * 1024 * 1024, peak
+
+
+@pytest.mark.parametrize("use_rg", BACKENDS)
+def test_grep_of_a_huge_line_finds_a_match_running_to_a_piece_edge(tmp_path, use_rg):
+    # the Python search took a match reaching a 1 MB piece's edge for a "$" at a false end and
+    # dropped it; "import.*" starting early in the piece was then never searched again
+    (tmp_path / "min.js").write_bytes(b"import" + b"x" * (3 * 1024 * 1024) + b"\nshort\n")
+    (tmp_path / "end.txt").write_bytes(b"y" * (3 * 1024 * 1024) + b"tail\n")
+    grep = create_grep_tool(str(tmp_path), use_rg=use_rg)
+    assert text(run(grep, pattern="import.*", path="min.js")) == "min.js:1:import" + "x" * 494 + "... [line truncated]"
+    assert text(run(grep, pattern="y$", path="end.txt")) == "No matches found for y$"
+    assert text(run(grep, pattern="tail$", path="end.txt")).startswith("end.txt:1:yyy")
+
+
+def test_grep_python_search_of_a_huge_single_line_honours_an_abort(tmp_path):
+    # the abort was checked every 4096 lines: a multi-GB file without line breaks ran to its end
+    (tmp_path / "dump.sql").write_bytes(b"INSERT INTO t VALUES (1);" * 400_000)  # 10 MB, one line
+    controller = AbortController()
+    checks: List[int] = []
+
+    class CountingSignal:
+        def __getattr__(self, name):
+            return getattr(controller.signal, name)
+
+        def raise_if_aborted(self):
+            checks.append(1)
+            if len(checks) == 3:  # the user aborts while the line is being searched
+                controller.abort()
+            controller.signal.raise_if_aborted()
+
+    tool = create_grep_tool(str(tmp_path), use_rg=False)
+    with pytest.raises(AbortError):
+        tool.execute("c", {"pattern": "zzz", "path": "dump.sql"}, CountingSignal(), None)
 
 
 def test_grep_backends_agree_on_a_larger_tree(tmp_path):

@@ -16,20 +16,24 @@ in the edits is read as ``\\n``; in a file mixing both, the edits must match the
 a file this process may not write is refused (``PermissionError``), not replaced.
 ``details`` carries a unified ``diff`` (difflib) of the bytes written, a last line without a line
 break marked ``\\ No newline at end of file`` as ``diff -u`` marks it, and ``firstChangedLine``
-(1-based, in the new file).
+(1-based, in the new file). A file over 32 MB is refused (``EditError``, before anything is
+matched) rather than loaded: an edit holds the file in memory about ten times over (decoded,
+matched, diffed), so a huge log or a sparse disk image would exhaust the process's memory.
 """
 
 from __future__ import annotations
 
 import codecs
 import difflib
+import os
 import shlex
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..tools import AgentTool, AgentToolResult
 from ..types import TextContent
 from ._args import utf8
 from ._paths import PathResolver, file_lock, open_regular_file, require_file
+from ._truncate import format_size
 from .write import atomic_write
 
 __all__ = ["create_edit_tool", "normalize_edit_arguments", "apply_edits", "EditError"]
@@ -37,6 +41,23 @@ __all__ = ["create_edit_tool", "normalize_edit_arguments", "apply_edits", "EditE
 
 class EditError(ValueError):
     """An edit could not be applied; the file was left unchanged."""
+
+
+_MAX_FILE_BYTES = 32 * 1024 * 1024  # a file is held about ten times over while it is edited
+
+
+def _read_at_most(f: IO[bytes], shown: str) -> bytes:
+    """The whole file ``f``; raises :class:`EditError` for one over :data:`_MAX_FILE_BYTES`, of
+    which no more than that is read (the size a sparse file or one still growing claims is not
+    trusted, and ``/proc`` files claim none)."""
+    raw = f.read(_MAX_FILE_BYTES + 1)
+    if len(raw) > _MAX_FILE_BYTES:
+        size = max(os.fstat(f.fileno()).st_size, len(raw))
+        raise EditError(
+            f"Cannot edit {shown}: it is {format_size(size)}, more than the {format_size(_MAX_FILE_BYTES)} "
+            "edit loads into memory; change it with bash instead (sed -i, or a script)"
+        )
+    return raw
 
 
 def _pick(d: Mapping[str, Any], *keys: str) -> Any:
@@ -206,7 +227,7 @@ def create_edit_tool(cwd: Optional[str] = None, *, root: Optional[str] = None) -
         require_file(target, shown, "; pass a file path")
         with file_lock(target):
             with open_regular_file(target, shown) as f:
-                raw = f.read()
+                raw = _read_at_most(f, shown)
             codec, mark = _encoding_of(raw)
             try:
                 text = raw[len(mark) :].decode(codec)

@@ -15,7 +15,9 @@ Python's ``re`` has them); ``literal=true`` avoids the question.
 Options: ``glob`` filters files (see :mod:`agentcore.builtin_tools._walk`; ``!`` in front excludes
 what it matches, folders included), ``ignoreCase``,
 ``literal``, ``limit`` (default 100 matches, then a notice). Lines longer than 500 characters are
-cut. Files in a searched folder that cannot be read are skipped. Fails (raises) for an invalid
+cut. Memory stays bounded however long a line is: at most 1 MB of one is held at a time (the
+Python search matches a longer line a piece at a time, each with the 64 KB before it, so only a
+match longer than that or a look-around across a piece's edge can be misjudged). Files in a searched folder that cannot be read are skipped. Fails (raises) for an invalid
 regex or glob, a pattern holding a line break (lines are matched one at a time), a missing path, a path that is a special file or a binary file, a path outside
 ``root``, one behind a folder this process may not search (``PermissionError``), or an abort
 (checked between files and every few thousand lines).
@@ -24,6 +26,7 @@ regex or glob, a pattern holding a line break (lines are matched one at a time),
 from __future__ import annotations
 
 import base64
+import codecs
 import io
 import json
 import os
@@ -46,6 +49,9 @@ __all__ = ["create_grep_tool"]
 DEFAULT_GREP_LIMIT = 100
 MAX_LINE_CHARS = 500
 _ABORT_EVERY = 4096  # lines searched between abort checks
+_EVENT_CAP = 1024 * 1024  # bytes of one line of rg's JSON held at a time (a match holds its whole line)
+_PIECE_BYTES = 1024 * 1024  # bytes of one line the Python search holds at a time
+_OVERLAP = 64 * 1024  # characters of a long line's previous piece searched again with the next
 _SNIFF = 8192  # bytes looked at for a NUL byte: a file with one early on is binary and skipped
 
 Match = Tuple[str, int, str]  # absolute path, 1-based line number, line text
@@ -62,25 +68,78 @@ def _sniff(path: str, shown: str) -> bytes:
         return f.read(_SNIFF)
 
 
-def _lines(f: IO[bytes], head: bytes) -> Iterator[str]:
-    """The lines of the file ``f`` (which starts with ``head``), decoded as ripgrep decodes them:
-    UTF-16 after its byte-order mark, else UTF-8 without one; bad bytes replaced, ends dropped.
-    ``f`` stays the caller's to close: a UTF-16 file's text wrapper is detached from it at the end
-    (left to the garbage collector, it closed ``f`` itself and warned ``ResourceWarning``, an
-    error under ``-W error``)."""
+def _pieces(f: IO[bytes], head: bytes) -> Iterator[Tuple[str, bool]]:
+    """The text of the file ``f`` (which starts with ``head``) as ``(piece, ends_line)``, a line
+    at a time and a line over :data:`_PIECE_BYTES` in pieces of that size (a minified bundle or a
+    log without line breaks must not be held whole), decoded as ripgrep decodes it: UTF-16 after
+    its byte-order mark, else UTF-8 without one; bad bytes replaced. ``f`` stays the caller's to
+    close: a UTF-16 file's text wrapper is detached from it at the end (left to the garbage
+    collector, it closed ``f`` itself and warned ``ResourceWarning``, an error under ``-W error``)."""
     if head.startswith(_UTF16_BOMS):
         text = io.TextIOWrapper(f, encoding="utf-16", errors="replace", newline="\n")
         try:
-            for line in text:
-                yield line.rstrip("\r\n")
+            piece = text.readline(_PIECE_BYTES // 2)
+            ended = True
+            while piece:
+                ended = piece.endswith("\n") or len(piece) < _PIECE_BYTES // 2  # shorter: the end of the file
+                yield piece, ended
+                piece = text.readline(_PIECE_BYTES // 2)
+            if not ended:  # a last line of exactly a piece's size, without a line break
+                yield "", True
         finally:
             if not f.closed:  # closed already: the wrapper has nothing left to warn about
                 text.detach()
         return
-    for number, raw in enumerate(f):
-        if not number and raw.startswith(_BOM):  # rg drops it too: "^import" must match line 1
-            raw = raw[len(_BOM) :]
-        yield raw.decode("utf-8", "replace").rstrip("\r\n")
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    raw = f.readline(_PIECE_BYTES)
+    if raw.startswith(_BOM):  # rg drops it too: "^import" must match line 1
+        raw = raw[len(_BOM) :]
+    ended = True
+    while raw:
+        ended = raw.endswith(b"\n") or len(raw) < _PIECE_BYTES  # shorter: the end of the file
+        yield decoder.decode(raw, final=ended), ended
+        raw = f.readline(_PIECE_BYTES)
+    if not ended:  # a last line of exactly a piece's size, without a line break
+        yield decoder.decode(b"", final=True), True
+
+
+def _matching_lines(f: IO[bytes], head: bytes, regex: re.Pattern[str], signal: Any) -> Iterator[Tuple[int, str]]:
+    """``(line number, text)`` of the lines of ``f`` that ``regex`` matches, line ends dropped; the
+    text of a line over :data:`_PIECE_BYTES` is only its beginning (the output shows no more).
+    Such a line is searched a piece at a time, each with the :data:`_OVERLAP` characters before
+    it. A match that reaches a piece's edge is judged with the next piece when it starts in that
+    overlap (a ``$`` must not match at an edge that is not the line's end); one starting earlier
+    (``import.*`` on a huge line) counts at once. So only a match longer than the overlap, or a
+    look-around reaching across a piece's edge, may be misjudged."""
+    number = 0
+    shown: Optional[str] = None  # the beginning of a line that came in pieces
+    carry = ""  # its last _OVERLAP characters searched so far
+    matched = False
+    for piece, ends in _pieces(f, head):
+        if shown is None and ends:  # a whole line, the common case
+            number += 1
+            if signal is not None and number % _ABORT_EVERY == 0:  # one huge file must not outlast an abort
+                signal.raise_if_aborted()
+            line = piece.rstrip("\r\n")
+            if regex.search(line):
+                yield number, line
+            continue
+        if signal is not None:
+            signal.raise_if_aborted()
+        if shown is None:
+            shown = piece[: MAX_LINE_CHARS + 1]
+        text = carry + (piece.rstrip("\r\n") if ends else piece)
+        if not matched:  # "^" matches at pos 0 only: at the line's real start
+            edge = len(text) - _OVERLAP  # a match starting after this is searched again with the next piece
+            matched = any(
+                ends or m.end() < len(text) or m.start() < edge for m in regex.finditer(text, 1 if carry else 0)
+            )
+        carry = text[-_OVERLAP:]
+        if ends:
+            number += 1
+            if matched:
+                yield number, shown
+            shown, carry, matched = None, "", False
 
 
 def _glob_filter(glob: str) -> Callable[[str], bool]:
@@ -116,11 +175,8 @@ def _python_search(target: str, regex: re.Pattern[str], glob: Optional[str], sig
                 if _is_binary(head):
                     continue
                 f.seek(0)
-                for number, line in enumerate(_lines(f, head), 1):
-                    if signal is not None and number % _ABORT_EVERY == 0:  # one huge file must not outlast an abort
-                        signal.raise_if_aborted()
-                    if regex.search(line):
-                        yield path, number, line
+                for number, line in _matching_lines(f, head, regex, signal):
+                    yield path, number, line
         except (OSError, NotARegularFileError):  # named pipes, devices and sockets are skipped, as rg does
             continue
 
@@ -153,17 +209,26 @@ def _rg_search(
     if signal is not None:
         signal.add_listener(kill)
     searched = False  # rg's closing summary came: the search ran
+    path = ""  # of the file whose matches come now, from rg's "begin" event
     try:
         assert proc.stdout is not None
-        for raw in proc.stdout:
+        while True:
+            raw = proc.stdout.readline(_EVENT_CAP)
+            if not raw:
+                break
+            if not raw.endswith(b"\n") and len(raw) == _EVENT_CAP:  # a match in a huge line
+                number, text = _long_match(raw, proc.stdout)
+                yield _rg_full(target, path, is_file), number, text
+                continue
             event = json.loads(raw)
             searched = searched or event.get("type") == "summary"
+            if event.get("type") == "begin":
+                path = _rg_text(event["data"]["path"])
             if event.get("type") != "match":
                 continue
             data = event["data"]
             path = _rg_text(data["path"])
-            full = path if is_file else os.path.normpath(os.path.join(target, path))
-            yield full, int(data["line_number"]), _rg_text(data["lines"]).rstrip("\r\n")
+            yield _rg_full(target, path, is_file), int(data["line_number"]), _rg_text(data["lines"]).rstrip("\r\n")
         if signal is not None:
             signal.raise_if_aborted()
         proc.wait()
@@ -183,6 +248,53 @@ def _rg_search(
         if proc.stdout is not None:
             proc.stdout.close()
         errors.close()
+
+
+def _rg_full(target: str, path: str, is_file: bool) -> str:
+    return path if is_file else os.path.normpath(os.path.join(target, path))
+
+
+def _long_match(head: bytes, stream: IO[bytes]) -> Tuple[int, str]:
+    """``(line number, beginning of the line)`` of a match event that is longer than
+    :data:`_EVENT_CAP` (ripgrep's JSON holds the whole matching line, however long), read from
+    ``head`` (the event's first bytes) and ``stream`` (the rest, read up to the event's end and
+    dropped). A quote inside a JSON string is always escaped, so the first ``,"line_number":``
+    is the field, after the line's text; ``path`` came first, in the file's ``begin`` event."""
+    at = head.find(b'"lines":{') + len(b'"lines":{')
+    kind = b"bytes" if head.startswith(b'"bytes":"', at) else b"text"
+    start = at + len(kind) + 4  # past "text":" (or "bytes":")
+    text = _json_string_start(head[start : start + 8 * MAX_LINE_CHARS], kind == b"bytes")
+    number = None
+    window = head
+    while True:
+        found = window.find(b',"line_number":')
+        if number is None and found >= 0:
+            digits = window[found + 15 : found + 40]
+            end = len(digits) - len(digits.lstrip(b"0123456789"))
+            if end < len(digits):  # the whole number is in view
+                number = int(digits[:end])
+        if window.endswith(b"\n") or not window:
+            break
+        piece = stream.readline(_EVENT_CAP)
+        window = window[-40:] + piece if number is None else piece
+        if not piece:
+            break
+    if number is None:  # never seen: rg's JSON format changed
+        raise ValueError("grep failed: ripgrep's JSON output for a long line had no line_number")
+    return number, text
+
+
+def _json_string_start(fragment: bytes, base64_bytes: bool) -> str:
+    """The text at the start of a JSON string whose first bytes (at least 4 KB, a fragment from
+    inside the string) are ``fragment``: an escape or a UTF-8 sequence cut at its end is dropped."""
+    if base64_bytes:
+        return base64.b64decode(fragment[: len(fragment) // 4 * 4]).decode("utf-8", "replace")
+    for cut in range(len(fragment), max(len(fragment) - 12, 0), -1):
+        try:
+            return json.loads(b'"' + fragment[:cut] + b'"')
+        except ValueError:  # an escape cut short ("\u00"), a multibyte character cut...
+            continue
+    return fragment.decode("utf-8", "replace")
 
 
 def _rg_text(value: Mapping[str, Any]) -> str:
