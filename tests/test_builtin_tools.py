@@ -465,6 +465,17 @@ def test_write_through_a_symlink_keeps_the_link(tmp_path):
     assert (tmp_path / "real.txt").read_text() == "new"
 
 
+def test_write_to_a_symlink_loop_names_the_loop(tmp_path):
+    # read and edit said "leads nowhere"; write failed with a bare "[Errno 40] Too many levels of
+    # symbolic links" and the absolute path
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(OSError, match=r"^Cannot write .*a: it is a symbolic link loop, which leads to no file$"):
+        run(create_write_tool(str(tmp_path)), path="a", content="x")
+    assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]  # no temp file left
+
+
 def test_write_refuses_a_directory(tmp_path):
     with pytest.raises(IsADirectoryError):
         run(create_write_tool(str(tmp_path)), path=".", content="x")

@@ -13,6 +13,7 @@ may not write (read-only), or a folder it may not create files in.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -69,7 +70,8 @@ def _temp_prefix(target: str) -> str:
 def atomic_write(path: str, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically (temp file in the same folder, fsync, ``os.replace``).
 
-    Raises ``NotADirectoryError`` when a file stands where a parent folder should be, and
+    Raises ``NotADirectoryError`` when a file stands where a parent folder should be, ``OSError``
+    naming the loop for a symbolic link that leads back to itself, and
     ``PermissionError`` for an existing file this process may not write (``os.replace``
     would otherwise swap a read-only file for a new one) and for a folder it may not create the
     temp file in; the file is then left as it was.
@@ -87,6 +89,10 @@ def atomic_write(path: str, data: bytes) -> None:
         existing: Optional[os.stat_result] = os.stat(target)
     except FileNotFoundError:
         existing = None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise OSError(f"Cannot write {path}: it is a symbolic link loop, which leads to no file") from None
     mode = 0o666 & ~_umask() if existing is None else stat.S_IMODE(existing.st_mode)
     if existing is not None and not _writable(target):
         raise PermissionError(f"Permission denied: {path} is read-only (mode {mode:o}); it was not changed")
