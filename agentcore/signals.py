@@ -41,10 +41,13 @@ def _reason_text(reason: Any) -> str:
 class AbortSignal:
     """Read side of an abort: poll ``aborted``, block on ``wait()``, or register a callback."""
 
-    __slots__ = ("_event", "_lock", "_reason", "_listeners")
+    __slots__ = ("_aborted", "_event", "_lock", "_reason", "_listeners")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._aborted = False  # set under _lock, read without it
+        # made by the first wait() (most runs are never waited on; an Event costs 4-5 us, a run
+        # makes one signal), set by the abort once it exists
+        self._event: Optional[threading.Event] = None
         self._lock = threading.Lock()
         self._reason: Any = None
         self._listeners: Deque[Callable[[Any], Any]] = collections.deque()  # not yet called
@@ -52,7 +55,7 @@ class AbortSignal:
     @property
     def aborted(self) -> bool:
         """True once the run was aborted. Never goes back to False."""
-        return self._event.is_set()
+        return self._aborted
 
     @property
     def reason(self) -> Any:
@@ -61,7 +64,15 @@ class AbortSignal:
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until aborted or ``timeout`` seconds passed; return ``aborted``."""
-        return self._event.wait(timeout)
+        event = self._event
+        if event is None:
+            with self._lock:  # the abort sets _aborted and reads _event under it: no lost wake-up
+                if self._aborted:
+                    return True
+                event = self._event
+                if event is None:
+                    event = self._event = threading.Event()
+        return event.wait(timeout)
 
     def raise_if_aborted(self) -> None:
         """Raise :class:`AbortError` if aborted (handy inside long tool loops)."""
@@ -74,7 +85,7 @@ class AbortSignal:
         Exceptions from callbacks are logged and never reach the aborting thread.
         """
         with self._lock:
-            if not self._event.is_set():
+            if not self._aborted:
                 self._listeners.append(callback)
                 return
         self._call(callback)
@@ -92,10 +103,12 @@ class AbortSignal:
 
     def _abort(self, reason: Any) -> bool:
         with self._lock:
-            if self._event.is_set():
+            if self._aborted:
                 return False
             self._reason = reason
-            self._event.set()
+            self._aborted = True
+            if self._event is not None:
+                self._event.set()
         # Listeners are taken one at a time, so one removed meanwhile (by an earlier listener or
         # another thread) is not called; one added meanwhile runs at once on its adding thread.
         interrupted: Optional[BaseException] = None

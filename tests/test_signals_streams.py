@@ -103,6 +103,34 @@ def test_wait_and_raise_if_aborted():  # agent-loop §8.2
     assert "aborted=True" in repr(controller)
 
 
+def test_wait_wakes_every_waiter_and_never_blocks_once_aborted():
+    """The signal makes its wait event only when someone first waits (a run is rarely waited on):
+    waiters that came before the abort are all woken, and a first wait after it returns at once."""
+    controller = AbortController()
+    started, results = threading.Barrier(4), []
+
+    def waiter():
+        started.wait()
+        results.append(controller.signal.wait(30))
+
+    threads = [threading.Thread(target=waiter) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    controller.abort()
+    for thread in threads:
+        thread.join(10)
+    assert results == [True, True, True]
+
+    late = AbortController()
+    late.abort()
+    done = []
+    thread = threading.Thread(target=lambda: done.append(late.signal.wait()))  # no timeout
+    thread.start()
+    thread.join(10)
+    assert done == [True]
+
+
 # --------------------------------------------------------------------------- event streams
 
 
