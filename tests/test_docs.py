@@ -379,3 +379,26 @@ def test_logging_page_names_the_level_and_logger_of_a_failing_observer(caplog):
     bullets = {m.group(1): m.group(2) for m in re.finditer(r"^\* ``([A-Z]+)``(.*?)(?=^\S|\Z)", page, re.M | re.S)}
     missing = [f"{level}: {name}" for level, name in records if f"``{name}``" not in bullets.get(level, "")]
     assert not missing, f"docs/logging.rst does not list {missing}"
+
+
+def test_pages_give_the_output_limits_of_the_built_in_read_and_bash_tools():
+    """The tools page and the coding-tools page quote the limits ``read`` and ``bash`` cut their
+    output at, in the factories' own figures (lines and KB, not the characters ``fetch_url`` and
+    MCP servers count), so a reader sizing a tool of their own compares like with like."""
+    import inspect
+
+    from agentcore.builtin_tools import create_bash_tool, create_read_tool
+
+    figures = set()
+    for factory in (create_read_tool, create_bash_tool):
+        params = inspect.signature(factory).parameters
+        figures.add((params["max_lines"].default, params["max_bytes"].default))
+    assert len(figures) == 1, f"read and bash cut at different limits: {figures}"
+    lines, size = figures.pop()
+    assert size % 1024 == 0
+    for page, phrase in (
+        ("tools", f"``bash`` tools ({lines} lines or {size // 1024} KB)"),
+        ("coding-tools", f"{lines} lines / {size // 1024} KB"),
+    ):
+        text = " ".join((DOCS / f"{page}.rst").read_text(encoding="utf-8").split())
+        assert phrase in text, f"docs/{page}.rst does not give read/bash's limit as {phrase!r}"
