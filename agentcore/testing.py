@@ -38,13 +38,14 @@ spawned or forked worker) it raises ``LookupError`` instead of answering from a 
 from __future__ import annotations
 
 import itertools
+import operator
 import os
 import re
 import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, overload
 
 from .events import (
     DoneEvent,
@@ -168,8 +169,11 @@ class ScriptedModel:
 
     ``tokens_per_second`` streams text and thinking word by word at that rate (also without a
     ``signal``) and honours the abort signal between words. Attributes for assertions: ``calls``
-    (every call, including aborted ones and calls after the responses ran out), ``contexts`` (copies of the
-    :class:`AgentContext` each call received), ``options`` (the keyword options of each call).
+    (every call, including aborted ones and calls after the responses ran out), ``contexts`` (a
+    sequence of copies of the :class:`AgentContext` each call received: index, slice, iterate,
+    ``len``, ``==`` with a list, ``append``, ``clear``; each read is a fresh copy, and a long run's
+    turns share one stored conversation instead of one list each), ``options`` (the keyword
+    options of each call).
     Thread-safe: several agents may share one instance.
     """
 
@@ -192,7 +196,7 @@ class ScriptedModel:
         _instances[self.model.id] = self
         self._pid = os.getpid()  # a forked child holds a copy of _instances: not this instance
         self.calls = 0
-        self.contexts: List[AgentContext] = []
+        self.contexts = _RecordedContexts()
         self.options: List[Dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -244,6 +248,75 @@ class ScriptedModel:
 
     def __repr__(self) -> str:
         return f"ScriptedModel(calls={self.calls}, remaining={len(self.responses)})"
+
+
+class _RecordedContexts(Sequence[AgentContext]):
+    """The :attr:`ScriptedModel.contexts`: a sequence of the contexts the calls
+    received, each read as an :class:`AgentContext` with its own message and tool lists (the
+    items are shared, as :meth:`AgentContext.copy` does; a read builds a new copy every time).
+
+    A call whose messages continue the previous call's (the same objects, then more: every turn
+    of a run) shares the stored list instead of holding its own, and an unchanged tool list is
+    stored once: a run of n turns keeps O(n) references, not one list of the whole conversation
+    per turn (5,000 turns of one tool call each kept 25 million, 200 MB).
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        # per call: system prompt, a shared message list and how much of it the call saw, tools
+        self._records: List[Tuple[str, List[Any], int, Optional[List[Any]]]] = []
+
+    def append(self, context: AgentContext) -> None:
+        """Record a copy of ``context`` (the lists as they are now; later changes are not seen)."""
+        messages = list(context.messages)
+        tools = None if context.tools is None else list(context.tools)
+        chain = messages
+        if self._records:
+            _, last_chain, length, last_tools = self._records[-1]
+            # the last record always ends its list: it created or extended it
+            if len(messages) >= length and all(map(operator.is_, last_chain, messages)):
+                last_chain.extend(messages[length:])
+                chain = last_chain
+            if tools is not None and last_tools is not None and _same_items(tools, last_tools):
+                tools = last_tools
+        self._records.append((context.system_prompt, chain, len(messages), tools))
+
+    def clear(self) -> None:
+        self._records.clear()
+
+    @overload
+    def __getitem__(self, index: int) -> AgentContext: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> List[AgentContext]: ...
+
+    def __getitem__(self, index: Union[int, slice]) -> Union[AgentContext, List[AgentContext]]:
+        if isinstance(index, slice):
+            return [_context_of(record) for record in self._records[index]]
+        return _context_of(self._records[index])
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, _RecordedContexts)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
+def _same_items(a: List[Any], b: List[Any]) -> bool:
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def _context_of(record: Tuple[str, List[Any], int, Optional[List[Any]]]) -> AgentContext:
+    system_prompt, chain, length, tools = record
+    return AgentContext(system_prompt, chain[:length], None if tools is None else list(tools))
 
 
 def _is_exception_class(value: Any) -> bool:
@@ -300,7 +373,11 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
     A failed response (``stop_reason`` "error"/"aborted") fails as a real provider's stream does
     (providers spec §3): without content it is a single ``error`` event (no ``start``, like an HTTP
     failure); with content, its blocks stream first and the last one is left open (no ``*_end``)
-    when the ``error`` event ends the stream. Its ``error_message`` is never None."""
+    when the ``error`` event ends the stream. Its ``error_message`` is never None.
+
+    The events' partials are shallow copies sharing the streaming block, whose text grows in
+    place as with the providers' stream writer: a partial kept from an earlier event shows the
+    text streamed since (each delta event's ``delta`` is its own word)."""
     failed = final.stop_reason in ("error", "aborted")
     if failed and not final.error_message:
         final = final.copy()  # the scripted message itself is left as it is
@@ -336,15 +413,14 @@ def _events(final: AssistantMessage, signal: Any, delay: float) -> Iterator[Any]
             if is_text
             else (ThinkingStartEvent, ThinkingDeltaEvent, ThinkingEndEvent)
         )
-        so_far = ""
-        partial.content.append(_with_body(block, so_far))
+        growing = _with_body(block, "")
+        partial.content.append(growing)
         yield start(index, partial.copy())
         for chunk in _chunks(body, delay):
             if delay and _pause(signal, delay):
                 yield _aborted(partial)
                 return
-            so_far += chunk
-            partial.content[index] = _with_body(block, so_far)
+            _grow(growing, chunk)
             yield delta_cls(index, chunk, partial.copy())
         partial.content[index] = block
         if not (failed and index == len(final.content) - 1):
@@ -364,6 +440,22 @@ def _pause(signal: Any, delay: float) -> bool:
         time.sleep(delay)
         return False
     return bool(signal.wait(delay))
+
+
+def _grow(block: Any, chunk: str) -> None:
+    """Append ``chunk`` to the streaming block's text in place, as the providers' stream writer
+    does (the events' partials share the block): building a new text per word copied everything
+    streamed so far each time, so a long answer took quadratic time (400,000 words: 12 s)."""
+    if isinstance(block, TextContent):
+        text = block.text
+        block.text = ""  # CPython grows a str in place when a local holds its only reference
+        text += chunk
+        block.text = text
+    else:
+        thought = block.thinking
+        block.thinking = ""
+        thought += chunk
+        block.thinking = thought
 
 
 def _with_body(block: Any, body: str) -> Any:

@@ -10,7 +10,7 @@ import pytest
 
 from agentcore import Agent, AgentSpec, AgentTask, run_many
 from agentcore.testing import ScriptedModel, response, text, tool_call
-from agentcore.types import AgentContext, AssistantMessage, TextContent, UserMessage
+from agentcore.types import AgentContext, AssistantMessage, TextContent, ThinkingContent, UserMessage
 
 
 def _stream_events(scripted: ScriptedModel) -> List[Any]:
@@ -97,3 +97,60 @@ def test_tool_call_arguments_that_are_not_a_dict_are_refused_by_name(arguments):
     # a JSON string was a bare "dictionary update sequence element #0 has length 1; 2 is required"
     with pytest.raises(TypeError, match=r"call\('add'\): arguments must be a dict .* not "):
         tool_call("add", arguments)
+
+
+def test_contexts_of_a_long_run_share_the_conversation():  # scale: memory linear in the turns
+    # Each call used to keep its own list of the whole conversation: n turns held O(n^2)
+    # references (5,000 turns: 25 million). Counting the references to the first message counts
+    # the lists that hold it, without timing anything.
+    import sys
+
+    from agentcore import tool
+
+    @tool(description="")
+    def ping() -> str:
+        return "pong"
+
+    turns = 300
+    scripted = ScriptedModel([tool_call("ping", {}) for _ in range(turns)] + [text("done")])
+    agent = Agent(scripted.model, tools=[ping])
+    agent.prompt("go")
+    first = agent.messages[0]
+    assert scripted.calls == turns + 1 and len(agent.messages) == 2 * turns + 2
+    assert sys.getrefcount(first) < 20  # old code: one per recorded call, over 300
+    assert sys.getrefcount(scripted.contexts[0].tools[0]) < 20  # the tool list is kept once too
+    # every call still reads as what it received, in its own lists
+    for index in (0, 1, 150, turns):
+        context = scripted.contexts[index]
+        assert context.messages == agent.messages[: 2 * index + 1]
+        assert [t.name for t in context.tools] == ["ping"]
+    assert scripted.contexts[-1].messages is not scripted.contexts[-1].messages
+    assert [len(c.messages) for c in scripted.contexts[-2:]] == [2 * turns - 1, 2 * turns + 1]
+
+    # a transform_context hook (or compaction) may replace earlier messages: such a call gets
+    # its own list, and the calls before keep theirs
+    scripted = ScriptedModel()
+    one, two, three = UserMessage("one"), UserMessage("two"), UserMessage("three")
+    for messages in ([one], [one, two], [three, two], [three, two, one], [three]):
+        scripted.stream_fn(scripted.model, AgentContext(messages=list(messages)))
+    assert [c.messages for c in scripted.contexts] == [[one], [one, two], [three, two], [three, two, one], [three]]
+    assert scripted.contexts[1:3] == [AgentContext(messages=[one, two]), AgentContext(messages=[three, two])]
+    scripted.contexts.clear()
+    assert len(scripted.contexts) == 0 and scripted.contexts == []
+
+
+def test_a_long_streamed_answer_grows_one_block_in_place():  # scale: linear in the words
+    # With a token rate, every word used to get a new block holding a new copy of the text so
+    # far: quadratic copying (400,000 words took 12 s). Counting the blocks built counts those
+    # copies; the partials now share one growing block, as the providers' stream writer does.
+    words = 2000
+    body = "word " * words
+    scripted = ScriptedModel([response(TextContent(body), ThinkingContent(body))], tokens_per_second=1e9)
+    events = _stream_events(scripted)
+    for kind, field in (("text_delta", "text"), ("thinking_delta", "thinking")):
+        deltas = [e for e in events if e.type == kind]
+        assert len(deltas) == words and "".join(e.delta for e in deltas) == body
+        blocks = {id(e.partial.content[e.content_index]) for e in deltas}
+        assert len(blocks) == 1  # old code: one per word
+        assert getattr(deltas[0].partial.content[deltas[0].content_index], field) == body
+    assert events[-1].type == "done" and events[-1].message.content == [TextContent(body), ThinkingContent(body)]
