@@ -1518,3 +1518,52 @@ def test_a_fork_keeps_the_history_a_compaction_kept_from_a_label_entry(tmp_path)
         assert [type(m).__name__ for m in fork.build_context().messages][:3] == expected[:3]
         fork.close()
     src.close()
+
+
+def test_opening_many_foreign_appends_under_leaf_entries_scans_the_file_once(tmp_path, monkeypatch):
+    """Each leaf entry another writer appended under (the reference takes the last line as its
+    leaf, so every branch switch followed by one of its appends makes one) was put among its
+    siblings by numbering every entry indexed so far: opening a file with k of them cost k scans
+    of the index (2,000 branch switches off one entry: 4 million entries visited; 4,000 took 10
+    times as long as 1,000). The file's line numbers give the order without a scan."""
+    from agentcore.session.storage import SessionStorage
+
+    moves = 2000
+    objects = [V3_HEADER, v3_entry("root", None)]
+    for k in range(moves):
+        objects.append(
+            {
+                "type": "leaf",
+                "id": f"L{k}",
+                "parentId": "root",
+                "timestamp": "2025-01-01T00:00:01.000Z",
+                "targetId": "root",
+            }
+        )
+        objects.append(v3_entry(f"m{k}", f"L{k}", f"branch {k}"))  # the foreign writer's append
+    # a leaf entry appended under after a later sibling: it still goes before that sibling
+    late = {"type": "leaf", "id": "Lz", "parentId": "root", "timestamp": "2025-01-01T00:00:01.000Z", "targetId": "root"}
+    objects += [late, v3_entry("r2", "root"), v3_entry("mz", "Lz")]
+    path = tmp_path / "switches.jsonl"
+    write_lines(path, objects)
+    visited = [0]
+
+    class CountingOrder(list):  # the storage's entries in append order, counting every walk over them
+        def __iter__(self):
+            for node in super().__iter__():
+                visited[0] += 1
+                yield node
+
+    init = SessionStorage.__init__
+
+    def counting_init(self):
+        init(self)
+        self._order = CountingOrder()
+
+    monkeypatch.setattr(SessionStorage, "__init__", counting_init)
+    with Session.open(path, read_only=True) as session:
+        opened = visited[0]
+        assert session.storage.child_ids("root") == [f"L{k}" for k in range(moves)] + ["Lz", "r2"]  # append order
+        assert session.storage.child_ids("L7") == ["m7"]
+        assert [e.id for e in session.get_branch("m5")] == ["root", "L5", "m5"]
+    assert opened < 10 * len(objects), f"{opened} entries visited to open {len(objects)} lines"

@@ -505,3 +505,48 @@ def test_an_entry_column_sqlite_text_cannot_hold_is_refused_by_name(tmp_path):
         session.append_message({"role": "user", "content": "fine", "timestamp": 2})
     with Session(SqliteSessionStorage(path, read_only=True)) as reopened:
         assert [m.role for m in reopened.build_context().messages] == ["user"]
+
+
+def test_a_writing_handle_does_not_keep_the_lines_it_appended(tmp_path):  # issue: scale, memory per entry
+    """Every entry appended through a SQLite handle kept its whole JSON line in memory for as long
+    as the handle lived (about 1.4 KB per entry of a coding-agent run, four times what an open of
+    the same session holds): 100,000 appends in one process held the whole session twice, once in
+    the database and once in memory, for nothing (the row is read back like a loaded one)."""
+    import gc
+    import tracemalloc
+
+    session = Session(SqliteSessionStorage.create(tmp_path / "s.db", cwd="/w", session_id="big"))
+    text = "x" * 8000
+    payload = 200 * len(text)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        ids = [session.append_message(UserMessage(text, timestamp=n)) for n in range(200)]
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < payload // 10, f"{held} bytes kept after appending {payload} bytes of messages"
+    assert session.get_entry(ids[7]).message.content == text  # read back from its row
+    assert len(session.build_context().messages) == 200
+    session.close()
+
+
+def test_reads_after_close_read_the_database_again(tmp_path):  # session.md §5: reads work after close
+    """A closed SQLite session read its stored payloads on the closed connection: every entry not
+    decoded before the close was ``SessionError("storage")`` (a JSONL session reopens its file)."""
+    db = tmp_path / "s.db"
+    with Session(SqliteSessionStorage.create(db, cwd="/w", session_id="one")) as first:
+        loaded = [first.append_message(UserMessage(f"m{n}", timestamp=n)) for n in range(3)]
+    session = Session(SqliteSessionStorage(db, "one"))
+    appended = session.append_message(UserMessage("late", timestamp=9))
+    session.storage._cache.clear()
+    session.close()
+    assert session.get_entry(loaded[1]).message.content == "m1"
+    assert session.get_entry(appended).message.content == "late"
+    assert [m.content for m in session.build_context().messages] == ["m0", "m1", "m2", "late"]
+    assert session.get_session_stats().message_count == 4
+    with pytest.raises(SessionError) as info:
+        session.append_message(UserMessage("after", timestamp=10))
+    assert info.value.code == "storage" and "closed" in str(info.value)

@@ -157,24 +157,29 @@ def collect_entries_for_branch_summary(
     session: Any, old_leaf_id: Optional[str], target_id: Optional[str]
 ) -> BranchCollection:
     """Entries from the old leaf back to (not including) the deepest common ancestor with
-    ``target_id``, oldest first. Compaction boundaries are not respected. No old leaf: nothing."""
+    ``target_id``, oldest first. Compaction boundaries are not respected. No old leaf: nothing.
+
+    The ancestor is found on the two branches' ids; only the collected entries are decoded (a
+    switch near the end of a long branch reads a few entries, not both whole branches). An
+    unknown id is ``SessionError("not_found")``, a broken parent chain ``invalid_session``."""
     if old_leaf_id is None:
         return BranchCollection([], None)
-    old_path = session.get_branch(old_leaf_id)
-    on_old = {e.id for e in old_path}
+    storage = session.storage
+    old_ids = storage.path_to_root(old_leaf_id)  # leaf first
     ancestor: Optional[str] = None
     if target_id is not None:
-        for entry in reversed(session.get_branch(target_id)):
-            if entry.id in on_old:
-                ancestor = entry.id
+        on_old = set(old_ids)
+        for entry_id in storage.path_to_root(target_id):  # the deepest first
+            if entry_id in on_old:
+                ancestor = entry_id
                 break
-    entries: List[SessionEntry] = []
-    for entry in reversed(old_path):
-        if entry.id == ancestor:
+    ids: List[str] = []
+    for entry_id in old_ids:
+        if entry_id == ancestor:
             break
-        entries.append(entry)
-    entries.reverse()
-    return BranchCollection(entries, ancestor)
+        ids.append(entry_id)
+    ids.reverse()
+    return BranchCollection(storage.get_entries(ids), ancestor)
 
 
 def _branch_message(entry: SessionEntry) -> Optional[Any]:
@@ -196,7 +201,7 @@ def prepare_branch_entries(entries: Sequence[SessionEntry], token_budget: int = 
     for entry in entries:
         if isinstance(entry, BranchSummaryEntry) and not entry.from_hook:
             ops.add_details(entry.details)
-    messages: List[Any] = []
+    newest_first: List[Any] = []  # reversed at the end (inserting at the front is quadratic)
     total = 0
     for entry in reversed(entries):
         message = _branch_message(entry)
@@ -206,12 +211,13 @@ def prepare_branch_entries(entries: Sequence[SessionEntry], token_budget: int = 
         tokens = estimate_tokens(message)
         if token_budget > 0 and total + tokens > token_budget:
             if isinstance(entry, (CompactionEntry, BranchSummaryEntry)) and total < 0.9 * token_budget:
-                messages.insert(0, message)
+                newest_first.append(message)
                 total += tokens
             break
-        messages.insert(0, message)
+        newest_first.append(message)
         total += tokens
-    return BranchPreparation(messages, ops, total)
+    newest_first.reverse()
+    return BranchPreparation(newest_first, ops, total)
 
 
 def generate_branch_summary(

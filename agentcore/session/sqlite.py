@@ -2,8 +2,11 @@
 
 Same semantics as the JSONL storage: each row's ``payload`` is byte for byte the JSONL line of the
 entry, rows are ordered by ``seq`` (append order), and the tree index is rebuilt from the rows at
-open (message payloads are fetched when first read). Every append is one transaction; memory is
-updated only after it committed.
+open (message payloads are fetched when first read; an appended entry's payload too, so a writing
+handle holds no more per entry than an open does). Every append is one transaction; memory is
+updated only after it committed. Reads after :meth:`~SqliteSessionStorage.close` fetch payloads
+over a read-only connection opened for the time of the read, as a closed JSONL session reopens its
+file.
 
 One writer per session: opening for writing takes a lease row (``writer_leases``) naming this
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
@@ -48,6 +51,7 @@ entry count).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -60,7 +64,7 @@ import time
 import uuid
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
 from .. import streams
 from .._surrogates import HAS_SURROGATE, escape_lone_surrogates
@@ -392,6 +396,8 @@ class SqliteSessionStorage(SessionStorage):
     byte-identical, writable open or not (checked before the WAL switch and the schema).
     """
 
+    path: str  # always a database file here (the base class allows None: storage without a file)
+
     def __init__(
         self, db_path: Any, session_id: Optional[str] = None, *, read_only: bool = False, fsync: str = "never"
     ) -> None:
@@ -672,9 +678,25 @@ class SqliteSessionStorage(SessionStorage):
     def _read_failed(self, exc: sqlite3.Error) -> SessionError:
         return SessionError("storage", f"{self.path}: cannot read session {self.session_id} ({exc})", path=self.path)
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection to read payloads on (the caller holds ``_io_lock``, as :meth:`close`
+        does): the handle's own, or once the handle is closed a read-only one for the time of the
+        read, as a closed JSONL session reopens its file, so reads keep working after ``close()``.
+        ``SessionError("storage")`` in a forked child (the connection is the parent's) and when
+        the database cannot be opened again."""
+        if self._conn is not None:
+            yield self._connection()
+            return
+        self._check_owner("its SQLite connection (connections do not survive fork())")
+        conn = _connect(self.path, True)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
-        with self._io_lock:
-            conn = self._connection()
+        with self._io_lock, self._reading() as conn:
             try:
                 row = conn.execute(
                     "SELECT CAST(payload AS BLOB) FROM entries WHERE session_id = ? AND id = ?",
@@ -694,8 +716,7 @@ class SqliteSessionStorage(SessionStorage):
         seqs = [node.line for node in nodes]
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
         payloads: Dict[int, bytes] = {}
-        with self._io_lock:
-            conn = self._connection()
+        with self._io_lock, self._reading() as conn:
             try:
                 if high - low < 2 * len(seqs):  # type: ignore[operator]
                     wanted = set(seqs)
@@ -761,9 +782,13 @@ class SqliteSessionStorage(SessionStorage):
         self._checkpointer.appended(3 + len(line) // 4096, conn)  # never raises: the row is committed
 
     def append(self, entry: SessionEntry) -> None:
+        """:meth:`~agentcore.session.storage.SessionStorage.append`; the entry's line is not kept in memory but read back
+        from its row like a loaded entry's (a long run would otherwise hold every line it wrote)."""
         with self._io_lock:
             super().append(entry)
-            self._order[-1].line = self._seq
+            node = self._order[-1]
+            node.line = self._seq
+            node.raw = None
 
     def usage_totals(self) -> UsageTotals:
         with self._io_lock:  # the query and the kept totals as one

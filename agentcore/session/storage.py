@@ -526,8 +526,8 @@ class SessionStorage:
         """Make a ``leaf`` entry (and any ``leaf`` ancestors) a tree node: something hangs under it.
 
         A writer that does not know ``leaf`` entries (the reference's SessionManager) takes one as
-        its leaf and appends under it; the tree must still reach what it wrote. Costs one scan of
-        the entries per promoted entry (rare: once per foreign append after a move).
+        its leaf and appends under it; the tree must still reach what it wrote. The entry joins its
+        siblings in append order (see :meth:`_insert_in_append_order`).
         """
         nodes = self._nodes
         while node.type == "leaf" and node.id not in self._promoted:
@@ -538,15 +538,35 @@ class SessionStorage:
             elif type(siblings) is str:
                 siblings = [siblings]
             self._children[node.parent] = siblings
-            siblings.append(node.id)
-            if len(siblings) > 1:  # keep append order
-                wanted = set(siblings)
-                position = {n.id: i for i, n in enumerate(self._order) if n.id in wanted}
-                siblings.sort(key=position.__getitem__)
+            self._insert_in_append_order(siblings, node.id)
             parent = nodes.get(node.parent)  # type: ignore[arg-type]
             if parent is None:
                 return
             node = parent
+
+    def _insert_in_append_order(self, siblings: List[str], entry_id: str) -> None:
+        """Insert ``entry_id`` into ``siblings`` (ids in append order), where its append order puts it.
+
+        By line numbers (file line, database seq: what a load records), walking back from the end
+        (a leaf entry is promoted when an entry is appended under it, so later siblings are rare):
+        a file with thousands of foreign appends under leaf entries of one parent opens without a
+        sort or a scan of the index per append. Without line numbers (entries given in memory) the
+        positions come from one scan of the index."""
+        nodes = self._nodes
+        line = nodes[entry_id].line
+        at = len(siblings)
+        while line is not None:
+            before = nodes[siblings[at - 1]].line if at else -1
+            if before is None:
+                break  # a sibling without a line number: take the scan below
+            if before < line:
+                siblings.insert(at, entry_id)
+                return
+            at -= 1
+        siblings.append(entry_id)
+        wanted = set(siblings)
+        position = {n.id: i for i, n in enumerate(self._order) if n.id in wanted}
+        siblings.sort(key=position.__getitem__)
 
     def _finish_load(self) -> None:
         if self._leaf is not None and self._leaf not in self._nodes:
