@@ -76,6 +76,7 @@ from .types import (
     PromptInput,
     TextContent,
     ThinkingLevel,
+    ToolCall,
     Usage,
     UserMessage,
     message_from_dict,
@@ -571,7 +572,14 @@ class Agent:
             if restore_tools and getattr(context, "active_tool_names", None):
                 self._state.tools = list(context.active_tool_names or ())
         self._detach_session = attach_session(self, session)
-        self._approvals.attach_session(session)
+        self._approvals.attach_session(session, self._waiting_call)
+
+    def _waiting_call(self, call: ToolCall) -> Optional[_approvals.PendingApproval]:
+        """``call`` as it waits for approval with this agent's tools (:func:`~agentcore.approvals.split_batch`:
+        arguments prepared and validated as the loop does), or None when it would not wait. What
+        the calls a session restores are shown as: the call a resumed run executes."""
+        _, waiting = _approvals.split_batch(self._resolve_tools(), [call])
+        return waiting[0] if waiting else None
 
     def __repr__(self) -> str:  # never shows api_key or headers
         model = self._state.model
@@ -1179,7 +1187,7 @@ class Agent:
                 if given is not None:
                     given.remove_listener(forward)
             if self.session is not None:  # the calls waiting for approval are the new branch's
-                self._approvals.load(self.session)
+                self._approvals.load(self.session, self._waiting_call)
             return outcome
 
         return self._while_busy(navigate)

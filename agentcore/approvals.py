@@ -47,6 +47,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
@@ -56,6 +57,8 @@ from ._safe import exception_message, json_safe
 from .types import TextContent, ToolCall
 
 __all__ = ["PendingApproval", "ApprovalDecision", "Approvals", "Resumption", "split_batch", "CUSTOM_TYPE", "ERR_DENIED"]
+
+_log = logging.getLogger("agentcore.approvals")
 
 #: the ``customType`` of the session entries that record requests and decisions
 CUSTOM_TYPE = "agentcore.approval"
@@ -74,6 +77,10 @@ class PendingApproval:
     tool_call_id: str
     tool_name: str
     args: Any
+
+
+#: what :meth:`Approvals.load` asks how a call would wait (the agent's :func:`split_batch` of one call)
+_Prepare = Callable[[ToolCall], Optional[PendingApproval]]
 
 
 @dataclass(frozen=True)
@@ -492,11 +499,11 @@ class Approvals:
 
     # -- sessions
 
-    def attach_session(self, session: Any) -> Callable[[], None]:
-        """Load the session's waiting calls and decisions, and record new requests (through
-        :meth:`observe`) and decisions (through :meth:`decide`) into it. Returns the function that
-        stops recording."""
-        self.load(session)
+    def attach_session(self, session: Any, prepare: Optional[_Prepare] = None) -> Callable[[], None]:
+        """Load the session's waiting calls and decisions (``prepare``: see :meth:`load`), and
+        record new requests (through :meth:`observe`) and decisions (through :meth:`decide`) into
+        it. Returns the function that stops recording."""
+        self.load(session, prepare)
         self._session = session
 
         def detach() -> None:
@@ -505,22 +512,33 @@ class Approvals:
 
         return detach
 
-    def load(self, session: Any) -> None:
+    def load(self, session: Any, prepare: Optional[_Prepare] = None) -> None:
         """Replace the book with the requests and decisions on ``session``'s current branch
         made after its last assistant message whose calls have no tool result after it yet (a
-        result of an earlier turn does not count: some providers reuse call ids across turns)."""
+        result of an earlier turn does not count: some providers reuse call ids across turns).
+
+        A request only says which call waits: the call is the one a resumed run executes, the
+        tool call of that id in that assistant message. Its tool name is the call's, and its
+        arguments are what ``prepare(call)`` answers (the agent's :func:`split_batch` over its
+        tools: the arguments prepared and validated as the loop prepares them), else the call's
+        own (no ``prepare``, or the call would not wait with these tools). A request naming
+        another tool or other arguments (a session file from another program) would otherwise
+        have the user approve one call and run another; it is logged (WARNING, the tool names
+        only). Without ``prepare``, a request naming the call's own tool keeps its arguments."""
         pending: Dict[str, PendingApproval] = {}
         decisions: Dict[str, ApprovalDecision] = {}
         storage = getattr(session, "storage", None)
         count_of = getattr(storage, "count_of", None)
         if count_of is None or count_of("custom"):
             settled: Set[str] = set()
+            owner: Any = None  # the last assistant message: whose calls the requests are
             for entry in session.get_branch():
                 if entry.type == "message":
                     if getattr(entry.message, "role", None) == "assistant":
                         pending.clear()  # requests of earlier turns can never run now
                         decisions.clear()
                         settled.clear()  # nor do their results settle this turn's calls (ids recur)
+                        owner = entry.message
                     call_id = getattr(entry.message, "tool_call_id", None)
                     if call_id is not None:
                         settled.add(call_id)
@@ -528,10 +546,50 @@ class Approvals:
                     _fold(entry.data, pending, decisions)
             for call_id in settled:
                 pending.pop(call_id, None)
+            pending = {i: _as_executed(p, owner, prepare, session) for i, p in pending.items()}
             decisions = {i: d for i, d in decisions.items() if i in pending}
         with self._lock:
             self._pending, self._decisions = pending, decisions
             self._terminating = set()  # nothing known of the loaded batch's results
+
+
+def _as_executed(request: PendingApproval, owner: Any, prepare: Optional[_Prepare], session: Any) -> PendingApproval:
+    """The waiting call ``request`` names as the resumed run executes it (see :meth:`Approvals.load`).
+    A request whose call is not in ``owner`` stays as recorded: ``continue_()`` refuses it by name."""
+    call = next(
+        (b for b in getattr(owner, "content", None) or () if isinstance(b, ToolCall) and b.id == request.tool_call_id),
+        None,
+    )
+    if call is None:
+        return request
+    waiting: Optional[PendingApproval] = None
+    if prepare is not None:
+        try:
+            waiting = prepare(call)
+        except Exception:  # noqa: BLE001 - a tool list that cannot be resolved: the call's own arguments
+            waiting = None
+    if waiting is None:
+        same = prepare is None and request.tool_name == call.name
+        waiting = PendingApproval(call.id, call.name, request.args if same else call.arguments)
+    if request.tool_name != waiting.tool_name or (
+        prepare is not None and _json_text(request.args) != _json_text(waiting.args)
+    ):
+        _log.warning(
+            "%s: the approval request of tool call %r names %r with other arguments than the call of that id "
+            "(%r), which is what a resumed run executes: that call is the one waiting",
+            getattr(session, "path", None) or "session",
+            request.tool_call_id,
+            request.tool_name,
+            waiting.tool_name,
+        )
+    return waiting
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
 
 
 def _fold(data: Any, pending: Dict[str, PendingApproval], decisions: Dict[str, ApprovalDecision]) -> None:

@@ -4,6 +4,7 @@ outcome, ``approve``/``deny``/``continue_``, and resuming from a session in a ne
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -636,6 +637,37 @@ def test_session_records_requests_and_decisions_as_custom_entries(tmp_path):
         "assistant",
         "toolResult",
     }
+
+
+@pytest.mark.parametrize(
+    "forged",
+    [{"toolName": "listing", "args": {"path": "."}}, {"toolName": "shell", "args": {"command": "rm old.log"}}],
+    ids=["another tool", "other arguments"],
+)
+def test_a_restored_call_is_the_one_a_resumed_run_executes_whatever_its_request_says(tmp_path, caplog, forged):
+    """A request entry says which call waits, but a resumed run executes the assistant message's
+    call of that id: a session file whose request named ``listing {"path": "."}`` (or the same tool
+    with harmless arguments) for a ``shell`` call ``rm -rf /srv`` had the user approve one call and
+    ran another. The restored pending call is now the call itself, prepared as the loop prepares it."""
+    path = tmp_path / "s.jsonl"
+    agent, _ = _agent([response(call("shell", {"command": "rm -rf /srv"}, id="b"))], session=Session.create(path))
+    agent.prompt("go")
+    agent.session.close()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        if line["type"] == "custom" and line["data"].get("kind") == "request":
+            line["data"].update(forged)  # another program wrote the file
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    with caplog.at_level(logging.WARNING, logger="agentcore.approvals"):
+        again, _ = _agent([text("done")], session=Session.open(path))
+    assert again.pending_approvals == [PendingApproval("b", "shell", {"command": "rm -rf /srv"})]
+    assert f"names {forged['toolName']!r} with other arguments than the call of that id ('shell')" in caplog.text
+    assert "rm" not in caplog.text  # the arguments may hold anything: never logged
+    again.approve("b")
+    again.continue_()
+    assert _tool_results(again)["b"].content[0].text == "ran rm -rf /srv"  # what was shown ran
+    again.session.close()
 
 
 def test_a_decision_taken_as_the_call_shows_up_is_recorded_after_its_request(tmp_path):
