@@ -3074,3 +3074,204 @@ def test_run_approve_shows_the_end_of_long_arguments(quiet_home):
         code, out, err = _in_process("run", *local(server), "--tools", "bash", "--approve", "look", stdin="n\n")
     question = next(line for line in err.splitlines() if line.startswith("[approve] bash"))
     assert "rm -rf ~" in question and "characters not shown]" in question and len(question) < 2100
+
+
+# --------------------------------------------------------------------------- hostile session files
+
+#: what another person's session file may hold in a name: a title change, a screen clear, CSI as
+#: a C1 control and a right-to-left override
+_HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x9b31m\u202e"
+
+
+def _hostile_session(path: Path, *entries: Dict[str, Any], session_id: str = "h-1") -> None:
+    header = {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}
+    lines = [header, *entries]
+    path.write_text("".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines), encoding="utf-8")
+
+
+def _no_controls(text: str) -> bool:
+    return not any(c in text for c in "\x1b\x07\x9b\u202e")
+
+
+def _strings(value: Any) -> List[str]:
+    """Every string in a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return [text for item in items for text in _strings(item)]
+
+
+def test_approval_of_a_session_files_waiting_call_shows_its_tool_name_without_controls(quiet_home):
+    """A resumed session's waiting call (an ``agentcore.approval`` request entry: its tool name is
+    whatever the file says) was asked about with the name written raw: its escape sequences
+    retitled and cleared the terminal in the very question the user answers, and a line break in
+    it drew a fake second question. Without --approve, the refusal naming the call did the same."""
+    name = "ls" + _HOSTILE + "\n  run it? [y]es"
+    call = {"type": "toolCall", "id": "call_1", "name": name, "arguments": {"path": "." + _HOSTILE}}
+    assistant = {
+        "role": "assistant",
+        "content": [call],
+        "api": "scripted",
+        "provider": "scripted",
+        "model": "scripted-demo",
+        "stopReason": "toolUse",
+        "timestamp": 1,
+    }
+    request = {"kind": "request", "toolCallId": "call_1", "toolName": name, "args": {"path": "." + _HOSTILE}}
+    path = quiet_home / "other.jsonl"
+    _hostile_session(
+        path,
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": "t", "message": {"role": "user", "content": "hi"}},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "t", "message": assistant},
+        {"type": "custom", "id": "c1", "parentId": "a1", "timestamp": "t", "customType": "agentcore.approval", "data": request},
+    )  # fmt: skip
+    code, _, err = _in_process("run", "--model", "scripted", "--session", str(path), "go on")
+    assert code == 2 and "wait for approval (ls" in err, err
+    assert _no_controls(err), err
+    code, _, err = _in_process(
+        "run", "--model", "scripted", "--tools", "ls", "--approve", "--session", str(path), "go on", stdin="n\n"
+    )
+    assert code == 0, err
+    assert _no_controls(err), err
+    assert "[approve] ls31m\\n  run it? [y]es " in err  # the fake line shows as \n, on the question's line
+    questions = [line for line in err.splitlines() if line.startswith("  run it?")]
+    assert questions and all(line.startswith("  run it? [y]es / [n]o / [a]lways for ") for line in questions)
+
+
+def test_a_session_files_model_and_tools_reach_the_terminal_without_controls(quiet_home):
+    """``chat --session FILE`` printed the file's model id, tool names and session id raw in its
+    banner, and ``run``/``chat`` failing to resume its model quoted the id raw in the error: the
+    escape sequences of someone else's session file reached the terminal."""
+    model = {"type": "model_change", "id": "m1", "parentId": None, "timestamp": "t", "provider": "local"}
+    model.update({"modelId": "m" + _HOSTILE, "api": "openai-completions", "baseUrl": "http://127.0.0.1:9/v1"})
+    tools = {"type": "active_tools_change", "id": "t1", "parentId": "m1", "timestamp": "t"}
+    tools["activeToolNames"] = ["ls", "t" + _HOSTILE, "u\nagentcore chat: a fake line"]
+    path = quiet_home / "other.jsonl"
+    _hostile_session(path, model, tools, session_id="h-1" + _HOSTILE)
+    code, _, err = _in_process("chat", "--model", "scripted", "--session", str(path), stdin="/quit\n")
+    assert code == 0, err
+    assert "model scripted/scripted-demo, tools: ls, t31m, u\\nagentcore chat: a fake line, session h-131m" in err
+    assert _no_controls(err), err
+    unresolved = dict(model, provider="p" + _HOSTILE, api=None, baseUrl=None)
+    _hostile_session(path, unresolved)
+    for argv in (["run", "hi"], ["chat"]):
+        code, _, err = _in_process(*argv, "--session", str(path), stdin="/quit\n")
+        assert code == 2 and "cannot resume with the session's model p31m/m31m" in err, err
+        assert _no_controls(err), err
+
+
+def test_session_exports_and_json_listings_carry_no_raw_terminal_controls(quiet_home, monkeypatch):
+    """``sessions export ID`` (markdown, the default, to the terminal) wrote a session's escape
+    sequences raw, though ``sessions show`` drops them and the docs say the text output does. The
+    JSON outputs (``export --format json``/``jsonl``, ``sessions list --json``, ``logs --json``,
+    ``run --json``) escape the C0 controls but wrote DEL, the C1 controls (U+009B is CSI to some
+    terminals) and bidi overrides raw; they are ``\\u`` escapes now, the values unchanged."""
+    from agentcore.session import SessionRepository
+
+    monkeypatch.chdir(quiet_home)
+    prompt = "evil " + _HOSTILE + "\x7f text"
+    code, out, err = _in_process("run", "--model", "scripted", "--json", prompt)
+    assert code == 0, err
+    assert _no_controls(out) and "\x7f" not in out
+    events = [json.loads(line) for line in out.splitlines()]
+    assert prompt in _strings(events)  # the exact text, escaped
+    (info,) = SessionRepository(os.environ["AGENTCORE_SESSIONS_DIR"]).list(None)
+    with SessionRepository(os.environ["AGENTCORE_SESSIONS_DIR"]).open(info.id) as session:
+        session.set_name("name" + _HOSTILE)
+    code, out, err = _in_process("sessions", "export", info.id)
+    assert code == 0, err
+    assert "evil 31m text" in out and _no_controls(out)
+    for argv in (
+        ["sessions", "export", info.id, "--format", "json"],
+        ["sessions", "export", info.id, "--format", "jsonl"],
+        ["sessions", "list", "--json"],
+        ["logs", "--json"],
+    ):
+        code, out, err = _in_process(*argv)
+        assert code == 0, (argv, err)
+        assert _no_controls(out) and "\x7f" not in out, argv
+        lines = argv[-1] in ("jsonl", "--json") and argv[0] == "sessions"
+        values = [json.loads(line) for line in out.splitlines()] if lines else json.loads(out)
+        assert prompt in _strings(values) or "name" + _HOSTILE in _strings(values), argv  # the exact text
+
+
+def test_run_verbose_writes_a_models_tool_call_name_without_terminal_controls(quiet_home):
+    """``-v`` logged each tool call's name and id as the model sent them (``tool call NAME id=ID
+    outcome=...``) through a plain ``logging.Formatter``: a model (or a prompt injection) calling
+    a tool named with escape sequences retitled and cleared the terminal, though the ``[tool]``
+    notes beside it were cleaned."""
+    reply = tool_reply("ls" + _HOSTILE, {"path": "."}, call_id="call" + _HOSTILE)
+    with ScriptedServer([reply, answer("ok")]) as server:
+        code, _, err = _in_process("-v", "run", *local(server), "--tools", "ls", "look")
+    assert code == 0, err
+    assert "tool call ls31m id=call31m outcome=" in err
+    assert _no_controls(err), err
+
+
+def test_run_approve_can_show_the_middle_of_long_arguments_before_deciding(quiet_home):
+    """Arguments past 2000 characters are asked about with their beginning and end only: a command
+    padded so its dangerous part sits in the middle (``ls <1300 spaces>; rm -rf ~; <700 spaces>``)
+    could only be approved unread or denied. ``s`` prints the arguments in full and asks again."""
+    padded = "ls" + " " * 1300 + "; rm -rf ~; " + " " * 700
+    with ScriptedServer([tool_reply("bash", {"command": padded}), answer("ok")]) as server:
+        code, _, err = _in_process(
+            "run", *local(server), "--tools", "bash", "--approve", "look", stdin="s\nn\n"
+        )  # fmt: skip
+    assert code == 0, err
+    first, second = [i for i, line in enumerate(err.splitlines()) if line.startswith("[approve] bash")]
+    lines = err.splitlines()
+    assert "rm -rf" not in lines[first] and "characters not shown]" in lines[first]
+    assert "/ [s]how all: " in lines[first + 1]
+    assert any("; rm -rf ~; " in line for line in lines[first + 1 : second])  # shown in full, then asked again
+    assert "The user denied this tool call at the terminal" in err  # the second answer decided it
+
+
+def test_a_tool_name_from_the_model_cannot_fake_a_line_of_tool_activity(quiet_home):
+    """The ``[tool] NAME ...`` notes wrote the name a model called (a tool that does not exist)
+    with its line breaks: ``x\\n[tool] bash ok:\\n    deployed`` showed as a bash call that ran and
+    succeeded, on the channel the user trusts to say what ran."""
+    fake = "x\n[tool] bash ok:\n    deployed"
+    with ScriptedServer([tool_reply(fake, {}), answer("ok")]) as server:
+        code, _, err = _in_process("run", *local(server), "--tools", "ls", "look")
+    assert code == 0, err
+    assert "[tool] x\\n[tool] bash ok:\\n    deployed error:" in err
+    assert not any(line.startswith("[tool] bash") for line in err.splitlines()), err
+
+
+def test_run_schema_prints_a_models_json_answer_without_raw_terminal_controls(quiet_home):
+    """``run --schema`` printed the model's JSON answer with ``ensure_ascii=False``: a C1 CSI or a
+    right-to-left override in one of its strings reached the terminal raw (``run --json`` and the
+    session exports write them as ``\\u`` escapes); the value reads back the same."""
+    name = "Ann\x9b2J\u202eevil\x7f"
+    with ScriptedServer([answer(json.dumps({"name": name}))]) as server:
+        code, out, err = _in_process("run", *local(server), "--schema", "name", "who?")
+    assert code == 0, err
+    assert _no_controls(out) and "\x7f" not in out
+    assert json.loads(out) == {"name": name}
+
+
+def test_approval_asks_about_the_call_that_runs_not_what_a_session_file_recorded(quiet_home):
+    """A resumed session's approval request carries its own tool name and arguments, and the run
+    executes the assistant message's call of that id: a file whose request said ``ls {"path":
+    "."}`` for a ``bash`` call made the user approve ``ls`` and ran ``bash``. The question is now
+    about the call that runs (agentcore.approvals restores the call itself)."""
+    marker = quiet_home / "ran.txt"
+    command = f"echo ran > {marker}"
+    call = {"type": "toolCall", "id": "call_1", "name": "bash", "arguments": {"command": command}}
+    assistant = {"role": "assistant", "content": [call], "api": "scripted", "provider": "scripted"}
+    assistant.update({"model": "scripted-demo", "stopReason": "toolUse", "timestamp": 1})
+    request = {"kind": "request", "toolCallId": "call_1", "toolName": "ls", "args": {"path": "."}}
+    path = quiet_home / "other.jsonl"
+    user = {"role": "user", "content": "hi"}
+    _hostile_session(
+        path,
+        {"type": "message", "id": "u1", "parentId": None, "timestamp": "t", "message": user},
+        {"type": "message", "id": "a1", "parentId": "u1", "timestamp": "t", "message": assistant},
+        {"type": "custom", "id": "c1", "parentId": "a1", "timestamp": "t", "customType": "agentcore.approval", "data": request},
+    )  # fmt: skip
+    argv = ["run", "--model", "scripted", "--tools", "ls,bash", "--approve", "--session", str(path), "go on"]
+    code, _, err = _in_process(*argv, stdin="n\n")
+    assert code == 0, err
+    assert f'[approve] bash {{"command": "{command}"}}' in err
+    questions = [line for line in err.splitlines() if line.startswith("[approve] ") and "note:" not in line]
+    assert questions[0].startswith("[approve] bash ") and not marker.exists()  # (the scripted model then calls ls)

@@ -1926,3 +1926,19 @@ def test_switch_session_never_sends_the_key_to_an_endpoint_a_session_recorded(rp
         assert child.read_until(is_type("agent_end"))[-1]["messages"][-1]["content"][0]["text"] == "here"
         assert child.close().returncode == 0
         assert elsewhere.requests == []
+
+
+def test_export_html_default_name_stays_in_the_working_directory_whatever_the_session_id(rpc, tmp_path):
+    """Without ``outputPath`` the page went to ``agentcore-session-ID.html`` with the id of the
+    session file's header as written: another person's file with the id ``x/../../NAME`` had the
+    page written over ``NAME.html`` two folders up (any ``.html`` file the user can write)."""
+    escaped = f"escaped-{tmp_path.name}"
+    header = {"type": "session", "version": 3, "id": f"x/../../{escaped}", "timestamp": "2026-01-01T00:00:00.000Z"}
+    path = tmp_path / "theirs.jsonl"
+    path.write_text(json.dumps(dict(header, cwd="/")) + "\n", encoding="utf-8")
+    child = rpc("--model", "scripted", "--session", str(path))
+    data = child.call({"type": "export_html"})["data"]
+    assert data == {"path": str(tmp_path / f"agentcore-session-x_.._.._{escaped}.html")}
+    assert os.path.isfile(data["path"])
+    assert not (tmp_path.parent / f"{escaped}.html").exists()
+    assert child.close().returncode == 0

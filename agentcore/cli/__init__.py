@@ -29,7 +29,7 @@ import os
 import sys
 from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO, cast
 
-from .._safe import describe_exception
+from .._safe import describe_exception, terminal_text
 from ._commands import add_commands, add_logging_options, sessions_dir_option
 from ._hooks import add_plugin_options
 from ._interrupts import Terminated, interrupts_reach_main_thread
@@ -515,8 +515,9 @@ def _ask(
     approver: Any = None,
 ) -> int:
     """Ask for a JSON answer matching ``schema``; print it to ``out`` (indented JSON; one line
-    after the event lines of ``--json``). With ``approver`` (``--approve``) the calls the ask's
-    run pauses for are asked about and the ask goes on, until it has its answer."""
+    after the event lines of ``--json``; as :func:`~agentcore.cli._render.terminal_json`). With
+    ``approver`` (``--approve``) the calls the ask's run pauses for are asked about and the ask
+    goes on, until it has its answer."""
     from ..structured import AskError, AskPaused, OutputValidationError
 
     try:
@@ -529,7 +530,9 @@ def _ask(
     except (OutputValidationError, AskError) as exc:  # the run's own error was shown already
         text.note(f"[error] {exc}")
         return EXIT_ERROR
-    out.write(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False) + "\n")
+    from ._render import terminal_json  # the model's strings: no raw C1 control or bidi override
+
+    out.write(terminal_json(json.dumps(value, indent=None if one_line else 2, ensure_ascii=False)) + "\n")
     return EXIT_OK
 
 
@@ -635,6 +638,10 @@ def main(
 ) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
 
+    A command's error is one ``agentcore: ...`` line on stderr, without terminal escape sequences
+    and control characters (:func:`~agentcore._safe.terminal_text`): it may quote what a session
+    file holds (its model, a tool name).
+
     A process started with descriptor 1 or 2 closed (``>&-``, ``2>&-``: ``sys.stdout`` or
     ``sys.stderr`` is None) writes what would go there nowhere, as to ``/dev/null``."""
     stdin = stdin if stdin is not None else sys.stdin
@@ -663,8 +670,8 @@ def main(
                 interrupts_reach_main_thread(),
             ):  # Ctrl-C at a readline prompt is never lost
                 return handler(args, stdin, out, err)
-    except UsageError as exc:
-        message = str(exc)
+    except UsageError as exc:  # (as terminal_text: it may quote a session file's model, a tool name)
+        message = terminal_text(str(exc))
         err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
         err.write("\n")
         return EXIT_USAGE
@@ -678,7 +685,7 @@ def main(
         _silence_stdout()
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
-        err.write(f"agentcore: {describe_exception(exc)}\n")
+        err.write(f"agentcore: {terminal_text(describe_exception(exc))}\n")
         return EXIT_ERROR
 
 
@@ -763,7 +770,9 @@ def _verbose_logging(err: TextIO, verbose: bool) -> Iterator[None]:
     """With ``-v``: DEBUG records of the ``agentcore`` loggers go to ``err`` while the command runs.
 
     The handler is the CLI's own (the library adds none) and is removed afterwards, with the
-    logger's level restored, so ``main()`` called in-process leaves logging as it found it."""
+    logger's level restored, so ``main()`` called in-process leaves logging as it found it. Its
+    lines are :func:`~agentcore._safe.terminal_text`: a record may quote what a model sent (the
+    name and id of a tool call) or a server's error text."""
     if not verbose:
         yield
         return
@@ -771,7 +780,7 @@ def _verbose_logging(err: TextIO, verbose: bool) -> Iterator[None]:
 
     logger = logging.getLogger("agentcore")
     handler = logging.StreamHandler(err)
-    handler.setFormatter(logging.Formatter("[%(levelname)s %(name)s] %(message)s"))
+    handler.setFormatter(_terminal_formatter("[%(levelname)s %(name)s] %(message)s"))
     level = logger.level
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
@@ -780,6 +789,17 @@ def _verbose_logging(err: TextIO, verbose: bool) -> Iterator[None]:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+def _terminal_formatter(fmt: str) -> Any:
+    """A ``logging.Formatter`` of ``fmt`` whose records are written as :func:`terminal_text`."""
+    import logging
+
+    class Formatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return terminal_text(super().format(record))
+
+    return Formatter(fmt)
 
 
 def _silence_stdout() -> None:

@@ -35,7 +35,7 @@ from ._context import ContextFile, describe_context
 from ._interrupts import Terminated
 from ._keys import stored_key
 from ._names import uncatalogued_notice
-from ._render import TextPrinter, abort_when_closed, run_outcome
+from ._render import TextPrinter, abort_when_closed, run_outcome, shown_name
 from ._setup import (
     AgentSetup,
     CliOptions,
@@ -325,13 +325,15 @@ class Chat:
 
     def _banner(self) -> None:
         model = self.agent.model
-        tools = ", ".join(getattr(t, "name", str(t)) for t in self.agent.tools) or "none"  # a name restored
+        tools = ", ".join(shown_name(getattr(t, "name", str(t))) for t in self.agent.tools) or "none"  # a name restored
         where = f"session {self.session.id} ({self.session.path or 'memory'})" if self.session else "not saved"
         files = len(self.context_files)
         context = f", context: {files} file{'s' if files != 1 else ''} (/context)" if files else ""
-        self.err.write(
-            f"agentcore chat: model {model.key}, tools: {tools}, {where}{context}. "
-            "/help lists commands, /quit or Ctrl-D leaves.\n"
+        self.err.write(  # a resumed session file names the model, the tools and the id: terminal_text
+            terminal_text(
+                f"agentcore chat: model {model.key}, tools: {tools}, {where}{context}. "
+                "/help lists commands, /quit or Ctrl-D leaves.\n"
+            )
         )
         resumed = _resumed_line(self.agent.messages)
         if resumed:  # -c/-s: say where the conversation stands before the first prompt

@@ -194,19 +194,23 @@ def cmd_sessions_list(args: Any, out: TextIO, err: TextIO) -> int:
     cwd = None if args.all else _current_directory("sessions list")
     infos = repo.list(cwd)
     if getattr(args, "json", False):
+        from ._render import terminal_json
+
         for i in infos:
             out.write(
-                json.dumps(
-                    {
-                        "id": i.id,
-                        "path": i.path,
-                        "cwd": i.cwd,
-                        "created": i.created,
-                        "name": i.name,
-                        "messageCount": i.message_count,
-                        "parentSession": i.parent_session,
-                    },
-                    ensure_ascii=False,
+                terminal_json(
+                    json.dumps(
+                        {
+                            "id": i.id,
+                            "path": i.path,
+                            "cwd": i.cwd,
+                            "created": i.created,
+                            "name": i.name,
+                            "messageCount": i.message_count,
+                            "parentSession": i.parent_session,
+                        },
+                        ensure_ascii=False,
+                    )
                 )
                 + "\n"
             )
@@ -458,11 +462,14 @@ def _note_empty_branch(session: Any, err: TextIO) -> None:
 def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
     """``agentcore sessions export ID|PATH [--format F] [-o FILE]``.
 
-    ``markdown``: the current branch as a readable transcript; ``html``: a standalone page of the
-    whole tree, every branch (see :mod:`._html`); ``json``: the current branch's messages as a JSON
-    array of reference message dicts (both with the branch's compaction and branch summaries and
-    custom messages, see :func:`_branch_messages`); ``jsonl``: every entry of the session (all branches) as
-    reference JSONL, header first.
+    ``markdown``: the current branch as a readable transcript, without terminal escape sequences
+    and control characters (:func:`~agentcore._safe.terminal_text`, as ``sessions show`` prints
+    it: a session from someone else must not retitle or clear the terminal it is read in);
+    ``html``: a standalone page of the whole tree, every branch (see :mod:`._html`); ``json``: the
+    current branch's messages as a JSON array of reference message dicts (both with the branch's
+    compaction and branch summaries and custom messages, see :func:`_branch_messages`); ``jsonl``:
+    every entry of the session (all branches) as reference JSONL, header first (both as :func:`~agentcore.cli._render.terminal_json`: DEL, the
+    C1 controls and bidirectional overrides as ``\\u`` escapes, the values unchanged).
 
     ``-o FILE`` replaces ``FILE`` atomically (:func:`_write_output`: a failure leaves the previous
     file whole); ``-o`` naming the exported session file itself is a UsageError (exit 2), as is a
@@ -498,9 +505,11 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                         json.dumps(message_to_dict(message), allow_nan=False)
                 text = json.dumps([message_to_dict(m) for m in messages], ensure_ascii=False, indent=2) + "\n"
             else:
+                from .._safe import terminal_text
                 from ..jupyter import transcript_to_markdown
 
-                text = transcript_to_markdown(messages) + "\n"
+                # a transcript to read, as sessions show prints it: no escape sequences from the session
+                text = terminal_text(transcript_to_markdown(messages)) + "\n"
             try:
                 text.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates (a cut emoji): JSON escapes them, text shows "?"
@@ -509,6 +518,10 @@ def cmd_sessions_export(args: Any, out: TextIO, err: TextIO) -> int:
                     if fmt == "json"
                     else text.encode("utf-8", "replace").decode("utf-8")
                 )
+    if fmt in ("json", "jsonl"):  # the same values, no raw C1 control or bidi override for a terminal
+        from ._render import terminal_json
+
+        text = terminal_json(text)
     if args.output:
         try:
             _write_output(args.output, text)

@@ -376,7 +376,9 @@ def cmd_logs(args: Any, stdin: TextIO, out: TextIO, err: TextIO) -> int:
         raise UsageError(f"the logs index {os.path.join(directory, 'logs.db')} cannot be used: {exc}") from None
     found.reverse()  # like llm logs: the selected conversations oldest first, the newest last
     if args.json:  # one JSON array, as `llm logs --json` prints (JSON lines broke `| python -m json.tool`)
-        out.write(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2) + "\n")
+        from ._render import terminal_json  # no raw C1 control or bidi override of a prompt
+
+        out.write(terminal_json(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2)) + "\n")
         return 0
     if not found:
         what = f"matching {args.query!r}" if args.query else "logged"

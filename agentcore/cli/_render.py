@@ -17,7 +17,17 @@ from typing import Any, Callable, List, Optional, Pattern, TextIO
 from .._safe import terminal_text
 from ..providers import failures
 
-__all__ = ["TextPrinter", "JsonPrinter", "Masker", "run_outcome", "one_line", "terminal_text", "abort_when_closed"]
+__all__ = [
+    "TextPrinter",
+    "JsonPrinter",
+    "Masker",
+    "run_outcome",
+    "one_line",
+    "shown_name",
+    "terminal_text",
+    "terminal_json",
+    "abort_when_closed",
+]
 
 _ARGS_LIMIT = 160
 _RESULT_LINES = 4
@@ -81,6 +91,27 @@ class _MaskedStream:
         masked too (4 characters or more; a shorter one is ordinary text such as ``sk``)."""
         text, self.pending = self.pending, ""
         return "***" if len(text) >= 4 else text
+
+
+#: what JSON written with ``ensure_ascii=False`` carries raw although a terminal may act on it: DEL,
+#: the C1 controls (U+009B is CSI to some terminals) and the bidirectional overrides and isolates
+#: (JSON escapes only the C0 controls)
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_json(text: str) -> str:
+    """JSON text with the characters of :data:`_RAW_IN_JSON` written as ``\\uXXXX`` escapes: the
+    same JSON value (they only occur inside strings, and no escape sequence holds them), nothing a
+    terminal acts on or draws reversed. For the JSON the CLI prints (``--json``, ``sessions export
+    --format json``/``jsonl``), whose strings quote models, tools and other people's sessions."""
+    return _RAW_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def shown_name(name: Any) -> str:
+    """A name a model or a file chose (a tool's) as one line of :func:`terminal_text`: a line
+    break or tab in it shows as ``\\n``/``\\t``, never as a line of its own that could pass for
+    the CLI's (``[tool] bash ok``, an approval question)."""
+    return terminal_text(str(name)).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def one_line(value: Any, limit: int = _ARGS_LIMIT) -> str:
@@ -187,7 +218,7 @@ class TextPrinter:
         elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
             self._assistant_end(event.message)
         elif kind == "tool_execution_start":
-            self.note(f"[tool] {event.tool_name} {one_line(event.args)}")
+            self.note(f"[tool] {shown_name(event.tool_name)} {one_line(event.args)}")
         elif kind == "tool_execution_end":
             self._tool_end(event)
 
@@ -237,11 +268,12 @@ class TextPrinter:
         status = "error" if event.is_error else "ok"
         shown = "\n".join("    " + line for line in lines[:_RESULT_LINES])
         more = f"\n    ... ({len(lines) - _RESULT_LINES} more lines)" if len(lines) > _RESULT_LINES else ""
-        self.note(f"[tool] {event.tool_name} {status}" + (f":\n{shown}{more}" if lines else ""))
+        self.note(f"[tool] {shown_name(event.tool_name)} {status}" + (f":\n{shown}{more}" if lines else ""))
 
 
 class JsonPrinter:
-    """One JSON object per event on ``out`` (``agentcore.event_to_dict``), flushed per line; with
+    """One JSON object per event on ``out`` (``agentcore.event_to_dict``), flushed per line, as
+    :func:`terminal_json` (the exact values, no raw C1 control or bidirectional override); with
     ``stream`` False (``--no-stream``) the ``message_update`` events are left out."""
 
     def __init__(self, out: TextIO, *, stream: bool = True) -> None:
@@ -253,7 +285,7 @@ class JsonPrinter:
 
         if not self.stream and event.type == "message_update":
             return
-        self.out.write(_encode_event(event_to_dict(event)) + "\n")
+        self.out.write(terminal_json(_encode_event(event_to_dict(event))) + "\n")
 
 
 def run_outcome(new_messages: Any) -> int:

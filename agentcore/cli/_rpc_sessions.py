@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -376,14 +377,16 @@ def cmd_set_session_name(server: RpcServer, command: Dict[str, Any]) -> Any:
 
 
 def cmd_export_html(server: RpcServer, command: Dict[str, Any]) -> Any:
-    """The page ``agentcore sessions export --format html`` writes, for this session."""
+    """The page ``agentcore sessions export --format html`` writes, for this session: to
+    ``outputPath``, else to ``agentcore-session-ID.html`` in the working directory (always there:
+    see :func:`_default_export_name`)."""
     import argparse
     import io
 
     from ._info import cmd_sessions_export
 
     session = _saved_session(server, "export_html")
-    path = os.path.abspath(command.get("outputPath") or f"agentcore-session-{session.id}.html")
+    path = os.path.abspath(command.get("outputPath") or _default_export_name(session.id))
     args = argparse.Namespace(
         session=session.path, format="html", output=path, sessions_dir=server.context.options.sessions_dir
     )
@@ -395,6 +398,15 @@ def cmd_export_html(server: RpcServer, command: Dict[str, Any]) -> Any:
     if status != 0:
         raise RpcError(f"export_html: {errors.getvalue().strip()}")
     return {"path": path}
+
+
+def _default_export_name(session_id: Any) -> str:
+    """``agentcore-session-ID.html``, one file name in the working directory whatever the id: the
+    id comes from the session file's header, which another writer made (``x/../../../site/index``
+    wrote the page over a file elsewhere), so every character but letters, digits, ``.``, ``_``
+    and ``-`` becomes ``_``, and a long id is cut to 100 characters."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(session_id))[:100]
+    return f"agentcore-session-{name}.html"
 
 
 # --------------------------------------------------------------------------- the tree (agentcore additions)
