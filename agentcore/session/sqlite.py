@@ -782,7 +782,7 @@ class SqliteSessionStorage(SessionStorage):
         self._checkpointer.appended(3 + len(line) // 4096, conn)  # never raises: the row is committed
 
     def append(self, entry: SessionEntry) -> None:
-        """:meth:`~agentcore.session.storage.SessionStorage.append`; the entry's line is not kept in memory but read back
+        """``SessionStorage.append``; the entry's line is not kept in memory but read back
         from its row like a loaded entry's (a long run would otherwise hold every line it wrote)."""
         with self._io_lock:
             super().append(entry)
