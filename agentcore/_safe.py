@@ -288,12 +288,13 @@ def _schemeless_userinfo_redacted(url: str) -> str:
 # feed (a carriage return or backspace overwrites what was shown), DEL and the C1 controls (some
 # terminals take U+009B as CSI), and the bidirectional embeddings, overrides and isolates
 # (U+202A-U+202E, U+2066-U+2069: "Trojan Source" text that reads one way and is another, in an
-# approval question say; right-to-left script needs none of them to show).
+# approval question say; right-to-left script needs none of them to show), with the invisible
+# direction marks that reorder the neutral characters around them (U+061C, U+200E, U+200F).
 _TERMINAL_CONTROLS = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[ -~]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
 
 

@@ -2822,6 +2822,14 @@ def test_run_approve_shows_the_arguments_without_terminal_controls(quiet_home):
         code, out, err = _in_process("run", *local(server), "--tools", "ls", "--approve", "look", stdin="n\n")
     assert code == 0, err
     assert '[approve] ls {"path": "reportfdp.exe"}' in err and "\u202e" not in err
+    # so do the invisible direction marks (they reorder the neutral characters around them)
+    marked = "rm -rf \u200f/home\u200e \u061c."
+    with ScriptedServer([tool_reply("ls", {"path": marked}), answer("ok")]) as server:
+        code, out, err = _in_process("run", *local(server), "--tools", "ls", "--approve", "--json", "look", stdin="n\n")
+    assert code == 0, err
+    assert '[approve] ls {"path": "rm -rf /home ."}' in err
+    assert not any(mark in err + out for mark in "\u200e\u200f\u061c")
+    assert "\\u200f" in out  # --json keeps the exact value, escaped
 
 
 def test_run_with_stdout_or_stderr_closed_runs_to_the_end(quiet_home, monkeypatch):

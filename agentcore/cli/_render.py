@@ -94,9 +94,9 @@ class _MaskedStream:
 
 
 #: what JSON written with ``ensure_ascii=False`` carries raw although a terminal may act on it: DEL,
-#: the C1 controls (U+009B is CSI to some terminals) and the bidirectional overrides and isolates
-#: (JSON escapes only the C0 controls)
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: the C1 controls (U+009B is CSI to some terminals), the bidirectional overrides and isolates and
+#: the direction marks (JSON escapes only the C0 controls)
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def terminal_json(text: str) -> str:
