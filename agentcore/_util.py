@@ -4,6 +4,7 @@
   accepted everywhere a callable is; agentcore itself never runs an event loop otherwise);
 * :func:`field_of` reads a field of a result object or of the plain dict a user returned instead;
 * :func:`hook_messages` checks that a context hook returned a list of messages;
+* :class:`Latch` is a set-once flag that builds its ``threading.Event`` only for a waiter;
 * :func:`wait_interruptibly` waits for an event so that a Ctrl+C in the main thread lands;
   :class:`ctrl_c_raises` makes Ctrl+C raise there during a wait, also in a Jupyter cell with
   top-level ``await``.
@@ -18,7 +19,7 @@ from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple
 
 from .types import _is_mapping
 
-__all__ = ["awaited", "ctrl_c_raises", "field_of", "hook_messages", "wait_interruptibly"]
+__all__ = ["Latch", "awaited", "ctrl_c_raises", "field_of", "hook_messages", "wait_interruptibly"]
 
 
 def awaited(value: Any) -> Any:
@@ -100,8 +101,45 @@ def hook_messages(value: Any, hook: str) -> List[Any]:
     return list(value)
 
 
-def wait_interruptibly(event: threading.Event, timeout: Optional[float] = None) -> bool:
-    """``event.wait(timeout)``; on the main thread in short waits, so that a pending Ctrl+C (a
+class Latch:
+    """A flag set once, with the ``is_set``/``set``/``wait`` of a ``threading.Event``, that makes
+    its Event only for a waiter: an Event costs 4-5 us to build (its Condition probes the lock for
+    methods a plain lock lacks), and every run and model request has one that is mostly only set
+    and read. ``set`` and the first ``wait`` meet under a lock, so no waiter misses the wake-up."""
+
+    __slots__ = ("_set", "_event", "_lock")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: Optional[threading.Event] = None
+        self._lock = threading.Lock()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once set; False when ``timeout`` seconds passed first (None: no limit)."""
+        if self._set:
+            return True
+        with self._lock:
+            if self._set:
+                return True
+            event = self._event
+            if event is None:
+                event = self._event = threading.Event()
+        return event.wait(timeout)
+
+
+def wait_interruptibly(event: Any, timeout: Optional[float] = None) -> bool:
+    """``event.wait(timeout)`` (a ``threading.Event`` or a :class:`Latch`); on the main thread in
+    short waits, so that a pending Ctrl+C (a
     KeyboardInterrupt, raised from here) is noticed at once rather than when the event is set.
     True when the event is set, False when ``timeout`` seconds passed first."""
     if threading.current_thread() is not threading.main_thread():  # no Ctrl+C lands there

@@ -55,8 +55,8 @@ from . import loop as _loop
 from ._agent_plugins import AgentPlugins, converter_for_run, observers_for_run, optional_hook, registry_stream_fn
 from ._agent_state import AgentState, _MessageQueue, check_tool_execution
 from ._safe import exception_message
+from ._util import Latch, wait_interruptibly
 from ._util import accepts_signal as _accepts_signal
-from ._util import wait_interruptibly
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -169,7 +169,7 @@ class _ActiveRun:
 
     controller: AbortController
     streaming: bool = True
-    settled: threading.Event = field(default_factory=threading.Event)
+    settled: Latch = field(default_factory=Latch)
     thread_ident: Optional[int] = None
     result: List[Any] = field(default_factory=list)
     error: Optional[BaseException] = None

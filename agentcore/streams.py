@@ -23,6 +23,8 @@ import queue
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, List, Optional, Tuple, TypeVar
 
+from ._util import Latch
+
 if TYPE_CHECKING:
     from .types import AssistantMessage
 
@@ -48,7 +50,7 @@ class EventStream(Generic[T]):
         self._put: Callable[[Any], None] = self._queue.put  # how push/end/fail deliver (under _lock)
         self._is_complete = is_complete
         self._extract = extract_result
-        self._done = threading.Event()
+        self._done = Latch()  # set once; a threading.Event only if someone waits (most readers iterate)
         self._lock = threading.Lock()
         self._closed = False
         self._result: Optional[T] = None

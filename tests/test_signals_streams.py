@@ -103,6 +103,37 @@ def test_wait_and_raise_if_aborted():  # agent-loop §8.2
     assert "aborted=True" in repr(controller)
 
 
+def test_latch_wakes_every_waiter_and_never_blocks_once_set():
+    """The set-once flag of runs and streams makes its Event only for a waiter: waiters that came
+    before ``set`` are all woken, a wait after it returns at once, a timed wait times out."""
+    from agentcore._util import Latch
+
+    latch = Latch()
+    assert latch.is_set() is False and latch.wait(0) is False and latch.wait(0.01) is False
+    started, results = threading.Barrier(4), []
+
+    def waiter():
+        started.wait()
+        results.append(latch.wait(30))
+
+    threads = [threading.Thread(target=waiter) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    latch.set()
+    for thread in threads:
+        thread.join(10)
+    assert results == [True, True, True] and latch.is_set()
+
+    fresh = Latch()
+    fresh.set()
+    done = []
+    thread = threading.Thread(target=lambda: done.append(fresh.wait()))  # no timeout: must not block
+    thread.start()
+    thread.join(10)
+    assert done == [True]
+
+
 def test_wait_wakes_every_waiter_and_never_blocks_once_aborted():
     """The signal makes its wait event only when someone first waits (a run is rarely waited on):
     waiters that came before the abort are all woken, and a first wait after it returns at once."""
