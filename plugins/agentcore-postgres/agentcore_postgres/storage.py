@@ -2,11 +2,14 @@
 
 Same semantics as agentcore's SQLite storage: each row's ``payload`` is byte for byte the JSONL
 line of the entry, rows are ordered by ``seq`` (append order), and the tree index is rebuilt from
-the rows at open (message payloads are fetched when first read, in batches). Every append is one
-autocommit statement, so it is one transaction: a writer killed at any moment leaves only complete
-entries, and memory is updated only after the server confirmed the commit. An append interrupted
-(Ctrl+C) after the server committed it stays stored, and the handle's next append follows it (see
-:meth:`PostgresSessionStorage._write`).
+the rows at open (message payloads are fetched when first read, in batches; an appended entry's
+payload too, so a writing handle holds no more per entry than an open does). Reads after
+:meth:`~PostgresSessionStorage.close` fetch payloads over a connection opened for the time of the
+read, as do reads after the handle's connection was found lost (rows never change once written).
+Every append is one autocommit statement, so it is one transaction: a writer killed at any
+moment leaves only complete entries, and memory is updated only after the server confirmed the
+commit. An append interrupted (Ctrl+C) after the server committed it stays stored, and the
+handle's next append follows it (see :meth:`PostgresSessionStorage._write`).
 
 One writer per session, across machines: a writer holds a session-level advisory lock
 (``pg_try_advisory_lock``) on its own connection for as long as it is open. A second writer gets
@@ -17,7 +20,11 @@ killed process, after the server's TCP keepalive for a vanished machine: its ``t
 settings, about two hours by default on Linux, which ``options=-ctcp_keepalives_idle=60`` in the DSN
 shortens for this connection; libpq's ``keepalives_idle`` sets the client's probes, not the
 server's). Advisory locks belong to a server connection, so connect directly or through a
-session-mode pooler, never a transaction-mode one.
+session-mode pooler, never a transaction-mode one. A handle's connection turns the server's
+``idle_session_timeout`` off for itself (a writer idles for as long as its user thinks); a pooler's
+own idle timeouts cannot be turned off from here: a writer whose connection one of them ends has
+lost its lock, and its next append is refused (``SessionLockedError``), so set them above the
+longest pause.
 ``read_only=True`` takes no lock and reads a snapshot as of opening.
 
 Threads and processes: :meth:`~PostgresSessionStorage.close` waits for an append in flight on
@@ -33,11 +40,13 @@ the worker exits (psycopg itself never closes a connection it collects in a fork
 
 The DSN's password never appears in reprs, errors or ``storage.path`` (which shows
 ``postgresql://user@host:port/db``). After connecting, the storage keeps the password only to
-scrub it from the driver's error messages, inside an object whose repr shows the display form.
+scrub it from the driver's error messages and to connect for a read after ``close()``, inside an
+object whose repr shows the display form.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -45,7 +54,7 @@ import socket
 import sys
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from agentcore.session import SessionError, SessionLockedError, SessionStorage
 from agentcore.session.context import UsageTotals
@@ -156,6 +165,17 @@ def _forget_sockets_in_child() -> None:
 
 if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX
     os.register_at_fork(after_in_child=_forget_sockets_in_child)
+
+
+def _never_idle_out(conn: Any) -> None:
+    """Turn the server's ``idle_session_timeout`` (PostgreSQL 14+; set by an administrator, a role
+    or the DSN's options) off for ``conn``, a handle's connection: a writer waits on its user for as
+    long as it likes, and its lock lives as long as this connection. With the timeout, the server
+    ended the idle connection, and with it the lock (and a reader's ability to read payloads).
+    A no-op on older servers, which have no such setting."""
+    conn.execute(
+        "SELECT set_config(name, '0', false) FROM pg_settings WHERE name = 'idle_session_timeout' AND setting <> '0'"
+    )
 
 
 def _prepare_schema(conn: Any, display: str, read_only: bool) -> None:
@@ -347,6 +367,7 @@ class PostgresSessionStorage(SessionStorage):
         _check_id(parsed.display, "session id", session_id)
         self.path = parsed.display
         self.read_only = read_only
+        self._dsn = parsed  # to read after close(); its repr shows only the display form
         self._scrub = parsed.scrub
         self._seq = 0
         self._conn: Any = None
@@ -369,6 +390,7 @@ class PostgresSessionStorage(SessionStorage):
                 header = new_header(cwd, session_id, None, None)
                 session_id = header.id
             self.session_id = session_id
+            _never_idle_out(self._conn)
             _prepare_schema(self._conn, self.path, read_only)
             if header is not None:
                 _insert_session(self._conn, self.path, header, exist_ok=create)
@@ -392,11 +414,13 @@ class PostgresSessionStorage(SessionStorage):
 
     # ------------------------------------------------------------------ helpers
 
-    def _db_error(self, what: str, exc: BaseException, *, appending: bool = False) -> SessionError:
+    def _db_error(self, what: str, exc: BaseException, *, appending: bool = False, conn: Any = None) -> SessionError:
+        """:func:`_db_error` for this handle; ``conn``: the connection the statement ran on, when
+        not the handle's own (a read after ``close()``)."""
         return _db_error(
             self.path or "postgresql",
             self._scrub,
-            self._conn,
+            self._conn if conn is None else conn,
             getattr(self, "session_id", None),
             what,
             exc,
@@ -583,6 +607,26 @@ class PostgresSessionStorage(SessionStorage):
         self._check_owner("its server connection")
         return conn
 
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Any]:
+        """A connection to read stored payloads on (the caller holds ``_io_lock``, as :meth:`close`
+        does): the handle's own, or once the handle is closed or its connection known lost (a
+        statement failed on it: a server restart, an idle timeout) a new one for the time of the
+        read, so reads keep working after ``close()`` and a writer that lost its lock can still
+        read its transcript (rows never change once written). ``SessionError("storage")`` in a
+        forked child (the connection is the parent's) and when the server cannot be reached
+        (password-free)."""
+        own = self._conn
+        if own is not None and not (own.broken or own.closed):
+            yield self._connection()
+            return
+        self._check_owner("its server connection")
+        conn = _connect(self._dsn)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
     def _fetch_raw(self, node: IndexNode) -> Union[bytes, str]:
         return self._fetch_raws([node])[0]
 
@@ -591,8 +635,7 @@ class PostgresSessionStorage(SessionStorage):
         (a branch read from its root), else ``seq = ANY(array)``."""
         seqs = [node.line for node in nodes]
         low, high = min(seqs), max(seqs)  # type: ignore[type-var]
-        with self._io_lock:
-            conn = self._connection()
+        with self._io_lock, self._reading() as conn:
             try:
                 if high - low < 2 * len(seqs):  # type: ignore[operator]
                     rows = conn.execute(
@@ -606,7 +649,7 @@ class PostgresSessionStorage(SessionStorage):
                     )
                 payloads: Dict[int, str] = dict(rows.fetchall())
             except _psycopg().Error as exc:
-                raise self._db_error("cannot read entries", exc) from None
+                raise self._db_error("cannot read entries", exc, conn=conn) from None
         out: List[Union[bytes, str]] = []
         for node in nodes:
             payload = payloads.get(node.line)  # type: ignore[arg-type]
@@ -627,18 +670,18 @@ class PostgresSessionStorage(SessionStorage):
             return super().usage_totals()
 
     def _usage_rows(self) -> Optional[List[Tuple[int, str, Any]]]:
-        conn = self._conn
-        if conn is None or self._pid != os.getpid():
+        if self._pid != os.getpid():
             return None
-        try:
-            return conn.execute(
-                "SELECT seq, id, payload FROM agentcore_entries WHERE session_id = %s AND (type IN "
-                "('compaction', 'branch_summary') OR (type = 'message' AND (role = 'assistant' OR "
-                "role IS NULL)))",
-                (self.session_id,),
-            ).fetchall()
-        except _psycopg().Error as exc:
-            raise self._db_error("cannot read the usage totals", exc) from None
+        with self._reading() as conn:  # under _io_lock (held by usage_totals)
+            try:
+                return conn.execute(
+                    "SELECT seq, id, payload FROM agentcore_entries WHERE session_id = %s AND (type IN "
+                    "('compaction', 'branch_summary') OR (type = 'message' AND (role = 'assistant' OR "
+                    "role IS NULL)))",
+                    (self.session_id,),
+                ).fetchall()
+            except _psycopg().Error as exc:
+                raise self._db_error("cannot read the usage totals", exc, conn=conn) from None
 
     # ------------------------------------------------------------------ writing
 
@@ -684,15 +727,21 @@ class PostgresSessionStorage(SessionStorage):
         self._seq = seq
 
     def append(self, entry: SessionEntry) -> None:
+        """:meth:`~agentcore.session.storage.SessionStorage.append`; the entry's line is not kept in
+        memory but read back from its row like a loaded entry's (a long run would otherwise hold
+        every line it wrote)."""
         with self._io_lock:
             super().append(entry)
-            self._order[-1].line = self._seq
+            node = self._order[-1]
+            node.line = self._seq
+            node.raw = None
 
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        """Release the writer lock and close the connection. Idempotent; reads of what is in memory
-        keep working.
+        """Release the writer lock and close the connection. Idempotent; reads keep working: a
+        payload not in memory (any message, as after opening) is read over a connection opened for
+        the time of the read (a ``SessionError("storage")`` when the server cannot be reached).
 
         The lock is released explicitly before the connection closes: the server drops a closed
         connection's locks only when its backend has exited, after ``close()`` returned, so a

@@ -4,11 +4,15 @@ creation and ids, listing by index, deletion."""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import time
+import tracemalloc
+import uuid
 
 import psycopg
 import pytest
@@ -608,3 +612,106 @@ def test_a_failed_open_names_the_session_even_while_creating_it(pg_dsn, failure)
     message = str(error)
     assert f"session {sid}: cannot open the session" in message, message
     assert "session None" not in message, message
+
+
+# --------------------------------------------------------------------------- a long life
+
+
+def test_a_writer_keeps_no_line_it_appended(pg_dsn):
+    """A writing handle kept every line it appended (about the session's size: 4.4 KB per entry
+    here, against 0.4 KB for a fresh open of the same session); it now reads them back from their
+    rows like a loaded entry's."""
+    count, text = 300, "x" * 4000
+    with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as s:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            ids = [s.append_message(U(f"{text}{n}")) for n in range(count)]
+            gc.collect()
+            writer = tracemalloc.get_traced_memory()[0] - start
+            ids = ids[-1:]  # drop the list of ids before the fresh open is measured
+            start = tracemalloc.get_traced_memory()[0]
+            fresh = PostgresSessionStorage(pg_dsn, s.id, read_only=True)
+            gc.collect()
+            opened = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        fresh.close()
+        assert writer / count < opened / count + 1000, (writer / count, opened / count)
+        assert text_of(s.get_entry(ids[-1])) == f"{text}{count - 1}"  # read back from its row
+        assert s.storage.raw_line(ids[-1]) == encode_line(s.get_entry(ids[-1]).to_dict())[:-1]
+
+
+def test_reads_after_close_fetch_what_is_not_in_memory(pg_dsn):
+    """Session.close says reads still work afterwards; a closed handle failed ("is closed") for any
+    payload it had not read yet: every message of a reopened session, the usage totals."""
+    from agentcore.types import AssistantMessage
+
+    with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as s:
+        first = s.append_message(U("one"))
+        s.append_message(AssistantMessage([TextContent("two")], timestamp=1))
+    reopened = Session(PostgresSessionStorage(pg_dsn, s.id))
+    reopened.close()
+    reader = Session(PostgresSessionStorage(pg_dsn, s.id, read_only=True))
+    reader.close()
+    for closed in (s, reopened, reader):
+        assert closed.storage._conn is None
+        assert [text_of(e) for e in closed.entries()] == ["one", "two"]
+        assert b'"one"' in closed.storage.raw_line(first)
+        assert closed.get_session_stats().message_count == 2
+    with Session(PostgresSessionStorage(pg_dsn, s.id)) as again:  # the reads took no lock
+        again.append_message(U("three"))
+
+
+def test_a_read_after_close_that_cannot_connect_is_a_password_free_session_error(pg_dsn):
+    role, secret = f"t_{uuid.uuid4().hex[:12]}", f"pw-{uuid.uuid4().hex}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD '{secret}'")
+        try:
+            dsn = psycopg.conninfo.make_conninfo(pg_dsn, user=role, password=secret)
+            with Session(PostgresSessionStorage.create(dsn, cwd="/w")) as s:
+                s.append_message(U("one"))
+            admin.execute(f"ALTER ROLE {role} NOLOGIN")  # the server now refuses this user
+            with pytest.raises(SessionError) as info:
+                s.entries()
+        finally:
+            admin.execute(f"REASSIGN OWNED BY {role} TO CURRENT_USER")
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")
+    message = str(info.value)
+    assert info.value.code == "storage" and "cannot connect to PostgreSQL" in message, message
+    assert f"{role}@" in message and "not permitted to log in" in message, message
+    for text in (message, repr(info.value), repr(s.storage), repr(vars(s.storage))):
+        assert secret not in text, text
+
+
+def test_a_handle_outlives_the_servers_idle_session_timeout(pg_dsn):
+    """With ``idle_session_timeout`` set (here through the DSN; an administrator sets it for a
+    role or the server), the server ended a writer's connection while its user thought, and
+    with it the writer lock: the next append was refused (and a reader's reads failed)."""
+    options = psycopg.conninfo.conninfo_to_dict(pg_dsn).get("options", "")
+    dsn = psycopg.conninfo.make_conninfo(pg_dsn, options=f"{options} -cidle_session_timeout=100")
+    with Session(PostgresSessionStorage.create(dsn, cwd="/w")) as s:
+        s.append_message(U("before the pause"))
+        with Session(PostgresSessionStorage(dsn, s.id, read_only=True)) as reader:
+            time.sleep(0.5)  # idle for five times the timeout: what is measured is the pause itself
+            s.append_message(U("after the pause"))
+            assert [text_of(e) for e in reader.entries()] == ["before the pause"]
+        with pytest.raises(SessionLockedError):
+            PostgresSessionStorage(pg_dsn, s.id)  # the writer still holds its lock
+
+
+def test_a_handle_whose_connection_was_lost_reads_over_a_new_one(pg_dsn):
+    """A lost connection (a server restart, an idle timeout, here pg_terminate_backend) left a
+    reader unable to read anything not in memory until it was reopened, though it holds no lock:
+    the read that finds the connection lost fails, the next ones read over a new connection."""
+    with Session(PostgresSessionStorage.create(pg_dsn, cwd="/w")) as writer:
+        writer.append_message(U("one"))
+    with Session(PostgresSessionStorage(pg_dsn, writer.id, read_only=True)) as reader:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend_pid(reader.storage),))
+        with pytest.raises(SessionError, match="connection to the server was lost"):
+            reader.entries()
+        assert [text_of(e) for e in reader.entries()] == ["one"]
+        assert reader.get_session_stats().message_count == 1
