@@ -2344,3 +2344,56 @@ def test_a_model_returned_as_the_whole_turn_update_fails_the_run_when_compacting
         last.error_message or ""
     )
     assert len(brain.agent_contexts) == 1  # no request after the unusable answer
+
+
+def test_a_compaction_of_a_long_session_decodes_what_the_context_holds(make_agent, tmp_path, monkeypatch):  # scale
+    """Every compaction decoded the session's whole root→leaf branch (100,000 entries: 1.5 s and
+    275 MB, for each compaction of a long session's life), though it reads only what follows the
+    newest compaction's first kept entry. That part alone is decoded now, and the compaction is
+    the one the whole branch gives; a ``before_compaction`` hook still gets the whole branch."""
+    path = tmp_path / "long.jsonl"
+    with Session.create(path, cwd="/w") as s:
+        for n in range(1500):
+            s.append_message(UserMessage(f"question {n}"))
+            s.append_message(AssistantMessage([TextContent(f"answer {n} " + "x" * 200)]))
+        kept = s.storage.entry_ids()[-4]
+        s.append_compaction("## Goal\nthe long story", kept, 90000, {"readFiles": [], "modifiedFiles": []})
+        for n in range(1500, 1510):
+            s.append_message(UserMessage(f"question {n}"))
+            s.append_message(AssistantMessage([TextContent(f"answer {n} " + "x" * 200)]))
+    settings = CompactionSettings(keep_recent_tokens=100)
+    with Session.open(path) as session:
+        expected = prepare_compaction(session.get_branch(), settings)
+        session.storage._cache.clear()
+        fetched: List[str] = []
+        fetch = session.storage._fetch_raws
+
+        def counting_fetch(nodes):
+            fetched.extend(node.id for node in nodes)
+            return fetch(nodes)
+
+        monkeypatch.setattr(session.storage, "_fetch_raws", counting_fetch)
+        agent = make_agent(Brain(lambda ctx, n: "ok"), session=session, compaction=settings)
+        fetched.clear()  # what resuming read (its context) is not the compaction's
+        agent.compact()
+        assert len(fetched) < 40, f"{len(fetched)} entries decoded for a compaction of the last 24"
+        entry = session.get_branch()[-1]
+        assert entry.first_kept_entry_id == expected.first_kept_entry_id
+        assert entry.tokens_before == agent.seen[0].tokens_before == expected.tokens_before
+
+    seen: List[int] = []
+
+    class Watcher:
+        @hookimpl
+        def before_compaction(self, preparation, branch_entries, custom_instructions, reason, signal):
+            seen.append(len(branch_entries))
+            seen.append(preparation.first_kept_entry_index)
+
+    with Session.open(path) as session:
+        brief = CompactionSettings(keep_recent_tokens=1)
+        agent = make_agent(Brain(lambda ctx, n: "ok"), session=session, compaction=brief, plugins=[Watcher()])
+        agent.prompt("one more")
+        agent.compact()
+        branch = session.get_branch()
+        assert seen[0] == len(branch) - 1  # the whole root→leaf branch (the new compaction excluded)
+        assert branch[seen[1]].id == branch[-1].first_kept_entry_id

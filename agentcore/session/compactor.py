@@ -462,7 +462,7 @@ class Compactor:
         session = getattr(self.agent, "session", None)
         if session is None:
             return None
-        path = session.get_branch()
+        path, _ = _branch_from_last_compaction(session)  # the newest compaction and what it kept
         for index in range(len(path) - 1, -1, -1):
             entry = path[index]
             if isinstance(entry, CompactionEntry):
@@ -594,11 +594,12 @@ class Compactor:
             options["api_key"] = key
         return model, stream_fn, options
 
-    def _path(self, drop_last: Any) -> Tuple[List[SessionEntry], Any]:
-        """The root→leaf entries to compact and the session (None: a synthetic path)."""
+    def _path(self, drop_last: Any) -> Tuple[List[SessionEntry], int, Any]:
+        """The root→leaf entries to compact, how many entries of the branch come before them (0:
+        the whole branch), and the session (None: a synthetic path)."""
         session = getattr(self.agent, "session", None)
         if session is not None:
-            path = session.get_branch()
+            path, offset = self._branch_to_compact(session)
             if (
                 drop_last is not None
                 and path
@@ -606,11 +607,23 @@ class Compactor:
                 and _same_message(path[-1].message, drop_last)
             ):
                 path = path[:-1]
-            return path, session
+            return path, offset, session
         messages = list(self.agent.state.messages)
         if drop_last is not None and messages and messages[-1] is drop_last:
             messages.pop()
-        return self._synthetic_path(messages), None
+        return self._synthetic_path(messages), 0, None
+
+    def _branch_to_compact(self, session: Any) -> Tuple[List[SessionEntry], int]:
+        """``(entries, offset)``: the session's root→leaf branch from the newest compaction's
+        first kept entry on (what :func:`prepare_compaction` reads: the history before it is in
+        that compaction's summary), and how many branch entries precede it. A long session's
+        compaction decodes what the context holds instead of its whole branch (100,000 entries:
+        1.5 s and 275 MB per compaction, for every compaction of its life). The whole branch
+        (offset 0) before the first compaction, and when a ``before_compaction`` hook is
+        registered: its documented ``branch_entries`` is the root→leaf path."""
+        if _hook_registered(self._plugins(), "before_compaction"):
+            return session.get_branch(), 0
+        return _branch_from_last_compaction(session)
 
     def _synthetic_path(self, messages: Sequence[Any]) -> List[SessionEntry]:
         """Entries ``m0``, ``m1`` ... for a transcript without a session. The messages this
@@ -655,8 +668,9 @@ class Compactor:
         fall back to the call of the newest tool results (see :func:`find_cut_point`)."""
         emit = emit or (lambda event: None)
         with self._lock:
-            path, session = self._path(drop_last)
+            path, offset, session = self._path(drop_last)
             preparation = self._prepare(path, reason, emit, overflowing or reason == "overflow")
+            preparation.first_kept_entry_index += offset  # as an index into the whole branch
             emit(CompactionStartEvent(reason, preparation.tokens_before))
             try:
                 result = run_before_compaction(self._plugins(), preparation, path, instructions, reason, signal)
@@ -734,13 +748,47 @@ class Compactor:
             return list(session.build_context().messages)
         summary = CompactionSummaryMessage(result.summary, result.tokens_before, now_ms())
         self._details = (summary, result.details, result.from_hook)
-        first = preparation.first_kept_entry_index
+        first = preparation.first_kept_entry_index  # a synthetic path is whole: no offset
         if result.first_kept_entry_id != preparation.first_kept_entry_id:  # chosen by a hook
             ids = [entry.id for entry in path]
             first = ids.index(result.first_kept_entry_id) if result.first_kept_entry_id in ids else len(path)
         kept = [entry.message for entry in path[first:] if isinstance(entry, MessageEntry)]
         # as the session's build_context does: a hook may keep from a tool result, whose call is gone
         return [summary] + repair_tool_results(kept)
+
+
+def _branch_from_last_compaction(session: Any) -> Tuple[List[SessionEntry], int]:
+    """``(entries, offset)``: the root→leaf branch of ``session`` from its newest compaction's
+    first kept entry on (from the compaction itself when it keeps its messages inside it, or its
+    first kept entry is not on the branch; the whole branch without a compaction), and how many
+    branch entries precede them. Only those entries are decoded; the rest is walked as ids."""
+    with session._lock:  # as get_branch: one consistent read of the branch
+        storage = session.storage
+        leaf = session.leaf_id
+        if leaf is None:
+            return [], 0
+        ids = storage.path_to_root(leaf)
+        ids.reverse()
+        start = 0
+        for index in range(len(ids) - 1, -1, -1):
+            if storage.type_of(ids[index]) == "compaction":
+                previous = storage.get_entry(ids[index])
+                start = index
+                first = getattr(previous, "first_kept_entry_id", None)
+                if getattr(previous, "retained_tail", None) is None and first:
+                    start = next((i for i in range(index - 1, -1, -1) if ids[i] == first), index)
+                break
+        return storage.get_entries(ids[start:]), start
+
+
+def _hook_registered(plugins: Any, name: str) -> bool:
+    """Whether ``plugins`` (a plugin manager, may be None) has an implementation of hook ``name``;
+    True when it cannot tell (a hook caller without ``get_hookimpls``)."""
+    hook = getattr(getattr(plugins, "hook", None), name, None)
+    if hook is None:
+        return False
+    implementations = getattr(hook, "get_hookimpls", None)
+    return True if implementations is None else bool(implementations())
 
 
 def _summaries_as_user(inner: Optional[Callable[..., Any]]) -> Callable[[List[Any], Any], Any]:
