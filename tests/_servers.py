@@ -253,3 +253,122 @@ def _make_handler(server: ScriptedServer) -> type:
                 pass
 
     return Handler
+
+
+class _TLSHTTPServer(_BackloggedHTTPServer):
+    """The scripted server's listener, every accepted connection wrapped in TLS (the handshake
+    runs on the handler's thread, at its first read; a client refusing the certificate ends it
+    there, as a reset client does)."""
+
+    context: Any = None
+    accepted = 0
+
+    def get_request(self) -> Any:
+        connection, address = super().get_request()
+        self.accepted += 1
+        return self.context.wrap_socket(connection, server_side=True, do_handshake_on_connect=False), address
+
+
+def self_signed_certificate(directory: Path) -> tuple:
+    """``(certificate, key)``: PEM files in ``directory`` of a self-signed certificate for
+    127.0.0.1 and localhost, valid for a day; it is its own CA, so a client trusts it when told
+    to (``REQUESTS_CA_BUNDLE``). Made with the ``openssl`` command (the OS package); the calling
+    test is skipped without it."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("the openssl command (the OS package) is not installed: no certificate to test TLS with")
+    cert_path, key_path = Path(directory) / "server.pem", Path(directory) / "server.key"
+    subprocess.run(
+        [
+            openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", str(key_path), "-out", str(cert_path), "-days", "1", "-subj", "/CN=agentcore test server",
+            "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,digitalSignature",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert_path, key_path
+
+
+class TLSScriptedServer(ScriptedServer):
+    """A :class:`ScriptedServer` speaking HTTPS with a self-signed certificate (see
+    :func:`self_signed_certificate`, written to ``directory``); ``certificate`` is its PEM file
+    and ``accepted`` counts the TCP connections accepted (attempts, whether their TLS handshake
+    succeeded or not)."""
+
+    def __init__(self, directory: Path, replies: Iterable[Reply] = ()) -> None:
+        import ssl
+
+        super().__init__(replies)
+        self._httpd.shutdown()  # the plain listener the base class started
+        self._httpd.server_close()
+        self.certificate, key = self_signed_certificate(directory)
+        self._httpd = _TLSHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        self._httpd.daemon_threads = True
+        self._httpd.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._httpd.context.load_cert_chain(str(self.certificate), str(key))
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-tls-server", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return super().url.replace("http://", "https://", 1)
+
+    @property
+    def accepted(self) -> int:
+        return int(self._httpd.accepted)
+
+
+class RefusingProxy:
+    """An HTTP proxy on 127.0.0.1 that answers every request, a ``CONNECT`` included, with
+    ``status`` (default 407 Proxy Authentication Required) and closes; ``requests`` holds the
+    request lines received (``"CONNECT host:port HTTP/1.0"``)."""
+
+    def __init__(self, status: int = 407, reason: str = "Proxy Authentication Required") -> None:
+        self.requests: List[str] = []
+        self._answer = (
+            f'HTTP/1.1 {status} {reason}\r\nProxy-Authenticate: Basic realm="proxy"\r\n'
+            "Content-Length: 0\r\nConnection: close\r\n\r\n"
+        ).encode("ascii")
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, name="refusing-proxy", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            with connection:
+                try:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        data = connection.recv(65536)
+                        if not data:
+                            break
+                        head += data
+                    self.requests.append(head.split(b"\r\n", 1)[0].decode("latin-1"))
+                    connection.sendall(self._answer)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def __enter__(self) -> RefusingProxy:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1243,6 +1243,20 @@ def test_a_connection_lost_after_the_headers_before_any_content_is_retried(serve
 
 
 @pytest.mark.parametrize("api", sorted(APIS))
+def test_a_body_that_does_not_decode_is_told_plainly_and_not_retried(server, api):  # clear errors
+    # a 200 whose gzip does not inflate (a proxy adding Content-Encoding to a plain body) said
+    # "DecodeError: ('Received response ...', error('Error -3 ...'))" after three identical answers
+    server.enqueue(*[Reply(body=b"data: not gzip at all\n\n", headers={"Content-Encoding": "gzip"}) for _ in range(3)])
+    types, result = _api_run(server, api)
+    assert types == ["start", "error"] and len(server.requests) == 1
+    assert result.error_message.startswith(
+        "The response body could not be decoded: Received response with content-encoding: gzip, but failed "
+        "to decode it: Error -3 while decompressing data: "
+    )
+    assert "DecodeError" not in result.error_message and "error(" not in result.error_message
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
 def test_a_stream_that_goes_silent_after_content_is_not_retried(server, api):  # the partial answer stands
     _, good, _, _, _ = APIS[api]
     data = good.encode() if isinstance(good, str) else good
@@ -1473,6 +1487,28 @@ def test_a_200_json_error_or_html_page_is_reported_in_its_own_words(server, api)
     assert result.stop_reason == "stop" and result.text == "fine"
 
 
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_200_error_labelled_as_an_event_stream_is_reported_in_its_own_words(server, api):  # clear errors
+    # a gateway answering a JSON error under text/event-stream was told as "stream ended without
+    # any event" or "the connection was probably cut. Retry the request.": its words were lost
+    error = json.dumps(
+        {"error": {"message": "Invalid model name passed in model=foo", "type": "invalid_request_error"}}
+    )
+    server.enqueue(Reply(body=error), Reply(body="<html><body>Proxy login required</body></html>"))
+    types, result = _api_run(server, api, max_retries=0)
+    assert types == ["start", "error"] and "Invalid model name passed in model=foo" in result.error_message
+    assert result.error_message.endswith(
+        "(the server answered text/event-stream, but no event: its body is not an event stream)"
+    )
+    assert "cut" not in result.error_message and "ended" not in result.error_message
+    types, result = _api_run(server, api, max_retries=0)
+    assert "Proxy login required" in result.error_message and "no event" in result.error_message
+    # an event stream that only kept the connection alive is still told as an empty stream
+    server.enqueue(Reply(body=": keep-alive\n\nevent: ping\n\n"))
+    types, result = _api_run(server, api, max_retries=0)
+    assert result.stop_reason == "error" and "not an event stream" not in result.error_message
+
+
 def test_wrong_model_and_signal_arguments_are_named(server):
     with pytest.raises(TypeError, match=r"stream\(\) takes a Model or a 'provider/id' string, not NoneType"):
         stream(None, _ctx())  # type: ignore[arg-type]
@@ -1695,6 +1731,66 @@ def test_a_proxy_that_cannot_be_reached_is_named_not_the_server(monkeypatch):  #
     )
     assert "Connection refused" in message and "is the proxy up" in message and "is the server" not in message
     assert "proxysecret99" not in message and "Unable to connect to proxy" not in message
+
+
+def test_an_https_api_behind_an_unreachable_proxy_names_the_proxy_not_the_api(monkeypatch):  # clear errors
+    # through a tunnel (every https:// API behind HTTPS_PROXY) urllib3's pool is the API host's:
+    # the error said "through the proxy at api.example:443", the API's own address
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with ScriptedServer() as gone:
+        port = gone.url.rsplit(":", 1)[1]
+    monkeypatch.setenv("https_proxy", f"http://puser:proxysecret99@127.0.0.1:{port}")
+    model = Model(id="m", api="openai-completions", provider="proxy-test", base_url="https://127.0.0.1:9/v1")
+    message = complete(model, _ctx(), api_key=KEY, max_retries=0).error_message
+    assert message.startswith(
+        f"Connection error talking to 127.0.0.1:9 (/v1/chat/completions) through the proxy at 127.0.0.1:{port}: "
+    )
+    assert "Connection refused" in message and "proxysecret99" not in message
+
+
+def test_a_proxy_refusing_the_tunnel_is_named_and_not_asked_again(monkeypatch):  # clear errors
+    # a 407 to the CONNECT was retried like a lost connection (the same answer three times, seconds
+    # of backoff) and told as "is the proxy up and reachable?" of the proxy that had just answered
+    from _servers import RefusingProxy
+
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with RefusingProxy(407) as proxy:
+        monkeypatch.setenv("https_proxy", proxy.url.replace("http://", "http://puser:proxysecret99@"))
+        model = Model(id="m", api="openai-completions", provider="proxy-test", base_url="https://127.0.0.1:9/v1")
+        message = complete(model, _ctx(), api_key=KEY).error_message
+        connects = [line.rsplit(" ", 1)[0] for line in proxy.requests]  # HTTP/1.0 or 1.1 by Python version
+        assert connects == ["CONNECT 127.0.0.1:9"]
+    assert message.startswith(
+        f"Connection error talking to 127.0.0.1:9 (/v1/chat/completions) through the proxy at "
+        f"{proxy.url[len('http://') :]}: Tunnel connection failed: 407 Proxy Authentication Required "
+        "(the proxy refused to open the connection: check the user:password@ of its URL"
+    )
+    assert "gave up" not in message and "is the proxy up" not in message and "proxysecret99" not in message
+
+
+def test_an_untrusted_certificate_is_a_tls_error_told_once(tmp_path, monkeypatch):  # clear errors
+    # a self-signed certificate was retried like a lost connection (three handshakes, the same
+    # refusal) and told as "is the server at ... up and reachable?" of the server that answered
+    from _servers import TLSScriptedServer
+
+    for name in (*_PROXY_VARIABLES, "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    with TLSScriptedServer(tmp_path) as server:
+        model = Model(id="m", api="openai-completions", provider="tls-test", base_url=server.url + "/v1")
+        result = complete(model, _ctx(), api_key=KEY)
+        assert server.accepted == 1 and server.requests == []
+        host = server.url[len("https://") :]
+        assert result.error_message.startswith(f"TLS error talking to {host} (/v1/chat/completions): ")
+        assert "CERTIFICATE_VERIFY_FAILED" in result.error_message
+        assert result.error_message.endswith(
+            "(the server's certificate was refused: for a private CA, or a proxy that inspects TLS, set "
+            "REQUESTS_CA_BUNDLE to a file with its CA certificate)"
+        )
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(server.certificate))  # the advice works
+        server.enqueue(Reply(body=_text_body("trusted")))
+        assert complete(model, _ctx(), api_key=KEY).text == "trusted"
 
 
 @contextlib.contextmanager

@@ -518,8 +518,10 @@ class WireProvider:
         self, model: Model, response: Any, writer: StreamWriter, pending: List[Any], signal: Any, options: Any
     ) -> Iterator[Any]:
         """Feed one response's SSE events to a new handler, yielding the stream events they
-        produce; ends the blocks the handler left open. Raises what the handler raises. The
-        connection is released before this returns or raises (consumers stop at the terminal
+        produce; ends the blocks the handler left open. Raises what the handler raises, and a
+        :class:`ProviderError` quoting the body (its first 256 KB) when no event came from a body
+        that is no event stream: another content type, or text that is no SSE under
+        ``text/event-stream`` (a gateway's JSON error). The connection is released before this returns or raises (consumers stop at the terminal
         event), back to the pool only when the body was read to its end."""
         from . import http
         from .sse import iter_sse
@@ -541,14 +543,17 @@ class WireProvider:
             terminal = False
             body = http.iter_body(response)
             kind = str(response.headers.get("content-type") or "").lower()
-            captured: Optional[List[bytes]] = None
-            if "event-stream" not in kind:  # (maybe) not an event stream: keep its text to report
-                captured = []
-                body = _kept(body, captured)
+            # the body's start, kept until its first event: a body that is no event stream (a
+            # proxy's page, a JSON error, even under an event-stream content type) is told in
+            # its own words
+            captured: List[bytes] = []
+            body = _kept(body, captured)
             events = iter_sse(body)
             seen = False
             for sse_event in events:
-                seen = True
+                if not seen:
+                    seen = True
+                    captured.append(_SEEN)  # the rest is not kept
                 try:
                     terminal = bool(on_event(sse_event))  # events already received count
                 except ProviderError as exc:
@@ -572,13 +577,19 @@ class WireProvider:
                 fully_read = _drain(events, response)
             if signal is not None and signal.aborted:
                 raise http.RequestAborted(ABORTED_MESSAGE)
-            if captured is not None and not seen:  # a 200 JSON error, HTML or text page: say what it said
+            if not seen:  # a 200 JSON error, HTML or text page: say what it said
                 text = b"".join(captured).decode("utf-8", "replace")
                 answered = kind.split(";")[0].strip() or "without a content type"
-                raise ProviderError(
-                    f"{http.format_http_error(response.status_code, text, self.error_style)} "
-                    f"(the server answered {answered}, not an event stream)"
-                )
+                if "event-stream" not in kind:
+                    raise ProviderError(
+                        f"{http.format_http_error(response.status_code, text, self.error_style)} "
+                        f"(the server answered {answered}, not an event stream)"
+                    )
+                if _not_event_stream(text):
+                    raise ProviderError(
+                        f"{http.format_http_error(response.status_code, text, self.error_style)} "
+                        f"(the server answered {answered}, but no event: its body is not an event stream)"
+                    )
             handler.on_end(terminal)
             writer.close_open_blocks()
             if pending:
@@ -617,14 +628,38 @@ _MAX_EVENTS_AFTER_TERMINAL = 16
 _DRAIN_SECONDS = 0.5
 
 
+class _Seen(bytes):
+    """The type of :data:`_SEEN` (an object no chunk of a body can be)."""
+
+
+#: Appended to the list :func:`_kept` fills to say that no more of the body is to be kept.
+_SEEN = _Seen()
+
+
 def _kept(body: Iterator[bytes], kept: List[bytes], limit: int = 256 * 1024) -> Iterator[bytes]:
-    """``body``'s chunks, the first ``limit`` bytes of them also appended to ``kept``."""
+    """``body``'s chunks, the first ``limit`` bytes of them also appended to ``kept``, until the
+    consumer appends :data:`_SEEN` to ``kept`` (then it is emptied and nothing more is kept)."""
     size = 0
     for chunk in body:
         if size < limit:
-            kept.append(chunk[: limit - size])
-            size += len(kept[-1])
+            if kept and kept[-1] is _SEEN:
+                kept.clear()
+                size = limit
+            else:
+                kept.append(chunk[: limit - size])
+                size += len(kept[-1])
         yield chunk
+
+
+_SSE_FIELD = re.compile(r"(?:data|event|id|retry)(?::|$)")
+
+
+def _not_event_stream(text: str) -> bool:
+    """Whether a body that produced no event is something else than an event stream: it has a
+    line that is neither blank, a comment nor an SSE field (a JSON error object, an HTML page),
+    and no field line (an event stream whose events carried no data is just empty)."""
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith(":")]
+    return bool(lines) and not any(_SSE_FIELD.match(line) for line in lines)
 
 
 def _drain(events: Iterator[Any], response: Any) -> bool:

@@ -251,6 +251,8 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, (ProviderError, MissingApiKeyError, http.ProviderHTTPError)):
         return exception_message(exc)
     name = type(exc).__name__
+    if _undecodable(exc):
+        return f"The response body could not be decoded: {_decode_reason(exc)}"
     if (
         "ChunkedEncodingError" in name
         or "ProtocolError" in name
@@ -261,6 +263,25 @@ def describe_error(exc: BaseException) -> str:
     if "Timeout" in name:
         return f"Timed out while streaming the response: {_root_reason(exc)}"
     return describe_exception(exc)  # never raises, even for an exception whose str() does
+
+
+def _undecodable(exc: BaseException) -> bool:
+    """Whether ``exc`` says a response body did not decode in the ``Content-Encoding`` its server
+    declared (urllib3's ``DecodeError``, requests' ``ContentDecodingError``): the server sends
+    the same body again, so it is no transient failure."""
+    return any(cls.__name__ in ("DecodeError", "ContentDecodingError") for cls in type(exc).__mro__)
+
+
+def _decode_reason(exc: BaseException) -> str:
+    """urllib3's ``(text, zlib.error(...))`` pair as one sentence, without the reprs."""
+    parts: List[str] = []
+    for arg in exc.args:
+        if isinstance(arg, BaseException) and _undecodable(arg):  # requests wraps urllib3's
+            return _decode_reason(arg)
+        text = exception_message(arg) if isinstance(arg, BaseException) else str(arg)
+        if text.strip():
+            parts.append(text.strip().rstrip("."))
+    return ": ".join(parts) or type(exc).__name__
 
 
 _INCOMPLETE_READ = re.compile(r"^IncompleteRead\((.*)\)$")

@@ -8,7 +8,10 @@
   ``retry-after-ms`` / ``retry-after`` (seconds or HTTP date; a negative or unparseable value
   is ignored) when given, else ``min(0.5 * 2**attempt, 8)`` s minus up to 25 % jitter. A
   server-requested delay above ``max_retry_delay_ms`` (default 60000; 0 disables the cap: any
-  delay is then slept, an abort still ends it) fails at once. Every other failure raises
+  delay is then slept, an abort still ends it) fails at once, and so do a TLS certificate that
+  does not verify (``TLS error talking to <host> ...``, naming ``REQUESTS_CA_BUNDLE``) and a
+  proxy refusing the ``CONNECT`` of an ``https://`` request with a status no retry changes
+  (407, 403: the proxy's address is named). Every other failure raises
   :class:`ProviderHTTPError` whose message is the provider's own error text (spec §9; the
   body read in its declared charset, else UTF-8, at most 4000 characters), the request's keys
   replaced by ``***``.
@@ -306,8 +309,21 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
 
     if isinstance(exc, requests.exceptions.Timeout):
         return f"Request timed out talking to {host} ({where}): {reason}"
+    if _certificate_refused(exc):
+        return (
+            f"TLS error talking to {host} ({where}): {reason} (the server's certificate was refused: for "
+            "a private CA, or a proxy that inspects TLS, set REQUESTS_CA_BUNDLE to a file with its CA "
+            "certificate)"
+        )
     if isinstance(exc, requests.exceptions.ProxyError):  # the proxy failed, not the server
         proxy = _proxy_address(exc)
+        if _tunnel_refused(exc):  # the proxy is up: it answered the CONNECT with an error status
+            return (
+                f"Connection error talking to {host} ({where}) through the proxy{f' at {proxy}' if proxy else ''}: "
+                f"{reason} (the proxy refused to open the connection: check the user:password@ of its URL "
+                "in HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and whether it allows this host; NO_PROXY names "
+                "the hosts reached without it)"
+            )
         return (
             f"Connection error talking to {host} ({where}) through the proxy{f' at {proxy}' if proxy else ''}: "
             f"{reason} (is the proxy up and reachable? It comes from HTTPS_PROXY / HTTP_PROXY / ALL_PROXY; "
@@ -316,10 +332,41 @@ def _describe_connection_error(exc: BaseException, url: str) -> str:
     return f"Connection error talking to {host} ({where}): {reason} (is the server at {host} up and reachable?)"
 
 
+def _certificate_refused(exc: BaseException) -> bool:
+    """Whether a connection failed because the server's TLS certificate did not verify (an
+    unknown CA, a self-signed certificate, a name mismatch): no retry can change that."""
+    import ssl
+
+    return any(isinstance(link, ssl.SSLCertVerificationError) for link in _error_chain(exc))
+
+
+_TUNNEL_STATUS = re.compile(r"Tunnel connection failed: (\d{3})")
+
+
+def _tunnel_refused(exc: BaseException) -> bool:
+    """Whether a proxy answered the CONNECT of an ``https://`` request with a status no retry
+    changes (407 Proxy Authentication Required, 403 Forbidden...; not 408, 429 or 5xx)."""
+    for link in _error_chain(exc):
+        match = _TUNNEL_STATUS.search(str(link))
+        if match:
+            return not retryable_status(int(match.group(1)))
+    return False
+
+
 def _proxy_address(exc: BaseException) -> Optional[str]:
     """``host:port`` of the proxy a requests ``ProxyError`` failed to reach (its user info never
-    shown), when urllib3 says which; else None."""
-    for link in _error_chain(exc):
+    shown), when urllib3 says which; else None. The proxy URL a pool or connection was made with
+    comes first: through a tunnel (an ``https://`` API behind ``HTTPS_PROXY``) the pool is the
+    API host's, and its address is not the proxy's."""
+    chain = list(_error_chain(exc))
+    for link in chain:
+        for holder in (getattr(link, "conn", None), getattr(link, "pool", None)):
+            proxy = getattr(holder, "proxy", None)
+            host = getattr(proxy, "host", None)
+            if isinstance(host, str) and host:
+                port = getattr(proxy, "port", None)
+                return f"{host}:{port}" if port else host
+    for link in chain:
         conn = getattr(link, "conn", None) or getattr(link, "pool", None)  # urllib3 2 / 1.26
         host, port = getattr(conn, "host", None), getattr(conn, "port", None)
         if isinstance(host, str) and host:
@@ -461,6 +508,10 @@ def open_stream(
             if isinstance(exc, (ValueError, requests.exceptions.URLRequired)):
                 raise ProviderHTTPError(_describe_unsendable(exc, url, sent)) from None
             message = _describe_connection_error(exc, url)
+            if _certificate_refused(exc) or _tunnel_refused(exc):  # the same on every attempt
+                if log is not None:
+                    log.give_up(attempt, message)
+                raise ProviderHTTPError(message) from None
             if budget.exhausted:
                 if log is not None:
                     log.give_up(attempt, message)

@@ -174,12 +174,15 @@ def transient(exc: BaseException) -> bool:
     :class:`~agentcore.providers.failures.ProviderError` the wire module marked ``retryable`` (an
     overload or rate limit the server reported in the stream), or the connection dropping,
     resetting or timing out after the headers (:func:`~agentcore.providers.http.transport_errors`).
-    Anything else (a malformed stream, an abort, a bad request) is not."""
+    Anything else (a malformed stream, a body that does not decode in its declared
+    ``Content-Encoding``, an abort, a bad request) is not."""
     from . import http
-    from .failures import ProviderError
+    from .failures import ProviderError, _undecodable
 
     if isinstance(exc, ProviderError):
         return bool(exc.retryable)
+    if _undecodable(exc):  # the server sends the same bytes again
+        return False
     return isinstance(exc, http.transport_errors())
 
 
