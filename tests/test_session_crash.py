@@ -209,6 +209,42 @@ def test_a_lease_an_earlier_process_with_this_pid_left_is_taken_over(tmp_path): 
         assert len(s.entries()) == 1
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to tell processes apart")
+@pytest.mark.parametrize("left_by", ["a process whose pid is reused", "a process of an earlier boot"])
+def test_a_lease_whose_pid_another_process_now_has_is_taken_over(tmp_path, left_by):  # sqlite lease
+    """A writer that crashed (or whose machine rebooted) left its lease; the pid it names belongs
+    to another, live process now. The lease counted as held by that process, so the session could
+    not be opened for writing (nor deleted) until that unrelated process ended, maybe never."""
+    import socket
+    import sqlite3
+
+    path = _create(tmp_path, "sqlite")
+    with Session(SqliteSessionStorage(path)) as first:
+        session_id = first.id
+    boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    namespace = os.readlink("/proc/self/ns/pid")
+    start = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19]  # field 22: start time
+    record = f"{boot}/{namespace}/{int(start) + 1}" if left_by.endswith("reused") else f"other-boot/{namespace}/{start}"
+    unrelated = _spawn(HOLDER, "jsonl", str(_create(tmp_path, "jsonl")))  # alive, holding nothing of ours
+    try:
+        assert unrelated.stdout.readline().strip() == "ready"
+        conn = sqlite3.connect(path)
+        with conn:  # the crashed writer's lease, naming the pid the unrelated process has now
+            conn.execute(
+                "INSERT INTO writer_leases VALUES (?,?,?,?,?)",
+                (session_id, f"token-of-the-crashed-writer@{record}", unrelated.pid, socket.gethostname(), 1),
+            )
+        conn.close()
+        with _open_writer("sqlite", path) as s:
+            s.append_custom("resumed", 1)
+    finally:
+        unrelated.stdin.close()
+        unrelated.wait(timeout=30)
+        unrelated.stdout.close()
+    with _open_writer("sqlite", path) as s:
+        assert [e.custom_type for e in s.entries()] == ["resumed"]
+
+
 def _zombie(pid):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"

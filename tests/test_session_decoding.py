@@ -562,9 +562,9 @@ def test_reset_process_state_empties_the_caches(tmp_path):  # issue 11 item 6: r
 
     path, ids = _jsonl_with_messages(tmp_path, 3)
     Session.open(path, read_only=True).close()
-    assert storage._WORDS and entries._last_second[0] != -1
+    assert storage._WORDS and entries._last_second[0] is not None
     process_state.reset()
-    assert not storage._WORDS and entries._last_second == (-1, "")
+    assert not storage._WORDS and entries._last_second == (None, "")
     with Session.open(path, read_only=True) as session:
         assert len(session.build_context().messages) == 3
 

@@ -1032,6 +1032,67 @@ def test_list_order_newest_first(tmp_path):  # session §12 F59 (by header creat
     assert listed[0].modified == os.stat(listed[0].path).st_mtime
 
 
+def test_list_order_is_by_time_whatever_the_header_timestamp_form(tmp_path):  # session §12 F59
+    repo = SessionRepository(tmp_path)
+    directory = tmp_path / "--p--"
+    directory.mkdir()
+    for name, created in (
+        ("first", "2025-01-01T00:00:01Z"),  # no fraction: before .500 of the same second
+        ("second", "2025-01-01T00:00:01.500Z"),
+        ("third", "2025-01-01T02:00:02+02:00"),  # 00:00:02 UTC
+    ):
+        write_lines(directory / f"x_{name}.jsonl", [dict(V3_HEADER, id=name, cwd="/p", timestamp=created)])
+    assert [i.id for i in repo.list(cwd="/p")] == ["third", "second", "first"]
+
+
+_OUT_OF_DESCRIPTORS = """
+import json, os, resource, sys
+from agentcore.session import SessionError, SessionRepository
+repo = SessionRepository(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+outcomes = {}
+for name, call in (("list", repo.list), ("create", lambda: repo.create(cwd="/p/new"))):
+    try:
+        outcomes[name] = repr(call())
+    except SessionError as exc:
+        outcomes[name] = [exc.code, str(exc)]
+    except OSError as exc:
+        outcomes[name] = ["OSError", str(exc)]
+for fd in held:
+    os.close(fd)
+outcomes["listed after"] = [info.id for info in repo.list()]
+print(json.dumps(outcomes))
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_NOFILE is POSIX")
+def test_repository_out_of_file_descriptors_is_an_error_not_an_empty_list(tmp_path):  # EMFILE
+    """With every descriptor of the process in use (EMFILE), list() returned [] (the glob took the
+    failure for "no files": ``--continue`` then says there is nothing to continue) and create()
+    raised a bare OSError from the directory lock."""
+    import subprocess
+    import sys
+
+    repo = SessionRepository(tmp_path)
+    with repo.create(cwd="/p", session_id="kept"):
+        pass
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    done = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_DESCRIPTORS, str(tmp_path)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    outcomes = json.loads(done.stdout)
+    assert outcomes["list"][0] == "storage" and str(tmp_path) in outcomes["list"][1]
+    assert outcomes["create"][0] == "storage" and "--p-new--" in outcomes["create"][1]
+    assert outcomes["listed after"] == ["kept"]  # nothing was created by the failed create
+
+
 def test_open_indexes_every_line_as_the_line_by_line_reader_does(tmp_path, index_state):  # session.md §3.2, §3.5
     """Opening indexes the usual lines inline (issue 11 item 7); the result must be what indexing the
     lines one by one gives: leaf moves, entries appended under a leaf entry by a foreign writer,

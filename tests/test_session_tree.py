@@ -134,6 +134,50 @@ def test_numbers_are_written_like_javascript(value, text):  # JSON.stringify com
     assert float(json.loads(text)) == value  # the same number read back (JavaScript reads every number as a float)
 
 
+def test_timestamps_with_an_offset_or_another_precision_are_read_as_times(monkeypatch):  # session §2
+    """Another writer's ISO timestamps (an offset, another fraction) mean the time they say, in any
+    local time zone; text that is no such timestamp is refused, never read as some other time."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")  # a zone with DST: nothing here may depend on it
+    time.tzset()
+    try:
+        midnight = 1735689600000  # 2025-01-01T00:00:00Z
+        assert ms_from_iso("2025-01-01T02:00:00.000+02:00") == midnight
+        assert ms_from_iso("2024-12-31T19:00:00-05:00") == midnight
+        assert ms_from_iso("2025-01-01T05:30:00.250+0530") == midnight + 250
+        assert ms_from_iso("2025-01-01T00:00:00.123456789Z") == midnight + 123
+        assert ms_from_iso("2025-01-01T00:00:00") == midnight  # no zone: UTC
+        for bad in ("2025-01-01T00:00:00.-5Z", "2025-01-01T00:00:00.+1Z", "2025-01-01T00:00:00+24:00", "x"):
+            with pytest.raises(ValueError):
+                ms_from_iso(bad)
+        assert iso_from_ms(-1) == "1969-12-31T23:59:59.999Z"  # a clock before 1970: still a time
+        dst = 1741503600000  # 2025-03-09T07:00:00Z, the hour New York skips
+        assert iso_from_ms(dst) == "2025-03-09T07:00:00.000Z" and ms_from_iso(iso_from_ms(dst)) == dst
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_children_and_roots_are_in_time_order_whatever_the_timestamp_form():  # session §5 getTree
+    def message(entry_id, parent, stamp):
+        content = {"role": "user", "content": entry_id, "timestamp": 1}
+        return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": stamp, "message": content}
+
+    entries = [
+        message("root", None, "2025-01-01T00:00:00.500Z"),
+        message("late", "root", "2025-01-01T00:00:01.200Z"),
+        message("early", "root", "2025-01-01T00:00:01Z"),  # same second, no fraction: before .200
+        message("middle", "root", "2025-01-01T02:00:01.100+02:00"),  # 00:00:01.100 UTC
+        message("orphan2", "gone", "2025-01-01T00:00:00.200Z"),
+        message("orphan1", "gone", "2025-01-01T00:00:00Z"),
+    ]
+    session = Session(MemorySessionStorage(entries=entries))
+    assert [e.id for e in session.children("root")] == ["early", "middle", "late"]
+    assert [n.entry.id for n in session.get_tree()] == ["orphan1", "orphan2", "root"]
+    assert [n.entry.id for n in session.get_tree()[2].children] == ["early", "middle", "late"]
+
+
 def test_injected_clock_and_ids():  # session §13: deterministic ids and times for tests
     counter = iter(range(1, 100))
     s = Session.in_memory(

@@ -16,6 +16,7 @@ from __future__ import annotations
 import calendar
 import json
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -59,7 +60,12 @@ CURRENT_VERSION = 3
 # --------------------------------------------------------------------------- time and ids
 
 
-_last_second: Tuple[int, str] = (-1, "")
+_last_second: Tuple[Optional[int], str] = (None, "")  # None: a second before 1970 is -1, not "nothing yet"
+
+#: An ISO-8601 date-time as session files hold it: seconds, an optional fraction of any precision,
+#: then ``Z``, an offset ``±HH:MM`` (or ``±HHMM``), or nothing (read as UTC, as Python's naive
+#: ``datetime.utcnow().isoformat()`` writes it).
+_ISO = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):?(\d{2}))?", re.ASCII)
 
 
 def iso_from_ms(ms: int) -> str:
@@ -74,17 +80,41 @@ def iso_from_ms(ms: int) -> str:
 
 
 def ms_from_iso(text: str) -> int:
-    """Parse an ISO-8601 UTC timestamp (``Z`` or ``+00:00``, optional fraction) to Unix ms.
+    """Parse an ISO-8601 timestamp to Unix ms: ``Z``, a UTC offset (``+02:00`` is converted:
+    ``2025-01-01T02:00:00+02:00`` is midnight UTC) or none (UTC), a fraction of any precision
+    (cut to milliseconds).
 
-    Raises ``ValueError`` for text that is not such a timestamp.
+    Raises ``ValueError`` for text that is not such a timestamp (also a year outside 1-9999).
     """
-    body = text[:-1] if text.endswith("Z") else text
-    if body.endswith("+00:00"):
-        body = body[:-6]
-    main, _, fraction = body.partition(".")
+    match = _ISO.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not an ISO-8601 timestamp: {text!r}")
+    main, fraction, sign, hours, minutes = match.groups()
     struct = time.strptime(main, "%Y-%m-%dT%H:%M:%S")
-    millis = int((fraction + "000")[:3]) if fraction else 0
-    return calendar.timegm(struct) * 1000 + millis
+    millis = int((fraction + "00")[:3]) if fraction else 0
+    offset = 0
+    if sign:
+        if int(hours) > 23 or int(minutes) > 59:
+            raise ValueError(f"not an ISO-8601 timestamp: {text!r} (UTC offset out of range)")
+        offset = (int(hours) * 60 + int(minutes)) * 60_000 * (1 if sign == "+" else -1)
+    return calendar.timegm(struct) * 1000 + millis - offset
+
+
+def timestamp_order(text: str) -> str:
+    """(The package's own, not exported.) A sort key putting ISO timestamps in time order: the reference's own form
+    (``2025-11-20T23:33:50.805Z``) as it is, any other that :func:`ms_from_iso` reads (another
+    precision, an offset) in that form, text it cannot read as it is."""
+    if len(text) == 24 and text[19] == "." and text[23] == "Z":
+        return text
+    try:
+        seconds, millis = divmod(ms_from_iso(text), 1000)
+        parts = time.gmtime(seconds)
+    except (ValueError, OverflowError, OSError):
+        return text
+    return (
+        f"{parts.tm_year:04d}-{parts.tm_mon:02d}-{parts.tm_mday:02d}T"
+        f"{parts.tm_hour:02d}:{parts.tm_min:02d}:{parts.tm_sec:02d}.{millis:03d}Z"
+    )
 
 
 def _ms_or_zero(text: str) -> int:

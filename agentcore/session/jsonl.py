@@ -184,18 +184,24 @@ def read_header(path: str) -> Dict[str, Any]:
     """The parsed first line of a session file, without locking or reading further.
 
     Raises ``invalid_session`` if the first line is not a session header or ``path`` is no regular
-    file (a named pipe there would block the caller forever), ``not_found`` if missing.
+    file (a named pipe there would block the caller forever), ``not_found`` if missing, ``storage``
+    (the ``OSError`` as its cause) when it cannot be read (too many open files, a permission).
     """
     try:
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC | _O_BINARY)
     except FileNotFoundError:
         raise SessionError("not_found", f"{path}: no such session file", path=path) from None
+    except OSError as exc:
+        raise SessionError("storage", f"{path}: cannot read the session file ({exc.strerror})", path=path) from exc
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise SessionError("invalid_session", f"{path}: not a regular file, not a session", path=path)
-        first = handle.readline()
-        while first and not first.strip():
+        try:
             first = handle.readline()
+            while first and not first.strip():
+                first = handle.readline()
+        except OSError as exc:  # pragma: no cover - EIO
+            raise SessionError("storage", f"{path}: cannot read the session file ({exc.strerror})", path=path) from exc
     try:
         data = json.loads(first)
         header_from_dict(data, versions=(1, 2, 3))

@@ -116,4 +116,4 @@ def reset() -> None:
         if _pause_depth:
             raise RuntimeError("a session decode is in progress; reset after it ends")
     storage._WORDS.clear()
-    entries._last_second = (-1, "")
+    entries._last_second = (None, "")

@@ -12,7 +12,7 @@ left out, as opening the session would.
 from __future__ import annotations
 
 import contextlib
-import glob
+import errno
 import hashlib
 import json
 import os
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Union
 
-from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id
+from .entries import LabelEntry, LeafEntry, encode_line, iso_from_ms, new_entry_id, new_session_id, timestamp_order
 from .errors import SessionError, SessionLockedError
 from .jsonl import _O_CLOEXEC, _O_NONBLOCK, _OPEN_TRIES, JsonlSessionStorage, _lock, _same_file, read_header
 from .session import Session
@@ -100,13 +100,39 @@ def _complete(data: bytes) -> bytes:
     return data
 
 
+#: Failures of the process or the system, not of a file: a listing that skipped the files they hit
+#: would leave sessions out without a word (``--continue`` resuming an older one, or none).
+_EXHAUSTED = frozenset((errno.EMFILE, errno.ENFILE, errno.ENOMEM))
+
+
+def _names(directory: str) -> List[str]:
+    """The names in ``directory`` that do not start with ``.`` (what a glob's ``*`` matches); none
+    when it is missing or no directory. Unlike a glob, which takes any failure for "no files",
+    ``SessionError("storage")`` when this process cannot open the directory now."""
+    try:
+        return [name for name in os.listdir(directory) if not name.startswith(".")]
+    except OSError as exc:
+        if exc.errno in _EXHAUSTED:
+            raise SessionError(
+                "storage", f"{directory}: cannot list its sessions ({exc.strerror}); nothing was listed"
+            ) from exc
+        return []
+
+
 def _info(path: str) -> Optional[SessionInfo]:
+    """What :meth:`SessionRepository.list` shows of ``path``; None for a file that is no session
+    (or went away). ``SessionError("storage")`` when this process cannot open files now."""
     try:
         header = read_header(path)
         with open(path, "rb") as handle:
             data = _complete(handle.read())
         modified = os.stat(path).st_mtime
-    except (SessionError, OSError):
+    except (SessionError, OSError) as exc:
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        if isinstance(cause, OSError) and cause.errno in _EXHAUSTED:
+            raise SessionError(
+                "storage", f"{path}: cannot read the session file ({cause.strerror}); nothing was listed", path=path
+            ) from cause
         return None
     starts = data.count(b"\n") - data.endswith(b"\n")  # lines after the first
     # every line compact with "type" first, and whole: each ends in "}" (a line cut short and
@@ -184,11 +210,13 @@ class SessionRepository:
         return os.path.join(self.directory, encode_cwd(os.path.abspath(cwd)))
 
     def _find(self, session_id: str, cwd: Optional[str] = None) -> List[str]:
-        base = glob.escape(self.session_dir(cwd)) if cwd else os.path.join(glob.escape(self.directory), "*")
-        pattern = os.path.join(base, f"*_{glob.escape(session_id)}.jsonl")
+        if cwd:
+            folders = [self.session_dir(cwd)]
+        else:
+            folders = [os.path.join(self.directory, folder) for folder in _names(self.directory)]
         # ``<created>_<id>.jsonl``: ``created`` has no ``_``, an id may (``*_main`` also matches ``a_main``)
         name = f"{session_id}.jsonl"
-        return sorted(p for p in glob.glob(pattern) if os.path.basename(p).partition("_")[2] == name)
+        return sorted(os.path.join(f, n) for f in folders for n in _names(f) if n.partition("_")[2] == name)
 
     def create(
         self,
@@ -204,7 +232,9 @@ class SessionRepository:
         ``session_id`` must match ``[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?`` (``invalid_payload``); an
         id already used in the same cwd is ``already_exists``, also when another process or
         repository object creates it at the same moment (creation takes a lock on the cwd's
-        directory for the check and the new file).
+        directory for the check and the new file). A directory or file that cannot be made or
+        opened (no space, too many open files) is ``SessionError("storage")`` naming it, the
+        ``OSError`` as its cause.
         """
         return self._create(cwd, session_id, metadata, parent_session, lines, None)
 
@@ -233,7 +263,12 @@ class SessionRepository:
             self._claims.add(claim)
         try:
             directory = self.session_dir(cwd)
-            os.makedirs(directory, exist_ok=True)
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise SessionError(
+                    "storage", f"{directory}: cannot make the directory of the session ({exc.strerror})"
+                ) from exc
             with _directory_lock(directory):  # other processes and repository objects: one at a time
                 if any(self._cwd_of(p) == cwd for p in self._find(session_id, cwd)):
                     raise SessionError("already_exists", f"a session {session_id!r} already exists for {cwd}")
@@ -266,16 +301,21 @@ class SessionRepository:
             raise
 
     def list(self, cwd: Optional[str] = None) -> List[SessionInfo]:
-        """Sessions (of one cwd, or all), newest first. Files without a valid header (also those of
-        a format version this library does not read) are skipped. ``message_count`` counts the
+        """Sessions (of one cwd, or all), newest first by the header's time (``...00Z`` is older
+        than ``...00.500Z``, an offset counts: :func:`~agentcore.session.entries.timestamp_order`),
+        then by modification time. Files without a valid header (also those of
+        a format version this library does not read) are skipped, and so are files that cannot be
+        read; but when this process cannot open files at all (too many open files, no memory) the
+        listing raises ``SessionError("storage")`` rather than leave sessions out. ``message_count`` counts the
         message lines an open reads as entries: a damaged line (one cut short) counts for nothing."""
         if cwd is not None:
             cwd = os.path.abspath(cwd)
-            paths = glob.glob(os.path.join(glob.escape(self.session_dir(cwd)), "*.jsonl"))
+            folders = [self.session_dir(cwd)]
         else:
-            paths = glob.glob(os.path.join(glob.escape(self.directory), "*", "*.jsonl"))
+            folders = [os.path.join(self.directory, name) for name in _names(self.directory)]
+        paths = [os.path.join(f, name) for f in folders for name in _names(f) if name.endswith(".jsonl")]
         infos = [i for i in map(_info, paths) if i is not None and (cwd is None or i.cwd == cwd)]
-        infos.sort(key=lambda i: (i.created, i.modified), reverse=True)
+        infos.sort(key=lambda i: (timestamp_order(i.created), i.modified), reverse=True)
         return infos
 
     def path_of(self, session: Union[str, SessionInfo]) -> str:
@@ -348,6 +388,8 @@ class SessionRepository:
                 except SessionError as exc:
                     if exc.code == "not_found":
                         return
+                    if exc.code == "storage":
+                        raise  # it cannot be read now (too many open files): not a verdict on the file
                     raise self._refuse(path, "its first line is not a session header") from None
                 _lock(fd, path)
                 # a writer's migration may have replaced the file meanwhile: the lock we hold is
@@ -458,7 +500,10 @@ def _directory_lock(directory: str) -> Iterator[None]:
     if fcntl is None:  # pragma: no cover - Windows
         yield
         return
-    fd = os.open(directory, os.O_RDONLY | _O_CLOEXEC)
+    try:
+        fd = os.open(directory, os.O_RDONLY | _O_CLOEXEC)
+    except OSError as exc:
+        raise SessionError("storage", f"{directory}: cannot lock it to create a session ({exc.strerror})") from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -41,6 +41,7 @@ from .entries import (
     checked_custom_content,
     iso_from_ms,
     new_entry_id,
+    timestamp_order,
 )
 from .errors import SessionError
 from .storage import SessionStorage, clean_name
@@ -319,8 +320,10 @@ class Session:
         ``from_hook``) a ``branch_summary`` entry is appended under the new position (its ``from_id``
         is ``entry_id`` or ``"root"``) and becomes the leaf; its id is returned, else None. A
         summary the storage would refuse (``invalid_payload``: details that are not JSON, a usage
-        that is not an object) is refused before the move is written: nothing is.
-        Unknown ``entry_id``: ``not_found`` and nothing is written.
+        that is not an object) is refused before the move is written: nothing is. A write failure
+        of the summary (``storage``: a full disk) comes after the move was recorded: the leaf is at
+        ``entry_id`` in memory and in the file, and calling ``move_to`` again with the summary
+        appends only the summary. Unknown ``entry_id``: ``not_found`` and nothing is written.
         """
         with self._lock:
             if entry_id is not None and (entry_id not in self.storage or not self.storage.is_tree_node(entry_id)):
@@ -367,11 +370,17 @@ class Session:
 
     def _sorted_children(self, entry_id: Optional[str]) -> List[str]:
         ids = self.storage.child_ids(entry_id)
-        ids.sort(key=self.storage.timestamp_of)  # stable: append order breaks ties
+        timestamp_of = self.storage.timestamp_of
+        ids.sort(key=lambda i: timestamp_order(timestamp_of(i)))  # stable: append order breaks ties
         return ids
 
     def children(self, entry_id: str) -> List[SessionEntry]:
-        """Tree children of an entry, oldest first (a ``leaf`` entry only when something hangs under it)."""
+        """Tree children of an entry, oldest first (a ``leaf`` entry only when something hangs under it).
+
+        Oldest by time, not by the text of the timestamps: ``...00Z`` (no fraction) is before
+        ``...00.500Z``, ``02:00+02:00`` is midnight UTC; timestamps that are no ISO time sort by
+        their text; equal ones stay in append order (also when the clock went backwards meanwhile:
+        then a later child sorts first, as its timestamp says)."""
         return [self.storage.get_entry(i) for i in self._sorted_children(entry_id)]  # type: ignore[misc]
 
     def get_branch(self, leaf_id: Any = _CURRENT) -> List[SessionEntry]:
@@ -388,7 +397,8 @@ class Session:
             return self.storage.get_entries(ids)
 
     def get_tree(self) -> List[TreeNode]:
-        """The whole tree: roots (null, self or unknown parent) with children oldest first. Iterative.
+        """The whole tree: roots (null, self or unknown parent) with children oldest first (by time,
+        as :meth:`children`). Iterative.
 
         Every entry of the session is reachable except ``leaf`` bookkeeping entries nothing hangs
         under; one that another writer appended under (a reader that does not know them takes one
@@ -403,7 +413,7 @@ class Session:
                 parent = storage.parent_of(entry_id)
                 if parent is None or parent == entry_id or parent not in storage:
                     roots.append(entry_id)
-            roots.sort(key=storage.timestamp_of)
+            roots.sort(key=lambda i: timestamp_order(storage.timestamp_of(i)))
             labels = storage.labels
 
             def node(entry_id: str) -> TreeNode:

@@ -12,7 +12,10 @@ One writer per session: opening for writing takes a lease row (``writer_leases``
 process; a second writer whose lease holder is alive gets :class:`SessionLockedError`. A lease left
 by a crashed process on this host is taken over, also while that process is an unreaped zombie
 (killed, its parent not yet waiting for it) and when it had this process's pid (a container's PID 1
-restarted: this process knows the leases its own handles hold). ``read_only=True`` takes no lease.
+restarted: this process knows the leases its own handles hold), and when its pid now belongs to
+another process (the machine rebooted, or the pid was reused: the lease records the writer's boot
+id and start time where ``/proc`` has them). Staleness never depends on the wall clock.
+``read_only=True`` takes no lease.
 
 Indexes are the two keys only: ``(session_id, seq)`` and ``(session_id, id)``. The tree is indexed
 in memory, so no query here needs ``parent_id``; an index on it (databases made before this
@@ -158,13 +161,70 @@ def _pid_alive(pid: int) -> bool:
 def _lease_holder(row: Tuple[Any, ...], host: str) -> Optional[str]:
     """Who holds the writer lease ``row`` (``owner, pid, host``), or None when it is stale. A lease
     naming this pid and host is ours only while one of our handles holds it (see ``_OWNERS``); one
-    of another host counts as held (its process cannot be asked)."""
+    of another host counts as held (its process cannot be asked). One of this host is stale when
+    its process is gone, also when its pid now belongs to another process: the owner token records
+    the writer's boot and start time (:func:`_owner_token`), so a lease left before a reboot or a
+    crash is not kept for ever by whatever process got that pid since."""
     owner, pid, lease_host = row[0], row[1], row[2]
     if pid == os.getpid() and lease_host == host:
         return "another Session in this process" if owner in _OWNERS else None
-    if lease_host == host and not _pid_alive(pid):
+    if lease_host == host and (not _same_process(pid, str(owner)) or not _pid_alive(pid)):
         return None
     return f"process {pid} on {lease_host}"
+
+
+def _read_proc(path: str) -> Optional[str]:
+    """The text of a ``/proc`` file, None where it cannot be read (no ``/proc``, a process gone)."""
+    try:
+        with open(path, "rb") as proc_file:
+            return proc_file.read().decode("ascii", "replace").strip()
+    except OSError:
+        return None
+
+
+def _start_time(pid: Union[int, str]) -> Optional[str]:
+    """When ``pid`` (or ``"self"``) started, in clock ticks since boot (``/proc/<pid>/stat`` field 22)."""
+    status = _read_proc(f"/proc/{pid}/stat")
+    fields = status.rpartition(")")[2].split() if status else []  # the name may hold spaces or ")"
+    return fields[19] if len(fields) > 19 else None
+
+
+def _pid_namespace() -> Optional[str]:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+
+
+def _owner_token() -> str:
+    """A new lease owner token: random, then ``@boot id/PID namespace/start time`` of this process
+    where ``/proc`` tells them (read again per handle: a forked child is another process)."""
+    token = uuid.uuid4().hex
+    boot, namespace, start = _read_proc("/proc/sys/kernel/random/boot_id"), _pid_namespace(), _start_time("self")
+    if boot and namespace and start and "/" not in boot + namespace:
+        token += f"@{boot}/{namespace}/{start}"
+    return token
+
+
+def _same_process(pid: int, owner: str) -> bool:
+    """False when ``owner`` (a lease's token) proves the process now at ``pid`` is not the one
+    that took the lease: the machine booted again since, or in the same PID namespace the process
+    at ``pid`` started at another time. True when it cannot tell (a token without that record,
+    from an older version; no ``/proc``; another PID namespace, whose pids mean nothing here)."""
+    _, at, record = owner.partition("@")
+    parts = record.split("/")
+    if not at or len(parts) != 3:
+        return True
+    boot, namespace, start = parts
+    boot_now = _read_proc("/proc/sys/kernel/random/boot_id")
+    if boot_now is None:
+        return True
+    if boot != boot_now:
+        return False  # every process of that boot is gone
+    if namespace != _pid_namespace():
+        return True
+    start_now = _start_time(pid)
+    return start_now is None or start_now == start  # None: gone (``_pid_alive`` says so)
 
 
 def _zombie(pid: int) -> bool:
@@ -409,7 +469,7 @@ class SqliteSessionStorage(SessionStorage):
         self.fsync = fsync
         self._synchronous = "FULL" if fsync == "always" else "NORMAL"
         self._checkpointer = _Checkpointer(self.path, self._synchronous)
-        self._owner = uuid.uuid4().hex
+        self._owner = _owner_token()
         self._seq = 0
         if read_only and not os.path.exists(self.path):
             raise SessionError("not_found", f"{self.path}: no such session database", path=self.path)
