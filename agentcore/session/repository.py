@@ -302,7 +302,7 @@ class SessionRepository:
 
     def list(self, cwd: Optional[str] = None) -> List[SessionInfo]:
         """Sessions (of one cwd, or all), newest first by the header's time (``...00Z`` is older
-        than ``...00.500Z``, an offset counts: :func:`~agentcore.session.entries.timestamp_order`),
+        than ``...00.500Z``, an offset counts),
         then by modification time. Files without a valid header (also those of
         a format version this library does not read) are skipped, and so are files that cannot be
         read; but when this process cannot open files at all (too many open files, no memory) the
