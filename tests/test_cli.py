@@ -3283,3 +3283,149 @@ def test_approval_asks_about_the_call_that_runs_not_what_a_session_file_recorded
     assert f'[approve] bash {{"command": "{command}"}}' in err
     questions = [line for line in err.splitlines() if line.startswith("[approve] ") and "note:" not in line]
     assert questions[0].startswith("[approve] bash ") and not marker.exists()  # (the scripted model then calls ls)
+
+
+# --------------------------------------------------------------------------- cli-procs: a full disk under stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full (a disk that is always full) is Linux")
+@pytest.mark.parametrize("command", [["run", "--model", "scripted", "hello"], ["keys", "path"], ["logs", "path"]])
+def test_a_full_disk_under_stdout_is_an_error_naming_stdout(env, tmp_path, command):
+    """``agentcore run ... > answer.txt`` on a full disk said ``agentcore: OSError: [Errno 28] No
+    space left on device``: no file named, so the session file, the logs index and the output
+    were all suspects. The error now says it is stdout (and which file that is), status 1; the
+    run stops at the failed write, and its session records the failure under that name."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "agentcore", *command],
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(tmp_path),
+            timeout=60,
+        )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == ["agentcore: cannot write to stdout (/dev/full): No space left on device"]
+    if command[0] == "run":
+        (path,) = Path(env["AGENTCORE_SESSIONS_DIR"]).glob("*/*.jsonl")
+        last = json.loads(path.read_text().splitlines()[-1])["message"]
+        assert last["role"] == "assistant" and last["stopReason"] == "error"
+        assert last["errorMessage"] == "cannot write to stdout (/dev/full): No space left on device"
+
+
+_NO_FREE_DESCRIPTOR = """\
+import io, os, sys
+from agentcore.cli._aliases import cmd_aliases_list
+from agentcore.cli._keys import cmd_keys_list
+from agentcore.cli._setup import UsageError
+command = {"keys": cmd_keys_list, "aliases": cmd_aliases_list}[sys.argv[1]]
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:  # EMFILE: every descriptor this process may have is taken
+    pass
+try:
+    command(None, io.StringIO(), io.StringIO(), io.StringIO())
+    message = "no error"
+except UsageError as exc:
+    message = str(exc)
+for fd in held:
+    os.close(fd)
+print(message)
+"""
+
+
+@pytest.mark.parametrize("command", [["keys", "list"], ["aliases", "list"]])
+def test_a_config_file_that_cannot_be_opened_is_not_called_broken(env, tmp_path, command):
+    """With no free file descriptor (EMFILE: ``ulimit -n`` reached by a busy script) a whole,
+    valid keys.json was reported as ``cannot read it (Too many open files); fix or delete the
+    file``: advice to delete the user's keys over a limit of the process. The error still names
+    the file and the reason (a UsageError: exit 2), and the file is untouched."""
+    config = tmp_path / "config"
+    config.mkdir()
+    env["AGENTCORE_CONFIG_DIR"] = str(config)
+    name = f"{command[0]}.json"
+    (config / name).write_text('{"openai": "sk-kept"}' if command[0] == "keys" else '{"fast": "openai/gpt-4o"}')
+    before = (config / name).read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_FREE_DESCRIPTOR, *command],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{config / name}: cannot read it (Too many open files)\n"
+    assert (config / name).read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "command, shown",
+    [
+        (["run", "--model", "scripted", "hello"], "You said: hello"),
+        (["keys", "list"], ""),
+        (["aliases", "list"], ""),
+        (["run", "--model", "fast", "hi"], None),  # an alias that cannot exist: the usual unknown model
+    ],
+)
+def test_a_home_that_is_no_directory_has_no_config_files(env, tmp_path, command, shown):
+    """A daemon's or a container's ``HOME=/dev/null``: ``agentcore run --model scripted`` failed
+    with ``/dev/null/.agentcore/aliases.json: cannot read it (Not a directory)`` (exit 2), as did
+    ``keys list`` and ``aliases list``. A keys or aliases file that cannot exist is no file: the
+    commands run (the run unlogged there, with the sessions dir's warning)."""
+    env = {k: v for k, v in env.items() if k not in ("AGENTCORE_CONFIG_DIR", "AGENTCORE_SESSIONS_DIR")}
+    env["HOME"] = "/dev/null"
+    done = agentcore(*command, env=env, cwd=tmp_path)
+    assert "aliases.json: cannot read it" not in done.stderr, done.stderr
+    assert "keys.json: cannot read it" not in done.stderr, done.stderr
+    if shown is None:
+        assert done.returncode == 2 and "fast" in done.stderr, done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(shown)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full (a disk that is always full) is Linux")
+def test_a_full_disk_under_stderr_changes_no_outcome(env, tmp_path):
+    """``2>>agentcore.log`` on a full disk: ``keys set`` stored the key, then failed writing its
+    confirmation and exited 1 (a script took the stored key for a failure); ``chat`` died on its
+    banner, status 1, before reading a prompt. Notes nobody can read are dropped now."""
+
+    def with_full_stderr(*argv: str, stdin: str) -> subprocess.CompletedProcess:
+        with open("/dev/full", "w") as full:
+            return subprocess.run(
+                [sys.executable, "-m", "agentcore", *argv],
+                input=stdin, stdout=subprocess.PIPE, stderr=full, text=True, env=env, cwd=str(tmp_path), timeout=60,
+            )  # fmt: skip
+
+    stored = with_full_stderr("keys", "set", "openai", stdin="sk-kept\n")
+    assert stored.returncode == 0
+    assert json.loads((Path(env["AGENTCORE_CONFIG_DIR"]) / "keys.json").read_text()) == {"openai": "sk-kept"}
+    chatted = with_full_stderr("chat", "--model", "scripted", stdin="hello\n/quit\n")
+    assert chatted.returncode == 0 and chatted.stdout.startswith("You said: hello")
+
+
+def test_non_ascii_paths_work_in_an_ascii_locale_without_utf8_mode(env, tmp_path):
+    """``LC_ALL=C PYTHONUTF8=0``: the file system encoding is ASCII. argv's words are read as
+    UTF-8 text for the prompt's sake, which turned ``-s séss.jsonl``, ``sessions export`` of it,
+    ``-o ëxp.md``, ``-a ëxp.md`` and chat's ``/attach ëxp.md`` into paths no open could encode
+    (``'ascii' codec can't encode character``, exit 2, or a bare UnicodeEncodeError that ended
+    the chat). Paths keep the bytes they were
+    given; the ``<file name>`` an attachment puts in the prompt is UTF-8 text, no surrogates."""
+    env = dict(env, LC_ALL="C", LANG="C", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    session, exported = tmp_path / "séss.jsonl", tmp_path / "ëxp.md"
+    done = agentcore("-s", str(session), "run", "--model", "scripted", "first", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _session_texts(session)[0] == "first"
+    done = agentcore("sessions", "export", str(session), "-o", str(exported), env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "You said: first" in exported.read_text(encoding="utf-8")
+    done = agentcore(
+        "-s", str(session), "run", "-a", str(exported), "--model", "scripted", "second", env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert _session_texts(session)[2].startswith(f'<file name="{exported}">\n')
+    typed = agentcore("chat", "--model", "scripted", env=env, cwd=tmp_path, stdin=f"/attach {exported}\nthird\n")
+    assert typed.returncode == 0 and "UnicodeEncodeError" not in typed.stderr, typed.stderr  # chat died on it
+    assert "You said: <file name=" in typed.stdout

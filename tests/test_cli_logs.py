@@ -686,6 +686,19 @@ def test_a_full_disk_under_the_index_reports_the_disk_error_and_keeps_the_index(
     assert [c["firstPrompt"][:11] for c in logs_json()] == ["needs pages"]  # the index still works after
 
 
+def test_a_failed_index_update_names_the_index_file(here):
+    """The warning of a run whose index update failed said ``the logs index was not updated
+    (unable to open database file)`` (or ``disk I/O error`` on a full disk): SQLite names no
+    file, and neither did the warning. It now names logs.db; the run and its answer are kept."""
+    index = sessions_dir() / "logs.db"
+    index.mkdir(parents=True)  # something that is no database where the index belongs
+    code, out, err = run_cli("run", "--model", "scripted", "still answered")
+    assert code == 0 and "You said: still answered" in out
+    (warning,) = [line for line in err.splitlines() if "warning" in line]
+    assert warning.startswith("agentcore: warning: the logs index was not updated (") and str(index) in warning
+    assert [messages_of(p)[0]["content"][0]["text"] for p in session_files()] == ["still answered"]
+
+
 # --------------------------------------------------------------------------- -c and -s prefixes
 
 
@@ -1047,3 +1060,23 @@ def test_logs_actions_take_sessions_dir_before_or_after_the_action(here, tmp_pat
     where = str(tmp_path / "elsewhere")
     argv = ["logs", "--sessions-dir", where, "path"] if before else ["logs", "path", "--sessions-dir", where]
     assert run_cli(*argv)[1] == os.path.join(where, "logs.db") + "\n"
+
+
+def test_aliases_set_keeps_a_narrower_mode_and_keys_set_narrows_a_wider_one(here, monkeypatch):
+    """A user's ``chmod 600 aliases.json`` was widened to ``0644`` by the next ``aliases set`` (the
+    file is replaced with a new one of the default mode); a keys file stays ``0600`` however it
+    was changed by hand, and a new aliases file is ``0644``."""
+    config_dir().mkdir(parents=True)
+    aliases, keys = config_dir() / "aliases.json", config_dir() / "keys.json"
+    aliases.write_text('{"fast": "openai/gpt-4o"}')
+    keys.write_text('{"openai": "sk-one"}')
+    aliases.chmod(0o600)
+    keys.chmod(0o644)
+    assert run_cli("aliases", "set", "slow", "openai/gpt-4o")[0] == 0
+    assert run_cli("keys", "set", "groq", stdin="sk-two\n")[0] == 0
+    assert stat.S_IMODE(aliases.stat().st_mode) == 0o600
+    assert stat.S_IMODE(keys.stat().st_mode) == 0o600
+    assert json.loads(aliases.read_text()) == {"fast": "openai/gpt-4o", "slow": "openai/gpt-4o"}
+    monkeypatch.setenv("AGENTCORE_CONFIG_DIR", str(config_dir() / "fresh"))
+    assert run_cli("aliases", "set", "fast", "openai/gpt-4o")[0] == 0
+    assert stat.S_IMODE((config_dir() / "aliases.json").stat().st_mode) == 0o644

@@ -274,6 +274,9 @@ def test_user_models_path_and_lazy_loading(tmp_path):  # issue 17: env var, conf
     assert user_models_path({}) == Path.home() / ".agentcore" / "models.json"
     assert user_models_path({"AGENTCORE_MODELS": "~/m.json"}) == Path.home() / "m.json"
     assert user_models_path({"AGENTCORE_MODELS": ""}) is None and load_user_models(tmp_path / "absent.json") == []
+    # a HOME that is no folder (HOME=/dev/null for a service): no file, not "cannot be read"
+    (tmp_path / "home").write_text("a file")
+    assert load_user_models(tmp_path / "home" / ".agentcore" / "models.json") == []
     broken = tmp_path / "broken.json"
     broken.write_text("{", encoding="utf-8")
     code = "import agentcore, sys; print('agentcore.providers.user_models' in sys.modules)"

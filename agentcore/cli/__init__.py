@@ -30,7 +30,7 @@ import sys
 from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, TextIO, cast
 
 from .._safe import describe_exception, terminal_text
-from ._commands import add_commands, add_logging_options, sessions_dir_option
+from ._commands import add_commands, add_logging_options, path_word, sessions_dir_option
 from ._hooks import add_plugin_options
 from ._interrupts import Terminated, interrupts_reach_main_thread
 from ._setup import MODEL_ENV, CliOptions, UsageError
@@ -76,12 +76,14 @@ def _common_options() -> argparse.ArgumentParser:
         "-s",
         "--session",
         metavar="PATH|ID",
+        type=path_word,
         help="resume/record a session: a .jsonl/.db file, an id in the sessions dir, 'new', or a session URL "
         "(sqlite:///path.db?session=ID)",
     )
     group.add_argument(
         "--sessions-dir",
         metavar="DIR",
+        type=path_word,
         help="where session ids live (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
     )
     group.add_argument(
@@ -102,6 +104,7 @@ def _common_options() -> argparse.ArgumentParser:
         "--attach",
         action="append",
         metavar="PATH",
+        type=path_word,
         help="send a file with the (first) prompt: a PNG/JPEG/GIF/WebP image or a UTF-8 text file, "
         "sniffed from its bytes; repeatable; run -a - attaches stdin",
     )
@@ -275,17 +278,21 @@ def build_parser(plugin_options: bool = True) -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="one JSON object per session")
     listing.set_defaults(handler=_lazy("cmd_sessions_list"))
     show = actions.add_parser("show", parents=[dir_opt], help="a session's facts and current branch")
-    show.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
+    show.add_argument(
+        "session", metavar="ID|PATH", type=path_word, help="a session id (a unique prefix is enough) or a file"
+    )
     show.set_defaults(handler=_lazy("cmd_sessions_show"))
     export = actions.add_parser("export", parents=[dir_opt], help="write a session as markdown/html/json/jsonl")
-    export.add_argument("session", metavar="ID|PATH", help="a session id (a unique prefix is enough) or a file")
+    export.add_argument(
+        "session", metavar="ID|PATH", type=path_word, help="a session id (a unique prefix is enough) or a file"
+    )
     export.add_argument(
         "--format",
         choices=("markdown", "html", "json", "jsonl"),
         default="markdown",
         help="markdown/json: the current branch; html: a standalone page of the whole tree; jsonl: every entry",
     )
-    export.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    export.add_argument("-o", "--output", metavar="FILE", type=path_word, help="write to FILE instead of stdout")
     export.set_defaults(handler=_lazy("cmd_sessions_export"))
     add_commands(commands)  # logs, keys, aliases
     return parser
@@ -643,10 +650,15 @@ def main(
     file holds (its model, a tool name).
 
     A process started with descriptor 1 or 2 closed (``>&-``, ``2>&-``: ``sys.stdout`` or
-    ``sys.stderr`` is None) writes what would go there nowhere, as to ``/dev/null``."""
+    ``sys.stderr`` is None) writes what would go there nowhere, as to ``/dev/null``. A write to
+    the process's stdout that fails (a full disk) ends the command with one line naming stdout,
+    status 1 (:class:`_StdoutError`); one to its stderr is dropped (``2>>log`` on a full disk):
+    notes and warnings never change what a command does or its exit status."""
     stdin = stdin if stdin is not None else sys.stdin
     out: TextIO = stdout if stdout is not None else (sys.stdout or _discard())
-    err: TextIO = stderr if stderr is not None else (sys.stderr or _discard())
+    err: TextIO = (
+        stderr if stderr is not None else (cast(TextIO, _QuietStderr(sys.stderr)) if sys.stderr else _discard())
+    )
     argv = list(argv) if argv is not None else [_utf8_word(word) for word in sys.argv[1:]]
     # plugins load only for a command line that may name run/chat (a prompt word "run" only costs time)
     try:
@@ -663,13 +675,16 @@ def main(
     if handler is None:
         parser.print_help(err)
         return EXIT_USAGE
+    # the process's stdout says so when a write fails (a full disk under `> answer.txt`); rpc
+    # owns descriptor 1 itself (it moves it aside) and is given the stream as it is
+    given = _NamedStdout(out) if stdout is None and sys.stdout is not None and handler is not _lazy_rpc else out
     try:
         with _verbose_logging(err, getattr(args, "verbose", False)), _plain_warnings(err):
             with (
                 _replacing_unencodable(out if stdout is None else None),
                 interrupts_reach_main_thread(),
             ):  # Ctrl-C at a readline prompt is never lost
-                return handler(args, stdin, out, err)
+                return handler(args, stdin, cast(TextIO, given), err)
     except UsageError as exc:  # (as terminal_text: it may quote a session file's model, a tool name)
         message = terminal_text(str(exc))
         err.write(message if message.startswith("agentcore") else f"agentcore: {message}")
@@ -684,9 +699,86 @@ def main(
     except BrokenPipeError:  # the reader of our output went away (e.g. `| head`)
         _silence_stdout()
         return EXIT_OK
+    except _StdoutError as exc:  # a bare "OSError: [Errno 28]" named no file: the session? the logs?
+        err.write(f"agentcore: {terminal_text(str(exc))}\n")
+        _silence_stdout()
+        return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - a clean message instead of a traceback
         err.write(f"agentcore: {terminal_text(describe_exception(exc))}\n")
         return EXIT_ERROR
+
+
+class _StdoutError(OSError):
+    """Writing to the process's stdout failed (not a reader that went away: a full disk, a file
+    over ``ulimit -f``, an I/O error): an ``OSError`` of the failure's errno whose message names
+    stdout and, where the system says, the file it is (``/proc/self/fd/1``, read when it fails)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.errno, cause.strerror)
+        self.target = _stdout_target()
+
+    def __str__(self) -> str:
+        return f"cannot write to stdout{f' ({self.target})' if self.target else ''}: {self.strerror}"
+
+
+def _stdout_target() -> str:
+    """The file descriptor 1 is (Linux's ``/proc/self/fd/1``), or "" where that is unknown."""
+    try:
+        target = os.readlink("/proc/self/fd/1")
+    except (OSError, ValueError):
+        return ""
+    return target if target.startswith("/") else ""
+
+
+class _NamedStdout:
+    """The process's stdout as the commands write it: a write or flush that fails with an
+    ``OSError`` raises :class:`_StdoutError` instead (BrokenPipeError stays: the reader left);
+    everything else is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with self._named():
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with self._named():
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _named() -> Iterator[None]:
+        try:
+            yield
+        except (BrokenPipeError, _StdoutError):
+            raise
+        except OSError as exc:
+            raise _StdoutError(exc) from None
+
+
+class _QuietStderr:
+    """The process's stderr as the commands write it: a write or flush that fails (a full disk,
+    a reader that went away) is dropped, as a note nobody can read; the rest is the stream's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 class _Discard(io.TextIOBase):

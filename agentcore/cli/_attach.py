@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, List, Optional, Sequence, Tuple
 
 from .._safe import redact_url
+from ._commands import path_word
 from ._setup import UsageError
 
 __all__ = [
@@ -82,12 +83,21 @@ class Attachment:
     image: Any = None  # an agentcore.types.ImageContent
 
     def block(self) -> str:
-        """The ``<file name=...>`` text the prompt carries for this attachment."""
-        name = self.name.replace('"', "&quot;")  # the attribute stays one attribute
+        """The ``<file name=...>`` text the prompt carries for this attachment. The name is the
+        path's bytes read as UTF-8 (a byte that is none: U+FFFD), never the lone surrogates an
+        ASCII locale or a Latin-1 file name leaves in a ``str`` path: no request can send them."""
+        name = _text_name(self.name).replace('"', "&quot;")  # the attribute stays one attribute
         if self.text is None:
             return f'<file name="{name}"></file>\n'
         body = self.text[:-1] if self.text.endswith("\n") else self.text  # one newline before </file>
         return f'<file name="{name}">\n{body}\n</file>\n'
+
+
+def _text_name(path: str) -> str:
+    try:
+        return os.fsencode(path).decode("utf-8", "replace")
+    except UnicodeError:  # real characters an ASCII file system encoding lacks (a typed /attach): text already
+        return path.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass
@@ -185,7 +195,7 @@ def read_attachment(path: str, stdin: Any = None, flag: str = "--attach") -> Att
         name = STDIN_NAME
         data = _stdin_bytes(stdin)
     else:
-        name = os.path.abspath(os.path.expanduser(path))
+        name = os.path.abspath(os.path.expanduser(path_word(path)))  # chat's /attach: typed text
         if os.path.isdir(name):
             raise UsageError(f"{flag} {path}: is a directory; attach the files in it one by one")
         try:

@@ -7,9 +7,10 @@ Handlers import their module on first use, so ``agentcore --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any, Callable, TextIO
 
-__all__ = ["add_logging_options", "add_commands", "sessions_dir_option"]
+__all__ = ["add_logging_options", "add_commands", "path_word", "sessions_dir_option"]
 
 
 def add_logging_options(common: argparse.ArgumentParser) -> None:
@@ -43,6 +44,24 @@ def _handler(module: str, name: str) -> Callable[..., int]:
     return handler
 
 
+def path_word(word: str) -> str:
+    """A command-line path as the file system spells it (an argparse ``type``).
+
+    ``main`` reads every word of argv as UTF-8 text (a prompt must be). In an ASCII locale
+    without UTF-8 mode (``LC_ALL=C PYTHONUTF8=0``) the file system encoding cannot encode the
+    characters that gives (``séss.jsonl``: every open failed with ``'ascii' codec can't encode``),
+    so a path that the file system encoding cannot encode takes back the bytes it was given
+    (the same for a path typed to chat's ``/attach``: stdin is read as UTF-8 too)."""
+    try:
+        os.fsencode(word)
+    except UnicodeEncodeError:
+        try:
+            return os.fsdecode(word.encode("utf-8", "surrogateescape"))
+        except UnicodeError:  # a lone surrogate that stands for no byte: left for the open to refuse
+            return word
+    return word
+
+
 def sessions_dir_option(default: Any = None) -> argparse.ArgumentParser:
     """A parent parser holding ``--sessions-dir DIR`` (default None: the default directory;
     ``argparse.SUPPRESS`` for a sub-action, so that it keeps a value given before the action)."""
@@ -50,6 +69,7 @@ def sessions_dir_option(default: Any = None) -> argparse.ArgumentParser:
     dir_opt.add_argument(
         "--sessions-dir",
         metavar="DIR",
+        type=path_word,
         default=default,
         help="the sessions directory (default: $AGENTCORE_SESSIONS_DIR or ~/.agentcore/sessions)",
     )

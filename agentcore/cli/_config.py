@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import secrets
+import stat
 from typing import Callable, Dict, Iterator, Tuple
 
 from ._setup import UsageError, remove_quietly
@@ -47,19 +48,24 @@ def config_path(name: str) -> str:
 
 
 def read_json_map(path: str) -> Dict[str, str]:
-    """The ``{name: text}`` object stored at ``path``; ``{}`` when the file does not exist.
+    """The ``{name: text}`` object stored at ``path``; ``{}`` when the file does not exist (nor
+    can: a folder on its path is a file, as for ``HOME=/dev/null``).
 
     A file that is not such an object (edited by hand and broken) is a :class:`UsageError` naming
-    the file, so that a bad keys or aliases file is never silently ignored or overwritten. A byte
+    the file, so that a bad keys or aliases file is never silently ignored or overwritten. A file
+    that cannot be read (too many open files, an I/O error) is one too, naming the reason without
+    the advice to fix or delete it: what it holds may be fine (the user's only copy of a key). A byte
     order mark before the JSON (Windows' Notepad saves one) is not part of it, as CRLF line ends
     are not.
     """
     try:
         with open(path, encoding="utf-8-sig") as handle:
             data = json.load(handle)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: HOME=/dev/null, a daemon's
         return {}
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
+    except OSError as exc:  # not about what it holds (too many open files, an I/O error): keep it
+        raise UsageError(f"{path}: cannot read it ({_reason(exc)})") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply to decode
         raise UsageError(f"{path}: cannot read it ({_reason(exc)}); fix or delete the file") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise UsageError(f'{path}: expected a JSON object of strings ({{"name": "value"}}); fix or delete the file')
@@ -67,7 +73,10 @@ def read_json_map(path: str) -> Dict[str, str]:
 
 
 def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> None:
-    """Replace ``path`` atomically with ``data`` as JSON; the file has permissions ``mode``.
+    """Replace ``path`` atomically with ``data`` as JSON; a new file has permissions ``mode``, an
+    existing one keeps its own within ``mode`` (a ``chmod 600 aliases.json`` is not widened to
+    ``0644``, a keys file made readable by others is narrowed to ``0600``; its owner may always
+    read and write it).
 
     The directory is created (``0700``) when missing. A ``path`` that is a symbolic link is
     replaced at its target (the link stays). The temporary file is created with ``mode`` already
@@ -77,6 +86,7 @@ def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> Non
     """
     target = os.path.realpath(path) if os.path.islink(path) else path
     directory = os.path.dirname(target) or "."
+    mode = _kept_mode(target, mode)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
         fd, temp = _create_temp(directory, mode)
@@ -96,6 +106,16 @@ def write_json_map(path: str, data: Dict[str, str], *, mode: int = 0o644) -> Non
     except BaseException:
         remove_quietly(temp)
         raise
+
+
+def _kept_mode(target: str, mode: int) -> int:
+    """The permissions of the file replacing ``target``: ``mode`` for a new file, else the
+    existing file's bits that ``mode`` allows, with the owner's read and write of ``mode``."""
+    try:
+        existing = stat.S_IMODE(os.stat(target).st_mode)
+    except (OSError, ValueError):
+        return mode
+    return (existing & mode) | (mode & 0o600)
 
 
 def update_json_map(path: str, change: Callable[[Dict[str, str]], None], *, mode: int = 0o644) -> Dict[str, str]:

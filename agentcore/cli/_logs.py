@@ -225,8 +225,11 @@ def _created(path: str) -> str:
 # --------------------------------------------------------------------------- keeping the index current
 
 
-def _index_warning(err: TextIO, exc: BaseException) -> None:
-    err.write(f"agentcore: warning: the logs index was not updated ({exc}); `agentcore logs` rebuilds it\n")
+def _index_warning(err: TextIO, exc: BaseException, directory: str) -> None:
+    """The warning of a failed index update, naming the index file (SQLite's "disk I/O error"
+    or "unable to open database file" names none)."""
+    path = os.path.join(directory, "logs.db")
+    err.write(f"agentcore: warning: the logs index was not updated ({exc}); `agentcore logs` rebuilds {path}\n")
 
 
 #: how long at a time a command waits for another process holding the index: SQLite's own wait
@@ -280,7 +283,7 @@ def _update_index(session: Any, directory: str, err: TextIO, signal: Any = None)
         with _opened(directory, signal) as index:
             _patiently(lambda: index.update(session.path), signal)
     except (sqlite3.Error, OSError, ValueError) as exc:  # ValueError: text SQLite cannot take, say
-        _index_warning(err, exc)
+        _index_warning(err, exc, directory)
 
 
 def watch_session(setup: Any, options: Any, err: TextIO, *, logged: bool) -> None:

@@ -83,7 +83,8 @@ def user_models_path(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:
 def load_user_models(path: Optional[Path] = None) -> List[Model]:
     """The models of the user's file (``path`` or :func:`user_models_path`), in file order.
 
-    Returns ``[]`` when there is no file, except that a ``$AGENTCORE_MODELS`` naming a file that
+    Returns ``[]`` when there is no file (also when a folder on its path is a file: a ``HOME`` of
+    ``/dev/null``), except that a ``$AGENTCORE_MODELS`` naming a file that
     does not exist is an error (a typo must not silently drop the user's models). Raises
     :class:`UserModelsError` for that, for unreadable or invalid JSON, and for an entry that is not
     a model (naming the entry and the field).
@@ -97,7 +98,7 @@ def load_user_models(path: Optional[Path] = None) -> List[Model]:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")  # a BOM (Windows editors write one) is no content
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # also under a HOME that is no folder (/dev/null)
         if from_env:
             raise UserModelsError(path, f"does not exist (${MODELS_ENV}; set it empty for no file)") from None
         return []
