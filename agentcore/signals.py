@@ -12,6 +12,8 @@ import logging
 import threading
 from typing import Any, Callable, Deque, Optional
 
+from ._util import Latch
+
 __all__ = ["AbortController", "AbortSignal", "AbortError"]
 
 _log = logging.getLogger("agentcore.signals")
@@ -41,13 +43,12 @@ def _reason_text(reason: Any) -> str:
 class AbortSignal:
     """Read side of an abort: poll ``aborted``, block on ``wait()``, or register a callback."""
 
-    __slots__ = ("_aborted", "_event", "_lock", "_reason", "_listeners")
+    __slots__ = ("_flag", "_lock", "_reason", "_listeners")
 
     def __init__(self) -> None:
-        self._aborted = False  # set under _lock, read without it
-        # made by the first wait() (most runs are never waited on; an Event costs 4-5 us, a run
-        # makes one signal), set by the abort once it exists
-        self._event: Optional[threading.Event] = None
+        # set under _lock; a Latch: its Event is made only by a wait() (most runs are never
+        # waited on; an Event costs 4-5 us, and a run makes one signal)
+        self._flag = Latch()
         self._lock = threading.Lock()
         self._reason: Any = None
         self._listeners: Deque[Callable[[Any], Any]] = collections.deque()  # not yet called
@@ -55,7 +56,7 @@ class AbortSignal:
     @property
     def aborted(self) -> bool:
         """True once the run was aborted. Never goes back to False."""
-        return self._aborted
+        return self._flag.is_set()
 
     @property
     def reason(self) -> Any:
@@ -64,15 +65,7 @@ class AbortSignal:
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Block until aborted or ``timeout`` seconds passed; return ``aborted``."""
-        event = self._event
-        if event is None:
-            with self._lock:  # the abort sets _aborted and reads _event under it: no lost wake-up
-                if self._aborted:
-                    return True
-                event = self._event
-                if event is None:
-                    event = self._event = threading.Event()
-        return event.wait(timeout)
+        return self._flag.wait(timeout)
 
     def raise_if_aborted(self) -> None:
         """Raise :class:`AbortError` if aborted (handy inside long tool loops)."""
@@ -85,7 +78,7 @@ class AbortSignal:
         Exceptions from callbacks are logged and never reach the aborting thread.
         """
         with self._lock:
-            if not self._aborted:
+            if not self._flag.is_set():
                 self._listeners.append(callback)
                 return
         self._call(callback)
@@ -103,12 +96,10 @@ class AbortSignal:
 
     def _abort(self, reason: Any) -> bool:
         with self._lock:
-            if self._aborted:
+            if self._flag.is_set():
                 return False
             self._reason = reason
-            self._aborted = True
-            if self._event is not None:
-                self._event.set()
+            self._flag.set()
         # Listeners are taken one at a time, so one removed meanwhile (by an earlier listener or
         # another thread) is not called; one added meanwhile runs at once on its adding thread.
         interrupted: Optional[BaseException] = None

@@ -393,11 +393,11 @@ class _AbortOnRead(AbortSignal):
 
     @property
     def aborted(self) -> bool:
-        if self.armed.is_set() and not self._aborted:
+        if self.armed.is_set() and not self._flag.is_set():
             self._abort("stop")
             os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)  # the shell died of the SIGTERM
             return False
-        return self._aborted
+        return self._flag.is_set()
 
 
 def test_an_abort_landing_between_the_checks_is_reported_as_an_abort(tmp_path):
