@@ -312,3 +312,24 @@ def index_state() -> Callable[..., Any]:
         )
 
     return state
+
+
+@pytest.fixture
+def count_decodes(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], List[str]]:
+    """``count_decodes(storage)``: the storage's decode cache emptied, and a list that collects the
+    id of every entry whose stored payload it reads from then on (what a read decodes; a scale
+    test counts work instead of timing it)."""
+
+    def start(storage: Any) -> List[str]:
+        storage._cache.clear()
+        fetched: List[str] = []
+        fetch = storage._fetch_raws
+
+        def counting_fetch(nodes: Any) -> Any:
+            fetched.extend(node.id for node in nodes)
+            return fetch(nodes)
+
+        monkeypatch.setattr(storage, "_fetch_raws", counting_fetch)
+        return fetched
+
+    return start

@@ -584,7 +584,7 @@ def test_agent_navigation_asks_get_api_key_only_for_a_summary_and_awaits_it():  
     assert sent == ["key-for-scripted"] and s.get_entry(s.leaf_id).type == "branch_summary"
 
 
-def test_collecting_a_branch_decodes_only_the_entries_it_collects(tmp_path, monkeypatch):  # session §8, scale
+def test_collecting_a_branch_decodes_only_the_entries_it_collects(tmp_path, count_decodes):  # session §8, scale
     """Collecting the abandoned branch decoded both whole root→leaf branches to find their common
     ancestor: a switch two entries back on a 3,000-entry chain decoded 6,000 entries to collect
     two (each branch switch of a long session cost a full decode of it, time and memory). The
@@ -597,15 +597,7 @@ def test_collecting_a_branch_decodes_only_the_entries_it_collects(tmp_path, monk
     with Session.open(path, read_only=True) as s:
         leaf = s.leaf_id
         target = s.storage.parent_of(s.storage.parent_of(leaf))
-        s.storage._cache.clear()
-        fetched: List[str] = []
-        fetch = s.storage._fetch_raws
-
-        def counting_fetch(nodes):
-            fetched.extend(node.id for node in nodes)
-            return fetch(nodes)
-
-        monkeypatch.setattr(s.storage, "_fetch_raws", counting_fetch)
+        fetched = count_decodes(s.storage)
         collected = collect_entries_for_branch_summary(s, leaf, target)
         assert collected.common_ancestor_id == target
         assert [e.message.content[0].text for e in collected.entries] == ["q1499", "a1499"]

@@ -2346,7 +2346,7 @@ def test_a_model_returned_as_the_whole_turn_update_fails_the_run_when_compacting
     assert len(brain.agent_contexts) == 1  # no request after the unusable answer
 
 
-def test_a_compaction_of_a_long_session_decodes_what_the_context_holds(make_agent, tmp_path, monkeypatch):  # scale
+def test_a_compaction_of_a_long_session_decodes_what_the_context_holds(make_agent, tmp_path, count_decodes):  # scale
     """Every compaction decoded the session's whole root→leaf branch (100,000 entries: 1.5 s and
     275 MB, for each compaction of a long session's life), though it reads only what follows the
     newest compaction's first kept entry. That part alone is decoded now, and the compaction is
@@ -2364,15 +2364,7 @@ def test_a_compaction_of_a_long_session_decodes_what_the_context_holds(make_agen
     settings = CompactionSettings(keep_recent_tokens=100)
     with Session.open(path) as session:
         expected = prepare_compaction(session.get_branch(), settings)
-        session.storage._cache.clear()
-        fetched: List[str] = []
-        fetch = session.storage._fetch_raws
-
-        def counting_fetch(nodes):
-            fetched.extend(node.id for node in nodes)
-            return fetch(nodes)
-
-        monkeypatch.setattr(session.storage, "_fetch_raws", counting_fetch)
+        fetched = count_decodes(session.storage)
         agent = make_agent(Brain(lambda ctx, n: "ok"), session=session, compaction=settings)
         fetched.clear()  # what resuming read (its context) is not the compaction's
         agent.compact()

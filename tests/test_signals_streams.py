@@ -103,60 +103,45 @@ def test_wait_and_raise_if_aborted():  # agent-loop §8.2
     assert "aborted=True" in repr(controller)
 
 
-def test_latch_wakes_every_waiter_and_never_blocks_once_set():
-    """The set-once flag of runs and streams makes its Event only for a waiter: waiters that came
-    before ``set`` are all woken, a wait after it returns at once, a timed wait times out."""
+def _latch():
     from agentcore._util import Latch
 
     latch = Latch()
-    assert latch.is_set() is False and latch.wait(0) is False and latch.wait(0.01) is False
-    started, results = threading.Barrier(4), []
-
-    def waiter():
-        started.wait()
-        results.append(latch.wait(30))
-
-    threads = [threading.Thread(target=waiter) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    started.wait()
-    latch.set()
-    for thread in threads:
-        thread.join(10)
-    assert results == [True, True, True] and latch.is_set()
-
-    fresh = Latch()
-    fresh.set()
-    done = []
-    thread = threading.Thread(target=lambda: done.append(fresh.wait()))  # no timeout: must not block
-    thread.start()
-    thread.join(10)
-    assert done == [True]
+    return latch, latch.set, latch.wait
 
 
-def test_wait_wakes_every_waiter_and_never_blocks_once_aborted():
-    """The signal makes its wait event only when someone first waits (a run is rarely waited on):
-    waiters that came before the abort are all woken, and a first wait after it returns at once."""
+def _signal():
     controller = AbortController()
+    return controller.signal, controller.abort, controller.signal.wait
+
+
+@pytest.mark.parametrize("make", [_latch, _signal], ids=["latch", "abort signal"])
+def test_a_lazy_flag_wakes_every_waiter_and_never_blocks_once_set(make):
+    """The set-once flags of runs, streams and abort signals make their Event only for a waiter
+    (most are never waited on): waiters that came before ``set`` are all woken, a first wait after
+    it returns at once, a timed wait times out."""
+    _, _, wait = make()
+    assert wait(0) is False and wait(0.01) is False
+    _, set_it, wait = make()
     started, results = threading.Barrier(4), []
 
     def waiter():
         started.wait()
-        results.append(controller.signal.wait(30))
+        results.append(wait(30))
 
     threads = [threading.Thread(target=waiter) for _ in range(3)]
     for thread in threads:
         thread.start()
     started.wait()
-    controller.abort()
+    set_it()
     for thread in threads:
         thread.join(10)
     assert results == [True, True, True]
 
-    late = AbortController()
-    late.abort()
+    _, set_it, wait = make()
+    set_it()
     done = []
-    thread = threading.Thread(target=lambda: done.append(late.signal.wait()))  # no timeout
+    thread = threading.Thread(target=lambda: done.append(wait()))  # no timeout: must not block
     thread.start()
     thread.join(10)
     assert done == [True]
