@@ -439,7 +439,9 @@ class ToolValidationError(ValueError):
 
 
 _COERCE_INT = re.compile(r"^\s*[+-]?\d+(\.0*)?\s*$")
-_COERCE_NUM = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+# ``\d+(?:\.\d*)?``, not ``\d+\.?\d*``: two digit runs that may split a number anywhere made a
+# failing match try every split (a model's 20,000 digits then "x" held the GIL for 25 s)
+_COERCE_NUM = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
 _cache_lock = threading.Lock()
 _fallback_cache: Dict[int, Any] = {}
 

@@ -517,6 +517,36 @@ def test_integer_string_coercion_is_exact_for_big_numbers() -> None:
     assert validate_tool_arguments(lookup, {"item_id": " 42.00 ", "weight": "1.5"}) == {"item_id": 42, "weight": 1.5}
 
 
+def test_a_long_numeric_string_that_is_no_number_fails_at_once() -> None:
+    """The number pattern had two digit runs that could split a number anywhere (``\\d+\\.?\\d*``),
+    so a failing match tried every split: a model's 20,000 digits followed by "x" for a number
+    parameter took 25 s of CPU with the GIL held, stalling every other agent (quadratic). Run in a
+    child with a generous limit: the old pattern needs hours for this size, the new one
+    microseconds."""
+    import subprocess
+    import sys
+
+    code = "\n".join(
+        [
+            "from agentcore import tool",
+            "from agentcore.tools import ToolValidationError, validate_tool_arguments",
+            "@tool",
+            "def weigh(grams: float) -> str:",
+            "    'Weigh.'",
+            "    return ''",
+            "for value in ('1' * 60000 + 'x', ' ' * 60000 + '1' + ' ' * 60000 + 'x', '1.' + '2' * 60000 + 'e'):",
+            "    try:",
+            "        validate_tool_arguments(weigh, {'grams': value})",
+            "    except ToolValidationError:",
+            "        continue",
+            "    raise SystemExit('coerced ' + value[:10])",
+            "print('ok')",
+        ]
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+
+
 def test_nested_coercion_and_the_input_is_never_mutated() -> None:
     schema = _props(
         items={"type": "array", "items": _props(n={"type": "integer"})},
