@@ -6,7 +6,8 @@ closed when one passes, even in the middle of a read, so a server trickling byte
 tool longer), and
 ``max_bytes`` for the body (read at most 16 KB at a time, compressed or not, so the limit stops the
 download however the server sends it). Failures raise :class:`FetchError` with a message the model
-can act on: a non-2xx status, binary content, a body over the limit, a timeout, or an abort (the
+can act on: a non-2xx status, binary content, a body compressed in an encoding it cannot decode
+(``Content-Encoding``), a body over the limit, a timeout, or an abort (the
 response is closed as soon as the run's abort signal fires).
 
 Redirects (at most :data:`MAX_REDIRECTS`, to http(s) URLs only) are followed here, not by requests,
@@ -19,7 +20,8 @@ another user's). Proxies come from the environment as for any requests call.
 
 Charsets are read as browsers read them: a byte order mark, else the ``Content-Type`` charset,
 else (XML: feeds, XHTML) the ``<?xml encoding="..."?>`` declaration, else (HTML) ``<meta
-charset>``, else UTF-8; an ISO-8859-1 or US-ASCII label means windows-1252.
+charset>``, else UTF-8; an ISO-8859-1 or US-ASCII label means windows-1252, and a label naming no
+codec that reads any bytes (``undefined``, ``base64``) counts as none.
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ def fetch_text(
 
     Raises :class:`FetchError` for a URL that is not an absolute http(s) URL string, a network
     error or timeout, a non-2xx status, a redirect loop (more than :data:`MAX_REDIRECTS`) or a
-    redirect to a non-http(s) URL, binary content, a body over ``max_bytes`` and an abort of
+    redirect to a non-http(s) URL, binary content, a body compressed in a coding urllib3 does not
+    decode (``Content-Encoding: compress``, say), a body over ``max_bytes`` and an abort of
     ``signal``; its message never contains the URL's user info.
     """
     if not isinstance(url, str):
@@ -337,6 +340,7 @@ def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any
     mime, charset = _content_type(response.headers)
     if mime and not _TEXT_TYPES.match(mime):
         raise FetchError(f"{url} returned binary content ({mime}); fetch_url reads text and HTML only")
+    _check_encoding(response, url)
     body = _read_body(response, url, max_bytes, stop)
     html = mime in ("text/html", "application/xhtml+xml")
     bom = _bom_charset(body)
@@ -366,6 +370,40 @@ def _finish(response: Any, url: str, max_bytes: int, stop: Any) -> Dict[str, Any
         "text": text,
         "bytes": len(body),
     }
+
+
+# the registered HTTP content codings (IANA) that transform the body; a label outside it
+# ("utf-8", "none", "binary": misconfigured servers send them) is ignored, as browsers ignore it
+_CODINGS = frozenset(
+    [
+        "aes128gcm",
+        "br",
+        "compress",
+        "dcb",
+        "dcz",
+        "deflate",
+        "exi",
+        "gzip",
+        "pack200-gzip",
+        "x-compress",
+        "x-gzip",
+        "zstd",
+    ]
+)
+
+
+def _check_encoding(response: Any, url: str) -> None:
+    """Raise :class:`FetchError` for a body in a content coding urllib3 does not undo
+    (``compress``, or ``br``/``zstd`` without their packages): it would be read as the page's
+    text."""
+    raw = response.headers.get("Content-Encoding") or ""
+    decoders = getattr(response.raw, "CONTENT_DECODERS", ("gzip", "x-gzip", "deflate"))
+    for coding in (c.strip().lower() for c in raw.split(",")):
+        if coding in _CODINGS and coding not in decoders:
+            raise FetchError(
+                f"{url} is compressed with {coding!r} (Content-Encoding), which fetch_url cannot "
+                "decode; try another URL for the page"
+            )
 
 
 def _userinfo(url: str) -> Optional[str]:
@@ -464,8 +502,10 @@ def _codec_name(encoding: str) -> str:
 
 
 def _known(charset: Optional[str]) -> bool:
-    """Whether ``charset`` names a text encoding (``base64``, ``hex``, ``rot13``... are codecs,
-    but ``bytes.decode`` refuses them: a page declaring one is read as UTF-8)."""
+    """Whether ``charset`` names a text encoding that reads any bytes (``base64``, ``hex``,
+    ``rot13``... are codecs, but ``bytes.decode`` refuses them; ``undefined``, which pages in the
+    wild declare, ``idna`` and ``punycode`` raise for bytes they cannot read, whatever the error
+    handler: a page declaring one is read as UTF-8, as browsers ignore a label they do not know)."""
     import codecs
 
     if not charset:
@@ -474,13 +514,27 @@ def _known(charset: Optional[str]) -> bool:
         info = codecs.lookup(charset)
     except LookupError:
         return False
-    return getattr(info, "_is_text_encoding", True) is not False
+    if getattr(info, "_is_text_encoding", True) is False:
+        return False
+    try:
+        b"a\xff".decode(charset, errors="replace")
+    except (UnicodeError, LookupError):
+        return False
+    return True
+
+
+_MAX_TITLE_CHARS = 200
+"""How much of a page's title the ``fetch_url`` tool shows (the rest is replaced by ``...``)."""
 
 
 def create_fetch_url_tool(
     timeout: float = DEFAULT_TIMEOUT, max_bytes: int = DEFAULT_MAX_BYTES, max_chars: int = DEFAULT_MAX_CHARS
 ) -> AgentTool:
-    """A ``fetch_url`` tool with these limits (the plugin registers one with the defaults)."""
+    """A ``fetch_url`` tool with these limits (the plugin registers one with the defaults).
+
+    Its result holds at most ``max_chars`` characters of the page's text (then a note of how many
+    there were) and a title of at most :data:`_MAX_TITLE_CHARS` (a page's ``<title>`` can be as
+    long as its body)."""
 
     @tool(name="fetch_url", label="Fetch URL")
     def fetch_url(url: str, signal: Any = None) -> AgentToolResult:
@@ -493,6 +547,8 @@ def create_fetch_url_tool(
             url: The absolute http:// or https:// URL to fetch.
         """
         page = fetch_text(url, timeout=timeout, max_bytes=max_bytes, signal=signal)
+        if page["title"]:
+            page["title"] = _brief(page["title"], _MAX_TITLE_CHARS)
         text = page["text"]
         truncated = len(text) > max_chars
         if truncated:

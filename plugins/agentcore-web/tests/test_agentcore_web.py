@@ -153,6 +153,9 @@ class _Handler(BaseHTTPRequestHandler):
                 b'<?xml version="1.0" encoding="ISO-8859-1"?>\n<rss><title>caf\xe9 \x93news\x94</title></rss>',
             ),
             "/odd-markup.html": (200, "text/html", b"<p>Index x<![0]> of the list</p><p>Read <![ endif ]>on</p>"),
+            "/long-title.html": (200, "text/html", b"<title>" + b"T" * 100_000 + b"</title><p>short body</p>"),
+            "/undefined-charset": (200, "text/plain; charset=undefined", "caf\xe9".encode()),
+            "/idna-meta": (200, "text/html; charset=undefined", b'<meta charset="idna"><p>caf\xc3\xa9 \xff</p>'),
         }
         if self.path in ("/set-cookie", "/login"):
             self.send_response(200 if self.path == "/set-cookie" else 302)
@@ -161,6 +164,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header("Location", "/echo-cookie")
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        if self.path == "/unknown-coding":  # LZW ("compress"), which no client decodes
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Encoding", "compress")
+            self.end_headers()
+            self.wfile.write(b"\x1f\x9d\x90<\xde\xa8\xc1\x83\x07\x13*\\\xc8\xb0\xa1")
+            self.close_connection = True
+            return
+        if self.path == "/charset-as-coding":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Encoding", "UTF-8")
+            self.send_header("Content-Length", "5")
+            self.end_headers()
+            self.wfile.write(b"plain")
             return
         if self.path == "/echo-cookie":
             self._send(200, "text/plain", ("cookie: " + (self.headers.get("Cookie") or "none")).encode())
@@ -626,3 +645,60 @@ def test_a_utf16_label_without_a_hyphen_is_text(base_url: str) -> None:
     """``charset=UTF16`` names UTF-16 as well as ``utf-16`` does, but only the hyphenated
     spelling was exempt from the NUL-byte test: the text was refused as binary content."""
     assert _run(create_fetch_url_tool(), base_url + "/utf16-label").content[0].text.endswith("\n\ncaf\xe9")
+
+
+def test_a_link_inside_a_link_ends_it_in_linear_time() -> None:
+    """Links do not nest: browsers end an open ``<a>`` at the next one. html_to_text nested them,
+    copying the whole inner text again at every ``</a>``: a 2 MB page of ``<a href=x>y`` then
+    as many ``</a>`` took 23 s, ignoring the run's abort and the deadline, for a page of
+    ``[[[[...`` no reader could follow."""
+    import time
+
+    assert html_to_text('<a href="/1">one<a href="/2">two</a></a>', "http://h/")[1] == (
+        "[one](http://h/1) [two](http://h/2)"
+    )
+    count = 40_000
+    started = time.monotonic()
+    text = html_to_text("<a href=x>y" * count + "</a>" * count, "http://h/")[1]
+    assert time.monotonic() - started < 3
+    assert text.startswith("[y](http://h/x) [y](http://h/x)") and text.count("[y](http://h/x)") == count
+
+
+def test_a_charset_no_bytes_can_be_read_with_reads_as_utf8(base_url: str) -> None:
+    """``charset=undefined`` (sent by misconfigured servers), ``idna`` and ``punycode`` are text
+    codecs to Python, but they raise for bytes they cannot read even with ``errors="replace"``:
+    the tool failed with "cannot read ...: UnicodeError" for a page browsers show."""
+    tool = create_fetch_url_tool()
+    assert _run(tool, base_url + "/undefined-charset").content[0].text.endswith("\n\ncaf\xe9")
+    assert _run(tool, base_url + "/idna-meta").content[0].text.endswith("\n\ncaf\xe9 \ufffd")
+
+
+def test_a_huge_title_does_not_escape_the_size_cap(base_url: str) -> None:
+    """The title is shown above the text, outside ``max_chars``: a page whose ``<title>`` held
+    100 KB (up to ``max_bytes``, 2 MB) put all of it in the result and its details."""
+    result = _run(create_fetch_url_tool(max_chars=1000), base_url + "/long-title.html")
+    assert len(result.content[0].text) < 1000
+    assert result.details["title"] == "T" * 200 + "..."
+    assert result.content[0].text.endswith("Title: " + "T" * 200 + "...\n\nshort body")
+
+
+def test_a_body_in_a_content_encoding_not_decoded_is_refused(base_url: str) -> None:
+    """urllib3 passes a body in a coding it does not decode (``compress``; ``br`` or ``zstd``
+    without their packages) through as it came: the compressed bytes reached the model as the
+    page's text."""
+    with pytest.raises(FetchError, match=r"/unknown-coding is compressed with 'compress' \(Content-Encoding\)"):
+        _run(create_fetch_url_tool(), base_url + "/unknown-coding")
+    # a label that names no coding (a misconfigured server's charset) is ignored, as in browsers
+    assert _run(create_fetch_url_tool(), base_url + "/charset-as-coding").content[0].text.endswith("\n\nplain")
+
+
+def test_a_long_run_of_blanks_is_read_in_linear_time() -> None:
+    """Trailing blanks were removed with ``re.sub(r"[ \\t]+\\n")``, which tries every position of a
+    run of blanks that no line break ends: a ``<pre>`` of 200000 tabs took 104 s (2 MB, hours),
+    and nothing interrupts it, not the run's abort nor the deadline."""
+    import time
+
+    started = time.monotonic()
+    page = "<pre>a" + "\t" * 100_000 + "b\t \nc</pre><pre>d" + " <b>" * 50_000 + "</pre>"
+    assert html_to_text(page) == (None, "a" + "\t" * 100_000 + "b\nc\n\nd")
+    assert time.monotonic() - started < 3
